@@ -1,0 +1,118 @@
+// Command bitvk runs BitNet b1.58 models on Vulkan GPUs and on the CPU.
+//
+// Each subcommand lives in its own file; this one dispatches and is the only
+// place in bitvk that calls os.Exit.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// command is one subcommand: it parses its own flags from args and writes
+// its results to stdout.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = []command{
+	{"inspect", "describe a GGUF file: metadata, tensors, ternary statistics", runInspect},
+	{"synth", "write a synthetic BitNet b1.58 model (random ternary weights, real shapes)", runSynth},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(args[1:], stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			return 2
+		default:
+			fmt.Fprintf(stderr, "bitvk %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "bitvk: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "bitvk runs BitNet b1.58 ternary models on Vulkan GPUs and on the CPU.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "usage: bitvk COMMAND [flags]")
+	fmt.Fprintln(w)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'bitvk COMMAND -h' for a command's flags.")
+}
+
+// errUsage marks an error already reported with the command's usage text.
+var errUsage = errors.New("usage")
+
+// newFlags returns a flag set that reports errors to stderr, without exiting.
+func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("bitvk "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: bitvk %s %s\n\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, allowing flags after positional arguments
+// ("bitvk inspect model.gguf --json"), and returns the positionals.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// usageError prints msg and the command's usage, and returns errUsage.
+func usageError(fs *flag.FlagSet, format string, a ...any) error {
+	fmt.Fprintf(fs.Output(), "%s: %s\n", fs.Name(), strings.TrimSpace(fmt.Sprintf(format, a...)))
+	fs.Usage()
+	return errUsage
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/nn/synth"
+)
+
+func runSynth(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("synth", "[flags] -o OUT.gguf", stderr)
+	out := fs.String("o", "", "output `file` (required; replaced only once the new file is complete)")
+	shape := fs.String("shape", "tiny", "size preset: "+strings.Join(synth.ShapeNames(), ", ")+" (2b = BitNet b1.58 2B4T)")
+	typ := fs.String("type", "i2_s", "ternary tensor type: i2_s or tq2_0")
+	seed := fs.Uint64("seed", 1, "random seed; the same seed writes the same bytes")
+	vocab := fs.String("vocab", "", "take the tokenizer from this GGUF `file` (default: a small built-in byte-level BPE vocabulary)")
+	name := fs.String("name", "", "general.name (default: \"bitvk synthetic SHAPE\")")
+	layers := fs.Int("layers", 0, "override the preset's number of layers")
+	embd := fs.Int("embd", 0, "override the embedding width")
+	ffn := fs.Int("ffn", 0, "override the feed-forward width")
+	heads := fs.Int("heads", 0, "override the number of attention heads")
+	kvHeads := fs.Int("kv-heads", 0, "override the number of key/value heads")
+	ctx := fs.Int("ctx", 0, "override the context length")
+	nVocab := fs.Int("n-vocab", 0, "pad the built-in vocabulary to this many tokens")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError(fs, "unexpected argument %q", pos[0])
+	}
+	if *out == "" {
+		return usageError(fs, "-o OUT.gguf is required")
+	}
+	s, ok := synth.Shapes[*shape]
+	if !ok {
+		return usageError(fs, "unknown shape %q (choose from %s)", *shape, strings.Join(synth.ShapeNames(), ", "))
+	}
+	for _, o := range []struct {
+		dst *int
+		v   int
+	}{{&s.Layers, *layers}, {&s.Embd, *embd}, {&s.FFN, *ffn}, {&s.Heads, *heads}, {&s.KVHeads, *kvHeads}, {&s.Context, *ctx}, {&s.Vocab, *nVocab}} {
+		if o.v != 0 {
+			*o.dst = o.v
+		}
+	}
+	t, err := gguf.ParseType(*typ)
+	if err != nil {
+		return usageError(fs, "%v", err)
+	}
+	opts := synth.Options{Shape: s, Type: t, Seed: *seed, Name: *name}
+	if opts.Name == "" {
+		opts.Name = "bitvk synthetic " + *shape
+	}
+	if *vocab != "" {
+		if *nVocab != 0 {
+			return usageError(fs, "--n-vocab pads the built-in vocabulary; it cannot be used with --vocab")
+		}
+		if opts.Vocab, err = synth.VocabFromFile(*vocab); err != nil {
+			return err
+		}
+	}
+	b, err := synth.Build(opts)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	fmt.Fprintf(stderr, "writing %s (%s shape, %d layers, width %d, %s)…\n", *out, *shape, s.Layers, s.Embd, t)
+	if err := b.WriteFile(*out); err != nil {
+		return err
+	}
+	st, err := os.Stat(*out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d tensors, %.1f MB in %.1fs\n", *out, len(b.Tensors), float64(st.Size())/1e6, time.Since(start).Seconds())
+	return nil
+}

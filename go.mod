@@ -1,0 +1,3 @@
+module github.com/bitvk/bitvk
+
+go 1.26

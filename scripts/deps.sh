@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what `make test` and `make demo` need and this machine lacks:
+# Debian packages (only those absent, with one apt-get call) and Go modules.
+# Go itself and gcc are assumed, as on a fresh Debian 12 developer machine.
+set -euo pipefail
+
+# Debian packages bitvk's build and tests use, beyond Go and gcc.
+# (The Vulkan backend adds the loader, lavapipe, glslang and the validation layer.)
+APT_PACKAGES=()
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "deps: Go is not installed: install Go 1.26 or newer from go.dev/dl and put it on PATH" >&2
+	exit 1
+fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: installing ${missing[*]}" >&2
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+go mod download
