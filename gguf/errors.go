@@ -12,7 +12,7 @@ type FormatError struct {
 }
 
 func (e *FormatError) Error() string {
-	return fmt.Sprintf("gguf: %s at byte %d: %s", e.Field, e.Offset, e.Msg)
+	return fmt.Sprintf("gguf: %s (field at byte %d): %s", e.Field, e.Offset, e.Msg)
 }
 
 func errAt(off int64, field, format string, args ...any) *FormatError {

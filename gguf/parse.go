@@ -417,7 +417,7 @@ func decodeFixedArray(elem ValueType, raw []byte, n int, field string, at int64)
 // tensor's info, so errors point at the record that is wrong.
 func (f *File) checkData(infoAt []int64) error {
 	if f.DataStart > f.Size && len(f.Tensors) > 0 {
-		return errAt(int64(f.Size), "data section", "starts at byte %d beyond the file size %d (truncated download?)", f.DataStart, f.Size)
+		return errAt(int64(f.Size), "data section", "starts at byte %d, beyond the file size %d (truncated download?)", f.DataStart, f.Size)
 	}
 	order := make([]int, len(f.Tensors))
 	for i := range order {
@@ -431,7 +431,7 @@ func (f *File) checkData(infoAt []int64) error {
 		}
 		end, carry := bits.Add64(f.DataStart+t.Offset, t.Size, 0)
 		if carry != 0 || t.Offset > f.Size || end > f.Size {
-			return errAt(infoAt[i], field+" data", "data ends at byte %d beyond the file size %d (truncated download?)", f.DataStart+t.Offset+t.Size, f.Size)
+			return errAt(infoAt[i], field+" data", "ends at byte %d, beyond the file size %d (truncated download?)", f.DataStart+t.Offset+t.Size, f.Size)
 		}
 	}
 	sort.Slice(order, func(a, b int) bool { return f.Tensors[order[a]].Offset < f.Tensors[order[b]].Offset })

@@ -407,3 +407,25 @@ func BenchmarkTernaryHistogramI2_S(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadBaseline reads the same 32 MiB as BenchmarkTernaryHistogramI2_S
+// with the plainest loop there is (XOR of 64-bit words): the yardstick the
+// histogram's bytes per second are compared with.
+func BenchmarkReadBaseline(b *testing.B) {
+	words := make([]uint64, (128<<20)/4/8)
+	for i := range words {
+		words[i] = uint64(i) * 0x9E3779B97F4A7C15
+	}
+	b.SetBytes(int64(8 * len(words)))
+	var sink uint64
+	for b.Loop() {
+		var x uint64
+		for _, w := range words {
+			x ^= w
+		}
+		sink += x
+	}
+	if sink == 1 {
+		b.Log(sink)
+	}
+}

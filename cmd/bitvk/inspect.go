@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -199,7 +200,12 @@ func jsonValue(v gguf.Value, shown int) any {
 	if v.Type() != gguf.TypeArray {
 		switch x := v.Any().(type) {
 		case float32:
-			return jsonFloat(float64(x))
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Sprint(x)
+			}
+			// The shortest decimal that reads back as this float32, not the
+			// float64 expansion (1e-05, not 0.000009999999747378752).
+			return json.Number(strconv.FormatFloat(float64(x), 'g', -1, 32))
 		case float64:
 			return jsonFloat(x)
 		}
@@ -236,11 +242,19 @@ func (r *inspectReport) print(w io.Writer) {
 	}
 	tw.Flush()
 
-	fmt.Fprintf(w, "\ntensors (%d):\n", len(r.Tensors))
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  name\ttype\tshape\tbytes\toffset\t\n")
+	if len(r.Tensors) == 0 {
+		fmt.Fprintf(w, "\ntensors: none (a vocabulary-only file)\n")
+		return
+	}
+	fmt.Fprintf(w, "\ntensors (%d; shape in ggml order, input dimension first; offset in the file):\n", len(r.Tensors))
+	nameW := 4
 	for _, t := range r.Tensors {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t\n", t.Name, t.Type, formatShape(t.Shape), t.Bytes, t.Offset)
+		nameW = max(nameW, len(t.Name))
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  %-*s\ttype\tshape\tbytes\toffset\t\n", nameW, "name")
+	for _, t := range r.Tensors {
+		fmt.Fprintf(tw, "  %-*s\t%s\t%s\t%d\t%d\t\n", nameW, t.Name, t.Type, formatShape(t.Shape), t.Bytes, t.Offset)
 	}
 	tw.Flush()
 
@@ -255,17 +269,17 @@ func (r *inspectReport) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nternary tensors (shares of −1/0/+1, entropy of that histogram, bits stored):\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  name\ttype\t−1\t0\t+1\tscale\tentropy\tstored\t\n")
+	fmt.Fprintf(tw, "  %-*s\ttype\t−1\t0\t+1\tscale\tentropy\tstored\t\n", nameW, "name")
 	for _, e := range r.Ternary {
 		if e.Error != "" {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t\t\t\t\t\t\n", e.Name, e.Type, e.Error)
+			fmt.Fprintf(tw, "  %-*s\t%s\t%s\t\t\t\t\t\t\n", nameW, e.Name, e.Type, e.Error)
 			continue
 		}
 		scale := fmt.Sprintf("%.6g", e.ScaleMin)
 		if e.ScaleMax != e.ScaleMin {
 			scale = fmt.Sprintf("%.4g…%.4g", e.ScaleMin, e.ScaleMax)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%.1f%%\t%.1f%%\t%.1f%%\t%s\t%.3f\t%.3f\t\n", e.Name, e.Type, 100*e.Neg, 100*e.Zero, 100*e.Pos, scale, e.Entropy, e.StorageBits)
+		fmt.Fprintf(tw, "  %-*s\t%s\t%.1f%%\t%.1f%%\t%.1f%%\t%s\t%.3f\t%.3f\t\n", nameW, e.Name, e.Type, 100*e.Neg, 100*e.Zero, 100*e.Pos, scale, e.Entropy, e.StorageBits)
 	}
 	tw.Flush()
 	s := r.TernaryIn

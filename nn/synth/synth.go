@@ -73,21 +73,21 @@ func (o *Options) Validate() error {
 		v    int
 	}{{"layers", s.Layers}, {"embedding width", s.Embd}, {"FFN width", s.FFN}, {"heads", s.Heads}, {"KV heads", s.KVHeads}, {"context", s.Context}} {
 		if f.v <= 0 {
-			return fmt.Errorf("synth: %s must be positive, got %d", f.name, f.v)
+			return fmt.Errorf("%s must be positive, got %d", f.name, f.v)
 		}
 	}
 	if s.Vocab < 0 {
-		return fmt.Errorf("synth: vocabulary size must not be negative, got %d", s.Vocab)
+		return fmt.Errorf("vocabulary size must not be negative, got %d", s.Vocab)
 	}
 	if s.Embd%s.Heads != 0 || (s.Embd/s.Heads)%2 != 0 {
-		return fmt.Errorf("synth: embedding width %d must split into %d heads of an even size", s.Embd, s.Heads)
+		return fmt.Errorf("embedding width %d must split into %d heads of an even size", s.Embd, s.Heads)
 	}
 	if s.Heads%s.KVHeads != 0 {
-		return fmt.Errorf("synth: %d heads are not a multiple of %d KV heads", s.Heads, s.KVHeads)
+		return fmt.Errorf("%d heads are not a multiple of %d KV heads", s.Heads, s.KVHeads)
 	}
 	t := o.ternaryType()
 	if t != gguf.TypeI2_S && t != gguf.TypeTQ2_0 {
-		return fmt.Errorf("synth: ternary type must be I2_S or TQ2_0, got %s", t)
+		return fmt.Errorf("ternary type must be I2_S or TQ2_0, got %s", t)
 	}
 	bs := t.BlockSize()
 	for _, w := range []struct {
@@ -95,11 +95,11 @@ func (o *Options) Validate() error {
 		v    int
 	}{{"embedding width", s.Embd}, {"FFN width", s.FFN}} {
 		if w.v%bs != 0 {
-			return fmt.Errorf("synth: %s %d is not a multiple of %d, which %s needs", w.name, w.v, bs, t)
+			return fmt.Errorf("%s %d is not a multiple of %d, which %s needs", w.name, w.v, bs, t)
 		}
 	}
 	if !(s.Eps > 0) || !(s.RopeBase > 0) {
-		return fmt.Errorf("synth: RMSNorm epsilon and RoPE base must be positive")
+		return fmt.Errorf("RMSNorm epsilon and RoPE base must be positive")
 	}
 	return nil
 }
@@ -275,7 +275,7 @@ func (g *generator) ternary(name string, t gguf.Type, in, out uint64) gguf.Tenso
 		}
 		tq, err := gguf.I2_SToTQ2_0(buf.Bytes(), n)
 		if err != nil {
-			return fmt.Errorf("synth: %s: %w", name, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		_, err = w.Write(tq)
 		return err
