@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/nn"
 )
 
 // inspectReport is what `bitvk inspect` shows, and exactly what --json prints.
@@ -24,8 +25,17 @@ type inspectReport struct {
 	Metadata  []metaEntry     `json:"metadata"`
 	Tensors   []tensorEntry   `json:"tensors"`
 	Totals    inspectTotals   `json:"totals"`
+	Model     *modelEntry     `json:"model"`
 	Ternary   []ternaryEntry  `json:"ternary,omitempty"`
 	TernaryIn *ternarySummary `json:"ternary_summary,omitempty"`
+}
+
+// modelEntry says whether the file is a complete BitNet-family model, as
+// bitvk checks one before loading it, and its configuration.
+type modelEntry struct {
+	Valid   bool       `json:"valid"`
+	Problem string     `json:"problem,omitempty"` // why not
+	Config  *nn.Config `json:"config,omitempty"`
 }
 
 type metaEntry struct {
@@ -100,6 +110,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		shown = math.MaxInt
 	}
 	r := buildReport(pos[0], f, shown)
+	r.Model = checkModel(f)
 	if *ternary {
 		r.addTernary(f)
 	}
@@ -145,6 +156,19 @@ func bitsPer(bytes, n uint64) float64 {
 		return 0
 	}
 	return float64(bytes) * 8 / float64(n)
+}
+
+// checkModel parses the model configuration and weight table as bitvk
+// would before running the file.
+func checkModel(f *gguf.File) *modelEntry {
+	c, err := nn.ParseConfig(f)
+	if err != nil {
+		return &modelEntry{Problem: err.Error()}
+	}
+	if _, err := nn.LoadWeights(f, c); err != nil {
+		return &modelEntry{Problem: err.Error(), Config: c}
+	}
+	return &modelEntry{Valid: true, Config: c}
 }
 
 // addTernary histograms every ternary tensor, several at a time.
@@ -242,23 +266,30 @@ func (r *inspectReport) print(w io.Writer) {
 	}
 	tw.Flush()
 
-	if len(r.Tensors) == 0 {
-		fmt.Fprintf(w, "\ntensors: none (a vocabulary-only file)\n")
-		return
-	}
-	fmt.Fprintf(w, "\ntensors (%d; shape in ggml order, input dimension first; offset in the file):\n", len(r.Tensors))
 	nameW := 4
 	for _, t := range r.Tensors {
 		nameW = max(nameW, len(t.Name))
 	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  %-*s\ttype\tshape\tbytes\toffset\t\n", nameW, "name")
-	for _, t := range r.Tensors {
-		fmt.Fprintf(tw, "  %-*s\t%s\t%s\t%d\t%d\t\n", nameW, t.Name, t.Type, formatShape(t.Shape), t.Bytes, t.Offset)
+	if len(r.Tensors) == 0 {
+		fmt.Fprintf(w, "\ntensors: none (a vocabulary-only file)\n")
+	} else {
+		fmt.Fprintf(w, "\ntensors (%d; shape in ggml order, input dimension first; offset in the file):\n", len(r.Tensors))
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "  %-*s\ttype\tshape\tbytes\toffset\t\n", nameW, "name")
+		for _, t := range r.Tensors {
+			fmt.Fprintf(tw, "  %-*s\t%s\t%s\t%d\t%d\t\n", nameW, t.Name, t.Type, formatShape(t.Shape), t.Bytes, t.Offset)
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 
 	tot := r.Totals
+	if m := r.Model; m.Valid {
+		c := m.Config
+		fmt.Fprintf(w, "\nmodel: %s, %d layers, width %d, FFN %d (%s), %d heads (%d KV, head dim %d), context %d, vocabulary %d; configuration and weights check out\n",
+			c.Arch, c.Layers, c.Embd, c.FFN, c.Activation, c.Heads, c.KVHeads, c.HeadDim, c.Context, c.Vocab)
+	} else {
+		fmt.Fprintf(w, "\nmodel: not a complete BitNet-family model: %s\n", m.Problem)
+	}
 	fmt.Fprintf(w, "\ntotal: %d tensors, %d weights, %s, %.3f bits per weight\n", tot.Tensors, tot.Elements, humanBytes(tot.Bytes), tot.BitsPerWeight)
 	if tot.TernaryTensors > 0 {
 		fmt.Fprintf(w, "ternary: %d tensors, %d weights (%.1f%%), %s, %.3f bits per weight\n", tot.TernaryTensors, tot.TernaryElements,

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bitvk/bitvk/nn"
 )
 
 // bitvk runs one command line in-process and returns exit code, stdout, stderr.
@@ -81,7 +83,8 @@ func TestInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"GGUF version 3", `"bitnet-b1.58"`, "bitnet-b1.58.block_count", "blk.1.ffn_down.weight", "I2_S", "768×256", "tensors (24;", "bits per weight", "… 279 elements]"} {
+	for _, want := range []string{"GGUF version 3", `"bitnet-b1.58"`, "bitnet-b1.58.block_count", "blk.1.ffn_down.weight", "I2_S", "768×256", "tensors (24;", "bits per weight", "… 279 elements]",
+		"model: bitnet-b1.58, 2 layers, width 256, FFN 768 (relu²), 4 heads (2 KV, head dim 64)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect output lacks %q", want)
 		}
@@ -126,6 +129,9 @@ func TestInspectTernary(t *testing.T) {
 				t.Errorf("%s %s: entropy %.3f, storage %.3f", typ, e.Name, e.Entropy, e.StorageBits)
 			}
 		}
+		if r.Model == nil || !r.Model.Valid || r.Model.Config.Layers != 2 || r.Model.Config.Activation != nn.ReLUSquared {
+			t.Errorf("%s: model %+v", typ, r.Model)
+		}
 		if r.Totals.TernaryTensors != 14 || r.Totals.Tensors != 24 {
 			t.Errorf("%s: totals %+v", typ, r.Totals)
 		}
@@ -168,7 +174,7 @@ func TestInspectSharedTestdata(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, stderr)
 		}
-		for _, want := range []string{"tokenizer.ggml.tokens", "array of string", "tensors: none"} {
+		for _, want := range []string{"tokenizer.ggml.tokens", "array of string", "tensors: none", "not a complete BitNet-family model"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s: output lacks %q", name, want)
 			}
