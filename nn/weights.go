@@ -129,3 +129,67 @@ func LoadWeights(f *gguf.File, c *Config) (*Weights, error) {
 	}
 	return w, nil
 }
+
+// Floats decodes a whole float tensor (a norm weight, a small embedding).
+func (t Tensor) Floats() ([]float32, error) {
+	out := make([]float32, t.In*t.Out)
+	if err := gguf.Decode(t.Type, t.Data, len(out), out); err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return out, nil
+}
+
+// Row decodes row r (t.In values) of a float tensor into dst.
+func (t Tensor) Row(r int, dst []float32) error {
+	if r < 0 || r >= t.Out || len(dst) < t.In {
+		return fmt.Errorf("%s: row %d of %d into a buffer of %d", t.Name, r, t.Out, len(dst))
+	}
+	size, err := gguf.DataSize(t.Type, uint64(t.In))
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if err := gguf.Decode(t.Type, t.Data[uint64(r)*size:uint64(r+1)*size], t.In, dst); err != nil {
+		return fmt.Errorf("%s row %d: %w", t.Name, r, err)
+	}
+	return nil
+}
+
+// Ternary unpacks a ternary tensor: values [Out][In] in {−1, 0, +1}, and the
+// scales, one per blockLen consecutive values of the row-major flat index
+// (one per tensor for I2_S, one per 256 values for TQ2_0 and TQ1_0). A stored
+// code that is not a ternary value is an error.
+func (t Tensor) Ternary() (vals []int8, scales []float32, blockLen int, err error) {
+	n := t.In * t.Out
+	vals = make([]int8, n)
+	switch t.Type {
+	case gguf.TypeI2_S:
+		var s float32
+		if s, err = gguf.UnpackI2_S(t.Data, n, vals); err == nil {
+			var st gguf.TernaryStats
+			if st, err = gguf.TernaryHistogram(t.Type, t.Data, uint64(n)); err == nil && st.Invalid > 0 {
+				err = fmt.Errorf("%d stored codes are not ternary", st.Invalid)
+			}
+		}
+		scales, blockLen = []float32{s}, n
+	case gguf.TypeTQ2_0, gguf.TypeTQ1_0:
+		scales, blockLen = make([]float32, n/256), 256
+		var invalid int
+		if t.Type == gguf.TypeTQ2_0 {
+			invalid, err = gguf.UnpackTQ2_0(t.Data, n, vals, scales)
+		} else {
+			invalid, err = gguf.UnpackTQ1_0(t.Data, n, vals, scales)
+		}
+		if err == nil && invalid > 0 {
+			err = fmt.Errorf("%d stored values are not ternary", invalid)
+		}
+	default:
+		err = fmt.Errorf("type %s is not ternary", t.Type)
+	}
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return vals, scales, blockLen, nil
+}
+
+// RoundF16 rounds x to the nearest float16, as a K/V cache in float16 stores it.
+func RoundF16(x float32) float32 { return gguf.F16ToF32(gguf.F32ToF16(x)) }

@@ -1,0 +1,300 @@
+// Package ref is the oracle: a plain forward pass of a BitNet b1.58 model,
+// written to be read, against which every backend is checked. Nothing here
+// is fast; everything here is the formula.
+//
+// Per layer, x being the residual stream in float32:
+//
+//	a = RMSNorm(x, attn_norm)
+//	q, k, v = BitLinear(a, attn_q), BitLinear(a, attn_k), BitLinear(a, attn_v)
+//	q, k = RoPE(q, pos), RoPE(k, pos)            NEOX pairs (i, i + rope_dim/2)
+//	o = softmax(q·kᵀ/√head_dim + causal mask)·v  query head h reads KV head h/(heads/kv_heads)
+//	x = x + BitLinear(RMSNorm(o, attn_sub_norm), attn_output)
+//	f = RMSNorm(x, ffn_norm)
+//	h = act(BitLinear(f, ffn_gate)) ⊙ BitLinear(f, ffn_up)    act = relu² or SiLU
+//	x = x + BitLinear(RMSNorm(h, ffn_sub_norm), ffn_down)
+//	logits = RMSNorm(x, output_norm) · outputᵀ
+//
+// Sub-norms are skipped in families without them. BitLinear quantizes its
+// input per token: m = max(1e-5, max|x|), s = 127/m (float32),
+// q = round_half_to_even(x·s) (the product in float32) clamped to
+// [−128, 127]; then y = (Σ t·q)/s · scale, the sum exact in int32 (with
+// per-block scales, as in TQ2_0, each block's exact sum times its scale).
+// RMSNorm is x / sqrt(mean(x²) + eps) · w. The K/V cache is float16.
+package ref
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bitvk/bitvk/nn"
+)
+
+// ternary is an unpacked ternary weight.
+type ternary struct {
+	in, out  int
+	t        []int8    // [out][in] values in {−1, 0, +1}
+	scales   []float32 // per block of blockLen values along a row-major flat index
+	blockLen int       // values per scale: in·out for a per-tensor scale
+}
+
+// layer is one block's weights, unpacked.
+type layer struct {
+	attnNorm, attnSubNorm, ffnNorm, ffnSubNorm []float32 // [embd] or [ffn]; sub-norms nil when absent
+	q, k, v, o, gate, up, down                 ternary
+}
+
+// Model is the oracle for one model. It keeps its own K/V cache.
+type Model struct {
+	c      *nn.Config
+	w      *nn.Weights
+	layers []layer
+	norm   []float32 // output_norm [embd]
+	// kCache, vCache: [layer][pos][kv_dim], each value rounded to float16
+	kCache, vCache [][][]float32
+}
+
+// New unpacks the weights of a model. It is meant for small models: every
+// ternary weight takes a byte.
+func New(c *nn.Config, w *nn.Weights) (*Model, error) {
+	m := &Model{c: c, w: w}
+	var err error
+	if m.norm, err = vector(w.OutputNorm); err != nil {
+		return nil, err
+	}
+	for _, L := range w.Layers {
+		var l layer
+		for _, p := range []struct {
+			dst *[]float32
+			t   nn.Tensor
+		}{{&l.attnNorm, L.AttnNorm}, {&l.ffnNorm, L.FFNNorm}, {&l.attnSubNorm, L.AttnSubNorm}, {&l.ffnSubNorm, L.FFNSubNorm}} {
+			if p.t.Data == nil {
+				continue // no sub-norms in this family
+			}
+			if *p.dst, err = vector(p.t); err != nil {
+				return nil, err
+			}
+		}
+		for _, p := range []struct {
+			dst *ternary
+			t   nn.Tensor
+		}{{&l.q, L.AttnQ}, {&l.k, L.AttnK}, {&l.v, L.AttnV}, {&l.o, L.AttnOutput}, {&l.gate, L.FFNGate}, {&l.up, L.FFNUp}, {&l.down, L.FFNDown}} {
+			if *p.dst, err = unpack(p.t); err != nil {
+				return nil, err
+			}
+		}
+		m.layers = append(m.layers, l)
+	}
+	m.Reset()
+	return m, nil
+}
+
+// Reset empties the K/V cache.
+func (m *Model) Reset() {
+	m.kCache = make([][][]float32, m.c.Layers)
+	m.vCache = make([][][]float32, m.c.Layers)
+}
+
+// Pos is the number of positions in the K/V cache.
+func (m *Model) Pos() int { return len(m.kCache[0]) }
+
+func vector(t nn.Tensor) ([]float32, error) { return t.Floats() }
+
+func unpack(t nn.Tensor) (ternary, error) {
+	vals, scales, blockLen, err := t.Ternary()
+	return ternary{in: t.In, out: t.Out, t: vals, scales: scales, blockLen: blockLen}, err
+}
+
+// Forward runs one token at the next position and returns its logits [vocab].
+func (m *Model) Forward(token int32) ([]float32, error) {
+	c := m.c
+	pos := m.Pos()
+	if token < 0 || int(token) >= c.Vocab {
+		return nil, fmt.Errorf("token %d is outside the vocabulary of %d", token, c.Vocab)
+	}
+	if pos >= c.Context {
+		return nil, fmt.Errorf("position %d is beyond the context length %d", pos, c.Context)
+	}
+	x, err := row(m.w.TokenEmbd, int(token)) // x: [embd]
+	if err != nil {
+		return nil, err
+	}
+	for li := range m.layers {
+		l := &m.layers[li]
+		a := RMSNorm(x, l.attnNorm, c.Eps) // a: [embd]
+		aq, as := Quantize(a)              // aq: [embd] int8
+		q := l.q.matvec(aq, as)            // q: [heads·head_dim]
+		k := l.k.matvec(aq, as)            // k: [kv_heads·head_dim]
+		v := l.v.matvec(aq, as)            // v: [kv_heads·head_dim]
+		for h := 0; h < c.Heads; h++ {     //
+			RoPE(q[h*c.HeadDim:(h+1)*c.HeadDim], pos, c.RopeDim, c.RopeBase)
+		}
+		for h := 0; h < c.KVHeads; h++ {
+			RoPE(k[h*c.HeadDim:(h+1)*c.HeadDim], pos, c.RopeDim, c.RopeBase)
+		}
+		m.kCache[li] = append(m.kCache[li], toF16(k))
+		m.vCache[li] = append(m.vCache[li], toF16(v))
+		o := m.attention(li, q) // o: [embd]
+		if l.attnSubNorm != nil {
+			o = RMSNorm(o, l.attnSubNorm, c.Eps)
+		}
+		oq, os := Quantize(o)
+		add(x, l.o.matvec(oq, os))
+
+		f := RMSNorm(x, l.ffnNorm, c.Eps) // f: [embd]
+		fq, fs := Quantize(f)
+		g := l.gate.matvec(fq, fs) // g: [ffn]
+		u := l.up.matvec(fq, fs)   // u: [ffn]
+		h := make([]float32, c.FFN)
+		for i := range h {
+			h[i] = activate(c.Activation, g[i]) * u[i]
+		}
+		if l.ffnSubNorm != nil {
+			h = RMSNorm(h, l.ffnSubNorm, c.Eps)
+		}
+		hq, hs := Quantize(h)
+		add(x, l.down.matvec(hq, hs))
+	}
+	xn := RMSNorm(x, m.norm, c.Eps)
+	logits := make([]float32, c.Vocab) // logits: [vocab]
+	for t := range logits {
+		w, err := row(m.w.Output, t)
+		if err != nil {
+			return nil, err
+		}
+		var s float64
+		for i := range w {
+			s += float64(w[i]) * float64(xn[i])
+		}
+		logits[t] = float32(s)
+	}
+	return logits, nil
+}
+
+// attention is causal GQA over the cache of layer li for query q [heads·head_dim].
+func (m *Model) attention(li int, q []float32) []float32 {
+	c := m.c
+	out := make([]float32, c.Embd)
+	group := c.Heads / c.KVHeads
+	n := len(m.kCache[li]) // positions 0..n−1, the last one being this token
+	scores := make([]float64, n)
+	for h := 0; h < c.Heads; h++ {
+		qh := q[h*c.HeadDim : (h+1)*c.HeadDim]
+		kvOff := (h / group) * c.HeadDim
+		maxS := math.Inf(-1)
+		for p := 0; p < n; p++ {
+			kp := m.kCache[li][p][kvOff : kvOff+c.HeadDim]
+			var s float64
+			for i := range qh {
+				s += float64(qh[i]) * float64(kp[i])
+			}
+			scores[p] = s / math.Sqrt(float64(c.HeadDim))
+			maxS = math.Max(maxS, scores[p])
+		}
+		var sum float64
+		for p := range scores {
+			scores[p] = math.Exp(scores[p] - maxS)
+			sum += scores[p]
+		}
+		for i := 0; i < c.HeadDim; i++ {
+			var o float64
+			for p := 0; p < n; p++ {
+				o += scores[p] / sum * float64(m.vCache[li][p][kvOff+i])
+			}
+			out[h*c.HeadDim+i] = float32(o)
+		}
+	}
+	return out
+}
+
+// row decodes row r of a [in, out] float tensor.
+func row(t nn.Tensor, r int) ([]float32, error) {
+	out := make([]float32, t.In)
+	return out, t.Row(r, out)
+}
+
+// matvec is BitLinear after quantization: y[o] = Σ_blocks scale_b·(Σ t·q)/s.
+func (w *ternary) matvec(q []int8, s float32) []float32 {
+	y := make([]float32, w.out)
+	for o := 0; o < w.out; o++ {
+		rowT := w.t[o*w.in : (o+1)*w.in]
+		var acc float64
+		for start := 0; start < w.in; {
+			flat := o*w.in + start
+			b := flat / w.blockLen
+			end := min(w.in, start+(b+1)*w.blockLen-flat)
+			var sum int32 // exact: |Σ| ≤ 128·in
+			for i := start; i < end; i++ {
+				sum += int32(rowT[i]) * int32(q[i])
+			}
+			acc += float64(w.scales[b]) * float64(sum)
+			start = end
+		}
+		y[o] = float32(acc / float64(s))
+	}
+	return y
+}
+
+// Quantize is BitLinear's per-token int8 absmax quantization; it returns
+// the codes and s = 127/max(1e-5, max|x|).
+func Quantize(x []float32) ([]int8, float32) {
+	m := float32(1e-5)
+	for _, v := range x {
+		m = max(m, float32(math.Abs(float64(v))))
+	}
+	s := 127 / m
+	q := make([]int8, len(x))
+	for i, v := range x {
+		r := math.RoundToEven(float64(v * s))
+		q[i] = int8(max(-128, min(127, r)))
+	}
+	return q, s
+}
+
+// RMSNorm returns x / sqrt(mean(x²) + eps) · w.
+func RMSNorm(x, w []float32, eps float32) []float32 {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	inv := 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
+	out := make([]float32, len(x))
+	for i := range x {
+		out[i] = float32(float64(x[i]) * inv * float64(w[i]))
+	}
+	return out
+}
+
+// RoPE rotates the first dim values of one head in NEOX pairs
+// (i, i + dim/2) by pos·base^(−2i/dim).
+func RoPE(x []float32, pos, dim int, base float32) {
+	half := dim / 2
+	for i := 0; i < half; i++ {
+		theta := float64(pos) * math.Pow(float64(base), -2*float64(i)/float64(dim))
+		sin, cos := math.Sincos(theta)
+		a, b := float64(x[i]), float64(x[i+half])
+		x[i] = float32(a*cos - b*sin)
+		x[i+half] = float32(a*sin + b*cos)
+	}
+}
+
+func activate(a nn.Activation, g float32) float32 {
+	if a == nn.ReLUSquared {
+		r := max(g, 0)
+		return r * r
+	}
+	return float32(float64(g) / (1 + math.Exp(-float64(g))))
+}
+
+func add(x, y []float32) {
+	for i := range x {
+		x[i] += y[i]
+	}
+}
+
+func toF16(x []float32) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = nn.RoundF16(v)
+	}
+	return out
+}
