@@ -1,0 +1,736 @@
+// Token sampling: one decoding step's logits in, one token id out, with the
+// behaviour of llama.cpp's default sampler chain, in its order:
+//
+//	penalties → top-k → top-p → min-p → temperature → draw
+//
+//  1. Penalties rewrite the logits of the tokens that occur in the last
+//     RepeatLastN ids of the history (on a private copy of those few
+//     logits; the caller's slice is never written):
+//     x ← x/r if x > 0 else x·r (repeat penalty r), then
+//     x ← x − count·FrequencyPenalty − PresencePenalty.
+//  2. Temperature ≤ 0 stops here: the token is the argmax of the penalized
+//     logits (ties → lowest id). Truncations cannot change an argmax.
+//  3. top-k keeps the k best candidates, found with a bounded min-heap
+//     (O(V log k)) and then sorted (O(k log k)).
+//  4. top-p keeps the shortest best-first prefix whose probability mass,
+//     softmax at temperature 1 over the candidates still kept, is ≥ p.
+//  5. min-p keeps the candidates with p_i ≥ min_p·p_max, i.e.
+//     x_i − x_max ≥ ln(min_p), which needs no normalizer.
+//  6. Temperature T divides the kept logits; the draw is one uniform
+//     u ∈ [0,1) from a PCG stream, and the token is the first kept candidate,
+//     in descending probability order, whose cumulative weight
+//     Σ exp((x_j − x_max)/T) exceeds u·Σ_kept.
+//
+// The vocabulary is never sorted as a whole. With top-k on, only the k kept
+// are sorted. With top-k off, min-p (when on) bounds the kept set by a logit
+// threshold, so one pass collects it and only it is sorted. Otherwise (top-p
+// alone, or no truncation at all) the mass over the whole vocabulary is
+// needed anyway: one pass computes the softmax terms and, at once, a
+// histogram of the mass over logit bins (binsPerNat bins per nat below the
+// max). The ordering of bins is the ordering of their tokens, so walking the
+// bins best first finds the one bin in which the cumulative mass crosses its
+// target (p·Z for top-p, u·Z_T for the draw); only that bin's tokens are then
+// collected and sorted. Cost: O(V) exps plus the sort of one or two bins.
+//
+// Candidates are ordered by logit, then by lower id, so every step and tie is
+// deterministic. NaN and −Inf logits are never candidates; if any logit is
+// +Inf, the +Inf tokens are the only candidates and share the mass equally.
+
+package nn
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Errors of Sample; NewSampler's errors name the bad field instead.
+var (
+	// ErrNoLogits: Sample was given an empty logits slice.
+	ErrNoLogits = errors.New("nn: sampler: empty logits")
+	// ErrNoCandidate: after penalties every logit is NaN or −Inf, so no token
+	// has a probability (a broken forward pass, usually).
+	ErrNoCandidate = errors.New("nn: sampler: every logit is NaN or -Inf")
+)
+
+// SamplerConfig configures a Sampler. Zero values mean "off" except where
+// noted; the defaults of a llama.cpp user are Temperature 0.8, TopK 40,
+// TopP 0.95, MinP 0.05, RepeatPenalty 1.
+type SamplerConfig struct {
+	Temperature      float32 // <= 0: greedy (argmax; ties → lowest id)
+	TopK             int     // <= 0: off
+	TopP             float32 // >= 1 or <= 0: off
+	MinP             float32 // <= 0: off; at most 1
+	RepeatPenalty    float32 // 0 or 1: off. Tokens in the window: x/r if x > 0, x·r otherwise (llama.cpp's rule)
+	RepeatLastN      int     // window of history the penalties look at; 0 means 64; -1 means all of it
+	FrequencyPenalty float32 // OpenAI: x -= count(token in window)·FrequencyPenalty
+	PresencePenalty  float32 // OpenAI: x -= PresencePenalty if the token is in the window
+	Seed             uint64  // seeds the PCG stream of draws
+}
+
+const (
+	defaultRepeatLastN = 64 // llama.cpp's default penalty_last_n
+	// The mass histogram (top-k off): bin b holds the tokens with
+	// b ≤ (x_max − x)·binsPerNat/max(1,T) < b+1, the last bin everything
+	// further down. 64 nats at T ≤ 1 reach weights of e^-64 ≈ 1.6e-28, far
+	// below any p or u a float can tell apart from 1.
+	binsPerNat = 16
+	nBins      = 1024
+	// pcgStream is the second 64-bit word of the PCG state; the first is the
+	// seed. Any constant works; this one (2^64/φ) keeps seed 0 away from the
+	// all-zero state.
+	pcgStream = 0x9e3779b97f4a7c15
+	// maxPrealloc bounds the penalty buffers allocated up front.
+	maxPrealloc = 1024
+)
+
+// candidate is a token with its (penalized) logit.
+type candidate struct {
+	id    int32
+	logit float32
+}
+
+// Sampler draws token ids from logits. It keeps its scratch buffers between
+// calls, so steady-state decoding allocates nothing; it is therefore not safe
+// for concurrent use: give each sequence its own Sampler.
+type Sampler struct {
+	temp      float64 // > 0; 0 means greedy
+	topK      int     // > 0, or 0 for off
+	topP      float64 // in (0,1), or 0 for off
+	minP      bool
+	lnMinP    float64 // ln(MinP) when minP
+	repeat    float32 // 1 means off
+	freq      float32
+	presence  float32
+	lastN     int // >= 0, or -1 for the whole history
+	penalties bool
+
+	pcg *rand.PCG
+
+	// Penalty state of the current call: mark[id] counts id's occurrences in
+	// the window (zero for untouched ids; reset through touched at the next
+	// call), touched lists the distinct ids seen, pen their new logits.
+	mark    []int32
+	touched []int32
+	pen     []float32
+
+	cand []candidate // heap, then sorted kept candidates (or one bin's)
+	w    []float64   // draw weights of the kept candidates
+
+	// Mass histogram of the top-k-off paths: per bin, the mass at
+	// temperature 1 (m1) and T (mT), Σ exp((x − mx)/t), and the token count.
+	// The kept set is every bin below cutBin plus the best cutLen tokens of
+	// bin cutBin (cutBin = nBins: every bin). candBin is the bin whose sorted
+	// tokens s.cand holds, or -1.
+	m1, mT   [nBins]float64
+	n        [nBins]int32
+	mx       float64 // the largest penalized logit
+	topID    int32   // its id
+	binScale float64 // bins per unit of logit
+	cutBin   int
+	cutLen   int
+	candBin  int
+}
+
+// NewSampler validates c and returns a Sampler. Every error names the field
+// and its value.
+func NewSampler(c SamplerConfig) (*Sampler, error) {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("nn: sampler config: %s = %v, want %s", field, v, want)
+	}
+	nan := func(x float32) bool { return x != x }
+	inf := func(x float32) bool { return math.IsInf(float64(x), 0) }
+	switch {
+	case nan(c.Temperature) || math.IsInf(float64(c.Temperature), 1):
+		return nil, bad("Temperature", c.Temperature, "a finite number (<= 0 for greedy)")
+	case nan(c.TopP):
+		return nil, bad("TopP", c.TopP, "a number (<= 0 or >= 1 for off)")
+	case nan(c.MinP) || c.MinP > 1:
+		return nil, bad("MinP", c.MinP, "at most 1 (<= 0 for off)")
+	case nan(c.RepeatPenalty) || c.RepeatPenalty < 0 || inf(c.RepeatPenalty):
+		return nil, bad("RepeatPenalty", c.RepeatPenalty, "a finite number >= 0 (0 or 1 for off)")
+	case c.RepeatLastN < -1:
+		return nil, bad("RepeatLastN", c.RepeatLastN, ">= -1 (0 for 64, -1 for the whole history)")
+	case nan(c.FrequencyPenalty) || inf(c.FrequencyPenalty):
+		return nil, bad("FrequencyPenalty", c.FrequencyPenalty, "a finite number")
+	case nan(c.PresencePenalty) || inf(c.PresencePenalty):
+		return nil, bad("PresencePenalty", c.PresencePenalty, "a finite number")
+	}
+	s := &Sampler{
+		repeat:   1,
+		freq:     c.FrequencyPenalty,
+		presence: c.PresencePenalty,
+		lastN:    c.RepeatLastN,
+		pcg:      rand.NewPCG(c.Seed, pcgStream),
+	}
+	if c.Temperature > 0 {
+		s.temp = float64(c.Temperature)
+	}
+	if c.TopK > 0 {
+		s.topK = c.TopK
+	}
+	if c.TopP > 0 && c.TopP < 1 {
+		s.topP = float64(c.TopP)
+	}
+	if c.MinP > 0 {
+		s.minP = true
+		s.lnMinP = math.Log(float64(c.MinP))
+	}
+	if c.RepeatPenalty != 0 && c.RepeatPenalty != 1 {
+		s.repeat = c.RepeatPenalty
+	}
+	if s.lastN == 0 {
+		s.lastN = defaultRepeatLastN
+	}
+	s.penalties = s.repeat != 1 || s.freq != 0 || s.presence != 0
+	if s.penalties && s.lastN > 0 {
+		n := min(s.lastN, maxPrealloc)
+		s.touched = make([]int32, 0, n)
+		s.pen = make([]float32, 0, n)
+	}
+	return s, nil
+}
+
+// Reseed restarts the stream of draws as if the Sampler had been made with
+// Seed = seed.
+func (s *Sampler) Reseed(seed uint64) { s.pcg.Seed(seed, pcgStream) }
+
+// Sample returns the next token id for one step's logits (one per vocabulary
+// entry) given the ids generated so far (history, oldest first; ids outside
+// [0, len(logits)) are ignored). It never writes logits or history. A
+// non-greedy call consumes exactly one draw of the stream; a greedy one none.
+func (s *Sampler) Sample(logits []float32, history []int32) (int32, error) {
+	if len(logits) == 0 {
+		return -1, ErrNoLogits
+	}
+	if len(logits) > math.MaxInt32 {
+		return -1, fmt.Errorf("nn: sampler: %d logits, more than int32 ids can name", len(logits))
+	}
+	s.penalize(logits, history)
+	if s.temp == 0 {
+		return s.argmax(logits)
+	}
+	c, binned, err := s.truncate(logits)
+	if err != nil {
+		return -1, err
+	}
+	u := s.uniform()
+	if binned {
+		return s.drawBinned(logits, u), nil
+	}
+	return s.drawFrom(c, u), nil
+}
+
+// uniform returns a float64 uniform in [0,1): the top 53 bits of one PCG
+// output, times 2^-53.
+func (s *Sampler) uniform() float64 { return float64(s.pcg.Uint64()>>11) * 0x1p-53 }
+
+// penalize fills touched/pen/mark with the penalized logits of the tokens in
+// the window. Per distinct token with count n > 0, as llama.cpp does in
+// float32: x ← x/r if x > 0 else x·r; x ← x − (n·freq + presence).
+func (s *Sampler) penalize(logits []float32, history []int32) {
+	for _, id := range s.touched {
+		s.mark[id] = 0
+	}
+	s.touched, s.pen = s.touched[:0], s.pen[:0]
+	if !s.penalties {
+		return
+	}
+	win := history
+	if s.lastN >= 0 && len(win) > s.lastN {
+		win = win[len(win)-s.lastN:]
+	}
+	if len(win) == 0 {
+		return
+	}
+	if len(s.mark) < len(logits) {
+		s.mark = make([]int32, len(logits))
+	}
+	v := int32(len(logits))
+	for _, id := range win {
+		if id < 0 || id >= v {
+			continue
+		}
+		if s.mark[id] == 0 {
+			s.touched = append(s.touched, id)
+		}
+		s.mark[id]++
+	}
+	for _, id := range s.touched {
+		x := logits[id]
+		if s.repeat != 1 {
+			if x > 0 {
+				x /= s.repeat
+			} else {
+				x *= s.repeat
+			}
+		}
+		x -= float32(s.mark[id])*s.freq + s.presence
+		s.pen = append(s.pen, x)
+	}
+}
+
+// isPenalized reports whether logits[i] is superseded by a penalized value
+// (then the scans skip it and visit s.pen instead). The heap scan calls it
+// only on its rare accept path.
+func (s *Sampler) isPenalized(i int) bool { return len(s.touched) > 0 && s.mark[i] != 0 }
+
+// argmax returns the id of the largest penalized logit, the lowest id on ties.
+// It is the heap scan with k = 1: a plain running-max loop compiles to a
+// conditional move whose dependency chain makes it twice as slow.
+func (s *Sampler) argmax(logits []float32) (int32, error) {
+	c := s.selectTop(logits, 1)
+	if len(c) == 0 {
+		return -1, ErrNoCandidate
+	}
+	return c[0].id, nil
+}
+
+// truncate applies top-k, top-p and min-p. It returns the kept candidates,
+// best first, or binned = true when the kept set is described by the mass
+// histogram (cutBin, cutLen) instead.
+func (s *Sampler) truncate(logits []float32) (c []candidate, binned bool, err error) {
+	if s.topK > 0 && s.topK < len(logits) {
+		c = s.selectTop(logits, s.topK)
+		if len(c) == 0 {
+			return nil, false, ErrNoCandidate
+		}
+		c = infRun(c)
+		// As in llama.cpp, top-p after top-k normalizes over the k kept.
+		z := 0.0
+		if s.topP > 0 {
+			x0 := float64(c[0].logit)
+			for _, e := range c {
+				z += math.Exp(float64(e.logit) - x0)
+			}
+		}
+		return c[:s.cut(c, z)], false, nil
+	}
+	top := s.selectTop(logits, 1)
+	if len(top) == 0 {
+		return nil, false, ErrNoCandidate
+	}
+	if math.IsInf(float64(top[0].logit), 1) {
+		c = s.collectInf(logits)
+		return c[:s.cut(c, float64(len(c)))], false, nil
+	}
+	mx := float64(top[0].logit)
+	s.topID = top[0].id
+	switch {
+	case s.minP:
+		// min-p bounds the kept set by a logit threshold: collect it in one
+		// pass and sort only it. top-p then needs the full normalizer.
+		c = s.collectMinP(logits, mx)
+		z := 0.0
+		if s.topP > 0 {
+			z = s.expSum(logits, mx)
+		}
+		return c[:s.cut(c, z)], false, nil
+	case s.topP > 0:
+		s.fillBins(logits, mx, true)
+		s.cutTopPBinned(logits)
+	default:
+		s.fillBins(logits, mx, false)
+		s.cutBin, s.cutLen = nBins, 0
+	}
+	return nil, true, nil
+}
+
+// cut returns how many of the best-first candidates c survive top-p and
+// min-p. z is Σ exp(x − x_0) over the distribution top-p normalizes over
+// (used only when top-p is on), so p_i = exp(x_i − x_0)/z.
+func (s *Sampler) cut(c []candidate, z float64) int {
+	n := len(c)
+	x0 := float64(c[0].logit)
+	if s.topP > 0 {
+		target, cum := s.topP*z, 0.0
+		for i, e := range c {
+			cum += math.Exp(float64(e.logit) - x0)
+			if cum >= target {
+				n = i + 1
+				break
+			}
+		}
+	}
+	if s.minP {
+		m := 1
+		for m < n && float64(c[m].logit)-x0 >= s.lnMinP {
+			m++
+		}
+		n = m
+	}
+	return n
+}
+
+// worse reports whether a ranks below b: a lower logit, or the same logit and
+// a higher id. It is a strict total order on distinct ids.
+func worse(a, b candidate) bool {
+	return a.logit < b.logit || (a.logit == b.logit && a.id > b.id)
+}
+
+// cmpBestFirst orders candidates best first, for slices.SortFunc.
+func cmpBestFirst(a, b candidate) int {
+	switch {
+	case worse(b, a):
+		return -1
+	case worse(a, b):
+		return 1
+	}
+	return 0
+}
+
+func siftUp(h []candidate, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !worse(h[i], h[p]) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func siftDown(h []candidate, i int) {
+	for {
+		m := 2*i + 1
+		if m >= len(h) {
+			return
+		}
+		if r := m + 1; r < len(h) && worse(h[r], h[m]) {
+			m = r
+		}
+		if !worse(h[m], h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// selectTop returns the min(k, #candidates) best candidates, best first. A
+// min-heap of size k holds the best seen so far with the worst at its root;
+// an element enters only if it beats the root, so the scan is O(V log k) and
+// mostly one comparison per logit. The scan visits ids in increasing order,
+// so a logit equal to the root's never beats it (the root's id is lower) and
+// `x > threshold` is exact. Penalized ids are skipped in the scan and offered
+// afterwards with their new logits, with the full comparison.
+func (s *Sampler) selectTop(logits []float32, k int) []candidate {
+	k = min(k, len(logits))
+	if cap(s.cand) < k {
+		s.cand = make([]candidate, 0, k)
+	}
+	h := s.cand[:0]
+	thr := float32(math.Inf(-1)) // until the heap is full: rejects NaN and −Inf only
+	// Blocks of 8 with one predictable branch chain each: nearly every block
+	// is rejected whole, and the loop overhead is paid once per 8 logits.
+	i := 0
+	for ; i+8 <= len(logits); i += 8 {
+		b := logits[i : i+8 : i+8]
+		if !(b[0] > thr || b[1] > thr || b[2] > thr || b[3] > thr ||
+			b[4] > thr || b[5] > thr || b[6] > thr || b[7] > thr) {
+			continue
+		}
+		for j, x := range b {
+			if x > thr && !s.isPenalized(i+j) {
+				h, thr = pushTop(h, k, candidate{int32(i + j), x})
+			}
+		}
+	}
+	for ; i < len(logits); i++ {
+		if x := logits[i]; x > thr && !s.isPenalized(i) {
+			h, thr = pushTop(h, k, candidate{int32(i), x})
+		}
+	}
+	for j, id := range s.touched {
+		e := candidate{id, s.pen[j]}
+		switch {
+		case !(e.logit > float32(math.Inf(-1))):
+			// NaN or −Inf: no probability.
+		case len(h) < k:
+			h = append(h, e)
+			siftUp(h, len(h)-1)
+		case worse(h[0], e):
+			h[0] = e
+			siftDown(h, 0)
+		}
+	}
+	slices.SortFunc(h, cmpBestFirst)
+	s.cand = h
+	return h
+}
+
+// pushTop adds c, known to beat the root of the heap h when h is full, and
+// returns the new admission threshold: −Inf until h holds k, then the root's.
+func pushTop(h []candidate, k int, c candidate) ([]candidate, float32) {
+	if len(h) < k {
+		h = append(h, c)
+		siftUp(h, len(h)-1)
+		if len(h) < k {
+			return h, float32(math.Inf(-1))
+		}
+	} else {
+		h[0] = c
+		siftDown(h, 0)
+	}
+	return h, h[0].logit
+}
+
+// infRun handles +Inf logits in a best-first list: if the best is +Inf, only
+// the +Inf run is kept, with logit 0 so that its members share the mass
+// equally (exp(+Inf − +Inf) would be NaN).
+func infRun(c []candidate) []candidate {
+	if !math.IsInf(float64(c[0].logit), 1) {
+		return c
+	}
+	n := 0
+	for n < len(c) && math.IsInf(float64(c[n].logit), 1) {
+		c[n].logit = 0
+		n++
+	}
+	return c[:n]
+}
+
+// collectInf returns the tokens whose penalized logit is +Inf, lowest id
+// first, with logit 0 (see infRun).
+func (s *Sampler) collectInf(logits []float32) []candidate {
+	inf := float32(math.Inf(1))
+	c := s.cand[:0]
+	for i, x := range logits {
+		if x == inf && !s.isPenalized(i) {
+			c = append(c, candidate{int32(i), 0})
+		}
+	}
+	for j, id := range s.touched {
+		if s.pen[j] == inf {
+			c = append(c, candidate{id, 0})
+		}
+	}
+	slices.SortFunc(c, cmpBestFirst)
+	s.cand = c
+	return c
+}
+
+// collectMinP returns, best first, the candidates with x − mx ≥ ln(min_p),
+// mx being the largest logit: exactly the min-p set (p_i ≥ min_p·p_max).
+// NaN and −Inf fail the comparison.
+func (s *Sampler) collectMinP(logits []float32, mx float64) []candidate {
+	c := s.cand[:0]
+	for i, x := range logits {
+		if float64(x)-mx >= s.lnMinP && !s.isPenalized(i) {
+			c = append(c, candidate{int32(i), x})
+		}
+	}
+	for j, id := range s.touched {
+		if x := s.pen[j]; float64(x)-mx >= s.lnMinP {
+			c = append(c, candidate{id, x})
+		}
+	}
+	slices.SortFunc(c, cmpBestFirst)
+	s.cand = c
+	return c
+}
+
+// expSum returns Σ exp(x − mx) over every penalized logit: the softmax
+// normalizer at temperature 1, in float64, with the max subtracted so no term
+// exceeds 1. −Inf contributes 0; NaN is skipped.
+func (s *Sampler) expSum(logits []float32, mx float64) float64 {
+	sum := 0.0
+	for i, x := range logits {
+		if x != x || s.isPenalized(i) {
+			continue
+		}
+		sum += math.Exp(float64(x) - mx)
+	}
+	for _, x := range s.pen {
+		if x == x {
+			sum += math.Exp(float64(x) - mx)
+		}
+	}
+	return sum
+}
+
+// binOf returns the histogram bin of a token d = mx − x below the max.
+// Rounding is monotone, so a better token never lands in a later bin.
+func binOf(d, scale float64) int {
+	if f := d * scale; f < nBins-1 {
+		return int(f)
+	}
+	return nBins - 1
+}
+
+// fillBins computes the mass histogram over every candidate (NaN and −Inf
+// excluded): per bin the count, the mass at T, and, with t1, at temperature 1.
+// The bins are 1/binsPerNat nat wide at T ≤ 1 and T times wider above, so
+// that the mass at T spreads over them as it does at T = 1.
+func (s *Sampler) fillBins(logits []float32, mx float64, t1 bool) {
+	s.mx, s.binScale, s.candBin = mx, binsPerNat/max(1, s.temp), -1
+	clear(s.m1[:])
+	clear(s.mT[:])
+	clear(s.n[:])
+	for i, x := range logits {
+		if !(x > float32(math.Inf(-1))) || s.isPenalized(i) {
+			continue
+		}
+		s.addToBins(float64(x), t1)
+	}
+	for _, x := range s.pen {
+		if x > float32(math.Inf(-1)) {
+			s.addToBins(float64(x), t1)
+		}
+	}
+}
+
+func (s *Sampler) addToBins(x float64, t1 bool) {
+	d := s.mx - x
+	b := binOf(d, s.binScale)
+	s.n[b]++
+	if s.temp == 1 {
+		e := math.Exp(-d)
+		s.mT[b] += e
+		s.m1[b] += e
+		return
+	}
+	s.mT[b] += math.Exp(-d / s.temp)
+	if t1 {
+		s.m1[b] += math.Exp(-d)
+	}
+}
+
+// collectBin returns the tokens of histogram bin b, best first.
+func (s *Sampler) collectBin(logits []float32, b int) []candidate {
+	c := s.cand[:0]
+	mx, scale := s.mx, s.binScale
+	for i, x := range logits {
+		if x > float32(math.Inf(-1)) && binOf(mx-float64(x), scale) == b && !s.isPenalized(i) {
+			c = append(c, candidate{int32(i), x})
+		}
+	}
+	for j, id := range s.touched {
+		if x := s.pen[j]; x > float32(math.Inf(-1)) && binOf(mx-float64(x), scale) == b {
+			c = append(c, candidate{id, x})
+		}
+	}
+	slices.SortFunc(c, cmpBestFirst)
+	s.cand, s.candBin = c, b
+	return c
+}
+
+// cutTopPBinned finds the top-p cut over the whole vocabulary from the
+// histogram: whole bins while their cumulative mass stays below p·Z, then
+// the crossing bin sorted and walked token by token. If rounding keeps the
+// walk short of p·Z, everything is kept.
+func (s *Sampler) cutTopPBinned(logits []float32) {
+	z := 0.0
+	for _, m := range s.m1 {
+		z += m
+	}
+	target, cum := s.topP*z, 0.0
+	for b := range nBins {
+		if s.n[b] == 0 {
+			continue
+		}
+		if cum+s.m1[b] < target {
+			cum += s.m1[b]
+			continue
+		}
+		for j, e := range s.collectBin(logits, b) {
+			cum += math.Exp(float64(e.logit) - s.mx)
+			if cum >= target {
+				s.cutBin, s.cutLen = b, j+1
+				return
+			}
+		}
+	}
+	s.cutBin, s.cutLen = nBins, 0
+}
+
+// drawBinned draws from the kept set described by the histogram: target =
+// u·W_T, W_T the kept mass at T; whole bins are skipped while the cumulative
+// weight stays ≤ target, and the bin that crosses it is sorted and walked.
+func (s *Sampler) drawBinned(logits []float32, u float64) int32 {
+	w := func(e candidate) float64 { return math.Exp((float64(e.logit) - s.mx) / s.temp) }
+	var part []candidate // the kept best of the cut bin, sorted
+	total := 0.0
+	for b := range s.cutBin {
+		total += s.mT[b]
+	}
+	if s.cutBin < nBins {
+		part = s.cand[:s.cutLen] // truncate left bin cutBin in s.cand
+		for _, e := range part {
+			total += w(e)
+		}
+	}
+	target, cum := u*total, 0.0
+	for b := range s.cutBin {
+		if s.n[b] == 0 {
+			continue
+		}
+		if cum+s.mT[b] <= target {
+			cum += s.mT[b]
+			continue
+		}
+		for _, e := range s.collectBin(logits, b) {
+			if cum += w(e); cum > target {
+				return e.id
+			}
+		}
+	}
+	if s.cutBin < nBins {
+		if s.candBin != s.cutBin {
+			part = s.collectBin(logits, s.cutBin)[:s.cutLen]
+		}
+		for _, e := range part {
+			if cum += w(e); cum > target {
+				return e.id
+			}
+		}
+	}
+	// Rounding left cum ≤ target: the last kept token with weight.
+	for b := min(s.cutBin, nBins-1); b >= 0; b-- {
+		if s.n[b] == 0 {
+			continue
+		}
+		c := s.collectBin(logits, b)
+		if b == s.cutBin {
+			c = c[:s.cutLen]
+		}
+		for i := len(c) - 1; i >= 0; i-- {
+			if w(c[i]) > 0 {
+				return c[i].id
+			}
+		}
+	}
+	return s.topID // unreachable: the max, in bin 0, has weight 1
+}
+
+// drawFrom applies the temperature to the kept candidates c (best first) and
+// draws: w_i = exp((x_i − x_0)/T), and the token is the first whose
+// cumulative weight exceeds u·Σw.
+func (s *Sampler) drawFrom(c []candidate, u float64) int32 {
+	if cap(s.w) < len(c) {
+		s.w = make([]float64, len(c))
+	}
+	w := s.w[:len(c)]
+	x0 := float64(c[0].logit)
+	total := 0.0
+	for i, e := range c {
+		w[i] = math.Exp((float64(e.logit) - x0) / s.temp)
+		total += w[i]
+	}
+	target, cum := u*total, 0.0
+	for i, wi := range w {
+		cum += wi
+		if cum > target {
+			return c[i].id
+		}
+	}
+	// u·total rounded up to total: the last candidate with weight.
+	for i := len(w) - 1; i > 0; i-- {
+		if w[i] > 0 {
+			return c[i].id
+		}
+	}
+	return c[0].id
+}
