@@ -15,11 +15,7 @@ const Magic = "GGUF"
 // data are views into it.
 func Parse(data []byte) (*File, error) {
 	p := &parser{data: data}
-	f, err := p.file()
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
+	return p.file()
 }
 
 // parser reads fields from data at pos, checking each read against the end.
@@ -74,19 +70,16 @@ func (p *parser) u64(field string) (uint64, error) {
 	return v, nil
 }
 
-// count reads a u64 count of items that take at least minSize bytes each and
-// rejects counts the rest of the file cannot hold.
+// count reads a u64 count of items that take at least minSize (≥ 1) bytes
+// each and rejects counts the rest of the file cannot hold.
 func (p *parser) count(field string, minSize int) (int, error) {
 	at := p.pos
 	n, err := p.u64(field)
 	if err != nil {
 		return 0, err
 	}
-	if minSize > 0 && n > uint64(p.left())/uint64(minSize) {
+	if n > uint64(p.left())/uint64(minSize) {
 		return 0, errAt(at, field, "%d items of at least %d bytes each cannot fit in the %d bytes left in the file", n, minSize, p.left())
-	}
-	if minSize == 0 && n > math.MaxInt32 {
-		return 0, errAt(at, field, "%d items is more than bitvk accepts", n)
 	}
 	return int(n), nil
 }
