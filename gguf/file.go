@@ -20,6 +20,7 @@ package gguf
 import (
 	"fmt"
 	"os"
+	"unsafe"
 )
 
 // DefaultAlignment is the data alignment when general.alignment is absent.
@@ -232,4 +233,28 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 func (f *File) TensorData(t *TensorInfo) []byte {
 	start := f.DataStart + t.Offset
 	return f.data[start : start+t.Size : start+t.Size]
+}
+
+// Release tells the system that the process no longer needs the file pages
+// under b (a view into this file, such as tensor data it has copied
+// elsewhere), so that they leave its resident memory. The bytes stay
+// readable: a later access reads them from the file again. Only whole pages
+// inside b are released; it does nothing where the file was read into
+// memory rather than mapped.
+func (f *File) Release(b []byte) {
+	if f.unmap == nil || len(b) == 0 || len(f.data) == 0 {
+		return
+	}
+	base := uintptr(unsafe.Pointer(&f.data[0]))
+	start := uintptr(unsafe.Pointer(&b[0]))
+	if start < base || start-base+uintptr(len(b)) > uintptr(len(f.data)) {
+		return // not a view into this file
+	}
+	off := int(start - base)
+	page := os.Getpagesize()
+	lo := (off + page - 1) / page * page
+	hi := (off + len(b)) / page * page
+	if lo < hi {
+		releasePages(f.data[lo:hi])
+	}
 }

@@ -32,6 +32,18 @@ type Weights struct {
 	Output     Tensor // [Embd, Vocab]; the same tensor as TokenEmbd when the head is tied
 	TiedOutput bool
 	Layers     []Layer
+
+	release func([]byte) // drops file pages from resident memory; nil when not from a file
+}
+
+// Release says that a backend has copied t's data elsewhere and no longer
+// reads it from the file, so the file's pages under it may leave resident
+// memory (they are read again from the file if touched later). It keeps a
+// model in memory once, in the backend's layout.
+func (w *Weights) Release(t Tensor) {
+	if w.release != nil {
+		w.release(t.Data)
+	}
 }
 
 // ternaryRunnable reports whether bitvk runs projections stored as t.
@@ -78,7 +90,7 @@ func LoadWeights(f *gguf.File, c *Config) (*Weights, error) {
 		}
 		return t
 	}
-	w := &Weights{}
+	w := &Weights{release: f.Release}
 	w.TokenEmbd = get(TensorTokenEmbd, c.Embd, c.Vocab, "float")
 	w.OutputNorm = get(TensorOutputNorm, c.Embd, 1, "float")
 	if _, ok := f.Tensor(TensorOutput); ok {
@@ -193,3 +205,61 @@ func (t Tensor) Ternary() (vals []int8, scales []float32, blockLen int, err erro
 
 // RoundF16 rounds x to the nearest float16, as a K/V cache in float16 stores it.
 func RoundF16(x float32) float32 { return gguf.F16ToF32(gguf.F32ToF16(x)) }
+
+// F32ToF16 rounds x to the nearest float16 (ties to even) and returns its bits.
+func F32ToF16(x float32) uint16 { return gguf.F32ToF16(x) }
+
+// F16ToF32 is the float32 value of the float16 bits h.
+func F16ToF32(h uint16) float32 { return gguf.F16ToF32(h) }
+
+// I2SScale is the per-tensor scale of an I2_S tensor, stored after its codes.
+func (t Tensor) I2SScale() (float32, error) {
+	if t.Type != gguf.TypeI2_S {
+		return 0, fmt.Errorf("%s: type %s is not I2_S", t.Name, t.Type)
+	}
+	s, err := gguf.I2_SScale(t.Data, t.In*t.Out)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return s, nil
+}
+
+// TernaryRow unpacks row r of a TQ2_0 or TQ1_0 tensor: its t.In values in
+// {−1, 0, +1} into vals and one scale per 256 values into scales
+// (t.In/256 of them). A stored value that is not ternary is an error.
+func (t Tensor) TernaryRow(r int, vals []int8, scales []float32) error {
+	if t.Type != gguf.TypeTQ2_0 && t.Type != gguf.TypeTQ1_0 {
+		return fmt.Errorf("%s: TernaryRow reads TQ2_0 and TQ1_0, not %s", t.Name, t.Type)
+	}
+	if r < 0 || r >= t.Out || len(vals) < t.In || len(scales) < t.In/256 {
+		return fmt.Errorf("%s: row %d of %d into buffers of %d values and %d scales", t.Name, r, t.Out, len(vals), len(scales))
+	}
+	size, err := gguf.DataSize(t.Type, uint64(t.In))
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	data := t.Data[uint64(r)*size : uint64(r+1)*size]
+	var invalid int
+	if t.Type == gguf.TypeTQ2_0 {
+		invalid, err = gguf.UnpackTQ2_0(data, t.In, vals, scales)
+	} else {
+		invalid, err = gguf.UnpackTQ1_0(data, t.In, vals, scales)
+	}
+	if err == nil && invalid > 0 {
+		err = fmt.Errorf("%d stored values are not ternary", invalid)
+	}
+	if err != nil {
+		return fmt.Errorf("%s row %d: %w", t.Name, r, err)
+	}
+	return nil
+}
+
+// The tensor types backends meet, named here so that backends need not
+// import gguf.
+const (
+	TypeF32   = gguf.TypeF32
+	TypeF16   = gguf.TypeF16
+	TypeI2_S  = gguf.TypeI2_S
+	TypeTQ2_0 = gguf.TypeTQ2_0
+	TypeTQ1_0 = gguf.TypeTQ1_0
+)

@@ -155,17 +155,9 @@ func (m *Model) Forward(token int32) ([]float32, error) {
 		add(x, l.down.matvec(hq, hs))
 	}
 	xn := RMSNorm(x, m.norm, c.Eps)
-	logits := make([]float32, c.Vocab) // logits: [vocab]
-	for t := range logits {
-		w, err := row(m.w.Output, t)
-		if err != nil {
-			return nil, err
-		}
-		var s float64
-		for i := range w {
-			s += float64(w[i]) * float64(xn[i])
-		}
-		logits[t] = float32(s)
+	logits, err := Logits(m.w.Output, xn) // logits: [vocab]
+	if err != nil {
+		return nil, err
 	}
 	return logits, nil
 }
@@ -173,21 +165,29 @@ func (m *Model) Forward(token int32) ([]float32, error) {
 // attention is causal GQA over the cache of layer li for query q [heads·head_dim].
 func (m *Model) attention(li int, q []float32) []float32 {
 	c := m.c
-	out := make([]float32, c.Embd)
-	group := c.Heads / c.KVHeads
-	n := len(m.kCache[li]) // positions 0..n−1, the last one being this token
+	return Attention(q, m.kCache[li], m.vCache[li], c.Heads, c.KVHeads, c.HeadDim)
+}
+
+// Attention is softmax(q·kᵀ/√head_dim)·v for every query head h of q
+// [heads·head_dim] over all positions of k and v ([n][kv_heads·head_dim]),
+// query head h reading KV head h/(heads/kv_heads). It returns
+// [heads·head_dim].
+func Attention(q []float32, k, v [][]float32, heads, kvHeads, headDim int) []float32 {
+	out := make([]float32, heads*headDim)
+	group := heads / kvHeads
+	n := len(k)
 	scores := make([]float64, n)
-	for h := 0; h < c.Heads; h++ {
-		qh := q[h*c.HeadDim : (h+1)*c.HeadDim]
-		kvOff := (h / group) * c.HeadDim
+	for h := 0; h < heads; h++ {
+		qh := q[h*headDim : (h+1)*headDim]
+		kvOff := (h / group) * headDim
 		maxS := math.Inf(-1)
 		for p := 0; p < n; p++ {
-			kp := m.kCache[li][p][kvOff : kvOff+c.HeadDim]
+			kp := k[p][kvOff : kvOff+headDim]
 			var s float64
 			for i := range qh {
 				s += float64(qh[i]) * float64(kp[i])
 			}
-			scores[p] = s / math.Sqrt(float64(c.HeadDim))
+			scores[p] = s / math.Sqrt(float64(headDim))
 			maxS = math.Max(maxS, scores[p])
 		}
 		var sum float64
@@ -195,15 +195,65 @@ func (m *Model) attention(li int, q []float32) []float32 {
 			scores[p] = math.Exp(scores[p] - maxS)
 			sum += scores[p]
 		}
-		for i := 0; i < c.HeadDim; i++ {
+		for i := 0; i < headDim; i++ {
 			var o float64
 			for p := 0; p < n; p++ {
-				o += scores[p] / sum * float64(m.vCache[li][p][kvOff+i])
+				o += scores[p] / sum * float64(v[p][kvOff+i])
 			}
-			out[h*c.HeadDim+i] = float32(o)
+			out[h*headDim+i] = float32(o)
 		}
 	}
 	return out
+}
+
+// BitLinear is one projection of x [in] by the ternary tensor w:
+// Quantize, then the exact integer sums times the scales. It returns [out].
+func BitLinear(w nn.Tensor, x []float32) ([]float32, error) {
+	t, err := unpack(w)
+	if err != nil {
+		return nil, err
+	}
+	if len(x) != t.in {
+		return nil, fmt.Errorf("%s: input of %d, want %d", w.Name, len(x), t.in)
+	}
+	q, s := Quantize(x)
+	return t.matvec(q, s), nil
+}
+
+// TernarySums returns Σ_i t[o][i]·q[i] for every row o of the ternary
+// tensor w, exact in int32, ignoring scales: [out].
+func TernarySums(w nn.Tensor, q []int8) ([]int32, error) {
+	vals, _, _, err := w.Ternary()
+	if err != nil {
+		return nil, err
+	}
+	if len(q) != w.In {
+		return nil, fmt.Errorf("%s: input of %d, want %d", w.Name, len(q), w.In)
+	}
+	out := make([]int32, w.Out)
+	for o := range out {
+		for i, v := range vals[o*w.In : (o+1)*w.In] {
+			out[o] += int32(v) * int32(q[i])
+		}
+	}
+	return out, nil
+}
+
+// Logits is x [in] times every row of the float tensor w, in float64: [out].
+func Logits(w nn.Tensor, x []float32) ([]float32, error) {
+	logits := make([]float32, w.Out)
+	for t := range logits {
+		r, err := row(w, t)
+		if err != nil {
+			return nil, err
+		}
+		var s float64
+		for i := range r {
+			s += float64(r[i]) * float64(x[i])
+		}
+		logits[t] = float32(s)
+	}
+	return logits, nil
 }
 
 // row decodes row r of a [in, out] float tensor.

@@ -1,0 +1,143 @@
+package cpu
+
+import (
+	"testing"
+
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/nntest"
+)
+
+// withKernels runs fn once per kernel set this machine has (assembly sets
+// and the generic twin), the set switched on for the duration.
+func withKernels(t *testing.T, fn func(t *testing.T)) {
+	for _, k := range kernelSets() {
+		t.Run(k.name, func(t *testing.T) {
+			saved := active
+			active = k
+			defer func() { active = saved }()
+			fn(t)
+		})
+	}
+}
+
+func TestConformanceForward(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		for _, threads := range []int{1, 3} {
+			nntest.Forward(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+				// A batch smaller than the suite's chunks makes Forward split.
+				return New(c, w, Options{Threads: threads, Context: ctx, Batch: 7})
+			})
+		}
+	})
+}
+
+func TestConformanceOps(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		p := newPool(3)
+		defer p.close()
+		nntest.RunOps(t, opsAdapter{k: active, p: p})
+	})
+}
+
+// opsAdapter exposes the backend's building blocks to nntest.RunOps.
+type opsAdapter struct {
+	k kernels
+	p *pool
+}
+
+func (a opsAdapter) Quantize(x []float32) ([]int8, float32) {
+	q := make([]int8, len(x))
+	var s [1]float32
+	var sum [1]int32
+	quantizeRows(x, 1, len(x), q, s[:], sum[:])
+	return q, s[0]
+}
+
+func (a opsAdapter) matrix(w nn.Tensor) (*ternaryMatrix, error) {
+	return newTernaryMatrix(a.p, &nn.Weights{}, w)
+}
+
+func (a opsAdapter) TernarySums(w nn.Tensor, q []int8, T int) ([]int32, error) {
+	m, err := a.matrix(w)
+	if err != nil {
+		return nil, err
+	}
+	// Unit scales and s = 1 make y the exact sum (as a float32, exact below 2²⁴).
+	for r := range m.rowScale {
+		m.rowScale[r] = 1
+	}
+	for i := range m.groupScale {
+		m.groupScale[i] = 1
+	}
+	scale := make([]float32, T)
+	sum := make([]int32, T)
+	for t := 0; t < T; t++ {
+		scale[t] = 1
+		for _, v := range q[t*w.In : (t+1)*w.In] {
+			sum[t] += int32(v)
+		}
+	}
+	y := make([]float32, T*m.rows)
+	m.apply(a.k, a.p, q, scale, sum, T, make([]int32, T*m.rows), y)
+	out := make([]int32, len(y))
+	for i, v := range y {
+		out[i] = int32(v)
+	}
+	return out, nil
+}
+
+func (a opsAdapter) BitLinear(w nn.Tensor, x []float32, T int) ([]float32, error) {
+	m, err := a.matrix(w)
+	if err != nil {
+		return nil, err
+	}
+	q := make([]int8, len(x))
+	scale := make([]float32, T)
+	sum := make([]int32, T)
+	quantizeRows(x, T, w.In, q, scale, sum)
+	y := make([]float32, T*m.rows)
+	m.apply(a.k, a.p, q, scale, sum, T, make([]int32, T*m.rows), y)
+	return y, nil
+}
+
+func (a opsAdapter) RMSNorm(x, w []float32, eps float32) []float32 {
+	out := make([]float32, len(x))
+	rmsNorm(out, x, w, eps)
+	return out
+}
+
+func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32) {
+	b := &Backend{c: &nn.Config{RopeDim: dim, RopeBase: base}}
+	b.invFreq = ropeFrequencies(dim, base)
+	cs := make([]float64, dim)
+	b.ropeTable(pos, cs)
+	rope(x[:dim], cs)
+}
+
+func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd int) []float32 {
+	kvDim := kvHeads * hd
+	kc := make([]uint16, len(k)*kvDim)
+	vc := make([]uint16, len(v)*kvDim)
+	for p := range k {
+		for i := 0; i < kvDim; i++ {
+			kc[p*kvDim+i] = nn.F32ToF16(k[p][i])
+			vc[p*kvDim+i] = nn.F32ToF16(v[p][i])
+		}
+	}
+	out := make([]float32, heads*hd)
+	scores := make([]float32, len(k))
+	for h := 0; h < heads; h++ {
+		attend(a.k, q[h*hd:(h+1)*hd], kc, vc, kvDim, h/(heads/kvHeads)*hd, len(k), scores, out[h*hd:(h+1)*hd])
+	}
+	return out
+}
+
+func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
+	h, err := newHead(a.p, &nn.Weights{Output: w}, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, w.Out)
+	h.logits(&Backend{k: a.k, pool: a.p}, x, out)
+	return out, nil
+}

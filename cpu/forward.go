@@ -1,0 +1,309 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/bitvk/bitvk/nn"
+)
+
+// scratch holds every buffer a forward pass needs, allocated once for the
+// largest batch (T positions): a pass allocates nothing.
+type scratch struct {
+	x      []float32   // [T][embd] residual stream
+	a      []float32   // [T][max(embd, ffn)] normalized input of a BitLinear
+	q      []int8      // [T][max(embd, ffn)] its int8 quantization
+	qScale []float32   // [T] s = 127/max|a|
+	qSum   []int32     // [T] Σ q, the correction of the code sums
+	raw    []int32     // [T][2·ffn or qkv rows] code sums Σ c·q
+	y      []float32   // [T][2·ffn or qkv rows] BitLinear outputs
+	att    []float32   // [T][embd] attention output
+	scores [][]float32 // [worker][ctx] attention weights
+	rope   []float64   // [T][rope_dim] cos then sin of each position
+	xn     []float32   // [embd] normalized final state of one position
+	hq     []int8      // [embd] its int8 quantization for the q8 head
+	hRaw   []int32     // [vocab] q8 head sums
+}
+
+func newScratch(c *nn.Config, T, ctx, workers int) scratch {
+	wide := max(c.Embd, c.FFN)
+	rows := max(2*c.FFN, c.Embd+2*c.KVDim())
+	s := scratch{
+		x:      make([]float32, T*c.Embd),
+		a:      make([]float32, T*wide),
+		q:      make([]int8, T*wide),
+		qScale: make([]float32, T),
+		qSum:   make([]int32, T),
+		raw:    make([]int32, T*rows),
+		y:      make([]float32, T*rows),
+		att:    make([]float32, T*c.Embd),
+		rope:   make([]float64, T*c.RopeDim),
+		xn:     make([]float32, c.Embd),
+		hq:     make([]int8, c.Embd),
+		hRaw:   make([]int32, c.Vocab),
+	}
+	for w := 0; w < workers; w++ {
+		s.scores = append(s.scores, make([]float32, ctx))
+	}
+	return s
+}
+
+// forwardBatch evaluates T = len(tokens) positions starting at pos and
+// writes the logits of tokens first… into out ([T−first][vocab]).
+func (b *Backend) forwardBatch(tokens []int32, pos int, out []float32, first int) error {
+	c, s := b.c, &b.s
+	T, E, kv, hd := len(tokens), c.Embd, c.KVDim(), c.HeadDim
+	for t, tok := range tokens {
+		if err := b.embd.Row(int(tok), s.x[t*E:(t+1)*E]); err != nil {
+			return err
+		}
+		b.ropeTable(pos+t, s.rope[t*c.RopeDim:(t+1)*c.RopeDim])
+	}
+	qkvRows := E + 2*kv
+	for li := range b.layers {
+		l := &b.layers[li]
+		// attention
+		for t := 0; t < T; t++ {
+			rmsNorm(s.a[t*E:(t+1)*E], s.x[t*E:(t+1)*E], l.attnNorm, c.Eps)
+		}
+		b.quantize(T, E)
+		b.bitLinear(l.qkv, T)
+		for t := 0; t < T; t++ {
+			y := s.y[t*qkvRows : (t+1)*qkvRows]
+			cs := s.rope[t*c.RopeDim : (t+1)*c.RopeDim]
+			for h := 0; h < c.Heads+c.KVHeads; h++ { // query heads, then key heads
+				rope(y[h*hd:h*hd+c.RopeDim], cs)
+			}
+			kc := b.kCache[li][(pos+t)*kv : (pos+t+1)*kv]
+			vc := b.vCache[li][(pos+t)*kv : (pos+t+1)*kv]
+			for i := 0; i < kv; i++ {
+				kc[i] = nn.F32ToF16(y[E+i])
+				vc[i] = nn.F32ToF16(y[E+kv+i])
+			}
+		}
+		b.attention(li, T, pos)
+		for t := 0; t < T; t++ {
+			o := s.att[t*E : (t+1)*E]
+			if l.attnSubNorm != nil {
+				rmsNorm(s.a[t*E:(t+1)*E], o, l.attnSubNorm, c.Eps)
+			} else {
+				copy(s.a[t*E:(t+1)*E], o)
+			}
+		}
+		b.quantize(T, E)
+		b.bitLinear(l.o, T)
+		addRows(s.x, s.y, T, E, E)
+
+		// feed-forward
+		F := c.FFN
+		for t := 0; t < T; t++ {
+			rmsNorm(s.a[t*E:(t+1)*E], s.x[t*E:(t+1)*E], l.ffnNorm, c.Eps)
+		}
+		b.quantize(T, E)
+		b.bitLinear(l.gateUp, T)
+		for t := 0; t < T; t++ {
+			g := s.y[t*2*F : t*2*F+F]
+			u := s.y[t*2*F+F : (t+1)*2*F]
+			h := s.a[t*F : (t+1)*F]
+			for i := range h {
+				h[i] = activate(c.Activation, g[i]) * u[i]
+			}
+			if l.ffnSubNorm != nil {
+				rmsNorm(h, h, l.ffnSubNorm, c.Eps)
+			}
+		}
+		b.quantize(T, F)
+		b.bitLinear(l.down, T)
+		addRows(s.x, s.y, T, E, E)
+	}
+	for t := first; t < T; t++ {
+		rmsNorm(s.xn, s.x[t*E:(t+1)*E], b.outNorm, c.Eps)
+		b.head.logits(b, s.xn, out[(t-first)*c.Vocab:(t-first+1)*c.Vocab])
+	}
+	return nil
+}
+
+// rmsNorm writes x / sqrt(mean(x²) + eps) · w into dst (which may be x),
+// in float64 as nn/ref does.
+func rmsNorm(dst, x, w []float32, eps float32) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	inv := 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
+	for i := range x {
+		dst[i] = float32(float64(x[i]) * inv * float64(w[i]))
+	}
+}
+
+// quantize is BitLinear's input quantization of T rows of s.a (row stride n).
+func (b *Backend) quantize(T, n int) {
+	s := &b.s
+	quantizeRows(s.a, T, n, s.q, s.qScale, s.qSum)
+}
+
+// quantizeRows quantizes T rows of x [T][n] into q [T][n] with
+// s = 127/max(1e-5, max|x|) and round half to even, the product taken in
+// float32 as nn/ref takes it; it also stores each row's scale and Σ q.
+func quantizeRows(x []float32, T, n int, q []int8, scale []float32, sum []int32) {
+	for t := 0; t < T; t++ {
+		xr := x[t*n : (t+1)*n]
+		m := float32(1e-5)
+		for _, v := range xr {
+			m = max(m, abs32(v))
+		}
+		sc := float32(127) / m
+		qr := q[t*n : (t+1)*n]
+		var total int32
+		for i, v := range xr {
+			r := math.RoundToEven(float64(v * sc))
+			qr[i] = int8(max(-128, min(127, r)))
+			total += int32(qr[i])
+		}
+		scale[t], sum[t] = sc, total
+	}
+}
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+// bitLinear computes the BitLinear outputs s.y [T][m.rows] of the
+// quantized rows s.q [T][m.n].
+func (b *Backend) bitLinear(m *ternaryMatrix, T int) {
+	s := &b.s
+	m.apply(b.k, b.pool, s.q, s.qScale, s.qSum, T, s.raw, s.y)
+}
+
+// apply computes y [T][m.rows] for the quantized input q [T][m.n] (scales
+// qScale, sums qSum), the code sums going through raw [T][m.rows]; the
+// matrix rows are split across the pool's workers.
+func (m *ternaryMatrix) apply(k kernels, p *pool, q []int8, qScale []float32, qSum []int32, T int, raw []int32, y []float32) {
+	p.run(m.rows, 16, func(_, lo, hi int) {
+		if m.groupScale != nil {
+			m.applyGroups(k, q, qScale, T, lo, hi, y)
+			return
+		}
+		w := m.data[lo*m.stride:]
+		if T == 1 {
+			k.ternaryRows(w, m.stride, q[:m.n], raw[lo:hi])
+		} else {
+			k.ternaryMatMul(w, m.stride, hi-lo, q, m.n, m.n, T, raw[lo:], m.rows)
+		}
+		for t := 0; t < T; t++ {
+			qs, sum := float64(qScale[t]), qSum[t]
+			rt := raw[t*m.rows : (t+1)*m.rows]
+			yt := y[t*m.rows : (t+1)*m.rows]
+			for r := lo; r < hi; r++ {
+				yt[r] = float32(float64(m.rowScale[r]) * float64(rt[r]-sum) / qs)
+			}
+		}
+	})
+}
+
+// applyGroups is apply for rows lo…hi of a matrix with one scale per 256
+// weights: each group's exact sum times its scale, summed in float64 in
+// order, as nn/ref sums them.
+func (m *ternaryMatrix) applyGroups(k kernels, q []int8, qScale []float32, T, lo, hi int, y []float32) {
+	groups := m.n / groupLen
+	var one [1]int32
+	for t := 0; t < T; t++ {
+		qt := q[t*m.n : (t+1)*m.n]
+		for r := lo; r < hi; r++ {
+			var acc float64
+			for g := 0; g < groups; g++ {
+				qg := qt[g*groupLen : (g+1)*groupLen]
+				k.ternaryRows(m.data[r*m.stride+g*groupLen/4:], m.stride, qg, one[:])
+				var qsum int32
+				for _, v := range qg {
+					qsum += int32(v)
+				}
+				acc += float64(m.groupScale[r*groups+g]) * float64(one[0]-qsum)
+			}
+			y[t*m.rows+r] = float32(acc / float64(qScale[t]))
+		}
+	}
+}
+
+// addRows adds the first n values of each of T rows of y (row stride
+// yStride) to the rows of x (row stride n).
+func addRows(x, y []float32, T, n, yStride int) {
+	for t := 0; t < T; t++ {
+		xr := x[t*n : (t+1)*n]
+		yr := y[t*yStride : t*yStride+n]
+		for i := range xr {
+			xr[i] += yr[i]
+		}
+	}
+}
+
+func activate(a nn.Activation, g float32) float32 {
+	if a == nn.ReLUSquared {
+		r := max(g, 0)
+		return r * r
+	}
+	return float32(float64(g) / (1 + math.Exp(-float64(g))))
+}
+
+// ropeTable fills cs [rope_dim] with cos(pos·θ_i) for i < rope_dim/2, then
+// sin(pos·θ_i), θ_i = base^(−2i/rope_dim).
+func (b *Backend) ropeTable(pos int, cs []float64) {
+	half := len(cs) / 2
+	for i := 0; i < half; i++ {
+		cs[half+i], cs[i] = math.Sincos(float64(pos) * b.invFreq[i])
+	}
+}
+
+// rope rotates one head's first rope_dim values in NEOX pairs (i, i+half).
+func rope(x []float32, cs []float64) {
+	half := len(x) / 2
+	for i := 0; i < half; i++ {
+		cos, sin := cs[i], cs[half+i]
+		a, c := float64(x[i]), float64(x[i+half])
+		x[i] = float32(a*cos - c*sin)
+		x[i+half] = float32(a*sin + c*cos)
+	}
+}
+
+// attention computes, for each of T positions pos+t and each query head h,
+// softmax(q·Kᵀ/√head_dim) · V over cache positions 0…pos+t of KV head
+// h/(heads/kv_heads), into s.att. Work items (position, head) are split
+// across the workers.
+func (b *Backend) attention(li, T, pos int) {
+	c, s := b.c, &b.s
+	E, kv, hd := c.Embd, c.KVDim(), c.HeadDim
+	qkvRows := E + 2*kv
+	group := c.Heads / c.KVHeads
+	kc, vc := b.kCache[li], b.vCache[li]
+	b.pool.run(T*c.Heads, 1, func(w, lo, hi int) {
+		for item := lo; item < hi; item++ {
+			t, h := item/c.Heads, item%c.Heads
+			q := s.y[t*qkvRows+h*hd : t*qkvRows+(h+1)*hd]
+			o := s.att[t*E+h*hd : t*E+(h+1)*hd]
+			attend(b.k, q, kc, vc, kv, (h/group)*hd, pos+t+1, s.scores[w], o)
+		}
+	})
+}
+
+// attend computes o = softmax(q·Kᵀ/√len(q))·V for one query head q over n
+// cache positions, K and V being the float16 rows kc, vc [n][kvDim] from
+// column off; scores [≥n] is scratch.
+func attend(k kernels, q []float32, kc, vc []uint16, kvDim, off, n int, scores, o []float32) {
+	hd := len(q)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	sc := scores[:n]
+	k.dotF16Rows(kc[off:], kvDim, q, sc)
+	mx := float32(math.Inf(-1))
+	for p := range sc {
+		sc[p] *= scale
+		mx = max(mx, sc[p])
+	}
+	var sum float64
+	for p, v := range sc {
+		e := math.Exp(float64(v - mx))
+		sc[p] = float32(e)
+		sum += e
+	}
+	clear(o)
+	inv := 1 / sum
+	for p, v := range sc {
+		k.axpyF16(float32(float64(v)*inv), vc[p*kvDim+off:p*kvDim+off+hd], o)
+	}
+}

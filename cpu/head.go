@@ -1,0 +1,100 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bitvk/bitvk/nn"
+)
+
+// head is the output projection logits = xn · outputᵀ, in one of two forms:
+//
+//   - float16 rows [vocab][embd], read in place from the file when the
+//     tensor is F16 (the tied token_embd of BitNet b1.58 2B4T), converted
+//     once otherwise; logits[r] = Σ f16(w_r,i)·xn_i in float32.
+//   - int8 rows with one scale per row (HeadQ8): w_r,i ≈ rowScale_r·w8_r,i
+//     with rowScale_r = max|w_r|/127, and xn quantized to int8 with
+//     s = 127/max|xn|: logits[r] = rowScale_r·(Σ w8·x8)/s, the sum exact.
+type head struct {
+	rows, n int
+	f16     []uint16  // [vocab][embd] float16 bits, or nil
+	q8      []int8    // [vocab][embd], or nil
+	q8Scale []float32 // [vocab]
+}
+
+func newHead(p *pool, w *nn.Weights, q8 bool) (*head, error) {
+	t := w.Output
+	h := &head{rows: t.Out, n: t.In}
+	if !q8 && t.Type == nn.TypeF16 {
+		h.f16 = f16View(t.Data) // in place: the file pages are the one copy
+		return h, nil
+	}
+	if q8 {
+		h.q8 = make([]int8, h.rows*h.n)
+		h.q8Scale = make([]float32, h.rows)
+	} else {
+		h.f16 = make([]uint16, h.rows*h.n)
+	}
+	errs := make([]error, p.workers)
+	p.run(h.rows, 64, func(wk, lo, hi int) {
+		row := make([]float32, h.n)
+		for r := lo; r < hi && errs[wk] == nil; r++ {
+			if errs[wk] = t.Row(r, row); errs[wk] != nil {
+				return
+			}
+			if q8 {
+				h.q8Scale[r] = quantizeRow(h.q8[r*h.n:(r+1)*h.n], row)
+				continue
+			}
+			for i, v := range row {
+				h.f16[r*h.n+i] = nn.F32ToF16(v)
+			}
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("cpu: output head: %w", err)
+		}
+	}
+	// Embedding lookups still read the tied tensor's rows, a few pages per
+	// token; the head no longer streams it.
+	w.Release(t)
+	return h, nil
+}
+
+// quantizeRow writes row as int8 in [−127, 127] with the scale
+// max|row|/127 (round half to even) and returns the scale.
+func quantizeRow(dst []int8, row []float32) float32 {
+	m := float32(0)
+	for _, v := range row {
+		m = max(m, abs32(v))
+	}
+	if m == 0 {
+		clear(dst)
+		return 0
+	}
+	inv := 127 / m
+	for i, v := range row {
+		dst[i] = int8(max(-127, min(127, math.RoundToEven(float64(v*inv)))))
+	}
+	return m / 127
+}
+
+// logits computes out [vocab] for the normalized state xn [embd], the rows
+// split across the workers.
+func (h *head) logits(b *Backend, xn, out []float32) {
+	if h.q8 == nil {
+		b.pool.run(h.rows, 64, func(_, lo, hi int) {
+			b.k.dotF16Rows(h.f16[lo*h.n:], h.n, xn, out[lo:hi])
+		})
+		return
+	}
+	s := quantizeRow(b.s.hq, xn) // = max|xn|/127: x ≈ s·x8
+	raw := b.s.hRaw
+	b.pool.run(h.rows, 64, func(_, lo, hi int) {
+		b.k.dotI8Rows(h.q8[lo*h.n:], h.n, b.s.hq, raw[lo:hi])
+		for r := lo; r < hi; r++ {
+			out[r] = float32(float64(h.q8Scale[r]) * float64(s) * float64(raw[r]))
+		}
+	})
+}

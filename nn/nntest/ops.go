@@ -1,0 +1,166 @@
+package nntest
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/ref"
+)
+
+// Ops are a backend's building blocks, exposed to the suite by a small
+// adapter in the backend's own tests. Each takes and returns host slices;
+// T is a number of positions (rows of x, q and the result).
+type Ops interface {
+	// Quantize is BitLinear's int8 quantization of one row.
+	Quantize(x []float32) ([]int8, float32)
+	// TernarySums returns Σ_i t[o][i]·q[t][i] for the ternary tensor w:
+	// [T][w.Out], exact.
+	TernarySums(w nn.Tensor, q []int8, T int) ([]int32, error)
+	// BitLinear returns the projection of x [T][w.In] by w: [T][w.Out].
+	BitLinear(w nn.Tensor, x []float32, T int) ([]float32, error)
+	// RMSNorm returns x / sqrt(mean(x²)+eps)·w for one row.
+	RMSNorm(x, w []float32, eps float32) []float32
+	// RoPE rotates the first dim values of one head in place.
+	RoPE(x []float32, pos, dim int, base float32)
+	// Attention is ref.Attention with k and v held as float16.
+	Attention(q []float32, k, v [][]float32, heads, kvHeads, headDim int) []float32
+	// Logits returns x · wᵀ for the float tensor w: [w.Out].
+	Logits(w nn.Tensor, x []float32) ([]float32, error)
+}
+
+// RunOps checks each operation against nn/ref on the tiny model's tensors
+// in every storage and on random inputs, including the extremes of the
+// int8 range.
+func RunOps(t *testing.T, ops Ops) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	randVec := func(n int, scale float32) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = (rng.Float32()*2 - 1) * scale
+		}
+		return x
+	}
+	t.Run("Quantize", func(t *testing.T) {
+		for _, x := range [][]float32{randVec(256, 3), randVec(768, 1e-7), make([]float32, 128), {1, -1, 0.5, -0.5, 127.0 / 254, 1.0 / 254, 3.0 / 254}} {
+			wq, ws := ref.Quantize(x)
+			gq, gs := ops.Quantize(x)
+			if gs != ws {
+				t.Errorf("scale %v, oracle %v", gs, ws)
+			}
+			for i := range wq {
+				if gq[i] != wq[i] {
+					t.Fatalf("code %d: %d, oracle %d (x=%v)", i, gq[i], wq[i], x[i])
+				}
+			}
+		}
+	})
+	t.Run("RMSNorm", func(t *testing.T) {
+		for _, n := range []int{1, 256, 2560} {
+			x, w := randVec(n, 4), randVec(n, 1.1)
+			near(t, "RMSNorm", ops.RMSNorm(x, w, 1e-5), ref.RMSNorm(x, w, 1e-5), 1e-5)
+		}
+	})
+	t.Run("RoPE", func(t *testing.T) {
+		for _, pos := range []int{0, 1, 17, 4095} {
+			x := randVec(128, 2)
+			want := append([]float32(nil), x...)
+			ref.RoPE(want, pos, 128, 500000)
+			ops.RoPE(x, pos, 128, 500000)
+			near(t, "RoPE", x, want, 1e-5)
+		}
+	})
+	t.Run("Attention", func(t *testing.T) {
+		heads, kvHeads, hd := 4, 2, 64
+		for _, n := range []int{1, 2, 33} {
+			var k, v [][]float32
+			for p := 0; p < n; p++ {
+				k = append(k, f16Round(randVec(kvHeads*hd, 2)))
+				v = append(v, f16Round(randVec(kvHeads*hd, 2)))
+			}
+			q := randVec(heads*hd, 2)
+			near(t, "Attention", ops.Attention(q, k, v, heads, kvHeads, hd), ref.Attention(q, k, v, heads, kvHeads, hd), 1e-4)
+		}
+	})
+	for _, st := range Storages {
+		m := NewModel(t, "tiny", st, 3)
+		l := m.Weights.Layers[0]
+		t.Run("Ternary/"+string(st), func(t *testing.T) {
+			for _, w := range []nn.Tensor{l.AttnQ, l.AttnK, l.FFNGate, l.FFNDown} {
+				const T = 3
+				q := make([]int8, T*w.In)
+				for i := range q {
+					q[i] = int8(rng.IntN(256) - 128)
+				}
+				q[0], q[1] = -128, 127
+				got, err := ops.TernarySums(w, q, T)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for tk := 0; tk < T; tk++ {
+					want, err := ref.TernarySums(w, q[tk*w.In:(tk+1)*w.In])
+					if err != nil {
+						t.Fatal(err)
+					}
+					for o := range want {
+						if g := got[tk*w.Out+o]; g != want[o] {
+							t.Fatalf("%s position %d row %d: %d, oracle %d", w.Name, tk, o, g, want[o])
+						}
+					}
+				}
+				x := randVec(T*w.In, 2)
+				y, err := ops.BitLinear(w, x, T)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for tk := 0; tk < T; tk++ {
+					want, err := ref.BitLinear(w, x[tk*w.In:(tk+1)*w.In])
+					if err != nil {
+						t.Fatal(err)
+					}
+					near(t, w.Name, y[tk*w.Out:(tk+1)*w.Out], want, 1e-5)
+				}
+			}
+		})
+		if st == StoreI2S {
+			t.Run("Logits", func(t *testing.T) {
+				x := randVec(m.Config.Embd, 1)
+				got, err := ops.Logits(m.Weights.Output, x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := ref.Logits(m.Weights.Output, x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				near(t, "Logits", got, want, 1e-4)
+			})
+		}
+	}
+}
+
+func f16Round(x []float32) []float32 {
+	for i := range x {
+		x[i] = nn.RoundF16(x[i])
+	}
+	return x
+}
+
+// near fails unless |got−want| ≤ tol·max|want| everywhere.
+func near(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, oracle %d", what, len(got), len(want))
+	}
+	var scale float64
+	for _, v := range want {
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	bound := tol * math.Max(scale, 1e-30)
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= bound) {
+			t.Fatalf("%s[%d] = %v, oracle %v (|diff| %.3g > %.3g)", what, i, got[i], want[i], d, bound)
+		}
+	}
+}
