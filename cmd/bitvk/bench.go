@@ -1,0 +1,323 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bitvk/bitvk/cpu"
+	"github.com/bitvk/bitvk/nn"
+)
+
+// benchResult is one test of one configuration, with llama-bench's field
+// names (so tools that read its JSON read ours) plus the roofline.
+type benchResult struct {
+	ModelType     string    `json:"model_type"`
+	ModelSize     int64     `json:"model_size"`
+	ModelNParams  int64     `json:"model_n_params"`
+	Backend       string    `json:"backend"`
+	Kernels       string    `json:"kernels"`
+	Head          string    `json:"head"`
+	NThreads      int       `json:"n_threads"`
+	NPrompt       int       `json:"n_prompt"`
+	NGen          int       `json:"n_gen"`
+	AvgNs         int64     `json:"avg_ns"`
+	StddevNs      int64     `json:"stddev_ns"`
+	AvgTs         float64   `json:"avg_ts"`
+	StddevTs      float64   `json:"stddev_ts"`
+	SamplesNs     []int64   `json:"samples_ns"`
+	SamplesTs     []float64 `json:"samples_ts"`
+	BandwidthGBs  float64   `json:"bandwidth_gbs"`
+	BytesPerToken int64     `json:"bytes_per_token,omitempty"`
+	RooflineTs    float64   `json:"roofline_ts,omitempty"`
+	RooflineShare *float64  `json:"roofline_share"` // decode only; null for prompt tests
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", "[-m MODEL | --shape tiny|small|2b] [-p 128] [-n 64] [-t 1,2] [-r 3] [--json]", stderr)
+	path := fs.String("m", "", "model `file` (GGUF); default: the built-in synthetic model of --shape")
+	shape := fs.String("shape", "2b", "synthetic model shape when no -m is given: tiny, small, 2b")
+	nPrompt := fs.String("p", "128", "prompt lengths to time, comma-separated (0: no prompt test)")
+	nGen := fs.String("n", "64", "generation lengths to time, comma-separated (0: no generation test)")
+	threads := fs.String("t", "", "thread counts, comma-separated (default: one per CPU)")
+	reps := fs.Int("r", 3, "repetitions of each test")
+	heads := fs.String("head", "f16", "output heads to time, comma-separated: f16, q8")
+	backend := fs.String("backend", "cpu", "where the model runs: cpu")
+	asJSON := fs.Bool("json", false, "print a JSON array of results (llama-bench's field names)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError(fs, "unexpected argument %q", pos[0])
+	}
+	prompts, err := intList(*nPrompt, 0)
+	if err != nil {
+		return usageError(fs, "-p: %v", err)
+	}
+	gens, err := intList(*nGen, 0)
+	if err != nil {
+		return usageError(fs, "-n: %v", err)
+	}
+	ts := []int{0}
+	if *threads != "" {
+		if ts, err = intList(*threads, 1); err != nil {
+			return usageError(fs, "-t: %v", err)
+		}
+	}
+	if *reps < 1 {
+		return usageError(fs, "-r must be at least 1")
+	}
+	headList := strings.Split(*heads, ",")
+	for _, h := range headList {
+		bf := backendFlags{backend: *backend, head: h}
+		if err := bf.check(fs); err != nil {
+			return err
+		}
+	}
+	var results []benchResult
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if !*asJSON {
+		fmt.Fprintln(tw, "model\tsize\tparams\tbackend\thead\tthreads\ttest\tt/s\troofline\t")
+	}
+	if *path == "" {
+		fmt.Fprintf(stderr, "writing the synthetic %s model…\n", *shape)
+		tmp, cleanup, err := writeSynth(*shape)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		*path = tmp
+	}
+	bandwidth := map[int]float64{}
+	for _, head := range headList {
+		for _, t := range ts {
+			bf := backendFlags{backend: *backend, threads: t, head: head}
+			longest := 1
+			for _, p := range prompts {
+				longest = max(longest, p)
+			}
+			for _, g := range gens {
+				longest = max(longest, g)
+			}
+			bf.ctx = longest
+			m, err := openModel(*path, bf)
+			if err != nil {
+				return err
+			}
+			threadsUsed := t
+			if cb, ok := m.backend.(*cpu.Backend); ok {
+				threadsUsed = cb.Threads()
+			}
+			if _, ok := bandwidth[threadsUsed]; !ok {
+				if bandwidth[threadsUsed], err = cpu.MeasureBandwidth(threadsUsed, 512<<20, 5); err != nil {
+					m.Close()
+					return err
+				}
+			}
+			base := benchBase(m, head, threadsUsed, bandwidth[threadsUsed])
+			var tests []benchResult
+			for _, p := range prompts {
+				if p > 0 {
+					r := base
+					r.NPrompt = p
+					tests = append(tests, r)
+				}
+			}
+			for _, g := range gens {
+				if g > 0 {
+					r := base
+					r.NGen = g
+					tests = append(tests, r)
+				}
+			}
+			for _, r := range tests {
+				fmt.Fprintf(stderr, "timing %s…\n", testName(r))
+				if err := timeTest(m, &r, *reps); err != nil {
+					m.Close()
+					return err
+				}
+				results = append(results, r)
+				if !*asJSON {
+					printBenchRow(tw, r)
+				}
+			}
+			m.Close()
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	for t, bw := range bandwidth {
+		fmt.Fprintf(stdout, "memory read bandwidth: %.1f GB/s with %d threads (roofline = bandwidth / bytes read per token)\n", bw/1e9, t)
+	}
+	return tw.Flush()
+}
+
+// benchBase fills what every test of one loaded model shares.
+func benchBase(m *model, head string, threads int, bw float64) benchResult {
+	var size, params int64
+	for i := range m.file.Tensors {
+		size += int64(m.file.Tensors[i].Size)
+		params += int64(m.file.Tensors[i].Elements())
+	}
+	ternary := m.weights.Layers[0].AttnQ.Type
+	r := benchResult{
+		ModelType:    fmt.Sprintf("%s %s %s", m.config.Arch, paramLabel(params), ternary),
+		ModelSize:    size,
+		ModelNParams: params,
+		Backend:      "CPU",
+		Head:         head,
+		NThreads:     threads,
+		BandwidthGBs: bw / 1e9,
+	}
+	if _, ok := m.backend.(*cpu.Backend); ok {
+		r.Kernels = cpu.Kernels()
+	}
+	r.BytesPerToken = bytesPerToken(m, head)
+	r.RooflineTs = bw / float64(r.BytesPerToken)
+	return r
+}
+
+// bytesPerToken is what one decode step reads from memory: every ternary
+// projection, the norms and the output head (int8 plus scales with q8).
+// The K/V cache read grows with the position; bench's short runs keep it
+// under 1% of the weights, and it is left out.
+func bytesPerToken(m *model, head string) int64 {
+	var n int64
+	w := m.weights
+	for _, L := range w.Layers {
+		for _, t := range []nn.Tensor{L.AttnNorm, L.AttnQ, L.AttnK, L.AttnV, L.AttnOutput, L.AttnSubNorm, L.FFNNorm, L.FFNGate, L.FFNUp, L.FFNDown, L.FFNSubNorm} {
+			n += int64(len(t.Data))
+		}
+	}
+	n += int64(len(w.OutputNorm.Data))
+	if head == "q8" {
+		n += int64(w.Output.In*w.Output.Out) + 4*int64(w.Output.Out)
+	} else {
+		n += 2 * int64(w.Output.In*w.Output.Out)
+	}
+	return n
+}
+
+// timeTest runs one test reps times after a warm-up: a prompt test
+// evaluates NPrompt tokens in one batch from an empty cache; a generation
+// test evaluates NGen tokens one at a time, each with its logits.
+func timeTest(m *model, r *benchResult, reps int) error {
+	rng := rand.New(rand.NewPCG(uint64(r.NPrompt), uint64(r.NGen)))
+	n := max(r.NPrompt, r.NGen)
+	toks := make([]int32, n)
+	for i := range toks {
+		toks[i] = int32(rng.IntN(m.config.Vocab))
+	}
+	e := m.engine
+	once := func() (time.Duration, error) {
+		e.Reset()
+		start := time.Now()
+		if r.NPrompt > 0 {
+			_, err := e.Eval(toks)
+			return time.Since(start), err
+		}
+		for _, t := range toks {
+			if _, err := e.Eval([]int32{t}); err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(start), nil
+	}
+	if _, err := once(); err != nil { // warm-up
+		return err
+	}
+	for i := 0; i < reps; i++ {
+		d, err := once()
+		if err != nil {
+			return err
+		}
+		r.SamplesNs = append(r.SamplesNs, d.Nanoseconds())
+		r.SamplesTs = append(r.SamplesTs, float64(n)/d.Seconds())
+	}
+	r.AvgNs, r.StddevNs = meanSD(r.SamplesNs)
+	r.AvgTs, r.StddevTs = meanSDf(r.SamplesTs)
+	if r.NGen > 0 && r.RooflineTs > 0 {
+		share := r.AvgTs / r.RooflineTs
+		r.RooflineShare = &share
+	} else {
+		r.BytesPerToken, r.RooflineTs = 0, 0
+	}
+	return nil
+}
+
+// testName is llama-bench's name of a test: pp128 (prompt), tg64 (generation).
+func testName(r benchResult) string {
+	if r.NGen > 0 {
+		return fmt.Sprintf("tg%d", r.NGen)
+	}
+	return fmt.Sprintf("pp%d", r.NPrompt)
+}
+
+func printBenchRow(w io.Writer, r benchResult) {
+	test := testName(r)
+	roof := ""
+	if r.NGen > 0 {
+		roof = fmt.Sprintf("%.0f%% of %.1f", 100**r.RooflineShare, r.RooflineTs)
+	}
+	fmt.Fprintf(w, "%s\t%.2f GiB\t%.2f B\t%s (%s)\t%s\t%d\t%s\t%.2f ± %.2f\t%s\t\n",
+		r.ModelType, float64(r.ModelSize)/(1<<30), float64(r.ModelNParams)/1e9, r.Backend, r.Kernels, r.Head, r.NThreads, test, r.AvgTs, r.StddevTs, roof)
+}
+
+func paramLabel(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.0fK", float64(n)/1e3)
+}
+
+func meanSD(xs []int64) (int64, int64) {
+	f := make([]float64, len(xs))
+	for i, x := range xs {
+		f[i] = float64(x)
+	}
+	m, sd := meanSDf(f)
+	return int64(m), int64(sd)
+}
+
+// meanSDf returns the mean and the sample standard deviation (0 for one sample).
+func meanSDf(xs []float64) (float64, float64) {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	m := sum / float64(len(xs))
+	if len(xs) < 2 {
+		return m, 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// intList parses "1,2,4" into numbers of at least lo.
+func intList(s string, lo int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < lo {
+			return nil, fmt.Errorf("%q is not a number ≥ %d", f, lo)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

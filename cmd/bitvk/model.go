@@ -1,0 +1,181 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/bitvk/bitvk/cpu"
+	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/synth"
+)
+
+// backendFlags are the flags every command that runs a model shares.
+type backendFlags struct {
+	backend string
+	threads int
+	ctx     int
+	head    string
+}
+
+func addBackendFlags(fs *flag.FlagSet, bf *backendFlags, withThreads bool) {
+	fs.StringVar(&bf.backend, "backend", "cpu", "where the model runs: cpu")
+	if withThreads {
+		fs.IntVar(&bf.threads, "t", 0, "CPU threads (default: one per CPU)")
+	}
+	fs.IntVar(&bf.ctx, "c", 0, "context length in positions (default: the model's maximum)")
+	fs.StringVar(&bf.head, "head", "f16", "output head on the CPU: f16 (as stored) or q8 (int8 with per-row scales: half the bytes, slightly less exact)")
+}
+
+func (bf *backendFlags) check(fs *flag.FlagSet) error {
+	switch bf.backend {
+	case "cpu":
+	case "vulkan":
+		return usageError(fs, "--backend vulkan is not available in this build yet; use --backend cpu")
+	default:
+		return usageError(fs, "unknown backend %q (choose cpu)", bf.backend)
+	}
+	if bf.head != "f16" && bf.head != "q8" {
+		return usageError(fs, "unknown --head %q (choose f16 or q8)", bf.head)
+	}
+	if bf.ctx < 0 || bf.threads < 0 {
+		return usageError(fs, "-c and -t must not be negative")
+	}
+	return nil
+}
+
+// model is a model file opened, checked and loaded onto a backend.
+type model struct {
+	file    *gguf.File
+	config  *nn.Config
+	weights *nn.Weights
+	backend nn.Backend
+	engine  *nn.Engine
+	load    time.Duration // open to ready
+	path    string
+	cleanup func()
+}
+
+// openModel opens a GGUF model and loads it onto the backend bf names.
+func openModel(path string, bf backendFlags) (*model, error) {
+	start := time.Now()
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := loadModel(f, bf)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m.path, m.load = path, time.Since(start)
+	return m, nil
+}
+
+// synthModel writes a synthetic model of the named shape to a temporary
+// file and loads it: the built-in model of bench, run and logits.
+func synthModel(shape string, bf backendFlags) (*model, error) {
+	start := time.Now()
+	path, cleanup, err := writeSynth(shape)
+	if err != nil {
+		return nil, err
+	}
+	m, err := openModel(path, bf)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	m.path, m.load, m.cleanup = "synthetic "+shape, time.Since(start), cleanup
+	return m, nil
+}
+
+// writeSynth writes the synthetic model of a shape (seed 1) to a temporary
+// file; cleanup removes it.
+func writeSynth(shape string) (path string, cleanup func(), err error) {
+	s, ok := synth.Shapes[shape]
+	if !ok {
+		return "", nil, fmt.Errorf("unknown shape %q (choose from %s)", shape, strings.Join(synth.ShapeNames(), ", "))
+	}
+	b, err := synth.Build(synth.Options{Shape: s, Seed: 1, Name: "bitvk synthetic " + shape})
+	if err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.CreateTemp("", "bitvk-synth-*.gguf")
+	if err != nil {
+		return "", nil, err
+	}
+	path = tmp.Name()
+	tmp.Close()
+	cleanup = func() { os.Remove(path) }
+	if err := b.WriteFile(path); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return path, cleanup, nil
+}
+
+func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
+	c, err := nn.ParseConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	w, err := nn.LoadWeights(f, c)
+	if err != nil {
+		return nil, err
+	}
+	if bf.ctx > c.Context {
+		return nil, fmt.Errorf("context %d is beyond the model's maximum of %d", bf.ctx, c.Context)
+	}
+	var b nn.Backend
+	switch bf.backend {
+	case "cpu", "":
+		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, HeadQ8: bf.head == "q8"})
+	default:
+		err = fmt.Errorf("unknown backend %q", bf.backend)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e, err := nn.NewEngine(c, b)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return &model{file: f, config: c, weights: w, backend: b, engine: e}, nil
+}
+
+// Close releases the backend and the file.
+func (m *model) Close() error {
+	err := errors.Join(m.backend.Close(), m.file.Close())
+	if m.cleanup != nil {
+		m.cleanup()
+	}
+	return err
+}
+
+// parseIDs reads a comma-separated list of token ids.
+func parseIDs(s string) ([]int32, error) {
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		var v int64
+		if _, err := fmt.Sscan(f, &v); err != nil || v < 0 || v > 1<<31-1 || fmt.Sprint(v) != f {
+			return nil, fmt.Errorf("%q is not a token id", f)
+		}
+		ids = append(ids, int32(v))
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("no token ids given")
+	}
+	return ids, nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/bitvk/bitvk/nn"
+)
+
+// samplerFlags are llama.cpp's sampling flags, with its defaults.
+type samplerFlags struct {
+	temp, topP, minP, repeatPenalty float64
+	topK, repeatLastN               int
+	seed                            int64
+}
+
+func addSamplerFlags(fs *flag.FlagSet, sf *samplerFlags) {
+	fs.Float64Var(&sf.temp, "temp", 0.8, "temperature; 0 picks the most likely token (greedy)")
+	fs.IntVar(&sf.topK, "top-k", 40, "keep the K most likely tokens (0: off)")
+	fs.Float64Var(&sf.topP, "top-p", 0.95, "keep the most likely tokens whose probabilities sum to P (1: off)")
+	fs.Float64Var(&sf.minP, "min-p", 0.05, "drop tokens less likely than P times the most likely one (0: off)")
+	fs.Float64Var(&sf.repeatPenalty, "repeat-penalty", 1.0, "penalize tokens seen in the last --repeat-last-n (1: off)")
+	fs.IntVar(&sf.repeatLastN, "repeat-last-n", 64, "how many recent tokens the penalty looks at (-1: all)")
+	fs.Int64Var(&sf.seed, "seed", -1, "random seed; the same seed and flags give the same text (-1: a fresh seed)")
+}
+
+func (sf *samplerFlags) sampler() (*nn.Sampler, uint64, error) {
+	seed := uint64(sf.seed)
+	if sf.seed < 0 {
+		seed = rand.Uint64()
+	}
+	penalty := sf.repeatPenalty
+	if sf.repeatLastN == 0 {
+		penalty = 1 // as in llama.cpp, a window of 0 turns the penalty off
+	}
+	s, err := nn.NewSampler(nn.SamplerConfig{
+		Temperature: float32(sf.temp), TopK: sf.topK, TopP: float32(sf.topP), MinP: float32(sf.minP),
+		RepeatPenalty: float32(penalty), RepeatLastN: sf.repeatLastN, Seed: seed,
+	})
+	return s, seed, err
+}
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", "-m MODEL (-p TEXT | --tokens ID,ID,...) [flags]", stderr)
+	path := fs.String("m", "", "model `file` (GGUF)")
+	shape := fs.String("shape", "", "run the built-in synthetic model of this shape instead of -m (tiny, small, 2b)")
+	tokens := fs.String("tokens", "", "the prompt as comma-separated token `ids`; the output is ids too")
+	n := fs.Int("n", 128, "tokens to generate (-1: until the model ends its turn or the context is full)")
+	var bf backendFlags
+	addBackendFlags(fs, &bf, true)
+	var sf samplerFlags
+	addSamplerFlags(fs, &sf)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return usageError(fs, "unexpected argument %q", pos[0])
+	case (*path == "") == (*shape == ""):
+		return usageError(fs, "give a model with -m FILE (or --shape for a synthetic one)")
+	case *tokens == "":
+		return usageError(fs, "give the prompt with --tokens ID,ID,... (text prompts need the tokenizer)")
+	case *n == 0 || *n < -1:
+		return usageError(fs, "-n must be positive or -1")
+	}
+	if err := bf.check(fs); err != nil {
+		return err
+	}
+	prompt, err := parseIDs(*tokens)
+	if err != nil {
+		return usageError(fs, "--tokens: %v", err)
+	}
+	s, seed, err := sf.sampler()
+	if err != nil {
+		return usageError(fs, "%v", err)
+	}
+	var m *model
+	if *path != "" {
+		m, err = openModel(*path, bf)
+	} else {
+		m, err = synthModel(*shape, bf)
+	}
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	fmt.Fprintf(stderr, "%s: %s, %s, context %d, seed %d\n", m.path, describe(m.config), m.backend.Name(), m.engine.Context(), seed)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	first := true
+	emit := func(id int32) error {
+		sep := ","
+		if first {
+			sep, first = "", false
+		}
+		_, err := fmt.Fprintf(stdout, "%s%d", sep, id)
+		return err
+	}
+	st, err := m.engine.Generate(ctx, prompt, nn.GenerateOptions{MaxTokens: max(*n, 0)}, s, emit)
+	fmt.Fprintln(stdout)
+	printSummary(stderr, m.load, st)
+	return err
+}
+
+// describe names a model's family and size.
+func describe(c *nn.Config) string {
+	return fmt.Sprintf("%s, %d layers, width %d, vocabulary %d", c.Arch, c.Layers, c.Embd, c.Vocab)
+}
+
+// printSummary is the timing summary that ends a generation.
+func printSummary(w io.Writer, load time.Duration, st nn.Stats) {
+	fmt.Fprintf(w, "\nload:      %8.2f s\n", load.Seconds())
+	fmt.Fprintf(w, "prompt:    %8d tokens in %.2f s, %.1f tok/s\n", st.PromptTokens, st.PromptTime.Seconds(), st.PromptRate())
+	fmt.Fprintf(w, "generated: %8d tokens in %.2f s, %.1f tok/s", st.GenTokens, st.GenTime.Seconds(), st.GenRate())
+	if st.Stop != "" {
+		fmt.Fprintf(w, " (stopped: %s)", st.Stop)
+	}
+	fmt.Fprintln(w)
+}
