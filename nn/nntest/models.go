@@ -37,9 +37,9 @@ type Model struct {
 type Storage string
 
 const (
-	StoreI2S           Storage = "i2_s"            // Microsoft's layout, one scale per tensor
-	StoreTQ2           Storage = "tq2_0"           // llama.cpp's 2-bit type, per-block scales (equal)
-	StoreTQ1           Storage = "tq1_0"           // llama.cpp's 1.6-bit type
+	StoreI2S           Storage = "i2_s"             // Microsoft's layout, one scale per tensor
+	StoreTQ2           Storage = "tq2_0"            // llama.cpp's 2-bit type, per-block scales (equal)
+	StoreTQ1           Storage = "tq1_0"            // llama.cpp's 1.6-bit type
 	StoreTQ2BlockScale Storage = "tq2_0-blockscale" // TQ2_0 whose blocks have unequal scales
 )
 
