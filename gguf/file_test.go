@@ -450,3 +450,28 @@ func TestWriteFileKeepsOldFileOnFailure(t *testing.T) {
 		t.Errorf("rewritten file holds %q", s)
 	}
 }
+
+func TestRelease(t *testing.T) {
+	data := make([]byte, 3<<16)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	b := &Builder{Tensors: []TensorSpec{{Name: "w", Type: TypeF32, Dims: []uint64{uint64(len(data) / 4)}, Data: data}}}
+	path := filepath.Join(t.TempDir(), "r.gguf")
+	if err := b.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ti, _ := f.Tensor("w")
+	td := f.TensorData(ti)
+	f.Release(td)
+	f.Release(data) // not a view into the file: ignored
+	f.Release(nil)
+	if !bytes.Equal(td, data) {
+		t.Error("tensor data changed after Release: released pages must read back from the file")
+	}
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/ref"
+)
+
+func parseIDList(t *testing.T, s string) []int {
+	t.Helper()
+	var ids []int
+	for _, f := range strings.Split(strings.TrimSpace(s), ",") {
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("output %q is not a list of ids", s)
+		}
+		ids = append(ids, v)
+	}
+	return ids
+}
+
+func TestRunTokens(t *testing.T) {
+	path := synthTiny(t)
+	args := []string{"run", "-m", path, "--tokens", "274,10,20,30", "-n", "12", "--seed", "7", "-t", "2"}
+	code, out, stderr := bitvk(args...)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	ids := parseIDList(t, out)
+	if len(ids) != 12 {
+		t.Errorf("generated %d ids, want 12: %q", len(ids), out)
+	}
+	for _, id := range ids {
+		if id < 0 || id >= 279 {
+			t.Errorf("id %d outside the vocabulary", id)
+		}
+	}
+	for _, want := range []string{"load:", "prompt:", "4 tokens", "generated:", "12 tokens", "tok/s", "stopped: length"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stderr)
+		}
+	}
+	if _, out2, _ := bitvk(args...); out2 != out {
+		t.Errorf("the same --seed gave different output:\n%s\n%s", out, out2)
+	}
+	// Greedy decoding follows the oracle.
+	code, out, stderr = bitvk("run", "-m", path, "--tokens", "274,10", "-n", "5", "--temp", "0", "-t", "1")
+	if code != 0 {
+		t.Fatalf("greedy run: exit %d: %s", code, stderr)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, _ := nn.ParseConfig(f)
+	w, err := nn.LoadWeights(f, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ref.New(c, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logits []float32
+	for _, tok := range []int32{274, 10} {
+		logits, _ = r.Forward(tok)
+	}
+	got := parseIDList(t, out)
+	first, second := argmax2(logits)
+	if logits[first]-logits[second] > 0.5 && got[0] != first {
+		t.Errorf("greedy first token %d, oracle %d", got[0], first)
+	}
+}
+
+func argmax2(x []float32) (int, int) {
+	a, b := 0, 1
+	if x[b] > x[a] {
+		a, b = b, a
+	}
+	for i := 2; i < len(x); i++ {
+		switch {
+		case x[i] > x[a]:
+			a, b = i, a
+		case x[i] > x[b]:
+			b = i
+		}
+	}
+	return a, b
+}
+
+func TestRunErrors(t *testing.T) {
+	path := synthTiny(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"run", "--tokens", "1"}, 2, "-m FILE"},
+		{[]string{"run", "-m", path}, 2, "--tokens"},
+		{[]string{"run", "-m", path, "--tokens", "1,x"}, 2, `"x" is not a token id`},
+		{[]string{"run", "-m", path, "--tokens", "1,-2"}, 2, "not a token id"},
+		{[]string{"run", "-m", path, "--tokens", "1,279"}, 1, "outside the vocabulary"},
+		{[]string{"run", "-m", path, "--tokens", "1", "-c", "4096"}, 1, "maximum of 512"},
+		{[]string{"run", "-m", path, "--tokens", "1,2,3", "-c", "2"}, 1, "context is full"},
+		{[]string{"run", "-m", path, "--tokens", "1", "--backend", "tpu"}, 2, "unknown backend"},
+		{[]string{"run", "-m", path, "--tokens", "1", "--head", "q4"}, 2, "--head"},
+		{[]string{"run", "-m", path, "--tokens", "1", "-n", "0"}, 2, "-n"},
+		{[]string{"run", "-m", path + ".missing", "--tokens", "1"}, 1, "no such file"},
+	} {
+		code, _, stderr := bitvk(tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, want %d with %q; stderr:\n%s", tc.args[1:], code, tc.code, tc.msg, stderr)
+		}
+	}
+	// The context fills during generation: a clean stop, not an error.
+	code, out, stderr := bitvk("run", "-m", path, "--tokens", "1,2", "-c", "6", "-n", "-1")
+	if code != 0 || len(parseIDList(t, out)) != 5 || !strings.Contains(stderr, "stopped: context") {
+		t.Errorf("generation to a full context: exit %d, %q, %s", code, out, stderr)
+	}
+}
+
+func TestLogits(t *testing.T) {
+	path := synthTiny(t)
+	code, out, stderr := bitvk("logits", "-m", path, "--tokens", "274,5,6", "--top", "4", "--batch", "2")
+	if code != 0 {
+		t.Fatalf("logits: exit %d: %s", code, stderr)
+	}
+	type line struct {
+		Pos   int          `json:"pos"`
+		Token int          `json:"token"`
+		Top   [][2]float64 `json:"top"`
+	}
+	var lines []line
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3:\n%s", len(lines), out)
+	}
+	for i, l := range lines {
+		if l.Pos != i || l.Token != []int{274, 5, 6}[i] || len(l.Top) != 4 {
+			t.Errorf("line %d: %+v", i, l)
+		}
+		for j := 1; j < len(l.Top); j++ {
+			if l.Top[j][1] > l.Top[j-1][1] {
+				t.Errorf("line %d: top not sorted highest first: %v", i, l.Top)
+			}
+		}
+	}
+	// --top 0 prints every logit; the first position agrees with the oracle.
+	code, out, _ = bitvk("logits", "-m", path, "--tokens", "274", "--top", "0")
+	var l line
+	if err := json.Unmarshal([]byte(out), &l); code != 0 || err != nil || len(l.Top) != 279 {
+		t.Fatalf("--top 0: exit %d, %v, %d logits", code, err, len(l.Top))
+	}
+	f, _ := gguf.Open(path)
+	defer f.Close()
+	c, _ := nn.ParseConfig(f)
+	w, _ := nn.LoadWeights(f, c)
+	r, _ := ref.New(c, w)
+	want, _ := r.Forward(274)
+	for _, p := range l.Top {
+		id, v := int(p[0]), p[1]
+		if d := v - float64(want[id]); d > 1e-3 || d < -1e-3 {
+			t.Errorf("logit %d = %v, oracle %v", id, v, want[id])
+		}
+	}
+	if code, _, stderr := bitvk("logits", "-m", path, "--tokens", "1", "--top", "-1"); code != 2 || !strings.Contains(stderr, "--top") {
+		t.Errorf("--top -1: exit %d %s", code, stderr)
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	code, out, stderr := bitvk("bench", "--shape", "tiny", "-p", "8", "-n", "4", "-r", "2", "-t", "1,2", "--json")
+	if code != 0 {
+		t.Fatalf("bench: exit %d: %s", code, stderr)
+	}
+	var rs []map[string]any
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	if len(rs) != 4 {
+		t.Fatalf("%d results, want 4 (pp8 and tg4 at 1 and 2 threads)", len(rs))
+	}
+	for _, r := range rs {
+		for _, k := range []string{"model_type", "model_size", "model_n_params", "backend", "n_threads", "n_prompt", "n_gen", "avg_ts", "stddev_ts", "samples_ts", "bandwidth_gbs", "roofline_share"} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("result lacks %q: %v", k, r)
+			}
+		}
+		if r["avg_ts"].(float64) <= 0 || len(r["samples_ts"].([]any)) != 2 || r["bandwidth_gbs"].(float64) <= 0 {
+			t.Errorf("implausible result %v", r)
+		}
+		if gen := r["n_gen"].(float64); (gen > 0) != (r["roofline_share"] != nil) {
+			t.Errorf("roofline_share is for generation tests only: %v", r)
+		}
+	}
+	code, out, stderr = bitvk("bench", "--shape", "tiny", "-p", "0", "-n", "2", "-r", "1", "--head", "f16,q8")
+	if code != 0 || strings.Count(out, "tg2") != 2 || strings.Contains(out, "pp") || !strings.Contains(out, "GB/s") {
+		t.Errorf("bench table: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, _, stderr := bitvk("bench", "--shape", "huge"); code == 0 || !strings.Contains(stderr, "unknown shape") {
+		t.Errorf("unknown shape: exit %d %s", code, stderr)
+	}
+}

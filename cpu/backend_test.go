@@ -1,0 +1,100 @@
+package cpu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/nntest"
+	"github.com/bitvk/bitvk/nn/ref"
+)
+
+// TestHeadQ8 checks the int8 head against the oracle's float16 head: the
+// same ranking where it is clear, logits correlated ≥ 0.999.
+func TestHeadQ8(t *testing.T) {
+	m := nntest.NewModel(t, "small", nntest.StoreI2S, 5)
+	r, err := ref.New(m.Config, m.Weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(m.Config, m.Weights, Options{Threads: 2, Context: 16, HeadQ8: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	got := make([]float32, m.Config.Vocab)
+	for pos, tok := range []int32{1, 200, 3000, 17} {
+		want, err := r.Forward(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Forward([]int32{tok}, pos, got); err != nil {
+			t.Fatal(err)
+		}
+		if c := nntest.Correlation(want, got); c < 0.999 {
+			t.Errorf("pos %d: q8 head correlation %.5f < 0.999", pos, c)
+		}
+		best, margin := nntest.Top2(want)
+		if g, _ := nntest.Top2(got); margin >= nntest.ArgmaxMargin && g != best {
+			t.Errorf("pos %d: q8 head argmax %d, oracle %d (margin %.2f)", pos, g, best, margin)
+		}
+	}
+}
+
+func TestBackendErrors(t *testing.T) {
+	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 5)
+	if _, err := New(m.Config, m.Weights, Options{Context: m.Config.Context + 1}); err == nil || !strings.Contains(err.Error(), "maximum") {
+		t.Errorf("context beyond the model: %v", err)
+	}
+	b, err := New(m.Config, m.Weights, Options{Threads: 2, Context: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.Name(), "cpu (") || b.Context() != 8 {
+		t.Errorf("Name %q, Context %d", b.Name(), b.Context())
+	}
+	v := m.Config.Vocab
+	for _, tc := range []struct {
+		toks   []int32
+		pos    int
+		logits int
+	}{
+		{[]int32{1}, 8, v},            // beyond the context
+		{[]int32{1, 2}, 7, v},         // runs past it
+		{[]int32{1}, -1, v},           // negative position
+		{[]int32{int32(v)}, 0, v},     // outside the vocabulary
+		{[]int32{-3}, 0, v},           //
+		{[]int32{1, 2}, 0, v + 1},     // a logits buffer of no known size
+		{[]int32{1, 2}, 0, 3*v - 100}, //
+	} {
+		if err := b.Forward(tc.toks, tc.pos, make([]float32, tc.logits)); err == nil {
+			t.Errorf("Forward(%v, %d, [%d]) accepted", tc.toks, tc.pos, tc.logits)
+		}
+	}
+	if err := b.Forward([]int32{1}, 0, nil); err != nil {
+		t.Errorf("Forward without logits: %v", err)
+	}
+	b.Close()
+	if err := b.Forward([]int32{1}, 0, nil); err == nil {
+		t.Error("Forward after Close worked")
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestRejectsCode3 loads an I2_S model holding the code 3, which is no
+// ternary value: the CPU backend refuses it, as the oracle does.
+func TestRejectsCode3(t *testing.T) {
+	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 5)
+	w := *m.Weights
+	layers := append([]nn.Layer(nil), w.Layers...)
+	q := layers[1].AttnQ
+	q.Data = append([]byte(nil), q.Data...)
+	q.Data[100] |= 0x0c // bits 3:2 → code 3
+	layers[1].AttnQ = q
+	w.Layers = layers
+	if _, err := New(m.Config, &w, Options{Threads: 1, Context: 8}); err == nil || !strings.Contains(err.Error(), "code 3") {
+		t.Errorf("code 3 accepted: %v", err)
+	}
+}

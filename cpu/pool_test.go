@@ -1,0 +1,52 @@
+package cpu
+
+import (
+	"sync/atomic"
+	"testing"
+)
+
+func TestShareCovers(t *testing.T) {
+	for _, workers := range []int{1, 2, 3, 7} {
+		for _, align := range []int{1, 16, 64} {
+			for n := 0; n < 300; n++ {
+				next := 0
+				for w := 0; w < workers; w++ {
+					lo, hi := share(n, align, workers, w)
+					if lo != next || hi < lo || (lo%align != 0 && lo != n) {
+						t.Fatalf("n=%d align=%d workers=%d: worker %d gets [%d,%d), want start %d", n, align, workers, w, lo, hi, next)
+					}
+					next = hi
+				}
+				if next != n {
+					t.Fatalf("n=%d align=%d workers=%d: covered up to %d", n, align, workers, next)
+				}
+			}
+		}
+	}
+}
+
+func TestPoolRun(t *testing.T) {
+	for _, workers := range []int{1, 2, 5} {
+		p := newPool(workers)
+		for n := 0; n < 200; n += 7 {
+			hits := make([]int32, n)
+			var calls atomic.Int32
+			p.run(n, 4, func(w, lo, hi int) {
+				if w < 0 || w >= workers {
+					t.Errorf("worker index %d of %d", w, workers)
+				}
+				calls.Add(1)
+				for i := lo; i < hi; i++ {
+					atomic.AddInt32(&hits[i], 1)
+				}
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("workers=%d n=%d: item %d run %d times", workers, n, i, h)
+				}
+			}
+		}
+		p.close()
+		p.close() // idempotent
+	}
+}
