@@ -18,11 +18,14 @@ build: deps
 	$(GO) build -o $(BIN) ./cmd/bitvk
 
 # The main job on the built-in synthetic model: write a model shaped like
-# BitNet b1.58 2B4T and inspect it, ternary statistics included.
+# BitNet b1.58 2B4T, inspect it (ternary statistics included), generate
+# from it on the CPU, and time the CPU on the small shape.
 demo: build
 	@mkdir -p $(DEMO_DIR)
 	$(BIN) synth --shape 2b -o $(DEMO_DIR)/synthetic-2b.gguf
 	$(BIN) inspect --ternary $(DEMO_DIR)/synthetic-2b.gguf
+	$(BIN) run -m $(DEMO_DIR)/synthetic-2b.gguf --tokens 128000,791,6864 -n 16 --seed 1
+	$(BIN) bench --shape small
 
 # vet, every test, a build without cgo, and a short fuzz run of every parser.
 test: deps

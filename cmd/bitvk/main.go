@@ -27,6 +27,7 @@ var commands = []command{
 	{"logits", "print teacher-forced logits per position as JSON lines (to compare engines)", runLogits},
 	{"bench", "time prompt processing and generation, llama-bench style, against the memory roofline", runBench},
 	{"synth", "write a synthetic BitNet b1.58 model (random ternary weights, real shapes)", runSynth},
+	{"tokenize", "split text into token ids with the model's tokenizer", runTokenize},
 }
 
 func main() {
