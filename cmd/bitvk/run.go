@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/tokenizer"
 )
 
 // samplerFlags are llama.cpp's sampling flags, with its defaults.
@@ -47,10 +50,16 @@ func (sf *samplerFlags) sampler() (*nn.Sampler, uint64, error) {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", "-m MODEL (-p TEXT | --tokens ID,ID,...) [flags]", stderr)
+	fs := newFlags("run", "-m MODEL (-p TEXT | -f FILE | --tokens ID,ID,...) [flags]", stderr)
 	path := fs.String("m", "", "model `file` (GGUF)")
 	shape := fs.String("shape", "", "run the built-in synthetic model of this shape instead of -m (tiny, small, 2b)")
+	text := fs.String("p", "", "the prompt `text`")
+	file := fs.String("f", "", "read the prompt text from this `file`")
 	tokens := fs.String("tokens", "", "the prompt as comma-separated token `ids`; the output is ids too")
+	chat := fs.Bool("chat", false, "wrap the prompt in the model's chat template as one user turn")
+	system := fs.String("system", "", "with --chat, a system message before the prompt")
+	tmpl := fs.String("chat-template", "", "with --chat, use this template instead of the model's: "+strings.Join(tokenizer.TemplateNames(), ", "))
+	special := fs.Bool("special", false, "turn control-token text in the prompt (such as <|eot_id|>) into those tokens")
 	n := fs.Int("n", 128, "tokens to generate (-1: until the model ends its turn or the context is full)")
 	var bf backendFlags
 	addBackendFlags(fs, &bf, true)
@@ -65,17 +74,30 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case (*path == "") == (*shape == ""):
 		return usageError(fs, "give a model with -m FILE (or --shape for a synthetic one)")
-	case *tokens == "":
-		return usageError(fs, "give the prompt with --tokens ID,ID,... (text prompts need the tokenizer)")
+	case countSet(*text != "", *file != "", *tokens != "") != 1:
+		return usageError(fs, "give the prompt once: -p TEXT, -f FILE or --tokens ID,ID,...")
+	case *tokens != "" && *chat:
+		return usageError(fs, "--chat wraps text; it cannot be used with --tokens")
+	case !*chat && (*system != "" || *tmpl != ""):
+		return usageError(fs, "--system and --chat-template need --chat")
 	case *n == 0 || *n < -1:
 		return usageError(fs, "-n must be positive or -1")
 	}
 	if err := bf.check(fs); err != nil {
 		return err
 	}
-	prompt, err := parseIDs(*tokens)
-	if err != nil {
-		return usageError(fs, "--tokens: %v", err)
+	var prompt []int32
+	if *tokens != "" {
+		if prompt, err = parseIDs(*tokens); err != nil {
+			return usageError(fs, "--tokens: %v", err)
+		}
+	}
+	if *file != "" {
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			return err
+		}
+		*text = string(b)
 	}
 	s, seed, err := sf.sampler()
 	if err != nil {
@@ -92,22 +114,80 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	defer m.Close()
 	fmt.Fprintf(stderr, "%s: %s, %s, context %d, seed %d\n", m.path, describe(m.config), m.backend.Name(), m.engine.Context(), seed)
+	tok, err := nn.NewTokenizer(m.file)
+	if err != nil && prompt == nil {
+		return fmt.Errorf("text prompts need the model's tokenizer: %w", err)
+	}
+	if tok != nil {
+		for _, n := range tok.Notes() {
+			fmt.Fprintf(stderr, "note: %s\n", n)
+		}
+	}
+	if prompt == nil {
+		if *chat {
+			t, err := nn.ChatTemplate(m.file, *tmpl)
+			if err != nil {
+				return err
+			}
+			var msgs []tokenizer.Message
+			if *system != "" {
+				msgs = append(msgs, tokenizer.Message{Role: "system", Content: *system})
+			}
+			*text = t.Apply(append(msgs, tokenizer.Message{Role: "user", Content: *text}), true)
+			*special = true // the template's own control tokens
+		}
+		if prompt = tok.Encode(*text, tokenizer.EncodeOptions{ParseSpecial: *special}); len(prompt) == 0 {
+			return errors.New("the prompt is empty")
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	first := true
-	emit := func(id int32) error {
-		sep := ","
-		if first {
-			sep, first = "", false
-		}
-		_, err := fmt.Fprintf(stdout, "%s%d", sep, id)
-		return err
+	opts := nn.GenerateOptions{MaxTokens: max(*n, 0)}
+	var emit func(int32) error
+	var dec *tokenizer.Decoder
+	if tok != nil {
+		opts.IsEOG = tok.IsEOG
 	}
-	st, err := m.engine.Generate(ctx, prompt, nn.GenerateOptions{MaxTokens: max(*n, 0)}, s, emit)
+	if *tokens != "" { // ids in, ids out
+		first := true
+		emit = func(id int32) error {
+			sep := ","
+			if first {
+				sep, first = "", false
+			}
+			_, err := fmt.Fprintf(stdout, "%s%d", sep, id)
+			return err
+		}
+	} else {
+		dec = tok.NewDecoder()
+		dec.Prime(prompt)
+		emit = func(id int32) error {
+			if tok.IsEOG(id) {
+				return nil // the end of the turn is not text
+			}
+			_, err := io.WriteString(stdout, dec.Next(id))
+			return err
+		}
+	}
+	st, err := m.engine.Generate(ctx, prompt, opts, s, emit)
+	if dec != nil {
+		io.WriteString(stdout, dec.Flush())
+	}
 	fmt.Fprintln(stdout)
 	printSummary(stderr, m.load, st)
 	return err
+}
+
+// countSet counts the true values.
+func countSet(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // describe names a model's family and size.

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -213,5 +215,48 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if code, _, stderr := bitvk("bench", "--shape", "huge"); code == 0 || !strings.Contains(stderr, "unknown shape") {
 		t.Errorf("unknown shape: exit %d %s", code, stderr)
+	}
+}
+
+func TestRunText(t *testing.T) {
+	path := synthTiny(t)
+	// The prompt is what bitvk tokenize makes of the text.
+	_, ids, _ := bitvk("tokenize", "-m", path, "--ids", "hello")
+	var want []int
+	if err := json.Unmarshal([]byte(ids), &want); err != nil || len(want) < 2 {
+		t.Fatalf("tokenize --ids: %q %v", ids, err)
+	}
+	promptLine := "prompt:    " + strings.Repeat(" ", 8-len(strconv.Itoa(len(want)))) + strconv.Itoa(len(want)) + " tokens"
+	code, _, stderr := bitvk("run", "-m", path, "-p", "hello", "-n", "3", "--temp", "0")
+	if code != 0 || !strings.Contains(stderr, promptLine) || !strings.Contains(stderr, "3 tokens") {
+		t.Errorf("text prompt: exit %d\n%s", code, stderr)
+	}
+	prompt := filepath.Join(t.TempDir(), "prompt.txt")
+	if err := os.WriteFile(prompt, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code2, _, stderr2 := bitvk("run", "-m", path, "-f", prompt, "-n", "3", "--temp", "0")
+	if code2 != 0 || !strings.Contains(stderr2, promptLine) {
+		t.Errorf("-f: exit %d\n%s", code2, stderr2)
+	}
+	// --chat wraps the prompt: System:/User:/Assistant: turns are longer.
+	code, _, stderr = bitvk("run", "-m", path, "-p", "hello", "--chat", "--system", "be brief", "-n", "2", "--temp", "0")
+	if code != 0 || strings.Contains(stderr, promptLine) || !strings.Contains(stderr, "prompt:") {
+		t.Errorf("--chat: exit %d\n%s", code, stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"-p", "a", "--tokens", "1"}, "give the prompt once"},
+		{[]string{"--tokens", "1", "--chat"}, "--chat wraps text"},
+		{[]string{"-p", "a", "--system", "x"}, "need --chat"},
+		{[]string{"-p", "a", "--chat", "--chat-template", "nope"}, "nope"},
+		{[]string{"-f", prompt + ".missing"}, "no such file"},
+	} {
+		code, _, stderr := bitvk(append([]string{"run", "-m", path, "-n", "1"}, tc.args...)...)
+		if code == 0 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, want an error with %q:\n%s", tc.args, code, tc.msg, stderr)
+		}
 	}
 }
