@@ -7,7 +7,7 @@ FUZZTIME  ?= 60s
 # How long `make test` runs each fuzz target: a short smoke run, not a hunt.
 TEST_FUZZTIME ?= 10s
 
-.PHONY: all build deps demo test fuzz clean
+.PHONY: all build deps demo test fuzz generated clean
 
 all: build
 
@@ -27,12 +27,24 @@ demo: build
 	$(BIN) run -m $(DEMO_DIR)/synthetic-2b.gguf --tokens 128000,791,6864 -n 16 --seed 1
 	$(BIN) bench --shape small
 
-# vet, every test, a build without cgo, and a short fuzz run of every parser.
-test: deps
+# vet, every test (the CPU backend also in its pure-Go build), a build
+# without cgo, the generated assembly checked against its generator, and a
+# short fuzz run of every parser.
+test: deps generated
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build ./...
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags purego ./cpu
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(TEST_FUZZTIME) ./gguf
+	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(TEST_FUZZTIME) ./tokenizer
+
+# The checked-in assembly must be what tools/asmgen generates now.
+generated:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	(cd tools/asmgen && $(GO) run . -out "$$tmp/kernels_amd64.s" -stubs "$$tmp/kernels_stubs_amd64.go" -pkg cpu) && \
+	sed -e 's|'"$$tmp"'|../../cpu|g' "$$tmp/kernels_amd64.s" | cmp -s - cpu/kernels_amd64.s && \
+	sed -e 's|'"$$tmp"'|../../cpu|g' "$$tmp/kernels_stubs_amd64.go" | cmp -s - cpu/kernels_stubs_amd64.go || \
+	{ echo "cpu/kernels_amd64.s is not what tools/asmgen generates: run 'go generate ./cpu'"; exit 1; }
 
 # A longer fuzz run: make fuzz FUZZTIME=10m
 fuzz: deps

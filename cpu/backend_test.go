@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -96,5 +97,26 @@ func TestRejectsCode3(t *testing.T) {
 	w.Layers = layers
 	if _, err := New(m.Config, &w, Options{Threads: 1, Context: 8}); err == nil || !strings.Contains(err.Error(), "code 3") {
 		t.Errorf("code 3 accepted: %v", err)
+	}
+}
+
+// TestRoundClampI8 compares the magic-number rounding with the plain
+// definition on every float32 step of 1/64 in [−200, 200], every half, and
+// values around them.
+func TestRoundClampI8(t *testing.T) {
+	check := func(x float32) {
+		want := int8(max(-128, min(127, math.RoundToEven(float64(x)))))
+		if got := roundClampI8(x); got != want {
+			t.Fatalf("roundClampI8(%v) = %d, want %d", x, got, want)
+		}
+	}
+	for i := -200 * 64; i <= 200*64; i++ {
+		x := float32(i) / 64
+		check(x)
+		check(math.Nextafter32(x, 1e9))
+		check(math.Nextafter32(x, -1e9))
+	}
+	for _, x := range []float32{1e30, -1e30, float32(math.Inf(1)), float32(math.Inf(-1)), 0.49999997, -0.49999997} {
+		check(x)
 	}
 }

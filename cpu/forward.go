@@ -62,58 +62,59 @@ func (b *Backend) forwardBatch(tokens []int32, pos int, out []float32, first int
 	for li := range b.layers {
 		l := &b.layers[li]
 		// attention
-		for t := 0; t < T; t++ {
-			rmsNorm(s.a[t*E:(t+1)*E], s.x[t*E:(t+1)*E], l.attnNorm, c.Eps)
-		}
-		b.quantize(T, E)
+		b.quantizeEach(T, E, func(t int, a []float32) {
+			rmsNorm(a, s.x[t*E:(t+1)*E], l.attnNorm, c.Eps)
+		})
 		b.bitLinear(l.qkv, T)
-		for t := 0; t < T; t++ {
-			y := s.y[t*qkvRows : (t+1)*qkvRows]
-			cs := s.rope[t*c.RopeDim : (t+1)*c.RopeDim]
-			for h := 0; h < c.Heads+c.KVHeads; h++ { // query heads, then key heads
-				rope(y[h*hd:h*hd+c.RopeDim], cs)
+		b.pool.run(T, 1, func(_, lo, hi int) {
+			for t := lo; t < hi; t++ {
+				y := s.y[t*qkvRows : (t+1)*qkvRows]
+				cs := s.rope[t*c.RopeDim : (t+1)*c.RopeDim]
+				for h := 0; h < c.Heads+c.KVHeads; h++ { // query heads, then key heads
+					rope(y[h*hd:h*hd+c.RopeDim], cs)
+				}
+				kc := b.kCache[li][(pos+t)*kv : (pos+t+1)*kv]
+				vc := b.vCache[li][(pos+t)*kv : (pos+t+1)*kv]
+				for i := 0; i < kv; i++ {
+					kc[i] = nn.F32ToF16(y[E+i])
+					vc[i] = nn.F32ToF16(y[E+kv+i])
+				}
 			}
-			kc := b.kCache[li][(pos+t)*kv : (pos+t+1)*kv]
-			vc := b.vCache[li][(pos+t)*kv : (pos+t+1)*kv]
-			for i := 0; i < kv; i++ {
-				kc[i] = nn.F32ToF16(y[E+i])
-				vc[i] = nn.F32ToF16(y[E+kv+i])
-			}
-		}
+		})
 		b.attention(li, T, pos)
-		for t := 0; t < T; t++ {
-			o := s.att[t*E : (t+1)*E]
-			if l.attnSubNorm != nil {
-				rmsNorm(s.a[t*E:(t+1)*E], o, l.attnSubNorm, c.Eps)
+		b.quantizeEach(T, E, func(t int, a []float32) {
+			if o := s.att[t*E : (t+1)*E]; l.attnSubNorm != nil {
+				rmsNorm(a, o, l.attnSubNorm, c.Eps)
 			} else {
-				copy(s.a[t*E:(t+1)*E], o)
+				copy(a, o)
 			}
-		}
-		b.quantize(T, E)
+		})
 		b.bitLinear(l.o, T)
-		addRows(s.x, s.y, T, E, E)
 
-		// feed-forward
+		// feed-forward; each stage first adds the previous projection to x
 		F := c.FFN
-		for t := 0; t < T; t++ {
-			rmsNorm(s.a[t*E:(t+1)*E], s.x[t*E:(t+1)*E], l.ffnNorm, c.Eps)
-		}
-		b.quantize(T, E)
+		b.quantizeEach(T, E, func(t int, a []float32) {
+			x := s.x[t*E : (t+1)*E]
+			addTo(x, s.y[t*E:(t+1)*E])
+			rmsNorm(a, x, l.ffnNorm, c.Eps)
+		})
 		b.bitLinear(l.gateUp, T)
-		for t := 0; t < T; t++ {
+		b.quantizeEach(T, F, func(t int, h []float32) {
 			g := s.y[t*2*F : t*2*F+F]
 			u := s.y[t*2*F+F : (t+1)*2*F]
-			h := s.a[t*F : (t+1)*F]
 			for i := range h {
 				h[i] = activate(c.Activation, g[i]) * u[i]
 			}
 			if l.ffnSubNorm != nil {
 				rmsNorm(h, h, l.ffnSubNorm, c.Eps)
 			}
-		}
-		b.quantize(T, F)
+		})
 		b.bitLinear(l.down, T)
-		addRows(s.x, s.y, T, E, E)
+		b.pool.run(T, 1, func(_, lo, hi int) {
+			for t := lo; t < hi; t++ {
+				addTo(s.x[t*E:(t+1)*E], s.y[t*E:(t+1)*E])
+			}
+		})
 	}
 	for t := first; t < T; t++ {
 		rmsNorm(s.xn, s.x[t*E:(t+1)*E], b.outNorm, c.Eps)
@@ -135,10 +136,17 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	}
 }
 
-// quantize is BitLinear's input quantization of T rows of s.a (row stride n).
-func (b *Backend) quantize(T, n int) {
+// quantizeEach fills each position's row a [n] of s.a (row stride n) with
+// fill, then quantizes it into s.q, in parallel over the T positions.
+func (b *Backend) quantizeEach(T, n int, fill func(t int, a []float32)) {
 	s := &b.s
-	quantizeRows(s.a, T, n, s.q, s.qScale, s.qSum)
+	b.pool.run(T, 1, func(_, lo, hi int) {
+		for t := lo; t < hi; t++ {
+			a := s.a[t*n : (t+1)*n]
+			fill(t, a)
+			quantizeRows(a, 1, n, s.q[t*n:(t+1)*n], s.qScale[t:t+1], s.qSum[t:t+1])
+		}
+	})
 }
 
 // quantizeRows quantizes T rows of x [T][n] into q [T][n] with
@@ -155,12 +163,22 @@ func quantizeRows(x []float32, T, n int, q []int8, scale []float32, sum []int32)
 		qr := q[t*n : (t+1)*n]
 		var total int32
 		for i, v := range xr {
-			r := math.RoundToEven(float64(v * sc))
-			qr[i] = int8(max(-128, min(127, r)))
+			qr[i] = roundClampI8(float32(v * sc))
 			total += int32(qr[i])
 		}
 		scale[t], sum[t] = sc, total
 	}
+}
+
+// roundClampI8 rounds x half to even and clamps it to [−128, 127]. Adding
+// and subtracting 1.5·2²³ rounds a float32 of magnitude below 2²² to an
+// integer in the current (nearest-even) mode; larger values clamp anyway.
+// The explicit conversions keep the compiler from fusing or widening.
+func roundClampI8(x float32) int8 {
+	const magic = 12582912 // 1.5·2²³
+	x = max(-128, min(127, x))
+	r := float32(float32(x+magic) - magic)
+	return int8(int32(r))
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
@@ -188,11 +206,15 @@ func (m *ternaryMatrix) apply(k kernels, p *pool, q []int8, qScale []float32, qS
 			k.ternaryMatMul(w, m.stride, hi-lo, q, m.n, m.n, T, raw[lo:], m.rows)
 		}
 		for t := 0; t < T; t++ {
-			qs, sum := float64(qScale[t]), qSum[t]
+			// scale·(Σc·q − Σq)/s in float64 (the product is exact),
+			// dividing by a multiplication with 1/s: within an ulp of
+			// float64 of nn/ref's division, so the float32 results agree
+			// but for rare double-rounding ties.
+			inv, sum := 1/float64(qScale[t]), qSum[t]
 			rt := raw[t*m.rows : (t+1)*m.rows]
 			yt := y[t*m.rows : (t+1)*m.rows]
 			for r := lo; r < hi; r++ {
-				yt[r] = float32(float64(m.rowScale[r]) * float64(rt[r]-sum) / qs)
+				yt[r] = float32(float64(m.rowScale[r]) * float64(rt[r]-sum) * inv)
 			}
 		}
 	})
@@ -222,15 +244,11 @@ func (m *ternaryMatrix) applyGroups(k kernels, q []int8, qScale []float32, T, lo
 	}
 }
 
-// addRows adds the first n values of each of T rows of y (row stride
-// yStride) to the rows of x (row stride n).
-func addRows(x, y []float32, T, n, yStride int) {
-	for t := 0; t < T; t++ {
-		xr := x[t*n : (t+1)*n]
-		yr := y[t*yStride : t*yStride+n]
-		for i := range xr {
-			xr[i] += yr[i]
-		}
+// addTo adds y to x.
+func addTo(x, y []float32) {
+	y = y[:len(x)]
+	for i := range x {
+		x[i] += y[i]
 	}
 }
 
