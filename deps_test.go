@@ -41,6 +41,7 @@ func cgoAllowed(pkg string) bool { return strings.HasPrefix(pkg, "gpu/") }
 // thirdParty lists which of our packages may import which outside modules
 // (the standard library is always allowed).
 var thirdParty = map[string][]string{
+	"github.com/chzyer/readline":  {"cmd/bitvk"},
 	"github.com/vulkan-go/vulkan": {"gpu", "gpu/*"},
 	"golang.org/x/sys/cpu":        {"cpu"},
 }

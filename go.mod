@@ -2,4 +2,8 @@ module github.com/bitvk/bitvk
 
 go 1.26.0
 
-require golang.org/x/sys v0.49.0 // indirect
+require (
+	github.com/chzyer/readline v1.5.1
+	github.com/creack/pty v1.1.24
+	golang.org/x/sys v0.49.0
+)

@@ -24,6 +24,7 @@ type command struct {
 var commands = []command{
 	{"inspect", "describe a GGUF file: metadata, tensors, ternary statistics", runInspect},
 	{"run", "generate from a prompt, streaming, with a timing summary", runRun},
+	{"chat", "talk with a model in the terminal, turn by turn", runChat},
 	{"logits", "print teacher-forced logits per position as JSON lines (to compare engines)", runLogits},
 	{"bench", "time prompt processing and generation, llama-bench style, against the memory roofline", runBench},
 	{"synth", "write a synthetic BitNet b1.58 model (random ternary weights, real shapes)", runSynth},
