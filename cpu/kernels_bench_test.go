@@ -1,0 +1,176 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+)
+
+// Kernel benchmarks at the shapes of the 2B model, one thread, for every
+// kernel set: MB/s counts the weight bytes read (b.SetBytes). "L3" runs
+// reuse one matrix, which then lives in the 32 MiB L3; "DRAM" runs cycle
+// through copies totalling ≥ 128 MiB, as decode does through the model's
+// layers. Compare with BenchmarkSumBytes, the plain read of the same sizes.
+//
+//	go test -run '^$' -bench . ./cpu
+
+// dramBytes is the total size the DRAM variants cycle through: 4× the L3.
+const dramBytes = 128 << 20
+
+// copies returns how many matrices of size bytes a variant cycles through.
+func copies(size int, dram bool) int {
+	if !dram {
+		return 1
+	}
+	return (dramBytes + size - 1) / size
+}
+
+func cacheName(dram bool) string {
+	if dram {
+		return "DRAM"
+	}
+	return "L3"
+}
+
+func BenchmarkTernaryRows(b *testing.B) {
+	for _, k := range kernelSets() {
+		for _, s := range []struct{ rows, n int }{{6912, 2560}, {2560, 6912}} {
+			for _, dram := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%dx%d/%s", k.name, s.rows, s.n, cacheName(dram))
+				b.Run(name, func(b *testing.B) {
+					size := s.rows * s.n / 4
+					ws := make([][]byte, copies(size, dram))
+					for i := range ws {
+						ws[i] = make([]byte, size)
+						for j := range ws[i] {
+							ws[i][j] = byte(j*7 + i)
+						}
+					}
+					x := make([]int8, s.n)
+					for i := range x {
+						x[i] = int8(i)
+					}
+					out := make([]int32, s.rows)
+					b.SetBytes(int64(size))
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						k.ternaryRows(ws[i%len(ws)], s.n/4, x, out)
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkTernaryMatMul: prefill of 128 tokens through a 2560×2560
+// matrix; GMAC/s counts multiply-adds (rows·n·tokens per op).
+func BenchmarkTernaryMatMul(b *testing.B) {
+	const rows, n, tokens = 2560, 2560, 128
+	for _, k := range kernelSets() {
+		b.Run(fmt.Sprintf("%s/%dx%dx%d", k.name, rows, n, tokens), func(b *testing.B) {
+			w := make([]byte, rows*n/4)
+			for i := range w {
+				w[i] = byte(i * 7)
+			}
+			x := make([]int8, tokens*n)
+			for i := range x {
+				x[i] = int8(i * 3)
+			}
+			out := make([]int32, tokens*rows)
+			b.SetBytes(int64(len(w)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k.ternaryMatMul(w, n/4, rows, x, n, n, tokens, out, rows)
+			}
+			sec := b.Elapsed().Seconds()
+			b.ReportMetric(float64(rows)*n*tokens*float64(b.N)/sec/1e9, "GMAC/s")
+			b.ReportMetric(tokens*float64(b.N)/sec, "tok/s")
+		})
+	}
+}
+
+// BenchmarkDotF16Rows: a 32768-row slice of the float16 output head
+// (the whole head is 128256 rows).
+func BenchmarkDotF16Rows(b *testing.B) {
+	const rows, n = 32768, 2560
+	for _, k := range kernelSets() {
+		b.Run(fmt.Sprintf("%s/%dx%d", k.name, rows, n), func(b *testing.B) {
+			w := make([]uint16, rows*n)
+			for i := range w {
+				w[i] = uint16(0x3C00 + i%512)
+			}
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(i%7) - 3
+			}
+			out := make([]float32, rows)
+			b.SetBytes(int64(2 * len(w)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k.dotF16Rows(w, n, x, out)
+			}
+		})
+	}
+}
+
+// BenchmarkAxpyF16: one V-cache row of 128 (a head) and a long one;
+// MB/s counts the float16 bytes of v.
+func BenchmarkAxpyF16(b *testing.B) {
+	for _, k := range kernelSets() {
+		for _, n := range []int{128, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/%d", k.name, n), func(b *testing.B) {
+				v, y := make([]uint16, n), make([]float32, n)
+				for i := range v {
+					v[i] = uint16(0x3C00 + i%512)
+				}
+				b.SetBytes(int64(2 * n))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					k.axpyF16(0.5, v, y)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkDotI8Rows: a 32768-row slice of the int8 output head.
+func BenchmarkDotI8Rows(b *testing.B) {
+	const rows, n = 32768, 2560
+	for _, k := range kernelSets() {
+		b.Run(fmt.Sprintf("%s/%dx%d", k.name, rows, n), func(b *testing.B) {
+			w := make([]int8, rows*n)
+			for i := range w {
+				w[i] = int8(i * 5)
+			}
+			x := make([]int8, n)
+			for i := range x {
+				x[i] = int8(i%255 - 127)
+			}
+			out := make([]int32, rows)
+			b.SetBytes(int64(len(w)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k.dotI8Rows(w, n, x, out)
+			}
+		})
+	}
+}
+
+// BenchmarkSumBytes: the machine's single-thread read bandwidth from L2
+// (512 KiB), L3 (16 MiB) and DRAM (256 MiB).
+func BenchmarkSumBytes(b *testing.B) {
+	for _, k := range kernelSets() {
+		for _, size := range []int{512 << 10, 16 << 20, 256 << 20} {
+			b.Run(fmt.Sprintf("%s/%dKiB", k.name, size>>10), func(b *testing.B) {
+				buf := make([]byte, size)
+				for i := range buf {
+					buf[i] = byte(i)
+				}
+				b.SetBytes(int64(size))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					k.sumBytes(buf)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,588 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/bitvk/bitvk/nn"
+)
+
+// Kernel tests, in the order of trust: the Go twins against naive loops
+// written from the formulas in kernels.go (code(row, i), nn.F16ToF32), then
+// every kernel set of this machine against the twins, for every length
+// from 0 up. Integer kernels must match bit for bit; float kernels within
+// relF16·Σ|w_i·x_i| (dotF16Rows) and ulpsAxpy float32 roundings (axpyF16),
+// since their summation order is their own.
+//
+// Every slice handed to a kernel sits at an odd offset in a larger backing
+// array whose elements outside the slice (after its end, and between rows
+// when the stride exceeds the row) hold "poison": values that change the
+// result if a kernel reads them, and that must be unchanged afterwards if
+// they lie in an output.
+
+const (
+	// relF16 bounds |kernel − twin| / Σ|w_i·x_i| for dotF16Rows. Both sums
+	// round ~n times at 2⁻²⁴; for random data the error grows like √n, and
+	// the largest ratio seen over these tests is 2.5e-7 (logged), while
+	// dropping one of 2560 terms moves the sum by ~4e-4 of Σ|w_i·x_i|.
+	relF16 = 1e-5
+	// ulpsAxpy: the twin rounds a·h then y + a·h, FMA rounds once, so
+	// |kernel − twin| ≤ 2⁻²³·(|a·h| + |y| + |y'|); twice that allowed.
+	ulpsAxpy = 0x1p-22
+)
+
+func newRand() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }
+
+// poisoned returns a slice of length n at offset off in a backing array
+// with extra elements after it; every element outside s is fill, and s
+// has capacity up to the end of the backing array.
+func poisoned[T any](n, off, extra int, fill T) (s, all []T) {
+	all = make([]T, off+n+extra)
+	for i := range all {
+		all[i] = fill
+	}
+	return all[off : off+n], all
+}
+
+// randomTernaryRows fills rows rows of n weights, stride bytes apart, with
+// random codes 0..2; the bytes between rows and after the last are 0xFF
+// (code 3, which the layout never holds).
+func randomTernaryRows(rng *rand.Rand, rows, n, stride int) []byte {
+	size := 0
+	if rows > 0 {
+		size = (rows-1)*stride + n/4
+	}
+	w, _ := poisoned(size, rng.IntN(64), 64, byte(0xFF))
+	for r := 0; r < rows; r++ {
+		for j := 0; j < n/4; j++ {
+			w[r*stride+j] = byte(rng.IntN(3)<<6 | rng.IntN(3)<<4 | rng.IntN(3)<<2 | rng.IntN(3))
+		}
+	}
+	return w
+}
+
+// randomI8 returns n random activations in [lo, hi] with both ends
+// present, followed by poison.
+func randomI8(rng *rand.Rand, n, lo, hi int, poison int8) []int8 {
+	x, _ := poisoned(n, rng.IntN(64), 128, poison)
+	for i := range x {
+		x[i] = int8(lo + rng.IntN(hi-lo+1))
+	}
+	if n > 1 {
+		x[rng.IntN(n)], x[rng.IntN(n)] = int8(lo), int8(hi)
+	}
+	return x
+}
+
+func naiveTernary(row []byte, x []int8) int32 {
+	var s int32
+	for i := range x {
+		s += code(row, i) * int32(x[i])
+	}
+	return s
+}
+
+func TestGenericTwins(t *testing.T) {
+	rng := newRand()
+	t.Run("ternaryRows", func(t *testing.T) {
+		for _, n := range []int{0, 128, 256, 1280} {
+			for rows := 0; rows < 6; rows++ {
+				stride := n/4 + rng.IntN(40)
+				w, x := randomTernaryRows(rng, rows, n, stride), randomI8(rng, n, -128, 127, 0)
+				out := make([]int32, rows)
+				ternaryRowsGeneric(w, stride, x, out)
+				for r := range out {
+					if want := naiveTernary(w[r*stride:], x); out[r] != want {
+						t.Fatalf("n %d row %d: %d, naive %d", n, r, out[r], want)
+					}
+				}
+			}
+		}
+	})
+	t.Run("ternaryMatMul", func(t *testing.T) {
+		n, rows, tokens, stride, xs, os := 256, 5, 3, 70, 260, 7
+		w, x := randomTernaryRows(rng, rows, n, stride), randomI8(rng, (tokens-1)*xs+n, -128, 127, 0)
+		out := make([]int32, (tokens-1)*os+rows)
+		ternaryMatMulGeneric(w, stride, rows, x, xs, n, tokens, out, os)
+		for tk := 0; tk < tokens; tk++ {
+			for r := 0; r < rows; r++ {
+				if got, want := out[tk*os+r], naiveTernary(w[r*stride:], x[tk*xs:tk*xs+n]); got != want {
+					t.Fatalf("token %d row %d: %d, naive %d", tk, r, got, want)
+				}
+			}
+		}
+	})
+	t.Run("dotF16Rows", func(t *testing.T) {
+		for _, n := range []int{0, 1, 7, 100, 2560} {
+			w, x := randomF16(rng, 3*n+5), randomF32(rng, n)
+			out := make([]float32, 3)
+			dotF16RowsGeneric(w, n+2, x, out)
+			for r := range out {
+				var s, abs float64
+				for i := range x {
+					p := float64(nn.F16ToF32(w[r*(n+2)+i])) * float64(x[i])
+					s, abs = s+p, abs+math.Abs(p)
+				}
+				// A sequential float32 sum is within n·2⁻²⁴·Σ|p| of the exact one.
+				if d := math.Abs(float64(out[r]) - s); d > float64(n)*0x1p-24*abs {
+					t.Fatalf("n %d row %d: %g, naive %g", n, r, out[r], s)
+				}
+			}
+		}
+	})
+	t.Run("axpyF16", func(t *testing.T) {
+		v, y := randomF16(rng, 300), randomF32(rng, 300)
+		y0 := slices.Clone(y)
+		axpyF16Generic(-0.75, v, y)
+		for i := range y {
+			want := float64(y0[i]) - 0.75*float64(nn.F16ToF32(v[i]))
+			if d := math.Abs(float64(y[i]) - want); d > 0x1p-23*(math.Abs(want)+math.Abs(float64(y0[i]))+1) {
+				t.Fatalf("i %d: %g, naive %g", i, y[i], want)
+			}
+		}
+	})
+	t.Run("dotI8Rows", func(t *testing.T) {
+		n := 300
+		w, x := randomI8(rng, 3*n, -128, 127, 0), randomI8(rng, n, -127, 127, 0)
+		out := make([]int32, 3)
+		dotI8RowsGeneric(w, n, x, out)
+		for r := range out {
+			var s int64
+			for i := range x {
+				s += int64(w[r*n+i]) * int64(x[i])
+			}
+			if int64(out[r]) != s {
+				t.Fatalf("row %d: %d, naive %d", r, out[r], s)
+			}
+		}
+	})
+	t.Run("sumBytes", func(t *testing.T) {
+		b := make([]byte, 64*37)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		var want uint64
+		for i := 0; i < len(b); i += 8 {
+			want += binary.LittleEndian.Uint64(b[i:])
+		}
+		if got := sumBytesGeneric(b); got != want {
+			t.Fatalf("%#x, naive %#x", got, want)
+		}
+	})
+}
+
+// forEachSet runs f as a subtest for every kernel set but the twins.
+func forEachSet(t *testing.T, f func(t *testing.T, k kernels)) {
+	for _, k := range kernelSets() {
+		if k.name == generic.name {
+			continue
+		}
+		t.Run(k.name, func(t *testing.T) { f(t, k) })
+	}
+}
+
+// testRows are the row counts tried: every remainder of a row group, and
+// a few groups.
+var testRows = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33}
+
+const sentinelI32 = int32(-0x5A5A5A5B)
+
+func TestTernaryRows(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		var ns []int
+		for n := 0; n <= 4096; n += 128 {
+			ns = append(ns, n)
+		}
+		ns = append(ns, 6912)
+		for _, n := range ns {
+			for _, rows := range testRows {
+				stride := n/4 + []int{0, 1, 31, 32, 77}[rng.IntN(5)]
+				w := randomTernaryRows(rng, rows, n, stride)
+				x := randomI8(rng, n, -128, 127, 127)
+				out, all := poisoned(rows, 1+rng.IntN(7), 16, sentinelI32)
+				want := make([]int32, rows)
+				ternaryRowsGeneric(w, stride, x, want)
+				k.ternaryRows(w, stride, x, out)
+				if !slices.Equal(out, want) {
+					t.Fatalf("n %d rows %d stride %d:\n got %v\nwant %v", n, rows, stride, out, want)
+				}
+				checkPoison(t, all, out, sentinelI32)
+			}
+		}
+	})
+}
+
+// TestTernaryExtremes: the largest sums the contract allows, n = 2²¹
+// weights of code 2 against x = −128 (Σ = −2²⁹) and x = 127, which fill
+// the VNNI kernels' scaled int32 lanes to exactly −2³¹.
+func TestTernaryExtremes(t *testing.T) {
+	n := 1 << 21
+	w := make([]byte, 5*n/4)
+	for i := range w {
+		w[i] = 0xAA // codes 2, 2, 2, 2
+	}
+	for _, xv := range []int8{-128, 127} {
+		x := make([]int8, n)
+		for i := range x {
+			x[i] = xv
+		}
+		forEachSet(t, func(t *testing.T, k kernels) {
+			for _, rows := range []int{1, 5} {
+				out := make([]int32, rows)
+				k.ternaryRows(w, n/4, x, out)
+				for r, got := range out {
+					if want := int32(2 * int(xv) * n); got != want {
+						t.Fatalf("ternaryRows x=%d row %d: %d, want %d", xv, r, got, want)
+					}
+				}
+				k.ternaryMatMul(w, n/4, rows, x, 0, n, 2, out, 0)
+				if want := int32(2 * int(xv) * n); out[0] != want {
+					t.Fatalf("ternaryMatMul x=%d: %d, want %d", xv, out[0], want)
+				}
+			}
+		})
+	}
+}
+
+func TestTernaryMatMul(t *testing.T) {
+	type shape struct{ n, rows, tokens int }
+	var shapes []shape
+	tokensList := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33}
+	for _, n := range []int{0, 128, 256, 384} {
+		for _, rows := range testRows {
+			for _, tokens := range tokensList {
+				shapes = append(shapes, shape{n, rows, tokens})
+			}
+		}
+	}
+	for _, rows := range []int{4, 5, 13} {
+		for _, tokens := range []int{5, 7, 33} {
+			shapes = append(shapes, shape{2560, rows, tokens}, shape{6912, rows, tokens})
+		}
+	}
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, s := range shapes {
+			stride := s.n/4 + rng.IntN(40)
+			xs := s.n + rng.IntN(40)
+			os := s.rows + rng.IntN(4)
+			w := randomTernaryRows(rng, s.rows, s.n, stride)
+			var x []int8
+			var out, want []int32
+			var all []int32
+			if s.tokens > 0 {
+				x = randomI8(rng, (s.tokens-1)*xs+s.n, -128, 127, 127)
+				for tk := 0; tk < s.tokens-1; tk++ { // poison the gaps between tokens
+					for i := s.n; i < xs; i++ {
+						x[tk*xs+i] = 127
+					}
+				}
+				out, all = poisoned((s.tokens-1)*os+s.rows, 1+rng.IntN(7), 16, sentinelI32)
+				want = slices.Clone(out)
+			}
+			ternaryMatMulGeneric(w, stride, s.rows, x, xs, s.n, s.tokens, want, os)
+			k.ternaryMatMul(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
+			if !slices.Equal(out, want) {
+				t.Fatalf("n %d rows %d tokens %d strides %d %d %d:\n got %v\nwant %v",
+					s.n, s.rows, s.tokens, stride, xs, os, out, want)
+			}
+			checkPoison(t, all, out, sentinelI32)
+		}
+	})
+}
+
+func randomF16(rng *rand.Rand, n int) []uint16 {
+	w, _ := poisoned(n, rng.IntN(32), 64, uint16(0x7BFF)) // poison 65504
+	for i := range w {
+		w[i] = nn.F32ToF16(float32(rng.NormFloat64()))
+	}
+	return w
+}
+
+func randomF32(rng *rand.Rand, n int) []float32 {
+	x, _ := poisoned(n, rng.IntN(16), 64, float32(1e6))
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+// floatLengths: every length 0..300, and the model width.
+func floatLengths() []int {
+	var ns []int
+	for n := 0; n <= 300; n++ {
+		ns = append(ns, n)
+	}
+	return append(ns, 2560)
+}
+
+func TestDotF16Rows(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		var worst float64
+		for _, n := range floatLengths() {
+			for _, rows := range testRows {
+				stride := n + rng.IntN(4)
+				size := 0
+				if rows > 0 {
+					size = (rows-1)*stride + n
+				}
+				w := randomF16(rng, size)
+				for r := 0; r+1 < rows; r++ { // poison the gaps between rows
+					for i := n; i < stride; i++ {
+						w[r*stride+i] = 0x7BFF
+					}
+				}
+				x := randomF32(rng, n)
+				out, all := poisoned(rows, 1+rng.IntN(7), 16, float32(math.NaN()))
+				want := make([]float32, rows)
+				dotF16RowsGeneric(w, stride, x, want)
+				k.dotF16Rows(w, stride, x, out)
+				for r := range out {
+					var abs float64
+					for i := range x {
+						abs += math.Abs(float64(f16Table[w[r*stride+i]]) * float64(x[i]))
+					}
+					d := math.Abs(float64(out[r]) - float64(want[r]))
+					if !(d <= relF16*abs) {
+						t.Fatalf("n %d rows %d row %d: %g, twin %g (Σ|wx| %g)", n, rows, r, out[r], want[r], abs)
+					}
+					if abs > 0 {
+						worst = max(worst, d/abs)
+					}
+				}
+				checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
+			}
+		}
+		t.Logf("largest |kernel − twin| / Σ|wx|: %.2g", worst)
+	})
+}
+
+func TestAxpyF16(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, n := range floatLengths() {
+			a := float32(rng.NormFloat64())
+			v := randomF16(rng, n)
+			y, all := poisoned(n, rng.IntN(16), 40, float32(math.NaN()))
+			for i := range y {
+				y[i] = float32(rng.NormFloat64())
+			}
+			y0, want := slices.Clone(y), slices.Clone(y)
+			axpyF16Generic(a, v, want)
+			k.axpyF16(a, v, y)
+			for i := range y {
+				ah := math.Abs(float64(a) * float64(f16Table[v[i]]))
+				tol := ulpsAxpy * (ah + math.Abs(float64(y0[i])) + math.Abs(float64(want[i])))
+				if d := math.Abs(float64(y[i]) - float64(want[i])); !(d <= tol) {
+					t.Fatalf("n %d i %d: %g, twin %g", n, i, y[i], want[i])
+				}
+			}
+			checkPoisonFunc(t, all, y, func(v float32) bool { return v != v })
+		}
+	})
+}
+
+func TestDotI8Rows(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, n := range floatLengths() {
+			for _, rows := range testRows {
+				stride := n + rng.IntN(40)
+				size := 0
+				if rows > 0 {
+					size = (rows-1)*stride + n
+				}
+				w := randomI8(rng, size, -128, 127, 127)
+				for r := 0; r+1 < rows; r++ {
+					for i := n; i < stride; i++ {
+						w[r*stride+i] = 127
+					}
+				}
+				x := randomI8(rng, n, -127, 127, 127)
+				checkDotI8(t, k, w, stride, x, rows, rng)
+			}
+		}
+		// The largest products: w = −128 against x = ±127, and 127 against ±127.
+		for _, n := range []int{31, 64, 2560} {
+			for _, wv := range []int8{-128, 127} {
+				for _, xv := range []int8{-127, 127} {
+					w, x := make([]int8, 5*n), make([]int8, n)
+					for i := range w {
+						w[i] = wv
+					}
+					for i := range x {
+						x[i] = xv
+					}
+					checkDotI8(t, k, w, n, x, 5, rng)
+				}
+			}
+		}
+	})
+}
+
+func checkDotI8(t *testing.T, k kernels, w []int8, stride int, x []int8, rows int, rng *rand.Rand) {
+	t.Helper()
+	out, all := poisoned(rows, 1+rng.IntN(7), 16, sentinelI32)
+	want := make([]int32, rows)
+	dotI8RowsGeneric(w, stride, x, want)
+	k.dotI8Rows(w, stride, x, out)
+	if !slices.Equal(out, want) {
+		t.Fatalf("n %d rows %d stride %d:\n got %v\nwant %v", len(x), rows, stride, out, want)
+	}
+	checkPoison(t, all, out, sentinelI32)
+}
+
+func TestSumBytes(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		var ns []int
+		for n := 0; n <= 64*40; n += 64 {
+			ns = append(ns, n)
+		}
+		ns = append(ns, 4096+64*7, 1<<20)
+		for _, n := range ns {
+			for _, ff := range []bool{false, true} {
+				b, _ := poisoned(n, rng.IntN(64), 64, byte(0xFF))
+				for i := range b {
+					if b[i] = 0xFF; !ff {
+						b[i] = byte(rng.Uint32())
+					}
+				}
+				if got, want := k.sumBytes(b), sumBytesGeneric(b); got != want {
+					t.Fatalf("n %d: %#x, twin %#x", n, got, want)
+				}
+			}
+		}
+	})
+}
+
+// TestBoundsChecked: a call whose slices are too short panics in every set,
+// as the twins' bounds checks do, instead of reading past the slice.
+func TestBoundsChecked(t *testing.T) {
+	for _, k := range kernelSets() {
+		calls := map[string]func(){
+			"ternaryRows": func() { k.ternaryRows(make([]byte, 2*32-1), 32, make([]int8, 128), make([]int32, 2)) },
+			"ternaryMatMul": func() {
+				k.ternaryMatMul(make([]byte, 64), 32, 2, make([]int8, 128), 128, 128, 2, make([]int32, 3), 2)
+			},
+			"dotF16Rows": func() { k.dotF16Rows(make([]uint16, 9), 5, make([]float32, 5), make([]float32, 2)) },
+			"axpyF16":    func() { k.axpyF16(1, make([]uint16, 4), make([]float32, 5)) },
+			"dotI8Rows":  func() { k.dotI8Rows(make([]int8, 9), 5, make([]int8, 5), make([]int32, 2)) },
+		}
+		for name, call := range calls {
+			if !panics(call) {
+				t.Errorf("%s %s: a too-short slice did not panic", k.name, name)
+			}
+		}
+	}
+}
+
+func panics(f func()) (p bool) {
+	defer func() { p = recover() != nil }()
+	f()
+	return false
+}
+
+// TestAsmPresent fails if an amd64 build without purego on a CPU with the
+// features lost its assembly kernel sets, so they cannot vanish silently.
+func TestAsmPresent(t *testing.T) {
+	names := KernelNames()
+	if names[len(names)-1] != generic.name || Kernels() != names[0] {
+		t.Fatalf("kernel sets %v, active %q: the twins must come last, the first must be active", names, Kernels())
+	}
+	if runtime.GOARCH != "amd64" || puregoBuild() {
+		t.Skipf("no assembly in this build (GOARCH %s)", runtime.GOARCH)
+	}
+	want := []string{generic.name}
+	if hasAVX2 && cpu.X86.HasF16C {
+		want = append([]string{"avx2"}, want...)
+	}
+	if hasAVX2 && hasAVX512VNNI {
+		want = append([]string{"avx512vnni"}, want...)
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("kernel sets %v, want %v for this CPU", names, want)
+	}
+}
+
+// TestAVX2SetHasNoAVX512 reads the generated assembly: the avx2 functions
+// must run on CPUs without AVX-512, so they may name no register above 15,
+// no zmm or mask register and no EVEX-only instruction (avo allocates
+// registers itself, and nothing else would notice until such a CPU
+// faulted).
+func TestAVX2SetHasNoAVX512(t *testing.T) {
+	src, err := os.ReadFile("kernels_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evex := regexp.MustCompile(`\b([XY](1[6-9]|2[0-9]|3[01])|Z[0-9]+|K[0-7]|VPDPBUSD|VPXOR[DQ]|VPAND[DQ]|VMOVDQU(8|16|32|64)|V[A-Z]+(32|64)X[48]|KMOV[BWDQ])\b`)
+	fn, checked := "", 0
+	for i, line := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(line, "TEXT ") {
+			fn = line
+			if strings.Contains(fn, "AVX2(SB)") {
+				checked++
+			}
+			continue
+		}
+		if strings.Contains(fn, "AVX2(SB)") {
+			if m := evex.FindString(line); m != "" {
+				t.Errorf("kernels_amd64.s:%d: %s uses %s: %s", i+1, fn, m, strings.TrimSpace(line))
+			}
+		}
+	}
+	if checked != 6 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 6", checked)
+	}
+}
+
+// puregoBuild reports whether the test binary was built with -tags purego.
+func puregoBuild() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), "purego") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPoison fails if an element of all outside s is not fill.
+func checkPoison[T comparable](t *testing.T, all, s []T, fill T) {
+	t.Helper()
+	checkPoisonFunc(t, all, s, func(v T) bool { return v == fill })
+}
+
+func checkPoisonFunc[T any](t *testing.T, all, s []T, isFill func(T) bool) {
+	t.Helper()
+	if len(s) == 0 {
+		for i, v := range all {
+			if !isFill(v) {
+				t.Fatalf("element %d of an empty output's backing array written: %v", i, v)
+			}
+		}
+		return
+	}
+	off := cap(all) - cap(s)
+	for i, v := range all {
+		if (i < off || i >= off+len(s)) && !isFill(v) {
+			t.Fatalf("element %d outside the output [%d, %d) written: %v", i, off, off+len(s), fmt.Sprint(v))
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package main
+
+// dotF16Rows: out[r] = Σ_{i<n} f16(w[r·stride + i])·x[i], n = len(x), float32
+// accumulation: the float16 output head and attention scores over the K
+// cache. axpyF16: y[i] += a·f16(v[i]) for i < len(y): attention's weighted
+// sum over the V cache. float16 is widened with vcvtph2ps (F16C) and
+// multiplied with FMA, so sums differ from the sequential Go twins by
+// rounding only.
+//
+// Versions:
+//
+//	dotF16RowsAVX2    4 rows at a time share x; per row two 8-wide
+//	                  accumulators over 32 elements per step, then one
+//	                  16- and one 8-element step, then a scalar tail that
+//	                  gathers the 4 rows' halves into one xmm (vcvtph2ps
+//	                  of 4 at once).
+//	dotF16RowsAVX512  4 rows, two 16-wide zmm accumulators per row over 32
+//	                  elements, one 16-element step, then one masked step
+//	                  (vmovdqu16/vmovups with zeroing, no scalar loop).
+//	axpyF16AVX2       16 per step (vcvtph2ps + vfmadd213ps from y), 8,
+//	                  then scalar.
+//	axpyF16AVX512     32 per step, 16, then a masked load/FMA/store.
+//
+// The row kernels prefetch each row 16 KiB ahead (see prefetchAhead).
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+const dotF16RowsSig = "func(w []uint16, stride int, x []float32, out []float32)"
+
+// roundDown returns a new register holding n &^ (m-1), m a power of 2.
+func roundDown(n reg.GPVirtual, m int) reg.GPVirtual {
+	r := GP64()
+	MOVQ(n, r)
+	ANDQ(I32(-m), r)
+	return r
+}
+
+// ifRoom emits: if i + step ≤ n { body() } (i += step is body's job).
+func ifRoom(i, n reg.GPVirtual, step int, body func()) {
+	skip := label("skip")
+	e := GP64()
+	LEAQ(Mem{Base: i, Disp: step}, e)
+	CMPQ(e, n)
+	JA(LabelRef(skip))
+	body()
+	Label(skip)
+}
+
+// tailMask emits: if i < n { body(k) } with opmask k selecting lanes
+// 0..n-i-1 (n-i < 64).
+func tailMask(i, n reg.GPVirtual, body func(k reg.Register)) {
+	skip := label("notail")
+	rem := GP64()
+	MOVQ(n, rem)
+	SUBQ(i, rem)
+	JE(LabelRef(skip))
+	bits, ones := GP64(), GP64()
+	MOVQ(I32(-1), ones)
+	BZHIQ(rem, ones, bits) // bits = 1<<rem - 1
+	k := K()
+	KMOVQ(bits, k)
+	body(k)
+	Label(skip)
+}
+
+func genDotF16RowsAVX2() {
+	TEXT("dotF16RowsAVX2", NOSPLIT, dotF16RowsSig)
+	Pragma("noescape")
+	Doc("dotF16RowsAVX2 is dotF16Rows with F16C and FMA: 4 rows at a time, 16 elements per step.")
+	w := load(Param("w").Base())
+	x := load(Param("x").Base())
+	n := load(Param("x").Len())
+	out := load(Param("out").Base())
+	rows := load(Param("out").Len())
+
+	rowGroups(rows, []int{4, 1}, func(R int) {
+		stride := load(Param("stride"))
+		SHLQ(U8(1), stride) // bytes
+		q := rowPtrs(w, stride, R)
+		acc0, acc1 := ymms(R), ymms(R)
+		i := GP64()
+		// chunk multiplies elements i..i+k-1 of the rows by x, 8 at a time,
+		// alternating between the two accumulators of each row.
+		chunk := func(k int, pf bool) {
+			for j := 0; j < k; j += 8 {
+				xv := YMM()
+				VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 4 * j}, xv)
+				for r := 0; r < R; r++ {
+					if pf && j == 0 {
+						prefetch(Mem{Base: q[r], Index: i, Scale: 2})
+					}
+					h := YMM()
+					VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2, Disp: 2 * j}, h)
+					VFMADD231PS(xv, h, []reg.VecVirtual{acc0[r], acc1[r]}[j/8%2])
+				}
+			}
+		}
+		blockLoop(i, roundDown(n, 32), 32, func() { chunk(32, true) })
+		ifRoom(i, n, 16, func() { chunk(16, false); ADDQ(U8(16), i) })
+		ifRoom(i, n, 8, func() { chunk(8, false); ADDQ(U8(8), i) })
+		for r := 0; r < R; r++ {
+			VADDPS(acc1[r], acc0[r], acc0[r])
+		}
+
+		// The scalar tail (< 8 elements) adds to the row sums: s holds
+		// [Σ0 Σ1 Σ2 Σ3] (R = 4) or [Σ0 …] (R = 1).
+		var s reg.VecVirtual
+		if R == 4 {
+			s = f32VEX.sum4(acc0)
+		} else {
+			s = f32VEX.sum1(acc0[0])
+		}
+		loop, done := label("tail"), label("taildone")
+		CMPQ(i, n)
+		JAE(LabelRef(done))
+		Label(loop)
+		h := XMM()
+		if R == 4 {
+			// Gather w[r][i] of the 4 rows into one qword, widen all four.
+			g, t := GP64(), GP64()
+			MOVWQZX(Mem{Base: q[3], Index: i, Scale: 2}, g)
+			for r := 2; r >= 0; r-- {
+				SHLQ(U8(16), g)
+				MOVWQZX(Mem{Base: q[r], Index: i, Scale: 2}, t)
+				ORQ(t, g)
+			}
+			VMOVQ(g, h)
+			VCVTPH2PS(h, h)
+			xb := XMM()
+			VBROADCASTSS(Mem{Base: x, Index: i, Scale: 4}, xb)
+			VFMADD231PS(xb, h, s)
+		} else {
+			g := GP32()
+			MOVWLZX(Mem{Base: q[0], Index: i, Scale: 2}, g)
+			VMOVD(g, h)
+			VCVTPH2PS(h, h)
+			VFMADD231SS(Mem{Base: x, Index: i, Scale: 4}, h, s)
+		}
+		INCQ(i)
+		CMPQ(i, n)
+		JB(LabelRef(loop))
+		Label(done)
+		if R == 4 {
+			VMOVUPS(s, Mem{Base: out})
+		} else {
+			VMOVSS(s, Mem{Base: out})
+		}
+		nextRows(w, stride, out, R)
+	})
+	VZEROUPPER()
+	RET()
+}
+
+func genDotF16RowsAVX512() {
+	TEXT("dotF16RowsAVX512", NOSPLIT, dotF16RowsSig)
+	Pragma("noescape")
+	Doc("dotF16RowsAVX512 is dotF16Rows with AVX-512: 4 rows at a time, 32 elements per step, masked tail.")
+	w := load(Param("w").Base())
+	x := load(Param("x").Base())
+	n := load(Param("x").Len())
+	out := load(Param("out").Base())
+	rows := load(Param("out").Len())
+
+	rowGroups(rows, []int{4, 1}, func(R int) {
+		stride := load(Param("stride"))
+		SHLQ(U8(1), stride)
+		q := rowPtrs(w, stride, R)
+		acc0, acc1 := zmms(R), zmms(R)
+		i := GP64()
+		blockLoop(i, roundDown(n, 32), 32, func() {
+			x0, x1 := ZMM(), ZMM()
+			VMOVUPS(Mem{Base: x, Index: i, Scale: 4}, x0)
+			VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 64}, x1)
+			for r := 0; r < R; r++ {
+				prefetch(Mem{Base: q[r], Index: i, Scale: 2})
+				h0, h1 := ZMM(), ZMM()
+				VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2}, h0)
+				VFMADD231PS(x0, h0, acc0[r])
+				VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2, Disp: 32}, h1)
+				VFMADD231PS(x1, h1, acc1[r])
+			}
+		})
+		ifRoom(i, n, 16, func() {
+			x0 := ZMM()
+			VMOVUPS(Mem{Base: x, Index: i, Scale: 4}, x0)
+			for r := 0; r < R; r++ {
+				h := ZMM()
+				VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2}, h)
+				VFMADD231PS(x0, h, acc1[r])
+			}
+			ADDQ(U8(16), i)
+		})
+		tailMask(i, n, func(k reg.Register) {
+			x0 := ZMM()
+			VMOVUPS_Z(Mem{Base: x, Index: i, Scale: 4}, k, x0)
+			for r := 0; r < R; r++ {
+				h16, h := YMM(), ZMM()
+				VMOVDQU16_Z(Mem{Base: q[r], Index: i, Scale: 2}, k, h16)
+				VCVTPH2PS(h16, h)
+				VFMADD231PS(x0, h, acc0[r])
+			}
+		})
+		ys := make([]reg.VecVirtual, R)
+		for r := range ys {
+			VADDPS(acc1[r], acc0[r], acc0[r])
+			ys[r] = f32EVEX.fold256(acc0[r])
+		}
+		if R == 4 {
+			VMOVUPS(f32EVEX.sum4(ys), Mem{Base: out})
+		} else {
+			VMOVSS(f32EVEX.sum1(ys[0]), Mem{Base: out})
+		}
+		nextRows(w, stride, out, R)
+	})
+	VZEROUPPER()
+	RET()
+}
+
+const axpyF16Sig = "func(a float32, v []uint16, y []float32)"
+
+// axpyArgs loads the arguments of axpyF16: a broadcast to every lane of a
+// (a ymm or zmm), v, y and len(y).
+func axpyArgs(a reg.VecVirtual) (v, y, n reg.GPVirtual) {
+	a1 := XMM()
+	Load(Param("a"), a1)
+	VBROADCASTSS(a1, a)
+	v = load(Param("v").Base())
+	y = load(Param("y").Base())
+	n = load(Param("y").Len())
+	return
+}
+
+func genAxpyF16AVX2() {
+	TEXT("axpyF16AVX2", NOSPLIT, axpyF16Sig)
+	Pragma("noescape")
+	Doc("axpyF16AVX2 is axpyF16 with F16C and FMA: 16 elements per step.")
+	a := YMM()
+	v, y, n := axpyArgs(a)
+	i := GP64()
+	step := func(k int) {
+		for j := 0; j < k; j += 8 {
+			h := YMM()
+			VCVTPH2PS(Mem{Base: v, Index: i, Scale: 2, Disp: 2 * j}, h)
+			VFMADD213PS(Mem{Base: y, Index: i, Scale: 4, Disp: 4 * j}, a, h) // h = a·h + y
+			VMOVUPS(h, Mem{Base: y, Index: i, Scale: 4, Disp: 4 * j})
+		}
+	}
+	blockLoop(i, roundDown(n, 16), 16, func() { step(16) })
+	ifRoom(i, n, 8, func() { step(8); ADDQ(U8(8), i) })
+	loop, done := label("tail"), label("taildone")
+	CMPQ(i, n)
+	JAE(LabelRef(done))
+	Label(loop)
+	g, h := GP32(), XMM()
+	MOVWLZX(Mem{Base: v, Index: i, Scale: 2}, g)
+	VMOVD(g, h)
+	VCVTPH2PS(h, h)
+	VFMADD213SS(Mem{Base: y, Index: i, Scale: 4}, a.AsX(), h)
+	VMOVSS(h, Mem{Base: y, Index: i, Scale: 4})
+	INCQ(i)
+	CMPQ(i, n)
+	JB(LabelRef(loop))
+	Label(done)
+	VZEROUPPER()
+	RET()
+}
+
+func genAxpyF16AVX512() {
+	TEXT("axpyF16AVX512", NOSPLIT, axpyF16Sig)
+	Pragma("noescape")
+	Doc("axpyF16AVX512 is axpyF16 with AVX-512: 32 elements per step, masked tail.")
+	a := ZMM()
+	v, y, n := axpyArgs(a)
+	i := GP64()
+	step := func(k int) {
+		for j := 0; j < k; j += 16 {
+			h := ZMM()
+			VCVTPH2PS(Mem{Base: v, Index: i, Scale: 2, Disp: 2 * j}, h)
+			VFMADD213PS(Mem{Base: y, Index: i, Scale: 4, Disp: 4 * j}, a, h)
+			VMOVUPS(h, Mem{Base: y, Index: i, Scale: 4, Disp: 4 * j})
+		}
+	}
+	blockLoop(i, roundDown(n, 32), 32, func() { step(32) })
+	ifRoom(i, n, 16, func() { step(16); ADDQ(U8(16), i) })
+	tailMask(i, n, func(k reg.Register) {
+		h16, h, t := YMM(), ZMM(), ZMM()
+		VMOVDQU16_Z(Mem{Base: v, Index: i, Scale: 2}, k, h16)
+		VCVTPH2PS(h16, h)
+		VMOVUPS_Z(Mem{Base: y, Index: i, Scale: 4}, k, t)
+		VFMADD231PS(h, a, t)
+		VMOVUPS(t, k, Mem{Base: y, Index: i, Scale: 4})
+	})
+	VZEROUPPER()
+	RET()
+}

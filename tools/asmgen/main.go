@@ -1,0 +1,241 @@
+// Command asmgen writes bitvk's amd64 SIMD kernels with avo: the assembly
+// cpu/kernels_amd64.s and its Go declarations cpu/kernels_stubs_amd64.go.
+// It lives in its own module so that avo never enters bitvk's go.mod.
+//
+//	go run . -out ../../cpu/kernels_amd64.s -stubs ../../cpu/kernels_stubs_amd64.go -pkg cpu
+//
+// Two kernel sets, each a function per operation of cpu.kernels (see
+// cpu/kernels.go for the exact semantics):
+//
+//	avx2        AVX2 + FMA + F16C + BMI2, ymm registers 0-15 only
+//	avx512vnni  AVX-512 F/BW/VL + VNNI (vpdpbusd), zmm registers and masks;
+//	            also BMI2 (bzhi) and VEX AVX2 forms, so it needs the avx2 features
+//
+// Files: ternary.go (matrix-vector), matmul.go (matrix-matrix), float.go
+// (float16 rows), int8.go (int8 rows, byte sum). This file holds the
+// constants and the helpers they share.
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/gotypes"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+func main() {
+	ConstraintExpr("!purego")
+	genConsts()
+
+	genTernaryRowsAVX2()
+	genTernaryRowsVNNI()
+	genTernaryMatMulAVX2()
+	genTernaryMatMulVNNI()
+	genDotF16RowsAVX2()
+	genDotF16RowsAVX512()
+	genAxpyF16AVX2()
+	genAxpyF16AVX512()
+	genDotI8RowsAVX2()
+	genDotI8RowsVNNI()
+	genSumBytesAVX2()
+	genSumBytesAVX512()
+
+	Generate()
+}
+
+// Read-only constants. Each is as wide as the widest register that reads it
+// as a memory operand.
+var (
+	bytes03   Mem // 32 × 0x03: mask of one 2-bit code
+	words0001 Mem // 16 × int16 1: vpmaddwd multiplier summing int16 pairs
+	bytes01   Mem // 4 × 0x01: broadcast, u8 ones for vpdpbusd byte sums
+	bytes80   Mem // 4 × 0x80: broadcast, the +128 bias of dotI8RowsVNNI
+	bytesC0   Mem // 4 × 0xC0: broadcast, bits 7:6 of each byte
+	bytes30   Mem // 4 × 0x30: broadcast, bits 5:4
+	bytes0C   Mem // 4 × 0x0C: broadcast, bits 3:2
+	maskHi    Mem // 32 × 0xC0, 32 × 0x30: bits 7:6 of block byte j in lanes 0-31, bits 5:4 in 32-63
+	shiftHi   Mem // 8 × 6, 8 × 4 (int32): undo maskHi's scale 64 / 16
+)
+
+func genConsts() {
+	bytes03 = table("bytes03", 32, func(int) uint32 { return 0x03030303 })
+	words0001 = table("words0001", 32, func(int) uint32 { return 0x00010001 })
+	bytes01 = table("bytes01", 4, func(int) uint32 { return 0x01010101 })
+	bytes80 = table("bytes80", 4, func(int) uint32 { return 0x80808080 })
+	bytesC0 = table("bytesC0", 4, func(int) uint32 { return 0xC0C0C0C0 })
+	bytes30 = table("bytes30", 4, func(int) uint32 { return 0x30303030 })
+	bytes0C = table("bytes0C", 4, func(int) uint32 { return 0x0C0C0C0C })
+	maskHi = table("maskHi", 64, func(i int) uint32 { return pick(i < 32, 0xC0C0C0C0, 0x30303030) })
+	shiftHi = table("shiftHi", 64, func(i int) uint32 { return pick(i < 32, 6, 4) })
+}
+
+// table emits a read-only global of size bytes whose 32-bit word at byte
+// offset i is f(i).
+func table(name string, size int, f func(i int) uint32) Mem {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i := 0; i < size; i += 4 {
+		DATA(i, U32(f(i)))
+	}
+	return m
+}
+
+func pick(c bool, a, b uint32) uint32 {
+	if c {
+		return a
+	}
+	return b
+}
+
+// prefetchAhead is how far ahead of a streaming read, in bytes of its
+// address, the memory-bound kernels ask for data with PREFETCHT1 (into
+// L2). The hardware prefetcher alone left the row kernels at 8-15 GB/s
+// from DRAM on Zen 4; 16 KiB ahead they stream at 24-28 GB/s (8 KiB and
+// 32 KiB measured slightly slower, PREFETCHT0 much slower). A prefetch
+// never faults, so one that reaches past the end of a slice is harmless:
+// it reads nothing the program can observe.
+const prefetchAhead = 16384
+
+// prefetch emits a prefetch of the line prefetchAhead bytes after m.
+func prefetch(m Mem) {
+	m.Disp += prefetchAhead
+	PREFETCHT1(m)
+}
+
+// load loads an argument into a new 64-bit register.
+func load(c gotypes.Component) reg.GPVirtual {
+	r := GP64()
+	Load(c, r)
+	return r
+}
+
+// label returns a label name unique in the file, so that a loop emitted
+// twice in one function (once per tile shape) never clashes.
+var labelCount int
+
+func label(name string) string {
+	labelCount++
+	return fmt.Sprintf("%s_%d", name, labelCount)
+}
+
+// vpdpbusd emits VPDPBUSD s, u, acc: acc.int32[i] += Σ_{k<4} u.u8[4i+k]·s.s8[4i+k]
+// (avo v0.5.0 does not know the VNNI instructions; the Go assembler does).
+// Operand order is Go's: the signed source (register or memory) first, then
+// the unsigned one, then the accumulator.
+func vpdpbusd(s, u, acc Op) {
+	Instruction(&ir.Instruction{
+		Opcode:   "VPDPBUSD",
+		Operands: []Op{s, u, acc},
+		Inputs:   []Op{s, u, acc},
+		Outputs:  []Op{acc},
+		ISA:      []string{"AVX512_VNNI"},
+	})
+}
+
+// zeroZ zeroes a zmm register with VPXORD z, z, z, marked as a zero idiom
+// so that the register allocator does not think z is read.
+func zeroZ(z reg.Register) {
+	Instruction(&ir.Instruction{
+		Opcode:           "VPXORD",
+		Operands:         []Op{z, z, z},
+		Inputs:           []Op{z, z},
+		Outputs:          []Op{z},
+		CancellingInputs: true,
+		ISA:              []string{"AVX512F"},
+	})
+}
+
+// zmms allocates n zmm registers, zeroed.
+func zmms(n int) []reg.VecVirtual {
+	zs := make([]reg.VecVirtual, n)
+	for i := range zs {
+		zs[i] = ZMM()
+		zeroZ(zs[i])
+	}
+	return zs
+}
+
+// ymms allocates n ymm registers, zeroed.
+func ymms(n int) []reg.VecVirtual {
+	ys := make([]reg.VecVirtual, n)
+	for i := range ys {
+		ys[i] = YMM()
+		VPXOR(ys[i], ys[i], ys[i])
+	}
+	return ys
+}
+
+// rowPtrs returns pointers to rows 0..R-1 of a matrix whose row 0 starts
+// at base and whose rows are stride bytes apart (row 0 is base itself).
+func rowPtrs(base, stride reg.GPVirtual, R int) []reg.GPVirtual {
+	q := []reg.GPVirtual{base}
+	for r := 1; r < R; r++ {
+		p := GP64()
+		LEAQ(Mem{Base: q[r-1], Index: stride, Scale: 1}, p)
+		q = append(q, p)
+	}
+	return q
+}
+
+// lanes names the instructions that add and shuffle 32-bit lanes, integer
+// or float, VEX (the avx2 set, registers 0-15) or EVEX-encodable (the
+// avx512vnni set, whose registers may be 16-31).
+type lanes struct {
+	add, unpackLo, unpackHi, unpackLoQ, unpackHiQ func(...Op)
+	extract128, extract256                        func(...Op)
+}
+
+var (
+	int32VEX  = lanes{VPADDD, VPUNPCKLDQ, VPUNPCKHDQ, VPUNPCKLQDQ, VPUNPCKHQDQ, variadic(VEXTRACTI128), nil}
+	int32EVEX = lanes{VPADDD, VPUNPCKLDQ, VPUNPCKHDQ, VPUNPCKLQDQ, VPUNPCKHQDQ, VEXTRACTI32X4, VEXTRACTI64X4}
+	f32VEX    = lanes{VADDPS, VUNPCKLPS, VUNPCKHPS, VUNPCKLPD, VUNPCKHPD, variadic(VEXTRACTF128), nil}
+	f32EVEX   = lanes{VADDPS, VUNPCKLPS, VUNPCKHPS, VUNPCKLPD, VUNPCKHPD, VEXTRACTF32X4, VEXTRACTF64X4}
+)
+
+// variadic adapts a three-operand avo instruction to the lanes fields.
+func variadic(f func(a, b, c Op)) func(...Op) {
+	return func(o ...Op) { f(o[0], o[1], o[2]) }
+}
+
+// fold256 returns a ymm holding lanes i + (i+8) of zmm z.
+func (l lanes) fold256(z reg.VecVirtual) reg.VecVirtual {
+	y := YMM()
+	l.extract256(U8(1), z, y)
+	l.add(z.AsY(), y, y)
+	return y
+}
+
+// sum4 returns an xmm holding [Σa[0], Σa[1], Σa[2], Σa[3]], the sums of
+// the eight lanes of each ymm a[r]: a 4×8 transpose-and-add.
+func (l lanes) sum4(a []reg.VecVirtual) reg.VecVirtual {
+	pair := func(p, q reg.VecVirtual) reg.VecVirtual {
+		lo, hi := YMM(), YMM()
+		l.unpackLo(q, p, lo) // [p0 q0 p1 q1 | p4 q4 p5 q5]
+		l.unpackHi(q, p, hi) // [p2 q2 p3 q3 | p6 q6 p7 q7]
+		l.add(hi, lo, lo)    // [p02 q02 p13 q13 | ...]
+		return lo
+	}
+	s01, s23 := pair(a[0], a[1]), pair(a[2], a[3])
+	lo, hi := YMM(), YMM()
+	l.unpackLoQ(s23, s01, lo) // [a0_02 a1_02 a2_02 a3_02 | ...]
+	l.unpackHiQ(s23, s01, hi) // [a0_13 a1_13 a2_13 a3_13 | ...]
+	l.add(hi, lo, lo)
+	x := XMM()
+	l.extract128(U8(1), lo, x)
+	l.add(lo.AsX(), x, x)
+	return x
+}
+
+// sum1 returns an xmm whose lane 0 is the sum of the eight lanes of ymm y.
+func (l lanes) sum1(y reg.VecVirtual) reg.VecVirtual {
+	x, t := XMM(), XMM()
+	l.extract128(U8(1), y, x)
+	l.add(y.AsX(), x, x)
+	VPSHUFD(U8(0x4E), x, t) // swap the 64-bit halves
+	l.add(t, x, x)
+	VPSHUFD(U8(0xB1), x, t) // swap neighbouring lanes
+	l.add(t, x, x)
+	return x
+}

@@ -1,0 +1,267 @@
+package main
+
+// ternaryMatMul: out[t·outStride + r] = Σ_{i<n} c(w[r·stride:], i)·x[t·xStride + i]
+// for r < rows, t < tokens: prefill's matrix product, in the ternary layout
+// of ternary.go.
+//
+// Register tiling: a tile of R rows × T tokens keeps R·T accumulators in
+// registers for the whole row; each weight block is loaded and unpacked
+// once per tile and applied to the T tokens' activations, loaded straight
+// from x. Loop order: row groups outside, token tiles inside, so a row
+// group's weights (R·n/4 bytes) stay in L1 while the activations
+// (tokens·n bytes, 320 KiB for 128 tokens × 2560) stream from L2. Leftover
+// tokens get a tile of the same R and fewer tokens; leftover rows a tile of
+// one row.
+//
+// Versions:
+//
+//	ternaryMatMulAVX2  1 row × 8 tokens: 4 code vectors (shift+mask) and 8
+//	                   accumulators in 12 of the 16 ymm; per token 4
+//	                   vpmaddubsw, 3 vpaddw, vpmaddwd, vpaddd.
+//	ternaryMatMulVNNI  4 rows × 5 tokens: 20 zmm accumulators, 8 code zmm.
+//	                   The 32-byte block, broadcast to both halves, gives
+//	                   v & [0xC0|0x30] (codes of x[0:64] at scale 64, 16)
+//	                   and (v<<4) & [0xC0|0x30] (codes of x[64:128] at the
+//	                   same scales), so both vpdpbusd of a token feed one
+//	                   accumulator whose lanes 0-7 / 8-15 are shifted right
+//	                   by 6 / 4 at the end. Exact: a lane gathers ≤ 8·2¹⁴
+//	                   = 2¹⁷ in magnitude per block, so it fits int32 for
+//	                   n ≤ 2²¹ (−2³¹ exactly at codes 2, x = −128, tested).
+//	                   Leftover rows: tiles of 1 row × 8 tokens.
+//
+// Measured on Zen 4 (docs/KERNELS.md): avx512vnni ~90% of the vpdpbusd
+// peak (64 MAC/cycle), avx2 ~92% of the vpmaddubsw bound (32 MAC/cycle).
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+const ternaryMatMulSig = "func(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int)"
+
+// Tile shapes.
+const (
+	matMulAVX2Tokens = 8
+	matMulVNNIRows   = 4
+	matMulVNNITokens = 5
+)
+
+// tileFunc emits one R×T tile: w points at its first row, x at its first
+// token's activations, out at out[t0·outStride + r0].
+type tileFunc func(R, T int, w, x, out reg.GPVirtual)
+
+// matMulDriver emits the row-group and token-tile loops around tile.
+func matMulDriver(rowSizes []int, tokensFor func(R int) int, tile tileFunc) {
+	w := load(Param("w").Base())
+	rows := load(Param("rows"))
+	out := load(Param("out").Base())
+	rowGroups(rows, rowSizes, func(R int) {
+		T := tokensFor(R)
+		x := load(Param("x").Base())
+		o := GP64()
+		MOVQ(out, o)
+		tokens := load(Param("tokens"))
+
+		loop, tail, done := label("tokens"), label("tokenstail"), label("tokensdone")
+		Label(loop)
+		CMPQ(tokens, U32(T))
+		JB(LabelRef(tail))
+		tile(R, T, w, x, o)
+		nextTokens(x, o, T)
+		SUBQ(U32(T), tokens)
+		JMP(LabelRef(loop))
+
+		// 0 < tokens < T: one tile of exactly that many tokens.
+		Label(tail)
+		for t := T - 1; t >= 1; t-- {
+			next := label("tokens")
+			CMPQ(tokens, U32(t))
+			JNE(LabelRef(next))
+			tile(R, t, w, x, o)
+			JMP(LabelRef(done))
+			Label(next)
+		}
+		Label(done)
+
+		stride := load(Param("stride"))
+		nextRows(w, stride, out, R)
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// nextTokens advances x by T·xStride bytes and out by T·outStride int32s.
+func nextTokens(x, out reg.GPVirtual, T int) {
+	xs := load(Param("xStride"))
+	os := load(Param("outStride"))
+	IMUL3Q(U32(T), xs, xs)
+	IMUL3Q(U32(4*T), os, os)
+	ADDQ(xs, x)
+	ADDQ(os, out)
+}
+
+// strided addresses rows 0..k-1 of a matrix from base pointers each
+// covering three rows: (b)(s*0), (b)(s*1), (b)(s*2), then the next base.
+type strided struct {
+	bases []reg.GPVirtual
+	s     reg.GPVirtual
+}
+
+func newStrided(first, s reg.GPVirtual, k int) strided {
+	p := strided{s: s}
+	for i := 0; i < k; i += 3 {
+		b := GP64()
+		if i == 0 {
+			MOVQ(first, b)
+		} else {
+			LEAQ(Mem{Base: p.bases[i/3-1], Index: s, Scale: 2}, b)
+			ADDQ(s, b)
+		}
+		p.bases = append(p.bases, b)
+	}
+	return p
+}
+
+func (p strided) at(i, disp int) Mem {
+	m := Mem{Base: p.bases[i/3], Disp: disp}
+	if i%3 > 0 {
+		m.Index, m.Scale = p.s, uint8(i%3)
+	}
+	return m
+}
+
+func (p strided) advance(bytes int) {
+	for _, b := range p.bases {
+		ADDQ(U32(bytes), b)
+	}
+}
+
+// storeTile stores the R×T tile of int32 sums ys[r·T+t] (ymm) to
+// out[t·outStride + r].
+func storeTile(l lanes, ys []reg.VecVirtual, R, T int, out reg.GPVirtual, evex bool) {
+	os := load(Param("outStride"))
+	SHLQ(U8(2), os)
+	o := GP64()
+	MOVQ(out, o)
+	for t := 0; t < T; t++ {
+		col := make([]reg.VecVirtual, R)
+		for r := range col {
+			col[r] = ys[r*T+t]
+		}
+		storeRowsI32(l, col, o, evex)
+		if t < T-1 {
+			ADDQ(os, o)
+		}
+	}
+}
+
+func genTernaryMatMulAVX2() {
+	TEXT("ternaryMatMulAVX2", NOSPLIT, ternaryMatMulSig)
+	Pragma("noescape")
+	Doc(fmt.Sprintf("ternaryMatMulAVX2 is ternaryMatMul with AVX2: tiles of 1 row × %d tokens.", matMulAVX2Tokens))
+	matMulDriver([]int{1}, func(int) int { return matMulAVX2Tokens }, func(R, T int, w, x, out reg.GPVirtual) {
+		Commentf("tile %d row × %d tokens", R, T)
+		xs := load(Param("xStride"))
+		blocks := load(Param("n"))
+		SHRQ(U8(7), blocks)
+		q := GP64()
+		MOVQ(w, q)
+		toks := newStrided(x, xs, T)
+		acc := ymms(T)
+		mask, ones := YMM(), YMM()
+		VMOVDQU(bytes03, mask)
+		VMOVDQU(words0001, ones)
+		loop, done := label("tile"), label("tiledone")
+		TESTQ(blocks, blocks)
+		JZ(LabelRef(done))
+		Label(loop)
+		var c [4]reg.VecVirtual // codes for x[0:32], x[32:64], x[64:96], x[96:128]
+		for k := range c {
+			c[k] = YMM()
+		}
+		VMOVDQU(Mem{Base: q}, c[3])
+		for k, sh := range []uint8{6, 4, 2} {
+			VPSRLW(U8(sh), c[3], c[k])
+			VPAND(mask, c[k], c[k])
+		}
+		VPAND(mask, c[3], c[3])
+		for t := 0; t < T; t++ {
+			a, b := YMM(), YMM()
+			VPMADDUBSW(toks.at(t, 0), c[0], a)
+			for k := 1; k < 4; k++ {
+				VPMADDUBSW(toks.at(t, 32*k), c[k], b)
+				VPADDW(b, a, a)
+			}
+			VPMADDWD(ones, a, a)
+			VPADDD(a, acc[t], acc[t])
+		}
+		ADDQ(U8(32), q)
+		toks.advance(128)
+		DECQ(blocks)
+		JNZ(LabelRef(loop))
+		Label(done)
+		storeTile(int32VEX, acc, R, T, out, false)
+	})
+}
+
+func genTernaryMatMulVNNI() {
+	TEXT("ternaryMatMulVNNI", NOSPLIT, ternaryMatMulSig)
+	Pragma("noescape")
+	Doc(fmt.Sprintf("ternaryMatMulVNNI is ternaryMatMul with AVX-512 VNNI: tiles of %d rows × %d tokens.",
+		matMulVNNIRows, matMulVNNITokens))
+	tokensFor := func(R int) int {
+		if R == 1 {
+			return 8
+		}
+		return matMulVNNITokens
+	}
+	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, func(R, T int, w, x, out reg.GPVirtual) {
+		Commentf("tile %d rows × %d tokens", R, T)
+		stride := load(Param("stride"))
+		xs := load(Param("xStride"))
+		blocks := load(Param("n"))
+		SHRQ(U8(7), blocks)
+		rws := newStrided(w, stride, R)
+		toks := newStrided(x, xs, T)
+		mask := ZMM()
+		VMOVDQU64(maskHi, mask)
+		acc := zmms(R * T) // acc[r·T + t]
+		loop, done := label("tile"), label("tiledone")
+		TESTQ(blocks, blocks)
+		JZ(LabelRef(done))
+		Label(loop)
+		hi, lo := make([]reg.VecVirtual, R), make([]reg.VecVirtual, R)
+		for r := 0; r < R; r++ {
+			hi[r], lo[r] = ZMM(), ZMM()
+			VBROADCASTI64X4(rws.at(r, 0), hi[r])
+			VPSLLW(U8(4), hi[r], lo[r])
+			VPANDD(mask, hi[r], hi[r]) // codes of x[0:64] at scales 64, 16
+			VPANDD(mask, lo[r], lo[r]) // codes of x[64:128] at scales 64, 16
+		}
+		for t := 0; t < T; t++ {
+			x0, x1 := ZMM(), ZMM()
+			VMOVDQU64(toks.at(t, 0), x0)
+			VMOVDQU64(toks.at(t, 64), x1)
+			for r := 0; r < R; r++ {
+				vpdpbusd(x0, hi[r], acc[r*T+t])
+				vpdpbusd(x1, lo[r], acc[r*T+t])
+			}
+		}
+		rws.advance(32)
+		toks.advance(128)
+		DECQ(blocks)
+		JNZ(LabelRef(loop))
+		Label(done)
+		sh := ZMM()
+		VMOVDQU64(shiftHi, sh)
+		ys := make([]reg.VecVirtual, R*T)
+		for i := range ys {
+			VPSRAVD(sh, acc[i], acc[i])
+			ys[i] = int32EVEX.fold256(acc[i])
+		}
+		storeTile(int32EVEX, ys, R, T, out, true)
+	})
+}
