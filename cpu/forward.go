@@ -155,19 +155,37 @@ func (b *Backend) quantizeEach(T, n int, fill func(t int, a []float32)) {
 func quantizeRows(x []float32, T, n int, q []int8, scale []float32, sum []int32) {
 	for t := 0; t < T; t++ {
 		xr := x[t*n : (t+1)*n]
-		m := float32(1e-5)
-		for _, v := range xr {
-			m = max(m, abs32(v))
+		m := maxAbs(xr)
+		if m < 1e-5 {
+			m = 1e-5
 		}
 		sc := float32(127) / m
 		qr := q[t*n : (t+1)*n]
+		qr = qr[:len(xr)]
 		var total int32
 		for i, v := range xr {
-			qr[i] = roundClampI8(float32(v * sc))
-			total += int32(qr[i])
+			c := roundClampI8(float32(v * sc))
+			qr[i] = c
+			total += int32(c)
 		}
 		scale[t], sum[t] = sc, total
 	}
+}
+
+// maxAbs is max|x| (0 for no values), four lanes at a time.
+func maxAbs(x []float32) float32 {
+	var m0, m1, m2, m3 uint32 // |x| as bits: for non-NaN floats, order as integers
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		m0 = max(m0, math.Float32bits(x[i])&^(1<<31))
+		m1 = max(m1, math.Float32bits(x[i+1])&^(1<<31))
+		m2 = max(m2, math.Float32bits(x[i+2])&^(1<<31))
+		m3 = max(m3, math.Float32bits(x[i+3])&^(1<<31))
+	}
+	for ; i < len(x); i++ {
+		m0 = max(m0, math.Float32bits(x[i])&^(1<<31))
+	}
+	return math.Float32frombits(max(m0, m1, m2, m3))
 }
 
 // roundClampI8 rounds x half to even and clamps it to [−128, 127]. Adding
@@ -176,7 +194,12 @@ func quantizeRows(x []float32, T, n int, q []int8, scale []float32, sum []int32)
 // The explicit conversions keep the compiler from fusing or widening.
 func roundClampI8(x float32) int8 {
 	const magic = 12582912 // 1.5·2²³
-	x = max(-128, min(127, x))
+	if x > 127 {
+		x = 127
+	}
+	if x < -128 {
+		x = -128
+	}
 	r := float32(float32(x+magic) - magic)
 	return int8(int32(r))
 }

@@ -100,7 +100,7 @@ func Kernels() string { return active.name }
 // hasFeatures reports the features the assembly sets need, so that
 // asmKernelSets can list only the sets the CPU runs.
 var (
-	hasAVX2       = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasBMI2
+	hasAVX2       = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasBMI2 && cpu.X86.HasF16C
 	hasAVX512VNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 )
 
