@@ -22,6 +22,10 @@ type head struct {
 	q8Scale []float32 // [vocab]
 }
 
+// releaseRows is how many converted head rows go before their file pages
+// are released.
+const releaseRows = 512
+
 func newHead(p *pool, w *nn.Weights, q8 bool) (*head, error) {
 	t := w.Output
 	h := &head{rows: t.Out, n: t.In}
@@ -36,18 +40,26 @@ func newHead(p *pool, w *nn.Weights, q8 bool) (*head, error) {
 		h.f16 = make([]uint16, h.rows*h.n)
 	}
 	errs := make([]error, p.workers)
+	rowBytes := len(t.Data) / max(t.Out, 1)
 	p.run(h.rows, 64, func(wk, lo, hi int) {
 		row := make([]float32, h.n)
+		done := lo // rows [lo, done) converted and released
 		for r := lo; r < hi && errs[wk] == nil; r++ {
 			if errs[wk] = t.Row(r, row); errs[wk] != nil {
 				return
 			}
 			if q8 {
 				h.q8Scale[r] = quantizeRow(h.q8[r*h.n:(r+1)*h.n], row)
-				continue
+			} else {
+				for i, v := range row {
+					h.f16[r*h.n+i] = nn.F32ToF16(v)
+				}
 			}
-			for i, v := range row {
-				h.f16[r*h.n+i] = nn.F32ToF16(v)
+			// Release the file's pages as the conversion goes, so the
+			// source and the copy are never both resident in full.
+			if r+1-done == releaseRows || r+1 == hi {
+				w.Release(nn.Tensor{Data: t.Data[done*rowBytes : (r+1)*rowBytes]})
+				done = r + 1
 			}
 		}
 	})
@@ -58,7 +70,6 @@ func newHead(p *pool, w *nn.Weights, q8 bool) (*head, error) {
 	}
 	// Embedding lookups still read the tied tensor's rows, a few pages per
 	// token; the head no longer streams it.
-	w.Release(t)
 	return h, nil
 }
 
