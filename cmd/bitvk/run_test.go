@@ -260,3 +260,13 @@ func TestRunText(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallShape runs run and logits on the built-in small synthetic model.
+func TestSmallShape(t *testing.T) {
+	if code, out, stderr := bitvk("run", "--shape", "small", "--tokens", "1,2", "-n", "3", "--temp", "0"); code != 0 || len(parseIDList(t, out)) != 3 {
+		t.Errorf("run --shape small: exit %d %q %s", code, out, stderr)
+	}
+	if code, out, stderr := bitvk("logits", "--shape", "small", "--tokens", "1,2", "--top", "2"); code != 0 || strings.Count(out, `"pos"`) != 2 {
+		t.Errorf("logits --shape small: exit %d %q %s", code, out, stderr)
+	}
+}
