@@ -133,44 +133,7 @@ func (a bigram) before(b bigram) bool {
 }
 
 // bigramHeap is a binary min-heap by (rank, left).
-type bigramHeap []bigram
-
-func (h *bigramHeap) push(b bigram) {
-	*h = append(*h, b)
-	q := *h
-	for i := len(q) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q[i].before(q[p]) {
-			break
-		}
-		q[i], q[p] = q[p], q[i]
-		i = p
-	}
-}
-
-func (h *bigramHeap) pop() bigram {
-	q := *h
-	top := q[0]
-	last := len(q) - 1
-	q[0] = q[last]
-	q = q[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(q) && q[l].before(q[m]) {
-			m = l
-		}
-		if r < len(q) && q[r].before(q[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		q[i], q[m] = q[m], q[i]
-		i = m
-	}
-	*h = q
-	return top
-}
+type bigramHeap = minHeap[bigram]
 
 // scratch holds buffers reused across the words of one Encode call.
 type scratch struct {

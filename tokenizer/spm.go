@@ -35,44 +35,7 @@ func (a spmBigram) before(b spmBigram) bool {
 	return a.score > b.score || a.score == b.score && a.left < b.left
 }
 
-type spmHeap []spmBigram
-
-func (h *spmHeap) push(b spmBigram) {
-	*h = append(*h, b)
-	q := *h
-	for i := len(q) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q[i].before(q[p]) {
-			break
-		}
-		q[i], q[p] = q[p], q[i]
-		i = p
-	}
-}
-
-func (h *spmHeap) pop() spmBigram {
-	q := *h
-	top := q[0]
-	last := len(q) - 1
-	q[0] = q[last]
-	q = q[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(q) && q[l].before(q[m]) {
-			m = l
-		}
-		if r < len(q) && q[r].before(q[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		q[i], q[m] = q[m], q[i]
-		i = m
-	}
-	*h = q
-	return top
-}
+type spmHeap = minHeap[spmBigram]
 
 // encodeSPM appends the tokens of a run of plain text; prefix says whether
 // it starts the text or follows a special token (where the space prefix goes).

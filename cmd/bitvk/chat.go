@@ -61,12 +61,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	var m *model
-	if *path != "" {
-		m, err = openModel(*path, bf)
-	} else {
-		m, err = synthModel(*shape, bf)
-	}
+	m, err := modelFromFlags(*path, *shape, bf)
 	if err != nil {
 		return err
 	}

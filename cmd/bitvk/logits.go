@@ -39,12 +39,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "--tokens: %v", err)
 	}
-	var m *model
-	if *path != "" {
-		m, err = openModel(*path, bf)
-	} else {
-		m, err = synthModel(*shape, bf)
-	}
+	m, err := modelFromFlags(*path, *shape, bf)
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,15 @@ func openModel(path string, bf backendFlags) (*model, error) {
 	return m, nil
 }
 
+// modelFromFlags opens the model file path, or, when it is empty, the
+// built-in synthetic model of shape.
+func modelFromFlags(path, shape string, bf backendFlags) (*model, error) {
+	if path != "" {
+		return openModel(path, bf)
+	}
+	return synthModel(shape, bf)
+}
+
 // synthModel writes a synthetic model of the named shape to a temporary
 // file and loads it: the built-in model of bench, run and logits.
 func synthModel(shape string, bf backendFlags) (*model, error) {

@@ -103,12 +103,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	var m *model
-	if *path != "" {
-		m, err = openModel(*path, bf)
-	} else {
-		m, err = synthModel(*shape, bf)
-	}
+	m, err := modelFromFlags(*path, *shape, bf)
 	if err != nil {
 		return err
 	}
