@@ -7,7 +7,7 @@ import (
 )
 
 // scratch holds every buffer a forward pass needs, allocated once for the
-// largest batch (T positions): a pass allocates nothing.
+// largest batch (T positions): a pass allocates no buffers.
 type scratch struct {
 	x      []float32   // [T][embd] residual stream
 	a      []float32   // [T][max(embd, ffn)] normalized input of a BitLinear

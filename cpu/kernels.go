@@ -97,7 +97,7 @@ func KernelNames() []string {
 // Kernels is the name of the kernel set in use.
 func Kernels() string { return active.name }
 
-// hasFeatures reports the features the assembly sets need, so that
+// hasAVX2 and hasAVX512VNNI say whether the CPU has the features the assembly sets need, so that
 // asmKernelSets can list only the sets the CPU runs.
 var (
 	hasAVX2       = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasBMI2 && cpu.X86.HasF16C

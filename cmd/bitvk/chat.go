@@ -32,8 +32,8 @@ Ctrl-C stops a reply.
 
 func runChat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("chat", "-m MODEL [--system TEXT] [flags]", stderr)
-	path := fs.String("m", "", "model `file` (GGUF)")
-	shape := fs.String("shape", "", "chat with the built-in synthetic model of this shape instead of -m (tiny, small, 2b)")
+	var src modelSource
+	src.addFlags(fs)
 	system := fs.String("system", "", "the system message `text`")
 	keepSystem := fs.Bool("keep-system", false, "when the context is full, drop only the oldest turns and keep the system message")
 	tmpl := fs.String("chat-template", "", "use this template instead of the model's: "+strings.Join(tokenizer.TemplateNames(), ", "))
@@ -49,7 +49,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q (messages are read from standard input)", pos[0])
-	case (*path == "") == (*shape == ""):
+	case !src.given():
 		return usageError(fs, "give a model with -m FILE (or --shape for a synthetic one)")
 	case *n == 0 || *n < -1:
 		return usageError(fs, "-n must be positive or -1")
@@ -61,7 +61,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	m, err := modelFromFlags(*path, *shape, bf)
+	m, err := src.open(bf)
 	if err != nil {
 		return err
 	}

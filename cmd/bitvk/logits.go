@@ -11,8 +11,8 @@ import (
 
 func runLogits(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("logits", "-m MODEL --tokens ID,ID,... [--top K] [flags]", stderr)
-	path := fs.String("m", "", "model `file` (GGUF)")
-	shape := fs.String("shape", "", "use the built-in synthetic model of this shape instead of -m (tiny, small, 2b)")
+	var src modelSource
+	src.addFlags(fs)
 	tokens := fs.String("tokens", "", "comma-separated token `ids`, evaluated teacher-forced")
 	top := fs.Int("top", 10, "print the K highest logits per position, highest first (0: all of them)")
 	batch := fs.Int("batch", 32, "positions evaluated per pass")
@@ -25,7 +25,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
-	case (*path == "") == (*shape == ""):
+	case !src.given():
 		return usageError(fs, "give a model with -m FILE (or --shape for a synthetic one)")
 	case *tokens == "":
 		return usageError(fs, "give the tokens with --tokens ID,ID,...")
@@ -39,7 +39,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "--tokens: %v", err)
 	}
-	m, err := modelFromFlags(*path, *shape, bf)
+	m, err := src.open(bf)
 	if err != nil {
 		return err
 	}

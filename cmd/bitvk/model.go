@@ -76,13 +76,26 @@ func openModel(path string, bf backendFlags) (*model, error) {
 	return m, nil
 }
 
-// modelFromFlags opens the model file path, or, when it is empty, the
-// built-in synthetic model of shape.
-func modelFromFlags(path, shape string, bf backendFlags) (*model, error) {
-	if path != "" {
-		return openModel(path, bf)
+// modelSource is where a command's model comes from: a file (-m) or the
+// built-in synthetic model of a shape (--shape), exactly one of them.
+type modelSource struct {
+	path, shape string
+}
+
+func (ms *modelSource) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&ms.path, "m", "", "model `file` (GGUF)")
+	fs.StringVar(&ms.shape, "shape", "", "use the built-in synthetic model of this shape instead of -m: "+strings.Join(synth.ShapeNames(), ", "))
+}
+
+// given reports whether exactly one source was named.
+func (ms *modelSource) given() bool { return (ms.path == "") != (ms.shape == "") }
+
+// open loads the model onto the backend bf names.
+func (ms *modelSource) open(bf backendFlags) (*model, error) {
+	if ms.path != "" {
+		return openModel(ms.path, bf)
 	}
-	return synthModel(shape, bf)
+	return synthModel(ms.shape, bf)
 }
 
 // synthModel writes a synthetic model of the named shape to a temporary

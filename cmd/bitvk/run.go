@@ -51,8 +51,8 @@ func (sf *samplerFlags) sampler() (*nn.Sampler, uint64, error) {
 
 func runRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "-m MODEL (-p TEXT | -f FILE | --tokens ID,ID,...) [flags]", stderr)
-	path := fs.String("m", "", "model `file` (GGUF)")
-	shape := fs.String("shape", "", "run the built-in synthetic model of this shape instead of -m (tiny, small, 2b)")
+	var src modelSource
+	src.addFlags(fs)
 	text := fs.String("p", "", "the prompt `text`")
 	file := fs.String("f", "", "read the prompt text from this `file`")
 	tokens := fs.String("tokens", "", "the prompt as comma-separated token `ids`; the output is ids too")
@@ -72,7 +72,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
-	case (*path == "") == (*shape == ""):
+	case !src.given():
 		return usageError(fs, "give a model with -m FILE (or --shape for a synthetic one)")
 	case countSet(*text != "", *file != "", *tokens != "") != 1:
 		return usageError(fs, "give the prompt once: -p TEXT, -f FILE or --tokens ID,ID,...")
@@ -103,7 +103,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	m, err := modelFromFlags(*path, *shape, bf)
+	m, err := src.open(bf)
 	if err != nil {
 		return err
 	}
