@@ -4,9 +4,11 @@
 # Go itself and gcc are assumed, as on a fresh Debian 12 developer machine.
 set -euo pipefail
 
-# Debian packages bitvk's build and tests use, beyond Go and gcc.
-# (The Vulkan backend adds the loader, lavapipe, glslang and the validation layer.)
-APT_PACKAGES=()
+# Debian packages bitvk's build and tests use, beyond Go and gcc:
+# the Vulkan loader and headers (cgo), Mesa's lavapipe (the software Vulkan device the
+# tests run on), glslang and spirv-tools (make shaders, spirv-val), the Khronos validation
+# layer (on in tests), and Chromium for the web page's browser test.
+APT_PACKAGES=(libvulkan-dev mesa-vulkan-drivers glslang-tools spirv-tools vulkan-validationlayers chromium)
 
 if ! command -v go >/dev/null 2>&1; then
 	echo "deps: Go is not installed: install Go 1.26 or newer from go.dev/dl and put it on PATH" >&2
