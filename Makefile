@@ -7,7 +7,7 @@ FUZZTIME  ?= 60s
 # How long `make test` runs each fuzz target: a short smoke run, not a hunt.
 TEST_FUZZTIME ?= 10s
 
-.PHONY: all build deps demo test fuzz generated clean
+.PHONY: all build deps demo test fuzz generated shaders clean
 
 all: build
 
@@ -27,24 +27,35 @@ demo: build
 	$(BIN) run -m $(DEMO_DIR)/synthetic-2b.gguf --tokens 128000,791,6864 -n 16 --seed 1
 	$(BIN) bench --shape small
 
-# vet, every test (the CPU backend also in its pure-Go build), a build
-# without cgo, the generated assembly checked against its generator, and a
-# short fuzz run of every parser.
+# vet, every test (the CPU backend also in its pure-Go build; the Vulkan
+# backend on lavapipe with the validation layer; the web page in Chromium),
+# a build without cgo, the generated assembly and SPIR-V checked against
+# their sources, and a short fuzz run of every parser. The BITVK_REQUIRE_*
+# variables turn "no Vulkan device" and "no browser" from skips into failures.
 test: deps generated
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build ./...
-	$(GO) test -count=1 ./...
+	BITVK_REQUIRE_VULKAN=1 BITVK_REQUIRE_BROWSER=1 $(GO) test -count=1 ./...
 	$(GO) test -count=1 -tags purego ./cpu
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(TEST_FUZZTIME) ./gguf
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(TEST_FUZZTIME) ./tokenizer
 
-# The checked-in assembly must be what tools/asmgen generates now.
+# The checked-in assembly and SPIR-V must be what their sources generate now.
 generated:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	(cd tools/asmgen && $(GO) run . -out "$$tmp/kernels_amd64.s" -stubs "$$tmp/kernels_stubs_amd64.go" -pkg cpu) && \
 	sed -e 's|'"$$tmp"'|../../cpu|g' "$$tmp/kernels_amd64.s" | cmp -s - cpu/kernels_amd64.s && \
 	sed -e 's|'"$$tmp"'|../../cpu|g' "$$tmp/kernels_stubs_amd64.go" | cmp -s - cpu/kernels_stubs_amd64.go || \
 	{ echo "cpu/kernels_amd64.s is not what tools/asmgen generates: run 'go generate ./cpu'"; exit 1; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && scripts/shaders.sh "$$tmp" && \
+	for f in "$$tmp"/*.spv spirv/*.spv; do \
+		n=$$(basename "$$f"); cmp -s "$$tmp/$$n" "spirv/$$n" || \
+		{ echo "spirv/$$n is not what shaders/ compiles to: run 'make shaders'"; exit 1; }; \
+	done
+
+# The SPIR-V kernels, compiled from shaders/ by glslang and validated.
+shaders:
+	scripts/shaders.sh "$(CURDIR)/spirv"
 
 # A longer fuzz run: make fuzz FUZZTIME=10m
 fuzz: deps

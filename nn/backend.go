@@ -27,3 +27,40 @@ type Backend interface {
 	// Close releases what the backend holds. The backend is unusable after.
 	Close() error
 }
+
+// Stage names a point inside a layer where a Tracer reports the residual
+// stream.
+type Stage int
+
+const (
+	StageAttention Stage = iota // after the attention block's residual add
+	StageFFN                    // after the feed-forward block's residual add
+)
+
+func (s Stage) String() string {
+	if s == StageAttention {
+		return "attention"
+	}
+	return "ffn"
+}
+
+// A Tracer is a Backend that can also report the residual stream inside the
+// forward pass, so that `bitvk check` can name the layer and block where two
+// backends part.
+type Tracer interface {
+	Backend
+	// ForwardTrace is Forward that also calls fn after each block of each
+	// layer with the residual stream of the tokens, [len(tokens)][Embd]
+	// token-major; x is valid only during the call.
+	ForwardTrace(tokens []int32, pos int, logits []float32, fn func(layer int, s Stage, x []float32)) error
+}
+
+// A Picker is a Backend that can pick the greedy next token itself, so that
+// a decode step reads back one id instead of the logits.
+type Picker interface {
+	Backend
+	// ForwardArgmax is Forward returning the index of the largest logit
+	// after the last token (the lowest on ties, NaNs ignored, −1 when all
+	// are NaN) instead of the logits.
+	ForwardArgmax(tokens []int32, pos int) (int32, error)
+}

@@ -1,0 +1,425 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/bitvk/bitvk/gpu/vk"
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/spirv"
+)
+
+// Options configure the Vulkan backend.
+type Options struct {
+	Device     int  // index into Devices(); < 0: the best (discrete, integrated, virtual, then CPU)
+	Context    int  // positions in the K/V cache; 0: the model's context length
+	HeadQ8     bool // int8 head rows with per-row scales instead of float16
+	Batch      int  // most tokens per submit; 0: DefaultBatch
+	Validation bool // the Khronos validation layer on (see ValidationMessages)
+	// Plain never uses the integer dot product instruction, even where the
+	// device has it (to test the fallback kernels).
+	Plain bool
+	// MaxShardBytes caps the bytes of one weight buffer below the device's
+	// limits, to exercise sharding on small models; 0: the device's limits.
+	MaxShardBytes int64
+}
+
+// DefaultBatch is the most tokens one submit evaluates.
+const DefaultBatch = 64
+
+// Devices lists the Vulkan devices, or says why there are none.
+func Devices() ([]vk.DeviceInfo, error) {
+	inst, err := vk.NewInstance(vk.InstanceOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer inst.Close()
+	devs := inst.Devices()
+	if len(devs) == 0 {
+		return nil, errors.New("vulkan: the loader found no device (is a driver installed? lavapipe: mesa-vulkan-drivers)")
+	}
+	return devs, nil
+}
+
+// layerBufs is one block's weights on the device.
+type layerBufs struct {
+	attnNorm, attnSubNorm, ffnNorm, ffnSubNorm *vk.Buffer // sub-norms nil when absent
+	qkv, o, gateUp, down                       *ternaryMatrix
+	kc, vc                                     *vk.Buffer // [ctx][kvHeads][headDim] float16
+}
+
+// Backend runs a model on a Vulkan device. It is not safe for concurrent use.
+type Backend struct {
+	c        *nn.Config
+	o        Options
+	inst     *vk.Instance
+	dev      *vk.Device
+	info     vk.DeviceInfo
+	dot      bool // integer dot product kernels
+	ctx      int
+	batch    int
+	maxShard int64
+
+	embd    *floatMatrix
+	head    *floatMatrix // float16, or int8 with row scales
+	outNorm *vk.Buffer
+	layers  []layerBufs
+	rope    *vk.Buffer // [ctx][ropeDim/2] (cos, sin)
+
+	// scratch, each for batch tokens
+	x, xn, q, s, qkv, att, gu, scores, logits, result *vk.Buffer
+	inHost, inDev, outHost                           *vk.Buffer
+	traceDev, traceHost                              *vk.Buffer // made by the first ForwardTrace
+
+	kernels map[kernelKey]*vk.Kernel
+	recs    map[recKey]*vk.Recording
+	recList []recKey // oldest first
+}
+
+// tokensOff is where the token ids start in the input buffer, after the
+// parameters (pos0, T): far enough for any storage buffer offset alignment.
+const tokensOff = 256
+
+// New uploads the model to a Vulkan device. The weights' file pages are
+// released as they are uploaded.
+func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
+	inst, err := vk.NewInstance(vk.InstanceOptions{Validation: o.Validation, SyncValidation: o.Validation})
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{c: c, o: o, inst: inst, kernels: map[kernelKey]*vk.Kernel{}, recs: map[recKey]*vk.Recording{}}
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
+	devs := inst.Devices()
+	idx := o.Device
+	switch {
+	case len(devs) == 0:
+		return nil, errors.New("vulkan: the loader found no device (is a driver installed? lavapipe: mesa-vulkan-drivers)")
+	case idx < 0:
+		idx = vk.Pick(devs)
+	case idx >= len(devs):
+		return nil, fmt.Errorf("vulkan: no device %d (there are %d; see bitvk devices)", idx, len(devs))
+	}
+	if b.dev, err = inst.Open(idx); err != nil {
+		return nil, err
+	}
+	b.info = b.dev.Info()
+	b.dot = b.dev.Enabled().IntegerDot && !o.Plain
+	b.ctx = c.Context
+	if o.Context > 0 {
+		b.ctx = min(o.Context, c.Context)
+	}
+	b.maxShard = int64(min(b.info.MaxStorageBufferRange, b.info.MaxMemoryAllocationSize))
+	if o.MaxShardBytes > 0 {
+		b.maxShard = min(b.maxShard, o.MaxShardBytes)
+	}
+	b.maxShard &^= 255
+	if err := b.checkShape(); err != nil {
+		return nil, err
+	}
+	b.batch = o.Batch
+	if b.batch <= 0 {
+		b.batch = DefaultBatch
+	}
+	// The attention scores and the logits of a batch are each bound whole.
+	rangeLimit := int64(b.info.MaxStorageBufferRange)
+	b.batch = int(min(int64(b.batch), rangeLimit/int64(4*c.Heads*b.ctx), rangeLimit/int64(4*c.Vocab)))
+	if b.batch < 1 {
+		return nil, fmt.Errorf("gpu: a context of %d (or a vocabulary of %d) does not fit the device's storage buffer range of %d bytes; lower -c", b.ctx, c.Vocab, rangeLimit)
+	}
+	if err := b.uploadWeights(w); err != nil {
+		return nil, err
+	}
+	if err := b.makeScratch(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkShape rejects models the kernels do not cover.
+func (b *Backend) checkShape() error {
+	c := b.c
+	switch {
+	case c.HeadDim%2 != 0 || c.HeadDim > 256:
+		return fmt.Errorf("gpu: head dimension %d is not an even number up to 256", c.HeadDim)
+	case c.RopeDim%2 != 0 || c.RopeDim > c.HeadDim:
+		return fmt.Errorf("gpu: RoPE dimension %d is not even or exceeds the head dimension %d", c.RopeDim, c.HeadDim)
+	case c.Heads*c.HeadDim != c.Embd:
+		return fmt.Errorf("gpu: %d heads of %d do not make the width %d", c.Heads, c.HeadDim, c.Embd)
+	case c.Embd%128 != 0 || c.FFN%128 != 0:
+		return fmt.Errorf("gpu: widths %d and %d must be multiples of 128", c.Embd, c.FFN)
+	}
+	return nil
+}
+
+func (b *Backend) uploadWeights(w *nn.Weights) error {
+	c := b.c
+	var err error
+	if w.TokenEmbd.Type != nn.TypeF16 && w.TokenEmbd.Type != nn.TypeF32 {
+		return fmt.Errorf("gpu: token embedding of type %s (F16 or F32 expected)", w.TokenEmbd.Type)
+	}
+	if b.embd, err = b.newF16(w.TokenEmbd); err != nil {
+		return err
+	}
+	switch {
+	case b.o.HeadQ8:
+		b.head, err = b.newQ8(w.Output)
+	case w.TiedOutput:
+		b.head = b.embd // one copy serves both
+	default:
+		b.head, err = b.newF16(w.Output)
+	}
+	if err != nil {
+		return err
+	}
+	w.Release(w.TokenEmbd)
+	w.Release(w.Output)
+	if b.outNorm, err = b.vector(w.OutputNorm); err != nil {
+		return err
+	}
+	kvBytes := int64(b.ctx * c.KVDim() * 2)
+	for li, L := range w.Layers {
+		var l layerBufs
+		for _, p := range []struct {
+			dst **vk.Buffer
+			t   nn.Tensor
+		}{{&l.attnNorm, L.AttnNorm}, {&l.ffnNorm, L.FFNNorm}, {&l.attnSubNorm, L.AttnSubNorm}, {&l.ffnSubNorm, L.FFNSubNorm}} {
+			if p.t.Data == nil {
+				continue
+			}
+			if *p.dst, err = b.vector(p.t); err != nil {
+				return err
+			}
+		}
+		if l.qkv, err = b.newTernary(w, L.AttnQ, L.AttnK, L.AttnV); err != nil {
+			return err
+		}
+		if l.o, err = b.newTernary(w, L.AttnOutput); err != nil {
+			return err
+		}
+		if l.gateUp, err = b.newTernary(w, L.FFNGate, L.FFNUp); err != nil {
+			return err
+		}
+		if l.down, err = b.newTernary(w, L.FFNDown); err != nil {
+			return err
+		}
+		if kvBytes > int64(b.info.MaxStorageBufferRange) {
+			return fmt.Errorf("gpu: one layer's K/V cache of %d positions takes %d bytes, more than the device binds (%d); lower -c", b.ctx, kvBytes, b.info.MaxStorageBufferRange)
+		}
+		if l.kc, err = b.dev.NewBuffer(fmt.Sprintf("K cache of layer %d", li), kvBytes, false); err != nil {
+			return err
+		}
+		if l.vc, err = b.dev.NewBuffer(fmt.Sprintf("V cache of layer %d", li), kvBytes, false); err != nil {
+			return err
+		}
+		b.layers = append(b.layers, l)
+	}
+	b.rope, err = b.floats("RoPE table", ropeTable(b.ctx, c.RopeDim, c.RopeBase))
+	return err
+}
+
+// ropeTable is (cos θ, sin θ) for θ = p·base^(−2i/dim), [ctx][dim/2],
+// computed in float64 as nn/ref does.
+func ropeTable(ctx, dim int, base float32) []float32 {
+	half := dim / 2
+	t := make([]float32, 2*ctx*half)
+	for i := range half {
+		freq := math.Pow(float64(base), -2*float64(i)/float64(dim))
+		for p := range ctx {
+			s, c := math.Sincos(float64(p) * freq)
+			t[2*(p*half+i)], t[2*(p*half+i)+1] = float32(c), float32(s)
+		}
+	}
+	return t
+}
+
+func (b *Backend) makeScratch() error {
+	c, B := b.c, int64(b.batch)
+	wide := int64(max(c.Embd, c.FFN))
+	for _, s := range []struct {
+		dst  **vk.Buffer
+		name string
+		size int64
+		host bool
+	}{
+		{&b.x, "hidden state", B * int64(c.Embd) * 4, false},
+		{&b.xn, "normed state", B * int64(c.Embd) * 4, false},
+		{&b.q, "int8 activations", B * wide, false},
+		{&b.s, "activation scales", B * 4, false},
+		{&b.qkv, "q/k/v", B * int64(c.Embd+2*c.KVDim()) * 4, false},
+		{&b.att, "attention output", B * int64(c.Embd) * 4, false},
+		{&b.gu, "gate/up", B * int64(2*c.FFN) * 4, false},
+		{&b.scores, "attention scores", B * int64(c.Heads*b.ctx) * 4, false},
+		{&b.logits, "logits", B * int64(c.Vocab) * 4, false},
+		{&b.result, "argmax result", 4, false},
+		{&b.inHost, "input (host)", tokensOff + 4*B, true},
+		{&b.inDev, "input", tokensOff + 4*B, false},
+		{&b.outHost, "logits (host)", B * int64(c.Vocab) * 4, true},
+	} {
+		var err error
+		if *s.dst, err = b.dev.NewBuffer(s.name, s.size, s.host); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Name says which device runs the model.
+func (b *Backend) Name() string {
+	k := "int32"
+	if b.dot {
+		k = "dot4"
+	}
+	return fmt.Sprintf("vulkan (%s, %s kernels)", b.info.Name, k)
+}
+
+// Device describes the device in use.
+func (b *Backend) Device() vk.DeviceInfo { return b.info }
+
+// Context is the number of positions the K/V cache holds.
+func (b *Backend) Context() int { return b.ctx }
+
+// ValidationMessages returns (and forgets) what the validation layer said.
+func (b *Backend) ValidationMessages() []string {
+	if b.inst == nil {
+		return nil
+	}
+	return b.inst.Messages()
+}
+
+// Close releases everything on the device, in reverse order of creation.
+func (b *Backend) Close() error {
+	if b.dev != nil {
+		b.dev.Close() // recordings, kernels, buffers, then the device
+		b.dev = nil
+	}
+	if b.inst != nil {
+		b.inst.Close()
+		b.inst = nil
+	}
+	return nil
+}
+
+// logits modes of a recording
+const (
+	outNone   = iota // no head
+	outLast          // the last token's logits
+	outAll           // every token's logits
+	outArgmax        // the last token's argmax
+)
+
+// Forward evaluates tokens at positions pos… (see nn.Backend).
+func (b *Backend) Forward(tokens []int32, pos int, logits []float32) error {
+	_, err := b.forward(tokens, pos, logits, false, nil)
+	return err
+}
+
+// ForwardArgmax is Forward returning the greedy next token (see nn.Picker).
+func (b *Backend) ForwardArgmax(tokens []int32, pos int) (int32, error) {
+	if len(tokens) == 0 {
+		return -1, errors.New("gpu: ForwardArgmax with no tokens")
+	}
+	return b.forward(tokens, pos, nil, true, nil)
+}
+
+// ForwardTrace is Forward reporting the residual stream after each block
+// (see nn.Tracer).
+func (b *Backend) ForwardTrace(tokens []int32, pos int, logits []float32, fn func(int, nn.Stage, []float32)) error {
+	_, err := b.forward(tokens, pos, logits, false, fn)
+	return err
+}
+
+func (b *Backend) forward(tokens []int32, pos int, logits []float32, argmax bool, trace func(int, nn.Stage, []float32)) (int32, error) {
+	if b.dev == nil {
+		return -1, errors.New("gpu: backend is closed")
+	}
+	v := b.c.Vocab
+	switch {
+	case len(tokens) == 0:
+		return -1, nil
+	case pos < 0 || pos+len(tokens) > b.ctx:
+		return -1, fmt.Errorf("gpu: positions %d..%d are outside the context of %d", pos, pos+len(tokens)-1, b.ctx)
+	case len(logits) != 0 && len(logits) != v && len(logits) != len(tokens)*v:
+		return -1, fmt.Errorf("gpu: logits buffer of %d for %d tokens and a vocabulary of %d", len(logits), len(tokens), v)
+	}
+	for _, t := range tokens {
+		if t < 0 || int(t) >= v {
+			return -1, fmt.Errorf("gpu: token %d is outside the vocabulary of %d", t, v)
+		}
+	}
+	id := int32(-1)
+	for start := 0; start < len(tokens); start += b.batch {
+		chunk := tokens[start:min(start+b.batch, len(tokens))]
+		T := len(chunk)
+		last := start+T == len(tokens)
+		mode := outNone
+		switch {
+		case len(logits) == len(tokens)*v:
+			mode = outAll
+		case argmax && last:
+			mode = outArgmax
+		case len(logits) == v && last:
+			mode = outLast
+		}
+		in := b.inHost.Mapped()
+		putU32(in[0:], uint32(pos+start))
+		putU32(in[4:], uint32(T))
+		for i, t := range chunk {
+			putU32(in[tokensOff+4*i:], uint32(t))
+		}
+		var rec *vk.Recording
+		var err error
+		if trace != nil {
+			if rec, err = b.traceRecording(T, mode); err != nil {
+				return -1, err
+			}
+			defer rec.Release()
+		} else if rec, err = b.recording(T, mode); err != nil {
+			return -1, err
+		}
+		if err := b.dev.Submit(rec); err != nil {
+			return -1, err
+		}
+		out := b.outHost.Mapped()
+		switch mode {
+		case outAll:
+			copy(logits[start*v:(start+T)*v], f32View(out, T*v))
+		case outLast:
+			copy(logits, f32View(out, v))
+		case outArgmax:
+			id = int32(getU32(out))
+		}
+		if trace != nil {
+			tr := f32View(b.traceHost.Mapped(), 2*len(b.layers)*T*b.c.Embd)
+			n := T * b.c.Embd
+			for l := range b.layers {
+				trace(l, nn.StageAttention, tr[(2*l)*n:(2*l+1)*n])
+				trace(l, nn.StageFFN, tr[(2*l+1)*n:(2*l+2)*n])
+			}
+		}
+	}
+	return id, nil
+}
+
+func putU32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
+func getU32(b []byte) uint32    { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+
+// f32View is the first n float32 of mapped device memory (little-endian,
+// as every Vulkan host is).
+func f32View(b []byte, n int) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+var _ nn.Tracer = (*Backend)(nil)
+var _ nn.Picker = (*Backend)(nil)
+
+// kernelKey is one pipeline: a kernel with its specialization constants.
+type kernelKey struct {
+	k    spirv.Kernel
+	spec [5]uint32
+}

@@ -1,0 +1,183 @@
+package gpu
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/bitvk/bitvk/gpu/vk"
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/nntest"
+)
+
+// needVulkan skips the test when there is no Vulkan device, unless
+// BITVK_REQUIRE_VULKAN=1 (as in `make test`), where it fails instead.
+func needVulkan(t testing.TB) {
+	t.Helper()
+	devs, err := Devices()
+	if err == nil && len(devs) > 0 {
+		return
+	}
+	if os.Getenv("BITVK_REQUIRE_VULKAN") == "1" {
+		t.Fatalf("no Vulkan device (BITVK_REQUIRE_VULKAN=1): %v", err)
+	}
+	t.Skipf("no Vulkan device: %v (install mesa-vulkan-drivers for lavapipe)", err)
+}
+
+// open makes a backend with the validation layer on, and fails the test at
+// its end if the layer said anything.
+func open(t testing.TB, c *nn.Config, w *nn.Weights, o Options) *Backend {
+	t.Helper()
+	needVulkan(t)
+	o.Validation = true
+	b, err := New(c, w, o)
+	if err != nil {
+		t.Fatalf("gpu.New: %v", err)
+	}
+	t.Cleanup(func() {
+		msgs := b.ValidationMessages()
+		b.Close()
+		for _, m := range msgs {
+			t.Errorf("validation: %s", m)
+		}
+	})
+	return b
+}
+
+// variants are the backend configurations every suite runs: the integer
+// dot product kernels (where the device has them), the plain int32
+// kernels, and weights split into many small shards with a batch smaller
+// than the suite's chunks.
+var variants = []struct {
+	name string
+	o    Options
+}{
+	{"default", Options{}},
+	{"plain", Options{Plain: true}},
+	{"sharded", Options{MaxShardBytes: 4096, Batch: 5}},
+}
+
+func TestConformanceForward(t *testing.T) {
+	needVulkan(t)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			nntest.Forward(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+				o := v.o
+				o.Context = ctx
+				return open(t, c, w, o), nil
+			})
+		})
+	}
+}
+
+// The int8 head is an approximation of the float16 one: its logits follow
+// the oracle's closely, not exactly.
+func TestHeadQ8(t *testing.T) {
+	m := nntest.NewModel(t, "small", nntest.StoreI2S, 5)
+	toks := []int32{1, 17, 400, 3, 99, 1000}
+	f16 := open(t, m.Config, m.Weights, Options{Context: 16})
+	m2 := nntest.NewModel(t, "small", nntest.StoreI2S, 5)
+	q8 := open(t, m2.Config, m2.Weights, Options{Context: 16, HeadQ8: true})
+	V := m.Config.Vocab
+	a, b := make([]float32, len(toks)*V), make([]float32, len(toks)*V)
+	if err := f16.Forward(toks, 0, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := q8.Forward(toks, 0, b); err != nil {
+		t.Fatal(err)
+	}
+	for p := range toks {
+		if c := nntest.Correlation(a[p*V:(p+1)*V], b[p*V:(p+1)*V]); c < 0.999 {
+			t.Errorf("position %d: q8 head's logits correlate %.5f with the f16 head's", p, c)
+		}
+	}
+}
+
+// ForwardArgmax picks the same token as the argmax of Forward's logits, and
+// ForwardTrace reports every block and the same logits as Forward.
+func TestArgmaxAndTrace(t *testing.T) {
+	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 9)
+	b := open(t, m.Config, m.Weights, Options{Context: 32, Batch: 4})
+	V := m.Config.Vocab
+	toks := []int32{5, 9, 2, 77, 31, 8, 1}
+	logits := make([]float32, V)
+	if err := b.Forward(toks, 0, logits); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := nntest.Top2(logits)
+	id, err := b.ForwardArgmax(toks, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(id) != want {
+		t.Errorf("ForwardArgmax = %d, argmax of the logits %d", id, want)
+	}
+	traced := make([]float32, V)
+	seen := map[[2]int]int{}
+	err = b.ForwardTrace(toks, 0, traced, func(l int, s nn.Stage, x []float32) {
+		seen[[2]int{l, int(s)}] += len(x)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range logits {
+		if logits[i] != traced[i] {
+			t.Fatalf("ForwardTrace logit %d = %v, Forward %v", i, traced[i], logits[i])
+		}
+	}
+	for l := range m.Config.Layers {
+		for s := range 2 {
+			if got := seen[[2]int{l, s}]; got != len(toks)*m.Config.Embd {
+				t.Errorf("layer %d stage %d: traced %d values, want %d", l, s, got, len(toks)*m.Config.Embd)
+			}
+		}
+	}
+}
+
+func TestBackendErrors(t *testing.T) {
+	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 1)
+	b := open(t, m.Config, m.Weights, Options{Context: 8})
+	V := m.Config.Vocab
+	for _, tc := range []struct {
+		name   string
+		toks   []int32
+		pos    int
+		logits []float32
+		want   string
+	}{
+		{"past the context", []int32{1, 2}, 7, nil, "outside the context"},
+		{"bad token", []int32{int32(V)}, 0, nil, "outside the vocabulary"},
+		{"bad logits", []int32{1}, 0, make([]float32, 3), "logits buffer"},
+	} {
+		err := b.Forward(tc.toks, tc.pos, tc.logits)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := New(m.Config, m.Weights, Options{Device: 99}); err == nil || !strings.Contains(err.Error(), "no device 99") {
+		t.Errorf("device 99: error %v", err)
+	}
+	b.Close()
+	if err := b.Forward([]int32{1}, 0, nil); err == nil {
+		t.Error("Forward after Close did not fail")
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestDevices(t *testing.T) {
+	needVulkan(t)
+	devs, err := Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		if d.Name == "" || d.MaxStorageBufferRange == 0 || d.ComputeQueueFamily < 0 {
+			t.Errorf("device %d: incomplete description %+v", d.Index, d)
+		}
+	}
+	if vk.Pick(devs) < 0 {
+		t.Error("Pick found no device")
+	}
+}

@@ -1,0 +1,296 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bitvk/bitvk/gpu/vk"
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/spirv"
+)
+
+// Workgroup shapes. NR rows × NT tokens per workgroup for the matrix
+// kernels: NT = 1 for decode, tileT for prefill (each weight word read once
+// serves tileT tokens).
+const (
+	wgMat  = 64
+	rowsWG = 4
+	tileT  = 8
+	wgNorm = 256
+	wgAttn = 128
+	wgRope = 64
+	wgEmbd = 64
+	wgArg  = 256
+)
+
+// kernel returns the pipeline of k with the given specialization constants
+// (the first is always the workgroup size), made on first use.
+func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
+	key := kernelKey{k: k}
+	copy(key.spec[:], spec)
+	if p, ok := b.kernels[key]; ok {
+		return p, nil
+	}
+	code, err := spirv.Code(k)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.dev.NewKernel(string(k), code, bindings[k], pushSize(k), spec)
+	if err != nil {
+		return nil, err
+	}
+	b.kernels[key] = p
+	return p, nil
+}
+
+// bindings is the number of storage buffers each kernel binds.
+var bindings = map[spirv.Kernel]int{
+	spirv.Embed: 3, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6,
+	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.RopeKV: 5,
+	spirv.Attention: 6, spirv.Argmax: 2,
+}
+
+// workgroup returns size capped by the device, a power of two.
+func (b *Backend) workgroup(size uint32) uint32 {
+	for size > b.info.MaxComputeWorkGroupInvocations && size > 1 {
+		size /= 2
+	}
+	return size
+}
+
+// recKey identifies a cached recording: T tokens, one of the out… modes.
+type recKey struct{ T, mode int }
+
+// maxRecordings bounds the cache of recordings (decode, a few prefill sizes).
+const maxRecordings = 8
+
+// recording returns the recorded forward pass for T tokens, recording it
+// on first use. The position and the tokens are read from the input
+// buffer, so one recording serves every step of that size.
+func (b *Backend) recording(T, mode int) (*vk.Recording, error) {
+	key := recKey{T, mode}
+	if r, ok := b.recs[key]; ok {
+		return r, nil
+	}
+	r, err := b.record(fmt.Sprintf("forward of %d tokens", T), T, mode, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(b.recList) == maxRecordings {
+		old := b.recList[0]
+		b.recList = b.recList[1:]
+		b.recs[old].Release()
+		delete(b.recs, old)
+	}
+	b.recs[key] = r
+	b.recList = append(b.recList, key)
+	return r, nil
+}
+
+// traceRecording records a forward pass that also copies the residual
+// stream after each block to the host; it is not cached.
+func (b *Backend) traceRecording(T, mode int) (*vk.Recording, error) {
+	if b.traceDev == nil {
+		size := int64(2*len(b.layers)*b.batch*b.c.Embd) * 4
+		var err error
+		if b.traceDev, err = b.dev.NewBuffer("trace", size, false); err != nil {
+			return nil, err
+		}
+		if b.traceHost, err = b.dev.NewBuffer("trace (host)", size, true); err != nil {
+			return nil, err
+		}
+	}
+	return b.record(fmt.Sprintf("traced forward of %d tokens", T), T, mode, true)
+}
+
+// whole binds all of a buffer.
+func whole(buf *vk.Buffer) vk.Range { return vk.Range{Buf: buf} }
+
+// recorder is a recording under construction; the first error sticks.
+type recorder struct {
+	b   *Backend
+	r   *vk.Recording
+	err error
+}
+
+func (rc *recorder) dispatch(k spirv.Kernel, spec []uint32, bufs []vk.Range, push any, x, y uint32) {
+	if rc.err != nil {
+		return
+	}
+	p, err := rc.b.kernel(k, spec...)
+	if err != nil {
+		rc.err = err
+		return
+	}
+	rc.r.Dispatch(p, bufs, pushBytes(push), x, y, 1)
+}
+
+func ceilDiv(a, b int) uint32 { return uint32((a + b - 1) / b) }
+
+// normQuant records norm_quant over T tokens of in (rows of inStride
+// floats, from token inOff): ACT, NORM, QUANT as in the shader.
+func (rc *recorder) normQuant(in *vk.Buffer, w *vk.Buffer, K, inStride, inOff, T int, act, quant uint32) {
+	b := rc.b
+	norm := uint32(1)
+	if w == nil {
+		norm, w = 0, b.outNorm // any float buffer: unread
+	}
+	rc.dispatch(spirv.NormQuant, []uint32{b.workgroup(wgNorm), act, norm, quant},
+		[]vk.Range{whole(in), whole(w), whole(b.xn), whole(b.q), whole(b.s)},
+		normPush{K: uint32(K), InStride: uint32(inStride), InOff: uint32(inOff), Eps: b.c.Eps}, uint32(T), 1)
+}
+
+// ternary records out[t][row] (+)= BitLinear of the quantized activations
+// by m, every shard, for T tokens.
+func (rc *recorder) ternary(m *ternaryMatrix, out *vk.Buffer, outStride, T int, acc bool) {
+	b := rc.b
+	k := spirv.Ternary
+	if b.dot {
+		k = spirv.TernaryDot
+	}
+	nt, grouped, accum := uint32(1), uint32(0), uint32(0)
+	if T > 1 {
+		nt = tileT
+	}
+	gs := m.rowScale
+	if m.groupScale != nil {
+		grouped, gs = 1, m.groupScale
+	}
+	if acc {
+		accum = 1
+	}
+	for _, sh := range m.shards {
+		rc.dispatch(k, []uint32{wgMat, rowsWG, nt, grouped, accum},
+			[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(m.rowScale), whole(gs), whole(out)},
+			matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(m.k), T: uint32(T), OutStride: uint32(outStride)},
+			ceilDiv(sh.rows, rowsWG), ceilDiv(T, int(nt)))
+	}
+}
+
+// head records logits[t] for n tokens of the normed state (xn rows 0…, or
+// the quantized q and s for the int8 head).
+func (rc *recorder) head(n int) {
+	b := rc.b
+	nt := uint32(1)
+	if n > 1 {
+		nt = tileT
+	}
+	h := b.head
+	for _, sh := range h.shards {
+		push := matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(h.k), T: uint32(n), OutStride: uint32(b.c.Vocab)}
+		gx, gy := ceilDiv(sh.rows, rowsWG), ceilDiv(n, int(nt))
+		if h.rowScale == nil {
+			rc.dispatch(spirv.HeadF16, []uint32{wgMat, rowsWG, nt},
+				[]vk.Range{whole(sh.buf), whole(b.xn), whole(b.logits)}, push, gx, gy)
+			continue
+		}
+		k := spirv.HeadQ8
+		if b.dot {
+			k = spirv.HeadQ8Dot
+		}
+		rc.dispatch(k, []uint32{wgMat, rowsWG, nt},
+			[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(h.rowScale), whole(b.logits)}, push, gx, gy)
+	}
+}
+
+// record records the forward pass of T tokens: the embedding, every layer,
+// and (by mode) the head, its argmax, and the copy of what the host reads.
+// Barriers separate the steps that read what the previous one wrote; the
+// shards of one matrix run without barriers between them.
+func (b *Backend) record(name string, T, mode int, trace bool) (*vk.Recording, error) {
+	c := b.c
+	E, F, KV := c.Embd, c.FFN, c.KVDim()
+	qkvStride := E + 2*KV
+	rc := &recorder{b: b, r: b.dev.Record(name)}
+	r := rc.r
+	params := vk.Range{Buf: b.inDev, Off: 0, Size: 16}
+	tokens := vk.Range{Buf: b.inDev, Off: tokensOff, Size: int64(4 * T)}
+
+	r.Copy(vk.Range{Buf: b.inHost, Size: tokensOff + int64(4*T)}, vk.Range{Buf: b.inDev, Size: tokensOff + int64(4*T)})
+	r.Barrier()
+	for _, sh := range b.embd.shards {
+		rc.dispatch(spirv.Embed, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), tokens, whole(b.x)},
+			embedPush{Row0: uint32(sh.row0), Rows: uint32(sh.rows), K: uint32(E)}, uint32(T), 1)
+	}
+	r.Barrier()
+	act := uint32(1)
+	if c.Activation == nn.SiLU {
+		act = 2
+	}
+	stage := 0
+	traceCopy := func() {
+		if trace {
+			r.Copy(vk.Range{Buf: b.x, Size: int64(4 * T * E)}, vk.Range{Buf: b.traceDev, Off: int64(4 * stage * T * E), Size: int64(4 * T * E)})
+			stage++
+		}
+	}
+	for _, l := range b.layers {
+		// attention
+		rc.normQuant(b.x, l.attnNorm, E, E, 0, T, 0, 1)
+		r.Barrier()
+		rc.ternary(l.qkv, b.qkv, qkvStride, T, false)
+		r.Barrier()
+		rc.dispatch(spirv.RopeKV, []uint32{wgRope},
+			[]vk.Range{whole(b.qkv), whole(b.rope), whole(l.kc), whole(l.vc), params},
+			ropePush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), QKVStride: uint32(qkvStride)},
+			uint32(T), uint32(c.Heads+2*c.KVHeads))
+		r.Barrier()
+		rc.dispatch(spirv.Attention, []uint32{b.workgroup(wgAttn)},
+			[]vk.Range{whole(b.qkv), whole(l.kc), whole(l.vc), whole(b.scores), whole(b.att), params},
+			attnPush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), QKVStride: uint32(qkvStride),
+				Ctx: uint32(b.ctx), Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))},
+			uint32(T), uint32(c.Heads))
+		r.Barrier()
+		rc.normQuant(b.att, l.attnSubNorm, E, E, 0, T, 0, 1)
+		r.Barrier()
+		rc.ternary(l.o, b.x, E, T, true)
+		r.Barrier()
+		traceCopy()
+		// feed-forward
+		rc.normQuant(b.x, l.ffnNorm, E, E, 0, T, 0, 1)
+		r.Barrier()
+		rc.ternary(l.gateUp, b.gu, 2*F, T, false)
+		r.Barrier()
+		rc.normQuant(b.gu, l.ffnSubNorm, F, 2*F, 0, T, act, 1)
+		r.Barrier()
+		rc.ternary(l.down, b.x, E, T, true)
+		r.Barrier()
+		traceCopy()
+	}
+	if mode != outNone {
+		n, off := 1, T-1
+		if mode == outAll {
+			n, off = T, 0
+		}
+		if b.head.rowScale == nil {
+			rc.normQuant(b.x, b.outNorm, E, E, off, n, 0, 0)
+		} else {
+			rc.normQuant(b.x, b.outNorm, E, E, off, n, 0, 1)
+		}
+		r.Barrier()
+		rc.head(n)
+		r.Barrier()
+		if mode == outArgmax {
+			rc.dispatch(spirv.Argmax, []uint32{b.workgroup(wgArg)}, []vk.Range{whole(b.logits), whole(b.result)},
+				argmaxPush{N: uint32(c.Vocab)}, 1, 1)
+			r.Barrier()
+			r.Copy(whole(b.result), vk.Range{Buf: b.outHost, Size: 4})
+		} else {
+			size := int64(4 * n * c.Vocab)
+			r.Copy(vk.Range{Buf: b.logits, Size: size}, vk.Range{Buf: b.outHost, Size: size})
+		}
+	}
+	if trace {
+		size := int64(4 * stage * T * E)
+		r.Barrier()
+		r.Copy(vk.Range{Buf: b.traceDev, Size: size}, vk.Range{Buf: b.traceHost, Size: size})
+	}
+	if rc.err == nil {
+		rc.err = r.Finish()
+	}
+	if rc.err != nil {
+		r.Release()
+		return nil, fmt.Errorf("gpu: recording %s: %w", name, rc.err)
+	}
+	return r, nil
+}

@@ -1,0 +1,63 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"math"
+	"reflect"
+
+	"github.com/bitvk/bitvk/spirv"
+)
+
+// The push constants of each kernel, field for field the `Push` block of
+// its shaders/*.comp (TestPushLayouts holds the two to each other). Every
+// field is 4 bytes, so offsets are 4·index.
+type (
+	embedPush struct{ Row0, Rows, K uint32 }
+	normPush  struct {
+		K, InStride, InOff uint32
+		Eps                float32
+	}
+	// matPush serves ternary, head_f16 and head_q8.
+	matPush   struct{ Rows, Row0, K, T, OutStride uint32 }
+	ropePush  struct{ Heads, KVHeads, HD, RopeDim, QKVStride uint32 }
+	attnPush  struct {
+		Heads, KVHeads, HD, QKVStride, Ctx uint32
+		Scale                              float32
+	}
+	argmaxPush struct{ N, Off uint32 }
+)
+
+// pushTypes maps each kernel to its push-constant struct.
+var pushTypes = map[spirv.Kernel]any{
+	spirv.Embed:      embedPush{},
+	spirv.NormQuant:  normPush{},
+	spirv.Ternary:    matPush{},
+	spirv.TernaryDot: matPush{},
+	spirv.HeadF16:    matPush{},
+	spirv.HeadQ8:     matPush{},
+	spirv.HeadQ8Dot:  matPush{},
+	spirv.RopeKV:     ropePush{},
+	spirv.Attention:  attnPush{},
+	spirv.Argmax:     argmaxPush{},
+}
+
+// pushSize is the size in bytes of k's push constants.
+func pushSize(k spirv.Kernel) int { return reflect.TypeOf(pushTypes[k]).NumField() * 4 }
+
+// pushBytes encodes a push-constant struct as the shader reads it.
+func pushBytes(p any) []byte {
+	v := reflect.ValueOf(p)
+	b := make([]byte, 0, 4*v.NumField())
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Uint32:
+			b = binary.LittleEndian.AppendUint32(b, uint32(f.Uint()))
+		case reflect.Float32:
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(f.Float())))
+		default:
+			panic("gpu: push constant field of kind " + f.Kind().String())
+		}
+	}
+	return b
+}

@@ -1,0 +1,286 @@
+//go:build cgo
+
+package vk
+
+/*
+#cgo LDFLAGS: -ldl -lpthread
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	vulkan "github.com/vulkan-go/vulkan"
+)
+
+// validationLayer is the layer InstanceOptions.Validation enables.
+const validationLayer = "VK_LAYER_KHRONOS_validation"
+
+// loader is the process's Vulkan loader, opened once: vulkan-go keeps its
+// function pointers in C globals, so there is only ever one.
+var loader struct {
+	once sync.Once
+	gipa unsafe.Pointer // vkGetInstanceProcAddr
+	err  error
+}
+
+func loadVulkan() (unsafe.Pointer, error) {
+	loader.once.Do(func() {
+		gipa := C.bvk_load()
+		if gipa == nil {
+			loader.err = fmt.Errorf("%w: no Vulkan loader (libvulkan.so): install libvulkan1 / libvulkan-dev", ErrUnavailable)
+			return
+		}
+		// vulkan-go uses the same vkGetInstanceProcAddr as the shim, so both
+		// talk to one loader (its own default wants the libvulkan.so dev link).
+		vulkan.SetGetInstanceProcAddr(gipa)
+		if err := vulkan.Init(); err != nil {
+			loader.err = fmt.Errorf("%w: initialising the Vulkan loader: %v", ErrUnavailable, err)
+			return
+		}
+		loader.gipa = gipa
+	})
+	return loader.gipa, loader.err
+}
+
+// Instance is a Vulkan instance with its physical devices enumerated.
+type Instance struct {
+	gipa      unsafe.Pointer
+	handle    unsafe.Pointer // VkInstance
+	api       uint32         // the API version the instance was created for
+	msgs      *C.bvk_msgs    // nil without validation
+	messenger unsafe.Pointer // VkDebugUtilsMessengerEXT
+	phys      []unsafe.Pointer
+	devs      []DeviceInfo
+	open      []*Device // devices not closed yet, closed by Close
+
+	mu      sync.Mutex // guards msgs, pending and closed against Messages
+	pending []string   // messages drained at Close
+	closed  bool
+}
+
+// NewInstance creates a Vulkan instance, requesting API version 1.3 when the
+// loader supports it and 1.1 otherwise, and enumerates the devices.
+func NewInstance(o InstanceOptions) (*Instance, error) {
+	gipa, err := loadVulkan()
+	if err != nil {
+		return nil, err
+	}
+	loaderAPI := uint32(C.bvk_instance_version(gipa))
+	const v11, v13 = 1<<22 | 1<<12, 1<<22 | 3<<12
+	if loaderAPI>>12 < v11>>12 {
+		return nil, fmt.Errorf("%w: the Vulkan loader supports only %s; bitvk needs 1.1 (update libvulkan1)", ErrUnavailable, apiVersionString(loaderAPI))
+	}
+	api := uint32(v11)
+	if loaderAPI>>12 >= v13>>12 {
+		api = v13
+	}
+	inst := &Instance{gipa: gipa, api: api}
+	if o.Validation {
+		cname := C.CString(validationLayer)
+		ok := C.bvk_has_layer(gipa, cname) != 0
+		C.free(unsafe.Pointer(cname))
+		if !ok {
+			return nil, fmt.Errorf("vulkan: validation layer %s is not installed (install vulkan-validationlayers)", validationLayer)
+		}
+		cname = C.CString("VK_EXT_debug_utils")
+		ok = C.bvk_has_instance_extension(gipa, cname) != 0
+		C.free(unsafe.Pointer(cname))
+		if !ok {
+			return nil, fmt.Errorf("vulkan: validation needs the instance extension VK_EXT_debug_utils, which the loader does not offer")
+		}
+		inst.msgs = C.bvk_msgs_new()
+		if inst.msgs == nil {
+			return nil, fmt.Errorf("vulkan: creating the validation message queue: out of host memory")
+		}
+	}
+	var sync C.int
+	if o.Validation && o.SyncValidation {
+		sync = 1
+	}
+	var handle unsafe.Pointer
+	if r := C.bvk_create_instance(gipa, C.uint32_t(api), inst.msgs, sync, &handle); r != 0 {
+		C.bvk_msgs_free(inst.msgs)
+		if r == -9 { // VK_ERROR_INCOMPATIBLE_DRIVER
+			return nil, fmt.Errorf("%w: creating a Vulkan %s instance: no compatible Vulkan driver (install mesa-vulkan-drivers or your GPU's driver)", ErrUnavailable, apiVersionString(api))
+		}
+		return nil, fmt.Errorf("vulkan: creating a Vulkan %s instance: %s", apiVersionString(api), resultText(int32(r)))
+	}
+	inst.handle = handle
+	if err := vulkan.InitInstance(vulkan.Instance(handle)); err != nil {
+		inst.Close()
+		return nil, fmt.Errorf("vulkan: loading instance functions: %v", err)
+	}
+	if inst.msgs != nil {
+		if r := C.bvk_create_messenger(gipa, handle, inst.msgs, &inst.messenger); r != 0 {
+			inst.Close()
+			return nil, fmt.Errorf("vulkan: creating the debug-utils messenger: %s", resultText(int32(r)))
+		}
+	}
+	if err := inst.enumerate(); err != nil {
+		inst.Close()
+		return nil, err
+	}
+	return inst, nil
+}
+
+// enumerate fills phys and devs.
+func (i *Instance) enumerate() error {
+	var n uint32
+	h := vulkan.Instance(i.handle)
+	if r := vulkan.EnumeratePhysicalDevices(h, &n, nil); r != vulkan.Success {
+		return fmt.Errorf("vulkan: enumerating devices: %s", resultText(int32(r)))
+	}
+	list := make([]vulkan.PhysicalDevice, n)
+	if n > 0 {
+		if r := vulkan.EnumeratePhysicalDevices(h, &n, list); r != vulkan.Success && r != vulkan.Incomplete {
+			return fmt.Errorf("vulkan: enumerating devices: %s", resultText(int32(r)))
+		}
+	}
+	for idx, pd := range list[:n] {
+		p := unsafe.Pointer(pd)
+		var ci C.bvk_device_info
+		if r := C.bvk_query_device(i.gipa, i.handle, p, C.uint32_t(i.api), &ci); r != 0 {
+			return fmt.Errorf("vulkan: querying device %d: %s", idx, resultText(int32(r)))
+		}
+		i.phys = append(i.phys, p)
+		i.devs = append(i.devs, deviceInfo(idx, &ci))
+	}
+	return nil
+}
+
+// deviceInfo converts the shim's description into a DeviceInfo.
+func deviceInfo(idx int, c *C.bvk_device_info) DeviceInfo {
+	d := DeviceInfo{
+		Index:                           idx,
+		Name:                            C.GoString(&c.name[0]),
+		Type:                            deviceTypeName(uint32(c.device_type)),
+		VendorID:                        uint32(c.vendor_id),
+		DeviceID:                        uint32(c.device_id),
+		DriverVersion:                   driverVersionString(uint32(c.vendor_id), uint32(c.driver_version)),
+		APIVersion:                      apiVersionString(uint32(c.api_version)),
+		MaxStorageBufferRange:           uint64(c.max_storage_buffer_range),
+		MaxMemoryAllocationSize:         uint64(c.max_memory_allocation_size),
+		MinStorageBufferOffsetAlignment: uint64(c.min_storage_buffer_offset_alignment),
+		MaxComputeWorkGroupInvocations:  uint32(c.max_wg_invocations),
+		MaxComputeSharedMemorySize:      uint32(c.max_shared),
+		MaxPushConstantsSize:            uint32(c.max_push),
+		SubgroupSize:                    uint32(c.subgroup_size),
+		apiRaw:                          uint32(c.api_version),
+	}
+	for k := range 3 {
+		d.MaxComputeWorkGroupCount[k] = uint32(c.max_wg_count[k])
+	}
+	d.Driver = d.DriverVersion
+	if c.has_driver_props != 0 {
+		d.Driver = C.GoString(&c.driver_name[0]) + " " + C.GoString(&c.driver_info[0])
+	}
+	for k := range int(c.heap_count) {
+		d.Heaps = append(d.Heaps, Heap{Size: uint64(c.heap_size[k]), DeviceLocal: c.heap_flags[k]&1 != 0})
+	}
+	for k := range int(c.type_count) {
+		d.memTypes = append(d.memTypes, memType{flags: uint32(c.type_flags[k]), heap: uint32(c.type_heap[k])})
+	}
+	const computeStage = 0x20 // VK_SHADER_STAGE_COMPUTE_BIT
+	if c.subgroup_stages&computeStage != 0 {
+		d.SubgroupOps = subgroupOps(uint32(c.subgroup_ops))
+	}
+	fams := make([]uint32, int(c.family_count))
+	for k := range fams {
+		fams[k] = uint32(c.family_flags[k])
+	}
+	d.ComputeQueueFamily = pickQueueFamily(fams)
+	f := uint32(c.features)
+	d.Features = Features{
+		Storage16:             f&C.BVK_F_STORAGE16 != 0,
+		Storage8:              f&C.BVK_F_STORAGE8 != 0,
+		Int8:                  f&C.BVK_F_INT8 != 0,
+		Float16:               f&C.BVK_F_FLOAT16 != 0,
+		Int64:                 f&C.BVK_F_INT64 != 0,
+		IntegerDot:            f&C.BVK_F_INTEGER_DOT != 0,
+		IntegerDotAccelerated: f&C.BVK_F_INTEGER_DOT_ACCEL != 0,
+		SubgroupArithmetic:    d.hasSubgroupOp("arithmetic"),
+		SubgroupSizeControl:   f&C.BVK_F_SUBGROUP_SIZE_CONTROL != 0,
+		CooperativeMatrix:     uint32(c.extensions)&(C.BVK_EXT_COOPMAT_KHR|C.BVK_EXT_COOPMAT_NV) != 0,
+	}
+	return d
+}
+
+// Devices returns every physical device, in enumeration order.
+func (i *Instance) Devices() []DeviceInfo {
+	out := make([]DeviceInfo, len(i.devs))
+	copy(out, i.devs)
+	return out
+}
+
+// Messages returns the validation messages received since the last call
+// and forgets them. It is safe to call from any goroutine, also after Close.
+func (i *Instance) Messages() []string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	out := i.pending
+	i.pending = nil
+	out = append(out, i.drainLocked()...)
+	return out
+}
+
+// drainLocked pops every message queued in C; i.mu must be held.
+func (i *Instance) drainLocked() []string {
+	if i.msgs == nil {
+		return nil
+	}
+	var out []string
+	for {
+		s := C.bvk_msgs_pop(i.msgs)
+		if s == nil {
+			return out
+		}
+		out = append(out, C.GoString(s))
+		C.free(unsafe.Pointer(s))
+	}
+}
+
+// Close closes the devices still open, then destroys the messenger and the
+// instance. Messages received until then stay readable through Messages.
+// Closing twice is safe.
+func (i *Instance) Close() {
+	if i == nil {
+		return
+	}
+	for k := len(i.open) - 1; k >= 0; k-- {
+		i.open[k].Close()
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.closed {
+		return
+	}
+	i.closed = true
+	if i.messenger != nil {
+		C.bvk_destroy_messenger(i.gipa, i.handle, i.messenger)
+		i.messenger = nil
+	}
+	if i.handle != nil {
+		C.bvk_destroy_instance(i.gipa, i.handle)
+		i.handle = nil
+	}
+	if i.msgs != nil {
+		i.pending = append(i.pending, i.drainLocked()...)
+		C.bvk_msgs_free(i.msgs)
+		i.msgs = nil
+	}
+}
+
+// forget removes a closed device from the open list.
+func (i *Instance) forget(d *Device) {
+	for k, o := range i.open {
+		if o == d {
+			i.open = append(i.open[:k], i.open[k+1:]...)
+			return
+		}
+	}
+}

@@ -1,0 +1,171 @@
+//go:build cgo
+
+package vk
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	vulkan "github.com/vulkan-go/vulkan"
+)
+
+// Kernel is one compute pipeline: a SPIR-V module's "main" with its
+// specialization constants applied, descriptor set 0 holding storage
+// buffers at bindings 0..buffers-1, and an optional push-constant block.
+type Kernel struct {
+	dev      *Device
+	name     string
+	buffers  int
+	pushSize int
+	setLay   vulkan.DescriptorSetLayout
+	layout   vulkan.PipelineLayout
+	pipeline vulkan.Pipeline
+	released bool
+}
+
+// NewKernel creates the pipeline for spirv (a SPIR-V binary, little-endian
+// words). buffers is the number of storage-buffer bindings, pushSize the
+// push-constant block size in bytes (0: none), and spec[i] the value of the
+// specialization constant with constant_id i (4 bytes each).
+func (d *Device) NewKernel(name string, spirv []byte, buffers int, pushSize int, spec []uint32) (*Kernel, error) {
+	if d.closed {
+		return nil, fmt.Errorf("vulkan: kernel %s: the device is closed", name)
+	}
+	switch {
+	case len(spirv) == 0 || len(spirv)%4 != 0:
+		return nil, fmt.Errorf("vulkan: kernel %s: SPIR-V is %d bytes, not a positive multiple of 4", name, len(spirv))
+	case binary.LittleEndian.Uint32(spirv) != 0x07230203:
+		return nil, fmt.Errorf("vulkan: kernel %s: not SPIR-V (magic %#08x, want 0x07230203 little-endian)", name, binary.LittleEndian.Uint32(spirv))
+	case buffers < 0:
+		return nil, fmt.Errorf("vulkan: kernel %s: negative buffer count %d", name, buffers)
+	case pushSize < 0 || pushSize%4 != 0 || uint32(pushSize) > d.info.MaxPushConstantsSize:
+		return nil, fmt.Errorf("vulkan: kernel %s: push-constant size %d must be a multiple of 4 within the device's %d bytes", name, pushSize, d.info.MaxPushConstantsSize)
+	}
+	words := make([]uint32, len(spirv)/4)
+	for i := range words {
+		words[i] = binary.LittleEndian.Uint32(spirv[4*i:])
+	}
+	k := &Kernel{dev: d, name: name, buffers: buffers, pushSize: pushSize}
+
+	var module vulkan.ShaderModule
+	if r := vulkan.CreateShaderModule(d.dev, &vulkan.ShaderModuleCreateInfo{
+		SType:    vulkan.StructureTypeShaderModuleCreateInfo,
+		CodeSize: uint(len(spirv)),
+		PCode:    words,
+	}, nil, &module); r != vulkan.Success {
+		return nil, d.errorf(r, "creating the shader module of kernel %s", name)
+	}
+	defer vulkan.DestroyShaderModule(d.dev, module, nil)
+
+	bindings := make([]vulkan.DescriptorSetLayoutBinding, buffers)
+	for i := range bindings {
+		bindings[i] = vulkan.DescriptorSetLayoutBinding{
+			Binding:         uint32(i),
+			DescriptorType:  vulkan.DescriptorTypeStorageBuffer,
+			DescriptorCount: 1,
+			StageFlags:      vulkan.ShaderStageFlags(vulkan.ShaderStageComputeBit),
+		}
+	}
+	var setLay vulkan.DescriptorSetLayout
+	if r := vulkan.CreateDescriptorSetLayout(d.dev, &vulkan.DescriptorSetLayoutCreateInfo{
+		SType:        vulkan.StructureTypeDescriptorSetLayoutCreateInfo,
+		BindingCount: uint32(buffers),
+		PBindings:    bindings,
+	}, nil, &setLay); r != vulkan.Success {
+		return nil, d.errorf(r, "creating the descriptor set layout of kernel %s", name)
+	}
+	k.setLay = setLay
+
+	layoutInfo := vulkan.PipelineLayoutCreateInfo{
+		SType:          vulkan.StructureTypePipelineLayoutCreateInfo,
+		SetLayoutCount: 1,
+		PSetLayouts:    []vulkan.DescriptorSetLayout{setLay},
+	}
+	if pushSize > 0 {
+		layoutInfo.PushConstantRangeCount = 1
+		layoutInfo.PPushConstantRanges = []vulkan.PushConstantRange{{
+			StageFlags: vulkan.ShaderStageFlags(vulkan.ShaderStageComputeBit),
+			Offset:     0,
+			Size:       uint32(pushSize),
+		}}
+	}
+	var layout vulkan.PipelineLayout
+	if r := vulkan.CreatePipelineLayout(d.dev, &layoutInfo, nil, &layout); r != vulkan.Success {
+		k.free()
+		return nil, d.errorf(r, "creating the pipeline layout of kernel %s", name)
+	}
+	k.layout = layout
+
+	stage := vulkan.PipelineShaderStageCreateInfo{
+		SType:  vulkan.StructureTypePipelineShaderStageCreateInfo,
+		Stage:  vulkan.ShaderStageComputeBit,
+		Module: module,
+		PName:  "main\x00",
+	}
+	if len(spec) > 0 {
+		entries := make([]vulkan.SpecializationMapEntry, len(spec))
+		data := make([]byte, 4*len(spec))
+		for i, v := range spec {
+			entries[i] = vulkan.SpecializationMapEntry{ConstantID: uint32(i), Offset: uint32(4 * i), Size: 4}
+			binary.LittleEndian.PutUint32(data[4*i:], v)
+		}
+		cdata := cBytes(data) // the create info keeps the pointer: C memory
+		defer freeC(cdata)
+		stage.PSpecializationInfo = []vulkan.SpecializationInfo{{
+			MapEntryCount: uint32(len(spec)),
+			PMapEntries:   entries,
+			DataSize:      uint(len(data)),
+			PData:         cdata,
+		}}
+	}
+	pipes := make([]vulkan.Pipeline, 1)
+	if r := vulkan.CreateComputePipelines(d.dev, nil, 1, []vulkan.ComputePipelineCreateInfo{{
+		SType:  vulkan.StructureTypeComputePipelineCreateInfo,
+		Stage:  stage,
+		Layout: layout,
+	}}, nil, pipes); r != vulkan.Success {
+		k.free()
+		return nil, d.errorf(r, "creating the pipeline of kernel %s", name)
+	}
+	k.pipeline = pipes[0]
+	d.kernels = append(d.kernels, k)
+	return k, nil
+}
+
+// Name returns the name given to NewKernel.
+func (k *Kernel) Name() string { return k.name }
+
+// Release frees the kernel now instead of at Device.Close. No recording
+// that uses it may be submitted afterwards. Releasing twice is safe.
+func (k *Kernel) Release() {
+	if k == nil || k.released || k.dev.closed {
+		return
+	}
+	vulkan.DeviceWaitIdle(k.dev.dev)
+	k.free()
+	d := k.dev
+	for i, o := range d.kernels {
+		if o == k {
+			d.kernels = append(d.kernels[:i], d.kernels[i+1:]...)
+			break
+		}
+	}
+}
+
+// free destroys the Vulkan objects.
+func (k *Kernel) free() {
+	if k.released {
+		return
+	}
+	k.released = true
+	d := k.dev.dev
+	if k.pipeline != nil {
+		vulkan.DestroyPipeline(d, k.pipeline, nil)
+	}
+	if k.layout != nil {
+		vulkan.DestroyPipelineLayout(d, k.layout, nil)
+	}
+	if k.setLay != nil {
+		vulkan.DestroyDescriptorSetLayout(d, k.setLay, nil)
+	}
+}

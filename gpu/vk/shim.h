@@ -1,0 +1,111 @@
+// shim.h is the boundary between Go and bitvk's own C code for the parts of
+// Vulkan newer than 1.1 (pNext feature/property chains, device creation with
+// a feature chain, VK_EXT_debug_utils) plus the per-token submit. It exposes
+// only plain C types: Vulkan handles travel as void*, so this header never
+// includes a Vulkan header and cannot clash with vulkan-go's.
+#ifndef BITVK_SHIM_H
+#define BITVK_SHIM_H
+
+#include <stdint.h>
+
+#define BVK_MAX_HEAPS 16
+#define BVK_MAX_TYPES 32
+#define BVK_MAX_FAMILIES 32
+
+// Extension bits reported in bvk_device_info.extensions.
+enum {
+	BVK_EXT_DRIVER_PROPERTIES = 1 << 0,
+	BVK_EXT_16BIT_STORAGE = 1 << 1,
+	BVK_EXT_8BIT_STORAGE = 1 << 2,
+	BVK_EXT_FLOAT16_INT8 = 1 << 3,
+	BVK_EXT_INTEGER_DOT = 1 << 4,
+	BVK_EXT_SUBGROUP_SIZE_CONTROL = 1 << 5,
+	BVK_EXT_COOPMAT_KHR = 1 << 6,
+	BVK_EXT_COOPMAT_NV = 1 << 7,
+	BVK_EXT_STORAGE_BUFFER_CLASS = 1 << 8,
+};
+
+// Feature bits, used both for what a device has and what to enable.
+enum {
+	BVK_F_STORAGE16 = 1 << 0,
+	BVK_F_STORAGE8 = 1 << 1,
+	BVK_F_INT8 = 1 << 2,
+	BVK_F_FLOAT16 = 1 << 3,
+	BVK_F_INT64 = 1 << 4,
+	BVK_F_INTEGER_DOT = 1 << 5,
+	BVK_F_INTEGER_DOT_ACCEL = 1 << 6,
+	BVK_F_SUBGROUP_SIZE_CONTROL = 1 << 7,
+};
+
+typedef struct bvk_device_info {
+	uint32_t api_version, driver_version, vendor_id, device_id, device_type;
+	char name[256];
+	int has_driver_props;
+	char driver_name[256], driver_info[256];
+	uint64_t max_storage_buffer_range, max_memory_allocation_size, min_storage_buffer_offset_alignment;
+	uint32_t max_wg_invocations, max_shared, max_push, max_wg_count[3];
+	uint32_t subgroup_size, subgroup_stages, subgroup_ops;
+	uint32_t heap_count;
+	uint64_t heap_size[BVK_MAX_HEAPS];
+	uint32_t heap_flags[BVK_MAX_HEAPS];
+	uint32_t type_count;
+	uint32_t type_flags[BVK_MAX_TYPES], type_heap[BVK_MAX_TYPES];
+	uint32_t family_count;
+	uint32_t family_flags[BVK_MAX_FAMILIES];
+	uint32_t extensions; // BVK_EXT_*
+	uint32_t features;   // BVK_F_*
+} bvk_device_info;
+
+// bvk_load opens the Vulkan loader and returns its vkGetInstanceProcAddr, or
+// NULL when no loader is installed.
+void *bvk_load(void);
+
+// bvk_instance_version returns what vkEnumerateInstanceVersion reports
+// (VK_API_VERSION_1_0 when the loader predates it).
+uint32_t bvk_instance_version(void *gipa);
+
+// bvk_has_layer and bvk_has_instance_extension report whether the loader
+// offers the named layer or instance extension.
+int bvk_has_layer(void *gipa, const char *name);
+int bvk_has_instance_extension(void *gipa, const char *name);
+
+// bvk_msgs collects debug-utils messages from any thread behind a mutex.
+typedef struct bvk_msgs bvk_msgs;
+bvk_msgs *bvk_msgs_new(void);
+// bvk_msgs_pop returns the oldest message (malloc'd; free it) or NULL.
+char *bvk_msgs_pop(bvk_msgs *m);
+void bvk_msgs_free(bvk_msgs *m);
+
+// bvk_create_instance creates an instance for api_version. When msgs is not
+// NULL it enables the validation layer and VK_EXT_debug_utils, and chains a
+// messenger create-info so that instance creation itself is covered; sync
+// then also turns on synchronization validation (VK_EXT_validation_features).
+int32_t bvk_create_instance(void *gipa, uint32_t api_version, bvk_msgs *msgs, int sync, void **instance);
+void bvk_destroy_instance(void *gipa, void *instance);
+
+// bvk_create_messenger and bvk_destroy_messenger manage the
+// VK_EXT_debug_utils messenger that feeds msgs.
+int32_t bvk_create_messenger(void *gipa, void *instance, bvk_msgs *msgs, void **messenger);
+void bvk_destroy_messenger(void *gipa, void *instance, void *messenger);
+
+// bvk_query_device fills info for one physical device, chaining only the
+// structures the device supports at api_version = min(instance, device).
+int32_t bvk_query_device(void *gipa, void *instance, void *phys, uint32_t instance_api, bvk_device_info *info);
+
+// bvk_device is a logical device with its queue and the device-level
+// function pointers the hot path needs.
+typedef struct bvk_device bvk_device;
+
+// bvk_create_device creates a device with one queue from family, enabling
+// the BVK_F_* features in enable (enabling extensions where the device's
+// API version is below the promoting core version).
+int32_t bvk_create_device(void *gipa, void *instance, void *phys, uint32_t instance_api, uint32_t family, uint32_t enable, bvk_device **out);
+void *bvk_device_handle(bvk_device *d);
+void *bvk_device_queue(bvk_device *d);
+void bvk_destroy_device(bvk_device *d);
+
+// bvk_submit resets fence, submits cmd and waits for the fence for at most
+// timeout_ns in total. It returns the VkResult (VK_TIMEOUT on timeout).
+int32_t bvk_submit(bvk_device *d, void *cmd, void *fence, uint64_t timeout_ns);
+
+#endif

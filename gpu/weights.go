@@ -1,0 +1,335 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bitvk/bitvk/gpu/vk"
+	"github.com/bitvk/bitvk/nn"
+)
+
+// shard is rows [row0, row0+rows) of a matrix, in one buffer: no tensor is
+// bound whole when it is larger than the device's maxStorageBufferRange or
+// maxMemoryAllocationSize.
+type shard struct {
+	buf        *vk.Buffer
+	row0, rows int
+}
+
+// ternaryMatrix is one or more ternary projections stacked row-wise (Q, K
+// and V in one; gate and up in one) in the I2_S layout, so one dispatch
+// computes them all from one quantized input.
+type ternaryMatrix struct {
+	rows, k    int
+	shards     []shard
+	rowScale   *vk.Buffer // [rows] float
+	groupScale *vk.Buffer // [rows][k/256] float, for TQ files with unequal block scales; nil otherwise
+}
+
+// floatMatrix is a float16 matrix [rows][k] (the token embedding, the F16
+// head), or an int8 one with a scale per row (the q8 head).
+type floatMatrix struct {
+	rows, k  int
+	shards   []shard
+	rowScale *vk.Buffer // q8 only
+}
+
+// groupLen is the span of one scale in TQ2_0 and TQ1_0 files.
+const groupLen = 256
+
+// shardRows is how many rows of rowBytes bytes go in one buffer.
+func (b *Backend) shardRows(name string, rowBytes int) (int, error) {
+	if int64(rowBytes) > b.maxShard {
+		return 0, fmt.Errorf("gpu: one row of %s takes %d bytes, more than the device binds at once (%d)", name, rowBytes, b.maxShard)
+	}
+	return int(b.maxShard / int64(rowBytes)), nil
+}
+
+// upload makes the buffers of a matrix of rows rows of rowBytes bytes,
+// filling each shard with fill(row0, rows) (the bytes of those rows).
+func (b *Backend) upload(name string, rows, rowBytes int, fill func(row0, n int) ([]byte, error)) ([]shard, error) {
+	per, err := b.shardRows(name, rowBytes)
+	if err != nil {
+		return nil, err
+	}
+	var shards []shard
+	for r0 := 0; r0 < rows; r0 += per {
+		n := min(per, rows-r0)
+		label := name
+		if rows > per {
+			label = fmt.Sprintf("%s rows %d..%d", name, r0, r0+n-1)
+		}
+		buf, err := b.dev.NewBuffer(label, int64(n*rowBytes), false)
+		if err != nil {
+			return nil, err
+		}
+		data, err := fill(r0, n)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.dev.Upload(buf, 0, data); err != nil {
+			return nil, fmt.Errorf("gpu: uploading %s: %w", label, err)
+		}
+		shards = append(shards, shard{buf: buf, row0: r0, rows: n})
+	}
+	return shards, nil
+}
+
+// floats uploads a float32 vector.
+func (b *Backend) floats(name string, v []float32) (*vk.Buffer, error) {
+	buf, err := b.dev.NewBuffer(name, int64(4*max(len(v), 1)), false)
+	if err != nil {
+		return nil, err
+	}
+	return buf, b.dev.Upload(buf, 0, f32Bytes(v))
+}
+
+// vector uploads a float tensor (a norm weight) as float32.
+func (b *Backend) vector(t nn.Tensor) (*vk.Buffer, error) {
+	v, err := t.Floats()
+	if err != nil {
+		return nil, err
+	}
+	return b.floats(t.Name, v)
+}
+
+// newTernary stacks the tensors, all of input width k, into one matrix on
+// the device, then releases their file pages.
+func (b *Backend) newTernary(w *nn.Weights, ts ...nn.Tensor) (*ternaryMatrix, error) {
+	m := &ternaryMatrix{k: ts[0].In}
+	name := ts[0].Name
+	for _, t := range ts[1:] {
+		name += "+" + t.Name
+	}
+	for _, t := range ts {
+		if t.In != m.k {
+			return nil, fmt.Errorf("gpu: %s has input width %d, %s %d", t.Name, t.In, ts[0].Name, m.k)
+		}
+		if t.In%128 != 0 {
+			return nil, fmt.Errorf("gpu: %s has input width %d, not a multiple of 128", t.Name, t.In)
+		}
+		m.rows += t.Out
+	}
+	stride := m.k / 4
+	data := make([]byte, m.rows*stride)
+	rowScale := make([]float32, m.rows)
+	groups := m.k / groupLen
+	var groupScale []float32 // [rows][groups], made when a row mixes scales
+	r0 := 0
+	for _, t := range ts {
+		switch t.Type {
+		case nn.TypeI2_S:
+			scale, err := t.I2SScale()
+			if err != nil {
+				return nil, err
+			}
+			if !finite(scale) {
+				return nil, fmt.Errorf("gpu: %s: scale %v is not finite", t.Name, scale)
+			}
+			if len(t.Data) < t.Out*stride {
+				return nil, fmt.Errorf("gpu: %s: %d bytes of data, want %d", t.Name, len(t.Data), t.Out*stride)
+			}
+			dst := data[r0*stride : (r0+t.Out)*stride]
+			copy(dst, t.Data)
+			for _, v := range dst {
+				if v&(v>>1)&0x55 != 0 {
+					return nil, fmt.Errorf("gpu: %s: stored codes are not ternary (code 3)", t.Name)
+				}
+			}
+			for r := r0; r < r0+t.Out; r++ {
+				rowScale[r] = scale
+			}
+		case nn.TypeTQ2_0, nn.TypeTQ1_0:
+			if m.k%groupLen != 0 {
+				return nil, fmt.Errorf("gpu: %s has input width %d, not a multiple of %d", t.Name, m.k, groupLen)
+			}
+			vals := make([]int8, m.k)
+			gs := make([]float32, groups)
+			for r := 0; r < t.Out; r++ {
+				if err := t.TernaryRow(r, vals, gs); err != nil {
+					return nil, fmt.Errorf("gpu: %w", err)
+				}
+				for _, s := range gs {
+					if !finite(s) {
+						return nil, fmt.Errorf("gpu: %s: a block scale (%v) is not finite", t.Name, s)
+					}
+				}
+				packRow(data[(r0+r)*stride:(r0+r+1)*stride], vals)
+				s, uniform := rowScaleOf(vals, gs)
+				rowScale[r0+r] = s
+				if !uniform && groupScale == nil {
+					groupScale = make([]float32, m.rows*groups)
+					for pr := 0; pr < r0+r; pr++ { // earlier rows: their one scale
+						for g := range groups {
+							groupScale[pr*groups+g] = rowScale[pr]
+						}
+					}
+				}
+				if groupScale != nil {
+					copy(groupScale[(r0+r)*groups:], gs)
+				}
+			}
+		default:
+			return nil, fmt.Errorf("gpu: %s is %s, not a ternary type bitvk runs", t.Name, t.Type)
+		}
+		if groupScale != nil { // rows of this tensor that were uniform, or I2_S rows
+			for r := r0; r < r0+t.Out; r++ {
+				if allZero(groupScale[r*groups : (r+1)*groups]) {
+					for g := range groups {
+						groupScale[r*groups+g] = rowScale[r]
+					}
+				}
+			}
+		}
+		r0 += t.Out
+	}
+	var err error
+	if m.shards, err = b.upload(name, m.rows, stride, func(row0, n int) ([]byte, error) {
+		return data[row0*stride : (row0+n)*stride], nil
+	}); err != nil {
+		return nil, err
+	}
+	if m.rowScale, err = b.floats(name+" scales", rowScale); err != nil {
+		return nil, err
+	}
+	if groupScale != nil {
+		if m.groupScale, err = b.floats(name+" block scales", groupScale); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range ts {
+		w.Release(t)
+	}
+	return m, nil
+}
+
+// newF16 puts a float tensor [out][in] on the device as float16 rows, read
+// in place from the file when it is F16.
+func (b *Backend) newF16(t nn.Tensor) (*floatMatrix, error) {
+	m := &floatMatrix{rows: t.Out, k: t.In}
+	if t.In%4 != 0 {
+		return nil, fmt.Errorf("gpu: %s has width %d, not a multiple of 4", t.Name, t.In)
+	}
+	rowBytes := 2 * t.In
+	var err error
+	m.shards, err = b.upload(t.Name, t.Out, rowBytes, func(row0, n int) ([]byte, error) {
+		if t.Type == nn.TypeF16 {
+			return t.Data[row0*rowBytes : (row0+n)*rowBytes], nil
+		}
+		out := make([]byte, n*rowBytes)
+		row := make([]float32, t.In)
+		for r := range n {
+			if err := t.Row(row0+r, row); err != nil {
+				return nil, err
+			}
+			for i, v := range row {
+				h := nn.F32ToF16(v)
+				out[r*rowBytes+2*i], out[r*rowBytes+2*i+1] = byte(h), byte(h>>8)
+			}
+		}
+		return out, nil
+	})
+	return m, err
+}
+
+// newQ8 puts a float tensor [out][in] on the device as int8 rows with one
+// scale per row: w ≈ scale_r·w8, scale_r = max|w_r|/127.
+func (b *Backend) newQ8(t nn.Tensor) (*floatMatrix, error) {
+	m := &floatMatrix{rows: t.Out, k: t.In}
+	if t.In%4 != 0 {
+		return nil, fmt.Errorf("gpu: %s has width %d, not a multiple of 4", t.Name, t.In)
+	}
+	scales := make([]float32, t.Out)
+	var err error
+	m.shards, err = b.upload(t.Name+" (int8)", t.Out, t.In, func(row0, n int) ([]byte, error) {
+		out := make([]byte, n*t.In)
+		row := make([]float32, t.In)
+		for r := range n {
+			if err := t.Row(row0+r, row); err != nil {
+				return nil, err
+			}
+			scales[row0+r] = quantizeRow(out[r*t.In:(r+1)*t.In], row)
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.rowScale, err = b.floats(t.Name+" row scales", scales)
+	return m, err
+}
+
+// quantizeRow writes row as int8 codes round(w·127/m), m = max|w|, and
+// returns the scale m/127 (0 for an all-zero row).
+func quantizeRow(dst []byte, row []float32) float32 {
+	m := float32(0)
+	for _, v := range row {
+		m = max(m, float32(math.Abs(float64(v))))
+	}
+	if m == 0 {
+		clear(dst)
+		return 0
+	}
+	inv := 127 / m
+	for i, v := range row {
+		dst[i] = byte(int8(max(-127, min(127, math.RoundToEven(float64(v*inv))))))
+	}
+	return m / 127
+}
+
+// packRow writes ternary values (−1, 0, +1) as codes t+1 in the I2_S layout.
+func packRow(dst []byte, vals []int8) {
+	for blk := 0; blk < len(vals)/128; blk++ {
+		v := vals[blk*128 : blk*128+128]
+		for j := range 32 {
+			dst[blk*32+j] = byte(v[j]+1)<<6 | byte(v[32+j]+1)<<4 | byte(v[64+j]+1)<<2 | byte(v[96+j]+1)
+		}
+	}
+}
+
+// rowScaleOf returns the one scale of a row's non-zero groups, and whether
+// there is one (all-zero groups accept any scale).
+func rowScaleOf(vals []int8, gs []float32) (float32, bool) {
+	var s float32
+	seen := false
+	for g, gsc := range gs {
+		if allZero8(vals[g*groupLen : (g+1)*groupLen]) {
+			continue
+		}
+		if seen && gsc != s {
+			return 0, false
+		}
+		s, seen = gsc, true
+	}
+	return s, true
+}
+
+func allZero8(v []int8) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func allZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func finite(x float32) bool { return !math.IsInf(float64(x), 0) && !math.IsNaN(float64(x)) }
+
+// f32Bytes is the little-endian bytes of v.
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		u := math.Float32bits(x)
+		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+	}
+	return b
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Compiles every shaders/*.comp to SPIR-V in the directory given (spirv/ for
+# `make shaders`), plus the variants that use the integer dot product
+# instruction, and validates each with spirv-val.
+set -euo pipefail
+out=${1:?usage: scripts/shaders.sh OUTDIR}
+cd "$(dirname "$0")/../shaders"
+mkdir -p "$out"
+for tool in glslangValidator spirv-val; do
+	command -v "$tool" >/dev/null || { echo "shaders: $tool is missing (apt-get install glslang-tools spirv-tools)" >&2; exit 1; }
+done
+# compile NAME SOURCE [DEFINE...]
+compile() {
+	local name=$1 src=$2
+	shift 2
+	glslangValidator -V --target-env vulkan1.1 "$@" -o "$out/$name.spv" "$src" >/dev/null ||
+		{ glslangValidator -V --target-env vulkan1.1 "$@" -o "$out/$name.spv" "$src"; exit 1; }
+	spirv-val --target-env vulkan1.1 "$out/$name.spv"
+}
+for src in *.comp; do
+	compile "${src%.comp}" "$src"
+done
+# Kernels with an integer-dot-product twin (used when the device has it).
+for name in ternary head_q8; do
+	compile "${name}_dot" "$name.comp" -DDOT
+done

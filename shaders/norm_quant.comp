@@ -1,0 +1,117 @@
+#version 450
+// norm_quant: for each token t (one workgroup each), over K values
+//   h_i = in[t][i]                                   ACT = 0
+//   h_i = relu(g_i)²·u_i  or  silu(g_i)·u_i          ACT = 1, 2: g = in[t][0:K], u = in[t][K:2K]
+//   v_i = h_i / sqrt(mean(h²) + eps) · w_i           NORM = 1 (RMSNorm); v = h when NORM = 0
+// then either (QUANT = 0) out[t][i] = v_i, or (QUANT = 1) BitLinear's int8
+// quantization: m = max(1e-5, max|v|), s = 127/m, q_i = round_even(v_i·s)
+// clamped to [−128, 127], written as q[t][K/4] packed int8 and s[t].
+//   in   [T][inStride] float, read from token inOff on
+//   w    [K] float          the norm weight (unused when NORM = 0)
+//   out  [T][K] float       QUANT = 0
+//   q    [T][K/4] uint      QUANT = 1
+//   s    [T] float          QUANT = 1
+// K must be a multiple of 4.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ACT = 0;
+layout(constant_id = 2) const uint NORM = 1;
+layout(constant_id = 3) const uint QUANT = 1;
+
+layout(std430, binding = 0) readonly buffer In { float inp[]; };
+layout(std430, binding = 1) readonly buffer W { float w[]; };
+layout(std430, binding = 2) writeonly buffer Out { float outp[]; };
+layout(std430, binding = 3) writeonly buffer Q { uint q[]; };
+layout(std430, binding = 4) writeonly buffer S { float s[]; };
+
+layout(push_constant) uniform Push {
+    uint K;
+    uint inStride;
+    uint inOff;
+    float eps;
+} pc;
+
+shared float red[gl_WorkGroupSize.x];
+
+float reduceSum(float v) {
+    uint tid = gl_LocalInvocationID.x;
+    red[tid] = v;
+    barrier();
+    for (uint k = gl_WorkGroupSize.x / 2; k > 0; k >>= 1) {
+        if (tid < k) red[tid] += red[tid + k];
+        barrier();
+    }
+    float r = red[0];
+    barrier();
+    return r;
+}
+
+float reduceMax(float v) {
+    uint tid = gl_LocalInvocationID.x;
+    red[tid] = v;
+    barrier();
+    for (uint k = gl_WorkGroupSize.x / 2; k > 0; k >>= 1) {
+        if (tid < k) red[tid] = max(red[tid], red[tid + k]);
+        barrier();
+    }
+    float r = red[0];
+    barrier();
+    return r;
+}
+
+float value(uint base, uint i) {
+    if (ACT == 0) {
+        return inp[base + i];
+    }
+    float g = inp[base + i], u = inp[base + pc.K + i];
+    if (ACT == 1) {
+        float r = max(g, 0.0);
+        return r * r * u;
+    }
+    return g / (1.0 + exp(-g)) * u;
+}
+
+void main() {
+    uint t = gl_WorkGroupID.x;
+    uint tid = gl_LocalInvocationID.x;
+    uint base = (pc.inOff + t) * pc.inStride;
+    float inv = 1.0;
+    if (NORM == 1) {
+        float ss = 0.0;
+        for (uint i = tid; i < pc.K; i += gl_WorkGroupSize.x) {
+            float h = value(base, i);
+            ss += h * h;
+        }
+        inv = inversesqrt(reduceSum(ss) / float(pc.K) + pc.eps);
+    }
+    if (QUANT == 0) {
+        for (uint i = tid; i < pc.K; i += gl_WorkGroupSize.x) {
+            float v = value(base, i);
+            outp[t * pc.K + i] = NORM == 1 ? v * inv * w[i] : v;
+        }
+        return;
+    }
+    float m = 0.0;
+    for (uint i = tid; i < pc.K; i += gl_WorkGroupSize.x) {
+        float v = value(base, i);
+        if (NORM == 1) v = v * inv * w[i];
+        m = max(m, abs(v));
+    }
+    m = max(reduceMax(m), 1e-5);
+    float sc = quantScale(m);
+    for (uint i4 = tid; i4 < pc.K / 4; i4 += gl_WorkGroupSize.x) {
+        int c[4];
+        for (uint j = 0; j < 4; j++) {
+            uint i = 4 * i4 + j;
+            float v = value(base, i);
+            if (NORM == 1) v = v * inv * w[i];
+            c[j] = quant8(v, sc);
+        }
+        q[t * (pc.K / 4) + i4] = pack8(c[0], c[1], c[2], c[3]);
+    }
+    if (tid == 0) {
+        s[t] = sc;
+    }
+}

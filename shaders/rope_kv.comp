@@ -1,0 +1,73 @@
+#version 450
+// rope_kv: RoPE (NEOX) on the queries and keys of T tokens at positions
+// p = pos0 + t, and the keys and values written to the float16 cache.
+// One workgroup per (token t, head g) with g over the heads query heads,
+// then the kvHeads key heads, then the kvHeads value heads:
+//   x_i, x_{i+d/2} ← x_i·cos θ − x_{i+d/2}·sin θ, x_i·sin θ + x_{i+d/2}·cos θ
+//   for i < d/2, d = ropeDim, θ = p·base^(−2i/d), (cos θ, sin θ) = rope[p][i]
+//   qkv    [T][qkvStride] float   per token: q [heads][hd], k [kvHeads][hd], v [kvHeads][hd]
+//   rope   [ctx][ropeDim/2] vec2  the rotation table, computed on the host in float64
+//   kcache [ctx][kvHeads][hd/2] uint, vcache likewise: float16 pairs
+//   params [0] = pos0
+// The queries are rotated in place; the keys only in the cache. hd ≤ 256, even.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) buffer QKV { float qkv[]; };
+layout(std430, binding = 1) readonly buffer Rope { vec2 rope[]; };
+layout(std430, binding = 2) writeonly buffer KC { uint kcache[]; };
+layout(std430, binding = 3) writeonly buffer VC { uint vcache[]; };
+layout(std430, binding = 4) readonly buffer Params { uint params[]; };
+
+layout(push_constant) uniform Push {
+    uint heads;
+    uint kvHeads;
+    uint hd;
+    uint ropeDim;
+    uint qkvStride;
+} pc;
+
+shared float hs[256];
+
+void main() {
+    uint t = gl_WorkGroupID.x, g = gl_WorkGroupID.y;
+    uint tid = gl_LocalInvocationID.x;
+    uint p = params[0] + t;
+    uint hr = pc.ropeDim / 2;
+    uint base = t * pc.qkvStride + g * pc.hd;
+    if (g < pc.heads) {
+        for (uint i = tid; i < hr; i += gl_WorkGroupSize.x) {
+            vec2 cs = rope[p * hr + i];
+            float a = qkv[base + i], b = qkv[base + i + hr];
+            qkv[base + i] = a * cs.x - b * cs.y;
+            qkv[base + i + hr] = a * cs.y + b * cs.x;
+        }
+        return;
+    }
+    for (uint i = tid; i < pc.hd; i += gl_WorkGroupSize.x) {
+        hs[i] = qkv[base + i];
+    }
+    barrier();
+    bool isK = g < pc.heads + pc.kvHeads;
+    if (isK) {
+        for (uint i = tid; i < hr; i += gl_WorkGroupSize.x) {
+            vec2 cs = rope[p * hr + i];
+            float a = hs[i], b = hs[i + hr];
+            hs[i] = a * cs.x - b * cs.y;
+            hs[i + hr] = a * cs.y + b * cs.x;
+        }
+        barrier();
+    }
+    uint kvh = isK ? g - pc.heads : g - pc.heads - pc.kvHeads;
+    uint dst = (p * pc.kvHeads + kvh) * (pc.hd / 2);
+    for (uint w = tid; w < pc.hd / 2; w += gl_WorkGroupSize.x) {
+        uint v = packHalf2x16(vec2(hs[2 * w], hs[2 * w + 1]));
+        if (isK) {
+            kcache[dst + w] = v;
+        } else {
+            vcache[dst + w] = v;
+        }
+    }
+}

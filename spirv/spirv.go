@@ -1,0 +1,41 @@
+package spirv
+
+import (
+	"embed"
+	"fmt"
+)
+
+//go:embed *.spv
+var files embed.FS
+
+// Kernel names one compiled kernel: shaders/<name>.comp, or a variant of it.
+type Kernel string
+
+// The kernels. Each file's opening comment in shaders/ gives its formula,
+// its buffers and its push constants.
+const (
+	Embed      Kernel = "embed"       // float16 token embedding lookup, one shard
+	NormQuant  Kernel = "norm_quant"  // (activation ·) RMSNorm (· int8 quantization)
+	Ternary    Kernel = "ternary"     // I2_S ternary matrix product, plain int32 math
+	TernaryDot Kernel = "ternary_dot" // the same with the integer dot product instruction
+	HeadF16    Kernel = "head_f16"    // float16 output head
+	HeadQ8     Kernel = "head_q8"     // int8 output head, plain int32 math
+	HeadQ8Dot  Kernel = "head_q8_dot" // the same with the integer dot product instruction
+	RopeKV     Kernel = "rope_kv"     // RoPE on q and k, k and v into the float16 cache
+	Attention  Kernel = "attention"   // causal grouped-query attention
+	Argmax     Kernel = "argmax"      // greedy token on the device
+)
+
+// Kernels lists every kernel.
+func Kernels() []Kernel {
+	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, Argmax}
+}
+
+// Code returns the SPIR-V words of k as bytes.
+func Code(k Kernel) ([]byte, error) {
+	b, err := files.ReadFile(string(k) + ".spv")
+	if err != nil {
+		return nil, fmt.Errorf("spirv: no kernel %q in this build", k)
+	}
+	return b, nil
+}
