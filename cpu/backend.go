@@ -53,6 +53,10 @@ type Backend struct {
 	invFreq        []float64 // [rope_dim/2] base^(−2i/rope_dim)
 
 	s scratch
+
+	// trace, when set (by ForwardTrace), receives the residual stream
+	// after each block.
+	trace func(layer int, s nn.Stage, x []float32)
 }
 
 // New repacks the weights of a model for the CPU. The tensors' file pages
@@ -196,3 +200,13 @@ func (b *Backend) Forward(tokens []int32, pos int, logits []float32) error {
 	}
 	return nil
 }
+
+// ForwardTrace is Forward that also reports the residual stream after each
+// block of each layer (see nn.Tracer).
+func (b *Backend) ForwardTrace(tokens []int32, pos int, logits []float32, fn func(int, nn.Stage, []float32)) error {
+	b.trace = fn
+	defer func() { b.trace = nil }()
+	return b.Forward(tokens, pos, logits)
+}
+
+var _ nn.Tracer = (*Backend)(nil)

@@ -90,6 +90,13 @@ func (b *Backend) forwardBatch(tokens []int32, pos int, out []float32, first int
 			}
 		})
 		b.bitLinear(l.o, T)
+		if b.trace != nil { // the residual stream after attention, as x + o would be
+			tx := make([]float32, T*E)
+			for i := range tx {
+				tx[i] = s.x[i] + s.y[i]
+			}
+			b.trace(li, nn.StageAttention, tx)
+		}
 
 		// feed-forward; each stage first adds the previous projection to x
 		F := c.FFN
@@ -115,6 +122,9 @@ func (b *Backend) forwardBatch(tokens []int32, pos int, out []float32, first int
 				addTo(s.x[t*E:(t+1)*E], s.y[t*E:(t+1)*E])
 			}
 		})
+		if b.trace != nil {
+			b.trace(li, nn.StageFFN, s.x[:T*E])
+		}
 	}
 	for t := first; t < T; t++ {
 		rmsNorm(s.xn, s.x[t*E:(t+1)*E], b.outNorm, c.Eps)

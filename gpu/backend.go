@@ -70,8 +70,8 @@ type Backend struct {
 
 	// scratch, each for batch tokens
 	x, xn, q, s, qkv, att, gu, scores, logits, result *vk.Buffer
-	inHost, inDev, outHost                           *vk.Buffer
-	traceDev, traceHost                              *vk.Buffer // made by the first ForwardTrace
+	inHost, inDev, outHost                            *vk.Buffer
+	traceDev, traceHost                               *vk.Buffer // made by the first ForwardTrace
 
 	kernels map[kernelKey]*vk.Kernel
 	recs    map[recKey]*vk.Recording
@@ -271,11 +271,16 @@ func (b *Backend) makeScratch() error {
 
 // Name says which device runs the model.
 func (b *Backend) Name() string {
-	k := "int32"
+	return fmt.Sprintf("vulkan (%s, %s kernels)", b.info.Name, b.Kernels())
+}
+
+// Kernels names the kernel set in use: dot4 (the integer dot product
+// instruction) or int32 (plain integer math).
+func (b *Backend) Kernels() string {
 	if b.dot {
-		k = "dot4"
+		return "dot4"
 	}
-	return fmt.Sprintf("vulkan (%s, %s kernels)", b.info.Name, k)
+	return "int32"
 }
 
 // Device describes the device in use.
@@ -406,8 +411,12 @@ func (b *Backend) forward(tokens []int32, pos int, logits []float32, argmax bool
 	return id, nil
 }
 
-func putU32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
-func getU32(b []byte) uint32    { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+func putU32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
+func getU32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
 
 // f32View is the first n float32 of mapped device memory (little-endian,
 // as every Vulkan host is).

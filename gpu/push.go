@@ -18,9 +18,9 @@ type (
 		Eps                float32
 	}
 	// matPush serves ternary, head_f16 and head_q8.
-	matPush   struct{ Rows, Row0, K, T, OutStride uint32 }
-	ropePush  struct{ Heads, KVHeads, HD, RopeDim, QKVStride uint32 }
-	attnPush  struct {
+	matPush  struct{ Rows, Row0, K, T, OutStride uint32 }
+	ropePush struct{ Heads, KVHeads, HD, RopeDim, QKVStride uint32 }
+	attnPush struct {
 		Heads, KVHeads, HD, QKVStride, Ctx uint32
 		Scale                              float32
 	}

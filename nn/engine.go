@@ -180,18 +180,31 @@ func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions
 		st.Stop = StopInterrupted
 		return st, nil
 	}
+	// A Picker backend draws greedy tokens on its device: one id read back
+	// per step instead of the logits.
+	picker, _ := e.b.(Picker)
+	greedy := picker != nil && s.Greedy()
 	start := time.Now()
 	var logits []float32
-	if logits, err = e.Eval(prompt); err != nil {
+	id, picked := int32(-1), false
+	switch {
+	case greedy && len(prompt) > 0:
+		id, err = e.evalArgmax(picker, prompt)
+		picked = true
+	default:
+		logits, err = e.Eval(prompt)
+	}
+	if err != nil {
 		return st, err
 	}
 	st.PromptTokens, st.PromptTime = len(prompt), time.Since(start)
 	start = time.Now()
 	defer func() { st.GenTime = time.Since(start) }()
 	for {
-		id, err := s.Sample(logits, e.tokens)
-		if err != nil {
-			return st, err
+		if !picked {
+			if id, err = s.Sample(logits, e.tokens); err != nil {
+				return st, err
+			}
 		}
 		st.GenTokens++
 		if err := emit(id); err != nil {
@@ -211,8 +224,33 @@ func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions
 			st.Stop = StopContext
 			return st, nil
 		}
-		if logits, err = e.Eval([]int32{id}); err != nil {
+		if greedy {
+			id, err = e.evalArgmax(picker, []int32{id})
+			picked = true
+		} else {
+			logits, err = e.Eval([]int32{id})
+		}
+		if err != nil {
 			return st, err
 		}
 	}
+}
+
+// evalArgmax appends tokens to the sequence and returns the greedy next
+// token, picked by the backend; the logits are not read back (Eval(nil)
+// has none to return until the next Eval).
+func (e *Engine) evalArgmax(p Picker, tokens []int32) (int32, error) {
+	if err := e.check(tokens); err != nil {
+		return -1, err
+	}
+	e.valid = false
+	id, err := p.ForwardArgmax(tokens, len(e.tokens))
+	if err != nil {
+		return -1, err
+	}
+	e.tokens = append(e.tokens, tokens...)
+	if id < 0 {
+		return -1, ErrNoCandidate
+	}
+	return id, nil
 }

@@ -3,6 +3,7 @@ package nn
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -164,5 +165,55 @@ func TestEngineGenerate(t *testing.T) {
 	}
 	if _, err := NewEngine(&Config{Vocab: 10, Context: 4}, &fakeBackend{vocab: 10, ctx: 8}); err == nil {
 		t.Error("a backend context beyond the model's was accepted")
+	}
+}
+
+// fakePicker is a fakeBackend that also picks greedy tokens itself.
+type fakePicker struct {
+	fakeBackend
+	picks int
+}
+
+func (f *fakePicker) ForwardArgmax(tokens []int32, pos int) (int32, error) {
+	f.picks++
+	if err := f.Forward(tokens, pos, nil); err != nil {
+		return -1, err
+	}
+	return (tokens[len(tokens)-1] + 1) % int32(f.vocab), nil
+}
+
+// A greedy generation on a Picker reads back ids, never logits, and draws
+// the same tokens as the sampler would; a sampling one reads logits.
+func TestGeneratePicker(t *testing.T) {
+	b := &fakePicker{fakeBackend: fakeBackend{vocab: 10, ctx: 32}}
+	e, err := NewEngine(&Config{Vocab: 10, Context: 32}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	greedy, _ := NewSampler(SamplerConfig{})
+	var got []int32
+	st, err := e.Generate(context.Background(), []int32{1, 2}, GenerateOptions{MaxTokens: 4}, greedy, func(id int32) error {
+		got = append(got, id)
+		return nil
+	})
+	if err != nil || st.Stop != StopLength {
+		t.Fatalf("Generate: %v, stop %q", err, st.Stop)
+	}
+	if want := []int32{3, 4, 5, 6}; !slices.Equal(got, want) {
+		t.Errorf("tokens %v, want %v", got, want)
+	}
+	if b.picks != 4 || e.Pos() != 5 {
+		t.Errorf("%d picks, position %d; want 4 picks (prompt + 3 steps), position 5", b.picks, e.Pos())
+	}
+	if _, err := e.Eval(nil); err == nil {
+		t.Error("Eval(nil) after device-picked steps returned logits it does not have")
+	}
+	sampled, _ := NewSampler(SamplerConfig{Temperature: 0.5, TopK: 1})
+	b.picks = 0
+	if _, err := e.Generate(context.Background(), []int32{0}, GenerateOptions{MaxTokens: 2}, sampled, func(int32) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if b.picks != 0 {
+		t.Errorf("a sampling generation used ForwardArgmax %d times", b.picks)
 	}
 }

@@ -197,6 +197,10 @@ func NewSampler(c SamplerConfig) (*Sampler, error) {
 // Seed = seed.
 func (s *Sampler) Reseed(seed uint64) { s.pcg.Seed(seed, pcgStream) }
 
+// Greedy reports whether Sample is a plain argmax of the logits (temperature
+// 0, no penalties), which a Picker backend can compute on its device.
+func (s *Sampler) Greedy() bool { return s.temp == 0 && !s.penalties }
+
 // Sample returns the next token id for one step's logits (one per vocabulary
 // entry) given the ids generated so far (history, oldest first; ids outside
 // [0, len(logits)) are ignored). It never writes logits or history. A

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bitvk/bitvk/cpu"
+	"github.com/bitvk/bitvk/gpu"
 	"github.com/bitvk/bitvk/nn"
 )
 
@@ -23,6 +24,7 @@ type benchResult struct {
 	ModelNParams  int64     `json:"model_n_params"`
 	Backend       string    `json:"backend"`
 	Kernels       string    `json:"kernels"`
+	GPUInfo       string    `json:"gpu_info,omitempty"`
 	Head          string    `json:"head"`
 	NThreads      int       `json:"n_threads"`
 	NPrompt       int       `json:"n_prompt"`
@@ -48,7 +50,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	threads := fs.String("t", "", "thread counts, comma-separated (default: one per CPU)")
 	reps := fs.Int("r", 3, "repetitions of each test")
 	heads := fs.String("head", "f16", "output heads to time, comma-separated: f16, q8")
-	backend := fs.String("backend", "cpu", "where the model runs: cpu")
+	backends := fs.String("backend", "auto", "backends to time, comma-separated: auto, cpu, vulkan")
+	device := fs.Int("device", -1, "Vulkan device `index` (default: the best)")
 	asJSON := fs.Bool("json", false, "print a JSON array of results (llama-bench's field names)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -75,10 +78,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "-r must be at least 1")
 	}
 	headList := strings.Split(*heads, ",")
+	backendList := strings.Split(*backends, ",")
 	for _, h := range headList {
-		bf := backendFlags{backend: *backend, head: h}
-		if err := bf.check(fs); err != nil {
-			return err
+		for _, be := range backendList {
+			bf := backendFlags{backend: be, head: h}
+			if err := bf.check(fs); err != nil {
+				return err
+			}
 		}
 	}
 	var results []benchResult
@@ -95,10 +101,52 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		defer cleanup()
 		*path = tmp
 	}
-	bandwidth := map[int]float64{}
-	for _, head := range headList {
-		for _, t := range ts {
-			bf := backendFlags{backend: *backend, threads: t, head: head}
+	bandwidth := map[string]float64{} // by backend and threads
+	var bwOrder []string
+	for _, be := range backendList {
+		be = chooseBackend(backendFlags{backend: be, device: *device, notes: stderr})
+		for _, head := range headList {
+			if err := benchBackend(benchRun{be, head, *device, *path, ts, prompts, gens, *reps, *asJSON}, tw, stderr, bandwidth, &bwOrder, &results); err != nil {
+				return err
+			}
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, k := range bwOrder {
+		fmt.Fprintf(stdout, "memory bandwidth: %.1f GB/s on %s (roofline = bandwidth / bytes read per token)\n", bandwidth[k]/1e9, k)
+	}
+	return nil
+}
+
+// benchRun is one backend and head of a bench command.
+type benchRun struct {
+	backend, head string
+	device        int
+	path          string
+	threads       []int
+	prompts, gens []int
+	reps          int
+	asJSON        bool
+}
+
+// benchBackend times every test of one backend and head, measuring the
+// memory bandwidth it is held to the first time it meets that device.
+func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[string]float64, bwOrder *[]string, results *[]benchResult) error {
+	ts := br.threads
+	if br.backend == "vulkan" {
+		ts = []int{0} // threads are the CPU backend's
+	}
+	prompts, gens, head := br.prompts, br.gens, br.head
+	for _, t := range ts {
+		{
+			bf := backendFlags{backend: br.backend, device: br.device, threads: t, head: br.head}
 			longest := 1
 			for _, p := range prompts {
 				longest = max(longest, p)
@@ -107,21 +155,31 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				longest = max(longest, g)
 			}
 			bf.ctx = longest
-			m, err := openModel(*path, bf)
+			m, err := openModel(br.path, bf)
 			if err != nil {
 				return err
 			}
 			threadsUsed := t
-			if cb, ok := m.backend.(*cpu.Backend); ok {
-				threadsUsed = cb.Threads()
+			var key string
+			var measure func() (float64, error)
+			switch b := m.backend.(type) {
+			case *cpu.Backend:
+				threadsUsed = b.Threads()
+				key = fmt.Sprintf("the CPU with %d threads", threadsUsed)
+				measure = func() (float64, error) { return cpu.MeasureBandwidth(threadsUsed, 512<<20, 5) }
+			case *gpu.Backend:
+				threadsUsed = 0
+				key = b.Device().Name
+				measure = func() (float64, error) { return b.MeasureBandwidth(512<<20, 5) }
 			}
-			if _, ok := bandwidth[threadsUsed]; !ok {
-				if bandwidth[threadsUsed], err = cpu.MeasureBandwidth(threadsUsed, 512<<20, 5); err != nil {
+			if _, ok := bandwidth[key]; !ok {
+				if bandwidth[key], err = measure(); err != nil {
 					m.Close()
 					return err
 				}
+				*bwOrder = append(*bwOrder, key)
 			}
-			base := benchBase(m, head, threadsUsed, bandwidth[threadsUsed])
+			base := benchBase(m, head, threadsUsed, bandwidth[key])
 			var tests []benchResult
 			for _, p := range prompts {
 				if p > 0 {
@@ -139,27 +197,19 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			}
 			for _, r := range tests {
 				fmt.Fprintf(stderr, "timing %s…\n", testName(r))
-				if err := timeTest(m, &r, *reps); err != nil {
+				if err := timeTest(m, &r, br.reps); err != nil {
 					m.Close()
 					return err
 				}
-				results = append(results, r)
-				if !*asJSON {
+				*results = append(*results, r)
+				if !br.asJSON {
 					printBenchRow(tw, r)
 				}
 			}
 			m.Close()
 		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(results)
-	}
-	for t, bw := range bandwidth {
-		fmt.Fprintf(stdout, "memory read bandwidth: %.1f GB/s with %d threads (roofline = bandwidth / bytes read per token)\n", bw/1e9, t)
-	}
-	return tw.Flush()
+	return nil
 }
 
 // benchBase fills what every test of one loaded model shares.
@@ -179,8 +229,13 @@ func benchBase(m *model, head string, threads int, bw float64) benchResult {
 		NThreads:     threads,
 		BandwidthGBs: bw / 1e9,
 	}
-	if _, ok := m.backend.(*cpu.Backend); ok {
+	switch b := m.backend.(type) {
+	case *cpu.Backend:
 		r.Kernels = cpu.Kernels()
+	case *gpu.Backend:
+		r.Backend = "Vulkan"
+		r.Kernels = b.Kernels()
+		r.GPUInfo = b.Device().Name
 	}
 	r.BytesPerToken = bytesPerToken(m, head)
 	r.RooflineTs = bw / float64(r.BytesPerToken)

@@ -4,40 +4,44 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/bitvk/bitvk/cpu"
 	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/gpu"
+	"github.com/bitvk/bitvk/gpu/vk"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/synth"
 )
 
 // backendFlags are the flags every command that runs a model shares.
 type backendFlags struct {
-	backend string
+	backend string // auto, cpu or vulkan
+	device  int    // Vulkan device index; -1: the best
 	threads int
 	ctx     int
 	head    string
+	notes   io.Writer // where loadModel says which backend auto chose
 }
 
 func addBackendFlags(fs *flag.FlagSet, bf *backendFlags, withThreads bool) {
-	fs.StringVar(&bf.backend, "backend", "cpu", "where the model runs: cpu")
+	fs.StringVar(&bf.backend, "backend", "auto", "where the model runs: auto (a Vulkan GPU if there is one, else the CPU), cpu or vulkan")
+	fs.IntVar(&bf.device, "device", -1, "Vulkan device `index` (see bitvk devices; default: the best)")
 	if withThreads {
 		fs.IntVar(&bf.threads, "t", 0, "CPU threads (default: one per CPU)")
 	}
 	fs.IntVar(&bf.ctx, "c", 0, "context length in positions (default: the model's maximum)")
-	fs.StringVar(&bf.head, "head", "f16", "output head on the CPU: f16 (as stored) or q8 (int8 with per-row scales: half the bytes, slightly less exact)")
+	fs.StringVar(&bf.head, "head", "f16", "output head: f16 (as stored) or q8 (int8 with per-row scales: half the bytes, slightly less exact)")
 }
 
 func (bf *backendFlags) check(fs *flag.FlagSet) error {
 	switch bf.backend {
-	case "cpu":
-	case "vulkan":
-		return usageError(fs, "--backend vulkan is not available in this build yet; use --backend cpu")
+	case "auto", "cpu", "vulkan":
 	default:
-		return usageError(fs, "unknown backend %q (choose cpu)", bf.backend)
+		return usageError(fs, "unknown backend %q (choose auto, cpu or vulkan)", bf.backend)
 	}
 	if bf.head != "f16" && bf.head != "q8" {
 		return usageError(fs, "unknown --head %q (choose f16 or q8)", bf.head)
@@ -45,7 +49,38 @@ func (bf *backendFlags) check(fs *flag.FlagSet) error {
 	if bf.ctx < 0 || bf.threads < 0 {
 		return usageError(fs, "-c and -t must not be negative")
 	}
+	bf.notes = fs.Output()
 	return nil
+}
+
+// chooseBackend resolves auto: a Vulkan GPU when there is one, else the CPU.
+// A software Vulkan device (lavapipe) runs on the same cores as the CPU
+// backend, slower, so auto leaves it to --backend vulkan. It says what it
+// chose on bf.notes.
+func chooseBackend(bf backendFlags) string {
+	if bf.backend != "auto" {
+		return bf.backend
+	}
+	say := func(format string, a ...any) {
+		if bf.notes != nil {
+			fmt.Fprintf(bf.notes, "bitvk: "+format+"\n", a...)
+		}
+	}
+	devs, err := gpu.Devices()
+	if err != nil {
+		say("no Vulkan device (%v); running on the CPU", err)
+		return "cpu"
+	}
+	i := bf.device
+	if i < 0 || i >= len(devs) {
+		i = vk.Pick(devs)
+	}
+	if devs[i].Type == "cpu" {
+		say("the only Vulkan device is a software one (%s); running on the CPU backend, which is faster (--backend vulkan to use it)", devs[i].Name)
+		return "cpu"
+	}
+	say("running on Vulkan device %d: %s (--backend cpu for the CPU)", i, devs[i].Name)
+	return "vulkan"
 }
 
 // model is a model file opened, checked and loaded onto a backend.
@@ -156,9 +191,14 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 		return nil, fmt.Errorf("context %d is beyond the model's maximum of %d", bf.ctx, c.Context)
 	}
 	var b nn.Backend
-	switch bf.backend {
+	switch chooseBackend(bf) {
 	case "cpu", "":
 		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, HeadQ8: bf.head == "q8"})
+	case "vulkan":
+		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, HeadQ8: bf.head == "q8"})
+		if err != nil {
+			err = fmt.Errorf("%w (--backend cpu runs on the CPU)", err)
+		}
 	default:
 		err = fmt.Errorf("unknown backend %q", bf.backend)
 	}
