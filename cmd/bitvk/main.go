@@ -27,6 +27,8 @@ var commands = []command{
 	{"chat", "talk with a model in the terminal, turn by turn", runChat},
 	{"logits", "print teacher-forced logits per position as JSON lines (to compare engines)", runLogits},
 	{"bench", "time prompt processing and generation, llama-bench style, against the memory roofline", runBench},
+	{"check", "run the same tokens on the CPU and Vulkan backends and compare them layer by layer", runCheck},
+	{"devices", "list the Vulkan devices: type, driver, memory, limits, optional features", runDevices},
 	{"synth", "write a synthetic BitNet b1.58 model (random ternary weights, real shapes)", runSynth},
 	{"tokenize", "split text into token ids with the model's tokenizer", runTokenize},
 }

@@ -25,6 +25,8 @@ type backendFlags struct {
 	ctx     int
 	head    string
 	notes   io.Writer // where loadModel says which backend auto chose
+	// validate turns the Khronos validation layer on for the Vulkan backend.
+	validate bool
 }
 
 func addBackendFlags(fs *flag.FlagSet, bf *backendFlags, withThreads bool) {
@@ -195,7 +197,7 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 	case "cpu", "":
 		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, HeadQ8: bf.head == "q8"})
 	case "vulkan":
-		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, HeadQ8: bf.head == "q8"})
+		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, HeadQ8: bf.head == "q8", Validation: bf.validate})
 		if err != nil {
 			err = fmt.Errorf("%w (--backend cpu runs on the CPU)", err)
 		}

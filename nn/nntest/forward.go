@@ -2,7 +2,6 @@ package nntest
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"github.com/bitvk/bitvk/nn"
@@ -179,41 +178,9 @@ func greedy(t *testing.T, m *Model, b nn.Backend, prompt []int32) {
 	}
 }
 
-// Correlation is the Pearson correlation of a and b.
-func Correlation(a, b []float32) float64 {
-	var ma, mb float64
-	for i := range a {
-		ma += float64(a[i])
-		mb += float64(b[i])
-	}
-	ma /= float64(len(a))
-	mb /= float64(len(b))
-	var sab, saa, sbb float64
-	for i := range a {
-		da, db := float64(a[i])-ma, float64(b[i])-mb
-		sab += da * db
-		saa += da * da
-		sbb += db * db
-	}
-	if saa == 0 || sbb == 0 {
-		if saa == sbb {
-			return 1
-		}
-		return 0
-	}
-	return sab / math.Sqrt(saa*sbb)
-}
+// Correlation is the Pearson correlation of a and b (see nn.Correlation).
+func Correlation(a, b []float32) float64 { return nn.Correlation(a, b) }
 
-// Top2 returns the index of the largest value and its margin over the second.
-func Top2(x []float32) (best int, margin float64) {
-	first, second := math.Inf(-1), math.Inf(-1)
-	for i, v := range x {
-		switch f := float64(v); {
-		case f > first:
-			second, first, best = first, f, i
-		case f > second:
-			second = f
-		}
-	}
-	return best, first - second
-}
+// Top2 returns the index of the largest value and its margin over the
+// second (see nn.Top2).
+func Top2(x []float32) (best int, margin float64) { return nn.Top2(x) }
