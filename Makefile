@@ -19,13 +19,16 @@ build: deps
 
 # The main job on the built-in synthetic model: write a model shaped like
 # BitNet b1.58 2B4T, inspect it (ternary statistics included), generate
-# from it on the CPU, and time the CPU on the small shape.
+# from it, list the Vulkan devices, time both backends on the small shape,
+# and check the Vulkan backend against the CPU layer by layer.
 demo: build
 	@mkdir -p $(DEMO_DIR)
 	$(BIN) synth --shape 2b -o $(DEMO_DIR)/synthetic-2b.gguf
 	$(BIN) inspect --ternary $(DEMO_DIR)/synthetic-2b.gguf
 	$(BIN) run -m $(DEMO_DIR)/synthetic-2b.gguf --tokens 128000,791,6864 -n 16 --seed 1
-	$(BIN) bench --shape small
+	$(BIN) devices
+	$(BIN) bench --shape small --backend cpu,vulkan -r 2
+	$(BIN) check --shape small
 
 # vet, every test (the CPU backend also in its pure-Go build; the Vulkan
 # backend on lavapipe with the validation layer; the web page in Chromium),
