@@ -44,6 +44,12 @@ var thirdParty = map[string][]string{
 	"github.com/chzyer/readline":  {"cmd/bitvk"},
 	"github.com/vulkan-go/vulkan": {"gpu", "gpu/*"},
 	"golang.org/x/sys/cpu":        {"cpu"},
+
+	// The HTTP server's request ids and Prometheus metrics.
+	"github.com/google/uuid":                                    {"server"},
+	"github.com/prometheus/client_golang/prometheus":            {"server"},
+	"github.com/prometheus/client_golang/prometheus/collectors": {"server"},
+	"github.com/prometheus/client_golang/prometheus/promhttp":   {"server"},
 }
 
 func matches(pattern, pkg string) bool {

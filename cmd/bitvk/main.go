@@ -25,6 +25,7 @@ var commands = []command{
 	{"inspect", "describe a GGUF file: metadata, tensors, ternary statistics", runInspect},
 	{"run", "generate from a prompt, streaming, with a timing summary", runRun},
 	{"chat", "talk with a model in the terminal, turn by turn", runChat},
+	{"serve", "serve a model over an OpenAI-compatible HTTP API, with a web chat page", runServe},
 	{"logits", "print teacher-forced logits per position as JSON lines (to compare engines)", runLogits},
 	{"bench", "time prompt processing and generation, llama-bench style, against the memory roofline", runBench},
 	{"check", "run the same tokens on the CPU and Vulkan backends and compare them layer by layer", runCheck},

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestServeErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"serve"}, 2, "give a model"},
+		{[]string{"serve", "--shape", "tiny", "--port", "70000"}, 2, "not a TCP port"},
+		{[]string{"serve", "--shape", "tiny", "--queue", "-1"}, 2, "must not be negative"},
+		{[]string{"serve", "--shape", "tiny", "-n", "0"}, 2, "-n must be positive"},
+		{[]string{"serve", "--shape", "tiny", "--temp", "NaN"}, 2, "Temperature"},
+		{[]string{"serve", "--shape", "tiny", "--host", "256.0.0.1", "--port", "0"}, 1, "256.0.0.1"},
+	} {
+		code, _, stderr := bitvk(c.args...)
+		if code != c.code || !strings.Contains(stderr, c.msg) {
+			t.Errorf("%q: exit %d, %q; want %d and %q", c.args, code, stderr, c.code, c.msg)
+		}
+	}
+}
+
+// servedProcess is bitvk serve running as its own process.
+type servedProcess struct {
+	cmd    *exec.Cmd
+	url    string
+	mu     sync.Mutex
+	stderr strings.Builder
+	done   chan struct{}
+}
+
+func startServe(t *testing.T, bin string, args ...string) *servedProcess {
+	t.Helper()
+	p := &servedProcess{cmd: exec.Command(bin, append([]string{"serve", "--port", "0"}, args...)...), done: make(chan struct{})}
+	pipe, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("bitvk serve wrote:\n%s", p.log())
+		}
+	})
+	addr := make(chan string, 1)
+	listening := regexp.MustCompile(`listening on (http://\S+)`)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.stderr.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case p.url = <-addr:
+	case <-p.done:
+		t.Fatalf("bitvk serve ended before listening:\n%s", p.log())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("bitvk serve did not listen in 30 s:\n%s", p.log())
+	}
+	return p
+}
+
+func (p *servedProcess) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// stop sends sig and returns the exit code.
+func (p *servedProcess) stop(t *testing.T, sig syscall.Signal) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { <-p.done; errc <- p.cmd.Wait() }()
+	select {
+	case err := <-errc:
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(30 * time.Second):
+		t.Fatalf("bitvk serve did not end in 30 s after %v", sig)
+		return -1
+	}
+}
+
+// TestServe runs bitvk serve on the synthetic model and makes the request
+// of the README's curl example (curl -d sends a form content type, which
+// the server does not mind), then stops it with each signal.
+func TestServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds bitvk")
+	}
+	bin := buildBitvk(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		p := startServe(t, bin, "--shape", "tiny", "-t", "1", "--seed", "1", "-n", "16")
+		resp, err := http.Post(p.url+"/v1/chat/completions", "application/x-www-form-urlencoded",
+			strings.NewReader(`{"messages":[{"role":"user","content":"hi"}],"stream":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := strings.Split(strings.TrimSuffix(string(b), "\n\n"), "\n\n")
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || len(events) < 3 || events[len(events)-1] != "data: [DONE]" {
+			t.Fatalf("%d %s:\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+		var first struct {
+			ID      string `json:"id"`
+			Object  string `json:"object"`
+			Model   string `json:"model"`
+			Choices []struct {
+				Delta struct{ Role string } `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(events[0], "data: ")), &first); err != nil ||
+			!strings.HasPrefix(first.ID, "chatcmpl-") || first.Object != "chat.completion.chunk" ||
+			first.Model != "synthetic-tiny" || len(first.Choices) != 1 || first.Choices[0].Delta.Role != "assistant" {
+			t.Errorf("first chunk %s (%v)", events[0], err)
+		}
+		for _, path := range []string{"/health", "/", "/v1/models", "/metrics"} {
+			r, err := http.Get(p.url + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Body.Close()
+			if r.StatusCode != 200 {
+				t.Errorf("GET %s: %d", path, r.StatusCode)
+			}
+		}
+		if code := p.stop(t, sig); code != 0 {
+			t.Errorf("exit %d after %v", code, sig)
+		}
+		if log := p.log(); !strings.Contains(log, "shutting down") || !strings.HasSuffix(log, "stopped\n") ||
+			!strings.Contains(log, `msg=request method=POST path=/v1/chat/completions status=200`) {
+			t.Errorf("after %v the log is:\n%s", sig, log)
+		}
+	}
+}

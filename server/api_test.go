@@ -1,0 +1,139 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bitvk/bitvk/tokenizer"
+)
+
+// wantError returns a check of an error response in OpenAI's shape.
+func wantError(t *testing.T, what string, status int, typ, msg string) func(*http.Response, []byte) *clientError {
+	return func(resp *http.Response, b []byte) *clientError {
+		t.Helper()
+		var e clientError
+		if err := json.Unmarshal(b, &e); err != nil || e.Error == nil {
+			t.Errorf("%s: not an OpenAI error (%v): %s", what, err, b)
+			return &e
+		}
+		if resp.StatusCode != status || e.Error.Type != typ || !strings.Contains(e.Error.Message, msg) {
+			t.Errorf("%s: %d %s %q, want %d %s containing %q", what, resp.StatusCode, e.Error.Type, e.Error.Message, status, typ, msg)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s: content type %q", what, ct)
+		}
+		return &e
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	ts := newTestServer(t, testOptions{ctx: 64, edit: func(c *Config) { c.MaxBody = 4096 }})
+	long := strings.Repeat("word ", 100)
+	chat, comp := "/v1/chat/completions", "/v1/completions"
+	for _, c := range []struct {
+		name, path, body string
+		status           int
+		param, msg       string
+	}{
+		{"empty body", chat, "", 400, "", "empty"},
+		{"malformed", chat, `{"messages": [`, 400, "", "not valid JSON"},
+		{"syntax", chat, `{"messages": [}`, 400, "", "not valid JSON"},
+		{"two values", chat, `{"messages":[{"role":"user","content":"x"}]} {}`, 400, "", "more than one JSON value"},
+		{"not an object", chat, `[1, 2]`, 400, "", "must be a JSON object, not an array"},
+		{"null", chat, ` null `, 400, "", "must be a JSON object, not null"},
+		{"role type", chat, `{"messages":[{"role":5}]}`, 400, "messages.role", "must be a string, not a number"},
+		{"seed range", chat, `{"messages":[{"role":"user","content":"x"}],"seed":1e30}`, 400, "seed", "must be an integer, not the number 1e30"},
+		{"temperature type", chat, `{"messages":[{"role":"user","content":"x"}],"temperature":"hot"}`, 400, "temperature", "must be a number, not a string"},
+		{"max_tokens float", chat, `{"messages":[{"role":"user","content":"x"}],"max_tokens":1.5}`, 400, "max_tokens", "must be an integer"},
+		{"stream type", chat, `{"messages":[{"role":"user","content":"x"}],"stream":"yes"}`, 400, "stream", "must be a boolean"},
+		{"messages type", chat, `{"messages":"hi"}`, 400, "messages", "must be an array"},
+		{"no messages", chat, `{"messages":[]}`, 400, "messages", "at least one"},
+		{"unknown role", chat, `{"messages":[{"role":"tool","content":"x"}]}`, 400, "messages[0].role", `"tool"`},
+		{"no role", chat, `{"messages":[{"content":"x"}]}`, 400, "messages[0].role", "missing"},
+		{"content type", chat, `{"messages":[{"role":"user","content":5}]}`, 400, "messages[0].content", "string or an array of text parts"},
+		{"image part", chat, `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "messages[0].content[0].type", "only text parts"},
+		{"no content", chat, `{"messages":[{"role":"user"}]}`, 400, "messages[0].content", "missing"},
+		{"n", chat, `{"messages":[{"role":"user","content":"x"}],"n":2}`, 400, "n", "one choice"},
+		{"max_tokens 0", chat, `{"messages":[{"role":"user","content":"x"}],"max_tokens":0}`, 400, "max_tokens", "at least 1"},
+		{"temperature range", chat, `{"messages":[{"role":"user","content":"x"}],"temperature":3}`, 400, "temperature", "between 0 and 2"},
+		{"top_p range", chat, `{"messages":[{"role":"user","content":"x"}],"top_p":1.5}`, 400, "top_p", "between 0 and 1"},
+		{"penalty range", chat, `{"messages":[{"role":"user","content":"x"}],"presence_penalty":-3}`, 400, "presence_penalty", "between -2 and 2"},
+		{"stop type", chat, `{"messages":[{"role":"user","content":"x"}],"stop":7}`, 400, "stop", "string or an array"},
+		{"too many stops", chat, `{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}`, 400, "stop", "at most 4"},
+		{"stream_options alone", chat, `{"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true}}`, 400, "stream_options", "stream"},
+		{"tools", chat, `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools", "not supported"},
+		{"logprobs", chat, `{"messages":[{"role":"user","content":"x"}],"logprobs":true}`, 400, "logprobs", "not supported"},
+		{"chat prompt too long", chat, `{"messages":[{"role":"user","content":"` + long + `"}]}`, 400, "messages", "context holds 64 positions"},
+		{"prompt too long", comp, `{"prompt":"` + long + `"}`, 400, "prompt", "a prompt may be at most 63 tokens"},
+		{"no prompt", comp, `{"max_tokens":3}`, 400, "prompt", "missing"},
+		{"prompt type", comp, `{"prompt":{"text":"x"}}`, 400, "prompt", "must be a string"},
+		{"two prompts", comp, `{"prompt":["a","b"]}`, 400, "prompt", "2 prompts"},
+		{"token outside", comp, `{"prompt":[1, 99999]}`, 400, "prompt", "outside the vocabulary"},
+		{"echo", comp, `{"prompt":"x","echo":true}`, 400, "echo", "not supported"},
+		{"body limit", chat, `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, 413, "", "limit of 4096 bytes"},
+	} {
+		resp, b := ts.post(t, c.path, c.body)
+		e := wantError(t, c.name, c.status, "invalid_request_error", c.msg)(resp, b)
+		if e.Error == nil {
+			continue
+		}
+		if got := ""; e.Error.Param != nil {
+			got = *e.Error.Param
+			if got != c.param {
+				t.Errorf("%s: param %q, want %q", c.name, got, c.param)
+			}
+		} else if c.param != "" {
+			t.Errorf("%s: no param, want %q", c.name, c.param)
+		}
+	}
+	// The prompt-too-long message says how long the prompt was.
+	_, b := ts.post(t, comp, `{"prompt":"`+long+`"}`)
+	n := len(ts.bos(ts.tok.Encode(long, tokenizer.EncodeOptions{NoBOS: true})))
+	if !strings.Contains(string(b), fmt.Sprintf("the prompt is %d tokens long", n)) || !strings.Contains(string(b), "context_length_exceeded") {
+		t.Errorf("too long: %s (the prompt is %d tokens)", b, n)
+	}
+	// Wrong method, unknown path.
+	resp, b := ts.do(t, http.MethodGet, chat, nil, nil)
+	wantError(t, "GET "+chat, 405, "invalid_request_error", "use POST")(resp, b)
+	if resp.Header.Get("Allow") != "POST" {
+		t.Errorf("405 without Allow: POST")
+	}
+	wantError(t, "unknown path", 404, "invalid_request_error", "unknown request URL")(ts.do(t, http.MethodPost, "/v1/embeddings", "{}", nil))
+	// None of this reached the model.
+	if n := ts.backend.calls.Load(); n != 0 {
+		t.Errorf("bad requests made %d forward passes", n)
+	}
+	// And the server still serves.
+	ts.complete(t, chat, chatBody("x", "max_tokens", 2))
+}
+
+func TestAPIKey(t *testing.T) {
+	const key = "sk-test-1234"
+	ts := newTestServer(t, testOptions{edit: func(c *Config) { c.APIKey = key }})
+	body := `{"messages":[{"role":"user","content":"x"}],"max_tokens":2}`
+	for _, h := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Authorization": key}, {"Authorization": "Basic " + key}, {"Authorization": "Bearer " + key + "x"}} {
+		resp, b := ts.do(t, http.MethodPost, "/v1/chat/completions", body, h)
+		wantError(t, fmt.Sprint(h), 401, "invalid_request_error", "API key")(resp, b)
+		if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("401 without WWW-Authenticate: Bearer")
+		}
+	}
+	auth := map[string]string{"Authorization": "Bearer " + key}
+	if resp, b := ts.do(t, http.MethodPost, "/v1/chat/completions", body, auth); resp.StatusCode != 200 {
+		t.Errorf("with the key: %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := ts.do(t, http.MethodGet, "/metrics", nil, nil); resp.StatusCode != 401 {
+		t.Errorf("/metrics without the key: %d", resp.StatusCode)
+	}
+	if resp, _ := ts.do(t, http.MethodGet, "/metrics", nil, auth); resp.StatusCode != 200 {
+		t.Errorf("/metrics with the key: %d", resp.StatusCode)
+	}
+	for _, p := range []string{"/health", "/", "/app.js"} { // the page asks for the key itself
+		if resp, _ := ts.do(t, http.MethodGet, p, nil, nil); resp.StatusCode != 200 {
+			t.Errorf("%s without the key: %d", p, resp.StatusCode)
+		}
+	}
+}

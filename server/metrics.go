@@ -1,0 +1,79 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are what GET /metrics exports, in a registry of the server's own
+// (never the process-wide default), so that two servers in one process,
+// as in tests, count apart.
+type metrics struct {
+	reg *prometheus.Registry
+
+	requests     *prometheus.CounterVec // by endpoint and status code
+	promptTokens prometheus.Counter     // prompt tokens, cached ones included
+	cachedTokens prometheus.Counter     // prompt tokens whose K/V were reused from the request before
+	genTokens    prometheus.Counter     // tokens sampled
+	genRate      prometheus.Histogram   // per request: generated tok/s
+	promptRate   prometheus.Histogram   // per request: prompt tok/s (evaluated tokens)
+	firstToken   prometheus.Histogram   // arrival to first sampled token, queue wait included
+	queueWait    prometheus.Histogram   // arrival to the start of generation
+	duration     *prometheus.HistogramVec
+}
+
+func newMetrics(queueDepth, running func() float64) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := promauto{m.reg}
+	m.requests = f.counterVec("bitvk_http_requests_total",
+		"HTTP requests answered, by endpoint and status code (499: the client went away first).", "endpoint", "code")
+	m.promptTokens = f.counter("bitvk_prompt_tokens_total", "Prompt tokens of the completions served, cached ones included.")
+	m.cachedTokens = f.counter("bitvk_prompt_tokens_cached_total", "Prompt tokens whose keys and values were kept from the request before (not evaluated again).")
+	m.genTokens = f.counter("bitvk_generated_tokens_total", "Tokens generated (sampled), the end-of-turn token included.")
+	rates := prometheus.ExponentialBuckets(1, 2, 16) // 1 … 32768 tok/s
+	m.genRate = f.histogram("bitvk_generation_tokens_per_second", "Generation speed of each completion of at least two tokens.", rates)
+	m.promptRate = f.histogram("bitvk_prompt_tokens_per_second", "Prompt processing speed of each completion (tokens evaluated, cached ones left out).", rates)
+	times := prometheus.ExponentialBuckets(0.001, 2.5, 14) // 1 ms … 150 s
+	m.firstToken = f.histogram("bitvk_time_to_first_token_seconds", "From a request's arrival to its first generated token, queue wait and prompt included.", times)
+	m.queueWait = f.histogram("bitvk_queue_wait_seconds", "From a request's arrival until the model starts on it.", times)
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "bitvk_http_request_duration_seconds", Help: "Time to answer a request, streaming included, by endpoint.", Buckets: times,
+	}, []string{"endpoint"})
+	m.reg.MustRegister(m.duration)
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bitvk_queue_depth", Help: "Requests waiting for the model (the one being generated not included)."}, queueDepth),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bitvk_requests_running", Help: "Requests the model is generating now (0 or 1)."}, running),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// handler serves the registry in Prometheus' text format.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// promauto registers each metric as it is made.
+type promauto struct{ reg *prometheus.Registry }
+
+func (p promauto) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	p.reg.MustRegister(c)
+	return c
+}
+
+func (p promauto) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	p.reg.MustRegister(c)
+	return c
+}
+
+func (p promauto) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	p.reg.MustRegister(h)
+	return h
+}
