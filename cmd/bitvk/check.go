@@ -33,9 +33,9 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	head := fs.String("head", "f16", "output head on both backends: f16 or q8")
 	validate := fs.Bool("validate", false, "turn the Khronos validation layer on: any message fails the check")
 	var tol checkTol
-	fs.Float64Var(&tol.rel, "max-rel", 0.05, "tolerance: largest difference of the hidden state after a block, relative to its largest value")
-	fs.Float64Var(&tol.corr, "min-corr", 0.999, "tolerance: least correlation of a position's logits")
-	fs.Float64Var(&tol.kl, "max-kl", 0.01, "tolerance: largest KL divergence (nats) of a position's next-token distribution")
+	fs.Float64Var(&tol.rel, "max-rel", 0.1, "tolerance: largest difference of the hidden state after a block, relative to its largest value")
+	fs.Float64Var(&tol.corr, "min-corr", 0.995, "tolerance: least correlation of a position's logits")
+	fs.Float64Var(&tol.kl, "max-kl", 0.05, "tolerance: largest KL divergence (nats) of a position's next-token distribution")
 	fs.Float64Var(&tol.margin, "margin", 1.0, "top-1 tokens must agree wherever the CPU's top two logits differ by at least this")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -20,8 +20,10 @@ import (
 // move data through, chunk by chunk.
 const stagingSize = 32 << 20
 
-// submitTimeout bounds how long one Submit waits for the device.
-const submitTimeout = 60 * time.Second
+// submitTimeout bounds how long one Submit waits for the device: long
+// enough for a software device (lavapipe) to run a whole prefill batch of a
+// 2B model on two cores under load, short of waiting forever on a hung GPU.
+const submitTimeout = 10 * time.Minute
 
 // Device is an opened logical device with one compute queue. It owns every
 // buffer, kernel and recording made from it and releases them on Close.

@@ -369,6 +369,11 @@ func (r *Recording) Release() {
 	if r == nil || r.released {
 		return
 	}
+	// A submit that timed out may still be running on the device: its
+	// command buffer and descriptor sets must outlive it.
+	if d := r.dev; d.dev != nil && !d.closed {
+		vulkan.DeviceWaitIdle(d.dev)
+	}
 	r.free()
 	d := r.dev
 	for i, o := range d.recs {
