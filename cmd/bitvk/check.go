@@ -35,7 +35,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	var tol checkTol
 	fs.Float64Var(&tol.rel, "max-rel", 0.1, "tolerance: largest difference of the hidden state after a block, relative to its largest value")
 	fs.Float64Var(&tol.corr, "min-corr", 0.995, "tolerance: least correlation of a position's logits")
-	fs.Float64Var(&tol.kl, "max-kl", 0.05, "tolerance: largest KL divergence (nats) of a position's next-token distribution")
+	fs.Float64Var(&tol.kl, "max-kl", 0.2, "tolerance: largest KL divergence (nats) of a position's next-token distribution")
 	fs.Float64Var(&tol.margin, "margin", 1.0, "top-1 tokens must agree wherever the CPU's top two logits differ by at least this")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
