@@ -31,7 +31,7 @@ type ternaryMatrix struct {
 }
 
 // groupLen is the span of one scale in TQ2_0 and TQ1_0 files.
-const groupLen = 256
+const groupLen = nn.TQGroup
 
 // newTernaryMatrix repacks the tensors, all of input width n, into one
 // matrix, then releases their file pages: memory holds the model once.
@@ -130,8 +130,8 @@ func (m *ternaryMatrix) fromTQ(p *pool, t nn.Tensor, r0 int) error {
 			if errs[wk] = t.TernaryRow(r, vals, gs); errs[wk] != nil {
 				return
 			}
-			packRow(m.data[(r0+r)*m.stride:(r0+r+1)*m.stride], vals)
-			s, uniform := rowScaleOf(vals, gs)
+			nn.PackI2S(m.data[(r0+r)*m.stride:(r0+r+1)*m.stride], vals)
+			s, uniform := nn.RowScale(vals, gs)
 			m.rowScale[r0+r] = s
 			mixed[wk] = mixed[wk] || !uniform
 		}
@@ -163,40 +163,6 @@ func (m *ternaryMatrix) fromTQ(p *pool, t nn.Tensor, r0 int) error {
 	}
 	copy(m.groupScale[r0*groups:], scales)
 	return nil
-}
-
-// rowScaleOf returns the one scale of a row's non-zero groups, and whether
-// there is one (all-zero groups accept any scale).
-func rowScaleOf(vals []int8, gs []float32) (float32, bool) {
-	var s float32
-	seen := false
-	for g, gsc := range gs {
-		zero := true
-		for _, v := range vals[g*groupLen : (g+1)*groupLen] {
-			if v != 0 {
-				zero = false
-				break
-			}
-		}
-		if zero {
-			continue
-		}
-		if seen && gsc != s {
-			return 0, false
-		}
-		s, seen = gsc, true
-	}
-	return s, true
-}
-
-// packRow writes ternary values (−1, 0, +1) as codes t+1 in the kernel layout.
-func packRow(dst []byte, vals []int8) {
-	for blk := 0; blk < len(vals)/128; blk++ {
-		v := vals[blk*128 : blk*128+128]
-		for j := 0; j < 32; j++ {
-			dst[blk*32+j] = byte(v[j]+1)<<6 | byte(v[32+j]+1)<<4 | byte(v[64+j]+1)<<2 | byte(v[96+j]+1)
-		}
-	}
 }
 
 // alignedBytes allocates n bytes starting on a 64-byte boundary (a cache

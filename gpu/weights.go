@@ -35,7 +35,7 @@ type floatMatrix struct {
 }
 
 // groupLen is the span of one scale in TQ2_0 and TQ1_0 files.
-const groupLen = 256
+const groupLen = nn.TQGroup
 
 // shardRows is how many rows of rowBytes bytes go in one buffer.
 func (b *Backend) shardRows(name string, rowBytes int) (int, error) {
@@ -154,8 +154,8 @@ func (b *Backend) newTernary(w *nn.Weights, ts ...nn.Tensor) (*ternaryMatrix, er
 						return nil, fmt.Errorf("gpu: %s: a block scale (%v) is not finite", t.Name, s)
 					}
 				}
-				packRow(data[(r0+r)*stride:(r0+r+1)*stride], vals)
-				s, uniform := rowScaleOf(vals, gs)
+				nn.PackI2S(data[(r0+r)*stride:(r0+r+1)*stride], vals)
+				s, uniform := nn.RowScale(vals, gs)
 				rowScale[r0+r] = s
 				if !uniform && groupScale == nil {
 					groupScale = make([]float32, m.rows*groups)
@@ -275,42 +275,6 @@ func quantizeRow(dst []byte, row []float32) float32 {
 		dst[i] = byte(int8(max(-127, min(127, math.RoundToEven(float64(v*inv))))))
 	}
 	return m / 127
-}
-
-// packRow writes ternary values (−1, 0, +1) as codes t+1 in the I2_S layout.
-func packRow(dst []byte, vals []int8) {
-	for blk := 0; blk < len(vals)/128; blk++ {
-		v := vals[blk*128 : blk*128+128]
-		for j := range 32 {
-			dst[blk*32+j] = byte(v[j]+1)<<6 | byte(v[32+j]+1)<<4 | byte(v[64+j]+1)<<2 | byte(v[96+j]+1)
-		}
-	}
-}
-
-// rowScaleOf returns the one scale of a row's non-zero groups, and whether
-// there is one (all-zero groups accept any scale).
-func rowScaleOf(vals []int8, gs []float32) (float32, bool) {
-	var s float32
-	seen := false
-	for g, gsc := range gs {
-		if allZero8(vals[g*groupLen : (g+1)*groupLen]) {
-			continue
-		}
-		if seen && gsc != s {
-			return 0, false
-		}
-		s, seen = gsc, true
-	}
-	return s, true
-}
-
-func allZero8(v []int8) bool {
-	for _, x := range v {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func allZero(v []float32) bool {

@@ -254,6 +254,48 @@ func (t Tensor) TernaryRow(r int, vals []int8, scales []float32) error {
 	return nil
 }
 
+// TQGroup is the number of weights that share one scale in TQ2_0 and TQ1_0
+// (the length of scales that TernaryRow fills is t.In/TQGroup).
+const TQGroup = 256
+
+// RowScale returns the one scale of a row's groups of TQGroup values,
+// ignoring all-zero groups (whose scale multiplies nothing), and whether
+// the row has one; false means the row mixes scales.
+func RowScale(vals []int8, scales []float32) (float32, bool) {
+	var s float32
+	seen := false
+	for g, gs := range scales {
+		zero := true
+		for _, v := range vals[g*TQGroup : (g+1)*TQGroup] {
+			if v != 0 {
+				zero = false
+				break
+			}
+		}
+		if zero {
+			continue
+		}
+		if seen && gs != s {
+			return 0, false
+		}
+		s, seen = gs, true
+	}
+	return s, true
+}
+
+// PackI2S writes ternary values (−1, 0, +1), a multiple of 128 of them, as
+// I2_S codes t+1: per 128 values 32 bytes, byte j holding values j, 32+j,
+// 64+j and 96+j in bits 7-6, 5-4, 3-2 and 1-0. It is the layout the CPU
+// and Vulkan kernels share.
+func PackI2S(dst []byte, vals []int8) {
+	for blk := 0; blk < len(vals)/128; blk++ {
+		v := vals[blk*128 : blk*128+128]
+		for j := range 32 {
+			dst[blk*32+j] = byte(v[j]+1)<<6 | byte(v[32+j]+1)<<4 | byte(v[64+j]+1)<<2 | byte(v[96+j]+1)
+		}
+	}
+}
+
 // The tensor types backends meet, named here so that backends need not
 // import gguf.
 const (
