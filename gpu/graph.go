@@ -72,7 +72,7 @@ func (b *Backend) recording(T, mode int) (*vk.Recording, error) {
 	if r, ok := b.recs[key]; ok {
 		return r, nil
 	}
-	r, err := b.record(fmt.Sprintf("forward of %d tokens", T), T, mode, false)
+	r, err := b.record(fmt.Sprintf("forward of %d tokens", T), T, mode, recOpts{})
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (b *Backend) traceRecording(T, mode int) (*vk.Recording, error) {
 			return nil, err
 		}
 	}
-	return b.record(fmt.Sprintf("traced forward of %d tokens", T), T, mode, true)
+	return b.record(fmt.Sprintf("traced forward of %d tokens", T), T, mode, recOpts{trace: true})
 }
 
 // whole binds all of a buffer.
@@ -110,7 +110,15 @@ func whole(buf *vk.Buffer) vk.Range { return vk.Range{Buf: buf} }
 type recorder struct {
 	b   *Backend
 	r   *vk.Recording
+	pos int // the first position, where known (profiles): attention's traffic depends on it
 	err error
+}
+
+// note labels the next command for profiles with the bytes it must move.
+func (rc *recorder) note(label string, bytes int) {
+	if rc.err == nil {
+		rc.r.Note(label, int64(bytes))
+	}
 }
 
 func (rc *recorder) dispatch(k spirv.Kernel, spec []uint32, bufs []vk.Range, push any, x, y uint32) {
@@ -129,12 +137,20 @@ func ceilDiv(a, b int) uint32 { return uint32((a + b - 1) / b) }
 
 // normQuant records norm_quant over T tokens of in (rows of inStride
 // floats, from token inOff): ACT, NORM, QUANT as in the shader.
-func (rc *recorder) normQuant(in *vk.Buffer, w *vk.Buffer, K, inStride, inOff, T int, act, quant uint32) {
+func (rc *recorder) normQuant(label string, in *vk.Buffer, w *vk.Buffer, K, inStride, inOff, T int, act, quant uint32) {
 	b := rc.b
 	norm := uint32(1)
 	if w == nil {
 		norm, w = 0, b.outNorm // any float buffer: unread
 	}
+	read, written := 4*T*K, T*(K+4) // floats in; int8 and a scale out
+	if act != 0 {
+		read *= 2
+	}
+	if quant == 0 {
+		written = 4 * T * K
+	}
+	rc.note(label, read+written+4*K*int(norm))
 	rc.dispatch(spirv.NormQuant, []uint32{b.workgroup(wgNorm), act, norm, quant},
 		[]vk.Range{whole(in), whole(w), whole(b.xn), whole(b.q), whole(b.s)},
 		normPush{K: uint32(K), InStride: uint32(inStride), InOff: uint32(inOff), Eps: b.c.Eps}, uint32(T), 1)
@@ -142,7 +158,7 @@ func (rc *recorder) normQuant(in *vk.Buffer, w *vk.Buffer, K, inStride, inOff, T
 
 // ternary records out[t][row] (+)= BitLinear of the quantized activations
 // by m, every shard, for T tokens.
-func (rc *recorder) ternary(m *ternaryMatrix, out *vk.Buffer, outStride, T int, acc bool) {
+func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outStride, T int, acc bool) {
 	b := rc.b
 	k := spirv.Ternary
 	if b.dot {
@@ -160,6 +176,12 @@ func (rc *recorder) ternary(m *ternaryMatrix, out *vk.Buffer, outStride, T int, 
 		accum = 1
 	}
 	for _, sh := range m.shards {
+		// weights, activations, scales, results (read too when accumulating)
+		bytes := sh.rows*m.k/4 + T*m.k + 4*sh.rows + 4*T*sh.rows*(1+int(accum))
+		if grouped == 1 {
+			bytes += 4 * sh.rows * m.k / 256
+		}
+		rc.note(label, bytes)
 		rc.dispatch(k, []uint32{wgMat, rowsWG, nt, grouped, accum},
 			[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(m.rowScale), whole(gs), whole(out)},
 			matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(m.k), T: uint32(T), OutStride: uint32(outStride)},
@@ -180,6 +202,7 @@ func (rc *recorder) head(n int) {
 		push := matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(h.k), T: uint32(n), OutStride: uint32(b.c.Vocab)}
 		gx, gy := ceilDiv(sh.rows, rowsWG), ceilDiv(n, int(nt))
 		if h.rowScale == nil {
+			rc.note("output head (f16)", 2*sh.rows*h.k+4*n*h.k+4*n*sh.rows)
 			rc.dispatch(spirv.HeadF16, []uint32{wgMat, rowsWG, nt},
 				[]vk.Range{whole(sh.buf), whole(b.xn), whole(b.logits)}, push, gx, gy)
 			continue
@@ -188,6 +211,7 @@ func (rc *recorder) head(n int) {
 		if b.dot {
 			k = spirv.HeadQ8Dot
 		}
+		rc.note("output head (q8)", sh.rows*h.k+4*sh.rows+n*h.k+4*n*sh.rows)
 		rc.dispatch(k, []uint32{wgMat, rowsWG, nt},
 			[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(h.rowScale), whole(b.logits)}, push, gx, gy)
 	}
@@ -197,18 +221,34 @@ func (rc *recorder) head(n int) {
 // and (by mode) the head, its argmax, and the copy of what the host reads.
 // Barriers separate the steps that read what the previous one wrote; the
 // shards of one matrix run without barriers between them.
-func (b *Backend) record(name string, T, mode int, trace bool) (*vk.Recording, error) {
+// recOpts are the variants of a recorded forward pass.
+type recOpts struct {
+	trace   bool // copy the residual stream after each block to the host
+	profile bool // timestamps after every command (vk.Recording.Profile)
+	pos     int  // profile: the first position, for attention's traffic
+}
+
+func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, error) {
 	c := b.c
 	E, F, KV := c.Embd, c.FFN, c.KVDim()
 	qkvStride := E + 2*KV
-	rc := &recorder{b: b, r: b.dev.Record(name)}
+	rc := &recorder{b: b, r: b.dev.Record(name), pos: o.pos}
 	r := rc.r
+	trace := o.trace
+	if o.profile {
+		if err := r.Profile(); err != nil {
+			r.Release()
+			return nil, err
+		}
+	}
 	params := vk.Range{Buf: b.inDev, Off: 0, Size: 16}
 	tokens := vk.Range{Buf: b.inDev, Off: tokensOff, Size: int64(4 * T)}
 
+	rc.note("input upload", tokensOff+4*T)
 	r.Copy(vk.Range{Buf: b.inHost, Size: tokensOff + int64(4*T)}, vk.Range{Buf: b.inDev, Size: tokensOff + int64(4*T)})
 	r.Barrier()
 	for _, sh := range b.embd.shards {
+		rc.note("embedding", 4+2*E*T+4*E*T)
 		rc.dispatch(spirv.Embed, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), tokens, whole(b.x)},
 			embedPush{Row0: uint32(sh.row0), Rows: uint32(sh.rows), K: uint32(E)}, uint32(T), 1)
 	}
@@ -226,34 +266,36 @@ func (b *Backend) record(name string, T, mode int, trace bool) (*vk.Recording, e
 	}
 	for _, l := range b.layers {
 		// attention
-		rc.normQuant(b.x, l.attnNorm, E, E, 0, T, 0, 1)
+		rc.normQuant("attn norm+quant", b.x, l.attnNorm, E, E, 0, T, 0, 1)
 		r.Barrier()
-		rc.ternary(l.qkv, b.qkv, qkvStride, T, false)
+		rc.ternary("attn qkv", l.qkv, b.qkv, qkvStride, T, false)
 		r.Barrier()
+		rc.note("rope + kv write", 4*T*qkvStride+4*T*E+2*2*T*KV+4*T*c.RopeDim)
 		rc.dispatch(spirv.RopeKV, []uint32{wgRope},
 			[]vk.Range{whole(b.qkv), whole(b.rope), whole(l.kc), whole(l.vc), params},
 			ropePush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), QKVStride: uint32(qkvStride)},
 			uint32(T), uint32(c.Heads+2*c.KVHeads))
 		r.Barrier()
+		rc.note("attention", 2*2*(rc.pos+T)*KV+4*T*E+4*T*E)
 		rc.dispatch(spirv.Attention, []uint32{b.workgroup(wgAttn)},
 			[]vk.Range{whole(b.qkv), whole(l.kc), whole(l.vc), whole(b.scores), whole(b.att), params},
 			attnPush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), QKVStride: uint32(qkvStride),
 				Ctx: uint32(b.ctx), Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))},
 			uint32(T), uint32(c.Heads))
 		r.Barrier()
-		rc.normQuant(b.att, l.attnSubNorm, E, E, 0, T, 0, 1)
+		rc.normQuant("attn subnorm+quant", b.att, l.attnSubNorm, E, E, 0, T, 0, 1)
 		r.Barrier()
-		rc.ternary(l.o, b.x, E, T, true)
+		rc.ternary("attn output", l.o, b.x, E, T, true)
 		r.Barrier()
 		traceCopy()
 		// feed-forward
-		rc.normQuant(b.x, l.ffnNorm, E, E, 0, T, 0, 1)
+		rc.normQuant("ffn norm+quant", b.x, l.ffnNorm, E, E, 0, T, 0, 1)
 		r.Barrier()
-		rc.ternary(l.gateUp, b.gu, 2*F, T, false)
+		rc.ternary("ffn gate+up", l.gateUp, b.gu, 2*F, T, false)
 		r.Barrier()
-		rc.normQuant(b.gu, l.ffnSubNorm, F, 2*F, 0, T, act, 1)
+		rc.normQuant("ffn act+subnorm+quant", b.gu, l.ffnSubNorm, F, 2*F, 0, T, act, 1)
 		r.Barrier()
-		rc.ternary(l.down, b.x, E, T, true)
+		rc.ternary("ffn down", l.down, b.x, E, T, true)
 		r.Barrier()
 		traceCopy()
 	}
@@ -263,20 +305,23 @@ func (b *Backend) record(name string, T, mode int, trace bool) (*vk.Recording, e
 			n, off = T, 0
 		}
 		if b.head.rowScale == nil {
-			rc.normQuant(b.x, b.outNorm, E, E, off, n, 0, 0)
+			rc.normQuant("output norm", b.x, b.outNorm, E, E, off, n, 0, 0)
 		} else {
-			rc.normQuant(b.x, b.outNorm, E, E, off, n, 0, 1)
+			rc.normQuant("output norm+quant", b.x, b.outNorm, E, E, off, n, 0, 1)
 		}
 		r.Barrier()
 		rc.head(n)
 		r.Barrier()
 		if mode == outArgmax {
+			rc.note("argmax", 4*c.Vocab)
 			rc.dispatch(spirv.Argmax, []uint32{b.workgroup(wgArg)}, []vk.Range{whole(b.logits), whole(b.result)},
 				argmaxPush{N: uint32(c.Vocab)}, 1, 1)
 			r.Barrier()
+			rc.note("token download", 4)
 			r.Copy(whole(b.result), vk.Range{Buf: b.outHost, Size: 4})
 		} else {
 			size := int64(4 * n * c.Vocab)
+			rc.note("logits download", int(size))
 			r.Copy(vk.Range{Buf: b.logits, Size: size}, vk.Range{Buf: b.outHost, Size: size})
 		}
 	}

@@ -90,7 +90,7 @@ func (a opsAdapter) quantize(x []float32, T int) {
 	b.q, b.s, b.xn = a.buf(make([]byte, len(x))), a.buf(make([]byte, 4*T)), a.buf(nil)
 	in := a.buf(f32Bytes(x))
 	b.outNorm = in
-	a.run(func(rc *recorder) { rc.normQuant(in, nil, K, K, 0, T, 0, 1) })
+	a.run(func(rc *recorder) { rc.normQuant("test", in, nil, K, K, 0, T, 0, 1) })
 }
 
 func (a opsAdapter) Quantize(x []float32) ([]int8, float32) {
@@ -120,7 +120,7 @@ func (a opsAdapter) TernarySums(w nn.Tensor, q []int8, T int) ([]int32, error) {
 	}
 	a.b.q, a.b.s = a.buf(qb), a.buf(f32Bytes(ones))
 	out := a.buf(make([]byte, 4*T*w.Out))
-	a.run(func(rc *recorder) { rc.ternary(m, out, w.Out, T, false) })
+	a.run(func(rc *recorder) { rc.ternary("test", m, out, w.Out, T, false) })
 	y := a.floats(out, T*w.Out)
 	sums := make([]int32, len(y))
 	for i, v := range y {
@@ -136,7 +136,7 @@ func (a opsAdapter) BitLinear(w nn.Tensor, x []float32, T int) ([]float32, error
 	}
 	a.quantize(x, T)
 	out := a.buf(make([]byte, 4*T*w.Out))
-	a.run(func(rc *recorder) { rc.ternary(m, out, w.Out, T, false) })
+	a.run(func(rc *recorder) { rc.ternary("test", m, out, w.Out, T, false) })
 	return a.floats(out, T*w.Out), nil
 }
 
@@ -145,7 +145,7 @@ func (a opsAdapter) RMSNorm(x, w []float32, eps float32) []float32 {
 	b.c = &nn.Config{Eps: eps}
 	in, wb := a.buf(f32Bytes(x)), a.buf(f32Bytes(w))
 	b.xn, b.q, b.s = a.buf(make([]byte, 4*len(x))), a.buf(nil), a.buf(nil)
-	a.run(func(rc *recorder) { rc.normQuant(in, wb, len(x), len(x), 0, 1, 0, 0) })
+	a.run(func(rc *recorder) { rc.normQuant("test", in, wb, len(x), len(x), 0, 1, 0, 0) })
 	return a.floats(b.xn, len(x))
 }
 

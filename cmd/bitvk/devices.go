@@ -29,6 +29,8 @@ type deviceJSON struct {
 	SubgroupSize          uint32     `json:"subgroup_size"`
 	SubgroupOps           []string   `json:"subgroup_operations"`
 	Features              []string   `json:"features"`
+	TimestampBits         uint32     `json:"timestamp_valid_bits"`
+	TimestampPeriodNs     float32    `json:"timestamp_period_ns"`
 	Missing               []string   `json:"missing_features"`
 }
 
@@ -62,7 +64,8 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 			VendorID: d.VendorID, DeviceID: d.DeviceID, Driver: d.Driver, DriverVersion: d.DriverVersion, APIVersion: d.APIVersion,
 			MaxStorageBufferRange: d.MaxStorageBufferRange, MaxAllocation: d.MaxMemoryAllocationSize,
 			MaxWorkgroup: d.MaxComputeWorkGroupInvocations, MaxShared: d.MaxComputeSharedMemorySize,
-			SubgroupSize: d.SubgroupSize, SubgroupOps: d.SubgroupOps, Features: d.Features.Names()}
+			SubgroupSize: d.SubgroupSize, SubgroupOps: d.SubgroupOps, Features: d.Features.Names(),
+			TimestampBits: d.TimestampBits, TimestampPeriodNs: d.TimestampPeriod}
 		for _, h := range d.Heaps {
 			j.Heaps = append(j.Heaps, heapJSON{h.Size, h.DeviceLocal})
 		}
@@ -100,6 +103,11 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  features:  %s\n", strings.Join(d.Features, ", "))
 		if len(d.Missing) > 0 {
 			fmt.Fprintf(stdout, "  missing:   %s\n", strings.Join(d.Missing, ", "))
+		}
+		if d.TimestampBits > 0 {
+			fmt.Fprintf(stdout, "  timers:    %d-bit timestamps on the compute queue, %g ns per tick (bitvk bench --profile)\n", d.TimestampBits, d.TimestampPeriodNs)
+		} else {
+			fmt.Fprintf(stdout, "  timers:    none on the compute queue (bitvk bench --profile cannot time kernels here)\n")
 		}
 	}
 	return nil

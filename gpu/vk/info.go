@@ -54,6 +54,12 @@ type DeviceInfo struct {
 	ComputeQueueFamily int
 	Features           Features
 
+	// TimestampBits is the compute queue family's timestampValidBits: 0
+	// when its queue cannot write timestamps (profiling is then refused).
+	TimestampBits uint32
+	// TimestampPeriod is nanoseconds per timestamp tick.
+	TimestampPeriod float32
+
 	// Memory types (property flags and heap index), for buffer allocation.
 	memTypes []memType
 	apiRaw   uint32

@@ -194,6 +194,10 @@ func deviceInfo(idx int, c *C.bvk_device_info) DeviceInfo {
 		fams[k] = uint32(c.family_flags[k])
 	}
 	d.ComputeQueueFamily = pickQueueFamily(fams)
+	if f := d.ComputeQueueFamily; f >= 0 {
+		d.TimestampBits = uint32(c.family_timestamp_bits[f])
+	}
+	d.TimestampPeriod = float32(c.timestamp_period)
 	f := uint32(c.features)
 	d.Features = Features{
 		Storage16:             f&C.BVK_F_STORAGE16 != 0,

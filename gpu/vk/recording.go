@@ -31,6 +31,8 @@ type command struct {
 	src     span // copy
 	dst     span // copy, fill
 	value   uint32
+	label   string // from Note: what the command is for, in profiles
+	bytes   int64  // from Note: the memory traffic it needs, in profiles
 }
 
 // span is a resolved Range.
@@ -51,6 +53,11 @@ type Recording struct {
 	released bool
 	cmd      vulkan.CommandBuffer
 	pool     vulkan.DescriptorPool
+
+	note    *command // label and bytes for the next command, from Note
+	profile bool     // Finish adds timestamps (see Profile)
+	queries vulkan.QueryPool
+	nquery  uint32
 }
 
 // Record starts a recording; name appears in errors.
@@ -163,10 +170,29 @@ func (r *Recording) Dispatch(k *Kernel, bufs []Range, push []byte, x, y, z uint3
 		}
 	}
 	if x == 0 || y == 0 || z == 0 {
+		r.note = nil
 		return
 	}
 	c.push = append([]byte(nil), push...)
+	r.add(c)
+}
+
+// add appends c with the pending note, if any.
+func (r *Recording) add(c command) {
+	if r.note != nil {
+		c.label, c.bytes = r.note.label, r.note.bytes
+		r.note = nil
+	}
 	r.cmds = append(r.cmds, c)
+}
+
+// Note labels the next dispatch, copy or fill for profiles: label says what
+// it is for (e.g. "ffn down"), bytes the memory traffic it needs at least
+// (weights, activations and cache read, results written).
+func (r *Recording) Note(label string, bytes int64) {
+	if r.usable("note") {
+		r.note = &command{label: label, bytes: bytes}
+	}
 }
 
 // Barrier records a global memory barrier: compute-shader and transfer
@@ -206,7 +232,7 @@ func (r *Recording) Copy(src, dst Range) {
 		r.fail(what, "source and destination overlap in buffer %q", s.buf.name)
 		return
 	}
-	r.cmds = append(r.cmds, command{kind: cmdCopy, src: s, dst: t})
+	r.add(command{kind: cmdCopy, src: s, dst: t})
 }
 
 // Fill records setting dst to the 32-bit value v repeated. Offset and size
@@ -228,7 +254,7 @@ func (r *Recording) Fill(dst Range, v uint32) {
 		r.fail(what, "offset %d and size %d in buffer %q must be positive multiples of 4", t.off, t.size, t.buf.name)
 		return
 	}
-	r.cmds = append(r.cmds, command{kind: cmdFill, dst: t, value: v})
+	r.add(command{kind: cmdFill, dst: t, value: v})
 }
 
 // Finish translates the recorded commands into a command buffer: one
@@ -311,7 +337,21 @@ func (r *Recording) build() error {
 	if res := vulkan.BeginCommandBuffer(cmd, &vulkan.CommandBufferBeginInfo{SType: vulkan.StructureTypeCommandBufferBeginInfo}); res != vulkan.Success {
 		return d.errorf(res, "beginning the command buffer of %s", r.name)
 	}
+	if r.profile {
+		if err := r.makeQueries(); err != nil {
+			return err
+		}
+		vulkan.CmdResetQueryPool(cmd, r.queries, 0, r.nquery)
+	}
 	leadingBarrier(cmd)
+	query := uint32(0)
+	stamp := func() {
+		if r.profile {
+			vulkan.CmdWriteTimestamp(cmd, vulkan.PipelineStageBottomOfPipeBit, r.queries, query)
+			query++
+		}
+	}
+	stamp()
 	for i, c := range r.cmds {
 		switch c.kind {
 		case cmdDispatch:
@@ -332,6 +372,9 @@ func (r *Recording) build() error {
 			}})
 		case cmdFill:
 			vulkan.CmdFillBuffer(cmd, c.dst.buf.buf, vulkan.DeviceSize(c.dst.off), vulkan.DeviceSize(c.dst.size), c.value)
+		}
+		if c.kind != cmdBarrier {
+			stamp()
 		}
 	}
 	trailingBarrier(cmd)
@@ -407,5 +450,9 @@ func (r *Recording) destroy() {
 	if r.pool != nil {
 		vulkan.DestroyDescriptorPool(d.dev, r.pool, nil)
 		r.pool = nil
+	}
+	if r.queries != nil {
+		vulkan.DestroyQueryPool(d.dev, r.queries, nil)
+		r.queries = nil
 	}
 }

@@ -340,6 +340,7 @@ int32_t bvk_query_device(void *gipa, void *instance, void *physp, uint32_t insta
 	info->max_shared = p->limits.maxComputeSharedMemorySize;
 	info->max_push = p->limits.maxPushConstantsSize;
 	for (int i = 0; i < 3; i++) info->max_wg_count[i] = p->limits.maxComputeWorkGroupCount[i];
+	info->timestamp_period = p->limits.timestampPeriod;
 	if (v >= 101) {
 		info->subgroup_size = sub.subgroupSize;
 		info->subgroup_stages = sub.supportedStages;
@@ -375,7 +376,10 @@ int32_t bvk_query_device(void *gipa, void *instance, void *physp, uint32_t insta
 	VkQueueFamilyProperties fams[BVK_MAX_FAMILIES];
 	qf(phys, &nf, fams);
 	info->family_count = nf;
-	for (uint32_t i = 0; i < nf; i++) info->family_flags[i] = fams[i].queueFlags;
+	for (uint32_t i = 0; i < nf; i++) {
+		info->family_flags[i] = fams[i].queueFlags;
+		info->family_timestamp_bits[i] = fams[i].timestampValidBits;
+	}
 	return VK_SUCCESS;
 }
 

@@ -52,6 +52,8 @@ typedef struct bvk_device_info {
 	uint32_t type_flags[BVK_MAX_TYPES], type_heap[BVK_MAX_TYPES];
 	uint32_t family_count;
 	uint32_t family_flags[BVK_MAX_FAMILIES];
+	uint32_t family_timestamp_bits[BVK_MAX_FAMILIES]; // timestampValidBits; 0: no timestamps
+	float timestamp_period;                            // nanoseconds per timestamp tick
 	uint32_t extensions; // BVK_EXT_*
 	uint32_t features;   // BVK_F_*
 } bvk_device_info;

@@ -109,3 +109,11 @@ func (r *Recording) Name() string { return r.name }
 
 // Release does nothing.
 func (r *Recording) Release() {}
+
+func (r *Recording) Note(label string, bytes int64) {}
+
+func (r *Recording) Profile() error { return errNoCgo }
+
+func (r *Recording) Timings() ([]Timing, error) { return nil, errNoCgo }
+
+func (r *Recording) Counts() Counts { return Counts{} }

@@ -562,3 +562,94 @@ func BenchmarkSubmit(b *testing.B) {
 		}
 	}
 }
+
+// A profiled recording reports one timing per non-barrier command, in
+// order, with its note, and counts what it records; the results are still
+// right.
+func TestProfileTimings(t *testing.T) {
+	spv := compileGLSL(t, testShader)
+	inst, d := openDevice(t)
+	if d.Info().TimestampBits == 0 {
+		r := d.Record("no timers")
+		if err := r.Profile(); err == nil {
+			t.Fatal("Profile succeeded on a device without timestamps")
+		}
+		t.Skipf("%s has no timestamps on its compute queue", d.Info().Name)
+	}
+	const n, local = 1 << 16, 64
+	k, err := d.NewKernel("double_add", spv, 2, 8, []uint32{local})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := d.NewBuffer("in", 4*n, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.NewBuffer("out", 4*n, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := d.Record("profiled")
+	if _, err := r.Timings(); err == nil {
+		t.Error("Timings of an unfinished recording succeeded")
+	}
+	if err := r.Profile(); err != nil {
+		t.Fatal(err)
+	}
+	r.Note("first", 8*n)
+	r.Dispatch(k, []Range{{Buf: in}, {Buf: out}}, push(n, 1), n/local, 1, 1)
+	r.Barrier()
+	r.Dispatch(k, []Range{{Buf: out}, {Buf: in}}, push(n, 2), n/local, 1, 1) // no note
+	r.Barrier()
+	r.Note("clear", 4*n)
+	r.Fill(Range{Buf: out}, 0)
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Counts(), (Counts{Dispatches: 2, Barriers: 2, Transfers: 1}); got != want {
+		t.Errorf("Counts = %+v, want %+v", got, want)
+	}
+	for i := range n {
+		binary.LittleEndian.PutUint32(in.Mapped()[4*i:], uint32(i))
+	}
+	if err := d.Submit(r); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1, n - 1} { // in = 2·(2i+1)+2
+		if got, want := binary.LittleEndian.Uint32(in.Mapped()[4*i:]), uint32(4*i+4); got != want {
+			t.Fatalf("in[%d] = %d, want %d", i, got, want)
+		}
+	}
+	tm, err := r.Timings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Timing{
+		{Kind: "dispatch", Kernel: "double_add", Label: "first", Groups: [3]uint32{n / local, 1, 1}, Bytes: 8 * n},
+		{Kind: "dispatch", Kernel: "double_add", Label: "double_add", Groups: [3]uint32{n / local, 1, 1}},
+		{Kind: "fill", Kernel: "fill", Label: "clear", Bytes: 4 * n},
+	}
+	if len(tm) != len(want) {
+		t.Fatalf("%d timings, want %d: %+v", len(tm), len(want), tm)
+	}
+	var total float64
+	for i := range want {
+		got := tm[i]
+		if got.Nanoseconds < 0 || got.Nanoseconds > 60e9 {
+			t.Errorf("timing %d: %g ns", i, got.Nanoseconds)
+		}
+		total += got.Nanoseconds
+		got.Nanoseconds = 0
+		if got != want[i] {
+			t.Errorf("timing %d = %+v, want %+v", i, got, want[i])
+		}
+	}
+	if total <= 0 {
+		t.Errorf("the profiled commands took %g ns in all", total)
+	}
+	r.Release()
+	if _, err := r.Timings(); err == nil {
+		t.Error("Timings of a released recording succeeded")
+	}
+	checkMessages(t, inst)
+}
