@@ -19,26 +19,42 @@ import (
 // benchResult is one test of one configuration, with llama-bench's field
 // names (so tools that read its JSON read ours) plus the roofline.
 type benchResult struct {
-	ModelType     string    `json:"model_type"`
-	ModelSize     int64     `json:"model_size"`
-	ModelNParams  int64     `json:"model_n_params"`
-	Backend       string    `json:"backend"`
-	Kernels       string    `json:"kernels"`
-	GPUInfo       string    `json:"gpu_info,omitempty"`
-	Head          string    `json:"head"`
-	NThreads      int       `json:"n_threads"`
-	NPrompt       int       `json:"n_prompt"`
-	NGen          int       `json:"n_gen"`
-	AvgNs         int64     `json:"avg_ns"`
-	StddevNs      int64     `json:"stddev_ns"`
-	AvgTs         float64   `json:"avg_ts"`
-	StddevTs      float64   `json:"stddev_ts"`
-	SamplesNs     []int64   `json:"samples_ns"`
-	SamplesTs     []float64 `json:"samples_ts"`
-	BandwidthGBs  float64   `json:"bandwidth_gbs"`
-	BytesPerToken int64     `json:"bytes_per_token,omitempty"`
-	RooflineTs    float64   `json:"roofline_ts,omitempty"`
-	RooflineShare *float64  `json:"roofline_share"` // decode only; null for prompt tests
+	ModelType     string       `json:"model_type"`
+	ModelSize     int64        `json:"model_size"`
+	ModelNParams  int64        `json:"model_n_params"`
+	Backend       string       `json:"backend"`
+	Kernels       string       `json:"kernels"`
+	GPUInfo       string       `json:"gpu_info,omitempty"`
+	Head          string       `json:"head"`
+	NThreads      int          `json:"n_threads"`
+	NPrompt       int          `json:"n_prompt"`
+	NGen          int          `json:"n_gen"`
+	AvgNs         int64        `json:"avg_ns"`
+	StddevNs      int64        `json:"stddev_ns"`
+	AvgTs         float64      `json:"avg_ts"`
+	StddevTs      float64      `json:"stddev_ts"`
+	SamplesNs     []int64      `json:"samples_ns"`
+	SamplesTs     []float64    `json:"samples_ts"`
+	BandwidthGBs  float64      `json:"bandwidth_gbs"`
+	BytesPerToken int64        `json:"bytes_per_token,omitempty"`
+	RooflineTs    float64      `json:"roofline_ts,omitempty"`
+	RooflineShare *float64     `json:"roofline_share"`    // decode only; null for prompt tests
+	Profile       *profileJSON `json:"profile,omitempty"` // Vulkan with --profile
+}
+
+// profileJSON is where one pass of a test spends its GPU time (bench
+// --profile): a decode step at the test's last position, or the prompt's
+// first chunk.
+type profileJSON struct {
+	Tokens          int              `json:"tokens"`
+	Pos             int              `json:"pos"`
+	GPUNs           float64          `json:"gpu_ns"`
+	WallNs          float64          `json:"wall_ns"`
+	Dispatches      int              `json:"dispatches"`
+	Barriers        int              `json:"barriers"`
+	Transfers       int              `json:"transfers"`
+	SubmitsPerToken float64          `json:"submits_per_token"`
+	Kernels         []gpu.KernelTime `json:"kernels"`
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -53,6 +69,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	backends := fs.String("backend", "auto", "backends to time, comma-separated: auto, cpu, vulkan")
 	device := fs.Int("device", -1, "Vulkan device `index` (default: the best)")
 	asJSON := fs.Bool("json", false, "print a JSON array of results (llama-bench's field names)")
+	profile := fs.Bool("profile", false, "Vulkan: time every dispatch of a decode step and of a prompt chunk with GPU timestamps and print where the time goes")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -106,7 +123,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	for _, be := range backendList {
 		be = chooseBackend(backendFlags{backend: be, device: *device, notes: stderr})
 		for _, head := range headList {
-			if err := benchBackend(benchRun{be, head, *device, *path, ts, prompts, gens, *reps, *asJSON}, tw, stderr, bandwidth, &bwOrder, &results); err != nil {
+			if err := benchBackend(benchRun{be, head, *device, *path, ts, prompts, gens, *reps, *asJSON, *profile}, tw, stderr, bandwidth, &bwOrder, &results); err != nil {
 				return err
 			}
 		}
@@ -122,6 +139,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	for _, k := range bwOrder {
 		fmt.Fprintf(stdout, "memory bandwidth: %.1f GB/s on %s (roofline = bandwidth / bytes read per token)\n", bandwidth[k]/1e9, k)
 	}
+	for _, r := range results {
+		if r.Profile != nil {
+			printProfile(stdout, r)
+		}
+	}
 	return nil
 }
 
@@ -134,6 +156,7 @@ type benchRun struct {
 	prompts, gens []int
 	reps          int
 	asJSON        bool
+	profile       bool
 }
 
 // benchBackend times every test of one backend and head, measuring the
@@ -200,6 +223,15 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 				if err := timeTest(m, &r, br.reps); err != nil {
 					m.Close()
 					return err
+				}
+				if _, ok := m.backend.(*gpu.Backend); !ok && br.profile && r.NGen > 0 {
+					fmt.Fprintln(stderr, "bench: --profile times Vulkan dispatches; the CPU backend has none to time")
+				}
+				if b, ok := m.backend.(*gpu.Backend); ok && br.profile {
+					if r.Profile, err = profileTest(b, r, br.reps); err != nil {
+						m.Close()
+						return err
+					}
 				}
 				*results = append(*results, r)
 				if !br.asJSON {
@@ -308,6 +340,43 @@ func timeTest(m *model, r *benchResult, reps int) error {
 		r.BytesPerToken, r.RooflineTs = 0, 0
 	}
 	return nil
+}
+
+// profileTest times the dispatches of one pass of a test: the decode
+// step at the generation test's last position, or the prompt test's first
+// chunk (the whole prompt when it fits one submit).
+func profileTest(b *gpu.Backend, r benchResult, reps int) (*profileJSON, error) {
+	n, pos := 1, r.NGen-1
+	submits := 1.0
+	if r.NPrompt > 0 {
+		n, pos = min(r.NPrompt, b.Batch()), 0
+		submits = math.Ceil(float64(r.NPrompt)/float64(b.Batch())) / float64(r.NPrompt)
+	}
+	p, err := b.ProfileForward(n, pos, reps)
+	if err != nil {
+		return nil, err
+	}
+	return &profileJSON{Tokens: p.Tokens, Pos: p.Pos, GPUNs: p.GPUNanoseconds, WallNs: p.WallNanoseconds,
+		Dispatches: p.Counts.Dispatches, Barriers: p.Counts.Barriers, Transfers: p.Counts.Transfers,
+		SubmitsPerToken: submits, Kernels: p.ByLabel()}, nil
+}
+
+// printProfile prints one test's profile: a line of totals, then a row
+// per stage of the pass, most time first.
+func printProfile(w io.Writer, r benchResult) {
+	p := r.Profile
+	what := fmt.Sprintf("greedy decode step at position %d", p.Pos)
+	if r.NPrompt > 0 {
+		what = fmt.Sprintf("prompt chunk of %d tokens", p.Tokens)
+	}
+	fmt.Fprintf(w, "\nprofile of %s, %s head, %s (%s): %s, GPU %.1f µs (submit and wait %.1f µs); %d dispatches, %d barriers, %d transfers per pass, %.3g submits per token\n",
+		testName(r), r.Head, r.GPUInfo, r.Kernels, what, p.GPUNs/1e3, p.WallNs/1e3, p.Dispatches, p.Barriers, p.Transfers, p.SubmitsPerToken)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tkernel\tcalls\ttime µs\tshare\tMB\tGB/s\t")
+	for _, k := range p.Kernels {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f%%\t%.2f\t%.1f\t\n", k.Label, k.Kernel, k.Calls, k.Nanoseconds/1e3, 100*k.Share, float64(k.Bytes)/1e6, k.GBs)
+	}
+	tw.Flush()
 }
 
 // testName is llama-bench's name of a test: pp128 (prompt), tg64 (generation).

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -268,5 +269,87 @@ func TestSmallShape(t *testing.T) {
 	}
 	if code, out, stderr := bitvk("logits", "--shape", "small", "--tokens", "1,2", "--top", "2"); code != 0 || strings.Count(out, `"pos"`) != 2 {
 		t.Errorf("logits --shape small: exit %d %q %s", code, out, stderr)
+	}
+}
+
+// bench --profile reports, per test on the Vulkan backend, a profile whose
+// stages add up, both as JSON and as the printed table.
+func TestBenchProfile(t *testing.T) {
+	needVulkan(t)
+	code, out, stderr := bitvk("bench", "--shape", "tiny", "--backend", "vulkan", "-p", "8", "-n", "4", "-r", "1", "--profile", "--json")
+	if code != 0 {
+		t.Fatalf("bench --profile --json: exit %d: %s", code, stderr)
+	}
+	var rs []struct {
+		NPrompt int `json:"n_prompt"`
+		NGen    int `json:"n_gen"`
+		Profile *struct {
+			Tokens, Pos                     int
+			GPUNs                           float64 `json:"gpu_ns"`
+			Dispatches, Barriers, Transfers int
+			SubmitsPerToken                 float64 `json:"submits_per_token"`
+			Kernels                         []struct {
+				Label, Kernel string
+				Calls         int
+				Ns, Share     float64
+				Bytes         int64
+				GBs           float64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("bench --profile --json: %v\n%s", err, out)
+	}
+	if len(rs) != 2 {
+		t.Fatalf("%d results, want pp8 and tg4", len(rs))
+	}
+	for _, r := range rs {
+		p := r.Profile
+		if p == nil {
+			t.Fatalf("result without a profile: %+v", r)
+		}
+		wantTokens, wantPos := 1, r.NGen-1
+		if r.NPrompt > 0 {
+			wantTokens, wantPos = r.NPrompt, 0
+		}
+		if p.Tokens != wantTokens || p.Pos != wantPos || p.Dispatches == 0 || p.Barriers == 0 || p.SubmitsPerToken <= 0 || p.GPUNs <= 0 {
+			t.Errorf("implausible profile %+v", *p)
+		}
+		var share, ns float64
+		for _, k := range p.Kernels {
+			share += k.Share
+			ns += k.Ns
+			if k.Label == "" || k.Kernel == "" || k.Calls < 1 || k.Bytes <= 0 {
+				t.Errorf("implausible stage %+v", k)
+			}
+		}
+		if math.Abs(share-1) > 1e-6 || math.Abs(ns-p.GPUNs) > 1e-6*p.GPUNs {
+			t.Errorf("stages add to a share of %g and %g ns of %g", share, ns, p.GPUNs)
+		}
+	}
+	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", "vulkan", "-p", "0", "-n", "2", "-r", "1", "--profile")
+	if code != 0 {
+		t.Fatalf("bench --profile: exit %d: %s", code, stderr)
+	}
+	_, table, ok := strings.Cut(out, "profile of tg2")
+	if !ok {
+		t.Fatalf("no profile in the output:\n%s", out)
+	}
+	var share float64
+	rows := 0
+	for _, line := range strings.Split(table, "\n")[2:] {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		pct, err := strconv.ParseFloat(strings.TrimSuffix(f[len(f)-3], "%"), 64)
+		if err != nil {
+			t.Fatalf("profile row %q: %v", line, err)
+		}
+		share += pct
+		rows++
+	}
+	if rows < 8 || math.Abs(share-100) > 0.5 {
+		t.Errorf("%d profile rows whose shares add to %g%%:\n%s", rows, share, table)
 	}
 }
