@@ -47,7 +47,7 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 var bindings = map[spirv.Kernel]int{
 	spirv.Embed: 3, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.RopeKV: 5,
-	spirv.Attention: 6, spirv.Argmax: 2,
+	spirv.Attention: 6, spirv.Argmax: 2, spirv.ReadBandwidth: 2,
 }
 
 // workgroup returns size capped by the device, a power of two.

@@ -25,20 +25,22 @@ type (
 		Scale                              float32
 	}
 	argmaxPush struct{ N, Off uint32 }
+	readPush   struct{ N, Never uint32 }
 )
 
 // pushTypes maps each kernel to its push-constant struct.
 var pushTypes = map[spirv.Kernel]any{
-	spirv.Embed:      embedPush{},
-	spirv.NormQuant:  normPush{},
-	spirv.Ternary:    matPush{},
-	spirv.TernaryDot: matPush{},
-	spirv.HeadF16:    matPush{},
-	spirv.HeadQ8:     matPush{},
-	spirv.HeadQ8Dot:  matPush{},
-	spirv.RopeKV:     ropePush{},
-	spirv.Attention:  attnPush{},
-	spirv.Argmax:     argmaxPush{},
+	spirv.Embed:         embedPush{},
+	spirv.NormQuant:     normPush{},
+	spirv.Ternary:       matPush{},
+	spirv.TernaryDot:    matPush{},
+	spirv.HeadF16:       matPush{},
+	spirv.HeadQ8:        matPush{},
+	spirv.HeadQ8Dot:     matPush{},
+	spirv.RopeKV:        ropePush{},
+	spirv.Attention:     attnPush{},
+	spirv.Argmax:        argmaxPush{},
+	spirv.ReadBandwidth: readPush{},
 }
 
 // pushSize is the size in bytes of k's push constants.
