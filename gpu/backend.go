@@ -21,6 +21,9 @@ type Options struct {
 	// Plain never uses the integer dot product instruction, even where the
 	// device has it (to test the fallback kernels).
 	Plain bool
+	// NoSubgroups never uses subgroup operations, even where the device has
+	// them (to test the shared-memory reductions).
+	NoSubgroups bool
 	// MaxShardBytes caps the bytes of one weight buffer below the device's
 	// limits, to exercise sharding on small models; 0: the device's limits.
 	MaxShardBytes int64
@@ -67,11 +70,12 @@ type Backend struct {
 	outNorm *vk.Buffer
 	layers  []layerBufs
 	rope    *vk.Buffer // [ctx][ropeDim/2] (cos, sin)
+	attn    attnPlan   // how attention splits its work (attention.go)
 
 	// scratch, each for batch tokens
-	x, xn, q, s, qkv, att, gu, scores, logits, result *vk.Buffer
-	inHost, inDev, outHost                            *vk.Buffer
-	traceDev, traceHost                               *vk.Buffer // made by the first ForwardTrace
+	x, xn, q, s, qkv, att, gu, attnPart, logits, result *vk.Buffer
+	inHost, inDev, outHost                              *vk.Buffer
+	traceDev, traceHost                                 *vk.Buffer // made by the first ForwardTrace
 
 	kernels map[kernelKey]*vk.Kernel
 	recs    map[recKey]*vk.Recording
@@ -126,9 +130,12 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	if b.batch <= 0 {
 		b.batch = DefaultBatch
 	}
-	// The attention scores and the logits of a batch are each bound whole.
+	if b.attn, err = planAttention(c, b.info, b.ctx, b.workgroup(wgAttn), attnChunk, !o.NoSubgroups); err != nil {
+		return nil, err
+	}
+	// The attention partials and the logits of a batch are each bound whole.
 	rangeLimit := int64(b.info.MaxStorageBufferRange)
-	b.batch = int(min(int64(b.batch), rangeLimit/int64(4*c.Heads*b.ctx), rangeLimit/int64(4*c.Vocab)))
+	b.batch = int(min(int64(b.batch), rangeLimit/b.attn.partialBytes(c, 1), rangeLimit/int64(4*c.Vocab)))
 	if b.batch < 1 {
 		return nil, fmt.Errorf("gpu: a context of %d (or a vocabulary of %d) does not fit the device's storage buffer range of %d bytes; lower -c", b.ctx, c.Vocab, rangeLimit)
 	}
@@ -254,7 +261,7 @@ func (b *Backend) makeScratch() error {
 		{&b.qkv, "q/k/v", B * int64(c.Embd+2*c.KVDim()) * 4, false},
 		{&b.att, "attention output", B * int64(c.Embd) * 4, false},
 		{&b.gu, "gate/up", B * int64(2*c.FFN) * 4, false},
-		{&b.scores, "attention scores", B * int64(c.Heads*b.ctx) * 4, false},
+		{&b.attnPart, "attention partials", b.attn.partialBytes(c, b.batch), false},
 		{&b.logits, "logits", B * int64(c.Vocab) * 4, false},
 		{&b.result, "argmax result", 4, false},
 		{&b.inHost, "input (host)", tokensOff + 4*B, true},

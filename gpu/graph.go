@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/bitvk/bitvk/gpu/vk"
 	"github.com/bitvk/bitvk/nn"
@@ -47,7 +46,7 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 var bindings = map[spirv.Kernel]int{
 	spirv.Embed: 3, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.RopeKV: 5,
-	spirv.Attention: 6, spirv.Argmax: 2, spirv.ReadBandwidth: 2,
+	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 3, spirv.Argmax: 2, spirv.ReadBandwidth: 2,
 }
 
 // workgroup returns size capped by the device, a power of two.
@@ -276,12 +275,7 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 			ropePush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), QKVStride: uint32(qkvStride)},
 			uint32(T), uint32(c.Heads+2*c.KVHeads))
 		r.Barrier()
-		rc.note("attention", 2*2*(rc.pos+T)*KV+4*T*E+4*T*E)
-		rc.dispatch(spirv.Attention, []uint32{b.workgroup(wgAttn)},
-			[]vk.Range{whole(b.qkv), whole(l.kc), whole(l.vc), whole(b.scores), whole(b.att), params},
-			attnPush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), QKVStride: uint32(qkvStride),
-				Ctx: uint32(b.ctx), Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))},
-			uint32(T), uint32(c.Heads))
+		rc.attention(l, T)
 		r.Barrier()
 		rc.normQuant("attn subnorm+quant", b.att, l.attnSubNorm, E, E, 0, T, 0, 1)
 		r.Barrier()

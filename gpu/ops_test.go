@@ -164,26 +164,12 @@ func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32) {
 
 func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd int) []float32 {
 	n := len(k)
-	f16 := func(rows [][]float32) []byte {
-		var out []byte
-		for _, r := range rows {
-			for _, x := range r {
-				h := nn.F32ToF16(x)
-				out = append(out, byte(h), byte(h>>8))
-			}
-		}
-		return out
+	c := &nn.Config{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Embd: heads * hd}
+	plan, err := planAttention(c, a.b.info, n, a.b.workgroup(wgAttn), attnChunk, true)
+	if err != nil {
+		a.t.Fatal(err)
 	}
-	qkv, kc, vc := a.buf(f32Bytes(q)), a.buf(f16(k)), a.buf(f16(v))
-	scores, out := a.buf(make([]byte, 4*heads*n)), a.buf(make([]byte, 4*heads*hd))
-	params := a.buf(f32Bytes([]float32{math.Float32frombits(uint32(n - 1)), 0, 0, 0}))
-	a.run(func(rc *recorder) {
-		rc.dispatch(spirv.Attention, []uint32{a.b.workgroup(wgAttn)},
-			[]vk.Range{whole(qkv), whole(kc), whole(vc), whole(scores), whole(out), whole(params)},
-			attnPush{Heads: uint32(heads), KVHeads: uint32(kvHeads), HD: uint32(hd), QKVStride: uint32(heads * hd),
-				Ctx: uint32(n), Scale: float32(1 / math.Sqrt(float64(hd)))}, 1, uint32(heads))
-	})
-	return a.floats(out, heads*hd)
+	return a.attention(c, plan, a.buf(f16Bytes(k)), a.buf(f16Bytes(v)), q, 1, n-1)
 }
 
 func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {

@@ -21,26 +21,29 @@ type (
 	matPush  struct{ Rows, Row0, K, T, OutStride uint32 }
 	ropePush struct{ Heads, KVHeads, HD, RopeDim, QKVStride uint32 }
 	attnPush struct {
-		Heads, KVHeads, HD, QKVStride, Ctx uint32
-		Scale                              float32
+		Heads, KVHeads, QKVStride, T, Chunks uint32
+		Scale                                float32
 	}
-	argmaxPush struct{ N, Off uint32 }
-	readPush   struct{ N, Never uint32 }
+	attnReducePush struct{ Heads, HD, Chunks uint32 }
+	argmaxPush     struct{ N, Off uint32 }
+	readPush       struct{ N, Never uint32 }
 )
 
 // pushTypes maps each kernel to its push-constant struct.
 var pushTypes = map[spirv.Kernel]any{
-	spirv.Embed:         embedPush{},
-	spirv.NormQuant:     normPush{},
-	spirv.Ternary:       matPush{},
-	spirv.TernaryDot:    matPush{},
-	spirv.HeadF16:       matPush{},
-	spirv.HeadQ8:        matPush{},
-	spirv.HeadQ8Dot:     matPush{},
-	spirv.RopeKV:        ropePush{},
-	spirv.Attention:     attnPush{},
-	spirv.Argmax:        argmaxPush{},
-	spirv.ReadBandwidth: readPush{},
+	spirv.Embed:             embedPush{},
+	spirv.NormQuant:         normPush{},
+	spirv.Ternary:           matPush{},
+	spirv.TernaryDot:        matPush{},
+	spirv.HeadF16:           matPush{},
+	spirv.HeadQ8:            matPush{},
+	spirv.HeadQ8Dot:         matPush{},
+	spirv.RopeKV:            ropePush{},
+	spirv.Attention:         attnPush{},
+	spirv.AttentionSubgroup: attnPush{},
+	spirv.AttentionReduce:   attnReducePush{},
+	spirv.Argmax:            argmaxPush{},
+	spirv.ReadBandwidth:     readPush{},
 }
 
 // pushSize is the size in bytes of k's push constants.

@@ -16,7 +16,7 @@ var pushBlock = regexp.MustCompile(`(?s)layout\(push_constant\)\s*uniform\s+Push
 // (4 bytes each) agree.
 func TestPushLayouts(t *testing.T) {
 	for k, v := range pushTypes {
-		src := strings.TrimSuffix(strings.TrimSuffix(string(k), "_dot"), "_dot") + ".comp"
+		src := strings.TrimSuffix(strings.TrimSuffix(string(k), "_dot"), "_subgroup") + ".comp"
 		b, err := os.ReadFile("../shaders/" + src)
 		if err != nil {
 			t.Fatal(err)

@@ -24,3 +24,7 @@ done
 for name in ternary head_q8; do
 	compile "${name}_dot" "$name.comp" -DDOT
 done
+# Attention with subgroup reductions (used when the device has subgroup
+# arithmetic in compute shaders; a module declaring the capability may not
+# even load on a device without it, hence a twin rather than a branch).
+compile attention_subgroup attention.comp -DSUBGROUP

@@ -1,42 +1,79 @@
 #version 450
-// attention: causal grouped-query attention for T tokens at positions
-// p_t = pos0 + t over the float16 cache, one workgroup per (token t, query head h):
-//   o[t][h] = Σ_{j ≤ p_t} softmax_j(q·k_j / √hd) · v_j,   k, v of KV head h/(heads/kvHeads)
-// Scores are computed by the threads in parallel over positions, kept in the
-// scratch buffer, then the weighted sum of values is split over positions and
-// head dimensions and reduced in shared memory.
+// attention: the first half of split-K (flash-decoding) causal grouped-query
+// attention for T tokens at positions p_t = pos0 + t over the float16 cache.
+// Token t's query head h sees positions j < n_t = p_t + 1 of KV head
+// h/(heads/kvHeads); those are cut into chunks of CHUNK positions, and one
+// workgroup computes, for chunk c and TT tokens × G query heads of one KV
+// head (R = TT·G query rows, K and V read once for all of them), the
+// chunk's partial softmax:
+//   s_j = q·k_j / √hd                       for j in c's positions below n_t
+//   m   = max_j s_j,   l = Σ_j e^{s_j − m},   acc = Σ_j e^{s_j − m} · v_j
+// attention_reduce.comp combines the chunks:
+//   o = Σ_c acc_c·e^{m_c − M} / Σ_c l_c·e^{m_c − M},   M = max_c m_c
+// Keys are staged in shared memory TK positions at a time (coalesced reads,
+// rows padded by one word against bank conflicts); the chunk's scores stay
+// in shared memory. The max and sum reductions use subgroup arithmetic when
+// compiled with -DSUBGROUP (attention_subgroup), shared memory otherwise.
 //   qkv     [T][qkvStride] float   queries at the start of each token's row (rotated)
 //   kcache  [ctx][kvHeads][hd/2] uint, vcache likewise: float16 pairs
-//   scratch [T][heads][ctx] float
-//   out     [T][heads·hd] float
+//   partial [T][heads][chunks][hd + 2] float   acc[hd], then m, then l
 //   params  [0] = pos0
-// hd ≤ 256, even, and hd/2 ≤ the workgroup size.
+// Dispatch: x = chunks, y = (heads/G)·⌈T/TT⌉ (head group fastest). A
+// workgroup whose chunk starts at or past every one of its rows' n_t exits;
+// rows of tokens ≥ T are not written. hd/2 ≤ the workgroup size (a power
+// of two); CHUNK a multiple of TK.
 #extension GL_GOOGLE_include_directive : require
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint HW = 64;       // hd/2: float16 pairs per head
+layout(constant_id = 2) const uint G = 1;         // query heads per workgroup, of one KV head
+layout(constant_id = 3) const uint TT = 1;        // tokens per workgroup
+layout(constant_id = 4) const uint CHUNK = 256;   // positions per chunk
+const uint R = G * TT;                            // query rows per workgroup, r = tt·G + g
+const uint TK = 16;                               // key positions staged at a time
+const float LOWEST = -3.402823466e38;             // below every score; no infinities
 
 layout(std430, binding = 0) readonly buffer QKV { float qkv[]; };
 layout(std430, binding = 1) readonly buffer KC { uint kcache[]; };
 layout(std430, binding = 2) readonly buffer VC { uint vcache[]; };
-layout(std430, binding = 3) coherent buffer Scratch { float scratch[]; };
-layout(std430, binding = 4) writeonly buffer Out { float outp[]; };
-layout(std430, binding = 5) readonly buffer Params { uint params[]; };
+layout(std430, binding = 3) writeonly buffer Partial { float partial[]; };
+layout(std430, binding = 4) readonly buffer Params { uint params[]; };
 
 layout(push_constant) uniform Push {
     uint heads;
     uint kvHeads;
-    uint hd;
     uint qkvStride;
-    uint ctx;
+    uint T;
+    uint chunks;
     float scale;
 } pc;
 
-shared vec2 qs[128];
+shared vec2 qs[R * HW];                 // queries, pre-scaled by 1/√hd
+shared float sc[R * CHUNK];             // scores, then e^{s − m} (0 where masked)
+shared uint ks[TK * (HW + 1)];          // a tile of keys, rows padded
 shared float red[gl_WorkGroupSize.x];
 shared vec2 red2[gl_WorkGroupSize.x];
+shared float rowMax[R], rowSum[R];
 
+// reduce returns the maximum (isMax) or the sum of v over the workgroup.
+// Every invocation calls it (uniform control flow).
 float reduce(float v, bool isMax) {
+#ifdef SUBGROUP
+    if (isMax) {
+        v = subgroupMax(v);
+    } else {
+        v = subgroupAdd(v);
+    }
+    if (subgroupElect()) red[gl_SubgroupID] = v;
+    barrier();
+    float r = red[0];
+    for (uint i = 1; i < gl_NumSubgroups; i++) r = isMax ? max(r, red[i]) : r + red[i];
+#else
     uint tid = gl_LocalInvocationID.x;
     red[tid] = v;
     barrier();
@@ -45,61 +82,115 @@ float reduce(float v, bool isMax) {
         barrier();
     }
     float r = red[0];
+#endif
     barrier();
     return r;
 }
 
 void main() {
-    uint t = gl_WorkGroupID.x, h = gl_WorkGroupID.y;
     uint tid = gl_LocalInvocationID.x;
-    uint n = params[0] + t + 1;                 // positions this query sees
-    uint hw = pc.hd / 2;                        // float16 pairs per head
-    uint kvh = h / (pc.heads / pc.kvHeads);
-    uint kvStride = pc.kvHeads * hw;            // uints per cached position
-    uint sbase = (t * pc.heads + h) * pc.ctx;
-
-    for (uint w = tid; w < hw; w += gl_WorkGroupSize.x) {
-        uint qi = t * pc.qkvStride + h * pc.hd + 2 * w;
-        qs[w] = vec2(qkv[qi], qkv[qi + 1]);
+    uint WG = gl_WorkGroupSize.x;
+    uint c = gl_WorkGroupID.x;
+    uint groups = pc.heads / G;
+    uint h0 = (gl_WorkGroupID.y % groups) * G;          // first query head
+    uint t0 = (gl_WorkGroupID.y / groups) * TT;         // first token
+    uint kvh = h0 / (pc.heads / pc.kvHeads);
+    uint pos0 = params[0];
+    uint c0 = c * CHUNK;                                // first position of the chunk
+    uint nMax = pos0 + min(t0 + TT, pc.T);              // positions the last token sees
+    if (c0 >= nMax) {
+        return;                                         // the whole workgroup: nothing to see
     }
-    barrier();
+    uint len = min(CHUNK, nMax - c0);                   // positions of the chunk any row sees
+    uint hd = 2 * HW;
 
-    float m = -1.0 / 0.0;
-    for (uint j = tid; j < n; j += gl_WorkGroupSize.x) {
-        uint kb = j * kvStride + kvh * hw;
-        float d = 0.0;
-        for (uint w = 0; w < hw; w++) {
-            d += dot(qs[w], unpackHalf2x16(kcache[kb + w]));
+    for (uint i = tid; i < R * HW; i += WG) {
+        uint r = i / HW, w = i % HW;
+        uint t = t0 + r / G, h = h0 + r % G;
+        vec2 q = vec2(0.0);
+        if (t < pc.T) {
+            uint qi = t * pc.qkvStride + h * hd + 2 * w;
+            q = vec2(qkv[qi], qkv[qi + 1]) * pc.scale;
         }
-        d *= pc.scale;
-        scratch[sbase + j] = d;
-        m = max(m, d);
+        qs[i] = q;
     }
-    m = reduce(m, true);
-    float sum = 0.0;
-    for (uint j = tid; j < n; j += gl_WorkGroupSize.x) {
-        float e = exp(scratch[sbase + j] - m);
-        scratch[sbase + j] = e;
-        sum += e;
+
+    // scores, TK positions at a time
+    for (uint j0 = 0; j0 < len; j0 += TK) {
+        barrier();                                      // qs written; the last tile read
+        for (uint i = tid; i < TK * HW; i += WG) {
+            uint jj = i / HW, w = i % HW;
+            uint p = c0 + j0 + jj;
+            ks[jj * (HW + 1) + w] = p < nMax ? kcache[(p * pc.kvHeads + kvh) * HW + w] : 0u;
+        }
+        barrier();
+        for (uint i = tid; i < R * TK; i += WG) {
+            uint r = i / TK, jj = i % TK;
+            uint p = c0 + j0 + jj;
+            uint t = t0 + r / G;
+            float d = LOWEST;
+            if (t < pc.T && p <= pos0 + t) {
+                d = 0.0;
+                for (uint w = 0; w < HW; w++) {
+                    d += dot(qs[r * HW + w], unpackHalf2x16(ks[jj * (HW + 1) + w]));
+                }
+            }
+            sc[r * CHUNK + j0 + jj] = d;
+        }
     }
-    sum = reduce(sum, false);                   // its barriers also publish the scratch writes
-    memoryBarrierBuffer();
     barrier();
 
-    uint parts = gl_WorkGroupSize.x / hw;       // threads per head dimension pair
-    uint w = tid % hw, part = tid / hw;
-    vec2 acc = vec2(0.0);
+    // per row: m, e^{s − m} in place, l
+    for (uint r = 0; r < R; r++) {
+        uint t = t0 + r / G;
+        uint n = t < pc.T ? pos0 + t + 1 : 0;           // the row sees positions < n
+        float m = LOWEST;
+        for (uint j = tid; j < len; j += WG) m = max(m, sc[r * CHUNK + j]);
+        m = reduce(m, true);
+        float l = 0.0;
+        for (uint j = tid; j < len; j += WG) {
+            float e = c0 + j < n ? exp(sc[r * CHUNK + j] - m) : 0.0;
+            sc[r * CHUNK + j] = e;
+            l += e;
+        }
+        l = reduce(l, false);                           // its barriers publish sc
+        if (tid == 0) {
+            rowMax[r] = m;
+            rowSum[r] = l;
+        }
+    }
+    barrier();
+
+    // acc = Σ_j e_j·v_j: thread (part, w) takes the pair w of every parts-th position
+    uint parts = WG / HW;
+    uint w = tid % HW, part = tid / HW;
+    vec2 acc[R];
+    for (uint r = 0; r < R; r++) acc[r] = vec2(0.0);
     if (part < parts) {
-        for (uint j = part; j < n; j += parts) {
-            acc += scratch[sbase + j] * unpackHalf2x16(vcache[j * kvStride + kvh * hw + w]);
+        for (uint j = part; j < len; j += parts) {
+            vec2 v = unpackHalf2x16(vcache[((c0 + j) * pc.kvHeads + kvh) * HW + w]);
+            for (uint r = 0; r < R; r++) acc[r] += sc[r * CHUNK + j] * v;
         }
     }
-    red2[tid] = acc;
-    barrier();
-    if (part == 0) {
-        for (uint k = 1; k < parts; k++) acc += red2[k * hw + w];
-        uint o = t * pc.heads * pc.hd + h * pc.hd + 2 * w;
-        outp[o] = acc.x / sum;
-        outp[o + 1] = acc.y / sum;
+    for (uint r = 0; r < R; r++) {
+        vec2 a = acc[r];
+        if (parts > 1) {
+            red2[tid] = a;
+            barrier();
+            if (part == 0) {
+                for (uint k = 1; k < parts; k++) a += red2[k * HW + w];
+            }
+            barrier();
+        }
+        uint t = t0 + r / G;
+        if (part == 0 && t < pc.T) {
+            uint o = ((t * pc.heads + h0 + r % G) * pc.chunks + c) * (hd + 2);
+            partial[o + 2 * w] = a.x;
+            partial[o + 2 * w + 1] = a.y;
+            if (w == 0) {
+                partial[o + hd] = rowMax[r];
+                partial[o + hd + 1] = rowSum[r];
+            }
+        }
     }
 }

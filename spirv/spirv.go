@@ -22,15 +22,18 @@ const (
 	HeadQ8     Kernel = "head_q8"     // int8 output head, plain int32 math
 	HeadQ8Dot  Kernel = "head_q8_dot" // the same with the integer dot product instruction
 	RopeKV     Kernel = "rope_kv"     // RoPE on q and k, k and v into the float16 cache
-	Attention  Kernel = "attention"   // causal grouped-query attention
-	Argmax     Kernel = "argmax"      // greedy token on the device
+	Attention  Kernel = "attention"   // split-K causal grouped-query attention: partials per chunk
+	// AttentionSubgroup is Attention with subgroup-arithmetic reductions.
+	AttentionSubgroup Kernel = "attention_subgroup"
+	AttentionReduce   Kernel = "attention_reduce" // combines Attention's chunk partials
+	Argmax            Kernel = "argmax"           // greedy token on the device
 
 	ReadBandwidth Kernel = "read_bandwidth" // streams a buffer in: the roofline probe
 )
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, Argmax, ReadBandwidth}
+	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth}
 }
 
 // Code returns the SPIR-V words of k as bytes.

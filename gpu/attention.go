@@ -1,0 +1,133 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/bitvk/bitvk/gpu/vk"
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/spirv"
+)
+
+// Attention runs split-K (flash-decoding): the positions a token sees are
+// cut into chunks, one workgroup per (chunk, group of query heads sharing a
+// KV head, tile of tokens) computes the chunk's partial softmax, and a
+// second kernel combines the chunks (shaders/attention.comp and
+// attention_reduce.comp). A decode step at a long context so runs
+// heads/group × chunks workgroups instead of one per head walking the whole
+// context, and no score buffer grows with the context.
+const (
+	attnChunk    = 256 // positions per chunk
+	attnTK       = 16  // key positions staged in shared memory at a time (TK in attention.comp)
+	attnMaxRows  = 8   // query rows (tokens × heads) per workgroup
+	wgAttnReduce = 128
+)
+
+// attnPlan is how the attention kernels split the work on one device.
+type attnPlan struct {
+	wg        uint32 // workgroup size of the partial kernel, a power of two ≥ hd/2
+	chunk     int    // positions per chunk, a multiple of attnTK
+	chunks    int    // chunks dispatched per row: ⌈ctx/chunk⌉
+	group     int    // query heads per workgroup (dividing heads/kvHeads)
+	prefillTT int    // tokens per workgroup when T > 1 (1 for decode)
+	subgroup  bool   // reductions with subgroup arithmetic
+}
+
+// planAttention picks the split for the model on the device: chunks of
+// chunk positions, up to attnMaxRows query rows per workgroup, all within
+// the device's shared memory. subgroups allows subgroup arithmetic where
+// the device has it in compute shaders.
+func planAttention(c *nn.Config, info vk.DeviceInfo, ctx int, wg uint32, chunk int, subgroups bool) (attnPlan, error) {
+	hw := c.HeadDim / 2
+	if uint32(hw) > wg {
+		return attnPlan{}, fmt.Errorf("gpu: attention needs a workgroup of %d invocations (head dimension %d); the device allows %d", hw, c.HeadDim, wg)
+	}
+	if chunk < attnTK || chunk%attnTK != 0 {
+		return attnPlan{}, fmt.Errorf("gpu: attention chunk of %d positions is not a positive multiple of %d", chunk, attnTK)
+	}
+	p := attnPlan{
+		wg:       wg,
+		chunk:    chunk,
+		group:    divisorUpTo(c.Heads/c.KVHeads, attnMaxRows),
+		subgroup: subgroups && info.Features.SubgroupArithmetic && slices.Contains(info.SubgroupOps, "basic"),
+	}
+	p.prefillTT = max(1, attnMaxRows/p.group)
+	limit := int(info.MaxComputeSharedMemorySize)
+	for p.sharedBytes(hw, p.prefillTT) > limit {
+		switch {
+		case p.prefillTT > 1:
+			p.prefillTT /= 2
+		case p.group > 1:
+			p.group = divisorUpTo(c.Heads/c.KVHeads, p.group-1)
+		case p.chunk > attnTK:
+			p.chunk = max(attnTK, p.chunk/2/attnTK*attnTK)
+		default:
+			return attnPlan{}, fmt.Errorf("gpu: attention of head dimension %d needs %d bytes of shared memory; the device has %d", c.HeadDim, p.sharedBytes(hw, 1), limit)
+		}
+	}
+	p.chunks = (ctx + p.chunk - 1) / p.chunk
+	if uint32(p.chunks) > info.MaxComputeWorkGroupCount[0] {
+		return attnPlan{}, fmt.Errorf("gpu: a context of %d makes %d attention chunks, more workgroups than the device dispatches (%d); lower -c", ctx, p.chunks, info.MaxComputeWorkGroupCount[0])
+	}
+	return p, nil
+}
+
+// divisorUpTo is the largest divisor of n that is at most m (at least 1).
+func divisorUpTo(n, m int) int {
+	for d := min(n, m); d > 1; d-- {
+		if n%d == 0 {
+			return d
+		}
+	}
+	return 1
+}
+
+// sharedBytes is the shared memory attention.comp declares for heads of hw
+// float16 pairs and tt tokens per workgroup.
+func (p attnPlan) sharedBytes(hw, tt int) int {
+	rows, wg := p.group*tt, int(p.wg)
+	return 8*rows*hw + // qs
+		4*rows*p.chunk + // sc
+		4*attnTK*(hw+1) + // ks
+		4*wg + 8*wg + // red, red2
+		8*rows // rowMax, rowSum
+}
+
+// partialBytes is the size of the partials of T tokens:
+// [T][heads][chunks][hd + 2] float.
+func (p attnPlan) partialBytes(c *nn.Config, T int) int64 {
+	return 4 * int64(T) * int64(c.Heads) * int64(p.chunks) * int64(c.HeadDim+2)
+}
+
+// attention records causal attention for T tokens of b.qkv (queries
+// rotated, keys and values already in the cache of l) into b.att: the
+// chunk partials, a barrier, and their combination.
+func (rc *recorder) attention(l layerBufs, T int) {
+	b := rc.b
+	c, p := b.c, b.attn
+	params := vk.Range{Buf: b.inDev, Off: 0, Size: 16}
+	k := spirv.Attention
+	if p.subgroup {
+		k = spirv.AttentionSubgroup
+	}
+	tt := 1
+	if T > 1 {
+		tt = p.prefillTT
+	}
+	// Traffic: the K/V cache up to the last position, the queries, and the
+	// partials of the chunks in use (written, then read by the reduction).
+	used := int64((rc.pos+T+p.chunk-1)/p.chunk) * int64(T) * int64(c.Heads) * int64(c.HeadDim+2) * 4
+	rc.note("attention (chunks)", 2*2*(rc.pos+T)*c.KVDim()+4*T*c.Embd+int(used))
+	rc.dispatch(k, []uint32{p.wg, uint32(c.HeadDim / 2), uint32(p.group), uint32(tt), uint32(p.chunk)},
+		[]vk.Range{whole(b.qkv), whole(l.kc), whole(l.vc), whole(b.attnPart), params},
+		attnPush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), QKVStride: uint32(c.Embd + 2*c.KVDim()), T: uint32(T),
+			Chunks: uint32(p.chunks), Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))},
+		uint32(p.chunks), uint32(c.Heads/p.group)*ceilDiv(T, tt))
+	rc.r.Barrier()
+	rc.note("attention (reduce)", int(used)+4*T*c.Embd)
+	rc.dispatch(spirv.AttentionReduce, []uint32{b.workgroup(wgAttnReduce), uint32(p.chunk)},
+		[]vk.Range{whole(b.attnPart), whole(b.att), params},
+		attnReducePush{Heads: uint32(c.Heads), HD: uint32(c.HeadDim), Chunks: uint32(p.chunks)},
+		uint32(T), uint32(c.Heads))
+}
