@@ -25,6 +25,7 @@ type (
 		Scale                              float32
 	}
 	argmaxPush struct{ N, Off uint32 }
+	samplePush struct{ N, Cap, PenCap uint32 }
 )
 
 // pushTypes maps each kernel to its push-constant struct.
@@ -39,6 +40,7 @@ var pushTypes = map[spirv.Kernel]any{
 	spirv.RopeKV:     ropePush{},
 	spirv.Attention:  attnPush{},
 	spirv.Argmax:     argmaxPush{},
+	spirv.Sample:     samplePush{},
 }
 
 // pushSize is the size in bytes of k's push constants.

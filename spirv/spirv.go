@@ -24,11 +24,12 @@ const (
 	RopeKV     Kernel = "rope_kv"     // RoPE on q and k, k and v into the float16 cache
 	Attention  Kernel = "attention"   // causal grouped-query attention
 	Argmax     Kernel = "argmax"      // greedy token on the device
+	Sample     Kernel = "sample"      // penalties and the candidate set of a sampling step
 )
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, Argmax}
+	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, Argmax, Sample}
 }
 
 // Code returns the SPIR-V words of k as bytes.
