@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -210,6 +211,23 @@ func TestSampleLargeVocab(t *testing.T) {
 	}
 }
 
+// With every logit NaN or −Inf the device finds no candidate, and the step
+// fails as Sample does.
+func TestSampleNoCandidate(t *testing.T) {
+	logits := make([]float32, 300)
+	for i := range logits {
+		logits[i] = [...]float32{float32(math.NaN()), float32(math.Inf(-1))}[i%2]
+	}
+	k := newSampleKernel(t, logits)
+	for _, c := range []nn.SamplerConfig{{Temperature: 1, TopK: 5}, {Temperature: 1, MinP: 0.1}, {RepeatPenalty: 2}} {
+		s, _ := nn.NewSampler(c)
+		id, ok, err := k.step(s, []int32{1, 2}, nil)
+		if !ok || id != -1 || !errors.Is(err, nn.ErrNoCandidate) {
+			t.Errorf("%+v: %d, %v (on the device: %v), want nn.ErrNoCandidate", c, id, err, ok)
+		}
+	}
+}
+
 // logitsOnly hides ForwardSample and ForwardArgmax: an Engine over it
 // samples the backend's logits on the host.
 type logitsOnly struct{ nn.Backend }
@@ -220,7 +238,7 @@ type logitsOnly struct{ nn.Backend }
 // logits on the host and agree too.
 func TestGenerateSampledOnDevice(t *testing.T) {
 	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 3)
-	b := open(t, m.Config, m.Weights, Options{Context: 64, Batch: 4})
+	b := open(t, m.Config, m.Weights, Options{Context: 64, Batch: 3}) // the prompt takes two submits
 	for _, c := range []nn.SamplerConfig{
 		{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1.1, Seed: 1},
 		{Temperature: 1.5, TopK: 10, Seed: 2},
