@@ -75,7 +75,8 @@ type Backend struct {
 	// scratch, each for batch tokens
 	x, xn, q, s, qkv, att, gu, attnPart, logits, result *vk.Buffer
 	inHost, inDev, outHost                              *vk.Buffer
-	traceDev, traceHost                                 *vk.Buffer // made by the first ForwardTrace
+	traceDev, traceHost                                 *vk.Buffer  // made by the first ForwardTrace
+	smp                                                 *sampleBufs // made by the first ForwardSample
 
 	kernels map[kernelKey]*vk.Kernel
 	recs    map[recKey]*vk.Recording
@@ -323,11 +324,12 @@ const (
 	outLast          // the last token's logits
 	outAll           // every token's logits
 	outArgmax        // the last token's argmax
+	outSample        // the last token's sampling candidates (gpu/sample.go)
 )
 
 // Forward evaluates tokens at positions pos… (see nn.Backend).
 func (b *Backend) Forward(tokens []int32, pos int, logits []float32) error {
-	_, err := b.forward(tokens, pos, logits, false, nil)
+	_, err := b.forward(tokens, pos, logits, outNone, nil)
 	return err
 }
 
@@ -336,17 +338,19 @@ func (b *Backend) ForwardArgmax(tokens []int32, pos int) (int32, error) {
 	if len(tokens) == 0 {
 		return -1, errors.New("gpu: ForwardArgmax with no tokens")
 	}
-	return b.forward(tokens, pos, nil, true, nil)
+	return b.forward(tokens, pos, nil, outArgmax, nil)
 }
 
 // ForwardTrace is Forward reporting the residual stream after each block
 // (see nn.Tracer).
 func (b *Backend) ForwardTrace(tokens []int32, pos int, logits []float32, fn func(int, nn.Stage, []float32)) error {
-	_, err := b.forward(tokens, pos, logits, false, fn)
+	_, err := b.forward(tokens, pos, logits, outNone, fn)
 	return err
 }
 
-func (b *Backend) forward(tokens []int32, pos int, logits []float32, argmax bool, trace func(int, nn.Stage, []float32)) (int32, error) {
+// forward evaluates tokens; pick (outArgmax or outSample; outNone
+// otherwise) is what the last chunk ends with instead of the logits.
+func (b *Backend) forward(tokens []int32, pos int, logits []float32, pick int, trace func(int, nn.Stage, []float32)) (int32, error) {
 	if b.dev == nil {
 		return -1, errors.New("gpu: backend is closed")
 	}
@@ -373,8 +377,8 @@ func (b *Backend) forward(tokens []int32, pos int, logits []float32, argmax bool
 		switch {
 		case len(logits) == len(tokens)*v:
 			mode = outAll
-		case argmax && last:
-			mode = outArgmax
+		case pick != outNone && last:
+			mode = pick
 		case len(logits) == v && last:
 			mode = outLast
 		}

@@ -46,7 +46,7 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 var bindings = map[spirv.Kernel]int{
 	spirv.Embed: 3, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.RopeKV: 5,
-	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 3, spirv.Argmax: 2, spirv.ReadBandwidth: 2,
+	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 3, spirv.Argmax: 2, spirv.ReadBandwidth: 2, spirv.Sample: 3,
 }
 
 // workgroup returns size capped by the device, a power of two.
@@ -306,14 +306,17 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 		r.Barrier()
 		rc.head(n)
 		r.Barrier()
-		if mode == outArgmax {
+		switch mode {
+		case outArgmax:
 			rc.note("argmax", 4*c.Vocab)
 			rc.dispatch(spirv.Argmax, []uint32{b.workgroup(wgArg)}, []vk.Range{whole(b.logits), whole(b.result)},
 				argmaxPush{N: uint32(c.Vocab)}, 1, 1)
 			r.Barrier()
 			rc.note("token download", 4)
 			r.Copy(whole(b.result), vk.Range{Buf: b.outHost, Size: 4})
-		} else {
+		case outSample:
+			rc.sample() // gpu/sample.go
+		default:
 			size := int64(4 * n * c.Vocab)
 			rc.note("logits download", int(size))
 			r.Copy(vk.Range{Buf: b.logits, Size: size}, vk.Range{Buf: b.outHost, Size: size})

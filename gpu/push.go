@@ -27,6 +27,7 @@ type (
 	attnReducePush struct{ Heads, HD, Chunks uint32 }
 	argmaxPush     struct{ N, Off uint32 }
 	readPush       struct{ N, Never uint32 }
+	samplePush     struct{ N, Cap, PenCap uint32 }
 )
 
 // pushTypes maps each kernel to its push-constant struct.
@@ -44,6 +45,7 @@ var pushTypes = map[spirv.Kernel]any{
 	spirv.AttentionReduce:   attnReducePush{},
 	spirv.Argmax:            argmaxPush{},
 	spirv.ReadBandwidth:     readPush{},
+	spirv.Sample:            samplePush{},
 }
 
 // pushSize is the size in bytes of k's push constants.

@@ -64,3 +64,15 @@ type Picker interface {
 	// are NaN) instead of the logits.
 	ForwardArgmax(tokens []int32, pos int) (int32, error)
 }
+
+// A SamplingPicker is a Backend that can run a Sampler's selection on its
+// device, so that a sampling decode step reads back a few candidates
+// instead of the logits.
+type SamplingPicker interface {
+	Backend
+	// ForwardSample is Forward returning the token s.Sample would return
+	// for the logits after the last token and history (the ids generated
+	// so far, tokens included: the penalties' window), consuming the same
+	// draws of s. The logits are not returned.
+	ForwardSample(tokens []int32, pos int, s *Sampler, history []int32) (int32, error)
+}

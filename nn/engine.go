@@ -182,14 +182,21 @@ func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions
 	}
 	// A Picker backend draws greedy tokens on its device: one id read back
 	// per step instead of the logits.
+	// A SamplingPicker selects the candidates of every other step on its
+	// device and the sampler finishes from them: the same token.
 	picker, _ := e.b.(Picker)
 	greedy := picker != nil && s.Greedy()
+	sampler, _ := e.b.(SamplingPicker)
+	onDevice := sampler != nil && !greedy
 	start := time.Now()
 	var logits []float32
 	id, picked := int32(-1), false
 	switch {
 	case greedy && len(prompt) > 0:
 		id, err = e.evalArgmax(picker, prompt)
+		picked = true
+	case onDevice && len(prompt) > 0:
+		id, err = e.evalSample(sampler, prompt, s)
 		picked = true
 	default:
 		logits, err = e.Eval(prompt)
@@ -224,10 +231,14 @@ func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions
 			st.Stop = StopContext
 			return st, nil
 		}
-		if greedy {
+		switch {
+		case greedy:
 			id, err = e.evalArgmax(picker, []int32{id})
 			picked = true
-		} else {
+		case onDevice:
+			id, err = e.evalSample(sampler, []int32{id}, s)
+			picked = true
+		default:
 			logits, err = e.Eval([]int32{id})
 		}
 		if err != nil {
@@ -252,5 +263,22 @@ func (e *Engine) evalArgmax(p Picker, tokens []int32) (int32, error) {
 	if id < 0 {
 		return -1, ErrNoCandidate
 	}
+	return id, nil
+}
+
+// evalSample appends tokens to the sequence and returns the next token as
+// s.Sample would draw it, selected by the backend; the logits are not read
+// back (as with evalArgmax).
+func (e *Engine) evalSample(p SamplingPicker, tokens []int32, s *Sampler) (int32, error) {
+	if err := e.check(tokens); err != nil {
+		return -1, err
+	}
+	e.valid = false
+	history := append(e.tokens, tokens...) // what Sample would see after Eval
+	id, err := p.ForwardSample(tokens, len(e.tokens), s, history)
+	if err != nil {
+		return -1, err
+	}
+	e.tokens = history
 	return id, nil
 }

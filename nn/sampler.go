@@ -32,6 +32,10 @@
 // target (p·Z for top-p, u·Z_T for the draw); only that bin's tokens are then
 // collected and sorted. Cost: O(V) exps plus the sort of one or two bins.
 //
+// Sample is penalize → select candidates → keep → draw; a device may do the
+// first two and the host the rest over the candidates (SampleCandidates, in
+// sampler_device.go): the same code, so the same token.
+//
 // Candidates are ordered by logit, then by lower id, so every step and tie is
 // deterministic. NaN and −Inf logits are never candidates; if any logit is
 // +Inf, the +Inf tokens are the only candidates and share the mass equally.
@@ -115,6 +119,8 @@ type Sampler struct {
 	mark    []int32
 	touched []int32
 	pen     []float32
+
+	counts []int32 // PenaltyWindow's counts, parallel to touched
 
 	cand []candidate // heap, then sorted kept candidates (or one bin's)
 	w    []float64   // draw weights of the kept candidates
@@ -214,7 +220,7 @@ func (s *Sampler) Sample(logits []float32, history []int32) (int32, error) {
 	}
 	s.penalize(logits, history)
 	if s.temp == 0 {
-		return s.argmax(logits)
+		return pickBest(s.selectTop(logits, 1))
 	}
 	c, binned, err := s.truncate(logits)
 	if err != nil {
@@ -232,9 +238,19 @@ func (s *Sampler) Sample(logits []float32, history []int32) (int32, error) {
 func (s *Sampler) uniform() float64 { return float64(s.pcg.Uint64()>>11) * 0x1p-53 }
 
 // penalize fills touched/pen/mark with the penalized logits of the tokens in
-// the window. Per distinct token with count n > 0, as llama.cpp does in
-// float32: x ← x/r if x > 0 else x·r; x ← x − (n·freq + presence).
+// the window (see window and Penalize).
 func (s *Sampler) penalize(logits []float32, history []int32) {
+	s.window(history, len(logits))
+	for _, id := range s.touched {
+		s.pen = append(s.pen, s.Penalize(logits[id], s.mark[id]))
+	}
+}
+
+// window fills touched and mark with the distinct ids of the penalty window
+// of history (the last RepeatLastN ids; those outside [0, vocab) are
+// skipped but keep their place) and their counts; it empties pen. Nothing
+// is touched when the penalties are off.
+func (s *Sampler) window(history []int32, vocab int) {
 	for _, id := range s.touched {
 		s.mark[id] = 0
 	}
@@ -249,10 +265,10 @@ func (s *Sampler) penalize(logits []float32, history []int32) {
 	if len(win) == 0 {
 		return
 	}
-	if len(s.mark) < len(logits) {
-		s.mark = make([]int32, len(logits))
+	if len(s.mark) < vocab {
+		s.mark = make([]int32, vocab)
 	}
-	v := int32(len(logits))
+	v := int32(vocab)
 	for _, id := range win {
 		if id < 0 || id >= v {
 			continue
@@ -262,18 +278,23 @@ func (s *Sampler) penalize(logits []float32, history []int32) {
 		}
 		s.mark[id]++
 	}
-	for _, id := range s.touched {
-		x := logits[id]
-		if s.repeat != 1 {
-			if x > 0 {
-				x /= s.repeat
-			} else {
-				x *= s.repeat
-			}
+}
+
+// Penalize returns the logit x of a token that occurs count > 0 times in
+// the penalty window, penalized as Sample does, in float32 as llama.cpp
+// does: x ← x/r if x > 0 else x·r; x ← x − (count·freq + presence). Each
+// operation is rounded on its own (the conversion stops a fused
+// multiply-add), so a device that rounds each IEEE operation correctly
+// computes the same bits.
+func (s *Sampler) Penalize(x float32, count int32) float32 {
+	if s.repeat != 1 {
+		if x > 0 {
+			x /= s.repeat
+		} else {
+			x *= s.repeat
 		}
-		x -= float32(s.mark[id])*s.freq + s.presence
-		s.pen = append(s.pen, x)
 	}
+	return x - (float32(float32(count)*s.freq) + s.presence)
 }
 
 // isPenalized reports whether logits[i] is superseded by a penalized value
@@ -281,44 +302,39 @@ func (s *Sampler) penalize(logits []float32, history []int32) {
 // only on its rare accept path.
 func (s *Sampler) isPenalized(i int) bool { return len(s.touched) > 0 && s.mark[i] != 0 }
 
-// argmax returns the id of the largest penalized logit, the lowest id on ties.
-// It is the heap scan with k = 1: a plain running-max loop compiles to a
-// conditional move whose dependency chain makes it twice as slow.
-func (s *Sampler) argmax(logits []float32) (int32, error) {
-	c := s.selectTop(logits, 1)
+// pickBest returns the id of the best of c (the largest penalized logit,
+// the lowest id on ties): the greedy token. Sample's c is the heap scan with
+// k = 1 (a plain running-max loop over the logits compiles to a conditional
+// move whose dependency chain makes it twice as slow); a device's is its
+// top-1.
+func pickBest(c []candidate) (int32, error) {
 	if len(c) == 0 {
 		return -1, ErrNoCandidate
 	}
-	return c[0].id, nil
+	best := c[0]
+	for _, e := range c[1:] {
+		if worse(best, e) {
+			best = e
+		}
+	}
+	return best.id, nil
 }
 
 // truncate applies top-k, top-p and min-p. It returns the kept candidates,
 // best first, or binned = true when the kept set is described by the mass
-// histogram (cutBin, cutLen) instead.
+// histogram (cutBin, cutLen) instead. The top-k and min-p paths select a
+// candidate set from the logits and hand it to keepTopK or keepThreshold,
+// the same code that finishes a device's candidate set (SampleCandidates).
 func (s *Sampler) truncate(logits []float32) (c []candidate, binned bool, err error) {
 	if s.topK > 0 && s.topK < len(logits) {
-		c = s.selectTop(logits, s.topK)
-		if len(c) == 0 {
-			return nil, false, ErrNoCandidate
-		}
-		c = infRun(c)
-		// As in llama.cpp, top-p after top-k normalizes over the k kept.
-		z := 0.0
-		if s.topP > 0 {
-			x0 := float64(c[0].logit)
-			for _, e := range c {
-				z += math.Exp(float64(e.logit) - x0)
-			}
-		}
-		return c[:s.cut(c, z)], false, nil
+		return s.keepTopK(s.selectTop(logits, s.topK))
 	}
 	top := s.selectTop(logits, 1)
 	if len(top) == 0 {
 		return nil, false, ErrNoCandidate
 	}
 	if math.IsInf(float64(top[0].logit), 1) {
-		c = s.collectInf(logits)
-		return c[:s.cut(c, float64(len(c)))], false, nil
+		return s.keepThreshold(s.collectInf(logits), 0)
 	}
 	mx := float64(top[0].logit)
 	s.topID = top[0].id
@@ -326,12 +342,11 @@ func (s *Sampler) truncate(logits []float32) (c []candidate, binned bool, err er
 	case s.minP:
 		// min-p bounds the kept set by a logit threshold: collect it in one
 		// pass and sort only it. top-p then needs the full normalizer.
-		c = s.collectMinP(logits, mx)
 		z := 0.0
 		if s.topP > 0 {
 			z = s.expSum(logits, mx)
 		}
-		return c[:s.cut(c, z)], false, nil
+		return s.keepThreshold(s.collectMinP(logits, mx), z)
 	case s.topP > 0:
 		s.fillBins(logits, mx, true)
 		s.cutTopPBinned(logits)
@@ -340,6 +355,70 @@ func (s *Sampler) truncate(logits []float32) (c []candidate, binned bool, err er
 		s.cutBin, s.cutLen = nBins, 0
 	}
 	return nil, true, nil
+}
+
+// keepTopK applies top-p and min-p to c, the top-k candidates in any order
+// (exactly the set selectTop returns), and returns the kept ones, best
+// first.
+func (s *Sampler) keepTopK(c []candidate) ([]candidate, bool, error) {
+	if len(c) == 0 {
+		return nil, false, ErrNoCandidate
+	}
+	slices.SortFunc(c, cmpBestFirst)
+	c = infRun(c)
+	// As in llama.cpp, top-p after top-k normalizes over the k kept.
+	z := 0.0
+	if s.topP > 0 {
+		x0 := float64(c[0].logit)
+		for _, e := range c {
+			z += math.Exp(float64(e.logit) - x0)
+		}
+	}
+	return c[:s.cut(c, z)], false, nil
+}
+
+// keepThreshold applies min-p (and top-p, given z = Σ exp(x − max) over the
+// whole vocabulary) with top-k off, and returns the kept candidates, best
+// first. c, in any order, must hold the best token and every token that
+// min-p keeps (every candidate when min-p is off); it may hold more, NaN
+// and −Inf included, which are dropped here. If the best is +Inf, only the
+// +Inf tokens are kept, and they share the mass equally (see infRun).
+func (s *Sampler) keepThreshold(c []candidate, z float64) ([]candidate, bool, error) {
+	negInf := float32(math.Inf(-1))
+	var best candidate
+	found := false
+	for _, e := range c {
+		if e.logit > negInf && (!found || worse(best, e)) {
+			best, found = e, true
+		}
+	}
+	if !found {
+		return nil, false, ErrNoCandidate
+	}
+	kept := c[:0]
+	switch x0 := float64(best.logit); {
+	case math.IsInf(x0, 1):
+		for _, e := range c {
+			if math.IsInf(float64(e.logit), 1) {
+				kept = append(kept, candidate{e.id, 0})
+			}
+		}
+		z = float64(len(kept))
+	case s.minP:
+		for _, e := range c {
+			if float64(e.logit)-x0 >= s.lnMinP {
+				kept = append(kept, e)
+			}
+		}
+	default:
+		for _, e := range c {
+			if e.logit > negInf {
+				kept = append(kept, e)
+			}
+		}
+	}
+	slices.SortFunc(kept, cmpBestFirst)
+	return kept[:s.cut(kept, z)], false, nil
 }
 
 // cut returns how many of the best-first candidates c survive top-p and
@@ -496,29 +575,28 @@ func infRun(c []candidate) []candidate {
 	return c[:n]
 }
 
-// collectInf returns the tokens whose penalized logit is +Inf, lowest id
-// first, with logit 0 (see infRun).
+// collectInf returns the tokens whose penalized logit is +Inf, in no
+// particular order, for keepThreshold.
 func (s *Sampler) collectInf(logits []float32) []candidate {
 	inf := float32(math.Inf(1))
 	c := s.cand[:0]
 	for i, x := range logits {
 		if x == inf && !s.isPenalized(i) {
-			c = append(c, candidate{int32(i), 0})
+			c = append(c, candidate{int32(i), x})
 		}
 	}
 	for j, id := range s.touched {
 		if s.pen[j] == inf {
-			c = append(c, candidate{id, 0})
+			c = append(c, candidate{id, inf})
 		}
 	}
-	slices.SortFunc(c, cmpBestFirst)
 	s.cand = c
 	return c
 }
 
-// collectMinP returns, best first, the candidates with x − mx ≥ ln(min_p),
-// mx being the largest logit: exactly the min-p set (p_i ≥ min_p·p_max).
-// NaN and −Inf fail the comparison.
+// collectMinP returns, in no particular order, the candidates with
+// x − mx ≥ ln(min_p), mx being the largest logit: exactly the min-p set
+// (p_i ≥ min_p·p_max). NaN and −Inf fail the comparison.
 func (s *Sampler) collectMinP(logits []float32, mx float64) []candidate {
 	c := s.cand[:0]
 	for i, x := range logits {
@@ -531,7 +609,6 @@ func (s *Sampler) collectMinP(logits []float32, mx float64) []candidate {
 			c = append(c, candidate{id, x})
 		}
 	}
-	slices.SortFunc(c, cmpBestFirst)
 	s.cand = c
 	return c
 }

@@ -29,11 +29,12 @@ const (
 	Argmax            Kernel = "argmax"           // greedy token on the device
 
 	ReadBandwidth Kernel = "read_bandwidth" // streams a buffer in: the roofline probe
+	Sample        Kernel = "sample"         // penalties and the candidate set of a sampling step
 )
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth}
+	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample}
 }
 
 // Code returns the SPIR-V words of k as bytes.
