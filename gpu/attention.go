@@ -21,7 +21,7 @@ const (
 	attnChunk    = 256 // positions per chunk
 	attnTK       = 16  // key positions staged in shared memory at a time (TK in attention.comp)
 	attnMaxRows  = 8   // query rows (tokens × heads) per workgroup
-	wgAttnReduce = 128
+	wgAttnReduce = 256
 )
 
 // attnPlan is how the attention kernels split the work on one device.
@@ -102,7 +102,9 @@ func (p attnPlan) partialBytes(c *nn.Config, T int) int64 {
 
 // attention records causal attention for T tokens of b.qkv (queries
 // rotated, keys and values already in the cache of l) into b.att: the
-// chunk partials, a barrier, and their combination.
+// chunk partials, a barrier, and their combination, which also applies the
+// layer's attention sub-norm (if any) and quantizes the result into b.q and
+// b.s for the output projection.
 func (rc *recorder) attention(l layerBufs, T int) {
 	b := rc.b
 	c, p := b.c, b.attn
@@ -125,9 +127,15 @@ func (rc *recorder) attention(l layerBufs, T int) {
 			Chunks: uint32(p.chunks), Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))},
 		uint32(p.chunks), uint32(c.Heads/p.group)*ceilDiv(T, tt))
 	rc.r.Barrier()
-	rc.note("attention (reduce)", int(used)+4*T*c.Embd)
-	rc.dispatch(spirv.AttentionReduce, []uint32{b.workgroup(wgAttnReduce), uint32(p.chunk)},
-		[]vk.Range{whole(b.attnPart), whole(b.att), params},
-		attnReducePush{Heads: uint32(c.Heads), HD: uint32(c.HeadDim), Chunks: uint32(p.chunks)},
-		uint32(T), uint32(c.Heads))
+	// The reduction ends in the attention sub-norm and the int8 quantization
+	// of the output projection's input.
+	norm, w := uint32(1), l.attnSubNorm
+	if w == nil {
+		norm, w = 0, b.outNorm // any float buffer: unread
+	}
+	rc.note("attention (reduce+subnorm+quant)", int(used)+4*T*c.Embd+4*c.Embd+T*(c.Embd+4))
+	rc.dispatch(spirv.AttentionReduce, []uint32{b.workgroup(wgAttnReduce), uint32(p.chunk), norm},
+		[]vk.Range{whole(b.attnPart), whole(b.att), params, whole(w), whole(b.q), whole(b.s)},
+		attnReducePush{Heads: uint32(c.Heads), HD: uint32(c.HeadDim), Chunks: uint32(p.chunks), Eps: c.Eps},
+		uint32(T), 1)
 }

@@ -50,6 +50,7 @@ func (a opsAdapter) attention(c *nn.Config, plan attnPlan, kc, vc *vk.Buffer, q 
 	b.inDev = a.buf(f32Bytes([]float32{math.Float32frombits(uint32(pos0)), math.Float32frombits(uint32(T)), 0, 0}))
 	b.attnPart = a.buf(nanBytes(int(plan.partialBytes(c, T))))
 	b.att = a.buf(nanBytes(4 * T * E))
+	b.q, b.s, b.outNorm = a.buf(make([]byte, T*E)), a.buf(make([]byte, 4*T)), a.buf(make([]byte, 4*E))
 	a.run(func(rc *recorder) { rc.attention(layerBufs{kc: kc, vc: vc}, T) })
 	return a.floats(b.att, T*E)
 }

@@ -46,7 +46,7 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 var bindings = map[spirv.Kernel]int{
 	spirv.Embed: 3, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.RopeKV: 5,
-	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 3, spirv.Argmax: 2, spirv.ReadBandwidth: 2, spirv.Sample: 3,
+	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 6, spirv.Argmax: 2, spirv.ReadBandwidth: 2, spirv.Sample: 3,
 }
 
 // workgroup returns size capped by the device, a power of two.
@@ -275,9 +275,7 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 			ropePush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), QKVStride: uint32(qkvStride)},
 			uint32(T), uint32(c.Heads+2*c.KVHeads))
 		r.Barrier()
-		rc.attention(l, T)
-		r.Barrier()
-		rc.normQuant("attn subnorm+quant", b.att, l.attnSubNorm, E, E, 0, T, 0, 1)
+		rc.attention(l, T) // ends in the sub-norm and the quantization of the output
 		r.Barrier()
 		rc.ternary("attn output", l.o, b.x, E, T, true)
 		r.Barrier()

@@ -55,7 +55,7 @@ func TestProfileForward(t *testing.T) {
 		if share < 0.999 || share > 1.001 {
 			t.Errorf("shares add to %g", share)
 		}
-		for _, label := range []string{"attn qkv", "attention (chunks)", "attention (reduce)", "attn output", "ffn gate+up", "ffn down"} {
+		for _, label := range []string{"attn qkv", "attention (chunks)", "attention (reduce+subnorm+quant)", "attn output", "ffn gate+up", "ffn down"} {
 			if calls[label] != L {
 				t.Errorf("%d tokens: %q ran %d times, want once per layer (%d)", tc.n, label, calls[label], L)
 			}

@@ -24,10 +24,13 @@ type (
 		Heads, KVHeads, QKVStride, T, Chunks uint32
 		Scale                                float32
 	}
-	attnReducePush struct{ Heads, HD, Chunks uint32 }
-	argmaxPush     struct{ N, Off uint32 }
-	readPush       struct{ N, Never uint32 }
-	samplePush     struct{ N, Cap, PenCap uint32 }
+	attnReducePush struct {
+		Heads, HD, Chunks uint32
+		Eps               float32
+	}
+	argmaxPush struct{ N, Off uint32 }
+	readPush   struct{ N, Never uint32 }
+	samplePush struct{ N, Cap, PenCap uint32 }
 )
 
 // pushTypes maps each kernel to its push-constant struct.

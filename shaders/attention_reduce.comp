@@ -1,44 +1,101 @@
 #version 450
-// attention_reduce: the second half of split-K attention (see attention.comp).
-// One workgroup per (token t, query head h) combines the partials of the
-// ⌈n_t/CHUNK⌉ chunks that token t sees (n_t = pos0 + t + 1):
+// attention_reduce: the second half of split-K attention (see attention.comp),
+// with the attention sub-norm and BitLinear's int8 quantization of the result
+// fused in (the input of the output projection). One workgroup per token t
+// combines, for every query head h, the partials of the ⌈n_t/CHUNK⌉ chunks
+// that token sees (n_t = pos0 + t + 1):
 //   M = max_c m_c,   L = Σ_c l_c·e^{m_c − M},   o = Σ_c acc_c·e^{m_c − M} / L
+// then over the row o[t] of E = heads·hd values, as norm_quant does:
+//   v_i = o_i / sqrt(mean(o²) + eps) · w_i      NORM = 1 (NORM = 0: v = o)
+//   m = max(1e-5, max|v|), s = 127/m, q_i = round_even(v_i·s) clamped to ±127
 //   partial [T][heads][chunks][hd + 2] float   acc[hd], then m, then l
-//   out     [T][heads·hd] float
+//   out     [T][E] float                      o (for traces and tests)
 //   params  [0] = pos0
-// Every chunk combined holds at least one position the row sees, so L ≥ 1.
+//   w       [E] float                         the sub-norm weight (NORM = 1)
+//   q       [T][E/4] uint                     packed int8
+//   s       [T] float
+// Each invocation normalizes and quantizes the groups of four values it
+// wrote itself, so no value crosses invocations through memory. Every chunk
+// combined holds at least one position the row sees, so L ≥ 1. hd and E are
+// multiples of 4.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
 layout(local_size_x_id = 0) in;
+#include "reduce.glsl" // after the workgroup size: it sizes shared memory by it
 layout(constant_id = 1) const uint CHUNK = 256;   // positions per chunk
+layout(constant_id = 2) const uint NORM = 1;
 
 layout(std430, binding = 0) readonly buffer Partial { float partial[]; };
-layout(std430, binding = 1) writeonly buffer Out { float outp[]; };
+layout(std430, binding = 1) buffer Out { float outp[]; };
 layout(std430, binding = 2) readonly buffer Params { uint params[]; };
+layout(std430, binding = 3) readonly buffer W { float w[]; };
+layout(std430, binding = 4) writeonly buffer Q { uint q[]; };
+layout(std430, binding = 5) writeonly buffer S { float s[]; };
 
 layout(push_constant) uniform Push {
     uint heads;
     uint hd;
     uint chunks;
+    float eps;
 } pc;
 
 void main() {
-    uint t = gl_WorkGroupID.x, h = gl_WorkGroupID.y;
+    uint t = gl_WorkGroupID.x;
+    uint tid = gl_LocalInvocationID.x;
     uint n = params[0] + t + 1;
     uint nc = (n + CHUNK - 1) / CHUNK;
     uint stride = pc.hd + 2;
-    uint base = (t * pc.heads + h) * pc.chunks * stride;
-    float M = partial[base + pc.hd];
-    for (uint c = 1; c < nc; c++) M = max(M, partial[base + c * stride + pc.hd]);
-    float L = 0.0;
-    for (uint c = 0; c < nc; c++) {
-        uint b = base + c * stride + pc.hd;
-        L += partial[b + 1] * exp(partial[b] - M);
-    }
-    for (uint d = gl_LocalInvocationID.x; d < pc.hd; d += gl_WorkGroupSize.x) {
-        float o = 0.0;
+    uint E = pc.heads * pc.hd;
+    uint row = t * E;
+
+    // Combine the chunks: four consecutive values (one head) per step.
+    float ss = 0.0;
+    for (uint i4 = tid; i4 < E / 4; i4 += gl_WorkGroupSize.x) {
+        uint h = 4 * i4 / pc.hd, d = 4 * i4 % pc.hd;
+        uint base = (t * pc.heads + h) * pc.chunks * stride;
+        float M = partial[base + pc.hd];
+        for (uint c = 1; c < nc; c++) M = max(M, partial[base + c * stride + pc.hd]);
+        float L = 0.0;
+        vec4 o = vec4(0.0);
         for (uint c = 0; c < nc; c++) {
             uint b = base + c * stride;
-            o += partial[b + d] * exp(partial[b + pc.hd] - M);
+            float e = exp(partial[b + pc.hd] - M);
+            L += partial[b + pc.hd + 1] * e;
+            o += vec4(partial[b + d], partial[b + d + 1], partial[b + d + 2], partial[b + d + 3]) * e;
         }
-        outp[(t * pc.heads + h) * pc.hd + d] = o / L;
+        o /= L;
+        for (uint j = 0; j < 4; j++) {
+            outp[row + 4 * i4 + j] = o[j];
+            ss += o[j] * o[j];
+        }
+    }
+    float inv = 1.0;
+    if (NORM == 1) {
+        inv = inversesqrt(wgSum(ss) / float(E) + pc.eps);
+    }
+    float m = 0.0;
+    for (uint i4 = tid; i4 < E / 4; i4 += gl_WorkGroupSize.x) {
+        for (uint j = 0; j < 4; j++) {
+            uint i = 4 * i4 + j;
+            float v = outp[row + i];
+            if (NORM == 1) v = v * inv * w[i];
+            m = max(m, abs(v));
+        }
+    }
+    m = max(wgMax(m), 1e-5);
+    float sc = quantScale(m);
+    for (uint i4 = tid; i4 < E / 4; i4 += gl_WorkGroupSize.x) {
+        int c[4];
+        for (uint j = 0; j < 4; j++) {
+            uint i = 4 * i4 + j;
+            float v = outp[row + i];
+            if (NORM == 1) v = v * inv * w[i];
+            c[j] = quant8(v, sc);
+        }
+        q[t * (E / 4) + i4] = pack8(c[0], c[1], c[2], c[3]);
+    }
+    if (tid == 0) {
+        s[t] = sc;
     }
 }

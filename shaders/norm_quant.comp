@@ -16,6 +16,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
+#include "reduce.glsl" // after the workgroup size: it sizes shared memory by it
 layout(constant_id = 1) const uint ACT = 0;
 layout(constant_id = 2) const uint NORM = 1;
 layout(constant_id = 3) const uint QUANT = 1;
@@ -32,34 +33,6 @@ layout(push_constant) uniform Push {
     uint inOff;
     float eps;
 } pc;
-
-shared float red[gl_WorkGroupSize.x];
-
-float reduceSum(float v) {
-    uint tid = gl_LocalInvocationID.x;
-    red[tid] = v;
-    barrier();
-    for (uint k = gl_WorkGroupSize.x / 2; k > 0; k >>= 1) {
-        if (tid < k) red[tid] += red[tid + k];
-        barrier();
-    }
-    float r = red[0];
-    barrier();
-    return r;
-}
-
-float reduceMax(float v) {
-    uint tid = gl_LocalInvocationID.x;
-    red[tid] = v;
-    barrier();
-    for (uint k = gl_WorkGroupSize.x / 2; k > 0; k >>= 1) {
-        if (tid < k) red[tid] = max(red[tid], red[tid + k]);
-        barrier();
-    }
-    float r = red[0];
-    barrier();
-    return r;
-}
 
 float value(uint base, uint i) {
     if (ACT == 0) {
@@ -84,7 +57,7 @@ void main() {
             float h = value(base, i);
             ss += h * h;
         }
-        inv = inversesqrt(reduceSum(ss) / float(pc.K) + pc.eps);
+        inv = inversesqrt(wgSum(ss) / float(pc.K) + pc.eps);
     }
     if (QUANT == 0) {
         for (uint i = tid; i < pc.K; i += gl_WorkGroupSize.x) {
@@ -99,7 +72,7 @@ void main() {
         if (NORM == 1) v = v * inv * w[i];
         m = max(m, abs(v));
     }
-    m = max(reduceMax(m), 1e-5);
+    m = max(wgMax(m), 1e-5);
     float sc = quantScale(m);
     for (uint i4 = tid; i4 < pc.K / 4; i4 += gl_WorkGroupSize.x) {
         int c[4];
