@@ -32,6 +32,7 @@ var commands = []command{
 	{"devices", "list the Vulkan devices: type, driver, memory, limits, optional features", runDevices},
 	{"synth", "write a synthetic BitNet b1.58 model (random ternary weights, real shapes)", runSynth},
 	{"tokenize", "split text into token ids with the model's tokenizer", runTokenize},
+	{"train", "train a BitNet b1.58 model on text with quantization-aware training (CPU)", runTrain},
 }
 
 func main() {
