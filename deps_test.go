@@ -31,6 +31,7 @@ var importPolicy = map[string][]string{
 	"gpu/*":     {"nn", "spirv", "gpu/*"},
 	"server":    {"nn", "tokenizer"},
 	"cmd/bitvk": {"*"},
+	"train":     {"nn", "gguf", "tokenizer", "cpu"},
 	"tools/*":   {"gguf"},
 }
 
