@@ -78,6 +78,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "give the vocabulary with --vocab FILE (bitvk tokenizer-train writes one)")
 	case *out == "" && !*float:
 		return usageError(fs, "give --out MODEL.gguf")
+	case *out != "" && *float:
+		return usageError(fs, "a --float model has no ternary form to write as I2_S: leave out --out (its validation perplexity is printed; --hf-out writes its weights)")
 	case (*steps > 0) == (*tokens > 0):
 		return usageError(fs, "give exactly one of --steps and --tokens")
 	case *batch <= 0 || *ctx <= 1 || *threads <= 0:
@@ -172,7 +174,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	if err := tr.Run(sigCtx); err != nil {
 		if errors.Is(err, train.ErrInterrupted) {
-			return err
+			return fmt.Errorf("interrupted at step %d; go on with the same flags and --resume", tr.Step)
 		}
 		return err
 	}
