@@ -7,7 +7,7 @@ FUZZTIME  ?= 60s
 # How long `make test` runs each fuzz target: a short smoke run, not a hunt.
 TEST_FUZZTIME ?= 10s
 
-.PHONY: all build deps demo test fuzz generated shaders clean
+.PHONY: all build deps demo test fuzz generated shaders corpus clean
 
 all: build
 
@@ -59,6 +59,11 @@ generated:
 # The SPIR-V kernels, compiled from shaders/ by glslang and validated.
 shaders:
 	scripts/shaders.sh "$(CURDIR)/spirv"
+
+# The training text: the King James Bible, one verse per line, with Ruth,
+# Jonah and Jude held out as validation text (scripts/corpus.sh says more).
+corpus: deps
+	scripts/corpus.sh $(DEMO_DIR)/corpus
 
 # A longer fuzz run: make fuzz FUZZTIME=10m
 fuzz: deps

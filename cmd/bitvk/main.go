@@ -32,6 +32,7 @@ var commands = []command{
 	{"devices", "list the Vulkan devices: type, driver, memory, limits, optional features", runDevices},
 	{"synth", "write a synthetic BitNet b1.58 model (random ternary weights, real shapes)", runSynth},
 	{"tokenize", "split text into token ids with the model's tokenizer", runTokenize},
+	{"tokenizer-train", "learn a byte-level BPE vocabulary from text and write it as a GGUF file", runTokenizerTrain},
 	{"train", "train a BitNet b1.58 model on text with quantization-aware training (CPU)", runTrain},
 }
 
@@ -75,8 +76,12 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "usage: bitvk COMMAND [flags]")
 	fmt.Fprintln(w)
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'bitvk COMMAND -h' for a command's flags.")
