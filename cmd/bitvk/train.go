@@ -18,24 +18,10 @@ import (
 	"github.com/bitvk/bitvk/train"
 )
 
-// fileList is a repeatable -f flag; each use may also list files
-// separated by commas.
-type fileList []string
-
-func (f *fileList) String() string { return strings.Join(*f, ",") }
-func (f *fileList) Set(v string) error {
-	for _, p := range strings.Split(v, ",") {
-		if p != "" {
-			*f = append(*f, p)
-		}
-	}
-	return nil
-}
-
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("train", "-f TEXT... --vocab VOCAB.gguf [flags] --out MODEL.gguf", stderr)
 	var files fileList
-	fs.Var(&files, "f", "training text `file` (UTF-8; repeat -f or separate with commas)")
+	fs.Var(&files, "f", "training text `file` (UTF-8; repeat -f for more)")
 	valid := fs.String("valid", "", "validation text `file`: its loss is printed every --eval-every steps and its perplexity at the end")
 	vocab := fs.String("vocab", "", "vocabulary GGUF `file` (bitvk tokenizer-train writes one)")
 	d := train.DefaultHyper()
