@@ -27,6 +27,7 @@ var commands = []command{
 	{"chat", "talk with a model in the terminal, turn by turn", runChat},
 	{"serve", "serve a model over an OpenAI-compatible HTTP API, with a web chat page", runServe},
 	{"logits", "print teacher-forced logits per position as JSON lines (to compare engines)", runLogits},
+	{"perplexity", "measure perplexity on a text as llama-perplexity does; KL divergence against a saved run", runPerplexity},
 	{"bench", "time prompt processing and generation, llama-bench style, against the memory roofline", runBench},
 	{"check", "run the same tokens on the CPU and Vulkan backends and compare them layer by layer", runCheck},
 	{"devices", "list the Vulkan devices: type, driver, memory, limits, optional features", runDevices},
