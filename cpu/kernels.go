@@ -57,6 +57,10 @@ type kernels struct {
 	// words (wrapping), len(b) a multiple of 64: a read as fast as the
 	// memory allows, to measure the machine's bandwidth.
 	sumBytes func(b []byte) uint64
+
+	// sgemm is the trainer's float32 matrix product (sgemm.go): its
+	// micro-kernel, block sizes and FMA peak probe.
+	sgemm sgemmKernels
 }
 
 // generic is the plain Go kernel set, the twin every other set is tested against.
@@ -68,6 +72,7 @@ var generic = kernels{
 	axpyF16:       axpyF16Generic,
 	dotI8Rows:     dotI8RowsGeneric,
 	sumBytes:      sumBytesGeneric,
+	sgemm:         sgemmGeneric,
 }
 
 // active is the kernel set in use: the fastest this CPU supports (see

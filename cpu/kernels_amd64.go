@@ -36,6 +36,7 @@ var avx2Kernels = kernels{
 	axpyF16:       checkAxpyF16(axpyF16AVX2),
 	dotI8Rows:     checkDotI8Rows(dotI8RowsAVX2),
 	sumBytes:      checkSumBytes(sumBytesAVX2),
+	sgemm:         sgemmAVX2,
 }
 
 var avx512VNNIKernels = kernels{
@@ -46,6 +47,7 @@ var avx512VNNIKernels = kernels{
 	axpyF16:       checkAxpyF16(axpyF16AVX512),
 	dotI8Rows:     checkDotI8Rows(dotI8RowsVNNI),
 	sumBytes:      checkSumBytes(sumBytesAVX512),
+	sgemm:         sgemmAVX512, // AVX-512 F only; see sgemm_amd64.go
 }
 
 // rowsFit reports whether rows rows of rowLen elements, the first at 0 and

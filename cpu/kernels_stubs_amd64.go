@@ -65,3 +65,19 @@ func sumBytesAVX2(b []byte) uint64
 //
 //go:noescape
 func sumBytesAVX512(b []byte) uint64
+
+// sgemmTileAVX2 is sgemmTile for 6×16 tiles: c[r·ldc + j] += Σ_{p<kc} a[p·6 + r]·b[p·16 + j].
+//
+//go:noescape
+func sgemmTileAVX2(kc int, a []float32, b []float32, c []float32, ldc int)
+
+// sgemmTileAVX512 is sgemmTile for 12×32 tiles: c[r·ldc + j] += Σ_{p<kc} a[p·12 + r]·b[p·32 + j].
+//
+//go:noescape
+func sgemmTileAVX512(kc int, a []float32, b []float32, c []float32, ldc int)
+
+// fmaLoopAVX2 runs iters iterations of 12 independent 8-lane FMAs (192 FLOP each iteration), registers only.
+func fmaLoopAVX2(iters int)
+
+// fmaLoopAVX512 runs iters iterations of 16 independent 16-lane FMAs (512 FLOP each iteration), registers only.
+func fmaLoopAVX512(iters int)

@@ -10,9 +10,11 @@
 //	avx2        AVX2 + FMA + F16C + BMI2, ymm registers 0-15 only
 //	avx512vnni  AVX-512 F/BW/VL + VNNI (vpdpbusd), zmm registers and masks;
 //	            also BMI2 (bzhi) and VEX AVX2 forms, so it needs the avx2 features
+//	            (its float32 sgemm kernels use only AVX-512 F)
 //
 // Files: ternary.go (matrix-vector), matmul.go (matrix-matrix), float.go
-// (float16 rows), int8.go (int8 rows, byte sum). This file holds the
+// (float16 rows), int8.go (int8 rows, byte sum), sgemm.go (the trainer's
+// float32 matrix-product micro-kernels, FMA peak probe). This file holds the
 // constants and the helpers they share.
 package main
 
@@ -42,6 +44,10 @@ func main() {
 	genDotI8RowsVNNI()
 	genSumBytesAVX2()
 	genSumBytesAVX512()
+	genSgemmTileAVX2()
+	genSgemmTileAVX512()
+	genFMALoopAVX2()
+	genFMALoopAVX512()
 
 	Generate()
 }
