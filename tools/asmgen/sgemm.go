@@ -29,7 +29,9 @@ package main
 //
 // A chain needs latency × issue rate independent accumulators to keep the
 // FMA units busy (4 cycles × 2 per cycle = 8 on Zen 4 and Zen 5); both tiles
-// and both probes have more.
+// and both probes have more. Embedded-broadcast FMAs (vfmadd231ps.bcst,
+// no vbroadcastss) ran the 12×32 tile at two thirds of this one's speed on
+// Zen 5; a 6×64 zmm tile ran as fast as 12×32 (docs/KERNELS.md).
 
 import (
 	"fmt"
