@@ -7,7 +7,7 @@ FUZZTIME  ?= 60s
 # How long `make test` runs each fuzz target: a short smoke run, not a hunt.
 TEST_FUZZTIME ?= 10s
 
-.PHONY: all build deps demo test fuzz generated shaders corpus clean
+.PHONY: all build deps demo test fuzz generated shaders corpus model model-float clean
 
 all: build
 
@@ -64,6 +64,35 @@ shaders:
 # Jonah and Jude held out as validation text (scripts/corpus.sh says more).
 corpus: deps
 	scripts/corpus.sh $(DEMO_DIR)/corpus
+
+# The demo model, nano-kjv, trained with bitvk's own commands: a 4096-token
+# BPE vocabulary, then quantization-aware training of a 6-layer ternary
+# model on the training books, its validation perplexity on Ruth, Jonah
+# and Jude, and its sha256. The same recipe gives the same bytes on any
+# thread count (models/nano-kjv.md has the machine and time). An
+# interrupted run resumes from its checkpoint. `make model-float` trains
+# the same shape without quantization on the same tokens, for comparison.
+MODEL_DIR   := $(DEMO_DIR)/model
+CORPUS      := $(DEMO_DIR)/corpus
+MODEL_SHAPE := --layers 6 --embd 512 --ffn 1280 --heads 8 --kv-heads 4 --ctx 256
+MODEL_TRAIN := -f $(CORPUS)/kjv-train.txt --valid $(CORPUS)/kjv-valid.txt --vocab $(MODEL_DIR)/vocab.gguf \
+	$(MODEL_SHAPE) --batch 8 --lr 2e-3 --warmup 100 --steps 1000 --seed 1 --eval-every 100 --checkpoint-every 50
+resume = $(if $(wildcard $(1)/checkpoint.bin),--resume)
+
+$(MODEL_DIR)/vocab.gguf: build corpus
+	@mkdir -p $(MODEL_DIR)
+	$(BIN) tokenizer-train -f $(CORPUS)/kjv-train.txt --vocab 4096 -o $@
+
+model model-float: SHELL := /bin/bash
+model: build corpus $(MODEL_DIR)/vocab.gguf
+	set -o pipefail; $(BIN) train $(MODEL_TRAIN) --name nano-kjv --out $(MODEL_DIR)/nano-kjv.gguf --checkpoint $(MODEL_DIR)/nano-kjv.ckpt \
+		$(call resume,$(MODEL_DIR)/nano-kjv.ckpt) 2>&1 | tee $(MODEL_DIR)/nano-kjv.log
+	$(BIN) perplexity -m $(MODEL_DIR)/nano-kjv.gguf -f $(CORPUS)/kjv-valid.txt -c 256 --backend cpu 2>/dev/null | tail -1 | tee -a $(MODEL_DIR)/nano-kjv.log
+	sha256sum $(MODEL_DIR)/nano-kjv.gguf | tee -a $(MODEL_DIR)/nano-kjv.log
+
+model-float: build corpus $(MODEL_DIR)/vocab.gguf
+	set -o pipefail; $(BIN) train $(MODEL_TRAIN) --float --checkpoint $(MODEL_DIR)/float.ckpt \
+		$(call resume,$(MODEL_DIR)/float.ckpt) 2>&1 | tee $(MODEL_DIR)/float.log
 
 # A longer fuzz run: make fuzz FUZZTIME=10m
 fuzz: deps

@@ -340,3 +340,27 @@ func TestBadInput(t *testing.T) {
 		t.Error("negative learning rate accepted")
 	}
 }
+
+// TestThreadCountDoesNotChangeWeights: every value is computed by one
+// thread in one order whatever the split, so a recipe gives the same
+// weights on any number of cores.
+func TestThreadCountDoesNotChangeWeights(t *testing.T) {
+	_, tok := vocabFile(t)
+	var ref []float32
+	for _, threads := range []int{1, 2, 3} {
+		tr := tinyTrainer(t, tok, "", 6)
+		tr.Model.w.n = threads
+		if err := tr.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref = tr.Model.Params
+			continue
+		}
+		for i := range ref {
+			if math.Float32bits(ref[i]) != math.Float32bits(tr.Model.Params[i]) {
+				t.Fatalf("%d threads: parameter %d is %v, with 1 thread %v", threads, i, tr.Model.Params[i], ref[i])
+			}
+		}
+	}
+}
