@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bitvk/bitvk/cpu"
 	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/train"
@@ -40,7 +41,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&d.Clip, "clip", d.Clip, "clip the gradient's global norm to this (0: no clipping)")
 	fs.BoolVar(&d.TwoStage, "two-stage", false, "BitNet b1.58's two-stage schedule: the learning rate drops at the midpoint and weight decay stops")
 	float := fs.Bool("float", false, "train the same shape without quantization (for comparison; cannot be exported as I2_S)")
-	seed := fs.Uint64("seed", 1, "random seed: initial weights and batches")
+	seed := fs.Uint64("seed", 1, "random seed: initial weights and batches (the same seed gives the same weights on any thread count)")
 	threads := fs.Int("t", runtime.NumCPU(), "threads")
 	out := fs.String("out", "", "write the trained model to this GGUF `file` (I2_S, bitnet-b1.58)")
 	hfOut := fs.String("hf-out", "", "also write a Hugging Face-style checkpoint `dir` (config.json, model.safetensors)")
@@ -149,11 +150,14 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	} else if _, err := os.Stat(train.CheckpointFile(*ckpt)); err == nil {
 		return fmt.Errorf("%s already holds a checkpoint: add --resume to go on from it, or remove it to start over", *ckpt)
 	}
+	// The share of the machine's float32 FMA peak the progress reports:
+	// one core's peak, measured now, times the threads.
+	tr.PeakGFLOPS = cpu.FMAPeak(200*time.Millisecond) * float64(min(*threads, runtime.NumCPU()))
 	tern, other := tr.Model.Layout.Count()
-	fmt.Fprintf(stderr, "train: %s model, %d layers × %d wide (FFN %d, %d heads, %d KV heads), %.2fM ternary + %.2fM other parameters; %d steps of %d×%d tokens (%.1fM tokens), %.2f GFLOP per step, %d threads\n",
+	fmt.Fprintf(stderr, "train: %s model, %d layers × %d wide (FFN %d, %d heads, %d KV heads), %.2fM ternary + %.2fM other parameters; %d steps of %d×%d tokens (%.1fM tokens), %.2f GFLOP per step, %d threads (float32 FMA peak %.0f GFLOP/s)\n",
 		map[bool]string{true: "float", false: "ternary (QAT)"}[*float], *layers, *embd, *ffn, *heads, *kvHeads,
 		float64(tern)/1e6, float64(other)/1e6, d.Steps, *batch, *ctx, float64(d.Steps)*float64(*batch**ctx)/1e6,
-		tr.FlopsPerStep()/1e9, *threads)
+		tr.FlopsPerStep()/1e9, *threads, tr.PeakGFLOPS)
 
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
