@@ -186,3 +186,27 @@ func (c *Config) Validate() error {
 
 // KVDim is the width of one position's keys (or values) across KV heads.
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// Metadata returns the general.* and architecture keys that describe c in
+// a GGUF file, in the order of Microsoft's ggml-model-i2_s.gguf (name,
+// vocabulary size, context, widths, layers, RoPE, heads, epsilon, file
+// type); the tokenizer keys and general.quantization_version follow them
+// there. It is what ParseConfig reads back.
+func (c *Config) Metadata(fileType uint32) []gguf.KV {
+	key := func(suffix string) string { return ArchKey(c.Arch, suffix) }
+	return []gguf.KV{
+		{Key: KeyArchitecture, Value: gguf.Str(c.Arch)},
+		{Key: KeyName, Value: gguf.Str(c.Name)},
+		{Key: key(SuffixVocabSize), Value: gguf.U32(uint32(c.Vocab))},
+		{Key: key(SuffixContextLength), Value: gguf.U32(uint32(c.Context))},
+		{Key: key(SuffixEmbeddingLength), Value: gguf.U32(uint32(c.Embd))},
+		{Key: key(SuffixBlockCount), Value: gguf.U32(uint32(c.Layers))},
+		{Key: key(SuffixFeedForward), Value: gguf.U32(uint32(c.FFN))},
+		{Key: key(SuffixRopeDimCount), Value: gguf.U32(uint32(c.RopeDim))},
+		{Key: key(SuffixHeadCount), Value: gguf.U32(uint32(c.Heads))},
+		{Key: key(SuffixHeadCountKV), Value: gguf.U32(uint32(c.KVHeads))},
+		{Key: key(SuffixRopeFreqBase), Value: gguf.F32(c.RopeBase)},
+		{Key: key(SuffixLayerNormRMSEps), Value: gguf.F32(c.Eps)},
+		{Key: KeyFileType, Value: gguf.U32(fileType)},
+	}
+}

@@ -56,24 +56,9 @@ func ExportGGUF(path, name string, m *Model, vocab []gguf.KV) error {
 		return fmt.Errorf("a --float model has no ternary weights to write as I2_S; it is trained for comparison only")
 	}
 	l, s := m.Layout, m.Layout.Shape
-	arch := nn.ArchBitNetB158
-	key := func(suffix string) string { return nn.ArchKey(arch, suffix) }
-	b := &gguf.Builder{Version: 3}
-	b.Meta = []gguf.KV{
-		{Key: nn.KeyArchitecture, Value: gguf.Str(arch)},
-		{Key: nn.KeyName, Value: gguf.Str(name)},
-		{Key: key(nn.SuffixVocabSize), Value: gguf.U32(uint32(s.Vocab))},
-		{Key: key(nn.SuffixContextLength), Value: gguf.U32(uint32(s.Context))},
-		{Key: key(nn.SuffixEmbeddingLength), Value: gguf.U32(uint32(s.Embd))},
-		{Key: key(nn.SuffixBlockCount), Value: gguf.U32(uint32(s.Layers))},
-		{Key: key(nn.SuffixFeedForward), Value: gguf.U32(uint32(s.FFN))},
-		{Key: key(nn.SuffixRopeDimCount), Value: gguf.U32(uint32(s.HeadDim()))},
-		{Key: key(nn.SuffixHeadCount), Value: gguf.U32(uint32(s.Heads))},
-		{Key: key(nn.SuffixHeadCountKV), Value: gguf.U32(uint32(s.KVHeads))},
-		{Key: key(nn.SuffixRopeFreqBase), Value: gguf.F32(s.RopeBase)},
-		{Key: key(nn.SuffixLayerNormRMSEps), Value: gguf.F32(s.Eps)},
-		{Key: nn.KeyFileType, Value: gguf.U32(nn.FileTypeI2_S)},
-	}
+	c := nn.Config{Arch: nn.ArchBitNetB158, Name: name, Vocab: s.Vocab, Context: s.Context, Embd: s.Embd,
+		Layers: s.Layers, FFN: s.FFN, RopeDim: s.HeadDim(), Heads: s.Heads, KVHeads: s.KVHeads, RopeBase: s.RopeBase, Eps: s.Eps}
+	b := &gguf.Builder{Version: 3, Meta: c.Metadata(nn.FileTypeI2_S)}
 	b.Meta = append(b.Meta, vocab...)
 	b.Meta = append(b.Meta, gguf.KV{Key: nn.KeyQuantizationVersion, Value: gguf.U32(2)})
 	for i, t := range l.Tensors {

@@ -131,25 +131,10 @@ func Build(o Options) (*gguf.Builder, error) {
 	if tt == gguf.TypeTQ2_0 {
 		fileType = nn.FileTypeTQ2_0
 	}
-	arch := nn.ArchBitNetB158
-	key := func(suffix string) string { return nn.ArchKey(arch, suffix) }
 	headDim := s.Embd / s.Heads
-	b := &gguf.Builder{Version: 3}
-	b.Meta = []gguf.KV{
-		{Key: nn.KeyArchitecture, Value: gguf.Str(arch)},
-		{Key: nn.KeyName, Value: gguf.Str(name)},
-		{Key: key(nn.SuffixVocabSize), Value: gguf.U32(uint32(vocab.Tokens))},
-		{Key: key(nn.SuffixContextLength), Value: gguf.U32(uint32(s.Context))},
-		{Key: key(nn.SuffixEmbeddingLength), Value: gguf.U32(uint32(s.Embd))},
-		{Key: key(nn.SuffixBlockCount), Value: gguf.U32(uint32(s.Layers))},
-		{Key: key(nn.SuffixFeedForward), Value: gguf.U32(uint32(s.FFN))},
-		{Key: key(nn.SuffixRopeDimCount), Value: gguf.U32(uint32(headDim))},
-		{Key: key(nn.SuffixHeadCount), Value: gguf.U32(uint32(s.Heads))},
-		{Key: key(nn.SuffixHeadCountKV), Value: gguf.U32(uint32(s.KVHeads))},
-		{Key: key(nn.SuffixRopeFreqBase), Value: gguf.F32(s.RopeBase)},
-		{Key: key(nn.SuffixLayerNormRMSEps), Value: gguf.F32(s.Eps)},
-		{Key: nn.KeyFileType, Value: gguf.U32(fileType)},
-	}
+	c := nn.Config{Arch: nn.ArchBitNetB158, Name: name, Vocab: vocab.Tokens, Context: s.Context, Embd: s.Embd,
+		Layers: s.Layers, FFN: s.FFN, RopeDim: headDim, Heads: s.Heads, KVHeads: s.KVHeads, RopeBase: s.RopeBase, Eps: s.Eps}
+	b := &gguf.Builder{Version: 3, Meta: c.Metadata(fileType)}
 	b.Meta = append(b.Meta, vocab.Meta...)
 	b.Meta = append(b.Meta, gguf.KV{Key: nn.KeyQuantizationVersion, Value: gguf.U32(2)})
 
