@@ -7,7 +7,7 @@ FUZZTIME  ?= 60s
 # How long `make test` runs each fuzz target: a short smoke run, not a hunt.
 TEST_FUZZTIME ?= 10s
 
-.PHONY: all build deps demo test fuzz generated shaders corpus model model-float clean
+.PHONY: all build install deps demo test fuzz generated shaders corpus model model-float clean
 
 all: build
 
@@ -16,6 +16,16 @@ deps:
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/bitvk
+
+# Installs bitvk where `go install` puts it ($GOBIN, else the first
+# $(go env GOPATH)/bin), or in $(PREFIX)/bin: make install PREFIX=/usr/local.
+# It needs Go and a C compiler only: the Vulkan headers the cgo shim compiles
+# against are in third_party/, and the Vulkan loader is opened at run time.
+PREFIX ?=
+INSTALL_BIN = $(if $(PREFIX),$(abspath $(PREFIX))/bin,$(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin))
+install:
+	GOBIN="$(INSTALL_BIN)" $(GO) install ./cmd/bitvk
+	@echo "installed $(INSTALL_BIN)/bitvk; shell completion: bitvk completion -h"
 
 # The main job on the built-in synthetic model: write a model shaped like
 # BitNet b1.58 2B4T, inspect it (ternary statistics included), generate
@@ -33,7 +43,10 @@ demo: build
 # vet, every test (the CPU backend also in its pure-Go build; the Vulkan
 # backend on lavapipe with the validation layer; the web page in Chromium),
 # a build without cgo, the generated assembly and SPIR-V checked against
-# their sources, and a short fuzz run of every parser. The BITVK_REQUIRE_*
+# their sources, and a short fuzz run of every parser. Among the tests,
+# cmd/bitvk's TestInstallWithoutSystemVulkanHeaders runs `go install
+# ./cmd/bitvk` with every system vulkan/ header hidden from the C compiler
+# and checks that all Vulkan headers came from third_party/. The BITVK_REQUIRE_*
 # variables turn "no Vulkan device" and "no browser" from skips into failures.
 test: deps generated
 	$(GO) vet ./...

@@ -5,12 +5,13 @@
 set -euo pipefail
 
 # Debian packages bitvk's build and tests use, beyond Go and gcc:
-# the Vulkan loader and headers (cgo), Mesa's lavapipe (the software Vulkan device the
+# the Vulkan loader (opened at run time; the Vulkan headers cgo compiles against are in
+# third_party/vulkan-headers, so no libvulkan-dev), Mesa's lavapipe (the software Vulkan device the
 # tests run on), glslang and spirv-tools (make shaders, spirv-val), the Khronos validation
 # layer (on in tests), Chromium for the web page's browser test, and bible-kjv: the King
 # James Bible, the public-domain text `make corpus` turns into the tokenizer's and the
 # demo model's training and validation text (scripts/corpus.sh).
-APT_PACKAGES=(libvulkan-dev mesa-vulkan-drivers glslang-tools spirv-tools vulkan-validationlayers chromium bible-kjv)
+APT_PACKAGES=(libvulkan1 mesa-vulkan-drivers glslang-tools spirv-tools vulkan-validationlayers chromium bible-kjv)
 
 if ! command -v go >/dev/null 2>&1; then
 	echo "deps: Go is not installed: install Go 1.26 or newer from go.dev/dl and put it on PATH" >&2

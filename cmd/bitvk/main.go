@@ -35,6 +35,13 @@ var commands = []command{
 	{"tokenize", "split text into token ids with the model's tokenizer", runTokenize},
 	{"tokenizer-train", "learn a byte-level BPE vocabulary from text and write it as a GGUF file", runTokenizerTrain},
 	{"train", "train a BitNet b1.58 model on text with quantization-aware training (CPU)", runTrain},
+	{"version", "print the version, the build, the CPU kernels and the Vulkan devices found (--json)", runVersion},
+}
+
+// completion reads commands, so it joins the list here: in the literal it
+// would make an initialization cycle.
+func init() {
+	commands = append(commands, command{"completion", "print a shell completion script: bash, zsh or fish", runCompletion})
 }
 
 func main() {
@@ -50,6 +57,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue
@@ -59,6 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case err == nil:
 			return 0
 		case errors.Is(err, flag.ErrHelp):
+			fmt.Fprintf(stderr, "\n%s\n", reportProblems)
 			return 0
 		case errors.Is(err, errUsage):
 			return 2
@@ -86,6 +97,7 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'bitvk COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, reportProblems)
 }
 
 // errUsage marks an error already reported with the command's usage text.
@@ -95,6 +107,9 @@ var errUsage = errors.New("usage")
 func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("bitvk "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if c, ok := stderr.(*flagCollector); ok {
+		c.sets = append(c.sets, fs) // bitvk completion collecting the flags
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: bitvk %s %s\n\n", name, args)
 		fs.PrintDefaults()

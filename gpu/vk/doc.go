@@ -9,7 +9,10 @@
 // What those bindings cannot express (the pNext feature and property chains
 // of newer Vulkan versions, device creation with such a chain, the
 // VK_EXT_debug_utils messenger) and the per-token submit live in a small C
-// shim (shim.c) compiled against the system's <vulkan/vulkan_core.h>. This is
+// shim (shim.c) compiled against Khronos' <vulkan/vulkan_core.h>, carried in
+// third_party/vulkan-headers (version HeadersVersion), so that building needs
+// a C compiler but no Vulkan SDK. The Vulkan loader (libvulkan.so.1) is
+// opened at run time; without one NewInstance returns ErrUnavailable. This is
 // the only package of bitvk that uses cgo; without cgo it still builds and
 // NewInstance returns ErrUnavailable.
 //

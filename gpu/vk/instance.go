@@ -3,6 +3,7 @@
 package vk
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../../third_party/vulkan-headers/include
 #cgo LDFLAGS: -ldl -lpthread
 #include <stdlib.h>
 #include "shim.h"
@@ -28,11 +29,16 @@ var loader struct {
 	err  error
 }
 
+// loaderNames are the Vulkan loaders tried, in order: libvulkan.so.1 is what
+// the loader's runtime package (Debian's libvulkan1) installs, libvulkan.so
+// only its development package.
+var loaderNames = []string{"libvulkan.so.1", "libvulkan.so"}
+
 func loadVulkan() (unsafe.Pointer, error) {
 	loader.once.Do(func() {
-		gipa := C.bvk_load()
-		if gipa == nil {
-			loader.err = fmt.Errorf("%w: no Vulkan loader (libvulkan.so): install libvulkan1 / libvulkan-dev", ErrUnavailable)
+		gipa, err := openLoader(loaderNames)
+		if err != nil {
+			loader.err = err
 			return
 		}
 		// vulkan-go uses the same vkGetInstanceProcAddr as the shim, so both
@@ -45,6 +51,40 @@ func loadVulkan() (unsafe.Pointer, error) {
 		loader.gipa = gipa
 	})
 	return loader.gipa, loader.err
+}
+
+// openLoader dlopens the first of names that opens and returns its
+// vkGetInstanceProcAddr. Its error wraps ErrUnavailable and quotes dlerror
+// for the first name, the one a working system has.
+func openLoader(names []string) (unsafe.Pointer, error) {
+	var first string
+	for _, name := range names {
+		cname := C.CString(name)
+		var cerr *C.char
+		gipa := C.bvk_load(cname, &cerr)
+		C.free(unsafe.Pointer(cname))
+		if gipa != nil {
+			return gipa, nil
+		}
+		if first == "" {
+			first = name + ": no reason given"
+			if cerr != nil {
+				first = C.GoString(cerr)
+			}
+		}
+	}
+	return nil, fmt.Errorf("%w: no Vulkan loader: %s; install libvulkan1 (Debian/Ubuntu) or your GPU driver's Vulkan runtime", ErrUnavailable, first)
+}
+
+// LoaderVersion opens the Vulkan loader and returns the instance-level API
+// version it supports ("1.3.239"), or an error wrapping ErrUnavailable when
+// there is none.
+func LoaderVersion() (string, error) {
+	gipa, err := loadVulkan()
+	if err != nil {
+		return "", err
+	}
+	return apiVersionString(uint32(C.bvk_instance_version(gipa))), nil
 }
 
 // Instance is a Vulkan instance with its physical devices enumerated.

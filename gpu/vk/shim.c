@@ -1,7 +1,9 @@
 //go:build cgo
 
-// shim.c: bitvk's own C code over the system <vulkan/vulkan_core.h>, for
-// what vulkan-go's 1.1 headers cannot express. See shim.h.
+// shim.c: bitvk's own C code over <vulkan/vulkan_core.h>, for what
+// vulkan-go's 1.1 headers cannot express. See shim.h. The header is Khronos'
+// Vulkan-Headers carried in third_party/vulkan-headers (cgo's -I in
+// instance.go), never the system's, so no Vulkan SDK is needed to build.
 
 #include "shim.h"
 
@@ -15,11 +17,19 @@
 #define GIPA(gipa) ((PFN_vkGetInstanceProcAddr)(gipa))
 #define LOAD(gipa, inst, name) ((PFN_##name)GIPA(gipa)((VkInstance)(inst), #name))
 
-void *bvk_load(void) {
-	void *lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (lib == NULL) lib = dlopen("libvulkan.so", RTLD_NOW | RTLD_LOCAL);
-	if (lib == NULL) return NULL;
-	return dlsym(lib, "vkGetInstanceProcAddr");
+void *bvk_load(const char *name, const char **err) {
+	*err = NULL;
+	void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (lib == NULL) {
+		*err = dlerror();
+		return NULL;
+	}
+	void *gipa = dlsym(lib, "vkGetInstanceProcAddr");
+	if (gipa == NULL) {
+		*err = dlerror();
+		dlclose(lib);
+	}
+	return gipa;
 }
 
 uint32_t bvk_instance_version(void *gipa) {

@@ -58,9 +58,10 @@ typedef struct bvk_device_info {
 	uint32_t features;   // BVK_F_*
 } bvk_device_info;
 
-// bvk_load opens the Vulkan loader and returns its vkGetInstanceProcAddr, or
-// NULL when no loader is installed.
-void *bvk_load(void);
+// bvk_load dlopens the Vulkan loader called name and returns its
+// vkGetInstanceProcAddr, or NULL with *err set to dlerror's message (valid
+// until the next dl* call) when it cannot be opened.
+void *bvk_load(const char *name, const char **err);
 
 // bvk_instance_version returns what vkEnumerateInstanceVersion reports
 // (VK_API_VERSION_1_0 when the loader predates it).

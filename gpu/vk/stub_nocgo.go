@@ -10,6 +10,9 @@ var errNoCgo = fmt.Errorf("%w: bitvk was built without cgo (CGO_ENABLED=0); rebu
 // Instance is a Vulkan instance; without cgo none can be created.
 type Instance struct{}
 
+// LoaderVersion returns an error wrapping ErrUnavailable: built without cgo.
+func LoaderVersion() (string, error) { return "", errNoCgo }
+
 // NewInstance returns an error wrapping ErrUnavailable: built without cgo.
 func NewInstance(o InstanceOptions) (*Instance, error) { return nil, errNoCgo }
 
