@@ -27,12 +27,18 @@ install:
 	GOBIN="$(INSTALL_BIN)" $(GO) install ./cmd/bitvk
 	@echo "installed $(INSTALL_BIN)/bitvk; shell completion: bitvk completion -h"
 
-# The main job on the built-in synthetic model: write a model shaped like
-# BitNet b1.58 2B4T, inspect it (ternary statistics included), generate
-# from it, list the Vulkan devices, time both backends on the small shape,
-# and check the Vulkan backend against the CPU layer by layer.
-demo: build
+# The main job. First the built-in trained model, nano-kjv (embedded in
+# the binary, so no -m): greedy text from a prompt on the CPU and on
+# Vulkan, its perplexity on the validation books (Ruth, Jonah, Jude) and
+# bitvk check comparing the two backends on it. Then the synthetic model
+# shaped like BitNet b1.58 2B4T: its ternary statistics, generation, the
+# Vulkan devices, both backends timed on the small shape, and check.
+demo: build corpus
 	@mkdir -p $(DEMO_DIR)
+	$(BIN) run -p "And it came to pass" -n 48 --temp 0 --backend cpu
+	$(BIN) run -p "And it came to pass" -n 48 --temp 0 --backend vulkan
+	$(BIN) perplexity -f $(DEMO_DIR)/corpus/kjv-valid.txt -c 256 --backend cpu
+	$(BIN) check -p "And it came to pass" -n 32
 	$(BIN) synth --shape 2b -o $(DEMO_DIR)/synthetic-2b.gguf
 	$(BIN) inspect --ternary $(DEMO_DIR)/synthetic-2b.gguf
 	$(BIN) run -m $(DEMO_DIR)/synthetic-2b.gguf --tokens 128000,791,6864 -n 16 --seed 1

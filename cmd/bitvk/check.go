@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bitvk/bitvk/gpu"
+	"github.com/bitvk/bitvk/models"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/tokenizer"
 )
@@ -22,7 +23,7 @@ type checkTol struct {
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("check", "[-m MODEL | --shape small] [-n 64] [-p TEXT | --tokens IDS] [flags]", stderr)
+	fs := newFlags("check", "[-m MODEL | --shape SHAPE] [-n 64] [-p TEXT | --tokens IDS] [flags]", stderr)
 	var src modelSource
 	src.addFlags(fs)
 	n := fs.Int("n", 64, "greedy tokens generated on both backends and compared")
@@ -49,11 +50,17 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	case *n < 0:
 		return usageError(fs, "-n must not be negative")
 	}
-	if src.path == "" && src.shape == "" {
-		src.shape = "small"
-	}
 	path, name := src.path, src.path
-	if path == "" {
+	if src.builtin() {
+		d := models.Default()
+		fmt.Fprintf(stderr, "bitvk: no -m given: checking the built-in model %s (%s); give -m FILE for another\n", d.Name, d.Summary)
+		tmp, remove, err := d.WriteTemp("")
+		if err != nil {
+			return err
+		}
+		defer remove()
+		path, name = tmp, "built-in "+d.Name
+	} else if path == "" {
 		fmt.Fprintf(stderr, "writing the synthetic %s model…\n", src.shape)
 		tmp, cleanup, err := writeSynth(src.shape)
 		if err != nil {

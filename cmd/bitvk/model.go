@@ -13,6 +13,7 @@ import (
 	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/gpu"
 	"github.com/bitvk/bitvk/gpu/vk"
+	"github.com/bitvk/bitvk/models"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/synth"
 )
@@ -124,15 +125,44 @@ func (ms *modelSource) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&ms.shape, "shape", "", "use the built-in synthetic model of this shape instead of -m: "+strings.Join(synth.ShapeNames(), ", "))
 }
 
-// given reports whether exactly one source was named.
-func (ms *modelSource) given() bool { return (ms.path == "") != (ms.shape == "") }
+// given reports whether at most one source was named: with neither, the
+// embedded trained model runs.
+func (ms *modelSource) given() bool { return ms.path == "" || ms.shape == "" }
+
+// builtin reports whether neither -m nor --shape was given.
+func (ms *modelSource) builtin() bool { return ms.path == "" && ms.shape == "" }
 
 // open loads the model onto the backend bf names.
 func (ms *modelSource) open(bf backendFlags) (*model, error) {
-	if ms.path != "" {
+	switch {
+	case ms.path != "":
 		return openModel(ms.path, bf)
+	case ms.shape != "":
+		return synthModel(ms.shape, bf)
 	}
-	return synthModel(ms.shape, bf)
+	return builtinModel(bf)
+}
+
+// builtinModel loads the trained model embedded in the binary (written to
+// a temporary file, since models are memory-mapped), and says so on
+// bf.notes.
+func builtinModel(bf backendFlags) (*model, error) {
+	start := time.Now()
+	d := models.Default()
+	if bf.notes != nil {
+		fmt.Fprintf(bf.notes, "bitvk: no -m given: running the built-in model %s (%s); give -m FILE for another\n", d.Name, d.Summary)
+	}
+	path, remove, err := d.WriteTemp("")
+	if err != nil {
+		return nil, fmt.Errorf("writing the built-in model: %w", err)
+	}
+	m, err := openModel(path, bf)
+	if err != nil {
+		remove()
+		return nil, err
+	}
+	m.path, m.load, m.cleanup = "built-in "+d.Name, time.Since(start), remove
+	return m, nil
 }
 
 // synthModel writes a synthetic model of the named shape to a temporary

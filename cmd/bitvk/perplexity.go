@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/models"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/synth"
 	"github.com/bitvk/bitvk/tokenizer"
@@ -59,7 +60,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give a model with -m FILE (or --shape for a synthetic one)")
+		return usageError(fs, "give -m FILE or --shape, not both (with neither, the built-in model runs)")
 	case *klMode && *klBase == "":
 		return usageError(fs, "--kl-divergence needs --kl-divergence-base FILE, written by an earlier run without --kl-divergence")
 	case !*klMode && *file == "":
@@ -364,6 +365,15 @@ func printKLSummary(w io.Writer, s *nn.KLStats) {
 // model, so that -c is checked (or the default shortened) before the
 // backend sizes its cache.
 func (ms *modelSource) contextLimit() (int, error) {
+	path := ms.path
+	if ms.builtin() {
+		p, remove, err := models.Default().WriteTemp("")
+		if err != nil {
+			return 0, err
+		}
+		defer remove()
+		path = p
+	}
 	if ms.shape != "" {
 		s, ok := synth.Shapes[ms.shape]
 		if !ok {
@@ -371,14 +381,14 @@ func (ms *modelSource) contextLimit() (int, error) {
 		}
 		return s.Context, nil
 	}
-	f, err := gguf.Open(ms.path)
+	f, err := gguf.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
 	c, err := nn.ParseConfig(f)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", ms.path, err)
+		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return c.Context, nil
 }
