@@ -32,6 +32,7 @@ var importPolicy = map[string][]string{
 	"server":    {"nn", "tokenizer"},
 	"cmd/bitvk": {"*"},
 	"train":     {"nn", "gguf", "tokenizer", "cpu"},
+	"convert":   {"gguf", "nn", "tokenizer"},
 	"tools/*":   {"gguf"},
 }
 
