@@ -33,6 +33,7 @@ var importPolicy = map[string][]string{
 	"cmd/bitvk": {"*"},
 	"train":     {"nn", "gguf", "tokenizer", "cpu"},
 	"models":    {},
+	"convert":   {"gguf", "nn", "tokenizer"},
 	"tools/*":   {"gguf"},
 }
 

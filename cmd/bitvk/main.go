@@ -35,6 +35,7 @@ var commands = []command{
 	{"tokenize", "split text into token ids with the model's tokenizer", runTokenize},
 	{"tokenizer-train", "learn a byte-level BPE vocabulary from text and write it as a GGUF file", runTokenizerTrain},
 	{"train", "train a BitNet b1.58 model on text with quantization-aware training (CPU)", runTrain},
+	{"convert", "turn a Hugging Face checkpoint (safetensors, config.json, tokenizer.json) into a GGUF file", runConvert},
 	{"version", "print the version, the build, the CPU kernels and the Vulkan devices found (--json)", runVersion},
 }
 
