@@ -50,7 +50,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q (messages are read from standard input)", pos[0])
 	case !src.given():
-		return usageError(fs, "give a model with -m FILE (or --shape for a synthetic one)")
+		return usageError(fs, "give a model with -m FILE or -hf ORG/REPO[:FILE] (or --shape for a synthetic one)")
 	case *n == 0 || *n < -1:
 		return usageError(fs, "-n must be positive or -1")
 	}

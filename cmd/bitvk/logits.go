@@ -26,7 +26,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give a model with -m FILE (or --shape for a synthetic one)")
+		return usageError(fs, "give a model with -m FILE or -hf ORG/REPO[:FILE] (or --shape for a synthetic one)")
 	case *tokens == "":
 		return usageError(fs, "give the tokens with --tokens ID,ID,...")
 	case *top < 0 || *batch < 1:

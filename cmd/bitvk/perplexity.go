@@ -59,7 +59,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give a model with -m FILE (or --shape for a synthetic one)")
+		return usageError(fs, "give a model with -m FILE or -hf ORG/REPO[:FILE] (or --shape for a synthetic one)")
 	case *klMode && *klBase == "":
 		return usageError(fs, "--kl-divergence needs --kl-divergence-base FILE, written by an earlier run without --kl-divergence")
 	case !*klMode && *file == "":
@@ -370,6 +370,9 @@ func (ms *modelSource) contextLimit() (int, error) {
 			return 0, fmt.Errorf("unknown shape %q (choose from %s)", ms.shape, strings.Join(synth.ShapeNames(), ", "))
 		}
 		return s.Context, nil
+	}
+	if err := ms.resolve(); err != nil {
+		return 0, err
 	}
 	f, err := gguf.Open(ms.path)
 	if err != nil {

@@ -73,7 +73,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give a model with -m FILE (or --shape for a synthetic one)")
+		return usageError(fs, "give a model with -m FILE or -hf ORG/REPO[:FILE] (or --shape for a synthetic one)")
 	case countSet(*text != "", *file != "", *tokens != "") != 1:
 		return usageError(fs, "give the prompt once: -p TEXT, -f FILE or --tokens ID,ID,...")
 	case *tokens != "" && *chat:
