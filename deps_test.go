@@ -30,6 +30,8 @@ var importPolicy = map[string][]string{
 	"gpu":       {"nn", "spirv", "gpu/*"},
 	"gpu/*":     {"nn", "spirv", "gpu/*"},
 	"server":    {"nn", "tokenizer"},
+	"hub":       {},
+	"hub/*":     {},
 	"cmd/bitvk": {"*"},
 	"train":     {"nn", "gguf", "tokenizer", "cpu"},
 	"models":    {},

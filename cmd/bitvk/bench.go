@@ -58,8 +58,10 @@ type profileJSON struct {
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "[-m MODEL | --shape tiny|small|2b] [-p 128] [-n 64] [-t 1,2] [-r 3] [--json]", stderr)
+	fs := newFlags("bench", "[-m MODEL | -hf ORG/REPO[:FILE] | --shape tiny|small|2b] [-p 128] [-n 64] [-t 1,2] [-r 3] [--json]", stderr)
 	path := fs.String("m", "", "model `file` (GGUF); default: the built-in synthetic model of --shape")
+	var hf string
+	addHFFlag(fs, &hf)
 	shape := fs.String("shape", "2b", "synthetic model shape when no -m is given: tiny, small, 2b")
 	nPrompt := fs.String("p", "128", "prompt lengths to time, comma-separated (0: no prompt test)")
 	nGen := fs.String("n", "64", "generation lengths to time, comma-separated (0: no generation test)")
@@ -74,8 +76,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
+	switch {
+	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
+	case *path != "" && hf != "":
+		return usageError(fs, "give -m or -hf, not both")
 	}
 	prompts, err := intList(*nPrompt, 0)
 	if err != nil {
@@ -102,6 +107,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			if err := bf.check(fs); err != nil {
 				return err
 			}
+		}
+	}
+	if hf != "" {
+		if *path, err = pullModel(hf, stderr); err != nil {
+			return err
 		}
 	}
 	var results []benchResult

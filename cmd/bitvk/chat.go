@@ -50,7 +50,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q (messages are read from standard input)", pos[0])
 	case !src.given():
-		return usageError(fs, "give -m FILE or --shape, not both (with neither, the built-in model runs)")
+		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
 	case *n == 0 || *n < -1:
 		return usageError(fs, "-n must be positive or -1")
 	}

@@ -402,7 +402,7 @@ func TestChatErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"chat", "-m", path, "--shape", "tiny"}, 2, "not both"},
+		{[]string{"chat", "-m", path, "--shape", "tiny"}, 2, "only one of"},
 		{[]string{"chat", "-m", path, "hello"}, 2, "read from standard input"},
 		{[]string{"chat", "-m", path, "-n", "0"}, 2, "-n"},
 		{[]string{"chat", "-m", path, "--chat-template", "jinja"}, 1, "unknown chat template"},

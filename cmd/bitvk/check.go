@@ -23,7 +23,7 @@ type checkTol struct {
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("check", "[-m MODEL | --shape SHAPE] [-n 64] [-p TEXT | --tokens IDS] [flags]", stderr)
+	fs := newFlags("check", "[-m MODEL | -hf ORG/REPO[:FILE] | --shape SHAPE] [-n 64] [-p TEXT | --tokens IDS] [flags]", stderr)
 	var src modelSource
 	src.addFlags(fs)
 	n := fs.Int("n", 64, "greedy tokens generated on both backends and compared")
@@ -45,12 +45,18 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
-	case src.path != "" && src.shape != "":
-		return usageError(fs, "give -m or --shape, not both")
+	case countSet(src.path != "", src.hf != "", src.shape != "") > 1:
+		return usageError(fs, "give one of -m, -hf and --shape")
 	case *n < 0:
 		return usageError(fs, "-n must not be negative")
 	}
+	if err := src.resolve(); err != nil {
+		return err
+	}
 	path, name := src.path, src.path
+	if src.hf != "" {
+		name = src.hf
+	}
 	if src.builtin() {
 		d := models.Default()
 		fmt.Fprintf(stderr, "bitvk: no -m given: checking the built-in model %s (%s); give -m FILE for another\n", d.Name, d.Summary)

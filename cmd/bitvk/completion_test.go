@@ -109,7 +109,7 @@ func TestCompletionFlags(t *testing.T) {
 	}
 	for flag, want := range map[string]valueKind{
 		"run -m": valueGGUF, "run --backend": valueWords, "run -f": valueFile, "run -n": valueOther,
-		"bench --shape": valueWords, "inspect --json": valueNone, "train --checkpoint": valueFile, "version --json": valueNone,
+		"bench --shape": valueWords, "inspect --json": valueNone, "run --hf": valueOther, "bench --hf": valueOther, "pull --list": valueNone, "train --checkpoint": valueFile, "version --json": valueNone,
 	} {
 		if kinds[flag] != want {
 			t.Errorf("%s: value kind %d, want %d", flag, kinds[flag], want)

@@ -23,6 +23,7 @@ type command struct {
 
 var commands = []command{
 	{"inspect", "describe a GGUF file: metadata, tensors, ternary statistics", runInspect},
+	{"pull", "download a model from the Hugging Face Hub into the cache it shares with Python tools", runPull},
 	{"run", "generate from a prompt, streaming, with a timing summary", runRun},
 	{"chat", "talk with a model in the terminal, turn by turn", runChat},
 	{"serve", "serve a model over an OpenAI-compatible HTTP API, with a web chat page", runServe},

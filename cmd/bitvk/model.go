@@ -114,26 +114,59 @@ func openModel(path string, bf backendFlags) (*model, error) {
 	return m, nil
 }
 
-// modelSource is where a command's model comes from: a file (-m) or the
-// built-in synthetic model of a shape (--shape), exactly one of them.
+// modelSource is where a command's model comes from: a file (-m), a file
+// on the Hugging Face Hub (-hf), or the built-in synthetic model of a shape
+// (--shape), exactly one of them.
 type modelSource struct {
-	path, shape string
+	path, hf, shape string
+	notes           io.Writer // where -hf's download shows its progress
 }
 
 func (ms *modelSource) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&ms.path, "m", "", "model `file` (GGUF)")
+	addHFFlag(fs, &ms.hf)
 	fs.StringVar(&ms.shape, "shape", "", "use the built-in synthetic model of this shape instead of -m: "+strings.Join(synth.ShapeNames(), ", "))
+	ms.notes = fs.Output()
 }
 
-// given reports whether at most one source was named: with neither, the
-// embedded trained model runs.
-func (ms *modelSource) given() bool { return ms.path == "" || ms.shape == "" }
+// addHFFlag adds -hf. Its placeholder avoids the word file, so that shell
+// completion offers no local files for it.
+func addHFFlag(fs *flag.FlagSet, hf *string) {
+	fs.StringVar(hf, "hf", "", "a model on the Hugging Face Hub, `ORG/REPO` (its I2_S GGUF) or ORG/REPO:FILE; pulled into the Hugging Face cache, or found there (see bitvk pull -h)")
+}
 
-// builtin reports whether neither -m nor --shape was given.
-func (ms *modelSource) builtin() bool { return ms.path == "" && ms.shape == "" }
+// given reports whether at most one source was named (with none, the
+// embedded trained model runs).
+func (ms *modelSource) given() bool { return countSet(ms.path != "", ms.hf != "", ms.shape != "") <= 1 }
+
+// builtin reports whether no source was named.
+func (ms *modelSource) builtin() bool {
+	return countSet(ms.path != "", ms.hf != "", ms.shape != "") == 0
+}
+
+// resolve turns -hf into a path in the Hugging Face cache, downloading the
+// file when the cache lacks it.
+func (ms *modelSource) resolve() error {
+	if ms.hf == "" || ms.path != "" {
+		return nil
+	}
+	notes := ms.notes
+	if notes == nil {
+		notes = os.Stderr
+	}
+	path, err := pullModel(ms.hf, notes)
+	if err != nil {
+		return err
+	}
+	ms.path = path
+	return nil
+}
 
 // open loads the model onto the backend bf names.
 func (ms *modelSource) open(bf backendFlags) (*model, error) {
+	if err := ms.resolve(); err != nil {
+		return nil, err
+	}
 	switch {
 	case ms.path != "":
 		return openModel(ms.path, bf)

@@ -60,7 +60,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give -m FILE or --shape, not both (with neither, the built-in model runs)")
+		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
 	case *klMode && *klBase == "":
 		return usageError(fs, "--kl-divergence needs --kl-divergence-base FILE, written by an earlier run without --kl-divergence")
 	case !*klMode && *file == "":
@@ -365,6 +365,9 @@ func printKLSummary(w io.Writer, s *nn.KLStats) {
 // model, so that -c is checked (or the default shortened) before the
 // backend sizes its cache.
 func (ms *modelSource) contextLimit() (int, error) {
+	if err := ms.resolve(); err != nil {
+		return 0, err
+	}
 	path := ms.path
 	if ms.builtin() {
 		p, remove, err := models.Default().WriteTemp("")

@@ -281,7 +281,7 @@ func TestPerplexityErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{ppl("-f", text, "-m", model, "--shape", "tiny"), 2, "not both"},
+		{ppl("-f", text, "-m", model, "--shape", "tiny"), 2, "only one of"},
 		{ppl("-m", model), 2, "-f FILE"},
 		{ppl("-m", model, "-f", empty), 1, "is empty"},
 		{ppl("-m", model, "-f", short, "-c", "64"), 1, "tokenizes to only"},

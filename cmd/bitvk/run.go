@@ -73,7 +73,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give -m FILE or --shape, not both (with neither, the built-in model runs)")
+		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
 	case countSet(*text != "", *file != "", *tokens != "") != 1:
 		return usageError(fs, "give the prompt once: -p TEXT, -f FILE or --tokens ID,ID,...")
 	case *tokens != "" && *chat:

@@ -105,7 +105,7 @@ func TestRunErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"run", "--tokens", "1", "-m", path, "--shape", "tiny"}, 2, "not both"},
+		{[]string{"run", "--tokens", "1", "-m", path, "--shape", "tiny"}, 2, "only one of"},
 		{[]string{"run", "-m", path}, 2, "--tokens"},
 		{[]string{"run", "-m", path, "--tokens", "1,x"}, 2, `"x" is not a token id`},
 		{[]string{"run", "-m", path, "--tokens", "1,-2"}, 2, "not a token id"},

@@ -51,7 +51,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give -m FILE or --shape, not both (with neither, the built-in model runs)")
+		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
 	case *port < 0 || *port > 65535:
 		return usageError(fs, "--port %d is not a TCP port", *port)
 	case *queue < 0 || *timeout < 0 || *maxBody <= 0 || *grace < 0:

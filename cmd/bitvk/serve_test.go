@@ -20,7 +20,7 @@ func TestServeErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"serve", "-m", "x.gguf", "--shape", "tiny"}, 2, "not both"},
+		{[]string{"serve", "-m", "x.gguf", "--shape", "tiny"}, 2, "only one of"},
 		{[]string{"serve", "--shape", "tiny", "--port", "70000"}, 2, "not a TCP port"},
 		{[]string{"serve", "--shape", "tiny", "--queue", "-1"}, 2, "must not be negative"},
 		{[]string{"serve", "--shape", "tiny", "-n", "0"}, 2, "-n must be positive"},
