@@ -106,12 +106,12 @@ func (a opsAdapter) RMSNorm(x, w []float32, eps float32) []float32 {
 	return out
 }
 
-func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32) {
+func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32, interleaved bool) {
 	b := &Backend{c: &nn.Config{RopeDim: dim, RopeBase: base}}
 	b.invFreq = ropeFrequencies(dim, base)
 	cs := make([]float64, dim)
 	b.ropeTable(pos, cs)
-	rope(x[:dim], cs)
+	rope(x[:dim], cs, interleaved)
 }
 
 func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd int) []float32 {

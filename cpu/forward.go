@@ -71,7 +71,7 @@ func (b *Backend) forwardBatch(tokens []int32, pos int, out []float32, first int
 				y := s.y[t*qkvRows : (t+1)*qkvRows]
 				cs := s.rope[t*c.RopeDim : (t+1)*c.RopeDim]
 				for h := 0; h < c.Heads+c.KVHeads; h++ { // query heads, then key heads
-					rope(y[h*hd:h*hd+c.RopeDim], cs)
+					rope(y[h*hd:h*hd+c.RopeDim], cs, c.RopeInterleaved)
 				}
 				kc := b.kCache[li][(pos+t)*kv : (pos+t+1)*kv]
 				vc := b.vCache[li][(pos+t)*kv : (pos+t+1)*kv]
@@ -302,14 +302,20 @@ func (b *Backend) ropeTable(pos int, cs []float64) {
 	}
 }
 
-// rope rotates one head's first rope_dim values in NEOX pairs (i, i+half).
-func rope(x []float32, cs []float64) {
+// rope rotates one head's first rope_dim values in NEOX pairs (i, i+half),
+// or in adjacent pairs (2i, 2i+1) when interleaved (the llama
+// architecture); pair i turns by the angle of cs[i], cs[half+i].
+func rope(x []float32, cs []float64, interleaved bool) {
 	half := len(x) / 2
 	for i := 0; i < half; i++ {
 		cos, sin := cs[i], cs[half+i]
-		a, c := float64(x[i]), float64(x[i+half])
-		x[i] = float32(a*cos - c*sin)
-		x[i+half] = float32(a*sin + c*cos)
+		lo, hi := i, i+half
+		if interleaved {
+			lo, hi = 2*i, 2*i+1
+		}
+		a, c := float64(x[lo]), float64(x[hi])
+		x[lo] = float32(a*cos - c*sin)
+		x[hi] = float32(a*sin + c*cos)
 	}
 }
 

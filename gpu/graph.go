@@ -272,7 +272,7 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 		rc.note("rope + kv write", 4*T*qkvStride+4*T*E+2*2*T*KV+4*T*c.RopeDim)
 		rc.dispatch(spirv.RopeKV, []uint32{wgRope},
 			[]vk.Range{whole(b.qkv), whole(b.rope), whole(l.kc), whole(l.vc), params},
-			ropePush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), QKVStride: uint32(qkvStride)},
+			ropePush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), QKVStride: uint32(qkvStride), Interleaved: b32(c.RopeInterleaved)},
 			uint32(T), uint32(c.Heads+2*c.KVHeads))
 		r.Barrier()
 		rc.attention(l, T) // ends in the sub-norm and the quantization of the output

@@ -149,7 +149,7 @@ func (a opsAdapter) RMSNorm(x, w []float32, eps float32) []float32 {
 	return a.floats(b.xn, len(x))
 }
 
-func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32) {
+func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32, interleaved bool) {
 	hd := len(x)
 	qkv := a.buf(f32Bytes(x))
 	rope := a.buf(f32Bytes(ropeTable(pos+1, dim, base)))
@@ -157,7 +157,7 @@ func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32) {
 	kc, vc := a.buf(make([]byte, 2*hd*(pos+1))), a.buf(make([]byte, 2*hd*(pos+1)))
 	a.run(func(rc *recorder) {
 		rc.dispatch(spirv.RopeKV, []uint32{wgRope}, []vk.Range{whole(qkv), whole(rope), whole(kc), whole(vc), whole(params)},
-			ropePush{Heads: 1, KVHeads: 1, HD: uint32(hd), RopeDim: uint32(dim), QKVStride: uint32(3 * hd)}, 1, 1)
+			ropePush{Heads: 1, KVHeads: 1, HD: uint32(hd), RopeDim: uint32(dim), QKVStride: uint32(3 * hd), Interleaved: b32(interleaved)}, 1, 1)
 	})
 	copy(x, a.floats(qkv, hd))
 }

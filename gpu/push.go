@@ -19,7 +19,7 @@ type (
 	}
 	// matPush serves ternary, head_f16 and head_q8.
 	matPush  struct{ Rows, Row0, K, T, OutStride uint32 }
-	ropePush struct{ Heads, KVHeads, HD, RopeDim, QKVStride uint32 }
+	ropePush struct{ Heads, KVHeads, HD, RopeDim, QKVStride, Interleaved uint32 }
 	attnPush struct {
 		Heads, KVHeads, QKVStride, T, Chunks uint32
 		Scale                                float32
@@ -70,4 +70,12 @@ func pushBytes(p any) []byte {
 		}
 	}
 	return b
+}
+
+// b32 is a bool as a push-constant word.
+func b32(v bool) uint32 {
+	if v {
+		return 1
+	}
+	return 0
 }

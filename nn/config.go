@@ -41,19 +41,25 @@ func (a Activation) String() string {
 // Config is a model's shape and hyperparameters, parsed once from GGUF
 // metadata. Nothing else in bitvk reads metadata keys.
 type Config struct {
-	Arch     string  `json:"arch"`     // general.architecture
-	Name     string  `json:"name"`     // general.name, may be empty
-	Layers   int     `json:"layers"`   // transformer blocks
-	Embd     int     `json:"embd"`     // residual width
-	FFN      int     `json:"ffn"`      // feed-forward width
-	Heads    int     `json:"heads"`    // query heads
-	KVHeads  int     `json:"kv_heads"` // key/value heads; query head h reads KV head h/(Heads/KVHeads)
-	HeadDim  int     `json:"head_dim"` // Embd / Heads
-	RopeDim  int     `json:"rope_dim"` // dimensions of each head that RoPE rotates (NEOX pairs i, i+RopeDim/2)
-	RopeBase float32 `json:"rope_base"`
-	Eps      float32 `json:"eps"`     // RMSNorm epsilon
-	Context  int     `json:"context"` // trained context length: the most positions a sequence may use
-	Vocab    int     `json:"vocab"`   // rows of the token embedding
+	Arch    string `json:"arch"`     // general.architecture
+	Name    string `json:"name"`     // general.name, may be empty
+	Layers  int    `json:"layers"`   // transformer blocks
+	Embd    int    `json:"embd"`     // residual width
+	FFN     int    `json:"ffn"`      // feed-forward width
+	Heads   int    `json:"heads"`    // query heads
+	KVHeads int    `json:"kv_heads"` // key/value heads; query head h reads KV head h/(Heads/KVHeads)
+	HeadDim int    `json:"head_dim"` // Embd / Heads
+	RopeDim int    `json:"rope_dim"` // dimensions of each head that RoPE rotates (NEOX pairs i, i+RopeDim/2)
+	// RopeInterleaved says RoPE rotates adjacent pairs (2i, 2i+1), as
+	// llama.cpp does for the llama architecture (its converter permutes
+	// the Q and K rows of Hugging Face checkpoints to match), instead of
+	// the NEOX pairs (i, i+RopeDim/2) of bitnet and bitnet-b1.58. The
+	// angle of pair i is the same in both: pos·base^(−2i/RopeDim).
+	RopeInterleaved bool    `json:"rope_interleaved"`
+	RopeBase        float32 `json:"rope_base"`
+	Eps             float32 `json:"eps"`     // RMSNorm epsilon
+	Context         int     `json:"context"` // trained context length: the most positions a sequence may use
+	Vocab           int     `json:"vocab"`   // rows of the token embedding
 
 	Activation Activation `json:"activation"` // gate nonlinearity
 	SubNorms   bool       `json:"sub_norms"`  // attn_sub_norm and ffn_sub_norm present (BitNet); absent in ternary llama files
@@ -79,7 +85,7 @@ func ParseConfig(f *gguf.File) (*Config, error) {
 	case ArchBitNet:
 		c.Activation, c.SubNorms = SiLU, true
 	case ArchLlama:
-		c.Activation, c.SubNorms = SiLU, false
+		c.Activation, c.SubNorms, c.RopeInterleaved = SiLU, false, true
 	default:
 		return nil, fmt.Errorf("model architecture %q is not supported: bitvk runs %s", arch, supportedArchs)
 	}

@@ -121,6 +121,11 @@ func TestParseFamilies(t *testing.T) {
 	if c.Activation != nn.SiLU || c.SubNorms || w.TiedOutput || w.Output.Name != nn.TensorOutput {
 		t.Errorf("llama: %v, sub-norms %v, tied %v", c.Activation, c.SubNorms, w.TiedOutput)
 	}
+	// llama.cpp rotates llama's heads in adjacent pairs (its converter
+	// permutes Q and K to match), BitNet's in NEOX pairs.
+	if !c.RopeInterleaved {
+		t.Error("llama: RoPE in NEOX pairs, want adjacent (interleaved) pairs")
+	}
 	if w.Layers[0].AttnSubNorm.Data != nil {
 		t.Error("llama: a sub-norm was loaded")
 	}
@@ -136,8 +141,8 @@ func TestParseFamilies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Activation != nn.SiLU || !c.SubNorms {
-		t.Errorf("bitnet: %v, sub-norms %v", c.Activation, c.SubNorms)
+	if c.Activation != nn.SiLU || !c.SubNorms || c.RopeInterleaved {
+		t.Errorf("bitnet: %v, sub-norms %v, interleaved RoPE %v", c.Activation, c.SubNorms, c.RopeInterleaved)
 	}
 }
 

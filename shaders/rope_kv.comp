@@ -1,9 +1,11 @@
 #version 450
-// rope_kv: RoPE (NEOX) on the queries and keys of T tokens at positions
+// rope_kv: RoPE on the queries and keys of T tokens at positions
 // p = pos0 + t, and the keys and values written to the float16 cache.
+// Pair i is (i, i + d/2) (NEOX: bitnet, bitnet-b1.58), or (2i, 2i+1) when
+// interleaved is set (llama.cpp's llama architecture); below lo, hi.
 // One workgroup per (token t, head g) with g over the heads query heads,
 // then the kvHeads key heads, then the kvHeads value heads:
-//   x_i, x_{i+d/2} ← x_i·cos θ − x_{i+d/2}·sin θ, x_i·sin θ + x_{i+d/2}·cos θ
+//   x_lo, x_hi ← x_lo·cos θ − x_hi·sin θ, x_lo·sin θ + x_hi·cos θ
 //   for i < d/2, d = ropeDim, θ = p·base^(−2i/d), (cos θ, sin θ) = rope[p][i]
 //   qkv    [T][qkvStride] float   per token: q [heads][hd], k [kvHeads][hd], v [kvHeads][hd]
 //   rope   [ctx][ropeDim/2] vec2  the rotation table, computed on the host in float64
@@ -21,12 +23,14 @@ layout(std430, binding = 2) writeonly buffer KC { uint kcache[]; };
 layout(std430, binding = 3) writeonly buffer VC { uint vcache[]; };
 layout(std430, binding = 4) readonly buffer Params { uint params[]; };
 
+// interleaved: 1 for adjacent pairs (2i, 2i+1), 0 for NEOX pairs (i, i + d/2).
 layout(push_constant) uniform Push {
     uint heads;
     uint kvHeads;
     uint hd;
     uint ropeDim;
     uint qkvStride;
+    uint interleaved;
 } pc;
 
 shared float hs[256];
@@ -40,9 +44,10 @@ void main() {
     if (g < pc.heads) {
         for (uint i = tid; i < hr; i += gl_WorkGroupSize.x) {
             vec2 cs = rope[p * hr + i];
-            float a = qkv[base + i], b = qkv[base + i + hr];
-            qkv[base + i] = a * cs.x - b * cs.y;
-            qkv[base + i + hr] = a * cs.y + b * cs.x;
+            uint lo = pc.interleaved != 0 ? 2 * i : i, hi = pc.interleaved != 0 ? 2 * i + 1 : i + hr;
+            float a = qkv[base + lo], b = qkv[base + hi];
+            qkv[base + lo] = a * cs.x - b * cs.y;
+            qkv[base + hi] = a * cs.y + b * cs.x;
         }
         return;
     }
@@ -54,9 +59,10 @@ void main() {
     if (isK) {
         for (uint i = tid; i < hr; i += gl_WorkGroupSize.x) {
             vec2 cs = rope[p * hr + i];
-            float a = hs[i], b = hs[i + hr];
-            hs[i] = a * cs.x - b * cs.y;
-            hs[i + hr] = a * cs.y + b * cs.x;
+            uint lo = pc.interleaved != 0 ? 2 * i : i, hi = pc.interleaved != 0 ? 2 * i + 1 : i + hr;
+            float a = hs[lo], b = hs[hi];
+            hs[lo] = a * cs.x - b * cs.y;
+            hs[hi] = a * cs.y + b * cs.x;
         }
         barrier();
     }

@@ -1,6 +1,7 @@
 package nntest
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -23,7 +24,7 @@ type Ops interface {
 	// RMSNorm returns x / sqrt(mean(x²)+eps)·w for one row.
 	RMSNorm(x, w []float32, eps float32) []float32
 	// RoPE rotates the first dim values of one head in place.
-	RoPE(x []float32, pos, dim int, base float32)
+	RoPE(x []float32, pos, dim int, base float32, interleaved bool)
 	// Attention is ref.Attention with k and v held as float16.
 	Attention(q []float32, k, v [][]float32, heads, kvHeads, headDim int) []float32
 	// Logits returns x · wᵀ for the float tensor w: [w.Out].
@@ -63,12 +64,14 @@ func RunOps(t *testing.T, ops Ops) {
 		}
 	})
 	t.Run("RoPE", func(t *testing.T) {
-		for _, pos := range []int{0, 1, 17, 4095} {
-			x := randVec(128, 2)
-			want := append([]float32(nil), x...)
-			ref.RoPE(want, pos, 128, 500000)
-			ops.RoPE(x, pos, 128, 500000)
-			near(t, "RoPE", x, want, 1e-5)
+		for _, interleaved := range []bool{false, true} {
+			for _, pos := range []int{0, 1, 17, 4095} {
+				x := randVec(128, 2)
+				want := append([]float32(nil), x...)
+				ref.RoPE(want, pos, 128, 500000, interleaved)
+				ops.RoPE(x, pos, 128, 500000, interleaved)
+				near(t, fmt.Sprintf("RoPE (interleaved %v, position %d)", interleaved, pos), x, want, 1e-5)
+			}
 		}
 	})
 	t.Run("Attention", func(t *testing.T) {

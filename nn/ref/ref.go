@@ -6,7 +6,7 @@
 //
 //	a = RMSNorm(x, attn_norm)
 //	q, k, v = BitLinear(a, attn_q), BitLinear(a, attn_k), BitLinear(a, attn_v)
-//	q, k = RoPE(q, pos), RoPE(k, pos)            NEOX pairs (i, i + rope_dim/2)
+//	q, k = RoPE(q, pos), RoPE(k, pos)            NEOX pairs (i, i + rope_dim/2); llama: (2i, 2i+1)
 //	o = softmax(q·kᵀ/√head_dim + causal mask)·v  query head h reads KV head h/(heads/kv_heads)
 //	x = x + BitLinear(RMSNorm(o, attn_sub_norm), attn_output)
 //	f = RMSNorm(x, ffn_norm)
@@ -126,10 +126,10 @@ func (m *Model) Forward(token int32) ([]float32, error) {
 		k := l.k.matvec(aq, as)            // k: [kv_heads·head_dim]
 		v := l.v.matvec(aq, as)            // v: [kv_heads·head_dim]
 		for h := 0; h < c.Heads; h++ {     //
-			RoPE(q[h*c.HeadDim:(h+1)*c.HeadDim], pos, c.RopeDim, c.RopeBase)
+			RoPE(q[h*c.HeadDim:(h+1)*c.HeadDim], pos, c.RopeDim, c.RopeBase, c.RopeInterleaved)
 		}
 		for h := 0; h < c.KVHeads; h++ {
-			RoPE(k[h*c.HeadDim:(h+1)*c.HeadDim], pos, c.RopeDim, c.RopeBase)
+			RoPE(k[h*c.HeadDim:(h+1)*c.HeadDim], pos, c.RopeDim, c.RopeBase, c.RopeInterleaved)
 		}
 		m.kCache[li] = append(m.kCache[li], toF16(k))
 		m.vCache[li] = append(m.vCache[li], toF16(v))
@@ -314,17 +314,28 @@ func RMSNorm(x, w []float32, eps float32) []float32 {
 	return out
 }
 
-// RoPE rotates the first dim values of one head in NEOX pairs
-// (i, i + dim/2) by pos·base^(−2i/dim).
-func RoPE(x []float32, pos, dim int, base float32) {
+// RoPE rotates the first dim values of one head, pair i by
+// pos·base^(−2i/dim): NEOX pairs (i, i + dim/2), or adjacent pairs
+// (2i, 2i+1) when interleaved (llama.cpp's llama architecture).
+func RoPE(x []float32, pos, dim int, base float32, interleaved bool) {
 	half := dim / 2
 	for i := 0; i < half; i++ {
 		theta := float64(pos) * math.Pow(float64(base), -2*float64(i)/float64(dim))
 		sin, cos := math.Sincos(theta)
-		a, b := float64(x[i]), float64(x[i+half])
-		x[i] = float32(a*cos - b*sin)
-		x[i+half] = float32(a*sin + b*cos)
+		lo, hi := RopePair(i, half, interleaved)
+		a, b := float64(x[lo]), float64(x[hi])
+		x[lo] = float32(a*cos - b*sin)
+		x[hi] = float32(a*sin + b*cos)
 	}
+}
+
+// RopePair is the indices of RoPE's pair i in a head whose rotated part
+// has half·2 values.
+func RopePair(i, half int, interleaved bool) (lo, hi int) {
+	if interleaved {
+		return 2 * i, 2*i + 1
+	}
+	return i, i + half
 }
 
 func activate(a nn.Activation, g float32) float32 {

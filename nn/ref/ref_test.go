@@ -149,12 +149,12 @@ func TestRMSNormAndRoPE(t *testing.T) {
 		t.Errorf("RMSNorm = %v", y)
 	}
 	x := []float32{1, 2, 3, 4}
-	RoPE(x, 0, 4, 10000)
+	RoPE(x, 0, 4, 10000, false)
 	if x[0] != 1 || x[3] != 4 {
 		t.Errorf("RoPE at position 0 changed the vector: %v", x)
 	}
 	x = []float32{1, 0, 0, 0} // pair (0, 2) rotates by pos·1, pair (1, 3) by pos·base^(−1/2)
-	RoPE(x, 1, 4, 10000)
+	RoPE(x, 1, 4, 10000, false)
 	if math.Abs(float64(x[0])-math.Cos(1)) > 1e-6 || math.Abs(float64(x[2])-math.Sin(1)) > 1e-6 {
 		t.Errorf("RoPE(pos 1) = %v, want cos 1, sin 1 in the NEOX pair (0, 2)", x)
 	}
