@@ -2,9 +2,16 @@
 
 package vk
 
+/*
+#include "shim.h"
+*/
+import "C"
+
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
+	"unsafe"
 
 	vulkan "github.com/vulkan-go/vulkan"
 )
@@ -55,6 +62,9 @@ func (d *Device) NewKernel(name string, spirv []byte, buffers int, pushSize int,
 	}, nil, &module); r != vulkan.Success {
 		return nil, d.errorf(r, "creating the shader module of kernel %s", name)
 	}
+	// vulkan-go hands the driver a pointer into words itself: keep it
+	// reachable until the call has returned.
+	runtime.KeepAlive(words)
 	defer vulkan.DestroyShaderModule(d.dev, module, nil)
 
 	bindings := make([]vulkan.DescriptorSetLayoutBinding, buffers)
@@ -96,38 +106,22 @@ func (d *Device) NewKernel(name string, spirv []byte, buffers int, pushSize int,
 	}
 	k.layout = layout
 
-	stage := vulkan.PipelineShaderStageCreateInfo{
-		SType:  vulkan.StructureTypePipelineShaderStageCreateInfo,
-		Stage:  vulkan.ShaderStageComputeBit,
-		Module: module,
-		PName:  "main\x00",
-	}
-	if len(spec) > 0 {
-		entries := make([]vulkan.SpecializationMapEntry, len(spec))
-		data := make([]byte, 4*len(spec))
-		for i, v := range spec {
-			entries[i] = vulkan.SpecializationMapEntry{ConstantID: uint32(i), Offset: uint32(4 * i), Size: 4}
-			binary.LittleEndian.PutUint32(data[4*i:], v)
-		}
-		cdata := cBytes(data) // the create info keeps the pointer: C memory
-		defer freeC(cdata)
-		stage.PSpecializationInfo = []vulkan.SpecializationInfo{{
-			MapEntryCount: uint32(len(spec)),
-			PMapEntries:   entries,
-			DataSize:      uint(len(data)),
-			PData:         cdata,
-		}}
-	}
-	pipes := make([]vulkan.Pipeline, 1)
-	if r := vulkan.CreateComputePipelines(d.dev, nil, 1, []vulkan.ComputePipelineCreateInfo{{
-		SType:  vulkan.StructureTypeComputePipelineCreateInfo,
-		Stage:  stage,
-		Layout: layout,
-	}}, nil, pipes); r != vulkan.Success {
+	// The pipeline is created in the shim, with every structure on the C
+	// stack (see bvk_create_compute_pipeline for why not vulkan-go).
+	if len(spec) > C.BVK_MAX_SPEC {
 		k.free()
-		return nil, d.errorf(r, "creating the pipeline of kernel %s", name)
+		return nil, fmt.Errorf("vk: kernel %s: %d specialization constants, at most %d", name, len(spec), C.BVK_MAX_SPEC)
 	}
-	k.pipeline = pipes[0]
+	var specPtr *C.uint32_t
+	if len(spec) > 0 {
+		specPtr = (*C.uint32_t)(unsafe.Pointer(&spec[0]))
+	}
+	var pipe unsafe.Pointer
+	if r := C.bvk_create_compute_pipeline(d.c, unsafe.Pointer(module), unsafe.Pointer(layout), specPtr, C.uint32_t(len(spec)), &pipe); r != 0 {
+		k.free()
+		return nil, d.errorf(vulkan.Result(r), "creating the pipeline of kernel %s", name)
+	}
+	k.pipeline = vulkan.Pipeline(pipe)
 	d.kernels = append(d.kernels, k)
 	return k, nil
 }

@@ -402,6 +402,7 @@ struct bvk_device {
 	PFN_vkResetFences ResetFences;
 	PFN_vkQueueSubmit QueueSubmit;
 	PFN_vkWaitForFences WaitForFences;
+	PFN_vkCreateComputePipelines CreateComputePipelines;
 };
 
 int32_t bvk_create_device(void *gipa, void *instance, void *physp, uint32_t instance_api, uint32_t family, uint32_t enable,
@@ -467,8 +468,9 @@ int32_t bvk_create_device(void *gipa, void *instance, void *physp, uint32_t inst
 	d->ResetFences = (PFN_vkResetFences)gdpa(dev, "vkResetFences");
 	d->QueueSubmit = (PFN_vkQueueSubmit)gdpa(dev, "vkQueueSubmit");
 	d->WaitForFences = (PFN_vkWaitForFences)gdpa(dev, "vkWaitForFences");
+	d->CreateComputePipelines = (PFN_vkCreateComputePipelines)gdpa(dev, "vkCreateComputePipelines");
 	PFN_vkGetDeviceQueue getq = (PFN_vkGetDeviceQueue)gdpa(dev, "vkGetDeviceQueue");
-	if (!d->DestroyDevice || !d->ResetFences || !d->QueueSubmit || !d->WaitForFences || !getq) {
+	if (!d->DestroyDevice || !d->ResetFences || !d->QueueSubmit || !d->WaitForFences || !d->CreateComputePipelines || !getq) {
 		if (d->DestroyDevice) d->DestroyDevice(dev, NULL);
 		free(d);
 		return VK_ERROR_INITIALIZATION_FAILED;
@@ -485,6 +487,32 @@ void bvk_destroy_device(bvk_device *d) {
 	if (d == NULL) return;
 	d->DestroyDevice(d->dev, NULL);
 	free(d);
+}
+
+int32_t bvk_create_compute_pipeline(bvk_device *d, void *module, void *layout, const uint32_t *spec, uint32_t nspec,
+                                    void **out) {
+	*out = NULL;
+	if (nspec > BVK_MAX_SPEC) return VK_ERROR_INITIALIZATION_FAILED;
+	VkSpecializationMapEntry entries[BVK_MAX_SPEC];
+	uint32_t data[BVK_MAX_SPEC];
+	for (uint32_t i = 0; i < nspec; i++) {
+		entries[i].constantID = i;
+		entries[i].offset = 4 * i;
+		entries[i].size = 4;
+		data[i] = spec[i];
+	}
+	VkSpecializationInfo si = {nspec, entries, 4 * (size_t)nspec, data};
+	VkComputePipelineCreateInfo ci = {VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+	ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+	ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+	ci.stage.module = (VkShaderModule)module;
+	ci.stage.pName = "main";
+	ci.stage.pSpecializationInfo = nspec > 0 ? &si : NULL;
+	ci.layout = (VkPipelineLayout)layout;
+	VkPipeline p = VK_NULL_HANDLE;
+	VkResult r = d->CreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &ci, NULL, &p);
+	if (r == VK_SUCCESS) *out = (void *)p;
+	return r;
 }
 
 int32_t bvk_submit(bvk_device *d, void *cmdp, void *fencep, uint64_t timeout_ns) {

@@ -11,6 +11,7 @@
 #define BVK_MAX_HEAPS 16
 #define BVK_MAX_TYPES 32
 #define BVK_MAX_FAMILIES 32
+#define BVK_MAX_SPEC 16 // specialization constants of one kernel
 
 // Extension bits reported in bvk_device_info.extensions.
 enum {
@@ -106,6 +107,16 @@ int32_t bvk_create_device(void *gipa, void *instance, void *phys, uint32_t insta
 void *bvk_device_handle(bvk_device *d);
 void *bvk_device_queue(bvk_device *d);
 void bvk_destroy_device(bvk_device *d);
+
+// bvk_create_compute_pipeline creates the compute pipeline of module's
+// "main" with layout and nspec (≤ BVK_MAX_SPEC) 32-bit specialization
+// constants, constant i = spec[i], into *out. Every create-info structure
+// lives on the C stack for the whole call: vulkan-go's conversion frees the
+// C copies of nested slices from a finalizer, which a garbage collection
+// can run while the driver is still compiling (a use after free that
+// crashed lavapipe now and then).
+int32_t bvk_create_compute_pipeline(bvk_device *d, void *module, void *layout, const uint32_t *spec, uint32_t nspec,
+                                    void **out);
 
 // bvk_submit resets fence, submits cmd and waits for the fence for at most
 // timeout_ns in total. It returns the VkResult (VK_TIMEOUT on timeout).
