@@ -2,7 +2,6 @@ package convert
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/nn"
@@ -35,11 +34,5 @@ func vocabFromGGUF(path string, rows int) ([]gguf.KV, error) {
 	if tok.Len() > rows {
 		return nil, fmt.Errorf("--vocab %s has %d tokens but the model's embedding has %d rows (vocab_size in config.json): it is not this model's vocabulary", path, tok.Len(), rows)
 	}
-	var meta []gguf.KV
-	for _, kv := range f.Meta {
-		if strings.HasPrefix(kv.Key, nn.KeyTokenizerPrefix) {
-			meta = append(meta, kv)
-		}
-	}
-	return meta, nil
+	return nn.TokenizerMeta(f), nil
 }

@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"strings"
+
 	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/tokenizer"
 )
@@ -43,6 +45,19 @@ func VocabMeta(v *tokenizer.Vocab) []gguf.KV {
 	}
 	if v.ChatTemplate != "" {
 		meta = append(meta, gguf.KV{Key: KeyChatTemplate, Value: gguf.Str(v.ChatTemplate)})
+	}
+	return meta
+}
+
+// TokenizerMeta returns every tokenizer.* key of f in file order: a
+// vocabulary (as bitvk tokenizer-train writes it, or a whole model's) to
+// embed, as it is, in another GGUF file.
+func TokenizerMeta(f *gguf.File) []gguf.KV {
+	var meta []gguf.KV
+	for _, kv := range f.Meta {
+		if strings.HasPrefix(kv.Key, KeyTokenizerPrefix) {
+			meta = append(meta, kv)
+		}
 	}
 	return meta
 }

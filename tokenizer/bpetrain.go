@@ -97,7 +97,7 @@ func TrainBPE(inputs []TrainInput, o TrainOptions) (*Vocab, TrainStats, error) {
 		if len(in.Text) == 0 {
 			return nil, st, fmt.Errorf("tokenizer: training text %q is empty", in.Name)
 		}
-		if off, ok := invalidUTF8(in.Text); !ok {
+		if off, ok := InvalidUTF8(in.Text); !ok {
 			return nil, st, fmt.Errorf("tokenizer: training text %q is not UTF-8: byte 0x%02x at offset %d does not begin a valid character (convert the text to UTF-8 first, e.g. with iconv)", in.Name, in.Text[off], off)
 		}
 		tr.countWords(string(in.Text), trainChunk)
@@ -123,9 +123,9 @@ func TrainBPE(inputs []TrainInput, o TrainOptions) (*Vocab, TrainStats, error) {
 	return v, st, err
 }
 
-// invalidUTF8 returns the offset of the first byte of b that does not begin
+// InvalidUTF8 returns the offset of the first byte of b that does not begin
 // a valid UTF-8 character, and false; or 0 and true when b is UTF-8.
-func invalidUTF8(b []byte) (int, bool) {
+func InvalidUTF8(b []byte) (int, bool) {
 	if utf8.Valid(b) {
 		return 0, true
 	}

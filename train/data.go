@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/bitvk/bitvk/tokenizer"
 )
@@ -40,15 +39,7 @@ func Tokenize(tok *tokenizer.Tokenizer, texts []Text) (*Data, error) {
 		if len(strings.TrimSpace(string(t.Body))) == 0 {
 			return nil, fmt.Errorf("%s: the text is empty", t.Name)
 		}
-		if !utf8.Valid(t.Body) {
-			off := 0
-			for off < len(t.Body) {
-				r, size := utf8.DecodeRune(t.Body[off:])
-				if r == utf8.RuneError && size <= 1 {
-					break
-				}
-				off += size
-			}
+		if off, ok := tokenizer.InvalidUTF8(t.Body); !ok {
 			return nil, fmt.Errorf("%s: not UTF-8 text (invalid byte 0x%02x at offset %d)", t.Name, t.Body[off], off)
 		}
 		ids := tok.Encode(string(t.Body), tokenizer.EncodeOptions{NoBOS: true})

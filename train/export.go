@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/nn"
@@ -34,12 +33,7 @@ func VocabMeta(path string) ([]gguf.KV, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var meta []gguf.KV
-	for _, kv := range f.Meta {
-		if strings.HasPrefix(kv.Key, nn.KeyTokenizerPrefix) {
-			meta = append(meta, kv)
-		}
-	}
+	meta := nn.TokenizerMeta(f)
 	if len(meta) == 0 {
 		return nil, fmt.Errorf("%s has no tokenizer.* keys: give a vocabulary GGUF (bitvk tokenizer-train writes one)", path)
 	}

@@ -130,14 +130,6 @@ func newActivations(s Shape, b, t int) *activations {
 	return a
 }
 
-// ActivationBytes is the size of the activation buffer for b sequences of
-// t positions.
-func ActivationBytes(s Shape, b, t int) int64 {
-	n, c, f, kv := int64(b*t), int64(s.Embd), int64(s.FFN), int64(s.KVDim())
-	perLayer := 7*n*c + 4 + 2*n*kv + int64(b*s.Heads)*int64(t*t) + 5*n*f + 4*n
-	return 4 * (int64(s.Layers)*perLayer + 2*n*c + n + n*int64(s.Vocab) + 5*n*c + 2*n*kv + 4*n*f)
-}
-
 // quantizeWeights fills the quantized copy from the latent weights:
 // ternary tensors by absmean, the embedding rounded to F16, norms as they
 // are.

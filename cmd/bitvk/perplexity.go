@@ -103,7 +103,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%s is empty: there is no text to score", *file)
 		}
 		if !utf8.Valid(text) {
-			fmt.Fprintf(stderr, "perplexity: note: %s is not valid UTF-8 (first invalid byte at offset %d); its bytes are tokenized as they are\n", *file, invalidUTF8At(text))
+			fmt.Fprintf(stderr, "perplexity: note: %s is not valid UTF-8 (first invalid byte at offset %d); its bytes are tokenized as they are\n", *file, firstInvalidUTF8(text))
 		}
 	}
 
@@ -396,19 +396,6 @@ func (ms *modelSource) contextLimit() (int, error) {
 	return c.Context, nil
 }
 
-// invalidUTF8At is the offset of the first byte of b that starts no valid
-// UTF-8 character (len(b) when there is none).
-func invalidUTF8At(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i
-		}
-		i += n
-	}
-	return len(b)
-}
-
 // truncateUTF8 cuts s to at most n bytes without splitting a character.
 func truncateUTF8(s string, n int) string {
 	if len(s) <= n {
@@ -418,4 +405,11 @@ func truncateUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// firstInvalidUTF8 is the offset of the first byte of b that starts no
+// valid UTF-8 character.
+func firstInvalidUTF8(b []byte) int {
+	off, _ := tokenizer.InvalidUTF8(b)
+	return off
 }

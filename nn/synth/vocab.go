@@ -26,13 +26,7 @@ func VocabFromFile(path string) (*Vocab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	v := &Vocab{Tokens: len(tokens)}
-	for _, kv := range f.Meta {
-		if len(kv.Key) >= len(nn.KeyTokenizerPrefix) && kv.Key[:len(nn.KeyTokenizerPrefix)] == nn.KeyTokenizerPrefix {
-			v.Meta = append(v.Meta, kv)
-		}
-	}
-	return v, nil
+	return &Vocab{Tokens: len(tokens), Meta: nn.TokenizerMeta(f)}, nil
 }
 
 // builtinMerges are a few BPE merges of common English pairs, so the built-in
