@@ -1,9 +1,11 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,6 +50,22 @@ func TestTrainExportRun(t *testing.T) {
 	}
 	if code, _, stderr := bitvk("run", "-m", out, "-p", "and the lord", "-n", "4", "--backend", "cpu"); code != 0 {
 		t.Fatalf("run on the trained model: exit %d: %s", code, stderr)
+	}
+	// The trainer's validation perplexity is bitvk perplexity's on the
+	// export (the same method; inference keeps K/V in float16).
+	ppl := regexp.MustCompile(`PPL = (\d+\.\d+)`)
+	code, pout, perr := bitvk("perplexity", "-m", out, "-f", text, "-c", "32", "--backend", "cpu")
+	if code != 0 {
+		t.Fatalf("perplexity on the trained model: exit %d: %s", code, perr)
+	}
+	a, b := ppl.FindStringSubmatch(stdout), ppl.FindStringSubmatch(pout)
+	if a == nil || b == nil {
+		t.Fatalf("no PPL in %q or %q", stdout, pout)
+	}
+	pa, _ := strconv.ParseFloat(a[1], 64)
+	pb, _ := strconv.ParseFloat(b[1], 64)
+	if math.Abs(pa-pb) > 0.01*pb {
+		t.Errorf("trainer's validation PPL %v, bitvk perplexity's %v", pa, pb)
 	}
 	// Training again into the same checkpoint directory without --resume
 	// would throw the checkpoint away: refused.
