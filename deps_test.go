@@ -25,6 +25,7 @@ var importPolicy = map[string][]string{
 	"nn/ref":    {"nn"},
 	"nn/nntest": {"gguf", "nn", "nn/ref", "nn/synth"},
 	"nn/synth":  {"gguf", "nn"},
+	"nn/spec":   {"nn"},
 	"cpu":       {"nn"},
 	"spirv":     {},
 	"gpu":       {"nn", "spirv", "gpu/*"},
