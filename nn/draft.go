@@ -1,5 +1,7 @@
 package nn
 
+import "time"
+
 // A Drafter guesses the tokens that follow a sequence, so that the engine
 // can verify several of them in one batched forward pass (see
 // GenerateOptions.Draft). Package nn/spec holds the drafters: prompt lookup
@@ -15,4 +17,133 @@ type Drafter interface {
 	// to be evaluated) and returns dst. Drafting nothing is always allowed.
 	// seq is read-only and valid only during the call.
 	Draft(dst, seq []int32, max int) []int32
+}
+
+// MaxDraft is the largest number of tokens one verification pass may draft.
+const MaxDraft = 16
+
+// DefaultDraftMax is the number of tokens drafted per pass when
+// GenerateOptions.DraftMax is 0 (llama.cpp's --draft-max default is 16;
+// the chain buckets hold 8).
+const DefaultDraftMax = 8
+
+// DraftStats measures speculative decoding in a generation.
+type DraftStats struct {
+	Steps    int               // forward passes after the prompt, drafting or not
+	Passes   int               // of which verification passes (a draft evaluated with the token before it)
+	Drafted  int               // drafted tokens verified
+	Accepted int               // drafted tokens kept
+	Lengths  [MaxDraft + 1]int // Lengths[n]: verification passes that kept n drafted tokens
+	Declined int               // drafts offered but not verified (the backoff judged them not worth a pass)
+	_        [0]func()         // not comparable: compare fields
+}
+
+// AcceptRate is the share of drafted tokens kept (0 when none were drafted).
+func (d DraftStats) AcceptRate() float64 {
+	if d.Drafted == 0 {
+		return 0
+	}
+	return float64(d.Accepted) / float64(d.Drafted)
+}
+
+// MeanAccepted is the mean number of drafted tokens kept per verification
+// pass (0 when there were none).
+func (d DraftStats) MeanAccepted() float64 {
+	if d.Passes == 0 {
+		return 0
+	}
+	return float64(d.Accepted) / float64(d.Passes)
+}
+
+// Add accumulates o into d.
+func (d *DraftStats) Add(o DraftStats) {
+	d.Steps += o.Steps
+	d.Passes += o.Passes
+	d.Drafted += o.Drafted
+	d.Accepted += o.Accepted
+	d.Declined += o.Declined
+	for i, n := range o.Lengths {
+		d.Lengths[i] += n
+	}
+}
+
+// draftPolicy decides how many drafted tokens a verification pass carries.
+// It learns two things as the generation runs: the chance a that a drafted
+// token is kept (given the ones before it were), and the cost of a pass
+// of k+1 tokens relative to a plain one, 1 + r·k (both timed). A pass
+// verifying k drafted tokens then yields 1 + a + … + a^k tokens on average,
+// and the policy takes the k that maximizes tokens per unit of time; k = 0
+// (a plain step) when no draft pays for itself. So when acceptance stays
+// low the drafter backs off: it then verifies a single drafted token once
+// every probeEvery declined drafts, to notice when drafting pays again.
+type draftPolicy struct {
+	max      int
+	kept     float64 // decayed count of drafted tokens kept
+	tried    float64 // decayed count of drafted tokens the sampler judged
+	plain    float64 // seconds of a plain (one-token) decode step, running mean; 0: not yet timed
+	r        float64 // extra cost per drafted token, relative to a plain step
+	declined int     // drafts declined since the last verification pass
+}
+
+const (
+	draftDecay = 0.95 // weight of the past in the acceptance and cost estimates
+	probeEvery = 16   // a declined drafter still verifies one token this often
+)
+
+func newDraftPolicy(max int) *draftPolicy {
+	// Priors: half the drafted tokens kept, a drafted token costing a tenth
+	// of a plain step (a batched pass reads every weight once, as a plain
+	// one does).
+	return &draftPolicy{max: max, kept: 1, tried: 2, r: 0.1}
+}
+
+// choose returns how many of n drafted tokens to verify.
+func (p *draftPolicy) choose(n int) int {
+	n = min(n, p.max)
+	if n <= 0 {
+		return 0
+	}
+	a := p.kept / p.tried
+	best, bestRate := 0, 1.0 // a plain step: one token per unit of time
+	yield, ak := 1.0, 1.0
+	for k := 1; k <= n; k++ {
+		ak *= a
+		yield += ak
+		if rate := yield / (1 + p.r*float64(k)); rate > bestRate*1.0001 {
+			best, bestRate = k, rate
+		}
+	}
+	if best == 0 {
+		if p.declined++; p.declined >= probeEvery {
+			best = 1
+		}
+	}
+	if best > 0 {
+		p.declined = 0
+	}
+	return best
+}
+
+// timedPlain records the duration of a plain decode step.
+func (p *draftPolicy) timedPlain(d time.Duration) {
+	s := d.Seconds()
+	if p.plain == 0 {
+		p.plain = s
+		return
+	}
+	p.plain = draftDecay*p.plain + (1-draftDecay)*s
+}
+
+// timedPass records a verification pass of k drafted tokens, of which
+// kept were kept and, when rejected, one more was judged and refused.
+func (p *draftPolicy) timedPass(k, kept int, rejected bool, d time.Duration) {
+	p.kept = draftDecay*p.kept + float64(kept)
+	p.tried = draftDecay*p.tried + float64(kept)
+	if rejected {
+		p.tried++
+	}
+	if p.plain > 0 && k > 0 {
+		r := max((d.Seconds()/p.plain-1)/float64(k), 0)
+		p.r = draftDecay*p.r + (1-draftDecay)*r
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -15,6 +16,7 @@ type Engine struct {
 	b      Backend
 	tokens []int32   // the tokens whose keys and values the cache holds, in order
 	logits []float32 // [vocab] logits after the last token of tokens
+	all    []float32 // [k][vocab] logits of a verification pass
 	valid  bool      // logits belong to the last token
 }
 
@@ -146,6 +148,7 @@ type Stats struct {
 	GenTokens    int           // tokens sampled
 	GenTime      time.Duration // time from the first sample to the last
 	Stop         StopReason
+	Draft        DraftStats // speculative decoding (zero without a Drafter)
 }
 
 // PromptRate is prompt tokens per second (0 when none).
@@ -153,6 +156,10 @@ func (s Stats) PromptRate() float64 { return rate(s.PromptTokens, s.PromptTime) 
 
 // GenRate is generated tokens per second (0 when none).
 func (s Stats) GenRate() float64 { return rate(s.GenTokens, s.GenTime) }
+
+// PassesSaved is how many fewer forward passes the generation took than
+// plain decoding would have (one per generated token but the last).
+func (s Stats) PassesSaved() int { return max(s.GenTokens-1-s.Draft.Steps, 0) }
 
 func rate(n int, d time.Duration) float64 {
 	if n == 0 || d <= 0 {
@@ -165,6 +172,25 @@ func rate(n int, d time.Duration) float64 {
 type GenerateOptions struct {
 	MaxTokens int              // stop after this many sampled tokens; ≤ 0: until the context is full
 	IsEOG     func(int32) bool // the model's end-of-generation tokens; nil: none
+
+	// Draft, when set, guesses the tokens ahead; each guess is verified
+	// in one batched forward pass together with the token before it, and
+	// the cache is rolled back past the first token the sampler refuses.
+	// The generated tokens are exactly those of plain decoding with the
+	// same sampler and seed (the sampler draws every position from the
+	// model's own distribution, in the same order, and a drafted token is
+	// kept only when it is the one drawn: the speculative-sampling rule
+	// for a drafter whose distribution is a point mass), as long as the
+	// backend gives a token in a batch the logits it gives it alone.
+	Draft Drafter
+	// DraftMax is the most tokens drafted per pass (0: DefaultDraftMax,
+	// at most MaxDraft).
+	DraftMax int
+	// DraftThreshold > 0 replaces the lossless rule by a lossy one: a
+	// drafted token is kept while its probability under the model (softmax
+	// of the raw logits) is at least the threshold, without drawing. The
+	// output then differs from plain decoding's.
+	DraftThreshold float32
 }
 
 // Generate evaluates prompt (appended to the sequence) and then samples up to
@@ -175,6 +201,18 @@ type GenerateOptions struct {
 func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions, s *Sampler, emit func(int32) error) (st Stats, err error) {
 	if len(prompt) == 0 && !e.valid {
 		return st, errors.New("nn: nothing to generate from: the prompt is empty")
+	}
+	var policy *draftPolicy
+	if o.Draft != nil {
+		switch {
+		case o.DraftMax < 0 || o.DraftMax > MaxDraft:
+			return st, fmt.Errorf("nn: draft max %d is outside 0..%d", o.DraftMax, MaxDraft)
+		case o.DraftThreshold < 0 || o.DraftThreshold > 1 || o.DraftThreshold != o.DraftThreshold:
+			return st, fmt.Errorf("nn: draft threshold %v is outside [0, 1]", o.DraftThreshold)
+		case o.DraftMax == 0:
+			o.DraftMax = DefaultDraftMax
+		}
+		policy = newDraftPolicy(o.DraftMax)
 	}
 	if err := ctx.Err(); err != nil {
 		st.Stop = StopInterrupted
@@ -207,30 +245,30 @@ func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions
 	st.PromptTokens, st.PromptTime = len(prompt), time.Since(start)
 	start = time.Now()
 	defer func() { st.GenTime = time.Since(start) }()
+	var draft []int32
 	for {
 		if !picked {
 			if id, err = s.Sample(logits, e.tokens); err != nil {
 				return st, err
 			}
 		}
-		st.GenTokens++
-		if err := emit(id); err != nil {
+		if st.Stop, err = e.emitOne(ctx, &st, o, id, emit); st.Stop != "" || err != nil {
 			return st, err
 		}
-		switch {
-		case o.IsEOG != nil && o.IsEOG(id):
-			st.Stop = StopEOG
-			return st, nil
-		case o.MaxTokens > 0 && st.GenTokens >= o.MaxTokens:
-			st.Stop = StopLength
-			return st, nil
-		case ctx.Err() != nil:
-			st.Stop = StopInterrupted
-			return st, nil
-		case e.Pos() >= e.Context():
-			st.Stop = StopContext
-			return st, nil
+		if policy != nil {
+			draft, err = e.draft(draft[:0], id, o, st.GenTokens, policy, &st.Draft)
+			if err != nil {
+				return st, err
+			}
+			if len(draft) > 0 {
+				if id, st.Stop, err = e.verify(ctx, id, draft, o, s, &st, policy, emit); st.Stop != "" || err != nil {
+					return st, err
+				}
+				picked = true
+				continue
+			}
 		}
+		step := time.Now()
 		switch {
 		case greedy:
 			id, err = e.evalArgmax(picker, []int32{id})
@@ -240,11 +278,143 @@ func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions
 			picked = true
 		default:
 			logits, err = e.Eval([]int32{id})
+			picked = false
 		}
 		if err != nil {
 			return st, err
 		}
+		st.Draft.Steps++
+		if policy != nil {
+			policy.timedPlain(time.Since(step))
+		}
 	}
+}
+
+// emitOne hands a sampled token to emit and says whether the generation
+// ends after it. The sequence holds what plain decoding would hold at this
+// point: every token before id.
+func (e *Engine) emitOne(ctx context.Context, st *Stats, o GenerateOptions, id int32, emit func(int32) error) (StopReason, error) {
+	st.GenTokens++
+	if err := emit(id); err != nil {
+		return "", err
+	}
+	switch {
+	case o.IsEOG != nil && o.IsEOG(id):
+		return StopEOG, nil
+	case o.MaxTokens > 0 && st.GenTokens >= o.MaxTokens:
+		return StopLength, nil
+	case ctx.Err() != nil:
+		return StopInterrupted, nil
+	case e.Pos() >= e.Context():
+		return StopContext, nil
+	}
+	return "", nil
+}
+
+// draft asks o.Draft for tokens to follow the sequence and id (the token
+// about to be evaluated), and keeps as many as the policy finds worth a
+// pass, within the context and the length limit.
+func (e *Engine) draft(dst []int32, id int32, o GenerateOptions, generated int, p *draftPolicy, ds *DraftStats) ([]int32, error) {
+	room := min(o.DraftMax, e.Context()-len(e.tokens)-1)
+	if o.MaxTokens > 0 {
+		room = min(room, o.MaxTokens-generated-1) // the pass yields one token more than it keeps
+	}
+	if room <= 0 {
+		return dst, nil
+	}
+	seq := append(e.tokens, id) // e.tokens' spare capacity; the drafter only reads it
+	dst = o.Draft.Draft(dst, seq, room)
+	if len(dst) > room {
+		dst = dst[:room]
+	}
+	for i, t := range dst {
+		if t < 0 || int(t) >= e.c.Vocab {
+			return dst, fmt.Errorf("nn: drafter proposed token %d (draft position %d), outside the vocabulary of %d", t, i, e.c.Vocab)
+		}
+	}
+	if len(dst) == 0 {
+		return dst, nil
+	}
+	k := p.choose(len(dst))
+	if k == 0 {
+		ds.Declined++
+	}
+	return dst[:k], nil
+}
+
+// verify evaluates id and the drafted tokens after it in one forward pass,
+// emits the drafted tokens the sampler confirms, and returns the token
+// drawn after the last of them (to be emitted next, as if sampled at the
+// top of the loop), or why the generation stopped. The sequence is left as
+// plain decoding would leave it: the refused draft's cache positions are
+// forgotten and overwritten by the next pass.
+func (e *Engine) verify(ctx context.Context, id int32, draft []int32, o GenerateOptions, s *Sampler, st *Stats, p *draftPolicy, emit func(int32) error) (int32, StopReason, error) {
+	base, v := len(e.tokens), e.c.Vocab
+	toks := append(append(make([]int32, 0, len(draft)+1), id), draft...)
+	if err := e.check(toks); err != nil {
+		return -1, "", err
+	}
+	if need := len(toks) * v; cap(e.all) < need {
+		e.all = make([]float32, need)
+	}
+	all := e.all[:len(toks)*v]
+	e.valid = false
+	start := time.Now()
+	if err := e.b.Forward(toks, base, all); err != nil {
+		return -1, "", err
+	}
+	took := time.Since(start)
+	full := append(e.tokens, toks...)
+	st.Draft.Steps++
+	st.Draft.Passes++
+	st.Draft.Drafted += len(draft)
+	kept := 0
+	done := func(rejected bool) {
+		st.Draft.Accepted += kept
+		st.Draft.Lengths[kept]++
+		p.timedPass(len(draft), kept, rejected, took)
+	}
+	for j := 0; ; j++ {
+		// The sequence plain decoding holds here: everything through
+		// toks[j]; the logits after it are row j.
+		l := all[j*v : (j+1)*v]
+		e.tokens = full[:base+1+j]
+		copy(e.logits, l)
+		e.valid = true
+		var y int32
+		if j < len(draft) && o.DraftThreshold > 0 && probOf(l, draft[j]) >= float64(o.DraftThreshold) {
+			y = draft[j]
+		} else {
+			var err error
+			if y, err = s.Sample(l, e.tokens); err != nil {
+				done(j < len(draft))
+				return -1, "", err
+			}
+		}
+		if j == len(draft) || y != draft[j] {
+			done(j < len(draft))
+			return y, "", nil
+		}
+		kept++
+		e.tokens = full[:base+1+j] // y is emitted before it is evaluated
+		if stop, err := e.emitOne(ctx, st, o, y, emit); stop != "" || err != nil {
+			done(false)
+			return -1, stop, err
+		}
+	}
+}
+
+// probOf is the softmax probability of token id under logits.
+func probOf(logits []float32, id int32) float64 {
+	mx := math.Inf(-1)
+	for _, x := range logits {
+		mx = max(mx, float64(x))
+	}
+	var sum float64
+	for _, x := range logits {
+		sum += math.Exp(float64(x) - mx)
+	}
+	return math.Exp(float64(logits[id])-mx) / sum
 }
 
 // evalArgmax appends tokens to the sequence and returns the greedy next
