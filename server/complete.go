@@ -470,6 +470,7 @@ func (rp *reply) timings() *timings {
 		QueueMS: ms(rp.j.res.queueWait),
 		PromptN: st.PromptTokens, PromptMS: ms(st.PromptTime), PromptPerSecond: st.PromptRate(),
 		PredictedN: st.GenTokens, PredictedMS: ms(st.GenTime), PredictedPerSecond: st.GenRate(),
+		DraftN: st.Draft.Drafted, DraftAccepted: st.Draft.Accepted, DraftPasses: st.Draft.Passes, PassesSaved: st.PassesSaved(),
 	}
 }
 
@@ -553,7 +554,8 @@ type promptDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
-// timings are llama.cpp's server's, plus the time spent in the queue.
+// timings are llama.cpp's server's, plus the time spent in the queue and
+// speculative decoding's counts.
 type timings struct {
 	QueueMS            float64 `json:"queue_ms"`
 	PromptN            int     `json:"prompt_n"`
@@ -562,4 +564,10 @@ type timings struct {
 	PredictedN         int     `json:"predicted_n"`
 	PredictedMS        float64 `json:"predicted_ms"`
 	PredictedPerSecond float64 `json:"predicted_per_second"`
+	// speculative decoding: llama-server's draft_n and draft_n_accepted,
+	// and the verification passes and the passes they saved
+	DraftN        int `json:"draft_n"`
+	DraftAccepted int `json:"draft_n_accepted"`
+	DraftPasses   int `json:"draft_passes"`
+	PassesSaved   int `json:"passes_saved"`
 }

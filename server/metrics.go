@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 
+	"github.com/bitvk/bitvk/nn"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -23,6 +25,13 @@ type metrics struct {
 	firstToken   prometheus.Histogram   // arrival to first sampled token, queue wait included
 	queueWait    prometheus.Histogram   // arrival to the start of generation
 	duration     *prometheus.HistogramVec
+
+	// speculative decoding
+	drafted     prometheus.Counter   // drafted tokens verified
+	accepted    prometheus.Counter   // of which kept
+	draftPasses prometheus.Counter   // verification passes
+	passesSaved prometheus.Counter   // forward passes fewer than plain decoding
+	keptLength  prometheus.Histogram // drafted tokens kept per verification pass
 }
 
 func newMetrics(queueDepth, running func() float64) *metrics {
@@ -39,6 +48,11 @@ func newMetrics(queueDepth, running func() float64) *metrics {
 	times := prometheus.ExponentialBuckets(0.001, 2.5, 14) // 1 ms … 150 s
 	m.firstToken = f.histogram("bitvk_time_to_first_token_seconds", "From a request's arrival to its first generated token, queue wait and prompt included.", times)
 	m.queueWait = f.histogram("bitvk_queue_wait_seconds", "From a request's arrival until the model starts on it.", times)
+	m.drafted = f.counter("bitvk_draft_tokens_total", "Tokens drafted for speculative decoding and verified.")
+	m.accepted = f.counter("bitvk_draft_tokens_accepted_total", "Drafted tokens kept (the sampler drew them); over bitvk_draft_tokens_total: the acceptance rate.")
+	m.draftPasses = f.counter("bitvk_draft_passes_total", "Verification passes: a drafted continuation evaluated in one batched forward pass.")
+	m.passesSaved = f.counter("bitvk_decode_passes_saved_total", "Forward passes speculative decoding saved against plain decoding.")
+	m.keptLength = f.histogram("bitvk_draft_accepted_length", "Drafted tokens kept per verification pass.", prometheus.LinearBuckets(0, 1, nn.MaxDraft+1))
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "bitvk_http_request_duration_seconds", Help: "Time to answer a request, streaming included, by endpoint.", Buckets: times,
 	}, []string{"endpoint"})
@@ -50,6 +64,20 @@ func newMetrics(queueDepth, running func() float64) *metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+// observeDraft counts a completion's speculative decoding.
+func (m *metrics) observeDraft(st nn.Stats) {
+	d := st.Draft
+	m.drafted.Add(float64(d.Drafted))
+	m.accepted.Add(float64(d.Accepted))
+	m.draftPasses.Add(float64(d.Passes))
+	m.passesSaved.Add(float64(st.PassesSaved()))
+	for n, c := range d.Lengths {
+		for range c {
+			m.keptLength.Observe(float64(n))
+		}
+	}
 }
 
 // handler serves the registry in Prometheus' text format.

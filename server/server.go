@@ -40,6 +40,13 @@ type Config struct {
 	RandomSeed bool             // a request with no seed gets a fresh one (else Sampler.Seed)
 	MaxTokens  int              // max_tokens of a request that does not say; ≤ 0: until the context is full
 
+	// Draft drafts tokens for speculative decoding (nil: none); it must
+	// be safe for concurrent use (the drafters of nn/spec only read).
+	// DraftMax and DraftThreshold are nn.GenerateOptions'.
+	Draft          nn.Drafter
+	DraftMax       int
+	DraftThreshold float32
+
 	Queue     int           // requests that may wait while one is generated; more are refused with 503
 	Timeout   time.Duration // deadline of a request from its arrival, queue wait included; 0: none
 	MaxBody   int64         // request body limit in bytes; 0: DefaultMaxBody
@@ -93,6 +100,10 @@ func New(c Config) (*Server, error) {
 		return nil, fmt.Errorf("server: timeout %v is negative", c.Timeout)
 	case c.MaxBody < 0:
 		return nil, fmt.Errorf("server: body limit %d is negative", c.MaxBody)
+	case c.DraftMax < 0 || c.DraftMax > nn.MaxDraft:
+		return nil, fmt.Errorf("server: draft max %d is outside 0..%d", c.DraftMax, nn.MaxDraft)
+	case !(c.DraftThreshold >= 0 && c.DraftThreshold <= 1):
+		return nil, fmt.Errorf("server: draft threshold %v is outside [0, 1]", c.DraftThreshold)
 	}
 	if _, err := nn.NewSampler(c.Sampler); err != nil {
 		return nil, fmt.Errorf("server: default sampling: %w", err)
@@ -115,7 +126,8 @@ func New(c Config) (*Server, error) {
 		s.keyHash = &h
 	}
 	s.stopCtx, s.stopAll = context.WithCancelCause(context.Background())
-	s.w = &worker{engine: c.Engine, tok: c.Tokenizer, reuse: !c.NoReuse, q: s.q}
+	s.w = &worker{engine: c.Engine, tok: c.Tokenizer, reuse: !c.NoReuse, q: s.q,
+		draft: nn.GenerateOptions{Draft: c.Draft, DraftMax: c.DraftMax, DraftThreshold: c.DraftThreshold}}
 	s.m = newMetrics(
 		func() float64 { return float64(s.q.len()) },
 		func() float64 {

@@ -139,7 +139,8 @@ func (q *queue) close() {
 type worker struct {
 	engine  *nn.Engine
 	tok     *tokenizer.Tokenizer
-	reuse   bool // keep the K/V cache's common prefix between jobs
+	reuse   bool               // keep the K/V cache's common prefix between jobs
+	draft   nn.GenerateOptions // the drafting fields of every job's options
 	q       *queue
 	m       *metrics
 	running atomic.Bool
@@ -215,7 +216,8 @@ func (w *worker) serve(j *job) {
 			return errInterrupted
 		}
 	}
-	opts := nn.GenerateOptions{MaxTokens: j.maxTokens, IsEOG: w.tok.IsEOG}
+	opts := nn.GenerateOptions{MaxTokens: j.maxTokens, IsEOG: w.tok.IsEOG,
+		Draft: w.draft.Draft, DraftMax: w.draft.DraftMax, DraftThreshold: w.draft.DraftThreshold}
 	if j.ignoreEOS {
 		opts.IsEOG = nil
 	}
@@ -279,6 +281,7 @@ func (w *worker) serve(j *job) {
 	if st.GenTokens >= 2 {
 		w.m.genRate.Observe(st.GenRate())
 	}
+	w.m.observeDraft(st)
 }
 
 // retryAfter estimates how many seconds until the queue has room: the

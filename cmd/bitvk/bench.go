@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -72,6 +74,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	device := fs.Int("device", -1, "Vulkan device `index` (default: the best)")
 	asJSON := fs.Bool("json", false, "print a JSON array of results (llama-bench's field names)")
 	profile := fs.Bool("profile", false, "Vulkan: time every dispatch of a decode step and of a prompt chunk with GPU timestamps and print where the time goes")
+	drafts := fs.String("draft", "", "time greedy decoding with these drafting `modes`, comma-separated (off, lookup, chains, auto), on the prompt of --prompt-file, on -m or the built-in trained model (random weights accept no drafts)")
+	promptFile := fs.String("prompt-file", "", "with --draft, the prompt (text `file`)")
+	draftMax := fs.Int("draft-max", nn.DefaultDraftMax, "with --draft, the most tokens drafted per pass; with --verify, the largest k timed")
+	chains := fs.String("chains", "", "with --draft, chain buckets (CHNB `file`) instead of those beside the model")
+	verify := fs.Bool("verify", false, "time the verification pass: k+1 tokens with every token's logits, over a one-token step, k = 0…--draft-max")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -109,6 +116,52 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	shapeSet := false
+	fs.Visit(func(f *flag.Flag) { shapeSet = shapeSet || f.Name == "shape" })
+	if *drafts != "" {
+		if *verify {
+			return usageError(fs, "give --draft or --verify, not both")
+		}
+		db := draftBench{src: modelSource{path: *path, hf: hf, notes: stderr}, modes: strings.Split(*drafts, ","), n: 128, reps: *reps, asJSON: *asJSON}
+		if shapeSet {
+			db.src.shape = *shape
+		}
+		if !db.src.given() {
+			return usageError(fs, "give one of -m, -hf and --shape")
+		}
+		if len(gens) != 1 || gens[0] < 1 {
+			return usageError(fs, "with --draft, give one generation length -n (≥ 1)")
+		}
+		db.n = gens[0]
+		db.df = draftFlags{mode: "off", max: *draftMax, chains: *chains}
+		for _, mode := range db.modes {
+			d := db.df
+			d.mode = mode
+			if err := d.check(fs); err != nil {
+				return err
+			}
+		}
+		if *chains != "" && !slices.ContainsFunc(db.modes, func(m string) bool { return m == "chains" || m == "auto" }) {
+			return usageError(fs, "--chains is used by --draft chains or auto")
+		}
+		if len(headList) != 1 || len(backendList) != 1 || len(ts) != 1 {
+			return usageError(fs, "with --draft, give one --head, one --backend and one -t")
+		}
+		db.bf = backendFlags{backend: backendList[0], head: headList[0], threads: ts[0], device: *device, notes: stderr}
+		if *promptFile == "" {
+			return usageError(fs, "--draft needs the prompt: --prompt-file FILE")
+		}
+		if db.prompt, err = readPromptFile(*promptFile); err != nil {
+			return err
+		}
+		return runDraftBench(db, stdout, stderr)
+	}
+	if *promptFile != "" || *chains != "" {
+		return usageError(fs, "--prompt-file and --chains go with --draft")
+	}
+	if *draftMax < 1 || *draftMax > nn.MaxDraft {
+		return usageError(fs, "--draft-max %d: want 1..%d", *draftMax, nn.MaxDraft)
+	}
 	if hf != "" {
 		if *path, err = pullModel(hf, stderr); err != nil {
 			return err
@@ -127,6 +180,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		defer cleanup()
 		*path = tmp
+	}
+	if *verify {
+		return runVerifyBench(*path, backendList, headList, ts, *device, *draftMax, *reps, *asJSON, stdout, stderr)
 	}
 	bandwidth := map[string]float64{} // by backend and threads
 	var bwOrder []string

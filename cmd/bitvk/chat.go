@@ -42,6 +42,8 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	addBackendFlags(fs, &bf, true)
 	var sf samplerFlags
 	addSamplerFlags(fs, &sf)
+	var df draftFlags
+	addDraftFlags(fs, &df)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -55,6 +57,9 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "-n must be positive or -1")
 	}
 	if err := bf.check(fs); err != nil {
+		return err
+	}
+	if err := df.check(fs); err != nil {
 		return err
 	}
 	s, seed, err := sf.sampler()
@@ -78,9 +83,17 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "%s: %s, %s, context %d, template %s, seed %d\n", m.path, describe(m.config), m.backend.Name(), m.engine.Context(), t.Name(), seed)
+	drafter, what, err := df.drafter(m)
+	if err != nil {
+		return err
+	}
+	if drafter != nil {
+		fmt.Fprintf(stderr, "drafting: %s, up to %d tokens per pass\n", what, df.max)
+	}
 	conv := newConversation(conversationConfig{
 		engine: m.engine, tok: tok, tmpl: t, sampler: s,
 		maxTokens: *n, keepSystem: *keepSystem, system: *system,
+		draft: func(o *nn.GenerateOptions) { df.options(o, drafter) },
 	})
 
 	ui := &chatUI{conv: conv, stdout: stdout, stderr: stderr, maxTokens: *n}

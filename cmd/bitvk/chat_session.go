@@ -36,8 +36,9 @@ type conversation struct {
 	tok        *tokenizer.Tokenizer
 	tmpl       *tokenizer.Template
 	sampler    *nn.Sampler
-	maxTokens  int  // per reply; ≤ 0: until the end of the turn or a full context
-	keepSystem bool // drop only user/assistant turns when the context is full
+	maxTokens  int                       // per reply; ≤ 0: until the end of the turn or a full context
+	keepSystem bool                      // drop only user/assistant turns when the context is full
+	draft      func(*nn.GenerateOptions) // sets the drafting options; nil: none
 
 	// generate is engine.Generate; tests replace it to script the replies.
 	generate func(ctx context.Context, prompt []int32, o nn.GenerateOptions, s *nn.Sampler, emit func(int32) error) (nn.Stats, error)
@@ -48,11 +49,13 @@ type conversation struct {
 	cached        string              // the rendering of system+msgs that the cache holds, when synced
 	synced        bool                // false: the next turn evaluates the whole conversation again
 
-	last        nn.Stats // the last reply's
-	lastRebuilt bool     // the last reply's prompt was the whole conversation
-	dropped     int      // turns dropped to make room since the start or /reset
-	evaluated   int      // tokens evaluated in this session (prompts and closings)
-	generated   int      // tokens generated in this session
+	last        nn.Stats      // the last reply's
+	lastRebuilt bool          // the last reply's prompt was the whole conversation
+	dropped     int           // turns dropped to make room since the start or /reset
+	evaluated   int           // tokens evaluated in this session (prompts and closings)
+	generated   int           // tokens generated in this session
+	drafted     nn.DraftStats // speculative decoding in this session
+	saved       int           // forward passes drafting saved in this session
 }
 
 // conversationConfig is what a conversation needs from the command line.
@@ -64,12 +67,14 @@ type conversationConfig struct {
 	maxTokens  int
 	keepSystem bool
 	system     string
+	draft      func(*nn.GenerateOptions)
 }
 
 func newConversation(cfg conversationConfig) *conversation {
 	c := &conversation{
 		engine: cfg.engine, tok: cfg.tok, tmpl: cfg.tmpl, sampler: cfg.sampler,
 		maxTokens: cfg.maxTokens, keepSystem: cfg.keepSystem, system: cfg.system,
+		draft: cfg.draft,
 	}
 	c.generate = c.engine.Generate
 	c.engine.Reset()
@@ -215,6 +220,9 @@ func (c *conversation) say(ctx context.Context, p turnPlan, emit func(string) er
 	var gen []int32
 	var reply strings.Builder
 	opts := nn.GenerateOptions{MaxTokens: max(c.maxTokens, 0), IsEOG: c.tok.IsEOG}
+	if c.draft != nil {
+		c.draft(&opts)
+	}
 	st, err := c.generate(ctx, p.prompt, opts, c.sampler, func(id int32) error {
 		gen = append(gen, id)
 		if c.tok.IsEOG(id) {
@@ -233,6 +241,8 @@ func (c *conversation) say(ctx context.Context, p turnPlan, emit func(string) er
 	c.last, c.lastRebuilt = st, p.rebuild
 	c.evaluated += st.PromptTokens
 	c.generated += st.GenTokens
+	c.drafted.Add(st.Draft)
+	c.saved += st.PassesSaved()
 	if err != nil || len(gen) == 0 || c.engine.Pos() < before+len(p.prompt) {
 		// Nothing to keep (an error, or an interrupt before the reply
 		// began): forget the user's message, as if it was never sent.
@@ -323,4 +333,9 @@ func (c *conversation) writeStats(w io.Writer) {
 		fmt.Fprintf(w, "generated: %d tokens in %.3f s, %.1f tok/s (last turn, stopped: %s)\n", c.last.GenTokens, c.last.GenTime.Seconds(), c.last.GenRate(), c.last.Stop)
 	}
 	fmt.Fprintf(w, "session:   %d tokens evaluated, %d generated\n", c.evaluated, c.generated)
+	if d := c.drafted; d.Passes > 0 || d.Declined > 0 {
+		fmt.Fprintf(w, "drafting:  %d tokens drafted in %d passes, %d kept (%.1f%%), %.2f per pass, %d passes saved (session)\n",
+			d.Drafted, d.Passes, d.Accepted, 100*d.AcceptRate(), d.MeanAccepted(), c.saved)
+		fmt.Fprintf(w, "kept/pass: %s (session)\n", draftHistogram(d))
+	}
 }

@@ -95,6 +95,7 @@ type model struct {
 	engine  *nn.Engine
 	load    time.Duration // open to ready
 	path    string
+	chains  []byte // the built-in model's chain buckets (CHNB); nil for files, whose sit beside them
 	cleanup func()
 }
 

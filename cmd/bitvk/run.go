@@ -65,6 +65,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	addBackendFlags(fs, &bf, true)
 	var sf samplerFlags
 	addSamplerFlags(fs, &sf)
+	var df draftFlags
+	addDraftFlags(fs, &df)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -84,6 +86,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "-n must be positive or -1")
 	}
 	if err := bf.check(fs); err != nil {
+		return err
+	}
+	if err := df.check(fs); err != nil {
 		return err
 	}
 	var prompt []int32
@@ -109,6 +114,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	defer m.Close()
 	fmt.Fprintf(stderr, "%s: %s, %s, context %d, seed %d\n", m.path, describe(m.config), m.backend.Name(), m.engine.Context(), seed)
+	drafter, what, err := df.drafter(m)
+	if err != nil {
+		return err
+	}
+	if drafter != nil {
+		fmt.Fprintf(stderr, "drafting: %s, up to %d tokens per pass\n", what, df.max)
+	}
 	tok, err := nn.NewTokenizer(m.file)
 	if err != nil && prompt == nil {
 		return fmt.Errorf("text prompts need the model's tokenizer: %w", err)
@@ -139,6 +151,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	opts := nn.GenerateOptions{MaxTokens: max(*n, 0)}
+	df.options(&opts, drafter)
 	var emit func(int32) error
 	var dec *tokenizer.Decoder
 	if tok != nil {
@@ -199,4 +212,5 @@ func printSummary(w io.Writer, load time.Duration, st nn.Stats) {
 		fmt.Fprintf(w, " (stopped: %s)", st.Stop)
 	}
 	fmt.Fprintln(w)
+	printDraftStats(w, st)
 }

@@ -40,6 +40,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	addBackendFlags(fs, &bf, true)
 	var sf samplerFlags
 	addSamplerFlags(fs, &sf)
+	var df draftFlags
+	addDraftFlags(fs, &df)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -60,6 +62,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "-n must be positive or -1")
 	}
 	if err := bf.check(fs); err != nil {
+		return err
+	}
+	if err := df.check(fs); err != nil {
 		return err
 	}
 	sc, randomSeed := sf.config()
@@ -84,6 +89,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "note: %v; /v1/chat/completions is off (choose a template with --chat-template)\n", err)
 		t = nil
 	}
+	drafter, what, err := df.drafter(m)
+	if err != nil {
+		return err
+	}
 	name := *alias
 	if name == "" {
 		name = modelName(src)
@@ -95,6 +104,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		Queue: *queue, Timeout: *timeout, MaxBody: *maxBody, APIKey: *apiKey, NoReuse: *noReuse,
 		Log: log, ServerLog: log,
 	}
+	cfg.Draft, cfg.DraftMax, cfg.DraftThreshold = drafter, df.max, float32(df.threshold)
 	if *quiet {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -113,6 +123,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		tmplName = t.Name()
 	}
 	fmt.Fprintf(stderr, "%s: %s, %s, context %d, template %s\n", m.path, describe(m.config), m.backend.Name(), m.engine.Context(), tmplName)
+	if drafter != nil {
+		fmt.Fprintf(stderr, "drafting: %s, up to %d tokens per pass\n", what, df.max)
+	}
 	if ip := net.ParseIP(*host); *apiKey == "" && (ip == nil || !ip.IsLoopback()) && *host != "localhost" {
 		fmt.Fprintf(stderr, "warning: listening on %s without --api-key: anyone who can reach this port can use the model\n", *host)
 	}
