@@ -141,3 +141,13 @@ func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
 	h.logits(&Backend{k: a.k, pool: a.p}, x, out)
 	return out, nil
 }
+
+// The CPU backend gives a token in a batch the logits it gives it alone,
+// so drafting leaves exactly plain decoding's tokens and cache.
+func TestConformanceDrafting(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		nntest.Drafting(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+			return New(c, w, Options{Threads: 2, Context: ctx, Batch: 4})
+		}, true)
+	})
+}

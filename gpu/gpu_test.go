@@ -181,3 +181,14 @@ func TestDevices(t *testing.T) {
 		t.Error("Pick found no device")
 	}
 }
+
+// Drafts verified in the batched (prefill) pipeline give the tokens of
+// plain decoding.
+// (One variant: the others share its pipelines, and each run is long on
+// a software device.)
+func TestConformanceDrafting(t *testing.T) {
+	needVulkan(t)
+	nntest.Drafting(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+		return open(t, c, w, Options{Context: ctx, Batch: 5}), nil
+	}, true)
+}
