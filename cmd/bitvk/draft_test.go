@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A verse-heavy prompt: the built-in model continues it, and prompt lookup
+// finds plenty to draft.
+const versePrompt = "And God said, Let there be light: and there was light. And God saw the light, that it was good. And God said, Let there be light: and there was light. And God saw"
+
+// run with each drafting mode writes plain decoding's text, and says what
+// the drafting did.
+func TestRunDraft(t *testing.T) {
+	var plain string
+	for _, mode := range []string{"off", "lookup", "auto"} {
+		code, out, stderr := bitvk("run", "-p", versePrompt, "-n", "48", "--temp", "0", "-t", "1", "--draft", mode)
+		if code != 0 {
+			t.Fatalf("--draft %s: exit %d: %s", mode, code, stderr)
+		}
+		if mode == "off" {
+			plain = out
+			if strings.Contains(stderr, "drafting:") || strings.Contains(stderr, "drafted:") {
+				t.Errorf("--draft off drafted:\n%s", stderr)
+			}
+			continue
+		}
+		if out != plain {
+			t.Errorf("--draft %s wrote %q, --draft off %q", mode, out, plain)
+		}
+		for _, want := range []string{"drafting: prompt lookup", "drafted:", "kept/pass: 0:"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("--draft %s: no %q in\n%s", mode, want, stderr)
+			}
+		}
+	}
+	// Sampled decoding too: the same seed, the same text.
+	_, a, _ := bitvk("run", "-p", versePrompt, "-n", "32", "--seed", "9", "-t", "1", "--draft", "off")
+	_, b, _ := bitvk("run", "-p", versePrompt, "-n", "32", "--seed", "9", "-t", "1", "--draft", "lookup", "--draft-max", "4")
+	if a != b {
+		t.Errorf("seed 9: %q with drafting, %q without", b, a)
+	}
+}
+
+func TestDraftFlagErrors(t *testing.T) {
+	tiny := synthTiny(t)
+	bad := filepath.Join(t.TempDir(), "bad.chnb")
+	if err := os.WriteFile(bad, []byte("CHNB nonsense"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--draft", "maybe"}, "--draft \"maybe\""},
+		{[]string{"--draft-max", "0"}, "--draft-max 0"},
+		{[]string{"--draft-max", "17"}, "--draft-max 17"},
+		{[]string{"--draft-threshold", "1"}, "--draft-threshold 1"},
+		{[]string{"--draft-threshold", "-0.5"}, "--draft-threshold -0.5"},
+		{[]string{"--draft", "off", "--chains", bad}, "--chains is used by"},
+		{[]string{"-m", tiny, "--draft", "chains"}, "--draft chains needs chain buckets"},
+		{[]string{"--chains", bad}, bad},
+		{[]string{"--chains", filepath.Join(t.TempDir(), "none.chnb")}, "none.chnb"},
+	} {
+		args := append([]string{"run", "-p", "In the beginning", "-n", "4", "-t", "1"}, tc.args...)
+		code, _, stderr := bitvk(args...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want an error naming %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// chat's /stats adds up the session's drafting.
+func TestChatDraftStats(t *testing.T) {
+	var stdout, stderr string
+	var code int
+	withChatStdin("And God said, Let there be light\n/stats\n", func() {
+		code, stdout, stderr = bitvk("chat", "-n", "24", "--temp", "0", "-t", "1", "--draft", "lookup")
+	})
+	if code != 0 {
+		t.Fatalf("chat: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "drafting: prompt lookup") {
+		t.Errorf("chat does not say it drafts:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "kept/pass:") || !strings.Contains(stderr, "passes saved (session)") {
+		t.Errorf("/stats without drafting figures:\nstdout %s\nstderr %s", stdout, stderr)
+	}
+}
+
+func TestBenchDraft(t *testing.T) {
+	prompt := filepath.Join(t.TempDir(), "prompt.txt")
+	if err := os.WriteFile(prompt, []byte(versePrompt), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := bitvk("bench", "--draft", "off,lookup", "--prompt-file", prompt, "-n", "32", "-r", "1", "-t", "1", "--backend", "cpu", "--json")
+	if code != 0 {
+		t.Fatalf("bench --draft: exit %d: %s", code, stderr)
+	}
+	var rs []draftResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("bench --draft --json: %v\n%s", err, out)
+	}
+	if len(rs) != 2 || rs[0].Mode != "off" || rs[1].Mode != "lookup" {
+		t.Fatalf("results %+v", rs)
+	}
+	for _, r := range rs {
+		if !r.SameAsOff || r.NGen != 32 || r.AvgTs <= 0 || r.SpeedupVsOff <= 0 {
+			t.Errorf("row %+v", r)
+		}
+	}
+	if rs[0].Drafted != 0 || rs[1].Drafted == 0 || rs[1].Accepted == 0 {
+		t.Errorf("drafting counts: off %+v, lookup %+v", rs[0], rs[1])
+	}
+	code, out, stderr = bitvk("bench", "--draft", "off,lookup", "--prompt-file", prompt, "-n", "16", "-r", "1", "-t", "1", "--backend", "cpu")
+	if code != 0 || !strings.Contains(out, "same as off") || !strings.Contains(out, "lookup (prompt lookup): kept per pass") {
+		t.Errorf("bench --draft table: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--draft", "off"}, "--prompt-file"},
+		{[]string{"--draft", "off,sometimes", "--prompt-file", prompt}, "sometimes"},
+		{[]string{"--draft", "off", "--prompt-file", prompt, "--verify"}, "not both"},
+		{[]string{"--prompt-file", prompt}, "go with --draft"},
+		{[]string{"--draft", "off", "--prompt-file", filepath.Join(t.TempDir(), "none")}, "none"},
+		{[]string{"--draft", "off", "--prompt-file", prompt, "-n", "8,16"}, "one generation length"},
+	} {
+		code, _, stderr := bitvk(append([]string{"bench"}, tc.args...)...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("bench %v: exit %d, %q; want an error naming %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+func TestBenchVerify(t *testing.T) {
+	code, out, stderr := bitvk("bench", "--verify", "--shape", "tiny", "--draft-max", "3", "-r", "2", "-t", "1", "--backend", "cpu", "--json")
+	if code != 0 {
+		t.Fatalf("bench --verify: exit %d: %s", code, stderr)
+	}
+	var rs []verifyResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("bench --verify --json: %v\n%s", err, out)
+	}
+	if len(rs) != 4 {
+		t.Fatalf("%d rows, want k = 0…3: %+v", len(rs), rs)
+	}
+	for k, r := range rs {
+		if r.Drafted != k || r.Tokens != k+1 || r.AvgNs <= 0 || r.NThreads != 1 || r.Backend != "CPU" {
+			t.Errorf("row %d: %+v", k, r)
+		}
+	}
+	if rs[0].VsOneStep != 1 {
+		t.Errorf("k = 0 is %.3f× itself", rs[0].VsOneStep)
+	}
+}
