@@ -64,7 +64,6 @@ type Device struct {
 	closed     bool
 }
 
-
 // Open creates a logical device on the physical device at index, with one
 // queue of its compute family and the features bitvk's kernels use enabled
 // where present (see Device.Enabled).

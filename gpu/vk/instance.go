@@ -96,7 +96,7 @@ type Instance struct {
 	messenger unsafe.Pointer // VkDebugUtilsMessengerEXT
 	phys      []unsafe.Pointer
 	devs      []DeviceInfo
-	open      []*Device // devices not closed yet, closed by Close
+	open      []*Device  // devices not closed yet, closed by Close
 	surfaces  []*Surface // window surfaces not released yet, destroyed by Close after the devices
 
 	mu      sync.Mutex // guards msgs, pending and closed against Messages
