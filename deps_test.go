@@ -31,6 +31,7 @@ var importPolicy = map[string][]string{
 	"gpu":       {"nn", "spirv", "gpu/*"},
 	"gpu/*":     {"nn", "spirv", "gpu/*"},
 	"server":    {"nn", "tokenizer"},
+	"view":      {"nn", "gpu", "gpu/*", "spirv", "tokenizer"},
 	"hub":       {},
 	"hub/*":     {},
 	"cmd/bitvk": {"*"},
@@ -40,9 +41,9 @@ var importPolicy = map[string][]string{
 	"tools/*":   {"gguf"},
 }
 
-// cgoAllowed lists where `import "C"` may appear: only under gpu/, so that
-// CGO_ENABLED=0 builds everything else.
-func cgoAllowed(pkg string) bool { return strings.HasPrefix(pkg, "gpu/") }
+// cgoAllowed lists where `import "C"` may appear: under gpu/ and in view
+// (the window, over GLFW), so that CGO_ENABLED=0 builds everything else.
+func cgoAllowed(pkg string) bool { return strings.HasPrefix(pkg, "gpu/") || pkg == "view" }
 
 // thirdParty lists which of our packages may import which outside modules
 // (the standard library is always allowed).
@@ -50,6 +51,8 @@ var thirdParty = map[string][]string{
 	"github.com/chzyer/readline":  {"cmd/bitvk"},
 	"github.com/vulkan-go/vulkan": {"gpu", "gpu/*"},
 	"golang.org/x/sys/cpu":        {"cpu"},
+	// bitvk view's window (cgo: its files build only with cgo).
+	"github.com/go-gl/glfw/v3.3/glfw": {"view"},
 
 	// The HTTP server's request ids and Prometheus metrics.
 	"github.com/google/uuid":                                    {"server"},
@@ -129,7 +132,7 @@ func TestImportPolicy(t *testing.T) {
 			switch {
 			case imp == "C":
 				if !cgoAllowed(pkg) {
-					t.Errorf("%s uses cgo: only packages under gpu/ may", pkg)
+					t.Errorf("%s uses cgo: only packages under gpu/ and view may", pkg)
 				}
 			case imp == module || strings.HasPrefix(imp, module+"/"):
 				dep := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")

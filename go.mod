@@ -7,6 +7,7 @@ require (
 	github.com/chromedp/chromedp v0.22.1
 	github.com/chzyer/readline v1.5.1
 	github.com/creack/pty v1.1.24
+	github.com/go-gl/glfw/v3.3/glfw v0.0.0-20260823155953-d41da22a9587
 	github.com/google/uuid v1.6.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/vulkan-go/vulkan v0.0.0-20221209234627-c0a353ae26c8

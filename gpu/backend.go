@@ -27,6 +27,19 @@ type Options struct {
 	// MaxShardBytes caps the bytes of one weight buffer below the device's
 	// limits, to exercise sharding on small models; 0: the device's limits.
 	MaxShardBytes int64
+	// Window, when set, readies the device for drawing into a window too
+	// (bitvk view), so that the model and the window share one device.
+	Window *Window
+}
+
+// Window is what drawing into a window asks of the backend's Vulkan setup:
+// the instance is created with Extensions on, Surface then makes the
+// window's surface on it, and the device is opened with a queue that both
+// computes and presents to that surface (see Backend.Vulkan). With Device
+// < 0 the best device that can present is taken.
+type Window struct {
+	Extensions []string                                // instance extensions for window surfaces (GLFW lists them)
+	Surface    func(*vk.Instance) (*vk.Surface, error) // the window's surface on the new instance
 }
 
 // DefaultBatch is the most tokens one submit evaluates.
@@ -90,7 +103,11 @@ const tokensOff = 256
 // New uploads the model to a Vulkan device. The weights' file pages are
 // released as they are uploaded.
 func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
-	inst, err := vk.NewInstance(vk.InstanceOptions{Validation: o.Validation, SyncValidation: o.Validation})
+	var exts []string
+	if o.Window != nil {
+		exts = o.Window.Extensions
+	}
+	inst, err := vk.NewInstance(vk.InstanceOptions{Validation: o.Validation, SyncValidation: o.Validation, Extensions: exts})
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +127,16 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	case idx >= len(devs):
 		return nil, fmt.Errorf("vulkan: no device %d (there are %d; see bitvk devices)", idx, len(devs))
 	}
-	if b.dev, err = inst.Open(idx); err != nil {
+	var open vk.OpenOptions
+	if o.Window != nil {
+		if open.Surface, err = o.Window.Surface(inst); err != nil {
+			return nil, err
+		}
+		if idx, err = presentable(inst, devs, idx, o.Device < 0, open.Surface); err != nil {
+			return nil, err
+		}
+	}
+	if b.dev, err = inst.OpenWith(idx, open); err != nil {
 		return nil, err
 	}
 	b.info = b.dev.Info()
@@ -147,6 +173,26 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// presentable returns idx when that device can present to s, else, when
+// any other may be taken, the best one that can; the error says why idx
+// cannot.
+func presentable(inst *vk.Instance, devs []vk.DeviceInfo, idx int, others bool, s *vk.Surface) (int, error) {
+	err := inst.CanPresent(idx, s)
+	if err == nil || !others {
+		return idx, err
+	}
+	var ok []vk.DeviceInfo
+	for _, d := range devs {
+		if inst.CanPresent(d.Index, s) == nil {
+			ok = append(ok, d)
+		}
+	}
+	if len(ok) == 0 {
+		return idx, err
+	}
+	return ok[vk.Pick(ok)].Index, nil
 }
 
 // checkShape rejects models the kernels do not cover.
@@ -293,6 +339,11 @@ func (b *Backend) Kernels() string {
 
 // Device describes the device in use.
 func (b *Backend) Device() vk.DeviceInfo { return b.info }
+
+// Vulkan is the open device the model runs on, for drawing a window on it
+// (Options.Window). Its buffers and recordings other than the backend's own
+// are the caller's.
+func (b *Backend) Vulkan() *vk.Device { return b.dev }
 
 // Context is the number of positions the K/V cache holds.
 func (b *Backend) Context() int { return b.ctx }

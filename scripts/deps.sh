@@ -10,8 +10,11 @@ set -euo pipefail
 # tests run on), glslang and spirv-tools (make shaders, spirv-val), the Khronos validation
 # layer (on in tests), Chromium for the web page's browser test, and bible-kjv: the King
 # James Bible, the public-domain text `make corpus` turns into the tokenizer's and the
-# demo model's training and validation text (scripts/corpus.sh).
-APT_PACKAGES=(libvulkan1 mesa-vulkan-drivers glslang-tools spirv-tools vulkan-validationlayers chromium bible-kjv)
+# demo model's training and validation text (scripts/corpus.sh). bitvk view's window is GLFW
+# (github.com/go-gl/glfw, compiled by cgo), which needs the X11 headers and libGL to build;
+# its test draws into Xvfb (xvfb-run, with xauth).
+APT_PACKAGES=(libvulkan1 mesa-vulkan-drivers glslang-tools spirv-tools vulkan-validationlayers chromium bible-kjv
+	libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev libgl-dev xvfb xauth)
 
 if ! command -v go >/dev/null 2>&1; then
 	echo "deps: Go is not installed: install Go 1.26 or newer from go.dev/dl and put it on PATH" >&2

@@ -30,11 +30,12 @@ const (
 
 	ReadBandwidth Kernel = "read_bandwidth" // streams a buffer in: the roofline probe
 	Sample        Kernel = "sample"         // penalties and the candidate set of a sampling step
+	ViewDraw      Kernel = "view_draw"      // bitvk view: one layer of rectangles and glyphs into a frame's pixels
 )
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample}
+	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample, ViewDraw}
 }
 
 // Code returns the SPIR-V words of k as bytes.

@@ -145,48 +145,27 @@ func checkPrompt(m *model, text, ids string) ([]int32, error) {
 	return prompt, nil
 }
 
-// trace collects a Tracer's residual stream per layer and block, across
-// the chunks a backend splits a batch into.
-type trace [][2][]float32
-
-func runTraced(m *model, prompt []int32) (trace, []float32, error) {
-	tr, ok := m.backend.(nn.Tracer)
-	if !ok {
-		return nil, nil, fmt.Errorf("%s cannot report its hidden state", m.backend.Name())
-	}
-	t := make(trace, m.config.Layers)
-	logits := make([]float32, len(prompt)*m.config.Vocab)
-	err := tr.ForwardTrace(prompt, 0, logits, func(l int, s nn.Stage, x []float32) {
-		t[l][s] = append(t[l][s], x...)
-	})
-	return t, logits, err
-}
-
 // checkForward compares the teacher-forced pass over the prompt: the
 // hidden state after every block, then every position's logits.
 func checkForward(w io.Writer, cm, gm *model, prompt []int32, tol checkTol, fail func(string, ...any)) error {
-	ct, cl, err := runTraced(cm, prompt)
+	ct, cl, err := nn.RunTrace(cm.backend, cm.config, prompt)
 	if err != nil {
 		return err
 	}
-	gt, gl, err := runTraced(gm, prompt)
+	gt, gl, err := nn.RunTrace(gm.backend, gm.config, prompt)
 	if err != nil {
 		return err
 	}
-	E, V := cm.config.Embd, cm.config.Vocab
+	diffs, err := nn.CompareTraces(ct, gt, cm.config.Embd)
+	if err != nil {
+		return err
+	}
+	V := cm.config.Vocab
 	fmt.Fprintf(w, "hidden state after each block (largest |Δ|, relative to the largest |x|, tolerance %g)\n", tol.rel)
 	fmt.Fprintf(w, "%6s  %-9s  %10s  %10s  %4s\n", "layer", "block", "max |Δ|", "relative", "pos")
-	for l := range ct {
+	for l := range diffs {
 		for s := range 2 {
-			a, b := ct[l][s], gt[l][s]
-			maxAbs, maxX, at := 0.0, 0.0, 0
-			for i := range a {
-				if d := math.Abs(float64(a[i] - b[i])); d > maxAbs || math.IsNaN(d) {
-					maxAbs, at = d, i/E
-				}
-				maxX = math.Max(maxX, math.Abs(float64(a[i])))
-			}
-			rel := maxAbs / math.Max(maxX, 1e-30)
+			maxAbs, rel, at := diffs[l][s].MaxAbs, diffs[l][s].Rel, diffs[l][s].At
 			mark := ""
 			if !(rel <= tol.rel) {
 				mark = "  FAIL"

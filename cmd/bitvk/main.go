@@ -31,6 +31,7 @@ var commands = []command{
 	{"perplexity", "measure perplexity on a text as llama-perplexity does; KL divergence against a saved run", runPerplexity},
 	{"bench", "time prompt processing and generation, llama-bench style, against the memory roofline", runBench},
 	{"check", "run the same tokens on the CPU and Vulkan backends and compare them layer by layer", runCheck},
+	{"view", "a desktop window showing a model at work: its text, speed, GPU timeline and CPU-vs-GPU check", runView},
 	{"devices", "list the Vulkan devices: type, driver, memory, limits, optional features", runDevices},
 	{"synth", "write a synthetic BitNet b1.58 model (random ternary weights, real shapes)", runSynth},
 	{"tokenize", "split text into token ids with the model's tokenizer", runTokenize},

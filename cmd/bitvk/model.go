@@ -28,6 +28,9 @@ type backendFlags struct {
 	notes   io.Writer // where loadModel says which backend auto chose
 	// validate turns the Khronos validation layer on for the Vulkan backend.
 	validate bool
+	// window, when set, opens the Vulkan backend's device so that it also
+	// draws this window (bitvk view).
+	window *gpu.Window
 }
 
 func addBackendFlags(fs *flag.FlagSet, bf *backendFlags, withThreads bool) {
@@ -261,7 +264,7 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 	case "cpu", "":
 		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, HeadQ8: bf.head == "q8"})
 	case "vulkan":
-		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, HeadQ8: bf.head == "q8", Validation: bf.validate})
+		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, HeadQ8: bf.head == "q8", Validation: bf.validate, Window: bf.window})
 		if err != nil {
 			err = fmt.Errorf("%w (--backend cpu runs on the CPU)", err)
 		}

@@ -86,7 +86,9 @@ func (d *Device) NewBuffer(name string, size int64, host bool) (*Buffer, error) 
 		}
 		b.mapped = unsafe.Slice((*byte)(p), size)
 	}
+	d.mu.Lock()
 	d.buffers = append(d.buffers, b)
+	d.mu.Unlock()
 	return b, nil
 }
 
@@ -133,9 +135,11 @@ func (b *Buffer) Release() {
 	if b == nil || b.released || b.dev.closed {
 		return
 	}
-	vulkan.DeviceWaitIdle(b.dev.dev)
+	b.dev.waitIdle()
 	b.free()
 	d := b.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for k, o := range d.buffers {
 		if o == b {
 			d.buffers = append(d.buffers[:k], d.buffers[k+1:]...)

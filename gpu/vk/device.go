@@ -10,6 +10,8 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -26,7 +28,16 @@ const stagingSize = 32 << 20
 const submitTimeout = 10 * time.Minute
 
 // Device is an opened logical device with one compute queue. It owns every
-// buffer, kernel and recording made from it and releases them on Close.
+// buffer, kernel, recording and swapchain made from it and releases them on
+// Close.
+//
+// Its queue is shared by a model and a window drawing on another goroutine:
+// Submit holds the queue from submit to completion, and so does a
+// swapchain's Present, so that the GPU never runs a window frame during a
+// model's step. How long Submit waited for a frame is counted (QueueWaits).
+// Creating and releasing buffers, kernels, recordings and swapchains is
+// safe from two goroutines; Upload, Download and Fill (one staging buffer,
+// one transfer command buffer) belong to one.
 type Device struct {
 	inst    *Instance
 	info    DeviceInfo
@@ -38,17 +49,28 @@ type Device struct {
 	fence   vulkan.Fence
 	xfer    vulkan.CommandBuffer // for Upload, Download and Fill
 	staging *Buffer              // made on first Upload or Download
+	surface *Surface             // the window surface the queue presents to (OpenOptions)
 
-	buffers []*Buffer // in creation order
-	kernels []*Kernel
-	recs    []*Recording
-	closed  bool
+	pmu        sync.Mutex   // the command pool: allocating, recording into and freeing its command buffers
+	qmu        sync.Mutex   // the queue: held across each submit and its wait, a present, vkDeviceWaitIdle
+	waits      atomic.Int64 // Submits that found the queue held by a frame
+	waitedNano atomic.Int64 // and how long they waited for it
+
+	mu         sync.Mutex // guards the lists below
+	buffers    []*Buffer  // in creation order
+	kernels    []*Kernel
+	recs       []*Recording
+	swapchains []*Swapchain
+	closed     bool
 }
 
 // Open creates a logical device on the physical device at index, with one
 // queue of its compute family and the features bitvk's kernels use enabled
 // where present (see Device.Enabled).
-func (i *Instance) Open(index int) (*Device, error) {
+func (i *Instance) Open(index int) (*Device, error) { return i.OpenWith(index, OpenOptions{}) }
+
+// OpenWith is Open with options: a device that also presents to a window.
+func (i *Instance) OpenWith(index int, o OpenOptions) (*Device, error) {
 	if i.closed {
 		return nil, errors.New("vulkan: opening a device: the instance is closed")
 	}
@@ -77,8 +99,21 @@ func (i *Instance) Open(index int) (*Device, error) {
 			mask |= x.bit
 		}
 	}
-	d := &Device{inst: i, info: info, enabled: enabled}
-	if r := C.bvk_create_device(i.gipa, i.handle, i.phys[index], C.uint32_t(i.api), C.uint32_t(info.ComputeQueueFamily), C.uint32_t(mask), &d.c); r != 0 {
+	var exts []string
+	if o.Surface != nil {
+		fam, err := i.presentFamily(index, o.Surface)
+		if err != nil {
+			return nil, err
+		}
+		info.ComputeQueueFamily = fam
+		info.TimestampBits = info.familyTimestampBits[fam]
+		exts = append(exts, "VK_KHR_swapchain")
+	}
+	d := &Device{inst: i, info: info, enabled: enabled, surface: o.Surface}
+	extra, freeExtra := cStrings(exts)
+	defer freeExtra()
+	if r := C.bvk_create_device(i.gipa, i.handle, i.phys[index], C.uint32_t(i.api), C.uint32_t(info.ComputeQueueFamily), C.uint32_t(mask),
+		extra, C.uint32_t(len(exts)), &d.c); r != 0 {
 		return nil, fmt.Errorf("vulkan: opening device %d (%s): %s", index, info.Name, resultText(int32(r)))
 	}
 	d.dev = vulkan.Device(C.bvk_device_handle(d.c))
@@ -137,10 +172,40 @@ func (d *Device) allocCommandBuffer(what string) (vulkan.CommandBuffer, error) {
 	return cmds[0], nil
 }
 
+// lockQueue takes the queue, counting in waits and waitedNano (when given)
+// how long another goroutine kept it.
+func (d *Device) lockQueue(waits, waitedNano *atomic.Int64) {
+	if d.qmu.TryLock() {
+		return
+	}
+	start := time.Now()
+	d.qmu.Lock()
+	if waits != nil {
+		waits.Add(1)
+		waitedNano.Add(int64(time.Since(start)))
+	}
+}
+
+// waitIdle is vkDeviceWaitIdle, which needs the queue to itself.
+func (d *Device) waitIdle() {
+	d.lockQueue(nil, nil)
+	defer d.qmu.Unlock()
+	vulkan.DeviceWaitIdle(d.dev)
+}
+
+// QueueWaits says how many Submits found the queue held by another
+// goroutine (a window presenting a frame: see Swapchain.Present) and how
+// long they waited for it in all: what drawing a window cost a model.
+func (d *Device) QueueWaits() (n int, total time.Duration) {
+	return int(d.waits.Load()), time.Duration(d.waitedNano.Load())
+}
+
 // submit runs cmd on the queue and waits for it; what names the work in
 // errors.
 func (d *Device) submit(cmd vulkan.CommandBuffer, what string) error {
+	d.lockQueue(&d.waits, &d.waitedNano)
 	r := C.bvk_submit(d.c, unsafe.Pointer(cmd), unsafe.Pointer(d.fence), C.uint64_t(submitTimeout))
+	d.qmu.Unlock()
 	switch r {
 	case 0:
 		return nil
@@ -156,6 +221,16 @@ func (d *Device) submit(cmd vulkan.CommandBuffer, what string) error {
 // it and waits.
 func (d *Device) transfer(what string, body func(cmd vulkan.CommandBuffer)) error {
 	cmd := d.xfer
+	if err := d.recordTransfer(cmd, what, body); err != nil {
+		return err
+	}
+	return d.submit(cmd, what)
+}
+
+// recordTransfer records transfer's command buffer, holding the pool.
+func (d *Device) recordTransfer(cmd vulkan.CommandBuffer, what string, body func(cmd vulkan.CommandBuffer)) error {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
 	if r := vulkan.ResetCommandBuffer(cmd, 0); r != vulkan.Success {
 		return d.errorf(r, "resetting the transfer command buffer for %s", what)
 	}
@@ -171,7 +246,7 @@ func (d *Device) transfer(what string, body func(cmd vulkan.CommandBuffer)) erro
 	if r := vulkan.EndCommandBuffer(cmd); r != vulkan.Success {
 		return d.errorf(r, "recording %s", what)
 	}
-	return d.submit(cmd, what)
+	return nil
 }
 
 // stage returns the staging buffer, creating it on first use.
@@ -187,7 +262,9 @@ func (d *Device) stage() (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.mu.Lock()
 	d.staging = b
+	d.mu.Unlock()
 	return b, nil
 }
 
@@ -284,16 +361,25 @@ func (d *Device) Fill(dst *Buffer, off, size int64, v uint32) error {
 }
 
 // Close waits for the device to be idle and releases, in reverse order of
-// creation, its recordings, kernels, buffers, command pool, fence and the
-// device itself. Closing twice is safe.
+// creation, its swapchains, recordings, kernels, buffers, command pool,
+// fence and the device itself. Closing twice is safe.
 func (d *Device) Close() {
-	if d == nil || d.closed {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
 		return
 	}
 	d.closed = true
 	if d.dev != nil {
-		vulkan.DeviceWaitIdle(d.dev)
+		d.waitIdle()
 	}
+	for k := len(d.swapchains) - 1; k >= 0; k-- {
+		d.swapchains[k].free()
+	}
+	d.swapchains = nil
 	for k := len(d.recs) - 1; k >= 0; k-- {
 		d.recs[k].free()
 	}

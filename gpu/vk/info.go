@@ -21,6 +21,11 @@ type InstanceOptions struct {
 	// synchronization validation (missing or wrong barriers are reported as
 	// SYNC-HAZARD-* messages). It slows every command down; meant for tests.
 	SyncValidation bool
+	// Extensions are instance extensions to enable besides those above: a
+	// window system's (VK_KHR_surface and its platform's, as GLFW lists
+	// them), for a device that also presents (see OpenOptions). NewInstance
+	// fails, naming the first the loader lacks.
+	Extensions []string
 }
 
 // DeviceInfo describes one physical device.
@@ -63,6 +68,9 @@ type DeviceInfo struct {
 	// Memory types (property flags and heap index), for buffer allocation.
 	memTypes []memType
 	apiRaw   uint32
+	// Per queue family: VkQueueFlags and timestampValidBits, for opening a
+	// device on another family than ComputeQueueFamily (one that presents).
+	familyFlags, familyTimestampBits []uint32
 }
 
 // memType is one VkMemoryType.

@@ -96,7 +96,8 @@ type Instance struct {
 	messenger unsafe.Pointer // VkDebugUtilsMessengerEXT
 	phys      []unsafe.Pointer
 	devs      []DeviceInfo
-	open      []*Device // devices not closed yet, closed by Close
+	open      []*Device  // devices not closed yet, closed by Close
+	surfaces  []*Surface // window surfaces not released yet, destroyed by Close after the devices
 
 	mu      sync.Mutex // guards msgs, pending and closed against Messages
 	pending []string   // messages drained at Close
@@ -142,8 +143,23 @@ func NewInstance(o InstanceOptions) (*Instance, error) {
 	if o.Validation && o.SyncValidation {
 		sync = 1
 	}
+	if len(o.Extensions) > C.BVK_MAX_EXTRA {
+		C.bvk_msgs_free(inst.msgs)
+		return nil, fmt.Errorf("vulkan: %d extra instance extensions asked for, at most %d", len(o.Extensions), C.BVK_MAX_EXTRA)
+	}
+	for _, name := range o.Extensions {
+		cname := C.CString(name)
+		ok := C.bvk_has_instance_extension(gipa, cname) != 0
+		C.free(unsafe.Pointer(cname))
+		if !ok {
+			C.bvk_msgs_free(inst.msgs)
+			return nil, fmt.Errorf("vulkan: the loader does not offer the instance extension %s, which drawing into a window needs (is the Vulkan driver's window-system support installed?)", name)
+		}
+	}
+	extra, freeExtra := cStrings(o.Extensions)
+	defer freeExtra()
 	var handle unsafe.Pointer
-	if r := C.bvk_create_instance(gipa, C.uint32_t(api), inst.msgs, sync, &handle); r != 0 {
+	if r := C.bvk_create_instance(gipa, C.uint32_t(api), inst.msgs, sync, extra, C.uint32_t(len(o.Extensions)), &handle); r != 0 {
 		C.bvk_msgs_free(inst.msgs)
 		if r == -9 { // VK_ERROR_INCOMPATIBLE_DRIVER
 			return nil, fmt.Errorf("%w: creating a Vulkan %s instance: no compatible Vulkan driver (install mesa-vulkan-drivers or your GPU's driver)", ErrUnavailable, apiVersionString(api))
@@ -166,6 +182,24 @@ func NewInstance(o InstanceOptions) (*Instance, error) {
 		return nil, err
 	}
 	return inst, nil
+}
+
+// cStrings copies names into C strings and returns a pointer to the first of
+// them (nil for none) and a function freeing them. The pointer array lives
+// in Go memory, which may hold C pointers.
+func cStrings(names []string) (**C.char, func()) {
+	if len(names) == 0 {
+		return nil, func() {}
+	}
+	ptrs := make([]*C.char, len(names))
+	for k, n := range names {
+		ptrs[k] = C.CString(n)
+	}
+	return &ptrs[0], func() {
+		for _, p := range ptrs {
+			C.free(unsafe.Pointer(p))
+		}
+	}
 }
 
 // enumerate fills phys and devs.
@@ -233,6 +267,10 @@ func deviceInfo(idx int, c *C.bvk_device_info) DeviceInfo {
 	for k := range fams {
 		fams[k] = uint32(c.family_flags[k])
 	}
+	d.familyFlags = fams
+	for k := range fams {
+		d.familyTimestampBits = append(d.familyTimestampBits, uint32(c.family_timestamp_bits[k]))
+	}
 	d.ComputeQueueFamily = pickQueueFamily(fams)
 	if f := d.ComputeQueueFamily; f >= 0 {
 		d.TimestampBits = uint32(c.family_timestamp_bits[f])
@@ -297,6 +335,9 @@ func (i *Instance) Close() {
 	}
 	for k := len(i.open) - 1; k >= 0; k-- {
 		i.open[k].Close()
+	}
+	for k := len(i.surfaces) - 1; k >= 0; k-- {
+		i.surfaces[k].Release()
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -122,7 +122,9 @@ func (d *Device) NewKernel(name string, spirv []byte, buffers int, pushSize int,
 		return nil, d.errorf(vulkan.Result(r), "creating the pipeline of kernel %s", name)
 	}
 	k.pipeline = vulkan.Pipeline(pipe)
+	d.mu.Lock()
 	d.kernels = append(d.kernels, k)
+	d.mu.Unlock()
 	return k, nil
 }
 
@@ -135,9 +137,11 @@ func (k *Kernel) Release() {
 	if k == nil || k.released || k.dev.closed {
 		return
 	}
-	vulkan.DeviceWaitIdle(k.dev.dev)
+	k.dev.waitIdle()
 	k.free()
 	d := k.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for i, o := range d.kernels {
 		if o == k {
 			d.kernels = append(d.kernels[:i], d.kernels[i+1:]...)

@@ -67,7 +67,9 @@ func (d *Device) Record(name string) *Recording {
 		r.err = fmt.Errorf("vulkan: recording %s: the device is closed", name)
 		return r
 	}
+	d.mu.Lock()
 	d.recs = append(d.recs, r)
+	d.mu.Unlock()
 	return r
 }
 
@@ -283,6 +285,8 @@ func (r *Recording) Finish() error {
 // build creates the descriptor pool and sets and records the command buffer.
 func (r *Recording) build() error {
 	d := r.dev
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
 	nsets, ndesc := 0, 0
 	for _, c := range r.cmds {
 		if c.kind == cmdDispatch && len(c.bufs) > 0 {
@@ -415,10 +419,12 @@ func (r *Recording) Release() {
 	// A submit that timed out may still be running on the device: its
 	// command buffer and descriptor sets must outlive it.
 	if d := r.dev; d.dev != nil && !d.closed {
-		vulkan.DeviceWaitIdle(d.dev)
+		d.waitIdle()
 	}
 	r.free()
 	d := r.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for i, o := range d.recs {
 		if o == r {
 			d.recs = append(d.recs[:i], d.recs[i+1:]...)
@@ -444,7 +450,9 @@ func (r *Recording) destroy() {
 		return // the device (and its pools) are gone already
 	}
 	if r.cmd != nil {
+		d.pmu.Lock()
 		vulkan.FreeCommandBuffers(d.dev, d.pool, 1, []vulkan.CommandBuffer{r.cmd})
+		d.pmu.Unlock()
 		r.cmd = nil
 	}
 	if r.pool != nil {

@@ -6,16 +6,13 @@
 // instance.go), never the system's, so no Vulkan SDK is needed to build.
 
 #include "shim.h"
+#include "shim_internal.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <vulkan/vulkan_core.h>
-
-#define GIPA(gipa) ((PFN_vkGetInstanceProcAddr)(gipa))
-#define LOAD(gipa, inst, name) ((PFN_##name)GIPA(gipa)((VkInstance)(inst), #name))
 
 void *bvk_load(const char *name, const char **err) {
 	*err = NULL;
@@ -153,7 +150,8 @@ static void messenger_info(VkDebugUtilsMessengerCreateInfoEXT *ci, bvk_msgs *msg
 	ci->pUserData = msgs;
 }
 
-int32_t bvk_create_instance(void *gipa, uint32_t api_version, bvk_msgs *msgs, int sync, void **instance) {
+int32_t bvk_create_instance(void *gipa, uint32_t api_version, bvk_msgs *msgs, int sync, const char *const *extra,
+                            uint32_t nextra, void **instance) {
 	PFN_vkCreateInstance create = LOAD(gipa, NULL, vkCreateInstance);
 	if (create == NULL) return VK_ERROR_INITIALIZATION_FAILED;
 	VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -161,7 +159,9 @@ int32_t bvk_create_instance(void *gipa, uint32_t api_version, bvk_msgs *msgs, in
 	app.pEngineName = "bitvk";
 	app.apiVersion = api_version;
 	const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
-	const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
+	const char *exts[2 + BVK_MAX_EXTRA];
+	uint32_t n = 0;
+	if (nextra > BVK_MAX_EXTRA) return VK_ERROR_TOO_MANY_OBJECTS;
 	VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
 	VkValidationFeaturesEXT features = {VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
 	VkDebugUtilsMessengerCreateInfoEXT dbg;
@@ -172,15 +172,17 @@ int32_t bvk_create_instance(void *gipa, uint32_t api_version, bvk_msgs *msgs, in
 		ci.pNext = &dbg;
 		ci.enabledLayerCount = 1;
 		ci.ppEnabledLayerNames = layers;
-		ci.enabledExtensionCount = 1;
-		ci.ppEnabledExtensionNames = exts;
+		exts[n++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
 		if (sync) {
 			features.enabledValidationFeatureCount = 1;
 			features.pEnabledValidationFeatures = enables;
 			dbg.pNext = &features;
-			ci.enabledExtensionCount = 2;
+			exts[n++] = VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME;
 		}
 	}
+	for (uint32_t i = 0; i < nextra; i++) exts[n++] = extra[i];
+	ci.enabledExtensionCount = n;
+	ci.ppEnabledExtensionNames = n > 0 ? exts : NULL;
 	VkInstance inst = VK_NULL_HANDLE;
 	VkResult r = create(&ci, NULL, &inst);
 	*instance = r == VK_SUCCESS ? (void *)inst : NULL;
@@ -395,18 +397,8 @@ int32_t bvk_query_device(void *gipa, void *instance, void *physp, uint32_t insta
 
 // ---- logical device ----
 
-struct bvk_device {
-	VkDevice dev;
-	VkQueue queue;
-	PFN_vkDestroyDevice DestroyDevice;
-	PFN_vkResetFences ResetFences;
-	PFN_vkQueueSubmit QueueSubmit;
-	PFN_vkWaitForFences WaitForFences;
-	PFN_vkCreateComputePipelines CreateComputePipelines;
-};
-
 int32_t bvk_create_device(void *gipa, void *instance, void *physp, uint32_t instance_api, uint32_t family, uint32_t enable,
-                          bvk_device **out) {
+                          const char *const *extra, uint32_t nextra, bvk_device **out) {
 	VkPhysicalDevice phys = (VkPhysicalDevice)physp;
 	*out = NULL;
 	PFN_vkGetPhysicalDeviceProperties props1 = LOAD(gipa, instance, vkGetPhysicalDeviceProperties);
@@ -433,8 +425,10 @@ int32_t bvk_create_device(void *gipa, void *instance, void *physp, uint32_t inst
 	c.has_dot = c.has_dot && c.dot.shaderIntegerDotProduct;
 	chains_link(&c, 0);
 
-	const char *exts[8];
+	const char *exts[8 + BVK_MAX_EXTRA];
 	uint32_t n = 0;
+	if (nextra > BVK_MAX_EXTRA) return VK_ERROR_TOO_MANY_OBJECTS;
+	for (uint32_t i = 0; i < nextra; i++) exts[n++] = extra[i];
 	if (c.has_s16 && v < 101) exts[n++] = "VK_KHR_16bit_storage";
 	if ((c.has_s16 || c.has_s8) && v < 101 && (ext & BVK_EXT_STORAGE_BUFFER_CLASS)) exts[n++] = "VK_KHR_storage_buffer_storage_class";
 	if (c.has_s8 && v < 102) exts[n++] = "VK_KHR_8bit_storage";
@@ -464,6 +458,8 @@ int32_t bvk_create_device(void *gipa, void *instance, void *physp, uint32_t inst
 		return VK_ERROR_OUT_OF_HOST_MEMORY;
 	}
 	d->dev = dev;
+	d->gdpa = gdpa;
+	d->family = family;
 	d->DestroyDevice = (PFN_vkDestroyDevice)gdpa(dev, "vkDestroyDevice");
 	d->ResetFences = (PFN_vkResetFences)gdpa(dev, "vkResetFences");
 	d->QueueSubmit = (PFN_vkQueueSubmit)gdpa(dev, "vkQueueSubmit");

@@ -12,6 +12,15 @@
 #define BVK_MAX_TYPES 32
 #define BVK_MAX_FAMILIES 32
 #define BVK_MAX_SPEC 16 // specialization constants of one kernel
+#define BVK_MAX_EXTRA 8 // extra device extensions asked for (VK_KHR_swapchain)
+#define BVK_MAX_IMAGES 8 // swapchain images kept
+
+// Results of bvk_create_swapchain beyond VkResult's (positive, so never a
+// Vulkan error code).
+enum {
+	BVK_NO_TRANSFER_DST = 1000, // the surface's images cannot be copied into
+	BVK_NO_FORMAT = 1001,       // no 8-bit RGBA or BGRA surface format
+};
 
 // Extension bits reported in bvk_device_info.extensions.
 enum {
@@ -84,7 +93,10 @@ void bvk_msgs_free(bvk_msgs *m);
 // NULL it enables the validation layer and VK_EXT_debug_utils, and chains a
 // messenger create-info so that instance creation itself is covered; sync
 // then also turns on synchronization validation (VK_EXT_validation_features).
-int32_t bvk_create_instance(void *gipa, uint32_t api_version, bvk_msgs *msgs, int sync, void **instance);
+// The nextra (≤ BVK_MAX_EXTRA) instance extensions in extra are enabled too
+// (a window system's surface extensions).
+int32_t bvk_create_instance(void *gipa, uint32_t api_version, bvk_msgs *msgs, int sync, const char *const *extra,
+                            uint32_t nextra, void **instance);
 void bvk_destroy_instance(void *gipa, void *instance);
 
 // bvk_create_messenger and bvk_destroy_messenger manage the
@@ -102,8 +114,10 @@ typedef struct bvk_device bvk_device;
 
 // bvk_create_device creates a device with one queue from family, enabling
 // the BVK_F_* features in enable (enabling extensions where the device's
-// API version is below the promoting core version).
-int32_t bvk_create_device(void *gipa, void *instance, void *phys, uint32_t instance_api, uint32_t family, uint32_t enable, bvk_device **out);
+// API version is below the promoting core version) and the nextra
+// (≤ BVK_MAX_EXTRA) device extensions named in extra.
+int32_t bvk_create_device(void *gipa, void *instance, void *phys, uint32_t instance_api, uint32_t family, uint32_t enable,
+                          const char *const *extra, uint32_t nextra, bvk_device **out);
 void *bvk_device_handle(bvk_device *d);
 void *bvk_device_queue(bvk_device *d);
 void bvk_destroy_device(bvk_device *d);
@@ -121,5 +135,50 @@ int32_t bvk_create_compute_pipeline(bvk_device *d, void *module, void *layout, c
 // bvk_submit resets fence, submits cmd and waits for the fence for at most
 // timeout_ns in total. It returns the VkResult (VK_TIMEOUT on timeout).
 int32_t bvk_submit(bvk_device *d, void *cmd, void *fence, uint64_t timeout_ns);
+
+// ---- presentation (present.c) ----
+
+// bvk_has_device_extension reports whether phys offers the named extension.
+int bvk_has_device_extension(void *gipa, void *instance, void *phys, const char *name);
+
+// bvk_present_family sets *family to the first queue family of phys with
+// compute that can present to surface (a VkSurfaceKHR), or -1.
+int32_t bvk_present_family(void *gipa, void *instance, void *phys, void *surface, int32_t *family);
+void bvk_destroy_surface(void *gipa, void *instance, void *surface);
+
+// bvk_swapchain is a swapchain with what a frame needs: its images, an
+// acquire semaphore, a render semaphore per image, a command buffer for the
+// copy into the image, and a fence.
+typedef struct bvk_swapchain bvk_swapchain;
+
+typedef struct bvk_swapchain_info {
+	uint32_t width, height, images;
+	uint32_t format;   // VkFormat
+	uint32_t bgra;     // 1: bytes B, G, R, A in memory; 0: R, G, B, A
+	uint32_t readable; // the images can be copied from (screenshots)
+	uint32_t usage;    // the surface's supportedUsageFlags
+} bvk_swapchain_info;
+
+// bvk_create_swapchain makes a FIFO (vsync) swapchain of the surface's size
+// (width×height where the surface leaves it to the swapchain), replacing
+// old (which the caller then destroys), and describes it in info. It
+// returns VK_ERROR_OUT_OF_DATE_KHR for a zero-sized (minimized) surface and
+// BVK_NO_TRANSFER_DST or BVK_NO_FORMAT when the surface cannot take copies.
+int32_t bvk_create_swapchain(void *gipa, void *instance, void *phys, bvk_device *d, void *surface, uint32_t width,
+                             uint32_t height, bvk_swapchain *old, bvk_swapchain_info *info, bvk_swapchain **out);
+void bvk_destroy_swapchain(bvk_swapchain *s);
+
+// bvk_swapchain_acquire acquires the next image (VkResult; VK_TIMEOUT or
+// VK_NOT_READY: none yet).
+int32_t bvk_swapchain_acquire(bvk_swapchain *s, uint64_t timeout_ns, uint32_t *index);
+
+// bvk_swapchain_present submits draw (a command buffer writing pixels, or
+// NULL) and a copy of pixels (width×height 32-bit texels, rows packed) into
+// image index, then, when readback is not NULL, of the image into readback;
+// waits for them (at most timeout_ns) and presents the image. It returns the
+// first failure, else the present's result (VK_SUBOPTIMAL_KHR or
+// VK_ERROR_OUT_OF_DATE_KHR ask for a new swapchain).
+int32_t bvk_swapchain_present(bvk_swapchain *s, uint32_t index, void *draw, void *pixels, void *readback,
+                              uint64_t timeout_ns);
 
 #endif

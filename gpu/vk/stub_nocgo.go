@@ -2,7 +2,10 @@
 
 package vk
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // errNoCgo is what every entry point returns in a build without cgo.
 var errNoCgo = fmt.Errorf("%w: bitvk was built without cgo (CGO_ENABLED=0); rebuild with cgo for the Vulkan backend", ErrUnavailable)
@@ -120,3 +123,44 @@ func (r *Recording) Profile() error { return errNoCgo }
 func (r *Recording) Timings() ([]Timing, error) { return nil, errNoCgo }
 
 func (r *Recording) Counts() Counts { return Counts{} }
+
+// OpenWith fails: built without cgo.
+func (i *Instance) OpenWith(index int, o OpenOptions) (*Device, error) { return nil, errNoCgo }
+
+// VulkanHandle returns nil: built without cgo.
+func (i *Instance) VulkanHandle() any { return nil }
+
+// AdoptSurface fails: built without cgo.
+func (i *Instance) AdoptSurface(p uintptr) (*Surface, error) { return nil, errNoCgo }
+
+// CanPresent fails: built without cgo.
+func (i *Instance) CanPresent(index int, s *Surface) error { return errNoCgo }
+
+// QueueWaits returns nothing.
+func (d *Device) QueueWaits() (int, time.Duration) { return 0, 0 }
+
+// NewSwapchain fails: built without cgo.
+func (d *Device) NewSwapchain(width, height int, old *Swapchain) (*Swapchain, error) {
+	return nil, errNoCgo
+}
+
+// Surface is a window surface; without cgo none exists.
+type Surface struct{}
+
+// Release does nothing.
+func (s *Surface) Release() {}
+
+// Swapchain is a window's swapchain; without cgo none exists.
+type Swapchain struct{}
+
+// Info returns the zero SwapchainInfo.
+func (s *Swapchain) Info() SwapchainInfo { return SwapchainInfo{} }
+
+// Present fails: built without cgo.
+func (s *Swapchain) Present(draw *Recording, pixels, readback *Buffer) error { return errNoCgo }
+
+// QueueWaits returns nothing.
+func (s *Swapchain) QueueWaits() (int, time.Duration) { return 0, 0 }
+
+// Release does nothing.
+func (s *Swapchain) Release() {}
