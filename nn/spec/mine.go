@@ -70,9 +70,10 @@ func (o *MineOptions) defaults() error {
 // candidate is a chain found in the corpus.
 type candidate struct {
 	tokens []int32 // a slice of the corpus
-	count  int     // occurrences
-	prob   float64 // the model's probability of tokens[1:] given tokens[0]
-	score  float64 // count · prob · (len − 1)
+	count  int     // occurrences in the corpus
+	prob   float64 // the model's probability of tokens[1:] given tokens[0] (1 for one token)
+	// prefix[j] is the index of the candidate tokens[:j], j = 1…len(tokens).
+	prefix [MaxChain + 1]int32
 }
 
 // frequency is how a candidate ranks before the model sees it: the tokens
@@ -82,26 +83,36 @@ func (c *candidate) frequency() int { return c.count * (len(c.tokens) - 1) }
 // Mine builds a table of chains for drafting from a tokenized corpus.
 // Negative ids in tokens separate documents: no chain spans one.
 //
-// It counts every n-gram of 2…MaxLen tokens (by a 64-bit hash of its
-// tokens, with a sorted array of (hash, position) pairs per length, so its
-// memory is about 25 bytes per corpus token whatever the vocabulary), and
-// keeps the Candidates n-grams with the largest count · (length − 1), the
-// tokens their occurrences would draft. An n-gram is extended to the next
-// length only while its count could still make the cut, as in Apriori.
-// The model scores the candidates (score), and each gets
+// Counting. It counts the n-grams of 2…MaxLen tokens (by a 64-bit hash of
+// their tokens, in a sorted array of (hash, position) pairs per length, so
+// that its memory is about 25 bytes per corpus token whatever the
+// vocabulary) and keeps the Candidates n-grams with the largest
+// count · (length − 1), the tokens their occurrences could draft. An n-gram
+// is extended to the next length only while its count could still make the
+// cut, as in Apriori. The candidates' prefixes join them.
 //
-//	score = count · P · (length − 1),  P = P(c[1:] | c[0]) under the model,
+// Scoring. The model gives every candidate c its probability P(c) of
+// c[1:] after c[0] (score). Drafted after its key k = c[:n] (n = 1…3, see
+// Draft), c's tokens up to c[:j] are accepted with the probability
+// estimated as the geometric mean of the corpus's and the model's
 //
-// the tokens the chain would draft correctly over the corpus, weighted by
-// how likely the model is to agree. The table is packed greedily by score,
-// as a prefix tree: a chain joins when it is the best draft for some key (its
-// first 1…3 tokens, see Draft) that no chosen chain serves yet, and would
-// not take a key from one already chosen (a chain that is a prefix of a
-// chosen one with the same key adds nothing). Its confidence is P, the
-// probability of what it drafts after a one-token key (a lower bound for a
-// longer key). Entries are in the order they were chosen, best first; empty
-// entries fill the rest of the 256. The same input always gives the same
-// table.
+//	a(k, j) = √( count(c[:j])/count(k) · P(c[:j])/P(k) )   (P of one token: 1)
+//
+// so that the chain's gain on key k, the tokens it drafts correctly each
+// time the key occurs, summed over the corpus, is
+//
+//	gain(c, k) = count(k) · Σ_{j = n+1…len(c)} a(k, j).
+//
+// Packing. The table is a prefix tree of the chains, filled greedily: the
+// next chain is the one with the largest gain summed over the keys it would
+// serve that no chosen chain serves yet (gains only shrink as keys are
+// taken, so they are recomputed lazily). A chain never takes a key from a
+// chosen one: one whose confidence beats a chosen chain's on a shared key is
+// skipped, as is a chain that serves no new key (a prefix of a chosen chain
+// with the same key adds nothing). Its confidence is P(c), the probability
+// of what it drafts after a one-token key (a lower bound for a longer key).
+// Entries are in the order chosen, best first; empty entries fill the rest
+// of the 256. The same input always gives the same table.
 //
 // Mine fails when the corpus has no chain that occurs MinCount times.
 func Mine(ctx context.Context, tokens []int32, score ScoreFunc, opts MineOptions) (*Chains, error) {
@@ -118,6 +129,7 @@ func Mine(ctx context.Context, tokens []int32, score ScoreFunc, opts MineOptions
 	if len(cands) == 0 {
 		return nil, fmt.Errorf("spec: no sequence of 2…%d tokens occurs %d times in the corpus's %d tokens: give a longer text", opts.MaxLen, opts.MinCount, countTokens(tokens))
 	}
+	cands = addPrefixes(tokens, cands, opts.MaxLen)
 	if err := scoreCandidates(ctx, cands, score, opts); err != nil {
 		return nil, err
 	}
@@ -250,12 +262,14 @@ func byFrequency(a, b candidate) int {
 	return slices.Compare(a.tokens, b.tokens)
 }
 
-// scoreCandidates asks the model for each candidate's probability, in
-// batches in lexicographic order, and computes the scores.
+// scoreCandidates asks the model for the probability of each candidate of
+// two tokens or more, in batches in lexicographic order.
 func scoreCandidates(ctx context.Context, cands []candidate, score ScoreFunc, opts MineOptions) error {
-	order := make([]int, len(cands))
-	for i := range order {
-		order[i] = i
+	var order []int
+	for i := range cands {
+		if len(cands[i].tokens) >= 2 {
+			order = append(order, i)
+		}
 	}
 	slices.SortFunc(order, func(a, b int) int { return slices.Compare(cands[a].tokens, cands[b].tokens) })
 	batch := make([][]int32, 0, opts.Batch)
@@ -280,56 +294,11 @@ func scoreCandidates(ctx context.Context, cands []candidate, score ScoreFunc, op
 			if !(p >= 0 && p <= 1) {
 				return fmt.Errorf("spec: the scorer gave chain %v the probability %v, outside [0, 1]", cands[i].tokens, p)
 			}
-			c := &cands[i]
-			c.prob = p
-			c.score = float64(c.count) * p * float64(len(c.tokens)-1)
+			cands[i].prob = p
 		}
 		if opts.Progress != nil {
-			opts.Progress(MineProgress{Stage: "scoring", Done: start + len(idx), Total: len(cands)})
+			opts.Progress(MineProgress{Stage: "scoring", Done: start + len(idx), Total: len(order)})
 		}
 	}
 	return nil
-}
-
-// pack chooses the table's chains from the scored candidates (see Mine).
-func pack(cands []candidate) *Chains {
-	slices.SortFunc(cands, func(a, b candidate) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return byFrequency(a, b)
-	})
-	// owner[k] is the confidence of the chosen chain that drafts after key
-	// k: the highest of those with that key.
-	owner := make(map[chainKey]float32)
-	c := new(Chains)
-	n := 0
-	for i := 0; i < len(cands) && n < Entries; i++ {
-		cand := &cands[i]
-		conf := float32(cand.prob)
-		if conf == 0 {
-			continue // a draft the model never accepts
-		}
-		fresh, steals := false, false
-		for k := 1; k <= MaxKey && k < len(cand.tokens); k++ {
-			if o, ok := owner[makeKey(cand.tokens[:k])]; !ok {
-				fresh = true
-			} else if conf > o {
-				// Chosen earlier, the owner has the lower id and wins
-				// ties; a higher confidence would take its key.
-				steals = true
-			}
-		}
-		if !fresh || steals {
-			continue
-		}
-		for k := 1; k <= MaxKey && k < len(cand.tokens); k++ {
-			if key := makeKey(cand.tokens[:k]); owner[key] < conf {
-				owner[key] = conf
-			}
-		}
-		c.Entries[n] = Chain{Tokens: slices.Clone(cand.tokens), Confidence: conf}
-		n++
-	}
-	return c
 }

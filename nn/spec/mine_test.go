@@ -189,15 +189,17 @@ func TestMineIsDeterministic(t *testing.T) {
 	if fmt.Sprint(stages) != "[counting scoring]" {
 		t.Errorf("progress stages %v, want counting then scoring", stages)
 	}
-	if last := progress[len(progress)-1]; last.Done != last.Total || last.Total != DefaultCandidates {
-		t.Errorf("the last progress is %v, want all %d candidates scored", last, DefaultCandidates)
+	if last := progress[len(progress)-1]; last.Done != last.Total || last.Total < DefaultCandidates {
+		t.Errorf("the last progress is %v, want all of at least %d candidates scored", last, DefaultCandidates)
 	}
 }
 
 // The scorer gets lexicographically ordered batches of the most frequent
-// chains, each occurring at least MinCount times.
+// chains, each occurring at least MinCount times, and their prefixes; the
+// miner counts each exactly.
 func TestMineScorerSees(t *testing.T) {
 	toks := corpus(20_000, 100, []int32{1, 2, 3, 4}, 10)
+	toks[5000] = -1 // a document boundary
 	var seen [][]int32
 	score := func(chains [][]int32) ([]float64, error) {
 		if !slices.IsSortedFunc(chains, slices.Compare[[]int32]) {
@@ -209,35 +211,67 @@ func TestMineScorerSees(t *testing.T) {
 		return geometric(0.5)(chains)
 	}
 	mustMine(t, toks, score, MineOptions{Candidates: 300, Batch: 64, MinCount: 3})
-	if len(seen) != 300 {
-		t.Fatalf("scored %d chains, want the 300 candidates", len(seen))
+	counts := bruteCounts(toks, 8)
+	top := bruteForce(counts, 3, 300)
+	want := map[string]bool{}
+	for _, c := range top {
+		for j := 2; j <= len(c); j++ {
+			want[fmt.Sprint(c[:j])] = true
+		}
 	}
-	want := bruteForce(toks, 8, 3, 300)
-	slices.SortFunc(want, slices.Compare[[]int32])
-	for i := range want {
-		if !equalTokens(seen[i], want[i]) {
-			t.Fatalf("scored chain %d is %v, want %v (the brute-force top 300)", i, seen[i], want[i])
+	if len(seen) != len(want) {
+		t.Fatalf("scored %d chains, want the %d of the brute-force top 300 and their prefixes", len(seen), len(want))
+	}
+	for _, c := range seen {
+		if !want[fmt.Sprint(c)] {
+			t.Fatalf("scored %v, not among the top 300 or their prefixes", c)
+		}
+	}
+
+	// addPrefixes counts every candidate and prefix exactly.
+	cands, err := countCandidates(context.Background(), toks, MineOptions{MaxLen: 8, MinCount: 3, Candidates: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands = addPrefixes(toks, cands, 8)
+	for _, c := range cands {
+		if want := counts[fmt.Sprint(c.tokens)]; c.count != want {
+			t.Errorf("%v counted %d times, want %d", c.tokens, c.count, want)
+		}
+		for j := 1; j <= len(c.tokens); j++ {
+			if p := cands[c.prefix[j]].tokens; !equalTokens(p, c.tokens[:j]) {
+				t.Errorf("%v's prefix %d is %v", c.tokens, j, p)
+			}
 		}
 	}
 }
 
-// bruteForce counts every n-gram in a map and returns the top k by
-// count·(n−1), ties to the longer, then the lexicographically smaller.
-func bruteForce(toks []int32, maxLen, minCount, k int) [][]int32 {
+// bruteCounts counts every n-gram of 1…maxLen tokens without a negative id.
+func bruteCounts(toks []int32, maxLen int) map[string]int {
 	counts := map[string]int{}
-	grams := map[string][]int32{}
-	for n := 2; n <= maxLen; n++ {
+	for n := 1; n <= maxLen; n++ {
 		for i := 0; i+n <= len(toks); i++ {
-			g := toks[i : i+n]
-			key := fmt.Sprint(g)
-			counts[key]++
-			grams[key] = g
+			if g := toks[i : i+n]; !slices.ContainsFunc(g, func(t int32) bool { return t < 0 }) {
+				counts[fmt.Sprint(g)]++
+			}
 		}
 	}
+	return counts
+}
+
+// bruteForce returns the top k n-grams of 2 tokens or more by
+// count·(n−1), ties to the longer, then the lexicographically smaller.
+func bruteForce(counts map[string]int, minCount, k int) [][]int32 {
 	var cands []candidate
 	for key, n := range counts {
-		if n >= minCount {
-			cands = append(cands, candidate{tokens: grams[key], count: n})
+		var g []int32
+		for _, f := range strings.Fields(strings.Trim(key, "[]")) {
+			var v int32
+			fmt.Sscan(f, &v)
+			g = append(g, v)
+		}
+		if n >= minCount && len(g) >= 2 {
+			cands = append(cands, candidate{tokens: g, count: n})
 		}
 	}
 	slices.SortFunc(cands, byFrequency)
