@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -181,5 +183,99 @@ func TestChainScorerMatchesDirect(t *testing.T) {
 	}
 	if p, err := s.score([][]int32{{5, 6}}); err != nil || !(p[0] > 0 && p[0] <= 1) {
 		t.Errorf("after an error: %v, %v", p, err)
+	}
+}
+
+// inspectTable writes a small CHNB table and returns its path.
+func inspectTable(t *testing.T) string {
+	t.Helper()
+	c := new(spec.Chains)
+	c.Entries[0] = spec.Chain{Tokens: []int32{72, 105, 33}, Confidence: 0.5}
+	c.Entries[1] = spec.Chain{Tokens: []int32{5000}, Confidence: 0.25}
+	c.Entries[3] = spec.Chain{Tokens: []int32{104, 105}, Confidence: 1}
+	path := filepath.Join(t.TempDir(), "t.chnb")
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestInspectCHNB(t *testing.T) {
+	path := inspectTable(t)
+	code, out, stderr := bitvk("inspect", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"CHNB version 1", "256 chain buckets, 3 filled (6 tokens), chains of at most 8 tokens",
+		"id", "confidence", "72 105 33", "5000", "104 105", "253 empty entries: 2, 4…255"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// --json: every entry, and with -m (after the file) the decoded text.
+	code, out, stderr = bitvk("inspect", path, "--json")
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, stderr)
+	}
+	var r chainsReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, out)
+	}
+	if r.Format != "CHNB" || r.Version != 1 || r.Filled != 3 || len(r.Entries) != 256 || r.Entries[2].Tokens == nil ||
+		fmt.Sprint(r.Entries[0].Tokens) != "[72 105 33]" || r.Entries[0].Confidence != 0.5 || r.Entries[0].Text != nil || r.Entries[255].ID != 255 {
+		t.Errorf("--json report is not the table: %+v", r)
+	}
+
+	model := synthTiny(t, "--n-vocab", "6000")
+	code, out, stderr = bitvk("inspect", path, "--json", "-m", model)
+	if code != 0 {
+		t.Fatalf("--json -m: exit %d: %s", code, stderr)
+	}
+	r = chainsReport{}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := nn.NewTokenizer(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Entries[0].Text == nil || *r.Entries[0].Text != tok.Decode([]int32{72, 105, 33}) || r.Vocab != 6000 || r.Entries[2].Text == nil || *r.Entries[2].Text != "" {
+		t.Errorf("--json -m does not decode the chains: %+v", r.Entries[:3])
+	}
+	code, out, _ = bitvk("inspect", "-m", model, path)
+	if want := fmt.Sprintf("%q", tok.Decode([]int32{104, 105})); code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "checked against the vocabulary") {
+		t.Errorf("inspect -m: exit %d; want the text %s:\n%s", code, want, out)
+	}
+}
+
+func TestInspectCHNBErrors(t *testing.T) {
+	path, model := inspectTable(t), synthTiny(t)
+	damaged := filepath.Join(t.TempDir(), "damaged.chnb")
+	b, _ := os.ReadFile(path)
+	b[len(b)-1] ^= 0xff
+	if err := os.WriteFile(damaged, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"inspect", path, "-m", model}, 1, "checked against " + model + "): chnb: byte"}, // 5000 is beyond the tiny vocabulary
+		{[]string{"inspect", damaged}, 1, "damaged.chnb: chnb: CRC-32 mismatch"},
+		{[]string{"inspect", path, "--ternary"}, 2, "--ternary and --full are for GGUF files"},
+		{[]string{"inspect", model, "-m", model}, 2, "-m decodes the chains of a CHNB table"},
+		{[]string{"inspect", path, "-m", filepath.Join(t.TempDir(), "none.gguf")}, 1, "no such file"},
+	} {
+		code, _, stderr := bitvk(c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", c.args[1:], code, stderr, c.code, c.want)
+		}
 	}
 }
