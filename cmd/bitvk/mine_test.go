@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/models"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/spec"
 	"github.com/bitvk/bitvk/tokenizer"
@@ -277,5 +278,40 @@ func TestInspectCHNBErrors(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", c.args[1:], code, stderr, c.code, c.want)
 		}
+	}
+}
+
+// The built-in model's chain table reads with its vocabulary and drafts
+// the corpus's commonest phrases.
+func TestBuiltinChains(t *testing.T) {
+	d := models.Default()
+	path, remove, err := d.WriteTemp(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := nn.ParseConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := spec.ParseChains(d.Chains, cfg.Vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Filled() != spec.Entries {
+		t.Errorf("%d of %d entries filled", c.Filled(), spec.Entries)
+	}
+	tok, err := nn.NewTokenizer(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := tok.Encode("Then spake Moses.\nAnd the LORD", tokenizer.EncodeOptions{NoBOS: true})
+	if got := tok.Decode(c.Draft(nil, seq, spec.MaxChain)); got != " said unto Moses," {
+		t.Errorf("after %q the table drafts %q, want \" said unto Moses,\"", tok.Decode(seq), got)
 	}
 }
