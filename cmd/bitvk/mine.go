@@ -105,9 +105,13 @@ func runMine(args []string, stdout, stderr io.Writer) error {
 	if tok.AddsBOS() && tok.BOS() >= 0 {
 		bos = tok.BOS()
 	}
-	maxLen := min(spec.MaxChain, m.engine.Context()-countSet(bos >= 0))
+	prefix, after := 0, ""
+	if bos >= 0 {
+		prefix, after = 1, " after BOS"
+	}
+	maxLen := min(spec.MaxChain, m.engine.Context()-prefix)
 	if maxLen < 2 {
-		return fmt.Errorf("a context of %d positions is too short to score chains of 2 tokens%s: give -c %d or more", m.engine.Context(), map[bool]string{true: " after BOS", false: ""}[bos >= 0], 2+countSet(bos >= 0))
+		return fmt.Errorf("a context of %d positions is too short to score chains of 2 tokens%s: give -c %d or more", m.engine.Context(), after, 2+prefix)
 	}
 
 	// The texts, one after another, a separator (-1) between them so that
@@ -154,13 +158,17 @@ func runMine(args []string, stdout, stderr io.Writer) error {
 	if err := c.Save(*out); err != nil {
 		return err
 	}
+	info, err := os.Stat(*out)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(stderr, "mine: done in %.1f s\n", time.Since(start).Seconds())
-	printMineSummary(stdout, *out, c, total, tok, *show)
+	printMineSummary(stdout, *out, info.Size(), c, total, tok, *show)
 	return nil
 }
 
 // printMineSummary says what the table holds and shows its best chains.
-func printMineSummary(w io.Writer, path string, c *spec.Chains, candidates int, tok *tokenizer.Tokenizer, show int) {
+func printMineSummary(w io.Writer, path string, size int64, c *spec.Chains, candidates int, tok *tokenizer.Tokenizer, show int) {
 	filled, tokens := 0, 0
 	var conf float64
 	for _, e := range c.Entries {
@@ -170,7 +178,6 @@ func printMineSummary(w io.Writer, path string, c *spec.Chains, candidates int, 
 			conf += float64(e.Confidence)
 		}
 	}
-	size := 12 + spec.Entries*8 + 4*tokens + 4
 	fmt.Fprintf(w, "wrote %s (%s): %d of %d entries filled from %d candidates", path, humanBytes(uint64(size)), filled, spec.Entries, candidates)
 	if filled > 0 {
 		fmt.Fprintf(w, ", mean chain %.2f tokens, mean confidence %.3g", float64(tokens)/float64(filled), conf/float64(filled))

@@ -13,15 +13,17 @@ import (
 // P(c[i] | the tokens before it) over i ≥ 1, the probability of everything
 // after the chain's first token given that token (the caller decides what
 // context comes before it; bitvk mine puts BOS there). Each value must lie
-// in [0, 1]. It is called with batches of chains in lexicographic order, so
-// that consecutive chains share prefixes a caller can keep evaluated.
+// in [0, 1]. It is called with batches of chains in lexicographic order
+// (a chain's prefixes of two tokens or more come before it), so that
+// consecutive chains share prefixes a caller can keep evaluated. The chains
+// are read-only and valid only during the call.
 type ScoreFunc func(chains [][]int32) ([]float64, error)
 
 // MineOptions tune Mine; the zero value gives the defaults.
 type MineOptions struct {
 	MaxLen     int // the longest chain mined, 2…MaxChain (0: MaxChain)
 	MinCount   int // how often a chain must occur in the corpus to be a candidate (0: 2)
-	Candidates int // how many of the most frequent chains the model scores (0: 4096)
+	Candidates int // how many of the most frequent chains the model scores, with their prefixes (0: 4096)
 	Batch      int // chains per ScoreFunc call (0: 256)
 	// Progress, when set, is called after each chain length is counted and
 	// after each batch is scored.
@@ -32,7 +34,7 @@ type MineOptions struct {
 type MineProgress struct {
 	Stage string // "counting" or "scoring"
 	// Counting: chain lengths counted (Done) of all (Total); scoring: chains
-	// scored of the candidates.
+	// scored of all to score (the candidates and their prefixes).
 	Done, Total int
 }
 
