@@ -2,7 +2,8 @@
 // so that run, chat, serve, check and perplexity have a model that writes
 // text with no download: nano-kjv, a small BitNet b1.58 model trained by
 // `make model` on the King James Bible (see nano-kjv.md, its card, and
-// nano-kjv.log, its training log).
+// nano-kjv.log, its training log), with its CHNB chain table for
+// speculative drafting (nano-kjv.chnb, written by bitvk mine).
 package models
 
 import (
@@ -17,17 +18,21 @@ var nanoKJV []byte
 //go:embed nano-kjv.md
 var nanoKJVCard string
 
+//go:embed nano-kjv.chnb
+var nanoKJVChains []byte
+
 // Model is an embedded model file.
 type Model struct {
 	Name    string // what commands call it
 	Summary string // one line: what it is
 	Data    []byte // the GGUF file
 	Card    string // its model card (markdown)
+	Chains  []byte // its CHNB chain table for drafting (bitvk mine), or nil
 }
 
 // Default is the model commands run when given none.
 func Default() Model {
-	return Model{Name: "nano-kjv", Summary: "a small ternary model trained on the King James Bible", Data: nanoKJV, Card: nanoKJVCard}
+	return Model{Name: "nano-kjv", Summary: "a small ternary model trained on the King James Bible", Data: nanoKJV, Card: nanoKJVCard, Chains: nanoKJVChains}
 }
 
 // WriteTemp writes m to a new file in dir (os.TempDir() when empty), for

@@ -22,6 +22,14 @@ func TestDefaultMatchesItsCard(t *testing.T) {
 	if !strings.Contains(m.Card, sum) {
 		t.Errorf("the card does not give the model's sha256 %s", sum)
 	}
+	// Its chain table is a CHNB file (the cmd/bitvk tests read it whole),
+	// also named in the card.
+	if len(m.Chains) < 4 || string(m.Chains[:4]) != "CHNB" {
+		t.Errorf("the embedded chain table does not start with the CHNB magic")
+	}
+	if sum := fmt.Sprintf("%x", sha256.Sum256(m.Chains)); !strings.Contains(m.Card, sum) {
+		t.Errorf("the card does not give the chain table's sha256 %s", sum)
+	}
 	path, remove, err := m.WriteTemp(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

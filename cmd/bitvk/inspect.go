@@ -89,16 +89,26 @@ type ternarySummary struct {
 const metaArrayShown = 8 // array elements shown before summarizing
 
 func runInspect(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "[flags] FILE.gguf", stderr)
+	fs := newFlags("inspect", "[flags] FILE.gguf|FILE.chnb", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object, for scripts")
 	ternary := fs.Bool("ternary", false, "count −1/0/+1 in every ternary tensor: shares, scale, entropy")
 	full := fs.Bool("full", false, "print arrays whole instead of summarizing them")
+	modelPath := fs.String("m", "", "model or vocabulary `file` (GGUF) whose tokenizer decodes a CHNB table's chains and checks their ids")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError(fs, "want one GGUF file, got %d arguments", len(pos))
+		return usageError(fs, "want one GGUF or CHNB file, got %d arguments", len(pos))
+	}
+	if isCHNBFile(pos[0]) {
+		if *ternary || *full {
+			return usageError(fs, "--ternary and --full are for GGUF files; %s is a CHNB chain table", pos[0])
+		}
+		return inspectChains(pos[0], *modelPath, *asJSON, stdout)
+	}
+	if *modelPath != "" {
+		return usageError(fs, "-m decodes the chains of a CHNB table; %s is not one (inspect a GGUF file without -m)", pos[0])
 	}
 	f, err := gguf.Open(pos[0])
 	if err != nil {

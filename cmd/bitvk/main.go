@@ -22,13 +22,14 @@ type command struct {
 }
 
 var commands = []command{
-	{"inspect", "describe a GGUF file: metadata, tensors, ternary statistics", runInspect},
+	{"inspect", "describe a GGUF file (metadata, tensors, ternary statistics) or a CHNB chain table", runInspect},
 	{"pull", "download a model from the Hugging Face Hub into the cache it shares with Python tools", runPull},
 	{"run", "generate from a prompt, streaming, with a timing summary", runRun},
 	{"chat", "talk with a model in the terminal, turn by turn", runChat},
 	{"serve", "serve a model over an OpenAI-compatible HTTP API, with a web chat page", runServe},
 	{"logits", "print teacher-forced logits per position as JSON lines (to compare engines)", runLogits},
 	{"perplexity", "measure perplexity on a text as llama-perplexity does; KL divergence against a saved run", runPerplexity},
+	{"mine", "mine a CHNB table of frequent token chains from text, for speculative decoding", runMine},
 	{"bench", "time prompt processing and generation, llama-bench style, against the memory roofline", runBench},
 	{"check", "run the same tokens on the CPU and Vulkan backends and compare them layer by layer", runCheck},
 	{"view", "a desktop window showing a model at work: its text, speed, GPU timeline and CPU-vs-GPU check", runView},
