@@ -16,7 +16,7 @@ const versePrompt = "And God said, Let there be light: and there was light. And 
 // the drafting did.
 func TestRunDraft(t *testing.T) {
 	var plain string
-	for _, mode := range []string{"off", "lookup", "auto"} {
+	for _, mode := range []string{"off", "lookup", "chains", "auto"} {
 		code, out, stderr := bitvk("run", "-p", versePrompt, "-n", "48", "--temp", "0", "-t", "1", "--draft", mode)
 		if code != 0 {
 			t.Fatalf("--draft %s: exit %d: %s", mode, code, stderr)
@@ -31,7 +31,12 @@ func TestRunDraft(t *testing.T) {
 		if out != plain {
 			t.Errorf("--draft %s wrote %q, --draft off %q", mode, out, plain)
 		}
-		for _, want := range []string{"drafting: prompt lookup", "drafted:", "kept/pass: 0:"} {
+		says := map[string]string{
+			"lookup": "drafting: prompt lookup,",
+			"chains": "drafting: chain buckets (built-in)",
+			"auto":   "drafting: prompt lookup + chain buckets (built-in)",
+		}[mode]
+		for _, want := range []string{says, "drafted:", "kept/pass: 0:"} {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("--draft %s: no %q in\n%s", mode, want, stderr)
 			}

@@ -198,7 +198,7 @@ func builtinModel(bf backendFlags) (*model, error) {
 		remove()
 		return nil, err
 	}
-	m.path, m.load, m.cleanup = "built-in "+d.Name, time.Since(start), remove
+	m.path, m.load, m.cleanup, m.chains = "built-in "+d.Name, time.Since(start), remove, d.Chains
 	return m, nil
 }
 
