@@ -358,8 +358,12 @@ func (rp *reply) outcome() (finish string, e *apiError, gone bool) {
 // whole collects the reply and sends it as one JSON object.
 func (rp *reply) whole() {
 	var text []byte
-	for piece := range rp.j.events {
-		text = append(text, piece...)
+	for {
+		p, ok := rp.j.out.next()
+		if !ok {
+			break
+		}
+		text = append(text, p.text...)
 	}
 	finish, e, gone := rp.outcome()
 	switch {
@@ -398,10 +402,15 @@ func (rp *reply) stream() {
 		empty := ""
 		sse.send(rp.chunk(&delta{Role: "assistant", Content: &empty}, nil))
 	}
-	for piece := range rp.j.events {
-		if sse.err != nil {
-			continue // drain: the worker stops within a token
+	for {
+		p, ok := rp.j.out.next()
+		if !ok {
+			break
 		}
+		if sse.err != nil {
+			continue // drain: the scheduler stops within a token
+		}
+		piece := p.text
 		if rp.g.chat {
 			sse.send(rp.chunk(&delta{Content: &piece}, nil))
 		} else {
