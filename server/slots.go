@@ -106,6 +106,7 @@ func (w *scheduler) loop(quit <-chan struct{}) {
 	defer func() {
 		for _, sl := range w.slots {
 			if sl.j != nil {
+				sl.j.res.shutdown = true
 				w.finish(sl, endInterrupted, nil)
 			}
 		}

@@ -46,6 +46,7 @@ func newJob(ctx context.Context, arrived time.Time) *job {
 type result struct {
 	finish      string // "stop" (end of turn or a stop string) or "length" (max_tokens, a full context, the deadline)
 	interrupted bool   // the job's context ended it (the finish says how far it got)
+	shutdown    bool   // the server stopped it (Close), perhaps before its context ended
 	err         error  // the model failed
 	stats       nn.Stats
 	prompt      int // prompt tokens
