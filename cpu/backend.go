@@ -18,6 +18,9 @@ type Options struct {
 	// than half of them in BitNet b1.58 2B4T) at a small cost in accuracy.
 	HeadQ8 bool
 	Batch  int // most positions evaluated in one pass; ≤ 0: DefaultBatch
+	// Slots is the number of sequences the K/V cache holds, Context
+	// positions each (nn.MultiBackend); ≤ 0: one.
+	Slots int
 }
 
 // DefaultBatch is how many prompt positions one pass evaluates: each
@@ -41,6 +44,7 @@ type Backend struct {
 	pool    *pool
 	threads int
 	ctx     int
+	slots   int
 	batch   int
 
 	embd    nn.Tensor // token embedding, rows decoded per token
@@ -48,7 +52,7 @@ type Backend struct {
 	outNorm []float32 // [embd]
 	head    *head
 
-	// kCache, vCache: [layer][ctx][kv_dim] float16 bits
+	// kCache, vCache: [layer][slot][ctx][kv_dim] float16 bits
 	kCache, vCache [][]uint16
 	invFreq        []float64 // [rope_dim/2] base^(−2i/rope_dim)
 
@@ -77,7 +81,10 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 	if o.Batch <= 0 {
 		o.Batch = DefaultBatch
 	}
-	b := &Backend{c: c, k: active, threads: o.Threads, ctx: o.Context, batch: o.Batch, embd: w.TokenEmbd}
+	if o.Slots <= 0 {
+		o.Slots = 1
+	}
+	b := &Backend{c: c, k: active, threads: o.Threads, ctx: o.Context, slots: o.Slots, batch: o.Batch, embd: w.TokenEmbd}
 	b.pool = newPool(o.Threads)
 	if err := b.load(w, o); err != nil {
 		b.pool.close()
@@ -85,8 +92,8 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 	}
 	kv := c.KVDim()
 	for l := 0; l < c.Layers; l++ {
-		b.kCache = append(b.kCache, make([]uint16, o.Context*kv))
-		b.vCache = append(b.vCache, make([]uint16, o.Context*kv))
+		b.kCache = append(b.kCache, make([]uint16, o.Slots*o.Context*kv))
+		b.vCache = append(b.vCache, make([]uint16, o.Slots*o.Context*kv))
 	}
 	b.invFreq = ropeFrequencies(c.RopeDim, c.RopeBase)
 	b.s = newScratch(c, o.Batch, o.Context, o.Threads)
@@ -147,8 +154,11 @@ func (b *Backend) Name() string {
 	return fmt.Sprintf("cpu (%s, %d threads)", b.k.name, b.threads)
 }
 
-// Context is the number of positions the K/V cache holds.
+// Context is the number of positions the K/V cache holds per slot.
 func (b *Backend) Context() int { return b.ctx }
+
+// Slots is the number of sequences the K/V cache holds.
+func (b *Backend) Slots() int { return b.slots }
 
 // Threads is the number of worker threads.
 func (b *Backend) Threads() int { return b.threads }
@@ -194,12 +204,98 @@ func (b *Backend) Forward(tokens []int32, pos int, logits []float32) error {
 		default:
 			first = len(chunk)
 		}
-		if err := b.forwardBatch(chunk, pos+start, out, first); err != nil {
+		s := &b.s
+		for t := range chunk {
+			s.seq[t], s.pos[t] = 0, pos+start+t
+		}
+		if err := b.forwardBatch(chunk, out, first); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// ForwardMulti implements nn.MultiBackend: the batch is evaluated in
+// passes of up to Options.Batch tokens, in its order; within a pass the
+// tokens whose logits are wanted go last, so that the head runs on the
+// pass's final rows as it does for Forward.
+func (b *Backend) ForwardMulti(batch []nn.SeqToken, logits []float32) error {
+	if b.pool == nil {
+		return errors.New("cpu: backend is closed")
+	}
+	v, want := b.c.Vocab, 0
+	for i, t := range batch {
+		switch {
+		case t.Seq < 0 || t.Seq >= b.slots:
+			return fmt.Errorf("cpu: batch token %d is for slot %d; the cache has %d slots", i, t.Seq, b.slots)
+		case t.Pos < 0 || t.Pos >= b.ctx:
+			return fmt.Errorf("cpu: batch token %d is at position %d, outside the context of %d", i, t.Pos, b.ctx)
+		case t.Token < 0 || int(t.Token) >= v:
+			return fmt.Errorf("cpu: batch token %d is %d, outside the vocabulary of %d", i, t.Token, v)
+		}
+		if t.Logits {
+			want++
+		}
+		// Two tokens at one place would race for its cache row.
+		for _, u := range batch[max(i-b.batch+1, 0):i] {
+			if u.Seq == t.Seq && u.Pos == t.Pos {
+				return fmt.Errorf("cpu: batch token %d is a second token at position %d of slot %d", i, t.Pos, t.Seq)
+			}
+		}
+	}
+	if len(logits) != want*v {
+		return fmt.Errorf("cpu: logits buffer of %d for %d tokens wanting logits and a vocabulary of %d", len(logits), want, v)
+	}
+	s := &b.s
+	done := 0 // logits rows written
+	for start := 0; start < len(batch); start += b.batch {
+		chunk := batch[start:min(start+b.batch, len(batch))]
+		n, k := 0, 0 // tokens without logits, with
+		for _, t := range chunk {
+			if t.Logits {
+				k++
+			}
+		}
+		first := len(chunk) - k
+		n, k = 0, 0
+		for _, t := range chunk {
+			i := n
+			if t.Logits {
+				i = first + k
+				k++
+			} else {
+				n++
+			}
+			s.tok[i], s.seq[i], s.pos[i] = t.Token, t.Seq, t.Pos
+		}
+		if err := b.forwardBatch(s.tok[:len(chunk)], logits[done*v:(done+k)*v], first); err != nil {
+			return err
+		}
+		done += k
+	}
+	return nil
+}
+
+// CopySeq implements nn.MultiBackend: it copies the keys and values of
+// positions 0…n−1 of slot src to slot dst.
+func (b *Backend) CopySeq(dst, src, n int) error {
+	switch {
+	case dst < 0 || dst >= b.slots || src < 0 || src >= b.slots:
+		return fmt.Errorf("cpu: copying slot %d to slot %d: the cache has %d slots", src, dst, b.slots)
+	case n < 0 || n > b.ctx:
+		return fmt.Errorf("cpu: copying %d positions: the context holds %d", n, b.ctx)
+	case dst == src || n == 0:
+		return nil
+	}
+	kv := b.c.KVDim()
+	for l := range b.kCache {
+		copy(b.kCache[l][dst*b.ctx*kv:(dst*b.ctx+n)*kv], b.kCache[l][src*b.ctx*kv:(src*b.ctx+n)*kv])
+		copy(b.vCache[l][dst*b.ctx*kv:(dst*b.ctx+n)*kv], b.vCache[l][src*b.ctx*kv:(src*b.ctx+n)*kv])
+	}
+	return nil
+}
+
+var _ nn.MultiBackend = (*Backend)(nil)
 
 // ForwardTrace is Forward that also reports the residual stream after each
 // block of each layer (see nn.Tracer).

@@ -151,3 +151,14 @@ func TestConformanceDrafting(t *testing.T) {
 		}, true)
 	})
 }
+
+func TestConformanceMultiSeq(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		for _, threads := range []int{1, 3} {
+			nntest.MultiSeq(t, func(c *nn.Config, w *nn.Weights, ctx, slots int) (nn.MultiBackend, error) {
+				// A batch smaller than some passes makes ForwardMulti split.
+				return New(c, w, Options{Threads: threads, Context: ctx, Batch: 7, Slots: slots})
+			}, true)
+		}
+	})
+}

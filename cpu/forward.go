@@ -22,6 +22,9 @@ type scratch struct {
 	xn     []float32   // [embd] normalized final state of one position
 	hq     []int8      // [embd] its int8 quantization for the q8 head
 	hRaw   []int32     // [vocab] q8 head sums
+	tok    []int32     // [T] the tokens of a ForwardMulti pass
+	seq    []int       // [T] each position's slot of the K/V cache
+	pos    []int       // [T] each position's place in its slot's sequence
 }
 
 func newScratch(c *nn.Config, T, ctx, workers int) scratch {
@@ -40,6 +43,9 @@ func newScratch(c *nn.Config, T, ctx, workers int) scratch {
 		xn:     make([]float32, c.Embd),
 		hq:     make([]int8, c.Embd),
 		hRaw:   make([]int32, c.Vocab),
+		tok:    make([]int32, T),
+		seq:    make([]int, T),
+		pos:    make([]int, T),
 	}
 	for w := 0; w < workers; w++ {
 		s.scores = append(s.scores, make([]float32, ctx))
@@ -47,16 +53,17 @@ func newScratch(c *nn.Config, T, ctx, workers int) scratch {
 	return s
 }
 
-// forwardBatch evaluates T = len(tokens) positions starting at pos and
-// writes the logits of tokens first… into out ([T−first][vocab]).
-func (b *Backend) forwardBatch(tokens []int32, pos int, out []float32, first int) error {
+// forwardBatch evaluates T = len(tokens) tokens, token t at position
+// s.pos[t] of slot s.seq[t], and writes the logits of tokens first… into
+// out ([T−first][vocab]).
+func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 	c, s := b.c, &b.s
 	T, E, kv, hd := len(tokens), c.Embd, c.KVDim(), c.HeadDim
 	for t, tok := range tokens {
 		if err := b.embd.Row(int(tok), s.x[t*E:(t+1)*E]); err != nil {
 			return err
 		}
-		b.ropeTable(pos+t, s.rope[t*c.RopeDim:(t+1)*c.RopeDim])
+		b.ropeTable(s.pos[t], s.rope[t*c.RopeDim:(t+1)*c.RopeDim])
 	}
 	qkvRows := E + 2*kv
 	for li := range b.layers {
@@ -73,15 +80,16 @@ func (b *Backend) forwardBatch(tokens []int32, pos int, out []float32, first int
 				for h := 0; h < c.Heads+c.KVHeads; h++ { // query heads, then key heads
 					rope(y[h*hd:h*hd+c.RopeDim], cs, c.RopeInterleaved)
 				}
-				kc := b.kCache[li][(pos+t)*kv : (pos+t+1)*kv]
-				vc := b.vCache[li][(pos+t)*kv : (pos+t+1)*kv]
+				row := s.seq[t]*b.ctx + s.pos[t] // the token's row of the cache
+				kc := b.kCache[li][row*kv : (row+1)*kv]
+				vc := b.vCache[li][row*kv : (row+1)*kv]
 				for i := 0; i < kv; i++ {
 					kc[i] = nn.F32ToF16(y[E+i])
 					vc[i] = nn.F32ToF16(y[E+kv+i])
 				}
 			}
 		})
-		b.attention(li, T, pos)
+		b.attention(li, T)
 		b.quantizeEach(T, E, func(t int, a []float32) {
 			if o := s.att[t*E : (t+1)*E]; l.attnSubNorm != nil {
 				rmsNorm(a, o, l.attnSubNorm, c.Eps)
@@ -319,11 +327,11 @@ func rope(x []float32, cs []float64, interleaved bool) {
 	}
 }
 
-// attention computes, for each of T positions pos+t and each query head h,
-// softmax(q·Kᵀ/√head_dim) · V over cache positions 0…pos+t of KV head
-// h/(heads/kv_heads), into s.att. Work items (position, head) are split
-// across the workers.
-func (b *Backend) attention(li, T, pos int) {
+// attention computes, for each of T tokens t and each query head h,
+// softmax(q·Kᵀ/√head_dim) · V over the positions 0…s.pos[t] of slot
+// s.seq[t] of the cache, KV head h/(heads/kv_heads), into s.att. Work items
+// (token, head) are split across the workers.
+func (b *Backend) attention(li, T int) {
 	c, s := b.c, &b.s
 	E, kv, hd := c.Embd, c.KVDim(), c.HeadDim
 	qkvRows := E + 2*kv
@@ -334,7 +342,8 @@ func (b *Backend) attention(li, T, pos int) {
 			t, h := item/c.Heads, item%c.Heads
 			q := s.y[t*qkvRows+h*hd : t*qkvRows+(h+1)*hd]
 			o := s.att[t*E+h*hd : t*E+(h+1)*hd]
-			attend(b.k, q, kc, vc, kv, (h/group)*hd, pos+t+1, s.scores[w], o)
+			base := s.seq[t] * b.ctx * kv // the slot's region
+			attend(b.k, q, kc[base:], vc[base:], kv, (h/group)*hd, s.pos[t]+1, s.scores[w], o)
 		}
 	})
 }

@@ -15,8 +15,8 @@ import (
 // OpenAI defines them, with llama.cpp's extensions top_k, min_p,
 // repeat_penalty and ignore_eos. Fields this server does not know are
 // ignored, as OpenAI's own clients send many; fields it knows but does not
-// implement (n > 1, logprobs, tools, echo, …) are refused when they ask
-// for something, so that no client is silently given less than it asked.
+// implement (tools, echo, …) are refused when they ask for something, so
+// that no client is silently given less than it asked.
 
 // commonRequest holds the fields both endpoints take.
 type commonRequest struct {
@@ -46,6 +46,7 @@ type chatRequest struct {
 	commonRequest
 	Messages            []chatMessage   `json:"messages"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	TopLogprobs         *int            `json:"top_logprobs"`
 	Tools               json.RawMessage `json:"tools"`
 	ResponseFormat      *struct {
 		Type string `json:"type"`
@@ -286,13 +287,5 @@ func checkRange(param string, v *float64, lo, hi float64) *apiError {
 	return nil
 }
 
-// unsupported refuses the OpenAI options this server cannot honour.
-func (c *commonRequest) unsupported() *apiError {
-	if c.N != nil && *c.N != 1 {
-		return invalid("n", "'n' is %d: this server generates one choice per request (n = 1)", *c.N)
-	}
-	if !isNull(c.Logprobs) && string(c.Logprobs) != "false" && string(c.Logprobs) != "0" {
-		return invalid("logprobs", "'logprobs' is not supported by this server")
-	}
-	return nil
-}
+// maxChoices bounds n: each choice takes a slot.
+const maxChoices = 16

@@ -1,17 +1,11 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/tokenizer"
@@ -27,6 +21,10 @@ type generation struct {
 	maxTokens    int
 	stop         []string
 	ignoreEOS    bool
+	n            int  // choices, each its own job (and slot); their seeds are the request's, +1, +2, …
+	logprobs     bool // return each token's log-probability
+	topLogprobs  int  // and this many alternatives
+	json         bool // response_format json_object
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, rec *recorder) {
@@ -64,8 +62,8 @@ func (s *Server) chatGeneration(req *chatRequest) (*generation, *apiError) {
 			"this model has no chat template bitvk knows: restart the server with --chat-template, or use /v1/completions")
 	case len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]":
 		return nil, invalid("tools", "'tools' is not supported by this server")
-	case req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text":
-		return nil, invalid("response_format", "'response_format' %q is not supported; only \"text\"", req.ResponseFormat.Type)
+	case req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text" && req.ResponseFormat.Type != "json_object":
+		return nil, invalid("response_format", "'response_format' %q is not supported; only \"text\" and \"json_object\"", req.ResponseFormat.Type)
 	case len(req.Messages) == 0:
 		return nil, invalid("messages", "'messages' must hold at least one message")
 	}
@@ -76,6 +74,23 @@ func (s *Server) chatGeneration(req *chatRequest) (*generation, *apiError) {
 	g, e := s.common(&req.commonRequest, limit)
 	if e != nil {
 		return nil, e
+	}
+	g.json = req.ResponseFormat != nil && req.ResponseFormat.Type == "json_object"
+	switch lp := string(req.Logprobs); lp {
+	case "", "null", "false":
+		if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
+			return nil, invalid("top_logprobs", "'top_logprobs' needs \"logprobs\": true")
+		}
+	case "true":
+		g.logprobs = true
+		if req.TopLogprobs != nil {
+			if *req.TopLogprobs < 0 || *req.TopLogprobs > maxTopLogprobs {
+				return nil, invalid("top_logprobs", "'top_logprobs' is %d; it must be between 0 and %d", *req.TopLogprobs, maxTopLogprobs)
+			}
+			g.topLogprobs = *req.TopLogprobs
+		}
+	default:
+		return nil, invalid("logprobs", "'logprobs' must be a boolean in a chat completion")
 	}
 	msgs := make([]tokenizer.Message, len(req.Messages))
 	for i, m := range req.Messages {
@@ -119,6 +134,13 @@ func (s *Server) completionGeneration(req *completionRequest) (*generation, *api
 	g, e := s.common(&req.commonRequest, req.MaxTokens)
 	if e != nil {
 		return nil, e
+	}
+	if !isNull(req.Logprobs) && string(req.Logprobs) != "false" {
+		var k int
+		if err := json.Unmarshal(req.Logprobs, &k); err != nil || k < 0 || k > 5 {
+			return nil, invalid("logprobs", "'logprobs' must be an integer between 0 and 5 in a text completion (the alternatives per token)")
+		}
+		g.logprobs, g.topLogprobs = true, k
 	}
 	var text string
 	var texts []string
@@ -175,9 +197,6 @@ func (s *Server) checkPrompt(prompt []int32, param string) *apiError {
 // common checks the fields both endpoints share and maps them onto the
 // sampler, over the server's defaults.
 func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiError) {
-	if e := c.unsupported(); e != nil {
-		return nil, e
-	}
 	for _, r := range []struct {
 		name   string
 		v      *float64
@@ -197,7 +216,13 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 	if c.TopK != nil && *c.TopK < 0 {
 		return nil, invalid("top_k", "'top_k' is %d; it must be 0 (off) or more", *c.TopK)
 	}
-	g := &generation{stream: c.Stream, ignoreEOS: c.IgnoreEOS, maxTokens: s.cfg.MaxTokens}
+	g := &generation{stream: c.Stream, ignoreEOS: c.IgnoreEOS, maxTokens: s.cfg.MaxTokens, n: 1}
+	if c.N != nil {
+		if *c.N < 1 || *c.N > maxChoices {
+			return nil, invalid("n", "'n' is %d; it must be between 1 and %d", *c.N, maxChoices)
+		}
+		g.n = *c.N
+	}
 	if c.StreamOptions != nil {
 		if !c.Stream {
 			return nil, invalid("stream_options", "'stream_options' needs \"stream\": true")
@@ -247,231 +272,6 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 	}
 	g.sampling = sc
 	return g, nil
-}
-
-// complete queues g, waits for the worker and sends the reply, streamed or
-// whole.
-func (s *Server) complete(w http.ResponseWriter, r *http.Request, rec *recorder, g *generation) {
-	arrived := time.Now()
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	defer context.AfterFunc(s.stopCtx, func() { cancel(context.Cause(s.stopCtx)) })()
-	if s.cfg.Timeout > 0 {
-		var c context.CancelFunc
-		ctx, c = context.WithTimeoutCause(ctx, s.cfg.Timeout, errDeadline)
-		defer c()
-	}
-	j := newJob(ctx, arrived)
-	j.prompt, j.sampling, j.maxTokens, j.stop, j.ignoreEOS = g.prompt, g.sampling, g.maxTokens, g.stop, g.ignoreEOS
-	if s.draining.Load() {
-		writeError(w, shuttingDown())
-		return
-	}
-	if ok, closed := s.q.push(j); !ok {
-		if closed {
-			writeError(w, shuttingDown())
-			return
-		}
-		e := newError(http.StatusServiceUnavailable, "server_error", "queue_full", "",
-			"the server is busy: %d requests are waiting already (--queue); try again later", s.cfg.Queue)
-		e.retryAfter = s.w.retryAfter()
-		writeError(w, e)
-		return
-	}
-	select {
-	case <-j.started:
-	case <-ctx.Done():
-		if s.q.remove(j) {
-			s.abandon(w, rec, context.Cause(ctx), time.Since(arrived))
-			return
-		}
-		<-j.started // the worker took it just now; it ends within a token
-	}
-	reply := &reply{s: s, w: w, rec: rec, ctx: ctx, cancel: cancel, g: g, j: j, created: time.Now().Unix()}
-	if g.chat {
-		reply.id = "chatcmpl-" + uuid.NewString()
-	} else {
-		reply.id = "cmpl-" + uuid.NewString()
-	}
-	if g.stream {
-		reply.stream()
-	} else {
-		reply.whole()
-	}
-	res := &j.res
-	rec.attrs = append(rec.attrs, slog.Int("prompt_tokens", res.prompt), slog.Int("cached_tokens", res.cached),
-		slog.Int("completion_tokens", res.stats.GenTokens), slog.String("finish", res.finish))
-}
-
-func shuttingDown() *apiError {
-	return newError(http.StatusServiceUnavailable, "server_error", "shutting_down", "", "the server is shutting down")
-}
-
-// abandon answers a request that left the queue before the worker took it.
-func (s *Server) abandon(w http.ResponseWriter, rec *recorder, cause error, waited time.Duration) {
-	switch {
-	case errors.Is(cause, errDeadline):
-		e := newError(http.StatusServiceUnavailable, "server_error", "timeout", "",
-			"the server is busy: the request waited %.1f s in the queue, past its deadline of %v (--timeout); try again later",
-			waited.Seconds(), s.cfg.Timeout)
-		e.retryAfter = s.w.retryAfter()
-		writeError(w, e)
-	case errors.Is(cause, errShuttingDown):
-		writeError(w, shuttingDown())
-	default:
-		rec.gone = true
-	}
-}
-
-// reply writes one job's answer.
-type reply struct {
-	s       *Server
-	w       http.ResponseWriter
-	rec     *recorder
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	g       *generation
-	j       *job
-	id      string
-	created int64
-}
-
-// outcome decides, once the worker is done, what the client is told: ok
-// with the finish reason, or an error, or nothing (it is gone).
-func (rp *reply) outcome() (finish string, e *apiError, gone bool) {
-	res := &rp.j.res
-	switch {
-	case res.err != nil:
-		return "", newError(http.StatusInternalServerError, "server_error", "", "", "the model failed: %v", res.err), false
-	case !res.interrupted:
-		return res.finish, nil, false
-	}
-	switch cause := context.Cause(rp.ctx); {
-	case errors.Is(cause, errDeadline):
-		return "length", nil, false // as far as it got by the deadline
-	case errors.Is(cause, errShuttingDown):
-		return "", newError(http.StatusServiceUnavailable, "server_error", "shutting_down", "", "the server is shutting down; the reply was cut short"), false
-	}
-	return "", nil, true
-}
-
-// whole collects the reply and sends it as one JSON object.
-func (rp *reply) whole() {
-	var text []byte
-	for piece := range rp.j.events {
-		text = append(text, piece...)
-	}
-	finish, e, gone := rp.outcome()
-	switch {
-	case gone:
-		rp.rec.gone = true
-		return
-	case e != nil:
-		writeError(rp.w, e)
-		return
-	}
-	out := completion{ID: rp.id, Created: rp.created, Model: rp.s.cfg.ModelName, Usage: rp.usage(), Timings: rp.timings()}
-	if rp.g.chat {
-		out.Object = "chat.completion"
-		out.Choices = []choice{{Message: &message{Role: "assistant", Content: string(text)}, FinishReason: &finish}}
-	} else {
-		out.Object = "text_completion"
-		t := string(text)
-		out.Choices = []choice{{Text: &t, FinishReason: &finish}}
-	}
-	writeJSON(rp.w, http.StatusOK, out)
-}
-
-// stream sends the reply as Server-Sent Events, one chunk per piece of
-// text, as OpenAI does: for chat a first chunk with the role, then the
-// content, then an empty delta with the finish reason; with include_usage
-// a last chunk with no choices and the usage; then "data: [DONE]".
-func (rp *reply) stream() {
-	h := rp.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // no proxy buffering of the events
-	rp.w.WriteHeader(http.StatusOK)
-	sse := &sseWriter{w: rp.w, rc: http.NewResponseController(rp.w)}
-	defer sse.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
-	if rp.g.chat {
-		empty := ""
-		sse.send(rp.chunk(&delta{Role: "assistant", Content: &empty}, nil))
-	}
-	for piece := range rp.j.events {
-		if sse.err != nil {
-			continue // drain: the worker stops within a token
-		}
-		if rp.g.chat {
-			sse.send(rp.chunk(&delta{Content: &piece}, nil))
-		} else {
-			sse.send(rp.chunk(nil, &piece))
-		}
-		if sse.err != nil {
-			rp.cancel(errClientGone)
-		}
-	}
-	finish, e, gone := rp.outcome()
-	switch {
-	case gone || sse.err != nil:
-		rp.rec.gone = true
-		return
-	case e != nil:
-		sse.send(struct {
-			Error *apiError `json:"error"`
-		}{e})
-		return
-	}
-	var last chunk
-	if rp.g.chat {
-		last = rp.chunk(&delta{}, nil)
-	} else {
-		empty := ""
-		last = rp.chunk(nil, &empty)
-	}
-	last.Choices[0].FinishReason = &finish
-	last.Timings = rp.timings()
-	sse.send(last)
-	if rp.g.includeUsage {
-		u := rp.chunk(nil, nil)
-		u.Choices, u.Usage = []choice{}, rp.usage()
-		sse.send(u)
-	}
-	sse.done()
-	if sse.err != nil {
-		rp.rec.gone = true
-	}
-}
-
-// chunk is one streamed event: a delta (chat) or a text (completions).
-func (rp *reply) chunk(d *delta, text *string) chunk {
-	c := chunk{ID: rp.id, Created: rp.created, Model: rp.s.cfg.ModelName, Object: "text_completion"}
-	if rp.g.chat {
-		c.Object = "chat.completion.chunk"
-	}
-	if d != nil || text != nil {
-		c.Choices = []choice{{Delta: d, Text: text}}
-	}
-	return c
-}
-
-func (rp *reply) usage() *usage {
-	res := &rp.j.res
-	return &usage{
-		PromptTokens: res.prompt, CompletionTokens: res.stats.GenTokens, TotalTokens: res.prompt + res.stats.GenTokens,
-		PromptTokensDetails: &promptDetails{CachedTokens: res.cached},
-	}
-}
-
-func (rp *reply) timings() *timings {
-	st := rp.j.res.stats
-	ms := func(d time.Duration) float64 { return math.Round(d.Seconds()*1e6) / 1e3 }
-	return &timings{
-		QueueMS: ms(rp.j.res.queueWait),
-		PromptN: st.PromptTokens, PromptMS: ms(st.PromptTime), PromptPerSecond: st.PromptRate(),
-		PredictedN: st.GenTokens, PredictedMS: ms(st.GenTime), PredictedPerSecond: st.GenRate(),
-		DraftN: st.Draft.Drafted, DraftAccepted: st.Draft.Accepted, DraftPasses: st.Draft.Passes, PassesSaved: st.PassesSaved(),
-	}
 }
 
 // sseWriter writes Server-Sent Events and remembers the first failure.

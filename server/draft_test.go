@@ -78,7 +78,7 @@ func TestServerDrafting(t *testing.T) {
 			t.Errorf("%s is 0", name)
 		}
 	}
-	if _, err := New(Config{Engine: ts.w.engine, Tokenizer: ts.tok, DraftMax: 99}); err == nil {
+	if _, err := New(Config{Engine: ts.engine, Tokenizer: ts.tok, DraftMax: 99}); err == nil {
 		t.Error("a draft max of 99 was accepted")
 	}
 }

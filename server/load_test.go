@@ -303,10 +303,10 @@ func TestShutdown(t *testing.T) {
 }
 
 // TestClose: Close ends what runs and what waits, and the server refuses
-// what comes after.
+// what comes after. One slot, so that the second request waits.
 func TestClose(t *testing.T) {
 	g := newGate(2)
-	ts := newTestServer(t, testOptions{noEOG: true, hook: g.hook})
+	ts := newTestServer(t, testOptions{noEOG: true, hook: g.hook, slots: 1})
 	results := make(chan int, 2)
 	for range 2 {
 		go func() {
@@ -322,8 +322,10 @@ func TestClose(t *testing.T) {
 		}()
 	}
 	waitFor(t, "the 2nd forward pass", g.entered)
-	for ts.q.len() == 0 {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ts.q.len() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request is not in the queue after 10 s")
+		}
 	}
 	closed := make(chan struct{})
 	go func() { ts.Close(); close(closed) }()

@@ -18,7 +18,8 @@ type metrics struct {
 
 	requests     *prometheus.CounterVec // by endpoint and status code
 	promptTokens prometheus.Counter     // prompt tokens, cached ones included
-	cachedTokens prometheus.Counter     // prompt tokens whose K/V were reused from the request before
+	cachedTokens prometheus.Counter     // prompt tokens whose K/V were reused from a slot's cache
+	cacheHits    prometheus.Counter     // requests that reused some
 	genTokens    prometheus.Counter     // tokens sampled
 	genRate      prometheus.Histogram   // per request: generated tok/s
 	promptRate   prometheus.Histogram   // per request: prompt tok/s (evaluated tokens)
@@ -34,13 +35,14 @@ type metrics struct {
 	keptLength  prometheus.Histogram // drafted tokens kept per verification pass
 }
 
-func newMetrics(queueDepth, running func() float64) *metrics {
+func newMetrics(queueDepth, running func() float64, slots float64) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	f := promauto{m.reg}
 	m.requests = f.counterVec("bitvk_http_requests_total",
 		"HTTP requests answered, by endpoint and status code (499: the client went away first).", "endpoint", "code")
 	m.promptTokens = f.counter("bitvk_prompt_tokens_total", "Prompt tokens of the completions served, cached ones included.")
-	m.cachedTokens = f.counter("bitvk_prompt_tokens_cached_total", "Prompt tokens whose keys and values were kept from the request before (not evaluated again).")
+	m.cachedTokens = f.counter("bitvk_prompt_tokens_cached_total", "Prompt tokens whose keys and values were reused from a slot's cache (the prefix cache; not evaluated again).")
+	m.cacheHits = f.counter("bitvk_prefix_cache_hits_total", "Completions that reused the start of their prompt from a slot's cache.")
 	m.genTokens = f.counter("bitvk_generated_tokens_total", "Tokens generated (sampled), the end-of-turn token included.")
 	rates := prometheus.ExponentialBuckets(1, 2, 16) // 1 … 32768 tok/s
 	m.genRate = f.histogram("bitvk_generation_tokens_per_second", "Generation speed of each completion of at least two tokens.", rates)
@@ -58,8 +60,9 @@ func newMetrics(queueDepth, running func() float64) *metrics {
 	}, []string{"endpoint"})
 	m.reg.MustRegister(m.duration)
 	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bitvk_queue_depth", Help: "Requests waiting for the model (the one being generated not included)."}, queueDepth),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bitvk_requests_running", Help: "Requests the model is generating now (0 or 1)."}, running),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bitvk_queue_depth", Help: "Requests waiting for a slot (those being generated not included)."}, queueDepth),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bitvk_requests_running", Help: "Requests the model is generating now, one per busy slot."}, running),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bitvk_slots", Help: "Slots: requests the server generates at once (--parallel)."}, func() float64 { return slots }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -2,9 +2,11 @@
 //
 // It serves one model: POST /v1/chat/completions and /v1/completions (with
 // and without streaming, as Server-Sent Events), GET /v1/models, /health,
-// /metrics (Prometheus) and the chat page at /. A bounded queue sits in
-// front of the model, and one worker goroutine, the only user of the
-// nn.Engine, serves the requests one at a time (see worker.go).
+// /metrics (Prometheus) and the chat page at /, llama-server's and
+// Ollama's native endpoints (native.go). A bounded queue sits in front of
+// the model, and one scheduler goroutine, the only user of the backend,
+// serves up to Config.Parallel requests at once in the slots of its K/V
+// cache, all in one forward pass per step (see slots.go).
 // docs/SERVER.md describes the API for its users.
 package server
 
@@ -47,17 +49,28 @@ type Config struct {
 	DraftMax       int
 	DraftThreshold float32
 
-	Queue     int           // requests that may wait while one is generated; more are refused with 503
+	// Parallel is the number of requests generated at once, each in its
+	// own slot of the backend's K/V cache (nn.MultiBackend); 0: every slot
+	// the backend has. A backend without ForwardMulti has one.
+	Parallel int
+	// PrefillChunk is the most prompt tokens evaluated per forward pass
+	// while some slot generates; 0: DefaultPrefillChunk.
+	PrefillChunk int
+
+	Queue     int           // requests that may wait for a slot; more are refused with 503
 	Timeout   time.Duration // deadline of a request from its arrival, queue wait included; 0: none
 	MaxBody   int64         // request body limit in bytes; 0: DefaultMaxBody
 	APIKey    string        // when set, the API and /metrics need "Authorization: Bearer APIKey"
-	NoReuse   bool          // evaluate every prompt in full, never reusing the K/V cache of the request before
+	NoReuse   bool          // evaluate every prompt in full, never reusing the slots' K/V caches (no prefix cache)
 	Log       *slog.Logger  // one line per request; nil: none
 	ServerLog *slog.Logger  // errors of the HTTP server itself (Serve); nil: Log
 }
 
 // DefaultMaxBody is the request body limit when Config.MaxBody is 0.
 const DefaultMaxBody = 1 << 20
+
+// DefaultPrefillChunk is Config.PrefillChunk when 0.
+const DefaultPrefillChunk = 32
 
 // writeTimeout bounds each write to a client: one that stops reading for
 // this long loses its connection rather than holding the model.
@@ -74,7 +87,7 @@ var (
 // call Serve), and Close it when done; it does not close the engine.
 type Server struct {
 	cfg     Config
-	w       *worker
+	w       *scheduler
 	q       *queue
 	m       *metrics
 	handler http.Handler
@@ -85,17 +98,19 @@ type Server struct {
 	stopAll  context.CancelCauseFunc
 	draining atomic.Bool // shutting down: /health says so, new requests are refused
 	quit     chan struct{}
-	done     chan struct{} // the worker has returned
+	done     chan struct{} // the scheduler has returned
 	once     sync.Once
 }
 
-// New checks c and starts the server's worker.
+// New checks c and starts the server's scheduler.
 func New(c Config) (*Server, error) {
 	switch {
 	case c.Engine == nil || c.Tokenizer == nil:
 		return nil, errors.New("server: the config needs an engine and its tokenizer")
 	case c.Queue < 0:
 		return nil, fmt.Errorf("server: queue length %d is negative", c.Queue)
+	case c.Parallel < 0 || c.PrefillChunk < 0:
+		return nil, fmt.Errorf("server: parallel %d and prefill chunk %d must not be negative", c.Parallel, c.PrefillChunk)
 	case c.Timeout < 0:
 		return nil, fmt.Errorf("server: timeout %v is negative", c.Timeout)
 	case c.MaxBody < 0:
@@ -110,6 +125,16 @@ func New(c Config) (*Server, error) {
 	}
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody
+	}
+	if c.PrefillChunk == 0 {
+		c.PrefillChunk = DefaultPrefillChunk
+	}
+	mb := nn.AsMulti(c.Engine.Backend())
+	switch {
+	case c.Parallel == 0:
+		c.Parallel = mb.Slots()
+	case c.Parallel > mb.Slots():
+		return nil, fmt.Errorf("server: %d parallel requests need as many slots; the backend (%s) has %d", c.Parallel, mb.Name(), mb.Slots())
 	}
 	if c.ModelName == "" {
 		c.ModelName = "bitvk"
@@ -126,17 +151,16 @@ func New(c Config) (*Server, error) {
 		s.keyHash = &h
 	}
 	s.stopCtx, s.stopAll = context.WithCancelCause(context.Background())
-	s.w = &worker{engine: c.Engine, tok: c.Tokenizer, reuse: !c.NoReuse, q: s.q,
-		draft: nn.GenerateOptions{Draft: c.Draft, DraftMax: c.DraftMax, DraftThreshold: c.DraftThreshold}}
 	s.m = newMetrics(
 		func() float64 { return float64(s.q.len()) },
-		func() float64 {
-			if s.w.running.Load() {
-				return 1
-			}
-			return 0
-		})
-	s.w.m = s.m
+		func() float64 { return float64(s.w.busy.Load()) },
+		float64(c.Parallel))
+	s.w = newScheduler(mb, c.Engine.Config(), c.Tokenizer, c.Parallel, s.q, s.m)
+	s.w.reuse, s.w.chunk = !c.NoReuse, c.PrefillChunk
+	s.w.draft = nn.GenerateOptions{Draft: c.Draft, DraftMax: c.DraftMax, DraftThreshold: c.DraftThreshold}
+	if s.w.draft.DraftMax == 0 {
+		s.w.draft.DraftMax = nn.DefaultDraftMax
+	}
 	s.handler = s.routes()
 	go func() {
 		defer close(s.done)
@@ -146,8 +170,8 @@ func New(c Config) (*Server, error) {
 }
 
 // Close ends every request still running or waiting (they get 503 or an
-// error event) and stops the worker. It returns when the worker has left
-// the engine.
+// error event) and stops the scheduler. It returns when the scheduler has
+// left the backend.
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		s.draining.Store(true)
@@ -214,6 +238,15 @@ func (s *Server) routes() http.Handler {
 		{"/v1/models", http.MethodGet, false, s.models},
 		{"/v1/models/{id}", http.MethodGet, false, s.model},
 		{"/health", http.MethodGet, true, s.health},
+		{"/slots", http.MethodGet, false, s.slotsStatus},
+		{"/props", http.MethodGet, false, s.props},
+		{"/completion", http.MethodPost, false, s.llamaCompletion},
+		{"/tokenize", http.MethodPost, false, s.tokenize},
+		{"/detokenize", http.MethodPost, false, s.detokenize},
+		{"/api/generate", http.MethodPost, false, s.ollamaGenerate},
+		{"/api/chat", http.MethodPost, false, s.ollamaChat},
+		{"/api/tags", http.MethodGet, false, s.ollamaTags},
+		{"/api/show", http.MethodPost, false, s.ollamaShow},
 		{"/metrics", http.MethodGet, false, func(w http.ResponseWriter, r *http.Request, _ *recorder) { s.m.handler().ServeHTTP(w, r) }},
 		{"/{$}", http.MethodGet, true, servePage},
 		{"/app.js", http.MethodGet, true, servePage},

@@ -47,14 +47,46 @@ func tiny(t testing.TB) *nntest.Model {
 // sees (and may hold) each Forward before it runs.
 type testBackend struct {
 	nn.Backend
-	vocab int
-	noEOG []int32
-	delay time.Duration
-	hook  func(call int64)
-	calls atomic.Int64
+	vocab  int
+	noEOG  []int32
+	delay  time.Duration
+	hook   func(call int64)
+	calls  atomic.Int64 // forward passes
+	copies atomic.Int64 // CopySeq calls
+	seen   func(batch []nn.SeqToken)
 }
 
 func (b *testBackend) Forward(tokens []int32, pos int, logits []float32) error {
+	b.before()
+	if err := b.Backend.Forward(tokens, pos, logits); err != nil {
+		return err
+	}
+	b.after(logits)
+	return nil
+}
+
+// ForwardMulti, Slots and CopySeq make it an nn.MultiBackend when the
+// backend it wraps is one.
+func (b *testBackend) ForwardMulti(batch []nn.SeqToken, logits []float32) error {
+	if b.seen != nil {
+		b.seen(batch)
+	}
+	b.before()
+	if err := nn.AsMulti(b.Backend).ForwardMulti(batch, logits); err != nil {
+		return err
+	}
+	b.after(logits)
+	return nil
+}
+
+func (b *testBackend) Slots() int { return nn.AsMulti(b.Backend).Slots() }
+
+func (b *testBackend) CopySeq(dst, src, n int) error {
+	b.copies.Add(1)
+	return nn.AsMulti(b.Backend).CopySeq(dst, src, n)
+}
+
+func (b *testBackend) before() {
 	n := b.calls.Add(1)
 	if b.hook != nil {
 		b.hook(n)
@@ -62,15 +94,14 @@ func (b *testBackend) Forward(tokens []int32, pos int, logits []float32) error {
 	if b.delay > 0 {
 		time.Sleep(b.delay)
 	}
-	if err := b.Backend.Forward(tokens, pos, logits); err != nil {
-		return err
-	}
+}
+
+func (b *testBackend) after(logits []float32) {
 	for row := 0; row+b.vocab <= len(logits); row += b.vocab {
 		for _, id := range b.noEOG {
 			logits[row+int(id)] = float32(math.Inf(-1))
 		}
 	}
-	return nil
 }
 
 // testOptions change a test server.
@@ -82,12 +113,14 @@ type testOptions struct {
 	edit    func(*Config)
 	listen  bool // only make the Server, without an httptest server
 	threads int
+	slots   int // slots of the K/V cache; 0: 4
 }
 
 type testServer struct {
 	*Server
 	url     string
 	backend *testBackend
+	engine  *nn.Engine
 	tok     *tokenizer.Tokenizer
 	client  *http.Client
 }
@@ -101,7 +134,11 @@ func newTestServer(t *testing.T, o testOptions) *testServer {
 	if threads == 0 {
 		threads = 1
 	}
-	cb, err := cpu.New(m.Config, m.Weights, cpu.Options{Threads: threads, Context: o.ctx})
+	slots := o.slots
+	if slots == 0 {
+		slots = 4
+	}
+	cb, err := cpu.New(m.Config, m.Weights, cpu.Options{Threads: threads, Context: o.ctx, Slots: slots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +169,7 @@ func newTestServer(t *testing.T, o testOptions) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{Server: s, backend: tb, tok: tok, client: &http.Client{Transport: &http.Transport{}}}
+	ts := &testServer{Server: s, backend: tb, engine: e, tok: tok, client: &http.Client{Transport: &http.Transport{}}}
 	if !o.listen {
 		hs := httptest.NewServer(s.Handler())
 		ts.url = hs.URL

@@ -4,32 +4,22 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/bitvk/bitvk/nn"
-	"github.com/bitvk/bitvk/tokenizer"
 )
 
-// One worker goroutine owns the Engine and serves the jobs one at a time,
-// oldest first, from a bounded queue: no two requests ever touch the model
-// at once, and a request's sampler, decoder and stop strings are its own.
-//
-// A job goes from its HTTP handler to the worker through the queue, and its
-// text comes back on the job's events channel, which the worker closes when
-// the job is over, after writing the job's result. The handler does all the
-// network I/O, so a slow client slows only its own reply (the worker waits
-// on the channel for it, within its deadline), and the worker looks at the
-// job's context between tokens: a client that goes away, a deadline and a
-// server shutting down all stop the generation within one token.
-//
-// The K/V cache is kept from one job to the next: a prompt that begins with
-// the tokens the cache holds (the conversation so far, when a chat client
-// sends the next message) evaluates only the rest. The CPU backend computes
-// a position the same whether it is evaluated in a batch or alone, so reuse
-// changes no result there.
+// A job goes from its HTTP handler to the scheduler (slots.go) through a
+// bounded queue, and its text comes back through the job's pipe, which the
+// scheduler closes when the job is over, after writing the job's result.
+// The handler does all the network I/O, so a slow client slows only its
+// own reply: the scheduler never waits for a client (the text waiting for
+// one is bounded by the job's length limit and the context). The scheduler
+// looks at each job's context between forward passes: a client that goes
+// away, a deadline and a server shutting down all stop the generation
+// within one token, without disturbing the other slots.
 
-// job is one completion request on its way through the worker.
+// job is one completion request on its way through the scheduler.
 type job struct {
 	ctx       context.Context
 	arrived   time.Time
@@ -38,41 +28,101 @@ type job struct {
 	maxTokens int // ≤ 0: until the context is full
 	stop      []string
 	ignoreEOS bool
+	logprobs  int  // > 0: return this many top alternatives (and the chosen token's log-probability) per token; −1: the chosen one's only
+	json      bool // constrain the output to a JSON object
 
-	started chan struct{} // closed when the worker takes the job
-	events  chan string   // the reply's text, piece by piece; closed at the end
-	res     result        // written before events is closed
+	started chan struct{} // closed when the scheduler takes the job
+	out     pipe          // the reply's text, piece by piece; closed at the end
+	res     result        // written before out is closed
 }
 
 func newJob(ctx context.Context, arrived time.Time) *job {
-	return &job{ctx: ctx, arrived: arrived, started: make(chan struct{}), events: make(chan string, 64)}
+	j := &job{ctx: ctx, arrived: arrived, started: make(chan struct{})}
+	j.out.wake = make(chan struct{}, 1)
+	return j
 }
 
 // result is how a job ended.
 type result struct {
 	finish      string // "stop" (end of turn or a stop string) or "length" (max_tokens, a full context, the deadline)
 	interrupted bool   // the job's context ended it (the finish says how far it got)
-	err         error  // the engine failed
+	shutdown    bool   // the server stopped it (Close), perhaps before its context ended
+	err         error  // the model failed
 	stats       nn.Stats
 	prompt      int // prompt tokens
-	cached      int // of which were kept in the cache from the job before
+	cached      int // of which were reused from a slot's cache
+	slot        int // the slot that served it
 	queueWait   time.Duration
 }
 
-// errStopString ends a generation whose text reached a stop string.
-var errStopString = errors.New("stop string")
+// piece is one step of a reply: the text a token added (possibly none,
+// when it ends a character or a stop string's candidate later) and, when
+// asked, the token's log-probabilities.
+type piece struct {
+	text string
+	lp   *tokenLogprob // nil unless the job asked for logprobs
+}
 
-// errInterrupted ends a generation whose context ended while it waited to
-// hand over text.
+// pipe carries a job's pieces from the scheduler to its handler without
+// ever blocking the scheduler.
+type pipe struct {
+	mu     sync.Mutex
+	buf    []piece
+	closed bool
+	wake   chan struct{} // one pending wake-up for the reader
+}
+
+func (p *pipe) put(x piece) {
+	p.mu.Lock()
+	p.buf = append(p.buf, x)
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *pipe) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *pipe) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next waits for the next piece; false when the pipe is closed and empty.
+func (p *pipe) next() (piece, bool) {
+	for {
+		p.mu.Lock()
+		if len(p.buf) > 0 {
+			x := p.buf[0]
+			p.buf[0] = piece{}
+			p.buf = p.buf[1:]
+			p.mu.Unlock()
+			return x, true
+		}
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
+			return piece{}, false
+		}
+		<-p.wake
+	}
+}
+
+// errInterrupted marks a generation whose context ended it.
 var errInterrupted = errors.New("interrupted")
 
-// queue holds the jobs waiting for the worker, at most limit of them.
+// queue holds the jobs waiting for a slot, at most limit of them.
 type queue struct {
 	mu     sync.Mutex
 	jobs   []*job
 	limit  int
 	closed bool
-	ready  chan struct{} // one pending wake-up for the worker
+	ready  chan struct{} // one pending wake-up for the scheduler
 }
 
 func newQueue(limit int) *queue { return &queue{limit: limit, ready: make(chan struct{}, 1)} }
@@ -108,7 +158,7 @@ func (q *queue) pop() *job {
 	return j
 }
 
-// remove takes j out of the queue; false when the worker already has it.
+// remove takes j out of the queue; false when the scheduler already has it.
 func (q *queue) remove(j *job) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -133,162 +183,6 @@ func (q *queue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-}
-
-// worker owns the engine.
-type worker struct {
-	engine  *nn.Engine
-	tok     *tokenizer.Tokenizer
-	reuse   bool               // keep the K/V cache's common prefix between jobs
-	draft   nn.GenerateOptions // the drafting fields of every job's options
-	q       *queue
-	m       *metrics
-	running atomic.Bool
-	avgJob  atomic.Int64 // moving average of a job's time in ns, for Retry-After
-	onStart func(*job)   // tests: called as each job starts
-	onDone  func(*job)   // tests: called after each job, before its events close
-}
-
-// loop serves jobs until quit is closed.
-func (w *worker) loop(quit <-chan struct{}) {
-	for {
-		select {
-		case <-quit:
-			return
-		default:
-		}
-		j := w.q.pop()
-		if j == nil {
-			select {
-			case <-w.q.ready:
-			case <-quit:
-				return
-			}
-			continue
-		}
-		w.running.Store(true)
-		start := time.Now()
-		w.serve(j)
-		w.running.Store(false)
-		// avg ← avg + (t − avg)/8
-		avg := w.avgJob.Load()
-		w.avgJob.Store(avg + (int64(time.Since(start))-avg)/8)
-	}
-}
-
-// serve generates j's reply.
-func (w *worker) serve(j *job) {
-	j.res.queueWait = time.Since(j.arrived)
-	close(j.started)
-	defer close(j.events)
-	if w.onStart != nil {
-		w.onStart(j)
-	}
-	if w.onDone != nil {
-		defer w.onDone(j)
-	}
-	w.m.queueWait.Observe(j.res.queueWait.Seconds())
-	r := &j.res
-	r.prompt = len(j.prompt)
-	e := w.engine
-	keep := 0
-	if w.reuse {
-		keep = min(commonPrefix(e.Tokens(), j.prompt), len(j.prompt)-1)
-	}
-	e.Truncate(keep)
-	r.cached = keep
-	s, err := nn.NewSampler(j.sampling)
-	if err != nil {
-		r.err = err
-		return
-	}
-	dec := w.tok.NewDecoder()
-	dec.Prime(j.prompt)
-	stop := newStopper(j.stop)
-	send := func(text string) error {
-		if text == "" {
-			return nil
-		}
-		select {
-		case j.events <- text:
-			return nil
-		case <-j.ctx.Done():
-			return errInterrupted
-		}
-	}
-	opts := nn.GenerateOptions{MaxTokens: j.maxTokens, IsEOG: w.tok.IsEOG,
-		Draft: w.draft.Draft, DraftMax: w.draft.DraftMax, DraftThreshold: w.draft.DraftThreshold}
-	if j.ignoreEOS {
-		opts.IsEOG = nil
-	}
-	first := true
-	st, err := e.Generate(j.ctx, j.prompt[keep:], opts, s, func(id int32) error {
-		if first {
-			first = false
-			w.m.firstToken.Observe(time.Since(j.arrived).Seconds())
-		}
-		if opts.IsEOG != nil && opts.IsEOG(id) {
-			return nil // the end of the turn is not text
-		}
-		out, hit := stop.feed(dec.Next(id))
-		if err := send(out); err != nil {
-			return err
-		}
-		if hit {
-			return errStopString
-		}
-		return nil
-	})
-	r.stats = st
-	switch {
-	case errors.Is(err, errStopString):
-		r.finish = "stop"
-	case errors.Is(err, errInterrupted):
-		r.interrupted = true
-	case err != nil:
-		r.err = err
-		e.Reset() // the cache may be in any state
-	default:
-		switch st.Stop {
-		case nn.StopEOG:
-			r.finish = "stop"
-		case nn.StopInterrupted:
-			r.interrupted = true
-		default: // StopLength, StopContext
-			r.finish = "length"
-		}
-		if !r.interrupted {
-			out, hit := stop.feed(dec.Flush())
-			if !hit {
-				out += stop.flush()
-			} else {
-				r.finish = "stop"
-			}
-			if send(out) != nil {
-				r.interrupted = true
-			}
-		}
-	}
-	if r.interrupted {
-		r.finish = "length" // what a client still listening (a deadline) is told
-	}
-	w.m.promptTokens.Add(float64(r.prompt))
-	w.m.cachedTokens.Add(float64(r.cached))
-	w.m.genTokens.Add(float64(st.GenTokens))
-	if st.PromptTokens > 0 && st.PromptTime > 0 {
-		w.m.promptRate.Observe(st.PromptRate())
-	}
-	if st.GenTokens >= 2 {
-		w.m.genRate.Observe(st.GenRate())
-	}
-	w.m.observeDraft(st)
-}
-
-// retryAfter estimates how many seconds until the queue has room: the
-// average job time for every job ahead, at least 1 s and at most 60 s.
-func (w *worker) retryAfter() int {
-	ahead := time.Duration(w.q.len()+1) * time.Duration(w.avgJob.Load())
-	return min(max(int((ahead+time.Second-1)/time.Second), 1), 60)
 }
 
 // commonPrefix is the number of leading tokens a and b share.

@@ -25,6 +25,7 @@ type backendFlags struct {
 	threads int
 	ctx     int
 	head    string
+	slots   int       // sequences the CPU backend's K/V cache holds (serve --parallel); 0: one
 	notes   io.Writer // where loadModel says which backend auto chose
 	// validate turns the Khronos validation layer on for the Vulkan backend.
 	validate bool
@@ -262,7 +263,7 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 	var b nn.Backend
 	switch chooseBackend(bf) {
 	case "cpu", "":
-		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, HeadQ8: bf.head == "q8"})
+		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, HeadQ8: bf.head == "q8", Slots: bf.slots})
 	case "vulkan":
 		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, HeadQ8: bf.head == "q8", Validation: bf.validate, Window: bf.window})
 		if err != nil {

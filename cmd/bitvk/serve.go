@@ -27,13 +27,15 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: every interface; then set --api-key)")
 	port := fs.Int("port", 8080, "TCP port to listen on (0: any free port)")
 	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on the API and /metrics (default: $BITVK_API_KEY)")
-	queue := fs.Int("queue", 16, "requests that may wait while one is generated; more are refused with 503 and Retry-After")
+	parallel := fs.Int("parallel", 4, "requests generated at once (slots of the K/V cache, each of -c positions, decoded together in one pass); the Vulkan backend has one")
+	prefillChunk := fs.Int("prefill-chunk", server.DefaultPrefillChunk, "most prompt tokens read per forward pass while other requests generate (smaller: smoother streams, slower prompts)")
+	queue := fs.Int("queue", 16, "requests that may wait for a free slot; more are refused with 503 and Retry-After")
 	timeout := fs.Duration("timeout", 10*time.Minute, "deadline of each request from its arrival, queue wait included (0: none)")
 	maxBody := fs.Int64("max-body", server.DefaultMaxBody, "largest request body in bytes")
 	grace := fs.Duration("grace", 10*time.Second, "on SIGINT or SIGTERM, how long requests in flight may take to finish before they are cut")
 	alias := fs.String("alias", "", "model id in /v1/models and responses (default: the file's name)")
 	tmpl := fs.String("chat-template", "", "chat template instead of the model's: "+strings.Join(tokenizer.TemplateNames(), ", "))
-	noReuse := fs.Bool("no-cache-reuse", false, "evaluate every prompt in full instead of reusing the cached start it shares with the request before")
+	noReuse := fs.Bool("no-cache-reuse", false, "evaluate every prompt in full instead of reusing the start it shares with a slot's cache (the prefix cache)")
 	n := fs.Int("n", -1, "max_tokens of a request that gives none (-1: until the model ends its turn or the context is full)")
 	quiet := fs.Bool("quiet", false, "do not log each request")
 	var bf backendFlags
@@ -60,6 +62,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "--queue, --timeout and --grace must not be negative, and --max-body must be positive")
 	case *n == 0 || *n < -1:
 		return usageError(fs, "-n must be positive or -1")
+	case *parallel < 1 || *parallel > 64:
+		return usageError(fs, "--parallel %d is outside 1..64", *parallel)
+	case *prefillChunk < 1:
+		return usageError(fs, "--prefill-chunk must be at least 1")
 	}
 	if err := bf.check(fs); err != nil {
 		return err
@@ -72,11 +78,17 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "%v", err)
 	}
 
+	bf.slots = *parallel
 	m, err := src.open(bf)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	slots := nn.AsMulti(m.backend).Slots()
+	if slots < *parallel {
+		fmt.Fprintf(stderr, "note: %s runs one sequence per pass: serving %d request(s) at a time instead of --parallel %d\n", m.backend.Name(), slots, *parallel)
+		*parallel = slots
+	}
 	tok, err := nn.NewTokenizer(m.file)
 	if err != nil {
 		return fmt.Errorf("serving needs the model's tokenizer: %w", err)
@@ -101,6 +113,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	cfg := server.Config{
 		Engine: m.engine, Tokenizer: tok, Template: t, ModelName: name, Backend: m.backend.Name(),
 		Sampler: sc, RandomSeed: randomSeed, MaxTokens: max(*n, 0),
+		Parallel: *parallel, PrefillChunk: *prefillChunk,
 		Queue: *queue, Timeout: *timeout, MaxBody: *maxBody, APIKey: *apiKey, NoReuse: *noReuse,
 		Log: log, ServerLog: log,
 	}
@@ -122,9 +135,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if t != nil {
 		tmplName = t.Name()
 	}
-	fmt.Fprintf(stderr, "%s: %s, %s, context %d, template %s\n", m.path, describe(m.config), m.backend.Name(), m.engine.Context(), tmplName)
+	fmt.Fprintf(stderr, "%s: %s, %s, %d slots of context %d, template %s\n", m.path, describe(m.config), m.backend.Name(), *parallel, m.engine.Context(), tmplName)
 	if drafter != nil {
-		fmt.Fprintf(stderr, "drafting: %s, up to %d tokens per pass\n", what, df.max)
+		fmt.Fprintf(stderr, "drafting: %s, up to %d tokens per pass, while one request runs\n", what, df.max)
 	}
 	if ip := net.ParseIP(*host); *apiKey == "" && (ip == nil || !ip.IsLoopback()) && *host != "localhost" {
 		fmt.Fprintf(stderr, "warning: listening on %s without --api-key: anyone who can reach this port can use the model\n", *host)

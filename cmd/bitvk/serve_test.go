@@ -24,6 +24,8 @@ func TestServeErrors(t *testing.T) {
 		{[]string{"serve", "--shape", "tiny", "--port", "70000"}, 2, "not a TCP port"},
 		{[]string{"serve", "--shape", "tiny", "--queue", "-1"}, 2, "must not be negative"},
 		{[]string{"serve", "--shape", "tiny", "-n", "0"}, 2, "-n must be positive"},
+		{[]string{"serve", "--shape", "tiny", "--parallel", "0"}, 2, "--parallel 0 is outside 1..64"},
+		{[]string{"serve", "--shape", "tiny", "--prefill-chunk", "0"}, 2, "--prefill-chunk must be at least 1"},
 		{[]string{"serve", "--shape", "tiny", "--temp", "NaN"}, 2, "Temperature"},
 		{[]string{"serve", "--shape", "tiny", "--host", "256.0.0.1", "--port", "0"}, 1, "256.0.0.1"},
 	} {
@@ -149,6 +151,18 @@ func TestServe(t *testing.T) {
 			!strings.HasPrefix(first.ID, "chatcmpl-") || first.Object != "chat.completion.chunk" ||
 			first.Model != "synthetic-tiny" || len(first.Choices) != 1 || first.Choices[0].Delta.Role != "assistant" {
 			t.Errorf("first chunk %s (%v)", events[0], err)
+		}
+		r, err := http.Get(p.url + "/slots")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var slots []struct {
+			ID int `json:"id"`
+		}
+		err = json.NewDecoder(r.Body).Decode(&slots)
+		r.Body.Close()
+		if err != nil || len(slots) != 4 || !strings.Contains(p.log(), "4 slots of context") {
+			t.Errorf("GET /slots of a server with the default --parallel: %d slots (%v)", len(slots), err)
 		}
 		for _, path := range []string{"/health", "/", "/v1/models", "/metrics"} {
 			r, err := http.Get(p.url + path)

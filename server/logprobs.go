@@ -1,0 +1,133 @@
+package server
+
+import (
+	"math"
+	"slices"
+
+	"github.com/bitvk/bitvk/tokenizer"
+)
+
+// maxTopLogprobs is OpenAI's limit on top_logprobs.
+const maxTopLogprobs = 20
+
+// tokenLogprob is a drawn token's log-probability under the model (the
+// log-softmax of its raw logits, before sampling's temperature, penalties
+// and truncation, as OpenAI reports them) and the most likely tokens at
+// its position.
+type tokenLogprob struct {
+	ID      int32
+	Token   string  // the token's bytes as text
+	Logprob float64 // ln p
+	Top     []altLogprob
+}
+
+type altLogprob struct {
+	ID      int32
+	Token   string
+	Logprob float64
+}
+
+// logprobOf computes y's log-probability under logits and the top k
+// alternatives (most likely first, the lowest id first on ties).
+func logprobOf(tok *tokenizer.Tokenizer, logits []float32, y int32, k int) *tokenLogprob {
+	mx := math.Inf(-1)
+	for _, x := range logits {
+		if !math.IsNaN(float64(x)) {
+			mx = max(mx, float64(x))
+		}
+	}
+	var sum float64
+	for _, x := range logits {
+		if !math.IsNaN(float64(x)) {
+			sum += math.Exp(float64(x) - mx)
+		}
+	}
+	lse := mx + math.Log(sum)
+	lp := &tokenLogprob{ID: y, Token: tok.Piece(y), Logprob: float64(logits[y]) - lse}
+	if k <= 0 {
+		return lp
+	}
+	// A running top k, kept sorted: k ≤ 20, so insertion is cheap.
+	top := make([]altLogprob, 0, k+1)
+	for id, x := range logits {
+		v := float64(x)
+		if math.IsNaN(v) || len(top) == k && v <= top[k-1].Logprob {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(top, v, func(a altLogprob, v float64) int {
+			if a.Logprob >= v {
+				return -1
+			}
+			return 1
+		})
+		top = slices.Insert(top, i, altLogprob{ID: int32(id), Logprob: v})
+		if len(top) > k {
+			top = top[:k]
+		}
+	}
+	for i := range top {
+		top[i].Token = tok.Piece(top[i].ID)
+		top[i].Logprob -= lse
+	}
+	lp.Top = top
+	return lp
+}
+
+// The shapes of logprobs in responses. Chat completions:
+// {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]};
+// text completions: {"tokens", "token_logprobs", "top_logprobs": [{token:
+// logprob}], "text_offset"}.
+type chatLogprobs struct {
+	Content []chatTokenLogprob `json:"content"`
+}
+
+type chatTokenLogprob struct {
+	Token       string           `json:"token"`
+	Logprob     float64          `json:"logprob"`
+	Bytes       []int            `json:"bytes"`
+	TopLogprobs []chatTopLogprob `json:"top_logprobs"`
+}
+
+type chatTopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type textLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+func byteList(s string) []int {
+	b := make([]int, len(s))
+	for i := range len(s) {
+		b[i] = int(s[i])
+	}
+	return b
+}
+
+func (lp *tokenLogprob) chat() chatTokenLogprob {
+	c := chatTokenLogprob{Token: lp.Token, Logprob: lp.Logprob, Bytes: byteList(lp.Token), TopLogprobs: []chatTopLogprob{}}
+	for _, a := range lp.Top {
+		c.TopLogprobs = append(c.TopLogprobs, chatTopLogprob{Token: a.Token, Logprob: a.Logprob, Bytes: byteList(a.Token)})
+	}
+	return c
+}
+
+// add appends one token to text completion logprobs; offset is the
+// length of the text before it.
+func (t *textLogprobs) add(lp *tokenLogprob, offset int) {
+	t.Tokens = append(t.Tokens, lp.Token)
+	t.TokenLogprobs = append(t.TokenLogprobs, lp.Logprob)
+	top := map[string]float64{}
+	for _, a := range lp.Top {
+		if _, ok := top[a.Token]; !ok {
+			top[a.Token] = a.Logprob
+		}
+	}
+	t.TopLogprobs = append(t.TopLogprobs, top)
+	t.TextOffset = append(t.TextOffset, offset)
+}

@@ -1,0 +1,462 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bitvk/bitvk/tokenizer"
+)
+
+// The native APIs of llama-server (POST /completion, /tokenize,
+// /detokenize, GET /props, /slots) and of Ollama (POST /api/generate,
+// /api/chat, GET /api/tags, POST /api/show), so that their clients and
+// UIs work against bitvk. Generation goes through the same checks,
+// queue and slots as the OpenAI endpoints.
+
+// slotsStatus is llama-server's GET /slots: each slot's state as of the
+// last forward pass.
+func (s *Server) slotsStatus(w http.ResponseWriter, _ *http.Request, _ *recorder) {
+	writeJSON(w, http.StatusOK, s.w.status())
+}
+
+// props is llama-server's GET /props.
+func (s *Server) props(w http.ResponseWriter, _ *http.Request, _ *recorder) {
+	tmpl := ""
+	if s.cfg.Template != nil {
+		tmpl = s.cfg.Template.Name()
+	}
+	sc := s.cfg.Sampler
+	writeJSON(w, http.StatusOK, map[string]any{
+		"default_generation_settings": map[string]any{
+			"n_ctx": s.cfg.Engine.Context(), "n_predict": max(s.cfg.MaxTokens, -1),
+			"temperature": sc.Temperature, "top_k": sc.TopK, "top_p": sc.TopP, "min_p": sc.MinP,
+			"repeat_penalty": sc.RepeatPenalty, "seed": sc.Seed,
+		},
+		"total_slots": len(s.w.slots), "model_path": s.cfg.ModelName, "chat_template": tmpl,
+		"build_info": "bitvk", "backend": s.cfg.Backend,
+	})
+}
+
+// tokenize is llama-server's POST /tokenize: {"content", "add_special",
+// "with_pieces"} → {"tokens": [ids]} or [{"id", "piece"}].
+func (s *Server) tokenize(w http.ResponseWriter, r *http.Request, _ *recorder) {
+	var req struct {
+		Content    *string `json:"content"`
+		AddSpecial bool    `json:"add_special"`
+		WithPieces bool    `json:"with_pieces"`
+	}
+	if e := decodeBody(w, r, s.cfg.MaxBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Content == nil {
+		writeError(w, invalid("content", "'content' is missing"))
+		return
+	}
+	ids := s.cfg.Tokenizer.Encode(*req.Content, tokenizer.EncodeOptions{NoBOS: true, ParseSpecial: true})
+	if req.AddSpecial {
+		ids = s.bos(ids)
+	}
+	if !req.WithPieces {
+		writeJSON(w, http.StatusOK, map[string]any{"tokens": ids})
+		return
+	}
+	type withPiece struct {
+		ID    int32  `json:"id"`
+		Piece string `json:"piece"`
+	}
+	out := make([]withPiece, len(ids))
+	for i, id := range ids {
+		out[i] = withPiece{id, s.cfg.Tokenizer.Piece(id)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": out})
+}
+
+// detokenize is llama-server's POST /detokenize: {"tokens"} → {"content"}.
+func (s *Server) detokenize(w http.ResponseWriter, r *http.Request, _ *recorder) {
+	var req struct {
+		Tokens []int64 `json:"tokens"`
+	}
+	if e := decodeBody(w, r, s.cfg.MaxBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	ids := make([]int32, len(req.Tokens))
+	for i, id := range req.Tokens {
+		if id < 0 || id >= int64(s.cfg.Tokenizer.Len()) {
+			writeError(w, invalid("tokens", "'tokens[%d]' is %d, outside the vocabulary of %d", i, id, s.cfg.Tokenizer.Len()))
+			return
+		}
+		ids[i] = int32(id)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"content": s.cfg.Tokenizer.Decode(ids)})
+}
+
+// llamaCompletionRequest is llama-server's POST /completion body.
+type llamaCompletionRequest struct {
+	Prompt           json.RawMessage `json:"prompt"`
+	NPredict         *int            `json:"n_predict"`
+	Temperature      *float64        `json:"temperature"`
+	TopK             *int            `json:"top_k"`
+	TopP             *float64        `json:"top_p"`
+	MinP             *float64        `json:"min_p"`
+	RepeatPenalty    *float64        `json:"repeat_penalty"`
+	PresencePenalty  *float64        `json:"presence_penalty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty"`
+	Seed             *int64          `json:"seed"`
+	Stop             json.RawMessage `json:"stop"`
+	Stream           bool            `json:"stream"`
+	IgnoreEOS        bool            `json:"ignore_eos"`
+	NProbs           int             `json:"n_probs"`
+}
+
+// llamaCompletion is llama-server's POST /completion: the reply as one
+// object, or streamed as Server-Sent Events of {"content", "stop": false}
+// ending with one that has "stop": true and the counts (no [DONE]).
+func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, rec *recorder) {
+	var req llamaCompletionRequest
+	if e := decodeBody(w, r, s.cfg.MaxBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	c := commonRequest{Temperature: req.Temperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+		RepeatPenalty: req.RepeatPenalty, PresencePenalty: req.PresencePenalty, FrequencyPenalty: req.FrequencyPenalty,
+		Seed: req.Seed, Stop: req.Stop, IgnoreEOS: req.IgnoreEOS}
+	if req.NPredict != nil && *req.NPredict >= 0 {
+		c.MaxTokens = req.NPredict
+	}
+	g, e := s.completionGeneration(&completionRequest{commonRequest: c, Prompt: req.Prompt})
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.NProbs < 0 || req.NProbs > maxTopLogprobs {
+		writeError(w, invalid("n_probs", "'n_probs' is %d; it must be between 0 and %d", req.NProbs, maxTopLogprobs))
+		return
+	}
+	g.logprobs, g.topLogprobs = req.NProbs > 0, req.NProbs
+	g.stream = req.Stream
+	rn := s.submit(w, r, rec, g)
+	if rn == nil {
+		return
+	}
+	defer rn.stop()
+	defer rn.log(rec)
+	type prob struct {
+		ID      int32   `json:"id"`
+		Token   string  `json:"token"`
+		Logprob float64 `json:"logprob"`
+	}
+	type tokenProbs struct {
+		ID          int32   `json:"id"`
+		Token       string  `json:"token"`
+		Logprob     float64 `json:"logprob"`
+		TopLogprobs []prob  `json:"top_logprobs"`
+	}
+	probs := func(lp *tokenLogprob) tokenProbs {
+		t := tokenProbs{ID: lp.ID, Token: lp.Token, Logprob: lp.Logprob, TopLogprobs: []prob{}}
+		for _, a := range lp.Top {
+			t.TopLogprobs = append(t.TopLogprobs, prob{a.ID, a.Token, a.Logprob})
+		}
+		return t
+	}
+	final := func(content string, all []tokenProbs) map[string]any {
+		res := &rn.jobs[0].res
+		stopType := "limit"
+		switch {
+		case res.finish == "stop" && res.stats.Stop == "eog":
+			stopType = "eos"
+		case res.finish == "stop":
+			stopType = "word"
+		}
+		out := map[string]any{
+			"content": content, "id_slot": res.slot, "stop": true, "model": s.cfg.ModelName,
+			"tokens_predicted": res.stats.GenTokens, "tokens_evaluated": res.prompt, "tokens_cached": res.cached,
+			"stop_type": stopType, "stopping_word": "", "truncated": false, "timings": rn.timings(),
+		}
+		if all != nil {
+			out["completion_probabilities"] = all
+		}
+		return out
+	}
+	if !g.stream {
+		var text strings.Builder
+		var all []tokenProbs
+		for x := range rn.pieces() {
+			text.WriteString(x.p.text)
+			if x.p.lp != nil {
+				all = append(all, probs(x.p.lp))
+			}
+		}
+		if _, e, gone := rn.outcome(); gone {
+			rec.gone = true
+		} else if e != nil {
+			writeError(w, e)
+		} else {
+			if g.logprobs && all == nil {
+				all = []tokenProbs{}
+			}
+			writeJSON(w, http.StatusOK, final(text.String(), all))
+		}
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	defer sse.rc.SetWriteDeadline(time.Time{})
+	for x := range rn.pieces() {
+		if sse.err != nil || x.done {
+			continue
+		}
+		ev := map[string]any{"content": x.p.text, "stop": false, "id_slot": rn.jobs[0].res.slot}
+		if x.p.lp != nil {
+			ev["completion_probabilities"] = []tokenProbs{probs(x.p.lp)}
+		}
+		sse.send(ev)
+		if sse.err != nil {
+			rn.cancel(errClientGone)
+		}
+	}
+	_, e, gone := rn.outcome()
+	switch {
+	case gone || sse.err != nil:
+		rec.gone = true
+	case e != nil:
+		sse.send(struct {
+			Error *apiError `json:"error"`
+		}{e})
+	default:
+		sse.send(final("", nil))
+	}
+}
+
+// Ollama's API. Requests name a model; this server has one and answers
+// to any name in /api/generate and /api/chat (Ollama's clients send what
+// /api/tags listed), but /api/show of another name is a 404 as in Ollama.
+// Errors are {"error": "…"}; streaming (the default) is NDJSON.
+
+type ollamaOptions struct {
+	Temperature      *float64        `json:"temperature"`
+	TopK             *int            `json:"top_k"`
+	TopP             *float64        `json:"top_p"`
+	MinP             *float64        `json:"min_p"`
+	NumPredict       *int            `json:"num_predict"`
+	Seed             *int64          `json:"seed"`
+	Stop             json.RawMessage `json:"stop"`
+	RepeatPenalty    *float64        `json:"repeat_penalty"`
+	PresencePenalty  *float64        `json:"presence_penalty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty"`
+}
+
+type ollamaRequest struct {
+	Model    string          `json:"model"`
+	Prompt   *string         `json:"prompt"`
+	System   string          `json:"system"`
+	Raw      bool            `json:"raw"`
+	Messages []chatMessage   `json:"messages"`
+	Stream   *bool           `json:"stream"`
+	Format   json.RawMessage `json:"format"`
+	Options  ollamaOptions   `json:"options"`
+}
+
+// ollamaError writes Ollama's error shape.
+func ollamaError(w http.ResponseWriter, status int, format string, a ...any) {
+	writeJSON(w, status, map[string]string{"error": fmt.Sprintf(format, a...)})
+}
+
+func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request, rec *recorder) {
+	s.ollama(w, r, rec, false)
+}
+
+func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request, rec *recorder) {
+	s.ollama(w, r, rec, true)
+}
+
+// ollama serves /api/generate and /api/chat.
+func (s *Server) ollama(w http.ResponseWriter, r *http.Request, rec *recorder, chat bool) {
+	var req ollamaRequest
+	if e := decodeBody(w, r, s.cfg.MaxBody, &req); e != nil {
+		ollamaError(w, e.status, "%s", e.Message)
+		return
+	}
+	o := req.Options
+	c := commonRequest{Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, Seed: o.Seed, Stop: o.Stop,
+		RepeatPenalty: o.RepeatPenalty, PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty}
+	var limit *int
+	if o.NumPredict != nil && *o.NumPredict > 0 {
+		limit = o.NumPredict
+		c.MaxTokens = limit
+	}
+	var g *generation
+	var e *apiError
+	switch {
+	case chat:
+		g, e = s.chatGeneration(&chatRequest{commonRequest: c, Messages: req.Messages, MaxCompletionTokens: limit})
+	case req.Prompt == nil:
+		e = invalid("prompt", "'prompt' is missing")
+	case req.Raw || s.cfg.Template == nil:
+		raw, _ := json.Marshal(*req.Prompt)
+		g, e = s.completionGeneration(&completionRequest{commonRequest: c, Prompt: raw})
+	default:
+		msgs := []chatMessage{}
+		if req.System != "" {
+			sys, _ := json.Marshal(req.System)
+			msgs = append(msgs, chatMessage{Role: "system", Content: sys})
+		}
+		user, _ := json.Marshal(*req.Prompt)
+		msgs = append(msgs, chatMessage{Role: "user", Content: user})
+		g, e = s.chatGeneration(&chatRequest{commonRequest: c, Messages: msgs, MaxCompletionTokens: limit})
+	}
+	if e != nil {
+		ollamaError(w, e.status, "%s", e.Message)
+		return
+	}
+	switch f := strings.TrimSpace(string(req.Format)); f {
+	case "", "null", `""`:
+	case `"json"`:
+		g.json = true
+	default:
+		ollamaError(w, http.StatusBadRequest, "format %s is not supported; only \"json\"", f)
+		return
+	}
+	g.stream = req.Stream == nil || *req.Stream
+	rn := s.submit(w, r, rec, g)
+	if rn == nil {
+		return
+	}
+	defer rn.stop()
+	defer rn.log(rec)
+	model := req.Model
+	if model == "" {
+		model = s.cfg.ModelName
+	}
+	start := time.Now()
+	event := func(text string, done bool) map[string]any {
+		ev := map[string]any{"model": model, "created_at": time.Now().UTC().Format(time.RFC3339Nano), "done": done}
+		if chat {
+			ev["message"] = map[string]string{"role": "assistant", "content": text}
+		} else {
+			ev["response"] = text
+		}
+		if done {
+			res := &rn.jobs[0].res
+			st := res.stats
+			ev["done_reason"] = res.finish
+			ev["total_duration"] = time.Since(start).Nanoseconds() + res.queueWait.Nanoseconds()
+			ev["load_duration"] = 0
+			ev["prompt_eval_count"] = res.prompt
+			ev["prompt_eval_duration"] = st.PromptTime.Nanoseconds()
+			ev["eval_count"] = st.GenTokens
+			ev["eval_duration"] = st.GenTime.Nanoseconds()
+		}
+		return ev
+	}
+	if !g.stream {
+		var text strings.Builder
+		for x := range rn.pieces() {
+			text.WriteString(x.p.text)
+		}
+		if _, e, gone := rn.outcome(); gone {
+			rec.gone = true
+		} else if e != nil {
+			ollamaError(w, e.status, "%s", e.Message)
+		} else {
+			writeJSON(w, http.StatusOK, event(text.String(), true))
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	defer rc.SetWriteDeadline(time.Time{})
+	var werr error
+	send := func(v any) {
+		if werr != nil {
+			return
+		}
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		b, _ := json.Marshal(v)
+		if _, werr = w.Write(append(b, '\n')); werr == nil {
+			werr = rc.Flush()
+		}
+		if werr != nil {
+			rn.cancel(errClientGone)
+		}
+	}
+	for x := range rn.pieces() {
+		if !x.done && x.p.text != "" {
+			send(event(x.p.text, false))
+		}
+	}
+	_, e, gone := rn.outcome()
+	switch {
+	case gone || werr != nil:
+		rec.gone = true
+	case e != nil:
+		send(map[string]string{"error": e.Message})
+	default:
+		send(event("", true))
+	}
+}
+
+// ollamaDetails describes the model as Ollama does.
+func (s *Server) ollamaDetails() map[string]any {
+	c := s.cfg.Engine.Config()
+	return map[string]any{"format": "gguf", "family": c.Arch, "families": []string{c.Arch},
+		"parameter_size": "", "quantization_level": "ternary"}
+}
+
+// ollamaTags is GET /api/tags: the one model.
+func (s *Server) ollamaTags(w http.ResponseWriter, _ *http.Request, _ *recorder) {
+	writeJSON(w, http.StatusOK, map[string]any{"models": []map[string]any{{
+		"name": s.cfg.ModelName, "model": s.cfg.ModelName, "modified_at": time.Unix(s.created, 0).UTC().Format(time.RFC3339),
+		"size": 0, "digest": "", "details": s.ollamaDetails(),
+	}}})
+}
+
+// ollamaShow is POST /api/show {"model"} (or "name").
+func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request, _ *recorder) {
+	var req struct {
+		Model string `json:"model"`
+		Name  string `json:"name"`
+	}
+	if e := decodeBody(w, r, s.cfg.MaxBody, &req); e != nil {
+		ollamaError(w, e.status, "%s", e.Message)
+		return
+	}
+	name := req.Model
+	if name == "" {
+		name = req.Name
+	}
+	if name != s.cfg.ModelName && name != s.cfg.ModelName+":latest" {
+		ollamaError(w, http.StatusNotFound, "model '%s' not found", name)
+		return
+	}
+	c := s.cfg.Engine.Config()
+	tmpl := ""
+	if s.cfg.Template != nil {
+		tmpl = s.cfg.Template.Name()
+	}
+	sc := s.cfg.Sampler
+	writeJSON(w, http.StatusOK, map[string]any{
+		"modelfile":  "FROM " + s.cfg.ModelName + "\n",
+		"parameters": fmt.Sprintf("temperature %v\ntop_k %d\ntop_p %v", sc.Temperature, sc.TopK, sc.TopP),
+		"template":   tmpl,
+		"details":    s.ollamaDetails(),
+		"model_info": map[string]any{
+			"general.architecture":           c.Arch,
+			c.Arch + ".context_length":       s.cfg.Engine.Context(),
+			c.Arch + ".embedding_length":     c.Embd,
+			c.Arch + ".block_count":          c.Layers,
+			c.Arch + ".attention.head_count": c.Heads,
+			"tokenizer.ggml.model":           s.cfg.Tokenizer.Model(),
+			"bitvk.slots":                    len(s.w.slots),
+		},
+		"capabilities": []string{"completion"},
+	})
+}
