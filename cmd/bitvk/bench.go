@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,6 +79,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	promptFile := fs.String("prompt-file", "", "with --draft, the prompt (text `file`)")
 	draftMax := fs.Int("draft-max", nn.DefaultDraftMax, "with --draft, the most tokens drafted per pass; with --verify, the largest k timed")
 	chains := fs.String("chains", "", "with --draft, chain buckets (CHNB `file`) instead of those beside the model")
+	serveURL := fs.String("serve", "", "time a running server at this `URL` (bitvk serve, or any OpenAI-compatible one): -c streams at once, each -n tokens of the --prompt-file prompt")
+	clients := fs.String("c", "1,4", "with --serve, numbers of concurrent streams, comma-separated")
+	apiKey := fs.String("api-key", "", "with --serve, the server's API key (default: $BITVK_API_KEY)")
 	verify := fs.Bool("verify", false, "time the verification pass: k+1 tokens with every token's logits, over a one-token step, k = 0…--draft-max")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -115,6 +119,29 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
+	}
+	if *serveURL != "" {
+		if *drafts != "" || *verify || *path != "" || hf != "" {
+			return usageError(fs, "--serve times a running server: give no --draft, --verify, -m or -hf")
+		}
+		cs, err := intList(*clients, 1)
+		if err != nil {
+			return usageError(fs, "-c: %v", err)
+		}
+		if len(gens) != 1 || gens[0] < 1 {
+			return usageError(fs, "with --serve, give one generation length -n (≥ 1)")
+		}
+		sb := serveBench{url: *serveURL, key: *apiKey, clients: cs, n: gens[0], reps: *reps, asJSON: *asJSON, timeout: 30 * time.Minute,
+			prompt: "In the beginning God created the heaven and the earth."}
+		if sb.key == "" {
+			sb.key = os.Getenv("BITVK_API_KEY")
+		}
+		if *promptFile != "" {
+			if sb.prompt, err = readPromptFile(*promptFile); err != nil {
+				return err
+			}
+		}
+		return runServeBench(sb, stdout, stderr)
 	}
 	shapeSet := false
 	fs.Visit(func(f *flag.Flag) { shapeSet = shapeSet || f.Name == "shape" })
@@ -157,7 +184,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return runDraftBench(db, stdout, stderr)
 	}
 	if *promptFile != "" || *chains != "" {
-		return usageError(fs, "--prompt-file and --chains go with --draft")
+		return usageError(fs, "--prompt-file goes with --draft or --serve, --chains with --draft")
 	}
 	if *draftMax < 1 || *draftMax > nn.MaxDraft {
 		return usageError(fs, "--draft-max %d: want 1..%d", *draftMax, nn.MaxDraft)

@@ -131,7 +131,7 @@ func TestBenchDraft(t *testing.T) {
 		{[]string{"--draft", "off"}, "--prompt-file"},
 		{[]string{"--draft", "off,sometimes", "--prompt-file", prompt}, "sometimes"},
 		{[]string{"--draft", "off", "--prompt-file", prompt, "--verify"}, "not both"},
-		{[]string{"--prompt-file", prompt}, "go with --draft"},
+		{[]string{"--prompt-file", prompt}, "goes with --draft"},
 		{[]string{"--draft", "off", "--prompt-file", filepath.Join(t.TempDir(), "none")}, "none"},
 		{[]string{"--draft", "off", "--prompt-file", prompt, "-n", "8,16"}, "one generation length"},
 	} {

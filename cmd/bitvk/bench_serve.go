@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// serveBench is bench --serve: streams of one prompt sent to a running
+// server at several concurrencies, each measured as its clients see it.
+type serveBench struct {
+	url     string
+	key     string
+	clients []int
+	prompt  string
+	n, reps int
+	asJSON  bool
+	timeout time.Duration
+}
+
+// serveResult is one concurrency's row of bench --serve.
+type serveResult struct {
+	Clients      int     `json:"clients"`
+	Requests     int     `json:"requests"`
+	Tokens       int     `json:"tokens"`        // generated, all streams
+	WallS        float64 `json:"wall_s"`        // first request sent to last reply done
+	AggregateTs  float64 `json:"aggregate_ts"`  // Tokens / WallS
+	StreamTs     float64 `json:"stream_ts"`     // mean per-stream decode speed (after its first token)
+	MinStreamTs  float64 `json:"min_stream_ts"` // the slowest stream's
+	TTFTMeanS    float64 `json:"ttft_mean_s"`   // time to first token
+	TTFTMaxS     float64 `json:"ttft_max_s"`
+	VsOneStream  float64 `json:"aggregate_vs_one_stream,omitempty"`
+	StreamVsSolo float64 `json:"stream_vs_solo,omitempty"`
+}
+
+// streamStats is one streamed completion as its client saw it.
+type streamStats struct {
+	ttft, total time.Duration
+	tokens      int
+}
+
+func runServeBench(sb serveBench, stdout, stderr io.Writer) error {
+	client := &http.Client{Timeout: sb.timeout}
+	var results []serveResult
+	for _, c := range sb.clients {
+		fmt.Fprintf(stderr, "bench: %d concurrent streams of %d tokens, %d round(s)…\n", c, sb.n, sb.reps)
+		r := serveResult{Clients: c}
+		var ttfts, rates []float64
+		var wall time.Duration
+		for rep := 0; rep < sb.reps; rep++ {
+			stats := make([]streamStats, c)
+			errs := make([]error, c)
+			var wg sync.WaitGroup
+			start := time.Now()
+			for i := range c {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					stats[i], errs[i] = sb.stream(client)
+				}()
+			}
+			wg.Wait()
+			wall += time.Since(start)
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+			for _, s := range stats {
+				r.Requests++
+				r.Tokens += s.tokens
+				ttfts = append(ttfts, s.ttft.Seconds())
+				if s.tokens > 1 && s.total > s.ttft {
+					rates = append(rates, float64(s.tokens-1)/(s.total-s.ttft).Seconds())
+				}
+			}
+		}
+		r.WallS = wall.Seconds()
+		r.AggregateTs = float64(r.Tokens) / r.WallS
+		r.TTFTMeanS, _ = meanSDf(ttfts)
+		r.TTFTMaxS = slices.Max(ttfts)
+		if len(rates) > 0 {
+			r.StreamTs, _ = meanSDf(rates)
+			r.MinStreamTs = slices.Min(rates)
+		}
+		results = append(results, r)
+	}
+	var one *serveResult
+	for i := range results {
+		if results[i].Clients == 1 {
+			one = &results[i]
+		}
+	}
+	if one != nil {
+		for i := range results {
+			results[i].VsOneStream = results[i].AggregateTs / one.AggregateTs
+			if one.StreamTs > 0 {
+				results[i].StreamVsSolo = results[i].StreamTs / one.StreamTs
+			}
+		}
+	}
+	if sb.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "streams\trequests\ttokens\taggregate t/s\tvs 1 stream\tper stream t/s\tslowest\tvs solo\tTTFT mean s\tTTFT max s\t")
+	for _, r := range results {
+		vs, solo := "-", "-"
+		if one != nil {
+			vs, solo = fmt.Sprintf("%.2f×", r.VsOneStream), fmt.Sprintf("%.2f×", r.StreamVsSolo)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%s\t%.2f\t%.2f\t%s\t%.3f\t%.3f\t\n", r.Clients, r.Requests, r.Tokens, r.AggregateTs, vs, r.StreamTs, r.MinStreamTs, solo, r.TTFTMeanS, r.TTFTMaxS)
+	}
+	return tw.Flush()
+}
+
+// stream sends one streamed completion of sb.n tokens (the end of turn
+// ignored) and times it as it arrives.
+func (sb serveBench) stream(client *http.Client) (streamStats, error) {
+	var st streamStats
+	body, _ := json.Marshal(map[string]any{
+		"prompt": sb.prompt, "max_tokens": sb.n, "stream": true, "ignore_eos": true, "temperature": 0,
+		"stream_options": map[string]any{"include_usage": true},
+	})
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, strings.TrimSuffix(sb.url, "/")+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		return st, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if sb.key != "" {
+		req.Header.Set("Authorization", "Bearer "+sb.key)
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("bench --serve: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return st, fmt.Errorf("bench --serve: %s answered %s: %s", sb.url, resp.Status, bytes.TrimSpace(b))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	usage := false
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			break
+		}
+		var chunk struct {
+			Choices []struct {
+				Text string `json:"text"`
+			} `json:"choices"`
+			Usage *struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			return st, fmt.Errorf("bench --serve: a stream chunk is not JSON: %q", data)
+		}
+		if st.ttft == 0 && len(chunk.Choices) > 0 && chunk.Choices[0].Text != "" {
+			st.ttft = time.Since(start)
+		}
+		if chunk.Usage != nil {
+			st.tokens, usage = chunk.Usage.CompletionTokens, true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return st, fmt.Errorf("bench --serve: reading the stream: %w", err)
+	}
+	st.total = time.Since(start)
+	if !usage {
+		return st, errors.New("bench --serve: the stream ended without its usage chunk (is this a bitvk or OpenAI-compatible server?)")
+	}
+	if st.ttft == 0 {
+		st.ttft = st.total
+	}
+	return st, nil
+}

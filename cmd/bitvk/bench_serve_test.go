@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// fakeStreamServer answers /v1/completions with n streamed chunks and a
+// usage chunk, as an OpenAI-compatible server does.
+func fakeStreamServer(t *testing.T, usage bool, status int) (*httptest.Server, *atomic.Int64) {
+	var requests atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		var req struct {
+			MaxTokens int  `json:"max_tokens"`
+			Stream    bool `json:"stream"`
+			IgnoreEOS bool `json:"ignore_eos"`
+		}
+		if r.URL.Path != "/v1/completions" || json.NewDecoder(r.Body).Decode(&req) != nil || !req.Stream || !req.IgnoreEOS || r.Header.Get("Authorization") != "Bearer k" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		if status != http.StatusOK {
+			http.Error(w, `{"error":{"message":"busy"}}`, status)
+			return
+		}
+		for range req.MaxTokens {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n")
+			w.(http.Flusher).Flush()
+		}
+		if usage {
+			fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"completion_tokens\":%d}}\n\n", req.MaxTokens)
+		}
+		fmt.Fprintf(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(ts.Close)
+	return ts, &requests
+}
+
+func TestBenchServe(t *testing.T) {
+	ts, requests := fakeStreamServer(t, true, http.StatusOK)
+	code, out, stderr := bitvk("bench", "--serve", ts.URL, "--api-key", "k", "-c", "1,3", "-n", "5", "-r", "2", "--json")
+	if code != 0 {
+		t.Fatalf("bench --serve: exit %d: %s", code, stderr)
+	}
+	var rs []serveResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rs) != 2 || requests.Load() != 8 {
+		t.Fatalf("%d rows, %d requests; want 2 rows of 1 and 3 streams, 2 rounds each (8 requests)", len(rs), requests.Load())
+	}
+	for i, want := range []int{1, 3} {
+		r := rs[i]
+		if r.Clients != want || r.Requests != 2*want || r.Tokens != 10*want || r.AggregateTs <= 0 || r.StreamTs <= 0 || r.TTFTMaxS < r.TTFTMeanS || r.VsOneStream <= 0 {
+			t.Errorf("row %d: %+v", i, r)
+		}
+	}
+	if rs[0].VsOneStream != 1 || rs[0].StreamVsSolo != 1 {
+		t.Errorf("one stream against itself: %+v", rs[0])
+	}
+
+	noUsage, _ := fakeStreamServer(t, false, http.StatusOK)
+	busy, _ := fakeStreamServer(t, true, http.StatusServiceUnavailable)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--serve", noUsage.URL, "--api-key", "k", "-c", "1"}, "without its usage chunk"},
+		{[]string{"--serve", busy.URL, "--api-key", "k", "-c", "1"}, "503"},
+		{[]string{"--serve", ts.URL, "-c", "0"}, "-c"},
+		{[]string{"--serve", ts.URL, "--verify"}, "--serve times a running server"},
+		{[]string{"--serve", "http://127.0.0.1:1", "-c", "1"}, "bench --serve"},
+	} {
+		code, _, stderr := bitvk(append([]string{"bench", "-n", "3", "-r", "1"}, tc.args...)...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("bench %v: exit %d, %q; want an error naming %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
