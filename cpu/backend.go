@@ -89,7 +89,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 		b.vCache = append(b.vCache, make([]uint16, o.Context*kv))
 	}
 	b.invFreq = ropeFrequencies(c.RopeDim, c.RopeBase)
-	b.s = newScratch(c, o.Batch, o.Context, o.Threads)
+	b.s = newScratch(c, b.head, o.Batch, o.Context, o.Threads)
 	return b, nil
 }
 

@@ -31,6 +31,21 @@ func TestConformanceForward(t *testing.T) {
 	})
 }
 
+// TestConformanceBatchInvariance: every token of a batch gets exactly the
+// logits it gets alone (speculative decoding's verification relies on it),
+// with either head, on one thread and on several.
+func TestConformanceBatchInvariance(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		for _, threads := range []int{1, 3} {
+			for _, q8 := range []bool{false, true} {
+				nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+					return New(c, w, Options{Threads: threads, Context: ctx, Batch: 7, HeadQ8: q8})
+				})
+			}
+		}
+	})
+}
+
 func TestConformanceOps(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
 		p := newPool(3)
@@ -138,6 +153,7 @@ func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
 		return nil, err
 	}
 	out := make([]float32, w.Out)
-	h.logits(&Backend{k: a.k, pool: a.p}, x, out)
+	sc := h.newScratch()
+	h.logits(a.k, a.p, &sc, x, 1, out)
 	return out, nil
 }

@@ -19,12 +19,11 @@ type scratch struct {
 	att    []float32   // [T][embd] attention output
 	scores [][]float32 // [worker][ctx] attention weights
 	rope   []float64   // [T][rope_dim] cos then sin of each position
-	xn     []float32   // [embd] normalized final state of one position
-	hq     []int8      // [embd] its int8 quantization for the q8 head
-	hRaw   []int32     // [vocab] q8 head sums
+	xn     []float32   // [headTile][embd] normalized final states
+	head   headScratch
 }
 
-func newScratch(c *nn.Config, T, ctx, workers int) scratch {
+func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
 	wide := max(c.Embd, c.FFN)
 	rows := max(2*c.FFN, c.Embd+2*c.KVDim())
 	s := scratch{
@@ -37,9 +36,8 @@ func newScratch(c *nn.Config, T, ctx, workers int) scratch {
 		y:      make([]float32, T*rows),
 		att:    make([]float32, T*c.Embd),
 		rope:   make([]float64, T*c.RopeDim),
-		xn:     make([]float32, c.Embd),
-		hq:     make([]int8, c.Embd),
-		hRaw:   make([]int32, c.Vocab),
+		xn:     make([]float32, headTile*c.Embd),
+		head:   h.newScratch(),
 	}
 	for w := 0; w < workers; w++ {
 		s.scores = append(s.scores, make([]float32, ctx))
@@ -126,9 +124,12 @@ func (b *Backend) forwardBatch(tokens []int32, pos int, out []float32, first int
 			b.trace(li, nn.StageFFN, s.x[:T*E])
 		}
 	}
-	for t := first; t < T; t++ {
-		rmsNorm(s.xn, s.x[t*E:(t+1)*E], b.outNorm, c.Eps)
-		b.head.logits(b, s.xn, out[(t-first)*c.Vocab:(t-first+1)*c.Vocab])
+	for t0 := first; t0 < T; t0 += headTile {
+		n := min(headTile, T-t0)
+		for t := 0; t < n; t++ {
+			rmsNorm(s.xn[t*E:(t+1)*E], s.x[(t0+t)*E:(t0+t+1)*E], b.outNorm, c.Eps)
+		}
+		b.head.logits(b.k, b.pool, &s.head, s.xn[:n*E], n, out[(t0-first)*c.Vocab:(t0-first+n)*c.Vocab])
 	}
 	return nil
 }

@@ -91,21 +91,59 @@ func quantizeRow(dst []int8, row []float32) float32 {
 	return m / 127
 }
 
-// logits computes out [vocab] for the normalized state xn [embd], the rows
-// split across the workers.
-func (h *head) logits(b *Backend, xn, out []float32) {
+// headTile is the most tokens one head pass computes: each weight row is
+// read once per tile (the few tokens of a speculative verification fit
+// one), and the int8 head's sums of a tile take headTile·vocab int32s.
+const headTile = 16
+
+// headScratch is the head's working memory for up to headTile tokens.
+type headScratch struct {
+	hq   []int8  // [headTile][embd] the int8 quantization of xn (q8 head)
+	hRaw []int32 // [headTile][vocab] the q8 head's exact sums, or nil
+}
+
+func (h *head) newScratch() headScratch {
+	var s headScratch
+	if h.q8 != nil {
+		s.hq = make([]int8, headTile*h.n)
+		s.hRaw = make([]int32, headTile*h.rows)
+	}
+	return s
+}
+
+// logits computes out [T][vocab] for the normalized states xn [T][embd],
+// T ≤ headTile, the rows split across the workers. Each token's logits are
+// bit-identical to those it gets alone (T = 1): the few-token kernels sum
+// every (row, token) in the order of the one-token ones.
+func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, out []float32) {
+	n, v := h.n, h.rows
 	if h.q8 == nil {
-		b.pool.run(h.rows, 64, func(_, lo, hi int) {
-			b.k.dotF16Rows(h.f16[lo*h.n:], h.n, xn, out[lo:hi])
+		p.run(v, 64, func(_, lo, hi int) {
+			if T == 1 {
+				k.dotF16Rows(h.f16[lo*n:], n, xn[:n], out[lo:hi])
+			} else {
+				k.dotF16MatMul(h.f16[lo*n:], n, hi-lo, xn, n, n, T, out[lo:], v)
+			}
 		})
 		return
 	}
-	s := quantizeRow(b.s.hq, xn) // = max|xn|/127: x ≈ s·x8
-	raw := b.s.hRaw
-	b.pool.run(h.rows, 64, func(_, lo, hi int) {
-		b.k.dotI8Rows(h.q8[lo*h.n:], h.n, b.s.hq, raw[lo:hi])
-		for r := lo; r < hi; r++ {
-			out[r] = float32(float64(h.q8Scale[r]) * float64(s) * float64(raw[r]))
+	var scale [headTile]float32
+	for t := 0; t < T; t++ {
+		scale[t] = quantizeRow(sc.hq[t*n:(t+1)*n], xn[t*n:(t+1)*n]) // = max|xn|/127: x ≈ s·x8
+	}
+	raw := sc.hRaw
+	p.run(v, 64, func(_, lo, hi int) {
+		if T == 1 {
+			k.dotI8Rows(h.q8[lo*n:], n, sc.hq[:n], raw[lo:hi])
+		} else {
+			k.dotI8MatMul(h.q8[lo*n:], n, hi-lo, sc.hq, n, n, T, raw[lo:], v)
+		}
+		for t := 0; t < T; t++ {
+			s := float64(scale[t])
+			rt, ot := raw[t*v:(t+1)*v], out[t*v:(t+1)*v]
+			for r := lo; r < hi; r++ {
+				ot[r] = float32(float64(h.q8Scale[r]) * s * float64(rt[r]))
+			}
 		}
 	})
 }

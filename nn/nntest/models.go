@@ -91,6 +91,19 @@ func newModel(shape string, st Storage, seed uint64) (*Model, error) {
 
 func parse(b *gguf.Builder) (*gguf.File, error) {
 	var buf bytes.Buffer
+	// Grow once to about the file's size: doubling a buffer up to the 2B
+	// shape's 1.2 GB costs more than generating it.
+	size := 1 << 20
+	for _, t := range b.Tensors {
+		n := uint64(1)
+		for _, d := range t.Dims {
+			n *= d
+		}
+		if s, err := gguf.DataSize(t.Type, n); err == nil {
+			size += int(s) + 64
+		}
+	}
+	buf.Grow(size)
 	if _, err := b.WriteTo(&buf); err != nil {
 		return nil, err
 	}

@@ -13,7 +13,8 @@
 //	            (its float32 sgemm kernels use only AVX-512 F)
 //
 // Files: ternary.go (matrix-vector), matmul.go (matrix-matrix), float.go
-// (float16 rows), int8.go (int8 rows, byte sum), sgemm.go (the trainer's
+// (float16 rows), int8.go (int8 rows, byte sum), head.go (float16 and int8
+// rows against a few tokens), sgemm.go (the trainer's
 // float32 matrix-product micro-kernels, FMA peak probe). This file holds the
 // constants and the helpers they share.
 package main
@@ -42,6 +43,8 @@ func main() {
 	genAxpyF16AVX512()
 	genDotI8RowsAVX2()
 	genDotI8RowsVNNI()
+	genDotF16MatMulAVX512()
+	genDotI8MatMulVNNI()
 	genSumBytesAVX2()
 	genSumBytesAVX512()
 	genSgemmTileAVX2()
