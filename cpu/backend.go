@@ -17,7 +17,10 @@ type Options struct {
 	// halving the bytes the float16 head reads per token (the head is more
 	// than half of them in BitNet b1.58 2B4T) at a small cost in accuracy.
 	HeadQ8 bool
-	Batch  int // most positions evaluated in one pass; ≤ 0: DefaultBatch
+	// Head is how the output head is held (see nn.HeadType); the zero
+	// value is nn.HeadStored, the file's own type. HeadQ8 overrides it.
+	Head  nn.HeadType
+	Batch int // most positions evaluated in one pass; ≤ 0: DefaultBatch
 }
 
 // DefaultBatch is how many prompt positions one pass evaluates: each
@@ -128,7 +131,11 @@ func (b *Backend) load(w *nn.Weights, o Options) error {
 		}
 		b.layers = append(b.layers, l)
 	}
-	b.head, err = newHead(b.pool, w, o.HeadQ8)
+	ht := o.Head
+	if o.HeadQ8 {
+		ht = nn.HeadQ8
+	}
+	b.head, err = newHead(b.pool, w, ht)
 	return err
 }
 

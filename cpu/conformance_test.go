@@ -37,9 +37,11 @@ func TestConformanceForward(t *testing.T) {
 func TestConformanceBatchInvariance(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
 		for _, threads := range []int{1, 3} {
-			for _, q8 := range []bool{false, true} {
-				nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
-					return New(c, w, Options{Threads: threads, Context: ctx, Batch: 7, HeadQ8: q8})
+			for _, head := range []nn.HeadType{nn.HeadStored, nn.HeadQ8, nn.HeadQ6_K} {
+				t.Run(string(head), func(t *testing.T) {
+					nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+						return New(c, w, Options{Threads: threads, Context: ctx, Batch: 7, Head: head})
+					})
 				})
 			}
 		}
@@ -148,7 +150,7 @@ func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd 
 }
 
 func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
-	h, err := newHead(a.p, &nn.Weights{Output: w}, false)
+	h, err := newHead(a.p, &nn.Weights{Output: w}, nn.HeadStored)
 	if err != nil {
 		return nil, err
 	}

@@ -7,36 +7,53 @@ import (
 	"github.com/bitvk/bitvk/nn"
 )
 
-// head is the output projection logits = xn · outputᵀ, in one of two forms:
+// head is the output projection logits = xn · outputᵀ, in one of three forms:
 //
 //   - float16 rows [vocab][embd], read in place from the file when the
 //     tensor is F16 (the tied token_embd of BitNet b1.58 2B4T), converted
 //     once otherwise; logits[r] = Σ f16(w_r,i)·xn_i in float32.
-//   - int8 rows with one scale per row (HeadQ8): w_r,i ≈ rowScale_r·w8_r,i
+//   - int8 rows with one scale per row (nn.HeadQ8): w_r,i ≈ rowScale_r·w8_r,i
 //     with rowScale_r = max|w_r|/127, and xn quantized to int8 with
 //     s = 127/max|xn|: logits[r] = rowScale_r·(Σ w8·x8)/s, the sum exact.
+//   - int8 codes with one scale per group of 16 or 32 values (the block
+//     types Q8_0, Q6_K, Q4_0: nn.HeadBlocks), each value exactly the one
+//     the file stores (or the conversion made): logits[r] =
+//     (Σ_g scale_r,g·Σ_{i∈g} c_r,i·x8_i)/s, the inner sums exact, the outer
+//     in float64 in order. Held as 8-bit codes plus a float32 per group
+//     (9 or 10 bits a value against Q4_0's 4.5 and Q6_K's 6.6 in the file).
 type head struct {
 	rows, n int
-	f16     []uint16  // [vocab][embd] float16 bits, or nil
-	q8      []int8    // [vocab][embd], or nil
-	q8Scale []float32 // [vocab]
+	typ     nn.HeadType // f16, q8, or a block type
+	f16     []uint16    // [vocab][embd] float16 bits, or nil
+	q8      []int8      // [vocab][embd] int8 rows or block codes, or nil
+	q8Scale []float32   // [vocab] row scales (q8), or [vocab][embd/group] group scales
+	group   int         // values per scale of a block type, else 0
 }
 
 // releaseRows is how many converted head rows go before their file pages
 // are released.
 const releaseRows = 512
 
-func newHead(p *pool, w *nn.Weights, q8 bool) (*head, error) {
+// newHead loads the head as ht says (nn.HeadStored: the file's type).
+func newHead(p *pool, w *nn.Weights, ht nn.HeadType) (*head, error) {
 	t := w.Output
-	h := &head{rows: t.Out, n: t.In}
-	if !q8 && t.Type == nn.TypeF16 {
+	ht = ht.For(t.Type)
+	h := &head{rows: t.Out, n: t.In, typ: ht, group: ht.Group()}
+	if ht == nn.HeadF16 && t.Type == nn.TypeF16 {
 		h.f16 = f16View(t.Data) // in place: the file pages are the one copy
 		return h, nil
 	}
-	if q8 {
+	switch {
+	case ht == nn.HeadQ8:
 		h.q8 = make([]int8, h.rows*h.n)
 		h.q8Scale = make([]float32, h.rows)
-	} else {
+	case h.group > 0:
+		if h.n%h.group != 0 {
+			return nil, fmt.Errorf("cpu: output head width %d is not a multiple of %d (%s)", h.n, h.group, ht)
+		}
+		h.q8 = make([]int8, h.rows*h.n)
+		h.q8Scale = make([]float32, h.rows*(h.n/h.group))
+	default:
 		h.f16 = make([]uint16, h.rows*h.n)
 	}
 	errs := make([]error, p.workers)
@@ -45,15 +62,20 @@ func newHead(p *pool, w *nn.Weights, q8 bool) (*head, error) {
 		row := make([]float32, h.n)
 		done := lo // rows [lo, done) converted and released
 		for r := lo; r < hi && errs[wk] == nil; r++ {
-			if errs[wk] = t.Row(r, row); errs[wk] != nil {
-				return
-			}
-			if q8 {
-				h.q8Scale[r] = quantizeRow(h.q8[r*h.n:(r+1)*h.n], row)
-			} else {
-				for i, v := range row {
-					h.f16[r*h.n+i] = nn.F32ToF16(v)
+			if h.group > 0 {
+				g := h.n / h.group
+				errs[wk] = nn.HeadBlocks(t, r, ht, h.q8[r*h.n:(r+1)*h.n], h.q8Scale[r*g:(r+1)*g], row)
+			} else if errs[wk] = t.Row(r, row); errs[wk] == nil {
+				if ht == nn.HeadQ8 {
+					h.q8Scale[r] = quantizeRow(h.q8[r*h.n:(r+1)*h.n], row)
+				} else {
+					for i, v := range row {
+						h.f16[r*h.n+i] = nn.F32ToF16(v)
+					}
 				}
+			}
+			if errs[wk] != nil {
+				return
 			}
 			// Release the file's pages as the conversion goes, so the
 			// source and the copy are never both resident in full.
@@ -106,6 +128,8 @@ func (h *head) newScratch() headScratch {
 	var s headScratch
 	if h.q8 != nil {
 		s.hq = make([]int8, headTile*h.n)
+	}
+	if h.typ == nn.HeadQ8 {
 		s.hRaw = make([]int32, headTile*h.rows)
 	}
 	return s
@@ -131,6 +155,12 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 	for t := 0; t < T; t++ {
 		scale[t] = quantizeRow(sc.hq[t*n:(t+1)*n], xn[t*n:(t+1)*n]) // = max|xn|/127: x ≈ s·x8
 	}
+	if h.group > 0 {
+		p.run(v, 64, func(_, lo, hi int) {
+			dotBlockRows(h.q8[lo*n:], h.q8Scale[lo*(n/h.group):], h.group, hi-lo, sc.hq, n, scale[:T], out[lo:], v)
+		})
+		return
+	}
 	raw := sc.hRaw
 	p.run(v, 64, func(_, lo, hi int) {
 		if T == 1 {
@@ -146,4 +176,29 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 			}
 		}
 	})
+}
+
+// dotBlockRows computes, for r < rows and t < len(xScale),
+// out[t·outStride + r] = xScale[t]·Σ_g scales[r·G + g]·Σ_{i<group} codes[r·n + g·group + i]·x[t·n + g·group + i]
+// (G = n/group groups a row): the block-type head, each group's sum exact
+// in int32, the groups summed in float64 in order, so a token's logits do
+// not depend on the batch. A plain Go loop; no SIMD version yet.
+func dotBlockRows(codes []int8, scales []float32, group, rows int, x []int8, n int, xScale []float32, out []float32, outStride int) {
+	G := n / group
+	for r := 0; r < rows; r++ {
+		row, rs := codes[r*n:(r+1)*n], scales[r*G:(r+1)*G]
+		for t, s := range xScale {
+			xt := x[t*n : (t+1)*n]
+			var acc float64
+			for g, gs := range rs {
+				c, xg := row[g*group:(g+1)*group], xt[g*group:(g+1)*group]
+				var sum int32
+				for i, v := range c {
+					sum += int32(v) * int32(xg[i])
+				}
+				acc += float64(gs) * float64(sum)
+			}
+			out[t*outStride+r] = float32(acc * float64(s))
+		}
+	}
 }
