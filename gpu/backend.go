@@ -13,14 +13,14 @@ import (
 
 // Options configure the Vulkan backend.
 type Options struct {
-	Device     int  // index into Devices(); < 0: the best (discrete, integrated, virtual, then CPU)
-	Context    int  // positions in the K/V cache; 0: the model's context length
-	HeadQ8     bool // int8 head rows with per-row scales instead of float16
+	Device  int  // index into Devices(); < 0: the best (discrete, integrated, virtual, then CPU)
+	Context int  // positions in the K/V cache; 0: the model's context length
+	HeadQ8  bool // int8 head rows with per-row scales instead of float16
 	// Head is how the output head is held (see nn.HeadType; the zero value
 	// is nn.HeadStored). nn.HeadQ8 is HeadQ8; every other type is held as
 	// float16 for now (a block type's values decoded, or encoded then
 	// decoded for a conversion, and rounded to float16).
-	Head nn.HeadType
+	Head       nn.HeadType
 	Batch      int  // most tokens per submit; 0: DefaultBatch
 	Validation bool // the Khronos validation layer on (see ValidationMessages)
 	// Plain never uses the integer dot product instruction, even where the
