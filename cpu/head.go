@@ -19,7 +19,7 @@ import (
 //     types Q8_0, Q6_K, Q4_0: nn.HeadBlocks), each value exactly the one
 //     the file stores (or the conversion made): logits[r] =
 //     (Σ_g scale_r,g·Σ_{i∈g} c_r,i·x8_i)/s, the inner sums exact, the outer
-//     in float64 in order. Held as 8-bit codes plus a float32 per group
+//     in the kernel's order (dotBlockRows). Held as 8-bit codes plus a float32 per group
 //     (9 or 10 bits a value against Q4_0's 4.5 and Q6_K's 6.6 in the file).
 type head struct {
 	rows, n int
@@ -120,8 +120,9 @@ const headTile = 16
 
 // headScratch is the head's working memory for up to headTile tokens.
 type headScratch struct {
-	hq   []int8  // [headTile][embd] the int8 quantization of xn (q8 head)
-	hRaw []int32 // [headTile][vocab] the q8 head's exact sums, or nil
+	hq    []int8  // [headTile][embd] the int8 quantization of xn (q8 head)
+	hRaw  []int32 // [headTile][vocab] the q8 head's exact sums, or nil
+	hBias []int32 // [headTile][embd/4] blockBias of hq (block heads), or nil
 }
 
 func (h *head) newScratch() headScratch {
@@ -131,6 +132,9 @@ func (h *head) newScratch() headScratch {
 	}
 	if h.typ == nn.HeadQ8 {
 		s.hRaw = make([]int32, headTile*h.rows)
+	}
+	if h.group > 0 {
+		s.hBias = make([]int32, headTile*h.n/4)
 	}
 	return s
 }
@@ -156,8 +160,28 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 		scale[t] = quantizeRow(sc.hq[t*n:(t+1)*n], xn[t*n:(t+1)*n]) // = max|xn|/127: x ≈ s·x8
 	}
 	if h.group > 0 {
+		bk := k.dotBlockRows
+		if n%64 != 0 {
+			bk = generic.dotBlockRows // the assembly takes whole 64-byte steps
+		}
+		for t := 0; t < T; t++ {
+			blockBias(sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4])
+		}
+		G := n / h.group
 		p.run(v, 64, func(_, lo, hi int) {
-			dotBlockRows(h.q8[lo*n:], h.q8Scale[lo*(n/h.group):], h.group, hi-lo, sc.hq, n, scale[:T], out[lo:], v)
+			// Rows in blocks that stay in L2 while every token passes, each
+			// token's sums in the one-token order: batch-invariant.
+			for r0 := lo; r0 < hi; r0 += rowBlock {
+				r1 := min(r0+rowBlock, hi)
+				for t := 0; t < T; t++ {
+					ot := out[t*v+r0 : t*v+r1]
+					bk(h.q8[r0*n:r1*n], h.q8Scale[r0*G:r1*G], h.group, sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4], ot)
+					s := float64(scale[t])
+					for r, sum := range ot {
+						ot[r] = float32(float64(sum) * s)
+					}
+				}
+			}
 		})
 		return
 	}
@@ -176,29 +200,4 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 			}
 		}
 	})
-}
-
-// dotBlockRows computes, for r < rows and t < len(xScale),
-// out[t·outStride + r] = xScale[t]·Σ_g scales[r·G + g]·Σ_{i<group} codes[r·n + g·group + i]·x[t·n + g·group + i]
-// (G = n/group groups a row): the block-type head, each group's sum exact
-// in int32, the groups summed in float64 in order, so a token's logits do
-// not depend on the batch. A plain Go loop; no SIMD version yet.
-func dotBlockRows(codes []int8, scales []float32, group, rows int, x []int8, n int, xScale []float32, out []float32, outStride int) {
-	G := n / group
-	for r := 0; r < rows; r++ {
-		row, rs := codes[r*n:(r+1)*n], scales[r*G:(r+1)*G]
-		for t, s := range xScale {
-			xt := x[t*n : (t+1)*n]
-			var acc float64
-			for g, gs := range rs {
-				c, xg := row[g*group:(g+1)*group], xt[g*group:(g+1)*group]
-				var sum int32
-				for i, v := range c {
-					sum += int32(v) * int32(xg[i])
-				}
-				acc += float64(gs) * float64(sum)
-			}
-			out[t*outStride+r] = float32(acc * float64(s))
-		}
-	}
 }

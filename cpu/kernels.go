@@ -67,6 +67,14 @@ type kernels struct {
 	// int32, |x| ≤ 127: the int8 head over a few tokens.
 	dotI8MatMul func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int)
 
+	// dotBlockRows computes out[r] = Σ_g scales[r·G+g]·Σ_{i<group}
+	// w[r·n+g·group+i]·x[g·group+i] for r < len(out), n = len(x) (a
+	// multiple of 64), G = n/group, group 16 or 32, |x| ≤ 127: the head
+	// held as a block type (Q8_0, Q6_K, Q4_0 codes and group scales). Each
+	// group's sum is exact; the float32 summation order is the kernel's
+	// own. xBias [n/4] must hold blockBias(x), which the VNNI kernel uses.
+	dotBlockRows func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
 	// sumBytes returns the sum of b's bytes read as little-endian uint64
 	// words (wrapping), len(b) a multiple of 64: a read as fast as the
 	// memory allows, to measure the machine's bandwidth.
@@ -87,6 +95,7 @@ var generic = kernels{
 	dotI8Rows:     dotI8RowsGeneric,
 	dotF16MatMul:  dotF16MatMulGeneric,
 	dotI8MatMul:   dotI8MatMulGeneric,
+	dotBlockRows:  dotBlockRowsGeneric,
 	sumBytes:      sumBytesGeneric,
 	sgemm:         sgemmGeneric,
 }
@@ -192,6 +201,32 @@ func dotF16MatMulGeneric(w []uint16, stride, rows int, x []float32, xStride, n, 
 func dotI8MatMulGeneric(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
 	for t := 0; t < tokens; t++ {
 		dotI8RowsGeneric(w, stride, x[t*xStride:t*xStride+n], out[t*outStride:t*outStride+rows])
+	}
+}
+
+func dotBlockRowsGeneric(w []int8, scales []float32, group int, x []int8, _ []int32, out []float32) {
+	n := len(x)
+	G := n / group
+	for r := range out {
+		row, rs := w[r*n:(r+1)*n], scales[r*G:(r+1)*G]
+		var acc float64
+		for g, gs := range rs {
+			c, xg := row[g*group:(g+1)*group], x[g*group:(g+1)*group]
+			var sum int32
+			for i, v := range c {
+				sum += int32(v) * int32(xg[i])
+			}
+			acc += float64(gs) * float64(sum)
+		}
+		out[r] = float32(acc)
+	}
+}
+
+// blockBias writes dst[j] = −128·(x[4j] + … + x[4j+3]) for j < len(x)/4:
+// what dotBlockRowsVNNI, which multiplies w+128, starts each lane from.
+func blockBias(x []int8, dst []int32) {
+	for j := range dst[:len(x)/4] {
+		dst[j] = -128 * (int32(x[4*j]) + int32(x[4*j+1]) + int32(x[4*j+2]) + int32(x[4*j+3]))
 	}
 }
 

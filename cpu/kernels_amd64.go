@@ -37,6 +37,7 @@ var avx2Kernels = kernels{
 	dotI8Rows:     checkDotI8Rows(dotI8RowsAVX2),
 	dotF16MatMul:  checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
 	dotI8MatMul:   checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
+	dotBlockRows:  checkDotBlockRows(dotBlockRowsAVX2),
 	sumBytes:      checkSumBytes(sumBytesAVX2),
 	sgemm:         sgemmAVX2,
 }
@@ -50,6 +51,7 @@ var avx512VNNIKernels = kernels{
 	dotI8Rows:     checkDotI8Rows(dotI8RowsVNNI),
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(dotF16MatMulAVX512, 3)),
 	dotI8MatMul:   checkDotI8MatMul(biasedI8(dotI8MatMulVNNI)),
+	dotBlockRows:  checkDotBlockRows(dotBlockRowsVNNI),
 	sumBytes:      checkSumBytes(sumBytesAVX512),
 	sgemm:         sgemmAVX512, // AVX-512 F only; see sgemm_amd64.go
 }
@@ -165,6 +167,18 @@ func biasedI8(f func(w []int8, stride, rows int, x []int8, xStride, n, tokens in
 			bias = append(bias, s<<7)
 		}
 		f(w, stride, rows, x, xStride, n, tokens, out, outStride, bias)
+	}
+}
+
+func checkDotBlockRows(f func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)) func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32) {
+	return func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32) {
+		n := len(x)
+		if (group != 16 && group != 32) || n%64 != 0 || len(xBias) < n/4 ||
+			!rowsFit(len(w), n, n, len(out)) || !rowsFit(len(scales), n/group, n/group, len(out)) {
+			panic(fmt.Sprintf("cpu: dotBlockRows: %d rows of %d codes in groups of %d do not fit w %d, scales %d, xBias %d (or n is not a multiple of 64)",
+				len(out), n, group, len(w), len(scales), len(xBias)))
+		}
+		f(w, scales, group, x, xBias, out)
 	}
 }
 

@@ -75,6 +75,42 @@ DATA shiftHi<>+56(SB)/4, $0x00000004
 DATA shiftHi<>+60(SB)/4, $0x00000004
 GLOBL shiftHi<>(SB), RODATA|NOPTR, $64
 
+DATA permQuads<>+0(SB)/4, $0x00000000
+DATA permQuads<>+4(SB)/4, $0x00000000
+DATA permQuads<>+8(SB)/4, $0x00000000
+DATA permQuads<>+12(SB)/4, $0x00000000
+DATA permQuads<>+16(SB)/4, $0x00000001
+DATA permQuads<>+20(SB)/4, $0x00000001
+DATA permQuads<>+24(SB)/4, $0x00000001
+DATA permQuads<>+28(SB)/4, $0x00000001
+DATA permQuads<>+32(SB)/4, $0x00000002
+DATA permQuads<>+36(SB)/4, $0x00000002
+DATA permQuads<>+40(SB)/4, $0x00000002
+DATA permQuads<>+44(SB)/4, $0x00000002
+DATA permQuads<>+48(SB)/4, $0x00000003
+DATA permQuads<>+52(SB)/4, $0x00000003
+DATA permQuads<>+56(SB)/4, $0x00000003
+DATA permQuads<>+60(SB)/4, $0x00000003
+GLOBL permQuads<>(SB), RODATA|NOPTR, $64
+
+DATA permOctets<>+0(SB)/4, $0x00000000
+DATA permOctets<>+4(SB)/4, $0x00000000
+DATA permOctets<>+8(SB)/4, $0x00000000
+DATA permOctets<>+12(SB)/4, $0x00000000
+DATA permOctets<>+16(SB)/4, $0x00000000
+DATA permOctets<>+20(SB)/4, $0x00000000
+DATA permOctets<>+24(SB)/4, $0x00000000
+DATA permOctets<>+28(SB)/4, $0x00000000
+DATA permOctets<>+32(SB)/4, $0x00000001
+DATA permOctets<>+36(SB)/4, $0x00000001
+DATA permOctets<>+40(SB)/4, $0x00000001
+DATA permOctets<>+44(SB)/4, $0x00000001
+DATA permOctets<>+48(SB)/4, $0x00000001
+DATA permOctets<>+52(SB)/4, $0x00000001
+DATA permOctets<>+56(SB)/4, $0x00000001
+DATA permOctets<>+60(SB)/4, $0x00000001
+GLOBL permOctets<>(SB), RODATA|NOPTR, $64
+
 // func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·ternaryRowsAVX2(SB), NOSPLIT, $0-80
@@ -7907,6 +7943,492 @@ rowsdone_251:
 	VZEROUPPER
 	RET
 
+// func dotBlockRowsAVX2(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+// Requires: AVX, AVX2, FMA3, MMX+
+TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
+	MOVQ    group+48(FP), AX
+	CMPQ    AX, $0x20
+	JE      group32_286
+	MOVQ    w_base+0(FP), AX
+	MOVQ    scales_base+24(FP), CX
+	MOVQ    x_base+56(FP), DX
+	MOVQ    x_len+64(FP), BX
+	MOVQ    xBias_base+80(FP), SI
+	MOVQ    out_base+104(FP), SI
+	MOVQ    out_len+112(FP), DI
+	MOVQ    BX, R8
+	SHRQ    $0x02, R8
+	VMOVDQU words0001<>+0(SB), Y0
+	VMOVDQU permQuads<>+0(SB), Y1
+
+rows_287:
+	CMPQ   DI, $0x00000002
+	JB     rowsdone_288
+	LEAQ   (AX)(BX*1), R9
+	LEAQ   (CX)(R8*1), R10
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ   R12, R12
+	XORQ   R11, R11
+	CMPQ   R11, BX
+	JAE    loopdone_290
+
+loop_289:
+	VMOVDQU      (DX)(R11*1), Y6
+	PREFETCHT1   16384(AX)(R11*1)
+	VMOVDQU      (AX)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (CX)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y2
+	PREFETCHT1   16384(R9)(R11*1)
+	VMOVDQU      (R9)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (R10)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x08, R12
+	ADDQ         $0x00000020, R11
+	CMPQ         R11, BX
+	JB           loop_289
+
+loopdone_290:
+	VEXTRACTF128 $0x01, Y2, X4
+	VADDPS       X2, X4, X4
+	VPSHUFD      $0x4e, X4, X2
+	VADDPS       X2, X4, X4
+	VPSHUFD      $0xb1, X4, X2
+	VADDPS       X2, X4, X4
+	VMOVSS       X4, (SI)
+	VEXTRACTF128 $0x01, Y3, X2
+	VADDPS       X3, X2, X2
+	VPSHUFD      $0x4e, X2, X3
+	VADDPS       X3, X2, X2
+	VPSHUFD      $0xb1, X2, X3
+	VADDPS       X3, X2, X2
+	VMOVSS       X2, 4(SI)
+	LEAQ         (AX)(BX*2), AX
+	ADDQ         $0x00000008, SI
+	ADDQ         R8, CX
+	ADDQ         R8, CX
+	SUBQ         $0x00000002, DI
+	JMP          rows_287
+
+rowsdone_288:
+rows_291:
+	CMPQ   DI, $0x00000001
+	JB     rowsdone_292
+	VXORPS Y2, Y2, Y2
+	XORQ   R10, R10
+	XORQ   R9, R9
+	CMPQ   R9, BX
+	JAE    loopdone_294
+
+loop_293:
+	VMOVDQU      (DX)(R9*1), Y4
+	PREFETCHT1   16384(AX)(R9*1)
+	VMOVDQU      (AX)(R9*1), Y3
+	VPSIGNB      Y3, Y4, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSD (CX)(R10*1), Y3
+	VPERMPS      Y3, Y1, Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x08, R10
+	ADDQ         $0x00000020, R9
+	CMPQ         R9, BX
+	JB           loop_293
+
+loopdone_294:
+	VEXTRACTF128 $0x01, Y2, X3
+	VADDPS       X2, X3, X3
+	VPSHUFD      $0x4e, X3, X2
+	VADDPS       X2, X3, X3
+	VPSHUFD      $0xb1, X3, X2
+	VADDPS       X2, X3, X3
+	VMOVSS       X3, (SI)
+	ADDQ         BX, AX
+	ADDQ         $0x00000004, SI
+	ADDQ         R8, CX
+	SUBQ         $0x00000001, DI
+	JMP          rows_291
+
+rowsdone_292:
+	VZEROUPPER
+	RET
+
+group32_286:
+	MOVQ    w_base+0(FP), AX
+	MOVQ    scales_base+24(FP), CX
+	MOVQ    x_base+56(FP), DX
+	MOVQ    x_len+64(FP), BX
+	MOVQ    xBias_base+80(FP), SI
+	MOVQ    out_base+104(FP), SI
+	MOVQ    out_len+112(FP), DI
+	MOVQ    BX, R8
+	SHRQ    $0x03, R8
+	VMOVDQU words0001<>+0(SB), Y0
+
+rows_295:
+	CMPQ   DI, $0x00000002
+	JB     rowsdone_296
+	LEAQ   (AX)(BX*1), R9
+	LEAQ   (CX)(R8*1), R10
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	XORQ   R12, R12
+	XORQ   R11, R11
+	CMPQ   R11, BX
+	JAE    loopdone_298
+
+loop_297:
+	VMOVDQU      (DX)(R11*1), Y5
+	PREFETCHT1   16384(AX)(R11*1)
+	VMOVDQU      (AX)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (CX)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y1
+	PREFETCHT1   16384(R9)(R11*1)
+	VMOVDQU      (R9)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (R10)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x04, R12
+	ADDQ         $0x00000020, R11
+	CMPQ         R11, BX
+	JB           loop_297
+
+loopdone_298:
+	VEXTRACTF128 $0x01, Y1, X3
+	VADDPS       X1, X3, X3
+	VPSHUFD      $0x4e, X3, X1
+	VADDPS       X1, X3, X3
+	VPSHUFD      $0xb1, X3, X1
+	VADDPS       X1, X3, X3
+	VMOVSS       X3, (SI)
+	VEXTRACTF128 $0x01, Y2, X1
+	VADDPS       X2, X1, X1
+	VPSHUFD      $0x4e, X1, X2
+	VADDPS       X2, X1, X1
+	VPSHUFD      $0xb1, X1, X2
+	VADDPS       X2, X1, X1
+	VMOVSS       X1, 4(SI)
+	LEAQ         (AX)(BX*2), AX
+	ADDQ         $0x00000008, SI
+	ADDQ         R8, CX
+	ADDQ         R8, CX
+	SUBQ         $0x00000002, DI
+	JMP          rows_295
+
+rowsdone_296:
+rows_299:
+	CMPQ   DI, $0x00000001
+	JB     rowsdone_300
+	VXORPS Y1, Y1, Y1
+	XORQ   R10, R10
+	XORQ   R9, R9
+	CMPQ   R9, BX
+	JAE    loopdone_302
+
+loop_301:
+	VMOVDQU      (DX)(R9*1), Y3
+	PREFETCHT1   16384(AX)(R9*1)
+	VMOVDQU      (AX)(R9*1), Y2
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y3
+	VPMADDWD     Y0, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VBROADCASTSS (CX)(R10*1), Y2
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x04, R10
+	ADDQ         $0x00000020, R9
+	CMPQ         R9, BX
+	JB           loop_301
+
+loopdone_302:
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X1, X2, X2
+	VPSHUFD      $0x4e, X2, X1
+	VADDPS       X1, X2, X2
+	VPSHUFD      $0xb1, X2, X1
+	VADDPS       X1, X2, X2
+	VMOVSS       X2, (SI)
+	ADDQ         BX, AX
+	ADDQ         $0x00000004, SI
+	ADDQ         R8, CX
+	SUBQ         $0x00000001, DI
+	JMP          rows_299
+
+rowsdone_300:
+	VZEROUPPER
+	RET
+
+// func dotBlockRowsVNNI(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+// Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
+	MOVQ         group+48(FP), AX
+	CMPQ         AX, $0x20
+	JE           group32_303
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         x_base+56(FP), DX
+	MOVQ         x_len+64(FP), BX
+	MOVQ         xBias_base+80(FP), SI
+	MOVQ         out_base+104(FP), DI
+	MOVQ         out_len+112(FP), R8
+	MOVQ         BX, R9
+	SHRQ         $0x02, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+
+rows_304:
+	CMPQ   R8, $0x00000002
+	JB     rowsdone_305
+	LEAQ   (AX)(BX*1), R10
+	LEAQ   (CX)(R9*1), R11
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   R13, R13
+	XORQ   R12, R12
+	CMPQ   R12, BX
+	JAE    loopdone_307
+
+loop_306:
+	VMOVDQU64       (DX)(R12*1), Z6
+	VMOVDQU32       (SI)(R12*1), Z7
+	PREFETCHT1      16384(AX)(R12*1)
+	VPXORD          (AX)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	PREFETCHT1      16384(R10)(R12*1)
+	VPXORD          (R10)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R13
+	ADDQ            $0x00000040, R12
+	CMPQ            R12, BX
+	JB              loop_306
+
+loopdone_307:
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y2, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y4, X3
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VADDPS        X4, X3, X3
+	VMOVSS        X3, (DI)
+	VEXTRACTF32X4 $0x01, Y2, X3
+	VADDPS        X2, X3, X3
+	VPSHUFD       $0x4e, X3, X2
+	VADDPS        X2, X3, X3
+	VPSHUFD       $0xb1, X3, X2
+	VADDPS        X2, X3, X3
+	VMOVSS        X3, 4(DI)
+	LEAQ          (AX)(BX*2), AX
+	ADDQ          $0x00000008, DI
+	ADDQ          R9, CX
+	ADDQ          R9, CX
+	SUBQ          $0x00000002, R8
+	JMP           rows_304
+
+rowsdone_305:
+rows_308:
+	CMPQ   R8, $0x00000001
+	JB     rowsdone_309
+	VPXORD Z2, Z2, Z2
+	XORQ   R11, R11
+	XORQ   R10, R10
+	CMPQ   R10, BX
+	JAE    loopdone_311
+
+loop_310:
+	VMOVDQU64       (DX)(R10*1), Z5
+	VMOVDQU32       (SI)(R10*1), Z4
+	PREFETCHT1      16384(AX)(R10*1)
+	VPXORD          (AX)(R10*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R11*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R11
+	ADDQ            $0x00000040, R10
+	CMPQ            R10, BX
+	JB              loop_310
+
+loopdone_311:
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y2, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X2
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VADDPS        X3, X2, X2
+	VMOVSS        X2, (DI)
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, DI
+	ADDQ          R9, CX
+	SUBQ          $0x00000001, R8
+	JMP           rows_308
+
+rowsdone_309:
+	VZEROUPPER
+	RET
+
+group32_303:
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         x_base+56(FP), DX
+	MOVQ         x_len+64(FP), BX
+	MOVQ         xBias_base+80(FP), SI
+	MOVQ         out_base+104(FP), DI
+	MOVQ         out_len+112(FP), R8
+	MOVQ         BX, R9
+	SHRQ         $0x03, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+
+rows_312:
+	CMPQ   R8, $0x00000002
+	JB     rowsdone_313
+	LEAQ   (AX)(BX*1), R10
+	LEAQ   (CX)(R9*1), R11
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   R13, R13
+	XORQ   R12, R12
+	CMPQ   R12, BX
+	JAE    loopdone_315
+
+loop_314:
+	VMOVDQU64    (DX)(R12*1), Z6
+	VMOVDQU32    (SI)(R12*1), Z7
+	PREFETCHT1   16384(AX)(R12*1)
+	VPXORD       (AX)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	PREFETCHT1   16384(R10)(R12*1)
+	VPXORD       (R10)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R11)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R13
+	ADDQ         $0x00000040, R12
+	CMPQ         R12, BX
+	JB           loop_314
+
+loopdone_315:
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y2, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y4, X3
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VADDPS        X4, X3, X3
+	VMOVSS        X3, (DI)
+	VEXTRACTF32X4 $0x01, Y2, X3
+	VADDPS        X2, X3, X3
+	VPSHUFD       $0x4e, X3, X2
+	VADDPS        X2, X3, X3
+	VPSHUFD       $0xb1, X3, X2
+	VADDPS        X2, X3, X3
+	VMOVSS        X3, 4(DI)
+	LEAQ          (AX)(BX*2), AX
+	ADDQ          $0x00000008, DI
+	ADDQ          R9, CX
+	ADDQ          R9, CX
+	SUBQ          $0x00000002, R8
+	JMP           rows_312
+
+rowsdone_313:
+rows_316:
+	CMPQ   R8, $0x00000001
+	JB     rowsdone_317
+	VPXORD Z2, Z2, Z2
+	XORQ   R11, R11
+	XORQ   R10, R10
+	CMPQ   R10, BX
+	JAE    loopdone_319
+
+loop_318:
+	VMOVDQU64    (DX)(R10*1), Z5
+	VMOVDQU32    (SI)(R10*1), Z4
+	PREFETCHT1   16384(AX)(R10*1)
+	VPXORD       (AX)(R10*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R11*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R11
+	ADDQ         $0x00000040, R10
+	CMPQ         R10, BX
+	JB           loop_318
+
+loopdone_319:
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y2, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X2
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VADDPS        X3, X2, X2
+	VMOVSS        X2, (DI)
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, DI
+	ADDQ          R9, CX
+	SUBQ          $0x00000001, R8
+	JMP           rows_316
+
+rowsdone_317:
+	VZEROUPPER
+	RET
+
 // func sumBytesAVX2(b []byte) uint64
 // Requires: AVX, AVX2, MMX+
 TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
@@ -7928,9 +8450,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_287
+	JAE   loopdone_321
 
-loop_286:
+loop_320:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -8005,21 +8527,21 @@ loop_286:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_286
+	JB         loop_320
 
-loopdone_287:
+loopdone_321:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_289
+	JAE    sum64done_323
 
-sum64_288:
+sum64_322:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_288
+	JB     sum64_322
 
-sum64done_289:
+sum64done_323:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -8053,9 +8575,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_291
+	JAE    loopdone_325
 
-loop_290:
+loop_324:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -8098,20 +8620,20 @@ loop_290:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_290
+	JB         loop_324
 
-loopdone_291:
+loopdone_325:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_293
+	JAE    sum64done_327
 
-sum64_292:
+sum64_326:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_292
+	JB     sum64_326
 
-sum64done_293:
+sum64done_327:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -8158,9 +8680,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_295
+	JZ         sgemmtail_329
 
-sgemm_294:
+sgemm_328:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -8244,13 +8766,13 @@ sgemm_294:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_294
+	JNZ          sgemm_328
 
-sgemmtail_295:
+sgemmtail_329:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_297
+	JZ   sgemmdone_331
 
-sgemmone_296:
+sgemmone_330:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -8274,9 +8796,9 @@ sgemmone_296:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_296
+	JNZ          sgemmone_330
 
-sgemmdone_297:
+sgemmdone_331:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -8370,9 +8892,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_299
+	JZ         sgemmtail_333
 
-sgemm_298:
+sgemm_332:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -8528,13 +9050,13 @@ sgemm_298:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_298
+	JNZ          sgemm_332
 
-sgemmtail_299:
+sgemmtail_333:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_301
+	JZ   sgemmdone_335
 
-sgemmone_300:
+sgemmone_334:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -8576,9 +9098,9 @@ sgemmone_300:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_300
+	JNZ          sgemmone_334
 
-sgemmdone_301:
+sgemmdone_335:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -8649,9 +9171,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_303
+	JLE   fmadone_337
 
-fma_302:
+fma_336:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -8665,9 +9187,9 @@ fma_302:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_302
+	JNZ         fma_336
 
-fmadone_303:
+fmadone_337:
 	VZEROUPPER
 	RET
 
@@ -8694,9 +9216,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_305
+	JLE    fmadone_339
 
-fma_304:
+fma_338:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -8714,8 +9236,8 @@ fma_304:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_304
+	JNZ         fma_338
 
-fmadone_305:
+fmadone_339:
 	VZEROUPPER
 	RET

@@ -254,3 +254,35 @@ func BenchmarkHeadFew(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDotBlockRows: a 32768-row slice of a block-type head (Q6_K's
+// groups of 16, Q8_0's and Q4_0's of 32) held as int8 codes and float32
+// group scales; MB/s counts both.
+func BenchmarkDotBlockRows(b *testing.B) {
+	const rows, n = 32768, 2560
+	w := make([]int8, rows*n)
+	for i := range w {
+		w[i] = int8(i*5) >> 2
+	}
+	x := make([]int8, n)
+	for i := range x {
+		x[i] = int8(i%255 - 127)
+	}
+	bias := make([]int32, n/4)
+	blockBias(x, bias)
+	out := make([]float32, rows)
+	for _, k := range kernelSets() {
+		for _, group := range []int{16, 32} {
+			scales := make([]float32, rows*n/group)
+			for i := range scales {
+				scales[i] = float32(i%13) / 7
+			}
+			b.Run(fmt.Sprintf("%s/group%d", k.name, group), func(b *testing.B) {
+				b.SetBytes(int64(len(w) + 4*len(scales)))
+				for b.Loop() {
+					k.dotBlockRows(w, scales, group, x, bias, out)
+				}
+			})
+		}
+	}
+}

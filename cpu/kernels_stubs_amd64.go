@@ -68,6 +68,16 @@ func dotF16MatMulAVX512(w []uint16, stride int, rows int, x []float32, xStride i
 //go:noescape
 func dotI8MatMulVNNI(w []int8, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int, bias []int32)
 
+// dotBlockRowsAVX2 is dotBlockRows with AVX2: 2 rows at a time, vpsignb/vpabsb/vpmaddubsw, FMA by the group scales.
+//
+//go:noescape
+func dotBlockRowsAVX2(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
+// dotBlockRowsVNNI is dotBlockRows with AVX-512 VNNI: 2 rows at a time, vpdpbusd(w XOR 0x80, x) from −128·Σx, FMA by the group scales.
+//
+//go:noescape
+func dotBlockRowsVNNI(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
 // sumBytesAVX2 is sumBytes: 8 streams, 4 accumulators of vpaddq.
 //
 //go:noescape

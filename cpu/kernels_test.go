@@ -589,6 +589,54 @@ func TestDotI8MatMul(t *testing.T) {
 	}
 }
 
+// TestDotBlockRows: every set against the twin within relF16 of
+// Σ|scale·w·x| (the group sums are exact; the float32 order is each set's
+// own), for both group sizes, every row remainder, and the extreme codes.
+func TestDotBlockRows(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, group := range []int{16, 32} {
+			for _, n := range []int{0, 64, 128, 256, 2560} {
+				for _, rows := range testRows {
+					for _, extreme := range []bool{false, true} {
+						G := n / group
+						w := randomI8(rng, rows*n, -128, 127, 127)
+						x := randomI8(rng, n, -127, 127, 127)
+						if extreme {
+							for i := range w {
+								w[i] = []int8{-128, 127}[i%2]
+							}
+							for i := range x {
+								x[i] = []int8{-127, 127}[i/3%2]
+							}
+						}
+						scales := make([]float32, rows*G)
+						for i := range scales {
+							scales[i] = float32(rng.NormFloat64())
+						}
+						bias := make([]int32, n/4)
+						blockBias(x, bias)
+						out, all := poisoned(rows, 1+rng.IntN(7), 16, float32(math.NaN()))
+						want := make([]float32, rows)
+						dotBlockRowsGeneric(w, scales, group, x, bias, want)
+						k.dotBlockRows(w, scales, group, x, bias, out)
+						for r := range out {
+							var abs float64
+							for i := 0; i < n; i++ {
+								abs += math.Abs(float64(scales[r*G+i/group]) * float64(w[r*n+i]) * float64(x[i]))
+							}
+							if d := math.Abs(float64(out[r]) - float64(want[r])); !(d <= relF16*abs) {
+								t.Fatalf("group %d n %d rows %d row %d: %g, twin %g (Σ|swx| %g)", group, n, rows, r, out[r], want[r], abs)
+							}
+						}
+						checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
+					}
+				}
+			}
+		}
+	})
+}
+
 func TestSumBytes(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()
@@ -625,6 +673,9 @@ func TestBoundsChecked(t *testing.T) {
 			"dotF16Rows": func() { k.dotF16Rows(make([]uint16, 9), 5, make([]float32, 5), make([]float32, 2)) },
 			"axpyF16":    func() { k.axpyF16(1, make([]uint16, 4), make([]float32, 5)) },
 			"dotI8Rows":  func() { k.dotI8Rows(make([]int8, 9), 5, make([]int8, 5), make([]int32, 2)) },
+			"dotBlockRows": func() {
+				k.dotBlockRows(make([]int8, 127), make([]float32, 8), 32, make([]int8, 64), make([]int32, 16), make([]float32, 2))
+			},
 			"dotF16MatMul": func() {
 				k.dotF16MatMul(make([]uint16, 10), 5, 2, make([]float32, 10), 5, 5, 2, make([]float32, 3), 2)
 			},
@@ -694,8 +745,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 8 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 6", checked)
+	if checked != 9 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 9", checked)
 	}
 }
 
