@@ -48,6 +48,21 @@ func TestConformanceBatchInvariance(t *testing.T) {
 	})
 }
 
+// TestConformancePositionZero: the logits of a token alone at position 0
+// agree with the oracle to nntest.PositionZeroTolerance, the 2B shape
+// included (skipped with -short): every step rounds as the oracle does.
+func TestConformancePositionZero(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		shapes := []string{"tiny", "small"}
+		if active.name == kernelSets()[0].name {
+			shapes = append(shapes, "2b") // once, with the fastest kernels
+		}
+		nntest.PositionZero(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+			return New(c, w, Options{Context: ctx})
+		}, shapes...)
+	})
+}
+
 func TestConformanceOps(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
 		p := newPool(3)
