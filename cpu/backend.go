@@ -17,7 +17,10 @@ type Options struct {
 	// halving the bytes the float16 head reads per token (the head is more
 	// than half of them in BitNet b1.58 2B4T) at a small cost in accuracy.
 	HeadQ8 bool
-	Batch  int // most positions evaluated in one pass; ≤ 0: DefaultBatch
+	// Head is how the output head is held (see nn.HeadType); the zero
+	// value is nn.HeadStored, the file's own type. HeadQ8 overrides it.
+	Head  nn.HeadType
+	Batch int // most positions evaluated in one pass; ≤ 0: DefaultBatch
 	// Slots is the number of sequences the K/V cache holds, Context
 	// positions each (nn.MultiBackend); ≤ 0: one.
 	Slots int
@@ -69,6 +72,9 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if c.HeadDim > maxHeadDim {
+		return nil, fmt.Errorf("cpu: head dimension %d is beyond the %d the CPU backend's attention takes", c.HeadDim, maxHeadDim)
+	}
 	if o.Threads <= 0 {
 		o.Threads = runtime.NumCPU()
 	}
@@ -96,7 +102,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 		b.vCache = append(b.vCache, make([]uint16, o.Slots*o.Context*kv))
 	}
 	b.invFreq = ropeFrequencies(c.RopeDim, c.RopeBase)
-	b.s = newScratch(c, o.Batch, o.Context, o.Threads)
+	b.s = newScratch(c, b.head, o.Batch, o.Context, o.Threads)
 	return b, nil
 }
 
@@ -135,7 +141,11 @@ func (b *Backend) load(w *nn.Weights, o Options) error {
 		}
 		b.layers = append(b.layers, l)
 	}
-	b.head, err = newHead(b.pool, w, o.HeadQ8)
+	ht := o.Head
+	if o.HeadQ8 {
+		ht = nn.HeadQ8
+	}
+	b.head, err = newHead(b.pool, w, ht)
 	return err
 }
 

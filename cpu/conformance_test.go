@@ -31,6 +31,38 @@ func TestConformanceForward(t *testing.T) {
 	})
 }
 
+// TestConformanceBatchInvariance: every token of a batch gets exactly the
+// logits it gets alone (speculative decoding's verification relies on it),
+// with either head, on one thread and on several.
+func TestConformanceBatchInvariance(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		for _, threads := range []int{1, 3} {
+			for _, head := range []nn.HeadType{nn.HeadStored, nn.HeadQ8, nn.HeadQ6_K} {
+				t.Run(string(head), func(t *testing.T) {
+					nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+						return New(c, w, Options{Threads: threads, Context: ctx, Batch: 7, Head: head})
+					})
+				})
+			}
+		}
+	})
+}
+
+// TestConformancePositionZero: the logits of a token alone at position 0
+// agree with the oracle to nntest.PositionZeroTolerance, the 2B shape
+// included (skipped with -short): every step rounds as the oracle does.
+func TestConformancePositionZero(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		shapes := []string{"tiny", "small"}
+		if active.name == kernelSets()[0].name {
+			shapes = append(shapes, "2b") // once, with the fastest kernels
+		}
+		nntest.PositionZero(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+			return New(c, w, Options{Context: ctx})
+		}, shapes...)
+	})
+}
+
 func TestConformanceOps(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
 		p := newPool(3)
@@ -133,12 +165,13 @@ func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd 
 }
 
 func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
-	h, err := newHead(a.p, &nn.Weights{Output: w}, false)
+	h, err := newHead(a.p, &nn.Weights{Output: w}, nn.HeadStored)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]float32, w.Out)
-	h.logits(&Backend{k: a.k, pool: a.p}, x, out)
+	sc := h.newScratch()
+	h.logits(a.k, a.p, &sc, x, 1, out)
 	return out, nil
 }
 

@@ -19,15 +19,14 @@ type scratch struct {
 	att    []float32   // [T][embd] attention output
 	scores [][]float32 // [worker][ctx] attention weights
 	rope   []float64   // [T][rope_dim] cos then sin of each position
-	xn     []float32   // [embd] normalized final state of one position
-	hq     []int8      // [embd] its int8 quantization for the q8 head
-	hRaw   []int32     // [vocab] q8 head sums
-	tok    []int32     // [T] the tokens of a ForwardMulti pass
-	seq    []int       // [T] each position's slot of the K/V cache
-	pos    []int       // [T] each position's place in its slot's sequence
+	xn     []float32   // [headTile][embd] normalized final states
+	head   headScratch
+	tok    []int32 // [T] the tokens of a ForwardMulti pass
+	seq    []int   // [T] each position's slot of the K/V cache
+	pos    []int   // [T] each position's place in its slot's sequence
 }
 
-func newScratch(c *nn.Config, T, ctx, workers int) scratch {
+func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
 	wide := max(c.Embd, c.FFN)
 	rows := max(2*c.FFN, c.Embd+2*c.KVDim())
 	s := scratch{
@@ -40,9 +39,8 @@ func newScratch(c *nn.Config, T, ctx, workers int) scratch {
 		y:      make([]float32, T*rows),
 		att:    make([]float32, T*c.Embd),
 		rope:   make([]float64, T*c.RopeDim),
-		xn:     make([]float32, c.Embd),
-		hq:     make([]int8, c.Embd),
-		hRaw:   make([]int32, c.Vocab),
+		xn:     make([]float32, headTile*c.Embd),
+		head:   h.newScratch(),
 		tok:    make([]int32, T),
 		seq:    make([]int, T),
 		pos:    make([]int, T),
@@ -134,23 +132,31 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 			b.trace(li, nn.StageFFN, s.x[:T*E])
 		}
 	}
-	for t := first; t < T; t++ {
-		rmsNorm(s.xn, s.x[t*E:(t+1)*E], b.outNorm, c.Eps)
-		b.head.logits(b, s.xn, out[(t-first)*c.Vocab:(t-first+1)*c.Vocab])
+	for t0 := first; t0 < T; t0 += headTile {
+		n := min(headTile, T-t0)
+		for t := 0; t < n; t++ {
+			rmsNorm(s.xn[t*E:(t+1)*E], s.x[(t0+t)*E:(t0+t+1)*E], b.outNorm, c.Eps)
+		}
+		b.head.logits(b.k, b.pool, &s.head, s.xn[:n*E], n, out[(t0-first)*c.Vocab:(t0-first+n)*c.Vocab])
 	}
 	return nil
 }
 
 // rmsNorm writes x / sqrt(mean(x²) + eps) · w into dst (which may be x),
-// in float64 as nn/ref does.
+// rounded as nn/ref (and ggml) round it: x·x in float32 summed in float64,
+// the mean in float32, scale = 1/sqrtf(mean + eps) in float32, then
+// (x·scale)·w in float32.
 func rmsNorm(dst, x, w []float32, eps float32) {
-	var ss float64
+	var sum float64
 	for _, v := range x {
-		ss += float64(v) * float64(v)
+		sum += float64(float32(v * v))
 	}
-	inv := 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
-	for i := range x {
-		dst[i] = float32(float64(x[i]) * inv * float64(w[i]))
+	mean := float32(sum / float64(len(x)))
+	scale := float32(1 / float32(math.Sqrt(float64(float32(mean+eps)))))
+	w = w[:len(x)]
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] = float32(float32(v*scale) * w[i])
 	}
 }
 
@@ -168,16 +174,14 @@ func (b *Backend) quantizeEach(T, n int, fill func(t int, a []float32)) {
 }
 
 // quantizeRows quantizes T rows of x [T][n] into q [T][n] with
-// s = 127/max(1e-5, max|x|) and round half to even, the product taken in
-// float32 as nn/ref takes it; it also stores each row's scale and Σ q.
+// s = float32(127/m), m = max(1e-5, max|x|) in float64, and round half to
+// even of the float32 product x·s, as nn/ref (and bitnet.cpp) do; it also
+// stores each row's scale and Σ q.
 func quantizeRows(x []float32, T, n int, q []int8, scale []float32, sum []int32) {
 	for t := 0; t < T; t++ {
 		xr := x[t*n : (t+1)*n]
-		m := maxAbs(xr)
-		if m < 1e-5 {
-			m = 1e-5
-		}
-		sc := float32(127) / m
+		m := max(1e-5, float64(maxAbs(xr)))
+		sc := float32(127 / m)
 		qr := q[t*n : (t+1)*n]
 		qr = qr[:len(xr)]
 		var total int32
@@ -247,15 +251,13 @@ func (m *ternaryMatrix) apply(k kernels, p *pool, q []int8, qScale []float32, qS
 			k.ternaryMatMul(w, m.stride, hi-lo, q, m.n, m.n, T, raw[lo:], m.rows)
 		}
 		for t := 0; t < T; t++ {
-			// scale·(Σc·q − Σq)/s in float64 (the product is exact),
-			// dividing by a multiplication with 1/s: within an ulp of
-			// float64 of nn/ref's division, so the float32 results agree
-			// but for rare double-rounding ties.
-			inv, sum := 1/float64(qScale[t]), qSum[t]
+			// float32(float32(Σc·q − Σq)/s)·scale, each step in float32 as
+			// nn/ref (and bitnet.cpp) take it; the sum is exact.
+			s, sum := qScale[t], qSum[t]
 			rt := raw[t*m.rows : (t+1)*m.rows]
 			yt := y[t*m.rows : (t+1)*m.rows]
 			for r := lo; r < hi; r++ {
-				yt[r] = float32(float64(m.rowScale[r]) * float64(rt[r]-sum) * inv)
+				yt[r] = float32(float32(float32(rt[r]-sum)/s) * m.rowScale[r])
 			}
 		}
 	})
@@ -350,26 +352,38 @@ func (b *Backend) attention(li, T int) {
 
 // attend computes o = softmax(q·Kᵀ/√len(q))·V for one query head q over n
 // cache positions, K and V being the float16 rows kc, vc [n][kvDim] from
-// column off; scores [≥n] is scratch.
+// column off; scores [≥n] is scratch. It rounds as nn/ref does: q to
+// float16 before K·q (accumulated in float32), score·float32(1/√hd),
+// e = float32(exp(score − max)), Σe in float64, P = e·float32(1/Σe), all in
+// float32 but the sum.
 func attend(k kernels, q []float32, kc, vc []uint16, kvDim, off, n int, scores, o []float32) {
 	hd := len(q)
+	var q16 [maxHeadDim]float32
+	qh := q16[:hd]
+	for i, v := range q {
+		qh[i] = nn.RoundF16(v)
+	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	sc := scores[:n]
-	k.dotF16Rows(kc[off:], kvDim, q, sc)
+	k.dotF16Rows(kc[off:], kvDim, qh, sc)
 	mx := float32(math.Inf(-1))
 	for p := range sc {
-		sc[p] *= scale
+		sc[p] = float32(sc[p] * scale)
 		mx = max(mx, sc[p])
 	}
 	var sum float64
 	for p, v := range sc {
-		e := math.Exp(float64(v - mx))
-		sc[p] = float32(e)
-		sum += e
+		e := float32(math.Exp(float64(float32(v - mx))))
+		sc[p] = e
+		sum += float64(e)
 	}
 	clear(o)
-	inv := 1 / sum
+	inv := float32(1 / sum)
 	for p, v := range sc {
-		k.axpyF16(float32(float64(v)*inv), vc[p*kvDim+off:p*kvDim+off+hd], o)
+		k.axpyF16(float32(v*inv), vc[p*kvDim+off:p*kvDim+off+hd], o)
 	}
 }
+
+// maxHeadDim is the widest attention head attend takes (its float16 copy of
+// q lives on the stack).
+const maxHeadDim = 512

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/nntest"
@@ -49,3 +50,54 @@ func BenchmarkForward(b *testing.B) {
 }
 
 var _ nn.Backend = (*Backend)(nil)
+
+// BenchmarkVerifyPass times what verifying k drafted tokens costs on the
+// 2B shape: one pass of k+1 tokens at position 64 with the logits of every
+// token, for k = 0…8, on one and on two threads. Each iteration times the
+// nine passes in turn (nn.VerifyCost), so a machine's changing load falls
+// on all of them alike; the metrics are the best times and each one's
+// ratio to the 1-token pass (k = 0) (speculative decoding's target: ≤ 1.5
+// at k = 8). Building the model takes a while (a 1.2 GB file made in
+// memory).
+//
+//	go test -run '^$' -bench VerifyPass -benchtime 10x ./cpu
+func BenchmarkVerifyPass(b *testing.B) {
+	const maxK = 8
+	m := nntest.NewModel(b, "2b", nntest.StoreI2S, 1)
+	v := m.Config.Vocab
+	for _, threads := range []int{1, 2} {
+		be, err := New(m.Config, m.Weights, Options{Threads: threads, Context: 128})
+		if err != nil {
+			b.Fatal(err)
+		}
+		prompt := make([]int32, 64)
+		for i := range prompt {
+			prompt[i] = int32(i * 7919 % v)
+		}
+		if err := be.Forward(prompt, 0, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("threads%d", threads), func(b *testing.B) {
+			var best []time.Duration
+			for b.Loop() {
+				times, err := nn.VerifyCost(be, v, 64, maxK, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if best == nil {
+					best = times
+				}
+				for k, d := range times {
+					best[k] = min(best[k], d)
+				}
+			}
+			for k, d := range best {
+				b.ReportMetric(d.Seconds()*1e3, fmt.Sprintf("ms/k%d", k))
+			}
+			for k, d := range best[1:] {
+				b.ReportMetric(d.Seconds()/best[0].Seconds(), fmt.Sprintf("ratio/k%d", k+1))
+			}
+		})
+		be.Close()
+	}
+}

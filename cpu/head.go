@@ -7,36 +7,53 @@ import (
 	"github.com/bitvk/bitvk/nn"
 )
 
-// head is the output projection logits = xn · outputᵀ, in one of two forms:
+// head is the output projection logits = xn · outputᵀ, in one of three forms:
 //
 //   - float16 rows [vocab][embd], read in place from the file when the
 //     tensor is F16 (the tied token_embd of BitNet b1.58 2B4T), converted
 //     once otherwise; logits[r] = Σ f16(w_r,i)·xn_i in float32.
-//   - int8 rows with one scale per row (HeadQ8): w_r,i ≈ rowScale_r·w8_r,i
+//   - int8 rows with one scale per row (nn.HeadQ8): w_r,i ≈ rowScale_r·w8_r,i
 //     with rowScale_r = max|w_r|/127, and xn quantized to int8 with
 //     s = 127/max|xn|: logits[r] = rowScale_r·(Σ w8·x8)/s, the sum exact.
+//   - int8 codes with one scale per group of 16 or 32 values (the block
+//     types Q8_0, Q6_K, Q4_0: nn.HeadBlocks), each value exactly the one
+//     the file stores (or the conversion made): logits[r] =
+//     (Σ_g scale_r,g·Σ_{i∈g} c_r,i·x8_i)/s, the inner sums exact, the outer
+//     in the kernel's order (dotBlockRows). Held as 8-bit codes plus a float32 per group
+//     (9 or 10 bits a value against Q4_0's 4.5 and Q6_K's 6.6 in the file).
 type head struct {
 	rows, n int
-	f16     []uint16  // [vocab][embd] float16 bits, or nil
-	q8      []int8    // [vocab][embd], or nil
-	q8Scale []float32 // [vocab]
+	typ     nn.HeadType // f16, q8, or a block type
+	f16     []uint16    // [vocab][embd] float16 bits, or nil
+	q8      []int8      // [vocab][embd] int8 rows or block codes, or nil
+	q8Scale []float32   // [vocab] row scales (q8), or [vocab][embd/group] group scales
+	group   int         // values per scale of a block type, else 0
 }
 
 // releaseRows is how many converted head rows go before their file pages
 // are released.
 const releaseRows = 512
 
-func newHead(p *pool, w *nn.Weights, q8 bool) (*head, error) {
+// newHead loads the head as ht says (nn.HeadStored: the file's type).
+func newHead(p *pool, w *nn.Weights, ht nn.HeadType) (*head, error) {
 	t := w.Output
-	h := &head{rows: t.Out, n: t.In}
-	if !q8 && t.Type == nn.TypeF16 {
+	ht = ht.For(t.Type)
+	h := &head{rows: t.Out, n: t.In, typ: ht, group: ht.Group()}
+	if ht == nn.HeadF16 && t.Type == nn.TypeF16 {
 		h.f16 = f16View(t.Data) // in place: the file pages are the one copy
 		return h, nil
 	}
-	if q8 {
+	switch {
+	case ht == nn.HeadQ8:
 		h.q8 = make([]int8, h.rows*h.n)
 		h.q8Scale = make([]float32, h.rows)
-	} else {
+	case h.group > 0:
+		if h.n%h.group != 0 {
+			return nil, fmt.Errorf("cpu: output head width %d is not a multiple of %d (%s)", h.n, h.group, ht)
+		}
+		h.q8 = make([]int8, h.rows*h.n)
+		h.q8Scale = make([]float32, h.rows*(h.n/h.group))
+	default:
 		h.f16 = make([]uint16, h.rows*h.n)
 	}
 	errs := make([]error, p.workers)
@@ -45,15 +62,20 @@ func newHead(p *pool, w *nn.Weights, q8 bool) (*head, error) {
 		row := make([]float32, h.n)
 		done := lo // rows [lo, done) converted and released
 		for r := lo; r < hi && errs[wk] == nil; r++ {
-			if errs[wk] = t.Row(r, row); errs[wk] != nil {
-				return
-			}
-			if q8 {
-				h.q8Scale[r] = quantizeRow(h.q8[r*h.n:(r+1)*h.n], row)
-			} else {
-				for i, v := range row {
-					h.f16[r*h.n+i] = nn.F32ToF16(v)
+			if h.group > 0 {
+				g := h.n / h.group
+				errs[wk] = nn.HeadBlocks(t, r, ht, h.q8[r*h.n:(r+1)*h.n], h.q8Scale[r*g:(r+1)*g], row)
+			} else if errs[wk] = t.Row(r, row); errs[wk] == nil {
+				if ht == nn.HeadQ8 {
+					h.q8Scale[r] = quantizeRow(h.q8[r*h.n:(r+1)*h.n], row)
+				} else {
+					for i, v := range row {
+						h.f16[r*h.n+i] = nn.F32ToF16(v)
+					}
 				}
+			}
+			if errs[wk] != nil {
+				return
 			}
 			// Release the file's pages as the conversion goes, so the
 			// source and the copy are never both resident in full.
@@ -91,21 +113,91 @@ func quantizeRow(dst []int8, row []float32) float32 {
 	return m / 127
 }
 
-// logits computes out [vocab] for the normalized state xn [embd], the rows
-// split across the workers.
-func (h *head) logits(b *Backend, xn, out []float32) {
+// headTile is the most tokens one head pass computes: each weight row is
+// read once per tile (the few tokens of a speculative verification fit
+// one), and the int8 head's sums of a tile take headTile·vocab int32s.
+const headTile = 16
+
+// headScratch is the head's working memory for up to headTile tokens.
+type headScratch struct {
+	hq    []int8  // [headTile][embd] the int8 quantization of xn (q8 head)
+	hRaw  []int32 // [headTile][vocab] the q8 head's exact sums, or nil
+	hBias []int32 // [headTile][embd/4] blockBias of hq (block heads), or nil
+}
+
+func (h *head) newScratch() headScratch {
+	var s headScratch
+	if h.q8 != nil {
+		s.hq = make([]int8, headTile*h.n)
+	}
+	if h.typ == nn.HeadQ8 {
+		s.hRaw = make([]int32, headTile*h.rows)
+	}
+	if h.group > 0 {
+		s.hBias = make([]int32, headTile*h.n/4)
+	}
+	return s
+}
+
+// logits computes out [T][vocab] for the normalized states xn [T][embd],
+// T ≤ headTile, the rows split across the workers. Each token's logits are
+// bit-identical to those it gets alone (T = 1): the few-token kernels sum
+// every (row, token) in the order of the one-token ones.
+func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, out []float32) {
+	n, v := h.n, h.rows
 	if h.q8 == nil {
-		b.pool.run(h.rows, 64, func(_, lo, hi int) {
-			b.k.dotF16Rows(h.f16[lo*h.n:], h.n, xn, out[lo:hi])
+		p.run(v, 64, func(_, lo, hi int) {
+			if T == 1 {
+				k.dotF16Rows(h.f16[lo*n:], n, xn[:n], out[lo:hi])
+			} else {
+				k.dotF16MatMul(h.f16[lo*n:], n, hi-lo, xn, n, n, T, out[lo:], v)
+			}
 		})
 		return
 	}
-	s := quantizeRow(b.s.hq, xn) // = max|xn|/127: x ≈ s·x8
-	raw := b.s.hRaw
-	b.pool.run(h.rows, 64, func(_, lo, hi int) {
-		b.k.dotI8Rows(h.q8[lo*h.n:], h.n, b.s.hq, raw[lo:hi])
-		for r := lo; r < hi; r++ {
-			out[r] = float32(float64(h.q8Scale[r]) * float64(s) * float64(raw[r]))
+	var scale [headTile]float32
+	for t := 0; t < T; t++ {
+		scale[t] = quantizeRow(sc.hq[t*n:(t+1)*n], xn[t*n:(t+1)*n]) // = max|xn|/127: x ≈ s·x8
+	}
+	if h.group > 0 {
+		bk := k.dotBlockRows
+		if n%64 != 0 {
+			bk = generic.dotBlockRows // the assembly takes whole 64-byte steps
+		}
+		for t := 0; t < T; t++ {
+			blockBias(sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4])
+		}
+		G := n / h.group
+		p.run(v, 64, func(_, lo, hi int) {
+			// Rows in blocks that stay in L2 while every token passes, each
+			// token's sums in the one-token order: batch-invariant.
+			for r0 := lo; r0 < hi; r0 += rowBlock {
+				r1 := min(r0+rowBlock, hi)
+				for t := 0; t < T; t++ {
+					ot := out[t*v+r0 : t*v+r1]
+					bk(h.q8[r0*n:r1*n], h.q8Scale[r0*G:r1*G], h.group, sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4], ot)
+					s := float64(scale[t])
+					for r, sum := range ot {
+						ot[r] = float32(float64(sum) * s)
+					}
+				}
+			}
+		})
+		return
+	}
+	raw := sc.hRaw
+	p.run(v, 64, func(_, lo, hi int) {
+		if T == 1 {
+			k.dotI8Rows(h.q8[lo*n:], n, sc.hq[:n], raw[lo:hi])
+		} else {
+			k.dotI8MatMul(h.q8[lo*n:], n, hi-lo, sc.hq, n, n, T, raw[lo:], v)
+		}
+		for t := 0; t < T; t++ {
+			s := float64(scale[t])
+			rt, ot := raw[t*v:(t+1)*v], out[t*v:(t+1)*v]
+			for r := lo; r < hi; r++ {
+				ot[r] = float32(float64(h.q8Scale[r]) * s * float64(rt[r]))
+			}
 		}
 	})
 }

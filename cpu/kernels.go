@@ -53,6 +53,28 @@ type kernels struct {
 	// sign trick of vpmaddubsw cannot overflow.
 	dotI8Rows func(w []int8, stride int, x []int8, out []int32)
 
+	// dotF16MatMul computes, for r < rows and t < tokens,
+	// out[t·outStride + r] = Σ_{i<n} f16(w[r·stride+i])·x[t·xStride+i]: the
+	// float16 head over a few tokens, each weight row read once for all of
+	// them. Each value is bit-identical to what dotF16Rows of the same set
+	// gives for that row and token in one call over all rows, so a token's
+	// logits do not depend on the batch it is evaluated in (speculative
+	// decoding's verification relies on it).
+	dotF16MatMul func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int)
+
+	// dotI8MatMul computes, for r < rows and t < tokens,
+	// out[t·outStride + r] = Σ_{i<n} w[r·stride+i]·x[t·xStride+i], exact in
+	// int32, |x| ≤ 127: the int8 head over a few tokens.
+	dotI8MatMul func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int)
+
+	// dotBlockRows computes out[r] = Σ_g scales[r·G+g]·Σ_{i<group}
+	// w[r·n+g·group+i]·x[g·group+i] for r < len(out), n = len(x) (a
+	// multiple of 64), G = n/group, group 16 or 32, |x| ≤ 127: the head
+	// held as a block type (Q8_0, Q6_K, Q4_0 codes and group scales). Each
+	// group's sum is exact; the float32 summation order is the kernel's
+	// own. xBias [n/4] must hold blockBias(x), which the VNNI kernel uses.
+	dotBlockRows func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
 	// sumBytes returns the sum of b's bytes read as little-endian uint64
 	// words (wrapping), len(b) a multiple of 64: a read as fast as the
 	// memory allows, to measure the machine's bandwidth.
@@ -71,6 +93,9 @@ var generic = kernels{
 	dotF16Rows:    dotF16RowsGeneric,
 	axpyF16:       axpyF16Generic,
 	dotI8Rows:     dotI8RowsGeneric,
+	dotF16MatMul:  dotF16MatMulGeneric,
+	dotI8MatMul:   dotI8MatMulGeneric,
+	dotBlockRows:  dotBlockRowsGeneric,
 	sumBytes:      sumBytesGeneric,
 	sgemm:         sgemmGeneric,
 }
@@ -164,6 +189,95 @@ func dotI8RowsGeneric(w []int8, stride int, x []int8, out []int32) {
 			s += int32(v) * int32(x[i])
 		}
 		out[r] = s
+	}
+}
+
+func dotF16MatMulGeneric(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int) {
+	for t := 0; t < tokens; t++ {
+		dotF16RowsGeneric(w, stride, x[t*xStride:t*xStride+n], out[t*outStride:t*outStride+rows])
+	}
+}
+
+func dotI8MatMulGeneric(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+	for t := 0; t < tokens; t++ {
+		dotI8RowsGeneric(w, stride, x[t*xStride:t*xStride+n], out[t*outStride:t*outStride+rows])
+	}
+}
+
+func dotBlockRowsGeneric(w []int8, scales []float32, group int, x []int8, _ []int32, out []float32) {
+	n := len(x)
+	G := n / group
+	for r := range out {
+		row, rs := w[r*n:(r+1)*n], scales[r*G:(r+1)*G]
+		var acc float64
+		for g, gs := range rs {
+			c, xg := row[g*group:(g+1)*group], x[g*group:(g+1)*group]
+			var sum int32
+			for i, v := range c {
+				sum += int32(v) * int32(xg[i])
+			}
+			acc += float64(gs) * float64(sum)
+		}
+		out[r] = float32(acc)
+	}
+}
+
+// blockBias writes dst[j] = −128·(x[4j] + … + x[4j+3]) for j < len(x)/4:
+// what dotBlockRowsVNNI, which multiplies w+128, starts each lane from.
+func blockBias(x []int8, dst []int32) {
+	for j := range dst[:len(x)/4] {
+		dst[j] = -128 * (int32(x[4*j]) + int32(x[4*j+1]) + int32(x[4*j+2]) + int32(x[4*j+3]))
+	}
+}
+
+// rowBlock is how many rows the blocked matrix products (blockedF16,
+// blockedI8) give every token before moving on: 64 rows of the 2B head are
+// 320 KiB of float16, which the second and later tokens read from L2.
+const rowBlock = 64
+
+// blockedF16 makes dotF16MatMul from a set's dotF16Rows: blocks of rowBlock
+// rows (a multiple of 4, so each row falls in the same group of 4 as in
+// one call over all rows, and sums in the same order), every token per
+// block.
+func blockedF16(rowsFn func(w []uint16, stride int, x []float32, out []float32)) func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int) {
+	return func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int) {
+		for r0 := 0; r0 < rows; r0 += rowBlock {
+			r1 := min(r0+rowBlock, rows)
+			for t := 0; t < tokens; t++ {
+				rowsFn(w[r0*stride:], stride, x[t*xStride:t*xStride+n], out[t*outStride+r0:t*outStride+r1])
+			}
+		}
+	}
+}
+
+// tiledF16 runs a register-tiled dotF16MatMul (tiles of 4 rows × tile
+// tokens, walking all its rows per token tile) over blocks of rowBlock rows
+// and tile tokens at a time: a block's float16 rows (320 KiB of the 2B
+// head) stay in L2 while each token tile's activations (30 KiB for 3
+// tokens of 2560) stay in L1, where the kernel alone, given 9 tokens, would
+// cycle 90 KiB of activations through L1 for every 4 rows. Rows keep their
+// groups of 4 (rowBlock is a multiple of 4), so sums keep their order.
+func tiledF16(f func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int), tile int) func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int) {
+	return func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int) {
+		for r0 := 0; r0 < rows; r0 += rowBlock {
+			r1 := min(r0+rowBlock, rows)
+			for t0 := 0; t0 < tokens; t0 += tile {
+				nt := min(tile, tokens-t0)
+				f(w[r0*stride:], stride, r1-r0, x[t0*xStride:], xStride, n, nt, out[t0*outStride+r0:], outStride)
+			}
+		}
+	}
+}
+
+// blockedI8 makes dotI8MatMul from a set's dotI8Rows (see blockedF16).
+func blockedI8(rowsFn func(w []int8, stride int, x []int8, out []int32)) func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+	return func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+		for r0 := 0; r0 < rows; r0 += rowBlock {
+			r1 := min(r0+rowBlock, rows)
+			for t := 0; t < tokens; t++ {
+				rowsFn(w[r0*stride:], stride, x[t*xStride:t*xStride+n], out[t*outStride+r0:t*outStride+r1])
+			}
+		}
 	}
 }
 

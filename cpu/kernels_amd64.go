@@ -35,6 +35,9 @@ var avx2Kernels = kernels{
 	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX2),
 	axpyF16:       checkAxpyF16(axpyF16AVX2),
 	dotI8Rows:     checkDotI8Rows(dotI8RowsAVX2),
+	dotF16MatMul:  checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
+	dotI8MatMul:   checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
+	dotBlockRows:  checkDotBlockRows(dotBlockRowsAVX2),
 	sumBytes:      checkSumBytes(sumBytesAVX2),
 	sgemm:         sgemmAVX2,
 }
@@ -46,6 +49,9 @@ var avx512VNNIKernels = kernels{
 	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX512),
 	axpyF16:       checkAxpyF16(axpyF16AVX512),
 	dotI8Rows:     checkDotI8Rows(dotI8RowsVNNI),
+	dotF16MatMul:  checkDotF16MatMul(tiledF16(dotF16MatMulAVX512, 3)),
+	dotI8MatMul:   checkDotI8MatMul(biasedI8(dotI8MatMulVNNI)),
+	dotBlockRows:  checkDotBlockRows(dotBlockRowsVNNI),
 	sumBytes:      checkSumBytes(sumBytesAVX512),
 	sgemm:         sgemmAVX512, // AVX-512 F only; see sgemm_amd64.go
 }
@@ -113,6 +119,66 @@ func checkDotI8Rows(f func(w []int8, stride int, x []int8, out []int32)) func(w 
 				len(out), len(x), stride, len(w)))
 		}
 		f(w, stride, x, out)
+	}
+}
+
+// matMulFits reports whether rows rows of n elements (stride apart), tokens
+// tokens of n elements (xStride apart) and tokens output rows of rows
+// elements (outStride apart) fit in slices of lengths w, x and out.
+func matMulFits(w, stride, rows, x, xStride, n, tokens, out, outStride int) bool {
+	return n >= 0 && tokens >= 0 && rows >= 0 &&
+		rowsFit(w, stride, n, rows) && rowsFit(x, xStride, n, tokens) && rowsFit(out, outStride, rows, tokens)
+}
+
+func checkDotF16MatMul(f func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int)) func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int) {
+	return func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int) {
+		if !matMulFits(len(w), stride, rows, len(x), xStride, n, tokens, len(out), outStride) {
+			panic(fmt.Sprintf("cpu: dotF16MatMul: %d rows × %d tokens × %d elements do not fit in w %d (stride %d), x %d (stride %d), out %d (stride %d)",
+				rows, tokens, n, len(w), stride, len(x), xStride, len(out), outStride))
+		}
+		f(w, stride, rows, x, xStride, n, tokens, out, outStride)
+	}
+}
+
+func checkDotI8MatMul(f func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int)) func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+	return func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+		if !matMulFits(len(w), stride, rows, len(x), xStride, n, tokens, len(out), outStride) {
+			panic(fmt.Sprintf("cpu: dotI8MatMul: %d rows × %d tokens × %d elements do not fit in w %d (stride %d), x %d (stride %d), out %d (stride %d)",
+				rows, tokens, n, len(w), stride, len(x), xStride, len(out), outStride))
+		}
+		f(w, stride, rows, x, xStride, n, tokens, out, outStride)
+	}
+}
+
+// biasedI8 gives dotI8MatMulVNNI the bias it subtracts, 128·Σx_t per token
+// (its vpdpbusd multiplies w+128; see tools/asmgen/head.go).
+func biasedI8(f func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int, bias []int32)) func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+	return func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+		var buf [16]int32
+		bias := buf[:0]
+		if tokens > len(buf) {
+			bias = make([]int32, 0, tokens)
+		}
+		for t := 0; t < tokens; t++ {
+			var s int32
+			for _, v := range x[t*xStride : t*xStride+n] {
+				s += int32(v)
+			}
+			bias = append(bias, s<<7)
+		}
+		f(w, stride, rows, x, xStride, n, tokens, out, outStride, bias)
+	}
+}
+
+func checkDotBlockRows(f func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)) func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32) {
+	return func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32) {
+		n := len(x)
+		if (group != 16 && group != 32) || n%64 != 0 || len(xBias) < n/4 ||
+			!rowsFit(len(w), n, n, len(out)) || !rowsFit(len(scales), n/group, n/group, len(out)) {
+			panic(fmt.Sprintf("cpu: dotBlockRows: %d rows of %d codes in groups of %d do not fit w %d, scales %d, xBias %d (or n is not a multiple of 64)",
+				len(out), n, group, len(w), len(scales), len(xBias)))
+		}
+		f(w, scales, group, x, xBias, out)
 	}
 }
 

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // Kernel benchmarks at the shapes of the 2B model, one thread, for every
@@ -169,6 +170,117 @@ func BenchmarkSumBytes(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					k.sumBytes(buf)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkTernaryMatMulFew: the few tokens of a speculative verification
+// pass (1 + k drafts) through the 6912×2560 matrix streamed from DRAM, as
+// a pass streams each layer's weights; GMAC/s counts multiply-adds, and
+// ternaryRows (one token) is the time to beat per weight byte.
+func BenchmarkTernaryMatMulFew(b *testing.B) {
+	const rows, n = 6912, 2560
+	size := rows * n / 4
+	ws := make([][]byte, copies(size, true))
+	for i := range ws {
+		ws[i] = make([]byte, size)
+		for j := range ws[i] {
+			ws[i][j] = byte(j*7+i) & 0xAA
+		}
+	}
+	x := make([]int8, 16*n)
+	for i := range x {
+		x[i] = int8(i * 3)
+	}
+	out := make([]int32, 16*rows)
+	for _, k := range kernelSets()[:len(kernelSets())-1] {
+		for _, tokens := range []int{1, 2, 4, 8, 9, 12, 16} {
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", k.name, rows, n, tokens), func(b *testing.B) {
+				b.SetBytes(int64(size))
+				for i := 0; b.Loop(); i++ {
+					k.ternaryMatMul(ws[i%len(ws)], n/4, rows, x, n, n, tokens, out, rows)
+				}
+				sec := b.Elapsed().Seconds()
+				b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/sec/1e9, "GMAC/s")
+			})
+		}
+	}
+}
+
+// BenchmarkHeadFew: the float16 and int8 heads over the few tokens of a
+// speculative verification pass, a 32768-row slice of the 2B head (160 MiB
+// as float16, beyond the L3) read once per call; GMAC/s counts
+// multiply-adds (rows·n·tokens), and the FMA peak of the same run is
+// reported beside the float16 one.
+func BenchmarkHeadFew(b *testing.B) {
+	const rows, n = 32768, 2560
+	w16 := make([]uint16, rows*n)
+	for i := range w16 {
+		w16[i] = uint16(0x3C00 + i%512)
+	}
+	w8 := make([]int8, rows*n)
+	for i := range w8 {
+		w8[i] = int8(i * 5)
+	}
+	x := make([]float32, 16*n)
+	x8 := make([]int8, 16*n)
+	for i := range x {
+		x[i] = float32(i%7) - 3
+		x8[i] = int8(i%255 - 127)
+	}
+	out := make([]float32, 16*rows)
+	out8 := make([]int32, 16*rows)
+	for _, k := range kernelSets()[:len(kernelSets())-1] {
+		peak := fmaPeak(&k.sgemm, 100*time.Millisecond) * 1e9 / 2 // multiply-adds per second
+		for _, tokens := range []int{1, 2, 3, 4, 6, 9, 16} {
+			b.Run(fmt.Sprintf("%s/f16/%d", k.name, tokens), func(b *testing.B) {
+				b.SetBytes(int64(2 * len(w16)))
+				for b.Loop() {
+					k.dotF16MatMul(w16, n, rows, x, n, n, tokens, out, rows)
+				}
+				macs := float64(rows) * n * float64(tokens) * float64(b.N) / b.Elapsed().Seconds()
+				b.ReportMetric(macs/1e9, "GMAC/s")
+				b.ReportMetric(macs/peak, "of-FMA-peak")
+			})
+			b.Run(fmt.Sprintf("%s/i8/%d", k.name, tokens), func(b *testing.B) {
+				b.SetBytes(int64(len(w8)))
+				for b.Loop() {
+					k.dotI8MatMul(w8, n, rows, x8, n, n, tokens, out8, rows)
+				}
+				b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			})
+		}
+	}
+}
+
+// BenchmarkDotBlockRows: a 32768-row slice of a block-type head (Q6_K's
+// groups of 16, Q8_0's and Q4_0's of 32) held as int8 codes and float32
+// group scales; MB/s counts both.
+func BenchmarkDotBlockRows(b *testing.B) {
+	const rows, n = 32768, 2560
+	w := make([]int8, rows*n)
+	for i := range w {
+		w[i] = int8(i*5) >> 2
+	}
+	x := make([]int8, n)
+	for i := range x {
+		x[i] = int8(i%255 - 127)
+	}
+	bias := make([]int32, n/4)
+	blockBias(x, bias)
+	out := make([]float32, rows)
+	for _, k := range kernelSets() {
+		for _, group := range []int{16, 32} {
+			scales := make([]float32, rows*n/group)
+			for i := range scales {
+				scales[i] = float32(i%13) / 7
+			}
+			b.Run(fmt.Sprintf("%s/group%d", k.name, group), func(b *testing.B) {
+				b.SetBytes(int64(len(w) + 4*len(scales)))
+				for b.Loop() {
+					k.dotBlockRows(w, scales, group, x, bias, out)
 				}
 			})
 		}

@@ -56,6 +56,28 @@ func dotI8RowsAVX2(w []int8, stride int, x []int8, out []int32)
 //go:noescape
 func dotI8RowsVNNI(w []int8, stride int, x []int8, out []int32)
 
+// dotF16MatMulAVX512 is dotF16MatMul with AVX-512: tiles of 4 rows × 3 tokens,
+// each sum in dotF16RowsAVX512's order.
+//
+//go:noescape
+func dotF16MatMulAVX512(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
+
+// dotI8MatMulVNNI is dotI8MatMul with AVX-512 VNNI: tiles of 4 rows × 5 tokens,
+// vpdpbusd(w+128, x) − bias[t], bias[t] = 128·Σx_t given by the caller.
+//
+//go:noescape
+func dotI8MatMulVNNI(w []int8, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int, bias []int32)
+
+// dotBlockRowsAVX2 is dotBlockRows with AVX2: 2 rows at a time, vpsignb/vpabsb/vpmaddubsw, FMA by the group scales.
+//
+//go:noescape
+func dotBlockRowsAVX2(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
+// dotBlockRowsVNNI is dotBlockRows with AVX-512 VNNI: 2 rows at a time, vpdpbusd(w XOR 0x80, x) from −128·Σx, FMA by the group scales.
+//
+//go:noescape
+func dotBlockRowsVNNI(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
 // sumBytesAVX2 is sumBytes: 8 streams, 4 accumulators of vpaddq.
 //
 //go:noescape

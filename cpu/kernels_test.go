@@ -445,6 +445,198 @@ func checkDotI8(t *testing.T, k kernels, w []int8, stride int, x []int8, rows in
 	checkPoison(t, all, out, sentinelI32)
 }
 
+// matMulShape is a shape the few-token head kernels are tried on.
+type matMulShape struct{ n, rows, tokens int }
+
+func headMatMulShapes() []matMulShape {
+	var shapes []matMulShape
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 128, 200} {
+		for _, rows := range testRows {
+			for _, tokens := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17} {
+				shapes = append(shapes, matMulShape{n, rows, tokens})
+			}
+		}
+	}
+	for _, rows := range []int{4, 7, 130} {
+		for _, tokens := range []int{1, 3, 9, 16} {
+			shapes = append(shapes, matMulShape{2560, rows, tokens})
+		}
+	}
+	return shapes
+}
+
+// TestDotF16MatMul: every set's few-token head gives each token exactly
+// (bit for bit) what the set's dotF16Rows gives that token alone, the
+// batch invariance speculative decoding relies on; the twin is the twin's
+// dotF16Rows per token, so the float tolerance of TestDotF16Rows carries
+// over.
+func TestDotF16MatMul(t *testing.T) {
+	for _, k := range kernelSets() {
+		t.Run(k.name, func(t *testing.T) {
+			rng := newRand()
+			for _, s := range headMatMulShapes() {
+				stride := s.n + rng.IntN(4)
+				xs := s.n + rng.IntN(5)
+				os := s.rows + rng.IntN(3)
+				size := 0
+				if s.rows > 0 {
+					size = (s.rows-1)*stride + s.n
+				}
+				w := randomF16(rng, size)
+				for r := 0; r+1 < s.rows; r++ { // poison the gaps between rows
+					for i := s.n; i < stride; i++ {
+						w[r*stride+i] = 0x7BFF
+					}
+				}
+				var x []float32
+				var out, all []float32
+				if s.tokens > 0 {
+					x = randomF32(rng, (s.tokens-1)*xs+s.n)
+					for tk := 0; tk+1 < s.tokens; tk++ {
+						for i := s.n; i < xs; i++ {
+							x[tk*xs+i] = 1e6
+						}
+					}
+					out, all = poisoned((s.tokens-1)*os+s.rows, 1+rng.IntN(7), 16, float32(math.NaN()))
+				}
+				k.dotF16MatMul(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
+				want := make([]float32, s.rows)
+				for tk := 0; tk < s.tokens; tk++ {
+					k.dotF16Rows(w, stride, x[tk*xs:tk*xs+s.n], want)
+					for r, v := range want {
+						if g := out[tk*os+r]; math.Float32bits(g) != math.Float32bits(v) {
+							t.Fatalf("n %d rows %d tokens %d: token %d row %d: %g, alone %g", s.n, s.rows, s.tokens, tk, r, g, v)
+						}
+					}
+				}
+				if s.tokens > 0 {
+					for tk := 0; tk+1 < s.tokens; tk++ { // the gaps between output rows are untouched
+						for i := s.rows; i < os; i++ {
+							if v := out[tk*os+i]; v == v {
+								t.Fatalf("n %d rows %d tokens %d: wrote out[%d] between tokens", s.n, s.rows, s.tokens, tk*os+i)
+							}
+						}
+					}
+					checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
+				}
+			}
+		})
+	}
+}
+
+// TestDotI8MatMul: every set's few-token int8 head against the twin (exact
+// integers), the twin against dotI8Rows per token.
+func TestDotI8MatMul(t *testing.T) {
+	for _, k := range kernelSets() {
+		t.Run(k.name, func(t *testing.T) {
+			rng := newRand()
+			shapes := headMatMulShapes()
+			for _, n := range []int{64, 2560} { // the largest products
+				shapes = append(shapes, matMulShape{n, 5, 7}, matMulShape{n, 8, 5})
+			}
+			for si, s := range shapes {
+				stride := s.n + rng.IntN(40)
+				xs := s.n + rng.IntN(40)
+				os := s.rows + rng.IntN(3)
+				size := 0
+				if s.rows > 0 {
+					size = (s.rows-1)*stride + s.n
+				}
+				extreme := si >= len(shapes)-4
+				w := randomI8(rng, size, -128, 127, 127)
+				for r := 0; r+1 < s.rows; r++ {
+					for i := s.n; i < stride; i++ {
+						w[r*stride+i] = 127
+					}
+				}
+				var x []int8
+				var out, all, want []int32
+				if s.tokens > 0 {
+					x = randomI8(rng, (s.tokens-1)*xs+s.n, -127, 127, 127)
+					for tk := 0; tk+1 < s.tokens; tk++ {
+						for i := s.n; i < xs; i++ {
+							x[tk*xs+i] = 127
+						}
+					}
+					out, all = poisoned((s.tokens-1)*os+s.rows, 1+rng.IntN(7), 16, sentinelI32)
+					want = slices.Clone(out)
+				}
+				if extreme {
+					for i := range w {
+						w[i] = []int8{-128, 127}[si%2]
+					}
+					for i := range x {
+						x[i] = []int8{-127, 127}[si/2%2]
+					}
+				}
+				dotI8MatMulGeneric(w, stride, s.rows, x, xs, s.n, s.tokens, want, os)
+				k.dotI8MatMul(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
+				if !slices.Equal(out, want) {
+					t.Fatalf("n %d rows %d tokens %d:\n got %v\nwant %v", s.n, s.rows, s.tokens, out, want)
+				}
+				alone := make([]int32, s.rows)
+				for tk := 0; tk < s.tokens; tk++ {
+					k.dotI8Rows(w, stride, x[tk*xs:tk*xs+s.n], alone)
+					if !slices.Equal(alone, out[tk*os:tk*os+s.rows]) {
+						t.Fatalf("n %d rows %d tokens %d: token %d differs from dotI8Rows alone", s.n, s.rows, s.tokens, tk)
+					}
+				}
+				if s.tokens > 0 {
+					checkPoison(t, all, out, sentinelI32)
+				}
+			}
+		})
+	}
+}
+
+// TestDotBlockRows: every set against the twin within relF16 of
+// Σ|scale·w·x| (the group sums are exact; the float32 order is each set's
+// own), for both group sizes, every row remainder, and the extreme codes.
+func TestDotBlockRows(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, group := range []int{16, 32} {
+			for _, n := range []int{0, 64, 128, 256, 2560} {
+				for _, rows := range testRows {
+					for _, extreme := range []bool{false, true} {
+						G := n / group
+						w := randomI8(rng, rows*n, -128, 127, 127)
+						x := randomI8(rng, n, -127, 127, 127)
+						if extreme {
+							for i := range w {
+								w[i] = []int8{-128, 127}[i%2]
+							}
+							for i := range x {
+								x[i] = []int8{-127, 127}[i/3%2]
+							}
+						}
+						scales := make([]float32, rows*G)
+						for i := range scales {
+							scales[i] = float32(rng.NormFloat64())
+						}
+						bias := make([]int32, n/4)
+						blockBias(x, bias)
+						out, all := poisoned(rows, 1+rng.IntN(7), 16, float32(math.NaN()))
+						want := make([]float32, rows)
+						dotBlockRowsGeneric(w, scales, group, x, bias, want)
+						k.dotBlockRows(w, scales, group, x, bias, out)
+						for r := range out {
+							var abs float64
+							for i := 0; i < n; i++ {
+								abs += math.Abs(float64(scales[r*G+i/group]) * float64(w[r*n+i]) * float64(x[i]))
+							}
+							if d := math.Abs(float64(out[r]) - float64(want[r])); !(d <= relF16*abs) {
+								t.Fatalf("group %d n %d rows %d row %d: %g, twin %g (Σ|swx| %g)", group, n, rows, r, out[r], want[r], abs)
+							}
+						}
+						checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
+					}
+				}
+			}
+		}
+	})
+}
+
 func TestSumBytes(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()
@@ -481,6 +673,15 @@ func TestBoundsChecked(t *testing.T) {
 			"dotF16Rows": func() { k.dotF16Rows(make([]uint16, 9), 5, make([]float32, 5), make([]float32, 2)) },
 			"axpyF16":    func() { k.axpyF16(1, make([]uint16, 4), make([]float32, 5)) },
 			"dotI8Rows":  func() { k.dotI8Rows(make([]int8, 9), 5, make([]int8, 5), make([]int32, 2)) },
+			"dotBlockRows": func() {
+				k.dotBlockRows(make([]int8, 127), make([]float32, 8), 32, make([]int8, 64), make([]int32, 16), make([]float32, 2))
+			},
+			"dotF16MatMul": func() {
+				k.dotF16MatMul(make([]uint16, 10), 5, 2, make([]float32, 10), 5, 5, 2, make([]float32, 3), 2)
+			},
+			"dotI8MatMul": func() {
+				k.dotI8MatMul(make([]int8, 10), 5, 2, make([]int8, 9), 5, 5, 2, make([]int32, 4), 2)
+			},
 		}
 		for name, call := range calls {
 			if !panics(call) {
@@ -544,8 +745,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 8 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 6", checked)
+	if checked != 9 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 9", checked)
 	}
 }
 

@@ -1,8 +1,10 @@
-// Block codecs: Decode for F32, F16, BF16, Q8_0, Q6_K, TQ1_0, TQ2_0 and
-// I2_S, plus the encoders and ternary unpackers. All multi-byte fields are
-// little-endian.
+// Block codecs: Decode for F32, F16, BF16, Q4_0, Q8_0, Q6_K, TQ1_0, TQ2_0
+// and I2_S, plus the encoders and ternary unpackers. All multi-byte fields
+// are little-endian.
 //
 //	F32, F16, BF16: one scalar per value.
+//	Q4_0  (32 values, 18 B):  f16 d; u8 qs[16]. Value j < 16 is the low
+//	      nibble of qs[j], value 16 + j its high nibble; x = (nibble − 8)·d.
 //	Q8_0  (32 values, 34 B):  f16 d; int8 qs[32].            x = d·q
 //	Q6_K  (256 values, 210 B): u8 ql[128]; u8 qh[64]; i8 sc[16]; f16 d.
 //	      Half h (128 values) uses ql[64h:], qh[32h:], sc[8h:]; for
@@ -80,6 +82,8 @@ func Decode(t Type, data []byte, n int, dst []float32) error {
 		for i := range dst {
 			dst[i] = BF16ToF32(binary.LittleEndian.Uint16(data[2*i:]))
 		}
+	case TypeQ4_0:
+		decodeQ4_0(data, dst)
 	case TypeQ8_0:
 		decodeQ8_0(data, dst)
 	case TypeQ6_K:
@@ -92,6 +96,19 @@ func Decode(t Type, data []byte, n int, dst []float32) error {
 		decodeI2_S(data, dst)
 	}
 	return nil
+}
+
+// decodeQ4_0: x = (nibble − 8)·d per 18-byte block, the low nibbles first.
+func decodeQ4_0(data []byte, dst []float32) {
+	for b := 0; b < len(dst)/32; b++ {
+		blk := data[18*b : 18*b+18]
+		d := F16ToF32(binary.LittleEndian.Uint16(blk))
+		y := dst[32*b : 32*b+32]
+		for j := 0; j < 16; j++ {
+			y[j] = float32(int32(blk[2+j]&0xf)-8) * d
+			y[16+j] = float32(int32(blk[2+j]>>4)-8) * d
+		}
+	}
 }
 
 // decodeQ8_0: x = d·q per 34-byte block.
@@ -291,6 +308,165 @@ func EncodeQ8_0(src []float32) ([]byte, error) {
 		binary.LittleEndian.PutUint16(blk, F32ToF16(d))
 		for j, v := range x {
 			blk[2+j] = byte(int8(roundAway(v*id, -127, 127)))
+		}
+	}
+	return out, nil
+}
+
+// EncodeQ4_0 quantizes src (len a multiple of 32) as ggml's reference
+// quantizer does: m = the value of largest magnitude (the first on ties),
+// d = m/−8, id = d ? 1/d : 0, nibble = min(15, trunc(x·id + 8.5)), d stored
+// as F16 (so m itself maps to nibble 0, −8·d).
+func EncodeQ4_0(src []float32) ([]byte, error) {
+	if len(src)%32 != 0 {
+		return nil, fmt.Errorf("gguf: Q4_0 encode of %d values: not a multiple of the block size 32", len(src))
+	}
+	out := make([]byte, len(src)/32*18)
+	for b := 0; b < len(src)/32; b++ {
+		x := src[32*b : 32*b+32]
+		blk := out[18*b : 18*b+18]
+		var amax, m float32
+		for _, v := range x {
+			if a := abs32(v); amax < a {
+				amax, m = a, v
+			}
+		}
+		d := m / -8
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(blk, F32ToF16(d))
+		nibble := func(v float32) byte {
+			t := v*id + 8.5
+			if !(t > 0) { // NaN or below: ggml's int8 conversion would be undefined
+				return 0
+			}
+			return byte(min(15, int(t)))
+		}
+		for j := 0; j < 16; j++ {
+			blk[2+j] = nibble(x[j]) | nibble(x[16+j])<<4
+		}
+	}
+	return out, nil
+}
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+// nearestInt rounds half to even, as ggml's nearest_int (which adds and
+// subtracts 1.5·2²³) does for |x| < 2²².
+func nearestInt(x float32) int {
+	return int(math.RoundToEven(float64(x)))
+}
+
+// groupMaxEps is ggml's GROUP_MAX_EPS: a group whose largest magnitude is
+// below it quantizes to zeros.
+const groupMaxEps = 1e-15
+
+// makeQXQuants is ggml's make_qx_quants with rmse_type 1 (weights x²) and
+// no importance: the scale of a group of values and their codes L in
+// [0, 2·nmax), chosen as the best least-squares fit over 19 trial scales
+// around −nmax/max.
+func makeQXQuants(nmax int, x []float32, L []int8) float32 {
+	var amax, m float32
+	for _, v := range x {
+		if a := abs32(v); a > amax {
+			amax, m = a, v
+		}
+	}
+	if amax < groupMaxEps {
+		clear(L)
+		return 0
+	}
+	fit := func(iscale float32) (sumlx, suml2 float32) {
+		for _, v := range x {
+			l := max(-nmax, min(nmax-1, nearestInt(iscale*v)))
+			w := v * v
+			sumlx += w * v * float32(l)
+			suml2 += w * float32(l) * float32(l)
+		}
+		return
+	}
+	codes := func(iscale float32) {
+		for i, v := range x {
+			L[i] = int8(nmax + max(-nmax, min(nmax-1, nearestInt(iscale*v))))
+		}
+	}
+	iscale := -float32(nmax) / m
+	sumlx, suml2 := fit(iscale)
+	codes(iscale)
+	var scale float32
+	if suml2 != 0 {
+		scale = sumlx / suml2
+	}
+	best := scale * sumlx
+	for is := -9; is <= 9; is++ {
+		if is == 0 {
+			continue
+		}
+		iscale = -(float32(nmax) + 0.1*float32(is)) / m
+		sumlx, suml2 = fit(iscale)
+		if suml2 > 0 && sumlx*sumlx > best*suml2 {
+			codes(iscale)
+			scale = sumlx / suml2
+			best = scale * sumlx
+		}
+	}
+	return scale
+}
+
+// EncodeQ6_K quantizes src (len a multiple of 256) after ggml's reference
+// quantizer (quantize_row_q6_K_ref): each 16 values get a scale from
+// makeQXQuants(32); the block's d = −max_scale/128 (the scale of largest
+// magnitude), the int8 scales round(scale/d) capped at 127, and each q =
+// clamp(round(x/(d·sc)), −32, 31) + 32, packed as the decoder reads it.
+// Non-finite inputs give a block of unspecified (but decodable) values.
+func EncodeQ6_K(src []float32) ([]byte, error) {
+	if len(src)%256 != 0 {
+		return nil, fmt.Errorf("gguf: Q6_K encode of %d values: not a multiple of the block size 256", len(src))
+	}
+	out := make([]byte, len(src)/256*210)
+	var L [256]int8
+	var scales [16]float32
+	for b := 0; b < len(src)/256; b++ {
+		x := src[256*b : 256*b+256]
+		blk := out[210*b : 210*b+210]
+		var maxScale, maxAbs float32
+		for ib := range scales {
+			scales[ib] = makeQXQuants(32, x[16*ib:16*ib+16], L[16*ib:16*ib+16])
+			if a := abs32(scales[ib]); a > maxAbs {
+				maxAbs, maxScale = a, scales[ib]
+			}
+		}
+		if maxAbs < groupMaxEps {
+			continue // all zero: d = 0, every byte 0
+		}
+		iscale := -128 / maxScale
+		binary.LittleEndian.PutUint16(blk[208:], F32ToF16(1/iscale))
+		d16 := F16ToF32(binary.LittleEndian.Uint16(blk[208:]))
+		for ib := range scales {
+			blk[192+ib] = byte(int8(max(-128, min(127, nearestInt(iscale*scales[ib])))))
+		}
+		for j := 0; j < 16; j++ {
+			d := d16 * float32(int8(blk[192+j]))
+			if d == 0 {
+				continue // ggml leaves these codes as makeQXQuants chose them
+			}
+			for ii := 0; ii < 16; ii++ {
+				l := nearestInt(x[16*j+ii] / d)
+				L[16*j+ii] = int8(max(-32, min(31, l)) + 32)
+			}
+		}
+		for h := 0; h < 2; h++ {
+			ql := blk[64*h : 64*h+64]
+			qh := blk[128+32*h : 128+32*h+32]
+			Lh := L[128*h : 128*h+128]
+			for l := 0; l < 32; l++ {
+				q1, q2, q3, q4 := uint8(Lh[l]), uint8(Lh[l+32]), uint8(Lh[l+64]), uint8(Lh[l+96])
+				ql[l] = q1&0xf | (q3&0xf)<<4
+				ql[l+32] = q2&0xf | (q4&0xf)<<4
+				qh[l] = q1>>4 | (q2>>4)<<2 | (q3>>4)<<4 | (q4>>4)<<6
+			}
 		}
 	}
 	return out, nil

@@ -303,6 +303,17 @@ func refQ6Place(r int) (qlIdx int, high bool, qhIdx int, shift uint) {
 	return 64*h + l + 32*(g&1), g >= 2, 32*h + l, uint(2 * g)
 }
 
+// refDecodeQ4: value j of a block is nibble j%16 of qs, low for j < 16.
+func refDecodeQ4(data []byte, i int) float32 {
+	blk := data[18*(i/32):]
+	j := i % 32
+	nib := blk[2+j%16]
+	if j >= 16 {
+		nib >>= 4
+	}
+	return float32(int(nib&0xf)-8) * F16ToF32(binary.LittleEndian.Uint16(blk))
+}
+
 func refDecodeQ8(data []byte, i int) float32 {
 	blk := data[34*(i/32):]
 	return F16ToF32(binary.LittleEndian.Uint16(blk)) * float32(int8(blk[2+i%32]))
@@ -316,6 +327,8 @@ func refDecode(typ Type, data []byte, n, i int) float32 {
 		return float32(refF16Value(binary.LittleEndian.Uint16(data[2*i:])))
 	case TypeBF16:
 		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(data[2*i:])) << 16)
+	case TypeQ4_0:
+		return refDecodeQ4(data, i)
 	case TypeQ8_0:
 		return refDecodeQ8(data, i)
 	case TypeQ6_K:
@@ -334,7 +347,7 @@ func sameFloat(a, b float32) bool {
 	return a == b && math.Signbit(float64(a)) == math.Signbit(float64(b)) || isNaN32(a) && isNaN32(b)
 }
 
-var decodable = []Type{TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ6_K, TypeTQ2_0, TypeTQ1_0, TypeI2_S}
+var decodable = []Type{TypeF32, TypeF16, TypeBF16, TypeQ4_0, TypeQ8_0, TypeQ6_K, TypeTQ2_0, TypeTQ1_0, TypeI2_S}
 
 // randomBytes fills a tensor's bytes at random: every code, every TQ1_0
 // byte and every scale pattern (Inf and NaN included) can appear.
@@ -409,6 +422,150 @@ func TestQ6KHandBuilt(t *testing.T) {
 		if dst[i] != want {
 			t.Fatalf("value %d = %g, want %g", i, dst[i], want)
 		}
+	}
+}
+
+// TestQ4_0HandBuilt: a block written by hand, every nibble once in each
+// half, against values worked out on paper.
+func TestQ4_0HandBuilt(t *testing.T) {
+	blk := make([]byte, 18)
+	binary.LittleEndian.PutUint16(blk, 0x3800) // d = 0.5
+	for j := 0; j < 16; j++ {
+		blk[2+j] = byte(j) | byte(15-j)<<4 // value j: nibble j; value 16+j: nibble 15−j
+	}
+	dst := make([]float32, 32)
+	if err := Decode(TypeQ4_0, blk, 32, dst); err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{
+		-4, -3.5, -3, -2.5, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, // (j − 8)/2
+		3.5, 3, 2.5, 2, 1.5, 1, 0.5, 0, -0.5, -1, -1.5, -2, -2.5, -3, -3.5, -4, // (7 − j)/2
+	}
+	if !slices.Equal(dst, want) {
+		t.Fatalf("decoded %v\nwant    %v", dst, want)
+	}
+	// The encoder maps the value of largest magnitude to nibble 0 (−8·d):
+	// here −4 → d = 0.5, and the rest exactly back.
+	enc, err := EncodeQ4_0(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(enc, blk) {
+		t.Fatalf("encoded % x\nwant    % x", enc, blk)
+	}
+}
+
+// TestQ4_0RoundTrip: values within half a step (plus F16's error in d) of
+// the input, the largest magnitude exactly −8·d; ggml's rounding
+// (trunc(x/d + 8.5), capped at 15) on chosen ties.
+func TestQ4_0RoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, blocks := range []int{0, 1, 3, 16} {
+		n := 32 * blocks
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(r.NormFloat64() * 2)
+		}
+		enc, err := EncodeQ4_0(src)
+		if err != nil || len(enc) != 18*blocks {
+			t.Fatalf("EncodeQ4_0: len %d, err %v", len(enc), err)
+		}
+		dec := make([]float32, n)
+		if err := Decode(TypeQ4_0, enc, n, dec); err != nil {
+			t.Fatal(err)
+		}
+		for b := range blocks {
+			amax := float32(0)
+			for _, v := range src[32*b : 32*b+32] {
+				amax = max(amax, abs32(v))
+			}
+			// The step is amax/8: half of it, but a whole step for a value
+			// near −m, which level 16 would need (the levels are −8…7);
+			// plus d's F16 error times 8 steps.
+			tol := float64(amax/8 + amax/256 + 1e-6)
+			for j := 32 * b; j < 32*b+32; j++ {
+				if diff := math.Abs(float64(dec[j] - src[j])); diff > tol {
+					t.Fatalf("n=%d value %d: %g -> %g (tolerance %g)", n, j, src[j], dec[j], tol)
+				}
+			}
+		}
+	}
+	// d = −8/−8 = 1: 0.5 → trunc(9.0) = 9 (+1); −0.5 → 8 (0); 7.9 → 15 (+7).
+	src := make([]float32, 32)
+	src[0], src[1], src[2], src[17] = -8, 0.5, -0.5, 7.9
+	enc, _ := EncodeQ4_0(src)
+	if got := []byte{enc[2] & 0xf, enc[3] & 0xf, enc[4] & 0xf, enc[3] >> 4}; !bytes.Equal(got, []byte{0, 9, 8, 15}) {
+		t.Errorf("Q4_0 rounding: nibbles %v, want [0 9 8 15]", got)
+	}
+	// An all-zero block: d = 0/−8 = −0 (F16 0x8000, as ggml writes it),
+	// every nibble 8.
+	if enc, _ := EncodeQ4_0(make([]float32, 32)); !bytes.Equal(enc, append([]byte{0, 0x80}, bytes.Repeat([]byte{0x88}, 16)...)) {
+		t.Errorf("zero block encoded as % x", enc)
+	}
+}
+
+// TestQ6_KRoundTrip: every value within one step d·|sc| of its sub-block
+// (the codes are a least-squares fit, not a rounding of each value) plus
+// the scales' own rounding; all-zero blocks encode to zero bytes; values
+// that are exactly d·sc·q come back exactly.
+func TestQ6_KRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, blocks := range []int{0, 1, 4} {
+		n := 256 * blocks
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(r.NormFloat64() * float64(1+i/16%5))
+		}
+		enc, err := EncodeQ6_K(src)
+		if err != nil || len(enc) != 210*blocks {
+			t.Fatalf("EncodeQ6_K: len %d, err %v", len(enc), err)
+		}
+		dec := make([]float32, n)
+		if err := Decode(TypeQ6_K, enc, n, dec); err != nil {
+			t.Fatal(err)
+		}
+		var worst float64
+		for g := 0; g < n/16; g++ {
+			amax := float32(0)
+			for _, v := range src[16*g : 16*g+16] {
+				amax = max(amax, abs32(v))
+			}
+			for j := 16 * g; j < 16*g+16; j++ {
+				rel := math.Abs(float64(dec[j]-src[j])) / float64(amax)
+				worst = max(worst, rel)
+				if rel > 1.0/32 { // a 6-bit step of the sub-block's range
+					t.Fatalf("n=%d value %d: %g -> %g (sub-block max %g)", n, j, src[j], dec[j], amax)
+				}
+			}
+		}
+		t.Logf("%d blocks: largest error %.3g of a sub-block's max", blocks, worst)
+	}
+	if enc, _ := EncodeQ6_K(make([]float32, 256)); !bytes.Equal(enc, make([]byte, 210)) {
+		t.Errorf("zero block not all zero bytes")
+	}
+	// A block that is exactly representable: q/8 with q in [−32, 31] and
+	// −4 (q = −32) the largest magnitude of every sub-block, so each
+	// sub-block's scale is 1/8, the int8 scales all −128 and d = −1/1024.
+	exact := make([]float32, 256)
+	for i := range exact {
+		exact[i] = float32((i*7)%64-32) / 8
+		if i%16 == 0 {
+			exact[i] = -4
+		}
+	}
+	enc, _ := EncodeQ6_K(exact)
+	dec := make([]float32, 256)
+	if err := Decode(TypeQ6_K, enc, 256, dec); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dec, exact) {
+		t.Fatalf("exact block: decoded %v\nwant %v", dec, exact)
+	}
+	if _, err := EncodeQ6_K(make([]float32, 100)); err == nil {
+		t.Errorf("EncodeQ6_K(100): no error")
+	}
+	if _, err := EncodeQ4_0(make([]float32, 33)); err == nil {
+		t.Errorf("EncodeQ4_0(33): no error")
 	}
 }
 
@@ -692,7 +849,7 @@ func TestDecodeErrors(t *testing.T) {
 			t.Errorf("%v: full data: %v", typ, err)
 		}
 	}
-	for _, typ := range []Type{TypeQ4_0, TypeQ4_K, TypeIQ2_XXS, TypeTL1, TypeI8_S, TypeI8, Type(99)} {
+	for _, typ := range []Type{TypeQ4_1, TypeQ4_K, TypeIQ2_XXS, TypeTL1, TypeI8_S, TypeI8, Type(99)} {
 		errContains(t, "Decode "+typ.String(), Decode(typ, make([]byte, 4096), 256, dst), typ.String())
 	}
 }

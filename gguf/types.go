@@ -82,7 +82,7 @@ type typeInfo struct {
 var typeTable = [...]typeInfo{
 	TypeF32:     {"F32", 1, 4, true},
 	TypeF16:     {"F16", 1, 2, true},
-	TypeQ4_0:    {"Q4_0", 32, 18, false},
+	TypeQ4_0:    {"Q4_0", 32, 18, true},
 	TypeQ4_1:    {"Q4_1", 32, 20, false},
 	TypeQ5_0:    {"Q5_0", 32, 22, false},
 	TypeQ5_1:    {"Q5_1", 32, 24, false},

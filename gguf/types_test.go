@@ -37,7 +37,7 @@ var typeRows = []struct {
 }
 
 func TestTypeTable(t *testing.T) {
-	decodable := map[Type]bool{TypeF32: true, TypeF16: true, TypeBF16: true, TypeQ8_0: true,
+	decodable := map[Type]bool{TypeF32: true, TypeF16: true, TypeBF16: true, TypeQ4_0: true, TypeQ8_0: true,
 		TypeQ6_K: true, TypeTQ1_0: true, TypeTQ2_0: true, TypeI2_S: true}
 	ternary := map[Type]bool{TypeTQ1_0: true, TypeTQ2_0: true, TypeI2_S: true, TypeTL1: true, TypeTL2: true}
 	for _, r := range typeRows {

@@ -13,9 +13,14 @@ import (
 
 // Options configure the Vulkan backend.
 type Options struct {
-	Device     int  // index into Devices(); < 0: the best (discrete, integrated, virtual, then CPU)
-	Context    int  // positions in the K/V cache; 0: the model's context length
-	HeadQ8     bool // int8 head rows with per-row scales instead of float16
+	Device  int  // index into Devices(); < 0: the best (discrete, integrated, virtual, then CPU)
+	Context int  // positions in the K/V cache; 0: the model's context length
+	HeadQ8  bool // int8 head rows with per-row scales instead of float16
+	// Head is how the output head is held (see nn.HeadType; the zero value
+	// is nn.HeadStored). nn.HeadQ8 is HeadQ8; every other type is held as
+	// float16 for now (a block type's values decoded, or encoded then
+	// decoded for a conversion, and rounded to float16).
+	Head       nn.HeadType
 	Batch      int  // most tokens per submit; 0: DefaultBatch
 	Validation bool // the Khronos validation layer on (see ValidationMessages)
 	// Plain never uses the integer dot product instruction, even where the
@@ -214,15 +219,20 @@ func (b *Backend) checkShape() error {
 func (b *Backend) uploadWeights(w *nn.Weights) error {
 	c := b.c
 	var err error
-	if w.TokenEmbd.Type != nn.TypeF16 && w.TokenEmbd.Type != nn.TypeF32 {
-		return fmt.Errorf("gpu: token embedding of type %s (F16 or F32 expected)", w.TokenEmbd.Type)
-	}
+	// The embedding is held as float16 whatever its stored type (F32, BF16,
+	// Q8_0, Q6_K, Q4_0 rows are decoded and rounded at load).
 	if b.embd, err = b.newF16(w.TokenEmbd); err != nil {
 		return err
 	}
+	ht := b.o.Head.For(w.Output.Type)
+	if b.o.HeadQ8 {
+		ht = nn.HeadQ8
+	}
 	switch {
-	case b.o.HeadQ8:
+	case ht == nn.HeadQ8:
 		b.head, err = b.newQ8(w.Output)
+	case ht.Group() > 0 && ht != nn.HeadStored.For(w.Output.Type):
+		b.head, err = b.newBlocksF16(w.Output, ht) // a conversion to a block type
 	case w.TiedOutput:
 		b.head = b.embd // one copy serves both
 	default:

@@ -232,6 +232,33 @@ func (b *Backend) newF16(t nn.Tensor) (*floatMatrix, error) {
 	return m, err
 }
 
+// newBlocksF16 puts a float tensor [out][in] on the device as float16 rows
+// of its values converted to the block head type h (nn.HeadBlocks), the
+// values a CPU backend holding the same head computes with.
+func (b *Backend) newBlocksF16(t nn.Tensor, h nn.HeadType) (*floatMatrix, error) {
+	m := &floatMatrix{rows: t.Out, k: t.In}
+	if t.In%4 != 0 {
+		return nil, fmt.Errorf("gpu: %s has width %d, not a multiple of 4", t.Name, t.In)
+	}
+	rowBytes := 2 * t.In
+	codes, scales, tmp := make([]int8, t.In), make([]float32, t.In), make([]float32, t.In)
+	var err error
+	m.shards, err = b.upload(t.Name+" ("+string(h)+")", t.Out, rowBytes, func(row0, n int) ([]byte, error) {
+		out := make([]byte, n*rowBytes)
+		for r := range n {
+			if err := nn.HeadBlocks(t, row0+r, h, codes, scales, tmp); err != nil {
+				return nil, err
+			}
+			for i, c := range codes {
+				v := nn.F32ToF16(scales[i/h.Group()] * float32(c))
+				out[r*rowBytes+2*i], out[r*rowBytes+2*i+1] = byte(v), byte(v>>8)
+			}
+		}
+		return out, nil
+	})
+	return m, err
+}
+
 // newQ8 puts a float tensor [out][in] on the device as int8 rows with one
 // scale per row: w ≈ scale_r·w8, scale_r = max|w_r|/127.
 func (b *Backend) newQ8(t nn.Tensor) (*floatMatrix, error) {

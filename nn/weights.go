@@ -85,7 +85,7 @@ func LoadWeights(f *gguf.File, c *Config) (*Weights, error) {
 			}
 		case "float":
 			if !ti.Type.CanDecode() || ti.Type.Ternary() {
-				bad("tensor %s is %s: bitvk cannot read it (want F32, F16, BF16, Q8_0 or Q6_K)", name, ti.Type)
+				bad("tensor %s is %s: bitvk cannot read it (want F32, F16, BF16, Q8_0, Q6_K or Q4_0)", name, ti.Type)
 			}
 		}
 		return t
@@ -304,4 +304,7 @@ const (
 	TypeI2_S  = gguf.TypeI2_S
 	TypeTQ2_0 = gguf.TypeTQ2_0
 	TypeTQ1_0 = gguf.TypeTQ1_0
+	TypeQ8_0  = gguf.TypeQ8_0
+	TypeQ6_K  = gguf.TypeQ6_K
+	TypeQ4_0  = gguf.TypeQ4_0
 )

@@ -41,7 +41,7 @@ func addBackendFlags(fs *flag.FlagSet, bf *backendFlags, withThreads bool) {
 		fs.IntVar(&bf.threads, "t", 0, "CPU threads (default: one per CPU)")
 	}
 	fs.IntVar(&bf.ctx, "c", 0, "context length in positions (default: the model's maximum)")
-	fs.StringVar(&bf.head, "head", "f16", "output head: f16 (as stored) or q8 (int8 with per-row scales: half the bytes, slightly less exact)")
+	fs.StringVar(&bf.head, "head", "stored", "output head: stored (in the file's type: F16, Q8_0, Q6_K or Q4_0), or converted at load to f16, q8 (int8 with per-row scales: half F16's bytes, slightly less exact), q8_0, q6_k or q4_0")
 }
 
 func (bf *backendFlags) check(fs *flag.FlagSet) error {
@@ -50,8 +50,8 @@ func (bf *backendFlags) check(fs *flag.FlagSet) error {
 	default:
 		return usageError(fs, "unknown backend %q (choose auto, cpu or vulkan)", bf.backend)
 	}
-	if bf.head != "f16" && bf.head != "q8" {
-		return usageError(fs, "unknown --head %q (choose f16 or q8)", bf.head)
+	if _, err := nn.ParseHeadType(bf.head); err != nil {
+		return usageError(fs, "--head: %v", err)
 	}
 	if bf.ctx < 0 || bf.threads < 0 {
 		return usageError(fs, "-c and -t must not be negative")
@@ -263,9 +263,11 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 	var b nn.Backend
 	switch chooseBackend(bf) {
 	case "cpu", "":
-		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, HeadQ8: bf.head == "q8", Slots: bf.slots})
+		ht, _ := nn.ParseHeadType(bf.head) // checked by check
+		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, Head: ht, Slots: bf.slots})
 	case "vulkan":
-		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, HeadQ8: bf.head == "q8", Validation: bf.validate, Window: bf.window})
+		ht, _ := nn.ParseHeadType(bf.head)
+		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, Head: ht, Validation: bf.validate, Window: bf.window})
 		if err != nil {
 			err = fmt.Errorf("%w (--backend cpu runs on the CPU)", err)
 		}

@@ -16,6 +16,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "output `file` (required; replaced only once the new file is complete)")
 	shape := fs.String("shape", "tiny", "size preset: "+strings.Join(synth.ShapeNames(), ", ")+" (2b = BitNet b1.58 2B4T)")
 	typ := fs.String("type", "i2_s", "ternary tensor type: i2_s or tq2_0")
+	embdType := fs.String("embd-type", "f16", "token embedding (tied head) type: f16, q8_0, q6_k or q4_0 (as Microsoft's converter's --quant-embd writes)")
 	seed := fs.Uint64("seed", 1, "random seed; the same seed writes the same bytes")
 	vocab := fs.String("vocab", "", "take the tokenizer from this GGUF `file` (default: a small built-in byte-level BPE vocabulary)")
 	name := fs.String("name", "", "general.name (default: \"bitvk synthetic SHAPE\")")
@@ -52,7 +53,11 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	opts := synth.Options{Shape: s, Type: t, Seed: *seed, Name: *name}
+	et, err := gguf.ParseType(*embdType)
+	if err != nil {
+		return usageError(fs, "--embd-type: %v", err)
+	}
+	opts := synth.Options{Shape: s, Type: t, Seed: *seed, Name: *name, EmbdType: et}
 	if opts.Name == "" {
 		opts.Name = "bitvk synthetic " + *shape
 	}
@@ -69,7 +74,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	fmt.Fprintf(stderr, "writing %s (%s shape, %d layers, width %d, %s)…\n", *out, *shape, s.Layers, s.Embd, t)
+	fmt.Fprintf(stderr, "writing %s (%s shape, %d layers, width %d, %s, %s embedding)…\n", *out, *shape, s.Layers, s.Embd, t, et)
 	if err := b.WriteFile(*out); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/ref"
 )
@@ -56,16 +57,22 @@ func Forward(t *testing.T, newBackend Factory) {
 		shape string
 		st    Storage
 		n     int
+		embd  gguf.Type
 	}{
-		{"tiny", StoreI2S, 24},
-		{"tiny", StoreTQ2, 12},
-		{"tiny", StoreTQ1, 12},
-		{"tiny", StoreTQ2BlockScale, 12},
-		{"small", StoreI2S, 12},
+		{"tiny", StoreI2S, 24, gguf.TypeF16},
+		{"tiny", StoreTQ2, 12, gguf.TypeF16},
+		{"tiny", StoreTQ1, 12, gguf.TypeF16},
+		{"tiny", StoreTQ2BlockScale, 12, gguf.TypeF16},
+		{"small", StoreI2S, 12, gguf.TypeF16},
+		// Embeddings (and so the tied head) as Microsoft's converter can
+		// store them (--quant-embd), read in their own type.
+		{"tiny", StoreI2S, 12, gguf.TypeQ8_0},
+		{"tiny", StoreI2S, 12, gguf.TypeQ6_K},
+		{"tiny", StoreI2S, 12, gguf.TypeQ4_0},
 	}
 	for _, tc := range cases {
-		t.Run(tc.shape+"/"+string(tc.st), func(t *testing.T) {
-			m := NewModel(t, tc.shape, tc.st, 7)
+		m := NewModelEmbd(t, tc.shape, tc.st, tc.embd, 7)
+		t.Run(m.Name, func(t *testing.T) {
 			toks := sequence(tc.n, m.Config.Vocab)
 			want := oracle(t, m, toks)
 			b, err := newBackend(m.Config, m.Weights, 64)

@@ -18,6 +18,7 @@ package nntest
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/bitvk/bitvk/gguf"
@@ -49,20 +50,26 @@ var Storages = []Storage{StoreI2S, StoreTQ2, StoreTQ1, StoreTQ2BlockScale}
 // NewModel writes a synthetic model of the named shape (synth.Shapes) in
 // memory, converts its ternary tensors to the storage, and parses it back.
 func NewModel(tb testing.TB, shape string, st Storage, seed uint64) *Model {
+	return NewModelEmbd(tb, shape, st, gguf.TypeF16, seed)
+}
+
+// NewModelEmbd is NewModel with the token embedding (the tied head) stored
+// as embd: F16, Q8_0, Q6_K or Q4_0 (see synth.Options.EmbdType).
+func NewModelEmbd(tb testing.TB, shape string, st Storage, embd gguf.Type, seed uint64) *Model {
 	tb.Helper()
-	m, err := newModel(shape, st, seed)
+	m, err := newModel(shape, st, embd, seed)
 	if err != nil {
-		tb.Fatalf("nntest: %s/%s model: %v", shape, st, err)
+		tb.Fatalf("nntest: %s/%s model (%s embedding): %v", shape, st, embd, err)
 	}
 	return m
 }
 
-func newModel(shape string, st Storage, seed uint64) (*Model, error) {
+func newModel(shape string, st Storage, embd gguf.Type, seed uint64) (*Model, error) {
 	s, ok := synth.Shapes[shape]
 	if !ok {
 		return nil, fmt.Errorf("no shape %q", shape)
 	}
-	b, err := synth.Build(synth.Options{Shape: s, Seed: seed})
+	b, err := synth.Build(synth.Options{Shape: s, Seed: seed, EmbdType: embd})
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +93,28 @@ func newModel(shape string, st Storage, seed uint64) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{Name: shape + "/" + string(st), Config: c, Weights: w, File: f}, nil
+	name := shape + "/" + string(st)
+	if embd != gguf.TypeF16 {
+		name += "/embd-" + strings.ToLower(embd.String())
+	}
+	return &Model{Name: name, Config: c, Weights: w, File: f}, nil
 }
 
 func parse(b *gguf.Builder) (*gguf.File, error) {
 	var buf bytes.Buffer
+	// Grow once to about the file's size: doubling a buffer up to the 2B
+	// shape's 1.2 GB costs more than generating it.
+	size := 1 << 20
+	for _, t := range b.Tensors {
+		n := uint64(1)
+		for _, d := range t.Dims {
+			n *= d
+		}
+		if s, err := gguf.DataSize(t.Type, n); err == nil {
+			size += int(s) + 64
+		}
+	}
+	buf.Grow(size)
 	if _, err := b.WriteTo(&buf); err != nil {
 		return nil, err
 	}

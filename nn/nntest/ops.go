@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/ref"
 )
@@ -27,7 +28,8 @@ type Ops interface {
 	RoPE(x []float32, pos, dim int, base float32, interleaved bool)
 	// Attention is ref.Attention with k and v held as float16.
 	Attention(q []float32, k, v [][]float32, heads, kvHeads, headDim int) []float32
-	// Logits returns x · wᵀ for the float tensor w: [w.Out].
+	// Logits returns x · wᵀ for the float tensor w: [w.Out], the head held
+	// in w's own type.
 	Logits(w nn.Tensor, x []float32) ([]float32, error)
 }
 
@@ -140,6 +142,24 @@ func RunOps(t *testing.T, ops Ops) {
 				near(t, "Logits", got, want, 1e-4)
 			})
 		}
+	}
+	// Heads stored as Microsoft's converter can store them: a backend may
+	// quantize the activations to int8 against them (as ggml does), so the
+	// tolerance is that of an int8 activation, 1e-2 of the largest logit.
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ6_K, gguf.TypeQ4_0} {
+		t.Run("Logits/"+typ.String(), func(t *testing.T) {
+			m := NewModelEmbd(t, "tiny", StoreI2S, typ, 3)
+			x := randVec(m.Config.Embd, 1)
+			got, err := ops.Logits(m.Weights.Output, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ref.Logits(m.Weights.Output, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, "Logits", got, want, 1e-2)
+		})
 	}
 }
 

@@ -14,12 +14,28 @@
 //	x = x + BitLinear(RMSNorm(h, ffn_sub_norm), ffn_down)
 //	logits = RMSNorm(x, output_norm) · outputᵀ
 //
-// Sub-norms are skipped in families without them. BitLinear quantizes its
-// input per token: m = max(1e-5, max|x|), s = 127/m (float32),
-// q = round_half_to_even(x·s) (the product in float32) clamped to
-// [−128, 127]; then y = (Σ t·q)/s · scale, the sum exact in int32 (with
-// per-block scales, as in TQ2_0, each block's exact sum times its scale).
-// RMSNorm is x / sqrt(mean(x²) + eps) · w. The K/V cache is float16.
+// Sub-norms are skipped in families without them.
+//
+// Every step rounds as bitnet.cpp (through ggml) rounds it, so that the
+// oracle and the backends agree with it at position 0 to a few float32
+// ulps and no int8 code flips:
+//
+//   - RMSNorm: each x·x in float32, summed in float64; mean = float32(Σ/n);
+//     scale = 1/sqrtf(mean + eps) in float32; then (x·scale)·w in float32.
+//   - BitLinear quantizes its input per token: m = max(1e-5, max|x|) in
+//     float64, s = float32(127/m), q = round_half_to_even(float32(x·s))
+//     clamped to [−128, 127]; then y = float32(float32(Σ t·q)/s)·scale in
+//     float32, the sum exact in int32. (A row whose blocks have unequal
+//     scales, as a TQ2_0 file may: Σ_b scale_b·(Σ_b t·q) in float64, /s.)
+//   - K and V are cached as float16; q is rounded to float16 before K·q;
+//     the scores are float32(K·q)·float32(1/√head_dim); softmax takes
+//     e = expf(score − max) in float32, Σe in float64, P = e·float32(1/Σe)
+//     in float32 (bitnet.cpp rounds P to float16 in a one-token decode
+//     step but not in a batch; bitvk follows its batch everywhere, so that
+//     a batch's tokens get exactly their one-token logits).
+//   - The head's input stays float32 (likewise bitnet.cpp's batch).
+//
+// Sums the formulas leave open (K·q, P·V, the head) are taken in float64.
 package ref
 
 import (
@@ -176,29 +192,34 @@ func Attention(q []float32, k, v [][]float32, heads, kvHeads, headDim int) []flo
 	out := make([]float32, heads*headDim)
 	group := heads / kvHeads
 	n := len(k)
-	scores := make([]float64, n)
+	scale := float32(1 / math.Sqrt(float64(headDim)))
+	scores := make([]float32, n)
 	for h := 0; h < heads; h++ {
-		qh := q[h*headDim : (h+1)*headDim]
+		qh := toF16(q[h*headDim : (h+1)*headDim])
 		kvOff := (h / group) * headDim
-		maxS := math.Inf(-1)
+		maxS := float32(math.Inf(-1))
 		for p := 0; p < n; p++ {
 			kp := k[p][kvOff : kvOff+headDim]
 			var s float64
 			for i := range qh {
 				s += float64(qh[i]) * float64(kp[i])
 			}
-			scores[p] = s / math.Sqrt(float64(headDim))
-			maxS = math.Max(maxS, scores[p])
+			scores[p] = float32(float32(s) * scale)
+			maxS = max(maxS, scores[p])
 		}
 		var sum float64
 		for p := range scores {
-			scores[p] = math.Exp(scores[p] - maxS)
-			sum += scores[p]
+			scores[p] = float32(math.Exp(float64(float32(scores[p] - maxS))))
+			sum += float64(scores[p])
+		}
+		inv := float32(1 / sum)
+		for p := range scores {
+			scores[p] = float32(scores[p] * inv)
 		}
 		for i := 0; i < headDim; i++ {
 			var o float64
 			for p := 0; p < n; p++ {
-				o += scores[p] / sum * float64(v[p][kvOff+i])
+				o += float64(scores[p]) * float64(v[p][kvOff+i])
 			}
 			out[h*headDim+i] = float32(o)
 		}
@@ -262,54 +283,75 @@ func row(t nn.Tensor, r int) ([]float32, error) {
 	return out, t.Row(r, out)
 }
 
-// matvec is BitLinear after quantization: y[o] = Σ_blocks scale_b·(Σ t·q)/s.
+// matvec is BitLinear after quantization: y[o] = float32(float32(Σ t·q)/s)·scale
+// for a row with one scale; Σ_blocks scale_b·(Σ t·q)/s in float64 for a
+// row whose blocks' scales differ.
 func (w *ternary) matvec(q []int8, s float32) []float32 {
 	y := make([]float32, w.out)
 	for o := 0; o < w.out; o++ {
 		rowT := w.t[o*w.in : (o+1)*w.in]
 		var acc float64
+		var total int32 // exact: |Σ| ≤ 128·in
 		for start := 0; start < w.in; {
 			flat := o*w.in + start
 			b := flat / w.blockLen
 			end := min(w.in, start+(b+1)*w.blockLen-flat)
-			var sum int32 // exact: |Σ| ≤ 128·in
+			var sum int32
 			for i := start; i < end; i++ {
 				sum += int32(rowT[i]) * int32(q[i])
 			}
 			acc += float64(w.scales[b]) * float64(sum)
+			total += sum
 			start = end
 		}
-		y[o] = float32(acc / float64(s))
+		if scale, one := w.rowScale(o); one {
+			y[o] = float32(float32(float32(total)/s) * scale)
+		} else {
+			y[o] = float32(acc / float64(s))
+		}
 	}
 	return y
 }
 
-// Quantize is BitLinear's per-token int8 absmax quantization; it returns
-// the codes and s = 127/max(1e-5, max|x|).
-func Quantize(x []float32) ([]int8, float32) {
-	m := float32(1e-5)
-	for _, v := range x {
-		m = max(m, float32(math.Abs(float64(v))))
+// rowScale returns row o's scale and true when all its blocks that hold a
+// nonzero value share one scale (see nn.RowScale).
+func (w *ternary) rowScale(o int) (float32, bool) {
+	if w.blockLen >= w.in*w.out {
+		return w.scales[0], true
 	}
-	s := 127 / m
+	g := w.in / w.blockLen // the row's blocks (TQ2_0, TQ1_0: 256 values each)
+	return nn.RowScale(w.t[o*w.in:(o+1)*w.in], w.scales[o*g:(o+1)*g])
+}
+
+// Quantize is BitLinear's per-token int8 absmax quantization; it returns
+// the codes and s = float32(127/m), m = max(1e-5, max|x|) in float64.
+func Quantize(x []float32) ([]int8, float32) {
+	m := 1e-5
+	for _, v := range x {
+		m = max(m, math.Abs(float64(v)))
+	}
+	s := float32(127 / m)
 	q := make([]int8, len(x))
 	for i, v := range x {
-		r := math.RoundToEven(float64(v * s))
+		r := math.RoundToEven(float64(float32(v * s)))
 		q[i] = int8(max(-128, min(127, r)))
 	}
 	return q, s
 }
 
-// RMSNorm returns x / sqrt(mean(x²) + eps) · w.
+// RMSNorm returns x / sqrt(mean(x²) + eps) · w, rounded as ggml rounds it:
+// x·x in float32 summed in float64, the mean in float32, 1/sqrtf(mean+eps)
+// in float32, then (x·scale)·w in float32.
 func RMSNorm(x, w []float32, eps float32) []float32 {
-	var ss float64
+	var sum float64
 	for _, v := range x {
-		ss += float64(v) * float64(v)
+		sum += float64(float32(v * v))
 	}
-	inv := 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
+	mean := float32(sum / float64(len(x)))
+	scale := float32(1 / float32(math.Sqrt(float64(float32(mean+eps)))))
 	out := make([]float32, len(x))
 	for i := range x {
-		out[i] = float32(float64(x[i]) * inv * float64(w[i]))
+		out[i] = float32(float32(x[i]*scale) * w[i])
 	}
 	return out
 }

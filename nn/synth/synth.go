@@ -17,6 +17,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 
@@ -61,7 +62,14 @@ type Options struct {
 	Type  gguf.Type // gguf.TypeI2_S (default) or gguf.TypeTQ2_0
 	Seed  uint64    //
 	Vocab *Vocab    // nil: BuiltinVocab(Shape.Vocab)
+	// EmbdType is the type of token_embd (the tied head): gguf.TypeF16 (the
+	// default), or Q8_0, Q6_K or Q4_0 as Microsoft's converter writes with
+	// --quant-embd. The block types hold the F16 file's values quantized.
+	EmbdType gguf.Type
 }
+
+// EmbdTypes are the embedding types synth writes.
+var EmbdTypes = []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ6_K, gguf.TypeQ4_0}
 
 // Validate checks that the shape can be stored: positive sizes, heads that
 // divide the width into an even head dimension, widths that fit the ternary
@@ -98,10 +106,22 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("%s %d is not a multiple of %d, which %s needs", w.name, w.v, bs, t)
 		}
 	}
+	if e := o.embdType(); !slices.Contains(EmbdTypes, e) {
+		return fmt.Errorf("embedding type must be F16, Q8_0, Q6_K or Q4_0, got %s", e)
+	} else if s.Embd%e.BlockSize() != 0 {
+		return fmt.Errorf("embedding width %d is not a multiple of %d, which %s needs", s.Embd, e.BlockSize(), e)
+	}
 	if !(s.Eps > 0) || !(s.RopeBase > 0) {
 		return fmt.Errorf("RMSNorm epsilon and RoPE base must be positive")
 	}
 	return nil
+}
+
+func (o *Options) embdType() gguf.Type {
+	if o.EmbdType == 0 {
+		return gguf.TypeF16
+	}
+	return o.EmbdType
 }
 
 func (o *Options) ternaryType() gguf.Type {
@@ -140,7 +160,7 @@ func Build(o Options) (*gguf.Builder, error) {
 
 	g := &generator{seed: o.Seed}
 	u := func(n int) uint64 { return uint64(n) }
-	b.Tensors = append(b.Tensors, g.embedding(nn.TensorTokenEmbd, s.Embd, vocab.Tokens))
+	b.Tensors = append(b.Tensors, g.embedding(nn.TensorTokenEmbd, s.Embd, vocab.Tokens, o.embdType()))
 	for l := 0; l < s.Layers; l++ {
 		name := func(t nn.LayerTensor) string { return nn.LayerTensorName(l, t) }
 		kv := s.KVHeads * headDim
@@ -278,17 +298,77 @@ func (g *generator) norm(name string, n int) gguf.TensorSpec {
 	return gguf.TensorSpec{Name: name, Type: gguf.TypeF32, Dims: []uint64{uint64(n)}, Data: data}
 }
 
-// embedding makes the F16 token embedding, dims [embd, vocab], values
-// uniform in ±0.15 (standard deviation ≈ 0.087).
-func (g *generator) embedding(name string, embd, vocab int) gguf.TensorSpec {
-	return gguf.TensorSpec{Name: name, Type: gguf.TypeF16, Dims: []uint64{uint64(embd), uint64(vocab)},
-		Fill: func(w io.Writer) error {
-			return fill(w, 2*embd*vocab, func(chunk int, dst []byte) {
-				r := g.rng(name, chunk)
-				for i := 0; i+1 < len(dst); i += 2 {
-					v := float32(0.3 * (r.Float64() - 0.5))
-					binary.LittleEndian.PutUint16(dst[i:], gguf.F32ToF16(v))
-				}
-			})
-		}}
+// embedding makes the token embedding, dims [embd, vocab], values uniform
+// in ±0.15 (standard deviation ≈ 0.087), stored as F16 or, for a block
+// type, those F16 values quantized row by row.
+func (g *generator) embedding(name string, embd, vocab int, t gguf.Type) gguf.TensorSpec {
+	f16 := func(w io.Writer) error {
+		return fill(w, 2*embd*vocab, func(chunk int, dst []byte) {
+			r := g.rng(name, chunk)
+			for i := 0; i+1 < len(dst); i += 2 {
+				v := float32(0.3 * (r.Float64() - 0.5))
+				binary.LittleEndian.PutUint16(dst[i:], gguf.F32ToF16(v))
+			}
+		})
+	}
+	spec := gguf.TensorSpec{Name: name, Type: t, Dims: []uint64{uint64(embd), uint64(vocab)}, Fill: f16}
+	if t == gguf.TypeF16 {
+		return spec
+	}
+	spec.Fill = func(w io.Writer) error {
+		q := &quantizeWriter{w: w, t: t, row: make([]float32, 0, embd), n: embd}
+		if err := f16(q); err != nil {
+			return err
+		}
+		if len(q.row) != 0 || q.odd {
+			return fmt.Errorf("%s: %d values left over", name, len(q.row))
+		}
+		return nil
+	}
+	return spec
+}
+
+// quantizeWriter takes float16 bytes, and writes each row of n values
+// quantized to t.
+type quantizeWriter struct {
+	w    io.Writer
+	t    gguf.Type
+	row  []float32
+	n    int
+	half byte // the first byte of a value split across writes
+	odd  bool
+}
+
+func (q *quantizeWriter) Write(p []byte) (int, error) {
+	for i := 0; i < len(p); i++ {
+		if !q.odd {
+			q.half, q.odd = p[i], true
+			continue
+		}
+		q.odd = false
+		q.row = append(q.row, gguf.F16ToF32(uint16(q.half)|uint16(p[i])<<8))
+		if len(q.row) < q.n {
+			continue
+		}
+		var b []byte
+		var err error
+		switch q.t {
+		case gguf.TypeQ8_0:
+			b, err = gguf.EncodeQ8_0(q.row)
+		case gguf.TypeQ6_K:
+			b, err = gguf.EncodeQ6_K(q.row)
+		case gguf.TypeQ4_0:
+			b, err = gguf.EncodeQ4_0(q.row)
+		default:
+			err = fmt.Errorf("no encoder for %s", q.t)
+		}
+		if err != nil {
+			return i, err
+		}
+		if _, err := q.w.Write(b); err != nil {
+			return i, err
+		}
+		q.row = q.row[:0]
+	}
+	return len(p), nil
 }

@@ -325,3 +325,50 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbdTypes: a Q8_0, Q6_K or Q4_0 embedding holds exactly the F16
+// file's values encoded row by row, and every other tensor is unchanged.
+func TestEmbdTypes(t *testing.T) {
+	f16 := parse(t, build(t, Options{Shape: Shapes["tiny"], Seed: 5}))
+	ref, _ := f16.Tensor(nn.TensorTokenEmbd)
+	embd, vocab := int(ref.Dims[0]), int(ref.Dims[1])
+	vals := make([]float32, embd*vocab)
+	if err := gguf.Decode(gguf.TypeF16, f16.TensorData(ref), len(vals), vals); err != nil {
+		t.Fatal(err)
+	}
+	enc := map[gguf.Type]func([]float32) ([]byte, error){
+		gguf.TypeQ8_0: gguf.EncodeQ8_0, gguf.TypeQ6_K: gguf.EncodeQ6_K, gguf.TypeQ4_0: gguf.EncodeQ4_0,
+	}
+	for typ, encode := range enc {
+		f := parse(t, build(t, Options{Shape: Shapes["tiny"], Seed: 5, EmbdType: typ}))
+		ti, _ := f.Tensor(nn.TensorTokenEmbd)
+		if ti.Type != typ {
+			t.Fatalf("%s: token_embd is %s", typ, ti.Type)
+		}
+		var want []byte
+		for r := 0; r < vocab; r++ {
+			b, err := encode(vals[r*embd : (r+1)*embd])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, b...)
+		}
+		if !bytes.Equal(f.TensorData(ti), want) {
+			t.Errorf("%s: token_embd is not the F16 values encoded row by row", typ)
+		}
+		for i := range f.Tensors {
+			o := &f.Tensors[i]
+			if o.Name == nn.TensorTokenEmbd {
+				continue
+			}
+			other, _ := f16.Tensor(o.Name)
+			if !bytes.Equal(f.TensorData(o), f16.TensorData(other)) {
+				t.Errorf("%s: tensor %s differs from the F16 file's", typ, o.Name)
+			}
+		}
+	}
+	bad := Options{Shape: Shapes["tiny"], EmbdType: gguf.TypeQ5_K}
+	if err := bad.Validate(); err == nil {
+		t.Errorf("EmbdType Q5_K: no error")
+	}
+}

@@ -13,7 +13,8 @@
 //	            (its float32 sgemm kernels use only AVX-512 F)
 //
 // Files: ternary.go (matrix-vector), matmul.go (matrix-matrix), float.go
-// (float16 rows), int8.go (int8 rows, byte sum), sgemm.go (the trainer's
+// (float16 rows), int8.go (int8 rows, byte sum), head.go (float16 and int8
+// rows against a few tokens), blockhead.go (int8 codes with group scales), sgemm.go (the trainer's
 // float32 matrix-product micro-kernels, FMA peak probe). This file holds the
 // constants and the helpers they share.
 package main
@@ -31,6 +32,7 @@ import (
 func main() {
 	ConstraintExpr("!purego")
 	genConsts()
+	genBlockConsts()
 
 	genTernaryRowsAVX2()
 	genTernaryRowsVNNI()
@@ -42,6 +44,10 @@ func main() {
 	genAxpyF16AVX512()
 	genDotI8RowsAVX2()
 	genDotI8RowsVNNI()
+	genDotF16MatMulAVX512()
+	genDotI8MatMulVNNI()
+	genDotBlockRowsAVX2()
+	genDotBlockRowsVNNI()
 	genSumBytesAVX2()
 	genSumBytesAVX512()
 	genSgemmTileAVX2()

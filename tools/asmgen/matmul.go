@@ -50,11 +50,21 @@ const (
 )
 
 // tileFunc emits one R×T tile: w points at its first row, x at its first
-// token's activations, out at out[t0·outStride + r0].
-type tileFunc func(R, T int, w, x, out reg.GPVirtual)
+// token's activations, out at out[t0·outStride + r0]; left is the number
+// of tokens from t0 to the end (so t0 = tokens − left).
+type tileFunc func(R, T int, w, x, out, left reg.GPVirtual)
 
-// matMulDriver emits the row-group and token-tile loops around tile.
+// matMulDriver emits the row-group and token-tile loops around tile, for
+// weights and activations of one byte (the ternary codes' stride counts
+// bytes, x holds int8).
 func matMulDriver(rowSizes []int, tokensFor func(R int) int, tile tileFunc) {
+	matMulDriverElems(rowSizes, tokensFor, 1, 1, tile)
+}
+
+// matMulDriverElems is matMulDriver for weights of wElem bytes (stride
+// counts elements) and activations of xElem bytes (xStride counts
+// elements); out holds 4-byte elements.
+func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem int, tile tileFunc) {
 	w := load(Param("w").Base())
 	rows := load(Param("rows"))
 	out := load(Param("out").Base())
@@ -69,8 +79,8 @@ func matMulDriver(rowSizes []int, tokensFor func(R int) int, tile tileFunc) {
 		Label(loop)
 		CMPQ(tokens, U32(T))
 		JB(LabelRef(tail))
-		tile(R, T, w, x, o)
-		nextTokens(x, o, T)
+		tile(R, T, w, x, o, tokens)
+		nextTokens(x, o, T, xElem)
 		SUBQ(U32(T), tokens)
 		JMP(LabelRef(loop))
 
@@ -80,24 +90,28 @@ func matMulDriver(rowSizes []int, tokensFor func(R int) int, tile tileFunc) {
 			next := label("tokens")
 			CMPQ(tokens, U32(t))
 			JNE(LabelRef(next))
-			tile(R, t, w, x, o)
+			tile(R, t, w, x, o, tokens)
 			JMP(LabelRef(done))
 			Label(next)
 		}
 		Label(done)
 
 		stride := load(Param("stride"))
+		if wElem > 1 {
+			SHLQ(U8(bitsLen(wElem)), stride)
+		}
 		nextRows(w, stride, out, R)
 	})
 	VZEROUPPER()
 	RET()
 }
 
-// nextTokens advances x by T·xStride bytes and out by T·outStride int32s.
-func nextTokens(x, out reg.GPVirtual, T int) {
+// nextTokens advances x by T·xStride elements of xElem bytes and out by
+// T·outStride 4-byte elements.
+func nextTokens(x, out reg.GPVirtual, T, xElem int) {
 	xs := load(Param("xStride"))
 	os := load(Param("outStride"))
-	IMUL3Q(U32(T), xs, xs)
+	IMUL3Q(U32(T*xElem), xs, xs)
 	IMUL3Q(U32(4*T), os, os)
 	ADDQ(xs, x)
 	ADDQ(os, out)
@@ -162,7 +176,7 @@ func genTernaryMatMulAVX2() {
 	TEXT("ternaryMatMulAVX2", NOSPLIT, ternaryMatMulSig)
 	Pragma("noescape")
 	Doc(fmt.Sprintf("ternaryMatMulAVX2 is ternaryMatMul with AVX2: tiles of 1 row × %d tokens.", matMulAVX2Tokens))
-	matMulDriver([]int{1}, func(int) int { return matMulAVX2Tokens }, func(R, T int, w, x, out reg.GPVirtual) {
+	matMulDriver([]int{1}, func(int) int { return matMulAVX2Tokens }, func(R, T int, w, x, out, _ reg.GPVirtual) {
 		Commentf("tile %d row × %d tokens", R, T)
 		xs := load(Param("xStride"))
 		blocks := load(Param("n"))
@@ -218,7 +232,7 @@ func genTernaryMatMulVNNI() {
 		}
 		return matMulVNNITokens
 	}
-	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, func(R, T int, w, x, out reg.GPVirtual) {
+	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, func(R, T int, w, x, out, _ reg.GPVirtual) {
 		Commentf("tile %d rows × %d tokens", R, T)
 		stride := load(Param("stride"))
 		xs := load(Param("xStride"))

@@ -1,0 +1,185 @@
+package main
+
+// dotBlockRows: out[r] = Σ_g scales[r·G + g]·Σ_{i<group} w[r·n + g·group + i]·x[g·group + i]
+// for r < len(out), n = len(x), G = n/group, group 16 or 32: the output head
+// held as a block type (Q8_0, Q4_0: 32 int8 codes per scale; Q6_K: 16),
+// |x| ≤ 127. Each group's integer sum is exact; the sums are converted to
+// float32 four codes at a time (a lane's partial sum) and multiplied by
+// their group's scale with FMA, in the kernel's own order.
+//
+// Versions:
+//
+//	dotBlockRowsVNNI  2 rows at a time share x: per 64 bytes and row,
+//	                  vpdpbusd(w XOR 0x80, x) into a copy of xBias (the
+//	                  caller's −128·Σ of each 4 x bytes, so the lane is
+//	                  Σ w·x exactly), vcvtdq2ps, and an FMA with the
+//	                  lanes' scales (4 scales broadcast and permuted to 4
+//	                  lanes each for group 16, 2 to 8 lanes for group 32).
+//	dotBlockRowsAVX2  2 rows: sign trick (vpsignb, vpabsb, vpmaddubsw,
+//	                  vpmaddwd by 1) per 32 bytes into 8 int32 lanes, then
+//	                  the same conversion and FMA.
+//
+// (Two rows, not four: four rows' code and scale pointers would need more
+// general registers than amd64 has beside the loop's.) n must be a
+// multiple of 64 (the Go wrapper checks).
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+const dotBlockRowsSig = "func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)"
+
+var (
+	permQuads  Mem // int32 0,0,0,0,1,1,1,1,2,2,2,2,3,3,3,3: lanes of 4 scales, 4 each
+	permOctets Mem // int32 0×8, 1×8: lanes of 2 scales, 8 each
+)
+
+func genBlockConsts() {
+	permQuads = table("permQuads", 64, func(i int) uint32 { return uint32(i / 16) })
+	permOctets = table("permOctets", 64, func(i int) uint32 { return uint32(i / 32) })
+}
+
+// blockRowsBody emits the row-group loop of a dotBlockRows kernel for one
+// group size: chunk(R, q, s, i, sOff) handles bytes i… of the R rows
+// (pointers q) and their scales (pointers s at byte offset sOff).
+func blockRowsBody(group int, width int, evex bool) {
+	w := load(Param("w").Base())
+	sc := load(Param("scales").Base())
+	x := load(Param("x").Base())
+	n := load(Param("x").Len())
+	xb := load(Param("xBias").Base())
+	out := load(Param("out").Base())
+	rows := load(Param("out").Len())
+	scaleRowBytes := GP64() // 4·n/group
+	MOVQ(n, scaleRowBytes)
+	SHRQ(U8(bitsLen(group)-2), scaleRowBytes)
+	// Scales per chunk of width bytes, and their bytes.
+	perChunk := width / group
+	sStep := 4 * perChunk
+
+	var flip, ones, idx reg.VecVirtual
+	vec := YMM
+	if evex {
+		vec = ZMM
+		flip = ZMM()
+		VPBROADCASTD(bytes80, flip)
+	} else {
+		ones = YMM()
+		VMOVDQU(words0001, ones)
+	}
+	if perChunk > 1 {
+		idx = vec()
+		if evex {
+			VMOVDQU32(map[int]Mem{4: permQuads, 2: permOctets}[perChunk], idx)
+		} else {
+			VMOVDQU(permQuads, idx) // AVX2, group 16: 2 scales → 0,0,0,0,1,1,1,1
+		}
+	}
+	rowGroups(rows, []int{2, 1}, func(R int) {
+		q := rowPtrs(w, n, R)
+		s := rowPtrs(sc, scaleRowBytes, R)
+		acc := make([]reg.VecVirtual, R)
+		for r := range acc {
+			acc[r] = vec()
+			if evex {
+				zeroZ(acc[r])
+			} else {
+				VXORPS(acc[r], acc[r], acc[r])
+			}
+		}
+		i, j := GP64(), GP64() // byte offsets in the rows of w and of scales
+		XORQ(j, j)
+		// One set of temporaries for all rows keeps avo's allocator simple.
+		u, lane, sv := vec(), vec(), vec()
+		blockLoop(i, n, width, func() {
+			xv := vec()
+			if evex {
+				VMOVDQU64(Mem{Base: x, Index: i, Scale: 1}, xv)
+			} else {
+				VMOVDQU(Mem{Base: x, Index: i, Scale: 1}, xv)
+			}
+			var nb reg.VecVirtual
+			if evex {
+				nb = ZMM()
+				VMOVDQU32(Mem{Base: xb, Index: i, Scale: 1}, nb)
+			}
+			for r := 0; r < R; r++ {
+				prefetch(Mem{Base: q[r], Index: i, Scale: 1})
+				if evex {
+					VPXORD(Mem{Base: q[r], Index: i, Scale: 1}, flip, u)
+					VMOVDQA32(nb, lane)
+					vpdpbusd(xv, u, lane)
+				} else {
+					VMOVDQU(Mem{Base: q[r], Index: i, Scale: 1}, u)
+					VPSIGNB(u, xv, lane) // sign(w)·x
+					VPABSB(u, u)         // |w|, 128 for −128 read unsigned
+					VPMADDUBSW(lane, u, lane)
+					VPMADDWD(ones, lane, lane)
+				}
+				VCVTDQ2PS(lane, lane)
+				sm := Mem{Base: s[r], Index: j, Scale: 1}
+				switch {
+				case perChunk == 1:
+					VBROADCASTSS(sm, sv)
+				case evex && perChunk == 4:
+					VBROADCASTF32X4(sm, sv)
+					VPERMPS(sv, idx, sv)
+				default: // 2 scales: group 32 in zmm, group 16 in ymm
+					VBROADCASTSD(sm, sv)
+					VPERMPS(sv, idx, sv)
+				}
+				VFMADD231PS(lane, sv, acc[r])
+			}
+			ADDQ(U8(sStep), j)
+		})
+		l := f32VEX
+		ys := acc
+		if evex {
+			l = f32EVEX
+			ys = make([]reg.VecVirtual, R)
+			for r := range ys {
+				ys[r] = l.fold256(acc[r])
+			}
+		}
+		for r := range ys {
+			VMOVSS(l.sum1(ys[r]), Mem{Base: out, Disp: 4 * r})
+		}
+		nextRows(w, n, out, R)
+		for k := 0; k < R; k++ {
+			ADDQ(scaleRowBytes, sc)
+		}
+	})
+}
+
+func genDotBlockRows(name string, evex bool, doc string) {
+	TEXT(name, NOSPLIT, dotBlockRowsSig)
+	Pragma("noescape")
+	Doc(doc)
+	width := 32
+	if evex {
+		width = 64
+	}
+	g := load(Param("group"))
+	g32 := label("group32")
+	CMPQ(g, U8(32))
+	JE(LabelRef(g32))
+	blockRowsBody(16, width, evex)
+	VZEROUPPER()
+	RET()
+	Label(g32)
+	blockRowsBody(32, width, evex)
+	VZEROUPPER()
+	RET()
+}
+
+func genDotBlockRowsVNNI() {
+	genDotBlockRows("dotBlockRowsVNNI", true,
+		"dotBlockRowsVNNI is dotBlockRows with AVX-512 VNNI: 2 rows at a time, vpdpbusd(w XOR 0x80, x) from −128·Σx, FMA by the group scales.")
+}
+
+func genDotBlockRowsAVX2() {
+	genDotBlockRows("dotBlockRowsAVX2", false,
+		"dotBlockRowsAVX2 is dotBlockRows with AVX2: 2 rows at a time, vpsignb/vpabsb/vpmaddubsw, FMA by the group scales.")
+}

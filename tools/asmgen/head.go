@@ -1,0 +1,262 @@
+package main
+
+// The output head over a few tokens at once (speculative decoding verifies
+// 1 + k tokens in one pass, each needing its logits): each weight row is
+// read from memory once for all the tokens instead of once per token.
+//
+// dotF16MatMul: out[t·outStride + r] = Σ_{i<n} f16(w[r·stride + i])·x[t·xStride + i]
+// for r < rows, t < tokens, each (r, t) summed in exactly the order
+// dotF16Rows of the same set sums row r against token t, so that a token's
+// logits are bit-identical whether it is evaluated alone or in a batch.
+// dotI8MatMul: the same for int8 rows and int8 tokens, exact in int32 (any
+// order).
+//
+// Versions:
+//
+//	dotF16MatMulAVX512  tiles of 4 rows × 3 tokens: 24 zmm accumulators,
+//	                    two per (row, token) exactly as dotF16RowsAVX512
+//	                    keeps them (elements 0-15 of each 32 into acc0,
+//	                    16-31 into acc1, a 16-element step into acc1, the
+//	                    masked tail into acc0), then the same fold256 and
+//	                    sum4 (sum1 for the rows past a multiple of 4). Per
+//	                    16 elements: 4 vcvtph2ps, 3 loads of x, 12 FMA,
+//	                    where one token at a time pays one vcvtph2ps per
+//	                    FMA. Leftover rows: tiles of 1 row × 8 tokens.
+//	dotI8MatMulVNNI     tiles of 4 rows × 5 tokens: u = w XOR 0x80 = w+128
+//	                    once per row and 64 bytes, then vpdpbusd(u, x_t)
+//	                    into 20 accumulators; the caller passes
+//	                    bias[t] = 128·Σx_t, subtracted at the store.
+//	                    Leftover rows: tiles of 1 row × 8 tokens.
+//
+// The avx2 set runs its one-token row kernels over blocks of 64 rows, every
+// token per block (cpu/kernels_amd64.go): the block's rows come from L2
+// after the first token.
+//
+// Both prefetch each row 16 KiB ahead, as the row kernels do.
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+const (
+	dotF16MatMulSig = "func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int)"
+	dotI8MatMulSig  = "func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int, bias []int32)"
+)
+
+// Tile shapes.
+const (
+	headF16Tokens = 3
+	headI8Tokens  = 5
+)
+
+func genDotF16MatMulAVX512() {
+	TEXT("dotF16MatMulAVX512", NOSPLIT, dotF16MatMulSig)
+	Pragma("noescape")
+	Doc(fmt.Sprintf("dotF16MatMulAVX512 is dotF16MatMul with AVX-512: tiles of 4 rows × %d tokens,", headF16Tokens),
+		"each sum in dotF16RowsAVX512's order.")
+	tokensFor := func(R int) int {
+		if R == 1 {
+			return 8
+		}
+		return headF16Tokens
+	}
+	matMulDriverElems([]int{4, 1}, tokensFor, 2, 4, func(R, T int, w, x, out, _ reg.GPVirtual) {
+		Commentf("tile %d rows × %d tokens", R, T)
+		stride := load(Param("stride"))
+		SHLQ(U8(1), stride)
+		xs := load(Param("xStride"))
+		SHLQ(U8(2), xs)
+		rem := load(Param("n"))
+		rws := newStrided(w, stride, R)
+		toks := newStrided(x, xs, T)
+		acc0, acc1 := zmms(R*T), zmms(R*T) // [r·T + t]
+		// half multiplies 16 elements at element offset e of the rows and
+		// tokens into acc (masked by k when k is not nil).
+		half := func(e int, acc []reg.VecVirtual, k reg.Register, pf bool) {
+			h := make([]reg.VecVirtual, R)
+			for r := range h {
+				h[r] = ZMM()
+				if pf {
+					prefetch(rws.at(r, 2*e))
+				}
+				if k == nil {
+					VCVTPH2PS(rws.at(r, 2*e), h[r])
+				} else {
+					h16 := YMM()
+					VMOVDQU16_Z(rws.at(r, 2*e), k, h16)
+					VCVTPH2PS(h16, h[r])
+				}
+			}
+			for t := 0; t < T; t++ {
+				xv := ZMM()
+				if k == nil {
+					VMOVUPS(toks.at(t, 4*e), xv)
+				} else {
+					VMOVUPS_Z(toks.at(t, 4*e), k, xv)
+				}
+				for r := 0; r < R; r++ {
+					VFMADD231PS(xv, h[r], acc[r*T+t])
+				}
+			}
+		}
+		loop, done := label("f16steps"), label("f16stepsdone")
+		Label(loop)
+		CMPQ(rem, U8(32))
+		JB(LabelRef(done))
+		half(0, acc0, nil, true)
+		half(16, acc1, nil, false)
+		rws.advance(64)
+		toks.advance(128)
+		SUBQ(U8(32), rem)
+		JMP(LabelRef(loop))
+		Label(done)
+
+		skip := label("f16step16")
+		CMPQ(rem, U8(16))
+		JB(LabelRef(skip))
+		half(0, acc1, nil, false)
+		rws.advance(32)
+		toks.advance(64)
+		SUBQ(U8(16), rem)
+		Label(skip)
+
+		notail := label("f16notail")
+		TESTQ(rem, rem)
+		JZ(LabelRef(notail))
+		bits, ones := GP64(), GP64()
+		MOVQ(I32(-1), ones)
+		BZHIQ(rem, ones, bits)
+		k := K()
+		KMOVQ(bits, k)
+		half(0, acc0, k, false)
+		Label(notail)
+
+		os := load(Param("outStride"))
+		SHLQ(U8(2), os)
+		o := GP64()
+		MOVQ(out, o)
+		for t := 0; t < T; t++ {
+			ys := make([]reg.VecVirtual, R)
+			for r := range ys {
+				VADDPS(acc1[r*T+t], acc0[r*T+t], acc0[r*T+t])
+				ys[r] = f32EVEX.fold256(acc0[r*T+t])
+			}
+			if R == 4 {
+				VMOVUPS(f32EVEX.sum4(ys), Mem{Base: o})
+			} else {
+				VMOVSS(f32EVEX.sum1(ys[0]), Mem{Base: o})
+			}
+			if t < T-1 {
+				ADDQ(os, o)
+			}
+		}
+	})
+}
+
+func genDotI8MatMulVNNI() {
+	TEXT("dotI8MatMulVNNI", NOSPLIT, dotI8MatMulSig)
+	Pragma("noescape")
+	Doc(fmt.Sprintf("dotI8MatMulVNNI is dotI8MatMul with AVX-512 VNNI: tiles of 4 rows × %d tokens,", headI8Tokens),
+		"vpdpbusd(w+128, x) − bias[t], bias[t] = 128·Σx_t given by the caller.")
+	tokensFor := func(R int) int {
+		if R == 1 {
+			return 8
+		}
+		return headI8Tokens
+	}
+	// The token index of a tile's first token, for bias: counted here,
+	// since the driver advances only pointers.
+	matMulDriverElems([]int{4, 1}, tokensFor, 1, 1, func(R, T int, w, x, out, left reg.GPVirtual) {
+		Commentf("tile %d rows × %d tokens", R, T)
+		stride := load(Param("stride"))
+		xs := load(Param("xStride"))
+		rem := load(Param("n"))
+		rws := newStrided(w, stride, R)
+		toks := newStrided(x, xs, T)
+		flip := ZMM()
+		VPBROADCASTD(bytes80, flip)
+		acc := zmms(R * T) // [r·T + t]
+		step := func(k reg.Register, pf bool) {
+			u := make([]reg.VecVirtual, R)
+			for r := range u {
+				u[r] = ZMM()
+				if pf {
+					prefetch(rws.at(r, 0))
+				}
+				if k == nil {
+					VPXORD(rws.at(r, 0), flip, u[r])
+				} else {
+					VMOVDQU8_Z(rws.at(r, 0), k, u[r])
+					VPXORD(flip, u[r], u[r])
+				}
+			}
+			for t := 0; t < T; t++ {
+				xv := ZMM()
+				if k == nil {
+					VMOVDQU64(toks.at(t, 0), xv)
+				} else {
+					VMOVDQU8_Z(toks.at(t, 0), k, xv) // x = 0 past the end
+				}
+				for r := 0; r < R; r++ {
+					vpdpbusd(xv, u[r], acc[r*T+t])
+				}
+			}
+		}
+		loop, done := label("i8steps"), label("i8stepsdone")
+		Label(loop)
+		CMPQ(rem, U8(64))
+		JB(LabelRef(done))
+		step(nil, true)
+		rws.advance(64)
+		toks.advance(64)
+		SUBQ(U8(64), rem)
+		JMP(LabelRef(loop))
+		Label(done)
+
+		notail := label("i8notail")
+		TESTQ(rem, rem)
+		JZ(LabelRef(notail))
+		bits, ones := GP64(), GP64()
+		MOVQ(I32(-1), ones)
+		BZHIQ(rem, ones, bits)
+		k := K()
+		KMOVQ(bits, k)
+		step(k, false)
+		Label(notail)
+
+		// bias of the tile's first token t0 = tokens − left.
+		t0 := load(Param("tokens"))
+		SUBQ(left, t0)
+		bias := load(Param("bias").Base())
+		LEAQ(Mem{Base: bias, Index: t0, Scale: 4}, bias)
+
+		os := load(Param("outStride"))
+		SHLQ(U8(2), os)
+		o := GP64()
+		MOVQ(out, o)
+		for t := 0; t < T; t++ {
+			ys := make([]reg.VecVirtual, R)
+			for r := range ys {
+				ys[r] = int32EVEX.fold256(acc[r*T+t])
+			}
+			b := XMM()
+			VPBROADCASTD(Mem{Base: bias, Disp: 4 * t}, b)
+			if R == 4 {
+				s := int32EVEX.sum4(ys)
+				VPSUBD(b, s, s)
+				VMOVDQU32(s, Mem{Base: o})
+			} else {
+				s := int32EVEX.sum1(ys[0])
+				VPSUBD(b, s, s)
+				VMOVD(s, Mem{Base: o})
+			}
+			if t < T-1 {
+				ADDQ(os, o)
+			}
+		}
+	})
+}
