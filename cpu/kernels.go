@@ -47,6 +47,12 @@ type kernels struct {
 	// weighted sum over the V cache.
 	axpyF16 func(a float32, v []uint16, y []float32)
 
+	// axpyF16Rows computes y[i] += a[p]·f16(v[p·stride+i]) for p < len(a),
+	// in order of p, for i < len(y): attention's weighted sum over the V
+	// cache in one call. Each element gets the roundings len(a) calls of
+	// the same set's axpyF16 would give it, in the same order.
+	axpyF16Rows func(a []float32, v []uint16, stride int, y []float32)
+
 	// dotI8Rows computes out[r] = Σ_{i<len(x)} w[r·stride+i]·x[i] for
 	// r < len(out), exact in int32: the int8 output head (--head q8). The
 	// activations satisfy |x| ≤ 127 (the head quantizes to ±127), so the
@@ -92,6 +98,7 @@ var generic = kernels{
 	ternaryMatMul: ternaryMatMulGeneric,
 	dotF16Rows:    dotF16RowsGeneric,
 	axpyF16:       axpyF16Generic,
+	axpyF16Rows:   axpyF16RowsGeneric,
 	dotI8Rows:     dotI8RowsGeneric,
 	dotF16MatMul:  dotF16MatMulGeneric,
 	dotI8MatMul:   dotI8MatMulGeneric,
@@ -178,6 +185,12 @@ func axpyF16Generic(a float32, v []uint16, y []float32) {
 	v = v[:len(y)]
 	for i := range y {
 		y[i] += a * f16Table[v[i]]
+	}
+}
+
+func axpyF16RowsGeneric(a []float32, v []uint16, stride int, y []float32) {
+	for p, w := range a {
+		axpyF16Generic(w, v[p*stride:p*stride+len(y)], y)
 	}
 }
 

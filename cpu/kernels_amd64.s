@@ -3957,6 +3957,225 @@ notail_132:
 	VZEROUPPER
 	RET
 
+// func axpyF16RowsAVX2(a []float32, v []uint16, stride int, y []float32)
+// Requires: AVX, AVX2, F16C, FMA3
+TEXT ·axpyF16RowsAVX2(SB), NOSPLIT, $0-80
+	MOVQ a_base+0(FP), AX
+	MOVQ a_len+8(FP), CX
+	MOVQ v_base+24(FP), DX
+	MOVQ stride+48(FP), BX
+	SHLQ $0x01, BX
+	MOVQ y_base+56(FP), SI
+	MOVQ y_len+64(FP), DI
+	MOVQ DI, R9
+	ANDQ $-32, R9
+	XORQ R8, R8
+	CMPQ R8, R9
+	JAE  loopdone_134
+
+loop_133:
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VMOVUPS (SI)(R8*4), Y0
+	VMOVUPS 32(SI)(R8*4), Y1
+	VMOVUPS 64(SI)(R8*4), Y2
+	VMOVUPS 96(SI)(R8*4), Y3
+	LEAQ    (DX)(R8*2), R10
+	XORQ    R11, R11
+	CMPQ    R11, CX
+	JAE     loopdone_136
+
+loop_135:
+	VBROADCASTSS (AX)(R11*4), Y4
+	VCVTPH2PS    (R10), Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VCVTPH2PS    16(R10), Y5
+	VFMADD231PS  Y5, Y4, Y1
+	VCVTPH2PS    32(R10), Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VCVTPH2PS    48(R10), Y5
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         BX, R10
+	ADDQ         $0x00000001, R11
+	CMPQ         R11, CX
+	JB           loop_135
+
+loopdone_136:
+	VMOVUPS Y0, (SI)(R8*4)
+	VMOVUPS Y1, 32(SI)(R8*4)
+	VMOVUPS Y2, 64(SI)(R8*4)
+	VMOVUPS Y3, 96(SI)(R8*4)
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, R9
+	JB      loop_133
+
+loopdone_134:
+cols8_137:
+	LEAQ    8(R8), R9
+	CMPQ    R9, DI
+	JA      cols8done_138
+	VPXOR   Y0, Y0, Y0
+	VMOVUPS (SI)(R8*4), Y0
+	LEAQ    (DX)(R8*2), R9
+	XORQ    R10, R10
+	CMPQ    R10, CX
+	JAE     loopdone_140
+
+loop_139:
+	VBROADCASTSS (AX)(R10*4), Y1
+	VCVTPH2PS    (R9), Y2
+	VFMADD231PS  Y2, Y1, Y0
+	ADDQ         BX, R9
+	ADDQ         $0x00000001, R10
+	CMPQ         R10, CX
+	JB           loop_139
+
+loopdone_140:
+	VMOVUPS Y0, (SI)(R8*4)
+	ADDQ    $0x08, R8
+	JMP     cols8_137
+
+cols8done_138:
+cols1_141:
+	CMPQ   R8, DI
+	JAE    cols1done_142
+	VMOVSS (SI)(R8*4), X0
+	LEAQ   (DX)(R8*2), R9
+	XORQ   R10, R10
+	CMPQ   R10, CX
+	JAE    loopdone_144
+
+loop_143:
+	MOVWLZX     (R9), R11
+	VMOVD       R11, X1
+	VCVTPH2PS   X1, X1
+	VMOVSS      (AX)(R10*4), X2
+	VFMADD231SS X1, X2, X0
+	ADDQ        BX, R9
+	ADDQ        $0x00000001, R10
+	CMPQ        R10, CX
+	JB          loop_143
+
+loopdone_144:
+	VMOVSS X0, (SI)(R8*4)
+	INCQ   R8
+	JMP    cols1_141
+
+cols1done_142:
+	VZEROUPPER
+	RET
+
+// func axpyF16RowsAVX512(a []float32, v []uint16, stride int, y []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
+TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
+	MOVQ a_base+0(FP), AX
+	MOVQ a_len+8(FP), CX
+	MOVQ v_base+24(FP), DX
+	MOVQ stride+48(FP), BX
+	SHLQ $0x01, BX
+	MOVQ y_base+56(FP), SI
+	MOVQ y_len+64(FP), DI
+	MOVQ DI, R9
+	ANDQ $-64, R9
+	XORQ R8, R8
+	CMPQ R8, R9
+	JAE  loopdone_146
+
+loop_145:
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	VPXORD  Z2, Z2, Z2
+	VPXORD  Z3, Z3, Z3
+	VMOVUPS (SI)(R8*4), Z0
+	VMOVUPS 64(SI)(R8*4), Z1
+	VMOVUPS 128(SI)(R8*4), Z2
+	VMOVUPS 192(SI)(R8*4), Z3
+	LEAQ    (DX)(R8*2), R10
+	XORQ    R11, R11
+	CMPQ    R11, CX
+	JAE     loopdone_148
+
+loop_147:
+	VBROADCASTSS (AX)(R11*4), Z4
+	VCVTPH2PS    (R10), Z5
+	VFMADD231PS  Z5, Z4, Z0
+	VCVTPH2PS    32(R10), Z5
+	VFMADD231PS  Z5, Z4, Z1
+	VCVTPH2PS    64(R10), Z5
+	VFMADD231PS  Z5, Z4, Z2
+	VCVTPH2PS    96(R10), Z5
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         BX, R10
+	ADDQ         $0x00000001, R11
+	CMPQ         R11, CX
+	JB           loop_147
+
+loopdone_148:
+	VMOVUPS Z0, (SI)(R8*4)
+	VMOVUPS Z1, 64(SI)(R8*4)
+	VMOVUPS Z2, 128(SI)(R8*4)
+	VMOVUPS Z3, 192(SI)(R8*4)
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, R9
+	JB      loop_145
+
+loopdone_146:
+cols16_149:
+	LEAQ    16(R8), R9
+	CMPQ    R9, DI
+	JA      cols16done_150
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS (SI)(R8*4), Z0
+	LEAQ    (DX)(R8*2), R9
+	XORQ    R10, R10
+	CMPQ    R10, CX
+	JAE     loopdone_152
+
+loop_151:
+	VBROADCASTSS (AX)(R10*4), Z1
+	VCVTPH2PS    (R9), Z2
+	VFMADD231PS  Z2, Z1, Z0
+	ADDQ         BX, R9
+	ADDQ         $0x00000001, R10
+	CMPQ         R10, CX
+	JB           loop_151
+
+loopdone_152:
+	VMOVUPS Z0, (SI)(R8*4)
+	ADDQ    $0x10, R8
+	JMP     cols16_149
+
+cols16done_150:
+	SUBQ      R8, DI
+	JE        notail_153
+	MOVQ      $-1, R9
+	BZHIQ     DI, R9, DI
+	KMOVQ     DI, K1
+	VMOVUPS.Z (SI)(R8*4), K1, Z0
+	LEAQ      (DX)(R8*2), DX
+	XORQ      DI, DI
+	CMPQ      DI, CX
+	JAE       loopdone_155
+
+loop_154:
+	VBROADCASTSS (AX)(DI*4), Z1
+	VMOVDQU16.Z  (DX), K1, Y2
+	VCVTPH2PS    Y2, Z2
+	VFMADD231PS  Z2, Z1, Z0
+	ADDQ         BX, DX
+	ADDQ         $0x00000001, DI
+	CMPQ         DI, CX
+	JB           loop_154
+
+loopdone_155:
+	VMOVUPS Z0, K1, (SI)(R8*4)
+
+notail_153:
+	VZEROUPPER
+	RET
+
 // func dotI8RowsAVX2(w []int8, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $0-80
@@ -3967,9 +4186,9 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ    out_len+64(FP), SI
 	VMOVDQU words0001<>+0(SB), Y0
 
-rows_133:
+rows_156:
 	CMPQ  SI, $0x00000004
-	JB    rowsdone_134
+	JB    rowsdone_157
 	MOVQ  stride+24(FP), DI
 	LEAQ  (AX)(DI*1), R8
 	LEAQ  (R8)(DI*1), R9
@@ -3982,9 +4201,9 @@ rows_133:
 	ANDQ  $-64, R12
 	XORQ  R11, R11
 	CMPQ  R11, R12
-	JAE   loopdone_136
+	JAE   loopdone_159
 
-loop_135:
+loop_158:
 	VMOVDQU    (CX)(R11*1), Y5
 	PREFETCHT1 16384(AX)(R11*1)
 	VMOVDQU    (AX)(R11*1), Y6
@@ -4041,12 +4260,12 @@ loop_135:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000040, R11
 	CMPQ       R11, R12
-	JB         loop_135
+	JB         loop_158
 
-loopdone_136:
+loopdone_159:
 	LEAQ       32(R11), R12
 	CMPQ       R12, DX
-	JA         skip_137
+	JA         skip_160
 	VMOVDQU    (CX)(R11*1), Y5
 	VMOVDQU    (AX)(R11*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -4074,7 +4293,7 @@ loopdone_136:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R11
 
-skip_137:
+skip_160:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -4088,75 +4307,75 @@ skip_137:
 	VPADDD       X2, X1, X1
 	VMOVDQU      X1, (BX)
 	CMPQ         R11, DX
-	JAE          taildone_138
+	JAE          taildone_161
 	MOVQ         R11, R12
 	XORL         R13, R13
 
-tail_139:
+tail_162:
 	MOVBLSX (AX)(R12*1), R14
 	MOVBLSX (CX)(R12*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R12
 	CMPQ    R12, DX
-	JB      tail_139
+	JB      tail_162
 	ADDL    R13, (BX)
 	MOVQ    R11, R12
 	XORL    R13, R13
 
-tail_140:
+tail_163:
 	MOVBLSX (R8)(R12*1), R14
 	MOVBLSX (CX)(R12*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R12
 	CMPQ    R12, DX
-	JB      tail_140
+	JB      tail_163
 	ADDL    R13, 4(BX)
 	MOVQ    R11, R8
 	XORL    R12, R12
 
-tail_141:
+tail_164:
 	MOVBLSX (R9)(R8*1), R13
 	MOVBLSX (CX)(R8*1), R14
 	IMULL   R14, R13
 	ADDL    R13, R12
 	INCQ    R8
 	CMPQ    R8, DX
-	JB      tail_141
+	JB      tail_164
 	ADDL    R12, 8(BX)
 	MOVQ    R11, R8
 	XORL    R9, R9
 
-tail_142:
+tail_165:
 	MOVBLSX (R10)(R8*1), R11
 	MOVBLSX (CX)(R8*1), R12
 	IMULL   R12, R11
 	ADDL    R11, R9
 	INCQ    R8
 	CMPQ    R8, DX
-	JB      tail_142
+	JB      tail_165
 	ADDL    R9, 12(BX)
 
-taildone_138:
+taildone_161:
 	LEAQ (AX)(DI*4), AX
 	ADDQ $0x00000010, BX
 	SUBQ $0x00000004, SI
-	JMP  rows_133
+	JMP  rows_156
 
-rowsdone_134:
-rows_143:
+rowsdone_157:
+rows_166:
 	CMPQ  SI, $0x00000001
-	JB    rowsdone_144
+	JB    rowsdone_167
 	MOVQ  stride+24(FP), DI
 	VPXOR Y1, Y1, Y1
 	MOVQ  DX, R9
 	ANDQ  $-64, R9
 	XORQ  R8, R8
 	CMPQ  R8, R9
-	JAE   loopdone_146
+	JAE   loopdone_169
 
-loop_145:
+loop_168:
 	VMOVDQU    (CX)(R8*1), Y2
 	PREFETCHT1 16384(AX)(R8*1)
 	VMOVDQU    (AX)(R8*1), Y3
@@ -4174,12 +4393,12 @@ loop_145:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000040, R8
 	CMPQ       R8, R9
-	JB         loop_145
+	JB         loop_168
 
-loopdone_146:
+loopdone_169:
 	LEAQ       32(R8), R9
 	CMPQ       R9, DX
-	JA         skip_147
+	JA         skip_170
 	VMOVDQU    (CX)(R8*1), Y2
 	VMOVDQU    (AX)(R8*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -4189,7 +4408,7 @@ loopdone_146:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, R8
 
-skip_147:
+skip_170:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -4198,26 +4417,26 @@ skip_147:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         R8, DX
-	JAE          taildone_148
+	JAE          taildone_171
 	XORL         R9, R9
 
-tail_149:
+tail_172:
 	MOVBLSX (AX)(R8*1), R10
 	MOVBLSX (CX)(R8*1), R11
 	IMULL   R11, R10
 	ADDL    R10, R9
 	INCQ    R8
 	CMPQ    R8, DX
-	JB      tail_149
+	JB      tail_172
 	ADDL    R9, (BX)
 
-taildone_148:
+taildone_171:
 	ADDQ DI, AX
 	ADDQ $0x00000004, BX
 	SUBQ $0x00000001, SI
-	JMP  rows_143
+	JMP  rows_166
 
-rowsdone_144:
+rowsdone_167:
 	VZEROUPPER
 	RET
 
@@ -4235,25 +4454,25 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, R8
 	XORQ         DI, DI
 	CMPQ         DI, R8
-	JAE          loopdone_151
+	JAE          loopdone_174
 
-loop_150:
+loop_173:
 	VPDPBUSD (CX)(DI*1), Z1, Z0
 	ADDQ     $0x00000040, DI
 	CMPQ     DI, R8
-	JB       loop_150
+	JB       loop_173
 
-loopdone_151:
+loopdone_174:
 	MOVQ       DX, R8
 	SUBQ       DI, R8
-	JE         notail_152
+	JE         notail_175
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
 	VMOVDQU8.Z (CX)(DI*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_152:
+notail_175:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -4266,9 +4485,9 @@ notail_152:
 	VPBROADCASTD  X0, X0
 	VPBROADCASTD  bytes80<>+0(SB), Z1
 
-rows_153:
+rows_176:
 	CMPQ   SI, $0x00000004
-	JB     rowsdone_154
+	JB     rowsdone_177
 	MOVQ   stride+24(FP), DI
 	LEAQ   (AX)(DI*1), R8
 	LEAQ   (R8)(DI*1), R9
@@ -4281,9 +4500,9 @@ rows_153:
 	ANDQ   $-64, R12
 	XORQ   R11, R11
 	CMPQ   R11, R12
-	JAE    loopdone_156
+	JAE    loopdone_179
 
-loop_155:
+loop_178:
 	VMOVDQU64  (CX)(R11*1), Z6
 	PREFETCHT1 16384(AX)(R11*1)
 	VPXORD     (AX)(R11*1), Z1, Z7
@@ -4299,12 +4518,12 @@ loop_155:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000040, R11
 	CMPQ       R11, R12
-	JB         loop_155
+	JB         loop_178
 
-loopdone_156:
+loopdone_179:
 	MOVQ       DX, R12
 	SUBQ       R11, R12
-	JE         notail_157
+	JE         notail_180
 	MOVQ       $-1, R13
 	BZHIQ      R12, R13, R12
 	KMOVQ      R12, K1
@@ -4322,7 +4541,7 @@ loopdone_156:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_157:
+notail_180:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -4347,33 +4566,33 @@ notail_157:
 	LEAQ          (AX)(DI*4), AX
 	ADDQ          $0x00000010, BX
 	SUBQ          $0x00000004, SI
-	JMP           rows_153
+	JMP           rows_176
 
-rowsdone_154:
-rows_158:
+rowsdone_177:
+rows_181:
 	CMPQ   SI, $0x00000001
-	JB     rowsdone_159
+	JB     rowsdone_182
 	MOVQ   stride+24(FP), DI
 	VPXORD Z2, Z2, Z2
 	MOVQ   DX, R9
 	ANDQ   $-64, R9
 	XORQ   R8, R8
 	CMPQ   R8, R9
-	JAE    loopdone_161
+	JAE    loopdone_184
 
-loop_160:
+loop_183:
 	VMOVDQU64  (CX)(R8*1), Z3
 	PREFETCHT1 16384(AX)(R8*1)
 	VPXORD     (AX)(R8*1), Z1, Z4
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000040, R8
 	CMPQ       R8, R9
-	JB         loop_160
+	JB         loop_183
 
-loopdone_161:
+loopdone_184:
 	MOVQ       DX, R9
 	SUBQ       R8, R9
-	JE         notail_162
+	JE         notail_185
 	MOVQ       $-1, R10
 	BZHIQ      R9, R10, R9
 	KMOVQ      R9, K1
@@ -4382,7 +4601,7 @@ loopdone_161:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_162:
+notail_185:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -4396,9 +4615,9 @@ notail_162:
 	ADDQ          DI, AX
 	ADDQ          $0x00000004, BX
 	SUBQ          $0x00000001, SI
-	JMP           rows_158
+	JMP           rows_181
 
-rowsdone_159:
+rowsdone_182:
 	VZEROUPPER
 	RET
 
@@ -4409,16 +4628,16 @@ TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_163:
+rows_186:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_164
+	JB   rowsdone_187
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_165:
+tokens_188:
 	CMPQ DI, $0x00000003
-	JB   tokenstail_166
+	JB   tokenstail_189
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), R8
@@ -4455,9 +4674,9 @@ tokens_165:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_168:
+f16steps_191:
 	CMPQ        R10, $0x20
-	JB          f16stepsdone_169
+	JB          f16stepsdone_192
 	PREFETCHT1  16384(R11)
 	VCVTPH2PS   (R11), Z24
 	PREFETCHT1  16384(R11)(R8*1)
@@ -4504,11 +4723,11 @@ f16steps_168:
 	ADDQ        $0x00000040, R12
 	ADDQ        $0x00000080, R13
 	SUBQ        $0x20, R10
-	JMP         f16steps_168
+	JMP         f16steps_191
 
-f16stepsdone_169:
+f16stepsdone_192:
 	CMPQ        R10, $0x10
-	JB          f16step16_170
+	JB          f16step16_193
 	VCVTPH2PS   (R11), Z24
 	VCVTPH2PS   (R11)(R8*1), Z25
 	VCVTPH2PS   (R11)(R8*2), Z26
@@ -4533,9 +4752,9 @@ f16stepsdone_169:
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x10, R10
 
-f16step16_170:
+f16step16_193:
 	TESTQ       R10, R10
-	JZ          f16notail_171
+	JZ          f16notail_194
 	MOVQ        $-1, R14
 	BZHIQ       R10, R14, R10
 	KMOVQ       R10, K1
@@ -4563,7 +4782,7 @@ f16step16_170:
 	VFMADD231PS Z28, Z26, Z8
 	VFMADD231PS Z28, Z27, Z11
 
-f16notail_171:
+f16notail_194:
 	MOVQ          outStride+112(FP), R8
 	SHLQ          $0x02, R8
 	MOVQ          SI, R9
@@ -4648,11 +4867,11 @@ f16notail_171:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000003, DI
-	JMP           tokens_165
+	JMP           tokens_188
 
-tokenstail_166:
+tokenstail_189:
 	CMPQ DI, $0x00000002
-	JNE  tokens_172
+	JNE  tokens_195
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), DI
@@ -4680,9 +4899,9 @@ tokenstail_166:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_173:
+f16steps_196:
 	CMPQ        R9, $0x20
-	JB          f16stepsdone_174
+	JB          f16stepsdone_197
 	PREFETCHT1  16384(R10)
 	VCVTPH2PS   (R10), Z16
 	PREFETCHT1  16384(R10)(DI*1)
@@ -4719,11 +4938,11 @@ f16steps_173:
 	ADDQ        $0x00000040, R11
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R9
-	JMP         f16steps_173
+	JMP         f16steps_196
 
-f16stepsdone_174:
+f16stepsdone_197:
 	CMPQ        R9, $0x10
-	JB          f16step16_175
+	JB          f16step16_198
 	VCVTPH2PS   (R10), Z16
 	VCVTPH2PS   (R10)(DI*1), Z17
 	VCVTPH2PS   (R10)(DI*2), Z18
@@ -4743,9 +4962,9 @@ f16stepsdone_174:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R9
 
-f16step16_175:
+f16step16_198:
 	TESTQ       R9, R9
-	JZ          f16notail_176
+	JZ          f16notail_199
 	MOVQ        $-1, R12
 	BZHIQ       R9, R12, R9
 	KMOVQ       R9, K1
@@ -4768,7 +4987,7 @@ f16step16_175:
 	VFMADD231PS Z20, Z18, Z5
 	VFMADD231PS Z20, Z19, Z7
 
-f16notail_176:
+f16notail_199:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z8, Z0, Z0
@@ -4820,11 +5039,11 @@ f16notail_176:
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
 	VMOVUPS       X0, (SI)
-	JMP           tokensdone_167
+	JMP           tokensdone_190
 
-tokens_172:
+tokens_195:
 	CMPQ DI, $0x00000001
-	JNE  tokens_177
+	JNE  tokens_200
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), DI
@@ -4844,9 +5063,9 @@ tokens_172:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_178:
+f16steps_201:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_179
+	JB          f16stepsdone_202
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z8
 	PREFETCHT1  16384(R9)(DI*1)
@@ -4873,11 +5092,11 @@ f16steps_178:
 	ADDQ        $0x00000040, R10
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_178
+	JMP         f16steps_201
 
-f16stepsdone_179:
+f16stepsdone_202:
 	CMPQ        R8, $0x10
-	JB          f16step16_180
+	JB          f16step16_203
 	VCVTPH2PS   (R9), Z8
 	VCVTPH2PS   (R9)(DI*1), Z9
 	VCVTPH2PS   (R9)(DI*2), Z10
@@ -4892,9 +5111,9 @@ f16stepsdone_179:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_180:
+f16step16_203:
 	TESTQ       R8, R8
-	JZ          f16notail_181
+	JZ          f16notail_204
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -4912,7 +5131,7 @@ f16step16_180:
 	VFMADD231PS Z12, Z10, Z2
 	VFMADD231PS Z12, Z11, Z3
 
-f16notail_181:
+f16notail_204:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          SI, BX
@@ -4940,28 +5159,28 @@ f16notail_181:
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
 	VMOVUPS       X0, (BX)
-	JMP           tokensdone_167
+	JMP           tokensdone_190
 
-tokens_177:
-tokensdone_167:
+tokens_200:
+tokensdone_190:
 	MOVQ stride+24(FP), BX
 	SHLQ $0x01, BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_163
+	JMP  rows_186
 
-rowsdone_164:
-rows_182:
+rowsdone_187:
+rows_205:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_183
+	JB   rowsdone_206
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_184:
+tokens_207:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_185
+	JB   tokenstail_208
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), R8
@@ -4992,9 +5211,9 @@ tokens_184:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_187:
+f16steps_210:
 	CMPQ        R9, $0x20
-	JB          f16stepsdone_188
+	JB          f16stepsdone_211
 	PREFETCHT1  16384(R10)
 	VCVTPH2PS   (R10), Z16
 	VMOVUPS     (R11), Z17
@@ -5035,11 +5254,11 @@ f16steps_187:
 	ADDQ        $0x00000080, R12
 	ADDQ        $0x00000080, R13
 	SUBQ        $0x20, R9
-	JMP         f16steps_187
+	JMP         f16steps_210
 
-f16stepsdone_188:
+f16stepsdone_211:
 	CMPQ        R9, $0x10
-	JB          f16step16_189
+	JB          f16step16_212
 	VCVTPH2PS   (R10), Z16
 	VMOVUPS     (R11), Z17
 	VFMADD231PS Z17, Z16, Z8
@@ -5063,9 +5282,9 @@ f16stepsdone_188:
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x10, R9
 
-f16step16_189:
+f16step16_212:
 	TESTQ       R9, R9
-	JZ          f16notail_190
+	JZ          f16notail_213
 	MOVQ        $-1, R14
 	BZHIQ       R9, R14, R9
 	KMOVQ       R9, K1
@@ -5088,7 +5307,7 @@ f16step16_189:
 	VMOVUPS.Z   (R13)(R8*1), K1, Z17
 	VFMADD231PS Z17, Z16, Z7
 
-f16notail_190:
+f16notail_213:
 	MOVQ          outStride+112(FP), R8
 	SHLQ          $0x02, R8
 	MOVQ          SI, R9
@@ -5186,11 +5405,11 @@ f16notail_190:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_184
+	JMP           tokens_207
 
-tokenstail_185:
+tokenstail_208:
 	CMPQ DI, $0x00000007
-	JNE  tokens_191
+	JNE  tokens_214
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DI
@@ -5218,9 +5437,9 @@ tokenstail_185:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_192:
+f16steps_215:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_193
+	JB          f16stepsdone_216
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z14
 	VMOVUPS     (BX), Z15
@@ -5257,11 +5476,11 @@ f16steps_192:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, R8
-	JMP         f16steps_192
+	JMP         f16steps_215
 
-f16stepsdone_193:
+f16stepsdone_216:
 	CMPQ        R8, $0x10
-	JB          f16step16_194
+	JB          f16step16_217
 	VCVTPH2PS   (R9), Z14
 	VMOVUPS     (BX), Z15
 	VFMADD231PS Z15, Z14, Z7
@@ -5283,9 +5502,9 @@ f16stepsdone_193:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, R8
 
-f16step16_194:
+f16step16_217:
 	TESTQ       R8, R8
-	JZ          f16notail_195
+	JZ          f16notail_218
 	MOVQ        $-1, R12
 	BZHIQ       R8, R12, R8
 	KMOVQ       R8, K1
@@ -5306,7 +5525,7 @@ f16step16_194:
 	VMOVUPS.Z   (R11), K1, Z15
 	VFMADD231PS Z15, Z14, Z6
 
-f16notail_195:
+f16notail_218:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z7, Z0, Z0
@@ -5385,11 +5604,11 @@ f16notail_195:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_209
 
-tokens_191:
+tokens_214:
 	CMPQ DI, $0x00000006
-	JNE  tokens_196
+	JNE  tokens_219
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DI
@@ -5413,9 +5632,9 @@ tokens_191:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_197:
+f16steps_220:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_198
+	JB          f16stepsdone_221
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z12
 	VMOVUPS     (BX), Z13
@@ -5447,11 +5666,11 @@ f16steps_197:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_197
+	JMP         f16steps_220
 
-f16stepsdone_198:
+f16stepsdone_221:
 	CMPQ        R8, $0x10
-	JB          f16step16_199
+	JB          f16step16_222
 	VCVTPH2PS   (R9), Z12
 	VMOVUPS     (BX), Z13
 	VFMADD231PS Z13, Z12, Z6
@@ -5470,9 +5689,9 @@ f16stepsdone_198:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_199:
+f16step16_222:
 	TESTQ       R8, R8
-	JZ          f16notail_200
+	JZ          f16notail_223
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5491,7 +5710,7 @@ f16step16_199:
 	VMOVUPS.Z   (R10)(DI*2), K1, Z13
 	VFMADD231PS Z13, Z12, Z5
 
-f16notail_200:
+f16notail_223:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z6, Z0, Z0
@@ -5559,11 +5778,11 @@ f16notail_200:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_209
 
-tokens_196:
+tokens_219:
 	CMPQ DI, $0x00000005
-	JNE  tokens_201
+	JNE  tokens_224
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DI
@@ -5585,9 +5804,9 @@ tokens_196:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_202:
+f16steps_225:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_203
+	JB          f16stepsdone_226
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z10
 	VMOVUPS     (BX), Z11
@@ -5615,11 +5834,11 @@ f16steps_202:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_202
+	JMP         f16steps_225
 
-f16stepsdone_203:
+f16stepsdone_226:
 	CMPQ        R8, $0x10
-	JB          f16step16_204
+	JB          f16step16_227
 	VCVTPH2PS   (R9), Z10
 	VMOVUPS     (BX), Z11
 	VFMADD231PS Z11, Z10, Z5
@@ -5636,9 +5855,9 @@ f16stepsdone_203:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_204:
+f16step16_227:
 	TESTQ       R8, R8
-	JZ          f16notail_205
+	JZ          f16notail_228
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5655,7 +5874,7 @@ f16step16_204:
 	VMOVUPS.Z   (R10)(DI*1), K1, Z11
 	VFMADD231PS Z11, Z10, Z4
 
-f16notail_205:
+f16notail_228:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z5, Z0, Z0
@@ -5712,11 +5931,11 @@ f16notail_205:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_209
 
-tokens_201:
+tokens_224:
 	CMPQ DI, $0x00000004
-	JNE  tokens_206
+	JNE  tokens_229
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DI
@@ -5736,9 +5955,9 @@ tokens_201:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_207:
+f16steps_230:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_208
+	JB          f16stepsdone_231
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z8
 	VMOVUPS     (BX), Z9
@@ -5762,11 +5981,11 @@ f16steps_207:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_207
+	JMP         f16steps_230
 
-f16stepsdone_208:
+f16stepsdone_231:
 	CMPQ        R8, $0x10
-	JB          f16step16_209
+	JB          f16step16_232
 	VCVTPH2PS   (R9), Z8
 	VMOVUPS     (BX), Z9
 	VFMADD231PS Z9, Z8, Z4
@@ -5781,9 +6000,9 @@ f16stepsdone_208:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_209:
+f16step16_232:
 	TESTQ       R8, R8
-	JZ          f16notail_210
+	JZ          f16notail_233
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5798,7 +6017,7 @@ f16step16_209:
 	VMOVUPS.Z   (R10), K1, Z9
 	VFMADD231PS Z9, Z8, Z3
 
-f16notail_210:
+f16notail_233:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z4, Z0, Z0
@@ -5844,11 +6063,11 @@ f16notail_210:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_209
 
-tokens_206:
+tokens_229:
 	CMPQ DI, $0x00000003
-	JNE  tokens_211
+	JNE  tokens_234
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DI
@@ -5864,9 +6083,9 @@ tokens_206:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_212:
+f16steps_235:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_213
+	JB          f16stepsdone_236
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z6
 	VMOVUPS     (BX), Z7
@@ -5885,11 +6104,11 @@ f16steps_212:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_212
+	JMP         f16steps_235
 
-f16stepsdone_213:
+f16stepsdone_236:
 	CMPQ        R8, $0x10
-	JB          f16step16_214
+	JB          f16step16_237
 	VCVTPH2PS   (R9), Z6
 	VMOVUPS     (BX), Z7
 	VFMADD231PS Z7, Z6, Z3
@@ -5901,9 +6120,9 @@ f16stepsdone_213:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_214:
+f16step16_237:
 	TESTQ       R8, R8
-	JZ          f16notail_215
+	JZ          f16notail_238
 	MOVQ        $-1, R10
 	BZHIQ       R8, R10, R8
 	KMOVQ       R8, K1
@@ -5916,7 +6135,7 @@ f16step16_214:
 	VMOVUPS.Z   (BX)(DI*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z2
 
-f16notail_215:
+f16notail_238:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z3, Z0, Z0
@@ -5951,11 +6170,11 @@ f16notail_215:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_209
 
-tokens_211:
+tokens_234:
 	CMPQ DI, $0x00000002
-	JNE  tokens_216
+	JNE  tokens_239
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DI
@@ -5969,9 +6188,9 @@ tokens_211:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_217:
+f16steps_240:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_218
+	JB          f16stepsdone_241
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z4
 	VMOVUPS     (BX), Z5
@@ -5986,11 +6205,11 @@ f16steps_217:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_217
+	JMP         f16steps_240
 
-f16stepsdone_218:
+f16stepsdone_241:
 	CMPQ        R8, $0x10
-	JB          f16step16_219
+	JB          f16step16_242
 	VCVTPH2PS   (R9), Z4
 	VMOVUPS     (BX), Z5
 	VFMADD231PS Z5, Z4, Z2
@@ -6000,9 +6219,9 @@ f16stepsdone_218:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_219:
+f16step16_242:
 	TESTQ       R8, R8
-	JZ          f16notail_220
+	JZ          f16notail_243
 	MOVQ        $-1, R10
 	BZHIQ       R8, R10, R8
 	KMOVQ       R8, K1
@@ -6013,7 +6232,7 @@ f16step16_219:
 	VMOVUPS.Z   (BX)(DI*1), K1, Z5
 	VFMADD231PS Z5, Z4, Z1
 
-f16notail_220:
+f16notail_243:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z2, Z0, Z0
@@ -6037,11 +6256,11 @@ f16notail_220:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_209
 
-tokens_216:
+tokens_239:
 	CMPQ DI, $0x00000001
-	JNE  tokens_221
+	JNE  tokens_244
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DI
@@ -6053,9 +6272,9 @@ tokens_216:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_222:
+f16steps_245:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_223
+	JB          f16stepsdone_246
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z2
 	VMOVUPS     (BX), Z3
@@ -6066,11 +6285,11 @@ f16steps_222:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, DI
-	JMP         f16steps_222
+	JMP         f16steps_245
 
-f16stepsdone_223:
+f16stepsdone_246:
 	CMPQ        DI, $0x10
-	JB          f16step16_224
+	JB          f16step16_247
 	VCVTPH2PS   (R8), Z2
 	VMOVUPS     (BX), Z3
 	VFMADD231PS Z3, Z2, Z1
@@ -6078,9 +6297,9 @@ f16stepsdone_223:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, DI
 
-f16step16_224:
+f16step16_247:
 	TESTQ       DI, DI
-	JZ          f16notail_225
+	JZ          f16notail_248
 	MOVQ        $-1, R9
 	BZHIQ       DI, R9, DI
 	KMOVQ       DI, K1
@@ -6089,7 +6308,7 @@ f16step16_224:
 	VMOVUPS.Z   (BX), K1, Z3
 	VFMADD231PS Z3, Z2, Z0
 
-f16notail_225:
+f16notail_248:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          SI, BX
@@ -6103,18 +6322,18 @@ f16notail_225:
 	VPSHUFD       $0xb1, X0, X1
 	VADDPS        X1, X0, X0
 	VMOVSS        X0, (BX)
-	JMP           tokensdone_186
+	JMP           tokensdone_209
 
-tokens_221:
-tokensdone_186:
+tokens_244:
+tokensdone_209:
 	MOVQ stride+24(FP), BX
 	SHLQ $0x01, BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_182
+	JMP  rows_205
 
-rowsdone_183:
+rowsdone_206:
 	VZEROUPPER
 	RET
 
@@ -6125,16 +6344,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_226:
+rows_249:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_227
+	JB   rowsdone_250
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_228:
+tokens_251:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_229
+	JB   tokenstail_252
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -6168,9 +6387,9 @@ tokens_228:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_231:
+i8steps_254:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_232
+	JB         i8stepsdone_255
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6209,11 +6428,11 @@ i8steps_231:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x40, R10
-	JMP        i8steps_231
+	JMP        i8steps_254
 
-i8stepsdone_232:
+i8stepsdone_255:
 	TESTQ      R10, R10
-	JZ         i8notail_233
+	JZ         i8notail_256
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -6251,7 +6470,7 @@ i8stepsdone_232:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-i8notail_233:
+i8notail_256:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -6380,11 +6599,11 @@ i8notail_233:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_228
+	JMP           tokens_251
 
-tokenstail_229:
+tokenstail_252:
 	CMPQ DI, $0x00000004
-	JNE  tokens_234
+	JNE  tokens_257
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -6413,9 +6632,9 @@ tokenstail_229:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_235:
+i8steps_258:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_236
+	JB         i8stepsdone_259
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6449,11 +6668,11 @@ i8steps_235:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R10
-	JMP        i8steps_235
+	JMP        i8steps_258
 
-i8stepsdone_236:
+i8stepsdone_259:
 	TESTQ      R10, R10
-	JZ         i8notail_237
+	JZ         i8notail_260
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -6486,7 +6705,7 @@ i8stepsdone_236:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-i8notail_237:
+i8notail_260:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6584,11 +6803,11 @@ i8notail_237:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_230
+	JMP           tokensdone_253
 
-tokens_234:
+tokens_257:
 	CMPQ DI, $0x00000003
-	JNE  tokens_238
+	JNE  tokens_261
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -6611,9 +6830,9 @@ tokens_234:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_239:
+i8steps_262:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_240
+	JB         i8stepsdone_263
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6641,11 +6860,11 @@ i8steps_239:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_239
+	JMP        i8steps_262
 
-i8stepsdone_240:
+i8stepsdone_263:
 	TESTQ      R10, R10
-	JZ         i8notail_241
+	JZ         i8notail_264
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -6673,7 +6892,7 @@ i8stepsdone_240:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-i8notail_241:
+i8notail_264:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6748,11 +6967,11 @@ i8notail_241:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_230
+	JMP           tokensdone_253
 
-tokens_238:
+tokens_261:
 	CMPQ DI, $0x00000002
-	JNE  tokens_242
+	JNE  tokens_265
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -6771,9 +6990,9 @@ tokens_238:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_243:
+i8steps_266:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_244
+	JB         i8stepsdone_267
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6796,11 +7015,11 @@ i8steps_243:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_243
+	JMP        i8steps_266
 
-i8stepsdone_244:
+i8stepsdone_267:
 	TESTQ      R10, R10
-	JZ         i8notail_245
+	JZ         i8notail_268
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -6823,7 +7042,7 @@ i8stepsdone_244:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-i8notail_245:
+i8notail_268:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6875,11 +7094,11 @@ i8notail_245:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_230
+	JMP           tokensdone_253
 
-tokens_242:
+tokens_265:
 	CMPQ DI, $0x00000001
-	JNE  tokens_246
+	JNE  tokens_269
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -6894,9 +7113,9 @@ tokens_242:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_247:
+i8steps_270:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_248
+	JB         i8stepsdone_271
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -6914,11 +7133,11 @@ i8steps_247:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_247
+	JMP        i8steps_270
 
-i8stepsdone_248:
+i8stepsdone_271:
 	TESTQ      R9, R9
-	JZ         i8notail_249
+	JZ         i8notail_272
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -6936,7 +7155,7 @@ i8stepsdone_248:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-i8notail_249:
+i8notail_272:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6966,27 +7185,27 @@ i8notail_249:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (BX)
-	JMP           tokensdone_230
+	JMP           tokensdone_253
 
-tokens_246:
-tokensdone_230:
+tokens_269:
+tokensdone_253:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_226
+	JMP  rows_249
 
-rowsdone_227:
-rows_250:
+rowsdone_250:
+rows_273:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_251
+	JB   rowsdone_274
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_252:
+tokens_275:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_253
+	JB   tokenstail_276
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -7008,9 +7227,9 @@ tokens_252:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_255:
+i8steps_278:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_256
+	JB         i8stepsdone_279
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -7034,11 +7253,11 @@ i8steps_255:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R9
-	JMP        i8steps_255
+	JMP        i8steps_278
 
-i8stepsdone_256:
+i8stepsdone_279:
 	TESTQ      R9, R9
-	JZ         i8notail_257
+	JZ         i8notail_280
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -7061,7 +7280,7 @@ i8stepsdone_256:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-i8notail_257:
+i8notail_280:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -7171,11 +7390,11 @@ i8notail_257:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_252
+	JMP           tokens_275
 
-tokenstail_253:
+tokenstail_276:
 	CMPQ DI, $0x00000007
-	JNE  tokens_258
+	JNE  tokens_281
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -7195,9 +7414,9 @@ tokenstail_253:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_259:
+i8steps_282:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_260
+	JB         i8stepsdone_283
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -7219,11 +7438,11 @@ i8steps_259:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x40, R9
-	JMP        i8steps_259
+	JMP        i8steps_282
 
-i8stepsdone_260:
+i8stepsdone_283:
 	TESTQ      R9, R9
-	JZ         i8notail_261
+	JZ         i8notail_284
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -7244,7 +7463,7 @@ i8stepsdone_260:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-i8notail_261:
+i8notail_284:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7334,11 +7553,11 @@ i8notail_261:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_277
 
-tokens_258:
+tokens_281:
 	CMPQ DI, $0x00000006
-	JNE  tokens_262
+	JNE  tokens_285
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -7355,9 +7574,9 @@ tokens_258:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_263:
+i8steps_286:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_264
+	JB         i8stepsdone_287
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -7376,11 +7595,11 @@ i8steps_263:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_263
+	JMP        i8steps_286
 
-i8stepsdone_264:
+i8stepsdone_287:
 	TESTQ      R9, R9
-	JZ         i8notail_265
+	JZ         i8notail_288
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7399,7 +7618,7 @@ i8stepsdone_264:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-i8notail_265:
+i8notail_288:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7477,11 +7696,11 @@ i8notail_265:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_277
 
-tokens_262:
+tokens_285:
 	CMPQ DI, $0x00000005
-	JNE  tokens_266
+	JNE  tokens_289
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -7497,9 +7716,9 @@ tokens_262:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_267:
+i8steps_290:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_268
+	JB         i8stepsdone_291
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -7516,11 +7735,11 @@ i8steps_267:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_267
+	JMP        i8steps_290
 
-i8stepsdone_268:
+i8stepsdone_291:
 	TESTQ      R9, R9
-	JZ         i8notail_269
+	JZ         i8notail_292
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7537,7 +7756,7 @@ i8stepsdone_268:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-i8notail_269:
+i8notail_292:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7603,11 +7822,11 @@ i8notail_269:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_277
 
-tokens_266:
+tokens_289:
 	CMPQ DI, $0x00000004
-	JNE  tokens_270
+	JNE  tokens_293
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -7622,9 +7841,9 @@ tokens_266:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_271:
+i8steps_294:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_272
+	JB         i8stepsdone_295
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -7639,11 +7858,11 @@ i8steps_271:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_271
+	JMP        i8steps_294
 
-i8stepsdone_272:
+i8stepsdone_295:
 	TESTQ      R9, R9
-	JZ         i8notail_273
+	JZ         i8notail_296
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7658,7 +7877,7 @@ i8stepsdone_272:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-i8notail_273:
+i8notail_296:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7712,11 +7931,11 @@ i8notail_273:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_277
 
-tokens_270:
+tokens_293:
 	CMPQ DI, $0x00000003
-	JNE  tokens_274
+	JNE  tokens_297
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -7728,9 +7947,9 @@ tokens_270:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_275:
+i8steps_298:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_276
+	JB         i8stepsdone_299
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -7742,11 +7961,11 @@ i8steps_275:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_275
+	JMP        i8steps_298
 
-i8stepsdone_276:
+i8stepsdone_299:
 	TESTQ      R9, R9
-	JZ         i8notail_277
+	JZ         i8notail_300
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -7759,7 +7978,7 @@ i8stepsdone_276:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-i8notail_277:
+i8notail_300:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7801,11 +8020,11 @@ i8notail_277:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_277
 
-tokens_274:
+tokens_297:
 	CMPQ DI, $0x00000002
-	JNE  tokens_278
+	JNE  tokens_301
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -7816,9 +8035,9 @@ tokens_274:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_279:
+i8steps_302:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_280
+	JB         i8stepsdone_303
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -7828,11 +8047,11 @@ i8steps_279:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_279
+	JMP        i8steps_302
 
-i8stepsdone_280:
+i8stepsdone_303:
 	TESTQ      R9, R9
-	JZ         i8notail_281
+	JZ         i8notail_304
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -7843,7 +8062,7 @@ i8stepsdone_280:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-i8notail_281:
+i8notail_304:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7873,11 +8092,11 @@ i8notail_281:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_277
 
-tokens_278:
+tokens_301:
 	CMPQ DI, $0x00000001
-	JNE  tokens_282
+	JNE  tokens_305
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -7887,9 +8106,9 @@ tokens_278:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_283:
+i8steps_306:
 	CMPQ       R8, $0x40
-	JB         i8stepsdone_284
+	JB         i8stepsdone_307
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -7897,11 +8116,11 @@ i8steps_283:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R8
-	JMP        i8steps_283
+	JMP        i8steps_306
 
-i8stepsdone_284:
+i8stepsdone_307:
 	TESTQ      R8, R8
-	JZ         i8notail_285
+	JZ         i8notail_308
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -7910,7 +8129,7 @@ i8stepsdone_284:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-i8notail_285:
+i8notail_308:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7929,17 +8148,17 @@ i8notail_285:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_254
+	JMP           tokensdone_277
 
-tokens_282:
-tokensdone_254:
+tokens_305:
+tokensdone_277:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_250
+	JMP  rows_273
 
-rowsdone_251:
+rowsdone_274:
 	VZEROUPPER
 	RET
 
@@ -7948,7 +8167,7 @@ rowsdone_251:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_286
+	JE      group32_309
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -7961,9 +8180,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 
-rows_287:
+rows_310:
 	CMPQ   DI, $0x00000002
-	JB     rowsdone_288
+	JB     rowsdone_311
 	LEAQ   (AX)(BX*1), R9
 	LEAQ   (CX)(R8*1), R10
 	VXORPS Y2, Y2, Y2
@@ -7971,9 +8190,9 @@ rows_287:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_290
+	JAE    loopdone_313
 
-loop_289:
+loop_312:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -7998,9 +8217,9 @@ loop_289:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_289
+	JB           loop_312
 
-loopdone_290:
+loopdone_313:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -8020,19 +8239,19 @@ loopdone_290:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000002, DI
-	JMP          rows_287
+	JMP          rows_310
 
-rowsdone_288:
-rows_291:
+rowsdone_311:
+rows_314:
 	CMPQ   DI, $0x00000001
-	JB     rowsdone_292
+	JB     rowsdone_315
 	VXORPS Y2, Y2, Y2
 	XORQ   R10, R10
 	XORQ   R9, R9
 	CMPQ   R9, BX
-	JAE    loopdone_294
+	JAE    loopdone_317
 
-loop_293:
+loop_316:
 	VMOVDQU      (DX)(R9*1), Y4
 	PREFETCHT1   16384(AX)(R9*1)
 	VMOVDQU      (AX)(R9*1), Y3
@@ -8047,9 +8266,9 @@ loop_293:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000020, R9
 	CMPQ         R9, BX
-	JB           loop_293
+	JB           loop_316
 
-loopdone_294:
+loopdone_317:
 	VEXTRACTF128 $0x01, Y2, X3
 	VADDPS       X2, X3, X3
 	VPSHUFD      $0x4e, X3, X2
@@ -8061,13 +8280,13 @@ loopdone_294:
 	ADDQ         $0x00000004, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000001, DI
-	JMP          rows_291
+	JMP          rows_314
 
-rowsdone_292:
+rowsdone_315:
 	VZEROUPPER
 	RET
 
-group32_286:
+group32_309:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -8079,9 +8298,9 @@ group32_286:
 	SHRQ    $0x03, R8
 	VMOVDQU words0001<>+0(SB), Y0
 
-rows_295:
+rows_318:
 	CMPQ   DI, $0x00000002
-	JB     rowsdone_296
+	JB     rowsdone_319
 	LEAQ   (AX)(BX*1), R9
 	LEAQ   (CX)(R8*1), R10
 	VXORPS Y1, Y1, Y1
@@ -8089,9 +8308,9 @@ rows_295:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_298
+	JAE    loopdone_321
 
-loop_297:
+loop_320:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -8114,9 +8333,9 @@ loop_297:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_297
+	JB           loop_320
 
-loopdone_298:
+loopdone_321:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -8136,19 +8355,19 @@ loopdone_298:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000002, DI
-	JMP          rows_295
+	JMP          rows_318
 
-rowsdone_296:
-rows_299:
+rowsdone_319:
+rows_322:
 	CMPQ   DI, $0x00000001
-	JB     rowsdone_300
+	JB     rowsdone_323
 	VXORPS Y1, Y1, Y1
 	XORQ   R10, R10
 	XORQ   R9, R9
 	CMPQ   R9, BX
-	JAE    loopdone_302
+	JAE    loopdone_325
 
-loop_301:
+loop_324:
 	VMOVDQU      (DX)(R9*1), Y3
 	PREFETCHT1   16384(AX)(R9*1)
 	VMOVDQU      (AX)(R9*1), Y2
@@ -8162,9 +8381,9 @@ loop_301:
 	ADDQ         $0x04, R10
 	ADDQ         $0x00000020, R9
 	CMPQ         R9, BX
-	JB           loop_301
+	JB           loop_324
 
-loopdone_302:
+loopdone_325:
 	VEXTRACTF128 $0x01, Y1, X2
 	VADDPS       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -8176,9 +8395,9 @@ loopdone_302:
 	ADDQ         $0x00000004, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000001, DI
-	JMP          rows_299
+	JMP          rows_322
 
-rowsdone_300:
+rowsdone_323:
 	VZEROUPPER
 	RET
 
@@ -8187,7 +8406,7 @@ rowsdone_300:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_303
+	JE           group32_326
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8200,9 +8419,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 
-rows_304:
+rows_327:
 	CMPQ   R8, $0x00000002
-	JB     rowsdone_305
+	JB     rowsdone_328
 	LEAQ   (AX)(BX*1), R10
 	LEAQ   (CX)(R9*1), R11
 	VPXORD Z2, Z2, Z2
@@ -8210,9 +8429,9 @@ rows_304:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_307
+	JAE    loopdone_330
 
-loop_306:
+loop_329:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -8234,9 +8453,9 @@ loop_306:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000040, R12
 	CMPQ            R12, BX
-	JB              loop_306
+	JB              loop_329
 
-loopdone_307:
+loopdone_330:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8260,19 +8479,19 @@ loopdone_307:
 	ADDQ          R9, CX
 	ADDQ          R9, CX
 	SUBQ          $0x00000002, R8
-	JMP           rows_304
+	JMP           rows_327
 
-rowsdone_305:
-rows_308:
+rowsdone_328:
+rows_331:
 	CMPQ   R8, $0x00000001
-	JB     rowsdone_309
+	JB     rowsdone_332
 	VPXORD Z2, Z2, Z2
 	XORQ   R11, R11
 	XORQ   R10, R10
 	CMPQ   R10, BX
-	JAE    loopdone_311
+	JAE    loopdone_334
 
-loop_310:
+loop_333:
 	VMOVDQU64       (DX)(R10*1), Z5
 	VMOVDQU32       (SI)(R10*1), Z4
 	PREFETCHT1      16384(AX)(R10*1)
@@ -8286,9 +8505,9 @@ loop_310:
 	ADDQ            $0x10, R11
 	ADDQ            $0x00000040, R10
 	CMPQ            R10, BX
-	JB              loop_310
+	JB              loop_333
 
-loopdone_311:
+loopdone_334:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -8302,13 +8521,13 @@ loopdone_311:
 	ADDQ          $0x00000004, DI
 	ADDQ          R9, CX
 	SUBQ          $0x00000001, R8
-	JMP           rows_308
+	JMP           rows_331
 
-rowsdone_309:
+rowsdone_332:
 	VZEROUPPER
 	RET
 
-group32_303:
+group32_326:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8321,9 +8540,9 @@ group32_303:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 
-rows_312:
+rows_335:
 	CMPQ   R8, $0x00000002
-	JB     rowsdone_313
+	JB     rowsdone_336
 	LEAQ   (AX)(BX*1), R10
 	LEAQ   (CX)(R9*1), R11
 	VPXORD Z2, Z2, Z2
@@ -8331,9 +8550,9 @@ rows_312:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_315
+	JAE    loopdone_338
 
-loop_314:
+loop_337:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -8355,9 +8574,9 @@ loop_314:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000040, R12
 	CMPQ         R12, BX
-	JB           loop_314
+	JB           loop_337
 
-loopdone_315:
+loopdone_338:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8381,19 +8600,19 @@ loopdone_315:
 	ADDQ          R9, CX
 	ADDQ          R9, CX
 	SUBQ          $0x00000002, R8
-	JMP           rows_312
+	JMP           rows_335
 
-rowsdone_313:
-rows_316:
+rowsdone_336:
+rows_339:
 	CMPQ   R8, $0x00000001
-	JB     rowsdone_317
+	JB     rowsdone_340
 	VPXORD Z2, Z2, Z2
 	XORQ   R11, R11
 	XORQ   R10, R10
 	CMPQ   R10, BX
-	JAE    loopdone_319
+	JAE    loopdone_342
 
-loop_318:
+loop_341:
 	VMOVDQU64    (DX)(R10*1), Z5
 	VMOVDQU32    (SI)(R10*1), Z4
 	PREFETCHT1   16384(AX)(R10*1)
@@ -8407,9 +8626,9 @@ loop_318:
 	ADDQ         $0x08, R11
 	ADDQ         $0x00000040, R10
 	CMPQ         R10, BX
-	JB           loop_318
+	JB           loop_341
 
-loopdone_319:
+loopdone_342:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -8423,9 +8642,9 @@ loopdone_319:
 	ADDQ          $0x00000004, DI
 	ADDQ          R9, CX
 	SUBQ          $0x00000001, R8
-	JMP           rows_316
+	JMP           rows_339
 
-rowsdone_317:
+rowsdone_340:
 	VZEROUPPER
 	RET
 
@@ -8450,9 +8669,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_321
+	JAE   loopdone_344
 
-loop_320:
+loop_343:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -8527,21 +8746,21 @@ loop_320:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_320
+	JB         loop_343
 
-loopdone_321:
+loopdone_344:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_323
+	JAE    sum64done_346
 
-sum64_322:
+sum64_345:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_322
+	JB     sum64_345
 
-sum64done_323:
+sum64done_346:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -8575,9 +8794,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_325
+	JAE    loopdone_348
 
-loop_324:
+loop_347:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -8620,20 +8839,20 @@ loop_324:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_324
+	JB         loop_347
 
-loopdone_325:
+loopdone_348:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_327
+	JAE    sum64done_350
 
-sum64_326:
+sum64_349:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_326
+	JB     sum64_349
 
-sum64done_327:
+sum64done_350:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -8680,9 +8899,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_329
+	JZ         sgemmtail_352
 
-sgemm_328:
+sgemm_351:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -8766,13 +8985,13 @@ sgemm_328:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_328
+	JNZ          sgemm_351
 
-sgemmtail_329:
+sgemmtail_352:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_331
+	JZ   sgemmdone_354
 
-sgemmone_330:
+sgemmone_353:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -8796,9 +9015,9 @@ sgemmone_330:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_330
+	JNZ          sgemmone_353
 
-sgemmdone_331:
+sgemmdone_354:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -8892,9 +9111,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_333
+	JZ         sgemmtail_356
 
-sgemm_332:
+sgemm_355:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -9050,13 +9269,13 @@ sgemm_332:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_332
+	JNZ          sgemm_355
 
-sgemmtail_333:
+sgemmtail_356:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_335
+	JZ   sgemmdone_358
 
-sgemmone_334:
+sgemmone_357:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -9098,9 +9317,9 @@ sgemmone_334:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_334
+	JNZ          sgemmone_357
 
-sgemmdone_335:
+sgemmdone_358:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -9171,9 +9390,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_337
+	JLE   fmadone_360
 
-fma_336:
+fma_359:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -9187,9 +9406,9 @@ fma_336:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_336
+	JNZ         fma_359
 
-fmadone_337:
+fmadone_360:
 	VZEROUPPER
 	RET
 
@@ -9216,9 +9435,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_339
+	JLE    fmadone_362
 
-fma_338:
+fma_361:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -9236,8 +9455,8 @@ fma_338:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_338
+	JNZ         fma_361
 
-fmadone_339:
+fmadone_362:
 	VZEROUPPER
 	RET

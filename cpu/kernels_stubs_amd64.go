@@ -45,6 +45,16 @@ func axpyF16AVX2(a float32, v []uint16, y []float32)
 //go:noescape
 func axpyF16AVX512(a float32, v []uint16, y []float32)
 
+// axpyF16RowsAVX2 is axpyF16Rows with F16C and FMA: 32 columns in registers across the rows.
+//
+//go:noescape
+func axpyF16RowsAVX2(a []float32, v []uint16, stride int, y []float32)
+
+// axpyF16RowsAVX512 is axpyF16Rows with AVX-512: 64 columns in registers across the rows, masked tail.
+//
+//go:noescape
+func axpyF16RowsAVX512(a []float32, v []uint16, stride int, y []float32)
+
 // dotI8RowsAVX2 is dotI8Rows with AVX2: 4 rows at a time, vpsignb/vpabsb/vpmaddubsw.
 //
 //go:noescape

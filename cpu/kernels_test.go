@@ -395,6 +395,42 @@ func TestAxpyF16(t *testing.T) {
 	})
 }
 
+// axpyF16Rows gives, bit for bit, what calls of the same set's axpyF16 row
+// by row give (so attention does not change with it), reading v only
+// inside its rows and writing y only.
+func TestAxpyF16Rows(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, n := range floatLengths() {
+			for _, rows := range []int{0, 1, 3, 7} {
+				stride := n + rng.IntN(5)
+				a := randomF32(rng, rows)
+				v, vall := poisoned(max((rows-1)*stride+n, 0), rng.IntN(8), 40, uint16(0x7e00)) // NaN poison
+				copy(v, randomF16(rng, len(v)))
+				for p := 1; p < rows; p++ { // and between rows
+					for i := (p-1)*stride + n; i < p*stride; i++ {
+						v[i] = 0x7e00
+					}
+				}
+				y, yall := poisoned(n, rng.IntN(16), 40, float32(math.NaN()))
+				copy(y, randomF32(rng, n))
+				want := slices.Clone(y)
+				for p := range a {
+					k.axpyF16(a[p], v[p*stride:p*stride+n], want)
+				}
+				k.axpyF16Rows(a, v[:len(v):len(v)], stride, y)
+				for i := range y {
+					if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("n %d rows %d stride %d i %d: %g, axpyF16 row by row %g", n, rows, stride, i, y[i], want[i])
+					}
+				}
+				checkPoisonFunc(t, yall, y, func(v float32) bool { return v != v })
+				checkPoisonFunc(t, vall, v, func(h uint16) bool { return h == 0x7e00 })
+			}
+		}
+	})
+}
+
 func TestDotI8Rows(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()
@@ -672,6 +708,9 @@ func TestBoundsChecked(t *testing.T) {
 			},
 			"dotF16Rows": func() { k.dotF16Rows(make([]uint16, 9), 5, make([]float32, 5), make([]float32, 2)) },
 			"axpyF16":    func() { k.axpyF16(1, make([]uint16, 4), make([]float32, 5)) },
+			"axpyF16Rows": func() {
+				k.axpyF16Rows(make([]float32, 2), make([]uint16, 9), 5, make([]float32, 5))
+			},
 			"dotI8Rows":  func() { k.dotI8Rows(make([]int8, 9), 5, make([]int8, 5), make([]int32, 2)) },
 			"dotBlockRows": func() {
 				k.dotBlockRows(make([]int8, 127), make([]float32, 8), 32, make([]int8, 64), make([]int32, 16), make([]float32, 2))
