@@ -711,7 +711,7 @@ func TestBoundsChecked(t *testing.T) {
 			"axpyF16Rows": func() {
 				k.axpyF16Rows(make([]float32, 2), make([]uint16, 9), 5, make([]float32, 5))
 			},
-			"dotI8Rows":  func() { k.dotI8Rows(make([]int8, 9), 5, make([]int8, 5), make([]int32, 2)) },
+			"dotI8Rows": func() { k.dotI8Rows(make([]int8, 9), 5, make([]int8, 5), make([]int32, 2)) },
 			"dotBlockRows": func() {
 				k.dotBlockRows(make([]int8, 127), make([]float32, 8), 32, make([]int8, 64), make([]int32, 16), make([]float32, 2))
 			},
