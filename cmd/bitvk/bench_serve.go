@@ -51,6 +51,11 @@ type streamStats struct {
 
 func runServeBench(sb serveBench, stdout, stderr io.Writer) error {
 	client := &http.Client{Timeout: sb.timeout}
+	// One request first, not counted: the server's first touches of the
+	// model's pages and buffers are not what a client waits for later.
+	if _, err := sb.stream(client); err != nil {
+		return err
+	}
 	var results []serveResult
 	for _, c := range sb.clients {
 		fmt.Fprintf(stderr, "bench: %d concurrent streams of %d tokens, %d round(s)…\n", c, sb.n, sb.reps)
@@ -125,11 +130,14 @@ func runServeBench(sb serveBench, stdout, stderr io.Writer) error {
 }
 
 // stream sends one streamed completion of sb.n tokens (the end of turn
-// ignored) and times it as it arrives.
+// ignored) and times it as it arrives. It asks for the drawn token's log
+// probability, so that every token arrives as a chunk even when it
+// completes no character (a multi-byte character split over tokens).
 func (sb serveBench) stream(client *http.Client) (streamStats, error) {
 	var st streamStats
 	body, _ := json.Marshal(map[string]any{
 		"prompt": sb.prompt, "max_tokens": sb.n, "stream": true, "ignore_eos": true, "temperature": 0,
+		"logprobs":       1, // a chunk per token, even one that completes no character yet
 		"stream_options": map[string]any{"include_usage": true},
 	})
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, strings.TrimSuffix(sb.url, "/")+"/v1/completions", bytes.NewReader(body))
@@ -163,7 +171,8 @@ func (sb serveBench) stream(client *http.Client) (streamStats, error) {
 		}
 		var chunk struct {
 			Choices []struct {
-				Text string `json:"text"`
+				Text     string          `json:"text"`
+				Logprobs json.RawMessage `json:"logprobs"`
 			} `json:"choices"`
 			Usage *struct {
 				CompletionTokens int `json:"completion_tokens"`
@@ -172,7 +181,7 @@ func (sb serveBench) stream(client *http.Client) (streamStats, error) {
 		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
 			return st, fmt.Errorf("bench --serve: a stream chunk is not JSON: %q", data)
 		}
-		if st.ttft == 0 && len(chunk.Choices) > 0 && chunk.Choices[0].Text != "" {
+		if c := chunk.Choices; st.ttft == 0 && len(c) > 0 && (c[0].Text != "" || len(c[0].Logprobs) > 0 && string(c[0].Logprobs) != "null") {
 			st.ttft = time.Since(start)
 		}
 		if chunk.Usage != nil {
