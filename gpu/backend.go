@@ -17,9 +17,10 @@ type Options struct {
 	Context int  // positions in the K/V cache; 0: the model's context length
 	HeadQ8  bool // int8 head rows with per-row scales instead of float16
 	// Head is how the output head is held (see nn.HeadType; the zero value
-	// is nn.HeadStored). nn.HeadQ8 is HeadQ8; every other type is held as
-	// float16 for now (a block type's values decoded, or encoded then
-	// decoded for a conversion, and rounded to float16).
+	// is nn.HeadStored, the file's type). nn.HeadQ8 is HeadQ8; the block
+	// types (Q8_0, Q6_K, Q4_0, stored or converted) are held as int8 codes
+	// with group scales (head_blocks); the token embedding is float16
+	// whatever the file stores.
 	Head       nn.HeadType
 	Batch      int  // most tokens per submit; 0: DefaultBatch
 	Validation bool // the Khronos validation layer on (see ValidationMessages)
@@ -185,8 +186,8 @@ func (b *Backend) uploadWeights(w *nn.Weights) error {
 	switch {
 	case ht == nn.HeadQ8:
 		b.head, err = b.newQ8(w.Output)
-	case ht.Group() > 0 && ht != nn.HeadStored.For(w.Output.Type):
-		b.head, err = b.newBlocksF16(w.Output, ht) // a conversion to a block type
+	case ht.Group() > 0:
+		b.head, err = b.newBlocks(w.Output, ht) // as stored, or converted to a block type
 	case w.TiedOutput:
 		b.head = b.embd // one copy serves both
 	default:

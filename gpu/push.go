@@ -18,9 +18,11 @@ type (
 		Eps                float32
 	}
 	// matPush serves ternary, head_f16 and head_q8.
-	matPush  struct{ Rows, Row0, K, T, OutStride uint32 }
-	ropePush struct{ Heads, KVHeads, HD, RopeDim, QKVStride, Interleaved uint32 }
-	attnPush struct {
+	matPush struct{ Rows, Row0, K, T, OutStride uint32 }
+	// blockHeadPush serves head_blocks: matPush and the group size.
+	blockHeadPush struct{ Rows, Row0, K, T, OutStride, Group uint32 }
+	ropePush      struct{ Heads, KVHeads, HD, RopeDim, QKVStride, Interleaved uint32 }
+	attnPush      struct {
 		Heads, KVHeads, QKVStride, T, Chunks uint32
 		Scale                                float32
 	}
@@ -42,6 +44,8 @@ var pushTypes = map[spirv.Kernel]any{
 	spirv.HeadF16:           matPush{},
 	spirv.HeadQ8:            matPush{},
 	spirv.HeadQ8Dot:         matPush{},
+	spirv.HeadBlocks:        blockHeadPush{},
+	spirv.HeadBlocksDot:     blockHeadPush{},
 	spirv.RopeKV:            ropePush{},
 	spirv.Attention:         attnPush{},
 	spirv.AttentionSubgroup: attnPush{},

@@ -21,8 +21,12 @@ const (
 	HeadF16    Kernel = "head_f16"    // float16 output head
 	HeadQ8     Kernel = "head_q8"     // int8 output head, plain int32 math
 	HeadQ8Dot  Kernel = "head_q8_dot" // the same with the integer dot product instruction
-	RopeKV     Kernel = "rope_kv"     // RoPE on q and k, k and v into the float16 cache
-	Attention  Kernel = "attention"   // split-K causal grouped-query attention: partials per chunk
+	// HeadBlocks is the output head held as a block type (Q8_0, Q6_K, Q4_0
+	// codes with group scales); HeadBlocksDot uses the integer dot product.
+	HeadBlocks    Kernel = "head_blocks"
+	HeadBlocksDot Kernel = "head_blocks_dot"
+	RopeKV        Kernel = "rope_kv"   // RoPE on q and k, k and v into the float16 cache
+	Attention     Kernel = "attention" // split-K causal grouped-query attention: partials per chunk
 	// AttentionSubgroup is Attention with subgroup-arithmetic reductions.
 	AttentionSubgroup Kernel = "attention_subgroup"
 	AttentionReduce   Kernel = "attention_reduce" // combines Attention's chunk partials
@@ -34,7 +38,7 @@ const (
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample}
+	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample}
 }
 
 // Code returns the SPIR-V words of k as bytes.
