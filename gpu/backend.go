@@ -19,8 +19,8 @@ type Options struct {
 	// Head is how the output head is held (see nn.HeadType; the zero value
 	// is nn.HeadStored, the file's type). nn.HeadQ8 is HeadQ8; the block
 	// types (Q8_0, Q6_K, Q4_0, stored or converted) are held as int8 codes
-	// with group scales (head_blocks); the token embedding is float16
-	// whatever the file stores.
+	// with group scales (head_blocks), as is an embedding stored so
+	// (embed_blocks).
 	Head       nn.HeadType
 	Batch      int  // most tokens per submit; 0: DefaultBatch
 	Validation bool // the Khronos validation layer on (see ValidationMessages)
@@ -174,9 +174,16 @@ func (b *Backend) checkShape() error {
 func (b *Backend) uploadWeights(w *nn.Weights) error {
 	c := b.c
 	var err error
-	// The embedding is held as float16 whatever its stored type (F32, BF16,
-	// Q8_0, Q6_K, Q4_0 rows are decoded and rounded at load).
-	if b.embd, err = b.newF16(w.TokenEmbd); err != nil {
+	// The embedding in its stored type: a block type (Q8_0, Q6_K, Q4_0) as
+	// codes and group scales, exactly the file's values; anything else as
+	// float16 (F32 and BF16 rows rounded at load).
+	et := nn.HeadStored.For(w.TokenEmbd.Type)
+	if et.Group() > 0 {
+		b.embd, err = b.newBlocks(w.TokenEmbd, et)
+	} else {
+		b.embd, err = b.newF16(w.TokenEmbd)
+	}
+	if err != nil {
 		return err
 	}
 	ht := b.o.Head.For(w.Output.Type)
@@ -186,10 +193,10 @@ func (b *Backend) uploadWeights(w *nn.Weights) error {
 	switch {
 	case ht == nn.HeadQ8:
 		b.head, err = b.newQ8(w.Output)
+	case w.TiedOutput && ht == et:
+		b.head = b.embd // one copy serves both
 	case ht.Group() > 0:
 		b.head, err = b.newBlocks(w.Output, ht) // as stored, or converted to a block type
-	case w.TiedOutput:
-		b.head = b.embd // one copy serves both
 	default:
 		b.head, err = b.newF16(w.Output)
 	}

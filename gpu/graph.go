@@ -44,7 +44,7 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 
 // bindings is the number of storage buffers each kernel binds.
 var bindings = map[spirv.Kernel]int{
-	spirv.Embed: 3, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6,
+	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.HeadBlocks: 5, spirv.HeadBlocksDot: 5, spirv.RopeKV: 5,
 	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 6, spirv.Argmax: 2, spirv.ReadBandwidth: 2, spirv.Sample: 3,
 }
@@ -257,7 +257,13 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 	rc.note("input upload", tokensOff+4*T)
 	r.Copy(vk.Range{Buf: b.inHost, Size: tokensOff + int64(4*T)}, vk.Range{Buf: b.inDev, Size: tokensOff + int64(4*T)})
 	r.Barrier()
-	for _, sh := range b.embd.shards {
+	for i, sh := range b.embd.shards {
+		if g := b.embd.group; g > 0 {
+			rc.note("embedding (blocks)", 4+(E+4*E/g)*T+4*E*T)
+			rc.dispatch(spirv.EmbedBlocks, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), whole(b.embd.groupScales[i]), tokens, whole(b.x)},
+				embedBlocksPush{Row0: uint32(sh.row0), Rows: uint32(sh.rows), K: uint32(E), Group: uint32(g)}, uint32(T), 1)
+			continue
+		}
 		rc.note("embedding", 4+2*E*T+4*E*T)
 		rc.dispatch(spirv.Embed, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), tokens, whole(b.x)},
 			embedPush{Row0: uint32(sh.row0), Rows: uint32(sh.rows), K: uint32(E)}, uint32(T), 1)

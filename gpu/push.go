@@ -12,8 +12,9 @@ import (
 // its shaders/*.comp (TestPushLayouts holds the two to each other). Every
 // field is 4 bytes, so offsets are 4·index.
 type (
-	embedPush struct{ Row0, Rows, K uint32 }
-	normPush  struct {
+	embedPush       struct{ Row0, Rows, K uint32 }
+	embedBlocksPush struct{ Row0, Rows, K, Group uint32 }
+	normPush        struct {
 		K, InStride, InOff uint32
 		Eps                float32
 	}
@@ -38,6 +39,7 @@ type (
 // pushTypes maps each kernel to its push-constant struct.
 var pushTypes = map[spirv.Kernel]any{
 	spirv.Embed:             embedPush{},
+	spirv.EmbedBlocks:       embedBlocksPush{},
 	spirv.NormQuant:         normPush{},
 	spirv.Ternary:           matPush{},
 	spirv.TernaryDot:        matPush{},
