@@ -17,9 +17,10 @@ type Options struct {
 	Context int  // positions in the K/V cache; 0: the model's context length
 	HeadQ8  bool // int8 head rows with per-row scales instead of float16
 	// Head is how the output head is held (see nn.HeadType; the zero value
-	// is nn.HeadStored). nn.HeadQ8 is HeadQ8; every other type is held as
-	// float16 for now (a block type's values decoded, or encoded then
-	// decoded for a conversion, and rounded to float16).
+	// is nn.HeadStored, the file's type). nn.HeadQ8 is HeadQ8; the block
+	// types (Q8_0, Q6_K, Q4_0, stored or converted) are held as int8 codes
+	// with group scales (head_blocks), as is an embedding stored so
+	// (embed_blocks).
 	Head       nn.HeadType
 	Batch      int  // most tokens per submit; 0: DefaultBatch
 	Validation bool // the Khronos validation layer on (see ValidationMessages)
@@ -219,9 +220,16 @@ func (b *Backend) checkShape() error {
 func (b *Backend) uploadWeights(w *nn.Weights) error {
 	c := b.c
 	var err error
-	// The embedding is held as float16 whatever its stored type (F32, BF16,
-	// Q8_0, Q6_K, Q4_0 rows are decoded and rounded at load).
-	if b.embd, err = b.newF16(w.TokenEmbd); err != nil {
+	// The embedding in its stored type: a block type (Q8_0, Q6_K, Q4_0) as
+	// codes and group scales, exactly the file's values; anything else as
+	// float16 (F32 and BF16 rows rounded at load).
+	et := nn.HeadStored.For(w.TokenEmbd.Type)
+	if et.Group() > 0 {
+		b.embd, err = b.newBlocks(w.TokenEmbd, et)
+	} else {
+		b.embd, err = b.newF16(w.TokenEmbd)
+	}
+	if err != nil {
 		return err
 	}
 	ht := b.o.Head.For(w.Output.Type)
@@ -231,10 +239,10 @@ func (b *Backend) uploadWeights(w *nn.Weights) error {
 	switch {
 	case ht == nn.HeadQ8:
 		b.head, err = b.newQ8(w.Output)
-	case ht.Group() > 0 && ht != nn.HeadStored.For(w.Output.Type):
-		b.head, err = b.newBlocksF16(w.Output, ht) // a conversion to a block type
-	case w.TiedOutput:
+	case w.TiedOutput && ht == et:
 		b.head = b.embd // one copy serves both
+	case ht.Group() > 0:
+		b.head, err = b.newBlocks(w.Output, ht) // as stored, or converted to a block type
 	default:
 		b.head, err = b.newF16(w.Output)
 	}

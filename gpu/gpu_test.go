@@ -57,6 +57,17 @@ var variants = []struct {
 	{"sharded", Options{MaxShardBytes: 4096, Batch: 5}},
 }
 
+// TestConformancePositionZero: a token alone at position 0 gives the
+// oracle's logits to nntest.PositionZeroTolerance, the 2B shape included
+// (skipped with -short): the norms and BitLinear round as bitnet.cpp's and
+// the oracle's do, so no int8 code flips in 30 layers.
+func TestConformancePositionZero(t *testing.T) {
+	needVulkan(t)
+	nntest.PositionZero(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+		return open(t, c, w, Options{Context: ctx}), nil
+	}, "tiny", "small", "2b")
+}
+
 func TestConformanceForward(t *testing.T) {
 	needVulkan(t)
 	for _, v := range variants {

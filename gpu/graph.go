@@ -44,8 +44,8 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 
 // bindings is the number of storage buffers each kernel binds.
 var bindings = map[spirv.Kernel]int{
-	spirv.Embed: 3, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6,
-	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.RopeKV: 5,
+	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6,
+	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.HeadBlocks: 5, spirv.HeadBlocksDot: 5, spirv.RopeKV: 5,
 	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 6, spirv.Argmax: 2, spirv.ReadBandwidth: 2, spirv.Sample: 3,
 }
 
@@ -197,9 +197,20 @@ func (rc *recorder) head(n int) {
 		nt = tileT
 	}
 	h := b.head
-	for _, sh := range h.shards {
+	for i, sh := range h.shards {
 		push := matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(h.k), T: uint32(n), OutStride: uint32(b.c.Vocab)}
 		gx, gy := ceilDiv(sh.rows, rowsWG), ceilDiv(n, int(nt))
+		if h.group > 0 {
+			k := spirv.HeadBlocks
+			if b.dot {
+				k = spirv.HeadBlocksDot
+			}
+			rc.note("output head (blocks)", sh.rows*h.k+4*sh.rows*h.k/h.group+n*h.k+4*n*sh.rows)
+			rc.dispatch(k, []uint32{wgMat, rowsWG, nt},
+				[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(h.groupScales[i]), whole(b.logits)},
+				blockHeadPush{Rows: push.Rows, Row0: push.Row0, K: push.K, T: push.T, OutStride: push.OutStride, Group: uint32(h.group)}, gx, gy)
+			continue
+		}
 		if h.rowScale == nil {
 			rc.note("output head (f16)", 2*sh.rows*h.k+4*n*h.k+4*n*sh.rows)
 			rc.dispatch(spirv.HeadF16, []uint32{wgMat, rowsWG, nt},
@@ -246,7 +257,13 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 	rc.note("input upload", tokensOff+4*T)
 	r.Copy(vk.Range{Buf: b.inHost, Size: tokensOff + int64(4*T)}, vk.Range{Buf: b.inDev, Size: tokensOff + int64(4*T)})
 	r.Barrier()
-	for _, sh := range b.embd.shards {
+	for i, sh := range b.embd.shards {
+		if g := b.embd.group; g > 0 {
+			rc.note("embedding (blocks)", 4+(E+4*E/g)*T+4*E*T)
+			rc.dispatch(spirv.EmbedBlocks, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), whole(b.embd.groupScales[i]), tokens, whole(b.x)},
+				embedBlocksPush{Row0: uint32(sh.row0), Rows: uint32(sh.rows), K: uint32(E), Group: uint32(g)}, uint32(T), 1)
+			continue
+		}
 		rc.note("embedding", 4+2*E*T+4*E*T)
 		rc.dispatch(spirv.Embed, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), tokens, whole(b.x)},
 			embedPush{Row0: uint32(sh.row0), Rows: uint32(sh.rows), K: uint32(E)}, uint32(T), 1)
@@ -296,7 +313,7 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 		if mode == outAll {
 			n, off = T, 0
 		}
-		if b.head.rowScale == nil {
+		if !b.head.quantized() {
 			rc.normQuant("output norm", b.x, b.outNorm, E, E, off, n, 0, 0)
 		} else {
 			rc.normQuant("output norm+quant", b.x, b.outNorm, E, E, off, n, 0, 1)

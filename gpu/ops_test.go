@@ -172,14 +172,28 @@ func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd 
 	return a.attention(c, plan, a.buf(f16Bytes(k)), a.buf(f16Bytes(v)), q, 1, n-1)
 }
 
+// Logits holds the head in w's own type: float16, or a block type's codes
+// and group scales (head_blocks, on the int8 quantization of x).
 func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
 	b := a.b
-	h, err := b.newF16(w)
+	ht := nn.HeadStored.For(w.Type)
+	var h *floatMatrix
+	var err error
+	if ht.Group() > 0 {
+		h, err = b.newBlocks(w, ht)
+	} else {
+		h, err = b.newF16(w)
+	}
 	if err != nil {
 		return nil, err
 	}
+	if h.quantized() {
+		a.quantize(x, 1)
+	} else {
+		b.xn = a.buf(f32Bytes(x))
+	}
 	b.head, b.c = h, &nn.Config{Vocab: w.Out}
-	b.xn, b.logits = a.buf(f32Bytes(x)), a.buf(make([]byte, 4*w.Out))
+	b.logits = a.buf(make([]byte, 4*w.Out))
 	a.run(func(rc *recorder) { rc.head(1) })
 	return a.floats(b.logits, w.Out), nil
 }

@@ -12,15 +12,18 @@ import (
 // its shaders/*.comp (TestPushLayouts holds the two to each other). Every
 // field is 4 bytes, so offsets are 4·index.
 type (
-	embedPush struct{ Row0, Rows, K uint32 }
-	normPush  struct {
+	embedPush       struct{ Row0, Rows, K uint32 }
+	embedBlocksPush struct{ Row0, Rows, K, Group uint32 }
+	normPush        struct {
 		K, InStride, InOff uint32
 		Eps                float32
 	}
 	// matPush serves ternary, head_f16 and head_q8.
-	matPush  struct{ Rows, Row0, K, T, OutStride uint32 }
-	ropePush struct{ Heads, KVHeads, HD, RopeDim, QKVStride, Interleaved uint32 }
-	attnPush struct {
+	matPush struct{ Rows, Row0, K, T, OutStride uint32 }
+	// blockHeadPush serves head_blocks: matPush and the group size.
+	blockHeadPush struct{ Rows, Row0, K, T, OutStride, Group uint32 }
+	ropePush      struct{ Heads, KVHeads, HD, RopeDim, QKVStride, Interleaved uint32 }
+	attnPush      struct {
 		Heads, KVHeads, QKVStride, T, Chunks uint32
 		Scale                                float32
 	}
@@ -36,12 +39,15 @@ type (
 // pushTypes maps each kernel to its push-constant struct.
 var pushTypes = map[spirv.Kernel]any{
 	spirv.Embed:             embedPush{},
+	spirv.EmbedBlocks:       embedBlocksPush{},
 	spirv.NormQuant:         normPush{},
 	spirv.Ternary:           matPush{},
 	spirv.TernaryDot:        matPush{},
 	spirv.HeadF16:           matPush{},
 	spirv.HeadQ8:            matPush{},
 	spirv.HeadQ8Dot:         matPush{},
+	spirv.HeadBlocks:        blockHeadPush{},
+	spirv.HeadBlocksDot:     blockHeadPush{},
 	spirv.RopeKV:            ropePush{},
 	spirv.Attention:         attnPush{},
 	spirv.AttentionSubgroup: attnPush{},

@@ -27,12 +27,19 @@ type ternaryMatrix struct {
 }
 
 // floatMatrix is a float16 matrix [rows][k] (the token embedding, the F16
-// head), or an int8 one with a scale per row (the q8 head).
+// head), an int8 one with a scale per row (the q8 head), or int8 codes with
+// a scale per group of 16 or 32 values (a block-type head, nn.HeadBlocks).
 type floatMatrix struct {
-	rows, k  int
-	shards   []shard
-	rowScale *vk.Buffer // q8 only
+	rows, k     int
+	shards      []shard
+	rowScale    *vk.Buffer   // q8 only
+	group       int          // block heads: values per scale; else 0
+	groupScales []*vk.Buffer // block heads: per shard, [shard rows][k/group] float
 }
+
+// quantized says whether the head reads int8 activations (q8 and block
+// heads) rather than the float normed state.
+func (m *floatMatrix) quantized() bool { return m.rowScale != nil || m.group > 0 }
 
 // groupLen is the span of one scale in TQ2_0 and TQ1_0 files.
 const groupLen = nn.TQGroup
@@ -232,31 +239,44 @@ func (b *Backend) newF16(t nn.Tensor) (*floatMatrix, error) {
 	return m, err
 }
 
-// newBlocksF16 puts a float tensor [out][in] on the device as float16 rows
-// of its values converted to the block head type h (nn.HeadBlocks), the
-// values a CPU backend holding the same head computes with.
-func (b *Backend) newBlocksF16(t nn.Tensor, h nn.HeadType) (*floatMatrix, error) {
-	m := &floatMatrix{rows: t.Out, k: t.In}
-	if t.In%4 != 0 {
-		return nil, fmt.Errorf("gpu: %s has width %d, not a multiple of 4", t.Name, t.In)
+// newBlocks puts a float tensor [out][in] on the device as a block head of
+// type h (nn.HeadBlocks): int8 codes, and per shard the group scales, every
+// value scale·code exactly the file's (or the conversion's).
+func (b *Backend) newBlocks(t nn.Tensor, h nn.HeadType) (*floatMatrix, error) {
+	g := h.Group()
+	m := &floatMatrix{rows: t.Out, k: t.In, group: g}
+	if t.In%g != 0 || t.In%4 != 0 {
+		return nil, fmt.Errorf("gpu: %s has width %d, not a multiple of %d (%s)", t.Name, t.In, g, h)
 	}
-	rowBytes := 2 * t.In
-	codes, scales, tmp := make([]int8, t.In), make([]float32, t.In), make([]float32, t.In)
+	scales := make([]float32, t.Out*(t.In/g))
+	tmp := make([]float32, t.In)
 	var err error
-	m.shards, err = b.upload(t.Name+" ("+string(h)+")", t.Out, rowBytes, func(row0, n int) ([]byte, error) {
-		out := make([]byte, n*rowBytes)
+	m.shards, err = b.upload(t.Name+" ("+string(h)+")", t.Out, t.In, func(row0, n int) ([]byte, error) {
+		out := make([]byte, n*t.In)
+		codes := make([]int8, t.In)
 		for r := range n {
-			if err := nn.HeadBlocks(t, row0+r, h, codes, scales, tmp); err != nil {
+			gs := scales[(row0+r)*(t.In/g) : (row0+r+1)*(t.In/g)]
+			if err := nn.HeadBlocks(t, row0+r, h, codes, gs, tmp); err != nil {
 				return nil, err
 			}
 			for i, c := range codes {
-				v := nn.F32ToF16(scales[i/h.Group()] * float32(c))
-				out[r*rowBytes+2*i], out[r*rowBytes+2*i+1] = byte(v), byte(v>>8)
+				out[r*t.In+i] = byte(c)
 			}
 		}
 		return out, nil
 	})
-	return m, err
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range m.shards {
+		buf, err := b.floats(fmt.Sprintf("%s group scales rows %d..%d", t.Name, sh.row0, sh.row0+sh.rows-1),
+			scales[sh.row0*(t.In/g):(sh.row0+sh.rows)*(t.In/g)])
+		if err != nil {
+			return nil, err
+		}
+		m.groupScales = append(m.groupScales, buf)
+	}
+	return m, nil
 }
 
 // newQ8 puts a float tensor [out][in] on the device as int8 rows with one

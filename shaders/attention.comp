@@ -6,7 +6,7 @@
 // workgroup computes, for chunk c and TT tokens × G query heads of one KV
 // head (R = TT·G query rows, K and V read once for all of them), the
 // chunk's partial softmax:
-//   s_j = q·k_j / √hd                       for j in c's positions below n_t
+//   s_j = (f16(q)·k_j)·(1/√hd)               for j in c's positions below n_t (float32)
 //   m   = max_j s_j,   l = Σ_j e^{s_j − m},   acc = Σ_j e^{s_j − m} · v_j
 // attention_reduce.comp combines the chunks:
 //   o = Σ_c acc_c·e^{m_c − M} / Σ_c l_c·e^{m_c − M},   M = max_c m_c
@@ -53,7 +53,7 @@ layout(push_constant) uniform Push {
     float scale;
 } pc;
 
-shared vec2 qs[R * HW];                 // queries, pre-scaled by 1/√hd
+shared vec2 qs[R * HW];                 // queries rounded to float16 (scaled by 1/√hd after K·q)
 shared float sc[R * CHUNK];             // scores, then e^{s − m} (0 where masked)
 shared uint ks[TK * (HW + 1)];          // a tile of keys, rows padded
 shared float red[gl_WorkGroupSize.x];
@@ -110,7 +110,7 @@ void main() {
         vec2 q = vec2(0.0);
         if (t < pc.T) {
             uint qi = t * pc.qkvStride + h * hd + 2 * w;
-            q = vec2(qkv[qi], qkv[qi + 1]) * pc.scale;
+            q = unpackHalf2x16(packHalf2x16(vec2(qkv[qi], qkv[qi + 1]))); // q in float16, as bitnet.cpp rounds it
         }
         qs[i] = q;
     }
@@ -134,6 +134,8 @@ void main() {
                 for (uint w = 0; w < HW; w++) {
                     d += dot(qs[r * HW + w], unpackHalf2x16(ks[jj * (HW + 1) + w]));
                 }
+                precise float ds = d * pc.scale;    // then the scale, in float32
+                d = ds;
             }
             sc[r * CHUNK + j0 + jj] = d;
         }

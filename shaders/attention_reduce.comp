@@ -6,7 +6,7 @@
 // that token sees (n_t = pos0 + t + 1):
 //   M = max_c m_c,   L = Σ_c l_c·e^{m_c − M},   o = Σ_c acc_c·e^{m_c − M} / L
 // then over the row o[t] of E = heads·hd values, as norm_quant does:
-//   v_i = o_i / sqrt(mean(o²) + eps) · w_i      NORM = 1 (NORM = 0: v = o)
+//   v_i = (o_i · 1/sqrt(mean(o²) + eps)) · w_i  NORM = 1 (NORM = 0: v = o), rounded as norm_quant does
 //   m = max(1e-5, max|v|), s = 127/m, q_i = round_even(v_i·s) clamped to ±127
 //   partial [T][heads][chunks][hd + 2] float   acc[hd], then m, then l
 //   out     [T][E] float                      o (for traces and tests)
@@ -50,7 +50,7 @@ void main() {
     uint row = t * E;
 
     // Combine the chunks: four consecutive values (one head) per step.
-    float ss = 0.0;
+    vec2 ss = vec2(0.0);
     for (uint i4 = tid; i4 < E / 4; i4 += gl_WorkGroupSize.x) {
         uint h = 4 * i4 / pc.hd, d = 4 * i4 % pc.hd;
         uint base = (t * pc.heads + h) * pc.chunks * stride;
@@ -67,19 +67,20 @@ void main() {
         o /= L;
         for (uint j = 0; j < 4; j++) {
             outp[row + 4 * i4 + j] = o[j];
-            ss += o[j] * o[j];
+            precise float o2 = o[j] * o[j];
+            ss = ffAdd(ss, vec2(o2, 0.0));
         }
     }
     float inv = 1.0;
     if (NORM == 1) {
-        inv = inversesqrt(wgSum(ss) / float(E) + pc.eps);
+        inv = rmsScale(wgSumFF(ss), float(E), pc.eps);
     }
     float m = 0.0;
     for (uint i4 = tid; i4 < E / 4; i4 += gl_WorkGroupSize.x) {
         for (uint j = 0; j < 4; j++) {
             uint i = 4 * i4 + j;
-            float v = outp[row + i];
-            if (NORM == 1) v = v * inv * w[i];
+            precise float v = outp[row + i];
+            if (NORM == 1) v = (v * inv) * w[i];
             m = max(m, abs(v));
         }
     }
@@ -89,8 +90,8 @@ void main() {
         int c[4];
         for (uint j = 0; j < 4; j++) {
             uint i = 4 * i4 + j;
-            float v = outp[row + i];
-            if (NORM == 1) v = v * inv * w[i];
+            precise float v = outp[row + i];
+            if (NORM == 1) v = (v * inv) * w[i];
             c[j] = quant8(v, sc);
         }
         q[t * (E / 4) + i4] = pack8(c[0], c[1], c[2], c[3]);

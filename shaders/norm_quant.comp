@@ -2,9 +2,11 @@
 // norm_quant: for each token t (one workgroup each), over K values
 //   h_i = in[t][i]                                   ACT = 0
 //   h_i = relu(g_i)²·u_i  or  silu(g_i)·u_i          ACT = 1, 2: g = in[t][0:K], u = in[t][K:2K]
-//   v_i = h_i / sqrt(mean(h²) + eps) · w_i           NORM = 1 (RMSNorm); v = h when NORM = 0
+//   v_i = (h_i · 1/sqrt(mean(h²) + eps)) · w_i       NORM = 1 (RMSNorm); v = h when NORM = 0
+//         rounded as ggml does (see rmsScale in reduce.glsl): h² in float32,
+//         summed exactly enough (float-float), the mean and the scale in float32
 // then either (QUANT = 0) out[t][i] = v_i, or (QUANT = 1) BitLinear's int8
-// quantization: m = max(1e-5, max|v|), s = 127/m, q_i = round_even(v_i·s)
+// quantization: m = max(1e-5, max|v|), s = 127/m (correctly rounded), q_i = round_even(v_i·s)
 // clamped to [−128, 127], written as q[t][K/4] packed int8 and s[t].
 //   in   [T][inStride] float, read from token inOff on
 //   w    [K] float          the norm weight (unused when NORM = 0)
@@ -41,7 +43,8 @@ float value(uint base, uint i) {
     float g = inp[base + i], u = inp[base + pc.K + i];
     if (ACT == 1) {
         float r = max(g, 0.0);
-        return r * r * u;
+        precise float h = (r * r) * u;
+        return h;
     }
     return g / (1.0 + exp(-g)) * u;
 }
@@ -52,24 +55,26 @@ void main() {
     uint base = (pc.inOff + t) * pc.inStride;
     float inv = 1.0;
     if (NORM == 1) {
-        float ss = 0.0;
+        vec2 ss = vec2(0.0);
         for (uint i = tid; i < pc.K; i += gl_WorkGroupSize.x) {
             float h = value(base, i);
-            ss += h * h;
+            precise float h2 = h * h;
+            ss = ffAdd(ss, vec2(h2, 0.0));
         }
-        inv = inversesqrt(wgSum(ss) / float(pc.K) + pc.eps);
+        inv = rmsScale(wgSumFF(ss), float(pc.K), pc.eps);
     }
     if (QUANT == 0) {
         for (uint i = tid; i < pc.K; i += gl_WorkGroupSize.x) {
-            float v = value(base, i);
-            outp[t * pc.K + i] = NORM == 1 ? v * inv * w[i] : v;
+            precise float v = value(base, i);
+            if (NORM == 1) v = (v * inv) * w[i];
+            outp[t * pc.K + i] = v;
         }
         return;
     }
     float m = 0.0;
     for (uint i = tid; i < pc.K; i += gl_WorkGroupSize.x) {
-        float v = value(base, i);
-        if (NORM == 1) v = v * inv * w[i];
+        precise float v = value(base, i);
+        if (NORM == 1) v = (v * inv) * w[i];
         m = max(m, abs(v));
     }
     m = max(wgMax(m), 1e-5);
@@ -78,8 +83,8 @@ void main() {
         int c[4];
         for (uint j = 0; j < 4; j++) {
             uint i = 4 * i4 + j;
-            float v = value(base, i);
-            if (NORM == 1) v = v * inv * w[i];
+            precise float v = value(base, i);
+            if (NORM == 1) v = (v * inv) * w[i];
             c[j] = quant8(v, sc);
         }
         q[t * (pc.K / 4) + i4] = pack8(c[0], c[1], c[2], c[3]);

@@ -2,7 +2,7 @@
 // ternary: BitLinear's matrix product over I2_S ternary weights, for T tokens
 // (T = 1 is decode's matrix-vector product). For output row r (of this shard,
 // rows [row0, row0+rows) of the whole matrix) and token t:
-//   y[t][row0+r] = (Σ_i w_ri·q_ti) · rowScale[row0+r] / s[t]         GROUPED = 0
+//   y[t][row0+r] = ((Σ_i w_ri·q_ti) / s[t]) · rowScale[row0+r]       GROUPED = 0
 //   y[t][row0+r] = Σ_g (Σ_{i∈g} w_ri·q_ti) · groupScale[row0+r][g] / s[t]   GROUPED = 1, g = 256 weights
 // the integer sums exact in int32; ACC = 1 adds y to out (the residual add).
 //   wt         [rows][K/16] uint  ternary codes, I2_S layout (see common.glsl)
@@ -99,9 +99,12 @@ void main() {
         if (r0 + r < pc.rows && t < pc.T) {
             uint row = pc.row0 + r0 + r;
             int sum = red[tid * gl_WorkGroupSize.x];
-            float y = GROUPED == 1 ? intBitsToFloat(sum) / s[t] : float(sum) * (rowScale[row] / s[t]);
+            // float32(float32(Σ)/s)·scale, as bitnet.cpp rounds it (precise: no
+            // fused multiply-add with the residual).
+            precise float y = GROUPED == 1 ? intBitsToFloat(sum) / s[t] : (float(sum) / s[t]) * rowScale[row];
             uint o = t * pc.outStride + row;
-            outp[o] = ACC == 1 ? outp[o] + y : y;
+            precise float r = ACC == 1 ? outp[o] + y : y;
+            outp[o] = r;
         }
     }
 }

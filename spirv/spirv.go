@@ -14,15 +14,22 @@ type Kernel string
 // The kernels. Each file's opening comment in shaders/ gives its formula,
 // its buffers and its push constants.
 const (
-	Embed      Kernel = "embed"       // float16 token embedding lookup, one shard
-	NormQuant  Kernel = "norm_quant"  // (activation ·) RMSNorm (· int8 quantization)
-	Ternary    Kernel = "ternary"     // I2_S ternary matrix product, plain int32 math
-	TernaryDot Kernel = "ternary_dot" // the same with the integer dot product instruction
-	HeadF16    Kernel = "head_f16"    // float16 output head
-	HeadQ8     Kernel = "head_q8"     // int8 output head, plain int32 math
-	HeadQ8Dot  Kernel = "head_q8_dot" // the same with the integer dot product instruction
-	RopeKV     Kernel = "rope_kv"     // RoPE on q and k, k and v into the float16 cache
-	Attention  Kernel = "attention"   // split-K causal grouped-query attention: partials per chunk
+	Embed Kernel = "embed" // float16 token embedding lookup, one shard
+	// EmbedBlocks is the lookup of an embedding stored as a block type
+	// (Q8_0, Q6_K, Q4_0 codes with group scales), one shard.
+	EmbedBlocks Kernel = "embed_blocks"
+	NormQuant   Kernel = "norm_quant"  // (activation ·) RMSNorm (· int8 quantization)
+	Ternary     Kernel = "ternary"     // I2_S ternary matrix product, plain int32 math
+	TernaryDot  Kernel = "ternary_dot" // the same with the integer dot product instruction
+	HeadF16     Kernel = "head_f16"    // float16 output head
+	HeadQ8      Kernel = "head_q8"     // int8 output head, plain int32 math
+	HeadQ8Dot   Kernel = "head_q8_dot" // the same with the integer dot product instruction
+	// HeadBlocks is the output head held as a block type (Q8_0, Q6_K, Q4_0
+	// codes with group scales); HeadBlocksDot uses the integer dot product.
+	HeadBlocks    Kernel = "head_blocks"
+	HeadBlocksDot Kernel = "head_blocks_dot"
+	RopeKV        Kernel = "rope_kv"   // RoPE on q and k, k and v into the float16 cache
+	Attention     Kernel = "attention" // split-K causal grouped-query attention: partials per chunk
 	// AttentionSubgroup is Attention with subgroup-arithmetic reductions.
 	AttentionSubgroup Kernel = "attention_subgroup"
 	AttentionReduce   Kernel = "attention_reduce" // combines Attention's chunk partials
@@ -35,7 +42,7 @@ const (
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample, ViewDraw}
+	return []Kernel{Embed, EmbedBlocks, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample, ViewDraw}
 }
 
 // Code returns the SPIR-V words of k as bytes.
