@@ -371,8 +371,9 @@ func attend(k kernels, q []float32, kc, vc []uint16, kvDim, off, n int, scores, 
 	clear(o)
 	inv := float32(1 / sum)
 	for p, v := range sc {
-		k.axpyF16(float32(v*inv), vc[p*kvDim+off:p*kvDim+off+hd], o)
+		sc[p] = float32(v * inv)
 	}
+	k.axpyF16Rows(sc, vc[off:], kvDim, o)
 }
 
 // maxHeadDim is the widest attention head attend takes (its float16 copy of

@@ -34,6 +34,7 @@ var avx2Kernels = kernels{
 	ternaryMatMul: checkTernaryMatMul(ternaryMatMulAVX2),
 	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX2),
 	axpyF16:       checkAxpyF16(axpyF16AVX2),
+	axpyF16Rows:   rowsOfAxpy(checkAxpyF16(axpyF16AVX2)),
 	dotI8Rows:     checkDotI8Rows(dotI8RowsAVX2),
 	dotF16MatMul:  checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
 	dotI8MatMul:   checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
@@ -48,6 +49,7 @@ var avx512VNNIKernels = kernels{
 	ternaryMatMul: checkTernaryMatMul(ternaryMatMulVNNI),
 	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX512),
 	axpyF16:       checkAxpyF16(axpyF16AVX512),
+	axpyF16Rows:   checkAxpyF16Rows(axpyF16RowsAVX512),
 	dotI8Rows:     checkDotI8Rows(dotI8RowsVNNI),
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(dotF16MatMulAVX512, 3)),
 	dotI8MatMul:   checkDotI8MatMul(biasedI8(dotI8MatMulVNNI)),
@@ -109,6 +111,16 @@ func checkAxpyF16(f func(a float32, v []uint16, y []float32)) func(a float32, v 
 			panic(fmt.Sprintf("cpu: axpyF16: v has %d elements, y %d", len(v), len(y)))
 		}
 		f(a, v, y)
+	}
+}
+
+func checkAxpyF16Rows(f func(a []float32, v []uint16, stride int, y []float32)) func(a []float32, v []uint16, stride int, y []float32) {
+	return func(a []float32, v []uint16, stride int, y []float32) {
+		if !rowsFit(len(v), stride, len(y), len(a)) {
+			panic(fmt.Sprintf("cpu: axpyF16Rows: %d rows of %d elements %d apart do not fit in %d",
+				len(a), len(y), stride, len(v)))
+		}
+		f(a, v, stride, y)
 	}
 }
 

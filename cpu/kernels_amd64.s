@@ -3957,6 +3957,108 @@ notail_132:
 	VZEROUPPER
 	RET
 
+// func axpyF16RowsAVX512(a []float32, v []uint16, stride int, y []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
+TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
+	MOVQ a_base+0(FP), AX
+	MOVQ a_len+8(FP), CX
+	MOVQ v_base+24(FP), DX
+	MOVQ stride+48(FP), BX
+	SHLQ $0x01, BX
+	MOVQ y_base+56(FP), SI
+	MOVQ y_len+64(FP), DI
+	XORQ R8, R8
+
+chunks_133:
+	LEAQ    64(R8), R9
+	CMPQ    R9, DI
+	JA      chunksdone_134
+	VMOVUPS (SI)(R8*4), Z0
+	VMOVUPS 64(SI)(R8*4), Z1
+	VMOVUPS 128(SI)(R8*4), Z2
+	VMOVUPS 192(SI)(R8*4), Z3
+	LEAQ    (DX)(R8*2), R9
+	XORQ    R10, R10
+	CMPQ    R10, CX
+	JAE     rowsdone_136
+
+rows_135:
+	VBROADCASTSS (AX)(R10*4), Z4
+	VCVTPH2PS    (R9), Z5
+	VFMADD231PS  Z5, Z4, Z0
+	VCVTPH2PS    32(R9), Z5
+	VFMADD231PS  Z5, Z4, Z1
+	VCVTPH2PS    64(R9), Z5
+	VFMADD231PS  Z5, Z4, Z2
+	VCVTPH2PS    96(R9), Z5
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         BX, R9
+	INCQ         R10
+	CMPQ         R10, CX
+	JB           rows_135
+
+rowsdone_136:
+	VMOVUPS Z0, (SI)(R8*4)
+	VMOVUPS Z1, 64(SI)(R8*4)
+	VMOVUPS Z2, 128(SI)(R8*4)
+	VMOVUPS Z3, 192(SI)(R8*4)
+	ADDQ    $0x40, R8
+	JMP     chunks_133
+
+chunksdone_134:
+chunks_137:
+	LEAQ    16(R8), R9
+	CMPQ    R9, DI
+	JA      chunksdone_138
+	VMOVUPS (SI)(R8*4), Z0
+	LEAQ    (DX)(R8*2), R9
+	XORQ    R10, R10
+	CMPQ    R10, CX
+	JAE     rowsdone_140
+
+rows_139:
+	VBROADCASTSS (AX)(R10*4), Z1
+	VCVTPH2PS    (R9), Z2
+	VFMADD231PS  Z2, Z1, Z0
+	ADDQ         BX, R9
+	INCQ         R10
+	CMPQ         R10, CX
+	JB           rows_139
+
+rowsdone_140:
+	VMOVUPS Z0, (SI)(R8*4)
+	ADDQ    $0x10, R8
+	JMP     chunks_137
+
+chunksdone_138:
+	SUBQ      R8, DI
+	JE        notail_141
+	MOVQ      $-1, R9
+	BZHIQ     DI, R9, DI
+	KMOVQ     DI, K1
+	VMOVUPS.Z (SI)(R8*4), K1, Z0
+	LEAQ      (DX)(R8*2), DX
+	XORQ      DI, DI
+	CMPQ      DI, CX
+	JAE       rowsdone_143
+
+rows_142:
+	VBROADCASTSS (AX)(DI*4), Z1
+	VMOVDQU16.Z  (DX), K1, Y2
+	VCVTPH2PS    Y2, Z2
+	VFMADD231PS  Z2, Z1, Z0
+	ADDQ         BX, DX
+	INCQ         DI
+	CMPQ         DI, CX
+	JB           rows_142
+
+rowsdone_143:
+	VMOVUPS Z0, K1, (SI)(R8*4)
+
+notail_141:
+	VZEROUPPER
+	RET
+
 // func dotI8RowsAVX2(w []int8, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $0-80
@@ -3967,9 +4069,9 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ    out_len+64(FP), SI
 	VMOVDQU words0001<>+0(SB), Y0
 
-rows_133:
+rows_144:
 	CMPQ  SI, $0x00000004
-	JB    rowsdone_134
+	JB    rowsdone_145
 	MOVQ  stride+24(FP), DI
 	LEAQ  (AX)(DI*1), R8
 	LEAQ  (R8)(DI*1), R9
@@ -3982,9 +4084,9 @@ rows_133:
 	ANDQ  $-64, R12
 	XORQ  R11, R11
 	CMPQ  R11, R12
-	JAE   loopdone_136
+	JAE   loopdone_147
 
-loop_135:
+loop_146:
 	VMOVDQU    (CX)(R11*1), Y5
 	PREFETCHT1 16384(AX)(R11*1)
 	VMOVDQU    (AX)(R11*1), Y6
@@ -4041,12 +4143,12 @@ loop_135:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000040, R11
 	CMPQ       R11, R12
-	JB         loop_135
+	JB         loop_146
 
-loopdone_136:
+loopdone_147:
 	LEAQ       32(R11), R12
 	CMPQ       R12, DX
-	JA         skip_137
+	JA         skip_148
 	VMOVDQU    (CX)(R11*1), Y5
 	VMOVDQU    (AX)(R11*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -4074,7 +4176,7 @@ loopdone_136:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R11
 
-skip_137:
+skip_148:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -4088,75 +4190,75 @@ skip_137:
 	VPADDD       X2, X1, X1
 	VMOVDQU      X1, (BX)
 	CMPQ         R11, DX
-	JAE          taildone_138
+	JAE          taildone_149
 	MOVQ         R11, R12
 	XORL         R13, R13
 
-tail_139:
+tail_150:
 	MOVBLSX (AX)(R12*1), R14
 	MOVBLSX (CX)(R12*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R12
 	CMPQ    R12, DX
-	JB      tail_139
+	JB      tail_150
 	ADDL    R13, (BX)
 	MOVQ    R11, R12
 	XORL    R13, R13
 
-tail_140:
+tail_151:
 	MOVBLSX (R8)(R12*1), R14
 	MOVBLSX (CX)(R12*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R12
 	CMPQ    R12, DX
-	JB      tail_140
+	JB      tail_151
 	ADDL    R13, 4(BX)
 	MOVQ    R11, R8
 	XORL    R12, R12
 
-tail_141:
+tail_152:
 	MOVBLSX (R9)(R8*1), R13
 	MOVBLSX (CX)(R8*1), R14
 	IMULL   R14, R13
 	ADDL    R13, R12
 	INCQ    R8
 	CMPQ    R8, DX
-	JB      tail_141
+	JB      tail_152
 	ADDL    R12, 8(BX)
 	MOVQ    R11, R8
 	XORL    R9, R9
 
-tail_142:
+tail_153:
 	MOVBLSX (R10)(R8*1), R11
 	MOVBLSX (CX)(R8*1), R12
 	IMULL   R12, R11
 	ADDL    R11, R9
 	INCQ    R8
 	CMPQ    R8, DX
-	JB      tail_142
+	JB      tail_153
 	ADDL    R9, 12(BX)
 
-taildone_138:
+taildone_149:
 	LEAQ (AX)(DI*4), AX
 	ADDQ $0x00000010, BX
 	SUBQ $0x00000004, SI
-	JMP  rows_133
+	JMP  rows_144
 
-rowsdone_134:
-rows_143:
+rowsdone_145:
+rows_154:
 	CMPQ  SI, $0x00000001
-	JB    rowsdone_144
+	JB    rowsdone_155
 	MOVQ  stride+24(FP), DI
 	VPXOR Y1, Y1, Y1
 	MOVQ  DX, R9
 	ANDQ  $-64, R9
 	XORQ  R8, R8
 	CMPQ  R8, R9
-	JAE   loopdone_146
+	JAE   loopdone_157
 
-loop_145:
+loop_156:
 	VMOVDQU    (CX)(R8*1), Y2
 	PREFETCHT1 16384(AX)(R8*1)
 	VMOVDQU    (AX)(R8*1), Y3
@@ -4174,12 +4276,12 @@ loop_145:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000040, R8
 	CMPQ       R8, R9
-	JB         loop_145
+	JB         loop_156
 
-loopdone_146:
+loopdone_157:
 	LEAQ       32(R8), R9
 	CMPQ       R9, DX
-	JA         skip_147
+	JA         skip_158
 	VMOVDQU    (CX)(R8*1), Y2
 	VMOVDQU    (AX)(R8*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -4189,7 +4291,7 @@ loopdone_146:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, R8
 
-skip_147:
+skip_158:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -4198,26 +4300,26 @@ skip_147:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         R8, DX
-	JAE          taildone_148
+	JAE          taildone_159
 	XORL         R9, R9
 
-tail_149:
+tail_160:
 	MOVBLSX (AX)(R8*1), R10
 	MOVBLSX (CX)(R8*1), R11
 	IMULL   R11, R10
 	ADDL    R10, R9
 	INCQ    R8
 	CMPQ    R8, DX
-	JB      tail_149
+	JB      tail_160
 	ADDL    R9, (BX)
 
-taildone_148:
+taildone_159:
 	ADDQ DI, AX
 	ADDQ $0x00000004, BX
 	SUBQ $0x00000001, SI
-	JMP  rows_143
+	JMP  rows_154
 
-rowsdone_144:
+rowsdone_155:
 	VZEROUPPER
 	RET
 
@@ -4235,25 +4337,25 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, R8
 	XORQ         DI, DI
 	CMPQ         DI, R8
-	JAE          loopdone_151
+	JAE          loopdone_162
 
-loop_150:
+loop_161:
 	VPDPBUSD (CX)(DI*1), Z1, Z0
 	ADDQ     $0x00000040, DI
 	CMPQ     DI, R8
-	JB       loop_150
+	JB       loop_161
 
-loopdone_151:
+loopdone_162:
 	MOVQ       DX, R8
 	SUBQ       DI, R8
-	JE         notail_152
+	JE         notail_163
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
 	VMOVDQU8.Z (CX)(DI*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_152:
+notail_163:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -4266,9 +4368,9 @@ notail_152:
 	VPBROADCASTD  X0, X0
 	VPBROADCASTD  bytes80<>+0(SB), Z1
 
-rows_153:
+rows_164:
 	CMPQ   SI, $0x00000004
-	JB     rowsdone_154
+	JB     rowsdone_165
 	MOVQ   stride+24(FP), DI
 	LEAQ   (AX)(DI*1), R8
 	LEAQ   (R8)(DI*1), R9
@@ -4281,9 +4383,9 @@ rows_153:
 	ANDQ   $-64, R12
 	XORQ   R11, R11
 	CMPQ   R11, R12
-	JAE    loopdone_156
+	JAE    loopdone_167
 
-loop_155:
+loop_166:
 	VMOVDQU64  (CX)(R11*1), Z6
 	PREFETCHT1 16384(AX)(R11*1)
 	VPXORD     (AX)(R11*1), Z1, Z7
@@ -4299,12 +4401,12 @@ loop_155:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000040, R11
 	CMPQ       R11, R12
-	JB         loop_155
+	JB         loop_166
 
-loopdone_156:
+loopdone_167:
 	MOVQ       DX, R12
 	SUBQ       R11, R12
-	JE         notail_157
+	JE         notail_168
 	MOVQ       $-1, R13
 	BZHIQ      R12, R13, R12
 	KMOVQ      R12, K1
@@ -4322,7 +4424,7 @@ loopdone_156:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_157:
+notail_168:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -4347,33 +4449,33 @@ notail_157:
 	LEAQ          (AX)(DI*4), AX
 	ADDQ          $0x00000010, BX
 	SUBQ          $0x00000004, SI
-	JMP           rows_153
+	JMP           rows_164
 
-rowsdone_154:
-rows_158:
+rowsdone_165:
+rows_169:
 	CMPQ   SI, $0x00000001
-	JB     rowsdone_159
+	JB     rowsdone_170
 	MOVQ   stride+24(FP), DI
 	VPXORD Z2, Z2, Z2
 	MOVQ   DX, R9
 	ANDQ   $-64, R9
 	XORQ   R8, R8
 	CMPQ   R8, R9
-	JAE    loopdone_161
+	JAE    loopdone_172
 
-loop_160:
+loop_171:
 	VMOVDQU64  (CX)(R8*1), Z3
 	PREFETCHT1 16384(AX)(R8*1)
 	VPXORD     (AX)(R8*1), Z1, Z4
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000040, R8
 	CMPQ       R8, R9
-	JB         loop_160
+	JB         loop_171
 
-loopdone_161:
+loopdone_172:
 	MOVQ       DX, R9
 	SUBQ       R8, R9
-	JE         notail_162
+	JE         notail_173
 	MOVQ       $-1, R10
 	BZHIQ      R9, R10, R9
 	KMOVQ      R9, K1
@@ -4382,7 +4484,7 @@ loopdone_161:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_162:
+notail_173:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -4396,9 +4498,9 @@ notail_162:
 	ADDQ          DI, AX
 	ADDQ          $0x00000004, BX
 	SUBQ          $0x00000001, SI
-	JMP           rows_158
+	JMP           rows_169
 
-rowsdone_159:
+rowsdone_170:
 	VZEROUPPER
 	RET
 
@@ -4409,16 +4511,16 @@ TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_163:
+rows_174:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_164
+	JB   rowsdone_175
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_165:
+tokens_176:
 	CMPQ DI, $0x00000003
-	JB   tokenstail_166
+	JB   tokenstail_177
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), R8
@@ -4455,9 +4557,9 @@ tokens_165:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_168:
+f16steps_179:
 	CMPQ        R10, $0x20
-	JB          f16stepsdone_169
+	JB          f16stepsdone_180
 	PREFETCHT1  16384(R11)
 	VCVTPH2PS   (R11), Z24
 	PREFETCHT1  16384(R11)(R8*1)
@@ -4504,11 +4606,11 @@ f16steps_168:
 	ADDQ        $0x00000040, R12
 	ADDQ        $0x00000080, R13
 	SUBQ        $0x20, R10
-	JMP         f16steps_168
+	JMP         f16steps_179
 
-f16stepsdone_169:
+f16stepsdone_180:
 	CMPQ        R10, $0x10
-	JB          f16step16_170
+	JB          f16step16_181
 	VCVTPH2PS   (R11), Z24
 	VCVTPH2PS   (R11)(R8*1), Z25
 	VCVTPH2PS   (R11)(R8*2), Z26
@@ -4533,9 +4635,9 @@ f16stepsdone_169:
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x10, R10
 
-f16step16_170:
+f16step16_181:
 	TESTQ       R10, R10
-	JZ          f16notail_171
+	JZ          f16notail_182
 	MOVQ        $-1, R14
 	BZHIQ       R10, R14, R10
 	KMOVQ       R10, K1
@@ -4563,7 +4665,7 @@ f16step16_170:
 	VFMADD231PS Z28, Z26, Z8
 	VFMADD231PS Z28, Z27, Z11
 
-f16notail_171:
+f16notail_182:
 	MOVQ          outStride+112(FP), R8
 	SHLQ          $0x02, R8
 	MOVQ          SI, R9
@@ -4648,11 +4750,11 @@ f16notail_171:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000003, DI
-	JMP           tokens_165
+	JMP           tokens_176
 
-tokenstail_166:
+tokenstail_177:
 	CMPQ DI, $0x00000002
-	JNE  tokens_172
+	JNE  tokens_183
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), DI
@@ -4680,9 +4782,9 @@ tokenstail_166:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_173:
+f16steps_184:
 	CMPQ        R9, $0x20
-	JB          f16stepsdone_174
+	JB          f16stepsdone_185
 	PREFETCHT1  16384(R10)
 	VCVTPH2PS   (R10), Z16
 	PREFETCHT1  16384(R10)(DI*1)
@@ -4719,11 +4821,11 @@ f16steps_173:
 	ADDQ        $0x00000040, R11
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R9
-	JMP         f16steps_173
+	JMP         f16steps_184
 
-f16stepsdone_174:
+f16stepsdone_185:
 	CMPQ        R9, $0x10
-	JB          f16step16_175
+	JB          f16step16_186
 	VCVTPH2PS   (R10), Z16
 	VCVTPH2PS   (R10)(DI*1), Z17
 	VCVTPH2PS   (R10)(DI*2), Z18
@@ -4743,9 +4845,9 @@ f16stepsdone_174:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R9
 
-f16step16_175:
+f16step16_186:
 	TESTQ       R9, R9
-	JZ          f16notail_176
+	JZ          f16notail_187
 	MOVQ        $-1, R12
 	BZHIQ       R9, R12, R9
 	KMOVQ       R9, K1
@@ -4768,7 +4870,7 @@ f16step16_175:
 	VFMADD231PS Z20, Z18, Z5
 	VFMADD231PS Z20, Z19, Z7
 
-f16notail_176:
+f16notail_187:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z8, Z0, Z0
@@ -4820,11 +4922,11 @@ f16notail_176:
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
 	VMOVUPS       X0, (SI)
-	JMP           tokensdone_167
+	JMP           tokensdone_178
 
-tokens_172:
+tokens_183:
 	CMPQ DI, $0x00000001
-	JNE  tokens_177
+	JNE  tokens_188
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), DI
@@ -4844,9 +4946,9 @@ tokens_172:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_178:
+f16steps_189:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_179
+	JB          f16stepsdone_190
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z8
 	PREFETCHT1  16384(R9)(DI*1)
@@ -4873,11 +4975,11 @@ f16steps_178:
 	ADDQ        $0x00000040, R10
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_178
+	JMP         f16steps_189
 
-f16stepsdone_179:
+f16stepsdone_190:
 	CMPQ        R8, $0x10
-	JB          f16step16_180
+	JB          f16step16_191
 	VCVTPH2PS   (R9), Z8
 	VCVTPH2PS   (R9)(DI*1), Z9
 	VCVTPH2PS   (R9)(DI*2), Z10
@@ -4892,9 +4994,9 @@ f16stepsdone_179:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_180:
+f16step16_191:
 	TESTQ       R8, R8
-	JZ          f16notail_181
+	JZ          f16notail_192
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -4912,7 +5014,7 @@ f16step16_180:
 	VFMADD231PS Z12, Z10, Z2
 	VFMADD231PS Z12, Z11, Z3
 
-f16notail_181:
+f16notail_192:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          SI, BX
@@ -4940,28 +5042,28 @@ f16notail_181:
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
 	VMOVUPS       X0, (BX)
-	JMP           tokensdone_167
+	JMP           tokensdone_178
 
-tokens_177:
-tokensdone_167:
+tokens_188:
+tokensdone_178:
 	MOVQ stride+24(FP), BX
 	SHLQ $0x01, BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_163
+	JMP  rows_174
 
-rowsdone_164:
-rows_182:
+rowsdone_175:
+rows_193:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_183
+	JB   rowsdone_194
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_184:
+tokens_195:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_185
+	JB   tokenstail_196
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), R8
@@ -4992,9 +5094,9 @@ tokens_184:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_187:
+f16steps_198:
 	CMPQ        R9, $0x20
-	JB          f16stepsdone_188
+	JB          f16stepsdone_199
 	PREFETCHT1  16384(R10)
 	VCVTPH2PS   (R10), Z16
 	VMOVUPS     (R11), Z17
@@ -5035,11 +5137,11 @@ f16steps_187:
 	ADDQ        $0x00000080, R12
 	ADDQ        $0x00000080, R13
 	SUBQ        $0x20, R9
-	JMP         f16steps_187
+	JMP         f16steps_198
 
-f16stepsdone_188:
+f16stepsdone_199:
 	CMPQ        R9, $0x10
-	JB          f16step16_189
+	JB          f16step16_200
 	VCVTPH2PS   (R10), Z16
 	VMOVUPS     (R11), Z17
 	VFMADD231PS Z17, Z16, Z8
@@ -5063,9 +5165,9 @@ f16stepsdone_188:
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x10, R9
 
-f16step16_189:
+f16step16_200:
 	TESTQ       R9, R9
-	JZ          f16notail_190
+	JZ          f16notail_201
 	MOVQ        $-1, R14
 	BZHIQ       R9, R14, R9
 	KMOVQ       R9, K1
@@ -5088,7 +5190,7 @@ f16step16_189:
 	VMOVUPS.Z   (R13)(R8*1), K1, Z17
 	VFMADD231PS Z17, Z16, Z7
 
-f16notail_190:
+f16notail_201:
 	MOVQ          outStride+112(FP), R8
 	SHLQ          $0x02, R8
 	MOVQ          SI, R9
@@ -5186,11 +5288,11 @@ f16notail_190:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_184
+	JMP           tokens_195
 
-tokenstail_185:
+tokenstail_196:
 	CMPQ DI, $0x00000007
-	JNE  tokens_191
+	JNE  tokens_202
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DI
@@ -5218,9 +5320,9 @@ tokenstail_185:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_192:
+f16steps_203:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_193
+	JB          f16stepsdone_204
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z14
 	VMOVUPS     (BX), Z15
@@ -5257,11 +5359,11 @@ f16steps_192:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, R8
-	JMP         f16steps_192
+	JMP         f16steps_203
 
-f16stepsdone_193:
+f16stepsdone_204:
 	CMPQ        R8, $0x10
-	JB          f16step16_194
+	JB          f16step16_205
 	VCVTPH2PS   (R9), Z14
 	VMOVUPS     (BX), Z15
 	VFMADD231PS Z15, Z14, Z7
@@ -5283,9 +5385,9 @@ f16stepsdone_193:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, R8
 
-f16step16_194:
+f16step16_205:
 	TESTQ       R8, R8
-	JZ          f16notail_195
+	JZ          f16notail_206
 	MOVQ        $-1, R12
 	BZHIQ       R8, R12, R8
 	KMOVQ       R8, K1
@@ -5306,7 +5408,7 @@ f16step16_194:
 	VMOVUPS.Z   (R11), K1, Z15
 	VFMADD231PS Z15, Z14, Z6
 
-f16notail_195:
+f16notail_206:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z7, Z0, Z0
@@ -5385,11 +5487,11 @@ f16notail_195:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_197
 
-tokens_191:
+tokens_202:
 	CMPQ DI, $0x00000006
-	JNE  tokens_196
+	JNE  tokens_207
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DI
@@ -5413,9 +5515,9 @@ tokens_191:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_197:
+f16steps_208:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_198
+	JB          f16stepsdone_209
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z12
 	VMOVUPS     (BX), Z13
@@ -5447,11 +5549,11 @@ f16steps_197:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_197
+	JMP         f16steps_208
 
-f16stepsdone_198:
+f16stepsdone_209:
 	CMPQ        R8, $0x10
-	JB          f16step16_199
+	JB          f16step16_210
 	VCVTPH2PS   (R9), Z12
 	VMOVUPS     (BX), Z13
 	VFMADD231PS Z13, Z12, Z6
@@ -5470,9 +5572,9 @@ f16stepsdone_198:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_199:
+f16step16_210:
 	TESTQ       R8, R8
-	JZ          f16notail_200
+	JZ          f16notail_211
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5491,7 +5593,7 @@ f16step16_199:
 	VMOVUPS.Z   (R10)(DI*2), K1, Z13
 	VFMADD231PS Z13, Z12, Z5
 
-f16notail_200:
+f16notail_211:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z6, Z0, Z0
@@ -5559,11 +5661,11 @@ f16notail_200:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_197
 
-tokens_196:
+tokens_207:
 	CMPQ DI, $0x00000005
-	JNE  tokens_201
+	JNE  tokens_212
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DI
@@ -5585,9 +5687,9 @@ tokens_196:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_202:
+f16steps_213:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_203
+	JB          f16stepsdone_214
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z10
 	VMOVUPS     (BX), Z11
@@ -5615,11 +5717,11 @@ f16steps_202:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_202
+	JMP         f16steps_213
 
-f16stepsdone_203:
+f16stepsdone_214:
 	CMPQ        R8, $0x10
-	JB          f16step16_204
+	JB          f16step16_215
 	VCVTPH2PS   (R9), Z10
 	VMOVUPS     (BX), Z11
 	VFMADD231PS Z11, Z10, Z5
@@ -5636,9 +5738,9 @@ f16stepsdone_203:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_204:
+f16step16_215:
 	TESTQ       R8, R8
-	JZ          f16notail_205
+	JZ          f16notail_216
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5655,7 +5757,7 @@ f16step16_204:
 	VMOVUPS.Z   (R10)(DI*1), K1, Z11
 	VFMADD231PS Z11, Z10, Z4
 
-f16notail_205:
+f16notail_216:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z5, Z0, Z0
@@ -5712,11 +5814,11 @@ f16notail_205:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_197
 
-tokens_201:
+tokens_212:
 	CMPQ DI, $0x00000004
-	JNE  tokens_206
+	JNE  tokens_217
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DI
@@ -5736,9 +5838,9 @@ tokens_201:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_207:
+f16steps_218:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_208
+	JB          f16stepsdone_219
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z8
 	VMOVUPS     (BX), Z9
@@ -5762,11 +5864,11 @@ f16steps_207:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_207
+	JMP         f16steps_218
 
-f16stepsdone_208:
+f16stepsdone_219:
 	CMPQ        R8, $0x10
-	JB          f16step16_209
+	JB          f16step16_220
 	VCVTPH2PS   (R9), Z8
 	VMOVUPS     (BX), Z9
 	VFMADD231PS Z9, Z8, Z4
@@ -5781,9 +5883,9 @@ f16stepsdone_208:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_209:
+f16step16_220:
 	TESTQ       R8, R8
-	JZ          f16notail_210
+	JZ          f16notail_221
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5798,7 +5900,7 @@ f16step16_209:
 	VMOVUPS.Z   (R10), K1, Z9
 	VFMADD231PS Z9, Z8, Z3
 
-f16notail_210:
+f16notail_221:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z4, Z0, Z0
@@ -5844,11 +5946,11 @@ f16notail_210:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_197
 
-tokens_206:
+tokens_217:
 	CMPQ DI, $0x00000003
-	JNE  tokens_211
+	JNE  tokens_222
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DI
@@ -5864,9 +5966,9 @@ tokens_206:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_212:
+f16steps_223:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_213
+	JB          f16stepsdone_224
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z6
 	VMOVUPS     (BX), Z7
@@ -5885,11 +5987,11 @@ f16steps_212:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_212
+	JMP         f16steps_223
 
-f16stepsdone_213:
+f16stepsdone_224:
 	CMPQ        R8, $0x10
-	JB          f16step16_214
+	JB          f16step16_225
 	VCVTPH2PS   (R9), Z6
 	VMOVUPS     (BX), Z7
 	VFMADD231PS Z7, Z6, Z3
@@ -5901,9 +6003,9 @@ f16stepsdone_213:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_214:
+f16step16_225:
 	TESTQ       R8, R8
-	JZ          f16notail_215
+	JZ          f16notail_226
 	MOVQ        $-1, R10
 	BZHIQ       R8, R10, R8
 	KMOVQ       R8, K1
@@ -5916,7 +6018,7 @@ f16step16_214:
 	VMOVUPS.Z   (BX)(DI*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z2
 
-f16notail_215:
+f16notail_226:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z3, Z0, Z0
@@ -5951,11 +6053,11 @@ f16notail_215:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_197
 
-tokens_211:
+tokens_222:
 	CMPQ DI, $0x00000002
-	JNE  tokens_216
+	JNE  tokens_227
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DI
@@ -5969,9 +6071,9 @@ tokens_211:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_217:
+f16steps_228:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_218
+	JB          f16stepsdone_229
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z4
 	VMOVUPS     (BX), Z5
@@ -5986,11 +6088,11 @@ f16steps_217:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_217
+	JMP         f16steps_228
 
-f16stepsdone_218:
+f16stepsdone_229:
 	CMPQ        R8, $0x10
-	JB          f16step16_219
+	JB          f16step16_230
 	VCVTPH2PS   (R9), Z4
 	VMOVUPS     (BX), Z5
 	VFMADD231PS Z5, Z4, Z2
@@ -6000,9 +6102,9 @@ f16stepsdone_218:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_219:
+f16step16_230:
 	TESTQ       R8, R8
-	JZ          f16notail_220
+	JZ          f16notail_231
 	MOVQ        $-1, R10
 	BZHIQ       R8, R10, R8
 	KMOVQ       R8, K1
@@ -6013,7 +6115,7 @@ f16step16_219:
 	VMOVUPS.Z   (BX)(DI*1), K1, Z5
 	VFMADD231PS Z5, Z4, Z1
 
-f16notail_220:
+f16notail_231:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z2, Z0, Z0
@@ -6037,11 +6139,11 @@ f16notail_220:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_186
+	JMP           tokensdone_197
 
-tokens_216:
+tokens_227:
 	CMPQ DI, $0x00000001
-	JNE  tokens_221
+	JNE  tokens_232
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DI
@@ -6053,9 +6155,9 @@ tokens_216:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_222:
+f16steps_233:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_223
+	JB          f16stepsdone_234
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z2
 	VMOVUPS     (BX), Z3
@@ -6066,11 +6168,11 @@ f16steps_222:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, DI
-	JMP         f16steps_222
+	JMP         f16steps_233
 
-f16stepsdone_223:
+f16stepsdone_234:
 	CMPQ        DI, $0x10
-	JB          f16step16_224
+	JB          f16step16_235
 	VCVTPH2PS   (R8), Z2
 	VMOVUPS     (BX), Z3
 	VFMADD231PS Z3, Z2, Z1
@@ -6078,9 +6180,9 @@ f16stepsdone_223:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, DI
 
-f16step16_224:
+f16step16_235:
 	TESTQ       DI, DI
-	JZ          f16notail_225
+	JZ          f16notail_236
 	MOVQ        $-1, R9
 	BZHIQ       DI, R9, DI
 	KMOVQ       DI, K1
@@ -6089,7 +6191,7 @@ f16step16_224:
 	VMOVUPS.Z   (BX), K1, Z3
 	VFMADD231PS Z3, Z2, Z0
 
-f16notail_225:
+f16notail_236:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          SI, BX
@@ -6103,18 +6205,18 @@ f16notail_225:
 	VPSHUFD       $0xb1, X0, X1
 	VADDPS        X1, X0, X0
 	VMOVSS        X0, (BX)
-	JMP           tokensdone_186
+	JMP           tokensdone_197
 
-tokens_221:
-tokensdone_186:
+tokens_232:
+tokensdone_197:
 	MOVQ stride+24(FP), BX
 	SHLQ $0x01, BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_182
+	JMP  rows_193
 
-rowsdone_183:
+rowsdone_194:
 	VZEROUPPER
 	RET
 
@@ -6125,16 +6227,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_226:
+rows_237:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_227
+	JB   rowsdone_238
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_228:
+tokens_239:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_229
+	JB   tokenstail_240
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -6168,9 +6270,9 @@ tokens_228:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_231:
+i8steps_242:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_232
+	JB         i8stepsdone_243
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6209,11 +6311,11 @@ i8steps_231:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x40, R10
-	JMP        i8steps_231
+	JMP        i8steps_242
 
-i8stepsdone_232:
+i8stepsdone_243:
 	TESTQ      R10, R10
-	JZ         i8notail_233
+	JZ         i8notail_244
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -6251,7 +6353,7 @@ i8stepsdone_232:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-i8notail_233:
+i8notail_244:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -6380,11 +6482,11 @@ i8notail_233:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_228
+	JMP           tokens_239
 
-tokenstail_229:
+tokenstail_240:
 	CMPQ DI, $0x00000004
-	JNE  tokens_234
+	JNE  tokens_245
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -6413,9 +6515,9 @@ tokenstail_229:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_235:
+i8steps_246:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_236
+	JB         i8stepsdone_247
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6449,11 +6551,11 @@ i8steps_235:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R10
-	JMP        i8steps_235
+	JMP        i8steps_246
 
-i8stepsdone_236:
+i8stepsdone_247:
 	TESTQ      R10, R10
-	JZ         i8notail_237
+	JZ         i8notail_248
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -6486,7 +6588,7 @@ i8stepsdone_236:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-i8notail_237:
+i8notail_248:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6584,11 +6686,11 @@ i8notail_237:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_230
+	JMP           tokensdone_241
 
-tokens_234:
+tokens_245:
 	CMPQ DI, $0x00000003
-	JNE  tokens_238
+	JNE  tokens_249
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -6611,9 +6713,9 @@ tokens_234:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_239:
+i8steps_250:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_240
+	JB         i8stepsdone_251
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6641,11 +6743,11 @@ i8steps_239:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_239
+	JMP        i8steps_250
 
-i8stepsdone_240:
+i8stepsdone_251:
 	TESTQ      R10, R10
-	JZ         i8notail_241
+	JZ         i8notail_252
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -6673,7 +6775,7 @@ i8stepsdone_240:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-i8notail_241:
+i8notail_252:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6748,11 +6850,11 @@ i8notail_241:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_230
+	JMP           tokensdone_241
 
-tokens_238:
+tokens_249:
 	CMPQ DI, $0x00000002
-	JNE  tokens_242
+	JNE  tokens_253
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -6771,9 +6873,9 @@ tokens_238:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_243:
+i8steps_254:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_244
+	JB         i8stepsdone_255
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6796,11 +6898,11 @@ i8steps_243:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_243
+	JMP        i8steps_254
 
-i8stepsdone_244:
+i8stepsdone_255:
 	TESTQ      R10, R10
-	JZ         i8notail_245
+	JZ         i8notail_256
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -6823,7 +6925,7 @@ i8stepsdone_244:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-i8notail_245:
+i8notail_256:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6875,11 +6977,11 @@ i8notail_245:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_230
+	JMP           tokensdone_241
 
-tokens_242:
+tokens_253:
 	CMPQ DI, $0x00000001
-	JNE  tokens_246
+	JNE  tokens_257
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -6894,9 +6996,9 @@ tokens_242:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_247:
+i8steps_258:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_248
+	JB         i8stepsdone_259
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -6914,11 +7016,11 @@ i8steps_247:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_247
+	JMP        i8steps_258
 
-i8stepsdone_248:
+i8stepsdone_259:
 	TESTQ      R9, R9
-	JZ         i8notail_249
+	JZ         i8notail_260
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -6936,7 +7038,7 @@ i8stepsdone_248:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-i8notail_249:
+i8notail_260:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6966,27 +7068,27 @@ i8notail_249:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (BX)
-	JMP           tokensdone_230
+	JMP           tokensdone_241
 
-tokens_246:
-tokensdone_230:
+tokens_257:
+tokensdone_241:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_226
+	JMP  rows_237
 
-rowsdone_227:
-rows_250:
+rowsdone_238:
+rows_261:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_251
+	JB   rowsdone_262
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_252:
+tokens_263:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_253
+	JB   tokenstail_264
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -7008,9 +7110,9 @@ tokens_252:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_255:
+i8steps_266:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_256
+	JB         i8stepsdone_267
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -7034,11 +7136,11 @@ i8steps_255:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R9
-	JMP        i8steps_255
+	JMP        i8steps_266
 
-i8stepsdone_256:
+i8stepsdone_267:
 	TESTQ      R9, R9
-	JZ         i8notail_257
+	JZ         i8notail_268
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -7061,7 +7163,7 @@ i8stepsdone_256:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-i8notail_257:
+i8notail_268:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -7171,11 +7273,11 @@ i8notail_257:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_252
+	JMP           tokens_263
 
-tokenstail_253:
+tokenstail_264:
 	CMPQ DI, $0x00000007
-	JNE  tokens_258
+	JNE  tokens_269
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -7195,9 +7297,9 @@ tokenstail_253:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_259:
+i8steps_270:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_260
+	JB         i8stepsdone_271
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -7219,11 +7321,11 @@ i8steps_259:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x40, R9
-	JMP        i8steps_259
+	JMP        i8steps_270
 
-i8stepsdone_260:
+i8stepsdone_271:
 	TESTQ      R9, R9
-	JZ         i8notail_261
+	JZ         i8notail_272
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -7244,7 +7346,7 @@ i8stepsdone_260:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-i8notail_261:
+i8notail_272:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7334,11 +7436,11 @@ i8notail_261:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_265
 
-tokens_258:
+tokens_269:
 	CMPQ DI, $0x00000006
-	JNE  tokens_262
+	JNE  tokens_273
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -7355,9 +7457,9 @@ tokens_258:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_263:
+i8steps_274:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_264
+	JB         i8stepsdone_275
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -7376,11 +7478,11 @@ i8steps_263:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_263
+	JMP        i8steps_274
 
-i8stepsdone_264:
+i8stepsdone_275:
 	TESTQ      R9, R9
-	JZ         i8notail_265
+	JZ         i8notail_276
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7399,7 +7501,7 @@ i8stepsdone_264:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-i8notail_265:
+i8notail_276:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7477,11 +7579,11 @@ i8notail_265:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_265
 
-tokens_262:
+tokens_273:
 	CMPQ DI, $0x00000005
-	JNE  tokens_266
+	JNE  tokens_277
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -7497,9 +7599,9 @@ tokens_262:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_267:
+i8steps_278:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_268
+	JB         i8stepsdone_279
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -7516,11 +7618,11 @@ i8steps_267:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_267
+	JMP        i8steps_278
 
-i8stepsdone_268:
+i8stepsdone_279:
 	TESTQ      R9, R9
-	JZ         i8notail_269
+	JZ         i8notail_280
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7537,7 +7639,7 @@ i8stepsdone_268:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-i8notail_269:
+i8notail_280:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7603,11 +7705,11 @@ i8notail_269:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_265
 
-tokens_266:
+tokens_277:
 	CMPQ DI, $0x00000004
-	JNE  tokens_270
+	JNE  tokens_281
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -7622,9 +7724,9 @@ tokens_266:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_271:
+i8steps_282:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_272
+	JB         i8stepsdone_283
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -7639,11 +7741,11 @@ i8steps_271:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_271
+	JMP        i8steps_282
 
-i8stepsdone_272:
+i8stepsdone_283:
 	TESTQ      R9, R9
-	JZ         i8notail_273
+	JZ         i8notail_284
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7658,7 +7760,7 @@ i8stepsdone_272:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-i8notail_273:
+i8notail_284:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7712,11 +7814,11 @@ i8notail_273:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_265
 
-tokens_270:
+tokens_281:
 	CMPQ DI, $0x00000003
-	JNE  tokens_274
+	JNE  tokens_285
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -7728,9 +7830,9 @@ tokens_270:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_275:
+i8steps_286:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_276
+	JB         i8stepsdone_287
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -7742,11 +7844,11 @@ i8steps_275:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_275
+	JMP        i8steps_286
 
-i8stepsdone_276:
+i8stepsdone_287:
 	TESTQ      R9, R9
-	JZ         i8notail_277
+	JZ         i8notail_288
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -7759,7 +7861,7 @@ i8stepsdone_276:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-i8notail_277:
+i8notail_288:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7801,11 +7903,11 @@ i8notail_277:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_265
 
-tokens_274:
+tokens_285:
 	CMPQ DI, $0x00000002
-	JNE  tokens_278
+	JNE  tokens_289
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -7816,9 +7918,9 @@ tokens_274:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_279:
+i8steps_290:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_280
+	JB         i8stepsdone_291
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -7828,11 +7930,11 @@ i8steps_279:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_279
+	JMP        i8steps_290
 
-i8stepsdone_280:
+i8stepsdone_291:
 	TESTQ      R9, R9
-	JZ         i8notail_281
+	JZ         i8notail_292
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -7843,7 +7945,7 @@ i8stepsdone_280:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-i8notail_281:
+i8notail_292:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7873,11 +7975,11 @@ i8notail_281:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_254
+	JMP           tokensdone_265
 
-tokens_278:
+tokens_289:
 	CMPQ DI, $0x00000001
-	JNE  tokens_282
+	JNE  tokens_293
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -7887,9 +7989,9 @@ tokens_278:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_283:
+i8steps_294:
 	CMPQ       R8, $0x40
-	JB         i8stepsdone_284
+	JB         i8stepsdone_295
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -7897,11 +7999,11 @@ i8steps_283:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R8
-	JMP        i8steps_283
+	JMP        i8steps_294
 
-i8stepsdone_284:
+i8stepsdone_295:
 	TESTQ      R8, R8
-	JZ         i8notail_285
+	JZ         i8notail_296
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -7910,7 +8012,7 @@ i8stepsdone_284:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-i8notail_285:
+i8notail_296:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7929,17 +8031,17 @@ i8notail_285:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_254
+	JMP           tokensdone_265
 
-tokens_282:
-tokensdone_254:
+tokens_293:
+tokensdone_265:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_250
+	JMP  rows_261
 
-rowsdone_251:
+rowsdone_262:
 	VZEROUPPER
 	RET
 
@@ -7948,7 +8050,7 @@ rowsdone_251:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_286
+	JE      group32_297
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -7961,9 +8063,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 
-rows_287:
+rows_298:
 	CMPQ   DI, $0x00000002
-	JB     rowsdone_288
+	JB     rowsdone_299
 	LEAQ   (AX)(BX*1), R9
 	LEAQ   (CX)(R8*1), R10
 	VXORPS Y2, Y2, Y2
@@ -7971,9 +8073,9 @@ rows_287:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_290
+	JAE    loopdone_301
 
-loop_289:
+loop_300:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -7998,9 +8100,9 @@ loop_289:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_289
+	JB           loop_300
 
-loopdone_290:
+loopdone_301:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -8020,19 +8122,19 @@ loopdone_290:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000002, DI
-	JMP          rows_287
+	JMP          rows_298
 
-rowsdone_288:
-rows_291:
+rowsdone_299:
+rows_302:
 	CMPQ   DI, $0x00000001
-	JB     rowsdone_292
+	JB     rowsdone_303
 	VXORPS Y2, Y2, Y2
 	XORQ   R10, R10
 	XORQ   R9, R9
 	CMPQ   R9, BX
-	JAE    loopdone_294
+	JAE    loopdone_305
 
-loop_293:
+loop_304:
 	VMOVDQU      (DX)(R9*1), Y4
 	PREFETCHT1   16384(AX)(R9*1)
 	VMOVDQU      (AX)(R9*1), Y3
@@ -8047,9 +8149,9 @@ loop_293:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000020, R9
 	CMPQ         R9, BX
-	JB           loop_293
+	JB           loop_304
 
-loopdone_294:
+loopdone_305:
 	VEXTRACTF128 $0x01, Y2, X3
 	VADDPS       X2, X3, X3
 	VPSHUFD      $0x4e, X3, X2
@@ -8061,13 +8163,13 @@ loopdone_294:
 	ADDQ         $0x00000004, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000001, DI
-	JMP          rows_291
+	JMP          rows_302
 
-rowsdone_292:
+rowsdone_303:
 	VZEROUPPER
 	RET
 
-group32_286:
+group32_297:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -8079,9 +8181,9 @@ group32_286:
 	SHRQ    $0x03, R8
 	VMOVDQU words0001<>+0(SB), Y0
 
-rows_295:
+rows_306:
 	CMPQ   DI, $0x00000002
-	JB     rowsdone_296
+	JB     rowsdone_307
 	LEAQ   (AX)(BX*1), R9
 	LEAQ   (CX)(R8*1), R10
 	VXORPS Y1, Y1, Y1
@@ -8089,9 +8191,9 @@ rows_295:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_298
+	JAE    loopdone_309
 
-loop_297:
+loop_308:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -8114,9 +8216,9 @@ loop_297:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_297
+	JB           loop_308
 
-loopdone_298:
+loopdone_309:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -8136,19 +8238,19 @@ loopdone_298:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000002, DI
-	JMP          rows_295
+	JMP          rows_306
 
-rowsdone_296:
-rows_299:
+rowsdone_307:
+rows_310:
 	CMPQ   DI, $0x00000001
-	JB     rowsdone_300
+	JB     rowsdone_311
 	VXORPS Y1, Y1, Y1
 	XORQ   R10, R10
 	XORQ   R9, R9
 	CMPQ   R9, BX
-	JAE    loopdone_302
+	JAE    loopdone_313
 
-loop_301:
+loop_312:
 	VMOVDQU      (DX)(R9*1), Y3
 	PREFETCHT1   16384(AX)(R9*1)
 	VMOVDQU      (AX)(R9*1), Y2
@@ -8162,9 +8264,9 @@ loop_301:
 	ADDQ         $0x04, R10
 	ADDQ         $0x00000020, R9
 	CMPQ         R9, BX
-	JB           loop_301
+	JB           loop_312
 
-loopdone_302:
+loopdone_313:
 	VEXTRACTF128 $0x01, Y1, X2
 	VADDPS       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -8176,9 +8278,9 @@ loopdone_302:
 	ADDQ         $0x00000004, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000001, DI
-	JMP          rows_299
+	JMP          rows_310
 
-rowsdone_300:
+rowsdone_311:
 	VZEROUPPER
 	RET
 
@@ -8187,7 +8289,7 @@ rowsdone_300:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_303
+	JE           group32_314
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8200,9 +8302,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 
-rows_304:
+rows_315:
 	CMPQ   R8, $0x00000002
-	JB     rowsdone_305
+	JB     rowsdone_316
 	LEAQ   (AX)(BX*1), R10
 	LEAQ   (CX)(R9*1), R11
 	VPXORD Z2, Z2, Z2
@@ -8210,9 +8312,9 @@ rows_304:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_307
+	JAE    loopdone_318
 
-loop_306:
+loop_317:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -8234,9 +8336,9 @@ loop_306:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000040, R12
 	CMPQ            R12, BX
-	JB              loop_306
+	JB              loop_317
 
-loopdone_307:
+loopdone_318:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8260,19 +8362,19 @@ loopdone_307:
 	ADDQ          R9, CX
 	ADDQ          R9, CX
 	SUBQ          $0x00000002, R8
-	JMP           rows_304
+	JMP           rows_315
 
-rowsdone_305:
-rows_308:
+rowsdone_316:
+rows_319:
 	CMPQ   R8, $0x00000001
-	JB     rowsdone_309
+	JB     rowsdone_320
 	VPXORD Z2, Z2, Z2
 	XORQ   R11, R11
 	XORQ   R10, R10
 	CMPQ   R10, BX
-	JAE    loopdone_311
+	JAE    loopdone_322
 
-loop_310:
+loop_321:
 	VMOVDQU64       (DX)(R10*1), Z5
 	VMOVDQU32       (SI)(R10*1), Z4
 	PREFETCHT1      16384(AX)(R10*1)
@@ -8286,9 +8388,9 @@ loop_310:
 	ADDQ            $0x10, R11
 	ADDQ            $0x00000040, R10
 	CMPQ            R10, BX
-	JB              loop_310
+	JB              loop_321
 
-loopdone_311:
+loopdone_322:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -8302,13 +8404,13 @@ loopdone_311:
 	ADDQ          $0x00000004, DI
 	ADDQ          R9, CX
 	SUBQ          $0x00000001, R8
-	JMP           rows_308
+	JMP           rows_319
 
-rowsdone_309:
+rowsdone_320:
 	VZEROUPPER
 	RET
 
-group32_303:
+group32_314:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8321,9 +8423,9 @@ group32_303:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 
-rows_312:
+rows_323:
 	CMPQ   R8, $0x00000002
-	JB     rowsdone_313
+	JB     rowsdone_324
 	LEAQ   (AX)(BX*1), R10
 	LEAQ   (CX)(R9*1), R11
 	VPXORD Z2, Z2, Z2
@@ -8331,9 +8433,9 @@ rows_312:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_315
+	JAE    loopdone_326
 
-loop_314:
+loop_325:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -8355,9 +8457,9 @@ loop_314:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000040, R12
 	CMPQ         R12, BX
-	JB           loop_314
+	JB           loop_325
 
-loopdone_315:
+loopdone_326:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8381,19 +8483,19 @@ loopdone_315:
 	ADDQ          R9, CX
 	ADDQ          R9, CX
 	SUBQ          $0x00000002, R8
-	JMP           rows_312
+	JMP           rows_323
 
-rowsdone_313:
-rows_316:
+rowsdone_324:
+rows_327:
 	CMPQ   R8, $0x00000001
-	JB     rowsdone_317
+	JB     rowsdone_328
 	VPXORD Z2, Z2, Z2
 	XORQ   R11, R11
 	XORQ   R10, R10
 	CMPQ   R10, BX
-	JAE    loopdone_319
+	JAE    loopdone_330
 
-loop_318:
+loop_329:
 	VMOVDQU64    (DX)(R10*1), Z5
 	VMOVDQU32    (SI)(R10*1), Z4
 	PREFETCHT1   16384(AX)(R10*1)
@@ -8407,9 +8509,9 @@ loop_318:
 	ADDQ         $0x08, R11
 	ADDQ         $0x00000040, R10
 	CMPQ         R10, BX
-	JB           loop_318
+	JB           loop_329
 
-loopdone_319:
+loopdone_330:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -8423,9 +8525,9 @@ loopdone_319:
 	ADDQ          $0x00000004, DI
 	ADDQ          R9, CX
 	SUBQ          $0x00000001, R8
-	JMP           rows_316
+	JMP           rows_327
 
-rowsdone_317:
+rowsdone_328:
 	VZEROUPPER
 	RET
 
@@ -8450,9 +8552,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_321
+	JAE   loopdone_332
 
-loop_320:
+loop_331:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -8527,21 +8629,21 @@ loop_320:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_320
+	JB         loop_331
 
-loopdone_321:
+loopdone_332:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_323
+	JAE    sum64done_334
 
-sum64_322:
+sum64_333:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_322
+	JB     sum64_333
 
-sum64done_323:
+sum64done_334:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -8575,9 +8677,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_325
+	JAE    loopdone_336
 
-loop_324:
+loop_335:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -8620,20 +8722,20 @@ loop_324:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_324
+	JB         loop_335
 
-loopdone_325:
+loopdone_336:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_327
+	JAE    sum64done_338
 
-sum64_326:
+sum64_337:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_326
+	JB     sum64_337
 
-sum64done_327:
+sum64done_338:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -8680,9 +8782,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_329
+	JZ         sgemmtail_340
 
-sgemm_328:
+sgemm_339:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -8766,13 +8868,13 @@ sgemm_328:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_328
+	JNZ          sgemm_339
 
-sgemmtail_329:
+sgemmtail_340:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_331
+	JZ   sgemmdone_342
 
-sgemmone_330:
+sgemmone_341:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -8796,9 +8898,9 @@ sgemmone_330:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_330
+	JNZ          sgemmone_341
 
-sgemmdone_331:
+sgemmdone_342:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -8892,9 +8994,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_333
+	JZ         sgemmtail_344
 
-sgemm_332:
+sgemm_343:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -9050,13 +9152,13 @@ sgemm_332:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_332
+	JNZ          sgemm_343
 
-sgemmtail_333:
+sgemmtail_344:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_335
+	JZ   sgemmdone_346
 
-sgemmone_334:
+sgemmone_345:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -9098,9 +9200,9 @@ sgemmone_334:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_334
+	JNZ          sgemmone_345
 
-sgemmdone_335:
+sgemmdone_346:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -9171,9 +9273,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_337
+	JLE   fmadone_348
 
-fma_336:
+fma_347:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -9187,9 +9289,9 @@ fma_336:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_336
+	JNZ         fma_347
 
-fmadone_337:
+fmadone_348:
 	VZEROUPPER
 	RET
 
@@ -9216,9 +9318,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_339
+	JLE    fmadone_350
 
-fma_338:
+fma_349:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -9236,8 +9338,8 @@ fma_338:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_338
+	JNZ         fma_349
 
-fmadone_339:
+fmadone_350:
 	VZEROUPPER
 	RET

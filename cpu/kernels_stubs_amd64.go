@@ -45,6 +45,12 @@ func axpyF16AVX2(a float32, v []uint16, y []float32)
 //go:noescape
 func axpyF16AVX512(a float32, v []uint16, y []float32)
 
+// axpyF16RowsAVX512 is axpyF16Rows with AVX-512: y held in registers 64 elements at a time
+// while every row of v passes (one FMA per element and row, in row order), then 16, then masked.
+//
+//go:noescape
+func axpyF16RowsAVX512(a []float32, v []uint16, stride int, y []float32)
+
 // dotI8RowsAVX2 is dotI8Rows with AVX2: 4 rows at a time, vpsignb/vpabsb/vpmaddubsw.
 //
 //go:noescape

@@ -395,6 +395,47 @@ func TestAxpyF16(t *testing.T) {
 	})
 }
 
+// TestAxpyF16Rows: every set's axpyF16Rows is bit for bit its axpyF16 per
+// row, for every length 0…300 and the head width, and up to 9 rows.
+func TestAxpyF16Rows(t *testing.T) {
+	for _, k := range kernelSets() {
+		t.Run(k.name, func(t *testing.T) {
+			rng := newRand()
+			for _, n := range append(floatLengths(), 128) {
+				for _, rows := range []int{0, 1, 2, 3, 9} {
+					stride := n + rng.IntN(5)
+					size := 0
+					if rows > 0 {
+						size = (rows-1)*stride + n
+					}
+					v := randomF16(rng, size)
+					for r := 0; r+1 < rows; r++ {
+						for i := n; i < stride; i++ {
+							v[r*stride+i] = 0x7BFF
+						}
+					}
+					a := randomF32(rng, rows)
+					y, all := poisoned(n, rng.IntN(16), 40, float32(math.NaN()))
+					for i := range y {
+						y[i] = float32(rng.NormFloat64())
+					}
+					want := slices.Clone(y)
+					for p := range a {
+						k.axpyF16(a[p], v[p*stride:p*stride+n], want)
+					}
+					k.axpyF16Rows(a, v, stride, y)
+					for i := range y {
+						if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("n %d rows %d i %d: %g, per row %g", n, rows, i, y[i], want[i])
+						}
+					}
+					checkPoisonFunc(t, all, y, func(v float32) bool { return v != v })
+				}
+			}
+		})
+	}
+}
+
 func TestDotI8Rows(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()
@@ -672,7 +713,10 @@ func TestBoundsChecked(t *testing.T) {
 			},
 			"dotF16Rows": func() { k.dotF16Rows(make([]uint16, 9), 5, make([]float32, 5), make([]float32, 2)) },
 			"axpyF16":    func() { k.axpyF16(1, make([]uint16, 4), make([]float32, 5)) },
-			"dotI8Rows":  func() { k.dotI8Rows(make([]int8, 9), 5, make([]int8, 5), make([]int32, 2)) },
+			"axpyF16Rows": func() {
+				k.axpyF16Rows(make([]float32, 2), make([]uint16, 9), 5, make([]float32, 5))
+			},
+			"dotI8Rows": func() { k.dotI8Rows(make([]int8, 9), 5, make([]int8, 5), make([]int32, 2)) },
 			"dotBlockRows": func() {
 				k.dotBlockRows(make([]int8, 127), make([]float32, 8), 32, make([]int8, 64), make([]int32, 16), make([]float32, 2))
 			},

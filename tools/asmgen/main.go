@@ -42,6 +42,7 @@ func main() {
 	genDotF16RowsAVX512()
 	genAxpyF16AVX2()
 	genAxpyF16AVX512()
+	genAxpyF16RowsAVX512()
 	genDotI8RowsAVX2()
 	genDotI8RowsVNNI()
 	genDotF16MatMulAVX512()
