@@ -47,10 +47,11 @@ type kernels struct {
 	// weighted sum over the V cache.
 	axpyF16 func(a float32, v []uint16, y []float32)
 
-	// axpyF16Rows computes y[i] += a[p]·f16(v[p·stride+i]) for p < len(a),
-	// in order of p, for i < len(y): attention's weighted sum over the V
-	// cache in one call. Each element gets the roundings len(a) calls of
-	// the same set's axpyF16 would give it, in the same order.
+	// axpyF16Rows computes, for p = 0, 1, …, len(a)−1 in order,
+	// y[i] += a[p]·f16(v[p·stride+i]) for i < len(y), each step rounded
+	// exactly as axpyF16 of the same set rounds it (so the result is bit for
+	// bit that of calling axpyF16 per p): attention's weighted sum over the
+	// V cache in one call.
 	axpyF16Rows func(a []float32, v []uint16, stride int, y []float32)
 
 	// dotI8Rows computes out[r] = Σ_{i<len(x)} w[r·stride+i]·x[i] for
@@ -98,7 +99,7 @@ var generic = kernels{
 	ternaryMatMul: ternaryMatMulGeneric,
 	dotF16Rows:    dotF16RowsGeneric,
 	axpyF16:       axpyF16Generic,
-	axpyF16Rows:   axpyF16RowsGeneric,
+	axpyF16Rows:   rowsOfAxpy(axpyF16Generic),
 	dotI8Rows:     dotI8RowsGeneric,
 	dotF16MatMul:  dotF16MatMulGeneric,
 	dotI8MatMul:   dotI8MatMulGeneric,
@@ -188,9 +189,12 @@ func axpyF16Generic(a float32, v []uint16, y []float32) {
 	}
 }
 
-func axpyF16RowsGeneric(a []float32, v []uint16, stride int, y []float32) {
-	for p, w := range a {
-		axpyF16Generic(w, v[p*stride:p*stride+len(y)], y)
+// rowsOfAxpy makes axpyF16Rows from a set's axpyF16: one call per row.
+func rowsOfAxpy(axpy func(a float32, v []uint16, y []float32)) func(a []float32, v []uint16, stride int, y []float32) {
+	return func(a []float32, v []uint16, stride int, y []float32) {
+		for p, ap := range a {
+			axpy(ap, v[p*stride:p*stride+len(y)], y)
+		}
 	}
 }
 

@@ -34,7 +34,7 @@ var avx2Kernels = kernels{
 	ternaryMatMul: checkTernaryMatMul(ternaryMatMulAVX2),
 	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX2),
 	axpyF16:       checkAxpyF16(axpyF16AVX2),
-	axpyF16Rows:   checkAxpyF16Rows(axpyF16RowsAVX2),
+	axpyF16Rows:   rowsOfAxpy(checkAxpyF16(axpyF16AVX2)),
 	dotI8Rows:     checkDotI8Rows(dotI8RowsAVX2),
 	dotF16MatMul:  checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
 	dotI8MatMul:   checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
@@ -116,7 +116,7 @@ func checkAxpyF16(f func(a float32, v []uint16, y []float32)) func(a float32, v 
 
 func checkAxpyF16Rows(f func(a []float32, v []uint16, stride int, y []float32)) func(a []float32, v []uint16, stride int, y []float32) {
 	return func(a []float32, v []uint16, stride int, y []float32) {
-		if len(a) > 0 && !rowsFit(len(v), stride, len(y), len(a)) {
+		if !rowsFit(len(v), stride, len(y), len(a)) {
 			panic(fmt.Sprintf("cpu: axpyF16Rows: %d rows of %d elements %d apart do not fit in %d",
 				len(a), len(y), stride, len(v)))
 		}

@@ -3957,116 +3957,6 @@ notail_132:
 	VZEROUPPER
 	RET
 
-// func axpyF16RowsAVX2(a []float32, v []uint16, stride int, y []float32)
-// Requires: AVX, AVX2, F16C, FMA3
-TEXT ·axpyF16RowsAVX2(SB), NOSPLIT, $0-80
-	MOVQ a_base+0(FP), AX
-	MOVQ a_len+8(FP), CX
-	MOVQ v_base+24(FP), DX
-	MOVQ stride+48(FP), BX
-	SHLQ $0x01, BX
-	MOVQ y_base+56(FP), SI
-	MOVQ y_len+64(FP), DI
-	MOVQ DI, R9
-	ANDQ $-32, R9
-	XORQ R8, R8
-	CMPQ R8, R9
-	JAE  loopdone_134
-
-loop_133:
-	VPXOR   Y0, Y0, Y0
-	VPXOR   Y1, Y1, Y1
-	VPXOR   Y2, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VMOVUPS (SI)(R8*4), Y0
-	VMOVUPS 32(SI)(R8*4), Y1
-	VMOVUPS 64(SI)(R8*4), Y2
-	VMOVUPS 96(SI)(R8*4), Y3
-	LEAQ    (DX)(R8*2), R10
-	XORQ    R11, R11
-	CMPQ    R11, CX
-	JAE     loopdone_136
-
-loop_135:
-	VBROADCASTSS (AX)(R11*4), Y4
-	VCVTPH2PS    (R10), Y5
-	VFMADD231PS  Y5, Y4, Y0
-	VCVTPH2PS    16(R10), Y5
-	VFMADD231PS  Y5, Y4, Y1
-	VCVTPH2PS    32(R10), Y5
-	VFMADD231PS  Y5, Y4, Y2
-	VCVTPH2PS    48(R10), Y5
-	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         BX, R10
-	ADDQ         $0x00000001, R11
-	CMPQ         R11, CX
-	JB           loop_135
-
-loopdone_136:
-	VMOVUPS Y0, (SI)(R8*4)
-	VMOVUPS Y1, 32(SI)(R8*4)
-	VMOVUPS Y2, 64(SI)(R8*4)
-	VMOVUPS Y3, 96(SI)(R8*4)
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, R9
-	JB      loop_133
-
-loopdone_134:
-cols8_137:
-	LEAQ    8(R8), R9
-	CMPQ    R9, DI
-	JA      cols8done_138
-	VPXOR   Y0, Y0, Y0
-	VMOVUPS (SI)(R8*4), Y0
-	LEAQ    (DX)(R8*2), R9
-	XORQ    R10, R10
-	CMPQ    R10, CX
-	JAE     loopdone_140
-
-loop_139:
-	VBROADCASTSS (AX)(R10*4), Y1
-	VCVTPH2PS    (R9), Y2
-	VFMADD231PS  Y2, Y1, Y0
-	ADDQ         BX, R9
-	ADDQ         $0x00000001, R10
-	CMPQ         R10, CX
-	JB           loop_139
-
-loopdone_140:
-	VMOVUPS Y0, (SI)(R8*4)
-	ADDQ    $0x08, R8
-	JMP     cols8_137
-
-cols8done_138:
-cols1_141:
-	CMPQ   R8, DI
-	JAE    cols1done_142
-	VMOVSS (SI)(R8*4), X0
-	LEAQ   (DX)(R8*2), R9
-	XORQ   R10, R10
-	CMPQ   R10, CX
-	JAE    loopdone_144
-
-loop_143:
-	MOVWLZX     (R9), R11
-	VMOVD       R11, X1
-	VCVTPH2PS   X1, X1
-	VMOVSS      (AX)(R10*4), X2
-	VFMADD231SS X1, X2, X0
-	ADDQ        BX, R9
-	ADDQ        $0x00000001, R10
-	CMPQ        R10, CX
-	JB          loop_143
-
-loopdone_144:
-	VMOVSS X0, (SI)(R8*4)
-	INCQ   R8
-	JMP    cols1_141
-
-cols1done_142:
-	VZEROUPPER
-	RET
-
 // func axpyF16RowsAVX512(a []float32, v []uint16, stride int, y []float32)
 // Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
 TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
@@ -4077,79 +3967,72 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	SHLQ $0x01, BX
 	MOVQ y_base+56(FP), SI
 	MOVQ y_len+64(FP), DI
-	MOVQ DI, R9
-	ANDQ $-64, R9
 	XORQ R8, R8
-	CMPQ R8, R9
-	JAE  loopdone_146
 
-loop_145:
-	VPXORD  Z0, Z0, Z0
-	VPXORD  Z1, Z1, Z1
-	VPXORD  Z2, Z2, Z2
-	VPXORD  Z3, Z3, Z3
+chunks_133:
+	LEAQ    64(R8), R9
+	CMPQ    R9, DI
+	JA      chunksdone_134
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
 	VMOVUPS 192(SI)(R8*4), Z3
-	LEAQ    (DX)(R8*2), R10
-	XORQ    R11, R11
-	CMPQ    R11, CX
-	JAE     loopdone_148
+	LEAQ    (DX)(R8*2), R9
+	XORQ    R10, R10
+	CMPQ    R10, CX
+	JAE     rowsdone_136
 
-loop_147:
-	VBROADCASTSS (AX)(R11*4), Z4
-	VCVTPH2PS    (R10), Z5
+rows_135:
+	VBROADCASTSS (AX)(R10*4), Z4
+	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
-	VCVTPH2PS    32(R10), Z5
+	VCVTPH2PS    32(R9), Z5
 	VFMADD231PS  Z5, Z4, Z1
-	VCVTPH2PS    64(R10), Z5
+	VCVTPH2PS    64(R9), Z5
 	VFMADD231PS  Z5, Z4, Z2
-	VCVTPH2PS    96(R10), Z5
+	VCVTPH2PS    96(R9), Z5
 	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         BX, R10
-	ADDQ         $0x00000001, R11
-	CMPQ         R11, CX
-	JB           loop_147
+	ADDQ         BX, R9
+	INCQ         R10
+	CMPQ         R10, CX
+	JB           rows_135
 
-loopdone_148:
+rowsdone_136:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, R9
-	JB      loop_145
+	ADDQ    $0x40, R8
+	JMP     chunks_133
 
-loopdone_146:
-cols16_149:
+chunksdone_134:
+chunks_137:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      cols16done_150
-	VPXORD  Z0, Z0, Z0
+	JA      chunksdone_138
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     loopdone_152
+	JAE     rowsdone_140
 
-loop_151:
+rows_139:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
-	ADDQ         $0x00000001, R10
+	INCQ         R10
 	CMPQ         R10, CX
-	JB           loop_151
+	JB           rows_139
 
-loopdone_152:
+rowsdone_140:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     cols16_149
+	JMP     chunks_137
 
-cols16done_150:
+chunksdone_138:
 	SUBQ      R8, DI
-	JE        notail_153
+	JE        notail_141
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -4157,22 +4040,22 @@ cols16done_150:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       loopdone_155
+	JAE       rowsdone_143
 
-loop_154:
+rows_142:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, DX
-	ADDQ         $0x00000001, DI
+	INCQ         DI
 	CMPQ         DI, CX
-	JB           loop_154
+	JB           rows_142
 
-loopdone_155:
+rowsdone_143:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_153:
+notail_141:
 	VZEROUPPER
 	RET
 
@@ -4186,9 +4069,9 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ    out_len+64(FP), SI
 	VMOVDQU words0001<>+0(SB), Y0
 
-rows_156:
+rows_144:
 	CMPQ  SI, $0x00000004
-	JB    rowsdone_157
+	JB    rowsdone_145
 	MOVQ  stride+24(FP), DI
 	LEAQ  (AX)(DI*1), R8
 	LEAQ  (R8)(DI*1), R9
@@ -4201,9 +4084,9 @@ rows_156:
 	ANDQ  $-64, R12
 	XORQ  R11, R11
 	CMPQ  R11, R12
-	JAE   loopdone_159
+	JAE   loopdone_147
 
-loop_158:
+loop_146:
 	VMOVDQU    (CX)(R11*1), Y5
 	PREFETCHT1 16384(AX)(R11*1)
 	VMOVDQU    (AX)(R11*1), Y6
@@ -4260,12 +4143,12 @@ loop_158:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000040, R11
 	CMPQ       R11, R12
-	JB         loop_158
+	JB         loop_146
 
-loopdone_159:
+loopdone_147:
 	LEAQ       32(R11), R12
 	CMPQ       R12, DX
-	JA         skip_160
+	JA         skip_148
 	VMOVDQU    (CX)(R11*1), Y5
 	VMOVDQU    (AX)(R11*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -4293,7 +4176,7 @@ loopdone_159:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R11
 
-skip_160:
+skip_148:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -4307,75 +4190,75 @@ skip_160:
 	VPADDD       X2, X1, X1
 	VMOVDQU      X1, (BX)
 	CMPQ         R11, DX
-	JAE          taildone_161
+	JAE          taildone_149
 	MOVQ         R11, R12
 	XORL         R13, R13
 
-tail_162:
+tail_150:
 	MOVBLSX (AX)(R12*1), R14
 	MOVBLSX (CX)(R12*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R12
 	CMPQ    R12, DX
-	JB      tail_162
+	JB      tail_150
 	ADDL    R13, (BX)
 	MOVQ    R11, R12
 	XORL    R13, R13
 
-tail_163:
+tail_151:
 	MOVBLSX (R8)(R12*1), R14
 	MOVBLSX (CX)(R12*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R12
 	CMPQ    R12, DX
-	JB      tail_163
+	JB      tail_151
 	ADDL    R13, 4(BX)
 	MOVQ    R11, R8
 	XORL    R12, R12
 
-tail_164:
+tail_152:
 	MOVBLSX (R9)(R8*1), R13
 	MOVBLSX (CX)(R8*1), R14
 	IMULL   R14, R13
 	ADDL    R13, R12
 	INCQ    R8
 	CMPQ    R8, DX
-	JB      tail_164
+	JB      tail_152
 	ADDL    R12, 8(BX)
 	MOVQ    R11, R8
 	XORL    R9, R9
 
-tail_165:
+tail_153:
 	MOVBLSX (R10)(R8*1), R11
 	MOVBLSX (CX)(R8*1), R12
 	IMULL   R12, R11
 	ADDL    R11, R9
 	INCQ    R8
 	CMPQ    R8, DX
-	JB      tail_165
+	JB      tail_153
 	ADDL    R9, 12(BX)
 
-taildone_161:
+taildone_149:
 	LEAQ (AX)(DI*4), AX
 	ADDQ $0x00000010, BX
 	SUBQ $0x00000004, SI
-	JMP  rows_156
+	JMP  rows_144
 
-rowsdone_157:
-rows_166:
+rowsdone_145:
+rows_154:
 	CMPQ  SI, $0x00000001
-	JB    rowsdone_167
+	JB    rowsdone_155
 	MOVQ  stride+24(FP), DI
 	VPXOR Y1, Y1, Y1
 	MOVQ  DX, R9
 	ANDQ  $-64, R9
 	XORQ  R8, R8
 	CMPQ  R8, R9
-	JAE   loopdone_169
+	JAE   loopdone_157
 
-loop_168:
+loop_156:
 	VMOVDQU    (CX)(R8*1), Y2
 	PREFETCHT1 16384(AX)(R8*1)
 	VMOVDQU    (AX)(R8*1), Y3
@@ -4393,12 +4276,12 @@ loop_168:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000040, R8
 	CMPQ       R8, R9
-	JB         loop_168
+	JB         loop_156
 
-loopdone_169:
+loopdone_157:
 	LEAQ       32(R8), R9
 	CMPQ       R9, DX
-	JA         skip_170
+	JA         skip_158
 	VMOVDQU    (CX)(R8*1), Y2
 	VMOVDQU    (AX)(R8*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -4408,7 +4291,7 @@ loopdone_169:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, R8
 
-skip_170:
+skip_158:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -4417,26 +4300,26 @@ skip_170:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         R8, DX
-	JAE          taildone_171
+	JAE          taildone_159
 	XORL         R9, R9
 
-tail_172:
+tail_160:
 	MOVBLSX (AX)(R8*1), R10
 	MOVBLSX (CX)(R8*1), R11
 	IMULL   R11, R10
 	ADDL    R10, R9
 	INCQ    R8
 	CMPQ    R8, DX
-	JB      tail_172
+	JB      tail_160
 	ADDL    R9, (BX)
 
-taildone_171:
+taildone_159:
 	ADDQ DI, AX
 	ADDQ $0x00000004, BX
 	SUBQ $0x00000001, SI
-	JMP  rows_166
+	JMP  rows_154
 
-rowsdone_167:
+rowsdone_155:
 	VZEROUPPER
 	RET
 
@@ -4454,25 +4337,25 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, R8
 	XORQ         DI, DI
 	CMPQ         DI, R8
-	JAE          loopdone_174
+	JAE          loopdone_162
 
-loop_173:
+loop_161:
 	VPDPBUSD (CX)(DI*1), Z1, Z0
 	ADDQ     $0x00000040, DI
 	CMPQ     DI, R8
-	JB       loop_173
+	JB       loop_161
 
-loopdone_174:
+loopdone_162:
 	MOVQ       DX, R8
 	SUBQ       DI, R8
-	JE         notail_175
+	JE         notail_163
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
 	VMOVDQU8.Z (CX)(DI*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_175:
+notail_163:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -4485,9 +4368,9 @@ notail_175:
 	VPBROADCASTD  X0, X0
 	VPBROADCASTD  bytes80<>+0(SB), Z1
 
-rows_176:
+rows_164:
 	CMPQ   SI, $0x00000004
-	JB     rowsdone_177
+	JB     rowsdone_165
 	MOVQ   stride+24(FP), DI
 	LEAQ   (AX)(DI*1), R8
 	LEAQ   (R8)(DI*1), R9
@@ -4500,9 +4383,9 @@ rows_176:
 	ANDQ   $-64, R12
 	XORQ   R11, R11
 	CMPQ   R11, R12
-	JAE    loopdone_179
+	JAE    loopdone_167
 
-loop_178:
+loop_166:
 	VMOVDQU64  (CX)(R11*1), Z6
 	PREFETCHT1 16384(AX)(R11*1)
 	VPXORD     (AX)(R11*1), Z1, Z7
@@ -4518,12 +4401,12 @@ loop_178:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000040, R11
 	CMPQ       R11, R12
-	JB         loop_178
+	JB         loop_166
 
-loopdone_179:
+loopdone_167:
 	MOVQ       DX, R12
 	SUBQ       R11, R12
-	JE         notail_180
+	JE         notail_168
 	MOVQ       $-1, R13
 	BZHIQ      R12, R13, R12
 	KMOVQ      R12, K1
@@ -4541,7 +4424,7 @@ loopdone_179:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_180:
+notail_168:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -4566,33 +4449,33 @@ notail_180:
 	LEAQ          (AX)(DI*4), AX
 	ADDQ          $0x00000010, BX
 	SUBQ          $0x00000004, SI
-	JMP           rows_176
+	JMP           rows_164
 
-rowsdone_177:
-rows_181:
+rowsdone_165:
+rows_169:
 	CMPQ   SI, $0x00000001
-	JB     rowsdone_182
+	JB     rowsdone_170
 	MOVQ   stride+24(FP), DI
 	VPXORD Z2, Z2, Z2
 	MOVQ   DX, R9
 	ANDQ   $-64, R9
 	XORQ   R8, R8
 	CMPQ   R8, R9
-	JAE    loopdone_184
+	JAE    loopdone_172
 
-loop_183:
+loop_171:
 	VMOVDQU64  (CX)(R8*1), Z3
 	PREFETCHT1 16384(AX)(R8*1)
 	VPXORD     (AX)(R8*1), Z1, Z4
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000040, R8
 	CMPQ       R8, R9
-	JB         loop_183
+	JB         loop_171
 
-loopdone_184:
+loopdone_172:
 	MOVQ       DX, R9
 	SUBQ       R8, R9
-	JE         notail_185
+	JE         notail_173
 	MOVQ       $-1, R10
 	BZHIQ      R9, R10, R9
 	KMOVQ      R9, K1
@@ -4601,7 +4484,7 @@ loopdone_184:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_185:
+notail_173:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -4615,9 +4498,9 @@ notail_185:
 	ADDQ          DI, AX
 	ADDQ          $0x00000004, BX
 	SUBQ          $0x00000001, SI
-	JMP           rows_181
+	JMP           rows_169
 
-rowsdone_182:
+rowsdone_170:
 	VZEROUPPER
 	RET
 
@@ -4628,16 +4511,16 @@ TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_186:
+rows_174:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_187
+	JB   rowsdone_175
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_188:
+tokens_176:
 	CMPQ DI, $0x00000003
-	JB   tokenstail_189
+	JB   tokenstail_177
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), R8
@@ -4674,9 +4557,9 @@ tokens_188:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_191:
+f16steps_179:
 	CMPQ        R10, $0x20
-	JB          f16stepsdone_192
+	JB          f16stepsdone_180
 	PREFETCHT1  16384(R11)
 	VCVTPH2PS   (R11), Z24
 	PREFETCHT1  16384(R11)(R8*1)
@@ -4723,11 +4606,11 @@ f16steps_191:
 	ADDQ        $0x00000040, R12
 	ADDQ        $0x00000080, R13
 	SUBQ        $0x20, R10
-	JMP         f16steps_191
+	JMP         f16steps_179
 
-f16stepsdone_192:
+f16stepsdone_180:
 	CMPQ        R10, $0x10
-	JB          f16step16_193
+	JB          f16step16_181
 	VCVTPH2PS   (R11), Z24
 	VCVTPH2PS   (R11)(R8*1), Z25
 	VCVTPH2PS   (R11)(R8*2), Z26
@@ -4752,9 +4635,9 @@ f16stepsdone_192:
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x10, R10
 
-f16step16_193:
+f16step16_181:
 	TESTQ       R10, R10
-	JZ          f16notail_194
+	JZ          f16notail_182
 	MOVQ        $-1, R14
 	BZHIQ       R10, R14, R10
 	KMOVQ       R10, K1
@@ -4782,7 +4665,7 @@ f16step16_193:
 	VFMADD231PS Z28, Z26, Z8
 	VFMADD231PS Z28, Z27, Z11
 
-f16notail_194:
+f16notail_182:
 	MOVQ          outStride+112(FP), R8
 	SHLQ          $0x02, R8
 	MOVQ          SI, R9
@@ -4867,11 +4750,11 @@ f16notail_194:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000003, DI
-	JMP           tokens_188
+	JMP           tokens_176
 
-tokenstail_189:
+tokenstail_177:
 	CMPQ DI, $0x00000002
-	JNE  tokens_195
+	JNE  tokens_183
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), DI
@@ -4899,9 +4782,9 @@ tokenstail_189:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_196:
+f16steps_184:
 	CMPQ        R9, $0x20
-	JB          f16stepsdone_197
+	JB          f16stepsdone_185
 	PREFETCHT1  16384(R10)
 	VCVTPH2PS   (R10), Z16
 	PREFETCHT1  16384(R10)(DI*1)
@@ -4938,11 +4821,11 @@ f16steps_196:
 	ADDQ        $0x00000040, R11
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R9
-	JMP         f16steps_196
+	JMP         f16steps_184
 
-f16stepsdone_197:
+f16stepsdone_185:
 	CMPQ        R9, $0x10
-	JB          f16step16_198
+	JB          f16step16_186
 	VCVTPH2PS   (R10), Z16
 	VCVTPH2PS   (R10)(DI*1), Z17
 	VCVTPH2PS   (R10)(DI*2), Z18
@@ -4962,9 +4845,9 @@ f16stepsdone_197:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R9
 
-f16step16_198:
+f16step16_186:
 	TESTQ       R9, R9
-	JZ          f16notail_199
+	JZ          f16notail_187
 	MOVQ        $-1, R12
 	BZHIQ       R9, R12, R9
 	KMOVQ       R9, K1
@@ -4987,7 +4870,7 @@ f16step16_198:
 	VFMADD231PS Z20, Z18, Z5
 	VFMADD231PS Z20, Z19, Z7
 
-f16notail_199:
+f16notail_187:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z8, Z0, Z0
@@ -5039,11 +4922,11 @@ f16notail_199:
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
 	VMOVUPS       X0, (SI)
-	JMP           tokensdone_190
+	JMP           tokensdone_178
 
-tokens_195:
+tokens_183:
 	CMPQ DI, $0x00000001
-	JNE  tokens_200
+	JNE  tokens_188
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), DI
@@ -5063,9 +4946,9 @@ tokens_195:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_201:
+f16steps_189:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_202
+	JB          f16stepsdone_190
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z8
 	PREFETCHT1  16384(R9)(DI*1)
@@ -5092,11 +4975,11 @@ f16steps_201:
 	ADDQ        $0x00000040, R10
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_201
+	JMP         f16steps_189
 
-f16stepsdone_202:
+f16stepsdone_190:
 	CMPQ        R8, $0x10
-	JB          f16step16_203
+	JB          f16step16_191
 	VCVTPH2PS   (R9), Z8
 	VCVTPH2PS   (R9)(DI*1), Z9
 	VCVTPH2PS   (R9)(DI*2), Z10
@@ -5111,9 +4994,9 @@ f16stepsdone_202:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_203:
+f16step16_191:
 	TESTQ       R8, R8
-	JZ          f16notail_204
+	JZ          f16notail_192
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5131,7 +5014,7 @@ f16step16_203:
 	VFMADD231PS Z12, Z10, Z2
 	VFMADD231PS Z12, Z11, Z3
 
-f16notail_204:
+f16notail_192:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          SI, BX
@@ -5159,28 +5042,28 @@ f16notail_204:
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
 	VMOVUPS       X0, (BX)
-	JMP           tokensdone_190
+	JMP           tokensdone_178
 
-tokens_200:
-tokensdone_190:
+tokens_188:
+tokensdone_178:
 	MOVQ stride+24(FP), BX
 	SHLQ $0x01, BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_186
+	JMP  rows_174
 
-rowsdone_187:
-rows_205:
+rowsdone_175:
+rows_193:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_206
+	JB   rowsdone_194
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_207:
+tokens_195:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_208
+	JB   tokenstail_196
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), R8
@@ -5211,9 +5094,9 @@ tokens_207:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_210:
+f16steps_198:
 	CMPQ        R9, $0x20
-	JB          f16stepsdone_211
+	JB          f16stepsdone_199
 	PREFETCHT1  16384(R10)
 	VCVTPH2PS   (R10), Z16
 	VMOVUPS     (R11), Z17
@@ -5254,11 +5137,11 @@ f16steps_210:
 	ADDQ        $0x00000080, R12
 	ADDQ        $0x00000080, R13
 	SUBQ        $0x20, R9
-	JMP         f16steps_210
+	JMP         f16steps_198
 
-f16stepsdone_211:
+f16stepsdone_199:
 	CMPQ        R9, $0x10
-	JB          f16step16_212
+	JB          f16step16_200
 	VCVTPH2PS   (R10), Z16
 	VMOVUPS     (R11), Z17
 	VFMADD231PS Z17, Z16, Z8
@@ -5282,9 +5165,9 @@ f16stepsdone_211:
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x10, R9
 
-f16step16_212:
+f16step16_200:
 	TESTQ       R9, R9
-	JZ          f16notail_213
+	JZ          f16notail_201
 	MOVQ        $-1, R14
 	BZHIQ       R9, R14, R9
 	KMOVQ       R9, K1
@@ -5307,7 +5190,7 @@ f16step16_212:
 	VMOVUPS.Z   (R13)(R8*1), K1, Z17
 	VFMADD231PS Z17, Z16, Z7
 
-f16notail_213:
+f16notail_201:
 	MOVQ          outStride+112(FP), R8
 	SHLQ          $0x02, R8
 	MOVQ          SI, R9
@@ -5405,11 +5288,11 @@ f16notail_213:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_207
+	JMP           tokens_195
 
-tokenstail_208:
+tokenstail_196:
 	CMPQ DI, $0x00000007
-	JNE  tokens_214
+	JNE  tokens_202
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DI
@@ -5437,9 +5320,9 @@ tokenstail_208:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_215:
+f16steps_203:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_216
+	JB          f16stepsdone_204
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z14
 	VMOVUPS     (BX), Z15
@@ -5476,11 +5359,11 @@ f16steps_215:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, R8
-	JMP         f16steps_215
+	JMP         f16steps_203
 
-f16stepsdone_216:
+f16stepsdone_204:
 	CMPQ        R8, $0x10
-	JB          f16step16_217
+	JB          f16step16_205
 	VCVTPH2PS   (R9), Z14
 	VMOVUPS     (BX), Z15
 	VFMADD231PS Z15, Z14, Z7
@@ -5502,9 +5385,9 @@ f16stepsdone_216:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, R8
 
-f16step16_217:
+f16step16_205:
 	TESTQ       R8, R8
-	JZ          f16notail_218
+	JZ          f16notail_206
 	MOVQ        $-1, R12
 	BZHIQ       R8, R12, R8
 	KMOVQ       R8, K1
@@ -5525,7 +5408,7 @@ f16step16_217:
 	VMOVUPS.Z   (R11), K1, Z15
 	VFMADD231PS Z15, Z14, Z6
 
-f16notail_218:
+f16notail_206:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z7, Z0, Z0
@@ -5604,11 +5487,11 @@ f16notail_218:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_209
+	JMP           tokensdone_197
 
-tokens_214:
+tokens_202:
 	CMPQ DI, $0x00000006
-	JNE  tokens_219
+	JNE  tokens_207
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DI
@@ -5632,9 +5515,9 @@ tokens_214:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_220:
+f16steps_208:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_221
+	JB          f16stepsdone_209
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z12
 	VMOVUPS     (BX), Z13
@@ -5666,11 +5549,11 @@ f16steps_220:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_220
+	JMP         f16steps_208
 
-f16stepsdone_221:
+f16stepsdone_209:
 	CMPQ        R8, $0x10
-	JB          f16step16_222
+	JB          f16step16_210
 	VCVTPH2PS   (R9), Z12
 	VMOVUPS     (BX), Z13
 	VFMADD231PS Z13, Z12, Z6
@@ -5689,9 +5572,9 @@ f16stepsdone_221:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_222:
+f16step16_210:
 	TESTQ       R8, R8
-	JZ          f16notail_223
+	JZ          f16notail_211
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5710,7 +5593,7 @@ f16step16_222:
 	VMOVUPS.Z   (R10)(DI*2), K1, Z13
 	VFMADD231PS Z13, Z12, Z5
 
-f16notail_223:
+f16notail_211:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z6, Z0, Z0
@@ -5778,11 +5661,11 @@ f16notail_223:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_209
+	JMP           tokensdone_197
 
-tokens_219:
+tokens_207:
 	CMPQ DI, $0x00000005
-	JNE  tokens_224
+	JNE  tokens_212
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DI
@@ -5804,9 +5687,9 @@ tokens_219:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_225:
+f16steps_213:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_226
+	JB          f16stepsdone_214
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z10
 	VMOVUPS     (BX), Z11
@@ -5834,11 +5717,11 @@ f16steps_225:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_225
+	JMP         f16steps_213
 
-f16stepsdone_226:
+f16stepsdone_214:
 	CMPQ        R8, $0x10
-	JB          f16step16_227
+	JB          f16step16_215
 	VCVTPH2PS   (R9), Z10
 	VMOVUPS     (BX), Z11
 	VFMADD231PS Z11, Z10, Z5
@@ -5855,9 +5738,9 @@ f16stepsdone_226:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_227:
+f16step16_215:
 	TESTQ       R8, R8
-	JZ          f16notail_228
+	JZ          f16notail_216
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5874,7 +5757,7 @@ f16step16_227:
 	VMOVUPS.Z   (R10)(DI*1), K1, Z11
 	VFMADD231PS Z11, Z10, Z4
 
-f16notail_228:
+f16notail_216:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z5, Z0, Z0
@@ -5931,11 +5814,11 @@ f16notail_228:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_209
+	JMP           tokensdone_197
 
-tokens_224:
+tokens_212:
 	CMPQ DI, $0x00000004
-	JNE  tokens_229
+	JNE  tokens_217
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DI
@@ -5955,9 +5838,9 @@ tokens_224:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_230:
+f16steps_218:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_231
+	JB          f16stepsdone_219
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z8
 	VMOVUPS     (BX), Z9
@@ -5981,11 +5864,11 @@ f16steps_230:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_230
+	JMP         f16steps_218
 
-f16stepsdone_231:
+f16stepsdone_219:
 	CMPQ        R8, $0x10
-	JB          f16step16_232
+	JB          f16step16_220
 	VCVTPH2PS   (R9), Z8
 	VMOVUPS     (BX), Z9
 	VFMADD231PS Z9, Z8, Z4
@@ -6000,9 +5883,9 @@ f16stepsdone_231:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_232:
+f16step16_220:
 	TESTQ       R8, R8
-	JZ          f16notail_233
+	JZ          f16notail_221
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -6017,7 +5900,7 @@ f16step16_232:
 	VMOVUPS.Z   (R10), K1, Z9
 	VFMADD231PS Z9, Z8, Z3
 
-f16notail_233:
+f16notail_221:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z4, Z0, Z0
@@ -6063,11 +5946,11 @@ f16notail_233:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_209
+	JMP           tokensdone_197
 
-tokens_229:
+tokens_217:
 	CMPQ DI, $0x00000003
-	JNE  tokens_234
+	JNE  tokens_222
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DI
@@ -6083,9 +5966,9 @@ tokens_229:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_235:
+f16steps_223:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_236
+	JB          f16stepsdone_224
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z6
 	VMOVUPS     (BX), Z7
@@ -6104,11 +5987,11 @@ f16steps_235:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_235
+	JMP         f16steps_223
 
-f16stepsdone_236:
+f16stepsdone_224:
 	CMPQ        R8, $0x10
-	JB          f16step16_237
+	JB          f16step16_225
 	VCVTPH2PS   (R9), Z6
 	VMOVUPS     (BX), Z7
 	VFMADD231PS Z7, Z6, Z3
@@ -6120,9 +6003,9 @@ f16stepsdone_236:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_237:
+f16step16_225:
 	TESTQ       R8, R8
-	JZ          f16notail_238
+	JZ          f16notail_226
 	MOVQ        $-1, R10
 	BZHIQ       R8, R10, R8
 	KMOVQ       R8, K1
@@ -6135,7 +6018,7 @@ f16step16_237:
 	VMOVUPS.Z   (BX)(DI*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z2
 
-f16notail_238:
+f16notail_226:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z3, Z0, Z0
@@ -6170,11 +6053,11 @@ f16notail_238:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_209
+	JMP           tokensdone_197
 
-tokens_234:
+tokens_222:
 	CMPQ DI, $0x00000002
-	JNE  tokens_239
+	JNE  tokens_227
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DI
@@ -6188,9 +6071,9 @@ tokens_234:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_240:
+f16steps_228:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_241
+	JB          f16stepsdone_229
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z4
 	VMOVUPS     (BX), Z5
@@ -6205,11 +6088,11 @@ f16steps_240:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_240
+	JMP         f16steps_228
 
-f16stepsdone_241:
+f16stepsdone_229:
 	CMPQ        R8, $0x10
-	JB          f16step16_242
+	JB          f16step16_230
 	VCVTPH2PS   (R9), Z4
 	VMOVUPS     (BX), Z5
 	VFMADD231PS Z5, Z4, Z2
@@ -6219,9 +6102,9 @@ f16stepsdone_241:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_242:
+f16step16_230:
 	TESTQ       R8, R8
-	JZ          f16notail_243
+	JZ          f16notail_231
 	MOVQ        $-1, R10
 	BZHIQ       R8, R10, R8
 	KMOVQ       R8, K1
@@ -6232,7 +6115,7 @@ f16step16_242:
 	VMOVUPS.Z   (BX)(DI*1), K1, Z5
 	VFMADD231PS Z5, Z4, Z1
 
-f16notail_243:
+f16notail_231:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z2, Z0, Z0
@@ -6256,11 +6139,11 @@ f16notail_243:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_209
+	JMP           tokensdone_197
 
-tokens_239:
+tokens_227:
 	CMPQ DI, $0x00000001
-	JNE  tokens_244
+	JNE  tokens_232
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DI
@@ -6272,9 +6155,9 @@ tokens_239:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_245:
+f16steps_233:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_246
+	JB          f16stepsdone_234
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z2
 	VMOVUPS     (BX), Z3
@@ -6285,11 +6168,11 @@ f16steps_245:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, DI
-	JMP         f16steps_245
+	JMP         f16steps_233
 
-f16stepsdone_246:
+f16stepsdone_234:
 	CMPQ        DI, $0x10
-	JB          f16step16_247
+	JB          f16step16_235
 	VCVTPH2PS   (R8), Z2
 	VMOVUPS     (BX), Z3
 	VFMADD231PS Z3, Z2, Z1
@@ -6297,9 +6180,9 @@ f16stepsdone_246:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, DI
 
-f16step16_247:
+f16step16_235:
 	TESTQ       DI, DI
-	JZ          f16notail_248
+	JZ          f16notail_236
 	MOVQ        $-1, R9
 	BZHIQ       DI, R9, DI
 	KMOVQ       DI, K1
@@ -6308,7 +6191,7 @@ f16step16_247:
 	VMOVUPS.Z   (BX), K1, Z3
 	VFMADD231PS Z3, Z2, Z0
 
-f16notail_248:
+f16notail_236:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          SI, BX
@@ -6322,18 +6205,18 @@ f16notail_248:
 	VPSHUFD       $0xb1, X0, X1
 	VADDPS        X1, X0, X0
 	VMOVSS        X0, (BX)
-	JMP           tokensdone_209
+	JMP           tokensdone_197
 
-tokens_244:
-tokensdone_209:
+tokens_232:
+tokensdone_197:
 	MOVQ stride+24(FP), BX
 	SHLQ $0x01, BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_205
+	JMP  rows_193
 
-rowsdone_206:
+rowsdone_194:
 	VZEROUPPER
 	RET
 
@@ -6344,16 +6227,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_249:
+rows_237:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_250
+	JB   rowsdone_238
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_251:
+tokens_239:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_252
+	JB   tokenstail_240
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -6387,9 +6270,9 @@ tokens_251:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_254:
+i8steps_242:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_255
+	JB         i8stepsdone_243
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6428,11 +6311,11 @@ i8steps_254:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x40, R10
-	JMP        i8steps_254
+	JMP        i8steps_242
 
-i8stepsdone_255:
+i8stepsdone_243:
 	TESTQ      R10, R10
-	JZ         i8notail_256
+	JZ         i8notail_244
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -6470,7 +6353,7 @@ i8stepsdone_255:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-i8notail_256:
+i8notail_244:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -6599,11 +6482,11 @@ i8notail_256:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_251
+	JMP           tokens_239
 
-tokenstail_252:
+tokenstail_240:
 	CMPQ DI, $0x00000004
-	JNE  tokens_257
+	JNE  tokens_245
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -6632,9 +6515,9 @@ tokenstail_252:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_258:
+i8steps_246:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_259
+	JB         i8stepsdone_247
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6668,11 +6551,11 @@ i8steps_258:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R10
-	JMP        i8steps_258
+	JMP        i8steps_246
 
-i8stepsdone_259:
+i8stepsdone_247:
 	TESTQ      R10, R10
-	JZ         i8notail_260
+	JZ         i8notail_248
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -6705,7 +6588,7 @@ i8stepsdone_259:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-i8notail_260:
+i8notail_248:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6803,11 +6686,11 @@ i8notail_260:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_253
+	JMP           tokensdone_241
 
-tokens_257:
+tokens_245:
 	CMPQ DI, $0x00000003
-	JNE  tokens_261
+	JNE  tokens_249
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -6830,9 +6713,9 @@ tokens_257:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_262:
+i8steps_250:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_263
+	JB         i8stepsdone_251
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6860,11 +6743,11 @@ i8steps_262:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_262
+	JMP        i8steps_250
 
-i8stepsdone_263:
+i8stepsdone_251:
 	TESTQ      R10, R10
-	JZ         i8notail_264
+	JZ         i8notail_252
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -6892,7 +6775,7 @@ i8stepsdone_263:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-i8notail_264:
+i8notail_252:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6967,11 +6850,11 @@ i8notail_264:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_253
+	JMP           tokensdone_241
 
-tokens_261:
+tokens_249:
 	CMPQ DI, $0x00000002
-	JNE  tokens_265
+	JNE  tokens_253
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -6990,9 +6873,9 @@ tokens_261:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_266:
+i8steps_254:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_267
+	JB         i8stepsdone_255
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -7015,11 +6898,11 @@ i8steps_266:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_266
+	JMP        i8steps_254
 
-i8stepsdone_267:
+i8stepsdone_255:
 	TESTQ      R10, R10
-	JZ         i8notail_268
+	JZ         i8notail_256
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -7042,7 +6925,7 @@ i8stepsdone_267:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-i8notail_268:
+i8notail_256:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7094,11 +6977,11 @@ i8notail_268:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_253
+	JMP           tokensdone_241
 
-tokens_265:
+tokens_253:
 	CMPQ DI, $0x00000001
-	JNE  tokens_269
+	JNE  tokens_257
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -7113,9 +6996,9 @@ tokens_265:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_270:
+i8steps_258:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_271
+	JB         i8stepsdone_259
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -7133,11 +7016,11 @@ i8steps_270:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_270
+	JMP        i8steps_258
 
-i8stepsdone_271:
+i8stepsdone_259:
 	TESTQ      R9, R9
-	JZ         i8notail_272
+	JZ         i8notail_260
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7155,7 +7038,7 @@ i8stepsdone_271:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-i8notail_272:
+i8notail_260:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7185,27 +7068,27 @@ i8notail_272:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (BX)
-	JMP           tokensdone_253
+	JMP           tokensdone_241
 
-tokens_269:
-tokensdone_253:
+tokens_257:
+tokensdone_241:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_249
+	JMP  rows_237
 
-rowsdone_250:
-rows_273:
+rowsdone_238:
+rows_261:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_274
+	JB   rowsdone_262
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_275:
+tokens_263:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_276
+	JB   tokenstail_264
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -7227,9 +7110,9 @@ tokens_275:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_278:
+i8steps_266:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_279
+	JB         i8stepsdone_267
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -7253,11 +7136,11 @@ i8steps_278:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R9
-	JMP        i8steps_278
+	JMP        i8steps_266
 
-i8stepsdone_279:
+i8stepsdone_267:
 	TESTQ      R9, R9
-	JZ         i8notail_280
+	JZ         i8notail_268
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -7280,7 +7163,7 @@ i8stepsdone_279:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-i8notail_280:
+i8notail_268:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -7390,11 +7273,11 @@ i8notail_280:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_275
+	JMP           tokens_263
 
-tokenstail_276:
+tokenstail_264:
 	CMPQ DI, $0x00000007
-	JNE  tokens_281
+	JNE  tokens_269
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -7414,9 +7297,9 @@ tokenstail_276:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_282:
+i8steps_270:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_283
+	JB         i8stepsdone_271
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -7438,11 +7321,11 @@ i8steps_282:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x40, R9
-	JMP        i8steps_282
+	JMP        i8steps_270
 
-i8stepsdone_283:
+i8stepsdone_271:
 	TESTQ      R9, R9
-	JZ         i8notail_284
+	JZ         i8notail_272
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -7463,7 +7346,7 @@ i8stepsdone_283:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-i8notail_284:
+i8notail_272:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7553,11 +7436,11 @@ i8notail_284:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_277
+	JMP           tokensdone_265
 
-tokens_281:
+tokens_269:
 	CMPQ DI, $0x00000006
-	JNE  tokens_285
+	JNE  tokens_273
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -7574,9 +7457,9 @@ tokens_281:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_286:
+i8steps_274:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_287
+	JB         i8stepsdone_275
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -7595,11 +7478,11 @@ i8steps_286:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_286
+	JMP        i8steps_274
 
-i8stepsdone_287:
+i8stepsdone_275:
 	TESTQ      R9, R9
-	JZ         i8notail_288
+	JZ         i8notail_276
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7618,7 +7501,7 @@ i8stepsdone_287:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-i8notail_288:
+i8notail_276:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7696,11 +7579,11 @@ i8notail_288:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_277
+	JMP           tokensdone_265
 
-tokens_285:
+tokens_273:
 	CMPQ DI, $0x00000005
-	JNE  tokens_289
+	JNE  tokens_277
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -7716,9 +7599,9 @@ tokens_285:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_290:
+i8steps_278:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_291
+	JB         i8stepsdone_279
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -7735,11 +7618,11 @@ i8steps_290:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_290
+	JMP        i8steps_278
 
-i8stepsdone_291:
+i8stepsdone_279:
 	TESTQ      R9, R9
-	JZ         i8notail_292
+	JZ         i8notail_280
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7756,7 +7639,7 @@ i8stepsdone_291:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-i8notail_292:
+i8notail_280:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7822,11 +7705,11 @@ i8notail_292:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_277
+	JMP           tokensdone_265
 
-tokens_289:
+tokens_277:
 	CMPQ DI, $0x00000004
-	JNE  tokens_293
+	JNE  tokens_281
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -7841,9 +7724,9 @@ tokens_289:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_294:
+i8steps_282:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_295
+	JB         i8stepsdone_283
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -7858,11 +7741,11 @@ i8steps_294:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_294
+	JMP        i8steps_282
 
-i8stepsdone_295:
+i8stepsdone_283:
 	TESTQ      R9, R9
-	JZ         i8notail_296
+	JZ         i8notail_284
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7877,7 +7760,7 @@ i8stepsdone_295:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-i8notail_296:
+i8notail_284:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7931,11 +7814,11 @@ i8notail_296:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_277
+	JMP           tokensdone_265
 
-tokens_293:
+tokens_281:
 	CMPQ DI, $0x00000003
-	JNE  tokens_297
+	JNE  tokens_285
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -7947,9 +7830,9 @@ tokens_293:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_298:
+i8steps_286:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_299
+	JB         i8stepsdone_287
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -7961,11 +7844,11 @@ i8steps_298:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_298
+	JMP        i8steps_286
 
-i8stepsdone_299:
+i8stepsdone_287:
 	TESTQ      R9, R9
-	JZ         i8notail_300
+	JZ         i8notail_288
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -7978,7 +7861,7 @@ i8stepsdone_299:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-i8notail_300:
+i8notail_288:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -8020,11 +7903,11 @@ i8notail_300:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_277
+	JMP           tokensdone_265
 
-tokens_297:
+tokens_285:
 	CMPQ DI, $0x00000002
-	JNE  tokens_301
+	JNE  tokens_289
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -8035,9 +7918,9 @@ tokens_297:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_302:
+i8steps_290:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_303
+	JB         i8stepsdone_291
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -8047,11 +7930,11 @@ i8steps_302:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_302
+	JMP        i8steps_290
 
-i8stepsdone_303:
+i8stepsdone_291:
 	TESTQ      R9, R9
-	JZ         i8notail_304
+	JZ         i8notail_292
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -8062,7 +7945,7 @@ i8stepsdone_303:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-i8notail_304:
+i8notail_292:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -8092,11 +7975,11 @@ i8notail_304:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_277
+	JMP           tokensdone_265
 
-tokens_301:
+tokens_289:
 	CMPQ DI, $0x00000001
-	JNE  tokens_305
+	JNE  tokens_293
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -8106,9 +7989,9 @@ tokens_301:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_306:
+i8steps_294:
 	CMPQ       R8, $0x40
-	JB         i8stepsdone_307
+	JB         i8stepsdone_295
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -8116,11 +7999,11 @@ i8steps_306:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R8
-	JMP        i8steps_306
+	JMP        i8steps_294
 
-i8stepsdone_307:
+i8stepsdone_295:
 	TESTQ      R8, R8
-	JZ         i8notail_308
+	JZ         i8notail_296
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -8129,7 +8012,7 @@ i8stepsdone_307:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-i8notail_308:
+i8notail_296:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -8148,17 +8031,17 @@ i8notail_308:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_277
+	JMP           tokensdone_265
 
-tokens_305:
-tokensdone_277:
+tokens_293:
+tokensdone_265:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_273
+	JMP  rows_261
 
-rowsdone_274:
+rowsdone_262:
 	VZEROUPPER
 	RET
 
@@ -8167,7 +8050,7 @@ rowsdone_274:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_309
+	JE      group32_297
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -8180,9 +8063,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 
-rows_310:
+rows_298:
 	CMPQ   DI, $0x00000002
-	JB     rowsdone_311
+	JB     rowsdone_299
 	LEAQ   (AX)(BX*1), R9
 	LEAQ   (CX)(R8*1), R10
 	VXORPS Y2, Y2, Y2
@@ -8190,9 +8073,9 @@ rows_310:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_313
+	JAE    loopdone_301
 
-loop_312:
+loop_300:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -8217,9 +8100,9 @@ loop_312:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_312
+	JB           loop_300
 
-loopdone_313:
+loopdone_301:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -8239,19 +8122,19 @@ loopdone_313:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000002, DI
-	JMP          rows_310
+	JMP          rows_298
 
-rowsdone_311:
-rows_314:
+rowsdone_299:
+rows_302:
 	CMPQ   DI, $0x00000001
-	JB     rowsdone_315
+	JB     rowsdone_303
 	VXORPS Y2, Y2, Y2
 	XORQ   R10, R10
 	XORQ   R9, R9
 	CMPQ   R9, BX
-	JAE    loopdone_317
+	JAE    loopdone_305
 
-loop_316:
+loop_304:
 	VMOVDQU      (DX)(R9*1), Y4
 	PREFETCHT1   16384(AX)(R9*1)
 	VMOVDQU      (AX)(R9*1), Y3
@@ -8266,9 +8149,9 @@ loop_316:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000020, R9
 	CMPQ         R9, BX
-	JB           loop_316
+	JB           loop_304
 
-loopdone_317:
+loopdone_305:
 	VEXTRACTF128 $0x01, Y2, X3
 	VADDPS       X2, X3, X3
 	VPSHUFD      $0x4e, X3, X2
@@ -8280,13 +8163,13 @@ loopdone_317:
 	ADDQ         $0x00000004, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000001, DI
-	JMP          rows_314
+	JMP          rows_302
 
-rowsdone_315:
+rowsdone_303:
 	VZEROUPPER
 	RET
 
-group32_309:
+group32_297:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -8298,9 +8181,9 @@ group32_309:
 	SHRQ    $0x03, R8
 	VMOVDQU words0001<>+0(SB), Y0
 
-rows_318:
+rows_306:
 	CMPQ   DI, $0x00000002
-	JB     rowsdone_319
+	JB     rowsdone_307
 	LEAQ   (AX)(BX*1), R9
 	LEAQ   (CX)(R8*1), R10
 	VXORPS Y1, Y1, Y1
@@ -8308,9 +8191,9 @@ rows_318:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_321
+	JAE    loopdone_309
 
-loop_320:
+loop_308:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -8333,9 +8216,9 @@ loop_320:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_320
+	JB           loop_308
 
-loopdone_321:
+loopdone_309:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -8355,19 +8238,19 @@ loopdone_321:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000002, DI
-	JMP          rows_318
+	JMP          rows_306
 
-rowsdone_319:
-rows_322:
+rowsdone_307:
+rows_310:
 	CMPQ   DI, $0x00000001
-	JB     rowsdone_323
+	JB     rowsdone_311
 	VXORPS Y1, Y1, Y1
 	XORQ   R10, R10
 	XORQ   R9, R9
 	CMPQ   R9, BX
-	JAE    loopdone_325
+	JAE    loopdone_313
 
-loop_324:
+loop_312:
 	VMOVDQU      (DX)(R9*1), Y3
 	PREFETCHT1   16384(AX)(R9*1)
 	VMOVDQU      (AX)(R9*1), Y2
@@ -8381,9 +8264,9 @@ loop_324:
 	ADDQ         $0x04, R10
 	ADDQ         $0x00000020, R9
 	CMPQ         R9, BX
-	JB           loop_324
+	JB           loop_312
 
-loopdone_325:
+loopdone_313:
 	VEXTRACTF128 $0x01, Y1, X2
 	VADDPS       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -8395,9 +8278,9 @@ loopdone_325:
 	ADDQ         $0x00000004, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000001, DI
-	JMP          rows_322
+	JMP          rows_310
 
-rowsdone_323:
+rowsdone_311:
 	VZEROUPPER
 	RET
 
@@ -8406,7 +8289,7 @@ rowsdone_323:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_326
+	JE           group32_314
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8419,9 +8302,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 
-rows_327:
+rows_315:
 	CMPQ   R8, $0x00000002
-	JB     rowsdone_328
+	JB     rowsdone_316
 	LEAQ   (AX)(BX*1), R10
 	LEAQ   (CX)(R9*1), R11
 	VPXORD Z2, Z2, Z2
@@ -8429,9 +8312,9 @@ rows_327:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_330
+	JAE    loopdone_318
 
-loop_329:
+loop_317:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -8453,9 +8336,9 @@ loop_329:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000040, R12
 	CMPQ            R12, BX
-	JB              loop_329
+	JB              loop_317
 
-loopdone_330:
+loopdone_318:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8479,19 +8362,19 @@ loopdone_330:
 	ADDQ          R9, CX
 	ADDQ          R9, CX
 	SUBQ          $0x00000002, R8
-	JMP           rows_327
+	JMP           rows_315
 
-rowsdone_328:
-rows_331:
+rowsdone_316:
+rows_319:
 	CMPQ   R8, $0x00000001
-	JB     rowsdone_332
+	JB     rowsdone_320
 	VPXORD Z2, Z2, Z2
 	XORQ   R11, R11
 	XORQ   R10, R10
 	CMPQ   R10, BX
-	JAE    loopdone_334
+	JAE    loopdone_322
 
-loop_333:
+loop_321:
 	VMOVDQU64       (DX)(R10*1), Z5
 	VMOVDQU32       (SI)(R10*1), Z4
 	PREFETCHT1      16384(AX)(R10*1)
@@ -8505,9 +8388,9 @@ loop_333:
 	ADDQ            $0x10, R11
 	ADDQ            $0x00000040, R10
 	CMPQ            R10, BX
-	JB              loop_333
+	JB              loop_321
 
-loopdone_334:
+loopdone_322:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -8521,13 +8404,13 @@ loopdone_334:
 	ADDQ          $0x00000004, DI
 	ADDQ          R9, CX
 	SUBQ          $0x00000001, R8
-	JMP           rows_331
+	JMP           rows_319
 
-rowsdone_332:
+rowsdone_320:
 	VZEROUPPER
 	RET
 
-group32_326:
+group32_314:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8540,9 +8423,9 @@ group32_326:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 
-rows_335:
+rows_323:
 	CMPQ   R8, $0x00000002
-	JB     rowsdone_336
+	JB     rowsdone_324
 	LEAQ   (AX)(BX*1), R10
 	LEAQ   (CX)(R9*1), R11
 	VPXORD Z2, Z2, Z2
@@ -8550,9 +8433,9 @@ rows_335:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_338
+	JAE    loopdone_326
 
-loop_337:
+loop_325:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -8574,9 +8457,9 @@ loop_337:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000040, R12
 	CMPQ         R12, BX
-	JB           loop_337
+	JB           loop_325
 
-loopdone_338:
+loopdone_326:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8600,19 +8483,19 @@ loopdone_338:
 	ADDQ          R9, CX
 	ADDQ          R9, CX
 	SUBQ          $0x00000002, R8
-	JMP           rows_335
+	JMP           rows_323
 
-rowsdone_336:
-rows_339:
+rowsdone_324:
+rows_327:
 	CMPQ   R8, $0x00000001
-	JB     rowsdone_340
+	JB     rowsdone_328
 	VPXORD Z2, Z2, Z2
 	XORQ   R11, R11
 	XORQ   R10, R10
 	CMPQ   R10, BX
-	JAE    loopdone_342
+	JAE    loopdone_330
 
-loop_341:
+loop_329:
 	VMOVDQU64    (DX)(R10*1), Z5
 	VMOVDQU32    (SI)(R10*1), Z4
 	PREFETCHT1   16384(AX)(R10*1)
@@ -8626,9 +8509,9 @@ loop_341:
 	ADDQ         $0x08, R11
 	ADDQ         $0x00000040, R10
 	CMPQ         R10, BX
-	JB           loop_341
+	JB           loop_329
 
-loopdone_342:
+loopdone_330:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -8642,9 +8525,9 @@ loopdone_342:
 	ADDQ          $0x00000004, DI
 	ADDQ          R9, CX
 	SUBQ          $0x00000001, R8
-	JMP           rows_339
+	JMP           rows_327
 
-rowsdone_340:
+rowsdone_328:
 	VZEROUPPER
 	RET
 
@@ -8669,9 +8552,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_344
+	JAE   loopdone_332
 
-loop_343:
+loop_331:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -8746,21 +8629,21 @@ loop_343:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_343
+	JB         loop_331
 
-loopdone_344:
+loopdone_332:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_346
+	JAE    sum64done_334
 
-sum64_345:
+sum64_333:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_345
+	JB     sum64_333
 
-sum64done_346:
+sum64done_334:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -8794,9 +8677,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_348
+	JAE    loopdone_336
 
-loop_347:
+loop_335:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -8839,20 +8722,20 @@ loop_347:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_347
+	JB         loop_335
 
-loopdone_348:
+loopdone_336:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_350
+	JAE    sum64done_338
 
-sum64_349:
+sum64_337:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_349
+	JB     sum64_337
 
-sum64done_350:
+sum64done_338:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -8899,9 +8782,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_352
+	JZ         sgemmtail_340
 
-sgemm_351:
+sgemm_339:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -8985,13 +8868,13 @@ sgemm_351:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_351
+	JNZ          sgemm_339
 
-sgemmtail_352:
+sgemmtail_340:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_354
+	JZ   sgemmdone_342
 
-sgemmone_353:
+sgemmone_341:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -9015,9 +8898,9 @@ sgemmone_353:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_353
+	JNZ          sgemmone_341
 
-sgemmdone_354:
+sgemmdone_342:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -9111,9 +8994,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_356
+	JZ         sgemmtail_344
 
-sgemm_355:
+sgemm_343:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -9269,13 +9152,13 @@ sgemm_355:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_355
+	JNZ          sgemm_343
 
-sgemmtail_356:
+sgemmtail_344:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_358
+	JZ   sgemmdone_346
 
-sgemmone_357:
+sgemmone_345:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -9317,9 +9200,9 @@ sgemmone_357:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_357
+	JNZ          sgemmone_345
 
-sgemmdone_358:
+sgemmdone_346:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -9390,9 +9273,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_360
+	JLE   fmadone_348
 
-fma_359:
+fma_347:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -9406,9 +9289,9 @@ fma_359:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_359
+	JNZ         fma_347
 
-fmadone_360:
+fmadone_348:
 	VZEROUPPER
 	RET
 
@@ -9435,9 +9318,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_362
+	JLE    fmadone_350
 
-fma_361:
+fma_349:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -9455,8 +9338,8 @@ fma_361:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_361
+	JNZ         fma_349
 
-fmadone_362:
+fmadone_350:
 	VZEROUPPER
 	RET

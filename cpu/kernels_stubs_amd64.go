@@ -45,12 +45,8 @@ func axpyF16AVX2(a float32, v []uint16, y []float32)
 //go:noescape
 func axpyF16AVX512(a float32, v []uint16, y []float32)
 
-// axpyF16RowsAVX2 is axpyF16Rows with F16C and FMA: 32 columns in registers across the rows.
-//
-//go:noescape
-func axpyF16RowsAVX2(a []float32, v []uint16, stride int, y []float32)
-
-// axpyF16RowsAVX512 is axpyF16Rows with AVX-512: 64 columns in registers across the rows, masked tail.
+// axpyF16RowsAVX512 is axpyF16Rows with AVX-512: y held in registers 64 elements at a time
+// while every row of v passes (one FMA per element and row, in row order), then 16, then masked.
 //
 //go:noescape
 func axpyF16RowsAVX512(a []float32, v []uint16, stride int, y []float32)

@@ -395,40 +395,45 @@ func TestAxpyF16(t *testing.T) {
 	})
 }
 
-// axpyF16Rows gives, bit for bit, what calls of the same set's axpyF16 row
-// by row give (so attention does not change with it), reading v only
-// inside its rows and writing y only.
+// TestAxpyF16Rows: every set's axpyF16Rows is bit for bit its axpyF16 per
+// row, for every length 0…300 and the head width, and up to 9 rows.
 func TestAxpyF16Rows(t *testing.T) {
-	forEachSet(t, func(t *testing.T, k kernels) {
-		rng := newRand()
-		for _, n := range floatLengths() {
-			for _, rows := range []int{0, 1, 3, 7} {
-				stride := n + rng.IntN(5)
-				a := randomF32(rng, rows)
-				v, vall := poisoned(max((rows-1)*stride+n, 0), rng.IntN(8), 40, uint16(0x7e00)) // NaN poison
-				copy(v, randomF16(rng, len(v)))
-				for p := 1; p < rows; p++ { // and between rows
-					for i := (p-1)*stride + n; i < p*stride; i++ {
-						v[i] = 0x7e00
+	for _, k := range kernelSets() {
+		t.Run(k.name, func(t *testing.T) {
+			rng := newRand()
+			for _, n := range append(floatLengths(), 128) {
+				for _, rows := range []int{0, 1, 2, 3, 9} {
+					stride := n + rng.IntN(5)
+					size := 0
+					if rows > 0 {
+						size = (rows-1)*stride + n
 					}
-				}
-				y, yall := poisoned(n, rng.IntN(16), 40, float32(math.NaN()))
-				copy(y, randomF32(rng, n))
-				want := slices.Clone(y)
-				for p := range a {
-					k.axpyF16(a[p], v[p*stride:p*stride+n], want)
-				}
-				k.axpyF16Rows(a, v[:len(v):len(v)], stride, y)
-				for i := range y {
-					if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("n %d rows %d stride %d i %d: %g, axpyF16 row by row %g", n, rows, stride, i, y[i], want[i])
+					v := randomF16(rng, size)
+					for r := 0; r+1 < rows; r++ {
+						for i := n; i < stride; i++ {
+							v[r*stride+i] = 0x7BFF
+						}
 					}
+					a := randomF32(rng, rows)
+					y, all := poisoned(n, rng.IntN(16), 40, float32(math.NaN()))
+					for i := range y {
+						y[i] = float32(rng.NormFloat64())
+					}
+					want := slices.Clone(y)
+					for p := range a {
+						k.axpyF16(a[p], v[p*stride:p*stride+n], want)
+					}
+					k.axpyF16Rows(a, v, stride, y)
+					for i := range y {
+						if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("n %d rows %d i %d: %g, per row %g", n, rows, i, y[i], want[i])
+						}
+					}
+					checkPoisonFunc(t, all, y, func(v float32) bool { return v != v })
 				}
-				checkPoisonFunc(t, yall, y, func(v float32) bool { return v != v })
-				checkPoisonFunc(t, vall, v, func(h uint16) bool { return h == 0x7e00 })
 			}
-		}
-	})
+		})
+	}
 }
 
 func TestDotI8Rows(t *testing.T) {

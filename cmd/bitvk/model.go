@@ -101,6 +101,7 @@ type model struct {
 	path    string
 	chains  []byte // the built-in model's chain buckets (CHNB); nil for files, whose sit beside them
 	cleanup func()
+	head    nn.HeadType // how the backend holds the head, "stored" resolved to the file's type
 }
 
 // openModel opens a GGUF model and loads it onto the backend bf names.
@@ -260,13 +261,13 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 	if bf.ctx > c.Context {
 		return nil, fmt.Errorf("context %d is beyond the model's maximum of %d", bf.ctx, c.Context)
 	}
+	ht, _ := nn.ParseHeadType(bf.head) // checked by check
+	ht = ht.For(w.Output.Type)
 	var b nn.Backend
 	switch chooseBackend(bf) {
 	case "cpu", "":
-		ht, _ := nn.ParseHeadType(bf.head) // checked by check
 		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, Head: ht, Slots: bf.slots})
 	case "vulkan":
-		ht, _ := nn.ParseHeadType(bf.head)
 		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, Head: ht, Validation: bf.validate, Window: bf.window})
 		if err != nil {
 			err = fmt.Errorf("%w (--backend cpu runs on the CPU)", err)
@@ -282,7 +283,7 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 		b.Close()
 		return nil, err
 	}
-	return &model{file: f, config: c, weights: w, backend: b, engine: e}, nil
+	return &model{file: f, config: c, weights: w, backend: b, engine: e, head: ht}, nil
 }
 
 // Close releases the backend and the file.

@@ -130,7 +130,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
-	fmt.Fprintf(stderr, "perplexity: %s: %s, %s, head %s\n", m.path, describe(m.config), m.backend.Name(), bf.head)
+	fmt.Fprintf(stderr, "perplexity: %s: %s, %s, head %s\n", m.path, describe(m.config), m.backend.Name(), m.head)
 
 	var tokens []int32
 	bos := int32(-1)
@@ -169,7 +169,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 		for c := range plan.Chunks {
 			evaluated = append(evaluated, plan.Chunk(tokens, c, bos)...)
 		}
-		source := fmt.Sprintf("%s (%s), %s, head %s", m.path, describe(m.config), m.backend.Name(), bf.head)
+		source := fmt.Sprintf("%s (%s), %s, head %s", m.path, describe(m.config), m.backend.Name(), m.head)
 		h := nn.KLBaseHeader{Vocab: m.config.Vocab, Ctx: nCtx, Chunks: plan.Chunks, Source: truncateUTF8(source, nn.KLBaseMaxSource)}
 		if save, err = nn.CreateKLBase(*klBase, h, evaluated); err != nil {
 			return err

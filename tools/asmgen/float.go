@@ -297,3 +297,87 @@ func genAxpyF16AVX512() {
 	VZEROUPPER()
 	RET()
 }
+
+const axpyF16RowsSig = "func(a []float32, v []uint16, stride int, y []float32)"
+
+// genAxpyF16RowsAVX512 emits axpyF16Rows: y[i] += a[p]·f16(v[p·stride + i])
+// for p = 0, 1, … in order and i < len(y), each step one FMA per element as
+// axpyF16AVX512 takes it (so the result is bit for bit that of calling it
+// per p): attention's weighted sum over the V cache in one call. y is held
+// in registers 64 elements at a time while every row passes, then 16, then
+// a masked tail.
+func genAxpyF16RowsAVX512() {
+	TEXT("axpyF16RowsAVX512", NOSPLIT, axpyF16RowsSig)
+	Pragma("noescape")
+	Doc("axpyF16RowsAVX512 is axpyF16Rows with AVX-512: y held in registers 64 elements at a time",
+		"while every row of v passes (one FMA per element and row, in row order), then 16, then masked.")
+	a := load(Param("a").Base())
+	na := load(Param("a").Len())
+	v := load(Param("v").Base())
+	stride := load(Param("stride"))
+	SHLQ(U8(1), stride) // bytes
+	y := load(Param("y").Base())
+	n := load(Param("y").Len())
+	i := GP64()
+	XORQ(i, i)
+	// chunk emits the loop over rows for elements i…i+16·k−1 (masked by
+	// mk when not nil, k = 1).
+	chunk := func(k int, mk reg.Register) {
+		acc := make([]reg.VecVirtual, k)
+		for j := range acc {
+			acc[j] = ZMM()
+			if mk == nil {
+				VMOVUPS(Mem{Base: y, Index: i, Scale: 4, Disp: 64 * j}, acc[j])
+			} else {
+				VMOVUPS_Z(Mem{Base: y, Index: i, Scale: 4}, mk, acc[j])
+			}
+		}
+		vp, p := GP64(), GP64()
+		LEAQ(Mem{Base: v, Index: i, Scale: 2}, vp)
+		XORQ(p, p)
+		loop, done := label("rows"), label("rowsdone")
+		CMPQ(p, na)
+		JAE(LabelRef(done))
+		Label(loop)
+		ab := ZMM()
+		VBROADCASTSS(Mem{Base: a, Index: p, Scale: 4}, ab)
+		for j := range acc {
+			h := ZMM()
+			if mk == nil {
+				VCVTPH2PS(Mem{Base: vp, Disp: 32 * j}, h)
+			} else {
+				h16 := YMM()
+				VMOVDQU16_Z(Mem{Base: vp}, mk, h16)
+				VCVTPH2PS(h16, h)
+			}
+			VFMADD231PS(h, ab, acc[j])
+		}
+		ADDQ(stride, vp)
+		INCQ(p)
+		CMPQ(p, na)
+		JB(LabelRef(loop))
+		Label(done)
+		for j := range acc {
+			if mk == nil {
+				VMOVUPS(acc[j], Mem{Base: y, Index: i, Scale: 4, Disp: 64 * j})
+			} else {
+				VMOVUPS(acc[j], mk, Mem{Base: y, Index: i, Scale: 4})
+			}
+		}
+	}
+	for _, k := range []int{4, 1} {
+		loop, done := label("chunks"), label("chunksdone")
+		Label(loop)
+		e := GP64()
+		LEAQ(Mem{Base: i, Disp: 16 * k}, e)
+		CMPQ(e, n)
+		JA(LabelRef(done))
+		chunk(k, nil)
+		ADDQ(U8(16*k), i)
+		JMP(LabelRef(loop))
+		Label(done)
+	}
+	tailMask(i, n, func(mk reg.Register) { chunk(1, mk) })
+	VZEROUPPER()
+	RET()
+}

@@ -42,7 +42,6 @@ func main() {
 	genDotF16RowsAVX512()
 	genAxpyF16AVX2()
 	genAxpyF16AVX512()
-	genAxpyF16RowsAVX2()
 	genAxpyF16RowsAVX512()
 	genDotI8RowsAVX2()
 	genDotI8RowsVNNI()
