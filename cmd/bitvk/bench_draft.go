@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/bitvk/bitvk/cpu"
 	"github.com/bitvk/bitvk/nn"
@@ -200,53 +199,38 @@ type verifyResult struct {
 	NThreads  int     `json:"n_threads"`
 	Drafted   int     `json:"drafted"`
 	Tokens    int     `json:"tokens"`
-	AvgNs     int64   `json:"avg_ns"`
-	StddevNs  int64   `json:"stddev_ns"`
+	BestNs    int64   `json:"best_ns"`
 	VsOneStep float64 `json:"vs_one_token"`
 }
 
-// timeVerify times passes of 1…maxK+1 tokens at position pos (after a
-// prefix of pos tokens), each reps times after a warm-up, interleaved so
-// that drift in the machine's speed touches every k alike.
+// timeVerify times passes of 1…maxK+1 tokens at position pos, after a
+// prefix of pos tokens (nn.VerifyCost: the best of reps runs, the k
+// interleaved so that drift in the machine's speed touches every k alike).
 func timeVerify(m *model, maxK, pos, reps int) ([]verifyResult, error) {
 	v := m.config.Vocab
-	toks := make([]int32, pos+maxK+1)
-	for i := range toks {
-		toks[i] = int32((i*7919 + 13) % v)
+	prefix := make([]int32, pos)
+	for i := range prefix {
+		prefix[i] = int32((i*7919 + 13) % v)
 	}
-	if err := m.backend.Forward(toks[:pos], 0, nil); err != nil {
+	if err := m.backend.Forward(prefix, 0, nil); err != nil {
 		return nil, err
 	}
-	logits := make([]float32, (maxK+1)*v)
-	samples := make([][]int64, maxK+1)
-	for rep := -1; rep < reps; rep++ {
-		for k := 0; k <= maxK; k++ {
-			start := time.Now()
-			if err := m.backend.Forward(toks[pos:pos+k+1], pos, logits[:(k+1)*v]); err != nil {
-				return nil, err
-			}
-			if rep >= 0 {
-				samples[k] = append(samples[k], time.Since(start).Nanoseconds())
-			}
-		}
+	times, err := nn.VerifyCost(m.backend, v, pos, maxK, reps+1) // the first round warms up
+	if err != nil {
+		return nil, err
 	}
-	out := make([]verifyResult, maxK+1)
-	for k := range out {
-		slices.Sort(samples[k])
-		avg, sd := meanSD(samples[k])
-		out[k] = verifyResult{Drafted: k, Tokens: k + 1, AvgNs: avg, StddevNs: sd}
-	}
-	for k := range out {
-		out[k].VsOneStep = float64(out[k].AvgNs) / float64(out[0].AvgNs)
+	out := make([]verifyResult, len(times))
+	for k, d := range times {
+		out[k] = verifyResult{Drafted: k, Tokens: k + 1, BestNs: d.Nanoseconds(), VsOneStep: float64(d) / float64(times[0])}
 	}
 	return out, nil
 }
 
 func printVerify(w io.Writer, rs []verifyResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backend\tthreads\tdrafted k\ttokens\tms\tvs 1 token\t")
+	fmt.Fprintln(tw, "backend\tthreads\tdrafted k\ttokens\tbest ms\tvs 1 token\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s (%s)\t%d\t%d\t%d\t%.2f ± %.2f\t%.2f×\t\n", r.Backend, r.Kernels, r.NThreads, r.Drafted, r.Tokens, float64(r.AvgNs)/1e6, float64(r.StddevNs)/1e6, r.VsOneStep)
+		fmt.Fprintf(tw, "%s (%s)\t%d\t%d\t%d\t%.2f\t%.2f×\t\n", r.Backend, r.Kernels, r.NThreads, r.Drafted, r.Tokens, float64(r.BestNs)/1e6, r.VsOneStep)
 	}
 	return tw.Flush()
 }

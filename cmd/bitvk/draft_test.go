@@ -155,7 +155,7 @@ func TestBenchVerify(t *testing.T) {
 		t.Fatalf("%d rows, want k = 0…3: %+v", len(rs), rs)
 	}
 	for k, r := range rs {
-		if r.Drafted != k || r.Tokens != k+1 || r.AvgNs <= 0 || r.NThreads != 1 || r.Backend != "CPU" {
+		if r.Drafted != k || r.Tokens != k+1 || r.BestNs <= 0 || r.NThreads != 1 || r.Backend != "CPU" {
 			t.Errorf("row %d: %+v", k, r)
 		}
 	}
