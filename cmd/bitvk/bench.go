@@ -70,7 +70,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	nGen := fs.String("n", "64", "generation lengths to time, comma-separated (0: no generation test)")
 	threads := fs.String("t", "", "thread counts, comma-separated (default: one per CPU)")
 	reps := fs.Int("r", 3, "repetitions of each test")
-	heads := fs.String("head", "f16", "output heads to time, comma-separated: f16, q8")
+	heads := fs.String("head", "stored", "output heads to time, comma-separated: stored (the file's type), f16, q8, q8_0, q6_k, q4_0")
 	backends := fs.String("backend", "auto", "backends to time, comma-separated: auto, cpu, vulkan")
 	device := fs.Int("device", -1, "Vulkan device `index` (default: the best)")
 	asJSON := fs.Bool("json", false, "print a JSON array of results (llama-bench's field names)")
@@ -350,7 +350,7 @@ func benchBase(m *model, head string, threads int, bw float64) benchResult {
 		ModelSize:    size,
 		ModelNParams: params,
 		Backend:      "CPU",
-		Head:         head,
+		Head:         string(m.head),
 		NThreads:     threads,
 		BandwidthGBs: bw / 1e9,
 	}
@@ -362,16 +362,18 @@ func benchBase(m *model, head string, threads int, bw float64) benchResult {
 		r.Kernels = b.Kernels()
 		r.GPUInfo = b.Device().Name
 	}
-	r.BytesPerToken = bytesPerToken(m, head)
+	r.BytesPerToken = bytesPerToken(m)
 	r.RooflineTs = bw / float64(r.BytesPerToken)
 	return r
 }
 
 // bytesPerToken is what one decode step reads from memory: every ternary
-// projection, the norms and the output head (int8 plus scales with q8).
+// projection, the norms and the output head as the backend holds it
+// (m.head: float16 rows; int8 rows and a scale per row with q8; int8
+// codes and a float32 scale per group for the block types).
 // The K/V cache read grows with the position; bench's short runs keep it
 // under 1% of the weights, and it is left out.
-func bytesPerToken(m *model, head string) int64 {
+func bytesPerToken(m *model) int64 {
 	var n int64
 	w := m.weights
 	for _, L := range w.Layers {
@@ -380,10 +382,14 @@ func bytesPerToken(m *model, head string) int64 {
 		}
 	}
 	n += int64(len(w.OutputNorm.Data))
-	if head == "q8" {
-		n += int64(w.Output.In*w.Output.Out) + 4*int64(w.Output.Out)
-	} else {
-		n += 2 * int64(w.Output.In*w.Output.Out)
+	weights := int64(w.Output.In * w.Output.Out)
+	switch g := m.head.Group(); {
+	case m.head == nn.HeadQ8:
+		n += weights + 4*int64(w.Output.Out)
+	case g > 0:
+		n += weights + 4*weights/int64(g)
+	default:
+		n += 2 * weights
 	}
 	return n
 }

@@ -115,7 +115,7 @@ func runView(args []string, stdout, stderr io.Writer) error {
 		Sampler:       s,
 		MaxTokens:     *n,
 		Prompt:        *text,
-		BytesPerToken: bytesPerToken(m, bf.head),
+		BytesPerToken: bytesPerToken(m),
 		Tolerance:     *tol,
 	}
 	var dev *vk.Device
