@@ -68,33 +68,54 @@ func (d *DraftStats) Add(o DraftStats) {
 }
 
 // draftPolicy decides how many drafted tokens a verification pass carries.
-// It learns two things as the generation runs: the chance a that a drafted
-// token is kept (given the ones before it were), and the cost of a pass
-// of k+1 tokens relative to a plain one, 1 + r·k (both timed). A pass
-// verifying k drafted tokens then yields 1 + a + … + a^k tokens on average,
-// and the policy takes the k that maximizes tokens per unit of time; k = 0
-// (a plain step) when no draft pays for itself. So when acceptance stays
-// low the drafter backs off: it then verifies a single drafted token once
-// every probeEvery declined drafts, to notice when drafting pays again.
+// It learns two things as the engine runs: the chance a that a drafted
+// token is kept (given the ones before it were), per generation, and the
+// cost of a pass of k+1 tokens relative to a plain step, 1 + r·k, timed
+// and kept by the engine across generations (it is the backend's and the
+// model's, not the text's). A pass verifying k drafted tokens yields
+// 1 + a + … + a^k tokens on average, and the policy takes the k that
+// maximizes tokens per unit of time; k = 0 (a plain step) when no draft
+// pays for itself. So when acceptance stays low, or a pass costs nearly
+// as much per token as plain steps (a small model whose weights stay in
+// cache), the drafter backs off. It then still verifies a single drafted
+// token once every r/probeCost declined drafts (between 8 and 256), to
+// notice when drafting pays again at a cost of about probeCost of a step.
 type draftPolicy struct {
 	max      int
 	kept     float64 // decayed count of drafted tokens kept
 	tried    float64 // decayed count of drafted tokens the sampler judged
-	plain    float64 // seconds of a plain (one-token) decode step, running mean; 0: not yet timed
-	r        float64 // extra cost per drafted token, relative to a plain step
 	declined int     // drafts declined since the last verification pass
+	cost     *draftCost
+}
+
+// draftCost is what a verification pass costs on an engine's backend.
+type draftCost struct {
+	plain  float64 // seconds of a plain (one-token) decode step, running mean; 0: not yet timed
+	nPlain int
+	r      float64 // extra cost per drafted token, relative to a plain step
+	nR     int     // passes that measured r (the prior counts as one)
 }
 
 const (
-	draftDecay = 0.95 // weight of the past in the acceptance and cost estimates
-	probeEvery = 16   // a declined drafter still verifies one token this often
+	draftDecay = 0.95  // weight of the past in the estimates, once warm
+	probeCost  = 0.005 // the share of a step probing a backed-off drafter may cost
 )
 
-func newDraftPolicy(max int) *draftPolicy {
-	// Priors: half the drafted tokens kept, a drafted token costing a tenth
-	// of a plain step (a batched pass reads every weight once, as a plain
-	// one does).
-	return &draftPolicy{max: max, kept: 1, tried: 2, r: 0.1}
+func newDraftPolicy(max int, cost *draftCost) *draftPolicy {
+	// Prior: half the drafted tokens kept.
+	return &draftPolicy{max: max, kept: 1, tried: 2, cost: cost}
+}
+
+// newDraftCost starts the cost estimate from a prior of a drafted token
+// costing a third of a step, worth one measurement: the first timed
+// passes replace it.
+func newDraftCost() *draftCost { return &draftCost{r: 1.0 / 3, nR: 1} }
+
+// mean folds x into a running mean of n samples, an exponential one once
+// n is large.
+func mean(m *float64, n *int, x float64) {
+	*n++
+	*m += (x - *m) * max(1/float64(*n), 1-draftDecay)
 }
 
 // choose returns how many of n drafted tokens to verify.
@@ -103,18 +124,19 @@ func (p *draftPolicy) choose(n int) int {
 	if n <= 0 {
 		return 0
 	}
-	a := p.kept / p.tried
+	a, r := p.kept/p.tried, p.cost.r
 	best, bestRate := 0, 1.0 // a plain step: one token per unit of time
 	yield, ak := 1.0, 1.0
 	for k := 1; k <= n; k++ {
 		ak *= a
 		yield += ak
-		if rate := yield / (1 + p.r*float64(k)); rate > bestRate*1.0001 {
+		if rate := yield / (1 + r*float64(k)); rate > bestRate*1.0001 {
 			best, bestRate = k, rate
 		}
 	}
 	if best == 0 {
-		if p.declined++; p.declined >= probeEvery {
+		every := min(max(int(r/probeCost), 8), 256)
+		if p.declined++; p.declined >= every {
 			best = 1
 		}
 	}
@@ -126,12 +148,7 @@ func (p *draftPolicy) choose(n int) int {
 
 // timedPlain records the duration of a plain decode step.
 func (p *draftPolicy) timedPlain(d time.Duration) {
-	s := d.Seconds()
-	if p.plain == 0 {
-		p.plain = s
-		return
-	}
-	p.plain = draftDecay*p.plain + (1-draftDecay)*s
+	mean(&p.cost.plain, &p.cost.nPlain, d.Seconds())
 }
 
 // timedPass records a verification pass of k drafted tokens, of which
@@ -142,8 +159,7 @@ func (p *draftPolicy) timedPass(k, kept int, rejected bool, d time.Duration) {
 	if rejected {
 		p.tried++
 	}
-	if p.plain > 0 && k > 0 {
-		r := max((d.Seconds()/p.plain-1)/float64(k), 0)
-		p.r = draftDecay*p.r + (1-draftDecay)*r
+	if c := p.cost; c.plain > 0 && k > 0 {
+		mean(&c.r, &c.nR, max((d.Seconds()/c.plain-1)/float64(k), 0))
 	}
 }

@@ -19,6 +19,7 @@ type cacheBackend struct {
 	vocab int
 	cache []int32 // the token at each cache position, -1 when never written
 	calls [][2]int
+	step  time.Duration // > 0: a pass of T tokens sleeps step·(1 + (T−1)/2), a memory-bound cost
 }
 
 func newCacheBackend(vocab, ctx int) *cacheBackend {
@@ -34,6 +35,9 @@ func (b *cacheBackend) Context() int { return len(b.cache) }
 func (b *cacheBackend) Close() error { return nil }
 func (b *cacheBackend) Forward(tokens []int32, pos int, logits []float32) error {
 	b.calls = append(b.calls, [2]int{pos, len(tokens)})
+	if b.step > 0 {
+		time.Sleep(b.step + b.step*time.Duration(len(tokens)-1)/2)
+	}
 	copy(b.cache[pos:], tokens)
 	first := 0
 	if len(logits) == b.vocab {
@@ -75,8 +79,13 @@ type genResult struct {
 }
 
 func generate(t *testing.T, vocab, ctx int, prompt []int32, o GenerateOptions, sc SamplerConfig) genResult {
+	return generateTimed(t, vocab, ctx, prompt, o, sc, 0)
+}
+
+func generateTimed(t *testing.T, vocab, ctx int, prompt []int32, o GenerateOptions, sc SamplerConfig, step time.Duration) genResult {
 	t.Helper()
 	b := newCacheBackend(vocab, ctx)
+	b.step = step
 	e, err := NewEngine(&Config{Vocab: vocab, Context: ctx}, b)
 	if err != nil {
 		t.Fatal(err)
@@ -224,19 +233,22 @@ func TestDraftBackoff(t *testing.T) {
 	wrong := script(func(seq []int32, max int) []int32 {
 		return []int32{(seq[len(seq)-1] + 7) % vocab, 5, 5, 5}[:min(max, 4)]
 	})
-	r := generate(t, vocab, ctx, []int32{1}, GenerateOptions{MaxTokens: 300, Draft: wrong}, SamplerConfig{})
+	// Passes cost a step plus half a step per extra token (r = 0.5): a
+	// drafter never right is then verified only to probe, once every 100
+	// declined drafts.
+	r := generateTimed(t, vocab, ctx, []int32{1}, GenerateOptions{MaxTokens: 300, Draft: wrong}, SamplerConfig{}, time.Millisecond)
 	ds := r.st.Draft
 	if ds.Accepted != 0 {
 		t.Fatalf("a wrong drafter had %d tokens kept", ds.Accepted)
 	}
-	if limit := 8 + r.st.GenTokens/probeEvery; ds.Passes > limit {
+	if limit := 12 + r.st.GenTokens/50; ds.Passes > limit {
 		t.Errorf("%d verification passes for %d tokens of a drafter always wrong, want at most %d", ds.Passes, r.st.GenTokens, limit)
 	}
 	if ds.Declined == 0 {
 		t.Error("no draft was declined")
 	}
 
-	p := newDraftPolicy(8)
+	p := newDraftPolicy(8, newDraftCost())
 	p.timedPlain(time.Millisecond)
 	for range 10 {
 		p.timedPass(8, 8, false, 1200*time.Microsecond)

@@ -14,10 +14,11 @@ import (
 type Engine struct {
 	c      *Config
 	b      Backend
-	tokens []int32   // the tokens whose keys and values the cache holds, in order
-	logits []float32 // [vocab] logits after the last token of tokens
-	all    []float32 // [k][vocab] logits of a verification pass
-	valid  bool      // logits belong to the last token
+	tokens []int32    // the tokens whose keys and values the cache holds, in order
+	logits []float32  // [vocab] logits after the last token of tokens
+	all    []float32  // [k][vocab] logits of a verification pass
+	cost   *draftCost // what a verification pass costs here, learned across generations
+	valid  bool       // logits belong to the last token
 }
 
 // ContextError is returned when a sequence would outgrow the context.
@@ -212,7 +213,10 @@ func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions
 		case o.DraftMax == 0:
 			o.DraftMax = DefaultDraftMax
 		}
-		policy = newDraftPolicy(o.DraftMax)
+		if e.cost == nil {
+			e.cost = newDraftCost()
+		}
+		policy = newDraftPolicy(o.DraftMax, e.cost)
 	}
 	if err := ctx.Err(); err != nil {
 		st.Stop = StopInterrupted
