@@ -108,13 +108,12 @@ func (p attnPlan) partialBytes(c *nn.Config, T int) int64 {
 func (rc *recorder) attention(l layerBufs, T int) {
 	b := rc.b
 	c, p := b.c, b.attn
-	params := vk.Range{Buf: b.inDev, Off: 0, Size: 16}
 	k := spirv.Attention
 	if p.subgroup {
 		k = spirv.AttentionSubgroup
 	}
 	tt := 1
-	if T > 1 {
+	if T > 1 && !rc.mixed { // a workgroup's tokens share its K/V reads: one slot
 		tt = p.prefillTT
 	}
 	// Traffic: the K/V cache up to the last position, the queries, and the
@@ -122,7 +121,7 @@ func (rc *recorder) attention(l layerBufs, T int) {
 	used := int64((rc.pos+T+p.chunk-1)/p.chunk) * int64(T) * int64(c.Heads) * int64(c.HeadDim+2) * 4
 	rc.note("attention (chunks)", 2*2*(rc.pos+T)*c.KVDim()+4*T*c.Embd+int(used))
 	rc.dispatch(k, []uint32{p.wg, uint32(c.HeadDim / 2), uint32(p.group), uint32(tt), uint32(p.chunk)},
-		[]vk.Range{whole(b.qkv), whole(l.kc), whole(l.vc), whole(b.attnPart), params},
+		[]vk.Range{whole(b.qkv), whole(l.kc), whole(l.vc), whole(b.attnPart), rc.seq()},
 		attnPush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), QKVStride: uint32(c.Embd + 2*c.KVDim()), T: uint32(T),
 			Chunks: uint32(p.chunks), Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))},
 		uint32(p.chunks), uint32(c.Heads/p.group)*ceilDiv(T, tt))
@@ -135,7 +134,7 @@ func (rc *recorder) attention(l layerBufs, T int) {
 	}
 	rc.note("attention (reduce+subnorm+quant)", int(used)+4*T*c.Embd+4*c.Embd+T*(c.Embd+4))
 	rc.dispatch(spirv.AttentionReduce, []uint32{b.workgroup(wgAttnReduce), uint32(p.chunk), norm},
-		[]vk.Range{whole(b.attnPart), whole(b.att), params, whole(w), whole(b.q), whole(b.s)},
+		[]vk.Range{whole(b.attnPart), whole(b.att), rc.seq(), whole(w), whole(b.q), whole(b.s)},
 		attnReducePush{Heads: uint32(c.Heads), HD: uint32(c.HeadDim), Chunks: uint32(p.chunks), Eps: c.Eps},
 		uint32(T), 1)
 }

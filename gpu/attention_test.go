@@ -34,6 +34,17 @@ func nanBytes(n int) []byte {
 	return b
 }
 
+// seqBytes is the seq buffer of T tokens at positions pos0… of the slot
+// whose cache rows start at row0: (position, row0) per token.
+func seqBytes(pos0, T, row0 int) []byte {
+	out := make([]byte, 8*T)
+	for t := range T {
+		putU32(out[8*t:], uint32(pos0+t))
+		putU32(out[8*t+4:], uint32(row0))
+	}
+	return out
+}
+
 // attention runs rc.attention with the plan over the caches kc and vc for
 // T tokens at positions pos0… whose queries are q [T][heads·hd], and
 // returns the output [T][heads·hd]. The partials and the output start as
@@ -47,7 +58,7 @@ func (a opsAdapter) attention(c *nn.Config, plan attnPlan, kc, vc *vk.Buffer, q 
 	}
 	b.c, b.attn = c, plan
 	b.qkv = a.buf(f32Bytes(qkv))
-	b.inDev = a.buf(f32Bytes([]float32{math.Float32frombits(uint32(pos0)), math.Float32frombits(uint32(T)), 0, 0}))
+	b.inDev, b.seqOff = a.buf(seqBytes(pos0, T, 0)), 0
 	b.attnPart = a.buf(nanBytes(int(plan.partialBytes(c, T))))
 	b.att = a.buf(nanBytes(4 * T * E))
 	b.q, b.s, b.outNorm = a.buf(make([]byte, T*E)), a.buf(make([]byte, 4*T)), a.buf(make([]byte, 4*E))

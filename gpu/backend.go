@@ -14,7 +14,7 @@ import (
 // Options configure the Vulkan backend.
 type Options struct {
 	Device  int  // index into Devices(); < 0: the best (discrete, integrated, virtual, then CPU)
-	Context int  // positions in the K/V cache; 0: the model's context length
+	Context int  // positions in the K/V cache per slot; 0: the model's context length
 	HeadQ8  bool // int8 head rows with per-row scales instead of float16
 	// Head is how the output head is held (see nn.HeadType; the zero value
 	// is nn.HeadStored, the file's type). nn.HeadQ8 is HeadQ8; the block
@@ -36,6 +36,11 @@ type Options struct {
 	// Window, when set, readies the device for drawing into a window too
 	// (bitvk view), so that the model and the window share one device.
 	Window *Window
+	// Slots is the number of sequences the K/V cache holds (see
+	// nn.MultiBackend); 0: one. Each layer's K (and V) cache is Slots ×
+	// Context positions in one buffer, which must fit the device's storage
+	// buffer range.
+	Slots int
 }
 
 // Window is what drawing into a window asks of the backend's Vulkan setup:
@@ -69,7 +74,7 @@ func Devices() ([]vk.DeviceInfo, error) {
 type layerBufs struct {
 	attnNorm, attnSubNorm, ffnNorm, ffnSubNorm *vk.Buffer // sub-norms nil when absent
 	qkv, o, gateUp, down                       *ternaryMatrix
-	kc, vc                                     *vk.Buffer // [ctx][kvHeads][headDim] float16
+	kc, vc                                     *vk.Buffer // [slots·ctx][kvHeads][headDim] float16
 }
 
 // Backend runs a model on a Vulkan device. It is not safe for concurrent use.
@@ -80,8 +85,10 @@ type Backend struct {
 	dev      *vk.Device
 	info     vk.DeviceInfo
 	dot      bool // integer dot product kernels
-	ctx      int
+	ctx      int  // positions per slot
+	slots    int  // sequences in the K/V cache
 	batch    int
+	seqOff   int64 // where each token's (position, first cache row) starts in the input buffers
 	maxShard int64
 
 	embd    *floatMatrix
@@ -102,9 +109,12 @@ type Backend struct {
 	recList []recKey // oldest first
 }
 
-// tokensOff is where the token ids start in the input buffer, after the
-// parameters (pos0, T): far enough for any storage buffer offset alignment.
-const tokensOff = 256
+// The input buffers (inHost, inDev) hold a pass's token ids [batch]uint32
+// at offset 0 and, from seqOff (the next multiple of 256 bytes, enough for
+// any storage buffer offset alignment), each token's position and the first
+// cache row of its slot (slot·ctx), [batch](uint32, uint32): rope_kv and
+// attention read them (the seq buffer of shaders/attention.comp).
+const inputAlign = 256
 
 // New uploads the model to a Vulkan device. The weights' file pages are
 // released as they are uploaded.
@@ -151,6 +161,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	if o.Context > 0 {
 		b.ctx = min(o.Context, c.Context)
 	}
+	b.slots = max(o.Slots, 1)
 	b.maxShard = int64(min(b.info.MaxStorageBufferRange, b.info.MaxMemoryAllocationSize))
 	if o.MaxShardBytes > 0 {
 		b.maxShard = min(b.maxShard, o.MaxShardBytes)
@@ -254,7 +265,7 @@ func (b *Backend) uploadWeights(w *nn.Weights) error {
 	if b.outNorm, err = b.vector(w.OutputNorm); err != nil {
 		return err
 	}
-	kvBytes := int64(b.ctx * c.KVDim() * 2)
+	kvBytes := int64(b.slots) * int64(b.ctx) * int64(c.KVDim()) * 2
 	for li, L := range w.Layers {
 		var l layerBufs
 		for _, p := range []struct {
@@ -281,7 +292,7 @@ func (b *Backend) uploadWeights(w *nn.Weights) error {
 			return err
 		}
 		if kvBytes > int64(b.info.MaxStorageBufferRange) {
-			return fmt.Errorf("gpu: one layer's K/V cache of %d positions takes %d bytes, more than the device binds (%d); lower -c", b.ctx, kvBytes, b.info.MaxStorageBufferRange)
+			return fmt.Errorf("gpu: one layer's K cache of %d slots × %d positions takes %d bytes, more than the device binds in one buffer (%d); lower -c or --parallel", b.slots, b.ctx, kvBytes, b.info.MaxStorageBufferRange)
 		}
 		if l.kc, err = b.dev.NewBuffer(fmt.Sprintf("K cache of layer %d", li), kvBytes, false); err != nil {
 			return err
@@ -313,6 +324,7 @@ func ropeTable(ctx, dim int, base float32) []float32 {
 func (b *Backend) makeScratch() error {
 	c, B := b.c, int64(b.batch)
 	wide := int64(max(c.Embd, c.FFN))
+	b.seqOff = (4*B + inputAlign - 1) / inputAlign * inputAlign
 	for _, s := range []struct {
 		dst  **vk.Buffer
 		name string
@@ -329,8 +341,8 @@ func (b *Backend) makeScratch() error {
 		{&b.attnPart, "attention partials", b.attn.partialBytes(c, b.batch), false},
 		{&b.logits, "logits", B * int64(c.Vocab) * 4, false},
 		{&b.result, "argmax result", 4, false},
-		{&b.inHost, "input (host)", tokensOff + 4*B, true},
-		{&b.inDev, "input", tokensOff + 4*B, false},
+		{&b.inHost, "input (host)", b.seqOff + 8*B, true},
+		{&b.inDev, "input", b.seqOff + 8*B, false},
 		{&b.outHost, "logits (host)", B * int64(c.Vocab) * 4, true},
 	} {
 		var err error
@@ -363,8 +375,11 @@ func (b *Backend) Device() vk.DeviceInfo { return b.info }
 // are the caller's.
 func (b *Backend) Vulkan() *vk.Device { return b.dev }
 
-// Context is the number of positions the K/V cache holds.
+// Context is the number of positions the K/V cache holds per slot.
 func (b *Backend) Context() int { return b.ctx }
+
+// Slots is the number of sequences the K/V cache holds.
+func (b *Backend) Slots() int { return b.slots }
 
 // ValidationMessages returns (and forgets) what the validation layer said.
 func (b *Backend) ValidationMessages() []string {
@@ -392,6 +407,7 @@ const (
 	outNone   = iota // no head
 	outLast          // the last token's logits
 	outAll           // every token's logits
+	outRows          // the logits of the last recKey.rows tokens (ForwardMulti)
 	outArgmax        // the last token's argmax
 	outSample        // the last token's sampling candidates (gpu/sample.go)
 )
@@ -451,11 +467,8 @@ func (b *Backend) forward(tokens []int32, pos int, logits []float32, pick int, t
 		case len(logits) == v && last:
 			mode = outLast
 		}
-		in := b.inHost.Mapped()
-		putU32(in[0:], uint32(pos+start))
-		putU32(in[4:], uint32(T))
 		for i, t := range chunk {
-			putU32(in[tokensOff+4*i:], uint32(t))
+			b.putInput(i, t, pos+start+i, 0)
 		}
 		var rec *vk.Recording
 		var err error
@@ -464,7 +477,7 @@ func (b *Backend) forward(tokens []int32, pos int, logits []float32, pick int, t
 				return -1, err
 			}
 			defer rec.Release()
-		} else if rec, err = b.recording(T, mode); err != nil {
+		} else if rec, err = b.recording(recKey{T: T, mode: mode}); err != nil {
 			return -1, err
 		}
 		if err := b.dev.Submit(rec); err != nil {
@@ -489,6 +502,15 @@ func (b *Backend) forward(tokens []int32, pos int, logits []float32, pick int, t
 		}
 	}
 	return id, nil
+}
+
+// putInput writes token i of a pass into the host input buffer: its id,
+// its position and the first cache row of its slot.
+func (b *Backend) putInput(i int, token int32, pos, slot int) {
+	in := b.inHost.Mapped()
+	putU32(in[4*i:], uint32(token))
+	putU32(in[b.seqOff+int64(8*i):], uint32(pos))
+	putU32(in[b.seqOff+int64(8*i+4):], uint32(slot*b.ctx))
 }
 
 func putU32(b []byte, v uint32) {

@@ -203,3 +203,46 @@ func TestConformanceDrafting(t *testing.T) {
 		return open(t, c, w, Options{Context: ctx, Batch: 5}), nil
 	}, true)
 }
+
+// Mixed batches of several slots give each sequence bit for bit the logits
+// it gets alone (nntest.MultiSeq): with the default batch, and with a batch
+// of 5 tokens over sharded weights, so that passes split.
+func TestConformanceMultiSeq(t *testing.T) {
+	needVulkan(t)
+	for _, v := range []struct {
+		name string
+		o    Options
+	}{
+		{"default", Options{}},
+		{"sharded", Options{MaxShardBytes: 4096, Batch: 5}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			nntest.MultiSeq(t, func(c *nn.Config, w *nn.Weights, ctx, slots int) (nn.MultiBackend, error) {
+				o := v.o
+				o.Context, o.Slots = ctx, slots
+				return open(t, c, w, o), nil
+			}, true)
+		})
+	}
+}
+
+// A K/V cache of more slots than one buffer binds is a clear error.
+func TestSlotsTooMany(t *testing.T) {
+	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 1)
+	needVulkan(t)
+	devs, err := Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ctx = 16
+	perSlot := int64(ctx * m.Config.KVDim() * 2)
+	slots := int(int64(devs[vk.Pick(devs)].MaxStorageBufferRange)/perSlot) + 1
+	b, err := New(m.Config, m.Weights, Options{Context: ctx, Slots: slots})
+	if err == nil {
+		b.Close()
+		t.Fatalf("%d slots of %d positions: no error", slots, ctx)
+	}
+	if !strings.Contains(err.Error(), "--parallel") {
+		t.Errorf("%d slots: error %q does not say what to lower", slots, err)
+	}
+}

@@ -57,21 +57,26 @@ func (b *Backend) workgroup(size uint32) uint32 {
 	return size
 }
 
-// recKey identifies a cached recording: T tokens, one of the out… modes.
-type recKey struct{ T, mode int }
+// recKey identifies a cached recording: T tokens, one of the out… modes
+// (outRows: the logits of the last rows tokens), and whether the tokens
+// may be of several slots (mixed: attention takes one token per workgroup).
+type recKey struct {
+	T, mode, rows int
+	mixed         bool
+}
 
-// maxRecordings bounds the cache of recordings (decode, a few prefill sizes).
-const maxRecordings = 8
+// maxRecordings bounds the cache of recordings (decode, a few prefill
+// sizes, the shapes of the server's mixed batches).
+const maxRecordings = 16
 
-// recording returns the recorded forward pass for T tokens, recording it
-// on first use. The position and the tokens are read from the input
-// buffer, so one recording serves every step of that size.
-func (b *Backend) recording(T, mode int) (*vk.Recording, error) {
-	key := recKey{T, mode}
+// recording returns the recorded forward pass of key, recording it on
+// first use. The tokens, their positions and slots are read from the input
+// buffer, so one recording serves every step of that shape.
+func (b *Backend) recording(key recKey) (*vk.Recording, error) {
 	if r, ok := b.recs[key]; ok {
 		return r, nil
 	}
-	r, err := b.record(fmt.Sprintf("forward of %d tokens", T), T, mode, recOpts{})
+	r, err := b.record(fmt.Sprintf("forward of %d tokens", key.T), key.T, key.mode, recOpts{rows: key.rows, mixed: key.mixed})
 	if err != nil {
 		return nil, err
 	}
@@ -102,15 +107,19 @@ func (b *Backend) traceRecording(T, mode int) (*vk.Recording, error) {
 	return b.record(fmt.Sprintf("traced forward of %d tokens", T), T, mode, recOpts{trace: true})
 }
 
+// seq binds each token's (position, first cache row) of the input buffer.
+func (rc *recorder) seq() vk.Range { return vk.Range{Buf: rc.b.inDev, Off: rc.b.seqOff} }
+
 // whole binds all of a buffer.
 func whole(buf *vk.Buffer) vk.Range { return vk.Range{Buf: buf} }
 
 // recorder is a recording under construction; the first error sticks.
 type recorder struct {
-	b   *Backend
-	r   *vk.Recording
-	pos int // the first position, where known (profiles): attention's traffic depends on it
-	err error
+	b     *Backend
+	r     *vk.Recording
+	pos   int  // the first position, where known (profiles): attention's traffic depends on it
+	mixed bool // tokens of several slots: attention takes one token per workgroup
+	err   error
 }
 
 // note labels the next command for profiles with the bytes it must move.
@@ -236,13 +245,15 @@ type recOpts struct {
 	trace   bool // copy the residual stream after each block to the host
 	profile bool // timestamps after every command (vk.Recording.Profile)
 	pos     int  // profile: the first position, for attention's traffic
+	rows    int  // outRows: the head's rows, the last tokens'
+	mixed   bool // the tokens may be of several slots
 }
 
 func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, error) {
 	c := b.c
 	E, F, KV := c.Embd, c.FFN, c.KVDim()
 	qkvStride := E + 2*KV
-	rc := &recorder{b: b, r: b.dev.Record(name), pos: o.pos}
+	rc := &recorder{b: b, r: b.dev.Record(name), pos: o.pos, mixed: o.mixed}
 	r := rc.r
 	trace := o.trace
 	if o.profile {
@@ -251,11 +262,13 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 			return nil, err
 		}
 	}
-	params := vk.Range{Buf: b.inDev, Off: 0, Size: 16}
-	tokens := vk.Range{Buf: b.inDev, Off: tokensOff, Size: int64(4 * T)}
+	tokens := vk.Range{Buf: b.inDev, Size: int64(4 * T)}
+	seq := vk.Range{Buf: b.inDev, Off: b.seqOff, Size: int64(8 * T)}
 
-	rc.note("input upload", tokensOff+4*T)
-	r.Copy(vk.Range{Buf: b.inHost, Size: tokensOff + int64(4*T)}, vk.Range{Buf: b.inDev, Size: tokensOff + int64(4*T)})
+	// One copy of the tokens and their positions (and the gap between).
+	in := vk.Range{Buf: b.inHost, Size: seq.Off + seq.Size}
+	rc.note("input upload", int(in.Size))
+	r.Copy(in, vk.Range{Buf: b.inDev, Size: in.Size})
 	r.Barrier()
 	for i, sh := range b.embd.shards {
 		if g := b.embd.group; g > 0 {
@@ -288,7 +301,7 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 		r.Barrier()
 		rc.note("rope + kv write", 4*T*qkvStride+4*T*E+2*2*T*KV+4*T*c.RopeDim)
 		rc.dispatch(spirv.RopeKV, []uint32{wgRope},
-			[]vk.Range{whole(b.qkv), whole(b.rope), whole(l.kc), whole(l.vc), params},
+			[]vk.Range{whole(b.qkv), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
 			ropePush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), QKVStride: uint32(qkvStride), Interleaved: b32(c.RopeInterleaved)},
 			uint32(T), uint32(c.Heads+2*c.KVHeads))
 		r.Barrier()
@@ -310,8 +323,11 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 	}
 	if mode != outNone {
 		n, off := 1, T-1
-		if mode == outAll {
+		switch mode {
+		case outAll:
 			n, off = T, 0
+		case outRows:
+			n, off = o.rows, T-o.rows
 		}
 		if !b.head.quantized() {
 			rc.normQuant("output norm", b.x, b.outNorm, E, E, off, n, 0, 0)

@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"math"
 	"testing"
 
 	"github.com/bitvk/bitvk/gpu/vk"
@@ -153,7 +152,7 @@ func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32, interleaved bo
 	hd := len(x)
 	qkv := a.buf(f32Bytes(x))
 	rope := a.buf(f32Bytes(ropeTable(pos+1, dim, base)))
-	params := a.buf(f32Bytes([]float32{math.Float32frombits(uint32(pos)), 0, 0, 0}))
+	params := a.buf(seqBytes(pos, 1, 0))
 	kc, vc := a.buf(make([]byte, 2*hd*(pos+1))), a.buf(make([]byte, 2*hd*(pos+1)))
 	a.run(func(rc *recorder) {
 		rc.dispatch(spirv.RopeKV, []uint32{wgRope}, []vk.Range{whole(qkv), whole(rope), whole(kc), whole(vc), whole(params)},

@@ -96,11 +96,8 @@ func (b *Backend) ProfileForward(n, pos, runs int) (*Profile, error) {
 		return nil, err
 	}
 	defer rec.Release()
-	in := b.inHost.Mapped()
-	putU32(in[0:], uint32(pos))
-	putU32(in[4:], uint32(n))
 	for i := range n {
-		putU32(in[tokensOff+4*i:], uint32((7919*i+1)%b.c.Vocab))
+		b.putInput(i, int32((7919*i+1)%b.c.Vocab), pos+i, 0)
 	}
 	var samples [][]vk.Timing
 	var walls []float64

@@ -38,8 +38,8 @@ import (
 // better use of a pass. Its output is the same either way (the drafted
 // tokens are kept only when the slot's sampler draws them).
 //
-// A backend that has one slot (no ForwardMulti, e.g. the Vulkan backend
-// today) is served one request at a time by the same loop.
+// A backend that has one slot (no ForwardMulti) is served one request at
+// a time by the same loop.
 type scheduler struct {
 	b      nn.MultiBackend
 	vocab  int

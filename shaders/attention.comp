@@ -1,7 +1,8 @@
 #version 450
 // attention: the first half of split-K (flash-decoding) causal grouped-query
-// attention for T tokens at positions p_t = pos0 + t over the float16 cache.
-// Token t's query head h sees positions j < n_t = p_t + 1 of KV head
+// attention for T tokens over the float16 cache, token t at position
+// p_t = seq[t].x of the sequence (slot) whose cache rows start at seq[t].y.
+// Token t's query head h sees its slot's positions j < n_t = p_t + 1 of KV head
 // h/(heads/kvHeads); those are cut into chunks of CHUNK positions, and one
 // workgroup computes, for chunk c and TT tokens × G query heads of one KV
 // head (R = TT·G query rows, K and V read once for all of them), the
@@ -15,9 +16,12 @@
 // in shared memory. The max and sum reductions use subgroup arithmetic when
 // compiled with -DSUBGROUP (attention_subgroup), shared memory otherwise.
 //   qkv     [T][qkvStride] float   queries at the start of each token's row (rotated)
-//   kcache  [ctx][kvHeads][hd/2] uint, vcache likewise: float16 pairs
+//   kcache  [slots·ctx][kvHeads][hd/2] uint, vcache likewise: float16 pairs
 //   partial [T][heads][chunks][hd + 2] float   acc[hd], then m, then l
-//   params  [0] = pos0
+//   seq     [T] uvec2                  (position, first cache row of its slot)
+// The TT tokens of one workgroup share the K/V reads, so they must be of one
+// slot (the host records TT = 1 for a batch of several slots); their
+// positions need not be consecutive.
 // Dispatch: x = chunks, y = (heads/G)·⌈T/TT⌉ (head group fastest). A
 // workgroup whose chunk starts at or past every one of its rows' n_t exits;
 // rows of tokens ≥ T are not written. hd/2 ≤ the workgroup size (a power
@@ -42,7 +46,7 @@ layout(std430, binding = 0) readonly buffer QKV { float qkv[]; };
 layout(std430, binding = 1) readonly buffer KC { uint kcache[]; };
 layout(std430, binding = 2) readonly buffer VC { uint vcache[]; };
 layout(std430, binding = 3) writeonly buffer Partial { float partial[]; };
-layout(std430, binding = 4) readonly buffer Params { uint params[]; };
+layout(std430, binding = 4) readonly buffer Seq { uvec2 seq[]; };
 
 layout(push_constant) uniform Push {
     uint heads;
@@ -95,9 +99,14 @@ void main() {
     uint h0 = (gl_WorkGroupID.y % groups) * G;          // first query head
     uint t0 = (gl_WorkGroupID.y / groups) * TT;         // first token
     uint kvh = h0 / (pc.heads / pc.kvHeads);
-    uint pos0 = params[0];
+    uint row0 = seq[t0].y;                              // the slot's first cache row
+    uint nt[TT];                                        // positions each token sees (0: no token)
+    uint nMax = 0;                                      // positions any token sees
+    for (uint tt = 0; tt < TT; tt++) {
+        nt[tt] = t0 + tt < pc.T ? seq[t0 + tt].x + 1 : 0;
+        nMax = max(nMax, nt[tt]);
+    }
     uint c0 = c * CHUNK;                                // first position of the chunk
-    uint nMax = pos0 + min(t0 + TT, pc.T);              // positions the last token sees
     if (c0 >= nMax) {
         return;                                         // the whole workgroup: nothing to see
     }
@@ -121,15 +130,14 @@ void main() {
         for (uint i = tid; i < TK * HW; i += WG) {
             uint jj = i / HW, w = i % HW;
             uint p = c0 + j0 + jj;
-            ks[jj * (HW + 1) + w] = p < nMax ? kcache[(p * pc.kvHeads + kvh) * HW + w] : 0u;
+            ks[jj * (HW + 1) + w] = p < nMax ? kcache[((row0 + p) * pc.kvHeads + kvh) * HW + w] : 0u;
         }
         barrier();
         for (uint i = tid; i < R * TK; i += WG) {
             uint r = i / TK, jj = i % TK;
             uint p = c0 + j0 + jj;
-            uint t = t0 + r / G;
             float d = LOWEST;
-            if (t < pc.T && p <= pos0 + t) {
+            if (p < nt[r / G]) {
                 d = 0.0;
                 for (uint w = 0; w < HW; w++) {
                     d += dot(qs[r * HW + w], unpackHalf2x16(ks[jj * (HW + 1) + w]));
@@ -144,8 +152,7 @@ void main() {
 
     // per row: m, e^{s − m} in place, l
     for (uint r = 0; r < R; r++) {
-        uint t = t0 + r / G;
-        uint n = t < pc.T ? pos0 + t + 1 : 0;           // the row sees positions < n
+        uint n = nt[r / G];                             // the row sees positions < n
         float m = LOWEST;
         for (uint j = tid; j < len; j += WG) m = max(m, sc[r * CHUNK + j]);
         m = reduce(m, true);
@@ -170,7 +177,7 @@ void main() {
     for (uint r = 0; r < R; r++) acc[r] = vec2(0.0);
     if (part < parts) {
         for (uint j = part; j < len; j += parts) {
-            vec2 v = unpackHalf2x16(vcache[((c0 + j) * pc.kvHeads + kvh) * HW + w]);
+            vec2 v = unpackHalf2x16(vcache[((row0 + c0 + j) * pc.kvHeads + kvh) * HW + w]);
             for (uint r = 0; r < R; r++) acc[r] += sc[r * CHUNK + j] * v;
         }
     }

@@ -3,14 +3,14 @@
 // with the attention sub-norm and BitLinear's int8 quantization of the result
 // fused in (the input of the output projection). One workgroup per token t
 // combines, for every query head h, the partials of the ⌈n_t/CHUNK⌉ chunks
-// that token sees (n_t = pos0 + t + 1):
+// that token sees (n_t = seq[t].x + 1, its position + 1):
 //   M = max_c m_c,   L = Σ_c l_c·e^{m_c − M},   o = Σ_c acc_c·e^{m_c − M} / L
 // then over the row o[t] of E = heads·hd values, as norm_quant does:
 //   v_i = (o_i · 1/sqrt(mean(o²) + eps)) · w_i  NORM = 1 (NORM = 0: v = o), rounded as norm_quant does
 //   m = max(1e-5, max|v|), s = 127/m, q_i = round_even(v_i·s) clamped to ±127
 //   partial [T][heads][chunks][hd + 2] float   acc[hd], then m, then l
 //   out     [T][E] float                      o (for traces and tests)
-//   params  [0] = pos0
+//   seq     [T] uvec2                          (position, first cache row of its slot)
 //   w       [E] float                         the sub-norm weight (NORM = 1)
 //   q       [T][E/4] uint                     packed int8
 //   s       [T] float
@@ -28,7 +28,7 @@ layout(constant_id = 2) const uint NORM = 1;
 
 layout(std430, binding = 0) readonly buffer Partial { float partial[]; };
 layout(std430, binding = 1) buffer Out { float outp[]; };
-layout(std430, binding = 2) readonly buffer Params { uint params[]; };
+layout(std430, binding = 2) readonly buffer Seq { uvec2 seq[]; };
 layout(std430, binding = 3) readonly buffer W { float w[]; };
 layout(std430, binding = 4) writeonly buffer Q { uint q[]; };
 layout(std430, binding = 5) writeonly buffer S { float s[]; };
@@ -43,7 +43,7 @@ layout(push_constant) uniform Push {
 void main() {
     uint t = gl_WorkGroupID.x;
     uint tid = gl_LocalInvocationID.x;
-    uint n = params[0] + t + 1;
+    uint n = seq[t].x + 1;
     uint nc = (n + CHUNK - 1) / CHUNK;
     uint stride = pc.hd + 2;
     uint E = pc.heads * pc.hd;

@@ -1,6 +1,8 @@
 #version 450
-// rope_kv: RoPE on the queries and keys of T tokens at positions
-// p = pos0 + t, and the keys and values written to the float16 cache.
+// rope_kv: RoPE on the queries and keys of T tokens, token t at position
+// p = seq[t].x of the sequence whose cache rows start at row seq[t].y (its
+// slot · ctx), and the keys and values written to that row p of the float16
+// cache.
 // Pair i is (i, i + d/2) (NEOX: bitnet, bitnet-b1.58), or (2i, 2i+1) when
 // interleaved is set (llama.cpp's llama architecture); below lo, hi.
 // One workgroup per (token t, head g) with g over the heads query heads,
@@ -9,8 +11,8 @@
 //   for i < d/2, d = ropeDim, θ = p·base^(−2i/d), (cos θ, sin θ) = rope[p][i]
 //   qkv    [T][qkvStride] float   per token: q [heads][hd], k [kvHeads][hd], v [kvHeads][hd]
 //   rope   [ctx][ropeDim/2] vec2  the rotation table, computed on the host in float64
-//   kcache [ctx][kvHeads][hd/2] uint, vcache likewise: float16 pairs
-//   params [0] = pos0
+//   kcache [slots·ctx][kvHeads][hd/2] uint, vcache likewise: float16 pairs
+//   seq    [T] uvec2                (position, first cache row of its slot)
 // The queries are rotated in place; the keys only in the cache. hd ≤ 256, even.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -21,7 +23,7 @@ layout(std430, binding = 0) buffer QKV { float qkv[]; };
 layout(std430, binding = 1) readonly buffer Rope { vec2 rope[]; };
 layout(std430, binding = 2) writeonly buffer KC { uint kcache[]; };
 layout(std430, binding = 3) writeonly buffer VC { uint vcache[]; };
-layout(std430, binding = 4) readonly buffer Params { uint params[]; };
+layout(std430, binding = 4) readonly buffer Seq { uvec2 seq[]; };
 
 // interleaved: 1 for adjacent pairs (2i, 2i+1), 0 for NEOX pairs (i, i + d/2).
 layout(push_constant) uniform Push {
@@ -38,7 +40,7 @@ shared float hs[256];
 void main() {
     uint t = gl_WorkGroupID.x, g = gl_WorkGroupID.y;
     uint tid = gl_LocalInvocationID.x;
-    uint p = params[0] + t;
+    uint p = seq[t].x;
     uint hr = pc.ropeDim / 2;
     uint base = t * pc.qkvStride + g * pc.hd;
     if (g < pc.heads) {
@@ -67,7 +69,7 @@ void main() {
         barrier();
     }
     uint kvh = isK ? g - pc.heads : g - pc.heads - pc.kvHeads;
-    uint dst = (p * pc.kvHeads + kvh) * (pc.hd / 2);
+    uint dst = ((seq[t].y + p) * pc.kvHeads + kvh) * (pc.hd / 2);
     for (uint w = tid; w < pc.hd / 2; w += gl_WorkGroupSize.x) {
         uint v = packHalf2x16(vec2(hs[2 * w], hs[2 * w + 1]));
         if (isK) {

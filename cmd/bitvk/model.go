@@ -25,7 +25,7 @@ type backendFlags struct {
 	threads int
 	ctx     int
 	head    string
-	slots   int       // sequences the CPU backend's K/V cache holds (serve --parallel); 0: one
+	slots   int       // sequences the backend's K/V cache holds (serve --parallel); 0: one
 	notes   io.Writer // where loadModel says which backend auto chose
 	// validate turns the Khronos validation layer on for the Vulkan backend.
 	validate bool
@@ -268,7 +268,7 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 	case "cpu", "":
 		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, Head: ht, Slots: bf.slots})
 	case "vulkan":
-		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, Head: ht, Validation: bf.validate, Window: bf.window})
+		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, Head: ht, Validation: bf.validate, Window: bf.window, Slots: bf.slots})
 		if err != nil {
 			err = fmt.Errorf("%w (--backend cpu runs on the CPU)", err)
 		}

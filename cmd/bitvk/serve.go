@@ -27,7 +27,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: every interface; then set --api-key)")
 	port := fs.Int("port", 8080, "TCP port to listen on (0: any free port)")
 	apiKey := fs.String("api-key", "", "require \"Authorization: Bearer KEY\" on the API and /metrics (default: $BITVK_API_KEY)")
-	parallel := fs.Int("parallel", 4, "requests generated at once (slots of the K/V cache, each of -c positions, decoded together in one pass); the Vulkan backend has one")
+	parallel := fs.Int("parallel", 4, "requests generated at once (slots of the K/V cache, each of -c positions, decoded together in one pass)")
 	prefillChunk := fs.Int("prefill-chunk", server.DefaultPrefillChunk, "most prompt tokens read per forward pass while other requests generate (smaller: smoother streams, slower prompts)")
 	queue := fs.Int("queue", 16, "requests that may wait for a free slot; more are refused with 503 and Retry-After")
 	timeout := fs.Duration("timeout", 10*time.Minute, "deadline of each request from its arrival, queue wait included (0: none)")
@@ -86,7 +86,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer m.Close()
 	slots := nn.AsMulti(m.backend).Slots()
 	if slots < *parallel {
-		fmt.Fprintf(stderr, "note: %s runs one sequence per pass: serving %d request(s) at a time instead of --parallel %d\n", m.backend.Name(), slots, *parallel)
+		fmt.Fprintf(stderr, "note: %s holds %d sequence(s): serving %d request(s) at a time instead of --parallel %d\n", m.backend.Name(), slots, slots, *parallel)
 		*parallel = slots
 	}
 	tok, err := nn.NewTokenizer(m.file)

@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -180,6 +182,59 @@ func TestServe(t *testing.T) {
 		if log := p.log(); !strings.Contains(log, "shutting down") || !strings.HasSuffix(log, "stopped\n") ||
 			!strings.Contains(log, `msg=request method=POST path=/v1/chat/completions status=200`) {
 			t.Errorf("after %v the log is:\n%s", sig, log)
+		}
+	}
+}
+
+// TestServeVulkanSlots serves on the Vulkan backend with 3 slots: the
+// startup line names them, and three greedy completions run together give
+// the text each gives alone (a token's logits do not depend on the other
+// slots' tokens of its pass).
+func TestServeVulkanSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds bitvk")
+	}
+	needVulkan(t)
+	bin := buildBitvk(t)
+	p := startServe(t, bin, "--shape", "tiny", "--backend", "vulkan", "--parallel", "3", "-c", "64", "--seed", "1")
+	if log := p.log(); !strings.Contains(log, "3 slots of context") || strings.Contains(log, "note:") {
+		t.Errorf("startup:\n%s", log)
+	}
+	complete := func(prompt string) (string, error) {
+		body := `{"prompt":` + strconv.Quote(prompt) + `,"max_tokens":12,"temperature":0}`
+		resp, err := http.Post(p.url+"/v1/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Choices []struct{ Text string } `json:"choices"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || len(out.Choices) != 1 {
+			return "", fmt.Errorf("status %d, %d choices (%v)", resp.StatusCode, len(out.Choices), err)
+		}
+		return out.Choices[0].Text, nil
+	}
+	prompts := []string{"one two three", "the quick brown fox jumps", "a"}
+	alone := make([]string, len(prompts))
+	for i, pr := range prompts {
+		var err error
+		if alone[i], err = complete(pr); err != nil {
+			t.Fatalf("prompt %d alone: %v", i, err)
+		}
+	}
+	together := make([]string, len(prompts))
+	errs := make([]error, len(prompts))
+	var wg sync.WaitGroup
+	for i, pr := range prompts {
+		wg.Go(func() { together[i], errs[i] = complete(pr) })
+	}
+	wg.Wait()
+	for i := range prompts {
+		if errs[i] != nil {
+			t.Errorf("prompt %d together: %v", i, errs[i])
+		} else if together[i] != alone[i] {
+			t.Errorf("prompt %d: %q beside the others, %q alone", i, together[i], alone[i])
 		}
 	}
 }
