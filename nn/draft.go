@@ -1,6 +1,9 @@
 package nn
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // A Drafter guesses the tokens that follow a sequence, so that the engine
 // can verify several of them in one batched forward pass (see
@@ -67,7 +70,7 @@ func (d *DraftStats) Add(o DraftStats) {
 	}
 }
 
-// draftPolicy decides how many drafted tokens a verification pass carries.
+// DraftPolicy decides how many drafted tokens a verification pass carries.
 // It learns two things as the engine runs: the chance a that a drafted
 // token is kept (given the ones before it were), per generation, and the
 // cost of a pass of k+1 tokens relative to a plain step, 1 + r·k, timed
@@ -80,16 +83,18 @@ func (d *DraftStats) Add(o DraftStats) {
 // cache), the drafter backs off. It then still verifies a single drafted
 // token once every r/probeCost declined drafts (between 8 and 256), to
 // notice when drafting pays again at a cost of about probeCost of a step.
-type draftPolicy struct {
+type DraftPolicy struct {
 	max      int
 	kept     float64 // decayed count of drafted tokens kept
 	tried    float64 // decayed count of drafted tokens the sampler judged
 	declined int     // drafts declined since the last verification pass
-	cost     *draftCost
+	every    bool    // verify every draft (GenerateOptions.DraftEvery)
+	cost     *DraftCost
 }
 
-// draftCost is what a verification pass costs on an engine's backend.
-type draftCost struct {
+// DraftCost is what a verification pass costs on a backend, learned as
+// it runs; keep one per backend and model, across generations.
+type DraftCost struct {
 	plain  float64 // seconds of a plain (one-token) decode step, running mean; 0: not yet timed
 	nPlain int
 	r      float64 // extra cost per drafted token, relative to a plain step
@@ -101,15 +106,19 @@ const (
 	probeCost  = 0.005 // the share of a step probing a backed-off drafter may cost
 )
 
-func newDraftPolicy(max int, cost *draftCost) *draftPolicy {
+// NewDraftPolicy returns the policy of one generation that drafts at most
+// max tokens per pass, learning into cost; every verifies every draft
+// (GenerateOptions.DraftEvery). nn.Engine makes its own; a scheduler that
+// verifies drafts itself (the server's slots) makes one per request.
+func NewDraftPolicy(max int, every bool, cost *DraftCost) *DraftPolicy {
 	// Prior: half the drafted tokens kept.
-	return &draftPolicy{max: max, kept: 1, tried: 2, cost: cost}
+	return &DraftPolicy{max: max, kept: 1, tried: 2, every: every, cost: cost}
 }
 
-// newDraftCost starts the cost estimate from a prior of a drafted token
+// NewDraftCost starts the cost estimate from a prior of a drafted token
 // costing a third of a step, worth one measurement: the first timed
 // passes replace it.
-func newDraftCost() *draftCost { return &draftCost{r: 1.0 / 3, nR: 1} }
+func NewDraftCost() *DraftCost { return &DraftCost{r: 1.0 / 3, nR: 1} }
 
 // mean folds x into a running mean of n samples, an exponential one once
 // n is large.
@@ -118,11 +127,11 @@ func mean(m *float64, n *int, x float64) {
 	*m += (x - *m) * max(1/float64(*n), 1-draftDecay)
 }
 
-// choose returns how many of n drafted tokens to verify.
-func (p *draftPolicy) choose(n int) int {
+// Choose returns how many of n drafted tokens to verify.
+func (p *DraftPolicy) Choose(n int) int {
 	n = min(n, p.max)
-	if n <= 0 {
-		return 0
+	if n <= 0 || p.every {
+		return max(n, 0)
 	}
 	a, r := p.kept/p.tried, p.cost.r
 	best, bestRate := 0, 1.0 // a plain step: one token per unit of time
@@ -146,14 +155,14 @@ func (p *draftPolicy) choose(n int) int {
 	return best
 }
 
-// timedPlain records the duration of a plain decode step.
-func (p *draftPolicy) timedPlain(d time.Duration) {
+// TimedPlain records the duration of a plain decode step.
+func (p *DraftPolicy) TimedPlain(d time.Duration) {
 	mean(&p.cost.plain, &p.cost.nPlain, d.Seconds())
 }
 
-// timedPass records a verification pass of k drafted tokens, of which
+// TimedPass records a verification pass of k drafted tokens, of which
 // kept were kept and, when rejected, one more was judged and refused.
-func (p *draftPolicy) timedPass(k, kept int, rejected bool, d time.Duration) {
+func (p *DraftPolicy) TimedPass(k, kept int, rejected bool, d time.Duration) {
 	p.kept = draftDecay*p.kept + float64(kept)
 	p.tried = draftDecay*p.tried + float64(kept)
 	if rejected {
@@ -162,4 +171,18 @@ func (p *draftPolicy) timedPass(k, kept int, rejected bool, d time.Duration) {
 	if c := p.cost; c.plain > 0 && k > 0 {
 		mean(&c.r, &c.nR, max((d.Seconds()/c.plain-1)/float64(k), 0))
 	}
+}
+
+// TokenProb is the softmax probability of token id under logits: what the
+// lossy threshold rule (DraftThreshold) compares.
+func TokenProb(logits []float32, id int32) float64 {
+	mx := math.Inf(-1)
+	for _, x := range logits {
+		mx = max(mx, float64(x))
+	}
+	var sum float64
+	for _, x := range logits {
+		sum += math.Exp(float64(x) - mx)
+	}
+	return math.Exp(float64(logits[id])-mx) / sum
 }

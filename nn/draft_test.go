@@ -179,7 +179,7 @@ func TestDraftLossless(t *testing.T) {
 				for _, dmax := range []int{1, 3, 8} {
 					t.Run(fmt.Sprintf("sampler%d/limit%d/%s/max%d", ci, li, d.name, dmax), func(t *testing.T) {
 						o := lim
-						o.Draft, o.DraftMax = d.draft(truth), dmax
+						o.Draft, o.DraftMax, o.DraftEvery = d.draft(truth), dmax, true
 						got := generate(t, vocab, ctx, prompt, o, sc)
 						if !slices.Equal(got.toks, plain.toks) {
 							t.Fatalf("tokens %v, plain decoding %v", got.toks, plain.toks)
@@ -248,21 +248,21 @@ func TestDraftBackoff(t *testing.T) {
 		t.Error("no draft was declined")
 	}
 
-	p := newDraftPolicy(8, newDraftCost())
-	p.timedPlain(time.Millisecond)
+	p := NewDraftPolicy(8, false, NewDraftCost())
+	p.TimedPlain(time.Millisecond)
 	for range 10 {
-		p.timedPass(8, 8, false, 1200*time.Microsecond)
+		p.TimedPass(8, 8, false, 1200*time.Microsecond)
 	}
-	if k := p.choose(8); k != 8 {
+	if k := p.Choose(8); k != 8 {
 		t.Errorf("after ten passes keeping all 8 tokens at 1.2× a plain step, the policy verifies %d of 8", k)
 	}
-	if k := p.choose(3); k != 3 {
+	if k := p.Choose(3); k != 3 {
 		t.Errorf("the policy verifies %d of a 3-token draft", k)
 	}
 	for range 100 {
-		p.timedPass(2, 0, true, 1500*time.Microsecond)
+		p.TimedPass(2, 0, true, 1500*time.Microsecond)
 	}
-	if k := p.choose(8); k != 0 {
+	if k := p.Choose(8); k != 0 {
 		t.Errorf("after a hundred passes keeping nothing the policy still verifies %d tokens", k)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -17,7 +16,7 @@ type Engine struct {
 	tokens []int32    // the tokens whose keys and values the cache holds, in order
 	logits []float32  // [vocab] logits after the last token of tokens
 	all    []float32  // [k][vocab] logits of a verification pass
-	cost   *draftCost // what a verification pass costs here, learned across generations
+	cost   *DraftCost // what a verification pass costs here, learned across generations
 	valid  bool       // logits belong to the last token
 }
 
@@ -192,6 +191,9 @@ type GenerateOptions struct {
 	// of the raw logits) is at least the threshold, without drawing. The
 	// output then differs from plain decoding's.
 	DraftThreshold float32
+	// DraftEvery verifies every draft, as long as drafted, with no backoff:
+	// for tests and measurements of the verification itself.
+	DraftEvery bool
 }
 
 // Generate evaluates prompt (appended to the sequence) and then samples up to
@@ -203,7 +205,7 @@ func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions
 	if len(prompt) == 0 && !e.valid {
 		return st, errors.New("nn: nothing to generate from: the prompt is empty")
 	}
-	var policy *draftPolicy
+	var policy *DraftPolicy
 	if o.Draft != nil {
 		switch {
 		case o.DraftMax < 0 || o.DraftMax > MaxDraft:
@@ -214,9 +216,9 @@ func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions
 			o.DraftMax = DefaultDraftMax
 		}
 		if e.cost == nil {
-			e.cost = newDraftCost()
+			e.cost = NewDraftCost()
 		}
-		policy = newDraftPolicy(o.DraftMax, e.cost)
+		policy = NewDraftPolicy(o.DraftMax, o.DraftEvery, e.cost)
 	}
 	if err := ctx.Err(); err != nil {
 		st.Stop = StopInterrupted
@@ -289,7 +291,7 @@ func (e *Engine) Generate(ctx context.Context, prompt []int32, o GenerateOptions
 		}
 		st.Draft.Steps++
 		if policy != nil {
-			policy.timedPlain(time.Since(step))
+			policy.TimedPlain(time.Since(step))
 		}
 	}
 }
@@ -318,7 +320,7 @@ func (e *Engine) emitOne(ctx context.Context, st *Stats, o GenerateOptions, id i
 // draft asks o.Draft for tokens to follow the sequence and id (the token
 // about to be evaluated), and keeps as many as the policy finds worth a
 // pass, within the context and the length limit.
-func (e *Engine) draft(dst []int32, id int32, o GenerateOptions, generated int, p *draftPolicy, ds *DraftStats) ([]int32, error) {
+func (e *Engine) draft(dst []int32, id int32, o GenerateOptions, generated int, p *DraftPolicy, ds *DraftStats) ([]int32, error) {
 	room := min(o.DraftMax, e.Context()-len(e.tokens)-1)
 	if o.MaxTokens > 0 {
 		room = min(room, o.MaxTokens-generated-1) // the pass yields one token more than it keeps
@@ -339,7 +341,7 @@ func (e *Engine) draft(dst []int32, id int32, o GenerateOptions, generated int, 
 	if len(dst) == 0 {
 		return dst, nil
 	}
-	k := p.choose(len(dst))
+	k := p.Choose(len(dst))
 	if k == 0 {
 		ds.Declined++
 	}
@@ -352,7 +354,7 @@ func (e *Engine) draft(dst []int32, id int32, o GenerateOptions, generated int, 
 // top of the loop), or why the generation stopped. The sequence is left as
 // plain decoding would leave it: the refused draft's cache positions are
 // forgotten and overwritten by the next pass.
-func (e *Engine) verify(ctx context.Context, id int32, draft []int32, o GenerateOptions, s *Sampler, st *Stats, p *draftPolicy, emit func(int32) error) (int32, StopReason, error) {
+func (e *Engine) verify(ctx context.Context, id int32, draft []int32, o GenerateOptions, s *Sampler, st *Stats, p *DraftPolicy, emit func(int32) error) (int32, StopReason, error) {
 	base, v := len(e.tokens), e.c.Vocab
 	toks := append(append(make([]int32, 0, len(draft)+1), id), draft...)
 	if err := e.check(toks); err != nil {
@@ -376,7 +378,7 @@ func (e *Engine) verify(ctx context.Context, id int32, draft []int32, o Generate
 	done := func(rejected bool) {
 		st.Draft.Accepted += kept
 		st.Draft.Lengths[kept]++
-		p.timedPass(len(draft), kept, rejected, took)
+		p.TimedPass(len(draft), kept, rejected, took)
 	}
 	for j := 0; ; j++ {
 		// The sequence plain decoding holds here: everything through
@@ -386,7 +388,7 @@ func (e *Engine) verify(ctx context.Context, id int32, draft []int32, o Generate
 		copy(e.logits, l)
 		e.valid = true
 		var y int32
-		if j < len(draft) && o.DraftThreshold > 0 && probOf(l, draft[j]) >= float64(o.DraftThreshold) {
+		if j < len(draft) && o.DraftThreshold > 0 && TokenProb(l, draft[j]) >= float64(o.DraftThreshold) {
 			y = draft[j]
 		} else {
 			var err error
@@ -406,19 +408,6 @@ func (e *Engine) verify(ctx context.Context, id int32, draft []int32, o Generate
 			return -1, stop, err
 		}
 	}
-}
-
-// probOf is the softmax probability of token id under logits.
-func probOf(logits []float32, id int32) float64 {
-	mx := math.Inf(-1)
-	for _, x := range logits {
-		mx = max(mx, float64(x))
-	}
-	var sum float64
-	for _, x := range logits {
-		sum += math.Exp(float64(x) - mx)
-	}
-	return math.Exp(float64(logits[id])-mx) / sum
 }
 
 // evalArgmax appends tokens to the sequence and returns the greedy next

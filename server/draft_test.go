@@ -36,7 +36,7 @@ func TestServerDrafting(t *testing.T) {
 
 	d := &replay{}
 	ts := newTestServer(t, testOptions{noEOG: true, edit: func(c *Config) {
-		c.Draft, c.DraftMax, c.NoReuse = d, 6, true
+		c.Draft, c.DraftMax, c.NoReuse, c.DraftEvery = d, 6, true, true
 	}})
 	first := ts.complete(t, "/v1/completions", body) // records
 	resp, b := ts.post(t, "/v1/completions", body)   // replays

@@ -44,10 +44,11 @@ type Config struct {
 
 	// Draft drafts tokens for speculative decoding (nil: none); it must
 	// be safe for concurrent use (the drafters of nn/spec only read).
-	// DraftMax and DraftThreshold are nn.GenerateOptions'.
+	// DraftMax, DraftThreshold and DraftEvery are nn.GenerateOptions'.
 	Draft          nn.Drafter
 	DraftMax       int
 	DraftThreshold float32
+	DraftEvery     bool // verify every draft, no backoff (tests, measurements)
 
 	// Parallel is the number of requests generated at once, each in its
 	// own slot of the backend's K/V cache (nn.MultiBackend); 0: every slot
@@ -157,7 +158,7 @@ func New(c Config) (*Server, error) {
 		float64(c.Parallel))
 	s.w = newScheduler(mb, c.Engine.Config(), c.Tokenizer, c.Parallel, s.q, s.m)
 	s.w.reuse, s.w.chunk = !c.NoReuse, c.PrefillChunk
-	s.w.draft = nn.GenerateOptions{Draft: c.Draft, DraftMax: c.DraftMax, DraftThreshold: c.DraftThreshold}
+	s.w.draft = nn.GenerateOptions{Draft: c.Draft, DraftMax: c.DraftMax, DraftThreshold: c.DraftThreshold, DraftEvery: c.DraftEvery}
 	if s.w.draft.DraftMax == 0 {
 		s.w.draft.DraftMax = nn.DefaultDraftMax
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,6 +46,7 @@ type scheduler struct {
 	tok    *tokenizer.Tokenizer
 	reuse  bool               // keep the slots' caches between requests
 	draft  nn.GenerateOptions // the drafting fields
+	cost   *nn.DraftCost      // what a verification pass costs here, learned across requests
 	chunk  int                // prompt tokens per pass while some slot generates
 	q      *queue
 	m      *metrics
@@ -86,6 +86,8 @@ type slot struct {
 	row0  int     // its first logits row
 	n     int     // tokens it put in the pass
 	draft []int32 // drafted tokens after pending
+
+	policy *nn.DraftPolicy // the job's drafting backoff
 }
 
 func newScheduler(b nn.MultiBackend, c *nn.Config, tok *tokenizer.Tokenizer, parallel int, q *queue, m *metrics) *scheduler {
@@ -195,6 +197,12 @@ func (w *scheduler) start(j *job) {
 		return
 	}
 	sl.s = s
+	if w.draft.Draft != nil {
+		if w.cost == nil {
+			w.cost = nn.NewDraftCost()
+		}
+		sl.policy = nn.NewDraftPolicy(w.draft.DraftMax, w.draft.DraftEvery, w.cost)
+	}
 	sl.dec = w.tok.NewDecoder()
 	sl.dec.Prime(j.prompt)
 	sl.stop = newStopper(j.stop)
@@ -296,6 +304,9 @@ func (w *scheduler) step() {
 		case len(sl.draft) == 0:
 			sl.cache = append(sl.cache, sl.pending)
 			sl.st.Draft.Steps++
+			if sl.policy != nil && active == 1 && len(w.batch) == 1 {
+				sl.policy.TimedPlain(time.Since(passStart)) // a plain step alone: the policy's unit of cost
+			}
 			w.sample(sl, row(sl.row0))
 		default:
 			w.verify(sl, row, time.Since(passStart))
@@ -392,10 +403,18 @@ func (w *scheduler) draftFor(sl *slot) []int32 {
 	}
 	for i, t := range d {
 		if t < 0 || int(t) >= w.vocab {
-			return d[:i] // a drafter's mistake costs only its draft
+			d = d[:i] // a drafter's mistake costs only its draft
+			break
 		}
 	}
-	return d
+	if len(d) == 0 {
+		return d
+	}
+	k := sl.policy.Choose(len(d))
+	if k == 0 {
+		sl.st.Draft.Declined++
+	}
+	return d[:k]
 }
 
 // verify takes the pass that evaluated the slot's pending token and its
@@ -410,16 +429,17 @@ func (w *scheduler) verify(sl *slot, row func(int) []float32, took time.Duration
 	ds.Steps++
 	ds.Passes++
 	ds.Drafted += len(d)
-	kept := 0
+	kept, rejected := 0, false
 	defer func() {
 		ds.Accepted += kept
 		ds.Lengths[kept]++
+		sl.policy.TimedPass(len(d), kept, rejected, took)
 	}()
 	for k := 0; ; k++ {
 		l := row(sl.row0 + k)
 		sl.cache = full[:base+1+k] // what plain decoding holds here
 		var y int32
-		if k < len(d) && w.draft.DraftThreshold > 0 && probOf(l, d[k]) >= float64(w.draft.DraftThreshold) {
+		if k < len(d) && w.draft.DraftThreshold > 0 && nn.TokenProb(l, d[k]) >= float64(w.draft.DraftThreshold) {
 			y = d[k]
 		} else {
 			var err error
@@ -431,6 +451,8 @@ func (w *scheduler) verify(sl *slot, row func(int) []float32, took time.Duration
 		match := k < len(d) && y == d[k]
 		if match {
 			kept++
+		} else if k < len(d) {
+			rejected = true
 		}
 		if w.emit(sl, y, l) || !match {
 			return
@@ -524,19 +546,6 @@ func (w *scheduler) finish(sl *slot, how ending, err error) {
 func (w *scheduler) retryAfter() int {
 	ahead := time.Duration(w.q.len()+1) * time.Duration(w.avgJob.Load()) / time.Duration(len(w.slots))
 	return min(max(int((ahead+time.Second-1)/time.Second), 1), 60)
-}
-
-// probOf is the softmax probability of token id under logits.
-func probOf(logits []float32, id int32) float64 {
-	mx := math.Inf(-1)
-	for _, x := range logits {
-		mx = max(mx, float64(x))
-	}
-	var sum float64
-	for _, x := range logits {
-		sum += math.Exp(float64(x) - mx)
-	}
-	return math.Exp(float64(logits[id])-mx) / sum
 }
 
 // slotView is what GET /slots shows of a slot.

@@ -82,6 +82,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	serveURL := fs.String("serve", "", "time a running server at this `URL` (bitvk serve, or any OpenAI-compatible one): -c streams at once, each -n tokens of the --prompt-file prompt")
 	clients := fs.String("c", "1,4", "with --serve, numbers of concurrent streams, comma-separated")
 	apiKey := fs.String("api-key", "", "with --serve, the server's API key (default: $BITVK_API_KEY)")
+	draftEvery := fs.Bool("draft-every", false, "with --draft, verify every draft, without the backoff: what the drafters guess right and what verifying it all costs")
 	verify := fs.Bool("verify", false, "time the verification pass: k+1 tokens with every token's logits, over a one-token step, k = 0…--draft-max")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -161,6 +162,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		db.n = gens[0]
 		db.df = draftFlags{mode: "off", max: *draftMax, chains: *chains}
+		db.every = *draftEvery
 		for _, mode := range db.modes {
 			d := db.df
 			d.mode = mode

@@ -27,7 +27,7 @@ type draftBench struct {
 	prompt   string
 	n, reps  int
 	asJSON   bool
-	checkOff bool // a mode's tokens must equal off's
+	every    bool // verify every draft (no backoff)
 }
 
 // draftResult is one mode's row of bench --draft.
@@ -96,7 +96,7 @@ func runDraftBench(db draftBench, stdout, stderr io.Writer) error {
 		var total nn.Stats
 		for rep := -1; rep < db.reps; rep++ { // rep -1 warms up
 			m.engine.Reset()
-			o := nn.GenerateOptions{MaxTokens: n}
+			o := nn.GenerateOptions{MaxTokens: n, DraftEvery: db.every}
 			df.options(&o, d)
 			var toks []int32
 			st, err := m.engine.Generate(context.Background(), prompt, o, greedy, func(id int32) error {

@@ -101,7 +101,7 @@ func TestBenchDraft(t *testing.T) {
 	if err := os.WriteFile(prompt, []byte(versePrompt), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := bitvk("bench", "--draft", "off,lookup", "--prompt-file", prompt, "-n", "32", "-r", "1", "-t", "1", "--backend", "cpu", "--json")
+	code, out, stderr := bitvk("bench", "--draft", "off,lookup", "--draft-every", "--prompt-file", prompt, "-n", "32", "-r", "1", "-t", "1", "--backend", "cpu", "--json")
 	if code != 0 {
 		t.Fatalf("bench --draft: exit %d: %s", code, stderr)
 	}
@@ -120,7 +120,7 @@ func TestBenchDraft(t *testing.T) {
 	if rs[0].Drafted != 0 || rs[1].Drafted == 0 || rs[1].Accepted == 0 {
 		t.Errorf("drafting counts: off %+v, lookup %+v", rs[0], rs[1])
 	}
-	code, out, stderr = bitvk("bench", "--draft", "off,lookup", "--prompt-file", prompt, "-n", "16", "-r", "1", "-t", "1", "--backend", "cpu")
+	code, out, stderr = bitvk("bench", "--draft", "off,lookup", "--draft-every", "--prompt-file", prompt, "-n", "16", "-r", "1", "-t", "1", "--backend", "cpu")
 	if code != 0 || !strings.Contains(out, "same as off") || !strings.Contains(out, "lookup (prompt lookup): kept per pass") {
 		t.Errorf("bench --draft table: exit %d\n%s\n%s", code, out, stderr)
 	}

@@ -207,7 +207,7 @@ func TestPerplexityKLDivergence(t *testing.T) {
 	if r.mean != 0 || r.max > 1e-6 || r.sameTop != 100 || r.ratio != 1 || r.rows != 4 || math.Abs(r.basePPL-ppl) > 1e-4*ppl {
 		t.Errorf("the same run compared: %+v (base PPL %v)\n%s", r, ppl, out)
 	}
-	if !strings.Contains(stderr, "comparing with "+base) || !strings.Contains(stderr, "head stored") {
+	if !strings.Contains(stderr, "comparing with "+base) || !strings.Contains(stderr, "head f16") {
 		t.Errorf("stderr does not name the base and what wrote it:\n%s", stderr)
 	}
 

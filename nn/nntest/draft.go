@@ -61,7 +61,7 @@ func Drafting(t *testing.T, newBackend Factory, exact bool) {
 		}
 		e.Reset()
 		var toks []int32
-		st, err := e.Generate(context.Background(), prompt, nn.GenerateOptions{MaxTokens: 40, Draft: d}, s, func(id int32) error {
+		st, err := e.Generate(context.Background(), prompt, nn.GenerateOptions{MaxTokens: 40, Draft: d, DraftEvery: true}, s, func(id int32) error {
 			toks = append(toks, id)
 			return nil
 		})
