@@ -39,10 +39,13 @@ func newHead(p *pool, w *nn.Weights, ht nn.HeadType) (*head, error) {
 	t := w.Output
 	ht = ht.For(t.Type)
 	h := &head{rows: t.Out, n: t.In, typ: ht, group: ht.Group()}
-	if ht == nn.HeadF16 && t.Type == nn.TypeF16 {
-		h.f16 = f16View(t.Data) // in place: the file pages are the one copy
-		return h, nil
-	}
+	// A float16 head is copied out of the file too, rather than read in
+	// place: a decode step streams all of it, and on the Zen 5 VM of
+	// docs/BENCHMARKS.md it streamed from the file's page-cache pages at
+	// about half the rate it does from the process's own memory (2B shape,
+	// two threads: 50-70 ms a step against 42 ms). The file's pages are
+	// released as the copy goes, as for the conversions below.
+	copyF16 := ht == nn.HeadF16 && t.Type == nn.TypeF16
 	switch {
 	case ht == nn.HeadQ8:
 		h.q8 = make([]int8, h.rows*h.n)
@@ -54,7 +57,7 @@ func newHead(p *pool, w *nn.Weights, ht nn.HeadType) (*head, error) {
 		h.q8 = make([]int8, h.rows*h.n)
 		h.q8Scale = make([]float32, h.rows*(h.n/h.group))
 	default:
-		h.f16 = make([]uint16, h.rows*h.n)
+		h.f16 = alignedF16(h.rows * h.n)
 	}
 	errs := make([]error, p.workers)
 	rowBytes := len(t.Data) / max(t.Out, 1)
@@ -62,7 +65,9 @@ func newHead(p *pool, w *nn.Weights, ht nn.HeadType) (*head, error) {
 		row := make([]float32, h.n)
 		done := lo // rows [lo, done) converted and released
 		for r := lo; r < hi && errs[wk] == nil; r++ {
-			if h.group > 0 {
+			if copyF16 {
+				copy(h.f16[r*h.n:(r+1)*h.n], f16View(t.Data[r*rowBytes:(r+1)*rowBytes]))
+			} else if h.group > 0 {
 				g := h.n / h.group
 				errs[wk] = nn.HeadBlocks(t, r, ht, h.q8[r*h.n:(r+1)*h.n], h.q8Scale[r*g:(r+1)*g], row)
 			} else if errs[wk] = t.Row(r, row); errs[wk] == nil {

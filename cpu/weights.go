@@ -173,6 +173,13 @@ func alignedBytes(n int) []byte {
 	return b[off : off+n : off+n]
 }
 
+// alignedF16 returns n float16 values whose first sits on a 64-byte
+// boundary.
+func alignedF16(n int) []uint16 {
+	b := alignedBytes(2 * n)
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
 func finite(x float32) bool { return !math.IsInf(float64(x), 0) && !math.IsNaN(float64(x)) }
 
 // littleEndian says whether this machine stores numbers as GGUF files do.
