@@ -20,14 +20,14 @@ import (
 // drafting mode, timed in the same run, each checked against plain
 // decoding's tokens.
 type draftBench struct {
-	src      modelSource
-	bf       backendFlags
-	df       draftFlags
-	modes    []string
-	prompt   string
-	n, reps  int
-	asJSON   bool
-	every    bool // verify every draft (no backoff)
+	src     modelSource
+	bf      backendFlags
+	df      draftFlags
+	modes   []string
+	prompt  string
+	n, reps int
+	asJSON  bool
+	every   bool // verify every draft (no backoff)
 }
 
 // draftResult is one mode's row of bench --draft.
