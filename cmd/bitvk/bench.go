@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -144,8 +143,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		return runServeBench(sb, stdout, stderr)
 	}
-	shapeSet := false
-	fs.Visit(func(f *flag.Flag) { shapeSet = shapeSet || f.Name == "shape" })
+	shapeSet := flagGiven(fs, "shape")
 	if *drafts != "" {
 		if *verify {
 			return usageError(fs, "give --draft or --verify, not both")

@@ -128,13 +128,7 @@ func runDraftBench(db draftBench, stdout, stderr io.Writer) error {
 		r.Drafted, r.Accepted, r.Passes = ds.Drafted/db.reps, ds.Accepted/db.reps, ds.Passes/db.reps
 		r.AcceptRate, r.MeanAccepted = ds.AcceptRate(), ds.MeanAccepted()
 		r.PassesSaved = max(total.GenTokens-db.reps-ds.Steps, 0) / db.reps
-		last := 0
-		for k, c := range ds.Lengths {
-			if c > 0 {
-				last = k
-			}
-		}
-		r.Lengths = append([]int(nil), ds.Lengths[:last+1]...)
+		r.Lengths = histogramLengths(ds)
 		results = append(results, r)
 	}
 	for i := range results {
@@ -177,17 +171,6 @@ func runDraftBench(db draftBench, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
-}
-
-func lengthsText(ls []int) string {
-	var b strings.Builder
-	for k, c := range ls {
-		if k > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%d:%d", k, c)
-	}
-	return b.String()
 }
 
 // verifyBench is bench --verify: the time of a pass of k+1 tokens with

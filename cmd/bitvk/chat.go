@@ -52,7 +52,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q (messages are read from standard input)", pos[0])
 	case !src.given():
-		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
+		return usageError(fs, errSources)
 	case *n == 0 || *n < -1:
 		return usageError(fs, "-n must be positive or -1")
 	}
@@ -87,9 +87,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if drafter != nil {
-		fmt.Fprintf(stderr, "drafting: %s, up to %d tokens per pass\n", what, df.max)
-	}
+	df.announce(stderr, what, "")
 	conv := newConversation(conversationConfig{
 		engine: m.engine, tok: tok, tmpl: t, sampler: s,
 		maxTokens: *n, keepSystem: *keepSystem, system: *system,

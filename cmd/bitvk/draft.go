@@ -76,6 +76,18 @@ func (df *draftFlags) drafter(m *model) (nn.Drafter, string, error) {
 	return spec.Auto(nil), "prompt lookup", nil
 }
 
+// announce says on w what drafts ("" for none), with a note (""
+// for none) after it.
+func (df *draftFlags) announce(w io.Writer, what, note string) {
+	if what == "" {
+		return
+	}
+	if note != "" {
+		note = ", " + note
+	}
+	fmt.Fprintf(w, "drafting: %s, up to %d tokens per pass%s\n", what, df.max, note)
+}
+
 // options fills o's drafting fields.
 func (df *draftFlags) options(o *nn.GenerateOptions, d nn.Drafter) {
 	o.Draft, o.DraftMax, o.DraftThreshold = d, df.max, float32(df.threshold)
@@ -127,19 +139,27 @@ func printDraftStats(w io.Writer, st nn.Stats) {
 
 // draftHistogram writes the accepted lengths as "0:3 1:5 2:9 …", up to the
 // longest seen.
-func draftHistogram(d nn.DraftStats) string {
+func draftHistogram(d nn.DraftStats) string { return lengthsText(histogramLengths(d)) }
+
+// histogramLengths is d.Lengths up to the longest kept length seen.
+func histogramLengths(d nn.DraftStats) []int {
 	last := 0
 	for n, c := range d.Lengths {
 		if c > 0 {
 			last = n
 		}
 	}
+	return append([]int(nil), d.Lengths[:last+1]...)
+}
+
+// lengthsText writes counts as "0:3 1:5 …", the index before each.
+func lengthsText(ls []int) string {
 	var b strings.Builder
-	for n := 0; n <= last; n++ {
-		if n > 0 {
+	for k, c := range ls {
+		if k > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%d:%d", n, d.Lengths[n])
+		fmt.Fprintf(&b, "%d:%d", k, c)
 	}
 	return b.String()
 }

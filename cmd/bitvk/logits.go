@@ -26,7 +26,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
+		return usageError(fs, errSources)
 	case *tokens == "":
 		return usageError(fs, "give the tokens with --tokens ID,ID,...")
 	case *top < 0 || *batch < 1:

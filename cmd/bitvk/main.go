@@ -123,6 +123,13 @@ func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
 
 // parseFlags parses args, allowing flags after positional arguments
 // ("bitvk inspect model.gguf --json"), and returns the positionals.
+// flagGiven reports whether the command line set the named flag.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {

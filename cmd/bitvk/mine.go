@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -46,13 +45,12 @@ func runMine(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cSet := false
-	fs.Visit(func(f *flag.Flag) { cSet = cSet || f.Name == "c" })
+	cSet := flagGiven(fs, "c")
 	switch {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q (name texts with -f)", pos[0])
 	case !src.given():
-		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
+		return usageError(fs, errSources)
 	case len(files) == 0:
 		return usageError(fs, "give the text to mine with -f FILE")
 	case *out == "":

@@ -143,6 +143,9 @@ func addHFFlag(fs *flag.FlagSet, hf *string) {
 
 // given reports whether at most one source was named (with none, the
 // embedded trained model runs).
+// errSources is the usage error of a command given more than one model source.
+const errSources = "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)"
+
 func (ms *modelSource) given() bool { return countSet(ms.path != "", ms.hf != "", ms.shape != "") <= 1 }
 
 // builtin reports whether no source was named.

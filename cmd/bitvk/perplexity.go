@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -54,13 +53,12 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cSet := false
-	fs.Visit(func(f *flag.Flag) { cSet = cSet || f.Name == "c" })
+	cSet := flagGiven(fs, "c")
 	switch {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
+		return usageError(fs, errSources)
 	case *klMode && *klBase == "":
 		return usageError(fs, "--kl-divergence needs --kl-divergence-base FILE, written by an earlier run without --kl-divergence")
 	case !*klMode && *file == "":

@@ -75,7 +75,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
+		return usageError(fs, errSources)
 	case countSet(*text != "", *file != "", *tokens != "") != 1:
 		return usageError(fs, "give the prompt once: -p TEXT, -f FILE or --tokens ID,ID,...")
 	case *tokens != "" && *chat:
@@ -118,9 +118,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if drafter != nil {
-		fmt.Fprintf(stderr, "drafting: %s, up to %d tokens per pass\n", what, df.max)
-	}
+	df.announce(stderr, what, "")
 	tok, err := nn.NewTokenizer(m.file)
 	if err != nil && prompt == nil {
 		return fmt.Errorf("text prompts need the model's tokenizer: %w", err)

@@ -55,7 +55,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
+		return usageError(fs, errSources)
 	case *port < 0 || *port > 65535:
 		return usageError(fs, "--port %d is not a TCP port", *port)
 	case *queue < 0 || *timeout < 0 || *maxBody <= 0 || *grace < 0:
@@ -136,9 +136,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		tmplName = t.Name()
 	}
 	fmt.Fprintf(stderr, "%s: %s, %s, %d slots of context %d, template %s\n", m.path, describe(m.config), m.backend.Name(), *parallel, m.engine.Context(), tmplName)
-	if drafter != nil {
-		fmt.Fprintf(stderr, "drafting: %s, up to %d tokens per pass, while one request runs\n", what, df.max)
-	}
+	df.announce(stderr, what, "while one request runs")
 	if ip := net.ParseIP(*host); *apiKey == "" && (ip == nil || !ip.IsLoopback()) && *host != "localhost" {
 		fmt.Fprintf(stderr, "warning: listening on %s without --api-key: anyone who can reach this port can use the model\n", *host)
 	}

@@ -38,7 +38,7 @@ func runView(args []string, stdout, stderr io.Writer) error {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
-		return usageError(fs, "give only one of -m FILE, -hf ORG/REPO[:FILE] and --shape (with none, the built-in model runs)")
+		return usageError(fs, errSources)
 	case *n < 1:
 		return usageError(fs, "-n must be positive")
 	case *frames < 1:
