@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bitvk/bitvk/gguf"
-	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/train"
 )
 
@@ -18,15 +16,7 @@ import (
 func trainerCheckpoint(t *testing.T) (dir, vocab string) {
 	t.Helper()
 	vocab = synthTiny(t)
-	f, err := gguf.Open(vocab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tok, err := nn.NewTokenizer(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := openTokenizer(t, vocab)
 	d, err := train.Tokenize(tok, []train.Text{{Name: "t", Body: []byte(strings.Repeat("the king said unto the people. ", 8))}})
 	if err != nil {
 		t.Fatal(err)

@@ -54,15 +54,7 @@ func TestMineCommand(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
 	}
-	f, err := gguf.Open(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tok, err := nn.NewTokenizer(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := openTokenizer(t, model)
 	c, err := spec.LoadChains(out, tok.Len())
 	if err != nil {
 		t.Fatal(err)
@@ -237,15 +229,7 @@ func TestInspectCHNB(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.Open(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tok, err := nn.NewTokenizer(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := openTokenizer(t, model)
 	if r.Entries[0].Text == nil || *r.Entries[0].Text != tok.Decode([]int32{72, 105, 33}) || r.Vocab != 6000 || r.Entries[2].Text == nil || *r.Entries[2].Text != "" {
 		t.Errorf("--json -m does not decode the chains: %+v", r.Entries[:3])
 	}
