@@ -114,39 +114,44 @@ GLOBL permOctets<>(SB), RODATA|NOPTR, $64
 // func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·ternaryRowsAVX2(SB), NOSPLIT, $0-80
-	MOVQ    w_base+0(FP), AX
-	MOVQ    stride+24(FP), CX
-	MOVQ    x_base+32(FP), DX
-	MOVQ    x_len+40(FP), BX
-	SHRQ    $0x02, BX
-	MOVQ    out_base+56(FP), SI
-	MOVQ    out_len+64(FP), DI
+	MOVQ    x_base+32(FP), AX
+	MOVQ    x_len+40(FP), CX
+	SHRQ    $0x02, CX
 	VMOVDQU bytes03<>+0(SB), Y0
 	VMOVDQU words0001<>+0(SB), Y1
+	MOVQ    w_base+0(FP), DX
+	MOVQ    out_base+56(FP), BX
+	MOVQ    out_len+64(FP), SI
+	SHRQ    $0x02, SI
+	TESTQ   SI, SI
+	JZ      spreaddone_1
+	MOVQ    SI, DI
+	MOVQ    stride+24(FP), R8
+	IMULQ   R8, DI
+	MOVQ    SI, R8
+	SHLQ    $0x02, R8
 
-rows_1:
-	CMPQ  DI, $0x00000004
-	JB    rowsdone_2
-	LEAQ  (AX)(CX*1), R8
-	LEAQ  (R8)(CX*1), R9
-	LEAQ  (R9)(CX*1), R10
+spread_2:
+	LEAQ  (DX)(DI*1), R9
+	LEAQ  (R9)(DI*1), R10
+	LEAQ  (R10)(DI*1), R11
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
-	MOVQ  BX, R12
-	ANDQ  $-64, R12
-	XORQ  R11, R11
-	CMPQ  R11, R12
+	MOVQ  CX, R13
+	ANDQ  $-64, R13
+	XORQ  R12, R12
+	CMPQ  R12, R13
 	JAE   loopdone_4
 
 loop_3:
-	VMOVDQU    (DX)(R11*4), Y6
-	VMOVDQU    32(DX)(R11*4), Y7
-	VMOVDQU    64(DX)(R11*4), Y8
-	VMOVDQU    96(DX)(R11*4), Y9
-	PREFETCHT1 16384(AX)(R11*1)
-	VMOVDQU    (AX)(R11*1), Y10
+	VMOVDQU    (AX)(R12*4), Y6
+	VMOVDQU    32(AX)(R12*4), Y7
+	VMOVDQU    64(AX)(R12*4), Y8
+	VMOVDQU    96(AX)(R12*4), Y9
+	PREFETCHT1 16384(DX)(R12*1)
+	VMOVDQU    (DX)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y12
 	VPSRLW     $0x06, Y10, Y11
@@ -163,8 +168,8 @@ loop_3:
 	VPADDW     Y11, Y12, Y12
 	VPMADDWD   Y1, Y12, Y12
 	VPADDD     Y12, Y2, Y2
-	PREFETCHT1 16384(R8)(R11*1)
-	VMOVDQU    (R8)(R11*1), Y10
+	PREFETCHT1 16384(R9)(R12*1)
+	VMOVDQU    (R9)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y12
 	VPSRLW     $0x06, Y10, Y11
@@ -181,8 +186,8 @@ loop_3:
 	VPADDW     Y11, Y12, Y12
 	VPMADDWD   Y1, Y12, Y12
 	VPADDD     Y12, Y3, Y3
-	PREFETCHT1 16384(R9)(R11*1)
-	VMOVDQU    (R9)(R11*1), Y10
+	PREFETCHT1 16384(R10)(R12*1)
+	VMOVDQU    (R10)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y12
 	VPSRLW     $0x06, Y10, Y11
@@ -199,8 +204,8 @@ loop_3:
 	VPADDW     Y11, Y12, Y12
 	VPMADDWD   Y1, Y12, Y12
 	VPADDD     Y12, Y4, Y4
-	PREFETCHT1 16384(R10)(R11*1)
-	VMOVDQU    (R10)(R11*1), Y10
+	PREFETCHT1 16384(R11)(R12*1)
+	VMOVDQU    (R11)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y9
 	VPSRLW     $0x06, Y10, Y11
@@ -217,11 +222,11 @@ loop_3:
 	VPADDW     Y11, Y9, Y9
 	VPMADDWD   Y1, Y9, Y9
 	VPADDD     Y9, Y5, Y5
-	VMOVDQU    128(DX)(R11*4), Y6
-	VMOVDQU    160(DX)(R11*4), Y7
-	VMOVDQU    192(DX)(R11*4), Y8
-	VMOVDQU    224(DX)(R11*4), Y9
-	VMOVDQU    32(AX)(R11*1), Y10
+	VMOVDQU    128(AX)(R12*4), Y6
+	VMOVDQU    160(AX)(R12*4), Y7
+	VMOVDQU    192(AX)(R12*4), Y8
+	VMOVDQU    224(AX)(R12*4), Y9
+	VMOVDQU    32(DX)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y12
 	VPSRLW     $0x06, Y10, Y11
@@ -238,7 +243,7 @@ loop_3:
 	VPADDW     Y11, Y12, Y12
 	VPMADDWD   Y1, Y12, Y12
 	VPADDD     Y12, Y2, Y2
-	VMOVDQU    32(R8)(R11*1), Y10
+	VMOVDQU    32(R9)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y12
 	VPSRLW     $0x06, Y10, Y11
@@ -255,7 +260,7 @@ loop_3:
 	VPADDW     Y11, Y12, Y12
 	VPMADDWD   Y1, Y12, Y12
 	VPADDD     Y12, Y3, Y3
-	VMOVDQU    32(R9)(R11*1), Y10
+	VMOVDQU    32(R10)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y12
 	VPSRLW     $0x06, Y10, Y11
@@ -272,7 +277,7 @@ loop_3:
 	VPADDW     Y11, Y12, Y12
 	VPMADDWD   Y1, Y12, Y12
 	VPADDD     Y12, Y4, Y4
-	VMOVDQU    32(R10)(R11*1), Y10
+	VMOVDQU    32(R11)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y9
 	VPSRLW     $0x06, Y10, Y11
@@ -289,18 +294,18 @@ loop_3:
 	VPADDW     Y11, Y9, Y9
 	VPMADDWD   Y1, Y9, Y9
 	VPADDD     Y9, Y5, Y5
-	ADDQ       $0x00000040, R11
-	CMPQ       R11, R12
+	ADDQ       $0x00000040, R12
+	CMPQ       R12, R13
 	JB         loop_3
 
 loopdone_4:
-	CMPQ       R11, BX
+	CMPQ       R12, CX
 	JAE        odd_5
-	VMOVDQU    (DX)(R11*4), Y6
-	VMOVDQU    32(DX)(R11*4), Y7
-	VMOVDQU    64(DX)(R11*4), Y8
-	VMOVDQU    96(DX)(R11*4), Y9
-	VMOVDQU    (AX)(R11*1), Y10
+	VMOVDQU    (AX)(R12*4), Y6
+	VMOVDQU    32(AX)(R12*4), Y7
+	VMOVDQU    64(AX)(R12*4), Y8
+	VMOVDQU    96(AX)(R12*4), Y9
+	VMOVDQU    (DX)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y12
 	VPSRLW     $0x06, Y10, Y11
@@ -317,7 +322,7 @@ loopdone_4:
 	VPADDW     Y11, Y12, Y12
 	VPMADDWD   Y1, Y12, Y12
 	VPADDD     Y12, Y2, Y2
-	VMOVDQU    (R8)(R11*1), Y10
+	VMOVDQU    (R9)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y12
 	VPSRLW     $0x06, Y10, Y11
@@ -334,7 +339,7 @@ loopdone_4:
 	VPADDW     Y11, Y12, Y12
 	VPMADDWD   Y1, Y12, Y12
 	VPADDD     Y12, Y3, Y3
-	VMOVDQU    (R9)(R11*1), Y10
+	VMOVDQU    (R10)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y12
 	VPSRLW     $0x06, Y10, Y11
@@ -351,7 +356,7 @@ loopdone_4:
 	VPADDW     Y11, Y12, Y12
 	VPMADDWD   Y1, Y12, Y12
 	VPADDD     Y12, Y4, Y4
-	VMOVDQU    (R10)(R11*1), Y10
+	VMOVDQU    (R11)(R12*1), Y10
 	VPAND      Y0, Y10, Y11
 	VPMADDUBSW Y9, Y11, Y9
 	VPSRLW     $0x06, Y10, Y11
@@ -381,30 +386,44 @@ odd_5:
 	VPADDD       Y2, Y3, Y3
 	VEXTRACTI128 $0x01, Y3, X2
 	VPADDD       X3, X2, X2
-	VMOVDQU      X2, (SI)
-	LEAQ         (AX)(CX*4), AX
-	ADDQ         $0x00000010, SI
-	SUBQ         $0x00000004, DI
-	JMP          rows_1
+	VMOVD        X2, (BX)
+	VPSHUFD      $0x01, X2, X3
+	VMOVD        X3, (BX)(R8*1)
+	VPSHUFD      $0x02, X2, X3
+	VMOVD        X3, (BX)(R8*2)
+	VPSHUFD      $0x03, X2, X2
+	LEAQ         (BX)(R8*2), R9
+	VMOVD        X2, (R9)(R8*1)
+	MOVQ         stride+24(FP), R9
+	ADDQ         R9, DX
+	ADDQ         $0x04, BX
+	DECQ         SI
+	JNZ          spread_2
+	LEAQ         (DX)(DI*2), DX
+	ADDQ         DI, DX
+	LEAQ         (BX)(R8*2), BX
+	ADDQ         R8, BX
 
-rowsdone_2:
-rows_6:
-	CMPQ  DI, $0x00000001
-	JB    rowsdone_7
+spreaddone_1:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_7
+
+single_6:
 	VPXOR Y2, Y2, Y2
-	MOVQ  BX, R9
-	ANDQ  $-64, R9
-	XORQ  R8, R8
-	CMPQ  R8, R9
+	MOVQ  CX, R8
+	ANDQ  $-64, R8
+	XORQ  DI, DI
+	CMPQ  DI, R8
 	JAE   loopdone_9
 
 loop_8:
-	VMOVDQU    (DX)(R8*4), Y3
-	VMOVDQU    32(DX)(R8*4), Y4
-	VMOVDQU    64(DX)(R8*4), Y5
-	VMOVDQU    96(DX)(R8*4), Y6
-	PREFETCHT1 16384(AX)(R8*1)
-	VMOVDQU    (AX)(R8*1), Y7
+	VMOVDQU    (AX)(DI*4), Y3
+	VMOVDQU    32(AX)(DI*4), Y4
+	VMOVDQU    64(AX)(DI*4), Y5
+	VMOVDQU    96(AX)(DI*4), Y6
+	PREFETCHT1 16384(DX)(DI*1)
+	VMOVDQU    (DX)(DI*1), Y7
 	VPAND      Y0, Y7, Y8
 	VPMADDUBSW Y6, Y8, Y6
 	VPSRLW     $0x06, Y7, Y8
@@ -421,11 +440,11 @@ loop_8:
 	VPADDW     Y8, Y6, Y6
 	VPMADDWD   Y1, Y6, Y6
 	VPADDD     Y6, Y2, Y2
-	VMOVDQU    128(DX)(R8*4), Y3
-	VMOVDQU    160(DX)(R8*4), Y4
-	VMOVDQU    192(DX)(R8*4), Y5
-	VMOVDQU    224(DX)(R8*4), Y6
-	VMOVDQU    32(AX)(R8*1), Y7
+	VMOVDQU    128(AX)(DI*4), Y3
+	VMOVDQU    160(AX)(DI*4), Y4
+	VMOVDQU    192(AX)(DI*4), Y5
+	VMOVDQU    224(AX)(DI*4), Y6
+	VMOVDQU    32(DX)(DI*1), Y7
 	VPAND      Y0, Y7, Y8
 	VPMADDUBSW Y6, Y8, Y6
 	VPSRLW     $0x06, Y7, Y8
@@ -442,18 +461,18 @@ loop_8:
 	VPADDW     Y8, Y6, Y6
 	VPMADDWD   Y1, Y6, Y6
 	VPADDD     Y6, Y2, Y2
-	ADDQ       $0x00000040, R8
-	CMPQ       R8, R9
+	ADDQ       $0x00000040, DI
+	CMPQ       DI, R8
 	JB         loop_8
 
 loopdone_9:
-	CMPQ       R8, BX
+	CMPQ       DI, CX
 	JAE        odd_10
-	VMOVDQU    (DX)(R8*4), Y3
-	VMOVDQU    32(DX)(R8*4), Y4
-	VMOVDQU    64(DX)(R8*4), Y5
-	VMOVDQU    96(DX)(R8*4), Y6
-	VMOVDQU    (AX)(R8*1), Y7
+	VMOVDQU    (AX)(DI*4), Y3
+	VMOVDQU    32(AX)(DI*4), Y4
+	VMOVDQU    64(AX)(DI*4), Y5
+	VMOVDQU    96(AX)(DI*4), Y6
+	VMOVDQU    (DX)(DI*1), Y7
 	VPAND      Y0, Y7, Y8
 	VPMADDUBSW Y6, Y8, Y6
 	VPSRLW     $0x06, Y7, Y8
@@ -478,37 +497,43 @@ odd_10:
 	VPADDD       X2, X3, X3
 	VPSHUFD      $0xb1, X3, X2
 	VPADDD       X2, X3, X3
-	VMOVD        X3, (SI)
-	ADDQ         CX, AX
-	ADDQ         $0x00000004, SI
-	SUBQ         $0x00000001, DI
-	JMP          rows_6
+	VMOVD        X3, (BX)
+	MOVQ         stride+24(FP), DI
+	ADDQ         DI, DX
+	ADDQ         $0x04, BX
+	DECQ         SI
+	JNZ          single_6
 
-rowsdone_7:
+singledone_7:
 	VZEROUPPER
 	RET
 
 // func ternaryRowsVNNI(w []byte, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI, MMX+
 TEXT ·ternaryRowsVNNI(SB), NOSPLIT, $0-80
-	MOVQ         w_base+0(FP), AX
-	MOVQ         stride+24(FP), CX
-	MOVQ         x_base+32(FP), DX
-	MOVQ         x_len+40(FP), BX
-	SHRQ         $0x02, BX
-	MOVQ         out_base+56(FP), SI
-	MOVQ         out_len+64(FP), DI
+	MOVQ         x_base+32(FP), AX
+	MOVQ         x_len+40(FP), CX
+	SHRQ         $0x02, CX
 	VPBROADCASTD bytesC0<>+0(SB), Z0
 	VPBROADCASTD bytes30<>+0(SB), Z1
 	VPBROADCASTD bytes0C<>+0(SB), Z2
 	VPBROADCASTD bytes03<>+0(SB), Z3
+	MOVQ         w_base+0(FP), DX
+	MOVQ         out_base+56(FP), BX
+	MOVQ         out_len+64(FP), SI
+	SHRQ         $0x02, SI
+	TESTQ        SI, SI
+	JZ           spreaddone_11
+	MOVQ         SI, DI
+	MOVQ         stride+24(FP), R8
+	IMULQ        R8, DI
+	MOVQ         SI, R8
+	SHLQ         $0x02, R8
 
-rows_11:
-	CMPQ   DI, $0x00000004
-	JB     rowsdone_12
-	LEAQ   (AX)(CX*1), R8
-	LEAQ   (R8)(CX*1), R9
-	LEAQ   (R9)(CX*1), R10
+spread_12:
+	LEAQ   (DX)(DI*1), R9
+	LEAQ   (R9)(DI*1), R10
+	LEAQ   (R10)(DI*1), R11
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -525,23 +550,23 @@ rows_11:
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	MOVQ   BX, R12
-	ANDQ   $-64, R12
-	XORQ   R11, R11
-	CMPQ   R11, R12
+	MOVQ   CX, R13
+	ANDQ   $-128, R13
+	XORQ   R12, R12
+	CMPQ   R12, R13
 	JAE    loopdone_14
 
 loop_13:
-	VMOVDQU64    (DX)(R11*4), Y20
-	VINSERTI64X4 $0x01, 128(DX)(R11*4), Z20, Z20
-	VMOVDQU64    32(DX)(R11*4), Y21
-	VINSERTI64X4 $0x01, 160(DX)(R11*4), Z21, Z21
-	VMOVDQU64    64(DX)(R11*4), Y22
-	VINSERTI64X4 $0x01, 192(DX)(R11*4), Z22, Z22
-	VMOVDQU64    96(DX)(R11*4), Y23
-	VINSERTI64X4 $0x01, 224(DX)(R11*4), Z23, Z23
-	PREFETCHT1   16384(AX)(R11*1)
-	VMOVDQU64    (AX)(R11*1), Z24
+	VMOVDQU64    (AX)(R12*4), Y20
+	VINSERTI64X4 $0x01, 128(AX)(R12*4), Z20, Z20
+	VMOVDQU64    32(AX)(R12*4), Y21
+	VINSERTI64X4 $0x01, 160(AX)(R12*4), Z21, Z21
+	VMOVDQU64    64(AX)(R12*4), Y22
+	VINSERTI64X4 $0x01, 192(AX)(R12*4), Z22, Z22
+	VMOVDQU64    96(AX)(R12*4), Y23
+	VINSERTI64X4 $0x01, 224(AX)(R12*4), Z23, Z23
+	PREFETCHT1   16384(DX)(R12*1)
+	VMOVDQU64    (DX)(R12*1), Z24
 	VPANDD       Z0, Z24, Z25
 	VPDPBUSD     Z20, Z25, Z4
 	VPANDD       Z1, Z24, Z25
@@ -550,8 +575,8 @@ loop_13:
 	VPDPBUSD     Z22, Z25, Z6
 	VPANDD       Z3, Z24, Z25
 	VPDPBUSD     Z23, Z25, Z7
-	PREFETCHT1   16384(R8)(R11*1)
-	VMOVDQU64    (R8)(R11*1), Z24
+	PREFETCHT1   16384(R9)(R12*1)
+	VMOVDQU64    (R9)(R12*1), Z24
 	VPANDD       Z0, Z24, Z25
 	VPDPBUSD     Z20, Z25, Z8
 	VPANDD       Z1, Z24, Z25
@@ -560,8 +585,8 @@ loop_13:
 	VPDPBUSD     Z22, Z25, Z10
 	VPANDD       Z3, Z24, Z25
 	VPDPBUSD     Z23, Z25, Z11
-	PREFETCHT1   16384(R9)(R11*1)
-	VMOVDQU64    (R9)(R11*1), Z24
+	PREFETCHT1   16384(R10)(R12*1)
+	VMOVDQU64    (R10)(R12*1), Z24
 	VPANDD       Z0, Z24, Z25
 	VPDPBUSD     Z20, Z25, Z12
 	VPANDD       Z1, Z24, Z25
@@ -570,8 +595,8 @@ loop_13:
 	VPDPBUSD     Z22, Z25, Z14
 	VPANDD       Z3, Z24, Z25
 	VPDPBUSD     Z23, Z25, Z15
-	PREFETCHT1   16384(R10)(R11*1)
-	VMOVDQU64    (R10)(R11*1), Z24
+	PREFETCHT1   16384(R11)(R12*1)
+	VMOVDQU64    (R11)(R12*1), Z24
 	VPANDD       Z0, Z24, Z25
 	VPDPBUSD     Z20, Z25, Z16
 	VPANDD       Z1, Z24, Z25
@@ -580,18 +605,121 @@ loop_13:
 	VPDPBUSD     Z22, Z25, Z18
 	VPANDD       Z3, Z24, Z25
 	VPDPBUSD     Z23, Z25, Z19
-	ADDQ         $0x00000040, R11
-	CMPQ         R11, R12
+	VMOVDQU64    256(AX)(R12*4), Y20
+	VINSERTI64X4 $0x01, 384(AX)(R12*4), Z20, Z20
+	VMOVDQU64    288(AX)(R12*4), Y21
+	VINSERTI64X4 $0x01, 416(AX)(R12*4), Z21, Z21
+	VMOVDQU64    320(AX)(R12*4), Y22
+	VINSERTI64X4 $0x01, 448(AX)(R12*4), Z22, Z22
+	VMOVDQU64    352(AX)(R12*4), Y23
+	VINSERTI64X4 $0x01, 480(AX)(R12*4), Z23, Z23
+	PREFETCHT1   16448(DX)(R12*1)
+	VMOVDQU64    64(DX)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z4
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z5
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z6
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z7
+	PREFETCHT1   16448(R9)(R12*1)
+	VMOVDQU64    64(R9)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z8
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z9
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z10
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z11
+	PREFETCHT1   16448(R10)(R12*1)
+	VMOVDQU64    64(R10)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z12
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z13
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z14
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z15
+	PREFETCHT1   16448(R11)(R12*1)
+	VMOVDQU64    64(R11)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z16
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z17
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z18
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z19
+	ADDQ         $0x00000080, R12
+	CMPQ         R12, R13
 	JB           loop_13
 
 loopdone_14:
-	CMPQ      R11, BX
-	JAE       odd_15
-	VMOVDQU64 (DX)(R11*4), Y20
-	VMOVDQU64 32(DX)(R11*4), Y21
-	VMOVDQU64 64(DX)(R11*4), Y22
-	VMOVDQU64 96(DX)(R11*4), Y23
-	VMOVDQU64 (AX)(R11*1), Y24
+	MOVQ         CX, R13
+	SUBQ         R12, R13
+	CMPQ         R13, $0x40
+	JB           one_15
+	VMOVDQU64    (AX)(R12*4), Y20
+	VINSERTI64X4 $0x01, 128(AX)(R12*4), Z20, Z20
+	VMOVDQU64    32(AX)(R12*4), Y21
+	VINSERTI64X4 $0x01, 160(AX)(R12*4), Z21, Z21
+	VMOVDQU64    64(AX)(R12*4), Y22
+	VINSERTI64X4 $0x01, 192(AX)(R12*4), Z22, Z22
+	VMOVDQU64    96(AX)(R12*4), Y23
+	VINSERTI64X4 $0x01, 224(AX)(R12*4), Z23, Z23
+	PREFETCHT1   16384(DX)(R12*1)
+	VMOVDQU64    (DX)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z4
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z5
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z6
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z7
+	PREFETCHT1   16384(R9)(R12*1)
+	VMOVDQU64    (R9)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z8
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z9
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z10
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z11
+	PREFETCHT1   16384(R10)(R12*1)
+	VMOVDQU64    (R10)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z12
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z13
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z14
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z15
+	PREFETCHT1   16384(R11)(R12*1)
+	VMOVDQU64    (R11)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z16
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z17
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z18
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z19
+	ADDQ         $0x40, R12
+
+one_15:
+	CMPQ      R12, CX
+	JAE       odd_16
+	VMOVDQU64 (AX)(R12*4), Y20
+	VMOVDQU64 32(AX)(R12*4), Y21
+	VMOVDQU64 64(AX)(R12*4), Y22
+	VMOVDQU64 96(AX)(R12*4), Y23
+	VMOVDQU64 (DX)(R12*1), Y24
 	VPANDD    Z0, Z24, Z25
 	VPDPBUSD  Z20, Z25, Z4
 	VPANDD    Z1, Z24, Z25
@@ -600,7 +728,7 @@ loopdone_14:
 	VPDPBUSD  Z22, Z25, Z6
 	VPANDD    Z3, Z24, Z25
 	VPDPBUSD  Z23, Z25, Z7
-	VMOVDQU64 (R8)(R11*1), Y24
+	VMOVDQU64 (R9)(R12*1), Y24
 	VPANDD    Z0, Z24, Z25
 	VPDPBUSD  Z20, Z25, Z8
 	VPANDD    Z1, Z24, Z25
@@ -609,7 +737,7 @@ loopdone_14:
 	VPDPBUSD  Z22, Z25, Z10
 	VPANDD    Z3, Z24, Z25
 	VPDPBUSD  Z23, Z25, Z11
-	VMOVDQU64 (R9)(R11*1), Y24
+	VMOVDQU64 (R10)(R12*1), Y24
 	VPANDD    Z0, Z24, Z25
 	VPDPBUSD  Z20, Z25, Z12
 	VPANDD    Z1, Z24, Z25
@@ -618,7 +746,7 @@ loopdone_14:
 	VPDPBUSD  Z22, Z25, Z14
 	VPANDD    Z3, Z24, Z25
 	VPDPBUSD  Z23, Z25, Z15
-	VMOVDQU64 (R10)(R11*1), Y24
+	VMOVDQU64 (R11)(R12*1), Y24
 	VPANDD    Z0, Z24, Z25
 	VPDPBUSD  Z20, Z25, Z16
 	VPANDD    Z1, Z24, Z25
@@ -628,7 +756,7 @@ loopdone_14:
 	VPANDD    Z3, Z24, Z25
 	VPDPBUSD  Z23, Z25, Z19
 
-odd_15:
+odd_16:
 	VPSRAD        $0x06, Z4, Z4
 	VPSRAD        $0x04, Z5, Z5
 	VPSRAD        $0x02, Z6, Z6
@@ -672,37 +800,51 @@ odd_15:
 	VPADDD        Y4, Y5, Y5
 	VEXTRACTI32X4 $0x01, Y5, X4
 	VPADDD        X5, X4, X4
-	VMOVDQU32     X4, (SI)
-	LEAQ          (AX)(CX*4), AX
-	ADDQ          $0x00000010, SI
-	SUBQ          $0x00000004, DI
-	JMP           rows_11
+	VMOVD         X4, (BX)
+	VPSHUFD       $0x01, X4, X5
+	VMOVD         X5, (BX)(R8*1)
+	VPSHUFD       $0x02, X4, X5
+	VMOVD         X5, (BX)(R8*2)
+	VPSHUFD       $0x03, X4, X4
+	LEAQ          (BX)(R8*2), R9
+	VMOVD         X4, (R9)(R8*1)
+	MOVQ          stride+24(FP), R9
+	ADDQ          R9, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           spread_12
+	LEAQ          (DX)(DI*2), DX
+	ADDQ          DI, DX
+	LEAQ          (BX)(R8*2), BX
+	ADDQ          R8, BX
 
-rowsdone_12:
-rows_16:
-	CMPQ   DI, $0x00000001
-	JB     rowsdone_17
+spreaddone_11:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_18
+
+single_17:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-	MOVQ   BX, R9
-	ANDQ   $-64, R9
-	XORQ   R8, R8
-	CMPQ   R8, R9
-	JAE    loopdone_19
+	MOVQ   CX, R8
+	ANDQ   $-128, R8
+	XORQ   DI, DI
+	CMPQ   DI, R8
+	JAE    loopdone_20
 
-loop_18:
-	VMOVDQU64    (DX)(R8*4), Y26
-	VINSERTI64X4 $0x01, 128(DX)(R8*4), Z26, Z26
-	VMOVDQU64    32(DX)(R8*4), Y27
-	VINSERTI64X4 $0x01, 160(DX)(R8*4), Z27, Z27
-	VMOVDQU64    64(DX)(R8*4), Y28
-	VINSERTI64X4 $0x01, 192(DX)(R8*4), Z28, Z28
-	VMOVDQU64    96(DX)(R8*4), Y29
-	VINSERTI64X4 $0x01, 224(DX)(R8*4), Z29, Z29
-	PREFETCHT1   16384(AX)(R8*1)
-	VMOVDQU64    (AX)(R8*1), Z30
+loop_19:
+	VMOVDQU64    (AX)(DI*4), Y26
+	VINSERTI64X4 $0x01, 128(AX)(DI*4), Z26, Z26
+	VMOVDQU64    32(AX)(DI*4), Y27
+	VINSERTI64X4 $0x01, 160(AX)(DI*4), Z27, Z27
+	VMOVDQU64    64(AX)(DI*4), Y28
+	VINSERTI64X4 $0x01, 192(AX)(DI*4), Z28, Z28
+	VMOVDQU64    96(AX)(DI*4), Y29
+	VINSERTI64X4 $0x01, 224(AX)(DI*4), Z29, Z29
+	PREFETCHT1   16384(DX)(DI*1)
+	VMOVDQU64    (DX)(DI*1), Z30
 	VPANDD       Z0, Z30, Z8
 	VPDPBUSD     Z26, Z8, Z4
 	VPANDD       Z1, Z30, Z8
@@ -711,18 +853,61 @@ loop_18:
 	VPDPBUSD     Z28, Z8, Z6
 	VPANDD       Z3, Z30, Z8
 	VPDPBUSD     Z29, Z8, Z7
-	ADDQ         $0x00000040, R8
-	CMPQ         R8, R9
-	JB           loop_18
+	VMOVDQU64    256(AX)(DI*4), Y26
+	VINSERTI64X4 $0x01, 384(AX)(DI*4), Z26, Z26
+	VMOVDQU64    288(AX)(DI*4), Y27
+	VINSERTI64X4 $0x01, 416(AX)(DI*4), Z27, Z27
+	VMOVDQU64    320(AX)(DI*4), Y28
+	VINSERTI64X4 $0x01, 448(AX)(DI*4), Z28, Z28
+	VMOVDQU64    352(AX)(DI*4), Y29
+	VINSERTI64X4 $0x01, 480(AX)(DI*4), Z29, Z29
+	PREFETCHT1   16448(DX)(DI*1)
+	VMOVDQU64    64(DX)(DI*1), Z30
+	VPANDD       Z0, Z30, Z8
+	VPDPBUSD     Z26, Z8, Z4
+	VPANDD       Z1, Z30, Z8
+	VPDPBUSD     Z27, Z8, Z5
+	VPANDD       Z2, Z30, Z8
+	VPDPBUSD     Z28, Z8, Z6
+	VPANDD       Z3, Z30, Z8
+	VPDPBUSD     Z29, Z8, Z7
+	ADDQ         $0x00000080, DI
+	CMPQ         DI, R8
+	JB           loop_19
 
-loopdone_19:
-	CMPQ      R8, BX
-	JAE       odd_20
-	VMOVDQU64 (DX)(R8*4), Y26
-	VMOVDQU64 32(DX)(R8*4), Y27
-	VMOVDQU64 64(DX)(R8*4), Y28
-	VMOVDQU64 96(DX)(R8*4), Y29
-	VMOVDQU64 (AX)(R8*1), Y30
+loopdone_20:
+	MOVQ         CX, R8
+	SUBQ         DI, R8
+	CMPQ         R8, $0x40
+	JB           one_21
+	VMOVDQU64    (AX)(DI*4), Y26
+	VINSERTI64X4 $0x01, 128(AX)(DI*4), Z26, Z26
+	VMOVDQU64    32(AX)(DI*4), Y27
+	VINSERTI64X4 $0x01, 160(AX)(DI*4), Z27, Z27
+	VMOVDQU64    64(AX)(DI*4), Y28
+	VINSERTI64X4 $0x01, 192(AX)(DI*4), Z28, Z28
+	VMOVDQU64    96(AX)(DI*4), Y29
+	VINSERTI64X4 $0x01, 224(AX)(DI*4), Z29, Z29
+	PREFETCHT1   16384(DX)(DI*1)
+	VMOVDQU64    (DX)(DI*1), Z30
+	VPANDD       Z0, Z30, Z8
+	VPDPBUSD     Z26, Z8, Z4
+	VPANDD       Z1, Z30, Z8
+	VPDPBUSD     Z27, Z8, Z5
+	VPANDD       Z2, Z30, Z8
+	VPDPBUSD     Z28, Z8, Z6
+	VPANDD       Z3, Z30, Z8
+	VPDPBUSD     Z29, Z8, Z7
+	ADDQ         $0x40, DI
+
+one_21:
+	CMPQ      DI, CX
+	JAE       odd_22
+	VMOVDQU64 (AX)(DI*4), Y26
+	VMOVDQU64 32(AX)(DI*4), Y27
+	VMOVDQU64 64(AX)(DI*4), Y28
+	VMOVDQU64 96(AX)(DI*4), Y29
+	VMOVDQU64 (DX)(DI*1), Y30
 	VPANDD    Z0, Z30, Z8
 	VPDPBUSD  Z26, Z8, Z4
 	VPANDD    Z1, Z30, Z8
@@ -732,7 +917,7 @@ loopdone_19:
 	VPANDD    Z3, Z30, Z8
 	VPDPBUSD  Z29, Z8, Z7
 
-odd_20:
+odd_22:
 	VPSRAD        $0x06, Z4, Z4
 	VPSRAD        $0x04, Z5, Z5
 	VPSRAD        $0x02, Z6, Z6
@@ -747,13 +932,14 @@ odd_20:
 	VPADDD        X5, X4, X4
 	VPSHUFD       $0xb1, X4, X5
 	VPADDD        X5, X4, X4
-	VMOVD         X4, (SI)
-	ADDQ          CX, AX
-	ADDQ          $0x00000004, SI
-	SUBQ          $0x00000001, DI
-	JMP           rows_16
+	VMOVD         X4, (BX)
+	MOVQ          stride+24(FP), DI
+	ADDQ          DI, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           single_17
 
-rowsdone_17:
+singledone_18:
 	VZEROUPPER
 	RET
 
@@ -764,16 +950,16 @@ TEXT ·ternaryMatMulAVX2(SB), NOSPLIT, $0-120
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_21:
+rows_23:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_22
+	JB   rowsdone_24
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_23:
+tokens_25:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_24
+	JB   tokenstail_26
 
 	// tile 1 row × 8 tokens
 	MOVQ    xStride+64(FP), R8
@@ -796,9 +982,9 @@ tokens_23:
 	VMOVDQU bytes03<>+0(SB), Y8
 	VMOVDQU words0001<>+0(SB), Y9
 	TESTQ   R9, R9
-	JZ      tiledone_27
+	JZ      tiledone_29
 
-tile_26:
+tile_28:
 	VMOVDQU    (R10), Y13
 	VPSRLW     $0x06, Y13, Y10
 	VPAND      Y8, Y10, Y10
@@ -884,9 +1070,9 @@ tile_26:
 	ADDQ       $0x00000080, R12
 	ADDQ       $0x00000080, R13
 	DECQ       R9
-	JNZ        tile_26
+	JNZ        tile_28
 
-tiledone_27:
+tiledone_29:
 	MOVQ         outStride+112(FP), R8
 	SHLQ         $0x02, R8
 	MOVQ         SI, R9
@@ -960,11 +1146,11 @@ tiledone_27:
 	ADDQ         R8, BX
 	ADDQ         R9, SI
 	SUBQ         $0x00000008, DI
-	JMP          tokens_23
+	JMP          tokens_25
 
-tokenstail_24:
+tokenstail_26:
 	CMPQ DI, $0x00000007
-	JNE  tokens_28
+	JNE  tokens_30
 
 	// tile 1 row × 7 tokens
 	MOVQ    xStride+64(FP), DI
@@ -985,9 +1171,9 @@ tokenstail_24:
 	VMOVDQU bytes03<>+0(SB), Y7
 	VMOVDQU words0001<>+0(SB), Y8
 	TESTQ   R8, R8
-	JZ      tiledone_30
+	JZ      tiledone_32
 
-tile_29:
+tile_31:
 	VMOVDQU    (R9), Y12
 	VPSRLW     $0x06, Y12, Y9
 	VPAND      Y7, Y9, Y9
@@ -1064,9 +1250,9 @@ tile_29:
 	ADDQ       $0x00000080, R10
 	ADDQ       $0x00000080, R11
 	DECQ       R8
-	JNZ        tile_29
+	JNZ        tile_31
 
-tiledone_30:
+tiledone_32:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X7
@@ -1124,11 +1310,11 @@ tiledone_30:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_25
+	JMP          tokensdone_27
 
-tokens_28:
+tokens_30:
 	CMPQ DI, $0x00000006
-	JNE  tokens_31
+	JNE  tokens_33
 
 	// tile 1 row × 6 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1146,9 +1332,9 @@ tokens_28:
 	VMOVDQU bytes03<>+0(SB), Y6
 	VMOVDQU words0001<>+0(SB), Y7
 	TESTQ   R8, R8
-	JZ      tiledone_33
+	JZ      tiledone_35
 
-tile_32:
+tile_34:
 	VMOVDQU    (R9), Y11
 	VPSRLW     $0x06, Y11, Y8
 	VPAND      Y6, Y8, Y8
@@ -1215,9 +1401,9 @@ tile_32:
 	ADDQ       $0x00000080, BX
 	ADDQ       $0x00000080, R10
 	DECQ       R8
-	JNZ        tile_32
+	JNZ        tile_34
 
-tiledone_33:
+tiledone_35:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X6
@@ -1267,11 +1453,11 @@ tiledone_33:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_25
+	JMP          tokensdone_27
 
-tokens_31:
+tokens_33:
 	CMPQ DI, $0x00000005
-	JNE  tokens_34
+	JNE  tokens_36
 
 	// tile 1 row × 5 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1288,9 +1474,9 @@ tokens_31:
 	VMOVDQU bytes03<>+0(SB), Y5
 	VMOVDQU words0001<>+0(SB), Y6
 	TESTQ   R8, R8
-	JZ      tiledone_36
+	JZ      tiledone_38
 
-tile_35:
+tile_37:
 	VMOVDQU    (R9), Y10
 	VPSRLW     $0x06, Y10, Y7
 	VPAND      Y5, Y7, Y7
@@ -1348,9 +1534,9 @@ tile_35:
 	ADDQ       $0x00000080, BX
 	ADDQ       $0x00000080, R10
 	DECQ       R8
-	JNZ        tile_35
+	JNZ        tile_37
 
-tiledone_36:
+tiledone_38:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X5
@@ -1392,11 +1578,11 @@ tiledone_36:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_25
+	JMP          tokensdone_27
 
-tokens_34:
+tokens_36:
 	CMPQ DI, $0x00000004
-	JNE  tokens_37
+	JNE  tokens_39
 
 	// tile 1 row × 4 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1412,9 +1598,9 @@ tokens_34:
 	VMOVDQU bytes03<>+0(SB), Y4
 	VMOVDQU words0001<>+0(SB), Y5
 	TESTQ   R8, R8
-	JZ      tiledone_39
+	JZ      tiledone_41
 
-tile_38:
+tile_40:
 	VMOVDQU    (R9), Y9
 	VPSRLW     $0x06, Y9, Y6
 	VPAND      Y4, Y6, Y6
@@ -1463,9 +1649,9 @@ tile_38:
 	ADDQ       $0x00000080, BX
 	ADDQ       $0x00000080, R10
 	DECQ       R8
-	JNZ        tile_38
+	JNZ        tile_40
 
-tiledone_39:
+tiledone_41:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X4
@@ -1499,11 +1685,11 @@ tiledone_39:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_25
+	JMP          tokensdone_27
 
-tokens_37:
+tokens_39:
 	CMPQ DI, $0x00000003
-	JNE  tokens_40
+	JNE  tokens_42
 
 	// tile 1 row × 3 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1516,9 +1702,9 @@ tokens_37:
 	VMOVDQU bytes03<>+0(SB), Y3
 	VMOVDQU words0001<>+0(SB), Y4
 	TESTQ   R8, R8
-	JZ      tiledone_42
+	JZ      tiledone_44
 
-tile_41:
+tile_43:
 	VMOVDQU    (R9), Y8
 	VPSRLW     $0x06, Y8, Y5
 	VPAND      Y3, Y5, Y5
@@ -1557,9 +1743,9 @@ tile_41:
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	DECQ       R8
-	JNZ        tile_41
+	JNZ        tile_43
 
-tiledone_42:
+tiledone_44:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X3
@@ -1585,11 +1771,11 @@ tiledone_42:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_25
+	JMP          tokensdone_27
 
-tokens_40:
+tokens_42:
 	CMPQ DI, $0x00000002
-	JNE  tokens_43
+	JNE  tokens_45
 
 	// tile 1 row × 2 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1601,9 +1787,9 @@ tokens_40:
 	VMOVDQU bytes03<>+0(SB), Y2
 	VMOVDQU words0001<>+0(SB), Y3
 	TESTQ   R8, R8
-	JZ      tiledone_45
+	JZ      tiledone_47
 
-tile_44:
+tile_46:
 	VMOVDQU    (R9), Y7
 	VPSRLW     $0x06, Y7, Y4
 	VPAND      Y2, Y4, Y4
@@ -1633,9 +1819,9 @@ tile_44:
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	DECQ       R8
-	JNZ        tile_44
+	JNZ        tile_46
 
-tiledone_45:
+tiledone_47:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X2
@@ -1653,11 +1839,11 @@ tiledone_45:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_25
+	JMP          tokensdone_27
 
-tokens_43:
+tokens_45:
 	CMPQ DI, $0x00000001
-	JNE  tokens_46
+	JNE  tokens_48
 
 	// tile 1 row × 1 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1668,9 +1854,9 @@ tokens_43:
 	VMOVDQU bytes03<>+0(SB), Y1
 	VMOVDQU words0001<>+0(SB), Y2
 	TESTQ   DI, DI
-	JZ      tiledone_48
+	JZ      tiledone_50
 
-tile_47:
+tile_49:
 	VMOVDQU    (R8), Y6
 	VPSRLW     $0x06, Y6, Y3
 	VPAND      Y1, Y3, Y3
@@ -1691,9 +1877,9 @@ tile_47:
 	ADDQ       $0x20, R8
 	ADDQ       $0x00000080, BX
 	DECQ       DI
-	JNZ        tile_47
+	JNZ        tile_49
 
-tiledone_48:
+tiledone_50:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	MOVQ         SI, BX
@@ -1704,17 +1890,17 @@ tiledone_48:
 	VPSHUFD      $0xb1, X1, X0
 	VPADDD       X0, X1, X1
 	VMOVD        X1, (BX)
-	JMP          tokensdone_25
+	JMP          tokensdone_27
 
-tokens_46:
-tokensdone_25:
+tokens_48:
+tokensdone_27:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_21
+	JMP  rows_23
 
-rowsdone_22:
+rowsdone_24:
 	VZEROUPPER
 	RET
 
@@ -1725,16 +1911,16 @@ TEXT ·ternaryMatMulVNNI(SB), NOSPLIT, $0-120
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_49:
+rows_51:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_50
+	JB   rowsdone_52
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_51:
+tokens_53:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_52
+	JB   tokenstail_54
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -1769,9 +1955,9 @@ tokens_51:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 	TESTQ     R10, R10
-	JZ        tiledone_55
+	JZ        tiledone_57
 
-tile_54:
+tile_56:
 	VBROADCASTI64X4 (R11), Z21
 	VPSLLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z21, Z21
@@ -1843,9 +2029,9 @@ tile_54:
 	ADDQ            $0x00000080, R13
 	ADDQ            $0x00000080, R14
 	DECQ            R10
-	JNZ             tile_54
+	JNZ             tile_56
 
-tiledone_55:
+tiledone_57:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -1981,11 +2167,11 @@ tiledone_55:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_51
+	JMP           tokens_53
 
-tokenstail_52:
+tokenstail_54:
 	CMPQ DI, $0x00000004
-	JNE  tokens_56
+	JNE  tokens_58
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -2015,9 +2201,9 @@ tokenstail_52:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 	TESTQ     R9, R9
-	JZ        tiledone_58
+	JZ        tiledone_60
 
-tile_57:
+tile_59:
 	VBROADCASTI64X4 (R10), Z17
 	VPSLLW          $0x04, Z17, Z18
 	VPANDD          Z0, Z17, Z17
@@ -2079,9 +2265,9 @@ tile_57:
 	ADDQ            $0x00000080, BX
 	ADDQ            $0x00000080, R12
 	DECQ            R9
-	JNZ             tile_57
+	JNZ             tile_59
 
-tiledone_58:
+tiledone_60:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -2184,11 +2370,11 @@ tiledone_58:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_53
+	JMP           tokensdone_55
 
-tokens_56:
+tokens_58:
 	CMPQ DI, $0x00000003
-	JNE  tokens_59
+	JNE  tokens_61
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -2212,9 +2398,9 @@ tokens_56:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 	TESTQ     R9, R9
-	JZ        tiledone_61
+	JZ        tiledone_63
 
-tile_60:
+tile_62:
 	VBROADCASTI64X4 (R10), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
@@ -2265,9 +2451,9 @@ tile_60:
 	ADDQ            $0x00000020, R11
 	ADDQ            $0x00000080, BX
 	DECQ            R9
-	JNZ             tile_60
+	JNZ             tile_62
 
-tiledone_61:
+tiledone_63:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -2345,11 +2531,11 @@ tiledone_61:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_53
+	JMP           tokensdone_55
 
-tokens_59:
+tokens_61:
 	CMPQ DI, $0x00000002
-	JNE  tokens_62
+	JNE  tokens_64
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -2369,9 +2555,9 @@ tokens_59:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 	TESTQ     R9, R9
-	JZ        tiledone_64
+	JZ        tiledone_66
 
-tile_63:
+tile_65:
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
@@ -2412,9 +2598,9 @@ tile_63:
 	ADDQ            $0x00000020, R11
 	ADDQ            $0x00000080, BX
 	DECQ            R9
-	JNZ             tile_63
+	JNZ             tile_65
 
-tiledone_64:
+tiledone_66:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -2467,11 +2653,11 @@ tiledone_64:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_53
+	JMP           tokensdone_55
 
-tokens_62:
+tokens_64:
 	CMPQ DI, $0x00000001
-	JNE  tokens_65
+	JNE  tokens_67
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -2487,9 +2673,9 @@ tokens_62:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 	TESTQ     R8, R8
-	JZ        tiledone_67
+	JZ        tiledone_69
 
-tile_66:
+tile_68:
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
@@ -2520,9 +2706,9 @@ tile_66:
 	ADDQ            $0x00000020, R10
 	ADDQ            $0x00000080, BX
 	DECQ            R8
-	JNZ             tile_66
+	JNZ             tile_68
 
-tiledone_67:
+tiledone_69:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -2551,27 +2737,27 @@ tiledone_67:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (BX)
-	JMP           tokensdone_53
+	JMP           tokensdone_55
 
-tokens_65:
-tokensdone_53:
+tokens_67:
+tokensdone_55:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_49
+	JMP  rows_51
 
-rowsdone_50:
-rows_68:
+rowsdone_52:
+rows_70:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_69
+	JB   rowsdone_71
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_70:
+tokens_72:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_71
+	JB   tokenstail_73
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -2594,9 +2780,9 @@ tokens_70:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 	TESTQ     R9, R9
-	JZ        tiledone_74
+	JZ        tiledone_76
 
-tile_73:
+tile_75:
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
@@ -2638,9 +2824,9 @@ tile_73:
 	ADDQ            $0x00000080, R12
 	ADDQ            $0x00000080, R13
 	DECQ            R9
-	JNZ             tile_73
+	JNZ             tile_75
 
-tiledone_74:
+tiledone_76:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -2739,11 +2925,11 @@ tiledone_74:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_70
+	JMP           tokens_72
 
-tokenstail_71:
+tokenstail_73:
 	CMPQ DI, $0x00000007
-	JNE  tokens_75
+	JNE  tokens_77
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -2764,9 +2950,9 @@ tokenstail_71:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 	TESTQ     R8, R8
-	JZ        tiledone_77
+	JZ        tiledone_79
 
-tile_76:
+tile_78:
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
 	VPANDD          Z0, Z8, Z8
@@ -2804,9 +2990,9 @@ tile_76:
 	ADDQ            $0x00000080, R10
 	ADDQ            $0x00000080, R11
 	DECQ            R8
-	JNZ             tile_76
+	JNZ             tile_78
 
-tiledone_77:
+tiledone_79:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -2886,11 +3072,11 @@ tiledone_77:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_72
+	JMP           tokensdone_74
 
-tokens_75:
+tokens_77:
 	CMPQ DI, $0x00000006
-	JNE  tokens_78
+	JNE  tokens_80
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -2908,9 +3094,9 @@ tokens_75:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 	TESTQ     R8, R8
-	JZ        tiledone_80
+	JZ        tiledone_82
 
-tile_79:
+tile_81:
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z7, Z7
@@ -2943,9 +3129,9 @@ tile_79:
 	ADDQ            $0x00000080, BX
 	ADDQ            $0x00000080, R10
 	DECQ            R8
-	JNZ             tile_79
+	JNZ             tile_81
 
-tiledone_80:
+tiledone_82:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -3014,11 +3200,11 @@ tiledone_80:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_72
+	JMP           tokensdone_74
 
-tokens_78:
+tokens_80:
 	CMPQ DI, $0x00000005
-	JNE  tokens_81
+	JNE  tokens_83
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -3035,9 +3221,9 @@ tokens_78:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 	TESTQ     R8, R8
-	JZ        tiledone_83
+	JZ        tiledone_85
 
-tile_82:
+tile_84:
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
 	VPANDD          Z0, Z6, Z6
@@ -3066,9 +3252,9 @@ tile_82:
 	ADDQ            $0x00000080, BX
 	ADDQ            $0x00000080, R10
 	DECQ            R8
-	JNZ             tile_82
+	JNZ             tile_84
 
-tiledone_83:
+tiledone_85:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -3126,11 +3312,11 @@ tiledone_83:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_72
+	JMP           tokensdone_74
 
-tokens_81:
+tokens_83:
 	CMPQ DI, $0x00000004
-	JNE  tokens_84
+	JNE  tokens_86
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -3146,9 +3332,9 @@ tokens_81:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 	TESTQ     R8, R8
-	JZ        tiledone_86
+	JZ        tiledone_88
 
-tile_85:
+tile_87:
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
@@ -3173,9 +3359,9 @@ tile_85:
 	ADDQ            $0x00000080, BX
 	ADDQ            $0x00000080, R10
 	DECQ            R8
-	JNZ             tile_85
+	JNZ             tile_87
 
-tiledone_86:
+tiledone_88:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -3222,11 +3408,11 @@ tiledone_86:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_72
+	JMP           tokensdone_74
 
-tokens_84:
+tokens_86:
 	CMPQ DI, $0x00000003
-	JNE  tokens_87
+	JNE  tokens_89
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -3239,9 +3425,9 @@ tokens_84:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 	TESTQ     R8, R8
-	JZ        tiledone_89
+	JZ        tiledone_91
 
-tile_88:
+tile_90:
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
 	VPANDD          Z0, Z4, Z4
@@ -3261,9 +3447,9 @@ tile_88:
 	ADDQ            $0x00000020, R9
 	ADDQ            $0x00000080, BX
 	DECQ            R8
-	JNZ             tile_88
+	JNZ             tile_90
 
-tiledone_89:
+tiledone_91:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -3299,11 +3485,11 @@ tiledone_89:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_72
+	JMP           tokensdone_74
 
-tokens_87:
+tokens_89:
 	CMPQ DI, $0x00000002
-	JNE  tokens_90
+	JNE  tokens_92
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -3315,9 +3501,9 @@ tokens_87:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 	TESTQ     R8, R8
-	JZ        tiledone_92
+	JZ        tiledone_94
 
-tile_91:
+tile_93:
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
 	VPANDD          Z0, Z3, Z3
@@ -3333,9 +3519,9 @@ tile_91:
 	ADDQ            $0x00000020, R9
 	ADDQ            $0x00000080, BX
 	DECQ            R8
-	JNZ             tile_91
+	JNZ             tile_93
 
-tiledone_92:
+tiledone_94:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -3360,11 +3546,11 @@ tiledone_92:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_72
+	JMP           tokensdone_74
 
-tokens_90:
+tokens_92:
 	CMPQ DI, $0x00000001
-	JNE  tokens_93
+	JNE  tokens_95
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -3375,9 +3561,9 @@ tokens_90:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 	TESTQ     DI, DI
-	JZ        tiledone_95
+	JZ        tiledone_97
 
-tile_94:
+tile_96:
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
 	VPANDD          Z0, Z2, Z2
@@ -3389,9 +3575,9 @@ tile_94:
 	ADDQ            $0x00000020, R8
 	ADDQ            $0x00000080, BX
 	DECQ            DI
-	JNZ             tile_94
+	JNZ             tile_96
 
-tiledone_95:
+tiledone_97:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -3406,37 +3592,42 @@ tiledone_95:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_72
+	JMP           tokensdone_74
 
-tokens_93:
-tokensdone_72:
+tokens_95:
+tokensdone_74:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_68
+	JMP  rows_70
 
-rowsdone_69:
+rowsdone_71:
 	VZEROUPPER
 	RET
 
 // func dotF16RowsAVX2(w []uint16, stride int, x []float32, out []float32)
 // Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
-	MOVQ w_base+0(FP), AX
-	MOVQ x_base+32(FP), CX
-	MOVQ x_len+40(FP), DX
-	MOVQ out_base+56(FP), BX
-	MOVQ out_len+64(FP), SI
+	MOVQ  x_base+32(FP), AX
+	MOVQ  x_len+40(FP), CX
+	MOVQ  w_base+0(FP), DX
+	MOVQ  out_base+56(FP), BX
+	MOVQ  out_len+64(FP), SI
+	SHRQ  $0x02, SI
+	TESTQ SI, SI
+	JZ    spreaddone_98
+	MOVQ  SI, DI
+	MOVQ  stride+24(FP), R8
+	SHLQ  $0x01, R8
+	IMULQ R8, DI
+	MOVQ  SI, R8
+	SHLQ  $0x02, R8
 
-rows_96:
-	CMPQ  SI, $0x00000004
-	JB    rowsdone_97
-	MOVQ  stride+24(FP), DI
-	SHLQ  $0x01, DI
-	LEAQ  (AX)(DI*1), R8
-	LEAQ  (R8)(DI*1), R9
+spread_99:
+	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
+	LEAQ  (R10)(DI*1), R11
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -3445,97 +3636,97 @@ rows_96:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
-	MOVQ  DX, R12
-	ANDQ  $-32, R12
-	XORQ  R11, R11
-	CMPQ  R11, R12
-	JAE   loopdone_99
+	MOVQ  CX, R13
+	ANDQ  $-32, R13
+	XORQ  R12, R12
+	CMPQ  R12, R13
+	JAE   loopdone_101
 
-loop_98:
-	VMOVUPS     (CX)(R11*4), Y8
-	PREFETCHT1  16384(AX)(R11*2)
-	VCVTPH2PS   (AX)(R11*2), Y9
+loop_100:
+	VMOVUPS     (AX)(R12*4), Y8
+	PREFETCHT1  16384(DX)(R12*2)
+	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
-	PREFETCHT1  16384(R8)(R11*2)
-	VCVTPH2PS   (R8)(R11*2), Y9
+	PREFETCHT1  16384(R9)(R12*2)
+	VCVTPH2PS   (R9)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y1
-	PREFETCHT1  16384(R9)(R11*2)
-	VCVTPH2PS   (R9)(R11*2), Y9
+	PREFETCHT1  16384(R10)(R12*2)
+	VCVTPH2PS   (R10)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y2
-	PREFETCHT1  16384(R10)(R11*2)
-	VCVTPH2PS   (R10)(R11*2), Y9
+	PREFETCHT1  16384(R11)(R12*2)
+	VCVTPH2PS   (R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y3
-	VMOVUPS     32(CX)(R11*4), Y8
-	VCVTPH2PS   16(AX)(R11*2), Y9
+	VMOVUPS     32(AX)(R12*4), Y8
+	VCVTPH2PS   16(DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y4
-	VCVTPH2PS   16(R8)(R11*2), Y9
+	VCVTPH2PS   16(R9)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y5
-	VCVTPH2PS   16(R9)(R11*2), Y9
+	VCVTPH2PS   16(R10)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y6
-	VCVTPH2PS   16(R10)(R11*2), Y9
+	VCVTPH2PS   16(R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y7
-	VMOVUPS     64(CX)(R11*4), Y8
-	VCVTPH2PS   32(AX)(R11*2), Y9
+	VMOVUPS     64(AX)(R12*4), Y8
+	VCVTPH2PS   32(DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
-	VCVTPH2PS   32(R8)(R11*2), Y9
+	VCVTPH2PS   32(R9)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y1
-	VCVTPH2PS   32(R9)(R11*2), Y9
+	VCVTPH2PS   32(R10)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y2
-	VCVTPH2PS   32(R10)(R11*2), Y9
+	VCVTPH2PS   32(R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y3
-	VMOVUPS     96(CX)(R11*4), Y8
-	VCVTPH2PS   48(AX)(R11*2), Y9
+	VMOVUPS     96(AX)(R12*4), Y8
+	VCVTPH2PS   48(DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y4
-	VCVTPH2PS   48(R8)(R11*2), Y9
+	VCVTPH2PS   48(R9)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y5
-	VCVTPH2PS   48(R9)(R11*2), Y9
+	VCVTPH2PS   48(R10)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y6
-	VCVTPH2PS   48(R10)(R11*2), Y9
+	VCVTPH2PS   48(R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y7
-	ADDQ        $0x00000020, R11
-	CMPQ        R11, R12
-	JB          loop_98
+	ADDQ        $0x00000020, R12
+	CMPQ        R12, R13
+	JB          loop_100
 
-loopdone_99:
-	LEAQ        16(R11), R12
-	CMPQ        R12, DX
-	JA          skip_100
-	VMOVUPS     (CX)(R11*4), Y8
-	VCVTPH2PS   (AX)(R11*2), Y9
+loopdone_101:
+	LEAQ        16(R12), R13
+	CMPQ        R13, CX
+	JA          skip_102
+	VMOVUPS     (AX)(R12*4), Y8
+	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
-	VCVTPH2PS   (R8)(R11*2), Y9
+	VCVTPH2PS   (R9)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y1
-	VCVTPH2PS   (R9)(R11*2), Y9
+	VCVTPH2PS   (R10)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y2
-	VCVTPH2PS   (R10)(R11*2), Y9
+	VCVTPH2PS   (R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y3
-	VMOVUPS     32(CX)(R11*4), Y8
-	VCVTPH2PS   16(AX)(R11*2), Y9
+	VMOVUPS     32(AX)(R12*4), Y8
+	VCVTPH2PS   16(DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y4
-	VCVTPH2PS   16(R8)(R11*2), Y9
+	VCVTPH2PS   16(R9)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y5
-	VCVTPH2PS   16(R9)(R11*2), Y9
+	VCVTPH2PS   16(R10)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y6
-	VCVTPH2PS   16(R10)(R11*2), Y9
+	VCVTPH2PS   16(R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y7
-	ADDQ        $0x10, R11
+	ADDQ        $0x10, R12
 
-skip_100:
-	LEAQ        8(R11), R12
-	CMPQ        R12, DX
-	JA          skip_101
-	VMOVUPS     (CX)(R11*4), Y8
-	VCVTPH2PS   (AX)(R11*2), Y9
+skip_102:
+	LEAQ        8(R12), R13
+	CMPQ        R13, CX
+	JA          skip_103
+	VMOVUPS     (AX)(R12*4), Y8
+	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
-	VCVTPH2PS   (R8)(R11*2), Y9
+	VCVTPH2PS   (R9)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y1
-	VCVTPH2PS   (R9)(R11*2), Y9
+	VCVTPH2PS   (R10)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y2
-	VCVTPH2PS   (R10)(R11*2), Y9
+	VCVTPH2PS   (R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y3
-	ADDQ        $0x08, R11
+	ADDQ        $0x08, R12
 
-skip_101:
+skip_103:
 	VADDPS       Y4, Y0, Y0
 	VADDPS       Y5, Y1, Y1
 	VADDPS       Y6, Y2, Y2
@@ -3551,89 +3742,102 @@ skip_101:
 	VADDPS       Y0, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
-	CMPQ         R11, DX
-	JAE          taildone_103
+	CMPQ         R12, CX
+	JAE          taildone_105
 
-tail_102:
-	MOVWQZX      (R10)(R11*2), R12
-	SHLQ         $0x10, R12
-	MOVWQZX      (R9)(R11*2), R13
-	ORQ          R13, R12
-	SHLQ         $0x10, R12
-	MOVWQZX      (R8)(R11*2), R13
-	ORQ          R13, R12
-	SHLQ         $0x10, R12
-	MOVWQZX      (AX)(R11*2), R13
-	ORQ          R13, R12
-	VMOVQ        R12, X1
+tail_104:
+	MOVWQZX      (R11)(R12*2), R13
+	SHLQ         $0x10, R13
+	MOVWQZX      (R10)(R12*2), R14
+	ORQ          R14, R13
+	SHLQ         $0x10, R13
+	MOVWQZX      (R9)(R12*2), R14
+	ORQ          R14, R13
+	SHLQ         $0x10, R13
+	MOVWQZX      (DX)(R12*2), R14
+	ORQ          R14, R13
+	VMOVQ        R13, X1
 	VCVTPH2PS    X1, X1
-	VBROADCASTSS (CX)(R11*4), X2
+	VBROADCASTSS (AX)(R12*4), X2
 	VFMADD231PS  X2, X1, X0
-	INCQ         R11
-	CMPQ         R11, DX
-	JB           tail_102
+	INCQ         R12
+	CMPQ         R12, CX
+	JB           tail_104
 
-taildone_103:
-	VMOVUPS X0, (BX)
-	LEAQ    (AX)(DI*4), AX
-	ADDQ    $0x00000010, BX
-	SUBQ    $0x00000004, SI
-	JMP     rows_96
+taildone_105:
+	VMOVD   X0, (BX)
+	VPSHUFD $0x01, X0, X1
+	VMOVD   X1, (BX)(R8*1)
+	VPSHUFD $0x02, X0, X1
+	VMOVD   X1, (BX)(R8*2)
+	VPSHUFD $0x03, X0, X0
+	LEAQ    (BX)(R8*2), R9
+	VMOVD   X0, (R9)(R8*1)
+	MOVQ    stride+24(FP), R9
+	SHLQ    $0x01, R9
+	ADDQ    R9, DX
+	ADDQ    $0x04, BX
+	DECQ    SI
+	JNZ     spread_99
+	LEAQ    (DX)(DI*2), DX
+	ADDQ    DI, DX
+	LEAQ    (BX)(R8*2), BX
+	ADDQ    R8, BX
 
-rowsdone_97:
-rows_104:
-	CMPQ  SI, $0x00000001
-	JB    rowsdone_105
-	MOVQ  stride+24(FP), DI
-	SHLQ  $0x01, DI
+spreaddone_98:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_107
+
+single_106:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
-	MOVQ  DX, R9
-	ANDQ  $-32, R9
-	XORQ  R8, R8
-	CMPQ  R8, R9
-	JAE   loopdone_107
+	MOVQ  CX, R8
+	ANDQ  $-32, R8
+	XORQ  DI, DI
+	CMPQ  DI, R8
+	JAE   loopdone_109
 
-loop_106:
-	VMOVUPS     (CX)(R8*4), Y2
-	PREFETCHT1  16384(AX)(R8*2)
-	VCVTPH2PS   (AX)(R8*2), Y3
+loop_108:
+	VMOVUPS     (AX)(DI*4), Y2
+	PREFETCHT1  16384(DX)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
-	VMOVUPS     32(CX)(R8*4), Y2
-	VCVTPH2PS   16(AX)(R8*2), Y3
+	VMOVUPS     32(AX)(DI*4), Y2
+	VCVTPH2PS   16(DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y1
-	VMOVUPS     64(CX)(R8*4), Y2
-	VCVTPH2PS   32(AX)(R8*2), Y3
+	VMOVUPS     64(AX)(DI*4), Y2
+	VCVTPH2PS   32(DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
-	VMOVUPS     96(CX)(R8*4), Y2
-	VCVTPH2PS   48(AX)(R8*2), Y3
+	VMOVUPS     96(AX)(DI*4), Y2
+	VCVTPH2PS   48(DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y1
-	ADDQ        $0x00000020, R8
-	CMPQ        R8, R9
-	JB          loop_106
+	ADDQ        $0x00000020, DI
+	CMPQ        DI, R8
+	JB          loop_108
 
-loopdone_107:
-	LEAQ        16(R8), R9
-	CMPQ        R9, DX
-	JA          skip_108
-	VMOVUPS     (CX)(R8*4), Y2
-	VCVTPH2PS   (AX)(R8*2), Y3
+loopdone_109:
+	LEAQ        16(DI), R8
+	CMPQ        R8, CX
+	JA          skip_110
+	VMOVUPS     (AX)(DI*4), Y2
+	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
-	VMOVUPS     32(CX)(R8*4), Y2
-	VCVTPH2PS   16(AX)(R8*2), Y3
+	VMOVUPS     32(AX)(DI*4), Y2
+	VCVTPH2PS   16(DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y1
-	ADDQ        $0x10, R8
+	ADDQ        $0x10, DI
 
-skip_108:
-	LEAQ        8(R8), R9
-	CMPQ        R9, DX
-	JA          skip_109
-	VMOVUPS     (CX)(R8*4), Y2
-	VCVTPH2PS   (AX)(R8*2), Y3
+skip_110:
+	LEAQ        8(DI), R8
+	CMPQ        R8, CX
+	JA          skip_111
+	VMOVUPS     (AX)(DI*4), Y2
+	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
-	ADDQ        $0x08, R8
+	ADDQ        $0x08, DI
 
-skip_109:
+skip_111:
 	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X0, X1, X1
@@ -3641,46 +3845,53 @@ skip_109:
 	VADDPS       X0, X1, X1
 	VPSHUFD      $0xb1, X1, X0
 	VADDPS       X0, X1, X1
-	CMPQ         R8, DX
-	JAE          taildone_111
+	CMPQ         DI, CX
+	JAE          taildone_113
 
-tail_110:
-	MOVWLZX     (AX)(R8*2), R9
-	VMOVD       R9, X0
+tail_112:
+	MOVWLZX     (DX)(DI*2), R8
+	VMOVD       R8, X0
 	VCVTPH2PS   X0, X0
-	VFMADD231SS (CX)(R8*4), X0, X1
-	INCQ        R8
-	CMPQ        R8, DX
-	JB          tail_110
+	VFMADD231SS (AX)(DI*4), X0, X1
+	INCQ        DI
+	CMPQ        DI, CX
+	JB          tail_112
 
-taildone_111:
+taildone_113:
 	VMOVSS X1, (BX)
-	ADDQ   DI, AX
-	ADDQ   $0x00000004, BX
-	SUBQ   $0x00000001, SI
-	JMP    rows_104
+	MOVQ   stride+24(FP), DI
+	SHLQ   $0x01, DI
+	ADDQ   DI, DX
+	ADDQ   $0x04, BX
+	DECQ   SI
+	JNZ    single_106
 
-rowsdone_105:
+singledone_107:
 	VZEROUPPER
 	RET
 
 // func dotF16RowsAVX512(w []uint16, stride int, x []float32, out []float32)
 // Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
 TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
-	MOVQ w_base+0(FP), AX
-	MOVQ x_base+32(FP), CX
-	MOVQ x_len+40(FP), DX
-	MOVQ out_base+56(FP), BX
-	MOVQ out_len+64(FP), SI
+	MOVQ  x_base+32(FP), AX
+	MOVQ  x_len+40(FP), CX
+	MOVQ  w_base+0(FP), DX
+	MOVQ  out_base+56(FP), BX
+	MOVQ  out_len+64(FP), SI
+	SHRQ  $0x02, SI
+	TESTQ SI, SI
+	JZ    spreaddone_114
+	MOVQ  SI, DI
+	MOVQ  stride+24(FP), R8
+	SHLQ  $0x01, R8
+	IMULQ R8, DI
+	MOVQ  SI, R8
+	SHLQ  $0x02, R8
 
-rows_112:
-	CMPQ   SI, $0x00000004
-	JB     rowsdone_113
-	MOVQ   stride+24(FP), DI
-	SHLQ   $0x01, DI
-	LEAQ   (AX)(DI*1), R8
-	LEAQ   (R8)(DI*1), R9
+spread_115:
+	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
+	LEAQ   (R10)(DI*1), R11
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -3689,76 +3900,76 @@ rows_112:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-	MOVQ   DX, R12
-	ANDQ   $-32, R12
-	XORQ   R11, R11
-	CMPQ   R11, R12
-	JAE    loopdone_115
+	MOVQ   CX, R13
+	ANDQ   $-32, R13
+	XORQ   R12, R12
+	CMPQ   R12, R13
+	JAE    loopdone_117
 
-loop_114:
-	VMOVUPS     (CX)(R11*4), Z8
-	VMOVUPS     64(CX)(R11*4), Z9
-	PREFETCHT1  16384(AX)(R11*2)
-	VCVTPH2PS   (AX)(R11*2), Z10
+loop_116:
+	VMOVUPS     (AX)(R12*4), Z8
+	VMOVUPS     64(AX)(R12*4), Z9
+	PREFETCHT1  16384(DX)(R12*2)
+	VCVTPH2PS   (DX)(R12*2), Z10
 	VFMADD231PS Z8, Z10, Z0
-	VCVTPH2PS   32(AX)(R11*2), Z10
+	VCVTPH2PS   32(DX)(R12*2), Z10
 	VFMADD231PS Z9, Z10, Z4
-	PREFETCHT1  16384(R8)(R11*2)
-	VCVTPH2PS   (R8)(R11*2), Z10
+	PREFETCHT1  16384(R9)(R12*2)
+	VCVTPH2PS   (R9)(R12*2), Z10
 	VFMADD231PS Z8, Z10, Z1
-	VCVTPH2PS   32(R8)(R11*2), Z10
+	VCVTPH2PS   32(R9)(R12*2), Z10
 	VFMADD231PS Z9, Z10, Z5
-	PREFETCHT1  16384(R9)(R11*2)
-	VCVTPH2PS   (R9)(R11*2), Z10
+	PREFETCHT1  16384(R10)(R12*2)
+	VCVTPH2PS   (R10)(R12*2), Z10
 	VFMADD231PS Z8, Z10, Z2
-	VCVTPH2PS   32(R9)(R11*2), Z10
+	VCVTPH2PS   32(R10)(R12*2), Z10
 	VFMADD231PS Z9, Z10, Z6
-	PREFETCHT1  16384(R10)(R11*2)
-	VCVTPH2PS   (R10)(R11*2), Z10
+	PREFETCHT1  16384(R11)(R12*2)
+	VCVTPH2PS   (R11)(R12*2), Z10
 	VFMADD231PS Z8, Z10, Z3
-	VCVTPH2PS   32(R10)(R11*2), Z8
+	VCVTPH2PS   32(R11)(R12*2), Z8
 	VFMADD231PS Z9, Z8, Z7
-	ADDQ        $0x00000020, R11
-	CMPQ        R11, R12
-	JB          loop_114
+	ADDQ        $0x00000020, R12
+	CMPQ        R12, R13
+	JB          loop_116
 
-loopdone_115:
-	LEAQ        16(R11), R12
-	CMPQ        R12, DX
-	JA          skip_116
-	VMOVUPS     (CX)(R11*4), Z8
-	VCVTPH2PS   (AX)(R11*2), Z9
+loopdone_117:
+	LEAQ        16(R12), R13
+	CMPQ        R13, CX
+	JA          skip_118
+	VMOVUPS     (AX)(R12*4), Z8
+	VCVTPH2PS   (DX)(R12*2), Z9
 	VFMADD231PS Z8, Z9, Z4
-	VCVTPH2PS   (R8)(R11*2), Z9
+	VCVTPH2PS   (R9)(R12*2), Z9
 	VFMADD231PS Z8, Z9, Z5
-	VCVTPH2PS   (R9)(R11*2), Z9
+	VCVTPH2PS   (R10)(R12*2), Z9
 	VFMADD231PS Z8, Z9, Z6
-	VCVTPH2PS   (R10)(R11*2), Z9
+	VCVTPH2PS   (R11)(R12*2), Z9
 	VFMADD231PS Z8, Z9, Z7
-	ADDQ        $0x10, R11
+	ADDQ        $0x10, R12
 
-skip_116:
-	MOVQ        DX, R12
-	SUBQ        R11, R12
-	JE          notail_117
-	MOVQ        $-1, R13
-	BZHIQ       R12, R13, R12
-	KMOVQ       R12, K1
-	VMOVUPS.Z   (CX)(R11*4), K1, Z8
-	VMOVDQU16.Z (AX)(R11*2), K1, Y9
+skip_118:
+	MOVQ        CX, R13
+	SUBQ        R12, R13
+	JE          notail_119
+	MOVQ        $-1, R14
+	BZHIQ       R13, R14, R13
+	KMOVQ       R13, K1
+	VMOVUPS.Z   (AX)(R12*4), K1, Z8
+	VMOVDQU16.Z (DX)(R12*2), K1, Y9
 	VCVTPH2PS   Y9, Z9
 	VFMADD231PS Z8, Z9, Z0
-	VMOVDQU16.Z (R8)(R11*2), K1, Y9
+	VMOVDQU16.Z (R9)(R12*2), K1, Y9
 	VCVTPH2PS   Y9, Z9
 	VFMADD231PS Z8, Z9, Z1
-	VMOVDQU16.Z (R9)(R11*2), K1, Y9
+	VMOVDQU16.Z (R10)(R12*2), K1, Y9
 	VCVTPH2PS   Y9, Z9
 	VFMADD231PS Z8, Z9, Z2
-	VMOVDQU16.Z (R10)(R11*2), K1, Y9
+	VMOVDQU16.Z (R11)(R12*2), K1, Y9
 	VCVTPH2PS   Y9, Z9
 	VFMADD231PS Z8, Z9, Z3
 
-notail_117:
+notail_119:
 	VADDPS        Z4, Z0, Z0
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
@@ -3782,60 +3993,73 @@ notail_117:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (BX)
-	LEAQ          (AX)(DI*4), AX
-	ADDQ          $0x00000010, BX
-	SUBQ          $0x00000004, SI
-	JMP           rows_112
+	VMOVD         X0, (BX)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (BX)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (BX)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (BX)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	MOVQ          stride+24(FP), R9
+	SHLQ          $0x01, R9
+	ADDQ          R9, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           spread_115
+	LEAQ          (DX)(DI*2), DX
+	ADDQ          DI, DX
+	LEAQ          (BX)(R8*2), BX
+	ADDQ          R8, BX
 
-rowsdone_113:
-rows_118:
-	CMPQ   SI, $0x00000001
-	JB     rowsdone_119
-	MOVQ   stride+24(FP), DI
-	SHLQ   $0x01, DI
+spreaddone_114:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_121
+
+single_120:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
-	MOVQ   DX, R9
-	ANDQ   $-32, R9
-	XORQ   R8, R8
-	CMPQ   R8, R9
-	JAE    loopdone_121
+	MOVQ   CX, R8
+	ANDQ   $-32, R8
+	XORQ   DI, DI
+	CMPQ   DI, R8
+	JAE    loopdone_123
 
-loop_120:
-	VMOVUPS     (CX)(R8*4), Z2
-	VMOVUPS     64(CX)(R8*4), Z3
-	PREFETCHT1  16384(AX)(R8*2)
-	VCVTPH2PS   (AX)(R8*2), Z4
+loop_122:
+	VMOVUPS     (AX)(DI*4), Z2
+	VMOVUPS     64(AX)(DI*4), Z3
+	PREFETCHT1  16384(DX)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Z4
 	VFMADD231PS Z2, Z4, Z0
-	VCVTPH2PS   32(AX)(R8*2), Z2
+	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z3, Z2, Z1
-	ADDQ        $0x00000020, R8
-	CMPQ        R8, R9
-	JB          loop_120
+	ADDQ        $0x00000020, DI
+	CMPQ        DI, R8
+	JB          loop_122
 
-loopdone_121:
-	LEAQ        16(R8), R9
-	CMPQ        R9, DX
-	JA          skip_122
-	VMOVUPS     (CX)(R8*4), Z2
-	VCVTPH2PS   (AX)(R8*2), Z3
+loopdone_123:
+	LEAQ        16(DI), R8
+	CMPQ        R8, CX
+	JA          skip_124
+	VMOVUPS     (AX)(DI*4), Z2
+	VCVTPH2PS   (DX)(DI*2), Z3
 	VFMADD231PS Z2, Z3, Z1
-	ADDQ        $0x10, R8
+	ADDQ        $0x10, DI
 
-skip_122:
-	MOVQ        DX, R9
-	SUBQ        R8, R9
-	JE          notail_123
-	MOVQ        $-1, R10
-	BZHIQ       R9, R10, R9
-	KMOVQ       R9, K1
-	VMOVUPS.Z   (CX)(R8*4), K1, Z2
-	VMOVDQU16.Z (AX)(R8*2), K1, Y3
+skip_124:
+	MOVQ        CX, R8
+	SUBQ        DI, R8
+	JE          notail_125
+	MOVQ        $-1, R9
+	BZHIQ       R8, R9, R8
+	KMOVQ       R8, K1
+	VMOVUPS.Z   (AX)(DI*4), K1, Z2
+	VMOVDQU16.Z (DX)(DI*2), K1, Y3
 	VCVTPH2PS   Y3, Z3
 	VFMADD231PS Z2, Z3, Z0
 
-notail_123:
+notail_125:
 	VADDPS        Z1, Z0, Z0
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
@@ -3846,12 +4070,14 @@ notail_123:
 	VPSHUFD       $0xb1, X0, X1
 	VADDPS        X1, X0, X0
 	VMOVSS        X0, (BX)
-	ADDQ          DI, AX
-	ADDQ          $0x00000004, BX
-	SUBQ          $0x00000001, SI
-	JMP           rows_118
+	MOVQ          stride+24(FP), DI
+	SHLQ          $0x01, DI
+	ADDQ          DI, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           single_120
 
-rowsdone_119:
+singledone_121:
 	VZEROUPPER
 	RET
 
@@ -3867,9 +4093,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_125
+	JAE          loopdone_127
 
-loop_124:
+loop_126:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -3878,22 +4104,22 @@ loop_124:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_124
+	JB          loop_126
 
-loopdone_125:
+loopdone_127:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_126
+	JA          skip_128
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_126:
+skip_128:
 	CMPQ BX, DX
-	JAE  taildone_128
+	JAE  taildone_130
 
-tail_127:
+tail_129:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -3901,9 +4127,9 @@ tail_127:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_127
+	JB          tail_129
 
-taildone_128:
+taildone_130:
 	VZEROUPPER
 	RET
 
@@ -3919,9 +4145,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_130
+	JAE          loopdone_132
 
-loop_129:
+loop_131:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -3930,20 +4156,20 @@ loop_129:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_129
+	JB          loop_131
 
-loopdone_130:
+loopdone_132:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_131
+	JA          skip_133
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_131:
+skip_133:
 	SUBQ        BX, DX
-	JE          notail_132
+	JE          notail_134
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -3953,7 +4179,7 @@ skip_131:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_132:
+notail_134:
 	VZEROUPPER
 	RET
 
@@ -3969,10 +4195,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_133:
+chunks_135:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_134
+	JA      chunksdone_136
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -3980,9 +4206,9 @@ chunks_133:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_136
+	JAE     rowsdone_138
 
-rows_135:
+rows_137:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -3995,44 +4221,44 @@ rows_135:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_135
+	JB           rows_137
 
-rowsdone_136:
+rowsdone_138:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_133
+	JMP     chunks_135
 
-chunksdone_134:
-chunks_137:
+chunksdone_136:
+chunks_139:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_138
+	JA      chunksdone_140
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_140
+	JAE     rowsdone_142
 
-rows_139:
+rows_141:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_139
+	JB           rows_141
 
-rowsdone_140:
+rowsdone_142:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_137
+	JMP     chunks_139
 
-chunksdone_138:
+chunksdone_140:
 	SUBQ      R8, DI
-	JE        notail_141
+	JE        notail_143
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -4040,9 +4266,9 @@ chunksdone_138:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_143
+	JAE       rowsdone_145
 
-rows_142:
+rows_144:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -4050,133 +4276,138 @@ rows_142:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_142
+	JB           rows_144
 
-rowsdone_143:
+rowsdone_145:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_141:
+notail_143:
 	VZEROUPPER
 	RET
 
 // func dotI8RowsAVX2(w []int8, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
-TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $0-80
-	MOVQ    w_base+0(FP), AX
-	MOVQ    x_base+32(FP), CX
-	MOVQ    x_len+40(FP), DX
+TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
+	MOVQ    x_base+32(FP), AX
+	MOVQ    x_len+40(FP), CX
+	VMOVDQU words0001<>+0(SB), Y0
+	MOVQ    w_base+0(FP), DX
 	MOVQ    out_base+56(FP), BX
 	MOVQ    out_len+64(FP), SI
-	VMOVDQU words0001<>+0(SB), Y0
+	SHRQ    $0x02, SI
+	TESTQ   SI, SI
+	JZ      spreaddone_146
+	MOVQ    SI, DI
+	MOVQ    stride+24(FP), R8
+	IMULQ   R8, DI
+	MOVQ    SI, R8
+	SHLQ    $0x02, R8
 
-rows_144:
-	CMPQ  SI, $0x00000004
-	JB    rowsdone_145
-	MOVQ  stride+24(FP), DI
-	LEAQ  (AX)(DI*1), R8
-	LEAQ  (R8)(DI*1), R9
+spread_147:
+	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
+	LEAQ  (R10)(DI*1), R11
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 	VPXOR Y4, Y4, Y4
-	MOVQ  DX, R12
-	ANDQ  $-64, R12
-	XORQ  R11, R11
-	CMPQ  R11, R12
-	JAE   loopdone_147
+	MOVQ  CX, R13
+	ANDQ  $-64, R13
+	XORQ  R12, R12
+	CMPQ  R12, R13
+	JAE   loopdone_149
 
-loop_146:
-	VMOVDQU    (CX)(R11*1), Y5
-	PREFETCHT1 16384(AX)(R11*1)
-	VMOVDQU    (AX)(R11*1), Y6
+loop_148:
+	VMOVDQU    (AX)(R12*1), Y5
+	PREFETCHT1 16384(DX)(R12*1)
+	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y7, Y6, Y7
 	VPMADDWD   Y0, Y7, Y7
 	VPADDD     Y7, Y1, Y1
-	PREFETCHT1 16384(R8)(R11*1)
-	VMOVDQU    (R8)(R11*1), Y6
+	PREFETCHT1 16384(R9)(R12*1)
+	VMOVDQU    (R9)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y7, Y6, Y7
 	VPMADDWD   Y0, Y7, Y7
 	VPADDD     Y7, Y2, Y2
-	PREFETCHT1 16384(R9)(R11*1)
-	VMOVDQU    (R9)(R11*1), Y6
+	PREFETCHT1 16384(R10)(R12*1)
+	VMOVDQU    (R10)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y7, Y6, Y7
 	VPMADDWD   Y0, Y7, Y7
 	VPADDD     Y7, Y3, Y3
-	PREFETCHT1 16384(R10)(R11*1)
-	VMOVDQU    (R10)(R11*1), Y6
+	PREFETCHT1 16384(R11)(R12*1)
+	VMOVDQU    (R11)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y5
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y5, Y6, Y5
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
-	VMOVDQU    32(CX)(R11*1), Y5
-	VMOVDQU    32(AX)(R11*1), Y6
+	VMOVDQU    32(AX)(R12*1), Y5
+	VMOVDQU    32(DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y7, Y6, Y7
 	VPMADDWD   Y0, Y7, Y7
 	VPADDD     Y7, Y1, Y1
-	VMOVDQU    32(R8)(R11*1), Y6
+	VMOVDQU    32(R9)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y7, Y6, Y7
 	VPMADDWD   Y0, Y7, Y7
 	VPADDD     Y7, Y2, Y2
-	VMOVDQU    32(R9)(R11*1), Y6
+	VMOVDQU    32(R10)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y7, Y6, Y7
 	VPMADDWD   Y0, Y7, Y7
 	VPADDD     Y7, Y3, Y3
-	VMOVDQU    32(R10)(R11*1), Y6
+	VMOVDQU    32(R11)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y5
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y5, Y6, Y5
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
-	ADDQ       $0x00000040, R11
-	CMPQ       R11, R12
-	JB         loop_146
+	ADDQ       $0x00000040, R12
+	CMPQ       R12, R13
+	JB         loop_148
 
-loopdone_147:
-	LEAQ       32(R11), R12
-	CMPQ       R12, DX
-	JA         skip_148
-	VMOVDQU    (CX)(R11*1), Y5
-	VMOVDQU    (AX)(R11*1), Y6
+loopdone_149:
+	LEAQ       32(R12), R13
+	CMPQ       R13, CX
+	JA         skip_150
+	VMOVDQU    (AX)(R12*1), Y5
+	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y7, Y6, Y7
 	VPMADDWD   Y0, Y7, Y7
 	VPADDD     Y7, Y1, Y1
-	VMOVDQU    (R8)(R11*1), Y6
+	VMOVDQU    (R9)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y7, Y6, Y7
 	VPMADDWD   Y0, Y7, Y7
 	VPADDD     Y7, Y2, Y2
-	VMOVDQU    (R9)(R11*1), Y6
+	VMOVDQU    (R10)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y7, Y6, Y7
 	VPMADDWD   Y0, Y7, Y7
 	VPADDD     Y7, Y3, Y3
-	VMOVDQU    (R10)(R11*1), Y6
+	VMOVDQU    (R11)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y5
 	VPABSB     Y6, Y6
 	VPMADDUBSW Y5, Y6, Y5
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
-	ADDQ       $0x20, R11
+	ADDQ       $0x20, R12
 
-skip_148:
+skip_150:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -4188,110 +4419,124 @@ skip_148:
 	VPADDD       Y1, Y2, Y2
 	VEXTRACTI128 $0x01, Y2, X1
 	VPADDD       X2, X1, X1
-	VMOVDQU      X1, (BX)
-	CMPQ         R11, DX
-	JAE          taildone_149
-	MOVQ         R11, R12
-	XORL         R13, R13
-
-tail_150:
-	MOVBLSX (AX)(R12*1), R14
-	MOVBLSX (CX)(R12*1), R15
-	IMULL   R15, R14
-	ADDL    R14, R13
-	INCQ    R12
-	CMPQ    R12, DX
-	JB      tail_150
-	ADDL    R13, (BX)
-	MOVQ    R11, R12
-	XORL    R13, R13
-
-tail_151:
-	MOVBLSX (R8)(R12*1), R14
-	MOVBLSX (CX)(R12*1), R15
-	IMULL   R15, R14
-	ADDL    R14, R13
-	INCQ    R12
-	CMPQ    R12, DX
-	JB      tail_151
-	ADDL    R13, 4(BX)
-	MOVQ    R11, R8
-	XORL    R12, R12
+	VMOVD        X1, (BX)
+	VPSHUFD      $0x01, X1, X2
+	VMOVD        X2, (BX)(R8*1)
+	VPSHUFD      $0x02, X1, X2
+	VMOVD        X2, (BX)(R8*2)
+	VPSHUFD      $0x03, X1, X1
+	LEAQ         (BX)(R8*2), R13
+	VMOVD        X1, (R13)(R8*1)
+	CMPQ         R12, CX
+	JAE          taildone_151
+	MOVQ         R12, R13
+	XORL         R14, R14
 
 tail_152:
-	MOVBLSX (R9)(R8*1), R13
-	MOVBLSX (CX)(R8*1), R14
-	IMULL   R14, R13
-	ADDL    R13, R12
-	INCQ    R8
-	CMPQ    R8, DX
+	MOVBLSX (DX)(R13*1), R15
+	MOVBLSX (AX)(R13*1), BP
+	IMULL   BP, R15
+	ADDL    R15, R14
+	INCQ    R13
+	CMPQ    R13, CX
 	JB      tail_152
-	ADDL    R12, 8(BX)
-	MOVQ    R11, R8
-	XORL    R9, R9
+	ADDL    R14, (BX)
+	MOVQ    R12, R13
+	XORL    R14, R14
 
 tail_153:
-	MOVBLSX (R10)(R8*1), R11
-	MOVBLSX (CX)(R8*1), R12
-	IMULL   R12, R11
-	ADDL    R11, R9
-	INCQ    R8
-	CMPQ    R8, DX
+	MOVBLSX (R9)(R13*1), R15
+	MOVBLSX (AX)(R13*1), BP
+	IMULL   BP, R15
+	ADDL    R15, R14
+	INCQ    R13
+	CMPQ    R13, CX
 	JB      tail_153
-	ADDL    R9, 12(BX)
+	ADDL    R14, (BX)(R8*1)
+	MOVQ    R12, R9
+	XORL    R13, R13
 
-taildone_149:
-	LEAQ (AX)(DI*4), AX
-	ADDQ $0x00000010, BX
-	SUBQ $0x00000004, SI
-	JMP  rows_144
+tail_154:
+	MOVBLSX (R10)(R9*1), R14
+	MOVBLSX (AX)(R9*1), R15
+	IMULL   R15, R14
+	ADDL    R14, R13
+	INCQ    R9
+	CMPQ    R9, CX
+	JB      tail_154
+	ADDL    R13, (BX)(R8*2)
+	MOVQ    R12, R9
+	XORL    R10, R10
 
-rowsdone_145:
-rows_154:
-	CMPQ  SI, $0x00000001
-	JB    rowsdone_155
-	MOVQ  stride+24(FP), DI
+tail_155:
+	MOVBLSX (R11)(R9*1), R12
+	MOVBLSX (AX)(R9*1), R13
+	IMULL   R13, R12
+	ADDL    R12, R10
+	INCQ    R9
+	CMPQ    R9, CX
+	JB      tail_155
+	LEAQ    (BX)(R8*2), R9
+	ADDL    R10, (R9)(R8*1)
+
+taildone_151:
+	MOVQ stride+24(FP), R9
+	ADDQ R9, DX
+	ADDQ $0x04, BX
+	DECQ SI
+	JNZ  spread_147
+	LEAQ (DX)(DI*2), DX
+	ADDQ DI, DX
+	LEAQ (BX)(R8*2), BX
+	ADDQ R8, BX
+
+spreaddone_146:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_157
+
+single_156:
 	VPXOR Y1, Y1, Y1
-	MOVQ  DX, R9
-	ANDQ  $-64, R9
-	XORQ  R8, R8
-	CMPQ  R8, R9
-	JAE   loopdone_157
+	MOVQ  CX, R8
+	ANDQ  $-64, R8
+	XORQ  DI, DI
+	CMPQ  DI, R8
+	JAE   loopdone_159
 
-loop_156:
-	VMOVDQU    (CX)(R8*1), Y2
-	PREFETCHT1 16384(AX)(R8*1)
-	VMOVDQU    (AX)(R8*1), Y3
+loop_158:
+	VMOVDQU    (AX)(DI*1), Y2
+	PREFETCHT1 16384(DX)(DI*1)
+	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
 	VPABSB     Y3, Y3
 	VPMADDUBSW Y2, Y3, Y2
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
-	VMOVDQU    32(CX)(R8*1), Y2
-	VMOVDQU    32(AX)(R8*1), Y3
+	VMOVDQU    32(AX)(DI*1), Y2
+	VMOVDQU    32(DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
 	VPABSB     Y3, Y3
 	VPMADDUBSW Y2, Y3, Y2
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
-	ADDQ       $0x00000040, R8
-	CMPQ       R8, R9
-	JB         loop_156
+	ADDQ       $0x00000040, DI
+	CMPQ       DI, R8
+	JB         loop_158
 
-loopdone_157:
-	LEAQ       32(R8), R9
-	CMPQ       R9, DX
-	JA         skip_158
-	VMOVDQU    (CX)(R8*1), Y2
-	VMOVDQU    (AX)(R8*1), Y3
+loopdone_159:
+	LEAQ       32(DI), R8
+	CMPQ       R8, CX
+	JA         skip_160
+	VMOVDQU    (AX)(DI*1), Y2
+	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
 	VPABSB     Y3, Y3
 	VPMADDUBSW Y2, Y3, Y2
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
-	ADDQ       $0x20, R8
+	ADDQ       $0x20, DI
 
-skip_158:
+skip_160:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -4299,63 +4544,61 @@ skip_158:
 	VPSHUFD      $0xb1, X2, X1
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
-	CMPQ         R8, DX
-	JAE          taildone_159
-	XORL         R9, R9
+	CMPQ         DI, CX
+	JAE          taildone_161
+	XORL         R8, R8
 
-tail_160:
-	MOVBLSX (AX)(R8*1), R10
-	MOVBLSX (CX)(R8*1), R11
-	IMULL   R11, R10
-	ADDL    R10, R9
-	INCQ    R8
-	CMPQ    R8, DX
-	JB      tail_160
-	ADDL    R9, (BX)
+tail_162:
+	MOVBLSX (DX)(DI*1), R9
+	MOVBLSX (AX)(DI*1), R10
+	IMULL   R10, R9
+	ADDL    R9, R8
+	INCQ    DI
+	CMPQ    DI, CX
+	JB      tail_162
+	ADDL    R8, (BX)
 
-taildone_159:
-	ADDQ DI, AX
-	ADDQ $0x00000004, BX
-	SUBQ $0x00000001, SI
-	JMP  rows_154
+taildone_161:
+	MOVQ stride+24(FP), DI
+	ADDQ DI, DX
+	ADDQ $0x04, BX
+	DECQ SI
+	JNZ  single_156
 
-rowsdone_155:
+singledone_157:
 	VZEROUPPER
 	RET
 
 // func dotI8RowsVNNI(w []int8, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, MMX+
 TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
-	MOVQ         w_base+0(FP), AX
-	MOVQ         x_base+32(FP), CX
-	MOVQ         x_len+40(FP), DX
-	MOVQ         out_base+56(FP), BX
-	MOVQ         out_len+64(FP), SI
+	MOVQ         x_base+32(FP), AX
+	MOVQ         x_len+40(FP), CX
 	VPXORD       Z0, Z0, Z0
 	VPBROADCASTD bytes01<>+0(SB), Z1
-	MOVQ         DX, R8
-	ANDQ         $-64, R8
-	XORQ         DI, DI
-	CMPQ         DI, R8
-	JAE          loopdone_162
+	MOVQ         CX, BX
+	ANDQ         $-64, BX
+	XORQ         DX, DX
+	CMPQ         DX, BX
+	JAE          loopdone_164
 
-loop_161:
-	VPDPBUSD (CX)(DI*1), Z1, Z0
-	ADDQ     $0x00000040, DI
-	CMPQ     DI, R8
-	JB       loop_161
+loop_163:
+	VPDPBUSD (AX)(DX*1), Z1, Z0
+	ADDQ     $0x00000040, DX
+	CMPQ     DX, BX
+	JB       loop_163
 
-loopdone_162:
-	MOVQ       DX, R8
-	SUBQ       DI, R8
-	JE         notail_163
-	MOVQ       $-1, R9
-	BZHIQ      R8, R9, R8
-	KMOVQ      R8, K1
-	VMOVDQU8.Z (CX)(DI*1), K1, Z2
+loopdone_164:
+	MOVQ       CX, BX
+	SUBQ       DX, BX
+	JE         notail_165
+	MOVQ       $-1, SI
+	BZHIQ      BX, SI, BX
+	KMOVQ      BX, K1
+	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_163:
+notail_165:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -4367,64 +4610,72 @@ notail_163:
 	VPSLLD        $0x07, X0, X0
 	VPBROADCASTD  X0, X0
 	VPBROADCASTD  bytes80<>+0(SB), Z1
+	MOVQ          w_base+0(FP), DX
+	MOVQ          out_base+56(FP), BX
+	MOVQ          out_len+64(FP), SI
+	SHRQ          $0x02, SI
+	TESTQ         SI, SI
+	JZ            spreaddone_166
+	MOVQ          SI, DI
+	MOVQ          stride+24(FP), R8
+	IMULQ         R8, DI
+	MOVQ          SI, R8
+	SHLQ          $0x02, R8
 
-rows_164:
-	CMPQ   SI, $0x00000004
-	JB     rowsdone_165
-	MOVQ   stride+24(FP), DI
-	LEAQ   (AX)(DI*1), R8
-	LEAQ   (R8)(DI*1), R9
+spread_167:
+	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
+	LEAQ   (R10)(DI*1), R11
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
-	MOVQ   DX, R12
-	ANDQ   $-64, R12
-	XORQ   R11, R11
-	CMPQ   R11, R12
-	JAE    loopdone_167
+	MOVQ   CX, R13
+	ANDQ   $-64, R13
+	XORQ   R12, R12
+	CMPQ   R12, R13
+	JAE    loopdone_169
 
-loop_166:
-	VMOVDQU64  (CX)(R11*1), Z6
-	PREFETCHT1 16384(AX)(R11*1)
-	VPXORD     (AX)(R11*1), Z1, Z7
+loop_168:
+	VMOVDQU64  (AX)(R12*1), Z6
+	PREFETCHT1 16384(DX)(R12*1)
+	VPXORD     (DX)(R12*1), Z1, Z7
 	VPDPBUSD   Z6, Z7, Z2
-	PREFETCHT1 16384(R8)(R11*1)
-	VPXORD     (R8)(R11*1), Z1, Z7
+	PREFETCHT1 16384(R9)(R12*1)
+	VPXORD     (R9)(R12*1), Z1, Z7
 	VPDPBUSD   Z6, Z7, Z3
-	PREFETCHT1 16384(R9)(R11*1)
-	VPXORD     (R9)(R11*1), Z1, Z7
+	PREFETCHT1 16384(R10)(R12*1)
+	VPXORD     (R10)(R12*1), Z1, Z7
 	VPDPBUSD   Z6, Z7, Z4
-	PREFETCHT1 16384(R10)(R11*1)
-	VPXORD     (R10)(R11*1), Z1, Z7
+	PREFETCHT1 16384(R11)(R12*1)
+	VPXORD     (R11)(R12*1), Z1, Z7
 	VPDPBUSD   Z6, Z7, Z5
-	ADDQ       $0x00000040, R11
-	CMPQ       R11, R12
-	JB         loop_166
+	ADDQ       $0x00000040, R12
+	CMPQ       R12, R13
+	JB         loop_168
 
-loopdone_167:
-	MOVQ       DX, R12
-	SUBQ       R11, R12
-	JE         notail_168
-	MOVQ       $-1, R13
-	BZHIQ      R12, R13, R12
-	KMOVQ      R12, K1
-	VMOVDQU8.Z (CX)(R11*1), K1, Z6
-	VMOVDQU8.Z (AX)(R11*1), K1, Z7
+loopdone_169:
+	MOVQ       CX, R13
+	SUBQ       R12, R13
+	JE         notail_170
+	MOVQ       $-1, R14
+	BZHIQ      R13, R14, R13
+	KMOVQ      R13, K1
+	VMOVDQU8.Z (AX)(R12*1), K1, Z6
+	VMOVDQU8.Z (DX)(R12*1), K1, Z7
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z2
-	VMOVDQU8.Z (R8)(R11*1), K1, Z7
+	VMOVDQU8.Z (R9)(R12*1), K1, Z7
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z3
-	VMOVDQU8.Z (R9)(R11*1), K1, Z7
+	VMOVDQU8.Z (R10)(R12*1), K1, Z7
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z4
-	VMOVDQU8.Z (R10)(R11*1), K1, Z7
+	VMOVDQU8.Z (R11)(R12*1), K1, Z7
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_168:
+notail_170:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -4445,46 +4696,59 @@ notail_168:
 	VEXTRACTI32X4 $0x01, Y3, X2
 	VPADDD        X3, X2, X2
 	VPSUBD        X0, X2, X2
-	VMOVDQU32     X2, (BX)
-	LEAQ          (AX)(DI*4), AX
-	ADDQ          $0x00000010, BX
-	SUBQ          $0x00000004, SI
-	JMP           rows_164
+	VMOVD         X2, (BX)
+	VPSHUFD       $0x01, X2, X3
+	VMOVD         X3, (BX)(R8*1)
+	VPSHUFD       $0x02, X2, X3
+	VMOVD         X3, (BX)(R8*2)
+	VPSHUFD       $0x03, X2, X2
+	LEAQ          (BX)(R8*2), R9
+	VMOVD         X2, (R9)(R8*1)
+	MOVQ          stride+24(FP), R9
+	ADDQ          R9, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           spread_167
+	LEAQ          (DX)(DI*2), DX
+	ADDQ          DI, DX
+	LEAQ          (BX)(R8*2), BX
+	ADDQ          R8, BX
 
-rowsdone_165:
-rows_169:
-	CMPQ   SI, $0x00000001
-	JB     rowsdone_170
-	MOVQ   stride+24(FP), DI
+spreaddone_166:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_172
+
+single_171:
 	VPXORD Z2, Z2, Z2
-	MOVQ   DX, R9
-	ANDQ   $-64, R9
-	XORQ   R8, R8
-	CMPQ   R8, R9
-	JAE    loopdone_172
+	MOVQ   CX, R8
+	ANDQ   $-64, R8
+	XORQ   DI, DI
+	CMPQ   DI, R8
+	JAE    loopdone_174
 
-loop_171:
-	VMOVDQU64  (CX)(R8*1), Z3
-	PREFETCHT1 16384(AX)(R8*1)
-	VPXORD     (AX)(R8*1), Z1, Z4
+loop_173:
+	VMOVDQU64  (AX)(DI*1), Z3
+	PREFETCHT1 16384(DX)(DI*1)
+	VPXORD     (DX)(DI*1), Z1, Z4
 	VPDPBUSD   Z3, Z4, Z2
-	ADDQ       $0x00000040, R8
-	CMPQ       R8, R9
-	JB         loop_171
+	ADDQ       $0x00000040, DI
+	CMPQ       DI, R8
+	JB         loop_173
 
-loopdone_172:
-	MOVQ       DX, R9
-	SUBQ       R8, R9
-	JE         notail_173
-	MOVQ       $-1, R10
-	BZHIQ      R9, R10, R9
-	KMOVQ      R9, K1
-	VMOVDQU8.Z (CX)(R8*1), K1, Z3
-	VMOVDQU8.Z (AX)(R8*1), K1, Z4
+loopdone_174:
+	MOVQ       CX, R8
+	SUBQ       DI, R8
+	JE         notail_175
+	MOVQ       $-1, R9
+	BZHIQ      R8, R9, R8
+	KMOVQ      R8, K1
+	VMOVDQU8.Z (AX)(DI*1), K1, Z3
+	VMOVDQU8.Z (DX)(DI*1), K1, Z4
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_173:
+notail_175:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -4495,12 +4759,13 @@ notail_173:
 	VPADDD        X3, X2, X2
 	VPSUBD        X0, X2, X2
 	VMOVD         X2, (BX)
-	ADDQ          DI, AX
-	ADDQ          $0x00000004, BX
-	SUBQ          $0x00000001, SI
-	JMP           rows_169
+	MOVQ          stride+24(FP), DI
+	ADDQ          DI, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           single_171
 
-rowsdone_170:
+singledone_172:
 	VZEROUPPER
 	RET
 
@@ -4511,16 +4776,16 @@ TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_174:
+rows_176:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_175
+	JB   rowsdone_177
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_176:
+tokens_178:
 	CMPQ DI, $0x00000003
-	JB   tokenstail_177
+	JB   tokenstail_179
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), R8
@@ -4557,9 +4822,9 @@ tokens_176:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_179:
+f16steps_181:
 	CMPQ        R10, $0x20
-	JB          f16stepsdone_180
+	JB          f16stepsdone_182
 	PREFETCHT1  16384(R11)
 	VCVTPH2PS   (R11), Z24
 	PREFETCHT1  16384(R11)(R8*1)
@@ -4606,11 +4871,11 @@ f16steps_179:
 	ADDQ        $0x00000040, R12
 	ADDQ        $0x00000080, R13
 	SUBQ        $0x20, R10
-	JMP         f16steps_179
+	JMP         f16steps_181
 
-f16stepsdone_180:
+f16stepsdone_182:
 	CMPQ        R10, $0x10
-	JB          f16step16_181
+	JB          f16step16_183
 	VCVTPH2PS   (R11), Z24
 	VCVTPH2PS   (R11)(R8*1), Z25
 	VCVTPH2PS   (R11)(R8*2), Z26
@@ -4635,9 +4900,9 @@ f16stepsdone_180:
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x10, R10
 
-f16step16_181:
+f16step16_183:
 	TESTQ       R10, R10
-	JZ          f16notail_182
+	JZ          f16notail_184
 	MOVQ        $-1, R14
 	BZHIQ       R10, R14, R10
 	KMOVQ       R10, K1
@@ -4665,7 +4930,7 @@ f16step16_181:
 	VFMADD231PS Z28, Z26, Z8
 	VFMADD231PS Z28, Z27, Z11
 
-f16notail_182:
+f16notail_184:
 	MOVQ          outStride+112(FP), R8
 	SHLQ          $0x02, R8
 	MOVQ          SI, R9
@@ -4750,11 +5015,11 @@ f16notail_182:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000003, DI
-	JMP           tokens_176
+	JMP           tokens_178
 
-tokenstail_177:
+tokenstail_179:
 	CMPQ DI, $0x00000002
-	JNE  tokens_183
+	JNE  tokens_185
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), DI
@@ -4782,9 +5047,9 @@ tokenstail_177:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_184:
+f16steps_186:
 	CMPQ        R9, $0x20
-	JB          f16stepsdone_185
+	JB          f16stepsdone_187
 	PREFETCHT1  16384(R10)
 	VCVTPH2PS   (R10), Z16
 	PREFETCHT1  16384(R10)(DI*1)
@@ -4821,11 +5086,11 @@ f16steps_184:
 	ADDQ        $0x00000040, R11
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R9
-	JMP         f16steps_184
+	JMP         f16steps_186
 
-f16stepsdone_185:
+f16stepsdone_187:
 	CMPQ        R9, $0x10
-	JB          f16step16_186
+	JB          f16step16_188
 	VCVTPH2PS   (R10), Z16
 	VCVTPH2PS   (R10)(DI*1), Z17
 	VCVTPH2PS   (R10)(DI*2), Z18
@@ -4845,9 +5110,9 @@ f16stepsdone_185:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R9
 
-f16step16_186:
+f16step16_188:
 	TESTQ       R9, R9
-	JZ          f16notail_187
+	JZ          f16notail_189
 	MOVQ        $-1, R12
 	BZHIQ       R9, R12, R9
 	KMOVQ       R9, K1
@@ -4870,7 +5135,7 @@ f16step16_186:
 	VFMADD231PS Z20, Z18, Z5
 	VFMADD231PS Z20, Z19, Z7
 
-f16notail_187:
+f16notail_189:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z8, Z0, Z0
@@ -4922,11 +5187,11 @@ f16notail_187:
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
 	VMOVUPS       X0, (SI)
-	JMP           tokensdone_178
+	JMP           tokensdone_180
 
-tokens_183:
+tokens_185:
 	CMPQ DI, $0x00000001
-	JNE  tokens_188
+	JNE  tokens_190
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), DI
@@ -4946,9 +5211,9 @@ tokens_183:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_189:
+f16steps_191:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_190
+	JB          f16stepsdone_192
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z8
 	PREFETCHT1  16384(R9)(DI*1)
@@ -4975,11 +5240,11 @@ f16steps_189:
 	ADDQ        $0x00000040, R10
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_189
+	JMP         f16steps_191
 
-f16stepsdone_190:
+f16stepsdone_192:
 	CMPQ        R8, $0x10
-	JB          f16step16_191
+	JB          f16step16_193
 	VCVTPH2PS   (R9), Z8
 	VCVTPH2PS   (R9)(DI*1), Z9
 	VCVTPH2PS   (R9)(DI*2), Z10
@@ -4994,9 +5259,9 @@ f16stepsdone_190:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_191:
+f16step16_193:
 	TESTQ       R8, R8
-	JZ          f16notail_192
+	JZ          f16notail_194
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5014,7 +5279,7 @@ f16step16_191:
 	VFMADD231PS Z12, Z10, Z2
 	VFMADD231PS Z12, Z11, Z3
 
-f16notail_192:
+f16notail_194:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          SI, BX
@@ -5042,28 +5307,28 @@ f16notail_192:
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
 	VMOVUPS       X0, (BX)
-	JMP           tokensdone_178
+	JMP           tokensdone_180
 
-tokens_188:
-tokensdone_178:
+tokens_190:
+tokensdone_180:
 	MOVQ stride+24(FP), BX
 	SHLQ $0x01, BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_174
+	JMP  rows_176
 
-rowsdone_175:
-rows_193:
+rowsdone_177:
+rows_195:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_194
+	JB   rowsdone_196
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_195:
+tokens_197:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_196
+	JB   tokenstail_198
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), R8
@@ -5094,9 +5359,9 @@ tokens_195:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_198:
+f16steps_200:
 	CMPQ        R9, $0x20
-	JB          f16stepsdone_199
+	JB          f16stepsdone_201
 	PREFETCHT1  16384(R10)
 	VCVTPH2PS   (R10), Z16
 	VMOVUPS     (R11), Z17
@@ -5137,11 +5402,11 @@ f16steps_198:
 	ADDQ        $0x00000080, R12
 	ADDQ        $0x00000080, R13
 	SUBQ        $0x20, R9
-	JMP         f16steps_198
+	JMP         f16steps_200
 
-f16stepsdone_199:
+f16stepsdone_201:
 	CMPQ        R9, $0x10
-	JB          f16step16_200
+	JB          f16step16_202
 	VCVTPH2PS   (R10), Z16
 	VMOVUPS     (R11), Z17
 	VFMADD231PS Z17, Z16, Z8
@@ -5165,9 +5430,9 @@ f16stepsdone_199:
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x10, R9
 
-f16step16_200:
+f16step16_202:
 	TESTQ       R9, R9
-	JZ          f16notail_201
+	JZ          f16notail_203
 	MOVQ        $-1, R14
 	BZHIQ       R9, R14, R9
 	KMOVQ       R9, K1
@@ -5190,7 +5455,7 @@ f16step16_200:
 	VMOVUPS.Z   (R13)(R8*1), K1, Z17
 	VFMADD231PS Z17, Z16, Z7
 
-f16notail_201:
+f16notail_203:
 	MOVQ          outStride+112(FP), R8
 	SHLQ          $0x02, R8
 	MOVQ          SI, R9
@@ -5288,11 +5553,11 @@ f16notail_201:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_195
+	JMP           tokens_197
 
-tokenstail_196:
+tokenstail_198:
 	CMPQ DI, $0x00000007
-	JNE  tokens_202
+	JNE  tokens_204
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DI
@@ -5320,9 +5585,9 @@ tokenstail_196:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_203:
+f16steps_205:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_204
+	JB          f16stepsdone_206
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z14
 	VMOVUPS     (BX), Z15
@@ -5359,11 +5624,11 @@ f16steps_203:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, R8
-	JMP         f16steps_203
+	JMP         f16steps_205
 
-f16stepsdone_204:
+f16stepsdone_206:
 	CMPQ        R8, $0x10
-	JB          f16step16_205
+	JB          f16step16_207
 	VCVTPH2PS   (R9), Z14
 	VMOVUPS     (BX), Z15
 	VFMADD231PS Z15, Z14, Z7
@@ -5385,9 +5650,9 @@ f16stepsdone_204:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, R8
 
-f16step16_205:
+f16step16_207:
 	TESTQ       R8, R8
-	JZ          f16notail_206
+	JZ          f16notail_208
 	MOVQ        $-1, R12
 	BZHIQ       R8, R12, R8
 	KMOVQ       R8, K1
@@ -5408,7 +5673,7 @@ f16step16_205:
 	VMOVUPS.Z   (R11), K1, Z15
 	VFMADD231PS Z15, Z14, Z6
 
-f16notail_206:
+f16notail_208:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z7, Z0, Z0
@@ -5487,11 +5752,11 @@ f16notail_206:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_197
+	JMP           tokensdone_199
 
-tokens_202:
+tokens_204:
 	CMPQ DI, $0x00000006
-	JNE  tokens_207
+	JNE  tokens_209
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DI
@@ -5515,9 +5780,9 @@ tokens_202:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_208:
+f16steps_210:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_209
+	JB          f16stepsdone_211
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z12
 	VMOVUPS     (BX), Z13
@@ -5549,11 +5814,11 @@ f16steps_208:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_208
+	JMP         f16steps_210
 
-f16stepsdone_209:
+f16stepsdone_211:
 	CMPQ        R8, $0x10
-	JB          f16step16_210
+	JB          f16step16_212
 	VCVTPH2PS   (R9), Z12
 	VMOVUPS     (BX), Z13
 	VFMADD231PS Z13, Z12, Z6
@@ -5572,9 +5837,9 @@ f16stepsdone_209:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_210:
+f16step16_212:
 	TESTQ       R8, R8
-	JZ          f16notail_211
+	JZ          f16notail_213
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5593,7 +5858,7 @@ f16step16_210:
 	VMOVUPS.Z   (R10)(DI*2), K1, Z13
 	VFMADD231PS Z13, Z12, Z5
 
-f16notail_211:
+f16notail_213:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z6, Z0, Z0
@@ -5661,11 +5926,11 @@ f16notail_211:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_197
+	JMP           tokensdone_199
 
-tokens_207:
+tokens_209:
 	CMPQ DI, $0x00000005
-	JNE  tokens_212
+	JNE  tokens_214
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DI
@@ -5687,9 +5952,9 @@ tokens_207:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_213:
+f16steps_215:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_214
+	JB          f16stepsdone_216
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z10
 	VMOVUPS     (BX), Z11
@@ -5717,11 +5982,11 @@ f16steps_213:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_213
+	JMP         f16steps_215
 
-f16stepsdone_214:
+f16stepsdone_216:
 	CMPQ        R8, $0x10
-	JB          f16step16_215
+	JB          f16step16_217
 	VCVTPH2PS   (R9), Z10
 	VMOVUPS     (BX), Z11
 	VFMADD231PS Z11, Z10, Z5
@@ -5738,9 +6003,9 @@ f16stepsdone_214:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_215:
+f16step16_217:
 	TESTQ       R8, R8
-	JZ          f16notail_216
+	JZ          f16notail_218
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5757,7 +6022,7 @@ f16step16_215:
 	VMOVUPS.Z   (R10)(DI*1), K1, Z11
 	VFMADD231PS Z11, Z10, Z4
 
-f16notail_216:
+f16notail_218:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z5, Z0, Z0
@@ -5814,11 +6079,11 @@ f16notail_216:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_197
+	JMP           tokensdone_199
 
-tokens_212:
+tokens_214:
 	CMPQ DI, $0x00000004
-	JNE  tokens_217
+	JNE  tokens_219
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DI
@@ -5838,9 +6103,9 @@ tokens_212:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_218:
+f16steps_220:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_219
+	JB          f16stepsdone_221
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z8
 	VMOVUPS     (BX), Z9
@@ -5864,11 +6129,11 @@ f16steps_218:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_218
+	JMP         f16steps_220
 
-f16stepsdone_219:
+f16stepsdone_221:
 	CMPQ        R8, $0x10
-	JB          f16step16_220
+	JB          f16step16_222
 	VCVTPH2PS   (R9), Z8
 	VMOVUPS     (BX), Z9
 	VFMADD231PS Z9, Z8, Z4
@@ -5883,9 +6148,9 @@ f16stepsdone_219:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_220:
+f16step16_222:
 	TESTQ       R8, R8
-	JZ          f16notail_221
+	JZ          f16notail_223
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5900,7 +6165,7 @@ f16step16_220:
 	VMOVUPS.Z   (R10), K1, Z9
 	VFMADD231PS Z9, Z8, Z3
 
-f16notail_221:
+f16notail_223:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z4, Z0, Z0
@@ -5946,11 +6211,11 @@ f16notail_221:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_197
+	JMP           tokensdone_199
 
-tokens_217:
+tokens_219:
 	CMPQ DI, $0x00000003
-	JNE  tokens_222
+	JNE  tokens_224
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DI
@@ -5966,9 +6231,9 @@ tokens_217:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_223:
+f16steps_225:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_224
+	JB          f16stepsdone_226
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z6
 	VMOVUPS     (BX), Z7
@@ -5987,11 +6252,11 @@ f16steps_223:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_223
+	JMP         f16steps_225
 
-f16stepsdone_224:
+f16stepsdone_226:
 	CMPQ        R8, $0x10
-	JB          f16step16_225
+	JB          f16step16_227
 	VCVTPH2PS   (R9), Z6
 	VMOVUPS     (BX), Z7
 	VFMADD231PS Z7, Z6, Z3
@@ -6003,9 +6268,9 @@ f16stepsdone_224:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_225:
+f16step16_227:
 	TESTQ       R8, R8
-	JZ          f16notail_226
+	JZ          f16notail_228
 	MOVQ        $-1, R10
 	BZHIQ       R8, R10, R8
 	KMOVQ       R8, K1
@@ -6018,7 +6283,7 @@ f16step16_225:
 	VMOVUPS.Z   (BX)(DI*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z2
 
-f16notail_226:
+f16notail_228:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z3, Z0, Z0
@@ -6053,11 +6318,11 @@ f16notail_226:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_197
+	JMP           tokensdone_199
 
-tokens_222:
+tokens_224:
 	CMPQ DI, $0x00000002
-	JNE  tokens_227
+	JNE  tokens_229
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DI
@@ -6071,9 +6336,9 @@ tokens_222:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_228:
+f16steps_230:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_229
+	JB          f16stepsdone_231
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z4
 	VMOVUPS     (BX), Z5
@@ -6088,11 +6353,11 @@ f16steps_228:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_228
+	JMP         f16steps_230
 
-f16stepsdone_229:
+f16stepsdone_231:
 	CMPQ        R8, $0x10
-	JB          f16step16_230
+	JB          f16step16_232
 	VCVTPH2PS   (R9), Z4
 	VMOVUPS     (BX), Z5
 	VFMADD231PS Z5, Z4, Z2
@@ -6102,9 +6367,9 @@ f16stepsdone_229:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_230:
+f16step16_232:
 	TESTQ       R8, R8
-	JZ          f16notail_231
+	JZ          f16notail_233
 	MOVQ        $-1, R10
 	BZHIQ       R8, R10, R8
 	KMOVQ       R8, K1
@@ -6115,7 +6380,7 @@ f16step16_230:
 	VMOVUPS.Z   (BX)(DI*1), K1, Z5
 	VFMADD231PS Z5, Z4, Z1
 
-f16notail_231:
+f16notail_233:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z2, Z0, Z0
@@ -6139,11 +6404,11 @@ f16notail_231:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_197
+	JMP           tokensdone_199
 
-tokens_227:
+tokens_229:
 	CMPQ DI, $0x00000001
-	JNE  tokens_232
+	JNE  tokens_234
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DI
@@ -6155,9 +6420,9 @@ tokens_227:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_233:
+f16steps_235:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_234
+	JB          f16stepsdone_236
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z2
 	VMOVUPS     (BX), Z3
@@ -6168,11 +6433,11 @@ f16steps_233:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, DI
-	JMP         f16steps_233
+	JMP         f16steps_235
 
-f16stepsdone_234:
+f16stepsdone_236:
 	CMPQ        DI, $0x10
-	JB          f16step16_235
+	JB          f16step16_237
 	VCVTPH2PS   (R8), Z2
 	VMOVUPS     (BX), Z3
 	VFMADD231PS Z3, Z2, Z1
@@ -6180,9 +6445,9 @@ f16stepsdone_234:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, DI
 
-f16step16_235:
+f16step16_237:
 	TESTQ       DI, DI
-	JZ          f16notail_236
+	JZ          f16notail_238
 	MOVQ        $-1, R9
 	BZHIQ       DI, R9, DI
 	KMOVQ       DI, K1
@@ -6191,7 +6456,7 @@ f16step16_235:
 	VMOVUPS.Z   (BX), K1, Z3
 	VFMADD231PS Z3, Z2, Z0
 
-f16notail_236:
+f16notail_238:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          SI, BX
@@ -6205,18 +6470,18 @@ f16notail_236:
 	VPSHUFD       $0xb1, X0, X1
 	VADDPS        X1, X0, X0
 	VMOVSS        X0, (BX)
-	JMP           tokensdone_197
+	JMP           tokensdone_199
 
-tokens_232:
-tokensdone_197:
+tokens_234:
+tokensdone_199:
 	MOVQ stride+24(FP), BX
 	SHLQ $0x01, BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_193
+	JMP  rows_195
 
-rowsdone_194:
+rowsdone_196:
 	VZEROUPPER
 	RET
 
@@ -6227,16 +6492,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_237:
+rows_239:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_238
+	JB   rowsdone_240
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_239:
+tokens_241:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_240
+	JB   tokenstail_242
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -6270,9 +6535,9 @@ tokens_239:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_242:
+i8steps_244:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_243
+	JB         i8stepsdone_245
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6311,11 +6576,11 @@ i8steps_242:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x40, R10
-	JMP        i8steps_242
+	JMP        i8steps_244
 
-i8stepsdone_243:
+i8stepsdone_245:
 	TESTQ      R10, R10
-	JZ         i8notail_244
+	JZ         i8notail_246
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -6353,7 +6618,7 @@ i8stepsdone_243:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-i8notail_244:
+i8notail_246:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -6482,11 +6747,11 @@ i8notail_244:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_239
+	JMP           tokens_241
 
-tokenstail_240:
+tokenstail_242:
 	CMPQ DI, $0x00000004
-	JNE  tokens_245
+	JNE  tokens_247
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -6515,9 +6780,9 @@ tokenstail_240:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_246:
+i8steps_248:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_247
+	JB         i8stepsdone_249
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6551,11 +6816,11 @@ i8steps_246:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R10
-	JMP        i8steps_246
+	JMP        i8steps_248
 
-i8stepsdone_247:
+i8stepsdone_249:
 	TESTQ      R10, R10
-	JZ         i8notail_248
+	JZ         i8notail_250
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -6588,7 +6853,7 @@ i8stepsdone_247:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-i8notail_248:
+i8notail_250:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6686,11 +6951,11 @@ i8notail_248:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_241
+	JMP           tokensdone_243
 
-tokens_245:
+tokens_247:
 	CMPQ DI, $0x00000003
-	JNE  tokens_249
+	JNE  tokens_251
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -6713,9 +6978,9 @@ tokens_245:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_250:
+i8steps_252:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_251
+	JB         i8stepsdone_253
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6743,11 +7008,11 @@ i8steps_250:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_250
+	JMP        i8steps_252
 
-i8stepsdone_251:
+i8stepsdone_253:
 	TESTQ      R10, R10
-	JZ         i8notail_252
+	JZ         i8notail_254
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -6775,7 +7040,7 @@ i8stepsdone_251:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-i8notail_252:
+i8notail_254:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6850,11 +7115,11 @@ i8notail_252:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_241
+	JMP           tokensdone_243
 
-tokens_249:
+tokens_251:
 	CMPQ DI, $0x00000002
-	JNE  tokens_253
+	JNE  tokens_255
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -6873,9 +7138,9 @@ tokens_249:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_254:
+i8steps_256:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_255
+	JB         i8stepsdone_257
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6898,11 +7163,11 @@ i8steps_254:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_254
+	JMP        i8steps_256
 
-i8stepsdone_255:
+i8stepsdone_257:
 	TESTQ      R10, R10
-	JZ         i8notail_256
+	JZ         i8notail_258
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -6925,7 +7190,7 @@ i8stepsdone_255:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-i8notail_256:
+i8notail_258:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6977,11 +7242,11 @@ i8notail_256:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_241
+	JMP           tokensdone_243
 
-tokens_253:
+tokens_255:
 	CMPQ DI, $0x00000001
-	JNE  tokens_257
+	JNE  tokens_259
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -6996,9 +7261,9 @@ tokens_253:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_258:
+i8steps_260:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_259
+	JB         i8stepsdone_261
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -7016,11 +7281,11 @@ i8steps_258:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_258
+	JMP        i8steps_260
 
-i8stepsdone_259:
+i8stepsdone_261:
 	TESTQ      R9, R9
-	JZ         i8notail_260
+	JZ         i8notail_262
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7038,7 +7303,7 @@ i8stepsdone_259:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-i8notail_260:
+i8notail_262:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7068,27 +7333,27 @@ i8notail_260:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (BX)
-	JMP           tokensdone_241
+	JMP           tokensdone_243
 
-tokens_257:
-tokensdone_241:
+tokens_259:
+tokensdone_243:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_237
+	JMP  rows_239
 
-rowsdone_238:
-rows_261:
+rowsdone_240:
+rows_263:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_262
+	JB   rowsdone_264
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_263:
+tokens_265:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_264
+	JB   tokenstail_266
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -7110,9 +7375,9 @@ tokens_263:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_266:
+i8steps_268:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_267
+	JB         i8stepsdone_269
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -7136,11 +7401,11 @@ i8steps_266:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R9
-	JMP        i8steps_266
+	JMP        i8steps_268
 
-i8stepsdone_267:
+i8stepsdone_269:
 	TESTQ      R9, R9
-	JZ         i8notail_268
+	JZ         i8notail_270
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -7163,7 +7428,7 @@ i8stepsdone_267:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-i8notail_268:
+i8notail_270:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -7273,11 +7538,11 @@ i8notail_268:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_263
+	JMP           tokens_265
 
-tokenstail_264:
+tokenstail_266:
 	CMPQ DI, $0x00000007
-	JNE  tokens_269
+	JNE  tokens_271
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -7297,9 +7562,9 @@ tokenstail_264:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_270:
+i8steps_272:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_271
+	JB         i8stepsdone_273
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -7321,11 +7586,11 @@ i8steps_270:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x40, R9
-	JMP        i8steps_270
+	JMP        i8steps_272
 
-i8stepsdone_271:
+i8stepsdone_273:
 	TESTQ      R9, R9
-	JZ         i8notail_272
+	JZ         i8notail_274
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -7346,7 +7611,7 @@ i8stepsdone_271:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-i8notail_272:
+i8notail_274:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7436,11 +7701,11 @@ i8notail_272:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_265
+	JMP           tokensdone_267
 
-tokens_269:
+tokens_271:
 	CMPQ DI, $0x00000006
-	JNE  tokens_273
+	JNE  tokens_275
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -7457,9 +7722,9 @@ tokens_269:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_274:
+i8steps_276:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_275
+	JB         i8stepsdone_277
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -7478,11 +7743,11 @@ i8steps_274:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_274
+	JMP        i8steps_276
 
-i8stepsdone_275:
+i8stepsdone_277:
 	TESTQ      R9, R9
-	JZ         i8notail_276
+	JZ         i8notail_278
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7501,7 +7766,7 @@ i8stepsdone_275:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-i8notail_276:
+i8notail_278:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7579,11 +7844,11 @@ i8notail_276:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_265
+	JMP           tokensdone_267
 
-tokens_273:
+tokens_275:
 	CMPQ DI, $0x00000005
-	JNE  tokens_277
+	JNE  tokens_279
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -7599,9 +7864,9 @@ tokens_273:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_278:
+i8steps_280:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_279
+	JB         i8stepsdone_281
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -7618,11 +7883,11 @@ i8steps_278:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_278
+	JMP        i8steps_280
 
-i8stepsdone_279:
+i8stepsdone_281:
 	TESTQ      R9, R9
-	JZ         i8notail_280
+	JZ         i8notail_282
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7639,7 +7904,7 @@ i8stepsdone_279:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-i8notail_280:
+i8notail_282:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7705,11 +7970,11 @@ i8notail_280:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_265
+	JMP           tokensdone_267
 
-tokens_277:
+tokens_279:
 	CMPQ DI, $0x00000004
-	JNE  tokens_281
+	JNE  tokens_283
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -7724,9 +7989,9 @@ tokens_277:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_282:
+i8steps_284:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_283
+	JB         i8stepsdone_285
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -7741,11 +8006,11 @@ i8steps_282:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_282
+	JMP        i8steps_284
 
-i8stepsdone_283:
+i8stepsdone_285:
 	TESTQ      R9, R9
-	JZ         i8notail_284
+	JZ         i8notail_286
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7760,7 +8025,7 @@ i8stepsdone_283:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-i8notail_284:
+i8notail_286:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7814,11 +8079,11 @@ i8notail_284:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_265
+	JMP           tokensdone_267
 
-tokens_281:
+tokens_283:
 	CMPQ DI, $0x00000003
-	JNE  tokens_285
+	JNE  tokens_287
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -7830,9 +8095,9 @@ tokens_281:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_286:
+i8steps_288:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_287
+	JB         i8stepsdone_289
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -7844,11 +8109,11 @@ i8steps_286:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_286
+	JMP        i8steps_288
 
-i8stepsdone_287:
+i8stepsdone_289:
 	TESTQ      R9, R9
-	JZ         i8notail_288
+	JZ         i8notail_290
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -7861,7 +8126,7 @@ i8stepsdone_287:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-i8notail_288:
+i8notail_290:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7903,11 +8168,11 @@ i8notail_288:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_265
+	JMP           tokensdone_267
 
-tokens_285:
+tokens_287:
 	CMPQ DI, $0x00000002
-	JNE  tokens_289
+	JNE  tokens_291
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -7918,9 +8183,9 @@ tokens_285:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_290:
+i8steps_292:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_291
+	JB         i8stepsdone_293
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -7930,11 +8195,11 @@ i8steps_290:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_290
+	JMP        i8steps_292
 
-i8stepsdone_291:
+i8stepsdone_293:
 	TESTQ      R9, R9
-	JZ         i8notail_292
+	JZ         i8notail_294
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -7945,7 +8210,7 @@ i8stepsdone_291:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-i8notail_292:
+i8notail_294:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7975,11 +8240,11 @@ i8notail_292:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_265
+	JMP           tokensdone_267
 
-tokens_289:
+tokens_291:
 	CMPQ DI, $0x00000001
-	JNE  tokens_293
+	JNE  tokens_295
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -7989,9 +8254,9 @@ tokens_289:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_294:
+i8steps_296:
 	CMPQ       R8, $0x40
-	JB         i8stepsdone_295
+	JB         i8stepsdone_297
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -7999,11 +8264,11 @@ i8steps_294:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R8
-	JMP        i8steps_294
+	JMP        i8steps_296
 
-i8stepsdone_295:
+i8stepsdone_297:
 	TESTQ      R8, R8
-	JZ         i8notail_296
+	JZ         i8notail_298
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -8012,7 +8277,7 @@ i8stepsdone_295:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-i8notail_296:
+i8notail_298:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -8031,17 +8296,17 @@ i8notail_296:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_265
+	JMP           tokensdone_267
 
-tokens_293:
-tokensdone_265:
+tokens_295:
+tokensdone_267:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_261
+	JMP  rows_263
 
-rowsdone_262:
+rowsdone_264:
 	VZEROUPPER
 	RET
 
@@ -8050,7 +8315,7 @@ rowsdone_262:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_297
+	JE      group32_299
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -8063,9 +8328,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 
-rows_298:
+rows_300:
 	CMPQ   DI, $0x00000002
-	JB     rowsdone_299
+	JB     rowsdone_301
 	LEAQ   (AX)(BX*1), R9
 	LEAQ   (CX)(R8*1), R10
 	VXORPS Y2, Y2, Y2
@@ -8073,9 +8338,9 @@ rows_298:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_301
+	JAE    loopdone_303
 
-loop_300:
+loop_302:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -8100,9 +8365,9 @@ loop_300:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_300
+	JB           loop_302
 
-loopdone_301:
+loopdone_303:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -8122,19 +8387,19 @@ loopdone_301:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000002, DI
-	JMP          rows_298
+	JMP          rows_300
 
-rowsdone_299:
-rows_302:
+rowsdone_301:
+rows_304:
 	CMPQ   DI, $0x00000001
-	JB     rowsdone_303
+	JB     rowsdone_305
 	VXORPS Y2, Y2, Y2
 	XORQ   R10, R10
 	XORQ   R9, R9
 	CMPQ   R9, BX
-	JAE    loopdone_305
+	JAE    loopdone_307
 
-loop_304:
+loop_306:
 	VMOVDQU      (DX)(R9*1), Y4
 	PREFETCHT1   16384(AX)(R9*1)
 	VMOVDQU      (AX)(R9*1), Y3
@@ -8149,9 +8414,9 @@ loop_304:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000020, R9
 	CMPQ         R9, BX
-	JB           loop_304
+	JB           loop_306
 
-loopdone_305:
+loopdone_307:
 	VEXTRACTF128 $0x01, Y2, X3
 	VADDPS       X2, X3, X3
 	VPSHUFD      $0x4e, X3, X2
@@ -8163,13 +8428,13 @@ loopdone_305:
 	ADDQ         $0x00000004, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000001, DI
-	JMP          rows_302
+	JMP          rows_304
 
-rowsdone_303:
+rowsdone_305:
 	VZEROUPPER
 	RET
 
-group32_297:
+group32_299:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -8181,9 +8446,9 @@ group32_297:
 	SHRQ    $0x03, R8
 	VMOVDQU words0001<>+0(SB), Y0
 
-rows_306:
+rows_308:
 	CMPQ   DI, $0x00000002
-	JB     rowsdone_307
+	JB     rowsdone_309
 	LEAQ   (AX)(BX*1), R9
 	LEAQ   (CX)(R8*1), R10
 	VXORPS Y1, Y1, Y1
@@ -8191,9 +8456,9 @@ rows_306:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_309
+	JAE    loopdone_311
 
-loop_308:
+loop_310:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -8216,9 +8481,9 @@ loop_308:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_308
+	JB           loop_310
 
-loopdone_309:
+loopdone_311:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -8238,19 +8503,19 @@ loopdone_309:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000002, DI
-	JMP          rows_306
+	JMP          rows_308
 
-rowsdone_307:
-rows_310:
+rowsdone_309:
+rows_312:
 	CMPQ   DI, $0x00000001
-	JB     rowsdone_311
+	JB     rowsdone_313
 	VXORPS Y1, Y1, Y1
 	XORQ   R10, R10
 	XORQ   R9, R9
 	CMPQ   R9, BX
-	JAE    loopdone_313
+	JAE    loopdone_315
 
-loop_312:
+loop_314:
 	VMOVDQU      (DX)(R9*1), Y3
 	PREFETCHT1   16384(AX)(R9*1)
 	VMOVDQU      (AX)(R9*1), Y2
@@ -8264,9 +8529,9 @@ loop_312:
 	ADDQ         $0x04, R10
 	ADDQ         $0x00000020, R9
 	CMPQ         R9, BX
-	JB           loop_312
+	JB           loop_314
 
-loopdone_313:
+loopdone_315:
 	VEXTRACTF128 $0x01, Y1, X2
 	VADDPS       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -8278,9 +8543,9 @@ loopdone_313:
 	ADDQ         $0x00000004, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000001, DI
-	JMP          rows_310
+	JMP          rows_312
 
-rowsdone_311:
+rowsdone_313:
 	VZEROUPPER
 	RET
 
@@ -8289,7 +8554,7 @@ rowsdone_311:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_314
+	JE           group32_316
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8302,9 +8567,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 
-rows_315:
+rows_317:
 	CMPQ   R8, $0x00000002
-	JB     rowsdone_316
+	JB     rowsdone_318
 	LEAQ   (AX)(BX*1), R10
 	LEAQ   (CX)(R9*1), R11
 	VPXORD Z2, Z2, Z2
@@ -8312,9 +8577,9 @@ rows_315:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_318
+	JAE    loopdone_320
 
-loop_317:
+loop_319:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -8336,9 +8601,9 @@ loop_317:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000040, R12
 	CMPQ            R12, BX
-	JB              loop_317
+	JB              loop_319
 
-loopdone_318:
+loopdone_320:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8362,19 +8627,19 @@ loopdone_318:
 	ADDQ          R9, CX
 	ADDQ          R9, CX
 	SUBQ          $0x00000002, R8
-	JMP           rows_315
+	JMP           rows_317
 
-rowsdone_316:
-rows_319:
+rowsdone_318:
+rows_321:
 	CMPQ   R8, $0x00000001
-	JB     rowsdone_320
+	JB     rowsdone_322
 	VPXORD Z2, Z2, Z2
 	XORQ   R11, R11
 	XORQ   R10, R10
 	CMPQ   R10, BX
-	JAE    loopdone_322
+	JAE    loopdone_324
 
-loop_321:
+loop_323:
 	VMOVDQU64       (DX)(R10*1), Z5
 	VMOVDQU32       (SI)(R10*1), Z4
 	PREFETCHT1      16384(AX)(R10*1)
@@ -8388,9 +8653,9 @@ loop_321:
 	ADDQ            $0x10, R11
 	ADDQ            $0x00000040, R10
 	CMPQ            R10, BX
-	JB              loop_321
+	JB              loop_323
 
-loopdone_322:
+loopdone_324:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -8404,13 +8669,13 @@ loopdone_322:
 	ADDQ          $0x00000004, DI
 	ADDQ          R9, CX
 	SUBQ          $0x00000001, R8
-	JMP           rows_319
+	JMP           rows_321
 
-rowsdone_320:
+rowsdone_322:
 	VZEROUPPER
 	RET
 
-group32_314:
+group32_316:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8423,9 +8688,9 @@ group32_314:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 
-rows_323:
+rows_325:
 	CMPQ   R8, $0x00000002
-	JB     rowsdone_324
+	JB     rowsdone_326
 	LEAQ   (AX)(BX*1), R10
 	LEAQ   (CX)(R9*1), R11
 	VPXORD Z2, Z2, Z2
@@ -8433,9 +8698,9 @@ rows_323:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_326
+	JAE    loopdone_328
 
-loop_325:
+loop_327:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -8457,9 +8722,9 @@ loop_325:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000040, R12
 	CMPQ         R12, BX
-	JB           loop_325
+	JB           loop_327
 
-loopdone_326:
+loopdone_328:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8483,19 +8748,19 @@ loopdone_326:
 	ADDQ          R9, CX
 	ADDQ          R9, CX
 	SUBQ          $0x00000002, R8
-	JMP           rows_323
+	JMP           rows_325
 
-rowsdone_324:
-rows_327:
+rowsdone_326:
+rows_329:
 	CMPQ   R8, $0x00000001
-	JB     rowsdone_328
+	JB     rowsdone_330
 	VPXORD Z2, Z2, Z2
 	XORQ   R11, R11
 	XORQ   R10, R10
 	CMPQ   R10, BX
-	JAE    loopdone_330
+	JAE    loopdone_332
 
-loop_329:
+loop_331:
 	VMOVDQU64    (DX)(R10*1), Z5
 	VMOVDQU32    (SI)(R10*1), Z4
 	PREFETCHT1   16384(AX)(R10*1)
@@ -8509,9 +8774,9 @@ loop_329:
 	ADDQ         $0x08, R11
 	ADDQ         $0x00000040, R10
 	CMPQ         R10, BX
-	JB           loop_329
+	JB           loop_331
 
-loopdone_330:
+loopdone_332:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -8525,9 +8790,9 @@ loopdone_330:
 	ADDQ          $0x00000004, DI
 	ADDQ          R9, CX
 	SUBQ          $0x00000001, R8
-	JMP           rows_327
+	JMP           rows_329
 
-rowsdone_328:
+rowsdone_330:
 	VZEROUPPER
 	RET
 
@@ -8552,9 +8817,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_332
+	JAE   loopdone_334
 
-loop_331:
+loop_333:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -8629,21 +8894,21 @@ loop_331:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_331
+	JB         loop_333
 
-loopdone_332:
+loopdone_334:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_334
+	JAE    sum64done_336
 
-sum64_333:
+sum64_335:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_333
+	JB     sum64_335
 
-sum64done_334:
+sum64done_336:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -8677,9 +8942,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_336
+	JAE    loopdone_338
 
-loop_335:
+loop_337:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -8722,20 +8987,20 @@ loop_335:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_335
+	JB         loop_337
 
-loopdone_336:
+loopdone_338:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_338
+	JAE    sum64done_340
 
-sum64_337:
+sum64_339:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_337
+	JB     sum64_339
 
-sum64done_338:
+sum64done_340:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -8782,9 +9047,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_340
+	JZ         sgemmtail_342
 
-sgemm_339:
+sgemm_341:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -8868,13 +9133,13 @@ sgemm_339:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_339
+	JNZ          sgemm_341
 
-sgemmtail_340:
+sgemmtail_342:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_342
+	JZ   sgemmdone_344
 
-sgemmone_341:
+sgemmone_343:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -8898,9 +9163,9 @@ sgemmone_341:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_341
+	JNZ          sgemmone_343
 
-sgemmdone_342:
+sgemmdone_344:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -8994,9 +9259,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_344
+	JZ         sgemmtail_346
 
-sgemm_343:
+sgemm_345:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -9152,13 +9417,13 @@ sgemm_343:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_343
+	JNZ          sgemm_345
 
-sgemmtail_344:
+sgemmtail_346:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_346
+	JZ   sgemmdone_348
 
-sgemmone_345:
+sgemmone_347:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -9200,9 +9465,9 @@ sgemmone_345:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_345
+	JNZ          sgemmone_347
 
-sgemmdone_346:
+sgemmdone_348:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -9273,9 +9538,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_348
+	JLE   fmadone_350
 
-fma_347:
+fma_349:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -9289,9 +9554,9 @@ fma_347:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_347
+	JNZ         fma_349
 
-fmadone_348:
+fmadone_350:
 	VZEROUPPER
 	RET
 
@@ -9318,9 +9583,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_350
+	JLE    fmadone_352
 
-fma_349:
+fma_351:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -9338,8 +9603,8 @@ fma_349:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_349
+	JNZ         fma_351
 
-fmadone_350:
+fmadone_352:
 	VZEROUPPER
 	RET

@@ -25,6 +25,52 @@ func copies(size int, dram bool) int {
 	return (dramBytes + size - 1) / size
 }
 
+// probeBuf is the plain read the DRAM benchmarks compare with: 256 MiB,
+// 8× the L3, made once.
+var probeBuf []byte
+
+// probed runs op(i) for i < b.N, each call reading bytes bytes of weights
+// from DRAM, and after each call (outside the timer) reads as many bytes of
+// probeBuf with the fastest sumBytes, the read probe of bitvk bench.
+// It reports the kernel's GB/s, the probe's, and their ratio "of-probe":
+// measured interleaved, so that both see the same machine (its load, its
+// clock) and the ratio is steadier than either figure.
+func probed(b *testing.B, bytes int, op func(i int)) {
+	sum := kernelSets()[0].sumBytes
+	if probeBuf == nil {
+		probeBuf = make([]byte, 256<<20)
+		for i := range probeBuf {
+			probeBuf[i] = byte(i)
+		}
+	}
+	var kernel, probe time.Duration
+	off := 0
+	b.SetBytes(int64(bytes))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t := time.Now()
+		op(i)
+		kernel += time.Since(t)
+		b.StopTimer()
+		t = time.Now()
+		for left := bytes; left > 0; {
+			if off == len(probeBuf) {
+				off = 0
+			}
+			c := min(left, len(probeBuf)-off)
+			sum(probeBuf[off : off+c])
+			off += c
+			left -= c
+		}
+		probe += time.Since(t)
+		b.StartTimer()
+	}
+	total := float64(bytes) * float64(b.N)
+	b.ReportMetric(total/kernel.Seconds()/1e9, "GB/s")
+	b.ReportMetric(total/probe.Seconds()/1e9, "probe-GB/s")
+	b.ReportMetric(probe.Seconds()/kernel.Seconds(), "of-probe")
+}
+
 func cacheName(dram bool) string {
 	if dram {
 		return "DRAM"
@@ -51,10 +97,15 @@ func BenchmarkTernaryRows(b *testing.B) {
 						x[i] = int8(i)
 					}
 					out := make([]int32, s.rows)
+					op := func(i int) { k.ternaryRows(ws[i%len(ws)], s.n/4, x, out) }
+					if dram {
+						probed(b, size, op)
+						return
+					}
 					b.SetBytes(int64(size))
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
-						k.ternaryRows(ws[i%len(ws)], s.n/4, x, out)
+						op(i)
 					}
 				})
 			}
@@ -104,11 +155,7 @@ func BenchmarkDotF16Rows(b *testing.B) {
 				x[i] = float32(i%7) - 3
 			}
 			out := make([]float32, rows)
-			b.SetBytes(int64(2 * len(w)))
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				k.dotF16Rows(w, n, x, out)
-			}
+			probed(b, 2*len(w), func(int) { k.dotF16Rows(w, n, x, out) })
 		})
 	}
 }
@@ -147,11 +194,7 @@ func BenchmarkDotI8Rows(b *testing.B) {
 				x[i] = int8(i%255 - 127)
 			}
 			out := make([]int32, rows)
-			b.SetBytes(int64(len(w)))
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				k.dotI8Rows(w, n, x, out)
-			}
+			probed(b, len(w), func(int) { k.dotI8Rows(w, n, x, out) })
 		})
 	}
 }
@@ -278,10 +321,7 @@ func BenchmarkDotBlockRows(b *testing.B) {
 				scales[i] = float32(i%13) / 7
 			}
 			b.Run(fmt.Sprintf("%s/group%d", k.name, group), func(b *testing.B) {
-				b.SetBytes(int64(len(w) + 4*len(scales)))
-				for b.Loop() {
-					k.dotBlockRows(w, scales, group, x, bias, out)
-				}
+				probed(b, len(w)+4*len(scales), func(int) { k.dotBlockRows(w, scales, group, x, bias, out) })
 			})
 		}
 	}

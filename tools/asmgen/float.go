@@ -71,16 +71,13 @@ func genDotF16RowsAVX2() {
 	TEXT("dotF16RowsAVX2", NOSPLIT, dotF16RowsSig)
 	Pragma("noescape")
 	Doc("dotF16RowsAVX2 is dotF16Rows with F16C and FMA: 4 rows at a time, 16 elements per step.")
-	w := load(Param("w").Base())
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
-	out := load(Param("out").Base())
-	rows := load(Param("out").Len())
 
-	rowGroups(rows, []int{4, 1}, func(R int) {
-		stride := load(Param("stride"))
-		SHLQ(U8(1), stride) // bytes
-		q := rowPtrs(w, stride, R)
+	// rowSums handles the rows at q and passes their sums (lanes of an
+	// xmm) to store.
+	rowSums := func(q []reg.GPVirtual, store func(s reg.VecVirtual)) {
+		R := len(q)
 		acc0, acc1 := ymms(R), ymms(R)
 		i := GP64()
 		// chunk multiplies elements i..i+k-1 of the rows by x, 8 at a time,
@@ -144,13 +141,15 @@ func genDotF16RowsAVX2() {
 		CMPQ(i, n)
 		JB(LabelRef(loop))
 		Label(done)
-		if R == 4 {
-			VMOVUPS(s, Mem{Base: out})
-		} else {
-			VMOVSS(s, Mem{Base: out})
-		}
-		nextRows(w, stride, out, R)
-	})
+		store(s)
+	}
+	spreadRows(paramStride(2),
+		func(q []reg.GPVirtual, outAt func(int) Mem) {
+			rowSums(q, func(s reg.VecVirtual) { storeLanes(s, outAt) })
+		},
+		func(q reg.GPVirtual, out Mem) {
+			rowSums([]reg.GPVirtual{q}, func(s reg.VecVirtual) { VMOVSS(s, out) })
+		})
 	VZEROUPPER()
 	RET()
 }
@@ -159,16 +158,12 @@ func genDotF16RowsAVX512() {
 	TEXT("dotF16RowsAVX512", NOSPLIT, dotF16RowsSig)
 	Pragma("noescape")
 	Doc("dotF16RowsAVX512 is dotF16Rows with AVX-512: 4 rows at a time, 32 elements per step, masked tail.")
-	w := load(Param("w").Base())
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
-	out := load(Param("out").Base())
-	rows := load(Param("out").Len())
 
-	rowGroups(rows, []int{4, 1}, func(R int) {
-		stride := load(Param("stride"))
-		SHLQ(U8(1), stride)
-		q := rowPtrs(w, stride, R)
+	// rowSums returns the 256-bit folds of the sums of the rows at q.
+	rowSums := func(q []reg.GPVirtual) []reg.VecVirtual {
+		R := len(q)
 		acc0, acc1 := zmms(R), zmms(R)
 		i := GP64()
 		blockLoop(i, roundDown(n, 32), 32, func() {
@@ -209,13 +204,15 @@ func genDotF16RowsAVX512() {
 			VADDPS(acc1[r], acc0[r], acc0[r])
 			ys[r] = f32EVEX.fold256(acc0[r])
 		}
-		if R == 4 {
-			VMOVUPS(f32EVEX.sum4(ys), Mem{Base: out})
-		} else {
-			VMOVSS(f32EVEX.sum1(ys[0]), Mem{Base: out})
-		}
-		nextRows(w, stride, out, R)
-	})
+		return ys
+	}
+	spreadRows(paramStride(2),
+		func(q []reg.GPVirtual, outAt func(int) Mem) {
+			storeLanes(f32EVEX.sum4(rowSums(q)), outAt)
+		},
+		func(q reg.GPVirtual, out Mem) {
+			VMOVSS(f32EVEX.sum1(rowSums([]reg.GPVirtual{q})[0]), out)
+		})
 	VZEROUPPER()
 	RET()
 }

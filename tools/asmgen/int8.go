@@ -36,17 +36,14 @@ func genDotI8RowsAVX2() {
 	TEXT("dotI8RowsAVX2", NOSPLIT, dotI8RowsSig)
 	Pragma("noescape")
 	Doc("dotI8RowsAVX2 is dotI8Rows with AVX2: 4 rows at a time, vpsignb/vpabsb/vpmaddubsw.")
-	w := load(Param("w").Base())
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
-	out := load(Param("out").Base())
-	rows := load(Param("out").Len())
 	ones := YMM()
 	VMOVDQU(words0001, ones)
 
-	rowGroups(rows, []int{4, 1}, func(R int) {
-		stride := load(Param("stride"))
-		q := rowPtrs(w, stride, R)
+	// rowSums stores the sums of the rows at q at outAt(0…).
+	rowSums := func(q []reg.GPVirtual, outAt func(int) Mem) {
+		R := len(q)
 		acc := ymms(R)
 		i := GP64()
 		// chunk handles bytes i+d..i+d+31 of the rows.
@@ -68,7 +65,11 @@ func genDotI8RowsAVX2() {
 		}
 		blockLoop(i, roundDown(n, 64), 64, func() { chunk(0, true); chunk(32, false) })
 		ifRoom(i, n, 32, func() { chunk(0, false); ADDQ(U8(32), i) })
-		storeRowsI32(int32VEX, acc, out, false)
+		if R == 4 {
+			storeLanes(int32VEX.sum4(acc), outAt)
+		} else {
+			VMOVD(int32VEX.sum1(acc[0]), outAt(0))
+		}
 
 		// Scalar tail: out[r] += Σ_{j ≥ i} w[r][j]·x[j].
 		done := label("taildone")
@@ -87,11 +88,14 @@ func genDotI8RowsAVX2() {
 			INCQ(j)
 			CMPQ(j, n)
 			JB(LabelRef(loop))
-			ADDL(sum, Mem{Base: out, Disp: 4 * r})
+			ADDL(sum, outAt(r))
 		}
 		Label(done)
-		nextRows(w, stride, out, R)
-	})
+	}
+	spreadRows(paramStride(1), rowSums,
+		func(q reg.GPVirtual, out Mem) {
+			rowSums([]reg.GPVirtual{q}, func(int) Mem { return out })
+		})
 	VZEROUPPER()
 	RET()
 }
@@ -101,11 +105,8 @@ func genDotI8RowsVNNI() {
 	Pragma("noescape")
 	Doc("dotI8RowsVNNI is dotI8Rows with AVX-512 VNNI: 4 rows at a time,",
 		"vpdpbusd(w+128, x) − 128·Σx.")
-	w := load(Param("w").Base())
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
-	out := load(Param("out").Base())
-	rows := load(Param("out").Len())
 
 	// bias = 128·Σx in every lane of an xmm.
 	sx := zmms(1)[0]
@@ -126,9 +127,9 @@ func genDotI8RowsVNNI() {
 	flip := ZMM()
 	VPBROADCASTD(bytes80, flip)
 
-	rowGroups(rows, []int{4, 1}, func(R int) {
-		stride := load(Param("stride"))
-		q := rowPtrs(w, stride, R)
+	// rowSums returns the 256-bit folds of the sums of the rows at q.
+	rowSums := func(q []reg.GPVirtual) []reg.VecVirtual {
+		R := len(q)
 		acc := zmms(R)
 		i := GP64()
 		blockLoop(i, roundDown(n, 64), 64, func() {
@@ -155,17 +156,19 @@ func genDotI8RowsVNNI() {
 		for r := range ys {
 			ys[r] = int32EVEX.fold256(acc[r])
 		}
-		if R == 4 {
-			s := int32EVEX.sum4(ys)
+		return ys
+	}
+	spreadRows(paramStride(1),
+		func(q []reg.GPVirtual, outAt func(int) Mem) {
+			s := int32EVEX.sum4(rowSums(q))
 			VPSUBD(bias, s, s)
-			VMOVDQU32(s, Mem{Base: out})
-		} else {
-			s := int32EVEX.sum1(ys[0])
+			storeLanes(s, outAt)
+		},
+		func(q reg.GPVirtual, out Mem) {
+			s := int32EVEX.sum1(rowSums([]reg.GPVirtual{q})[0])
 			VPSUBD(bias, s, s)
-			VMOVD(s, Mem{Base: out})
-		}
-		nextRows(w, stride, out, R)
-	})
+			VMOVD(s, out)
+		})
 	VZEROUPPER()
 	RET()
 }
