@@ -64,6 +64,8 @@ type Backend struct {
 	// trace, when set (by ForwardTrace), receives the residual stream
 	// after each block.
 	trace func(layer int, s nn.Stage, x []float32)
+	// prof, when set (by ProfileForward), times the stages of a pass.
+	prof *profiler
 }
 
 // New repacks the weights of a model for the CPU. The tensors' file pages
@@ -169,6 +171,9 @@ func (b *Backend) Context() int { return b.ctx }
 
 // Slots is the number of sequences the K/V cache holds.
 func (b *Backend) Slots() int { return b.slots }
+
+// Batch is the most positions one pass evaluates.
+func (b *Backend) Batch() int { return b.batch }
 
 // Threads is the number of worker threads.
 func (b *Backend) Threads() int { return b.threads }

@@ -63,13 +63,19 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 		}
 		b.ropeTable(s.pos[t], s.rope[t*c.RopeDim:(t+1)*c.RopeDim])
 	}
+	b.lap(stageOther, 0)
 	qkvRows := E + 2*kv
+	var cacheBytes int64 // K and V rows attention reads per layer
+	for t := range T {
+		cacheBytes += int64(2 * 2 * (s.pos[t] + 1) * kv)
+	}
 	for li := range b.layers {
 		l := &b.layers[li]
 		// attention
 		b.quantizeEach(T, E, func(t int, a []float32) {
 			rmsNorm(a, s.x[t*E:(t+1)*E], l.attnNorm, c.Eps)
 		})
+		b.lap(stageNorm, 0)
 		b.bitLinear(l.qkv, T)
 		b.pool.run(T, 1, func(_, lo, hi int) {
 			for t := lo; t < hi; t++ {
@@ -87,7 +93,9 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 				}
 			}
 		})
+		b.lap(stageRopeKV, 0)
 		b.attention(li, T)
+		b.lap(stageAttention, cacheBytes)
 		b.quantizeEach(T, E, func(t int, a []float32) {
 			if o := s.att[t*E : (t+1)*E]; l.attnSubNorm != nil {
 				rmsNorm(a, o, l.attnSubNorm, c.Eps)
@@ -95,6 +103,7 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 				copy(a, o)
 			}
 		})
+		b.lap(stageNorm, 0)
 		b.bitLinear(l.o, T)
 		if b.trace != nil { // the residual stream after attention, as x + o would be
 			tx := make([]float32, T*E)
@@ -111,6 +120,7 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 			addTo(x, s.y[t*E:(t+1)*E])
 			rmsNorm(a, x, l.ffnNorm, c.Eps)
 		})
+		b.lap(stageNorm, 0)
 		b.bitLinear(l.gateUp, T)
 		b.quantizeEach(T, F, func(t int, h []float32) {
 			g := s.y[t*2*F : t*2*F+F]
@@ -122,12 +132,14 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 				rmsNorm(h, h, l.ffnSubNorm, c.Eps)
 			}
 		})
+		b.lap(stageNorm, 0)
 		b.bitLinear(l.down, T)
 		b.pool.run(T, 1, func(_, lo, hi int) {
 			for t := lo; t < hi; t++ {
 				addTo(s.x[t*E:(t+1)*E], s.y[t*E:(t+1)*E])
 			}
 		})
+		b.lap(stageNorm, 0)
 		if b.trace != nil {
 			b.trace(li, nn.StageFFN, s.x[:T*E])
 		}
@@ -138,6 +150,7 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 			rmsNorm(s.xn[t*E:(t+1)*E], s.x[(t0+t)*E:(t0+t+1)*E], b.outNorm, c.Eps)
 		}
 		b.head.logits(b.k, b.pool, &s.head, s.xn[:n*E], n, out[(t0-first)*c.Vocab:(t0-first+n)*c.Vocab])
+		b.lap(stageHead, b.head.bytes())
 	}
 	return nil
 }
@@ -233,6 +246,7 @@ func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) 
 func (b *Backend) bitLinear(m *ternaryMatrix, T int) {
 	s := &b.s
 	m.apply(b.k, b.pool, s.q, s.qScale, s.qSum, T, s.raw, s.y)
+	b.lap(stageMatMul, int64(len(m.data)+4*len(m.rowScale)+4*len(m.groupScale)))
 }
 
 // apply computes y [T][m.rows] for the quantized input q [T][m.n] (scales

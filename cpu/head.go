@@ -30,6 +30,11 @@ type head struct {
 	group   int         // values per scale of a block type, else 0
 }
 
+// bytes is the memory one pass over the head reads.
+func (h *head) bytes() int64 {
+	return int64(2*len(h.f16) + len(h.q8) + 4*len(h.q8Scale))
+}
+
 // releaseRows is how many converted head rows go before their file pages
 // are released.
 const releaseRows = 512

@@ -3,6 +3,7 @@ package cpu
 import (
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // pool is a persistent set of worker goroutines that split a range of work
@@ -17,18 +18,51 @@ type pool struct {
 	pending atomic.Int32    // helpers still working on the current job
 	gen     atomic.Uint64   // job generation, for spinning helpers
 	closed  atomic.Bool
+	yield   bool // more workers than GOMAXPROCS: polling yields the thread
 
 	// the current job
 	n, align int
 	fn       func(worker, lo, hi int)
+
+	// waited, when set (by Backend.ProfileForward), accumulates how long
+	// the caller waits for the helpers after running its own share.
+	waited *time.Duration
 }
 
-// spinIterations is how long an idle worker polls for the next job before
-// blocking on its channel (a few microseconds).
-const spinIterations = 20000
+// spinTime is how long an idle helper polls for the next job, and the
+// caller for the helpers to finish theirs, before blocking on a channel. A
+// forward pass runs about five jobs per layer a few microseconds apart;
+// blocking between them costs a futex sleep and wake-up each time, which
+// measured 40-70 µs per job on a 2-core VM (a decode step of the 2B shape
+// waited 8 ms for its helper). Polling never yields the thread: a yield
+// lets the scheduler move the caller and the helper between threads, and
+// that costs as much as blocking. (It does yield when there are more
+// workers than GOMAXPROCS, so that every worker gets to run.)
+const spinTime = 200 * time.Microsecond
+
+// spinUntil polls cond for up to spinTime and reports whether it held.
+func (p *pool) spinUntil(cond func() bool) bool {
+	var start time.Time
+	for i := 0; ; i++ {
+		if cond() {
+			return true
+		}
+		if i%256 == 255 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > spinTime {
+				return false
+			}
+			if p.yield {
+				runtime.Gosched()
+			}
+		}
+	}
+}
 
 func newPool(workers int) *pool {
 	p := &pool{workers: max(workers, 1), done: make(chan struct{}, 1)}
+	p.yield = p.workers > runtime.GOMAXPROCS(0)
 	for i := 1; i < p.workers; i++ {
 		ch := make(chan struct{}, 1)
 		p.wake = append(p.wake, ch)
@@ -74,20 +108,25 @@ func (p *pool) run(n, align int, fn func(worker, lo, hi int)) {
 	}
 	lo, hi := share(n, align, p.workers, 0)
 	fn(0, lo, hi)
+	var t time.Time
+	if p.waited != nil {
+		t = time.Now()
+	}
+	// The last helper to finish sends on done right after it counts
+	// itself out, so once pending is 0 the receive is immediate.
+	p.spinUntil(func() bool { return p.pending.Load() == 0 })
 	<-p.done
+	if p.waited != nil {
+		*p.waited += time.Since(t)
+	}
 	p.fn = nil
 }
 
 func (p *pool) loop(w int, wake chan struct{}) {
 	seen := uint64(0)
 	for {
-		// Spin for a moment: in a forward pass the next job comes soon.
-		for i := 0; i < spinIterations && p.gen.Load() == seen; i++ {
-			if i%64 == 63 {
-				runtime.Gosched()
-			}
-		}
-		if p.gen.Load() == seen {
+		// Poll for a moment: in a forward pass the next job comes soon.
+		if !p.spinUntil(func() bool { return p.gen.Load() != seen }) {
 			<-wake
 		}
 		if p.closed.Load() {

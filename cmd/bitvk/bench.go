@@ -41,17 +41,19 @@ type benchResult struct {
 	BytesPerToken int64        `json:"bytes_per_token,omitempty"`
 	RooflineTs    float64      `json:"roofline_ts,omitempty"`
 	RooflineShare *float64     `json:"roofline_share"`    // decode only; null for prompt tests
-	Profile       *profileJSON `json:"profile,omitempty"` // Vulkan with --profile
+	Profile       *profileJSON `json:"profile,omitempty"` // with --profile
 }
 
-// profileJSON is where one pass of a test spends its GPU time (bench
+// profileJSON is where one pass of a test spends its time (bench
 // --profile): a decode step at the test's last position, or the prompt's
-// first chunk.
+// first chunk. Vulkan: GPU time per dispatch label; CPU: wall time per
+// stage, and the time the calling thread waited for its helpers.
 type profileJSON struct {
 	Tokens          int              `json:"tokens"`
 	Pos             int              `json:"pos"`
-	GPUNs           float64          `json:"gpu_ns"`
+	GPUNs           float64          `json:"gpu_ns,omitempty"`
 	WallNs          float64          `json:"wall_ns"`
+	WaitNs          float64          `json:"wait_ns,omitempty"` // CPU`
 	Dispatches      int              `json:"dispatches"`
 	Barriers        int              `json:"barriers"`
 	Transfers       int              `json:"transfers"`
@@ -73,7 +75,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	backends := fs.String("backend", "auto", "backends to time, comma-separated: auto, cpu, vulkan")
 	device := fs.Int("device", -1, "Vulkan device `index` (default: the best)")
 	asJSON := fs.Bool("json", false, "print a JSON array of results (llama-bench's field names)")
-	profile := fs.Bool("profile", false, "Vulkan: time every dispatch of a decode step and of a prompt chunk with GPU timestamps and print where the time goes")
+	profile := fs.Bool("profile", false, "print where a decode step and a prompt chunk spend their time: Vulkan, every dispatch with GPU timestamps; CPU, each stage of the pass and the waits for helper threads")
 	drafts := fs.String("draft", "", "time greedy decoding with these drafting `modes`, comma-separated (off, lookup, chains, auto), on the prompt of --prompt-file, on -m or the built-in trained model (random weights accept no drafts)")
 	promptFile := fs.String("prompt-file", "", "with --draft, the prompt (text `file`)")
 	draftMax := fs.Int("draft-max", nn.DefaultDraftMax, "with --draft, the most tokens drafted per pass; with --verify, the largest k timed")
@@ -317,11 +319,8 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 					m.Close()
 					return err
 				}
-				if _, ok := m.backend.(*gpu.Backend); !ok && br.profile && r.NGen > 0 {
-					fmt.Fprintln(stderr, "bench: --profile times Vulkan dispatches; the CPU backend has none to time")
-				}
-				if b, ok := m.backend.(*gpu.Backend); ok && br.profile {
-					if r.Profile, err = profileTest(b, r, br.reps); err != nil {
+				if br.profile {
+					if r.Profile, err = profileTest(m.backend, r, br.reps); err != nil {
 						m.Close()
 						return err
 					}
@@ -444,7 +443,28 @@ func timeTest(m *model, r *benchResult, reps int) error {
 // profileTest times the dispatches of one pass of a test: the decode
 // step at the generation test's last position, or the prompt test's first
 // chunk (the whole prompt when it fits one submit).
-func profileTest(b *gpu.Backend, r benchResult, reps int) (*profileJSON, error) {
+func profileTest(be nn.Backend, r benchResult, reps int) (*profileJSON, error) {
+	if c, ok := be.(*cpu.Backend); ok {
+		n, pos := 1, r.NGen-1
+		if r.NPrompt > 0 {
+			n, pos = min(r.NPrompt, c.Batch()), 0
+		}
+		p, err := c.ProfileForward(n, pos, max(reps, 5))
+		if err != nil {
+			return nil, err
+		}
+		out := &profileJSON{Tokens: p.Tokens, Pos: p.Pos, WallNs: p.WallNanoseconds, WaitNs: p.WaitNanoseconds}
+		for _, st := range p.Stages {
+			k := gpu.KernelTime{Label: st.Label, Kernel: st.Kernel, Calls: st.Calls, Nanoseconds: st.Nanoseconds,
+				Share: st.Nanoseconds / p.WallNanoseconds, Bytes: st.Bytes}
+			if st.Bytes > 0 {
+				k.GBs = float64(st.Bytes) / st.Nanoseconds
+			}
+			out.Kernels = append(out.Kernels, k)
+		}
+		return out, nil
+	}
+	b := be.(*gpu.Backend)
 	n, pos := 1, r.NGen-1
 	submits := 1.0
 	if r.NPrompt > 0 {
@@ -468,8 +488,13 @@ func printProfile(w io.Writer, r benchResult) {
 	if r.NPrompt > 0 {
 		what = fmt.Sprintf("prompt chunk of %d tokens", p.Tokens)
 	}
-	fmt.Fprintf(w, "\nprofile of %s, %s head, %s (%s): %s, GPU %.1f µs (submit and wait %.1f µs); %d dispatches, %d barriers, %d transfers per pass, %.3g submits per token\n",
-		testName(r), r.Head, r.GPUInfo, r.Kernels, what, p.GPUNs/1e3, p.WallNs/1e3, p.Dispatches, p.Barriers, p.Transfers, p.SubmitsPerToken)
+	if r.Backend == "CPU" {
+		fmt.Fprintf(w, "\nprofile of %s, %s head, CPU (%s), %d threads: %s, %.1f µs; the calling thread waited %.1f µs (%.1f%%) for its helpers (hand-offs and imbalance, inside the stages' times)\n",
+			testName(r), r.Head, r.Kernels, r.NThreads, what, p.WallNs/1e3, p.WaitNs/1e3, 100*p.WaitNs/p.WallNs)
+	} else {
+		fmt.Fprintf(w, "\nprofile of %s, %s head, %s (%s): %s, GPU %.1f µs (submit and wait %.1f µs); %d dispatches, %d barriers, %d transfers per pass, %.3g submits per token\n",
+			testName(r), r.Head, r.GPUInfo, r.Kernels, what, p.GPUNs/1e3, p.WallNs/1e3, p.Dispatches, p.Barriers, p.Transfers, p.SubmitsPerToken)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tkernel\tcalls\ttime µs\tshare\tMB\tGB/s\t")
 	for _, k := range p.Kernels {

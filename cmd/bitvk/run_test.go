@@ -278,7 +278,18 @@ func TestSmallShape(t *testing.T) {
 // stages add up, both as JSON and as the printed table.
 func TestBenchProfile(t *testing.T) {
 	needVulkan(t)
-	code, out, stderr := bitvk("bench", "--shape", "tiny", "--backend", "vulkan", "-p", "8", "-n", "4", "-r", "1", "--profile", "--json")
+	checkBenchProfile(t, "vulkan", 8)
+}
+
+// On the CPU backend, the stages of the pass add up to its wall time.
+func TestBenchProfileCPU(t *testing.T) {
+	checkBenchProfile(t, "cpu", 5)
+}
+
+// checkBenchProfile runs bench --profile on the tiny shape with backend
+// and checks its JSON and its table (at least minRows stages).
+func checkBenchProfile(t *testing.T, backend string, minRows int) {
+	code, out, stderr := bitvk("bench", "--shape", "tiny", "--backend", backend, "-t", "2", "-p", "8", "-n", "4", "-r", "1", "--profile", "--json")
 	if code != 0 {
 		t.Fatalf("bench --profile --json: exit %d: %s", code, stderr)
 	}
@@ -288,6 +299,8 @@ func TestBenchProfile(t *testing.T) {
 		Profile *struct {
 			Tokens, Pos                     int
 			GPUNs                           float64 `json:"gpu_ns"`
+			WallNs                          float64 `json:"wall_ns"`
+			WaitNs                          float64 `json:"wait_ns"`
 			Dispatches, Barriers, Transfers int
 			SubmitsPerToken                 float64 `json:"submits_per_token"`
 			Kernels                         []struct {
@@ -314,22 +327,28 @@ func TestBenchProfile(t *testing.T) {
 		if r.NPrompt > 0 {
 			wantTokens, wantPos = r.NPrompt, 0
 		}
-		if p.Tokens != wantTokens || p.Pos != wantPos || p.Dispatches == 0 || p.Barriers == 0 || p.SubmitsPerToken <= 0 || p.GPUNs <= 0 {
+		total := p.GPUNs
+		if backend == "cpu" {
+			total = p.WallNs
+			if p.Tokens != wantTokens || p.Pos != wantPos || p.WallNs <= 0 || p.WaitNs < 0 || p.WaitNs > p.WallNs {
+				t.Errorf("implausible profile %+v", *p)
+			}
+		} else if p.Tokens != wantTokens || p.Pos != wantPos || p.Dispatches == 0 || p.Barriers == 0 || p.SubmitsPerToken <= 0 || p.GPUNs <= 0 {
 			t.Errorf("implausible profile %+v", *p)
 		}
 		var share, ns float64
 		for _, k := range p.Kernels {
 			share += k.Share
 			ns += k.Ns
-			if k.Label == "" || k.Kernel == "" || k.Calls < 1 || k.Bytes <= 0 {
+			if k.Label == "" || k.Kernel == "" || k.Calls < 1 || k.Bytes < 0 || (backend != "cpu" && k.Bytes == 0) {
 				t.Errorf("implausible stage %+v", k)
 			}
 		}
-		if math.Abs(share-1) > 1e-6 || math.Abs(ns-p.GPUNs) > 1e-6*p.GPUNs {
-			t.Errorf("stages add to a share of %g and %g ns of %g", share, ns, p.GPUNs)
+		if math.Abs(share-1) > 1e-6 || math.Abs(ns-total) > 1e-6*total {
+			t.Errorf("stages add to a share of %g and %g ns of %g", share, ns, total)
 		}
 	}
-	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", "vulkan", "-p", "0", "-n", "2", "-r", "1", "--profile")
+	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", backend, "-t", "2", "-p", "0", "-n", "2", "-r", "1", "--profile")
 	if code != 0 {
 		t.Fatalf("bench --profile: exit %d: %s", code, stderr)
 	}
@@ -351,7 +370,7 @@ func TestBenchProfile(t *testing.T) {
 		share += pct
 		rows++
 	}
-	if rows < 8 || math.Abs(share-100) > 0.5 {
+	if rows < minRows || math.Abs(share-100) > 0.5 {
 		t.Errorf("%d profile rows whose shares add to %g%%:\n%s", rows, share, table)
 	}
 }

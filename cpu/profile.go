@@ -1,0 +1,127 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// stage is a part of a forward pass that ProfileForward times.
+type stage int
+
+const (
+	stageMatMul stage = iota
+	stageAttention
+	stageRopeKV
+	stageNorm
+	stageHead
+	stageOther
+	numStages
+)
+
+var stageNames = [numStages]struct{ label, kernel string }{
+	stageMatMul:    {"ternary matrix products", "ternaryRows, ternaryMatMul"},
+	stageAttention: {"attention", "dotF16Rows, axpyF16Rows"},
+	stageRopeKV:    {"RoPE, K/V cache writes", "Go"},
+	stageNorm:      {"norms, quantization, activation, residual", "Go"},
+	stageHead:      {"output head (with its norm)", "dotF16Rows, dotI8Rows, dotBlockRows"},
+	stageOther:     {"embedding, RoPE table, rest", "Go"},
+}
+
+// profiler accumulates the wall time of a pass's stages: each lap charges
+// the time since the previous lap to one stage.
+type profiler struct {
+	last  time.Time
+	time  [numStages]time.Duration
+	calls [numStages]int
+	bytes [numStages]int64
+}
+
+// lap charges the time since the last lap (or the pass's start) to st,
+// with bytes of memory it reads at least. It does nothing unless a
+// profile is being taken.
+func (b *Backend) lap(st stage, bytes int64) {
+	p := b.prof
+	if p == nil {
+		return
+	}
+	now := time.Now()
+	p.time[st] += now.Sub(p.last)
+	p.calls[st]++
+	p.bytes[st] += bytes
+	p.last = now
+}
+
+// StageTime is one stage of a profiled forward pass, per pass.
+type StageTime struct {
+	Label       string
+	Kernel      string // the kernels (or Go code) it runs
+	Calls       int
+	Nanoseconds float64
+	Bytes       int64 // weights and cache it reads at least
+}
+
+// Profile is where the time of a forward pass goes on the CPU, per pass:
+// the wall time of each stage, and how long the calling thread waited for
+// the pool's helpers to finish their shares (hand-offs and imbalance; zero
+// on one thread).
+type Profile struct {
+	Tokens, Pos     int
+	Threads         int
+	WallNanoseconds float64
+	WaitNanoseconds float64
+	Stages          []StageTime // in pass order
+}
+
+// ProfileForward times runs forward passes of n tokens at positions
+// pos…pos+n−1 of slot 0 (after one untimed pass), as Forward runs them
+// with logits for the last token, and returns the mean per pass. It
+// writes the K/V cache at those positions.
+func (b *Backend) ProfileForward(n, pos, runs int) (*Profile, error) {
+	switch {
+	case b.pool == nil:
+		return nil, errors.New("cpu: backend is closed")
+	case n < 1 || n > b.batch:
+		return nil, fmt.Errorf("cpu: profile of %d tokens: 1..%d (the batch) can be timed in one pass", n, b.batch)
+	case pos < 0 || pos+n > b.ctx:
+		return nil, fmt.Errorf("cpu: profile at positions %d..%d: outside the context of %d", pos, pos+n-1, b.ctx)
+	}
+	runs = max(runs, 1)
+	tokens := make([]int32, n)
+	for i := range tokens {
+		tokens[i] = int32((7919*i + 1) % b.c.Vocab)
+	}
+	logits := make([]float32, b.c.Vocab)
+	if err := b.Forward(tokens, pos, logits); err != nil {
+		return nil, err
+	}
+	p := &profiler{}
+	b.prof, b.pool.waited = p, new(time.Duration)
+	defer func() { b.prof, b.pool.waited = nil, nil }()
+	var wall time.Duration
+	for range runs {
+		start := time.Now()
+		p.last = start
+		if err := b.Forward(tokens, pos, logits); err != nil {
+			return nil, err
+		}
+		b.lap(stageOther, 0) // what Forward does after the head
+		wall += p.last.Sub(start)
+	}
+	per := float64(runs)
+	out := &Profile{Tokens: n, Pos: pos, Threads: b.threads,
+		WallNanoseconds: float64(wall.Nanoseconds()) / per,
+		WaitNanoseconds: float64(b.pool.waited.Nanoseconds()) / per}
+	for st := range numStages {
+		if p.calls[st] == 0 {
+			continue
+		}
+		out.Stages = append(out.Stages, StageTime{
+			Label: stageNames[st].label, Kernel: stageNames[st].kernel,
+			Calls:       (p.calls[st] + runs - 1) / runs,
+			Nanoseconds: float64(p.time[st].Nanoseconds()) / per,
+			Bytes:       p.bytes[st] / int64(runs),
+		})
+	}
+	return out, nil
+}
