@@ -74,9 +74,6 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.HeadDim > maxHeadDim {
-		return nil, fmt.Errorf("cpu: head dimension %d is beyond the %d the CPU backend's attention takes", c.HeadDim, maxHeadDim)
-	}
 	if o.Threads <= 0 {
 		o.Threads = runtime.NumCPU()
 	}

@@ -157,9 +157,12 @@ func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd 
 		}
 	}
 	out := make([]float32, heads*hd)
-	scores := make([]float32, len(k))
-	for h := 0; h < heads; h++ {
-		attend(a.k, q[h*hd:(h+1)*hd], kc, vc, kvDim, h/(heads/kvHeads)*hd, len(k), scores, out[h*hd:(h+1)*hd])
+	group := heads / kvHeads
+	scores := make([]float32, group*len(k))
+	q16 := make([]float32, group*hd)
+	for g := 0; g < kvHeads; g++ { // each K/V head's queries at once
+		h := g * group
+		attendGroup(a.k, q[h*hd:(h+group)*hd], hd, kc, vc, kvDim, g*hd, len(k), q16, scores, out[h*hd:(h+group)*hd])
 	}
 	return out
 }

@@ -17,7 +17,8 @@ type scratch struct {
 	raw    []int32     // [T][2·ffn or qkv rows] code sums Σ c·q
 	y      []float32   // [T][2·ffn or qkv rows] BitLinear outputs
 	att    []float32   // [T][embd] attention output
-	scores [][]float32 // [worker][ctx] attention weights
+	scores [][]float32 // [worker][group][ctx] attention weights of a K/V head's queries
+	q16    [][]float32 // [worker][group][head_dim] those queries rounded to float16
 	rope   []float64   // [T][rope_dim] cos then sin of each position
 	xn     []float32   // [headTile][embd] normalized final states
 	head   headScratch
@@ -45,8 +46,10 @@ func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
 		seq:    make([]int, T),
 		pos:    make([]int, T),
 	}
+	group := c.Heads / c.KVHeads
 	for w := 0; w < workers; w++ {
-		s.scores = append(s.scores, make([]float32, ctx))
+		s.scores = append(s.scores, make([]float32, group*ctx))
+		s.q16 = append(s.q16, make([]float32, group*c.HeadDim))
 	}
 	return s
 }
@@ -352,53 +355,61 @@ func (b *Backend) attention(li, T int) {
 	E, kv, hd := c.Embd, c.KVDim(), c.HeadDim
 	qkvRows := E + 2*kv
 	group := c.Heads / c.KVHeads
+	// A work item is sub query heads of one token that share a K/V head,
+	// which attendGroup reads once for all of them: all the group's heads
+	// unless that leaves a worker idle.
+	sub := group
+	for sub%2 == 0 && T*c.Heads/sub < b.threads {
+		sub /= 2
+	}
+	per := c.Heads / sub // items per token
 	kc, vc := b.kCache[li], b.vCache[li]
-	b.pool.run(T*c.Heads, 1, func(w, lo, hi int) {
+	b.pool.run(T*per, 1, func(w, lo, hi int) {
 		for item := lo; item < hi; item++ {
-			t, h := item/c.Heads, item%c.Heads
-			q := s.y[t*qkvRows+h*hd : t*qkvRows+(h+1)*hd]
-			o := s.att[t*E+h*hd : t*E+(h+1)*hd]
+			t, h := item/per, item%per*sub // token, first head
+			q := s.y[t*qkvRows+h*hd : t*qkvRows+(h+sub)*hd]
+			o := s.att[t*E+h*hd : t*E+(h+sub)*hd]
 			base := s.seq[t] * b.ctx * kv // the slot's region
-			attend(b.k, q, kc[base:], vc[base:], kv, (h/group)*hd, s.pos[t]+1, s.scores[w], o)
+			attendGroup(b.k, q, hd, kc[base:], vc[base:], kv, (h/group)*hd, s.pos[t]+1, s.q16[w], s.scores[w], o)
 		}
 	})
 }
 
-// attend computes o = softmax(q·Kᵀ/√len(q))·V for one query head q over n
-// cache positions, K and V being the float16 rows kc, vc [n][kvDim] from
-// column off; scores [≥n] is scratch. It rounds as nn/ref does: q to
-// float16 before K·q (accumulated in float32), score·float32(1/√hd),
-// e = float32(exp(score − max)), Σe in float64, P = e·float32(1/Σe), all in
-// float32 but the sum.
-func attend(k kernels, q []float32, kc, vc []uint16, kvDim, off, n int, scores, o []float32) {
-	hd := len(q)
-	var q16 [maxHeadDim]float32
-	qh := q16[:hd]
+// attendGroup computes o_j = softmax(q_j·Kᵀ/√hd)·V for the query heads q_j
+// (q holds them one after another, hd values each) over n cache positions,
+// K and V being the float16 rows kc, vc [n][kvDim] from column off; q16
+// [≥len(q)] and scores [≥len(q)/hd·n] are scratch. Each head's result is
+// what it gets alone (the few-query kernels give each query its one-query
+// bits), so how heads are grouped changes nothing. It rounds as nn/ref
+// does: q to float16 before K·q (accumulated in float32),
+// score·float32(1/√hd), e = float32(exp(score − max)) (the kernel set's
+// expSub: the assembly within a few float32 ulps of it), Σe in float64,
+// P = e·float32(1/Σe), all in float32 but the sum.
+func attendGroup(k kernels, q []float32, hd int, kc, vc []uint16, kvDim, off, n int, q16, scores, o []float32) {
+	heads := len(q) / hd
+	qh := q16[:len(q)]
 	for i, v := range q {
 		qh[i] = nn.RoundF16(v)
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	sc := scores[:n]
-	k.dotF16Rows(kc[off:], kvDim, qh, sc)
-	mx := float32(math.Inf(-1))
-	for p := range sc {
-		sc[p] = float32(sc[p] * scale)
-		mx = max(mx, sc[p])
+	sc := scores[:heads*n]
+	if heads == 1 {
+		k.dotF16Rows(kc[off:], kvDim, qh, sc)
+	} else {
+		k.dotF16MatMul(kc[off:], kvDim, n, qh, hd, hd, heads, sc, n)
 	}
-	var sum float64
-	for p, v := range sc {
-		e := float32(math.Exp(float64(float32(v - mx))))
-		sc[p] = e
-		sum += float64(e)
+	for j := 0; j < heads; j++ {
+		p := sc[j*n : (j+1)*n]
+		mx := k.scaleMax(p, scale)
+		sum := k.expSub(p, mx)
+		k.scaleMax(p, float32(1/sum))
 	}
 	clear(o)
-	inv := float32(1 / sum)
-	for p, v := range sc {
-		sc[p] = float32(v * inv)
+	j := 0
+	for ; j+4 <= heads; j += 4 {
+		k.axpyF16Rows4(sc[j*n:], n, n, vc[off:], kvDim, o[j*hd:], hd, hd)
 	}
-	k.axpyF16Rows(sc, vc[off:], kvDim, o)
+	for ; j < heads; j++ {
+		k.axpyF16Rows(sc[j*n:(j+1)*n], vc[off:], kvDim, o[j*hd:(j+1)*hd])
+	}
 }
-
-// maxHeadDim is the widest attention head attend takes (its float16 copy of
-// q lives on the stack).
-const maxHeadDim = 512

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math"
+
 	"golang.org/x/sys/cpu"
 
 	"github.com/bitvk/bitvk/nn"
@@ -54,6 +56,12 @@ type kernels struct {
 	// V cache in one call.
 	axpyF16Rows func(a []float32, v []uint16, stride int, y []float32)
 
+	// axpyF16Rows4 is axpyF16Rows for four weight vectors over the same
+	// rows of v (query heads sharing a K/V head): for j < 4, axpyF16Rows of
+	// a[j·aStride : j·aStride+np] into y[j·yStride : j·yStride+n], each
+	// y_j bit for bit what axpyF16Rows gives it, v read once for the four.
+	axpyF16Rows4 func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int)
+
 	// dotI8Rows computes out[r] = Σ_{i<len(x)} w[r·stride+i]·x[i] for
 	// r < len(out), exact in int32: the int8 output head (--head q8). The
 	// activations satisfy |x| ≤ 127 (the head quantizes to ±127), so the
@@ -82,6 +90,19 @@ type kernels struct {
 	// own. xBias [n/4] must hold blockBias(x), which the VNNI kernel uses.
 	dotBlockRows func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 
+	// expSub sets x[i] = e^(x[i]−m) rounded to float32 and returns the sum
+	// of the new x[i] in float64: the exponentials of attention's softmax
+	// (m is the row's maximum). The generic twin rounds float64 math.Exp;
+	// the assembly computes in float32, within a few ulps of it, and sums
+	// in its own order (see tools/asmgen/softmax.go).
+	expSub func(x []float32, m float32) float64
+
+	// scaleMax sets x[i] = x[i]·s (float32) and returns the largest x[i]
+	// (−Inf for none): attention's scaled scores and their maximum, and
+	// the softmax's normalization. Exact: the kernels differ from the twin
+	// only for NaN.
+	scaleMax func(x []float32, s float32) float32
+
 	// sumBytes returns the sum of b's bytes read as little-endian uint64
 	// words (wrapping), len(b) a multiple of 64: a read as fast as the
 	// memory allows, to measure the machine's bandwidth.
@@ -100,10 +121,13 @@ var generic = kernels{
 	dotF16Rows:    dotF16RowsGeneric,
 	axpyF16:       axpyF16Generic,
 	axpyF16Rows:   rowsOfAxpy(axpyF16Generic),
+	axpyF16Rows4:  fourOf(rowsOfAxpy(axpyF16Generic)),
 	dotI8Rows:     dotI8RowsGeneric,
 	dotF16MatMul:  dotF16MatMulGeneric,
 	dotI8MatMul:   dotI8MatMulGeneric,
 	dotBlockRows:  dotBlockRowsGeneric,
+	expSub:        expSubGeneric,
+	scaleMax:      scaleMaxGeneric,
 	sumBytes:      sumBytesGeneric,
 	sgemm:         sgemmGeneric,
 }
@@ -187,6 +211,37 @@ func axpyF16Generic(a float32, v []uint16, y []float32) {
 	for i := range y {
 		y[i] += a * f16Table[v[i]]
 	}
+}
+
+func expSubGeneric(x []float32, m float32) float64 {
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(float32(v - m))))
+		x[i] = e
+		sum += float64(e)
+	}
+	return sum
+}
+
+// fourOf makes axpyF16Rows4 from a set's axpyF16Rows: one call per vector.
+func fourOf(rows func(a []float32, v []uint16, stride int, y []float32)) func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int) {
+	return func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int) {
+		for j := 0; j < 4; j++ {
+			rows(a[j*aStride:j*aStride+np], v, stride, y[j*yStride:j*yStride+n])
+		}
+	}
+}
+
+func scaleMaxGeneric(x []float32, s float32) float32 {
+	m := float32(math.Inf(-1))
+	for i, v := range x {
+		v = float32(v * s)
+		x[i] = v
+		if v > m {
+			m = v
+		}
+	}
+	return m
 }
 
 // rowsOfAxpy makes axpyF16Rows from a set's axpyF16: one call per row.

@@ -35,10 +35,13 @@ var avx2Kernels = kernels{
 	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX2),
 	axpyF16:       checkAxpyF16(axpyF16AVX2),
 	axpyF16Rows:   rowsOfAxpy(checkAxpyF16(axpyF16AVX2)),
+	axpyF16Rows4:  fourOf(rowsOfAxpy(checkAxpyF16(axpyF16AVX2))),
 	dotI8Rows:     checkDotI8Rows(dotI8RowsAVX2),
 	dotF16MatMul:  checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
 	dotI8MatMul:   checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
 	dotBlockRows:  checkDotBlockRows(dotBlockRowsAVX2),
+	expSub:        expSubAVX2,
+	scaleMax:      scaleMaxAVX2,
 	sumBytes:      checkSumBytes(sumBytesAVX2),
 	sgemm:         sgemmAVX2,
 }
@@ -50,10 +53,13 @@ var avx512VNNIKernels = kernels{
 	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX512),
 	axpyF16:       checkAxpyF16(axpyF16AVX512),
 	axpyF16Rows:   checkAxpyF16Rows(axpyF16RowsAVX512),
+	axpyF16Rows4:  checkAxpyF16Rows4(axpyF16Rows4AVX512),
 	dotI8Rows:     checkDotI8Rows(dotI8RowsVNNI),
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(dotF16MatMulAVX512, 3)),
 	dotI8MatMul:   checkDotI8MatMul(biasedI8(dotI8MatMulVNNI)),
 	dotBlockRows:  checkDotBlockRows(dotBlockRowsVNNI),
+	expSub:        expSubAVX512,
+	scaleMax:      scaleMaxAVX512,
 	sumBytes:      checkSumBytes(sumBytesAVX512),
 	sgemm:         sgemmAVX512, // AVX-512 F only; see sgemm_amd64.go
 }
@@ -191,6 +197,16 @@ func checkDotBlockRows(f func(w []int8, scales []float32, group int, x []int8, x
 				len(out), n, group, len(w), len(scales), len(xBias)))
 		}
 		f(w, scales, group, x, xBias, out)
+	}
+}
+
+func checkAxpyF16Rows4(f func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int)) func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int) {
+	return func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int) {
+		if np < 0 || n < 0 || !rowsFit(len(a), aStride, np, 4) || !rowsFit(len(y), yStride, n, 4) || !rowsFit(len(v), stride, n, np) {
+			panic(fmt.Sprintf("cpu: axpyF16Rows4: 4 × %d weights (stride %d) over %d rows of %d (stride %d) into 4 × %d (stride %d) do not fit in a %d, v %d, y %d",
+				np, aStride, np, n, stride, n, yStride, len(a), len(v), len(y)))
+		}
+		f(a, aStride, np, v, stride, y, yStride, n)
 	}
 }
 

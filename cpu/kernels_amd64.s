@@ -111,6 +111,66 @@ DATA permOctets<>+56(SB)/4, $0x00000001
 DATA permOctets<>+60(SB)/4, $0x00000001
 GLOBL permOctets<>(SB), RODATA|NOPTR, $64
 
+DATA expLo<>+0(SB)/4, $0xc2aeac4f
+GLOBL expLo<>(SB), RODATA|NOPTR, $4
+
+DATA expLog2e<>+0(SB)/4, $0x3fb8aa3b
+GLOBL expLog2e<>(SB), RODATA|NOPTR, $4
+
+DATA expLn2Hi<>+0(SB)/4, $0x3f318000
+GLOBL expLn2Hi<>(SB), RODATA|NOPTR, $4
+
+DATA expLn2Lo<>+0(SB)/4, $0xb95e8083
+GLOBL expLn2Lo<>(SB), RODATA|NOPTR, $4
+
+DATA expC7<>+0(SB)/4, $0x39500d01
+GLOBL expC7<>(SB), RODATA|NOPTR, $4
+
+DATA expC6<>+0(SB)/4, $0x3ab60b61
+GLOBL expC6<>(SB), RODATA|NOPTR, $4
+
+DATA expC5<>+0(SB)/4, $0x3c088889
+GLOBL expC5<>(SB), RODATA|NOPTR, $4
+
+DATA expC4<>+0(SB)/4, $0x3d2aaaab
+GLOBL expC4<>(SB), RODATA|NOPTR, $4
+
+DATA expC3<>+0(SB)/4, $0x3e2aaaab
+GLOBL expC3<>(SB), RODATA|NOPTR, $4
+
+DATA expC2<>+0(SB)/4, $0x3f000000
+GLOBL expC2<>(SB), RODATA|NOPTR, $4
+
+DATA expC1<>+0(SB)/4, $0x3f800000
+GLOBL expC1<>(SB), RODATA|NOPTR, $4
+
+DATA expC0<>+0(SB)/4, $0x3f800000
+GLOBL expC0<>(SB), RODATA|NOPTR, $4
+
+DATA expBias<>+0(SB)/4, $0x0000007f
+GLOBL expBias<>(SB), RODATA|NOPTR, $4
+
+DATA negInf<>+0(SB)/4, $0xff800000
+GLOBL negInf<>(SB), RODATA|NOPTR, $4
+
+DATA expTail<>+0(SB)/4, $0xffffffff
+DATA expTail<>+4(SB)/4, $0xffffffff
+DATA expTail<>+8(SB)/4, $0xffffffff
+DATA expTail<>+12(SB)/4, $0xffffffff
+DATA expTail<>+16(SB)/4, $0xffffffff
+DATA expTail<>+20(SB)/4, $0xffffffff
+DATA expTail<>+24(SB)/4, $0xffffffff
+DATA expTail<>+28(SB)/4, $0xffffffff
+DATA expTail<>+32(SB)/4, $0x00000000
+DATA expTail<>+36(SB)/4, $0x00000000
+DATA expTail<>+40(SB)/4, $0x00000000
+DATA expTail<>+44(SB)/4, $0x00000000
+DATA expTail<>+48(SB)/4, $0x00000000
+DATA expTail<>+52(SB)/4, $0x00000000
+DATA expTail<>+56(SB)/4, $0x00000000
+DATA expTail<>+60(SB)/4, $0x00000000
+GLOBL expTail<>(SB), RODATA|NOPTR, $64
+
 // func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·ternaryRowsAVX2(SB), NOSPLIT, $0-80
@@ -4285,6 +4345,296 @@ notail_143:
 	VZEROUPPER
 	RET
 
+// func axpyF16Rows4AVX512(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
+TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
+	XORQ AX, AX
+
+chunks_146:
+	LEAQ    64(AX), CX
+	MOVQ    n+104(FP), DX
+	CMPQ    CX, DX
+	JA      chunksdone_147
+	MOVQ    y_base+72(FP), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS 128(CX), Z2
+	VMOVUPS 192(CX), Z3
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x01, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS (CX), Z4
+	VMOVUPS 64(CX), Z5
+	VMOVUPS 128(CX), Z6
+	VMOVUPS 192(CX), Z7
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x02, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS (CX), Z8
+	VMOVUPS 64(CX), Z9
+	VMOVUPS 128(CX), Z10
+	VMOVUPS 192(CX), Z11
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x03, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS (CX), Z12
+	VMOVUPS 64(CX), Z13
+	VMOVUPS 128(CX), Z14
+	VMOVUPS 192(CX), Z15
+	MOVQ    a_base+0(FP), CX
+	MOVQ    aStride+24(FP), DX
+	LEAQ    (CX)(DX*4), BX
+	LEAQ    (BX)(DX*4), SI
+	LEAQ    (SI)(DX*4), DX
+	MOVQ    v_base+40(FP), DI
+	LEAQ    (DI)(AX*2), DI
+	MOVQ    stride+64(FP), R8
+	SHLQ    $0x01, R8
+	MOVQ    np+32(FP), R9
+	XORQ    R10, R10
+	CMPQ    R10, R9
+	JAE     rowsdone_149
+
+rows_148:
+	VCVTPH2PS    (DI), Z16
+	VCVTPH2PS    32(DI), Z17
+	VCVTPH2PS    64(DI), Z18
+	VCVTPH2PS    96(DI), Z19
+	VBROADCASTSS (CX)(R10*4), Z20
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VBROADCASTSS (BX)(R10*4), Z20
+	VFMADD231PS  Z16, Z20, Z4
+	VFMADD231PS  Z17, Z20, Z5
+	VFMADD231PS  Z18, Z20, Z6
+	VFMADD231PS  Z19, Z20, Z7
+	VBROADCASTSS (SI)(R10*4), Z20
+	VFMADD231PS  Z16, Z20, Z8
+	VFMADD231PS  Z17, Z20, Z9
+	VFMADD231PS  Z18, Z20, Z10
+	VFMADD231PS  Z19, Z20, Z11
+	VBROADCASTSS (DX)(R10*4), Z20
+	VFMADD231PS  Z16, Z20, Z12
+	VFMADD231PS  Z17, Z20, Z13
+	VFMADD231PS  Z18, Z20, Z14
+	VFMADD231PS  Z19, Z20, Z15
+	ADDQ         R8, DI
+	INCQ         R10
+	CMPQ         R10, R9
+	JB           rows_148
+
+rowsdone_149:
+	MOVQ    y_base+72(FP), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z0, (CX)
+	VMOVUPS Z1, 64(CX)
+	VMOVUPS Z2, 128(CX)
+	VMOVUPS Z3, 192(CX)
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x01, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z4, (CX)
+	VMOVUPS Z5, 64(CX)
+	VMOVUPS Z6, 128(CX)
+	VMOVUPS Z7, 192(CX)
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x02, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z8, (CX)
+	VMOVUPS Z9, 64(CX)
+	VMOVUPS Z10, 128(CX)
+	VMOVUPS Z11, 192(CX)
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x03, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z12, (CX)
+	VMOVUPS Z13, 64(CX)
+	VMOVUPS Z14, 128(CX)
+	VMOVUPS Z15, 192(CX)
+	ADDQ    $0x40, AX
+	JMP     chunks_146
+
+chunksdone_147:
+chunks_150:
+	LEAQ    16(AX), CX
+	MOVQ    n+104(FP), DX
+	CMPQ    CX, DX
+	JA      chunksdone_151
+	MOVQ    y_base+72(FP), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS (CX), Z0
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x01, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS (CX), Z1
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x02, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS (CX), Z2
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x03, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS (CX), Z3
+	MOVQ    a_base+0(FP), CX
+	MOVQ    aStride+24(FP), DX
+	LEAQ    (CX)(DX*4), BX
+	LEAQ    (BX)(DX*4), SI
+	LEAQ    (SI)(DX*4), DX
+	MOVQ    v_base+40(FP), DI
+	LEAQ    (DI)(AX*2), DI
+	MOVQ    stride+64(FP), R8
+	SHLQ    $0x01, R8
+	MOVQ    np+32(FP), R9
+	XORQ    R10, R10
+	CMPQ    R10, R9
+	JAE     rowsdone_153
+
+rows_152:
+	VCVTPH2PS    (DI), Z4
+	VBROADCASTSS (CX)(R10*4), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS (BX)(R10*4), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS (SI)(R10*4), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS (DX)(R10*4), Z5
+	VFMADD231PS  Z4, Z5, Z3
+	ADDQ         R8, DI
+	INCQ         R10
+	CMPQ         R10, R9
+	JB           rows_152
+
+rowsdone_153:
+	MOVQ    y_base+72(FP), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z0, (CX)
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x01, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z1, (CX)
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x02, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z2, (CX)
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x03, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z3, (CX)
+	ADDQ    $0x10, AX
+	JMP     chunks_150
+
+chunksdone_151:
+	MOVQ      n+104(FP), CX
+	SUBQ      AX, CX
+	JE        notail_154
+	MOVQ      $-1, DX
+	BZHIQ     CX, DX, CX
+	KMOVQ     CX, K1
+	MOVQ      y_base+72(FP), CX
+	LEAQ      (CX)(AX*4), CX
+	VMOVUPS.Z (CX), K1, Z0
+	MOVQ      y_base+72(FP), CX
+	MOVQ      yStride+96(FP), DX
+	IMUL3Q    $0x01, DX, DX
+	LEAQ      (CX)(DX*4), CX
+	LEAQ      (CX)(AX*4), CX
+	VMOVUPS.Z (CX), K1, Z1
+	MOVQ      y_base+72(FP), CX
+	MOVQ      yStride+96(FP), DX
+	IMUL3Q    $0x02, DX, DX
+	LEAQ      (CX)(DX*4), CX
+	LEAQ      (CX)(AX*4), CX
+	VMOVUPS.Z (CX), K1, Z2
+	MOVQ      y_base+72(FP), CX
+	MOVQ      yStride+96(FP), DX
+	IMUL3Q    $0x03, DX, DX
+	LEAQ      (CX)(DX*4), CX
+	LEAQ      (CX)(AX*4), CX
+	VMOVUPS.Z (CX), K1, Z3
+	MOVQ      a_base+0(FP), CX
+	MOVQ      aStride+24(FP), DX
+	LEAQ      (CX)(DX*4), BX
+	LEAQ      (BX)(DX*4), SI
+	LEAQ      (SI)(DX*4), DX
+	MOVQ      v_base+40(FP), DI
+	LEAQ      (DI)(AX*2), DI
+	MOVQ      stride+64(FP), R8
+	SHLQ      $0x01, R8
+	MOVQ      np+32(FP), R9
+	XORQ      R10, R10
+	CMPQ      R10, R9
+	JAE       rowsdone_156
+
+rows_155:
+	VMOVDQU16.Z  (DI), K1, Y4
+	VCVTPH2PS    Y4, Z4
+	VBROADCASTSS (CX)(R10*4), Z5
+	VFMADD231PS  Z4, Z5, Z0
+	VBROADCASTSS (BX)(R10*4), Z5
+	VFMADD231PS  Z4, Z5, Z1
+	VBROADCASTSS (SI)(R10*4), Z5
+	VFMADD231PS  Z4, Z5, Z2
+	VBROADCASTSS (DX)(R10*4), Z5
+	VFMADD231PS  Z4, Z5, Z3
+	ADDQ         R8, DI
+	INCQ         R10
+	CMPQ         R10, R9
+	JB           rows_155
+
+rowsdone_156:
+	MOVQ    y_base+72(FP), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z0, K1, (CX)
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x01, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z1, K1, (CX)
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x02, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z2, K1, (CX)
+	MOVQ    y_base+72(FP), CX
+	MOVQ    yStride+96(FP), DX
+	IMUL3Q  $0x03, DX, DX
+	LEAQ    (CX)(DX*4), CX
+	LEAQ    (CX)(AX*4), CX
+	VMOVUPS Z3, K1, (CX)
+
+notail_154:
+	VZEROUPPER
+	RET
+
 // func dotI8RowsAVX2(w []int8, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
@@ -4296,14 +4646,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_146
+	JZ      spreaddone_157
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_147:
+spread_158:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -4315,9 +4665,9 @@ spread_147:
 	ANDQ  $-64, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_149
+	JAE   loopdone_160
 
-loop_148:
+loop_159:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -4374,12 +4724,12 @@ loop_148:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, R13
-	JB         loop_148
+	JB         loop_159
 
-loopdone_149:
+loopdone_160:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         skip_150
+	JA         skip_161
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -4407,7 +4757,7 @@ loopdone_149:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
 
-skip_150:
+skip_161:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -4428,82 +4778,82 @@ skip_150:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_151
+	JAE          taildone_162
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_152:
+tail_163:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_152
+	JB      tail_163
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_153:
+tail_164:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_153
+	JB      tail_164
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_154:
+tail_165:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_154
+	JB      tail_165
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_155:
+tail_166:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_155
+	JB      tail_166
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_151:
+taildone_162:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_147
+	JNZ  spread_158
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_146:
+spreaddone_157:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_157
+	JZ   singledone_168
 
-single_156:
+single_167:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-64, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_159
+	JAE   loopdone_170
 
-loop_158:
+loop_169:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -4521,12 +4871,12 @@ loop_158:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000040, DI
 	CMPQ       DI, R8
-	JB         loop_158
+	JB         loop_169
 
-loopdone_159:
+loopdone_170:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         skip_160
+	JA         skip_171
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -4536,7 +4886,7 @@ loopdone_159:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
 
-skip_160:
+skip_171:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -4545,27 +4895,27 @@ skip_160:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_161
+	JAE          taildone_172
 	XORL         R8, R8
 
-tail_162:
+tail_173:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_162
+	JB      tail_173
 	ADDL    R8, (BX)
 
-taildone_161:
+taildone_172:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_156
+	JNZ  single_167
 
-singledone_157:
+singledone_168:
 	VZEROUPPER
 	RET
 
@@ -4580,25 +4930,25 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_164
+	JAE          loopdone_175
 
-loop_163:
+loop_174:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_163
+	JB       loop_174
 
-loopdone_164:
+loopdone_175:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
-	JE         notail_165
+	JE         notail_176
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_165:
+notail_176:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -4615,14 +4965,14 @@ notail_165:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_166
+	JZ            spreaddone_177
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_167:
+spread_178:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -4634,9 +4984,9 @@ spread_167:
 	ANDQ   $-64, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_169
+	JAE    loopdone_180
 
-loop_168:
+loop_179:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -4652,12 +5002,12 @@ loop_168:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, R13
-	JB         loop_168
+	JB         loop_179
 
-loopdone_169:
+loopdone_180:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
-	JE         notail_170
+	JE         notail_181
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -4675,7 +5025,7 @@ loopdone_169:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_170:
+notail_181:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -4708,38 +5058,38 @@ notail_170:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_167
+	JNZ           spread_178
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_166:
+spreaddone_177:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_172
+	JZ   singledone_183
 
-single_171:
+single_182:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-64, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_174
+	JAE    loopdone_185
 
-loop_173:
+loop_184:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000040, DI
 	CMPQ       DI, R8
-	JB         loop_173
+	JB         loop_184
 
-loopdone_174:
+loopdone_185:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
-	JE         notail_175
+	JE         notail_186
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -4748,7 +5098,7 @@ loopdone_174:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_175:
+notail_186:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -4763,9 +5113,9 @@ notail_175:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_171
+	JNZ           single_182
 
-singledone_172:
+singledone_183:
 	VZEROUPPER
 	RET
 
@@ -4776,16 +5126,16 @@ TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_176:
+rows_187:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_177
+	JB   rowsdone_188
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_178:
+tokens_189:
 	CMPQ DI, $0x00000003
-	JB   tokenstail_179
+	JB   tokenstail_190
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), R8
@@ -4822,9 +5172,9 @@ tokens_178:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_181:
+f16steps_192:
 	CMPQ        R10, $0x20
-	JB          f16stepsdone_182
+	JB          f16stepsdone_193
 	PREFETCHT1  16384(R11)
 	VCVTPH2PS   (R11), Z24
 	PREFETCHT1  16384(R11)(R8*1)
@@ -4871,11 +5221,11 @@ f16steps_181:
 	ADDQ        $0x00000040, R12
 	ADDQ        $0x00000080, R13
 	SUBQ        $0x20, R10
-	JMP         f16steps_181
+	JMP         f16steps_192
 
-f16stepsdone_182:
+f16stepsdone_193:
 	CMPQ        R10, $0x10
-	JB          f16step16_183
+	JB          f16step16_194
 	VCVTPH2PS   (R11), Z24
 	VCVTPH2PS   (R11)(R8*1), Z25
 	VCVTPH2PS   (R11)(R8*2), Z26
@@ -4900,9 +5250,9 @@ f16stepsdone_182:
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x10, R10
 
-f16step16_183:
+f16step16_194:
 	TESTQ       R10, R10
-	JZ          f16notail_184
+	JZ          f16notail_195
 	MOVQ        $-1, R14
 	BZHIQ       R10, R14, R10
 	KMOVQ       R10, K1
@@ -4930,7 +5280,7 @@ f16step16_183:
 	VFMADD231PS Z28, Z26, Z8
 	VFMADD231PS Z28, Z27, Z11
 
-f16notail_184:
+f16notail_195:
 	MOVQ          outStride+112(FP), R8
 	SHLQ          $0x02, R8
 	MOVQ          SI, R9
@@ -5015,11 +5365,11 @@ f16notail_184:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000003, DI
-	JMP           tokens_178
+	JMP           tokens_189
 
-tokenstail_179:
+tokenstail_190:
 	CMPQ DI, $0x00000002
-	JNE  tokens_185
+	JNE  tokens_196
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), DI
@@ -5047,9 +5397,9 @@ tokenstail_179:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_186:
+f16steps_197:
 	CMPQ        R9, $0x20
-	JB          f16stepsdone_187
+	JB          f16stepsdone_198
 	PREFETCHT1  16384(R10)
 	VCVTPH2PS   (R10), Z16
 	PREFETCHT1  16384(R10)(DI*1)
@@ -5086,11 +5436,11 @@ f16steps_186:
 	ADDQ        $0x00000040, R11
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R9
-	JMP         f16steps_186
+	JMP         f16steps_197
 
-f16stepsdone_187:
+f16stepsdone_198:
 	CMPQ        R9, $0x10
-	JB          f16step16_188
+	JB          f16step16_199
 	VCVTPH2PS   (R10), Z16
 	VCVTPH2PS   (R10)(DI*1), Z17
 	VCVTPH2PS   (R10)(DI*2), Z18
@@ -5110,9 +5460,9 @@ f16stepsdone_187:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R9
 
-f16step16_188:
+f16step16_199:
 	TESTQ       R9, R9
-	JZ          f16notail_189
+	JZ          f16notail_200
 	MOVQ        $-1, R12
 	BZHIQ       R9, R12, R9
 	KMOVQ       R9, K1
@@ -5135,7 +5485,7 @@ f16step16_188:
 	VFMADD231PS Z20, Z18, Z5
 	VFMADD231PS Z20, Z19, Z7
 
-f16notail_189:
+f16notail_200:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z8, Z0, Z0
@@ -5187,11 +5537,11 @@ f16notail_189:
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
 	VMOVUPS       X0, (SI)
-	JMP           tokensdone_180
+	JMP           tokensdone_191
 
-tokens_185:
+tokens_196:
 	CMPQ DI, $0x00000001
-	JNE  tokens_190
+	JNE  tokens_201
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), DI
@@ -5211,9 +5561,9 @@ tokens_185:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_191:
+f16steps_202:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_192
+	JB          f16stepsdone_203
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z8
 	PREFETCHT1  16384(R9)(DI*1)
@@ -5240,11 +5590,11 @@ f16steps_191:
 	ADDQ        $0x00000040, R10
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_191
+	JMP         f16steps_202
 
-f16stepsdone_192:
+f16stepsdone_203:
 	CMPQ        R8, $0x10
-	JB          f16step16_193
+	JB          f16step16_204
 	VCVTPH2PS   (R9), Z8
 	VCVTPH2PS   (R9)(DI*1), Z9
 	VCVTPH2PS   (R9)(DI*2), Z10
@@ -5259,9 +5609,9 @@ f16stepsdone_192:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_193:
+f16step16_204:
 	TESTQ       R8, R8
-	JZ          f16notail_194
+	JZ          f16notail_205
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5279,7 +5629,7 @@ f16step16_193:
 	VFMADD231PS Z12, Z10, Z2
 	VFMADD231PS Z12, Z11, Z3
 
-f16notail_194:
+f16notail_205:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          SI, BX
@@ -5307,28 +5657,28 @@ f16notail_194:
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
 	VMOVUPS       X0, (BX)
-	JMP           tokensdone_180
+	JMP           tokensdone_191
 
-tokens_190:
-tokensdone_180:
+tokens_201:
+tokensdone_191:
 	MOVQ stride+24(FP), BX
 	SHLQ $0x01, BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_176
+	JMP  rows_187
 
-rowsdone_177:
-rows_195:
+rowsdone_188:
+rows_206:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_196
+	JB   rowsdone_207
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_197:
+tokens_208:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_198
+	JB   tokenstail_209
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), R8
@@ -5359,9 +5709,9 @@ tokens_197:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_200:
+f16steps_211:
 	CMPQ        R9, $0x20
-	JB          f16stepsdone_201
+	JB          f16stepsdone_212
 	PREFETCHT1  16384(R10)
 	VCVTPH2PS   (R10), Z16
 	VMOVUPS     (R11), Z17
@@ -5402,11 +5752,11 @@ f16steps_200:
 	ADDQ        $0x00000080, R12
 	ADDQ        $0x00000080, R13
 	SUBQ        $0x20, R9
-	JMP         f16steps_200
+	JMP         f16steps_211
 
-f16stepsdone_201:
+f16stepsdone_212:
 	CMPQ        R9, $0x10
-	JB          f16step16_202
+	JB          f16step16_213
 	VCVTPH2PS   (R10), Z16
 	VMOVUPS     (R11), Z17
 	VFMADD231PS Z17, Z16, Z8
@@ -5430,9 +5780,9 @@ f16stepsdone_201:
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x10, R9
 
-f16step16_202:
+f16step16_213:
 	TESTQ       R9, R9
-	JZ          f16notail_203
+	JZ          f16notail_214
 	MOVQ        $-1, R14
 	BZHIQ       R9, R14, R9
 	KMOVQ       R9, K1
@@ -5455,7 +5805,7 @@ f16step16_202:
 	VMOVUPS.Z   (R13)(R8*1), K1, Z17
 	VFMADD231PS Z17, Z16, Z7
 
-f16notail_203:
+f16notail_214:
 	MOVQ          outStride+112(FP), R8
 	SHLQ          $0x02, R8
 	MOVQ          SI, R9
@@ -5553,11 +5903,11 @@ f16notail_203:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_197
+	JMP           tokens_208
 
-tokenstail_198:
+tokenstail_209:
 	CMPQ DI, $0x00000007
-	JNE  tokens_204
+	JNE  tokens_215
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DI
@@ -5585,9 +5935,9 @@ tokenstail_198:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_205:
+f16steps_216:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_206
+	JB          f16stepsdone_217
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z14
 	VMOVUPS     (BX), Z15
@@ -5624,11 +5974,11 @@ f16steps_205:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, R8
-	JMP         f16steps_205
+	JMP         f16steps_216
 
-f16stepsdone_206:
+f16stepsdone_217:
 	CMPQ        R8, $0x10
-	JB          f16step16_207
+	JB          f16step16_218
 	VCVTPH2PS   (R9), Z14
 	VMOVUPS     (BX), Z15
 	VFMADD231PS Z15, Z14, Z7
@@ -5650,9 +6000,9 @@ f16stepsdone_206:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, R8
 
-f16step16_207:
+f16step16_218:
 	TESTQ       R8, R8
-	JZ          f16notail_208
+	JZ          f16notail_219
 	MOVQ        $-1, R12
 	BZHIQ       R8, R12, R8
 	KMOVQ       R8, K1
@@ -5673,7 +6023,7 @@ f16step16_207:
 	VMOVUPS.Z   (R11), K1, Z15
 	VFMADD231PS Z15, Z14, Z6
 
-f16notail_208:
+f16notail_219:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z7, Z0, Z0
@@ -5752,11 +6102,11 @@ f16notail_208:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_199
+	JMP           tokensdone_210
 
-tokens_204:
+tokens_215:
 	CMPQ DI, $0x00000006
-	JNE  tokens_209
+	JNE  tokens_220
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DI
@@ -5780,9 +6130,9 @@ tokens_204:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_210:
+f16steps_221:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_211
+	JB          f16stepsdone_222
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z12
 	VMOVUPS     (BX), Z13
@@ -5814,11 +6164,11 @@ f16steps_210:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_210
+	JMP         f16steps_221
 
-f16stepsdone_211:
+f16stepsdone_222:
 	CMPQ        R8, $0x10
-	JB          f16step16_212
+	JB          f16step16_223
 	VCVTPH2PS   (R9), Z12
 	VMOVUPS     (BX), Z13
 	VFMADD231PS Z13, Z12, Z6
@@ -5837,9 +6187,9 @@ f16stepsdone_211:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_212:
+f16step16_223:
 	TESTQ       R8, R8
-	JZ          f16notail_213
+	JZ          f16notail_224
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -5858,7 +6208,7 @@ f16step16_212:
 	VMOVUPS.Z   (R10)(DI*2), K1, Z13
 	VFMADD231PS Z13, Z12, Z5
 
-f16notail_213:
+f16notail_224:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z6, Z0, Z0
@@ -5926,11 +6276,11 @@ f16notail_213:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_199
+	JMP           tokensdone_210
 
-tokens_209:
+tokens_220:
 	CMPQ DI, $0x00000005
-	JNE  tokens_214
+	JNE  tokens_225
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DI
@@ -5952,9 +6302,9 @@ tokens_209:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_215:
+f16steps_226:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_216
+	JB          f16stepsdone_227
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z10
 	VMOVUPS     (BX), Z11
@@ -5982,11 +6332,11 @@ f16steps_215:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_215
+	JMP         f16steps_226
 
-f16stepsdone_216:
+f16stepsdone_227:
 	CMPQ        R8, $0x10
-	JB          f16step16_217
+	JB          f16step16_228
 	VCVTPH2PS   (R9), Z10
 	VMOVUPS     (BX), Z11
 	VFMADD231PS Z11, Z10, Z5
@@ -6003,9 +6353,9 @@ f16stepsdone_216:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_217:
+f16step16_228:
 	TESTQ       R8, R8
-	JZ          f16notail_218
+	JZ          f16notail_229
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -6022,7 +6372,7 @@ f16step16_217:
 	VMOVUPS.Z   (R10)(DI*1), K1, Z11
 	VFMADD231PS Z11, Z10, Z4
 
-f16notail_218:
+f16notail_229:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z5, Z0, Z0
@@ -6079,11 +6429,11 @@ f16notail_218:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_199
+	JMP           tokensdone_210
 
-tokens_214:
+tokens_225:
 	CMPQ DI, $0x00000004
-	JNE  tokens_219
+	JNE  tokens_230
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DI
@@ -6103,9 +6453,9 @@ tokens_214:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_220:
+f16steps_231:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_221
+	JB          f16stepsdone_232
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z8
 	VMOVUPS     (BX), Z9
@@ -6129,11 +6479,11 @@ f16steps_220:
 	ADDQ        $0x00000080, BX
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, R8
-	JMP         f16steps_220
+	JMP         f16steps_231
 
-f16stepsdone_221:
+f16stepsdone_232:
 	CMPQ        R8, $0x10
-	JB          f16step16_222
+	JB          f16step16_233
 	VCVTPH2PS   (R9), Z8
 	VMOVUPS     (BX), Z9
 	VFMADD231PS Z9, Z8, Z4
@@ -6148,9 +6498,9 @@ f16stepsdone_221:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, R8
 
-f16step16_222:
+f16step16_233:
 	TESTQ       R8, R8
-	JZ          f16notail_223
+	JZ          f16notail_234
 	MOVQ        $-1, R11
 	BZHIQ       R8, R11, R8
 	KMOVQ       R8, K1
@@ -6165,7 +6515,7 @@ f16step16_222:
 	VMOVUPS.Z   (R10), K1, Z9
 	VFMADD231PS Z9, Z8, Z3
 
-f16notail_223:
+f16notail_234:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z4, Z0, Z0
@@ -6211,11 +6561,11 @@ f16notail_223:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_199
+	JMP           tokensdone_210
 
-tokens_219:
+tokens_230:
 	CMPQ DI, $0x00000003
-	JNE  tokens_224
+	JNE  tokens_235
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DI
@@ -6231,9 +6581,9 @@ tokens_219:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_225:
+f16steps_236:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_226
+	JB          f16stepsdone_237
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z6
 	VMOVUPS     (BX), Z7
@@ -6252,11 +6602,11 @@ f16steps_225:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_225
+	JMP         f16steps_236
 
-f16stepsdone_226:
+f16stepsdone_237:
 	CMPQ        R8, $0x10
-	JB          f16step16_227
+	JB          f16step16_238
 	VCVTPH2PS   (R9), Z6
 	VMOVUPS     (BX), Z7
 	VFMADD231PS Z7, Z6, Z3
@@ -6268,9 +6618,9 @@ f16stepsdone_226:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_227:
+f16step16_238:
 	TESTQ       R8, R8
-	JZ          f16notail_228
+	JZ          f16notail_239
 	MOVQ        $-1, R10
 	BZHIQ       R8, R10, R8
 	KMOVQ       R8, K1
@@ -6283,7 +6633,7 @@ f16step16_227:
 	VMOVUPS.Z   (BX)(DI*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z2
 
-f16notail_228:
+f16notail_239:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z3, Z0, Z0
@@ -6318,11 +6668,11 @@ f16notail_228:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_199
+	JMP           tokensdone_210
 
-tokens_224:
+tokens_235:
 	CMPQ DI, $0x00000002
-	JNE  tokens_229
+	JNE  tokens_240
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DI
@@ -6336,9 +6686,9 @@ tokens_224:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_230:
+f16steps_241:
 	CMPQ        R8, $0x20
-	JB          f16stepsdone_231
+	JB          f16stepsdone_242
 	PREFETCHT1  16384(R9)
 	VCVTPH2PS   (R9), Z4
 	VMOVUPS     (BX), Z5
@@ -6353,11 +6703,11 @@ f16steps_230:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, R8
-	JMP         f16steps_230
+	JMP         f16steps_241
 
-f16stepsdone_231:
+f16stepsdone_242:
 	CMPQ        R8, $0x10
-	JB          f16step16_232
+	JB          f16step16_243
 	VCVTPH2PS   (R9), Z4
 	VMOVUPS     (BX), Z5
 	VFMADD231PS Z5, Z4, Z2
@@ -6367,9 +6717,9 @@ f16stepsdone_231:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, R8
 
-f16step16_232:
+f16step16_243:
 	TESTQ       R8, R8
-	JZ          f16notail_233
+	JZ          f16notail_244
 	MOVQ        $-1, R10
 	BZHIQ       R8, R10, R8
 	KMOVQ       R8, K1
@@ -6380,7 +6730,7 @@ f16step16_232:
 	VMOVUPS.Z   (BX)(DI*1), K1, Z5
 	VFMADD231PS Z5, Z4, Z1
 
-f16notail_233:
+f16notail_244:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	VADDPS        Z2, Z0, Z0
@@ -6404,11 +6754,11 @@ f16notail_233:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (SI)
-	JMP           tokensdone_199
+	JMP           tokensdone_210
 
-tokens_229:
+tokens_240:
 	CMPQ DI, $0x00000001
-	JNE  tokens_234
+	JNE  tokens_245
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DI
@@ -6420,9 +6770,9 @@ tokens_229:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_235:
+f16steps_246:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_236
+	JB          f16stepsdone_247
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z2
 	VMOVUPS     (BX), Z3
@@ -6433,11 +6783,11 @@ f16steps_235:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, BX
 	SUBQ        $0x20, DI
-	JMP         f16steps_235
+	JMP         f16steps_246
 
-f16stepsdone_236:
+f16stepsdone_247:
 	CMPQ        DI, $0x10
-	JB          f16step16_237
+	JB          f16step16_248
 	VCVTPH2PS   (R8), Z2
 	VMOVUPS     (BX), Z3
 	VFMADD231PS Z3, Z2, Z1
@@ -6445,9 +6795,9 @@ f16stepsdone_236:
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x10, DI
 
-f16step16_237:
+f16step16_248:
 	TESTQ       DI, DI
-	JZ          f16notail_238
+	JZ          f16notail_249
 	MOVQ        $-1, R9
 	BZHIQ       DI, R9, DI
 	KMOVQ       DI, K1
@@ -6456,7 +6806,7 @@ f16step16_237:
 	VMOVUPS.Z   (BX), K1, Z3
 	VFMADD231PS Z3, Z2, Z0
 
-f16notail_238:
+f16notail_249:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          SI, BX
@@ -6470,18 +6820,18 @@ f16notail_238:
 	VPSHUFD       $0xb1, X0, X1
 	VADDPS        X1, X0, X0
 	VMOVSS        X0, (BX)
-	JMP           tokensdone_199
+	JMP           tokensdone_210
 
-tokens_234:
-tokensdone_199:
+tokens_245:
+tokensdone_210:
 	MOVQ stride+24(FP), BX
 	SHLQ $0x01, BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_195
+	JMP  rows_206
 
-rowsdone_196:
+rowsdone_207:
 	VZEROUPPER
 	RET
 
@@ -6492,16 +6842,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_239:
+rows_250:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_240
+	JB   rowsdone_251
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_241:
+tokens_252:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_242
+	JB   tokenstail_253
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -6535,9 +6885,9 @@ tokens_241:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_244:
+i8steps_255:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_245
+	JB         i8stepsdone_256
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6576,11 +6926,11 @@ i8steps_244:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x40, R10
-	JMP        i8steps_244
+	JMP        i8steps_255
 
-i8stepsdone_245:
+i8stepsdone_256:
 	TESTQ      R10, R10
-	JZ         i8notail_246
+	JZ         i8notail_257
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -6618,7 +6968,7 @@ i8stepsdone_245:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-i8notail_246:
+i8notail_257:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -6747,11 +7097,11 @@ i8notail_246:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_241
+	JMP           tokens_252
 
-tokenstail_242:
+tokenstail_253:
 	CMPQ DI, $0x00000004
-	JNE  tokens_247
+	JNE  tokens_258
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -6780,9 +7130,9 @@ tokenstail_242:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_248:
+i8steps_259:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_249
+	JB         i8stepsdone_260
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -6816,11 +7166,11 @@ i8steps_248:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R10
-	JMP        i8steps_248
+	JMP        i8steps_259
 
-i8stepsdone_249:
+i8stepsdone_260:
 	TESTQ      R10, R10
-	JZ         i8notail_250
+	JZ         i8notail_261
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -6853,7 +7203,7 @@ i8stepsdone_249:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-i8notail_250:
+i8notail_261:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -6951,11 +7301,11 @@ i8notail_250:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_243
+	JMP           tokensdone_254
 
-tokens_247:
+tokens_258:
 	CMPQ DI, $0x00000003
-	JNE  tokens_251
+	JNE  tokens_262
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -6978,9 +7328,9 @@ tokens_247:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_252:
+i8steps_263:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_253
+	JB         i8stepsdone_264
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -7008,11 +7358,11 @@ i8steps_252:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_252
+	JMP        i8steps_263
 
-i8stepsdone_253:
+i8stepsdone_264:
 	TESTQ      R10, R10
-	JZ         i8notail_254
+	JZ         i8notail_265
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -7040,7 +7390,7 @@ i8stepsdone_253:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-i8notail_254:
+i8notail_265:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7115,11 +7465,11 @@ i8notail_254:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_243
+	JMP           tokensdone_254
 
-tokens_251:
+tokens_262:
 	CMPQ DI, $0x00000002
-	JNE  tokens_255
+	JNE  tokens_266
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -7138,9 +7488,9 @@ tokens_251:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_256:
+i8steps_267:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_257
+	JB         i8stepsdone_268
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -7163,11 +7513,11 @@ i8steps_256:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_256
+	JMP        i8steps_267
 
-i8stepsdone_257:
+i8stepsdone_268:
 	TESTQ      R10, R10
-	JZ         i8notail_258
+	JZ         i8notail_269
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -7190,7 +7540,7 @@ i8stepsdone_257:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-i8notail_258:
+i8notail_269:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7242,11 +7592,11 @@ i8notail_258:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (SI)
-	JMP           tokensdone_243
+	JMP           tokensdone_254
 
-tokens_255:
+tokens_266:
 	CMPQ DI, $0x00000001
-	JNE  tokens_259
+	JNE  tokens_270
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -7261,9 +7611,9 @@ tokens_255:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_260:
+i8steps_271:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_261
+	JB         i8stepsdone_272
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -7281,11 +7631,11 @@ i8steps_260:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_260
+	JMP        i8steps_271
 
-i8stepsdone_261:
+i8stepsdone_272:
 	TESTQ      R9, R9
-	JZ         i8notail_262
+	JZ         i8notail_273
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7303,7 +7653,7 @@ i8stepsdone_261:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-i8notail_262:
+i8notail_273:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7333,27 +7683,27 @@ i8notail_262:
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
 	VMOVDQU32     X0, (BX)
-	JMP           tokensdone_243
+	JMP           tokensdone_254
 
-tokens_259:
-tokensdone_243:
+tokens_270:
+tokensdone_254:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_239
+	JMP  rows_250
 
-rowsdone_240:
-rows_263:
+rowsdone_251:
+rows_274:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_264
+	JB   rowsdone_275
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_265:
+tokens_276:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_266
+	JB   tokenstail_277
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -7375,9 +7725,9 @@ tokens_265:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_268:
+i8steps_279:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_269
+	JB         i8stepsdone_280
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -7401,11 +7751,11 @@ i8steps_268:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R9
-	JMP        i8steps_268
+	JMP        i8steps_279
 
-i8stepsdone_269:
+i8stepsdone_280:
 	TESTQ      R9, R9
-	JZ         i8notail_270
+	JZ         i8notail_281
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -7428,7 +7778,7 @@ i8stepsdone_269:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-i8notail_270:
+i8notail_281:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -7538,11 +7888,11 @@ i8notail_270:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_265
+	JMP           tokens_276
 
-tokenstail_266:
+tokenstail_277:
 	CMPQ DI, $0x00000007
-	JNE  tokens_271
+	JNE  tokens_282
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -7562,9 +7912,9 @@ tokenstail_266:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_272:
+i8steps_283:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_273
+	JB         i8stepsdone_284
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -7586,11 +7936,11 @@ i8steps_272:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x40, R9
-	JMP        i8steps_272
+	JMP        i8steps_283
 
-i8stepsdone_273:
+i8stepsdone_284:
 	TESTQ      R9, R9
-	JZ         i8notail_274
+	JZ         i8notail_285
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -7611,7 +7961,7 @@ i8stepsdone_273:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-i8notail_274:
+i8notail_285:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7701,11 +8051,11 @@ i8notail_274:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_267
+	JMP           tokensdone_278
 
-tokens_271:
+tokens_282:
 	CMPQ DI, $0x00000006
-	JNE  tokens_275
+	JNE  tokens_286
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -7722,9 +8072,9 @@ tokens_271:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_276:
+i8steps_287:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_277
+	JB         i8stepsdone_288
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -7743,11 +8093,11 @@ i8steps_276:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_276
+	JMP        i8steps_287
 
-i8stepsdone_277:
+i8stepsdone_288:
 	TESTQ      R9, R9
-	JZ         i8notail_278
+	JZ         i8notail_289
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7766,7 +8116,7 @@ i8stepsdone_277:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-i8notail_278:
+i8notail_289:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7844,11 +8194,11 @@ i8notail_278:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_267
+	JMP           tokensdone_278
 
-tokens_275:
+tokens_286:
 	CMPQ DI, $0x00000005
-	JNE  tokens_279
+	JNE  tokens_290
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -7864,9 +8214,9 @@ tokens_275:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_280:
+i8steps_291:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_281
+	JB         i8stepsdone_292
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -7883,11 +8233,11 @@ i8steps_280:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_280
+	JMP        i8steps_291
 
-i8stepsdone_281:
+i8stepsdone_292:
 	TESTQ      R9, R9
-	JZ         i8notail_282
+	JZ         i8notail_293
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -7904,7 +8254,7 @@ i8stepsdone_281:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-i8notail_282:
+i8notail_293:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -7970,11 +8320,11 @@ i8notail_282:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_267
+	JMP           tokensdone_278
 
-tokens_279:
+tokens_290:
 	CMPQ DI, $0x00000004
-	JNE  tokens_283
+	JNE  tokens_294
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -7989,9 +8339,9 @@ tokens_279:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_284:
+i8steps_295:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_285
+	JB         i8stepsdone_296
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -8006,11 +8356,11 @@ i8steps_284:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_284
+	JMP        i8steps_295
 
-i8stepsdone_285:
+i8stepsdone_296:
 	TESTQ      R9, R9
-	JZ         i8notail_286
+	JZ         i8notail_297
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -8025,7 +8375,7 @@ i8stepsdone_285:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-i8notail_286:
+i8notail_297:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -8079,11 +8429,11 @@ i8notail_286:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_267
+	JMP           tokensdone_278
 
-tokens_283:
+tokens_294:
 	CMPQ DI, $0x00000003
-	JNE  tokens_287
+	JNE  tokens_298
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -8095,9 +8445,9 @@ tokens_283:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_288:
+i8steps_299:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_289
+	JB         i8stepsdone_300
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -8109,11 +8459,11 @@ i8steps_288:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_288
+	JMP        i8steps_299
 
-i8stepsdone_289:
+i8stepsdone_300:
 	TESTQ      R9, R9
-	JZ         i8notail_290
+	JZ         i8notail_301
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -8126,7 +8476,7 @@ i8stepsdone_289:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-i8notail_290:
+i8notail_301:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -8168,11 +8518,11 @@ i8notail_290:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_267
+	JMP           tokensdone_278
 
-tokens_287:
+tokens_298:
 	CMPQ DI, $0x00000002
-	JNE  tokens_291
+	JNE  tokens_302
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -8183,9 +8533,9 @@ tokens_287:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_292:
+i8steps_303:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_293
+	JB         i8stepsdone_304
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -8195,11 +8545,11 @@ i8steps_292:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_292
+	JMP        i8steps_303
 
-i8stepsdone_293:
+i8stepsdone_304:
 	TESTQ      R9, R9
-	JZ         i8notail_294
+	JZ         i8notail_305
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -8210,7 +8560,7 @@ i8stepsdone_293:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-i8notail_294:
+i8notail_305:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -8240,11 +8590,11 @@ i8notail_294:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_267
+	JMP           tokensdone_278
 
-tokens_291:
+tokens_302:
 	CMPQ DI, $0x00000001
-	JNE  tokens_295
+	JNE  tokens_306
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -8254,9 +8604,9 @@ tokens_291:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_296:
+i8steps_307:
 	CMPQ       R8, $0x40
-	JB         i8stepsdone_297
+	JB         i8stepsdone_308
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -8264,11 +8614,11 @@ i8steps_296:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R8
-	JMP        i8steps_296
+	JMP        i8steps_307
 
-i8stepsdone_297:
+i8stepsdone_308:
 	TESTQ      R8, R8
-	JZ         i8notail_298
+	JZ         i8notail_309
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -8277,7 +8627,7 @@ i8stepsdone_297:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-i8notail_298:
+i8notail_309:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -8296,17 +8646,17 @@ i8notail_298:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_267
+	JMP           tokensdone_278
 
-tokens_295:
-tokensdone_267:
+tokens_306:
+tokensdone_278:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_263
+	JMP  rows_274
 
-rowsdone_264:
+rowsdone_275:
 	VZEROUPPER
 	RET
 
@@ -8315,7 +8665,7 @@ rowsdone_264:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_299
+	JE      group32_310
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -8328,9 +8678,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 
-rows_300:
+rows_311:
 	CMPQ   DI, $0x00000002
-	JB     rowsdone_301
+	JB     rowsdone_312
 	LEAQ   (AX)(BX*1), R9
 	LEAQ   (CX)(R8*1), R10
 	VXORPS Y2, Y2, Y2
@@ -8338,9 +8688,9 @@ rows_300:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_303
+	JAE    loopdone_314
 
-loop_302:
+loop_313:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -8365,9 +8715,9 @@ loop_302:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_302
+	JB           loop_313
 
-loopdone_303:
+loopdone_314:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -8387,19 +8737,19 @@ loopdone_303:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000002, DI
-	JMP          rows_300
+	JMP          rows_311
 
-rowsdone_301:
-rows_304:
+rowsdone_312:
+rows_315:
 	CMPQ   DI, $0x00000001
-	JB     rowsdone_305
+	JB     rowsdone_316
 	VXORPS Y2, Y2, Y2
 	XORQ   R10, R10
 	XORQ   R9, R9
 	CMPQ   R9, BX
-	JAE    loopdone_307
+	JAE    loopdone_318
 
-loop_306:
+loop_317:
 	VMOVDQU      (DX)(R9*1), Y4
 	PREFETCHT1   16384(AX)(R9*1)
 	VMOVDQU      (AX)(R9*1), Y3
@@ -8414,9 +8764,9 @@ loop_306:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000020, R9
 	CMPQ         R9, BX
-	JB           loop_306
+	JB           loop_317
 
-loopdone_307:
+loopdone_318:
 	VEXTRACTF128 $0x01, Y2, X3
 	VADDPS       X2, X3, X3
 	VPSHUFD      $0x4e, X3, X2
@@ -8428,13 +8778,13 @@ loopdone_307:
 	ADDQ         $0x00000004, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000001, DI
-	JMP          rows_304
+	JMP          rows_315
 
-rowsdone_305:
+rowsdone_316:
 	VZEROUPPER
 	RET
 
-group32_299:
+group32_310:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -8446,9 +8796,9 @@ group32_299:
 	SHRQ    $0x03, R8
 	VMOVDQU words0001<>+0(SB), Y0
 
-rows_308:
+rows_319:
 	CMPQ   DI, $0x00000002
-	JB     rowsdone_309
+	JB     rowsdone_320
 	LEAQ   (AX)(BX*1), R9
 	LEAQ   (CX)(R8*1), R10
 	VXORPS Y1, Y1, Y1
@@ -8456,9 +8806,9 @@ rows_308:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_311
+	JAE    loopdone_322
 
-loop_310:
+loop_321:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -8481,9 +8831,9 @@ loop_310:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_310
+	JB           loop_321
 
-loopdone_311:
+loopdone_322:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -8503,19 +8853,19 @@ loopdone_311:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000002, DI
-	JMP          rows_308
+	JMP          rows_319
 
-rowsdone_309:
-rows_312:
+rowsdone_320:
+rows_323:
 	CMPQ   DI, $0x00000001
-	JB     rowsdone_313
+	JB     rowsdone_324
 	VXORPS Y1, Y1, Y1
 	XORQ   R10, R10
 	XORQ   R9, R9
 	CMPQ   R9, BX
-	JAE    loopdone_315
+	JAE    loopdone_326
 
-loop_314:
+loop_325:
 	VMOVDQU      (DX)(R9*1), Y3
 	PREFETCHT1   16384(AX)(R9*1)
 	VMOVDQU      (AX)(R9*1), Y2
@@ -8529,9 +8879,9 @@ loop_314:
 	ADDQ         $0x04, R10
 	ADDQ         $0x00000020, R9
 	CMPQ         R9, BX
-	JB           loop_314
+	JB           loop_325
 
-loopdone_315:
+loopdone_326:
 	VEXTRACTF128 $0x01, Y1, X2
 	VADDPS       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -8543,9 +8893,9 @@ loopdone_315:
 	ADDQ         $0x00000004, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000001, DI
-	JMP          rows_312
+	JMP          rows_323
 
-rowsdone_313:
+rowsdone_324:
 	VZEROUPPER
 	RET
 
@@ -8554,7 +8904,7 @@ rowsdone_313:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_316
+	JE           group32_327
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8567,9 +8917,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 
-rows_317:
+rows_328:
 	CMPQ   R8, $0x00000002
-	JB     rowsdone_318
+	JB     rowsdone_329
 	LEAQ   (AX)(BX*1), R10
 	LEAQ   (CX)(R9*1), R11
 	VPXORD Z2, Z2, Z2
@@ -8577,9 +8927,9 @@ rows_317:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_320
+	JAE    loopdone_331
 
-loop_319:
+loop_330:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -8601,9 +8951,9 @@ loop_319:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000040, R12
 	CMPQ            R12, BX
-	JB              loop_319
+	JB              loop_330
 
-loopdone_320:
+loopdone_331:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8627,19 +8977,19 @@ loopdone_320:
 	ADDQ          R9, CX
 	ADDQ          R9, CX
 	SUBQ          $0x00000002, R8
-	JMP           rows_317
+	JMP           rows_328
 
-rowsdone_318:
-rows_321:
+rowsdone_329:
+rows_332:
 	CMPQ   R8, $0x00000001
-	JB     rowsdone_322
+	JB     rowsdone_333
 	VPXORD Z2, Z2, Z2
 	XORQ   R11, R11
 	XORQ   R10, R10
 	CMPQ   R10, BX
-	JAE    loopdone_324
+	JAE    loopdone_335
 
-loop_323:
+loop_334:
 	VMOVDQU64       (DX)(R10*1), Z5
 	VMOVDQU32       (SI)(R10*1), Z4
 	PREFETCHT1      16384(AX)(R10*1)
@@ -8653,9 +9003,9 @@ loop_323:
 	ADDQ            $0x10, R11
 	ADDQ            $0x00000040, R10
 	CMPQ            R10, BX
-	JB              loop_323
+	JB              loop_334
 
-loopdone_324:
+loopdone_335:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -8669,13 +9019,13 @@ loopdone_324:
 	ADDQ          $0x00000004, DI
 	ADDQ          R9, CX
 	SUBQ          $0x00000001, R8
-	JMP           rows_321
+	JMP           rows_332
 
-rowsdone_322:
+rowsdone_333:
 	VZEROUPPER
 	RET
 
-group32_316:
+group32_327:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8688,9 +9038,9 @@ group32_316:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 
-rows_325:
+rows_336:
 	CMPQ   R8, $0x00000002
-	JB     rowsdone_326
+	JB     rowsdone_337
 	LEAQ   (AX)(BX*1), R10
 	LEAQ   (CX)(R9*1), R11
 	VPXORD Z2, Z2, Z2
@@ -8698,9 +9048,9 @@ rows_325:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_328
+	JAE    loopdone_339
 
-loop_327:
+loop_338:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -8722,9 +9072,9 @@ loop_327:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000040, R12
 	CMPQ         R12, BX
-	JB           loop_327
+	JB           loop_338
 
-loopdone_328:
+loopdone_339:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8748,19 +9098,19 @@ loopdone_328:
 	ADDQ          R9, CX
 	ADDQ          R9, CX
 	SUBQ          $0x00000002, R8
-	JMP           rows_325
+	JMP           rows_336
 
-rowsdone_326:
-rows_329:
+rowsdone_337:
+rows_340:
 	CMPQ   R8, $0x00000001
-	JB     rowsdone_330
+	JB     rowsdone_341
 	VPXORD Z2, Z2, Z2
 	XORQ   R11, R11
 	XORQ   R10, R10
 	CMPQ   R10, BX
-	JAE    loopdone_332
+	JAE    loopdone_343
 
-loop_331:
+loop_342:
 	VMOVDQU64    (DX)(R10*1), Z5
 	VMOVDQU32    (SI)(R10*1), Z4
 	PREFETCHT1   16384(AX)(R10*1)
@@ -8774,9 +9124,9 @@ loop_331:
 	ADDQ         $0x08, R11
 	ADDQ         $0x00000040, R10
 	CMPQ         R10, BX
-	JB           loop_331
+	JB           loop_342
 
-loopdone_332:
+loopdone_343:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -8790,9 +9140,392 @@ loopdone_332:
 	ADDQ          $0x00000004, DI
 	ADDQ          R9, CX
 	SUBQ          $0x00000001, R8
-	JMP           rows_329
+	JMP           rows_340
 
-rowsdone_330:
+rowsdone_341:
+	VZEROUPPER
+	RET
+
+// func expSubAVX2(x []float32, m float32) float64
+// Requires: AVX, AVX2, FMA3, SSE, SSE2
+TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	MOVSS        m+24(FP), X0
+	VBROADCASTSS X0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	MOVQ         CX, BX
+	ANDQ         $-8, BX
+	XORQ         DX, DX
+	CMPQ         DX, BX
+	JAE          loopdone_345
+
+loop_344:
+	VMOVUPS      (AX)(DX*4), Y3
+	VSUBPS       Y0, Y3, Y3
+	VBROADCASTSS expLo<>+0(SB), Y4
+	VMAXPS       Y4, Y3, Y3
+	VBROADCASTSS expLog2e<>+0(SB), Y4
+	VMULPS       Y4, Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VBROADCASTSS expLn2Hi<>+0(SB), Y5
+	VFNMADD231PS Y5, Y4, Y3
+	VBROADCASTSS expLn2Lo<>+0(SB), Y5
+	VFNMADD231PS Y5, Y4, Y3
+	VBROADCASTSS expC7<>+0(SB), Y5
+	VMOVAPS      Y5, Y5
+	VBROADCASTSS expC6<>+0(SB), Y6
+	VFMADD213PS  Y6, Y3, Y5
+	VBROADCASTSS expC5<>+0(SB), Y6
+	VFMADD213PS  Y6, Y3, Y5
+	VBROADCASTSS expC4<>+0(SB), Y6
+	VFMADD213PS  Y6, Y3, Y5
+	VBROADCASTSS expC3<>+0(SB), Y6
+	VFMADD213PS  Y6, Y3, Y5
+	VBROADCASTSS expC2<>+0(SB), Y6
+	VFMADD213PS  Y6, Y3, Y5
+	VBROADCASTSS expC1<>+0(SB), Y6
+	VFMADD213PS  Y6, Y3, Y5
+	VBROADCASTSS expC0<>+0(SB), Y6
+	VFMADD213PS  Y6, Y3, Y5
+	VCVTPS2DQ    Y4, Y4
+	VBROADCASTSS expBias<>+0(SB), Y3
+	VPADDD       Y3, Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y5, Y5
+	VMOVUPS      Y5, (AX)(DX*4)
+	VCVTPS2PD    X5, Y3
+	VEXTRACTF128 $0x01, Y5, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y3, Y1, Y1
+	VADDPD       Y4, Y2, Y2
+	ADDQ         $0x00000008, DX
+	CMPQ         DX, BX
+	JB           loop_344
+
+loopdone_345:
+	SUBQ         DX, CX
+	JE           notail_346
+	MOVQ         $0x00000008, BX
+	SUBQ         CX, BX
+	LEAQ         expTail<>+0(SB), CX
+	VMOVDQU      (CX)(BX*4), Y3
+	VMASKMOVPS   (AX)(DX*4), Y3, Y4
+	VSUBPS       Y0, Y4, Y4
+	VBROADCASTSS expLo<>+0(SB), Y0
+	VMAXPS       Y0, Y4, Y4
+	VBROADCASTSS expLog2e<>+0(SB), Y0
+	VMULPS       Y0, Y4, Y0
+	VROUNDPS     $0x00, Y0, Y0
+	VBROADCASTSS expLn2Hi<>+0(SB), Y5
+	VFNMADD231PS Y5, Y0, Y4
+	VBROADCASTSS expLn2Lo<>+0(SB), Y5
+	VFNMADD231PS Y5, Y0, Y4
+	VBROADCASTSS expC7<>+0(SB), Y5
+	VMOVAPS      Y5, Y5
+	VBROADCASTSS expC6<>+0(SB), Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VBROADCASTSS expC5<>+0(SB), Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VBROADCASTSS expC4<>+0(SB), Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VBROADCASTSS expC3<>+0(SB), Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VBROADCASTSS expC2<>+0(SB), Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VBROADCASTSS expC1<>+0(SB), Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VBROADCASTSS expC0<>+0(SB), Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VCVTPS2DQ    Y0, Y0
+	VBROADCASTSS expBias<>+0(SB), Y4
+	VPADDD       Y4, Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y0, Y5, Y5
+	VANDPS       Y3, Y5, Y5
+	VMASKMOVPS   Y5, Y3, (AX)(DX*4)
+	VCVTPS2PD    X5, Y0
+	VEXTRACTF128 $0x01, Y5, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y0, Y1, Y1
+	VADDPD       Y3, Y2, Y2
+
+notail_346:
+	VADDPD       Y2, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPD       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDSD       X0, X1, X1
+	MOVSD        X1, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func scaleMaxAVX2(x []float32, s float32) float32
+// Requires: AVX, AVX2, SSE
+TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	MOVSS        s+24(FP), X0
+	VBROADCASTSS X0, Y0
+	VBROADCASTSS negInf<>+0(SB), Y1
+	VMOVAPS      Y1, Y2
+	VMOVAPS      Y1, Y3
+	VMOVAPS      Y1, Y4
+	MOVQ         CX, BX
+	ANDQ         $-32, BX
+	XORQ         DX, DX
+	CMPQ         DX, BX
+	JAE          loopdone_348
+
+loop_347:
+	VMULPS  (AX)(DX*4), Y0, Y5
+	VMOVUPS Y5, (AX)(DX*4)
+	VMAXPS  Y5, Y1, Y1
+	VMULPS  32(AX)(DX*4), Y0, Y5
+	VMOVUPS Y5, 32(AX)(DX*4)
+	VMAXPS  Y5, Y2, Y2
+	VMULPS  64(AX)(DX*4), Y0, Y5
+	VMOVUPS Y5, 64(AX)(DX*4)
+	VMAXPS  Y5, Y3, Y3
+	VMULPS  96(AX)(DX*4), Y0, Y5
+	VMOVUPS Y5, 96(AX)(DX*4)
+	VMAXPS  Y5, Y4, Y4
+	ADDQ    $0x00000020, DX
+	CMPQ    DX, BX
+	JB      loop_347
+
+loopdone_348:
+	VMAXPS       Y2, Y1, Y1
+	VMAXPS       Y3, Y1, Y1
+	VMAXPS       Y4, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X2
+	VMAXPS       X1, X2, X2
+	VPERMILPS    $0x4e, X2, X1
+	VMAXPS       X1, X2, X2
+	VPERMILPS    $0xb1, X2, X1
+	VMAXPS       X1, X2, X2
+	CMPQ         DX, CX
+	JAE          scalemaxdone_350
+
+scalemax_349:
+	VMULSS (AX)(DX*4), X0, X1
+	VMOVSS X1, (AX)(DX*4)
+	VMAXSS X1, X2, X2
+	INCQ   DX
+	CMPQ   DX, CX
+	JB     scalemax_349
+
+scalemaxdone_350:
+	MOVSS X2, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func scaleMaxAVX512(x []float32, s float32) float32
+// Requires: AVX, AVX512F, SSE
+TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	MOVSS        s+24(FP), X0
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS negInf<>+0(SB), Z1
+	VMOVAPS      Z1, Z2
+	VMOVAPS      Z1, Z3
+	VMOVAPS      Z1, Z4
+	MOVQ         CX, BX
+	ANDQ         $-64, BX
+	XORQ         DX, DX
+	CMPQ         DX, BX
+	JAE          loopdone_352
+
+loop_351:
+	VMULPS  (AX)(DX*4), Z0, Z5
+	VMOVUPS Z5, (AX)(DX*4)
+	VMAXPS  Z5, Z1, Z1
+	VMULPS  64(AX)(DX*4), Z0, Z5
+	VMOVUPS Z5, 64(AX)(DX*4)
+	VMAXPS  Z5, Z2, Z2
+	VMULPS  128(AX)(DX*4), Z0, Z5
+	VMOVUPS Z5, 128(AX)(DX*4)
+	VMAXPS  Z5, Z3, Z3
+	VMULPS  192(AX)(DX*4), Z0, Z5
+	VMOVUPS Z5, 192(AX)(DX*4)
+	VMAXPS  Z5, Z4, Z4
+	ADDQ    $0x00000040, DX
+	CMPQ    DX, BX
+	JB      loop_351
+
+loopdone_352:
+	VMAXPS        Z2, Z1, Z1
+	VMAXPS        Z3, Z1, Z1
+	VMAXPS        Z4, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VMAXPS        Y1, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X1
+	VMAXPS        X2, X1, X1
+	VPERMILPS     $0x4e, X1, X2
+	VMAXPS        X2, X1, X1
+	VPERMILPS     $0xb1, X1, X2
+	VMAXPS        X2, X1, X1
+	CMPQ          DX, CX
+	JAE           scalemaxdone_354
+
+scalemax_353:
+	VMULSS (AX)(DX*4), X0, X2
+	VMOVSS X2, (AX)(DX*4)
+	VMAXSS X2, X1, X1
+	INCQ   DX
+	CMPQ   DX, CX
+	JB     scalemax_353
+
+scalemaxdone_354:
+	MOVSS X1, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func expSubAVX512(x []float32, m float32) float64
+// Requires: AVX, AVX512BW, AVX512F, BMI2, SSE, SSE2
+TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	MOVSS        m+24(FP), X0
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS expLo<>+0(SB), Z1
+	VBROADCASTSS expLog2e<>+0(SB), Z2
+	VBROADCASTSS expLn2Hi<>+0(SB), Z3
+	VBROADCASTSS expLn2Lo<>+0(SB), Z4
+	VBROADCASTSS expC7<>+0(SB), Z5
+	VBROADCASTSS expC6<>+0(SB), Z6
+	VBROADCASTSS expC5<>+0(SB), Z7
+	VBROADCASTSS expC4<>+0(SB), Z8
+	VBROADCASTSS expC3<>+0(SB), Z9
+	VBROADCASTSS expC2<>+0(SB), Z10
+	VBROADCASTSS expC1<>+0(SB), Z11
+	VBROADCASTSS expC0<>+0(SB), Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	MOVQ         CX, BX
+	ANDQ         $-32, BX
+	XORQ         DX, DX
+	CMPQ         DX, BX
+	JAE          loopdone_356
+
+loop_355:
+	VMOVUPS       (AX)(DX*4), Z15
+	VSUBPS        Z0, Z15, Z15
+	VMAXPS        Z1, Z15, Z15
+	VMULPS        Z2, Z15, Z16
+	VRNDSCALEPS   $0x00, Z16, Z16
+	VFNMADD231PS  Z3, Z16, Z15
+	VFNMADD231PS  Z4, Z16, Z15
+	VMOVAPS       Z5, Z17
+	VFMADD213PS   Z6, Z15, Z17
+	VFMADD213PS   Z7, Z15, Z17
+	VFMADD213PS   Z8, Z15, Z17
+	VFMADD213PS   Z9, Z15, Z17
+	VFMADD213PS   Z10, Z15, Z17
+	VFMADD213PS   Z11, Z15, Z17
+	VFMADD213PS   Z12, Z15, Z17
+	VSCALEFPS     Z16, Z17, Z17
+	VMOVUPS       Z17, (AX)(DX*4)
+	VCVTPS2PD     Y17, Z15
+	VEXTRACTF64X4 $0x01, Z17, Y16
+	VCVTPS2PD     Y16, Z16
+	VADDPD        Z15, Z13, Z13
+	VADDPD        Z16, Z14, Z14
+	VMOVUPS       64(AX)(DX*4), Z15
+	VSUBPS        Z0, Z15, Z15
+	VMAXPS        Z1, Z15, Z15
+	VMULPS        Z2, Z15, Z16
+	VRNDSCALEPS   $0x00, Z16, Z16
+	VFNMADD231PS  Z3, Z16, Z15
+	VFNMADD231PS  Z4, Z16, Z15
+	VMOVAPS       Z5, Z17
+	VFMADD213PS   Z6, Z15, Z17
+	VFMADD213PS   Z7, Z15, Z17
+	VFMADD213PS   Z8, Z15, Z17
+	VFMADD213PS   Z9, Z15, Z17
+	VFMADD213PS   Z10, Z15, Z17
+	VFMADD213PS   Z11, Z15, Z17
+	VFMADD213PS   Z12, Z15, Z17
+	VSCALEFPS     Z16, Z17, Z17
+	VMOVUPS       Z17, 64(AX)(DX*4)
+	VCVTPS2PD     Y17, Z15
+	VEXTRACTF64X4 $0x01, Z17, Y16
+	VCVTPS2PD     Y16, Z16
+	VADDPD        Z15, Z13, Z13
+	VADDPD        Z16, Z14, Z14
+	ADDQ          $0x00000020, DX
+	CMPQ          DX, BX
+	JB            loop_355
+
+loopdone_356:
+	LEAQ          16(DX), BX
+	CMPQ          BX, CX
+	JA            skip_357
+	VMOVUPS       (AX)(DX*4), Z15
+	VSUBPS        Z0, Z15, Z15
+	VMAXPS        Z1, Z15, Z15
+	VMULPS        Z2, Z15, Z16
+	VRNDSCALEPS   $0x00, Z16, Z16
+	VFNMADD231PS  Z3, Z16, Z15
+	VFNMADD231PS  Z4, Z16, Z15
+	VMOVAPS       Z5, Z17
+	VFMADD213PS   Z6, Z15, Z17
+	VFMADD213PS   Z7, Z15, Z17
+	VFMADD213PS   Z8, Z15, Z17
+	VFMADD213PS   Z9, Z15, Z17
+	VFMADD213PS   Z10, Z15, Z17
+	VFMADD213PS   Z11, Z15, Z17
+	VFMADD213PS   Z12, Z15, Z17
+	VSCALEFPS     Z16, Z17, Z17
+	VMOVUPS       Z17, (AX)(DX*4)
+	VCVTPS2PD     Y17, Z15
+	VEXTRACTF64X4 $0x01, Z17, Y16
+	VCVTPS2PD     Y16, Z16
+	VADDPD        Z15, Z13, Z13
+	VADDPD        Z16, Z14, Z14
+	ADDQ          $0x10, DX
+
+skip_357:
+	SUBQ          DX, CX
+	JE            notail_358
+	MOVQ          $-1, BX
+	BZHIQ         CX, BX, CX
+	KMOVQ         CX, K1
+	VMOVUPS.Z     (AX)(DX*4), K1, Z15
+	VSUBPS        Z0, Z15, Z15
+	VMAXPS        Z1, Z15, Z15
+	VMULPS        Z2, Z15, Z0
+	VRNDSCALEPS   $0x00, Z0, Z0
+	VFNMADD231PS  Z3, Z0, Z15
+	VFNMADD231PS  Z4, Z0, Z15
+	VMOVAPS       Z5, Z1
+	VFMADD213PS   Z6, Z15, Z1
+	VFMADD213PS   Z7, Z15, Z1
+	VFMADD213PS   Z8, Z15, Z1
+	VFMADD213PS   Z9, Z15, Z1
+	VFMADD213PS   Z10, Z15, Z1
+	VFMADD213PS   Z11, Z15, Z1
+	VFMADD213PS   Z12, Z15, Z1
+	VSCALEFPS     Z0, Z1, Z1
+	VMOVUPS.Z     Z1, K1, Z1
+	VMOVUPS       Z1, K1, (AX)(DX*4)
+	VCVTPS2PD     Y1, Z0
+	VEXTRACTF64X4 $0x01, Z1, Y1
+	VCVTPS2PD     Y1, Z1
+	VADDPD        Z0, Z13, Z13
+	VADDPD        Z1, Z14, Z14
+
+notail_358:
+	VADDPD        Z14, Z13, Z13
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPD        Y13, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPD        X0, X1, X1
+	VPERMILPD     $0x01, X1, X0
+	VADDSD        X1, X0, X0
+	MOVSD         X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
@@ -8817,9 +9550,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_334
+	JAE   loopdone_360
 
-loop_333:
+loop_359:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -8894,21 +9627,21 @@ loop_333:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_333
+	JB         loop_359
 
-loopdone_334:
+loopdone_360:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_336
+	JAE    sum64done_362
 
-sum64_335:
+sum64_361:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_335
+	JB     sum64_361
 
-sum64done_336:
+sum64done_362:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -8942,9 +9675,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_338
+	JAE    loopdone_364
 
-loop_337:
+loop_363:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -8987,20 +9720,20 @@ loop_337:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_337
+	JB         loop_363
 
-loopdone_338:
+loopdone_364:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_340
+	JAE    sum64done_366
 
-sum64_339:
+sum64_365:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_339
+	JB     sum64_365
 
-sum64done_340:
+sum64done_366:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -9047,9 +9780,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_342
+	JZ         sgemmtail_368
 
-sgemm_341:
+sgemm_367:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -9133,13 +9866,13 @@ sgemm_341:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_341
+	JNZ          sgemm_367
 
-sgemmtail_342:
+sgemmtail_368:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_344
+	JZ   sgemmdone_370
 
-sgemmone_343:
+sgemmone_369:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -9163,9 +9896,9 @@ sgemmone_343:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_343
+	JNZ          sgemmone_369
 
-sgemmdone_344:
+sgemmdone_370:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -9259,9 +9992,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_346
+	JZ         sgemmtail_372
 
-sgemm_345:
+sgemm_371:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -9417,13 +10150,13 @@ sgemm_345:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_345
+	JNZ          sgemm_371
 
-sgemmtail_346:
+sgemmtail_372:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_348
+	JZ   sgemmdone_374
 
-sgemmone_347:
+sgemmone_373:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -9465,9 +10198,9 @@ sgemmone_347:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_347
+	JNZ          sgemmone_373
 
-sgemmdone_348:
+sgemmdone_374:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -9538,9 +10271,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_350
+	JLE   fmadone_376
 
-fma_349:
+fma_375:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -9554,9 +10287,9 @@ fma_349:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_349
+	JNZ         fma_375
 
-fmadone_350:
+fmadone_376:
 	VZEROUPPER
 	RET
 
@@ -9583,9 +10316,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_352
+	JLE    fmadone_378
 
-fma_351:
+fma_377:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -9603,8 +10336,8 @@ fma_351:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_351
+	JNZ         fma_377
 
-fmadone_352:
+fmadone_378:
 	VZEROUPPER
 	RET

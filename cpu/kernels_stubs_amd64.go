@@ -51,6 +51,12 @@ func axpyF16AVX512(a float32, v []uint16, y []float32)
 //go:noescape
 func axpyF16RowsAVX512(a []float32, v []uint16, stride int, y []float32)
 
+// axpyF16Rows4AVX512 is axpyF16Rows4 with AVX-512: four y held in registers 64 elements at a time
+// while every row of v passes once, then 16, then masked.
+//
+//go:noescape
+func axpyF16Rows4AVX512(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)
+
 // dotI8RowsAVX2 is dotI8Rows with AVX2: 4 rows at a time, vpsignb/vpabsb/vpmaddubsw.
 //
 //go:noescape
@@ -83,6 +89,26 @@ func dotBlockRowsAVX2(w []int8, scales []float32, group int, x []int8, xBias []i
 //
 //go:noescape
 func dotBlockRowsVNNI(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
+// expSubAVX2 is expSub with AVX2 and FMA: 8 values per step, 2^n in the exponent bits, a masked tail.
+//
+//go:noescape
+func expSubAVX2(x []float32, m float32) float64
+
+// scaleMaxAVX2 is scaleMax: 32 values per step.
+//
+//go:noescape
+func scaleMaxAVX2(x []float32, s float32) float32
+
+// scaleMaxAVX512 is scaleMax: 64 values per step.
+//
+//go:noescape
+func scaleMaxAVX512(x []float32, s float32) float32
+
+// expSubAVX512 is expSub with AVX-512: 32 values per step, masked tail, vscalefps.
+//
+//go:noescape
+func expSubAVX512(x []float32, m float32) float64
 
 // sumBytesAVX2 is sumBytes: 8 streams, 4 accumulators of vpaddq.
 //

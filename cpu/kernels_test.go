@@ -789,8 +789,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 9 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 9", checked)
+	if checked != 11 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 11", checked)
 	}
 }
 
@@ -829,5 +829,121 @@ func checkPoisonFunc[T any](t *testing.T, all, s []T, isFill func(T) bool) {
 		if (i < off || i >= off+len(s)) && !isFill(v) {
 			t.Fatalf("element %d outside the output [%d, %d) written: %v", i, off, off+len(s), fmt.Sprint(v))
 		}
+	}
+}
+
+// TestExpSub: every set's expSub is within 3 float32 ulps of its twin
+// (values ≥ the smallest normal float32; below it, within 1.2e-38), for
+// every length 0…300 and long rows, writes nothing past x, and sums the
+// values it wrote to 1e-12 of their float64 sum.
+func TestExpSub(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		worst := 0.0
+		for _, n := range append(floatLengths(), 4096) {
+			x, all := poisoned(n, rng.IntN(16), 40, float32(math.NaN()))
+			m := float32(0)
+			for i := range x {
+				switch rng.IntN(8) {
+				case 0:
+					x[i] = float32(-200 * rng.Float64()) // down to e^−200: under float32's range
+				case 1:
+					x[i] = float32(-rng.Float64()) * 1e-6 // near 0
+				default:
+					x[i] = float32(-30 * rng.Float64())
+				}
+				x[i] += 5
+				m = max(m, x[i])
+			}
+			want := slices.Clone(x)
+			wantSum := expSubGeneric(want, m)
+			sum := k.expSub(x, m)
+			var got float64
+			for i, v := range x {
+				got += float64(v)
+				w := float64(want[i])
+				d := math.Abs(float64(v) - w)
+				if !(d <= 3*0x1p-23*w || (w < 0x1p-126 && d <= 1.2e-38)) {
+					t.Fatalf("n %d i %d: %g, twin %g (%.2f ulps)", n, i, v, w, d/(0x1p-23*w))
+				}
+				if w >= 0x1p-126 {
+					worst = max(worst, d/(0x1p-23*w))
+				}
+			}
+			if !(math.Abs(sum-got) <= 1e-12*got) || !(math.Abs(sum-wantSum) <= 3*0x1p-23*wantSum+1e-37) {
+				t.Fatalf("n %d: sum %g, of the values %g, twin %g", n, sum, got, wantSum)
+			}
+			checkPoisonFunc(t, all, x, func(v float32) bool { return v != v })
+		}
+		t.Logf("largest difference from the twin: %.2f ulps", worst)
+	})
+}
+
+// TestScaleMax: every set's scaleMax equals its twin bit for bit (the
+// products and the maximum), for every length 0…300 and long rows, and
+// writes nothing past x.
+func TestScaleMax(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, n := range append(floatLengths(), 4096) {
+			x, all := poisoned(n, rng.IntN(16), 40, float32(math.NaN()))
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * 50)
+			}
+			s := float32(rng.Float64() + 0.01)
+			want := slices.Clone(x)
+			wantMax := scaleMaxGeneric(want, s)
+			if got := k.scaleMax(x, s); got != wantMax {
+				t.Fatalf("n %d: max %g, twin %g", n, got, wantMax)
+			}
+			for i := range x {
+				if x[i] != want[i] {
+					t.Fatalf("n %d i %d: %g, twin %g", n, i, x[i], want[i])
+				}
+			}
+			checkPoisonFunc(t, all, x, func(v float32) bool { return v != v })
+		}
+	})
+}
+
+// TestAxpyF16Rows4: every set's axpyF16Rows4 gives each of its four
+// outputs bit for bit what the set's axpyF16Rows gives it, for every
+// length 0…300 and the head width, up to 9 rows, and writes nothing
+// between or past the outputs.
+func TestAxpyF16Rows4(t *testing.T) {
+	for _, k := range kernelSets() {
+		t.Run(k.name, func(t *testing.T) {
+			rng := newRand()
+			for _, n := range append(floatLengths(), 128) {
+				for _, rows := range []int{0, 1, 2, 3, 9} {
+					stride := n + rng.IntN(5)
+					size := 0
+					if rows > 0 {
+						size = (rows-1)*stride + n
+					}
+					v := randomF16(rng, size)
+					aStride := rows + rng.IntN(3)
+					a := randomF32(rng, 3*aStride+rows)
+					yStride := n + rng.IntN(4)
+					y, all := poisoned(3*yStride+n, rng.IntN(16), 40, float32(math.NaN()))
+					for j := 0; j < 4; j++ {
+						for i := 0; i < n; i++ {
+							y[j*yStride+i] = float32(rng.NormFloat64())
+						}
+					}
+					want := slices.Clone(y)
+					for j := 0; j < 4; j++ {
+						k.axpyF16Rows(a[j*aStride:j*aStride+rows], v, stride, want[j*yStride:j*yStride+n])
+					}
+					k.axpyF16Rows4(a, aStride, rows, v, stride, y, yStride, n)
+					for i := range y {
+						if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("n %d rows %d element %d: %g, one by one %g", n, rows, i, y[i], want[i])
+						}
+					}
+					checkPoisonFunc(t, all, y, func(v float32) bool { return v != v })
+				}
+			}
+		})
 	}
 }

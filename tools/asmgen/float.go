@@ -378,3 +378,114 @@ func genAxpyF16RowsAVX512() {
 	VZEROUPPER()
 	RET()
 }
+
+const axpyF16Rows4Sig = "func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int)"
+
+// genAxpyF16Rows4AVX512 emits axpyF16Rows4: axpyF16Rows for 4 weight
+// vectors at once over the same rows of v (the query heads that share a
+// K/V head), y_j[i] += a_j[p]·f16(v[p·stride + i]) for j < 4, p < np in
+// order, i < n, where a_j = a[j·aStride:] and y_j = y[j·yStride:]: each
+// row of v is read and widened once for the four, and each y_j gets
+// exactly the FMAs axpyF16RowsAVX512 gives it. The four y_j are held in
+// registers 64 elements at a time (16 zmm), then 16, then masked.
+func genAxpyF16Rows4AVX512() {
+	TEXT("axpyF16Rows4AVX512", NOSPLIT, axpyF16Rows4Sig)
+	Pragma("noescape")
+	Doc("axpyF16Rows4AVX512 is axpyF16Rows4 with AVX-512: four y held in registers 64 elements at a time",
+		"while every row of v passes once, then 16, then masked.")
+	i := GP64()
+	XORQ(i, i)
+	// yAt returns the address of y_j[i] (+ 64·d bytes) in a new register.
+	yAt := func(j int) reg.GPVirtual {
+		p := load(Param("y").Base())
+		if j > 0 {
+			ys := load(Param("yStride"))
+			IMUL3Q(U8(j), ys, ys)
+			LEAQ(Mem{Base: p, Index: ys, Scale: 4}, p)
+		}
+		LEAQ(Mem{Base: p, Index: i, Scale: 4}, p)
+		return p
+	}
+	chunk := func(k int, mk reg.Register) {
+		acc := make([][]reg.VecVirtual, 4)
+		for j := range acc {
+			yp := yAt(j)
+			for d := 0; d < k; d++ {
+				z := ZMM()
+				if mk == nil {
+					VMOVUPS(Mem{Base: yp, Disp: 64 * d}, z)
+				} else {
+					VMOVUPS_Z(Mem{Base: yp}, mk, z)
+				}
+				acc[j] = append(acc[j], z)
+			}
+		}
+		as := make([]reg.GPVirtual, 4)
+		as[0] = load(Param("a").Base())
+		aStride := load(Param("aStride"))
+		for j := 1; j < 4; j++ {
+			as[j] = GP64()
+			LEAQ(Mem{Base: as[j-1], Index: aStride, Scale: 4}, as[j])
+		}
+		vp := load(Param("v").Base())
+		LEAQ(Mem{Base: vp, Index: i, Scale: 2}, vp)
+		stride := load(Param("stride"))
+		SHLQ(U8(1), stride) // bytes
+		np := load(Param("np"))
+		p := GP64()
+		XORQ(p, p)
+		loop, done := label("rows"), label("rowsdone")
+		CMPQ(p, np)
+		JAE(LabelRef(done))
+		Label(loop)
+		hs := make([]reg.VecVirtual, k)
+		for d := range hs {
+			hs[d] = ZMM()
+			if mk == nil {
+				VCVTPH2PS(Mem{Base: vp, Disp: 32 * d}, hs[d])
+			} else {
+				h16 := YMM()
+				VMOVDQU16_Z(Mem{Base: vp}, mk, h16)
+				VCVTPH2PS(h16, hs[d])
+			}
+		}
+		for j := range acc {
+			ab := ZMM()
+			VBROADCASTSS(Mem{Base: as[j], Index: p, Scale: 4}, ab)
+			for d := range hs {
+				VFMADD231PS(hs[d], ab, acc[j][d])
+			}
+		}
+		ADDQ(stride, vp)
+		INCQ(p)
+		CMPQ(p, np)
+		JB(LabelRef(loop))
+		Label(done)
+		for j := range acc {
+			yp := yAt(j)
+			for d, z := range acc[j] {
+				if mk == nil {
+					VMOVUPS(z, Mem{Base: yp, Disp: 64 * d})
+				} else {
+					VMOVUPS(z, mk, Mem{Base: yp})
+				}
+			}
+		}
+	}
+	for _, k := range []int{4, 1} {
+		loop, done := label("chunks"), label("chunksdone")
+		Label(loop)
+		e := GP64()
+		LEAQ(Mem{Base: i, Disp: 16 * k}, e)
+		n := load(Param("n"))
+		CMPQ(e, n)
+		JA(LabelRef(done))
+		chunk(k, nil)
+		ADDQ(U8(16*k), i)
+		JMP(LabelRef(loop))
+		Label(done)
+	}
+	tailMask(i, load(Param("n")), func(mk reg.Register) { chunk(1, mk) })
+	VZEROUPPER()
+	RET()
+}

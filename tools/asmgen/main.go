@@ -13,7 +13,7 @@
 //	            (its float32 sgemm kernels use only AVX-512 F)
 //
 // Files: ternary.go (matrix-vector), matmul.go (matrix-matrix), float.go
-// (float16 rows), int8.go (int8 rows, byte sum), head.go (float16 and int8
+// (float16 rows), softmax.go (attention's exponentials), int8.go (int8 rows, byte sum), head.go (float16 and int8
 // rows against a few tokens), blockhead.go (int8 codes with group scales), sgemm.go (the trainer's
 // float32 matrix-product micro-kernels, FMA peak probe). This file holds the
 // constants and the helpers they share.
@@ -33,6 +33,7 @@ func main() {
 	ConstraintExpr("!purego")
 	genConsts()
 	genBlockConsts()
+	genExpConsts()
 
 	genTernaryRowsAVX2()
 	genTernaryRowsVNNI()
@@ -43,12 +44,17 @@ func main() {
 	genAxpyF16AVX2()
 	genAxpyF16AVX512()
 	genAxpyF16RowsAVX512()
+	genAxpyF16Rows4AVX512()
 	genDotI8RowsAVX2()
 	genDotI8RowsVNNI()
 	genDotF16MatMulAVX512()
 	genDotI8MatMulVNNI()
 	genDotBlockRowsAVX2()
 	genDotBlockRowsVNNI()
+	genExpSubAVX2()
+	genScaleMax("scaleMaxAVX2", isaAVX2)
+	genScaleMax("scaleMaxAVX512", isaAVX512)
+	genExpSubAVX512()
 	genSumBytesAVX2()
 	genSumBytesAVX512()
 	genSgemmTileAVX2()
