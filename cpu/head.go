@@ -156,7 +156,7 @@ func (h *head) newScratch() headScratch {
 func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, out []float32) {
 	n, v := h.n, h.rows
 	if h.q8 == nil {
-		p.run(v, 64, func(_, lo, hi int) {
+		p.runChunks(v, 64, func(_, lo, hi int) {
 			if T == 1 {
 				k.dotF16Rows(h.f16[lo*n:], n, xn[:n], out[lo:hi])
 			} else {
@@ -196,7 +196,7 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 		return
 	}
 	raw := sc.hRaw
-	p.run(v, 64, func(_, lo, hi int) {
+	p.runChunks(v, 64, func(_, lo, hi int) {
 		if T == 1 {
 			k.dotI8Rows(h.q8[lo*n:], n, sc.hq[:n], raw[lo:hi])
 		} else {

@@ -22,6 +22,8 @@ type pool struct {
 
 	// the current job
 	n, align int
+	chunk    int          // > 0: workers claim chunks of this many items (runChunks)
+	next     atomic.Int64 // the next unclaimed item of a chunked job
 	fn       func(worker, lo, hi int)
 
 	// waited, when set (by Backend.ProfileForward), accumulates how long
@@ -88,6 +90,34 @@ func share(n, align, workers, w int) (lo, hi int) {
 // across the workers in multiples of align, and returns when all are done.
 // fn must not call run.
 func (p *pool) run(n, align int, fn func(worker, lo, hi int)) {
+	p.start(n, align, 0, fn)
+}
+
+// runChunks is run with the ranges handed out as the workers ask for them:
+// [0, n) in chunks of about a quarter of a worker's share (a multiple of
+// align), each claimed by the next worker to be free. A streaming step
+// whose workers read memory at unequal rates (one core's neighbour on the
+// memory bus, a helper that started late) then ends when the memory is
+// read, not when the slower worker's fixed half is; the chunk boundaries
+// depend on n, align and the number of workers only.
+func (p *pool) runChunks(n, align int, fn func(worker, lo, hi int)) {
+	align = max(align, 1)
+	per := (n + 4*p.workers - 1) / (4 * p.workers)
+	p.start(n, align, (per+align-1)/align*align, fn)
+}
+
+// claim runs fn on chunks of the current job until none is left.
+func (p *pool) claim(w int) {
+	for {
+		lo := int(p.next.Add(int64(p.chunk))) - p.chunk
+		if lo >= p.n {
+			return
+		}
+		p.fn(w, lo, min(lo+p.chunk, p.n))
+	}
+}
+
+func (p *pool) start(n, align, chunk int, fn func(worker, lo, hi int)) {
 	if n <= 0 {
 		return
 	}
@@ -97,7 +127,8 @@ func (p *pool) run(n, align int, fn func(worker, lo, hi int)) {
 		fn(0, 0, n)
 		return
 	}
-	p.n, p.align, p.fn = n, align, fn
+	p.n, p.align, p.chunk, p.fn = n, align, chunk, fn
+	p.next.Store(0)
 	p.pending.Store(int32(p.workers - 1))
 	p.gen.Add(1)
 	for _, ch := range p.wake {
@@ -106,8 +137,12 @@ func (p *pool) run(n, align int, fn func(worker, lo, hi int)) {
 		default: // already signalled; the spinning worker sees gen
 		}
 	}
-	lo, hi := share(n, align, p.workers, 0)
-	fn(0, lo, hi)
+	if chunk > 0 {
+		p.claim(0)
+	} else {
+		lo, hi := share(n, align, p.workers, 0)
+		fn(0, lo, hi)
+	}
 	var t time.Time
 	if p.waited != nil {
 		t = time.Now()
@@ -142,7 +177,9 @@ func (p *pool) loop(w int, wake chan struct{}) {
 		case <-wake:
 		default:
 		}
-		if lo, hi := share(p.n, p.align, p.workers, w); lo < hi {
+		if p.chunk > 0 {
+			p.claim(w)
+		} else if lo, hi := share(p.n, p.align, p.workers, w); lo < hi {
 			p.fn(w, lo, hi)
 		}
 		if p.pending.Add(-1) == 0 {

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -48,5 +49,43 @@ func TestPoolRun(t *testing.T) {
 		}
 		p.close()
 		p.close() // idempotent
+	}
+}
+
+// runChunks runs every item exactly once, in ranges that start at
+// multiples of align and are all one size but the last, whichever worker
+// claims them.
+func TestPoolRunChunks(t *testing.T) {
+	for _, workers := range []int{1, 2, 5} {
+		p := newPool(workers)
+		for _, align := range []int{1, 16, 64} {
+			for n := 0; n < 2000; n += 37 {
+				hits := make([]int32, n)
+				var sizes sync.Map
+				p.runChunks(n, align, func(w, lo, hi int) {
+					if w < 0 || w >= workers || lo%align != 0 || hi <= lo || hi > n {
+						t.Errorf("worker %d of %d got [%d, %d) of %d (align %d)", w, workers, lo, hi, n, align)
+						return
+					}
+					if hi < n {
+						sizes.Store(hi-lo, true)
+					}
+					for i := lo; i < hi; i++ {
+						atomic.AddInt32(&hits[i], 1)
+					}
+				})
+				for i, h := range hits {
+					if h != 1 {
+						t.Fatalf("workers=%d align=%d n=%d: item %d run %d times", workers, align, n, i, h)
+					}
+				}
+				count := 0
+				sizes.Range(func(any, any) bool { count++; return true })
+				if count > 1 {
+					t.Errorf("workers=%d align=%d n=%d: chunks of %d sizes", workers, align, n, count)
+				}
+			}
+		}
+		p.close()
 	}
 }
