@@ -178,11 +178,17 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 			blockBias(sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4])
 		}
 		G := n / h.group
-		p.run(v, 64, func(_, lo, hi int) {
-			// Rows in blocks that stay in L2 while every token passes, each
-			// token's sums in the one-token order: batch-invariant.
-			for r0 := lo; r0 < hi; r0 += rowBlock {
-				r1 := min(r0+rowBlock, hi)
+		p.runChunks(v, 64, func(_, lo, hi int) {
+			// One token: one call, which streams its rows. More: rows in
+			// blocks that stay in L2 while every token passes. The kernel
+			// sums each row alone, so the blocks change no bits: the head
+			// is batch-invariant.
+			block := rowBlock
+			if T == 1 {
+				block = hi - lo
+			}
+			for r0 := lo; r0 < hi; r0 += block {
+				r1 := min(r0+block, hi)
 				for t := 0; t < T; t++ {
 					ot := out[t*v+r0 : t*v+r1]
 					bk(h.q8[r0*n:r1*n], h.q8Scale[r0*G:r1*G], h.group, sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4], ot)

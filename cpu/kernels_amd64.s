@@ -8662,7 +8662,7 @@ rowsdone_275:
 
 // func dotBlockRowsAVX2(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 // Requires: AVX, AVX2, FMA3, MMX+
-TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
+TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
 	JE      group32_310
@@ -8677,12 +8677,18 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $0-128
 	SHRQ    $0x02, R8
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
+	SHRQ    $0x01, DI
+	MOVQ    DI, (SP)
+	TESTQ   DI, DI
+	JZ      pairsdone_311
 
-rows_311:
-	CMPQ   DI, $0x00000002
-	JB     rowsdone_312
-	LEAQ   (AX)(BX*1), R9
-	LEAQ   (CX)(R8*1), R10
+pairs_312:
+	MOVQ   (SP), R9
+	IMULQ  BX, R9
+	ADDQ   AX, R9
+	MOVQ   (SP), R10
+	IMULQ  R8, R10
+	ADDQ   CX, R10
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	XORQ   R12, R12
@@ -8724,63 +8730,66 @@ loopdone_314:
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0xb1, X4, X2
 	VADDPS       X2, X4, X4
-	VMOVSS       X4, (SI)
 	VEXTRACTF128 $0x01, Y3, X2
 	VADDPS       X3, X2, X2
 	VPSHUFD      $0x4e, X2, X3
 	VADDPS       X3, X2, X2
 	VPSHUFD      $0xb1, X2, X3
 	VADDPS       X3, X2, X2
-	VMOVSS       X2, 4(SI)
-	LEAQ         (AX)(BX*2), AX
-	ADDQ         $0x00000008, SI
+	VMOVSS       X4, (SI)
+	MOVQ         (SP), R9
+	VMOVSS       X2, (SI)(R9*4)
+	ADDQ         BX, AX
 	ADDQ         R8, CX
-	ADDQ         R8, CX
-	SUBQ         $0x00000002, DI
-	JMP          rows_311
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          pairs_312
+	MOVQ         (SP), DI
+	IMULQ        BX, DI
+	ADDQ         DI, AX
+	MOVQ         (SP), DI
+	IMULQ        R8, DI
+	ADDQ         DI, CX
+	MOVQ         (SP), DI
+	LEAQ         (SI)(DI*4), SI
 
-rowsdone_312:
-rows_315:
-	CMPQ   DI, $0x00000001
-	JB     rowsdone_316
+pairsdone_311:
+	MOVQ   out_len+112(FP), DI
+	TESTQ  $0x00000001, DI
+	JZ     noodd_315
 	VXORPS Y2, Y2, Y2
-	XORQ   R10, R10
-	XORQ   R9, R9
-	CMPQ   R9, BX
-	JAE    loopdone_318
+	XORQ   R8, R8
+	XORQ   DI, DI
+	CMPQ   DI, BX
+	JAE    loopdone_317
 
-loop_317:
-	VMOVDQU      (DX)(R9*1), Y4
-	PREFETCHT1   16384(AX)(R9*1)
-	VMOVDQU      (AX)(R9*1), Y3
+loop_316:
+	VMOVDQU      (DX)(DI*1), Y4
+	PREFETCHT1   16384(AX)(DI*1)
+	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSD (CX)(R10*1), Y3
+	VBROADCASTSD (CX)(R8*1), Y3
 	VPERMPS      Y3, Y1, Y3
 	VFMADD231PS  Y4, Y3, Y2
-	ADDQ         $0x08, R10
-	ADDQ         $0x00000020, R9
-	CMPQ         R9, BX
-	JB           loop_317
+	ADDQ         $0x08, R8
+	ADDQ         $0x00000020, DI
+	CMPQ         DI, BX
+	JB           loop_316
 
-loopdone_318:
-	VEXTRACTF128 $0x01, Y2, X3
-	VADDPS       X2, X3, X3
-	VPSHUFD      $0x4e, X3, X2
-	VADDPS       X2, X3, X3
-	VPSHUFD      $0xb1, X3, X2
-	VADDPS       X2, X3, X3
-	VMOVSS       X3, (SI)
-	ADDQ         BX, AX
-	ADDQ         $0x00000004, SI
-	ADDQ         R8, CX
-	SUBQ         $0x00000001, DI
-	JMP          rows_315
+loopdone_317:
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X2, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)
 
-rowsdone_316:
+noodd_315:
 	VZEROUPPER
 	RET
 
@@ -8795,20 +8804,26 @@ group32_310:
 	MOVQ    BX, R8
 	SHRQ    $0x03, R8
 	VMOVDQU words0001<>+0(SB), Y0
+	SHRQ    $0x01, DI
+	MOVQ    DI, 8(SP)
+	TESTQ   DI, DI
+	JZ      pairsdone_318
 
-rows_319:
-	CMPQ   DI, $0x00000002
-	JB     rowsdone_320
-	LEAQ   (AX)(BX*1), R9
-	LEAQ   (CX)(R8*1), R10
+pairs_319:
+	MOVQ   8(SP), R9
+	IMULQ  BX, R9
+	ADDQ   AX, R9
+	MOVQ   8(SP), R10
+	IMULQ  R8, R10
+	ADDQ   CX, R10
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_322
+	JAE    loopdone_321
 
-loop_321:
+loop_320:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -8831,80 +8846,83 @@ loop_321:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_321
+	JB           loop_320
 
-loopdone_322:
+loopdone_321:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0xb1, X3, X1
 	VADDPS       X1, X3, X3
-	VMOVSS       X3, (SI)
 	VEXTRACTF128 $0x01, Y2, X1
 	VADDPS       X2, X1, X1
 	VPSHUFD      $0x4e, X1, X2
 	VADDPS       X2, X1, X1
 	VPSHUFD      $0xb1, X1, X2
 	VADDPS       X2, X1, X1
-	VMOVSS       X1, 4(SI)
-	LEAQ         (AX)(BX*2), AX
-	ADDQ         $0x00000008, SI
+	VMOVSS       X3, (SI)
+	MOVQ         8(SP), R9
+	VMOVSS       X1, (SI)(R9*4)
+	ADDQ         BX, AX
 	ADDQ         R8, CX
-	ADDQ         R8, CX
-	SUBQ         $0x00000002, DI
-	JMP          rows_319
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          pairs_319
+	MOVQ         8(SP), DI
+	IMULQ        BX, DI
+	ADDQ         DI, AX
+	MOVQ         8(SP), DI
+	IMULQ        R8, DI
+	ADDQ         DI, CX
+	MOVQ         8(SP), DI
+	LEAQ         (SI)(DI*4), SI
 
-rowsdone_320:
-rows_323:
-	CMPQ   DI, $0x00000001
-	JB     rowsdone_324
+pairsdone_318:
+	MOVQ   out_len+112(FP), DI
+	TESTQ  $0x00000001, DI
+	JZ     noodd_322
 	VXORPS Y1, Y1, Y1
-	XORQ   R10, R10
-	XORQ   R9, R9
-	CMPQ   R9, BX
-	JAE    loopdone_326
+	XORQ   R8, R8
+	XORQ   DI, DI
+	CMPQ   DI, BX
+	JAE    loopdone_324
 
-loop_325:
-	VMOVDQU      (DX)(R9*1), Y3
-	PREFETCHT1   16384(AX)(R9*1)
-	VMOVDQU      (AX)(R9*1), Y2
+loop_323:
+	VMOVDQU      (DX)(DI*1), Y3
+	PREFETCHT1   16384(AX)(DI*1)
+	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
 	VPABSB       Y2, Y2
 	VPMADDUBSW   Y3, Y2, Y3
 	VPMADDWD     Y0, Y3, Y3
 	VCVTDQ2PS    Y3, Y3
-	VBROADCASTSS (CX)(R10*1), Y2
+	VBROADCASTSS (CX)(R8*1), Y2
 	VFMADD231PS  Y3, Y2, Y1
-	ADDQ         $0x04, R10
-	ADDQ         $0x00000020, R9
-	CMPQ         R9, BX
-	JB           loop_325
+	ADDQ         $0x04, R8
+	ADDQ         $0x00000020, DI
+	CMPQ         DI, BX
+	JB           loop_323
 
-loopdone_326:
-	VEXTRACTF128 $0x01, Y1, X2
-	VADDPS       X1, X2, X2
-	VPSHUFD      $0x4e, X2, X1
-	VADDPS       X1, X2, X2
-	VPSHUFD      $0xb1, X2, X1
-	VADDPS       X1, X2, X2
-	VMOVSS       X2, (SI)
-	ADDQ         BX, AX
-	ADDQ         $0x00000004, SI
-	ADDQ         R8, CX
-	SUBQ         $0x00000001, DI
-	JMP          rows_323
+loopdone_324:
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (SI)
 
-rowsdone_324:
+noodd_322:
 	VZEROUPPER
 	RET
 
 // func dotBlockRowsVNNI(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 // Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI, MMX+
-TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
+TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_327
+	JE           group32_325
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -8916,20 +8934,26 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $0-128
 	SHRQ         $0x02, R9
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
+	SHRQ         $0x01, R8
+	MOVQ         R8, (SP)
+	TESTQ        R8, R8
+	JZ           pairsdone_326
 
-rows_328:
-	CMPQ   R8, $0x00000002
-	JB     rowsdone_329
-	LEAQ   (AX)(BX*1), R10
-	LEAQ   (CX)(R9*1), R11
+pairs_327:
+	MOVQ   (SP), R10
+	IMULQ  BX, R10
+	ADDQ   AX, R10
+	MOVQ   (SP), R11
+	IMULQ  R9, R11
+	ADDQ   CX, R11
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_331
+	JAE    loopdone_329
 
-loop_330:
+loop_328:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -8951,9 +8975,9 @@ loop_330:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000040, R12
 	CMPQ            R12, BX
-	JB              loop_330
+	JB              loop_328
 
-loopdone_331:
+loopdone_329:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -8964,68 +8988,71 @@ loopdone_331:
 	VADDPS        X4, X3, X3
 	VPSHUFD       $0xb1, X3, X4
 	VADDPS        X4, X3, X3
+	VEXTRACTF32X4 $0x01, Y2, X4
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0x4e, X4, X2
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0xb1, X4, X2
+	VADDPS        X2, X4, X4
 	VMOVSS        X3, (DI)
-	VEXTRACTF32X4 $0x01, Y2, X3
-	VADDPS        X2, X3, X3
-	VPSHUFD       $0x4e, X3, X2
-	VADDPS        X2, X3, X3
-	VPSHUFD       $0xb1, X3, X2
-	VADDPS        X2, X3, X3
-	VMOVSS        X3, 4(DI)
-	LEAQ          (AX)(BX*2), AX
-	ADDQ          $0x00000008, DI
+	MOVQ          (SP), R10
+	VMOVSS        X4, (DI)(R10*4)
+	ADDQ          BX, AX
 	ADDQ          R9, CX
-	ADDQ          R9, CX
-	SUBQ          $0x00000002, R8
-	JMP           rows_328
+	ADDQ          $0x04, DI
+	DECQ          R8
+	JNZ           pairs_327
+	MOVQ          (SP), R8
+	IMULQ         BX, R8
+	ADDQ          R8, AX
+	MOVQ          (SP), R8
+	IMULQ         R9, R8
+	ADDQ          R8, CX
+	MOVQ          (SP), R8
+	LEAQ          (DI)(R8*4), DI
 
-rowsdone_329:
-rows_332:
-	CMPQ   R8, $0x00000001
-	JB     rowsdone_333
+pairsdone_326:
+	MOVQ   out_len+112(FP), R8
+	TESTQ  $0x00000001, R8
+	JZ     noodd_330
 	VPXORD Z2, Z2, Z2
-	XORQ   R11, R11
-	XORQ   R10, R10
-	CMPQ   R10, BX
-	JAE    loopdone_335
+	XORQ   R9, R9
+	XORQ   R8, R8
+	CMPQ   R8, BX
+	JAE    loopdone_332
 
-loop_334:
-	VMOVDQU64       (DX)(R10*1), Z5
-	VMOVDQU32       (SI)(R10*1), Z4
-	PREFETCHT1      16384(AX)(R10*1)
-	VPXORD          (AX)(R10*1), Z0, Z3
+loop_331:
+	VMOVDQU64       (DX)(R8*1), Z5
+	VMOVDQU32       (SI)(R8*1), Z4
+	PREFETCHT1      16384(AX)(R8*1)
+	VPXORD          (AX)(R8*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
 	VPDPBUSD        Z5, Z3, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R11*1), Z3
+	VBROADCASTF32X4 (CX)(R9*1), Z3
 	VPERMPS         Z3, Z1, Z3
 	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R11
-	ADDQ            $0x00000040, R10
-	CMPQ            R10, BX
-	JB              loop_334
+	ADDQ            $0x10, R9
+	ADDQ            $0x00000040, R8
+	CMPQ            R8, BX
+	JB              loop_331
 
-loopdone_335:
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        Y2, Y3, Y3
-	VEXTRACTF32X4 $0x01, Y3, X2
-	VADDPS        X3, X2, X2
-	VPSHUFD       $0x4e, X2, X3
-	VADDPS        X3, X2, X2
-	VPSHUFD       $0xb1, X2, X3
-	VADDPS        X3, X2, X2
-	VMOVSS        X2, (DI)
-	ADDQ          BX, AX
-	ADDQ          $0x00000004, DI
-	ADDQ          R9, CX
-	SUBQ          $0x00000001, R8
-	JMP           rows_332
+loopdone_332:
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (DI)
 
-rowsdone_333:
+noodd_330:
 	VZEROUPPER
 	RET
 
-group32_327:
+group32_325:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -9037,20 +9064,26 @@ group32_327:
 	SHRQ         $0x03, R9
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
+	SHRQ         $0x01, R8
+	MOVQ         R8, 8(SP)
+	TESTQ        R8, R8
+	JZ           pairsdone_333
 
-rows_336:
-	CMPQ   R8, $0x00000002
-	JB     rowsdone_337
-	LEAQ   (AX)(BX*1), R10
-	LEAQ   (CX)(R9*1), R11
+pairs_334:
+	MOVQ   8(SP), R10
+	IMULQ  BX, R10
+	ADDQ   AX, R10
+	MOVQ   8(SP), R11
+	IMULQ  R9, R11
+	ADDQ   CX, R11
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_339
+	JAE    loopdone_336
 
-loop_338:
+loop_335:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -9072,9 +9105,9 @@ loop_338:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000040, R12
 	CMPQ         R12, BX
-	JB           loop_338
+	JB           loop_335
 
-loopdone_339:
+loopdone_336:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -9085,64 +9118,67 @@ loopdone_339:
 	VADDPS        X4, X3, X3
 	VPSHUFD       $0xb1, X3, X4
 	VADDPS        X4, X3, X3
+	VEXTRACTF32X4 $0x01, Y2, X4
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0x4e, X4, X2
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0xb1, X4, X2
+	VADDPS        X2, X4, X4
 	VMOVSS        X3, (DI)
-	VEXTRACTF32X4 $0x01, Y2, X3
-	VADDPS        X2, X3, X3
-	VPSHUFD       $0x4e, X3, X2
-	VADDPS        X2, X3, X3
-	VPSHUFD       $0xb1, X3, X2
-	VADDPS        X2, X3, X3
-	VMOVSS        X3, 4(DI)
-	LEAQ          (AX)(BX*2), AX
-	ADDQ          $0x00000008, DI
+	MOVQ          8(SP), R10
+	VMOVSS        X4, (DI)(R10*4)
+	ADDQ          BX, AX
 	ADDQ          R9, CX
-	ADDQ          R9, CX
-	SUBQ          $0x00000002, R8
-	JMP           rows_336
+	ADDQ          $0x04, DI
+	DECQ          R8
+	JNZ           pairs_334
+	MOVQ          8(SP), R8
+	IMULQ         BX, R8
+	ADDQ          R8, AX
+	MOVQ          8(SP), R8
+	IMULQ         R9, R8
+	ADDQ          R8, CX
+	MOVQ          8(SP), R8
+	LEAQ          (DI)(R8*4), DI
 
-rowsdone_337:
-rows_340:
-	CMPQ   R8, $0x00000001
-	JB     rowsdone_341
+pairsdone_333:
+	MOVQ   out_len+112(FP), R8
+	TESTQ  $0x00000001, R8
+	JZ     noodd_337
 	VPXORD Z2, Z2, Z2
-	XORQ   R11, R11
-	XORQ   R10, R10
-	CMPQ   R10, BX
-	JAE    loopdone_343
+	XORQ   R9, R9
+	XORQ   R8, R8
+	CMPQ   R8, BX
+	JAE    loopdone_339
 
-loop_342:
-	VMOVDQU64    (DX)(R10*1), Z5
-	VMOVDQU32    (SI)(R10*1), Z4
-	PREFETCHT1   16384(AX)(R10*1)
-	VPXORD       (AX)(R10*1), Z0, Z3
+loop_338:
+	VMOVDQU64    (DX)(R8*1), Z5
+	VMOVDQU32    (SI)(R8*1), Z4
+	PREFETCHT1   16384(AX)(R8*1)
+	VPXORD       (AX)(R8*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
 	VPDPBUSD     Z5, Z3, Z4
 	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R11*1), Z3
+	VBROADCASTSD (CX)(R9*1), Z3
 	VPERMPS      Z3, Z1, Z3
 	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R11
-	ADDQ         $0x00000040, R10
-	CMPQ         R10, BX
-	JB           loop_342
+	ADDQ         $0x08, R9
+	ADDQ         $0x00000040, R8
+	CMPQ         R8, BX
+	JB           loop_338
 
-loopdone_343:
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        Y2, Y3, Y3
-	VEXTRACTF32X4 $0x01, Y3, X2
-	VADDPS        X3, X2, X2
-	VPSHUFD       $0x4e, X2, X3
-	VADDPS        X3, X2, X2
-	VPSHUFD       $0xb1, X2, X3
-	VADDPS        X3, X2, X2
-	VMOVSS        X2, (DI)
-	ADDQ          BX, AX
-	ADDQ          $0x00000004, DI
-	ADDQ          R9, CX
-	SUBQ          $0x00000001, R8
-	JMP           rows_340
+loopdone_339:
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (DI)
 
-rowsdone_341:
+noodd_337:
 	VZEROUPPER
 	RET
 
@@ -9159,9 +9195,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_345
+	JAE          loopdone_341
 
-loop_344:
+loop_340:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -9202,11 +9238,11 @@ loop_344:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_344
+	JB           loop_340
 
-loopdone_345:
+loopdone_341:
 	SUBQ         DX, CX
-	JE           notail_346
+	JE           notail_342
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -9251,7 +9287,7 @@ loopdone_345:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_346:
+notail_342:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -9276,9 +9312,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_348
+	JAE          loopdone_344
 
-loop_347:
+loop_343:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -9293,9 +9329,9 @@ loop_347:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_347
+	JB      loop_343
 
-loopdone_348:
+loopdone_344:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -9306,17 +9342,17 @@ loopdone_348:
 	VPERMILPS    $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_350
+	JAE          scalemaxdone_346
 
-scalemax_349:
+scalemax_345:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_349
+	JB     scalemax_345
 
-scalemaxdone_350:
+scalemaxdone_346:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -9336,9 +9372,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_352
+	JAE          loopdone_348
 
-loop_351:
+loop_347:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -9353,9 +9389,9 @@ loop_351:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_351
+	JB      loop_347
 
-loopdone_352:
+loopdone_348:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -9368,17 +9404,17 @@ loopdone_352:
 	VPERMILPS     $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_354
+	JAE           scalemaxdone_350
 
-scalemax_353:
+scalemax_349:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_353
+	JB     scalemax_349
 
-scalemaxdone_354:
+scalemaxdone_350:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -9408,9 +9444,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_356
+	JAE          loopdone_352
 
-loop_355:
+loop_351:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -9457,12 +9493,12 @@ loop_355:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_355
+	JB            loop_351
 
-loopdone_356:
+loopdone_352:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_357
+	JA            skip_353
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -9487,9 +9523,9 @@ loopdone_356:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_357:
+skip_353:
 	SUBQ          DX, CX
-	JE            notail_358
+	JE            notail_354
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -9517,7 +9553,7 @@ skip_357:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_358:
+notail_354:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -9550,9 +9586,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_360
+	JAE   loopdone_356
 
-loop_359:
+loop_355:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -9627,21 +9663,21 @@ loop_359:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_359
+	JB         loop_355
 
-loopdone_360:
+loopdone_356:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_362
+	JAE    sum64done_358
 
-sum64_361:
+sum64_357:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_361
+	JB     sum64_357
 
-sum64done_362:
+sum64done_358:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -9675,9 +9711,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_364
+	JAE    loopdone_360
 
-loop_363:
+loop_359:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -9720,20 +9756,20 @@ loop_363:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_363
+	JB         loop_359
 
-loopdone_364:
+loopdone_360:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_366
+	JAE    sum64done_362
 
-sum64_365:
+sum64_361:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_365
+	JB     sum64_361
 
-sum64done_366:
+sum64done_362:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -9780,9 +9816,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_368
+	JZ         sgemmtail_364
 
-sgemm_367:
+sgemm_363:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -9866,13 +9902,13 @@ sgemm_367:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_367
+	JNZ          sgemm_363
 
-sgemmtail_368:
+sgemmtail_364:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_370
+	JZ   sgemmdone_366
 
-sgemmone_369:
+sgemmone_365:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -9896,9 +9932,9 @@ sgemmone_369:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_369
+	JNZ          sgemmone_365
 
-sgemmdone_370:
+sgemmdone_366:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -9992,9 +10028,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_372
+	JZ         sgemmtail_368
 
-sgemm_371:
+sgemm_367:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -10150,13 +10186,13 @@ sgemm_371:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_371
+	JNZ          sgemm_367
 
-sgemmtail_372:
+sgemmtail_368:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_374
+	JZ   sgemmdone_370
 
-sgemmone_373:
+sgemmone_369:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -10198,9 +10234,9 @@ sgemmone_373:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_373
+	JNZ          sgemmone_369
 
-sgemmdone_374:
+sgemmdone_370:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -10271,9 +10307,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_376
+	JLE   fmadone_372
 
-fma_375:
+fma_371:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -10287,9 +10323,9 @@ fma_375:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_375
+	JNZ         fma_371
 
-fmadone_376:
+fmadone_372:
 	VZEROUPPER
 	RET
 
@@ -10316,9 +10352,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_378
+	JLE    fmadone_374
 
-fma_377:
+fma_373:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -10336,8 +10372,8 @@ fma_377:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_377
+	JNZ         fma_373
 
-fmadone_378:
+fmadone_374:
 	VZEROUPPER
 	RET

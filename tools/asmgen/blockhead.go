@@ -9,7 +9,8 @@ package main
 //
 // Versions:
 //
-//	dotBlockRowsVNNI  2 rows at a time share x: per 64 bytes and row,
+//	dotBlockRowsVNNI  2 rows at a time (rows i and rows/2+i: two streams)
+//	                  share x: per 64 bytes and row,
 //	                  vpdpbusd(w XOR 0x80, x) into a copy of xBias (the
 //	                  caller's −128·Σ of each 4 x bytes, so the lane is
 //	                  Σ w·x exactly), vcvtdq2ps, and an FMA with the
@@ -77,9 +78,11 @@ func blockRowsBody(group int, width int, evex bool) {
 			VMOVDQU(permQuads, idx) // AVX2, group 16: 2 scales → 0,0,0,0,1,1,1,1
 		}
 	}
-	rowGroups(rows, []int{2, 1}, func(R int) {
-		q := rowPtrs(w, n, R)
-		s := rowPtrs(sc, scaleRowBytes, R)
+	// rowSums handles the rows at q (scales at s) and returns an xmm per
+	// row whose lane 0 is its sum: each row is reduced alone, so a row's
+	// bits do not depend on the rows beside it.
+	rowSums := func(q, s []reg.GPVirtual) []reg.VecVirtual {
+		R := len(q)
 		acc := make([]reg.VecVirtual, R)
 		for r := range acc {
 			acc[r] = vec()
@@ -143,14 +146,59 @@ func blockRowsBody(group int, width int, evex bool) {
 				ys[r] = l.fold256(acc[r])
 			}
 		}
+		sums := make([]reg.VecVirtual, R)
 		for r := range ys {
-			VMOVSS(l.sum1(ys[r]), Mem{Base: out, Disp: 4 * r})
+			sums[r] = l.sum1(ys[r])
 		}
-		nextRows(w, n, out, R)
-		for k := 0; k < R; k++ {
-			ADDQ(scaleRowBytes, sc)
-		}
-	})
+		return sums
+	}
+	// Rows i and Q+i together (Q = rows/2, kept on the stack for want of
+	// registers): two streams half the slice apart, as spreadRows does
+	// with four; then the odd row.
+	Q := AllocLocal(8)
+	cnt := GP64()
+	MOVQ(rows, cnt)
+	SHRQ(U8(1), cnt)
+	MOVQ(cnt, Q)
+	done := label("pairsdone")
+	TESTQ(cnt, cnt)
+	JZ(LabelRef(done))
+	loop := label("pairs")
+	Label(loop)
+	q1, s1 := GP64(), GP64()
+	MOVQ(Q, q1)
+	IMULQ(n, q1)
+	ADDQ(w, q1)
+	MOVQ(Q, s1)
+	IMULQ(scaleRowBytes, s1)
+	ADDQ(sc, s1)
+	sums := rowSums([]reg.GPVirtual{w, q1}, []reg.GPVirtual{sc, s1})
+	VMOVSS(sums[0], Mem{Base: out})
+	o := GP64()
+	MOVQ(Q, o)
+	VMOVSS(sums[1], Mem{Base: out, Index: o, Scale: 4})
+	ADDQ(n, w)
+	ADDQ(scaleRowBytes, sc)
+	ADDQ(U8(4), out)
+	DECQ(cnt)
+	JNZ(LabelRef(loop))
+	// Past the second half.
+	t := GP64()
+	MOVQ(Q, t)
+	IMULQ(n, t)
+	ADDQ(t, w)
+	MOVQ(Q, t)
+	IMULQ(scaleRowBytes, t)
+	ADDQ(t, sc)
+	MOVQ(Q, t)
+	LEAQ(Mem{Base: out, Index: t, Scale: 4}, out)
+	Label(done)
+	odd := label("noodd")
+	rest := load(Param("out").Len())
+	TESTQ(U32(1), rest)
+	JZ(LabelRef(odd))
+	VMOVSS(rowSums([]reg.GPVirtual{w}, []reg.GPVirtual{sc})[0], Mem{Base: out})
+	Label(odd)
 }
 
 func genDotBlockRows(name string, evex bool, doc string) {
