@@ -81,7 +81,7 @@ func (a opsAdapter) Quantize(x []float32) ([]int8, float32) {
 	q := make([]int8, len(x))
 	var s [1]float32
 	var sum [1]int32
-	quantizeRows(x, 1, len(x), q, s[:], sum[:])
+	quantizeRows(a.k, x, 1, len(x), q, s[:], sum[:])
 	return q, s[0]
 }
 
@@ -126,7 +126,7 @@ func (a opsAdapter) BitLinear(w nn.Tensor, x []float32, T int) ([]float32, error
 	q := make([]int8, len(x))
 	scale := make([]float32, T)
 	sum := make([]int32, T)
-	quantizeRows(x, T, w.In, q, scale, sum)
+	quantizeRows(a.k, x, T, w.In, q, scale, sum)
 	y := make([]float32, T*m.rows)
 	m.apply(a.k, a.p, q, scale, sum, T, make([]int32, T*m.rows), y)
 	return y, nil

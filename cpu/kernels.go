@@ -90,6 +90,12 @@ type kernels struct {
 	// own. xBias [n/4] must hold blockBias(x), which the VNNI kernel uses.
 	dotBlockRows func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 
+	// quantizeI8 sets q[i] = round_half_even(float32(x[i]·s)) clamped to
+	// [−128, 127] for i < len(x) and returns Σ q[i]: a BitLinear input's
+	// int8 codes. The kernels equal the twin whenever |x[i]·s| < 2³¹
+	// (NaN aside); BitLinear's products are at most 127 in magnitude.
+	quantizeI8 func(x []float32, s float32, q []int8) int32
+
 	// expSub sets x[i] = e^(x[i]−m) rounded to float32 and returns the sum
 	// of the new x[i] in float64: the exponentials of attention's softmax
 	// (m is the row's maximum). The generic twin rounds float64 math.Exp;
@@ -126,6 +132,7 @@ var generic = kernels{
 	dotF16MatMul:  dotF16MatMulGeneric,
 	dotI8MatMul:   dotI8MatMulGeneric,
 	dotBlockRows:  dotBlockRowsGeneric,
+	quantizeI8:    quantizeI8Generic,
 	expSub:        expSubGeneric,
 	scaleMax:      scaleMaxGeneric,
 	sumBytes:      sumBytesGeneric,
@@ -211,6 +218,17 @@ func axpyF16Generic(a float32, v []uint16, y []float32) {
 	for i := range y {
 		y[i] += a * f16Table[v[i]]
 	}
+}
+
+func quantizeI8Generic(x []float32, s float32, q []int8) int32 {
+	q = q[:len(x)]
+	var total int32
+	for i, v := range x {
+		c := roundClampI8(float32(v * s))
+		q[i] = c
+		total += int32(c)
+	}
+	return total
 }
 
 func expSubGeneric(x []float32, m float32) float64 {

@@ -40,6 +40,7 @@ var avx2Kernels = kernels{
 	dotF16MatMul:  checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
 	dotI8MatMul:   checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
 	dotBlockRows:  checkDotBlockRows(dotBlockRowsAVX2),
+	quantizeI8:    checkQuantizeI8(quantizeI8AVX2),
 	expSub:        expSubAVX2,
 	scaleMax:      scaleMaxAVX2,
 	sumBytes:      checkSumBytes(sumBytesAVX2),
@@ -58,6 +59,7 @@ var avx512VNNIKernels = kernels{
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(dotF16MatMulAVX512, 3)),
 	dotI8MatMul:   checkDotI8MatMul(biasedI8(dotI8MatMulVNNI)),
 	dotBlockRows:  checkDotBlockRows(dotBlockRowsVNNI),
+	quantizeI8:    checkQuantizeI8(quantizeI8AVX512),
 	expSub:        expSubAVX512,
 	scaleMax:      scaleMaxAVX512,
 	sumBytes:      checkSumBytes(sumBytesAVX512),
@@ -207,6 +209,15 @@ func checkAxpyF16Rows4(f func(a []float32, aStride, np int, v []uint16, stride i
 				np, aStride, np, n, stride, n, yStride, len(a), len(v), len(y)))
 		}
 		f(a, aStride, np, v, stride, y, yStride, n)
+	}
+}
+
+func checkQuantizeI8(f func(x []float32, s float32, q []int8) int32) func(x []float32, s float32, q []int8) int32 {
+	return func(x []float32, s float32, q []int8) int32 {
+		if len(q) < len(x) {
+			panic(fmt.Sprintf("cpu: quantizeI8: %d codes do not fit in %d", len(x), len(q)))
+		}
+		return f(x, s, q)
 	}
 }
 

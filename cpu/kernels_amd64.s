@@ -171,6 +171,12 @@ DATA expTail<>+56(SB)/4, $0x00000000
 DATA expTail<>+60(SB)/4, $0x00000000
 GLOBL expTail<>(SB), RODATA|NOPTR, $64
 
+DATA int127<>+0(SB)/4, $0x0000007f
+GLOBL int127<>(SB), RODATA|NOPTR, $4
+
+DATA intM128<>+0(SB)/4, $0xffffff80
+GLOBL intM128<>(SB), RODATA|NOPTR, $4
+
 // func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·ternaryRowsAVX2(SB), NOSPLIT, $0-80
@@ -9182,6 +9188,145 @@ noodd_337:
 	VZEROUPPER
 	RET
 
+// func quantizeI8AVX2(x []float32, s float32, q []int8) int32
+// Requires: AVX, AVX2, CMOV, SSE
+TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	MOVQ         q_base+32(FP), DX
+	MOVSS        s+24(FP), X0
+	VBROADCASTSS X0, Y0
+	VPBROADCASTD int127<>+0(SB), Y1
+	VPBROADCASTD intM128<>+0(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         CX, SI
+	ANDQ         $-8, SI
+	XORQ         BX, BX
+	CMPQ         BX, SI
+	JAE          loopdone_341
+
+loop_340:
+	VMULPS       (AX)(BX*4), Y0, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPMINSD      Y1, Y4, Y4
+	VPMAXSD      Y2, Y4, Y4
+	VPADDD       Y4, Y3, Y3
+	VPACKSSDW    Y4, Y4, Y4
+	VPACKSSWB    Y4, Y4, Y4
+	VMOVD        X4, (DX)(BX*1)
+	VEXTRACTI128 $0x01, Y4, X4
+	VMOVD        X4, 4(DX)(BX*1)
+	ADDQ         $0x00000008, BX
+	CMPQ         BX, SI
+	JB           loop_340
+
+loopdone_341:
+	VEXTRACTI128 $0x01, Y3, X1
+	VPADDD       X3, X1, X1
+	VPSHUFD      $0x4e, X1, X2
+	VPADDD       X2, X1, X1
+	VPSHUFD      $0xb1, X1, X2
+	VPADDD       X2, X1, X1
+	VMOVD        X1, SI
+	CMPQ         BX, CX
+	JAE          quantdone_343
+
+quant_342:
+	VMULSS    (AX)(BX*4), X0, X1
+	VCVTSS2SI X1, DI
+	MOVL      $0x0000007f, R8
+	CMPL      DI, R8
+	CMOVLGT   R8, DI
+	MOVL      $-128, R8
+	CMPL      DI, R8
+	CMOVLLT   R8, DI
+	MOVB      DI, (DX)(BX*1)
+	ADDL      DI, SI
+	INCQ      BX
+	CMPQ      BX, CX
+	JB        quant_342
+
+quantdone_343:
+	MOVL SI, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// func quantizeI8AVX512(x []float32, s float32, q []int8) int32
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, BMI2, SSE
+TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	MOVQ         q_base+32(FP), DX
+	MOVSS        s+24(FP), X0
+	VBROADCASTSS X0, Z0
+	VPBROADCASTD int127<>+0(SB), Z1
+	VPBROADCASTD intM128<>+0(SB), Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	MOVQ         CX, SI
+	ANDQ         $-32, SI
+	XORQ         BX, BX
+	CMPQ         BX, SI
+	JAE          loopdone_345
+
+loop_344:
+	VMULPS    (AX)(BX*4), Z0, Z5
+	VCVTPS2DQ Z5, Z5
+	VPMINSD   Z1, Z5, Z5
+	VPMAXSD   Z2, Z5, Z5
+	VPADDD    Z5, Z3, Z3
+	VPMOVDB   Z5, (DX)(BX*1)
+	VMULPS    64(AX)(BX*4), Z0, Z5
+	VCVTPS2DQ Z5, Z5
+	VPMINSD   Z1, Z5, Z5
+	VPMAXSD   Z2, Z5, Z5
+	VPADDD    Z5, Z4, Z4
+	VPMOVDB   Z5, 16(DX)(BX*1)
+	ADDQ      $0x00000020, BX
+	CMPQ      BX, SI
+	JB        loop_344
+
+loopdone_345:
+	LEAQ      16(BX), SI
+	CMPQ      SI, CX
+	JA        skip_346
+	VMULPS    (AX)(BX*4), Z0, Z5
+	VCVTPS2DQ Z5, Z5
+	VPMINSD   Z1, Z5, Z5
+	VPMAXSD   Z2, Z5, Z5
+	VPADDD    Z5, Z3, Z3
+	VPMOVDB   Z5, (DX)(BX*1)
+	ADDQ      $0x10, BX
+
+skip_346:
+	SUBQ      BX, CX
+	JE        notail_347
+	MOVQ      $-1, SI
+	BZHIQ     CX, SI, CX
+	KMOVQ     CX, K1
+	VMOVUPS.Z (AX)(BX*4), K1, Z5
+	VMULPS    Z5, Z0, Z5
+	VCVTPS2DQ Z5, Z5
+	VPMINSD   Z1, Z5, Z5
+	VPMAXSD   Z2, Z5, Z5
+	VPADDD    Z5, Z3, Z3
+	VPMOVDB   Z5, K1, (DX)(BX*1)
+
+notail_347:
+	VPADDD        Z4, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, AX
+	MOVL          AX, ret+56(FP)
+	VZEROUPPER
+	RET
+
 // func expSubAVX2(x []float32, m float32) float64
 // Requires: AVX, AVX2, FMA3, SSE, SSE2
 TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
@@ -9195,9 +9340,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_341
+	JAE          loopdone_349
 
-loop_340:
+loop_348:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -9238,11 +9383,11 @@ loop_340:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_340
+	JB           loop_348
 
-loopdone_341:
+loopdone_349:
 	SUBQ         DX, CX
-	JE           notail_342
+	JE           notail_350
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -9287,7 +9432,7 @@ loopdone_341:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_342:
+notail_350:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -9312,9 +9457,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_344
+	JAE          loopdone_352
 
-loop_343:
+loop_351:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -9329,9 +9474,9 @@ loop_343:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_343
+	JB      loop_351
 
-loopdone_344:
+loopdone_352:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -9342,17 +9487,17 @@ loopdone_344:
 	VPERMILPS    $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_346
+	JAE          scalemaxdone_354
 
-scalemax_345:
+scalemax_353:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_345
+	JB     scalemax_353
 
-scalemaxdone_346:
+scalemaxdone_354:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -9372,9 +9517,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_348
+	JAE          loopdone_356
 
-loop_347:
+loop_355:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -9389,9 +9534,9 @@ loop_347:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_347
+	JB      loop_355
 
-loopdone_348:
+loopdone_356:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -9404,17 +9549,17 @@ loopdone_348:
 	VPERMILPS     $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_350
+	JAE           scalemaxdone_358
 
-scalemax_349:
+scalemax_357:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_349
+	JB     scalemax_357
 
-scalemaxdone_350:
+scalemaxdone_358:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -9444,9 +9589,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_352
+	JAE          loopdone_360
 
-loop_351:
+loop_359:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -9493,12 +9638,12 @@ loop_351:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_351
+	JB            loop_359
 
-loopdone_352:
+loopdone_360:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_353
+	JA            skip_361
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -9523,9 +9668,9 @@ loopdone_352:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_353:
+skip_361:
 	SUBQ          DX, CX
-	JE            notail_354
+	JE            notail_362
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -9553,7 +9698,7 @@ skip_353:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_354:
+notail_362:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -9586,9 +9731,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_356
+	JAE   loopdone_364
 
-loop_355:
+loop_363:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -9663,21 +9808,21 @@ loop_355:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_355
+	JB         loop_363
 
-loopdone_356:
+loopdone_364:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_358
+	JAE    sum64done_366
 
-sum64_357:
+sum64_365:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_357
+	JB     sum64_365
 
-sum64done_358:
+sum64done_366:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -9711,9 +9856,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_360
+	JAE    loopdone_368
 
-loop_359:
+loop_367:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -9756,20 +9901,20 @@ loop_359:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_359
+	JB         loop_367
 
-loopdone_360:
+loopdone_368:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_362
+	JAE    sum64done_370
 
-sum64_361:
+sum64_369:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_361
+	JB     sum64_369
 
-sum64done_362:
+sum64done_370:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -9816,9 +9961,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_364
+	JZ         sgemmtail_372
 
-sgemm_363:
+sgemm_371:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -9902,13 +10047,13 @@ sgemm_363:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_363
+	JNZ          sgemm_371
 
-sgemmtail_364:
+sgemmtail_372:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_366
+	JZ   sgemmdone_374
 
-sgemmone_365:
+sgemmone_373:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -9932,9 +10077,9 @@ sgemmone_365:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_365
+	JNZ          sgemmone_373
 
-sgemmdone_366:
+sgemmdone_374:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -10028,9 +10173,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_368
+	JZ         sgemmtail_376
 
-sgemm_367:
+sgemm_375:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -10186,13 +10331,13 @@ sgemm_367:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_367
+	JNZ          sgemm_375
 
-sgemmtail_368:
+sgemmtail_376:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_370
+	JZ   sgemmdone_378
 
-sgemmone_369:
+sgemmone_377:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -10234,9 +10379,9 @@ sgemmone_369:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_369
+	JNZ          sgemmone_377
 
-sgemmdone_370:
+sgemmdone_378:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -10307,9 +10452,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_372
+	JLE   fmadone_380
 
-fma_371:
+fma_379:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -10323,9 +10468,9 @@ fma_371:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_371
+	JNZ         fma_379
 
-fmadone_372:
+fmadone_380:
 	VZEROUPPER
 	RET
 
@@ -10352,9 +10497,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_374
+	JLE    fmadone_382
 
-fma_373:
+fma_381:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -10372,8 +10517,8 @@ fma_373:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_373
+	JNZ         fma_381
 
-fmadone_374:
+fmadone_382:
 	VZEROUPPER
 	RET

@@ -90,6 +90,16 @@ func dotBlockRowsAVX2(w []int8, scales []float32, group int, x []int8, xBias []i
 //go:noescape
 func dotBlockRowsVNNI(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 
+// quantizeI8AVX2 is quantizeI8 with AVX2: 8 values per step packed to bytes, then scalar.
+//
+//go:noescape
+func quantizeI8AVX2(x []float32, s float32, q []int8) int32
+
+// quantizeI8AVX512 is quantizeI8 with AVX-512: 32 values per step, vpmovdb, masked tail.
+//
+//go:noescape
+func quantizeI8AVX512(x []float32, s float32, q []int8) int32
+
 // expSubAVX2 is expSub with AVX2 and FMA: 8 values per step, 2^n in the exponent bits, a masked tail.
 //
 //go:noescape

@@ -789,8 +789,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 11 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 11", checked)
+	if checked != 12 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 12", checked)
 	}
 }
 
@@ -946,4 +946,42 @@ func TestAxpyF16Rows4(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestQuantizeI8: every set's quantizeI8 equals its twin (codes and sum)
+// for every length 0…300 and the model widths, with ties (x·s = k + ½),
+// values past ±127.5 and ±128.5 (clamped), and writes nothing past q.
+func TestQuantizeI8(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, n := range append(floatLengths(), 6912) {
+			x := make([]float32, n)
+			s := float32(1)
+			if rng.IntN(2) == 0 {
+				s = float32(127 / (rng.Float64()*10 + 0.1))
+			}
+			for i := range x {
+				switch rng.IntN(6) {
+				case 0:
+					x[i] = (float32(rng.IntN(300)-150) + 0.5) / s // ties and beyond the range
+				case 1:
+					x[i] = float32(rng.IntN(1<<20)-(1<<19)) / s // far beyond it
+				default:
+					x[i] = float32(rng.NormFloat64()*60) / s
+				}
+			}
+			q, all := poisoned(n, rng.IntN(16), 40, int8(0x5A))
+			want := make([]int8, n)
+			wantSum := quantizeI8Generic(x, s, want)
+			if sum := k.quantizeI8(x, s, q); sum != wantSum {
+				t.Fatalf("n %d: sum %d, twin %d", n, sum, wantSum)
+			}
+			for i := range q {
+				if q[i] != want[i] {
+					t.Fatalf("n %d i %d: %g·%g → %d, twin %d", n, i, x[i], s, q[i], want[i])
+				}
+			}
+			checkPoisonFunc(t, all, q, func(v int8) bool { return v == 0x5A })
+		}
+	})
 }

@@ -13,7 +13,7 @@
 //	            (its float32 sgemm kernels use only AVX-512 F)
 //
 // Files: ternary.go (matrix-vector), matmul.go (matrix-matrix), float.go
-// (float16 rows), softmax.go (attention's exponentials), int8.go (int8 rows, byte sum), head.go (float16 and int8
+// (float16 rows), softmax.go (attention's exponentials), quant.go (int8 quantization), int8.go (int8 rows, byte sum), head.go (float16 and int8
 // rows against a few tokens), blockhead.go (int8 codes with group scales), sgemm.go (the trainer's
 // float32 matrix-product micro-kernels, FMA peak probe). This file holds the
 // constants and the helpers they share.
@@ -34,6 +34,7 @@ func main() {
 	genConsts()
 	genBlockConsts()
 	genExpConsts()
+	genQuantConsts()
 
 	genTernaryRowsAVX2()
 	genTernaryRowsVNNI()
@@ -51,6 +52,8 @@ func main() {
 	genDotI8MatMulVNNI()
 	genDotBlockRowsAVX2()
 	genDotBlockRowsVNNI()
+	genQuantizeI8AVX2()
+	genQuantizeI8AVX512()
 	genExpSubAVX2()
 	genScaleMax("scaleMaxAVX2", isaAVX2)
 	genScaleMax("scaleMaxAVX512", isaAVX512)

@@ -1,0 +1,41 @@
+package cpu
+
+import (
+	"math"
+	"testing"
+
+	"github.com/bitvk/bitvk/nn"
+)
+
+// gate is activate(a, g)·u element by element, bit for bit, for both
+// activations and the awkward values (±0, ±Inf, subnormals); a NaN gives
+// a NaN or, for ReLU² of a NaN with the sign bit set, 0.
+func TestGate(t *testing.T) {
+	rng := newRand()
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-40, -1e-40, 3, -3}
+	for _, a := range []nn.Activation{nn.ReLUSquared, nn.SiLU} {
+		for _, n := range []int{0, 1, 7, 300} {
+			g, u, h := make([]float32, n), make([]float32, n), make([]float32, n)
+			for i := range g {
+				g[i] = float32(rng.NormFloat64() * 4)
+				if rng.IntN(4) == 0 {
+					g[i] = special[rng.IntN(len(special))]
+				}
+				u[i] = float32(rng.NormFloat64())
+			}
+			gate(a, h, g, u)
+			for i := range h {
+				want := activate(a, g[i]) * u[i]
+				if g[i] != g[i] {
+					if !(h[i] != h[i] || (a == nn.ReLUSquared && h[i] == 0)) {
+						t.Fatalf("%v: gate(NaN) = %g", a, h[i])
+					}
+					continue
+				}
+				if math.Float32bits(h[i]) != math.Float32bits(want) && !(h[i] != h[i] && want != want) {
+					t.Fatalf("%v n %d: gate(%g)·%g = %g, activate gives %g", a, n, g[i], u[i], h[i], want)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package main
+
+// quantizeI8: q[i] = clamp(round_half_even(float32(x[i]·s)), −128, 127)
+// for i < len(x), returning Σ q[i]: the int8 quantization of a BitLinear
+// input. vcvtps2dq rounds half to even (the default MXCSR mode), as the Go
+// twin's magic-number rounding does; the clamp is on the int32 result, so
+// the kernels equal the twin whenever |x·s| < 2³¹ (the callers' products
+// are at most 127: s = 127/max|x|), NaN aside.
+//
+// Versions:
+//
+//	quantizeI8AVX512  32 values per step, vpmovdb to bytes, masked tail.
+//	quantizeI8AVX2    8 per step, packed to bytes with vpackssdw and
+//	                  vpacksswb (in-lane: the low 4 bytes of each lane),
+//	                  then a scalar tail.
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+const quantizeI8Sig = "func(x []float32, s float32, q []int8) int32"
+
+var int127, intM128 Mem // int32 127 and −128
+
+func genQuantConsts() {
+	int127 = table("int127", 4, func(int) uint32 { return 127 })
+	intM128 = table("intM128", 4, func(int) uint32 { return 0xFFFFFF80 })
+}
+
+func genQuantizeI8AVX512() {
+	TEXT("quantizeI8AVX512", NOSPLIT, quantizeI8Sig)
+	Pragma("noescape")
+	Doc("quantizeI8AVX512 is quantizeI8 with AVX-512: 32 values per step, vpmovdb, masked tail.")
+	x := load(Param("x").Base())
+	n := load(Param("x").Len())
+	q := load(Param("q").Base())
+	s1 := XMM()
+	Load(Param("s"), s1)
+	s, hi, lo := ZMM(), ZMM(), ZMM()
+	VBROADCASTSS(s1, s)
+	VPBROADCASTD(int127, hi)
+	VPBROADCASTD(intM128, lo)
+	acc := zmms(2)
+	one := func(i reg.GPVirtual, d int, k reg.Register) {
+		v := ZMM()
+		at := Mem{Base: x, Index: i, Scale: 4, Disp: 4 * d}
+		if k == nil {
+			VMULPS(at, s, v)
+		} else {
+			VMOVUPS_Z(at, k, v) // 0 past the end: adds 0
+			VMULPS(v, s, v)
+		}
+		VCVTPS2DQ(v, v)
+		VPMINSD(hi, v, v)
+		VPMAXSD(lo, v, v)
+		VPADDD(v, acc[d/16%2], acc[d/16%2])
+		out := Mem{Base: q, Index: i, Scale: 1, Disp: d}
+		if k == nil {
+			VPMOVDB(v, out)
+		} else {
+			VPMOVDB(v, k, out)
+		}
+	}
+	i := GP64()
+	blockLoop(i, roundDown(n, 32), 32, func() { one(i, 0, nil); one(i, 16, nil) })
+	ifRoom(i, n, 16, func() { one(i, 0, nil); ADDQ(U8(16), i) })
+	tailMask(i, n, func(k reg.Register) { one(i, 0, k) })
+	VPADDD(acc[1], acc[0], acc[0])
+	sum := GP32()
+	VMOVD(int32EVEX.sum1(int32EVEX.fold256(acc[0])), sum)
+	Store(sum, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+func genQuantizeI8AVX2() {
+	TEXT("quantizeI8AVX2", NOSPLIT, quantizeI8Sig)
+	Pragma("noescape")
+	Doc("quantizeI8AVX2 is quantizeI8 with AVX2: 8 values per step packed to bytes, then scalar.")
+	x := load(Param("x").Base())
+	n := load(Param("x").Len())
+	q := load(Param("q").Base())
+	s1 := XMM()
+	Load(Param("s"), s1)
+	s, hi, lo := YMM(), YMM(), YMM()
+	VBROADCASTSS(s1, s)
+	VPBROADCASTD(int127, hi)
+	VPBROADCASTD(intM128, lo)
+	acc := ymms(1)[0]
+	i := GP64()
+	blockLoop(i, roundDown(n, 8), 8, func() {
+		v, t := YMM(), YMM()
+		VMULPS(Mem{Base: x, Index: i, Scale: 4}, s, v)
+		VCVTPS2DQ(v, v)
+		VPMINSD(hi, v, v)
+		VPMAXSD(lo, v, v)
+		VPADDD(v, acc, acc)
+		VPACKSSDW(v, v, t) // each lane: its 4 int16, twice
+		VPACKSSWB(t, t, t) // each lane: its 4 bytes, 4 times
+		VMOVD(t.AsX(), Mem{Base: q, Index: i, Scale: 1})
+		h := XMM()
+		VEXTRACTI128(U8(1), t, h)
+		VMOVD(h, Mem{Base: q, Index: i, Scale: 1, Disp: 4})
+	})
+	sum := GP32()
+	VMOVD(int32VEX.sum1(acc), sum)
+	loop, done := label("quant"), label("quantdone")
+	CMPQ(i, n)
+	JAE(LabelRef(done))
+	Label(loop)
+	v := XMM()
+	VMULSS(Mem{Base: x, Index: i, Scale: 4}, s.AsX(), v)
+	c, b := GP32(), GP32()
+	VCVTSS2SI(v, c) // rounds half to even
+	MOVL(U32(127), b)
+	CMPL(c, b)
+	CMOVLGT(b, c)
+	MOVL(I32(-128), b)
+	CMPL(c, b)
+	CMOVLLT(b, c)
+	MOVB(c.As8(), Mem{Base: q, Index: i, Scale: 1})
+	ADDL(c, sum)
+	INCQ(i)
+	CMPQ(i, n)
+	JB(LabelRef(loop))
+	Label(done)
+	Store(sum, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
