@@ -109,6 +109,12 @@ type kernels struct {
 	// only for NaN.
 	scaleMax func(x []float32, s float32) float32
 
+	// int8Loop runs iters iterations of int8MACs int8 multiply-adds each,
+	// independent instructions on registers only: Int8Peak's probe, with
+	// the instruction the set's ternary products are bound by.
+	int8Loop func(iters int)
+	int8MACs int
+
 	// sumBytes returns the sum of b's bytes read as little-endian uint64
 	// words (wrapping), len(b) a multiple of 64: a read as fast as the
 	// memory allows, to measure the machine's bandwidth.
@@ -135,6 +141,8 @@ var generic = kernels{
 	quantizeI8:    quantizeI8Generic,
 	expSub:        expSubGeneric,
 	scaleMax:      scaleMaxGeneric,
+	int8Loop:      int8LoopGeneric,
+	int8MACs:      int8GenericChains,
 	sumBytes:      sumBytesGeneric,
 	sgemm:         sgemmGeneric,
 }

@@ -43,6 +43,8 @@ var avx2Kernels = kernels{
 	quantizeI8:    checkQuantizeI8(quantizeI8AVX2),
 	expSub:        expSubAVX2,
 	scaleMax:      scaleMaxAVX2,
+	int8Loop:      int8LoopAVX2,
+	int8MACs:      12 * 32,
 	sumBytes:      checkSumBytes(sumBytesAVX2),
 	sgemm:         sgemmAVX2,
 }
@@ -62,6 +64,8 @@ var avx512VNNIKernels = kernels{
 	quantizeI8:    checkQuantizeI8(quantizeI8AVX512),
 	expSub:        expSubAVX512,
 	scaleMax:      scaleMaxAVX512,
+	int8Loop:      int8LoopVNNI,
+	int8MACs:      12 * 64,
 	sumBytes:      checkSumBytes(sumBytesAVX512),
 	sgemm:         sgemmAVX512, // AVX-512 F only; see sgemm_amd64.go
 }

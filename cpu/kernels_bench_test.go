@@ -114,10 +114,12 @@ func BenchmarkTernaryRows(b *testing.B) {
 }
 
 // BenchmarkTernaryMatMul: prefill of 128 tokens through a 2560×2560
-// matrix; GMAC/s counts multiply-adds (rows·n·tokens per op).
+// matrix; GMAC/s counts multiply-adds (rows·n·tokens per op), of-int8-peak
+// divides it by the set's int8 probe (Int8Peak).
 func BenchmarkTernaryMatMul(b *testing.B) {
 	const rows, n, tokens = 2560, 2560, 128
 	for _, k := range kernelSets() {
+		peak := probePeak(k.int8Loop, float64(k.int8MACs), 100*time.Millisecond)
 		b.Run(fmt.Sprintf("%s/%dx%dx%d", k.name, rows, n, tokens), func(b *testing.B) {
 			w := make([]byte, rows*n/4)
 			for i := range w {
@@ -134,7 +136,9 @@ func BenchmarkTernaryMatMul(b *testing.B) {
 				k.ternaryMatMul(w, n/4, rows, x, n, n, tokens, out, rows)
 			}
 			sec := b.Elapsed().Seconds()
-			b.ReportMetric(float64(rows)*n*tokens*float64(b.N)/sec/1e9, "GMAC/s")
+			gmacs := float64(rows) * n * tokens * float64(b.N) / sec / 1e9
+			b.ReportMetric(gmacs, "GMAC/s")
+			b.ReportMetric(gmacs/peak, "of-int8-peak")
 			b.ReportMetric(tokens*float64(b.N)/sec, "tok/s")
 		})
 	}

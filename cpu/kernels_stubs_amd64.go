@@ -145,3 +145,9 @@ func fmaLoopAVX2(iters int)
 
 // fmaLoopAVX512 runs iters iterations of 16 independent 16-lane FMAs (512 FLOP each iteration), registers only.
 func fmaLoopAVX512(iters int)
+
+// int8LoopAVX2 runs iters iterations of 12 independent int8 multiply-add instructions (384 MACs each iteration), registers only.
+func int8LoopAVX2(iters int)
+
+// int8LoopVNNI runs iters iterations of 12 independent int8 multiply-add instructions (768 MACs each iteration), registers only.
+func int8LoopVNNI(iters int)

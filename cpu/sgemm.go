@@ -283,6 +283,21 @@ const fmaGenericChains = 8
 // that it neither folds nor drops the loop.
 var fmaIn, fmaSink float32
 
+const int8GenericChains = 8
+
+// int8In and int8Sink keep the Go int8 probe's values opaque.
+var int8In, int8Sink int32
+
+func int8LoopGeneric(iters int) {
+	x := int8In
+	var s0, s1, s2, s3, s4, s5, s6, s7 int32
+	for range iters {
+		s0, s1, s2, s3 = s0+x*x, s1+x*x, s2+x*x, s3+x*x
+		s4, s5, s6, s7 = s4+x*s0, s5+x*s1, s6+x*s2, s7+x*s3
+	}
+	int8Sink = s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
+}
+
 func fmaLoopGeneric(iters int) {
 	x := fmaIn
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
@@ -302,10 +317,26 @@ func fmaLoopGeneric(iters int) {
 func FMAPeak(d time.Duration) float64 { return fmaPeak(&active.sgemm, d) }
 
 func fmaPeak(s *sgemmKernels, d time.Duration) float64 {
+	return probePeak(s.fmaLoop, float64(s.fmaFlops), d)
+}
+
+// Int8Peak measures one core's int8 multiply-accumulate peak in GMAC/s
+// (one byte product added into a sum) with the active kernel set's
+// register-only loop of the instruction its ternary products are bound by
+// (vpdpbusd, vpmaddubsw, or Go's int32 multiply-add), for about d, as
+// FMAPeak does: the ceiling a prompt's ternary products are a share of.
+func Int8Peak(d time.Duration) float64 {
+	return probePeak(active.int8Loop, float64(active.int8MACs), d)
+}
+
+// probePeak times loop(iters), each iteration perIter operations, growing
+// iters until a call lasts ≥ 100 µs, then calls it for about d and
+// returns the best rate in billions of operations per second.
+func probePeak(loop func(iters int), perIter float64, d time.Duration) float64 {
 	iters := 1 << 10
-	for iters < 1<<30 { // grow until one call lasts ≥ 100 µs
+	for iters < 1<<30 {
 		t0 := time.Now()
-		s.fmaLoop(iters)
+		loop(iters)
 		if time.Since(t0) >= 100*time.Microsecond {
 			break
 		}
@@ -314,8 +345,8 @@ func fmaPeak(s *sgemmKernels, d time.Duration) float64 {
 	best := 0.0
 	for start := time.Now(); ; {
 		t0 := time.Now()
-		s.fmaLoop(iters)
-		best = max(best, float64(iters)*float64(s.fmaFlops)/time.Since(t0).Seconds()/1e9)
+		loop(iters)
+		best = max(best, float64(iters)*perIter/time.Since(t0).Seconds()/1e9)
 		if time.Since(start) >= d {
 			return best
 		}

@@ -353,3 +353,15 @@ func TestFMAPeak(t *testing.T) {
 		t.Errorf("FMAPeak(0) = %g", g)
 	}
 }
+
+// TestInt8Peak: likewise for every set's int8 probe.
+func TestInt8Peak(t *testing.T) {
+	for _, k := range kernelSets() {
+		if g := probePeak(k.int8Loop, float64(k.int8MACs), time.Millisecond); !(g > 0 && g < 1e6) {
+			t.Errorf("%s: int8 peak %g GMAC/s", k.name, g)
+		}
+	}
+	if g := Int8Peak(0); !(g > 0) {
+		t.Errorf("Int8Peak(0) = %g", g)
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -21,26 +23,32 @@ import (
 // benchResult is one test of one configuration, with llama-bench's field
 // names (so tools that read its JSON read ours) plus the roofline.
 type benchResult struct {
-	ModelType     string       `json:"model_type"`
-	ModelSize     int64        `json:"model_size"`
-	ModelNParams  int64        `json:"model_n_params"`
-	Backend       string       `json:"backend"`
-	Kernels       string       `json:"kernels"`
-	GPUInfo       string       `json:"gpu_info,omitempty"`
-	Head          string       `json:"head"`
-	NThreads      int          `json:"n_threads"`
-	NPrompt       int          `json:"n_prompt"`
-	NGen          int          `json:"n_gen"`
-	AvgNs         int64        `json:"avg_ns"`
-	StddevNs      int64        `json:"stddev_ns"`
-	AvgTs         float64      `json:"avg_ts"`
-	StddevTs      float64      `json:"stddev_ts"`
-	SamplesNs     []int64      `json:"samples_ns"`
-	SamplesTs     []float64    `json:"samples_ts"`
-	BandwidthGBs  float64      `json:"bandwidth_gbs"`
-	BytesPerToken int64        `json:"bytes_per_token,omitempty"`
-	RooflineTs    float64      `json:"roofline_ts,omitempty"`
-	RooflineShare *float64     `json:"roofline_share"`    // decode only; null for prompt tests
+	ModelType     string    `json:"model_type"`
+	ModelSize     int64     `json:"model_size"`
+	ModelNParams  int64     `json:"model_n_params"`
+	Backend       string    `json:"backend"`
+	Kernels       string    `json:"kernels"`
+	GPUInfo       string    `json:"gpu_info,omitempty"`
+	Head          string    `json:"head"`
+	NThreads      int       `json:"n_threads"`
+	NPrompt       int       `json:"n_prompt"`
+	NGen          int       `json:"n_gen"`
+	AvgNs         int64     `json:"avg_ns"`
+	StddevNs      int64     `json:"stddev_ns"`
+	AvgTs         float64   `json:"avg_ts"`
+	StddevTs      float64   `json:"stddev_ts"`
+	SamplesNs     []int64   `json:"samples_ns"`
+	SamplesTs     []float64 `json:"samples_ts"`
+	BandwidthGBs  float64   `json:"bandwidth_gbs"`
+	BytesPerToken int64     `json:"bytes_per_token,omitempty"`
+	RooflineTs    float64   `json:"roofline_ts,omitempty"`
+	RooflineShare *float64  `json:"roofline_share"` // decode only; null for prompt tests
+	// CPU prompt tests: the ternary multiply-adds per token, the int8
+	// multiply-accumulate peak of the threads used (cpu.Int8Peak per core)
+	// and the share of it the prompt's rate is.
+	MACsPerToken  int64        `json:"macs_per_token,omitempty"`
+	Int8PeakGMACs float64      `json:"int8_peak_gmacs,omitempty"`
+	Int8Share     *float64     `json:"int8_share,omitempty"`
 	Profile       *profileJSON `json:"profile,omitempty"` // with --profile
 }
 
@@ -233,6 +241,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, k := range bwOrder {
 		fmt.Fprintf(stdout, "memory bandwidth: %.1f GB/s on %s (roofline = bandwidth / bytes read per token)\n", bandwidth[k]/1e9, k)
+	}
+	for _, r := range results {
+		if r.Int8Share != nil {
+			fmt.Fprintf(stdout, "int8 peak: %.0f GMAC/s per core (%s probe; a prompt's share = tokens/s · %.3g ternary multiply-adds per token / the peak of its threads)\n",
+				int8Peak(), r.Kernels, float64(r.MACsPerToken))
+			break
+		}
 	}
 	for _, r := range results {
 		if r.Profile != nil {
@@ -437,7 +452,27 @@ func timeTest(m *model, r *benchResult, reps int) error {
 	} else {
 		r.BytesPerToken, r.RooflineTs = 0, 0
 	}
+	if _, ok := m.backend.(*cpu.Backend); ok && r.NPrompt > 0 {
+		r.MACsPerToken = ternaryMACs(m.weights)
+		r.Int8PeakGMACs = int8Peak() * float64(min(r.NThreads, runtime.NumCPU()))
+		share := r.AvgTs * float64(r.MACsPerToken) / 1e9 / r.Int8PeakGMACs
+		r.Int8Share = &share
+	}
 	return nil
+}
+
+// int8Peak is cpu.Int8Peak, measured once per run.
+var int8Peak = sync.OnceValue(func() float64 { return cpu.Int8Peak(200 * time.Millisecond) })
+
+// ternaryMACs is the multiply-adds of a token's ternary projections.
+func ternaryMACs(w *nn.Weights) int64 {
+	var n int64
+	for _, L := range w.Layers {
+		for _, t := range []nn.Tensor{L.AttnQ, L.AttnK, L.AttnV, L.AttnOutput, L.FFNGate, L.FFNUp, L.FFNDown} {
+			n += int64(t.In) * int64(t.Out)
+		}
+	}
+	return n
 }
 
 // profileTest times the dispatches of one pass of a test: the decode
@@ -516,6 +551,8 @@ func printBenchRow(w io.Writer, r benchResult) {
 	roof := ""
 	if r.NGen > 0 {
 		roof = fmt.Sprintf("%.0f%% of %.1f", 100**r.RooflineShare, r.RooflineTs)
+	} else if r.Int8Share != nil {
+		roof = fmt.Sprintf("%.0f%% of int8 %.0f", 100**r.Int8Share, r.Int8PeakGMACs)
 	}
 	fmt.Fprintf(w, "%s\t%.2f GiB\t%.2f B\t%s (%s)\t%s\t%d\t%s\t%.2f ± %.2f\t%s\t\n",
 		r.ModelType, float64(r.ModelSize)/(1<<30), float64(r.ModelNParams)/1e9, r.Backend, r.Kernels, r.Head, r.NThreads, test, r.AvgTs, r.StddevTs, roof)

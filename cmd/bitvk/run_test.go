@@ -211,6 +211,21 @@ func TestBenchJSON(t *testing.T) {
 		if gen := r["n_gen"].(float64); (gen > 0) != (r["roofline_share"] != nil) {
 			t.Errorf("roofline_share is for generation tests only: %v", r)
 		}
+		// CPU prompt tests: their share of the int8 peak of their threads.
+		share, ok := r["int8_share"].(float64)
+		if prompt := r["n_prompt"].(float64) > 0; prompt != ok {
+			t.Errorf("int8_share is for prompt tests only: %v", r)
+		} else if prompt {
+			macs, _ := r["macs_per_token"].(float64)
+			peak, _ := r["int8_peak_gmacs"].(float64)
+			if want := r["avg_ts"].(float64) * macs / 1e9 / peak; !(share > 0 && macs > 0 && peak > 0 && math.Abs(share-want) <= 1e-9*want) {
+				t.Errorf("int8 share %g of a peak of %g GMAC/s at %g MACs a token: %v", share, peak, macs, r)
+			}
+		}
+	}
+	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", "cpu", "-p", "8", "-n", "0", "-r", "1")
+	if code != 0 || !strings.Contains(out, "% of int8 ") || !strings.Contains(out, "int8 peak: ") {
+		t.Errorf("bench table of a prompt test: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, stderr = bitvk("bench", "--shape", "tiny", "-p", "0", "-n", "2", "-r", "1", "--head", "f16,q8")
 	if code != 0 || strings.Count(out, "tg2") != 2 || strings.Contains(out, "pp") || !strings.Contains(out, "GB/s") {

@@ -64,6 +64,8 @@ func main() {
 	genSgemmTileAVX512()
 	genFMALoopAVX2()
 	genFMALoopAVX512()
+	genInt8Loop("int8LoopAVX2", false)
+	genInt8Loop("int8LoopVNNI", true)
 
 	Generate()
 }

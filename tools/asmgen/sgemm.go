@@ -179,3 +179,46 @@ func genFMALoop(name string, isa vecISA, chains int) {
 	VZEROUPPER()
 	RET()
 }
+
+// int8LoopChains is how many independent int8 multiply-add instructions
+// an int8 probe iteration issues: more than a core's throughput ×
+// latency, so that only throughput limits it.
+const int8LoopChains = 12
+
+// genInt8Loop emits the int8 multiply-accumulate peak probe of a kernel
+// set, registers only: vpdpbusd zmm (64 byte products summed into int32
+// per instruction) for avx512vnni, vpmaddubsw ymm (32 byte products summed
+// in pairs) for avx2, the instruction each set's ternary kernels are
+// bound by.
+func genInt8Loop(name string, vnni bool) {
+	TEXT(name, NOSPLIT, "func(iters int)")
+	macs := 32
+	if vnni {
+		macs = 64
+	}
+	Doc(fmt.Sprintf("%s runs iters iterations of %d independent int8 multiply-add instructions (%d MACs each iteration), registers only.",
+		name, int8LoopChains, int8LoopChains*macs))
+	n := load(Param("iters"))
+	var src, acc []reg.VecVirtual
+	if vnni {
+		src, acc = zmms(2), zmms(int8LoopChains)
+	} else {
+		src, acc = ymms(2), ymms(int8LoopChains)
+	}
+	loop, done := label("int8"), label("int8done")
+	TESTQ(n, n)
+	JLE(LabelRef(done))
+	Label(loop)
+	for _, r := range acc {
+		if vnni {
+			vpdpbusd(src[0], src[1], r)
+		} else {
+			VPMADDUBSW(src[0], src[1], r)
+		}
+	}
+	DECQ(n)
+	JNZ(LabelRef(loop))
+	Label(done)
+	VZEROUPPER()
+	RET()
+}
