@@ -31,7 +31,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	tokens := fs.String("tokens", "", "prompt token `ids` instead of -p")
 	device := fs.Int("device", -1, "Vulkan device `index` (see bitvk devices; default: the best)")
 	threads := fs.Int("t", 0, "CPU threads (default: one per CPU)")
-	head := fs.String("head", "f16", "output head on both backends: f16 or q8")
+	head := fs.String("head", "stored", "output head on both backends: stored (the file's type), or converted at load to f16, q8, q8_0, q6_k or q4_0")
 	validate := fs.Bool("validate", false, "turn the Khronos validation layer on: any message fails the check")
 	var tol checkTol
 	fs.Float64Var(&tol.rel, "max-rel", 0.1, "tolerance: largest difference of the hidden state after a block, relative to its largest value")

@@ -71,11 +71,12 @@ const (
 	valueFile                   // any file
 )
 
-// flagWords are the words offered for flags that take one of a few; a test
-// checks them against the flags' own help.
+// flagWords are the words offered for flags that take one of a few: of
+// them, each command offers those its flag's help names (convert's --head
+// takes fewer than run's).
 var flagWords = map[string]func() []string{
 	"backend":       func() []string { return []string{"auto", "cpu", "vulkan"} },
-	"head":          func() []string { return []string{"f16", "q8"} },
+	"head":          func() []string { return []string{"stored", "f16", "q8", "q8_0", "q6_k", "q4_0"} },
 	"shape":         synth.ShapeNames,
 	"chat-template": tokenizer.TemplateNames,
 	"type":          func() []string { return []string{"i2_s", "tq2_0"} }, // synth's
@@ -135,7 +136,13 @@ func classifyFlag(f *flag.Flag) flagSpec {
 	case isBool(f):
 		s.kind = valueNone
 	case flagWords[f.Name] != nil:
-		s.kind, s.words = valueWords, flagWords[f.Name]()
+		// The words this command's flag takes: those its help names.
+		s.kind = valueWords
+		for _, w := range flagWords[f.Name]() {
+			if strings.Contains(usage, w) {
+				s.words = append(s.words, w)
+			}
+		}
 	case strings.Contains(what, "dir"):
 		s.kind = valueFile
 	case strings.Contains(what, "file") && strings.Contains(strings.ToLower(usage), "gguf"):
