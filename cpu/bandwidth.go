@@ -11,29 +11,67 @@ import (
 // is memory-bound, so this is the roofline a decode speed is measured
 // against: tokens/s ≤ bandwidth / bytes read per token.
 func MeasureBandwidth(threads, size, rounds int) (float64, error) {
-	if threads < 1 || size < 1<<20 || rounds < 1 {
-		return 0, errors.New("cpu: bandwidth test needs ≥ 1 thread, ≥ 1 MiB and ≥ 1 round")
+	p, err := NewBandwidthProbe(threads, size)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	return p.Measure(rounds)
+}
+
+// BandwidthProbe is MeasureBandwidth's buffer and workers, kept to measure
+// again and again: on a machine whose bandwidth changes from second to
+// second (a VM beside other tenants), a decode speed is held to probes
+// taken between its own repetitions.
+type BandwidthProbe struct {
+	buf  []byte
+	pool *pool
+	sums []uint64
+}
+
+// NewBandwidthProbe allocates and touches the buffer of size bytes and
+// starts threads workers.
+func NewBandwidthProbe(threads, size int) (*BandwidthProbe, error) {
+	if threads < 1 || size < 1<<20 {
+		return nil, errors.New("cpu: bandwidth test needs ≥ 1 thread and ≥ 1 MiB")
 	}
 	size &^= 1<<16 - 1
-	buf := alignedBytes(size)
-	for i := range buf { // touch every page so no pass pays for faults
-		buf[i] = byte(i)
+	b := &BandwidthProbe{buf: alignedBytes(size), pool: newPool(threads), sums: make([]uint64, threads)}
+	for i := range b.buf { // touch every page so no pass pays for faults
+		b.buf[i] = byte(i)
 	}
-	p := newPool(threads)
-	defer p.close()
-	sums := make([]uint64, threads)
+	return b, nil
+}
+
+// Measure returns the best bandwidth of rounds passes over the buffer, in
+// bytes per second.
+func (b *BandwidthProbe) Measure(rounds int) (float64, error) {
+	if b.pool == nil {
+		return 0, errors.New("cpu: bandwidth probe is closed")
+	}
+	if rounds < 1 {
+		return 0, errors.New("cpu: bandwidth test needs ≥ 1 round")
+	}
 	best := 0.0
 	for r := 0; r < rounds; r++ {
 		start := time.Now()
-		p.run(size, 1<<16, func(w, lo, hi int) {
-			sums[w] += active.sumBytes(buf[lo:hi])
+		b.pool.run(len(b.buf), 1<<16, func(w, lo, hi int) {
+			b.sums[w] += active.sumBytes(b.buf[lo:hi])
 		})
-		if bw := float64(size) / time.Since(start).Seconds(); bw > best {
+		if bw := float64(len(b.buf)) / time.Since(start).Seconds(); bw > best {
 			best = bw
 		}
 	}
-	sink = sums[0]
+	sink = b.sums[0]
 	return best, nil
+}
+
+// Close stops the workers and drops the buffer.
+func (b *BandwidthProbe) Close() {
+	if b.pool != nil {
+		b.pool.close()
+		b.pool, b.buf = nil, nil
+	}
 }
 
 // sink keeps the bandwidth test's sums alive.

@@ -240,7 +240,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	for _, k := range bwOrder {
-		fmt.Fprintf(stdout, "memory bandwidth: %.1f GB/s on %s (roofline = bandwidth / bytes read per token)\n", bandwidth[k]/1e9, k)
+		fmt.Fprintf(stdout, "memory bandwidth: %.1f GB/s on %s (roofline = bandwidth / bytes read per token)%s\n", bandwidth[k]/1e9, k, reprobed(results, k))
 	}
 	for _, r := range results {
 		if r.Int8Share != nil {
@@ -292,14 +292,30 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 			if err != nil {
 				return err
 			}
+			var probe *cpu.BandwidthProbe
+			closeAll := func() {
+				m.Close()
+				if probe != nil {
+					probe.Close()
+				}
+			}
 			threadsUsed := t
 			var key string
-			var measure func() (float64, error)
+			var measure, reprobe func() (float64, error)
 			switch b := m.backend.(type) {
 			case *cpu.Backend:
 				threadsUsed = b.Threads()
 				key = fmt.Sprintf("the CPU with %d threads", threadsUsed)
-				measure = func() (float64, error) { return cpu.MeasureBandwidth(threadsUsed, 512<<20, 5) }
+				// The CPU's probe is taken again between a decode test's
+				// repetitions (see timeTest): a VM's bandwidth moves with
+				// its neighbours' load, and a roofline measured at another
+				// moment than the decode says little.
+				if probe, err = cpu.NewBandwidthProbe(threadsUsed, 512<<20); err != nil {
+					closeAll()
+					return err
+				}
+				measure = func() (float64, error) { return probe.Measure(5) }
+				reprobe = func() (float64, error) { return probe.Measure(2) }
 			case *gpu.Backend:
 				threadsUsed = 0
 				key = b.Device().Name
@@ -307,7 +323,7 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 			}
 			if _, ok := bandwidth[key]; !ok {
 				if bandwidth[key], err = measure(); err != nil {
-					m.Close()
+					closeAll()
 					return err
 				}
 				*bwOrder = append(*bwOrder, key)
@@ -330,13 +346,13 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 			}
 			for _, r := range tests {
 				fmt.Fprintf(stderr, "timing %s…\n", testName(r))
-				if err := timeTest(m, &r, br.reps); err != nil {
-					m.Close()
+				if err := timeTest(m, &r, br.reps, reprobe); err != nil {
+					closeAll()
 					return err
 				}
 				if br.profile {
 					if r.Profile, err = profileTest(m.backend, r, br.reps); err != nil {
-						m.Close()
+						closeAll()
 						return err
 					}
 				}
@@ -345,7 +361,7 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 					printBenchRow(tw, r)
 				}
 			}
-			m.Close()
+			closeAll()
 		}
 	}
 	return nil
@@ -410,8 +426,10 @@ func bytesPerToken(m *model) int64 {
 
 // timeTest runs one test reps times after a warm-up: a prompt test
 // evaluates NPrompt tokens in one batch from an empty cache; a generation
-// test evaluates NGen tokens one at a time, each with its logits.
-func timeTest(m *model, r *benchResult, reps int) error {
+// test evaluates NGen tokens one at a time, each with its logits. With
+// probe, a generation test's roofline is the mean of the bandwidths it
+// measures before each repetition and after the last.
+func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error)) error {
 	rng := rand.New(rand.NewPCG(uint64(r.NPrompt), uint64(r.NGen)))
 	n := max(r.NPrompt, r.NGen)
 	toks := make([]int32, n)
@@ -436,13 +454,33 @@ func timeTest(m *model, r *benchResult, reps int) error {
 	if _, err := once(); err != nil { // warm-up
 		return err
 	}
+	var bws []float64
+	reprobe := func() error {
+		if probe == nil || r.NGen == 0 {
+			return nil
+		}
+		bw, err := probe()
+		bws = append(bws, bw)
+		return err
+	}
 	for i := 0; i < reps; i++ {
+		if err := reprobe(); err != nil {
+			return err
+		}
 		d, err := once()
 		if err != nil {
 			return err
 		}
 		r.SamplesNs = append(r.SamplesNs, d.Nanoseconds())
 		r.SamplesTs = append(r.SamplesTs, float64(n)/d.Seconds())
+	}
+	if err := reprobe(); err != nil {
+		return err
+	}
+	if len(bws) > 0 {
+		bw, _ := meanSDf(bws)
+		r.BandwidthGBs = bw / 1e9
+		r.RooflineTs = bw / float64(r.BytesPerToken)
 	}
 	r.AvgNs, r.StddevNs = meanSD(r.SamplesNs)
 	r.AvgTs, r.StddevTs = meanSDf(r.SamplesTs)
@@ -459,6 +497,21 @@ func timeTest(m *model, r *benchResult, reps int) error {
 		r.Int8Share = &share
 	}
 	return nil
+}
+
+// reprobed describes the bandwidths the decode tests on the CPU of key
+// measured between their repetitions (timeTest), which their rooflines use.
+func reprobed(results []benchResult, key string) string {
+	lo, hi := math.Inf(1), 0.0
+	for _, r := range results {
+		if r.Backend == "CPU" && r.NGen > 0 && fmt.Sprintf("the CPU with %d threads", r.NThreads) == key {
+			lo, hi = min(lo, r.BandwidthGBs), max(hi, r.BandwidthGBs)
+		}
+	}
+	if hi == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; beside each decode test's repetitions %.1f-%.1f GB/s, its roofline's", lo, hi)
 }
 
 // int8Peak is cpu.Int8Peak, measured once per run.
