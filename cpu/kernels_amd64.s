@@ -1010,7 +1010,7 @@ singledone_18:
 	RET
 
 // func ternaryMatMulAVX2(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, MMX+
 TEXT ·ternaryMatMulAVX2(SB), NOSPLIT, $0-120
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
@@ -1051,6 +1051,7 @@ tokens_25:
 	JZ      tiledone_29
 
 tile_28:
+	PREFETCHT1 16384(R10)
 	VMOVDQU    (R10), Y13
 	VPSRLW     $0x06, Y13, Y10
 	VPAND      Y8, Y10, Y10
@@ -1240,6 +1241,7 @@ tokenstail_26:
 	JZ      tiledone_32
 
 tile_31:
+	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y12
 	VPSRLW     $0x06, Y12, Y9
 	VPAND      Y7, Y9, Y9
@@ -1401,6 +1403,7 @@ tokens_30:
 	JZ      tiledone_35
 
 tile_34:
+	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y11
 	VPSRLW     $0x06, Y11, Y8
 	VPAND      Y6, Y8, Y8
@@ -1543,6 +1546,7 @@ tokens_33:
 	JZ      tiledone_38
 
 tile_37:
+	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y10
 	VPSRLW     $0x06, Y10, Y7
 	VPAND      Y5, Y7, Y7
@@ -1667,6 +1671,7 @@ tokens_36:
 	JZ      tiledone_41
 
 tile_40:
+	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y9
 	VPSRLW     $0x06, Y9, Y6
 	VPAND      Y4, Y6, Y6
@@ -1771,6 +1776,7 @@ tokens_39:
 	JZ      tiledone_44
 
 tile_43:
+	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y8
 	VPSRLW     $0x06, Y8, Y5
 	VPAND      Y3, Y5, Y5
@@ -1856,6 +1862,7 @@ tokens_42:
 	JZ      tiledone_47
 
 tile_46:
+	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y7
 	VPSRLW     $0x06, Y7, Y4
 	VPAND      Y2, Y4, Y4
@@ -1923,6 +1930,7 @@ tokens_45:
 	JZ      tiledone_50
 
 tile_49:
+	PREFETCHT1 16384(R8)
 	VMOVDQU    (R8), Y6
 	VPSRLW     $0x06, Y6, Y3
 	VPAND      Y1, Y3, Y3
@@ -1971,7 +1979,7 @@ rowsdone_24:
 	RET
 
 // func ternaryMatMulVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
 TEXT ·ternaryMatMulVNNI(SB), NOSPLIT, $0-120
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
@@ -2024,18 +2032,22 @@ tokens_53:
 	JZ        tiledone_57
 
 tile_56:
+	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VPSLLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z21, Z21
 	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)(R8*1)
 	VBROADCASTI64X4 (R11)(R8*1), Z23
 	VPSLLW          $0x04, Z23, Z24
 	VPANDD          Z0, Z23, Z23
 	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R11)(R8*2)
 	VBROADCASTI64X4 (R11)(R8*2), Z25
 	VPSLLW          $0x04, Z25, Z26
 	VPANDD          Z0, Z25, Z25
 	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
 	VBROADCASTI64X4 (R12), Z27
 	VPSLLW          $0x04, Z27, Z28
 	VPANDD          Z0, Z27, Z27
@@ -2270,18 +2282,22 @@ tokenstail_54:
 	JZ        tiledone_60
 
 tile_59:
+	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VPSLLW          $0x04, Z17, Z18
 	VPANDD          Z0, Z17, Z17
 	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R10)(DI*1)
 	VBROADCASTI64X4 (R10)(DI*1), Z19
 	VPSLLW          $0x04, Z19, Z20
 	VPANDD          Z0, Z19, Z19
 	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(R10)(DI*2)
 	VBROADCASTI64X4 (R10)(DI*2), Z21
 	VPSLLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z21, Z21
 	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z23
 	VPSLLW          $0x04, Z23, Z24
 	VPANDD          Z0, Z23, Z23
@@ -2467,18 +2483,22 @@ tokens_58:
 	JZ        tiledone_63
 
 tile_62:
+	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
 	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R10)(DI*1)
 	VBROADCASTI64X4 (R10)(DI*1), Z15
 	VPSLLW          $0x04, Z15, Z16
 	VPANDD          Z0, Z15, Z15
 	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(R10)(DI*2)
 	VBROADCASTI64X4 (R10)(DI*2), Z17
 	VPSLLW          $0x04, Z17, Z18
 	VPANDD          Z0, Z17, Z17
 	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z19
 	VPSLLW          $0x04, Z19, Z20
 	VPANDD          Z0, Z19, Z19
@@ -2624,18 +2644,22 @@ tokens_61:
 	JZ        tiledone_66
 
 tile_65:
+	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)(DI*1)
 	VBROADCASTI64X4 (R10)(DI*1), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
 	VPANDD          Z0, Z12, Z12
+	PREFETCHT1      16384(R10)(DI*2)
 	VBROADCASTI64X4 (R10)(DI*2), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
 	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z15
 	VPSLLW          $0x04, Z15, Z16
 	VPANDD          Z0, Z15, Z15
@@ -2742,18 +2766,22 @@ tokens_64:
 	JZ        tiledone_69
 
 tile_68:
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
 	VPANDD          Z0, Z6, Z6
+	PREFETCHT1      16384(R9)(DI*1)
 	VBROADCASTI64X4 (R9)(DI*1), Z7
 	VPSLLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z7, Z7
 	VPANDD          Z0, Z8, Z8
+	PREFETCHT1      16384(R9)(DI*2)
 	VBROADCASTI64X4 (R9)(DI*2), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
@@ -2849,6 +2877,7 @@ tokens_72:
 	JZ        tiledone_76
 
 tile_75:
+	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
@@ -3019,6 +3048,7 @@ tokenstail_73:
 	JZ        tiledone_79
 
 tile_78:
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
 	VPANDD          Z0, Z8, Z8
@@ -3163,6 +3193,7 @@ tokens_77:
 	JZ        tiledone_82
 
 tile_81:
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z7, Z7
@@ -3290,6 +3321,7 @@ tokens_80:
 	JZ        tiledone_85
 
 tile_84:
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
 	VPANDD          Z0, Z6, Z6
@@ -3401,6 +3433,7 @@ tokens_83:
 	JZ        tiledone_88
 
 tile_87:
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
@@ -3494,6 +3527,7 @@ tokens_86:
 	JZ        tiledone_91
 
 tile_90:
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
 	VPANDD          Z0, Z4, Z4
@@ -3570,6 +3604,7 @@ tokens_89:
 	JZ        tiledone_94
 
 tile_93:
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
 	VPANDD          Z0, Z3, Z3
@@ -3630,6 +3665,7 @@ tokens_92:
 	JZ        tiledone_97
 
 tile_96:
+	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
 	VPANDD          Z0, Z2, Z2
