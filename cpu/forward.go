@@ -90,10 +90,8 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 				row := s.seq[t]*b.ctx + s.pos[t] // the token's row of the cache
 				kc := b.kCache[li][row*kv : (row+1)*kv]
 				vc := b.vCache[li][row*kv : (row+1)*kv]
-				for i := 0; i < kv; i++ {
-					kc[i] = nn.F32ToF16(y[E+i])
-					vc[i] = nn.F32ToF16(y[E+kv+i])
-				}
+				b.k.f32ToF16(kc, y[E:E+kv])
+				b.k.f32ToF16(vc, y[E+kv:E+2*kv])
 			}
 		})
 		b.lap(stageRopeKV, 0)
@@ -397,9 +395,7 @@ func (b *Backend) attention(li, T int) {
 func attendGroup(k kernels, q []float32, hd int, kc, vc []uint16, kvDim, off, n int, q16, scores, o []float32) {
 	heads := len(q) / hd
 	qh := q16[:len(q)]
-	for i, v := range q {
-		qh[i] = nn.RoundF16(v)
-	}
+	k.roundF16(qh, q)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	sc := scores[:heads*n]
 	if heads == 1 {

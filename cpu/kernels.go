@@ -90,6 +90,13 @@ type kernels struct {
 	// own. xBias [n/4] must hold blockBias(x), which the VNNI kernel uses.
 	dotBlockRows func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 
+	// f32ToF16 sets dst[i] to the float16 bits of src[i] (round to nearest
+	// even) for i < len(src): the K/V cache writes. roundF16 sets dst[i] =
+	// float32(float16(src[i])): attention's queries. Both equal the twins
+	// (gguf's conversions) but for a NaN's payload.
+	f32ToF16 func(dst []uint16, src []float32)
+	roundF16 func(dst, src []float32)
+
 	// quantizeI8 sets q[i] = round_half_even(float32(x[i]·s)) clamped to
 	// [−128, 127] for i < len(x) and returns Σ q[i]: a BitLinear input's
 	// int8 codes. The kernels equal the twin whenever |x[i]·s| < 2³¹
@@ -138,6 +145,8 @@ var generic = kernels{
 	dotF16MatMul:  dotF16MatMulGeneric,
 	dotI8MatMul:   dotI8MatMulGeneric,
 	dotBlockRows:  dotBlockRowsGeneric,
+	f32ToF16:      f32ToF16Generic,
+	roundF16:      roundF16Generic,
 	quantizeI8:    quantizeI8Generic,
 	expSub:        expSubGeneric,
 	scaleMax:      scaleMaxGeneric,
@@ -225,6 +234,20 @@ func axpyF16Generic(a float32, v []uint16, y []float32) {
 	v = v[:len(y)]
 	for i := range y {
 		y[i] += a * f16Table[v[i]]
+	}
+}
+
+func f32ToF16Generic(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = nn.F32ToF16(v)
+	}
+}
+
+func roundF16Generic(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = nn.RoundF16(v)
 	}
 }
 

@@ -40,6 +40,8 @@ var avx2Kernels = kernels{
 	dotF16MatMul:  checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
 	dotI8MatMul:   checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
 	dotBlockRows:  checkDotBlockRows(dotBlockRowsAVX2),
+	f32ToF16:      checkF32ToF16(f32ToF16AVX2),
+	roundF16:      checkRoundF16(roundF16AVX2),
 	quantizeI8:    checkQuantizeI8(quantizeI8AVX2),
 	expSub:        expSubAVX2,
 	scaleMax:      scaleMaxAVX2,
@@ -61,6 +63,8 @@ var avx512VNNIKernels = kernels{
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(dotF16MatMulAVX512, 3)),
 	dotI8MatMul:   checkDotI8MatMul(biasedI8(dotI8MatMulVNNI)),
 	dotBlockRows:  checkDotBlockRows(dotBlockRowsVNNI),
+	f32ToF16:      checkF32ToF16(f32ToF16AVX512),
+	roundF16:      checkRoundF16(roundF16AVX512),
 	quantizeI8:    checkQuantizeI8(quantizeI8AVX512),
 	expSub:        expSubAVX512,
 	scaleMax:      scaleMaxAVX512,
@@ -213,6 +217,24 @@ func checkAxpyF16Rows4(f func(a []float32, aStride, np int, v []uint16, stride i
 				np, aStride, np, n, stride, n, yStride, len(a), len(v), len(y)))
 		}
 		f(a, aStride, np, v, stride, y, yStride, n)
+	}
+}
+
+func checkF32ToF16(f func(dst []uint16, src []float32)) func(dst []uint16, src []float32) {
+	return func(dst []uint16, src []float32) {
+		if len(dst) < len(src) {
+			panic(fmt.Sprintf("cpu: f32ToF16: %d values do not fit in %d", len(src), len(dst)))
+		}
+		f(dst, src)
+	}
+}
+
+func checkRoundF16(f func(dst, src []float32)) func(dst, src []float32) {
+	return func(dst, src []float32) {
+		if len(dst) < len(src) {
+			panic(fmt.Sprintf("cpu: roundF16: %d values do not fit in %d", len(src), len(dst)))
+		}
+		f(dst, src)
 	}
 }
 

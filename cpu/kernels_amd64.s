@@ -9363,6 +9363,203 @@ notail_347:
 	VZEROUPPER
 	RET
 
+// func f32ToF16AVX2(dst []uint16, src []float32)
+// Requires: AVX, F16C
+TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ src_len+32(FP), DX
+	MOVQ DX, SI
+	ANDQ $-16, SI
+	XORQ BX, BX
+	CMPQ BX, SI
+	JAE  loopdone_349
+
+loop_348:
+	VMOVUPS   (CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VMOVDQU   X0, (AX)(BX*2)
+	VMOVUPS   32(CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VMOVDQU   X0, 16(AX)(BX*2)
+	ADDQ      $0x00000010, BX
+	CMPQ      BX, SI
+	JB        loop_348
+
+loopdone_349:
+	LEAQ      8(BX), SI
+	CMPQ      SI, DX
+	JA        skip_350
+	VMOVUPS   (CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VMOVDQU   X0, (AX)(BX*2)
+	ADDQ      $0x08, BX
+
+skip_350:
+	CMPQ BX, DX
+	JAE  halfdone_352
+
+half_351:
+	VMOVSS    (CX)(BX*4), X0
+	VCVTPS2PH $0x00, X0, X0
+	VMOVD     X0, SI
+	MOVW      SI, (AX)(BX*2)
+	INCQ      BX
+	CMPQ      BX, DX
+	JB        half_351
+
+halfdone_352:
+	VZEROUPPER
+	RET
+
+// func f32ToF16AVX512(dst []uint16, src []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
+TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ src_len+32(FP), DX
+	MOVQ DX, SI
+	ANDQ $-32, SI
+	XORQ BX, BX
+	CMPQ BX, SI
+	JAE  loopdone_354
+
+loop_353:
+	VMOVUPS   (CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VMOVDQU16 Y0, (AX)(BX*2)
+	VMOVUPS   64(CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VMOVDQU16 Y0, 32(AX)(BX*2)
+	ADDQ      $0x00000020, BX
+	CMPQ      BX, SI
+	JB        loop_353
+
+loopdone_354:
+	LEAQ      16(BX), SI
+	CMPQ      SI, DX
+	JA        skip_355
+	VMOVUPS   (CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VMOVDQU16 Y0, (AX)(BX*2)
+	ADDQ      $0x10, BX
+
+skip_355:
+	SUBQ      BX, DX
+	JE        notail_356
+	MOVQ      $-1, SI
+	BZHIQ     DX, SI, DX
+	KMOVQ     DX, K1
+	VMOVUPS.Z (CX)(BX*4), K1, Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VMOVDQU16 Y0, K1, (AX)(BX*2)
+
+notail_356:
+	VZEROUPPER
+	RET
+
+// func roundF16AVX2(dst []float32, src []float32)
+// Requires: AVX, F16C
+TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ src_len+32(FP), DX
+	MOVQ DX, SI
+	ANDQ $-16, SI
+	XORQ BX, BX
+	CMPQ BX, SI
+	JAE  loopdone_358
+
+loop_357:
+	VMOVUPS   (CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS   Y0, (AX)(BX*4)
+	VMOVUPS   32(CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS   Y0, 32(AX)(BX*4)
+	ADDQ      $0x00000010, BX
+	CMPQ      BX, SI
+	JB        loop_357
+
+loopdone_358:
+	LEAQ      8(BX), SI
+	CMPQ      SI, DX
+	JA        skip_359
+	VMOVUPS   (CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS   Y0, (AX)(BX*4)
+	ADDQ      $0x08, BX
+
+skip_359:
+	CMPQ BX, DX
+	JAE  halfdone_361
+
+half_360:
+	VMOVSS    (CX)(BX*4), X0
+	VCVTPS2PH $0x00, X0, X0
+	VCVTPH2PS X0, X0
+	VMOVSS    X0, (AX)(BX*4)
+	INCQ      BX
+	CMPQ      BX, DX
+	JB        half_360
+
+halfdone_361:
+	VZEROUPPER
+	RET
+
+// func roundF16AVX512(dst []float32, src []float32)
+// Requires: AVX, AVX512BW, AVX512F, BMI2
+TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ src_len+32(FP), DX
+	MOVQ DX, SI
+	ANDQ $-32, SI
+	XORQ BX, BX
+	CMPQ BX, SI
+	JAE  loopdone_363
+
+loop_362:
+	VMOVUPS   (CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VMOVUPS   Z0, (AX)(BX*4)
+	VMOVUPS   64(CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VMOVUPS   Z0, 64(AX)(BX*4)
+	ADDQ      $0x00000020, BX
+	CMPQ      BX, SI
+	JB        loop_362
+
+loopdone_363:
+	LEAQ      16(BX), SI
+	CMPQ      SI, DX
+	JA        skip_364
+	VMOVUPS   (CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VMOVUPS   Z0, (AX)(BX*4)
+	ADDQ      $0x10, BX
+
+skip_364:
+	SUBQ      BX, DX
+	JE        notail_365
+	MOVQ      $-1, SI
+	BZHIQ     DX, SI, DX
+	KMOVQ     DX, K1
+	VMOVUPS.Z (CX)(BX*4), K1, Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VMOVUPS   Z0, K1, (AX)(BX*4)
+
+notail_365:
+	VZEROUPPER
+	RET
+
 // func expSubAVX2(x []float32, m float32) float64
 // Requires: AVX, AVX2, FMA3, SSE, SSE2
 TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
@@ -9376,9 +9573,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_349
+	JAE          loopdone_367
 
-loop_348:
+loop_366:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -9419,11 +9616,11 @@ loop_348:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_348
+	JB           loop_366
 
-loopdone_349:
+loopdone_367:
 	SUBQ         DX, CX
-	JE           notail_350
+	JE           notail_368
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -9468,7 +9665,7 @@ loopdone_349:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_350:
+notail_368:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -9493,9 +9690,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_352
+	JAE          loopdone_370
 
-loop_351:
+loop_369:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -9510,9 +9707,9 @@ loop_351:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_351
+	JB      loop_369
 
-loopdone_352:
+loopdone_370:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -9523,17 +9720,17 @@ loopdone_352:
 	VPERMILPS    $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_354
+	JAE          scalemaxdone_372
 
-scalemax_353:
+scalemax_371:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_353
+	JB     scalemax_371
 
-scalemaxdone_354:
+scalemaxdone_372:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -9553,9 +9750,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_356
+	JAE          loopdone_374
 
-loop_355:
+loop_373:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -9570,9 +9767,9 @@ loop_355:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_355
+	JB      loop_373
 
-loopdone_356:
+loopdone_374:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -9585,17 +9782,17 @@ loopdone_356:
 	VPERMILPS     $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_358
+	JAE           scalemaxdone_376
 
-scalemax_357:
+scalemax_375:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_357
+	JB     scalemax_375
 
-scalemaxdone_358:
+scalemaxdone_376:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -9625,9 +9822,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_360
+	JAE          loopdone_378
 
-loop_359:
+loop_377:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -9674,12 +9871,12 @@ loop_359:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_359
+	JB            loop_377
 
-loopdone_360:
+loopdone_378:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_361
+	JA            skip_379
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -9704,9 +9901,9 @@ loopdone_360:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_361:
+skip_379:
 	SUBQ          DX, CX
-	JE            notail_362
+	JE            notail_380
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -9734,7 +9931,7 @@ skip_361:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_362:
+notail_380:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -9767,9 +9964,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_364
+	JAE   loopdone_382
 
-loop_363:
+loop_381:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -9844,21 +10041,21 @@ loop_363:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_363
+	JB         loop_381
 
-loopdone_364:
+loopdone_382:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_366
+	JAE    sum64done_384
 
-sum64_365:
+sum64_383:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_365
+	JB     sum64_383
 
-sum64done_366:
+sum64done_384:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -9892,9 +10089,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_368
+	JAE    loopdone_386
 
-loop_367:
+loop_385:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -9937,20 +10134,20 @@ loop_367:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_367
+	JB         loop_385
 
-loopdone_368:
+loopdone_386:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_370
+	JAE    sum64done_388
 
-sum64_369:
+sum64_387:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_369
+	JB     sum64_387
 
-sum64done_370:
+sum64done_388:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -9997,9 +10194,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_372
+	JZ         sgemmtail_390
 
-sgemm_371:
+sgemm_389:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -10083,13 +10280,13 @@ sgemm_371:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_371
+	JNZ          sgemm_389
 
-sgemmtail_372:
+sgemmtail_390:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_374
+	JZ   sgemmdone_392
 
-sgemmone_373:
+sgemmone_391:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -10113,9 +10310,9 @@ sgemmone_373:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_373
+	JNZ          sgemmone_391
 
-sgemmdone_374:
+sgemmdone_392:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -10209,9 +10406,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_376
+	JZ         sgemmtail_394
 
-sgemm_375:
+sgemm_393:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -10367,13 +10564,13 @@ sgemm_375:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_375
+	JNZ          sgemm_393
 
-sgemmtail_376:
+sgemmtail_394:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_378
+	JZ   sgemmdone_396
 
-sgemmone_377:
+sgemmone_395:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -10415,9 +10612,9 @@ sgemmone_377:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_377
+	JNZ          sgemmone_395
 
-sgemmdone_378:
+sgemmdone_396:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -10488,9 +10685,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_380
+	JLE   fmadone_398
 
-fma_379:
+fma_397:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -10504,9 +10701,9 @@ fma_379:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_379
+	JNZ         fma_397
 
-fmadone_380:
+fmadone_398:
 	VZEROUPPER
 	RET
 
@@ -10533,9 +10730,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_382
+	JLE    fmadone_400
 
-fma_381:
+fma_399:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -10553,9 +10750,9 @@ fma_381:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_381
+	JNZ         fma_399
 
-fmadone_382:
+fmadone_400:
 	VZEROUPPER
 	RET
 
@@ -10578,9 +10775,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_384
+	JLE   int8done_402
 
-int8_383:
+int8_401:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -10594,9 +10791,9 @@ int8_383:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_383
+	JNZ        int8_401
 
-int8done_384:
+int8done_402:
 	VZEROUPPER
 	RET
 
@@ -10619,9 +10816,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_386
+	JLE    int8done_404
 
-int8_385:
+int8_403:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -10635,8 +10832,8 @@ int8_385:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_385
+	JNZ      int8_403
 
-int8done_386:
+int8done_404:
 	VZEROUPPER
 	RET

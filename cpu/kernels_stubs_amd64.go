@@ -100,6 +100,26 @@ func quantizeI8AVX2(x []float32, s float32, q []int8) int32
 //go:noescape
 func quantizeI8AVX512(x []float32, s float32, q []int8) int32
 
+// f32ToF16AVX2 is f32ToF16 with vcvtps2ph (round to nearest even).
+//
+//go:noescape
+func f32ToF16AVX2(dst []uint16, src []float32)
+
+// f32ToF16AVX512 is f32ToF16 with vcvtps2ph (round to nearest even).
+//
+//go:noescape
+func f32ToF16AVX512(dst []uint16, src []float32)
+
+// roundF16AVX2 is roundF16 with vcvtps2ph (round to nearest even).
+//
+//go:noescape
+func roundF16AVX2(dst []float32, src []float32)
+
+// roundF16AVX512 is roundF16 with vcvtps2ph (round to nearest even).
+//
+//go:noescape
+func roundF16AVX512(dst []float32, src []float32)
+
 // expSubAVX2 is expSub with AVX2 and FMA: 8 values per step, 2^n in the exponent bits, a masked tail.
 //
 //go:noescape

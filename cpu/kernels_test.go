@@ -789,8 +789,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 13 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 13", checked)
+	if checked != 15 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 15", checked)
 	}
 }
 
@@ -982,6 +982,55 @@ func TestQuantizeI8(t *testing.T) {
 				}
 			}
 			checkPoisonFunc(t, all, q, func(v int8) bool { return v == 0x5A })
+		}
+	})
+}
+
+// TestHalfConversions: every set's f32ToF16 and roundF16 equal their twins
+// for every length 0…300 and the K/V width, on values across float16's
+// range: ties, subnormal halves, overflow to infinity, ±0, ±Inf (a NaN
+// must stay a NaN); neither writes past dst.
+func TestHalfConversions(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+			65504, 65519.99, 65520, -65520, 1e-8, -3e-8, 5.96e-8, 2.98e-8, 6.1e-5, 1 + 1.0/2048, 1 + 3.0/2048}
+		for _, n := range append(floatLengths(), 640) {
+			src := make([]float32, n)
+			for i := range src {
+				switch rng.IntN(5) {
+				case 0:
+					src[i] = special[rng.IntN(len(special))]
+				case 1:
+					src[i] = float32(rng.NormFloat64() * 1e-5) // subnormal halves
+				case 2: // halfway between two halves
+					h := uint16(rng.IntN(0x7c00))
+					src[i] = (nn.F16ToF32(h) + nn.F16ToF32(h+1)) / 2
+				default:
+					src[i] = float32(rng.NormFloat64() * math.Pow(2, float64(rng.IntN(30)-15)))
+				}
+			}
+			h, hAll := poisoned(n, rng.IntN(16), 40, uint16(0x5A5A))
+			want := make([]uint16, n)
+			f32ToF16Generic(want, src)
+			k.f32ToF16(h, src)
+			r, rAll := poisoned(n, rng.IntN(16), 40, float32(-7))
+			wantR := make([]float32, n)
+			roundF16Generic(wantR, src)
+			k.roundF16(r, src)
+			for i, v := range src {
+				if v != v {
+					if h[i]&0x7c00 != 0x7c00 || h[i]&0x3ff == 0 || r[i] == r[i] {
+						t.Fatalf("n %d i %d: NaN → %#04x, %g", n, i, h[i], r[i])
+					}
+					continue
+				}
+				if h[i] != want[i] || math.Float32bits(r[i]) != math.Float32bits(wantR[i]) {
+					t.Fatalf("n %d i %d: %g → %#04x and %g, twins %#04x and %g", n, i, v, h[i], r[i], want[i], wantR[i])
+				}
+			}
+			checkPoisonFunc(t, hAll, h, func(v uint16) bool { return v == 0x5A5A })
+			checkPoisonFunc(t, rAll, r, func(v float32) bool { return v == -7 })
 		}
 	})
 }

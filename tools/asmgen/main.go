@@ -13,7 +13,7 @@
 //	            (its float32 sgemm kernels use only AVX-512 F)
 //
 // Files: ternary.go (matrix-vector), matmul.go (matrix-matrix), float.go
-// (float16 rows), softmax.go (attention's exponentials), quant.go (int8 quantization), int8.go (int8 rows, byte sum), head.go (float16 and int8
+// (float16 rows), softmax.go (attention's exponentials), quant.go (int8 quantization), half.go (float16 conversion), int8.go (int8 rows, byte sum), head.go (float16 and int8
 // rows against a few tokens), blockhead.go (int8 codes with group scales), sgemm.go (the trainer's
 // float32 matrix-product micro-kernels, FMA peak probe). This file holds the
 // constants and the helpers they share.
@@ -54,6 +54,10 @@ func main() {
 	genDotBlockRowsVNNI()
 	genQuantizeI8AVX2()
 	genQuantizeI8AVX512()
+	genHalf("f32ToF16AVX2", false, false)
+	genHalf("f32ToF16AVX512", false, true)
+	genHalf("roundF16AVX2", true, false)
+	genHalf("roundF16AVX512", true, true)
 	genExpSubAVX2()
 	genScaleMax("scaleMaxAVX2", isaAVX2)
 	genScaleMax("scaleMaxAVX512", isaAVX512)
