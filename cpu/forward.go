@@ -75,8 +75,8 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 	for li := range b.layers {
 		l := &b.layers[li]
 		// attention
-		b.quantizeEach(T, E, func(t int, a []float32) {
-			rmsNorm(a, s.x[t*E:(t+1)*E], l.attnNorm, c.Eps)
+		b.normEach(T, E, l.attnNorm, func(t int, _ []float32) []float32 {
+			return s.x[t*E : (t+1)*E]
 		})
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.qkv, T)
@@ -97,12 +97,8 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 		b.lap(stageRopeKV, 0)
 		b.attention(li, T)
 		b.lap(stageAttention, cacheBytes)
-		b.quantizeEach(T, E, func(t int, a []float32) {
-			if o := s.att[t*E : (t+1)*E]; l.attnSubNorm != nil {
-				rmsNorm(a, o, l.attnSubNorm, c.Eps)
-			} else {
-				copy(a, o)
-			}
+		b.normEach(T, E, l.attnSubNorm, func(t int, _ []float32) []float32 {
+			return s.att[t*E : (t+1)*E]
 		})
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.o, T)
@@ -116,20 +112,16 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 
 		// feed-forward; each stage first adds the previous projection to x
 		F := c.FFN
-		b.quantizeEach(T, E, func(t int, a []float32) {
+		b.normEach(T, E, l.ffnNorm, func(t int, _ []float32) []float32 {
 			x := s.x[t*E : (t+1)*E]
 			addTo(x, s.y[t*E:(t+1)*E])
-			rmsNorm(a, x, l.ffnNorm, c.Eps)
+			return x
 		})
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.gateUp, T)
-		b.quantizeEach(T, F, func(t int, h []float32) {
-			g := s.y[t*2*F : t*2*F+F]
-			u := s.y[t*2*F+F : (t+1)*2*F]
-			gate(c.Activation, h, g, u)
-			if l.ffnSubNorm != nil {
-				rmsNorm(h, h, l.ffnSubNorm, c.Eps)
-			}
+		b.normEach(T, F, l.ffnSubNorm, func(t int, h []float32) []float32 {
+			gate(c.Activation, h, s.y[t*2*F:t*2*F+F], s.y[t*2*F+F:(t+1)*2*F])
+			return h
 		})
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.down, T)
@@ -159,10 +151,37 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 // the mean in float32, scale = 1/sqrtf(mean + eps) in float32, then
 // (x·scale)·w in float32.
 func rmsNorm(dst, x, w []float32, eps float32) {
+	normalize(dst, x, w, sumSquares(x), eps)
+}
+
+// sumSquares is Σ float32(x·x) summed in float64 in order: rmsNorm's sum.
+func sumSquares(x []float32) float64 {
 	var sum float64
 	for _, v := range x {
 		sum += float64(float32(v * v))
 	}
+	return sum
+}
+
+// sumSquares4 is sumSquares of four rows of one length, each summed in its
+// own order as sumSquares sums it (so bit for bit the same), the four
+// dependency chains interleaved: a float64 add waits on the one before it
+// in its row, and four rows keep four adds in flight.
+func sumSquares4(x0, x1, x2, x3 []float32) [4]float64 {
+	n := len(x0)
+	x1, x2, x3 = x1[:n], x2[:n], x3[:n]
+	var s0, s1, s2, s3 float64
+	for i, v := range x0 {
+		s0 += float64(float32(v * v))
+		s1 += float64(float32(x1[i] * x1[i]))
+		s2 += float64(float32(x2[i] * x2[i]))
+		s3 += float64(float32(x3[i] * x3[i]))
+	}
+	return [4]float64{s0, s1, s2, s3}
+}
+
+// normalize is rmsNorm given x's sumSquares.
+func normalize(dst, x, w []float32, sum float64, eps float32) {
 	mean := float32(sum / float64(len(x)))
 	scale := float32(1 / float32(math.Sqrt(float64(float32(mean+eps)))))
 	w = w[:len(x)]
@@ -172,15 +191,37 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	}
 }
 
-// quantizeEach fills each position's row a [n] of s.a (row stride n) with
-// fill, then quantizes it into s.q, in parallel over the T positions.
-func (b *Backend) quantizeEach(T, n int, fill func(t int, a []float32)) {
+// normEach makes each position's BitLinear input: pre(t, a) returns the
+// row [n] to normalize (a row of its own, or a, the position's row of s.a,
+// which it may fill), rmsNorm with the weights w (nil: the row as it is)
+// writes it into a, and a is quantized into s.q; in parallel over the T
+// positions, four positions' norm sums interleaved.
+func (b *Backend) normEach(T, n int, w []float32, pre func(t int, a []float32) []float32) {
 	s := &b.s
 	b.pool.run(T, 1, func(_, lo, hi int) {
-		for t := lo; t < hi; t++ {
-			a := s.a[t*n : (t+1)*n]
-			fill(t, a)
-			quantizeRows(b.k, a, 1, n, s.q[t*n:(t+1)*n], s.qScale[t:t+1], s.qSum[t:t+1])
+		for t0 := lo; t0 < hi; t0 += 4 {
+			t1 := min(t0+4, hi)
+			var rows [4][]float32
+			for t := t0; t < t1; t++ {
+				rows[t-t0] = pre(t, s.a[t*n:(t+1)*n])
+			}
+			var sums [4]float64
+			if w != nil && t1-t0 == 4 {
+				sums = sumSquares4(rows[0], rows[1], rows[2], rows[3])
+			} else if w != nil {
+				for i := range t1 - t0 {
+					sums[i] = sumSquares(rows[i])
+				}
+			}
+			for t := t0; t < t1; t++ {
+				a, row := s.a[t*n:(t+1)*n], rows[t-t0]
+				if w != nil {
+					normalize(a, row, w, sums[t-t0], b.c.Eps)
+				} else if len(row) > 0 && &row[0] != &a[0] {
+					copy(a, row)
+				}
+				quantizeRows(b.k, a, 1, n, s.q[t*n:(t+1)*n], s.qScale[t:t+1], s.qSum[t:t+1])
+			}
 		}
 	})
 }
