@@ -233,14 +233,14 @@ func (b *Backend) normEach(T, n int, w []float32, pre func(t int, a []float32) [
 func quantizeRows(k kernels, x []float32, T, n int, q []int8, scale []float32, sum []int32) {
 	for t := 0; t < T; t++ {
 		xr := x[t*n : (t+1)*n]
-		m := max(1e-5, float64(maxAbs(xr)))
+		m := max(1e-5, float64(k.maxAbs(xr)))
 		sc := float32(127 / m)
 		scale[t], sum[t] = sc, k.quantizeI8(xr, sc, q[t*n:(t+1)*n])
 	}
 }
 
-// maxAbs is max|x| (0 for no values), four lanes at a time.
-func maxAbs(x []float32) float32 {
+// maxAbsGeneric is max|x| (0 for no values), four lanes at a time.
+func maxAbsGeneric(x []float32) float32 {
 	var m0, m1, m2, m3 uint32 // |x| as bits: for non-NaN floats, order as integers
 	i := 0
 	for ; i+4 <= len(x); i += 4 {

@@ -97,6 +97,10 @@ type kernels struct {
 	f32ToF16 func(dst []uint16, src []float32)
 	roundF16 func(dst, src []float32)
 
+	// maxAbs returns max |x[i]| (0 for none), |x| compared as unsigned
+	// bits (for floats other than NaN, their order): BitLinear's absmax.
+	maxAbs func(x []float32) float32
+
 	// quantizeI8 sets q[i] = round_half_even(float32(x[i]·s)) clamped to
 	// [−128, 127] for i < len(x) and returns Σ q[i]: a BitLinear input's
 	// int8 codes. The kernels equal the twin whenever |x[i]·s| < 2³¹
@@ -147,6 +151,7 @@ var generic = kernels{
 	dotBlockRows:  dotBlockRowsGeneric,
 	f32ToF16:      f32ToF16Generic,
 	roundF16:      roundF16Generic,
+	maxAbs:        maxAbsGeneric,
 	quantizeI8:    quantizeI8Generic,
 	expSub:        expSubGeneric,
 	scaleMax:      scaleMaxGeneric,

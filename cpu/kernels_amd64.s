@@ -177,6 +177,9 @@ GLOBL int127<>(SB), RODATA|NOPTR, $4
 DATA intM128<>+0(SB)/4, $0xffffff80
 GLOBL intM128<>(SB), RODATA|NOPTR, $4
 
+DATA absMask<>+0(SB)/4, $0x7fffffff
+GLOBL absMask<>(SB), RODATA|NOPTR, $4
+
 // func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·ternaryRowsAVX2(SB), NOSPLIT, $0-80
@@ -9224,6 +9227,124 @@ noodd_337:
 	VZEROUPPER
 	RET
 
+// func maxAbsAVX2(x []float32) float32
+// Requires: AVX, AVX2, CMOV, SSE
+TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	VPBROADCASTD absMask<>+0(SB), Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         CX, BX
+	ANDQ         $-32, BX
+	XORQ         DX, DX
+	CMPQ         DX, BX
+	JAE          loopdone_341
+
+loop_340:
+	VPAND   (AX)(DX*4), Y0, Y5
+	VPMAXUD Y5, Y1, Y1
+	VPAND   32(AX)(DX*4), Y0, Y5
+	VPMAXUD Y5, Y2, Y2
+	VPAND   64(AX)(DX*4), Y0, Y5
+	VPMAXUD Y5, Y3, Y3
+	VPAND   96(AX)(DX*4), Y0, Y5
+	VPMAXUD Y5, Y4, Y4
+	ADDQ    $0x00000020, DX
+	CMPQ    DX, BX
+	JB      loop_340
+
+loopdone_341:
+	VPMAXUD      Y2, Y1, Y1
+	VPMAXUD      Y4, Y3, Y3
+	VPMAXUD      Y3, Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPMAXUD      X1, X0, X0
+	VMOVD        X0, BX
+	CMPQ         DX, CX
+	JAE          maxabsdone_343
+
+maxabs_342:
+	MOVL    (AX)(DX*4), SI
+	ANDL    $0x7fffffff, SI
+	CMPL    SI, BX
+	CMOVLHI SI, BX
+	INCQ    DX
+	CMPQ    DX, CX
+	JB      maxabs_342
+
+maxabsdone_343:
+	VMOVD BX, X0
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func maxAbsAVX512(x []float32) float32
+// Requires: AVX, AVX2, AVX512F, CMOV, SSE
+TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	VPBROADCASTD absMask<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	MOVQ         CX, BX
+	ANDQ         $-64, BX
+	XORQ         DX, DX
+	CMPQ         DX, BX
+	JAE          loopdone_345
+
+loop_344:
+	VPANDD  (AX)(DX*4), Z0, Z5
+	VPMAXUD Z5, Z1, Z1
+	VPANDD  64(AX)(DX*4), Z0, Z5
+	VPMAXUD Z5, Z2, Z2
+	VPANDD  128(AX)(DX*4), Z0, Z5
+	VPMAXUD Z5, Z3, Z3
+	VPANDD  192(AX)(DX*4), Z0, Z5
+	VPMAXUD Z5, Z4, Z4
+	ADDQ    $0x00000040, DX
+	CMPQ    DX, BX
+	JB      loop_344
+
+loopdone_345:
+	VPMAXUD       Z2, Z1, Z1
+	VPMAXUD       Z4, Z3, Z3
+	VPMAXUD       Z3, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPMAXUD       Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPMAXUD       X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPMAXUD       X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPMAXUD       X0, X1, X1
+	VMOVD         X1, BX
+	CMPQ          DX, CX
+	JAE           maxabsdone_347
+
+maxabs_346:
+	MOVL    (AX)(DX*4), SI
+	ANDL    $0x7fffffff, SI
+	CMPL    SI, BX
+	CMOVLHI SI, BX
+	INCQ    DX
+	CMPQ    DX, CX
+	JB      maxabs_346
+
+maxabsdone_347:
+	VMOVD BX, X0
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func quantizeI8AVX2(x []float32, s float32, q []int8) int32
 // Requires: AVX, AVX2, CMOV, SSE
 TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
@@ -9239,9 +9360,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_341
+	JAE          loopdone_349
 
-loop_340:
+loop_348:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -9254,9 +9375,9 @@ loop_340:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_340
+	JB           loop_348
 
-loopdone_341:
+loopdone_349:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -9265,9 +9386,9 @@ loopdone_341:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_343
+	JAE          quantdone_351
 
-quant_342:
+quant_350:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -9280,9 +9401,9 @@ quant_342:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_342
+	JB        quant_350
 
-quantdone_343:
+quantdone_351:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -9303,9 +9424,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_345
+	JAE          loopdone_353
 
-loop_344:
+loop_352:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -9320,12 +9441,12 @@ loop_344:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_344
+	JB        loop_352
 
-loopdone_345:
+loopdone_353:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_346
+	JA        skip_354
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -9334,9 +9455,9 @@ loopdone_345:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_346:
+skip_354:
 	SUBQ      BX, CX
-	JE        notail_347
+	JE        notail_355
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -9348,7 +9469,7 @@ skip_346:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_347:
+notail_355:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -9373,9 +9494,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_349
+	JAE  loopdone_357
 
-loop_348:
+loop_356:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -9384,31 +9505,31 @@ loop_348:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_348
+	JB        loop_356
 
-loopdone_349:
+loopdone_357:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_350
+	JA        skip_358
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_350:
+skip_358:
 	CMPQ BX, DX
-	JAE  halfdone_352
+	JAE  halfdone_360
 
-half_351:
+half_359:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_351
+	JB        half_359
 
-halfdone_352:
+halfdone_360:
 	VZEROUPPER
 	RET
 
@@ -9422,9 +9543,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_354
+	JAE  loopdone_362
 
-loop_353:
+loop_361:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -9433,20 +9554,20 @@ loop_353:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_353
+	JB        loop_361
 
-loopdone_354:
+loopdone_362:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_355
+	JA        skip_363
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_355:
+skip_363:
 	SUBQ      BX, DX
-	JE        notail_356
+	JE        notail_364
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -9454,7 +9575,7 @@ skip_355:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_356:
+notail_364:
 	VZEROUPPER
 	RET
 
@@ -9468,9 +9589,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_358
+	JAE  loopdone_366
 
-loop_357:
+loop_365:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -9481,32 +9602,32 @@ loop_357:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_357
+	JB        loop_365
 
-loopdone_358:
+loopdone_366:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_359
+	JA        skip_367
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_359:
+skip_367:
 	CMPQ BX, DX
-	JAE  halfdone_361
+	JAE  halfdone_369
 
-half_360:
+half_368:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_360
+	JB        half_368
 
-halfdone_361:
+halfdone_369:
 	VZEROUPPER
 	RET
 
@@ -9520,9 +9641,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_363
+	JAE  loopdone_371
 
-loop_362:
+loop_370:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -9533,21 +9654,21 @@ loop_362:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_362
+	JB        loop_370
 
-loopdone_363:
+loopdone_371:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_364
+	JA        skip_372
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_364:
+skip_372:
 	SUBQ      BX, DX
-	JE        notail_365
+	JE        notail_373
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -9556,7 +9677,7 @@ skip_364:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_365:
+notail_373:
 	VZEROUPPER
 	RET
 
@@ -9573,9 +9694,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_367
+	JAE          loopdone_375
 
-loop_366:
+loop_374:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -9616,11 +9737,11 @@ loop_366:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_366
+	JB           loop_374
 
-loopdone_367:
+loopdone_375:
 	SUBQ         DX, CX
-	JE           notail_368
+	JE           notail_376
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -9665,7 +9786,7 @@ loopdone_367:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_368:
+notail_376:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -9690,9 +9811,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_370
+	JAE          loopdone_378
 
-loop_369:
+loop_377:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -9707,9 +9828,9 @@ loop_369:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_369
+	JB      loop_377
 
-loopdone_370:
+loopdone_378:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -9720,17 +9841,17 @@ loopdone_370:
 	VPERMILPS    $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_372
+	JAE          scalemaxdone_380
 
-scalemax_371:
+scalemax_379:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_371
+	JB     scalemax_379
 
-scalemaxdone_372:
+scalemaxdone_380:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -9750,9 +9871,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_374
+	JAE          loopdone_382
 
-loop_373:
+loop_381:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -9767,9 +9888,9 @@ loop_373:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_373
+	JB      loop_381
 
-loopdone_374:
+loopdone_382:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -9782,17 +9903,17 @@ loopdone_374:
 	VPERMILPS     $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_376
+	JAE           scalemaxdone_384
 
-scalemax_375:
+scalemax_383:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_375
+	JB     scalemax_383
 
-scalemaxdone_376:
+scalemaxdone_384:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -9822,9 +9943,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_378
+	JAE          loopdone_386
 
-loop_377:
+loop_385:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -9871,12 +9992,12 @@ loop_377:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_377
+	JB            loop_385
 
-loopdone_378:
+loopdone_386:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_379
+	JA            skip_387
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -9901,9 +10022,9 @@ loopdone_378:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_379:
+skip_387:
 	SUBQ          DX, CX
-	JE            notail_380
+	JE            notail_388
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -9931,7 +10052,7 @@ skip_379:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_380:
+notail_388:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -9964,9 +10085,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_382
+	JAE   loopdone_390
 
-loop_381:
+loop_389:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -10041,21 +10162,21 @@ loop_381:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_381
+	JB         loop_389
 
-loopdone_382:
+loopdone_390:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_384
+	JAE    sum64done_392
 
-sum64_383:
+sum64_391:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_383
+	JB     sum64_391
 
-sum64done_384:
+sum64done_392:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -10089,9 +10210,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_386
+	JAE    loopdone_394
 
-loop_385:
+loop_393:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -10134,20 +10255,20 @@ loop_385:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_385
+	JB         loop_393
 
-loopdone_386:
+loopdone_394:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_388
+	JAE    sum64done_396
 
-sum64_387:
+sum64_395:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_387
+	JB     sum64_395
 
-sum64done_388:
+sum64done_396:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -10194,9 +10315,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_390
+	JZ         sgemmtail_398
 
-sgemm_389:
+sgemm_397:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -10280,13 +10401,13 @@ sgemm_389:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_389
+	JNZ          sgemm_397
 
-sgemmtail_390:
+sgemmtail_398:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_392
+	JZ   sgemmdone_400
 
-sgemmone_391:
+sgemmone_399:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -10310,9 +10431,9 @@ sgemmone_391:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_391
+	JNZ          sgemmone_399
 
-sgemmdone_392:
+sgemmdone_400:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -10406,9 +10527,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_394
+	JZ         sgemmtail_402
 
-sgemm_393:
+sgemm_401:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -10564,13 +10685,13 @@ sgemm_393:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_393
+	JNZ          sgemm_401
 
-sgemmtail_394:
+sgemmtail_402:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_396
+	JZ   sgemmdone_404
 
-sgemmone_395:
+sgemmone_403:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -10612,9 +10733,9 @@ sgemmone_395:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_395
+	JNZ          sgemmone_403
 
-sgemmdone_396:
+sgemmdone_404:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -10685,9 +10806,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_398
+	JLE   fmadone_406
 
-fma_397:
+fma_405:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -10701,9 +10822,9 @@ fma_397:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_397
+	JNZ         fma_405
 
-fmadone_398:
+fmadone_406:
 	VZEROUPPER
 	RET
 
@@ -10730,9 +10851,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_400
+	JLE    fmadone_408
 
-fma_399:
+fma_407:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -10750,9 +10871,9 @@ fma_399:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_399
+	JNZ         fma_407
 
-fmadone_400:
+fmadone_408:
 	VZEROUPPER
 	RET
 
@@ -10775,9 +10896,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_402
+	JLE   int8done_410
 
-int8_401:
+int8_409:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -10791,9 +10912,9 @@ int8_401:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_401
+	JNZ        int8_409
 
-int8done_402:
+int8done_410:
 	VZEROUPPER
 	RET
 
@@ -10816,9 +10937,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_404
+	JLE    int8done_412
 
-int8_403:
+int8_411:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -10832,8 +10953,8 @@ int8_403:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_403
+	JNZ      int8_411
 
-int8done_404:
+int8done_412:
 	VZEROUPPER
 	RET

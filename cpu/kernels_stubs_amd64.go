@@ -90,6 +90,16 @@ func dotBlockRowsAVX2(w []int8, scales []float32, group int, x []int8, xBias []i
 //go:noescape
 func dotBlockRowsVNNI(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 
+// maxAbsAVX2 is maxAbs: the largest |x| as unsigned bits, 4 vectors per step.
+//
+//go:noescape
+func maxAbsAVX2(x []float32) float32
+
+// maxAbsAVX512 is maxAbs: the largest |x| as unsigned bits, 4 vectors per step.
+//
+//go:noescape
+func maxAbsAVX512(x []float32) float32
+
 // quantizeI8AVX2 is quantizeI8 with AVX2: 8 values per step packed to bytes, then scalar.
 //
 //go:noescape

@@ -789,8 +789,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 15 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 15", checked)
+	if checked != 16 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 16", checked)
 	}
 }
 
@@ -1031,6 +1031,27 @@ func TestHalfConversions(t *testing.T) {
 			}
 			checkPoisonFunc(t, hAll, h, func(v uint16) bool { return v == 0x5A5A })
 			checkPoisonFunc(t, rAll, r, func(v float32) bool { return v == -7 })
+		}
+	})
+}
+
+// TestMaxAbs: every set's maxAbs equals its twin's bits for every length
+// 0…300 and the model widths, with ±0, ±Inf, NaN and subnormals about.
+func TestMaxAbs(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-40, -1e-40}
+		for _, n := range append(floatLengths(), 2560, 6912) {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(8)-4)))
+				if rng.IntN(n/3+2) == 0 {
+					x[i] = special[rng.IntN(len(special))]
+				}
+			}
+			if got, want := k.maxAbs(x), maxAbsGeneric(x); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("n %d: %g, twin %g", n, got, want)
+			}
 		}
 	})
 }

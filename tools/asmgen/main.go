@@ -52,6 +52,8 @@ func main() {
 	genDotI8MatMulVNNI()
 	genDotBlockRowsAVX2()
 	genDotBlockRowsVNNI()
+	genMaxAbs("maxAbsAVX2", false)
+	genMaxAbs("maxAbsAVX512", true)
 	genQuantizeI8AVX2()
 	genQuantizeI8AVX512()
 	genHalf("f32ToF16AVX2", false, false)

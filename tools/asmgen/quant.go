@@ -22,11 +22,12 @@ import (
 
 const quantizeI8Sig = "func(x []float32, s float32, q []int8) int32"
 
-var int127, intM128 Mem // int32 127 and −128
+var int127, intM128, absMask Mem // int32 127, −128, and 0x7FFFFFFF
 
 func genQuantConsts() {
 	int127 = table("int127", 4, func(int) uint32 { return 127 })
 	intM128 = table("intM128", 4, func(int) uint32 { return 0xFFFFFF80 })
+	absMask = table("absMask", 4, func(int) uint32 { return 0x7FFFFFFF })
 }
 
 func genQuantizeI8AVX512() {
@@ -127,6 +128,85 @@ func genQuantizeI8AVX2() {
 	JB(LabelRef(loop))
 	Label(done)
 	Store(sum, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+const maxAbsSig = "func(x []float32) float32"
+
+// genMaxAbs emits maxAbs: max |x[i]| (0 for none), comparing the bits of
+// |x| as unsigned integers as the Go twin does (for non-NaN floats the same
+// order; a NaN, whose bits exceed +Inf's, wins as it does in the twin).
+func genMaxAbs(name string, evex bool) {
+	TEXT(name, NOSPLIT, maxAbsSig)
+	Pragma("noescape")
+	Doc(name + " is maxAbs: the largest |x| as unsigned bits, 4 vectors per step.")
+	x := load(Param("x").Base())
+	n := load(Param("x").Len())
+	vec, width := YMM, 8
+	if evex {
+		vec, width = ZMM, 16
+	}
+	abs := vec()
+	VPBROADCASTD(absMask, abs)
+	acc := make([]reg.VecVirtual, 4)
+	for k := range acc {
+		acc[k] = vec()
+		if evex {
+			zeroZ(acc[k])
+		} else {
+			VPXOR(acc[k], acc[k], acc[k])
+		}
+	}
+	i := GP64()
+	blockLoop(i, roundDown(n, 4*width), 4*width, func() {
+		for k, a := range acc {
+			v := vec()
+			at := Mem{Base: x, Index: i, Scale: 4, Disp: 4 * width * k}
+			if evex {
+				VPANDD(at, abs, v)
+			} else {
+				VPAND(at, abs, v)
+			}
+			VPMAXUD(v, a, a)
+		}
+	})
+	VPMAXUD(acc[1], acc[0], acc[0])
+	VPMAXUD(acc[3], acc[2], acc[2])
+	VPMAXUD(acc[2], acc[0], acc[0])
+	y := acc[0]
+	if evex {
+		y = YMM()
+		VEXTRACTI64X4(U8(1), acc[0], y)
+		VPMAXUD(acc[0].AsY(), y, y)
+	}
+	m := XMM()
+	VEXTRACTI128(U8(1), y, m)
+	VPMAXUD(y.AsX(), m, m)
+	t := XMM()
+	VPSHUFD(U8(0x4E), m, t)
+	VPMAXUD(t, m, m)
+	VPSHUFD(U8(0xB1), m, t)
+	VPMAXUD(t, m, m)
+	r := GP32()
+	VMOVD(m, r)
+	// The rest one at a time.
+	loop, done := label("maxabs"), label("maxabsdone")
+	CMPQ(i, n)
+	JAE(LabelRef(done))
+	Label(loop)
+	b := GP32()
+	MOVL(Mem{Base: x, Index: i, Scale: 4}, b)
+	ANDL(U32(0x7FFFFFFF), b)
+	CMPL(b, r)
+	CMOVLHI(b, r)
+	INCQ(i)
+	CMPQ(i, n)
+	JB(LabelRef(loop))
+	Label(done)
+	f := XMM()
+	VMOVD(r, f)
+	Store(f, ReturnIndex(0))
 	VZEROUPPER()
 	RET()
 }
