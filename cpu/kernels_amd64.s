@@ -9286,7 +9286,7 @@ maxabsdone_343:
 	RET
 
 // func maxAbsAVX512(x []float32) float32
-// Requires: AVX, AVX2, AVX512F, CMOV, SSE
+// Requires: AVX, AVX2, AVX512F, AVX512VL, CMOV, SSE
 TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	MOVQ         x_base+0(FP), AX
 	MOVQ         x_len+8(FP), CX
@@ -9320,7 +9320,7 @@ loopdone_345:
 	VPMAXUD       Z3, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
 	VPMAXUD       Y1, Y0, Y0
-	VEXTRACTI128  $0x01, Y0, X1
+	VEXTRACTI32X4 $0x01, Y0, X1
 	VPMAXUD       X0, X1, X1
 	VPSHUFD       $0x4e, X1, X0
 	VPMAXUD       X0, X1, X1
@@ -9836,9 +9836,9 @@ loopdone_378:
 	VMAXPS       Y4, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X2
 	VMAXPS       X1, X2, X2
-	VPERMILPS    $0x4e, X2, X1
+	VPSHUFD      $0x4e, X2, X1
 	VMAXPS       X1, X2, X2
-	VPERMILPS    $0xb1, X2, X1
+	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
 	JAE          scalemaxdone_380
@@ -9857,7 +9857,7 @@ scalemaxdone_380:
 	RET
 
 // func scaleMaxAVX512(x []float32, s float32) float32
-// Requires: AVX, AVX512F, SSE
+// Requires: AVX, AVX512F, AVX512VL, SSE
 TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	MOVQ         x_base+0(FP), AX
 	MOVQ         x_len+8(FP), CX
@@ -9896,11 +9896,11 @@ loopdone_382:
 	VMAXPS        Z4, Z1, Z1
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	VMAXPS        Y1, Y2, Y2
-	VEXTRACTF128  $0x01, Y2, X1
+	VEXTRACTF32X4 $0x01, Y2, X1
 	VMAXPS        X2, X1, X1
-	VPERMILPS     $0x4e, X1, X2
+	VPSHUFD       $0x4e, X1, X2
 	VMAXPS        X2, X1, X1
-	VPERMILPS     $0xb1, X1, X2
+	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
 	JAE           scalemaxdone_384

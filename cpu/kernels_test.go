@@ -395,6 +395,23 @@ func TestAxpyF16(t *testing.T) {
 	})
 }
 
+// randomVRows returns rows rows of n random float16 values, stride apart
+// (n to n+4), the gaps between rows holding 65504, which no kernel may add.
+func randomVRows(rng *rand.Rand, rows, n int) (v []uint16, stride int) {
+	stride = n + rng.IntN(5)
+	size := 0
+	if rows > 0 {
+		size = (rows-1)*stride + n
+	}
+	v = randomF16(rng, size)
+	for r := 0; r+1 < rows; r++ {
+		for i := n; i < stride; i++ {
+			v[r*stride+i] = 0x7BFF
+		}
+	}
+	return v, stride
+}
+
 // TestAxpyF16Rows: every set's axpyF16Rows is bit for bit its axpyF16 per
 // row, for every length 0…300 and the head width, and up to 9 rows.
 func TestAxpyF16Rows(t *testing.T) {
@@ -403,17 +420,7 @@ func TestAxpyF16Rows(t *testing.T) {
 			rng := newRand()
 			for _, n := range append(floatLengths(), 128) {
 				for _, rows := range []int{0, 1, 2, 3, 9} {
-					stride := n + rng.IntN(5)
-					size := 0
-					if rows > 0 {
-						size = (rows-1)*stride + n
-					}
-					v := randomF16(rng, size)
-					for r := 0; r+1 < rows; r++ {
-						for i := n; i < stride; i++ {
-							v[r*stride+i] = 0x7BFF
-						}
-					}
+					v, stride := randomVRows(rng, rows, n)
 					a := randomF32(rng, rows)
 					y, all := poisoned(n, rng.IntN(16), 40, float32(math.NaN()))
 					for i := range y {
@@ -916,12 +923,7 @@ func TestAxpyF16Rows4(t *testing.T) {
 			rng := newRand()
 			for _, n := range append(floatLengths(), 128) {
 				for _, rows := range []int{0, 1, 2, 3, 9} {
-					stride := n + rng.IntN(5)
-					size := 0
-					if rows > 0 {
-						size = (rows-1)*stride + n
-					}
-					v := randomF16(rng, size)
+					v, stride := randomVRows(rng, rows, n)
 					aStride := rows + rng.IntN(3)
 					a := randomF32(rng, 3*aStride+rows)
 					yStride := n + rng.IntN(4)

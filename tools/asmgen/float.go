@@ -362,21 +362,28 @@ func genAxpyF16RowsAVX512() {
 			}
 		}
 	}
+	chunkLoops(i, func() reg.GPVirtual { return n }, chunk)
+	VZEROUPPER()
+	RET()
+}
+
+// chunkLoops emits the element loops of the axpyF16Rows kernels: chunk(4,
+// nil) for elements i…i+63 while 64 are left, then chunk(1, nil) while 16
+// are, then chunk(1, mask) for the rest; n() gives len(y) in a register.
+func chunkLoops(i reg.GPVirtual, n func() reg.GPVirtual, chunk func(k int, mk reg.Register)) {
 	for _, k := range []int{4, 1} {
 		loop, done := label("chunks"), label("chunksdone")
 		Label(loop)
 		e := GP64()
 		LEAQ(Mem{Base: i, Disp: 16 * k}, e)
-		CMPQ(e, n)
+		CMPQ(e, n())
 		JA(LabelRef(done))
 		chunk(k, nil)
 		ADDQ(U8(16*k), i)
 		JMP(LabelRef(loop))
 		Label(done)
 	}
-	tailMask(i, n, func(mk reg.Register) { chunk(1, mk) })
-	VZEROUPPER()
-	RET()
+	tailMask(i, n(), func(mk reg.Register) { chunk(1, mk) })
 }
 
 const axpyF16Rows4Sig = "func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int)"
@@ -472,20 +479,7 @@ func genAxpyF16Rows4AVX512() {
 			}
 		}
 	}
-	for _, k := range []int{4, 1} {
-		loop, done := label("chunks"), label("chunksdone")
-		Label(loop)
-		e := GP64()
-		LEAQ(Mem{Base: i, Disp: 16 * k}, e)
-		n := load(Param("n"))
-		CMPQ(e, n)
-		JA(LabelRef(done))
-		chunk(k, nil)
-		ADDQ(U8(16*k), i)
-		JMP(LabelRef(loop))
-		Label(done)
-	}
-	tailMask(i, load(Param("n")), func(mk reg.Register) { chunk(1, mk) })
+	chunkLoops(i, func() reg.GPVirtual { return load(Param("n")) }, chunk)
 	VZEROUPPER()
 	RET()
 }

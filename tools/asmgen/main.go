@@ -222,6 +222,12 @@ var (
 	int32EVEX = lanes{VPADDD, VPUNPCKLDQ, VPUNPCKHDQ, VPUNPCKLQDQ, VPUNPCKHQDQ, VEXTRACTI32X4, VEXTRACTI64X4}
 	f32VEX    = lanes{VADDPS, VUNPCKLPS, VUNPCKHPS, VUNPCKLPD, VUNPCKHPD, variadic(VEXTRACTF128), nil}
 	f32EVEX   = lanes{VADDPS, VUNPCKLPS, VUNPCKHPS, VUNPCKLPD, VUNPCKHPD, VEXTRACTF32X4, VEXTRACTF64X4}
+	// The maxima of float32 lanes and of unsigned int32 lanes, for fold256
+	// and sum1 (which then take a maximum instead of a sum).
+	maxF32VEX  = lanes{add: VMAXPS, extract128: variadic(VEXTRACTF128)}
+	maxF32EVEX = lanes{add: VMAXPS, extract128: VEXTRACTF32X4, extract256: VEXTRACTF64X4}
+	maxU32VEX  = lanes{add: VPMAXUD, extract128: variadic(VEXTRACTI128)}
+	maxU32EVEX = lanes{add: VPMAXUD, extract128: VEXTRACTI32X4, extract256: VEXTRACTI64X4}
 )
 
 // variadic adapts a three-operand avo instruction to the lanes fields.

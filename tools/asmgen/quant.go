@@ -174,20 +174,12 @@ func genMaxAbs(name string, evex bool) {
 	VPMAXUD(acc[1], acc[0], acc[0])
 	VPMAXUD(acc[3], acc[2], acc[2])
 	VPMAXUD(acc[2], acc[0], acc[0])
-	y := acc[0]
+	l, y := maxU32VEX, acc[0]
 	if evex {
-		y = YMM()
-		VEXTRACTI64X4(U8(1), acc[0], y)
-		VPMAXUD(acc[0].AsY(), y, y)
+		l = maxU32EVEX
+		y = l.fold256(acc[0])
 	}
-	m := XMM()
-	VEXTRACTI128(U8(1), y, m)
-	VPMAXUD(y.AsX(), m, m)
-	t := XMM()
-	VPSHUFD(U8(0x4E), m, t)
-	VPMAXUD(t, m, m)
-	VPSHUFD(U8(0xB1), m, t)
-	VPMAXUD(t, m, m)
+	m := l.sum1(y)
 	r := GP32()
 	VMOVD(m, r)
 	// The rest one at a time.

@@ -255,20 +255,12 @@ func genScaleMax(name string, isa vecISA) {
 	for _, a := range acc[1:] {
 		VMAXPS(a, mx, mx)
 	}
+	l := maxF32VEX
 	if isa.width == 16 {
-		h := YMM()
-		VEXTRACTF64X4(U8(1), mx, h)
-		VMAXPS(mx.AsY(), h, h)
-		mx = h
+		l = maxF32EVEX
+		mx = l.fold256(mx)
 	}
-	m := XMM()
-	VEXTRACTF128(U8(1), mx, m)
-	VMAXPS(mx.AsX(), m, m)
-	t := XMM()
-	VPERMILPS(U8(0x4E), m, t)
-	VMAXPS(t, m, m)
-	VPERMILPS(U8(0xB1), m, t)
-	VMAXPS(t, m, m)
+	m := l.sum1(mx)
 	// The rest one at a time.
 	loop, done := label("scalemax"), label("scalemaxdone")
 	CMPQ(i, n)
