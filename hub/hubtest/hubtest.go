@@ -107,6 +107,11 @@ func (s *Server) CDNURL() string { return s.cdn.URL }
 
 // Close stops both hosts.
 func (s *Server) Close() {
+	// The listeners first: a client that retries the moment its connection
+	// drops must find no server (closing the connections first let such a
+	// retry in, and download the file, when the machine was busy).
+	s.hub.Listener.Close()
+	s.cdn.Listener.Close()
 	s.hub.CloseClientConnections()
 	s.cdn.CloseClientConnections()
 	s.hub.Close()
