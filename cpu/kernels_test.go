@@ -395,6 +395,16 @@ func TestAxpyF16(t *testing.T) {
 	})
 }
 
+// sameBits fails the test unless got and want hold the same float32 bits.
+func sameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: element %d is %g, want %g", what, i, got[i], want[i])
+		}
+	}
+}
+
 // randomVRows returns rows rows of n random float16 values, stride apart
 // (n to n+4), the gaps between rows holding 65504, which no kernel may add.
 func randomVRows(rng *rand.Rand, rows, n int) (v []uint16, stride int) {
@@ -431,11 +441,7 @@ func TestAxpyF16Rows(t *testing.T) {
 						k.axpyF16(a[p], v[p*stride:p*stride+n], want)
 					}
 					k.axpyF16Rows(a, v, stride, y)
-					for i := range y {
-						if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("n %d rows %d i %d: %g, per row %g", n, rows, i, y[i], want[i])
-						}
-					}
+					sameBits(t, fmt.Sprintf("n %d rows %d, against per row", n, rows), y, want)
 					checkPoisonFunc(t, all, y, func(v float32) bool { return v != v })
 				}
 			}
@@ -938,11 +944,7 @@ func TestAxpyF16Rows4(t *testing.T) {
 						k.axpyF16Rows(a[j*aStride:j*aStride+rows], v, stride, want[j*yStride:j*yStride+n])
 					}
 					k.axpyF16Rows4(a, aStride, rows, v, stride, y, yStride, n)
-					for i := range y {
-						if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("n %d rows %d element %d: %g, one by one %g", n, rows, i, y[i], want[i])
-						}
-					}
+					sameBits(t, fmt.Sprintf("n %d rows %d, against one by one", n, rows), y, want)
 					checkPoisonFunc(t, all, y, func(v float32) bool { return v != v })
 				}
 			}

@@ -305,7 +305,7 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 			switch b := m.backend.(type) {
 			case *cpu.Backend:
 				threadsUsed = b.Threads()
-				key = fmt.Sprintf("the CPU with %d threads", threadsUsed)
+				key = cpuKey(threadsUsed)
 				// The CPU's probe is taken again between a decode test's
 				// repetitions (see timeTest): a VM's bandwidth moves with
 				// its neighbours' load, and a roofline measured at another
@@ -499,12 +499,15 @@ func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error))
 	return nil
 }
 
+// cpuKey names the CPU with threads workers among bench's devices.
+func cpuKey(threads int) string { return fmt.Sprintf("the CPU with %d threads", threads) }
+
 // reprobed describes the bandwidths the decode tests on the CPU of key
 // measured between their repetitions (timeTest), which their rooflines use.
 func reprobed(results []benchResult, key string) string {
 	lo, hi := math.Inf(1), 0.0
 	for _, r := range results {
-		if r.Backend == "CPU" && r.NGen > 0 && fmt.Sprintf("the CPU with %d threads", r.NThreads) == key {
+		if r.Backend == "CPU" && r.NGen > 0 && cpuKey(r.NThreads) == key {
 			lo, hi = min(lo, r.BandwidthGBs), max(hi, r.BandwidthGBs)
 		}
 	}

@@ -134,6 +134,15 @@ func prefetch(m Mem) {
 	PREFETCHT1(m)
 }
 
+// broadcastParam loads the float32 argument name into every lane of a new
+// vector register from alloc (a YMM or ZMM).
+func broadcastParam(name string, alloc func() reg.VecVirtual) reg.VecVirtual {
+	x, v := XMM(), alloc()
+	Load(Param(name), x)
+	VBROADCASTSS(x, v)
+	return v
+}
+
 // load loads an argument into a new 64-bit register.
 func load(c gotypes.Component) reg.GPVirtual {
 	r := GP64()

@@ -82,10 +82,7 @@ func genExpSubAVX512() {
 	Doc("expSubAVX512 is expSub with AVX-512: 32 values per step, masked tail, vscalefps.")
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
-	m1 := XMM()
-	Load(Param("m"), m1)
-	m := ZMM()
-	VBROADCASTSS(m1, m)
+	m := broadcastParam("m", ZMM)
 	lo := ZMM()
 	VBROADCASTSS(expLo, lo)
 	consts := map[Mem]reg.VecVirtual{}
@@ -159,10 +156,7 @@ func genExpSubAVX2() {
 	Doc("expSubAVX2 is expSub with AVX2 and FMA: 8 values per step, 2^n in the exponent bits, a masked tail.")
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
-	m1 := XMM()
-	Load(Param("m"), m1)
-	m := YMM()
-	VBROADCASTSS(m1, m)
+	m := broadcastParam("m", YMM)
 	bc := func(c Mem) reg.VecVirtual { // few registers: load each use
 		y := YMM()
 		VBROADCASTSS(c, y)
@@ -233,10 +227,7 @@ func genScaleMax(name string, isa vecISA) {
 	Doc(name + " is scaleMax: " + fmt.Sprint(4*isa.width) + " values per step.")
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
-	s1 := XMM()
-	Load(Param("s"), s1)
-	s, mx := isa.alloc(), isa.alloc()
-	VBROADCASTSS(s1, s)
+	s, mx := broadcastParam("s", isa.alloc), isa.alloc()
 	VBROADCASTSS(negInf, mx)
 	acc := []reg.VecVirtual{mx, isa.alloc(), isa.alloc(), isa.alloc()}
 	for _, a := range acc[1:] {
