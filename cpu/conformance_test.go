@@ -134,7 +134,7 @@ func (a opsAdapter) BitLinear(w nn.Tensor, x []float32, T int) ([]float32, error
 
 func (a opsAdapter) RMSNorm(x, w []float32, eps float32) []float32 {
 	out := make([]float32, len(x))
-	rmsNorm(out, x, w, eps)
+	rmsNorm(a.k, out, x, w, eps)
 	return out
 }
 

@@ -114,20 +114,20 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 		F := c.FFN
 		b.normEach(T, E, l.ffnNorm, func(t int, _ []float32) []float32 {
 			x := s.x[t*E : (t+1)*E]
-			addTo(x, s.y[t*E:(t+1)*E])
+			b.k.addF32(x, s.y[t*E:(t+1)*E])
 			return x
 		})
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.gateUp, T)
 		b.normEach(T, F, l.ffnSubNorm, func(t int, h []float32) []float32 {
-			gate(c.Activation, h, s.y[t*2*F:t*2*F+F], s.y[t*2*F+F:(t+1)*2*F])
+			gate(b.k, c.Activation, h, s.y[t*2*F:t*2*F+F], s.y[t*2*F+F:(t+1)*2*F])
 			return h
 		})
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.down, T)
 		b.pool.run(T, 1, func(_, lo, hi int) {
 			for t := lo; t < hi; t++ {
-				addTo(s.x[t*E:(t+1)*E], s.y[t*E:(t+1)*E])
+				b.k.addF32(s.x[t*E:(t+1)*E], s.y[t*E:(t+1)*E])
 			}
 		})
 		b.lap(stageNorm, 0)
@@ -138,7 +138,7 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 	for t0 := first; t0 < T; t0 += headTile {
 		n := min(headTile, T-t0)
 		for t := 0; t < n; t++ {
-			rmsNorm(s.xn[t*E:(t+1)*E], s.x[(t0+t)*E:(t0+t+1)*E], b.outNorm, c.Eps)
+			rmsNorm(b.k, s.xn[t*E:(t+1)*E], s.x[(t0+t)*E:(t0+t+1)*E], b.outNorm, c.Eps)
 		}
 		b.head.logits(b.k, b.pool, &s.head, s.xn[:n*E], n, out[(t0-first)*c.Vocab:(t0-first+n)*c.Vocab])
 		b.lap(stageHead, b.head.bytes())
@@ -150,8 +150,8 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 // rounded as nn/ref (and ggml) round it: x·x in float32 summed in float64,
 // the mean in float32, scale = 1/sqrtf(mean + eps) in float32, then
 // (x·scale)·w in float32.
-func rmsNorm(dst, x, w []float32, eps float32) {
-	normalize(dst, x, w, sumSquares(x), eps)
+func rmsNorm(k kernels, dst, x, w []float32, eps float32) {
+	normalize(k, dst, x, w, sumSquares(x), eps)
 }
 
 // sumSquares is Σ float32(x·x) summed in float64 in order: rmsNorm's sum.
@@ -181,14 +181,10 @@ func sumSquares4(x0, x1, x2, x3 []float32) [4]float64 {
 }
 
 // normalize is rmsNorm given x's sumSquares.
-func normalize(dst, x, w []float32, sum float64, eps float32) {
+func normalize(k kernels, dst, x, w []float32, sum float64, eps float32) {
 	mean := float32(sum / float64(len(x)))
 	scale := float32(1 / float32(math.Sqrt(float64(float32(mean+eps)))))
-	w = w[:len(x)]
-	dst = dst[:len(x)]
-	for i, v := range x {
-		dst[i] = float32(float32(v*scale) * w[i])
-	}
+	k.normScale(dst[:len(x)], x, scale, w)
 }
 
 // normEach makes each position's BitLinear input: pre(t, a) returns the
@@ -216,7 +212,7 @@ func (b *Backend) normEach(T, n int, w []float32, pre func(t int, a []float32) [
 			for t := t0; t < t1; t++ {
 				a, row := s.a[t*n:(t+1)*n], rows[t-t0]
 				if w != nil {
-					normalize(a, row, w, sums[t-t0], b.c.Eps)
+					normalize(b.k, a, row, w, sums[t-t0], b.c.Eps)
 				} else if len(row) > 0 && &row[0] != &a[0] {
 					copy(a, row)
 				}
@@ -299,12 +295,8 @@ func (m *ternaryMatrix) apply(k kernels, p *pool, q []int8, qScale []float32, qS
 		for t := 0; t < T; t++ {
 			// float32(float32(Σc·q − Σq)/s)·scale, each step in float32 as
 			// nn/ref (and bitnet.cpp) take it; the sum is exact.
-			s, sum := qScale[t], qSum[t]
-			rt := raw[t*m.rows : (t+1)*m.rows]
-			yt := y[t*m.rows : (t+1)*m.rows]
-			for r := lo; r < hi; r++ {
-				yt[r] = float32(float32(float32(rt[r]-sum)/s) * m.rowScale[r])
-			}
+			o := t * m.rows
+			k.scaleSums(y[o+lo:o+hi], raw[o+lo:o+hi], qSum[t], qScale[t], m.rowScale[lo:hi])
 		}
 	})
 }
@@ -333,30 +325,18 @@ func (m *ternaryMatrix) applyGroups(k kernels, q []int8, qScale []float32, T, lo
 	}
 }
 
-// addTo adds y to x.
-func addTo(x, y []float32) {
-	y = y[:len(x)]
-	for i := range x {
-		x[i] += y[i]
-	}
-}
-
 // gate sets h[i] = activate(a, g[i])·u[i] (NaN aside), the activation
 // chosen once and ReLU without a branch: the signs of g are random, and a
 // branch per element mispredicted half the time (40 µs a layer of the 2B
 // shape, against 3 without).
-func gate(a nn.Activation, h, g, u []float32) {
-	g, u = g[:len(h)], u[:len(h)]
-	if a != nn.ReLUSquared {
-		for i := range h {
-			h[i] = activate(a, g[i]) * u[i]
-		}
+func gate(k kernels, a nn.Activation, h, g, u []float32) {
+	if a == nn.ReLUSquared {
+		k.reluSqMul(h, g, u)
 		return
 	}
-	for i, v := range g {
-		b := math.Float32bits(v)
-		r := math.Float32frombits(b &^ uint32(int32(b)>>31)) // max(v, 0): +0 for a negative sign
-		h[i] = r * r * u[i]
+	g, u = g[:len(h)], u[:len(h)]
+	for i := range h {
+		h[i] = activate(a, g[i]) * u[i]
 	}
 }
 

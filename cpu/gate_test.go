@@ -8,9 +8,16 @@ import (
 )
 
 // gate is activate(a, g)·u element by element, bit for bit, for both
-// activations and the awkward values (±0, ±Inf, subnormals); a NaN gives
-// a NaN or, for ReLU² of a NaN with the sign bit set, 0.
+// activations, every kernel set, and the awkward values (±0, ±Inf,
+// subnormals); a NaN gives a NaN or, for ReLU² of a NaN with the sign bit
+// set, 0.
 func TestGate(t *testing.T) {
+	for _, k := range kernelSets() {
+		t.Run(k.name, func(t *testing.T) { testGate(t, k) })
+	}
+}
+
+func testGate(t *testing.T, k kernels) {
 	rng := newRand()
 	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-40, -1e-40, 3, -3}
 	for _, a := range []nn.Activation{nn.ReLUSquared, nn.SiLU} {
@@ -23,7 +30,7 @@ func TestGate(t *testing.T) {
 				}
 				u[i] = float32(rng.NormFloat64())
 			}
-			gate(a, h, g, u)
+			gate(k, a, h, g, u)
 			for i := range h {
 				want := activate(a, g[i]) * u[i]
 				if g[i] != g[i] {

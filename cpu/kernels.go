@@ -120,6 +120,19 @@ type kernels struct {
 	// only for NaN.
 	scaleMax func(x []float32, s float32) float32
 
+	// scaleSums sets y[i] = float32(float32(raw[i]−sum)/s)·rowScale[i] for
+	// i < len(y): BitLinear's outputs from the exact code sums, each step
+	// rounded to float32 as nn/ref (and bitnet.cpp) round it. normScale
+	// sets dst[i] = float32(x[i]·scale)·w[i]: RMSNorm's last step.
+	// reluSqMul sets h[i] = (r·r)·u[i], r = g[i] or +0 where g[i]'s sign
+	// bit is set: the ReLU² gate. addF32 sets x[i] += y[i]: the residual
+	// adds. All four are exact: the kernels equal the twins bit for bit
+	// (NaN payloads aside).
+	scaleSums func(y []float32, raw []int32, sum int32, s float32, rowScale []float32)
+	normScale func(dst, x []float32, scale float32, w []float32)
+	reluSqMul func(h, g, u []float32)
+	addF32    func(x, y []float32)
+
 	// int8Loop runs iters iterations of int8MACs int8 multiply-adds each,
 	// independent instructions on registers only: Int8Peak's probe, with
 	// the instruction the set's ternary products are bound by.
@@ -155,6 +168,10 @@ var generic = kernels{
 	quantizeI8:    quantizeI8Generic,
 	expSub:        expSubGeneric,
 	scaleMax:      scaleMaxGeneric,
+	scaleSums:     scaleSumsGeneric,
+	normScale:     normScaleGeneric,
+	reluSqMul:     reluSqMulGeneric,
+	addF32:        addF32Generic,
 	int8Loop:      int8LoopGeneric,
 	int8MACs:      int8GenericChains,
 	sumBytes:      sumBytesGeneric,
@@ -296,6 +313,36 @@ func scaleMaxGeneric(x []float32, s float32) float32 {
 		}
 	}
 	return m
+}
+
+func scaleSumsGeneric(y []float32, raw []int32, sum int32, s float32, rowScale []float32) {
+	raw, rowScale = raw[:len(y)], rowScale[:len(y)]
+	for i, r := range raw {
+		y[i] = float32(float32(float32(r-sum)/s) * rowScale[i])
+	}
+}
+
+func normScaleGeneric(dst, x []float32, scale float32, w []float32) {
+	x, w = x[:len(dst)], w[:len(dst)]
+	for i, v := range x {
+		dst[i] = float32(float32(v*scale) * w[i])
+	}
+}
+
+func reluSqMulGeneric(h, g, u []float32) {
+	g, u = g[:len(h)], u[:len(h)]
+	for i, v := range g {
+		b := math.Float32bits(v)
+		r := math.Float32frombits(b &^ uint32(int32(b)>>31)) // max(v, 0): +0 for a set sign bit
+		h[i] = float32(r*r) * u[i]
+	}
+}
+
+func addF32Generic(x, y []float32) {
+	y = y[:len(x)]
+	for i := range x {
+		x[i] += y[i]
+	}
 }
 
 // rowsOfAxpy makes axpyF16Rows from a set's axpyF16: one call per row.

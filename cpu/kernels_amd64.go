@@ -46,6 +46,10 @@ var avx2Kernels = kernels{
 	quantizeI8:    checkQuantizeI8(quantizeI8AVX2),
 	expSub:        expSubAVX2,
 	scaleMax:      scaleMaxAVX2,
+	scaleSums:     checkScaleSums(scaleSumsAVX2),
+	normScale:     checkNormScale(normScaleAVX2),
+	reluSqMul:     checkReluSqMul(reluSqMulAVX2),
+	addF32:        checkAddF32(addF32AVX2),
 	int8Loop:      int8LoopAVX2,
 	int8MACs:      12 * 32,
 	sumBytes:      checkSumBytes(sumBytesAVX2),
@@ -70,6 +74,10 @@ var avx512VNNIKernels = kernels{
 	quantizeI8:    checkQuantizeI8(quantizeI8AVX512),
 	expSub:        expSubAVX512,
 	scaleMax:      scaleMaxAVX512,
+	scaleSums:     checkScaleSums(scaleSumsAVX512),
+	normScale:     checkNormScale(normScaleAVX512),
+	reluSqMul:     checkReluSqMul(reluSqMulAVX512),
+	addF32:        checkAddF32(addF32AVX512),
 	int8Loop:      int8LoopVNNI,
 	int8MACs:      12 * 64,
 	sumBytes:      checkSumBytes(sumBytesAVX512),
@@ -255,5 +263,41 @@ func checkSumBytes(f func(b []byte) uint64) func(b []byte) uint64 {
 			panic(fmt.Sprintf("cpu: sumBytes: length %d is not a multiple of 64", len(b)))
 		}
 		return f(b)
+	}
+}
+
+func checkScaleSums(f func(y []float32, raw []int32, sum int32, s float32, rowScale []float32)) func(y []float32, raw []int32, sum int32, s float32, rowScale []float32) {
+	return func(y []float32, raw []int32, sum int32, s float32, rowScale []float32) {
+		if len(raw) < len(y) || len(rowScale) < len(y) {
+			panic(fmt.Sprintf("cpu: scaleSums: %d outputs from %d sums and %d scales", len(y), len(raw), len(rowScale)))
+		}
+		f(y, raw, sum, s, rowScale)
+	}
+}
+
+func checkNormScale(f func(dst, x []float32, scale float32, w []float32)) func(dst, x []float32, scale float32, w []float32) {
+	return func(dst, x []float32, scale float32, w []float32) {
+		if len(x) < len(dst) || len(w) < len(dst) {
+			panic(fmt.Sprintf("cpu: normScale: %d outputs from %d values and %d weights", len(dst), len(x), len(w)))
+		}
+		f(dst, x, scale, w)
+	}
+}
+
+func checkReluSqMul(f func(h, g, u []float32)) func(h, g, u []float32) {
+	return func(h, g, u []float32) {
+		if len(g) < len(h) || len(u) < len(h) {
+			panic(fmt.Sprintf("cpu: reluSqMul: %d outputs from %d gates and %d ups", len(h), len(g), len(u)))
+		}
+		f(h, g, u)
+	}
+}
+
+func checkAddF32(f func(x, y []float32)) func(x, y []float32) {
+	return func(x, y []float32) {
+		if len(y) < len(x) {
+			panic(fmt.Sprintf("cpu: addF32: adding %d values to %d", len(y), len(x)))
+		}
+		f(x, y)
 	}
 }

@@ -10064,6 +10064,606 @@ notail_388:
 	VZEROUPPER
 	RET
 
+// func scaleSumsAVX2(y []float32, raw []int32, sum int32, s float32, rowScale []float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
+	MOVL         sum+48(FP), AX
+	VMOVD        AX, X0
+	VPBROADCASTD X0, Y0
+	MOVSS        s+52(FP), X1
+	VBROADCASTSS X1, Y1
+	MOVQ         y_base+0(FP), AX
+	MOVQ         raw_base+24(FP), CX
+	MOVQ         rowScale_base+56(FP), DX
+	MOVQ         y_len+8(FP), BX
+	MOVQ         BX, DI
+	ANDQ         $-32, DI
+	XORQ         SI, SI
+	CMPQ         SI, DI
+	JAE          loopdone_390
+
+loop_389:
+	VMOVUPS   (CX)(SI*4), Y2
+	VPSUBD    Y0, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y1, Y2, Y2
+	VMOVUPS   (DX)(SI*4), Y3
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (AX)(SI*4)
+	VMOVUPS   32(CX)(SI*4), Y2
+	VPSUBD    Y0, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y1, Y2, Y2
+	VMOVUPS   32(DX)(SI*4), Y3
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   Y2, 32(AX)(SI*4)
+	VMOVUPS   64(CX)(SI*4), Y2
+	VPSUBD    Y0, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y1, Y2, Y2
+	VMOVUPS   64(DX)(SI*4), Y3
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   Y2, 64(AX)(SI*4)
+	VMOVUPS   96(CX)(SI*4), Y2
+	VPSUBD    Y0, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y1, Y2, Y2
+	VMOVUPS   96(DX)(SI*4), Y3
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   Y2, 96(AX)(SI*4)
+	ADDQ      $0x00000020, SI
+	CMPQ      SI, DI
+	JB        loop_389
+
+loopdone_390:
+ewvec_391:
+	LEAQ      8(SI), DI
+	CMPQ      DI, BX
+	JA        ewvecdone_392
+	VMOVUPS   (CX)(SI*4), Y2
+	VPSUBD    Y0, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y1, Y2, Y2
+	VMOVUPS   (DX)(SI*4), Y3
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (AX)(SI*4)
+	ADDQ      $0x08, SI
+	JMP       ewvec_391
+
+ewvecdone_392:
+	CMPQ SI, BX
+	JAE  ewonedone_394
+
+ewone_393:
+	VMOVSS    (CX)(SI*4), X2
+	VPSUBD    X0, X2, X2
+	VCVTDQ2PS X2, X2
+	VDIVPS    X1, X2, X2
+	VMOVSS    (DX)(SI*4), X3
+	VMULPS    X3, X2, X2
+	VMOVSS    X2, (AX)(SI*4)
+	INCQ      SI
+	CMPQ      SI, BX
+	JB        ewone_393
+
+ewonedone_394:
+	VZEROUPPER
+	RET
+
+// func normScaleAVX2(dst []float32, x []float32, scale float32, w []float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
+	MOVSS        scale+48(FP), X0
+	VBROADCASTSS X0, Y0
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         x_base+24(FP), CX
+	MOVQ         w_base+56(FP), DX
+	MOVQ         dst_len+8(FP), BX
+	MOVQ         BX, DI
+	ANDQ         $-32, DI
+	XORQ         SI, SI
+	CMPQ         SI, DI
+	JAE          loopdone_396
+
+loop_395:
+	VMOVUPS (CX)(SI*4), Y1
+	VMULPS  Y0, Y1, Y1
+	VMOVUPS (DX)(SI*4), Y2
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, (AX)(SI*4)
+	VMOVUPS 32(CX)(SI*4), Y1
+	VMULPS  Y0, Y1, Y1
+	VMOVUPS 32(DX)(SI*4), Y2
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, 32(AX)(SI*4)
+	VMOVUPS 64(CX)(SI*4), Y1
+	VMULPS  Y0, Y1, Y1
+	VMOVUPS 64(DX)(SI*4), Y2
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, 64(AX)(SI*4)
+	VMOVUPS 96(CX)(SI*4), Y1
+	VMULPS  Y0, Y1, Y1
+	VMOVUPS 96(DX)(SI*4), Y2
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, 96(AX)(SI*4)
+	ADDQ    $0x00000020, SI
+	CMPQ    SI, DI
+	JB      loop_395
+
+loopdone_396:
+ewvec_397:
+	LEAQ    8(SI), DI
+	CMPQ    DI, BX
+	JA      ewvecdone_398
+	VMOVUPS (CX)(SI*4), Y1
+	VMULPS  Y0, Y1, Y1
+	VMOVUPS (DX)(SI*4), Y2
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, (AX)(SI*4)
+	ADDQ    $0x08, SI
+	JMP     ewvec_397
+
+ewvecdone_398:
+	CMPQ SI, BX
+	JAE  ewonedone_400
+
+ewone_399:
+	VMOVSS (CX)(SI*4), X1
+	VMULPS X0, X1, X1
+	VMOVSS (DX)(SI*4), X2
+	VMULPS X2, X1, X1
+	VMOVSS X1, (AX)(SI*4)
+	INCQ   SI
+	CMPQ   SI, BX
+	JB     ewone_399
+
+ewonedone_400:
+	VZEROUPPER
+	RET
+
+// func reluSqMulAVX2(h []float32, g []float32, u []float32)
+// Requires: AVX, AVX2
+TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
+	MOVQ h_base+0(FP), AX
+	MOVQ g_base+24(FP), CX
+	MOVQ u_base+48(FP), DX
+	MOVQ h_len+8(FP), BX
+	MOVQ BX, DI
+	ANDQ $-32, DI
+	XORQ SI, SI
+	CMPQ SI, DI
+	JAE  loopdone_402
+
+loop_401:
+	VMOVUPS (CX)(SI*4), Y0
+	VPSRAD  $0x1f, Y0, Y1
+	VPANDN  Y0, Y1, Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS (DX)(SI*4), Y1
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS Y0, (AX)(SI*4)
+	VMOVUPS 32(CX)(SI*4), Y0
+	VPSRAD  $0x1f, Y0, Y1
+	VPANDN  Y0, Y1, Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(DX)(SI*4), Y1
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS Y0, 32(AX)(SI*4)
+	VMOVUPS 64(CX)(SI*4), Y0
+	VPSRAD  $0x1f, Y0, Y1
+	VPANDN  Y0, Y1, Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 64(DX)(SI*4), Y1
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS Y0, 64(AX)(SI*4)
+	VMOVUPS 96(CX)(SI*4), Y0
+	VPSRAD  $0x1f, Y0, Y1
+	VPANDN  Y0, Y1, Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 96(DX)(SI*4), Y1
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS Y0, 96(AX)(SI*4)
+	ADDQ    $0x00000020, SI
+	CMPQ    SI, DI
+	JB      loop_401
+
+loopdone_402:
+ewvec_403:
+	LEAQ    8(SI), DI
+	CMPQ    DI, BX
+	JA      ewvecdone_404
+	VMOVUPS (CX)(SI*4), Y0
+	VPSRAD  $0x1f, Y0, Y1
+	VPANDN  Y0, Y1, Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS (DX)(SI*4), Y1
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS Y0, (AX)(SI*4)
+	ADDQ    $0x08, SI
+	JMP     ewvec_403
+
+ewvecdone_404:
+	CMPQ SI, BX
+	JAE  ewonedone_406
+
+ewone_405:
+	VMOVSS (CX)(SI*4), X0
+	VPSRAD $0x1f, X0, X1
+	VPANDN X0, X1, X0
+	VMULPS X0, X0, X0
+	VMOVSS (DX)(SI*4), X1
+	VMULPS X1, X0, X0
+	VMOVSS X0, (AX)(SI*4)
+	INCQ   SI
+	CMPQ   SI, BX
+	JB     ewone_405
+
+ewonedone_406:
+	VZEROUPPER
+	RET
+
+// func addF32AVX2(x []float32, y []float32)
+// Requires: AVX
+TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
+	MOVQ x_base+0(FP), AX
+	MOVQ y_base+24(FP), CX
+	MOVQ x_len+8(FP), DX
+	MOVQ DX, SI
+	ANDQ $-32, SI
+	XORQ BX, BX
+	CMPQ BX, SI
+	JAE  loopdone_408
+
+loop_407:
+	VMOVUPS (AX)(BX*4), Y0
+	VMOVUPS (CX)(BX*4), Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, (AX)(BX*4)
+	VMOVUPS 32(AX)(BX*4), Y0
+	VMOVUPS 32(CX)(BX*4), Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, 32(AX)(BX*4)
+	VMOVUPS 64(AX)(BX*4), Y0
+	VMOVUPS 64(CX)(BX*4), Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, 64(AX)(BX*4)
+	VMOVUPS 96(AX)(BX*4), Y0
+	VMOVUPS 96(CX)(BX*4), Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, 96(AX)(BX*4)
+	ADDQ    $0x00000020, BX
+	CMPQ    BX, SI
+	JB      loop_407
+
+loopdone_408:
+ewvec_409:
+	LEAQ    8(BX), SI
+	CMPQ    SI, DX
+	JA      ewvecdone_410
+	VMOVUPS (AX)(BX*4), Y0
+	VMOVUPS (CX)(BX*4), Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, (AX)(BX*4)
+	ADDQ    $0x08, BX
+	JMP     ewvec_409
+
+ewvecdone_410:
+	CMPQ BX, DX
+	JAE  ewonedone_412
+
+ewone_411:
+	VMOVSS (AX)(BX*4), X0
+	VMOVSS (CX)(BX*4), X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, (AX)(BX*4)
+	INCQ   BX
+	CMPQ   BX, DX
+	JB     ewone_411
+
+ewonedone_412:
+	VZEROUPPER
+	RET
+
+// func scaleSumsAVX512(y []float32, raw []int32, sum int32, s float32, rowScale []float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
+	MOVL         sum+48(FP), AX
+	VMOVD        AX, X0
+	VPBROADCASTD X0, Z0
+	MOVSS        s+52(FP), X1
+	VBROADCASTSS X1, Z1
+	MOVQ         y_base+0(FP), AX
+	MOVQ         raw_base+24(FP), CX
+	MOVQ         rowScale_base+56(FP), DX
+	MOVQ         y_len+8(FP), BX
+	MOVQ         BX, DI
+	ANDQ         $-64, DI
+	XORQ         SI, SI
+	CMPQ         SI, DI
+	JAE          loopdone_414
+
+loop_413:
+	VMOVUPS   (CX)(SI*4), Z2
+	VPSUBD    Z0, Z2, Z2
+	VCVTDQ2PS Z2, Z2
+	VDIVPS    Z1, Z2, Z2
+	VMOVUPS   (DX)(SI*4), Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, (AX)(SI*4)
+	VMOVUPS   64(CX)(SI*4), Z2
+	VPSUBD    Z0, Z2, Z2
+	VCVTDQ2PS Z2, Z2
+	VDIVPS    Z1, Z2, Z2
+	VMOVUPS   64(DX)(SI*4), Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, 64(AX)(SI*4)
+	VMOVUPS   128(CX)(SI*4), Z2
+	VPSUBD    Z0, Z2, Z2
+	VCVTDQ2PS Z2, Z2
+	VDIVPS    Z1, Z2, Z2
+	VMOVUPS   128(DX)(SI*4), Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, 128(AX)(SI*4)
+	VMOVUPS   192(CX)(SI*4), Z2
+	VPSUBD    Z0, Z2, Z2
+	VCVTDQ2PS Z2, Z2
+	VDIVPS    Z1, Z2, Z2
+	VMOVUPS   192(DX)(SI*4), Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, 192(AX)(SI*4)
+	ADDQ      $0x00000040, SI
+	CMPQ      SI, DI
+	JB        loop_413
+
+loopdone_414:
+ewvec_415:
+	LEAQ      16(SI), DI
+	CMPQ      DI, BX
+	JA        ewvecdone_416
+	VMOVUPS   (CX)(SI*4), Z2
+	VPSUBD    Z0, Z2, Z2
+	VCVTDQ2PS Z2, Z2
+	VDIVPS    Z1, Z2, Z2
+	VMOVUPS   (DX)(SI*4), Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, (AX)(SI*4)
+	ADDQ      $0x10, SI
+	JMP       ewvec_415
+
+ewvecdone_416:
+	CMPQ SI, BX
+	JAE  ewonedone_418
+
+ewone_417:
+	VMOVSS    (CX)(SI*4), X2
+	VPSUBD    X0, X2, X2
+	VCVTDQ2PS X2, X2
+	VDIVPS    X1, X2, X2
+	VMOVSS    (DX)(SI*4), X3
+	VMULPS    X3, X2, X2
+	VMOVSS    X2, (AX)(SI*4)
+	INCQ      SI
+	CMPQ      SI, BX
+	JB        ewone_417
+
+ewonedone_418:
+	VZEROUPPER
+	RET
+
+// func normScaleAVX512(dst []float32, x []float32, scale float32, w []float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
+	MOVSS        scale+48(FP), X0
+	VBROADCASTSS X0, Z0
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         x_base+24(FP), CX
+	MOVQ         w_base+56(FP), DX
+	MOVQ         dst_len+8(FP), BX
+	MOVQ         BX, DI
+	ANDQ         $-64, DI
+	XORQ         SI, SI
+	CMPQ         SI, DI
+	JAE          loopdone_420
+
+loop_419:
+	VMOVUPS (CX)(SI*4), Z1
+	VMULPS  Z0, Z1, Z1
+	VMOVUPS (DX)(SI*4), Z2
+	VMULPS  Z2, Z1, Z1
+	VMOVUPS Z1, (AX)(SI*4)
+	VMOVUPS 64(CX)(SI*4), Z1
+	VMULPS  Z0, Z1, Z1
+	VMOVUPS 64(DX)(SI*4), Z2
+	VMULPS  Z2, Z1, Z1
+	VMOVUPS Z1, 64(AX)(SI*4)
+	VMOVUPS 128(CX)(SI*4), Z1
+	VMULPS  Z0, Z1, Z1
+	VMOVUPS 128(DX)(SI*4), Z2
+	VMULPS  Z2, Z1, Z1
+	VMOVUPS Z1, 128(AX)(SI*4)
+	VMOVUPS 192(CX)(SI*4), Z1
+	VMULPS  Z0, Z1, Z1
+	VMOVUPS 192(DX)(SI*4), Z2
+	VMULPS  Z2, Z1, Z1
+	VMOVUPS Z1, 192(AX)(SI*4)
+	ADDQ    $0x00000040, SI
+	CMPQ    SI, DI
+	JB      loop_419
+
+loopdone_420:
+ewvec_421:
+	LEAQ    16(SI), DI
+	CMPQ    DI, BX
+	JA      ewvecdone_422
+	VMOVUPS (CX)(SI*4), Z1
+	VMULPS  Z0, Z1, Z1
+	VMOVUPS (DX)(SI*4), Z2
+	VMULPS  Z2, Z1, Z1
+	VMOVUPS Z1, (AX)(SI*4)
+	ADDQ    $0x10, SI
+	JMP     ewvec_421
+
+ewvecdone_422:
+	CMPQ SI, BX
+	JAE  ewonedone_424
+
+ewone_423:
+	VMOVSS (CX)(SI*4), X1
+	VMULPS X0, X1, X1
+	VMOVSS (DX)(SI*4), X2
+	VMULPS X2, X1, X1
+	VMOVSS X1, (AX)(SI*4)
+	INCQ   SI
+	CMPQ   SI, BX
+	JB     ewone_423
+
+ewonedone_424:
+	VZEROUPPER
+	RET
+
+// func reluSqMulAVX512(h []float32, g []float32, u []float32)
+// Requires: AVX, AVX512F, AVX512VL
+TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
+	MOVQ h_base+0(FP), AX
+	MOVQ g_base+24(FP), CX
+	MOVQ u_base+48(FP), DX
+	MOVQ h_len+8(FP), BX
+	MOVQ BX, DI
+	ANDQ $-64, DI
+	XORQ SI, SI
+	CMPQ SI, DI
+	JAE  loopdone_426
+
+loop_425:
+	VMOVUPS (CX)(SI*4), Z0
+	VPSRAD  $0x1f, Z0, Z1
+	VPANDND Z0, Z1, Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS (DX)(SI*4), Z1
+	VMULPS  Z1, Z0, Z0
+	VMOVUPS Z0, (AX)(SI*4)
+	VMOVUPS 64(CX)(SI*4), Z0
+	VPSRAD  $0x1f, Z0, Z1
+	VPANDND Z0, Z1, Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS 64(DX)(SI*4), Z1
+	VMULPS  Z1, Z0, Z0
+	VMOVUPS Z0, 64(AX)(SI*4)
+	VMOVUPS 128(CX)(SI*4), Z0
+	VPSRAD  $0x1f, Z0, Z1
+	VPANDND Z0, Z1, Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS 128(DX)(SI*4), Z1
+	VMULPS  Z1, Z0, Z0
+	VMOVUPS Z0, 128(AX)(SI*4)
+	VMOVUPS 192(CX)(SI*4), Z0
+	VPSRAD  $0x1f, Z0, Z1
+	VPANDND Z0, Z1, Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS 192(DX)(SI*4), Z1
+	VMULPS  Z1, Z0, Z0
+	VMOVUPS Z0, 192(AX)(SI*4)
+	ADDQ    $0x00000040, SI
+	CMPQ    SI, DI
+	JB      loop_425
+
+loopdone_426:
+ewvec_427:
+	LEAQ    16(SI), DI
+	CMPQ    DI, BX
+	JA      ewvecdone_428
+	VMOVUPS (CX)(SI*4), Z0
+	VPSRAD  $0x1f, Z0, Z1
+	VPANDND Z0, Z1, Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS (DX)(SI*4), Z1
+	VMULPS  Z1, Z0, Z0
+	VMOVUPS Z0, (AX)(SI*4)
+	ADDQ    $0x10, SI
+	JMP     ewvec_427
+
+ewvecdone_428:
+	CMPQ SI, BX
+	JAE  ewonedone_430
+
+ewone_429:
+	VMOVSS  (CX)(SI*4), X0
+	VPSRAD  $0x1f, X0, X1
+	VPANDND X0, X1, X0
+	VMULPS  X0, X0, X0
+	VMOVSS  (DX)(SI*4), X1
+	VMULPS  X1, X0, X0
+	VMOVSS  X0, (AX)(SI*4)
+	INCQ    SI
+	CMPQ    SI, BX
+	JB      ewone_429
+
+ewonedone_430:
+	VZEROUPPER
+	RET
+
+// func addF32AVX512(x []float32, y []float32)
+// Requires: AVX, AVX512F
+TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
+	MOVQ x_base+0(FP), AX
+	MOVQ y_base+24(FP), CX
+	MOVQ x_len+8(FP), DX
+	MOVQ DX, SI
+	ANDQ $-64, SI
+	XORQ BX, BX
+	CMPQ BX, SI
+	JAE  loopdone_432
+
+loop_431:
+	VMOVUPS (AX)(BX*4), Z0
+	VMOVUPS (CX)(BX*4), Z1
+	VADDPS  Z1, Z0, Z0
+	VMOVUPS Z0, (AX)(BX*4)
+	VMOVUPS 64(AX)(BX*4), Z0
+	VMOVUPS 64(CX)(BX*4), Z1
+	VADDPS  Z1, Z0, Z0
+	VMOVUPS Z0, 64(AX)(BX*4)
+	VMOVUPS 128(AX)(BX*4), Z0
+	VMOVUPS 128(CX)(BX*4), Z1
+	VADDPS  Z1, Z0, Z0
+	VMOVUPS Z0, 128(AX)(BX*4)
+	VMOVUPS 192(AX)(BX*4), Z0
+	VMOVUPS 192(CX)(BX*4), Z1
+	VADDPS  Z1, Z0, Z0
+	VMOVUPS Z0, 192(AX)(BX*4)
+	ADDQ    $0x00000040, BX
+	CMPQ    BX, SI
+	JB      loop_431
+
+loopdone_432:
+ewvec_433:
+	LEAQ    16(BX), SI
+	CMPQ    SI, DX
+	JA      ewvecdone_434
+	VMOVUPS (AX)(BX*4), Z0
+	VMOVUPS (CX)(BX*4), Z1
+	VADDPS  Z1, Z0, Z0
+	VMOVUPS Z0, (AX)(BX*4)
+	ADDQ    $0x10, BX
+	JMP     ewvec_433
+
+ewvecdone_434:
+	CMPQ BX, DX
+	JAE  ewonedone_436
+
+ewone_435:
+	VMOVSS (AX)(BX*4), X0
+	VMOVSS (CX)(BX*4), X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, (AX)(BX*4)
+	INCQ   BX
+	CMPQ   BX, DX
+	JB     ewone_435
+
+ewonedone_436:
+	VZEROUPPER
+	RET
+
 // func sumBytesAVX2(b []byte) uint64
 // Requires: AVX, AVX2, MMX+
 TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
@@ -10085,9 +10685,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_390
+	JAE   loopdone_438
 
-loop_389:
+loop_437:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -10162,21 +10762,21 @@ loop_389:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_389
+	JB         loop_437
 
-loopdone_390:
+loopdone_438:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_392
+	JAE    sum64done_440
 
-sum64_391:
+sum64_439:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_391
+	JB     sum64_439
 
-sum64done_392:
+sum64done_440:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -10210,9 +10810,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_394
+	JAE    loopdone_442
 
-loop_393:
+loop_441:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -10255,20 +10855,20 @@ loop_393:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_393
+	JB         loop_441
 
-loopdone_394:
+loopdone_442:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_396
+	JAE    sum64done_444
 
-sum64_395:
+sum64_443:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_395
+	JB     sum64_443
 
-sum64done_396:
+sum64done_444:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -10315,9 +10915,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_398
+	JZ         sgemmtail_446
 
-sgemm_397:
+sgemm_445:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -10401,13 +11001,13 @@ sgemm_397:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_397
+	JNZ          sgemm_445
 
-sgemmtail_398:
+sgemmtail_446:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_400
+	JZ   sgemmdone_448
 
-sgemmone_399:
+sgemmone_447:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -10431,9 +11031,9 @@ sgemmone_399:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_399
+	JNZ          sgemmone_447
 
-sgemmdone_400:
+sgemmdone_448:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -10527,9 +11127,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_402
+	JZ         sgemmtail_450
 
-sgemm_401:
+sgemm_449:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -10685,13 +11285,13 @@ sgemm_401:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_401
+	JNZ          sgemm_449
 
-sgemmtail_402:
+sgemmtail_450:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_404
+	JZ   sgemmdone_452
 
-sgemmone_403:
+sgemmone_451:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -10733,9 +11333,9 @@ sgemmone_403:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_403
+	JNZ          sgemmone_451
 
-sgemmdone_404:
+sgemmdone_452:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -10806,9 +11406,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_406
+	JLE   fmadone_454
 
-fma_405:
+fma_453:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -10822,9 +11422,9 @@ fma_405:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_405
+	JNZ         fma_453
 
-fmadone_406:
+fmadone_454:
 	VZEROUPPER
 	RET
 
@@ -10851,9 +11451,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_408
+	JLE    fmadone_456
 
-fma_407:
+fma_455:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -10871,9 +11471,9 @@ fma_407:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_407
+	JNZ         fma_455
 
-fmadone_408:
+fmadone_456:
 	VZEROUPPER
 	RET
 
@@ -10896,9 +11496,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_410
+	JLE   int8done_458
 
-int8_409:
+int8_457:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -10912,9 +11512,9 @@ int8_409:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_409
+	JNZ        int8_457
 
-int8done_410:
+int8done_458:
 	VZEROUPPER
 	RET
 
@@ -10937,9 +11537,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_412
+	JLE    int8done_460
 
-int8_411:
+int8_459:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -10953,8 +11553,8 @@ int8_411:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_411
+	JNZ      int8_459
 
-int8done_412:
+int8done_460:
 	VZEROUPPER
 	RET

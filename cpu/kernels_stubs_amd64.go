@@ -150,6 +150,46 @@ func scaleMaxAVX512(x []float32, s float32) float32
 //go:noescape
 func expSubAVX512(x []float32, m float32) float64
 
+// scaleSumsAVX2 is scaleSums: 32 elements per step, then 8, then one at a time.
+//
+//go:noescape
+func scaleSumsAVX2(y []float32, raw []int32, sum int32, s float32, rowScale []float32)
+
+// normScaleAVX2 is normScale: 32 elements per step, then 8, then one at a time.
+//
+//go:noescape
+func normScaleAVX2(dst []float32, x []float32, scale float32, w []float32)
+
+// reluSqMulAVX2 is reluSqMul: 32 elements per step, then 8, then one at a time.
+//
+//go:noescape
+func reluSqMulAVX2(h []float32, g []float32, u []float32)
+
+// addF32AVX2 is addF32: 32 elements per step, then 8, then one at a time.
+//
+//go:noescape
+func addF32AVX2(x []float32, y []float32)
+
+// scaleSumsAVX512 is scaleSums: 64 elements per step, then 16, then one at a time.
+//
+//go:noescape
+func scaleSumsAVX512(y []float32, raw []int32, sum int32, s float32, rowScale []float32)
+
+// normScaleAVX512 is normScale: 64 elements per step, then 16, then one at a time.
+//
+//go:noescape
+func normScaleAVX512(dst []float32, x []float32, scale float32, w []float32)
+
+// reluSqMulAVX512 is reluSqMul: 64 elements per step, then 16, then one at a time.
+//
+//go:noescape
+func reluSqMulAVX512(h []float32, g []float32, u []float32)
+
+// addF32AVX512 is addF32: 64 elements per step, then 16, then one at a time.
+//
+//go:noescape
+func addF32AVX512(x []float32, y []float32)
+
 // sumBytesAVX2 is sumBytes: 8 streams, 4 accumulators of vpaddq.
 //
 //go:noescape

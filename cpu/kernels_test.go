@@ -802,8 +802,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 16 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 16", checked)
+	if checked != 20 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 20", checked)
 	}
 }
 
@@ -1056,6 +1056,68 @@ func TestMaxAbs(t *testing.T) {
 			if got, want := k.maxAbs(x), maxAbsGeneric(x); math.Float32bits(got) != math.Float32bits(want) {
 				t.Fatalf("n %d: %g, twin %g", n, got, want)
 			}
+		}
+	})
+}
+
+// TestElementwise: every set's scaleSums, normScale, reluSqMul and addF32
+// equal their twins bit for bit, for every length 0…300 and the 2B
+// shape's widths, at odd offsets, with values that round (int32 sums past
+// 2²⁴, divisions, signed zeros, negative gates), and write nothing past
+// their outputs.
+func TestElementwise(t *testing.T) {
+	nan := float32(math.NaN())
+	isNaN := func(v float32) bool { return v != v }
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		floats := func(n int, scale float64) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64() * scale)
+				if rng.IntN(17) == 0 {
+					v[i] = float32(math.Copysign(0, rng.NormFloat64()))
+				}
+			}
+			return v
+		}
+		for _, n := range append(floatLengths(), 6912, 13824) {
+			off := rng.IntN(16)
+			raw := make([]int32, n)
+			for i := range raw {
+				raw[i] = int32(rng.Uint32()) >> rng.IntN(24)
+			}
+			sum := int32(rng.Uint32()) >> 12
+			s := float32(rng.Float64()*1e4 + 0.5)
+			rowScale := floats(n, 1)
+			y, all := poisoned(n, off, 40, nan)
+			want := make([]float32, n)
+			scaleSumsGeneric(want, raw, sum, s, rowScale)
+			k.scaleSums(y, raw, sum, s, rowScale)
+			sameBits(t, fmt.Sprintf("scaleSums n %d", n), y, want)
+			checkPoisonFunc(t, all, y, isNaN)
+
+			x, w := floats(n, 30), floats(n, 2)
+			scale := float32(rng.Float64() + 0.001)
+			dst, all := poisoned(n, off, 40, nan)
+			normScaleGeneric(want, x, scale, w)
+			k.normScale(dst, x, scale, w)
+			sameBits(t, fmt.Sprintf("normScale n %d", n), dst, want)
+			checkPoisonFunc(t, all, dst, isNaN)
+
+			g, u := floats(n, 10), floats(n, 10)
+			h, all := poisoned(n, off, 40, nan)
+			reluSqMulGeneric(want, g, u)
+			k.reluSqMul(h, g, u)
+			sameBits(t, fmt.Sprintf("reluSqMul n %d", n), h, want)
+			checkPoisonFunc(t, all, h, isNaN)
+
+			a, all := poisoned(n, off, 40, nan)
+			copy(a, x)
+			copy(want, x)
+			addF32Generic(want, w)
+			k.addF32(a, w)
+			sameBits(t, fmt.Sprintf("addF32 n %d", n), a, want)
+			checkPoisonFunc(t, all, a, isNaN)
 		}
 	})
 }

@@ -78,6 +78,16 @@ type Profile struct {
 // with logits for the last token, and returns the mean per pass. It
 // writes the K/V cache at those positions.
 func (b *Backend) ProfileForward(n, pos, runs int) (*Profile, error) {
+	return b.profile(n, pos, runs, false)
+}
+
+// ProfileVerify is ProfileForward for a speculative verification pass:
+// logits for every one of the n tokens.
+func (b *Backend) ProfileVerify(n, pos, runs int) (*Profile, error) {
+	return b.profile(n, pos, runs, true)
+}
+
+func (b *Backend) profile(n, pos, runs int, all bool) (*Profile, error) {
 	switch {
 	case b.pool == nil:
 		return nil, errors.New("cpu: backend is closed")
@@ -92,6 +102,9 @@ func (b *Backend) ProfileForward(n, pos, runs int) (*Profile, error) {
 		tokens[i] = int32((7919*i + 1) % b.c.Vocab)
 	}
 	logits := make([]float32, b.c.Vocab)
+	if all {
+		logits = make([]float32, n*b.c.Vocab)
+	}
 	if err := b.Forward(tokens, pos, logits); err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@
 //	            (its float32 sgemm kernels use only AVX-512 F)
 //
 // Files: ternary.go (matrix-vector), matmul.go (matrix-matrix), float.go
-// (float16 rows), softmax.go (attention's exponentials), quant.go (int8 quantization), half.go (float16 conversion), int8.go (int8 rows, byte sum), head.go (float16 and int8
+// (float16 rows), softmax.go (attention's exponentials), elementwise.go (per-element float32 steps), quant.go (int8 quantization), half.go (float16 conversion), int8.go (int8 rows, byte sum), head.go (float16 and int8
 // rows against a few tokens), blockhead.go (int8 codes with group scales), sgemm.go (the trainer's
 // float32 matrix-product micro-kernels, FMA peak probe). This file holds the
 // constants and the helpers they share.
@@ -64,6 +64,15 @@ func main() {
 	genScaleMax("scaleMaxAVX2", isaAVX2)
 	genScaleMax("scaleMaxAVX512", isaAVX512)
 	genExpSubAVX512()
+	for _, v := range []struct {
+		suffix string
+		isa    vecISA
+	}{{"AVX2", isaAVX2}, {"AVX512", isaAVX512}} {
+		genScaleSums("scaleSums"+v.suffix, v.isa)
+		genNormScale("normScale"+v.suffix, v.isa)
+		genReluSqMul("reluSqMul"+v.suffix, v.isa)
+		genAddF32("addF32"+v.suffix, v.isa)
+	}
 	genSumBytesAVX2()
 	genSumBytesAVX512()
 	genSgemmTileAVX2()

@@ -1,0 +1,168 @@
+package main
+
+// Element-wise kernels: the per-element float32 steps of a forward pass
+// that the Go compiler leaves scalar (it does not vectorize). Each is the
+// same IEEE operations in the same order as its Go twin, so the results
+// are bit for bit the twin's (NaN payloads aside):
+//
+//	scaleSums  y[i] = float32(float32(raw[i]−sum)/s)·rowScale[i]: BitLinear's
+//	           outputs from the exact code sums (a division per element:
+//	           bitnet.cpp divides, and a reciprocal would round differently)
+//	normScale  dst[i] = float32(x[i]·scale)·w[i]: RMSNorm's last step
+//	reluSqMul  h[i] = (r·r)·u[i], r = g[i] with a set sign bit made +0:
+//	           the ReLU² gate
+//	addF32     x[i] += y[i]: the residual adds
+//
+// Versions (genElementwise): four vectors per step, then one, then one
+// element at a time in the low lane of an xmm register; avx2 with ymm,
+// avx512vnni with zmm.
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// ewStep is how one step of an element-wise kernel moves data: the whole
+// vector, or the low lane only (the tail).
+type ewStep struct {
+	vec   func(reg.VecVirtual) reg.Register // a kernel-wide register in this step's width
+	alloc func() reg.Register               // a new register of this step's width
+	load  func(Mem) reg.Register            // lanes elements into a new register
+	store func(reg.Register, Mem)
+	andn  func(a, b, dst reg.Register) // dst = ^a & b
+}
+
+// genElementwise emits name with signature sig over the float32 or int32
+// slice parameters named in slices (the first one's length is the number
+// of elements): setup loads the kernel's broadcast arguments, and body
+// emits one step on the elements at at(k), k indexing slices.
+func genElementwise(name string, isa vecISA, sig, doc string, slices []string, setup func(), body func(s ewStep, at func(int) Mem)) {
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s %s: %d elements per step, then %d, then one at a time.", name, doc, 4*isa.width, isa.width))
+	setup()
+	bases := make([]reg.GPVirtual, len(slices))
+	for k, nm := range slices {
+		bases[k] = load(Param(nm).Base())
+	}
+	n := load(Param(slices[0]).Len())
+	andn := func(a, b, dst reg.Register) { VPANDN(b, a, dst) }
+	if isa.width == 16 {
+		andn = func(a, b, dst reg.Register) { VPANDND(b, a, dst) }
+	}
+	full := ewStep{vec: func(v reg.VecVirtual) reg.Register { return v },
+		alloc: func() reg.Register { return isa.alloc() },
+		load: func(m Mem) reg.Register {
+			v := isa.alloc()
+			VMOVUPS(m, v)
+			return v
+		},
+		store: func(v reg.Register, m Mem) { VMOVUPS(v, m) },
+		andn:  andn}
+	one := ewStep{vec: func(v reg.VecVirtual) reg.Register { return v.AsX() },
+		alloc: func() reg.Register { return XMM() },
+		load: func(m Mem) reg.Register {
+			v := XMM()
+			VMOVSS(m, v)
+			return v
+		},
+		store: func(v reg.Register, m Mem) { VMOVSS(v, m) },
+		andn:  andn}
+	i := GP64()
+	step := func(s ewStep, disp int) {
+		body(s, func(k int) Mem { return Mem{Base: bases[k], Index: i, Scale: 4, Disp: disp} })
+	}
+	bytes := 4 * isa.width
+	blockLoop(i, roundDown(n, 4*isa.width), 4*isa.width, func() {
+		for d := range 4 {
+			step(full, d*bytes)
+		}
+	})
+	loop, done := label("ewvec"), label("ewvecdone")
+	Label(loop)
+	e := GP64()
+	LEAQ(Mem{Base: i, Disp: isa.width}, e)
+	CMPQ(e, n)
+	JA(LabelRef(done))
+	step(full, 0)
+	ADDQ(U8(isa.width), i)
+	JMP(LabelRef(loop))
+	Label(done)
+	tail, end := label("ewone"), label("ewonedone")
+	CMPQ(i, n)
+	JAE(LabelRef(end))
+	Label(tail)
+	step(one, 0)
+	INCQ(i)
+	CMPQ(i, n)
+	JB(LabelRef(tail))
+	Label(end)
+	VZEROUPPER()
+	RET()
+}
+
+// broadcastInt32Param broadcasts an int32 argument to every lane.
+func broadcastInt32Param(name string, alloc func() reg.VecVirtual) reg.VecVirtual {
+	g, x, v := GP32(), XMM(), alloc()
+	Load(Param(name), g)
+	VMOVD(g, x)
+	VPBROADCASTD(x, v)
+	return v
+}
+
+const scaleSumsSig = "func(y []float32, raw []int32, sum int32, s float32, rowScale []float32)"
+
+func genScaleSums(name string, isa vecISA) {
+	var sum, s reg.VecVirtual
+	genElementwise(name, isa, scaleSumsSig, "is scaleSums", []string{"y", "raw", "rowScale"}, func() {
+		sum, s = broadcastInt32Param("sum", isa.alloc), broadcastParam("s", isa.alloc)
+	}, func(st ewStep, at func(int) Mem) {
+		v := st.load(at(1))
+		VPSUBD(st.vec(sum), v, v)
+		VCVTDQ2PS(v, v)
+		VDIVPS(st.vec(s), v, v)
+		VMULPS(st.load(at(2)), v, v)
+		st.store(v, at(0))
+	})
+}
+
+const normScaleSig = "func(dst, x []float32, scale float32, w []float32)"
+
+func genNormScale(name string, isa vecISA) {
+	var sc reg.VecVirtual
+	genElementwise(name, isa, normScaleSig, "is normScale", []string{"dst", "x", "w"}, func() {
+		sc = broadcastParam("scale", isa.alloc)
+	}, func(st ewStep, at func(int) Mem) {
+		v := st.load(at(1))
+		VMULPS(st.vec(sc), v, v)
+		VMULPS(st.load(at(2)), v, v)
+		st.store(v, at(0))
+	})
+}
+
+const reluSqMulSig = "func(h, g, u []float32)"
+
+func genReluSqMul(name string, isa vecISA) {
+	genElementwise(name, isa, reluSqMulSig, "is reluSqMul", []string{"h", "g", "u"}, func() {}, func(st ewStep, at func(int) Mem) {
+		g := st.load(at(1))
+		m := st.alloc()
+		VPSRAD(U8(31), g, m)
+		st.andn(m, g, g) // +0 where the sign was set
+		VMULPS(g, g, g)
+		VMULPS(st.load(at(2)), g, g)
+		st.store(g, at(0))
+	})
+}
+
+const addF32Sig = "func(x, y []float32)"
+
+func genAddF32(name string, isa vecISA) {
+	genElementwise(name, isa, addF32Sig, "is addF32", []string{"x", "y"}, func() {}, func(st ewStep, at func(int) Mem) {
+		v := st.load(at(0))
+		VADDPS(st.load(at(1)), v, v)
+		st.store(v, at(0))
+	})
+}
