@@ -423,20 +423,27 @@ func blockedF16(rowsFn func(w []uint16, stride int, x []float32, out []float32))
 	}
 }
 
-// tiledF16 runs a register-tiled dotF16MatMul (tiles of 4 rows × tile
-// tokens, walking all its rows per token tile) over blocks of rowBlock rows
-// and tile tokens at a time: a block's float16 rows (320 KiB of the 2B
-// head) stay in L2 while each token tile's activations (30 KiB for 3
-// tokens of 2560) stay in L1, where the kernel alone, given 9 tokens, would
-// cycle 90 KiB of activations through L1 for every 4 rows. Rows keep their
-// groups of 4 (rowBlock is a multiple of 4), so sums keep their order.
+// tiledF16 runs a register-tiled dotF16MatMul that takes up to tile
+// tokens in one call (dotF16MatMulAVX512: every token in one tile, so
+// each row is read from memory once, by the tile that does all its
+// multiply-adds). More tokens (a prompt's head tile of 16) go in even
+// token tiles over blocks of rowBlock rows, whose float16 rows (320 KiB of
+// the 2B head) stay in L2 while each tile passes. Blocks are a multiple of
+// 4 rows and the kernel sums every (row, token) alone, so blocking changes
+// no bits.
 func tiledF16(f func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int), tile int) func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int) {
 	return func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int) {
+		if tokens <= tile {
+			if tokens > 0 {
+				f(w, stride, rows, x, xStride, n, tokens, out, outStride)
+			}
+			return
+		}
+		per := (tokens + (tokens+tile-1)/tile - 1) / ((tokens + tile - 1) / tile)
 		for r0 := 0; r0 < rows; r0 += rowBlock {
 			r1 := min(r0+rowBlock, rows)
-			for t0 := 0; t0 < tokens; t0 += tile {
-				nt := min(tile, tokens-t0)
-				f(w[r0*stride:], stride, r1-r0, x[t0*xStride:], xStride, n, nt, out[t0*outStride+r0:], outStride)
+			for t0 := 0; t0 < tokens; t0 += per {
+				f(w[r0*stride:], stride, r1-r0, x[t0*xStride:], xStride, n, min(per, tokens-t0), out[t0*outStride+r0:], outStride)
 			}
 		}
 	}

@@ -30,7 +30,7 @@ func ternaryMatMulVNNI(w []byte, stride int, rows int, x []int8, xStride int, n 
 //go:noescape
 func dotF16RowsAVX2(w []uint16, stride int, x []float32, out []float32)
 
-// dotF16RowsAVX512 is dotF16Rows with AVX-512: 4 rows at a time, 32 elements per step, masked tail.
+// dotF16RowsAVX512 is dotF16Rows with AVX-512: 4 rows at a time, one accumulator each, 32 elements per step, masked tail.
 //
 //go:noescape
 func dotF16RowsAVX512(w []uint16, stride int, x []float32, out []float32)
@@ -68,8 +68,8 @@ func dotI8RowsAVX2(w []int8, stride int, x []int8, out []int32)
 //go:noescape
 func dotI8RowsVNNI(w []int8, stride int, x []int8, out []int32)
 
-// dotF16MatMulAVX512 is dotF16MatMul with AVX-512: tiles of 4 rows × 3 tokens,
-// each sum in dotF16RowsAVX512's order.
+// dotF16MatMulAVX512 is dotF16MatMul with AVX-512 for 1…9 tokens: every token in one tile
+// of f16TileRows(tokens) rows, each sum in dotF16RowsAVX512's order.
 //
 //go:noescape
 func dotF16MatMulAVX512(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)

@@ -14,9 +14,13 @@ package main
 //	                  16- and one 8-element step, then a scalar tail that
 //	                  gathers the 4 rows' halves into one xmm (vcvtph2ps
 //	                  of 4 at once).
-//	dotF16RowsAVX512  4 rows, two 16-wide zmm accumulators per row over 32
-//	                  elements, one 16-element step, then one masked step
-//	                  (vmovdqu16/vmovups with zeroing, no scalar loop).
+//	dotF16RowsAVX512  4 rows, one 16-wide zmm accumulator per row, 32
+//	                  elements per step, one 16-element step, then one
+//	                  masked step (vmovdqu16/vmovups with zeroing, no
+//	                  scalar loop): lane j sums elements j, j+16, j+32, …
+//	                  in order, which dotF16MatMulAVX512 repeats for any
+//	                  number of tokens. Four dependency chains of FMA are
+//	                  ~1 FMA a cycle, several times what DRAM or L3 feed.
 //	axpyF16AVX2       16 per step (vcvtph2ps + vfmadd213ps from y), 8,
 //	                  then scalar.
 //	axpyF16AVX512     32 per step, 16, then a masked load/FMA/store.
@@ -157,14 +161,15 @@ func genDotF16RowsAVX2() {
 func genDotF16RowsAVX512() {
 	TEXT("dotF16RowsAVX512", NOSPLIT, dotF16RowsSig)
 	Pragma("noescape")
-	Doc("dotF16RowsAVX512 is dotF16Rows with AVX-512: 4 rows at a time, 32 elements per step, masked tail.")
+	Doc("dotF16RowsAVX512 is dotF16Rows with AVX-512: 4 rows at a time, one accumulator each, 32 elements per step, masked tail.")
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
 
-	// rowSums returns the 256-bit folds of the sums of the rows at q.
+	// rowSums returns the 256-bit folds of the sums of the rows at q: one
+	// accumulator per row, each 16-element chunk added in order.
 	rowSums := func(q []reg.GPVirtual) []reg.VecVirtual {
 		R := len(q)
-		acc0, acc1 := zmms(R), zmms(R)
+		acc := zmms(R)
 		i := GP64()
 		blockLoop(i, roundDown(n, 32), 32, func() {
 			x0, x1 := ZMM(), ZMM()
@@ -172,11 +177,14 @@ func genDotF16RowsAVX512() {
 			VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 64}, x1)
 			for r := 0; r < R; r++ {
 				prefetch(Mem{Base: q[r], Index: i, Scale: 2})
-				h0, h1 := ZMM(), ZMM()
-				VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2}, h0)
-				VFMADD231PS(x0, h0, acc0[r])
-				VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2, Disp: 32}, h1)
-				VFMADD231PS(x1, h1, acc1[r])
+				h := ZMM()
+				VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2}, h)
+				VFMADD231PS(x0, h, acc[r])
+			}
+			for r := 0; r < R; r++ {
+				h := ZMM()
+				VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2, Disp: 32}, h)
+				VFMADD231PS(x1, h, acc[r])
 			}
 		})
 		ifRoom(i, n, 16, func() {
@@ -185,7 +193,7 @@ func genDotF16RowsAVX512() {
 			for r := 0; r < R; r++ {
 				h := ZMM()
 				VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2}, h)
-				VFMADD231PS(x0, h, acc1[r])
+				VFMADD231PS(x0, h, acc[r])
 			}
 			ADDQ(U8(16), i)
 		})
@@ -196,13 +204,12 @@ func genDotF16RowsAVX512() {
 				h16, h := YMM(), ZMM()
 				VMOVDQU16_Z(Mem{Base: q[r], Index: i, Scale: 2}, k, h16)
 				VCVTPH2PS(h16, h)
-				VFMADD231PS(x0, h, acc0[r])
+				VFMADD231PS(x0, h, acc[r])
 			}
 		})
 		ys := make([]reg.VecVirtual, R)
 		for r := range ys {
-			VADDPS(acc1[r], acc0[r], acc0[r])
-			ys[r] = f32EVEX.fold256(acc0[r])
+			ys[r] = f32EVEX.fold256(acc[r])
 		}
 		return ys
 	}

@@ -13,15 +13,19 @@ package main
 //
 // Versions:
 //
-//	dotF16MatMulAVX512  tiles of 4 rows × 3 tokens: 24 zmm accumulators,
-//	                    two per (row, token) exactly as dotF16RowsAVX512
-//	                    keeps them (elements 0-15 of each 32 into acc0,
-//	                    16-31 into acc1, a 16-element step into acc1, the
-//	                    masked tail into acc0), then the same fold256 and
-//	                    sum4 (sum1 for the rows past a multiple of 4). Per
-//	                    16 elements: 4 vcvtph2ps, 3 loads of x, 12 FMA,
-//	                    where one token at a time pays one vcvtph2ps per
-//	                    FMA. Leftover rows: tiles of 1 row × 8 tokens.
+//	dotF16MatMulAVX512  1…9 tokens in one tile of R rows (4 up to 6 tokens,
+//	                    3 for 7-9: R·T accumulators, R widened rows and an
+//	                    activation vector in 32 zmm), one accumulator per
+//	                    (row, token) fed each 16-element chunk in order as
+//	                    dotF16RowsAVX512 feeds a row's, then the same
+//	                    fold256 and sum4's lane order (sum1's for the rows
+//	                    past a multiple of 4). Each row is read once, by a
+//	                    tile that does all its multiply-adds, so the stream
+//	                    from DRAM overlaps the arithmetic (a tile per 3
+//	                    tokens over L2-resident blocks of 64 rows read
+//	                    memory in its first tile and computed without it
+//	                    in the others). Per 16 elements at 9 tokens: 3
+//	                    vcvtph2ps, 9 loads of x, 27 FMA.
 //	dotI8MatMulVNNI     tiles of 4 rows × 5 tokens: u = w XOR 0x80 = w+128
 //	                    once per row and 64 bytes, then vpdpbusd(u, x_t)
 //	                    into 20 accumulators; the caller passes
@@ -47,114 +51,187 @@ const (
 	dotI8MatMulSig  = "func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int, bias []int32)"
 )
 
-// Tile shapes.
-const (
-	headF16Tokens = 3
-	headI8Tokens  = 5
-)
+// Tile shape of dotI8MatMulVNNI.
+const headI8Tokens = 5
 
 func genDotF16MatMulAVX512() {
 	TEXT("dotF16MatMulAVX512", NOSPLIT, dotF16MatMulSig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("dotF16MatMulAVX512 is dotF16MatMul with AVX-512: tiles of 4 rows × %d tokens,", headF16Tokens),
-		"each sum in dotF16RowsAVX512's order.")
-	tokensFor := func(R int) int {
-		if R == 1 {
-			return 8
-		}
-		return headF16Tokens
+	Doc(fmt.Sprintf("dotF16MatMulAVX512 is dotF16MatMul with AVX-512 for 1…%d tokens: every token in one tile", headF16MaxTokens),
+		"of f16TileRows(tokens) rows, each sum in dotF16RowsAVX512's order.")
+	tokens := load(Param("tokens"))
+	end := label("f16mmend")
+	for T := 1; T <= headF16MaxTokens; T++ {
+		next := label("f16mmtokens")
+		CMPQ(tokens, U8(T))
+		JNE(LabelRef(next))
+		f16MatMulRows(T)
+		JMP(LabelRef(end))
+		Label(next)
 	}
-	matMulDriverElems([]int{4, 1}, tokensFor, 2, 4, func(R, T int, w, x, out, _ reg.GPVirtual) {
-		Commentf("tile %d rows × %d tokens", R, T)
+	Label(end)
+	VZEROUPPER()
+	RET()
+}
+
+// headF16MaxTokens is the most tokens dotF16MatMulAVX512 takes in one
+// call (cpu's tiledF16 splits more).
+const headF16MaxTokens = 9
+
+// f16TileRows is the rows of a tile of T tokens: its R·T accumulators, R
+// widened rows and one activation vector fit the 32 zmm registers.
+func f16TileRows(T int) int { return min(4, 31/(T+1)) }
+
+// f16MatMulRows emits the row loop of dotF16MatMulAVX512 for T tokens:
+// the first rows &^ 3 rows (summed in sum4's lane order, as dotF16Rows
+// sums the rows of its groups of 4) in tiles of f16TileRows(T) and one
+// smaller tile, then the last rows % 4 (in sum1's order, as dotF16Rows sums
+// its single rows) one at a time.
+func f16MatMulRows(T int) {
+	R := f16TileRows(T)
+	w := load(Param("w").Base())
+	out := load(Param("out").Base())
+	quads := load(Param("rows"))
+	ANDQ(I32(-4), quads)
+	advance := func(r int) {
 		stride := load(Param("stride"))
 		SHLQ(U8(1), stride)
-		xs := load(Param("xStride"))
-		SHLQ(U8(2), xs)
-		rem := load(Param("n"))
-		rws := newStrided(w, stride, R)
-		toks := newStrided(x, xs, T)
-		acc0, acc1 := zmms(R*T), zmms(R*T) // [r·T + t]
-		// half multiplies 16 elements at element offset e of the rows and
-		// tokens into acc (masked by k when k is not nil).
-		half := func(e int, acc []reg.VecVirtual, k reg.Register, pf bool) {
-			h := make([]reg.VecVirtual, R)
-			for r := range h {
-				h[r] = ZMM()
-				if pf {
-					prefetch(rws.at(r, 2*e))
-				}
-				if k == nil {
-					VCVTPH2PS(rws.at(r, 2*e), h[r])
-				} else {
-					h16 := YMM()
-					VMOVDQU16_Z(rws.at(r, 2*e), k, h16)
-					VCVTPH2PS(h16, h[r])
-				}
-			}
-			for t := 0; t < T; t++ {
-				xv := ZMM()
-				if k == nil {
-					VMOVUPS(toks.at(t, 4*e), xv)
-				} else {
-					VMOVUPS_Z(toks.at(t, 4*e), k, xv)
-				}
-				for r := 0; r < R; r++ {
-					VFMADD231PS(xv, h[r], acc[r*T+t])
-				}
-			}
+		for range r {
+			ADDQ(stride, w)
 		}
-		loop, done := label("f16steps"), label("f16stepsdone")
-		Label(loop)
-		CMPQ(rem, U8(32))
-		JB(LabelRef(done))
-		half(0, acc0, nil, true)
-		half(16, acc1, nil, false)
-		rws.advance(64)
-		toks.advance(128)
-		SUBQ(U8(32), rem)
-		JMP(LabelRef(loop))
-		Label(done)
-
-		skip := label("f16step16")
-		CMPQ(rem, U8(16))
-		JB(LabelRef(skip))
-		half(0, acc1, nil, false)
-		rws.advance(32)
-		toks.advance(64)
-		SUBQ(U8(16), rem)
+		ADDQ(U32(4*r), out)
+	}
+	loop, done := label("f16tiles"), label("f16tilesdone")
+	Label(loop)
+	CMPQ(quads, U8(R))
+	JB(LabelRef(done))
+	f16Tile(R, T, w, out, true)
+	advance(R)
+	SUBQ(U8(R), quads)
+	JMP(LabelRef(loop))
+	Label(done)
+	for r := R - 1; r >= 1; r-- {
+		skip := label("f16rest")
+		CMPQ(quads, U8(r))
+		JNE(LabelRef(skip))
+		f16Tile(r, T, w, out, true)
+		advance(r)
 		Label(skip)
+	}
+	rest := load(Param("rows"))
+	ANDQ(U8(3), rest)
+	one, oneDone := label("f16single"), label("f16singledone")
+	JZ(LabelRef(oneDone))
+	Label(one)
+	f16Tile(1, T, w, out, false)
+	advance(1)
+	DECQ(rest)
+	JNZ(LabelRef(one))
+	Label(oneDone)
+}
 
-		notail := label("f16notail")
-		TESTQ(rem, rem)
-		JZ(LabelRef(notail))
-		bits, ones := GP64(), GP64()
-		MOVQ(I32(-1), ones)
-		BZHIQ(rem, ones, bits)
-		k := K()
-		KMOVQ(bits, k)
-		half(0, acc0, k, false)
-		Label(notail)
-
-		os := load(Param("outStride"))
-		SHLQ(U8(2), os)
-		o := GP64()
-		MOVQ(out, o)
-		for t := 0; t < T; t++ {
-			ys := make([]reg.VecVirtual, R)
-			for r := range ys {
-				VADDPS(acc1[r*T+t], acc0[r*T+t], acc0[r*T+t])
-				ys[r] = f32EVEX.fold256(acc0[r*T+t])
+// f16Tile emits one tile: R rows from w against T tokens, out[t·outStride
+// + r] = the sum of row r and token t, one accumulator per (row, token)
+// fed 16 elements at a time in order, as dotF16RowsAVX512 feeds a row's;
+// quad chooses the final lane order: sum4's (rows in dotF16Rows' groups of
+// 4: each row's lanes are added alone, so the other three inputs can be
+// anything) or sum1's (its single rows).
+func f16Tile(R, T int, w, out reg.GPVirtual, quad bool) {
+	Commentf("tile %d rows × %d tokens", R, T)
+	stride := load(Param("stride"))
+	SHLQ(U8(1), stride)
+	xs := load(Param("xStride"))
+	SHLQ(U8(2), xs)
+	rem := load(Param("n"))
+	rws := newStrided(w, stride, R)
+	toks := newStrided(load(Param("x").Base()), xs, T)
+	acc := zmms(R * T) // [r·T + t]
+	// step multiplies the 16 elements at element offset e (masked by k
+	// when k is not nil) into acc.
+	step := func(e int, k reg.Register, pf bool) {
+		h := make([]reg.VecVirtual, R)
+		for r := range h {
+			h[r] = ZMM()
+			if pf {
+				prefetch(rws.at(r, 2*e))
 			}
-			if R == 4 {
-				VMOVUPS(f32EVEX.sum4(ys), Mem{Base: o})
+			if k == nil {
+				VCVTPH2PS(rws.at(r, 2*e), h[r])
 			} else {
-				VMOVSS(f32EVEX.sum1(ys[0]), Mem{Base: o})
-			}
-			if t < T-1 {
-				ADDQ(os, o)
+				h16 := YMM()
+				VMOVDQU16_Z(rws.at(r, 2*e), k, h16)
+				VCVTPH2PS(h16, h[r])
 			}
 		}
-	})
+		for t := 0; t < T; t++ {
+			xv := ZMM()
+			if k == nil {
+				VMOVUPS(toks.at(t, 4*e), xv)
+			} else {
+				VMOVUPS_Z(toks.at(t, 4*e), k, xv)
+			}
+			for r := 0; r < R; r++ {
+				VFMADD231PS(xv, h[r], acc[r*T+t])
+			}
+		}
+	}
+	loop, done := label("f16steps"), label("f16stepsdone")
+	Label(loop)
+	CMPQ(rem, U8(32))
+	JB(LabelRef(done))
+	step(0, nil, true)
+	step(16, nil, false)
+	rws.advance(64)
+	toks.advance(128)
+	SUBQ(U8(32), rem)
+	JMP(LabelRef(loop))
+	Label(done)
+
+	skip := label("f16step16")
+	CMPQ(rem, U8(16))
+	JB(LabelRef(skip))
+	step(0, nil, false)
+	rws.advance(32)
+	toks.advance(64)
+	SUBQ(U8(16), rem)
+	Label(skip)
+
+	notail := label("f16notail")
+	TESTQ(rem, rem)
+	JZ(LabelRef(notail))
+	bits, ones := GP64(), GP64()
+	MOVQ(I32(-1), ones)
+	BZHIQ(rem, ones, bits)
+	k := K()
+	KMOVQ(bits, k)
+	step(0, k, false)
+	Label(notail)
+
+	os := load(Param("outStride"))
+	SHLQ(U8(2), os)
+	o := GP64()
+	MOVQ(out, o)
+	for t := 0; t < T; t++ {
+		ys := make([]reg.VecVirtual, R)
+		for r := range ys {
+			ys[r] = f32EVEX.fold256(acc[r*T+t])
+		}
+		switch {
+		case !quad:
+			VMOVSS(f32EVEX.sum1(ys[0]), Mem{Base: o})
+		case R == 4:
+			VMOVUPS(f32EVEX.sum4(ys), Mem{Base: o})
+		default:
+			for len(ys) < 4 {
+				ys = append(ys, ys[0])
+			}
+			s := f32EVEX.sum4(ys)
+			storeFirstLanes(s, func(r int) Mem { return Mem{Base: o, Disp: 4 * r} }, R)
+		}
+		if t < T-1 {
+			ADDQ(os, o)
+		}
+	}
 }
 
 func genDotI8MatMulVNNI() {

@@ -146,8 +146,13 @@ func spreadRows(stride func() reg.GPVirtual, group func(q []reg.GPVirtual, outAt
 // storeLanes stores lanes 0-3 of the xmm s (int32 or float32 bits) at
 // outAt(0..3).
 func storeLanes(s reg.VecVirtual, outAt func(k int) Mem) {
+	storeFirstLanes(s, outAt, 4)
+}
+
+// storeFirstLanes stores lanes 0…n−1 of the xmm s at outAt(0…n−1).
+func storeFirstLanes(s reg.VecVirtual, outAt func(k int) Mem, n int) {
 	VMOVD(s, outAt(0))
-	for k := 1; k < 4; k++ {
+	for k := 1; k < n; k++ {
 		t := XMM()
 		VPSHUFD(U8(k), s, t)
 		VMOVD(t, outAt(k))
