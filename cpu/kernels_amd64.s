@@ -1987,10 +1987,10 @@ TEXT ·ternaryMatMulVNNI(SB), NOSPLIT, $0-120
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
+	SHRQ $0x02, CX
+	JZ   spreadtiles_51
 
-rows_51:
-	CMPQ CX, $0x00000004
-	JB   rowsdone_52
+spreadtile_52:
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
@@ -2004,9 +2004,12 @@ tokens_53:
 	MOVQ      xStride+64(FP), R9
 	MOVQ      n+72(FP), R10
 	SHRQ      $0x07, R10
-	MOVQ      AX, R11
-	LEAQ      (R11)(R8*2), R12
-	ADDQ      R8, R12
+	MOVQ      rows+32(FP), R11
+	SHRQ      $0x02, R11
+	IMULQ     R8, R11
+	MOVQ      AX, R8
+	LEAQ      (R8)(R11*2), R12
+	ADDQ      R11, R12
 	MOVQ      BX, R13
 	LEAQ      (R13)(R9*2), R14
 	ADDQ      R9, R14
@@ -2035,18 +2038,18 @@ tokens_53:
 	JZ        tiledone_57
 
 tile_56:
-	PREFETCHT1      16384(R11)
-	VBROADCASTI64X4 (R11), Z21
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z21, Z21
 	VPANDD          Z0, Z22, Z22
-	PREFETCHT1      16384(R11)(R8*1)
-	VBROADCASTI64X4 (R11)(R8*1), Z23
+	PREFETCHT1      16384(R8)(R11*1)
+	VBROADCASTI64X4 (R8)(R11*1), Z23
 	VPSLLW          $0x04, Z23, Z24
 	VPANDD          Z0, Z23, Z23
 	VPANDD          Z0, Z24, Z24
-	PREFETCHT1      16384(R11)(R8*2)
-	VBROADCASTI64X4 (R11)(R8*2), Z25
+	PREFETCHT1      16384(R8)(R11*2)
+	VBROADCASTI64X4 (R8)(R11*2), Z25
 	VPSLLW          $0x04, Z25, Z26
 	VPANDD          Z0, Z25, Z25
 	VPANDD          Z0, Z26, Z26
@@ -2105,7 +2108,7 @@ tile_56:
 	VPDPBUSD        Z30, Z26, Z15
 	VPDPBUSD        Z29, Z27, Z20
 	VPDPBUSD        Z30, Z28, Z20
-	ADDQ            $0x00000020, R11
+	ADDQ            $0x00000020, R8
 	ADDQ            $0x00000020, R12
 	ADDQ            $0x00000080, R13
 	ADDQ            $0x00000080, R14
@@ -2188,7 +2191,20 @@ tiledone_57:
 	VPADDD        Y5, Y10, Y10
 	VEXTRACTI32X4 $0x01, Y10, X5
 	VPADDD        X10, X5, X5
-	VMOVDQU32     X5, (R9)
+	VMOVD         X5, (R9)
+	VPSHUFD       $0x01, X5, X10
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X10, (R9)(R10*1)
+	VPSHUFD       $0x02, X5, X10
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X10, (R9)(R10*2)
+	VPSHUFD       $0x03, X5, X5
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X5, (R11)(R10*1)
 	ADDQ          R8, R9
 	VPUNPCKLDQ    Y6, Y1, Y5
 	VPUNPCKHDQ    Y6, Y1, Y1
@@ -2201,7 +2217,20 @@ tiledone_57:
 	VPADDD        Y1, Y6, Y6
 	VEXTRACTI32X4 $0x01, Y6, X1
 	VPADDD        X6, X1, X1
-	VMOVDQU32     X1, (R9)
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X5
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X5, (R9)(R10*1)
+	VPSHUFD       $0x02, X1, X5
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X5, (R9)(R10*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X1, (R11)(R10*1)
 	ADDQ          R8, R9
 	VPUNPCKLDQ    Y7, Y2, Y1
 	VPUNPCKHDQ    Y7, Y2, Y2
@@ -2214,7 +2243,20 @@ tiledone_57:
 	VPADDD        Y1, Y5, Y5
 	VEXTRACTI32X4 $0x01, Y5, X1
 	VPADDD        X5, X1, X1
-	VMOVDQU32     X1, (R9)
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*1)
+	VPSHUFD       $0x02, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X1, (R11)(R10*1)
 	ADDQ          R8, R9
 	VPUNPCKLDQ    Y8, Y3, Y1
 	VPUNPCKHDQ    Y8, Y3, Y2
@@ -2227,7 +2269,20 @@ tiledone_57:
 	VPADDD        Y1, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X1
 	VPADDD        X3, X1, X1
-	VMOVDQU32     X1, (R9)
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*1)
+	VPSHUFD       $0x02, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X1, (R11)(R10*1)
 	ADDQ          R8, R9
 	VPUNPCKLDQ    Y9, Y4, Y1
 	VPUNPCKHDQ    Y9, Y4, Y2
@@ -2240,7 +2295,20 @@ tiledone_57:
 	VPADDD        Y1, Y0, Y0
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
-	VMOVDQU32     X1, (R9)
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X0, (R9)(R8*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X0, (R9)(R8*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (R9)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
 	MOVQ          xStride+64(FP), R8
 	MOVQ          outStride+112(FP), R9
 	IMUL3Q        $0x00000005, R8, R8
@@ -2259,9 +2327,12 @@ tokenstail_54:
 	MOVQ      xStride+64(FP), R8
 	MOVQ      n+72(FP), R9
 	SHRQ      $0x07, R9
-	MOVQ      AX, R10
-	LEAQ      (R10)(DI*2), R11
-	ADDQ      DI, R11
+	MOVQ      rows+32(FP), R10
+	SHRQ      $0x02, R10
+	IMULQ     DI, R10
+	MOVQ      AX, DI
+	LEAQ      (DI)(R10*2), R11
+	ADDQ      R10, R11
 	LEAQ      (BX)(R8*2), R12
 	ADDQ      R8, R12
 	VMOVDQU64 maskHi<>+0(SB), Z0
@@ -2285,18 +2356,18 @@ tokenstail_54:
 	JZ        tiledone_60
 
 tile_59:
-	PREFETCHT1      16384(R10)
-	VBROADCASTI64X4 (R10), Z17
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
 	VPANDD          Z0, Z17, Z17
 	VPANDD          Z0, Z18, Z18
-	PREFETCHT1      16384(R10)(DI*1)
-	VBROADCASTI64X4 (R10)(DI*1), Z19
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z19
 	VPSLLW          $0x04, Z19, Z20
 	VPANDD          Z0, Z19, Z19
 	VPANDD          Z0, Z20, Z20
-	PREFETCHT1      16384(R10)(DI*2)
-	VBROADCASTI64X4 (R10)(DI*2), Z21
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z21
 	VPSLLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z21, Z21
 	VPANDD          Z0, Z22, Z22
@@ -2345,7 +2416,7 @@ tile_59:
 	VPDPBUSD        Z26, Z22, Z12
 	VPDPBUSD        Z25, Z23, Z16
 	VPDPBUSD        Z26, Z24, Z16
-	ADDQ            $0x00000020, R10
+	ADDQ            $0x00000020, DI
 	ADDQ            $0x00000020, R11
 	ADDQ            $0x00000080, BX
 	ADDQ            $0x00000080, R12
@@ -2415,7 +2486,20 @@ tiledone_60:
 	VPADDD        Y4, Y8, Y8
 	VEXTRACTI32X4 $0x01, Y8, X4
 	VPADDD        X8, X4, X4
-	VMOVDQU32     X4, (SI)
+	VMOVD         X4, (SI)
+	VPSHUFD       $0x01, X4, X8
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X8, (SI)(DI*1)
+	VPSHUFD       $0x02, X4, X8
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X8, (SI)(DI*2)
+	VPSHUFD       $0x03, X4, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X4, (R8)(DI*1)
 	ADDQ          BX, SI
 	VPUNPCKLDQ    Y5, Y1, Y4
 	VPUNPCKHDQ    Y5, Y1, Y1
@@ -2428,7 +2512,20 @@ tiledone_60:
 	VPADDD        Y1, Y5, Y5
 	VEXTRACTI32X4 $0x01, Y5, X1
 	VPADDD        X5, X1, X1
-	VMOVDQU32     X1, (SI)
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*1)
+	VPSHUFD       $0x02, X1, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X1, (R8)(DI*1)
 	ADDQ          BX, SI
 	VPUNPCKLDQ    Y6, Y2, Y1
 	VPUNPCKHDQ    Y6, Y2, Y2
@@ -2441,7 +2538,20 @@ tiledone_60:
 	VPADDD        Y1, Y4, Y4
 	VEXTRACTI32X4 $0x01, Y4, X1
 	VPADDD        X4, X1, X1
-	VMOVDQU32     X1, (SI)
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X2
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X2, (SI)(DI*1)
+	VPSHUFD       $0x02, X1, X2
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X2, (SI)(DI*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X1, (R8)(DI*1)
 	ADDQ          BX, SI
 	VPUNPCKLDQ    Y7, Y3, Y1
 	VPUNPCKHDQ    Y7, Y3, Y2
@@ -2454,7 +2564,20 @@ tiledone_60:
 	VPADDD        Y1, Y0, Y0
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
-	VMOVDQU32     X1, (SI)
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
 	JMP           tokensdone_55
 
 tokens_58:
@@ -2466,9 +2589,12 @@ tokens_58:
 	MOVQ      xStride+64(FP), R8
 	MOVQ      n+72(FP), R9
 	SHRQ      $0x07, R9
-	MOVQ      AX, R10
-	LEAQ      (R10)(DI*2), R11
-	ADDQ      DI, R11
+	MOVQ      rows+32(FP), R10
+	SHRQ      $0x02, R10
+	IMULQ     DI, R10
+	MOVQ      AX, DI
+	LEAQ      (DI)(R10*2), R11
+	ADDQ      R10, R11
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
@@ -2486,18 +2612,18 @@ tokens_58:
 	JZ        tiledone_63
 
 tile_62:
-	PREFETCHT1      16384(R10)
-	VBROADCASTI64X4 (R10), Z13
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
 	VPANDD          Z0, Z14, Z14
-	PREFETCHT1      16384(R10)(DI*1)
-	VBROADCASTI64X4 (R10)(DI*1), Z15
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z15
 	VPSLLW          $0x04, Z15, Z16
 	VPANDD          Z0, Z15, Z15
 	VPANDD          Z0, Z16, Z16
-	PREFETCHT1      16384(R10)(DI*2)
-	VBROADCASTI64X4 (R10)(DI*2), Z17
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z17
 	VPSLLW          $0x04, Z17, Z18
 	VPANDD          Z0, Z17, Z17
 	VPANDD          Z0, Z18, Z18
@@ -2536,7 +2662,7 @@ tile_62:
 	VPDPBUSD        Z22, Z18, Z9
 	VPDPBUSD        Z21, Z19, Z12
 	VPDPBUSD        Z22, Z20, Z12
-	ADDQ            $0x00000020, R10
+	ADDQ            $0x00000020, DI
 	ADDQ            $0x00000020, R11
 	ADDQ            $0x00000080, BX
 	DECQ            R9
@@ -2593,7 +2719,20 @@ tiledone_63:
 	VPADDD        Y3, Y6, Y6
 	VEXTRACTI32X4 $0x01, Y6, X3
 	VPADDD        X6, X3, X3
-	VMOVDQU32     X3, (SI)
+	VMOVD         X3, (SI)
+	VPSHUFD       $0x01, X3, X6
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X6, (SI)(DI*1)
+	VPSHUFD       $0x02, X3, X6
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X6, (SI)(DI*2)
+	VPSHUFD       $0x03, X3, X3
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X3, (R8)(DI*1)
 	ADDQ          BX, SI
 	VPUNPCKLDQ    Y4, Y1, Y3
 	VPUNPCKHDQ    Y4, Y1, Y1
@@ -2606,7 +2745,20 @@ tiledone_63:
 	VPADDD        Y1, Y4, Y4
 	VEXTRACTI32X4 $0x01, Y4, X1
 	VPADDD        X4, X1, X1
-	VMOVDQU32     X1, (SI)
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X3
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X3, (SI)(DI*1)
+	VPSHUFD       $0x02, X1, X3
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X3, (SI)(DI*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X1, (R8)(DI*1)
 	ADDQ          BX, SI
 	VPUNPCKLDQ    Y5, Y2, Y1
 	VPUNPCKHDQ    Y5, Y2, Y2
@@ -2619,7 +2771,20 @@ tiledone_63:
 	VPADDD        Y1, Y0, Y0
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
-	VMOVDQU32     X1, (SI)
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
 	JMP           tokensdone_55
 
 tokens_61:
@@ -2631,9 +2796,12 @@ tokens_61:
 	MOVQ      xStride+64(FP), R8
 	MOVQ      n+72(FP), R9
 	SHRQ      $0x07, R9
-	MOVQ      AX, R10
-	LEAQ      (R10)(DI*2), R11
-	ADDQ      DI, R11
+	MOVQ      rows+32(FP), R10
+	SHRQ      $0x02, R10
+	IMULQ     DI, R10
+	MOVQ      AX, DI
+	LEAQ      (DI)(R10*2), R11
+	ADDQ      R10, R11
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
@@ -2647,18 +2815,18 @@ tokens_61:
 	JZ        tiledone_66
 
 tile_65:
-	PREFETCHT1      16384(R10)
-	VBROADCASTI64X4 (R10), Z9
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
-	PREFETCHT1      16384(R10)(DI*1)
-	VBROADCASTI64X4 (R10)(DI*1), Z11
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
 	VPANDD          Z0, Z12, Z12
-	PREFETCHT1      16384(R10)(DI*2)
-	VBROADCASTI64X4 (R10)(DI*2), Z13
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
 	VPANDD          Z0, Z14, Z14
@@ -2687,7 +2855,7 @@ tile_65:
 	VPDPBUSD        Z18, Z14, Z6
 	VPDPBUSD        Z17, Z15, Z8
 	VPDPBUSD        Z18, Z16, Z8
-	ADDQ            $0x00000020, R10
+	ADDQ            $0x00000020, DI
 	ADDQ            $0x00000020, R11
 	ADDQ            $0x00000080, BX
 	DECQ            R9
@@ -2732,7 +2900,20 @@ tiledone_66:
 	VPADDD        Y2, Y4, Y4
 	VEXTRACTI32X4 $0x01, Y4, X2
 	VPADDD        X4, X2, X2
-	VMOVDQU32     X2, (SI)
+	VMOVD         X2, (SI)
+	VPSHUFD       $0x01, X2, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*1)
+	VPSHUFD       $0x02, X2, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*2)
+	VPSHUFD       $0x03, X2, X2
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X2, (R8)(DI*1)
 	ADDQ          BX, SI
 	VPUNPCKLDQ    Y3, Y1, Y2
 	VPUNPCKHDQ    Y3, Y1, Y1
@@ -2745,7 +2926,20 @@ tiledone_66:
 	VPADDD        Y1, Y0, Y0
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
-	VMOVDQU32     X1, (SI)
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
 	JMP           tokensdone_55
 
 tokens_64:
@@ -2757,9 +2951,12 @@ tokens_64:
 	MOVQ      xStride+64(FP), R8
 	MOVQ      n+72(FP), R8
 	SHRQ      $0x07, R8
-	MOVQ      AX, R9
-	LEAQ      (R9)(DI*2), R10
-	ADDQ      DI, R10
+	MOVQ      rows+32(FP), R9
+	SHRQ      $0x02, R9
+	IMULQ     DI, R9
+	MOVQ      AX, DI
+	LEAQ      (DI)(R9*2), R10
+	ADDQ      R9, R10
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
@@ -2769,18 +2966,18 @@ tokens_64:
 	JZ        tiledone_69
 
 tile_68:
-	PREFETCHT1      16384(R9)
-	VBROADCASTI64X4 (R9), Z5
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
 	VPANDD          Z0, Z6, Z6
-	PREFETCHT1      16384(R9)(DI*1)
-	VBROADCASTI64X4 (R9)(DI*1), Z7
+	PREFETCHT1      16384(DI)(R9*1)
+	VBROADCASTI64X4 (DI)(R9*1), Z7
 	VPSLLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z7, Z7
 	VPANDD          Z0, Z8, Z8
-	PREFETCHT1      16384(R9)(DI*2)
-	VBROADCASTI64X4 (R9)(DI*2), Z9
+	PREFETCHT1      16384(DI)(R9*2)
+	VBROADCASTI64X4 (DI)(R9*2), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
@@ -2799,7 +2996,7 @@ tile_68:
 	VPDPBUSD        Z14, Z10, Z3
 	VPDPBUSD        Z13, Z11, Z4
 	VPDPBUSD        Z14, Z12, Z4
-	ADDQ            $0x00000020, R9
+	ADDQ            $0x00000020, DI
 	ADDQ            $0x00000020, R10
 	ADDQ            $0x00000080, BX
 	DECQ            R8
@@ -2833,18 +3030,42 @@ tiledone_69:
 	VPADDD        Y1, Y0, Y0
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
-	VMOVDQU32     X1, (BX)
+	VMOVD         X1, (BX)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	VMOVD         X0, (BX)(SI*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	VMOVD         X0, (BX)(SI*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	LEAQ          (BX)(SI*2), BX
+	VMOVD         X0, (BX)(SI*1)
 	JMP           tokensdone_55
 
 tokens_67:
 tokensdone_55:
-	MOVQ stride+24(FP), BX
-	LEAQ (AX)(BX*4), AX
-	ADDQ $0x00000010, DX
-	SUBQ $0x00000004, CX
-	JMP  rows_51
+	MOVQ  stride+24(FP), BX
+	ADDQ  BX, AX
+	ADDQ  $0x00000004, DX
+	DECQ  CX
+	JNZ   spreadtile_52
+	MOVQ  rows+32(FP), CX
+	SHRQ  $0x02, CX
+	MOVQ  stride+24(FP), BX
+	IMULQ CX, BX
+	LEAQ  (AX)(BX*2), AX
+	ADDQ  BX, AX
+	LEAQ  (DX)(CX*8), DX
+	LEAQ  (DX)(CX*4), DX
 
-rowsdone_52:
+spreadtiles_51:
+	MOVQ rows+32(FP), CX
+	ANDQ $0x03, CX
+
 rows_70:
 	CMPQ CX, $0x00000001
 	JB   rowsdone_71
@@ -14129,10 +14350,10 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
+	SHRQ $0x02, CX
+	JZ   spreadtiles_425
 
-rows_425:
-	CMPQ CX, $0x00000004
-	JB   rowsdone_426
+spreadtile_426:
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
@@ -14145,9 +14366,12 @@ tokens_427:
 	MOVQ         stride+24(FP), R8
 	MOVQ         xStride+64(FP), R9
 	MOVQ         n+72(FP), R10
-	MOVQ         AX, R11
-	LEAQ         (R11)(R8*2), R12
-	ADDQ         R8, R12
+	MOVQ         rows+32(FP), R11
+	SHRQ         $0x02, R11
+	IMULQ        R8, R11
+	MOVQ         AX, R8
+	LEAQ         (R8)(R11*2), R12
+	ADDQ         R11, R12
 	MOVQ         BX, R13
 	LEAQ         (R13)(R9*2), R14
 	ADDQ         R9, R14
@@ -14176,12 +14400,12 @@ tokens_427:
 i8steps_430:
 	CMPQ       R10, $0x40
 	JB         i8stepsdone_431
-	PREFETCHT1 16384(R11)
-	VPXORD     (R11), Z0, Z21
-	PREFETCHT1 16384(R11)(R8*1)
-	VPXORD     (R11)(R8*1), Z0, Z22
-	PREFETCHT1 16384(R11)(R8*2)
-	VPXORD     (R11)(R8*2), Z0, Z23
+	PREFETCHT1 16384(R8)
+	VPXORD     (R8), Z0, Z21
+	PREFETCHT1 16384(R8)(R11*1)
+	VPXORD     (R8)(R11*1), Z0, Z22
+	PREFETCHT1 16384(R8)(R11*2)
+	VPXORD     (R8)(R11*2), Z0, Z23
 	PREFETCHT1 16384(R12)
 	VPXORD     (R12), Z0, Z24
 	VMOVDQU64  (R13), Z25
@@ -14209,7 +14433,7 @@ i8steps_430:
 	VPDPBUSD   Z25, Z22, Z10
 	VPDPBUSD   Z25, Z23, Z15
 	VPDPBUSD   Z25, Z24, Z20
-	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, R8
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
@@ -14222,11 +14446,11 @@ i8stepsdone_431:
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
-	VMOVDQU8.Z (R11), K1, Z21
+	VMOVDQU8.Z (R8), K1, Z21
 	VPXORD     Z0, Z21, Z21
-	VMOVDQU8.Z (R11)(R8*1), K1, Z22
+	VMOVDQU8.Z (R8)(R11*1), K1, Z22
 	VPXORD     Z0, Z22, Z22
-	VMOVDQU8.Z (R11)(R8*2), K1, Z23
+	VMOVDQU8.Z (R8)(R11*2), K1, Z23
 	VPXORD     Z0, Z23, Z23
 	VMOVDQU8.Z (R12), K1, Z24
 	VPXORD     Z0, Z24, Z24
@@ -14285,7 +14509,20 @@ i8notail_432:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X16, X0, X0
-	VMOVDQU32     X0, (R10)
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	LEAQ          (R10)(R11*2), R12
+	VMOVD         X0, (R12)(R11*1)
 	ADDQ          R8, R10
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPADDD        Y2, Y0, Y0
@@ -14308,7 +14545,20 @@ i8notail_432:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X7, X0, X0
-	VMOVDQU32     X0, (R10)
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	LEAQ          (R10)(R11*2), R12
+	VMOVD         X0, (R12)(R11*1)
 	ADDQ          R8, R10
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -14331,7 +14581,20 @@ i8notail_432:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X6, X0, X0
-	VMOVDQU32     X0, (R10)
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	LEAQ          (R10)(R11*2), R12
+	VMOVD         X0, (R12)(R11*1)
 	ADDQ          R8, R10
 	VEXTRACTI64X4 $0x01, Z4, Y0
 	VPADDD        Y4, Y0, Y0
@@ -14354,7 +14617,20 @@ i8notail_432:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
-	VMOVDQU32     X0, (R10)
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	LEAQ          (R10)(R11*2), R12
+	VMOVD         X0, (R12)(R11*1)
 	ADDQ          R8, R10
 	VEXTRACTI64X4 $0x01, Z5, Y0
 	VPADDD        Y5, Y0, Y0
@@ -14377,7 +14653,20 @@ i8notail_432:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
-	VMOVDQU32     X0, (R10)
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (R10)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (R10)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (R10)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
 	MOVQ          xStride+64(FP), R8
 	MOVQ          outStride+112(FP), R9
 	IMUL3Q        $0x00000005, R8, R8
@@ -14395,9 +14684,12 @@ tokenstail_428:
 	MOVQ         stride+24(FP), R8
 	MOVQ         xStride+64(FP), R9
 	MOVQ         n+72(FP), R10
-	MOVQ         AX, R11
-	LEAQ         (R11)(R8*2), R12
-	ADDQ         R8, R12
+	MOVQ         rows+32(FP), R11
+	SHRQ         $0x02, R11
+	IMULQ        R8, R11
+	MOVQ         AX, R8
+	LEAQ         (R8)(R11*2), R12
+	ADDQ         R11, R12
 	LEAQ         (BX)(R9*2), R13
 	ADDQ         R9, R13
 	VPBROADCASTD bytes80<>+0(SB), Z0
@@ -14421,12 +14713,12 @@ tokenstail_428:
 i8steps_434:
 	CMPQ       R10, $0x40
 	JB         i8stepsdone_435
-	PREFETCHT1 16384(R11)
-	VPXORD     (R11), Z0, Z17
-	PREFETCHT1 16384(R11)(R8*1)
-	VPXORD     (R11)(R8*1), Z0, Z18
-	PREFETCHT1 16384(R11)(R8*2)
-	VPXORD     (R11)(R8*2), Z0, Z19
+	PREFETCHT1 16384(R8)
+	VPXORD     (R8), Z0, Z17
+	PREFETCHT1 16384(R8)(R11*1)
+	VPXORD     (R8)(R11*1), Z0, Z18
+	PREFETCHT1 16384(R8)(R11*2)
+	VPXORD     (R8)(R11*2), Z0, Z19
 	PREFETCHT1 16384(R12)
 	VPXORD     (R12), Z0, Z20
 	VMOVDQU64  (BX), Z21
@@ -14449,7 +14741,7 @@ i8steps_434:
 	VPDPBUSD   Z21, Z18, Z8
 	VPDPBUSD   Z21, Z19, Z12
 	VPDPBUSD   Z21, Z20, Z16
-	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, R8
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
@@ -14462,11 +14754,11 @@ i8stepsdone_435:
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
-	VMOVDQU8.Z (R11), K1, Z17
+	VMOVDQU8.Z (R8), K1, Z17
 	VPXORD     Z0, Z17, Z17
-	VMOVDQU8.Z (R11)(R8*1), K1, Z18
+	VMOVDQU8.Z (R8)(R11*1), K1, Z18
 	VPXORD     Z0, Z18, Z18
-	VMOVDQU8.Z (R11)(R8*2), K1, Z19
+	VMOVDQU8.Z (R8)(R11*2), K1, Z19
 	VPXORD     Z0, Z19, Z19
 	VMOVDQU8.Z (R12), K1, Z20
 	VPXORD     Z0, Z20, Z20
@@ -14519,7 +14811,20 @@ i8notail_436:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X13, X0, X0
-	VMOVDQU32     X0, (SI)
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPADDD        Y2, Y0, Y0
@@ -14542,7 +14847,20 @@ i8notail_436:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X6, X0, X0
-	VMOVDQU32     X0, (SI)
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -14565,7 +14883,20 @@ i8notail_436:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X5, X0, X0
-	VMOVDQU32     X0, (SI)
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z4, Y0
 	VPADDD        Y4, Y0, Y0
@@ -14588,7 +14919,20 @@ i8notail_436:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
-	VMOVDQU32     X0, (SI)
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
 	JMP           tokensdone_429
 
 tokens_433:
@@ -14599,9 +14943,12 @@ tokens_433:
 	MOVQ         stride+24(FP), R8
 	MOVQ         xStride+64(FP), R9
 	MOVQ         n+72(FP), R10
-	MOVQ         AX, R11
-	LEAQ         (R11)(R8*2), R12
-	ADDQ         R8, R12
+	MOVQ         rows+32(FP), R11
+	SHRQ         $0x02, R11
+	IMULQ        R8, R11
+	MOVQ         AX, R8
+	LEAQ         (R8)(R11*2), R12
+	ADDQ         R11, R12
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
@@ -14619,12 +14966,12 @@ tokens_433:
 i8steps_438:
 	CMPQ       R10, $0x40
 	JB         i8stepsdone_439
-	PREFETCHT1 16384(R11)
-	VPXORD     (R11), Z0, Z13
-	PREFETCHT1 16384(R11)(R8*1)
-	VPXORD     (R11)(R8*1), Z0, Z14
-	PREFETCHT1 16384(R11)(R8*2)
-	VPXORD     (R11)(R8*2), Z0, Z15
+	PREFETCHT1 16384(R8)
+	VPXORD     (R8), Z0, Z13
+	PREFETCHT1 16384(R8)(R11*1)
+	VPXORD     (R8)(R11*1), Z0, Z14
+	PREFETCHT1 16384(R8)(R11*2)
+	VPXORD     (R8)(R11*2), Z0, Z15
 	PREFETCHT1 16384(R12)
 	VPXORD     (R12), Z0, Z16
 	VMOVDQU64  (BX), Z17
@@ -14642,7 +14989,7 @@ i8steps_438:
 	VPDPBUSD   Z17, Z14, Z6
 	VPDPBUSD   Z17, Z15, Z9
 	VPDPBUSD   Z17, Z16, Z12
-	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, R8
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
@@ -14654,11 +15001,11 @@ i8stepsdone_439:
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
-	VMOVDQU8.Z (R11), K1, Z13
+	VMOVDQU8.Z (R8), K1, Z13
 	VPXORD     Z0, Z13, Z13
-	VMOVDQU8.Z (R11)(R8*1), K1, Z14
+	VMOVDQU8.Z (R8)(R11*1), K1, Z14
 	VPXORD     Z0, Z14, Z14
-	VMOVDQU8.Z (R11)(R8*2), K1, Z15
+	VMOVDQU8.Z (R8)(R11*2), K1, Z15
 	VPXORD     Z0, Z15, Z15
 	VMOVDQU8.Z (R12), K1, Z16
 	VPXORD     Z0, Z16, Z16
@@ -14706,7 +15053,20 @@ i8notail_440:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X10, X0, X0
-	VMOVDQU32     X0, (SI)
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPADDD        Y2, Y0, Y0
@@ -14729,7 +15089,20 @@ i8notail_440:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X5, X0, X0
-	VMOVDQU32     X0, (SI)
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -14752,7 +15125,20 @@ i8notail_440:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
-	VMOVDQU32     X0, (SI)
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
 	JMP           tokensdone_429
 
 tokens_437:
@@ -14763,9 +15149,12 @@ tokens_437:
 	MOVQ         stride+24(FP), R8
 	MOVQ         xStride+64(FP), R9
 	MOVQ         n+72(FP), R10
-	MOVQ         AX, R11
-	LEAQ         (R11)(R8*2), R12
-	ADDQ         R8, R12
+	MOVQ         rows+32(FP), R11
+	SHRQ         $0x02, R11
+	IMULQ        R8, R11
+	MOVQ         AX, R8
+	LEAQ         (R8)(R11*2), R12
+	ADDQ         R11, R12
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
@@ -14779,12 +15168,12 @@ tokens_437:
 i8steps_442:
 	CMPQ       R10, $0x40
 	JB         i8stepsdone_443
-	PREFETCHT1 16384(R11)
-	VPXORD     (R11), Z0, Z9
-	PREFETCHT1 16384(R11)(R8*1)
-	VPXORD     (R11)(R8*1), Z0, Z10
-	PREFETCHT1 16384(R11)(R8*2)
-	VPXORD     (R11)(R8*2), Z0, Z11
+	PREFETCHT1 16384(R8)
+	VPXORD     (R8), Z0, Z9
+	PREFETCHT1 16384(R8)(R11*1)
+	VPXORD     (R8)(R11*1), Z0, Z10
+	PREFETCHT1 16384(R8)(R11*2)
+	VPXORD     (R8)(R11*2), Z0, Z11
 	PREFETCHT1 16384(R12)
 	VPXORD     (R12), Z0, Z12
 	VMOVDQU64  (BX), Z13
@@ -14797,7 +15186,7 @@ i8steps_442:
 	VPDPBUSD   Z13, Z10, Z4
 	VPDPBUSD   Z13, Z11, Z6
 	VPDPBUSD   Z13, Z12, Z8
-	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, R8
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
@@ -14809,11 +15198,11 @@ i8stepsdone_443:
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
-	VMOVDQU8.Z (R11), K1, Z9
+	VMOVDQU8.Z (R8), K1, Z9
 	VPXORD     Z0, Z9, Z9
-	VMOVDQU8.Z (R11)(R8*1), K1, Z10
+	VMOVDQU8.Z (R8)(R11*1), K1, Z10
 	VPXORD     Z0, Z10, Z10
-	VMOVDQU8.Z (R11)(R8*2), K1, Z11
+	VMOVDQU8.Z (R8)(R11*2), K1, Z11
 	VPXORD     Z0, Z11, Z11
 	VMOVDQU8.Z (R12), K1, Z12
 	VPXORD     Z0, Z12, Z12
@@ -14856,7 +15245,20 @@ i8notail_444:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X7, X0, X0
-	VMOVDQU32     X0, (SI)
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPADDD        Y2, Y0, Y0
@@ -14879,7 +15281,20 @@ i8notail_444:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
-	VMOVDQU32     X0, (SI)
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
 	JMP           tokensdone_429
 
 tokens_441:
@@ -14890,9 +15305,12 @@ tokens_441:
 	MOVQ         stride+24(FP), R8
 	MOVQ         xStride+64(FP), R9
 	MOVQ         n+72(FP), R9
-	MOVQ         AX, R10
-	LEAQ         (R10)(R8*2), R11
-	ADDQ         R8, R11
+	MOVQ         rows+32(FP), R10
+	SHRQ         $0x02, R10
+	IMULQ        R8, R10
+	MOVQ         AX, R8
+	LEAQ         (R8)(R10*2), R11
+	ADDQ         R10, R11
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
@@ -14902,12 +15320,12 @@ tokens_441:
 i8steps_446:
 	CMPQ       R9, $0x40
 	JB         i8stepsdone_447
-	PREFETCHT1 16384(R10)
-	VPXORD     (R10), Z0, Z5
-	PREFETCHT1 16384(R10)(R8*1)
-	VPXORD     (R10)(R8*1), Z0, Z6
-	PREFETCHT1 16384(R10)(R8*2)
-	VPXORD     (R10)(R8*2), Z0, Z7
+	PREFETCHT1 16384(R8)
+	VPXORD     (R8), Z0, Z5
+	PREFETCHT1 16384(R8)(R10*1)
+	VPXORD     (R8)(R10*1), Z0, Z6
+	PREFETCHT1 16384(R8)(R10*2)
+	VPXORD     (R8)(R10*2), Z0, Z7
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -14915,7 +15333,7 @@ i8steps_446:
 	VPDPBUSD   Z9, Z6, Z2
 	VPDPBUSD   Z9, Z7, Z3
 	VPDPBUSD   Z9, Z8, Z4
-	ADDQ       $0x00000040, R10
+	ADDQ       $0x00000040, R8
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
@@ -14927,11 +15345,11 @@ i8stepsdone_447:
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
-	VMOVDQU8.Z (R10), K1, Z5
+	VMOVDQU8.Z (R8), K1, Z5
 	VPXORD     Z0, Z5, Z5
-	VMOVDQU8.Z (R10)(R8*1), K1, Z6
+	VMOVDQU8.Z (R8)(R10*1), K1, Z6
 	VPXORD     Z0, Z6, Z6
-	VMOVDQU8.Z (R10)(R8*2), K1, Z7
+	VMOVDQU8.Z (R8)(R10*2), K1, Z7
 	VPXORD     Z0, Z7, Z7
 	VMOVDQU8.Z (R11), K1, Z8
 	VPXORD     Z0, Z8, Z8
@@ -14970,18 +15388,42 @@ i8notail_448:
 	VEXTRACTI32X4 $0x01, Y1, X0
 	VPADDD        X1, X0, X0
 	VPSUBD        X4, X0, X0
-	VMOVDQU32     X0, (BX)
+	VMOVD         X0, (BX)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	VMOVD         X1, (BX)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	VMOVD         X1, (BX)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	LEAQ          (BX)(SI*2), BX
+	VMOVD         X0, (BX)(SI*1)
 	JMP           tokensdone_429
 
 tokens_445:
 tokensdone_429:
-	MOVQ stride+24(FP), BX
-	LEAQ (AX)(BX*4), AX
-	ADDQ $0x00000010, DX
-	SUBQ $0x00000004, CX
-	JMP  rows_425
+	MOVQ  stride+24(FP), BX
+	ADDQ  BX, AX
+	ADDQ  $0x00000004, DX
+	DECQ  CX
+	JNZ   spreadtile_426
+	MOVQ  rows+32(FP), CX
+	SHRQ  $0x02, CX
+	MOVQ  stride+24(FP), BX
+	IMULQ CX, BX
+	LEAQ  (AX)(BX*2), AX
+	ADDQ  BX, AX
+	LEAQ  (DX)(CX*8), DX
+	LEAQ  (DX)(CX*4), DX
 
-rowsdone_426:
+spreadtiles_425:
+	MOVQ rows+32(FP), CX
+	ANDQ $0x03, CX
+
 rows_449:
 	CMPQ CX, $0x00000001
 	JB   rowsdone_450

@@ -247,12 +247,12 @@ func genDotI8MatMulVNNI() {
 	}
 	// The token index of a tile's first token, for bias: counted here,
 	// since the driver advances only pointers.
-	matMulDriverElems([]int{4, 1}, tokensFor, 1, 1, func(R, T int, w, x, out, left reg.GPVirtual) {
+	matMulDriverElems([]int{4, 1}, tokensFor, 1, 1, true, func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
 		Commentf("tile %d rows × %d tokens", R, T)
 		stride := load(Param("stride"))
 		xs := load(Param("xStride"))
 		rem := load(Param("n"))
-		rws := newStrided(w, stride, R)
+		rws := newStrided(w, g.gap(stride), R)
 		toks := newStrided(x, xs, T)
 		flip := ZMM()
 		VPBROADCASTD(bytes80, flip)
@@ -325,7 +325,7 @@ func genDotI8MatMulVNNI() {
 			if R == 4 {
 				s := int32EVEX.sum4(ys)
 				VPSUBD(b, s, s)
-				VMOVDQU32(s, Mem{Base: o})
+				storeLanes(s, func(k int) Mem { return g.outAt(o, k) })
 			} else {
 				s := int32EVEX.sum1(ys[0])
 				VPSUBD(b, s, s)

@@ -56,24 +56,62 @@ const (
 
 // tileFunc emits one R×T tile: w points at its first row, x at its first
 // token's activations, out at out[t0·outStride + r0]; left is the number
-// of tokens from t0 to the end (so t0 = tokens − left).
-type tileFunc func(R, T int, w, x, out, left reg.GPVirtual)
+// of tokens from t0 to the end (so t0 = tokens − left); g says where the
+// tile's other rows and their outputs are.
+type tileFunc func(R, T int, w, x, out, left reg.GPVirtual, g tileRows)
+
+// tileRows says where the rows of a tile lie: adjacent, or (spread) a
+// quarter of the call's rows apart, as the streaming row kernels take
+// them (spreadRows): four DRAM streams instead of one, which a pass of a
+// few tokens, reading each weight once, needs as decode does.
+type tileRows struct{ spread bool }
+
+// gap returns a register holding the bytes between a tile's rows, given a
+// register holding the row stride in bytes (returned itself when the rows
+// are adjacent).
+func (g tileRows) gap(stride reg.GPVirtual) reg.GPVirtual {
+	if !g.spread {
+		return stride
+	}
+	q := load(Param("rows"))
+	SHRQ(U8(2), q)
+	IMULQ(stride, q)
+	return q
+}
+
+// outAt returns the address of the output of the tile's row k, row 0's
+// being at o.
+func (g tileRows) outAt(o reg.GPVirtual, k int) Mem {
+	if !g.spread || k == 0 {
+		return Mem{Base: o, Disp: 4 * k}
+	}
+	oq := load(Param("rows"))
+	ANDQ(I8(-4), oq) // 4·(rows/4): bytes between the quarters' outputs
+	if k < 3 {
+		return Mem{Base: o, Index: oq, Scale: uint8(k)}
+	}
+	p := GP64()
+	LEAQ(Mem{Base: o, Index: oq, Scale: 2}, p)
+	return Mem{Base: p, Index: oq, Scale: 1}
+}
 
 // matMulDriver emits the row-group and token-tile loops around tile, for
 // weights and activations of one byte (the ternary codes' stride counts
 // bytes, x holds int8).
-func matMulDriver(rowSizes []int, tokensFor func(R int) int, tile tileFunc) {
-	matMulDriverElems(rowSizes, tokensFor, 1, 1, tile)
+func matMulDriver(rowSizes []int, tokensFor func(R int) int, spread bool, tile tileFunc) {
+	matMulDriverElems(rowSizes, tokensFor, 1, 1, spread, tile)
 }
 
 // matMulDriverElems is matMulDriver for weights of wElem bytes (stride
 // counts elements) and activations of xElem bytes (xStride counts
-// elements); out holds 4-byte elements.
-func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem int, tile tileFunc) {
+// elements); out holds 4-byte elements. With spread, rowSizes is {4, 1}:
+// with Q = rows/4, tile i < Q takes rows i, Q+i, 2Q+i and 3Q+i, then rows
+// 4Q… go one at a time.
+func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem int, spread bool, tile tileFunc) {
 	w := load(Param("w").Base())
 	rows := load(Param("rows"))
 	out := load(Param("out").Base())
-	rowGroups(rows, rowSizes, func(R int) {
+	body := func(R int, g tileRows) {
 		T := tokensFor(R)
 		x := load(Param("x").Base())
 		o := GP64()
@@ -84,7 +122,7 @@ func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem i
 		Label(loop)
 		CMPQ(tokens, U32(T))
 		JB(LabelRef(tail))
-		tile(R, T, w, x, o, tokens)
+		tile(R, T, w, x, o, tokens, g)
 		nextTokens(x, o, T, xElem)
 		SUBQ(U32(T), tokens)
 		JMP(LabelRef(loop))
@@ -95,7 +133,7 @@ func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem i
 			next := label("tokens")
 			CMPQ(tokens, U32(t))
 			JNE(LabelRef(next))
-			tile(R, t, w, x, o, tokens)
+			tile(R, t, w, x, o, tokens, g)
 			JMP(LabelRef(done))
 			Label(next)
 		}
@@ -105,8 +143,42 @@ func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem i
 		if wElem > 1 {
 			SHLQ(U8(bitsLen(wElem)), stride)
 		}
-		nextRows(w, stride, out, R)
-	})
+		if g.spread {
+			nextRows(w, stride, out, 1) // the next row of each quarter
+		} else {
+			nextRows(w, stride, out, R)
+		}
+	}
+	if spread {
+		if len(rowSizes) != 2 || rowSizes[0] != 4 || rowSizes[1] != 1 {
+			panic("matMulDriverElems: spread tiles take row sizes {4, 1}")
+		}
+		SHRQ(U8(2), rows) // Q
+		done := label("spreadtiles")
+		JZ(LabelRef(done))
+		loop := label("spreadtile")
+		Label(loop)
+		body(4, tileRows{spread: true})
+		DECQ(rows)
+		JNZ(LabelRef(loop))
+		// Past the other three quarters.
+		q := load(Param("rows"))
+		SHRQ(U8(2), q)
+		stride := load(Param("stride"))
+		if wElem > 1 {
+			SHLQ(U8(bitsLen(wElem)), stride)
+		}
+		IMULQ(q, stride)
+		LEAQ(Mem{Base: w, Index: stride, Scale: 2}, w)
+		ADDQ(stride, w)
+		LEAQ(Mem{Base: out, Index: q, Scale: 8}, out)
+		LEAQ(Mem{Base: out, Index: q, Scale: 4}, out)
+		Label(done)
+		Load(Param("rows"), rows)
+		ANDQ(U8(3), rows)
+		rowSizes = rowSizes[1:]
+	}
+	rowGroups(rows, rowSizes, func(R int) { body(R, tileRows{}) })
 	VZEROUPPER()
 	RET()
 }
@@ -159,8 +231,8 @@ func (p strided) advance(bytes int) {
 }
 
 // storeTile stores the R×T tile of int32 sums ys[r·T+t] (ymm) to
-// out[t·outStride + r].
-func storeTile(l lanes, ys []reg.VecVirtual, R, T int, out reg.GPVirtual, evex bool) {
+// out[t·outStride + r], row r's output where g puts it.
+func storeTile(l lanes, ys []reg.VecVirtual, R, T int, out reg.GPVirtual, evex bool, g tileRows) {
 	os := load(Param("outStride"))
 	SHLQ(U8(2), os)
 	o := GP64()
@@ -170,7 +242,11 @@ func storeTile(l lanes, ys []reg.VecVirtual, R, T int, out reg.GPVirtual, evex b
 		for r := range col {
 			col[r] = ys[r*T+t]
 		}
-		storeRowsI32(l, col, o, evex)
+		if g.spread && R == 4 {
+			storeLanes(l.sum4(col), func(k int) Mem { return g.outAt(o, k) })
+		} else {
+			storeRowsI32(l, col, o, evex)
+		}
 		if t < T-1 {
 			ADDQ(os, o)
 		}
@@ -181,7 +257,7 @@ func genTernaryMatMulAVX2() {
 	TEXT("ternaryMatMulAVX2", NOSPLIT, ternaryMatMulSig)
 	Pragma("noescape")
 	Doc(fmt.Sprintf("ternaryMatMulAVX2 is ternaryMatMul with AVX2: tiles of 1 row × %d tokens.", matMulAVX2Tokens))
-	matMulDriver([]int{1}, func(int) int { return matMulAVX2Tokens }, func(R, T int, w, x, out, _ reg.GPVirtual) {
+	matMulDriver([]int{1}, func(int) int { return matMulAVX2Tokens }, false, func(R, T int, w, x, out, _ reg.GPVirtual, g tileRows) {
 		Commentf("tile %d row × %d tokens", R, T)
 		xs := load(Param("xStride"))
 		blocks := load(Param("n"))
@@ -223,7 +299,7 @@ func genTernaryMatMulAVX2() {
 		DECQ(blocks)
 		JNZ(LabelRef(loop))
 		Label(done)
-		storeTile(int32VEX, acc, R, T, out, false)
+		storeTile(int32VEX, acc, R, T, out, false, g)
 	})
 }
 
@@ -238,13 +314,13 @@ func genTernaryMatMulVNNI() {
 		}
 		return matMulVNNITokens
 	}
-	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, func(R, T int, w, x, out, _ reg.GPVirtual) {
+	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, true, func(R, T int, w, x, out, _ reg.GPVirtual, g tileRows) {
 		Commentf("tile %d rows × %d tokens", R, T)
 		stride := load(Param("stride"))
 		xs := load(Param("xStride"))
 		blocks := load(Param("n"))
 		SHRQ(U8(7), blocks)
-		rws := newStrided(w, stride, R)
+		rws := newStrided(w, g.gap(stride), R)
 		toks := newStrided(x, xs, T)
 		mask := ZMM()
 		VMOVDQU64(maskHi, mask)
@@ -283,6 +359,6 @@ func genTernaryMatMulVNNI() {
 			VPSRAVD(sh, acc[i], acc[i])
 			ys[i] = int32EVEX.fold256(acc[i])
 		}
-		storeTile(int32EVEX, ys, R, T, out, true)
+		storeTile(int32EVEX, ys, R, T, out, true, g)
 	})
 }
