@@ -2034,10 +2034,10 @@ tokens_53:
 	VPXORD    Z18, Z18, Z18
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
-	TESTQ     R10, R10
-	JZ        tiledone_57
 
-tile_56:
+tilepairs_56:
+	CMPQ            R10, $0x02
+	JB              tilepairsdone_57
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -2108,14 +2108,154 @@ tile_56:
 	VPDPBUSD        Z30, Z26, Z15
 	VPDPBUSD        Z29, Z27, Z20
 	VPDPBUSD        Z30, Z28, Z20
-	ADDQ            $0x00000020, R8
-	ADDQ            $0x00000020, R12
-	ADDQ            $0x00000080, R13
-	ADDQ            $0x00000080, R14
-	DECQ            R10
-	JNZ             tile_56
+	VBROADCASTI64X4 32(R8), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R8)(R11*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VBROADCASTI64X4 32(R8)(R11*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	VBROADCASTI64X4 32(R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       128(R13), Z29
+	VMOVDQU64       192(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       128(R13)(R9*1), Z29
+	VMOVDQU64       192(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       128(R13)(R9*2), Z29
+	VMOVDQU64       192(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       128(R14), Z29
+	VMOVDQU64       192(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       128(R14)(R9*1), Z29
+	VMOVDQU64       192(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000040, R12
+	ADDQ            $0x00000100, R13
+	ADDQ            $0x00000100, R14
+	SUBQ            $0x02, R10
+	JMP             tilepairs_56
 
-tiledone_57:
+tilepairsdone_57:
+	TESTQ           R10, R10
+	JZ              tiledone_58
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R8)(R11*1)
+	VBROADCASTI64X4 (R8)(R11*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R8)(R11*2)
+	VBROADCASTI64X4 (R8)(R11*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z29
+	VPDPBUSD        Z0, Z21, Z1
+	VPDPBUSD        Z29, Z22, Z1
+	VPDPBUSD        Z0, Z23, Z6
+	VPDPBUSD        Z29, Z24, Z6
+	VPDPBUSD        Z0, Z25, Z11
+	VPDPBUSD        Z29, Z26, Z11
+	VPDPBUSD        Z0, Z27, Z16
+	VPDPBUSD        Z29, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z0
+	VMOVDQU64       64(R13)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z2
+	VPDPBUSD        Z29, Z22, Z2
+	VPDPBUSD        Z0, Z23, Z7
+	VPDPBUSD        Z29, Z24, Z7
+	VPDPBUSD        Z0, Z25, Z12
+	VPDPBUSD        Z29, Z26, Z12
+	VPDPBUSD        Z0, Z27, Z17
+	VPDPBUSD        Z29, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z0
+	VMOVDQU64       64(R13)(R9*2), Z29
+	VPDPBUSD        Z0, Z21, Z3
+	VPDPBUSD        Z29, Z22, Z3
+	VPDPBUSD        Z0, Z23, Z8
+	VPDPBUSD        Z29, Z24, Z8
+	VPDPBUSD        Z0, Z25, Z13
+	VPDPBUSD        Z29, Z26, Z13
+	VPDPBUSD        Z0, Z27, Z18
+	VPDPBUSD        Z29, Z28, Z18
+	VMOVDQU64       (R14), Z0
+	VMOVDQU64       64(R14), Z29
+	VPDPBUSD        Z0, Z21, Z4
+	VPDPBUSD        Z29, Z22, Z4
+	VPDPBUSD        Z0, Z23, Z9
+	VPDPBUSD        Z29, Z24, Z9
+	VPDPBUSD        Z0, Z25, Z14
+	VPDPBUSD        Z29, Z26, Z14
+	VPDPBUSD        Z0, Z27, Z19
+	VPDPBUSD        Z29, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z0
+	VMOVDQU64       64(R14)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z5
+	VPDPBUSD        Z29, Z22, Z5
+	VPDPBUSD        Z0, Z23, Z10
+	VPDPBUSD        Z29, Z24, Z10
+	VPDPBUSD        Z0, Z25, Z15
+	VPDPBUSD        Z29, Z26, Z15
+	VPDPBUSD        Z0, Z27, Z20
+	VPDPBUSD        Z29, Z28, Z20
+
+tiledone_58:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -2320,7 +2460,7 @@ tiledone_57:
 
 tokenstail_54:
 	CMPQ DI, $0x00000004
-	JNE  tokens_58
+	JNE  tokens_59
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -2352,10 +2492,10 @@ tokenstail_54:
 	VPXORD    Z14, Z14, Z14
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
-	TESTQ     R9, R9
-	JZ        tiledone_60
 
-tile_59:
+tilepairs_60:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_61
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -2416,14 +2556,134 @@ tile_59:
 	VPDPBUSD        Z26, Z22, Z12
 	VPDPBUSD        Z25, Z23, Z16
 	VPDPBUSD        Z26, Z24, Z16
-	ADDQ            $0x00000020, DI
-	ADDQ            $0x00000020, R11
-	ADDQ            $0x00000080, BX
-	ADDQ            $0x00000080, R12
-	DECQ            R9
-	JNZ             tile_59
+	VBROADCASTI64X4 32(DI), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(DI)(R10*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VBROADCASTI64X4 32(DI)(R10*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       128(BX), Z25
+	VMOVDQU64       192(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       128(BX)(R8*1), Z25
+	VMOVDQU64       192(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       128(BX)(R8*2), Z25
+	VMOVDQU64       192(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       128(R12), Z25
+	VMOVDQU64       192(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R12
+	SUBQ            $0x02, R9
+	JMP             tilepairs_60
 
-tiledone_60:
+tilepairsdone_61:
+	TESTQ           R9, R9
+	JZ              tiledone_62
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z25
+	VPDPBUSD        Z0, Z17, Z1
+	VPDPBUSD        Z25, Z18, Z1
+	VPDPBUSD        Z0, Z19, Z5
+	VPDPBUSD        Z25, Z20, Z5
+	VPDPBUSD        Z0, Z21, Z9
+	VPDPBUSD        Z25, Z22, Z9
+	VPDPBUSD        Z0, Z23, Z13
+	VPDPBUSD        Z25, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z25
+	VPDPBUSD        Z0, Z17, Z2
+	VPDPBUSD        Z25, Z18, Z2
+	VPDPBUSD        Z0, Z19, Z6
+	VPDPBUSD        Z25, Z20, Z6
+	VPDPBUSD        Z0, Z21, Z10
+	VPDPBUSD        Z25, Z22, Z10
+	VPDPBUSD        Z0, Z23, Z14
+	VPDPBUSD        Z25, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z25
+	VPDPBUSD        Z0, Z17, Z3
+	VPDPBUSD        Z25, Z18, Z3
+	VPDPBUSD        Z0, Z19, Z7
+	VPDPBUSD        Z25, Z20, Z7
+	VPDPBUSD        Z0, Z21, Z11
+	VPDPBUSD        Z25, Z22, Z11
+	VPDPBUSD        Z0, Z23, Z15
+	VPDPBUSD        Z25, Z24, Z15
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z25
+	VPDPBUSD        Z0, Z17, Z4
+	VPDPBUSD        Z25, Z18, Z4
+	VPDPBUSD        Z0, Z19, Z8
+	VPDPBUSD        Z25, Z20, Z8
+	VPDPBUSD        Z0, Z21, Z12
+	VPDPBUSD        Z25, Z22, Z12
+	VPDPBUSD        Z0, Z23, Z16
+	VPDPBUSD        Z25, Z24, Z16
+
+tiledone_62:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -2580,9 +2840,9 @@ tiledone_60:
 	VMOVD         X0, (SI)(BX*1)
 	JMP           tokensdone_55
 
-tokens_58:
+tokens_59:
 	CMPQ DI, $0x00000003
-	JNE  tokens_61
+	JNE  tokens_63
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -2608,10 +2868,10 @@ tokens_58:
 	VPXORD    Z10, Z10, Z10
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
-	TESTQ     R9, R9
-	JZ        tiledone_63
 
-tile_62:
+tilepairs_64:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_65
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -2662,13 +2922,113 @@ tile_62:
 	VPDPBUSD        Z22, Z18, Z9
 	VPDPBUSD        Z21, Z19, Z12
 	VPDPBUSD        Z22, Z20, Z12
-	ADDQ            $0x00000020, DI
-	ADDQ            $0x00000020, R11
-	ADDQ            $0x00000080, BX
-	DECQ            R9
-	JNZ             tile_62
+	VBROADCASTI64X4 32(DI), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(DI)(R10*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VBROADCASTI64X4 32(DI)(R10*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       128(BX), Z21
+	VMOVDQU64       192(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       128(BX)(R8*1), Z21
+	VMOVDQU64       192(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       128(BX)(R8*2), Z21
+	VMOVDQU64       192(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_64
 
-tiledone_63:
+tilepairsdone_65:
+	TESTQ           R9, R9
+	JZ              tiledone_66
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z21
+	VPDPBUSD        Z0, Z13, Z1
+	VPDPBUSD        Z21, Z14, Z1
+	VPDPBUSD        Z0, Z15, Z4
+	VPDPBUSD        Z21, Z16, Z4
+	VPDPBUSD        Z0, Z17, Z7
+	VPDPBUSD        Z21, Z18, Z7
+	VPDPBUSD        Z0, Z19, Z10
+	VPDPBUSD        Z21, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z21
+	VPDPBUSD        Z0, Z13, Z2
+	VPDPBUSD        Z21, Z14, Z2
+	VPDPBUSD        Z0, Z15, Z5
+	VPDPBUSD        Z21, Z16, Z5
+	VPDPBUSD        Z0, Z17, Z8
+	VPDPBUSD        Z21, Z18, Z8
+	VPDPBUSD        Z0, Z19, Z11
+	VPDPBUSD        Z21, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z21
+	VPDPBUSD        Z0, Z13, Z3
+	VPDPBUSD        Z21, Z14, Z3
+	VPDPBUSD        Z0, Z15, Z6
+	VPDPBUSD        Z21, Z16, Z6
+	VPDPBUSD        Z0, Z17, Z9
+	VPDPBUSD        Z21, Z18, Z9
+	VPDPBUSD        Z0, Z19, Z12
+	VPDPBUSD        Z21, Z20, Z12
+
+tiledone_66:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -2787,9 +3147,9 @@ tiledone_63:
 	VMOVD         X0, (SI)(BX*1)
 	JMP           tokensdone_55
 
-tokens_61:
+tokens_63:
 	CMPQ DI, $0x00000002
-	JNE  tokens_64
+	JNE  tokens_67
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -2811,10 +3171,10 @@ tokens_61:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
-	TESTQ     R9, R9
-	JZ        tiledone_66
 
-tile_65:
+tilepairs_68:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_69
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -2855,13 +3215,93 @@ tile_65:
 	VPDPBUSD        Z18, Z14, Z6
 	VPDPBUSD        Z17, Z15, Z8
 	VPDPBUSD        Z18, Z16, Z8
-	ADDQ            $0x00000020, DI
-	ADDQ            $0x00000020, R11
-	ADDQ            $0x00000080, BX
-	DECQ            R9
-	JNZ             tile_65
+	VBROADCASTI64X4 32(DI), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(DI)(R10*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VBROADCASTI64X4 32(DI)(R10*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       128(BX), Z17
+	VMOVDQU64       192(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       128(BX)(R8*1), Z17
+	VMOVDQU64       192(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_68
 
-tiledone_66:
+tilepairsdone_69:
+	TESTQ           R9, R9
+	JZ              tiledone_70
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z17
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z17, Z10, Z1
+	VPDPBUSD        Z0, Z11, Z3
+	VPDPBUSD        Z17, Z12, Z3
+	VPDPBUSD        Z0, Z13, Z5
+	VPDPBUSD        Z17, Z14, Z5
+	VPDPBUSD        Z0, Z15, Z7
+	VPDPBUSD        Z17, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z17
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z17, Z10, Z2
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z17, Z12, Z4
+	VPDPBUSD        Z0, Z13, Z6
+	VPDPBUSD        Z17, Z14, Z6
+	VPDPBUSD        Z0, Z15, Z8
+	VPDPBUSD        Z17, Z16, Z8
+
+tiledone_70:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -2942,9 +3382,9 @@ tiledone_66:
 	VMOVD         X0, (SI)(BX*1)
 	JMP           tokensdone_55
 
-tokens_64:
+tokens_67:
 	CMPQ DI, $0x00000001
-	JNE  tokens_67
+	JNE  tokens_71
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -2962,10 +3402,10 @@ tokens_64:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
-	TESTQ     R8, R8
-	JZ        tiledone_69
 
-tile_68:
+tilepairs_72:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_73
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -2996,13 +3436,73 @@ tile_68:
 	VPDPBUSD        Z14, Z10, Z3
 	VPDPBUSD        Z13, Z11, Z4
 	VPDPBUSD        Z14, Z12, Z4
-	ADDQ            $0x00000020, DI
-	ADDQ            $0x00000020, R10
-	ADDQ            $0x00000080, BX
-	DECQ            R8
-	JNZ             tile_68
+	VBROADCASTI64X4 32(DI), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VBROADCASTI64X4 32(DI)(R9*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VBROADCASTI64X4 32(DI)(R9*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       128(BX), Z13
+	VMOVDQU64       192(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_72
 
-tiledone_69:
+tilepairsdone_73:
+	TESTQ           R8, R8
+	JZ              tiledone_74
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	PREFETCHT1      16384(DI)(R9*1)
+	VBROADCASTI64X4 (DI)(R9*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	PREFETCHT1      16384(DI)(R9*2)
+	VBROADCASTI64X4 (DI)(R9*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z13
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z13, Z6, Z1
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z13, Z8, Z2
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z13, Z10, Z3
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z13, Z12, Z4
+
+tiledone_74:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -3046,7 +3546,7 @@ tiledone_69:
 	VMOVD         X0, (BX)(SI*1)
 	JMP           tokensdone_55
 
-tokens_67:
+tokens_71:
 tokensdone_55:
 	MOVQ  stride+24(FP), BX
 	ADDQ  BX, AX
@@ -3066,16 +3566,16 @@ spreadtiles_51:
 	MOVQ rows+32(FP), CX
 	ANDQ $0x03, CX
 
-rows_70:
+rows_75:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_71
+	JB   rowsdone_76
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_72:
+tokens_77:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_73
+	JB   tokenstail_78
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -3097,10 +3597,10 @@ tokens_72:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
-	TESTQ     R9, R9
-	JZ        tiledone_76
 
-tile_75:
+tilepairs_80:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_81
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3138,14 +3638,91 @@ tile_75:
 	VMOVDQU64       64(R13)(R8*1), Z12
 	VPDPBUSD        Z11, Z9, Z8
 	VPDPBUSD        Z12, Z10, Z8
-	ADDQ            $0x00000020, R10
-	ADDQ            $0x00000080, R11
-	ADDQ            $0x00000080, R12
-	ADDQ            $0x00000080, R13
-	DECQ            R9
-	JNZ             tile_75
+	VBROADCASTI64X4 32(R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       128(R11), Z11
+	VMOVDQU64       192(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       128(R11)(R8*1), Z11
+	VMOVDQU64       192(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       128(R11)(R8*2), Z11
+	VMOVDQU64       192(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       128(R12), Z11
+	VMOVDQU64       192(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       128(R12)(R8*1), Z11
+	VMOVDQU64       192(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       128(R12)(R8*2), Z11
+	VMOVDQU64       192(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       128(R13), Z11
+	VMOVDQU64       192(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       128(R13)(R8*1), Z11
+	VMOVDQU64       192(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, R11
+	ADDQ            $0x00000100, R12
+	ADDQ            $0x00000100, R13
+	SUBQ            $0x02, R9
+	JMP             tilepairs_80
 
-tiledone_76:
+tilepairsdone_81:
+	TESTQ           R9, R9
+	JZ              tiledone_82
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z11, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z0
+	VMOVDQU64       64(R11)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z11, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z0
+	VMOVDQU64       64(R11)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z11, Z10, Z3
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z11
+	VPDPBUSD        Z0, Z9, Z4
+	VPDPBUSD        Z11, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z0
+	VMOVDQU64       64(R12)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z5
+	VPDPBUSD        Z11, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z0
+	VMOVDQU64       64(R12)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z6
+	VPDPBUSD        Z11, Z10, Z6
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z11
+	VPDPBUSD        Z0, Z9, Z7
+	VPDPBUSD        Z11, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z0
+	VMOVDQU64       64(R13)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z8
+	VPDPBUSD        Z11, Z10, Z8
+
+tiledone_82:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -3244,11 +3821,11 @@ tiledone_76:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_72
+	JMP           tokens_77
 
-tokenstail_73:
+tokenstail_78:
 	CMPQ DI, $0x00000007
-	JNE  tokens_77
+	JNE  tokens_83
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -3268,10 +3845,10 @@ tokenstail_73:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
-	TESTQ     R8, R8
-	JZ        tiledone_79
 
-tile_78:
+tilepairs_84:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_85
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -3305,14 +3882,83 @@ tile_78:
 	VMOVDQU64       64(R11), Z11
 	VPDPBUSD        Z10, Z8, Z7
 	VPDPBUSD        Z11, Z9, Z7
-	ADDQ            $0x00000020, R9
-	ADDQ            $0x00000080, BX
-	ADDQ            $0x00000080, R10
-	ADDQ            $0x00000080, R11
-	DECQ            R8
-	JNZ             tile_78
+	VBROADCASTI64X4 32(R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       128(BX), Z10
+	VMOVDQU64       192(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       128(BX)(DI*1), Z10
+	VMOVDQU64       192(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       128(BX)(DI*2), Z10
+	VMOVDQU64       192(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       128(R10), Z10
+	VMOVDQU64       192(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       128(R10)(DI*1), Z10
+	VMOVDQU64       192(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       128(R10)(DI*2), Z10
+	VMOVDQU64       192(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       128(R11), Z10
+	VMOVDQU64       192(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	ADDQ            $0x00000100, R11
+	SUBQ            $0x02, R8
+	JMP             tilepairs_84
 
-tiledone_79:
+tilepairsdone_85:
+	TESTQ           R8, R8
+	JZ              tiledone_86
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z0, Z8, Z1
+	VPDPBUSD        Z10, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z2
+	VPDPBUSD        Z10, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z3
+	VPDPBUSD        Z10, Z9, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z0, Z8, Z4
+	VPDPBUSD        Z10, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z5
+	VPDPBUSD        Z10, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z6
+	VPDPBUSD        Z10, Z9, Z6
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z10
+	VPDPBUSD        Z0, Z8, Z7
+	VPDPBUSD        Z10, Z9, Z7
+
+tiledone_86:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -3392,11 +4038,11 @@ tiledone_79:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_74
+	JMP           tokensdone_79
 
-tokens_77:
+tokens_83:
 	CMPQ DI, $0x00000006
-	JNE  tokens_80
+	JNE  tokens_87
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -3413,10 +4059,10 @@ tokens_77:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
-	TESTQ     R8, R8
-	JZ        tiledone_82
 
-tile_81:
+tilepairs_88:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_89
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -3446,13 +4092,74 @@ tile_81:
 	VMOVDQU64       64(R10)(DI*2), Z10
 	VPDPBUSD        Z9, Z7, Z6
 	VPDPBUSD        Z10, Z8, Z6
-	ADDQ            $0x00000020, R9
-	ADDQ            $0x00000080, BX
-	ADDQ            $0x00000080, R10
-	DECQ            R8
-	JNZ             tile_81
+	VBROADCASTI64X4 32(R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       128(BX), Z9
+	VMOVDQU64       192(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       128(BX)(DI*1), Z9
+	VMOVDQU64       192(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       128(BX)(DI*2), Z9
+	VMOVDQU64       192(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       128(R10), Z9
+	VMOVDQU64       192(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       128(R10)(DI*1), Z9
+	VMOVDQU64       192(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       128(R10)(DI*2), Z9
+	VMOVDQU64       192(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_88
 
-tiledone_82:
+tilepairsdone_89:
+	TESTQ           R8, R8
+	JZ              tiledone_90
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z0, Z7, Z1
+	VPDPBUSD        Z9, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z9, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z3
+	VPDPBUSD        Z9, Z8, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z0, Z7, Z4
+	VPDPBUSD        Z9, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z5
+	VPDPBUSD        Z9, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z6
+	VPDPBUSD        Z9, Z8, Z6
+
+tiledone_90:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -3521,11 +4228,11 @@ tiledone_82:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_74
+	JMP           tokensdone_79
 
-tokens_80:
+tokens_87:
 	CMPQ DI, $0x00000005
-	JNE  tokens_83
+	JNE  tokens_91
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -3541,10 +4248,10 @@ tokens_80:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
-	TESTQ     R8, R8
-	JZ        tiledone_85
 
-tile_84:
+tilepairs_92:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_93
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -3570,13 +4277,66 @@ tile_84:
 	VMOVDQU64       64(R10)(DI*1), Z9
 	VPDPBUSD        Z8, Z6, Z5
 	VPDPBUSD        Z9, Z7, Z5
-	ADDQ            $0x00000020, R9
-	ADDQ            $0x00000080, BX
-	ADDQ            $0x00000080, R10
-	DECQ            R8
-	JNZ             tile_84
+	VBROADCASTI64X4 32(R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       128(BX), Z8
+	VMOVDQU64       192(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       128(BX)(DI*1), Z8
+	VMOVDQU64       192(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       128(BX)(DI*2), Z8
+	VMOVDQU64       192(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       128(R10), Z8
+	VMOVDQU64       192(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       128(R10)(DI*1), Z8
+	VMOVDQU64       192(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_92
 
-tiledone_85:
+tilepairsdone_93:
+	TESTQ           R8, R8
+	JZ              tiledone_94
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z0, Z6, Z1
+	VPDPBUSD        Z8, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z2
+	VPDPBUSD        Z8, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z0, Z6, Z3
+	VPDPBUSD        Z8, Z7, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z0, Z6, Z4
+	VPDPBUSD        Z8, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z5
+	VPDPBUSD        Z8, Z7, Z5
+
+tiledone_94:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -3634,11 +4394,11 @@ tiledone_85:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_74
+	JMP           tokensdone_79
 
-tokens_83:
+tokens_91:
 	CMPQ DI, $0x00000004
-	JNE  tokens_86
+	JNE  tokens_95
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -3653,10 +4413,10 @@ tokens_83:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
-	TESTQ     R8, R8
-	JZ        tiledone_88
 
-tile_87:
+tilepairs_96:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_97
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -3678,13 +4438,58 @@ tile_87:
 	VMOVDQU64       64(R10), Z8
 	VPDPBUSD        Z7, Z5, Z4
 	VPDPBUSD        Z8, Z6, Z4
-	ADDQ            $0x00000020, R9
-	ADDQ            $0x00000080, BX
-	ADDQ            $0x00000080, R10
-	DECQ            R8
-	JNZ             tile_87
+	VBROADCASTI64X4 32(R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       128(BX), Z7
+	VMOVDQU64       192(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       128(BX)(DI*1), Z7
+	VMOVDQU64       192(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       128(BX)(DI*2), Z7
+	VMOVDQU64       192(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       128(R10), Z7
+	VMOVDQU64       192(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_96
 
-tiledone_88:
+tilepairsdone_97:
+	TESTQ           R8, R8
+	JZ              tiledone_98
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z7, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z0, Z5, Z2
+	VPDPBUSD        Z7, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z0, Z5, Z3
+	VPDPBUSD        Z7, Z6, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z7
+	VPDPBUSD        Z0, Z5, Z4
+	VPDPBUSD        Z7, Z6, Z4
+
+tiledone_98:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -3731,11 +4536,11 @@ tiledone_88:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_74
+	JMP           tokensdone_79
 
-tokens_86:
+tokens_95:
 	CMPQ DI, $0x00000003
-	JNE  tokens_89
+	JNE  tokens_99
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -3747,10 +4552,10 @@ tokens_86:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
-	TESTQ     R8, R8
-	JZ        tiledone_91
 
-tile_90:
+tilepairs_100:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_101
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -3768,12 +4573,49 @@ tile_90:
 	VMOVDQU64       64(BX)(DI*2), Z7
 	VPDPBUSD        Z6, Z4, Z3
 	VPDPBUSD        Z7, Z5, Z3
-	ADDQ            $0x00000020, R9
-	ADDQ            $0x00000080, BX
-	DECQ            R8
-	JNZ             tile_90
+	VBROADCASTI64X4 32(R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       128(BX), Z6
+	VMOVDQU64       192(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       128(BX)(DI*1), Z6
+	VMOVDQU64       192(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       128(BX)(DI*2), Z6
+	VMOVDQU64       192(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_100
 
-tiledone_91:
+tilepairsdone_101:
+	TESTQ           R8, R8
+	JZ              tiledone_102
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z0, Z4, Z1
+	VPDPBUSD        Z6, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z0, Z4, Z2
+	VPDPBUSD        Z6, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z6
+	VPDPBUSD        Z0, Z4, Z3
+	VPDPBUSD        Z6, Z5, Z3
+
+tiledone_102:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -3809,11 +4651,11 @@ tiledone_91:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_74
+	JMP           tokensdone_79
 
-tokens_89:
+tokens_99:
 	CMPQ DI, $0x00000002
-	JNE  tokens_92
+	JNE  tokens_103
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -3824,10 +4666,10 @@ tokens_89:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
-	TESTQ     R8, R8
-	JZ        tiledone_94
 
-tile_93:
+tilepairs_104:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_105
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -3841,12 +4683,41 @@ tile_93:
 	VMOVDQU64       64(BX)(DI*1), Z6
 	VPDPBUSD        Z5, Z3, Z2
 	VPDPBUSD        Z6, Z4, Z2
-	ADDQ            $0x00000020, R9
-	ADDQ            $0x00000080, BX
-	DECQ            R8
-	JNZ             tile_93
+	VBROADCASTI64X4 32(R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       128(BX), Z5
+	VMOVDQU64       192(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       128(BX)(DI*1), Z5
+	VMOVDQU64       192(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_104
 
-tiledone_94:
+tilepairsdone_105:
+	TESTQ           R8, R8
+	JZ              tiledone_106
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z0, Z3, Z1
+	VPDPBUSD        Z5, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z5
+	VPDPBUSD        Z0, Z3, Z2
+	VPDPBUSD        Z5, Z4, Z2
+
+tiledone_106:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -3871,11 +4742,11 @@ tiledone_94:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_74
+	JMP           tokensdone_79
 
-tokens_92:
+tokens_103:
 	CMPQ DI, $0x00000001
-	JNE  tokens_95
+	JNE  tokens_107
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -3885,10 +4756,10 @@ tokens_92:
 	MOVQ      AX, R8
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
-	TESTQ     DI, DI
-	JZ        tiledone_97
 
-tile_96:
+tilepairs_108:
+	CMPQ            DI, $0x02
+	JB              tilepairsdone_109
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -3898,12 +4769,33 @@ tile_96:
 	VMOVDQU64       64(BX), Z5
 	VPDPBUSD        Z4, Z2, Z1
 	VPDPBUSD        Z5, Z3, Z1
-	ADDQ            $0x00000020, R8
-	ADDQ            $0x00000080, BX
-	DECQ            DI
-	JNZ             tile_96
+	VBROADCASTI64X4 32(R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       128(BX), Z4
+	VMOVDQU64       192(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, DI
+	JMP             tilepairs_108
 
-tiledone_97:
+tilepairsdone_109:
+	TESTQ           DI, DI
+	JZ              tiledone_110
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z4
+	VPDPBUSD        Z0, Z2, Z1
+	VPDPBUSD        Z4, Z3, Z1
+
+tiledone_110:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -3918,17 +4810,17 @@ tiledone_97:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_74
+	JMP           tokensdone_79
 
-tokens_95:
-tokensdone_74:
+tokens_107:
+tokensdone_79:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_70
+	JMP  rows_75
 
-rowsdone_71:
+rowsdone_76:
 	VZEROUPPER
 	RET
 
@@ -3942,7 +4834,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_98
+	JZ    spreaddone_111
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -3950,7 +4842,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_99:
+spread_112:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -3966,9 +4858,9 @@ spread_99:
 	ANDQ  $-32, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_101
+	JAE   loopdone_114
 
-loop_100:
+loop_113:
 	VMOVUPS     (AX)(R12*4), Y8
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Y9
@@ -4011,12 +4903,12 @@ loop_100:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x00000020, R12
 	CMPQ        R12, R13
-	JB          loop_100
+	JB          loop_113
 
-loopdone_101:
+loopdone_114:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_102
+	JA          skip_115
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -4037,10 +4929,10 @@ loopdone_101:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x10, R12
 
-skip_102:
+skip_115:
 	LEAQ        8(R12), R13
 	CMPQ        R13, CX
-	JA          skip_103
+	JA          skip_116
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -4052,7 +4944,7 @@ skip_102:
 	VFMADD231PS Y8, Y9, Y3
 	ADDQ        $0x08, R12
 
-skip_103:
+skip_116:
 	VADDPS       Y4, Y0, Y0
 	VADDPS       Y5, Y1, Y1
 	VADDPS       Y6, Y2, Y2
@@ -4069,9 +4961,9 @@ skip_103:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	CMPQ         R12, CX
-	JAE          taildone_105
+	JAE          taildone_118
 
-tail_104:
+tail_117:
 	MOVWQZX      (R11)(R12*2), R13
 	SHLQ         $0x10, R13
 	MOVWQZX      (R10)(R12*2), R14
@@ -4088,9 +4980,9 @@ tail_104:
 	VFMADD231PS  X2, X1, X0
 	INCQ         R12
 	CMPQ         R12, CX
-	JB           tail_104
+	JB           tail_117
 
-taildone_105:
+taildone_118:
 	VMOVD   X0, (BX)
 	VPSHUFD $0x01, X0, X1
 	VMOVD   X1, (BX)(R8*1)
@@ -4104,27 +4996,27 @@ taildone_105:
 	ADDQ    R9, DX
 	ADDQ    $0x04, BX
 	DECQ    SI
-	JNZ     spread_99
+	JNZ     spread_112
 	LEAQ    (DX)(DI*2), DX
 	ADDQ    DI, DX
 	LEAQ    (BX)(R8*2), BX
 	ADDQ    R8, BX
 
-spreaddone_98:
+spreaddone_111:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_107
+	JZ   singledone_120
 
-single_106:
+single_119:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-32, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_109
+	JAE   loopdone_122
 
-loop_108:
+loop_121:
 	VMOVUPS     (AX)(DI*4), Y2
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Y3
@@ -4140,12 +5032,12 @@ loop_108:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x00000020, DI
 	CMPQ        DI, R8
-	JB          loop_108
+	JB          loop_121
 
-loopdone_109:
+loopdone_122:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_110
+	JA          skip_123
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -4154,16 +5046,16 @@ loopdone_109:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x10, DI
 
-skip_110:
+skip_123:
 	LEAQ        8(DI), R8
 	CMPQ        R8, CX
-	JA          skip_111
+	JA          skip_124
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
 	ADDQ        $0x08, DI
 
-skip_111:
+skip_124:
 	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X0, X1, X1
@@ -4172,27 +5064,27 @@ skip_111:
 	VPSHUFD      $0xb1, X1, X0
 	VADDPS       X0, X1, X1
 	CMPQ         DI, CX
-	JAE          taildone_113
+	JAE          taildone_126
 
-tail_112:
+tail_125:
 	MOVWLZX     (DX)(DI*2), R8
 	VMOVD       R8, X0
 	VCVTPH2PS   X0, X0
 	VFMADD231SS (AX)(DI*4), X0, X1
 	INCQ        DI
 	CMPQ        DI, CX
-	JB          tail_112
+	JB          tail_125
 
-taildone_113:
+taildone_126:
 	VMOVSS X1, (BX)
 	MOVQ   stride+24(FP), DI
 	SHLQ   $0x01, DI
 	ADDQ   DI, DX
 	ADDQ   $0x04, BX
 	DECQ   SI
-	JNZ    single_106
+	JNZ    single_119
 
-singledone_107:
+singledone_120:
 	VZEROUPPER
 	RET
 
@@ -4206,7 +5098,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_114
+	JZ    spreaddone_127
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -4214,7 +5106,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_115:
+spread_128:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -4226,9 +5118,9 @@ spread_115:
 	ANDQ   $-32, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_117
+	JAE    loopdone_130
 
-loop_116:
+loop_129:
 	VMOVUPS     (AX)(R12*4), Z4
 	VMOVUPS     64(AX)(R12*4), Z5
 	PREFETCHT1  16384(DX)(R12*2)
@@ -4253,12 +5145,12 @@ loop_116:
 	VFMADD231PS Z5, Z4, Z3
 	ADDQ        $0x00000020, R12
 	CMPQ        R12, R13
-	JB          loop_116
+	JB          loop_129
 
-loopdone_117:
+loopdone_130:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_118
+	JA          skip_131
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -4270,10 +5162,10 @@ loopdone_117:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_118:
+skip_131:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
-	JE          notail_119
+	JE          notail_132
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -4291,7 +5183,7 @@ skip_118:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_119:
+notail_132:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -4324,26 +5216,26 @@ notail_119:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_115
+	JNZ           spread_128
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_114:
+spreaddone_127:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_121
+	JZ   singledone_134
 
-single_120:
+single_133:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-32, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_123
+	JAE    loopdone_136
 
-loop_122:
+loop_135:
 	VMOVUPS     (AX)(DI*4), Z1
 	VMOVUPS     64(AX)(DI*4), Z2
 	PREFETCHT1  16384(DX)(DI*2)
@@ -4353,21 +5245,21 @@ loop_122:
 	VFMADD231PS Z2, Z1, Z0
 	ADDQ        $0x00000020, DI
 	CMPQ        DI, R8
-	JB          loop_122
+	JB          loop_135
 
-loopdone_123:
+loopdone_136:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_124
+	JA          skip_137
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_124:
+skip_137:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
-	JE          notail_125
+	JE          notail_138
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -4376,7 +5268,7 @@ skip_124:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_125:
+notail_138:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -4391,9 +5283,9 @@ notail_125:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_120
+	JNZ           single_133
 
-singledone_121:
+singledone_134:
 	VZEROUPPER
 	RET
 
@@ -4409,9 +5301,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_127
+	JAE          loopdone_140
 
-loop_126:
+loop_139:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -4420,22 +5312,22 @@ loop_126:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_126
+	JB          loop_139
 
-loopdone_127:
+loopdone_140:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_128
+	JA          skip_141
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_128:
+skip_141:
 	CMPQ BX, DX
-	JAE  taildone_130
+	JAE  taildone_143
 
-tail_129:
+tail_142:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -4443,9 +5335,9 @@ tail_129:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_129
+	JB          tail_142
 
-taildone_130:
+taildone_143:
 	VZEROUPPER
 	RET
 
@@ -4461,9 +5353,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_132
+	JAE          loopdone_145
 
-loop_131:
+loop_144:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -4472,20 +5364,20 @@ loop_131:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_131
+	JB          loop_144
 
-loopdone_132:
+loopdone_145:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_133
+	JA          skip_146
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_133:
+skip_146:
 	SUBQ        BX, DX
-	JE          notail_134
+	JE          notail_147
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -4495,7 +5387,7 @@ skip_133:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_134:
+notail_147:
 	VZEROUPPER
 	RET
 
@@ -4511,10 +5403,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_135:
+chunks_148:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_136
+	JA      chunksdone_149
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -4522,9 +5414,9 @@ chunks_135:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_138
+	JAE     rowsdone_151
 
-rows_137:
+rows_150:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -4537,44 +5429,44 @@ rows_137:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_137
+	JB           rows_150
 
-rowsdone_138:
+rowsdone_151:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_135
+	JMP     chunks_148
 
-chunksdone_136:
-chunks_139:
+chunksdone_149:
+chunks_152:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_140
+	JA      chunksdone_153
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_142
+	JAE     rowsdone_155
 
-rows_141:
+rows_154:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_141
+	JB           rows_154
 
-rowsdone_142:
+rowsdone_155:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_139
+	JMP     chunks_152
 
-chunksdone_140:
+chunksdone_153:
 	SUBQ      R8, DI
-	JE        notail_143
+	JE        notail_156
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -4582,9 +5474,9 @@ chunksdone_140:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_145
+	JAE       rowsdone_158
 
-rows_144:
+rows_157:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -4592,12 +5484,12 @@ rows_144:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_144
+	JB           rows_157
 
-rowsdone_145:
+rowsdone_158:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_143:
+notail_156:
 	VZEROUPPER
 	RET
 
@@ -4606,11 +5498,11 @@ notail_143:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ AX, AX
 
-chunks_146:
+chunks_159:
 	LEAQ    64(AX), CX
 	MOVQ    n+104(FP), DX
 	CMPQ    CX, DX
-	JA      chunksdone_147
+	JA      chunksdone_160
 	MOVQ    y_base+72(FP), CX
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS (CX), Z0
@@ -4656,9 +5548,9 @@ chunks_146:
 	MOVQ    np+32(FP), R9
 	XORQ    R10, R10
 	CMPQ    R10, R9
-	JAE     rowsdone_149
+	JAE     rowsdone_162
 
-rows_148:
+rows_161:
 	VCVTPH2PS    (DI), Z16
 	VCVTPH2PS    32(DI), Z17
 	VCVTPH2PS    64(DI), Z18
@@ -4686,9 +5578,9 @@ rows_148:
 	ADDQ         R8, DI
 	INCQ         R10
 	CMPQ         R10, R9
-	JB           rows_148
+	JB           rows_161
 
-rowsdone_149:
+rowsdone_162:
 	MOVQ    y_base+72(FP), CX
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS Z0, (CX)
@@ -4723,14 +5615,14 @@ rowsdone_149:
 	VMOVUPS Z14, 128(CX)
 	VMOVUPS Z15, 192(CX)
 	ADDQ    $0x40, AX
-	JMP     chunks_146
+	JMP     chunks_159
 
-chunksdone_147:
-chunks_150:
+chunksdone_160:
+chunks_163:
 	LEAQ    16(AX), CX
 	MOVQ    n+104(FP), DX
 	CMPQ    CX, DX
-	JA      chunksdone_151
+	JA      chunksdone_164
 	MOVQ    y_base+72(FP), CX
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS (CX), Z0
@@ -4764,9 +5656,9 @@ chunks_150:
 	MOVQ    np+32(FP), R9
 	XORQ    R10, R10
 	CMPQ    R10, R9
-	JAE     rowsdone_153
+	JAE     rowsdone_166
 
-rows_152:
+rows_165:
 	VCVTPH2PS    (DI), Z4
 	VBROADCASTSS (CX)(R10*4), Z5
 	VFMADD231PS  Z4, Z5, Z0
@@ -4779,9 +5671,9 @@ rows_152:
 	ADDQ         R8, DI
 	INCQ         R10
 	CMPQ         R10, R9
-	JB           rows_152
+	JB           rows_165
 
-rowsdone_153:
+rowsdone_166:
 	MOVQ    y_base+72(FP), CX
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS Z0, (CX)
@@ -4804,12 +5696,12 @@ rowsdone_153:
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS Z3, (CX)
 	ADDQ    $0x10, AX
-	JMP     chunks_150
+	JMP     chunks_163
 
-chunksdone_151:
+chunksdone_164:
 	MOVQ      n+104(FP), CX
 	SUBQ      AX, CX
-	JE        notail_154
+	JE        notail_167
 	MOVQ      $-1, DX
 	BZHIQ     CX, DX, CX
 	KMOVQ     CX, K1
@@ -4846,9 +5738,9 @@ chunksdone_151:
 	MOVQ      np+32(FP), R9
 	XORQ      R10, R10
 	CMPQ      R10, R9
-	JAE       rowsdone_156
+	JAE       rowsdone_169
 
-rows_155:
+rows_168:
 	VMOVDQU16.Z  (DI), K1, Y4
 	VCVTPH2PS    Y4, Z4
 	VBROADCASTSS (CX)(R10*4), Z5
@@ -4862,9 +5754,9 @@ rows_155:
 	ADDQ         R8, DI
 	INCQ         R10
 	CMPQ         R10, R9
-	JB           rows_155
+	JB           rows_168
 
-rowsdone_156:
+rowsdone_169:
 	MOVQ    y_base+72(FP), CX
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS Z0, K1, (CX)
@@ -4887,7 +5779,7 @@ rowsdone_156:
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS Z3, K1, (CX)
 
-notail_154:
+notail_167:
 	VZEROUPPER
 	RET
 
@@ -4902,14 +5794,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_157
+	JZ      spreaddone_170
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_158:
+spread_171:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -4921,9 +5813,9 @@ spread_158:
 	ANDQ  $-64, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_160
+	JAE   loopdone_173
 
-loop_159:
+loop_172:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -4980,12 +5872,12 @@ loop_159:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, R13
-	JB         loop_159
+	JB         loop_172
 
-loopdone_160:
+loopdone_173:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         skip_161
+	JA         skip_174
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -5013,7 +5905,7 @@ loopdone_160:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
 
-skip_161:
+skip_174:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -5034,82 +5926,82 @@ skip_161:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_162
+	JAE          taildone_175
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_163:
+tail_176:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_163
+	JB      tail_176
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_164:
+tail_177:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_164
+	JB      tail_177
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_165:
+tail_178:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_165
+	JB      tail_178
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_166:
+tail_179:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_166
+	JB      tail_179
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_162:
+taildone_175:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_158
+	JNZ  spread_171
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_157:
+spreaddone_170:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_168
+	JZ   singledone_181
 
-single_167:
+single_180:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-64, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_170
+	JAE   loopdone_183
 
-loop_169:
+loop_182:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -5127,12 +6019,12 @@ loop_169:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000040, DI
 	CMPQ       DI, R8
-	JB         loop_169
+	JB         loop_182
 
-loopdone_170:
+loopdone_183:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         skip_171
+	JA         skip_184
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -5142,7 +6034,7 @@ loopdone_170:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
 
-skip_171:
+skip_184:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -5151,27 +6043,27 @@ skip_171:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_172
+	JAE          taildone_185
 	XORL         R8, R8
 
-tail_173:
+tail_186:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_173
+	JB      tail_186
 	ADDL    R8, (BX)
 
-taildone_172:
+taildone_185:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_167
+	JNZ  single_180
 
-singledone_168:
+singledone_181:
 	VZEROUPPER
 	RET
 
@@ -5186,25 +6078,25 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_175
+	JAE          loopdone_188
 
-loop_174:
+loop_187:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_174
+	JB       loop_187
 
-loopdone_175:
+loopdone_188:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
-	JE         notail_176
+	JE         notail_189
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_176:
+notail_189:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -5221,14 +6113,14 @@ notail_176:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_177
+	JZ            spreaddone_190
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_178:
+spread_191:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -5240,9 +6132,9 @@ spread_178:
 	ANDQ   $-64, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_180
+	JAE    loopdone_193
 
-loop_179:
+loop_192:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -5258,12 +6150,12 @@ loop_179:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, R13
-	JB         loop_179
+	JB         loop_192
 
-loopdone_180:
+loopdone_193:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
-	JE         notail_181
+	JE         notail_194
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -5281,7 +6173,7 @@ loopdone_180:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_181:
+notail_194:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -5314,38 +6206,38 @@ notail_181:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_178
+	JNZ           spread_191
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_177:
+spreaddone_190:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_183
+	JZ   singledone_196
 
-single_182:
+single_195:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-64, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_185
+	JAE    loopdone_198
 
-loop_184:
+loop_197:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000040, DI
 	CMPQ       DI, R8
-	JB         loop_184
+	JB         loop_197
 
-loopdone_185:
+loopdone_198:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
-	JE         notail_186
+	JE         notail_199
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -5354,7 +6246,7 @@ loopdone_185:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_186:
+notail_199:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -5369,9 +6261,9 @@ notail_186:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_182
+	JNZ           single_195
 
-singledone_183:
+singledone_196:
 	VZEROUPPER
 	RET
 
@@ -5380,15 +6272,15 @@ singledone_183:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_188
+	JNE  f16mmtokens_201
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_189:
+f16tiles_202:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_190
+	JB   f16tilesdone_203
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -5405,9 +6297,9 @@ f16tiles_189:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_191:
+f16steps_204:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_192
+	JB          f16stepsdone_205
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -5434,11 +6326,11 @@ f16steps_191:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_191
+	JMP         f16steps_204
 
-f16stepsdone_192:
+f16stepsdone_205:
 	CMPQ        SI, $0x10
-	JB          f16step16_193
+	JB          f16step16_206
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -5453,9 +6345,9 @@ f16stepsdone_192:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_193:
+f16step16_206:
 	TESTQ       SI, SI
-	JZ          f16notail_194
+	JZ          f16notail_207
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -5473,7 +6365,7 @@ f16step16_193:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-f16notail_194:
+f16notail_207:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -5505,11 +6397,11 @@ f16notail_194:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_189
+	JMP           f16tiles_202
 
-f16tilesdone_190:
+f16tilesdone_203:
 	CMPQ DX, $0x03
-	JNE  f16rest_195
+	JNE  f16rest_208
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -5523,9 +6415,9 @@ f16tilesdone_190:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_196:
+f16steps_209:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_197
+	JB          f16stepsdone_210
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -5546,11 +6438,11 @@ f16steps_196:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_196
+	JMP         f16steps_209
 
-f16stepsdone_197:
+f16stepsdone_210:
 	CMPQ        SI, $0x10
-	JB          f16step16_198
+	JB          f16step16_211
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -5562,9 +6454,9 @@ f16stepsdone_197:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_198:
+f16step16_211:
 	TESTQ       SI, SI
-	JZ          f16notail_199
+	JZ          f16notail_212
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -5579,7 +6471,7 @@ f16step16_198:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-f16notail_199:
+f16notail_212:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -5612,9 +6504,9 @@ f16notail_199:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_195:
+f16rest_208:
 	CMPQ DX, $0x02
-	JNE  f16rest_200
+	JNE  f16rest_213
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -5627,9 +6519,9 @@ f16rest_195:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_201:
+f16steps_214:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_202
+	JB          f16stepsdone_215
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -5645,11 +6537,11 @@ f16steps_201:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_201
+	JMP         f16steps_214
 
-f16stepsdone_202:
+f16stepsdone_215:
 	CMPQ        SI, $0x10
-	JB          f16step16_203
+	JB          f16step16_216
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -5659,9 +6551,9 @@ f16stepsdone_202:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_203:
+f16step16_216:
 	TESTQ       SI, SI
-	JZ          f16notail_204
+	JZ          f16notail_217
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -5673,7 +6565,7 @@ f16step16_203:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-f16notail_204:
+f16notail_217:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -5701,9 +6593,9 @@ f16notail_204:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_200:
+f16rest_213:
 	CMPQ DX, $0x01
-	JNE  f16rest_205
+	JNE  f16rest_218
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -5715,9 +6607,9 @@ f16rest_200:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_206:
+f16steps_219:
 	CMPQ        DX, $0x20
-	JB          f16stepsdone_207
+	JB          f16stepsdone_220
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -5728,11 +6620,11 @@ f16steps_206:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x20, DX
-	JMP         f16steps_206
+	JMP         f16steps_219
 
-f16stepsdone_207:
+f16stepsdone_220:
 	CMPQ        DX, $0x10
-	JB          f16step16_208
+	JB          f16step16_221
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -5740,9 +6632,9 @@ f16stepsdone_207:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_208:
+f16step16_221:
 	TESTQ       DX, DX
-	JZ          f16notail_209
+	JZ          f16notail_222
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -5751,7 +6643,7 @@ f16step16_208:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-f16notail_209:
+f16notail_222:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -5774,12 +6666,12 @@ f16notail_209:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_205:
+f16rest_218:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_211
+	JZ   f16singledone_224
 
-f16single_210:
+f16single_223:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -5790,9 +6682,9 @@ f16single_210:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_212:
+f16steps_225:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_213
+	JB          f16stepsdone_226
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -5803,11 +6695,11 @@ f16steps_212:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x20, BX
-	JMP         f16steps_212
+	JMP         f16steps_225
 
-f16stepsdone_213:
+f16stepsdone_226:
 	CMPQ        BX, $0x10
-	JB          f16step16_214
+	JB          f16step16_227
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -5815,9 +6707,9 @@ f16stepsdone_213:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_214:
+f16step16_227:
 	TESTQ       BX, BX
-	JZ          f16notail_215
+	JZ          f16notail_228
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -5826,7 +6718,7 @@ f16step16_214:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-f16notail_215:
+f16notail_228:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -5844,22 +6736,22 @@ f16notail_215:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_210
+	JNZ           f16single_223
 
-f16singledone_211:
-	JMP f16mmend_187
+f16singledone_224:
+	JMP f16mmend_200
 
-f16mmtokens_188:
+f16mmtokens_201:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_216
+	JNE  f16mmtokens_229
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_217:
+f16tiles_230:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_218
+	JB   f16tilesdone_231
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -5880,9 +6772,9 @@ f16tiles_217:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_219:
+f16steps_232:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_220
+	JB          f16stepsdone_233
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -5919,11 +6811,11 @@ f16steps_219:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_219
+	JMP         f16steps_232
 
-f16stepsdone_220:
+f16stepsdone_233:
 	CMPQ        DI, $0x10
-	JB          f16step16_221
+	JB          f16step16_234
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -5943,9 +6835,9 @@ f16stepsdone_220:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_221:
+f16step16_234:
 	TESTQ       DI, DI
-	JZ          f16notail_222
+	JZ          f16notail_235
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -5968,7 +6860,7 @@ f16step16_221:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-f16notail_222:
+f16notail_235:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -6021,11 +6913,11 @@ f16notail_222:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_217
+	JMP           f16tiles_230
 
-f16tilesdone_218:
+f16tilesdone_231:
 	CMPQ DX, $0x03
-	JNE  f16rest_223
+	JNE  f16rest_236
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -6042,9 +6934,9 @@ f16tilesdone_218:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_224:
+f16steps_237:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_225
+	JB          f16stepsdone_238
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -6073,11 +6965,11 @@ f16steps_224:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_224
+	JMP         f16steps_237
 
-f16stepsdone_225:
+f16stepsdone_238:
 	CMPQ        DI, $0x10
-	JB          f16step16_226
+	JB          f16step16_239
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -6093,9 +6985,9 @@ f16stepsdone_225:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_226:
+f16step16_239:
 	TESTQ       DI, DI
-	JZ          f16notail_227
+	JZ          f16notail_240
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -6114,7 +7006,7 @@ f16step16_226:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-f16notail_227:
+f16notail_240:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -6170,9 +7062,9 @@ f16notail_227:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_223:
+f16rest_236:
 	CMPQ DX, $0x02
-	JNE  f16rest_228
+	JNE  f16rest_241
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -6187,9 +7079,9 @@ f16rest_223:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_229:
+f16steps_242:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_230
+	JB          f16stepsdone_243
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -6211,11 +7103,11 @@ f16steps_229:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_229
+	JMP         f16steps_242
 
-f16stepsdone_230:
+f16stepsdone_243:
 	CMPQ        DI, $0x10
-	JB          f16step16_231
+	JB          f16step16_244
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -6228,9 +7120,9 @@ f16stepsdone_230:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_231:
+f16step16_244:
 	TESTQ       DI, DI
-	JZ          f16notail_232
+	JZ          f16notail_245
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -6245,7 +7137,7 @@ f16step16_231:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-f16notail_232:
+f16notail_245:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -6292,9 +7184,9 @@ f16notail_232:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_228:
+f16rest_241:
 	CMPQ DX, $0x01
-	JNE  f16rest_233
+	JNE  f16rest_246
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -6307,9 +7199,9 @@ f16rest_228:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_234:
+f16steps_247:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_235
+	JB          f16stepsdone_248
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -6324,11 +7216,11 @@ f16steps_234:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x20, BX
-	JMP         f16steps_234
+	JMP         f16steps_247
 
-f16stepsdone_235:
+f16stepsdone_248:
 	CMPQ        BX, $0x10
-	JB          f16step16_236
+	JB          f16step16_249
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -6338,9 +7230,9 @@ f16stepsdone_235:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_236:
+f16step16_249:
 	TESTQ       BX, BX
-	JZ          f16notail_237
+	JZ          f16notail_250
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -6351,7 +7243,7 @@ f16step16_236:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-f16notail_237:
+f16notail_250:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -6389,12 +7281,12 @@ f16notail_237:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_233:
+f16rest_246:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_239
+	JZ   f16singledone_252
 
-f16single_238:
+f16single_251:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -6406,9 +7298,9 @@ f16single_238:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_240:
+f16steps_253:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_241
+	JB          f16stepsdone_254
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -6423,11 +7315,11 @@ f16steps_240:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_240
+	JMP         f16steps_253
 
-f16stepsdone_241:
+f16stepsdone_254:
 	CMPQ        SI, $0x10
-	JB          f16step16_242
+	JB          f16step16_255
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -6437,9 +7329,9 @@ f16stepsdone_241:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_242:
+f16step16_255:
 	TESTQ       SI, SI
-	JZ          f16notail_243
+	JZ          f16notail_256
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -6450,7 +7342,7 @@ f16step16_242:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-f16notail_243:
+f16notail_256:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -6478,22 +7370,22 @@ f16notail_243:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_238
+	JNZ           f16single_251
 
-f16singledone_239:
-	JMP f16mmend_187
+f16singledone_252:
+	JMP f16mmend_200
 
-f16mmtokens_216:
+f16mmtokens_229:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_244
+	JNE  f16mmtokens_257
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_245:
+f16tiles_258:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_246
+	JB   f16tilesdone_259
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -6518,9 +7410,9 @@ f16tiles_245:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_247:
+f16steps_260:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_248
+	JB          f16stepsdone_261
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -6567,11 +7459,11 @@ f16steps_247:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_247
+	JMP         f16steps_260
 
-f16stepsdone_248:
+f16stepsdone_261:
 	CMPQ        DI, $0x10
-	JB          f16step16_249
+	JB          f16step16_262
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -6596,9 +7488,9 @@ f16stepsdone_248:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_249:
+f16step16_262:
 	TESTQ       DI, DI
-	JZ          f16notail_250
+	JZ          f16notail_263
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -6626,7 +7518,7 @@ f16step16_249:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-f16notail_250:
+f16notail_263:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -6700,11 +7592,11 @@ f16notail_250:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_245
+	JMP           f16tiles_258
 
-f16tilesdone_246:
+f16tilesdone_259:
 	CMPQ DX, $0x03
-	JNE  f16rest_251
+	JNE  f16rest_264
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -6724,9 +7616,9 @@ f16tilesdone_246:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_252:
+f16steps_265:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_253
+	JB          f16stepsdone_266
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -6763,11 +7655,11 @@ f16steps_252:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_252
+	JMP         f16steps_265
 
-f16stepsdone_253:
+f16stepsdone_266:
 	CMPQ        DI, $0x10
-	JB          f16step16_254
+	JB          f16step16_267
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -6787,9 +7679,9 @@ f16stepsdone_253:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_254:
+f16step16_267:
 	TESTQ       DI, DI
-	JZ          f16notail_255
+	JZ          f16notail_268
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -6812,7 +7704,7 @@ f16step16_254:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-f16notail_255:
+f16notail_268:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -6891,9 +7783,9 @@ f16notail_255:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_251:
+f16rest_264:
 	CMPQ DX, $0x02
-	JNE  f16rest_256
+	JNE  f16rest_269
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -6910,9 +7802,9 @@ f16rest_251:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_257:
+f16steps_270:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_258
+	JB          f16stepsdone_271
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -6940,11 +7832,11 @@ f16steps_257:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_257
+	JMP         f16steps_270
 
-f16stepsdone_258:
+f16stepsdone_271:
 	CMPQ        DI, $0x10
-	JB          f16step16_259
+	JB          f16step16_272
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -6960,9 +7852,9 @@ f16stepsdone_258:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_259:
+f16step16_272:
 	TESTQ       DI, DI
-	JZ          f16notail_260
+	JZ          f16notail_273
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -6980,7 +7872,7 @@ f16step16_259:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-f16notail_260:
+f16notail_273:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7046,9 +7938,9 @@ f16notail_260:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_256:
+f16rest_269:
 	CMPQ DX, $0x01
-	JNE  f16rest_261
+	JNE  f16rest_274
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -7062,9 +7954,9 @@ f16rest_256:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_262:
+f16steps_275:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_263
+	JB          f16stepsdone_276
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -7083,11 +7975,11 @@ f16steps_262:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x20, BX
-	JMP         f16steps_262
+	JMP         f16steps_275
 
-f16stepsdone_263:
+f16stepsdone_276:
 	CMPQ        BX, $0x10
-	JB          f16step16_264
+	JB          f16step16_277
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -7099,9 +7991,9 @@ f16stepsdone_263:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_264:
+f16step16_277:
 	TESTQ       BX, BX
-	JZ          f16notail_265
+	JZ          f16notail_278
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -7114,7 +8006,7 @@ f16step16_264:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-f16notail_265:
+f16notail_278:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -7167,12 +8059,12 @@ f16notail_265:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_261:
+f16rest_274:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_267
+	JZ   f16singledone_280
 
-f16single_266:
+f16single_279:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -7185,9 +8077,9 @@ f16single_266:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_268:
+f16steps_281:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_269
+	JB          f16stepsdone_282
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -7206,11 +8098,11 @@ f16steps_268:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_268
+	JMP         f16steps_281
 
-f16stepsdone_269:
+f16stepsdone_282:
 	CMPQ        SI, $0x10
-	JB          f16step16_270
+	JB          f16step16_283
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -7222,9 +8114,9 @@ f16stepsdone_269:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_270:
+f16step16_283:
 	TESTQ       SI, SI
-	JZ          f16notail_271
+	JZ          f16notail_284
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -7237,7 +8129,7 @@ f16step16_270:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-f16notail_271:
+f16notail_284:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7275,22 +8167,22 @@ f16notail_271:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_266
+	JNZ           f16single_279
 
-f16singledone_267:
-	JMP f16mmend_187
+f16singledone_280:
+	JMP f16mmend_200
 
-f16mmtokens_244:
+f16mmtokens_257:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_272
+	JNE  f16mmtokens_285
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_273:
+f16tiles_286:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_274
+	JB   f16tilesdone_287
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -7321,9 +8213,9 @@ f16tiles_273:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_275:
+f16steps_288:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_276
+	JB          f16stepsdone_289
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -7381,11 +8273,11 @@ f16steps_275:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_275
+	JMP         f16steps_288
 
-f16stepsdone_276:
+f16stepsdone_289:
 	CMPQ        DI, $0x10
-	JB          f16step16_277
+	JB          f16step16_290
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -7416,9 +8308,9 @@ f16stepsdone_276:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_277:
+f16step16_290:
 	TESTQ       DI, DI
-	JZ          f16notail_278
+	JZ          f16notail_291
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -7451,7 +8343,7 @@ f16step16_277:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-f16notail_278:
+f16notail_291:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7546,11 +8438,11 @@ f16notail_278:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_273
+	JMP           f16tiles_286
 
-f16tilesdone_274:
+f16tilesdone_287:
 	CMPQ DX, $0x03
-	JNE  f16rest_279
+	JNE  f16rest_292
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -7575,9 +8467,9 @@ f16tilesdone_274:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_280:
+f16steps_293:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_281
+	JB          f16stepsdone_294
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -7623,11 +8515,11 @@ f16steps_280:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_280
+	JMP         f16steps_293
 
-f16stepsdone_281:
+f16stepsdone_294:
 	CMPQ        DI, $0x10
-	JB          f16step16_282
+	JB          f16step16_295
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -7652,9 +8544,9 @@ f16stepsdone_281:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_282:
+f16step16_295:
 	TESTQ       DI, DI
-	JZ          f16notail_283
+	JZ          f16notail_296
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -7681,7 +8573,7 @@ f16step16_282:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-f16notail_283:
+f16notail_296:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7783,9 +8675,9 @@ f16notail_283:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_279:
+f16rest_292:
 	CMPQ DX, $0x02
-	JNE  f16rest_284
+	JNE  f16rest_297
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -7806,9 +8698,9 @@ f16rest_279:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_285:
+f16steps_298:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_286
+	JB          f16stepsdone_299
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -7843,11 +8735,11 @@ f16steps_285:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_285
+	JMP         f16steps_298
 
-f16stepsdone_286:
+f16stepsdone_299:
 	CMPQ        DI, $0x10
-	JB          f16step16_287
+	JB          f16step16_300
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -7867,9 +8759,9 @@ f16stepsdone_286:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_287:
+f16step16_300:
 	TESTQ       DI, DI
-	JZ          f16notail_288
+	JZ          f16notail_301
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -7890,7 +8782,7 @@ f16step16_287:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-f16notail_288:
+f16notail_301:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7975,9 +8867,9 @@ f16notail_288:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_284:
+f16rest_297:
 	CMPQ DX, $0x01
-	JNE  f16rest_289
+	JNE  f16rest_302
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -7994,9 +8886,9 @@ f16rest_284:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_290:
+f16steps_303:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_291
+	JB          f16stepsdone_304
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -8020,11 +8912,11 @@ f16steps_290:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, BX
-	JMP         f16steps_290
+	JMP         f16steps_303
 
-f16stepsdone_291:
+f16stepsdone_304:
 	CMPQ        BX, $0x10
-	JB          f16step16_292
+	JB          f16step16_305
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -8039,9 +8931,9 @@ f16stepsdone_291:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_292:
+f16step16_305:
 	TESTQ       BX, BX
-	JZ          f16notail_293
+	JZ          f16notail_306
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -8056,7 +8948,7 @@ f16step16_292:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-f16notail_293:
+f16notail_306:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -8124,12 +9016,12 @@ f16notail_293:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_289:
+f16rest_302:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_295
+	JZ   f16singledone_308
 
-f16single_294:
+f16single_307:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -8145,9 +9037,9 @@ f16single_294:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_296:
+f16steps_309:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_297
+	JB          f16stepsdone_310
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -8171,11 +9063,11 @@ f16steps_296:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_296
+	JMP         f16steps_309
 
-f16stepsdone_297:
+f16stepsdone_310:
 	CMPQ        SI, $0x10
-	JB          f16step16_298
+	JB          f16step16_311
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -8190,9 +9082,9 @@ f16stepsdone_297:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_298:
+f16step16_311:
 	TESTQ       SI, SI
-	JZ          f16notail_299
+	JZ          f16notail_312
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -8207,7 +9099,7 @@ f16step16_298:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-f16notail_299:
+f16notail_312:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -8255,22 +9147,22 @@ f16notail_299:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_294
+	JNZ           f16single_307
 
-f16singledone_295:
-	JMP f16mmend_187
+f16singledone_308:
+	JMP f16mmend_200
 
-f16mmtokens_272:
+f16mmtokens_285:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_300
+	JNE  f16mmtokens_313
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_301:
+f16tiles_314:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_302
+	JB   f16tilesdone_315
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -8305,9 +9197,9 @@ f16tiles_301:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_303:
+f16steps_316:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_304
+	JB          f16stepsdone_317
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -8375,11 +9267,11 @@ f16steps_303:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_303
+	JMP         f16steps_316
 
-f16stepsdone_304:
+f16stepsdone_317:
 	CMPQ        DI, $0x10
-	JB          f16step16_305
+	JB          f16step16_318
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -8415,9 +9307,9 @@ f16stepsdone_304:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_305:
+f16step16_318:
 	TESTQ       DI, DI
-	JZ          f16notail_306
+	JZ          f16notail_319
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -8455,7 +9347,7 @@ f16step16_305:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-f16notail_306:
+f16notail_319:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -8571,11 +9463,11 @@ f16notail_306:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_301
+	JMP           f16tiles_314
 
-f16tilesdone_302:
+f16tilesdone_315:
 	CMPQ DX, $0x03
-	JNE  f16rest_307
+	JNE  f16rest_320
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -8603,9 +9495,9 @@ f16tilesdone_302:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_308:
+f16steps_321:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_309
+	JB          f16stepsdone_322
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -8659,11 +9551,11 @@ f16steps_308:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_308
+	JMP         f16steps_321
 
-f16stepsdone_309:
+f16stepsdone_322:
 	CMPQ        DI, $0x10
-	JB          f16step16_310
+	JB          f16step16_323
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -8692,9 +9584,9 @@ f16stepsdone_309:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_310:
+f16step16_323:
 	TESTQ       DI, DI
-	JZ          f16notail_311
+	JZ          f16notail_324
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -8725,7 +9617,7 @@ f16step16_310:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-f16notail_311:
+f16notail_324:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -8850,9 +9742,9 @@ f16notail_311:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_307:
+f16rest_320:
 	CMPQ DX, $0x02
-	JNE  f16rest_312
+	JNE  f16rest_325
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -8875,9 +9767,9 @@ f16rest_307:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_313:
+f16steps_326:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_314
+	JB          f16stepsdone_327
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -8918,11 +9810,11 @@ f16steps_313:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_313
+	JMP         f16steps_326
 
-f16stepsdone_314:
+f16stepsdone_327:
 	CMPQ        DI, $0x10
-	JB          f16step16_315
+	JB          f16step16_328
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -8945,9 +9837,9 @@ f16stepsdone_314:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_315:
+f16step16_328:
 	TESTQ       DI, DI
-	JZ          f16notail_316
+	JZ          f16notail_329
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -8971,7 +9863,7 @@ f16step16_315:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-f16notail_316:
+f16notail_329:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9075,9 +9967,9 @@ f16notail_316:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_312:
+f16rest_325:
 	CMPQ DX, $0x01
-	JNE  f16rest_317
+	JNE  f16rest_330
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -9095,9 +9987,9 @@ f16rest_312:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_318:
+f16steps_331:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_319
+	JB          f16stepsdone_332
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -9125,11 +10017,11 @@ f16steps_318:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, BX
-	JMP         f16steps_318
+	JMP         f16steps_331
 
-f16stepsdone_319:
+f16stepsdone_332:
 	CMPQ        BX, $0x10
-	JB          f16step16_320
+	JB          f16step16_333
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -9146,9 +10038,9 @@ f16stepsdone_319:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_320:
+f16step16_333:
 	TESTQ       BX, BX
-	JZ          f16notail_321
+	JZ          f16notail_334
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -9165,7 +10057,7 @@ f16step16_320:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-f16notail_321:
+f16notail_334:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -9248,12 +10140,12 @@ f16notail_321:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_317:
+f16rest_330:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_323
+	JZ   f16singledone_336
 
-f16single_322:
+f16single_335:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -9270,9 +10162,9 @@ f16single_322:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_324:
+f16steps_337:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_325
+	JB          f16stepsdone_338
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -9300,11 +10192,11 @@ f16steps_324:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_324
+	JMP         f16steps_337
 
-f16stepsdone_325:
+f16stepsdone_338:
 	CMPQ        SI, $0x10
-	JB          f16step16_326
+	JB          f16step16_339
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -9321,9 +10213,9 @@ f16stepsdone_325:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_326:
+f16step16_339:
 	TESTQ       SI, SI
-	JZ          f16notail_327
+	JZ          f16notail_340
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -9340,7 +10232,7 @@ f16step16_326:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-f16notail_327:
+f16notail_340:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9398,22 +10290,22 @@ f16notail_327:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_322
+	JNZ           f16single_335
 
-f16singledone_323:
-	JMP f16mmend_187
+f16singledone_336:
+	JMP f16mmend_200
 
-f16mmtokens_300:
+f16mmtokens_313:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_328
+	JNE  f16mmtokens_341
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_329:
+f16tiles_342:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_330
+	JB   f16tilesdone_343
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -9452,9 +10344,9 @@ f16tiles_329:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_331:
+f16steps_344:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_332
+	JB          f16stepsdone_345
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9532,11 +10424,11 @@ f16steps_331:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_331
+	JMP         f16steps_344
 
-f16stepsdone_332:
+f16stepsdone_345:
 	CMPQ        DI, $0x10
-	JB          f16step16_333
+	JB          f16step16_346
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -9577,9 +10469,9 @@ f16stepsdone_332:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_333:
+f16step16_346:
 	TESTQ       DI, DI
-	JZ          f16notail_334
+	JZ          f16notail_347
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -9622,7 +10514,7 @@ f16step16_333:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-f16notail_334:
+f16notail_347:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9759,11 +10651,11 @@ f16notail_334:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_329
+	JMP           f16tiles_342
 
-f16tilesdone_330:
+f16tilesdone_343:
 	CMPQ DX, $0x03
-	JNE  f16rest_335
+	JNE  f16rest_348
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -9794,9 +10686,9 @@ f16tilesdone_330:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_336:
+f16steps_349:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_337
+	JB          f16stepsdone_350
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9858,11 +10750,11 @@ f16steps_336:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_336
+	JMP         f16steps_349
 
-f16stepsdone_337:
+f16stepsdone_350:
 	CMPQ        DI, $0x10
-	JB          f16step16_338
+	JB          f16step16_351
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -9895,9 +10787,9 @@ f16stepsdone_337:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_338:
+f16step16_351:
 	TESTQ       DI, DI
-	JZ          f16notail_339
+	JZ          f16notail_352
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -9932,7 +10824,7 @@ f16step16_338:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-f16notail_339:
+f16notail_352:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10080,9 +10972,9 @@ f16notail_339:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_335:
+f16rest_348:
 	CMPQ DX, $0x02
-	JNE  f16rest_340
+	JNE  f16rest_353
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -10107,9 +10999,9 @@ f16rest_335:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_341:
+f16steps_354:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_342
+	JB          f16stepsdone_355
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10156,11 +11048,11 @@ f16steps_341:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_341
+	JMP         f16steps_354
 
-f16stepsdone_342:
+f16stepsdone_355:
 	CMPQ        DI, $0x10
-	JB          f16step16_343
+	JB          f16step16_356
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -10186,9 +11078,9 @@ f16stepsdone_342:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_343:
+f16step16_356:
 	TESTQ       DI, DI
-	JZ          f16notail_344
+	JZ          f16notail_357
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10215,7 +11107,7 @@ f16step16_343:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-f16notail_344:
+f16notail_357:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10338,9 +11230,9 @@ f16notail_344:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_340:
+f16rest_353:
 	CMPQ DX, $0x01
-	JNE  f16rest_345
+	JNE  f16rest_358
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -10359,9 +11251,9 @@ f16rest_340:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_346:
+f16steps_359:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_347
+	JB          f16stepsdone_360
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -10393,11 +11285,11 @@ f16steps_346:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, BX
-	JMP         f16steps_346
+	JMP         f16steps_359
 
-f16stepsdone_347:
+f16stepsdone_360:
 	CMPQ        BX, $0x10
-	JB          f16step16_348
+	JB          f16step16_361
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -10416,9 +11308,9 @@ f16stepsdone_347:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_348:
+f16step16_361:
 	TESTQ       BX, BX
-	JZ          f16notail_349
+	JZ          f16notail_362
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -10437,7 +11329,7 @@ f16step16_348:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-f16notail_349:
+f16notail_362:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10535,12 +11427,12 @@ f16notail_349:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_345:
+f16rest_358:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_351
+	JZ   f16singledone_364
 
-f16single_350:
+f16single_363:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10558,9 +11450,9 @@ f16single_350:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_352:
+f16steps_365:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_353
+	JB          f16stepsdone_366
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -10592,11 +11484,11 @@ f16steps_352:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_352
+	JMP         f16steps_365
 
-f16stepsdone_353:
+f16stepsdone_366:
 	CMPQ        SI, $0x10
-	JB          f16step16_354
+	JB          f16step16_367
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -10615,9 +11507,9 @@ f16stepsdone_353:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_354:
+f16step16_367:
 	TESTQ       SI, SI
-	JZ          f16notail_355
+	JZ          f16notail_368
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -10636,7 +11528,7 @@ f16step16_354:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-f16notail_355:
+f16notail_368:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10704,22 +11596,22 @@ f16notail_355:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_350
+	JNZ           f16single_363
 
-f16singledone_351:
-	JMP f16mmend_187
+f16singledone_364:
+	JMP f16mmend_200
 
-f16mmtokens_328:
+f16mmtokens_341:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_356
+	JNE  f16mmtokens_369
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_357:
+f16tiles_370:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_358
+	JB   f16tilesdone_371
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -10755,9 +11647,9 @@ f16tiles_357:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_359:
+f16steps_372:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_360
+	JB          f16stepsdone_373
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10828,11 +11720,11 @@ f16steps_359:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_359
+	JMP         f16steps_372
 
-f16stepsdone_360:
+f16stepsdone_373:
 	CMPQ        DI, $0x10
-	JB          f16step16_361
+	JB          f16step16_374
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -10870,9 +11762,9 @@ f16stepsdone_360:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_361:
+f16step16_374:
 	TESTQ       DI, DI
-	JZ          f16notail_362
+	JZ          f16notail_375
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -10911,7 +11803,7 @@ f16step16_361:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-f16notail_362:
+f16notail_375:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11082,11 +11974,11 @@ f16notail_362:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_357
+	JMP           f16tiles_370
 
-f16tilesdone_358:
+f16tilesdone_371:
 	CMPQ DX, $0x02
-	JNE  f16rest_363
+	JNE  f16rest_376
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -11115,9 +12007,9 @@ f16tilesdone_358:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_364:
+f16steps_377:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_365
+	JB          f16stepsdone_378
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11171,11 +12063,11 @@ f16steps_364:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_364
+	JMP         f16steps_377
 
-f16stepsdone_365:
+f16stepsdone_378:
 	CMPQ        DI, $0x10
-	JB          f16step16_366
+	JB          f16step16_379
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -11205,9 +12097,9 @@ f16stepsdone_365:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_366:
+f16step16_379:
 	TESTQ       DI, DI
-	JZ          f16notail_367
+	JZ          f16notail_380
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -11237,7 +12129,7 @@ f16step16_366:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-f16notail_367:
+f16notail_380:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11379,9 +12271,9 @@ f16notail_367:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_363:
+f16rest_376:
 	CMPQ DX, $0x01
-	JNE  f16rest_368
+	JNE  f16rest_381
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -11403,9 +12295,9 @@ f16rest_363:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_369:
+f16steps_382:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_370
+	JB          f16stepsdone_383
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -11442,11 +12334,11 @@ f16steps_369:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, BX
-	JMP         f16steps_369
+	JMP         f16steps_382
 
-f16stepsdone_370:
+f16stepsdone_383:
 	CMPQ        BX, $0x10
-	JB          f16step16_371
+	JB          f16step16_384
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -11468,9 +12360,9 @@ f16stepsdone_370:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_371:
+f16step16_384:
 	TESTQ       BX, BX
-	JZ          f16notail_372
+	JZ          f16notail_385
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -11491,7 +12383,7 @@ f16step16_371:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-f16notail_372:
+f16notail_385:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11604,12 +12496,12 @@ f16notail_372:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_368:
+f16rest_381:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_374
+	JZ   f16singledone_387
 
-f16single_373:
+f16single_386:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11630,9 +12522,9 @@ f16single_373:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_375:
+f16steps_388:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_376
+	JB          f16stepsdone_389
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -11669,11 +12561,11 @@ f16steps_375:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, SI
-	JMP         f16steps_375
+	JMP         f16steps_388
 
-f16stepsdone_376:
+f16stepsdone_389:
 	CMPQ        SI, $0x10
-	JB          f16step16_377
+	JB          f16step16_390
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -11695,9 +12587,9 @@ f16stepsdone_376:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_377:
+f16step16_390:
 	TESTQ       SI, SI
-	JZ          f16notail_378
+	JZ          f16notail_391
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -11718,7 +12610,7 @@ f16step16_377:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-f16notail_378:
+f16notail_391:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11796,22 +12688,22 @@ f16notail_378:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_373
+	JNZ           f16single_386
 
-f16singledone_374:
-	JMP f16mmend_187
+f16singledone_387:
+	JMP f16mmend_200
 
-f16mmtokens_356:
+f16mmtokens_369:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_379
+	JNE  f16mmtokens_392
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_380:
+f16tiles_393:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_381
+	JB   f16tilesdone_394
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -11850,9 +12742,9 @@ f16tiles_380:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_382:
+f16steps_395:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_383
+	JB          f16stepsdone_396
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11931,11 +12823,11 @@ f16steps_382:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_382
+	JMP         f16steps_395
 
-f16stepsdone_383:
+f16stepsdone_396:
 	CMPQ        DI, $0x10
-	JB          f16step16_384
+	JB          f16step16_397
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -11977,9 +12869,9 @@ f16stepsdone_383:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_384:
+f16step16_397:
 	TESTQ       DI, DI
-	JZ          f16notail_385
+	JZ          f16notail_398
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12022,7 +12914,7 @@ f16step16_384:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-f16notail_385:
+f16notail_398:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12216,11 +13108,11 @@ f16notail_385:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_380
+	JMP           f16tiles_393
 
-f16tilesdone_381:
+f16tilesdone_394:
 	CMPQ DX, $0x02
-	JNE  f16rest_386
+	JNE  f16rest_399
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -12251,9 +13143,9 @@ f16tilesdone_381:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_387:
+f16steps_400:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_388
+	JB          f16stepsdone_401
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12313,11 +13205,11 @@ f16steps_387:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_387
+	JMP         f16steps_400
 
-f16stepsdone_388:
+f16stepsdone_401:
 	CMPQ        DI, $0x10
-	JB          f16step16_389
+	JB          f16step16_402
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -12350,9 +13242,9 @@ f16stepsdone_388:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_389:
+f16step16_402:
 	TESTQ       DI, DI
-	JZ          f16notail_390
+	JZ          f16notail_403
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12385,7 +13277,7 @@ f16step16_389:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-f16notail_390:
+f16notail_403:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12546,9 +13438,9 @@ f16notail_390:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_386:
+f16rest_399:
 	CMPQ DX, $0x01
-	JNE  f16rest_391
+	JNE  f16rest_404
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -12571,9 +13463,9 @@ f16rest_386:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_392:
+f16steps_405:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_393
+	JB          f16stepsdone_406
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -12614,11 +13506,11 @@ f16steps_392:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, BX
-	JMP         f16steps_392
+	JMP         f16steps_405
 
-f16stepsdone_393:
+f16stepsdone_406:
 	CMPQ        BX, $0x10
-	JB          f16step16_394
+	JB          f16step16_407
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -12642,9 +13534,9 @@ f16stepsdone_393:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_394:
+f16step16_407:
 	TESTQ       BX, BX
-	JZ          f16notail_395
+	JZ          f16notail_408
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -12667,7 +13559,7 @@ f16step16_394:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-f16notail_395:
+f16notail_408:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12795,12 +13687,12 @@ f16notail_395:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_391:
+f16rest_404:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_397
+	JZ   f16singledone_410
 
-f16single_396:
+f16single_409:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12822,9 +13714,9 @@ f16single_396:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_398:
+f16steps_411:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_399
+	JB          f16stepsdone_412
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -12865,11 +13757,11 @@ f16steps_398:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, SI
-	JMP         f16steps_398
+	JMP         f16steps_411
 
-f16stepsdone_399:
+f16stepsdone_412:
 	CMPQ        SI, $0x10
-	JB          f16step16_400
+	JB          f16step16_413
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -12893,9 +13785,9 @@ f16stepsdone_399:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_400:
+f16step16_413:
 	TESTQ       SI, SI
-	JZ          f16notail_401
+	JZ          f16notail_414
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -12918,7 +13810,7 @@ f16step16_400:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-f16notail_401:
+f16notail_414:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13006,22 +13898,22 @@ f16notail_401:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_396
+	JNZ           f16single_409
 
-f16singledone_397:
-	JMP f16mmend_187
+f16singledone_410:
+	JMP f16mmend_200
 
-f16mmtokens_379:
+f16mmtokens_392:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_402
+	JNE  f16mmtokens_415
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_403:
+f16tiles_416:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_404
+	JB   f16tilesdone_417
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -13063,9 +13955,9 @@ f16tiles_403:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_405:
+f16steps_418:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_406
+	JB          f16stepsdone_419
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13152,11 +14044,11 @@ f16steps_405:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_405
+	JMP         f16steps_418
 
-f16stepsdone_406:
+f16stepsdone_419:
 	CMPQ        DI, $0x10
-	JB          f16step16_407
+	JB          f16step16_420
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -13202,9 +14094,9 @@ f16stepsdone_406:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_407:
+f16step16_420:
 	TESTQ       DI, DI
-	JZ          f16notail_408
+	JZ          f16notail_421
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13251,7 +14143,7 @@ f16step16_407:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-f16notail_408:
+f16notail_421:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13468,11 +14360,11 @@ f16notail_408:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_403
+	JMP           f16tiles_416
 
-f16tilesdone_404:
+f16tilesdone_417:
 	CMPQ DX, $0x02
-	JNE  f16rest_409
+	JNE  f16rest_422
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -13505,9 +14397,9 @@ f16tilesdone_404:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_410:
+f16steps_423:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_411
+	JB          f16stepsdone_424
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13573,11 +14465,11 @@ f16steps_410:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_410
+	JMP         f16steps_423
 
-f16stepsdone_411:
+f16stepsdone_424:
 	CMPQ        DI, $0x10
-	JB          f16step16_412
+	JB          f16step16_425
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -13613,9 +14505,9 @@ f16stepsdone_411:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_412:
+f16step16_425:
 	TESTQ       DI, DI
-	JZ          f16notail_413
+	JZ          f16notail_426
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13651,7 +14543,7 @@ f16step16_412:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-f16notail_413:
+f16notail_426:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13831,9 +14723,9 @@ f16notail_413:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_409:
+f16rest_422:
 	CMPQ DX, $0x01
-	JNE  f16rest_414
+	JNE  f16rest_427
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -13857,9 +14749,9 @@ f16rest_409:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_415:
+f16steps_428:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_416
+	JB          f16stepsdone_429
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -13904,11 +14796,11 @@ f16steps_415:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, BX
-	JMP         f16steps_415
+	JMP         f16steps_428
 
-f16stepsdone_416:
+f16stepsdone_429:
 	CMPQ        BX, $0x10
-	JB          f16step16_417
+	JB          f16step16_430
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -13934,9 +14826,9 @@ f16stepsdone_416:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_417:
+f16step16_430:
 	TESTQ       BX, BX
-	JZ          f16notail_418
+	JZ          f16notail_431
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -13961,7 +14853,7 @@ f16step16_417:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-f16notail_418:
+f16notail_431:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14104,12 +14996,12 @@ f16notail_418:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_414:
+f16rest_427:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_420
+	JZ   f16singledone_433
 
-f16single_419:
+f16single_432:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14132,9 +15024,9 @@ f16single_419:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_421:
+f16steps_434:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_422
+	JB          f16stepsdone_435
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -14179,11 +15071,11 @@ f16steps_421:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, SI
-	JMP         f16steps_421
+	JMP         f16steps_434
 
-f16stepsdone_422:
+f16stepsdone_435:
 	CMPQ        SI, $0x10
-	JB          f16step16_423
+	JB          f16step16_436
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -14209,9 +15101,9 @@ f16stepsdone_422:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_423:
+f16step16_436:
 	TESTQ       SI, SI
-	JZ          f16notail_424
+	JZ          f16notail_437
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -14236,7 +15128,7 @@ f16step16_423:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-f16notail_424:
+f16notail_437:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14334,13 +15226,13 @@ f16notail_424:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_419
+	JNZ           f16single_432
 
-f16singledone_420:
-	JMP f16mmend_187
+f16singledone_433:
+	JMP f16mmend_200
 
-f16mmtokens_402:
-f16mmend_187:
+f16mmtokens_415:
+f16mmend_200:
 	VZEROUPPER
 	RET
 
@@ -14351,16 +15243,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 	SHRQ $0x02, CX
-	JZ   spreadtiles_425
+	JZ   spreadtiles_438
 
-spreadtile_426:
+spreadtile_439:
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_427:
+tokens_440:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_428
+	JB   tokenstail_441
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -14397,9 +15289,9 @@ tokens_427:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_430:
+i8steps_443:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_431
+	JB         i8stepsdone_444
 	PREFETCHT1 16384(R8)
 	VPXORD     (R8), Z0, Z21
 	PREFETCHT1 16384(R8)(R11*1)
@@ -14438,11 +15330,11 @@ i8steps_430:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x40, R10
-	JMP        i8steps_430
+	JMP        i8steps_443
 
-i8stepsdone_431:
+i8stepsdone_444:
 	TESTQ      R10, R10
-	JZ         i8notail_432
+	JZ         i8notail_445
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -14480,7 +15372,7 @@ i8stepsdone_431:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-i8notail_432:
+i8notail_445:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -14674,11 +15566,11 @@ i8notail_432:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_427
+	JMP           tokens_440
 
-tokenstail_428:
+tokenstail_441:
 	CMPQ DI, $0x00000004
-	JNE  tokens_433
+	JNE  tokens_446
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -14710,9 +15602,9 @@ tokenstail_428:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_434:
+i8steps_447:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_435
+	JB         i8stepsdone_448
 	PREFETCHT1 16384(R8)
 	VPXORD     (R8), Z0, Z17
 	PREFETCHT1 16384(R8)(R11*1)
@@ -14746,11 +15638,11 @@ i8steps_434:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R10
-	JMP        i8steps_434
+	JMP        i8steps_447
 
-i8stepsdone_435:
+i8stepsdone_448:
 	TESTQ      R10, R10
-	JZ         i8notail_436
+	JZ         i8notail_449
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -14783,7 +15675,7 @@ i8stepsdone_435:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-i8notail_436:
+i8notail_449:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -14933,11 +15825,11 @@ i8notail_436:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_429
+	JMP           tokensdone_442
 
-tokens_433:
+tokens_446:
 	CMPQ DI, $0x00000003
-	JNE  tokens_437
+	JNE  tokens_450
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -14963,9 +15855,9 @@ tokens_433:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_438:
+i8steps_451:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_439
+	JB         i8stepsdone_452
 	PREFETCHT1 16384(R8)
 	VPXORD     (R8), Z0, Z13
 	PREFETCHT1 16384(R8)(R11*1)
@@ -14993,11 +15885,11 @@ i8steps_438:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_438
+	JMP        i8steps_451
 
-i8stepsdone_439:
+i8stepsdone_452:
 	TESTQ      R10, R10
-	JZ         i8notail_440
+	JZ         i8notail_453
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -15025,7 +15917,7 @@ i8stepsdone_439:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-i8notail_440:
+i8notail_453:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -15139,11 +16031,11 @@ i8notail_440:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_429
+	JMP           tokensdone_442
 
-tokens_437:
+tokens_450:
 	CMPQ DI, $0x00000002
-	JNE  tokens_441
+	JNE  tokens_454
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -15165,9 +16057,9 @@ tokens_437:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_442:
+i8steps_455:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_443
+	JB         i8stepsdone_456
 	PREFETCHT1 16384(R8)
 	VPXORD     (R8), Z0, Z9
 	PREFETCHT1 16384(R8)(R11*1)
@@ -15190,11 +16082,11 @@ i8steps_442:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_442
+	JMP        i8steps_455
 
-i8stepsdone_443:
+i8stepsdone_456:
 	TESTQ      R10, R10
-	JZ         i8notail_444
+	JZ         i8notail_457
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -15217,7 +16109,7 @@ i8stepsdone_443:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-i8notail_444:
+i8notail_457:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -15295,11 +16187,11 @@ i8notail_444:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_429
+	JMP           tokensdone_442
 
-tokens_441:
+tokens_454:
 	CMPQ DI, $0x00000001
-	JNE  tokens_445
+	JNE  tokens_458
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -15317,9 +16209,9 @@ tokens_441:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_446:
+i8steps_459:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_447
+	JB         i8stepsdone_460
 	PREFETCHT1 16384(R8)
 	VPXORD     (R8), Z0, Z5
 	PREFETCHT1 16384(R8)(R10*1)
@@ -15337,11 +16229,11 @@ i8steps_446:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_446
+	JMP        i8steps_459
 
-i8stepsdone_447:
+i8stepsdone_460:
 	TESTQ      R9, R9
-	JZ         i8notail_448
+	JZ         i8notail_461
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -15359,7 +16251,7 @@ i8stepsdone_447:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-i8notail_448:
+i8notail_461:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -15402,15 +16294,15 @@ i8notail_448:
 	ANDQ          $-4, SI
 	LEAQ          (BX)(SI*2), BX
 	VMOVD         X0, (BX)(SI*1)
-	JMP           tokensdone_429
+	JMP           tokensdone_442
 
-tokens_445:
-tokensdone_429:
+tokens_458:
+tokensdone_442:
 	MOVQ  stride+24(FP), BX
 	ADDQ  BX, AX
 	ADDQ  $0x00000004, DX
 	DECQ  CX
-	JNZ   spreadtile_426
+	JNZ   spreadtile_439
 	MOVQ  rows+32(FP), CX
 	SHRQ  $0x02, CX
 	MOVQ  stride+24(FP), BX
@@ -15420,20 +16312,20 @@ tokensdone_429:
 	LEAQ  (DX)(CX*8), DX
 	LEAQ  (DX)(CX*4), DX
 
-spreadtiles_425:
+spreadtiles_438:
 	MOVQ rows+32(FP), CX
 	ANDQ $0x03, CX
 
-rows_449:
+rows_462:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_450
+	JB   rowsdone_463
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_451:
+tokens_464:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_452
+	JB   tokenstail_465
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -15455,9 +16347,9 @@ tokens_451:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_454:
+i8steps_467:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_455
+	JB         i8stepsdone_468
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -15481,11 +16373,11 @@ i8steps_454:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R9
-	JMP        i8steps_454
+	JMP        i8steps_467
 
-i8stepsdone_455:
+i8stepsdone_468:
 	TESTQ      R9, R9
-	JZ         i8notail_456
+	JZ         i8notail_469
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -15508,7 +16400,7 @@ i8stepsdone_455:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-i8notail_456:
+i8notail_469:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -15618,11 +16510,11 @@ i8notail_456:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_451
+	JMP           tokens_464
 
-tokenstail_452:
+tokenstail_465:
 	CMPQ DI, $0x00000007
-	JNE  tokens_457
+	JNE  tokens_470
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -15642,9 +16534,9 @@ tokenstail_452:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_458:
+i8steps_471:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_459
+	JB         i8stepsdone_472
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -15666,11 +16558,11 @@ i8steps_458:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x40, R9
-	JMP        i8steps_458
+	JMP        i8steps_471
 
-i8stepsdone_459:
+i8stepsdone_472:
 	TESTQ      R9, R9
-	JZ         i8notail_460
+	JZ         i8notail_473
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -15691,7 +16583,7 @@ i8stepsdone_459:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-i8notail_460:
+i8notail_473:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -15781,11 +16673,11 @@ i8notail_460:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_453
+	JMP           tokensdone_466
 
-tokens_457:
+tokens_470:
 	CMPQ DI, $0x00000006
-	JNE  tokens_461
+	JNE  tokens_474
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -15802,9 +16694,9 @@ tokens_457:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_462:
+i8steps_475:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_463
+	JB         i8stepsdone_476
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -15823,11 +16715,11 @@ i8steps_462:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_462
+	JMP        i8steps_475
 
-i8stepsdone_463:
+i8stepsdone_476:
 	TESTQ      R9, R9
-	JZ         i8notail_464
+	JZ         i8notail_477
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -15846,7 +16738,7 @@ i8stepsdone_463:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-i8notail_464:
+i8notail_477:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -15924,11 +16816,11 @@ i8notail_464:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_453
+	JMP           tokensdone_466
 
-tokens_461:
+tokens_474:
 	CMPQ DI, $0x00000005
-	JNE  tokens_465
+	JNE  tokens_478
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -15944,9 +16836,9 @@ tokens_461:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_466:
+i8steps_479:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_467
+	JB         i8stepsdone_480
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -15963,11 +16855,11 @@ i8steps_466:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_466
+	JMP        i8steps_479
 
-i8stepsdone_467:
+i8stepsdone_480:
 	TESTQ      R9, R9
-	JZ         i8notail_468
+	JZ         i8notail_481
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -15984,7 +16876,7 @@ i8stepsdone_467:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-i8notail_468:
+i8notail_481:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -16050,11 +16942,11 @@ i8notail_468:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_453
+	JMP           tokensdone_466
 
-tokens_465:
+tokens_478:
 	CMPQ DI, $0x00000004
-	JNE  tokens_469
+	JNE  tokens_482
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -16069,9 +16961,9 @@ tokens_465:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_470:
+i8steps_483:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_471
+	JB         i8stepsdone_484
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -16086,11 +16978,11 @@ i8steps_470:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_470
+	JMP        i8steps_483
 
-i8stepsdone_471:
+i8stepsdone_484:
 	TESTQ      R9, R9
-	JZ         i8notail_472
+	JZ         i8notail_485
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -16105,7 +16997,7 @@ i8stepsdone_471:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-i8notail_472:
+i8notail_485:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -16159,11 +17051,11 @@ i8notail_472:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_453
+	JMP           tokensdone_466
 
-tokens_469:
+tokens_482:
 	CMPQ DI, $0x00000003
-	JNE  tokens_473
+	JNE  tokens_486
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -16175,9 +17067,9 @@ tokens_469:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_474:
+i8steps_487:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_475
+	JB         i8stepsdone_488
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -16189,11 +17081,11 @@ i8steps_474:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_474
+	JMP        i8steps_487
 
-i8stepsdone_475:
+i8stepsdone_488:
 	TESTQ      R9, R9
-	JZ         i8notail_476
+	JZ         i8notail_489
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -16206,7 +17098,7 @@ i8stepsdone_475:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-i8notail_476:
+i8notail_489:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -16248,11 +17140,11 @@ i8notail_476:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_453
+	JMP           tokensdone_466
 
-tokens_473:
+tokens_486:
 	CMPQ DI, $0x00000002
-	JNE  tokens_477
+	JNE  tokens_490
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -16263,9 +17155,9 @@ tokens_473:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_478:
+i8steps_491:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_479
+	JB         i8stepsdone_492
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -16275,11 +17167,11 @@ i8steps_478:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_478
+	JMP        i8steps_491
 
-i8stepsdone_479:
+i8stepsdone_492:
 	TESTQ      R9, R9
-	JZ         i8notail_480
+	JZ         i8notail_493
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -16290,7 +17182,7 @@ i8stepsdone_479:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-i8notail_480:
+i8notail_493:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -16320,11 +17212,11 @@ i8notail_480:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_453
+	JMP           tokensdone_466
 
-tokens_477:
+tokens_490:
 	CMPQ DI, $0x00000001
-	JNE  tokens_481
+	JNE  tokens_494
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -16334,9 +17226,9 @@ tokens_477:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_482:
+i8steps_495:
 	CMPQ       R8, $0x40
-	JB         i8stepsdone_483
+	JB         i8stepsdone_496
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -16344,11 +17236,11 @@ i8steps_482:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R8
-	JMP        i8steps_482
+	JMP        i8steps_495
 
-i8stepsdone_483:
+i8stepsdone_496:
 	TESTQ      R8, R8
-	JZ         i8notail_484
+	JZ         i8notail_497
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -16357,7 +17249,7 @@ i8stepsdone_483:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-i8notail_484:
+i8notail_497:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -16376,17 +17268,17 @@ i8notail_484:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_453
+	JMP           tokensdone_466
 
-tokens_481:
-tokensdone_453:
+tokens_494:
+tokensdone_466:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_449
+	JMP  rows_462
 
-rowsdone_450:
+rowsdone_463:
 	VZEROUPPER
 	RET
 
@@ -16395,7 +17287,7 @@ rowsdone_450:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_485
+	JE      group32_498
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -16410,9 +17302,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_486
+	JZ      pairsdone_499
 
-pairs_487:
+pairs_500:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -16424,9 +17316,9 @@ pairs_487:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_489
+	JAE    loopdone_502
 
-loop_488:
+loop_501:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -16451,9 +17343,9 @@ loop_488:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_488
+	JB           loop_501
 
-loopdone_489:
+loopdone_502:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -16473,7 +17365,7 @@ loopdone_489:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_487
+	JNZ          pairs_500
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -16483,17 +17375,17 @@ loopdone_489:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_486:
+pairsdone_499:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_490
+	JZ     noodd_503
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	XORQ   DI, DI
 	CMPQ   DI, BX
-	JAE    loopdone_492
+	JAE    loopdone_505
 
-loop_491:
+loop_504:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -16508,9 +17400,9 @@ loop_491:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000020, DI
 	CMPQ         DI, BX
-	JB           loop_491
+	JB           loop_504
 
-loopdone_492:
+loopdone_505:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -16519,11 +17411,11 @@ loopdone_492:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_490:
+noodd_503:
 	VZEROUPPER
 	RET
 
-group32_485:
+group32_498:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -16537,9 +17429,9 @@ group32_485:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_493
+	JZ      pairsdone_506
 
-pairs_494:
+pairs_507:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -16551,9 +17443,9 @@ pairs_494:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_496
+	JAE    loopdone_509
 
-loop_495:
+loop_508:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -16576,9 +17468,9 @@ loop_495:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_495
+	JB           loop_508
 
-loopdone_496:
+loopdone_509:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -16598,7 +17490,7 @@ loopdone_496:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_494
+	JNZ          pairs_507
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -16608,17 +17500,17 @@ loopdone_496:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_493:
+pairsdone_506:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_497
+	JZ     noodd_510
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	XORQ   DI, DI
 	CMPQ   DI, BX
-	JAE    loopdone_499
+	JAE    loopdone_512
 
-loop_498:
+loop_511:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -16632,9 +17524,9 @@ loop_498:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000020, DI
 	CMPQ         DI, BX
-	JB           loop_498
+	JB           loop_511
 
-loopdone_499:
+loopdone_512:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -16643,7 +17535,7 @@ loopdone_499:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_497:
+noodd_510:
 	VZEROUPPER
 	RET
 
@@ -16652,7 +17544,7 @@ noodd_497:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_500
+	JE           group32_513
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -16667,9 +17559,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_501
+	JZ           pairsdone_514
 
-pairs_502:
+pairs_515:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -16681,9 +17573,9 @@ pairs_502:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_504
+	JAE    loopdone_517
 
-loop_503:
+loop_516:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -16705,9 +17597,9 @@ loop_503:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000040, R12
 	CMPQ            R12, BX
-	JB              loop_503
+	JB              loop_516
 
-loopdone_504:
+loopdone_517:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -16731,7 +17623,7 @@ loopdone_504:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_502
+	JNZ           pairs_515
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -16741,17 +17633,17 @@ loopdone_504:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_501:
+pairsdone_514:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_505
+	JZ     noodd_518
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	XORQ   R8, R8
 	CMPQ   R8, BX
-	JAE    loopdone_507
+	JAE    loopdone_520
 
-loop_506:
+loop_519:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -16765,9 +17657,9 @@ loop_506:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000040, R8
 	CMPQ            R8, BX
-	JB              loop_506
+	JB              loop_519
 
-loopdone_507:
+loopdone_520:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -16778,11 +17670,11 @@ loopdone_507:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_505:
+noodd_518:
 	VZEROUPPER
 	RET
 
-group32_500:
+group32_513:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -16797,9 +17689,9 @@ group32_500:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_508
+	JZ           pairsdone_521
 
-pairs_509:
+pairs_522:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -16811,9 +17703,9 @@ pairs_509:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_511
+	JAE    loopdone_524
 
-loop_510:
+loop_523:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -16835,9 +17727,9 @@ loop_510:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000040, R12
 	CMPQ         R12, BX
-	JB           loop_510
+	JB           loop_523
 
-loopdone_511:
+loopdone_524:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -16861,7 +17753,7 @@ loopdone_511:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_509
+	JNZ           pairs_522
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -16871,17 +17763,17 @@ loopdone_511:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_508:
+pairsdone_521:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_512
+	JZ     noodd_525
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	XORQ   R8, R8
 	CMPQ   R8, BX
-	JAE    loopdone_514
+	JAE    loopdone_527
 
-loop_513:
+loop_526:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -16895,9 +17787,9 @@ loop_513:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000040, R8
 	CMPQ         R8, BX
-	JB           loop_513
+	JB           loop_526
 
-loopdone_514:
+loopdone_527:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -16908,7 +17800,7 @@ loopdone_514:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_512:
+noodd_525:
 	VZEROUPPER
 	RET
 
@@ -16926,9 +17818,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_516
+	JAE          loopdone_529
 
-loop_515:
+loop_528:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -16939,9 +17831,9 @@ loop_515:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_515
+	JB      loop_528
 
-loopdone_516:
+loopdone_529:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -16953,18 +17845,18 @@ loopdone_516:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_518
+	JAE          maxabsdone_531
 
-maxabs_517:
+maxabs_530:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_517
+	JB      maxabs_530
 
-maxabsdone_518:
+maxabsdone_531:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -16984,9 +17876,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_520
+	JAE          loopdone_533
 
-loop_519:
+loop_532:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -16997,9 +17889,9 @@ loop_519:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_519
+	JB      loop_532
 
-loopdone_520:
+loopdone_533:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -17013,18 +17905,18 @@ loopdone_520:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_522
+	JAE           maxabsdone_535
 
-maxabs_521:
+maxabs_534:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_521
+	JB      maxabs_534
 
-maxabsdone_522:
+maxabsdone_535:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -17045,9 +17937,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_524
+	JAE          loopdone_537
 
-loop_523:
+loop_536:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -17060,9 +17952,9 @@ loop_523:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_523
+	JB           loop_536
 
-loopdone_524:
+loopdone_537:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -17071,9 +17963,9 @@ loopdone_524:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_526
+	JAE          quantdone_539
 
-quant_525:
+quant_538:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -17086,9 +17978,9 @@ quant_525:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_525
+	JB        quant_538
 
-quantdone_526:
+quantdone_539:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -17109,9 +18001,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_528
+	JAE          loopdone_541
 
-loop_527:
+loop_540:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -17126,12 +18018,12 @@ loop_527:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_527
+	JB        loop_540
 
-loopdone_528:
+loopdone_541:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_529
+	JA        skip_542
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -17140,9 +18032,9 @@ loopdone_528:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_529:
+skip_542:
 	SUBQ      BX, CX
-	JE        notail_530
+	JE        notail_543
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -17154,7 +18046,7 @@ skip_529:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_530:
+notail_543:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -17179,9 +18071,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_532
+	JAE  loopdone_545
 
-loop_531:
+loop_544:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -17190,31 +18082,31 @@ loop_531:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_531
+	JB        loop_544
 
-loopdone_532:
+loopdone_545:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_533
+	JA        skip_546
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_533:
+skip_546:
 	CMPQ BX, DX
-	JAE  halfdone_535
+	JAE  halfdone_548
 
-half_534:
+half_547:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_534
+	JB        half_547
 
-halfdone_535:
+halfdone_548:
 	VZEROUPPER
 	RET
 
@@ -17228,9 +18120,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_537
+	JAE  loopdone_550
 
-loop_536:
+loop_549:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -17239,20 +18131,20 @@ loop_536:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_536
+	JB        loop_549
 
-loopdone_537:
+loopdone_550:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_538
+	JA        skip_551
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_538:
+skip_551:
 	SUBQ      BX, DX
-	JE        notail_539
+	JE        notail_552
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -17260,7 +18152,7 @@ skip_538:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_539:
+notail_552:
 	VZEROUPPER
 	RET
 
@@ -17274,9 +18166,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_541
+	JAE  loopdone_554
 
-loop_540:
+loop_553:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -17287,32 +18179,32 @@ loop_540:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_540
+	JB        loop_553
 
-loopdone_541:
+loopdone_554:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_542
+	JA        skip_555
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_542:
+skip_555:
 	CMPQ BX, DX
-	JAE  halfdone_544
+	JAE  halfdone_557
 
-half_543:
+half_556:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_543
+	JB        half_556
 
-halfdone_544:
+halfdone_557:
 	VZEROUPPER
 	RET
 
@@ -17326,9 +18218,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_546
+	JAE  loopdone_559
 
-loop_545:
+loop_558:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -17339,21 +18231,21 @@ loop_545:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_545
+	JB        loop_558
 
-loopdone_546:
+loopdone_559:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_547
+	JA        skip_560
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_547:
+skip_560:
 	SUBQ      BX, DX
-	JE        notail_548
+	JE        notail_561
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -17362,7 +18254,7 @@ skip_547:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_548:
+notail_561:
 	VZEROUPPER
 	RET
 
@@ -17379,9 +18271,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_550
+	JAE          loopdone_563
 
-loop_549:
+loop_562:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -17422,11 +18314,11 @@ loop_549:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_549
+	JB           loop_562
 
-loopdone_550:
+loopdone_563:
 	SUBQ         DX, CX
-	JE           notail_551
+	JE           notail_564
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -17471,7 +18363,7 @@ loopdone_550:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_551:
+notail_564:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -17496,9 +18388,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_553
+	JAE          loopdone_566
 
-loop_552:
+loop_565:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -17513,9 +18405,9 @@ loop_552:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_552
+	JB      loop_565
 
-loopdone_553:
+loopdone_566:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -17526,17 +18418,17 @@ loopdone_553:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_555
+	JAE          scalemaxdone_568
 
-scalemax_554:
+scalemax_567:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_554
+	JB     scalemax_567
 
-scalemaxdone_555:
+scalemaxdone_568:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -17556,9 +18448,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_557
+	JAE          loopdone_570
 
-loop_556:
+loop_569:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -17573,9 +18465,9 @@ loop_556:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_556
+	JB      loop_569
 
-loopdone_557:
+loopdone_570:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -17588,17 +18480,17 @@ loopdone_557:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_559
+	JAE           scalemaxdone_572
 
-scalemax_558:
+scalemax_571:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_558
+	JB     scalemax_571
 
-scalemaxdone_559:
+scalemaxdone_572:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -17628,9 +18520,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_561
+	JAE          loopdone_574
 
-loop_560:
+loop_573:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -17677,12 +18569,12 @@ loop_560:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_560
+	JB            loop_573
 
-loopdone_561:
+loopdone_574:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_562
+	JA            skip_575
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -17707,9 +18599,9 @@ loopdone_561:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_562:
+skip_575:
 	SUBQ          DX, CX
-	JE            notail_563
+	JE            notail_576
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -17737,7 +18629,7 @@ skip_562:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_563:
+notail_576:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -17765,9 +18657,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_565
+	JAE          loopdone_578
 
-loop_564:
+loop_577:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -17798,13 +18690,13 @@ loop_564:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_564
+	JB        loop_577
 
-loopdone_565:
-ewvec_566:
+loopdone_578:
+ewvec_579:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_567
+	JA        ewvecdone_580
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -17813,13 +18705,13 @@ ewvec_566:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_566
+	JMP       ewvec_579
 
-ewvecdone_567:
+ewvecdone_580:
 	CMPQ SI, BX
-	JAE  ewonedone_569
+	JAE  ewonedone_582
 
-ewone_568:
+ewone_581:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -17829,9 +18721,9 @@ ewone_568:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_568
+	JB        ewone_581
 
-ewonedone_569:
+ewonedone_582:
 	VZEROUPPER
 	RET
 
@@ -17848,9 +18740,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_571
+	JAE          loopdone_584
 
-loop_570:
+loop_583:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -17873,26 +18765,26 @@ loop_570:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_570
+	JB      loop_583
 
-loopdone_571:
-ewvec_572:
+loopdone_584:
+ewvec_585:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_573
+	JA      ewvecdone_586
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_572
+	JMP     ewvec_585
 
-ewvecdone_573:
+ewvecdone_586:
 	CMPQ SI, BX
-	JAE  ewonedone_575
+	JAE  ewonedone_588
 
-ewone_574:
+ewone_587:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -17900,9 +18792,9 @@ ewone_574:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_574
+	JB     ewone_587
 
-ewonedone_575:
+ewonedone_588:
 	VZEROUPPER
 	RET
 
@@ -17917,9 +18809,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_577
+	JAE  loopdone_590
 
-loop_576:
+loop_589:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -17950,13 +18842,13 @@ loop_576:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_576
+	JB      loop_589
 
-loopdone_577:
-ewvec_578:
+loopdone_590:
+ewvec_591:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_579
+	JA      ewvecdone_592
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -17965,13 +18857,13 @@ ewvec_578:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_578
+	JMP     ewvec_591
 
-ewvecdone_579:
+ewvecdone_592:
 	CMPQ SI, BX
-	JAE  ewonedone_581
+	JAE  ewonedone_594
 
-ewone_580:
+ewone_593:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -17981,9 +18873,9 @@ ewone_580:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_580
+	JB     ewone_593
 
-ewonedone_581:
+ewonedone_594:
 	VZEROUPPER
 	RET
 
@@ -17997,9 +18889,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_583
+	JAE  loopdone_596
 
-loop_582:
+loop_595:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -18018,34 +18910,34 @@ loop_582:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_582
+	JB      loop_595
 
-loopdone_583:
-ewvec_584:
+loopdone_596:
+ewvec_597:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_585
+	JA      ewvecdone_598
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_584
+	JMP     ewvec_597
 
-ewvecdone_585:
+ewvecdone_598:
 	CMPQ BX, DX
-	JAE  ewonedone_587
+	JAE  ewonedone_600
 
-ewone_586:
+ewone_599:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_586
+	JB     ewone_599
 
-ewonedone_587:
+ewonedone_600:
 	VZEROUPPER
 	RET
 
@@ -18065,9 +18957,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_589
+	JAE          loopdone_602
 
-loop_588:
+loop_601:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -18098,13 +18990,13 @@ loop_588:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_588
+	JB        loop_601
 
-loopdone_589:
-ewvec_590:
+loopdone_602:
+ewvec_603:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_591
+	JA        ewvecdone_604
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -18113,13 +19005,13 @@ ewvec_590:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_590
+	JMP       ewvec_603
 
-ewvecdone_591:
+ewvecdone_604:
 	CMPQ SI, BX
-	JAE  ewonedone_593
+	JAE  ewonedone_606
 
-ewone_592:
+ewone_605:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -18129,9 +19021,9 @@ ewone_592:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_592
+	JB        ewone_605
 
-ewonedone_593:
+ewonedone_606:
 	VZEROUPPER
 	RET
 
@@ -18148,9 +19040,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_595
+	JAE          loopdone_608
 
-loop_594:
+loop_607:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -18173,26 +19065,26 @@ loop_594:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_594
+	JB      loop_607
 
-loopdone_595:
-ewvec_596:
+loopdone_608:
+ewvec_609:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_597
+	JA      ewvecdone_610
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_596
+	JMP     ewvec_609
 
-ewvecdone_597:
+ewvecdone_610:
 	CMPQ SI, BX
-	JAE  ewonedone_599
+	JAE  ewonedone_612
 
-ewone_598:
+ewone_611:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -18200,9 +19092,9 @@ ewone_598:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_598
+	JB     ewone_611
 
-ewonedone_599:
+ewonedone_612:
 	VZEROUPPER
 	RET
 
@@ -18217,9 +19109,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_601
+	JAE  loopdone_614
 
-loop_600:
+loop_613:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -18250,13 +19142,13 @@ loop_600:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_600
+	JB      loop_613
 
-loopdone_601:
-ewvec_602:
+loopdone_614:
+ewvec_615:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_603
+	JA      ewvecdone_616
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -18265,13 +19157,13 @@ ewvec_602:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_602
+	JMP     ewvec_615
 
-ewvecdone_603:
+ewvecdone_616:
 	CMPQ SI, BX
-	JAE  ewonedone_605
+	JAE  ewonedone_618
 
-ewone_604:
+ewone_617:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -18281,9 +19173,9 @@ ewone_604:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_604
+	JB      ewone_617
 
-ewonedone_605:
+ewonedone_618:
 	VZEROUPPER
 	RET
 
@@ -18297,9 +19189,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_607
+	JAE  loopdone_620
 
-loop_606:
+loop_619:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -18318,34 +19210,34 @@ loop_606:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_606
+	JB      loop_619
 
-loopdone_607:
-ewvec_608:
+loopdone_620:
+ewvec_621:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_609
+	JA      ewvecdone_622
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_608
+	JMP     ewvec_621
 
-ewvecdone_609:
+ewvecdone_622:
 	CMPQ BX, DX
-	JAE  ewonedone_611
+	JAE  ewonedone_624
 
-ewone_610:
+ewone_623:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_610
+	JB     ewone_623
 
-ewonedone_611:
+ewonedone_624:
 	VZEROUPPER
 	RET
 
@@ -18370,9 +19262,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_613
+	JAE   loopdone_626
 
-loop_612:
+loop_625:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -18447,21 +19339,21 @@ loop_612:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_612
+	JB         loop_625
 
-loopdone_613:
+loopdone_626:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_615
+	JAE    sum64done_628
 
-sum64_614:
+sum64_627:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_614
+	JB     sum64_627
 
-sum64done_615:
+sum64done_628:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -18495,9 +19387,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_617
+	JAE    loopdone_630
 
-loop_616:
+loop_629:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -18540,20 +19432,20 @@ loop_616:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_616
+	JB         loop_629
 
-loopdone_617:
+loopdone_630:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_619
+	JAE    sum64done_632
 
-sum64_618:
+sum64_631:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_618
+	JB     sum64_631
 
-sum64done_619:
+sum64done_632:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -18600,9 +19492,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_621
+	JZ         sgemmtail_634
 
-sgemm_620:
+sgemm_633:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -18686,13 +19578,13 @@ sgemm_620:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_620
+	JNZ          sgemm_633
 
-sgemmtail_621:
+sgemmtail_634:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_623
+	JZ   sgemmdone_636
 
-sgemmone_622:
+sgemmone_635:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -18716,9 +19608,9 @@ sgemmone_622:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_622
+	JNZ          sgemmone_635
 
-sgemmdone_623:
+sgemmdone_636:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -18812,9 +19704,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_625
+	JZ         sgemmtail_638
 
-sgemm_624:
+sgemm_637:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -18970,13 +19862,13 @@ sgemm_624:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_624
+	JNZ          sgemm_637
 
-sgemmtail_625:
+sgemmtail_638:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_627
+	JZ   sgemmdone_640
 
-sgemmone_626:
+sgemmone_639:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -19018,9 +19910,9 @@ sgemmone_626:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_626
+	JNZ          sgemmone_639
 
-sgemmdone_627:
+sgemmdone_640:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -19091,9 +19983,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_629
+	JLE   fmadone_642
 
-fma_628:
+fma_641:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -19107,9 +19999,9 @@ fma_628:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_628
+	JNZ         fma_641
 
-fmadone_629:
+fmadone_642:
 	VZEROUPPER
 	RET
 
@@ -19136,9 +20028,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_631
+	JLE    fmadone_644
 
-fma_630:
+fma_643:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -19156,9 +20048,9 @@ fma_630:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_630
+	JNZ         fma_643
 
-fmadone_631:
+fmadone_644:
 	VZEROUPPER
 	RET
 
@@ -19181,9 +20073,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_633
+	JLE   int8done_646
 
-int8_632:
+int8_645:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -19197,9 +20089,9 @@ int8_632:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_632
+	JNZ        int8_645
 
-int8done_633:
+int8done_646:
 	VZEROUPPER
 	RET
 
@@ -19222,9 +20114,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_635
+	JLE    int8done_648
 
-int8_634:
+int8_647:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -19238,8 +20130,8 @@ int8_634:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_634
+	JNZ      int8_647
 
-int8done_635:
+int8done_648:
 	VZEROUPPER
 	RET
