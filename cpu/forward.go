@@ -191,7 +191,7 @@ func normalize(k kernels, dst, x, w []float32, sum float64, eps float32) {
 // row [n] to normalize (a row of its own, or a, the position's row of s.a,
 // which it may fill), rmsNorm with the weights w (nil: the row as it is)
 // writes it into a, and a is quantized into s.q; in parallel over the T
-// positions, four positions' norm sums interleaved.
+// positions, up to four positions' norm sums interleaved.
 func (b *Backend) normEach(T, n int, w []float32, pre func(t int, a []float32) []float32) {
 	s := &b.s
 	b.pool.run(T, 1, func(_, lo, hi int) {
@@ -202,12 +202,15 @@ func (b *Backend) normEach(T, n int, w []float32, pre func(t int, a []float32) [
 				rows[t-t0] = pre(t, s.a[t*n:(t+1)*n])
 			}
 			var sums [4]float64
-			if w != nil && t1-t0 == 4 {
-				sums = sumSquares4(rows[0], rows[1], rows[2], rows[3])
-			} else if w != nil {
-				for i := range t1 - t0 {
-					sums[i] = sumSquares(rows[i])
+			switch {
+			case w == nil:
+			case t1-t0 == 1:
+				sums[0] = sumSquares(rows[0])
+			default: // 2 or 3 positions: the first ones again fill the chains
+				for i := t1 - t0; i < 4; i++ {
+					rows[i] = rows[i-(t1-t0)]
 				}
+				sums = sumSquares4(rows[0], rows[1], rows[2], rows[3])
 			}
 			for t := t0; t < t1; t++ {
 				a, row := s.a[t*n:(t+1)*n], rows[t-t0]
