@@ -101,3 +101,54 @@ func BenchmarkVerifyPass(b *testing.B) {
 		be.Close()
 	}
 }
+
+// BenchmarkMultiStep: a decode step of n sequences at once (one token each,
+// every token's logits, as `bitvk serve --parallel` runs it) against a
+// step of one, on the 2B shape, 64 positions cached in each slot; best of
+// the rounds, each round timing n = 1…4 in turn.
+func BenchmarkMultiStep(b *testing.B) {
+	const slots, pos = 4, 64
+	m := nntest.NewModel(b, "2b", nntest.StoreI2S, 1)
+	v := m.Config.Vocab
+	for _, threads := range []int{1, 2} {
+		be, err := New(m.Config, m.Weights, Options{Threads: threads, Context: 128, Slots: slots})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var prompt []nn.SeqToken
+		for s := range slots {
+			for p := range pos {
+				prompt = append(prompt, nn.SeqToken{Token: int32((p*7919 + s) % v), Seq: s, Pos: p})
+			}
+		}
+		if err := be.ForwardMulti(prompt, nil); err != nil {
+			b.Fatal(err)
+		}
+		logits := make([]float32, slots*v)
+		b.Run(fmt.Sprintf("threads%d", threads), func(b *testing.B) {
+			best := make([]time.Duration, slots+1)
+			for b.Loop() {
+				for n := 1; n <= slots; n++ {
+					step := make([]nn.SeqToken, n)
+					for s := range step {
+						step[s] = nn.SeqToken{Token: int32(s*31 + 7), Seq: s, Pos: pos, Logits: true}
+					}
+					start := time.Now()
+					if err := be.ForwardMulti(step, logits[:n*v]); err != nil {
+						b.Fatal(err)
+					}
+					if d := time.Since(start); best[n] == 0 || d < best[n] {
+						best[n] = d
+					}
+				}
+			}
+			for n := 1; n <= slots; n++ {
+				b.ReportMetric(best[n].Seconds()*1e3, fmt.Sprintf("ms/%dseq", n))
+			}
+			for n := 2; n <= slots; n++ {
+				b.ReportMetric(best[n].Seconds()/best[1].Seconds(), fmt.Sprintf("ratio/%dseq", n))
+			}
+		})
+		be.Close()
+	}
+}

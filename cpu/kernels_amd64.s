@@ -1984,20 +1984,23 @@ rowsdone_24:
 // func ternaryMatMulVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
 TEXT ·ternaryMatMulVNNI(SB), NOSPLIT, $0-120
+	MOVQ tokens+80(FP), AX
+	CMPQ AX, $0x03
+	JA   adjacent_51
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 	SHRQ $0x02, CX
-	JZ   spreadtiles_51
+	JZ   spreadtiles_52
 
-spreadtile_52:
+spreadtile_53:
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_53:
+tokens_54:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_54
+	JB   tokenstail_55
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -2035,9 +2038,9 @@ tokens_53:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 
-tilepairs_56:
+tilepairs_57:
 	CMPQ            R10, $0x02
-	JB              tilepairsdone_57
+	JB              tilepairsdone_58
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -2179,11 +2182,11 @@ tilepairs_56:
 	ADDQ            $0x00000100, R13
 	ADDQ            $0x00000100, R14
 	SUBQ            $0x02, R10
-	JMP             tilepairs_56
+	JMP             tilepairs_57
 
-tilepairsdone_57:
+tilepairsdone_58:
 	TESTQ           R10, R10
-	JZ              tiledone_58
+	JZ              tiledone_59
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -2255,7 +2258,7 @@ tilepairsdone_57:
 	VPDPBUSD        Z0, Z27, Z20
 	VPDPBUSD        Z29, Z28, Z20
 
-tiledone_58:
+tiledone_59:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -2456,11 +2459,11 @@ tiledone_58:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_53
+	JMP           tokens_54
 
-tokenstail_54:
+tokenstail_55:
 	CMPQ DI, $0x00000004
-	JNE  tokens_59
+	JNE  tokens_60
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -2493,9 +2496,9 @@ tokenstail_54:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 
-tilepairs_60:
+tilepairs_61:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_61
+	JB              tilepairsdone_62
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -2617,11 +2620,11 @@ tilepairs_60:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R12
 	SUBQ            $0x02, R9
-	JMP             tilepairs_60
+	JMP             tilepairs_61
 
-tilepairsdone_61:
+tilepairsdone_62:
 	TESTQ           R9, R9
-	JZ              tiledone_62
+	JZ              tiledone_63
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -2683,7 +2686,7 @@ tilepairsdone_61:
 	VPDPBUSD        Z0, Z23, Z16
 	VPDPBUSD        Z25, Z24, Z16
 
-tiledone_62:
+tiledone_63:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -2838,11 +2841,11 @@ tiledone_62:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_55
+	JMP           tokensdone_56
 
-tokens_59:
+tokens_60:
 	CMPQ DI, $0x00000003
-	JNE  tokens_63
+	JNE  tokens_64
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -2869,9 +2872,9 @@ tokens_59:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 
-tilepairs_64:
+tilepairs_65:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_65
+	JB              tilepairsdone_66
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -2972,11 +2975,11 @@ tilepairs_64:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_64
+	JMP             tilepairs_65
 
-tilepairsdone_65:
+tilepairsdone_66:
 	TESTQ           R9, R9
-	JZ              tiledone_66
+	JZ              tiledone_67
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -3028,7 +3031,7 @@ tilepairsdone_65:
 	VPDPBUSD        Z0, Z19, Z12
 	VPDPBUSD        Z21, Z20, Z12
 
-tiledone_66:
+tiledone_67:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -3145,11 +3148,11 @@ tiledone_66:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_55
+	JMP           tokensdone_56
 
-tokens_63:
+tokens_64:
 	CMPQ DI, $0x00000002
-	JNE  tokens_67
+	JNE  tokens_68
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -3172,9 +3175,9 @@ tokens_63:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_68:
+tilepairs_69:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_69
+	JB              tilepairsdone_70
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3255,11 +3258,11 @@ tilepairs_68:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_68
+	JMP             tilepairs_69
 
-tilepairsdone_69:
+tilepairsdone_70:
 	TESTQ           R9, R9
-	JZ              tiledone_70
+	JZ              tiledone_71
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3301,7 +3304,7 @@ tilepairsdone_69:
 	VPDPBUSD        Z0, Z15, Z8
 	VPDPBUSD        Z17, Z16, Z8
 
-tiledone_70:
+tiledone_71:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -3380,11 +3383,11 @@ tiledone_70:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_55
+	JMP           tokensdone_56
 
-tokens_67:
+tokens_68:
 	CMPQ DI, $0x00000001
-	JNE  tokens_71
+	JNE  tokens_72
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -3403,9 +3406,9 @@ tokens_67:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_72:
+tilepairs_73:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_73
+	JB              tilepairsdone_74
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -3466,11 +3469,11 @@ tilepairs_72:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_72
+	JMP             tilepairs_73
 
-tilepairsdone_73:
+tilepairsdone_74:
 	TESTQ           R8, R8
-	JZ              tiledone_74
+	JZ              tiledone_75
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -3502,7 +3505,7 @@ tilepairsdone_73:
 	VPDPBUSD        Z0, Z11, Z4
 	VPDPBUSD        Z13, Z12, Z4
 
-tiledone_74:
+tiledone_75:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -3544,15 +3547,15 @@ tiledone_74:
 	ANDQ          $-4, SI
 	LEAQ          (BX)(SI*2), BX
 	VMOVD         X0, (BX)(SI*1)
-	JMP           tokensdone_55
+	JMP           tokensdone_56
 
-tokens_71:
-tokensdone_55:
+tokens_72:
+tokensdone_56:
 	MOVQ  stride+24(FP), BX
 	ADDQ  BX, AX
 	ADDQ  $0x00000004, DX
 	DECQ  CX
-	JNZ   spreadtile_52
+	JNZ   spreadtile_53
 	MOVQ  rows+32(FP), CX
 	SHRQ  $0x02, CX
 	MOVQ  stride+24(FP), BX
@@ -3562,20 +3565,20 @@ tokensdone_55:
 	LEAQ  (DX)(CX*8), DX
 	LEAQ  (DX)(CX*4), DX
 
-spreadtiles_51:
+spreadtiles_52:
 	MOVQ rows+32(FP), CX
 	ANDQ $0x03, CX
 
-rows_75:
+rows_76:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_76
+	JB   rowsdone_77
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_77:
+tokens_78:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_78
+	JB   tokenstail_79
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -3598,9 +3601,9 @@ tokens_77:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_80:
+tilepairs_81:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_81
+	JB              tilepairsdone_82
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3679,11 +3682,11 @@ tilepairs_80:
 	ADDQ            $0x00000100, R12
 	ADDQ            $0x00000100, R13
 	SUBQ            $0x02, R9
-	JMP             tilepairs_80
+	JMP             tilepairs_81
 
-tilepairsdone_81:
+tilepairsdone_82:
 	TESTQ           R9, R9
-	JZ              tiledone_82
+	JZ              tiledone_83
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3722,7 +3725,7 @@ tilepairsdone_81:
 	VPDPBUSD        Z0, Z9, Z8
 	VPDPBUSD        Z11, Z10, Z8
 
-tiledone_82:
+tiledone_83:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -3821,11 +3824,11 @@ tiledone_82:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_77
+	JMP           tokens_78
 
-tokenstail_78:
+tokenstail_79:
 	CMPQ DI, $0x00000007
-	JNE  tokens_83
+	JNE  tokens_84
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -3846,9 +3849,9 @@ tokenstail_78:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 
-tilepairs_84:
+tilepairs_85:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_85
+	JB              tilepairsdone_86
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -3919,11 +3922,11 @@ tilepairs_84:
 	ADDQ            $0x00000100, R10
 	ADDQ            $0x00000100, R11
 	SUBQ            $0x02, R8
-	JMP             tilepairs_84
+	JMP             tilepairs_85
 
-tilepairsdone_85:
+tilepairsdone_86:
 	TESTQ           R8, R8
-	JZ              tiledone_86
+	JZ              tiledone_87
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -3958,7 +3961,7 @@ tilepairsdone_85:
 	VPDPBUSD        Z0, Z8, Z7
 	VPDPBUSD        Z10, Z9, Z7
 
-tiledone_86:
+tiledone_87:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -4038,11 +4041,11 @@ tiledone_86:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_79
+	JMP           tokensdone_80
 
-tokens_83:
+tokens_84:
 	CMPQ DI, $0x00000006
-	JNE  tokens_87
+	JNE  tokens_88
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -4060,9 +4063,9 @@ tokens_83:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 
-tilepairs_88:
+tilepairs_89:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_89
+	JB              tilepairsdone_90
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -4124,11 +4127,11 @@ tilepairs_88:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_88
+	JMP             tilepairs_89
 
-tilepairsdone_89:
+tilepairsdone_90:
 	TESTQ           R8, R8
-	JZ              tiledone_90
+	JZ              tiledone_91
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -4159,7 +4162,7 @@ tilepairsdone_89:
 	VPDPBUSD        Z0, Z7, Z6
 	VPDPBUSD        Z9, Z8, Z6
 
-tiledone_90:
+tiledone_91:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -4228,11 +4231,11 @@ tiledone_90:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_79
+	JMP           tokensdone_80
 
-tokens_87:
+tokens_88:
 	CMPQ DI, $0x00000005
-	JNE  tokens_91
+	JNE  tokens_92
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -4249,9 +4252,9 @@ tokens_87:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 
-tilepairs_92:
+tilepairs_93:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_93
+	JB              tilepairsdone_94
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -4305,11 +4308,11 @@ tilepairs_92:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_92
+	JMP             tilepairs_93
 
-tilepairsdone_93:
+tilepairsdone_94:
 	TESTQ           R8, R8
-	JZ              tiledone_94
+	JZ              tiledone_95
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -4336,7 +4339,7 @@ tilepairsdone_93:
 	VPDPBUSD        Z0, Z6, Z5
 	VPDPBUSD        Z8, Z7, Z5
 
-tiledone_94:
+tiledone_95:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -4394,11 +4397,11 @@ tiledone_94:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_79
+	JMP           tokensdone_80
 
-tokens_91:
+tokens_92:
 	CMPQ DI, $0x00000004
-	JNE  tokens_95
+	JNE  tokens_96
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -4414,9 +4417,9 @@ tokens_91:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_96:
+tilepairs_97:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_97
+	JB              tilepairsdone_98
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -4462,11 +4465,11 @@ tilepairs_96:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_96
+	JMP             tilepairs_97
 
-tilepairsdone_97:
+tilepairsdone_98:
 	TESTQ           R8, R8
-	JZ              tiledone_98
+	JZ              tiledone_99
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -4489,7 +4492,7 @@ tilepairsdone_97:
 	VPDPBUSD        Z0, Z5, Z4
 	VPDPBUSD        Z7, Z6, Z4
 
-tiledone_98:
+tiledone_99:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -4536,11 +4539,11 @@ tiledone_98:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_79
+	JMP           tokensdone_80
 
-tokens_95:
+tokens_96:
 	CMPQ DI, $0x00000003
-	JNE  tokens_99
+	JNE  tokens_100
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -4553,9 +4556,9 @@ tokens_95:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 
-tilepairs_100:
+tilepairs_101:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_101
+	JB              tilepairsdone_102
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -4592,11 +4595,11 @@ tilepairs_100:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_100
+	JMP             tilepairs_101
 
-tilepairsdone_101:
+tilepairsdone_102:
 	TESTQ           R8, R8
-	JZ              tiledone_102
+	JZ              tiledone_103
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -4615,7 +4618,7 @@ tilepairsdone_101:
 	VPDPBUSD        Z0, Z4, Z3
 	VPDPBUSD        Z6, Z5, Z3
 
-tiledone_102:
+tiledone_103:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -4651,11 +4654,11 @@ tiledone_102:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_79
+	JMP           tokensdone_80
 
-tokens_99:
+tokens_100:
 	CMPQ DI, $0x00000002
-	JNE  tokens_103
+	JNE  tokens_104
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -4667,9 +4670,9 @@ tokens_99:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 
-tilepairs_104:
+tilepairs_105:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_105
+	JB              tilepairsdone_106
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -4698,11 +4701,11 @@ tilepairs_104:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_104
+	JMP             tilepairs_105
 
-tilepairsdone_105:
+tilepairsdone_106:
 	TESTQ           R8, R8
-	JZ              tiledone_106
+	JZ              tiledone_107
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -4717,7 +4720,7 @@ tilepairsdone_105:
 	VPDPBUSD        Z0, Z3, Z2
 	VPDPBUSD        Z5, Z4, Z2
 
-tiledone_106:
+tiledone_107:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -4742,11 +4745,11 @@ tiledone_106:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_79
+	JMP           tokensdone_80
 
-tokens_103:
+tokens_104:
 	CMPQ DI, $0x00000001
-	JNE  tokens_107
+	JNE  tokens_108
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -4757,9 +4760,9 @@ tokens_103:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 
-tilepairs_108:
+tilepairs_109:
 	CMPQ            DI, $0x02
-	JB              tilepairsdone_109
+	JB              tilepairsdone_110
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -4780,11 +4783,11 @@ tilepairs_108:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, DI
-	JMP             tilepairs_108
+	JMP             tilepairs_109
 
-tilepairsdone_109:
+tilepairsdone_110:
 	TESTQ           DI, DI
-	JZ              tiledone_110
+	JZ              tiledone_111
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -4795,7 +4798,7 @@ tilepairsdone_109:
 	VPDPBUSD        Z0, Z2, Z1
 	VPDPBUSD        Z4, Z3, Z1
 
-tiledone_110:
+tiledone_111:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -4810,17 +4813,2637 @@ tiledone_110:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_79
+	JMP           tokensdone_80
 
-tokens_107:
-tokensdone_79:
+tokens_108:
+tokensdone_80:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_75
+	JMP  rows_76
 
-rowsdone_76:
+rowsdone_77:
+	VZEROUPPER
+	RET
+
+adjacent_51:
+	MOVQ w_base+0(FP), AX
+	MOVQ rows+32(FP), CX
+	MOVQ out_base+88(FP), DX
+
+rows_112:
+	CMPQ CX, $0x00000004
+	JB   rowsdone_113
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_114:
+	CMPQ DI, $0x00000005
+	JB   tokenstail_115
+
+	// tile 4 rows × 5 tokens
+	MOVQ      stride+24(FP), R8
+	MOVQ      xStride+64(FP), R9
+	MOVQ      n+72(FP), R10
+	SHRQ      $0x07, R10
+	MOVQ      AX, R11
+	LEAQ      (R11)(R8*2), R12
+	ADDQ      R8, R12
+	MOVQ      BX, R13
+	LEAQ      (R13)(R9*2), R14
+	ADDQ      R9, R14
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPXORD    Z16, Z16, Z16
+	VPXORD    Z17, Z17, Z17
+	VPXORD    Z18, Z18, Z18
+	VPXORD    Z19, Z19, Z19
+	VPXORD    Z20, Z20, Z20
+
+tilepairs_117:
+	CMPQ            R10, $0x02
+	JB              tilepairsdone_118
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)(R8*1)
+	VBROADCASTI64X4 (R11)(R8*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R11)(R8*2)
+	VBROADCASTI64X4 (R11)(R8*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z29
+	VMOVDQU64       64(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z29
+	VMOVDQU64       64(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z29
+	VMOVDQU64       64(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       (R14), Z29
+	VMOVDQU64       64(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z29
+	VMOVDQU64       64(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	VBROADCASTI64X4 32(R11), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R11)(R8*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VBROADCASTI64X4 32(R11)(R8*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	VBROADCASTI64X4 32(R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       128(R13), Z29
+	VMOVDQU64       192(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       128(R13)(R9*1), Z29
+	VMOVDQU64       192(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       128(R13)(R9*2), Z29
+	VMOVDQU64       192(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       128(R14), Z29
+	VMOVDQU64       192(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       128(R14)(R9*1), Z29
+	VMOVDQU64       192(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R12
+	ADDQ            $0x00000100, R13
+	ADDQ            $0x00000100, R14
+	SUBQ            $0x02, R10
+	JMP             tilepairs_117
+
+tilepairsdone_118:
+	TESTQ           R10, R10
+	JZ              tiledone_119
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)(R8*1)
+	VBROADCASTI64X4 (R11)(R8*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R11)(R8*2)
+	VBROADCASTI64X4 (R11)(R8*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z29
+	VPDPBUSD        Z0, Z21, Z1
+	VPDPBUSD        Z29, Z22, Z1
+	VPDPBUSD        Z0, Z23, Z6
+	VPDPBUSD        Z29, Z24, Z6
+	VPDPBUSD        Z0, Z25, Z11
+	VPDPBUSD        Z29, Z26, Z11
+	VPDPBUSD        Z0, Z27, Z16
+	VPDPBUSD        Z29, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z0
+	VMOVDQU64       64(R13)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z2
+	VPDPBUSD        Z29, Z22, Z2
+	VPDPBUSD        Z0, Z23, Z7
+	VPDPBUSD        Z29, Z24, Z7
+	VPDPBUSD        Z0, Z25, Z12
+	VPDPBUSD        Z29, Z26, Z12
+	VPDPBUSD        Z0, Z27, Z17
+	VPDPBUSD        Z29, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z0
+	VMOVDQU64       64(R13)(R9*2), Z29
+	VPDPBUSD        Z0, Z21, Z3
+	VPDPBUSD        Z29, Z22, Z3
+	VPDPBUSD        Z0, Z23, Z8
+	VPDPBUSD        Z29, Z24, Z8
+	VPDPBUSD        Z0, Z25, Z13
+	VPDPBUSD        Z29, Z26, Z13
+	VPDPBUSD        Z0, Z27, Z18
+	VPDPBUSD        Z29, Z28, Z18
+	VMOVDQU64       (R14), Z0
+	VMOVDQU64       64(R14), Z29
+	VPDPBUSD        Z0, Z21, Z4
+	VPDPBUSD        Z29, Z22, Z4
+	VPDPBUSD        Z0, Z23, Z9
+	VPDPBUSD        Z29, Z24, Z9
+	VPDPBUSD        Z0, Z25, Z14
+	VPDPBUSD        Z29, Z26, Z14
+	VPDPBUSD        Z0, Z27, Z19
+	VPDPBUSD        Z29, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z0
+	VMOVDQU64       64(R14)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z5
+	VPDPBUSD        Z29, Z22, Z5
+	VPDPBUSD        Z0, Z23, Z10
+	VPDPBUSD        Z29, Z24, Z10
+	VPDPBUSD        Z0, Z25, Z15
+	VPDPBUSD        Z29, Z26, Z15
+	VPDPBUSD        Z0, Z27, Z20
+	VPDPBUSD        Z29, Z28, Z20
+
+tiledone_119:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y21
+	VPADDD        Y1, Y21, Y21
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y11
+	VPADDD        Y12, Y11, Y11
+	VPSRAVD       Z0, Z13, Z13
+	VEXTRACTI64X4 $0x01, Z13, Y12
+	VPADDD        Y13, Y12, Y12
+	VPSRAVD       Z0, Z14, Z14
+	VEXTRACTI64X4 $0x01, Z14, Y13
+	VPADDD        Y14, Y13, Y13
+	VPSRAVD       Z0, Z15, Z15
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPADDD        Y15, Y14, Y14
+	VPSRAVD       Z0, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y15
+	VPADDD        Y16, Y15, Y15
+	VPSRAVD       Z0, Z17, Z17
+	VEXTRACTI64X4 $0x01, Z17, Y16
+	VPADDD        Y17, Y16, Y16
+	VPSRAVD       Z0, Z18, Z18
+	VEXTRACTI64X4 $0x01, Z18, Y17
+	VPADDD        Y18, Y17, Y17
+	VPSRAVD       Z0, Z19, Z19
+	VEXTRACTI64X4 $0x01, Z19, Y18
+	VPADDD        Y19, Y18, Y18
+	VPSRAVD       Z0, Z20, Z20
+	VEXTRACTI64X4 $0x01, Z20, Y0
+	VPADDD        Y20, Y0, Y0
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R9
+	VPUNPCKLDQ    Y5, Y21, Y19
+	VPUNPCKHDQ    Y5, Y21, Y5
+	VPADDD        Y5, Y19, Y19
+	VPUNPCKLDQ    Y15, Y10, Y5
+	VPUNPCKHDQ    Y15, Y10, Y10
+	VPADDD        Y10, Y5, Y5
+	VPUNPCKLQDQ   Y5, Y19, Y10
+	VPUNPCKHQDQ   Y5, Y19, Y5
+	VPADDD        Y5, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X5
+	VPADDD        X10, X5, X5
+	VMOVDQU32     X5, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y6, Y1, Y5
+	VPUNPCKHDQ    Y6, Y1, Y1
+	VPADDD        Y1, Y5, Y5
+	VPUNPCKLDQ    Y16, Y11, Y1
+	VPUNPCKHDQ    Y16, Y11, Y6
+	VPADDD        Y6, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y5, Y6
+	VPUNPCKHQDQ   Y1, Y5, Y1
+	VPADDD        Y1, Y6, Y6
+	VEXTRACTI32X4 $0x01, Y6, X1
+	VPADDD        X6, X1, X1
+	VMOVDQU32     X1, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y7, Y2, Y1
+	VPUNPCKHDQ    Y7, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y17, Y12, Y2
+	VPUNPCKHDQ    Y17, Y12, Y5
+	VPADDD        Y5, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y5
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VMOVDQU32     X1, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y8, Y3, Y1
+	VPUNPCKHDQ    Y8, Y3, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y18, Y13, Y2
+	VPUNPCKHDQ    Y18, Y13, Y3
+	VPADDD        Y3, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y3
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VMOVDQU32     X1, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y9, Y4, Y1
+	VPUNPCKHDQ    Y9, Y4, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y14, Y2
+	VPUNPCKHDQ    Y0, Y14, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (R9)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000005, R8, R8
+	IMUL3Q        $0x00000014, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000005, DI
+	JMP           tokens_114
+
+tokenstail_115:
+	CMPQ DI, $0x00000004
+	JNE  tokens_120
+
+	// tile 4 rows × 4 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	LEAQ      (BX)(R8*2), R12
+	ADDQ      R8, R12
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPXORD    Z16, Z16, Z16
+
+tilepairs_121:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_122
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z25
+	VMOVDQU64       64(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z25
+	VMOVDQU64       64(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z25
+	VMOVDQU64       64(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       (R12), Z25
+	VMOVDQU64       64(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	VBROADCASTI64X4 32(R10), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(R10)(DI*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VBROADCASTI64X4 32(R10)(DI*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       128(BX), Z25
+	VMOVDQU64       192(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       128(BX)(R8*1), Z25
+	VMOVDQU64       192(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       128(BX)(R8*2), Z25
+	VMOVDQU64       192(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       128(R12), Z25
+	VMOVDQU64       192(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R12
+	SUBQ            $0x02, R9
+	JMP             tilepairs_121
+
+tilepairsdone_122:
+	TESTQ           R9, R9
+	JZ              tiledone_123
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z25
+	VPDPBUSD        Z0, Z17, Z1
+	VPDPBUSD        Z25, Z18, Z1
+	VPDPBUSD        Z0, Z19, Z5
+	VPDPBUSD        Z25, Z20, Z5
+	VPDPBUSD        Z0, Z21, Z9
+	VPDPBUSD        Z25, Z22, Z9
+	VPDPBUSD        Z0, Z23, Z13
+	VPDPBUSD        Z25, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z25
+	VPDPBUSD        Z0, Z17, Z2
+	VPDPBUSD        Z25, Z18, Z2
+	VPDPBUSD        Z0, Z19, Z6
+	VPDPBUSD        Z25, Z20, Z6
+	VPDPBUSD        Z0, Z21, Z10
+	VPDPBUSD        Z25, Z22, Z10
+	VPDPBUSD        Z0, Z23, Z14
+	VPDPBUSD        Z25, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z25
+	VPDPBUSD        Z0, Z17, Z3
+	VPDPBUSD        Z25, Z18, Z3
+	VPDPBUSD        Z0, Z19, Z7
+	VPDPBUSD        Z25, Z20, Z7
+	VPDPBUSD        Z0, Z21, Z11
+	VPDPBUSD        Z25, Z22, Z11
+	VPDPBUSD        Z0, Z23, Z15
+	VPDPBUSD        Z25, Z24, Z15
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z25
+	VPDPBUSD        Z0, Z17, Z4
+	VPDPBUSD        Z25, Z18, Z4
+	VPDPBUSD        Z0, Z19, Z8
+	VPDPBUSD        Z25, Z20, Z8
+	VPDPBUSD        Z0, Z21, Z12
+	VPDPBUSD        Z25, Z22, Z12
+	VPDPBUSD        Z0, Z23, Z16
+	VPDPBUSD        Z25, Z24, Z16
+
+tiledone_123:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y17
+	VPADDD        Y1, Y17, Y17
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y11
+	VPADDD        Y12, Y11, Y11
+	VPSRAVD       Z0, Z13, Z13
+	VEXTRACTI64X4 $0x01, Z13, Y12
+	VPADDD        Y13, Y12, Y12
+	VPSRAVD       Z0, Z14, Z14
+	VEXTRACTI64X4 $0x01, Z14, Y13
+	VPADDD        Y14, Y13, Y13
+	VPSRAVD       Z0, Z15, Z15
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPADDD        Y15, Y14, Y14
+	VPSRAVD       Z0, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y0
+	VPADDD        Y16, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y4, Y17, Y15
+	VPUNPCKHDQ    Y4, Y17, Y4
+	VPADDD        Y4, Y15, Y15
+	VPUNPCKLDQ    Y12, Y8, Y4
+	VPUNPCKHDQ    Y12, Y8, Y8
+	VPADDD        Y8, Y4, Y4
+	VPUNPCKLQDQ   Y4, Y15, Y8
+	VPUNPCKHQDQ   Y4, Y15, Y4
+	VPADDD        Y4, Y8, Y8
+	VEXTRACTI32X4 $0x01, Y8, X4
+	VPADDD        X8, X4, X4
+	VMOVDQU32     X4, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y5, Y1, Y4
+	VPUNPCKHDQ    Y5, Y1, Y1
+	VPADDD        Y1, Y4, Y4
+	VPUNPCKLDQ    Y13, Y9, Y1
+	VPUNPCKHDQ    Y13, Y9, Y5
+	VPADDD        Y5, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y4, Y5
+	VPUNPCKHQDQ   Y1, Y4, Y1
+	VPADDD        Y1, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VMOVDQU32     X1, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y6, Y2, Y1
+	VPUNPCKHDQ    Y6, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y14, Y10, Y2
+	VPUNPCKHDQ    Y14, Y10, Y4
+	VPADDD        Y4, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y4
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VMOVDQU32     X1, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y7, Y3, Y1
+	VPUNPCKHDQ    Y7, Y3, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y11, Y2
+	VPUNPCKHDQ    Y0, Y11, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (SI)
+	JMP           tokensdone_116
+
+tokens_120:
+	CMPQ DI, $0x00000003
+	JNE  tokens_124
+
+	// tile 4 rows × 3 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+
+tilepairs_125:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_126
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z21
+	VMOVDQU64       64(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z21
+	VMOVDQU64       64(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z21
+	VMOVDQU64       64(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	VBROADCASTI64X4 32(R10), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(R10)(DI*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VBROADCASTI64X4 32(R10)(DI*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       128(BX), Z21
+	VMOVDQU64       192(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       128(BX)(R8*1), Z21
+	VMOVDQU64       192(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       128(BX)(R8*2), Z21
+	VMOVDQU64       192(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_125
+
+tilepairsdone_126:
+	TESTQ           R9, R9
+	JZ              tiledone_127
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z21
+	VPDPBUSD        Z0, Z13, Z1
+	VPDPBUSD        Z21, Z14, Z1
+	VPDPBUSD        Z0, Z15, Z4
+	VPDPBUSD        Z21, Z16, Z4
+	VPDPBUSD        Z0, Z17, Z7
+	VPDPBUSD        Z21, Z18, Z7
+	VPDPBUSD        Z0, Z19, Z10
+	VPDPBUSD        Z21, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z21
+	VPDPBUSD        Z0, Z13, Z2
+	VPDPBUSD        Z21, Z14, Z2
+	VPDPBUSD        Z0, Z15, Z5
+	VPDPBUSD        Z21, Z16, Z5
+	VPDPBUSD        Z0, Z17, Z8
+	VPDPBUSD        Z21, Z18, Z8
+	VPDPBUSD        Z0, Z19, Z11
+	VPDPBUSD        Z21, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z21
+	VPDPBUSD        Z0, Z13, Z3
+	VPDPBUSD        Z21, Z14, Z3
+	VPDPBUSD        Z0, Z15, Z6
+	VPDPBUSD        Z21, Z16, Z6
+	VPDPBUSD        Z0, Z17, Z9
+	VPDPBUSD        Z21, Z18, Z9
+	VPDPBUSD        Z0, Z19, Z12
+	VPDPBUSD        Z21, Z20, Z12
+
+tiledone_127:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y13
+	VPADDD        Y1, Y13, Y13
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y0
+	VPADDD        Y12, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y3, Y13, Y11
+	VPUNPCKHDQ    Y3, Y13, Y3
+	VPADDD        Y3, Y11, Y11
+	VPUNPCKLDQ    Y9, Y6, Y3
+	VPUNPCKHDQ    Y9, Y6, Y6
+	VPADDD        Y6, Y3, Y3
+	VPUNPCKLQDQ   Y3, Y11, Y6
+	VPUNPCKHQDQ   Y3, Y11, Y3
+	VPADDD        Y3, Y6, Y6
+	VEXTRACTI32X4 $0x01, Y6, X3
+	VPADDD        X6, X3, X3
+	VMOVDQU32     X3, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y4, Y1, Y3
+	VPUNPCKHDQ    Y4, Y1, Y1
+	VPADDD        Y1, Y3, Y3
+	VPUNPCKLDQ    Y10, Y7, Y1
+	VPUNPCKHDQ    Y10, Y7, Y4
+	VPADDD        Y4, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y3, Y4
+	VPUNPCKHQDQ   Y1, Y3, Y1
+	VPADDD        Y1, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VMOVDQU32     X1, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y5, Y2, Y1
+	VPUNPCKHDQ    Y5, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y8, Y2
+	VPUNPCKHDQ    Y0, Y8, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (SI)
+	JMP           tokensdone_116
+
+tokens_124:
+	CMPQ DI, $0x00000002
+	JNE  tokens_128
+
+	// tile 4 rows × 2 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+
+tilepairs_129:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_130
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z17
+	VMOVDQU64       64(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z17
+	VMOVDQU64       64(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	VBROADCASTI64X4 32(R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(R10)(DI*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VBROADCASTI64X4 32(R10)(DI*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       128(BX), Z17
+	VMOVDQU64       192(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       128(BX)(R8*1), Z17
+	VMOVDQU64       192(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_129
+
+tilepairsdone_130:
+	TESTQ           R9, R9
+	JZ              tiledone_131
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z17
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z17, Z10, Z1
+	VPDPBUSD        Z0, Z11, Z3
+	VPDPBUSD        Z17, Z12, Z3
+	VPDPBUSD        Z0, Z13, Z5
+	VPDPBUSD        Z17, Z14, Z5
+	VPDPBUSD        Z0, Z15, Z7
+	VPDPBUSD        Z17, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z17
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z17, Z10, Z2
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z17, Z12, Z4
+	VPDPBUSD        Z0, Z13, Z6
+	VPDPBUSD        Z17, Z14, Z6
+	VPDPBUSD        Z0, Z15, Z8
+	VPDPBUSD        Z17, Z16, Z8
+
+tiledone_131:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDD        Y1, Y9, Y9
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y2, Y9, Y7
+	VPUNPCKHDQ    Y2, Y9, Y2
+	VPADDD        Y2, Y7, Y7
+	VPUNPCKLDQ    Y6, Y4, Y2
+	VPUNPCKHDQ    Y6, Y4, Y4
+	VPADDD        Y4, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y7, Y4
+	VPUNPCKHQDQ   Y2, Y7, Y2
+	VPADDD        Y2, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X2
+	VPADDD        X4, X2, X2
+	VMOVDQU32     X2, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y3, Y1, Y2
+	VPUNPCKHDQ    Y3, Y1, Y1
+	VPADDD        Y1, Y2, Y2
+	VPUNPCKLDQ    Y0, Y5, Y1
+	VPUNPCKHDQ    Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y2, Y0
+	VPUNPCKHQDQ   Y1, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (SI)
+	JMP           tokensdone_116
+
+tokens_128:
+	CMPQ DI, $0x00000001
+	JNE  tokens_132
+
+	// tile 4 rows × 1 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (R9)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+
+tilepairs_133:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_134
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	PREFETCHT1      16384(R9)(DI*1)
+	VBROADCASTI64X4 (R9)(DI*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	PREFETCHT1      16384(R9)(DI*2)
+	VBROADCASTI64X4 (R9)(DI*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z13
+	VMOVDQU64       64(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	VBROADCASTI64X4 32(R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VBROADCASTI64X4 32(R9)(DI*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VBROADCASTI64X4 32(R9)(DI*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       128(BX), Z13
+	VMOVDQU64       192(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_133
+
+tilepairsdone_134:
+	TESTQ           R8, R8
+	JZ              tiledone_135
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	PREFETCHT1      16384(R9)(DI*1)
+	VBROADCASTI64X4 (R9)(DI*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	PREFETCHT1      16384(R9)(DI*2)
+	VBROADCASTI64X4 (R9)(DI*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z13
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z13, Z6, Z1
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z13, Z8, Z2
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z13, Z10, Z3
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z13, Z12, Z4
+
+tiledone_135:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y5
+	VPADDD        Y1, Y5, Y5
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VPUNPCKLDQ    Y1, Y5, Y3
+	VPUNPCKHDQ    Y1, Y5, Y1
+	VPADDD        Y1, Y3, Y3
+	VPUNPCKLDQ    Y0, Y2, Y1
+	VPUNPCKHDQ    Y0, Y2, Y0
+	VPADDD        Y0, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y3, Y0
+	VPUNPCKHQDQ   Y1, Y3, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (BX)
+	JMP           tokensdone_116
+
+tokens_132:
+tokensdone_116:
+	MOVQ stride+24(FP), BX
+	LEAQ (AX)(BX*4), AX
+	ADDQ $0x00000010, DX
+	SUBQ $0x00000004, CX
+	JMP  rows_112
+
+rowsdone_113:
+rows_136:
+	CMPQ CX, $0x00000001
+	JB   rowsdone_137
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_138:
+	CMPQ DI, $0x00000008
+	JB   tokenstail_139
+
+	// tile 1 rows × 8 tokens
+	MOVQ      stride+24(FP), R8
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	MOVQ      BX, R11
+	LEAQ      (R11)(R8*2), R12
+	ADDQ      R8, R12
+	LEAQ      (R12)(R8*2), R13
+	ADDQ      R8, R13
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+
+tilepairs_141:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_142
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z11
+	VMOVDQU64       64(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z11
+	VMOVDQU64       64(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z11
+	VMOVDQU64       64(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       (R12), Z11
+	VMOVDQU64       64(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z11
+	VMOVDQU64       64(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z11
+	VMOVDQU64       64(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       (R13), Z11
+	VMOVDQU64       64(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z11
+	VMOVDQU64       64(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	VBROADCASTI64X4 32(R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       128(R11), Z11
+	VMOVDQU64       192(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       128(R11)(R8*1), Z11
+	VMOVDQU64       192(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       128(R11)(R8*2), Z11
+	VMOVDQU64       192(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       128(R12), Z11
+	VMOVDQU64       192(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       128(R12)(R8*1), Z11
+	VMOVDQU64       192(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       128(R12)(R8*2), Z11
+	VMOVDQU64       192(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       128(R13), Z11
+	VMOVDQU64       192(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       128(R13)(R8*1), Z11
+	VMOVDQU64       192(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, R11
+	ADDQ            $0x00000100, R12
+	ADDQ            $0x00000100, R13
+	SUBQ            $0x02, R9
+	JMP             tilepairs_141
+
+tilepairsdone_142:
+	TESTQ           R9, R9
+	JZ              tiledone_143
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z11, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z0
+	VMOVDQU64       64(R11)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z11, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z0
+	VMOVDQU64       64(R11)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z11, Z10, Z3
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z11
+	VPDPBUSD        Z0, Z9, Z4
+	VPDPBUSD        Z11, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z0
+	VMOVDQU64       64(R12)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z5
+	VPDPBUSD        Z11, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z0
+	VMOVDQU64       64(R12)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z6
+	VPDPBUSD        Z11, Z10, Z6
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z11
+	VPDPBUSD        Z0, Z9, Z7
+	VPDPBUSD        Z11, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z0
+	VMOVDQU64       64(R13)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z8
+	VPDPBUSD        Z11, Z10, Z8
+
+tiledone_143:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDD        Y1, Y9, Y9
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R9
+	VEXTRACTI32X4 $0x01, Y9, X7
+	VPADDD        X9, X7, X7
+	VPSHUFD       $0x4e, X7, X8
+	VPADDD        X8, X7, X7
+	VPSHUFD       $0xb1, X7, X8
+	VPADDD        X8, X7, X7
+	VMOVD         X7, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y1, X7
+	VPADDD        X1, X7, X7
+	VPSHUFD       $0x4e, X7, X1
+	VPADDD        X1, X7, X7
+	VPSHUFD       $0xb1, X7, X1
+	VPADDD        X1, X7, X7
+	VMOVD         X7, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y6, X1
+	VPADDD        X6, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (R9)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000008, R8, R8
+	IMUL3Q        $0x00000020, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000008, DI
+	JMP           tokens_138
+
+tokenstail_139:
+	CMPQ DI, $0x00000007
+	JNE  tokens_144
+
+	// tile 1 rows × 7 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+
+tilepairs_145:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_146
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z10
+	VMOVDQU64       64(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z10
+	VMOVDQU64       64(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z10
+	VMOVDQU64       64(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       (R10), Z10
+	VMOVDQU64       64(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z10
+	VMOVDQU64       64(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z10
+	VMOVDQU64       64(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       (R11), Z10
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	VBROADCASTI64X4 32(R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       128(BX), Z10
+	VMOVDQU64       192(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       128(BX)(DI*1), Z10
+	VMOVDQU64       192(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       128(BX)(DI*2), Z10
+	VMOVDQU64       192(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       128(R10), Z10
+	VMOVDQU64       192(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       128(R10)(DI*1), Z10
+	VMOVDQU64       192(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       128(R10)(DI*2), Z10
+	VMOVDQU64       192(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       128(R11), Z10
+	VMOVDQU64       192(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	ADDQ            $0x00000100, R11
+	SUBQ            $0x02, R8
+	JMP             tilepairs_145
+
+tilepairsdone_146:
+	TESTQ           R8, R8
+	JZ              tiledone_147
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z0, Z8, Z1
+	VPDPBUSD        Z10, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z2
+	VPDPBUSD        Z10, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z3
+	VPDPBUSD        Z10, Z9, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z0, Z8, Z4
+	VPDPBUSD        Z10, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z5
+	VPDPBUSD        Z10, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z6
+	VPDPBUSD        Z10, Z9, Z6
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z10
+	VPDPBUSD        Z0, Z8, Z7
+	VPDPBUSD        Z10, Z9, Z7
+
+tiledone_147:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y8
+	VPADDD        Y1, Y8, Y8
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y0
+	VPADDD        Y7, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y8, X6
+	VPADDD        X8, X6, X6
+	VPSHUFD       $0x4e, X6, X7
+	VPADDD        X7, X6, X6
+	VPSHUFD       $0xb1, X6, X7
+	VPADDD        X7, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X6
+	VPADDD        X1, X6, X6
+	VPSHUFD       $0x4e, X6, X1
+	VPADDD        X1, X6, X6
+	VPSHUFD       $0xb1, X6, X1
+	VPADDD        X1, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_140
+
+tokens_144:
+	CMPQ DI, $0x00000006
+	JNE  tokens_148
+
+	// tile 1 rows × 6 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+
+tilepairs_149:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_150
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z9
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z9
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z9
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       (R10), Z9
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z9
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z9
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	VBROADCASTI64X4 32(R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       128(BX), Z9
+	VMOVDQU64       192(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       128(BX)(DI*1), Z9
+	VMOVDQU64       192(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       128(BX)(DI*2), Z9
+	VMOVDQU64       192(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       128(R10), Z9
+	VMOVDQU64       192(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       128(R10)(DI*1), Z9
+	VMOVDQU64       192(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       128(R10)(DI*2), Z9
+	VMOVDQU64       192(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_149
+
+tilepairsdone_150:
+	TESTQ           R8, R8
+	JZ              tiledone_151
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z0, Z7, Z1
+	VPDPBUSD        Z9, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z9, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z3
+	VPDPBUSD        Z9, Z8, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z0, Z7, Z4
+	VPDPBUSD        Z9, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z5
+	VPDPBUSD        Z9, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z6
+	VPDPBUSD        Z9, Z8, Z6
+
+tiledone_151:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y7
+	VPADDD        Y1, Y7, Y7
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y7, X5
+	VPADDD        X7, X5, X5
+	VPSHUFD       $0x4e, X5, X6
+	VPADDD        X6, X5, X5
+	VPSHUFD       $0xb1, X5, X6
+	VPADDD        X6, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X5
+	VPADDD        X1, X5, X5
+	VPSHUFD       $0x4e, X5, X1
+	VPADDD        X1, X5, X5
+	VPSHUFD       $0xb1, X5, X1
+	VPADDD        X1, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_140
+
+tokens_148:
+	CMPQ DI, $0x00000005
+	JNE  tokens_152
+
+	// tile 1 rows × 5 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+
+tilepairs_153:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_154
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z8
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z8
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z8
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       (R10), Z8
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z8
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	VBROADCASTI64X4 32(R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       128(BX), Z8
+	VMOVDQU64       192(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       128(BX)(DI*1), Z8
+	VMOVDQU64       192(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       128(BX)(DI*2), Z8
+	VMOVDQU64       192(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       128(R10), Z8
+	VMOVDQU64       192(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       128(R10)(DI*1), Z8
+	VMOVDQU64       192(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_153
+
+tilepairsdone_154:
+	TESTQ           R8, R8
+	JZ              tiledone_155
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z0, Z6, Z1
+	VPDPBUSD        Z8, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z2
+	VPDPBUSD        Z8, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z0, Z6, Z3
+	VPDPBUSD        Z8, Z7, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z0, Z6, Z4
+	VPDPBUSD        Z8, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z5
+	VPDPBUSD        Z8, Z7, Z5
+
+tiledone_155:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y6
+	VPADDD        Y1, Y6, Y6
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y6, X4
+	VPADDD        X6, X4, X4
+	VPSHUFD       $0x4e, X4, X5
+	VPADDD        X5, X4, X4
+	VPSHUFD       $0xb1, X4, X5
+	VPADDD        X5, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X4
+	VPADDD        X1, X4, X4
+	VPSHUFD       $0x4e, X4, X1
+	VPADDD        X1, X4, X4
+	VPSHUFD       $0xb1, X4, X1
+	VPADDD        X1, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_140
+
+tokens_152:
+	CMPQ DI, $0x00000004
+	JNE  tokens_156
+
+	// tile 1 rows × 4 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+
+tilepairs_157:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_158
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z7
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z7
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z7
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       (R10), Z7
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	VBROADCASTI64X4 32(R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       128(BX), Z7
+	VMOVDQU64       192(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       128(BX)(DI*1), Z7
+	VMOVDQU64       192(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       128(BX)(DI*2), Z7
+	VMOVDQU64       192(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       128(R10), Z7
+	VMOVDQU64       192(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_157
+
+tilepairsdone_158:
+	TESTQ           R8, R8
+	JZ              tiledone_159
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z7, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z0, Z5, Z2
+	VPDPBUSD        Z7, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z0, Z5, Z3
+	VPDPBUSD        Z7, Z6, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z7
+	VPDPBUSD        Z0, Z5, Z4
+	VPDPBUSD        Z7, Z6, Z4
+
+tiledone_159:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y5
+	VPADDD        Y1, Y5, Y5
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y5, X3
+	VPADDD        X5, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X3
+	VPADDD        X1, X3, X3
+	VPSHUFD       $0x4e, X3, X1
+	VPADDD        X1, X3, X3
+	VPSHUFD       $0xb1, X3, X1
+	VPADDD        X1, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_140
+
+tokens_156:
+	CMPQ DI, $0x00000003
+	JNE  tokens_160
+
+	// tile 1 rows × 3 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+
+tilepairs_161:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_162
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z6
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z6
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z6
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	VBROADCASTI64X4 32(R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       128(BX), Z6
+	VMOVDQU64       192(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       128(BX)(DI*1), Z6
+	VMOVDQU64       192(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       128(BX)(DI*2), Z6
+	VMOVDQU64       192(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_161
+
+tilepairsdone_162:
+	TESTQ           R8, R8
+	JZ              tiledone_163
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z0, Z4, Z1
+	VPDPBUSD        Z6, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z0, Z4, Z2
+	VPDPBUSD        Z6, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z6
+	VPDPBUSD        Z0, Z4, Z3
+	VPDPBUSD        Z6, Z5, Z3
+
+tiledone_163:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y4
+	VPADDD        Y1, Y4, Y4
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y4, X2
+	VPADDD        X4, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VPADDD        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VPADDD        X3, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0x4e, X2, X1
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0xb1, X2, X1
+	VPADDD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_140
+
+tokens_160:
+	CMPQ DI, $0x00000002
+	JNE  tokens_164
+
+	// tile 1 rows × 2 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+
+tilepairs_165:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_166
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z5
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z5
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	VBROADCASTI64X4 32(R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       128(BX), Z5
+	VMOVDQU64       192(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       128(BX)(DI*1), Z5
+	VMOVDQU64       192(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_165
+
+tilepairsdone_166:
+	TESTQ           R8, R8
+	JZ              tiledone_167
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z0, Z3, Z1
+	VPDPBUSD        Z5, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z5
+	VPDPBUSD        Z0, Z3, Z2
+	VPDPBUSD        Z5, Z4, Z2
+
+tiledone_167:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y3
+	VPADDD        Y1, Y3, Y3
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_140
+
+tokens_164:
+	CMPQ DI, $0x00000001
+	JNE  tokens_168
+
+	// tile 1 rows × 1 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), DI
+	SHRQ      $0x07, DI
+	MOVQ      AX, R8
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+
+tilepairs_169:
+	CMPQ            DI, $0x02
+	JB              tilepairsdone_170
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z4
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	VBROADCASTI64X4 32(R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       128(BX), Z4
+	VMOVDQU64       192(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, DI
+	JMP             tilepairs_169
+
+tilepairsdone_170:
+	TESTQ           DI, DI
+	JZ              tiledone_171
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z4
+	VPDPBUSD        Z0, Z2, Z1
+	VPDPBUSD        Z4, Z3, Z1
+
+tiledone_171:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (BX)
+	JMP           tokensdone_140
+
+tokens_168:
+tokensdone_140:
+	MOVQ stride+24(FP), BX
+	ADDQ BX, AX
+	ADDQ $0x00000004, DX
+	SUBQ $0x00000001, CX
+	JMP  rows_136
+
+rowsdone_137:
 	VZEROUPPER
 	RET
 
@@ -4834,7 +7457,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_111
+	JZ    spreaddone_172
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -4842,7 +7465,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_112:
+spread_173:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -4858,9 +7481,9 @@ spread_112:
 	ANDQ  $-32, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_114
+	JAE   loopdone_175
 
-loop_113:
+loop_174:
 	VMOVUPS     (AX)(R12*4), Y8
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Y9
@@ -4903,12 +7526,12 @@ loop_113:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x00000020, R12
 	CMPQ        R12, R13
-	JB          loop_113
+	JB          loop_174
 
-loopdone_114:
+loopdone_175:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_115
+	JA          skip_176
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -4929,10 +7552,10 @@ loopdone_114:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x10, R12
 
-skip_115:
+skip_176:
 	LEAQ        8(R12), R13
 	CMPQ        R13, CX
-	JA          skip_116
+	JA          skip_177
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -4944,7 +7567,7 @@ skip_115:
 	VFMADD231PS Y8, Y9, Y3
 	ADDQ        $0x08, R12
 
-skip_116:
+skip_177:
 	VADDPS       Y4, Y0, Y0
 	VADDPS       Y5, Y1, Y1
 	VADDPS       Y6, Y2, Y2
@@ -4961,9 +7584,9 @@ skip_116:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	CMPQ         R12, CX
-	JAE          taildone_118
+	JAE          taildone_179
 
-tail_117:
+tail_178:
 	MOVWQZX      (R11)(R12*2), R13
 	SHLQ         $0x10, R13
 	MOVWQZX      (R10)(R12*2), R14
@@ -4980,9 +7603,9 @@ tail_117:
 	VFMADD231PS  X2, X1, X0
 	INCQ         R12
 	CMPQ         R12, CX
-	JB           tail_117
+	JB           tail_178
 
-taildone_118:
+taildone_179:
 	VMOVD   X0, (BX)
 	VPSHUFD $0x01, X0, X1
 	VMOVD   X1, (BX)(R8*1)
@@ -4996,27 +7619,27 @@ taildone_118:
 	ADDQ    R9, DX
 	ADDQ    $0x04, BX
 	DECQ    SI
-	JNZ     spread_112
+	JNZ     spread_173
 	LEAQ    (DX)(DI*2), DX
 	ADDQ    DI, DX
 	LEAQ    (BX)(R8*2), BX
 	ADDQ    R8, BX
 
-spreaddone_111:
+spreaddone_172:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_120
+	JZ   singledone_181
 
-single_119:
+single_180:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-32, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_122
+	JAE   loopdone_183
 
-loop_121:
+loop_182:
 	VMOVUPS     (AX)(DI*4), Y2
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Y3
@@ -5032,12 +7655,12 @@ loop_121:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x00000020, DI
 	CMPQ        DI, R8
-	JB          loop_121
+	JB          loop_182
 
-loopdone_122:
+loopdone_183:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_123
+	JA          skip_184
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -5046,16 +7669,16 @@ loopdone_122:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x10, DI
 
-skip_123:
+skip_184:
 	LEAQ        8(DI), R8
 	CMPQ        R8, CX
-	JA          skip_124
+	JA          skip_185
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
 	ADDQ        $0x08, DI
 
-skip_124:
+skip_185:
 	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X0, X1, X1
@@ -5064,27 +7687,27 @@ skip_124:
 	VPSHUFD      $0xb1, X1, X0
 	VADDPS       X0, X1, X1
 	CMPQ         DI, CX
-	JAE          taildone_126
+	JAE          taildone_187
 
-tail_125:
+tail_186:
 	MOVWLZX     (DX)(DI*2), R8
 	VMOVD       R8, X0
 	VCVTPH2PS   X0, X0
 	VFMADD231SS (AX)(DI*4), X0, X1
 	INCQ        DI
 	CMPQ        DI, CX
-	JB          tail_125
+	JB          tail_186
 
-taildone_126:
+taildone_187:
 	VMOVSS X1, (BX)
 	MOVQ   stride+24(FP), DI
 	SHLQ   $0x01, DI
 	ADDQ   DI, DX
 	ADDQ   $0x04, BX
 	DECQ   SI
-	JNZ    single_119
+	JNZ    single_180
 
-singledone_120:
+singledone_181:
 	VZEROUPPER
 	RET
 
@@ -5098,7 +7721,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_127
+	JZ    spreaddone_188
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -5106,7 +7729,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_128:
+spread_189:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -5118,9 +7741,9 @@ spread_128:
 	ANDQ   $-32, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_130
+	JAE    loopdone_191
 
-loop_129:
+loop_190:
 	VMOVUPS     (AX)(R12*4), Z4
 	VMOVUPS     64(AX)(R12*4), Z5
 	PREFETCHT1  16384(DX)(R12*2)
@@ -5145,12 +7768,12 @@ loop_129:
 	VFMADD231PS Z5, Z4, Z3
 	ADDQ        $0x00000020, R12
 	CMPQ        R12, R13
-	JB          loop_129
+	JB          loop_190
 
-loopdone_130:
+loopdone_191:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_131
+	JA          skip_192
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -5162,10 +7785,10 @@ loopdone_130:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_131:
+skip_192:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
-	JE          notail_132
+	JE          notail_193
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -5183,7 +7806,7 @@ skip_131:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_132:
+notail_193:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -5216,26 +7839,26 @@ notail_132:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_128
+	JNZ           spread_189
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_127:
+spreaddone_188:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_134
+	JZ   singledone_195
 
-single_133:
+single_194:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-32, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_136
+	JAE    loopdone_197
 
-loop_135:
+loop_196:
 	VMOVUPS     (AX)(DI*4), Z1
 	VMOVUPS     64(AX)(DI*4), Z2
 	PREFETCHT1  16384(DX)(DI*2)
@@ -5245,21 +7868,21 @@ loop_135:
 	VFMADD231PS Z2, Z1, Z0
 	ADDQ        $0x00000020, DI
 	CMPQ        DI, R8
-	JB          loop_135
+	JB          loop_196
 
-loopdone_136:
+loopdone_197:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_137
+	JA          skip_198
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_137:
+skip_198:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
-	JE          notail_138
+	JE          notail_199
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -5268,7 +7891,7 @@ skip_137:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_138:
+notail_199:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -5283,9 +7906,9 @@ notail_138:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_133
+	JNZ           single_194
 
-singledone_134:
+singledone_195:
 	VZEROUPPER
 	RET
 
@@ -5301,9 +7924,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_140
+	JAE          loopdone_201
 
-loop_139:
+loop_200:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -5312,22 +7935,22 @@ loop_139:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_139
+	JB          loop_200
 
-loopdone_140:
+loopdone_201:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_141
+	JA          skip_202
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_141:
+skip_202:
 	CMPQ BX, DX
-	JAE  taildone_143
+	JAE  taildone_204
 
-tail_142:
+tail_203:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -5335,9 +7958,9 @@ tail_142:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_142
+	JB          tail_203
 
-taildone_143:
+taildone_204:
 	VZEROUPPER
 	RET
 
@@ -5353,9 +7976,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_145
+	JAE          loopdone_206
 
-loop_144:
+loop_205:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -5364,20 +7987,20 @@ loop_144:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_144
+	JB          loop_205
 
-loopdone_145:
+loopdone_206:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_146
+	JA          skip_207
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_146:
+skip_207:
 	SUBQ        BX, DX
-	JE          notail_147
+	JE          notail_208
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -5387,7 +8010,7 @@ skip_146:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_147:
+notail_208:
 	VZEROUPPER
 	RET
 
@@ -5403,10 +8026,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_148:
+chunks_209:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_149
+	JA      chunksdone_210
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -5414,9 +8037,9 @@ chunks_148:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_151
+	JAE     rowsdone_212
 
-rows_150:
+rows_211:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -5429,44 +8052,44 @@ rows_150:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_150
+	JB           rows_211
 
-rowsdone_151:
+rowsdone_212:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_148
+	JMP     chunks_209
 
-chunksdone_149:
-chunks_152:
+chunksdone_210:
+chunks_213:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_153
+	JA      chunksdone_214
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_155
+	JAE     rowsdone_216
 
-rows_154:
+rows_215:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_154
+	JB           rows_215
 
-rowsdone_155:
+rowsdone_216:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_152
+	JMP     chunks_213
 
-chunksdone_153:
+chunksdone_214:
 	SUBQ      R8, DI
-	JE        notail_156
+	JE        notail_217
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -5474,9 +8097,9 @@ chunksdone_153:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_158
+	JAE       rowsdone_219
 
-rows_157:
+rows_218:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -5484,12 +8107,12 @@ rows_157:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_157
+	JB           rows_218
 
-rowsdone_158:
+rowsdone_219:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_156:
+notail_217:
 	VZEROUPPER
 	RET
 
@@ -5498,11 +8121,11 @@ notail_156:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ AX, AX
 
-chunks_159:
+chunks_220:
 	LEAQ    64(AX), CX
 	MOVQ    n+104(FP), DX
 	CMPQ    CX, DX
-	JA      chunksdone_160
+	JA      chunksdone_221
 	MOVQ    y_base+72(FP), CX
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS (CX), Z0
@@ -5548,9 +8171,9 @@ chunks_159:
 	MOVQ    np+32(FP), R9
 	XORQ    R10, R10
 	CMPQ    R10, R9
-	JAE     rowsdone_162
+	JAE     rowsdone_223
 
-rows_161:
+rows_222:
 	VCVTPH2PS    (DI), Z16
 	VCVTPH2PS    32(DI), Z17
 	VCVTPH2PS    64(DI), Z18
@@ -5578,9 +8201,9 @@ rows_161:
 	ADDQ         R8, DI
 	INCQ         R10
 	CMPQ         R10, R9
-	JB           rows_161
+	JB           rows_222
 
-rowsdone_162:
+rowsdone_223:
 	MOVQ    y_base+72(FP), CX
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS Z0, (CX)
@@ -5615,14 +8238,14 @@ rowsdone_162:
 	VMOVUPS Z14, 128(CX)
 	VMOVUPS Z15, 192(CX)
 	ADDQ    $0x40, AX
-	JMP     chunks_159
+	JMP     chunks_220
 
-chunksdone_160:
-chunks_163:
+chunksdone_221:
+chunks_224:
 	LEAQ    16(AX), CX
 	MOVQ    n+104(FP), DX
 	CMPQ    CX, DX
-	JA      chunksdone_164
+	JA      chunksdone_225
 	MOVQ    y_base+72(FP), CX
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS (CX), Z0
@@ -5656,9 +8279,9 @@ chunks_163:
 	MOVQ    np+32(FP), R9
 	XORQ    R10, R10
 	CMPQ    R10, R9
-	JAE     rowsdone_166
+	JAE     rowsdone_227
 
-rows_165:
+rows_226:
 	VCVTPH2PS    (DI), Z4
 	VBROADCASTSS (CX)(R10*4), Z5
 	VFMADD231PS  Z4, Z5, Z0
@@ -5671,9 +8294,9 @@ rows_165:
 	ADDQ         R8, DI
 	INCQ         R10
 	CMPQ         R10, R9
-	JB           rows_165
+	JB           rows_226
 
-rowsdone_166:
+rowsdone_227:
 	MOVQ    y_base+72(FP), CX
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS Z0, (CX)
@@ -5696,12 +8319,12 @@ rowsdone_166:
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS Z3, (CX)
 	ADDQ    $0x10, AX
-	JMP     chunks_163
+	JMP     chunks_224
 
-chunksdone_164:
+chunksdone_225:
 	MOVQ      n+104(FP), CX
 	SUBQ      AX, CX
-	JE        notail_167
+	JE        notail_228
 	MOVQ      $-1, DX
 	BZHIQ     CX, DX, CX
 	KMOVQ     CX, K1
@@ -5738,9 +8361,9 @@ chunksdone_164:
 	MOVQ      np+32(FP), R9
 	XORQ      R10, R10
 	CMPQ      R10, R9
-	JAE       rowsdone_169
+	JAE       rowsdone_230
 
-rows_168:
+rows_229:
 	VMOVDQU16.Z  (DI), K1, Y4
 	VCVTPH2PS    Y4, Z4
 	VBROADCASTSS (CX)(R10*4), Z5
@@ -5754,9 +8377,9 @@ rows_168:
 	ADDQ         R8, DI
 	INCQ         R10
 	CMPQ         R10, R9
-	JB           rows_168
+	JB           rows_229
 
-rowsdone_169:
+rowsdone_230:
 	MOVQ    y_base+72(FP), CX
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS Z0, K1, (CX)
@@ -5779,7 +8402,7 @@ rowsdone_169:
 	LEAQ    (CX)(AX*4), CX
 	VMOVUPS Z3, K1, (CX)
 
-notail_167:
+notail_228:
 	VZEROUPPER
 	RET
 
@@ -5794,14 +8417,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_170
+	JZ      spreaddone_231
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_171:
+spread_232:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -5813,9 +8436,9 @@ spread_171:
 	ANDQ  $-64, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_173
+	JAE   loopdone_234
 
-loop_172:
+loop_233:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -5872,12 +8495,12 @@ loop_172:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, R13
-	JB         loop_172
+	JB         loop_233
 
-loopdone_173:
+loopdone_234:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         skip_174
+	JA         skip_235
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -5905,7 +8528,7 @@ loopdone_173:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
 
-skip_174:
+skip_235:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -5926,82 +8549,82 @@ skip_174:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_175
+	JAE          taildone_236
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_176:
+tail_237:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_176
+	JB      tail_237
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_177:
+tail_238:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_177
+	JB      tail_238
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_178:
+tail_239:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_178
+	JB      tail_239
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_179:
+tail_240:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_179
+	JB      tail_240
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_175:
+taildone_236:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_171
+	JNZ  spread_232
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_170:
+spreaddone_231:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_181
+	JZ   singledone_242
 
-single_180:
+single_241:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-64, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_183
+	JAE   loopdone_244
 
-loop_182:
+loop_243:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -6019,12 +8642,12 @@ loop_182:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000040, DI
 	CMPQ       DI, R8
-	JB         loop_182
+	JB         loop_243
 
-loopdone_183:
+loopdone_244:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         skip_184
+	JA         skip_245
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -6034,7 +8657,7 @@ loopdone_183:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
 
-skip_184:
+skip_245:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -6043,27 +8666,27 @@ skip_184:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_185
+	JAE          taildone_246
 	XORL         R8, R8
 
-tail_186:
+tail_247:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_186
+	JB      tail_247
 	ADDL    R8, (BX)
 
-taildone_185:
+taildone_246:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_180
+	JNZ  single_241
 
-singledone_181:
+singledone_242:
 	VZEROUPPER
 	RET
 
@@ -6078,25 +8701,25 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_188
+	JAE          loopdone_249
 
-loop_187:
+loop_248:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_187
+	JB       loop_248
 
-loopdone_188:
+loopdone_249:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
-	JE         notail_189
+	JE         notail_250
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_189:
+notail_250:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -6113,14 +8736,14 @@ notail_189:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_190
+	JZ            spreaddone_251
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_191:
+spread_252:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -6132,9 +8755,9 @@ spread_191:
 	ANDQ   $-64, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_193
+	JAE    loopdone_254
 
-loop_192:
+loop_253:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -6150,12 +8773,12 @@ loop_192:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, R13
-	JB         loop_192
+	JB         loop_253
 
-loopdone_193:
+loopdone_254:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
-	JE         notail_194
+	JE         notail_255
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -6173,7 +8796,7 @@ loopdone_193:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_194:
+notail_255:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -6206,38 +8829,38 @@ notail_194:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_191
+	JNZ           spread_252
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_190:
+spreaddone_251:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_196
+	JZ   singledone_257
 
-single_195:
+single_256:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-64, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_198
+	JAE    loopdone_259
 
-loop_197:
+loop_258:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000040, DI
 	CMPQ       DI, R8
-	JB         loop_197
+	JB         loop_258
 
-loopdone_198:
+loopdone_259:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
-	JE         notail_199
+	JE         notail_260
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -6246,7 +8869,7 @@ loopdone_198:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_199:
+notail_260:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -6261,9 +8884,9 @@ notail_199:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_195
+	JNZ           single_256
 
-singledone_196:
+singledone_257:
 	VZEROUPPER
 	RET
 
@@ -6272,15 +8895,15 @@ singledone_196:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_201
+	JNE  f16mmtokens_262
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_202:
+f16tiles_263:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_203
+	JB   f16tilesdone_264
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -6297,9 +8920,9 @@ f16tiles_202:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_204:
+f16steps_265:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_205
+	JB          f16stepsdone_266
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -6326,11 +8949,11 @@ f16steps_204:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_204
+	JMP         f16steps_265
 
-f16stepsdone_205:
+f16stepsdone_266:
 	CMPQ        SI, $0x10
-	JB          f16step16_206
+	JB          f16step16_267
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -6345,9 +8968,9 @@ f16stepsdone_205:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_206:
+f16step16_267:
 	TESTQ       SI, SI
-	JZ          f16notail_207
+	JZ          f16notail_268
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -6365,7 +8988,7 @@ f16step16_206:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-f16notail_207:
+f16notail_268:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -6397,11 +9020,11 @@ f16notail_207:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_202
+	JMP           f16tiles_263
 
-f16tilesdone_203:
+f16tilesdone_264:
 	CMPQ DX, $0x03
-	JNE  f16rest_208
+	JNE  f16rest_269
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -6415,9 +9038,9 @@ f16tilesdone_203:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_209:
+f16steps_270:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_210
+	JB          f16stepsdone_271
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -6438,11 +9061,11 @@ f16steps_209:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_209
+	JMP         f16steps_270
 
-f16stepsdone_210:
+f16stepsdone_271:
 	CMPQ        SI, $0x10
-	JB          f16step16_211
+	JB          f16step16_272
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -6454,9 +9077,9 @@ f16stepsdone_210:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_211:
+f16step16_272:
 	TESTQ       SI, SI
-	JZ          f16notail_212
+	JZ          f16notail_273
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -6471,7 +9094,7 @@ f16step16_211:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-f16notail_212:
+f16notail_273:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -6504,9 +9127,9 @@ f16notail_212:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_208:
+f16rest_269:
 	CMPQ DX, $0x02
-	JNE  f16rest_213
+	JNE  f16rest_274
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -6519,9 +9142,9 @@ f16rest_208:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_214:
+f16steps_275:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_215
+	JB          f16stepsdone_276
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -6537,11 +9160,11 @@ f16steps_214:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_214
+	JMP         f16steps_275
 
-f16stepsdone_215:
+f16stepsdone_276:
 	CMPQ        SI, $0x10
-	JB          f16step16_216
+	JB          f16step16_277
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -6551,9 +9174,9 @@ f16stepsdone_215:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_216:
+f16step16_277:
 	TESTQ       SI, SI
-	JZ          f16notail_217
+	JZ          f16notail_278
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -6565,7 +9188,7 @@ f16step16_216:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-f16notail_217:
+f16notail_278:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -6593,9 +9216,9 @@ f16notail_217:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_213:
+f16rest_274:
 	CMPQ DX, $0x01
-	JNE  f16rest_218
+	JNE  f16rest_279
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -6607,9 +9230,9 @@ f16rest_213:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_219:
+f16steps_280:
 	CMPQ        DX, $0x20
-	JB          f16stepsdone_220
+	JB          f16stepsdone_281
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -6620,11 +9243,11 @@ f16steps_219:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x20, DX
-	JMP         f16steps_219
+	JMP         f16steps_280
 
-f16stepsdone_220:
+f16stepsdone_281:
 	CMPQ        DX, $0x10
-	JB          f16step16_221
+	JB          f16step16_282
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -6632,9 +9255,9 @@ f16stepsdone_220:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_221:
+f16step16_282:
 	TESTQ       DX, DX
-	JZ          f16notail_222
+	JZ          f16notail_283
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -6643,7 +9266,7 @@ f16step16_221:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-f16notail_222:
+f16notail_283:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -6666,12 +9289,12 @@ f16notail_222:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_218:
+f16rest_279:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_224
+	JZ   f16singledone_285
 
-f16single_223:
+f16single_284:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -6682,9 +9305,9 @@ f16single_223:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_225:
+f16steps_286:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_226
+	JB          f16stepsdone_287
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -6695,11 +9318,11 @@ f16steps_225:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x20, BX
-	JMP         f16steps_225
+	JMP         f16steps_286
 
-f16stepsdone_226:
+f16stepsdone_287:
 	CMPQ        BX, $0x10
-	JB          f16step16_227
+	JB          f16step16_288
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -6707,9 +9330,9 @@ f16stepsdone_226:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_227:
+f16step16_288:
 	TESTQ       BX, BX
-	JZ          f16notail_228
+	JZ          f16notail_289
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -6718,7 +9341,7 @@ f16step16_227:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-f16notail_228:
+f16notail_289:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -6736,22 +9359,22 @@ f16notail_228:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_223
+	JNZ           f16single_284
 
-f16singledone_224:
-	JMP f16mmend_200
+f16singledone_285:
+	JMP f16mmend_261
 
-f16mmtokens_201:
+f16mmtokens_262:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_229
+	JNE  f16mmtokens_290
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_230:
+f16tiles_291:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_231
+	JB   f16tilesdone_292
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -6772,9 +9395,9 @@ f16tiles_230:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_232:
+f16steps_293:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_233
+	JB          f16stepsdone_294
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -6811,11 +9434,11 @@ f16steps_232:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_232
+	JMP         f16steps_293
 
-f16stepsdone_233:
+f16stepsdone_294:
 	CMPQ        DI, $0x10
-	JB          f16step16_234
+	JB          f16step16_295
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -6835,9 +9458,9 @@ f16stepsdone_233:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_234:
+f16step16_295:
 	TESTQ       DI, DI
-	JZ          f16notail_235
+	JZ          f16notail_296
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -6860,7 +9483,7 @@ f16step16_234:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-f16notail_235:
+f16notail_296:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -6913,11 +9536,11 @@ f16notail_235:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_230
+	JMP           f16tiles_291
 
-f16tilesdone_231:
+f16tilesdone_292:
 	CMPQ DX, $0x03
-	JNE  f16rest_236
+	JNE  f16rest_297
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -6934,9 +9557,9 @@ f16tilesdone_231:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_237:
+f16steps_298:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_238
+	JB          f16stepsdone_299
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -6965,11 +9588,11 @@ f16steps_237:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_237
+	JMP         f16steps_298
 
-f16stepsdone_238:
+f16stepsdone_299:
 	CMPQ        DI, $0x10
-	JB          f16step16_239
+	JB          f16step16_300
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -6985,9 +9608,9 @@ f16stepsdone_238:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_239:
+f16step16_300:
 	TESTQ       DI, DI
-	JZ          f16notail_240
+	JZ          f16notail_301
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -7006,7 +9629,7 @@ f16step16_239:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-f16notail_240:
+f16notail_301:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7062,9 +9685,9 @@ f16notail_240:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_236:
+f16rest_297:
 	CMPQ DX, $0x02
-	JNE  f16rest_241
+	JNE  f16rest_302
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -7079,9 +9702,9 @@ f16rest_236:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_242:
+f16steps_303:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_243
+	JB          f16stepsdone_304
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -7103,11 +9726,11 @@ f16steps_242:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_242
+	JMP         f16steps_303
 
-f16stepsdone_243:
+f16stepsdone_304:
 	CMPQ        DI, $0x10
-	JB          f16step16_244
+	JB          f16step16_305
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -7120,9 +9743,9 @@ f16stepsdone_243:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_244:
+f16step16_305:
 	TESTQ       DI, DI
-	JZ          f16notail_245
+	JZ          f16notail_306
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -7137,7 +9760,7 @@ f16step16_244:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-f16notail_245:
+f16notail_306:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7184,9 +9807,9 @@ f16notail_245:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_241:
+f16rest_302:
 	CMPQ DX, $0x01
-	JNE  f16rest_246
+	JNE  f16rest_307
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -7199,9 +9822,9 @@ f16rest_241:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_247:
+f16steps_308:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_248
+	JB          f16stepsdone_309
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -7216,11 +9839,11 @@ f16steps_247:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x20, BX
-	JMP         f16steps_247
+	JMP         f16steps_308
 
-f16stepsdone_248:
+f16stepsdone_309:
 	CMPQ        BX, $0x10
-	JB          f16step16_249
+	JB          f16step16_310
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -7230,9 +9853,9 @@ f16stepsdone_248:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_249:
+f16step16_310:
 	TESTQ       BX, BX
-	JZ          f16notail_250
+	JZ          f16notail_311
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -7243,7 +9866,7 @@ f16step16_249:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-f16notail_250:
+f16notail_311:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -7281,12 +9904,12 @@ f16notail_250:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_246:
+f16rest_307:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_252
+	JZ   f16singledone_313
 
-f16single_251:
+f16single_312:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -7298,9 +9921,9 @@ f16single_251:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_253:
+f16steps_314:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_254
+	JB          f16stepsdone_315
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -7315,11 +9938,11 @@ f16steps_253:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_253
+	JMP         f16steps_314
 
-f16stepsdone_254:
+f16stepsdone_315:
 	CMPQ        SI, $0x10
-	JB          f16step16_255
+	JB          f16step16_316
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -7329,9 +9952,9 @@ f16stepsdone_254:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_255:
+f16step16_316:
 	TESTQ       SI, SI
-	JZ          f16notail_256
+	JZ          f16notail_317
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -7342,7 +9965,7 @@ f16step16_255:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-f16notail_256:
+f16notail_317:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7370,22 +9993,22 @@ f16notail_256:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_251
+	JNZ           f16single_312
 
-f16singledone_252:
-	JMP f16mmend_200
+f16singledone_313:
+	JMP f16mmend_261
 
-f16mmtokens_229:
+f16mmtokens_290:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_257
+	JNE  f16mmtokens_318
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_258:
+f16tiles_319:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_259
+	JB   f16tilesdone_320
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -7410,9 +10033,9 @@ f16tiles_258:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_260:
+f16steps_321:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_261
+	JB          f16stepsdone_322
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -7459,11 +10082,11 @@ f16steps_260:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_260
+	JMP         f16steps_321
 
-f16stepsdone_261:
+f16stepsdone_322:
 	CMPQ        DI, $0x10
-	JB          f16step16_262
+	JB          f16step16_323
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -7488,9 +10111,9 @@ f16stepsdone_261:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_262:
+f16step16_323:
 	TESTQ       DI, DI
-	JZ          f16notail_263
+	JZ          f16notail_324
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -7518,7 +10141,7 @@ f16step16_262:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-f16notail_263:
+f16notail_324:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7592,11 +10215,11 @@ f16notail_263:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_258
+	JMP           f16tiles_319
 
-f16tilesdone_259:
+f16tilesdone_320:
 	CMPQ DX, $0x03
-	JNE  f16rest_264
+	JNE  f16rest_325
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -7616,9 +10239,9 @@ f16tilesdone_259:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_265:
+f16steps_326:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_266
+	JB          f16stepsdone_327
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -7655,11 +10278,11 @@ f16steps_265:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_265
+	JMP         f16steps_326
 
-f16stepsdone_266:
+f16stepsdone_327:
 	CMPQ        DI, $0x10
-	JB          f16step16_267
+	JB          f16step16_328
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -7679,9 +10302,9 @@ f16stepsdone_266:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_267:
+f16step16_328:
 	TESTQ       DI, DI
-	JZ          f16notail_268
+	JZ          f16notail_329
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -7704,7 +10327,7 @@ f16step16_267:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-f16notail_268:
+f16notail_329:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7783,9 +10406,9 @@ f16notail_268:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_264:
+f16rest_325:
 	CMPQ DX, $0x02
-	JNE  f16rest_269
+	JNE  f16rest_330
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -7802,9 +10425,9 @@ f16rest_264:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_270:
+f16steps_331:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_271
+	JB          f16stepsdone_332
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -7832,11 +10455,11 @@ f16steps_270:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_270
+	JMP         f16steps_331
 
-f16stepsdone_271:
+f16stepsdone_332:
 	CMPQ        DI, $0x10
-	JB          f16step16_272
+	JB          f16step16_333
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -7852,9 +10475,9 @@ f16stepsdone_271:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_272:
+f16step16_333:
 	TESTQ       DI, DI
-	JZ          f16notail_273
+	JZ          f16notail_334
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -7872,7 +10495,7 @@ f16step16_272:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-f16notail_273:
+f16notail_334:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -7938,9 +10561,9 @@ f16notail_273:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_269:
+f16rest_330:
 	CMPQ DX, $0x01
-	JNE  f16rest_274
+	JNE  f16rest_335
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -7954,9 +10577,9 @@ f16rest_269:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_275:
+f16steps_336:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_276
+	JB          f16stepsdone_337
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -7975,11 +10598,11 @@ f16steps_275:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x20, BX
-	JMP         f16steps_275
+	JMP         f16steps_336
 
-f16stepsdone_276:
+f16stepsdone_337:
 	CMPQ        BX, $0x10
-	JB          f16step16_277
+	JB          f16step16_338
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -7991,9 +10614,9 @@ f16stepsdone_276:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_277:
+f16step16_338:
 	TESTQ       BX, BX
-	JZ          f16notail_278
+	JZ          f16notail_339
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -8006,7 +10629,7 @@ f16step16_277:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-f16notail_278:
+f16notail_339:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -8059,12 +10682,12 @@ f16notail_278:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_274:
+f16rest_335:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_280
+	JZ   f16singledone_341
 
-f16single_279:
+f16single_340:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -8077,9 +10700,9 @@ f16single_279:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_281:
+f16steps_342:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_282
+	JB          f16stepsdone_343
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -8098,11 +10721,11 @@ f16steps_281:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_281
+	JMP         f16steps_342
 
-f16stepsdone_282:
+f16stepsdone_343:
 	CMPQ        SI, $0x10
-	JB          f16step16_283
+	JB          f16step16_344
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -8114,9 +10737,9 @@ f16stepsdone_282:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_283:
+f16step16_344:
 	TESTQ       SI, SI
-	JZ          f16notail_284
+	JZ          f16notail_345
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -8129,7 +10752,7 @@ f16step16_283:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-f16notail_284:
+f16notail_345:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -8167,22 +10790,22 @@ f16notail_284:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_279
+	JNZ           f16single_340
 
-f16singledone_280:
-	JMP f16mmend_200
+f16singledone_341:
+	JMP f16mmend_261
 
-f16mmtokens_257:
+f16mmtokens_318:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_285
+	JNE  f16mmtokens_346
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_286:
+f16tiles_347:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_287
+	JB   f16tilesdone_348
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -8213,9 +10836,9 @@ f16tiles_286:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_288:
+f16steps_349:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_289
+	JB          f16stepsdone_350
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -8273,11 +10896,11 @@ f16steps_288:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_288
+	JMP         f16steps_349
 
-f16stepsdone_289:
+f16stepsdone_350:
 	CMPQ        DI, $0x10
-	JB          f16step16_290
+	JB          f16step16_351
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -8308,9 +10931,9 @@ f16stepsdone_289:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_290:
+f16step16_351:
 	TESTQ       DI, DI
-	JZ          f16notail_291
+	JZ          f16notail_352
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -8343,7 +10966,7 @@ f16step16_290:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-f16notail_291:
+f16notail_352:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -8438,11 +11061,11 @@ f16notail_291:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_286
+	JMP           f16tiles_347
 
-f16tilesdone_287:
+f16tilesdone_348:
 	CMPQ DX, $0x03
-	JNE  f16rest_292
+	JNE  f16rest_353
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -8467,9 +11090,9 @@ f16tilesdone_287:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_293:
+f16steps_354:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_294
+	JB          f16stepsdone_355
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -8515,11 +11138,11 @@ f16steps_293:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_293
+	JMP         f16steps_354
 
-f16stepsdone_294:
+f16stepsdone_355:
 	CMPQ        DI, $0x10
-	JB          f16step16_295
+	JB          f16step16_356
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -8544,9 +11167,9 @@ f16stepsdone_294:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_295:
+f16step16_356:
 	TESTQ       DI, DI
-	JZ          f16notail_296
+	JZ          f16notail_357
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -8573,7 +11196,7 @@ f16step16_295:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-f16notail_296:
+f16notail_357:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -8675,9 +11298,9 @@ f16notail_296:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_292:
+f16rest_353:
 	CMPQ DX, $0x02
-	JNE  f16rest_297
+	JNE  f16rest_358
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -8698,9 +11321,9 @@ f16rest_292:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_298:
+f16steps_359:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_299
+	JB          f16stepsdone_360
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -8735,11 +11358,11 @@ f16steps_298:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_298
+	JMP         f16steps_359
 
-f16stepsdone_299:
+f16stepsdone_360:
 	CMPQ        DI, $0x10
-	JB          f16step16_300
+	JB          f16step16_361
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -8759,9 +11382,9 @@ f16stepsdone_299:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_300:
+f16step16_361:
 	TESTQ       DI, DI
-	JZ          f16notail_301
+	JZ          f16notail_362
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -8782,7 +11405,7 @@ f16step16_300:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-f16notail_301:
+f16notail_362:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -8867,9 +11490,9 @@ f16notail_301:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_297:
+f16rest_358:
 	CMPQ DX, $0x01
-	JNE  f16rest_302
+	JNE  f16rest_363
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -8886,9 +11509,9 @@ f16rest_297:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_303:
+f16steps_364:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_304
+	JB          f16stepsdone_365
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -8912,11 +11535,11 @@ f16steps_303:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, BX
-	JMP         f16steps_303
+	JMP         f16steps_364
 
-f16stepsdone_304:
+f16stepsdone_365:
 	CMPQ        BX, $0x10
-	JB          f16step16_305
+	JB          f16step16_366
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -8931,9 +11554,9 @@ f16stepsdone_304:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_305:
+f16step16_366:
 	TESTQ       BX, BX
-	JZ          f16notail_306
+	JZ          f16notail_367
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -8948,7 +11571,7 @@ f16step16_305:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-f16notail_306:
+f16notail_367:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -9016,12 +11639,12 @@ f16notail_306:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_302:
+f16rest_363:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_308
+	JZ   f16singledone_369
 
-f16single_307:
+f16single_368:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -9037,9 +11660,9 @@ f16single_307:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_309:
+f16steps_370:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_310
+	JB          f16stepsdone_371
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -9063,11 +11686,11 @@ f16steps_309:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_309
+	JMP         f16steps_370
 
-f16stepsdone_310:
+f16stepsdone_371:
 	CMPQ        SI, $0x10
-	JB          f16step16_311
+	JB          f16step16_372
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -9082,9 +11705,9 @@ f16stepsdone_310:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_311:
+f16step16_372:
 	TESTQ       SI, SI
-	JZ          f16notail_312
+	JZ          f16notail_373
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -9099,7 +11722,7 @@ f16step16_311:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-f16notail_312:
+f16notail_373:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9147,22 +11770,22 @@ f16notail_312:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_307
+	JNZ           f16single_368
 
-f16singledone_308:
-	JMP f16mmend_200
+f16singledone_369:
+	JMP f16mmend_261
 
-f16mmtokens_285:
+f16mmtokens_346:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_313
+	JNE  f16mmtokens_374
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_314:
+f16tiles_375:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_315
+	JB   f16tilesdone_376
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -9197,9 +11820,9 @@ f16tiles_314:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_316:
+f16steps_377:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_317
+	JB          f16stepsdone_378
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9267,11 +11890,11 @@ f16steps_316:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_316
+	JMP         f16steps_377
 
-f16stepsdone_317:
+f16stepsdone_378:
 	CMPQ        DI, $0x10
-	JB          f16step16_318
+	JB          f16step16_379
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -9307,9 +11930,9 @@ f16stepsdone_317:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_318:
+f16step16_379:
 	TESTQ       DI, DI
-	JZ          f16notail_319
+	JZ          f16notail_380
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -9347,7 +11970,7 @@ f16step16_318:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-f16notail_319:
+f16notail_380:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9463,11 +12086,11 @@ f16notail_319:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_314
+	JMP           f16tiles_375
 
-f16tilesdone_315:
+f16tilesdone_376:
 	CMPQ DX, $0x03
-	JNE  f16rest_320
+	JNE  f16rest_381
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -9495,9 +12118,9 @@ f16tilesdone_315:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_321:
+f16steps_382:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_322
+	JB          f16stepsdone_383
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9551,11 +12174,11 @@ f16steps_321:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_321
+	JMP         f16steps_382
 
-f16stepsdone_322:
+f16stepsdone_383:
 	CMPQ        DI, $0x10
-	JB          f16step16_323
+	JB          f16step16_384
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -9584,9 +12207,9 @@ f16stepsdone_322:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_323:
+f16step16_384:
 	TESTQ       DI, DI
-	JZ          f16notail_324
+	JZ          f16notail_385
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -9617,7 +12240,7 @@ f16step16_323:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-f16notail_324:
+f16notail_385:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9742,9 +12365,9 @@ f16notail_324:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_320:
+f16rest_381:
 	CMPQ DX, $0x02
-	JNE  f16rest_325
+	JNE  f16rest_386
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -9767,9 +12390,9 @@ f16rest_320:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_326:
+f16steps_387:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_327
+	JB          f16stepsdone_388
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9810,11 +12433,11 @@ f16steps_326:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_326
+	JMP         f16steps_387
 
-f16stepsdone_327:
+f16stepsdone_388:
 	CMPQ        DI, $0x10
-	JB          f16step16_328
+	JB          f16step16_389
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -9837,9 +12460,9 @@ f16stepsdone_327:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_328:
+f16step16_389:
 	TESTQ       DI, DI
-	JZ          f16notail_329
+	JZ          f16notail_390
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -9863,7 +12486,7 @@ f16step16_328:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-f16notail_329:
+f16notail_390:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9967,9 +12590,9 @@ f16notail_329:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_325:
+f16rest_386:
 	CMPQ DX, $0x01
-	JNE  f16rest_330
+	JNE  f16rest_391
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -9987,9 +12610,9 @@ f16rest_325:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_331:
+f16steps_392:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_332
+	JB          f16stepsdone_393
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -10017,11 +12640,11 @@ f16steps_331:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, BX
-	JMP         f16steps_331
+	JMP         f16steps_392
 
-f16stepsdone_332:
+f16stepsdone_393:
 	CMPQ        BX, $0x10
-	JB          f16step16_333
+	JB          f16step16_394
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -10038,9 +12661,9 @@ f16stepsdone_332:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_333:
+f16step16_394:
 	TESTQ       BX, BX
-	JZ          f16notail_334
+	JZ          f16notail_395
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -10057,7 +12680,7 @@ f16step16_333:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-f16notail_334:
+f16notail_395:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10140,12 +12763,12 @@ f16notail_334:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_330:
+f16rest_391:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_336
+	JZ   f16singledone_397
 
-f16single_335:
+f16single_396:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10162,9 +12785,9 @@ f16single_335:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_337:
+f16steps_398:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_338
+	JB          f16stepsdone_399
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -10192,11 +12815,11 @@ f16steps_337:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_337
+	JMP         f16steps_398
 
-f16stepsdone_338:
+f16stepsdone_399:
 	CMPQ        SI, $0x10
-	JB          f16step16_339
+	JB          f16step16_400
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -10213,9 +12836,9 @@ f16stepsdone_338:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_339:
+f16step16_400:
 	TESTQ       SI, SI
-	JZ          f16notail_340
+	JZ          f16notail_401
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -10232,7 +12855,7 @@ f16step16_339:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-f16notail_340:
+f16notail_401:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10290,22 +12913,22 @@ f16notail_340:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_335
+	JNZ           f16single_396
 
-f16singledone_336:
-	JMP f16mmend_200
+f16singledone_397:
+	JMP f16mmend_261
 
-f16mmtokens_313:
+f16mmtokens_374:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_341
+	JNE  f16mmtokens_402
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_342:
+f16tiles_403:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_343
+	JB   f16tilesdone_404
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -10344,9 +12967,9 @@ f16tiles_342:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_344:
+f16steps_405:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_345
+	JB          f16stepsdone_406
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10424,11 +13047,11 @@ f16steps_344:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_344
+	JMP         f16steps_405
 
-f16stepsdone_345:
+f16stepsdone_406:
 	CMPQ        DI, $0x10
-	JB          f16step16_346
+	JB          f16step16_407
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -10469,9 +13092,9 @@ f16stepsdone_345:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_346:
+f16step16_407:
 	TESTQ       DI, DI
-	JZ          f16notail_347
+	JZ          f16notail_408
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -10514,7 +13137,7 @@ f16step16_346:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-f16notail_347:
+f16notail_408:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10651,11 +13274,11 @@ f16notail_347:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_342
+	JMP           f16tiles_403
 
-f16tilesdone_343:
+f16tilesdone_404:
 	CMPQ DX, $0x03
-	JNE  f16rest_348
+	JNE  f16rest_409
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -10686,9 +13309,9 @@ f16tilesdone_343:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_349:
+f16steps_410:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_350
+	JB          f16stepsdone_411
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10750,11 +13373,11 @@ f16steps_349:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_349
+	JMP         f16steps_410
 
-f16stepsdone_350:
+f16stepsdone_411:
 	CMPQ        DI, $0x10
-	JB          f16step16_351
+	JB          f16step16_412
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -10787,9 +13410,9 @@ f16stepsdone_350:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_351:
+f16step16_412:
 	TESTQ       DI, DI
-	JZ          f16notail_352
+	JZ          f16notail_413
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10824,7 +13447,7 @@ f16step16_351:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-f16notail_352:
+f16notail_413:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10972,9 +13595,9 @@ f16notail_352:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_348:
+f16rest_409:
 	CMPQ DX, $0x02
-	JNE  f16rest_353
+	JNE  f16rest_414
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -10999,9 +13622,9 @@ f16rest_348:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_354:
+f16steps_415:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_355
+	JB          f16stepsdone_416
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11048,11 +13671,11 @@ f16steps_354:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_354
+	JMP         f16steps_415
 
-f16stepsdone_355:
+f16stepsdone_416:
 	CMPQ        DI, $0x10
-	JB          f16step16_356
+	JB          f16step16_417
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -11078,9 +13701,9 @@ f16stepsdone_355:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_356:
+f16step16_417:
 	TESTQ       DI, DI
-	JZ          f16notail_357
+	JZ          f16notail_418
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11107,7 +13730,7 @@ f16step16_356:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-f16notail_357:
+f16notail_418:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11230,9 +13853,9 @@ f16notail_357:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_353:
+f16rest_414:
 	CMPQ DX, $0x01
-	JNE  f16rest_358
+	JNE  f16rest_419
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -11251,9 +13874,9 @@ f16rest_353:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_359:
+f16steps_420:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_360
+	JB          f16stepsdone_421
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -11285,11 +13908,11 @@ f16steps_359:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, BX
-	JMP         f16steps_359
+	JMP         f16steps_420
 
-f16stepsdone_360:
+f16stepsdone_421:
 	CMPQ        BX, $0x10
-	JB          f16step16_361
+	JB          f16step16_422
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -11308,9 +13931,9 @@ f16stepsdone_360:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_361:
+f16step16_422:
 	TESTQ       BX, BX
-	JZ          f16notail_362
+	JZ          f16notail_423
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -11329,7 +13952,7 @@ f16step16_361:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-f16notail_362:
+f16notail_423:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11427,12 +14050,12 @@ f16notail_362:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_358:
+f16rest_419:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_364
+	JZ   f16singledone_425
 
-f16single_363:
+f16single_424:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11450,9 +14073,9 @@ f16single_363:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_365:
+f16steps_426:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_366
+	JB          f16stepsdone_427
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -11484,11 +14107,11 @@ f16steps_365:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_365
+	JMP         f16steps_426
 
-f16stepsdone_366:
+f16stepsdone_427:
 	CMPQ        SI, $0x10
-	JB          f16step16_367
+	JB          f16step16_428
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -11507,9 +14130,9 @@ f16stepsdone_366:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_367:
+f16step16_428:
 	TESTQ       SI, SI
-	JZ          f16notail_368
+	JZ          f16notail_429
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -11528,7 +14151,7 @@ f16step16_367:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-f16notail_368:
+f16notail_429:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11596,22 +14219,22 @@ f16notail_368:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_363
+	JNZ           f16single_424
 
-f16singledone_364:
-	JMP f16mmend_200
+f16singledone_425:
+	JMP f16mmend_261
 
-f16mmtokens_341:
+f16mmtokens_402:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_369
+	JNE  f16mmtokens_430
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_370:
+f16tiles_431:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_371
+	JB   f16tilesdone_432
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -11647,9 +14270,9 @@ f16tiles_370:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_372:
+f16steps_433:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_373
+	JB          f16stepsdone_434
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11720,11 +14343,11 @@ f16steps_372:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_372
+	JMP         f16steps_433
 
-f16stepsdone_373:
+f16stepsdone_434:
 	CMPQ        DI, $0x10
-	JB          f16step16_374
+	JB          f16step16_435
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -11762,9 +14385,9 @@ f16stepsdone_373:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_374:
+f16step16_435:
 	TESTQ       DI, DI
-	JZ          f16notail_375
+	JZ          f16notail_436
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -11803,7 +14426,7 @@ f16step16_374:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-f16notail_375:
+f16notail_436:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11974,11 +14597,11 @@ f16notail_375:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_370
+	JMP           f16tiles_431
 
-f16tilesdone_371:
+f16tilesdone_432:
 	CMPQ DX, $0x02
-	JNE  f16rest_376
+	JNE  f16rest_437
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -12007,9 +14630,9 @@ f16tilesdone_371:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_377:
+f16steps_438:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_378
+	JB          f16stepsdone_439
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12063,11 +14686,11 @@ f16steps_377:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_377
+	JMP         f16steps_438
 
-f16stepsdone_378:
+f16stepsdone_439:
 	CMPQ        DI, $0x10
-	JB          f16step16_379
+	JB          f16step16_440
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -12097,9 +14720,9 @@ f16stepsdone_378:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_379:
+f16step16_440:
 	TESTQ       DI, DI
-	JZ          f16notail_380
+	JZ          f16notail_441
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12129,7 +14752,7 @@ f16step16_379:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-f16notail_380:
+f16notail_441:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12271,9 +14894,9 @@ f16notail_380:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_376:
+f16rest_437:
 	CMPQ DX, $0x01
-	JNE  f16rest_381
+	JNE  f16rest_442
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -12295,9 +14918,9 @@ f16rest_376:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_382:
+f16steps_443:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_383
+	JB          f16stepsdone_444
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -12334,11 +14957,11 @@ f16steps_382:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, BX
-	JMP         f16steps_382
+	JMP         f16steps_443
 
-f16stepsdone_383:
+f16stepsdone_444:
 	CMPQ        BX, $0x10
-	JB          f16step16_384
+	JB          f16step16_445
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -12360,9 +14983,9 @@ f16stepsdone_383:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_384:
+f16step16_445:
 	TESTQ       BX, BX
-	JZ          f16notail_385
+	JZ          f16notail_446
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -12383,7 +15006,7 @@ f16step16_384:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-f16notail_385:
+f16notail_446:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12496,12 +15119,12 @@ f16notail_385:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_381:
+f16rest_442:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_387
+	JZ   f16singledone_448
 
-f16single_386:
+f16single_447:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12522,9 +15145,9 @@ f16single_386:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_388:
+f16steps_449:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_389
+	JB          f16stepsdone_450
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -12561,11 +15184,11 @@ f16steps_388:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, SI
-	JMP         f16steps_388
+	JMP         f16steps_449
 
-f16stepsdone_389:
+f16stepsdone_450:
 	CMPQ        SI, $0x10
-	JB          f16step16_390
+	JB          f16step16_451
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -12587,9 +15210,9 @@ f16stepsdone_389:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_390:
+f16step16_451:
 	TESTQ       SI, SI
-	JZ          f16notail_391
+	JZ          f16notail_452
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -12610,7 +15233,7 @@ f16step16_390:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-f16notail_391:
+f16notail_452:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12688,22 +15311,22 @@ f16notail_391:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_386
+	JNZ           f16single_447
 
-f16singledone_387:
-	JMP f16mmend_200
+f16singledone_448:
+	JMP f16mmend_261
 
-f16mmtokens_369:
+f16mmtokens_430:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_392
+	JNE  f16mmtokens_453
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_393:
+f16tiles_454:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_394
+	JB   f16tilesdone_455
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -12742,9 +15365,9 @@ f16tiles_393:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_395:
+f16steps_456:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_396
+	JB          f16stepsdone_457
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12823,11 +15446,11 @@ f16steps_395:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_395
+	JMP         f16steps_456
 
-f16stepsdone_396:
+f16stepsdone_457:
 	CMPQ        DI, $0x10
-	JB          f16step16_397
+	JB          f16step16_458
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -12869,9 +15492,9 @@ f16stepsdone_396:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_397:
+f16step16_458:
 	TESTQ       DI, DI
-	JZ          f16notail_398
+	JZ          f16notail_459
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12914,7 +15537,7 @@ f16step16_397:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-f16notail_398:
+f16notail_459:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13108,11 +15731,11 @@ f16notail_398:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_393
+	JMP           f16tiles_454
 
-f16tilesdone_394:
+f16tilesdone_455:
 	CMPQ DX, $0x02
-	JNE  f16rest_399
+	JNE  f16rest_460
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -13143,9 +15766,9 @@ f16tilesdone_394:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_400:
+f16steps_461:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_401
+	JB          f16stepsdone_462
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13205,11 +15828,11 @@ f16steps_400:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_400
+	JMP         f16steps_461
 
-f16stepsdone_401:
+f16stepsdone_462:
 	CMPQ        DI, $0x10
-	JB          f16step16_402
+	JB          f16step16_463
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -13242,9 +15865,9 @@ f16stepsdone_401:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_402:
+f16step16_463:
 	TESTQ       DI, DI
-	JZ          f16notail_403
+	JZ          f16notail_464
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13277,7 +15900,7 @@ f16step16_402:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-f16notail_403:
+f16notail_464:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13438,9 +16061,9 @@ f16notail_403:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_399:
+f16rest_460:
 	CMPQ DX, $0x01
-	JNE  f16rest_404
+	JNE  f16rest_465
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -13463,9 +16086,9 @@ f16rest_399:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_405:
+f16steps_466:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_406
+	JB          f16stepsdone_467
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -13506,11 +16129,11 @@ f16steps_405:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, BX
-	JMP         f16steps_405
+	JMP         f16steps_466
 
-f16stepsdone_406:
+f16stepsdone_467:
 	CMPQ        BX, $0x10
-	JB          f16step16_407
+	JB          f16step16_468
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -13534,9 +16157,9 @@ f16stepsdone_406:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_407:
+f16step16_468:
 	TESTQ       BX, BX
-	JZ          f16notail_408
+	JZ          f16notail_469
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -13559,7 +16182,7 @@ f16step16_407:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-f16notail_408:
+f16notail_469:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -13687,12 +16310,12 @@ f16notail_408:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_404:
+f16rest_465:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_410
+	JZ   f16singledone_471
 
-f16single_409:
+f16single_470:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -13714,9 +16337,9 @@ f16single_409:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_411:
+f16steps_472:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_412
+	JB          f16stepsdone_473
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -13757,11 +16380,11 @@ f16steps_411:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, SI
-	JMP         f16steps_411
+	JMP         f16steps_472
 
-f16stepsdone_412:
+f16stepsdone_473:
 	CMPQ        SI, $0x10
-	JB          f16step16_413
+	JB          f16step16_474
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -13785,9 +16408,9 @@ f16stepsdone_412:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_413:
+f16step16_474:
 	TESTQ       SI, SI
-	JZ          f16notail_414
+	JZ          f16notail_475
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -13810,7 +16433,7 @@ f16step16_413:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-f16notail_414:
+f16notail_475:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13898,22 +16521,22 @@ f16notail_414:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_409
+	JNZ           f16single_470
 
-f16singledone_410:
-	JMP f16mmend_200
+f16singledone_471:
+	JMP f16mmend_261
 
-f16mmtokens_392:
+f16mmtokens_453:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_415
+	JNE  f16mmtokens_476
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_416:
+f16tiles_477:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_417
+	JB   f16tilesdone_478
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -13955,9 +16578,9 @@ f16tiles_416:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_418:
+f16steps_479:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_419
+	JB          f16stepsdone_480
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14044,11 +16667,11 @@ f16steps_418:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_418
+	JMP         f16steps_479
 
-f16stepsdone_419:
+f16stepsdone_480:
 	CMPQ        DI, $0x10
-	JB          f16step16_420
+	JB          f16step16_481
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -14094,9 +16717,9 @@ f16stepsdone_419:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_420:
+f16step16_481:
 	TESTQ       DI, DI
-	JZ          f16notail_421
+	JZ          f16notail_482
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14143,7 +16766,7 @@ f16step16_420:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-f16notail_421:
+f16notail_482:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14360,11 +16983,11 @@ f16notail_421:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_416
+	JMP           f16tiles_477
 
-f16tilesdone_417:
+f16tilesdone_478:
 	CMPQ DX, $0x02
-	JNE  f16rest_422
+	JNE  f16rest_483
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -14397,9 +17020,9 @@ f16tilesdone_417:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_423:
+f16steps_484:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_424
+	JB          f16stepsdone_485
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14465,11 +17088,11 @@ f16steps_423:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_423
+	JMP         f16steps_484
 
-f16stepsdone_424:
+f16stepsdone_485:
 	CMPQ        DI, $0x10
-	JB          f16step16_425
+	JB          f16step16_486
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -14505,9 +17128,9 @@ f16stepsdone_424:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_425:
+f16step16_486:
 	TESTQ       DI, DI
-	JZ          f16notail_426
+	JZ          f16notail_487
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14543,7 +17166,7 @@ f16step16_425:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-f16notail_426:
+f16notail_487:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14723,9 +17346,9 @@ f16notail_426:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_422:
+f16rest_483:
 	CMPQ DX, $0x01
-	JNE  f16rest_427
+	JNE  f16rest_488
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -14749,9 +17372,9 @@ f16rest_422:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_428:
+f16steps_489:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_429
+	JB          f16stepsdone_490
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -14796,11 +17419,11 @@ f16steps_428:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, BX
-	JMP         f16steps_428
+	JMP         f16steps_489
 
-f16stepsdone_429:
+f16stepsdone_490:
 	CMPQ        BX, $0x10
-	JB          f16step16_430
+	JB          f16step16_491
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -14826,9 +17449,9 @@ f16stepsdone_429:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_430:
+f16step16_491:
 	TESTQ       BX, BX
-	JZ          f16notail_431
+	JZ          f16notail_492
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -14853,7 +17476,7 @@ f16step16_430:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-f16notail_431:
+f16notail_492:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14996,12 +17619,12 @@ f16notail_431:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_427:
+f16rest_488:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_433
+	JZ   f16singledone_494
 
-f16single_432:
+f16single_493:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15024,9 +17647,9 @@ f16single_432:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_434:
+f16steps_495:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_435
+	JB          f16stepsdone_496
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -15071,11 +17694,11 @@ f16steps_434:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, SI
-	JMP         f16steps_434
+	JMP         f16steps_495
 
-f16stepsdone_435:
+f16stepsdone_496:
 	CMPQ        SI, $0x10
-	JB          f16step16_436
+	JB          f16step16_497
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -15101,9 +17724,9 @@ f16stepsdone_435:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_436:
+f16step16_497:
 	TESTQ       SI, SI
-	JZ          f16notail_437
+	JZ          f16notail_498
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -15128,7 +17751,7 @@ f16step16_436:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-f16notail_437:
+f16notail_498:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15226,13 +17849,13 @@ f16notail_437:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_432
+	JNZ           f16single_493
 
-f16singledone_433:
-	JMP f16mmend_200
+f16singledone_494:
+	JMP f16mmend_261
 
-f16mmtokens_415:
-f16mmend_200:
+f16mmtokens_476:
+f16mmend_261:
 	VZEROUPPER
 	RET
 
@@ -15242,28 +17865,25 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
-	SHRQ $0x02, CX
-	JZ   spreadtiles_438
 
-spreadtile_439:
+rows_499:
+	CMPQ CX, $0x00000004
+	JB   rowsdone_500
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_440:
+tokens_501:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_441
+	JB   tokenstail_502
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
 	MOVQ         xStride+64(FP), R9
 	MOVQ         n+72(FP), R10
-	MOVQ         rows+32(FP), R11
-	SHRQ         $0x02, R11
-	IMULQ        R8, R11
-	MOVQ         AX, R8
-	LEAQ         (R8)(R11*2), R12
-	ADDQ         R11, R12
+	MOVQ         AX, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
 	MOVQ         BX, R13
 	LEAQ         (R13)(R9*2), R14
 	ADDQ         R9, R14
@@ -15289,15 +17909,15 @@ tokens_440:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_443:
+i8steps_504:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_444
-	PREFETCHT1 16384(R8)
-	VPXORD     (R8), Z0, Z21
-	PREFETCHT1 16384(R8)(R11*1)
-	VPXORD     (R8)(R11*1), Z0, Z22
-	PREFETCHT1 16384(R8)(R11*2)
-	VPXORD     (R8)(R11*2), Z0, Z23
+	JB         i8stepsdone_505
+	PREFETCHT1 16384(R11)
+	VPXORD     (R11), Z0, Z21
+	PREFETCHT1 16384(R11)(R8*1)
+	VPXORD     (R11)(R8*1), Z0, Z22
+	PREFETCHT1 16384(R11)(R8*2)
+	VPXORD     (R11)(R8*2), Z0, Z23
 	PREFETCHT1 16384(R12)
 	VPXORD     (R12), Z0, Z24
 	VMOVDQU64  (R13), Z25
@@ -15325,24 +17945,24 @@ i8steps_443:
 	VPDPBUSD   Z25, Z22, Z10
 	VPDPBUSD   Z25, Z23, Z15
 	VPDPBUSD   Z25, Z24, Z20
-	ADDQ       $0x00000040, R8
+	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x40, R10
-	JMP        i8steps_443
+	JMP        i8steps_504
 
-i8stepsdone_444:
+i8stepsdone_505:
 	TESTQ      R10, R10
-	JZ         i8notail_445
+	JZ         i8notail_506
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
-	VMOVDQU8.Z (R8), K1, Z21
+	VMOVDQU8.Z (R11), K1, Z21
 	VPXORD     Z0, Z21, Z21
-	VMOVDQU8.Z (R8)(R11*1), K1, Z22
+	VMOVDQU8.Z (R11)(R8*1), K1, Z22
 	VPXORD     Z0, Z22, Z22
-	VMOVDQU8.Z (R8)(R11*2), K1, Z23
+	VMOVDQU8.Z (R11)(R8*2), K1, Z23
 	VPXORD     Z0, Z23, Z23
 	VMOVDQU8.Z (R12), K1, Z24
 	VPXORD     Z0, Z24, Z24
@@ -15372,7 +17992,7 @@ i8stepsdone_444:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-i8notail_445:
+i8notail_506:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -15403,18 +18023,11 @@ i8notail_445:
 	VPSUBD        X16, X0, X0
 	VMOVD         X0, (R10)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	VMOVD         X1, (R10)(R11*1)
+	VMOVD         X1, 4(R10)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	VMOVD         X1, (R10)(R11*2)
+	VMOVD         X1, 8(R10)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	LEAQ          (R10)(R11*2), R12
-	VMOVD         X0, (R12)(R11*1)
+	VMOVD         X0, 12(R10)
 	ADDQ          R8, R10
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPADDD        Y2, Y0, Y0
@@ -15439,18 +18052,11 @@ i8notail_445:
 	VPSUBD        X7, X0, X0
 	VMOVD         X0, (R10)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	VMOVD         X1, (R10)(R11*1)
+	VMOVD         X1, 4(R10)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	VMOVD         X1, (R10)(R11*2)
+	VMOVD         X1, 8(R10)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	LEAQ          (R10)(R11*2), R12
-	VMOVD         X0, (R12)(R11*1)
+	VMOVD         X0, 12(R10)
 	ADDQ          R8, R10
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -15475,18 +18081,11 @@ i8notail_445:
 	VPSUBD        X6, X0, X0
 	VMOVD         X0, (R10)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	VMOVD         X1, (R10)(R11*1)
+	VMOVD         X1, 4(R10)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	VMOVD         X1, (R10)(R11*2)
+	VMOVD         X1, 8(R10)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	LEAQ          (R10)(R11*2), R12
-	VMOVD         X0, (R12)(R11*1)
+	VMOVD         X0, 12(R10)
 	ADDQ          R8, R10
 	VEXTRACTI64X4 $0x01, Z4, Y0
 	VPADDD        Y4, Y0, Y0
@@ -15511,18 +18110,11 @@ i8notail_445:
 	VPSUBD        X4, X0, X0
 	VMOVD         X0, (R10)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	VMOVD         X1, (R10)(R11*1)
+	VMOVD         X1, 4(R10)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	VMOVD         X1, (R10)(R11*2)
+	VMOVD         X1, 8(R10)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R11
-	ANDQ          $-4, R11
-	LEAQ          (R10)(R11*2), R12
-	VMOVD         X0, (R12)(R11*1)
+	VMOVD         X0, 12(R10)
 	ADDQ          R8, R10
 	VEXTRACTI64X4 $0x01, Z5, Y0
 	VPADDD        Y5, Y0, Y0
@@ -15547,18 +18139,11 @@ i8notail_445:
 	VPSUBD        X4, X0, X0
 	VMOVD         X0, (R10)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (R10)(R8*1)
+	VMOVD         X1, 4(R10)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (R10)(R8*2)
+	VMOVD         X1, 8(R10)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	LEAQ          (R10)(R8*2), R9
-	VMOVD         X0, (R9)(R8*1)
+	VMOVD         X0, 12(R10)
 	MOVQ          xStride+64(FP), R8
 	MOVQ          outStride+112(FP), R9
 	IMUL3Q        $0x00000005, R8, R8
@@ -15566,22 +18151,19 @@ i8notail_445:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_440
+	JMP           tokens_501
 
-tokenstail_441:
+tokenstail_502:
 	CMPQ DI, $0x00000004
-	JNE  tokens_446
+	JNE  tokens_507
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
 	MOVQ         xStride+64(FP), R9
 	MOVQ         n+72(FP), R10
-	MOVQ         rows+32(FP), R11
-	SHRQ         $0x02, R11
-	IMULQ        R8, R11
-	MOVQ         AX, R8
-	LEAQ         (R8)(R11*2), R12
-	ADDQ         R11, R12
+	MOVQ         AX, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
 	LEAQ         (BX)(R9*2), R13
 	ADDQ         R9, R13
 	VPBROADCASTD bytes80<>+0(SB), Z0
@@ -15602,15 +18184,15 @@ tokenstail_441:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_447:
+i8steps_508:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_448
-	PREFETCHT1 16384(R8)
-	VPXORD     (R8), Z0, Z17
-	PREFETCHT1 16384(R8)(R11*1)
-	VPXORD     (R8)(R11*1), Z0, Z18
-	PREFETCHT1 16384(R8)(R11*2)
-	VPXORD     (R8)(R11*2), Z0, Z19
+	JB         i8stepsdone_509
+	PREFETCHT1 16384(R11)
+	VPXORD     (R11), Z0, Z17
+	PREFETCHT1 16384(R11)(R8*1)
+	VPXORD     (R11)(R8*1), Z0, Z18
+	PREFETCHT1 16384(R11)(R8*2)
+	VPXORD     (R11)(R8*2), Z0, Z19
 	PREFETCHT1 16384(R12)
 	VPXORD     (R12), Z0, Z20
 	VMOVDQU64  (BX), Z21
@@ -15633,24 +18215,24 @@ i8steps_447:
 	VPDPBUSD   Z21, Z18, Z8
 	VPDPBUSD   Z21, Z19, Z12
 	VPDPBUSD   Z21, Z20, Z16
-	ADDQ       $0x00000040, R8
+	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R10
-	JMP        i8steps_447
+	JMP        i8steps_508
 
-i8stepsdone_448:
+i8stepsdone_509:
 	TESTQ      R10, R10
-	JZ         i8notail_449
+	JZ         i8notail_510
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
-	VMOVDQU8.Z (R8), K1, Z17
+	VMOVDQU8.Z (R11), K1, Z17
 	VPXORD     Z0, Z17, Z17
-	VMOVDQU8.Z (R8)(R11*1), K1, Z18
+	VMOVDQU8.Z (R11)(R8*1), K1, Z18
 	VPXORD     Z0, Z18, Z18
-	VMOVDQU8.Z (R8)(R11*2), K1, Z19
+	VMOVDQU8.Z (R11)(R8*2), K1, Z19
 	VPXORD     Z0, Z19, Z19
 	VMOVDQU8.Z (R12), K1, Z20
 	VPXORD     Z0, Z20, Z20
@@ -15675,7 +18257,7 @@ i8stepsdone_448:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-i8notail_449:
+i8notail_510:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -15705,18 +18287,11 @@ i8notail_449:
 	VPSUBD        X13, X0, X0
 	VMOVD         X0, (SI)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*1)
+	VMOVD         X1, 4(SI)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*2)
+	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	LEAQ          (SI)(R8*2), R9
-	VMOVD         X0, (R9)(R8*1)
+	VMOVD         X0, 12(SI)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPADDD        Y2, Y0, Y0
@@ -15741,18 +18316,11 @@ i8notail_449:
 	VPSUBD        X6, X0, X0
 	VMOVD         X0, (SI)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*1)
+	VMOVD         X1, 4(SI)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*2)
+	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	LEAQ          (SI)(R8*2), R9
-	VMOVD         X0, (R9)(R8*1)
+	VMOVD         X0, 12(SI)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -15777,18 +18345,11 @@ i8notail_449:
 	VPSUBD        X5, X0, X0
 	VMOVD         X0, (SI)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*1)
+	VMOVD         X1, 4(SI)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*2)
+	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	LEAQ          (SI)(R8*2), R9
-	VMOVD         X0, (R9)(R8*1)
+	VMOVD         X0, 12(SI)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z4, Y0
 	VPADDD        Y4, Y0, Y0
@@ -15813,34 +18374,24 @@ i8notail_449:
 	VPSUBD        X4, X0, X0
 	VMOVD         X0, (SI)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), BX
-	ANDQ          $-4, BX
-	VMOVD         X1, (SI)(BX*1)
+	VMOVD         X1, 4(SI)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), BX
-	ANDQ          $-4, BX
-	VMOVD         X1, (SI)(BX*2)
+	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), BX
-	ANDQ          $-4, BX
-	LEAQ          (SI)(BX*2), SI
-	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_442
+	VMOVD         X0, 12(SI)
+	JMP           tokensdone_503
 
-tokens_446:
+tokens_507:
 	CMPQ DI, $0x00000003
-	JNE  tokens_450
+	JNE  tokens_511
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
 	MOVQ         xStride+64(FP), R9
 	MOVQ         n+72(FP), R10
-	MOVQ         rows+32(FP), R11
-	SHRQ         $0x02, R11
-	IMULQ        R8, R11
-	MOVQ         AX, R8
-	LEAQ         (R8)(R11*2), R12
-	ADDQ         R11, R12
+	MOVQ         AX, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
@@ -15855,15 +18406,15 @@ tokens_446:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_451:
+i8steps_512:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_452
-	PREFETCHT1 16384(R8)
-	VPXORD     (R8), Z0, Z13
-	PREFETCHT1 16384(R8)(R11*1)
-	VPXORD     (R8)(R11*1), Z0, Z14
-	PREFETCHT1 16384(R8)(R11*2)
-	VPXORD     (R8)(R11*2), Z0, Z15
+	JB         i8stepsdone_513
+	PREFETCHT1 16384(R11)
+	VPXORD     (R11), Z0, Z13
+	PREFETCHT1 16384(R11)(R8*1)
+	VPXORD     (R11)(R8*1), Z0, Z14
+	PREFETCHT1 16384(R11)(R8*2)
+	VPXORD     (R11)(R8*2), Z0, Z15
 	PREFETCHT1 16384(R12)
 	VPXORD     (R12), Z0, Z16
 	VMOVDQU64  (BX), Z17
@@ -15881,23 +18432,23 @@ i8steps_451:
 	VPDPBUSD   Z17, Z14, Z6
 	VPDPBUSD   Z17, Z15, Z9
 	VPDPBUSD   Z17, Z16, Z12
-	ADDQ       $0x00000040, R8
+	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_451
+	JMP        i8steps_512
 
-i8stepsdone_452:
+i8stepsdone_513:
 	TESTQ      R10, R10
-	JZ         i8notail_453
+	JZ         i8notail_514
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
-	VMOVDQU8.Z (R8), K1, Z13
+	VMOVDQU8.Z (R11), K1, Z13
 	VPXORD     Z0, Z13, Z13
-	VMOVDQU8.Z (R8)(R11*1), K1, Z14
+	VMOVDQU8.Z (R11)(R8*1), K1, Z14
 	VPXORD     Z0, Z14, Z14
-	VMOVDQU8.Z (R8)(R11*2), K1, Z15
+	VMOVDQU8.Z (R11)(R8*2), K1, Z15
 	VPXORD     Z0, Z15, Z15
 	VMOVDQU8.Z (R12), K1, Z16
 	VPXORD     Z0, Z16, Z16
@@ -15917,7 +18468,7 @@ i8stepsdone_452:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-i8notail_453:
+i8notail_514:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -15947,18 +18498,11 @@ i8notail_453:
 	VPSUBD        X10, X0, X0
 	VMOVD         X0, (SI)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*1)
+	VMOVD         X1, 4(SI)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*2)
+	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	LEAQ          (SI)(R8*2), R9
-	VMOVD         X0, (R9)(R8*1)
+	VMOVD         X0, 12(SI)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPADDD        Y2, Y0, Y0
@@ -15983,18 +18527,11 @@ i8notail_453:
 	VPSUBD        X5, X0, X0
 	VMOVD         X0, (SI)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*1)
+	VMOVD         X1, 4(SI)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*2)
+	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	LEAQ          (SI)(R8*2), R9
-	VMOVD         X0, (R9)(R8*1)
+	VMOVD         X0, 12(SI)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -16019,34 +18556,24 @@ i8notail_453:
 	VPSUBD        X4, X0, X0
 	VMOVD         X0, (SI)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), BX
-	ANDQ          $-4, BX
-	VMOVD         X1, (SI)(BX*1)
+	VMOVD         X1, 4(SI)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), BX
-	ANDQ          $-4, BX
-	VMOVD         X1, (SI)(BX*2)
+	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), BX
-	ANDQ          $-4, BX
-	LEAQ          (SI)(BX*2), SI
-	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_442
+	VMOVD         X0, 12(SI)
+	JMP           tokensdone_503
 
-tokens_450:
+tokens_511:
 	CMPQ DI, $0x00000002
-	JNE  tokens_454
+	JNE  tokens_515
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
 	MOVQ         xStride+64(FP), R9
 	MOVQ         n+72(FP), R10
-	MOVQ         rows+32(FP), R11
-	SHRQ         $0x02, R11
-	IMULQ        R8, R11
-	MOVQ         AX, R8
-	LEAQ         (R8)(R11*2), R12
-	ADDQ         R11, R12
+	MOVQ         AX, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
@@ -16057,15 +18584,15 @@ tokens_450:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_455:
+i8steps_516:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_456
-	PREFETCHT1 16384(R8)
-	VPXORD     (R8), Z0, Z9
-	PREFETCHT1 16384(R8)(R11*1)
-	VPXORD     (R8)(R11*1), Z0, Z10
-	PREFETCHT1 16384(R8)(R11*2)
-	VPXORD     (R8)(R11*2), Z0, Z11
+	JB         i8stepsdone_517
+	PREFETCHT1 16384(R11)
+	VPXORD     (R11), Z0, Z9
+	PREFETCHT1 16384(R11)(R8*1)
+	VPXORD     (R11)(R8*1), Z0, Z10
+	PREFETCHT1 16384(R11)(R8*2)
+	VPXORD     (R11)(R8*2), Z0, Z11
 	PREFETCHT1 16384(R12)
 	VPXORD     (R12), Z0, Z12
 	VMOVDQU64  (BX), Z13
@@ -16078,23 +18605,23 @@ i8steps_455:
 	VPDPBUSD   Z13, Z10, Z4
 	VPDPBUSD   Z13, Z11, Z6
 	VPDPBUSD   Z13, Z12, Z8
-	ADDQ       $0x00000040, R8
+	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_455
+	JMP        i8steps_516
 
-i8stepsdone_456:
+i8stepsdone_517:
 	TESTQ      R10, R10
-	JZ         i8notail_457
+	JZ         i8notail_518
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
-	VMOVDQU8.Z (R8), K1, Z9
+	VMOVDQU8.Z (R11), K1, Z9
 	VPXORD     Z0, Z9, Z9
-	VMOVDQU8.Z (R8)(R11*1), K1, Z10
+	VMOVDQU8.Z (R11)(R8*1), K1, Z10
 	VPXORD     Z0, Z10, Z10
-	VMOVDQU8.Z (R8)(R11*2), K1, Z11
+	VMOVDQU8.Z (R11)(R8*2), K1, Z11
 	VPXORD     Z0, Z11, Z11
 	VMOVDQU8.Z (R12), K1, Z12
 	VPXORD     Z0, Z12, Z12
@@ -16109,7 +18636,7 @@ i8stepsdone_456:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-i8notail_457:
+i8notail_518:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -16139,18 +18666,11 @@ i8notail_457:
 	VPSUBD        X7, X0, X0
 	VMOVD         X0, (SI)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*1)
+	VMOVD         X1, 4(SI)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	VMOVD         X1, (SI)(R8*2)
+	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), R8
-	ANDQ          $-4, R8
-	LEAQ          (SI)(R8*2), R9
-	VMOVD         X0, (R9)(R8*1)
+	VMOVD         X0, 12(SI)
 	ADDQ          BX, SI
 	VEXTRACTI64X4 $0x01, Z2, Y0
 	VPADDD        Y2, Y0, Y0
@@ -16175,49 +18695,39 @@ i8notail_457:
 	VPSUBD        X4, X0, X0
 	VMOVD         X0, (SI)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), BX
-	ANDQ          $-4, BX
-	VMOVD         X1, (SI)(BX*1)
+	VMOVD         X1, 4(SI)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), BX
-	ANDQ          $-4, BX
-	VMOVD         X1, (SI)(BX*2)
+	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), BX
-	ANDQ          $-4, BX
-	LEAQ          (SI)(BX*2), SI
-	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_442
+	VMOVD         X0, 12(SI)
+	JMP           tokensdone_503
 
-tokens_454:
+tokens_515:
 	CMPQ DI, $0x00000001
-	JNE  tokens_458
+	JNE  tokens_519
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
 	MOVQ         xStride+64(FP), R9
 	MOVQ         n+72(FP), R9
-	MOVQ         rows+32(FP), R10
-	SHRQ         $0x02, R10
-	IMULQ        R8, R10
-	MOVQ         AX, R8
-	LEAQ         (R8)(R10*2), R11
-	ADDQ         R10, R11
+	MOVQ         AX, R10
+	LEAQ         (R10)(R8*2), R11
+	ADDQ         R8, R11
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_459:
+i8steps_520:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_460
-	PREFETCHT1 16384(R8)
-	VPXORD     (R8), Z0, Z5
-	PREFETCHT1 16384(R8)(R10*1)
-	VPXORD     (R8)(R10*1), Z0, Z6
-	PREFETCHT1 16384(R8)(R10*2)
-	VPXORD     (R8)(R10*2), Z0, Z7
+	JB         i8stepsdone_521
+	PREFETCHT1 16384(R10)
+	VPXORD     (R10), Z0, Z5
+	PREFETCHT1 16384(R10)(R8*1)
+	VPXORD     (R10)(R8*1), Z0, Z6
+	PREFETCHT1 16384(R10)(R8*2)
+	VPXORD     (R10)(R8*2), Z0, Z7
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -16225,23 +18735,23 @@ i8steps_459:
 	VPDPBUSD   Z9, Z6, Z2
 	VPDPBUSD   Z9, Z7, Z3
 	VPDPBUSD   Z9, Z8, Z4
-	ADDQ       $0x00000040, R8
+	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_459
+	JMP        i8steps_520
 
-i8stepsdone_460:
+i8stepsdone_521:
 	TESTQ      R9, R9
-	JZ         i8notail_461
+	JZ         i8notail_522
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
-	VMOVDQU8.Z (R8), K1, Z5
+	VMOVDQU8.Z (R10), K1, Z5
 	VPXORD     Z0, Z5, Z5
-	VMOVDQU8.Z (R8)(R10*1), K1, Z6
+	VMOVDQU8.Z (R10)(R8*1), K1, Z6
 	VPXORD     Z0, Z6, Z6
-	VMOVDQU8.Z (R8)(R10*2), K1, Z7
+	VMOVDQU8.Z (R10)(R8*2), K1, Z7
 	VPXORD     Z0, Z7, Z7
 	VMOVDQU8.Z (R11), K1, Z8
 	VPXORD     Z0, Z8, Z8
@@ -16251,7 +18761,7 @@ i8stepsdone_460:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-i8notail_461:
+i8notail_522:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -16282,50 +18792,32 @@ i8notail_461:
 	VPSUBD        X4, X0, X0
 	VMOVD         X0, (BX)
 	VPSHUFD       $0x01, X0, X1
-	MOVQ          rows+32(FP), SI
-	ANDQ          $-4, SI
-	VMOVD         X1, (BX)(SI*1)
+	VMOVD         X1, 4(BX)
 	VPSHUFD       $0x02, X0, X1
-	MOVQ          rows+32(FP), SI
-	ANDQ          $-4, SI
-	VMOVD         X1, (BX)(SI*2)
+	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
-	MOVQ          rows+32(FP), SI
-	ANDQ          $-4, SI
-	LEAQ          (BX)(SI*2), BX
-	VMOVD         X0, (BX)(SI*1)
-	JMP           tokensdone_442
+	VMOVD         X0, 12(BX)
+	JMP           tokensdone_503
 
-tokens_458:
-tokensdone_442:
-	MOVQ  stride+24(FP), BX
-	ADDQ  BX, AX
-	ADDQ  $0x00000004, DX
-	DECQ  CX
-	JNZ   spreadtile_439
-	MOVQ  rows+32(FP), CX
-	SHRQ  $0x02, CX
-	MOVQ  stride+24(FP), BX
-	IMULQ CX, BX
-	LEAQ  (AX)(BX*2), AX
-	ADDQ  BX, AX
-	LEAQ  (DX)(CX*8), DX
-	LEAQ  (DX)(CX*4), DX
+tokens_519:
+tokensdone_503:
+	MOVQ stride+24(FP), BX
+	LEAQ (AX)(BX*4), AX
+	ADDQ $0x00000010, DX
+	SUBQ $0x00000004, CX
+	JMP  rows_499
 
-spreadtiles_438:
-	MOVQ rows+32(FP), CX
-	ANDQ $0x03, CX
-
-rows_462:
+rowsdone_500:
+rows_523:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_463
+	JB   rowsdone_524
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_464:
+tokens_525:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_465
+	JB   tokenstail_526
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -16347,9 +18839,9 @@ tokens_464:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_467:
+i8steps_528:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_468
+	JB         i8stepsdone_529
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -16373,11 +18865,11 @@ i8steps_467:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R9
-	JMP        i8steps_467
+	JMP        i8steps_528
 
-i8stepsdone_468:
+i8stepsdone_529:
 	TESTQ      R9, R9
-	JZ         i8notail_469
+	JZ         i8notail_530
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -16400,7 +18892,7 @@ i8stepsdone_468:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-i8notail_469:
+i8notail_530:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -16510,11 +19002,11 @@ i8notail_469:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_464
+	JMP           tokens_525
 
-tokenstail_465:
+tokenstail_526:
 	CMPQ DI, $0x00000007
-	JNE  tokens_470
+	JNE  tokens_531
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -16534,9 +19026,9 @@ tokenstail_465:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_471:
+i8steps_532:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_472
+	JB         i8stepsdone_533
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -16558,11 +19050,11 @@ i8steps_471:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x40, R9
-	JMP        i8steps_471
+	JMP        i8steps_532
 
-i8stepsdone_472:
+i8stepsdone_533:
 	TESTQ      R9, R9
-	JZ         i8notail_473
+	JZ         i8notail_534
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -16583,7 +19075,7 @@ i8stepsdone_472:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-i8notail_473:
+i8notail_534:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -16673,11 +19165,11 @@ i8notail_473:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_466
+	JMP           tokensdone_527
 
-tokens_470:
+tokens_531:
 	CMPQ DI, $0x00000006
-	JNE  tokens_474
+	JNE  tokens_535
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -16694,9 +19186,9 @@ tokens_470:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_475:
+i8steps_536:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_476
+	JB         i8stepsdone_537
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -16715,11 +19207,11 @@ i8steps_475:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_475
+	JMP        i8steps_536
 
-i8stepsdone_476:
+i8stepsdone_537:
 	TESTQ      R9, R9
-	JZ         i8notail_477
+	JZ         i8notail_538
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -16738,7 +19230,7 @@ i8stepsdone_476:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-i8notail_477:
+i8notail_538:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -16816,11 +19308,11 @@ i8notail_477:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_466
+	JMP           tokensdone_527
 
-tokens_474:
+tokens_535:
 	CMPQ DI, $0x00000005
-	JNE  tokens_478
+	JNE  tokens_539
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -16836,9 +19328,9 @@ tokens_474:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_479:
+i8steps_540:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_480
+	JB         i8stepsdone_541
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -16855,11 +19347,11 @@ i8steps_479:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_479
+	JMP        i8steps_540
 
-i8stepsdone_480:
+i8stepsdone_541:
 	TESTQ      R9, R9
-	JZ         i8notail_481
+	JZ         i8notail_542
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -16876,7 +19368,7 @@ i8stepsdone_480:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-i8notail_481:
+i8notail_542:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -16942,11 +19434,11 @@ i8notail_481:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_466
+	JMP           tokensdone_527
 
-tokens_478:
+tokens_539:
 	CMPQ DI, $0x00000004
-	JNE  tokens_482
+	JNE  tokens_543
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -16961,9 +19453,9 @@ tokens_478:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_483:
+i8steps_544:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_484
+	JB         i8stepsdone_545
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -16978,11 +19470,11 @@ i8steps_483:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_483
+	JMP        i8steps_544
 
-i8stepsdone_484:
+i8stepsdone_545:
 	TESTQ      R9, R9
-	JZ         i8notail_485
+	JZ         i8notail_546
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -16997,7 +19489,7 @@ i8stepsdone_484:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-i8notail_485:
+i8notail_546:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -17051,11 +19543,11 @@ i8notail_485:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_466
+	JMP           tokensdone_527
 
-tokens_482:
+tokens_543:
 	CMPQ DI, $0x00000003
-	JNE  tokens_486
+	JNE  tokens_547
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -17067,9 +19559,9 @@ tokens_482:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_487:
+i8steps_548:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_488
+	JB         i8stepsdone_549
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -17081,11 +19573,11 @@ i8steps_487:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_487
+	JMP        i8steps_548
 
-i8stepsdone_488:
+i8stepsdone_549:
 	TESTQ      R9, R9
-	JZ         i8notail_489
+	JZ         i8notail_550
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -17098,7 +19590,7 @@ i8stepsdone_488:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-i8notail_489:
+i8notail_550:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -17140,11 +19632,11 @@ i8notail_489:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_466
+	JMP           tokensdone_527
 
-tokens_486:
+tokens_547:
 	CMPQ DI, $0x00000002
-	JNE  tokens_490
+	JNE  tokens_551
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -17155,9 +19647,9 @@ tokens_486:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_491:
+i8steps_552:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_492
+	JB         i8stepsdone_553
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -17167,11 +19659,11 @@ i8steps_491:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_491
+	JMP        i8steps_552
 
-i8stepsdone_492:
+i8stepsdone_553:
 	TESTQ      R9, R9
-	JZ         i8notail_493
+	JZ         i8notail_554
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -17182,7 +19674,7 @@ i8stepsdone_492:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-i8notail_493:
+i8notail_554:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -17212,11 +19704,11 @@ i8notail_493:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_466
+	JMP           tokensdone_527
 
-tokens_490:
+tokens_551:
 	CMPQ DI, $0x00000001
-	JNE  tokens_494
+	JNE  tokens_555
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -17226,9 +19718,9 @@ tokens_490:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_495:
+i8steps_556:
 	CMPQ       R8, $0x40
-	JB         i8stepsdone_496
+	JB         i8stepsdone_557
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -17236,11 +19728,11 @@ i8steps_495:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R8
-	JMP        i8steps_495
+	JMP        i8steps_556
 
-i8stepsdone_496:
+i8stepsdone_557:
 	TESTQ      R8, R8
-	JZ         i8notail_497
+	JZ         i8notail_558
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -17249,7 +19741,7 @@ i8stepsdone_496:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-i8notail_497:
+i8notail_558:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -17268,17 +19760,17 @@ i8notail_497:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_466
+	JMP           tokensdone_527
 
-tokens_494:
-tokensdone_466:
+tokens_555:
+tokensdone_527:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_462
+	JMP  rows_523
 
-rowsdone_463:
+rowsdone_524:
 	VZEROUPPER
 	RET
 
@@ -17287,7 +19779,7 @@ rowsdone_463:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_498
+	JE      group32_559
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -17302,9 +19794,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_499
+	JZ      pairsdone_560
 
-pairs_500:
+pairs_561:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -17316,9 +19808,9 @@ pairs_500:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_502
+	JAE    loopdone_563
 
-loop_501:
+loop_562:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -17343,9 +19835,9 @@ loop_501:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_501
+	JB           loop_562
 
-loopdone_502:
+loopdone_563:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -17365,7 +19857,7 @@ loopdone_502:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_500
+	JNZ          pairs_561
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -17375,17 +19867,17 @@ loopdone_502:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_499:
+pairsdone_560:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_503
+	JZ     noodd_564
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	XORQ   DI, DI
 	CMPQ   DI, BX
-	JAE    loopdone_505
+	JAE    loopdone_566
 
-loop_504:
+loop_565:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -17400,9 +19892,9 @@ loop_504:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000020, DI
 	CMPQ         DI, BX
-	JB           loop_504
+	JB           loop_565
 
-loopdone_505:
+loopdone_566:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -17411,11 +19903,11 @@ loopdone_505:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_503:
+noodd_564:
 	VZEROUPPER
 	RET
 
-group32_498:
+group32_559:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -17429,9 +19921,9 @@ group32_498:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_506
+	JZ      pairsdone_567
 
-pairs_507:
+pairs_568:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -17443,9 +19935,9 @@ pairs_507:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_509
+	JAE    loopdone_570
 
-loop_508:
+loop_569:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -17468,9 +19960,9 @@ loop_508:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_508
+	JB           loop_569
 
-loopdone_509:
+loopdone_570:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -17490,7 +19982,7 @@ loopdone_509:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_507
+	JNZ          pairs_568
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -17500,17 +19992,17 @@ loopdone_509:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_506:
+pairsdone_567:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_510
+	JZ     noodd_571
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	XORQ   DI, DI
 	CMPQ   DI, BX
-	JAE    loopdone_512
+	JAE    loopdone_573
 
-loop_511:
+loop_572:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -17524,9 +20016,9 @@ loop_511:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000020, DI
 	CMPQ         DI, BX
-	JB           loop_511
+	JB           loop_572
 
-loopdone_512:
+loopdone_573:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -17535,7 +20027,7 @@ loopdone_512:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_510:
+noodd_571:
 	VZEROUPPER
 	RET
 
@@ -17544,7 +20036,7 @@ noodd_510:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_513
+	JE           group32_574
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -17559,9 +20051,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_514
+	JZ           pairsdone_575
 
-pairs_515:
+pairs_576:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -17573,9 +20065,9 @@ pairs_515:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_517
+	JAE    loopdone_578
 
-loop_516:
+loop_577:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -17597,9 +20089,9 @@ loop_516:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000040, R12
 	CMPQ            R12, BX
-	JB              loop_516
+	JB              loop_577
 
-loopdone_517:
+loopdone_578:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -17623,7 +20115,7 @@ loopdone_517:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_515
+	JNZ           pairs_576
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -17633,17 +20125,17 @@ loopdone_517:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_514:
+pairsdone_575:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_518
+	JZ     noodd_579
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	XORQ   R8, R8
 	CMPQ   R8, BX
-	JAE    loopdone_520
+	JAE    loopdone_581
 
-loop_519:
+loop_580:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -17657,9 +20149,9 @@ loop_519:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000040, R8
 	CMPQ            R8, BX
-	JB              loop_519
+	JB              loop_580
 
-loopdone_520:
+loopdone_581:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -17670,11 +20162,11 @@ loopdone_520:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_518:
+noodd_579:
 	VZEROUPPER
 	RET
 
-group32_513:
+group32_574:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -17689,9 +20181,9 @@ group32_513:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_521
+	JZ           pairsdone_582
 
-pairs_522:
+pairs_583:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -17703,9 +20195,9 @@ pairs_522:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_524
+	JAE    loopdone_585
 
-loop_523:
+loop_584:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -17727,9 +20219,9 @@ loop_523:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000040, R12
 	CMPQ         R12, BX
-	JB           loop_523
+	JB           loop_584
 
-loopdone_524:
+loopdone_585:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -17753,7 +20245,7 @@ loopdone_524:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_522
+	JNZ           pairs_583
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -17763,17 +20255,17 @@ loopdone_524:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_521:
+pairsdone_582:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_525
+	JZ     noodd_586
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	XORQ   R8, R8
 	CMPQ   R8, BX
-	JAE    loopdone_527
+	JAE    loopdone_588
 
-loop_526:
+loop_587:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -17787,9 +20279,9 @@ loop_526:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000040, R8
 	CMPQ         R8, BX
-	JB           loop_526
+	JB           loop_587
 
-loopdone_527:
+loopdone_588:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -17800,7 +20292,7 @@ loopdone_527:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_525:
+noodd_586:
 	VZEROUPPER
 	RET
 
@@ -17818,9 +20310,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_529
+	JAE          loopdone_590
 
-loop_528:
+loop_589:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -17831,9 +20323,9 @@ loop_528:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_528
+	JB      loop_589
 
-loopdone_529:
+loopdone_590:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -17845,18 +20337,18 @@ loopdone_529:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_531
+	JAE          maxabsdone_592
 
-maxabs_530:
+maxabs_591:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_530
+	JB      maxabs_591
 
-maxabsdone_531:
+maxabsdone_592:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -17876,9 +20368,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_533
+	JAE          loopdone_594
 
-loop_532:
+loop_593:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -17889,9 +20381,9 @@ loop_532:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_532
+	JB      loop_593
 
-loopdone_533:
+loopdone_594:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -17905,18 +20397,18 @@ loopdone_533:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_535
+	JAE           maxabsdone_596
 
-maxabs_534:
+maxabs_595:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_534
+	JB      maxabs_595
 
-maxabsdone_535:
+maxabsdone_596:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -17937,9 +20429,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_537
+	JAE          loopdone_598
 
-loop_536:
+loop_597:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -17952,9 +20444,9 @@ loop_536:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_536
+	JB           loop_597
 
-loopdone_537:
+loopdone_598:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -17963,9 +20455,9 @@ loopdone_537:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_539
+	JAE          quantdone_600
 
-quant_538:
+quant_599:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -17978,9 +20470,9 @@ quant_538:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_538
+	JB        quant_599
 
-quantdone_539:
+quantdone_600:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -18001,9 +20493,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_541
+	JAE          loopdone_602
 
-loop_540:
+loop_601:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -18018,12 +20510,12 @@ loop_540:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_540
+	JB        loop_601
 
-loopdone_541:
+loopdone_602:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_542
+	JA        skip_603
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -18032,9 +20524,9 @@ loopdone_541:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_542:
+skip_603:
 	SUBQ      BX, CX
-	JE        notail_543
+	JE        notail_604
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -18046,7 +20538,7 @@ skip_542:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_543:
+notail_604:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -18071,9 +20563,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_545
+	JAE  loopdone_606
 
-loop_544:
+loop_605:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -18082,31 +20574,31 @@ loop_544:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_544
+	JB        loop_605
 
-loopdone_545:
+loopdone_606:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_546
+	JA        skip_607
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_546:
+skip_607:
 	CMPQ BX, DX
-	JAE  halfdone_548
+	JAE  halfdone_609
 
-half_547:
+half_608:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_547
+	JB        half_608
 
-halfdone_548:
+halfdone_609:
 	VZEROUPPER
 	RET
 
@@ -18120,9 +20612,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_550
+	JAE  loopdone_611
 
-loop_549:
+loop_610:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -18131,20 +20623,20 @@ loop_549:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_549
+	JB        loop_610
 
-loopdone_550:
+loopdone_611:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_551
+	JA        skip_612
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_551:
+skip_612:
 	SUBQ      BX, DX
-	JE        notail_552
+	JE        notail_613
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -18152,7 +20644,7 @@ skip_551:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_552:
+notail_613:
 	VZEROUPPER
 	RET
 
@@ -18166,9 +20658,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_554
+	JAE  loopdone_615
 
-loop_553:
+loop_614:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -18179,32 +20671,32 @@ loop_553:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_553
+	JB        loop_614
 
-loopdone_554:
+loopdone_615:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_555
+	JA        skip_616
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_555:
+skip_616:
 	CMPQ BX, DX
-	JAE  halfdone_557
+	JAE  halfdone_618
 
-half_556:
+half_617:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_556
+	JB        half_617
 
-halfdone_557:
+halfdone_618:
 	VZEROUPPER
 	RET
 
@@ -18218,9 +20710,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_559
+	JAE  loopdone_620
 
-loop_558:
+loop_619:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -18231,21 +20723,21 @@ loop_558:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_558
+	JB        loop_619
 
-loopdone_559:
+loopdone_620:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_560
+	JA        skip_621
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_560:
+skip_621:
 	SUBQ      BX, DX
-	JE        notail_561
+	JE        notail_622
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -18254,7 +20746,7 @@ skip_560:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_561:
+notail_622:
 	VZEROUPPER
 	RET
 
@@ -18271,9 +20763,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_563
+	JAE          loopdone_624
 
-loop_562:
+loop_623:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -18314,11 +20806,11 @@ loop_562:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_562
+	JB           loop_623
 
-loopdone_563:
+loopdone_624:
 	SUBQ         DX, CX
-	JE           notail_564
+	JE           notail_625
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -18363,7 +20855,7 @@ loopdone_563:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_564:
+notail_625:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -18388,9 +20880,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_566
+	JAE          loopdone_627
 
-loop_565:
+loop_626:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -18405,9 +20897,9 @@ loop_565:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_565
+	JB      loop_626
 
-loopdone_566:
+loopdone_627:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -18418,17 +20910,17 @@ loopdone_566:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_568
+	JAE          scalemaxdone_629
 
-scalemax_567:
+scalemax_628:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_567
+	JB     scalemax_628
 
-scalemaxdone_568:
+scalemaxdone_629:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -18448,9 +20940,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_570
+	JAE          loopdone_631
 
-loop_569:
+loop_630:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -18465,9 +20957,9 @@ loop_569:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_569
+	JB      loop_630
 
-loopdone_570:
+loopdone_631:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -18480,17 +20972,17 @@ loopdone_570:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_572
+	JAE           scalemaxdone_633
 
-scalemax_571:
+scalemax_632:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_571
+	JB     scalemax_632
 
-scalemaxdone_572:
+scalemaxdone_633:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -18520,9 +21012,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_574
+	JAE          loopdone_635
 
-loop_573:
+loop_634:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -18569,12 +21061,12 @@ loop_573:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_573
+	JB            loop_634
 
-loopdone_574:
+loopdone_635:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_575
+	JA            skip_636
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -18599,9 +21091,9 @@ loopdone_574:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_575:
+skip_636:
 	SUBQ          DX, CX
-	JE            notail_576
+	JE            notail_637
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -18629,7 +21121,7 @@ skip_575:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_576:
+notail_637:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -18657,9 +21149,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_578
+	JAE          loopdone_639
 
-loop_577:
+loop_638:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -18690,13 +21182,13 @@ loop_577:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_577
+	JB        loop_638
 
-loopdone_578:
-ewvec_579:
+loopdone_639:
+ewvec_640:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_580
+	JA        ewvecdone_641
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -18705,13 +21197,13 @@ ewvec_579:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_579
+	JMP       ewvec_640
 
-ewvecdone_580:
+ewvecdone_641:
 	CMPQ SI, BX
-	JAE  ewonedone_582
+	JAE  ewonedone_643
 
-ewone_581:
+ewone_642:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -18721,9 +21213,9 @@ ewone_581:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_581
+	JB        ewone_642
 
-ewonedone_582:
+ewonedone_643:
 	VZEROUPPER
 	RET
 
@@ -18740,9 +21232,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_584
+	JAE          loopdone_645
 
-loop_583:
+loop_644:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -18765,26 +21257,26 @@ loop_583:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_583
+	JB      loop_644
 
-loopdone_584:
-ewvec_585:
+loopdone_645:
+ewvec_646:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_586
+	JA      ewvecdone_647
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_585
+	JMP     ewvec_646
 
-ewvecdone_586:
+ewvecdone_647:
 	CMPQ SI, BX
-	JAE  ewonedone_588
+	JAE  ewonedone_649
 
-ewone_587:
+ewone_648:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -18792,9 +21284,9 @@ ewone_587:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_587
+	JB     ewone_648
 
-ewonedone_588:
+ewonedone_649:
 	VZEROUPPER
 	RET
 
@@ -18809,9 +21301,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_590
+	JAE  loopdone_651
 
-loop_589:
+loop_650:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -18842,13 +21334,13 @@ loop_589:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_589
+	JB      loop_650
 
-loopdone_590:
-ewvec_591:
+loopdone_651:
+ewvec_652:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_592
+	JA      ewvecdone_653
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -18857,13 +21349,13 @@ ewvec_591:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_591
+	JMP     ewvec_652
 
-ewvecdone_592:
+ewvecdone_653:
 	CMPQ SI, BX
-	JAE  ewonedone_594
+	JAE  ewonedone_655
 
-ewone_593:
+ewone_654:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -18873,9 +21365,9 @@ ewone_593:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_593
+	JB     ewone_654
 
-ewonedone_594:
+ewonedone_655:
 	VZEROUPPER
 	RET
 
@@ -18889,9 +21381,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_596
+	JAE  loopdone_657
 
-loop_595:
+loop_656:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -18910,34 +21402,34 @@ loop_595:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_595
+	JB      loop_656
 
-loopdone_596:
-ewvec_597:
+loopdone_657:
+ewvec_658:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_598
+	JA      ewvecdone_659
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_597
+	JMP     ewvec_658
 
-ewvecdone_598:
+ewvecdone_659:
 	CMPQ BX, DX
-	JAE  ewonedone_600
+	JAE  ewonedone_661
 
-ewone_599:
+ewone_660:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_599
+	JB     ewone_660
 
-ewonedone_600:
+ewonedone_661:
 	VZEROUPPER
 	RET
 
@@ -18957,9 +21449,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_602
+	JAE          loopdone_663
 
-loop_601:
+loop_662:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -18990,13 +21482,13 @@ loop_601:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_601
+	JB        loop_662
 
-loopdone_602:
-ewvec_603:
+loopdone_663:
+ewvec_664:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_604
+	JA        ewvecdone_665
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -19005,13 +21497,13 @@ ewvec_603:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_603
+	JMP       ewvec_664
 
-ewvecdone_604:
+ewvecdone_665:
 	CMPQ SI, BX
-	JAE  ewonedone_606
+	JAE  ewonedone_667
 
-ewone_605:
+ewone_666:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -19021,9 +21513,9 @@ ewone_605:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_605
+	JB        ewone_666
 
-ewonedone_606:
+ewonedone_667:
 	VZEROUPPER
 	RET
 
@@ -19040,9 +21532,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_608
+	JAE          loopdone_669
 
-loop_607:
+loop_668:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -19065,26 +21557,26 @@ loop_607:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_607
+	JB      loop_668
 
-loopdone_608:
-ewvec_609:
+loopdone_669:
+ewvec_670:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_610
+	JA      ewvecdone_671
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_609
+	JMP     ewvec_670
 
-ewvecdone_610:
+ewvecdone_671:
 	CMPQ SI, BX
-	JAE  ewonedone_612
+	JAE  ewonedone_673
 
-ewone_611:
+ewone_672:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -19092,9 +21584,9 @@ ewone_611:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_611
+	JB     ewone_672
 
-ewonedone_612:
+ewonedone_673:
 	VZEROUPPER
 	RET
 
@@ -19109,9 +21601,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_614
+	JAE  loopdone_675
 
-loop_613:
+loop_674:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -19142,13 +21634,13 @@ loop_613:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_613
+	JB      loop_674
 
-loopdone_614:
-ewvec_615:
+loopdone_675:
+ewvec_676:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_616
+	JA      ewvecdone_677
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -19157,13 +21649,13 @@ ewvec_615:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_615
+	JMP     ewvec_676
 
-ewvecdone_616:
+ewvecdone_677:
 	CMPQ SI, BX
-	JAE  ewonedone_618
+	JAE  ewonedone_679
 
-ewone_617:
+ewone_678:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -19173,9 +21665,9 @@ ewone_617:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_617
+	JB      ewone_678
 
-ewonedone_618:
+ewonedone_679:
 	VZEROUPPER
 	RET
 
@@ -19189,9 +21681,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_620
+	JAE  loopdone_681
 
-loop_619:
+loop_680:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -19210,34 +21702,34 @@ loop_619:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_619
+	JB      loop_680
 
-loopdone_620:
-ewvec_621:
+loopdone_681:
+ewvec_682:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_622
+	JA      ewvecdone_683
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_621
+	JMP     ewvec_682
 
-ewvecdone_622:
+ewvecdone_683:
 	CMPQ BX, DX
-	JAE  ewonedone_624
+	JAE  ewonedone_685
 
-ewone_623:
+ewone_684:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_623
+	JB     ewone_684
 
-ewonedone_624:
+ewonedone_685:
 	VZEROUPPER
 	RET
 
@@ -19262,9 +21754,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_626
+	JAE   loopdone_687
 
-loop_625:
+loop_686:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -19339,21 +21831,21 @@ loop_625:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_625
+	JB         loop_686
 
-loopdone_626:
+loopdone_687:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_628
+	JAE    sum64done_689
 
-sum64_627:
+sum64_688:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_627
+	JB     sum64_688
 
-sum64done_628:
+sum64done_689:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -19387,9 +21879,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_630
+	JAE    loopdone_691
 
-loop_629:
+loop_690:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -19432,20 +21924,20 @@ loop_629:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_629
+	JB         loop_690
 
-loopdone_630:
+loopdone_691:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_632
+	JAE    sum64done_693
 
-sum64_631:
+sum64_692:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_631
+	JB     sum64_692
 
-sum64done_632:
+sum64done_693:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -19492,9 +21984,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_634
+	JZ         sgemmtail_695
 
-sgemm_633:
+sgemm_694:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -19578,13 +22070,13 @@ sgemm_633:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_633
+	JNZ          sgemm_694
 
-sgemmtail_634:
+sgemmtail_695:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_636
+	JZ   sgemmdone_697
 
-sgemmone_635:
+sgemmone_696:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -19608,9 +22100,9 @@ sgemmone_635:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_635
+	JNZ          sgemmone_696
 
-sgemmdone_636:
+sgemmdone_697:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -19704,9 +22196,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_638
+	JZ         sgemmtail_699
 
-sgemm_637:
+sgemm_698:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -19862,13 +22354,13 @@ sgemm_637:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_637
+	JNZ          sgemm_698
 
-sgemmtail_638:
+sgemmtail_699:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_640
+	JZ   sgemmdone_701
 
-sgemmone_639:
+sgemmone_700:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -19910,9 +22402,9 @@ sgemmone_639:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_639
+	JNZ          sgemmone_700
 
-sgemmdone_640:
+sgemmdone_701:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -19983,9 +22475,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_642
+	JLE   fmadone_703
 
-fma_641:
+fma_702:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -19999,9 +22491,9 @@ fma_641:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_641
+	JNZ         fma_702
 
-fmadone_642:
+fmadone_703:
 	VZEROUPPER
 	RET
 
@@ -20028,9 +22520,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_644
+	JLE    fmadone_705
 
-fma_643:
+fma_704:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -20048,9 +22540,9 @@ fma_643:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_643
+	JNZ         fma_704
 
-fmadone_644:
+fmadone_705:
 	VZEROUPPER
 	RET
 
@@ -20073,9 +22565,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_646
+	JLE   int8done_707
 
-int8_645:
+int8_706:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -20089,9 +22581,9 @@ int8_645:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_645
+	JNZ        int8_706
 
-int8done_646:
+int8done_707:
 	VZEROUPPER
 	RET
 
@@ -20114,9 +22606,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_648
+	JLE    int8done_709
 
-int8_647:
+int8_708:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -20130,8 +22622,8 @@ int8_647:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_647
+	JNZ      int8_708
 
-int8done_648:
+int8done_709:
 	VZEROUPPER
 	RET

@@ -18,7 +18,8 @@ package main
 //	ternaryMatMulAVX2  1 row × 8 tokens: 4 code vectors (shift+mask) and 8
 //	                   accumulators in 12 of the 16 ymm; per token 4
 //	                   vpmaddubsw, 3 vpaddw, vpmaddwd, vpaddd.
-//	ternaryMatMulVNNI  4 rows × 5 tokens: 20 zmm accumulators, 8 code zmm.
+//	ternaryMatMulVNNI  4 rows × 5 tokens: 20 zmm accumulators, 8 code zmm
+//	                   (the rows a quarter of the call's apart for 1-3 tokens).
 //	                   The 32-byte block, broadcast to both halves, gives
 //	                   v & [0xC0|0x30] (codes of x[0:64] at scale 64, 16)
 //	                   and (v<<4) & [0xC0|0x30] (codes of x[64:128] at the
@@ -32,12 +33,13 @@ package main
 // Both prefetch each row's blocks 16 KiB ahead: a pass of a few tokens
 // (speculative verification, several sequences) streams the weights from
 // DRAM as decode does (without, 1-2 tokens read 14 GB/s on the Zen 5 VM;
-// with, 31-32). The VNNI tiles of 4 rows take them a quarter of the call's
-// rows apart (four DRAM streams, as spreadRows does for the row kernels)
-// and step two blocks (one 64-byte line of each row, one prefetch) at a
-// time: one token 20.6 → 28-35 GB/s from DRAM, two 24 → 27.5; four stay
-// at ~18 GB/s (from L3 the same kernel reads 27 at 92% of the vpdpbusd
-// peak: from DRAM the stream and the arithmetic do not overlap).
+// with, 31-32). For 1-3 tokens the VNNI tiles of 4 rows take them a
+// quarter of the call's rows apart (four DRAM streams, as spreadRows does
+// for the row kernels), and every tile steps two blocks (one 64-byte line
+// of each row, one prefetch) at a time: one token 20.6 → 28-35 GB/s from
+// DRAM, two 24 → 27.5; four stay at ~18 GB/s (from L3 the same kernel
+// reads 27 at 92% of the vpdpbusd peak: from DRAM the stream and the
+// arithmetic do not overlap).
 //
 // Measured on Zen 4 (docs/KERNELS.md): avx512vnni ~90% of the vpdpbusd
 // peak (64 MAC/cycle), avx2 ~92% of the vpmaddubsw bound (32 MAC/cycle).
@@ -52,11 +54,12 @@ import (
 
 const ternaryMatMulSig = "func(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int)"
 
-// Tile shapes.
+// Tile shapes, and the most tokens ternaryMatMulVNNI takes in spread tiles.
 const (
-	matMulAVX2Tokens = 8
-	matMulVNNIRows   = 4
-	matMulVNNITokens = 5
+	matMulSpreadTokens = 3
+	matMulAVX2Tokens   = 8
+	matMulVNNIRows     = 4
+	matMulVNNITokens   = 5
 )
 
 // tileFunc emits one R×T tile: w points at its first row, x at its first
@@ -319,7 +322,7 @@ func genTernaryMatMulVNNI() {
 		}
 		return matMulVNNITokens
 	}
-	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, true, func(R, T int, w, x, out, _ reg.GPVirtual, g tileRows) {
+	tile := func(R, T int, w, x, out, _ reg.GPVirtual, g tileRows) {
 		Commentf("tile %d rows × %d tokens", R, T)
 		stride := load(Param("stride"))
 		xs := load(Param("xStride"))
@@ -379,5 +382,16 @@ func genTernaryMatMulVNNI() {
 			ys[i] = int32EVEX.fold256(acc[i])
 		}
 		storeTile(int32EVEX, ys, R, T, out, true, g)
-	})
+	}
+	// A few tokens read the weights at the memory's pace: spread tiles
+	// (four DRAM streams) read 1-3 tokens' weights 5-60% faster on the Zen
+	// 5 VM; from 4 tokens on the arithmetic sets the pace, and adjacent
+	// rows were as fast or up to 10% faster.
+	tokens := load(Param("tokens"))
+	adjacent := label("adjacent")
+	CMPQ(tokens, U8(matMulSpreadTokens))
+	JA(LabelRef(adjacent))
+	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, true, tile)
+	Label(adjacent)
+	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, false, tile)
 }
