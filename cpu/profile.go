@@ -31,10 +31,12 @@ var stageNames = [numStages]struct{ label, kernel string }{
 // profiler accumulates the wall time of a pass's stages: each lap charges
 // the time since the previous lap to one stage.
 type profiler struct {
-	last  time.Time
-	time  [numStages]time.Duration
-	calls [numStages]int
-	bytes [numStages]int64
+	last     time.Time
+	time     [numStages]time.Duration
+	calls    [numStages]int
+	bytes    [numStages]int64
+	wait     [numStages]time.Duration // of time, the caller's waits for its helpers
+	waitLast time.Duration            // pool.waited at the last lap
 }
 
 // lap charges the time since the last lap (or the pass's start) to st,
@@ -50,6 +52,10 @@ func (b *Backend) lap(st stage, bytes int64) {
 	p.calls[st]++
 	p.bytes[st] += bytes
 	p.last = now
+	if w := b.pool.waited; w != nil {
+		p.wait[st] += *w - p.waitLast
+		p.waitLast = *w
+	}
 }
 
 // StageTime is one stage of a profiled forward pass, per pass.
@@ -59,6 +65,9 @@ type StageTime struct {
 	Calls       int
 	Nanoseconds float64
 	Bytes       int64 // weights and cache it reads at least
+	// WaitNanoseconds is the part of Nanoseconds the calling thread spent
+	// waiting for the pool's helpers to finish their shares.
+	WaitNanoseconds float64
 }
 
 // Profile is where the time of a forward pass goes on the CPU, per pass:
@@ -131,9 +140,10 @@ func (b *Backend) profile(n, pos, runs int, all bool) (*Profile, error) {
 		}
 		out.Stages = append(out.Stages, StageTime{
 			Label: stageNames[st].label, Kernel: stageNames[st].kernel,
-			Calls:       (p.calls[st] + runs - 1) / runs,
-			Nanoseconds: float64(p.time[st].Nanoseconds()) / per,
-			Bytes:       p.bytes[st] / int64(runs),
+			Calls:           (p.calls[st] + runs - 1) / runs,
+			Nanoseconds:     float64(p.time[st].Nanoseconds()) / per,
+			Bytes:           p.bytes[st] / int64(runs),
+			WaitNanoseconds: float64(p.wait[st].Nanoseconds()) / per,
 		})
 	}
 	return out, nil

@@ -26,46 +26,59 @@ func TestProfileForward(t *testing.T) {
 			matBytes += int64(len(mt.data) + 4*len(mt.rowScale) + 4*len(mt.groupScale))
 		}
 	}
-	for _, tc := range []struct{ n, pos int }{{1, 9}, {8, 0}} {
-		p, err := b.ProfileForward(tc.n, tc.pos, 3)
-		if err != nil {
-			t.Fatal(err)
+	profiles := []struct {
+		name string
+		f    func(n, pos, runs int) (*Profile, error)
+	}{{"ProfileForward", b.ProfileForward}, {"ProfileVerify", b.ProfileVerify}}
+	for _, pf := range profiles {
+		for _, tc := range []struct{ n, pos int }{{1, 9}, {8, 0}} {
+			p, err := pf.f(tc.n, tc.pos, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Tokens != tc.n || p.Pos != tc.pos || p.Threads != 2 || p.WallNanoseconds <= 0 || p.WaitNanoseconds < 0 || p.WaitNanoseconds > p.WallNanoseconds {
+				t.Errorf("n=%d: implausible profile %+v", tc.n, *p)
+			}
+			var sum, waits float64
+			calls := map[string]int{}
+			bytes := map[string]int64{}
+			for _, st := range p.Stages {
+				sum += st.Nanoseconds
+				waits += st.WaitNanoseconds
+				calls[st.Label], bytes[st.Label] = st.Calls, st.Bytes
+				if st.WaitNanoseconds < 0 || st.WaitNanoseconds > st.Nanoseconds {
+					t.Errorf("n=%d: %s waited %g ns of %g", tc.n, st.Label, st.WaitNanoseconds, st.Nanoseconds)
+				}
+			}
+			if math.Abs(sum-p.WallNanoseconds) > 1e-6*p.WallNanoseconds {
+				t.Errorf("n=%d: stages add to %g ns of %g", tc.n, sum, p.WallNanoseconds)
+			}
+			if math.Abs(waits-p.WaitNanoseconds) > 1e-6*p.WallNanoseconds {
+				t.Errorf("n=%d: the stages' waits add to %g ns of %g", tc.n, waits, p.WaitNanoseconds)
+			}
+			mm, att, hd := stageNames[stageMatMul].label, stageNames[stageAttention].label, stageNames[stageHead].label
+			if calls[mm] != 4*L || bytes[mm] != matBytes {
+				t.Errorf("n=%d: matrix products: %d calls, %d bytes; want %d, %d", tc.n, calls[mm], bytes[mm], 4*L, matBytes)
+			}
+			kv := int64(m.Config.KVDim())
+			var cache int64
+			for i := 0; i < tc.n; i++ {
+				cache += 4 * kv * int64(tc.pos+i+1)
+			}
+			if calls[att] != L || bytes[att] != int64(L)*cache {
+				t.Errorf("n=%d: attention: %d calls, %d bytes; want %d, %d", tc.n, calls[att], bytes[att], L, int64(L)*cache)
+			}
+			if calls[hd] != 1 || bytes[hd] != b.head.bytes() {
+				t.Errorf("%s n=%d: head: %d calls, %d bytes", pf.name, tc.n, calls[hd], bytes[hd])
+			}
 		}
-		if p.Tokens != tc.n || p.Pos != tc.pos || p.Threads != 2 || p.WallNanoseconds <= 0 || p.WaitNanoseconds < 0 || p.WaitNanoseconds > p.WallNanoseconds {
-			t.Errorf("n=%d: implausible profile %+v", tc.n, *p)
+		if b.prof != nil || b.pool.waited != nil {
+			t.Error("the profiler stayed on")
 		}
-		var sum float64
-		calls := map[string]int{}
-		bytes := map[string]int64{}
-		for _, st := range p.Stages {
-			sum += st.Nanoseconds
-			calls[st.Label], bytes[st.Label] = st.Calls, st.Bytes
-		}
-		if math.Abs(sum-p.WallNanoseconds) > 1e-6*p.WallNanoseconds {
-			t.Errorf("n=%d: stages add to %g ns of %g", tc.n, sum, p.WallNanoseconds)
-		}
-		mm, att, hd := stageNames[stageMatMul].label, stageNames[stageAttention].label, stageNames[stageHead].label
-		if calls[mm] != 4*L || bytes[mm] != matBytes {
-			t.Errorf("n=%d: matrix products: %d calls, %d bytes; want %d, %d", tc.n, calls[mm], bytes[mm], 4*L, matBytes)
-		}
-		kv := int64(m.Config.KVDim())
-		var cache int64
-		for i := 0; i < tc.n; i++ {
-			cache += 4 * kv * int64(tc.pos+i+1)
-		}
-		if calls[att] != L || bytes[att] != int64(L)*cache {
-			t.Errorf("n=%d: attention: %d calls, %d bytes; want %d, %d", tc.n, calls[att], bytes[att], L, int64(L)*cache)
-		}
-		if calls[hd] != 1 || bytes[hd] != b.head.bytes() {
-			t.Errorf("n=%d: head: %d calls, %d bytes", tc.n, calls[hd], bytes[hd])
-		}
-	}
-	if b.prof != nil || b.pool.waited != nil {
-		t.Error("the profiler stayed on")
-	}
-	for _, tc := range []struct{ n, pos int }{{0, 0}, {9, 0}, {1, 16}, {2, 15}, {1, -1}} {
-		if _, err := b.ProfileForward(tc.n, tc.pos, 1); err == nil {
-			t.Errorf("ProfileForward(%d, %d) accepted", tc.n, tc.pos)
+		for _, tc := range []struct{ n, pos int }{{0, 0}, {9, 0}, {1, 16}, {2, 15}, {1, -1}} {
+			if _, err := pf.f(tc.n, tc.pos, 1); err == nil {
+				t.Errorf("%s(%d, %d) accepted", pf.name, tc.n, tc.pos)
+			}
 		}
 	}
 }

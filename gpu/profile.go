@@ -36,6 +36,9 @@ type KernelTime struct {
 	Share       float64 `json:"share"` // of the pass's GPU time
 	Bytes       int64   `json:"bytes"` // memory traffic it needs at least
 	GBs         float64 `json:"gbs"`   // Bytes / Nanoseconds
+	// WaitNs (CPU profiles) is the part of Nanoseconds the calling thread
+	// waited for its helper threads: hand-offs and imbalance.
+	WaitNs float64 `json:"wait_ns,omitempty"`
 }
 
 // ByLabel sums the commands per label, most time first.

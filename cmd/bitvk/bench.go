@@ -547,7 +547,7 @@ func profileTest(be nn.Backend, r benchResult, reps int) (*profileJSON, error) {
 		out := &profileJSON{Tokens: p.Tokens, Pos: p.Pos, WallNs: p.WallNanoseconds, WaitNs: p.WaitNanoseconds}
 		for _, st := range p.Stages {
 			k := gpu.KernelTime{Label: st.Label, Kernel: st.Kernel, Calls: st.Calls, Nanoseconds: st.Nanoseconds,
-				Share: st.Nanoseconds / p.WallNanoseconds, Bytes: st.Bytes}
+				Share: st.Nanoseconds / p.WallNanoseconds, Bytes: st.Bytes, WaitNs: st.WaitNanoseconds}
 			if st.Bytes > 0 {
 				k.GBs = float64(st.Bytes) / st.Nanoseconds
 			}
@@ -587,9 +587,18 @@ func printProfile(w io.Writer, r benchResult) {
 			testName(r), r.Head, r.GPUInfo, r.Kernels, what, p.GPUNs/1e3, p.WallNs/1e3, p.Dispatches, p.Barriers, p.Transfers, p.SubmitsPerToken)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\tkernel\tcalls\ttime µs\tshare\tMB\tGB/s\t")
+	cpuWaits := r.Backend == "CPU" && r.NThreads > 1
+	head := "stage\tkernel\tcalls\ttime µs\tshare\tMB\tGB/s\t"
+	if cpuWaits {
+		head += "waited µs\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, k := range p.Kernels {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f%%\t%.2f\t%.1f\t\n", k.Label, k.Kernel, k.Calls, k.Nanoseconds/1e3, 100*k.Share, float64(k.Bytes)/1e6, k.GBs)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f%%\t%.2f\t%.1f\t", k.Label, k.Kernel, k.Calls, k.Nanoseconds/1e3, 100*k.Share, float64(k.Bytes)/1e6, k.GBs)
+		if cpuWaits {
+			fmt.Fprintf(tw, "%.1f\t", k.WaitNs/1e3)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 }

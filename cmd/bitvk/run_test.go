@@ -324,6 +324,7 @@ func checkBenchProfile(t *testing.T, backend string, minRows int) {
 				Ns, Share     float64
 				Bytes         int64
 				GBs           float64
+				WaitNs        float64 `json:"wait_ns"`
 			}
 		}
 	}
@@ -351,16 +352,20 @@ func checkBenchProfile(t *testing.T, backend string, minRows int) {
 		} else if p.Tokens != wantTokens || p.Pos != wantPos || p.Dispatches == 0 || p.Barriers == 0 || p.SubmitsPerToken <= 0 || p.GPUNs <= 0 {
 			t.Errorf("implausible profile %+v", *p)
 		}
-		var share, ns float64
+		var share, ns, waits float64
 		for _, k := range p.Kernels {
 			share += k.Share
 			ns += k.Ns
-			if k.Label == "" || k.Kernel == "" || k.Calls < 1 || k.Bytes < 0 || (backend != "cpu" && k.Bytes == 0) {
+			waits += k.WaitNs
+			if k.Label == "" || k.Kernel == "" || k.Calls < 1 || k.Bytes < 0 || (backend != "cpu" && k.Bytes == 0) || k.WaitNs < 0 || k.WaitNs > k.Ns {
 				t.Errorf("implausible stage %+v", k)
 			}
 		}
 		if math.Abs(share-1) > 1e-6 || math.Abs(ns-total) > 1e-6*total {
 			t.Errorf("stages add to a share of %g and %g ns of %g", share, ns, total)
+		}
+		if math.Abs(waits-p.WaitNs) > 1e-6*total {
+			t.Errorf("the stages' waits add to %g ns of %g", waits, p.WaitNs)
 		}
 	}
 	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", backend, "-t", "2", "-p", "0", "-n", "2", "-r", "1", "--profile")
@@ -371,6 +376,9 @@ func checkBenchProfile(t *testing.T, backend string, minRows int) {
 	if !ok {
 		t.Fatalf("no profile in the output:\n%s", out)
 	}
+	if backend == "cpu" && !strings.Contains(table, "waited µs") {
+		t.Errorf("no column of waits in the CPU profile of two threads:\n%s", table)
+	}
 	var share float64
 	rows := 0
 	for _, line := range strings.Split(table, "\n")[2:] {
@@ -378,7 +386,13 @@ func checkBenchProfile(t *testing.T, backend string, minRows int) {
 		if len(f) < 6 {
 			continue
 		}
-		pct, err := strconv.ParseFloat(strings.TrimSuffix(f[len(f)-3], "%"), 64)
+		var pctField string // the share, the row's one field ending in %
+		for _, x := range f {
+			if strings.HasSuffix(x, "%") {
+				pctField = x
+			}
+		}
+		pct, err := strconv.ParseFloat(strings.TrimSuffix(pctField, "%"), 64)
 		if err != nil {
 			t.Fatalf("profile row %q: %v", line, err)
 		}
