@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -50,6 +51,9 @@ type servedProcess struct {
 func startServe(t *testing.T, bin string, args ...string) *servedProcess {
 	t.Helper()
 	p := &servedProcess{cmd: exec.Command(bin, append([]string{"serve", "--port", "0"}, args...)...), done: make(chan struct{})}
+	// A server the cleanup kills cannot remove its temporary files (a
+	// --shape model): they go to a directory the test removes.
+	p.cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
