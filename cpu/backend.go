@@ -55,7 +55,10 @@ type Backend struct {
 	outNorm []float32 // [embd]
 	head    *head
 
-	// kCache, vCache: [layer][slot][ctx][kv_dim] float16 bits
+	// kCache, vCache: [layer][slot][kv head][ctx][head_dim] float16 bits:
+	// the keys (values) of one K/V head are contiguous, so attention over
+	// a long context reads one stream per head instead of 256 bytes out of
+	// every kv_dim·2 (cacheRow).
 	kCache, vCache [][]uint16
 	invFreq        []float64 // [rope_dim/2] base^(−2i/rope_dim)
 
@@ -299,15 +302,24 @@ func (b *Backend) CopySeq(dst, src, n int) error {
 	case dst == src || n == 0:
 		return nil
 	}
-	kv := b.c.KVDim()
+	hd := b.c.HeadDim
 	for l := range b.kCache {
-		copy(b.kCache[l][dst*b.ctx*kv:(dst*b.ctx+n)*kv], b.kCache[l][src*b.ctx*kv:(src*b.ctx+n)*kv])
-		copy(b.vCache[l][dst*b.ctx*kv:(dst*b.ctx+n)*kv], b.vCache[l][src*b.ctx*kv:(src*b.ctx+n)*kv])
+		for h := 0; h < b.c.KVHeads; h++ {
+			d, s := b.cacheRow(dst, h, 0), b.cacheRow(src, h, 0)
+			copy(b.kCache[l][d:d+n*hd], b.kCache[l][s:s+n*hd])
+			copy(b.vCache[l][d:d+n*hd], b.vCache[l][s:s+n*hd])
+		}
 	}
 	return nil
 }
 
 var _ nn.MultiBackend = (*Backend)(nil)
+
+// cacheRow is the index in a layer's K or V cache of the head_dim values of
+// K/V head h at position pos of slot seq.
+func (b *Backend) cacheRow(seq, h, pos int) int {
+	return ((seq*b.c.KVHeads+h)*b.ctx + pos) * b.c.HeadDim
+}
 
 // ForwardTrace is Forward that also reports the residual stream after each
 // block of each layer (see nn.Tracer).

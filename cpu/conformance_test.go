@@ -147,22 +147,24 @@ func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32, interleaved bo
 }
 
 func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd int) []float32 {
-	kvDim := kvHeads * hd
-	kc := make([]uint16, len(k)*kvDim)
-	vc := make([]uint16, len(v)*kvDim)
+	n := len(k)
+	kc := make([]uint16, kvHeads*n*hd) // [kv head][position][hd], as the cache holds them
+	vc := make([]uint16, kvHeads*n*hd)
 	for p := range k {
-		for i := 0; i < kvDim; i++ {
-			kc[p*kvDim+i] = nn.F32ToF16(k[p][i])
-			vc[p*kvDim+i] = nn.F32ToF16(v[p][i])
+		for g := 0; g < kvHeads; g++ {
+			for i := 0; i < hd; i++ {
+				kc[(g*n+p)*hd+i] = nn.F32ToF16(k[p][g*hd+i])
+				vc[(g*n+p)*hd+i] = nn.F32ToF16(v[p][g*hd+i])
+			}
 		}
 	}
 	out := make([]float32, heads*hd)
 	group := heads / kvHeads
-	scores := make([]float32, group*len(k))
+	scores := make([]float32, group*n)
 	q16 := make([]float32, group*hd)
 	for g := 0; g < kvHeads; g++ { // each K/V head's queries at once
 		h := g * group
-		attendGroup(a.k, q[h*hd:(h+group)*hd], hd, kc, vc, kvDim, g*hd, len(k), q16, scores, out[h*hd:(h+group)*hd])
+		attendGroup(a.k, q[h*hd:(h+group)*hd], hd, kc[g*n*hd:], vc[g*n*hd:], n, q16, scores, out[h*hd:(h+group)*hd])
 	}
 	return out
 }

@@ -87,11 +87,11 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 				for h := 0; h < c.Heads+c.KVHeads; h++ { // query heads, then key heads
 					rope(y[h*hd:h*hd+c.RopeDim], cs, c.RopeInterleaved)
 				}
-				row := s.seq[t]*b.ctx + s.pos[t] // the token's row of the cache
-				kc := b.kCache[li][row*kv : (row+1)*kv]
-				vc := b.vCache[li][row*kv : (row+1)*kv]
-				b.k.f32ToF16(kc, y[E:E+kv])
-				b.k.f32ToF16(vc, y[E+kv:E+2*kv])
+				for h := 0; h < c.KVHeads; h++ { // the token's row of each head's cache
+					at := b.cacheRow(s.seq[t], h, s.pos[t])
+					b.k.f32ToF16(b.kCache[li][at:at+hd], y[E+h*hd:E+(h+1)*hd])
+					b.k.f32ToF16(b.vCache[li][at:at+hd], y[E+kv+h*hd:E+kv+(h+1)*hd])
+				}
 			}
 		})
 		b.lap(stageRopeKV, 0)
@@ -404,15 +404,15 @@ func (b *Backend) attention(li, T int) {
 			t, h := item/per, item%per*sub // token, first head
 			q := s.y[t*qkvRows+h*hd : t*qkvRows+(h+sub)*hd]
 			o := s.att[t*E+h*hd : t*E+(h+sub)*hd]
-			base := s.seq[t] * b.ctx * kv // the slot's region
-			attendGroup(b.k, q, hd, kc[base:], vc[base:], kv, (h/group)*hd, s.pos[t]+1, s.q16[w], s.scores[w], o)
+			at := b.cacheRow(s.seq[t], h/group, 0) // the K/V head's rows in the slot
+			attendGroup(b.k, q, hd, kc[at:], vc[at:], s.pos[t]+1, s.q16[w], s.scores[w], o)
 		}
 	})
 }
 
 // attendGroup computes o_j = softmax(q_j·Kᵀ/√hd)·V for the query heads q_j
 // (q holds them one after another, hd values each) over n cache positions,
-// K and V being the float16 rows kc, vc [n][kvDim] from column off; q16
+// K and V being the float16 rows kc, vc [n][hd] (one K/V head); q16
 // [≥len(q)] and scores [≥len(q)/hd·n] are scratch. Each head's result is
 // what it gets alone (the few-query kernels give each query its one-query
 // bits), so how heads are grouped changes nothing. It rounds as nn/ref
@@ -420,16 +420,16 @@ func (b *Backend) attention(li, T int) {
 // score·float32(1/√hd), e = float32(exp(score − max)) (the kernel set's
 // expSub: the assembly within a few float32 ulps of it), Σe in float64,
 // P = e·float32(1/Σe), all in float32 but the sum.
-func attendGroup(k kernels, q []float32, hd int, kc, vc []uint16, kvDim, off, n int, q16, scores, o []float32) {
+func attendGroup(k kernels, q []float32, hd int, kc, vc []uint16, n int, q16, scores, o []float32) {
 	heads := len(q) / hd
 	qh := q16[:len(q)]
 	k.roundF16(qh, q)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	sc := scores[:heads*n]
 	if heads == 1 {
-		k.dotF16Rows(kc[off:], kvDim, qh, sc)
+		k.dotF16Rows(kc, hd, qh, sc)
 	} else {
-		k.dotF16MatMul(kc[off:], kvDim, n, qh, hd, hd, heads, sc, n)
+		k.dotF16MatMul(kc, hd, n, qh, hd, hd, heads, sc, n)
 	}
 	for j := 0; j < heads; j++ {
 		p := sc[j*n : (j+1)*n]
@@ -440,9 +440,9 @@ func attendGroup(k kernels, q []float32, hd int, kc, vc []uint16, kvDim, off, n 
 	clear(o)
 	j := 0
 	for ; j+4 <= heads; j += 4 {
-		k.axpyF16Rows4(sc[j*n:], n, n, vc[off:], kvDim, o[j*hd:], hd, hd)
+		k.axpyF16Rows4(sc[j*n:], n, n, vc, hd, o[j*hd:], hd, hd)
 	}
 	for ; j < heads; j++ {
-		k.axpyF16Rows(sc[j*n:(j+1)*n], vc[off:], kvDim, o[j*hd:(j+1)*hd])
+		k.axpyF16Rows(sc[j*n:(j+1)*n], vc, hd, o[j*hd:(j+1)*hd])
 	}
 }

@@ -8117,292 +8117,324 @@ notail_217:
 	RET
 
 // func axpyF16Rows4AVX512(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, CMOV, MMX+
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
+	XORQ CX, CX
+
+rowblocks_220:
+	MOVQ np+32(FP), AX
+	CMPQ CX, AX
+	JAE  rowblocksdone_221
 	XORQ AX, AX
 
-chunks_220:
-	LEAQ    64(AX), CX
-	MOVQ    n+104(FP), DX
-	CMPQ    CX, DX
-	JA      chunksdone_221
-	MOVQ    y_base+72(FP), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x01, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS (CX), Z4
-	VMOVUPS 64(CX), Z5
-	VMOVUPS 128(CX), Z6
-	VMOVUPS 192(CX), Z7
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x02, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS (CX), Z8
-	VMOVUPS 64(CX), Z9
-	VMOVUPS 128(CX), Z10
-	VMOVUPS 192(CX), Z11
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x03, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS (CX), Z12
-	VMOVUPS 64(CX), Z13
-	VMOVUPS 128(CX), Z14
-	VMOVUPS 192(CX), Z15
-	MOVQ    a_base+0(FP), CX
-	MOVQ    aStride+24(FP), DX
-	LEAQ    (CX)(DX*4), BX
-	LEAQ    (BX)(DX*4), SI
-	LEAQ    (SI)(DX*4), DX
-	MOVQ    v_base+40(FP), DI
-	LEAQ    (DI)(AX*2), DI
+chunks_222:
+	LEAQ    64(AX), DX
+	MOVQ    n+104(FP), BX
+	CMPQ    DX, BX
+	JA      chunksdone_223
+	MOVQ    y_base+72(FP), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x01, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Z4
+	VMOVUPS 64(DX), Z5
+	VMOVUPS 128(DX), Z6
+	VMOVUPS 192(DX), Z7
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x02, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Z8
+	VMOVUPS 64(DX), Z9
+	VMOVUPS 128(DX), Z10
+	VMOVUPS 192(DX), Z11
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x03, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Z12
+	VMOVUPS 64(DX), Z13
+	VMOVUPS 128(DX), Z14
+	VMOVUPS 192(DX), Z15
+	MOVQ    a_base+0(FP), DX
+	MOVQ    aStride+24(FP), BX
+	LEAQ    (DX)(BX*4), SI
+	LEAQ    (SI)(BX*4), DI
+	LEAQ    (DI)(BX*4), BX
 	MOVQ    stride+64(FP), R8
 	SHLQ    $0x01, R8
-	MOVQ    np+32(FP), R9
-	XORQ    R10, R10
-	CMPQ    R10, R9
-	JAE     rowsdone_223
+	MOVQ    CX, R9
+	IMULQ   R8, R9
+	MOVQ    v_base+40(FP), R10
+	ADDQ    R10, R9
+	LEAQ    (R9)(AX*2), R9
+	LEAQ    64(CX), R10
+	MOVQ    np+32(FP), R11
+	CMPQ    R10, R11
+	CMOVQGT R11, R10
+	MOVQ    CX, R11
+	CMPQ    R11, R10
+	JAE     rowsdone_225
 
-rows_222:
-	VCVTPH2PS    (DI), Z16
-	VCVTPH2PS    32(DI), Z17
-	VCVTPH2PS    64(DI), Z18
-	VCVTPH2PS    96(DI), Z19
-	VBROADCASTSS (CX)(R10*4), Z20
+rows_224:
+	PREFETCHT1   16384(R9)
+	VCVTPH2PS    (R9), Z16
+	VCVTPH2PS    32(R9), Z17
+	PREFETCHT1   16448(R9)
+	VCVTPH2PS    64(R9), Z18
+	VCVTPH2PS    96(R9), Z19
+	VBROADCASTSS (DX)(R11*4), Z20
 	VFMADD231PS  Z16, Z20, Z0
 	VFMADD231PS  Z17, Z20, Z1
 	VFMADD231PS  Z18, Z20, Z2
 	VFMADD231PS  Z19, Z20, Z3
-	VBROADCASTSS (BX)(R10*4), Z20
+	VBROADCASTSS (SI)(R11*4), Z20
 	VFMADD231PS  Z16, Z20, Z4
 	VFMADD231PS  Z17, Z20, Z5
 	VFMADD231PS  Z18, Z20, Z6
 	VFMADD231PS  Z19, Z20, Z7
-	VBROADCASTSS (SI)(R10*4), Z20
+	VBROADCASTSS (DI)(R11*4), Z20
 	VFMADD231PS  Z16, Z20, Z8
 	VFMADD231PS  Z17, Z20, Z9
 	VFMADD231PS  Z18, Z20, Z10
 	VFMADD231PS  Z19, Z20, Z11
-	VBROADCASTSS (DX)(R10*4), Z20
+	VBROADCASTSS (BX)(R11*4), Z20
 	VFMADD231PS  Z16, Z20, Z12
 	VFMADD231PS  Z17, Z20, Z13
 	VFMADD231PS  Z18, Z20, Z14
 	VFMADD231PS  Z19, Z20, Z15
-	ADDQ         R8, DI
-	INCQ         R10
-	CMPQ         R10, R9
-	JB           rows_222
+	ADDQ         R8, R9
+	INCQ         R11
+	CMPQ         R11, R10
+	JB           rows_224
 
-rowsdone_223:
-	MOVQ    y_base+72(FP), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x01, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z4, (CX)
-	VMOVUPS Z5, 64(CX)
-	VMOVUPS Z6, 128(CX)
-	VMOVUPS Z7, 192(CX)
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x02, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z8, (CX)
-	VMOVUPS Z9, 64(CX)
-	VMOVUPS Z10, 128(CX)
-	VMOVUPS Z11, 192(CX)
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x03, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z12, (CX)
-	VMOVUPS Z13, 64(CX)
-	VMOVUPS Z14, 128(CX)
-	VMOVUPS Z15, 192(CX)
+rowsdone_225:
+	MOVQ    y_base+72(FP), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x01, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	VMOVUPS Z6, 128(DX)
+	VMOVUPS Z7, 192(DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x02, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z8, (DX)
+	VMOVUPS Z9, 64(DX)
+	VMOVUPS Z10, 128(DX)
+	VMOVUPS Z11, 192(DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x03, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z12, (DX)
+	VMOVUPS Z13, 64(DX)
+	VMOVUPS Z14, 128(DX)
+	VMOVUPS Z15, 192(DX)
 	ADDQ    $0x40, AX
-	JMP     chunks_220
+	JMP     chunks_222
 
-chunksdone_221:
-chunks_224:
-	LEAQ    16(AX), CX
-	MOVQ    n+104(FP), DX
-	CMPQ    CX, DX
-	JA      chunksdone_225
-	MOVQ    y_base+72(FP), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS (CX), Z0
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x01, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS (CX), Z1
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x02, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS (CX), Z2
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x03, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS (CX), Z3
-	MOVQ    a_base+0(FP), CX
-	MOVQ    aStride+24(FP), DX
-	LEAQ    (CX)(DX*4), BX
-	LEAQ    (BX)(DX*4), SI
-	LEAQ    (SI)(DX*4), DX
-	MOVQ    v_base+40(FP), DI
-	LEAQ    (DI)(AX*2), DI
+chunksdone_223:
+chunks_226:
+	LEAQ    16(AX), DX
+	MOVQ    n+104(FP), BX
+	CMPQ    DX, BX
+	JA      chunksdone_227
+	MOVQ    y_base+72(FP), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Z0
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x01, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Z1
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x02, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Z2
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x03, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Z3
+	MOVQ    a_base+0(FP), DX
+	MOVQ    aStride+24(FP), BX
+	LEAQ    (DX)(BX*4), SI
+	LEAQ    (SI)(BX*4), DI
+	LEAQ    (DI)(BX*4), BX
 	MOVQ    stride+64(FP), R8
 	SHLQ    $0x01, R8
-	MOVQ    np+32(FP), R9
-	XORQ    R10, R10
-	CMPQ    R10, R9
-	JAE     rowsdone_227
+	MOVQ    CX, R9
+	IMULQ   R8, R9
+	MOVQ    v_base+40(FP), R10
+	ADDQ    R10, R9
+	LEAQ    (R9)(AX*2), R9
+	LEAQ    64(CX), R10
+	MOVQ    np+32(FP), R11
+	CMPQ    R10, R11
+	CMOVQGT R11, R10
+	MOVQ    CX, R11
+	CMPQ    R11, R10
+	JAE     rowsdone_229
 
-rows_226:
-	VCVTPH2PS    (DI), Z4
-	VBROADCASTSS (CX)(R10*4), Z5
+rows_228:
+	PREFETCHT1   16384(R9)
+	VCVTPH2PS    (R9), Z4
+	VBROADCASTSS (DX)(R11*4), Z5
 	VFMADD231PS  Z4, Z5, Z0
-	VBROADCASTSS (BX)(R10*4), Z5
+	VBROADCASTSS (SI)(R11*4), Z5
 	VFMADD231PS  Z4, Z5, Z1
-	VBROADCASTSS (SI)(R10*4), Z5
+	VBROADCASTSS (DI)(R11*4), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS (DX)(R10*4), Z5
+	VBROADCASTSS (BX)(R11*4), Z5
 	VFMADD231PS  Z4, Z5, Z3
-	ADDQ         R8, DI
-	INCQ         R10
-	CMPQ         R10, R9
-	JB           rows_226
+	ADDQ         R8, R9
+	INCQ         R11
+	CMPQ         R11, R10
+	JB           rows_228
 
-rowsdone_227:
-	MOVQ    y_base+72(FP), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z0, (CX)
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x01, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z1, (CX)
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x02, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z2, (CX)
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x03, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z3, (CX)
+rowsdone_229:
+	MOVQ    y_base+72(FP), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z0, (DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x01, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z1, (DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x02, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z2, (DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x03, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z3, (DX)
 	ADDQ    $0x10, AX
-	JMP     chunks_224
+	JMP     chunks_226
 
-chunksdone_225:
-	MOVQ      n+104(FP), CX
-	SUBQ      AX, CX
-	JE        notail_228
-	MOVQ      $-1, DX
-	BZHIQ     CX, DX, CX
-	KMOVQ     CX, K1
-	MOVQ      y_base+72(FP), CX
-	LEAQ      (CX)(AX*4), CX
-	VMOVUPS.Z (CX), K1, Z0
-	MOVQ      y_base+72(FP), CX
-	MOVQ      yStride+96(FP), DX
-	IMUL3Q    $0x01, DX, DX
-	LEAQ      (CX)(DX*4), CX
-	LEAQ      (CX)(AX*4), CX
-	VMOVUPS.Z (CX), K1, Z1
-	MOVQ      y_base+72(FP), CX
-	MOVQ      yStride+96(FP), DX
-	IMUL3Q    $0x02, DX, DX
-	LEAQ      (CX)(DX*4), CX
-	LEAQ      (CX)(AX*4), CX
-	VMOVUPS.Z (CX), K1, Z2
-	MOVQ      y_base+72(FP), CX
-	MOVQ      yStride+96(FP), DX
-	IMUL3Q    $0x03, DX, DX
-	LEAQ      (CX)(DX*4), CX
-	LEAQ      (CX)(AX*4), CX
-	VMOVUPS.Z (CX), K1, Z3
-	MOVQ      a_base+0(FP), CX
-	MOVQ      aStride+24(FP), DX
-	LEAQ      (CX)(DX*4), BX
-	LEAQ      (BX)(DX*4), SI
-	LEAQ      (SI)(DX*4), DX
-	MOVQ      v_base+40(FP), DI
-	LEAQ      (DI)(AX*2), DI
+chunksdone_227:
+	MOVQ      n+104(FP), DX
+	SUBQ      AX, DX
+	JE        notail_230
+	MOVQ      $-1, BX
+	BZHIQ     DX, BX, DX
+	KMOVQ     DX, K1
+	MOVQ      y_base+72(FP), DX
+	LEAQ      (DX)(AX*4), DX
+	VMOVUPS.Z (DX), K1, Z0
+	MOVQ      y_base+72(FP), DX
+	MOVQ      yStride+96(FP), BX
+	IMUL3Q    $0x01, BX, BX
+	LEAQ      (DX)(BX*4), DX
+	LEAQ      (DX)(AX*4), DX
+	VMOVUPS.Z (DX), K1, Z1
+	MOVQ      y_base+72(FP), DX
+	MOVQ      yStride+96(FP), BX
+	IMUL3Q    $0x02, BX, BX
+	LEAQ      (DX)(BX*4), DX
+	LEAQ      (DX)(AX*4), DX
+	VMOVUPS.Z (DX), K1, Z2
+	MOVQ      y_base+72(FP), DX
+	MOVQ      yStride+96(FP), BX
+	IMUL3Q    $0x03, BX, BX
+	LEAQ      (DX)(BX*4), DX
+	LEAQ      (DX)(AX*4), DX
+	VMOVUPS.Z (DX), K1, Z3
+	MOVQ      a_base+0(FP), DX
+	MOVQ      aStride+24(FP), BX
+	LEAQ      (DX)(BX*4), SI
+	LEAQ      (SI)(BX*4), DI
+	LEAQ      (DI)(BX*4), BX
 	MOVQ      stride+64(FP), R8
 	SHLQ      $0x01, R8
-	MOVQ      np+32(FP), R9
-	XORQ      R10, R10
-	CMPQ      R10, R9
-	JAE       rowsdone_230
+	MOVQ      CX, R9
+	IMULQ     R8, R9
+	MOVQ      v_base+40(FP), R10
+	ADDQ      R10, R9
+	LEAQ      (R9)(AX*2), R9
+	LEAQ      64(CX), R10
+	MOVQ      np+32(FP), R11
+	CMPQ      R10, R11
+	CMOVQGT   R11, R10
+	MOVQ      CX, R11
+	CMPQ      R11, R10
+	JAE       rowsdone_232
 
-rows_229:
-	VMOVDQU16.Z  (DI), K1, Y4
+rows_231:
+	PREFETCHT1   16384(R9)
+	VMOVDQU16.Z  (R9), K1, Y4
 	VCVTPH2PS    Y4, Z4
-	VBROADCASTSS (CX)(R10*4), Z5
+	VBROADCASTSS (DX)(R11*4), Z5
 	VFMADD231PS  Z4, Z5, Z0
-	VBROADCASTSS (BX)(R10*4), Z5
+	VBROADCASTSS (SI)(R11*4), Z5
 	VFMADD231PS  Z4, Z5, Z1
-	VBROADCASTSS (SI)(R10*4), Z5
+	VBROADCASTSS (DI)(R11*4), Z5
 	VFMADD231PS  Z4, Z5, Z2
-	VBROADCASTSS (DX)(R10*4), Z5
+	VBROADCASTSS (BX)(R11*4), Z5
 	VFMADD231PS  Z4, Z5, Z3
-	ADDQ         R8, DI
-	INCQ         R10
-	CMPQ         R10, R9
-	JB           rows_229
+	ADDQ         R8, R9
+	INCQ         R11
+	CMPQ         R11, R10
+	JB           rows_231
 
-rowsdone_230:
-	MOVQ    y_base+72(FP), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z0, K1, (CX)
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x01, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z1, K1, (CX)
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x02, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z2, K1, (CX)
-	MOVQ    y_base+72(FP), CX
-	MOVQ    yStride+96(FP), DX
-	IMUL3Q  $0x03, DX, DX
-	LEAQ    (CX)(DX*4), CX
-	LEAQ    (CX)(AX*4), CX
-	VMOVUPS Z3, K1, (CX)
+rowsdone_232:
+	MOVQ    y_base+72(FP), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z0, K1, (DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x01, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z1, K1, (DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x02, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z2, K1, (DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x03, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Z3, K1, (DX)
 
-notail_228:
+notail_230:
+	ADDQ $0x00000040, CX
+	JMP  rowblocks_220
+
+rowblocksdone_221:
 	VZEROUPPER
 	RET
 
@@ -8417,14 +8449,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_231
+	JZ      spreaddone_233
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_232:
+spread_234:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -8436,9 +8468,9 @@ spread_232:
 	ANDQ  $-64, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_234
+	JAE   loopdone_236
 
-loop_233:
+loop_235:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -8495,12 +8527,12 @@ loop_233:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, R13
-	JB         loop_233
+	JB         loop_235
 
-loopdone_234:
+loopdone_236:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         skip_235
+	JA         skip_237
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -8528,7 +8560,7 @@ loopdone_234:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
 
-skip_235:
+skip_237:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -8549,82 +8581,82 @@ skip_235:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_236
+	JAE          taildone_238
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_237:
+tail_239:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_237
+	JB      tail_239
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_238:
+tail_240:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_238
+	JB      tail_240
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_239:
+tail_241:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_239
+	JB      tail_241
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_240:
+tail_242:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_240
+	JB      tail_242
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_236:
+taildone_238:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_232
+	JNZ  spread_234
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_231:
+spreaddone_233:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_242
+	JZ   singledone_244
 
-single_241:
+single_243:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-64, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_244
+	JAE   loopdone_246
 
-loop_243:
+loop_245:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -8642,12 +8674,12 @@ loop_243:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000040, DI
 	CMPQ       DI, R8
-	JB         loop_243
+	JB         loop_245
 
-loopdone_244:
+loopdone_246:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         skip_245
+	JA         skip_247
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -8657,7 +8689,7 @@ loopdone_244:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
 
-skip_245:
+skip_247:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -8666,27 +8698,27 @@ skip_245:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_246
+	JAE          taildone_248
 	XORL         R8, R8
 
-tail_247:
+tail_249:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_247
+	JB      tail_249
 	ADDL    R8, (BX)
 
-taildone_246:
+taildone_248:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_241
+	JNZ  single_243
 
-singledone_242:
+singledone_244:
 	VZEROUPPER
 	RET
 
@@ -8701,25 +8733,25 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_249
+	JAE          loopdone_251
 
-loop_248:
+loop_250:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_248
+	JB       loop_250
 
-loopdone_249:
+loopdone_251:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
-	JE         notail_250
+	JE         notail_252
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_250:
+notail_252:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -8736,14 +8768,14 @@ notail_250:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_251
+	JZ            spreaddone_253
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_252:
+spread_254:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -8755,9 +8787,9 @@ spread_252:
 	ANDQ   $-64, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_254
+	JAE    loopdone_256
 
-loop_253:
+loop_255:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -8773,12 +8805,12 @@ loop_253:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, R13
-	JB         loop_253
+	JB         loop_255
 
-loopdone_254:
+loopdone_256:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
-	JE         notail_255
+	JE         notail_257
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -8796,7 +8828,7 @@ loopdone_254:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_255:
+notail_257:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -8829,38 +8861,38 @@ notail_255:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_252
+	JNZ           spread_254
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_251:
+spreaddone_253:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_257
+	JZ   singledone_259
 
-single_256:
+single_258:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-64, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_259
+	JAE    loopdone_261
 
-loop_258:
+loop_260:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000040, DI
 	CMPQ       DI, R8
-	JB         loop_258
+	JB         loop_260
 
-loopdone_259:
+loopdone_261:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
-	JE         notail_260
+	JE         notail_262
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -8869,7 +8901,7 @@ loopdone_259:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_260:
+notail_262:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -8884,9 +8916,9 @@ notail_260:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_256
+	JNZ           single_258
 
-singledone_257:
+singledone_259:
 	VZEROUPPER
 	RET
 
@@ -8895,15 +8927,15 @@ singledone_257:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_262
+	JNE  f16mmtokens_264
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_263:
+f16tiles_265:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_264
+	JB   f16tilesdone_266
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -8920,9 +8952,9 @@ f16tiles_263:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_265:
+f16steps_267:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_266
+	JB          f16stepsdone_268
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -8949,11 +8981,11 @@ f16steps_265:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_265
+	JMP         f16steps_267
 
-f16stepsdone_266:
+f16stepsdone_268:
 	CMPQ        SI, $0x10
-	JB          f16step16_267
+	JB          f16step16_269
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -8968,9 +9000,9 @@ f16stepsdone_266:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_267:
+f16step16_269:
 	TESTQ       SI, SI
-	JZ          f16notail_268
+	JZ          f16notail_270
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -8988,7 +9020,7 @@ f16step16_267:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-f16notail_268:
+f16notail_270:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9020,11 +9052,11 @@ f16notail_268:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_263
+	JMP           f16tiles_265
 
-f16tilesdone_264:
+f16tilesdone_266:
 	CMPQ DX, $0x03
-	JNE  f16rest_269
+	JNE  f16rest_271
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9038,9 +9070,9 @@ f16tilesdone_264:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_270:
+f16steps_272:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_271
+	JB          f16stepsdone_273
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9061,11 +9093,11 @@ f16steps_270:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_270
+	JMP         f16steps_272
 
-f16stepsdone_271:
+f16stepsdone_273:
 	CMPQ        SI, $0x10
-	JB          f16step16_272
+	JB          f16step16_274
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -9077,9 +9109,9 @@ f16stepsdone_271:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_272:
+f16step16_274:
 	TESTQ       SI, SI
-	JZ          f16notail_273
+	JZ          f16notail_275
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9094,7 +9126,7 @@ f16step16_272:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-f16notail_273:
+f16notail_275:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9127,9 +9159,9 @@ f16notail_273:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_269:
+f16rest_271:
 	CMPQ DX, $0x02
-	JNE  f16rest_274
+	JNE  f16rest_276
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9142,9 +9174,9 @@ f16rest_269:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_275:
+f16steps_277:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_276
+	JB          f16stepsdone_278
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9160,11 +9192,11 @@ f16steps_275:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_275
+	JMP         f16steps_277
 
-f16stepsdone_276:
+f16stepsdone_278:
 	CMPQ        SI, $0x10
-	JB          f16step16_277
+	JB          f16step16_279
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -9174,9 +9206,9 @@ f16stepsdone_276:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_277:
+f16step16_279:
 	TESTQ       SI, SI
-	JZ          f16notail_278
+	JZ          f16notail_280
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9188,7 +9220,7 @@ f16step16_277:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-f16notail_278:
+f16notail_280:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9216,9 +9248,9 @@ f16notail_278:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_274:
+f16rest_276:
 	CMPQ DX, $0x01
-	JNE  f16rest_279
+	JNE  f16rest_281
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -9230,9 +9262,9 @@ f16rest_274:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_280:
+f16steps_282:
 	CMPQ        DX, $0x20
-	JB          f16stepsdone_281
+	JB          f16stepsdone_283
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -9243,11 +9275,11 @@ f16steps_280:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x20, DX
-	JMP         f16steps_280
+	JMP         f16steps_282
 
-f16stepsdone_281:
+f16stepsdone_283:
 	CMPQ        DX, $0x10
-	JB          f16step16_282
+	JB          f16step16_284
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9255,9 +9287,9 @@ f16stepsdone_281:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_282:
+f16step16_284:
 	TESTQ       DX, DX
-	JZ          f16notail_283
+	JZ          f16notail_285
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -9266,7 +9298,7 @@ f16step16_282:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-f16notail_283:
+f16notail_285:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -9289,12 +9321,12 @@ f16notail_283:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_279:
+f16rest_281:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_285
+	JZ   f16singledone_287
 
-f16single_284:
+f16single_286:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -9305,9 +9337,9 @@ f16single_284:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_286:
+f16steps_288:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_287
+	JB          f16stepsdone_289
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -9318,11 +9350,11 @@ f16steps_286:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x20, BX
-	JMP         f16steps_286
+	JMP         f16steps_288
 
-f16stepsdone_287:
+f16stepsdone_289:
 	CMPQ        BX, $0x10
-	JB          f16step16_288
+	JB          f16step16_290
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9330,9 +9362,9 @@ f16stepsdone_287:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_288:
+f16step16_290:
 	TESTQ       BX, BX
-	JZ          f16notail_289
+	JZ          f16notail_291
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -9341,7 +9373,7 @@ f16step16_288:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-f16notail_289:
+f16notail_291:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9359,22 +9391,22 @@ f16notail_289:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_284
+	JNZ           f16single_286
 
-f16singledone_285:
-	JMP f16mmend_261
+f16singledone_287:
+	JMP f16mmend_263
 
-f16mmtokens_262:
+f16mmtokens_264:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_290
+	JNE  f16mmtokens_292
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_291:
+f16tiles_293:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_292
+	JB   f16tilesdone_294
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9395,9 +9427,9 @@ f16tiles_291:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_293:
+f16steps_295:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_294
+	JB          f16stepsdone_296
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9434,11 +9466,11 @@ f16steps_293:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_293
+	JMP         f16steps_295
 
-f16stepsdone_294:
+f16stepsdone_296:
 	CMPQ        DI, $0x10
-	JB          f16step16_295
+	JB          f16step16_297
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -9458,9 +9490,9 @@ f16stepsdone_294:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_295:
+f16step16_297:
 	TESTQ       DI, DI
-	JZ          f16notail_296
+	JZ          f16notail_298
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -9483,7 +9515,7 @@ f16step16_295:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-f16notail_296:
+f16notail_298:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9536,11 +9568,11 @@ f16notail_296:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_291
+	JMP           f16tiles_293
 
-f16tilesdone_292:
+f16tilesdone_294:
 	CMPQ DX, $0x03
-	JNE  f16rest_297
+	JNE  f16rest_299
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9557,9 +9589,9 @@ f16tilesdone_292:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_298:
+f16steps_300:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_299
+	JB          f16stepsdone_301
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9588,11 +9620,11 @@ f16steps_298:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_298
+	JMP         f16steps_300
 
-f16stepsdone_299:
+f16stepsdone_301:
 	CMPQ        DI, $0x10
-	JB          f16step16_300
+	JB          f16step16_302
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -9608,9 +9640,9 @@ f16stepsdone_299:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_300:
+f16step16_302:
 	TESTQ       DI, DI
-	JZ          f16notail_301
+	JZ          f16notail_303
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -9629,7 +9661,7 @@ f16step16_300:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-f16notail_301:
+f16notail_303:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9685,9 +9717,9 @@ f16notail_301:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_297:
+f16rest_299:
 	CMPQ DX, $0x02
-	JNE  f16rest_302
+	JNE  f16rest_304
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9702,9 +9734,9 @@ f16rest_297:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_303:
+f16steps_305:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_304
+	JB          f16stepsdone_306
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9726,11 +9758,11 @@ f16steps_303:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_303
+	JMP         f16steps_305
 
-f16stepsdone_304:
+f16stepsdone_306:
 	CMPQ        DI, $0x10
-	JB          f16step16_305
+	JB          f16step16_307
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -9743,9 +9775,9 @@ f16stepsdone_304:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_305:
+f16step16_307:
 	TESTQ       DI, DI
-	JZ          f16notail_306
+	JZ          f16notail_308
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -9760,7 +9792,7 @@ f16step16_305:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-f16notail_306:
+f16notail_308:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9807,9 +9839,9 @@ f16notail_306:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_302:
+f16rest_304:
 	CMPQ DX, $0x01
-	JNE  f16rest_307
+	JNE  f16rest_309
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -9822,9 +9854,9 @@ f16rest_302:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_308:
+f16steps_310:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_309
+	JB          f16stepsdone_311
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -9839,11 +9871,11 @@ f16steps_308:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x20, BX
-	JMP         f16steps_308
+	JMP         f16steps_310
 
-f16stepsdone_309:
+f16stepsdone_311:
 	CMPQ        BX, $0x10
-	JB          f16step16_310
+	JB          f16step16_312
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -9853,9 +9885,9 @@ f16stepsdone_309:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_310:
+f16step16_312:
 	TESTQ       BX, BX
-	JZ          f16notail_311
+	JZ          f16notail_313
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -9866,7 +9898,7 @@ f16step16_310:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-f16notail_311:
+f16notail_313:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -9904,12 +9936,12 @@ f16notail_311:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_307:
+f16rest_309:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_313
+	JZ   f16singledone_315
 
-f16single_312:
+f16single_314:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -9921,9 +9953,9 @@ f16single_312:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_314:
+f16steps_316:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_315
+	JB          f16stepsdone_317
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -9938,11 +9970,11 @@ f16steps_314:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_314
+	JMP         f16steps_316
 
-f16stepsdone_315:
+f16stepsdone_317:
 	CMPQ        SI, $0x10
-	JB          f16step16_316
+	JB          f16step16_318
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -9952,9 +9984,9 @@ f16stepsdone_315:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_316:
+f16step16_318:
 	TESTQ       SI, SI
-	JZ          f16notail_317
+	JZ          f16notail_319
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9965,7 +9997,7 @@ f16step16_316:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-f16notail_317:
+f16notail_319:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9993,22 +10025,22 @@ f16notail_317:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_312
+	JNZ           f16single_314
 
-f16singledone_313:
-	JMP f16mmend_261
+f16singledone_315:
+	JMP f16mmend_263
 
-f16mmtokens_290:
+f16mmtokens_292:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_318
+	JNE  f16mmtokens_320
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_319:
+f16tiles_321:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_320
+	JB   f16tilesdone_322
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10033,9 +10065,9 @@ f16tiles_319:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_321:
+f16steps_323:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_322
+	JB          f16stepsdone_324
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10082,11 +10114,11 @@ f16steps_321:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_321
+	JMP         f16steps_323
 
-f16stepsdone_322:
+f16stepsdone_324:
 	CMPQ        DI, $0x10
-	JB          f16step16_323
+	JB          f16step16_325
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -10111,9 +10143,9 @@ f16stepsdone_322:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_323:
+f16step16_325:
 	TESTQ       DI, DI
-	JZ          f16notail_324
+	JZ          f16notail_326
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10141,7 +10173,7 @@ f16step16_323:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-f16notail_324:
+f16notail_326:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10215,11 +10247,11 @@ f16notail_324:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_319
+	JMP           f16tiles_321
 
-f16tilesdone_320:
+f16tilesdone_322:
 	CMPQ DX, $0x03
-	JNE  f16rest_325
+	JNE  f16rest_327
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10239,9 +10271,9 @@ f16tilesdone_320:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_326:
+f16steps_328:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_327
+	JB          f16stepsdone_329
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10278,11 +10310,11 @@ f16steps_326:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_326
+	JMP         f16steps_328
 
-f16stepsdone_327:
+f16stepsdone_329:
 	CMPQ        DI, $0x10
-	JB          f16step16_328
+	JB          f16step16_330
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -10302,9 +10334,9 @@ f16stepsdone_327:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_328:
+f16step16_330:
 	TESTQ       DI, DI
-	JZ          f16notail_329
+	JZ          f16notail_331
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10327,7 +10359,7 @@ f16step16_328:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-f16notail_329:
+f16notail_331:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10406,9 +10438,9 @@ f16notail_329:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_325:
+f16rest_327:
 	CMPQ DX, $0x02
-	JNE  f16rest_330
+	JNE  f16rest_332
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10425,9 +10457,9 @@ f16rest_325:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_331:
+f16steps_333:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_332
+	JB          f16stepsdone_334
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10455,11 +10487,11 @@ f16steps_331:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, DI
-	JMP         f16steps_331
+	JMP         f16steps_333
 
-f16stepsdone_332:
+f16stepsdone_334:
 	CMPQ        DI, $0x10
-	JB          f16step16_333
+	JB          f16step16_335
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -10475,9 +10507,9 @@ f16stepsdone_332:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_333:
+f16step16_335:
 	TESTQ       DI, DI
-	JZ          f16notail_334
+	JZ          f16notail_336
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10495,7 +10527,7 @@ f16step16_333:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-f16notail_334:
+f16notail_336:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10561,9 +10593,9 @@ f16notail_334:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_330:
+f16rest_332:
 	CMPQ DX, $0x01
-	JNE  f16rest_335
+	JNE  f16rest_337
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -10577,9 +10609,9 @@ f16rest_330:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_336:
+f16steps_338:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_337
+	JB          f16stepsdone_339
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -10598,11 +10630,11 @@ f16steps_336:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x20, BX
-	JMP         f16steps_336
+	JMP         f16steps_338
 
-f16stepsdone_337:
+f16stepsdone_339:
 	CMPQ        BX, $0x10
-	JB          f16step16_338
+	JB          f16step16_340
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -10614,9 +10646,9 @@ f16stepsdone_337:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_338:
+f16step16_340:
 	TESTQ       BX, BX
-	JZ          f16notail_339
+	JZ          f16notail_341
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10629,7 +10661,7 @@ f16step16_338:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-f16notail_339:
+f16notail_341:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10682,12 +10714,12 @@ f16notail_339:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_335:
+f16rest_337:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_341
+	JZ   f16singledone_343
 
-f16single_340:
+f16single_342:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10700,9 +10732,9 @@ f16single_340:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_342:
+f16steps_344:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_343
+	JB          f16stepsdone_345
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -10721,11 +10753,11 @@ f16steps_342:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, SI
-	JMP         f16steps_342
+	JMP         f16steps_344
 
-f16stepsdone_343:
+f16stepsdone_345:
 	CMPQ        SI, $0x10
-	JB          f16step16_344
+	JB          f16step16_346
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -10737,9 +10769,9 @@ f16stepsdone_343:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_344:
+f16step16_346:
 	TESTQ       SI, SI
-	JZ          f16notail_345
+	JZ          f16notail_347
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10752,7 +10784,7 @@ f16step16_344:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-f16notail_345:
+f16notail_347:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10790,22 +10822,22 @@ f16notail_345:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_340
+	JNZ           f16single_342
 
-f16singledone_341:
-	JMP f16mmend_261
+f16singledone_343:
+	JMP f16mmend_263
 
-f16mmtokens_318:
+f16mmtokens_320:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_346
+	JNE  f16mmtokens_348
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_347:
+f16tiles_349:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_348
+	JB   f16tilesdone_350
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -10836,9 +10868,9 @@ f16tiles_347:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_349:
+f16steps_351:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_350
+	JB          f16stepsdone_352
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10896,11 +10928,11 @@ f16steps_349:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_349
+	JMP         f16steps_351
 
-f16stepsdone_350:
+f16stepsdone_352:
 	CMPQ        DI, $0x10
-	JB          f16step16_351
+	JB          f16step16_353
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -10931,9 +10963,9 @@ f16stepsdone_350:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_351:
+f16step16_353:
 	TESTQ       DI, DI
-	JZ          f16notail_352
+	JZ          f16notail_354
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -10966,7 +10998,7 @@ f16step16_351:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-f16notail_352:
+f16notail_354:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11061,11 +11093,11 @@ f16notail_352:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_347
+	JMP           f16tiles_349
 
-f16tilesdone_348:
+f16tilesdone_350:
 	CMPQ DX, $0x03
-	JNE  f16rest_353
+	JNE  f16rest_355
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11090,9 +11122,9 @@ f16tilesdone_348:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_354:
+f16steps_356:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_355
+	JB          f16stepsdone_357
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11138,11 +11170,11 @@ f16steps_354:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_354
+	JMP         f16steps_356
 
-f16stepsdone_355:
+f16stepsdone_357:
 	CMPQ        DI, $0x10
-	JB          f16step16_356
+	JB          f16step16_358
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -11167,9 +11199,9 @@ f16stepsdone_355:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_356:
+f16step16_358:
 	TESTQ       DI, DI
-	JZ          f16notail_357
+	JZ          f16notail_359
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11196,7 +11228,7 @@ f16step16_356:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-f16notail_357:
+f16notail_359:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11298,9 +11330,9 @@ f16notail_357:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_353:
+f16rest_355:
 	CMPQ DX, $0x02
-	JNE  f16rest_358
+	JNE  f16rest_360
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11321,9 +11353,9 @@ f16rest_353:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_359:
+f16steps_361:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_360
+	JB          f16stepsdone_362
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11358,11 +11390,11 @@ f16steps_359:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_359
+	JMP         f16steps_361
 
-f16stepsdone_360:
+f16stepsdone_362:
 	CMPQ        DI, $0x10
-	JB          f16step16_361
+	JB          f16step16_363
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -11382,9 +11414,9 @@ f16stepsdone_360:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_361:
+f16step16_363:
 	TESTQ       DI, DI
-	JZ          f16notail_362
+	JZ          f16notail_364
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11405,7 +11437,7 @@ f16step16_361:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-f16notail_362:
+f16notail_364:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11490,9 +11522,9 @@ f16notail_362:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_358:
+f16rest_360:
 	CMPQ DX, $0x01
-	JNE  f16rest_363
+	JNE  f16rest_365
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -11509,9 +11541,9 @@ f16rest_358:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_364:
+f16steps_366:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_365
+	JB          f16stepsdone_367
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -11535,11 +11567,11 @@ f16steps_364:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, BX
-	JMP         f16steps_364
+	JMP         f16steps_366
 
-f16stepsdone_365:
+f16stepsdone_367:
 	CMPQ        BX, $0x10
-	JB          f16step16_366
+	JB          f16step16_368
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -11554,9 +11586,9 @@ f16stepsdone_365:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_366:
+f16step16_368:
 	TESTQ       BX, BX
-	JZ          f16notail_367
+	JZ          f16notail_369
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -11571,7 +11603,7 @@ f16step16_366:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-f16notail_367:
+f16notail_369:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11639,12 +11671,12 @@ f16notail_367:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_363:
+f16rest_365:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_369
+	JZ   f16singledone_371
 
-f16single_368:
+f16single_370:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11660,9 +11692,9 @@ f16single_368:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_370:
+f16steps_372:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_371
+	JB          f16stepsdone_373
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -11686,11 +11718,11 @@ f16steps_370:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_370
+	JMP         f16steps_372
 
-f16stepsdone_371:
+f16stepsdone_373:
 	CMPQ        SI, $0x10
-	JB          f16step16_372
+	JB          f16step16_374
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -11705,9 +11737,9 @@ f16stepsdone_371:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_372:
+f16step16_374:
 	TESTQ       SI, SI
-	JZ          f16notail_373
+	JZ          f16notail_375
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -11722,7 +11754,7 @@ f16step16_372:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-f16notail_373:
+f16notail_375:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11770,22 +11802,22 @@ f16notail_373:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_368
+	JNZ           f16single_370
 
-f16singledone_369:
-	JMP f16mmend_261
+f16singledone_371:
+	JMP f16mmend_263
 
-f16mmtokens_346:
+f16mmtokens_348:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_374
+	JNE  f16mmtokens_376
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_375:
+f16tiles_377:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_376
+	JB   f16tilesdone_378
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -11820,9 +11852,9 @@ f16tiles_375:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_377:
+f16steps_379:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_378
+	JB          f16stepsdone_380
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11890,11 +11922,11 @@ f16steps_377:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_377
+	JMP         f16steps_379
 
-f16stepsdone_378:
+f16stepsdone_380:
 	CMPQ        DI, $0x10
-	JB          f16step16_379
+	JB          f16step16_381
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -11930,9 +11962,9 @@ f16stepsdone_378:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_379:
+f16step16_381:
 	TESTQ       DI, DI
-	JZ          f16notail_380
+	JZ          f16notail_382
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -11970,7 +12002,7 @@ f16step16_379:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-f16notail_380:
+f16notail_382:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12086,11 +12118,11 @@ f16notail_380:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_375
+	JMP           f16tiles_377
 
-f16tilesdone_376:
+f16tilesdone_378:
 	CMPQ DX, $0x03
-	JNE  f16rest_381
+	JNE  f16rest_383
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12118,9 +12150,9 @@ f16tilesdone_376:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_382:
+f16steps_384:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_383
+	JB          f16stepsdone_385
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12174,11 +12206,11 @@ f16steps_382:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_382
+	JMP         f16steps_384
 
-f16stepsdone_383:
+f16stepsdone_385:
 	CMPQ        DI, $0x10
-	JB          f16step16_384
+	JB          f16step16_386
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -12207,9 +12239,9 @@ f16stepsdone_383:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_384:
+f16step16_386:
 	TESTQ       DI, DI
-	JZ          f16notail_385
+	JZ          f16notail_387
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12240,7 +12272,7 @@ f16step16_384:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-f16notail_385:
+f16notail_387:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12365,9 +12397,9 @@ f16notail_385:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_381:
+f16rest_383:
 	CMPQ DX, $0x02
-	JNE  f16rest_386
+	JNE  f16rest_388
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12390,9 +12422,9 @@ f16rest_381:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_387:
+f16steps_389:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_388
+	JB          f16stepsdone_390
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12433,11 +12465,11 @@ f16steps_387:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_387
+	JMP         f16steps_389
 
-f16stepsdone_388:
+f16stepsdone_390:
 	CMPQ        DI, $0x10
-	JB          f16step16_389
+	JB          f16step16_391
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -12460,9 +12492,9 @@ f16stepsdone_388:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_389:
+f16step16_391:
 	TESTQ       DI, DI
-	JZ          f16notail_390
+	JZ          f16notail_392
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12486,7 +12518,7 @@ f16step16_389:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-f16notail_390:
+f16notail_392:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12590,9 +12622,9 @@ f16notail_390:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_386:
+f16rest_388:
 	CMPQ DX, $0x01
-	JNE  f16rest_391
+	JNE  f16rest_393
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -12610,9 +12642,9 @@ f16rest_386:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_392:
+f16steps_394:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_393
+	JB          f16stepsdone_395
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -12640,11 +12672,11 @@ f16steps_392:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, BX
-	JMP         f16steps_392
+	JMP         f16steps_394
 
-f16stepsdone_393:
+f16stepsdone_395:
 	CMPQ        BX, $0x10
-	JB          f16step16_394
+	JB          f16step16_396
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -12661,9 +12693,9 @@ f16stepsdone_393:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_394:
+f16step16_396:
 	TESTQ       BX, BX
-	JZ          f16notail_395
+	JZ          f16notail_397
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -12680,7 +12712,7 @@ f16step16_394:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-f16notail_395:
+f16notail_397:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12763,12 +12795,12 @@ f16notail_395:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_391:
+f16rest_393:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_397
+	JZ   f16singledone_399
 
-f16single_396:
+f16single_398:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12785,9 +12817,9 @@ f16single_396:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_398:
+f16steps_400:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_399
+	JB          f16stepsdone_401
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -12815,11 +12847,11 @@ f16steps_398:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_398
+	JMP         f16steps_400
 
-f16stepsdone_399:
+f16stepsdone_401:
 	CMPQ        SI, $0x10
-	JB          f16step16_400
+	JB          f16step16_402
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -12836,9 +12868,9 @@ f16stepsdone_399:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_400:
+f16step16_402:
 	TESTQ       SI, SI
-	JZ          f16notail_401
+	JZ          f16notail_403
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -12855,7 +12887,7 @@ f16step16_400:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-f16notail_401:
+f16notail_403:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12913,22 +12945,22 @@ f16notail_401:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_396
+	JNZ           f16single_398
 
-f16singledone_397:
-	JMP f16mmend_261
+f16singledone_399:
+	JMP f16mmend_263
 
-f16mmtokens_374:
+f16mmtokens_376:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_402
+	JNE  f16mmtokens_404
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_403:
+f16tiles_405:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_404
+	JB   f16tilesdone_406
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -12967,9 +12999,9 @@ f16tiles_403:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_405:
+f16steps_407:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_406
+	JB          f16stepsdone_408
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13047,11 +13079,11 @@ f16steps_405:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_405
+	JMP         f16steps_407
 
-f16stepsdone_406:
+f16stepsdone_408:
 	CMPQ        DI, $0x10
-	JB          f16step16_407
+	JB          f16step16_409
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -13092,9 +13124,9 @@ f16stepsdone_406:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_407:
+f16step16_409:
 	TESTQ       DI, DI
-	JZ          f16notail_408
+	JZ          f16notail_410
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13137,7 +13169,7 @@ f16step16_407:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-f16notail_408:
+f16notail_410:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13274,11 +13306,11 @@ f16notail_408:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_403
+	JMP           f16tiles_405
 
-f16tilesdone_404:
+f16tilesdone_406:
 	CMPQ DX, $0x03
-	JNE  f16rest_409
+	JNE  f16rest_411
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13309,9 +13341,9 @@ f16tilesdone_404:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_410:
+f16steps_412:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_411
+	JB          f16stepsdone_413
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13373,11 +13405,11 @@ f16steps_410:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_410
+	JMP         f16steps_412
 
-f16stepsdone_411:
+f16stepsdone_413:
 	CMPQ        DI, $0x10
-	JB          f16step16_412
+	JB          f16step16_414
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -13410,9 +13442,9 @@ f16stepsdone_411:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_412:
+f16step16_414:
 	TESTQ       DI, DI
-	JZ          f16notail_413
+	JZ          f16notail_415
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13447,7 +13479,7 @@ f16step16_412:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-f16notail_413:
+f16notail_415:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13595,9 +13627,9 @@ f16notail_413:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_409:
+f16rest_411:
 	CMPQ DX, $0x02
-	JNE  f16rest_414
+	JNE  f16rest_416
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13622,9 +13654,9 @@ f16rest_409:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_415:
+f16steps_417:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_416
+	JB          f16stepsdone_418
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13671,11 +13703,11 @@ f16steps_415:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, DI
-	JMP         f16steps_415
+	JMP         f16steps_417
 
-f16stepsdone_416:
+f16stepsdone_418:
 	CMPQ        DI, $0x10
-	JB          f16step16_417
+	JB          f16step16_419
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -13701,9 +13733,9 @@ f16stepsdone_416:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_417:
+f16step16_419:
 	TESTQ       DI, DI
-	JZ          f16notail_418
+	JZ          f16notail_420
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13730,7 +13762,7 @@ f16step16_417:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-f16notail_418:
+f16notail_420:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13853,9 +13885,9 @@ f16notail_418:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_414:
+f16rest_416:
 	CMPQ DX, $0x01
-	JNE  f16rest_419
+	JNE  f16rest_421
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -13874,9 +13906,9 @@ f16rest_414:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_420:
+f16steps_422:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_421
+	JB          f16stepsdone_423
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -13908,11 +13940,11 @@ f16steps_420:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x20, BX
-	JMP         f16steps_420
+	JMP         f16steps_422
 
-f16stepsdone_421:
+f16stepsdone_423:
 	CMPQ        BX, $0x10
-	JB          f16step16_422
+	JB          f16step16_424
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -13931,9 +13963,9 @@ f16stepsdone_421:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_422:
+f16step16_424:
 	TESTQ       BX, BX
-	JZ          f16notail_423
+	JZ          f16notail_425
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -13952,7 +13984,7 @@ f16step16_422:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-f16notail_423:
+f16notail_425:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14050,12 +14082,12 @@ f16notail_423:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_419:
+f16rest_421:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_425
+	JZ   f16singledone_427
 
-f16single_424:
+f16single_426:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14073,9 +14105,9 @@ f16single_424:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_426:
+f16steps_428:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_427
+	JB          f16stepsdone_429
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -14107,11 +14139,11 @@ f16steps_426:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, SI
-	JMP         f16steps_426
+	JMP         f16steps_428
 
-f16stepsdone_427:
+f16stepsdone_429:
 	CMPQ        SI, $0x10
-	JB          f16step16_428
+	JB          f16step16_430
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14130,9 +14162,9 @@ f16stepsdone_427:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_428:
+f16step16_430:
 	TESTQ       SI, SI
-	JZ          f16notail_429
+	JZ          f16notail_431
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14151,7 +14183,7 @@ f16step16_428:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-f16notail_429:
+f16notail_431:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14219,22 +14251,22 @@ f16notail_429:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_424
+	JNZ           f16single_426
 
-f16singledone_425:
-	JMP f16mmend_261
+f16singledone_427:
+	JMP f16mmend_263
 
-f16mmtokens_402:
+f16mmtokens_404:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_430
+	JNE  f16mmtokens_432
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_431:
+f16tiles_433:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_432
+	JB   f16tilesdone_434
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -14270,9 +14302,9 @@ f16tiles_431:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_433:
+f16steps_435:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_434
+	JB          f16stepsdone_436
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14343,11 +14375,11 @@ f16steps_433:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_433
+	JMP         f16steps_435
 
-f16stepsdone_434:
+f16stepsdone_436:
 	CMPQ        DI, $0x10
-	JB          f16step16_435
+	JB          f16step16_437
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -14385,9 +14417,9 @@ f16stepsdone_434:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_435:
+f16step16_437:
 	TESTQ       DI, DI
-	JZ          f16notail_436
+	JZ          f16notail_438
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14426,7 +14458,7 @@ f16step16_435:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-f16notail_436:
+f16notail_438:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14597,11 +14629,11 @@ f16notail_436:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_431
+	JMP           f16tiles_433
 
-f16tilesdone_432:
+f16tilesdone_434:
 	CMPQ DX, $0x02
-	JNE  f16rest_437
+	JNE  f16rest_439
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -14630,9 +14662,9 @@ f16tilesdone_432:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_438:
+f16steps_440:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_439
+	JB          f16stepsdone_441
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14686,11 +14718,11 @@ f16steps_438:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_438
+	JMP         f16steps_440
 
-f16stepsdone_439:
+f16stepsdone_441:
 	CMPQ        DI, $0x10
-	JB          f16step16_440
+	JB          f16step16_442
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -14720,9 +14752,9 @@ f16stepsdone_439:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_440:
+f16step16_442:
 	TESTQ       DI, DI
-	JZ          f16notail_441
+	JZ          f16notail_443
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14752,7 +14784,7 @@ f16step16_440:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-f16notail_441:
+f16notail_443:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14894,9 +14926,9 @@ f16notail_441:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_437:
+f16rest_439:
 	CMPQ DX, $0x01
-	JNE  f16rest_442
+	JNE  f16rest_444
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -14918,9 +14950,9 @@ f16rest_437:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_443:
+f16steps_445:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_444
+	JB          f16stepsdone_446
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -14957,11 +14989,11 @@ f16steps_443:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, BX
-	JMP         f16steps_443
+	JMP         f16steps_445
 
-f16stepsdone_444:
+f16stepsdone_446:
 	CMPQ        BX, $0x10
-	JB          f16step16_445
+	JB          f16step16_447
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -14983,9 +15015,9 @@ f16stepsdone_444:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_445:
+f16step16_447:
 	TESTQ       BX, BX
-	JZ          f16notail_446
+	JZ          f16notail_448
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -15006,7 +15038,7 @@ f16step16_445:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-f16notail_446:
+f16notail_448:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15119,12 +15151,12 @@ f16notail_446:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_442:
+f16rest_444:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_448
+	JZ   f16singledone_450
 
-f16single_447:
+f16single_449:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15145,9 +15177,9 @@ f16single_447:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_449:
+f16steps_451:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_450
+	JB          f16stepsdone_452
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -15184,11 +15216,11 @@ f16steps_449:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, SI
-	JMP         f16steps_449
+	JMP         f16steps_451
 
-f16stepsdone_450:
+f16stepsdone_452:
 	CMPQ        SI, $0x10
-	JB          f16step16_451
+	JB          f16step16_453
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15210,9 +15242,9 @@ f16stepsdone_450:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_451:
+f16step16_453:
 	TESTQ       SI, SI
-	JZ          f16notail_452
+	JZ          f16notail_454
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -15233,7 +15265,7 @@ f16step16_451:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-f16notail_452:
+f16notail_454:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15311,22 +15343,22 @@ f16notail_452:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_447
+	JNZ           f16single_449
 
-f16singledone_448:
-	JMP f16mmend_261
+f16singledone_450:
+	JMP f16mmend_263
 
-f16mmtokens_430:
+f16mmtokens_432:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_453
+	JNE  f16mmtokens_455
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_454:
+f16tiles_456:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_455
+	JB   f16tilesdone_457
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -15365,9 +15397,9 @@ f16tiles_454:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_456:
+f16steps_458:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_457
+	JB          f16stepsdone_459
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15446,11 +15478,11 @@ f16steps_456:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_456
+	JMP         f16steps_458
 
-f16stepsdone_457:
+f16stepsdone_459:
 	CMPQ        DI, $0x10
-	JB          f16step16_458
+	JB          f16step16_460
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -15492,9 +15524,9 @@ f16stepsdone_457:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_458:
+f16step16_460:
 	TESTQ       DI, DI
-	JZ          f16notail_459
+	JZ          f16notail_461
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15537,7 +15569,7 @@ f16step16_458:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-f16notail_459:
+f16notail_461:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15731,11 +15763,11 @@ f16notail_459:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_454
+	JMP           f16tiles_456
 
-f16tilesdone_455:
+f16tilesdone_457:
 	CMPQ DX, $0x02
-	JNE  f16rest_460
+	JNE  f16rest_462
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -15766,9 +15798,9 @@ f16tilesdone_455:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_461:
+f16steps_463:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_462
+	JB          f16stepsdone_464
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15828,11 +15860,11 @@ f16steps_461:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_461
+	JMP         f16steps_463
 
-f16stepsdone_462:
+f16stepsdone_464:
 	CMPQ        DI, $0x10
-	JB          f16step16_463
+	JB          f16step16_465
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -15865,9 +15897,9 @@ f16stepsdone_462:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_463:
+f16step16_465:
 	TESTQ       DI, DI
-	JZ          f16notail_464
+	JZ          f16notail_466
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15900,7 +15932,7 @@ f16step16_463:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-f16notail_464:
+f16notail_466:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16061,9 +16093,9 @@ f16notail_464:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_460:
+f16rest_462:
 	CMPQ DX, $0x01
-	JNE  f16rest_465
+	JNE  f16rest_467
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -16086,9 +16118,9 @@ f16rest_460:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_466:
+f16steps_468:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_467
+	JB          f16stepsdone_469
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -16129,11 +16161,11 @@ f16steps_466:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, BX
-	JMP         f16steps_466
+	JMP         f16steps_468
 
-f16stepsdone_467:
+f16stepsdone_469:
 	CMPQ        BX, $0x10
-	JB          f16step16_468
+	JB          f16step16_470
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16157,9 +16189,9 @@ f16stepsdone_467:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_468:
+f16step16_470:
 	TESTQ       BX, BX
-	JZ          f16notail_469
+	JZ          f16notail_471
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16182,7 +16214,7 @@ f16step16_468:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-f16notail_469:
+f16notail_471:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -16310,12 +16342,12 @@ f16notail_469:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_465:
+f16rest_467:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_471
+	JZ   f16singledone_473
 
-f16single_470:
+f16single_472:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16337,9 +16369,9 @@ f16single_470:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_472:
+f16steps_474:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_473
+	JB          f16stepsdone_475
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -16380,11 +16412,11 @@ f16steps_472:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, SI
-	JMP         f16steps_472
+	JMP         f16steps_474
 
-f16stepsdone_473:
+f16stepsdone_475:
 	CMPQ        SI, $0x10
-	JB          f16step16_474
+	JB          f16step16_476
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16408,9 +16440,9 @@ f16stepsdone_473:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_474:
+f16step16_476:
 	TESTQ       SI, SI
-	JZ          f16notail_475
+	JZ          f16notail_477
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -16433,7 +16465,7 @@ f16step16_474:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-f16notail_475:
+f16notail_477:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16521,22 +16553,22 @@ f16notail_475:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_470
+	JNZ           f16single_472
 
-f16singledone_471:
-	JMP f16mmend_261
+f16singledone_473:
+	JMP f16mmend_263
 
-f16mmtokens_453:
+f16mmtokens_455:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_476
+	JNE  f16mmtokens_478
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_477:
+f16tiles_479:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_478
+	JB   f16tilesdone_480
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -16578,9 +16610,9 @@ f16tiles_477:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_479:
+f16steps_481:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_480
+	JB          f16stepsdone_482
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16667,11 +16699,11 @@ f16steps_479:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_479
+	JMP         f16steps_481
 
-f16stepsdone_480:
+f16stepsdone_482:
 	CMPQ        DI, $0x10
-	JB          f16step16_481
+	JB          f16step16_483
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -16717,9 +16749,9 @@ f16stepsdone_480:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_481:
+f16step16_483:
 	TESTQ       DI, DI
-	JZ          f16notail_482
+	JZ          f16notail_484
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16766,7 +16798,7 @@ f16step16_481:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-f16notail_482:
+f16notail_484:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16983,11 +17015,11 @@ f16notail_482:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_477
+	JMP           f16tiles_479
 
-f16tilesdone_478:
+f16tilesdone_480:
 	CMPQ DX, $0x02
-	JNE  f16rest_483
+	JNE  f16rest_485
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17020,9 +17052,9 @@ f16tilesdone_478:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_484:
+f16steps_486:
 	CMPQ        DI, $0x20
-	JB          f16stepsdone_485
+	JB          f16stepsdone_487
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17088,11 +17120,11 @@ f16steps_484:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x20, DI
-	JMP         f16steps_484
+	JMP         f16steps_486
 
-f16stepsdone_485:
+f16stepsdone_487:
 	CMPQ        DI, $0x10
-	JB          f16step16_486
+	JB          f16step16_488
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -17128,9 +17160,9 @@ f16stepsdone_485:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_486:
+f16step16_488:
 	TESTQ       DI, DI
-	JZ          f16notail_487
+	JZ          f16notail_489
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17166,7 +17198,7 @@ f16step16_486:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-f16notail_487:
+f16notail_489:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17346,9 +17378,9 @@ f16notail_487:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_483:
+f16rest_485:
 	CMPQ DX, $0x01
-	JNE  f16rest_488
+	JNE  f16rest_490
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -17372,9 +17404,9 @@ f16rest_483:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_489:
+f16steps_491:
 	CMPQ        BX, $0x20
-	JB          f16stepsdone_490
+	JB          f16stepsdone_492
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -17419,11 +17451,11 @@ f16steps_489:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x20, BX
-	JMP         f16steps_489
+	JMP         f16steps_491
 
-f16stepsdone_490:
+f16stepsdone_492:
 	CMPQ        BX, $0x10
-	JB          f16step16_491
+	JB          f16step16_493
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -17449,9 +17481,9 @@ f16stepsdone_490:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_491:
+f16step16_493:
 	TESTQ       BX, BX
-	JZ          f16notail_492
+	JZ          f16notail_494
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -17476,7 +17508,7 @@ f16step16_491:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-f16notail_492:
+f16notail_494:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17619,12 +17651,12 @@ f16notail_492:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_488:
+f16rest_490:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_494
+	JZ   f16singledone_496
 
-f16single_493:
+f16single_495:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17647,9 +17679,9 @@ f16single_493:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_495:
+f16steps_497:
 	CMPQ        SI, $0x20
-	JB          f16stepsdone_496
+	JB          f16stepsdone_498
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -17694,11 +17726,11 @@ f16steps_495:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x20, SI
-	JMP         f16steps_495
+	JMP         f16steps_497
 
-f16stepsdone_496:
+f16stepsdone_498:
 	CMPQ        SI, $0x10
-	JB          f16step16_497
+	JB          f16step16_499
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -17724,9 +17756,9 @@ f16stepsdone_496:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_497:
+f16step16_499:
 	TESTQ       SI, SI
-	JZ          f16notail_498
+	JZ          f16notail_500
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17751,7 +17783,7 @@ f16step16_497:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-f16notail_498:
+f16notail_500:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17849,13 +17881,13 @@ f16notail_498:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_493
+	JNZ           f16single_495
 
-f16singledone_494:
-	JMP f16mmend_261
+f16singledone_496:
+	JMP f16mmend_263
 
-f16mmtokens_476:
-f16mmend_261:
+f16mmtokens_478:
+f16mmend_263:
 	VZEROUPPER
 	RET
 
@@ -17866,16 +17898,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_499:
+rows_501:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_500
+	JB   rowsdone_502
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_501:
+tokens_503:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_502
+	JB   tokenstail_504
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -17909,9 +17941,9 @@ tokens_501:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_504:
+i8steps_506:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_505
+	JB         i8stepsdone_507
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -17950,11 +17982,11 @@ i8steps_504:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x40, R10
-	JMP        i8steps_504
+	JMP        i8steps_506
 
-i8stepsdone_505:
+i8stepsdone_507:
 	TESTQ      R10, R10
-	JZ         i8notail_506
+	JZ         i8notail_508
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -17992,7 +18024,7 @@ i8stepsdone_505:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-i8notail_506:
+i8notail_508:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -18151,11 +18183,11 @@ i8notail_506:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_501
+	JMP           tokens_503
 
-tokenstail_502:
+tokenstail_504:
 	CMPQ DI, $0x00000004
-	JNE  tokens_507
+	JNE  tokens_509
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -18184,9 +18216,9 @@ tokenstail_502:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_508:
+i8steps_510:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_509
+	JB         i8stepsdone_511
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18220,11 +18252,11 @@ i8steps_508:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R10
-	JMP        i8steps_508
+	JMP        i8steps_510
 
-i8stepsdone_509:
+i8stepsdone_511:
 	TESTQ      R10, R10
-	JZ         i8notail_510
+	JZ         i8notail_512
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -18257,7 +18289,7 @@ i8stepsdone_509:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-i8notail_510:
+i8notail_512:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18379,11 +18411,11 @@ i8notail_510:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_503
+	JMP           tokensdone_505
 
-tokens_507:
+tokens_509:
 	CMPQ DI, $0x00000003
-	JNE  tokens_511
+	JNE  tokens_513
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -18406,9 +18438,9 @@ tokens_507:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_512:
+i8steps_514:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_513
+	JB         i8stepsdone_515
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18436,11 +18468,11 @@ i8steps_512:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_512
+	JMP        i8steps_514
 
-i8stepsdone_513:
+i8stepsdone_515:
 	TESTQ      R10, R10
-	JZ         i8notail_514
+	JZ         i8notail_516
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -18468,7 +18500,7 @@ i8stepsdone_513:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-i8notail_514:
+i8notail_516:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18561,11 +18593,11 @@ i8notail_514:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_503
+	JMP           tokensdone_505
 
-tokens_511:
+tokens_513:
 	CMPQ DI, $0x00000002
-	JNE  tokens_515
+	JNE  tokens_517
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -18584,9 +18616,9 @@ tokens_511:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_516:
+i8steps_518:
 	CMPQ       R10, $0x40
-	JB         i8stepsdone_517
+	JB         i8stepsdone_519
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18609,11 +18641,11 @@ i8steps_516:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R10
-	JMP        i8steps_516
+	JMP        i8steps_518
 
-i8stepsdone_517:
+i8stepsdone_519:
 	TESTQ      R10, R10
-	JZ         i8notail_518
+	JZ         i8notail_520
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -18636,7 +18668,7 @@ i8stepsdone_517:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-i8notail_518:
+i8notail_520:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18700,11 +18732,11 @@ i8notail_518:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_503
+	JMP           tokensdone_505
 
-tokens_515:
+tokens_517:
 	CMPQ DI, $0x00000001
-	JNE  tokens_519
+	JNE  tokens_521
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -18719,9 +18751,9 @@ tokens_515:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_520:
+i8steps_522:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_521
+	JB         i8stepsdone_523
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -18739,11 +18771,11 @@ i8steps_520:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_520
+	JMP        i8steps_522
 
-i8stepsdone_521:
+i8stepsdone_523:
 	TESTQ      R9, R9
-	JZ         i8notail_522
+	JZ         i8notail_524
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -18761,7 +18793,7 @@ i8stepsdone_521:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-i8notail_522:
+i8notail_524:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18797,27 +18829,27 @@ i8notail_522:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_503
+	JMP           tokensdone_505
 
-tokens_519:
-tokensdone_503:
+tokens_521:
+tokensdone_505:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_499
+	JMP  rows_501
 
-rowsdone_500:
-rows_523:
+rowsdone_502:
+rows_525:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_524
+	JB   rowsdone_526
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_525:
+tokens_527:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_526
+	JB   tokenstail_528
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -18839,9 +18871,9 @@ tokens_525:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_528:
+i8steps_530:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_529
+	JB         i8stepsdone_531
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -18865,11 +18897,11 @@ i8steps_528:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x40, R9
-	JMP        i8steps_528
+	JMP        i8steps_530
 
-i8stepsdone_529:
+i8stepsdone_531:
 	TESTQ      R9, R9
-	JZ         i8notail_530
+	JZ         i8notail_532
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -18892,7 +18924,7 @@ i8stepsdone_529:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-i8notail_530:
+i8notail_532:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19002,11 +19034,11 @@ i8notail_530:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_525
+	JMP           tokens_527
 
-tokenstail_526:
+tokenstail_528:
 	CMPQ DI, $0x00000007
-	JNE  tokens_531
+	JNE  tokens_533
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -19026,9 +19058,9 @@ tokenstail_526:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_532:
+i8steps_534:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_533
+	JB         i8stepsdone_535
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -19050,11 +19082,11 @@ i8steps_532:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x40, R9
-	JMP        i8steps_532
+	JMP        i8steps_534
 
-i8stepsdone_533:
+i8stepsdone_535:
 	TESTQ      R9, R9
-	JZ         i8notail_534
+	JZ         i8notail_536
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -19075,7 +19107,7 @@ i8stepsdone_533:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-i8notail_534:
+i8notail_536:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19165,11 +19197,11 @@ i8notail_534:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_527
+	JMP           tokensdone_529
 
-tokens_531:
+tokens_533:
 	CMPQ DI, $0x00000006
-	JNE  tokens_535
+	JNE  tokens_537
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -19186,9 +19218,9 @@ tokens_531:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_536:
+i8steps_538:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_537
+	JB         i8stepsdone_539
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -19207,11 +19239,11 @@ i8steps_536:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_536
+	JMP        i8steps_538
 
-i8stepsdone_537:
+i8stepsdone_539:
 	TESTQ      R9, R9
-	JZ         i8notail_538
+	JZ         i8notail_540
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19230,7 +19262,7 @@ i8stepsdone_537:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-i8notail_538:
+i8notail_540:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19308,11 +19340,11 @@ i8notail_538:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_527
+	JMP           tokensdone_529
 
-tokens_535:
+tokens_537:
 	CMPQ DI, $0x00000005
-	JNE  tokens_539
+	JNE  tokens_541
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -19328,9 +19360,9 @@ tokens_535:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_540:
+i8steps_542:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_541
+	JB         i8stepsdone_543
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -19347,11 +19379,11 @@ i8steps_540:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_540
+	JMP        i8steps_542
 
-i8stepsdone_541:
+i8stepsdone_543:
 	TESTQ      R9, R9
-	JZ         i8notail_542
+	JZ         i8notail_544
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19368,7 +19400,7 @@ i8stepsdone_541:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-i8notail_542:
+i8notail_544:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19434,11 +19466,11 @@ i8notail_542:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_527
+	JMP           tokensdone_529
 
-tokens_539:
+tokens_541:
 	CMPQ DI, $0x00000004
-	JNE  tokens_543
+	JNE  tokens_545
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -19453,9 +19485,9 @@ tokens_539:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_544:
+i8steps_546:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_545
+	JB         i8stepsdone_547
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -19470,11 +19502,11 @@ i8steps_544:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x40, R9
-	JMP        i8steps_544
+	JMP        i8steps_546
 
-i8stepsdone_545:
+i8stepsdone_547:
 	TESTQ      R9, R9
-	JZ         i8notail_546
+	JZ         i8notail_548
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19489,7 +19521,7 @@ i8stepsdone_545:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-i8notail_546:
+i8notail_548:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19543,11 +19575,11 @@ i8notail_546:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_527
+	JMP           tokensdone_529
 
-tokens_543:
+tokens_545:
 	CMPQ DI, $0x00000003
-	JNE  tokens_547
+	JNE  tokens_549
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -19559,9 +19591,9 @@ tokens_543:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_548:
+i8steps_550:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_549
+	JB         i8stepsdone_551
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -19573,11 +19605,11 @@ i8steps_548:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_548
+	JMP        i8steps_550
 
-i8stepsdone_549:
+i8stepsdone_551:
 	TESTQ      R9, R9
-	JZ         i8notail_550
+	JZ         i8notail_552
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -19590,7 +19622,7 @@ i8stepsdone_549:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-i8notail_550:
+i8notail_552:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19632,11 +19664,11 @@ i8notail_550:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_527
+	JMP           tokensdone_529
 
-tokens_547:
+tokens_549:
 	CMPQ DI, $0x00000002
-	JNE  tokens_551
+	JNE  tokens_553
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -19647,9 +19679,9 @@ tokens_547:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_552:
+i8steps_554:
 	CMPQ       R9, $0x40
-	JB         i8stepsdone_553
+	JB         i8stepsdone_555
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -19659,11 +19691,11 @@ i8steps_552:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R9
-	JMP        i8steps_552
+	JMP        i8steps_554
 
-i8stepsdone_553:
+i8stepsdone_555:
 	TESTQ      R9, R9
-	JZ         i8notail_554
+	JZ         i8notail_556
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -19674,7 +19706,7 @@ i8stepsdone_553:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-i8notail_554:
+i8notail_556:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19704,11 +19736,11 @@ i8notail_554:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_527
+	JMP           tokensdone_529
 
-tokens_551:
+tokens_553:
 	CMPQ DI, $0x00000001
-	JNE  tokens_555
+	JNE  tokens_557
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -19718,9 +19750,9 @@ tokens_551:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_556:
+i8steps_558:
 	CMPQ       R8, $0x40
-	JB         i8stepsdone_557
+	JB         i8stepsdone_559
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -19728,11 +19760,11 @@ i8steps_556:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x40, R8
-	JMP        i8steps_556
+	JMP        i8steps_558
 
-i8stepsdone_557:
+i8stepsdone_559:
 	TESTQ      R8, R8
-	JZ         i8notail_558
+	JZ         i8notail_560
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -19741,7 +19773,7 @@ i8stepsdone_557:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-i8notail_558:
+i8notail_560:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19760,17 +19792,17 @@ i8notail_558:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_527
+	JMP           tokensdone_529
 
-tokens_555:
-tokensdone_527:
+tokens_557:
+tokensdone_529:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_523
+	JMP  rows_525
 
-rowsdone_524:
+rowsdone_526:
 	VZEROUPPER
 	RET
 
@@ -19779,7 +19811,7 @@ rowsdone_524:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_559
+	JE      group32_561
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -19794,9 +19826,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_560
+	JZ      pairsdone_562
 
-pairs_561:
+pairs_563:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -19808,9 +19840,9 @@ pairs_561:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_563
+	JAE    loopdone_565
 
-loop_562:
+loop_564:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -19835,9 +19867,9 @@ loop_562:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_562
+	JB           loop_564
 
-loopdone_563:
+loopdone_565:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -19857,7 +19889,7 @@ loopdone_563:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_561
+	JNZ          pairs_563
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -19867,17 +19899,17 @@ loopdone_563:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_560:
+pairsdone_562:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_564
+	JZ     noodd_566
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	XORQ   DI, DI
 	CMPQ   DI, BX
-	JAE    loopdone_566
+	JAE    loopdone_568
 
-loop_565:
+loop_567:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -19892,9 +19924,9 @@ loop_565:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000020, DI
 	CMPQ         DI, BX
-	JB           loop_565
+	JB           loop_567
 
-loopdone_566:
+loopdone_568:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -19903,11 +19935,11 @@ loopdone_566:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_564:
+noodd_566:
 	VZEROUPPER
 	RET
 
-group32_559:
+group32_561:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -19921,9 +19953,9 @@ group32_559:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_567
+	JZ      pairsdone_569
 
-pairs_568:
+pairs_570:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -19935,9 +19967,9 @@ pairs_568:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_570
+	JAE    loopdone_572
 
-loop_569:
+loop_571:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -19960,9 +19992,9 @@ loop_569:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_569
+	JB           loop_571
 
-loopdone_570:
+loopdone_572:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -19982,7 +20014,7 @@ loopdone_570:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_568
+	JNZ          pairs_570
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -19992,17 +20024,17 @@ loopdone_570:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_567:
+pairsdone_569:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_571
+	JZ     noodd_573
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	XORQ   DI, DI
 	CMPQ   DI, BX
-	JAE    loopdone_573
+	JAE    loopdone_575
 
-loop_572:
+loop_574:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -20016,9 +20048,9 @@ loop_572:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000020, DI
 	CMPQ         DI, BX
-	JB           loop_572
+	JB           loop_574
 
-loopdone_573:
+loopdone_575:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -20027,7 +20059,7 @@ loopdone_573:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_571:
+noodd_573:
 	VZEROUPPER
 	RET
 
@@ -20036,7 +20068,7 @@ noodd_571:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_574
+	JE           group32_576
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -20051,9 +20083,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_575
+	JZ           pairsdone_577
 
-pairs_576:
+pairs_578:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -20065,9 +20097,9 @@ pairs_576:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_578
+	JAE    loopdone_580
 
-loop_577:
+loop_579:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -20089,9 +20121,9 @@ loop_577:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000040, R12
 	CMPQ            R12, BX
-	JB              loop_577
+	JB              loop_579
 
-loopdone_578:
+loopdone_580:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -20115,7 +20147,7 @@ loopdone_578:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_576
+	JNZ           pairs_578
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -20125,17 +20157,17 @@ loopdone_578:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_575:
+pairsdone_577:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_579
+	JZ     noodd_581
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	XORQ   R8, R8
 	CMPQ   R8, BX
-	JAE    loopdone_581
+	JAE    loopdone_583
 
-loop_580:
+loop_582:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -20149,9 +20181,9 @@ loop_580:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000040, R8
 	CMPQ            R8, BX
-	JB              loop_580
+	JB              loop_582
 
-loopdone_581:
+loopdone_583:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -20162,11 +20194,11 @@ loopdone_581:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_579:
+noodd_581:
 	VZEROUPPER
 	RET
 
-group32_574:
+group32_576:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -20181,9 +20213,9 @@ group32_574:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_582
+	JZ           pairsdone_584
 
-pairs_583:
+pairs_585:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -20195,9 +20227,9 @@ pairs_583:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_585
+	JAE    loopdone_587
 
-loop_584:
+loop_586:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -20219,9 +20251,9 @@ loop_584:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000040, R12
 	CMPQ         R12, BX
-	JB           loop_584
+	JB           loop_586
 
-loopdone_585:
+loopdone_587:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -20245,7 +20277,7 @@ loopdone_585:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_583
+	JNZ           pairs_585
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -20255,17 +20287,17 @@ loopdone_585:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_582:
+pairsdone_584:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_586
+	JZ     noodd_588
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	XORQ   R8, R8
 	CMPQ   R8, BX
-	JAE    loopdone_588
+	JAE    loopdone_590
 
-loop_587:
+loop_589:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -20279,9 +20311,9 @@ loop_587:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000040, R8
 	CMPQ         R8, BX
-	JB           loop_587
+	JB           loop_589
 
-loopdone_588:
+loopdone_590:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -20292,7 +20324,7 @@ loopdone_588:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_586:
+noodd_588:
 	VZEROUPPER
 	RET
 
@@ -20310,9 +20342,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_590
+	JAE          loopdone_592
 
-loop_589:
+loop_591:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -20323,9 +20355,9 @@ loop_589:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_589
+	JB      loop_591
 
-loopdone_590:
+loopdone_592:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -20337,18 +20369,18 @@ loopdone_590:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_592
+	JAE          maxabsdone_594
 
-maxabs_591:
+maxabs_593:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_591
+	JB      maxabs_593
 
-maxabsdone_592:
+maxabsdone_594:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -20368,9 +20400,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_594
+	JAE          loopdone_596
 
-loop_593:
+loop_595:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -20381,9 +20413,9 @@ loop_593:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_593
+	JB      loop_595
 
-loopdone_594:
+loopdone_596:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -20397,18 +20429,18 @@ loopdone_594:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_596
+	JAE           maxabsdone_598
 
-maxabs_595:
+maxabs_597:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_595
+	JB      maxabs_597
 
-maxabsdone_596:
+maxabsdone_598:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -20429,9 +20461,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_598
+	JAE          loopdone_600
 
-loop_597:
+loop_599:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -20444,9 +20476,9 @@ loop_597:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_597
+	JB           loop_599
 
-loopdone_598:
+loopdone_600:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -20455,9 +20487,9 @@ loopdone_598:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_600
+	JAE          quantdone_602
 
-quant_599:
+quant_601:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -20470,9 +20502,9 @@ quant_599:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_599
+	JB        quant_601
 
-quantdone_600:
+quantdone_602:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -20493,9 +20525,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_602
+	JAE          loopdone_604
 
-loop_601:
+loop_603:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -20510,12 +20542,12 @@ loop_601:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_601
+	JB        loop_603
 
-loopdone_602:
+loopdone_604:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_603
+	JA        skip_605
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -20524,9 +20556,9 @@ loopdone_602:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_603:
+skip_605:
 	SUBQ      BX, CX
-	JE        notail_604
+	JE        notail_606
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -20538,7 +20570,7 @@ skip_603:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_604:
+notail_606:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -20563,9 +20595,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_606
+	JAE  loopdone_608
 
-loop_605:
+loop_607:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -20574,31 +20606,31 @@ loop_605:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_605
+	JB        loop_607
 
-loopdone_606:
+loopdone_608:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_607
+	JA        skip_609
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_607:
+skip_609:
 	CMPQ BX, DX
-	JAE  halfdone_609
+	JAE  halfdone_611
 
-half_608:
+half_610:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_608
+	JB        half_610
 
-halfdone_609:
+halfdone_611:
 	VZEROUPPER
 	RET
 
@@ -20612,9 +20644,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_611
+	JAE  loopdone_613
 
-loop_610:
+loop_612:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -20623,20 +20655,20 @@ loop_610:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_610
+	JB        loop_612
 
-loopdone_611:
+loopdone_613:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_612
+	JA        skip_614
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_612:
+skip_614:
 	SUBQ      BX, DX
-	JE        notail_613
+	JE        notail_615
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -20644,7 +20676,7 @@ skip_612:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_613:
+notail_615:
 	VZEROUPPER
 	RET
 
@@ -20658,9 +20690,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_615
+	JAE  loopdone_617
 
-loop_614:
+loop_616:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -20671,32 +20703,32 @@ loop_614:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_614
+	JB        loop_616
 
-loopdone_615:
+loopdone_617:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_616
+	JA        skip_618
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_616:
+skip_618:
 	CMPQ BX, DX
-	JAE  halfdone_618
+	JAE  halfdone_620
 
-half_617:
+half_619:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_617
+	JB        half_619
 
-halfdone_618:
+halfdone_620:
 	VZEROUPPER
 	RET
 
@@ -20710,9 +20742,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_620
+	JAE  loopdone_622
 
-loop_619:
+loop_621:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -20723,21 +20755,21 @@ loop_619:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_619
+	JB        loop_621
 
-loopdone_620:
+loopdone_622:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_621
+	JA        skip_623
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_621:
+skip_623:
 	SUBQ      BX, DX
-	JE        notail_622
+	JE        notail_624
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -20746,7 +20778,7 @@ skip_621:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_622:
+notail_624:
 	VZEROUPPER
 	RET
 
@@ -20763,9 +20795,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_624
+	JAE          loopdone_626
 
-loop_623:
+loop_625:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -20806,11 +20838,11 @@ loop_623:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_623
+	JB           loop_625
 
-loopdone_624:
+loopdone_626:
 	SUBQ         DX, CX
-	JE           notail_625
+	JE           notail_627
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -20855,7 +20887,7 @@ loopdone_624:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_625:
+notail_627:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -20880,9 +20912,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_627
+	JAE          loopdone_629
 
-loop_626:
+loop_628:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -20897,9 +20929,9 @@ loop_626:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_626
+	JB      loop_628
 
-loopdone_627:
+loopdone_629:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -20910,17 +20942,17 @@ loopdone_627:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_629
+	JAE          scalemaxdone_631
 
-scalemax_628:
+scalemax_630:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_628
+	JB     scalemax_630
 
-scalemaxdone_629:
+scalemaxdone_631:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -20940,9 +20972,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_631
+	JAE          loopdone_633
 
-loop_630:
+loop_632:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -20957,9 +20989,9 @@ loop_630:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_630
+	JB      loop_632
 
-loopdone_631:
+loopdone_633:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -20972,17 +21004,17 @@ loopdone_631:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_633
+	JAE           scalemaxdone_635
 
-scalemax_632:
+scalemax_634:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_632
+	JB     scalemax_634
 
-scalemaxdone_633:
+scalemaxdone_635:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -21012,9 +21044,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_635
+	JAE          loopdone_637
 
-loop_634:
+loop_636:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -21061,12 +21093,12 @@ loop_634:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_634
+	JB            loop_636
 
-loopdone_635:
+loopdone_637:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_636
+	JA            skip_638
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -21091,9 +21123,9 @@ loopdone_635:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_636:
+skip_638:
 	SUBQ          DX, CX
-	JE            notail_637
+	JE            notail_639
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -21121,7 +21153,7 @@ skip_636:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_637:
+notail_639:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -21149,9 +21181,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_639
+	JAE          loopdone_641
 
-loop_638:
+loop_640:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -21182,13 +21214,13 @@ loop_638:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_638
+	JB        loop_640
 
-loopdone_639:
-ewvec_640:
+loopdone_641:
+ewvec_642:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_641
+	JA        ewvecdone_643
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -21197,13 +21229,13 @@ ewvec_640:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_640
+	JMP       ewvec_642
 
-ewvecdone_641:
+ewvecdone_643:
 	CMPQ SI, BX
-	JAE  ewonedone_643
+	JAE  ewonedone_645
 
-ewone_642:
+ewone_644:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -21213,9 +21245,9 @@ ewone_642:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_642
+	JB        ewone_644
 
-ewonedone_643:
+ewonedone_645:
 	VZEROUPPER
 	RET
 
@@ -21232,9 +21264,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_645
+	JAE          loopdone_647
 
-loop_644:
+loop_646:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -21257,26 +21289,26 @@ loop_644:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_644
+	JB      loop_646
 
-loopdone_645:
-ewvec_646:
+loopdone_647:
+ewvec_648:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_647
+	JA      ewvecdone_649
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_646
+	JMP     ewvec_648
 
-ewvecdone_647:
+ewvecdone_649:
 	CMPQ SI, BX
-	JAE  ewonedone_649
+	JAE  ewonedone_651
 
-ewone_648:
+ewone_650:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -21284,9 +21316,9 @@ ewone_648:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_648
+	JB     ewone_650
 
-ewonedone_649:
+ewonedone_651:
 	VZEROUPPER
 	RET
 
@@ -21301,9 +21333,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_651
+	JAE  loopdone_653
 
-loop_650:
+loop_652:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -21334,13 +21366,13 @@ loop_650:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_650
+	JB      loop_652
 
-loopdone_651:
-ewvec_652:
+loopdone_653:
+ewvec_654:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_653
+	JA      ewvecdone_655
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -21349,13 +21381,13 @@ ewvec_652:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_652
+	JMP     ewvec_654
 
-ewvecdone_653:
+ewvecdone_655:
 	CMPQ SI, BX
-	JAE  ewonedone_655
+	JAE  ewonedone_657
 
-ewone_654:
+ewone_656:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -21365,9 +21397,9 @@ ewone_654:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_654
+	JB     ewone_656
 
-ewonedone_655:
+ewonedone_657:
 	VZEROUPPER
 	RET
 
@@ -21381,9 +21413,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_657
+	JAE  loopdone_659
 
-loop_656:
+loop_658:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -21402,34 +21434,34 @@ loop_656:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_656
+	JB      loop_658
 
-loopdone_657:
-ewvec_658:
+loopdone_659:
+ewvec_660:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_659
+	JA      ewvecdone_661
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_658
+	JMP     ewvec_660
 
-ewvecdone_659:
+ewvecdone_661:
 	CMPQ BX, DX
-	JAE  ewonedone_661
+	JAE  ewonedone_663
 
-ewone_660:
+ewone_662:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_660
+	JB     ewone_662
 
-ewonedone_661:
+ewonedone_663:
 	VZEROUPPER
 	RET
 
@@ -21449,9 +21481,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_663
+	JAE          loopdone_665
 
-loop_662:
+loop_664:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -21482,13 +21514,13 @@ loop_662:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_662
+	JB        loop_664
 
-loopdone_663:
-ewvec_664:
+loopdone_665:
+ewvec_666:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_665
+	JA        ewvecdone_667
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -21497,13 +21529,13 @@ ewvec_664:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_664
+	JMP       ewvec_666
 
-ewvecdone_665:
+ewvecdone_667:
 	CMPQ SI, BX
-	JAE  ewonedone_667
+	JAE  ewonedone_669
 
-ewone_666:
+ewone_668:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -21513,9 +21545,9 @@ ewone_666:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_666
+	JB        ewone_668
 
-ewonedone_667:
+ewonedone_669:
 	VZEROUPPER
 	RET
 
@@ -21532,9 +21564,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_669
+	JAE          loopdone_671
 
-loop_668:
+loop_670:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -21557,26 +21589,26 @@ loop_668:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_668
+	JB      loop_670
 
-loopdone_669:
-ewvec_670:
+loopdone_671:
+ewvec_672:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_671
+	JA      ewvecdone_673
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_670
+	JMP     ewvec_672
 
-ewvecdone_671:
+ewvecdone_673:
 	CMPQ SI, BX
-	JAE  ewonedone_673
+	JAE  ewonedone_675
 
-ewone_672:
+ewone_674:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -21584,9 +21616,9 @@ ewone_672:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_672
+	JB     ewone_674
 
-ewonedone_673:
+ewonedone_675:
 	VZEROUPPER
 	RET
 
@@ -21601,9 +21633,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_675
+	JAE  loopdone_677
 
-loop_674:
+loop_676:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -21634,13 +21666,13 @@ loop_674:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_674
+	JB      loop_676
 
-loopdone_675:
-ewvec_676:
+loopdone_677:
+ewvec_678:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_677
+	JA      ewvecdone_679
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -21649,13 +21681,13 @@ ewvec_676:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_676
+	JMP     ewvec_678
 
-ewvecdone_677:
+ewvecdone_679:
 	CMPQ SI, BX
-	JAE  ewonedone_679
+	JAE  ewonedone_681
 
-ewone_678:
+ewone_680:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -21665,9 +21697,9 @@ ewone_678:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_678
+	JB      ewone_680
 
-ewonedone_679:
+ewonedone_681:
 	VZEROUPPER
 	RET
 
@@ -21681,9 +21713,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_681
+	JAE  loopdone_683
 
-loop_680:
+loop_682:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -21702,34 +21734,34 @@ loop_680:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_680
+	JB      loop_682
 
-loopdone_681:
-ewvec_682:
+loopdone_683:
+ewvec_684:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_683
+	JA      ewvecdone_685
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_682
+	JMP     ewvec_684
 
-ewvecdone_683:
+ewvecdone_685:
 	CMPQ BX, DX
-	JAE  ewonedone_685
+	JAE  ewonedone_687
 
-ewone_684:
+ewone_686:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_684
+	JB     ewone_686
 
-ewonedone_685:
+ewonedone_687:
 	VZEROUPPER
 	RET
 
@@ -21754,9 +21786,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_687
+	JAE   loopdone_689
 
-loop_686:
+loop_688:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -21831,21 +21863,21 @@ loop_686:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_686
+	JB         loop_688
 
-loopdone_687:
+loopdone_689:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_689
+	JAE    sum64done_691
 
-sum64_688:
+sum64_690:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_688
+	JB     sum64_690
 
-sum64done_689:
+sum64done_691:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -21879,9 +21911,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_691
+	JAE    loopdone_693
 
-loop_690:
+loop_692:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -21924,20 +21956,20 @@ loop_690:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_690
+	JB         loop_692
 
-loopdone_691:
+loopdone_693:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_693
+	JAE    sum64done_695
 
-sum64_692:
+sum64_694:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_692
+	JB     sum64_694
 
-sum64done_693:
+sum64done_695:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -21984,9 +22016,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_695
+	JZ         sgemmtail_697
 
-sgemm_694:
+sgemm_696:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -22070,13 +22102,13 @@ sgemm_694:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_694
+	JNZ          sgemm_696
 
-sgemmtail_695:
+sgemmtail_697:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_697
+	JZ   sgemmdone_699
 
-sgemmone_696:
+sgemmone_698:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -22100,9 +22132,9 @@ sgemmone_696:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_696
+	JNZ          sgemmone_698
 
-sgemmdone_697:
+sgemmdone_699:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -22196,9 +22228,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_699
+	JZ         sgemmtail_701
 
-sgemm_698:
+sgemm_700:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -22354,13 +22386,13 @@ sgemm_698:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_698
+	JNZ          sgemm_700
 
-sgemmtail_699:
+sgemmtail_701:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_701
+	JZ   sgemmdone_703
 
-sgemmone_700:
+sgemmone_702:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -22402,9 +22434,9 @@ sgemmone_700:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_700
+	JNZ          sgemmone_702
 
-sgemmdone_701:
+sgemmdone_703:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -22475,9 +22507,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_703
+	JLE   fmadone_705
 
-fma_702:
+fma_704:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -22491,9 +22523,9 @@ fma_702:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_702
+	JNZ         fma_704
 
-fmadone_703:
+fmadone_705:
 	VZEROUPPER
 	RET
 
@@ -22520,9 +22552,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_705
+	JLE    fmadone_707
 
-fma_704:
+fma_706:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -22540,9 +22572,9 @@ fma_704:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_704
+	JNZ         fma_706
 
-fmadone_705:
+fmadone_707:
 	VZEROUPPER
 	RET
 
@@ -22565,9 +22597,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_707
+	JLE   int8done_709
 
-int8_706:
+int8_708:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -22581,9 +22613,9 @@ int8_706:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_706
+	JNZ        int8_708
 
-int8done_707:
+int8done_709:
 	VZEROUPPER
 	RET
 
@@ -22606,9 +22638,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_709
+	JLE    int8done_711
 
-int8_708:
+int8_710:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -22622,8 +22654,8 @@ int8_708:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_708
+	JNZ      int8_710
 
-int8done_709:
+int8done_711:
 	VZEROUPPER
 	RET

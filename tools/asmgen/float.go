@@ -28,6 +28,8 @@ package main
 // The row kernels prefetch each row 16 KiB ahead (see prefetchAhead).
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -406,9 +408,9 @@ func genAxpyF16Rows4AVX512() {
 	TEXT("axpyF16Rows4AVX512", NOSPLIT, axpyF16Rows4Sig)
 	Pragma("noescape")
 	Doc("axpyF16Rows4AVX512 is axpyF16Rows4 with AVX-512: four y held in registers 64 elements at a time",
-		"while every row of v passes once, then 16, then masked.")
-	i := GP64()
-	XORQ(i, i)
+		fmt.Sprintf("while a block of %d rows of v passes, then 16, then masked; then the next block.", axpyRowBlock))
+	i, p0 := GP64(), GP64()
+	XORQ(p0, p0)
 	// yAt returns the address of y_j[i] (+ 64·d bytes) in a new register.
 	yAt := func(j int) reg.GPVirtual {
 		p := load(Param("y").Base())
@@ -441,13 +443,20 @@ func genAxpyF16Rows4AVX512() {
 			as[j] = GP64()
 			LEAQ(Mem{Base: as[j-1], Index: aStride, Scale: 4}, as[j])
 		}
-		vp := load(Param("v").Base())
-		LEAQ(Mem{Base: vp, Index: i, Scale: 2}, vp)
 		stride := load(Param("stride"))
 		SHLQ(U8(1), stride) // bytes
-		np := load(Param("np"))
+		vp := GP64()
+		MOVQ(p0, vp)
+		IMULQ(stride, vp)
+		ADDQ(load(Param("v").Base()), vp)
+		LEAQ(Mem{Base: vp, Index: i, Scale: 2}, vp)
+		np := GP64() // the block's end: min(p0 + axpyRowBlock, np)
+		LEAQ(Mem{Base: p0, Disp: axpyRowBlock}, np)
+		end := load(Param("np"))
+		CMPQ(np, end)
+		CMOVQGT(end, np)
 		p := GP64()
-		XORQ(p, p)
+		MOVQ(p0, p)
 		loop, done := label("rows"), label("rowsdone")
 		CMPQ(p, np)
 		JAE(LabelRef(done))
@@ -455,6 +464,11 @@ func genAxpyF16Rows4AVX512() {
 		hs := make([]reg.VecVirtual, k)
 		for d := range hs {
 			hs[d] = ZMM()
+			if d%2 == 0 {
+				// Rows of more than 64 elements are read a chunk at a
+				// time, lines apart: no stream the hardware follows.
+				prefetch(Mem{Base: vp, Disp: 32 * d})
+			}
 			if mk == nil {
 				VCVTPH2PS(Mem{Base: vp, Disp: 32 * d}, hs[d])
 			} else {
@@ -486,7 +500,24 @@ func genAxpyF16Rows4AVX512() {
 			}
 		}
 	}
+	// Blocks of rows: every 64-element chunk of y passes a block before
+	// the next block, so a row longer than 64 elements (a head of 128) is
+	// read from DRAM once and from L1 by the later chunks; y goes to
+	// memory between blocks, and each element still gets its rows' FMAs
+	// in row order.
+	blocks, blocksDone := label("rowblocks"), label("rowblocksdone")
+	Label(blocks)
+	CMPQ(p0, load(Param("np")))
+	JAE(LabelRef(blocksDone))
+	XORQ(i, i)
 	chunkLoops(i, func() reg.GPVirtual { return load(Param("n")) }, chunk)
+	ADDQ(U32(axpyRowBlock), p0)
+	JMP(LabelRef(blocks))
+	Label(blocksDone)
 	VZEROUPPER()
 	RET()
 }
+
+// axpyRowBlock is the rows of v axpyF16Rows4AVX512 passes per chunk of y:
+// 64 rows of a head of 128 are 16 KiB.
+const axpyRowBlock = 64
