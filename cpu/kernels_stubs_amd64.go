@@ -52,7 +52,7 @@ func axpyF16AVX512(a float32, v []uint16, y []float32)
 func axpyF16RowsAVX512(a []float32, v []uint16, stride int, y []float32)
 
 // axpyF16Rows4AVX512 is axpyF16Rows4 with AVX-512: four y held in registers 64 elements at a time
-// while every row of v passes once, then 16, then masked.
+// while a block of 64 rows of v passes, then 16, then masked; then the next block.
 //
 //go:noescape
 func axpyF16Rows4AVX512(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)
