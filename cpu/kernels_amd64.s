@@ -7788,7 +7788,8 @@ loopdone_191:
 skip_192:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
-	JE          notail_193
+	TESTQ       R13, R13
+	JZ          notail_193
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -7882,7 +7883,8 @@ loopdone_197:
 skip_198:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
-	JE          notail_199
+	TESTQ       R8, R8
+	JZ          notail_199
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -8000,7 +8002,8 @@ loopdone_206:
 
 skip_207:
 	SUBQ        BX, DX
-	JE          notail_208
+	TESTQ       DX, DX
+	JZ          notail_208
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -8089,7 +8092,8 @@ rowsdone_216:
 
 chunksdone_214:
 	SUBQ      R8, DI
-	JE        notail_217
+	TESTQ     DI, DI
+	JZ        notail_217
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -8345,7 +8349,8 @@ rowsdone_229:
 chunksdone_227:
 	MOVQ      n+104(FP), DX
 	SUBQ      AX, DX
-	JE        notail_230
+	TESTQ     DX, DX
+	JZ        notail_230
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, DX
 	KMOVQ     DX, K1
@@ -8744,7 +8749,8 @@ loop_250:
 loopdone_251:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
-	JE         notail_252
+	TESTQ      BX, BX
+	JZ         notail_252
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
@@ -8810,7 +8816,8 @@ loop_255:
 loopdone_256:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
-	JE         notail_257
+	TESTQ      R13, R13
+	JZ         notail_257
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -8892,7 +8899,8 @@ loop_260:
 loopdone_261:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
-	JE         notail_262
+	TESTQ      R8, R8
+	JZ         notail_262
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -9002,7 +9010,7 @@ f16stepsdone_268:
 
 f16step16_269:
 	TESTQ       SI, SI
-	JZ          f16notail_270
+	JZ          notail_270
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -9020,7 +9028,7 @@ f16step16_269:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-f16notail_270:
+notail_270:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9111,7 +9119,7 @@ f16stepsdone_273:
 
 f16step16_274:
 	TESTQ       SI, SI
-	JZ          f16notail_275
+	JZ          notail_275
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9126,7 +9134,7 @@ f16step16_274:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-f16notail_275:
+notail_275:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9208,7 +9216,7 @@ f16stepsdone_278:
 
 f16step16_279:
 	TESTQ       SI, SI
-	JZ          f16notail_280
+	JZ          notail_280
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9220,7 +9228,7 @@ f16step16_279:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-f16notail_280:
+notail_280:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9289,7 +9297,7 @@ f16stepsdone_283:
 
 f16step16_284:
 	TESTQ       DX, DX
-	JZ          f16notail_285
+	JZ          notail_285
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -9298,7 +9306,7 @@ f16step16_284:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-f16notail_285:
+notail_285:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -9364,7 +9372,7 @@ f16stepsdone_289:
 
 f16step16_290:
 	TESTQ       BX, BX
-	JZ          f16notail_291
+	JZ          notail_291
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -9373,7 +9381,7 @@ f16step16_290:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-f16notail_291:
+notail_291:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9492,7 +9500,7 @@ f16stepsdone_296:
 
 f16step16_297:
 	TESTQ       DI, DI
-	JZ          f16notail_298
+	JZ          notail_298
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -9515,7 +9523,7 @@ f16step16_297:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-f16notail_298:
+notail_298:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9642,7 +9650,7 @@ f16stepsdone_301:
 
 f16step16_302:
 	TESTQ       DI, DI
-	JZ          f16notail_303
+	JZ          notail_303
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -9661,7 +9669,7 @@ f16step16_302:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-f16notail_303:
+notail_303:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9777,7 +9785,7 @@ f16stepsdone_306:
 
 f16step16_307:
 	TESTQ       DI, DI
-	JZ          f16notail_308
+	JZ          notail_308
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -9792,7 +9800,7 @@ f16step16_307:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-f16notail_308:
+notail_308:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9887,7 +9895,7 @@ f16stepsdone_311:
 
 f16step16_312:
 	TESTQ       BX, BX
-	JZ          f16notail_313
+	JZ          notail_313
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -9898,7 +9906,7 @@ f16step16_312:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-f16notail_313:
+notail_313:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -9986,7 +9994,7 @@ f16stepsdone_317:
 
 f16step16_318:
 	TESTQ       SI, SI
-	JZ          f16notail_319
+	JZ          notail_319
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9997,7 +10005,7 @@ f16step16_318:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-f16notail_319:
+notail_319:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10145,7 +10153,7 @@ f16stepsdone_324:
 
 f16step16_325:
 	TESTQ       DI, DI
-	JZ          f16notail_326
+	JZ          notail_326
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10173,7 +10181,7 @@ f16step16_325:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-f16notail_326:
+notail_326:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10336,7 +10344,7 @@ f16stepsdone_329:
 
 f16step16_330:
 	TESTQ       DI, DI
-	JZ          f16notail_331
+	JZ          notail_331
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10359,7 +10367,7 @@ f16step16_330:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-f16notail_331:
+notail_331:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10509,7 +10517,7 @@ f16stepsdone_334:
 
 f16step16_335:
 	TESTQ       DI, DI
-	JZ          f16notail_336
+	JZ          notail_336
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10527,7 +10535,7 @@ f16step16_335:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-f16notail_336:
+notail_336:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10648,7 +10656,7 @@ f16stepsdone_339:
 
 f16step16_340:
 	TESTQ       BX, BX
-	JZ          f16notail_341
+	JZ          notail_341
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10661,7 +10669,7 @@ f16step16_340:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-f16notail_341:
+notail_341:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10771,7 +10779,7 @@ f16stepsdone_345:
 
 f16step16_346:
 	TESTQ       SI, SI
-	JZ          f16notail_347
+	JZ          notail_347
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10784,7 +10792,7 @@ f16step16_346:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-f16notail_347:
+notail_347:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10965,7 +10973,7 @@ f16stepsdone_352:
 
 f16step16_353:
 	TESTQ       DI, DI
-	JZ          f16notail_354
+	JZ          notail_354
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -10998,7 +11006,7 @@ f16step16_353:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-f16notail_354:
+notail_354:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11201,7 +11209,7 @@ f16stepsdone_357:
 
 f16step16_358:
 	TESTQ       DI, DI
-	JZ          f16notail_359
+	JZ          notail_359
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11228,7 +11236,7 @@ f16step16_358:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-f16notail_359:
+notail_359:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11416,7 +11424,7 @@ f16stepsdone_362:
 
 f16step16_363:
 	TESTQ       DI, DI
-	JZ          f16notail_364
+	JZ          notail_364
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11437,7 +11445,7 @@ f16step16_363:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-f16notail_364:
+notail_364:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11588,7 +11596,7 @@ f16stepsdone_367:
 
 f16step16_368:
 	TESTQ       BX, BX
-	JZ          f16notail_369
+	JZ          notail_369
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -11603,7 +11611,7 @@ f16step16_368:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-f16notail_369:
+notail_369:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11739,7 +11747,7 @@ f16stepsdone_373:
 
 f16step16_374:
 	TESTQ       SI, SI
-	JZ          f16notail_375
+	JZ          notail_375
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -11754,7 +11762,7 @@ f16step16_374:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-f16notail_375:
+notail_375:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11964,7 +11972,7 @@ f16stepsdone_380:
 
 f16step16_381:
 	TESTQ       DI, DI
-	JZ          f16notail_382
+	JZ          notail_382
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12002,7 +12010,7 @@ f16step16_381:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-f16notail_382:
+notail_382:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12241,7 +12249,7 @@ f16stepsdone_385:
 
 f16step16_386:
 	TESTQ       DI, DI
-	JZ          f16notail_387
+	JZ          notail_387
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12272,7 +12280,7 @@ f16step16_386:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-f16notail_387:
+notail_387:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12494,7 +12502,7 @@ f16stepsdone_390:
 
 f16step16_391:
 	TESTQ       DI, DI
-	JZ          f16notail_392
+	JZ          notail_392
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12518,7 +12526,7 @@ f16step16_391:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-f16notail_392:
+notail_392:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12695,7 +12703,7 @@ f16stepsdone_395:
 
 f16step16_396:
 	TESTQ       BX, BX
-	JZ          f16notail_397
+	JZ          notail_397
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -12712,7 +12720,7 @@ f16step16_396:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-f16notail_397:
+notail_397:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12870,7 +12878,7 @@ f16stepsdone_401:
 
 f16step16_402:
 	TESTQ       SI, SI
-	JZ          f16notail_403
+	JZ          notail_403
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -12887,7 +12895,7 @@ f16step16_402:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-f16notail_403:
+notail_403:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13126,7 +13134,7 @@ f16stepsdone_408:
 
 f16step16_409:
 	TESTQ       DI, DI
-	JZ          f16notail_410
+	JZ          notail_410
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13169,7 +13177,7 @@ f16step16_409:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-f16notail_410:
+notail_410:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13444,7 +13452,7 @@ f16stepsdone_413:
 
 f16step16_414:
 	TESTQ       DI, DI
-	JZ          f16notail_415
+	JZ          notail_415
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13479,7 +13487,7 @@ f16step16_414:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-f16notail_415:
+notail_415:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13735,7 +13743,7 @@ f16stepsdone_418:
 
 f16step16_419:
 	TESTQ       DI, DI
-	JZ          f16notail_420
+	JZ          notail_420
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13762,7 +13770,7 @@ f16step16_419:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-f16notail_420:
+notail_420:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13965,7 +13973,7 @@ f16stepsdone_423:
 
 f16step16_424:
 	TESTQ       BX, BX
-	JZ          f16notail_425
+	JZ          notail_425
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -13984,7 +13992,7 @@ f16step16_424:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-f16notail_425:
+notail_425:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14164,7 +14172,7 @@ f16stepsdone_429:
 
 f16step16_430:
 	TESTQ       SI, SI
-	JZ          f16notail_431
+	JZ          notail_431
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14183,7 +14191,7 @@ f16step16_430:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-f16notail_431:
+notail_431:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14419,7 +14427,7 @@ f16stepsdone_436:
 
 f16step16_437:
 	TESTQ       DI, DI
-	JZ          f16notail_438
+	JZ          notail_438
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14458,7 +14466,7 @@ f16step16_437:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-f16notail_438:
+notail_438:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14754,7 +14762,7 @@ f16stepsdone_441:
 
 f16step16_442:
 	TESTQ       DI, DI
-	JZ          f16notail_443
+	JZ          notail_443
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14784,7 +14792,7 @@ f16step16_442:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-f16notail_443:
+notail_443:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15017,7 +15025,7 @@ f16stepsdone_446:
 
 f16step16_447:
 	TESTQ       BX, BX
-	JZ          f16notail_448
+	JZ          notail_448
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -15038,7 +15046,7 @@ f16step16_447:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-f16notail_448:
+notail_448:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15244,7 +15252,7 @@ f16stepsdone_452:
 
 f16step16_453:
 	TESTQ       SI, SI
-	JZ          f16notail_454
+	JZ          notail_454
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -15265,7 +15273,7 @@ f16step16_453:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-f16notail_454:
+notail_454:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15526,7 +15534,7 @@ f16stepsdone_459:
 
 f16step16_460:
 	TESTQ       DI, DI
-	JZ          f16notail_461
+	JZ          notail_461
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15569,7 +15577,7 @@ f16step16_460:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-f16notail_461:
+notail_461:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15899,7 +15907,7 @@ f16stepsdone_464:
 
 f16step16_465:
 	TESTQ       DI, DI
-	JZ          f16notail_466
+	JZ          notail_466
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15932,7 +15940,7 @@ f16step16_465:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-f16notail_466:
+notail_466:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16191,7 +16199,7 @@ f16stepsdone_469:
 
 f16step16_470:
 	TESTQ       BX, BX
-	JZ          f16notail_471
+	JZ          notail_471
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16214,7 +16222,7 @@ f16step16_470:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-f16notail_471:
+notail_471:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -16442,7 +16450,7 @@ f16stepsdone_475:
 
 f16step16_476:
 	TESTQ       SI, SI
-	JZ          f16notail_477
+	JZ          notail_477
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -16465,7 +16473,7 @@ f16step16_476:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-f16notail_477:
+notail_477:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16751,7 +16759,7 @@ f16stepsdone_482:
 
 f16step16_483:
 	TESTQ       DI, DI
-	JZ          f16notail_484
+	JZ          notail_484
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16798,7 +16806,7 @@ f16step16_483:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-f16notail_484:
+notail_484:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17162,7 +17170,7 @@ f16stepsdone_487:
 
 f16step16_488:
 	TESTQ       DI, DI
-	JZ          f16notail_489
+	JZ          notail_489
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17198,7 +17206,7 @@ f16step16_488:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-f16notail_489:
+notail_489:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17483,7 +17491,7 @@ f16stepsdone_492:
 
 f16step16_493:
 	TESTQ       BX, BX
-	JZ          f16notail_494
+	JZ          notail_494
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -17508,7 +17516,7 @@ f16step16_493:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-f16notail_494:
+notail_494:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17758,7 +17766,7 @@ f16stepsdone_498:
 
 f16step16_499:
 	TESTQ       SI, SI
-	JZ          f16notail_500
+	JZ          notail_500
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17783,7 +17791,7 @@ f16step16_499:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-f16notail_500:
+notail_500:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17986,7 +17994,7 @@ i8steps_506:
 
 i8stepsdone_507:
 	TESTQ      R10, R10
-	JZ         i8notail_508
+	JZ         notail_508
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -18024,7 +18032,7 @@ i8stepsdone_507:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-i8notail_508:
+notail_508:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -18256,7 +18264,7 @@ i8steps_510:
 
 i8stepsdone_511:
 	TESTQ      R10, R10
-	JZ         i8notail_512
+	JZ         notail_512
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -18289,7 +18297,7 @@ i8stepsdone_511:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-i8notail_512:
+notail_512:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18472,7 +18480,7 @@ i8steps_514:
 
 i8stepsdone_515:
 	TESTQ      R10, R10
-	JZ         i8notail_516
+	JZ         notail_516
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -18500,7 +18508,7 @@ i8stepsdone_515:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-i8notail_516:
+notail_516:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18645,7 +18653,7 @@ i8steps_518:
 
 i8stepsdone_519:
 	TESTQ      R10, R10
-	JZ         i8notail_520
+	JZ         notail_520
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -18668,7 +18676,7 @@ i8stepsdone_519:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-i8notail_520:
+notail_520:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18775,7 +18783,7 @@ i8steps_522:
 
 i8stepsdone_523:
 	TESTQ      R9, R9
-	JZ         i8notail_524
+	JZ         notail_524
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -18793,7 +18801,7 @@ i8stepsdone_523:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-i8notail_524:
+notail_524:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18901,7 +18909,7 @@ i8steps_530:
 
 i8stepsdone_531:
 	TESTQ      R9, R9
-	JZ         i8notail_532
+	JZ         notail_532
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -18924,7 +18932,7 @@ i8stepsdone_531:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-i8notail_532:
+notail_532:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19086,7 +19094,7 @@ i8steps_534:
 
 i8stepsdone_535:
 	TESTQ      R9, R9
-	JZ         i8notail_536
+	JZ         notail_536
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -19107,7 +19115,7 @@ i8stepsdone_535:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-i8notail_536:
+notail_536:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19243,7 +19251,7 @@ i8steps_538:
 
 i8stepsdone_539:
 	TESTQ      R9, R9
-	JZ         i8notail_540
+	JZ         notail_540
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19262,7 +19270,7 @@ i8stepsdone_539:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-i8notail_540:
+notail_540:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19383,7 +19391,7 @@ i8steps_542:
 
 i8stepsdone_543:
 	TESTQ      R9, R9
-	JZ         i8notail_544
+	JZ         notail_544
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19400,7 +19408,7 @@ i8stepsdone_543:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-i8notail_544:
+notail_544:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19506,7 +19514,7 @@ i8steps_546:
 
 i8stepsdone_547:
 	TESTQ      R9, R9
-	JZ         i8notail_548
+	JZ         notail_548
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19521,7 +19529,7 @@ i8stepsdone_547:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-i8notail_548:
+notail_548:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19609,7 +19617,7 @@ i8steps_550:
 
 i8stepsdone_551:
 	TESTQ      R9, R9
-	JZ         i8notail_552
+	JZ         notail_552
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -19622,7 +19630,7 @@ i8stepsdone_551:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-i8notail_552:
+notail_552:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19695,7 +19703,7 @@ i8steps_554:
 
 i8stepsdone_555:
 	TESTQ      R9, R9
-	JZ         i8notail_556
+	JZ         notail_556
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -19706,7 +19714,7 @@ i8stepsdone_555:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-i8notail_556:
+notail_556:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19764,7 +19772,7 @@ i8steps_558:
 
 i8stepsdone_559:
 	TESTQ      R8, R8
-	JZ         i8notail_560
+	JZ         notail_560
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -19773,7 +19781,7 @@ i8stepsdone_559:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-i8notail_560:
+notail_560:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20558,7 +20566,8 @@ loopdone_604:
 
 skip_605:
 	SUBQ      BX, CX
-	JE        notail_606
+	TESTQ     CX, CX
+	JZ        notail_606
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -20668,7 +20677,8 @@ loopdone_613:
 
 skip_614:
 	SUBQ      BX, DX
-	JE        notail_615
+	TESTQ     DX, DX
+	JZ        notail_615
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -20769,7 +20779,8 @@ loopdone_622:
 
 skip_623:
 	SUBQ      BX, DX
-	JE        notail_624
+	TESTQ     DX, DX
+	JZ        notail_624
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -21125,7 +21136,8 @@ loopdone_637:
 
 skip_638:
 	SUBQ          DX, CX
-	JE            notail_639
+	TESTQ         CX, CX
+	JZ            notail_639
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1

@@ -59,11 +59,18 @@ func ifRoom(i, n reg.GPVirtual, step int, body func()) {
 // tailMask emits: if i < n { body(k) } with opmask k selecting lanes
 // 0..n-i-1 (n-i < 64).
 func tailMask(i, n reg.GPVirtual, body func(k reg.Register)) {
-	skip := label("notail")
 	rem := GP64()
 	MOVQ(n, rem)
 	SUBQ(i, rem)
-	JE(LabelRef(skip))
+	remMask(rem, body)
+}
+
+// remMask emits: if rem > 0 { body(k) } with opmask k selecting lanes
+// 0..rem-1 (0 ≤ rem < 64).
+func remMask(rem reg.GPVirtual, body func(k reg.Register)) {
+	skip := label("notail")
+	TESTQ(rem, rem)
+	JZ(LabelRef(skip))
 	bits, ones := GP64(), GP64()
 	MOVQ(I32(-1), ones)
 	BZHIQ(rem, ones, bits) // bits = 1<<rem - 1

@@ -198,16 +198,7 @@ func f16Tile(R, T int, w, out reg.GPVirtual, quad bool) {
 	SUBQ(U8(16), rem)
 	Label(skip)
 
-	notail := label("f16notail")
-	TESTQ(rem, rem)
-	JZ(LabelRef(notail))
-	bits, ones := GP64(), GP64()
-	MOVQ(I32(-1), ones)
-	BZHIQ(rem, ones, bits)
-	k := K()
-	KMOVQ(bits, k)
-	step(0, k, false)
-	Label(notail)
+	remMask(rem, func(k reg.Register) { step(0, k, false) })
 
 	os := load(Param("outStride"))
 	SHLQ(U8(2), os)
@@ -296,16 +287,7 @@ func genDotI8MatMulVNNI() {
 		JMP(LabelRef(loop))
 		Label(done)
 
-		notail := label("i8notail")
-		TESTQ(rem, rem)
-		JZ(LabelRef(notail))
-		bits, ones := GP64(), GP64()
-		MOVQ(I32(-1), ones)
-		BZHIQ(rem, ones, bits)
-		k := K()
-		KMOVQ(bits, k)
-		step(k, false)
-		Label(notail)
+		remMask(rem, func(k reg.Register) { step(k, false) })
 
 		// bias of the tile's first token t0 = tokens − left.
 		t0 := load(Param("tokens"))
