@@ -194,7 +194,10 @@ func normalize(k kernels, dst, x, w []float32, sum float64, eps float32) {
 // positions, up to four positions' norm sums interleaved.
 func (b *Backend) normEach(T, n int, w []float32, pre func(t int, a []float32) []float32) {
 	s := &b.s
-	b.pool.run(T, 1, func(_, lo, hi int) {
+	// Positions handed out in fours as the workers free up: the same work
+	// each, but one core may run slower (pp128 on two threads: a median
+	// 2-6% faster than fixed halves, measured alternately in one process).
+	b.pool.runChunks(T, 4, func(_, lo, hi int) {
 		for t0 := lo; t0 < hi; t0 += 4 {
 			t1 := min(t0+4, hi)
 			var rows [4][]float32
