@@ -439,7 +439,8 @@ func tiledF16(f func(w []uint16, stride, rows int, x []float32, xStride, n, toke
 			}
 			return
 		}
-		per := (tokens + (tokens+tile-1)/tile - 1) / ((tokens + tile - 1) / tile)
+		tiles := (tokens + tile - 1) / tile
+		per := (tokens + tiles - 1) / tiles // tokens per tile, as even as it goes
 		for r0 := 0; r0 < rows; r0 += rowBlock {
 			r1 := min(r0+rowBlock, rows)
 			for t0 := 0; t0 < tokens; t0 += per {

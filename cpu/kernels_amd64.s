@@ -3557,13 +3557,14 @@ tokensdone_56:
 	DECQ  CX
 	JNZ   spreadtile_53
 	MOVQ  rows+32(FP), CX
-	SHRQ  $0x02, CX
+	ANDQ  $-4, CX
 	MOVQ  stride+24(FP), BX
 	IMULQ CX, BX
+	SHRQ  $0x02, BX
 	LEAQ  (AX)(BX*2), AX
 	ADDQ  BX, AX
-	LEAQ  (DX)(CX*8), DX
-	LEAQ  (DX)(CX*4), DX
+	LEAQ  (DX)(CX*2), DX
+	ADDQ  CX, DX
 
 spreadtiles_52:
 	MOVQ rows+32(FP), CX

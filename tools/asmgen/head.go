@@ -240,7 +240,7 @@ func genDotI8MatMulVNNI() {
 	}
 	// The token index of a tile's first token, for bias: counted here,
 	// since the driver advances only pointers.
-	matMulDriverElems([]int{4, 1}, tokensFor, 1, 1, false, func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
+	matMulDriver([]int{4, 1}, tokensFor, false, func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
 		Commentf("tile %d rows × %d tokens", R, T)
 		stride := load(Param("stride"))
 		xs := load(Param("xStride"))

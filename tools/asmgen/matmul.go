@@ -95,27 +95,15 @@ func (g tileRows) outAt(o reg.GPVirtual, k int) Mem {
 	}
 	oq := load(Param("rows"))
 	ANDQ(I8(-4), oq) // 4·(rows/4): bytes between the quarters' outputs
-	if k < 3 {
-		return Mem{Base: o, Index: oq, Scale: uint8(k)}
-	}
-	p := GP64()
-	LEAQ(Mem{Base: o, Index: oq, Scale: 2}, p)
-	return Mem{Base: p, Index: oq, Scale: 1}
+	return quarterAt(o, oq, k)
 }
 
 // matMulDriver emits the row-group and token-tile loops around tile, for
-// weights and activations of one byte (the ternary codes' stride counts
-// bytes, x holds int8).
+// weights and activations of one byte (stride counts bytes, x holds int8);
+// out holds 4-byte elements. With spread, rowSizes is {4, 1}: with
+// Q = rows/4, tile i < Q takes rows i, Q+i, 2Q+i and 3Q+i, then rows 4Q…
+// go one at a time.
 func matMulDriver(rowSizes []int, tokensFor func(R int) int, spread bool, tile tileFunc) {
-	matMulDriverElems(rowSizes, tokensFor, 1, 1, spread, tile)
-}
-
-// matMulDriverElems is matMulDriver for weights of wElem bytes (stride
-// counts elements) and activations of xElem bytes (xStride counts
-// elements); out holds 4-byte elements. With spread, rowSizes is {4, 1}:
-// with Q = rows/4, tile i < Q takes rows i, Q+i, 2Q+i and 3Q+i, then rows
-// 4Q… go one at a time.
-func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem int, spread bool, tile tileFunc) {
 	w := load(Param("w").Base())
 	rows := load(Param("rows"))
 	out := load(Param("out").Base())
@@ -131,7 +119,7 @@ func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem i
 		CMPQ(tokens, U32(T))
 		JB(LabelRef(tail))
 		tile(R, T, w, x, o, tokens, g)
-		nextTokens(x, o, T, xElem)
+		nextTokens(x, o, T)
 		SUBQ(U32(T), tokens)
 		JMP(LabelRef(loop))
 
@@ -148,9 +136,6 @@ func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem i
 		Label(done)
 
 		stride := load(Param("stride"))
-		if wElem > 1 {
-			SHLQ(U8(bitsLen(wElem)), stride)
-		}
 		if g.spread {
 			nextRows(w, stride, out, 1) // the next row of each quarter
 		} else {
@@ -159,7 +144,7 @@ func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem i
 	}
 	if spread {
 		if len(rowSizes) != 2 || rowSizes[0] != 4 || rowSizes[1] != 1 {
-			panic("matMulDriverElems: spread tiles take row sizes {4, 1}")
+			panic("matMulDriver: spread tiles take row sizes {4, 1}")
 		}
 		SHRQ(U8(2), rows) // Q
 		done := label("spreadtiles")
@@ -169,18 +154,12 @@ func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem i
 		body(4, tileRows{spread: true})
 		DECQ(rows)
 		JNZ(LabelRef(loop))
-		// Past the other three quarters.
-		q := load(Param("rows"))
-		SHRQ(U8(2), q)
-		stride := load(Param("stride"))
-		if wElem > 1 {
-			SHLQ(U8(bitsLen(wElem)), stride)
-		}
-		IMULQ(q, stride)
-		LEAQ(Mem{Base: w, Index: stride, Scale: 2}, w)
-		ADDQ(stride, w)
-		LEAQ(Mem{Base: out, Index: q, Scale: 8}, out)
-		LEAQ(Mem{Base: out, Index: q, Scale: 4}, out)
+		oq := load(Param("rows"))
+		ANDQ(I8(-4), oq) // 4·Q: bytes between the quarters' outputs
+		qs := load(Param("stride"))
+		IMULQ(oq, qs)
+		SHRQ(U8(2), qs) // Q·stride: bytes between the quarters' rows
+		pastQuarters(w, qs, out, oq)
 		Label(done)
 		Load(Param("rows"), rows)
 		ANDQ(U8(3), rows)
@@ -191,12 +170,12 @@ func matMulDriverElems(rowSizes []int, tokensFor func(R int) int, wElem, xElem i
 	RET()
 }
 
-// nextTokens advances x by T·xStride elements of xElem bytes and out by
-// T·outStride 4-byte elements.
-func nextTokens(x, out reg.GPVirtual, T, xElem int) {
+// nextTokens advances x by T·xStride bytes and out by T·outStride 4-byte
+// elements.
+func nextTokens(x, out reg.GPVirtual, T int) {
 	xs := load(Param("xStride"))
 	os := load(Param("outStride"))
-	IMUL3Q(U32(T*xElem), xs, xs)
+	IMUL3Q(U32(T), xs, xs)
 	IMUL3Q(U32(4*T), os, os)
 	ADDQ(xs, x)
 	ADDQ(os, out)

@@ -105,29 +105,14 @@ func spreadRows(stride func() reg.GPVirtual, group func(q []reg.GPVirtual, outAt
 	IMULQ(stride(), qs) // bytes between the streams
 	MOVQ(cnt, oq)
 	SHLQ(U8(2), oq) // bytes between their outputs
-	outAt := func(k int) Mem {
-		switch k {
-		case 0:
-			return Mem{Base: out}
-		case 1, 2:
-			return Mem{Base: out, Index: oq, Scale: uint8(k)}
-		}
-		o := GP64()
-		LEAQ(Mem{Base: out, Index: oq, Scale: 2}, o)
-		return Mem{Base: o, Index: oq, Scale: 1}
-	}
 	loop := label("spread")
 	Label(loop)
-	group(rowPtrs(w, qs, 4), outAt)
+	group(rowPtrs(w, qs, 4), func(k int) Mem { return quarterAt(out, oq, k) })
 	ADDQ(stride(), w)
 	ADDQ(U8(4), out)
 	DECQ(cnt)
 	JNZ(LabelRef(loop))
-	// Past the other three quarters.
-	LEAQ(Mem{Base: w, Index: qs, Scale: 2}, w)
-	ADDQ(qs, w)
-	LEAQ(Mem{Base: out, Index: oq, Scale: 2}, out)
-	ADDQ(oq, out)
+	pastQuarters(w, qs, out, oq)
 	Label(done)
 
 	rest := load(Param("out").Len())
@@ -141,6 +126,29 @@ func spreadRows(stride func() reg.GPVirtual, group func(q []reg.GPVirtual, outAt
 	DECQ(rest)
 	JNZ(LabelRef(oneLoop))
 	Label(oneDone)
+}
+
+// quarterAt returns the address k quarters (k < 4) of gap bytes after the
+// one in base: where row k of a spread group stores its output.
+func quarterAt(base, gap reg.GPVirtual, k int) Mem {
+	switch k {
+	case 0:
+		return Mem{Base: base}
+	case 1, 2:
+		return Mem{Base: base, Index: gap, Scale: uint8(k)}
+	}
+	p := GP64()
+	LEAQ(Mem{Base: base, Index: gap, Scale: 2}, p)
+	return Mem{Base: p, Index: gap, Scale: 1}
+}
+
+// pastQuarters advances w and out past the other three quarters of a
+// spread call (qs, oq bytes each), once its first quarter is done.
+func pastQuarters(w, qs, out, oq reg.GPVirtual) {
+	LEAQ(Mem{Base: w, Index: qs, Scale: 2}, w)
+	ADDQ(qs, w)
+	LEAQ(Mem{Base: out, Index: oq, Scale: 2}, out)
+	ADDQ(oq, out)
 }
 
 // storeLanes stores lanes 0-3 of the xmm s (int32 or float32 bits) at
