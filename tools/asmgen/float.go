@@ -65,6 +65,19 @@ func tailMask(i, n reg.GPVirtual, body func(k reg.Register)) {
 	remMask(rem, body)
 }
 
+// whileRem emits: for rem ≥ width { body(); rem −= width }, its labels
+// named after name.
+func whileRem(rem reg.GPVirtual, width int, name string, body func()) {
+	loop, done := label(name), label(name+"done")
+	Label(loop)
+	CMPQ(rem, U8(width))
+	JB(LabelRef(done))
+	body()
+	SUBQ(U8(width), rem)
+	JMP(LabelRef(loop))
+	Label(done)
+}
+
 // remMask emits: if rem > 0 { body(k) } with opmask k selecting lanes
 // 0..rem-1 (0 ≤ rem < 64).
 func remMask(rem reg.GPVirtual, body func(k reg.Register)) {

@@ -177,17 +177,12 @@ func f16Tile(R, T int, w, out reg.GPVirtual, quad bool) {
 			}
 		}
 	}
-	loop, done := label("f16steps"), label("f16stepsdone")
-	Label(loop)
-	CMPQ(rem, U8(32))
-	JB(LabelRef(done))
-	step(0, nil, true)
-	step(16, nil, false)
-	rws.advance(64)
-	toks.advance(128)
-	SUBQ(U8(32), rem)
-	JMP(LabelRef(loop))
-	Label(done)
+	whileRem(rem, 32, "f16steps", func() {
+		step(0, nil, true)
+		step(16, nil, false)
+		rws.advance(64)
+		toks.advance(128)
+	})
 
 	skip := label("f16step16")
 	CMPQ(rem, U8(16))
@@ -276,16 +271,11 @@ func genDotI8MatMulVNNI() {
 				}
 			}
 		}
-		loop, done := label("i8steps"), label("i8stepsdone")
-		Label(loop)
-		CMPQ(rem, U8(64))
-		JB(LabelRef(done))
-		step(nil, true)
-		rws.advance(64)
-		toks.advance(64)
-		SUBQ(U8(64), rem)
-		JMP(LabelRef(loop))
-		Label(done)
+		whileRem(rem, 64, "i8steps", func() {
+			step(nil, true)
+			rws.advance(64)
+			toks.advance(64)
+		})
 
 		remMask(rem, func(k reg.Register) { step(k, false) })
 
