@@ -30,6 +30,10 @@ type Options struct {
 	// NoSubgroups never uses subgroup operations, even where the device has
 	// them (to test the shared-memory reductions).
 	NoSubgroups bool
+	// NoFusion records a decode step as a prompt's passes are recorded,
+	// with norm_quant and rope_kv dispatches of their own (to test and
+	// profile the fused kernel, ternary_norm, against them).
+	NoFusion bool
 	// MaxShardBytes caps the bytes of one weight buffer below the device's
 	// limits, to exercise sharding on small models; 0: the device's limits.
 	MaxShardBytes int64
@@ -97,6 +101,7 @@ type Backend struct {
 	layers  []layerBufs
 	rope    *vk.Buffer // [ctx][ropeDim/2] (cos, sin)
 	attn    attnPlan   // how attention splits its work (attention.go)
+	fuse    fusion     // what a decode step fuses (graph.go)
 
 	// scratch, each for batch tokens
 	x, xn, q, s, qkv, att, gu, attnPart, logits, result *vk.Buffer
@@ -189,6 +194,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	if err := b.makeScratch(); err != nil {
 		return nil, err
 	}
+	b.fuse = b.planFusion()
 	return b, nil
 }
 
@@ -532,5 +538,5 @@ var _ nn.Picker = (*Backend)(nil)
 // kernelKey is one pipeline: a kernel with its specialization constants.
 type kernelKey struct {
 	k    spirv.Kernel
-	spec [5]uint32
+	spec [8]uint32
 }

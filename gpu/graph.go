@@ -44,7 +44,7 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 
 // bindings is the number of storage buffers each kernel binds.
 var bindings = map[spirv.Kernel]int{
-	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6,
+	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6, spirv.TernaryNorm: 10, spirv.TernaryNormDot: 10,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.HeadBlocks: 5, spirv.HeadBlocksDot: 5, spirv.RopeKV: 5,
 	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 6, spirv.Argmax: 2, spirv.ReadBandwidth: 2, spirv.Sample: 3,
 }
@@ -197,6 +197,70 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 	}
 }
 
+// fusion is what a one-token pass (a decode step) does in fewer dispatches
+// (ternary_norm.comp): the attention and FFN input norms with their int8
+// quantization in the prologues of the QKV and gate/up products, and RoPE
+// with the K/V cache write in the QKV epilogue. A layer is then 7
+// dispatches instead of 10. Passes of several tokens keep norm_quant and
+// rope_kv, whose bits the fused kernel reproduces (nntest.BatchInvariance).
+type fusion struct {
+	norm bool // the input norms in the products' prologue
+	rope bool // RoPE and the K/V cache write in the QKV epilogue
+}
+
+// ternaryNormBuffers is the number of storage buffers ternary_norm binds.
+const ternaryNormBuffers = 10
+
+// planFusion decides the fusion on this device for this model: the norm
+// needs the workgroup norm_quant runs (so its trees are the same), the
+// int8 codes of a row in shared memory and ten storage buffers per kernel;
+// the RoPE epilogue needs Q, K and V in one shard and head and RoPE
+// dimensions in fours (ternary_norm.comp's row order).
+func (b *Backend) planFusion() fusion {
+	c := b.c
+	wg := int(b.workgroup(wgNorm))
+	shared := c.Embd + 4*2*wg + 4*rowsWG*wg + 4*(wg/wgMat)*rowsWG // codes, norm trees, product tree, outputs
+	if b.o.NoFusion || wg < wgMat || shared > int(b.info.MaxComputeSharedMemorySize) || b.info.MaxStorageBuffers < ternaryNormBuffers {
+		return fusion{}
+	}
+	f := fusion{norm: true}
+	f.rope = c.HeadDim%4 == 0 && c.RopeDim%4 == 0 && len(b.layers) > 0 && len(b.layers[0].qkv.shards) == 1
+	return f
+}
+
+// ternaryNorm records, for one token, out[row] = BitLinear by m of the
+// RMSNorm (weight norm) of the hidden state x and its int8 quantization,
+// each workgroup normalizing x itself (ternary_norm), every shard. With
+// rope (m is the layer's Q, K and V in one shard), the queries are written
+// rotated and the keys and values go to the layer's cache, as rope_kv does.
+func (rc *recorder) ternaryNorm(label string, m *ternaryMatrix, norm, out *vk.Buffer, l *layerBufs, rope bool) {
+	b, c := rc.b, rc.b.c
+	k := spirv.TernaryNorm
+	if b.dot {
+		k = spirv.TernaryNormDot
+	}
+	wg := b.workgroup(wgNorm)
+	perWG := int(wg/wgMat) * rowsWG
+	grouped, gs := uint32(0), m.rowScale
+	if m.groupScale != nil {
+		grouped, gs = 1, m.groupScale
+	}
+	push := ternaryNormPush{K: uint32(m.k), Eps: c.Eps, Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads),
+		HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), Interleaved: b32(c.RopeInterleaved)}
+	for _, sh := range m.shards {
+		// weights, x and the norm weight, scales, results
+		bytes := sh.rows*m.k/4 + 8*m.k + 8*sh.rows
+		if grouped == 1 {
+			bytes += 4 * sh.rows * m.k / 256
+		}
+		rc.note(label, bytes)
+		push.Rows, push.Row0 = uint32(sh.rows), uint32(sh.row0)
+		rc.dispatch(k, []uint32{wg, rowsWG, grouped, b32(rope), wgMat, uint32(m.k)},
+			[]vk.Range{whole(sh.buf), whole(b.x), whole(norm), whole(m.rowScale), whole(gs), whole(out), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
+			push, ceilDiv(sh.rows, perWG), 1)
+	}
+}
+
 // head records logits[t] for n tokens of the normed state (xn rows 0…, or
 // the quantized q and s for the int8 head).
 func (rc *recorder) head(n int) {
@@ -293,27 +357,41 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 			stage++
 		}
 	}
+	fuseNorm, fuseRope := T == 1 && b.fuse.norm, T == 1 && b.fuse.rope
 	for _, l := range b.layers {
 		// attention
-		rc.normQuant("attn norm+quant", b.x, l.attnNorm, E, E, 0, T, 0, 1)
+		switch {
+		case fuseRope:
+			rc.ternaryNorm("attn norm+qkv+rope+kv", l.qkv, l.attnNorm, b.qkv, &l, true)
+		case fuseNorm:
+			rc.ternaryNorm("attn norm+qkv", l.qkv, l.attnNorm, b.qkv, &l, false)
+		default:
+			rc.normQuant("attn norm+quant", b.x, l.attnNorm, E, E, 0, T, 0, 1)
+			r.Barrier()
+			rc.ternary("attn qkv", l.qkv, b.qkv, qkvStride, T, false)
+		}
 		r.Barrier()
-		rc.ternary("attn qkv", l.qkv, b.qkv, qkvStride, T, false)
-		r.Barrier()
-		rc.note("rope + kv write", 4*T*qkvStride+4*T*E+2*2*T*KV+4*T*c.RopeDim)
-		rc.dispatch(spirv.RopeKV, []uint32{wgRope},
-			[]vk.Range{whole(b.qkv), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
-			ropePush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), QKVStride: uint32(qkvStride), Interleaved: b32(c.RopeInterleaved)},
-			uint32(T), uint32(c.Heads+2*c.KVHeads))
-		r.Barrier()
+		if !fuseRope {
+			rc.note("rope + kv write", 4*T*qkvStride+4*T*E+2*2*T*KV+4*T*c.RopeDim)
+			rc.dispatch(spirv.RopeKV, []uint32{wgRope},
+				[]vk.Range{whole(b.qkv), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
+				ropePush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), QKVStride: uint32(qkvStride), Interleaved: b32(c.RopeInterleaved)},
+				uint32(T), uint32(c.Heads+2*c.KVHeads))
+			r.Barrier()
+		}
 		rc.attention(l, T) // ends in the sub-norm and the quantization of the output
 		r.Barrier()
 		rc.ternary("attn output", l.o, b.x, E, T, true)
 		r.Barrier()
 		traceCopy()
 		// feed-forward
-		rc.normQuant("ffn norm+quant", b.x, l.ffnNorm, E, E, 0, T, 0, 1)
-		r.Barrier()
-		rc.ternary("ffn gate+up", l.gateUp, b.gu, 2*F, T, false)
+		if fuseNorm {
+			rc.ternaryNorm("ffn norm+gate+up", l.gateUp, l.ffnNorm, b.gu, &l, false)
+		} else {
+			rc.normQuant("ffn norm+quant", b.x, l.ffnNorm, E, E, 0, T, 0, 1)
+			r.Barrier()
+			rc.ternary("ffn gate+up", l.gateUp, b.gu, 2*F, T, false)
+		}
 		r.Barrier()
 		rc.normQuant("ffn act+subnorm+quant", b.gu, l.ffnSubNorm, F, 2*F, 0, T, act, 1)
 		r.Barrier()

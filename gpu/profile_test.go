@@ -55,7 +55,17 @@ func TestProfileForward(t *testing.T) {
 		if share < 0.999 || share > 1.001 {
 			t.Errorf("shares add to %g", share)
 		}
-		for _, label := range []string{"attn qkv", "attention (chunks)", "attention (reduce+subnorm+quant)", "attn output", "ffn gate+up", "ffn down"} {
+		stages := []string{"attention (chunks)", "attention (reduce+subnorm+quant)", "attn output", "ffn down"}
+		if tc.n == 1 { // a decode step: the input norms, RoPE and the cache write fused (graph.go)
+			stages = append(stages, "attn norm+qkv+rope+kv", "ffn norm+gate+up", "ffn act+subnorm+quant")
+			// seven dispatches a layer, and the embedding, the output norm, the head and the argmax
+			if want := 7*L + 4; p.Counts.Dispatches != want {
+				t.Errorf("decode step: %d dispatches, want %d", p.Counts.Dispatches, want)
+			}
+		} else {
+			stages = append(stages, "attn norm+quant", "attn qkv", "rope + kv write", "ffn norm+quant", "ffn gate+up")
+		}
+		for _, label := range stages {
 			if calls[label] != L {
 				t.Errorf("%d tokens: %q ran %d times, want once per layer (%d)", tc.n, label, calls[label], L)
 			}

@@ -20,6 +20,13 @@ type (
 	}
 	// matPush serves ternary, head_f16 and head_q8.
 	matPush struct{ Rows, Row0, K, T, OutStride uint32 }
+	// ternaryNormPush serves ternary_norm: the product's rows, its input
+	// norm's eps, and the attention shape its RoPE epilogue needs.
+	ternaryNormPush struct {
+		Rows, Row0, K                            uint32
+		Eps                                      float32
+		Heads, KVHeads, HD, RopeDim, Interleaved uint32
+	}
 	// blockHeadPush serves head_blocks: matPush and the group size.
 	blockHeadPush struct{ Rows, Row0, K, T, OutStride, Group uint32 }
 	ropePush      struct{ Heads, KVHeads, HD, RopeDim, QKVStride, Interleaved uint32 }
@@ -43,6 +50,8 @@ var pushTypes = map[spirv.Kernel]any{
 	spirv.NormQuant:         normPush{},
 	spirv.Ternary:           matPush{},
 	spirv.TernaryDot:        matPush{},
+	spirv.TernaryNorm:       ternaryNormPush{},
+	spirv.TernaryNormDot:    ternaryNormPush{},
 	spirv.HeadF16:           matPush{},
 	spirv.HeadQ8:            matPush{},
 	spirv.HeadQ8Dot:         matPush{},

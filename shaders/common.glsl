@@ -64,3 +64,12 @@ int quant8(float v, float s) {
 uint pack8(int a, int b, int c, int d) {
     return (uint(a) & 0xFFu) | (uint(b) & 0xFFu) << 8 | (uint(c) & 0xFFu) << 16 | (uint(d) & 0xFFu) << 24;
 }
+
+// ropeRotate is RoPE's rotation of the pair (a, b) by (cos θ, sin θ):
+// (a·cos − b·sin, a·sin + b·cos), each product rounded (precise: no fused
+// multiply-add), so rope_kv and ternary_norm's epilogue agree bit for bit.
+vec2 ropeRotate(float a, float b, vec2 cs) {
+    precise float lo = a * cs.x - b * cs.y;
+    precise float hi = a * cs.y + b * cs.x;
+    return vec2(lo, hi);
+}

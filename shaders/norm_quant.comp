@@ -7,7 +7,8 @@
 //         summed exactly enough (float-float), the mean and the scale in float32
 // then either (QUANT = 0) out[t][i] = v_i, or (QUANT = 1) BitLinear's int8
 // quantization: m = max(1e-5, max|v|), s = 127/m (correctly rounded), q_i = round_even(v_i·s)
-// clamped to [−128, 127], written as q[t][K/4] packed int8 and s[t].
+// clamped to [−128, 127], written as q[t][K/4] packed int8 and s[t]
+// (rmsquant.glsl, which ternary_norm.comp shares).
 //   in   [T][inStride] float, read from token inOff on
 //   w    [K] float          the norm weight (unused when NORM = 0)
 //   out  [T][K] float       QUANT = 0
@@ -36,7 +37,9 @@ layout(push_constant) uniform Push {
     float eps;
 } pc;
 
-float value(uint base, uint i) {
+uint base; // the token's first value in inp
+
+float rqValue(uint i) {
     if (ACT == 0) {
         return inp[base + i];
     }
@@ -49,46 +52,24 @@ float value(uint base, uint i) {
     return g / (1.0 + exp(-g)) * u;
 }
 
+float rqWeight(uint i) { return w[i]; }
+
+void rqPut(uint i4, uint c) { q[gl_WorkGroupID.x * (pc.K / 4) + i4] = c; }
+
+#include "rmsquant.glsl"
+
 void main() {
     uint t = gl_WorkGroupID.x;
     uint tid = gl_LocalInvocationID.x;
-    uint base = (pc.inOff + t) * pc.inStride;
-    float inv = 1.0;
-    if (NORM == 1) {
-        vec2 ss = vec2(0.0);
-        for (uint i = tid; i < pc.K; i += gl_WorkGroupSize.x) {
-            float h = value(base, i);
-            precise float h2 = h * h;
-            ss = ffAdd(ss, vec2(h2, 0.0));
-        }
-        inv = rmsScale(wgSumFF(ss), float(pc.K), pc.eps);
-    }
+    base = (pc.inOff + t) * pc.inStride;
+    float inv = NORM == 1 ? rmsInv(pc.K, pc.eps) : 1.0;
     if (QUANT == 0) {
         for (uint i = tid; i < pc.K; i += gl_WorkGroupSize.x) {
-            precise float v = value(base, i);
-            if (NORM == 1) v = (v * inv) * w[i];
-            outp[t * pc.K + i] = v;
+            outp[t * pc.K + i] = rmsValue(i, inv, NORM == 1);
         }
         return;
     }
-    float m = 0.0;
-    for (uint i = tid; i < pc.K; i += gl_WorkGroupSize.x) {
-        precise float v = value(base, i);
-        if (NORM == 1) v = (v * inv) * w[i];
-        m = max(m, abs(v));
-    }
-    m = max(wgMax(m), 1e-5);
-    float sc = quantScale(m);
-    for (uint i4 = tid; i4 < pc.K / 4; i4 += gl_WorkGroupSize.x) {
-        int c[4];
-        for (uint j = 0; j < 4; j++) {
-            uint i = 4 * i4 + j;
-            precise float v = value(base, i);
-            if (NORM == 1) v = (v * inv) * w[i];
-            c[j] = quant8(v, sc);
-        }
-        q[t * (pc.K / 4) + i4] = pack8(c[0], c[1], c[2], c[3]);
-    }
+    float sc = rmsQuant(pc.K, inv, NORM == 1);
     if (tid == 0) {
         s[t] = sc;
     }

@@ -14,6 +14,7 @@
 //   kcache [slots·ctx][kvHeads][hd/2] uint, vcache likewise: float16 pairs
 //   seq    [T] uvec2                (position, first cache row of its slot)
 // The queries are rotated in place; the keys only in the cache. hd ≤ 256, even.
+// ternary_norm.comp does the same in a decode step's QKV epilogue.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -47,9 +48,9 @@ void main() {
         for (uint i = tid; i < hr; i += gl_WorkGroupSize.x) {
             vec2 cs = rope[p * hr + i];
             uint lo = pc.interleaved != 0 ? 2 * i : i, hi = pc.interleaved != 0 ? 2 * i + 1 : i + hr;
-            float a = qkv[base + lo], b = qkv[base + hi];
-            qkv[base + lo] = a * cs.x - b * cs.y;
-            qkv[base + hi] = a * cs.y + b * cs.x;
+            vec2 ab = ropeRotate(qkv[base + lo], qkv[base + hi], cs);
+            qkv[base + lo] = ab.x;
+            qkv[base + hi] = ab.y;
         }
         return;
     }
@@ -62,9 +63,9 @@ void main() {
         for (uint i = tid; i < hr; i += gl_WorkGroupSize.x) {
             vec2 cs = rope[p * hr + i];
             uint lo = pc.interleaved != 0 ? 2 * i : i, hi = pc.interleaved != 0 ? 2 * i + 1 : i + hr;
-            float a = hs[lo], b = hs[hi];
-            hs[lo] = a * cs.x - b * cs.y;
-            hs[hi] = a * cs.y + b * cs.x;
+            vec2 ab = ropeRotate(hs[lo], hs[hi], cs);
+            hs[lo] = ab.x;
+            hs[hi] = ab.y;
         }
         barrier();
     }

@@ -12,7 +12,8 @@
 //   groupScale [row0+rows][K/256] float (bound to rowScale when GROUPED = 0)
 //   out        [T][outStride] float
 // K is a multiple of 128 (256 when GROUPED). A workgroup computes NR rows × NT
-// tokens; its threads split the row's words and reduce in shared memory.
+// tokens; its threads split the row's words and reduce in shared memory
+// (ternary.glsl).
 // DOT (a compile-time define) uses the integer dot product instruction.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -38,70 +39,27 @@ layout(push_constant) uniform Push {
     uint outStride;
 } pc;
 
-shared int red[NR * NT * gl_WorkGroupSize.x];
+uint tRow(uint r) {
+    uint row = gl_WorkGroupID.x * NR + r;
+    return row < pc.rows ? row : ~0u;
+}
+
+uint tAct(uint t, uint i) { return q[t * (pc.K / 4) + i]; }
+
+#include "ternary.glsl"
 
 void main() {
     uint tid = gl_LocalInvocationID.x;
-    uint r0 = gl_WorkGroupID.x * NR;
     uint t0 = gl_WorkGroupID.y * NT;
-    uint words = pc.K / 16;           // uints per weight row
-    uint qwords = pc.K / 4;           // uints per activation row
-    int acc[NR * NT];
-    float accf[NR * NT];
-    for (uint i = 0; i < NR * NT; i++) { acc[i] = 0; accf[i] = 0.0; }
-
-    for (uint w = tid; w < words; w += gl_WorkGroupSize.x) {
-        uint blk = w / 8, k = w % 8;  // 128-weight block, byte quad within it
-        uint codes[NR];
-        for (uint r = 0; r < NR; r++) {
-            codes[r] = r0 + r < pc.rows ? wt[(r0 + r) * words + w] : 0x55555555u; // code 1: weight 0
-        }
-        for (uint tt = 0; tt < NT; tt++) {
-            uint t = min(t0 + tt, pc.T - 1);
-            uint qb = t * qwords + blk * 32 + k;
-            uint a0 = q[qb], a1 = q[qb + 8], a2 = q[qb + 16], a3 = q[qb + 24];
-            for (uint r = 0; r < NR; r++) {
-                uint c = codes[r];
-                int p = dot4(ternaryBytes((c >> 6) & 0x03030303u), a0)
-                      + dot4(ternaryBytes((c >> 4) & 0x03030303u), a1)
-                      + dot4(ternaryBytes((c >> 2) & 0x03030303u), a2)
-                      + dot4(ternaryBytes(c & 0x03030303u), a3);
-                if (GROUPED == 1) {
-                    uint row = min(pc.row0 + r0 + r, pc.row0 + pc.rows - 1);
-                    accf[r * NT + tt] += float(p) * groupScale[row * (pc.K / 256) + w / 16];
-                } else {
-                    acc[r * NT + tt] += p;
-                }
-            }
-        }
-    }
-
-    for (uint i = 0; i < NR * NT; i++) {
-        red[i * gl_WorkGroupSize.x + tid] = GROUPED == 1 ? floatBitsToInt(accf[i]) : acc[i];
-    }
-    barrier();
-    for (uint h = gl_WorkGroupSize.x / 2; h > 0; h >>= 1) {
-        if (tid < h) {
-            for (uint i = 0; i < NR * NT; i++) {
-                uint a = i * gl_WorkGroupSize.x + tid;
-                if (GROUPED == 1) {
-                    red[a] = floatBitsToInt(intBitsToFloat(red[a]) + intBitsToFloat(red[a + h]));
-                } else {
-                    red[a] += red[a + h];
-                }
-            }
-        }
-        barrier();
-    }
+    ternaryPartial(tid, gl_WorkGroupSize.x, pc.K, pc.row0, t0, pc.T);
+    ternaryReduce(0, tid, gl_WorkGroupSize.x);
     if (tid < NR * NT) {
         uint r = tid / NT, tt = tid % NT;
         uint t = t0 + tt;
-        if (r0 + r < pc.rows && t < pc.T) {
-            uint row = pc.row0 + r0 + r;
-            int sum = red[tid * gl_WorkGroupSize.x];
-            // float32(float32(Σ)/s)·scale, as bitnet.cpp rounds it (precise: no
-            // fused multiply-add with the residual).
-            precise float y = GROUPED == 1 ? intBitsToFloat(sum) / s[t] : (float(sum) / s[t]) * rowScale[row];
+        uint row = tRow(r);
+        if (row != ~0u && t < pc.T) {
+            row += pc.row0;
+            float y = tOut(tSum(0, gl_WorkGroupSize.x, tid), s[t], GROUPED == 1 ? 1.0 : rowScale[row]);
             uint o = t * pc.outStride + row;
             precise float r = ACC == 1 ? outp[o] + y : y;
             outp[o] = r;

@@ -21,9 +21,15 @@ const (
 	NormQuant   Kernel = "norm_quant"  // (activation ·) RMSNorm (· int8 quantization)
 	Ternary     Kernel = "ternary"     // I2_S ternary matrix product, plain int32 math
 	TernaryDot  Kernel = "ternary_dot" // the same with the integer dot product instruction
-	HeadF16     Kernel = "head_f16"    // float16 output head
-	HeadQ8      Kernel = "head_q8"     // int8 output head, plain int32 math
-	HeadQ8Dot   Kernel = "head_q8_dot" // the same with the integer dot product instruction
+	// TernaryNorm is a decode step's ternary product with the RMSNorm and
+	// int8 quantization of its input in the prologue (and, for Q, K and V,
+	// RoPE and the K/V cache write in the epilogue); TernaryNormDot uses
+	// the integer dot product.
+	TernaryNorm    Kernel = "ternary_norm"
+	TernaryNormDot Kernel = "ternary_norm_dot"
+	HeadF16        Kernel = "head_f16"    // float16 output head
+	HeadQ8         Kernel = "head_q8"     // int8 output head, plain int32 math
+	HeadQ8Dot      Kernel = "head_q8_dot" // the same with the integer dot product instruction
 	// HeadBlocks is the output head held as a block type (Q8_0, Q6_K, Q4_0
 	// codes with group scales); HeadBlocksDot uses the integer dot product.
 	HeadBlocks    Kernel = "head_blocks"
@@ -42,7 +48,7 @@ const (
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, EmbedBlocks, NormQuant, Ternary, TernaryDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample, ViewDraw}
+	return []Kernel{Embed, EmbedBlocks, NormQuant, Ternary, TernaryDot, TernaryNorm, TernaryNormDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample, ViewDraw}
 }
 
 // Code returns the SPIR-V words of k as bytes.

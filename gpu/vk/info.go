@@ -47,6 +47,9 @@ type DeviceInfo struct {
 	MaxComputeSharedMemorySize      uint32
 	MaxPushConstantsSize            uint32
 	MaxComputeWorkGroupCount        [3]uint32
+	// MaxStorageBuffers is maxPerStageDescriptorStorageBuffers: the most
+	// storage buffers one kernel binds.
+	MaxStorageBuffers uint32
 
 	SubgroupSize uint32
 	// SubgroupOps lists the subgroup operations supported in the compute

@@ -243,6 +243,7 @@ func deviceInfo(idx int, c *C.bvk_device_info) DeviceInfo {
 		MaxComputeWorkGroupInvocations:  uint32(c.max_wg_invocations),
 		MaxComputeSharedMemorySize:      uint32(c.max_shared),
 		MaxPushConstantsSize:            uint32(c.max_push),
+		MaxStorageBuffers:               uint32(c.max_storage_buffers),
 		SubgroupSize:                    uint32(c.subgroup_size),
 		apiRaw:                          uint32(c.api_version),
 	}

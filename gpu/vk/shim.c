@@ -351,6 +351,7 @@ int32_t bvk_query_device(void *gipa, void *instance, void *physp, uint32_t insta
 	info->max_wg_invocations = p->limits.maxComputeWorkGroupInvocations;
 	info->max_shared = p->limits.maxComputeSharedMemorySize;
 	info->max_push = p->limits.maxPushConstantsSize;
+	info->max_storage_buffers = p->limits.maxPerStageDescriptorStorageBuffers;
 	for (int i = 0; i < 3; i++) info->max_wg_count[i] = p->limits.maxComputeWorkGroupCount[i];
 	info->timestamp_period = p->limits.timestampPeriod;
 	if (v >= 101) {

@@ -53,7 +53,7 @@ typedef struct bvk_device_info {
 	int has_driver_props;
 	char driver_name[256], driver_info[256];
 	uint64_t max_storage_buffer_range, max_memory_allocation_size, min_storage_buffer_offset_alignment;
-	uint32_t max_wg_invocations, max_shared, max_push, max_wg_count[3];
+	uint32_t max_wg_invocations, max_shared, max_push, max_wg_count[3], max_storage_buffers;
 	uint32_t subgroup_size, subgroup_stages, subgroup_ops;
 	uint32_t heap_count;
 	uint64_t heap_size[BVK_MAX_HEAPS];

@@ -1,0 +1,83 @@
+package gpu
+
+import (
+	"testing"
+
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/nntest"
+)
+
+// Every token of a batch gets exactly the logits it gets alone
+// (nntest.BatchInvariance): a decode step runs the fused kernel
+// (ternary_norm: the input norms in the QKV and gate/up prologues, RoPE and
+// the K/V cache write in the QKV epilogue) and a batch norm_quant, ternary
+// and rope_kv, so this holds the fused kernel to their bits; sharded, the
+// norms alone are fused.
+func TestConformanceBatchInvariance(t *testing.T) {
+	needVulkan(t)
+	for _, v := range []struct {
+		name string
+		o    Options
+	}{
+		{"default", Options{}},
+		{"sharded", Options{MaxShardBytes: 4096, Batch: 5}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
+				o := v.o
+				o.Context = ctx
+				b := open(t, c, w, o)
+				if !b.fuse.norm || b.fuse.rope != (o.MaxShardBytes == 0) {
+					t.Fatalf("%s: fusion %+v", c.Name, b.fuse)
+				}
+				return b, nil
+			})
+		})
+	}
+}
+
+// A fused decode step gives the logits and the cache of an unfused one bit
+// for bit in the RoPE variants the model zoo has: interleaved pairs, and a
+// RoPE dimension below the head dimension; with the integer dot product
+// and without.
+func TestFusedDecode(t *testing.T) {
+	needVulkan(t)
+	for _, tc := range []struct {
+		name        string
+		interleaved bool
+		ropeDiv     int
+		plain       bool
+	}{
+		{"neox", false, 1, false},
+		{"interleaved", true, 1, false},
+		{"partial", false, 2, false},
+		{"interleaved-partial-plain", true, 4, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logits [2][]float32
+			for i, o := range []Options{{}, {NoFusion: true}} {
+				m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 11)
+				m.Config.RopeInterleaved = tc.interleaved
+				m.Config.RopeDim = m.Config.HeadDim / tc.ropeDiv
+				o.Context, o.Plain = 16, tc.plain
+				b := open(t, m.Config, m.Weights, o)
+				if b.fuse.rope == o.NoFusion {
+					t.Fatalf("options %+v: fusion %+v", o, b.fuse)
+				}
+				V := m.Config.Vocab
+				toks := []int32{3, 141, 59, 26, 5, 35, 8, 97, 93, 23}
+				logits[i] = make([]float32, len(toks)*V)
+				for p, tok := range toks { // every position a decode step, so every position reads the cache
+					if err := b.Forward([]int32{tok}, p, logits[i][p*V:(p+1)*V]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for j := range logits[0] {
+				if logits[0][j] != logits[1][j] {
+					t.Fatalf("logit %d: %v fused, %v unfused", j, logits[0][j], logits[1][j])
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,52 @@
+// rmsquant.glsl: RMSNorm and BitLinear's int8 quantization of one token's K
+// values by a whole workgroup, shared by norm_quant.comp (one token per
+// workgroup) and ternary_norm.comp (each workgroup of a decode step's matrix
+// product quantizes its input itself): the same loops over the same lanes
+// and the same reduction trees (reduce.glsl), so a token's codes and scale
+// are the same bits from both at the same workgroup size.
+// Include it after reduce.glsl. The includer defines before it:
+//   float rqValue(uint i)          the i-th input value h_i
+//   float rqWeight(uint i)         the norm weight w_i
+//   void  rqPut(uint i4, uint c)   store the packed codes of values 4·i4…4·i4+3
+//
+//   rmsInv:   1/sqrt(mean(h²) + eps), rounded as ggml does (rmsScale)
+//   rmsValue: v_i = (h_i · inv) · w_i   (h_i when norm is false)
+//   rmsQuant: m = max(1e-5, max|v|), s = 127/m correctly rounded (returned),
+//             q_i = round_even(v_i·s) clamped to [−128, 127]
+// Every invocation of the workgroup must call rmsInv and rmsQuant (barriers).
+// K must be a multiple of 4.
+
+float rmsInv(uint K, float eps) {
+    uint tid = gl_LocalInvocationID.x;
+    vec2 ss = vec2(0.0);
+    for (uint i = tid; i < K; i += gl_WorkGroupSize.x) {
+        float h = rqValue(i);
+        precise float h2 = h * h;
+        ss = ffAdd(ss, vec2(h2, 0.0));
+    }
+    return rmsScale(wgSumFF(ss), float(K), eps);
+}
+
+float rmsValue(uint i, float inv, bool norm) {
+    precise float v = rqValue(i);
+    if (norm) v = (v * inv) * rqWeight(i);
+    return v;
+}
+
+float rmsQuant(uint K, float inv, bool norm) {
+    uint tid = gl_LocalInvocationID.x;
+    float m = 0.0;
+    for (uint i = tid; i < K; i += gl_WorkGroupSize.x) {
+        m = max(m, abs(rmsValue(i, inv, norm)));
+    }
+    m = max(wgMax(m), 1e-5);
+    float sc = quantScale(m);
+    for (uint i4 = tid; i4 < K / 4; i4 += gl_WorkGroupSize.x) {
+        int c[4];
+        for (uint j = 0; j < 4; j++) {
+            c[j] = quant8(rmsValue(4 * i4 + j, inv, norm), sc);
+        }
+        rqPut(i4, pack8(c[0], c[1], c[2], c[3]));
+    }
+    return sc;
+}
