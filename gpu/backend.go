@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/bitvk/bitvk/gpu/vk"
@@ -30,10 +31,11 @@ type Options struct {
 	// NoSubgroups never uses subgroup operations, even where the device has
 	// them (to test the shared-memory reductions).
 	NoSubgroups bool
-	// NoFusion records a decode step as a prompt's passes are recorded,
-	// with norm_quant and rope_kv dispatches of their own (to test and
-	// profile the fused kernel, ternary_norm, against them).
-	NoFusion bool
+	// Fusion says whether a decode step runs its input norms, RoPE and the
+	// K/V cache write inside the QKV and gate/up products (ternary_norm,
+	// 7 dispatches a layer) or as dispatches of their own, as a prompt's
+	// passes do (10). The zero value, FuseAuto, fuses on a GPU.
+	Fusion Fusion
 	// MaxShardBytes caps the bytes of one weight buffer below the device's
 	// limits, to exercise sharding on small models; 0: the device's limits.
 	MaxShardBytes int64
@@ -46,6 +48,18 @@ type Options struct {
 	// buffer range.
 	Slots int
 }
+
+// Fusion is Options.Fusion.
+type Fusion int
+
+const (
+	// FuseAuto fuses except on a CPU device (lavapipe), where the work each
+	// workgroup repeats runs on the same few cores and a decode step takes
+	// twice as long fused.
+	FuseAuto Fusion = iota
+	FuseOn          // fuse wherever the device's limits allow it
+	FuseOff         // never fuse
+)
 
 // Window is what drawing into a window asks of the backend's Vulkan setup:
 // the instance is created with Extensions on, Surface then makes the
@@ -83,17 +97,18 @@ type layerBufs struct {
 
 // Backend runs a model on a Vulkan device. It is not safe for concurrent use.
 type Backend struct {
-	c        *nn.Config
-	o        Options
-	inst     *vk.Instance
-	dev      *vk.Device
-	info     vk.DeviceInfo
-	dot      bool // integer dot product kernels
-	ctx      int  // positions per slot
-	slots    int  // sequences in the K/V cache
-	batch    int
-	seqOff   int64 // where each token's (position, first cache row) starts in the input buffers
-	maxShard int64
+	c         *nn.Config
+	o         Options
+	inst      *vk.Instance
+	dev       *vk.Device
+	info      vk.DeviceInfo
+	dot       bool // integer dot product kernels
+	subgroups bool // the matrix products' and norms' subgroup twins (reductions)
+	ctx       int  // positions per slot
+	slots     int  // sequences in the K/V cache
+	batch     int
+	seqOff    int64 // where each token's (position, first cache row) starts in the input buffers
+	maxShard  int64
 
 	embd    *floatMatrix
 	head    *floatMatrix // float16, or int8 with row scales
@@ -162,6 +177,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	}
 	b.info = b.dev.Info()
 	b.dot = b.dev.Enabled().IntegerDot && !o.Plain
+	b.subgroups = !o.NoSubgroups && subgroupReductions(b.info)
 	b.ctx = c.Context
 	if o.Context > 0 {
 		b.ctx = min(o.Context, c.Context)
@@ -196,6 +212,19 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	}
 	b.fuse = b.planFusion()
 	return b, nil
+}
+
+// subgroupReductions says whether the device runs the subgroup twins of the
+// matrix products and norms: subgroup arithmetic and votes in compute
+// shaders, and subgroups no wider than a row group of the products (wgMat
+// invocations), so that each holds a whole row group or part of one.
+func subgroupReductions(info vk.DeviceInfo) bool {
+	for _, op := range []string{"basic", "vote", "arithmetic"} {
+		if !slices.Contains(info.SubgroupOps, op) {
+			return false
+		}
+	}
+	return info.SubgroupSize > 0 && info.SubgroupSize <= wgMat
 }
 
 // presentable returns idx when that device can present to s, else, when

@@ -19,8 +19,8 @@ func TestConformanceBatchInvariance(t *testing.T) {
 		name string
 		o    Options
 	}{
-		{"default", Options{}},
-		{"sharded", Options{MaxShardBytes: 4096, Batch: 5}},
+		{"default", Options{Fusion: FuseOn}},
+		{"sharded", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
@@ -33,6 +33,15 @@ func TestConformanceBatchInvariance(t *testing.T) {
 				return b, nil
 			})
 		})
+	}
+}
+
+// FuseAuto fuses on GPUs and not on CPU devices such as lavapipe.
+func TestFusionAuto(t *testing.T) {
+	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 11)
+	b := open(t, m.Config, m.Weights, Options{Context: 16})
+	if cpu := b.Device().Type == "cpu"; b.fuse.norm == cpu || b.fuse.rope == cpu {
+		t.Errorf("%s device: fusion %+v", b.Device().Type, b.fuse)
 	}
 }
 
@@ -55,13 +64,13 @@ func TestFusedDecode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logits [2][]float32
-			for i, o := range []Options{{}, {NoFusion: true}} {
+			for i, o := range []Options{{Fusion: FuseOn}, {Fusion: FuseOff}} {
 				m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 11)
 				m.Config.RopeInterleaved = tc.interleaved
 				m.Config.RopeDim = m.Config.HeadDim / tc.ropeDiv
 				o.Context, o.Plain = 16, tc.plain
 				b := open(t, m.Config, m.Weights, o)
-				if b.fuse.rope == o.NoFusion {
+				if b.fuse.rope != (o.Fusion == FuseOn) {
 					t.Fatalf("options %+v: fusion %+v", o, b.fuse)
 				}
 				V := m.Config.Vocab

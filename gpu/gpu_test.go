@@ -45,16 +45,17 @@ func open(t testing.TB, c *nn.Config, w *nn.Weights, o Options) *Backend {
 }
 
 // variants are the backend configurations every suite runs: the integer
-// dot product kernels (where the device has them), the plain int32
-// kernels, and weights split into many small shards with a batch smaller
-// than the suite's chunks.
+// dot product kernels and subgroup reductions (where the device has them),
+// the plain int32 kernels with shared-memory reductions, and weights split
+// into many small shards with a batch smaller than the suite's chunks, its
+// decode steps fused (ternary_norm) even on a CPU device.
 var variants = []struct {
 	name string
 	o    Options
 }{
 	{"default", Options{}},
-	{"plain", Options{Plain: true}},
-	{"sharded", Options{MaxShardBytes: 4096, Batch: 5}},
+	{"plain", Options{Plain: true, NoSubgroups: true}},
+	{"sharded", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn}},
 }
 
 // TestConformancePositionZero: a token alone at position 0 gives the

@@ -45,6 +45,7 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 // bindings is the number of storage buffers each kernel binds.
 var bindings = map[spirv.Kernel]int{
 	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6, spirv.TernaryNorm: 10, spirv.TernaryNormDot: 10,
+	spirv.TernarySubgroup: 6, spirv.TernarySubgroupDot: 6, spirv.TernaryNormSubgroup: 10, spirv.TernaryNormSubgroupDot: 10, spirv.NormQuantSubgroup: 5,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.HeadBlocks: 5, spirv.HeadBlocksDot: 5, spirv.RopeKV: 5,
 	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 6, spirv.Argmax: 2, spirv.ReadBandwidth: 2, spirv.Sample: 3,
 }
@@ -159,7 +160,7 @@ func (rc *recorder) normQuant(label string, in *vk.Buffer, w *vk.Buffer, K, inSt
 		written = 4 * T * K
 	}
 	rc.note(label, read+written+4*K*int(norm))
-	rc.dispatch(spirv.NormQuant, []uint32{b.workgroup(wgNorm), act, norm, quant},
+	rc.dispatch(spirv.NormQuant.Variant(b.subgroups, false), []uint32{b.workgroup(wgNorm), act, norm, quant},
 		[]vk.Range{whole(in), whole(w), whole(b.xn), whole(b.q), whole(b.s)},
 		normPush{K: uint32(K), InStride: uint32(inStride), InOff: uint32(inOff), Eps: b.c.Eps}, uint32(T), 1)
 }
@@ -168,10 +169,7 @@ func (rc *recorder) normQuant(label string, in *vk.Buffer, w *vk.Buffer, K, inSt
 // by m, every shard, for T tokens.
 func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outStride, T int, acc bool) {
 	b := rc.b
-	k := spirv.Ternary
-	if b.dot {
-		k = spirv.TernaryDot
-	}
+	k := spirv.Ternary.Variant(b.subgroups, b.dot)
 	nt, grouped, accum := uint32(1), uint32(0), uint32(0)
 	if T > 1 {
 		nt = tileT
@@ -211,7 +209,8 @@ type fusion struct {
 // ternaryNormBuffers is the number of storage buffers ternary_norm binds.
 const ternaryNormBuffers = 10
 
-// planFusion decides the fusion on this device for this model: the norm
+// planFusion decides the fusion on this device for this model (see
+// Options.Fusion): the norm
 // needs the workgroup norm_quant runs (so its trees are the same), the
 // int8 codes of a row in shared memory and ten storage buffers per kernel;
 // the RoPE epilogue needs Q, K and V in one shard and head and RoPE
@@ -220,7 +219,8 @@ func (b *Backend) planFusion() fusion {
 	c := b.c
 	wg := int(b.workgroup(wgNorm))
 	shared := c.Embd + 4*2*wg + 4*rowsWG*wg + 4*(wg/wgMat)*rowsWG // codes, norm trees, product tree, outputs
-	if b.o.NoFusion || wg < wgMat || shared > int(b.info.MaxComputeSharedMemorySize) || b.info.MaxStorageBuffers < ternaryNormBuffers {
+	off := b.o.Fusion == FuseOff || b.o.Fusion == FuseAuto && b.info.Type == "cpu"
+	if off || wg < wgMat || shared > int(b.info.MaxComputeSharedMemorySize) || b.info.MaxStorageBuffers < ternaryNormBuffers {
 		return fusion{}
 	}
 	f := fusion{norm: true}
@@ -235,10 +235,7 @@ func (b *Backend) planFusion() fusion {
 // rotated and the keys and values go to the layer's cache, as rope_kv does.
 func (rc *recorder) ternaryNorm(label string, m *ternaryMatrix, norm, out *vk.Buffer, l *layerBufs, rope bool) {
 	b, c := rc.b, rc.b.c
-	k := spirv.TernaryNorm
-	if b.dot {
-		k = spirv.TernaryNormDot
-	}
+	k := spirv.TernaryNorm.Variant(b.subgroups, b.dot)
 	wg := b.workgroup(wgNorm)
 	perWG := int(wg/wgMat) * rowsWG
 	grouped, gs := uint32(0), m.rowScale

@@ -16,6 +16,8 @@ type opsAdapter struct {
 	b *Backend
 }
 
+// newOps runs the kernels as the device allows (integer dot products,
+// subgroup reductions), or with plain, with neither.
 func newOps(t *testing.T, plain bool) opsAdapter {
 	needVulkan(t)
 	inst, err := vk.NewInstance(vk.InstanceOptions{Validation: true, SyncValidation: true})
@@ -29,6 +31,7 @@ func newOps(t *testing.T, plain bool) opsAdapter {
 	}
 	b.info = b.dev.Info()
 	b.dot = b.dev.Enabled().IntegerDot && !plain
+	b.subgroups = subgroupReductions(b.info) && !plain
 	b.maxShard = 1 << 20
 	t.Cleanup(func() {
 		msgs := b.ValidationMessages()

@@ -12,7 +12,7 @@ import (
 // leaves the backend computing what it computed before.
 func TestProfileForward(t *testing.T) {
 	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 3)
-	b := open(t, m.Config, m.Weights, Options{Context: 32, Batch: 8})
+	b := open(t, m.Config, m.Weights, Options{Context: 32, Batch: 8, Fusion: FuseOn})
 	if b.Device().TimestampBits == 0 {
 		if _, err := b.ProfileForward(1, 0, 1); err == nil || !strings.Contains(err.Error(), "no timestamps") {
 			t.Fatalf("ProfileForward on a device without timestamps: %v", err)

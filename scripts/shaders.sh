@@ -28,3 +28,10 @@ done
 # arithmetic in compute shaders; a module declaring the capability may not
 # even load on a device without it, hence a twin rather than a branch).
 compile attention_subgroup attention.comp -DSUBGROUP
+# The same for the reductions of the matrix products and the norms (integer
+# sums and maxima: the same bits as the tree in any order).
+for name in ternary ternary_norm; do
+	compile "${name}_subgroup" "$name.comp" -DSUBGROUP
+	compile "${name}_subgroup_dot" "$name.comp" -DSUBGROUP -DDOT
+done
+compile norm_quant_subgroup norm_quant.comp -DSUBGROUP

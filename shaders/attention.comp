@@ -27,11 +27,7 @@
 // rows of tokens ≥ T are not written. hd/2 ≤ the workgroup size (a power
 // of two); CHUNK a multiple of TK.
 #extension GL_GOOGLE_include_directive : require
-#ifdef SUBGROUP
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
-#include "common.glsl"
+#include "common.glsl" // with the subgroup extensions under SUBGROUP
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HW = 64;       // hd/2: float16 pairs per head

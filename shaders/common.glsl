@@ -8,6 +8,14 @@
 
 #extension GL_EXT_spirv_intrinsics : enable
 
+#ifdef SUBGROUP
+// The subgroup twins (…_subgroup kernels; reduce.glsl, ternary.glsl): built
+// where the device has these in compute shaders.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#endif
+
 #ifdef DOT
 // OpSDotKHR on two uints holding four int8 each (PackedVectorFormat4x8Bit = 0):
 // the device's integer dot product instruction (VK_KHR_shader_integer_dot_product).

@@ -4,6 +4,10 @@
 // comes out the same. Every invocation must call them (they hold barriers).
 // Include it after `layout(local_size_x_id = 0) in;`: before it,
 // gl_WorkGroupSize is still (1, 1, 1) and the array would hold one value.
+// Compiled with -DSUBGROUP, wgMax reduces each subgroup in registers and
+// then the subgroups' maxima (two barriers instead of a tree): a maximum is
+// the same in any order, so the result is the tree's bit for bit. Sums keep
+// the tree, whose order is the same on every device and in every kernel.
 
 shared float wgRed[gl_WorkGroupSize.x];
 shared float wgRedLo[gl_WorkGroupSize.x];
@@ -22,6 +26,15 @@ float wgSum(float v) {
 }
 
 float wgMax(float v) {
+#ifdef SUBGROUP
+    float sm = subgroupMax(v);
+    if (subgroupElect()) wgRed[gl_SubgroupID] = sm;
+    barrier();
+    float m = wgRed[0];
+    for (uint i = 1; i < gl_NumSubgroups; i++) m = max(m, wgRed[i]);
+    barrier();
+    return m;
+#endif
     uint tid = gl_LocalInvocationID.x;
     wgRed[tid] = v;
     barrier();

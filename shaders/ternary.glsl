@@ -62,6 +62,29 @@ void ternaryPartial(uint lane, uint lanes, uint K, uint row0, uint t0, uint T) {
 
 void ternaryReduce(uint group, uint lane, uint lanes) {
     uint base = group * NR * NT * lanes;
+#ifdef SUBGROUP
+    // Integer sums in any order: each subgroup adds its lanes in registers
+    // and one lane adds that to the group's slot (every lane its own where a
+    // subgroup spans two row groups), two barriers instead of a tree.
+    // Block-scaled float sums keep the tree below, the same on every device.
+    if (GROUPED == 0) {
+        if (lane == 0) {
+            for (uint i = 0; i < NR * NT; i++) tRed[base + i * lanes] = 0;
+        }
+        barrier();
+        bool whole = subgroupAllEqual(group);
+        for (uint i = 0; i < NR * NT; i++) {
+            if (whole) {
+                int s = subgroupAdd(tAcc[i]);
+                if (subgroupElect()) atomicAdd(tRed[base + i * lanes], s);
+            } else {
+                atomicAdd(tRed[base + i * lanes], tAcc[i]);
+            }
+        }
+        barrier();
+        return;
+    }
+#endif
     for (uint i = 0; i < NR * NT; i++) {
         tRed[base + i * lanes + lane] = GROUPED == 1 ? floatBitsToInt(tAccF[i]) : tAcc[i];
     }

@@ -3,6 +3,7 @@ package spirv
 import (
 	"embed"
 	"fmt"
+	"slices"
 )
 
 //go:embed *.spv
@@ -27,9 +28,16 @@ const (
 	// the integer dot product.
 	TernaryNorm    Kernel = "ternary_norm"
 	TernaryNormDot Kernel = "ternary_norm_dot"
-	HeadF16        Kernel = "head_f16"    // float16 output head
-	HeadQ8         Kernel = "head_q8"     // int8 output head, plain int32 math
-	HeadQ8Dot      Kernel = "head_q8_dot" // the same with the integer dot product instruction
+	// The subgroup twins of the matrix products and of norm_quant: integer
+	// sums and maxima reduced with subgroup arithmetic (see Variant).
+	TernarySubgroup        Kernel = "ternary_subgroup"
+	TernarySubgroupDot     Kernel = "ternary_subgroup_dot"
+	TernaryNormSubgroup    Kernel = "ternary_norm_subgroup"
+	TernaryNormSubgroupDot Kernel = "ternary_norm_subgroup_dot"
+	NormQuantSubgroup      Kernel = "norm_quant_subgroup"
+	HeadF16                Kernel = "head_f16"    // float16 output head
+	HeadQ8                 Kernel = "head_q8"     // int8 output head, plain int32 math
+	HeadQ8Dot              Kernel = "head_q8_dot" // the same with the integer dot product instruction
 	// HeadBlocks is the output head held as a block type (Q8_0, Q6_K, Q4_0
 	// codes with group scales); HeadBlocksDot uses the integer dot product.
 	HeadBlocks    Kernel = "head_blocks"
@@ -48,7 +56,22 @@ const (
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, EmbedBlocks, NormQuant, Ternary, TernaryDot, TernaryNorm, TernaryNormDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample, ViewDraw}
+	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample, ViewDraw}
+}
+
+// Variant returns k's twin built with subgroup operations (subgroup) and
+// the integer dot product instruction (dot), each where k has one: the
+// variant names end in "_subgroup", then "_dot".
+func (k Kernel) Variant(subgroup, dot bool) Kernel {
+	for _, v := range []struct {
+		on     bool
+		suffix string
+	}{{subgroup, "_subgroup"}, {dot, "_dot"}} {
+		if w := k + Kernel(v.suffix); v.on && slices.Contains(Kernels(), w) {
+			k = w
+		}
+	}
+	return k
 }
 
 // Code returns the SPIR-V words of k as bytes.

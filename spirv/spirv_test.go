@@ -34,3 +34,25 @@ func TestKernelsEmbedded(t *testing.T) {
 		t.Error("Code(nope) did not fail")
 	}
 }
+
+// Variant finds the subgroup and dot-product twins a kernel has, and only those.
+func TestVariant(t *testing.T) {
+	for _, tc := range []struct {
+		k             Kernel
+		subgroup, dot bool
+		want          Kernel
+	}{
+		{Ternary, false, false, Ternary},
+		{Ternary, false, true, TernaryDot},
+		{Ternary, true, false, TernarySubgroup},
+		{Ternary, true, true, TernarySubgroupDot},
+		{TernaryNorm, true, true, TernaryNormSubgroupDot},
+		{NormQuant, true, true, NormQuantSubgroup},
+		{HeadQ8, true, true, HeadQ8Dot},
+		{Embed, true, true, Embed},
+	} {
+		if got := tc.k.Variant(tc.subgroup, tc.dot); got != tc.want {
+			t.Errorf("%s.Variant(%v, %v) = %s, want %s", tc.k, tc.subgroup, tc.dot, got, tc.want)
+		}
+	}
+}
