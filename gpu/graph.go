@@ -210,11 +210,11 @@ type fusion struct {
 const ternaryNormBuffers = 10
 
 // planFusion decides the fusion on this device for this model (see
-// Options.Fusion): the norm
-// needs the workgroup norm_quant runs (so its trees are the same), the
-// int8 codes of a row in shared memory and ten storage buffers per kernel;
-// the RoPE epilogue needs Q, K and V in one shard and head and RoPE
-// dimensions in fours (ternary_norm.comp's row order).
+// Options.Fusion): the norm needs the workgroup norm_quant runs (so its
+// trees are the same), the int8 codes of a row in shared memory and ten
+// storage buffers per kernel; the RoPE epilogue needs Q, K and V in one
+// shard and head and RoPE dimensions in fours (ternary_norm.comp's row
+// order).
 func (b *Backend) planFusion() fusion {
 	c := b.c
 	wg := int(b.workgroup(wgNorm))
