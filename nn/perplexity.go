@@ -121,11 +121,7 @@ func LogSumExp(x []float32) float64 {
 	if math.IsInf(m, 0) {
 		return m
 	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v) - m)
-	}
-	return m + math.Log(s)
+	return m + math.Log(ExpSum(x, m))
 }
 
 // NLL is the negative log-likelihood of token next under logits:

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/tokenizer"
 )
 
@@ -30,23 +31,39 @@ type altLogprob struct {
 // logprobOf computes y's log-probability under logits and the top k
 // alternatives (most likely first, the lowest id first on ties).
 func logprobOf(tok *tokenizer.Tokenizer, logits []float32, y int32, k int) *tokenLogprob {
+	// One pass finds the top k (or only the maximum), a second sums the
+	// exponentials (nn.ExpSum, a quarter of math.Exp's cost): this runs
+	// once per token of every stream that asks for log-probabilities.
+	var top []altLogprob
 	mx := math.Inf(-1)
-	for _, x := range logits {
-		if !math.IsNaN(float64(x)) {
-			mx = max(mx, float64(x))
+	if k > 0 {
+		top = topLogits(logits, k)
+		if len(top) > 0 {
+			mx = top[0].Logprob
+		}
+	} else {
+		for _, x := range logits {
+			if x == x {
+				mx = max(mx, float64(x))
+			}
 		}
 	}
-	var sum float64
-	for _, x := range logits {
-		if !math.IsNaN(float64(x)) {
-			sum += math.Exp(float64(x) - mx)
-		}
-	}
-	lse := mx + math.Log(sum)
+	lse := mx + math.Log(nn.ExpSum(logits, mx))
 	lp := &tokenLogprob{ID: y, Token: tok.Piece(y), Logprob: float64(logits[y]) - lse}
 	if k <= 0 {
 		return lp
 	}
+	for i := range top {
+		top[i].Token = tok.Piece(top[i].ID)
+		top[i].Logprob -= lse
+	}
+	lp.Top = top
+	return lp
+}
+
+// topLogits returns the k largest logits that are not NaN, largest first,
+// the lowest id first on ties; Logprob holds the raw logit.
+func topLogits(logits []float32, k int) []altLogprob {
 	// A running top k, kept sorted: k ≤ 20, so insertion is cheap.
 	top := make([]altLogprob, 0, k+1)
 	for id, x := range logits {
@@ -65,12 +82,7 @@ func logprobOf(tok *tokenizer.Tokenizer, logits []float32, y int32, k int) *toke
 			top = top[:k]
 		}
 	}
-	for i := range top {
-		top[i].Token = tok.Piece(top[i].ID)
-		top[i].Logprob -= lse
-	}
-	lp.Top = top
-	return lp
+	return top
 }
 
 // The shapes of logprobs in responses. Chat completions:
