@@ -7739,42 +7739,122 @@ spread_189:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	MOVQ   CX, R13
-	ANDQ   $-32, R13
+	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
 	JAE    loopdone_191
 
 loop_190:
 	VMOVUPS     (AX)(R12*4), Z4
-	VMOVUPS     64(AX)(R12*4), Z5
 	PREFETCHT1  16384(DX)(R12*2)
-	VCVTPH2PS   (DX)(R12*2), Z6
-	VFMADD231PS Z4, Z6, Z0
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
 	PREFETCHT1  16384(R9)(R12*2)
-	VCVTPH2PS   (R9)(R12*2), Z6
-	VFMADD231PS Z4, Z6, Z1
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
 	PREFETCHT1  16384(R10)(R12*2)
-	VCVTPH2PS   (R10)(R12*2), Z6
-	VFMADD231PS Z4, Z6, Z2
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
 	PREFETCHT1  16384(R11)(R12*2)
-	VCVTPH2PS   (R11)(R12*2), Z6
-	VFMADD231PS Z4, Z6, Z3
-	VCVTPH2PS   32(DX)(R12*2), Z4
-	VFMADD231PS Z5, Z4, Z0
-	VCVTPH2PS   32(R9)(R12*2), Z4
-	VFMADD231PS Z5, Z4, Z1
-	VCVTPH2PS   32(R10)(R12*2), Z4
-	VFMADD231PS Z5, Z4, Z2
-	VCVTPH2PS   32(R11)(R12*2), Z4
-	VFMADD231PS Z5, Z4, Z3
-	ADDQ        $0x00000020, R12
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     64(AX)(R12*4), Z4
+	VCVTPH2PS   32(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   32(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   32(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   32(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     128(AX)(R12*4), Z4
+	VCVTPH2PS   64(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   64(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   64(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   64(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     192(AX)(R12*4), Z4
+	VCVTPH2PS   96(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   96(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   96(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   96(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     256(AX)(R12*4), Z4
+	VCVTPH2PS   128(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   128(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   128(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   128(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     320(AX)(R12*4), Z4
+	VCVTPH2PS   160(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   160(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   160(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   160(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     384(AX)(R12*4), Z4
+	VCVTPH2PS   192(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   192(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   192(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   192(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     448(AX)(R12*4), Z4
+	VCVTPH2PS   224(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   224(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   224(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   224(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
 	JB          loop_190
 
 loopdone_191:
+room_192:
+	LEAQ        32(R12), R13
+	CMPQ        R13, CX
+	JA          roomdone_193
+	VMOVUPS     (AX)(R12*4), Z4
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     64(AX)(R12*4), Z4
+	VCVTPH2PS   32(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   32(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   32(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   32(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x20, R12
+	JMP         room_192
+
+roomdone_193:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_192
+	JA          skip_194
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -7786,11 +7866,11 @@ loopdone_191:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_192:
+skip_194:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
 	TESTQ       R13, R13
-	JZ          notail_193
+	JZ          notail_195
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -7808,7 +7888,7 @@ skip_192:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_193:
+notail_195:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -7850,42 +7930,74 @@ notail_193:
 spreaddone_188:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_195
+	JZ   singledone_197
 
-single_194:
+single_196:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
-	ANDQ   $-32, R8
+	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_197
+	JAE    loopdone_199
 
-loop_196:
+loop_198:
 	VMOVUPS     (AX)(DI*4), Z1
-	VMOVUPS     64(AX)(DI*4), Z2
 	PREFETCHT1  16384(DX)(DI*2)
-	VCVTPH2PS   (DX)(DI*2), Z3
-	VFMADD231PS Z1, Z3, Z0
-	VCVTPH2PS   32(DX)(DI*2), Z1
-	VFMADD231PS Z2, Z1, Z0
-	ADDQ        $0x00000020, DI
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     64(AX)(DI*4), Z1
+	VCVTPH2PS   32(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     128(AX)(DI*4), Z1
+	VCVTPH2PS   64(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     192(AX)(DI*4), Z1
+	VCVTPH2PS   96(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     256(AX)(DI*4), Z1
+	VCVTPH2PS   128(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     320(AX)(DI*4), Z1
+	VCVTPH2PS   160(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     384(AX)(DI*4), Z1
+	VCVTPH2PS   192(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     448(AX)(DI*4), Z1
+	VCVTPH2PS   224(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_196
+	JB          loop_198
 
-loopdone_197:
+loopdone_199:
+room_200:
+	LEAQ        32(DI), R8
+	CMPQ        R8, CX
+	JA          roomdone_201
+	VMOVUPS     (AX)(DI*4), Z1
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     64(AX)(DI*4), Z1
+	VCVTPH2PS   32(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x20, DI
+	JMP         room_200
+
+roomdone_201:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_198
+	JA          skip_202
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_198:
+skip_202:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
 	TESTQ       R8, R8
-	JZ          notail_199
+	JZ          notail_203
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -7894,7 +8006,7 @@ skip_198:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_199:
+notail_203:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -7909,9 +8021,9 @@ notail_199:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_194
+	JNZ           single_196
 
-singledone_195:
+singledone_197:
 	VZEROUPPER
 	RET
 
@@ -7927,9 +8039,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_201
+	JAE          loopdone_205
 
-loop_200:
+loop_204:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -7938,22 +8050,22 @@ loop_200:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_200
+	JB          loop_204
 
-loopdone_201:
+loopdone_205:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_202
+	JA          skip_206
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_202:
+skip_206:
 	CMPQ BX, DX
-	JAE  taildone_204
+	JAE  taildone_208
 
-tail_203:
+tail_207:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -7961,9 +8073,9 @@ tail_203:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_203
+	JB          tail_207
 
-taildone_204:
+taildone_208:
 	VZEROUPPER
 	RET
 
@@ -7979,9 +8091,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_206
+	JAE          loopdone_210
 
-loop_205:
+loop_209:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -7990,21 +8102,21 @@ loop_205:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_205
+	JB          loop_209
 
-loopdone_206:
+loopdone_210:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_207
+	JA          skip_211
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_207:
+skip_211:
 	SUBQ        BX, DX
 	TESTQ       DX, DX
-	JZ          notail_208
+	JZ          notail_212
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -8014,7 +8126,7 @@ skip_207:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_208:
+notail_212:
 	VZEROUPPER
 	RET
 
@@ -8030,10 +8142,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_209:
+chunks_213:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_210
+	JA      chunksdone_214
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -8041,9 +8153,9 @@ chunks_209:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_212
+	JAE     rowsdone_216
 
-rows_211:
+rows_215:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -8056,45 +8168,45 @@ rows_211:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_211
+	JB           rows_215
 
-rowsdone_212:
+rowsdone_216:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_209
+	JMP     chunks_213
 
-chunksdone_210:
-chunks_213:
+chunksdone_214:
+chunks_217:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_214
+	JA      chunksdone_218
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_216
+	JAE     rowsdone_220
 
-rows_215:
+rows_219:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_215
+	JB           rows_219
 
-rowsdone_216:
+rowsdone_220:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_213
+	JMP     chunks_217
 
-chunksdone_214:
+chunksdone_218:
 	SUBQ      R8, DI
 	TESTQ     DI, DI
-	JZ        notail_217
+	JZ        notail_221
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -8102,9 +8214,9 @@ chunksdone_214:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_219
+	JAE       rowsdone_223
 
-rows_218:
+rows_222:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -8112,12 +8224,12 @@ rows_218:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_218
+	JB           rows_222
 
-rowsdone_219:
+rowsdone_223:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_217:
+notail_221:
 	VZEROUPPER
 	RET
 
@@ -8126,17 +8238,17 @@ notail_217:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ CX, CX
 
-rowblocks_220:
+rowblocks_224:
 	MOVQ np+32(FP), AX
 	CMPQ CX, AX
-	JAE  rowblocksdone_221
+	JAE  rowblocksdone_225
 	XORQ AX, AX
 
-chunks_222:
+chunks_226:
 	LEAQ    64(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_223
+	JA      chunksdone_227
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8188,9 +8300,9 @@ chunks_222:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_225
+	JAE     rowsdone_229
 
-rows_224:
+rows_228:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z16
 	VCVTPH2PS    32(R9), Z17
@@ -8220,9 +8332,9 @@ rows_224:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_224
+	JB           rows_228
 
-rowsdone_225:
+rowsdone_229:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8257,14 +8369,14 @@ rowsdone_225:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, 192(DX)
 	ADDQ    $0x40, AX
-	JMP     chunks_222
+	JMP     chunks_226
 
-chunksdone_223:
-chunks_226:
+chunksdone_227:
+chunks_230:
 	LEAQ    16(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_227
+	JA      chunksdone_231
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8304,9 +8416,9 @@ chunks_226:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_229
+	JAE     rowsdone_233
 
-rows_228:
+rows_232:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z4
 	VBROADCASTSS (DX)(R11*4), Z5
@@ -8320,9 +8432,9 @@ rows_228:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_228
+	JB           rows_232
 
-rowsdone_229:
+rowsdone_233:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8345,13 +8457,13 @@ rowsdone_229:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, (DX)
 	ADDQ    $0x10, AX
-	JMP     chunks_226
+	JMP     chunks_230
 
-chunksdone_227:
+chunksdone_231:
 	MOVQ      n+104(FP), DX
 	SUBQ      AX, DX
 	TESTQ     DX, DX
-	JZ        notail_230
+	JZ        notail_234
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, DX
 	KMOVQ     DX, K1
@@ -8394,9 +8506,9 @@ chunksdone_227:
 	CMOVQGT   R11, R10
 	MOVQ      CX, R11
 	CMPQ      R11, R10
-	JAE       rowsdone_232
+	JAE       rowsdone_236
 
-rows_231:
+rows_235:
 	PREFETCHT1   16384(R9)
 	VMOVDQU16.Z  (R9), K1, Y4
 	VCVTPH2PS    Y4, Z4
@@ -8411,9 +8523,9 @@ rows_231:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_231
+	JB           rows_235
 
-rowsdone_232:
+rowsdone_236:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, K1, (DX)
@@ -8436,11 +8548,11 @@ rowsdone_232:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, K1, (DX)
 
-notail_230:
+notail_234:
 	ADDQ $0x00000040, CX
-	JMP  rowblocks_220
+	JMP  rowblocks_224
 
-rowblocksdone_221:
+rowblocksdone_225:
 	VZEROUPPER
 	RET
 
@@ -8455,14 +8567,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_233
+	JZ      spreaddone_237
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_234:
+spread_238:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -8474,9 +8586,9 @@ spread_234:
 	ANDQ  $-64, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_236
+	JAE   loopdone_240
 
-loop_235:
+loop_239:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -8533,12 +8645,12 @@ loop_235:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, R13
-	JB         loop_235
+	JB         loop_239
 
-loopdone_236:
+loopdone_240:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         skip_237
+	JA         skip_241
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -8566,7 +8678,7 @@ loopdone_236:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
 
-skip_237:
+skip_241:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -8587,82 +8699,82 @@ skip_237:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_238
+	JAE          taildone_242
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_239:
+tail_243:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_239
+	JB      tail_243
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_240:
+tail_244:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_240
+	JB      tail_244
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_241:
+tail_245:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_241
+	JB      tail_245
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_242:
+tail_246:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_242
+	JB      tail_246
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_238:
+taildone_242:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_234
+	JNZ  spread_238
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_233:
+spreaddone_237:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_244
+	JZ   singledone_248
 
-single_243:
+single_247:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-64, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_246
+	JAE   loopdone_250
 
-loop_245:
+loop_249:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -8680,12 +8792,12 @@ loop_245:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000040, DI
 	CMPQ       DI, R8
-	JB         loop_245
+	JB         loop_249
 
-loopdone_246:
+loopdone_250:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         skip_247
+	JA         skip_251
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -8695,7 +8807,7 @@ loopdone_246:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
 
-skip_247:
+skip_251:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -8704,27 +8816,27 @@ skip_247:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_248
+	JAE          taildone_252
 	XORL         R8, R8
 
-tail_249:
+tail_253:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_249
+	JB      tail_253
 	ADDL    R8, (BX)
 
-taildone_248:
+taildone_252:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_243
+	JNZ  single_247
 
-singledone_244:
+singledone_248:
 	VZEROUPPER
 	RET
 
@@ -8739,26 +8851,26 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_251
+	JAE          loopdone_255
 
-loop_250:
+loop_254:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_250
+	JB       loop_254
 
-loopdone_251:
+loopdone_255:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_252
+	JZ         notail_256
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_252:
+notail_256:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -8775,14 +8887,14 @@ notail_252:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_253
+	JZ            spreaddone_257
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_254:
+spread_258:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -8794,9 +8906,9 @@ spread_254:
 	ANDQ   $-64, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_256
+	JAE    loopdone_260
 
-loop_255:
+loop_259:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -8812,13 +8924,13 @@ loop_255:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, R13
-	JB         loop_255
+	JB         loop_259
 
-loopdone_256:
+loopdone_260:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_257
+	JZ         notail_261
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -8836,7 +8948,7 @@ loopdone_256:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_257:
+notail_261:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -8869,39 +8981,39 @@ notail_257:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_254
+	JNZ           spread_258
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_253:
+spreaddone_257:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_259
+	JZ   singledone_263
 
-single_258:
+single_262:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-64, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_261
+	JAE    loopdone_265
 
-loop_260:
+loop_264:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000040, DI
 	CMPQ       DI, R8
-	JB         loop_260
+	JB         loop_264
 
-loopdone_261:
+loopdone_265:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_262
+	JZ         notail_266
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -8910,7 +9022,7 @@ loopdone_261:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_262:
+notail_266:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -8925,9 +9037,9 @@ notail_262:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_258
+	JNZ           single_262
 
-singledone_259:
+singledone_263:
 	VZEROUPPER
 	RET
 
@@ -8936,15 +9048,15 @@ singledone_259:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_264
+	JNE  f16mmtokens_268
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_265:
+f16tiles_269:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_266
+	JB   f16tilesdone_270
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -8961,9 +9073,9 @@ f16tiles_265:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_267:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_268
+f16steps_271:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_272
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -8989,12 +9101,12 @@ f16steps_267:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, SI
-	JMP         f16steps_267
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_271
 
-f16stepsdone_268:
+f16stepsdone_272:
 	CMPQ        SI, $0x10
-	JB          f16step16_269
+	JB          f16step16_273
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -9009,9 +9121,9 @@ f16stepsdone_268:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_269:
+f16step16_273:
 	TESTQ       SI, SI
-	JZ          notail_270
+	JZ          notail_274
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -9029,7 +9141,7 @@ f16step16_269:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_270:
+notail_274:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9061,11 +9173,11 @@ notail_270:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_265
+	JMP           f16tiles_269
 
-f16tilesdone_266:
+f16tilesdone_270:
 	CMPQ DX, $0x03
-	JNE  f16rest_271
+	JNE  f16rest_275
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9079,9 +9191,9 @@ f16tilesdone_266:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_272:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_273
+f16steps_276:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_277
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9101,12 +9213,12 @@ f16steps_272:
 	VFMADD231PS Z6, Z5, Z2
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
-	SUBQ        $0x20, SI
-	JMP         f16steps_272
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_276
 
-f16stepsdone_273:
+f16stepsdone_277:
 	CMPQ        SI, $0x10
-	JB          f16step16_274
+	JB          f16step16_278
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -9118,9 +9230,9 @@ f16stepsdone_273:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_274:
+f16step16_278:
 	TESTQ       SI, SI
-	JZ          notail_275
+	JZ          notail_279
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9135,7 +9247,7 @@ f16step16_274:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_275:
+notail_279:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9168,9 +9280,9 @@ notail_275:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_271:
+f16rest_275:
 	CMPQ DX, $0x02
-	JNE  f16rest_276
+	JNE  f16rest_280
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9183,9 +9295,9 @@ f16rest_271:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_277:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_278
+f16steps_281:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_282
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9200,12 +9312,12 @@ f16steps_277:
 	VFMADD231PS Z4, Z3, Z1
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
-	SUBQ        $0x20, SI
-	JMP         f16steps_277
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_281
 
-f16stepsdone_278:
+f16stepsdone_282:
 	CMPQ        SI, $0x10
-	JB          f16step16_279
+	JB          f16step16_283
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -9215,9 +9327,9 @@ f16stepsdone_278:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_279:
+f16step16_283:
 	TESTQ       SI, SI
-	JZ          notail_280
+	JZ          notail_284
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9229,7 +9341,7 @@ f16step16_279:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_280:
+notail_284:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9257,9 +9369,9 @@ notail_280:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_276:
+f16rest_280:
 	CMPQ DX, $0x01
-	JNE  f16rest_281
+	JNE  f16rest_285
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -9271,9 +9383,9 @@ f16rest_276:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_282:
-	CMPQ        DX, $0x20
-	JB          f16stepsdone_283
+f16steps_286:
+	CMPQ        DX, $0x00000020
+	JB          f16stepsdone_287
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -9283,12 +9395,12 @@ f16steps_282:
 	VFMADD231PS Z2, Z1, Z0
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
-	SUBQ        $0x20, DX
-	JMP         f16steps_282
+	SUBQ        $0x00000020, DX
+	JMP         f16steps_286
 
-f16stepsdone_283:
+f16stepsdone_287:
 	CMPQ        DX, $0x10
-	JB          f16step16_284
+	JB          f16step16_288
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9296,9 +9408,9 @@ f16stepsdone_283:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_284:
+f16step16_288:
 	TESTQ       DX, DX
-	JZ          notail_285
+	JZ          notail_289
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -9307,7 +9419,7 @@ f16step16_284:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_285:
+notail_289:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -9330,12 +9442,12 @@ notail_285:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_281:
+f16rest_285:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_287
+	JZ   f16singledone_291
 
-f16single_286:
+f16single_290:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -9346,9 +9458,9 @@ f16single_286:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_288:
-	CMPQ        BX, $0x20
-	JB          f16stepsdone_289
+f16steps_292:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_293
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -9358,12 +9470,12 @@ f16steps_288:
 	VFMADD231PS Z2, Z1, Z0
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
-	SUBQ        $0x20, BX
-	JMP         f16steps_288
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_292
 
-f16stepsdone_289:
+f16stepsdone_293:
 	CMPQ        BX, $0x10
-	JB          f16step16_290
+	JB          f16step16_294
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9371,9 +9483,9 @@ f16stepsdone_289:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_290:
+f16step16_294:
 	TESTQ       BX, BX
-	JZ          notail_291
+	JZ          notail_295
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -9382,7 +9494,7 @@ f16step16_290:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_291:
+notail_295:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9400,22 +9512,22 @@ notail_291:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_286
+	JNZ           f16single_290
 
-f16singledone_287:
-	JMP f16mmend_263
+f16singledone_291:
+	JMP f16mmend_267
 
-f16mmtokens_264:
+f16mmtokens_268:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_292
+	JNE  f16mmtokens_296
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_293:
+f16tiles_297:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_294
+	JB   f16tilesdone_298
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9436,9 +9548,9 @@ f16tiles_293:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_295:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_296
+f16steps_299:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_300
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9474,12 +9586,12 @@ f16steps_295:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, DI
-	JMP         f16steps_295
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_299
 
-f16stepsdone_296:
+f16stepsdone_300:
 	CMPQ        DI, $0x10
-	JB          f16step16_297
+	JB          f16step16_301
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -9499,9 +9611,9 @@ f16stepsdone_296:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_297:
+f16step16_301:
 	TESTQ       DI, DI
-	JZ          notail_298
+	JZ          notail_302
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -9524,7 +9636,7 @@ f16step16_297:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_298:
+notail_302:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9577,11 +9689,11 @@ notail_298:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_293
+	JMP           f16tiles_297
 
-f16tilesdone_294:
+f16tilesdone_298:
 	CMPQ DX, $0x03
-	JNE  f16rest_299
+	JNE  f16rest_303
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9598,9 +9710,9 @@ f16tilesdone_294:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_300:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_301
+f16steps_304:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_305
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9628,12 +9740,12 @@ f16steps_300:
 	VFMADD231PS Z9, Z8, Z5
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, DI
-	JMP         f16steps_300
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_304
 
-f16stepsdone_301:
+f16stepsdone_305:
 	CMPQ        DI, $0x10
-	JB          f16step16_302
+	JB          f16step16_306
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -9649,9 +9761,9 @@ f16stepsdone_301:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_302:
+f16step16_306:
 	TESTQ       DI, DI
-	JZ          notail_303
+	JZ          notail_307
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -9670,7 +9782,7 @@ f16step16_302:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_303:
+notail_307:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9726,9 +9838,9 @@ notail_303:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_299:
+f16rest_303:
 	CMPQ DX, $0x02
-	JNE  f16rest_304
+	JNE  f16rest_308
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9743,9 +9855,9 @@ f16rest_299:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_305:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_306
+f16steps_309:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_310
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9766,12 +9878,12 @@ f16steps_305:
 	VFMADD231PS Z6, Z5, Z3
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, DI
-	JMP         f16steps_305
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_309
 
-f16stepsdone_306:
+f16stepsdone_310:
 	CMPQ        DI, $0x10
-	JB          f16step16_307
+	JB          f16step16_311
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -9784,9 +9896,9 @@ f16stepsdone_306:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_307:
+f16step16_311:
 	TESTQ       DI, DI
-	JZ          notail_308
+	JZ          notail_312
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -9801,7 +9913,7 @@ f16step16_307:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_308:
+notail_312:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9848,9 +9960,9 @@ notail_308:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_304:
+f16rest_308:
 	CMPQ DX, $0x01
-	JNE  f16rest_309
+	JNE  f16rest_313
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -9863,9 +9975,9 @@ f16rest_304:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_310:
-	CMPQ        BX, $0x20
-	JB          f16stepsdone_311
+f16steps_314:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_315
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -9879,12 +9991,12 @@ f16steps_310:
 	VFMADD231PS Z3, Z2, Z1
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
-	SUBQ        $0x20, BX
-	JMP         f16steps_310
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_314
 
-f16stepsdone_311:
+f16stepsdone_315:
 	CMPQ        BX, $0x10
-	JB          f16step16_312
+	JB          f16step16_316
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -9894,9 +10006,9 @@ f16stepsdone_311:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_312:
+f16step16_316:
 	TESTQ       BX, BX
-	JZ          notail_313
+	JZ          notail_317
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -9907,7 +10019,7 @@ f16step16_312:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_313:
+notail_317:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -9945,12 +10057,12 @@ notail_313:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_309:
+f16rest_313:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_315
+	JZ   f16singledone_319
 
-f16single_314:
+f16single_318:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -9962,9 +10074,9 @@ f16single_314:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_316:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_317
+f16steps_320:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_321
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -9978,12 +10090,12 @@ f16steps_316:
 	VFMADD231PS Z3, Z2, Z1
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
-	SUBQ        $0x20, SI
-	JMP         f16steps_316
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_320
 
-f16stepsdone_317:
+f16stepsdone_321:
 	CMPQ        SI, $0x10
-	JB          f16step16_318
+	JB          f16step16_322
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -9993,9 +10105,9 @@ f16stepsdone_317:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_318:
+f16step16_322:
 	TESTQ       SI, SI
-	JZ          notail_319
+	JZ          notail_323
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10006,7 +10118,7 @@ f16step16_318:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_319:
+notail_323:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10034,22 +10146,22 @@ notail_319:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_314
+	JNZ           f16single_318
 
-f16singledone_315:
-	JMP f16mmend_263
+f16singledone_319:
+	JMP f16mmend_267
 
-f16mmtokens_292:
+f16mmtokens_296:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_320
+	JNE  f16mmtokens_324
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_321:
+f16tiles_325:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_322
+	JB   f16tilesdone_326
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10074,9 +10186,9 @@ f16tiles_321:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_323:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_324
+f16steps_327:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_328
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10122,12 +10234,12 @@ f16steps_323:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, DI
-	JMP         f16steps_323
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_327
 
-f16stepsdone_324:
+f16stepsdone_328:
 	CMPQ        DI, $0x10
-	JB          f16step16_325
+	JB          f16step16_329
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -10152,9 +10264,9 @@ f16stepsdone_324:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_325:
+f16step16_329:
 	TESTQ       DI, DI
-	JZ          notail_326
+	JZ          notail_330
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10182,7 +10294,7 @@ f16step16_325:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_326:
+notail_330:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10256,11 +10368,11 @@ notail_326:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_321
+	JMP           f16tiles_325
 
-f16tilesdone_322:
+f16tilesdone_326:
 	CMPQ DX, $0x03
-	JNE  f16rest_327
+	JNE  f16rest_331
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10280,9 +10392,9 @@ f16tilesdone_322:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_328:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_329
+f16steps_332:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_333
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10318,12 +10430,12 @@ f16steps_328:
 	VFMADD231PS Z12, Z11, Z8
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, DI
-	JMP         f16steps_328
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_332
 
-f16stepsdone_329:
+f16stepsdone_333:
 	CMPQ        DI, $0x10
-	JB          f16step16_330
+	JB          f16step16_334
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -10343,9 +10455,9 @@ f16stepsdone_329:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_330:
+f16step16_334:
 	TESTQ       DI, DI
-	JZ          notail_331
+	JZ          notail_335
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10368,7 +10480,7 @@ f16step16_330:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_331:
+notail_335:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10447,9 +10559,9 @@ notail_331:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_327:
+f16rest_331:
 	CMPQ DX, $0x02
-	JNE  f16rest_332
+	JNE  f16rest_336
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10466,9 +10578,9 @@ f16rest_327:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_333:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_334
+f16steps_337:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_338
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10495,12 +10607,12 @@ f16steps_333:
 	VFMADD231PS Z8, Z7, Z5
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, DI
-	JMP         f16steps_333
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_337
 
-f16stepsdone_334:
+f16stepsdone_338:
 	CMPQ        DI, $0x10
-	JB          f16step16_335
+	JB          f16step16_339
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -10516,9 +10628,9 @@ f16stepsdone_334:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_335:
+f16step16_339:
 	TESTQ       DI, DI
-	JZ          notail_336
+	JZ          notail_340
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10536,7 +10648,7 @@ f16step16_335:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_336:
+notail_340:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10602,9 +10714,9 @@ notail_336:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_332:
+f16rest_336:
 	CMPQ DX, $0x01
-	JNE  f16rest_337
+	JNE  f16rest_341
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -10618,9 +10730,9 @@ f16rest_332:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_338:
-	CMPQ        BX, $0x20
-	JB          f16stepsdone_339
+f16steps_342:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_343
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -10638,12 +10750,12 @@ f16steps_338:
 	VFMADD231PS Z4, Z3, Z2
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
-	SUBQ        $0x20, BX
-	JMP         f16steps_338
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_342
 
-f16stepsdone_339:
+f16stepsdone_343:
 	CMPQ        BX, $0x10
-	JB          f16step16_340
+	JB          f16step16_344
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -10655,9 +10767,9 @@ f16stepsdone_339:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_340:
+f16step16_344:
 	TESTQ       BX, BX
-	JZ          notail_341
+	JZ          notail_345
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10670,7 +10782,7 @@ f16step16_340:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_341:
+notail_345:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10723,12 +10835,12 @@ notail_341:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_337:
+f16rest_341:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_343
+	JZ   f16singledone_347
 
-f16single_342:
+f16single_346:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10741,9 +10853,9 @@ f16single_342:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_344:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_345
+f16steps_348:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_349
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -10761,12 +10873,12 @@ f16steps_344:
 	VFMADD231PS Z4, Z3, Z2
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
-	SUBQ        $0x20, SI
-	JMP         f16steps_344
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_348
 
-f16stepsdone_345:
+f16stepsdone_349:
 	CMPQ        SI, $0x10
-	JB          f16step16_346
+	JB          f16step16_350
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -10778,9 +10890,9 @@ f16stepsdone_345:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_346:
+f16step16_350:
 	TESTQ       SI, SI
-	JZ          notail_347
+	JZ          notail_351
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10793,7 +10905,7 @@ f16step16_346:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_347:
+notail_351:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10831,22 +10943,22 @@ notail_347:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_342
+	JNZ           f16single_346
 
-f16singledone_343:
-	JMP f16mmend_263
+f16singledone_347:
+	JMP f16mmend_267
 
-f16mmtokens_320:
+f16mmtokens_324:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_348
+	JNE  f16mmtokens_352
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_349:
+f16tiles_353:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_350
+	JB   f16tilesdone_354
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -10877,9 +10989,9 @@ f16tiles_349:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_351:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_352
+f16steps_355:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_356
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10936,12 +11048,12 @@ f16steps_351:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
-	SUBQ        $0x20, DI
-	JMP         f16steps_351
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_355
 
-f16stepsdone_352:
+f16stepsdone_356:
 	CMPQ        DI, $0x10
-	JB          f16step16_353
+	JB          f16step16_357
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -10972,9 +11084,9 @@ f16stepsdone_352:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_353:
+f16step16_357:
 	TESTQ       DI, DI
-	JZ          notail_354
+	JZ          notail_358
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -11007,7 +11119,7 @@ f16step16_353:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_354:
+notail_358:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11102,11 +11214,11 @@ notail_354:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_349
+	JMP           f16tiles_353
 
-f16tilesdone_350:
+f16tilesdone_354:
 	CMPQ DX, $0x03
-	JNE  f16rest_355
+	JNE  f16rest_359
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11131,9 +11243,9 @@ f16tilesdone_350:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_356:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_357
+f16steps_360:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_361
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11178,12 +11290,12 @@ f16steps_356:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, DI
-	JMP         f16steps_356
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_360
 
-f16stepsdone_357:
+f16stepsdone_361:
 	CMPQ        DI, $0x10
-	JB          f16step16_358
+	JB          f16step16_362
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -11208,9 +11320,9 @@ f16stepsdone_357:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_358:
+f16step16_362:
 	TESTQ       DI, DI
-	JZ          notail_359
+	JZ          notail_363
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11237,7 +11349,7 @@ f16step16_358:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_359:
+notail_363:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11339,9 +11451,9 @@ notail_359:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_355:
+f16rest_359:
 	CMPQ DX, $0x02
-	JNE  f16rest_360
+	JNE  f16rest_364
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11362,9 +11474,9 @@ f16rest_355:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_361:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_362
+f16steps_365:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_366
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11398,12 +11510,12 @@ f16steps_361:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, DI
-	JMP         f16steps_361
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_365
 
-f16stepsdone_362:
+f16stepsdone_366:
 	CMPQ        DI, $0x10
-	JB          f16step16_363
+	JB          f16step16_367
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -11423,9 +11535,9 @@ f16stepsdone_362:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_363:
+f16step16_367:
 	TESTQ       DI, DI
-	JZ          notail_364
+	JZ          notail_368
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11446,7 +11558,7 @@ f16step16_363:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_364:
+notail_368:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11531,9 +11643,9 @@ notail_364:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_360:
+f16rest_364:
 	CMPQ DX, $0x01
-	JNE  f16rest_365
+	JNE  f16rest_369
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -11550,9 +11662,9 @@ f16rest_360:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_366:
-	CMPQ        BX, $0x20
-	JB          f16stepsdone_367
+f16steps_370:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_371
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -11575,12 +11687,12 @@ f16steps_366:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
-	SUBQ        $0x20, BX
-	JMP         f16steps_366
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_370
 
-f16stepsdone_367:
+f16stepsdone_371:
 	CMPQ        BX, $0x10
-	JB          f16step16_368
+	JB          f16step16_372
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -11595,9 +11707,9 @@ f16stepsdone_367:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_368:
+f16step16_372:
 	TESTQ       BX, BX
-	JZ          notail_369
+	JZ          notail_373
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -11612,7 +11724,7 @@ f16step16_368:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_369:
+notail_373:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11680,12 +11792,12 @@ notail_369:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_365:
+f16rest_369:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_371
+	JZ   f16singledone_375
 
-f16single_370:
+f16single_374:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11701,9 +11813,9 @@ f16single_370:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_372:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_373
+f16steps_376:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_377
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -11726,12 +11838,12 @@ f16steps_372:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, SI
-	JMP         f16steps_372
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_376
 
-f16stepsdone_373:
+f16stepsdone_377:
 	CMPQ        SI, $0x10
-	JB          f16step16_374
+	JB          f16step16_378
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -11746,9 +11858,9 @@ f16stepsdone_373:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_374:
+f16step16_378:
 	TESTQ       SI, SI
-	JZ          notail_375
+	JZ          notail_379
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -11763,7 +11875,7 @@ f16step16_374:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_375:
+notail_379:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11811,22 +11923,22 @@ notail_375:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_370
+	JNZ           f16single_374
 
-f16singledone_371:
-	JMP f16mmend_263
+f16singledone_375:
+	JMP f16mmend_267
 
-f16mmtokens_348:
+f16mmtokens_352:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_376
+	JNE  f16mmtokens_380
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_377:
+f16tiles_381:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_378
+	JB   f16tilesdone_382
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -11861,9 +11973,9 @@ f16tiles_377:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_379:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_380
+f16steps_383:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_384
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11930,12 +12042,12 @@ f16steps_379:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
-	SUBQ        $0x20, DI
-	JMP         f16steps_379
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_383
 
-f16stepsdone_380:
+f16stepsdone_384:
 	CMPQ        DI, $0x10
-	JB          f16step16_381
+	JB          f16step16_385
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -11971,9 +12083,9 @@ f16stepsdone_380:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_381:
+f16step16_385:
 	TESTQ       DI, DI
-	JZ          notail_382
+	JZ          notail_386
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12011,7 +12123,7 @@ f16step16_381:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_382:
+notail_386:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12127,11 +12239,11 @@ notail_382:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_377
+	JMP           f16tiles_381
 
-f16tilesdone_378:
+f16tilesdone_382:
 	CMPQ DX, $0x03
-	JNE  f16rest_383
+	JNE  f16rest_387
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12159,9 +12271,9 @@ f16tilesdone_378:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_384:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_385
+f16steps_388:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_389
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12214,12 +12326,12 @@ f16steps_384:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, DI
-	JMP         f16steps_384
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_388
 
-f16stepsdone_385:
+f16stepsdone_389:
 	CMPQ        DI, $0x10
-	JB          f16step16_386
+	JB          f16step16_390
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -12248,9 +12360,9 @@ f16stepsdone_385:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_386:
+f16step16_390:
 	TESTQ       DI, DI
-	JZ          notail_387
+	JZ          notail_391
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12281,7 +12393,7 @@ f16step16_386:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_387:
+notail_391:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12406,9 +12518,9 @@ notail_387:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_383:
+f16rest_387:
 	CMPQ DX, $0x02
-	JNE  f16rest_388
+	JNE  f16rest_392
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12431,9 +12543,9 @@ f16rest_383:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_389:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_390
+f16steps_393:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_394
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12473,12 +12585,12 @@ f16steps_389:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, DI
-	JMP         f16steps_389
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_393
 
-f16stepsdone_390:
+f16stepsdone_394:
 	CMPQ        DI, $0x10
-	JB          f16step16_391
+	JB          f16step16_395
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -12501,9 +12613,9 @@ f16stepsdone_390:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_391:
+f16step16_395:
 	TESTQ       DI, DI
-	JZ          notail_392
+	JZ          notail_396
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12527,7 +12639,7 @@ f16step16_391:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_392:
+notail_396:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12631,9 +12743,9 @@ notail_392:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_388:
+f16rest_392:
 	CMPQ DX, $0x01
-	JNE  f16rest_393
+	JNE  f16rest_397
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -12651,9 +12763,9 @@ f16rest_388:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_394:
-	CMPQ        BX, $0x20
-	JB          f16stepsdone_395
+f16steps_398:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_399
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -12680,12 +12792,12 @@ f16steps_394:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
-	SUBQ        $0x20, BX
-	JMP         f16steps_394
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_398
 
-f16stepsdone_395:
+f16stepsdone_399:
 	CMPQ        BX, $0x10
-	JB          f16step16_396
+	JB          f16step16_400
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -12702,9 +12814,9 @@ f16stepsdone_395:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_396:
+f16step16_400:
 	TESTQ       BX, BX
-	JZ          notail_397
+	JZ          notail_401
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -12721,7 +12833,7 @@ f16step16_396:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_397:
+notail_401:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12804,12 +12916,12 @@ notail_397:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_393:
+f16rest_397:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_399
+	JZ   f16singledone_403
 
-f16single_398:
+f16single_402:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12826,9 +12938,9 @@ f16single_398:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_400:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_401
+f16steps_404:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_405
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -12855,12 +12967,12 @@ f16steps_400:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, SI
-	JMP         f16steps_400
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_404
 
-f16stepsdone_401:
+f16stepsdone_405:
 	CMPQ        SI, $0x10
-	JB          f16step16_402
+	JB          f16step16_406
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -12877,9 +12989,9 @@ f16stepsdone_401:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_402:
+f16step16_406:
 	TESTQ       SI, SI
-	JZ          notail_403
+	JZ          notail_407
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -12896,7 +13008,7 @@ f16step16_402:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_403:
+notail_407:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12954,22 +13066,22 @@ notail_403:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_398
+	JNZ           f16single_402
 
-f16singledone_399:
-	JMP f16mmend_263
+f16singledone_403:
+	JMP f16mmend_267
 
-f16mmtokens_376:
+f16mmtokens_380:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_404
+	JNE  f16mmtokens_408
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_405:
+f16tiles_409:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_406
+	JB   f16tilesdone_410
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13008,9 +13120,9 @@ f16tiles_405:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_407:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_408
+f16steps_411:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_412
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13087,12 +13199,12 @@ f16steps_407:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
-	SUBQ        $0x20, DI
-	JMP         f16steps_407
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_411
 
-f16stepsdone_408:
+f16stepsdone_412:
 	CMPQ        DI, $0x10
-	JB          f16step16_409
+	JB          f16step16_413
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -13133,9 +13245,9 @@ f16stepsdone_408:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_409:
+f16step16_413:
 	TESTQ       DI, DI
-	JZ          notail_410
+	JZ          notail_414
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13178,7 +13290,7 @@ f16step16_409:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_410:
+notail_414:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13315,11 +13427,11 @@ notail_410:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_405
+	JMP           f16tiles_409
 
-f16tilesdone_406:
+f16tilesdone_410:
 	CMPQ DX, $0x03
-	JNE  f16rest_411
+	JNE  f16rest_415
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13350,9 +13462,9 @@ f16tilesdone_406:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_412:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_413
+f16steps_416:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_417
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13413,12 +13525,12 @@ f16steps_412:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, DI
-	JMP         f16steps_412
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_416
 
-f16stepsdone_413:
+f16stepsdone_417:
 	CMPQ        DI, $0x10
-	JB          f16step16_414
+	JB          f16step16_418
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -13451,9 +13563,9 @@ f16stepsdone_413:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_414:
+f16step16_418:
 	TESTQ       DI, DI
-	JZ          notail_415
+	JZ          notail_419
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13488,7 +13600,7 @@ f16step16_414:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_415:
+notail_419:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13636,9 +13748,9 @@ notail_415:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_411:
+f16rest_415:
 	CMPQ DX, $0x02
-	JNE  f16rest_416
+	JNE  f16rest_420
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13663,9 +13775,9 @@ f16rest_411:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_417:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_418
+f16steps_421:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_422
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13711,12 +13823,12 @@ f16steps_417:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, DI
-	JMP         f16steps_417
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_421
 
-f16stepsdone_418:
+f16stepsdone_422:
 	CMPQ        DI, $0x10
-	JB          f16step16_419
+	JB          f16step16_423
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -13742,9 +13854,9 @@ f16stepsdone_418:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_419:
+f16step16_423:
 	TESTQ       DI, DI
-	JZ          notail_420
+	JZ          notail_424
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13771,7 +13883,7 @@ f16step16_419:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_420:
+notail_424:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13894,9 +14006,9 @@ notail_420:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_416:
+f16rest_420:
 	CMPQ DX, $0x01
-	JNE  f16rest_421
+	JNE  f16rest_425
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -13915,9 +14027,9 @@ f16rest_416:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_422:
-	CMPQ        BX, $0x20
-	JB          f16stepsdone_423
+f16steps_426:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_427
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -13948,12 +14060,12 @@ f16steps_422:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
-	SUBQ        $0x20, BX
-	JMP         f16steps_422
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_426
 
-f16stepsdone_423:
+f16stepsdone_427:
 	CMPQ        BX, $0x10
-	JB          f16step16_424
+	JB          f16step16_428
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -13972,9 +14084,9 @@ f16stepsdone_423:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_424:
+f16step16_428:
 	TESTQ       BX, BX
-	JZ          notail_425
+	JZ          notail_429
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -13993,7 +14105,7 @@ f16step16_424:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_425:
+notail_429:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14091,12 +14203,12 @@ notail_425:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_421:
+f16rest_425:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_427
+	JZ   f16singledone_431
 
-f16single_426:
+f16single_430:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14114,9 +14226,9 @@ f16single_426:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_428:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_429
+f16steps_432:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_433
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -14147,12 +14259,12 @@ f16steps_428:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, SI
-	JMP         f16steps_428
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_432
 
-f16stepsdone_429:
+f16stepsdone_433:
 	CMPQ        SI, $0x10
-	JB          f16step16_430
+	JB          f16step16_434
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14171,9 +14283,9 @@ f16stepsdone_429:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_430:
+f16step16_434:
 	TESTQ       SI, SI
-	JZ          notail_431
+	JZ          notail_435
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14192,7 +14304,7 @@ f16step16_430:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_431:
+notail_435:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14260,22 +14372,22 @@ notail_431:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_426
+	JNZ           f16single_430
 
-f16singledone_427:
-	JMP f16mmend_263
+f16singledone_431:
+	JMP f16mmend_267
 
-f16mmtokens_404:
+f16mmtokens_408:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_432
+	JNE  f16mmtokens_436
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_433:
+f16tiles_437:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_434
+	JB   f16tilesdone_438
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -14311,9 +14423,9 @@ f16tiles_433:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_435:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_436
+f16steps_439:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_440
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14383,12 +14495,12 @@ f16steps_435:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
-	SUBQ        $0x20, DI
-	JMP         f16steps_435
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_439
 
-f16stepsdone_436:
+f16stepsdone_440:
 	CMPQ        DI, $0x10
-	JB          f16step16_437
+	JB          f16step16_441
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -14426,9 +14538,9 @@ f16stepsdone_436:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_437:
+f16step16_441:
 	TESTQ       DI, DI
-	JZ          notail_438
+	JZ          notail_442
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14467,7 +14579,7 @@ f16step16_437:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_438:
+notail_442:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14638,11 +14750,11 @@ notail_438:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_433
+	JMP           f16tiles_437
 
-f16tilesdone_434:
+f16tilesdone_438:
 	CMPQ DX, $0x02
-	JNE  f16rest_439
+	JNE  f16rest_443
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -14671,9 +14783,9 @@ f16tilesdone_434:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_440:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_441
+f16steps_444:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_445
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14726,12 +14838,12 @@ f16steps_440:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
-	SUBQ        $0x20, DI
-	JMP         f16steps_440
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_444
 
-f16stepsdone_441:
+f16stepsdone_445:
 	CMPQ        DI, $0x10
-	JB          f16step16_442
+	JB          f16step16_446
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -14761,9 +14873,9 @@ f16stepsdone_441:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_442:
+f16step16_446:
 	TESTQ       DI, DI
-	JZ          notail_443
+	JZ          notail_447
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14793,7 +14905,7 @@ f16step16_442:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_443:
+notail_447:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14935,9 +15047,9 @@ notail_443:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_439:
+f16rest_443:
 	CMPQ DX, $0x01
-	JNE  f16rest_444
+	JNE  f16rest_448
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -14959,9 +15071,9 @@ f16rest_439:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_445:
-	CMPQ        BX, $0x20
-	JB          f16stepsdone_446
+f16steps_449:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_450
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -14997,12 +15109,12 @@ f16steps_445:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, BX
-	JMP         f16steps_445
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_449
 
-f16stepsdone_446:
+f16stepsdone_450:
 	CMPQ        BX, $0x10
-	JB          f16step16_447
+	JB          f16step16_451
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15024,9 +15136,9 @@ f16stepsdone_446:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_447:
+f16step16_451:
 	TESTQ       BX, BX
-	JZ          notail_448
+	JZ          notail_452
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -15047,7 +15159,7 @@ f16step16_447:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_448:
+notail_452:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15160,12 +15272,12 @@ notail_448:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_444:
+f16rest_448:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_450
+	JZ   f16singledone_454
 
-f16single_449:
+f16single_453:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15186,9 +15298,9 @@ f16single_449:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_451:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_452
+f16steps_455:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_456
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -15224,12 +15336,12 @@ f16steps_451:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, SI
-	JMP         f16steps_451
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_455
 
-f16stepsdone_452:
+f16stepsdone_456:
 	CMPQ        SI, $0x10
-	JB          f16step16_453
+	JB          f16step16_457
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15251,9 +15363,9 @@ f16stepsdone_452:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_453:
+f16step16_457:
 	TESTQ       SI, SI
-	JZ          notail_454
+	JZ          notail_458
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -15274,7 +15386,7 @@ f16step16_453:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_454:
+notail_458:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15352,22 +15464,22 @@ notail_454:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_449
+	JNZ           f16single_453
 
-f16singledone_450:
-	JMP f16mmend_263
+f16singledone_454:
+	JMP f16mmend_267
 
-f16mmtokens_432:
+f16mmtokens_436:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_455
+	JNE  f16mmtokens_459
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_456:
+f16tiles_460:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_457
+	JB   f16tilesdone_461
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -15406,9 +15518,9 @@ f16tiles_456:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_458:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_459
+f16steps_462:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_463
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15486,12 +15598,12 @@ f16steps_458:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
-	SUBQ        $0x20, DI
-	JMP         f16steps_458
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_462
 
-f16stepsdone_459:
+f16stepsdone_463:
 	CMPQ        DI, $0x10
-	JB          f16step16_460
+	JB          f16step16_464
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -15533,9 +15645,9 @@ f16stepsdone_459:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_460:
+f16step16_464:
 	TESTQ       DI, DI
-	JZ          notail_461
+	JZ          notail_465
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15578,7 +15690,7 @@ f16step16_460:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_461:
+notail_465:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15772,11 +15884,11 @@ notail_461:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_456
+	JMP           f16tiles_460
 
-f16tilesdone_457:
+f16tilesdone_461:
 	CMPQ DX, $0x02
-	JNE  f16rest_462
+	JNE  f16rest_466
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -15807,9 +15919,9 @@ f16tilesdone_457:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_463:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_464
+f16steps_467:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_468
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15868,12 +15980,12 @@ f16steps_463:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
-	SUBQ        $0x20, DI
-	JMP         f16steps_463
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_467
 
-f16stepsdone_464:
+f16stepsdone_468:
 	CMPQ        DI, $0x10
-	JB          f16step16_465
+	JB          f16step16_469
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -15906,9 +16018,9 @@ f16stepsdone_464:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_465:
+f16step16_469:
 	TESTQ       DI, DI
-	JZ          notail_466
+	JZ          notail_470
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15941,7 +16053,7 @@ f16step16_465:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_466:
+notail_470:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16102,9 +16214,9 @@ notail_466:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_462:
+f16rest_466:
 	CMPQ DX, $0x01
-	JNE  f16rest_467
+	JNE  f16rest_471
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -16127,9 +16239,9 @@ f16rest_462:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_468:
-	CMPQ        BX, $0x20
-	JB          f16stepsdone_469
+f16steps_472:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_473
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -16169,12 +16281,12 @@ f16steps_468:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, BX
-	JMP         f16steps_468
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_472
 
-f16stepsdone_469:
+f16stepsdone_473:
 	CMPQ        BX, $0x10
-	JB          f16step16_470
+	JB          f16step16_474
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16198,9 +16310,9 @@ f16stepsdone_469:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_470:
+f16step16_474:
 	TESTQ       BX, BX
-	JZ          notail_471
+	JZ          notail_475
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16223,7 +16335,7 @@ f16step16_470:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_471:
+notail_475:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -16351,12 +16463,12 @@ notail_471:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_467:
+f16rest_471:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_473
+	JZ   f16singledone_477
 
-f16single_472:
+f16single_476:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16378,9 +16490,9 @@ f16single_472:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_474:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_475
+f16steps_478:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_479
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -16420,12 +16532,12 @@ f16steps_474:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, SI
-	JMP         f16steps_474
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_478
 
-f16stepsdone_475:
+f16stepsdone_479:
 	CMPQ        SI, $0x10
-	JB          f16step16_476
+	JB          f16step16_480
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16449,9 +16561,9 @@ f16stepsdone_475:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_476:
+f16step16_480:
 	TESTQ       SI, SI
-	JZ          notail_477
+	JZ          notail_481
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -16474,7 +16586,7 @@ f16step16_476:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_477:
+notail_481:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16562,22 +16674,22 @@ notail_477:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_472
+	JNZ           f16single_476
 
-f16singledone_473:
-	JMP f16mmend_263
+f16singledone_477:
+	JMP f16mmend_267
 
-f16mmtokens_455:
+f16mmtokens_459:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_478
+	JNE  f16mmtokens_482
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_479:
+f16tiles_483:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_480
+	JB   f16tilesdone_484
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -16619,9 +16731,9 @@ f16tiles_479:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_481:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_482
+f16steps_485:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_486
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16707,12 +16819,12 @@ f16steps_481:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
-	SUBQ        $0x20, DI
-	JMP         f16steps_481
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_485
 
-f16stepsdone_482:
+f16stepsdone_486:
 	CMPQ        DI, $0x10
-	JB          f16step16_483
+	JB          f16step16_487
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -16758,9 +16870,9 @@ f16stepsdone_482:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_483:
+f16step16_487:
 	TESTQ       DI, DI
-	JZ          notail_484
+	JZ          notail_488
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16807,7 +16919,7 @@ f16step16_483:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_484:
+notail_488:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17024,11 +17136,11 @@ notail_484:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_479
+	JMP           f16tiles_483
 
-f16tilesdone_480:
+f16tilesdone_484:
 	CMPQ DX, $0x02
-	JNE  f16rest_485
+	JNE  f16rest_489
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17061,9 +17173,9 @@ f16tilesdone_480:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_486:
-	CMPQ        DI, $0x20
-	JB          f16stepsdone_487
+f16steps_490:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_491
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17128,12 +17240,12 @@ f16steps_486:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
-	SUBQ        $0x20, DI
-	JMP         f16steps_486
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_490
 
-f16stepsdone_487:
+f16stepsdone_491:
 	CMPQ        DI, $0x10
-	JB          f16step16_488
+	JB          f16step16_492
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -17169,9 +17281,9 @@ f16stepsdone_487:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_488:
+f16step16_492:
 	TESTQ       DI, DI
-	JZ          notail_489
+	JZ          notail_493
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17207,7 +17319,7 @@ f16step16_488:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_489:
+notail_493:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17387,9 +17499,9 @@ notail_489:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_485:
+f16rest_489:
 	CMPQ DX, $0x01
-	JNE  f16rest_490
+	JNE  f16rest_494
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -17413,9 +17525,9 @@ f16rest_485:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_491:
-	CMPQ        BX, $0x20
-	JB          f16stepsdone_492
+f16steps_495:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_496
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -17459,12 +17571,12 @@ f16steps_491:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
-	SUBQ        $0x20, BX
-	JMP         f16steps_491
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_495
 
-f16stepsdone_492:
+f16stepsdone_496:
 	CMPQ        BX, $0x10
-	JB          f16step16_493
+	JB          f16step16_497
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -17490,9 +17602,9 @@ f16stepsdone_492:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_493:
+f16step16_497:
 	TESTQ       BX, BX
-	JZ          notail_494
+	JZ          notail_498
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -17517,7 +17629,7 @@ f16step16_493:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_494:
+notail_498:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17660,12 +17772,12 @@ notail_494:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_490:
+f16rest_494:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_496
+	JZ   f16singledone_500
 
-f16single_495:
+f16single_499:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17688,9 +17800,9 @@ f16single_495:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_497:
-	CMPQ        SI, $0x20
-	JB          f16stepsdone_498
+f16steps_501:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_502
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -17734,12 +17846,12 @@ f16steps_497:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
-	SUBQ        $0x20, SI
-	JMP         f16steps_497
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_501
 
-f16stepsdone_498:
+f16stepsdone_502:
 	CMPQ        SI, $0x10
-	JB          f16step16_499
+	JB          f16step16_503
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -17765,9 +17877,9 @@ f16stepsdone_498:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_499:
+f16step16_503:
 	TESTQ       SI, SI
-	JZ          notail_500
+	JZ          notail_504
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17792,7 +17904,7 @@ f16step16_499:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_500:
+notail_504:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17890,13 +18002,13 @@ notail_500:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_495
+	JNZ           f16single_499
 
-f16singledone_496:
-	JMP f16mmend_263
+f16singledone_500:
+	JMP f16mmend_267
 
-f16mmtokens_478:
-f16mmend_263:
+f16mmtokens_482:
+f16mmend_267:
 	VZEROUPPER
 	RET
 
@@ -17907,16 +18019,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_501:
+rows_505:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_502
+	JB   rowsdone_506
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_503:
+tokens_507:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_504
+	JB   tokenstail_508
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -17950,9 +18062,9 @@ tokens_503:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_506:
-	CMPQ       R10, $0x40
-	JB         i8stepsdone_507
+i8steps_510:
+	CMPQ       R10, $0x00000040
+	JB         i8stepsdone_511
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -17990,12 +18102,12 @@ i8steps_506:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
-	SUBQ       $0x40, R10
-	JMP        i8steps_506
+	SUBQ       $0x00000040, R10
+	JMP        i8steps_510
 
-i8stepsdone_507:
+i8stepsdone_511:
 	TESTQ      R10, R10
-	JZ         notail_508
+	JZ         notail_512
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -18033,7 +18145,7 @@ i8stepsdone_507:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_508:
+notail_512:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -18192,11 +18304,11 @@ notail_508:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_503
+	JMP           tokens_507
 
-tokenstail_504:
+tokenstail_508:
 	CMPQ DI, $0x00000004
-	JNE  tokens_509
+	JNE  tokens_513
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -18225,9 +18337,9 @@ tokenstail_504:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_510:
-	CMPQ       R10, $0x40
-	JB         i8stepsdone_511
+i8steps_514:
+	CMPQ       R10, $0x00000040
+	JB         i8stepsdone_515
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18260,12 +18372,12 @@ i8steps_510:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
-	SUBQ       $0x40, R10
-	JMP        i8steps_510
+	SUBQ       $0x00000040, R10
+	JMP        i8steps_514
 
-i8stepsdone_511:
+i8stepsdone_515:
 	TESTQ      R10, R10
-	JZ         notail_512
+	JZ         notail_516
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -18298,7 +18410,7 @@ i8stepsdone_511:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_512:
+notail_516:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18420,11 +18532,11 @@ notail_512:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_505
+	JMP           tokensdone_509
 
-tokens_509:
+tokens_513:
 	CMPQ DI, $0x00000003
-	JNE  tokens_513
+	JNE  tokens_517
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -18447,9 +18559,9 @@ tokens_509:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_514:
-	CMPQ       R10, $0x40
-	JB         i8stepsdone_515
+i8steps_518:
+	CMPQ       R10, $0x00000040
+	JB         i8stepsdone_519
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18476,12 +18588,12 @@ i8steps_514:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
-	SUBQ       $0x40, R10
-	JMP        i8steps_514
+	SUBQ       $0x00000040, R10
+	JMP        i8steps_518
 
-i8stepsdone_515:
+i8stepsdone_519:
 	TESTQ      R10, R10
-	JZ         notail_516
+	JZ         notail_520
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -18509,7 +18621,7 @@ i8stepsdone_515:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_516:
+notail_520:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18602,11 +18714,11 @@ notail_516:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_505
+	JMP           tokensdone_509
 
-tokens_513:
+tokens_517:
 	CMPQ DI, $0x00000002
-	JNE  tokens_517
+	JNE  tokens_521
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -18625,9 +18737,9 @@ tokens_513:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_518:
-	CMPQ       R10, $0x40
-	JB         i8stepsdone_519
+i8steps_522:
+	CMPQ       R10, $0x00000040
+	JB         i8stepsdone_523
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18649,12 +18761,12 @@ i8steps_518:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
-	SUBQ       $0x40, R10
-	JMP        i8steps_518
+	SUBQ       $0x00000040, R10
+	JMP        i8steps_522
 
-i8stepsdone_519:
+i8stepsdone_523:
 	TESTQ      R10, R10
-	JZ         notail_520
+	JZ         notail_524
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -18677,7 +18789,7 @@ i8stepsdone_519:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_520:
+notail_524:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18741,11 +18853,11 @@ notail_520:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_505
+	JMP           tokensdone_509
 
-tokens_517:
+tokens_521:
 	CMPQ DI, $0x00000001
-	JNE  tokens_521
+	JNE  tokens_525
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -18760,9 +18872,9 @@ tokens_517:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_522:
-	CMPQ       R9, $0x40
-	JB         i8stepsdone_523
+i8steps_526:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_527
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -18779,12 +18891,12 @@ i8steps_522:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
-	SUBQ       $0x40, R9
-	JMP        i8steps_522
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_526
 
-i8stepsdone_523:
+i8stepsdone_527:
 	TESTQ      R9, R9
-	JZ         notail_524
+	JZ         notail_528
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -18802,7 +18914,7 @@ i8stepsdone_523:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_524:
+notail_528:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18838,27 +18950,27 @@ notail_524:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_505
+	JMP           tokensdone_509
 
-tokens_521:
-tokensdone_505:
+tokens_525:
+tokensdone_509:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_501
+	JMP  rows_505
 
-rowsdone_502:
-rows_525:
+rowsdone_506:
+rows_529:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_526
+	JB   rowsdone_530
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_527:
+tokens_531:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_528
+	JB   tokenstail_532
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -18880,9 +18992,9 @@ tokens_527:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_530:
-	CMPQ       R9, $0x40
-	JB         i8stepsdone_531
+i8steps_534:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_535
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -18905,12 +19017,12 @@ i8steps_530:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
-	SUBQ       $0x40, R9
-	JMP        i8steps_530
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_534
 
-i8stepsdone_531:
+i8stepsdone_535:
 	TESTQ      R9, R9
-	JZ         notail_532
+	JZ         notail_536
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -18933,7 +19045,7 @@ i8stepsdone_531:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_532:
+notail_536:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19043,11 +19155,11 @@ notail_532:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_527
+	JMP           tokens_531
 
-tokenstail_528:
+tokenstail_532:
 	CMPQ DI, $0x00000007
-	JNE  tokens_533
+	JNE  tokens_537
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -19067,9 +19179,9 @@ tokenstail_528:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_534:
-	CMPQ       R9, $0x40
-	JB         i8stepsdone_535
+i8steps_538:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_539
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -19090,12 +19202,12 @@ i8steps_534:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
-	SUBQ       $0x40, R9
-	JMP        i8steps_534
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_538
 
-i8stepsdone_535:
+i8stepsdone_539:
 	TESTQ      R9, R9
-	JZ         notail_536
+	JZ         notail_540
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -19116,7 +19228,7 @@ i8stepsdone_535:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_536:
+notail_540:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19206,11 +19318,11 @@ notail_536:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_529
+	JMP           tokensdone_533
 
-tokens_533:
+tokens_537:
 	CMPQ DI, $0x00000006
-	JNE  tokens_537
+	JNE  tokens_541
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -19227,9 +19339,9 @@ tokens_533:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_538:
-	CMPQ       R9, $0x40
-	JB         i8stepsdone_539
+i8steps_542:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_543
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -19247,12 +19359,12 @@ i8steps_538:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
-	SUBQ       $0x40, R9
-	JMP        i8steps_538
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_542
 
-i8stepsdone_539:
+i8stepsdone_543:
 	TESTQ      R9, R9
-	JZ         notail_540
+	JZ         notail_544
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19271,7 +19383,7 @@ i8stepsdone_539:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_540:
+notail_544:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19349,11 +19461,11 @@ notail_540:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_529
+	JMP           tokensdone_533
 
-tokens_537:
+tokens_541:
 	CMPQ DI, $0x00000005
-	JNE  tokens_541
+	JNE  tokens_545
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -19369,9 +19481,9 @@ tokens_537:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_542:
-	CMPQ       R9, $0x40
-	JB         i8stepsdone_543
+i8steps_546:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_547
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -19387,12 +19499,12 @@ i8steps_542:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
-	SUBQ       $0x40, R9
-	JMP        i8steps_542
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_546
 
-i8stepsdone_543:
+i8stepsdone_547:
 	TESTQ      R9, R9
-	JZ         notail_544
+	JZ         notail_548
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19409,7 +19521,7 @@ i8stepsdone_543:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_544:
+notail_548:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19475,11 +19587,11 @@ notail_544:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_529
+	JMP           tokensdone_533
 
-tokens_541:
+tokens_545:
 	CMPQ DI, $0x00000004
-	JNE  tokens_545
+	JNE  tokens_549
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -19494,9 +19606,9 @@ tokens_541:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_546:
-	CMPQ       R9, $0x40
-	JB         i8stepsdone_547
+i8steps_550:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_551
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -19510,12 +19622,12 @@ i8steps_546:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
-	SUBQ       $0x40, R9
-	JMP        i8steps_546
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_550
 
-i8stepsdone_547:
+i8stepsdone_551:
 	TESTQ      R9, R9
-	JZ         notail_548
+	JZ         notail_552
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19530,7 +19642,7 @@ i8stepsdone_547:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_548:
+notail_552:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19584,11 +19696,11 @@ notail_548:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_529
+	JMP           tokensdone_533
 
-tokens_545:
+tokens_549:
 	CMPQ DI, $0x00000003
-	JNE  tokens_549
+	JNE  tokens_553
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -19600,9 +19712,9 @@ tokens_545:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_550:
-	CMPQ       R9, $0x40
-	JB         i8stepsdone_551
+i8steps_554:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_555
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -19613,12 +19725,12 @@ i8steps_550:
 	VPDPBUSD   Z5, Z4, Z3
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
-	SUBQ       $0x40, R9
-	JMP        i8steps_550
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_554
 
-i8stepsdone_551:
+i8stepsdone_555:
 	TESTQ      R9, R9
-	JZ         notail_552
+	JZ         notail_556
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -19631,7 +19743,7 @@ i8stepsdone_551:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_552:
+notail_556:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19673,11 +19785,11 @@ notail_552:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_529
+	JMP           tokensdone_533
 
-tokens_549:
+tokens_553:
 	CMPQ DI, $0x00000002
-	JNE  tokens_553
+	JNE  tokens_557
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -19688,9 +19800,9 @@ tokens_549:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_554:
-	CMPQ       R9, $0x40
-	JB         i8stepsdone_555
+i8steps_558:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_559
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -19699,12 +19811,12 @@ i8steps_554:
 	VPDPBUSD   Z4, Z3, Z2
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
-	SUBQ       $0x40, R9
-	JMP        i8steps_554
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_558
 
-i8stepsdone_555:
+i8stepsdone_559:
 	TESTQ      R9, R9
-	JZ         notail_556
+	JZ         notail_560
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -19715,7 +19827,7 @@ i8stepsdone_555:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_556:
+notail_560:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19745,11 +19857,11 @@ notail_556:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_529
+	JMP           tokensdone_533
 
-tokens_553:
+tokens_557:
 	CMPQ DI, $0x00000001
-	JNE  tokens_557
+	JNE  tokens_561
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -19759,21 +19871,21 @@ tokens_553:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_558:
-	CMPQ       R8, $0x40
-	JB         i8stepsdone_559
+i8steps_562:
+	CMPQ       R8, $0x00000040
+	JB         i8stepsdone_563
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
 	VPDPBUSD   Z3, Z2, Z1
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
-	SUBQ       $0x40, R8
-	JMP        i8steps_558
+	SUBQ       $0x00000040, R8
+	JMP        i8steps_562
 
-i8stepsdone_559:
+i8stepsdone_563:
 	TESTQ      R8, R8
-	JZ         notail_560
+	JZ         notail_564
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -19782,7 +19894,7 @@ i8stepsdone_559:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_560:
+notail_564:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19801,17 +19913,17 @@ notail_560:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_529
+	JMP           tokensdone_533
 
-tokens_557:
-tokensdone_529:
+tokens_561:
+tokensdone_533:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_525
+	JMP  rows_529
 
-rowsdone_526:
+rowsdone_530:
 	VZEROUPPER
 	RET
 
@@ -19820,7 +19932,7 @@ rowsdone_526:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_561
+	JE      group32_565
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -19835,9 +19947,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_562
+	JZ      pairsdone_566
 
-pairs_563:
+pairs_567:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -19849,9 +19961,9 @@ pairs_563:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_565
+	JAE    loopdone_569
 
-loop_564:
+loop_568:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -19876,9 +19988,9 @@ loop_564:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_564
+	JB           loop_568
 
-loopdone_565:
+loopdone_569:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -19898,7 +20010,7 @@ loopdone_565:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_563
+	JNZ          pairs_567
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -19908,17 +20020,17 @@ loopdone_565:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_562:
+pairsdone_566:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_566
+	JZ     noodd_570
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	XORQ   DI, DI
 	CMPQ   DI, BX
-	JAE    loopdone_568
+	JAE    loopdone_572
 
-loop_567:
+loop_571:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -19933,9 +20045,9 @@ loop_567:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000020, DI
 	CMPQ         DI, BX
-	JB           loop_567
+	JB           loop_571
 
-loopdone_568:
+loopdone_572:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -19944,11 +20056,11 @@ loopdone_568:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_566:
+noodd_570:
 	VZEROUPPER
 	RET
 
-group32_561:
+group32_565:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -19962,9 +20074,9 @@ group32_561:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_569
+	JZ      pairsdone_573
 
-pairs_570:
+pairs_574:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -19976,9 +20088,9 @@ pairs_570:
 	XORQ   R12, R12
 	XORQ   R11, R11
 	CMPQ   R11, BX
-	JAE    loopdone_572
+	JAE    loopdone_576
 
-loop_571:
+loop_575:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -20001,9 +20113,9 @@ loop_571:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000020, R11
 	CMPQ         R11, BX
-	JB           loop_571
+	JB           loop_575
 
-loopdone_572:
+loopdone_576:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -20023,7 +20135,7 @@ loopdone_572:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_570
+	JNZ          pairs_574
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -20033,17 +20145,17 @@ loopdone_572:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_569:
+pairsdone_573:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_573
+	JZ     noodd_577
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	XORQ   DI, DI
 	CMPQ   DI, BX
-	JAE    loopdone_575
+	JAE    loopdone_579
 
-loop_574:
+loop_578:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -20057,9 +20169,9 @@ loop_574:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000020, DI
 	CMPQ         DI, BX
-	JB           loop_574
+	JB           loop_578
 
-loopdone_575:
+loopdone_579:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -20068,7 +20180,7 @@ loopdone_575:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_573:
+noodd_577:
 	VZEROUPPER
 	RET
 
@@ -20077,7 +20189,7 @@ noodd_573:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_576
+	JE           group32_580
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -20092,9 +20204,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_577
+	JZ           pairsdone_581
 
-pairs_578:
+pairs_582:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -20106,9 +20218,9 @@ pairs_578:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_580
+	JAE    loopdone_584
 
-loop_579:
+loop_583:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -20130,9 +20242,9 @@ loop_579:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000040, R12
 	CMPQ            R12, BX
-	JB              loop_579
+	JB              loop_583
 
-loopdone_580:
+loopdone_584:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -20156,7 +20268,7 @@ loopdone_580:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_578
+	JNZ           pairs_582
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -20166,17 +20278,17 @@ loopdone_580:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_577:
+pairsdone_581:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_581
+	JZ     noodd_585
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	XORQ   R8, R8
 	CMPQ   R8, BX
-	JAE    loopdone_583
+	JAE    loopdone_587
 
-loop_582:
+loop_586:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -20190,9 +20302,9 @@ loop_582:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000040, R8
 	CMPQ            R8, BX
-	JB              loop_582
+	JB              loop_586
 
-loopdone_583:
+loopdone_587:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -20203,11 +20315,11 @@ loopdone_583:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_581:
+noodd_585:
 	VZEROUPPER
 	RET
 
-group32_576:
+group32_580:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -20222,9 +20334,9 @@ group32_576:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_584
+	JZ           pairsdone_588
 
-pairs_585:
+pairs_589:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -20236,9 +20348,9 @@ pairs_585:
 	XORQ   R13, R13
 	XORQ   R12, R12
 	CMPQ   R12, BX
-	JAE    loopdone_587
+	JAE    loopdone_591
 
-loop_586:
+loop_590:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -20260,9 +20372,9 @@ loop_586:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000040, R12
 	CMPQ         R12, BX
-	JB           loop_586
+	JB           loop_590
 
-loopdone_587:
+loopdone_591:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -20286,7 +20398,7 @@ loopdone_587:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_585
+	JNZ           pairs_589
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -20296,17 +20408,17 @@ loopdone_587:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_584:
+pairsdone_588:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_588
+	JZ     noodd_592
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	XORQ   R8, R8
 	CMPQ   R8, BX
-	JAE    loopdone_590
+	JAE    loopdone_594
 
-loop_589:
+loop_593:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -20320,9 +20432,9 @@ loop_589:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000040, R8
 	CMPQ         R8, BX
-	JB           loop_589
+	JB           loop_593
 
-loopdone_590:
+loopdone_594:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -20333,7 +20445,7 @@ loopdone_590:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_588:
+noodd_592:
 	VZEROUPPER
 	RET
 
@@ -20351,9 +20463,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_592
+	JAE          loopdone_596
 
-loop_591:
+loop_595:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -20364,9 +20476,9 @@ loop_591:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_591
+	JB      loop_595
 
-loopdone_592:
+loopdone_596:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -20378,18 +20490,18 @@ loopdone_592:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_594
+	JAE          maxabsdone_598
 
-maxabs_593:
+maxabs_597:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_593
+	JB      maxabs_597
 
-maxabsdone_594:
+maxabsdone_598:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -20409,9 +20521,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_596
+	JAE          loopdone_600
 
-loop_595:
+loop_599:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -20422,9 +20534,9 @@ loop_595:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_595
+	JB      loop_599
 
-loopdone_596:
+loopdone_600:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -20438,18 +20550,18 @@ loopdone_596:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_598
+	JAE           maxabsdone_602
 
-maxabs_597:
+maxabs_601:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_597
+	JB      maxabs_601
 
-maxabsdone_598:
+maxabsdone_602:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -20470,9 +20582,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_600
+	JAE          loopdone_604
 
-loop_599:
+loop_603:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -20485,9 +20597,9 @@ loop_599:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_599
+	JB           loop_603
 
-loopdone_600:
+loopdone_604:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -20496,9 +20608,9 @@ loopdone_600:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_602
+	JAE          quantdone_606
 
-quant_601:
+quant_605:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -20511,9 +20623,9 @@ quant_601:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_601
+	JB        quant_605
 
-quantdone_602:
+quantdone_606:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -20534,9 +20646,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_604
+	JAE          loopdone_608
 
-loop_603:
+loop_607:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -20551,12 +20663,12 @@ loop_603:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_603
+	JB        loop_607
 
-loopdone_604:
+loopdone_608:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_605
+	JA        skip_609
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -20565,10 +20677,10 @@ loopdone_604:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_605:
+skip_609:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_606
+	JZ        notail_610
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -20580,7 +20692,7 @@ skip_605:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_606:
+notail_610:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -20605,9 +20717,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_608
+	JAE  loopdone_612
 
-loop_607:
+loop_611:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -20616,31 +20728,31 @@ loop_607:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_607
+	JB        loop_611
 
-loopdone_608:
+loopdone_612:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_609
+	JA        skip_613
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_609:
+skip_613:
 	CMPQ BX, DX
-	JAE  halfdone_611
+	JAE  halfdone_615
 
-half_610:
+half_614:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_610
+	JB        half_614
 
-halfdone_611:
+halfdone_615:
 	VZEROUPPER
 	RET
 
@@ -20654,9 +20766,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_613
+	JAE  loopdone_617
 
-loop_612:
+loop_616:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -20665,21 +20777,21 @@ loop_612:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_612
+	JB        loop_616
 
-loopdone_613:
+loopdone_617:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_614
+	JA        skip_618
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_614:
+skip_618:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_615
+	JZ        notail_619
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -20687,7 +20799,7 @@ skip_614:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_615:
+notail_619:
 	VZEROUPPER
 	RET
 
@@ -20701,9 +20813,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_617
+	JAE  loopdone_621
 
-loop_616:
+loop_620:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -20714,32 +20826,32 @@ loop_616:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_616
+	JB        loop_620
 
-loopdone_617:
+loopdone_621:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_618
+	JA        skip_622
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_618:
+skip_622:
 	CMPQ BX, DX
-	JAE  halfdone_620
+	JAE  halfdone_624
 
-half_619:
+half_623:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_619
+	JB        half_623
 
-halfdone_620:
+halfdone_624:
 	VZEROUPPER
 	RET
 
@@ -20753,9 +20865,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_622
+	JAE  loopdone_626
 
-loop_621:
+loop_625:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -20766,22 +20878,22 @@ loop_621:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_621
+	JB        loop_625
 
-loopdone_622:
+loopdone_626:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_623
+	JA        skip_627
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_623:
+skip_627:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_624
+	JZ        notail_628
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -20790,7 +20902,7 @@ skip_623:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_624:
+notail_628:
 	VZEROUPPER
 	RET
 
@@ -20807,9 +20919,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_626
+	JAE          loopdone_630
 
-loop_625:
+loop_629:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -20850,11 +20962,11 @@ loop_625:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_625
+	JB           loop_629
 
-loopdone_626:
+loopdone_630:
 	SUBQ         DX, CX
-	JE           notail_627
+	JE           notail_631
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -20899,7 +21011,7 @@ loopdone_626:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_627:
+notail_631:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -20924,9 +21036,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_629
+	JAE          loopdone_633
 
-loop_628:
+loop_632:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -20941,9 +21053,9 @@ loop_628:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_628
+	JB      loop_632
 
-loopdone_629:
+loopdone_633:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -20954,17 +21066,17 @@ loopdone_629:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_631
+	JAE          scalemaxdone_635
 
-scalemax_630:
+scalemax_634:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_630
+	JB     scalemax_634
 
-scalemaxdone_631:
+scalemaxdone_635:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -20984,9 +21096,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_633
+	JAE          loopdone_637
 
-loop_632:
+loop_636:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -21001,9 +21113,9 @@ loop_632:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_632
+	JB      loop_636
 
-loopdone_633:
+loopdone_637:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -21016,17 +21128,17 @@ loopdone_633:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_635
+	JAE           scalemaxdone_639
 
-scalemax_634:
+scalemax_638:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_634
+	JB     scalemax_638
 
-scalemaxdone_635:
+scalemaxdone_639:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -21056,9 +21168,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_637
+	JAE          loopdone_641
 
-loop_636:
+loop_640:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -21105,12 +21217,12 @@ loop_636:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_636
+	JB            loop_640
 
-loopdone_637:
+loopdone_641:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_638
+	JA            skip_642
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -21135,10 +21247,10 @@ loopdone_637:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_638:
+skip_642:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_639
+	JZ            notail_643
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -21166,7 +21278,7 @@ skip_638:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_639:
+notail_643:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -21194,9 +21306,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_641
+	JAE          loopdone_645
 
-loop_640:
+loop_644:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -21227,13 +21339,13 @@ loop_640:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_640
+	JB        loop_644
 
-loopdone_641:
-ewvec_642:
+loopdone_645:
+ewvec_646:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_643
+	JA        ewvecdone_647
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -21242,13 +21354,13 @@ ewvec_642:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_642
+	JMP       ewvec_646
 
-ewvecdone_643:
+ewvecdone_647:
 	CMPQ SI, BX
-	JAE  ewonedone_645
+	JAE  ewonedone_649
 
-ewone_644:
+ewone_648:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -21258,9 +21370,9 @@ ewone_644:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_644
+	JB        ewone_648
 
-ewonedone_645:
+ewonedone_649:
 	VZEROUPPER
 	RET
 
@@ -21277,9 +21389,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_647
+	JAE          loopdone_651
 
-loop_646:
+loop_650:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -21302,26 +21414,26 @@ loop_646:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_646
+	JB      loop_650
 
-loopdone_647:
-ewvec_648:
+loopdone_651:
+ewvec_652:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_649
+	JA      ewvecdone_653
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_648
+	JMP     ewvec_652
 
-ewvecdone_649:
+ewvecdone_653:
 	CMPQ SI, BX
-	JAE  ewonedone_651
+	JAE  ewonedone_655
 
-ewone_650:
+ewone_654:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -21329,9 +21441,9 @@ ewone_650:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_650
+	JB     ewone_654
 
-ewonedone_651:
+ewonedone_655:
 	VZEROUPPER
 	RET
 
@@ -21346,9 +21458,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_653
+	JAE  loopdone_657
 
-loop_652:
+loop_656:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -21379,13 +21491,13 @@ loop_652:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_652
+	JB      loop_656
 
-loopdone_653:
-ewvec_654:
+loopdone_657:
+ewvec_658:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_655
+	JA      ewvecdone_659
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -21394,13 +21506,13 @@ ewvec_654:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_654
+	JMP     ewvec_658
 
-ewvecdone_655:
+ewvecdone_659:
 	CMPQ SI, BX
-	JAE  ewonedone_657
+	JAE  ewonedone_661
 
-ewone_656:
+ewone_660:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -21410,9 +21522,9 @@ ewone_656:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_656
+	JB     ewone_660
 
-ewonedone_657:
+ewonedone_661:
 	VZEROUPPER
 	RET
 
@@ -21426,9 +21538,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_659
+	JAE  loopdone_663
 
-loop_658:
+loop_662:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -21447,34 +21559,34 @@ loop_658:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_658
+	JB      loop_662
 
-loopdone_659:
-ewvec_660:
+loopdone_663:
+ewvec_664:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_661
+	JA      ewvecdone_665
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_660
+	JMP     ewvec_664
 
-ewvecdone_661:
+ewvecdone_665:
 	CMPQ BX, DX
-	JAE  ewonedone_663
+	JAE  ewonedone_667
 
-ewone_662:
+ewone_666:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_662
+	JB     ewone_666
 
-ewonedone_663:
+ewonedone_667:
 	VZEROUPPER
 	RET
 
@@ -21494,9 +21606,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_665
+	JAE          loopdone_669
 
-loop_664:
+loop_668:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -21527,13 +21639,13 @@ loop_664:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_664
+	JB        loop_668
 
-loopdone_665:
-ewvec_666:
+loopdone_669:
+ewvec_670:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_667
+	JA        ewvecdone_671
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -21542,13 +21654,13 @@ ewvec_666:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_666
+	JMP       ewvec_670
 
-ewvecdone_667:
+ewvecdone_671:
 	CMPQ SI, BX
-	JAE  ewonedone_669
+	JAE  ewonedone_673
 
-ewone_668:
+ewone_672:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -21558,9 +21670,9 @@ ewone_668:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_668
+	JB        ewone_672
 
-ewonedone_669:
+ewonedone_673:
 	VZEROUPPER
 	RET
 
@@ -21577,9 +21689,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_671
+	JAE          loopdone_675
 
-loop_670:
+loop_674:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -21602,26 +21714,26 @@ loop_670:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_670
+	JB      loop_674
 
-loopdone_671:
-ewvec_672:
+loopdone_675:
+ewvec_676:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_673
+	JA      ewvecdone_677
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_672
+	JMP     ewvec_676
 
-ewvecdone_673:
+ewvecdone_677:
 	CMPQ SI, BX
-	JAE  ewonedone_675
+	JAE  ewonedone_679
 
-ewone_674:
+ewone_678:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -21629,9 +21741,9 @@ ewone_674:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_674
+	JB     ewone_678
 
-ewonedone_675:
+ewonedone_679:
 	VZEROUPPER
 	RET
 
@@ -21646,9 +21758,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_677
+	JAE  loopdone_681
 
-loop_676:
+loop_680:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -21679,13 +21791,13 @@ loop_676:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_676
+	JB      loop_680
 
-loopdone_677:
-ewvec_678:
+loopdone_681:
+ewvec_682:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_679
+	JA      ewvecdone_683
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -21694,13 +21806,13 @@ ewvec_678:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_678
+	JMP     ewvec_682
 
-ewvecdone_679:
+ewvecdone_683:
 	CMPQ SI, BX
-	JAE  ewonedone_681
+	JAE  ewonedone_685
 
-ewone_680:
+ewone_684:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -21710,9 +21822,9 @@ ewone_680:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_680
+	JB      ewone_684
 
-ewonedone_681:
+ewonedone_685:
 	VZEROUPPER
 	RET
 
@@ -21726,9 +21838,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_683
+	JAE  loopdone_687
 
-loop_682:
+loop_686:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -21747,34 +21859,34 @@ loop_682:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_682
+	JB      loop_686
 
-loopdone_683:
-ewvec_684:
+loopdone_687:
+ewvec_688:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_685
+	JA      ewvecdone_689
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_684
+	JMP     ewvec_688
 
-ewvecdone_685:
+ewvecdone_689:
 	CMPQ BX, DX
-	JAE  ewonedone_687
+	JAE  ewonedone_691
 
-ewone_686:
+ewone_690:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_686
+	JB     ewone_690
 
-ewonedone_687:
+ewonedone_691:
 	VZEROUPPER
 	RET
 
@@ -21799,9 +21911,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_689
+	JAE   loopdone_693
 
-loop_688:
+loop_692:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -21876,21 +21988,21 @@ loop_688:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_688
+	JB         loop_692
 
-loopdone_689:
+loopdone_693:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_691
+	JAE    sum64done_695
 
-sum64_690:
+sum64_694:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_690
+	JB     sum64_694
 
-sum64done_691:
+sum64done_695:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -21924,9 +22036,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_693
+	JAE    loopdone_697
 
-loop_692:
+loop_696:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -21969,20 +22081,20 @@ loop_692:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_692
+	JB         loop_696
 
-loopdone_693:
+loopdone_697:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_695
+	JAE    sum64done_699
 
-sum64_694:
+sum64_698:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_694
+	JB     sum64_698
 
-sum64done_695:
+sum64done_699:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -22029,9 +22141,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_697
+	JZ         sgemmtail_701
 
-sgemm_696:
+sgemm_700:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -22115,13 +22227,13 @@ sgemm_696:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_696
+	JNZ          sgemm_700
 
-sgemmtail_697:
+sgemmtail_701:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_699
+	JZ   sgemmdone_703
 
-sgemmone_698:
+sgemmone_702:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -22145,9 +22257,9 @@ sgemmone_698:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_698
+	JNZ          sgemmone_702
 
-sgemmdone_699:
+sgemmdone_703:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -22241,9 +22353,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_701
+	JZ         sgemmtail_705
 
-sgemm_700:
+sgemm_704:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -22399,13 +22511,13 @@ sgemm_700:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_700
+	JNZ          sgemm_704
 
-sgemmtail_701:
+sgemmtail_705:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_703
+	JZ   sgemmdone_707
 
-sgemmone_702:
+sgemmone_706:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -22447,9 +22559,9 @@ sgemmone_702:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_702
+	JNZ          sgemmone_706
 
-sgemmdone_703:
+sgemmdone_707:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -22520,9 +22632,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_705
+	JLE   fmadone_709
 
-fma_704:
+fma_708:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -22536,9 +22648,9 @@ fma_704:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_704
+	JNZ         fma_708
 
-fmadone_705:
+fmadone_709:
 	VZEROUPPER
 	RET
 
@@ -22565,9 +22677,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_707
+	JLE    fmadone_711
 
-fma_706:
+fma_710:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -22585,9 +22697,9 @@ fma_706:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_706
+	JNZ         fma_710
 
-fmadone_707:
+fmadone_711:
 	VZEROUPPER
 	RET
 
@@ -22610,9 +22722,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_709
+	JLE   int8done_713
 
-int8_708:
+int8_712:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -22626,9 +22738,9 @@ int8_708:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_708
+	JNZ        int8_712
 
-int8done_709:
+int8done_713:
 	VZEROUPPER
 	RET
 
@@ -22651,9 +22763,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_711
+	JLE    int8done_715
 
-int8_710:
+int8_714:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -22667,8 +22779,8 @@ int8_710:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_710
+	JNZ      int8_714
 
-int8done_711:
+int8done_715:
 	VZEROUPPER
 	RET

@@ -30,7 +30,7 @@ func ternaryMatMulVNNI(w []byte, stride int, rows int, x []int8, xStride int, n 
 //go:noescape
 func dotF16RowsAVX2(w []uint16, stride int, x []float32, out []float32)
 
-// dotF16RowsAVX512 is dotF16Rows with AVX-512: 4 rows at a time, one accumulator each, 32 elements per step, masked tail.
+// dotF16RowsAVX512 is dotF16Rows with AVX-512: 4 rows at a time, one accumulator each, 128 elements per step, masked tail.
 //
 //go:noescape
 func dotF16RowsAVX512(w []uint16, stride int, x []float32, out []float32)

@@ -504,7 +504,7 @@ type matMulShape struct{ n, rows, tokens int }
 
 func headMatMulShapes() []matMulShape {
 	var shapes []matMulShape
-	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 128, 200} {
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 128, 144, 191, 200, 256, 300} {
 		for _, rows := range testRows {
 			for _, tokens := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17} {
 				shapes = append(shapes, matMulShape{n, rows, tokens})
