@@ -8903,7 +8903,7 @@ spread_258:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	MOVQ   CX, R13
-	ANDQ   $-64, R13
+	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
 	JAE    loopdone_260
@@ -8922,15 +8922,59 @@ loop_259:
 	PREFETCHT1 16384(R11)(R12*1)
 	VPXORD     (R11)(R12*1), Z1, Z7
 	VPDPBUSD   Z6, Z7, Z5
-	ADDQ       $0x00000040, R12
+	VMOVDQU64  64(AX)(R12*1), Z6
+	VPXORD     64(DX)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z2
+	VPXORD     64(R9)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z3
+	VPXORD     64(R10)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z4
+	VPXORD     64(R11)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z5
+	VMOVDQU64  128(AX)(R12*1), Z6
+	VPXORD     128(DX)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z2
+	VPXORD     128(R9)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z3
+	VPXORD     128(R10)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z4
+	VPXORD     128(R11)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z5
+	VMOVDQU64  192(AX)(R12*1), Z6
+	VPXORD     192(DX)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z2
+	VPXORD     192(R9)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z3
+	VPXORD     192(R10)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z4
+	VPXORD     192(R11)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z5
+	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
 	JB         loop_259
 
 loopdone_260:
+room_261:
+	LEAQ      64(R12), R13
+	CMPQ      R13, CX
+	JA        roomdone_262
+	VMOVDQU64 (AX)(R12*1), Z6
+	VPXORD    (DX)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z2
+	VPXORD    (R9)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z3
+	VPXORD    (R10)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z4
+	VPXORD    (R11)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z5
+	ADDQ      $0x40, R12
+	JMP       room_261
+
+roomdone_262:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_261
+	JZ         notail_263
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -8948,7 +8992,7 @@ loopdone_260:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_261:
+notail_263:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -8990,30 +9034,50 @@ notail_261:
 spreaddone_257:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_263
+	JZ   singledone_265
 
-single_262:
+single_264:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
-	ANDQ   $-64, R8
+	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_265
+	JAE    loopdone_267
 
-loop_264:
+loop_266:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
 	VPDPBUSD   Z3, Z4, Z2
-	ADDQ       $0x00000040, DI
+	VMOVDQU64  64(AX)(DI*1), Z3
+	VPXORD     64(DX)(DI*1), Z1, Z4
+	VPDPBUSD   Z3, Z4, Z2
+	VMOVDQU64  128(AX)(DI*1), Z3
+	VPXORD     128(DX)(DI*1), Z1, Z4
+	VPDPBUSD   Z3, Z4, Z2
+	VMOVDQU64  192(AX)(DI*1), Z3
+	VPXORD     192(DX)(DI*1), Z1, Z4
+	VPDPBUSD   Z3, Z4, Z2
+	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_264
+	JB         loop_266
 
-loopdone_265:
+loopdone_267:
+room_268:
+	LEAQ      64(DI), R8
+	CMPQ      R8, CX
+	JA        roomdone_269
+	VMOVDQU64 (AX)(DI*1), Z3
+	VPXORD    (DX)(DI*1), Z1, Z4
+	VPDPBUSD  Z3, Z4, Z2
+	ADDQ      $0x40, DI
+	JMP       room_268
+
+roomdone_269:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_266
+	JZ         notail_270
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -9022,7 +9086,7 @@ loopdone_265:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_266:
+notail_270:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -9037,9 +9101,9 @@ notail_266:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_262
+	JNZ           single_264
 
-singledone_263:
+singledone_265:
 	VZEROUPPER
 	RET
 
@@ -9048,15 +9112,15 @@ singledone_263:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_268
+	JNE  f16mmtokens_272
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_269:
+f16tiles_273:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_270
+	JB   f16tilesdone_274
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9073,9 +9137,9 @@ f16tiles_269:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_271:
+f16steps_275:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_272
+	JB          f16stepsdone_276
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9102,11 +9166,11 @@ f16steps_271:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_271
+	JMP         f16steps_275
 
-f16stepsdone_272:
+f16stepsdone_276:
 	CMPQ        SI, $0x10
-	JB          f16step16_273
+	JB          f16step16_277
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -9121,9 +9185,9 @@ f16stepsdone_272:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_273:
+f16step16_277:
 	TESTQ       SI, SI
-	JZ          notail_274
+	JZ          notail_278
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -9141,7 +9205,7 @@ f16step16_273:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_274:
+notail_278:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9173,11 +9237,11 @@ notail_274:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_269
+	JMP           f16tiles_273
 
-f16tilesdone_270:
+f16tilesdone_274:
 	CMPQ DX, $0x03
-	JNE  f16rest_275
+	JNE  f16rest_279
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9191,9 +9255,9 @@ f16tilesdone_270:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_276:
+f16steps_280:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_277
+	JB          f16stepsdone_281
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9214,11 +9278,11 @@ f16steps_276:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_276
+	JMP         f16steps_280
 
-f16stepsdone_277:
+f16stepsdone_281:
 	CMPQ        SI, $0x10
-	JB          f16step16_278
+	JB          f16step16_282
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -9230,9 +9294,9 @@ f16stepsdone_277:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_278:
+f16step16_282:
 	TESTQ       SI, SI
-	JZ          notail_279
+	JZ          notail_283
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9247,7 +9311,7 @@ f16step16_278:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_279:
+notail_283:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9280,9 +9344,9 @@ notail_279:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_275:
+f16rest_279:
 	CMPQ DX, $0x02
-	JNE  f16rest_280
+	JNE  f16rest_284
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9295,9 +9359,9 @@ f16rest_275:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_281:
+f16steps_285:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_282
+	JB          f16stepsdone_286
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9313,11 +9377,11 @@ f16steps_281:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_281
+	JMP         f16steps_285
 
-f16stepsdone_282:
+f16stepsdone_286:
 	CMPQ        SI, $0x10
-	JB          f16step16_283
+	JB          f16step16_287
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -9327,9 +9391,9 @@ f16stepsdone_282:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_283:
+f16step16_287:
 	TESTQ       SI, SI
-	JZ          notail_284
+	JZ          notail_288
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9341,7 +9405,7 @@ f16step16_283:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_284:
+notail_288:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9369,9 +9433,9 @@ notail_284:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_280:
+f16rest_284:
 	CMPQ DX, $0x01
-	JNE  f16rest_285
+	JNE  f16rest_289
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -9383,9 +9447,9 @@ f16rest_280:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_286:
+f16steps_290:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_287
+	JB          f16stepsdone_291
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -9396,11 +9460,11 @@ f16steps_286:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_286
+	JMP         f16steps_290
 
-f16stepsdone_287:
+f16stepsdone_291:
 	CMPQ        DX, $0x10
-	JB          f16step16_288
+	JB          f16step16_292
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9408,9 +9472,9 @@ f16stepsdone_287:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_288:
+f16step16_292:
 	TESTQ       DX, DX
-	JZ          notail_289
+	JZ          notail_293
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -9419,7 +9483,7 @@ f16step16_288:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_289:
+notail_293:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -9442,12 +9506,12 @@ notail_289:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_285:
+f16rest_289:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_291
+	JZ   f16singledone_295
 
-f16single_290:
+f16single_294:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -9458,9 +9522,9 @@ f16single_290:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_292:
+f16steps_296:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_293
+	JB          f16stepsdone_297
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -9471,11 +9535,11 @@ f16steps_292:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_292
+	JMP         f16steps_296
 
-f16stepsdone_293:
+f16stepsdone_297:
 	CMPQ        BX, $0x10
-	JB          f16step16_294
+	JB          f16step16_298
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9483,9 +9547,9 @@ f16stepsdone_293:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_294:
+f16step16_298:
 	TESTQ       BX, BX
-	JZ          notail_295
+	JZ          notail_299
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -9494,7 +9558,7 @@ f16step16_294:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_295:
+notail_299:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9512,22 +9576,22 @@ notail_295:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_290
+	JNZ           f16single_294
 
-f16singledone_291:
-	JMP f16mmend_267
+f16singledone_295:
+	JMP f16mmend_271
 
-f16mmtokens_268:
+f16mmtokens_272:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_296
+	JNE  f16mmtokens_300
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_297:
+f16tiles_301:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_298
+	JB   f16tilesdone_302
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9548,9 +9612,9 @@ f16tiles_297:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_299:
+f16steps_303:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_300
+	JB          f16stepsdone_304
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9587,11 +9651,11 @@ f16steps_299:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_299
+	JMP         f16steps_303
 
-f16stepsdone_300:
+f16stepsdone_304:
 	CMPQ        DI, $0x10
-	JB          f16step16_301
+	JB          f16step16_305
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -9611,9 +9675,9 @@ f16stepsdone_300:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_301:
+f16step16_305:
 	TESTQ       DI, DI
-	JZ          notail_302
+	JZ          notail_306
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -9636,7 +9700,7 @@ f16step16_301:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_302:
+notail_306:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9689,11 +9753,11 @@ notail_302:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_297
+	JMP           f16tiles_301
 
-f16tilesdone_298:
+f16tilesdone_302:
 	CMPQ DX, $0x03
-	JNE  f16rest_303
+	JNE  f16rest_307
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9710,9 +9774,9 @@ f16tilesdone_298:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_304:
+f16steps_308:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_305
+	JB          f16stepsdone_309
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9741,11 +9805,11 @@ f16steps_304:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_304
+	JMP         f16steps_308
 
-f16stepsdone_305:
+f16stepsdone_309:
 	CMPQ        DI, $0x10
-	JB          f16step16_306
+	JB          f16step16_310
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -9761,9 +9825,9 @@ f16stepsdone_305:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_306:
+f16step16_310:
 	TESTQ       DI, DI
-	JZ          notail_307
+	JZ          notail_311
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -9782,7 +9846,7 @@ f16step16_306:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_307:
+notail_311:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9838,9 +9902,9 @@ notail_307:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_303:
+f16rest_307:
 	CMPQ DX, $0x02
-	JNE  f16rest_308
+	JNE  f16rest_312
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9855,9 +9919,9 @@ f16rest_303:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_309:
+f16steps_313:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_310
+	JB          f16stepsdone_314
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9879,11 +9943,11 @@ f16steps_309:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_309
+	JMP         f16steps_313
 
-f16stepsdone_310:
+f16stepsdone_314:
 	CMPQ        DI, $0x10
-	JB          f16step16_311
+	JB          f16step16_315
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -9896,9 +9960,9 @@ f16stepsdone_310:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_311:
+f16step16_315:
 	TESTQ       DI, DI
-	JZ          notail_312
+	JZ          notail_316
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -9913,7 +9977,7 @@ f16step16_311:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_312:
+notail_316:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9960,9 +10024,9 @@ notail_312:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_308:
+f16rest_312:
 	CMPQ DX, $0x01
-	JNE  f16rest_313
+	JNE  f16rest_317
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -9975,9 +10039,9 @@ f16rest_308:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_314:
+f16steps_318:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_315
+	JB          f16stepsdone_319
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -9992,11 +10056,11 @@ f16steps_314:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_314
+	JMP         f16steps_318
 
-f16stepsdone_315:
+f16stepsdone_319:
 	CMPQ        BX, $0x10
-	JB          f16step16_316
+	JB          f16step16_320
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10006,9 +10070,9 @@ f16stepsdone_315:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_316:
+f16step16_320:
 	TESTQ       BX, BX
-	JZ          notail_317
+	JZ          notail_321
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10019,7 +10083,7 @@ f16step16_316:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_317:
+notail_321:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10057,12 +10121,12 @@ notail_317:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_313:
+f16rest_317:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_319
+	JZ   f16singledone_323
 
-f16single_318:
+f16single_322:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10074,9 +10138,9 @@ f16single_318:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_320:
+f16steps_324:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_321
+	JB          f16stepsdone_325
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -10091,11 +10155,11 @@ f16steps_320:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_320
+	JMP         f16steps_324
 
-f16stepsdone_321:
+f16stepsdone_325:
 	CMPQ        SI, $0x10
-	JB          f16step16_322
+	JB          f16step16_326
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10105,9 +10169,9 @@ f16stepsdone_321:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_322:
+f16step16_326:
 	TESTQ       SI, SI
-	JZ          notail_323
+	JZ          notail_327
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10118,7 +10182,7 @@ f16step16_322:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_323:
+notail_327:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10146,22 +10210,22 @@ notail_323:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_318
+	JNZ           f16single_322
 
-f16singledone_319:
-	JMP f16mmend_267
+f16singledone_323:
+	JMP f16mmend_271
 
-f16mmtokens_296:
+f16mmtokens_300:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_324
+	JNE  f16mmtokens_328
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_325:
+f16tiles_329:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_326
+	JB   f16tilesdone_330
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10186,9 +10250,9 @@ f16tiles_325:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_327:
+f16steps_331:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_328
+	JB          f16stepsdone_332
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10235,11 +10299,11 @@ f16steps_327:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_327
+	JMP         f16steps_331
 
-f16stepsdone_328:
+f16stepsdone_332:
 	CMPQ        DI, $0x10
-	JB          f16step16_329
+	JB          f16step16_333
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -10264,9 +10328,9 @@ f16stepsdone_328:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_329:
+f16step16_333:
 	TESTQ       DI, DI
-	JZ          notail_330
+	JZ          notail_334
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10294,7 +10358,7 @@ f16step16_329:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_330:
+notail_334:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10368,11 +10432,11 @@ notail_330:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_325
+	JMP           f16tiles_329
 
-f16tilesdone_326:
+f16tilesdone_330:
 	CMPQ DX, $0x03
-	JNE  f16rest_331
+	JNE  f16rest_335
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10392,9 +10456,9 @@ f16tilesdone_326:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_332:
+f16steps_336:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_333
+	JB          f16stepsdone_337
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10431,11 +10495,11 @@ f16steps_332:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_332
+	JMP         f16steps_336
 
-f16stepsdone_333:
+f16stepsdone_337:
 	CMPQ        DI, $0x10
-	JB          f16step16_334
+	JB          f16step16_338
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -10455,9 +10519,9 @@ f16stepsdone_333:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_334:
+f16step16_338:
 	TESTQ       DI, DI
-	JZ          notail_335
+	JZ          notail_339
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10480,7 +10544,7 @@ f16step16_334:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_335:
+notail_339:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10559,9 +10623,9 @@ notail_335:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_331:
+f16rest_335:
 	CMPQ DX, $0x02
-	JNE  f16rest_336
+	JNE  f16rest_340
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10578,9 +10642,9 @@ f16rest_331:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_337:
+f16steps_341:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_338
+	JB          f16stepsdone_342
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10608,11 +10672,11 @@ f16steps_337:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_337
+	JMP         f16steps_341
 
-f16stepsdone_338:
+f16stepsdone_342:
 	CMPQ        DI, $0x10
-	JB          f16step16_339
+	JB          f16step16_343
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -10628,9 +10692,9 @@ f16stepsdone_338:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_339:
+f16step16_343:
 	TESTQ       DI, DI
-	JZ          notail_340
+	JZ          notail_344
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10648,7 +10712,7 @@ f16step16_339:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_340:
+notail_344:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10714,9 +10778,9 @@ notail_340:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_336:
+f16rest_340:
 	CMPQ DX, $0x01
-	JNE  f16rest_341
+	JNE  f16rest_345
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -10730,9 +10794,9 @@ f16rest_336:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_342:
+f16steps_346:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_343
+	JB          f16stepsdone_347
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -10751,11 +10815,11 @@ f16steps_342:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_342
+	JMP         f16steps_346
 
-f16stepsdone_343:
+f16stepsdone_347:
 	CMPQ        BX, $0x10
-	JB          f16step16_344
+	JB          f16step16_348
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -10767,9 +10831,9 @@ f16stepsdone_343:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_344:
+f16step16_348:
 	TESTQ       BX, BX
-	JZ          notail_345
+	JZ          notail_349
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10782,7 +10846,7 @@ f16step16_344:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_345:
+notail_349:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10835,12 +10899,12 @@ notail_345:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_341:
+f16rest_345:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_347
+	JZ   f16singledone_351
 
-f16single_346:
+f16single_350:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10853,9 +10917,9 @@ f16single_346:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_348:
+f16steps_352:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_349
+	JB          f16stepsdone_353
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -10874,11 +10938,11 @@ f16steps_348:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_348
+	JMP         f16steps_352
 
-f16stepsdone_349:
+f16stepsdone_353:
 	CMPQ        SI, $0x10
-	JB          f16step16_350
+	JB          f16step16_354
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -10890,9 +10954,9 @@ f16stepsdone_349:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_350:
+f16step16_354:
 	TESTQ       SI, SI
-	JZ          notail_351
+	JZ          notail_355
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10905,7 +10969,7 @@ f16step16_350:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_351:
+notail_355:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10943,22 +11007,22 @@ notail_351:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_346
+	JNZ           f16single_350
 
-f16singledone_347:
-	JMP f16mmend_267
+f16singledone_351:
+	JMP f16mmend_271
 
-f16mmtokens_324:
+f16mmtokens_328:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_352
+	JNE  f16mmtokens_356
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_353:
+f16tiles_357:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_354
+	JB   f16tilesdone_358
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -10989,9 +11053,9 @@ f16tiles_353:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_355:
+f16steps_359:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_356
+	JB          f16stepsdone_360
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11049,11 +11113,11 @@ f16steps_355:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_355
+	JMP         f16steps_359
 
-f16stepsdone_356:
+f16stepsdone_360:
 	CMPQ        DI, $0x10
-	JB          f16step16_357
+	JB          f16step16_361
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -11084,9 +11148,9 @@ f16stepsdone_356:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_357:
+f16step16_361:
 	TESTQ       DI, DI
-	JZ          notail_358
+	JZ          notail_362
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -11119,7 +11183,7 @@ f16step16_357:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_358:
+notail_362:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11214,11 +11278,11 @@ notail_358:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_353
+	JMP           f16tiles_357
 
-f16tilesdone_354:
+f16tilesdone_358:
 	CMPQ DX, $0x03
-	JNE  f16rest_359
+	JNE  f16rest_363
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11243,9 +11307,9 @@ f16tilesdone_354:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_360:
+f16steps_364:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_361
+	JB          f16stepsdone_365
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11291,11 +11355,11 @@ f16steps_360:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_360
+	JMP         f16steps_364
 
-f16stepsdone_361:
+f16stepsdone_365:
 	CMPQ        DI, $0x10
-	JB          f16step16_362
+	JB          f16step16_366
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -11320,9 +11384,9 @@ f16stepsdone_361:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_362:
+f16step16_366:
 	TESTQ       DI, DI
-	JZ          notail_363
+	JZ          notail_367
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11349,7 +11413,7 @@ f16step16_362:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_363:
+notail_367:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11451,9 +11515,9 @@ notail_363:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_359:
+f16rest_363:
 	CMPQ DX, $0x02
-	JNE  f16rest_364
+	JNE  f16rest_368
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11474,9 +11538,9 @@ f16rest_359:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_365:
+f16steps_369:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_366
+	JB          f16stepsdone_370
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11511,11 +11575,11 @@ f16steps_365:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_365
+	JMP         f16steps_369
 
-f16stepsdone_366:
+f16stepsdone_370:
 	CMPQ        DI, $0x10
-	JB          f16step16_367
+	JB          f16step16_371
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -11535,9 +11599,9 @@ f16stepsdone_366:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_367:
+f16step16_371:
 	TESTQ       DI, DI
-	JZ          notail_368
+	JZ          notail_372
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11558,7 +11622,7 @@ f16step16_367:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_368:
+notail_372:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11643,9 +11707,9 @@ notail_368:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_364:
+f16rest_368:
 	CMPQ DX, $0x01
-	JNE  f16rest_369
+	JNE  f16rest_373
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -11662,9 +11726,9 @@ f16rest_364:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_370:
+f16steps_374:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_371
+	JB          f16stepsdone_375
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -11688,11 +11752,11 @@ f16steps_370:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_370
+	JMP         f16steps_374
 
-f16stepsdone_371:
+f16stepsdone_375:
 	CMPQ        BX, $0x10
-	JB          f16step16_372
+	JB          f16step16_376
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -11707,9 +11771,9 @@ f16stepsdone_371:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_372:
+f16step16_376:
 	TESTQ       BX, BX
-	JZ          notail_373
+	JZ          notail_377
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -11724,7 +11788,7 @@ f16step16_372:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_373:
+notail_377:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11792,12 +11856,12 @@ notail_373:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_369:
+f16rest_373:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_375
+	JZ   f16singledone_379
 
-f16single_374:
+f16single_378:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11813,9 +11877,9 @@ f16single_374:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_376:
+f16steps_380:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_377
+	JB          f16stepsdone_381
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -11839,11 +11903,11 @@ f16steps_376:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_376
+	JMP         f16steps_380
 
-f16stepsdone_377:
+f16stepsdone_381:
 	CMPQ        SI, $0x10
-	JB          f16step16_378
+	JB          f16step16_382
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -11858,9 +11922,9 @@ f16stepsdone_377:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_378:
+f16step16_382:
 	TESTQ       SI, SI
-	JZ          notail_379
+	JZ          notail_383
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -11875,7 +11939,7 @@ f16step16_378:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_379:
+notail_383:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11923,22 +11987,22 @@ notail_379:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_374
+	JNZ           f16single_378
 
-f16singledone_375:
-	JMP f16mmend_267
+f16singledone_379:
+	JMP f16mmend_271
 
-f16mmtokens_352:
+f16mmtokens_356:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_380
+	JNE  f16mmtokens_384
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_381:
+f16tiles_385:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_382
+	JB   f16tilesdone_386
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -11973,9 +12037,9 @@ f16tiles_381:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_383:
+f16steps_387:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_384
+	JB          f16stepsdone_388
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12043,11 +12107,11 @@ f16steps_383:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_383
+	JMP         f16steps_387
 
-f16stepsdone_384:
+f16stepsdone_388:
 	CMPQ        DI, $0x10
-	JB          f16step16_385
+	JB          f16step16_389
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -12083,9 +12147,9 @@ f16stepsdone_384:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_385:
+f16step16_389:
 	TESTQ       DI, DI
-	JZ          notail_386
+	JZ          notail_390
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12123,7 +12187,7 @@ f16step16_385:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_386:
+notail_390:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12239,11 +12303,11 @@ notail_386:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_381
+	JMP           f16tiles_385
 
-f16tilesdone_382:
+f16tilesdone_386:
 	CMPQ DX, $0x03
-	JNE  f16rest_387
+	JNE  f16rest_391
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12271,9 +12335,9 @@ f16tilesdone_382:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_388:
+f16steps_392:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_389
+	JB          f16stepsdone_393
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12327,11 +12391,11 @@ f16steps_388:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_388
+	JMP         f16steps_392
 
-f16stepsdone_389:
+f16stepsdone_393:
 	CMPQ        DI, $0x10
-	JB          f16step16_390
+	JB          f16step16_394
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -12360,9 +12424,9 @@ f16stepsdone_389:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_390:
+f16step16_394:
 	TESTQ       DI, DI
-	JZ          notail_391
+	JZ          notail_395
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12393,7 +12457,7 @@ f16step16_390:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_391:
+notail_395:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12518,9 +12582,9 @@ notail_391:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_387:
+f16rest_391:
 	CMPQ DX, $0x02
-	JNE  f16rest_392
+	JNE  f16rest_396
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12543,9 +12607,9 @@ f16rest_387:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_393:
+f16steps_397:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_394
+	JB          f16stepsdone_398
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12586,11 +12650,11 @@ f16steps_393:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_393
+	JMP         f16steps_397
 
-f16stepsdone_394:
+f16stepsdone_398:
 	CMPQ        DI, $0x10
-	JB          f16step16_395
+	JB          f16step16_399
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -12613,9 +12677,9 @@ f16stepsdone_394:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_395:
+f16step16_399:
 	TESTQ       DI, DI
-	JZ          notail_396
+	JZ          notail_400
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12639,7 +12703,7 @@ f16step16_395:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_396:
+notail_400:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12743,9 +12807,9 @@ notail_396:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_392:
+f16rest_396:
 	CMPQ DX, $0x01
-	JNE  f16rest_397
+	JNE  f16rest_401
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -12763,9 +12827,9 @@ f16rest_392:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_398:
+f16steps_402:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_399
+	JB          f16stepsdone_403
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -12793,11 +12857,11 @@ f16steps_398:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_398
+	JMP         f16steps_402
 
-f16stepsdone_399:
+f16stepsdone_403:
 	CMPQ        BX, $0x10
-	JB          f16step16_400
+	JB          f16step16_404
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -12814,9 +12878,9 @@ f16stepsdone_399:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_400:
+f16step16_404:
 	TESTQ       BX, BX
-	JZ          notail_401
+	JZ          notail_405
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -12833,7 +12897,7 @@ f16step16_400:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_401:
+notail_405:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12916,12 +12980,12 @@ notail_401:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_397:
+f16rest_401:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_403
+	JZ   f16singledone_407
 
-f16single_402:
+f16single_406:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12938,9 +13002,9 @@ f16single_402:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_404:
+f16steps_408:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_405
+	JB          f16stepsdone_409
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -12968,11 +13032,11 @@ f16steps_404:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_404
+	JMP         f16steps_408
 
-f16stepsdone_405:
+f16stepsdone_409:
 	CMPQ        SI, $0x10
-	JB          f16step16_406
+	JB          f16step16_410
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -12989,9 +13053,9 @@ f16stepsdone_405:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_406:
+f16step16_410:
 	TESTQ       SI, SI
-	JZ          notail_407
+	JZ          notail_411
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -13008,7 +13072,7 @@ f16step16_406:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_407:
+notail_411:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13066,22 +13130,22 @@ notail_407:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_402
+	JNZ           f16single_406
 
-f16singledone_403:
-	JMP f16mmend_267
+f16singledone_407:
+	JMP f16mmend_271
 
-f16mmtokens_380:
+f16mmtokens_384:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_408
+	JNE  f16mmtokens_412
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_409:
+f16tiles_413:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_410
+	JB   f16tilesdone_414
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13120,9 +13184,9 @@ f16tiles_409:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_411:
+f16steps_415:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_412
+	JB          f16stepsdone_416
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13200,11 +13264,11 @@ f16steps_411:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_411
+	JMP         f16steps_415
 
-f16stepsdone_412:
+f16stepsdone_416:
 	CMPQ        DI, $0x10
-	JB          f16step16_413
+	JB          f16step16_417
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -13245,9 +13309,9 @@ f16stepsdone_412:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_413:
+f16step16_417:
 	TESTQ       DI, DI
-	JZ          notail_414
+	JZ          notail_418
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13290,7 +13354,7 @@ f16step16_413:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_414:
+notail_418:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13427,11 +13491,11 @@ notail_414:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_409
+	JMP           f16tiles_413
 
-f16tilesdone_410:
+f16tilesdone_414:
 	CMPQ DX, $0x03
-	JNE  f16rest_415
+	JNE  f16rest_419
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13462,9 +13526,9 @@ f16tilesdone_410:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_416:
+f16steps_420:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_417
+	JB          f16stepsdone_421
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13526,11 +13590,11 @@ f16steps_416:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_416
+	JMP         f16steps_420
 
-f16stepsdone_417:
+f16stepsdone_421:
 	CMPQ        DI, $0x10
-	JB          f16step16_418
+	JB          f16step16_422
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -13563,9 +13627,9 @@ f16stepsdone_417:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_418:
+f16step16_422:
 	TESTQ       DI, DI
-	JZ          notail_419
+	JZ          notail_423
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13600,7 +13664,7 @@ f16step16_418:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_419:
+notail_423:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13748,9 +13812,9 @@ notail_419:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_415:
+f16rest_419:
 	CMPQ DX, $0x02
-	JNE  f16rest_420
+	JNE  f16rest_424
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13775,9 +13839,9 @@ f16rest_415:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_421:
+f16steps_425:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_422
+	JB          f16stepsdone_426
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13824,11 +13888,11 @@ f16steps_421:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_421
+	JMP         f16steps_425
 
-f16stepsdone_422:
+f16stepsdone_426:
 	CMPQ        DI, $0x10
-	JB          f16step16_423
+	JB          f16step16_427
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -13854,9 +13918,9 @@ f16stepsdone_422:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_423:
+f16step16_427:
 	TESTQ       DI, DI
-	JZ          notail_424
+	JZ          notail_428
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13883,7 +13947,7 @@ f16step16_423:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_424:
+notail_428:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14006,9 +14070,9 @@ notail_424:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_420:
+f16rest_424:
 	CMPQ DX, $0x01
-	JNE  f16rest_425
+	JNE  f16rest_429
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -14027,9 +14091,9 @@ f16rest_420:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_426:
+f16steps_430:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_427
+	JB          f16stepsdone_431
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -14061,11 +14125,11 @@ f16steps_426:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_426
+	JMP         f16steps_430
 
-f16stepsdone_427:
+f16stepsdone_431:
 	CMPQ        BX, $0x10
-	JB          f16step16_428
+	JB          f16step16_432
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14084,9 +14148,9 @@ f16stepsdone_427:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_428:
+f16step16_432:
 	TESTQ       BX, BX
-	JZ          notail_429
+	JZ          notail_433
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -14105,7 +14169,7 @@ f16step16_428:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_429:
+notail_433:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14203,12 +14267,12 @@ notail_429:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_425:
+f16rest_429:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_431
+	JZ   f16singledone_435
 
-f16single_430:
+f16single_434:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14226,9 +14290,9 @@ f16single_430:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_432:
+f16steps_436:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_433
+	JB          f16stepsdone_437
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -14260,11 +14324,11 @@ f16steps_432:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_432
+	JMP         f16steps_436
 
-f16stepsdone_433:
+f16stepsdone_437:
 	CMPQ        SI, $0x10
-	JB          f16step16_434
+	JB          f16step16_438
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14283,9 +14347,9 @@ f16stepsdone_433:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_434:
+f16step16_438:
 	TESTQ       SI, SI
-	JZ          notail_435
+	JZ          notail_439
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14304,7 +14368,7 @@ f16step16_434:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_435:
+notail_439:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14372,22 +14436,22 @@ notail_435:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_430
+	JNZ           f16single_434
 
-f16singledone_431:
-	JMP f16mmend_267
+f16singledone_435:
+	JMP f16mmend_271
 
-f16mmtokens_408:
+f16mmtokens_412:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_436
+	JNE  f16mmtokens_440
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_437:
+f16tiles_441:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_438
+	JB   f16tilesdone_442
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -14423,9 +14487,9 @@ f16tiles_437:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_439:
+f16steps_443:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_440
+	JB          f16stepsdone_444
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14496,11 +14560,11 @@ f16steps_439:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_439
+	JMP         f16steps_443
 
-f16stepsdone_440:
+f16stepsdone_444:
 	CMPQ        DI, $0x10
-	JB          f16step16_441
+	JB          f16step16_445
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -14538,9 +14602,9 @@ f16stepsdone_440:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_441:
+f16step16_445:
 	TESTQ       DI, DI
-	JZ          notail_442
+	JZ          notail_446
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14579,7 +14643,7 @@ f16step16_441:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_442:
+notail_446:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14750,11 +14814,11 @@ notail_442:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_437
+	JMP           f16tiles_441
 
-f16tilesdone_438:
+f16tilesdone_442:
 	CMPQ DX, $0x02
-	JNE  f16rest_443
+	JNE  f16rest_447
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -14783,9 +14847,9 @@ f16tilesdone_438:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_444:
+f16steps_448:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_445
+	JB          f16stepsdone_449
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14839,11 +14903,11 @@ f16steps_444:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_444
+	JMP         f16steps_448
 
-f16stepsdone_445:
+f16stepsdone_449:
 	CMPQ        DI, $0x10
-	JB          f16step16_446
+	JB          f16step16_450
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -14873,9 +14937,9 @@ f16stepsdone_445:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_446:
+f16step16_450:
 	TESTQ       DI, DI
-	JZ          notail_447
+	JZ          notail_451
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14905,7 +14969,7 @@ f16step16_446:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_447:
+notail_451:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15047,9 +15111,9 @@ notail_447:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_443:
+f16rest_447:
 	CMPQ DX, $0x01
-	JNE  f16rest_448
+	JNE  f16rest_452
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -15071,9 +15135,9 @@ f16rest_443:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_449:
+f16steps_453:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_450
+	JB          f16stepsdone_454
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -15110,11 +15174,11 @@ f16steps_449:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_449
+	JMP         f16steps_453
 
-f16stepsdone_450:
+f16stepsdone_454:
 	CMPQ        BX, $0x10
-	JB          f16step16_451
+	JB          f16step16_455
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15136,9 +15200,9 @@ f16stepsdone_450:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_451:
+f16step16_455:
 	TESTQ       BX, BX
-	JZ          notail_452
+	JZ          notail_456
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -15159,7 +15223,7 @@ f16step16_451:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_452:
+notail_456:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15272,12 +15336,12 @@ notail_452:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_448:
+f16rest_452:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_454
+	JZ   f16singledone_458
 
-f16single_453:
+f16single_457:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15298,9 +15362,9 @@ f16single_453:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_455:
+f16steps_459:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_456
+	JB          f16stepsdone_460
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -15337,11 +15401,11 @@ f16steps_455:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_455
+	JMP         f16steps_459
 
-f16stepsdone_456:
+f16stepsdone_460:
 	CMPQ        SI, $0x10
-	JB          f16step16_457
+	JB          f16step16_461
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15363,9 +15427,9 @@ f16stepsdone_456:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_457:
+f16step16_461:
 	TESTQ       SI, SI
-	JZ          notail_458
+	JZ          notail_462
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -15386,7 +15450,7 @@ f16step16_457:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_458:
+notail_462:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15464,22 +15528,22 @@ notail_458:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_453
+	JNZ           f16single_457
 
-f16singledone_454:
-	JMP f16mmend_267
+f16singledone_458:
+	JMP f16mmend_271
 
-f16mmtokens_436:
+f16mmtokens_440:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_459
+	JNE  f16mmtokens_463
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_460:
+f16tiles_464:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_461
+	JB   f16tilesdone_465
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -15518,9 +15582,9 @@ f16tiles_460:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_462:
+f16steps_466:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_463
+	JB          f16stepsdone_467
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15599,11 +15663,11 @@ f16steps_462:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_462
+	JMP         f16steps_466
 
-f16stepsdone_463:
+f16stepsdone_467:
 	CMPQ        DI, $0x10
-	JB          f16step16_464
+	JB          f16step16_468
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -15645,9 +15709,9 @@ f16stepsdone_463:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_464:
+f16step16_468:
 	TESTQ       DI, DI
-	JZ          notail_465
+	JZ          notail_469
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15690,7 +15754,7 @@ f16step16_464:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_465:
+notail_469:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15884,11 +15948,11 @@ notail_465:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_460
+	JMP           f16tiles_464
 
-f16tilesdone_461:
+f16tilesdone_465:
 	CMPQ DX, $0x02
-	JNE  f16rest_466
+	JNE  f16rest_470
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -15919,9 +15983,9 @@ f16tilesdone_461:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_467:
+f16steps_471:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_468
+	JB          f16stepsdone_472
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15981,11 +16045,11 @@ f16steps_467:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_467
+	JMP         f16steps_471
 
-f16stepsdone_468:
+f16stepsdone_472:
 	CMPQ        DI, $0x10
-	JB          f16step16_469
+	JB          f16step16_473
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -16018,9 +16082,9 @@ f16stepsdone_468:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_469:
+f16step16_473:
 	TESTQ       DI, DI
-	JZ          notail_470
+	JZ          notail_474
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16053,7 +16117,7 @@ f16step16_469:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_470:
+notail_474:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16214,9 +16278,9 @@ notail_470:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_466:
+f16rest_470:
 	CMPQ DX, $0x01
-	JNE  f16rest_471
+	JNE  f16rest_475
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -16239,9 +16303,9 @@ f16rest_466:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_472:
+f16steps_476:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_473
+	JB          f16stepsdone_477
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -16282,11 +16346,11 @@ f16steps_472:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_472
+	JMP         f16steps_476
 
-f16stepsdone_473:
+f16stepsdone_477:
 	CMPQ        BX, $0x10
-	JB          f16step16_474
+	JB          f16step16_478
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16310,9 +16374,9 @@ f16stepsdone_473:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_474:
+f16step16_478:
 	TESTQ       BX, BX
-	JZ          notail_475
+	JZ          notail_479
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16335,7 +16399,7 @@ f16step16_474:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_475:
+notail_479:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -16463,12 +16527,12 @@ notail_475:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_471:
+f16rest_475:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_477
+	JZ   f16singledone_481
 
-f16single_476:
+f16single_480:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16490,9 +16554,9 @@ f16single_476:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_478:
+f16steps_482:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_479
+	JB          f16stepsdone_483
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -16533,11 +16597,11 @@ f16steps_478:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_478
+	JMP         f16steps_482
 
-f16stepsdone_479:
+f16stepsdone_483:
 	CMPQ        SI, $0x10
-	JB          f16step16_480
+	JB          f16step16_484
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16561,9 +16625,9 @@ f16stepsdone_479:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_480:
+f16step16_484:
 	TESTQ       SI, SI
-	JZ          notail_481
+	JZ          notail_485
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -16586,7 +16650,7 @@ f16step16_480:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_481:
+notail_485:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16674,22 +16738,22 @@ notail_481:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_476
+	JNZ           f16single_480
 
-f16singledone_477:
-	JMP f16mmend_267
+f16singledone_481:
+	JMP f16mmend_271
 
-f16mmtokens_459:
+f16mmtokens_463:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_482
+	JNE  f16mmtokens_486
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_483:
+f16tiles_487:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_484
+	JB   f16tilesdone_488
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -16731,9 +16795,9 @@ f16tiles_483:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_485:
+f16steps_489:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_486
+	JB          f16stepsdone_490
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16820,11 +16884,11 @@ f16steps_485:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_485
+	JMP         f16steps_489
 
-f16stepsdone_486:
+f16stepsdone_490:
 	CMPQ        DI, $0x10
-	JB          f16step16_487
+	JB          f16step16_491
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -16870,9 +16934,9 @@ f16stepsdone_486:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_487:
+f16step16_491:
 	TESTQ       DI, DI
-	JZ          notail_488
+	JZ          notail_492
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16919,7 +16983,7 @@ f16step16_487:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_488:
+notail_492:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17136,11 +17200,11 @@ notail_488:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_483
+	JMP           f16tiles_487
 
-f16tilesdone_484:
+f16tilesdone_488:
 	CMPQ DX, $0x02
-	JNE  f16rest_489
+	JNE  f16rest_493
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17173,9 +17237,9 @@ f16tilesdone_484:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_490:
+f16steps_494:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_491
+	JB          f16stepsdone_495
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17241,11 +17305,11 @@ f16steps_490:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_490
+	JMP         f16steps_494
 
-f16stepsdone_491:
+f16stepsdone_495:
 	CMPQ        DI, $0x10
-	JB          f16step16_492
+	JB          f16step16_496
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -17281,9 +17345,9 @@ f16stepsdone_491:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_492:
+f16step16_496:
 	TESTQ       DI, DI
-	JZ          notail_493
+	JZ          notail_497
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17319,7 +17383,7 @@ f16step16_492:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_493:
+notail_497:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17499,9 +17563,9 @@ notail_493:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_489:
+f16rest_493:
 	CMPQ DX, $0x01
-	JNE  f16rest_494
+	JNE  f16rest_498
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -17525,9 +17589,9 @@ f16rest_489:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_495:
+f16steps_499:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_496
+	JB          f16stepsdone_500
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -17572,11 +17636,11 @@ f16steps_495:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_495
+	JMP         f16steps_499
 
-f16stepsdone_496:
+f16stepsdone_500:
 	CMPQ        BX, $0x10
-	JB          f16step16_497
+	JB          f16step16_501
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -17602,9 +17666,9 @@ f16stepsdone_496:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_497:
+f16step16_501:
 	TESTQ       BX, BX
-	JZ          notail_498
+	JZ          notail_502
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -17629,7 +17693,7 @@ f16step16_497:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_498:
+notail_502:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17772,12 +17836,12 @@ notail_498:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_494:
+f16rest_498:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_500
+	JZ   f16singledone_504
 
-f16single_499:
+f16single_503:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17800,9 +17864,9 @@ f16single_499:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_501:
+f16steps_505:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_502
+	JB          f16stepsdone_506
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -17847,11 +17911,11 @@ f16steps_501:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_501
+	JMP         f16steps_505
 
-f16stepsdone_502:
+f16stepsdone_506:
 	CMPQ        SI, $0x10
-	JB          f16step16_503
+	JB          f16step16_507
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -17877,9 +17941,9 @@ f16stepsdone_502:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_503:
+f16step16_507:
 	TESTQ       SI, SI
-	JZ          notail_504
+	JZ          notail_508
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17904,7 +17968,7 @@ f16step16_503:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_504:
+notail_508:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18002,13 +18066,13 @@ notail_504:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_499
+	JNZ           f16single_503
 
-f16singledone_500:
-	JMP f16mmend_267
+f16singledone_504:
+	JMP f16mmend_271
 
-f16mmtokens_482:
-f16mmend_267:
+f16mmtokens_486:
+f16mmend_271:
 	VZEROUPPER
 	RET
 
@@ -18019,16 +18083,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_505:
+rows_509:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_506
+	JB   rowsdone_510
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_507:
+tokens_511:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_508
+	JB   tokenstail_512
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -18062,9 +18126,9 @@ tokens_507:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_510:
+i8steps_514:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_511
+	JB         i8stepsdone_515
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18103,11 +18167,11 @@ i8steps_510:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_510
+	JMP        i8steps_514
 
-i8stepsdone_511:
+i8stepsdone_515:
 	TESTQ      R10, R10
-	JZ         notail_512
+	JZ         notail_516
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -18145,7 +18209,7 @@ i8stepsdone_511:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_512:
+notail_516:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -18304,11 +18368,11 @@ notail_512:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_507
+	JMP           tokens_511
 
-tokenstail_508:
+tokenstail_512:
 	CMPQ DI, $0x00000004
-	JNE  tokens_513
+	JNE  tokens_517
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -18337,9 +18401,9 @@ tokenstail_508:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_514:
+i8steps_518:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_515
+	JB         i8stepsdone_519
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18373,11 +18437,11 @@ i8steps_514:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_514
+	JMP        i8steps_518
 
-i8stepsdone_515:
+i8stepsdone_519:
 	TESTQ      R10, R10
-	JZ         notail_516
+	JZ         notail_520
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -18410,7 +18474,7 @@ i8stepsdone_515:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_516:
+notail_520:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18532,11 +18596,11 @@ notail_516:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_509
+	JMP           tokensdone_513
 
-tokens_513:
+tokens_517:
 	CMPQ DI, $0x00000003
-	JNE  tokens_517
+	JNE  tokens_521
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -18559,9 +18623,9 @@ tokens_513:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_518:
+i8steps_522:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_519
+	JB         i8stepsdone_523
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18589,11 +18653,11 @@ i8steps_518:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_518
+	JMP        i8steps_522
 
-i8stepsdone_519:
+i8stepsdone_523:
 	TESTQ      R10, R10
-	JZ         notail_520
+	JZ         notail_524
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -18621,7 +18685,7 @@ i8stepsdone_519:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_520:
+notail_524:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18714,11 +18778,11 @@ notail_520:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_509
+	JMP           tokensdone_513
 
-tokens_517:
+tokens_521:
 	CMPQ DI, $0x00000002
-	JNE  tokens_521
+	JNE  tokens_525
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -18737,9 +18801,9 @@ tokens_517:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_522:
+i8steps_526:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_523
+	JB         i8stepsdone_527
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18762,11 +18826,11 @@ i8steps_522:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_522
+	JMP        i8steps_526
 
-i8stepsdone_523:
+i8stepsdone_527:
 	TESTQ      R10, R10
-	JZ         notail_524
+	JZ         notail_528
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -18789,7 +18853,7 @@ i8stepsdone_523:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_524:
+notail_528:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18853,11 +18917,11 @@ notail_524:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_509
+	JMP           tokensdone_513
 
-tokens_521:
+tokens_525:
 	CMPQ DI, $0x00000001
-	JNE  tokens_525
+	JNE  tokens_529
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -18872,9 +18936,9 @@ tokens_521:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_526:
+i8steps_530:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_527
+	JB         i8stepsdone_531
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -18892,11 +18956,11 @@ i8steps_526:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_526
+	JMP        i8steps_530
 
-i8stepsdone_527:
+i8stepsdone_531:
 	TESTQ      R9, R9
-	JZ         notail_528
+	JZ         notail_532
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -18914,7 +18978,7 @@ i8stepsdone_527:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_528:
+notail_532:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18950,27 +19014,27 @@ notail_528:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_509
+	JMP           tokensdone_513
 
-tokens_525:
-tokensdone_509:
+tokens_529:
+tokensdone_513:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_505
+	JMP  rows_509
 
-rowsdone_506:
-rows_529:
+rowsdone_510:
+rows_533:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_530
+	JB   rowsdone_534
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_531:
+tokens_535:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_532
+	JB   tokenstail_536
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -18992,9 +19056,9 @@ tokens_531:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_534:
+i8steps_538:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_535
+	JB         i8stepsdone_539
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -19018,11 +19082,11 @@ i8steps_534:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_534
+	JMP        i8steps_538
 
-i8stepsdone_535:
+i8stepsdone_539:
 	TESTQ      R9, R9
-	JZ         notail_536
+	JZ         notail_540
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -19045,7 +19109,7 @@ i8stepsdone_535:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_536:
+notail_540:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19155,11 +19219,11 @@ notail_536:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_531
+	JMP           tokens_535
 
-tokenstail_532:
+tokenstail_536:
 	CMPQ DI, $0x00000007
-	JNE  tokens_537
+	JNE  tokens_541
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -19179,9 +19243,9 @@ tokenstail_532:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_538:
+i8steps_542:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_539
+	JB         i8stepsdone_543
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -19203,11 +19267,11 @@ i8steps_538:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_538
+	JMP        i8steps_542
 
-i8stepsdone_539:
+i8stepsdone_543:
 	TESTQ      R9, R9
-	JZ         notail_540
+	JZ         notail_544
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -19228,7 +19292,7 @@ i8stepsdone_539:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_540:
+notail_544:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19318,11 +19382,11 @@ notail_540:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_533
+	JMP           tokensdone_537
 
-tokens_537:
+tokens_541:
 	CMPQ DI, $0x00000006
-	JNE  tokens_541
+	JNE  tokens_545
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -19339,9 +19403,9 @@ tokens_537:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_542:
+i8steps_546:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_543
+	JB         i8stepsdone_547
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -19360,11 +19424,11 @@ i8steps_542:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_542
+	JMP        i8steps_546
 
-i8stepsdone_543:
+i8stepsdone_547:
 	TESTQ      R9, R9
-	JZ         notail_544
+	JZ         notail_548
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19383,7 +19447,7 @@ i8stepsdone_543:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_544:
+notail_548:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19461,11 +19525,11 @@ notail_544:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_533
+	JMP           tokensdone_537
 
-tokens_541:
+tokens_545:
 	CMPQ DI, $0x00000005
-	JNE  tokens_545
+	JNE  tokens_549
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -19481,9 +19545,9 @@ tokens_541:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_546:
+i8steps_550:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_547
+	JB         i8stepsdone_551
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -19500,11 +19564,11 @@ i8steps_546:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_546
+	JMP        i8steps_550
 
-i8stepsdone_547:
+i8stepsdone_551:
 	TESTQ      R9, R9
-	JZ         notail_548
+	JZ         notail_552
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19521,7 +19585,7 @@ i8stepsdone_547:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_548:
+notail_552:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19587,11 +19651,11 @@ notail_548:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_533
+	JMP           tokensdone_537
 
-tokens_545:
+tokens_549:
 	CMPQ DI, $0x00000004
-	JNE  tokens_549
+	JNE  tokens_553
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -19606,9 +19670,9 @@ tokens_545:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_550:
+i8steps_554:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_551
+	JB         i8stepsdone_555
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -19623,11 +19687,11 @@ i8steps_550:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_550
+	JMP        i8steps_554
 
-i8stepsdone_551:
+i8stepsdone_555:
 	TESTQ      R9, R9
-	JZ         notail_552
+	JZ         notail_556
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19642,7 +19706,7 @@ i8stepsdone_551:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_552:
+notail_556:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19696,11 +19760,11 @@ notail_552:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_533
+	JMP           tokensdone_537
 
-tokens_549:
+tokens_553:
 	CMPQ DI, $0x00000003
-	JNE  tokens_553
+	JNE  tokens_557
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -19712,9 +19776,9 @@ tokens_549:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_554:
+i8steps_558:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_555
+	JB         i8stepsdone_559
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -19726,11 +19790,11 @@ i8steps_554:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_554
+	JMP        i8steps_558
 
-i8stepsdone_555:
+i8stepsdone_559:
 	TESTQ      R9, R9
-	JZ         notail_556
+	JZ         notail_560
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -19743,7 +19807,7 @@ i8stepsdone_555:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_556:
+notail_560:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19785,11 +19849,11 @@ notail_556:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_533
+	JMP           tokensdone_537
 
-tokens_553:
+tokens_557:
 	CMPQ DI, $0x00000002
-	JNE  tokens_557
+	JNE  tokens_561
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -19800,9 +19864,9 @@ tokens_553:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_558:
+i8steps_562:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_559
+	JB         i8stepsdone_563
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -19812,11 +19876,11 @@ i8steps_558:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_558
+	JMP        i8steps_562
 
-i8stepsdone_559:
+i8stepsdone_563:
 	TESTQ      R9, R9
-	JZ         notail_560
+	JZ         notail_564
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -19827,7 +19891,7 @@ i8stepsdone_559:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_560:
+notail_564:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19857,11 +19921,11 @@ notail_560:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_533
+	JMP           tokensdone_537
 
-tokens_557:
+tokens_561:
 	CMPQ DI, $0x00000001
-	JNE  tokens_561
+	JNE  tokens_565
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -19871,9 +19935,9 @@ tokens_557:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_562:
+i8steps_566:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_563
+	JB         i8stepsdone_567
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -19881,11 +19945,11 @@ i8steps_562:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_562
+	JMP        i8steps_566
 
-i8stepsdone_563:
+i8stepsdone_567:
 	TESTQ      R8, R8
-	JZ         notail_564
+	JZ         notail_568
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -19894,7 +19958,7 @@ i8stepsdone_563:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_564:
+notail_568:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19913,17 +19977,17 @@ notail_564:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_533
+	JMP           tokensdone_537
 
-tokens_561:
-tokensdone_533:
+tokens_565:
+tokensdone_537:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_529
+	JMP  rows_533
 
-rowsdone_530:
+rowsdone_534:
 	VZEROUPPER
 	RET
 
@@ -19932,7 +19996,7 @@ rowsdone_530:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_565
+	JE      group32_569
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -19947,9 +20011,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_566
+	JZ      pairsdone_570
 
-pairs_567:
+pairs_571:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -19959,11 +20023,13 @@ pairs_567:
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	XORQ   R12, R12
+	MOVQ   BX, R13
+	ANDQ   $-256, R13
 	XORQ   R11, R11
-	CMPQ   R11, BX
-	JAE    loopdone_569
+	CMPQ   R11, R13
+	JAE    loopdone_573
 
-loop_568:
+loop_572:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -19986,11 +20052,179 @@ loop_568:
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R12
-	ADDQ         $0x00000020, R11
-	CMPQ         R11, BX
-	JB           loop_568
+	VMOVDQU      32(DX)(R11*1), Y6
+	VMOVDQU      32(AX)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (CX)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y2
+	VMOVDQU      32(R9)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (R10)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x08, R12
+	VMOVDQU      64(DX)(R11*1), Y6
+	VMOVDQU      64(AX)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (CX)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y2
+	VMOVDQU      64(R9)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (R10)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x08, R12
+	VMOVDQU      96(DX)(R11*1), Y6
+	VMOVDQU      96(AX)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (CX)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y2
+	VMOVDQU      96(R9)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (R10)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x08, R12
+	VMOVDQU      128(DX)(R11*1), Y6
+	VMOVDQU      128(AX)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (CX)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y2
+	VMOVDQU      128(R9)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (R10)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x08, R12
+	VMOVDQU      160(DX)(R11*1), Y6
+	VMOVDQU      160(AX)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (CX)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y2
+	VMOVDQU      160(R9)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (R10)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x08, R12
+	VMOVDQU      192(DX)(R11*1), Y6
+	VMOVDQU      192(AX)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (CX)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y2
+	VMOVDQU      192(R9)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (R10)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x08, R12
+	VMOVDQU      224(DX)(R11*1), Y6
+	VMOVDQU      224(AX)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (CX)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y2
+	VMOVDQU      224(R9)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (R10)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x08, R12
+	ADDQ         $0x00000100, R11
+	CMPQ         R11, R13
+	JB           loop_572
 
-loopdone_569:
+loopdone_573:
+room_574:
+	LEAQ         32(R11), R13
+	CMPQ         R13, BX
+	JA           roomdone_575
+	VMOVDQU      (DX)(R11*1), Y6
+	VMOVDQU      (AX)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (CX)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y2
+	VMOVDQU      (R9)(R11*1), Y4
+	VPSIGNB      Y4, Y6, Y5
+	VPABSB       Y4, Y4
+	VPMADDUBSW   Y5, Y4, Y5
+	VPMADDWD     Y0, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSD (R10)(R12*1), Y4
+	VPERMPS      Y4, Y1, Y4
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x08, R12
+	ADDQ         $0x20, R11
+	JMP          room_574
+
+roomdone_575:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -20010,7 +20244,7 @@ loopdone_569:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_567
+	JNZ          pairs_571
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -20020,17 +20254,19 @@ loopdone_569:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_566:
+pairsdone_570:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_570
+	JZ     noodd_576
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
+	MOVQ   BX, R9
+	ANDQ   $-256, R9
 	XORQ   DI, DI
-	CMPQ   DI, BX
-	JAE    loopdone_572
+	CMPQ   DI, R9
+	JAE    loopdone_578
 
-loop_571:
+loop_577:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -20043,11 +20279,107 @@ loop_571:
 	VPERMPS      Y3, Y1, Y3
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
-	ADDQ         $0x00000020, DI
-	CMPQ         DI, BX
-	JB           loop_571
+	VMOVDQU      32(DX)(DI*1), Y4
+	VMOVDQU      32(AX)(DI*1), Y3
+	VPSIGNB      Y3, Y4, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSD (CX)(R8*1), Y3
+	VPERMPS      Y3, Y1, Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x08, R8
+	VMOVDQU      64(DX)(DI*1), Y4
+	VMOVDQU      64(AX)(DI*1), Y3
+	VPSIGNB      Y3, Y4, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSD (CX)(R8*1), Y3
+	VPERMPS      Y3, Y1, Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x08, R8
+	VMOVDQU      96(DX)(DI*1), Y4
+	VMOVDQU      96(AX)(DI*1), Y3
+	VPSIGNB      Y3, Y4, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSD (CX)(R8*1), Y3
+	VPERMPS      Y3, Y1, Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x08, R8
+	VMOVDQU      128(DX)(DI*1), Y4
+	VMOVDQU      128(AX)(DI*1), Y3
+	VPSIGNB      Y3, Y4, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSD (CX)(R8*1), Y3
+	VPERMPS      Y3, Y1, Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x08, R8
+	VMOVDQU      160(DX)(DI*1), Y4
+	VMOVDQU      160(AX)(DI*1), Y3
+	VPSIGNB      Y3, Y4, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSD (CX)(R8*1), Y3
+	VPERMPS      Y3, Y1, Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x08, R8
+	VMOVDQU      192(DX)(DI*1), Y4
+	VMOVDQU      192(AX)(DI*1), Y3
+	VPSIGNB      Y3, Y4, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSD (CX)(R8*1), Y3
+	VPERMPS      Y3, Y1, Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x08, R8
+	VMOVDQU      224(DX)(DI*1), Y4
+	VMOVDQU      224(AX)(DI*1), Y3
+	VPSIGNB      Y3, Y4, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSD (CX)(R8*1), Y3
+	VPERMPS      Y3, Y1, Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x08, R8
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R9
+	JB           loop_577
 
-loopdone_572:
+loopdone_578:
+room_579:
+	LEAQ         32(DI), R9
+	CMPQ         R9, BX
+	JA           roomdone_580
+	VMOVDQU      (DX)(DI*1), Y4
+	VMOVDQU      (AX)(DI*1), Y3
+	VPSIGNB      Y3, Y4, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSD (CX)(R8*1), Y3
+	VPERMPS      Y3, Y1, Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x08, R8
+	ADDQ         $0x20, DI
+	JMP          room_579
+
+roomdone_580:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -20056,11 +20388,11 @@ loopdone_572:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_570:
+noodd_576:
 	VZEROUPPER
 	RET
 
-group32_565:
+group32_569:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -20074,9 +20406,9 @@ group32_565:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_573
+	JZ      pairsdone_581
 
-pairs_574:
+pairs_582:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -20086,11 +20418,13 @@ pairs_574:
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	XORQ   R12, R12
+	MOVQ   BX, R13
+	ANDQ   $-256, R13
 	XORQ   R11, R11
-	CMPQ   R11, BX
-	JAE    loopdone_576
+	CMPQ   R11, R13
+	JAE    loopdone_584
 
-loop_575:
+loop_583:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -20111,11 +20445,163 @@ loop_575:
 	VBROADCASTSS (R10)(R12*1), Y3
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R12
-	ADDQ         $0x00000020, R11
-	CMPQ         R11, BX
-	JB           loop_575
+	VMOVDQU      32(DX)(R11*1), Y5
+	VMOVDQU      32(AX)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (CX)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y1
+	VMOVDQU      32(R9)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (R10)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x04, R12
+	VMOVDQU      64(DX)(R11*1), Y5
+	VMOVDQU      64(AX)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (CX)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y1
+	VMOVDQU      64(R9)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (R10)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x04, R12
+	VMOVDQU      96(DX)(R11*1), Y5
+	VMOVDQU      96(AX)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (CX)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y1
+	VMOVDQU      96(R9)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (R10)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x04, R12
+	VMOVDQU      128(DX)(R11*1), Y5
+	VMOVDQU      128(AX)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (CX)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y1
+	VMOVDQU      128(R9)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (R10)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x04, R12
+	VMOVDQU      160(DX)(R11*1), Y5
+	VMOVDQU      160(AX)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (CX)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y1
+	VMOVDQU      160(R9)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (R10)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x04, R12
+	VMOVDQU      192(DX)(R11*1), Y5
+	VMOVDQU      192(AX)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (CX)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y1
+	VMOVDQU      192(R9)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (R10)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x04, R12
+	VMOVDQU      224(DX)(R11*1), Y5
+	VMOVDQU      224(AX)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (CX)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y1
+	VMOVDQU      224(R9)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (R10)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x04, R12
+	ADDQ         $0x00000100, R11
+	CMPQ         R11, R13
+	JB           loop_583
 
-loopdone_576:
+loopdone_584:
+room_585:
+	LEAQ         32(R11), R13
+	CMPQ         R13, BX
+	JA           roomdone_586
+	VMOVDQU      (DX)(R11*1), Y5
+	VMOVDQU      (AX)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (CX)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y1
+	VMOVDQU      (R9)(R11*1), Y3
+	VPSIGNB      Y3, Y5, Y4
+	VPABSB       Y3, Y3
+	VPMADDUBSW   Y4, Y3, Y4
+	VPMADDWD     Y0, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (R10)(R12*1), Y3
+	VFMADD231PS  Y4, Y3, Y2
+	ADDQ         $0x04, R12
+	ADDQ         $0x20, R11
+	JMP          room_585
+
+roomdone_586:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -20135,7 +20621,7 @@ loopdone_576:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_574
+	JNZ          pairs_582
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -20145,17 +20631,19 @@ loopdone_576:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_573:
+pairsdone_581:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_577
+	JZ     noodd_587
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
+	MOVQ   BX, R9
+	ANDQ   $-256, R9
 	XORQ   DI, DI
-	CMPQ   DI, BX
-	JAE    loopdone_579
+	CMPQ   DI, R9
+	JAE    loopdone_589
 
-loop_578:
+loop_588:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -20167,11 +20655,99 @@ loop_578:
 	VBROADCASTSS (CX)(R8*1), Y2
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
-	ADDQ         $0x00000020, DI
-	CMPQ         DI, BX
-	JB           loop_578
+	VMOVDQU      32(DX)(DI*1), Y3
+	VMOVDQU      32(AX)(DI*1), Y2
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y3
+	VPMADDWD     Y0, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VBROADCASTSS (CX)(R8*1), Y2
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x04, R8
+	VMOVDQU      64(DX)(DI*1), Y3
+	VMOVDQU      64(AX)(DI*1), Y2
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y3
+	VPMADDWD     Y0, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VBROADCASTSS (CX)(R8*1), Y2
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x04, R8
+	VMOVDQU      96(DX)(DI*1), Y3
+	VMOVDQU      96(AX)(DI*1), Y2
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y3
+	VPMADDWD     Y0, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VBROADCASTSS (CX)(R8*1), Y2
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x04, R8
+	VMOVDQU      128(DX)(DI*1), Y3
+	VMOVDQU      128(AX)(DI*1), Y2
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y3
+	VPMADDWD     Y0, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VBROADCASTSS (CX)(R8*1), Y2
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x04, R8
+	VMOVDQU      160(DX)(DI*1), Y3
+	VMOVDQU      160(AX)(DI*1), Y2
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y3
+	VPMADDWD     Y0, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VBROADCASTSS (CX)(R8*1), Y2
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x04, R8
+	VMOVDQU      192(DX)(DI*1), Y3
+	VMOVDQU      192(AX)(DI*1), Y2
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y3
+	VPMADDWD     Y0, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VBROADCASTSS (CX)(R8*1), Y2
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x04, R8
+	VMOVDQU      224(DX)(DI*1), Y3
+	VMOVDQU      224(AX)(DI*1), Y2
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y3
+	VPMADDWD     Y0, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VBROADCASTSS (CX)(R8*1), Y2
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x04, R8
+	ADDQ         $0x00000100, DI
+	CMPQ         DI, R9
+	JB           loop_588
 
-loopdone_579:
+loopdone_589:
+room_590:
+	LEAQ         32(DI), R9
+	CMPQ         R9, BX
+	JA           roomdone_591
+	VMOVDQU      (DX)(DI*1), Y3
+	VMOVDQU      (AX)(DI*1), Y2
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y3
+	VPMADDWD     Y0, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VBROADCASTSS (CX)(R8*1), Y2
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x04, R8
+	ADDQ         $0x20, DI
+	JMP          room_590
+
+roomdone_591:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -20180,7 +20756,7 @@ loopdone_579:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_577:
+noodd_587:
 	VZEROUPPER
 	RET
 
@@ -20189,7 +20765,7 @@ noodd_577:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_580
+	JE           group32_592
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -20204,9 +20780,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_581
+	JZ           pairsdone_593
 
-pairs_582:
+pairs_594:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -20216,11 +20792,13 @@ pairs_582:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	XORQ   R13, R13
+	MOVQ   BX, R14
+	ANDQ   $-256, R14
 	XORQ   R12, R12
-	CMPQ   R12, BX
-	JAE    loopdone_584
+	CMPQ   R12, R14
+	JAE    loopdone_596
 
-loop_583:
+loop_595:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -20240,11 +20818,87 @@ loop_583:
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
-	ADDQ            $0x00000040, R12
-	CMPQ            R12, BX
-	JB              loop_583
+	VMOVDQU64       64(DX)(R12*1), Z6
+	VMOVDQU32       64(SI)(R12*1), Z7
+	VPXORD          64(AX)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	VPXORD          64(R10)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R13
+	VMOVDQU64       128(DX)(R12*1), Z6
+	VMOVDQU32       128(SI)(R12*1), Z7
+	VPXORD          128(AX)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	VPXORD          128(R10)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R13
+	VMOVDQU64       192(DX)(R12*1), Z6
+	VMOVDQU32       192(SI)(R12*1), Z7
+	VPXORD          192(AX)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	VPXORD          192(R10)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R13
+	ADDQ            $0x00000100, R12
+	CMPQ            R12, R14
+	JB              loop_595
 
-loopdone_584:
+loopdone_596:
+room_597:
+	LEAQ            64(R12), R14
+	CMPQ            R14, BX
+	JA              roomdone_598
+	VMOVDQU64       (DX)(R12*1), Z6
+	VMOVDQU32       (SI)(R12*1), Z7
+	VPXORD          (AX)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	VPXORD          (R10)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R13
+	ADDQ            $0x40, R12
+	JMP             room_597
+
+roomdone_598:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -20268,7 +20922,7 @@ loopdone_584:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_582
+	JNZ           pairs_594
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -20278,17 +20932,19 @@ loopdone_584:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_581:
+pairsdone_593:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_585
+	JZ     noodd_599
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
+	MOVQ   BX, R10
+	ANDQ   $-256, R10
 	XORQ   R8, R8
-	CMPQ   R8, BX
-	JAE    loopdone_587
+	CMPQ   R8, R10
+	JAE    loopdone_601
 
-loop_586:
+loop_600:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -20300,11 +20956,59 @@ loop_586:
 	VPERMPS         Z3, Z1, Z3
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
-	ADDQ            $0x00000040, R8
-	CMPQ            R8, BX
-	JB              loop_586
+	VMOVDQU64       64(DX)(R8*1), Z5
+	VMOVDQU32       64(SI)(R8*1), Z4
+	VPXORD          64(AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	VMOVDQU64       128(DX)(R8*1), Z5
+	VMOVDQU32       128(SI)(R8*1), Z4
+	VPXORD          128(AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	VMOVDQU64       192(DX)(R8*1), Z5
+	VMOVDQU32       192(SI)(R8*1), Z4
+	VPXORD          192(AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	ADDQ            $0x00000100, R8
+	CMPQ            R8, R10
+	JB              loop_600
 
-loopdone_587:
+loopdone_601:
+room_602:
+	LEAQ            64(R8), R10
+	CMPQ            R10, BX
+	JA              roomdone_603
+	VMOVDQU64       (DX)(R8*1), Z5
+	VMOVDQU32       (SI)(R8*1), Z4
+	VPXORD          (AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	ADDQ            $0x40, R8
+	JMP             room_602
+
+roomdone_603:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -20315,11 +21019,11 @@ loopdone_587:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_585:
+noodd_599:
 	VZEROUPPER
 	RET
 
-group32_580:
+group32_592:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -20334,9 +21038,9 @@ group32_580:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_588
+	JZ           pairsdone_604
 
-pairs_589:
+pairs_605:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -20346,11 +21050,13 @@ pairs_589:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	XORQ   R13, R13
+	MOVQ   BX, R14
+	ANDQ   $-256, R14
 	XORQ   R12, R12
-	CMPQ   R12, BX
-	JAE    loopdone_591
+	CMPQ   R12, R14
+	JAE    loopdone_607
 
-loop_590:
+loop_606:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -20370,11 +21076,87 @@ loop_590:
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
-	ADDQ         $0x00000040, R12
-	CMPQ         R12, BX
-	JB           loop_590
+	VMOVDQU64    64(DX)(R12*1), Z6
+	VMOVDQU32    64(SI)(R12*1), Z7
+	VPXORD       64(AX)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	VPXORD       64(R10)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R11)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R13
+	VMOVDQU64    128(DX)(R12*1), Z6
+	VMOVDQU32    128(SI)(R12*1), Z7
+	VPXORD       128(AX)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	VPXORD       128(R10)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R11)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R13
+	VMOVDQU64    192(DX)(R12*1), Z6
+	VMOVDQU32    192(SI)(R12*1), Z7
+	VPXORD       192(AX)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	VPXORD       192(R10)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R11)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R13
+	ADDQ         $0x00000100, R12
+	CMPQ         R12, R14
+	JB           loop_606
 
-loopdone_591:
+loopdone_607:
+room_608:
+	LEAQ         64(R12), R14
+	CMPQ         R14, BX
+	JA           roomdone_609
+	VMOVDQU64    (DX)(R12*1), Z6
+	VMOVDQU32    (SI)(R12*1), Z7
+	VPXORD       (AX)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	VPXORD       (R10)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R11)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R13
+	ADDQ         $0x40, R12
+	JMP          room_608
+
+roomdone_609:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -20398,7 +21180,7 @@ loopdone_591:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_589
+	JNZ           pairs_605
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -20408,17 +21190,19 @@ loopdone_591:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_588:
+pairsdone_604:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_592
+	JZ     noodd_610
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
+	MOVQ   BX, R10
+	ANDQ   $-256, R10
 	XORQ   R8, R8
-	CMPQ   R8, BX
-	JAE    loopdone_594
+	CMPQ   R8, R10
+	JAE    loopdone_612
 
-loop_593:
+loop_611:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -20430,11 +21214,59 @@ loop_593:
 	VPERMPS      Z3, Z1, Z3
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
-	ADDQ         $0x00000040, R8
-	CMPQ         R8, BX
-	JB           loop_593
+	VMOVDQU64    64(DX)(R8*1), Z5
+	VMOVDQU32    64(SI)(R8*1), Z4
+	VPXORD       64(AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	VMOVDQU64    128(DX)(R8*1), Z5
+	VMOVDQU32    128(SI)(R8*1), Z4
+	VPXORD       128(AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	VMOVDQU64    192(DX)(R8*1), Z5
+	VMOVDQU32    192(SI)(R8*1), Z4
+	VPXORD       192(AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R10
+	JB           loop_611
 
-loopdone_594:
+loopdone_612:
+room_613:
+	LEAQ         64(R8), R10
+	CMPQ         R10, BX
+	JA           roomdone_614
+	VMOVDQU64    (DX)(R8*1), Z5
+	VMOVDQU32    (SI)(R8*1), Z4
+	VPXORD       (AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	ADDQ         $0x40, R8
+	JMP          room_613
+
+roomdone_614:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -20445,7 +21277,7 @@ loopdone_594:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_592:
+noodd_610:
 	VZEROUPPER
 	RET
 
@@ -20463,9 +21295,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_596
+	JAE          loopdone_616
 
-loop_595:
+loop_615:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -20476,9 +21308,9 @@ loop_595:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_595
+	JB      loop_615
 
-loopdone_596:
+loopdone_616:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -20490,18 +21322,18 @@ loopdone_596:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_598
+	JAE          maxabsdone_618
 
-maxabs_597:
+maxabs_617:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_597
+	JB      maxabs_617
 
-maxabsdone_598:
+maxabsdone_618:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -20521,9 +21353,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_600
+	JAE          loopdone_620
 
-loop_599:
+loop_619:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -20534,9 +21366,9 @@ loop_599:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_599
+	JB      loop_619
 
-loopdone_600:
+loopdone_620:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -20550,18 +21382,18 @@ loopdone_600:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_602
+	JAE           maxabsdone_622
 
-maxabs_601:
+maxabs_621:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_601
+	JB      maxabs_621
 
-maxabsdone_602:
+maxabsdone_622:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -20582,9 +21414,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_604
+	JAE          loopdone_624
 
-loop_603:
+loop_623:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -20597,9 +21429,9 @@ loop_603:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_603
+	JB           loop_623
 
-loopdone_604:
+loopdone_624:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -20608,9 +21440,9 @@ loopdone_604:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_606
+	JAE          quantdone_626
 
-quant_605:
+quant_625:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -20623,9 +21455,9 @@ quant_605:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_605
+	JB        quant_625
 
-quantdone_606:
+quantdone_626:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -20646,9 +21478,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_608
+	JAE          loopdone_628
 
-loop_607:
+loop_627:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -20663,12 +21495,12 @@ loop_607:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_607
+	JB        loop_627
 
-loopdone_608:
+loopdone_628:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_609
+	JA        skip_629
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -20677,10 +21509,10 @@ loopdone_608:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_609:
+skip_629:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_610
+	JZ        notail_630
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -20692,7 +21524,7 @@ skip_609:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_610:
+notail_630:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -20717,9 +21549,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_612
+	JAE  loopdone_632
 
-loop_611:
+loop_631:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -20728,31 +21560,31 @@ loop_611:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_611
+	JB        loop_631
 
-loopdone_612:
+loopdone_632:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_613
+	JA        skip_633
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_613:
+skip_633:
 	CMPQ BX, DX
-	JAE  halfdone_615
+	JAE  halfdone_635
 
-half_614:
+half_634:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_614
+	JB        half_634
 
-halfdone_615:
+halfdone_635:
 	VZEROUPPER
 	RET
 
@@ -20766,9 +21598,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_617
+	JAE  loopdone_637
 
-loop_616:
+loop_636:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -20777,21 +21609,21 @@ loop_616:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_616
+	JB        loop_636
 
-loopdone_617:
+loopdone_637:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_618
+	JA        skip_638
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_618:
+skip_638:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_619
+	JZ        notail_639
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -20799,7 +21631,7 @@ skip_618:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_619:
+notail_639:
 	VZEROUPPER
 	RET
 
@@ -20813,9 +21645,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_621
+	JAE  loopdone_641
 
-loop_620:
+loop_640:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -20826,32 +21658,32 @@ loop_620:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_620
+	JB        loop_640
 
-loopdone_621:
+loopdone_641:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_622
+	JA        skip_642
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_622:
+skip_642:
 	CMPQ BX, DX
-	JAE  halfdone_624
+	JAE  halfdone_644
 
-half_623:
+half_643:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_623
+	JB        half_643
 
-halfdone_624:
+halfdone_644:
 	VZEROUPPER
 	RET
 
@@ -20865,9 +21697,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_626
+	JAE  loopdone_646
 
-loop_625:
+loop_645:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -20878,22 +21710,22 @@ loop_625:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_625
+	JB        loop_645
 
-loopdone_626:
+loopdone_646:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_627
+	JA        skip_647
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_627:
+skip_647:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_628
+	JZ        notail_648
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -20902,7 +21734,7 @@ skip_627:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_628:
+notail_648:
 	VZEROUPPER
 	RET
 
@@ -20919,9 +21751,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_630
+	JAE          loopdone_650
 
-loop_629:
+loop_649:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -20962,11 +21794,11 @@ loop_629:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_629
+	JB           loop_649
 
-loopdone_630:
+loopdone_650:
 	SUBQ         DX, CX
-	JE           notail_631
+	JE           notail_651
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -21011,7 +21843,7 @@ loopdone_630:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_631:
+notail_651:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -21036,9 +21868,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_633
+	JAE          loopdone_653
 
-loop_632:
+loop_652:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -21053,9 +21885,9 @@ loop_632:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_632
+	JB      loop_652
 
-loopdone_633:
+loopdone_653:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -21066,17 +21898,17 @@ loopdone_633:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_635
+	JAE          scalemaxdone_655
 
-scalemax_634:
+scalemax_654:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_634
+	JB     scalemax_654
 
-scalemaxdone_635:
+scalemaxdone_655:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -21096,9 +21928,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_637
+	JAE          loopdone_657
 
-loop_636:
+loop_656:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -21113,9 +21945,9 @@ loop_636:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_636
+	JB      loop_656
 
-loopdone_637:
+loopdone_657:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -21128,17 +21960,17 @@ loopdone_637:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_639
+	JAE           scalemaxdone_659
 
-scalemax_638:
+scalemax_658:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_638
+	JB     scalemax_658
 
-scalemaxdone_639:
+scalemaxdone_659:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -21168,9 +22000,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_641
+	JAE          loopdone_661
 
-loop_640:
+loop_660:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -21217,12 +22049,12 @@ loop_640:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_640
+	JB            loop_660
 
-loopdone_641:
+loopdone_661:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_642
+	JA            skip_662
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -21247,10 +22079,10 @@ loopdone_641:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_642:
+skip_662:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_643
+	JZ            notail_663
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -21278,7 +22110,7 @@ skip_642:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_643:
+notail_663:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -21306,9 +22138,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_645
+	JAE          loopdone_665
 
-loop_644:
+loop_664:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -21339,13 +22171,13 @@ loop_644:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_644
+	JB        loop_664
 
-loopdone_645:
-ewvec_646:
+loopdone_665:
+ewvec_666:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_647
+	JA        ewvecdone_667
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -21354,13 +22186,13 @@ ewvec_646:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_646
+	JMP       ewvec_666
 
-ewvecdone_647:
+ewvecdone_667:
 	CMPQ SI, BX
-	JAE  ewonedone_649
+	JAE  ewonedone_669
 
-ewone_648:
+ewone_668:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -21370,9 +22202,9 @@ ewone_648:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_648
+	JB        ewone_668
 
-ewonedone_649:
+ewonedone_669:
 	VZEROUPPER
 	RET
 
@@ -21389,9 +22221,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_651
+	JAE          loopdone_671
 
-loop_650:
+loop_670:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -21414,26 +22246,26 @@ loop_650:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_650
+	JB      loop_670
 
-loopdone_651:
-ewvec_652:
+loopdone_671:
+ewvec_672:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_653
+	JA      ewvecdone_673
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_652
+	JMP     ewvec_672
 
-ewvecdone_653:
+ewvecdone_673:
 	CMPQ SI, BX
-	JAE  ewonedone_655
+	JAE  ewonedone_675
 
-ewone_654:
+ewone_674:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -21441,9 +22273,9 @@ ewone_654:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_654
+	JB     ewone_674
 
-ewonedone_655:
+ewonedone_675:
 	VZEROUPPER
 	RET
 
@@ -21458,9 +22290,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_657
+	JAE  loopdone_677
 
-loop_656:
+loop_676:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -21491,13 +22323,13 @@ loop_656:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_656
+	JB      loop_676
 
-loopdone_657:
-ewvec_658:
+loopdone_677:
+ewvec_678:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_659
+	JA      ewvecdone_679
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -21506,13 +22338,13 @@ ewvec_658:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_658
+	JMP     ewvec_678
 
-ewvecdone_659:
+ewvecdone_679:
 	CMPQ SI, BX
-	JAE  ewonedone_661
+	JAE  ewonedone_681
 
-ewone_660:
+ewone_680:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -21522,9 +22354,9 @@ ewone_660:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_660
+	JB     ewone_680
 
-ewonedone_661:
+ewonedone_681:
 	VZEROUPPER
 	RET
 
@@ -21538,9 +22370,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_663
+	JAE  loopdone_683
 
-loop_662:
+loop_682:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -21559,34 +22391,34 @@ loop_662:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_662
+	JB      loop_682
 
-loopdone_663:
-ewvec_664:
+loopdone_683:
+ewvec_684:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_665
+	JA      ewvecdone_685
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_664
+	JMP     ewvec_684
 
-ewvecdone_665:
+ewvecdone_685:
 	CMPQ BX, DX
-	JAE  ewonedone_667
+	JAE  ewonedone_687
 
-ewone_666:
+ewone_686:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_666
+	JB     ewone_686
 
-ewonedone_667:
+ewonedone_687:
 	VZEROUPPER
 	RET
 
@@ -21606,9 +22438,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_669
+	JAE          loopdone_689
 
-loop_668:
+loop_688:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -21639,13 +22471,13 @@ loop_668:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_668
+	JB        loop_688
 
-loopdone_669:
-ewvec_670:
+loopdone_689:
+ewvec_690:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_671
+	JA        ewvecdone_691
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -21654,13 +22486,13 @@ ewvec_670:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_670
+	JMP       ewvec_690
 
-ewvecdone_671:
+ewvecdone_691:
 	CMPQ SI, BX
-	JAE  ewonedone_673
+	JAE  ewonedone_693
 
-ewone_672:
+ewone_692:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -21670,9 +22502,9 @@ ewone_672:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_672
+	JB        ewone_692
 
-ewonedone_673:
+ewonedone_693:
 	VZEROUPPER
 	RET
 
@@ -21689,9 +22521,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_675
+	JAE          loopdone_695
 
-loop_674:
+loop_694:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -21714,26 +22546,26 @@ loop_674:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_674
+	JB      loop_694
 
-loopdone_675:
-ewvec_676:
+loopdone_695:
+ewvec_696:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_677
+	JA      ewvecdone_697
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_676
+	JMP     ewvec_696
 
-ewvecdone_677:
+ewvecdone_697:
 	CMPQ SI, BX
-	JAE  ewonedone_679
+	JAE  ewonedone_699
 
-ewone_678:
+ewone_698:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -21741,9 +22573,9 @@ ewone_678:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_678
+	JB     ewone_698
 
-ewonedone_679:
+ewonedone_699:
 	VZEROUPPER
 	RET
 
@@ -21758,9 +22590,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_681
+	JAE  loopdone_701
 
-loop_680:
+loop_700:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -21791,13 +22623,13 @@ loop_680:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_680
+	JB      loop_700
 
-loopdone_681:
-ewvec_682:
+loopdone_701:
+ewvec_702:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_683
+	JA      ewvecdone_703
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -21806,13 +22638,13 @@ ewvec_682:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_682
+	JMP     ewvec_702
 
-ewvecdone_683:
+ewvecdone_703:
 	CMPQ SI, BX
-	JAE  ewonedone_685
+	JAE  ewonedone_705
 
-ewone_684:
+ewone_704:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -21822,9 +22654,9 @@ ewone_684:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_684
+	JB      ewone_704
 
-ewonedone_685:
+ewonedone_705:
 	VZEROUPPER
 	RET
 
@@ -21838,9 +22670,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_687
+	JAE  loopdone_707
 
-loop_686:
+loop_706:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -21859,34 +22691,34 @@ loop_686:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_686
+	JB      loop_706
 
-loopdone_687:
-ewvec_688:
+loopdone_707:
+ewvec_708:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_689
+	JA      ewvecdone_709
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_688
+	JMP     ewvec_708
 
-ewvecdone_689:
+ewvecdone_709:
 	CMPQ BX, DX
-	JAE  ewonedone_691
+	JAE  ewonedone_711
 
-ewone_690:
+ewone_710:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_690
+	JB     ewone_710
 
-ewonedone_691:
+ewonedone_711:
 	VZEROUPPER
 	RET
 
@@ -21911,9 +22743,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_693
+	JAE   loopdone_713
 
-loop_692:
+loop_712:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -21988,21 +22820,21 @@ loop_692:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_692
+	JB         loop_712
 
-loopdone_693:
+loopdone_713:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_695
+	JAE    sum64done_715
 
-sum64_694:
+sum64_714:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_694
+	JB     sum64_714
 
-sum64done_695:
+sum64done_715:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -22036,9 +22868,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_697
+	JAE    loopdone_717
 
-loop_696:
+loop_716:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -22081,20 +22913,20 @@ loop_696:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_696
+	JB         loop_716
 
-loopdone_697:
+loopdone_717:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_699
+	JAE    sum64done_719
 
-sum64_698:
+sum64_718:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_698
+	JB     sum64_718
 
-sum64done_699:
+sum64done_719:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -22141,9 +22973,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_701
+	JZ         sgemmtail_721
 
-sgemm_700:
+sgemm_720:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -22227,13 +23059,13 @@ sgemm_700:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_700
+	JNZ          sgemm_720
 
-sgemmtail_701:
+sgemmtail_721:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_703
+	JZ   sgemmdone_723
 
-sgemmone_702:
+sgemmone_722:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -22257,9 +23089,9 @@ sgemmone_702:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_702
+	JNZ          sgemmone_722
 
-sgemmdone_703:
+sgemmdone_723:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -22353,9 +23185,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_705
+	JZ         sgemmtail_725
 
-sgemm_704:
+sgemm_724:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -22511,13 +23343,13 @@ sgemm_704:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_704
+	JNZ          sgemm_724
 
-sgemmtail_705:
+sgemmtail_725:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_707
+	JZ   sgemmdone_727
 
-sgemmone_706:
+sgemmone_726:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -22559,9 +23391,9 @@ sgemmone_706:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_706
+	JNZ          sgemmone_726
 
-sgemmdone_707:
+sgemmdone_727:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -22632,9 +23464,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_709
+	JLE   fmadone_729
 
-fma_708:
+fma_728:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -22648,9 +23480,9 @@ fma_708:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_708
+	JNZ         fma_728
 
-fmadone_709:
+fmadone_729:
 	VZEROUPPER
 	RET
 
@@ -22677,9 +23509,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_711
+	JLE    fmadone_731
 
-fma_710:
+fma_730:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -22697,9 +23529,9 @@ fma_710:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_710
+	JNZ         fma_730
 
-fmadone_711:
+fmadone_731:
 	VZEROUPPER
 	RET
 
@@ -22722,9 +23554,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_713
+	JLE   int8done_733
 
-int8_712:
+int8_732:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -22738,9 +23570,9 @@ int8_712:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_712
+	JNZ        int8_732
 
-int8done_713:
+int8done_733:
 	VZEROUPPER
 	RET
 
@@ -22763,9 +23595,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_715
+	JLE    int8done_735
 
-int8_714:
+int8_734:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -22779,8 +23611,8 @@ int8_714:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_714
+	JNZ      int8_734
 
-int8done_715:
+int8done_735:
 	VZEROUPPER
 	RET
