@@ -7479,7 +7479,7 @@ spread_173:
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
 	MOVQ  CX, R13
-	ANDQ  $-32, R13
+	ANDQ  $-128, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
 	JAE   loopdone_175
@@ -7525,14 +7525,166 @@ loop_174:
 	VFMADD231PS Y8, Y9, Y6
 	VCVTPH2PS   48(R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y7
-	ADDQ        $0x00000020, R12
+	VMOVUPS     128(AX)(R12*4), Y8
+	VCVTPH2PS   64(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VCVTPH2PS   64(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y1
+	VCVTPH2PS   64(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y2
+	VCVTPH2PS   64(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y3
+	VMOVUPS     160(AX)(R12*4), Y8
+	VCVTPH2PS   80(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   80(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y5
+	VCVTPH2PS   80(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y6
+	VCVTPH2PS   80(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y7
+	VMOVUPS     192(AX)(R12*4), Y8
+	VCVTPH2PS   96(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VCVTPH2PS   96(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y1
+	VCVTPH2PS   96(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y2
+	VCVTPH2PS   96(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y3
+	VMOVUPS     224(AX)(R12*4), Y8
+	VCVTPH2PS   112(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   112(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y5
+	VCVTPH2PS   112(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y6
+	VCVTPH2PS   112(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y7
+	VMOVUPS     256(AX)(R12*4), Y8
+	VCVTPH2PS   128(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VCVTPH2PS   128(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y1
+	VCVTPH2PS   128(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y2
+	VCVTPH2PS   128(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y3
+	VMOVUPS     288(AX)(R12*4), Y8
+	VCVTPH2PS   144(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   144(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y5
+	VCVTPH2PS   144(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y6
+	VCVTPH2PS   144(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y7
+	VMOVUPS     320(AX)(R12*4), Y8
+	VCVTPH2PS   160(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VCVTPH2PS   160(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y1
+	VCVTPH2PS   160(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y2
+	VCVTPH2PS   160(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y3
+	VMOVUPS     352(AX)(R12*4), Y8
+	VCVTPH2PS   176(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   176(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y5
+	VCVTPH2PS   176(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y6
+	VCVTPH2PS   176(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y7
+	VMOVUPS     384(AX)(R12*4), Y8
+	VCVTPH2PS   192(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VCVTPH2PS   192(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y1
+	VCVTPH2PS   192(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y2
+	VCVTPH2PS   192(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y3
+	VMOVUPS     416(AX)(R12*4), Y8
+	VCVTPH2PS   208(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   208(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y5
+	VCVTPH2PS   208(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y6
+	VCVTPH2PS   208(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y7
+	VMOVUPS     448(AX)(R12*4), Y8
+	VCVTPH2PS   224(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VCVTPH2PS   224(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y1
+	VCVTPH2PS   224(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y2
+	VCVTPH2PS   224(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y3
+	VMOVUPS     480(AX)(R12*4), Y8
+	VCVTPH2PS   240(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   240(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y5
+	VCVTPH2PS   240(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y6
+	VCVTPH2PS   240(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y7
+	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
 	JB          loop_174
 
 loopdone_175:
+room_176:
+	LEAQ        32(R12), R13
+	CMPQ        R13, CX
+	JA          roomdone_177
+	VMOVUPS     (AX)(R12*4), Y8
+	VCVTPH2PS   (DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VCVTPH2PS   (R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y1
+	VCVTPH2PS   (R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y2
+	VCVTPH2PS   (R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y3
+	VMOVUPS     32(AX)(R12*4), Y8
+	VCVTPH2PS   16(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   16(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y5
+	VCVTPH2PS   16(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y6
+	VCVTPH2PS   16(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y7
+	VMOVUPS     64(AX)(R12*4), Y8
+	VCVTPH2PS   32(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VCVTPH2PS   32(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y1
+	VCVTPH2PS   32(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y2
+	VCVTPH2PS   32(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y3
+	VMOVUPS     96(AX)(R12*4), Y8
+	VCVTPH2PS   48(DX)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS   48(R9)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y5
+	VCVTPH2PS   48(R10)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y6
+	VCVTPH2PS   48(R11)(R12*2), Y9
+	VFMADD231PS Y8, Y9, Y7
+	ADDQ        $0x20, R12
+	JMP         room_176
+
+roomdone_177:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_176
+	JA          skip_178
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7553,10 +7705,10 @@ loopdone_175:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x10, R12
 
-skip_176:
+skip_178:
 	LEAQ        8(R12), R13
 	CMPQ        R13, CX
-	JA          skip_177
+	JA          skip_179
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7568,7 +7720,7 @@ skip_176:
 	VFMADD231PS Y8, Y9, Y3
 	ADDQ        $0x08, R12
 
-skip_177:
+skip_179:
 	VADDPS       Y4, Y0, Y0
 	VADDPS       Y5, Y1, Y1
 	VADDPS       Y6, Y2, Y2
@@ -7585,9 +7737,9 @@ skip_177:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	CMPQ         R12, CX
-	JAE          taildone_179
+	JAE          taildone_181
 
-tail_178:
+tail_180:
 	MOVWQZX      (R11)(R12*2), R13
 	SHLQ         $0x10, R13
 	MOVWQZX      (R10)(R12*2), R14
@@ -7604,9 +7756,9 @@ tail_178:
 	VFMADD231PS  X2, X1, X0
 	INCQ         R12
 	CMPQ         R12, CX
-	JB           tail_178
+	JB           tail_180
 
-taildone_179:
+taildone_181:
 	VMOVD   X0, (BX)
 	VPSHUFD $0x01, X0, X1
 	VMOVD   X1, (BX)(R8*1)
@@ -7629,18 +7781,18 @@ taildone_179:
 spreaddone_172:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_181
+	JZ   singledone_183
 
-single_180:
+single_182:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
-	ANDQ  $-32, R8
+	ANDQ  $-128, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_183
+	JAE   loopdone_185
 
-loop_182:
+loop_184:
 	VMOVUPS     (AX)(DI*4), Y2
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Y3
@@ -7654,14 +7806,70 @@ loop_182:
 	VMOVUPS     96(AX)(DI*4), Y2
 	VCVTPH2PS   48(DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y1
-	ADDQ        $0x00000020, DI
+	VMOVUPS     128(AX)(DI*4), Y2
+	VCVTPH2PS   64(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VMOVUPS     160(AX)(DI*4), Y2
+	VCVTPH2PS   80(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y1
+	VMOVUPS     192(AX)(DI*4), Y2
+	VCVTPH2PS   96(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VMOVUPS     224(AX)(DI*4), Y2
+	VCVTPH2PS   112(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y1
+	VMOVUPS     256(AX)(DI*4), Y2
+	VCVTPH2PS   128(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VMOVUPS     288(AX)(DI*4), Y2
+	VCVTPH2PS   144(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y1
+	VMOVUPS     320(AX)(DI*4), Y2
+	VCVTPH2PS   160(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VMOVUPS     352(AX)(DI*4), Y2
+	VCVTPH2PS   176(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y1
+	VMOVUPS     384(AX)(DI*4), Y2
+	VCVTPH2PS   192(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VMOVUPS     416(AX)(DI*4), Y2
+	VCVTPH2PS   208(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y1
+	VMOVUPS     448(AX)(DI*4), Y2
+	VCVTPH2PS   224(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VMOVUPS     480(AX)(DI*4), Y2
+	VCVTPH2PS   240(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y1
+	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_182
+	JB          loop_184
 
-loopdone_183:
+loopdone_185:
+room_186:
+	LEAQ        32(DI), R8
+	CMPQ        R8, CX
+	JA          roomdone_187
+	VMOVUPS     (AX)(DI*4), Y2
+	VCVTPH2PS   (DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VMOVUPS     32(AX)(DI*4), Y2
+	VCVTPH2PS   16(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y1
+	VMOVUPS     64(AX)(DI*4), Y2
+	VCVTPH2PS   32(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y0
+	VMOVUPS     96(AX)(DI*4), Y2
+	VCVTPH2PS   48(DX)(DI*2), Y3
+	VFMADD231PS Y2, Y3, Y1
+	ADDQ        $0x20, DI
+	JMP         room_186
+
+roomdone_187:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_184
+	JA          skip_188
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -7670,16 +7878,16 @@ loopdone_183:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x10, DI
 
-skip_184:
+skip_188:
 	LEAQ        8(DI), R8
 	CMPQ        R8, CX
-	JA          skip_185
+	JA          skip_189
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
 	ADDQ        $0x08, DI
 
-skip_185:
+skip_189:
 	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X0, X1, X1
@@ -7688,27 +7896,27 @@ skip_185:
 	VPSHUFD      $0xb1, X1, X0
 	VADDPS       X0, X1, X1
 	CMPQ         DI, CX
-	JAE          taildone_187
+	JAE          taildone_191
 
-tail_186:
+tail_190:
 	MOVWLZX     (DX)(DI*2), R8
 	VMOVD       R8, X0
 	VCVTPH2PS   X0, X0
 	VFMADD231SS (AX)(DI*4), X0, X1
 	INCQ        DI
 	CMPQ        DI, CX
-	JB          tail_186
+	JB          tail_190
 
-taildone_187:
+taildone_191:
 	VMOVSS X1, (BX)
 	MOVQ   stride+24(FP), DI
 	SHLQ   $0x01, DI
 	ADDQ   DI, DX
 	ADDQ   $0x04, BX
 	DECQ   SI
-	JNZ    single_180
+	JNZ    single_182
 
-singledone_181:
+singledone_183:
 	VZEROUPPER
 	RET
 
@@ -7722,7 +7930,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_188
+	JZ    spreaddone_192
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -7730,7 +7938,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_189:
+spread_193:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -7742,9 +7950,9 @@ spread_189:
 	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_191
+	JAE    loopdone_195
 
-loop_190:
+loop_194:
 	VMOVUPS     (AX)(R12*4), Z4
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
@@ -7823,13 +8031,13 @@ loop_190:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_190
+	JB          loop_194
 
-loopdone_191:
-room_192:
+loopdone_195:
+room_196:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_193
+	JA          roomdone_197
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -7849,12 +8057,12 @@ room_192:
 	VCVTPH2PS   32(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x20, R12
-	JMP         room_192
+	JMP         room_196
 
-roomdone_193:
+roomdone_197:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_194
+	JA          skip_198
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -7866,11 +8074,11 @@ roomdone_193:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_194:
+skip_198:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
 	TESTQ       R13, R13
-	JZ          notail_195
+	JZ          notail_199
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -7888,7 +8096,7 @@ skip_194:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_195:
+notail_199:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -7921,26 +8129,26 @@ notail_195:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_189
+	JNZ           spread_193
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_188:
+spreaddone_192:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_197
+	JZ   singledone_201
 
-single_196:
+single_200:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_199
+	JAE    loopdone_203
 
-loop_198:
+loop_202:
 	VMOVUPS     (AX)(DI*4), Z1
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
@@ -7968,13 +8176,13 @@ loop_198:
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_198
+	JB          loop_202
 
-loopdone_199:
-room_200:
+loopdone_203:
+room_204:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_201
+	JA          roomdone_205
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
@@ -7982,22 +8190,22 @@ room_200:
 	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x20, DI
-	JMP         room_200
+	JMP         room_204
 
-roomdone_201:
+roomdone_205:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_202
+	JA          skip_206
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_202:
+skip_206:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
 	TESTQ       R8, R8
-	JZ          notail_203
+	JZ          notail_207
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -8006,7 +8214,7 @@ skip_202:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_203:
+notail_207:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -8021,9 +8229,9 @@ notail_203:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_196
+	JNZ           single_200
 
-singledone_197:
+singledone_201:
 	VZEROUPPER
 	RET
 
@@ -8039,9 +8247,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_205
+	JAE          loopdone_209
 
-loop_204:
+loop_208:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -8050,22 +8258,22 @@ loop_204:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_204
+	JB          loop_208
 
-loopdone_205:
+loopdone_209:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_206
+	JA          skip_210
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_206:
+skip_210:
 	CMPQ BX, DX
-	JAE  taildone_208
+	JAE  taildone_212
 
-tail_207:
+tail_211:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -8073,9 +8281,9 @@ tail_207:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_207
+	JB          tail_211
 
-taildone_208:
+taildone_212:
 	VZEROUPPER
 	RET
 
@@ -8091,9 +8299,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_210
+	JAE          loopdone_214
 
-loop_209:
+loop_213:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -8102,21 +8310,21 @@ loop_209:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_209
+	JB          loop_213
 
-loopdone_210:
+loopdone_214:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_211
+	JA          skip_215
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_211:
+skip_215:
 	SUBQ        BX, DX
 	TESTQ       DX, DX
-	JZ          notail_212
+	JZ          notail_216
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -8126,7 +8334,7 @@ skip_211:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_212:
+notail_216:
 	VZEROUPPER
 	RET
 
@@ -8142,10 +8350,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_213:
+chunks_217:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_214
+	JA      chunksdone_218
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -8153,9 +8361,9 @@ chunks_213:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_216
+	JAE     rowsdone_220
 
-rows_215:
+rows_219:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -8168,45 +8376,45 @@ rows_215:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_215
+	JB           rows_219
 
-rowsdone_216:
+rowsdone_220:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_213
+	JMP     chunks_217
 
-chunksdone_214:
-chunks_217:
+chunksdone_218:
+chunks_221:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_218
+	JA      chunksdone_222
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_220
+	JAE     rowsdone_224
 
-rows_219:
+rows_223:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_219
+	JB           rows_223
 
-rowsdone_220:
+rowsdone_224:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_217
+	JMP     chunks_221
 
-chunksdone_218:
+chunksdone_222:
 	SUBQ      R8, DI
 	TESTQ     DI, DI
-	JZ        notail_221
+	JZ        notail_225
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -8214,9 +8422,9 @@ chunksdone_218:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_223
+	JAE       rowsdone_227
 
-rows_222:
+rows_226:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -8224,12 +8432,12 @@ rows_222:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_222
+	JB           rows_226
 
-rowsdone_223:
+rowsdone_227:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_221:
+notail_225:
 	VZEROUPPER
 	RET
 
@@ -8238,17 +8446,17 @@ notail_221:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ CX, CX
 
-rowblocks_224:
+rowblocks_228:
 	MOVQ np+32(FP), AX
 	CMPQ CX, AX
-	JAE  rowblocksdone_225
+	JAE  rowblocksdone_229
 	XORQ AX, AX
 
-chunks_226:
+chunks_230:
 	LEAQ    64(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_227
+	JA      chunksdone_231
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8300,9 +8508,9 @@ chunks_226:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_229
+	JAE     rowsdone_233
 
-rows_228:
+rows_232:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z16
 	VCVTPH2PS    32(R9), Z17
@@ -8332,9 +8540,9 @@ rows_228:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_228
+	JB           rows_232
 
-rowsdone_229:
+rowsdone_233:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8369,14 +8577,14 @@ rowsdone_229:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, 192(DX)
 	ADDQ    $0x40, AX
-	JMP     chunks_226
+	JMP     chunks_230
 
-chunksdone_227:
-chunks_230:
+chunksdone_231:
+chunks_234:
 	LEAQ    16(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_231
+	JA      chunksdone_235
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8416,9 +8624,9 @@ chunks_230:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_233
+	JAE     rowsdone_237
 
-rows_232:
+rows_236:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z4
 	VBROADCASTSS (DX)(R11*4), Z5
@@ -8432,9 +8640,9 @@ rows_232:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_232
+	JB           rows_236
 
-rowsdone_233:
+rowsdone_237:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8457,13 +8665,13 @@ rowsdone_233:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, (DX)
 	ADDQ    $0x10, AX
-	JMP     chunks_230
+	JMP     chunks_234
 
-chunksdone_231:
+chunksdone_235:
 	MOVQ      n+104(FP), DX
 	SUBQ      AX, DX
 	TESTQ     DX, DX
-	JZ        notail_234
+	JZ        notail_238
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, DX
 	KMOVQ     DX, K1
@@ -8506,9 +8714,9 @@ chunksdone_231:
 	CMOVQGT   R11, R10
 	MOVQ      CX, R11
 	CMPQ      R11, R10
-	JAE       rowsdone_236
+	JAE       rowsdone_240
 
-rows_235:
+rows_239:
 	PREFETCHT1   16384(R9)
 	VMOVDQU16.Z  (R9), K1, Y4
 	VCVTPH2PS    Y4, Z4
@@ -8523,9 +8731,9 @@ rows_235:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_235
+	JB           rows_239
 
-rowsdone_236:
+rowsdone_240:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, K1, (DX)
@@ -8548,11 +8756,11 @@ rowsdone_236:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, K1, (DX)
 
-notail_234:
+notail_238:
 	ADDQ $0x00000040, CX
-	JMP  rowblocks_224
+	JMP  rowblocks_228
 
-rowblocksdone_225:
+rowblocksdone_229:
 	VZEROUPPER
 	RET
 
@@ -8567,14 +8775,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_237
+	JZ      spreaddone_241
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_238:
+spread_242:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -8583,12 +8791,12 @@ spread_238:
 	VPXOR Y3, Y3, Y3
 	VPXOR Y4, Y4, Y4
 	MOVQ  CX, R13
-	ANDQ  $-64, R13
+	ANDQ  $-256, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_240
+	JAE   loopdone_244
 
-loop_239:
+loop_243:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -8643,14 +8851,165 @@ loop_239:
 	VPMADDUBSW Y5, Y6, Y5
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
-	ADDQ       $0x00000040, R12
+	VMOVDQU    64(AX)(R12*1), Y5
+	VMOVDQU    64(DX)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y1, Y1
+	VMOVDQU    64(R9)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y2, Y2
+	VMOVDQU    64(R10)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y3, Y3
+	VMOVDQU    64(R11)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y5
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y5, Y6, Y5
+	VPMADDWD   Y0, Y5, Y5
+	VPADDD     Y5, Y4, Y4
+	VMOVDQU    96(AX)(R12*1), Y5
+	VMOVDQU    96(DX)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y1, Y1
+	VMOVDQU    96(R9)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y2, Y2
+	VMOVDQU    96(R10)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y3, Y3
+	VMOVDQU    96(R11)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y5
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y5, Y6, Y5
+	VPMADDWD   Y0, Y5, Y5
+	VPADDD     Y5, Y4, Y4
+	VMOVDQU    128(AX)(R12*1), Y5
+	VMOVDQU    128(DX)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y1, Y1
+	VMOVDQU    128(R9)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y2, Y2
+	VMOVDQU    128(R10)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y3, Y3
+	VMOVDQU    128(R11)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y5
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y5, Y6, Y5
+	VPMADDWD   Y0, Y5, Y5
+	VPADDD     Y5, Y4, Y4
+	VMOVDQU    160(AX)(R12*1), Y5
+	VMOVDQU    160(DX)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y1, Y1
+	VMOVDQU    160(R9)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y2, Y2
+	VMOVDQU    160(R10)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y3, Y3
+	VMOVDQU    160(R11)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y5
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y5, Y6, Y5
+	VPMADDWD   Y0, Y5, Y5
+	VPADDD     Y5, Y4, Y4
+	VMOVDQU    192(AX)(R12*1), Y5
+	VMOVDQU    192(DX)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y1, Y1
+	VMOVDQU    192(R9)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y2, Y2
+	VMOVDQU    192(R10)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y3, Y3
+	VMOVDQU    192(R11)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y5
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y5, Y6, Y5
+	VPMADDWD   Y0, Y5, Y5
+	VPADDD     Y5, Y4, Y4
+	VMOVDQU    224(AX)(R12*1), Y5
+	VMOVDQU    224(DX)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y1, Y1
+	VMOVDQU    224(R9)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y2, Y2
+	VMOVDQU    224(R10)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y7
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y7, Y6, Y7
+	VPMADDWD   Y0, Y7, Y7
+	VPADDD     Y7, Y3, Y3
+	VMOVDQU    224(R11)(R12*1), Y6
+	VPSIGNB    Y6, Y5, Y5
+	VPABSB     Y6, Y6
+	VPMADDUBSW Y5, Y6, Y5
+	VPMADDWD   Y0, Y5, Y5
+	VPADDD     Y5, Y4, Y4
+	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_239
+	JB         loop_243
 
-loopdone_240:
+loopdone_244:
+room_245:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         skip_241
+	JA         roomdone_246
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -8677,8 +9036,9 @@ loopdone_240:
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
+	JMP        room_245
 
-skip_241:
+roomdone_246:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -8699,82 +9059,82 @@ skip_241:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_242
+	JAE          taildone_247
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_243:
+tail_248:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_243
+	JB      tail_248
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_244:
+tail_249:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_244
+	JB      tail_249
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_245:
+tail_250:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_245
+	JB      tail_250
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_246:
+tail_251:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_246
+	JB      tail_251
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_242:
+taildone_247:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_238
+	JNZ  spread_242
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_237:
+spreaddone_241:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_248
+	JZ   singledone_253
 
-single_247:
+single_252:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
-	ANDQ  $-64, R8
+	ANDQ  $-256, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_250
+	JAE   loopdone_255
 
-loop_249:
+loop_254:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -8790,14 +9150,57 @@ loop_249:
 	VPMADDUBSW Y2, Y3, Y2
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
-	ADDQ       $0x00000040, DI
+	VMOVDQU    64(AX)(DI*1), Y2
+	VMOVDQU    64(DX)(DI*1), Y3
+	VPSIGNB    Y3, Y2, Y2
+	VPABSB     Y3, Y3
+	VPMADDUBSW Y2, Y3, Y2
+	VPMADDWD   Y0, Y2, Y2
+	VPADDD     Y2, Y1, Y1
+	VMOVDQU    96(AX)(DI*1), Y2
+	VMOVDQU    96(DX)(DI*1), Y3
+	VPSIGNB    Y3, Y2, Y2
+	VPABSB     Y3, Y3
+	VPMADDUBSW Y2, Y3, Y2
+	VPMADDWD   Y0, Y2, Y2
+	VPADDD     Y2, Y1, Y1
+	VMOVDQU    128(AX)(DI*1), Y2
+	VMOVDQU    128(DX)(DI*1), Y3
+	VPSIGNB    Y3, Y2, Y2
+	VPABSB     Y3, Y3
+	VPMADDUBSW Y2, Y3, Y2
+	VPMADDWD   Y0, Y2, Y2
+	VPADDD     Y2, Y1, Y1
+	VMOVDQU    160(AX)(DI*1), Y2
+	VMOVDQU    160(DX)(DI*1), Y3
+	VPSIGNB    Y3, Y2, Y2
+	VPABSB     Y3, Y3
+	VPMADDUBSW Y2, Y3, Y2
+	VPMADDWD   Y0, Y2, Y2
+	VPADDD     Y2, Y1, Y1
+	VMOVDQU    192(AX)(DI*1), Y2
+	VMOVDQU    192(DX)(DI*1), Y3
+	VPSIGNB    Y3, Y2, Y2
+	VPABSB     Y3, Y3
+	VPMADDUBSW Y2, Y3, Y2
+	VPMADDWD   Y0, Y2, Y2
+	VPADDD     Y2, Y1, Y1
+	VMOVDQU    224(AX)(DI*1), Y2
+	VMOVDQU    224(DX)(DI*1), Y3
+	VPSIGNB    Y3, Y2, Y2
+	VPABSB     Y3, Y3
+	VPMADDUBSW Y2, Y3, Y2
+	VPMADDWD   Y0, Y2, Y2
+	VPADDD     Y2, Y1, Y1
+	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_249
+	JB         loop_254
 
-loopdone_250:
+loopdone_255:
+room_256:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         skip_251
+	JA         roomdone_257
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -8806,8 +9209,9 @@ loopdone_250:
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
+	JMP        room_256
 
-skip_251:
+roomdone_257:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -8816,27 +9220,27 @@ skip_251:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_252
+	JAE          taildone_258
 	XORL         R8, R8
 
-tail_253:
+tail_259:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_253
+	JB      tail_259
 	ADDL    R8, (BX)
 
-taildone_252:
+taildone_258:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_247
+	JNZ  single_252
 
-singledone_248:
+singledone_253:
 	VZEROUPPER
 	RET
 
@@ -8851,26 +9255,26 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_255
+	JAE          loopdone_261
 
-loop_254:
+loop_260:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_254
+	JB       loop_260
 
-loopdone_255:
+loopdone_261:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_256
+	JZ         notail_262
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_256:
+notail_262:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -8887,14 +9291,14 @@ notail_256:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_257
+	JZ            spreaddone_263
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_258:
+spread_264:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -8906,9 +9310,9 @@ spread_258:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_260
+	JAE    loopdone_266
 
-loop_259:
+loop_265:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -8951,13 +9355,13 @@ loop_259:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_259
+	JB         loop_265
 
-loopdone_260:
-room_261:
+loopdone_266:
+room_267:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_262
+	JA        roomdone_268
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -8968,13 +9372,13 @@ room_261:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_261
+	JMP       room_267
 
-roomdone_262:
+roomdone_268:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_263
+	JZ         notail_269
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -8992,7 +9396,7 @@ roomdone_262:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_263:
+notail_269:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -9025,26 +9429,26 @@ notail_263:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_258
+	JNZ           spread_264
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_257:
+spreaddone_263:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_265
+	JZ   singledone_271
 
-single_264:
+single_270:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_267
+	JAE    loopdone_273
 
-loop_266:
+loop_272:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
@@ -9060,24 +9464,24 @@ loop_266:
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_266
+	JB         loop_272
 
-loopdone_267:
-room_268:
+loopdone_273:
+room_274:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_269
+	JA        roomdone_275
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_268
+	JMP       room_274
 
-roomdone_269:
+roomdone_275:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_270
+	JZ         notail_276
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -9086,7 +9490,7 @@ roomdone_269:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_270:
+notail_276:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -9101,9 +9505,9 @@ notail_270:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_264
+	JNZ           single_270
 
-singledone_265:
+singledone_271:
 	VZEROUPPER
 	RET
 
@@ -9112,15 +9516,15 @@ singledone_265:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_272
+	JNE  f16mmtokens_278
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_273:
+f16tiles_279:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_274
+	JB   f16tilesdone_280
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9137,9 +9541,9 @@ f16tiles_273:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_275:
+f16steps_281:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_276
+	JB          f16stepsdone_282
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9166,11 +9570,11 @@ f16steps_275:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_275
+	JMP         f16steps_281
 
-f16stepsdone_276:
+f16stepsdone_282:
 	CMPQ        SI, $0x10
-	JB          f16step16_277
+	JB          f16step16_283
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -9185,9 +9589,9 @@ f16stepsdone_276:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_277:
+f16step16_283:
 	TESTQ       SI, SI
-	JZ          notail_278
+	JZ          notail_284
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -9205,7 +9609,7 @@ f16step16_277:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_278:
+notail_284:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9237,11 +9641,11 @@ notail_278:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_273
+	JMP           f16tiles_279
 
-f16tilesdone_274:
+f16tilesdone_280:
 	CMPQ DX, $0x03
-	JNE  f16rest_279
+	JNE  f16rest_285
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9255,9 +9659,9 @@ f16tilesdone_274:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_280:
+f16steps_286:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_281
+	JB          f16stepsdone_287
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9278,11 +9682,11 @@ f16steps_280:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_280
+	JMP         f16steps_286
 
-f16stepsdone_281:
+f16stepsdone_287:
 	CMPQ        SI, $0x10
-	JB          f16step16_282
+	JB          f16step16_288
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -9294,9 +9698,9 @@ f16stepsdone_281:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_282:
+f16step16_288:
 	TESTQ       SI, SI
-	JZ          notail_283
+	JZ          notail_289
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9311,7 +9715,7 @@ f16step16_282:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_283:
+notail_289:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9344,9 +9748,9 @@ notail_283:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_279:
+f16rest_285:
 	CMPQ DX, $0x02
-	JNE  f16rest_284
+	JNE  f16rest_290
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9359,9 +9763,9 @@ f16rest_279:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_285:
+f16steps_291:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_286
+	JB          f16stepsdone_292
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9377,11 +9781,11 @@ f16steps_285:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_285
+	JMP         f16steps_291
 
-f16stepsdone_286:
+f16stepsdone_292:
 	CMPQ        SI, $0x10
-	JB          f16step16_287
+	JB          f16step16_293
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -9391,9 +9795,9 @@ f16stepsdone_286:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_287:
+f16step16_293:
 	TESTQ       SI, SI
-	JZ          notail_288
+	JZ          notail_294
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9405,7 +9809,7 @@ f16step16_287:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_288:
+notail_294:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9433,9 +9837,9 @@ notail_288:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_284:
+f16rest_290:
 	CMPQ DX, $0x01
-	JNE  f16rest_289
+	JNE  f16rest_295
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -9447,9 +9851,9 @@ f16rest_284:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_290:
+f16steps_296:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_291
+	JB          f16stepsdone_297
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -9460,11 +9864,11 @@ f16steps_290:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_290
+	JMP         f16steps_296
 
-f16stepsdone_291:
+f16stepsdone_297:
 	CMPQ        DX, $0x10
-	JB          f16step16_292
+	JB          f16step16_298
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9472,9 +9876,9 @@ f16stepsdone_291:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_292:
+f16step16_298:
 	TESTQ       DX, DX
-	JZ          notail_293
+	JZ          notail_299
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -9483,7 +9887,7 @@ f16step16_292:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_293:
+notail_299:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -9506,12 +9910,12 @@ notail_293:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_289:
+f16rest_295:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_295
+	JZ   f16singledone_301
 
-f16single_294:
+f16single_300:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -9522,9 +9926,9 @@ f16single_294:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_296:
+f16steps_302:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_297
+	JB          f16stepsdone_303
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -9535,11 +9939,11 @@ f16steps_296:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_296
+	JMP         f16steps_302
 
-f16stepsdone_297:
+f16stepsdone_303:
 	CMPQ        BX, $0x10
-	JB          f16step16_298
+	JB          f16step16_304
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9547,9 +9951,9 @@ f16stepsdone_297:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_298:
+f16step16_304:
 	TESTQ       BX, BX
-	JZ          notail_299
+	JZ          notail_305
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -9558,7 +9962,7 @@ f16step16_298:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_299:
+notail_305:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9576,22 +9980,22 @@ notail_299:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_294
+	JNZ           f16single_300
 
-f16singledone_295:
-	JMP f16mmend_271
+f16singledone_301:
+	JMP f16mmend_277
 
-f16mmtokens_272:
+f16mmtokens_278:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_300
+	JNE  f16mmtokens_306
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_301:
+f16tiles_307:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_302
+	JB   f16tilesdone_308
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9612,9 +10016,9 @@ f16tiles_301:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_303:
+f16steps_309:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_304
+	JB          f16stepsdone_310
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9651,11 +10055,11 @@ f16steps_303:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_303
+	JMP         f16steps_309
 
-f16stepsdone_304:
+f16stepsdone_310:
 	CMPQ        DI, $0x10
-	JB          f16step16_305
+	JB          f16step16_311
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -9675,9 +10079,9 @@ f16stepsdone_304:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_305:
+f16step16_311:
 	TESTQ       DI, DI
-	JZ          notail_306
+	JZ          notail_312
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -9700,7 +10104,7 @@ f16step16_305:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_306:
+notail_312:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9753,11 +10157,11 @@ notail_306:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_301
+	JMP           f16tiles_307
 
-f16tilesdone_302:
+f16tilesdone_308:
 	CMPQ DX, $0x03
-	JNE  f16rest_307
+	JNE  f16rest_313
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9774,9 +10178,9 @@ f16tilesdone_302:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_308:
+f16steps_314:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_309
+	JB          f16stepsdone_315
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9805,11 +10209,11 @@ f16steps_308:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_308
+	JMP         f16steps_314
 
-f16stepsdone_309:
+f16stepsdone_315:
 	CMPQ        DI, $0x10
-	JB          f16step16_310
+	JB          f16step16_316
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -9825,9 +10229,9 @@ f16stepsdone_309:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_310:
+f16step16_316:
 	TESTQ       DI, DI
-	JZ          notail_311
+	JZ          notail_317
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -9846,7 +10250,7 @@ f16step16_310:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_311:
+notail_317:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -9902,9 +10306,9 @@ notail_311:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_307:
+f16rest_313:
 	CMPQ DX, $0x02
-	JNE  f16rest_312
+	JNE  f16rest_318
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9919,9 +10323,9 @@ f16rest_307:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_313:
+f16steps_319:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_314
+	JB          f16stepsdone_320
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -9943,11 +10347,11 @@ f16steps_313:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_313
+	JMP         f16steps_319
 
-f16stepsdone_314:
+f16stepsdone_320:
 	CMPQ        DI, $0x10
-	JB          f16step16_315
+	JB          f16step16_321
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -9960,9 +10364,9 @@ f16stepsdone_314:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_315:
+f16step16_321:
 	TESTQ       DI, DI
-	JZ          notail_316
+	JZ          notail_322
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -9977,7 +10381,7 @@ f16step16_315:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_316:
+notail_322:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10024,9 +10428,9 @@ notail_316:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_312:
+f16rest_318:
 	CMPQ DX, $0x01
-	JNE  f16rest_317
+	JNE  f16rest_323
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -10039,9 +10443,9 @@ f16rest_312:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_318:
+f16steps_324:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_319
+	JB          f16stepsdone_325
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -10056,11 +10460,11 @@ f16steps_318:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_318
+	JMP         f16steps_324
 
-f16stepsdone_319:
+f16stepsdone_325:
 	CMPQ        BX, $0x10
-	JB          f16step16_320
+	JB          f16step16_326
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10070,9 +10474,9 @@ f16stepsdone_319:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_320:
+f16step16_326:
 	TESTQ       BX, BX
-	JZ          notail_321
+	JZ          notail_327
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10083,7 +10487,7 @@ f16step16_320:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_321:
+notail_327:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10121,12 +10525,12 @@ notail_321:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_317:
+f16rest_323:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_323
+	JZ   f16singledone_329
 
-f16single_322:
+f16single_328:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10138,9 +10542,9 @@ f16single_322:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_324:
+f16steps_330:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_325
+	JB          f16stepsdone_331
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -10155,11 +10559,11 @@ f16steps_324:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_324
+	JMP         f16steps_330
 
-f16stepsdone_325:
+f16stepsdone_331:
 	CMPQ        SI, $0x10
-	JB          f16step16_326
+	JB          f16step16_332
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10169,9 +10573,9 @@ f16stepsdone_325:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_326:
+f16step16_332:
 	TESTQ       SI, SI
-	JZ          notail_327
+	JZ          notail_333
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10182,7 +10586,7 @@ f16step16_326:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_327:
+notail_333:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10210,22 +10614,22 @@ notail_327:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_322
+	JNZ           f16single_328
 
-f16singledone_323:
-	JMP f16mmend_271
+f16singledone_329:
+	JMP f16mmend_277
 
-f16mmtokens_300:
+f16mmtokens_306:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_328
+	JNE  f16mmtokens_334
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_329:
+f16tiles_335:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_330
+	JB   f16tilesdone_336
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10250,9 +10654,9 @@ f16tiles_329:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_331:
+f16steps_337:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_332
+	JB          f16stepsdone_338
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10299,11 +10703,11 @@ f16steps_331:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_331
+	JMP         f16steps_337
 
-f16stepsdone_332:
+f16stepsdone_338:
 	CMPQ        DI, $0x10
-	JB          f16step16_333
+	JB          f16step16_339
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -10328,9 +10732,9 @@ f16stepsdone_332:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_333:
+f16step16_339:
 	TESTQ       DI, DI
-	JZ          notail_334
+	JZ          notail_340
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10358,7 +10762,7 @@ f16step16_333:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_334:
+notail_340:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10432,11 +10836,11 @@ notail_334:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_329
+	JMP           f16tiles_335
 
-f16tilesdone_330:
+f16tilesdone_336:
 	CMPQ DX, $0x03
-	JNE  f16rest_335
+	JNE  f16rest_341
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10456,9 +10860,9 @@ f16tilesdone_330:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_336:
+f16steps_342:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_337
+	JB          f16stepsdone_343
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10495,11 +10899,11 @@ f16steps_336:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_336
+	JMP         f16steps_342
 
-f16stepsdone_337:
+f16stepsdone_343:
 	CMPQ        DI, $0x10
-	JB          f16step16_338
+	JB          f16step16_344
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -10519,9 +10923,9 @@ f16stepsdone_337:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_338:
+f16step16_344:
 	TESTQ       DI, DI
-	JZ          notail_339
+	JZ          notail_345
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10544,7 +10948,7 @@ f16step16_338:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_339:
+notail_345:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10623,9 +11027,9 @@ notail_339:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_335:
+f16rest_341:
 	CMPQ DX, $0x02
-	JNE  f16rest_340
+	JNE  f16rest_346
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10642,9 +11046,9 @@ f16rest_335:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_341:
+f16steps_347:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_342
+	JB          f16stepsdone_348
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10672,11 +11076,11 @@ f16steps_341:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_341
+	JMP         f16steps_347
 
-f16stepsdone_342:
+f16stepsdone_348:
 	CMPQ        DI, $0x10
-	JB          f16step16_343
+	JB          f16step16_349
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -10692,9 +11096,9 @@ f16stepsdone_342:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_343:
+f16step16_349:
 	TESTQ       DI, DI
-	JZ          notail_344
+	JZ          notail_350
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10712,7 +11116,7 @@ f16step16_343:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_344:
+notail_350:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10778,9 +11182,9 @@ notail_344:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_340:
+f16rest_346:
 	CMPQ DX, $0x01
-	JNE  f16rest_345
+	JNE  f16rest_351
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -10794,9 +11198,9 @@ f16rest_340:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_346:
+f16steps_352:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_347
+	JB          f16stepsdone_353
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -10815,11 +11219,11 @@ f16steps_346:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_346
+	JMP         f16steps_352
 
-f16stepsdone_347:
+f16stepsdone_353:
 	CMPQ        BX, $0x10
-	JB          f16step16_348
+	JB          f16step16_354
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -10831,9 +11235,9 @@ f16stepsdone_347:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_348:
+f16step16_354:
 	TESTQ       BX, BX
-	JZ          notail_349
+	JZ          notail_355
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10846,7 +11250,7 @@ f16step16_348:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_349:
+notail_355:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10899,12 +11303,12 @@ notail_349:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_345:
+f16rest_351:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_351
+	JZ   f16singledone_357
 
-f16single_350:
+f16single_356:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10917,9 +11321,9 @@ f16single_350:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_352:
+f16steps_358:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_353
+	JB          f16stepsdone_359
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -10938,11 +11342,11 @@ f16steps_352:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_352
+	JMP         f16steps_358
 
-f16stepsdone_353:
+f16stepsdone_359:
 	CMPQ        SI, $0x10
-	JB          f16step16_354
+	JB          f16step16_360
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -10954,9 +11358,9 @@ f16stepsdone_353:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_354:
+f16step16_360:
 	TESTQ       SI, SI
-	JZ          notail_355
+	JZ          notail_361
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10969,7 +11373,7 @@ f16step16_354:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_355:
+notail_361:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11007,22 +11411,22 @@ notail_355:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_350
+	JNZ           f16single_356
 
-f16singledone_351:
-	JMP f16mmend_271
+f16singledone_357:
+	JMP f16mmend_277
 
-f16mmtokens_328:
+f16mmtokens_334:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_356
+	JNE  f16mmtokens_362
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_357:
+f16tiles_363:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_358
+	JB   f16tilesdone_364
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11053,9 +11457,9 @@ f16tiles_357:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_359:
+f16steps_365:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_360
+	JB          f16stepsdone_366
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11113,11 +11517,11 @@ f16steps_359:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_359
+	JMP         f16steps_365
 
-f16stepsdone_360:
+f16stepsdone_366:
 	CMPQ        DI, $0x10
-	JB          f16step16_361
+	JB          f16step16_367
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -11148,9 +11552,9 @@ f16stepsdone_360:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_361:
+f16step16_367:
 	TESTQ       DI, DI
-	JZ          notail_362
+	JZ          notail_368
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -11183,7 +11587,7 @@ f16step16_361:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_362:
+notail_368:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11278,11 +11682,11 @@ notail_362:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_357
+	JMP           f16tiles_363
 
-f16tilesdone_358:
+f16tilesdone_364:
 	CMPQ DX, $0x03
-	JNE  f16rest_363
+	JNE  f16rest_369
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11307,9 +11711,9 @@ f16tilesdone_358:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_364:
+f16steps_370:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_365
+	JB          f16stepsdone_371
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11355,11 +11759,11 @@ f16steps_364:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_364
+	JMP         f16steps_370
 
-f16stepsdone_365:
+f16stepsdone_371:
 	CMPQ        DI, $0x10
-	JB          f16step16_366
+	JB          f16step16_372
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -11384,9 +11788,9 @@ f16stepsdone_365:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_366:
+f16step16_372:
 	TESTQ       DI, DI
-	JZ          notail_367
+	JZ          notail_373
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11413,7 +11817,7 @@ f16step16_366:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_367:
+notail_373:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11515,9 +11919,9 @@ notail_367:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_363:
+f16rest_369:
 	CMPQ DX, $0x02
-	JNE  f16rest_368
+	JNE  f16rest_374
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11538,9 +11942,9 @@ f16rest_363:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_369:
+f16steps_375:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_370
+	JB          f16stepsdone_376
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11575,11 +11979,11 @@ f16steps_369:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_369
+	JMP         f16steps_375
 
-f16stepsdone_370:
+f16stepsdone_376:
 	CMPQ        DI, $0x10
-	JB          f16step16_371
+	JB          f16step16_377
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -11599,9 +12003,9 @@ f16stepsdone_370:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_371:
+f16step16_377:
 	TESTQ       DI, DI
-	JZ          notail_372
+	JZ          notail_378
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11622,7 +12026,7 @@ f16step16_371:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_372:
+notail_378:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11707,9 +12111,9 @@ notail_372:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_368:
+f16rest_374:
 	CMPQ DX, $0x01
-	JNE  f16rest_373
+	JNE  f16rest_379
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -11726,9 +12130,9 @@ f16rest_368:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_374:
+f16steps_380:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_375
+	JB          f16stepsdone_381
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -11752,11 +12156,11 @@ f16steps_374:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_374
+	JMP         f16steps_380
 
-f16stepsdone_375:
+f16stepsdone_381:
 	CMPQ        BX, $0x10
-	JB          f16step16_376
+	JB          f16step16_382
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -11771,9 +12175,9 @@ f16stepsdone_375:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_376:
+f16step16_382:
 	TESTQ       BX, BX
-	JZ          notail_377
+	JZ          notail_383
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -11788,7 +12192,7 @@ f16step16_376:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_377:
+notail_383:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11856,12 +12260,12 @@ notail_377:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_373:
+f16rest_379:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_379
+	JZ   f16singledone_385
 
-f16single_378:
+f16single_384:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11877,9 +12281,9 @@ f16single_378:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_380:
+f16steps_386:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_381
+	JB          f16stepsdone_387
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -11903,11 +12307,11 @@ f16steps_380:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_380
+	JMP         f16steps_386
 
-f16stepsdone_381:
+f16stepsdone_387:
 	CMPQ        SI, $0x10
-	JB          f16step16_382
+	JB          f16step16_388
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -11922,9 +12326,9 @@ f16stepsdone_381:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_382:
+f16step16_388:
 	TESTQ       SI, SI
-	JZ          notail_383
+	JZ          notail_389
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -11939,7 +12343,7 @@ f16step16_382:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_383:
+notail_389:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11987,22 +12391,22 @@ notail_383:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_378
+	JNZ           f16single_384
 
-f16singledone_379:
-	JMP f16mmend_271
+f16singledone_385:
+	JMP f16mmend_277
 
-f16mmtokens_356:
+f16mmtokens_362:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_384
+	JNE  f16mmtokens_390
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_385:
+f16tiles_391:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_386
+	JB   f16tilesdone_392
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12037,9 +12441,9 @@ f16tiles_385:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_387:
+f16steps_393:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_388
+	JB          f16stepsdone_394
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12107,11 +12511,11 @@ f16steps_387:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_387
+	JMP         f16steps_393
 
-f16stepsdone_388:
+f16stepsdone_394:
 	CMPQ        DI, $0x10
-	JB          f16step16_389
+	JB          f16step16_395
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -12147,9 +12551,9 @@ f16stepsdone_388:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_389:
+f16step16_395:
 	TESTQ       DI, DI
-	JZ          notail_390
+	JZ          notail_396
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12187,7 +12591,7 @@ f16step16_389:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_390:
+notail_396:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12303,11 +12707,11 @@ notail_390:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_385
+	JMP           f16tiles_391
 
-f16tilesdone_386:
+f16tilesdone_392:
 	CMPQ DX, $0x03
-	JNE  f16rest_391
+	JNE  f16rest_397
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12335,9 +12739,9 @@ f16tilesdone_386:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_392:
+f16steps_398:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_393
+	JB          f16stepsdone_399
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12391,11 +12795,11 @@ f16steps_392:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_392
+	JMP         f16steps_398
 
-f16stepsdone_393:
+f16stepsdone_399:
 	CMPQ        DI, $0x10
-	JB          f16step16_394
+	JB          f16step16_400
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -12424,9 +12828,9 @@ f16stepsdone_393:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_394:
+f16step16_400:
 	TESTQ       DI, DI
-	JZ          notail_395
+	JZ          notail_401
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12457,7 +12861,7 @@ f16step16_394:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_395:
+notail_401:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12582,9 +12986,9 @@ notail_395:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_391:
+f16rest_397:
 	CMPQ DX, $0x02
-	JNE  f16rest_396
+	JNE  f16rest_402
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12607,9 +13011,9 @@ f16rest_391:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_397:
+f16steps_403:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_398
+	JB          f16stepsdone_404
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12650,11 +13054,11 @@ f16steps_397:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_397
+	JMP         f16steps_403
 
-f16stepsdone_398:
+f16stepsdone_404:
 	CMPQ        DI, $0x10
-	JB          f16step16_399
+	JB          f16step16_405
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -12677,9 +13081,9 @@ f16stepsdone_398:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_399:
+f16step16_405:
 	TESTQ       DI, DI
-	JZ          notail_400
+	JZ          notail_406
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12703,7 +13107,7 @@ f16step16_399:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_400:
+notail_406:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12807,9 +13211,9 @@ notail_400:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_396:
+f16rest_402:
 	CMPQ DX, $0x01
-	JNE  f16rest_401
+	JNE  f16rest_407
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -12827,9 +13231,9 @@ f16rest_396:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_402:
+f16steps_408:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_403
+	JB          f16stepsdone_409
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -12857,11 +13261,11 @@ f16steps_402:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_402
+	JMP         f16steps_408
 
-f16stepsdone_403:
+f16stepsdone_409:
 	CMPQ        BX, $0x10
-	JB          f16step16_404
+	JB          f16step16_410
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -12878,9 +13282,9 @@ f16stepsdone_403:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_404:
+f16step16_410:
 	TESTQ       BX, BX
-	JZ          notail_405
+	JZ          notail_411
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -12897,7 +13301,7 @@ f16step16_404:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_405:
+notail_411:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12980,12 +13384,12 @@ notail_405:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_401:
+f16rest_407:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_407
+	JZ   f16singledone_413
 
-f16single_406:
+f16single_412:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -13002,9 +13406,9 @@ f16single_406:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_408:
+f16steps_414:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_409
+	JB          f16stepsdone_415
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -13032,11 +13436,11 @@ f16steps_408:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_408
+	JMP         f16steps_414
 
-f16stepsdone_409:
+f16stepsdone_415:
 	CMPQ        SI, $0x10
-	JB          f16step16_410
+	JB          f16step16_416
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -13053,9 +13457,9 @@ f16stepsdone_409:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_410:
+f16step16_416:
 	TESTQ       SI, SI
-	JZ          notail_411
+	JZ          notail_417
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -13072,7 +13476,7 @@ f16step16_410:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_411:
+notail_417:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13130,22 +13534,22 @@ notail_411:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_406
+	JNZ           f16single_412
 
-f16singledone_407:
-	JMP f16mmend_271
+f16singledone_413:
+	JMP f16mmend_277
 
-f16mmtokens_384:
+f16mmtokens_390:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_412
+	JNE  f16mmtokens_418
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_413:
+f16tiles_419:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_414
+	JB   f16tilesdone_420
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13184,9 +13588,9 @@ f16tiles_413:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_415:
+f16steps_421:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_416
+	JB          f16stepsdone_422
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13264,11 +13668,11 @@ f16steps_415:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_415
+	JMP         f16steps_421
 
-f16stepsdone_416:
+f16stepsdone_422:
 	CMPQ        DI, $0x10
-	JB          f16step16_417
+	JB          f16step16_423
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -13309,9 +13713,9 @@ f16stepsdone_416:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_417:
+f16step16_423:
 	TESTQ       DI, DI
-	JZ          notail_418
+	JZ          notail_424
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13354,7 +13758,7 @@ f16step16_417:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_418:
+notail_424:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13491,11 +13895,11 @@ notail_418:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_413
+	JMP           f16tiles_419
 
-f16tilesdone_414:
+f16tilesdone_420:
 	CMPQ DX, $0x03
-	JNE  f16rest_419
+	JNE  f16rest_425
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13526,9 +13930,9 @@ f16tilesdone_414:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_420:
+f16steps_426:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_421
+	JB          f16stepsdone_427
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13590,11 +13994,11 @@ f16steps_420:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_420
+	JMP         f16steps_426
 
-f16stepsdone_421:
+f16stepsdone_427:
 	CMPQ        DI, $0x10
-	JB          f16step16_422
+	JB          f16step16_428
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -13627,9 +14031,9 @@ f16stepsdone_421:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_422:
+f16step16_428:
 	TESTQ       DI, DI
-	JZ          notail_423
+	JZ          notail_429
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13664,7 +14068,7 @@ f16step16_422:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_423:
+notail_429:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13812,9 +14216,9 @@ notail_423:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_419:
+f16rest_425:
 	CMPQ DX, $0x02
-	JNE  f16rest_424
+	JNE  f16rest_430
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13839,9 +14243,9 @@ f16rest_419:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_425:
+f16steps_431:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_426
+	JB          f16stepsdone_432
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13888,11 +14292,11 @@ f16steps_425:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_425
+	JMP         f16steps_431
 
-f16stepsdone_426:
+f16stepsdone_432:
 	CMPQ        DI, $0x10
-	JB          f16step16_427
+	JB          f16step16_433
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -13918,9 +14322,9 @@ f16stepsdone_426:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_427:
+f16step16_433:
 	TESTQ       DI, DI
-	JZ          notail_428
+	JZ          notail_434
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13947,7 +14351,7 @@ f16step16_427:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_428:
+notail_434:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14070,9 +14474,9 @@ notail_428:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_424:
+f16rest_430:
 	CMPQ DX, $0x01
-	JNE  f16rest_429
+	JNE  f16rest_435
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -14091,9 +14495,9 @@ f16rest_424:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_430:
+f16steps_436:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_431
+	JB          f16stepsdone_437
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -14125,11 +14529,11 @@ f16steps_430:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_430
+	JMP         f16steps_436
 
-f16stepsdone_431:
+f16stepsdone_437:
 	CMPQ        BX, $0x10
-	JB          f16step16_432
+	JB          f16step16_438
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14148,9 +14552,9 @@ f16stepsdone_431:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_432:
+f16step16_438:
 	TESTQ       BX, BX
-	JZ          notail_433
+	JZ          notail_439
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -14169,7 +14573,7 @@ f16step16_432:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_433:
+notail_439:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14267,12 +14671,12 @@ notail_433:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_429:
+f16rest_435:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_435
+	JZ   f16singledone_441
 
-f16single_434:
+f16single_440:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14290,9 +14694,9 @@ f16single_434:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_436:
+f16steps_442:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_437
+	JB          f16stepsdone_443
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -14324,11 +14728,11 @@ f16steps_436:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_436
+	JMP         f16steps_442
 
-f16stepsdone_437:
+f16stepsdone_443:
 	CMPQ        SI, $0x10
-	JB          f16step16_438
+	JB          f16step16_444
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14347,9 +14751,9 @@ f16stepsdone_437:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_438:
+f16step16_444:
 	TESTQ       SI, SI
-	JZ          notail_439
+	JZ          notail_445
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14368,7 +14772,7 @@ f16step16_438:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_439:
+notail_445:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14436,22 +14840,22 @@ notail_439:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_434
+	JNZ           f16single_440
 
-f16singledone_435:
-	JMP f16mmend_271
+f16singledone_441:
+	JMP f16mmend_277
 
-f16mmtokens_412:
+f16mmtokens_418:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_440
+	JNE  f16mmtokens_446
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_441:
+f16tiles_447:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_442
+	JB   f16tilesdone_448
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -14487,9 +14891,9 @@ f16tiles_441:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_443:
+f16steps_449:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_444
+	JB          f16stepsdone_450
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14560,11 +14964,11 @@ f16steps_443:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_443
+	JMP         f16steps_449
 
-f16stepsdone_444:
+f16stepsdone_450:
 	CMPQ        DI, $0x10
-	JB          f16step16_445
+	JB          f16step16_451
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -14602,9 +15006,9 @@ f16stepsdone_444:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_445:
+f16step16_451:
 	TESTQ       DI, DI
-	JZ          notail_446
+	JZ          notail_452
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14643,7 +15047,7 @@ f16step16_445:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_446:
+notail_452:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14814,11 +15218,11 @@ notail_446:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_441
+	JMP           f16tiles_447
 
-f16tilesdone_442:
+f16tilesdone_448:
 	CMPQ DX, $0x02
-	JNE  f16rest_447
+	JNE  f16rest_453
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -14847,9 +15251,9 @@ f16tilesdone_442:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_448:
+f16steps_454:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_449
+	JB          f16stepsdone_455
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14903,11 +15307,11 @@ f16steps_448:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_448
+	JMP         f16steps_454
 
-f16stepsdone_449:
+f16stepsdone_455:
 	CMPQ        DI, $0x10
-	JB          f16step16_450
+	JB          f16step16_456
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -14937,9 +15341,9 @@ f16stepsdone_449:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_450:
+f16step16_456:
 	TESTQ       DI, DI
-	JZ          notail_451
+	JZ          notail_457
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14969,7 +15373,7 @@ f16step16_450:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_451:
+notail_457:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15111,9 +15515,9 @@ notail_451:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_447:
+f16rest_453:
 	CMPQ DX, $0x01
-	JNE  f16rest_452
+	JNE  f16rest_458
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -15135,9 +15539,9 @@ f16rest_447:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_453:
+f16steps_459:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_454
+	JB          f16stepsdone_460
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -15174,11 +15578,11 @@ f16steps_453:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_453
+	JMP         f16steps_459
 
-f16stepsdone_454:
+f16stepsdone_460:
 	CMPQ        BX, $0x10
-	JB          f16step16_455
+	JB          f16step16_461
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15200,9 +15604,9 @@ f16stepsdone_454:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_455:
+f16step16_461:
 	TESTQ       BX, BX
-	JZ          notail_456
+	JZ          notail_462
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -15223,7 +15627,7 @@ f16step16_455:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_456:
+notail_462:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15336,12 +15740,12 @@ notail_456:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_452:
+f16rest_458:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_458
+	JZ   f16singledone_464
 
-f16single_457:
+f16single_463:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15362,9 +15766,9 @@ f16single_457:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_459:
+f16steps_465:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_460
+	JB          f16stepsdone_466
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -15401,11 +15805,11 @@ f16steps_459:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_459
+	JMP         f16steps_465
 
-f16stepsdone_460:
+f16stepsdone_466:
 	CMPQ        SI, $0x10
-	JB          f16step16_461
+	JB          f16step16_467
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15427,9 +15831,9 @@ f16stepsdone_460:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_461:
+f16step16_467:
 	TESTQ       SI, SI
-	JZ          notail_462
+	JZ          notail_468
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -15450,7 +15854,7 @@ f16step16_461:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_462:
+notail_468:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15528,22 +15932,22 @@ notail_462:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_457
+	JNZ           f16single_463
 
-f16singledone_458:
-	JMP f16mmend_271
+f16singledone_464:
+	JMP f16mmend_277
 
-f16mmtokens_440:
+f16mmtokens_446:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_463
+	JNE  f16mmtokens_469
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_464:
+f16tiles_470:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_465
+	JB   f16tilesdone_471
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -15582,9 +15986,9 @@ f16tiles_464:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_466:
+f16steps_472:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_467
+	JB          f16stepsdone_473
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15663,11 +16067,11 @@ f16steps_466:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_466
+	JMP         f16steps_472
 
-f16stepsdone_467:
+f16stepsdone_473:
 	CMPQ        DI, $0x10
-	JB          f16step16_468
+	JB          f16step16_474
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -15709,9 +16113,9 @@ f16stepsdone_467:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_468:
+f16step16_474:
 	TESTQ       DI, DI
-	JZ          notail_469
+	JZ          notail_475
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15754,7 +16158,7 @@ f16step16_468:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_469:
+notail_475:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15948,11 +16352,11 @@ notail_469:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_464
+	JMP           f16tiles_470
 
-f16tilesdone_465:
+f16tilesdone_471:
 	CMPQ DX, $0x02
-	JNE  f16rest_470
+	JNE  f16rest_476
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -15983,9 +16387,9 @@ f16tilesdone_465:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_471:
+f16steps_477:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_472
+	JB          f16stepsdone_478
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16045,11 +16449,11 @@ f16steps_471:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_471
+	JMP         f16steps_477
 
-f16stepsdone_472:
+f16stepsdone_478:
 	CMPQ        DI, $0x10
-	JB          f16step16_473
+	JB          f16step16_479
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -16082,9 +16486,9 @@ f16stepsdone_472:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_473:
+f16step16_479:
 	TESTQ       DI, DI
-	JZ          notail_474
+	JZ          notail_480
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16117,7 +16521,7 @@ f16step16_473:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_474:
+notail_480:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16278,9 +16682,9 @@ notail_474:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_470:
+f16rest_476:
 	CMPQ DX, $0x01
-	JNE  f16rest_475
+	JNE  f16rest_481
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -16303,9 +16707,9 @@ f16rest_470:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_476:
+f16steps_482:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_477
+	JB          f16stepsdone_483
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -16346,11 +16750,11 @@ f16steps_476:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_476
+	JMP         f16steps_482
 
-f16stepsdone_477:
+f16stepsdone_483:
 	CMPQ        BX, $0x10
-	JB          f16step16_478
+	JB          f16step16_484
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16374,9 +16778,9 @@ f16stepsdone_477:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_478:
+f16step16_484:
 	TESTQ       BX, BX
-	JZ          notail_479
+	JZ          notail_485
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16399,7 +16803,7 @@ f16step16_478:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_479:
+notail_485:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -16527,12 +16931,12 @@ notail_479:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_475:
+f16rest_481:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_481
+	JZ   f16singledone_487
 
-f16single_480:
+f16single_486:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16554,9 +16958,9 @@ f16single_480:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_482:
+f16steps_488:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_483
+	JB          f16stepsdone_489
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -16597,11 +17001,11 @@ f16steps_482:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_482
+	JMP         f16steps_488
 
-f16stepsdone_483:
+f16stepsdone_489:
 	CMPQ        SI, $0x10
-	JB          f16step16_484
+	JB          f16step16_490
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16625,9 +17029,9 @@ f16stepsdone_483:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_484:
+f16step16_490:
 	TESTQ       SI, SI
-	JZ          notail_485
+	JZ          notail_491
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -16650,7 +17054,7 @@ f16step16_484:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_485:
+notail_491:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16738,22 +17142,22 @@ notail_485:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_480
+	JNZ           f16single_486
 
-f16singledone_481:
-	JMP f16mmend_271
+f16singledone_487:
+	JMP f16mmend_277
 
-f16mmtokens_463:
+f16mmtokens_469:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_486
+	JNE  f16mmtokens_492
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_487:
+f16tiles_493:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_488
+	JB   f16tilesdone_494
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -16795,9 +17199,9 @@ f16tiles_487:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_489:
+f16steps_495:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_490
+	JB          f16stepsdone_496
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16884,11 +17288,11 @@ f16steps_489:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_489
+	JMP         f16steps_495
 
-f16stepsdone_490:
+f16stepsdone_496:
 	CMPQ        DI, $0x10
-	JB          f16step16_491
+	JB          f16step16_497
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -16934,9 +17338,9 @@ f16stepsdone_490:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_491:
+f16step16_497:
 	TESTQ       DI, DI
-	JZ          notail_492
+	JZ          notail_498
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16983,7 +17387,7 @@ f16step16_491:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_492:
+notail_498:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17200,11 +17604,11 @@ notail_492:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_487
+	JMP           f16tiles_493
 
-f16tilesdone_488:
+f16tilesdone_494:
 	CMPQ DX, $0x02
-	JNE  f16rest_493
+	JNE  f16rest_499
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17237,9 +17641,9 @@ f16tilesdone_488:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_494:
+f16steps_500:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_495
+	JB          f16stepsdone_501
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17305,11 +17709,11 @@ f16steps_494:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_494
+	JMP         f16steps_500
 
-f16stepsdone_495:
+f16stepsdone_501:
 	CMPQ        DI, $0x10
-	JB          f16step16_496
+	JB          f16step16_502
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -17345,9 +17749,9 @@ f16stepsdone_495:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_496:
+f16step16_502:
 	TESTQ       DI, DI
-	JZ          notail_497
+	JZ          notail_503
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17383,7 +17787,7 @@ f16step16_496:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_497:
+notail_503:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17563,9 +17967,9 @@ notail_497:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_493:
+f16rest_499:
 	CMPQ DX, $0x01
-	JNE  f16rest_498
+	JNE  f16rest_504
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -17589,9 +17993,9 @@ f16rest_493:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_499:
+f16steps_505:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_500
+	JB          f16stepsdone_506
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -17636,11 +18040,11 @@ f16steps_499:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_499
+	JMP         f16steps_505
 
-f16stepsdone_500:
+f16stepsdone_506:
 	CMPQ        BX, $0x10
-	JB          f16step16_501
+	JB          f16step16_507
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -17666,9 +18070,9 @@ f16stepsdone_500:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_501:
+f16step16_507:
 	TESTQ       BX, BX
-	JZ          notail_502
+	JZ          notail_508
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -17693,7 +18097,7 @@ f16step16_501:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_502:
+notail_508:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17836,12 +18240,12 @@ notail_502:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_498:
+f16rest_504:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_504
+	JZ   f16singledone_510
 
-f16single_503:
+f16single_509:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17864,9 +18268,9 @@ f16single_503:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_505:
+f16steps_511:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_506
+	JB          f16stepsdone_512
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -17911,11 +18315,11 @@ f16steps_505:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_505
+	JMP         f16steps_511
 
-f16stepsdone_506:
+f16stepsdone_512:
 	CMPQ        SI, $0x10
-	JB          f16step16_507
+	JB          f16step16_513
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -17941,9 +18345,9 @@ f16stepsdone_506:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_507:
+f16step16_513:
 	TESTQ       SI, SI
-	JZ          notail_508
+	JZ          notail_514
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17968,7 +18372,7 @@ f16step16_507:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_508:
+notail_514:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18066,13 +18470,13 @@ notail_508:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_503
+	JNZ           f16single_509
 
-f16singledone_504:
-	JMP f16mmend_271
+f16singledone_510:
+	JMP f16mmend_277
 
-f16mmtokens_486:
-f16mmend_271:
+f16mmtokens_492:
+f16mmend_277:
 	VZEROUPPER
 	RET
 
@@ -18083,16 +18487,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_509:
+rows_515:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_510
+	JB   rowsdone_516
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_511:
+tokens_517:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_512
+	JB   tokenstail_518
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -18126,9 +18530,9 @@ tokens_511:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_514:
+i8steps_520:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_515
+	JB         i8stepsdone_521
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18167,11 +18571,11 @@ i8steps_514:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_514
+	JMP        i8steps_520
 
-i8stepsdone_515:
+i8stepsdone_521:
 	TESTQ      R10, R10
-	JZ         notail_516
+	JZ         notail_522
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -18209,7 +18613,7 @@ i8stepsdone_515:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_516:
+notail_522:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -18368,11 +18772,11 @@ notail_516:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_511
+	JMP           tokens_517
 
-tokenstail_512:
+tokenstail_518:
 	CMPQ DI, $0x00000004
-	JNE  tokens_517
+	JNE  tokens_523
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -18401,9 +18805,9 @@ tokenstail_512:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_518:
+i8steps_524:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_519
+	JB         i8stepsdone_525
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18437,11 +18841,11 @@ i8steps_518:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_518
+	JMP        i8steps_524
 
-i8stepsdone_519:
+i8stepsdone_525:
 	TESTQ      R10, R10
-	JZ         notail_520
+	JZ         notail_526
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -18474,7 +18878,7 @@ i8stepsdone_519:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_520:
+notail_526:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18596,11 +19000,11 @@ notail_520:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_513
+	JMP           tokensdone_519
 
-tokens_517:
+tokens_523:
 	CMPQ DI, $0x00000003
-	JNE  tokens_521
+	JNE  tokens_527
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -18623,9 +19027,9 @@ tokens_517:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_522:
+i8steps_528:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_523
+	JB         i8stepsdone_529
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18653,11 +19057,11 @@ i8steps_522:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_522
+	JMP        i8steps_528
 
-i8stepsdone_523:
+i8stepsdone_529:
 	TESTQ      R10, R10
-	JZ         notail_524
+	JZ         notail_530
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -18685,7 +19089,7 @@ i8stepsdone_523:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_524:
+notail_530:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18778,11 +19182,11 @@ notail_524:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_513
+	JMP           tokensdone_519
 
-tokens_521:
+tokens_527:
 	CMPQ DI, $0x00000002
-	JNE  tokens_525
+	JNE  tokens_531
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -18801,9 +19205,9 @@ tokens_521:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_526:
+i8steps_532:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_527
+	JB         i8stepsdone_533
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18826,11 +19230,11 @@ i8steps_526:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_526
+	JMP        i8steps_532
 
-i8stepsdone_527:
+i8stepsdone_533:
 	TESTQ      R10, R10
-	JZ         notail_528
+	JZ         notail_534
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -18853,7 +19257,7 @@ i8stepsdone_527:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_528:
+notail_534:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18917,11 +19321,11 @@ notail_528:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_513
+	JMP           tokensdone_519
 
-tokens_525:
+tokens_531:
 	CMPQ DI, $0x00000001
-	JNE  tokens_529
+	JNE  tokens_535
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -18936,9 +19340,9 @@ tokens_525:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_530:
+i8steps_536:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_531
+	JB         i8stepsdone_537
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -18956,11 +19360,11 @@ i8steps_530:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_530
+	JMP        i8steps_536
 
-i8stepsdone_531:
+i8stepsdone_537:
 	TESTQ      R9, R9
-	JZ         notail_532
+	JZ         notail_538
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -18978,7 +19382,7 @@ i8stepsdone_531:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_532:
+notail_538:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19014,27 +19418,27 @@ notail_532:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_513
+	JMP           tokensdone_519
 
-tokens_529:
-tokensdone_513:
+tokens_535:
+tokensdone_519:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_509
+	JMP  rows_515
 
-rowsdone_510:
-rows_533:
+rowsdone_516:
+rows_539:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_534
+	JB   rowsdone_540
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_535:
+tokens_541:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_536
+	JB   tokenstail_542
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -19056,9 +19460,9 @@ tokens_535:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_538:
+i8steps_544:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_539
+	JB         i8stepsdone_545
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -19082,11 +19486,11 @@ i8steps_538:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_538
+	JMP        i8steps_544
 
-i8stepsdone_539:
+i8stepsdone_545:
 	TESTQ      R9, R9
-	JZ         notail_540
+	JZ         notail_546
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -19109,7 +19513,7 @@ i8stepsdone_539:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_540:
+notail_546:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19219,11 +19623,11 @@ notail_540:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_535
+	JMP           tokens_541
 
-tokenstail_536:
+tokenstail_542:
 	CMPQ DI, $0x00000007
-	JNE  tokens_541
+	JNE  tokens_547
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -19243,9 +19647,9 @@ tokenstail_536:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_542:
+i8steps_548:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_543
+	JB         i8stepsdone_549
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -19267,11 +19671,11 @@ i8steps_542:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_542
+	JMP        i8steps_548
 
-i8stepsdone_543:
+i8stepsdone_549:
 	TESTQ      R9, R9
-	JZ         notail_544
+	JZ         notail_550
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -19292,7 +19696,7 @@ i8stepsdone_543:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_544:
+notail_550:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19382,11 +19786,11 @@ notail_544:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_537
+	JMP           tokensdone_543
 
-tokens_541:
+tokens_547:
 	CMPQ DI, $0x00000006
-	JNE  tokens_545
+	JNE  tokens_551
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -19403,9 +19807,9 @@ tokens_541:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_546:
+i8steps_552:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_547
+	JB         i8stepsdone_553
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -19424,11 +19828,11 @@ i8steps_546:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_546
+	JMP        i8steps_552
 
-i8stepsdone_547:
+i8stepsdone_553:
 	TESTQ      R9, R9
-	JZ         notail_548
+	JZ         notail_554
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19447,7 +19851,7 @@ i8stepsdone_547:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_548:
+notail_554:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19525,11 +19929,11 @@ notail_548:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_537
+	JMP           tokensdone_543
 
-tokens_545:
+tokens_551:
 	CMPQ DI, $0x00000005
-	JNE  tokens_549
+	JNE  tokens_555
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -19545,9 +19949,9 @@ tokens_545:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_550:
+i8steps_556:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_551
+	JB         i8stepsdone_557
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -19564,11 +19968,11 @@ i8steps_550:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_550
+	JMP        i8steps_556
 
-i8stepsdone_551:
+i8stepsdone_557:
 	TESTQ      R9, R9
-	JZ         notail_552
+	JZ         notail_558
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19585,7 +19989,7 @@ i8stepsdone_551:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_552:
+notail_558:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19651,11 +20055,11 @@ notail_552:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_537
+	JMP           tokensdone_543
 
-tokens_549:
+tokens_555:
 	CMPQ DI, $0x00000004
-	JNE  tokens_553
+	JNE  tokens_559
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -19670,9 +20074,9 @@ tokens_549:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_554:
+i8steps_560:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_555
+	JB         i8stepsdone_561
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -19687,11 +20091,11 @@ i8steps_554:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_554
+	JMP        i8steps_560
 
-i8stepsdone_555:
+i8stepsdone_561:
 	TESTQ      R9, R9
-	JZ         notail_556
+	JZ         notail_562
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19706,7 +20110,7 @@ i8stepsdone_555:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_556:
+notail_562:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19760,11 +20164,11 @@ notail_556:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_537
+	JMP           tokensdone_543
 
-tokens_553:
+tokens_559:
 	CMPQ DI, $0x00000003
-	JNE  tokens_557
+	JNE  tokens_563
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -19776,9 +20180,9 @@ tokens_553:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_558:
+i8steps_564:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_559
+	JB         i8stepsdone_565
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -19790,11 +20194,11 @@ i8steps_558:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_558
+	JMP        i8steps_564
 
-i8stepsdone_559:
+i8stepsdone_565:
 	TESTQ      R9, R9
-	JZ         notail_560
+	JZ         notail_566
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -19807,7 +20211,7 @@ i8stepsdone_559:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_560:
+notail_566:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19849,11 +20253,11 @@ notail_560:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_537
+	JMP           tokensdone_543
 
-tokens_557:
+tokens_563:
 	CMPQ DI, $0x00000002
-	JNE  tokens_561
+	JNE  tokens_567
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -19864,9 +20268,9 @@ tokens_557:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_562:
+i8steps_568:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_563
+	JB         i8stepsdone_569
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -19876,11 +20280,11 @@ i8steps_562:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_562
+	JMP        i8steps_568
 
-i8stepsdone_563:
+i8stepsdone_569:
 	TESTQ      R9, R9
-	JZ         notail_564
+	JZ         notail_570
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -19891,7 +20295,7 @@ i8stepsdone_563:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_564:
+notail_570:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19921,11 +20325,11 @@ notail_564:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_537
+	JMP           tokensdone_543
 
-tokens_561:
+tokens_567:
 	CMPQ DI, $0x00000001
-	JNE  tokens_565
+	JNE  tokens_571
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -19935,9 +20339,9 @@ tokens_561:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_566:
+i8steps_572:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_567
+	JB         i8stepsdone_573
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -19945,11 +20349,11 @@ i8steps_566:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_566
+	JMP        i8steps_572
 
-i8stepsdone_567:
+i8stepsdone_573:
 	TESTQ      R8, R8
-	JZ         notail_568
+	JZ         notail_574
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -19958,7 +20362,7 @@ i8stepsdone_567:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_568:
+notail_574:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19977,17 +20381,17 @@ notail_568:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_537
+	JMP           tokensdone_543
 
-tokens_565:
-tokensdone_537:
+tokens_571:
+tokensdone_543:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_533
+	JMP  rows_539
 
-rowsdone_534:
+rowsdone_540:
 	VZEROUPPER
 	RET
 
@@ -19996,7 +20400,7 @@ rowsdone_534:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_569
+	JE      group32_575
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -20011,9 +20415,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_570
+	JZ      pairsdone_576
 
-pairs_571:
+pairs_577:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -20027,9 +20431,9 @@ pairs_571:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_573
+	JAE    loopdone_579
 
-loop_572:
+loop_578:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -20194,13 +20598,13 @@ loop_572:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_572
+	JB           loop_578
 
-loopdone_573:
-room_574:
+loopdone_579:
+room_580:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_575
+	JA           roomdone_581
 	VMOVDQU      (DX)(R11*1), Y6
 	VMOVDQU      (AX)(R11*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -20222,9 +20626,9 @@ room_574:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R12
 	ADDQ         $0x20, R11
-	JMP          room_574
+	JMP          room_580
 
-roomdone_575:
+roomdone_581:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -20244,7 +20648,7 @@ roomdone_575:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_571
+	JNZ          pairs_577
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -20254,19 +20658,19 @@ roomdone_575:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_570:
+pairsdone_576:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_576
+	JZ     noodd_582
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_578
+	JAE    loopdone_584
 
-loop_577:
+loop_583:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -20358,13 +20762,13 @@ loop_577:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_577
+	JB           loop_583
 
-loopdone_578:
-room_579:
+loopdone_584:
+room_585:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_580
+	JA           roomdone_586
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -20377,9 +20781,9 @@ room_579:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_579
+	JMP          room_585
 
-roomdone_580:
+roomdone_586:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -20388,11 +20792,11 @@ roomdone_580:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_576:
+noodd_582:
 	VZEROUPPER
 	RET
 
-group32_569:
+group32_575:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -20406,9 +20810,9 @@ group32_569:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_581
+	JZ      pairsdone_587
 
-pairs_582:
+pairs_588:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -20422,9 +20826,9 @@ pairs_582:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_584
+	JAE    loopdone_590
 
-loop_583:
+loop_589:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -20573,13 +20977,13 @@ loop_583:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_583
+	JB           loop_589
 
-loopdone_584:
-room_585:
+loopdone_590:
+room_591:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_586
+	JA           roomdone_592
 	VMOVDQU      (DX)(R11*1), Y5
 	VMOVDQU      (AX)(R11*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -20599,9 +21003,9 @@ room_585:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R12
 	ADDQ         $0x20, R11
-	JMP          room_585
+	JMP          room_591
 
-roomdone_586:
+roomdone_592:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -20621,7 +21025,7 @@ roomdone_586:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_582
+	JNZ          pairs_588
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -20631,19 +21035,19 @@ roomdone_586:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_581:
+pairsdone_587:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_587
+	JZ     noodd_593
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_589
+	JAE    loopdone_595
 
-loop_588:
+loop_594:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -20727,13 +21131,13 @@ loop_588:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_588
+	JB           loop_594
 
-loopdone_589:
-room_590:
+loopdone_595:
+room_596:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_591
+	JA           roomdone_597
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -20745,9 +21149,9 @@ room_590:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_590
+	JMP          room_596
 
-roomdone_591:
+roomdone_597:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -20756,7 +21160,7 @@ roomdone_591:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_587:
+noodd_593:
 	VZEROUPPER
 	RET
 
@@ -20765,7 +21169,7 @@ noodd_587:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_592
+	JE           group32_598
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -20780,9 +21184,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_593
+	JZ           pairsdone_599
 
-pairs_594:
+pairs_600:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -20796,9 +21200,9 @@ pairs_594:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_596
+	JAE    loopdone_602
 
-loop_595:
+loop_601:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -20871,13 +21275,13 @@ loop_595:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000100, R12
 	CMPQ            R12, R14
-	JB              loop_595
+	JB              loop_601
 
-loopdone_596:
-room_597:
+loopdone_602:
+room_603:
 	LEAQ            64(R12), R14
 	CMPQ            R14, BX
-	JA              roomdone_598
+	JA              roomdone_604
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -20896,9 +21300,9 @@ room_597:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
 	ADDQ            $0x40, R12
-	JMP             room_597
+	JMP             room_603
 
-roomdone_598:
+roomdone_604:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -20922,7 +21326,7 @@ roomdone_598:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_594
+	JNZ           pairs_600
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -20932,19 +21336,19 @@ roomdone_598:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_593:
+pairsdone_599:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_599
+	JZ     noodd_605
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_601
+	JAE    loopdone_607
 
-loop_600:
+loop_606:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -20988,13 +21392,13 @@ loop_600:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_600
+	JB              loop_606
 
-loopdone_601:
-room_602:
+loopdone_607:
+room_608:
 	LEAQ            64(R8), R10
 	CMPQ            R10, BX
-	JA              roomdone_603
+	JA              roomdone_609
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -21006,9 +21410,9 @@ room_602:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_602
+	JMP             room_608
 
-roomdone_603:
+roomdone_609:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -21019,11 +21423,11 @@ roomdone_603:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_599:
+noodd_605:
 	VZEROUPPER
 	RET
 
-group32_592:
+group32_598:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -21038,9 +21442,9 @@ group32_592:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_604
+	JZ           pairsdone_610
 
-pairs_605:
+pairs_611:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -21054,9 +21458,9 @@ pairs_605:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_607
+	JAE    loopdone_613
 
-loop_606:
+loop_612:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -21129,13 +21533,13 @@ loop_606:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_606
+	JB           loop_612
 
-loopdone_607:
-room_608:
+loopdone_613:
+room_614:
 	LEAQ         64(R12), R14
 	CMPQ         R14, BX
-	JA           roomdone_609
+	JA           roomdone_615
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -21154,9 +21558,9 @@ room_608:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
 	ADDQ         $0x40, R12
-	JMP          room_608
+	JMP          room_614
 
-roomdone_609:
+roomdone_615:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -21180,7 +21584,7 @@ roomdone_609:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_605
+	JNZ           pairs_611
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -21190,19 +21594,19 @@ roomdone_609:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_604:
+pairsdone_610:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_610
+	JZ     noodd_616
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_612
+	JAE    loopdone_618
 
-loop_611:
+loop_617:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -21246,13 +21650,13 @@ loop_611:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_611
+	JB           loop_617
 
-loopdone_612:
-room_613:
+loopdone_618:
+room_619:
 	LEAQ         64(R8), R10
 	CMPQ         R10, BX
-	JA           roomdone_614
+	JA           roomdone_620
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -21264,9 +21668,9 @@ room_613:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_613
+	JMP          room_619
 
-roomdone_614:
+roomdone_620:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -21277,7 +21681,7 @@ roomdone_614:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_610:
+noodd_616:
 	VZEROUPPER
 	RET
 
@@ -21295,9 +21699,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_616
+	JAE          loopdone_622
 
-loop_615:
+loop_621:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -21308,9 +21712,9 @@ loop_615:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_615
+	JB      loop_621
 
-loopdone_616:
+loopdone_622:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -21322,18 +21726,18 @@ loopdone_616:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_618
+	JAE          maxabsdone_624
 
-maxabs_617:
+maxabs_623:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_617
+	JB      maxabs_623
 
-maxabsdone_618:
+maxabsdone_624:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -21353,9 +21757,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_620
+	JAE          loopdone_626
 
-loop_619:
+loop_625:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -21366,9 +21770,9 @@ loop_619:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_619
+	JB      loop_625
 
-loopdone_620:
+loopdone_626:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -21382,18 +21786,18 @@ loopdone_620:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_622
+	JAE           maxabsdone_628
 
-maxabs_621:
+maxabs_627:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_621
+	JB      maxabs_627
 
-maxabsdone_622:
+maxabsdone_628:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -21414,9 +21818,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_624
+	JAE          loopdone_630
 
-loop_623:
+loop_629:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -21429,9 +21833,9 @@ loop_623:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_623
+	JB           loop_629
 
-loopdone_624:
+loopdone_630:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -21440,9 +21844,9 @@ loopdone_624:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_626
+	JAE          quantdone_632
 
-quant_625:
+quant_631:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -21455,9 +21859,9 @@ quant_625:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_625
+	JB        quant_631
 
-quantdone_626:
+quantdone_632:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -21478,9 +21882,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_628
+	JAE          loopdone_634
 
-loop_627:
+loop_633:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -21495,12 +21899,12 @@ loop_627:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_627
+	JB        loop_633
 
-loopdone_628:
+loopdone_634:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_629
+	JA        skip_635
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -21509,10 +21913,10 @@ loopdone_628:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_629:
+skip_635:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_630
+	JZ        notail_636
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -21524,7 +21928,7 @@ skip_629:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_630:
+notail_636:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -21549,9 +21953,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_632
+	JAE  loopdone_638
 
-loop_631:
+loop_637:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -21560,31 +21964,31 @@ loop_631:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_631
+	JB        loop_637
 
-loopdone_632:
+loopdone_638:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_633
+	JA        skip_639
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_633:
+skip_639:
 	CMPQ BX, DX
-	JAE  halfdone_635
+	JAE  halfdone_641
 
-half_634:
+half_640:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_634
+	JB        half_640
 
-halfdone_635:
+halfdone_641:
 	VZEROUPPER
 	RET
 
@@ -21598,9 +22002,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_637
+	JAE  loopdone_643
 
-loop_636:
+loop_642:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -21609,21 +22013,21 @@ loop_636:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_636
+	JB        loop_642
 
-loopdone_637:
+loopdone_643:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_638
+	JA        skip_644
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_638:
+skip_644:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_639
+	JZ        notail_645
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -21631,7 +22035,7 @@ skip_638:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_639:
+notail_645:
 	VZEROUPPER
 	RET
 
@@ -21645,9 +22049,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_641
+	JAE  loopdone_647
 
-loop_640:
+loop_646:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -21658,32 +22062,32 @@ loop_640:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_640
+	JB        loop_646
 
-loopdone_641:
+loopdone_647:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_642
+	JA        skip_648
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_642:
+skip_648:
 	CMPQ BX, DX
-	JAE  halfdone_644
+	JAE  halfdone_650
 
-half_643:
+half_649:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_643
+	JB        half_649
 
-halfdone_644:
+halfdone_650:
 	VZEROUPPER
 	RET
 
@@ -21697,9 +22101,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_646
+	JAE  loopdone_652
 
-loop_645:
+loop_651:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -21710,22 +22114,22 @@ loop_645:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_645
+	JB        loop_651
 
-loopdone_646:
+loopdone_652:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_647
+	JA        skip_653
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_647:
+skip_653:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_648
+	JZ        notail_654
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -21734,7 +22138,7 @@ skip_647:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_648:
+notail_654:
 	VZEROUPPER
 	RET
 
@@ -21751,9 +22155,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_650
+	JAE          loopdone_656
 
-loop_649:
+loop_655:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -21794,11 +22198,11 @@ loop_649:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_649
+	JB           loop_655
 
-loopdone_650:
+loopdone_656:
 	SUBQ         DX, CX
-	JE           notail_651
+	JE           notail_657
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -21843,7 +22247,7 @@ loopdone_650:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_651:
+notail_657:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -21868,9 +22272,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_653
+	JAE          loopdone_659
 
-loop_652:
+loop_658:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -21885,9 +22289,9 @@ loop_652:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_652
+	JB      loop_658
 
-loopdone_653:
+loopdone_659:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -21898,17 +22302,17 @@ loopdone_653:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_655
+	JAE          scalemaxdone_661
 
-scalemax_654:
+scalemax_660:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_654
+	JB     scalemax_660
 
-scalemaxdone_655:
+scalemaxdone_661:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -21928,9 +22332,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_657
+	JAE          loopdone_663
 
-loop_656:
+loop_662:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -21945,9 +22349,9 @@ loop_656:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_656
+	JB      loop_662
 
-loopdone_657:
+loopdone_663:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -21960,17 +22364,17 @@ loopdone_657:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_659
+	JAE           scalemaxdone_665
 
-scalemax_658:
+scalemax_664:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_658
+	JB     scalemax_664
 
-scalemaxdone_659:
+scalemaxdone_665:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -22000,9 +22404,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_661
+	JAE          loopdone_667
 
-loop_660:
+loop_666:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -22049,12 +22453,12 @@ loop_660:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_660
+	JB            loop_666
 
-loopdone_661:
+loopdone_667:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_662
+	JA            skip_668
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -22079,10 +22483,10 @@ loopdone_661:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_662:
+skip_668:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_663
+	JZ            notail_669
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -22110,7 +22514,7 @@ skip_662:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_663:
+notail_669:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -22138,9 +22542,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_665
+	JAE          loopdone_671
 
-loop_664:
+loop_670:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -22171,13 +22575,13 @@ loop_664:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_664
+	JB        loop_670
 
-loopdone_665:
-ewvec_666:
+loopdone_671:
+ewvec_672:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_667
+	JA        ewvecdone_673
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -22186,13 +22590,13 @@ ewvec_666:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_666
+	JMP       ewvec_672
 
-ewvecdone_667:
+ewvecdone_673:
 	CMPQ SI, BX
-	JAE  ewonedone_669
+	JAE  ewonedone_675
 
-ewone_668:
+ewone_674:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -22202,9 +22606,9 @@ ewone_668:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_668
+	JB        ewone_674
 
-ewonedone_669:
+ewonedone_675:
 	VZEROUPPER
 	RET
 
@@ -22221,9 +22625,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_671
+	JAE          loopdone_677
 
-loop_670:
+loop_676:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -22246,26 +22650,26 @@ loop_670:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_670
+	JB      loop_676
 
-loopdone_671:
-ewvec_672:
+loopdone_677:
+ewvec_678:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_673
+	JA      ewvecdone_679
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_672
+	JMP     ewvec_678
 
-ewvecdone_673:
+ewvecdone_679:
 	CMPQ SI, BX
-	JAE  ewonedone_675
+	JAE  ewonedone_681
 
-ewone_674:
+ewone_680:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -22273,9 +22677,9 @@ ewone_674:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_674
+	JB     ewone_680
 
-ewonedone_675:
+ewonedone_681:
 	VZEROUPPER
 	RET
 
@@ -22290,9 +22694,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_677
+	JAE  loopdone_683
 
-loop_676:
+loop_682:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -22323,13 +22727,13 @@ loop_676:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_676
+	JB      loop_682
 
-loopdone_677:
-ewvec_678:
+loopdone_683:
+ewvec_684:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_679
+	JA      ewvecdone_685
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -22338,13 +22742,13 @@ ewvec_678:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_678
+	JMP     ewvec_684
 
-ewvecdone_679:
+ewvecdone_685:
 	CMPQ SI, BX
-	JAE  ewonedone_681
+	JAE  ewonedone_687
 
-ewone_680:
+ewone_686:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -22354,9 +22758,9 @@ ewone_680:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_680
+	JB     ewone_686
 
-ewonedone_681:
+ewonedone_687:
 	VZEROUPPER
 	RET
 
@@ -22370,9 +22774,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_683
+	JAE  loopdone_689
 
-loop_682:
+loop_688:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -22391,34 +22795,34 @@ loop_682:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_682
+	JB      loop_688
 
-loopdone_683:
-ewvec_684:
+loopdone_689:
+ewvec_690:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_685
+	JA      ewvecdone_691
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_684
+	JMP     ewvec_690
 
-ewvecdone_685:
+ewvecdone_691:
 	CMPQ BX, DX
-	JAE  ewonedone_687
+	JAE  ewonedone_693
 
-ewone_686:
+ewone_692:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_686
+	JB     ewone_692
 
-ewonedone_687:
+ewonedone_693:
 	VZEROUPPER
 	RET
 
@@ -22438,9 +22842,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_689
+	JAE          loopdone_695
 
-loop_688:
+loop_694:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -22471,13 +22875,13 @@ loop_688:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_688
+	JB        loop_694
 
-loopdone_689:
-ewvec_690:
+loopdone_695:
+ewvec_696:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_691
+	JA        ewvecdone_697
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -22486,13 +22890,13 @@ ewvec_690:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_690
+	JMP       ewvec_696
 
-ewvecdone_691:
+ewvecdone_697:
 	CMPQ SI, BX
-	JAE  ewonedone_693
+	JAE  ewonedone_699
 
-ewone_692:
+ewone_698:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -22502,9 +22906,9 @@ ewone_692:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_692
+	JB        ewone_698
 
-ewonedone_693:
+ewonedone_699:
 	VZEROUPPER
 	RET
 
@@ -22521,9 +22925,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_695
+	JAE          loopdone_701
 
-loop_694:
+loop_700:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -22546,26 +22950,26 @@ loop_694:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_694
+	JB      loop_700
 
-loopdone_695:
-ewvec_696:
+loopdone_701:
+ewvec_702:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_697
+	JA      ewvecdone_703
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_696
+	JMP     ewvec_702
 
-ewvecdone_697:
+ewvecdone_703:
 	CMPQ SI, BX
-	JAE  ewonedone_699
+	JAE  ewonedone_705
 
-ewone_698:
+ewone_704:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -22573,9 +22977,9 @@ ewone_698:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_698
+	JB     ewone_704
 
-ewonedone_699:
+ewonedone_705:
 	VZEROUPPER
 	RET
 
@@ -22590,9 +22994,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_701
+	JAE  loopdone_707
 
-loop_700:
+loop_706:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -22623,13 +23027,13 @@ loop_700:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_700
+	JB      loop_706
 
-loopdone_701:
-ewvec_702:
+loopdone_707:
+ewvec_708:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_703
+	JA      ewvecdone_709
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -22638,13 +23042,13 @@ ewvec_702:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_702
+	JMP     ewvec_708
 
-ewvecdone_703:
+ewvecdone_709:
 	CMPQ SI, BX
-	JAE  ewonedone_705
+	JAE  ewonedone_711
 
-ewone_704:
+ewone_710:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -22654,9 +23058,9 @@ ewone_704:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_704
+	JB      ewone_710
 
-ewonedone_705:
+ewonedone_711:
 	VZEROUPPER
 	RET
 
@@ -22670,9 +23074,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_707
+	JAE  loopdone_713
 
-loop_706:
+loop_712:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -22691,34 +23095,34 @@ loop_706:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_706
+	JB      loop_712
 
-loopdone_707:
-ewvec_708:
+loopdone_713:
+ewvec_714:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_709
+	JA      ewvecdone_715
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_708
+	JMP     ewvec_714
 
-ewvecdone_709:
+ewvecdone_715:
 	CMPQ BX, DX
-	JAE  ewonedone_711
+	JAE  ewonedone_717
 
-ewone_710:
+ewone_716:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_710
+	JB     ewone_716
 
-ewonedone_711:
+ewonedone_717:
 	VZEROUPPER
 	RET
 
@@ -22743,9 +23147,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_713
+	JAE   loopdone_719
 
-loop_712:
+loop_718:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -22820,21 +23224,21 @@ loop_712:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_712
+	JB         loop_718
 
-loopdone_713:
+loopdone_719:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_715
+	JAE    sum64done_721
 
-sum64_714:
+sum64_720:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_714
+	JB     sum64_720
 
-sum64done_715:
+sum64done_721:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -22868,9 +23272,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_717
+	JAE    loopdone_723
 
-loop_716:
+loop_722:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -22913,20 +23317,20 @@ loop_716:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_716
+	JB         loop_722
 
-loopdone_717:
+loopdone_723:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_719
+	JAE    sum64done_725
 
-sum64_718:
+sum64_724:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_718
+	JB     sum64_724
 
-sum64done_719:
+sum64done_725:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -22973,9 +23377,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_721
+	JZ         sgemmtail_727
 
-sgemm_720:
+sgemm_726:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -23059,13 +23463,13 @@ sgemm_720:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_720
+	JNZ          sgemm_726
 
-sgemmtail_721:
+sgemmtail_727:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_723
+	JZ   sgemmdone_729
 
-sgemmone_722:
+sgemmone_728:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -23089,9 +23493,9 @@ sgemmone_722:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_722
+	JNZ          sgemmone_728
 
-sgemmdone_723:
+sgemmdone_729:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -23185,9 +23589,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_725
+	JZ         sgemmtail_731
 
-sgemm_724:
+sgemm_730:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -23343,13 +23747,13 @@ sgemm_724:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_724
+	JNZ          sgemm_730
 
-sgemmtail_725:
+sgemmtail_731:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_727
+	JZ   sgemmdone_733
 
-sgemmone_726:
+sgemmone_732:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -23391,9 +23795,9 @@ sgemmone_726:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_726
+	JNZ          sgemmone_732
 
-sgemmdone_727:
+sgemmdone_733:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -23464,9 +23868,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_729
+	JLE   fmadone_735
 
-fma_728:
+fma_734:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -23480,9 +23884,9 @@ fma_728:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_728
+	JNZ         fma_734
 
-fmadone_729:
+fmadone_735:
 	VZEROUPPER
 	RET
 
@@ -23509,9 +23913,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_731
+	JLE    fmadone_737
 
-fma_730:
+fma_736:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -23529,9 +23933,9 @@ fma_730:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_730
+	JNZ         fma_736
 
-fmadone_731:
+fmadone_737:
 	VZEROUPPER
 	RET
 
@@ -23554,9 +23958,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_733
+	JLE   int8done_739
 
-int8_732:
+int8_738:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -23570,9 +23974,9 @@ int8_732:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_732
+	JNZ        int8_738
 
-int8done_733:
+int8done_739:
 	VZEROUPPER
 	RET
 
@@ -23595,9 +23999,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_735
+	JLE    int8done_741
 
-int8_734:
+int8_740:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -23611,8 +24015,8 @@ int8_734:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_734
+	JNZ      int8_740
 
-int8done_735:
+int8done_741:
 	VZEROUPPER
 	RET

@@ -25,7 +25,7 @@ func ternaryMatMulAVX2(w []byte, stride int, rows int, x []int8, xStride int, n 
 //go:noescape
 func ternaryMatMulVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
 
-// dotF16RowsAVX2 is dotF16Rows with F16C and FMA: 4 rows at a time, 16 elements per step.
+// dotF16RowsAVX2 is dotF16Rows with F16C and FMA: 4 rows at a time, 128 elements per step.
 //
 //go:noescape
 func dotF16RowsAVX2(w []uint16, stride int, x []float32, out []float32)

@@ -10,8 +10,9 @@ package main
 // Versions:
 //
 //	dotF16RowsAVX2    4 rows at a time share x; per row two 8-wide
-//	                  accumulators over 32 elements per step, then one
-//	                  16- and one 8-element step, then a scalar tail that
+//	                  accumulators over 128 elements (one prefetch) per
+//	                  step, then 32 at a time, one 16- and one 8-element
+//	                  step, then a scalar tail that
 //	                  gathers the 4 rows' halves into one xmm (vcvtph2ps
 //	                  of 4 at once).
 //	dotF16RowsAVX512  4 rows, one 16-wide zmm accumulator per row, 128
@@ -110,7 +111,7 @@ func remMask(rem reg.GPVirtual, body func(k reg.Register)) {
 func genDotF16RowsAVX2() {
 	TEXT("dotF16RowsAVX2", NOSPLIT, dotF16RowsSig)
 	Pragma("noescape")
-	Doc("dotF16RowsAVX2 is dotF16Rows with F16C and FMA: 4 rows at a time, 16 elements per step.")
+	Doc(fmt.Sprintf("dotF16RowsAVX2 is dotF16Rows with F16C and FMA: 4 rows at a time, %d elements per step.", f16Step))
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
 
@@ -122,6 +123,21 @@ func genDotF16RowsAVX2() {
 		i := GP64()
 		// chunk multiplies elements i..i+k-1 of the rows by x, 8 at a time,
 		// alternating between the two accumulators of each row.
+		// chunkAt is chunk(32, pf) for elements i+e…i+e+31.
+		chunkAt := func(e int, pf bool) {
+			for j := 0; j < 32; j += 8 {
+				xv := YMM()
+				VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 4 * (e + j)}, xv)
+				for r := 0; r < R; r++ {
+					if pf && j == 0 {
+						prefetch(Mem{Base: q[r], Index: i, Scale: 2, Disp: 2 * e})
+					}
+					h := YMM()
+					VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2, Disp: 2 * (e + j)}, h)
+					VFMADD231PS(xv, h, []reg.VecVirtual{acc0[r], acc1[r]}[j/8%2])
+				}
+			}
+		}
 		chunk := func(k int, pf bool) {
 			for j := 0; j < k; j += 8 {
 				xv := YMM()
@@ -136,7 +152,12 @@ func genDotF16RowsAVX2() {
 				}
 			}
 		}
-		blockLoop(i, roundDown(n, 32), 32, func() { chunk(32, true) })
+		blockLoop(i, roundDown(n, f16Step), f16Step, func() {
+			for d := 0; d < f16Step; d += 32 {
+				chunkAt(d, d == 0)
+			}
+		})
+		whileRoom(i, n, 32, func() { chunk(32, false); ADDQ(U8(32), i) })
 		ifRoom(i, n, 16, func() { chunk(16, false); ADDQ(U8(16), i) })
 		ifRoom(i, n, 8, func() { chunk(8, false); ADDQ(U8(8), i) })
 		for r := 0; r < R; r++ {
@@ -569,10 +590,11 @@ func genAxpyF16Rows4AVX512() {
 // 64 rows of a head of 128 are 16 KiB.
 const axpyRowBlock = 64
 
-// f16Step is the elements of each row dotF16RowsAVX512 takes per step,
-// with one prefetch per row: 256 bytes, as sumBytes takes its streams.
-// Against one prefetch per 64 bytes (32 elements), the 2B shape's head
-// rows read DRAM at 0.89-0.97 of the read probe instead of 0.76-0.79 on
-// the Zen 4 VM (one thread, BenchmarkDotF16Rows, old and new binaries
-// alternated); 256 elements per step measured the same as 128.
+// f16Step is the elements of each row dotF16Rows takes per step, with one
+// prefetch per row: 256 bytes, as sumBytes takes its streams. Against one
+// prefetch per 64 bytes (32 elements), the 2B shape's head rows read DRAM
+// at 0.89-0.97 of the read probe instead of 0.76-0.79 with AVX-512 and at
+// 0.87-0.90 instead of 0.76-0.79 with AVX2 on the Zen 4 VM (one thread,
+// BenchmarkDotF16Rows, old and new binaries alternated); 256 elements per
+// step measured the same as 128.
 const f16Step = 128
