@@ -393,6 +393,11 @@ func (b *Backend) Name() string {
 	return fmt.Sprintf("vulkan (%s, %s kernels)", b.info.Name, b.Kernels())
 }
 
+// Fused reports whether a decode step runs its input norms inside the
+// products (Options.Fusion as this device and model resolved it; RoPE and
+// the K/V write join them where Q, K and V are one shard).
+func (b *Backend) Fused() bool { return b.fuse.norm }
+
 // Kernels names the kernel set in use: dot4 (the integer dot product
 // instruction) or int32 (plain integer math).
 func (b *Backend) Kernels() string {

@@ -29,6 +29,7 @@ type benchResult struct {
 	Backend       string    `json:"backend"`
 	Kernels       string    `json:"kernels"`
 	GPUInfo       string    `json:"gpu_info,omitempty"`
+	Fused         *bool     `json:"fused,omitempty"` // Vulkan: whether a decode step runs fused (--fuse)
 	Head          string    `json:"head"`
 	NThreads      int       `json:"n_threads"`
 	NPrompt       int       `json:"n_prompt"`
@@ -81,6 +82,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("r", 3, "repetitions of each test")
 	heads := fs.String("head", "stored", "output heads to time, comma-separated: stored (the file's type), f16, q8, q8_0, q6_k, q4_0")
 	backends := fs.String("backend", "auto", "backends to time, comma-separated: auto, cpu, vulkan")
+	fuses := fs.String("fuse", "auto", "Vulkan decode steps, comma-separated to time each: auto (the norms, RoPE and the K/V write fused into the products on a GPU, not on a CPU device), on, off")
 	device := fs.Int("device", -1, "Vulkan device `index` (default: the best)")
 	asJSON := fs.Bool("json", false, "print a JSON array of results (llama-bench's field names)")
 	profile := fs.Bool("profile", false, "print where a decode step and a prompt chunk spend their time: Vulkan, every dispatch with GPU timestamps; CPU, each stage of the pass and the waits for helper threads")
@@ -122,6 +124,14 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	headList := strings.Split(*heads, ",")
 	backendList := strings.Split(*backends, ",")
+	var fuseList []gpu.Fusion
+	for _, f := range strings.Split(*fuses, ",") {
+		mode, ok := fusionModes[f]
+		if !ok {
+			return usageError(fs, "--fuse: unknown mode %q (choose auto, on or off)", f)
+		}
+		fuseList = append(fuseList, mode)
+	}
 	for _, h := range headList {
 		for _, be := range backendList {
 			bf := backendFlags{backend: be, head: h}
@@ -225,9 +235,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	var bwOrder []string
 	for _, be := range backendList {
 		be = chooseBackend(backendFlags{backend: be, device: *device, notes: stderr})
+		fl := fuseList
+		if be != "vulkan" {
+			fl = fl[:1] // the CPU has no fusion to choose
+		}
 		for _, head := range headList {
-			if err := benchBackend(benchRun{be, head, *device, *path, ts, prompts, gens, *reps, *asJSON, *profile}, tw, stderr, bandwidth, &bwOrder, &results); err != nil {
-				return err
+			for _, fuse := range fl {
+				if err := benchBackend(benchRun{be, head, fuse, *device, *path, ts, prompts, gens, *reps, *asJSON, *profile}, tw, stderr, bandwidth, &bwOrder, &results); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -257,9 +273,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// benchRun is one backend and head of a bench command.
+// fusionModes are --fuse's values.
+var fusionModes = map[string]gpu.Fusion{"auto": gpu.FuseAuto, "on": gpu.FuseOn, "off": gpu.FuseOff}
+
+// benchRun is one backend, head and fusion of a bench command.
 type benchRun struct {
 	backend, head string
+	fuse          gpu.Fusion
 	device        int
 	path          string
 	threads       []int
@@ -279,7 +299,7 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 	prompts, gens, head := br.prompts, br.gens, br.head
 	for _, t := range ts {
 		{
-			bf := backendFlags{backend: br.backend, device: br.device, threads: t, head: br.head}
+			bf := backendFlags{backend: br.backend, device: br.device, threads: t, head: br.head, fuse: br.fuse}
 			longest := 1
 			for _, p := range prompts {
 				longest = max(longest, p)
@@ -391,6 +411,8 @@ func benchBase(m *model, head string, threads int, bw float64) benchResult {
 		r.Backend = "Vulkan"
 		r.Kernels = b.Kernels()
 		r.GPUInfo = b.Device().Name
+		fused := b.Fused()
+		r.Fused = &fused
 	}
 	r.BytesPerToken = bytesPerToken(m)
 	r.RooflineTs = bw / float64(r.BytesPerToken)
@@ -619,8 +641,12 @@ func printBenchRow(w io.Writer, r benchResult) {
 	} else if r.Int8Share != nil {
 		roof = fmt.Sprintf("%.0f%% of int8 %.0f", 100**r.Int8Share, r.Int8PeakGMACs)
 	}
+	kernels := r.Kernels
+	if r.Fused != nil && *r.Fused {
+		kernels += ", fused"
+	}
 	fmt.Fprintf(w, "%s\t%.2f GiB\t%.2f B\t%s (%s)\t%s\t%d\t%s\t%.2f ± %.2f\t%s\t\n",
-		r.ModelType, float64(r.ModelSize)/(1<<30), float64(r.ModelNParams)/1e9, r.Backend, r.Kernels, r.Head, r.NThreads, test, r.AvgTs, r.StddevTs, roof)
+		r.ModelType, float64(r.ModelSize)/(1<<30), float64(r.ModelNParams)/1e9, r.Backend, kernels, r.Head, r.NThreads, test, r.AvgTs, r.StddevTs, roof)
 }
 
 func paramLabel(n int64) string {

@@ -32,6 +32,8 @@ type backendFlags struct {
 	// window, when set, opens the Vulkan backend's device so that it also
 	// draws this window (bitvk view).
 	window *gpu.Window
+	// fuse is the Vulkan backend's decode-step fusion (bench --fuse).
+	fuse gpu.Fusion
 }
 
 func addBackendFlags(fs *flag.FlagSet, bf *backendFlags, withThreads bool) {
@@ -271,7 +273,7 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 	case "cpu", "":
 		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, Head: ht, Slots: bf.slots})
 	case "vulkan":
-		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, Head: ht, Validation: bf.validate, Window: bf.window, Slots: bf.slots})
+		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, Head: ht, Validation: bf.validate, Window: bf.window, Slots: bf.slots, Fusion: bf.fuse})
 		if err != nil {
 			err = fmt.Errorf("%w (--backend cpu runs on the CPU)", err)
 		}

@@ -289,6 +289,44 @@ func TestSmallShape(t *testing.T) {
 	}
 }
 
+// bench --fuse times the Vulkan backend's decode steps with and without
+// the fusion in one run, says which result is which, and leaves the CPU's
+// tests alone.
+func TestBenchFuse(t *testing.T) {
+	needVulkan(t)
+	code, out, stderr := bitvk("bench", "--shape", "tiny", "--backend", "vulkan,cpu", "-t", "1", "--fuse", "on,off", "-p", "0", "-n", "2", "-r", "1", "--json")
+	if code != 0 {
+		t.Fatalf("bench --fuse on,off: exit %d: %s", code, stderr)
+	}
+	var rs []map[string]any
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	var fused []any
+	cpus := 0
+	for _, r := range rs {
+		switch r["backend"] {
+		case "Vulkan":
+			fused = append(fused, r["fused"])
+		case "CPU":
+			cpus++
+			if _, ok := r["fused"]; ok {
+				t.Errorf("a CPU result says fused: %v", r)
+			}
+		}
+	}
+	if len(fused) != 2 || fused[0] != true || fused[1] != false || cpus != 1 {
+		t.Errorf("--fuse on,off: Vulkan results fused %v, %d CPU results; want [true false] and 1", fused, cpus)
+	}
+	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", "vulkan", "--fuse", "on", "-p", "0", "-n", "2", "-r", "1")
+	if code != 0 || !strings.Contains(out, ", fused)") {
+		t.Errorf("bench table with --fuse on: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, _, stderr := bitvk("bench", "--shape", "tiny", "--fuse", "sometimes"); code != 2 || !strings.Contains(stderr, `unknown mode "sometimes"`) {
+		t.Errorf("--fuse sometimes: exit %d %s", code, stderr)
+	}
+}
+
 // bench --profile reports, per test on the Vulkan backend, a profile whose
 // stages add up, both as JSON and as the printed table.
 func TestBenchProfile(t *testing.T) {
