@@ -117,9 +117,13 @@ type Backend struct {
 	rope    *vk.Buffer // [ctx][ropeDim/2] (cos, sin)
 	attn    attnPlan   // how attention splits its work (attention.go)
 	fuse    fusion     // what a decode step fuses (graph.go)
+	// argmaxSplit runs argmax in several workgroups on a CPU device too
+	// (tests: the split path is what GPUs run).
+	argmaxSplit bool
 
 	// scratch, each for batch tokens
 	x, xn, q, s, qkv, att, gu, attnPart, logits, result *vk.Buffer
+	argPart                                             *vk.Buffer // argmax's partials (graph.go)
 	inHost, inDev, outHost                              *vk.Buffer
 	traceDev, traceHost                                 *vk.Buffer  // made by the first ForwardTrace
 	smp                                                 *sampleBufs // made by the first ForwardSample
@@ -376,6 +380,7 @@ func (b *Backend) makeScratch() error {
 		{&b.attnPart, "attention partials", b.attn.partialBytes(c, b.batch), false},
 		{&b.logits, "logits", B * int64(c.Vocab) * 4, false},
 		{&b.result, "argmax result", 4, false},
+		{&b.argPart, "argmax partials", 8 * argmaxMaxGroups, false},
 		{&b.inHost, "input (host)", b.seqOff + 8*B, true},
 		{&b.inDev, "input", b.seqOff + 8*B, false},
 		{&b.outHost, "logits (host)", B * int64(c.Vocab) * 4, true},

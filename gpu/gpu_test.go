@@ -124,6 +124,12 @@ func TestArgmaxAndTrace(t *testing.T) {
 	if int(id) != want {
 		t.Errorf("ForwardArgmax = %d, argmax of the logits %d", id, want)
 	}
+	// The argmax of several workgroups, as a GPU runs it, on any device.
+	split := open(t, m.Config, m.Weights, Options{Context: 32, Batch: 4})
+	split.argmaxSplit = true
+	if id, err := split.ForwardArgmax(toks, 0); err != nil || int(id) != want {
+		t.Errorf("ForwardArgmax in several workgroups = %d, %v; argmax of the logits %d", id, err, want)
+	}
 	traced := make([]float32, V)
 	seen := map[[2]int]int{}
 	err = b.ForwardTrace(toks, 0, traced, func(l int, s nn.Stage, x []float32) {

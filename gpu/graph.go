@@ -47,7 +47,7 @@ var bindings = map[spirv.Kernel]int{
 	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6, spirv.TernaryNorm: 10, spirv.TernaryNormDot: 10,
 	spirv.TernarySubgroup: 6, spirv.TernarySubgroupDot: 6, spirv.TernaryNormSubgroup: 10, spirv.TernaryNormSubgroupDot: 10, spirv.NormQuantSubgroup: 5,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.HeadBlocks: 5, spirv.HeadBlocksDot: 5, spirv.RopeKV: 5,
-	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 6, spirv.Argmax: 2, spirv.ReadBandwidth: 2, spirv.Sample: 3,
+	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 6, spirv.Argmax: 3, spirv.ReadBandwidth: 2, spirv.Sample: 3,
 }
 
 // workgroup returns size capped by the device, a power of two.
@@ -143,6 +143,48 @@ func (rc *recorder) dispatch(k spirv.Kernel, spec []uint32, bufs []vk.Range, pus
 }
 
 func ceilDiv(a, b int) uint32 { return uint32((a + b - 1) / b) }
+
+// argmax's first stage gives each workgroup about argmaxChunk logits, in
+// at most argmaxMaxGroups workgroups: on a GPU a vocabulary of 128256 is
+// read by 126 workgroups at once (one workgroup reading it alone scans 501
+// logits per invocation, one after another, on one compute unit). A CPU
+// device (lavapipe) takes it in one workgroup and one dispatch: there the
+// second dispatch cost more than the scan (small shape: 219 µs in one
+// dispatch, 295 + 152 in two).
+const (
+	argmaxChunk     = 1024
+	argmaxMaxGroups = 1024
+)
+
+// argmaxPlan returns the logits per workgroup and the workgroups of
+// argmax's first stage over n logits, on a CPU device or a GPU.
+func argmaxPlan(n int, cpuDevice bool) (chunk, groups int) {
+	groups = min(max(1, (n+argmaxChunk-1)/argmaxChunk), argmaxMaxGroups)
+	if cpuDevice {
+		groups = 1
+	}
+	return (n + groups - 1) / groups, groups
+}
+
+// argmax records the index of the largest of the n logits of in from
+// float off into b.result: the workgroups' partials into b.argPart, a
+// barrier, then their best (or, in one workgroup, the index at once).
+func (rc *recorder) argmax(in *vk.Buffer, n, off int) {
+	b := rc.b
+	chunk, groups := argmaxPlan(n, b.info.Type == "cpu" && !b.argmaxSplit)
+	push := argmaxPush{N: uint32(n), Off: uint32(off), Chunk: uint32(chunk), Groups: uint32(groups)}
+	bufs := []vk.Range{whole(in), whole(b.argPart), whole(b.result)}
+	if groups == 1 {
+		rc.note("argmax", 4*n+4)
+		rc.dispatch(spirv.Argmax, []uint32{b.workgroup(wgArg), 0}, bufs, push, 1, 1)
+		return
+	}
+	rc.note("argmax partials", 4*n+8*groups)
+	rc.dispatch(spirv.Argmax, []uint32{b.workgroup(wgArg), 0}, bufs, push, uint32(groups), 1)
+	rc.r.Barrier()
+	rc.note("argmax", 8*groups+4)
+	rc.dispatch(spirv.Argmax, []uint32{b.workgroup(wgArg), 1}, bufs, push, 1, 1)
+}
 
 // normQuant records norm_quant over T tokens of in (rows of inStride
 // floats, from token inOff): ACT, NORM, QUANT as in the shader.
@@ -414,9 +456,7 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 		r.Barrier()
 		switch mode {
 		case outArgmax:
-			rc.note("argmax", 4*c.Vocab)
-			rc.dispatch(spirv.Argmax, []uint32{b.workgroup(wgArg)}, []vk.Range{whole(b.logits), whole(b.result)},
-				argmaxPush{N: uint32(c.Vocab)}, 1, 1)
+			rc.argmax(b.logits, c.Vocab, 0)
 			r.Barrier()
 			rc.note("token download", 4)
 			r.Copy(whole(b.result), vk.Range{Buf: b.outHost, Size: 4})

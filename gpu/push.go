@@ -38,7 +38,7 @@ type (
 		Heads, HD, Chunks uint32
 		Eps               float32
 	}
-	argmaxPush struct{ N, Off uint32 }
+	argmaxPush struct{ N, Off, Chunk, Groups uint32 }
 	readPush   struct{ N, Never uint32 }
 	samplePush struct{ N, Cap, PenCap uint32 }
 )
