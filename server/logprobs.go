@@ -48,17 +48,52 @@ func logprobOf(tok *tokenizer.Tokenizer, logits []float32, y int32, k int) *toke
 			}
 		}
 	}
-	lse := mx + math.Log(nn.ExpSum(logits, mx))
-	lp := &tokenLogprob{ID: y, Token: tok.Piece(y), Logprob: float64(logits[y]) - lse}
+	logp := logSoftmax(logits, mx)
+	lp := &tokenLogprob{ID: y, Token: tok.Piece(y), Logprob: logp(logits[y])}
 	if k <= 0 {
 		return lp
 	}
 	for i := range top {
 		top[i].Token = tok.Piece(top[i].ID)
-		top[i].Logprob -= lse
+		top[i].Logprob = logp(float32(top[i].Logprob))
 	}
 	lp.Top = top
 	return lp
+}
+
+// unlikely is the log-probability reported for a token of probability 0
+// (a logit of −∞, a NaN, or a finite logit beside +∞), as OpenAI reports
+// one it does not rank: JSON has no −∞ or NaN, and a stream must not end
+// on a value it cannot encode.
+const unlikely = -9999.0
+
+// logSoftmax returns the function giving a logit's log-probability among
+// logits, whose largest value other than NaN is mx: ln softmax, or, where
+// some logits are +∞, probability shared equally among those.
+func logSoftmax(logits []float32, mx float64) func(float32) float64 {
+	if math.IsInf(mx, 1) {
+		inf := 0
+		for _, x := range logits {
+			if math.IsInf(float64(x), 1) {
+				inf++
+			}
+		}
+		share := -math.Log(float64(inf))
+		return func(x float32) float64 {
+			if math.IsInf(float64(x), 1) {
+				return share
+			}
+			return unlikely
+		}
+	}
+	lse := mx + math.Log(nn.ExpSum(logits, mx))
+	return func(x float32) float64 {
+		v := float64(x) - lse
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return unlikely
+		}
+		return v
+	}
 }
 
 // topLogits returns the k largest logits that are not NaN, largest first,

@@ -56,4 +56,23 @@ func TestLogprobOf(t *testing.T) {
 			}
 		}
 	}
+
+	// Logits JSON cannot carry: a −∞ or NaN logit is "unlikely", +∞ logits
+	// share the probability, and every value stays finite.
+	odd := []float32{1, float32(math.Inf(-1)), float32(math.NaN()), 2}
+	if lp := logprobOf(tok, odd, 1, 2); lp.Logprob != unlikely || lp.Top[0].ID != 3 || lp.Top[1].ID != 0 {
+		t.Errorf("a −∞ logit: %+v", lp)
+	}
+	if lp := logprobOf(tok, odd, 2, 0); lp.Logprob != unlikely {
+		t.Errorf("a NaN logit: %+v", lp)
+	}
+	inf := []float32{1, float32(math.Inf(1)), 3, float32(math.Inf(1))}
+	lp := logprobOf(tok, inf, 1, 3)
+	if want := -math.Log(2); lp.Logprob != want || lp.Top[0].Logprob != want || lp.Top[1].Logprob != want || lp.Top[2].Logprob != unlikely {
+		t.Errorf("two +∞ logits: %+v", lp)
+	}
+	allNeg := []float32{float32(math.Inf(-1)), float32(math.Inf(-1))}
+	if lp := logprobOf(tok, allNeg, 0, 1); lp.Logprob != unlikely || lp.Top[0].Logprob != unlikely {
+		t.Errorf("every logit −∞: %+v", lp)
+	}
 }
