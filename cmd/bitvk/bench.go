@@ -273,6 +273,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// kernelsLabel names a result's kernels, and ", fused" for a Vulkan decode
+// step that runs fused (--fuse).
+func kernelsLabel(r benchResult) string {
+	if r.Fused != nil && *r.Fused {
+		return r.Kernels + ", fused"
+	}
+	return r.Kernels
+}
+
 // fusionModes are --fuse's values.
 var fusionModes = map[string]gpu.Fusion{"auto": gpu.FuseAuto, "on": gpu.FuseOn, "off": gpu.FuseOff}
 
@@ -606,7 +615,7 @@ func printProfile(w io.Writer, r benchResult) {
 			testName(r), r.Head, r.Kernels, r.NThreads, what, p.WallNs/1e3, p.WaitNs/1e3, 100*p.WaitNs/p.WallNs)
 	} else {
 		fmt.Fprintf(w, "\nprofile of %s, %s head, %s (%s): %s, GPU %.1f µs (submit and wait %.1f µs); %d dispatches, %d barriers, %d transfers per pass, %.3g submits per token\n",
-			testName(r), r.Head, r.GPUInfo, r.Kernels, what, p.GPUNs/1e3, p.WallNs/1e3, p.Dispatches, p.Barriers, p.Transfers, p.SubmitsPerToken)
+			testName(r), r.Head, r.GPUInfo, kernelsLabel(r), what, p.GPUNs/1e3, p.WallNs/1e3, p.Dispatches, p.Barriers, p.Transfers, p.SubmitsPerToken)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	cpuWaits := r.Backend == "CPU" && r.NThreads > 1
@@ -641,12 +650,8 @@ func printBenchRow(w io.Writer, r benchResult) {
 	} else if r.Int8Share != nil {
 		roof = fmt.Sprintf("%.0f%% of int8 %.0f", 100**r.Int8Share, r.Int8PeakGMACs)
 	}
-	kernels := r.Kernels
-	if r.Fused != nil && *r.Fused {
-		kernels += ", fused"
-	}
 	fmt.Fprintf(w, "%s\t%.2f GiB\t%.2f B\t%s (%s)\t%s\t%d\t%s\t%.2f ± %.2f\t%s\t\n",
-		r.ModelType, float64(r.ModelSize)/(1<<30), float64(r.ModelNParams)/1e9, r.Backend, kernels, r.Head, r.NThreads, test, r.AvgTs, r.StddevTs, roof)
+		r.ModelType, float64(r.ModelSize)/(1<<30), float64(r.ModelNParams)/1e9, r.Backend, kernelsLabel(r), r.Head, r.NThreads, test, r.AvgTs, r.StddevTs, roof)
 }
 
 func paramLabel(n int64) string {

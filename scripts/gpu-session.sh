@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The Vulkan checks and measurements of a session on a real GPU (issue 16),
+# for a GPU machine that may have no Go toolchain: build here, run there.
+#
+#   scripts/gpu-session.sh build
+#       (with Go) bin/bitvk and the test binaries bin/gpu.test and
+#       bin/vk.test, stripped: about 30 MB to carry to the GPU machine.
+#   scripts/gpu-session.sh tests OUTDIR
+#       (on the GPU machine, from the repository root) bitvk devices, then
+#       every test of gpu/vk and gpu in a process of its own (an NVIDIA
+#       driver has refused vkCreateInstance after about 14 instances in one
+#       process), with BITVK_REQUIRE_VULKAN=1 so that nothing skips; a line
+#       per test in OUTDIR/tests.txt, the failures' output beside it.
+#   scripts/gpu-session.sh bench OUTDIR
+#       (on the GPU machine) the synthetic 2B model, bitvk check on the small
+#       shape (validation layer on) and on the 2B model, then bitvk bench
+#       with --profile and --fuse on,off (the decode step with and without
+#       the fused norms, RoPE and K/V write); OUTDIR gets each command's
+#       output and bench.json.
+#
+# Environment: TESTS, a regular expression, limits the tests run (default:
+# all); SHAPE_2B=0 skips the 2B model (check and bench on the small shape
+# only). Where the Vulkan loader is missing, install libvulkan1 first; where
+# the driver is not found, name its ICD file in VK_DRIVER_FILES (the script
+# looks in the usual places, and in the NVIDIA container toolkit's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+icd() {
+	[ -n "${VK_DRIVER_FILES:-}" ] && return
+	for f in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json \
+		/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do
+		if [ -e "$f" ]; then
+			export VK_DRIVER_FILES=$f
+			return
+		fi
+	done
+}
+
+need() {
+	for f in "$@"; do
+		[ -x "$f" ] || { echo "gpu-session: $f is missing: run 'scripts/gpu-session.sh build' where Go is" >&2; exit 1; }
+	done
+}
+
+case "${1:-}" in
+build)
+	mkdir -p bin
+	go build -ldflags='-s -w' -o bin/bitvk ./cmd/bitvk
+	go test -c -ldflags='-s -w' -o bin/gpu.test ./gpu
+	go test -c -ldflags='-s -w' -o bin/vk.test ./gpu/vk
+	ls -l bin/bitvk bin/gpu.test bin/vk.test
+	;;
+tests)
+	out=${2:?usage: scripts/gpu-session.sh tests OUTDIR}
+	need bin/bitvk bin/gpu.test bin/vk.test
+	mkdir -p "$out"
+	icd
+	bin/bitvk devices >"$out/devices.txt" 2>&1 || true
+	: >"$out/tests.txt"
+	fails=0
+	for pkg in vk gpu; do
+		bin=$PWD/bin/$pkg.test
+		dir=gpu
+		[ "$pkg" = vk ] && dir=gpu/vk
+		for t in $("$bin" -test.list "${TESTS:-.}" | grep '^Test'); do
+			start=$(date +%s)
+			if (cd "$dir" && BITVK_REQUIRE_VULKAN=1 "$bin" -test.run "^$t\$" -test.count=1 -test.timeout 600s >"$out/$pkg.$t.log" 2>&1); then
+				echo "ok   $pkg $t $(($(date +%s) - start))s" >>"$out/tests.txt"
+				rm "$out/$pkg.$t.log"
+			else
+				echo "FAIL $pkg $t $(($(date +%s) - start))s (see $pkg.$t.log)" >>"$out/tests.txt"
+				fails=$((fails + 1))
+			fi
+		done
+	done
+	cat "$out/tests.txt"
+	echo "gpu-session: $fails failing"
+	[ "$fails" = 0 ]
+	;;
+bench)
+	out=${2:?usage: scripts/gpu-session.sh bench OUTDIR}
+	need bin/bitvk
+	mkdir -p "$out"
+	icd
+	bin/bitvk devices >"$out/devices.txt" 2>&1
+	status=0
+	bin/bitvk check --shape small --validate >"$out/check-small.txt" 2>&1 || status=1
+	model=(--shape small)
+	if [ "${SHAPE_2B:-1}" != 0 ]; then
+		tmp=$(mktemp -d)
+		trap 'rm -rf "$tmp"' EXIT
+		bin/bitvk synth --shape 2b -o "$tmp/2b.gguf" >/dev/null
+		model=(-m "$tmp/2b.gguf")
+		bin/bitvk check -m "$tmp/2b.gguf" -n 32 >"$out/check-2b.txt" 2>&1 || status=1
+	fi
+	bin/bitvk bench "${model[@]}" --backend vulkan -p 128,512 -n 64 --head f16,q8 -r 3 --fuse on,off --profile \
+		>"$out/bench.txt" 2>&1 || status=1
+	bin/bitvk bench "${model[@]}" --backend vulkan -p 512 -n 128 --head f16,q8 -r 3 --fuse on,off --json \
+		>"$out/bench.json" 2>"$out/bench-json.err" || status=1
+	grep -h -E 'PASS|FAIL|tg|pp' "$out"/check-*.txt "$out/bench.txt" || true
+	exit $status
+	;;
+*)
+	echo "usage: scripts/gpu-session.sh build | tests OUTDIR | bench OUTDIR" >&2
+	exit 2
+	;;
+esac
