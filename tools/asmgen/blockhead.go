@@ -142,17 +142,7 @@ func blockRowsBody(group int, width int, evex bool) {
 			}
 			ADDQ(U8(sStep), j)
 		}
-		// blockStep bytes of each row per step with one prefetch (as the
-		// other head kernels take theirs), then width at a time.
-		blockLoop(i, roundDown(n, blockStep), blockStep, func() {
-			for d := 0; d < blockStep; d += width {
-				chunk(d, d == 0)
-			}
-		})
-		whileRoom(i, n, width, func() {
-			chunk(0, false)
-			ADDQ(U8(width), i)
-		})
+		streamLoop(i, n, blockStep, width, chunk)
 		l := f32VEX
 		ys := acc
 		if evex {

@@ -58,6 +58,23 @@ func ifRoom(i, n reg.GPVirtual, step int, body func()) {
 	Label(skip)
 }
 
+// streamLoop emits the row loop of a streaming head kernel: body(d, pf)
+// handles width units at offset i+d of each row, prefetching them when pf;
+// step units (a multiple of width) per iteration with one prefetch per row,
+// then width at a time without, while that many are left (the head
+// kernels' 256 bytes of a row per prefetch: see f16Step).
+func streamLoop(i, n reg.GPVirtual, step, width int, body func(d int, pf bool)) {
+	blockLoop(i, roundDown(n, step), step, func() {
+		for d := 0; d < step; d += width {
+			body(d, d == 0)
+		}
+	})
+	whileRoom(i, n, width, func() {
+		body(0, false)
+		ADDQ(U8(width), i) // width < 128
+	})
+}
+
 // whileRoom emits: while i + step ≤ n { body() } (i += step is body's job).
 func whileRoom(i, n reg.GPVirtual, step int, body func()) {
 	loop, done := label("room"), label("roomdone")
@@ -123,9 +140,8 @@ func genDotF16RowsAVX2() {
 		i := GP64()
 		// chunk multiplies elements i..i+k-1 of the rows by x, 8 at a time,
 		// alternating between the two accumulators of each row.
-		// chunkAt is chunk(32, pf) for elements i+e…i+e+31.
-		chunkAt := func(e int, pf bool) {
-			for j := 0; j < 32; j += 8 {
+		chunk := func(e, k int, pf bool) {
+			for j := 0; j < k; j += 8 {
 				xv := YMM()
 				VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 4 * (e + j)}, xv)
 				for r := 0; r < R; r++ {
@@ -138,28 +154,9 @@ func genDotF16RowsAVX2() {
 				}
 			}
 		}
-		chunk := func(k int, pf bool) {
-			for j := 0; j < k; j += 8 {
-				xv := YMM()
-				VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 4 * j}, xv)
-				for r := 0; r < R; r++ {
-					if pf && j == 0 {
-						prefetch(Mem{Base: q[r], Index: i, Scale: 2})
-					}
-					h := YMM()
-					VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2, Disp: 2 * j}, h)
-					VFMADD231PS(xv, h, []reg.VecVirtual{acc0[r], acc1[r]}[j/8%2])
-				}
-			}
-		}
-		blockLoop(i, roundDown(n, f16Step), f16Step, func() {
-			for d := 0; d < f16Step; d += 32 {
-				chunkAt(d, d == 0)
-			}
-		})
-		whileRoom(i, n, 32, func() { chunk(32, false); ADDQ(U8(32), i) })
-		ifRoom(i, n, 16, func() { chunk(16, false); ADDQ(U8(16), i) })
-		ifRoom(i, n, 8, func() { chunk(8, false); ADDQ(U8(8), i) })
+		streamLoop(i, n, f16Step, 32, func(e int, pf bool) { chunk(e, 32, pf) })
+		ifRoom(i, n, 16, func() { chunk(0, 16, false); ADDQ(U8(16), i) })
+		ifRoom(i, n, 8, func() { chunk(0, 8, false); ADDQ(U8(8), i) })
 		for r := 0; r < R; r++ {
 			VADDPS(acc1[r], acc0[r], acc0[r])
 		}
@@ -228,35 +225,20 @@ func genDotF16RowsAVX512() {
 		R := len(q)
 		acc := zmms(R)
 		i := GP64()
-		const step = f16Step
-		blockLoop(i, roundDown(n, step), step, func() {
-			for c := 0; c < step/16; c++ {
+		streamLoop(i, n, f16Step, 32, func(e int, pf bool) {
+			for c := 0; c < 2; c++ {
 				xc := ZMM()
-				VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 64 * c}, xc)
+				VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 4 * (e + 16*c)}, xc)
 				for r := 0; r < R; r++ {
-					if c == 0 {
-						prefetch(Mem{Base: q[r], Index: i, Scale: 2})
+					if pf && c == 0 {
+						prefetch(Mem{Base: q[r], Index: i, Scale: 2, Disp: 2 * e})
 					}
 					h := ZMM()
-					VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2, Disp: 32 * c}, h)
+					VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2, Disp: 2 * (e + 16*c)}, h)
 					VFMADD231PS(xc, h, acc[r])
 				}
 			}
 		})
-		if step > 32 {
-			whileRoom(i, n, 32, func() {
-				for c := 0; c < 2; c++ {
-					xc := ZMM()
-					VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 64 * c}, xc)
-					for r := 0; r < R; r++ {
-						h := ZMM()
-						VCVTPH2PS(Mem{Base: q[r], Index: i, Scale: 2, Disp: 32 * c}, h)
-						VFMADD231PS(xc, h, acc[r])
-					}
-				}
-				ADDQ(U8(32), i)
-			})
-		}
 		ifRoom(i, n, 16, func() {
 			x0 := ZMM()
 			VMOVUPS(Mem{Base: x, Index: i, Scale: 4}, x0)

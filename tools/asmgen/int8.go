@@ -67,12 +67,7 @@ func genDotI8RowsAVX2() {
 				VPADDD(s, acc[r], acc[r])
 			}
 		}
-		blockLoop(i, roundDown(n, i8Step), i8Step, func() {
-			for d := 0; d < i8Step; d += 32 {
-				chunk(d, d == 0)
-			}
-		})
-		whileRoom(i, n, 32, func() { chunk(0, false); ADDQ(U8(32), i) })
+		streamLoop(i, n, i8Step, 32, chunk)
 		if R == 4 {
 			storeLanes(int32VEX.sum4(acc), outAt)
 		} else {
@@ -153,15 +148,7 @@ func genDotI8RowsVNNI() {
 				vpdpbusd(xv, u, acc[r])
 			}
 		}
-		blockLoop(i, roundDown(n, i8Step), i8Step, func() {
-			for d := 0; d < i8Step; d += 64 {
-				block(d, d == 0)
-			}
-		})
-		whileRoom(i, n, 64, func() {
-			block(0, false)
-			ADDQ(U8(64), i)
-		})
+		streamLoop(i, n, i8Step, 64, block)
 		tailMask(i, n, func(k reg.Register) {
 			xv := ZMM()
 			VMOVDQU8_Z(Mem{Base: x, Index: i, Scale: 1}, k, xv) // x = 0 past the end
