@@ -35,7 +35,7 @@ func TestArgmax(t *testing.T) {
 func testArgmax(t *testing.T, split bool) {
 	a := newOps(t, true)
 	a.b.argmaxSplit = split
-	cpuDevice := a.b.info.Type == "cpu"
+	cpuDevice := a.b.onCPU()
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	for _, n := range []int{1, 2, 255, 256, 1023, 1024, 1025, 5000, 128256, argmaxChunk*argmaxMaxGroups + 777} {
 		chunk, groups := argmaxPlan(n, cpuDevice && !split)

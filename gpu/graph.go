@@ -156,6 +156,12 @@ const (
 	argmaxMaxGroups = 1024
 )
 
+// onCPU reports whether the device is a CPU (lavapipe): every workgroup
+// runs on the same few cores, and a dispatch costs more than on a GPU, so
+// the fusion and the split argmax, which trade repeated or extra work for
+// parallel workgroups, do not pay there.
+func (b *Backend) onCPU() bool { return b.info.Type == "cpu" }
+
 // argmaxPlan returns the logits per workgroup and the workgroups of
 // argmax's first stage over n logits, on a CPU device or a GPU.
 func argmaxPlan(n int, cpuDevice bool) (chunk, groups int) {
@@ -171,7 +177,7 @@ func argmaxPlan(n int, cpuDevice bool) (chunk, groups int) {
 // barrier, then their best (or, in one workgroup, the index at once).
 func (rc *recorder) argmax(in *vk.Buffer, n, off int) {
 	b := rc.b
-	chunk, groups := argmaxPlan(n, b.info.Type == "cpu" && !b.argmaxSplit)
+	chunk, groups := argmaxPlan(n, b.onCPU() && !b.argmaxSplit)
 	push := argmaxPush{N: uint32(n), Off: uint32(off), Chunk: uint32(chunk), Groups: uint32(groups)}
 	bufs := []vk.Range{whole(in), whole(b.argPart), whole(b.result)}
 	if groups == 1 {
@@ -261,7 +267,7 @@ func (b *Backend) planFusion() fusion {
 	c := b.c
 	wg := int(b.workgroup(wgNorm))
 	shared := c.Embd + 4*2*wg + 4*rowsWG*wg + 4*(wg/wgMat)*rowsWG // codes, norm trees, product tree, outputs
-	off := b.o.Fusion == FuseOff || b.o.Fusion == FuseAuto && b.info.Type == "cpu"
+	off := b.o.Fusion == FuseOff || b.o.Fusion == FuseAuto && b.onCPU()
 	if off || wg < wgMat || shared > int(b.info.MaxComputeSharedMemorySize) || b.info.MaxStorageBuffers < ternaryNormBuffers {
 		return fusion{}
 	}

@@ -60,7 +60,7 @@ func TestProfileForward(t *testing.T) {
 			stages = append(stages, "attn norm+qkv+rope+kv", "ffn norm+gate+up", "ffn act+subnorm+quant")
 			// seven dispatches a layer, and the embedding, the output norm,
 			// the head and the argmax (two stages on a GPU)
-			_, groups := argmaxPlan(m.Config.Vocab, b.info.Type == "cpu")
+			_, groups := argmaxPlan(m.Config.Vocab, b.onCPU())
 			if want := 7*L + 3 + min(groups, 2); p.Counts.Dispatches != want {
 				t.Errorf("decode step: %d dispatches, want %d", p.Counts.Dispatches, want)
 			}
@@ -73,7 +73,7 @@ func TestProfileForward(t *testing.T) {
 			}
 		}
 		last := "token download"
-		if _, groups := argmaxPlan(m.Config.Vocab, b.info.Type == "cpu"); tc.n == 1 && (calls["argmax partials"] != min(groups-1, 1) || calls["argmax"] != 1) {
+		if _, groups := argmaxPlan(m.Config.Vocab, b.onCPU()); tc.n == 1 && (calls["argmax partials"] != min(groups-1, 1) || calls["argmax"] != 1) {
 			t.Errorf("decode step: argmax stages ran %d and %d times (%d workgroups)", calls["argmax partials"], calls["argmax"], groups)
 		}
 		if tc.n > 1 {
