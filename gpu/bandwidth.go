@@ -72,3 +72,87 @@ func (b *Backend) MeasureBandwidth(size int64, rounds int) (float64, error) {
 	}
 	return float64(size) / best.Seconds(), nil
 }
+
+// MeasureInt8Peak returns the device's int8 multiply-adds per second
+// through the kernel set's dot4 (the integer dot product instruction, or
+// plain int32 math where the backend does not use it: Kernels), the best of
+// rounds: the peak a prefill's ternary products are held to. The int8_peak
+// kernel runs independent chains of dependent dot4 steps; the dispatch is
+// doubled until it takes at least 2 ms, so that a large GPU is filled and a
+// small device (lavapipe) is not kept long. Timed like MeasureBandwidth.
+func (b *Backend) MeasureInt8Peak(rounds int) (float64, error) {
+	if b.dev == nil {
+		return 0, errors.New("gpu: backend is closed")
+	}
+	sink, err := b.dev.NewBuffer("int8 peak sink", 16, false)
+	if err != nil {
+		return 0, err
+	}
+	defer sink.Release()
+	p := peakPush{Iters: peakIters, B: 0x7F01FF81, Seed: 0x2545F491, Never: 0x6A09E667}
+	maxGroups := int64(b.info.MaxComputeWorkGroupCount[0])
+	groups := int64(16)
+	for {
+		d, err := b.int8PeakRun(sink, groups, p, 1)
+		if err != nil {
+			return 0, err
+		}
+		if d >= 2*time.Millisecond || 2*groups > maxGroups {
+			break
+		}
+		groups *= 2
+	}
+	d, err := b.int8PeakRun(sink, groups, p, max(rounds, 1))
+	if err != nil {
+		return 0, err
+	}
+	return float64(groups*int64(b.workgroup(peakWG))*int64(p.Iters)*peakChains*4) / d.Seconds(), nil
+}
+
+// int8PeakRun dispatches groups workgroups of int8_peak with push p, rounds
+// times after a warm-up, and returns the best time.
+func (b *Backend) int8PeakRun(sink *vk.Buffer, groups int64, p peakPush, rounds int) (time.Duration, error) {
+	k, err := b.kernel(spirv.Int8Peak.Variant(false, b.dot), b.workgroup(peakWG))
+	if err != nil {
+		return 0, err
+	}
+	timed := b.info.TimestampBits > 0 && b.info.TimestampPeriod > 0
+	r := b.dev.Record("int8 peak")
+	defer r.Release()
+	if timed {
+		if err := r.Profile(); err != nil {
+			return 0, err
+		}
+	}
+	r.Dispatch(k, []vk.Range{whole(sink)}, pushBytes(p), uint32(groups), 1, 1)
+	if err := r.Finish(); err != nil {
+		return 0, err
+	}
+	best := time.Duration(1 << 62)
+	for i := range rounds + 1 {
+		start := time.Now()
+		if err := b.dev.Submit(r); err != nil {
+			return 0, err
+		}
+		d := time.Since(start)
+		if timed {
+			t, err := r.Timings()
+			if err != nil {
+				return 0, err
+			}
+			d = time.Duration(t[0].Nanoseconds)
+		}
+		if i > 0 { // the first round warms up
+			best = min(best, d)
+		}
+	}
+	return best, nil
+}
+
+// The int8_peak dispatch: invocations per workgroup (at most), steps per
+// chain, and the shader's CHAINS.
+const (
+	peakWG     = 256
+	peakIters  = 1024
+	peakChains = 16
+)

@@ -40,6 +40,7 @@ type (
 	}
 	argmaxPush struct{ N, Off, Chunk, Groups uint32 }
 	readPush   struct{ N, Never uint32 }
+	peakPush   struct{ Iters, B, Seed, Never uint32 }
 	samplePush struct{ N, Cap, PenCap uint32 }
 )
 
@@ -68,6 +69,8 @@ var pushTypes = map[spirv.Kernel]any{
 	spirv.AttentionReduce:        attnReducePush{},
 	spirv.Argmax:                 argmaxPush{},
 	spirv.ReadBandwidth:          readPush{},
+	spirv.Int8Peak:               peakPush{},
+	spirv.Int8PeakDot:            peakPush{},
 	spirv.Sample:                 samplePush{},
 }
 

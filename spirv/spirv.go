@@ -50,13 +50,17 @@ const (
 	Argmax            Kernel = "argmax"           // greedy token on the device
 
 	ReadBandwidth Kernel = "read_bandwidth" // streams a buffer in: the roofline probe
-	Sample        Kernel = "sample"         // penalties and the candidate set of a sampling step
-	ViewDraw      Kernel = "view_draw"      // bitvk view: one layer of rectangles and glyphs into a frame's pixels
+	// Int8Peak runs chains of dot4 multiply-adds: the prefill's peak probe
+	// (plain int32 math; Int8PeakDot uses the integer dot product).
+	Int8Peak    Kernel = "int8_peak"
+	Int8PeakDot Kernel = "int8_peak_dot"
+	Sample      Kernel = "sample"    // penalties and the candidate set of a sampling step
+	ViewDraw    Kernel = "view_draw" // bitvk view: one layer of rectangles and glyphs into a frame's pixels
 )
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Sample, ViewDraw}
+	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Int8Peak, Int8PeakDot, Sample, ViewDraw}
 }
 
 // Variant returns k's twin built with subgroup operations (subgroup) and

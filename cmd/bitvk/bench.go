@@ -44,9 +44,10 @@ type benchResult struct {
 	BytesPerToken int64     `json:"bytes_per_token,omitempty"`
 	RooflineTs    float64   `json:"roofline_ts,omitempty"`
 	RooflineShare *float64  `json:"roofline_share"` // decode only; null for prompt tests
-	// CPU prompt tests: the ternary multiply-adds per token, the int8
-	// multiply-accumulate peak of the threads used (cpu.Int8Peak per core)
-	// and the share of it the prompt's rate is.
+	// Prompt tests: the ternary multiply-adds per token, the int8
+	// multiply-accumulate peak of the threads used (CPU: cpu.Int8Peak per
+	// core) or of the device (Vulkan: gpu.Backend.MeasureInt8Peak, through
+	// the kernels' dot4) and the share of it the prompt's rate is.
 	MACsPerToken  int64        `json:"macs_per_token,omitempty"`
 	Int8PeakGMACs float64      `json:"int8_peak_gmacs,omitempty"`
 	Int8Share     *float64     `json:"int8_share,omitempty"`
@@ -258,19 +259,33 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	for _, k := range bwOrder {
 		fmt.Fprintf(stdout, "memory bandwidth: %.1f GB/s on %s (roofline = bandwidth / bytes read per token)%s\n", bandwidth[k]/1e9, k, reprobed(results, k))
 	}
-	for _, r := range results {
-		if r.Int8Share != nil {
-			fmt.Fprintf(stdout, "int8 peak: %.0f GMAC/s per core (%s probe; a prompt's share = tokens/s · %.3g ternary multiply-adds per token / the peak of its threads)\n",
-				int8Peak(), r.Kernels, float64(r.MACsPerToken))
-			break
-		}
-	}
+	printPeaks(stdout, results)
 	for _, r := range results {
 		if r.Profile != nil {
 			printProfile(stdout, r)
 		}
 	}
 	return nil
+}
+
+// printPeaks says, once per backend and kernel set, which int8 peak the
+// prompt tests' shares divide by.
+func printPeaks(w io.Writer, results []benchResult) {
+	seen := map[string]bool{}
+	for _, r := range results {
+		k := r.Backend + r.GPUInfo + r.Kernels
+		if r.Int8Share == nil || seen[k] {
+			continue
+		}
+		seen[k] = true
+		if r.Backend == "CPU" {
+			fmt.Fprintf(w, "int8 peak: %.0f GMAC/s per core (%s probe; a prompt's share = tokens/s · %.3g ternary multiply-adds per token / the peak of its threads)\n",
+				int8Peak(), r.Kernels, float64(r.MACsPerToken))
+		} else {
+			fmt.Fprintf(w, "int8 peak: %.0f GMAC/s on %s (int8_peak kernel, %s; a prompt's share = tokens/s · %.3g ternary multiply-adds per token / the peak)\n",
+				r.Int8PeakGMACs, r.GPUInfo, r.Kernels, float64(r.MACsPerToken))
+		}
+	}
 }
 
 // kernelsLabel names a result's kernels, and ", fused" for a Vulkan decode
@@ -358,6 +373,18 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 				*bwOrder = append(*bwOrder, key)
 			}
 			base := benchBase(m, head, threadsUsed, bandwidth[key])
+			if b, ok := m.backend.(*gpu.Backend); ok && slices.ContainsFunc(prompts, func(p int) bool { return p > 0 }) {
+				// The device's peak through the kernel set's dot4, once
+				// per device and set (--head and --fuse do not change it).
+				pk := key + ", " + b.Kernels()
+				if _, ok := gpuPeaks[pk]; !ok {
+					if gpuPeaks[pk], err = b.MeasureInt8Peak(5); err != nil {
+						closeAll()
+						return err
+					}
+				}
+				base.Int8PeakGMACs = gpuPeaks[pk] / 1e9
+			}
 			var tests []benchResult
 			for _, p := range prompts {
 				if p > 0 {
@@ -522,10 +549,14 @@ func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error))
 		r.BytesPerToken, r.RooflineTs = 0, 0
 	}
 	if _, ok := m.backend.(*cpu.Backend); ok && r.NPrompt > 0 {
-		r.MACsPerToken = ternaryMACs(m.weights)
 		r.Int8PeakGMACs = int8Peak() * float64(min(r.NThreads, runtime.NumCPU()))
+	}
+	if r.NPrompt > 0 && r.Int8PeakGMACs > 0 {
+		r.MACsPerToken = ternaryMACs(m.weights)
 		share := r.AvgTs * float64(r.MACsPerToken) / 1e9 / r.Int8PeakGMACs
 		r.Int8Share = &share
+	} else {
+		r.Int8PeakGMACs = 0
 	}
 	return nil
 }
@@ -547,6 +578,10 @@ func reprobed(results []benchResult, key string) string {
 	}
 	return fmt.Sprintf("; beside each decode test's repetitions %.1f-%.1f GB/s, its roofline's", lo, hi)
 }
+
+// gpuPeaks holds gpu.Backend.MeasureInt8Peak by device and kernel set,
+// measured once per run.
+var gpuPeaks = map[string]float64{}
 
 // int8Peak is cpu.Int8Peak, measured once per run.
 var int8Peak = sync.OnceValue(func() float64 { return cpu.Int8Peak(200 * time.Millisecond) })

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,17 +212,7 @@ func TestBenchJSON(t *testing.T) {
 		if gen := r["n_gen"].(float64); (gen > 0) != (r["roofline_share"] != nil) {
 			t.Errorf("roofline_share is for generation tests only: %v", r)
 		}
-		// CPU prompt tests: their share of the int8 peak of their threads.
-		share, ok := r["int8_share"].(float64)
-		if prompt := r["n_prompt"].(float64) > 0; prompt != ok {
-			t.Errorf("int8_share is for prompt tests only: %v", r)
-		} else if prompt {
-			macs, _ := r["macs_per_token"].(float64)
-			peak, _ := r["int8_peak_gmacs"].(float64)
-			if want := r["avg_ts"].(float64) * macs / 1e9 / peak; !(share > 0 && macs > 0 && peak > 0 && math.Abs(share-want) <= 1e-9*want) {
-				t.Errorf("int8 share %g of a peak of %g GMAC/s at %g MACs a token: %v", share, peak, macs, r)
-			}
-		}
+		checkInt8Share(t, r)
 	}
 	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", "cpu", "-p", "8", "-n", "0", "-r", "1")
 	if code != 0 || !strings.Contains(out, "% of int8 ") || !strings.Contains(out, "int8 peak: ") {
@@ -292,6 +283,47 @@ func TestSmallShape(t *testing.T) {
 // bench --fuse times the Vulkan backend's decode steps with and without
 // the fusion in one run, says which result is which, and leaves the CPU's
 // tests alone.
+// checkInt8Share: a prompt test, and only a prompt test, reports its share
+// of the int8 peak (of the CPU threads or the Vulkan device), consistent
+// with its rate, its multiply-adds per token and the peak.
+func checkInt8Share(t *testing.T, r map[string]any) {
+	t.Helper()
+	share, ok := r["int8_share"].(float64)
+	if prompt := r["n_prompt"].(float64) > 0; prompt != ok {
+		t.Errorf("int8_share is for prompt tests only: %v", r)
+	} else if prompt {
+		macs, _ := r["macs_per_token"].(float64)
+		peak, _ := r["int8_peak_gmacs"].(float64)
+		if want := r["avg_ts"].(float64) * macs / 1e9 / peak; !(share > 0 && macs > 0 && peak > 0 && math.Abs(share-want) <= 1e-9*want) {
+			t.Errorf("int8 share %g of a peak of %g GMAC/s at %g MACs a token: %v", share, peak, macs, r)
+		}
+	}
+}
+
+// On Vulkan a prompt test's share is of the device's own int8 peak, which
+// bench measures with the int8_peak kernel of the backend's kernel set.
+func TestBenchVulkanInt8Peak(t *testing.T) {
+	needVulkan(t)
+	code, out, stderr := bitvk("bench", "--shape", "tiny", "--backend", "vulkan", "-p", "8", "-n", "2", "-r", "1", "--json")
+	if code != 0 {
+		t.Fatalf("bench: exit %d: %s", code, stderr)
+	}
+	var rs []map[string]any
+	if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 2 {
+		t.Fatalf("bench --json: %d results, %v\n%s", len(rs), err, out)
+	}
+	for _, r := range rs {
+		if r["backend"] != "Vulkan" {
+			t.Errorf("backend %v, want Vulkan", r["backend"])
+		}
+		checkInt8Share(t, r)
+	}
+	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", "vulkan", "-p", "8", "-n", "0", "-r", "1")
+	if code != 0 || !strings.Contains(out, "% of int8 ") || !regexp.MustCompile(`int8 peak: \d+ GMAC/s on .*int8_peak kernel, (dot4|int32)`).MatchString(out) {
+		t.Errorf("bench table of a Vulkan prompt test: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
 func TestBenchFuse(t *testing.T) {
 	needVulkan(t)
 	code, out, stderr := bitvk("bench", "--shape", "tiny", "--backend", "vulkan,cpu", "-t", "1", "--fuse", "on,off", "-p", "0", "-n", "2", "-r", "1", "--json")
