@@ -120,6 +120,9 @@ type Backend struct {
 	// argmaxSplit runs argmax in several workgroups on a CPU device too
 	// (tests: the split path is what GPUs run).
 	argmaxSplit bool
+	// sampleSplit runs the sample kernel in chunks on a CPU device too
+	// (tests).
+	sampleSplit bool
 
 	// scratch, each for batch tokens
 	x, xn, q, s, qkv, att, gu, attnPart, logits, result *vk.Buffer

@@ -12,13 +12,13 @@ import (
 // opsAdapter runs the backend's kernels one at a time for nntest.RunOps,
 // each in its own recording, on buffers made for the call.
 type opsAdapter struct {
-	t *testing.T
+	t testing.TB
 	b *Backend
 }
 
 // newOps runs the kernels as the device allows (integer dot products,
 // subgroup reductions), or with plain, with neither.
-func newOps(t *testing.T, plain bool) opsAdapter {
+func newOps(t testing.TB, plain bool) opsAdapter {
 	needVulkan(t)
 	inst, err := vk.NewInstance(vk.InstanceOptions{Validation: true, SyncValidation: true})
 	if err != nil {

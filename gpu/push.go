@@ -41,7 +41,7 @@ type (
 	argmaxPush struct{ N, Off, Chunk, Groups uint32 }
 	readPush   struct{ N, Never uint32 }
 	peakPush   struct{ Iters, B, Seed, Never uint32 }
-	samplePush struct{ N, Cap, PenCap uint32 }
+	samplePush struct{ N, Cap, PenCap, Chunk, Groups uint32 }
 )
 
 // pushTypes maps each kernel to its push-constant struct.

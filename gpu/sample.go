@@ -53,6 +53,7 @@ const (
 type sampleBufs struct {
 	planHost, plan *vk.Buffer // the plan and window, written by the host each step
 	res, resHost   *vk.Buffer // what the kernel found
+	part           *vk.Buffer // the chunks' candidates and maxima (a split kernel)
 	ids            []int32    // the candidates, copied out of resHost
 	vals           []float32
 	logits         []float32 // [vocab] the host's copy for the fallbacks
@@ -75,6 +76,7 @@ func (b *Backend) sampleBuffers() (*sampleBufs, error) {
 		{&sb.plan, "sampling plan", planWords, false},
 		{&sb.res, "sampling candidates", resWords, false},
 		{&sb.resHost, "sampling candidates (host)", resWords, true},
+		{&sb.part, "sampling partials", samplePartWords(b.c.Vocab), false},
 	} {
 		if *s.dst, err = b.dev.NewBuffer(s.name, int64(4*s.words), s.host); err != nil {
 			return nil, err
@@ -178,8 +180,18 @@ func (b *Backend) finishSample(s *nn.Sampler, history []int32) (int32, error) {
 	return s.SampleCandidates(v, sb.ids[:count], sb.vals[:count])
 }
 
+// samplePartWords is the size of the sample kernel's partials for n logits
+// split into chunks as argmaxPlan splits them on a GPU: a count and a key
+// per chunk, and room for each chunk's every token.
+func samplePartWords(n int) int {
+	chunk, groups := argmaxPlan(n, false)
+	return 2*groups + 2*groups*chunk
+}
+
 // sample records the sample kernel on the last token's logits and the copy
-// of its result to the host (the outSample tail of record).
+// of its result to the host (the outSample tail of record): on a GPU in two
+// dispatches over chunks of the vocabulary (as argmax), on a CPU device in
+// one workgroup.
 func (rc *recorder) sample() {
 	b := rc.b
 	sb := b.smp
@@ -194,10 +206,22 @@ func (rc *recorder) sample() {
 	rc.note("sampling plan upload", int(sb.plan.Size()))
 	r.Copy(whole(sb.planHost), whole(sb.plan))
 	r.Barrier()
-	rc.note("sample", 4*v+int(sb.plan.Size())+int(sb.res.Size()))
-	rc.dispatch(spirv.Sample, []uint32{b.workgroup(wgSample)},
-		[]vk.Range{{Buf: b.logits, Size: int64(4 * v)}, whole(sb.plan), whole(sb.res)},
-		samplePush{N: uint32(v), Cap: sampleCap, PenCap: samplePenCap}, 1, 1)
+	chunk, groups := argmaxPlan(v, b.onCPU() && !b.sampleSplit)
+	push := samplePush{N: uint32(v), Cap: sampleCap, PenCap: samplePenCap, Chunk: uint32(chunk), Groups: uint32(groups)}
+	bufs := []vk.Range{{Buf: b.logits, Size: int64(4 * v)}, whole(sb.plan), whole(sb.res), whole(sb.part)}
+	wg := b.workgroup(wgSample)
+	if groups == 1 {
+		rc.note("sample", 4*v+int(sb.plan.Size())+int(sb.res.Size()))
+		rc.dispatch(spirv.Sample, []uint32{wg, 0}, bufs, push, 1, 1)
+	} else {
+		// The chunks read the logits once; the merge reads what they kept
+		// (top-k) or their chunks again (min-p: at most the logits).
+		rc.note("sample chunks", 4*v+int(sb.plan.Size())+8*groups)
+		rc.dispatch(spirv.Sample, []uint32{wg, 1}, bufs, push, uint32(groups), 1)
+		r.Barrier()
+		rc.note("sample merge", 8*groups+int(sb.res.Size()))
+		rc.dispatch(spirv.Sample, []uint32{wg, 2}, bufs, push, uint32(groups), 1)
+	}
 	r.Barrier()
 	rc.note("candidates download", int(sb.res.Size()))
 	r.Copy(whole(sb.res), whole(sb.resHost))

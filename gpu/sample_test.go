@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -20,9 +21,10 @@ type sampleKernel struct {
 	logits []byte
 }
 
-func newSampleKernel(t *testing.T, logits []float32) *sampleKernel {
+func newSampleKernel(t testing.TB, logits []float32, split bool) *sampleKernel {
 	a := newOps(t, false)
 	b := a.b
+	b.sampleSplit = split
 	b.c = &nn.Config{Vocab: len(logits)}
 	b.logits = a.buf(f32Bytes(logits))
 	if _, err := b.sampleBuffers(); err != nil {
@@ -73,6 +75,18 @@ func sampleVocab(r *rand.Rand, n int, coarse bool) []float32 {
 // penalties, greedy with penalties, ties, NaN and ±Inf, and the overflow
 // fallback of a loose min-p.
 func TestSampleMatchesSampler(t *testing.T) {
+	forSplits(t, testSampleMatchesSampler)
+}
+
+// forSplits runs test with the sample kernel in chunks (two dispatches,
+// as GPUs run it) and in one workgroup (as CPU devices run it).
+func forSplits(t *testing.T, test func(t *testing.T, split bool)) {
+	for _, split := range []bool{true, false} {
+		t.Run(map[bool]string{true: "chunks", false: "one workgroup"}[split], func(t *testing.T) { test(t, split) })
+	}
+}
+
+func testSampleMatchesSampler(t *testing.T, split bool) {
 	r := rand.New(rand.NewPCG(31, 32))
 	spread := sampleVocab(r, 5000, false)
 	coarse := sampleVocab(r, 5000, true)
@@ -116,7 +130,7 @@ func TestSampleMatchesSampler(t *testing.T) {
 	}
 	steps := 0
 	for li, logits := range [][]float32{spread, coarse, inf, flat, edge} {
-		k := newSampleKernel(t, logits)
+		k := newSampleKernel(t, logits, split)
 		for ci, c := range configs {
 			for seed := range uint64(10) {
 				c.Seed = seed + uint64(100*ci+1000*li)
@@ -157,9 +171,13 @@ func TestSampleMatchesSampler(t *testing.T) {
 // whose division is not correctly rounded) sends the step to the host's
 // sampler on the downloaded logits, with the window's raw values restored.
 func TestSamplePenaltyMismatch(t *testing.T) {
+	forSplits(t, testSamplePenaltyMismatch)
+}
+
+func testSamplePenaltyMismatch(t *testing.T, split bool) {
 	r := rand.New(rand.NewPCG(5, 6))
 	logits := sampleVocab(r, 3000, false)
-	k := newSampleKernel(t, logits)
+	k := newSampleKernel(t, logits, split)
 	history := []int32{7, 8, 9, 7}
 	for _, c := range []nn.SamplerConfig{
 		{Temperature: 1, TopK: 20, RepeatPenalty: 1.3},
@@ -184,9 +202,13 @@ func TestSamplePenaltyMismatch(t *testing.T) {
 
 // The kernel on a vocabulary of the 2B model's size.
 func TestSampleLargeVocab(t *testing.T) {
+	forSplits(t, testSampleLargeVocab)
+}
+
+func testSampleLargeVocab(t *testing.T, split bool) {
 	r := rand.New(rand.NewPCG(7, 8))
 	logits := sampleVocab(r, 128256, false)
-	k := newSampleKernel(t, logits)
+	k := newSampleKernel(t, logits, split)
 	for _, c := range []nn.SamplerConfig{
 		{Temperature: 0.8, TopK: 40, TopP: 0.95, RepeatPenalty: 1.1, Seed: 1},
 		{Temperature: 0.8, MinP: 0.05, Seed: 2},
@@ -214,11 +236,15 @@ func TestSampleLargeVocab(t *testing.T) {
 // With every logit NaN or −Inf the device finds no candidate, and the step
 // fails as Sample does.
 func TestSampleNoCandidate(t *testing.T) {
-	logits := make([]float32, 300)
+	forSplits(t, testSampleNoCandidate)
+}
+
+func testSampleNoCandidate(t *testing.T, split bool) {
+	logits := make([]float32, 3000)
 	for i := range logits {
 		logits[i] = [...]float32{float32(math.NaN()), float32(math.Inf(-1))}[i%2]
 	}
-	k := newSampleKernel(t, logits)
+	k := newSampleKernel(t, logits, split)
 	for _, c := range []nn.SamplerConfig{{Temperature: 1, TopK: 5}, {Temperature: 1, MinP: 0.1}, {RepeatPenalty: 2}} {
 		s, _ := nn.NewSampler(c)
 		id, ok, err := k.step(s, []int32{1, 2}, nil)
@@ -283,6 +309,29 @@ func TestGenerateSampledOnDevice(t *testing.T) {
 		bounded := p.Rule != nn.NeedLogits && p.K <= sampleCap
 		if bounded && host != 0 || !bounded && host != len(got) {
 			t.Errorf("%+v: %d of %d steps sampled on the host", c, host, len(got))
+		}
+	}
+}
+
+// BenchmarkSampleKernel: the sample kernel (with the plan's upload and the
+// result's download) on a vocabulary of the 2B model's size, top-k 40 and
+// min-p 0.05, in chunks (as GPUs run it) and in one workgroup.
+func BenchmarkSampleKernel(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	logits := sampleVocab(r, 128256, false)
+	for _, split := range []bool{true, false} {
+		for _, c := range []nn.SamplerConfig{{Temperature: 0.8, TopK: 40}, {Temperature: 0.8, MinP: 0.05}} {
+			name := fmt.Sprintf("%s/topk%d-minp%g", map[bool]string{true: "chunks", false: "one"}[split], c.TopK, c.MinP)
+			b.Run(name, func(b *testing.B) {
+				k := newSampleKernel(b, logits, split)
+				s, _ := nn.NewSampler(c)
+				if !k.a.b.planSample(s, nil) {
+					b.Fatal("the plan needs the logits")
+				}
+				for b.Loop() {
+					k.a.run(func(rc *recorder) { rc.sample() })
+				}
+			})
 		}
 	}
 }
