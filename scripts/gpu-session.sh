@@ -15,8 +15,10 @@
 #       (on the GPU machine) the synthetic 2B model, bitvk check on the small
 #       shape (validation layer on) and on the 2B model, then bitvk bench
 #       with --profile and --fuse on,off (the decode step with and without
-#       the fused norms, RoPE and K/V write); OUTDIR gets each command's
-#       output and bench.json.
+#       the fused norms, RoPE and K/V write), and the sample kernel in
+#       chunks against one workgroup (BenchmarkSampleKernel, when
+#       bin/gpu.test is there); OUTDIR gets each command's output and
+#       bench.json.
 #
 # Environment: TESTS, a regular expression, limits the tests run (default:
 # all); SHAPE_2B=0 skips the 2B model (check and bench on the small shape
@@ -98,7 +100,11 @@ bench)
 		>"$out/bench.txt" 2>&1 || status=1
 	bin/bitvk bench "${model[@]}" --backend vulkan -p 512 -n 128 --head f16,q8 -r 3 --fuse on,off --json \
 		>"$out/bench.json" 2>"$out/bench-json.err" || status=1
-	grep -h -E 'PASS|FAIL|tg|pp' "$out"/check-*.txt "$out/bench.txt" || true
+	if [ -x bin/gpu.test ]; then
+		(cd gpu && ../bin/gpu.test -test.run '^$' -test.bench SampleKernel -test.benchtime 200x) \
+			>"$out/sample-kernel.txt" 2>&1 || status=1
+	fi
+	grep -h -E 'PASS|FAIL|tg|pp|int8 peak|Benchmark' "$out"/check-*.txt "$out/bench.txt" "$out"/sample-kernel.txt 2>/dev/null || true
 	exit $status
 	;;
 *)
