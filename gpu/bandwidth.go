@@ -36,39 +36,13 @@ func (b *Backend) MeasureBandwidth(size int64, rounds int) (float64, error) {
 	const wg = 256
 	words := size / 16
 	groups := min(int64(b.info.MaxComputeWorkGroupCount[0]), max(1, words/(wg*16)))
-	timed := b.info.TimestampBits > 0 && b.info.TimestampPeriod > 0
-	r := b.dev.Record("bandwidth read")
-	defer r.Release()
-	if timed {
-		if err := r.Profile(); err != nil {
-			return 0, err
-		}
-	}
 	k, err := b.kernel(spirv.ReadBandwidth, b.workgroup(wg))
 	if err != nil {
 		return 0, err
 	}
-	r.Dispatch(k, []vk.Range{whole(src), whole(sink)}, pushBytes(readPush{N: uint32(words), Never: 0xFFFFFFFF}), uint32(groups), 1, 1)
-	if err := r.Finish(); err != nil {
+	best, err := b.timeDispatch("bandwidth read", k, []vk.Range{whole(src), whole(sink)}, pushBytes(readPush{N: uint32(words), Never: 0xFFFFFFFF}), groups, rounds)
+	if err != nil {
 		return 0, err
-	}
-	best := time.Duration(1 << 62)
-	for i := range max(rounds, 1) + 1 {
-		start := time.Now()
-		if err := b.dev.Submit(r); err != nil {
-			return 0, err
-		}
-		d := time.Since(start)
-		if timed {
-			t, err := r.Timings()
-			if err != nil {
-				return 0, err
-			}
-			d = time.Duration(t[0].Nanoseconds)
-		}
-		if i > 0 { // the first round warms up
-			best = min(best, d)
-		}
 	}
 	return float64(size) / best.Seconds(), nil
 }
@@ -116,20 +90,29 @@ func (b *Backend) int8PeakRun(sink *vk.Buffer, groups int64, p peakPush, rounds 
 	if err != nil {
 		return 0, err
 	}
+	return b.timeDispatch("int8 peak", k, []vk.Range{whole(sink)}, pushBytes(p), groups, rounds)
+}
+
+// timeDispatch records one dispatch of k over groups workgroups, submits it
+// rounds times after a warm-up (at least once), and returns the best time:
+// by GPU timestamps around the dispatch where the compute queue has them,
+// else by the host's clock around the submit (which then includes the
+// submit's own overhead).
+func (b *Backend) timeDispatch(name string, k *vk.Kernel, bufs []vk.Range, push []byte, groups int64, rounds int) (time.Duration, error) {
 	timed := b.info.TimestampBits > 0 && b.info.TimestampPeriod > 0
-	r := b.dev.Record("int8 peak")
+	r := b.dev.Record(name)
 	defer r.Release()
 	if timed {
 		if err := r.Profile(); err != nil {
 			return 0, err
 		}
 	}
-	r.Dispatch(k, []vk.Range{whole(sink)}, pushBytes(p), uint32(groups), 1, 1)
+	r.Dispatch(k, bufs, push, uint32(groups), 1, 1)
 	if err := r.Finish(); err != nil {
 		return 0, err
 	}
 	best := time.Duration(1 << 62)
-	for i := range rounds + 1 {
+	for i := range max(rounds, 1) + 1 {
 		start := time.Now()
 		if err := b.dev.Submit(r); err != nil {
 			return 0, err
