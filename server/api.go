@@ -36,6 +36,9 @@ type commonRequest struct {
 	N                *int            `json:"n"`
 	Logprobs         json.RawMessage `json:"logprobs"`
 	IgnoreEOS        bool            `json:"ignore_eos"`
+	LogitBias        json.RawMessage `json:"logit_bias"` // refused when it asks for something
+
+	maxStops int // the most stop strings taken; 0: OpenAI's maxStops
 }
 
 type streamOptions struct {
@@ -48,6 +51,9 @@ type chatRequest struct {
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	TopLogprobs         *int            `json:"top_logprobs"`
 	Tools               json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	Functions           json.RawMessage `json:"functions"`
+	FunctionCall        json.RawMessage `json:"function_call"`
 	ResponseFormat      *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
@@ -87,6 +93,18 @@ func newError(status int, typ, code, param, format string, a ...any) *apiError {
 	if param != "" {
 		e.Param = &param
 	}
+	return e
+}
+
+// rename makes an error about the field from one about the field to: the
+// endpoints of llama-server and Ollama name some shared fields their own
+// way (n_predict, options.temperature).
+func (e *apiError) rename(from, to string) *apiError {
+	if e.Param == nil || *e.Param != from {
+		return e
+	}
+	e.Param = &to
+	e.Message = strings.ReplaceAll(e.Message, "'"+from+"'", "'"+to+"'")
 	return e
 }
 
@@ -153,7 +171,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 		// The path names the embedded struct of the shared fields; a
 		// client knows only the JSON names.
 		field := strings.TrimPrefix(typeErr.Field, "commonRequest.")
-		return invalid(field, "'%s' must be %s, not %s", field, wantKind(typeErr.Type), jsonKind(typeErr.Value))
+		want := wantKind(typeErr.Type)
+		if num, ok := strings.CutPrefix(typeErr.Value, "number "); ok && outOfRange(num, want) {
+			return invalid(field, "'%s' is %s, out of range for %s", field, num, want)
+		}
+		return invalid(field, "'%s' must be %s, not %s", field, want, jsonKind(typeErr.Value))
 	}
 	return nil
 }
@@ -162,6 +184,8 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 // error does.
 func valueKind(raw json.RawMessage) string {
 	switch raw[0] {
+	case '{':
+		return "object"
 	case '[':
 		return "array"
 	case '"':
@@ -172,6 +196,17 @@ func valueKind(raw json.RawMessage) string {
 		return "null"
 	}
 	return "number"
+}
+
+// outOfRange reports whether a JSON number that did not fit the Go type
+// that wants it (an integer, or a number) is of the right kind but too
+// large: an integer written without fraction or exponent, or any number
+// for a float.
+func outOfRange(num, want string) bool {
+	if want == "a number" {
+		return true
+	}
+	return want == "an integer" && strings.Trim(strings.TrimPrefix(num, "-"), "0123456789") == ""
 }
 
 // jsonKind names the JSON value a type error saw ("number 1.5", "string").
@@ -247,9 +282,9 @@ func parseContent(raw json.RawMessage, param string) (string, *apiError) {
 	return strings.Join(texts, "\n"), nil
 }
 
-// parseStop reads stop: a string or an array of up to 4 strings. Empty
-// strings are dropped.
-func parseStop(raw json.RawMessage) ([]string, *apiError) {
+// parseStop reads stop: a string or an array of up to limit strings.
+// Empty strings are dropped.
+func parseStop(raw json.RawMessage, limit int) ([]string, *apiError) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -264,8 +299,8 @@ func parseStop(raw json.RawMessage) ([]string, *apiError) {
 	if err := json.Unmarshal(raw, &many); err != nil {
 		return nil, invalid("stop", "'stop' must be a string or an array of strings")
 	}
-	if len(many) > maxStops {
-		return nil, invalid("stop", "'stop' has %d strings; at most %d are allowed", len(many), maxStops)
+	if len(many) > limit {
+		return nil, invalid("stop", "'stop' has %d strings; at most %d are allowed", len(many), limit)
 	}
 	var out []string
 	for _, s := range many {
@@ -276,8 +311,37 @@ func parseStop(raw json.RawMessage) ([]string, *apiError) {
 	return out, nil
 }
 
-// maxStops is OpenAI's limit on stop strings.
-const maxStops = 4
+// maxStops is OpenAI's limit on stop strings. llama-server and Ollama
+// have none, and their clients send more (editors' completions, a
+// Modelfile's stop parameters), so their endpoints take up to
+// maxNativeStops.
+const (
+	maxStops       = 4
+	maxNativeStops = 64
+)
+
+// asks reports whether a field this server does not implement asks for
+// something: it is there and not null, false, "", [] or {}.
+func asks(raw json.RawMessage) bool {
+	if isNull(raw) {
+		return false
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return true
+	}
+	switch x := v.(type) {
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
+}
 
 // checkRange validates an optional number against [lo, hi].
 func checkRange(param string, v *float64, lo, hi float64) *apiError {

@@ -78,6 +78,22 @@ func TestBadRequests(t *testing.T) {
 		{"two prompts", comp, `{"prompt":["a","b"]}`, 400, "prompt", "2 prompts"},
 		{"token outside", comp, `{"prompt":[1, 99999]}`, 400, "prompt", "outside the vocabulary"},
 		{"echo", comp, `{"prompt":"x","echo":true}`, 400, "echo", "not supported"},
+		{"max_tokens overflow", chat, `{"messages":[{"role":"user","content":"x"}],"max_tokens":99999999999999999999}`, 400, "max_tokens", "'max_tokens' is 99999999999999999999, out of range for an integer"},
+		{"temperature overflow", chat, `{"messages":[{"role":"user","content":"x"}],"temperature":1e400}`, 400, "temperature", "'temperature' is 1e400, out of range for a number"},
+		{"max_completion_tokens 0", chat, `{"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0}`, 400, "max_completion_tokens", "'max_completion_tokens' is 0"},
+		{"logit_bias", chat, `{"messages":[{"role":"user","content":"x"}],"logit_bias":{"5":100}}`, 400, "logit_bias", "not supported"},
+		{"completion logit_bias", comp, `{"prompt":"x","logit_bias":{"5":-100}}`, 400, "logit_bias", "not supported"},
+		{"functions", chat, `{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]}`, 400, "functions", "not supported"},
+		{"function_call", chat, `{"messages":[{"role":"user","content":"x"}],"function_call":{"name":"f"}}`, 400, "function_call", "calls no functions"},
+		{"tool_choice required", chat, `{"messages":[{"role":"user","content":"x"}],"tool_choice":"required"}`, 400, "tool_choice", "calls no tools"},
+		{"n past the slots and queue", chat, `{"messages":[{"role":"user","content":"x"}],"n":13}`, 400, "n", "'n' may be at most 12"},
+		{"prompt id not an integer", comp, `{"prompt":[1, 1.5]}`, 400, "prompt", "'prompt[1]' is 1.5, not a token id"},
+		{"prompt id null", comp, `{"prompt":[null]}`, 400, "prompt", "'prompt[0]' is null, not a token id"},
+		{"prompt id string", comp, `{"prompt":[1, "a"]}`, 400, "prompt", "'prompt[1]' is a string, not a token id"},
+		{"prompt no ids", comp, `{"prompt":[]}`, 400, "prompt", "the prompt is empty"},
+		{"prompt nested id", comp, `{"prompt":[[1, {}]]}`, 400, "prompt[0]", "'prompt[0][1]' is an object, not a token id"},
+		{"prompt nested empty", comp, `{"prompt":[[]]}`, 400, "prompt[0]", "the prompt is empty"},
+		{"two id prompts", comp, `{"prompt":[[1],[2]]}`, 400, "prompt", "2 prompts"},
 		{"body limit", chat, `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, 413, "", "limit of 4096 bytes"},
 	} {
 		resp, b := ts.post(t, c.path, c.body)
@@ -113,6 +129,22 @@ func TestBadRequests(t *testing.T) {
 	}
 	// And the server still serves.
 	ts.complete(t, chat, chatBody("x", "max_tokens", 2))
+
+	// What asks for nothing is taken; one prompt of ids in a batch is the
+	// prompt of those ids.
+	for _, body := range []map[string]any{
+		chatBody("x", "max_tokens", 2, "logit_bias", map[string]any{}, "tool_choice", "auto", "functions", []any{}, "function_call", "none"),
+		chatBody("x", "max_tokens", 2, "n", 12),
+	} {
+		if resp, b := ts.post(t, chat, body); resp.StatusCode != 200 {
+			t.Errorf("%v: %d %s", body, resp.StatusCode, b)
+		}
+	}
+	ids := []int{1, 2, 3}
+	if a, b := ts.complete(t, comp, map[string]any{"prompt": ids, "max_tokens": 4}).text,
+		ts.complete(t, comp, map[string]any{"prompt": [][]int{ids}, "max_tokens": 4}).text; a != b {
+		t.Errorf("prompt [[1,2,3]]: %q; [1,2,3]: %q", b, a)
+	}
 }
 
 func TestAPIKey(t *testing.T) {

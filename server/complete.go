@@ -25,6 +25,7 @@ type generation struct {
 	logprobs     bool // return each token's log-probability
 	topLogprobs  int  // and this many alternatives
 	json         bool // response_format json_object
+	evalOnly     bool // n_predict 0: evaluate the prompt into a slot's cache, generate nothing
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, rec *recorder) {
@@ -60,8 +61,14 @@ func (s *Server) chatGeneration(req *chatRequest) (*generation, *apiError) {
 	case s.cfg.Template == nil:
 		return nil, newError(http.StatusBadRequest, "invalid_request_error", "no_chat_template", "messages",
 			"this model has no chat template bitvk knows: restart the server with --chat-template, or use /v1/completions")
-	case len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]":
+	case asks(req.Tools):
 		return nil, invalid("tools", "'tools' is not supported by this server")
+	case asks(req.Functions):
+		return nil, invalid("functions", "'functions' is not supported by this server")
+	case asks(req.FunctionCall) && string(req.FunctionCall) != `"none"` && string(req.FunctionCall) != `"auto"`:
+		return nil, invalid("function_call", "'function_call' is %s, but this server calls no functions", req.FunctionCall)
+	case asks(req.ToolChoice) && string(req.ToolChoice) != `"none"` && string(req.ToolChoice) != `"auto"`:
+		return nil, invalid("tool_choice", "'tool_choice' is %s, but this server calls no tools", req.ToolChoice)
 	case req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text" && req.ResponseFormat.Type != "json_object":
 		return nil, invalid("response_format", "'response_format' %q is not supported; only \"text\" and \"json_object\"", req.ResponseFormat.Type)
 	case len(req.Messages) == 0:
@@ -73,6 +80,9 @@ func (s *Server) chatGeneration(req *chatRequest) (*generation, *apiError) {
 	}
 	g, e := s.common(&req.commonRequest, limit)
 	if e != nil {
+		if req.MaxCompletionTokens != nil {
+			e.rename("max_tokens", "max_completion_tokens")
+		}
 		return nil, e
 	}
 	g.json = req.ResponseFormat != nil && req.ResponseFormat.Type == "json_object"
@@ -142,29 +152,65 @@ func (s *Server) completionGeneration(req *completionRequest) (*generation, *api
 		}
 		g.logprobs, g.topLogprobs = true, k
 	}
-	var text string
-	var texts []string
-	var ids []int64
+	text, ids, param, e := s.readPrompt(req.Prompt)
 	switch {
-	case json.Unmarshal(req.Prompt, &text) == nil:
-	case json.Unmarshal(req.Prompt, &texts) == nil && len(texts) == 1:
-		text = texts[0]
-	case json.Unmarshal(req.Prompt, &ids) == nil && len(ids) > 0:
-		g.prompt = make([]int32, len(ids))
-		for i, id := range ids {
-			if id < 0 || id >= int64(s.cfg.Engine.Config().Vocab) {
-				return nil, invalid("prompt", "'prompt[%d]' is token %d, outside the vocabulary of %d", i, id, s.cfg.Engine.Config().Vocab)
-			}
-			g.prompt[i] = int32(id)
-		}
-		return g, s.checkPrompt(g.prompt, "prompt")
-	case texts != nil:
-		return nil, invalid("prompt", "'prompt' holds %d prompts; this server takes one per request", len(texts))
+	case e != nil:
+		return nil, e
+	case ids != nil:
+		g.prompt = ids
 	default:
-		return nil, invalid("prompt", "'prompt' must be a string, an array of one string, or an array of token ids")
+		g.prompt = s.bos(s.cfg.Tokenizer.Encode(text, tokenizer.EncodeOptions{NoBOS: true}))
 	}
-	g.prompt = s.bos(s.cfg.Tokenizer.Encode(text, tokenizer.EncodeOptions{NoBOS: true}))
-	return g, s.checkPrompt(g.prompt, "prompt")
+	return g, s.checkPrompt(g.prompt, param)
+}
+
+// readPrompt reads a completion's prompt: a string, or an array of one
+// string, of token ids, or of one array of token ids (OpenAI's batch
+// forms, holding one prompt). ids is non-nil when it is token ids; param
+// names the field that held the prompt.
+func (s *Server) readPrompt(raw json.RawMessage) (text string, ids []int32, param string, e *apiError) {
+	param = "prompt"
+	if json.Unmarshal(raw, &text) == nil {
+		return text, nil, param, nil
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", nil, param, invalid(param, "'prompt' must be a string, an array of one string, or an array of token ids, not %s", jsonKind(valueKind(raw)))
+	}
+	if len(parts) > 0 && (parts[0][0] == '"' || parts[0][0] == '[') {
+		if len(parts) > 1 {
+			return "", nil, param, invalid(param, "'prompt' holds %d prompts; this server takes one per request", len(parts))
+		}
+		param = "prompt[0]"
+		if json.Unmarshal(parts[0], &text) == nil {
+			return text, nil, param, nil
+		}
+		if json.Unmarshal(parts[0], &parts) != nil {
+			return "", nil, param, invalid(param, "'%s' must be a string or an array of token ids", param)
+		}
+	}
+	ids, e = tokenIDs(parts, param, s.cfg.Engine.Config().Vocab)
+	return "", ids, param, e
+}
+
+// tokenIDs reads an array of token ids, each below vocab.
+func tokenIDs(parts []json.RawMessage, param string, vocab int) ([]int32, *apiError) {
+	ids := make([]int32, len(parts))
+	for i, p := range parts {
+		var id int64
+		if err := json.Unmarshal(p, &id); err != nil || isNull(p) { // null would leave id 0
+			what := jsonKind(valueKind(p))
+			if valueKind(p) == "number" {
+				what = string(p)
+			}
+			return nil, invalid(param, "'%s[%d]' is %s, not a token id (an integer from 0 to %d)", param, i, what, vocab-1)
+		}
+		if id < 0 || id >= int64(vocab) {
+			return nil, invalid(param, "'%s[%d]' is token %d, outside the vocabulary of %d", param, i, id, vocab)
+		}
+		ids[i] = int32(id)
+	}
+	return ids, nil
 }
 
 // bos puts the BOS token first when the vocabulary asks for one.
@@ -221,6 +267,12 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 		if *c.N < 1 || *c.N > maxChoices {
 			return nil, invalid("n", "'n' is %d; it must be between 1 and %d", *c.N, maxChoices)
 		}
+		// Every choice runs or waits at once; more than fit would be
+		// refused with 503 forever.
+		if most := len(s.w.slots) + s.cfg.Queue; *c.N > most {
+			return nil, invalid("n", "'n' is %d, but this server runs %d requests at once (--parallel) and queues %d more (--queue): 'n' may be at most %d",
+				*c.N, len(s.w.slots), s.cfg.Queue, most)
+		}
 		g.n = *c.N
 	}
 	if c.StreamOptions != nil {
@@ -235,7 +287,14 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 		}
 		g.maxTokens = *maxTokens
 	}
-	stop, e := parseStop(c.Stop)
+	if asks(c.LogitBias) {
+		return nil, invalid("logit_bias", "'logit_bias' is not supported by this server")
+	}
+	limit := c.maxStops
+	if limit == 0 {
+		limit = maxStops
+	}
+	stop, e := parseStop(c.Stop, limit)
 	if e != nil {
 		return nil, e
 	}
@@ -254,7 +313,7 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 	set(&sc.PresencePenalty, c.PresencePenalty)
 	if c.TopP != nil {
 		sc.TopP = float32(*c.TopP)
-		if *c.TopP == 0 { // the limit of top-p → 0: the most likely token alone
+		if sc.TopP == 0 { // the limit of top-p → 0 (and a p below float32's least): the most likely token alone
 			sc.TopK, sc.TopP = 1, 1
 		}
 	}
@@ -262,7 +321,7 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 		sc.TopK = *c.TopK
 	}
 	switch {
-	case c.Seed != nil:
+	case c.Seed != nil && *c.Seed != -1: // −1: llama-server's and Ollama's "no seed"
 		sc.Seed = uint64(*c.Seed)
 	case s.cfg.RandomSeed:
 		sc.Seed = rand.Uint64()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -342,4 +343,35 @@ func TestClose(t *testing.T) {
 	if resp, _ := ts.do(t, http.MethodGet, "/health", nil, nil); resp.StatusCode != 503 {
 		t.Errorf("/health after Close: %d", resp.StatusCode)
 	}
+}
+
+// TestQueueZero: with --queue 0 a request runs when a slot is free, and
+// one that finds every slot busy is refused at once with 503.
+func TestQueueZero(t *testing.T) {
+	g := newGate(3)
+	ts := newTestServer(t, testOptions{noEOG: true, slots: 1, hook: g.hook, edit: func(c *Config) { c.Queue = 0 }})
+	first := make(chan error, 1)
+	go func() {
+		body, _ := json.Marshal(chatBody("hello", "max_tokens", 5))
+		r, err := ts.client.Post(ts.url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err == nil {
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if r.StatusCode != 200 {
+				err = fmt.Errorf("%d %s", r.StatusCode, b)
+			}
+		}
+		first <- err
+	}()
+	waitFor(t, "the first request's 3rd forward pass", g.entered)
+	resp, b := ts.post(t, "/v1/chat/completions", chatBody("hello", "max_tokens", 5))
+	wantError(t, "every slot busy", 503, "server_error", "busy")(resp, b)
+	close(g.release)
+	if err := <-first; err != nil {
+		t.Errorf("the request with a free slot: %v", err)
+	}
+	ts.complete(t, "/v1/chat/completions", chatBody("hello", "max_tokens", 2))
+	// n past the one slot is a mistake, not a busy server.
+	resp, b = ts.post(t, "/v1/chat/completions", chatBody("hello", "max_tokens", 2, "n", 2))
+	wantError(t, "n 2 with 1 slot and no queue", 400, "invalid_request_error", "'n' may be at most 1")(resp, b)
 }

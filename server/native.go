@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bitvk/bitvk/tokenizer"
 )
@@ -29,9 +30,13 @@ func (s *Server) props(w http.ResponseWriter, _ *http.Request, _ *recorder) {
 		tmpl = s.cfg.Template.Name()
 	}
 	sc := s.cfg.Sampler
+	nPredict := s.cfg.MaxTokens
+	if nPredict <= 0 {
+		nPredict = -1 // llama-server's "no limit"
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"default_generation_settings": map[string]any{
-			"n_ctx": s.cfg.Engine.Context(), "n_predict": max(s.cfg.MaxTokens, -1),
+			"n_ctx": s.cfg.Engine.Context(), "n_predict": nPredict,
 			"temperature": sc.Temperature, "top_k": sc.TopK, "top_p": sc.TopP, "min_p": sc.MinP,
 			"repeat_penalty": sc.RepeatPenalty, "seed": sc.Seed,
 		},
@@ -65,12 +70,16 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request, _ *recorder) {
 		return
 	}
 	type withPiece struct {
-		ID    int32  `json:"id"`
-		Piece string `json:"piece"`
+		ID    int32 `json:"id"`
+		Piece any   `json:"piece"` // a string, or its bytes when they are not UTF-8 (as llama-server)
 	}
 	out := make([]withPiece, len(ids))
 	for i, id := range ids {
-		out[i] = withPiece{id, s.cfg.Tokenizer.Piece(id)}
+		p := s.cfg.Tokenizer.Piece(id)
+		out[i] = withPiece{id, p}
+		if !utf8.ValidString(p) {
+			out[i].Piece = byteList(p)
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tokens": out})
 }
@@ -78,19 +87,16 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request, _ *recorder) {
 // detokenize is llama-server's POST /detokenize: {"tokens"} → {"content"}.
 func (s *Server) detokenize(w http.ResponseWriter, r *http.Request, _ *recorder) {
 	var req struct {
-		Tokens []int64 `json:"tokens"`
+		Tokens []json.RawMessage `json:"tokens"`
 	}
 	if e := decodeBody(w, r, s.cfg.MaxBody, &req); e != nil {
 		writeError(w, e)
 		return
 	}
-	ids := make([]int32, len(req.Tokens))
-	for i, id := range req.Tokens {
-		if id < 0 || id >= int64(s.cfg.Tokenizer.Len()) {
-			writeError(w, invalid("tokens", "'tokens[%d]' is %d, outside the vocabulary of %d", i, id, s.cfg.Tokenizer.Len()))
-			return
-		}
-		ids[i] = int32(id)
+	ids, e := tokenIDs(req.Tokens, "tokens", s.cfg.Tokenizer.Len())
+	if e != nil {
+		writeError(w, e)
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"content": s.cfg.Tokenizer.Decode(ids)})
 }
@@ -111,6 +117,10 @@ type llamaCompletionRequest struct {
 	Stream           bool            `json:"stream"`
 	IgnoreEOS        bool            `json:"ignore_eos"`
 	NProbs           int             `json:"n_probs"`
+	// refused when they ask for something
+	Grammar    json.RawMessage `json:"grammar"`
+	JSONSchema json.RawMessage `json:"json_schema"`
+	LogitBias  json.RawMessage `json:"logit_bias"`
 }
 
 // llamaCompletion is llama-server's POST /completion: the reply as one
@@ -122,15 +132,23 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, rec *re
 		writeError(w, e)
 		return
 	}
+	switch {
+	case asks(req.Grammar):
+		writeError(w, invalid("grammar", "'grammar' is not supported by this server"))
+		return
+	case asks(req.JSONSchema):
+		writeError(w, invalid("json_schema", "'json_schema' is not supported by this server; /v1/chat/completions takes \"response_format\": {\"type\": \"json_object\"}"))
+		return
+	}
 	c := commonRequest{Temperature: req.Temperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		RepeatPenalty: req.RepeatPenalty, PresencePenalty: req.PresencePenalty, FrequencyPenalty: req.FrequencyPenalty,
-		Seed: req.Seed, Stop: req.Stop, IgnoreEOS: req.IgnoreEOS}
-	if req.NPredict != nil && *req.NPredict >= 0 {
+		Seed: req.Seed, Stop: req.Stop, IgnoreEOS: req.IgnoreEOS, LogitBias: req.LogitBias, maxStops: maxNativeStops}
+	if req.NPredict != nil && *req.NPredict > 0 { // < 0: no limit
 		c.MaxTokens = req.NPredict
 	}
 	g, e := s.completionGeneration(&completionRequest{commonRequest: c, Prompt: req.Prompt})
 	if e != nil {
-		writeError(w, e)
+		writeError(w, e.rename("max_tokens", "n_predict"))
 		return
 	}
 	if req.NProbs < 0 || req.NProbs > maxTopLogprobs {
@@ -138,6 +156,9 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, rec *re
 		return
 	}
 	g.logprobs, g.topLogprobs = req.NProbs > 0, req.NProbs
+	// llama-server: "When 0, no tokens will be generated but the prompt is
+	// evaluated into the cache" (a client warming the prefix cache).
+	g.evalOnly = req.NPredict != nil && *req.NPredict == 0
 	g.stream = req.Stream
 	rn := s.submit(w, r, rec, g)
 	if rn == nil {
@@ -175,7 +196,7 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, rec *re
 		out := map[string]any{
 			"content": content, "id_slot": res.slot, "stop": true, "model": s.cfg.ModelName,
 			"tokens_predicted": res.stats.GenTokens, "tokens_evaluated": res.prompt, "tokens_cached": res.cached,
-			"stop_type": stopType, "stopping_word": "", "truncated": false, "timings": rn.timings(),
+			"stop_type": stopType, "stopping_word": res.stopWord, "truncated": false, "timings": rn.timings(),
 		}
 		if all != nil {
 			out["completion_probabilities"] = all
@@ -253,15 +274,30 @@ type ollamaOptions struct {
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
 }
 
+// ollamaOptionNames are the JSON names of ollamaOptions' fields that
+// commonRequest shares, for errors about them.
+var ollamaOptionNames = []string{"temperature", "top_k", "top_p", "min_p", "seed", "stop",
+	"repeat_penalty", "presence_penalty", "frequency_penalty"}
+
 type ollamaRequest struct {
 	Model    string          `json:"model"`
 	Prompt   *string         `json:"prompt"`
 	System   string          `json:"system"`
 	Raw      bool            `json:"raw"`
-	Messages []chatMessage   `json:"messages"`
+	Messages []ollamaMessage `json:"messages"`
 	Stream   *bool           `json:"stream"`
 	Format   json.RawMessage `json:"format"`
 	Options  ollamaOptions   `json:"options"`
+	// refused when they ask for something
+	Images json.RawMessage `json:"images"`
+	Suffix json.RawMessage `json:"suffix"`
+	Tools  json.RawMessage `json:"tools"`
+}
+
+type ollamaMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Images  json.RawMessage `json:"images"` // refused when it holds any
 }
 
 // ollamaError writes Ollama's error shape.
@@ -284,11 +320,45 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, rec *recorder, c
 		ollamaError(w, e.status, "%s", e.Message)
 		return
 	}
+	model := req.Model
+	if model == "" {
+		model = s.cfg.ModelName
+	}
+	// As Ollama: no prompt (or no messages) asks only to load the model,
+	// which is loaded.
+	if chat && len(req.Messages) == 0 || !chat && (req.Prompt == nil || *req.Prompt == "") {
+		ev := map[string]any{"model": model, "created_at": time.Now().UTC().Format(time.RFC3339Nano), "done": true, "done_reason": "load"}
+		if chat {
+			ev["message"] = map[string]string{"role": "assistant", "content": ""}
+		} else {
+			ev["response"] = ""
+		}
+		writeJSON(w, http.StatusOK, ev)
+		return
+	}
+	msgs := make([]chatMessage, len(req.Messages))
+	images := asks(req.Images)
+	for i, m := range req.Messages {
+		msgs[i] = chatMessage{Role: m.Role, Content: m.Content}
+		images = images || asks(m.Images)
+	}
+	switch {
+	case images:
+		ollamaError(w, http.StatusBadRequest, "'images' is not supported: this model reads only text")
+		return
+	case asks(req.Tools):
+		ollamaError(w, http.StatusBadRequest, "'tools' is not supported by this server")
+		return
+	case asks(req.Suffix):
+		ollamaError(w, http.StatusBadRequest, "'suffix' is not supported by this server")
+		return
+	}
 	o := req.Options
 	c := commonRequest{Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, Seed: o.Seed, Stop: o.Stop,
-		RepeatPenalty: o.RepeatPenalty, PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty}
+		RepeatPenalty: o.RepeatPenalty, PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty,
+		maxStops: maxNativeStops}
 	var limit *int
-	if o.NumPredict != nil && *o.NumPredict > 0 {
+	if o.NumPredict != nil && *o.NumPredict > 0 { // ≤ 0: no limit
 		limit = o.NumPredict
 		c.MaxTokens = limit
 	}
@@ -296,9 +366,7 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, rec *recorder, c
 	var e *apiError
 	switch {
 	case chat:
-		g, e = s.chatGeneration(&chatRequest{commonRequest: c, Messages: req.Messages, MaxCompletionTokens: limit})
-	case req.Prompt == nil:
-		e = invalid("prompt", "'prompt' is missing")
+		g, e = s.chatGeneration(&chatRequest{commonRequest: c, Messages: msgs, MaxCompletionTokens: limit})
 	case req.Raw || s.cfg.Template == nil:
 		raw, _ := json.Marshal(*req.Prompt)
 		g, e = s.completionGeneration(&completionRequest{commonRequest: c, Prompt: raw})
@@ -313,6 +381,10 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, rec *recorder, c
 		g, e = s.chatGeneration(&chatRequest{commonRequest: c, Messages: msgs, MaxCompletionTokens: limit})
 	}
 	if e != nil {
+		e.rename("max_completion_tokens", "options.num_predict")
+		for _, name := range ollamaOptionNames {
+			e.rename(name, "options."+name)
+		}
 		ollamaError(w, e.status, "%s", e.Message)
 		return
 	}
@@ -331,10 +403,6 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, rec *recorder, c
 	}
 	defer rn.stop()
 	defer rn.log(rec)
-	model := req.Model
-	if model == "" {
-		model = s.cfg.ModelName
-	}
 	start := time.Now()
 	event := func(text string, done bool) map[string]any {
 		ev := map[string]any{"model": model, "created_at": time.Now().UTC().Format(time.RFC3339Nano), "done": done}
@@ -432,6 +500,10 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request, _ *recorder)
 	name := req.Model
 	if name == "" {
 		name = req.Name
+	}
+	if name == "" {
+		ollamaError(w, http.StatusBadRequest, "'model' is missing: name the model to show (this server has %q)", s.cfg.ModelName)
+		return
 	}
 	if name != s.cfg.ModelName && name != s.cfg.ModelName+":latest" {
 		ollamaError(w, http.StatusNotFound, "model '%s' not found", name)

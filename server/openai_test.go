@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -146,6 +147,38 @@ func TestLogprobs(t *testing.T) {
 			t.Errorf("token %d: top %v", i, l.TopLogprobs[i])
 		}
 	}
+	// Streamed, each token's text_offset is its place in the whole text.
+	sb, _ := json.Marshal(map[string]any{"prompt": "hello", "max_tokens": 4, "logprobs": 2, "stream": true})
+	sresp, err := ts.client.Post(ts.url+"/v1/completions", "application/json", bytes.NewReader(sb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offsets []int
+	sc := bufio.NewScanner(sresp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ev struct {
+			Choices []struct {
+				Logprobs *struct {
+					TextOffset []int `json:"text_offset"`
+				} `json:"logprobs"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil || len(ev.Choices) != 1 {
+			t.Fatalf("event %s: %v", data, err)
+		}
+		if lp := ev.Choices[0].Logprobs; lp != nil {
+			offsets = append(offsets, lp.TextOffset...)
+		}
+	}
+	sresp.Body.Close()
+	if !slices.Equal(offsets, l.TextOffset) {
+		t.Errorf("streamed text_offset %v, whole %v", offsets, l.TextOffset)
+	}
+
 	// Streamed: every chunk of content carries its token's logprobs.
 	r := ts.stream(t, "/v1/chat/completions", chatBody("hello", "max_tokens", 3, "logprobs", true))
 	if r.usage != nil || r.finish != "length" {

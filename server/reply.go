@@ -55,6 +55,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, rec *recorder, g
 	for i := range n {
 		j := newJob(ctx, arrived)
 		j.prompt, j.sampling, j.maxTokens, j.stop, j.ignoreEOS, j.json = g.prompt, g.sampling, g.maxTokens, g.stop, g.ignoreEOS, g.json
+		j.evalOnly = g.evalOnly
 		j.sampling.Seed += uint64(i)
 		if g.logprobs {
 			j.logprobs = g.topLogprobs
@@ -62,7 +63,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, rec *recorder, g
 				j.logprobs = -1 // the drawn token's only
 			}
 		}
-		if ok, closed := s.q.push(j); !ok {
+		if ok, closed := s.q.push(j, len(s.w.slots)-int(s.w.busy.Load())); !ok {
 			if closed {
 				return fail(shuttingDown())
 			}
@@ -298,7 +299,8 @@ func (rp *reply) stream() {
 		}
 	}
 	ended := make([]bool, len(rp.jobs))
-	var last []chunk // the finish chunks, sent once every choice is done
+	var last []chunk                    // the finish chunks, sent once every choice is done
+	offset := make([]int, len(rp.jobs)) // the length of each choice's text so far, for text_offset
 	for x := range rp.pieces() {
 		if sse.err != nil {
 			continue // drain: the scheduler stops within a token
@@ -319,10 +321,11 @@ func (rp *reply) stream() {
 				c.Choices[0].Logprobs = &chatLogprobs{Content: []chatTokenLogprob{lp.chat()}}
 			} else {
 				t := &textLogprobs{}
-				t.add(lp, 0)
+				t.add(lp, offset[x.i])
 				c.Choices[0].Logprobs = t
 			}
 		}
+		offset[x.i] += len(piece)
 		sse.send(c)
 		if sse.err != nil {
 			rp.cancel(errClientGone)

@@ -564,8 +564,10 @@ func TestSampling(t *testing.T) {
 			t.Errorf("%s 2 left the greedy reply %q as it was", p, greedy)
 		}
 	}
-	if x := text("temperature", 1, "seed", 7, "top_p", 0); x != greedy {
-		t.Errorf("top_p 0: %q, want the greedy %q", x, greedy)
+	for _, p := range []float64{0, 1e-300} { // 1e-300 is 0 as a float32
+		if x := text("temperature", 1, "seed", 7, "top_p", p); x != greedy {
+			t.Errorf("top_p %v: %q, want the greedy %q", p, x, greedy)
+		}
 	}
 }
 
@@ -592,6 +594,16 @@ func TestStopStrings(t *testing.T) {
 		if r.text != want || r.finish != "stop" {
 			t.Errorf("stream %v, stop %q: %q (%s), want %q (stop)", stream, stop, r.text, r.finish, want)
 		}
+	}
+	// llama-server's /completion says which stop string it met.
+	_, b := ts.post(t, "/completion", map[string]any{"prompt": "the", "n_predict": n, "stop": []string{"never in this text \x00", stop}})
+	var lc struct {
+		Content      string `json:"content"`
+		StopType     string `json:"stop_type"`
+		StoppingWord string `json:"stopping_word"`
+	}
+	if json.Unmarshal(b, &lc) != nil || lc.Content != want || lc.StopType != "word" || lc.StoppingWord != stop {
+		t.Errorf("/completion with stop %q: %s; want content %q", stop, b, want)
 	}
 	// A stop string that never comes: nothing is held back at the end.
 	r := ts.stream(t, "/v1/completions", map[string]any{"prompt": "the", "max_tokens": n, "stop": full + "!"})

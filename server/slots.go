@@ -300,6 +300,10 @@ func (w *scheduler) step() {
 			}
 			sl.st.PromptTokens = len(p) - sl.j.res.cached
 			sl.st.PromptTime = time.Since(sl.start)
+			if sl.j.evalOnly { // the prompt is cached for the requests after it
+				w.finish(sl, endLength, nil)
+				continue
+			}
 			w.sample(sl, row(sl.row0))
 		case len(sl.draft) == 0:
 			sl.cache = append(sl.cache, sl.pending)
@@ -513,6 +517,9 @@ func (w *scheduler) finish(sl *slot, how ending, err error) {
 		st.PromptTokens, st.PromptTime = sl.fed-r.cached, time.Since(sl.start)
 	}
 	r.stats = *st
+	if sl.stop != nil {
+		r.stopWord = sl.stop.word
+	}
 	w.m.promptTokens.Add(float64(r.prompt))
 	w.m.cachedTokens.Add(float64(r.cached))
 	if r.cached > 0 {

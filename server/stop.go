@@ -15,6 +15,7 @@ import "strings"
 type stopper struct {
 	stops []string
 	held  string
+	word  string // the stop string found, once one is
 }
 
 func newStopper(stops []string) *stopper { return &stopper{stops: stops} }
@@ -29,7 +30,7 @@ func (s *stopper) feed(text string) (out string, hit bool) {
 	cut := -1
 	for _, stop := range s.stops {
 		if i := strings.Index(buf, stop); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
+			cut, s.word = i, stop
 		}
 	}
 	if cut >= 0 {

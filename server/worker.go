@@ -30,6 +30,7 @@ type job struct {
 	ignoreEOS bool
 	logprobs  int  // > 0: return this many top alternatives (and the chosen token's log-probability) per token; −1: the chosen one's only
 	json      bool // constrain the output to a JSON object
+	evalOnly  bool // end once the prompt is in the cache, before the first sample
 
 	started chan struct{} // closed when the scheduler takes the job
 	out     pipe          // the reply's text, piece by piece; closed at the end
@@ -48,6 +49,7 @@ type result struct {
 	interrupted bool   // the job's context ended it (the finish says how far it got)
 	shutdown    bool   // the server stopped it (Close), perhaps before its context ended
 	err         error  // the model failed
+	stopWord    string // the stop string that ended it, if one did
 	stats       nn.Stats
 	prompt      int // prompt tokens
 	cached      int // of which were reused from a slot's cache
@@ -127,14 +129,16 @@ type queue struct {
 
 func newQueue(limit int) *queue { return &queue{limit: limit, ready: make(chan struct{}, 1)} }
 
-// push adds j; false when the queue is full or closed.
-func (q *queue) push(j *job) (ok bool, closed bool) {
+// push adds j; false when the queue is full or closed. The jobs that
+// idle slots are about to take do not count against the limit: with a
+// limit of 0 a request still runs when a slot is free.
+func (q *queue) push(j *job, idle int) (ok bool, closed bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return false, true
 	}
-	if len(q.jobs) >= q.limit {
+	if len(q.jobs) >= q.limit+max(idle, 0) {
 		return false, false
 	}
 	q.jobs = append(q.jobs, j)
