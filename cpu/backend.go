@@ -77,6 +77,9 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if err := w.Check(c); err != nil {
+		return nil, err
+	}
 	if o.Threads <= 0 {
 		o.Threads = runtime.NumCPU()
 	}
@@ -91,6 +94,9 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 	}
 	if o.Slots <= 0 {
 		o.Slots = 1
+	}
+	if err := checkCacheSize(c, o); err != nil {
+		return nil, err
 	}
 	b := &Backend{c: c, k: active, threads: o.Threads, ctx: o.Context, slots: o.Slots, batch: o.Batch, embd: w.TokenEmbd}
 	b.pool = newPool(o.Threads)
@@ -149,6 +155,44 @@ func (b *Backend) load(w *nn.Weights, o Options) error {
 	}
 	b.head, err = newHead(b.pool, w, ht)
 	return err
+}
+
+// unknownMemory bounds what checkCacheSize allows where the machine's
+// memory is unknown.
+const unknownMemory = 1 << 40
+
+// checkCacheSize refuses a context whose K/V cache and attention scores
+// would not fit the machine's memory, before anything is allocated: a
+// model's context_length (the default context) can be any 31-bit number,
+// and allocating a cache of billions of positions would end the process.
+func checkCacheSize(c *nn.Config, o Options) error {
+	// K and V: [layer][slot][ctx][kv dim] float16; scores: [worker][group·ctx] float32.
+	cache := 2 * 2 * float64(c.Layers) * float64(o.Slots) * float64(o.Context) * float64(c.KVDim())
+	scores := 4 * float64(o.Threads) * float64(c.Heads/c.KVHeads) * float64(o.Context)
+	limit, known := physicalMemory()
+	if !known {
+		limit = unknownMemory
+	}
+	if need := cache + scores; need > float64(limit) {
+		slots := ""
+		if o.Slots > 1 {
+			slots = fmt.Sprintf(" in each of %d slots", o.Slots)
+		}
+		return fmt.Errorf("cpu: a context of %d positions%s needs a K/V cache of %s, more than this machine's %s of memory: lower -c (the model's context_length is %d)",
+			o.Context, slots, sizeText(need), sizeText(float64(limit)), c.Context)
+	}
+	return nil
+}
+
+// sizeText writes a number of bytes for humans: "128 MiB", "2.5 GiB", "2.0 TiB".
+func sizeText(b float64) string {
+	switch {
+	case b >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", b/(1<<40))
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", b/(1<<30))
+	}
+	return fmt.Sprintf("%.0f MiB", b/(1<<20))
 }
 
 // ropeFrequencies returns θ_i = base^(−2i/dim) for i < dim/2, computed as

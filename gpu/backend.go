@@ -146,6 +146,12 @@ const inputAlign = 256
 // New uploads the model to a Vulkan device. The weights' file pages are
 // released as they are uploaded.
 func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := w.Check(c); err != nil {
+		return nil, err
+	}
 	var exts []string
 	if o.Window != nil {
 		exts = o.Window.Extensions
@@ -196,6 +202,9 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	}
 	b.maxShard &^= 255
 	if err := b.checkShape(); err != nil {
+		return nil, err
+	}
+	if err := b.checkCache(); err != nil {
 		return nil, err
 	}
 	b.batch = o.Batch
@@ -270,6 +279,44 @@ func (b *Backend) checkShape() error {
 	return nil
 }
 
+// checkCache refuses a K/V cache the device cannot hold, before any weight
+// is uploaded: a model's context_length (the default context) can be any
+// 31-bit number. One layer's K (or V) cache is bound whole, so it must fit
+// the storage buffer range, and all of them the device's largest heap.
+func (b *Backend) checkCache() error {
+	layer := 2 * float64(b.slots) * float64(b.ctx) * float64(b.c.KVDim()) // bytes of one layer's K cache
+	slots := ""
+	if b.slots > 1 {
+		slots = fmt.Sprintf(" in each of %d slots", b.slots)
+	}
+	if r := b.info.MaxStorageBufferRange; layer > float64(r) {
+		return fmt.Errorf("gpu: a context of %d positions%s makes one layer's K cache %s, more than the device binds in one buffer (%s); lower -c or --parallel (the model's context_length is %d)",
+			b.ctx, slots, sizeText(layer), sizeText(float64(r)), b.c.Context)
+	}
+	var heap uint64
+	for _, h := range b.info.Heaps {
+		if h.DeviceLocal {
+			heap = max(heap, h.Size)
+		}
+	}
+	if all := 2 * float64(b.c.Layers) * layer; heap > 0 && all > float64(heap) {
+		return fmt.Errorf("gpu: a context of %d positions%s needs a K/V cache of %s, more than the device's %s of memory; lower -c or --parallel (the model's context_length is %d)",
+			b.ctx, slots, sizeText(all), sizeText(float64(heap)), b.c.Context)
+	}
+	return nil
+}
+
+// sizeText writes a number of bytes for humans: "128 MiB", "2.5 GiB", "2.0 TiB".
+func sizeText(b float64) string {
+	switch {
+	case b >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", b/(1<<40))
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", b/(1<<30))
+	}
+	return fmt.Sprintf("%.0f MiB", b/(1<<20))
+}
+
 func (b *Backend) uploadWeights(w *nn.Weights) error {
 	c := b.c
 	var err error
@@ -307,7 +354,7 @@ func (b *Backend) uploadWeights(w *nn.Weights) error {
 	if b.outNorm, err = b.vector(w.OutputNorm); err != nil {
 		return err
 	}
-	kvBytes := int64(b.slots) * int64(b.ctx) * int64(c.KVDim()) * 2
+	kvBytes := int64(b.slots) * int64(b.ctx) * int64(c.KVDim()) * 2 // within the storage buffer range (checkCache)
 	for li, L := range w.Layers {
 		var l layerBufs
 		for _, p := range []struct {
@@ -332,9 +379,6 @@ func (b *Backend) uploadWeights(w *nn.Weights) error {
 		}
 		if l.down, err = b.newTernary(w, L.FFNDown); err != nil {
 			return err
-		}
-		if kvBytes > int64(b.info.MaxStorageBufferRange) {
-			return fmt.Errorf("gpu: one layer's K cache of %d slots × %d positions takes %d bytes, more than the device binds in one buffer (%d); lower -c or --parallel", b.slots, b.ctx, kvBytes, b.info.MaxStorageBufferRange)
 		}
 		if l.kc, err = b.dev.NewBuffer(fmt.Sprintf("K cache of layer %d", li), kvBytes, false); err != nil {
 			return err

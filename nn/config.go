@@ -113,7 +113,7 @@ func ParseConfig(f *gguf.File) (*Config, error) {
 			return nil, err
 		}
 		if v == 0 || v > math.MaxInt32 {
-			return nil, fmt.Errorf("metadata %s = %d is out of range", key(k.suffix), v)
+			return nil, fmt.Errorf("metadata %s = %d is out of range (1 to %d)", key(k.suffix), v, math.MaxInt32)
 		}
 		*k.dst = int(v)
 	}
@@ -149,6 +149,14 @@ func ParseConfig(f *gguf.File) (*Config, error) {
 	c.Vocab = int(emb.Dims[1])
 	if v, err := f.Uint(key(SuffixVocabSize)); err == nil && v != uint64(c.Vocab) {
 		return nil, fmt.Errorf("metadata %s = %d but %s has %d rows", key(SuffixVocabSize), v, TensorTokenEmbd, c.Vocab)
+	} else if err != nil && !keyMissing(err) {
+		return nil, err
+	}
+	// More tokens than rows would let the tokenizer produce ids the model
+	// cannot embed. Fewer is an embedding padded to a round size (bitvk
+	// convert --vocab writes one); the extra rows decode as "".
+	if tv, ok := f.Get(KeyTokens); ok && tv.Len() > c.Vocab {
+		return nil, fmt.Errorf("metadata %s has %d tokens but %s has %d rows: the tokenizer is not this model's", KeyTokens, tv.Len(), TensorTokenEmbd, c.Vocab)
 	}
 	return c, c.Validate()
 }
@@ -172,11 +180,17 @@ func (c *Config) Validate() error {
 	if c.KVHeads > 0 && c.Heads%c.KVHeads != 0 {
 		bad("%d heads are not a multiple of the %d KV heads", c.Heads, c.KVHeads)
 	}
-	if c.HeadDim%2 != 0 {
-		bad("head dimension %d is odd: RoPE rotates pairs", c.HeadDim)
-	}
-	if c.RopeDim <= 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0 {
-		bad("RoPE dimension %d must be even and at most the head dimension %d", c.RopeDim, c.HeadDim)
+	if c.Heads > 0 && c.Embd%c.Heads == 0 {
+		// Only when the heads divide the width: otherwise there is no head
+		// dimension to judge, and the error above says why.
+		if c.HeadDim != c.Embd/c.Heads {
+			bad("head dimension %d is not the embedding width %d over the %d heads", c.HeadDim, c.Embd, c.Heads)
+		} else if c.HeadDim%2 != 0 {
+			bad("head dimension %d is odd: RoPE rotates pairs", c.HeadDim)
+		}
+		if c.RopeDim <= 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0 {
+			bad("RoPE dimension %d must be even and at most the head dimension %d", c.RopeDim, c.HeadDim)
+		}
 	}
 	if !(c.Eps > 0) || c.Eps > 1 {
 		bad("RMSNorm epsilon %g is not in (0, 1]", c.Eps)

@@ -2,6 +2,8 @@ package nn
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/bitvk/bitvk/gguf"
@@ -51,13 +53,24 @@ func ternaryRunnable(t gguf.Type) bool {
 	return t == gguf.TypeI2_S || t == gguf.TypeTQ2_0 || t == gguf.TypeTQ1_0
 }
 
+// dim is one dimension a tensor must have, and the metadata it follows
+// from, for error messages.
+type dim struct {
+	n    int
+	from string
+}
+
 // LoadWeights builds the weight table of f for c and checks every tensor:
-// present, of the shape c implies, of a type bitvk runs. All problems are
-// reported at once.
+// present, of the shape c implies, of a type bitvk runs, its norm weights
+// and ternary scales finite; and that the file's blocks are the
+// block_count c says. All problems are reported at once.
 func LoadWeights(f *gguf.File, c *Config) (*Weights, error) {
+	if err := checkBlocks(f, c); err != nil {
+		return nil, err
+	}
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
-	get := func(name string, in, out int, kind string) Tensor {
+	get := func(name string, kind string, want ...dim) Tensor {
 		ti, ok := f.Tensor(name)
 		if !ok {
 			bad("tensor %s is missing", name)
@@ -67,12 +80,14 @@ func LoadWeights(f *gguf.File, c *Config) (*Weights, error) {
 		if len(ti.Dims) > 1 {
 			t.Out = int(ti.Dims[1])
 		}
-		shapeOK := t.In == in && t.Out == out && (len(ti.Dims) == 1 && out == 1 || len(ti.Dims) == 2)
-		for _, d := range ti.Dims[min(2, len(ti.Dims)):] {
-			shapeOK = shapeOK && d == 1
-		}
+		shapeOK := shapeIs(ti.Dims, want)
 		if !shapeOK {
-			bad("tensor %s has shape %v, want [%d %d]", name, ti.Dims, in, out)
+			wantDims := make([]int, len(want))
+			from := make([]string, len(want))
+			for i, d := range want {
+				wantDims[i], from[i] = d.n, d.from
+			}
+			bad("tensor %s has shape %v, want %v (%s)", name, ti.Dims, wantDims, strings.Join(from, " × "))
 		}
 		switch kind {
 		case "ternary":
@@ -82,39 +97,60 @@ func LoadWeights(f *gguf.File, c *Config) (*Weights, error) {
 				} else {
 					bad("tensor %s is %s, not ternary: bitvk runs BitNet b1.58 models, whose projections are I2_S, TQ2_0 or TQ1_0", name, ti.Type)
 				}
+			} else if shapeOK && ti.Type == gguf.TypeI2_S {
+				if s, err := t.I2SScale(); err != nil {
+					bad("tensor %v", err)
+				} else if !finite(s) {
+					bad("tensor %s: the I2_S scale is %v", name, s)
+				}
 			}
-		case "float":
+		case "float", "norm":
 			if !ti.Type.CanDecode() || ti.Type.Ternary() {
 				bad("tensor %s is %s: bitvk cannot read it (want F32, F16, BF16, Q8_0, Q6_K or Q4_0)", name, ti.Type)
+			} else if shapeOK && kind == "norm" {
+				// A NaN or Inf here reaches every later activation: NaN
+				// logits on the CPU, arbitrary finite ones where a kernel's
+				// max drops NaN. llama.cpp refuses such values only with
+				// --check-tensors; bitvk always does, for the few
+				// kilobytes it reads (the large float tensors, the
+				// embedding and head, are not scanned).
+				if v, err := t.Floats(); err != nil {
+					bad("tensor %v", err)
+				} else if i := firstNonFinite(v); i >= 0 {
+					bad("tensor %s: value %d is %v", name, i, v[i])
+				}
 			}
 		}
 		return t
 	}
+	embd := dim{c.Embd, SuffixEmbeddingLength}
+	ffn := dim{c.FFN, SuffixFeedForward}
+	kv := dim{c.KVDim(), SuffixHeadCountKV + "·head dimension"}
+	vocab := dim{c.Vocab, "vocabulary"}
 	w := &Weights{release: f.Release}
-	w.TokenEmbd = get(TensorTokenEmbd, c.Embd, c.Vocab, "float")
-	w.OutputNorm = get(TensorOutputNorm, c.Embd, 1, "float")
+	w.TokenEmbd = get(TensorTokenEmbd, "float", embd, vocab)
+	w.OutputNorm = get(TensorOutputNorm, "norm", embd)
 	if _, ok := f.Tensor(TensorOutput); ok {
-		w.Output = get(TensorOutput, c.Embd, c.Vocab, "float")
+		w.Output = get(TensorOutput, "float", embd, vocab)
 	} else {
 		w.Output, w.TiedOutput = w.TokenEmbd, true
 	}
-	kv := c.KVDim()
 	for l := 0; l < c.Layers; l++ {
 		n := func(t LayerTensor) string { return LayerTensorName(l, t) }
 		L := Layer{
-			AttnNorm:   get(n(AttnNorm), c.Embd, 1, "float"),
-			AttnQ:      get(n(AttnQ), c.Embd, c.Embd, "ternary"),
-			AttnK:      get(n(AttnK), c.Embd, kv, "ternary"),
-			AttnV:      get(n(AttnV), c.Embd, kv, "ternary"),
-			AttnOutput: get(n(AttnOutput), c.Embd, c.Embd, "ternary"),
-			FFNNorm:    get(n(FFNNorm), c.Embd, 1, "float"),
-			FFNGate:    get(n(FFNGate), c.Embd, c.FFN, "ternary"),
-			FFNUp:      get(n(FFNUp), c.Embd, c.FFN, "ternary"),
-			FFNDown:    get(n(FFNDown), c.FFN, c.Embd, "ternary"),
+			AttnNorm:   get(n(AttnNorm), "norm", embd),
+			AttnQ:      get(n(AttnQ), "ternary", embd, embd),
+			AttnK:      get(n(AttnK), "ternary", embd, kv),
+			AttnV:      get(n(AttnV), "ternary", embd, kv),
+			AttnOutput: get(n(AttnOutput), "ternary", embd, embd),
+			FFNNorm:    get(n(FFNNorm), "norm", embd),
+			FFNGate:    get(n(FFNGate), "ternary", embd, ffn),
+			FFNUp:      get(n(FFNUp), "ternary", embd, ffn),
+			FFNDown:    get(n(FFNDown), "ternary", ffn, embd),
 		}
 		if c.SubNorms {
-			L.AttnSubNorm = get(n(AttnSubNorm), c.Embd, 1, "float")
-			L.FFNSubNorm = get(n(FFNSubNorm), c.FFN, 1, "float")
+			L.AttnSubNorm = get(n(AttnSubNorm), "norm", embd)
+			L.FFNSubNorm = get(n(FFNSubNorm), "norm", ffn)
 		} else {
 			for _, t := range []LayerTensor{AttnSubNorm, FFNSubNorm} {
 				if _, ok := f.Tensor(n(t)); ok {
@@ -141,6 +177,132 @@ func LoadWeights(f *gguf.File, c *Config) (*Weights, error) {
 	}
 	return w, nil
 }
+
+// Check reports whether w is a weight table of configuration c: the layer
+// count and the tensor shapes LoadWeights checks. Backends call it, since
+// their callers may build a Config by hand.
+func (w *Weights) Check(c *Config) error {
+	if len(w.Layers) != c.Layers {
+		return fmt.Errorf("nn: the configuration has %d layers but the weights have %d", c.Layers, len(w.Layers))
+	}
+	var errs []string
+	check := func(t Tensor, in, out int) {
+		if t.In != in || t.Out != out {
+			errs = append(errs, fmt.Sprintf("tensor %s is [%d %d], but the configuration wants [%d %d]", t.Name, t.In, t.Out, in, out))
+		}
+	}
+	optional := func(t Tensor, in int) {
+		switch {
+		case c.SubNorms && t.Data == nil:
+			errs = append(errs, fmt.Sprintf("the configuration has sub-norms but %s is missing", t.Name))
+		case c.SubNorms:
+			check(t, in, 1)
+		case t.Data != nil:
+			errs = append(errs, fmt.Sprintf("the configuration has no sub-norms but %s is given", t.Name))
+		}
+	}
+	check(w.TokenEmbd, c.Embd, c.Vocab)
+	check(w.Output, c.Embd, c.Vocab)
+	check(w.OutputNorm, c.Embd, 1)
+	kv := c.KVDim()
+	for _, L := range w.Layers {
+		check(L.AttnNorm, c.Embd, 1)
+		check(L.AttnQ, c.Embd, c.Embd)
+		check(L.AttnK, c.Embd, kv)
+		check(L.AttnV, c.Embd, kv)
+		check(L.AttnOutput, c.Embd, c.Embd)
+		optional(L.AttnSubNorm, c.Embd)
+		check(L.FFNNorm, c.Embd, 1)
+		check(L.FFNGate, c.Embd, c.FFN)
+		check(L.FFNUp, c.Embd, c.FFN)
+		check(L.FFNDown, c.FFN, c.Embd)
+		optional(L.FFNSubNorm, c.FFN)
+		if len(errs) > 0 {
+			break // one layer's worth says enough
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("nn: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// shapeIs reports whether dims (ggml order) is want: a vector [n] for one
+// wanted dimension, [in, out] for two, with any further dimensions 1.
+func shapeIs(dims []uint64, want []dim) bool {
+	if len(dims) < len(want) {
+		return false
+	}
+	for i, d := range dims {
+		switch {
+		case i < len(want) && d != uint64(want[i].n):
+			return false
+		case i >= len(want) && d != 1:
+			return false
+		}
+	}
+	return true
+}
+
+// checkBlocks checks that the file's blocks (tensors blk.N.*) are blocks 0
+// to c.Layers−1, before anything is done per block: a block_count larger
+// than the file would otherwise cost work and an error per missing block
+// (billions, for a huge count), and a smaller one would run a model with
+// some blocks silently left out (llama.cpp rejects both: "wrong number of
+// tensors").
+func checkBlocks(f *gguf.File, c *Config) error {
+	key := ArchKey(c.Arch, SuffixBlockCount)
+	last, beyond := -1, ""
+	for i := range f.Tensors {
+		name := f.Tensors[i].Name
+		l, ok := blockOf(name)
+		if !ok {
+			continue
+		}
+		last = max(last, l)
+		if l >= c.Layers && beyond == "" {
+			beyond = fmt.Sprintf("%s model: tensor %s belongs to block %d, beyond %s = %d", c.Arch, name, l, key, c.Layers)
+		}
+	}
+	switch {
+	case last < 0:
+		return fmt.Errorf("%s model: metadata %s = %d, but the file has no block tensors (blk.N.*)", c.Arch, key, c.Layers)
+	case c.Layers > last+1:
+		return fmt.Errorf("%s model: metadata %s = %d, but the file has tensors of blocks 0 to %d only", c.Arch, key, c.Layers, last)
+	case beyond != "":
+		return fmt.Errorf("%s (the file has blocks 0 to %d)", beyond, last)
+	}
+	return nil
+}
+
+// blockOf returns N of a tensor named blk.N.…, and whether it is one.
+func blockOf(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "blk.")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return 0, false
+	}
+	l, err := strconv.Atoi(num)
+	if err != nil || l < 0 {
+		return 0, false
+	}
+	return l, true
+}
+
+// firstNonFinite is the index of the first NaN or ±Inf in v, or −1.
+func firstNonFinite(v []float32) int {
+	for i, x := range v {
+		if !finite(x) {
+			return i
+		}
+	}
+	return -1
+}
+
+func finite(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }
 
 // Floats decodes a whole float tensor (a norm weight, a small embedding).
 func (t Tensor) Floats() ([]float32, error) {

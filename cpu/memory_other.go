@@ -1,0 +1,7 @@
+//go:build !linux
+
+package cpu
+
+// physicalMemory is the machine's memory in bytes, and whether it is known
+// (not on this system: newCacheSize then uses a fixed bound).
+func physicalMemory() (uint64, bool) { return 0, false }
