@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/bitvk/bitvk/cpu"
 	"github.com/bitvk/bitvk/gpu"
 	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/synth"
 )
 
 // benchResult is one test of one configuration, with llama-bench's field
@@ -145,6 +147,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if *drafts != "" || *verify || *path != "" || hf != "" {
 			return usageError(fs, "--serve times a running server: give no --draft, --verify, -m or -hf")
 		}
+		if u, err := url.Parse(*serveURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError(fs, "--serve %q is not an http(s) URL such as http://127.0.0.1:8080", *serveURL)
+		}
 		cs, err := intList(*clients, 1)
 		if err != nil {
 			return usageError(fs, "-c: %v", err)
@@ -210,6 +215,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *draftMax < 1 || *draftMax > nn.MaxDraft {
 		return usageError(fs, "--draft-max %d: want 1..%d", *draftMax, nn.MaxDraft)
 	}
+	positive := func(v int) bool { return v > 0 }
+	if !*verify && !slices.ContainsFunc(prompts, positive) && !slices.ContainsFunc(gens, positive) {
+		return usageError(fs, "nothing to time: every -p and -n is 0")
+	}
+	if !flagGiven(fs, "m") && !flagGiven(fs, "hf") {
+		if _, ok := synth.Shapes[*shape]; !ok {
+			return usageError(fs, "unknown shape %q (choose from %s)", *shape, strings.Join(synth.ShapeNames(), ", "))
+		}
+	}
 	if hf != "" {
 		if *path, err = pullModel(hf, stderr); err != nil {
 			return err
@@ -228,6 +242,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		defer cleanup()
 		*path = tmp
+	}
+	// A test needs a context as long as itself: say so before loading.
+	if longest := slices.Max(append(slices.Clone(prompts), gens...)); !*verify {
+		limit, err := (&modelSource{path: *path}).contextLimit()
+		if err != nil {
+			return err
+		}
+		if longest > limit {
+			return fmt.Errorf("a test of %d tokens (-p or -n) needs a context of %d positions; the model holds at most %d", longest, longest, limit)
+		}
 	}
 	if *verify {
 		return runVerifyBench(*path, backendList, headList, ts, *device, *draftMax, *reps, *asJSON, stdout, stderr)

@@ -11,6 +11,7 @@ import (
 	"github.com/bitvk/bitvk/gpu"
 	"github.com/bitvk/bitvk/models"
 	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/synth"
 	"github.com/bitvk/bitvk/tokenizer"
 )
 
@@ -20,6 +21,22 @@ type checkTol struct {
 	corr   float64 // logits: least correlation
 	kl     float64 // logits: largest KL divergence, nats
 	margin float64 // top-1 must agree where the CPU's top two differ by at least this
+}
+
+// check refuses a tolerance that is not a number: NaN compares false both
+// ways, so it would pass (or fail) every figure whatever the backends
+// computed. A finite tolerance nothing meets (--max-rel -1) is allowed:
+// it fails every figure, and says so figure by figure.
+func (tol checkTol) check() error {
+	for _, t := range []struct {
+		flag string
+		v    float64
+	}{{"--max-rel", tol.rel}, {"--min-corr", tol.corr}, {"--max-kl", tol.kl}, {"--margin", tol.margin}} {
+		if math.IsNaN(t.v) || math.IsInf(t.v, 0) {
+			return fmt.Errorf("%s %g: want a finite number", t.flag, t.v)
+		}
+	}
+	return nil
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) error {
@@ -49,6 +66,14 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "give one of -m, -hf and --shape")
 	case *n < 0:
 		return usageError(fs, "-n must not be negative")
+	case *tokens != "" && flagGiven(fs, "p"):
+		return usageError(fs, "give the prompt once: -p TEXT or --tokens IDS")
+	}
+	if err := tol.check(); err != nil {
+		return usageError(fs, "%v", err)
+	}
+	if _, ok := synth.Shapes[src.shape]; src.shape != "" && !ok {
+		return usageError(fs, "unknown shape %q (choose from %s)", src.shape, strings.Join(synth.ShapeNames(), ", "))
 	}
 	if err := src.resolve(); err != nil {
 		return err
@@ -79,7 +104,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	if err := cpuFlags.check(fs); err != nil {
 		return err
 	}
-	cm, err := openModel(path, cpuFlags)
+	cm, err := openModelAs(path, name, cpuFlags)
 	if err != nil {
 		return err
 	}
@@ -89,7 +114,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "%v", err)
 	}
 	ctx := min(len(prompt)+*n, cm.config.Context)
-	gm, err := openModel(path, backendFlags{backend: "vulkan", device: *device, head: *head, ctx: ctx, validate: *validate})
+	gm, err := openModelAs(path, name, backendFlags{backend: "vulkan", device: *device, head: *head, ctx: ctx, validate: *validate})
 	if err != nil {
 		return err
 	}
@@ -136,6 +161,9 @@ func checkPrompt(m *model, text, ids string) ([]int32, error) {
 	}
 	if len(prompt) == 0 {
 		return nil, errors.New("the prompt is empty")
+	}
+	if len(prompt) > m.config.Context {
+		return nil, fmt.Errorf("the prompt is %d tokens, longer than the model's context of %d: give a shorter one", len(prompt), m.config.Context)
 	}
 	for _, t := range prompt {
 		if t < 0 || int(t) >= m.config.Vocab {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/bitvk/bitvk/convert"
@@ -62,6 +63,15 @@ tokenizer_config.json) to a GGUF file bitvk runs:
 		return err
 	} else if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory: give the Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json)", pos[0])
+	}
+	// The checkpoint's files are the inputs -o must not replace.
+	inputs := []string{*vocab}
+	for _, pattern := range []string{"*.json", "*.safetensors"} {
+		m, _ := filepath.Glob(filepath.Join(pos[0], pattern))
+		inputs = append(inputs, m...)
+	}
+	if err := checkOutput("-o", *out, inputs...); err != nil {
+		return err
 	}
 	start := time.Now()
 	step := 0

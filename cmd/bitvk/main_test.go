@@ -57,7 +57,7 @@ func TestSynthErrors(t *testing.T) {
 		{[]string{"synth", "-o", filepath.Join(dir, "x.gguf"), "--type", "q9"}, 2, "unknown tensor type"},
 		{[]string{"synth", "-o", filepath.Join(dir, "x.gguf"), "--embd", "320"}, 1, "not a multiple of 128"},
 		{[]string{"synth", "-o", filepath.Join(dir, "x.gguf"), "--vocab", filepath.Join(dir, "none.gguf")}, 1, "no such file"},
-		{[]string{"synth", "-o", filepath.Join(dir, "no", "such", "dir.gguf")}, 1, "no such file"},
+		{[]string{"synth", "-o", filepath.Join(dir, "no", "such", "dir.gguf")}, 1, "output directory"},
 	} {
 		code, _, stderr := bitvk(c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {

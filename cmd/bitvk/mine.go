@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"time"
 	"unicode/utf8"
 
@@ -62,13 +61,11 @@ func runMine(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// Fail before the work when the output cannot or must not be written.
+	if err := checkOutput("-o", *out, append([]string{src.path}, files...)...); err != nil {
+		return err
+	}
 	if _, err := os.Stat(*out); err == nil && !*force {
 		return fmt.Errorf("%s exists: give --force to replace it", *out)
-	}
-	if st, err := os.Stat(filepath.Dir(*out)); err != nil {
-		return fmt.Errorf("output directory: %w", err)
-	} else if !st.IsDir() {
-		return fmt.Errorf("output directory %s is not a directory", filepath.Dir(*out))
 	}
 	texts := make([][]byte, len(files))
 	for i, name := range files {

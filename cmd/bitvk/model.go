@@ -108,15 +108,28 @@ type model struct {
 
 // openModel opens a GGUF model and loads it onto the backend bf names.
 func openModel(path string, bf backendFlags) (*model, error) {
+	return openModelAs(path, path, bf)
+}
+
+// openModelAs is openModel for a file that errors call name: the built-in
+// and synthetic models live in temporary files the user never named.
+func openModelAs(path, name string, bf backendFlags) (*model, error) {
 	start := time.Now()
 	f, err := gguf.Open(path)
 	if err != nil {
+		if isCHNBFile(path) {
+			return nil, fmt.Errorf("%s is a CHNB chain table (bitvk mine writes them), not a model: give the model with -m and the table with --chains", name)
+		}
 		return nil, err
+	}
+	if len(f.Tensors) == 0 {
+		f.Close()
+		return nil, fmt.Errorf("%s holds no tensors: it is a vocabulary-only GGUF, not a model (tokenize -m, synth --vocab and train --vocab take it)", name)
 	}
 	m, err := loadModel(f, bf)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	m.path, m.load = path, time.Since(start)
 	return m, nil
@@ -200,7 +213,7 @@ func builtinModel(bf backendFlags) (*model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writing the built-in model: %w", err)
 	}
-	m, err := openModel(path, bf)
+	m, err := openModelAs(path, "built-in "+d.Name, bf)
 	if err != nil {
 		remove()
 		return nil, err
@@ -217,7 +230,7 @@ func synthModel(shape string, bf backendFlags) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := openModel(path, bf)
+	m, err := openModelAs(path, "synthetic "+shape, bf)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -302,11 +315,16 @@ func (m *model) Close() error {
 
 // parseIDs reads a comma-separated list of token ids.
 func parseIDs(s string) ([]int32, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("no token ids given")
+	}
 	var ids []int32
-	for _, f := range strings.Split(s, ",") {
+	for i, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
-			continue
+			// "1,,2" lost an id somewhere: guessing which would run
+			// another prompt than the one meant.
+			return nil, fmt.Errorf("%q has an empty entry (entry %d): give ids separated by single commas", s, i+1)
 		}
 		var v int64
 		if _, err := fmt.Sscan(f, &v); err != nil || v < 0 || v > 1<<31-1 || fmt.Sprint(v) != f {

@@ -82,6 +82,9 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	var base *nn.KLBaseReader
 	var text []byte
 	if *klMode {
+		if st, err := os.Stat(*klBase); err == nil && st.IsDir() {
+			return fmt.Errorf("--kl-divergence-base %s is a directory: give the file an earlier run wrote", *klBase)
+		}
 		if base, err = nn.OpenKLBase(*klBase); err != nil {
 			return err
 		}
@@ -94,6 +97,11 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "perplexity: note: -f %s is not read: --kl-divergence evaluates the tokens saved in %s\n", *file, *klBase)
 		}
 	} else {
+		if *klBase != "" {
+			if err := checkKLBaseOutput(*klBase, *file, src.path); err != nil {
+				return err
+			}
+		}
 		if text, err = os.ReadFile(*file); err != nil {
 			return err
 		}
@@ -236,6 +244,24 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "perplexity: saved the log-probabilities of %d positions to %s\n", plan.Positions(), *klBase)
 	}
 	return nil
+}
+
+// checkKLBaseOutput checks, before the run, that --kl-divergence-base can
+// be written: a new file, or an earlier base that this run replaces. Any
+// other file there (the text, the model, a typo for either) is refused
+// rather than destroyed.
+func checkKLBaseOutput(path string, inputs ...string) error {
+	if err := checkOutput("--kl-divergence-base", path, inputs...); err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil // a new file
+	}
+	old, err := nn.OpenKLBase(path)
+	if err != nil {
+		return fmt.Errorf("--kl-divergence-base %s exists and is not a KL-divergence base file: this run would replace it; remove it or choose another name", path)
+	}
+	return old.Close()
 }
 
 // pplRun is one perplexity or KL-divergence run in progress.

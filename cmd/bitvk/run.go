@@ -71,14 +71,21 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Given, not non-empty: -p "" is an empty prompt (generation from BOS,
+	// as an empty -f file), not a missing one.
+	textGiven, fileGiven, tokensGiven := flagGiven(fs, "p"), flagGiven(fs, "f"), flagGiven(fs, "tokens")
 	switch {
 	case len(pos) > 0:
 		return usageError(fs, "unexpected argument %q", pos[0])
 	case !src.given():
 		return usageError(fs, errSources)
-	case countSet(*text != "", *file != "", *tokens != "") != 1:
-		return usageError(fs, "give the prompt once: -p TEXT, -f FILE or --tokens ID,ID,...")
-	case *tokens != "" && *chat:
+	case countSet(textGiven, fileGiven, tokensGiven) == 0:
+		return usageError(fs, "give the prompt: -p TEXT, -f FILE or --tokens ID,ID,...")
+	case countSet(textGiven, fileGiven, tokensGiven) > 1:
+		return usageError(fs, "give the prompt once: -p TEXT, -f FILE or --tokens ID,ID,..., not two of them")
+	case fileGiven && *file == "":
+		return usageError(fs, "-f needs a file name")
+	case tokensGiven && *chat:
 		return usageError(fs, "--chat wraps text; it cannot be used with --tokens")
 	case !*chat && (*system != "" || *tmpl != ""):
 		return usageError(fs, "--system and --chat-template need --chat")
@@ -92,7 +99,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var prompt []int32
-	if *tokens != "" {
+	if tokensGiven {
 		if prompt, err = parseIDs(*tokens); err != nil {
 			return usageError(fs, "--tokens: %v", err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	if *out == "" {
 		return usageError(fs, "-o OUT.gguf is required")
+	}
+	if err := checkOutput("-o", *out, *vocab); err != nil {
+		return err
 	}
 	s, ok := synth.Shapes[*shape]
 	if !ok {
@@ -73,8 +77,17 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A few flags multiply into terabytes: check the size before writing
+	// for minutes into a file the disk cannot hold.
+	size, err := builderDataSize(b)
+	if err != nil {
+		return err
+	}
+	if err := checkFits("-o", *out, size); err != nil {
+		return fmt.Errorf("%w: choose a smaller shape (--layers, --embd, --ffn, --n-vocab) or another disk", err)
+	}
 	start := time.Now()
-	fmt.Fprintf(stderr, "writing %s (%s shape, %d layers, width %d, %s, %s embedding)…\n", *out, *shape, s.Layers, s.Embd, t, et)
+	fmt.Fprintf(stderr, "writing %s (%s shape, %d layers, width %d, %s, %s embedding, %s)…\n", *out, *shape, s.Layers, s.Embd, t, et, humanBytes(size))
 	if err := b.WriteFile(*out); err != nil {
 		return err
 	}
@@ -84,4 +97,28 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d tensors, %.1f MB in %.1fs\n", *out, len(b.Tensors), float64(st.Size())/1e6, time.Since(start).Seconds())
 	return nil
+}
+
+// builderDataSize is the bytes of tensor data b will write: the bulk of
+// the file (the metadata and the padding are a rounding error beside it).
+func builderDataSize(b *gguf.Builder) (uint64, error) {
+	var total uint64
+	for _, t := range b.Tensors {
+		n := uint64(1)
+		for _, d := range t.Dims {
+			if d != 0 && n > math.MaxUint64/d {
+				return 0, fmt.Errorf("tensor %s: %v elements overflow", t.Name, t.Dims)
+			}
+			n *= d
+		}
+		size, err := gguf.DataSize(t.Type, n)
+		if err != nil {
+			return 0, fmt.Errorf("tensor %s: %w", t.Name, err)
+		}
+		if total+size < total {
+			return 0, fmt.Errorf("the model's size overflows")
+		}
+		total += size
+	}
+	return total, nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -51,12 +50,8 @@ func runTokenizerTrain(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "--vocab %d is too small: the 256 byte tokens and the special tokens need at least %d", *size, tokenizer.MinTrainVocab)
 	}
 	// Fail before the work when the output cannot be written.
-	if dir := filepath.Dir(*out); dir != "." {
-		if st, err := os.Stat(dir); err != nil {
-			return fmt.Errorf("output directory: %w", err)
-		} else if !st.IsDir() {
-			return fmt.Errorf("output directory %s is not a directory", dir)
-		}
+	if err := checkOutput("-o", *out, files...); err != nil {
+		return err
 	}
 
 	start := time.Now()

@@ -67,6 +67,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "give --out MODEL.gguf")
 	case *out != "" && *float:
 		return usageError(fs, "a --float model has no ternary form to write as I2_S: leave out --out (its validation perplexity is printed; --hf-out writes its weights)")
+	case *steps < 0 || *tokens < 0:
+		return usageError(fs, "--steps and --tokens must be positive")
 	case (*steps > 0) == (*tokens > 0):
 		return usageError(fs, "give exactly one of --steps and --tokens")
 	case *batch <= 0 || *ctx <= 1 || *threads <= 0:
@@ -78,6 +80,17 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			base = "float-model.gguf"
 		}
 		*ckpt = strings.TrimSuffix(base, ".gguf") + ".ckpt"
+	}
+	// Fail before training, not after it, when an output cannot be written.
+	if *out != "" {
+		if err := checkOutput("--out", *out, append([]string{*vocab, *valid}, files...)...); err != nil {
+			return err
+		}
+	}
+	if *hfOut != "" {
+		if err := checkOutputDir("--hf-out", *hfOut); err != nil {
+			return err
+		}
 	}
 	d.Steps = *steps
 	if *tokens > 0 {

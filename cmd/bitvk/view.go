@@ -61,6 +61,11 @@ func runView(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
+	if *shot != "" {
+		if err := checkOutput("--screenshot", *shot, src.path); err != nil {
+			return err
+		}
+	}
 	// The window first: without a display there is nothing to load for.
 	win, err := view.OpenWindow("bitvk view", *width, *height)
 	if err != nil {
@@ -99,7 +104,7 @@ func runView(args []string, stdout, stderr io.Writer) error {
 	} else {
 		bf.backend = "cpu"
 	}
-	m, err := openModel(path, bf)
+	m, err := openModelAs(path, name, bf)
 	if err != nil {
 		return err
 	}
@@ -138,7 +143,7 @@ func runView(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("bitvk view: unexpected backend %s", m.backend.Name())
 	}
 	if *check {
-		ref, err := openModel(path, backendFlags{backend: "cpu", threads: bf.threads, head: bf.head})
+		ref, err := openModelAs(path, name, backendFlags{backend: "cpu", threads: bf.threads, head: bf.head})
 		if err != nil {
 			return err
 		}
