@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -58,13 +59,17 @@ type Config struct {
 	// while some slot generates; 0: DefaultPrefillChunk.
 	PrefillChunk int
 
-	Queue     int           // requests that may wait for a slot; more are refused with 503
-	Timeout   time.Duration // deadline of a request from its arrival, queue wait included; 0: none
-	MaxBody   int64         // request body limit in bytes; 0: DefaultMaxBody
-	APIKey    string        // when set, the API and /metrics need "Authorization: Bearer APIKey"
-	NoReuse   bool          // evaluate every prompt in full, never reusing the slots' K/V caches (no prefix cache)
-	Log       *slog.Logger  // one line per request; nil: none
-	ServerLog *slog.Logger  // errors of the HTTP server itself (Serve); nil: Log
+	Queue   int           // requests that may wait for a slot; more are refused with 503
+	Timeout time.Duration // deadline of a request from its arrival, queue wait included; 0: none
+	MaxBody int64         // request body limit in bytes; 0: DefaultMaxBody
+	APIKey  string        // when set, the API and /metrics need "Authorization: Bearer APIKey"
+	NoReuse bool          // evaluate every prompt in full, never reusing the slots' K/V caches (no prefix cache)
+	// CORSOrigins are the origins (scheme://host[:port]) whose pages may
+	// call the API from a browser; "*": any. None: only the server's own
+	// page, as browsers allow by default.
+	CORSOrigins []string
+	Log         *slog.Logger // one line per request; nil: none
+	ServerLog   *slog.Logger // errors of the HTTP server itself (Serve); nil: Log
 }
 
 // DefaultMaxBody is the request body limit when Config.MaxBody is 0.
@@ -124,6 +129,14 @@ func New(c Config) (*Server, error) {
 	if _, err := nn.NewSampler(c.Sampler); err != nil {
 		return nil, fmt.Errorf("server: default sampling: %w", err)
 	}
+	origins := make([]string, len(c.CORSOrigins))
+	for i, o := range c.CORSOrigins {
+		if err := CheckOrigin(o); err != nil {
+			return nil, err
+		}
+		origins[i] = strings.TrimSuffix(o, "/") // a browser's Origin has no slash
+	}
+	c.CORSOrigins = origins
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody
 	}
@@ -309,6 +322,10 @@ func (s *Server) endpoint(name, method string, public bool, h func(http.Response
 			}, rec.attrs...)
 			s.cfg.Log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		}()
+		if s.cors(w, r, method) {
+			rec.status = http.StatusNoContent
+			return
+		}
 		if method != "" && r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
 			w.Header().Set("Allow", method)
 			writeError(rec, newError(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "",
@@ -322,6 +339,59 @@ func (s *Server) endpoint(name, method string, public bool, h func(http.Response
 		}
 		h(rec, r, rec)
 	})
+}
+
+// cors answers for the origins of Config.CORSOrigins: it marks a request
+// from one as readable by its page, and answers a browser's preflight
+// (OPTIONS with Access-Control-Request-Method) for one itself, without the
+// API key, which browsers never send with a preflight; handled reports
+// that. A request from another origin gets no CORS headers: the browser
+// then withholds the answer from the page (a preflight gets 405).
+func (s *Server) cors(w http.ResponseWriter, r *http.Request, method string) (handled bool) {
+	origin := r.Header.Get("Origin")
+	if origin == "" || !s.corsAllows(origin) {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Retry-After")
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	allow := method
+	if allow == "" {
+		allow = "GET, POST"
+	} else if allow == http.MethodGet {
+		allow = "GET, HEAD"
+	}
+	h.Set("Access-Control-Allow-Methods", allow)
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// CheckOrigin accepts "*" or an origin as browsers send it:
+// scheme://host[:port], no path, query or user (Config.CORSOrigins).
+func CheckOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("server: CORS origin %q is not \"*\" or scheme://host[:port] (such as http://localhost:3000)", o)
+	}
+	return nil
+}
+
+func (s *Server) corsAllows(origin string) bool {
+	for _, o := range s.cfg.CORSOrigins {
+		if o == "*" || strings.EqualFold(o, origin) {
+			return true
+		}
+	}
+	return false
 }
 
 // authorized checks the bearer token against the API key, in constant time

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,6 +39,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	noReuse := fs.Bool("no-cache-reuse", false, "evaluate every prompt in full instead of reusing the start it shares with a slot's cache (the prefix cache)")
 	n := fs.Int("n", -1, "max_tokens of a request that gives none (-1: until the model ends its turn or the context is full)")
 	quiet := fs.Bool("quiet", false, "do not log each request")
+	cors := fs.String("cors", "", "comma-separated origins (such as http://localhost:3000) whose web pages may call the API from a browser; * for any (default: none but the server's own page)")
 	var bf backendFlags
 	addBackendFlags(fs, &bf, true)
 	var sf samplerFlags
@@ -66,6 +68,19 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "--parallel %d is outside 1..64", *parallel)
 	case *prefillChunk < 1:
 		return usageError(fs, "--prefill-chunk must be at least 1")
+	}
+	var origins []string
+	for _, o := range strings.Split(*cors, ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		if err := server.CheckOrigin(o); err != nil {
+			return usageError(fs, "--cors: %v", strings.TrimPrefix(err.Error(), "server: "))
+		}
+		origins = append(origins, o)
+	}
+	if slices.Contains(origins, "*") && *apiKey == "" {
+		fmt.Fprintln(stderr, "note: --cors '*' lets every web page this machine's browsers open call the API; consider --api-key")
 	}
 	if err := bf.check(fs); err != nil {
 		return err
@@ -114,7 +129,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		Engine: m.engine, Tokenizer: tok, Template: t, ModelName: name, Backend: m.backend.Name(),
 		Sampler: sc, RandomSeed: randomSeed, MaxTokens: max(*n, 0),
 		Parallel: *parallel, PrefillChunk: *prefillChunk,
-		Queue: *queue, Timeout: *timeout, MaxBody: *maxBody, APIKey: *apiKey, NoReuse: *noReuse,
+		Queue: *queue, Timeout: *timeout, MaxBody: *maxBody, APIKey: *apiKey, NoReuse: *noReuse, CORSOrigins: origins,
 		Log: log, ServerLog: log,
 	}
 	cfg.Draft, cfg.DraftMax, cfg.DraftThreshold = drafter, df.max, float32(df.threshold)

@@ -31,6 +31,8 @@ func TestServeErrors(t *testing.T) {
 		{[]string{"serve", "--shape", "tiny", "--prefill-chunk", "0"}, 2, "--prefill-chunk must be at least 1"},
 		{[]string{"serve", "--shape", "tiny", "--temp", "NaN"}, 2, "Temperature"},
 		{[]string{"serve", "--shape", "tiny", "--host", "256.0.0.1", "--port", "0"}, 1, "256.0.0.1"},
+		{[]string{"serve", "--shape", "tiny", "--cors", "localhost:3000"}, 2, `--cors: CORS origin "localhost:3000" is not`},
+		{[]string{"serve", "--shape", "tiny", "--cors", "http://a.example, http://b.example/page"}, 2, `"http://b.example/page"`},
 	} {
 		code, _, stderr := bitvk(c.args...)
 		if code != c.code || !strings.Contains(stderr, c.msg) {
@@ -130,7 +132,7 @@ func TestServe(t *testing.T) {
 	}
 	bin := buildBitvk(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		p := startServe(t, bin, "--shape", "tiny", "-t", "1", "--seed", "1", "-n", "16")
+		p := startServe(t, bin, "--shape", "tiny", "-t", "1", "--seed", "1", "-n", "16", "--cors", "http://localhost:3000")
 		resp, err := http.Post(p.url+"/v1/chat/completions", "application/x-www-form-urlencoded",
 			strings.NewReader(`{"messages":[{"role":"user","content":"hi"}],"stream":true}`))
 		if err != nil {
@@ -179,6 +181,15 @@ func TestServe(t *testing.T) {
 			if r.StatusCode != 200 {
 				t.Errorf("GET %s: %d", path, r.StatusCode)
 			}
+		}
+		// --cors: a page on that origin may call the API from a browser.
+		pre, _ := http.NewRequest(http.MethodOptions, p.url+"/v1/chat/completions", nil)
+		pre.Header.Set("Origin", "http://localhost:3000")
+		pre.Header.Set("Access-Control-Request-Method", "POST")
+		if r, err := http.DefaultClient.Do(pre); err != nil {
+			t.Fatal(err)
+		} else if r.Body.Close(); r.StatusCode != 204 || r.Header.Get("Access-Control-Allow-Origin") != "http://localhost:3000" {
+			t.Errorf("preflight from the --cors origin: %d, Access-Control-Allow-Origin %q", r.StatusCode, r.Header.Get("Access-Control-Allow-Origin"))
 		}
 		if code := p.stop(t, sig); code != 0 {
 			t.Errorf("exit %d after %v", code, sig)
