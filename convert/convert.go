@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,6 +32,10 @@ type Options struct {
 
 	// Progress, when set, is called after each tensor is written.
 	Progress func(done, total int)
+
+	// Context, when set, stops the conversion when it ends (Ctrl-C): the
+	// partial output is removed and a file already at the output kept.
+	Context context.Context
 }
 
 // Summary says what Convert wrote.
@@ -143,7 +148,11 @@ func Convert(dir, out string, o Options) (*Summary, error) {
 		}
 		b.Tensors = append(b.Tensors, spec)
 	}
-	if err := b.WriteFile(out); err != nil {
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := b.WriteFileContext(ctx, out); err != nil {
 		return nil, err
 	}
 	return sum, nil

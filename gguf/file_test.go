@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -448,6 +449,45 @@ func TestWriteFileKeepsOldFileOnFailure(t *testing.T) {
 	defer f.Close()
 	if s, _ := f.String("k"); s != "v" {
 		t.Errorf("rewritten file holds %q", s)
+	}
+}
+
+// A write cancelled midway (Ctrl-C) removes its temporary file and keeps
+// the file it would have replaced.
+func TestWriteFileContextCancelled(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.gguf")
+	if err := os.WriteFile(path, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	big := make([]byte, 4<<20) // several flushes of the 1 MiB buffer
+	tensor := func(name string, fill func(w io.Writer) error) TensorSpec {
+		return TensorSpec{Name: name, Type: TypeF32, Dims: []uint64{uint64(len(big) / 4)}, Fill: fill}
+	}
+	b := &Builder{Tensors: []TensorSpec{
+		tensor("a", func(w io.Writer) error { _, err := w.Write(big); return err }),
+		tensor("b", func(w io.Writer) error {
+			cancel() // the user interrupts while the second tensor is written
+			_, err := w.Write(big)
+			return err
+		}),
+	}}
+	if err := b.WriteFileContext(ctx, path); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WriteFileContext after cancel: %v; want context.Canceled", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "precious" {
+		t.Errorf("a cancelled write changed the existing file to %d bytes", len(got))
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a cancelled write left %d files behind", len(entries))
+	}
+	if err := b.WriteFileContext(ctx, filepath.Join(dir, "new.gguf")); !errors.Is(err, context.Canceled) {
+		t.Errorf("WriteFileContext with an ended context: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a write with an ended context left %d files", len(entries))
 	}
 }
 

@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -62,7 +63,17 @@ func (b *Builder) alignment() (uint64, error) {
 // WriteFile writes the file to a temporary name beside path and renames it
 // into place only once it is complete, so a failed write never destroys an
 // existing file.
-func (b *Builder) WriteFile(path string) (err error) {
+func (b *Builder) WriteFile(path string) error {
+	return b.WriteFileContext(context.Background(), path)
+}
+
+// WriteFileContext is WriteFile that stops when ctx ends (a user's Ctrl-C
+// during a write of gigabytes), removing the temporary file: nothing is
+// left behind and an existing file at path is kept.
+func (b *Builder) WriteFileContext(ctx context.Context, path string) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
@@ -73,7 +84,7 @@ func (b *Builder) WriteFile(path string) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	w := bufio.NewWriterSize(tmp, 1<<20)
+	w := bufio.NewWriterSize(ctxWriter{ctx, tmp}, 1<<20)
 	if _, err = b.WriteTo(w); err != nil {
 		return err
 	}
@@ -87,6 +98,19 @@ func (b *Builder) WriteFile(path string) (err error) {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// ctxWriter is w until ctx ends, then fails every write with ctx's error.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }
 
 // WriteTo writes the file to out.

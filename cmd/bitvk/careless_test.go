@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bitvk/bitvk/gguf"
@@ -198,5 +201,57 @@ func TestSynthSize(t *testing.T) {
 	}
 	if err := checkFits("-o", path, 1); err != nil {
 		t.Errorf("a one-byte output: %v", err)
+	}
+}
+
+// TestWriteInterrupted: Ctrl-C (SIGINT) or SIGTERM while synth writes a
+// file of a gigabyte stops it at once, removes the partial file and keeps
+// the file it would have replaced.
+func TestWriteInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds bitvk and writes up to a gigabyte")
+	}
+	bin := buildBitvk(t)
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		dir := t.TempDir()
+		out := writeFile(t, dir, "model.gguf", "precious")
+		cmd := exec.Command(bin, "synth", "--shape", "2b", "-o", out)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Signal once the write has begun (the line before it), a write
+		// that takes seconds.
+		var log bytes.Buffer
+		buf := make([]byte, 4096)
+		for !strings.Contains(log.String(), "writing ") {
+			n, err := stderr.Read(buf)
+			log.Write(buf[:n])
+			if err != nil {
+				t.Fatalf("synth ended before writing: %v\n%s", err, log.String())
+			}
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		rest, _ := io.ReadAll(stderr)
+		log.Write(rest)
+		err = cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(log.String(), "interrupted: "+out+" not written") {
+			t.Errorf("%v during the write: exit %d (%v), stderr:\n%s\nwant exit 1 and \"interrupted\"", sig, code, err, log.String())
+		}
+		if got, _ := os.ReadFile(out); string(got) != "precious" {
+			t.Errorf("%v: the file at -o is now %d bytes, not the one that was there", sig, len(got))
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			names := []string{}
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			t.Errorf("%v: the directory holds %q; want the old file alone", sig, names)
+		}
 	}
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/bitvk/bitvk/convert"
@@ -83,8 +86,14 @@ tokenizer_config.json) to a GGUF file bitvk runs:
 		}
 	}
 	fmt.Fprintf(stderr, "converting %s to %s (%s)…\n", pos[0], *out, o.Type)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o.Context = ctx
 	sum, err := convert.Convert(pos[0], *out, o)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %s not written", *out)
+		}
 		return err
 	}
 	st, err := os.Stat(*out)

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bitvk/bitvk/gguf"
@@ -88,7 +91,12 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	start := time.Now()
 	fmt.Fprintf(stderr, "writing %s (%s shape, %d layers, width %d, %s, %s embedding, %s)…\n", *out, *shape, s.Layers, s.Embd, t, et, humanBytes(size))
-	if err := b.WriteFile(*out); err != nil {
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := b.WriteFileContext(sig, *out); err != nil {
+		if sig.Err() != nil {
+			return fmt.Errorf("interrupted: %s not written", *out)
+		}
 		return err
 	}
 	st, err := os.Stat(*out)
