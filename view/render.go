@@ -2,11 +2,12 @@ package view
 
 import (
 	"encoding/binary"
-	"errors"
+
 	"fmt"
 	"image"
 	"image/png"
 	"os"
+	"path/filepath"
 
 	"github.com/bitvk/bitvk/gpu/vk"
 	"github.com/bitvk/bitvk/spirv"
@@ -169,14 +170,30 @@ func (r *renderer) release() {
 }
 
 // writePNG writes img to path.
-func writePNG(path string, img image.Image) error {
-	f, err := os.Create(path)
+func writePNG(path string, img image.Image) (err error) {
+	// A temporary file renamed into place: a failed encode never leaves
+	// a partial PNG where an earlier screenshot was.
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("view: writing the screenshot: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
 	if err := png.Encode(f, img); err != nil {
-		f.Close()
 		return fmt.Errorf("view: encoding the screenshot %s: %w", path, err)
 	}
-	return errors.Join(f.Close())
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("view: writing the screenshot: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("view: writing the screenshot: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("view: writing the screenshot: %w", err)
+	}
+	return nil
 }

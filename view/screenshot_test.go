@@ -141,3 +141,36 @@ func TestNoDisplay(t *testing.T) {
 		}
 	}
 }
+
+// writePNG replaces a screenshot only with a whole one: a failed encode
+// keeps the file that was there and leaves nothing else.
+func TestWritePNGKeepsOldFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shot.png")
+	if err := os.WriteFile(path, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePNG(path, image.NewRGBA(image.Rect(0, 0, 0, 0))); err == nil || !strings.Contains(err.Error(), "shot.png") {
+		t.Errorf("writePNG of an empty image: %v; want an error naming the file", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "precious" {
+		t.Errorf("a failed write changed the file to %d bytes", len(got))
+	}
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	img.Pix[0] = 200
+	if err := writePNG(path, img); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := png.Decode(f)
+	if err != nil || got.Bounds() != img.Bounds() {
+		t.Errorf("the screenshot written: %v, %v", got, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in the directory; want the screenshot alone", len(entries))
+	}
+}
