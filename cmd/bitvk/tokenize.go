@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/models"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/tokenizer"
 )
@@ -19,13 +20,13 @@ import (
 var stdin io.Reader = os.Stdin
 
 func runTokenize(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("tokenize", "-m MODEL.gguf [flags] [TEXT | -]", stderr)
-	model := fs.String("m", "", "model or vocabulary-only GGUF `file` (required)")
+	fs := newFlags("tokenize", "[-m MODEL.gguf] [flags] [TEXT | -]", stderr)
+	model := fs.String("m", "", "model or vocabulary-only GGUF `file` (default: the built-in model, "+models.Default().Name+")")
 	noBOS := fs.Bool("no-bos", false, "do not add the BOS token the vocabulary asks for")
 	special := fs.Bool("special", false, "turn control-token text such as <|eot_id|> into its token")
 	ids := fs.Bool("ids", false, "print only a JSON array of the ids, on one line")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: bitvk tokenize -m MODEL.gguf [flags] [TEXT | -]")
+		fmt.Fprintln(stderr, "usage: bitvk tokenize [-m MODEL.gguf] [flags] [TEXT | -]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Splits TEXT (or standard input, with - or no TEXT) into token ids with the")
 		fmt.Fprintln(stderr, "model's tokenizer and prints one token per line: id, tab, 'piece'.")
@@ -35,9 +36,6 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
-	}
-	if *model == "" {
-		return usageError(fs, "-m MODEL.gguf is required")
 	}
 	if len(pos) > 1 {
 		return usageError(fs, "want at most one TEXT argument, got %d (quote the text)", len(pos))
@@ -53,14 +51,22 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 		text = pos[0]
 	}
 
-	f, err := gguf.Open(*model)
+	var f *gguf.File
+	name := *model
+	if name == "" {
+		d := models.Default()
+		name = "built-in " + d.Name
+		f, err = gguf.Parse(d.Data)
+	} else {
+		f, err = gguf.Open(name)
+	}
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	tok, err := nn.NewTokenizer(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", *model, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	for _, n := range tok.Notes() {
 		fmt.Fprintf(stderr, "bitvk tokenize: note: %s\n", n)

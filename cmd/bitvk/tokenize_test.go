@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/models"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/tokenizer"
 )
@@ -128,7 +129,6 @@ func TestTokenizeErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"tokenize", "hi"}, 2, "-m MODEL.gguf is required"},
 		{[]string{"tokenize", "-m", noVocab, "a", "b"}, 2, "at most one TEXT argument"},
 		{[]string{"tokenize", "-m", filepath.Join(dir, "none.gguf"), "hi"}, 1, "no such file"},
 		{[]string{"tokenize", "-m", notGGUF, "hi"}, 1, "not a GGUF file"},
@@ -139,6 +139,24 @@ func TestTokenizeErrors(t *testing.T) {
 		if code != c.code || out != "" || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d saying %q", c.args, code, out, stderr, c.code, c.want)
 		}
+	}
+}
+
+// Without -m, tokenize uses the built-in model's tokenizer, as run does.
+func TestTokenizeBuiltin(t *testing.T) {
+	d := models.Default()
+	f, err := gguf.Parse(d.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := nn.NewTokenizer(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "And it came to pass"
+	want := tok.Encode(text, tokenizer.EncodeOptions{})
+	if got := tokenizeIDs(t, text); !slices.Equal(got, want) {
+		t.Errorf("tokenize %q without -m: %v; want %s's %v", text, got, d.Name, want)
 	}
 }
 
