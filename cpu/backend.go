@@ -71,6 +71,11 @@ type Backend struct {
 	prof *profiler
 }
 
+// MaxThreads is the most threads New takes (ggml's limit is 512): each
+// is a goroutine that polls for work, so a mistyped count would start
+// tens of thousands of them.
+const MaxThreads = 1024
+
 // New repacks the weights of a model for the CPU. The tensors' file pages
 // are released once copied (see nn.Weights.Release).
 func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
@@ -82,6 +87,9 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 	}
 	if o.Threads <= 0 {
 		o.Threads = runtime.NumCPU()
+	}
+	if o.Threads > MaxThreads {
+		return nil, fmt.Errorf("cpu: %d threads is more than %d (this machine has %d CPUs)", o.Threads, MaxThreads, runtime.NumCPU())
 	}
 	if o.Context <= 0 {
 		o.Context = c.Context

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/bitvk/bitvk/nn"
@@ -23,4 +24,18 @@ func TestBadConfig(t *testing.T) {
 	nntest.RejectsBadConfig(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
 		return New(c, w, Options{Threads: 2, Context: ctx})
 	})
+}
+
+// TestTooManyThreads: a mistyped thread count is an error naming the
+// limit, not tens of thousands of polling goroutines.
+func TestTooManyThreads(t *testing.T) {
+	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 1)
+	b, err := New(m.Config, m.Weights, Options{Threads: MaxThreads + 1})
+	if err == nil {
+		b.Close()
+		t.Fatalf("New with %d threads: no error", MaxThreads+1)
+	}
+	if !strings.Contains(err.Error(), "more than 1024") {
+		t.Errorf("New with %d threads: %v; want the limit named", MaxThreads+1, err)
+	}
 }
