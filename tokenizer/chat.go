@@ -29,7 +29,23 @@ type Template struct {
 	name      string
 	endOfTurn string
 	doc       string
-	render    func(b *strings.Builder, msgs []Message, addGenerationPrompt bool)
+	render    func(b *rendering, msgs []Message, addGenerationPrompt bool)
+}
+
+// rendering is a template's output being written: the template's own text
+// (control tokens included) and the messages' text, whose byte ranges it
+// records.
+type rendering struct {
+	strings.Builder
+	content []Range
+}
+
+// msg writes a message's text and records where it lies.
+func (r *rendering) msg(s string) {
+	if s != "" {
+		r.content = append(r.content, Range{r.Len(), r.Len() + len(s)})
+	}
+	r.WriteString(s)
 }
 
 // Name is the template's name, as --chat-template takes it.
@@ -43,9 +59,20 @@ func (t *Template) EndOfTurn() string { return t.endOfTurn }
 // an assistant turn, for the model to continue. The text holds control
 // tokens, so encode it with ParseSpecial.
 func (t *Template) Apply(msgs []Message, addGenerationPrompt bool) string {
-	var b strings.Builder
+	text, _ := t.ApplyRanges(msgs, addGenerationPrompt)
+	return text
+}
+
+// ApplyRanges is Apply that also returns the byte ranges of the text that
+// the messages' contents fill. Encoding the text with ParseSpecial and
+// these ranges as EncodeOptions.Plain reads control tokens only where the
+// template wrote them: a message that holds "<|eot_id|>" cannot end its
+// turn or open another (what a server's untrusted users could otherwise
+// do).
+func (t *Template) ApplyRanges(msgs []Message, addGenerationPrompt bool) (string, []Range) {
+	var b rendering
 	t.render(&b, msgs, addGenerationPrompt)
-	return b.String()
+	return b.String(), b.content
 }
 
 // Architecture names (general.architecture) that decide a template.
@@ -58,9 +85,11 @@ var templates = map[string]*Template{
 	"bitnet": {
 		name: "bitnet", endOfTurn: "<|eot_id|>",
 		doc: "BitNet b1.58 2B4T: \"Role: content<|eot_id|>\" turns, prompt \"Assistant: \"",
-		render: func(b *strings.Builder, msgs []Message, gen bool) {
+		render: func(b *rendering, msgs []Message, gen bool) {
 			for _, m := range msgs {
-				b.WriteString(capitalize(m.Role) + ": " + m.Content + "<|eot_id|>")
+				b.WriteString(capitalize(m.Role) + ": ")
+				b.msg(m.Content)
+				b.WriteString("<|eot_id|>")
 			}
 			if gen {
 				b.WriteString("Assistant: ")
@@ -70,10 +99,12 @@ var templates = map[string]*Template{
 	"llama3": {
 		name: "llama3", endOfTurn: "<|eot_id|>",
 		doc: "LLaMA-3: <|start_header_id|>role<|end_header_id|>\\n\\ncontent<|eot_id|>",
-		render: func(b *strings.Builder, msgs []Message, gen bool) {
+		render: func(b *rendering, msgs []Message, gen bool) {
 			for _, m := range msgs {
 				// LLaMA-3's own template trims each message.
-				b.WriteString("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n" + strings.TrimSpace(m.Content) + "<|eot_id|>")
+				b.WriteString("<|start_header_id|>" + m.Role + "<|end_header_id|>\n\n")
+				b.msg(strings.TrimSpace(m.Content))
+				b.WriteString("<|eot_id|>")
 			}
 			if gen {
 				b.WriteString("<|start_header_id|>assistant<|end_header_id|>\n\n")
@@ -83,9 +114,11 @@ var templates = map[string]*Template{
 	"chatml": {
 		name: "chatml", endOfTurn: "<|im_end|>",
 		doc: "ChatML (Falcon-E): <|im_start|>role\\ncontent<|im_end|>\\n",
-		render: func(b *strings.Builder, msgs []Message, gen bool) {
+		render: func(b *rendering, msgs []Message, gen bool) {
 			for _, m := range msgs {
-				b.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
+				b.WriteString("<|im_start|>" + m.Role + "\n")
+				b.msg(m.Content)
+				b.WriteString("<|im_end|>\n")
 			}
 			if gen {
 				b.WriteString("<|im_start|>assistant\n")
@@ -95,9 +128,10 @@ var templates = map[string]*Template{
 	"falcon3": {
 		name: "falcon3", endOfTurn: "<|endoftext|>",
 		doc: "Falcon3: <|role|>\\ncontent\\n, assistant turns end with <|endoftext|>",
-		render: func(b *strings.Builder, msgs []Message, gen bool) {
+		render: func(b *rendering, msgs []Message, gen bool) {
 			for _, m := range msgs {
-				b.WriteString("<|" + m.Role + "|>\n" + m.Content)
+				b.WriteString("<|" + m.Role + "|>\n")
+				b.msg(m.Content)
 				if m.Role == "assistant" {
 					// Falcon3's template closes an assistant turn with its
 					// EOS, which is what the model generated to end it.
@@ -113,11 +147,12 @@ var templates = map[string]*Template{
 	"llama2": {
 		name: "llama2", endOfTurn: "</s>",
 		doc: "LLaMA-2 without <<SYS>>: [INST] user [/INST]assistant</s>",
-		render: func(b *strings.Builder, msgs []Message, gen bool) {
+		render: func(b *rendering, msgs []Message, gen bool) {
 			inTurn := false
 			for _, m := range msgs {
 				if m.Role == "assistant" {
-					b.WriteString(m.Content + "</s>")
+					b.msg(m.Content)
+					b.WriteString("</s>")
 					inTurn = false
 					continue
 				}
@@ -126,9 +161,11 @@ var templates = map[string]*Template{
 					inTurn = true
 				}
 				if m.Role == "system" {
-					b.WriteString(m.Content + "\n")
+					b.msg(m.Content)
+					b.WriteString("\n")
 				} else {
-					b.WriteString(m.Content + " [/INST]")
+					b.msg(m.Content)
+					b.WriteString(" [/INST]")
 				}
 			}
 			// The model answers right after [/INST]: no generation prompt.

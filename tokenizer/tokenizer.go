@@ -358,22 +358,40 @@ type EncodeOptions struct {
 	// "<|eot_id|>") their ids; otherwise it is tokenized as plain text.
 	// User-defined tokens are always matched.
 	ParseSpecial bool
+	// Plain, with ParseSpecial, are byte ranges of the input in which
+	// control-token text stays plain text (the messages inside a rendered
+	// chat template: Template.ApplyRanges). Ascending, not overlapping.
+	Plain []Range
 }
+
+// Range is the bytes [Start, End) of a text.
+type Range struct{ Start, End int }
 
 // fragment is a piece of the input: raw text, or a special token (id >= 0).
 type fragment struct {
 	text string
 	id   int32
+	off  int // where text starts in the input
 }
 
 // partition cuts the special tokens out of text. It takes each special in
 // turn, longest first, and splits every remaining raw fragment around its
 // occurrences, as llama.cpp does.
-func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
+//
+// An occurrence that overlaps one of the plain ranges is left as text.
+func (t *Tokenizer) partition(text string, parseSpecial bool, plain []Range) []fragment {
 	if text == "" {
 		return nil // not even SentencePiece's space prefix
 	}
 	frags := []fragment{{text: text, id: -1}}
+	inPlain := func(lo, hi int) bool {
+		for _, r := range plain {
+			if lo < r.End && r.Start < hi {
+				return true
+			}
+		}
+		return false
+	}
 	if !parseSpecial && !t.userDef {
 		return frags
 	}
@@ -389,21 +407,29 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 				next = append(next, f)
 				continue
 			}
-			found = true
-			rest := f.text
+			// from: the start of the text not yet emitted; at: where the
+			// search goes on (past an occurrence left as text).
+			from, at := 0, 0
 			for {
-				i := strings.Index(rest, sp)
+				i := strings.Index(f.text[at:], sp)
 				if i < 0 {
 					break
 				}
-				if i > 0 {
-					next = append(next, fragment{text: rest[:i], id: -1})
+				i += at
+				if inPlain(f.off+i, f.off+i+len(sp)) {
+					at = i + 1
+					continue
 				}
-				next = append(next, fragment{id: id})
-				rest = rest[i+len(sp):]
+				found = true
+				if i > from {
+					next = append(next, fragment{text: f.text[from:i], id: -1, off: f.off + from})
+				}
+				next = append(next, fragment{id: id, off: f.off + i})
+				from = i + len(sp)
+				at = from
 			}
-			if rest != "" {
-				next = append(next, fragment{text: rest, id: -1})
+			if from < len(f.text) {
+				next = append(next, fragment{text: f.text[from:], id: -1, off: f.off + from})
 			}
 		}
 		if found {
@@ -422,7 +448,7 @@ func (t *Tokenizer) Encode(text string, o EncodeOptions) []int32 {
 	}
 	var s scratch
 	prevSpecial := true // SentencePiece puts its space prefix at the start and after specials
-	for _, f := range t.partition(text, o.ParseSpecial) {
+	for _, f := range t.partition(text, o.ParseSpecial, o.Plain) {
 		if f.id >= 0 {
 			out = append(out, f.id)
 			prevSpecial = true
