@@ -123,10 +123,12 @@ func (s *Server) chatGeneration(req *chatRequest) (*generation, *apiError) {
 		msgs[i] = tokenizer.Message{Role: role, Content: text}
 	}
 	g.chat = true
-	// The template's text holds its control tokens; BOS goes first as the
-	// vocabulary asks, and no EOS goes last, as in bitvk chat.
-	text := s.cfg.Template.Apply(msgs, true)
-	g.prompt = s.bos(s.cfg.Tokenizer.Encode(text, tokenizer.EncodeOptions{NoBOS: true, ParseSpecial: true}))
+	// The template's text holds its control tokens; the messages' text is
+	// plain text, control-token text and all (a user cannot end a turn or
+	// forge a system message). BOS goes first as the vocabulary asks, and
+	// no EOS goes last, as in bitvk chat.
+	text, plain := s.cfg.Template.ApplyRanges(msgs, true)
+	g.prompt = s.bos(s.cfg.Tokenizer.Encode(text, tokenizer.EncodeOptions{NoBOS: true, ParseSpecial: true, Plain: plain}))
 	return g, s.checkPrompt(g.prompt, "messages")
 }
 
