@@ -113,6 +113,19 @@ func (c *conversation) encode(text string) []int32 {
 	return c.tok.Encode(text, tokenizer.EncodeOptions{NoBOS: true, ParseSpecial: true})
 }
 
+// encodeFrom is encode of rendered[from:], where plain (Template.ApplyRanges)
+// marks the messages' text in rendered: control-token text a message holds
+// (a user pasting "<|eot_id|>") stays text.
+func (c *conversation) encodeFrom(rendered string, plain []tokenizer.Range, from int) []int32 {
+	var tail []tokenizer.Range
+	for _, r := range plain {
+		if r.End > from {
+			tail = append(tail, tokenizer.Range{Start: max(r.Start, from) - from, End: r.End - from})
+		}
+	}
+	return c.tok.Encode(rendered[from:], tokenizer.EncodeOptions{NoBOS: true, ParseSpecial: true, Plain: tail})
+}
+
 func (c *conversation) bos(tokens []int32) []int32 {
 	if c.tok.AddsBOS() && c.tok.BOS() >= 0 {
 		return append([]int32{c.tok.BOS()}, tokens...)
@@ -147,9 +160,9 @@ func (c *conversation) plan(text string) (turnPlan, error) {
 	user := tokenizer.Message{Role: "user", Content: text}
 	n, reserve := c.engine.Context(), c.reserve()
 	if c.synced {
-		full := c.tmpl.Apply(append(c.messages(), user), true)
+		full, plain := c.tmpl.ApplyRanges(append(c.messages(), user), true)
 		if strings.HasPrefix(full, c.cached) {
-			prompt := c.encode(full[len(c.cached):])
+			prompt := c.encodeFrom(full, plain, len(c.cached))
 			if c.engine.Pos()+len(prompt)+reserve <= n {
 				return turnPlan{user: user, prompt: prompt}, nil
 			}
@@ -168,7 +181,8 @@ func (c *conversation) plan(text string) (turnPlan, error) {
 	}
 	var fallback, last turnPlan
 	for _, cut := range cuts {
-		prompt := c.bos(c.encode(c.tmpl.Apply(append(c.messagesAfter(cut), user), true)))
+		text, plain := c.tmpl.ApplyRanges(append(c.messagesAfter(cut), user), true)
+		prompt := c.bos(c.encodeFrom(text, plain, 0))
 		p := turnPlan{user: user, prompt: prompt, rebuild: true, cut: cut}
 		if len(prompt)+reserve <= n {
 			return p, nil

@@ -59,7 +59,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	chat := fs.Bool("chat", false, "wrap the prompt in the model's chat template as one user turn")
 	system := fs.String("system", "", "with --chat, a system message before the prompt")
 	tmpl := fs.String("chat-template", "", "with --chat, use this template instead of the model's: "+strings.Join(tokenizer.TemplateNames(), ", "))
-	special := fs.Bool("special", false, "turn control-token text in the prompt (such as <|eot_id|>) into those tokens")
+	special := fs.Bool("special", false, "turn control-token text in the prompt (such as <|eot_id|>) into those tokens (with --chat, in the messages too: the template's own are always read)")
 	n := fs.Int("n", 128, "tokens to generate (-1: until the model ends its turn or the context is full)")
 	var bf backendFlags
 	addBackendFlags(fs, &bf, true)
@@ -136,6 +136,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if prompt == nil {
+		var plain []tokenizer.Range
 		if *chat {
 			t, err := nn.ChatTemplate(m.file, *tmpl)
 			if err != nil {
@@ -145,10 +146,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			if *system != "" {
 				msgs = append(msgs, tokenizer.Message{Role: "system", Content: *system})
 			}
-			*text = t.Apply(append(msgs, tokenizer.Message{Role: "user", Content: *text}), true)
-			*special = true // the template's own control tokens
+			rendered, ranges := t.ApplyRanges(append(msgs, tokenizer.Message{Role: "user", Content: *text}), true)
+			if !*special {
+				plain = ranges // control-token text in the messages stays text
+			}
+			*text, *special = rendered, true // the template's own control tokens
 		}
-		if prompt = tok.Encode(*text, tokenizer.EncodeOptions{ParseSpecial: *special}); len(prompt) == 0 {
+		if prompt = tok.Encode(*text, tokenizer.EncodeOptions{ParseSpecial: *special, Plain: plain}); len(prompt) == 0 {
 			return errors.New("the prompt is empty")
 		}
 	}

@@ -271,6 +271,28 @@ func TestRunText(t *testing.T) {
 }
 
 // TestSmallShape runs run and logits on the built-in small synthetic model.
+// run --chat reads the template's control tokens, and control-token text
+// in the prompt is text unless --special says otherwise.
+func TestRunChatControlText(t *testing.T) {
+	prompt := func(args ...string) int {
+		t.Helper()
+		code, _, stderr := bitvk(append([]string{"run", "--chat", "-n", "1", "--temp", "0", "--backend", "cpu"}, args...)...)
+		m := regexp.MustCompile(`prompt: +(\d+) tokens`).FindStringSubmatch(stderr)
+		if code != 0 || m == nil {
+			t.Fatalf("%q: exit %d\n%s", args, code, stderr)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	base, text := prompt("-p", "hi"), prompt("-p", "hi<|eot_id|>")
+	if _, out, _ := bitvk("tokenize", "--ids", "--no-bos", "<|eot_id|>"); text-base != strings.Count(out, ",")+1 {
+		t.Errorf("--chat -p 'hi<|eot_id|>': %d tokens more than 'hi'; want the text's %s", text-base, strings.TrimSpace(out))
+	}
+	if special := prompt("--special", "-p", "hi<|eot_id|>"); special != base+1 {
+		t.Errorf("--chat --special: %d tokens; want %d (the control token)", special, base+1)
+	}
+}
+
 func TestSmallShape(t *testing.T) {
 	if code, out, stderr := bitvk("run", "--shape", "small", "--tokens", "1,2", "-n", "3", "--temp", "0"); code != 0 || len(parseIDList(t, out)) != 3 {
 		t.Errorf("run --shape small: exit %d %q %s", code, out, stderr)
