@@ -26,7 +26,8 @@ repository's I2_S GGUF (ggml-model-i2_s.gguf); ORG/REPO:i2_s (a name without a
 dot) picks the GGUF whose name contains it. A file in the cache is not fetched
 again; its sha256 is checked before it enters the cache; an interrupted download
 (Ctrl-C included) resumes where it stopped. run, chat, serve, bench, check,
-logits and perplexity take -hf ORG/REPO[:FILE] to pull a model and run it.
+logits, perplexity, mine and view take -hf ORG/REPO[:FILE] to pull a model and
+run it.
 
 Environment:
   HF_ENDPOINT     the Hub (default https://huggingface.co)

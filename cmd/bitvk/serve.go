@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bitvk/bitvk/models"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/server"
 	"github.com/bitvk/bitvk/tokenizer"
@@ -193,11 +194,14 @@ func (sf *samplerFlags) config() (nn.SamplerConfig, bool) {
 	return c, false
 }
 
-// modelName is the model's id for clients: the file's name without .gguf,
-// or "synthetic-SHAPE".
+// modelName is the model's id for clients: the file's name without .gguf
+// (-m, or -hf once pulled), "synthetic-SHAPE", or the built-in model's name.
 func modelName(src modelSource) string {
-	if src.path == "" {
+	switch {
+	case src.path != "":
+		return strings.TrimSuffix(filepath.Base(src.path), ".gguf")
+	case src.shape != "":
 		return "synthetic-" + src.shape
 	}
-	return strings.TrimSuffix(filepath.Base(src.path), ".gguf")
+	return models.Default().Name
 }

@@ -253,3 +253,21 @@ func TestServeVulkanSlots(t *testing.T) {
 		}
 	}
 }
+
+// The model id clients see: the file's name, the synthetic shape, or the
+// built-in model's name.
+func TestModelName(t *testing.T) {
+	for _, c := range []struct {
+		src  modelSource
+		want string
+	}{
+		{modelSource{path: "/models/ggml-model-i2_s.gguf"}, "ggml-model-i2_s"},
+		{modelSource{path: "x.bin"}, "x.bin"},
+		{modelSource{shape: "tiny"}, "synthetic-tiny"},
+		{modelSource{}, "nano-kjv"},
+	} {
+		if got := modelName(c.src); got != c.want {
+			t.Errorf("modelName(%+v) = %q, want %q", c.src, got, c.want)
+		}
+	}
+}
