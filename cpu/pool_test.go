@@ -89,3 +89,57 @@ func TestPoolRunChunks(t *testing.T) {
 		p.close()
 	}
 }
+
+// A helper that does not run (another program holds its core) delays no
+// job: the caller claims its share or its chunks and runs them itself, with
+// the share's worker index; once the helper runs again it finds the job
+// done, and later jobs are split as before.
+func TestPoolStalledHelper(t *testing.T) {
+	p := newPool(2)
+	defer p.close()
+	release := make(chan struct{})
+	var stalled atomic.Bool
+	p.stall = func(int) {
+		if stalled.Load() {
+			<-release
+		}
+	}
+	check := func(what string, n int, run func(fn func(w, lo, hi int))) map[int]bool {
+		t.Helper()
+		hits := make([]int32, n)
+		var mu sync.Mutex
+		workers := map[int]bool{}
+		run(func(w, lo, hi int) {
+			mu.Lock()
+			workers[w] = true
+			mu.Unlock()
+			for i := lo; i < hi; i++ {
+				atomic.AddInt32(&hits[i], 1)
+			}
+		})
+		for i, h := range hits {
+			if h != 1 {
+				t.Fatalf("%s: item %d of %d run %d times", what, i, n, h)
+			}
+		}
+		return workers
+	}
+	stalled.Store(true)
+	// The helper is stalled from its first job on: every job below must
+	// end without it.
+	for k := range 20 {
+		n := 100 + 37*k
+		ws := check("stalled, run", n, func(fn func(w, lo, hi int)) { p.run(n, 4, fn) })
+		if !ws[0] || !ws[1] {
+			t.Errorf("stalled, run: worker indices %v; want both shares, 0 and 1, run by the caller", ws)
+		}
+		check("stalled, chunks", n, func(fn func(w, lo, hi int)) { p.runChunks(n, 4, fn) })
+	}
+	stalled.Store(false)
+	close(release)
+	for k := range 200 {
+		n := 50 + 13*k
+		check("released, run", n, func(fn func(w, lo, hi int)) { p.run(n, 4, fn) })
+		check("released, chunks", n, func(fn func(w, lo, hi int)) { p.runChunks(n, 4, fn) })
+	}
+}
