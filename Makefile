@@ -10,6 +10,7 @@ FUZZTIME  ?= 60s
 # nothing ("context deadline exceeded", go.dev/issue/75804, fixed in 1.27).
 TEST_FUZZ_GGUF      ?= 400000x
 TEST_FUZZ_TOKENIZER ?= 50000x
+TEST_FUZZ_SERVER    ?= 20000x
 
 .PHONY: all build install deps demo test fuzz generated shaders corpus model model-float clean
 
@@ -65,6 +66,7 @@ test: deps generated
 	$(GO) test -count=1 -tags purego ./cpu
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(TEST_FUZZ_GGUF) ./gguf
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(TEST_FUZZ_TOKENIZER) ./tokenizer
+	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzRequests$$' -fuzztime $(TEST_FUZZ_SERVER) ./server
 
 # The checked-in assembly and SPIR-V must be what their sources generate now.
 generated:

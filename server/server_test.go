@@ -127,7 +127,7 @@ type testServer struct {
 
 // newTestServer starts a server on 127.0.0.1 over the tiny model, greedy
 // by default; it is closed when the test ends.
-func newTestServer(t *testing.T, o testOptions) *testServer {
+func newTestServer(t testing.TB, o testOptions) *testServer {
 	t.Helper()
 	m := tiny(t)
 	threads := o.threads
