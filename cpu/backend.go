@@ -187,20 +187,9 @@ func checkCacheSize(c *nn.Config, o Options) error {
 			slots = fmt.Sprintf(" in each of %d slots", o.Slots)
 		}
 		return fmt.Errorf("cpu: a context of %d positions%s needs a K/V cache of %s, more than this machine's %s of memory: lower -c (the model's context_length is %d)",
-			o.Context, slots, sizeText(need), sizeText(float64(limit)), c.Context)
+			o.Context, slots, nn.SizeText(need), nn.SizeText(float64(limit)), c.Context)
 	}
 	return nil
-}
-
-// sizeText writes a number of bytes for humans: "128 MiB", "2.5 GiB", "2.0 TiB".
-func sizeText(b float64) string {
-	switch {
-	case b >= 1<<40:
-		return fmt.Sprintf("%.1f TiB", b/(1<<40))
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", b/(1<<30))
-	}
-	return fmt.Sprintf("%.0f MiB", b/(1<<20))
 }
 
 // ropeFrequencies returns θ_i = base^(−2i/dim) for i < dim/2, computed as

@@ -291,7 +291,7 @@ func (b *Backend) checkCache() error {
 	}
 	if r := b.info.MaxStorageBufferRange; layer > float64(r) {
 		return fmt.Errorf("gpu: a context of %d positions%s makes one layer's K cache %s, more than the device binds in one buffer (%s); lower -c or --parallel (the model's context_length is %d)",
-			b.ctx, slots, sizeText(layer), sizeText(float64(r)), b.c.Context)
+			b.ctx, slots, nn.SizeText(layer), nn.SizeText(float64(r)), b.c.Context)
 	}
 	var heap uint64
 	for _, h := range b.info.Heaps {
@@ -301,20 +301,9 @@ func (b *Backend) checkCache() error {
 	}
 	if all := 2 * float64(b.c.Layers) * layer; heap > 0 && all > float64(heap) {
 		return fmt.Errorf("gpu: a context of %d positions%s needs a K/V cache of %s, more than the device's %s of memory; lower -c or --parallel (the model's context_length is %d)",
-			b.ctx, slots, sizeText(all), sizeText(float64(heap)), b.c.Context)
+			b.ctx, slots, nn.SizeText(all), nn.SizeText(float64(heap)), b.c.Context)
 	}
 	return nil
-}
-
-// sizeText writes a number of bytes for humans: "128 MiB", "2.5 GiB", "2.0 TiB".
-func sizeText(b float64) string {
-	switch {
-	case b >= 1<<40:
-		return fmt.Sprintf("%.1f TiB", b/(1<<40))
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", b/(1<<30))
-	}
-	return fmt.Sprintf("%.0f MiB", b/(1<<20))
 }
 
 func (b *Backend) uploadWeights(w *nn.Weights) error {

@@ -470,3 +470,14 @@ const (
 	TypeQ6_K  = gguf.TypeQ6_K
 	TypeQ4_0  = gguf.TypeQ4_0
 )
+
+// SizeText writes a number of bytes for humans: "128 MiB", "2.5 GiB", "2.0 TiB".
+func SizeText(b float64) string {
+	switch {
+	case b >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", b/(1<<40))
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", b/(1<<30))
+	}
+	return fmt.Sprintf("%.0f MiB", b/(1<<20))
+}
