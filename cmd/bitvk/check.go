@@ -114,7 +114,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "%v", err)
 	}
 	ctx := min(len(prompt)+*n, cm.config.Context)
-	gm, err := openModelAs(path, name, backendFlags{backend: "vulkan", device: *device, head: *head, ctx: ctx, validate: *validate})
+	gm, err := openModelAs(path, name, backendFlags{backend: "vulkan", device: *device, head: *head, ctx: ctx, validate: *validate, needVulkan: true})
 	if err != nil {
 		return err
 	}

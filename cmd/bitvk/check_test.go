@@ -134,3 +134,16 @@ func TestRunVulkan(t *testing.T) {
 		t.Errorf("--device 42: exit %d: %s", code, errOut)
 	}
 }
+
+// check needs Vulkan: a device it cannot open is an error that does not
+// suggest the CPU backend (which run's errors do).
+func TestCheckNoSuchDevice(t *testing.T) {
+	needVulkan(t)
+	code, _, stderr := bitvk("check", "--shape", "tiny", "--device", "99", "-n", "2")
+	if code != 1 || !strings.Contains(stderr, "no device 99") || strings.Contains(stderr, "--backend cpu") {
+		t.Errorf("check --device 99: exit %d, %q; want exit 1 naming the device, without a --backend cpu hint", code, stderr)
+	}
+	if code, _, stderr := bitvk("run", "--shape", "tiny", "--backend", "vulkan", "--device", "99", "-n", "2", "-p", "x"); code != 1 || !strings.Contains(stderr, "--backend cpu") {
+		t.Errorf("run --device 99: exit %d, %q; want the --backend cpu hint", code, stderr)
+	}
+}
