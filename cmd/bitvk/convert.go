@@ -85,9 +85,9 @@ tokenizer_config.json) to a GGUF file bitvk runs:
 			fmt.Fprintf(stderr, "converted %d/%d tensors (%.0fs)\n", done, total, time.Since(start).Seconds())
 		}
 	}
-	fmt.Fprintf(stderr, "converting %s to %s (%s)…\n", pos[0], *out, o.Type)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	fmt.Fprintf(stderr, "converting %s to %s (%s)…\n", pos[0], *out, o.Type)
 	o.Context = ctx
 	sum, err := convert.Convert(pos[0], *out, o)
 	if err != nil {

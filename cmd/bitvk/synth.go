@@ -89,10 +89,12 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if err := checkFits("-o", *out, size); err != nil {
 		return fmt.Errorf("%w: choose a smaller shape (--layers, --embd, --ffn, --n-vocab) or another disk", err)
 	}
-	start := time.Now()
-	fmt.Fprintf(stderr, "writing %s (%s shape, %d layers, width %d, %s, %s embedding, %s)…\n", *out, *shape, s.Layers, s.Embd, t, et, humanBytes(size))
+	// Catch the signals before saying the write begins: an interrupt from
+	// then on removes the partial file.
 	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	start := time.Now()
+	fmt.Fprintf(stderr, "writing %s (%s shape, %d layers, width %d, %s, %s embedding, %s)…\n", *out, *shape, s.Layers, s.Embd, t, et, humanBytes(size))
 	if err := b.WriteFileContext(sig, *out); err != nil {
 		if sig.Err() != nil {
 			return fmt.Errorf("interrupted: %s not written", *out)
