@@ -24,6 +24,9 @@ type Options struct {
 	// Slots is the number of sequences the K/V cache holds, Context
 	// positions each (nn.MultiBackend); ≤ 0: one.
 	Slots int
+	// Kernels names the kernel set to run (one of KernelNames); "": the
+	// fastest this CPU supports.
+	Kernels string
 }
 
 // DefaultBatch is how many prompt positions one pass evaluates: each
@@ -106,7 +109,11 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 	if err := checkCacheSize(c, o); err != nil {
 		return nil, err
 	}
-	b := &Backend{c: c, k: active, threads: o.Threads, ctx: o.Context, slots: o.Slots, batch: o.Batch, embd: w.TokenEmbd}
+	k, err := kernelSet(o.Kernels)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{c: c, k: k, threads: o.Threads, ctx: o.Context, slots: o.Slots, batch: o.Batch, embd: w.TokenEmbd}
 	b.pool = newPool(o.Threads)
 	if err := b.load(w, o); err != nil {
 		b.pool.close()
@@ -218,6 +225,9 @@ func (b *Backend) Batch() int { return b.batch }
 
 // Threads is the number of worker threads.
 func (b *Backend) Threads() int { return b.threads }
+
+// Kernels is the name of the kernel set the backend runs.
+func (b *Backend) Kernels() string { return b.k.name }
 
 // Close stops the worker pool.
 func (b *Backend) Close() error {

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"cmp"
 	"math"
 	"strings"
 	"testing"
@@ -81,6 +82,43 @@ func TestBackendErrors(t *testing.T) {
 	}
 	if err := b.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestOptionsKernels: Options.Kernels picks a kernel set by name, which
+// gives the logits the default set gives (the integer products are exact,
+// and the float steps of every set match the twins bit for bit or within
+// the conformance tolerance); an unknown name is refused with the list.
+func TestOptionsKernels(t *testing.T) {
+	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 5)
+	if _, err := New(m.Config, m.Weights, Options{Kernels: "avx9"}); err == nil || !strings.Contains(err.Error(), `"avx9"`) || !strings.Contains(err.Error(), "generic") {
+		t.Errorf("unknown kernel set: %v", err)
+	}
+	toks := []int32{1, 7, 3}
+	v := m.Config.Vocab
+	var want []float32
+	for _, name := range append([]string{""}, KernelNames()...) {
+		b, err := New(m.Config, m.Weights, Options{Threads: 1, Context: 8, Kernels: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantName := cmp.Or(name, Kernels()); b.Kernels() != wantName {
+			t.Errorf("Kernels %q: backend runs %q", name, b.Kernels())
+		}
+		logits := make([]float32, len(toks)*v)
+		if err := b.Forward(toks, 0, logits); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		if want == nil {
+			want = logits
+			continue
+		}
+		for i := range logits {
+			if d := math.Abs(float64(logits[i] - want[i])); d > 1e-3*(1+math.Abs(float64(want[i]))) {
+				t.Fatalf("kernel set %s: logit %d = %g, default set %g", name, i, logits[i], want[i])
+			}
+		}
 	}
 }
 

@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
+	"strings"
 
 	"golang.org/x/sys/cpu"
 
@@ -178,8 +180,8 @@ var generic = kernels{
 	sgemm:         sgemmGeneric,
 }
 
-// active is the kernel set in use: the fastest this CPU supports (see
-// kernelSets), switchable by tests and by SetKernels.
+// active is the kernel set a Backend uses unless Options.Kernels names
+// another: the fastest this CPU supports (see kernelSets); tests switch it.
 var active = generic
 
 // kernelSets lists the kernel sets this build has, fastest first; the
@@ -202,8 +204,22 @@ func KernelNames() []string {
 	return names
 }
 
-// Kernels is the name of the kernel set in use.
+// Kernels is the name of the kernel set a Backend uses by default.
 func Kernels() string { return active.name }
+
+// kernelSet returns the kernel set called name ("" for the default), or
+// an error naming the sets this machine runs.
+func kernelSet(name string) (kernels, error) {
+	if name == "" {
+		return active, nil
+	}
+	for _, k := range kernelSets() {
+		if k.name == name {
+			return k, nil
+		}
+	}
+	return kernels{}, fmt.Errorf("cpu: kernel set %q is not one this machine runs (%s)", name, strings.Join(KernelNames(), ", "))
+}
 
 // hasAVX2 and hasAVX512VNNI say whether the CPU has the features the assembly sets need, so that
 // asmKernelSets can list only the sets the CPU runs.

@@ -321,12 +321,17 @@ func fmaPeak(s *sgemmKernels, d time.Duration) float64 {
 }
 
 // Int8Peak measures one core's int8 multiply-accumulate peak in GMAC/s
-// (one byte product added into a sum) with the active kernel set's
-// register-only loop of the instruction its ternary products are bound by
-// (vpdpbusd, vpmaddubsw, or Go's int32 multiply-add), for about d, as
-// FMAPeak does: the ceiling a prompt's ternary products are a share of.
-func Int8Peak(d time.Duration) float64 {
-	return probePeak(active.int8Loop, float64(active.int8MACs), d)
+// (one byte product added into a sum) with the register-only loop of the
+// kernel set set ("" for the default; see Options.Kernels) of the
+// instruction its ternary products are bound by (vpdpbusd, vpmaddubsw, or
+// Go's int32 multiply-add), for about d, as FMAPeak does: the ceiling a
+// prompt's ternary products are a share of.
+func Int8Peak(set string, d time.Duration) (float64, error) {
+	k, err := kernelSet(set)
+	if err != nil {
+		return 0, err
+	}
+	return probePeak(k.int8Loop, float64(k.int8MACs), d), nil
 }
 
 // probePeak times loop(iters), each iteration perIter operations, growing

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -361,7 +362,10 @@ func TestInt8Peak(t *testing.T) {
 			t.Errorf("%s: int8 peak %g GMAC/s", k.name, g)
 		}
 	}
-	if g := Int8Peak(0); !(g > 0) {
-		t.Errorf("Int8Peak(0) = %g", g)
+	if g, err := Int8Peak("", 0); err != nil || !(g > 0) {
+		t.Errorf("Int8Peak(\"\", 0) = %g, %v", g, err)
+	}
+	if _, err := Int8Peak("sse9", 0); err == nil || !strings.Contains(err.Error(), `"sse9"`) || !strings.Contains(err.Error(), "generic") {
+		t.Errorf("Int8Peak(\"sse9\") error: %v", err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -86,6 +85,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	heads := fs.String("head", "stored", "output heads to time, comma-separated: stored (the file's type), f16, q8, q8_0, q6_k, q4_0")
 	backends := fs.String("backend", "auto", "backends to time, comma-separated: auto, cpu, vulkan")
 	fuses := fs.String("fuse", "auto", "Vulkan decode steps, comma-separated to time each: auto (the norms, RoPE and the K/V write fused into the products on a GPU, not on a CPU device), on, off")
+	kernelSets := fs.String("kernels", "", "CPU kernel `sets`, comma-separated to time each (see bitvk version; default: the fastest this CPU runs)")
 	device := fs.Int("device", -1, "Vulkan device `index` (default: the best)")
 	asJSON := fs.Bool("json", false, "print a JSON array of results (llama-bench's field names)")
 	profile := fs.Bool("profile", false, "print where a decode step and a prompt chunk spend their time: Vulkan, every dispatch with GPU timestamps; CPU, each stage of the pass and the waits for helper threads")
@@ -134,6 +134,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return usageError(fs, "--fuse: unknown mode %q (choose auto, on or off)", f)
 		}
 		fuseList = append(fuseList, mode)
+	}
+	kernelList := []string{""}
+	if *kernelSets != "" {
+		kernelList = strings.Split(*kernelSets, ",")
+		for _, k := range kernelList {
+			if !slices.Contains(cpu.KernelNames(), k) {
+				return usageError(fs, "--kernels: %q is not a kernel set this CPU runs (%s)", k, strings.Join(cpu.KernelNames(), ", "))
+			}
+		}
 	}
 	for _, h := range headList {
 		for _, be := range backendList {
@@ -260,14 +269,18 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	var bwOrder []string
 	for _, be := range backendList {
 		be = chooseBackend(backendFlags{backend: be, device: *device, notes: stderr})
-		fl := fuseList
+		fl, kl := fuseList, kernelList
 		if be != "vulkan" {
 			fl = fl[:1] // the CPU has no fusion to choose
+		} else {
+			kl = kl[:1] // nor Vulkan CPU kernel sets
 		}
 		for _, head := range headList {
 			for _, fuse := range fl {
-				if err := benchBackend(benchRun{be, head, fuse, *device, *path, ts, prompts, gens, *reps, *asJSON, *profile}, tw, stderr, bandwidth, &bwOrder, &results); err != nil {
-					return err
+				for _, ks := range kl {
+					if err := benchBackend(benchRun{be, head, fuse, ks, *device, *path, ts, prompts, gens, *reps, *asJSON, *profile}, tw, stderr, bandwidth, &bwOrder, &results); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -304,7 +317,7 @@ func printPeaks(w io.Writer, results []benchResult) {
 		seen[k] = true
 		if r.Backend == "CPU" {
 			fmt.Fprintf(w, "int8 peak: %.0f GMAC/s per core (%s probe; a prompt's share = tokens/s · %.3g ternary multiply-adds per token / the peak of its threads)\n",
-				int8Peak(), r.Kernels, float64(r.MACsPerToken))
+				cpuPeaks[r.Kernels], r.Kernels, float64(r.MACsPerToken))
 		} else {
 			fmt.Fprintf(w, "int8 peak: %.0f GMAC/s on %s (int8_peak kernel, %s; a prompt's share = tokens/s · %.3g ternary multiply-adds per token / the peak)\n",
 				r.Int8PeakGMACs, r.GPUInfo, r.Kernels, float64(r.MACsPerToken))
@@ -328,6 +341,7 @@ var fusionModes = map[string]gpu.Fusion{"auto": gpu.FuseAuto, "on": gpu.FuseOn, 
 type benchRun struct {
 	backend, head string
 	fuse          gpu.Fusion
+	kernels       string // the CPU kernel set; "": the default
 	device        int
 	path          string
 	threads       []int
@@ -347,7 +361,7 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 	prompts, gens, head := br.prompts, br.gens, br.head
 	for _, t := range ts {
 		{
-			bf := backendFlags{backend: br.backend, device: br.device, threads: t, head: br.head, fuse: br.fuse}
+			bf := backendFlags{backend: br.backend, device: br.device, threads: t, head: br.head, fuse: br.fuse, kernels: br.kernels}
 			longest := 1
 			for _, p := range prompts {
 				longest = max(longest, p)
@@ -466,7 +480,7 @@ func benchBase(m *model, head string, threads int, bw float64) benchResult {
 	}
 	switch b := m.backend.(type) {
 	case *cpu.Backend:
-		r.Kernels = cpu.Kernels()
+		r.Kernels = b.Kernels()
 	case *gpu.Backend:
 		r.Backend = "Vulkan"
 		r.Kernels = b.Kernels()
@@ -573,7 +587,11 @@ func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error))
 		r.BytesPerToken, r.RooflineTs = 0, 0
 	}
 	if _, ok := m.backend.(*cpu.Backend); ok && r.NPrompt > 0 {
-		r.Int8PeakGMACs = int8Peak() * float64(min(r.NThreads, runtime.NumCPU()))
+		peak, err := int8Peak(r.Kernels)
+		if err != nil {
+			return err
+		}
+		r.Int8PeakGMACs = peak * float64(min(r.NThreads, runtime.NumCPU()))
 	}
 	if r.NPrompt > 0 && r.Int8PeakGMACs > 0 {
 		r.MACsPerToken = ternaryMACs(m.weights)
@@ -607,8 +625,22 @@ func reprobed(results []benchResult, key string) string {
 // measured once per run.
 var gpuPeaks = map[string]float64{}
 
-// int8Peak is cpu.Int8Peak, measured once per run.
-var int8Peak = sync.OnceValue(func() float64 { return cpu.Int8Peak(200 * time.Millisecond) })
+// cpuPeaks holds cpu.Int8Peak by kernel set, measured once per run.
+var cpuPeaks = map[string]float64{}
+
+// int8Peak returns one core's int8 peak in GMAC/s with the kernel set
+// called set, measured the first time a run asks.
+func int8Peak(set string) (float64, error) {
+	if p, ok := cpuPeaks[set]; ok {
+		return p, nil
+	}
+	p, err := cpu.Int8Peak(set, 200*time.Millisecond)
+	if err != nil {
+		return 0, err
+	}
+	cpuPeaks[set] = p
+	return p, nil
+}
 
 // ternaryMACs is the multiply-adds of a token's ternary projections.
 func ternaryMACs(w *nn.Weights) int64 {

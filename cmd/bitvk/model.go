@@ -34,6 +34,9 @@ type backendFlags struct {
 	window *gpu.Window
 	// fuse is the Vulkan backend's decode-step fusion (bench --fuse).
 	fuse gpu.Fusion
+	// kernels is the CPU backend's kernel set (bench --kernels); "": the
+	// fastest this CPU runs.
+	kernels string
 	// needVulkan: the command compares the backends (check), so a Vulkan
 	// error does not suggest --backend cpu.
 	needVulkan bool
@@ -287,7 +290,7 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 	var b nn.Backend
 	switch chooseBackend(bf) {
 	case "cpu", "":
-		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, Head: ht, Slots: bf.slots})
+		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, Head: ht, Slots: bf.slots, Kernels: bf.kernels})
 	case "vulkan":
 		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, Head: ht, Validation: bf.validate, Window: bf.window, Slots: bf.slots, Fusion: bf.fuse})
 		if err != nil && !bf.needVulkan {

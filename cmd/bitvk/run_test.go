@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/bitvk/bitvk/cpu"
 	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/ref"
@@ -378,6 +380,46 @@ func TestBenchFuse(t *testing.T) {
 	}
 	if code, _, stderr := bitvk("bench", "--shape", "tiny", "--fuse", "sometimes"); code != 2 || !strings.Contains(stderr, `unknown mode "sometimes"`) {
 		t.Errorf("--fuse sometimes: exit %d %s", code, stderr)
+	}
+}
+
+// bench --kernels times each CPU kernel set named, each result naming its
+// set with the int8 peak of that set; a set the CPU does not run is a
+// usage error that lists the ones it does.
+func TestBenchKernels(t *testing.T) {
+	sets := cpu.KernelNames()
+	list := strings.Join(sets, ",")
+	code, out, stderr := bitvk("bench", "--shape", "tiny", "--backend", "cpu", "-t", "1", "--kernels", list, "-p", "16", "-n", "2", "-r", "1", "--json")
+	if code != 0 {
+		t.Fatalf("bench --kernels %s: exit %d: %s", list, code, stderr)
+	}
+	var rs []benchResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	var got []string
+	peaks := map[string]float64{}
+	for _, r := range rs {
+		if r.NPrompt > 0 {
+			got = append(got, r.Kernels)
+			if !(r.Int8PeakGMACs > 0) {
+				t.Errorf("%s: int8 peak %g", r.Kernels, r.Int8PeakGMACs)
+			}
+			peaks[r.Kernels] = r.Int8PeakGMACs
+		}
+	}
+	if !slices.Equal(got, sets) {
+		t.Errorf("prompt tests ran kernel sets %v, want %v", got, sets)
+	}
+	if g, ok := peaks["generic"]; ok {
+		for k, p := range peaks {
+			if k != "generic" && !(p > g) {
+				t.Errorf("int8 peak of %s (%g) is not above generic's (%g)", k, p, g)
+			}
+		}
+	}
+	if code, _, stderr := bitvk("bench", "--shape", "tiny", "--kernels", "avx9"); code != 2 || !strings.Contains(stderr, `"avx9" is not a kernel set`) || !strings.Contains(stderr, "generic") {
+		t.Errorf("--kernels avx9: exit %d %s", code, stderr)
 	}
 }
 
