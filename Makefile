@@ -3,7 +3,9 @@
 GO        ?= go
 BIN       := bin/bitvk
 DEMO_DIR  := build
-FUZZTIME  ?= 60s
+# `make fuzz` runs each fuzz target this long: an execution count, not a
+# duration (see below); FUZZTIME=10m works too, with that caveat.
+FUZZTIME  ?= 2000000x
 # How much `make test` fuzzes each target: a short smoke run, not a hunt.
 # make test fuzzes by execution count, not time: with a duration, Go 1.26's
 # fuzz coordinator can race its own deadline and fail a target that found
@@ -11,6 +13,11 @@ FUZZTIME  ?= 60s
 TEST_FUZZ_GGUF      ?= 400000x
 TEST_FUZZ_TOKENIZER ?= 50000x
 TEST_FUZZ_SERVER    ?= 20000x
+TEST_FUZZ_OTHER     ?= 50000x
+
+# Every fuzz target: package and name.
+FUZZ_TARGETS := ./gguf:FuzzParse ./gguf:FuzzBlockQuantizers ./tokenizer:FuzzEncode ./server:FuzzRequests \
+	./nn/spec:FuzzReadCHNB ./nn:FuzzKLBaseReader ./convert:FuzzSafetensors ./hub:FuzzParseRef
 
 .PHONY: all build install deps demo test fuzz generated shaders corpus model model-float clean
 
@@ -67,6 +74,11 @@ test: deps generated
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(TEST_FUZZ_GGUF) ./gguf
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzEncode$$' -fuzztime $(TEST_FUZZ_TOKENIZER) ./tokenizer
 	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzRequests$$' -fuzztime $(TEST_FUZZ_SERVER) ./server
+	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzBlockQuantizers$$' -fuzztime $(TEST_FUZZ_OTHER) ./gguf
+	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzReadCHNB$$' -fuzztime $(TEST_FUZZ_OTHER) ./nn/spec
+	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzKLBaseReader$$' -fuzztime $(TEST_FUZZ_OTHER) ./nn
+	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzSafetensors$$' -fuzztime $(TEST_FUZZ_OTHER) ./convert
+	$(GO) test -count=1 -run '^$$' -fuzz '^FuzzParseRef$$' -fuzztime $(TEST_FUZZ_OTHER) ./hub
 
 # The checked-in assembly and SPIR-V must be what their sources generate now.
 generated:
@@ -119,9 +131,12 @@ model-float: build corpus $(MODEL_DIR)/vocab.gguf
 	set -o pipefail; $(BIN) train $(MODEL_TRAIN) --float --checkpoint $(MODEL_DIR)/float.ckpt \
 		$(call resume,$(MODEL_DIR)/float.ckpt) 2>&1 | tee $(MODEL_DIR)/float.log
 
-# A longer fuzz run: make fuzz FUZZTIME=10m
+# A longer run of every fuzz target in turn: make fuzz FUZZTIME=20000000x
 fuzz: deps
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./gguf
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} in $${t%%:*} ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
+	done
 
 clean:
 	rm -rf bin $(DEMO_DIR)
