@@ -303,13 +303,14 @@ func checkAddF32(f func(x, y []float32)) func(x, y []float32) {
 }
 
 // avx2MatMulTokens is how many tokens one call of ternaryMatMulAVX2 takes:
-// its tiles are 1 row × 8 tokens, rows outside, so a call of many tokens
+// its tiles are 1 row × 5 tokens, rows outside, so a call of many tokens
 // reads every token's activations once per row (1 byte per
-// multiply-add, from L2). Calls of 8 tokens keep those activations in L1
-// (20 KiB at n = 2560) and read each weight row once per 8 tokens
-// instead: pp128 of the 2B shape 42-45 → 51-58 tok/s on one Zen 4 thread,
-// 67-87 → 89-104 on two (docs/KERNELS.md).
-const avx2MatMulTokens = 8
+// multiply-add, from L2). Calls of two tiles keep those activations in L1
+// (25 KiB at n = 2560) and read each weight row once per 10 tokens
+// instead (docs/KERNELS.md: with 8-token tiles and calls, pp128 of the 2B
+// shape went 42-45 → 51-58 tok/s on one Zen 4 thread, 67-87 → 89-104 on
+// two).
+const avx2MatMulTokens = 10
 
 // tokenChunks runs a ternaryMatMul kernel on chunks of c tokens in turn.
 func tokenChunks(f func(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int), c int) func(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {

@@ -1153,10 +1153,10 @@ rows_25:
 	MOVQ tokens+80(FP), DI
 
 tokens_27:
-	CMPQ DI, $0x00000008
+	CMPQ DI, $0x00000005
 	JB   tokenstail_28
 
-	// tile 1 row × 8 tokens
+	// tile 1 row × 5 tokens
 	MOVQ    xStride+64(FP), R8
 	MOVQ    n+72(FP), R9
 	SHRQ    $0x07, R9
@@ -1164,8 +1164,6 @@ tokens_27:
 	MOVQ    BX, R11
 	LEAQ    (R11)(R8*2), R12
 	ADDQ    R8, R12
-	LEAQ    (R12)(R8*2), R13
-	ADDQ    R8, R13
 	VPXOR   Y0, Y0, Y0
 	VPXOR   Y1, Y1, Y1
 	VPXOR   Y2, Y2, Y2
@@ -1174,111 +1172,174 @@ tokens_27:
 	VPXOR   Y5, Y5, Y5
 	VPXOR   Y6, Y6, Y6
 	VPXOR   Y7, Y7, Y7
-	VMOVDQU bytes03<>+0(SB), Y8
-	VMOVDQU words0001<>+0(SB), Y9
-	TESTQ   R9, R9
-	JZ      tiledone_31
+	VPXOR   Y8, Y8, Y8
+	VPXOR   Y9, Y9, Y9
+	VMOVDQU bytes03<>+0(SB), Y10
 
-tile_30:
+group_30:
+	CMPQ R9, $0x08
+	JB   groupdone_31
+	MOVQ $0x00000008, R13
+
+inner_32:
 	PREFETCHT1 16384(R10)
-	VMOVDQU    (R10), Y13
-	VPSRLW     $0x06, Y13, Y10
-	VPAND      Y8, Y10, Y10
-	VPSRLW     $0x04, Y13, Y11
-	VPAND      Y8, Y11, Y11
-	VPSRLW     $0x02, Y13, Y12
-	VPAND      Y8, Y12, Y12
-	VPAND      Y8, Y13, Y13
-	VPMADDUBSW (R11), Y10, Y14
-	VPMADDUBSW 32(R11), Y11, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 64(R11), Y12, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 96(R11), Y13, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDWD   Y9, Y14, Y14
-	VPADDD     Y14, Y0, Y0
-	VPMADDUBSW (R11)(R8*1), Y10, Y14
-	VPMADDUBSW 32(R11)(R8*1), Y11, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 64(R11)(R8*1), Y12, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 96(R11)(R8*1), Y13, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDWD   Y9, Y14, Y14
-	VPADDD     Y14, Y1, Y1
-	VPMADDUBSW (R11)(R8*2), Y10, Y14
-	VPMADDUBSW 32(R11)(R8*2), Y11, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 64(R11)(R8*2), Y12, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 96(R11)(R8*2), Y13, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDWD   Y9, Y14, Y14
-	VPADDD     Y14, Y2, Y2
-	VPMADDUBSW (R12), Y10, Y14
-	VPMADDUBSW 32(R12), Y11, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 64(R12), Y12, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 96(R12), Y13, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDWD   Y9, Y14, Y14
-	VPADDD     Y14, Y3, Y3
-	VPMADDUBSW (R12)(R8*1), Y10, Y14
-	VPMADDUBSW 32(R12)(R8*1), Y11, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 64(R12)(R8*1), Y12, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 96(R12)(R8*1), Y13, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDWD   Y9, Y14, Y14
-	VPADDD     Y14, Y4, Y4
-	VPMADDUBSW (R12)(R8*2), Y10, Y14
-	VPMADDUBSW 32(R12)(R8*2), Y11, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 64(R12)(R8*2), Y12, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 96(R12)(R8*2), Y13, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDWD   Y9, Y14, Y14
-	VPADDD     Y14, Y5, Y5
-	VPMADDUBSW (R13), Y10, Y14
-	VPMADDUBSW 32(R13), Y11, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 64(R13), Y12, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDUBSW 96(R13), Y13, Y15
-	VPADDW     Y15, Y14, Y14
-	VPMADDWD   Y9, Y14, Y14
-	VPADDD     Y14, Y6, Y6
-	VPMADDUBSW (R13)(R8*1), Y10, Y10
-	VPMADDUBSW 32(R13)(R8*1), Y11, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDUBSW 64(R13)(R8*1), Y12, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDUBSW 96(R13)(R8*1), Y13, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDWD   Y9, Y10, Y10
-	VPADDD     Y10, Y7, Y7
+	VMOVDQU    (R10), Y14
+	VPSRLW     $0x06, Y14, Y11
+	VPAND      Y10, Y11, Y11
+	VPSRLW     $0x04, Y14, Y12
+	VPAND      Y10, Y12, Y12
+	VPSRLW     $0x02, Y14, Y13
+	VPAND      Y10, Y13, Y13
+	VPAND      Y10, Y14, Y14
+	VPMADDUBSW (R11), Y11, Y15
+	VPADDW     Y15, Y5, Y5
+	VPMADDUBSW 32(R11), Y12, Y15
+	VPADDW     Y15, Y5, Y5
+	VPMADDUBSW 64(R11), Y13, Y15
+	VPADDW     Y15, Y5, Y5
+	VPMADDUBSW 96(R11), Y14, Y15
+	VPADDW     Y15, Y5, Y5
+	VPMADDUBSW (R11)(R8*1), Y11, Y15
+	VPADDW     Y15, Y6, Y6
+	VPMADDUBSW 32(R11)(R8*1), Y12, Y15
+	VPADDW     Y15, Y6, Y6
+	VPMADDUBSW 64(R11)(R8*1), Y13, Y15
+	VPADDW     Y15, Y6, Y6
+	VPMADDUBSW 96(R11)(R8*1), Y14, Y15
+	VPADDW     Y15, Y6, Y6
+	VPMADDUBSW (R11)(R8*2), Y11, Y15
+	VPADDW     Y15, Y7, Y7
+	VPMADDUBSW 32(R11)(R8*2), Y12, Y15
+	VPADDW     Y15, Y7, Y7
+	VPMADDUBSW 64(R11)(R8*2), Y13, Y15
+	VPADDW     Y15, Y7, Y7
+	VPMADDUBSW 96(R11)(R8*2), Y14, Y15
+	VPADDW     Y15, Y7, Y7
+	VPMADDUBSW (R12), Y11, Y15
+	VPADDW     Y15, Y8, Y8
+	VPMADDUBSW 32(R12), Y12, Y15
+	VPADDW     Y15, Y8, Y8
+	VPMADDUBSW 64(R12), Y13, Y15
+	VPADDW     Y15, Y8, Y8
+	VPMADDUBSW 96(R12), Y14, Y15
+	VPADDW     Y15, Y8, Y8
+	VPMADDUBSW (R12)(R8*1), Y11, Y15
+	VPADDW     Y15, Y9, Y9
+	VPMADDUBSW 32(R12)(R8*1), Y12, Y15
+	VPADDW     Y15, Y9, Y9
+	VPMADDUBSW 64(R12)(R8*1), Y13, Y15
+	VPADDW     Y15, Y9, Y9
+	VPMADDUBSW 96(R12)(R8*1), Y14, Y15
+	VPADDW     Y15, Y9, Y9
 	ADDQ       $0x20, R10
 	ADDQ       $0x00000080, R11
 	ADDQ       $0x00000080, R12
-	ADDQ       $0x00000080, R13
-	DECQ       R9
-	JNZ        tile_30
+	DECQ       R13
+	JNZ        inner_32
+	VPMADDWD   words0001<>+0(SB), Y5, Y5
+	VPADDD     Y5, Y0, Y0
+	VPXOR      Y5, Y5, Y5
+	VPMADDWD   words0001<>+0(SB), Y6, Y6
+	VPADDD     Y6, Y1, Y1
+	VPXOR      Y6, Y6, Y6
+	VPMADDWD   words0001<>+0(SB), Y7, Y7
+	VPADDD     Y7, Y2, Y2
+	VPXOR      Y7, Y7, Y7
+	VPMADDWD   words0001<>+0(SB), Y8, Y8
+	VPADDD     Y8, Y3, Y3
+	VPXOR      Y8, Y8, Y8
+	VPMADDWD   words0001<>+0(SB), Y9, Y9
+	VPADDD     Y9, Y4, Y4
+	VPXOR      Y9, Y9, Y9
+	SUBQ       $0x08, R9
+	JMP        group_30
 
-tiledone_31:
+groupdone_31:
+	TESTQ R9, R9
+	JZ    restdone_34
+
+rest_33:
+	PREFETCHT1 16384(R10)
+	VMOVDQU    (R10), Y14
+	VPSRLW     $0x06, Y14, Y11
+	VPAND      Y10, Y11, Y11
+	VPSRLW     $0x04, Y14, Y12
+	VPAND      Y10, Y12, Y12
+	VPSRLW     $0x02, Y14, Y13
+	VPAND      Y10, Y13, Y13
+	VPAND      Y10, Y14, Y14
+	VPMADDUBSW (R11), Y11, Y15
+	VPADDW     Y15, Y5, Y5
+	VPMADDUBSW 32(R11), Y12, Y15
+	VPADDW     Y15, Y5, Y5
+	VPMADDUBSW 64(R11), Y13, Y15
+	VPADDW     Y15, Y5, Y5
+	VPMADDUBSW 96(R11), Y14, Y15
+	VPADDW     Y15, Y5, Y5
+	VPMADDUBSW (R11)(R8*1), Y11, Y15
+	VPADDW     Y15, Y6, Y6
+	VPMADDUBSW 32(R11)(R8*1), Y12, Y15
+	VPADDW     Y15, Y6, Y6
+	VPMADDUBSW 64(R11)(R8*1), Y13, Y15
+	VPADDW     Y15, Y6, Y6
+	VPMADDUBSW 96(R11)(R8*1), Y14, Y15
+	VPADDW     Y15, Y6, Y6
+	VPMADDUBSW (R11)(R8*2), Y11, Y15
+	VPADDW     Y15, Y7, Y7
+	VPMADDUBSW 32(R11)(R8*2), Y12, Y15
+	VPADDW     Y15, Y7, Y7
+	VPMADDUBSW 64(R11)(R8*2), Y13, Y15
+	VPADDW     Y15, Y7, Y7
+	VPMADDUBSW 96(R11)(R8*2), Y14, Y15
+	VPADDW     Y15, Y7, Y7
+	VPMADDUBSW (R12), Y11, Y15
+	VPADDW     Y15, Y8, Y8
+	VPMADDUBSW 32(R12), Y12, Y15
+	VPADDW     Y15, Y8, Y8
+	VPMADDUBSW 64(R12), Y13, Y15
+	VPADDW     Y15, Y8, Y8
+	VPMADDUBSW 96(R12), Y14, Y15
+	VPADDW     Y15, Y8, Y8
+	VPMADDUBSW (R12)(R8*1), Y11, Y15
+	VPADDW     Y15, Y9, Y9
+	VPMADDUBSW 32(R12)(R8*1), Y12, Y15
+	VPADDW     Y15, Y9, Y9
+	VPMADDUBSW 64(R12)(R8*1), Y13, Y15
+	VPADDW     Y15, Y9, Y9
+	VPMADDUBSW 96(R12)(R8*1), Y14, Y15
+	VPADDW     Y15, Y9, Y9
+	ADDQ       $0x20, R10
+	ADDQ       $0x00000080, R11
+	ADDQ       $0x00000080, R12
+	DECQ       R9
+	JNZ        rest_33
+	VPMADDWD   words0001<>+0(SB), Y5, Y5
+	VPADDD     Y5, Y0, Y0
+	VPXOR      Y5, Y5, Y5
+	VPMADDWD   words0001<>+0(SB), Y6, Y6
+	VPADDD     Y6, Y1, Y1
+	VPXOR      Y6, Y6, Y6
+	VPMADDWD   words0001<>+0(SB), Y7, Y7
+	VPADDD     Y7, Y2, Y2
+	VPXOR      Y7, Y7, Y7
+	VPMADDWD   words0001<>+0(SB), Y8, Y8
+	VPADDD     Y8, Y3, Y3
+	VPXOR      Y8, Y8, Y8
+	VPMADDWD   words0001<>+0(SB), Y9, Y9
+	VPADDD     Y9, Y4, Y4
+	VPXOR      Y9, Y9, Y9
+
+restdone_34:
 	MOVQ         outStride+112(FP), R8
 	SHLQ         $0x02, R8
 	MOVQ         SI, R9
-	VEXTRACTI128 $0x01, Y0, X8
-	VPADDD       X0, X8, X8
-	VPSHUFD      $0x4e, X8, X0
-	VPADDD       X0, X8, X8
-	VPSHUFD      $0xb1, X8, X0
-	VPADDD       X0, X8, X8
-	VMOVD        X8, (R9)
+	VEXTRACTI128 $0x01, Y0, X5
+	VPADDD       X0, X5, X5
+	VPSHUFD      $0x4e, X5, X0
+	VPADDD       X0, X5, X5
+	VPSHUFD      $0xb1, X5, X0
+	VPADDD       X0, X5, X5
+	VMOVD        X5, (R9)
 	ADDQ         R8, R9
 	VEXTRACTI128 $0x01, Y1, X0
 	VPADDD       X1, X0, X0
@@ -1306,30 +1367,6 @@ tiledone_31:
 	ADDQ         R8, R9
 	VEXTRACTI128 $0x01, Y4, X0
 	VPADDD       X4, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (R9)
-	ADDQ         R8, R9
-	VEXTRACTI128 $0x01, Y5, X0
-	VPADDD       X5, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (R9)
-	ADDQ         R8, R9
-	VEXTRACTI128 $0x01, Y6, X0
-	VPADDD       X6, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (R9)
-	ADDQ         R8, R9
-	VEXTRACTI128 $0x01, Y7, X0
-	VPADDD       X7, X0, X0
 	VPSHUFD      $0x4e, X0, X1
 	VPADDD       X1, X0, X0
 	VPSHUFD      $0xb1, X0, X1
@@ -1337,451 +1374,16 @@ tiledone_31:
 	VMOVD        X0, (R9)
 	MOVQ         xStride+64(FP), R8
 	MOVQ         outStride+112(FP), R9
-	IMUL3Q       $0x00000008, R8, R8
-	IMUL3Q       $0x00000020, R9, R9
+	IMUL3Q       $0x00000005, R8, R8
+	IMUL3Q       $0x00000014, R9, R9
 	ADDQ         R8, BX
 	ADDQ         R9, SI
-	SUBQ         $0x00000008, DI
+	SUBQ         $0x00000005, DI
 	JMP          tokens_27
 
 tokenstail_28:
-	CMPQ DI, $0x00000007
-	JNE  tokens_32
-
-	// tile 1 row × 7 tokens
-	MOVQ    xStride+64(FP), DI
-	MOVQ    n+72(FP), R8
-	SHRQ    $0x07, R8
-	MOVQ    AX, R9
-	LEAQ    (BX)(DI*2), R10
-	ADDQ    DI, R10
-	LEAQ    (R10)(DI*2), R11
-	ADDQ    DI, R11
-	VPXOR   Y0, Y0, Y0
-	VPXOR   Y1, Y1, Y1
-	VPXOR   Y2, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPXOR   Y4, Y4, Y4
-	VPXOR   Y5, Y5, Y5
-	VPXOR   Y6, Y6, Y6
-	VMOVDQU bytes03<>+0(SB), Y7
-	VMOVDQU words0001<>+0(SB), Y8
-	TESTQ   R8, R8
-	JZ      tiledone_34
-
-tile_33:
-	PREFETCHT1 16384(R9)
-	VMOVDQU    (R9), Y12
-	VPSRLW     $0x06, Y12, Y9
-	VPAND      Y7, Y9, Y9
-	VPSRLW     $0x04, Y12, Y10
-	VPAND      Y7, Y10, Y10
-	VPSRLW     $0x02, Y12, Y11
-	VPAND      Y7, Y11, Y11
-	VPAND      Y7, Y12, Y12
-	VPMADDUBSW (BX), Y9, Y13
-	VPMADDUBSW 32(BX), Y10, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 64(BX), Y11, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 96(BX), Y12, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDWD   Y8, Y13, Y13
-	VPADDD     Y13, Y0, Y0
-	VPMADDUBSW (BX)(DI*1), Y9, Y13
-	VPMADDUBSW 32(BX)(DI*1), Y10, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 64(BX)(DI*1), Y11, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 96(BX)(DI*1), Y12, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDWD   Y8, Y13, Y13
-	VPADDD     Y13, Y1, Y1
-	VPMADDUBSW (BX)(DI*2), Y9, Y13
-	VPMADDUBSW 32(BX)(DI*2), Y10, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 64(BX)(DI*2), Y11, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 96(BX)(DI*2), Y12, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDWD   Y8, Y13, Y13
-	VPADDD     Y13, Y2, Y2
-	VPMADDUBSW (R10), Y9, Y13
-	VPMADDUBSW 32(R10), Y10, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 64(R10), Y11, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 96(R10), Y12, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDWD   Y8, Y13, Y13
-	VPADDD     Y13, Y3, Y3
-	VPMADDUBSW (R10)(DI*1), Y9, Y13
-	VPMADDUBSW 32(R10)(DI*1), Y10, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 64(R10)(DI*1), Y11, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 96(R10)(DI*1), Y12, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDWD   Y8, Y13, Y13
-	VPADDD     Y13, Y4, Y4
-	VPMADDUBSW (R10)(DI*2), Y9, Y13
-	VPMADDUBSW 32(R10)(DI*2), Y10, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 64(R10)(DI*2), Y11, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDUBSW 96(R10)(DI*2), Y12, Y14
-	VPADDW     Y14, Y13, Y13
-	VPMADDWD   Y8, Y13, Y13
-	VPADDD     Y13, Y5, Y5
-	VPMADDUBSW (R11), Y9, Y9
-	VPMADDUBSW 32(R11), Y10, Y10
-	VPADDW     Y10, Y9, Y9
-	VPMADDUBSW 64(R11), Y11, Y10
-	VPADDW     Y10, Y9, Y9
-	VPMADDUBSW 96(R11), Y12, Y10
-	VPADDW     Y10, Y9, Y9
-	VPMADDWD   Y8, Y9, Y9
-	VPADDD     Y9, Y6, Y6
-	ADDQ       $0x20, R9
-	ADDQ       $0x00000080, BX
-	ADDQ       $0x00000080, R10
-	ADDQ       $0x00000080, R11
-	DECQ       R8
-	JNZ        tile_33
-
-tiledone_34:
-	MOVQ         outStride+112(FP), BX
-	SHLQ         $0x02, BX
-	VEXTRACTI128 $0x01, Y0, X7
-	VPADDD       X0, X7, X7
-	VPSHUFD      $0x4e, X7, X0
-	VPADDD       X0, X7, X7
-	VPSHUFD      $0xb1, X7, X0
-	VPADDD       X0, X7, X7
-	VMOVD        X7, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y1, X0
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y2, X0
-	VPADDD       X2, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y3, X0
-	VPADDD       X3, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y4, X0
-	VPADDD       X4, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y5, X0
-	VPADDD       X5, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y6, X0
-	VPADDD       X6, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	JMP          tokensdone_29
-
-tokens_32:
-	CMPQ DI, $0x00000006
-	JNE  tokens_35
-
-	// tile 1 row × 6 tokens
-	MOVQ    xStride+64(FP), DI
-	MOVQ    n+72(FP), R8
-	SHRQ    $0x07, R8
-	MOVQ    AX, R9
-	LEAQ    (BX)(DI*2), R10
-	ADDQ    DI, R10
-	VPXOR   Y0, Y0, Y0
-	VPXOR   Y1, Y1, Y1
-	VPXOR   Y2, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPXOR   Y4, Y4, Y4
-	VPXOR   Y5, Y5, Y5
-	VMOVDQU bytes03<>+0(SB), Y6
-	VMOVDQU words0001<>+0(SB), Y7
-	TESTQ   R8, R8
-	JZ      tiledone_37
-
-tile_36:
-	PREFETCHT1 16384(R9)
-	VMOVDQU    (R9), Y11
-	VPSRLW     $0x06, Y11, Y8
-	VPAND      Y6, Y8, Y8
-	VPSRLW     $0x04, Y11, Y9
-	VPAND      Y6, Y9, Y9
-	VPSRLW     $0x02, Y11, Y10
-	VPAND      Y6, Y10, Y10
-	VPAND      Y6, Y11, Y11
-	VPMADDUBSW (BX), Y8, Y12
-	VPMADDUBSW 32(BX), Y9, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDUBSW 64(BX), Y10, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDUBSW 96(BX), Y11, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDWD   Y7, Y12, Y12
-	VPADDD     Y12, Y0, Y0
-	VPMADDUBSW (BX)(DI*1), Y8, Y12
-	VPMADDUBSW 32(BX)(DI*1), Y9, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDUBSW 64(BX)(DI*1), Y10, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDUBSW 96(BX)(DI*1), Y11, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDWD   Y7, Y12, Y12
-	VPADDD     Y12, Y1, Y1
-	VPMADDUBSW (BX)(DI*2), Y8, Y12
-	VPMADDUBSW 32(BX)(DI*2), Y9, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDUBSW 64(BX)(DI*2), Y10, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDUBSW 96(BX)(DI*2), Y11, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDWD   Y7, Y12, Y12
-	VPADDD     Y12, Y2, Y2
-	VPMADDUBSW (R10), Y8, Y12
-	VPMADDUBSW 32(R10), Y9, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDUBSW 64(R10), Y10, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDUBSW 96(R10), Y11, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDWD   Y7, Y12, Y12
-	VPADDD     Y12, Y3, Y3
-	VPMADDUBSW (R10)(DI*1), Y8, Y12
-	VPMADDUBSW 32(R10)(DI*1), Y9, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDUBSW 64(R10)(DI*1), Y10, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDUBSW 96(R10)(DI*1), Y11, Y13
-	VPADDW     Y13, Y12, Y12
-	VPMADDWD   Y7, Y12, Y12
-	VPADDD     Y12, Y4, Y4
-	VPMADDUBSW (R10)(DI*2), Y8, Y8
-	VPMADDUBSW 32(R10)(DI*2), Y9, Y9
-	VPADDW     Y9, Y8, Y8
-	VPMADDUBSW 64(R10)(DI*2), Y10, Y9
-	VPADDW     Y9, Y8, Y8
-	VPMADDUBSW 96(R10)(DI*2), Y11, Y9
-	VPADDW     Y9, Y8, Y8
-	VPMADDWD   Y7, Y8, Y8
-	VPADDD     Y8, Y5, Y5
-	ADDQ       $0x20, R9
-	ADDQ       $0x00000080, BX
-	ADDQ       $0x00000080, R10
-	DECQ       R8
-	JNZ        tile_36
-
-tiledone_37:
-	MOVQ         outStride+112(FP), BX
-	SHLQ         $0x02, BX
-	VEXTRACTI128 $0x01, Y0, X6
-	VPADDD       X0, X6, X6
-	VPSHUFD      $0x4e, X6, X0
-	VPADDD       X0, X6, X6
-	VPSHUFD      $0xb1, X6, X0
-	VPADDD       X0, X6, X6
-	VMOVD        X6, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y1, X0
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y2, X0
-	VPADDD       X2, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y3, X0
-	VPADDD       X3, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y4, X0
-	VPADDD       X4, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y5, X0
-	VPADDD       X5, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	JMP          tokensdone_29
-
-tokens_35:
-	CMPQ DI, $0x00000005
-	JNE  tokens_38
-
-	// tile 1 row × 5 tokens
-	MOVQ    xStride+64(FP), DI
-	MOVQ    n+72(FP), R8
-	SHRQ    $0x07, R8
-	MOVQ    AX, R9
-	LEAQ    (BX)(DI*2), R10
-	ADDQ    DI, R10
-	VPXOR   Y0, Y0, Y0
-	VPXOR   Y1, Y1, Y1
-	VPXOR   Y2, Y2, Y2
-	VPXOR   Y3, Y3, Y3
-	VPXOR   Y4, Y4, Y4
-	VMOVDQU bytes03<>+0(SB), Y5
-	VMOVDQU words0001<>+0(SB), Y6
-	TESTQ   R8, R8
-	JZ      tiledone_40
-
-tile_39:
-	PREFETCHT1 16384(R9)
-	VMOVDQU    (R9), Y10
-	VPSRLW     $0x06, Y10, Y7
-	VPAND      Y5, Y7, Y7
-	VPSRLW     $0x04, Y10, Y8
-	VPAND      Y5, Y8, Y8
-	VPSRLW     $0x02, Y10, Y9
-	VPAND      Y5, Y9, Y9
-	VPAND      Y5, Y10, Y10
-	VPMADDUBSW (BX), Y7, Y11
-	VPMADDUBSW 32(BX), Y8, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDUBSW 64(BX), Y9, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDUBSW 96(BX), Y10, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDWD   Y6, Y11, Y11
-	VPADDD     Y11, Y0, Y0
-	VPMADDUBSW (BX)(DI*1), Y7, Y11
-	VPMADDUBSW 32(BX)(DI*1), Y8, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDUBSW 64(BX)(DI*1), Y9, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDUBSW 96(BX)(DI*1), Y10, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDWD   Y6, Y11, Y11
-	VPADDD     Y11, Y1, Y1
-	VPMADDUBSW (BX)(DI*2), Y7, Y11
-	VPMADDUBSW 32(BX)(DI*2), Y8, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDUBSW 64(BX)(DI*2), Y9, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDUBSW 96(BX)(DI*2), Y10, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDWD   Y6, Y11, Y11
-	VPADDD     Y11, Y2, Y2
-	VPMADDUBSW (R10), Y7, Y11
-	VPMADDUBSW 32(R10), Y8, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDUBSW 64(R10), Y9, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDUBSW 96(R10), Y10, Y12
-	VPADDW     Y12, Y11, Y11
-	VPMADDWD   Y6, Y11, Y11
-	VPADDD     Y11, Y3, Y3
-	VPMADDUBSW (R10)(DI*1), Y7, Y7
-	VPMADDUBSW 32(R10)(DI*1), Y8, Y8
-	VPADDW     Y8, Y7, Y7
-	VPMADDUBSW 64(R10)(DI*1), Y9, Y8
-	VPADDW     Y8, Y7, Y7
-	VPMADDUBSW 96(R10)(DI*1), Y10, Y8
-	VPADDW     Y8, Y7, Y7
-	VPMADDWD   Y6, Y7, Y7
-	VPADDD     Y7, Y4, Y4
-	ADDQ       $0x20, R9
-	ADDQ       $0x00000080, BX
-	ADDQ       $0x00000080, R10
-	DECQ       R8
-	JNZ        tile_39
-
-tiledone_40:
-	MOVQ         outStride+112(FP), BX
-	SHLQ         $0x02, BX
-	VEXTRACTI128 $0x01, Y0, X5
-	VPADDD       X0, X5, X5
-	VPSHUFD      $0x4e, X5, X0
-	VPADDD       X0, X5, X5
-	VPSHUFD      $0xb1, X5, X0
-	VPADDD       X0, X5, X5
-	VMOVD        X5, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y1, X0
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y2, X0
-	VPADDD       X2, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y3, X0
-	VPADDD       X3, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	ADDQ         BX, SI
-	VEXTRACTI128 $0x01, Y4, X0
-	VPADDD       X4, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (SI)
-	JMP          tokensdone_29
-
-tokens_38:
 	CMPQ DI, $0x00000004
-	JNE  tokens_41
+	JNE  tokens_35
 
 	// tile 1 row × 4 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1794,64 +1396,144 @@ tokens_38:
 	VPXOR   Y1, Y1, Y1
 	VPXOR   Y2, Y2, Y2
 	VPXOR   Y3, Y3, Y3
-	VMOVDQU bytes03<>+0(SB), Y4
-	VMOVDQU words0001<>+0(SB), Y5
-	TESTQ   R8, R8
-	JZ      tiledone_43
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
+	VPXOR   Y6, Y6, Y6
+	VPXOR   Y7, Y7, Y7
+	VMOVDQU bytes03<>+0(SB), Y8
 
-tile_42:
+group_36:
+	CMPQ R8, $0x08
+	JB   groupdone_37
+	MOVQ $0x00000008, R11
+
+inner_38:
 	PREFETCHT1 16384(R9)
-	VMOVDQU    (R9), Y9
-	VPSRLW     $0x06, Y9, Y6
-	VPAND      Y4, Y6, Y6
-	VPSRLW     $0x04, Y9, Y7
-	VPAND      Y4, Y7, Y7
-	VPSRLW     $0x02, Y9, Y8
-	VPAND      Y4, Y8, Y8
-	VPAND      Y4, Y9, Y9
-	VPMADDUBSW (BX), Y6, Y10
-	VPMADDUBSW 32(BX), Y7, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDUBSW 64(BX), Y8, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDUBSW 96(BX), Y9, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDWD   Y5, Y10, Y10
-	VPADDD     Y10, Y0, Y0
-	VPMADDUBSW (BX)(DI*1), Y6, Y10
-	VPMADDUBSW 32(BX)(DI*1), Y7, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDUBSW 64(BX)(DI*1), Y8, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDUBSW 96(BX)(DI*1), Y9, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDWD   Y5, Y10, Y10
-	VPADDD     Y10, Y1, Y1
-	VPMADDUBSW (BX)(DI*2), Y6, Y10
-	VPMADDUBSW 32(BX)(DI*2), Y7, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDUBSW 64(BX)(DI*2), Y8, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDUBSW 96(BX)(DI*2), Y9, Y11
-	VPADDW     Y11, Y10, Y10
-	VPMADDWD   Y5, Y10, Y10
-	VPADDD     Y10, Y2, Y2
-	VPMADDUBSW (R10), Y6, Y6
-	VPMADDUBSW 32(R10), Y7, Y7
-	VPADDW     Y7, Y6, Y6
-	VPMADDUBSW 64(R10), Y8, Y7
-	VPADDW     Y7, Y6, Y6
-	VPMADDUBSW 96(R10), Y9, Y7
-	VPADDW     Y7, Y6, Y6
-	VPMADDWD   Y5, Y6, Y6
-	VPADDD     Y6, Y3, Y3
+	VMOVDQU    (R9), Y12
+	VPSRLW     $0x06, Y12, Y9
+	VPAND      Y8, Y9, Y9
+	VPSRLW     $0x04, Y12, Y10
+	VPAND      Y8, Y10, Y10
+	VPSRLW     $0x02, Y12, Y11
+	VPAND      Y8, Y11, Y11
+	VPAND      Y8, Y12, Y12
+	VPMADDUBSW (BX), Y9, Y13
+	VPADDW     Y13, Y4, Y4
+	VPMADDUBSW 32(BX), Y10, Y13
+	VPADDW     Y13, Y4, Y4
+	VPMADDUBSW 64(BX), Y11, Y13
+	VPADDW     Y13, Y4, Y4
+	VPMADDUBSW 96(BX), Y12, Y13
+	VPADDW     Y13, Y4, Y4
+	VPMADDUBSW (BX)(DI*1), Y9, Y13
+	VPADDW     Y13, Y5, Y5
+	VPMADDUBSW 32(BX)(DI*1), Y10, Y13
+	VPADDW     Y13, Y5, Y5
+	VPMADDUBSW 64(BX)(DI*1), Y11, Y13
+	VPADDW     Y13, Y5, Y5
+	VPMADDUBSW 96(BX)(DI*1), Y12, Y13
+	VPADDW     Y13, Y5, Y5
+	VPMADDUBSW (BX)(DI*2), Y9, Y13
+	VPADDW     Y13, Y6, Y6
+	VPMADDUBSW 32(BX)(DI*2), Y10, Y13
+	VPADDW     Y13, Y6, Y6
+	VPMADDUBSW 64(BX)(DI*2), Y11, Y13
+	VPADDW     Y13, Y6, Y6
+	VPMADDUBSW 96(BX)(DI*2), Y12, Y13
+	VPADDW     Y13, Y6, Y6
+	VPMADDUBSW (R10), Y9, Y13
+	VPADDW     Y13, Y7, Y7
+	VPMADDUBSW 32(R10), Y10, Y13
+	VPADDW     Y13, Y7, Y7
+	VPMADDUBSW 64(R10), Y11, Y13
+	VPADDW     Y13, Y7, Y7
+	VPMADDUBSW 96(R10), Y12, Y13
+	VPADDW     Y13, Y7, Y7
+	ADDQ       $0x20, R9
+	ADDQ       $0x00000080, BX
+	ADDQ       $0x00000080, R10
+	DECQ       R11
+	JNZ        inner_38
+	VPMADDWD   words0001<>+0(SB), Y4, Y4
+	VPADDD     Y4, Y0, Y0
+	VPXOR      Y4, Y4, Y4
+	VPMADDWD   words0001<>+0(SB), Y5, Y5
+	VPADDD     Y5, Y1, Y1
+	VPXOR      Y5, Y5, Y5
+	VPMADDWD   words0001<>+0(SB), Y6, Y6
+	VPADDD     Y6, Y2, Y2
+	VPXOR      Y6, Y6, Y6
+	VPMADDWD   words0001<>+0(SB), Y7, Y7
+	VPADDD     Y7, Y3, Y3
+	VPXOR      Y7, Y7, Y7
+	SUBQ       $0x08, R8
+	JMP        group_36
+
+groupdone_37:
+	TESTQ R8, R8
+	JZ    restdone_40
+
+rest_39:
+	PREFETCHT1 16384(R9)
+	VMOVDQU    (R9), Y12
+	VPSRLW     $0x06, Y12, Y9
+	VPAND      Y8, Y9, Y9
+	VPSRLW     $0x04, Y12, Y10
+	VPAND      Y8, Y10, Y10
+	VPSRLW     $0x02, Y12, Y11
+	VPAND      Y8, Y11, Y11
+	VPAND      Y8, Y12, Y12
+	VPMADDUBSW (BX), Y9, Y13
+	VPADDW     Y13, Y4, Y4
+	VPMADDUBSW 32(BX), Y10, Y13
+	VPADDW     Y13, Y4, Y4
+	VPMADDUBSW 64(BX), Y11, Y13
+	VPADDW     Y13, Y4, Y4
+	VPMADDUBSW 96(BX), Y12, Y13
+	VPADDW     Y13, Y4, Y4
+	VPMADDUBSW (BX)(DI*1), Y9, Y13
+	VPADDW     Y13, Y5, Y5
+	VPMADDUBSW 32(BX)(DI*1), Y10, Y13
+	VPADDW     Y13, Y5, Y5
+	VPMADDUBSW 64(BX)(DI*1), Y11, Y13
+	VPADDW     Y13, Y5, Y5
+	VPMADDUBSW 96(BX)(DI*1), Y12, Y13
+	VPADDW     Y13, Y5, Y5
+	VPMADDUBSW (BX)(DI*2), Y9, Y13
+	VPADDW     Y13, Y6, Y6
+	VPMADDUBSW 32(BX)(DI*2), Y10, Y13
+	VPADDW     Y13, Y6, Y6
+	VPMADDUBSW 64(BX)(DI*2), Y11, Y13
+	VPADDW     Y13, Y6, Y6
+	VPMADDUBSW 96(BX)(DI*2), Y12, Y13
+	VPADDW     Y13, Y6, Y6
+	VPMADDUBSW (R10), Y9, Y13
+	VPADDW     Y13, Y7, Y7
+	VPMADDUBSW 32(R10), Y10, Y13
+	VPADDW     Y13, Y7, Y7
+	VPMADDUBSW 64(R10), Y11, Y13
+	VPADDW     Y13, Y7, Y7
+	VPMADDUBSW 96(R10), Y12, Y13
+	VPADDW     Y13, Y7, Y7
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	ADDQ       $0x00000080, R10
 	DECQ       R8
-	JNZ        tile_42
+	JNZ        rest_39
+	VPMADDWD   words0001<>+0(SB), Y4, Y4
+	VPADDD     Y4, Y0, Y0
+	VPXOR      Y4, Y4, Y4
+	VPMADDWD   words0001<>+0(SB), Y5, Y5
+	VPADDD     Y5, Y1, Y1
+	VPXOR      Y5, Y5, Y5
+	VPMADDWD   words0001<>+0(SB), Y6, Y6
+	VPADDD     Y6, Y2, Y2
+	VPXOR      Y6, Y6, Y6
+	VPMADDWD   words0001<>+0(SB), Y7, Y7
+	VPADDD     Y7, Y3, Y3
+	VPXOR      Y7, Y7, Y7
 
-tiledone_43:
+restdone_40:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X4
@@ -1887,9 +1569,9 @@ tiledone_43:
 	VMOVD        X0, (SI)
 	JMP          tokensdone_29
 
-tokens_41:
+tokens_35:
 	CMPQ DI, $0x00000003
-	JNE  tokens_44
+	JNE  tokens_41
 
 	// tile 1 row × 3 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1899,54 +1581,119 @@ tokens_41:
 	VPXOR   Y0, Y0, Y0
 	VPXOR   Y1, Y1, Y1
 	VPXOR   Y2, Y2, Y2
-	VMOVDQU bytes03<>+0(SB), Y3
-	VMOVDQU words0001<>+0(SB), Y4
-	TESTQ   R8, R8
-	JZ      tiledone_46
+	VPXOR   Y3, Y3, Y3
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
+	VMOVDQU bytes03<>+0(SB), Y6
 
-tile_45:
+group_42:
+	CMPQ R8, $0x08
+	JB   groupdone_43
+	MOVQ $0x00000008, R10
+
+inner_44:
 	PREFETCHT1 16384(R9)
-	VMOVDQU    (R9), Y8
-	VPSRLW     $0x06, Y8, Y5
-	VPAND      Y3, Y5, Y5
-	VPSRLW     $0x04, Y8, Y6
-	VPAND      Y3, Y6, Y6
-	VPSRLW     $0x02, Y8, Y7
-	VPAND      Y3, Y7, Y7
-	VPAND      Y3, Y8, Y8
-	VPMADDUBSW (BX), Y5, Y9
-	VPMADDUBSW 32(BX), Y6, Y10
-	VPADDW     Y10, Y9, Y9
-	VPMADDUBSW 64(BX), Y7, Y10
-	VPADDW     Y10, Y9, Y9
-	VPMADDUBSW 96(BX), Y8, Y10
-	VPADDW     Y10, Y9, Y9
-	VPMADDWD   Y4, Y9, Y9
-	VPADDD     Y9, Y0, Y0
-	VPMADDUBSW (BX)(DI*1), Y5, Y9
-	VPMADDUBSW 32(BX)(DI*1), Y6, Y10
-	VPADDW     Y10, Y9, Y9
-	VPMADDUBSW 64(BX)(DI*1), Y7, Y10
-	VPADDW     Y10, Y9, Y9
-	VPMADDUBSW 96(BX)(DI*1), Y8, Y10
-	VPADDW     Y10, Y9, Y9
-	VPMADDWD   Y4, Y9, Y9
-	VPADDD     Y9, Y1, Y1
-	VPMADDUBSW (BX)(DI*2), Y5, Y5
-	VPMADDUBSW 32(BX)(DI*2), Y6, Y6
-	VPADDW     Y6, Y5, Y5
-	VPMADDUBSW 64(BX)(DI*2), Y7, Y6
-	VPADDW     Y6, Y5, Y5
-	VPMADDUBSW 96(BX)(DI*2), Y8, Y6
-	VPADDW     Y6, Y5, Y5
-	VPMADDWD   Y4, Y5, Y5
+	VMOVDQU    (R9), Y10
+	VPSRLW     $0x06, Y10, Y7
+	VPAND      Y6, Y7, Y7
+	VPSRLW     $0x04, Y10, Y8
+	VPAND      Y6, Y8, Y8
+	VPSRLW     $0x02, Y10, Y9
+	VPAND      Y6, Y9, Y9
+	VPAND      Y6, Y10, Y10
+	VPMADDUBSW (BX), Y7, Y11
+	VPADDW     Y11, Y3, Y3
+	VPMADDUBSW 32(BX), Y8, Y11
+	VPADDW     Y11, Y3, Y3
+	VPMADDUBSW 64(BX), Y9, Y11
+	VPADDW     Y11, Y3, Y3
+	VPMADDUBSW 96(BX), Y10, Y11
+	VPADDW     Y11, Y3, Y3
+	VPMADDUBSW (BX)(DI*1), Y7, Y11
+	VPADDW     Y11, Y4, Y4
+	VPMADDUBSW 32(BX)(DI*1), Y8, Y11
+	VPADDW     Y11, Y4, Y4
+	VPMADDUBSW 64(BX)(DI*1), Y9, Y11
+	VPADDW     Y11, Y4, Y4
+	VPMADDUBSW 96(BX)(DI*1), Y10, Y11
+	VPADDW     Y11, Y4, Y4
+	VPMADDUBSW (BX)(DI*2), Y7, Y11
+	VPADDW     Y11, Y5, Y5
+	VPMADDUBSW 32(BX)(DI*2), Y8, Y11
+	VPADDW     Y11, Y5, Y5
+	VPMADDUBSW 64(BX)(DI*2), Y9, Y11
+	VPADDW     Y11, Y5, Y5
+	VPMADDUBSW 96(BX)(DI*2), Y10, Y11
+	VPADDW     Y11, Y5, Y5
+	ADDQ       $0x20, R9
+	ADDQ       $0x00000080, BX
+	DECQ       R10
+	JNZ        inner_44
+	VPMADDWD   words0001<>+0(SB), Y3, Y3
+	VPADDD     Y3, Y0, Y0
+	VPXOR      Y3, Y3, Y3
+	VPMADDWD   words0001<>+0(SB), Y4, Y4
+	VPADDD     Y4, Y1, Y1
+	VPXOR      Y4, Y4, Y4
+	VPMADDWD   words0001<>+0(SB), Y5, Y5
 	VPADDD     Y5, Y2, Y2
+	VPXOR      Y5, Y5, Y5
+	SUBQ       $0x08, R8
+	JMP        group_42
+
+groupdone_43:
+	TESTQ R8, R8
+	JZ    restdone_46
+
+rest_45:
+	PREFETCHT1 16384(R9)
+	VMOVDQU    (R9), Y10
+	VPSRLW     $0x06, Y10, Y7
+	VPAND      Y6, Y7, Y7
+	VPSRLW     $0x04, Y10, Y8
+	VPAND      Y6, Y8, Y8
+	VPSRLW     $0x02, Y10, Y9
+	VPAND      Y6, Y9, Y9
+	VPAND      Y6, Y10, Y10
+	VPMADDUBSW (BX), Y7, Y11
+	VPADDW     Y11, Y3, Y3
+	VPMADDUBSW 32(BX), Y8, Y11
+	VPADDW     Y11, Y3, Y3
+	VPMADDUBSW 64(BX), Y9, Y11
+	VPADDW     Y11, Y3, Y3
+	VPMADDUBSW 96(BX), Y10, Y11
+	VPADDW     Y11, Y3, Y3
+	VPMADDUBSW (BX)(DI*1), Y7, Y11
+	VPADDW     Y11, Y4, Y4
+	VPMADDUBSW 32(BX)(DI*1), Y8, Y11
+	VPADDW     Y11, Y4, Y4
+	VPMADDUBSW 64(BX)(DI*1), Y9, Y11
+	VPADDW     Y11, Y4, Y4
+	VPMADDUBSW 96(BX)(DI*1), Y10, Y11
+	VPADDW     Y11, Y4, Y4
+	VPMADDUBSW (BX)(DI*2), Y7, Y11
+	VPADDW     Y11, Y5, Y5
+	VPMADDUBSW 32(BX)(DI*2), Y8, Y11
+	VPADDW     Y11, Y5, Y5
+	VPMADDUBSW 64(BX)(DI*2), Y9, Y11
+	VPADDW     Y11, Y5, Y5
+	VPMADDUBSW 96(BX)(DI*2), Y10, Y11
+	VPADDW     Y11, Y5, Y5
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	DECQ       R8
-	JNZ        tile_45
+	JNZ        rest_45
+	VPMADDWD   words0001<>+0(SB), Y3, Y3
+	VPADDD     Y3, Y0, Y0
+	VPXOR      Y3, Y3, Y3
+	VPMADDWD   words0001<>+0(SB), Y4, Y4
+	VPADDD     Y4, Y1, Y1
+	VPXOR      Y4, Y4, Y4
+	VPMADDWD   words0001<>+0(SB), Y5, Y5
+	VPADDD     Y5, Y2, Y2
+	VPXOR      Y5, Y5, Y5
 
-tiledone_46:
+restdone_46:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X3
@@ -1974,7 +1721,7 @@ tiledone_46:
 	VMOVD        X0, (SI)
 	JMP          tokensdone_29
 
-tokens_44:
+tokens_41:
 	CMPQ DI, $0x00000002
 	JNE  tokens_47
 
@@ -1985,45 +1732,96 @@ tokens_44:
 	MOVQ    AX, R9
 	VPXOR   Y0, Y0, Y0
 	VPXOR   Y1, Y1, Y1
-	VMOVDQU bytes03<>+0(SB), Y2
-	VMOVDQU words0001<>+0(SB), Y3
-	TESTQ   R8, R8
-	JZ      tiledone_49
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	VMOVDQU bytes03<>+0(SB), Y4
 
-tile_48:
+group_48:
+	CMPQ R8, $0x08
+	JB   groupdone_49
+	MOVQ $0x00000008, R10
+
+inner_50:
 	PREFETCHT1 16384(R9)
-	VMOVDQU    (R9), Y7
-	VPSRLW     $0x06, Y7, Y4
-	VPAND      Y2, Y4, Y4
-	VPSRLW     $0x04, Y7, Y5
-	VPAND      Y2, Y5, Y5
-	VPSRLW     $0x02, Y7, Y6
-	VPAND      Y2, Y6, Y6
-	VPAND      Y2, Y7, Y7
-	VPMADDUBSW (BX), Y4, Y8
-	VPMADDUBSW 32(BX), Y5, Y9
-	VPADDW     Y9, Y8, Y8
-	VPMADDUBSW 64(BX), Y6, Y9
-	VPADDW     Y9, Y8, Y8
-	VPMADDUBSW 96(BX), Y7, Y9
-	VPADDW     Y9, Y8, Y8
-	VPMADDWD   Y3, Y8, Y8
-	VPADDD     Y8, Y0, Y0
-	VPMADDUBSW (BX)(DI*1), Y4, Y4
-	VPMADDUBSW 32(BX)(DI*1), Y5, Y5
-	VPADDW     Y5, Y4, Y4
-	VPMADDUBSW 64(BX)(DI*1), Y6, Y5
-	VPADDW     Y5, Y4, Y4
-	VPMADDUBSW 96(BX)(DI*1), Y7, Y5
-	VPADDW     Y5, Y4, Y4
-	VPMADDWD   Y3, Y4, Y4
-	VPADDD     Y4, Y1, Y1
+	VMOVDQU    (R9), Y8
+	VPSRLW     $0x06, Y8, Y5
+	VPAND      Y4, Y5, Y5
+	VPSRLW     $0x04, Y8, Y6
+	VPAND      Y4, Y6, Y6
+	VPSRLW     $0x02, Y8, Y7
+	VPAND      Y4, Y7, Y7
+	VPAND      Y4, Y8, Y8
+	VPMADDUBSW (BX), Y5, Y9
+	VPADDW     Y9, Y2, Y2
+	VPMADDUBSW 32(BX), Y6, Y9
+	VPADDW     Y9, Y2, Y2
+	VPMADDUBSW 64(BX), Y7, Y9
+	VPADDW     Y9, Y2, Y2
+	VPMADDUBSW 96(BX), Y8, Y9
+	VPADDW     Y9, Y2, Y2
+	VPMADDUBSW (BX)(DI*1), Y5, Y9
+	VPADDW     Y9, Y3, Y3
+	VPMADDUBSW 32(BX)(DI*1), Y6, Y9
+	VPADDW     Y9, Y3, Y3
+	VPMADDUBSW 64(BX)(DI*1), Y7, Y9
+	VPADDW     Y9, Y3, Y3
+	VPMADDUBSW 96(BX)(DI*1), Y8, Y9
+	VPADDW     Y9, Y3, Y3
+	ADDQ       $0x20, R9
+	ADDQ       $0x00000080, BX
+	DECQ       R10
+	JNZ        inner_50
+	VPMADDWD   words0001<>+0(SB), Y2, Y2
+	VPADDD     Y2, Y0, Y0
+	VPXOR      Y2, Y2, Y2
+	VPMADDWD   words0001<>+0(SB), Y3, Y3
+	VPADDD     Y3, Y1, Y1
+	VPXOR      Y3, Y3, Y3
+	SUBQ       $0x08, R8
+	JMP        group_48
+
+groupdone_49:
+	TESTQ R8, R8
+	JZ    restdone_52
+
+rest_51:
+	PREFETCHT1 16384(R9)
+	VMOVDQU    (R9), Y8
+	VPSRLW     $0x06, Y8, Y5
+	VPAND      Y4, Y5, Y5
+	VPSRLW     $0x04, Y8, Y6
+	VPAND      Y4, Y6, Y6
+	VPSRLW     $0x02, Y8, Y7
+	VPAND      Y4, Y7, Y7
+	VPAND      Y4, Y8, Y8
+	VPMADDUBSW (BX), Y5, Y9
+	VPADDW     Y9, Y2, Y2
+	VPMADDUBSW 32(BX), Y6, Y9
+	VPADDW     Y9, Y2, Y2
+	VPMADDUBSW 64(BX), Y7, Y9
+	VPADDW     Y9, Y2, Y2
+	VPMADDUBSW 96(BX), Y8, Y9
+	VPADDW     Y9, Y2, Y2
+	VPMADDUBSW (BX)(DI*1), Y5, Y9
+	VPADDW     Y9, Y3, Y3
+	VPMADDUBSW 32(BX)(DI*1), Y6, Y9
+	VPADDW     Y9, Y3, Y3
+	VPMADDUBSW 64(BX)(DI*1), Y7, Y9
+	VPADDW     Y9, Y3, Y3
+	VPMADDUBSW 96(BX)(DI*1), Y8, Y9
+	VPADDW     Y9, Y3, Y3
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	DECQ       R8
-	JNZ        tile_48
+	JNZ        rest_51
+	VPMADDWD   words0001<>+0(SB), Y2, Y2
+	VPADDD     Y2, Y0, Y0
+	VPXOR      Y2, Y2, Y2
+	VPMADDWD   words0001<>+0(SB), Y3, Y3
+	VPADDD     Y3, Y1, Y1
+	VPXOR      Y3, Y3, Y3
 
-tiledone_49:
+restdone_52:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X2
@@ -2045,7 +1843,7 @@ tiledone_49:
 
 tokens_47:
 	CMPQ DI, $0x00000001
-	JNE  tokens_50
+	JNE  tokens_53
 
 	// tile 1 row × 1 tokens
 	MOVQ    xStride+64(FP), DI
@@ -2053,36 +1851,73 @@ tokens_47:
 	SHRQ    $0x07, DI
 	MOVQ    AX, R8
 	VPXOR   Y0, Y0, Y0
-	VMOVDQU bytes03<>+0(SB), Y1
-	VMOVDQU words0001<>+0(SB), Y2
-	TESTQ   DI, DI
-	JZ      tiledone_52
+	VPXOR   Y1, Y1, Y1
+	VMOVDQU bytes03<>+0(SB), Y2
 
-tile_51:
+group_54:
+	CMPQ DI, $0x08
+	JB   groupdone_55
+	MOVQ $0x00000008, R9
+
+inner_56:
 	PREFETCHT1 16384(R8)
 	VMOVDQU    (R8), Y6
 	VPSRLW     $0x06, Y6, Y3
-	VPAND      Y1, Y3, Y3
+	VPAND      Y2, Y3, Y3
 	VPSRLW     $0x04, Y6, Y4
-	VPAND      Y1, Y4, Y4
+	VPAND      Y2, Y4, Y4
 	VPSRLW     $0x02, Y6, Y5
-	VPAND      Y1, Y5, Y5
-	VPAND      Y1, Y6, Y6
+	VPAND      Y2, Y5, Y5
+	VPAND      Y2, Y6, Y6
 	VPMADDUBSW (BX), Y3, Y3
-	VPMADDUBSW 32(BX), Y4, Y4
-	VPADDW     Y4, Y3, Y3
-	VPMADDUBSW 64(BX), Y5, Y4
-	VPADDW     Y4, Y3, Y3
-	VPMADDUBSW 96(BX), Y6, Y4
-	VPADDW     Y4, Y3, Y3
-	VPMADDWD   Y2, Y3, Y3
-	VPADDD     Y3, Y0, Y0
+	VPADDW     Y3, Y1, Y1
+	VPMADDUBSW 32(BX), Y4, Y3
+	VPADDW     Y3, Y1, Y1
+	VPMADDUBSW 64(BX), Y5, Y3
+	VPADDW     Y3, Y1, Y1
+	VPMADDUBSW 96(BX), Y6, Y3
+	VPADDW     Y3, Y1, Y1
+	ADDQ       $0x20, R8
+	ADDQ       $0x00000080, BX
+	DECQ       R9
+	JNZ        inner_56
+	VPMADDWD   words0001<>+0(SB), Y1, Y1
+	VPADDD     Y1, Y0, Y0
+	VPXOR      Y1, Y1, Y1
+	SUBQ       $0x08, DI
+	JMP        group_54
+
+groupdone_55:
+	TESTQ DI, DI
+	JZ    restdone_58
+
+rest_57:
+	PREFETCHT1 16384(R8)
+	VMOVDQU    (R8), Y6
+	VPSRLW     $0x06, Y6, Y3
+	VPAND      Y2, Y3, Y3
+	VPSRLW     $0x04, Y6, Y4
+	VPAND      Y2, Y4, Y4
+	VPSRLW     $0x02, Y6, Y5
+	VPAND      Y2, Y5, Y5
+	VPAND      Y2, Y6, Y6
+	VPMADDUBSW (BX), Y3, Y3
+	VPADDW     Y3, Y1, Y1
+	VPMADDUBSW 32(BX), Y4, Y3
+	VPADDW     Y3, Y1, Y1
+	VPMADDUBSW 64(BX), Y5, Y3
+	VPADDW     Y3, Y1, Y1
+	VPMADDUBSW 96(BX), Y6, Y3
+	VPADDW     Y3, Y1, Y1
 	ADDQ       $0x20, R8
 	ADDQ       $0x00000080, BX
 	DECQ       DI
-	JNZ        tile_51
+	JNZ        rest_57
+	VPMADDWD   words0001<>+0(SB), Y1, Y1
+	VPADDD     Y1, Y0, Y0
+	VPXOR      Y1, Y1, Y1
 
-tiledone_52:
+restdone_58:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	MOVQ         SI, BX
@@ -2095,7 +1930,7 @@ tiledone_52:
 	VMOVD        X1, (BX)
 	JMP          tokensdone_29
 
-tokens_50:
+tokens_53:
 tokensdone_29:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
@@ -2112,21 +1947,21 @@ rowsdone_26:
 TEXT ·ternaryMatMulVNNI(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x03
-	JA   adjacent_53
+	JA   adjacent_59
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 	SHRQ $0x02, CX
-	JZ   spreadtiles_54
+	JZ   spreadtiles_60
 
-spreadtile_55:
+spreadtile_61:
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_56:
+tokens_62:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_57
+	JB   tokenstail_63
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -2164,9 +1999,9 @@ tokens_56:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 
-tilepairs_59:
+tilepairs_65:
 	CMPQ            R10, $0x02
-	JB              tilepairsdone_60
+	JB              tilepairsdone_66
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -2308,11 +2143,11 @@ tilepairs_59:
 	ADDQ            $0x00000100, R13
 	ADDQ            $0x00000100, R14
 	SUBQ            $0x02, R10
-	JMP             tilepairs_59
+	JMP             tilepairs_65
 
-tilepairsdone_60:
+tilepairsdone_66:
 	TESTQ           R10, R10
-	JZ              tiledone_61
+	JZ              tiledone_67
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -2384,7 +2219,7 @@ tilepairsdone_60:
 	VPDPBUSD        Z0, Z27, Z20
 	VPDPBUSD        Z29, Z28, Z20
 
-tiledone_61:
+tiledone_67:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -2585,11 +2420,11 @@ tiledone_61:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_56
+	JMP           tokens_62
 
-tokenstail_57:
+tokenstail_63:
 	CMPQ DI, $0x00000004
-	JNE  tokens_62
+	JNE  tokens_68
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -2622,9 +2457,9 @@ tokenstail_57:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 
-tilepairs_63:
+tilepairs_69:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_64
+	JB              tilepairsdone_70
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -2746,11 +2581,11 @@ tilepairs_63:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R12
 	SUBQ            $0x02, R9
-	JMP             tilepairs_63
+	JMP             tilepairs_69
 
-tilepairsdone_64:
+tilepairsdone_70:
 	TESTQ           R9, R9
-	JZ              tiledone_65
+	JZ              tiledone_71
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -2812,7 +2647,7 @@ tilepairsdone_64:
 	VPDPBUSD        Z0, Z23, Z16
 	VPDPBUSD        Z25, Z24, Z16
 
-tiledone_65:
+tiledone_71:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -2967,11 +2802,11 @@ tiledone_65:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_58
+	JMP           tokensdone_64
 
-tokens_62:
+tokens_68:
 	CMPQ DI, $0x00000003
-	JNE  tokens_66
+	JNE  tokens_72
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -2998,9 +2833,9 @@ tokens_62:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 
-tilepairs_67:
+tilepairs_73:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_68
+	JB              tilepairsdone_74
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -3101,11 +2936,11 @@ tilepairs_67:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_67
+	JMP             tilepairs_73
 
-tilepairsdone_68:
+tilepairsdone_74:
 	TESTQ           R9, R9
-	JZ              tiledone_69
+	JZ              tiledone_75
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -3157,7 +2992,7 @@ tilepairsdone_68:
 	VPDPBUSD        Z0, Z19, Z12
 	VPDPBUSD        Z21, Z20, Z12
 
-tiledone_69:
+tiledone_75:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -3274,11 +3109,11 @@ tiledone_69:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_58
+	JMP           tokensdone_64
 
-tokens_66:
+tokens_72:
 	CMPQ DI, $0x00000002
-	JNE  tokens_70
+	JNE  tokens_76
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -3301,9 +3136,9 @@ tokens_66:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_71:
+tilepairs_77:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_72
+	JB              tilepairsdone_78
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3384,11 +3219,11 @@ tilepairs_71:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_71
+	JMP             tilepairs_77
 
-tilepairsdone_72:
+tilepairsdone_78:
 	TESTQ           R9, R9
-	JZ              tiledone_73
+	JZ              tiledone_79
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3430,7 +3265,7 @@ tilepairsdone_72:
 	VPDPBUSD        Z0, Z15, Z8
 	VPDPBUSD        Z17, Z16, Z8
 
-tiledone_73:
+tiledone_79:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -3509,11 +3344,11 @@ tiledone_73:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_58
+	JMP           tokensdone_64
 
-tokens_70:
+tokens_76:
 	CMPQ DI, $0x00000001
-	JNE  tokens_74
+	JNE  tokens_80
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -3532,9 +3367,9 @@ tokens_70:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_75:
+tilepairs_81:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_76
+	JB              tilepairsdone_82
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -3595,11 +3430,11 @@ tilepairs_75:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_75
+	JMP             tilepairs_81
 
-tilepairsdone_76:
+tilepairsdone_82:
 	TESTQ           R8, R8
-	JZ              tiledone_77
+	JZ              tiledone_83
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -3631,7 +3466,7 @@ tilepairsdone_76:
 	VPDPBUSD        Z0, Z11, Z4
 	VPDPBUSD        Z13, Z12, Z4
 
-tiledone_77:
+tiledone_83:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -3673,15 +3508,15 @@ tiledone_77:
 	ANDQ          $-4, SI
 	LEAQ          (BX)(SI*2), BX
 	VMOVD         X0, (BX)(SI*1)
-	JMP           tokensdone_58
+	JMP           tokensdone_64
 
-tokens_74:
-tokensdone_58:
+tokens_80:
+tokensdone_64:
 	MOVQ  stride+24(FP), BX
 	ADDQ  BX, AX
 	ADDQ  $0x00000004, DX
 	DECQ  CX
-	JNZ   spreadtile_55
+	JNZ   spreadtile_61
 	MOVQ  rows+32(FP), CX
 	ANDQ  $-4, CX
 	MOVQ  stride+24(FP), BX
@@ -3692,20 +3527,20 @@ tokensdone_58:
 	LEAQ  (DX)(CX*2), DX
 	ADDQ  CX, DX
 
-spreadtiles_54:
+spreadtiles_60:
 	MOVQ rows+32(FP), CX
 	ANDQ $0x03, CX
 
-rows_78:
+rows_84:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_79
+	JB   rowsdone_85
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_80:
+tokens_86:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_81
+	JB   tokenstail_87
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -3728,9 +3563,9 @@ tokens_80:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_83:
+tilepairs_89:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_84
+	JB              tilepairsdone_90
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3809,11 +3644,11 @@ tilepairs_83:
 	ADDQ            $0x00000100, R12
 	ADDQ            $0x00000100, R13
 	SUBQ            $0x02, R9
-	JMP             tilepairs_83
+	JMP             tilepairs_89
 
-tilepairsdone_84:
+tilepairsdone_90:
 	TESTQ           R9, R9
-	JZ              tiledone_85
+	JZ              tiledone_91
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3852,7 +3687,7 @@ tilepairsdone_84:
 	VPDPBUSD        Z0, Z9, Z8
 	VPDPBUSD        Z11, Z10, Z8
 
-tiledone_85:
+tiledone_91:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -3951,11 +3786,11 @@ tiledone_85:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_80
+	JMP           tokens_86
 
-tokenstail_81:
+tokenstail_87:
 	CMPQ DI, $0x00000007
-	JNE  tokens_86
+	JNE  tokens_92
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -3976,9 +3811,9 @@ tokenstail_81:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 
-tilepairs_87:
+tilepairs_93:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_88
+	JB              tilepairsdone_94
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -4049,11 +3884,11 @@ tilepairs_87:
 	ADDQ            $0x00000100, R10
 	ADDQ            $0x00000100, R11
 	SUBQ            $0x02, R8
-	JMP             tilepairs_87
+	JMP             tilepairs_93
 
-tilepairsdone_88:
+tilepairsdone_94:
 	TESTQ           R8, R8
-	JZ              tiledone_89
+	JZ              tiledone_95
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -4088,7 +3923,7 @@ tilepairsdone_88:
 	VPDPBUSD        Z0, Z8, Z7
 	VPDPBUSD        Z10, Z9, Z7
 
-tiledone_89:
+tiledone_95:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -4168,11 +4003,11 @@ tiledone_89:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_82
+	JMP           tokensdone_88
 
-tokens_86:
+tokens_92:
 	CMPQ DI, $0x00000006
-	JNE  tokens_90
+	JNE  tokens_96
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -4190,9 +4025,9 @@ tokens_86:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 
-tilepairs_91:
+tilepairs_97:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_92
+	JB              tilepairsdone_98
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -4254,11 +4089,11 @@ tilepairs_91:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_91
+	JMP             tilepairs_97
 
-tilepairsdone_92:
+tilepairsdone_98:
 	TESTQ           R8, R8
-	JZ              tiledone_93
+	JZ              tiledone_99
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -4289,7 +4124,7 @@ tilepairsdone_92:
 	VPDPBUSD        Z0, Z7, Z6
 	VPDPBUSD        Z9, Z8, Z6
 
-tiledone_93:
+tiledone_99:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -4358,11 +4193,11 @@ tiledone_93:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_82
+	JMP           tokensdone_88
 
-tokens_90:
+tokens_96:
 	CMPQ DI, $0x00000005
-	JNE  tokens_94
+	JNE  tokens_100
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -4379,9 +4214,9 @@ tokens_90:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 
-tilepairs_95:
+tilepairs_101:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_96
+	JB              tilepairsdone_102
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -4435,11 +4270,11 @@ tilepairs_95:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_95
+	JMP             tilepairs_101
 
-tilepairsdone_96:
+tilepairsdone_102:
 	TESTQ           R8, R8
-	JZ              tiledone_97
+	JZ              tiledone_103
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -4466,7 +4301,7 @@ tilepairsdone_96:
 	VPDPBUSD        Z0, Z6, Z5
 	VPDPBUSD        Z8, Z7, Z5
 
-tiledone_97:
+tiledone_103:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -4524,11 +4359,11 @@ tiledone_97:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_82
+	JMP           tokensdone_88
 
-tokens_94:
+tokens_100:
 	CMPQ DI, $0x00000004
-	JNE  tokens_98
+	JNE  tokens_104
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -4544,9 +4379,9 @@ tokens_94:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_99:
+tilepairs_105:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_100
+	JB              tilepairsdone_106
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -4592,11 +4427,11 @@ tilepairs_99:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_99
+	JMP             tilepairs_105
 
-tilepairsdone_100:
+tilepairsdone_106:
 	TESTQ           R8, R8
-	JZ              tiledone_101
+	JZ              tiledone_107
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -4619,7 +4454,7 @@ tilepairsdone_100:
 	VPDPBUSD        Z0, Z5, Z4
 	VPDPBUSD        Z7, Z6, Z4
 
-tiledone_101:
+tiledone_107:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -4666,11 +4501,11 @@ tiledone_101:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_82
+	JMP           tokensdone_88
 
-tokens_98:
+tokens_104:
 	CMPQ DI, $0x00000003
-	JNE  tokens_102
+	JNE  tokens_108
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -4683,9 +4518,9 @@ tokens_98:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 
-tilepairs_103:
+tilepairs_109:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_104
+	JB              tilepairsdone_110
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -4722,11 +4557,11 @@ tilepairs_103:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_103
+	JMP             tilepairs_109
 
-tilepairsdone_104:
+tilepairsdone_110:
 	TESTQ           R8, R8
-	JZ              tiledone_105
+	JZ              tiledone_111
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -4745,7 +4580,7 @@ tilepairsdone_104:
 	VPDPBUSD        Z0, Z4, Z3
 	VPDPBUSD        Z6, Z5, Z3
 
-tiledone_105:
+tiledone_111:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -4781,11 +4616,11 @@ tiledone_105:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_82
+	JMP           tokensdone_88
 
-tokens_102:
+tokens_108:
 	CMPQ DI, $0x00000002
-	JNE  tokens_106
+	JNE  tokens_112
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -4797,9 +4632,9 @@ tokens_102:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 
-tilepairs_107:
+tilepairs_113:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_108
+	JB              tilepairsdone_114
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -4828,11 +4663,11 @@ tilepairs_107:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_107
+	JMP             tilepairs_113
 
-tilepairsdone_108:
+tilepairsdone_114:
 	TESTQ           R8, R8
-	JZ              tiledone_109
+	JZ              tiledone_115
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -4847,7 +4682,7 @@ tilepairsdone_108:
 	VPDPBUSD        Z0, Z3, Z2
 	VPDPBUSD        Z5, Z4, Z2
 
-tiledone_109:
+tiledone_115:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -4872,11 +4707,11 @@ tiledone_109:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_82
+	JMP           tokensdone_88
 
-tokens_106:
+tokens_112:
 	CMPQ DI, $0x00000001
-	JNE  tokens_110
+	JNE  tokens_116
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -4887,9 +4722,9 @@ tokens_106:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 
-tilepairs_111:
+tilepairs_117:
 	CMPQ            DI, $0x02
-	JB              tilepairsdone_112
+	JB              tilepairsdone_118
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -4910,11 +4745,11 @@ tilepairs_111:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, DI
-	JMP             tilepairs_111
+	JMP             tilepairs_117
 
-tilepairsdone_112:
+tilepairsdone_118:
 	TESTQ           DI, DI
-	JZ              tiledone_113
+	JZ              tiledone_119
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -4925,7 +4760,7 @@ tilepairsdone_112:
 	VPDPBUSD        Z0, Z2, Z1
 	VPDPBUSD        Z4, Z3, Z1
 
-tiledone_113:
+tiledone_119:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -4940,35 +4775,35 @@ tiledone_113:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_82
+	JMP           tokensdone_88
 
-tokens_110:
-tokensdone_82:
+tokens_116:
+tokensdone_88:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_78
+	JMP  rows_84
 
-rowsdone_79:
+rowsdone_85:
 	VZEROUPPER
 	RET
 
-adjacent_53:
+adjacent_59:
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_114:
+rows_120:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_115
+	JB   rowsdone_121
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_116:
+tokens_122:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_117
+	JB   tokenstail_123
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -5003,9 +4838,9 @@ tokens_116:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 
-tilepairs_119:
+tilepairs_125:
 	CMPQ            R10, $0x02
-	JB              tilepairsdone_120
+	JB              tilepairsdone_126
 	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -5147,11 +4982,11 @@ tilepairs_119:
 	ADDQ            $0x00000100, R13
 	ADDQ            $0x00000100, R14
 	SUBQ            $0x02, R10
-	JMP             tilepairs_119
+	JMP             tilepairs_125
 
-tilepairsdone_120:
+tilepairsdone_126:
 	TESTQ           R10, R10
-	JZ              tiledone_121
+	JZ              tiledone_127
 	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -5223,7 +5058,7 @@ tilepairsdone_120:
 	VPDPBUSD        Z0, Z27, Z20
 	VPDPBUSD        Z29, Z28, Z20
 
-tiledone_121:
+tiledone_127:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -5359,11 +5194,11 @@ tiledone_121:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_116
+	JMP           tokens_122
 
-tokenstail_117:
+tokenstail_123:
 	CMPQ DI, $0x00000004
-	JNE  tokens_122
+	JNE  tokens_128
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -5393,9 +5228,9 @@ tokenstail_117:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 
-tilepairs_123:
+tilepairs_129:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_124
+	JB              tilepairsdone_130
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -5517,11 +5352,11 @@ tilepairs_123:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R12
 	SUBQ            $0x02, R9
-	JMP             tilepairs_123
+	JMP             tilepairs_129
 
-tilepairsdone_124:
+tilepairsdone_130:
 	TESTQ           R9, R9
-	JZ              tiledone_125
+	JZ              tiledone_131
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -5583,7 +5418,7 @@ tilepairsdone_124:
 	VPDPBUSD        Z0, Z23, Z16
 	VPDPBUSD        Z25, Z24, Z16
 
-tiledone_125:
+tiledone_131:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -5686,11 +5521,11 @@ tiledone_125:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_118
+	JMP           tokensdone_124
 
-tokens_122:
+tokens_128:
 	CMPQ DI, $0x00000003
-	JNE  tokens_126
+	JNE  tokens_132
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -5714,9 +5549,9 @@ tokens_122:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 
-tilepairs_127:
+tilepairs_133:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_128
+	JB              tilepairsdone_134
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -5817,11 +5652,11 @@ tilepairs_127:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_127
+	JMP             tilepairs_133
 
-tilepairsdone_128:
+tilepairsdone_134:
 	TESTQ           R9, R9
-	JZ              tiledone_129
+	JZ              tiledone_135
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -5873,7 +5708,7 @@ tilepairsdone_128:
 	VPDPBUSD        Z0, Z19, Z12
 	VPDPBUSD        Z21, Z20, Z12
 
-tiledone_129:
+tiledone_135:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -5951,11 +5786,11 @@ tiledone_129:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_118
+	JMP           tokensdone_124
 
-tokens_126:
+tokens_132:
 	CMPQ DI, $0x00000002
-	JNE  tokens_130
+	JNE  tokens_136
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -5975,9 +5810,9 @@ tokens_126:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_131:
+tilepairs_137:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_132
+	JB              tilepairsdone_138
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -6058,11 +5893,11 @@ tilepairs_131:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_131
+	JMP             tilepairs_137
 
-tilepairsdone_132:
+tilepairsdone_138:
 	TESTQ           R9, R9
-	JZ              tiledone_133
+	JZ              tiledone_139
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -6104,7 +5939,7 @@ tilepairsdone_132:
 	VPDPBUSD        Z0, Z15, Z8
 	VPDPBUSD        Z17, Z16, Z8
 
-tiledone_133:
+tiledone_139:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -6157,11 +5992,11 @@ tiledone_133:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_118
+	JMP           tokensdone_124
 
-tokens_130:
+tokens_136:
 	CMPQ DI, $0x00000001
-	JNE  tokens_134
+	JNE  tokens_140
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -6177,9 +6012,9 @@ tokens_130:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_135:
+tilepairs_141:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_136
+	JB              tilepairsdone_142
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -6240,11 +6075,11 @@ tilepairs_135:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_135
+	JMP             tilepairs_141
 
-tilepairsdone_136:
+tilepairsdone_142:
 	TESTQ           R8, R8
-	JZ              tiledone_137
+	JZ              tiledone_143
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -6276,7 +6111,7 @@ tilepairsdone_136:
 	VPDPBUSD        Z0, Z11, Z4
 	VPDPBUSD        Z13, Z12, Z4
 
-tiledone_137:
+tiledone_143:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -6305,27 +6140,27 @@ tiledone_137:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (BX)
-	JMP           tokensdone_118
+	JMP           tokensdone_124
 
-tokens_134:
-tokensdone_118:
+tokens_140:
+tokensdone_124:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_114
+	JMP  rows_120
 
-rowsdone_115:
-rows_138:
+rowsdone_121:
+rows_144:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_139
+	JB   rowsdone_145
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_140:
+tokens_146:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_141
+	JB   tokenstail_147
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -6348,9 +6183,9 @@ tokens_140:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_143:
+tilepairs_149:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_144
+	JB              tilepairsdone_150
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -6429,11 +6264,11 @@ tilepairs_143:
 	ADDQ            $0x00000100, R12
 	ADDQ            $0x00000100, R13
 	SUBQ            $0x02, R9
-	JMP             tilepairs_143
+	JMP             tilepairs_149
 
-tilepairsdone_144:
+tilepairsdone_150:
 	TESTQ           R9, R9
-	JZ              tiledone_145
+	JZ              tiledone_151
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -6472,7 +6307,7 @@ tilepairsdone_144:
 	VPDPBUSD        Z0, Z9, Z8
 	VPDPBUSD        Z11, Z10, Z8
 
-tiledone_145:
+tiledone_151:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -6571,11 +6406,11 @@ tiledone_145:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_140
+	JMP           tokens_146
 
-tokenstail_141:
+tokenstail_147:
 	CMPQ DI, $0x00000007
-	JNE  tokens_146
+	JNE  tokens_152
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -6596,9 +6431,9 @@ tokenstail_141:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 
-tilepairs_147:
+tilepairs_153:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_148
+	JB              tilepairsdone_154
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -6669,11 +6504,11 @@ tilepairs_147:
 	ADDQ            $0x00000100, R10
 	ADDQ            $0x00000100, R11
 	SUBQ            $0x02, R8
-	JMP             tilepairs_147
+	JMP             tilepairs_153
 
-tilepairsdone_148:
+tilepairsdone_154:
 	TESTQ           R8, R8
-	JZ              tiledone_149
+	JZ              tiledone_155
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -6708,7 +6543,7 @@ tilepairsdone_148:
 	VPDPBUSD        Z0, Z8, Z7
 	VPDPBUSD        Z10, Z9, Z7
 
-tiledone_149:
+tiledone_155:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -6788,11 +6623,11 @@ tiledone_149:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_142
+	JMP           tokensdone_148
 
-tokens_146:
+tokens_152:
 	CMPQ DI, $0x00000006
-	JNE  tokens_150
+	JNE  tokens_156
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -6810,9 +6645,9 @@ tokens_146:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 
-tilepairs_151:
+tilepairs_157:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_152
+	JB              tilepairsdone_158
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -6874,11 +6709,11 @@ tilepairs_151:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_151
+	JMP             tilepairs_157
 
-tilepairsdone_152:
+tilepairsdone_158:
 	TESTQ           R8, R8
-	JZ              tiledone_153
+	JZ              tiledone_159
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -6909,7 +6744,7 @@ tilepairsdone_152:
 	VPDPBUSD        Z0, Z7, Z6
 	VPDPBUSD        Z9, Z8, Z6
 
-tiledone_153:
+tiledone_159:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -6978,11 +6813,11 @@ tiledone_153:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_142
+	JMP           tokensdone_148
 
-tokens_150:
+tokens_156:
 	CMPQ DI, $0x00000005
-	JNE  tokens_154
+	JNE  tokens_160
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -6999,9 +6834,9 @@ tokens_150:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 
-tilepairs_155:
+tilepairs_161:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_156
+	JB              tilepairsdone_162
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -7055,11 +6890,11 @@ tilepairs_155:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_155
+	JMP             tilepairs_161
 
-tilepairsdone_156:
+tilepairsdone_162:
 	TESTQ           R8, R8
-	JZ              tiledone_157
+	JZ              tiledone_163
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -7086,7 +6921,7 @@ tilepairsdone_156:
 	VPDPBUSD        Z0, Z6, Z5
 	VPDPBUSD        Z8, Z7, Z5
 
-tiledone_157:
+tiledone_163:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -7144,11 +6979,11 @@ tiledone_157:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_142
+	JMP           tokensdone_148
 
-tokens_154:
+tokens_160:
 	CMPQ DI, $0x00000004
-	JNE  tokens_158
+	JNE  tokens_164
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -7164,9 +6999,9 @@ tokens_154:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_159:
+tilepairs_165:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_160
+	JB              tilepairsdone_166
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -7212,11 +7047,11 @@ tilepairs_159:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_159
+	JMP             tilepairs_165
 
-tilepairsdone_160:
+tilepairsdone_166:
 	TESTQ           R8, R8
-	JZ              tiledone_161
+	JZ              tiledone_167
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -7239,7 +7074,7 @@ tilepairsdone_160:
 	VPDPBUSD        Z0, Z5, Z4
 	VPDPBUSD        Z7, Z6, Z4
 
-tiledone_161:
+tiledone_167:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -7286,11 +7121,11 @@ tiledone_161:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_142
+	JMP           tokensdone_148
 
-tokens_158:
+tokens_164:
 	CMPQ DI, $0x00000003
-	JNE  tokens_162
+	JNE  tokens_168
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -7303,9 +7138,9 @@ tokens_158:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 
-tilepairs_163:
+tilepairs_169:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_164
+	JB              tilepairsdone_170
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -7342,11 +7177,11 @@ tilepairs_163:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_163
+	JMP             tilepairs_169
 
-tilepairsdone_164:
+tilepairsdone_170:
 	TESTQ           R8, R8
-	JZ              tiledone_165
+	JZ              tiledone_171
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -7365,7 +7200,7 @@ tilepairsdone_164:
 	VPDPBUSD        Z0, Z4, Z3
 	VPDPBUSD        Z6, Z5, Z3
 
-tiledone_165:
+tiledone_171:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -7401,11 +7236,11 @@ tiledone_165:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_142
+	JMP           tokensdone_148
 
-tokens_162:
+tokens_168:
 	CMPQ DI, $0x00000002
-	JNE  tokens_166
+	JNE  tokens_172
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -7417,9 +7252,9 @@ tokens_162:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 
-tilepairs_167:
+tilepairs_173:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_168
+	JB              tilepairsdone_174
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -7448,11 +7283,11 @@ tilepairs_167:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_167
+	JMP             tilepairs_173
 
-tilepairsdone_168:
+tilepairsdone_174:
 	TESTQ           R8, R8
-	JZ              tiledone_169
+	JZ              tiledone_175
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -7467,7 +7302,7 @@ tilepairsdone_168:
 	VPDPBUSD        Z0, Z3, Z2
 	VPDPBUSD        Z5, Z4, Z2
 
-tiledone_169:
+tiledone_175:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -7492,11 +7327,11 @@ tiledone_169:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_142
+	JMP           tokensdone_148
 
-tokens_166:
+tokens_172:
 	CMPQ DI, $0x00000001
-	JNE  tokens_170
+	JNE  tokens_176
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -7507,9 +7342,9 @@ tokens_166:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 
-tilepairs_171:
+tilepairs_177:
 	CMPQ            DI, $0x02
-	JB              tilepairsdone_172
+	JB              tilepairsdone_178
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -7530,11 +7365,11 @@ tilepairs_171:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, DI
-	JMP             tilepairs_171
+	JMP             tilepairs_177
 
-tilepairsdone_172:
+tilepairsdone_178:
 	TESTQ           DI, DI
-	JZ              tiledone_173
+	JZ              tiledone_179
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -7545,7 +7380,7 @@ tilepairsdone_172:
 	VPDPBUSD        Z0, Z2, Z1
 	VPDPBUSD        Z4, Z3, Z1
 
-tiledone_173:
+tiledone_179:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -7560,17 +7395,17 @@ tiledone_173:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_142
+	JMP           tokensdone_148
 
-tokens_170:
-tokensdone_142:
+tokens_176:
+tokensdone_148:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_138
+	JMP  rows_144
 
-rowsdone_139:
+rowsdone_145:
 	VZEROUPPER
 	RET
 
@@ -7584,7 +7419,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_174
+	JZ    spreaddone_180
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -7592,7 +7427,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_175:
+spread_181:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -7608,9 +7443,9 @@ spread_175:
 	ANDQ  $-128, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_177
+	JAE   loopdone_183
 
-loop_176:
+loop_182:
 	VMOVUPS     (AX)(R12*4), Y8
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Y9
@@ -7761,13 +7596,13 @@ loop_176:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_176
+	JB          loop_182
 
-loopdone_177:
-room_178:
+loopdone_183:
+room_184:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_179
+	JA          roomdone_185
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7805,12 +7640,12 @@ room_178:
 	VCVTPH2PS   48(R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x20, R12
-	JMP         room_178
+	JMP         room_184
 
-roomdone_179:
+roomdone_185:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_180
+	JA          skip_186
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7831,10 +7666,10 @@ roomdone_179:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x10, R12
 
-skip_180:
+skip_186:
 	LEAQ        8(R12), R13
 	CMPQ        R13, CX
-	JA          skip_181
+	JA          skip_187
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7846,7 +7681,7 @@ skip_180:
 	VFMADD231PS Y8, Y9, Y3
 	ADDQ        $0x08, R12
 
-skip_181:
+skip_187:
 	VADDPS       Y4, Y0, Y0
 	VADDPS       Y5, Y1, Y1
 	VADDPS       Y6, Y2, Y2
@@ -7863,9 +7698,9 @@ skip_181:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	CMPQ         R12, CX
-	JAE          taildone_183
+	JAE          taildone_189
 
-tail_182:
+tail_188:
 	MOVWQZX      (R11)(R12*2), R13
 	SHLQ         $0x10, R13
 	MOVWQZX      (R10)(R12*2), R14
@@ -7882,9 +7717,9 @@ tail_182:
 	VFMADD231PS  X2, X1, X0
 	INCQ         R12
 	CMPQ         R12, CX
-	JB           tail_182
+	JB           tail_188
 
-taildone_183:
+taildone_189:
 	VMOVD   X0, (BX)
 	VPSHUFD $0x01, X0, X1
 	VMOVD   X1, (BX)(R8*1)
@@ -7898,27 +7733,27 @@ taildone_183:
 	ADDQ    R9, DX
 	ADDQ    $0x04, BX
 	DECQ    SI
-	JNZ     spread_175
+	JNZ     spread_181
 	LEAQ    (DX)(DI*2), DX
 	ADDQ    DI, DX
 	LEAQ    (BX)(R8*2), BX
 	ADDQ    R8, BX
 
-spreaddone_174:
+spreaddone_180:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_185
+	JZ   singledone_191
 
-single_184:
+single_190:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-128, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_187
+	JAE   loopdone_193
 
-loop_186:
+loop_192:
 	VMOVUPS     (AX)(DI*4), Y2
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Y3
@@ -7970,13 +7805,13 @@ loop_186:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_186
+	JB          loop_192
 
-loopdone_187:
-room_188:
+loopdone_193:
+room_194:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_189
+	JA          roomdone_195
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -7990,12 +7825,12 @@ room_188:
 	VCVTPH2PS   48(DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x20, DI
-	JMP         room_188
+	JMP         room_194
 
-roomdone_189:
+roomdone_195:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_190
+	JA          skip_196
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -8004,16 +7839,16 @@ roomdone_189:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x10, DI
 
-skip_190:
+skip_196:
 	LEAQ        8(DI), R8
 	CMPQ        R8, CX
-	JA          skip_191
+	JA          skip_197
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
 	ADDQ        $0x08, DI
 
-skip_191:
+skip_197:
 	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X0, X1, X1
@@ -8022,27 +7857,27 @@ skip_191:
 	VPSHUFD      $0xb1, X1, X0
 	VADDPS       X0, X1, X1
 	CMPQ         DI, CX
-	JAE          taildone_193
+	JAE          taildone_199
 
-tail_192:
+tail_198:
 	MOVWLZX     (DX)(DI*2), R8
 	VMOVD       R8, X0
 	VCVTPH2PS   X0, X0
 	VFMADD231SS (AX)(DI*4), X0, X1
 	INCQ        DI
 	CMPQ        DI, CX
-	JB          tail_192
+	JB          tail_198
 
-taildone_193:
+taildone_199:
 	VMOVSS X1, (BX)
 	MOVQ   stride+24(FP), DI
 	SHLQ   $0x01, DI
 	ADDQ   DI, DX
 	ADDQ   $0x04, BX
 	DECQ   SI
-	JNZ    single_184
+	JNZ    single_190
 
-singledone_185:
+singledone_191:
 	VZEROUPPER
 	RET
 
@@ -8056,7 +7891,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_194
+	JZ    spreaddone_200
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -8064,7 +7899,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_195:
+spread_201:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -8076,9 +7911,9 @@ spread_195:
 	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_197
+	JAE    loopdone_203
 
-loop_196:
+loop_202:
 	VMOVUPS     (AX)(R12*4), Z4
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
@@ -8157,13 +7992,13 @@ loop_196:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_196
+	JB          loop_202
 
-loopdone_197:
-room_198:
+loopdone_203:
+room_204:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_199
+	JA          roomdone_205
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8183,12 +8018,12 @@ room_198:
 	VCVTPH2PS   32(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x20, R12
-	JMP         room_198
+	JMP         room_204
 
-roomdone_199:
+roomdone_205:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_200
+	JA          skip_206
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8200,11 +8035,11 @@ roomdone_199:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_200:
+skip_206:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
 	TESTQ       R13, R13
-	JZ          notail_201
+	JZ          notail_207
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -8222,7 +8057,7 @@ skip_200:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_201:
+notail_207:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -8255,26 +8090,26 @@ notail_201:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_195
+	JNZ           spread_201
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_194:
+spreaddone_200:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_203
+	JZ   singledone_209
 
-single_202:
+single_208:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_205
+	JAE    loopdone_211
 
-loop_204:
+loop_210:
 	VMOVUPS     (AX)(DI*4), Z1
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
@@ -8302,13 +8137,13 @@ loop_204:
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_204
+	JB          loop_210
 
-loopdone_205:
-room_206:
+loopdone_211:
+room_212:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_207
+	JA          roomdone_213
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
@@ -8316,22 +8151,22 @@ room_206:
 	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x20, DI
-	JMP         room_206
+	JMP         room_212
 
-roomdone_207:
+roomdone_213:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_208
+	JA          skip_214
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_208:
+skip_214:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
 	TESTQ       R8, R8
-	JZ          notail_209
+	JZ          notail_215
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -8340,7 +8175,7 @@ skip_208:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_209:
+notail_215:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -8355,9 +8190,9 @@ notail_209:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_202
+	JNZ           single_208
 
-singledone_203:
+singledone_209:
 	VZEROUPPER
 	RET
 
@@ -8373,9 +8208,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_211
+	JAE          loopdone_217
 
-loop_210:
+loop_216:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -8384,22 +8219,22 @@ loop_210:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_210
+	JB          loop_216
 
-loopdone_211:
+loopdone_217:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_212
+	JA          skip_218
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_212:
+skip_218:
 	CMPQ BX, DX
-	JAE  taildone_214
+	JAE  taildone_220
 
-tail_213:
+tail_219:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -8407,9 +8242,9 @@ tail_213:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_213
+	JB          tail_219
 
-taildone_214:
+taildone_220:
 	VZEROUPPER
 	RET
 
@@ -8425,9 +8260,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_216
+	JAE          loopdone_222
 
-loop_215:
+loop_221:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -8436,21 +8271,21 @@ loop_215:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_215
+	JB          loop_221
 
-loopdone_216:
+loopdone_222:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_217
+	JA          skip_223
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_217:
+skip_223:
 	SUBQ        BX, DX
 	TESTQ       DX, DX
-	JZ          notail_218
+	JZ          notail_224
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -8460,7 +8295,7 @@ skip_217:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_218:
+notail_224:
 	VZEROUPPER
 	RET
 
@@ -8476,10 +8311,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_219:
+chunks_225:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_220
+	JA      chunksdone_226
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -8487,9 +8322,9 @@ chunks_219:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_222
+	JAE     rowsdone_228
 
-rows_221:
+rows_227:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -8502,45 +8337,45 @@ rows_221:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_221
+	JB           rows_227
 
-rowsdone_222:
+rowsdone_228:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_219
+	JMP     chunks_225
 
-chunksdone_220:
-chunks_223:
+chunksdone_226:
+chunks_229:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_224
+	JA      chunksdone_230
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_226
+	JAE     rowsdone_232
 
-rows_225:
+rows_231:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_225
+	JB           rows_231
 
-rowsdone_226:
+rowsdone_232:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_223
+	JMP     chunks_229
 
-chunksdone_224:
+chunksdone_230:
 	SUBQ      R8, DI
 	TESTQ     DI, DI
-	JZ        notail_227
+	JZ        notail_233
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -8548,9 +8383,9 @@ chunksdone_224:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_229
+	JAE       rowsdone_235
 
-rows_228:
+rows_234:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -8558,12 +8393,12 @@ rows_228:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_228
+	JB           rows_234
 
-rowsdone_229:
+rowsdone_235:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_227:
+notail_233:
 	VZEROUPPER
 	RET
 
@@ -8572,17 +8407,17 @@ notail_227:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ CX, CX
 
-rowblocks_230:
+rowblocks_236:
 	MOVQ np+32(FP), AX
 	CMPQ CX, AX
-	JAE  rowblocksdone_231
+	JAE  rowblocksdone_237
 	XORQ AX, AX
 
-chunks_232:
+chunks_238:
 	LEAQ    64(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_233
+	JA      chunksdone_239
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8634,9 +8469,9 @@ chunks_232:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_235
+	JAE     rowsdone_241
 
-rows_234:
+rows_240:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z16
 	VCVTPH2PS    32(R9), Z17
@@ -8666,9 +8501,9 @@ rows_234:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_234
+	JB           rows_240
 
-rowsdone_235:
+rowsdone_241:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8703,14 +8538,14 @@ rowsdone_235:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, 192(DX)
 	ADDQ    $0x40, AX
-	JMP     chunks_232
+	JMP     chunks_238
 
-chunksdone_233:
-chunks_236:
+chunksdone_239:
+chunks_242:
 	LEAQ    16(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_237
+	JA      chunksdone_243
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8750,9 +8585,9 @@ chunks_236:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_239
+	JAE     rowsdone_245
 
-rows_238:
+rows_244:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z4
 	VBROADCASTSS (DX)(R11*4), Z5
@@ -8766,9 +8601,9 @@ rows_238:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_238
+	JB           rows_244
 
-rowsdone_239:
+rowsdone_245:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8791,13 +8626,13 @@ rowsdone_239:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, (DX)
 	ADDQ    $0x10, AX
-	JMP     chunks_236
+	JMP     chunks_242
 
-chunksdone_237:
+chunksdone_243:
 	MOVQ      n+104(FP), DX
 	SUBQ      AX, DX
 	TESTQ     DX, DX
-	JZ        notail_240
+	JZ        notail_246
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, DX
 	KMOVQ     DX, K1
@@ -8840,9 +8675,9 @@ chunksdone_237:
 	CMOVQGT   R11, R10
 	MOVQ      CX, R11
 	CMPQ      R11, R10
-	JAE       rowsdone_242
+	JAE       rowsdone_248
 
-rows_241:
+rows_247:
 	PREFETCHT1   16384(R9)
 	VMOVDQU16.Z  (R9), K1, Y4
 	VCVTPH2PS    Y4, Z4
@@ -8857,9 +8692,9 @@ rows_241:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_241
+	JB           rows_247
 
-rowsdone_242:
+rowsdone_248:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, K1, (DX)
@@ -8882,11 +8717,11 @@ rowsdone_242:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, K1, (DX)
 
-notail_240:
+notail_246:
 	ADDQ $0x00000040, CX
-	JMP  rowblocks_230
+	JMP  rowblocks_236
 
-rowblocksdone_231:
+rowblocksdone_237:
 	VZEROUPPER
 	RET
 
@@ -8901,14 +8736,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_243
+	JZ      spreaddone_249
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_244:
+spread_250:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -8920,9 +8755,9 @@ spread_244:
 	ANDQ  $-256, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_246
+	JAE   loopdone_252
 
-loop_245:
+loop_251:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -9129,13 +8964,13 @@ loop_245:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_245
+	JB         loop_251
 
-loopdone_246:
-room_247:
+loopdone_252:
+room_253:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         roomdone_248
+	JA         roomdone_254
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -9162,9 +8997,9 @@ room_247:
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
-	JMP        room_247
+	JMP        room_253
 
-roomdone_248:
+roomdone_254:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -9185,82 +9020,82 @@ roomdone_248:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_249
+	JAE          taildone_255
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_250:
+tail_256:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_250
+	JB      tail_256
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_251:
+tail_257:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_251
+	JB      tail_257
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_252:
+tail_258:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_252
+	JB      tail_258
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_253:
+tail_259:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_253
+	JB      tail_259
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_249:
+taildone_255:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_244
+	JNZ  spread_250
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_243:
+spreaddone_249:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_255
+	JZ   singledone_261
 
-single_254:
+single_260:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-256, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_257
+	JAE   loopdone_263
 
-loop_256:
+loop_262:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -9320,13 +9155,13 @@ loop_256:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_256
+	JB         loop_262
 
-loopdone_257:
-room_258:
+loopdone_263:
+room_264:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         roomdone_259
+	JA         roomdone_265
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -9335,9 +9170,9 @@ room_258:
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
-	JMP        room_258
+	JMP        room_264
 
-roomdone_259:
+roomdone_265:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -9346,27 +9181,27 @@ roomdone_259:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_260
+	JAE          taildone_266
 	XORL         R8, R8
 
-tail_261:
+tail_267:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_261
+	JB      tail_267
 	ADDL    R8, (BX)
 
-taildone_260:
+taildone_266:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_254
+	JNZ  single_260
 
-singledone_255:
+singledone_261:
 	VZEROUPPER
 	RET
 
@@ -9381,26 +9216,26 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_263
+	JAE          loopdone_269
 
-loop_262:
+loop_268:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_262
+	JB       loop_268
 
-loopdone_263:
+loopdone_269:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_264
+	JZ         notail_270
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_264:
+notail_270:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -9417,14 +9252,14 @@ notail_264:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_265
+	JZ            spreaddone_271
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_266:
+spread_272:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -9436,9 +9271,9 @@ spread_266:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_268
+	JAE    loopdone_274
 
-loop_267:
+loop_273:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -9481,13 +9316,13 @@ loop_267:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_267
+	JB         loop_273
 
-loopdone_268:
-room_269:
+loopdone_274:
+room_275:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_270
+	JA        roomdone_276
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -9498,13 +9333,13 @@ room_269:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_269
+	JMP       room_275
 
-roomdone_270:
+roomdone_276:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_271
+	JZ         notail_277
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -9522,7 +9357,7 @@ roomdone_270:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_271:
+notail_277:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -9555,26 +9390,26 @@ notail_271:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_266
+	JNZ           spread_272
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_265:
+spreaddone_271:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_273
+	JZ   singledone_279
 
-single_272:
+single_278:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_275
+	JAE    loopdone_281
 
-loop_274:
+loop_280:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
@@ -9590,24 +9425,24 @@ loop_274:
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_274
+	JB         loop_280
 
-loopdone_275:
-room_276:
+loopdone_281:
+room_282:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_277
+	JA        roomdone_283
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_276
+	JMP       room_282
 
-roomdone_277:
+roomdone_283:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_278
+	JZ         notail_284
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -9616,7 +9451,7 @@ roomdone_277:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_278:
+notail_284:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -9631,9 +9466,9 @@ notail_278:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_272
+	JNZ           single_278
 
-singledone_273:
+singledone_279:
 	VZEROUPPER
 	RET
 
@@ -9642,15 +9477,15 @@ singledone_273:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_280
+	JNE  f16mmtokens_286
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_281:
+f16tiles_287:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_282
+	JB   f16tilesdone_288
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9667,9 +9502,9 @@ f16tiles_281:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_283:
+f16steps_289:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_284
+	JB          f16stepsdone_290
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9696,11 +9531,11 @@ f16steps_283:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_283
+	JMP         f16steps_289
 
-f16stepsdone_284:
+f16stepsdone_290:
 	CMPQ        SI, $0x10
-	JB          f16step16_285
+	JB          f16step16_291
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -9715,9 +9550,9 @@ f16stepsdone_284:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_285:
+f16step16_291:
 	TESTQ       SI, SI
-	JZ          notail_286
+	JZ          notail_292
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -9735,7 +9570,7 @@ f16step16_285:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_286:
+notail_292:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9767,11 +9602,11 @@ notail_286:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_281
+	JMP           f16tiles_287
 
-f16tilesdone_282:
+f16tilesdone_288:
 	CMPQ DX, $0x03
-	JNE  f16rest_287
+	JNE  f16rest_293
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9785,9 +9620,9 @@ f16tilesdone_282:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_288:
+f16steps_294:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_289
+	JB          f16stepsdone_295
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9808,11 +9643,11 @@ f16steps_288:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_288
+	JMP         f16steps_294
 
-f16stepsdone_289:
+f16stepsdone_295:
 	CMPQ        SI, $0x10
-	JB          f16step16_290
+	JB          f16step16_296
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -9824,9 +9659,9 @@ f16stepsdone_289:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_290:
+f16step16_296:
 	TESTQ       SI, SI
-	JZ          notail_291
+	JZ          notail_297
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9841,7 +9676,7 @@ f16step16_290:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_291:
+notail_297:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9874,9 +9709,9 @@ notail_291:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_287:
+f16rest_293:
 	CMPQ DX, $0x02
-	JNE  f16rest_292
+	JNE  f16rest_298
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9889,9 +9724,9 @@ f16rest_287:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_293:
+f16steps_299:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_294
+	JB          f16stepsdone_300
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9907,11 +9742,11 @@ f16steps_293:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_293
+	JMP         f16steps_299
 
-f16stepsdone_294:
+f16stepsdone_300:
 	CMPQ        SI, $0x10
-	JB          f16step16_295
+	JB          f16step16_301
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -9921,9 +9756,9 @@ f16stepsdone_294:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_295:
+f16step16_301:
 	TESTQ       SI, SI
-	JZ          notail_296
+	JZ          notail_302
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9935,7 +9770,7 @@ f16step16_295:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_296:
+notail_302:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9963,9 +9798,9 @@ notail_296:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_292:
+f16rest_298:
 	CMPQ DX, $0x01
-	JNE  f16rest_297
+	JNE  f16rest_303
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -9977,9 +9812,9 @@ f16rest_292:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_298:
+f16steps_304:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_299
+	JB          f16stepsdone_305
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -9990,11 +9825,11 @@ f16steps_298:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_298
+	JMP         f16steps_304
 
-f16stepsdone_299:
+f16stepsdone_305:
 	CMPQ        DX, $0x10
-	JB          f16step16_300
+	JB          f16step16_306
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -10002,9 +9837,9 @@ f16stepsdone_299:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_300:
+f16step16_306:
 	TESTQ       DX, DX
-	JZ          notail_301
+	JZ          notail_307
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -10013,7 +9848,7 @@ f16step16_300:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_301:
+notail_307:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -10036,12 +9871,12 @@ notail_301:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_297:
+f16rest_303:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_303
+	JZ   f16singledone_309
 
-f16single_302:
+f16single_308:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10052,9 +9887,9 @@ f16single_302:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_304:
+f16steps_310:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_305
+	JB          f16stepsdone_311
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -10065,11 +9900,11 @@ f16steps_304:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_304
+	JMP         f16steps_310
 
-f16stepsdone_305:
+f16stepsdone_311:
 	CMPQ        BX, $0x10
-	JB          f16step16_306
+	JB          f16step16_312
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -10077,9 +9912,9 @@ f16stepsdone_305:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_306:
+f16step16_312:
 	TESTQ       BX, BX
-	JZ          notail_307
+	JZ          notail_313
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10088,7 +9923,7 @@ f16step16_306:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_307:
+notail_313:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10106,22 +9941,22 @@ notail_307:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_302
+	JNZ           f16single_308
 
-f16singledone_303:
-	JMP f16mmend_279
+f16singledone_309:
+	JMP f16mmend_285
 
-f16mmtokens_280:
+f16mmtokens_286:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_308
+	JNE  f16mmtokens_314
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_309:
+f16tiles_315:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_310
+	JB   f16tilesdone_316
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10142,9 +9977,9 @@ f16tiles_309:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_311:
+f16steps_317:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_312
+	JB          f16stepsdone_318
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10181,11 +10016,11 @@ f16steps_311:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_311
+	JMP         f16steps_317
 
-f16stepsdone_312:
+f16stepsdone_318:
 	CMPQ        DI, $0x10
-	JB          f16step16_313
+	JB          f16step16_319
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -10205,9 +10040,9 @@ f16stepsdone_312:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_313:
+f16step16_319:
 	TESTQ       DI, DI
-	JZ          notail_314
+	JZ          notail_320
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10230,7 +10065,7 @@ f16step16_313:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_314:
+notail_320:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10283,11 +10118,11 @@ notail_314:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_309
+	JMP           f16tiles_315
 
-f16tilesdone_310:
+f16tilesdone_316:
 	CMPQ DX, $0x03
-	JNE  f16rest_315
+	JNE  f16rest_321
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10304,9 +10139,9 @@ f16tilesdone_310:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_316:
+f16steps_322:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_317
+	JB          f16stepsdone_323
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10335,11 +10170,11 @@ f16steps_316:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_316
+	JMP         f16steps_322
 
-f16stepsdone_317:
+f16stepsdone_323:
 	CMPQ        DI, $0x10
-	JB          f16step16_318
+	JB          f16step16_324
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -10355,9 +10190,9 @@ f16stepsdone_317:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_318:
+f16step16_324:
 	TESTQ       DI, DI
-	JZ          notail_319
+	JZ          notail_325
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10376,7 +10211,7 @@ f16step16_318:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_319:
+notail_325:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10432,9 +10267,9 @@ notail_319:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_315:
+f16rest_321:
 	CMPQ DX, $0x02
-	JNE  f16rest_320
+	JNE  f16rest_326
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10449,9 +10284,9 @@ f16rest_315:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_321:
+f16steps_327:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_322
+	JB          f16stepsdone_328
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10473,11 +10308,11 @@ f16steps_321:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_321
+	JMP         f16steps_327
 
-f16stepsdone_322:
+f16stepsdone_328:
 	CMPQ        DI, $0x10
-	JB          f16step16_323
+	JB          f16step16_329
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -10490,9 +10325,9 @@ f16stepsdone_322:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_323:
+f16step16_329:
 	TESTQ       DI, DI
-	JZ          notail_324
+	JZ          notail_330
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10507,7 +10342,7 @@ f16step16_323:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_324:
+notail_330:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10554,9 +10389,9 @@ notail_324:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_320:
+f16rest_326:
 	CMPQ DX, $0x01
-	JNE  f16rest_325
+	JNE  f16rest_331
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -10569,9 +10404,9 @@ f16rest_320:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_326:
+f16steps_332:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_327
+	JB          f16stepsdone_333
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -10586,11 +10421,11 @@ f16steps_326:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_326
+	JMP         f16steps_332
 
-f16stepsdone_327:
+f16stepsdone_333:
 	CMPQ        BX, $0x10
-	JB          f16step16_328
+	JB          f16step16_334
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10600,9 +10435,9 @@ f16stepsdone_327:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_328:
+f16step16_334:
 	TESTQ       BX, BX
-	JZ          notail_329
+	JZ          notail_335
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10613,7 +10448,7 @@ f16step16_328:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_329:
+notail_335:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10651,12 +10486,12 @@ notail_329:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_325:
+f16rest_331:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_331
+	JZ   f16singledone_337
 
-f16single_330:
+f16single_336:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10668,9 +10503,9 @@ f16single_330:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_332:
+f16steps_338:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_333
+	JB          f16stepsdone_339
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -10685,11 +10520,11 @@ f16steps_332:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_332
+	JMP         f16steps_338
 
-f16stepsdone_333:
+f16stepsdone_339:
 	CMPQ        SI, $0x10
-	JB          f16step16_334
+	JB          f16step16_340
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10699,9 +10534,9 @@ f16stepsdone_333:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_334:
+f16step16_340:
 	TESTQ       SI, SI
-	JZ          notail_335
+	JZ          notail_341
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10712,7 +10547,7 @@ f16step16_334:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_335:
+notail_341:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10740,22 +10575,22 @@ notail_335:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_330
+	JNZ           f16single_336
 
-f16singledone_331:
-	JMP f16mmend_279
+f16singledone_337:
+	JMP f16mmend_285
 
-f16mmtokens_308:
+f16mmtokens_314:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_336
+	JNE  f16mmtokens_342
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_337:
+f16tiles_343:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_338
+	JB   f16tilesdone_344
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10780,9 +10615,9 @@ f16tiles_337:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_339:
+f16steps_345:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_340
+	JB          f16stepsdone_346
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10829,11 +10664,11 @@ f16steps_339:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_339
+	JMP         f16steps_345
 
-f16stepsdone_340:
+f16stepsdone_346:
 	CMPQ        DI, $0x10
-	JB          f16step16_341
+	JB          f16step16_347
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -10858,9 +10693,9 @@ f16stepsdone_340:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_341:
+f16step16_347:
 	TESTQ       DI, DI
-	JZ          notail_342
+	JZ          notail_348
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10888,7 +10723,7 @@ f16step16_341:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_342:
+notail_348:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10962,11 +10797,11 @@ notail_342:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_337
+	JMP           f16tiles_343
 
-f16tilesdone_338:
+f16tilesdone_344:
 	CMPQ DX, $0x03
-	JNE  f16rest_343
+	JNE  f16rest_349
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10986,9 +10821,9 @@ f16tilesdone_338:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_344:
+f16steps_350:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_345
+	JB          f16stepsdone_351
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11025,11 +10860,11 @@ f16steps_344:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_344
+	JMP         f16steps_350
 
-f16stepsdone_345:
+f16stepsdone_351:
 	CMPQ        DI, $0x10
-	JB          f16step16_346
+	JB          f16step16_352
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -11049,9 +10884,9 @@ f16stepsdone_345:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_346:
+f16step16_352:
 	TESTQ       DI, DI
-	JZ          notail_347
+	JZ          notail_353
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11074,7 +10909,7 @@ f16step16_346:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_347:
+notail_353:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11153,9 +10988,9 @@ notail_347:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_343:
+f16rest_349:
 	CMPQ DX, $0x02
-	JNE  f16rest_348
+	JNE  f16rest_354
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11172,9 +11007,9 @@ f16rest_343:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_349:
+f16steps_355:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_350
+	JB          f16stepsdone_356
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11202,11 +11037,11 @@ f16steps_349:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_349
+	JMP         f16steps_355
 
-f16stepsdone_350:
+f16stepsdone_356:
 	CMPQ        DI, $0x10
-	JB          f16step16_351
+	JB          f16step16_357
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -11222,9 +11057,9 @@ f16stepsdone_350:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_351:
+f16step16_357:
 	TESTQ       DI, DI
-	JZ          notail_352
+	JZ          notail_358
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11242,7 +11077,7 @@ f16step16_351:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_352:
+notail_358:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11308,9 +11143,9 @@ notail_352:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_348:
+f16rest_354:
 	CMPQ DX, $0x01
-	JNE  f16rest_353
+	JNE  f16rest_359
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -11324,9 +11159,9 @@ f16rest_348:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_354:
+f16steps_360:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_355
+	JB          f16stepsdone_361
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -11345,11 +11180,11 @@ f16steps_354:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_354
+	JMP         f16steps_360
 
-f16stepsdone_355:
+f16stepsdone_361:
 	CMPQ        BX, $0x10
-	JB          f16step16_356
+	JB          f16step16_362
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -11361,9 +11196,9 @@ f16stepsdone_355:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_356:
+f16step16_362:
 	TESTQ       BX, BX
-	JZ          notail_357
+	JZ          notail_363
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -11376,7 +11211,7 @@ f16step16_356:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_357:
+notail_363:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11429,12 +11264,12 @@ notail_357:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_353:
+f16rest_359:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_359
+	JZ   f16singledone_365
 
-f16single_358:
+f16single_364:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11447,9 +11282,9 @@ f16single_358:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_360:
+f16steps_366:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_361
+	JB          f16stepsdone_367
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -11468,11 +11303,11 @@ f16steps_360:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_360
+	JMP         f16steps_366
 
-f16stepsdone_361:
+f16stepsdone_367:
 	CMPQ        SI, $0x10
-	JB          f16step16_362
+	JB          f16step16_368
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -11484,9 +11319,9 @@ f16stepsdone_361:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_362:
+f16step16_368:
 	TESTQ       SI, SI
-	JZ          notail_363
+	JZ          notail_369
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -11499,7 +11334,7 @@ f16step16_362:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_363:
+notail_369:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11537,22 +11372,22 @@ notail_363:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_358
+	JNZ           f16single_364
 
-f16singledone_359:
-	JMP f16mmend_279
+f16singledone_365:
+	JMP f16mmend_285
 
-f16mmtokens_336:
+f16mmtokens_342:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_364
+	JNE  f16mmtokens_370
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_365:
+f16tiles_371:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_366
+	JB   f16tilesdone_372
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11583,9 +11418,9 @@ f16tiles_365:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_367:
+f16steps_373:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_368
+	JB          f16stepsdone_374
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11643,11 +11478,11 @@ f16steps_367:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_367
+	JMP         f16steps_373
 
-f16stepsdone_368:
+f16stepsdone_374:
 	CMPQ        DI, $0x10
-	JB          f16step16_369
+	JB          f16step16_375
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -11678,9 +11513,9 @@ f16stepsdone_368:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_369:
+f16step16_375:
 	TESTQ       DI, DI
-	JZ          notail_370
+	JZ          notail_376
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -11713,7 +11548,7 @@ f16step16_369:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_370:
+notail_376:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11808,11 +11643,11 @@ notail_370:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_365
+	JMP           f16tiles_371
 
-f16tilesdone_366:
+f16tilesdone_372:
 	CMPQ DX, $0x03
-	JNE  f16rest_371
+	JNE  f16rest_377
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11837,9 +11672,9 @@ f16tilesdone_366:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_372:
+f16steps_378:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_373
+	JB          f16stepsdone_379
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11885,11 +11720,11 @@ f16steps_372:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_372
+	JMP         f16steps_378
 
-f16stepsdone_373:
+f16stepsdone_379:
 	CMPQ        DI, $0x10
-	JB          f16step16_374
+	JB          f16step16_380
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -11914,9 +11749,9 @@ f16stepsdone_373:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_374:
+f16step16_380:
 	TESTQ       DI, DI
-	JZ          notail_375
+	JZ          notail_381
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11943,7 +11778,7 @@ f16step16_374:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_375:
+notail_381:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12045,9 +11880,9 @@ notail_375:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_371:
+f16rest_377:
 	CMPQ DX, $0x02
-	JNE  f16rest_376
+	JNE  f16rest_382
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12068,9 +11903,9 @@ f16rest_371:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_377:
+f16steps_383:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_378
+	JB          f16stepsdone_384
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12105,11 +11940,11 @@ f16steps_377:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_377
+	JMP         f16steps_383
 
-f16stepsdone_378:
+f16stepsdone_384:
 	CMPQ        DI, $0x10
-	JB          f16step16_379
+	JB          f16step16_385
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -12129,9 +11964,9 @@ f16stepsdone_378:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_379:
+f16step16_385:
 	TESTQ       DI, DI
-	JZ          notail_380
+	JZ          notail_386
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12152,7 +11987,7 @@ f16step16_379:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_380:
+notail_386:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12237,9 +12072,9 @@ notail_380:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_376:
+f16rest_382:
 	CMPQ DX, $0x01
-	JNE  f16rest_381
+	JNE  f16rest_387
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -12256,9 +12091,9 @@ f16rest_376:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_382:
+f16steps_388:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_383
+	JB          f16stepsdone_389
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -12282,11 +12117,11 @@ f16steps_382:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_382
+	JMP         f16steps_388
 
-f16stepsdone_383:
+f16stepsdone_389:
 	CMPQ        BX, $0x10
-	JB          f16step16_384
+	JB          f16step16_390
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -12301,9 +12136,9 @@ f16stepsdone_383:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_384:
+f16step16_390:
 	TESTQ       BX, BX
-	JZ          notail_385
+	JZ          notail_391
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -12318,7 +12153,7 @@ f16step16_384:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_385:
+notail_391:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12386,12 +12221,12 @@ notail_385:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_381:
+f16rest_387:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_387
+	JZ   f16singledone_393
 
-f16single_386:
+f16single_392:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12407,9 +12242,9 @@ f16single_386:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_388:
+f16steps_394:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_389
+	JB          f16stepsdone_395
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -12433,11 +12268,11 @@ f16steps_388:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_388
+	JMP         f16steps_394
 
-f16stepsdone_389:
+f16stepsdone_395:
 	CMPQ        SI, $0x10
-	JB          f16step16_390
+	JB          f16step16_396
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -12452,9 +12287,9 @@ f16stepsdone_389:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_390:
+f16step16_396:
 	TESTQ       SI, SI
-	JZ          notail_391
+	JZ          notail_397
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -12469,7 +12304,7 @@ f16step16_390:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_391:
+notail_397:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12517,22 +12352,22 @@ notail_391:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_386
+	JNZ           f16single_392
 
-f16singledone_387:
-	JMP f16mmend_279
+f16singledone_393:
+	JMP f16mmend_285
 
-f16mmtokens_364:
+f16mmtokens_370:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_392
+	JNE  f16mmtokens_398
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_393:
+f16tiles_399:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_394
+	JB   f16tilesdone_400
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12567,9 +12402,9 @@ f16tiles_393:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_395:
+f16steps_401:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_396
+	JB          f16stepsdone_402
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12637,11 +12472,11 @@ f16steps_395:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_395
+	JMP         f16steps_401
 
-f16stepsdone_396:
+f16stepsdone_402:
 	CMPQ        DI, $0x10
-	JB          f16step16_397
+	JB          f16step16_403
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -12677,9 +12512,9 @@ f16stepsdone_396:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_397:
+f16step16_403:
 	TESTQ       DI, DI
-	JZ          notail_398
+	JZ          notail_404
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12717,7 +12552,7 @@ f16step16_397:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_398:
+notail_404:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12833,11 +12668,11 @@ notail_398:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_393
+	JMP           f16tiles_399
 
-f16tilesdone_394:
+f16tilesdone_400:
 	CMPQ DX, $0x03
-	JNE  f16rest_399
+	JNE  f16rest_405
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12865,9 +12700,9 @@ f16tilesdone_394:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_400:
+f16steps_406:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_401
+	JB          f16stepsdone_407
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12921,11 +12756,11 @@ f16steps_400:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_400
+	JMP         f16steps_406
 
-f16stepsdone_401:
+f16stepsdone_407:
 	CMPQ        DI, $0x10
-	JB          f16step16_402
+	JB          f16step16_408
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -12954,9 +12789,9 @@ f16stepsdone_401:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_402:
+f16step16_408:
 	TESTQ       DI, DI
-	JZ          notail_403
+	JZ          notail_409
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12987,7 +12822,7 @@ f16step16_402:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_403:
+notail_409:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13112,9 +12947,9 @@ notail_403:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_399:
+f16rest_405:
 	CMPQ DX, $0x02
-	JNE  f16rest_404
+	JNE  f16rest_410
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -13137,9 +12972,9 @@ f16rest_399:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_405:
+f16steps_411:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_406
+	JB          f16stepsdone_412
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13180,11 +13015,11 @@ f16steps_405:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_405
+	JMP         f16steps_411
 
-f16stepsdone_406:
+f16stepsdone_412:
 	CMPQ        DI, $0x10
-	JB          f16step16_407
+	JB          f16step16_413
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -13207,9 +13042,9 @@ f16stepsdone_406:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_407:
+f16step16_413:
 	TESTQ       DI, DI
-	JZ          notail_408
+	JZ          notail_414
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13233,7 +13068,7 @@ f16step16_407:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_408:
+notail_414:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13337,9 +13172,9 @@ notail_408:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_404:
+f16rest_410:
 	CMPQ DX, $0x01
-	JNE  f16rest_409
+	JNE  f16rest_415
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -13357,9 +13192,9 @@ f16rest_404:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_410:
+f16steps_416:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_411
+	JB          f16stepsdone_417
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -13387,11 +13222,11 @@ f16steps_410:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_410
+	JMP         f16steps_416
 
-f16stepsdone_411:
+f16stepsdone_417:
 	CMPQ        BX, $0x10
-	JB          f16step16_412
+	JB          f16step16_418
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -13408,9 +13243,9 @@ f16stepsdone_411:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_412:
+f16step16_418:
 	TESTQ       BX, BX
-	JZ          notail_413
+	JZ          notail_419
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -13427,7 +13262,7 @@ f16step16_412:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_413:
+notail_419:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -13510,12 +13345,12 @@ notail_413:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_409:
+f16rest_415:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_415
+	JZ   f16singledone_421
 
-f16single_414:
+f16single_420:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -13532,9 +13367,9 @@ f16single_414:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_416:
+f16steps_422:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_417
+	JB          f16stepsdone_423
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -13562,11 +13397,11 @@ f16steps_416:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_416
+	JMP         f16steps_422
 
-f16stepsdone_417:
+f16stepsdone_423:
 	CMPQ        SI, $0x10
-	JB          f16step16_418
+	JB          f16step16_424
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -13583,9 +13418,9 @@ f16stepsdone_417:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_418:
+f16step16_424:
 	TESTQ       SI, SI
-	JZ          notail_419
+	JZ          notail_425
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -13602,7 +13437,7 @@ f16step16_418:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_419:
+notail_425:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13660,22 +13495,22 @@ notail_419:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_414
+	JNZ           f16single_420
 
-f16singledone_415:
-	JMP f16mmend_279
+f16singledone_421:
+	JMP f16mmend_285
 
-f16mmtokens_392:
+f16mmtokens_398:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_420
+	JNE  f16mmtokens_426
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_421:
+f16tiles_427:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_422
+	JB   f16tilesdone_428
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13714,9 +13549,9 @@ f16tiles_421:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_423:
+f16steps_429:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_424
+	JB          f16stepsdone_430
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13794,11 +13629,11 @@ f16steps_423:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_423
+	JMP         f16steps_429
 
-f16stepsdone_424:
+f16stepsdone_430:
 	CMPQ        DI, $0x10
-	JB          f16step16_425
+	JB          f16step16_431
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -13839,9 +13674,9 @@ f16stepsdone_424:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_425:
+f16step16_431:
 	TESTQ       DI, DI
-	JZ          notail_426
+	JZ          notail_432
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13884,7 +13719,7 @@ f16step16_425:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_426:
+notail_432:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14021,11 +13856,11 @@ notail_426:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_421
+	JMP           f16tiles_427
 
-f16tilesdone_422:
+f16tilesdone_428:
 	CMPQ DX, $0x03
-	JNE  f16rest_427
+	JNE  f16rest_433
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14056,9 +13891,9 @@ f16tilesdone_422:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_428:
+f16steps_434:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_429
+	JB          f16stepsdone_435
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14120,11 +13955,11 @@ f16steps_428:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_428
+	JMP         f16steps_434
 
-f16stepsdone_429:
+f16stepsdone_435:
 	CMPQ        DI, $0x10
-	JB          f16step16_430
+	JB          f16step16_436
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -14157,9 +13992,9 @@ f16stepsdone_429:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_430:
+f16step16_436:
 	TESTQ       DI, DI
-	JZ          notail_431
+	JZ          notail_437
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14194,7 +14029,7 @@ f16step16_430:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_431:
+notail_437:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14342,9 +14177,9 @@ notail_431:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_427:
+f16rest_433:
 	CMPQ DX, $0x02
-	JNE  f16rest_432
+	JNE  f16rest_438
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14369,9 +14204,9 @@ f16rest_427:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_433:
+f16steps_439:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_434
+	JB          f16stepsdone_440
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14418,11 +14253,11 @@ f16steps_433:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_433
+	JMP         f16steps_439
 
-f16stepsdone_434:
+f16stepsdone_440:
 	CMPQ        DI, $0x10
-	JB          f16step16_435
+	JB          f16step16_441
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -14448,9 +14283,9 @@ f16stepsdone_434:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_435:
+f16step16_441:
 	TESTQ       DI, DI
-	JZ          notail_436
+	JZ          notail_442
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14477,7 +14312,7 @@ f16step16_435:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_436:
+notail_442:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14600,9 +14435,9 @@ notail_436:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_432:
+f16rest_438:
 	CMPQ DX, $0x01
-	JNE  f16rest_437
+	JNE  f16rest_443
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -14621,9 +14456,9 @@ f16rest_432:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_438:
+f16steps_444:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_439
+	JB          f16stepsdone_445
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -14655,11 +14490,11 @@ f16steps_438:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_438
+	JMP         f16steps_444
 
-f16stepsdone_439:
+f16stepsdone_445:
 	CMPQ        BX, $0x10
-	JB          f16step16_440
+	JB          f16step16_446
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14678,9 +14513,9 @@ f16stepsdone_439:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_440:
+f16step16_446:
 	TESTQ       BX, BX
-	JZ          notail_441
+	JZ          notail_447
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -14699,7 +14534,7 @@ f16step16_440:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_441:
+notail_447:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14797,12 +14632,12 @@ notail_441:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_437:
+f16rest_443:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_443
+	JZ   f16singledone_449
 
-f16single_442:
+f16single_448:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14820,9 +14655,9 @@ f16single_442:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_444:
+f16steps_450:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_445
+	JB          f16stepsdone_451
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -14854,11 +14689,11 @@ f16steps_444:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_444
+	JMP         f16steps_450
 
-f16stepsdone_445:
+f16stepsdone_451:
 	CMPQ        SI, $0x10
-	JB          f16step16_446
+	JB          f16step16_452
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14877,9 +14712,9 @@ f16stepsdone_445:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_446:
+f16step16_452:
 	TESTQ       SI, SI
-	JZ          notail_447
+	JZ          notail_453
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14898,7 +14733,7 @@ f16step16_446:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_447:
+notail_453:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14966,22 +14801,22 @@ notail_447:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_442
+	JNZ           f16single_448
 
-f16singledone_443:
-	JMP f16mmend_279
+f16singledone_449:
+	JMP f16mmend_285
 
-f16mmtokens_420:
+f16mmtokens_426:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_448
+	JNE  f16mmtokens_454
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_449:
+f16tiles_455:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_450
+	JB   f16tilesdone_456
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -15017,9 +14852,9 @@ f16tiles_449:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_451:
+f16steps_457:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_452
+	JB          f16stepsdone_458
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15090,11 +14925,11 @@ f16steps_451:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_451
+	JMP         f16steps_457
 
-f16stepsdone_452:
+f16stepsdone_458:
 	CMPQ        DI, $0x10
-	JB          f16step16_453
+	JB          f16step16_459
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -15132,9 +14967,9 @@ f16stepsdone_452:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_453:
+f16step16_459:
 	TESTQ       DI, DI
-	JZ          notail_454
+	JZ          notail_460
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15173,7 +15008,7 @@ f16step16_453:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_454:
+notail_460:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15344,11 +15179,11 @@ notail_454:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_449
+	JMP           f16tiles_455
 
-f16tilesdone_450:
+f16tilesdone_456:
 	CMPQ DX, $0x02
-	JNE  f16rest_455
+	JNE  f16rest_461
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -15377,9 +15212,9 @@ f16tilesdone_450:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_456:
+f16steps_462:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_457
+	JB          f16stepsdone_463
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15433,11 +15268,11 @@ f16steps_456:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_456
+	JMP         f16steps_462
 
-f16stepsdone_457:
+f16stepsdone_463:
 	CMPQ        DI, $0x10
-	JB          f16step16_458
+	JB          f16step16_464
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -15467,9 +15302,9 @@ f16stepsdone_457:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_458:
+f16step16_464:
 	TESTQ       DI, DI
-	JZ          notail_459
+	JZ          notail_465
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15499,7 +15334,7 @@ f16step16_458:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_459:
+notail_465:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15641,9 +15476,9 @@ notail_459:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_455:
+f16rest_461:
 	CMPQ DX, $0x01
-	JNE  f16rest_460
+	JNE  f16rest_466
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -15665,9 +15500,9 @@ f16rest_455:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_461:
+f16steps_467:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_462
+	JB          f16stepsdone_468
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -15704,11 +15539,11 @@ f16steps_461:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_461
+	JMP         f16steps_467
 
-f16stepsdone_462:
+f16stepsdone_468:
 	CMPQ        BX, $0x10
-	JB          f16step16_463
+	JB          f16step16_469
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15730,9 +15565,9 @@ f16stepsdone_462:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_463:
+f16step16_469:
 	TESTQ       BX, BX
-	JZ          notail_464
+	JZ          notail_470
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -15753,7 +15588,7 @@ f16step16_463:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_464:
+notail_470:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15866,12 +15701,12 @@ notail_464:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_460:
+f16rest_466:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_466
+	JZ   f16singledone_472
 
-f16single_465:
+f16single_471:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15892,9 +15727,9 @@ f16single_465:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_467:
+f16steps_473:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_468
+	JB          f16stepsdone_474
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -15931,11 +15766,11 @@ f16steps_467:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_467
+	JMP         f16steps_473
 
-f16stepsdone_468:
+f16stepsdone_474:
 	CMPQ        SI, $0x10
-	JB          f16step16_469
+	JB          f16step16_475
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15957,9 +15792,9 @@ f16stepsdone_468:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_469:
+f16step16_475:
 	TESTQ       SI, SI
-	JZ          notail_470
+	JZ          notail_476
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -15980,7 +15815,7 @@ f16step16_469:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_470:
+notail_476:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16058,22 +15893,22 @@ notail_470:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_465
+	JNZ           f16single_471
 
-f16singledone_466:
-	JMP f16mmend_279
+f16singledone_472:
+	JMP f16mmend_285
 
-f16mmtokens_448:
+f16mmtokens_454:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_471
+	JNE  f16mmtokens_477
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_472:
+f16tiles_478:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_473
+	JB   f16tilesdone_479
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -16112,9 +15947,9 @@ f16tiles_472:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_474:
+f16steps_480:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_475
+	JB          f16stepsdone_481
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16193,11 +16028,11 @@ f16steps_474:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_474
+	JMP         f16steps_480
 
-f16stepsdone_475:
+f16stepsdone_481:
 	CMPQ        DI, $0x10
-	JB          f16step16_476
+	JB          f16step16_482
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -16239,9 +16074,9 @@ f16stepsdone_475:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_476:
+f16step16_482:
 	TESTQ       DI, DI
-	JZ          notail_477
+	JZ          notail_483
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16284,7 +16119,7 @@ f16step16_476:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_477:
+notail_483:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16478,11 +16313,11 @@ notail_477:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_472
+	JMP           f16tiles_478
 
-f16tilesdone_473:
+f16tilesdone_479:
 	CMPQ DX, $0x02
-	JNE  f16rest_478
+	JNE  f16rest_484
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -16513,9 +16348,9 @@ f16tilesdone_473:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_479:
+f16steps_485:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_480
+	JB          f16stepsdone_486
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16575,11 +16410,11 @@ f16steps_479:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_479
+	JMP         f16steps_485
 
-f16stepsdone_480:
+f16stepsdone_486:
 	CMPQ        DI, $0x10
-	JB          f16step16_481
+	JB          f16step16_487
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -16612,9 +16447,9 @@ f16stepsdone_480:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_481:
+f16step16_487:
 	TESTQ       DI, DI
-	JZ          notail_482
+	JZ          notail_488
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16647,7 +16482,7 @@ f16step16_481:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_482:
+notail_488:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16808,9 +16643,9 @@ notail_482:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_478:
+f16rest_484:
 	CMPQ DX, $0x01
-	JNE  f16rest_483
+	JNE  f16rest_489
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -16833,9 +16668,9 @@ f16rest_478:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_484:
+f16steps_490:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_485
+	JB          f16stepsdone_491
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -16876,11 +16711,11 @@ f16steps_484:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_484
+	JMP         f16steps_490
 
-f16stepsdone_485:
+f16stepsdone_491:
 	CMPQ        BX, $0x10
-	JB          f16step16_486
+	JB          f16step16_492
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16904,9 +16739,9 @@ f16stepsdone_485:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_486:
+f16step16_492:
 	TESTQ       BX, BX
-	JZ          notail_487
+	JZ          notail_493
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16929,7 +16764,7 @@ f16step16_486:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_487:
+notail_493:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17057,12 +16892,12 @@ notail_487:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_483:
+f16rest_489:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_489
+	JZ   f16singledone_495
 
-f16single_488:
+f16single_494:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17084,9 +16919,9 @@ f16single_488:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_490:
+f16steps_496:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_491
+	JB          f16stepsdone_497
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -17127,11 +16962,11 @@ f16steps_490:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_490
+	JMP         f16steps_496
 
-f16stepsdone_491:
+f16stepsdone_497:
 	CMPQ        SI, $0x10
-	JB          f16step16_492
+	JB          f16step16_498
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -17155,9 +16990,9 @@ f16stepsdone_491:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_492:
+f16step16_498:
 	TESTQ       SI, SI
-	JZ          notail_493
+	JZ          notail_499
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17180,7 +17015,7 @@ f16step16_492:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_493:
+notail_499:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17268,22 +17103,22 @@ notail_493:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_488
+	JNZ           f16single_494
 
-f16singledone_489:
-	JMP f16mmend_279
+f16singledone_495:
+	JMP f16mmend_285
 
-f16mmtokens_471:
+f16mmtokens_477:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_494
+	JNE  f16mmtokens_500
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_495:
+f16tiles_501:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_496
+	JB   f16tilesdone_502
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17325,9 +17160,9 @@ f16tiles_495:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_497:
+f16steps_503:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_498
+	JB          f16stepsdone_504
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17414,11 +17249,11 @@ f16steps_497:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_497
+	JMP         f16steps_503
 
-f16stepsdone_498:
+f16stepsdone_504:
 	CMPQ        DI, $0x10
-	JB          f16step16_499
+	JB          f16step16_505
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -17464,9 +17299,9 @@ f16stepsdone_498:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_499:
+f16step16_505:
 	TESTQ       DI, DI
-	JZ          notail_500
+	JZ          notail_506
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17513,7 +17348,7 @@ f16step16_499:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_500:
+notail_506:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17730,11 +17565,11 @@ notail_500:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_495
+	JMP           f16tiles_501
 
-f16tilesdone_496:
+f16tilesdone_502:
 	CMPQ DX, $0x02
-	JNE  f16rest_501
+	JNE  f16rest_507
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17767,9 +17602,9 @@ f16tilesdone_496:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_502:
+f16steps_508:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_503
+	JB          f16stepsdone_509
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17835,11 +17670,11 @@ f16steps_502:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_502
+	JMP         f16steps_508
 
-f16stepsdone_503:
+f16stepsdone_509:
 	CMPQ        DI, $0x10
-	JB          f16step16_504
+	JB          f16step16_510
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -17875,9 +17710,9 @@ f16stepsdone_503:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_504:
+f16step16_510:
 	TESTQ       DI, DI
-	JZ          notail_505
+	JZ          notail_511
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17913,7 +17748,7 @@ f16step16_504:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_505:
+notail_511:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18093,9 +17928,9 @@ notail_505:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_501:
+f16rest_507:
 	CMPQ DX, $0x01
-	JNE  f16rest_506
+	JNE  f16rest_512
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -18119,9 +17954,9 @@ f16rest_501:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_507:
+f16steps_513:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_508
+	JB          f16stepsdone_514
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -18166,11 +18001,11 @@ f16steps_507:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_507
+	JMP         f16steps_513
 
-f16stepsdone_508:
+f16stepsdone_514:
 	CMPQ        BX, $0x10
-	JB          f16step16_509
+	JB          f16step16_515
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -18196,9 +18031,9 @@ f16stepsdone_508:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_509:
+f16step16_515:
 	TESTQ       BX, BX
-	JZ          notail_510
+	JZ          notail_516
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -18223,7 +18058,7 @@ f16step16_509:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_510:
+notail_516:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -18366,12 +18201,12 @@ notail_510:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_506:
+f16rest_512:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_512
+	JZ   f16singledone_518
 
-f16single_511:
+f16single_517:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -18394,9 +18229,9 @@ f16single_511:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_513:
+f16steps_519:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_514
+	JB          f16stepsdone_520
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -18441,11 +18276,11 @@ f16steps_513:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_513
+	JMP         f16steps_519
 
-f16stepsdone_514:
+f16stepsdone_520:
 	CMPQ        SI, $0x10
-	JB          f16step16_515
+	JB          f16step16_521
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -18471,9 +18306,9 @@ f16stepsdone_514:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_515:
+f16step16_521:
 	TESTQ       SI, SI
-	JZ          notail_516
+	JZ          notail_522
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -18498,7 +18333,7 @@ f16step16_515:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_516:
+notail_522:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18596,13 +18431,13 @@ notail_516:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_511
+	JNZ           f16single_517
 
-f16singledone_512:
-	JMP f16mmend_279
+f16singledone_518:
+	JMP f16mmend_285
 
-f16mmtokens_494:
-f16mmend_279:
+f16mmtokens_500:
+f16mmend_285:
 	VZEROUPPER
 	RET
 
@@ -18613,16 +18448,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_517:
+rows_523:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_518
+	JB   rowsdone_524
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_519:
+tokens_525:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_520
+	JB   tokenstail_526
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -18656,9 +18491,9 @@ tokens_519:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_522:
+i8steps_528:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_523
+	JB         i8stepsdone_529
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18697,11 +18532,11 @@ i8steps_522:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_522
+	JMP        i8steps_528
 
-i8stepsdone_523:
+i8stepsdone_529:
 	TESTQ      R10, R10
-	JZ         notail_524
+	JZ         notail_530
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -18739,7 +18574,7 @@ i8stepsdone_523:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_524:
+notail_530:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -18898,11 +18733,11 @@ notail_524:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_519
+	JMP           tokens_525
 
-tokenstail_520:
+tokenstail_526:
 	CMPQ DI, $0x00000004
-	JNE  tokens_525
+	JNE  tokens_531
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -18931,9 +18766,9 @@ tokenstail_520:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_526:
+i8steps_532:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_527
+	JB         i8stepsdone_533
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18967,11 +18802,11 @@ i8steps_526:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_526
+	JMP        i8steps_532
 
-i8stepsdone_527:
+i8stepsdone_533:
 	TESTQ      R10, R10
-	JZ         notail_528
+	JZ         notail_534
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -19004,7 +18839,7 @@ i8stepsdone_527:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_528:
+notail_534:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19126,11 +18961,11 @@ notail_528:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_521
+	JMP           tokensdone_527
 
-tokens_525:
+tokens_531:
 	CMPQ DI, $0x00000003
-	JNE  tokens_529
+	JNE  tokens_535
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -19153,9 +18988,9 @@ tokens_525:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_530:
+i8steps_536:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_531
+	JB         i8stepsdone_537
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -19183,11 +19018,11 @@ i8steps_530:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_530
+	JMP        i8steps_536
 
-i8stepsdone_531:
+i8stepsdone_537:
 	TESTQ      R10, R10
-	JZ         notail_532
+	JZ         notail_538
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -19215,7 +19050,7 @@ i8stepsdone_531:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_532:
+notail_538:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19308,11 +19143,11 @@ notail_532:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_521
+	JMP           tokensdone_527
 
-tokens_529:
+tokens_535:
 	CMPQ DI, $0x00000002
-	JNE  tokens_533
+	JNE  tokens_539
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -19331,9 +19166,9 @@ tokens_529:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_534:
+i8steps_540:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_535
+	JB         i8stepsdone_541
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -19356,11 +19191,11 @@ i8steps_534:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_534
+	JMP        i8steps_540
 
-i8stepsdone_535:
+i8stepsdone_541:
 	TESTQ      R10, R10
-	JZ         notail_536
+	JZ         notail_542
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -19383,7 +19218,7 @@ i8stepsdone_535:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_536:
+notail_542:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19447,11 +19282,11 @@ notail_536:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_521
+	JMP           tokensdone_527
 
-tokens_533:
+tokens_539:
 	CMPQ DI, $0x00000001
-	JNE  tokens_537
+	JNE  tokens_543
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -19466,9 +19301,9 @@ tokens_533:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_538:
+i8steps_544:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_539
+	JB         i8stepsdone_545
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -19486,11 +19321,11 @@ i8steps_538:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_538
+	JMP        i8steps_544
 
-i8stepsdone_539:
+i8stepsdone_545:
 	TESTQ      R9, R9
-	JZ         notail_540
+	JZ         notail_546
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19508,7 +19343,7 @@ i8stepsdone_539:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_540:
+notail_546:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19544,27 +19379,27 @@ notail_540:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_521
+	JMP           tokensdone_527
 
-tokens_537:
-tokensdone_521:
+tokens_543:
+tokensdone_527:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_517
+	JMP  rows_523
 
-rowsdone_518:
-rows_541:
+rowsdone_524:
+rows_547:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_542
+	JB   rowsdone_548
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_543:
+tokens_549:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_544
+	JB   tokenstail_550
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -19586,9 +19421,9 @@ tokens_543:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_546:
+i8steps_552:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_547
+	JB         i8stepsdone_553
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -19612,11 +19447,11 @@ i8steps_546:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_546
+	JMP        i8steps_552
 
-i8stepsdone_547:
+i8stepsdone_553:
 	TESTQ      R9, R9
-	JZ         notail_548
+	JZ         notail_554
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -19639,7 +19474,7 @@ i8stepsdone_547:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_548:
+notail_554:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19749,11 +19584,11 @@ notail_548:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_543
+	JMP           tokens_549
 
-tokenstail_544:
+tokenstail_550:
 	CMPQ DI, $0x00000007
-	JNE  tokens_549
+	JNE  tokens_555
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -19773,9 +19608,9 @@ tokenstail_544:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_550:
+i8steps_556:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_551
+	JB         i8stepsdone_557
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -19797,11 +19632,11 @@ i8steps_550:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_550
+	JMP        i8steps_556
 
-i8stepsdone_551:
+i8stepsdone_557:
 	TESTQ      R9, R9
-	JZ         notail_552
+	JZ         notail_558
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -19822,7 +19657,7 @@ i8stepsdone_551:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_552:
+notail_558:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19912,11 +19747,11 @@ notail_552:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_545
+	JMP           tokensdone_551
 
-tokens_549:
+tokens_555:
 	CMPQ DI, $0x00000006
-	JNE  tokens_553
+	JNE  tokens_559
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -19933,9 +19768,9 @@ tokens_549:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_554:
+i8steps_560:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_555
+	JB         i8stepsdone_561
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -19954,11 +19789,11 @@ i8steps_554:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_554
+	JMP        i8steps_560
 
-i8stepsdone_555:
+i8stepsdone_561:
 	TESTQ      R9, R9
-	JZ         notail_556
+	JZ         notail_562
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19977,7 +19812,7 @@ i8stepsdone_555:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_556:
+notail_562:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20055,11 +19890,11 @@ notail_556:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_545
+	JMP           tokensdone_551
 
-tokens_553:
+tokens_559:
 	CMPQ DI, $0x00000005
-	JNE  tokens_557
+	JNE  tokens_563
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -20075,9 +19910,9 @@ tokens_553:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_558:
+i8steps_564:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_559
+	JB         i8stepsdone_565
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -20094,11 +19929,11 @@ i8steps_558:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_558
+	JMP        i8steps_564
 
-i8stepsdone_559:
+i8stepsdone_565:
 	TESTQ      R9, R9
-	JZ         notail_560
+	JZ         notail_566
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -20115,7 +19950,7 @@ i8stepsdone_559:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_560:
+notail_566:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20181,11 +20016,11 @@ notail_560:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_545
+	JMP           tokensdone_551
 
-tokens_557:
+tokens_563:
 	CMPQ DI, $0x00000004
-	JNE  tokens_561
+	JNE  tokens_567
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -20200,9 +20035,9 @@ tokens_557:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_562:
+i8steps_568:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_563
+	JB         i8stepsdone_569
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -20217,11 +20052,11 @@ i8steps_562:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_562
+	JMP        i8steps_568
 
-i8stepsdone_563:
+i8stepsdone_569:
 	TESTQ      R9, R9
-	JZ         notail_564
+	JZ         notail_570
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -20236,7 +20071,7 @@ i8stepsdone_563:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_564:
+notail_570:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20290,11 +20125,11 @@ notail_564:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_545
+	JMP           tokensdone_551
 
-tokens_561:
+tokens_567:
 	CMPQ DI, $0x00000003
-	JNE  tokens_565
+	JNE  tokens_571
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -20306,9 +20141,9 @@ tokens_561:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_566:
+i8steps_572:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_567
+	JB         i8stepsdone_573
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -20320,11 +20155,11 @@ i8steps_566:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_566
+	JMP        i8steps_572
 
-i8stepsdone_567:
+i8stepsdone_573:
 	TESTQ      R9, R9
-	JZ         notail_568
+	JZ         notail_574
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -20337,7 +20172,7 @@ i8stepsdone_567:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_568:
+notail_574:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20379,11 +20214,11 @@ notail_568:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_545
+	JMP           tokensdone_551
 
-tokens_565:
+tokens_571:
 	CMPQ DI, $0x00000002
-	JNE  tokens_569
+	JNE  tokens_575
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -20394,9 +20229,9 @@ tokens_565:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_570:
+i8steps_576:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_571
+	JB         i8stepsdone_577
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -20406,11 +20241,11 @@ i8steps_570:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_570
+	JMP        i8steps_576
 
-i8stepsdone_571:
+i8stepsdone_577:
 	TESTQ      R9, R9
-	JZ         notail_572
+	JZ         notail_578
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -20421,7 +20256,7 @@ i8stepsdone_571:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_572:
+notail_578:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20451,11 +20286,11 @@ notail_572:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_545
+	JMP           tokensdone_551
 
-tokens_569:
+tokens_575:
 	CMPQ DI, $0x00000001
-	JNE  tokens_573
+	JNE  tokens_579
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -20465,9 +20300,9 @@ tokens_569:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_574:
+i8steps_580:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_575
+	JB         i8stepsdone_581
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -20475,11 +20310,11 @@ i8steps_574:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_574
+	JMP        i8steps_580
 
-i8stepsdone_575:
+i8stepsdone_581:
 	TESTQ      R8, R8
-	JZ         notail_576
+	JZ         notail_582
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -20488,7 +20323,7 @@ i8stepsdone_575:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_576:
+notail_582:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20507,17 +20342,17 @@ notail_576:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_545
+	JMP           tokensdone_551
 
-tokens_573:
-tokensdone_545:
+tokens_579:
+tokensdone_551:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_541
+	JMP  rows_547
 
-rowsdone_542:
+rowsdone_548:
 	VZEROUPPER
 	RET
 
@@ -20526,7 +20361,7 @@ rowsdone_542:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_577
+	JE      group32_583
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -20541,9 +20376,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_578
+	JZ      pairsdone_584
 
-pairs_579:
+pairs_585:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -20557,9 +20392,9 @@ pairs_579:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_581
+	JAE    loopdone_587
 
-loop_580:
+loop_586:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -20724,13 +20559,13 @@ loop_580:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_580
+	JB           loop_586
 
-loopdone_581:
-room_582:
+loopdone_587:
+room_588:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_583
+	JA           roomdone_589
 	VMOVDQU      (DX)(R11*1), Y6
 	VMOVDQU      (AX)(R11*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -20752,9 +20587,9 @@ room_582:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R12
 	ADDQ         $0x20, R11
-	JMP          room_582
+	JMP          room_588
 
-roomdone_583:
+roomdone_589:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -20774,7 +20609,7 @@ roomdone_583:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_579
+	JNZ          pairs_585
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -20784,19 +20619,19 @@ roomdone_583:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_578:
+pairsdone_584:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_584
+	JZ     noodd_590
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_586
+	JAE    loopdone_592
 
-loop_585:
+loop_591:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -20888,13 +20723,13 @@ loop_585:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_585
+	JB           loop_591
 
-loopdone_586:
-room_587:
+loopdone_592:
+room_593:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_588
+	JA           roomdone_594
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -20907,9 +20742,9 @@ room_587:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_587
+	JMP          room_593
 
-roomdone_588:
+roomdone_594:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -20918,11 +20753,11 @@ roomdone_588:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_584:
+noodd_590:
 	VZEROUPPER
 	RET
 
-group32_577:
+group32_583:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -20936,9 +20771,9 @@ group32_577:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_589
+	JZ      pairsdone_595
 
-pairs_590:
+pairs_596:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -20952,9 +20787,9 @@ pairs_590:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_592
+	JAE    loopdone_598
 
-loop_591:
+loop_597:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -21103,13 +20938,13 @@ loop_591:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_591
+	JB           loop_597
 
-loopdone_592:
-room_593:
+loopdone_598:
+room_599:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_594
+	JA           roomdone_600
 	VMOVDQU      (DX)(R11*1), Y5
 	VMOVDQU      (AX)(R11*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -21129,9 +20964,9 @@ room_593:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R12
 	ADDQ         $0x20, R11
-	JMP          room_593
+	JMP          room_599
 
-roomdone_594:
+roomdone_600:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -21151,7 +20986,7 @@ roomdone_594:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_590
+	JNZ          pairs_596
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -21161,19 +20996,19 @@ roomdone_594:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_589:
+pairsdone_595:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_595
+	JZ     noodd_601
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_597
+	JAE    loopdone_603
 
-loop_596:
+loop_602:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -21257,13 +21092,13 @@ loop_596:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_596
+	JB           loop_602
 
-loopdone_597:
-room_598:
+loopdone_603:
+room_604:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_599
+	JA           roomdone_605
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -21275,9 +21110,9 @@ room_598:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_598
+	JMP          room_604
 
-roomdone_599:
+roomdone_605:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -21286,7 +21121,7 @@ roomdone_599:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_595:
+noodd_601:
 	VZEROUPPER
 	RET
 
@@ -21295,7 +21130,7 @@ noodd_595:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_600
+	JE           group32_606
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -21310,9 +21145,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_601
+	JZ           pairsdone_607
 
-pairs_602:
+pairs_608:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -21326,9 +21161,9 @@ pairs_602:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_604
+	JAE    loopdone_610
 
-loop_603:
+loop_609:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -21401,13 +21236,13 @@ loop_603:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000100, R12
 	CMPQ            R12, R14
-	JB              loop_603
+	JB              loop_609
 
-loopdone_604:
-room_605:
+loopdone_610:
+room_611:
 	LEAQ            64(R12), R14
 	CMPQ            R14, BX
-	JA              roomdone_606
+	JA              roomdone_612
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -21426,9 +21261,9 @@ room_605:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
 	ADDQ            $0x40, R12
-	JMP             room_605
+	JMP             room_611
 
-roomdone_606:
+roomdone_612:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -21452,7 +21287,7 @@ roomdone_606:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_602
+	JNZ           pairs_608
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -21462,19 +21297,19 @@ roomdone_606:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_601:
+pairsdone_607:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_607
+	JZ     noodd_613
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_609
+	JAE    loopdone_615
 
-loop_608:
+loop_614:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -21518,13 +21353,13 @@ loop_608:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_608
+	JB              loop_614
 
-loopdone_609:
-room_610:
+loopdone_615:
+room_616:
 	LEAQ            64(R8), R10
 	CMPQ            R10, BX
-	JA              roomdone_611
+	JA              roomdone_617
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -21536,9 +21371,9 @@ room_610:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_610
+	JMP             room_616
 
-roomdone_611:
+roomdone_617:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -21549,11 +21384,11 @@ roomdone_611:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_607:
+noodd_613:
 	VZEROUPPER
 	RET
 
-group32_600:
+group32_606:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -21568,9 +21403,9 @@ group32_600:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_612
+	JZ           pairsdone_618
 
-pairs_613:
+pairs_619:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -21584,9 +21419,9 @@ pairs_613:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_615
+	JAE    loopdone_621
 
-loop_614:
+loop_620:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -21659,13 +21494,13 @@ loop_614:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_614
+	JB           loop_620
 
-loopdone_615:
-room_616:
+loopdone_621:
+room_622:
 	LEAQ         64(R12), R14
 	CMPQ         R14, BX
-	JA           roomdone_617
+	JA           roomdone_623
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -21684,9 +21519,9 @@ room_616:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
 	ADDQ         $0x40, R12
-	JMP          room_616
+	JMP          room_622
 
-roomdone_617:
+roomdone_623:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -21710,7 +21545,7 @@ roomdone_617:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_613
+	JNZ           pairs_619
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -21720,19 +21555,19 @@ roomdone_617:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_612:
+pairsdone_618:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_618
+	JZ     noodd_624
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_620
+	JAE    loopdone_626
 
-loop_619:
+loop_625:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -21776,13 +21611,13 @@ loop_619:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_619
+	JB           loop_625
 
-loopdone_620:
-room_621:
+loopdone_626:
+room_627:
 	LEAQ         64(R8), R10
 	CMPQ         R10, BX
-	JA           roomdone_622
+	JA           roomdone_628
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -21794,9 +21629,9 @@ room_621:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_621
+	JMP          room_627
 
-roomdone_622:
+roomdone_628:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -21807,7 +21642,7 @@ roomdone_622:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_618:
+noodd_624:
 	VZEROUPPER
 	RET
 
@@ -21825,9 +21660,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_624
+	JAE          loopdone_630
 
-loop_623:
+loop_629:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -21838,9 +21673,9 @@ loop_623:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_623
+	JB      loop_629
 
-loopdone_624:
+loopdone_630:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -21852,18 +21687,18 @@ loopdone_624:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_626
+	JAE          maxabsdone_632
 
-maxabs_625:
+maxabs_631:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_625
+	JB      maxabs_631
 
-maxabsdone_626:
+maxabsdone_632:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -21883,9 +21718,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_628
+	JAE          loopdone_634
 
-loop_627:
+loop_633:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -21896,9 +21731,9 @@ loop_627:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_627
+	JB      loop_633
 
-loopdone_628:
+loopdone_634:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -21912,18 +21747,18 @@ loopdone_628:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_630
+	JAE           maxabsdone_636
 
-maxabs_629:
+maxabs_635:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_629
+	JB      maxabs_635
 
-maxabsdone_630:
+maxabsdone_636:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -21944,9 +21779,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_632
+	JAE          loopdone_638
 
-loop_631:
+loop_637:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -21959,9 +21794,9 @@ loop_631:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_631
+	JB           loop_637
 
-loopdone_632:
+loopdone_638:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -21970,9 +21805,9 @@ loopdone_632:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_634
+	JAE          quantdone_640
 
-quant_633:
+quant_639:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -21985,9 +21820,9 @@ quant_633:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_633
+	JB        quant_639
 
-quantdone_634:
+quantdone_640:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -22008,9 +21843,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_636
+	JAE          loopdone_642
 
-loop_635:
+loop_641:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -22025,12 +21860,12 @@ loop_635:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_635
+	JB        loop_641
 
-loopdone_636:
+loopdone_642:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_637
+	JA        skip_643
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -22039,10 +21874,10 @@ loopdone_636:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_637:
+skip_643:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_638
+	JZ        notail_644
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -22054,7 +21889,7 @@ skip_637:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_638:
+notail_644:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -22079,9 +21914,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_640
+	JAE  loopdone_646
 
-loop_639:
+loop_645:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -22090,31 +21925,31 @@ loop_639:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_639
+	JB        loop_645
 
-loopdone_640:
+loopdone_646:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_641
+	JA        skip_647
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_641:
+skip_647:
 	CMPQ BX, DX
-	JAE  halfdone_643
+	JAE  halfdone_649
 
-half_642:
+half_648:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_642
+	JB        half_648
 
-halfdone_643:
+halfdone_649:
 	VZEROUPPER
 	RET
 
@@ -22128,9 +21963,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_645
+	JAE  loopdone_651
 
-loop_644:
+loop_650:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -22139,21 +21974,21 @@ loop_644:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_644
+	JB        loop_650
 
-loopdone_645:
+loopdone_651:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_646
+	JA        skip_652
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_646:
+skip_652:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_647
+	JZ        notail_653
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -22161,7 +21996,7 @@ skip_646:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_647:
+notail_653:
 	VZEROUPPER
 	RET
 
@@ -22175,9 +22010,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_649
+	JAE  loopdone_655
 
-loop_648:
+loop_654:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -22188,32 +22023,32 @@ loop_648:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_648
+	JB        loop_654
 
-loopdone_649:
+loopdone_655:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_650
+	JA        skip_656
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_650:
+skip_656:
 	CMPQ BX, DX
-	JAE  halfdone_652
+	JAE  halfdone_658
 
-half_651:
+half_657:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_651
+	JB        half_657
 
-halfdone_652:
+halfdone_658:
 	VZEROUPPER
 	RET
 
@@ -22227,9 +22062,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_654
+	JAE  loopdone_660
 
-loop_653:
+loop_659:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -22240,22 +22075,22 @@ loop_653:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_653
+	JB        loop_659
 
-loopdone_654:
+loopdone_660:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_655
+	JA        skip_661
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_655:
+skip_661:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_656
+	JZ        notail_662
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -22264,7 +22099,7 @@ skip_655:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_656:
+notail_662:
 	VZEROUPPER
 	RET
 
@@ -22281,9 +22116,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_658
+	JAE          loopdone_664
 
-loop_657:
+loop_663:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -22324,11 +22159,11 @@ loop_657:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_657
+	JB           loop_663
 
-loopdone_658:
+loopdone_664:
 	SUBQ         DX, CX
-	JE           notail_659
+	JE           notail_665
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -22373,7 +22208,7 @@ loopdone_658:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_659:
+notail_665:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -22398,9 +22233,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_661
+	JAE          loopdone_667
 
-loop_660:
+loop_666:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -22415,9 +22250,9 @@ loop_660:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_660
+	JB      loop_666
 
-loopdone_661:
+loopdone_667:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -22428,17 +22263,17 @@ loopdone_661:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_663
+	JAE          scalemaxdone_669
 
-scalemax_662:
+scalemax_668:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_662
+	JB     scalemax_668
 
-scalemaxdone_663:
+scalemaxdone_669:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -22458,9 +22293,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_665
+	JAE          loopdone_671
 
-loop_664:
+loop_670:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -22475,9 +22310,9 @@ loop_664:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_664
+	JB      loop_670
 
-loopdone_665:
+loopdone_671:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -22490,17 +22325,17 @@ loopdone_665:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_667
+	JAE           scalemaxdone_673
 
-scalemax_666:
+scalemax_672:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_666
+	JB     scalemax_672
 
-scalemaxdone_667:
+scalemaxdone_673:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -22530,9 +22365,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_669
+	JAE          loopdone_675
 
-loop_668:
+loop_674:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -22579,12 +22414,12 @@ loop_668:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_668
+	JB            loop_674
 
-loopdone_669:
+loopdone_675:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_670
+	JA            skip_676
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -22609,10 +22444,10 @@ loopdone_669:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_670:
+skip_676:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_671
+	JZ            notail_677
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -22640,7 +22475,7 @@ skip_670:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_671:
+notail_677:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -22668,9 +22503,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_673
+	JAE          loopdone_679
 
-loop_672:
+loop_678:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -22701,13 +22536,13 @@ loop_672:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_672
+	JB        loop_678
 
-loopdone_673:
-ewvec_674:
+loopdone_679:
+ewvec_680:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_675
+	JA        ewvecdone_681
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -22716,13 +22551,13 @@ ewvec_674:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_674
+	JMP       ewvec_680
 
-ewvecdone_675:
+ewvecdone_681:
 	CMPQ SI, BX
-	JAE  ewonedone_677
+	JAE  ewonedone_683
 
-ewone_676:
+ewone_682:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -22732,9 +22567,9 @@ ewone_676:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_676
+	JB        ewone_682
 
-ewonedone_677:
+ewonedone_683:
 	VZEROUPPER
 	RET
 
@@ -22751,9 +22586,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_679
+	JAE          loopdone_685
 
-loop_678:
+loop_684:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -22776,26 +22611,26 @@ loop_678:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_678
+	JB      loop_684
 
-loopdone_679:
-ewvec_680:
+loopdone_685:
+ewvec_686:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_681
+	JA      ewvecdone_687
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_680
+	JMP     ewvec_686
 
-ewvecdone_681:
+ewvecdone_687:
 	CMPQ SI, BX
-	JAE  ewonedone_683
+	JAE  ewonedone_689
 
-ewone_682:
+ewone_688:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -22803,9 +22638,9 @@ ewone_682:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_682
+	JB     ewone_688
 
-ewonedone_683:
+ewonedone_689:
 	VZEROUPPER
 	RET
 
@@ -22820,9 +22655,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_685
+	JAE  loopdone_691
 
-loop_684:
+loop_690:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -22853,13 +22688,13 @@ loop_684:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_684
+	JB      loop_690
 
-loopdone_685:
-ewvec_686:
+loopdone_691:
+ewvec_692:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_687
+	JA      ewvecdone_693
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -22868,13 +22703,13 @@ ewvec_686:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_686
+	JMP     ewvec_692
 
-ewvecdone_687:
+ewvecdone_693:
 	CMPQ SI, BX
-	JAE  ewonedone_689
+	JAE  ewonedone_695
 
-ewone_688:
+ewone_694:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -22884,9 +22719,9 @@ ewone_688:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_688
+	JB     ewone_694
 
-ewonedone_689:
+ewonedone_695:
 	VZEROUPPER
 	RET
 
@@ -22900,9 +22735,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_691
+	JAE  loopdone_697
 
-loop_690:
+loop_696:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -22921,34 +22756,34 @@ loop_690:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_690
+	JB      loop_696
 
-loopdone_691:
-ewvec_692:
+loopdone_697:
+ewvec_698:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_693
+	JA      ewvecdone_699
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_692
+	JMP     ewvec_698
 
-ewvecdone_693:
+ewvecdone_699:
 	CMPQ BX, DX
-	JAE  ewonedone_695
+	JAE  ewonedone_701
 
-ewone_694:
+ewone_700:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_694
+	JB     ewone_700
 
-ewonedone_695:
+ewonedone_701:
 	VZEROUPPER
 	RET
 
@@ -22968,9 +22803,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_697
+	JAE          loopdone_703
 
-loop_696:
+loop_702:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -23001,13 +22836,13 @@ loop_696:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_696
+	JB        loop_702
 
-loopdone_697:
-ewvec_698:
+loopdone_703:
+ewvec_704:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_699
+	JA        ewvecdone_705
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -23016,13 +22851,13 @@ ewvec_698:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_698
+	JMP       ewvec_704
 
-ewvecdone_699:
+ewvecdone_705:
 	CMPQ SI, BX
-	JAE  ewonedone_701
+	JAE  ewonedone_707
 
-ewone_700:
+ewone_706:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -23032,9 +22867,9 @@ ewone_700:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_700
+	JB        ewone_706
 
-ewonedone_701:
+ewonedone_707:
 	VZEROUPPER
 	RET
 
@@ -23051,9 +22886,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_703
+	JAE          loopdone_709
 
-loop_702:
+loop_708:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -23076,26 +22911,26 @@ loop_702:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_702
+	JB      loop_708
 
-loopdone_703:
-ewvec_704:
+loopdone_709:
+ewvec_710:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_705
+	JA      ewvecdone_711
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_704
+	JMP     ewvec_710
 
-ewvecdone_705:
+ewvecdone_711:
 	CMPQ SI, BX
-	JAE  ewonedone_707
+	JAE  ewonedone_713
 
-ewone_706:
+ewone_712:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -23103,9 +22938,9 @@ ewone_706:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_706
+	JB     ewone_712
 
-ewonedone_707:
+ewonedone_713:
 	VZEROUPPER
 	RET
 
@@ -23120,9 +22955,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_709
+	JAE  loopdone_715
 
-loop_708:
+loop_714:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -23153,13 +22988,13 @@ loop_708:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_708
+	JB      loop_714
 
-loopdone_709:
-ewvec_710:
+loopdone_715:
+ewvec_716:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_711
+	JA      ewvecdone_717
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -23168,13 +23003,13 @@ ewvec_710:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_710
+	JMP     ewvec_716
 
-ewvecdone_711:
+ewvecdone_717:
 	CMPQ SI, BX
-	JAE  ewonedone_713
+	JAE  ewonedone_719
 
-ewone_712:
+ewone_718:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -23184,9 +23019,9 @@ ewone_712:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_712
+	JB      ewone_718
 
-ewonedone_713:
+ewonedone_719:
 	VZEROUPPER
 	RET
 
@@ -23200,9 +23035,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_715
+	JAE  loopdone_721
 
-loop_714:
+loop_720:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -23221,34 +23056,34 @@ loop_714:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_714
+	JB      loop_720
 
-loopdone_715:
-ewvec_716:
+loopdone_721:
+ewvec_722:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_717
+	JA      ewvecdone_723
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_716
+	JMP     ewvec_722
 
-ewvecdone_717:
+ewvecdone_723:
 	CMPQ BX, DX
-	JAE  ewonedone_719
+	JAE  ewonedone_725
 
-ewone_718:
+ewone_724:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_718
+	JB     ewone_724
 
-ewonedone_719:
+ewonedone_725:
 	VZEROUPPER
 	RET
 
@@ -23273,9 +23108,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_721
+	JAE   loopdone_727
 
-loop_720:
+loop_726:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -23350,21 +23185,21 @@ loop_720:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_720
+	JB         loop_726
 
-loopdone_721:
+loopdone_727:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_723
+	JAE    sum64done_729
 
-sum64_722:
+sum64_728:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_722
+	JB     sum64_728
 
-sum64done_723:
+sum64done_729:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -23398,9 +23233,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_725
+	JAE    loopdone_731
 
-loop_724:
+loop_730:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -23443,20 +23278,20 @@ loop_724:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_724
+	JB         loop_730
 
-loopdone_725:
+loopdone_731:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_727
+	JAE    sum64done_733
 
-sum64_726:
+sum64_732:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_726
+	JB     sum64_732
 
-sum64done_727:
+sum64done_733:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -23503,9 +23338,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_729
+	JZ         sgemmtail_735
 
-sgemm_728:
+sgemm_734:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -23589,13 +23424,13 @@ sgemm_728:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_728
+	JNZ          sgemm_734
 
-sgemmtail_729:
+sgemmtail_735:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_731
+	JZ   sgemmdone_737
 
-sgemmone_730:
+sgemmone_736:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -23619,9 +23454,9 @@ sgemmone_730:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_730
+	JNZ          sgemmone_736
 
-sgemmdone_731:
+sgemmdone_737:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -23715,9 +23550,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_733
+	JZ         sgemmtail_739
 
-sgemm_732:
+sgemm_738:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -23873,13 +23708,13 @@ sgemm_732:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_732
+	JNZ          sgemm_738
 
-sgemmtail_733:
+sgemmtail_739:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_735
+	JZ   sgemmdone_741
 
-sgemmone_734:
+sgemmone_740:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -23921,9 +23756,9 @@ sgemmone_734:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_734
+	JNZ          sgemmone_740
 
-sgemmdone_735:
+sgemmdone_741:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -23994,9 +23829,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_737
+	JLE   fmadone_743
 
-fma_736:
+fma_742:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -24010,9 +23845,9 @@ fma_736:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_736
+	JNZ         fma_742
 
-fmadone_737:
+fmadone_743:
 	VZEROUPPER
 	RET
 
@@ -24039,9 +23874,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_739
+	JLE    fmadone_745
 
-fma_738:
+fma_744:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -24059,9 +23894,9 @@ fma_738:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_738
+	JNZ         fma_744
 
-fmadone_739:
+fmadone_745:
 	VZEROUPPER
 	RET
 
@@ -24084,9 +23919,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_741
+	JLE   int8done_747
 
-int8_740:
+int8_746:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -24100,9 +23935,9 @@ int8_740:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_740
+	JNZ        int8_746
 
-int8done_741:
+int8done_747:
 	VZEROUPPER
 	RET
 
@@ -24125,9 +23960,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_743
+	JLE    int8done_749
 
-int8_742:
+int8_748:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -24141,8 +23976,8 @@ int8_742:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_742
+	JNZ      int8_748
 
-int8done_743:
+int8done_749:
 	VZEROUPPER
 	RET

@@ -16,7 +16,7 @@ func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)
 //go:noescape
 func ternaryRowsVNNI(w []byte, stride int, x []int8, out []int32)
 
-// ternaryMatMulAVX2 is ternaryMatMul with AVX2: tiles of 1 row × 8 tokens.
+// ternaryMatMulAVX2 is ternaryMatMul with AVX2: tiles of 1 row × 5 tokens.
 //
 //go:noescape
 func ternaryMatMulAVX2(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)

@@ -15,9 +15,13 @@ package main
 //
 // Versions:
 //
-//	ternaryMatMulAVX2  1 row × 8 tokens: 4 code vectors (shift+mask) and 8
-//	                   accumulators in 12 of the 16 ymm; per token 4
-//	                   vpmaddubsw, 3 vpaddw, vpmaddwd, vpaddd.
+//	ternaryMatMulAVX2  1 row × 5 tokens: 4 code vectors (shift+mask), and
+//	                   per token an int16 sum and an int32 accumulator, in
+//	                   15 of the 16 ymm; per token and block 4 vpmaddubsw
+//	                   and 4 vpaddw into the int16 sum, widened (vpmaddwd,
+//	                   vpaddd) every 8 blocks: |Σ| ≤ 8·4·2·3·128 = 24576.
+//	                   (Before: 1 row × 8 tokens widened every block, one
+//	                   more multiply-pipe operation per token and block.)
 //	ternaryMatMulVNNI  4 rows × 5 tokens: 20 zmm accumulators, 8 code zmm
 //	                   (the rows a quarter of the call's apart for 1-3 tokens).
 //	                   The 32-byte block, broadcast to both halves, gives
@@ -57,7 +61,7 @@ const ternaryMatMulSig = "func(w []byte, stride, rows int, x []int8, xStride, n,
 // Tile shapes, and the most tokens ternaryMatMulVNNI takes in spread tiles.
 const (
 	matMulSpreadTokens = 3
-	matMulAVX2Tokens   = 8
+	matMulAVX2Tokens   = 5
 	matMulVNNIRows     = 4
 	matMulVNNITokens   = 5
 )
@@ -253,38 +257,63 @@ func genTernaryMatMulAVX2() {
 		MOVQ(w, q)
 		toks := newStrided(x, xs, T)
 		acc := ymms(T)
-		mask, ones := YMM(), YMM()
+		a16 := ymms(T)
+		mask := YMM()
 		VMOVDQU(bytes03, mask)
-		VMOVDQU(words0001, ones)
-		loop, done := label("tile"), label("tiledone")
-		TESTQ(blocks, blocks)
-		JZ(LabelRef(done))
-		Label(loop)
 		var c [4]reg.VecVirtual // codes for x[0:32], x[32:64], x[64:96], x[96:128]
 		for k := range c {
 			c[k] = YMM()
 		}
-		prefetch(Mem{Base: q})
-		VMOVDQU(Mem{Base: q}, c[3])
-		for k, sh := range []uint8{6, 4, 2} {
-			VPSRLW(U8(sh), c[3], c[k])
-			VPAND(mask, c[k], c[k])
-		}
-		VPAND(mask, c[3], c[3])
-		for t := 0; t < T; t++ {
-			a, b := YMM(), YMM()
-			VPMADDUBSW(toks.at(t, 0), c[0], a)
-			for k := 1; k < 4; k++ {
-				VPMADDUBSW(toks.at(t, 32*k), c[k], b)
-				VPADDW(b, a, a)
+		b := YMM()
+		block := func() {
+			prefetch(Mem{Base: q})
+			VMOVDQU(Mem{Base: q}, c[3])
+			for k, sh := range []uint8{6, 4, 2} {
+				VPSRLW(U8(sh), c[3], c[k])
+				VPAND(mask, c[k], c[k])
 			}
-			VPMADDWD(ones, a, a)
-			VPADDD(a, acc[t], acc[t])
+			VPAND(mask, c[3], c[3])
+			for t := 0; t < T; t++ {
+				for k := 0; k < 4; k++ {
+					VPMADDUBSW(toks.at(t, 32*k), c[k], b)
+					VPADDW(b, a16[t], a16[t])
+				}
+			}
+			ADDQ(U8(32), q)
+			toks.advance(128)
 		}
-		ADDQ(U8(32), q)
-		toks.advance(128)
+		widen := func() {
+			for t := 0; t < T; t++ {
+				VPMADDWD(words0001, a16[t], a16[t])
+				VPADDD(a16[t], acc[t], acc[t])
+				VPXOR(a16[t], a16[t], a16[t])
+			}
+		}
+		// Groups of 8 blocks into the int16 sums (|Σ| ≤ 8·4·2·3·128 =
+		// 24576, codes ≤ 3), widened after each group and after the rest.
+		group, groupDone := label("group"), label("groupdone")
+		Label(group)
+		CMPQ(blocks, U8(8))
+		JB(LabelRef(groupDone))
+		in := GP64()
+		MOVQ(U32(8), in)
+		inner := label("inner")
+		Label(inner)
+		block()
+		DECQ(in)
+		JNZ(LabelRef(inner))
+		widen()
+		SUBQ(U8(8), blocks)
+		JMP(LabelRef(group))
+		Label(groupDone)
+		rest, done := label("rest"), label("restdone")
+		TESTQ(blocks, blocks)
+		JZ(LabelRef(done))
+		Label(rest)
+		block()
 		DECQ(blocks)
-		JNZ(LabelRef(loop))
+		JNZ(LabelRef(rest))
+		widen()
 		Label(done)
 		storeTile(int32VEX, acc, R, T, out, false, g)
 	})
