@@ -1,7 +1,11 @@
 // Token sampling: one decoding step's logits in, one token id out, with the
 // behaviour of llama.cpp's default sampler chain, in its order:
 //
-//	penalties → top-k → top-p → min-p → temperature → draw
+//	penalties → top-k → typical → top-p → min-p → temperature → draw
+//
+// or, with Mirostat on, llama.cpp's penalties → temperature → Mirostat
+// (keepTypical and sampleMirostat: both sort the candidates they read,
+// rarely used modes that the fast paths below leave out).
 //
 //  1. Penalties rewrite the logits of the tokens that occur in the last
 //     RepeatLastN ids of the history (on a private copy of those few
@@ -72,10 +76,23 @@ type SamplerConfig struct {
 	FrequencyPenalty float32 // OpenAI: x -= count(token in window)·FrequencyPenalty
 	PresencePenalty  float32 // OpenAI: x -= PresencePenalty if the token is in the window
 	Seed             uint64  // seeds the PCG stream of draws
+	// TypicalP is locally typical sampling (llama.cpp's typical_p), between
+	// top-k and top-p; >= 1 or <= 0: off.
+	TypicalP float32
+	// Mirostat is 1 or 2 for Mirostat (v1) or Mirostat 2.0 in place of
+	// top-k, typical, top-p and min-p, as llama.cpp does; 0: off.
+	Mirostat    int
+	MirostatTau float32 // Mirostat's target surprise in bits; 0 means 5
+	MirostatEta float32 // Mirostat's learning rate; 0 means 0.1
 }
 
 const (
 	defaultRepeatLastN = 64 // llama.cpp's default penalty_last_n
+	// llama.cpp's Mirostat defaults (mirostat_tau, mirostat_eta) and the
+	// number of best tokens Mirostat (v1) estimates its Zipf exponent from.
+	defaultMirostatTau = 5.0
+	defaultMirostatEta = 0.1
+	mirostatM          = 100
 	// The mass histogram (top-k off): bin b holds the tokens with
 	// b ≤ (x_max − x)·binsPerNat/max(1,T) < b+1, the last bin everything
 	// further down. 64 nats at T ≤ 1 reach weights of e^-64 ≈ 1.6e-28, far
@@ -110,6 +127,10 @@ type Sampler struct {
 	presence  float32
 	lastN     int // >= 0, or -1 for the whole history
 	penalties bool
+	typical   float64 // in (0,1), or 0 for off
+	mirostat  int     // 0 (off), 1 or 2
+	tau, eta  float64 // Mirostat's target surprise (bits) and learning rate
+	mu        float64 // Mirostat's running surprise bound, 2·tau at first
 
 	pcg *rand.PCG
 
@@ -124,6 +145,9 @@ type Sampler struct {
 
 	cand []candidate // heap, then sorted kept candidates (or one bin's)
 	w    []float64   // draw weights of the kept candidates
+	// Typical sampling's order of the candidates and the ones it keeps.
+	order []int
+	kept  []candidate
 
 	// Mass histogram of the top-k-off paths: per bin, the mass at
 	// temperature 1 (m1) and T (mT), Σ exp((x − mx)/t), and the token count.
@@ -163,6 +187,14 @@ func NewSampler(c SamplerConfig) (*Sampler, error) {
 		return nil, bad("FrequencyPenalty", c.FrequencyPenalty, "a finite number")
 	case nan(c.PresencePenalty) || inf(c.PresencePenalty):
 		return nil, bad("PresencePenalty", c.PresencePenalty, "a finite number")
+	case nan(c.TypicalP):
+		return nil, bad("TypicalP", c.TypicalP, "a number (<= 0 or >= 1 for off)")
+	case c.Mirostat < 0 || c.Mirostat > 2:
+		return nil, bad("Mirostat", c.Mirostat, "0 (off), 1 or 2")
+	case nan(c.MirostatTau) || c.MirostatTau < 0 || inf(c.MirostatTau):
+		return nil, bad("MirostatTau", c.MirostatTau, "a finite number >= 0 (0 for 5)")
+	case nan(c.MirostatEta) || c.MirostatEta < 0 || inf(c.MirostatEta):
+		return nil, bad("MirostatEta", c.MirostatEta, "a finite number >= 0 (0 for 0.1)")
 	}
 	s := &Sampler{
 		repeat:   1,
@@ -190,6 +222,18 @@ func NewSampler(c SamplerConfig) (*Sampler, error) {
 	if s.lastN == 0 {
 		s.lastN = defaultRepeatLastN
 	}
+	if c.TypicalP > 0 && c.TypicalP < 1 {
+		s.typical = float64(c.TypicalP)
+	}
+	s.mirostat = c.Mirostat
+	s.tau, s.eta = float64(c.MirostatTau), float64(c.MirostatEta)
+	if s.tau == 0 {
+		s.tau = defaultMirostatTau
+	}
+	if s.eta == 0 {
+		s.eta = defaultMirostatEta
+	}
+	s.mu = 2 * s.tau
 	s.penalties = s.repeat != 1 || s.freq != 0 || s.presence != 0
 	if s.penalties && s.lastN > 0 {
 		n := min(s.lastN, maxPrealloc)
@@ -221,6 +265,9 @@ func (s *Sampler) Sample(logits []float32, history []int32) (int32, error) {
 	s.penalize(logits, history)
 	if s.temp == 0 {
 		return pickBest(s.selectTop(logits, 1))
+	}
+	if s.mirostat != 0 {
+		return s.sampleMirostat(logits)
 	}
 	c, binned, err := s.truncate(logits)
 	if err != nil {
@@ -326,6 +373,9 @@ func pickBest(c []candidate) (int32, error) {
 // candidate set from the logits and hand it to keepTopK or keepThreshold,
 // the same code that finishes a device's candidate set (SampleCandidates).
 func (s *Sampler) truncate(logits []float32) (c []candidate, binned bool, err error) {
+	if s.typical > 0 {
+		return s.keepTypical(logits)
+	}
 	if s.topK > 0 && s.topK < len(logits) {
 		return s.keepTopK(s.selectTop(logits, s.topK))
 	}
@@ -573,6 +623,189 @@ func infRun(c []candidate) []candidate {
 		n++
 	}
 	return c[:n]
+}
+
+// collectAll returns every candidate with a penalized logit above −Inf
+// (NaN dropped), in no particular order.
+func (s *Sampler) collectAll(logits []float32) []candidate {
+	negInf := float32(math.Inf(-1))
+	c := s.cand[:0]
+	for i, x := range logits {
+		if x > negInf && !s.isPenalized(i) {
+			c = append(c, candidate{int32(i), x})
+		}
+	}
+	for j, id := range s.touched {
+		if x := s.pen[j]; x > negInf {
+			c = append(c, candidate{id, x})
+		}
+	}
+	s.cand = c
+	return c
+}
+
+// candidatesBestFirst returns the top-k candidates (top-k on) or all of
+// them, best first; when the best is +Inf, the +Inf run alone, its logits
+// 0 (see infRun), and inf = true.
+func (s *Sampler) candidatesBestFirst(logits []float32, k int) (c []candidate, inf bool, err error) {
+	if k > 0 && k < len(logits) {
+		c = s.selectTop(logits, k)
+	} else {
+		c = s.collectAll(logits)
+	}
+	if len(c) == 0 {
+		return nil, false, ErrNoCandidate
+	}
+	slices.SortFunc(c, cmpBestFirst)
+	inf = math.IsInf(float64(c[0].logit), 1)
+	return infRun(c), inf, nil
+}
+
+// keepTypical is truncate with typical sampling on, in llama.cpp's order:
+// top-k, then typical over the softmax (temperature 1) of what top-k kept,
+// then top-p and min-p over what typical kept. Typical keeps the tokens
+// whose surprise −ln p is closest to the entropy H = −Σ p ln p, closest
+// first (ties: the better token), until their probability exceeds
+// TypicalP; at least one.
+func (s *Sampler) keepTypical(logits []float32) ([]candidate, bool, error) {
+	c, _, err := s.candidatesBestFirst(logits, s.topK)
+	if err != nil {
+		return nil, false, err
+	}
+	if cap(s.w) < 2*len(c) {
+		s.w = make([]float64, 2*len(c))
+	}
+	p, score := s.w[:len(c)], s.w[len(c):2*len(c)]
+	x0, z := float64(c[0].logit), 0.0
+	for i, e := range c {
+		p[i] = math.Exp(float64(e.logit) - x0)
+		z += p[i]
+	}
+	h := 0.0
+	for i := range p {
+		if p[i] /= z; p[i] > 0 {
+			h -= p[i] * math.Log(p[i])
+		}
+	}
+	for i := range p {
+		score[i] = math.Abs(-math.Log(p[i]) - h) // +Inf for p = 0: last
+	}
+	// Order by score; c is best first, so a stable sort breaks ties by
+	// rank.
+	order := s.order[:0]
+	for i := range c {
+		order = append(order, i)
+	}
+	s.order = order
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case score[a] < score[b]:
+			return -1
+		case score[a] > score[b]:
+			return 1
+		}
+		return 0
+	})
+	n, cum := len(order), 0.0
+	for i, j := range order {
+		if cum += p[j]; cum > s.typical {
+			n = i + 1
+			break
+		}
+	}
+	kept := s.kept[:0]
+	for _, j := range order[:n] {
+		kept = append(kept, c[j])
+	}
+	s.kept = kept
+	slices.SortFunc(kept, cmpBestFirst)
+	// As after top-k, top-p normalizes over the tokens kept so far.
+	z = 0.0
+	if s.topP > 0 {
+		k0 := float64(kept[0].logit)
+		for _, e := range kept {
+			z += math.Exp(float64(e.logit) - k0)
+		}
+	}
+	return kept[:s.cut(kept, z)], false, nil
+}
+
+// sampleMirostat draws with Mirostat in place of the truncations, as
+// llama.cpp's chain temperature → mirostat does: over the softmax p of
+// the penalized logits divided by the temperature, Mirostat 2.0 keeps the
+// tokens with surprise −log₂ p ≤ μ (at least the best); Mirostat (v1)
+// estimates the Zipf exponent ŝ of the best 100 tokens and keeps the top
+// k = ((ŝ−1)·2^μ / (1 − V^(1−ŝ)))^(1/ŝ). Both renormalize over the kept
+// tokens, draw one, and move μ by −η·(its surprise − τ).
+func (s *Sampler) sampleMirostat(logits []float32) (int32, error) {
+	var c []candidate
+	var inf bool
+	var err error
+	switch {
+	case s.mirostat == 1:
+		if c, inf, err = s.candidatesBestFirst(logits, mirostatM); err != nil || inf {
+			break // the +Inf tokens share the mass: no truncation
+		}
+		k := s.mirostatK(c, len(logits))
+		if k > len(c) {
+			if c, _, err = s.candidatesBestFirst(logits, k); err != nil {
+				break
+			}
+		}
+		c = c[:min(k, len(c))]
+	default:
+		if c, inf, err = s.candidatesBestFirst(logits, 0); err != nil || inf {
+			break
+		}
+		// p_i ≥ 2^−μ ⟺ (x_i − x_0)/T ≥ ln z − μ·ln 2, z = Σ exp((x_j − x_0)/T).
+		x0, z := float64(c[0].logit), 0.0
+		for _, e := range c {
+			z += math.Exp((float64(e.logit) - x0) / s.temp)
+		}
+		floor := math.Log(z) - s.mu*math.Ln2
+		n := 1
+		for n < len(c) && (float64(c[n].logit)-x0)/s.temp >= floor {
+			n++
+		}
+		c = c[:n]
+	}
+	if err != nil {
+		return -1, err
+	}
+	y := s.drawFrom(c, s.uniform())
+	// The drawn token's probability among the kept: drawFrom's weights.
+	total, wy := 0.0, 0.0
+	for i, w := range s.w[:len(c)] {
+		total += w
+		if c[i].id == y {
+			wy = w
+		}
+	}
+	s.mu -= s.eta * (-math.Log2(wy/total) - s.tau)
+	return y, nil
+}
+
+// mirostatK is Mirostat (v1)'s k for the best-first candidates c (up to
+// mirostatM of them) of a vocabulary of v tokens, as llama.cpp computes it,
+// at least 1 and at most v.
+func (s *Sampler) mirostatK(c []candidate, v int) int {
+	var sumTB, sumTT float64
+	for i := 0; i+1 < len(c) && i < mirostatM-1; i++ {
+		t := math.Log(float64(i+2) / float64(i+1))
+		b := (float64(c[i].logit) - float64(c[i+1].logit)) / s.temp // ln(p_i/p_{i+1})
+		sumTB += t * b
+		sumTT += t * t
+	}
+	sHat := sumTB / sumTT
+	eps := sHat - 1
+	k := math.Pow(eps*math.Exp2(s.mu)/(1-math.Pow(float64(v), -eps)), 1/sHat)
+	switch {
+	case !(k >= 1): // NaN too (a flat top: ŝ = 0)
+		return 1
+	case k >= float64(v):
+		return v
+	}
+	return int(k)
 }
 
 // collectInf returns the tokens whose penalized logit is +Inf, in no

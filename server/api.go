@@ -13,7 +13,8 @@ import (
 
 // The request bodies of POST /v1/chat/completions and /v1/completions, as
 // OpenAI defines them, with llama.cpp's extensions top_k, min_p,
-// repeat_penalty and ignore_eos. Fields this server does not know are
+// typical_p, mirostat (with mirostat_tau and mirostat_eta), repeat_penalty
+// and ignore_eos. Fields this server does not know are
 // ignored, as OpenAI's own clients send many; fields it knows but does not
 // implement (tools, echo, …) are refused when they ask for something, so
 // that no client is silently given less than it asked.
@@ -28,6 +29,10 @@ type commonRequest struct {
 	TopP             *float64        `json:"top_p"`
 	TopK             *int            `json:"top_k"`
 	MinP             *float64        `json:"min_p"`
+	TypicalP         *float64        `json:"typical_p"`
+	Mirostat         *int            `json:"mirostat"`
+	MirostatTau      *float64        `json:"mirostat_tau"`
+	MirostatEta      *float64        `json:"mirostat_eta"`
 	RepeatPenalty    *float64        `json:"repeat_penalty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
 	PresencePenalty  *float64        `json:"presence_penalty"`

@@ -62,6 +62,10 @@ func TestBadRequests(t *testing.T) {
 		{"temperature range", chat, `{"messages":[{"role":"user","content":"x"}],"temperature":3}`, 400, "temperature", "between 0 and 2"},
 		{"top_p range", chat, `{"messages":[{"role":"user","content":"x"}],"top_p":1.5}`, 400, "top_p", "between 0 and 1"},
 		{"penalty range", chat, `{"messages":[{"role":"user","content":"x"}],"presence_penalty":-3}`, 400, "presence_penalty", "between -2 and 2"},
+		{"typical_p range", chat, `{"messages":[{"role":"user","content":"x"}],"typical_p":1.5}`, 400, "typical_p", "between 0 and 1"},
+		{"mirostat mode", comp, `{"prompt":"x","mirostat":3}`, 400, "mirostat", "0 (off), 1 (Mirostat) or 2"},
+		{"mirostat_tau range", chat, `{"messages":[{"role":"user","content":"x"}],"mirostat":2,"mirostat_tau":-1}`, 400, "mirostat_tau", "between 0 and 100"},
+		{"mirostat_eta type", comp, `{"prompt":"x","mirostat_eta":"fast"}`, 400, "mirostat_eta", "must be a number"},
 		{"stop type", chat, `{"messages":[{"role":"user","content":"x"}],"stop":7}`, 400, "stop", "string or an array"},
 		{"too many stops", chat, `{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}`, 400, "stop", "at most 4"},
 		{"stream_options alone", chat, `{"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true}}`, 400, "stream_options", "stream"},
@@ -172,5 +176,29 @@ func TestAPIKey(t *testing.T) {
 		if resp, _ := ts.do(t, http.MethodGet, p, nil, nil); resp.StatusCode != 200 {
 			t.Errorf("%s without the key: %d", p, resp.StatusCode)
 		}
+	}
+}
+
+// TestSamplingFields: llama.cpp's typical_p and Mirostat fields reach the
+// sampler over the server's defaults, and an absent field leaves the
+// default alone.
+func TestSamplingFields(t *testing.T) {
+	ts := newTestServer(t, testOptions{ctx: 64, edit: func(c *Config) {
+		c.Sampler.Mirostat, c.Sampler.MirostatTau = 1, 4
+	}})
+	two, tau, eta, tp := 2, 3.5, 0.25, 0.7
+	g, e := ts.common(&commonRequest{Mirostat: &two, MirostatTau: &tau, MirostatEta: &eta, TypicalP: &tp}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if sc := g.sampling; sc.Mirostat != 2 || sc.MirostatTau != 3.5 || sc.MirostatEta != 0.25 || sc.TypicalP != 0.7 {
+		t.Errorf("sampler config %+v", sc)
+	}
+	g, e = ts.common(&commonRequest{}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if sc := g.sampling; sc.Mirostat != 1 || sc.MirostatTau != 4 || sc.TypicalP != 0 {
+		t.Errorf("defaults: sampler config %+v", sc)
 	}
 }

@@ -253,6 +253,9 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 		{"temperature", c.Temperature, 0, 2},
 		{"top_p", c.TopP, 0, 1},
 		{"min_p", c.MinP, 0, 1},
+		{"typical_p", c.TypicalP, 0, 1},
+		{"mirostat_tau", c.MirostatTau, 0, 100},
+		{"mirostat_eta", c.MirostatEta, 0, 10},
 		{"repeat_penalty", c.RepeatPenalty, 0, 10},
 		{"frequency_penalty", c.FrequencyPenalty, -2, 2},
 		{"presence_penalty", c.PresencePenalty, -2, 2},
@@ -263,6 +266,9 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 	}
 	if c.TopK != nil && *c.TopK < 0 {
 		return nil, invalid("top_k", "'top_k' is %d; it must be 0 (off) or more", *c.TopK)
+	}
+	if c.Mirostat != nil && (*c.Mirostat < 0 || *c.Mirostat > 2) {
+		return nil, invalid("mirostat", "'mirostat' is %d; it must be 0 (off), 1 (Mirostat) or 2 (Mirostat 2.0)", *c.Mirostat)
 	}
 	g := &generation{stream: c.Stream, ignoreEOS: c.IgnoreEOS, maxTokens: s.cfg.MaxTokens, n: 1}
 	if c.N != nil {
@@ -310,6 +316,12 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 	}
 	set(&sc.Temperature, c.Temperature)
 	set(&sc.MinP, c.MinP)
+	set(&sc.TypicalP, c.TypicalP)
+	set(&sc.MirostatTau, c.MirostatTau)
+	set(&sc.MirostatEta, c.MirostatEta)
+	if c.Mirostat != nil {
+		sc.Mirostat = *c.Mirostat
+	}
 	set(&sc.RepeatPenalty, c.RepeatPenalty)
 	set(&sc.FrequencyPenalty, c.FrequencyPenalty)
 	set(&sc.PresencePenalty, c.PresencePenalty)

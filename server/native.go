@@ -38,6 +38,7 @@ func (s *Server) props(w http.ResponseWriter, _ *http.Request, _ *recorder) {
 		"default_generation_settings": map[string]any{
 			"n_ctx": s.cfg.Engine.Context(), "n_predict": nPredict,
 			"temperature": sc.Temperature, "top_k": sc.TopK, "top_p": sc.TopP, "min_p": sc.MinP,
+			"typical_p": sc.TypicalP, "mirostat": sc.Mirostat, "mirostat_tau": sc.MirostatTau, "mirostat_eta": sc.MirostatEta,
 			"repeat_penalty": sc.RepeatPenalty, "seed": sc.Seed,
 		},
 		"total_slots": len(s.w.slots), "model_path": s.cfg.ModelName, "chat_template": tmpl,
@@ -109,6 +110,10 @@ type llamaCompletionRequest struct {
 	TopK             *int            `json:"top_k"`
 	TopP             *float64        `json:"top_p"`
 	MinP             *float64        `json:"min_p"`
+	TypicalP         *float64        `json:"typical_p"`
+	Mirostat         *int            `json:"mirostat"`
+	MirostatTau      *float64        `json:"mirostat_tau"`
+	MirostatEta      *float64        `json:"mirostat_eta"`
 	RepeatPenalty    *float64        `json:"repeat_penalty"`
 	PresencePenalty  *float64        `json:"presence_penalty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
@@ -141,6 +146,7 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, rec *re
 		return
 	}
 	c := commonRequest{Temperature: req.Temperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
+		TypicalP: req.TypicalP, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau, MirostatEta: req.MirostatEta,
 		RepeatPenalty: req.RepeatPenalty, PresencePenalty: req.PresencePenalty, FrequencyPenalty: req.FrequencyPenalty,
 		Seed: req.Seed, Stop: req.Stop, IgnoreEOS: req.IgnoreEOS, LogitBias: req.LogitBias, maxStops: maxNativeStops}
 	if req.NPredict != nil && *req.NPredict > 0 { // < 0: no limit
@@ -266,6 +272,10 @@ type ollamaOptions struct {
 	TopK             *int            `json:"top_k"`
 	TopP             *float64        `json:"top_p"`
 	MinP             *float64        `json:"min_p"`
+	TypicalP         *float64        `json:"typical_p"`
+	Mirostat         *int            `json:"mirostat"`
+	MirostatTau      *float64        `json:"mirostat_tau"`
+	MirostatEta      *float64        `json:"mirostat_eta"`
 	NumPredict       *int            `json:"num_predict"`
 	Seed             *int64          `json:"seed"`
 	Stop             json.RawMessage `json:"stop"`
@@ -277,7 +287,7 @@ type ollamaOptions struct {
 // ollamaOptionNames are the JSON names of ollamaOptions' fields that
 // commonRequest shares, for errors about them.
 var ollamaOptionNames = []string{"temperature", "top_k", "top_p", "min_p", "seed", "stop",
-	"repeat_penalty", "presence_penalty", "frequency_penalty"}
+	"repeat_penalty", "presence_penalty", "frequency_penalty", "typical_p", "mirostat", "mirostat_tau", "mirostat_eta"}
 
 type ollamaRequest struct {
 	Model    string          `json:"model"`
@@ -355,6 +365,7 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, rec *recorder, c
 	}
 	o := req.Options
 	c := commonRequest{Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, Seed: o.Seed, Stop: o.Stop,
+		TypicalP: o.TypicalP, Mirostat: o.Mirostat, MirostatTau: o.MirostatTau, MirostatEta: o.MirostatEta,
 		RepeatPenalty: o.RepeatPenalty, PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty,
 		maxStops: maxNativeStops}
 	var limit *int

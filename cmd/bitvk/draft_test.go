@@ -50,6 +50,35 @@ func TestRunDraft(t *testing.T) {
 	}
 }
 
+// Mirostat and typical sampling on the built-in model: each changes the
+// text that plain sampling writes for the same seed (the flags reach the
+// sampler), and drafting gives the same text as without (Mirostat's state
+// moves once per token kept, as in plain decoding); a bad mode is refused.
+func TestMirostatTypicalFlags(t *testing.T) {
+	run := func(extra ...string) string {
+		t.Helper()
+		args := append([]string{"run", "-p", versePrompt, "-n", "32", "--seed", "9", "-t", "1"}, extra...)
+		code, out, stderr := bitvk(args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		return out
+	}
+	plain := run("--draft", "off")
+	for _, mode := range [][]string{{"--mirostat", "2", "--mirostat-ent", "3"}, {"--mirostat", "1"}, {"--typical", "0.5"}} {
+		a := run(append(mode, "--draft", "off")...)
+		if a == plain {
+			t.Errorf("%v wrote what plain sampling writes: %q", mode, a)
+		}
+		if b := run(append(mode, "--draft", "lookup", "--draft-max", "4")...); b != a {
+			t.Errorf("%v: %q with drafting, %q without", mode, b, a)
+		}
+	}
+	if code, _, stderr := bitvk("run", "-p", "x", "-n", "2", "--mirostat", "3"); code == 0 || !strings.Contains(stderr, "Mirostat = 3") {
+		t.Errorf("--mirostat 3: exit %d: %s", code, stderr)
+	}
+}
+
 func TestDraftFlagErrors(t *testing.T) {
 	tiny := synthTiny(t)
 	bad := filepath.Join(t.TempDir(), "bad.chnb")

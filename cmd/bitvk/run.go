@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,9 +17,11 @@ import (
 
 // samplerFlags are llama.cpp's sampling flags, with its defaults.
 type samplerFlags struct {
-	temp, topP, minP, repeatPenalty float64
-	topK, repeatLastN               int
-	seed                            int64
+	temp, topP, minP, repeatPenalty  float64
+	topK, repeatLastN                int
+	seed                             int64
+	typical, mirostatLR, mirostatEnt float64
+	mirostat                         int
 }
 
 func addSamplerFlags(fs *flag.FlagSet, sf *samplerFlags) {
@@ -31,22 +32,16 @@ func addSamplerFlags(fs *flag.FlagSet, sf *samplerFlags) {
 	fs.Float64Var(&sf.repeatPenalty, "repeat-penalty", 1.0, "penalize tokens seen in the last --repeat-last-n (1: off)")
 	fs.IntVar(&sf.repeatLastN, "repeat-last-n", 64, "how many recent tokens the penalty looks at (-1: all)")
 	fs.Int64Var(&sf.seed, "seed", -1, "random seed; the same seed and flags give the same text (-1: a fresh seed)")
+	fs.Float64Var(&sf.typical, "typical", 1.0, "locally typical sampling: keep the tokens whose surprise is closest to the entropy, up to probability P (1: off)")
+	fs.IntVar(&sf.mirostat, "mirostat", 0, "Mirostat sampling in place of top-k, typical, top-p and min-p: 1 (Mirostat), 2 (Mirostat 2.0); 0: off")
+	fs.Float64Var(&sf.mirostatLR, "mirostat-lr", 0.1, "Mirostat's learning rate (eta; 0: 0.1)")
+	fs.Float64Var(&sf.mirostatEnt, "mirostat-ent", 5.0, "Mirostat's target surprise (tau), in bits (0: 5)")
 }
 
 func (sf *samplerFlags) sampler() (*nn.Sampler, uint64, error) {
-	seed := uint64(sf.seed)
-	if sf.seed < 0 {
-		seed = rand.Uint64()
-	}
-	penalty := sf.repeatPenalty
-	if sf.repeatLastN == 0 {
-		penalty = 1 // as in llama.cpp, a window of 0 turns the penalty off
-	}
-	s, err := nn.NewSampler(nn.SamplerConfig{
-		Temperature: float32(sf.temp), TopK: sf.topK, TopP: float32(sf.topP), MinP: float32(sf.minP),
-		RepeatPenalty: float32(penalty), RepeatLastN: sf.repeatLastN, Seed: seed,
-	})
-	return s, seed, err
+	c, _ := sf.config()
+	s, err := nn.NewSampler(c)
+	return s, c.Seed, err
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {

@@ -176,8 +176,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// config is the sampling the flags ask for, as the server's defaults; with
-// --seed -1 every request without a seed gets a fresh one.
+// config is the sampling the flags ask for (the sampler of run and chat,
+// the server's defaults); with --seed -1 it draws a fresh seed and says so
+// (the server then draws one for every request without a seed).
 func (sf *samplerFlags) config() (nn.SamplerConfig, bool) {
 	penalty := sf.repeatPenalty
 	if sf.repeatLastN == 0 {
@@ -186,6 +187,8 @@ func (sf *samplerFlags) config() (nn.SamplerConfig, bool) {
 	c := nn.SamplerConfig{
 		Temperature: float32(sf.temp), TopK: sf.topK, TopP: float32(sf.topP), MinP: float32(sf.minP),
 		RepeatPenalty: float32(penalty), RepeatLastN: sf.repeatLastN, Seed: uint64(sf.seed),
+		TypicalP: float32(sf.typical), Mirostat: sf.mirostat,
+		MirostatTau: float32(sf.mirostatEnt), MirostatEta: float32(sf.mirostatLR),
 	}
 	if sf.seed < 0 {
 		c.Seed = rand.Uint64()

@@ -1,0 +1,324 @@
+package nn
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// refTypical is typical sampling as llama.cpp's sampler computes it, by
+// full sorts: over ids (best first), p = softmax at temperature 1, H the
+// entropy, tokens ordered by |−ln p − H| (ties: the better token), kept
+// until their mass exceeds tp; returned best first.
+func refTypical(pl []float32, ids []int32, tp float64) []int32 {
+	p := refProbs(pl, ids, 1)
+	h := 0.0
+	for _, id := range ids {
+		if p[id] > 0 {
+			h -= p[id] * math.Log(p[id])
+		}
+	}
+	order := slices.Clone(ids)
+	slices.SortStableFunc(order, func(a, b int32) int {
+		sa, sb := math.Abs(-math.Log(p[a])-h), math.Abs(-math.Log(p[b])-h)
+		switch {
+		case sa < sb:
+			return -1
+		case sa > sb:
+			return 1
+		}
+		return 0
+	})
+	n, cum := len(order), 0.0
+	for i, id := range order {
+		if cum += p[id]; cum > tp {
+			n = i + 1
+			break
+		}
+	}
+	kept := order[:n]
+	pos := map[int32]int{}
+	for i, id := range ids {
+		pos[id] = i
+	}
+	slices.SortFunc(kept, func(a, b int32) int { return pos[a] - pos[b] })
+	return kept
+}
+
+// typicalLogits: a peaked head and a flat tail, so that the typical set
+// differs from every top-p prefix.
+func typicalLogits() []float32 {
+	return logProbs(0.30, 0.20, 0.12, 0.10, 0.08, 0.06, 0.05, 0.04, 0.03, 0.02)
+}
+
+// TestSamplerTypical: the kept set is the reference's (alone, after top-k,
+// and followed by top-p and min-p over what it kept), and draws follow the
+// renormalized probabilities of that set.
+func TestSamplerTypical(t *testing.T) {
+	logits := typicalLogits()
+	for _, c := range []SamplerConfig{
+		{Temperature: 1, TypicalP: 0.5},
+		{Temperature: 1, TypicalP: 0.9},
+		{Temperature: 1, TypicalP: 0.2},
+		{Temperature: 1, TypicalP: 0.7, TopK: 6},
+		{Temperature: 1, TypicalP: 0.9, TopP: 0.6},
+		{Temperature: 1, TypicalP: 0.9, MinP: 0.3},
+	} {
+		s := newTestSampler(t, c)
+		got, err := keptIDs(s, logits, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := refOrder(logits)
+		if c.TopK > 0 {
+			ids = ids[:c.TopK]
+		}
+		ids = refTypical(logits, ids, float64(c.TypicalP))
+		sub := make([]float32, len(logits))
+		for i := range sub {
+			sub[i] = float32(math.Inf(-1))
+		}
+		for _, id := range ids {
+			sub[id] = logits[id]
+		}
+		want := refKept(sub, SamplerConfig{TopP: c.TopP, MinP: c.MinP})
+		if !slices.Equal(got, want) {
+			t.Errorf("%+v: kept %v, want %v", c, got, want)
+			continue
+		}
+		const n = 20000
+		checkFreq(t, drawCounts(t, newTestSampler(t, c), logits, nil, n), n, refProbs(logits, want, 1))
+	}
+	// Typical must leave out the most likely token here: its surprise
+	// (ln 1/0.3 ≈ 1.2) is far from the entropy (≈ 2.1).
+	if got, _ := keptIDs(newTestSampler(t, SamplerConfig{Temperature: 1, TypicalP: 0.2}), logits, nil); slices.Contains(got, 0) {
+		t.Errorf("typical 0.2 kept %v, with the best token", got)
+	}
+}
+
+// TestSamplerMirostat2: from a fresh sampler (μ = 2τ) a draw comes from the
+// tokens with surprise −log₂ p ≤ 2τ, in proportion to their renormalized
+// probabilities at the temperature, and μ then moves by −η·(surprise − τ).
+func TestSamplerMirostat2(t *testing.T) {
+	logits := typicalLogits()
+	for _, c := range []SamplerConfig{
+		{Temperature: 1, Mirostat: 2, MirostatTau: 2},
+		{Temperature: 0.7, Mirostat: 2, MirostatTau: 1.5, MirostatEta: 0.3},
+		{Temperature: 1.5, Mirostat: 2, MirostatTau: 0.1},              // the best token alone
+		{Temperature: 1, Mirostat: 2, TopK: 1, TypicalP: 0.1, MinP: 1}, // the truncations do not apply
+	} {
+		tau, eta := float64(c.MirostatTau), float64(c.MirostatEta)
+		if tau == 0 {
+			tau = defaultMirostatTau
+		}
+		if eta == 0 {
+			eta = defaultMirostatEta
+		}
+		order := refOrder(logits)
+		p := refProbs(logits, order, float64(c.Temperature))
+		n := 0
+		for n < len(order) && -math.Log2(p[order[n]]) <= 2*tau {
+			n++
+		}
+		kept := order[:max(n, 1)]
+		q := refProbs(logits, kept, float64(c.Temperature))
+		counts := make([]int, len(logits))
+		const draws = 20000
+		for seed := range uint64(draws) {
+			c.Seed = seed
+			s := newTestSampler(t, c)
+			y, err := s.Sample(logits, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts[y]++
+			if want := 2*tau - eta*(-math.Log2(q[y])-tau); math.Abs(s.mu-want) > 1e-9 {
+				t.Fatalf("%+v: after drawing %d, μ = %g, want %g", c, y, s.mu, want)
+			}
+		}
+		checkFreq(t, counts, draws, q)
+	}
+}
+
+// TestSamplerMirostat1: the draw comes from the k best tokens, k from the
+// Zipf exponent of the best 100 (a reference computation of llama.cpp's
+// formula), renormalized.
+func TestSamplerMirostat1(t *testing.T) {
+	// 300 tokens with Zipf-like probabilities: p_i ∝ 1/(i+1)^1.1.
+	p := make([]float64, 300)
+	for i := range p {
+		p[i] = math.Pow(float64(i+1), -1.1)
+	}
+	logits := logProbs(p...)
+	for _, c := range []SamplerConfig{
+		{Temperature: 1, Mirostat: 1, MirostatTau: 2.5},
+		{Temperature: 1, Mirostat: 1, MirostatTau: 3.5},
+		{Temperature: 0.5, Mirostat: 1, MirostatTau: 4},
+	} {
+		order := refOrder(logits)
+		pr := refProbs(logits, order, float64(c.Temperature))
+		var sumTB, sumTT float64
+		for i := 0; i < mirostatM-1; i++ {
+			ti := math.Log(float64(i+2) / float64(i+1))
+			bi := math.Log(pr[order[i]] / pr[order[i+1]])
+			sumTB += ti * bi
+			sumTT += ti * ti
+		}
+		sHat := sumTB / sumTT
+		mu := 2 * float64(c.MirostatTau)
+		k := int(math.Pow((sHat-1)*math.Exp2(mu)/(1-math.Pow(float64(len(logits)), 1-sHat)), 1/sHat))
+		k = min(max(k, 1), len(logits))
+		if k < 2 || k >= len(logits) {
+			t.Fatalf("%+v: k = %d does not test a truncation", c, k)
+		}
+		s := newTestSampler(t, c)
+		s.penalize(logits, nil)
+		cand, _, err := s.candidatesBestFirst(logits, mirostatM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.mirostatK(cand, len(logits)); got != k {
+			t.Errorf("%+v: k = %d, want %d", c, got, k)
+		}
+		q := refProbs(logits, order[:k], float64(c.Temperature))
+		counts := make([]int, len(logits))
+		const draws = 20000
+		for seed := range uint64(draws) {
+			c.Seed = seed
+			y, err := newTestSampler(t, c).Sample(logits, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts[y]++
+		}
+		for id, n := range counts {
+			if n != 0 && !slices.Contains(order[:k], int32(id)) {
+				t.Errorf("%+v: drew %d, outside the %d kept", c, id, k)
+			}
+		}
+		// Leave out the tail (each of its tokens has too small a mean to
+		// check) and check the rest among the draws that fell there.
+		head := 0
+		for id := range counts {
+			if q[id] < 0.005 {
+				counts[id], q[id] = 0, 0
+			}
+			head += counts[id]
+		}
+		checkFreq(t, counts, head, scaleTo(q, 1))
+	}
+}
+
+// scaleTo returns p scaled to sum to total.
+func scaleTo(p []float64, total float64) []float64 {
+	sum := 0.0
+	for _, x := range p {
+		sum += x
+	}
+	out := make([]float64, len(p))
+	for i, x := range p {
+		out[i] = x / sum * total
+	}
+	return out
+}
+
+// TestSamplerMirostatAdapts: over many steps Mirostat 2.0 holds the mean
+// surprise of its draws near τ, which is what it is for.
+func TestSamplerMirostatAdapts(t *testing.T) {
+	p := make([]float64, 1000)
+	for i := range p {
+		p[i] = math.Pow(float64(i+1), -1.2)
+	}
+	logits := logProbs(p...)
+	order := refOrder(logits)
+	pr := refProbs(logits, order, 1)
+	var means []float64
+	for _, tau := range []float64{2, 4} {
+		s := newTestSampler(t, SamplerConfig{Temperature: 1, Mirostat: 2, MirostatTau: float32(tau), Seed: 7})
+		sum, n := 0.0, 0
+		for i := range 6000 {
+			y, err := s.Sample(logits, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i >= 1000 { // past the start from 2τ
+				sum += -math.Log2(pr[y])
+				n++
+			}
+		}
+		// Mirostat holds the surprise among the kept tokens at τ; under the
+		// full distribution a draw is more surprising by the bits of mass
+		// the truncation dropped: between τ and τ + 1.5 here.
+		mean := sum / float64(n)
+		t.Logf("τ = %g: mean surprise %.2f bits", tau, mean)
+		if mean < tau || mean > tau+1.5 {
+			t.Errorf("τ = %g: mean surprise %.2f bits", tau, mean)
+		}
+		means = append(means, mean)
+	}
+	if means[1]-means[0] < 1 {
+		t.Errorf("τ 2 → 4 moved the mean surprise %.2f → %.2f bits only", means[0], means[1])
+	}
+}
+
+// TestSamplerTypicalMirostatEdges: greedy stays the argmax; NaN, −Inf and
+// +Inf logits are handled as elsewhere; a device is told to send the
+// logits; bad settings are refused by name.
+func TestSamplerTypicalMirostatEdges(t *testing.T) {
+	inf, ninf := float32(math.Inf(1)), float32(math.Inf(-1))
+	for _, c := range []SamplerConfig{
+		{TypicalP: 0.5, Mirostat: 2},
+		{Temperature: 1, TypicalP: 0.5},
+		{Temperature: 1, Mirostat: 1},
+		{Temperature: 1, Mirostat: 2},
+	} {
+		s := newTestSampler(t, c)
+		if c.Temperature == 0 {
+			if y, err := s.Sample(typicalLogits(), nil); err != nil || y != 0 {
+				t.Errorf("%+v greedy: %d, %v", c, y, err)
+			}
+			if p := s.Plan(10); p.Rule != TopKCandidates || p.K != 1 {
+				t.Errorf("%+v greedy: plan %+v", c, p)
+			}
+			continue
+		}
+		if p := s.Plan(10); p.Rule != NeedLogits {
+			t.Errorf("%+v: plan %+v, want NeedLogits", c, p)
+		}
+		if _, err := s.SampleCandidates(10, []int32{1}, []float32{1}); err == nil {
+			t.Errorf("%+v: SampleCandidates accepted a candidate set", c)
+		}
+		for range 50 {
+			y, err := s.Sample([]float32{nan32, 1, ninf, 3, 2}, nil)
+			if err != nil || y == 0 || y == 2 {
+				t.Fatalf("%+v with NaN and −Inf: %d, %v", c, y, err)
+			}
+			y, err = s.Sample([]float32{1, inf, 3, inf, nan32}, nil)
+			if err != nil || (y != 1 && y != 3) {
+				t.Fatalf("%+v with +Inf: %d, %v", c, y, err)
+			}
+		}
+		if _, err := s.Sample([]float32{nan32, ninf}, nil); err != ErrNoCandidate {
+			t.Errorf("%+v, no candidate: %v", c, err)
+		}
+		if !math.IsInf(s.mu, 0) && s.mu != s.mu {
+			t.Errorf("%+v: μ = %g", c, s.mu)
+		}
+	}
+	for _, tc := range []struct {
+		c     SamplerConfig
+		field string
+	}{
+		{SamplerConfig{TypicalP: nan32}, "TypicalP"},
+		{SamplerConfig{Mirostat: 3}, "Mirostat"},
+		{SamplerConfig{Mirostat: -1}, "Mirostat"},
+		{SamplerConfig{Mirostat: 2, MirostatTau: -1}, "MirostatTau"},
+		{SamplerConfig{Mirostat: 2, MirostatTau: posInf32}, "MirostatTau"},
+		{SamplerConfig{Mirostat: 2, MirostatEta: nan32}, "MirostatEta"},
+	} {
+		if _, err := NewSampler(tc.c); err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("NewSampler(%+v): %v", tc.c, err)
+		}
+	}
+}
