@@ -1,11 +1,12 @@
 // Token sampling: one decoding step's logits in, one token id out, with the
 // behaviour of llama.cpp's default sampler chain, in its order:
 //
-//	penalties → top-k → typical → top-p → min-p → temperature → draw
+//	penalties → top-k → typical → top-p → min-p → XTC → temperature → draw
 //
 // or, with Mirostat on, llama.cpp's penalties → temperature → Mirostat
-// (keepTypical and sampleMirostat: both sort the candidates they read,
-// rarely used modes that the fast paths below leave out).
+// (keepSorted and sampleMirostat: both sort the candidates they read,
+// rarely used modes that the fast paths below leave out). XTC, when on,
+// follows min-p.
 //
 //  1. Penalties rewrite the logits of the tokens that occur in the last
 //     RepeatLastN ids of the history (on a private copy of those few
@@ -84,6 +85,11 @@ type SamplerConfig struct {
 	Mirostat    int
 	MirostatTau float32 // Mirostat's target surprise in bits; 0 means 5
 	MirostatEta float32 // Mirostat's learning rate; 0 means 0.1
+	// XTCProbability is how often XTC ("exclude top choices", after min-p)
+	// drops the likeliest tokens: all but the least likely of those with
+	// probability >= XTCThreshold, when there are two or more; <= 0: off.
+	XTCProbability float32
+	XTCThreshold   float32 // 0 means 0.1; above 0.5 XTC never acts
 }
 
 const (
@@ -131,6 +137,8 @@ type Sampler struct {
 	mirostat  int     // 0 (off), 1 or 2
 	tau, eta  float64 // Mirostat's target surprise (bits) and learning rate
 	mu        float64 // Mirostat's running surprise bound, 2·tau at first
+	xtcP      float64 // XTC's probability in (0,1], or 0 for off
+	xtcT      float64 // XTC's threshold
 
 	pcg *rand.PCG
 
@@ -195,6 +203,10 @@ func NewSampler(c SamplerConfig) (*Sampler, error) {
 		return nil, bad("MirostatTau", c.MirostatTau, "a finite number >= 0 (0 for 5)")
 	case nan(c.MirostatEta) || c.MirostatEta < 0 || inf(c.MirostatEta):
 		return nil, bad("MirostatEta", c.MirostatEta, "a finite number >= 0 (0 for 0.1)")
+	case nan(c.XTCProbability) || c.XTCProbability > 1:
+		return nil, bad("XTCProbability", c.XTCProbability, "at most 1 (<= 0 for off)")
+	case nan(c.XTCThreshold) || c.XTCThreshold < 0 || c.XTCThreshold > 1:
+		return nil, bad("XTCThreshold", c.XTCThreshold, "between 0 and 1 (0 for 0.1)")
 	}
 	s := &Sampler{
 		repeat:   1,
@@ -234,6 +246,13 @@ func NewSampler(c SamplerConfig) (*Sampler, error) {
 		s.eta = defaultMirostatEta
 	}
 	s.mu = 2 * s.tau
+	s.xtcT = float64(c.XTCThreshold)
+	if s.xtcT == 0 {
+		s.xtcT = 0.1
+	}
+	if c.XTCProbability > 0 && s.xtcT <= 0.5 { // above 0.5 only one token can qualify
+		s.xtcP = float64(c.XTCProbability)
+	}
 	s.penalties = s.repeat != 1 || s.freq != 0 || s.presence != 0
 	if s.penalties && s.lastN > 0 {
 		n := min(s.lastN, maxPrealloc)
@@ -254,7 +273,8 @@ func (s *Sampler) Greedy() bool { return s.temp == 0 && !s.penalties }
 // Sample returns the next token id for one step's logits (one per vocabulary
 // entry) given the ids generated so far (history, oldest first; ids outside
 // [0, len(logits)) are ignored). It never writes logits or history. A
-// non-greedy call consumes exactly one draw of the stream; a greedy one none.
+// non-greedy call consumes exactly one draw of the stream (two with XTC
+// on); a greedy one none.
 func (s *Sampler) Sample(logits []float32, history []int32) (int32, error) {
 	if len(logits) == 0 {
 		return -1, ErrNoLogits
@@ -373,8 +393,8 @@ func pickBest(c []candidate) (int32, error) {
 // candidate set from the logits and hand it to keepTopK or keepThreshold,
 // the same code that finishes a device's candidate set (SampleCandidates).
 func (s *Sampler) truncate(logits []float32) (c []candidate, binned bool, err error) {
-	if s.typical > 0 {
-		return s.keepTypical(logits)
+	if s.typical > 0 || s.xtcP > 0 {
+		return s.keepSorted(logits)
 	}
 	if s.topK > 0 && s.topK < len(logits) {
 		return s.keepTopK(s.selectTop(logits, s.topK))
@@ -661,17 +681,39 @@ func (s *Sampler) candidatesBestFirst(logits []float32, k int) (c []candidate, i
 	return infRun(c), inf, nil
 }
 
-// keepTypical is truncate with typical sampling on, in llama.cpp's order:
-// top-k, then typical over the softmax (temperature 1) of what top-k kept,
-// then top-p and min-p over what typical kept. Typical keeps the tokens
-// whose surprise −ln p is closest to the entropy H = −Σ p ln p, closest
-// first (ties: the better token), until their probability exceeds
-// TypicalP; at least one.
-func (s *Sampler) keepTypical(logits []float32) ([]candidate, bool, error) {
+// keepSorted is truncate with typical sampling or XTC on, in llama.cpp's
+// order: top-k; typical over the softmax (temperature 1) of what top-k
+// kept; top-p and min-p over what typical kept; XTC over what they kept.
+// It sorts every candidate top-k leaves (keepTypical, keepXTC).
+func (s *Sampler) keepSorted(logits []float32) ([]candidate, bool, error) {
 	c, _, err := s.candidatesBestFirst(logits, s.topK)
 	if err != nil {
 		return nil, false, err
 	}
+	if s.typical > 0 {
+		c = s.keepTypical(c)
+	}
+	// As after top-k, top-p normalizes over the tokens kept so far.
+	z := 0.0
+	if s.topP > 0 {
+		x0 := float64(c[0].logit)
+		for _, e := range c {
+			z += math.Exp(float64(e.logit) - x0)
+		}
+	}
+	c = c[:s.cut(c, z)]
+	if s.xtcP > 0 {
+		c = s.keepXTC(c)
+	}
+	return c, false, nil
+}
+
+// keepTypical applies typical sampling to the best-first candidates c and
+// returns the kept ones, best first. Typical keeps the tokens whose
+// surprise −ln p is closest to the entropy H = −Σ p ln p (p: the softmax
+// of c), closest first (ties: the better token), until their probability
+// exceeds TypicalP; at least one.
+func (s *Sampler) keepTypical(c []candidate) []candidate {
 	if cap(s.w) < 2*len(c) {
 		s.w = make([]float64, 2*len(c))
 	}
@@ -719,15 +761,30 @@ func (s *Sampler) keepTypical(logits []float32) ([]candidate, bool, error) {
 	}
 	s.kept = kept
 	slices.SortFunc(kept, cmpBestFirst)
-	// As after top-k, top-p normalizes over the tokens kept so far.
-	z = 0.0
-	if s.topP > 0 {
-		k0 := float64(kept[0].logit)
-		for _, e := range kept {
-			z += math.Exp(float64(e.logit) - k0)
-		}
+	return kept
+}
+
+// keepXTC applies XTC ("exclude top choices") to the best-first
+// candidates c, as llama.cpp does: with probability XTCProbability (one
+// draw of the stream, every call), when at least two candidates have a
+// probability (softmax of c, temperature 1) of XTCThreshold or more, all
+// of those but the least likely are dropped.
+func (s *Sampler) keepXTC(c []candidate) []candidate {
+	if s.uniform() >= s.xtcP || len(c) < 2 {
+		return c
 	}
-	return kept[:s.cut(kept, z)], false, nil
+	x0, z := float64(c[0].logit), 0.0
+	for _, e := range c {
+		z += math.Exp(float64(e.logit) - x0)
+	}
+	last := 0 // the last candidate at or above the threshold
+	for i, e := range c {
+		if math.Exp(float64(e.logit)-x0)/z < s.xtcT {
+			break
+		}
+		last = i
+	}
+	return c[last:]
 }
 
 // sampleMirostat draws with Mirostat in place of the truncations, as

@@ -322,3 +322,48 @@ func TestSamplerTypicalMirostatEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplerXTC: XTC drops every token at or above the threshold but the
+// least likely of them, as often as its probability says (a mixture of the
+// two distributions), after top-k, top-p and min-p; above a threshold of
+// 0.5 it never acts and consumes no draw.
+func TestSamplerXTC(t *testing.T) {
+	logits := typicalLogits() // 0.30, 0.20, 0.12, 0.10, …
+	order := refOrder(logits)
+	full := refProbs(logits, order, 1)
+	cut := refProbs(logits, order[2:], 1) // 0.30 and 0.20 dropped, 0.12 kept
+	s := newTestSampler(t, SamplerConfig{Temperature: 1, XTCProbability: 1, XTCThreshold: 0.11})
+	if got, err := keptIDs(s, logits, nil); err != nil || !slices.Equal(got, order[2:]) {
+		t.Errorf("XTC 1, 0.11: kept %v, %v; want %v", got, err, order[2:])
+	}
+	// After top-k 5 the softmax renormalizes: 0.375, 0.25, 0.15, 0.125, 0.1.
+	s = newTestSampler(t, SamplerConfig{Temperature: 1, TopK: 5, XTCProbability: 1, XTCThreshold: 0.12})
+	if got, _ := keptIDs(s, logits, nil); !slices.Equal(got, order[3:5]) {
+		t.Errorf("top-k 5, XTC 1, 0.12: kept %v, want %v", got, order[3:5])
+	}
+	mix := make([]float64, len(logits))
+	for i := range mix {
+		mix[i] = 0.7*full[i] + 0.3*cut[i]
+	}
+	const n = 20000
+	counts := drawCounts(t, newTestSampler(t, SamplerConfig{Temperature: 1, XTCProbability: 0.3, XTCThreshold: 0.11, Seed: 4}), logits, nil, n)
+	checkFreq(t, counts, n, mix)
+	// A threshold above 0.5 leaves sampling (and its stream) as it was.
+	a := newTestSampler(t, SamplerConfig{Temperature: 1, Seed: 8})
+	b := newTestSampler(t, SamplerConfig{Temperature: 1, Seed: 8, XTCProbability: 1, XTCThreshold: 0.6})
+	for range 200 {
+		ya, _ := a.Sample(logits, nil)
+		yb, _ := b.Sample(logits, nil)
+		if ya != yb {
+			t.Fatalf("XTC threshold 0.6 changed a draw: %d against %d", yb, ya)
+		}
+	}
+	if p := newTestSampler(t, SamplerConfig{Temperature: 1, TopK: 40, XTCProbability: 0.5}).Plan(100); p.Rule != NeedLogits {
+		t.Errorf("XTC: plan %+v, want NeedLogits", p)
+	}
+	for _, c := range []SamplerConfig{{XTCProbability: 1.5}, {XTCProbability: nan32}, {XTCThreshold: -0.1}, {XTCThreshold: 2}} {
+		if _, err := NewSampler(c); err == nil || !strings.Contains(err.Error(), "XTC") {
+			t.Errorf("NewSampler(%+v): %v", c, err)
+		}
+	}
+}

@@ -13,8 +13,8 @@ import (
 
 // The request bodies of POST /v1/chat/completions and /v1/completions, as
 // OpenAI defines them, with llama.cpp's extensions top_k, min_p,
-// typical_p, mirostat (with mirostat_tau and mirostat_eta), repeat_penalty
-// and ignore_eos. Fields this server does not know are
+// typical_p, mirostat (with mirostat_tau and mirostat_eta), xtc_probability
+// and xtc_threshold, repeat_penalty and ignore_eos. Fields this server does not know are
 // ignored, as OpenAI's own clients send many; fields it knows but does not
 // implement (tools, echo, …) are refused when they ask for something, so
 // that no client is silently given less than it asked.
@@ -33,6 +33,8 @@ type commonRequest struct {
 	Mirostat         *int            `json:"mirostat"`
 	MirostatTau      *float64        `json:"mirostat_tau"`
 	MirostatEta      *float64        `json:"mirostat_eta"`
+	XTCProbability   *float64        `json:"xtc_probability"`
+	XTCThreshold     *float64        `json:"xtc_threshold"`
 	RepeatPenalty    *float64        `json:"repeat_penalty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
 	PresencePenalty  *float64        `json:"presence_penalty"`

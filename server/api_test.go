@@ -66,6 +66,7 @@ func TestBadRequests(t *testing.T) {
 		{"mirostat mode", comp, `{"prompt":"x","mirostat":3}`, 400, "mirostat", "0 (off), 1 (Mirostat) or 2"},
 		{"mirostat_tau range", chat, `{"messages":[{"role":"user","content":"x"}],"mirostat":2,"mirostat_tau":-1}`, 400, "mirostat_tau", "between 0 and 100"},
 		{"mirostat_eta type", comp, `{"prompt":"x","mirostat_eta":"fast"}`, 400, "mirostat_eta", "must be a number"},
+		{"xtc_probability range", comp, `{"prompt":"x","xtc_probability":2}`, 400, "xtc_probability", "between 0 and 1"},
 		{"stop type", chat, `{"messages":[{"role":"user","content":"x"}],"stop":7}`, 400, "stop", "string or an array"},
 		{"too many stops", chat, `{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}`, 400, "stop", "at most 4"},
 		{"stream_options alone", chat, `{"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true}}`, 400, "stream_options", "stream"},
@@ -179,19 +180,19 @@ func TestAPIKey(t *testing.T) {
 	}
 }
 
-// TestSamplingFields: llama.cpp's typical_p and Mirostat fields reach the
+// TestSamplingFields: llama.cpp's typical_p, Mirostat and XTC fields reach the
 // sampler over the server's defaults, and an absent field leaves the
 // default alone.
 func TestSamplingFields(t *testing.T) {
 	ts := newTestServer(t, testOptions{ctx: 64, edit: func(c *Config) {
 		c.Sampler.Mirostat, c.Sampler.MirostatTau = 1, 4
 	}})
-	two, tau, eta, tp := 2, 3.5, 0.25, 0.7
-	g, e := ts.common(&commonRequest{Mirostat: &two, MirostatTau: &tau, MirostatEta: &eta, TypicalP: &tp}, nil)
+	two, tau, eta, tp, xp, xt := 2, 3.5, 0.25, 0.7, 0.5, 0.2
+	g, e := ts.common(&commonRequest{Mirostat: &two, MirostatTau: &tau, MirostatEta: &eta, TypicalP: &tp, XTCProbability: &xp, XTCThreshold: &xt}, nil)
 	if e != nil {
 		t.Fatal(e)
 	}
-	if sc := g.sampling; sc.Mirostat != 2 || sc.MirostatTau != 3.5 || sc.MirostatEta != 0.25 || sc.TypicalP != 0.7 {
+	if sc := g.sampling; sc.Mirostat != 2 || sc.MirostatTau != 3.5 || sc.MirostatEta != 0.25 || sc.TypicalP != 0.7 || sc.XTCProbability != 0.5 || sc.XTCThreshold != 0.2 {
 		t.Errorf("sampler config %+v", sc)
 	}
 	g, e = ts.common(&commonRequest{}, nil)

@@ -256,6 +256,8 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 		{"typical_p", c.TypicalP, 0, 1},
 		{"mirostat_tau", c.MirostatTau, 0, 100},
 		{"mirostat_eta", c.MirostatEta, 0, 10},
+		{"xtc_probability", c.XTCProbability, 0, 1},
+		{"xtc_threshold", c.XTCThreshold, 0, 1},
 		{"repeat_penalty", c.RepeatPenalty, 0, 10},
 		{"frequency_penalty", c.FrequencyPenalty, -2, 2},
 		{"presence_penalty", c.PresencePenalty, -2, 2},
@@ -319,6 +321,8 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 	set(&sc.TypicalP, c.TypicalP)
 	set(&sc.MirostatTau, c.MirostatTau)
 	set(&sc.MirostatEta, c.MirostatEta)
+	set(&sc.XTCProbability, c.XTCProbability)
+	set(&sc.XTCThreshold, c.XTCThreshold)
 	if c.Mirostat != nil {
 		sc.Mirostat = *c.Mirostat
 	}

@@ -39,6 +39,7 @@ func (s *Server) props(w http.ResponseWriter, _ *http.Request, _ *recorder) {
 			"n_ctx": s.cfg.Engine.Context(), "n_predict": nPredict,
 			"temperature": sc.Temperature, "top_k": sc.TopK, "top_p": sc.TopP, "min_p": sc.MinP,
 			"typical_p": sc.TypicalP, "mirostat": sc.Mirostat, "mirostat_tau": sc.MirostatTau, "mirostat_eta": sc.MirostatEta,
+			"xtc_probability": sc.XTCProbability, "xtc_threshold": sc.XTCThreshold,
 			"repeat_penalty": sc.RepeatPenalty, "seed": sc.Seed,
 		},
 		"total_slots": len(s.w.slots), "model_path": s.cfg.ModelName, "chat_template": tmpl,
@@ -114,6 +115,8 @@ type llamaCompletionRequest struct {
 	Mirostat         *int            `json:"mirostat"`
 	MirostatTau      *float64        `json:"mirostat_tau"`
 	MirostatEta      *float64        `json:"mirostat_eta"`
+	XTCProbability   *float64        `json:"xtc_probability"`
+	XTCThreshold     *float64        `json:"xtc_threshold"`
 	RepeatPenalty    *float64        `json:"repeat_penalty"`
 	PresencePenalty  *float64        `json:"presence_penalty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
@@ -147,6 +150,7 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, rec *re
 	}
 	c := commonRequest{Temperature: req.Temperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		TypicalP: req.TypicalP, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau, MirostatEta: req.MirostatEta,
+		XTCProbability: req.XTCProbability, XTCThreshold: req.XTCThreshold,
 		RepeatPenalty: req.RepeatPenalty, PresencePenalty: req.PresencePenalty, FrequencyPenalty: req.FrequencyPenalty,
 		Seed: req.Seed, Stop: req.Stop, IgnoreEOS: req.IgnoreEOS, LogitBias: req.LogitBias, maxStops: maxNativeStops}
 	if req.NPredict != nil && *req.NPredict > 0 { // < 0: no limit

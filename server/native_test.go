@@ -306,6 +306,7 @@ func TestNativeBadRequests(t *testing.T) {
 		{"option typical_p", "/api/chat", map[string]any{"messages": []map[string]any{{"role": "user", "content": "x"}}, "options": map[string]any{"typical_p": -0.5}}, 400, "'options.typical_p' is -0.5"},
 		{"Ollama Mirostat", "/api/generate", map[string]any{"prompt": "x", "stream": false, "options": map[string]any{"num_predict": 3, "mirostat": 2, "mirostat_tau": 3, "mirostat_eta": 0.2, "typical_p": 0.9}}, 200, `"eval_count":3`},
 		{"llama-server Mirostat", "/completion", map[string]any{"prompt": "x", "n_predict": 3, "mirostat": 1, "typical_p": 0.5, "temperature": 1}, 200, `"tokens_predicted":3`},
+		{"llama-server XTC", "/completion", map[string]any{"prompt": "x", "n_predict": 3, "xtc_probability": 0.5, "xtc_threshold": 0.1, "temperature": 1}, 200, `"tokens_predicted":3`},
 		{"images", "/api/generate", map[string]any{"prompt": "x", "images": []string{"aGk="}}, 400, "images"},
 		{"message images", "/api/chat", map[string]any{"messages": []map[string]any{{"role": "user", "content": "x", "images": []string{"aGk="}}}}, 400, "images"},
 		{"tools", "/api/chat", map[string]any{"messages": []map[string]any{{"role": "user", "content": "x"}}, "tools": []map[string]any{{"type": "function"}}}, 400, "'tools' is not supported"},

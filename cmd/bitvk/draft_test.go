@@ -50,7 +50,7 @@ func TestRunDraft(t *testing.T) {
 	}
 }
 
-// Mirostat and typical sampling on the built-in model: each changes the
+// Mirostat, typical sampling and XTC on the built-in model: each changes the
 // text that plain sampling writes for the same seed (the flags reach the
 // sampler), and drafting gives the same text as without (Mirostat's state
 // moves once per token kept, as in plain decoding); a bad mode is refused.
@@ -65,7 +65,7 @@ func TestMirostatTypicalFlags(t *testing.T) {
 		return out
 	}
 	plain := run("--draft", "off")
-	for _, mode := range [][]string{{"--mirostat", "2", "--mirostat-ent", "3"}, {"--mirostat", "1"}, {"--typical", "0.5"}} {
+	for _, mode := range [][]string{{"--mirostat", "2", "--mirostat-ent", "3"}, {"--mirostat", "1"}, {"--typical", "0.5"}, {"--xtc-probability", "0.5", "--top-k", "0"}} {
 		a := run(append(mode, "--draft", "off")...)
 		if a == plain {
 			t.Errorf("%v wrote what plain sampling writes: %q", mode, a)

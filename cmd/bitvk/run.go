@@ -22,6 +22,7 @@ type samplerFlags struct {
 	seed                             int64
 	typical, mirostatLR, mirostatEnt float64
 	mirostat                         int
+	xtcProbability, xtcThreshold     float64
 }
 
 func addSamplerFlags(fs *flag.FlagSet, sf *samplerFlags) {
@@ -36,6 +37,8 @@ func addSamplerFlags(fs *flag.FlagSet, sf *samplerFlags) {
 	fs.IntVar(&sf.mirostat, "mirostat", 0, "Mirostat sampling in place of top-k, typical, top-p and min-p: 1 (Mirostat), 2 (Mirostat 2.0); 0: off")
 	fs.Float64Var(&sf.mirostatLR, "mirostat-lr", 0.1, "Mirostat's learning rate (eta; 0: 0.1)")
 	fs.Float64Var(&sf.mirostatEnt, "mirostat-ent", 5.0, "Mirostat's target surprise (tau), in bits (0: 5)")
+	fs.Float64Var(&sf.xtcProbability, "xtc-probability", 0, "XTC: how often to drop the likeliest tokens, all but the least likely of those above --xtc-threshold (0: off)")
+	fs.Float64Var(&sf.xtcThreshold, "xtc-threshold", 0.1, "XTC: the probability a token needs to be dropped (above 0.5: off)")
 }
 
 func (sf *samplerFlags) sampler() (*nn.Sampler, uint64, error) {

@@ -189,6 +189,7 @@ func (sf *samplerFlags) config() (nn.SamplerConfig, bool) {
 		RepeatPenalty: float32(penalty), RepeatLastN: sf.repeatLastN, Seed: uint64(sf.seed),
 		TypicalP: float32(sf.typical), Mirostat: sf.mirostat,
 		MirostatTau: float32(sf.mirostatEnt), MirostatEta: float32(sf.mirostatLR),
+		XTCProbability: float32(sf.xtcProbability), XTCThreshold: float32(sf.xtcThreshold),
 	}
 	if sf.seed < 0 {
 		c.Seed = rand.Uint64()
