@@ -90,6 +90,20 @@ type SamplerConfig struct {
 	// probability >= XTCThreshold, when there are two or more; <= 0: off.
 	XTCProbability float32
 	XTCThreshold   float32 // 0 means 0.1; above 0.5 XTC never acts
+	// DRY ("don't repeat yourself", after the penalties): a token that
+	// would extend a sequence repeated from earlier in the history, L
+	// tokens long with L >= DRYAllowedLength, loses
+	// DRYMultiplier·DRYBase^(L − DRYAllowedLength) from its logit. A
+	// repeat never reaches back past a token of DRYBreakers (ids whose
+	// text contains a sequence breaker, e.g. a newline), and those tokens
+	// are never penalized. (llama.cpp also matches a breaker of several
+	// characters split over tokens; these are single tokens, which covers
+	// its default breakers, one character each.) DRYMultiplier <= 0: off.
+	DRYMultiplier    float32
+	DRYBase          float32 // 0 means 1.75; at least 1
+	DRYAllowedLength int     // 0 means 2
+	DRYLastN         int     // how much of the history DRY looks at; 0 or -1: all of it
+	DRYBreakers      []int32
 }
 
 const (
@@ -139,6 +153,15 @@ type Sampler struct {
 	mu        float64 // Mirostat's running surprise bound, 2·tau at first
 	xtcP      float64 // XTC's probability in (0,1], or 0 for off
 	xtcT      float64 // XTC's threshold
+	dry       bool
+	dryMult   float64
+	dryBase   float64
+	dryMinLen int // DRYAllowedLength
+	dryLastN  int // > 0, or 0 for the whole history
+	dryBreak  map[int32]bool
+	dryZ      []int32 // the Z-array of the reversed window
+	dryLen    []int32 // [vocab] the longest repeat each token would extend (0: none)
+	dryIDs    []int32 // the tokens with dryLen > 0
 
 	pcg *rand.PCG
 
@@ -207,6 +230,14 @@ func NewSampler(c SamplerConfig) (*Sampler, error) {
 		return nil, bad("XTCProbability", c.XTCProbability, "at most 1 (<= 0 for off)")
 	case nan(c.XTCThreshold) || c.XTCThreshold < 0 || c.XTCThreshold > 1:
 		return nil, bad("XTCThreshold", c.XTCThreshold, "between 0 and 1 (0 for 0.1)")
+	case nan(c.DRYMultiplier) || inf(c.DRYMultiplier):
+		return nil, bad("DRYMultiplier", c.DRYMultiplier, "a finite number (<= 0 for off)")
+	case nan(c.DRYBase) || inf(c.DRYBase) || c.DRYBase != 0 && c.DRYBase < 1:
+		return nil, bad("DRYBase", c.DRYBase, "a finite number >= 1 (0 for 1.75)")
+	case c.DRYAllowedLength < 0:
+		return nil, bad("DRYAllowedLength", c.DRYAllowedLength, ">= 0 (0 for 2)")
+	case c.DRYLastN < -1:
+		return nil, bad("DRYLastN", c.DRYLastN, ">= -1 (0 or -1 for the whole history)")
 	}
 	s := &Sampler{
 		repeat:   1,
@@ -253,6 +284,17 @@ func NewSampler(c SamplerConfig) (*Sampler, error) {
 	if c.XTCProbability > 0 && s.xtcT <= 0.5 { // above 0.5 only one token can qualify
 		s.xtcP = float64(c.XTCProbability)
 	}
+	if c.DRYMultiplier > 0 {
+		s.dry, s.dryMult, s.dryBase, s.dryMinLen = true, float64(c.DRYMultiplier), float64(c.DRYBase), c.DRYAllowedLength
+		if s.dryBase == 0 {
+			s.dryBase = 1.75
+		}
+		if s.dryMinLen == 0 {
+			s.dryMinLen = 2
+		}
+		s.dryLastN = max(c.DRYLastN, 0)
+		s.SetDRYBreakers(c.DRYBreakers)
+	}
 	s.penalties = s.repeat != 1 || s.freq != 0 || s.presence != 0
 	if s.penalties && s.lastN > 0 {
 		n := min(s.lastN, maxPrealloc)
@@ -262,13 +304,22 @@ func NewSampler(c SamplerConfig) (*Sampler, error) {
 	return s, nil
 }
 
+// SetDRYBreakers replaces the sampler's DRYBreakers: the caller that made
+// it before the model's vocabulary was at hand gives them once it is.
+func (s *Sampler) SetDRYBreakers(ids []int32) {
+	s.dryBreak = make(map[int32]bool, len(ids))
+	for _, id := range ids {
+		s.dryBreak[id] = true
+	}
+}
+
 // Reseed restarts the stream of draws as if the Sampler had been made with
 // Seed = seed.
 func (s *Sampler) Reseed(seed uint64) { s.pcg.Seed(seed, pcgStream) }
 
 // Greedy reports whether Sample is a plain argmax of the logits (temperature
 // 0, no penalties), which a Picker backend can compute on its device.
-func (s *Sampler) Greedy() bool { return s.temp == 0 && !s.penalties }
+func (s *Sampler) Greedy() bool { return s.temp == 0 && !s.penalties && !s.dry }
 
 // Sample returns the next token id for one step's logits (one per vocabulary
 // entry) given the ids generated so far (history, oldest first; ids outside
@@ -310,6 +361,98 @@ func (s *Sampler) penalize(logits []float32, history []int32) {
 	s.window(history, len(logits))
 	for _, id := range s.touched {
 		s.pen = append(s.pen, s.Penalize(logits[id], s.mark[id]))
+	}
+	if s.dry {
+		s.dryPenalize(logits, history)
+	}
+}
+
+// dryPenalize subtracts DRY's penalties from the logits of the tokens that
+// would extend a repeat (into pen, as the other penalties: a token that
+// only DRY penalizes is marked −1). The repeats come from the Z-array of
+// the reversed window w: z[k] is how many tokens ending at w[n−1−k] equal
+// the last z[k] tokens of w, so w[n−k] would extend a repeat of that
+// length. Repeats are cut at the last breaker token, as the window's own
+// suffix cannot run across it.
+func (s *Sampler) dryPenalize(logits []float32, history []int32) {
+	for _, id := range s.dryIDs {
+		s.dryLen[id] = 0
+	}
+	s.dryIDs = s.dryIDs[:0]
+	w := history
+	if s.dryLastN > 0 && len(w) > s.dryLastN {
+		w = w[len(w)-s.dryLastN:]
+	}
+	n := len(w)
+	if n <= s.dryMinLen {
+		return
+	}
+	limit := n // the longest repeat: the tokens after the last breaker
+	for i := range n {
+		if s.dryBreak[w[n-1-i]] {
+			limit = i
+			break
+		}
+	}
+	if limit < s.dryMinLen {
+		return
+	}
+	if cap(s.dryZ) < n {
+		s.dryZ = make([]int32, n)
+	}
+	z := s.dryZ[:n]
+	rev := func(k int) int32 { return w[n-1-k] }
+	z[0] = int32(n)
+	for k, l, r := 1, 0, 0; k < n; k++ { // the Z-algorithm: O(n)
+		m := 0
+		if k < r {
+			m = min(r-k, int(z[k-l]))
+		}
+		for k+m < n && rev(m) == rev(k+m) {
+			m++
+		}
+		z[k] = int32(m)
+		if k+m > r {
+			l, r = k, k+m
+		}
+	}
+	if len(s.dryLen) < len(logits) {
+		s.dryLen = make([]int32, len(logits))
+	}
+	v := int32(len(logits))
+	for k := 1; k < n; k++ {
+		m := min(int(z[k]), limit)
+		t := w[n-k]
+		if m < s.dryMinLen || t < 0 || t >= v || s.dryBreak[t] {
+			continue
+		}
+		if s.dryLen[t] == 0 {
+			s.dryIDs = append(s.dryIDs, t)
+		}
+		s.dryLen[t] = max(s.dryLen[t], int32(m))
+	}
+	if len(s.dryIDs) == 0 {
+		return
+	}
+	if len(s.mark) < len(logits) {
+		s.mark = make([]int32, len(logits))
+	}
+	// base^e overflows float32 past e = ln(MaxFloat32)/ln(base): clamp.
+	maxExp := math.Inf(1)
+	if s.dryBase > 1 {
+		maxExp = math.Floor(math.Log(math.MaxFloat32) / math.Log(s.dryBase))
+	}
+	for _, t := range s.dryIDs {
+		e := min(float64(int(s.dryLen[t])-s.dryMinLen), maxExp)
+		p := float32(s.dryMult * math.Pow(s.dryBase, e))
+		if s.mark[t] != 0 {
+			j := slices.Index(s.touched, t)
+			s.pen[j] -= p
+			continue
+		}
+		s.mark[t] = -1
+		s.touched = append(s.touched, t)
+		s.pen = append(s.pen, logits[t]-p)
 	}
 }
 

@@ -12,7 +12,7 @@
 // The candidate set is bounded when top-k is on (exactly the k best) or,
 // with top-k off, when min-p is on and top-p is off (every token within
 // ln(min_p) of the best, or a superset of them). Otherwise (top-p without
-// top-k, no truncation, typical sampling, Mirostat or XTC) the kept set and the draw depend on the mass of
+// top-k, no truncation, typical sampling, Mirostat, XTC or DRY) the kept set and the draw depend on the mass of
 // the whole vocabulary, summed in float64 in Sample's order, so the device
 // must send the logits instead: NeedLogits.
 
@@ -56,6 +56,9 @@ type SamplePlan struct {
 func (s *Sampler) Plan(vocab int) SamplePlan {
 	p := SamplePlan{Repeat: s.repeat, Frequency: s.freq, Presence: s.presence}
 	switch {
+	case s.dry:
+		// DRY's penalties come from the whole history, even for the
+		// argmax: the host samples the logits.
 	case s.temp == 0:
 		p.Rule, p.K = TopKCandidates, 1 // the argmax: no draw
 	case s.mirostat != 0 || s.typical > 0 || s.xtcP > 0:
@@ -96,7 +99,7 @@ func (s *Sampler) SampleCandidates(vocab int, ids []int32, logits []float32) (in
 	p := s.Plan(vocab)
 	switch {
 	case p.Rule == NeedLogits:
-		return -1, fmt.Errorf("%w: this sampler needs the logits (top-p without top-k, no truncation, typical, Mirostat or XTC)", ErrCandidates)
+		return -1, fmt.Errorf("%w: this sampler needs the logits (top-p without top-k, no truncation, typical, Mirostat, XTC or DRY)", ErrCandidates)
 	case len(ids) != len(logits):
 		return -1, fmt.Errorf("%w: %d ids, %d logits", ErrCandidates, len(ids), len(logits))
 	case p.Rule == TopKCandidates && len(ids) > p.K:

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -363,6 +364,147 @@ func TestSamplerXTC(t *testing.T) {
 	}
 	for _, c := range []SamplerConfig{{XTCProbability: 1.5}, {XTCProbability: nan32}, {XTCThreshold: -0.1}, {XTCThreshold: 2}} {
 		if _, err := NewSampler(c); err == nil || !strings.Contains(err.Error(), "XTC") {
+			t.Errorf("NewSampler(%+v): %v", c, err)
+		}
+	}
+}
+
+// refDRY returns the DRY penalty of every token for history, by the
+// definition: for each earlier position i, the longest run of tokens
+// ending at i that equals the end of the window (never reaching back past
+// the window's last breaker) is a repeat that w[i+1] would extend.
+func refDRY(history []int32, vocab int, c SamplerConfig) []float32 {
+	pen := make([]float32, vocab)
+	base, allowed := float64(c.DRYBase), c.DRYAllowedLength
+	if base == 0 {
+		base = 1.75
+	}
+	if allowed == 0 {
+		allowed = 2
+	}
+	w := history
+	if c.DRYLastN > 0 && len(w) > c.DRYLastN {
+		w = w[len(w)-c.DRYLastN:]
+	}
+	n := len(w)
+	brk := func(t int32) bool { return slices.Contains(c.DRYBreakers, t) }
+	limit := n
+	for i := range n {
+		if brk(w[n-1-i]) {
+			limit = i
+			break
+		}
+	}
+	longest := make([]int, vocab)
+	for i := 0; i+1 < n; i++ {
+		m := 0
+		for m <= i && w[i-m] == w[n-1-m] {
+			m++
+		}
+		m = min(m, limit)
+		if t := w[i+1]; m >= allowed && n > allowed && !brk(t) {
+			longest[t] = max(longest[t], m)
+		}
+	}
+	for t, m := range longest {
+		if m > 0 {
+			e := min(float64(m-allowed), math.Floor(math.Log(math.MaxFloat32)/math.Log(base)))
+			pen[t] = float32(float64(c.DRYMultiplier) * math.Pow(base, e))
+		}
+	}
+	return pen
+}
+
+// TestSamplerDRY: DRY's penalties equal the definition's on llama.cpp's
+// example and on random histories (with breakers, windows and the repeat
+// penalty beside it), greedy decoding steps off a repeat, and a device is
+// told to send the logits.
+func TestSamplerDRY(t *testing.T) {
+	const a, b, c, y = 0, 1, 2, 3
+	hist := []int32{a, b, c, c, b, c, y, a, b, c}
+	cfg := SamplerConfig{Temperature: 1, DRYMultiplier: 0.8}
+	logits := make([]float32, 5)
+	got := penalizedLogits(newTestSampler(t, cfg), logits, hist)
+	// Next c would extend "a b c" (3 long): 0.8·1.75¹; next y "b c" (2):
+	// 0.8·1.75⁰; next b only "c" (1), below the allowed 2.
+	want := []float32{0, 0, -float32(0.8 * 1.75), -0.8, 0}
+	if !slices.Equal(got, want) {
+		t.Errorf("llama.cpp's example: %v, want %v", got, want)
+	}
+	// A breaker is never penalized: y now is not.
+	cfg.DRYBreakers = []int32{y}
+	if got := penalizedLogits(newTestSampler(t, cfg), logits, hist); !slices.Equal(got, []float32{0, 0, -float32(0.8 * 1.75), 0, 0}) {
+		t.Errorf("with y a breaker: %v", got)
+	}
+	// And a repeat reaches back no further than the last breaker: after
+	// "x a b c x a b", c would extend "x a b" (3), but with x (4) a
+	// breaker only "a b" (2).
+	const x = 4
+	hist = []int32{x, a, b, c, x, a, b}
+	cfg.DRYBreakers = nil
+	if got := penalizedLogits(newTestSampler(t, cfg), logits, hist); !slices.Equal(got, []float32{0, 0, -float32(0.8 * 1.75), 0, 0}) {
+		t.Errorf("x a b c x a b: %v", got)
+	}
+	cfg.DRYBreakers = []int32{x}
+	if got := penalizedLogits(newTestSampler(t, cfg), logits, hist); !slices.Equal(got, []float32{0, 0, -0.8, 0, 0}) {
+		t.Errorf("x a b c x a b, x a breaker: %v", got)
+	}
+
+	rng := rand.New(rand.NewPCG(21, 22))
+	for trial := range 3000 {
+		vocab := 2 + rng.IntN(5)
+		h := make([]int32, rng.IntN(60))
+		for i := range h {
+			h[i] = int32(rng.IntN(vocab))
+		}
+		cfg := SamplerConfig{
+			Temperature:      1,
+			DRYMultiplier:    float32(0.1 + rng.Float64()),
+			DRYBase:          []float32{0, 1, 1.5, 3}[rng.IntN(4)],
+			DRYAllowedLength: rng.IntN(4),
+			DRYLastN:         []int{0, -1, 5, 17}[rng.IntN(4)],
+		}
+		if rng.IntN(2) == 0 {
+			cfg.DRYBreakers = []int32{int32(rng.IntN(vocab))}
+		}
+		raw := make([]float32, vocab)
+		for i := range raw {
+			raw[i] = float32(rng.NormFloat64())
+		}
+		want := raw
+		if trial%3 == 0 { // beside the repeat penalty
+			cfg.RepeatPenalty, cfg.RepeatLastN = 1.3, 8
+			want = penalizedLogits(newTestSampler(t, SamplerConfig{Temperature: 1, RepeatPenalty: 1.3, RepeatLastN: 8}), raw, h)
+		}
+		want = slices.Clone(want)
+		for i, p := range refDRY(h, vocab, cfg) {
+			want[i] -= p
+		}
+		if got := penalizedLogits(newTestSampler(t, cfg), raw, h); !slices.Equal(got, want) {
+			t.Fatalf("trial %d, %+v, history %v: %v, want %v", trial, cfg, h, got, want)
+		}
+	}
+
+	// Greedy steps off the repeat: after "a b c … a b", c (the argmax)
+	// would repeat "a b c"; with DRY strong enough, y wins.
+	l := []float32{0, 0, 2, 1.5, 0}
+	h := []int32{a, b, c, y, y, a, b}
+	plain := newTestSampler(t, SamplerConfig{})
+	dry := newTestSampler(t, SamplerConfig{DRYMultiplier: 1})
+	if g, _ := plain.Sample(l, h); g != c {
+		t.Fatalf("greedy without DRY: %d", g)
+	}
+	if g, _ := dry.Sample(l, h); g != y {
+		t.Errorf("greedy with DRY: %d, want %d", g, y)
+	}
+	if dry.Greedy() {
+		t.Error("a DRY sampler at temperature 0 says it is a plain argmax")
+	}
+	if p := dry.Plan(5); p.Rule != NeedLogits {
+		t.Errorf("DRY: plan %+v, want NeedLogits", p)
+	}
+	for _, c := range []SamplerConfig{{DRYMultiplier: nan32}, {DRYBase: 0.5}, {DRYAllowedLength: -1}, {DRYLastN: -2}} {
+		if _, err := NewSampler(c); err == nil || !strings.Contains(err.Error(), "DRY") {
 			t.Errorf("NewSampler(%+v): %v", c, err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // The request bodies of POST /v1/chat/completions and /v1/completions, as
 // OpenAI defines them, with llama.cpp's extensions top_k, min_p,
 // typical_p, mirostat (with mirostat_tau and mirostat_eta), xtc_probability
-// and xtc_threshold, repeat_penalty and ignore_eos. Fields this server does not know are
+// and xtc_threshold, the dry_* fields, repeat_penalty and ignore_eos. Fields this server does not know are
 // ignored, as OpenAI's own clients send many; fields it knows but does not
 // implement (tools, echo, …) are refused when they ask for something, so
 // that no client is silently given less than it asked.
@@ -35,6 +35,11 @@ type commonRequest struct {
 	MirostatEta      *float64        `json:"mirostat_eta"`
 	XTCProbability   *float64        `json:"xtc_probability"`
 	XTCThreshold     *float64        `json:"xtc_threshold"`
+	DRYMultiplier    *float64        `json:"dry_multiplier"`
+	DRYBase          *float64        `json:"dry_base"`
+	DRYAllowedLength *int            `json:"dry_allowed_length"`
+	DRYPenaltyLastN  *int            `json:"dry_penalty_last_n"`
+	DRYBreakers      *[]string       `json:"dry_sequence_breakers"`
 	RepeatPenalty    *float64        `json:"repeat_penalty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
 	PresencePenalty  *float64        `json:"presence_penalty"`
@@ -360,3 +365,11 @@ func checkRange(param string, v *float64, lo, hi float64) *apiError {
 
 // maxChoices bounds n: each choice takes a slot.
 const maxChoices = 16
+
+// Bounds of the DRY fields: a repeat length no context reaches, and
+// llama.cpp's 40 bytes per sequence breaker.
+const (
+	maxDRYLength     = 1 << 20
+	maxDRYBreakers   = 64
+	maxDRYBreakerLen = 40
+)

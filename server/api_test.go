@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,6 +68,11 @@ func TestBadRequests(t *testing.T) {
 		{"mirostat_tau range", chat, `{"messages":[{"role":"user","content":"x"}],"mirostat":2,"mirostat_tau":-1}`, 400, "mirostat_tau", "between 0 and 100"},
 		{"mirostat_eta type", comp, `{"prompt":"x","mirostat_eta":"fast"}`, 400, "mirostat_eta", "must be a number"},
 		{"xtc_probability range", comp, `{"prompt":"x","xtc_probability":2}`, 400, "xtc_probability", "between 0 and 1"},
+		{"dry_base range", comp, `{"prompt":"x","dry_multiplier":1,"dry_base":0.5}`, 400, "dry_base", "between 1 and 100"},
+		{"dry_allowed_length", chat, `{"messages":[{"role":"user","content":"x"}],"dry_allowed_length":-1}`, 400, "dry_allowed_length", "between 0 and"},
+		{"dry_penalty_last_n", comp, `{"prompt":"x","dry_penalty_last_n":-2}`, 400, "dry_penalty_last_n", "-1 (the context), 0 (off)"},
+		{"dry_sequence_breakers type", comp, `{"prompt":"x","dry_sequence_breakers":"\n"}`, 400, "dry_sequence_breakers", "must be an array"},
+		{"dry_sequence_breakers empty", comp, `{"prompt":"x","dry_sequence_breakers":[""]}`, 400, "dry_sequence_breakers", "a breaker is 1 to 40 bytes"},
 		{"stop type", chat, `{"messages":[{"role":"user","content":"x"}],"stop":7}`, 400, "stop", "string or an array"},
 		{"too many stops", chat, `{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}`, 400, "stop", "at most 4"},
 		{"stream_options alone", chat, `{"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true}}`, 400, "stream_options", "stream"},
@@ -201,5 +207,18 @@ func TestSamplingFields(t *testing.T) {
 	}
 	if sc := g.sampling; sc.Mirostat != 1 || sc.MirostatTau != 4 || sc.TypicalP != 0 {
 		t.Errorf("defaults: sampler config %+v", sc)
+	}
+	mult, base, allowed, lastN, brk := 0.8, 2.0, 3, 100, []string{"l", "o"}
+	g, e = ts.common(&commonRequest{DRYMultiplier: &mult, DRYBase: &base, DRYAllowedLength: &allowed, DRYPenaltyLastN: &lastN, DRYBreakers: &brk}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	sc := g.sampling
+	if want := ts.tok.Containing(brk); sc.DRYMultiplier != 0.8 || sc.DRYBase != 2 || sc.DRYAllowedLength != 3 || sc.DRYLastN != 100 || len(want) == 0 || !slices.Equal(sc.DRYBreakers, want) {
+		t.Errorf("DRY: sampler config %+v, breakers want %v", sc, want)
+	}
+	zero := 0
+	if g, e = ts.common(&commonRequest{DRYMultiplier: &mult, DRYPenaltyLastN: &zero}, nil); e != nil || g.sampling.DRYMultiplier != 0 {
+		t.Errorf("dry_penalty_last_n 0 leaves DRY on: %+v, %v", g.sampling, e)
 	}
 }

@@ -258,6 +258,8 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 		{"mirostat_eta", c.MirostatEta, 0, 10},
 		{"xtc_probability", c.XTCProbability, 0, 1},
 		{"xtc_threshold", c.XTCThreshold, 0, 1},
+		{"dry_multiplier", c.DRYMultiplier, 0, 100},
+		{"dry_base", c.DRYBase, 1, 100},
 		{"repeat_penalty", c.RepeatPenalty, 0, 10},
 		{"frequency_penalty", c.FrequencyPenalty, -2, 2},
 		{"presence_penalty", c.PresencePenalty, -2, 2},
@@ -268,6 +270,22 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 	}
 	if c.TopK != nil && *c.TopK < 0 {
 		return nil, invalid("top_k", "'top_k' is %d; it must be 0 (off) or more", *c.TopK)
+	}
+	if c.DRYAllowedLength != nil && (*c.DRYAllowedLength < 0 || *c.DRYAllowedLength > maxDRYLength) {
+		return nil, invalid("dry_allowed_length", "'dry_allowed_length' is %d; it must be between 0 and %d", *c.DRYAllowedLength, maxDRYLength)
+	}
+	if c.DRYPenaltyLastN != nil && *c.DRYPenaltyLastN < -1 {
+		return nil, invalid("dry_penalty_last_n", "'dry_penalty_last_n' is %d; it must be -1 (the context), 0 (off) or more", *c.DRYPenaltyLastN)
+	}
+	if c.DRYBreakers != nil {
+		if len(*c.DRYBreakers) > maxDRYBreakers {
+			return nil, invalid("dry_sequence_breakers", "'dry_sequence_breakers' has %d strings; at most %d", len(*c.DRYBreakers), maxDRYBreakers)
+		}
+		for i, b := range *c.DRYBreakers {
+			if b == "" || len(b) > maxDRYBreakerLen {
+				return nil, invalid("dry_sequence_breakers", "'dry_sequence_breakers[%d]' is %d bytes; a breaker is 1 to %d bytes", i, len(b), maxDRYBreakerLen)
+			}
+		}
 	}
 	if c.Mirostat != nil && (*c.Mirostat < 0 || *c.Mirostat > 2) {
 		return nil, invalid("mirostat", "'mirostat' is %d; it must be 0 (off), 1 (Mirostat) or 2 (Mirostat 2.0)", *c.Mirostat)
@@ -323,6 +341,20 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 	set(&sc.MirostatEta, c.MirostatEta)
 	set(&sc.XTCProbability, c.XTCProbability)
 	set(&sc.XTCThreshold, c.XTCThreshold)
+	set(&sc.DRYMultiplier, c.DRYMultiplier)
+	set(&sc.DRYBase, c.DRYBase)
+	if c.DRYAllowedLength != nil {
+		sc.DRYAllowedLength = *c.DRYAllowedLength
+	}
+	if c.DRYPenaltyLastN != nil {
+		sc.DRYLastN = *c.DRYPenaltyLastN
+		if sc.DRYLastN == 0 {
+			sc.DRYMultiplier = 0 // llama-server's "off"
+		}
+	}
+	if c.DRYBreakers != nil && sc.DRYMultiplier > 0 {
+		sc.DRYBreakers = s.cfg.Tokenizer.Containing(*c.DRYBreakers)
+	}
 	if c.Mirostat != nil {
 		sc.Mirostat = *c.Mirostat
 	}

@@ -40,6 +40,7 @@ func (s *Server) props(w http.ResponseWriter, _ *http.Request, _ *recorder) {
 			"temperature": sc.Temperature, "top_k": sc.TopK, "top_p": sc.TopP, "min_p": sc.MinP,
 			"typical_p": sc.TypicalP, "mirostat": sc.Mirostat, "mirostat_tau": sc.MirostatTau, "mirostat_eta": sc.MirostatEta,
 			"xtc_probability": sc.XTCProbability, "xtc_threshold": sc.XTCThreshold,
+			"dry_multiplier": sc.DRYMultiplier, "dry_base": sc.DRYBase, "dry_allowed_length": sc.DRYAllowedLength, "dry_penalty_last_n": sc.DRYLastN,
 			"repeat_penalty": sc.RepeatPenalty, "seed": sc.Seed,
 		},
 		"total_slots": len(s.w.slots), "model_path": s.cfg.ModelName, "chat_template": tmpl,
@@ -117,6 +118,11 @@ type llamaCompletionRequest struct {
 	MirostatEta      *float64        `json:"mirostat_eta"`
 	XTCProbability   *float64        `json:"xtc_probability"`
 	XTCThreshold     *float64        `json:"xtc_threshold"`
+	DRYMultiplier    *float64        `json:"dry_multiplier"`
+	DRYBase          *float64        `json:"dry_base"`
+	DRYAllowedLength *int            `json:"dry_allowed_length"`
+	DRYPenaltyLastN  *int            `json:"dry_penalty_last_n"`
+	DRYBreakers      *[]string       `json:"dry_sequence_breakers"`
 	RepeatPenalty    *float64        `json:"repeat_penalty"`
 	PresencePenalty  *float64        `json:"presence_penalty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
@@ -151,6 +157,8 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, rec *re
 	c := commonRequest{Temperature: req.Temperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
 		TypicalP: req.TypicalP, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau, MirostatEta: req.MirostatEta,
 		XTCProbability: req.XTCProbability, XTCThreshold: req.XTCThreshold,
+		DRYMultiplier: req.DRYMultiplier, DRYBase: req.DRYBase, DRYAllowedLength: req.DRYAllowedLength,
+		DRYPenaltyLastN: req.DRYPenaltyLastN, DRYBreakers: req.DRYBreakers,
 		RepeatPenalty: req.RepeatPenalty, PresencePenalty: req.PresencePenalty, FrequencyPenalty: req.FrequencyPenalty,
 		Seed: req.Seed, Stop: req.Stop, IgnoreEOS: req.IgnoreEOS, LogitBias: req.LogitBias, maxStops: maxNativeStops}
 	if req.NPredict != nil && *req.NPredict > 0 { // < 0: no limit

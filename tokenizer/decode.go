@@ -75,6 +75,22 @@ func (t *Tokenizer) Piece(id int32) string {
 	return t.pieces[id]
 }
 
+// Containing returns, in id order, the tokens whose Piece contains any of
+// subs (empty strings are skipped): the tokens that hold a sequence
+// breaker of DRY sampling, for instance.
+func (t *Tokenizer) Containing(subs []string) []int32 {
+	var ids []int32
+	for id, p := range t.pieces {
+		for _, sub := range subs {
+			if sub != "" && strings.Contains(p, sub) {
+				ids = append(ids, int32(id))
+				break
+			}
+		}
+	}
+	return ids
+}
+
 // Decode returns the text of ids, leaving out control tokens. It is what a
 // fresh Decoder returns for ids, joined, then flushed.
 func (t *Tokenizer) Decode(ids []int32) string {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -134,5 +135,26 @@ func TestParseByteToken(t *testing.T) {
 		if b, ok := parseByteToken(c.s); b != c.b || ok != c.ok {
 			t.Errorf("parseByteToken(%q) = %#x, %v", c.s, b, ok)
 		}
+	}
+}
+
+// TestContaining: the tokens whose piece holds any of the strings, in id
+// order, each once; empty strings match nothing.
+func TestContaining(t *testing.T) {
+	tok := mustNew(t, toySPM())
+	var want []int32
+	for id := range int32(tok.Len()) {
+		if p := tok.Piece(id); strings.Contains(p, "l") || strings.Contains(p, "w") {
+			want = append(want, id)
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("no token holds l or w in the toy vocabulary")
+	}
+	if got := tok.Containing([]string{"l", "", "w", "l"}); !slices.Equal(got, want) {
+		t.Errorf("Containing = %v, want %v", got, want)
+	}
+	if ids := tok.Containing([]string{""}); len(ids) != 0 {
+		t.Errorf("Containing(\"\") = %v", ids)
 	}
 }

@@ -75,6 +75,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("chat needs the model's tokenizer: %w", err)
 	}
+	sf.setDRYBreakers(s, tok)
 	for _, note := range tok.Notes() {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}

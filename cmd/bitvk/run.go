@@ -23,6 +23,48 @@ type samplerFlags struct {
 	typical, mirostatLR, mirostatEnt float64
 	mirostat                         int
 	xtcProbability, xtcThreshold     float64
+	dryMultiplier, dryBase           float64
+	dryAllowedLength, dryLastN       int
+	dryBreakers                      stringList
+}
+
+// stringList is a flag that may be given many times.
+type stringList struct {
+	set  bool
+	vals []string
+}
+
+func (l *stringList) String() string { return strings.Join(l.vals, ",") }
+
+func (l *stringList) Set(v string) error {
+	if !l.set {
+		l.set, l.vals = true, nil
+	}
+	l.vals = append(l.vals, v)
+	return nil
+}
+
+// defaultDRYBreakers are llama.cpp's DRY sequence breakers.
+var defaultDRYBreakers = []string{"\n", ":", "\"", "*"}
+
+// dryBreakerStrings returns the DRY sequence breakers the flags name: llama.cpp's
+// unless --dry-sequence-breaker is given; "none" alone means none.
+func (sf *samplerFlags) dryBreakerStrings() []string {
+	switch {
+	case !sf.dryBreakers.set:
+		return defaultDRYBreakers
+	case len(sf.dryBreakers.vals) == 1 && sf.dryBreakers.vals[0] == "none":
+		return nil
+	}
+	return sf.dryBreakers.vals
+}
+
+// setDRYBreakers gives s the ids of tok's tokens that hold a sequence
+// breaker, when DRY is on.
+func (sf *samplerFlags) setDRYBreakers(s *nn.Sampler, tok *tokenizer.Tokenizer) {
+	if sf.dryMultiplier > 0 && sf.dryLastN != 0 {
+		s.SetDRYBreakers(tok.Containing(sf.dryBreakerStrings()))
+	}
 }
 
 func addSamplerFlags(fs *flag.FlagSet, sf *samplerFlags) {
@@ -39,6 +81,11 @@ func addSamplerFlags(fs *flag.FlagSet, sf *samplerFlags) {
 	fs.Float64Var(&sf.mirostatEnt, "mirostat-ent", 5.0, "Mirostat's target surprise (tau), in bits (0: 5)")
 	fs.Float64Var(&sf.xtcProbability, "xtc-probability", 0, "XTC: how often to drop the likeliest tokens, all but the least likely of those above --xtc-threshold (0: off)")
 	fs.Float64Var(&sf.xtcThreshold, "xtc-threshold", 0.1, "XTC: the probability a token needs to be dropped (above 0.5: off)")
+	fs.Float64Var(&sf.dryMultiplier, "dry-multiplier", 0, "DRY: penalize tokens that would extend a repeated sequence by M·base^(length − allowed) (0: off)")
+	fs.Float64Var(&sf.dryBase, "dry-base", 1.75, "DRY: the base of the penalty's growth with the repeat's length")
+	fs.IntVar(&sf.dryAllowedLength, "dry-allowed-length", 2, "DRY: repeats this long go unpenalized")
+	fs.IntVar(&sf.dryLastN, "dry-penalty-last-n", -1, "DRY: how many recent tokens it looks at (-1: the context, 0: off)")
+	fs.Var(&sf.dryBreakers, "dry-sequence-breaker", "DRY: a `string` that ends a repeat (may be given again; default: newline, :, \", *; \"none\" for none)")
 }
 
 func (sf *samplerFlags) sampler() (*nn.Sampler, uint64, error) {
@@ -132,6 +179,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		for _, n := range tok.Notes() {
 			fmt.Fprintf(stderr, "note: %s\n", n)
 		}
+		sf.setDRYBreakers(s, tok)
 	}
 	if prompt == nil {
 		var plain []tokenizer.Range

@@ -109,6 +109,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("serving needs the model's tokenizer: %w", err)
 	}
+	// The default breakers' tokens, for requests that turn DRY on too.
+	sc.DRYBreakers = tok.Containing(sf.dryBreakerStrings())
 	for _, note := range tok.Notes() {
 		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
@@ -190,6 +192,11 @@ func (sf *samplerFlags) config() (nn.SamplerConfig, bool) {
 		TypicalP: float32(sf.typical), Mirostat: sf.mirostat,
 		MirostatTau: float32(sf.mirostatEnt), MirostatEta: float32(sf.mirostatLR),
 		XTCProbability: float32(sf.xtcProbability), XTCThreshold: float32(sf.xtcThreshold),
+		DRYMultiplier: float32(sf.dryMultiplier), DRYBase: float32(sf.dryBase),
+		DRYAllowedLength: sf.dryAllowedLength, DRYLastN: sf.dryLastN,
+	}
+	if sf.dryLastN == 0 {
+		c.DRYMultiplier = 0 // as in llama.cpp, a window of 0 turns DRY off
 	}
 	if sf.seed < 0 {
 		c.Seed = rand.Uint64()

@@ -113,6 +113,7 @@ func runView(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("bitvk view shows text and needs the model's tokenizer: %w", err)
 	}
+	sf.setDRYBreakers(s, tok)
 	sess := &view.Session{
 		Title:         fmt.Sprintf("bitvk view  %s  |  %s", name, m.backend.Name()),
 		Engine:        m.engine,
