@@ -232,3 +232,15 @@ func TestBenchVerify(t *testing.T) {
 		t.Errorf("k = 0 is %.3f× itself", rs[0].VsOneStep)
 	}
 }
+
+// A prompt longer than the context is refused before anything runs: the
+// error, and no timing summary of nothing.
+func TestRunPromptPastContext(t *testing.T) {
+	code, out, stderr := bitvk("run", "-p", "hello there", "-c", "1", "-n", "3")
+	if code == 0 || !strings.Contains(stderr, "context is full: 0 positions used + ") || !strings.Contains(stderr, "raise -c") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr, "generated:") || strings.TrimSpace(out) != "" {
+		t.Errorf("a summary or text for a refused prompt:\nstdout %q\nstderr %s", out, stderr)
+	}
+}

@@ -233,6 +233,10 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if c := m.engine.Context(); len(prompt) > c {
+		// Refused before any output: there is nothing to report.
+		return &nn.ContextError{Have: 0, Add: len(prompt), Context: c, Max: m.config.Context}
+	}
 	st, err := m.engine.Generate(ctx, prompt, opts, s, emit)
 	if dec != nil {
 		io.WriteString(stdout, dec.Flush())
