@@ -73,6 +73,9 @@ const supportedArchs = ArchBitNetB158 + ", " + ArchBitNet + ", or " + ArchLlama 
 // vocabulary size from the token embedding). It does not check tensors
 // beyond that: LoadWeights with Validate does.
 func ParseConfig(f *gguf.File) (*Config, error) {
+	if len(f.Tensors) == 0 {
+		return nil, errors.New("nn: the file holds no tensors: it is a vocabulary-only GGUF (a tokenizer), not a model")
+	}
 	arch, err := f.String(KeyArchitecture)
 	if err != nil {
 		return nil, err

@@ -163,6 +163,7 @@ func TestParseErrors(t *testing.T) {
 		{"eps", func(b *gguf.Builder) { setMeta(b, arch(nn.SuffixLayerNormRMSEps), gguf.F32(0)) }, "epsilon"},
 		{"vocab mismatch", func(b *gguf.Builder) { setMeta(b, arch(nn.SuffixVocabSize), gguf.U32(7)) }, "has 279 rows"},
 		{"missing tensor", func(b *gguf.Builder) { dropTensors(b, "blk.1.ffn_up.weight") }, "tensor blk.1.ffn_up.weight is missing"},
+		{"vocabulary only", func(b *gguf.Builder) { b.Tensors = nil }, "holds no tensors: it is a vocabulary-only GGUF"},
 		{"missing sub-norm", func(b *gguf.Builder) { dropTensors(b, "blk.0.attn_sub_norm.weight") }, "attn_sub_norm.weight is missing"},
 		{"misshapen tensor", func(b *gguf.Builder) {
 			for i := range b.Tensors {
