@@ -104,6 +104,10 @@ type SamplerConfig struct {
 	DRYAllowedLength int     // 0 means 2
 	DRYLastN         int     // how much of the history DRY looks at; 0 or -1: all of it
 	DRYBreakers      []int32
+	// LogitBias is added to the logits of its tokens before anything else
+	// (OpenAI's logit_bias); −Inf bans a token. Ids outside the vocabulary
+	// are ignored.
+	LogitBias map[int32]float32
 }
 
 const (
@@ -162,6 +166,8 @@ type Sampler struct {
 	dryZ      []int32 // the Z-array of the reversed window
 	dryLen    []int32 // [vocab] the longest repeat each token would extend (0: none)
 	dryIDs    []int32 // the tokens with dryLen > 0
+	biasIDs   []int32 // LogitBias's tokens, in id order
+	bias      []float32
 
 	pcg *rand.PCG
 
@@ -239,6 +245,11 @@ func NewSampler(c SamplerConfig) (*Sampler, error) {
 	case c.DRYLastN < -1:
 		return nil, bad("DRYLastN", c.DRYLastN, ">= -1 (0 or -1 for the whole history)")
 	}
+	for id, b := range c.LogitBias {
+		if nan(b) || math.IsInf(float64(b), 1) {
+			return nil, bad(fmt.Sprintf("LogitBias[%d]", id), b, "a number below +Inf (-Inf bans the token)")
+		}
+	}
 	s := &Sampler{
 		repeat:   1,
 		freq:     c.FrequencyPenalty,
@@ -284,6 +295,13 @@ func NewSampler(c SamplerConfig) (*Sampler, error) {
 	if c.XTCProbability > 0 && s.xtcT <= 0.5 { // above 0.5 only one token can qualify
 		s.xtcP = float64(c.XTCProbability)
 	}
+	for id := range c.LogitBias {
+		s.biasIDs = append(s.biasIDs, id)
+	}
+	slices.Sort(s.biasIDs)
+	for _, id := range s.biasIDs {
+		s.bias = append(s.bias, c.LogitBias[id])
+	}
 	if c.DRYMultiplier > 0 {
 		s.dry, s.dryMult, s.dryBase, s.dryMinLen = true, float64(c.DRYMultiplier), float64(c.DRYBase), c.DRYAllowedLength
 		if s.dryBase == 0 {
@@ -319,7 +337,9 @@ func (s *Sampler) Reseed(seed uint64) { s.pcg.Seed(seed, pcgStream) }
 
 // Greedy reports whether Sample is a plain argmax of the logits (temperature
 // 0, no penalties), which a Picker backend can compute on its device.
-func (s *Sampler) Greedy() bool { return s.temp == 0 && !s.penalties && !s.dry }
+func (s *Sampler) Greedy() bool {
+	return s.temp == 0 && !s.penalties && !s.dry && len(s.biasIDs) == 0
+}
 
 // Sample returns the next token id for one step's logits (one per vocabulary
 // entry) given the ids generated so far (history, oldest first; ids outside
@@ -360,7 +380,24 @@ func (s *Sampler) uniform() float64 { return float64(s.pcg.Uint64()>>11) * 0x1p-
 func (s *Sampler) penalize(logits []float32, history []int32) {
 	s.window(history, len(logits))
 	for _, id := range s.touched {
-		s.pen = append(s.pen, s.Penalize(logits[id], s.mark[id]))
+		x := logits[id]
+		if j, ok := slices.BinarySearch(s.biasIDs, id); ok {
+			x += s.bias[j] // the bias first, as in llama.cpp's chain
+		}
+		s.pen = append(s.pen, s.Penalize(x, s.mark[id]))
+	}
+	if len(s.biasIDs) > 0 {
+		if len(s.mark) < len(logits) {
+			s.mark = make([]int32, len(logits))
+		}
+		v := int32(len(logits))
+		for j, id := range s.biasIDs {
+			if id >= 0 && id < v && s.mark[id] == 0 { // biased, not in the penalty window
+				s.mark[id] = -1
+				s.touched = append(s.touched, id)
+				s.pen = append(s.pen, logits[id]+s.bias[j])
+			}
+		}
 	}
 	if s.dry {
 		s.dryPenalize(logits, history)

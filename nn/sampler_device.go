@@ -56,9 +56,10 @@ type SamplePlan struct {
 func (s *Sampler) Plan(vocab int) SamplePlan {
 	p := SamplePlan{Repeat: s.repeat, Frequency: s.freq, Presence: s.presence}
 	switch {
-	case s.dry:
-		// DRY's penalties come from the whole history, even for the
-		// argmax: the host samples the logits.
+	case s.dry || len(s.biasIDs) > 0:
+		// DRY's penalties come from the whole history, and the device
+		// has no logit biases, even for the argmax: the host samples the
+		// logits.
 	case s.temp == 0:
 		p.Rule, p.K = TopKCandidates, 1 // the argmax: no draw
 	case s.mirostat != 0 || s.typical > 0 || s.xtcP > 0:

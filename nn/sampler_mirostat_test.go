@@ -509,3 +509,41 @@ func TestSamplerDRY(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplerLogitBias: the bias is added before the penalties, −Inf bans
+// a token, draws follow the biased softmax, ids outside the vocabulary are
+// ignored, and a device is told to send the logits.
+func TestSamplerLogitBias(t *testing.T) {
+	logits := []float32{1, 3, 2, 0.5}
+	ninf := float32(math.Inf(-1))
+	s := newTestSampler(t, SamplerConfig{LogitBias: map[int32]float32{1: ninf, 3: 2, 99: 5, -4: 1}})
+	if y, err := s.Sample(logits, nil); err != nil || y != 3 {
+		t.Errorf("greedy with token 1 banned and 3 raised by 2: %d, %v", y, err)
+	}
+	if s.Greedy() {
+		t.Error("a biased sampler says it is a plain argmax")
+	}
+	if p := s.Plan(4); p.Rule != NeedLogits {
+		t.Errorf("logit bias: plan %+v", p)
+	}
+	// Bias, then repeat penalty (llama.cpp's order): token 0 is 1 + 1 = 2,
+	// then 2/2 = 1 (the penalty first would give 0.5 + 1).
+	s = newTestSampler(t, SamplerConfig{Temperature: 1, RepeatPenalty: 2, LogitBias: map[int32]float32{0: 1, 2: -1}})
+	if got, want := penalizedLogits(s, logits, []int32{0}), []float32{1, 3, 1, 0.5}; !slices.Equal(got, want) {
+		t.Errorf("bias and penalty: %v, want %v", got, want)
+	}
+	const n = 20000
+	counts := drawCounts(t, newTestSampler(t, SamplerConfig{Temperature: 1, Seed: 3, LogitBias: map[int32]float32{0: 1, 2: -1}}), logits, nil, n)
+	bl := []float32{2, 3, 1, 0.5}
+	checkFreq(t, counts, n, refProbs(bl, refOrder(bl), 1))
+	for _, b := range []float32{nan32, posInf32} {
+		if _, err := NewSampler(SamplerConfig{LogitBias: map[int32]float32{7: b}}); err == nil || !strings.Contains(err.Error(), "LogitBias[7]") {
+			t.Errorf("bias %v: %v", b, err)
+		}
+	}
+	// Every token banned: no candidate.
+	all := map[int32]float32{0: ninf, 1: ninf, 2: ninf, 3: ninf}
+	if _, err := newTestSampler(t, SamplerConfig{Temperature: 1, LogitBias: all}).Sample(logits, nil); err != ErrNoCandidate {
+		t.Errorf("every token banned: %v", err)
+	}
+}

@@ -48,7 +48,7 @@ type commonRequest struct {
 	N                *int            `json:"n"`
 	Logprobs         json.RawMessage `json:"logprobs"`
 	IgnoreEOS        bool            `json:"ignore_eos"`
-	LogitBias        json.RawMessage `json:"logit_bias"` // refused when it asks for something
+	LogitBias        json.RawMessage `json:"logit_bias"`
 
 	maxStops int // the most stop strings taken; 0: OpenAI's maxStops
 }

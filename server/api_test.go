@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -92,8 +93,11 @@ func TestBadRequests(t *testing.T) {
 		{"max_tokens overflow", chat, `{"messages":[{"role":"user","content":"x"}],"max_tokens":99999999999999999999}`, 400, "max_tokens", "'max_tokens' is 99999999999999999999, out of range for an integer"},
 		{"temperature overflow", chat, `{"messages":[{"role":"user","content":"x"}],"temperature":1e400}`, 400, "temperature", "'temperature' is 1e400, out of range for a number"},
 		{"max_completion_tokens 0", chat, `{"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0}`, 400, "max_completion_tokens", "'max_completion_tokens' is 0"},
-		{"logit_bias", chat, `{"messages":[{"role":"user","content":"x"}],"logit_bias":{"5":100}}`, 400, "logit_bias", "not supported"},
-		{"completion logit_bias", comp, `{"prompt":"x","logit_bias":{"5":-100}}`, 400, "logit_bias", "not supported"},
+		{"logit_bias key", chat, `{"messages":[{"role":"user","content":"x"}],"logit_bias":{"five":100}}`, 400, "logit_bias", `the key "five"; its keys are token ids`},
+		{"logit_bias range", comp, `{"prompt":"x","logit_bias":{"5":-101}}`, 400, "logit_bias", "'logit_bias[5]' is -101; a bias is a number from -100 to 100"},
+		{"logit_bias token", comp, `{"prompt":"x","logit_bias":{"99999":1}}`, 400, "logit_bias", "outside the vocabulary"},
+		{"logit_bias type", comp, `{"prompt":"x","logit_bias":5}`, 400, "logit_bias", "must be an object of token ids"},
+		{"logit_bias value", comp, `{"prompt":"x","logit_bias":{"5":"lots"}}`, 400, "logit_bias", "'logit_bias[5]' is a string"},
 		{"functions", chat, `{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]}`, 400, "functions", "not supported"},
 		{"function_call", chat, `{"messages":[{"role":"user","content":"x"}],"function_call":{"name":"f"}}`, 400, "function_call", "calls no functions"},
 		{"tool_choice required", chat, `{"messages":[{"role":"user","content":"x"}],"tool_choice":"required"}`, 400, "tool_choice", "calls no tools"},
@@ -220,5 +224,60 @@ func TestSamplingFields(t *testing.T) {
 	zero := 0
 	if g, e = ts.common(&commonRequest{DRYMultiplier: &mult, DRYPenaltyLastN: &zero}, nil); e != nil || g.sampling.DRYMultiplier != 0 {
 		t.Errorf("dry_penalty_last_n 0 leaves DRY on: %+v, %v", g.sampling, e)
+	}
+}
+
+// TestLogitBias: OpenAI's object and llama-server's pairs (ids or texts,
+// numbers or false) become the sampler's biases; a banned greedy token is
+// not generated.
+func TestLogitBias(t *testing.T) {
+	ts := newTestServer(t, testOptions{ctx: 64})
+	g, e := ts.common(&commonRequest{LogitBias: json.RawMessage(`{"3": 2.5, "7": -100}`)}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if b := g.sampling.LogitBias; len(b) != 2 || b[3] != 2.5 || b[7] != -100 {
+		t.Errorf("OpenAI logit_bias: %v", b)
+	}
+	hello := ts.tok.Encode("hello", tokenizer.EncodeOptions{NoBOS: true})
+	if len(hello) == 0 {
+		t.Fatal("no tokens for hello")
+	}
+	g, e = ts.common(&commonRequest{LogitBias: json.RawMessage(`[[4, false], ["hello", 1.5]]`)}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	b := g.sampling.LogitBias
+	if !math.IsInf(float64(b[4]), -1) || len(b) != 1+len(hello) {
+		t.Errorf("llama-server logit_bias: %v (hello is %v)", b, hello)
+	}
+	for _, id := range hello {
+		if id != 4 && b[id] != 1.5 {
+			t.Errorf("llama-server logit_bias: token %d of hello has %v", id, b[id])
+		}
+	}
+	// Ban the token greedy decoding writes first: another comes instead
+	// (llama-server's /completion reports the ids).
+	first := func(bias string) int32 {
+		resp, body := ts.post(t, "/completion", `{"prompt":"once upon","n_predict":1,"temperature":0,"n_probs":1`+bias+`}`)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+		var r struct {
+			Probs []struct {
+				ID int32 `json:"id"`
+			} `json:"completion_probabilities"`
+		}
+		if err := json.Unmarshal(body, &r); err != nil || len(r.Probs) != 1 {
+			t.Fatalf("reply %s: %v", body, err)
+		}
+		return r.Probs[0].ID
+	}
+	plain := first("")
+	if banned := first(fmt.Sprintf(`,"logit_bias":[[%d,false]]`, plain)); banned == plain {
+		t.Errorf("token %d banned, still generated", plain)
+	}
+	if raised := first(fmt.Sprintf(`,"logit_bias":{"%d":100}`, (plain+1)%int32(ts.tok.Len()))); raised != (plain+1)%int32(ts.tok.Len()) {
+		t.Errorf("token %d raised by 100, %d generated", (plain+1)%int32(ts.tok.Len()), raised)
 	}
 }

@@ -315,8 +315,9 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 		}
 		g.maxTokens = *maxTokens
 	}
-	if asks(c.LogitBias) {
-		return nil, invalid("logit_bias", "'logit_bias' is not supported by this server")
+	bias, e := parseLogitBias(c.LogitBias, s.cfg.Tokenizer)
+	if e != nil {
+		return nil, e
 	}
 	limit := c.maxStops
 	if limit == 0 {
@@ -329,6 +330,9 @@ func (s *Server) common(c *commonRequest, maxTokens *int) (*generation, *apiErro
 	g.stop = stop
 
 	sc := s.cfg.Sampler
+	if len(bias) > 0 {
+		sc.LogitBias = bias
+	}
 	set := func(dst *float32, v *float64) {
 		if v != nil {
 			*dst = float32(*v)

@@ -292,7 +292,9 @@ func TestNativeBadRequests(t *testing.T) {
 	}{
 		{"grammar", "/completion", map[string]any{"prompt": "x", "grammar": `root ::= "a"`}, 400, "'grammar' is not supported"},
 		{"json_schema", "/completion", map[string]any{"prompt": "x", "json_schema": map[string]any{"type": "object"}}, 400, "'json_schema' is not supported"},
-		{"logit_bias", "/completion", map[string]any{"prompt": "x", "logit_bias": [][]any{{5, false}}}, 400, "'logit_bias' is not supported"},
+		{"logit_bias true", "/completion", map[string]any{"prompt": "x", "logit_bias": [][]any{{5, true}}}, 400, "'logit_bias[0]' is true"},
+		{"logit_bias pair", "/completion", map[string]any{"prompt": "x", "logit_bias": [][]any{{5}}}, 400, "'logit_bias[0]' is not a [token, bias] pair"},
+		{"logit_bias ban", "/completion", map[string]any{"prompt": "x", "n_predict": 2, "logit_bias": [][]any{{5, false}, {"hello", -3.5}}}, 200, `"tokens_predicted":2`},
 		{"token id null", "/completion", map[string]any{"prompt": []any{1, nil}}, 400, "'prompt[1]' is null"},
 		{"more stops than OpenAI's", "/completion", map[string]any{"prompt": "x", "n_predict": 2, "stop": stops(6)}, 200, `"stop_type":"limit"`},
 		{"too many stops", "/completion", map[string]any{"prompt": "x", "stop": stops(maxNativeStops + 1)}, 400, "at most 64"},
