@@ -71,6 +71,9 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
+	if err := sf.checkVocab(m.config.Vocab); err != nil {
+		return err
+	}
 	tok, err := nn.NewTokenizer(m.file)
 	if err != nil {
 		return fmt.Errorf("chat needs the model's tokenizer: %w", err)

@@ -244,3 +244,35 @@ func TestRunPromptPastContext(t *testing.T) {
 		t.Errorf("a summary or text for a refused prompt:\nstdout %q\nstderr %s", out, stderr)
 	}
 }
+
+// --logit-bias bans or raises tokens by id, as llama.cpp's; ids past the
+// vocabulary and malformed values are refused.
+func TestLogitBiasFlag(t *testing.T) {
+	run := func(extra ...string) (string, string, int) {
+		t.Helper()
+		code, out, stderr := bitvk(append([]string{"run", "-p", "And it came to pass", "-n", "12", "--temp", "0", "--draft", "off", "-t", "1"}, extra...)...)
+		return out, stderr, code
+	}
+	plain, _, _ := run()
+	// bitvk tokenize prints "id<TAB>'piece'" lines, BOS first.
+	_, ids, _ := bitvk("tokenize", " unto")
+	lines := strings.Split(strings.TrimSpace(ids), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[1], "' unto'") || !strings.Contains(plain, " unto") {
+		t.Fatalf("the test needs \" unto\" as one token in %q (tokenize: %q)", plain, ids)
+	}
+	id, _, _ := strings.Cut(lines[1], "\t")
+	banned, stderr, code := run("--logit-bias", id+"-inf")
+	if code != 0 || strings.Contains(banned, " unto") || banned == plain {
+		t.Errorf("\" unto\" banned: exit %d, %q (%s)", code, banned, stderr)
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{"99999+1", "outside the model's vocabulary of 4096"},
+		{"12x", "is not TOKEN_ID+BIAS"},
+		{"5+inf", "is not a bias"},
+		{"-3+1", "is not a token id"},
+	} {
+		if _, stderr, code := run("--logit-bias", tc.arg); code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--logit-bias %s: exit %d: %s", tc.arg, code, stderr)
+		}
+	}
+}

@@ -6,8 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +29,50 @@ type samplerFlags struct {
 	dryMultiplier, dryBase           float64
 	dryAllowedLength, dryLastN       int
 	dryBreakers                      stringList
+	logitBias                        logitBiasFlag
+}
+
+// logitBiasFlag is llama.cpp's --logit-bias TOKEN_ID(+|-)BIAS, which may be
+// given many times: 15043+1 raises token 15043 by 1, 15043-inf bans it.
+type logitBiasFlag struct{ m map[int32]float32 }
+
+func (f *logitBiasFlag) String() string {
+	var parts []string
+	for id, b := range f.m {
+		parts = append(parts, fmt.Sprintf("%d%+g", id, b))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+func (f *logitBiasFlag) Set(v string) error {
+	i := strings.IndexAny(v[min(1, len(v)):], "+-") + 1
+	if i <= 0 {
+		return fmt.Errorf("%q is not TOKEN_ID+BIAS or TOKEN_ID-BIAS (15043+1, 15043-inf)", v)
+	}
+	id, err := strconv.ParseInt(v[:i], 10, 32)
+	if err != nil || id < 0 {
+		return fmt.Errorf("%q: %q is not a token id", v, v[:i])
+	}
+	b, err := strconv.ParseFloat(v[i:], 32)
+	if err != nil || b != b || math.IsInf(b, 1) {
+		return fmt.Errorf("%q: %q is not a bias (a number, or -inf to ban the token)", v, v[i:])
+	}
+	if f.m == nil {
+		f.m = map[int32]float32{}
+	}
+	f.m[int32(id)] = float32(b)
+	return nil
+}
+
+// checkVocab refuses a --logit-bias token outside a vocabulary of vocab.
+func (sf *samplerFlags) checkVocab(vocab int) error {
+	for id := range sf.logitBias.m {
+		if int(id) >= vocab {
+			return fmt.Errorf("--logit-bias: token %d is outside the model's vocabulary of %d", id, vocab)
+		}
+	}
+	return nil
 }
 
 // stringList is a flag that may be given many times.
@@ -85,6 +132,7 @@ func addSamplerFlags(fs *flag.FlagSet, sf *samplerFlags) {
 	fs.Float64Var(&sf.dryBase, "dry-base", 1.75, "DRY: the base of the penalty's growth with the repeat's length")
 	fs.IntVar(&sf.dryAllowedLength, "dry-allowed-length", 2, "DRY: repeats this long go unpenalized")
 	fs.IntVar(&sf.dryLastN, "dry-penalty-last-n", -1, "DRY: how many recent tokens it looks at (-1: the context, 0: off)")
+	fs.Var(&sf.logitBias, "logit-bias", "add BIAS to a token's logit, as `TOKEN_ID+BIAS` or TOKEN_ID-BIAS (-inf bans it); may be given again")
 	fs.Var(&sf.dryBreakers, "dry-sequence-breaker", "DRY: a `string` that ends a repeat (may be given again; default: newline, :, \", *; \"none\" for none)")
 }
 
@@ -165,6 +213,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
+	if err := sf.checkVocab(m.config.Vocab); err != nil {
+		return err
+	}
 	fmt.Fprintf(stderr, "%s: %s, %s, context %d, seed %d\n", m.path, describe(m.config), m.backend.Name(), m.engine.Context(), seed)
 	drafter, what, err := df.drafter(m)
 	if err != nil {

@@ -100,6 +100,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
+	if err := sf.checkVocab(m.config.Vocab); err != nil {
+		return err
+	}
 	slots := nn.AsMulti(m.backend).Slots()
 	if slots < *parallel {
 		fmt.Fprintf(stderr, "note: %s holds %d sequence(s): serving %d request(s) at a time instead of --parallel %d\n", m.backend.Name(), slots, slots, *parallel)
@@ -194,6 +197,7 @@ func (sf *samplerFlags) config() (nn.SamplerConfig, bool) {
 		XTCProbability: float32(sf.xtcProbability), XTCThreshold: float32(sf.xtcThreshold),
 		DRYMultiplier: float32(sf.dryMultiplier), DRYBase: float32(sf.dryBase),
 		DRYAllowedLength: sf.dryAllowedLength, DRYLastN: sf.dryLastN,
+		LogitBias: sf.logitBias.m,
 	}
 	if sf.dryLastN == 0 {
 		c.DRYMultiplier = 0 // as in llama.cpp, a window of 0 turns DRY off

@@ -109,6 +109,9 @@ func runView(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
+	if err := sf.checkVocab(m.config.Vocab); err != nil {
+		return err
+	}
 	tok, err := nn.NewTokenizer(m.file)
 	if err != nil {
 		return fmt.Errorf("bitvk view shows text and needs the model's tokenizer: %w", err)
