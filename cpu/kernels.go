@@ -188,7 +188,7 @@ var active = generic
 // first one the CPU supports becomes active.
 func kernelSets() []kernels {
 	sets := asmKernelSets()
-	return append(sets, generic)
+	return append(sets, goKernels, generic)
 }
 
 func init() {

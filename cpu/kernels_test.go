@@ -764,7 +764,7 @@ func TestAsmPresent(t *testing.T) {
 	if runtime.GOARCH != "amd64" || puregoBuild() {
 		t.Skipf("no assembly in this build (GOARCH %s)", runtime.GOARCH)
 	}
-	want := []string{generic.name}
+	want := []string{goKernels.name, generic.name}
 	if hasAVX2 && cpu.X86.HasF16C {
 		want = append([]string{"avx2"}, want...)
 	}

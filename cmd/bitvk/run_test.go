@@ -413,7 +413,7 @@ func TestBenchKernels(t *testing.T) {
 	}
 	if g, ok := peaks["generic"]; ok {
 		for k, p := range peaks {
-			if k != "generic" && !(p > g) {
+			if strings.HasPrefix(k, "avx") && !(p > g) { // the go set's is generic's loop
 				t.Errorf("int8 peak of %s (%g) is not above generic's (%g)", k, p, g)
 			}
 		}
