@@ -1,12 +1,14 @@
 // Token sampling: one decoding step's logits in, one token id out, with the
 // behaviour of llama.cpp's default sampler chain, in its order:
 //
-//	penalties → top-k → typical → top-p → min-p → XTC → temperature → draw
+//	logit bias → penalties → DRY → top-k → typical → top-p → min-p → XTC
+//	→ temperature → draw
 //
-// or, with Mirostat on, llama.cpp's penalties → temperature → Mirostat
-// (keepSorted and sampleMirostat: both sort the candidates they read,
-// rarely used modes that the fast paths below leave out). XTC, when on,
-// follows min-p.
+// or, with Mirostat on, llama.cpp's logit bias → penalties → DRY →
+// temperature → Mirostat. Logit biases and DRY rewrite a few logits as
+// the penalties do (penalize, dryPenalize); typical, XTC (keepSorted) and
+// Mirostat (sampleMirostat) sort the candidates they read: rarely used
+// modes that the fast paths below leave out.
 //
 //  1. Penalties rewrite the logits of the tokens that occur in the last
 //     RepeatLastN ids of the history (on a private copy of those few
@@ -172,8 +174,9 @@ type Sampler struct {
 	pcg *rand.PCG
 
 	// Penalty state of the current call: mark[id] counts id's occurrences in
-	// the window (zero for untouched ids; reset through touched at the next
-	// call), touched lists the distinct ids seen, pen their new logits.
+	// the window (−1 for a token only a logit bias or DRY rewrites, zero for
+	// untouched ids; reset through touched at the next call), touched lists
+	// the rewritten ids, pen their new logits.
 	mark    []int32
 	touched []int32
 	pen     []float32
