@@ -139,7 +139,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *kernelSets != "" {
 		kernelList = strings.Split(*kernelSets, ",")
 		for _, k := range kernelList {
-			if !slices.Contains(cpu.KernelNames(), k) {
+			if err := checkKernelSet(k); err != nil || k == "" {
 				return usageError(fs, "--kernels: %q is not a kernel set this CPU runs (%s)", k, strings.Join(cpu.KernelNames(), ", "))
 			}
 		}

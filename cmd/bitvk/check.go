@@ -48,6 +48,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	tokens := fs.String("tokens", "", "prompt token `ids` instead of -p")
 	device := fs.Int("device", -1, "Vulkan device `index` (see bitvk devices; default: the best)")
 	threads := fs.Int("t", 0, "CPU threads (default: one per CPU)")
+	kernelSet := fs.String("kernels", "", "CPU kernel `set` the GPU is compared with (see bitvk version; default: the fastest this CPU runs; generic: the plain Go twins)")
 	head := fs.String("head", "stored", "output head on both backends: stored (the file's type), or converted at load to f16, q8, q8_0, q6_k or q4_0")
 	validate := fs.Bool("validate", false, "turn the Khronos validation layer on: any message fails the check")
 	var tol checkTol
@@ -100,7 +101,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		defer cleanup()
 		path, name = tmp, "synthetic "+src.shape
 	}
-	cpuFlags := backendFlags{backend: "cpu", threads: *threads, head: *head}
+	cpuFlags := backendFlags{backend: "cpu", threads: *threads, head: *head, kernels: *kernelSet}
 	if err := cpuFlags.check(fs); err != nil {
 		return err
 	}

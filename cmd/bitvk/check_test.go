@@ -44,6 +44,26 @@ func TestCheckPasses(t *testing.T) {
 	}
 }
 
+// --kernels picks the CPU kernel set the GPU is compared with: the plain
+// Go twins pass too, and the report names them; a set the CPU lacks is a
+// usage error, on check as on run.
+func TestCheckKernels(t *testing.T) {
+	needVulkan(t)
+	code, out, errOut := bitvk("check", "--shape", "tiny", "-n", "16", "--kernels", "generic")
+	if code != 0 || !strings.Contains(out, "cpu (generic,") || !strings.Contains(out, "PASS") {
+		t.Fatalf("check --kernels generic: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, cmd := range []string{"check", "run"} {
+		if code, _, errOut := bitvk(cmd, "--shape", "tiny", "--tokens", "1", "-n", "1", "--kernels", "avx9"); code != 2 || !strings.Contains(errOut, `"avx9" is not a kernel set`) {
+			t.Errorf("%s --kernels avx9: exit %d: %s", cmd, code, errOut)
+		}
+	}
+	code, _, errOut = bitvk("run", "--shape", "tiny", "--backend", "cpu", "--tokens", "1,2", "-n", "2", "--kernels", "go")
+	if code != 0 || !strings.Contains(errOut, "cpu (go,") {
+		t.Errorf("run --kernels go: exit %d: %s", code, errOut)
+	}
+}
+
 // A tolerance nothing meets makes check fail, naming the first layer and
 // block that passed it.
 func TestCheckFailsNamingTheLayer(t *testing.T) {

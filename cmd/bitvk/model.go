@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,9 +48,19 @@ func addBackendFlags(fs *flag.FlagSet, bf *backendFlags, withThreads bool) {
 	fs.IntVar(&bf.device, "device", -1, "Vulkan device `index` (see bitvk devices; default: the best)")
 	if withThreads {
 		fs.IntVar(&bf.threads, "t", 0, "CPU threads (default: one per CPU)")
+		fs.StringVar(&bf.kernels, "kernels", "", "CPU kernel `set` (see bitvk version; default: the fastest this CPU runs)")
 	}
 	fs.IntVar(&bf.ctx, "c", 0, "context length in positions (default: the model's maximum)")
 	fs.StringVar(&bf.head, "head", "stored", "output head: stored (in the file's type: F16, Q8_0, Q6_K or Q4_0), or converted at load to f16, q8 (int8 with per-row scales: half F16's bytes, slightly less exact), q8_0, q6_k or q4_0")
+}
+
+// checkKernelSet refuses a CPU kernel set this machine does not run ("" is
+// the default).
+func checkKernelSet(set string) error {
+	if set != "" && !slices.Contains(cpu.KernelNames(), set) {
+		return fmt.Errorf("%q is not a kernel set this CPU runs (%s)", set, strings.Join(cpu.KernelNames(), ", "))
+	}
+	return nil
 }
 
 func (bf *backendFlags) check(fs *flag.FlagSet) error {
@@ -63,6 +74,9 @@ func (bf *backendFlags) check(fs *flag.FlagSet) error {
 	}
 	if bf.ctx < 0 || bf.threads < 0 {
 		return usageError(fs, "-c and -t must not be negative")
+	}
+	if err := checkKernelSet(bf.kernels); err != nil {
+		return usageError(fs, "--kernels: %v", err)
 	}
 	bf.notes = fs.Output()
 	return nil
