@@ -31,16 +31,23 @@ var goKernels = func() kernels {
 	return k
 }()
 
+// fourRows returns rows r…r+3 of w (stride apart, n long); the three
+// last resliced to the first's length, so that indexing them by the
+// first's indices needs no bounds checks.
+func fourRows[T any](w []T, r, stride, n int) (a, b, c, d []T) {
+	a = w[r*stride : r*stride+n]
+	b = w[(r+1)*stride : (r+1)*stride+n][:len(a)]
+	c = w[(r+2)*stride : (r+2)*stride+n][:len(a)]
+	d = w[(r+3)*stride : (r+3)*stride+n][:len(a)]
+	return
+}
+
 // dotF16Rows4 is dotF16RowsGeneric four rows at a time.
 func dotF16Rows4(w []uint16, stride int, x []float32, out []float32) {
 	n := len(x)
 	r := 0
 	for ; r+4 <= len(out); r += 4 {
-		w0 := w[r*stride : r*stride+n]
-		w1 := w[(r+1)*stride : (r+1)*stride+n]
-		w2 := w[(r+2)*stride : (r+2)*stride+n]
-		w3 := w[(r+3)*stride : (r+3)*stride+n]
-		w1, w2, w3 = w1[:len(w0)], w2[:len(w0)], w3[:len(w0)]
+		w0, w1, w2, w3 := fourRows(w, r, stride, n)
 		var s0, s1, s2, s3 float32
 		for i, h := range w0 {
 			xi := x[i]
@@ -61,11 +68,7 @@ func dotI8Rows4(w []int8, stride int, x []int8, out []int32) {
 	n := len(x)
 	r := 0
 	for ; r+4 <= len(out); r += 4 {
-		w0 := w[r*stride : r*stride+n]
-		w1 := w[(r+1)*stride : (r+1)*stride+n]
-		w2 := w[(r+2)*stride : (r+2)*stride+n]
-		w3 := w[(r+3)*stride : (r+3)*stride+n]
-		w1, w2, w3 = w1[:len(w0)], w2[:len(w0)], w3[:len(w0)]
+		w0, w1, w2, w3 := fourRows(w, r, stride, n)
 		var s0, s1, s2, s3 int32
 		for i, v := range w0 {
 			xi := int32(x[i])
@@ -109,11 +112,7 @@ func ternaryRowsLUT(w []byte, stride int, x []int8, out []int32) {
 	}
 	r := 0
 	for ; r+4 <= len(out); r += 4 {
-		r0 := w[r*stride : r*stride+nb]
-		r1 := w[(r+1)*stride : (r+1)*stride+nb]
-		r2 := w[(r+2)*stride : (r+2)*stride+nb]
-		r3 := w[(r+3)*stride : (r+3)*stride+nb]
-		r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
+		r0, r1, r2, r3 := fourRows(w, r, stride, nb)
 		var a0, a1, a2, a3 int32
 		for p, b0 := range r0 {
 			t := &tab[p]

@@ -21,25 +21,15 @@ import (
 
 // commonRequest holds the fields both endpoints take.
 type commonRequest struct {
-	Model            string          `json:"model"`
-	Stream           bool            `json:"stream"`
-	StreamOptions    *streamOptions  `json:"stream_options"`
-	MaxTokens        *int            `json:"max_tokens"`
-	Temperature      *float64        `json:"temperature"`
-	TopP             *float64        `json:"top_p"`
-	TopK             *int            `json:"top_k"`
-	MinP             *float64        `json:"min_p"`
-	TypicalP         *float64        `json:"typical_p"`
-	Mirostat         *int            `json:"mirostat"`
-	MirostatTau      *float64        `json:"mirostat_tau"`
-	MirostatEta      *float64        `json:"mirostat_eta"`
-	XTCProbability   *float64        `json:"xtc_probability"`
-	XTCThreshold     *float64        `json:"xtc_threshold"`
-	DRYMultiplier    *float64        `json:"dry_multiplier"`
-	DRYBase          *float64        `json:"dry_base"`
-	DRYAllowedLength *int            `json:"dry_allowed_length"`
-	DRYPenaltyLastN  *int            `json:"dry_penalty_last_n"`
-	DRYBreakers      *[]string       `json:"dry_sequence_breakers"`
+	Model         string         `json:"model"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options"`
+	MaxTokens     *int           `json:"max_tokens"`
+	Temperature   *float64       `json:"temperature"`
+	TopP          *float64       `json:"top_p"`
+	TopK          *int           `json:"top_k"`
+	MinP          *float64       `json:"min_p"`
+	llamaSampling
 	RepeatPenalty    *float64        `json:"repeat_penalty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
 	PresencePenalty  *float64        `json:"presence_penalty"`
@@ -51,6 +41,22 @@ type commonRequest struct {
 	LogitBias        json.RawMessage `json:"logit_bias"`
 
 	maxStops int // the most stop strings taken; 0: OpenAI's maxStops
+}
+
+// llamaSampling holds llama.cpp's samplers beyond OpenAI's, which the
+// OpenAI endpoints and llama-server's /completion both take.
+type llamaSampling struct {
+	TypicalP         *float64  `json:"typical_p"`
+	Mirostat         *int      `json:"mirostat"`
+	MirostatTau      *float64  `json:"mirostat_tau"`
+	MirostatEta      *float64  `json:"mirostat_eta"`
+	XTCProbability   *float64  `json:"xtc_probability"`
+	XTCThreshold     *float64  `json:"xtc_threshold"`
+	DRYMultiplier    *float64  `json:"dry_multiplier"`
+	DRYBase          *float64  `json:"dry_base"`
+	DRYAllowedLength *int      `json:"dry_allowed_length"`
+	DRYPenaltyLastN  *int      `json:"dry_penalty_last_n"`
+	DRYBreakers      *[]string `json:"dry_sequence_breakers"`
 }
 
 type streamOptions struct {
@@ -180,9 +186,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 		if !errors.As(err, &typeErr) {
 			return invalid("", "could not read the request body: %v", err)
 		}
-		// The path names the embedded struct of the shared fields; a
+		// The path names the embedded structs of the shared fields; a
 		// client knows only the JSON names.
 		field := strings.TrimPrefix(typeErr.Field, "commonRequest.")
+		field = strings.TrimPrefix(field, "llamaSampling.")
 		want := wantKind(typeErr.Type)
 		if num, ok := strings.CutPrefix(typeErr.Value, "number "); ok && outOfRange(num, want) {
 			return invalid(field, "'%s' is %s, out of range for %s", field, num, want)

@@ -198,7 +198,7 @@ func TestSamplingFields(t *testing.T) {
 		c.Sampler.Mirostat, c.Sampler.MirostatTau = 1, 4
 	}})
 	two, tau, eta, tp, xp, xt := 2, 3.5, 0.25, 0.7, 0.5, 0.2
-	g, e := ts.common(&commonRequest{Mirostat: &two, MirostatTau: &tau, MirostatEta: &eta, TypicalP: &tp, XTCProbability: &xp, XTCThreshold: &xt}, nil)
+	g, e := ts.common(&commonRequest{llamaSampling: llamaSampling{Mirostat: &two, MirostatTau: &tau, MirostatEta: &eta, TypicalP: &tp, XTCProbability: &xp, XTCThreshold: &xt}}, nil)
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -213,7 +213,7 @@ func TestSamplingFields(t *testing.T) {
 		t.Errorf("defaults: sampler config %+v", sc)
 	}
 	mult, base, allowed, lastN, brk := 0.8, 2.0, 3, 100, []string{"l", "o"}
-	g, e = ts.common(&commonRequest{DRYMultiplier: &mult, DRYBase: &base, DRYAllowedLength: &allowed, DRYPenaltyLastN: &lastN, DRYBreakers: &brk}, nil)
+	g, e = ts.common(&commonRequest{llamaSampling: llamaSampling{DRYMultiplier: &mult, DRYBase: &base, DRYAllowedLength: &allowed, DRYPenaltyLastN: &lastN, DRYBreakers: &brk}}, nil)
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -222,7 +222,7 @@ func TestSamplingFields(t *testing.T) {
 		t.Errorf("DRY: sampler config %+v, breakers want %v", sc, want)
 	}
 	zero := 0
-	if g, e = ts.common(&commonRequest{DRYMultiplier: &mult, DRYPenaltyLastN: &zero}, nil); e != nil || g.sampling.DRYMultiplier != 0 {
+	if g, e = ts.common(&commonRequest{llamaSampling: llamaSampling{DRYMultiplier: &mult, DRYPenaltyLastN: &zero}}, nil); e != nil || g.sampling.DRYMultiplier != 0 {
 		t.Errorf("dry_penalty_last_n 0 leaves DRY on: %+v, %v", g.sampling, e)
 	}
 }

@@ -106,23 +106,13 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request, _ *recorder)
 
 // llamaCompletionRequest is llama-server's POST /completion body.
 type llamaCompletionRequest struct {
-	Prompt           json.RawMessage `json:"prompt"`
-	NPredict         *int            `json:"n_predict"`
-	Temperature      *float64        `json:"temperature"`
-	TopK             *int            `json:"top_k"`
-	TopP             *float64        `json:"top_p"`
-	MinP             *float64        `json:"min_p"`
-	TypicalP         *float64        `json:"typical_p"`
-	Mirostat         *int            `json:"mirostat"`
-	MirostatTau      *float64        `json:"mirostat_tau"`
-	MirostatEta      *float64        `json:"mirostat_eta"`
-	XTCProbability   *float64        `json:"xtc_probability"`
-	XTCThreshold     *float64        `json:"xtc_threshold"`
-	DRYMultiplier    *float64        `json:"dry_multiplier"`
-	DRYBase          *float64        `json:"dry_base"`
-	DRYAllowedLength *int            `json:"dry_allowed_length"`
-	DRYPenaltyLastN  *int            `json:"dry_penalty_last_n"`
-	DRYBreakers      *[]string       `json:"dry_sequence_breakers"`
+	Prompt      json.RawMessage `json:"prompt"`
+	NPredict    *int            `json:"n_predict"`
+	Temperature *float64        `json:"temperature"`
+	TopK        *int            `json:"top_k"`
+	TopP        *float64        `json:"top_p"`
+	MinP        *float64        `json:"min_p"`
+	llamaSampling
 	RepeatPenalty    *float64        `json:"repeat_penalty"`
 	PresencePenalty  *float64        `json:"presence_penalty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
@@ -155,11 +145,7 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, rec *re
 		return
 	}
 	c := commonRequest{Temperature: req.Temperature, TopK: req.TopK, TopP: req.TopP, MinP: req.MinP,
-		TypicalP: req.TypicalP, Mirostat: req.Mirostat, MirostatTau: req.MirostatTau, MirostatEta: req.MirostatEta,
-		XTCProbability: req.XTCProbability, XTCThreshold: req.XTCThreshold,
-		DRYMultiplier: req.DRYMultiplier, DRYBase: req.DRYBase, DRYAllowedLength: req.DRYAllowedLength,
-		DRYPenaltyLastN: req.DRYPenaltyLastN, DRYBreakers: req.DRYBreakers,
-		RepeatPenalty: req.RepeatPenalty, PresencePenalty: req.PresencePenalty, FrequencyPenalty: req.FrequencyPenalty,
+		llamaSampling: req.llamaSampling, RepeatPenalty: req.RepeatPenalty, PresencePenalty: req.PresencePenalty, FrequencyPenalty: req.FrequencyPenalty,
 		Seed: req.Seed, Stop: req.Stop, IgnoreEOS: req.IgnoreEOS, LogitBias: req.LogitBias, maxStops: maxNativeStops}
 	if req.NPredict != nil && *req.NPredict > 0 { // < 0: no limit
 		c.MaxTokens = req.NPredict
@@ -377,7 +363,7 @@ func (s *Server) ollama(w http.ResponseWriter, r *http.Request, rec *recorder, c
 	}
 	o := req.Options
 	c := commonRequest{Temperature: o.Temperature, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, Seed: o.Seed, Stop: o.Stop,
-		TypicalP: o.TypicalP, Mirostat: o.Mirostat, MirostatTau: o.MirostatTau, MirostatEta: o.MirostatEta,
+		llamaSampling: llamaSampling{TypicalP: o.TypicalP, Mirostat: o.Mirostat, MirostatTau: o.MirostatTau, MirostatEta: o.MirostatEta},
 		RepeatPenalty: o.RepeatPenalty, PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty,
 		maxStops: maxNativeStops}
 	var limit *int
