@@ -16,7 +16,7 @@ import (
 // typical_p, mirostat (with mirostat_tau and mirostat_eta), xtc_probability
 // and xtc_threshold, the dry_* fields, repeat_penalty and ignore_eos. Fields this server does not know are
 // ignored, as OpenAI's own clients send many; fields it knows but does not
-// implement (tools, echo, …) are refused when they ask for something, so
+// implement (tools, best_of, …) are refused when they ask for something, so
 // that no client is silently given less than it asked.
 
 // commonRequest holds the fields both endpoints take.

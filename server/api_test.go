@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitvk/bitvk/cpu"
 	"github.com/bitvk/bitvk/tokenizer"
 )
 
@@ -89,7 +90,8 @@ func TestBadRequests(t *testing.T) {
 		{"prompt type", comp, `{"prompt":{"text":"x"}}`, 400, "prompt", "must be a string"},
 		{"two prompts", comp, `{"prompt":["a","b"]}`, 400, "prompt", "2 prompts"},
 		{"token outside", comp, `{"prompt":[1, 99999]}`, 400, "prompt", "outside the vocabulary"},
-		{"echo", comp, `{"prompt":"x","echo":true}`, 400, "echo", "not supported"},
+		{"echo streamed", comp, `{"prompt":"x","echo":true,"stream":true}`, 400, "echo", "without \"stream\" only"},
+		{"max_tokens 0 without echo", comp, `{"prompt":"x","max_tokens":0}`, 400, "max_tokens", "at least 1"},
 		{"max_tokens overflow", chat, `{"messages":[{"role":"user","content":"x"}],"max_tokens":99999999999999999999}`, 400, "max_tokens", "'max_tokens' is 99999999999999999999, out of range for an integer"},
 		{"temperature overflow", chat, `{"messages":[{"role":"user","content":"x"}],"temperature":1e400}`, 400, "temperature", "'temperature' is 1e400, out of range for a number"},
 		{"max_completion_tokens 0", chat, `{"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0}`, 400, "max_completion_tokens", "'max_completion_tokens' is 0"},
@@ -279,5 +281,81 @@ func TestLogitBias(t *testing.T) {
 	}
 	if raised := first(fmt.Sprintf(`,"logit_bias":{"%d":100}`, (plain+1)%int32(ts.tok.Len()))); raised != (plain+1)%int32(ts.tok.Len()) {
 		t.Errorf("token %d raised by 100, %d generated", (plain+1)%int32(ts.tok.Len()), raised)
+	}
+}
+
+// TestEcho: a completion with echo starts with the prompt; with logprobs,
+// every prompt token after the first has the log-probability the model
+// gives it after the tokens before it (checked against a separate CPU
+// backend evaluating each prefix), the first has null, and max_tokens 0
+// scores the prompt alone: what evaluation harnesses ask of a completions
+// API. A cached prefix does not skip the scoring.
+func TestEcho(t *testing.T) {
+	ts := newTestServer(t, testOptions{ctx: 64})
+	m := tiny(t)
+	ref, err := cpu.New(m.Config, m.Weights, cpu.Options{Threads: 1, Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	prompt := []int32{ts.tok.BOS(), 7, 42, 9, 100, 3}
+	want := []float64{0}
+	for q := 1; q < len(prompt); q++ {
+		logits := make([]float32, q*m.Config.Vocab)
+		if err := ref.Forward(prompt[:q], 0, logits); err != nil {
+			t.Fatal(err)
+		}
+		l := logits[(q-1)*m.Config.Vocab:]
+		mx := math.Inf(-1)
+		for _, x := range l {
+			mx = max(mx, float64(x))
+		}
+		sum := 0.0
+		for _, x := range l {
+			sum += math.Exp(float64(x) - mx)
+		}
+		want = append(want, float64(l[prompt[q]])-mx-math.Log(sum))
+	}
+	ids, _ := json.Marshal(prompt)
+	for round, body := range []string{
+		`{"prompt":` + string(ids) + `,"max_tokens":0,"echo":true,"logprobs":2}`,
+		`{"prompt":` + string(ids) + `,"max_tokens":0,"echo":true,"logprobs":0}`, // the prompt is cached now
+		`{"prompt":` + string(ids) + `,"max_tokens":3,"echo":true,"logprobs":1,"temperature":0}`,
+	} {
+		resp, b := ts.post(t, "/v1/completions", body)
+		var r struct {
+			Choices []struct {
+				Text     string `json:"text"`
+				Logprobs struct {
+					Tokens        []string             `json:"tokens"`
+					TokenLogprobs []*float64           `json:"token_logprobs"`
+					TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+					TextOffset    []int                `json:"text_offset"`
+				} `json:"logprobs"`
+			} `json:"choices"`
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal(b, &r) != nil || len(r.Choices) != 1 {
+			t.Fatalf("round %d: %d %s", round, resp.StatusCode, b)
+		}
+		c := r.Choices[0]
+		gen := []int{0, 0, 3}[round]
+		lp := c.Logprobs
+		if r.Usage.CompletionTokens != gen || len(lp.Tokens) != len(prompt)+gen || len(lp.TokenLogprobs) != len(lp.Tokens) || len(lp.TextOffset) != len(lp.Tokens) {
+			t.Fatalf("round %d: %d generated, logprobs %+v", round, r.Usage.CompletionTokens, lp)
+		}
+		if lp.TokenLogprobs[0] != nil || lp.TopLogprobs[0] != nil {
+			t.Errorf("round %d: the first prompt token has a log-probability: %v %v", round, lp.TokenLogprobs[0], lp.TopLogprobs[0])
+		}
+		for q := 1; q < len(prompt); q++ {
+			if g := lp.TokenLogprobs[q]; g == nil || math.Abs(*g-want[q]) > 1e-6 {
+				t.Errorf("round %d: token %d: log-probability %v, want %g", round, q, g, want[q])
+			}
+		}
+		if text := ts.tok.Decode(prompt); !strings.HasPrefix(c.Text, text) || gen == 0 && c.Text != text {
+			t.Errorf("round %d: text %q, want the prompt %q first", round, c.Text, text)
+		}
 	}
 }

@@ -26,6 +26,7 @@ type generation struct {
 	topLogprobs  int  // and this many alternatives
 	json         bool // response_format json_object
 	evalOnly     bool // n_predict 0: evaluate the prompt into a slot's cache, generate nothing
+	echo         bool // completions' echo: the reply starts with the prompt
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, rec *recorder) {
@@ -134,8 +135,8 @@ func (s *Server) chatGeneration(req *chatRequest) (*generation, *apiError) {
 
 func (s *Server) completionGeneration(req *completionRequest) (*generation, *apiError) {
 	switch {
-	case req.Echo:
-		return nil, invalid("echo", "'echo' is not supported by this server")
+	case req.Echo && req.Stream:
+		return nil, invalid("echo", "'echo' is supported without \"stream\" only")
 	case req.BestOf != nil && *req.BestOf != 1:
 		return nil, invalid("best_of", "'best_of' is %d: this server generates one choice per request", *req.BestOf)
 	case req.Suffix != nil && *req.Suffix != "":
@@ -143,10 +144,16 @@ func (s *Server) completionGeneration(req *completionRequest) (*generation, *api
 	case isNull(req.Prompt):
 		return nil, invalid("prompt", "'prompt' is missing")
 	}
-	g, e := s.common(&req.commonRequest, req.MaxTokens)
+	maxTokens := req.MaxTokens
+	scoreOnly := req.Echo && maxTokens != nil && *maxTokens == 0 // the prompt's log-probabilities alone
+	if scoreOnly {
+		maxTokens = nil
+	}
+	g, e := s.common(&req.commonRequest, maxTokens)
 	if e != nil {
 		return nil, e
 	}
+	g.echo, g.evalOnly = req.Echo, scoreOnly
 	if !isNull(req.Logprobs) && string(req.Logprobs) != "false" {
 		var k int
 		if err := json.Unmarshal(req.Logprobs, &k); err != nil || k < 0 || k > 5 {

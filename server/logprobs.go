@@ -20,6 +20,7 @@ type tokenLogprob struct {
 	Token   string  // the token's bytes as text
 	Logprob float64 // ln p
 	Top     []altLogprob
+	None    bool // no log-probability: an echoed prompt's first token (null in the reply)
 }
 
 type altLogprob struct {
@@ -143,7 +144,7 @@ type chatTopLogprob struct {
 
 type textLogprobs struct {
 	Tokens        []string             `json:"tokens"`
-	TokenLogprobs []float64            `json:"token_logprobs"`
+	TokenLogprobs []*float64           `json:"token_logprobs"` // nil: null (an echoed prompt's first token)
 	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
 	TextOffset    []int                `json:"text_offset"`
 }
@@ -168,7 +169,13 @@ func (lp *tokenLogprob) chat() chatTokenLogprob {
 // length of the text before it.
 func (t *textLogprobs) add(lp *tokenLogprob, offset int) {
 	t.Tokens = append(t.Tokens, lp.Token)
-	t.TokenLogprobs = append(t.TokenLogprobs, lp.Logprob)
+	t.TextOffset = append(t.TextOffset, offset)
+	if lp.None {
+		t.TokenLogprobs = append(t.TokenLogprobs, nil)
+		t.TopLogprobs = append(t.TopLogprobs, nil)
+		return
+	}
+	t.TokenLogprobs = append(t.TokenLogprobs, &lp.Logprob)
 	top := map[string]float64{}
 	for _, a := range lp.Top {
 		if _, ok := top[a.Token]; !ok {
@@ -176,5 +183,4 @@ func (t *textLogprobs) add(lp *tokenLogprob, offset int) {
 		}
 	}
 	t.TopLogprobs = append(t.TopLogprobs, top)
-	t.TextOffset = append(t.TextOffset, offset)
 }

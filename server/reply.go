@@ -55,7 +55,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, rec *recorder, g
 	for i := range n {
 		j := newJob(ctx, arrived)
 		j.prompt, j.sampling, j.maxTokens, j.stop, j.ignoreEOS, j.json = g.prompt, g.sampling, g.maxTokens, g.stop, g.ignoreEOS, g.json
-		j.evalOnly = g.evalOnly
+		j.evalOnly, j.echo = g.evalOnly, g.echo
 		j.sampling.Seed += uint64(i)
 		if g.logprobs {
 			j.logprobs = g.topLogprobs

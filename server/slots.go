@@ -81,6 +81,7 @@ type slot struct {
 	start   time.Time // the job's start
 	first   time.Time // its first sample
 	json    *jsonState
+	echo    *tokenizer.Decoder // the echoed prompt's text (echo jobs)
 
 	// this pass
 	row0  int     // its first logits row
@@ -172,6 +173,9 @@ func (w *scheduler) start(j *job) {
 		}
 	}
 	limit := len(j.prompt) - 1 // the last prompt token is evaluated for its logits
+	if j.echo {
+		limit = 0 // every position: the echoed prompt's log-probabilities
+	}
 	keep := min(own, limit)
 	if n := min(best, limit); n > keep && source != target {
 		if err := w.b.CopySeq(target.id, source.id, n); err == nil {
@@ -205,6 +209,10 @@ func (w *scheduler) start(j *job) {
 	}
 	sl.dec = w.tok.NewDecoder()
 	sl.dec.Prime(j.prompt)
+	sl.echo = nil
+	if j.echo {
+		sl.echo = w.tok.NewDecoder()
+	}
 	sl.stop = newStopper(j.stop)
 	sl.isEOG = w.tok.IsEOG
 	if j.ignoreEOS {
@@ -259,11 +267,16 @@ func (w *scheduler) step() {
 		n := min(len(p)-sl.fed, budget)
 		budget -= n
 		last := sl.fed+n == len(p)
+		scored := sl.j.echo && sl.j.logprobs != 0 // every position's logits
 		for k := range n {
-			w.batch = append(w.batch, nn.SeqToken{Token: p[sl.fed+k], Seq: sl.id, Pos: sl.fed + k, Logits: last && k == n-1})
+			w.batch = append(w.batch, nn.SeqToken{Token: p[sl.fed+k], Seq: sl.id, Pos: sl.fed + k, Logits: scored || last && k == n-1})
 		}
 		sl.n = n
-		if last {
+		switch {
+		case scored:
+			sl.row0 = rows
+			rows += n
+		case last:
 			sl.row0 = rows
 			rows++
 		}
@@ -293,6 +306,10 @@ func (w *scheduler) step() {
 		switch {
 		case sl.pending < 0: // a prompt chunk
 			p := sl.j.prompt
+			last := sl.row0 // the row of the chunk's last position, when it has logits
+			if sl.echo != nil {
+				last = w.echoPrompt(sl, row)
+			}
 			sl.cache = append(sl.cache, p[sl.fed:sl.fed+sl.n]...)
 			sl.fed += sl.n
 			if sl.fed < len(p) {
@@ -304,7 +321,7 @@ func (w *scheduler) step() {
 				w.finish(sl, endLength, nil)
 				continue
 			}
-			w.sample(sl, row(sl.row0))
+			w.sample(sl, row(last))
 		case len(sl.draft) == 0:
 			sl.cache = append(sl.cache, sl.pending)
 			sl.st.Draft.Steps++
@@ -316,6 +333,43 @@ func (w *scheduler) step() {
 			w.verify(sl, row, time.Since(passStart))
 		}
 	}
+}
+
+// echoPrompt hands the slot's request the prompt tokens of this pass's
+// chunk, each with its log-probability given the ones before it (from the
+// previous position's logits) when the request asks for log-probabilities:
+// the first token has none. It returns the row of the chunk's last
+// position.
+func (w *scheduler) echoPrompt(sl *slot, row func(int) []float32) int {
+	j, p := sl.j, sl.j.prompt
+	scored := j.logprobs != 0
+	if sl.fed == 0 {
+		piece := piece{text: sl.echo.Next(p[0])}
+		if scored {
+			piece.lp = &tokenLogprob{ID: p[0], Token: w.tok.Piece(p[0]), None: true}
+		}
+		j.out.put(piece)
+	}
+	for k := range sl.n {
+		q := sl.fed + k + 1 // the token row k's logits predict
+		if q >= len(p) {
+			break
+		}
+		piece := piece{text: sl.echo.Next(p[q])}
+		if scored {
+			piece.lp = logprobOf(w.tok, row(sl.row0+k), p[q], max(j.logprobs, 0))
+		}
+		j.out.put(piece)
+	}
+	if sl.fed+sl.n == len(p) {
+		if rest := sl.echo.Flush(); rest != "" {
+			j.out.put(piece{text: rest})
+		}
+	}
+	if scored {
+		return sl.row0 + sl.n - 1
+	}
+	return sl.row0
 }
 
 // prefilling lists the slots still reading their prompts, oldest request

@@ -31,6 +31,7 @@ type job struct {
 	logprobs  int  // > 0: return this many top alternatives (and the chosen token's log-probability) per token; −1: the chosen one's only
 	json      bool // constrain the output to a JSON object
 	evalOnly  bool // end once the prompt is in the cache, before the first sample
+	echo      bool // the reply starts with the prompt's tokens (and, with logprobs, their log-probabilities)
 
 	started chan struct{} // closed when the scheduler takes the job
 	out     pipe          // the reply's text, piece by piece; closed at the end
