@@ -90,7 +90,6 @@ func TestBadRequests(t *testing.T) {
 		{"prompt type", comp, `{"prompt":{"text":"x"}}`, 400, "prompt", "must be a string"},
 		{"two prompts", comp, `{"prompt":["a","b"]}`, 400, "prompt", "2 prompts"},
 		{"token outside", comp, `{"prompt":[1, 99999]}`, 400, "prompt", "outside the vocabulary"},
-		{"echo streamed", comp, `{"prompt":"x","echo":true,"stream":true}`, 400, "echo", "without \"stream\" only"},
 		{"max_tokens 0 without echo", comp, `{"prompt":"x","max_tokens":0}`, 400, "max_tokens", "at least 1"},
 		{"max_tokens overflow", chat, `{"messages":[{"role":"user","content":"x"}],"max_tokens":99999999999999999999}`, 400, "max_tokens", "'max_tokens' is 99999999999999999999, out of range for an integer"},
 		{"temperature overflow", chat, `{"messages":[{"role":"user","content":"x"}],"temperature":1e400}`, 400, "temperature", "'temperature' is 1e400, out of range for a number"},
@@ -356,6 +355,40 @@ func TestEcho(t *testing.T) {
 		}
 		if text := ts.tok.Decode(prompt); !strings.HasPrefix(c.Text, text) || gen == 0 && c.Text != text {
 			t.Errorf("round %d: text %q, want the prompt %q first", round, c.Text, text)
+		}
+	}
+	// Streamed: the prompt's tokens come first, one chunk each, with the
+	// same log-probabilities.
+	resp, b := ts.post(t, "/v1/completions", `{"prompt":`+string(ids)+`,"max_tokens":2,"echo":true,"logprobs":0,"stream":true,"temperature":0}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("streamed: %d %s", resp.StatusCode, b)
+	}
+	var got []*float64
+	for _, line := range strings.Split(string(b), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Logprobs *struct {
+					TokenLogprobs []*float64 `json:"token_logprobs"`
+				} `json:"logprobs"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		if len(c.Choices) == 1 && c.Choices[0].Logprobs != nil {
+			got = append(got, c.Choices[0].Logprobs.TokenLogprobs...)
+		}
+	}
+	if len(got) != len(prompt)+2 || got[0] != nil {
+		t.Fatalf("streamed: %d token log-probabilities (first %v), want %d", len(got), got[0], len(prompt)+2)
+	}
+	for q := 1; q < len(prompt); q++ {
+		if g := got[q]; g == nil || math.Abs(*g-want[q]) > 1e-6 {
+			t.Errorf("streamed: token %d: log-probability %v, want %g", q, g, want[q])
 		}
 	}
 }

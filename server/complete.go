@@ -135,8 +135,6 @@ func (s *Server) chatGeneration(req *chatRequest) (*generation, *apiError) {
 
 func (s *Server) completionGeneration(req *completionRequest) (*generation, *apiError) {
 	switch {
-	case req.Echo && req.Stream:
-		return nil, invalid("echo", "'echo' is supported without \"stream\" only")
 	case req.BestOf != nil && *req.BestOf != 1:
 		return nil, invalid("best_of", "'best_of' is %d: this server generates one choice per request", *req.BestOf)
 	case req.Suffix != nil && *req.Suffix != "":
