@@ -344,22 +344,22 @@ func (w *scheduler) echoPrompt(sl *slot, row func(int) []float32) int {
 	j, p := sl.j, sl.j.prompt
 	scored := j.logprobs != 0
 	if sl.fed == 0 {
-		piece := piece{text: sl.echo.Next(p[0])}
+		pc := piece{text: sl.echo.Next(p[0])}
 		if scored {
-			piece.lp = &tokenLogprob{ID: p[0], Token: w.tok.Piece(p[0]), None: true}
+			pc.lp = &tokenLogprob{ID: p[0], Token: w.tok.Piece(p[0]), None: true}
 		}
-		j.out.put(piece)
+		j.out.put(pc)
 	}
 	for k := range sl.n {
 		q := sl.fed + k + 1 // the token row k's logits predict
 		if q >= len(p) {
 			break
 		}
-		piece := piece{text: sl.echo.Next(p[q])}
+		pc := piece{text: sl.echo.Next(p[q])}
 		if scored {
-			piece.lp = logprobOf(w.tok, row(sl.row0+k), p[q], max(j.logprobs, 0))
+			pc.lp = logprobOf(w.tok, row(sl.row0+k), p[q], max(j.logprobs, 0))
 		}
-		j.out.put(piece)
+		j.out.put(pc)
 	}
 	if sl.fed+sl.n == len(p) {
 		if rest := sl.echo.Flush(); rest != "" {
