@@ -88,7 +88,8 @@ func TestBadRequests(t *testing.T) {
 		{"prompt too long", comp, `{"prompt":"` + long + `"}`, 400, "prompt", "a prompt may be at most 63 tokens"},
 		{"no prompt", comp, `{"max_tokens":3}`, 400, "prompt", "missing"},
 		{"prompt type", comp, `{"prompt":{"text":"x"}}`, 400, "prompt", "must be a string"},
-		{"two prompts", comp, `{"prompt":["a","b"]}`, 400, "prompt", "2 prompts"},
+		{"prompts past the slots and queue", comp, `{"prompt":["a","b","c","d","e","f","g"],"n":2}`, 400, "prompt", "7 prompts × 2 choices (n) is 14 requests"},
+		{"prompt of another type", comp, `{"prompt":["a",5]}`, 400, "prompt[1]", "'prompt[1]' must be a string or an array of token ids"},
 		{"token outside", comp, `{"prompt":[1, 99999]}`, 400, "prompt", "outside the vocabulary"},
 		{"max_tokens 0 without echo", comp, `{"prompt":"x","max_tokens":0}`, 400, "max_tokens", "at least 1"},
 		{"max_tokens overflow", chat, `{"messages":[{"role":"user","content":"x"}],"max_tokens":99999999999999999999}`, 400, "max_tokens", "'max_tokens' is 99999999999999999999, out of range for an integer"},
@@ -109,7 +110,7 @@ func TestBadRequests(t *testing.T) {
 		{"prompt no ids", comp, `{"prompt":[]}`, 400, "prompt", "the prompt is empty"},
 		{"prompt nested id", comp, `{"prompt":[[1, {}]]}`, 400, "prompt[0]", "'prompt[0][1]' is an object, not a token id"},
 		{"prompt nested empty", comp, `{"prompt":[[]]}`, 400, "prompt[0]", "the prompt is empty"},
-		{"two id prompts", comp, `{"prompt":[[1],[2]]}`, 400, "prompt", "2 prompts"},
+		{"a batch prompt too long", comp, `{"prompt":["a","` + long + `"]}`, 400, "prompt[1]", "a prompt may be at most 63 tokens"},
 		{"body limit", chat, `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, 413, "", "limit of 4096 bytes"},
 	} {
 		resp, b := ts.post(t, c.path, c.body)
@@ -390,5 +391,46 @@ func TestEcho(t *testing.T) {
 		if g := got[q]; g == nil || math.Abs(*g-want[q]) > 1e-6 {
 			t.Errorf("streamed: token %d: log-probability %v, want %g", q, g, want[q])
 		}
+	}
+}
+
+// TestBatchPrompts: a completion with several prompts answers each with n
+// choices, indexed prompt by prompt, as OpenAI does; greedy, each choice
+// is what the prompt gets alone, and the usage counts each prompt once.
+func TestBatchPrompts(t *testing.T) {
+	ts := newTestServer(t, testOptions{ctx: 64})
+	type reply struct {
+		Choices []struct {
+			Index int    `json:"index"`
+			Text  string `json:"text"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	ask := func(body string) reply {
+		t.Helper()
+		resp, b := ts.post(t, "/v1/completions", body)
+		var r reply
+		if resp.StatusCode != 200 || json.Unmarshal(b, &r) != nil {
+			t.Fatalf("%s: %d %s", body, resp.StatusCode, b)
+		}
+		return r
+	}
+	a := ask(`{"prompt":"once upon","max_tokens":4,"temperature":0}`)
+	b := ask(`{"prompt":[7,8,9],"max_tokens":4,"temperature":0}`)
+	both := ask(`{"prompt":[[7,8,9],"once upon"],"max_tokens":4,"temperature":0,"n":2}`)
+	if len(both.Choices) != 4 {
+		t.Fatalf("%d choices, want 4", len(both.Choices))
+	}
+	for i, c := range both.Choices {
+		want := []string{b.Choices[0].Text, b.Choices[0].Text, a.Choices[0].Text, a.Choices[0].Text}[i]
+		if c.Index != i || c.Text != want {
+			t.Errorf("choice %d: index %d, text %q; want %q", i, c.Index, c.Text, want)
+		}
+	}
+	if both.Usage.PromptTokens != a.Usage.PromptTokens+b.Usage.PromptTokens || both.Usage.CompletionTokens != 2*(a.Usage.CompletionTokens+b.Usage.CompletionTokens) {
+		t.Errorf("usage %+v; alone %+v and %+v", both.Usage, a.Usage, b.Usage)
 	}
 }

@@ -21,12 +21,13 @@ type generation struct {
 	maxTokens    int
 	stop         []string
 	ignoreEOS    bool
-	n            int  // choices, each its own job (and slot); their seeds are the request's, +1, +2, …
-	logprobs     bool // return each token's log-probability
-	topLogprobs  int  // and this many alternatives
-	json         bool // response_format json_object
-	evalOnly     bool // n_predict 0: evaluate the prompt into a slot's cache, generate nothing
-	echo         bool // completions' echo: the reply starts with the prompt
+	n            int       // choices, each its own job (and slot); their seeds are the request's, +1, +2, …
+	logprobs     bool      // return each token's log-probability
+	topLogprobs  int       // and this many alternatives
+	json         bool      // response_format json_object
+	evalOnly     bool      // n_predict 0: evaluate the prompt into a slot's cache, generate nothing
+	echo         bool      // completions' echo: the reply starts with the prompt
+	prompts      [][]int32 // a completion's prompts when it has several (prompt is the first); each gets n choices
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, rec *recorder) {
@@ -159,46 +160,75 @@ func (s *Server) completionGeneration(req *completionRequest) (*generation, *api
 		}
 		g.logprobs, g.topLogprobs = true, k
 	}
-	text, ids, param, e := s.readPrompt(req.Prompt)
-	switch {
-	case e != nil:
+	prompts, e := s.readPrompts(req.Prompt)
+	if e != nil {
 		return nil, e
-	case ids != nil:
-		g.prompt = ids
-	default:
-		g.prompt = s.bos(s.cfg.Tokenizer.Encode(text, tokenizer.EncodeOptions{NoBOS: true}))
 	}
-	return g, s.checkPrompt(g.prompt, param)
+	if most := len(s.w.slots) + s.cfg.Queue; len(prompts)*g.n > most {
+		return nil, invalid("prompt", "%d prompts × %d choices (n) is %d requests, but this server runs %d at once (--parallel) and queues %d more (--queue): at most %d",
+			len(prompts), g.n, len(prompts)*g.n, len(s.w.slots), s.cfg.Queue, most)
+	}
+	g.prompts = prompts
+	g.prompt = prompts[0]
+	return g, nil
 }
 
-// readPrompt reads a completion's prompt: a string, or an array of one
-// string, of token ids, or of one array of token ids (OpenAI's batch
-// forms, holding one prompt). ids is non-nil when it is token ids; param
-// names the field that held the prompt.
-func (s *Server) readPrompt(raw json.RawMessage) (text string, ids []int32, param string, e *apiError) {
-	param = "prompt"
+// readPrompts reads a completion's prompts: a string, token ids, or an
+// array of strings or of arrays of token ids (OpenAI's batch forms, each
+// prompt its own choices), each checked against the context.
+func (s *Server) readPrompts(raw json.RawMessage) ([][]int32, *apiError) {
+	one := func(text string, ids []int32, param string) ([]int32, *apiError) {
+		if ids == nil {
+			ids = s.bos(s.cfg.Tokenizer.Encode(text, tokenizer.EncodeOptions{NoBOS: true}))
+		}
+		return ids, s.checkPrompt(ids, param)
+	}
+	var text string
 	if json.Unmarshal(raw, &text) == nil {
-		return text, nil, param, nil
+		p, e := one(text, nil, "prompt")
+		return [][]int32{p}, e
 	}
 	var parts []json.RawMessage
 	if json.Unmarshal(raw, &parts) != nil {
-		return "", nil, param, invalid(param, "'prompt' must be a string, an array of one string, or an array of token ids, not %s", jsonKind(valueKind(raw)))
+		return nil, invalid("prompt", "'prompt' must be a string, an array of strings, or an array of token ids, not %s", jsonKind(valueKind(raw)))
 	}
-	if len(parts) > 0 && (parts[0][0] == '"' || parts[0][0] == '[') {
-		if len(parts) > 1 {
-			return "", nil, param, invalid(param, "'prompt' holds %d prompts; this server takes one per request", len(parts))
+	if len(parts) == 0 || parts[0][0] != '"' && parts[0][0] != '[' {
+		ids, e := tokenIDs(parts, "prompt", s.cfg.Engine.Config().Vocab)
+		if e != nil {
+			return nil, e
 		}
-		param = "prompt[0]"
-		if json.Unmarshal(parts[0], &text) == nil {
-			return text, nil, param, nil
-		}
-		if json.Unmarshal(parts[0], &parts) != nil {
-			return "", nil, param, invalid(param, "'%s' must be a string or an array of token ids", param)
-		}
+		p, e := one("", ids, "prompt")
+		return [][]int32{p}, e
 	}
-	ids, e = tokenIDs(parts, param, s.cfg.Engine.Config().Vocab)
-	return "", ids, param, e
+	if len(parts) > maxPrompts {
+		return nil, invalid("prompt", "'prompt' holds %d prompts; at most %d per request", len(parts), maxPrompts)
+	}
+	var prompts [][]int32
+	for i, part := range parts {
+		param := fmt.Sprintf("prompt[%d]", i)
+		var p []int32
+		var e *apiError
+		var ids []json.RawMessage
+		switch {
+		case json.Unmarshal(part, &text) == nil:
+			p, e = one(text, nil, param)
+		case json.Unmarshal(part, &ids) == nil && !isNull(part):
+			if p, e = tokenIDs(ids, param, s.cfg.Engine.Config().Vocab); e == nil {
+				p, e = one("", p, param)
+			}
+		default:
+			e = invalid(param, "'%s' must be a string or an array of token ids", param)
+		}
+		if e != nil {
+			return nil, e
+		}
+		prompts = append(prompts, p)
+	}
+	return prompts, nil
 }
+
+// maxPrompts bounds the prompts of one completion request.
+const maxPrompts = 64
 
 // tokenIDs reads an array of token ids, each below vocab.
 func tokenIDs(parts []json.RawMessage, param string, vocab int) ([]int32, *apiError) {

@@ -541,6 +541,7 @@ var fuzzSeeds = []struct {
 	{epCompletions | complete, `{"max_tokens":3,"mirostat":2,"mirostat_tau":2,"typical_p":0.8,"temperature":0.9}`},
 	{epCompletions | complete, `{"max_tokens":0,"echo":true,"logprobs":3}`},
 	{epCompletions | complete, `{"max_tokens":2,"echo":true,"n":2}`},
+	{epCompletions, `{"prompt":["a",[1,2],""],"max_tokens":2,"echo":true,"logprobs":1}`},
 	{epCompletions | complete, `{"max_tokens":3,"logit_bias":{"3":-100,"5":2.5},"dry_multiplier":0.8,"dry_sequence_breakers":["\n","a"],"xtc_probability":0.5}`},
 	{epLlama | complete, `{"n_predict":2,"logit_bias":[[4,false],["hi",1.5]],"dry_multiplier":1,"dry_penalty_last_n":8}`},
 	{epLlama | complete, `{"n_predict":-1,"n_probs":3,"ignore_eos":true,"stream":true,"stop":["xyz"]}`},

@@ -52,9 +52,14 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, rec *recorder, g
 		return fail(shuttingDown())
 	}
 	n := max(g.n, 1)
-	for i := range n {
+	prompts := g.prompts
+	if prompts == nil {
+		prompts = [][]int32{g.prompt}
+	}
+	for k := range len(prompts) * n {
+		i := k % n // the choice of its prompt
 		j := newJob(ctx, arrived)
-		j.prompt, j.sampling, j.maxTokens, j.stop, j.ignoreEOS, j.json = g.prompt, g.sampling, g.maxTokens, g.stop, g.ignoreEOS, g.json
+		j.prompt, j.sampling, j.maxTokens, j.stop, j.ignoreEOS, j.json = prompts[k/n], g.sampling, g.maxTokens, g.stop, g.ignoreEOS, g.json
 		j.evalOnly, j.echo = g.evalOnly, g.echo
 		j.sampling.Seed += uint64(i)
 		if g.logprobs {
@@ -383,15 +388,21 @@ func (rp *reply) chunk(i int, d *delta, text *string) chunk {
 	return c
 }
 
+// usage counts each prompt once (its n choices share it) and every
+// choice's tokens.
 func (rn *run) usage() *usage {
-	res := &rn.jobs[0].res
-	gen := 0
-	for _, j := range rn.jobs {
+	prompt, cached, gen := 0, 0, 0
+	n := max(rn.g.n, 1)
+	for k, j := range rn.jobs {
+		if k%n == 0 {
+			prompt += j.res.prompt
+			cached += j.res.cached
+		}
 		gen += j.res.stats.GenTokens
 	}
 	return &usage{
-		PromptTokens: res.prompt, CompletionTokens: gen, TotalTokens: res.prompt + gen,
-		PromptTokensDetails: &promptDetails{CachedTokens: res.cached},
+		PromptTokens: prompt, CompletionTokens: gen, TotalTokens: prompt + gen,
+		PromptTokensDetails: &promptDetails{CachedTokens: cached},
 	}
 }
 
