@@ -43,8 +43,8 @@ func (d *Device) NewKernel(name string, spirv []byte, buffers int, pushSize int,
 		return nil, fmt.Errorf("vulkan: kernel %s: SPIR-V is %d bytes, not a positive multiple of 4", name, len(spirv))
 	case binary.LittleEndian.Uint32(spirv) != 0x07230203:
 		return nil, fmt.Errorf("vulkan: kernel %s: not SPIR-V (magic %#08x, want 0x07230203 little-endian)", name, binary.LittleEndian.Uint32(spirv))
-	case buffers < 0:
-		return nil, fmt.Errorf("vulkan: kernel %s: negative buffer count %d", name, buffers)
+	case buffers < 0 || buffers > C.BVK_MAX_BINDINGS:
+		return nil, fmt.Errorf("vulkan: kernel %s: %d buffers, want 0 to %d", name, buffers, C.BVK_MAX_BINDINGS)
 	case pushSize < 0 || pushSize%4 != 0 || uint32(pushSize) > d.info.MaxPushConstantsSize:
 		return nil, fmt.Errorf("vulkan: kernel %s: push-constant size %d must be a multiple of 4 within the device's %d bytes", name, pushSize, d.info.MaxPushConstantsSize)
 	}

@@ -2,6 +2,11 @@
 
 package vk
 
+/*
+#include "shim.h"
+*/
+import "C"
+
 import (
 	"errors"
 	"fmt"
@@ -296,40 +301,28 @@ func (r *Recording) build() error {
 	}
 	sets := make([]vulkan.DescriptorSet, len(r.cmds))
 	if nsets > 0 {
-		var pool vulkan.DescriptorPool
-		if res := vulkan.CreateDescriptorPool(d.dev, &vulkan.DescriptorPoolCreateInfo{
-			SType:         vulkan.StructureTypeDescriptorPoolCreateInfo,
-			MaxSets:       uint32(nsets),
-			PoolSizeCount: 1,
-			PPoolSizes:    []vulkan.DescriptorPoolSize{{Type: vulkan.DescriptorTypeStorageBuffer, DescriptorCount: uint32(ndesc)}},
-		}, nil, &pool); res != vulkan.Success {
-			return d.errorf(res, "creating the descriptor pool of %s (%d sets)", r.name, nsets)
+		var p unsafe.Pointer
+		if res := C.bvk_descriptor_pool(d.c, C.uint32_t(nsets), C.uint32_t(ndesc), &p); res != 0 {
+			return d.errorf(vulkan.Result(res), "creating the descriptor pool of %s (%d sets)", r.name, nsets)
 		}
+		pool := vulkan.DescriptorPool(p)
 		r.pool = pool
 		for i, c := range r.cmds {
 			if c.kind != cmdDispatch || len(c.bufs) == 0 {
 				continue
 			}
-			if res := vulkan.AllocateDescriptorSets(d.dev, &vulkan.DescriptorSetAllocateInfo{
-				SType:              vulkan.StructureTypeDescriptorSetAllocateInfo,
-				DescriptorPool:     pool,
-				DescriptorSetCount: 1,
-				PSetLayouts:        []vulkan.DescriptorSetLayout{c.kernel.setLay},
-			}, &sets[i]); res != vulkan.Success {
-				return d.errorf(res, "allocating the descriptor set of %s command %d (%s)", r.name, i, c.kernel.name)
-			}
-			infos := make([]vulkan.DescriptorBufferInfo, len(c.bufs))
+			// Allocated and written in the shim, every structure on the C
+			// stack (see bvk_descriptor_set for why not vulkan-go).
+			var bufs, offs, sizes [C.BVK_MAX_BINDINGS]C.uint64_t
 			for j, s := range c.bufs {
-				infos[j] = vulkan.DescriptorBufferInfo{Buffer: s.buf.buf, Offset: vulkan.DeviceSize(s.off), Range: vulkan.DeviceSize(s.size)}
+				bufs[j] = C.uint64_t(uintptr(unsafe.Pointer(s.buf.buf)))
+				offs[j], sizes[j] = C.uint64_t(s.off), C.uint64_t(s.size)
 			}
-			vulkan.UpdateDescriptorSets(d.dev, 1, []vulkan.WriteDescriptorSet{{
-				SType:           vulkan.StructureTypeWriteDescriptorSet,
-				DstSet:          sets[i],
-				DstBinding:      0,
-				DescriptorCount: uint32(len(infos)),
-				DescriptorType:  vulkan.DescriptorTypeStorageBuffer,
-				PBufferInfo:     infos,
-			}}, 0, nil)
+			var set unsafe.Pointer
+			if res := C.bvk_descriptor_set(d.c, unsafe.Pointer(pool), unsafe.Pointer(c.kernel.setLay), &bufs[0], &offs[0], &sizes[0], C.uint32_t(len(c.bufs)), &set); res != 0 {
+				return d.errorf(vulkan.Result(res), "allocating the descriptor set of %s command %d (%s)", r.name, i, c.kernel.name)
+			}
+			sets[i] = vulkan.DescriptorSet(set)
 		}
 	}
 	cmd, err := d.allocCommandBuffer(r.name)

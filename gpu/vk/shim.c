@@ -466,8 +466,12 @@ int32_t bvk_create_device(void *gipa, void *instance, void *physp, uint32_t inst
 	d->QueueSubmit = (PFN_vkQueueSubmit)gdpa(dev, "vkQueueSubmit");
 	d->WaitForFences = (PFN_vkWaitForFences)gdpa(dev, "vkWaitForFences");
 	d->CreateComputePipelines = (PFN_vkCreateComputePipelines)gdpa(dev, "vkCreateComputePipelines");
+	d->CreateDescriptorPool = (PFN_vkCreateDescriptorPool)gdpa(dev, "vkCreateDescriptorPool");
+	d->AllocateDescriptorSets = (PFN_vkAllocateDescriptorSets)gdpa(dev, "vkAllocateDescriptorSets");
+	d->UpdateDescriptorSets = (PFN_vkUpdateDescriptorSets)gdpa(dev, "vkUpdateDescriptorSets");
 	PFN_vkGetDeviceQueue getq = (PFN_vkGetDeviceQueue)gdpa(dev, "vkGetDeviceQueue");
-	if (!d->DestroyDevice || !d->ResetFences || !d->QueueSubmit || !d->WaitForFences || !d->CreateComputePipelines || !getq) {
+	if (!d->DestroyDevice || !d->ResetFences || !d->QueueSubmit || !d->WaitForFences || !d->CreateComputePipelines ||
+	    !d->CreateDescriptorPool || !d->AllocateDescriptorSets || !d->UpdateDescriptorSets || !getq) {
 		if (d->DestroyDevice) d->DestroyDevice(dev, NULL);
 		free(d);
 		return VK_ERROR_INITIALIZATION_FAILED;
@@ -510,6 +514,48 @@ int32_t bvk_create_compute_pipeline(bvk_device *d, void *module, void *layout, c
 	VkResult r = d->CreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &ci, NULL, &p);
 	if (r == VK_SUCCESS) *out = (void *)p;
 	return r;
+}
+
+int32_t bvk_descriptor_pool(bvk_device *d, uint32_t nsets, uint32_t ndesc, void **out) {
+	*out = NULL;
+	VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, ndesc};
+	VkDescriptorPoolCreateInfo ci = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+	ci.maxSets = nsets;
+	ci.poolSizeCount = 1;
+	ci.pPoolSizes = &size;
+	VkDescriptorPool pool = VK_NULL_HANDLE;
+	VkResult r = d->CreateDescriptorPool(d->dev, &ci, NULL, &pool);
+	if (r == VK_SUCCESS) *out = (void *)pool;
+	return r;
+}
+
+int32_t bvk_descriptor_set(bvk_device *d, void *pool, void *layout, const uint64_t *bufs, const uint64_t *offs,
+                           const uint64_t *sizes, uint32_t n, void **out) {
+	*out = NULL;
+	if (n == 0 || n > BVK_MAX_BINDINGS) return VK_ERROR_INITIALIZATION_FAILED;
+	VkDescriptorSetLayout lay = (VkDescriptorSetLayout)layout;
+	VkDescriptorSetAllocateInfo ai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+	ai.descriptorPool = (VkDescriptorPool)pool;
+	ai.descriptorSetCount = 1;
+	ai.pSetLayouts = &lay;
+	VkDescriptorSet set = VK_NULL_HANDLE;
+	VkResult r = d->AllocateDescriptorSets(d->dev, &ai, &set);
+	if (r != VK_SUCCESS) return r;
+	VkDescriptorBufferInfo infos[BVK_MAX_BINDINGS];
+	for (uint32_t i = 0; i < n; i++) {
+		infos[i].buffer = (VkBuffer)bufs[i];
+		infos[i].offset = offs[i];
+		infos[i].range = sizes[i];
+	}
+	VkWriteDescriptorSet w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+	w.dstSet = set;
+	w.dstBinding = 0;
+	w.descriptorCount = n;
+	w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+	w.pBufferInfo = infos;
+	d->UpdateDescriptorSets(d->dev, 1, &w, 0, NULL);
+	*out = (void *)set;
+	return VK_SUCCESS;
 }
 
 int32_t bvk_submit(bvk_device *d, void *cmdp, void *fencep, uint64_t timeout_ns) {

@@ -11,7 +11,8 @@
 #define BVK_MAX_HEAPS 16
 #define BVK_MAX_TYPES 32
 #define BVK_MAX_FAMILIES 32
-#define BVK_MAX_SPEC 16 // specialization constants of one kernel
+#define BVK_MAX_SPEC 16     // specialization constants of one kernel
+#define BVK_MAX_BINDINGS 32 // storage buffers of one dispatch
 #define BVK_MAX_EXTRA 8 // extra device extensions asked for (VK_KHR_swapchain)
 #define BVK_MAX_IMAGES 8 // swapchain images kept
 
@@ -131,6 +132,20 @@ void bvk_destroy_device(bvk_device *d);
 // crashed lavapipe now and then).
 int32_t bvk_create_compute_pipeline(bvk_device *d, void *module, void *layout, const uint32_t *spec, uint32_t nspec,
                                     void **out);
+
+// bvk_descriptor_pool creates a pool of nsets descriptor sets holding
+// ndesc storage buffers in all (on the C stack, as bvk_descriptor_set).
+int32_t bvk_descriptor_pool(bvk_device *d, uint32_t nsets, uint32_t ndesc, void **out);
+
+// bvk_descriptor_set allocates a descriptor set of layout from pool and
+// writes n (≤ BVK_MAX_BINDINGS) storage buffers to bindings 0…n−1: buffer
+// bufs[i] (a VkBuffer handle), from offs[i], sizes[i] bytes. As in
+// bvk_create_compute_pipeline, every structure lives on the C stack:
+// vulkan-go frees its C copies of nested slices (the layouts, the buffer
+// infos) from finalizers, which a collection could run during the call
+// (a gpu test crashed once in vkUpdateDescriptorSets that way).
+int32_t bvk_descriptor_set(bvk_device *d, void *pool, void *layout, const uint64_t *bufs, const uint64_t *offs,
+                           const uint64_t *sizes, uint32_t n, void **out);
 
 // bvk_submit resets fence, submits cmd and waits for the fence for at most
 // timeout_ns in total. It returns the VkResult (VK_TIMEOUT on timeout).

@@ -20,6 +20,9 @@ struct bvk_device {
 	PFN_vkQueueSubmit QueueSubmit;
 	PFN_vkWaitForFences WaitForFences;
 	PFN_vkCreateComputePipelines CreateComputePipelines;
+	PFN_vkCreateDescriptorPool CreateDescriptorPool;
+	PFN_vkAllocateDescriptorSets AllocateDescriptorSets;
+	PFN_vkUpdateDescriptorSets UpdateDescriptorSets;
 };
 
 #endif
