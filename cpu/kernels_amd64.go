@@ -17,6 +17,9 @@ import "fmt"
 // first.
 func asmKernelSets() []kernels {
 	var sets []kernels
+	if hasAMX {
+		sets = append(sets, amxKernels)
+	}
 	// The avx512vnni set also uses BMI2 (bzhi for tail masks) and VEX
 	// AVX2 instructions, so it needs hasAVX2 too.
 	if hasAVX2 && hasAVX512VNNI {

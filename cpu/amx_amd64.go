@@ -1,0 +1,93 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
+
+// The amx kernel set: the avx512vnni set with the ternary matrix product
+// on Intel's AMX tiles (AMX-TILE and AMX-INT8: Sapphire Rapids and later),
+// 1024 int8 multiply-adds a cycle against vpdpbusd's 128 (amx_amd64.s says
+// how). Every other kernel, and a product of fewer than amxMinTokens tokens
+// (a decode step, memory-bound, where the VNNI row kernels stream best),
+// is the avx512vnni set's.
+//
+// Linux gives a process the AMX tile state only when asked
+// (arch_prctl(ARCH_REQ_XCOMP_PERM); until then a tile instruction faults),
+// so the set exists only where that request succeeded (amxPermitted).
+
+// hasAMX says whether this CPU and OS run the amx set.
+var hasAMX = hasAVX2 && hasAVX512VNNI && cpu.X86.HasAMXTile && cpu.X86.HasAMXInt8 && amxPermitted()
+
+// amxMinTokens is the fewest tokens the amx set's ternaryMatMul gives the
+// tiles; fewer go to ternaryMatMulVNNI.
+const amxMinTokens = 2
+
+// amxMaxTiles is how many 16-token tiles amxTernaryTiles takes at once
+// (tmm2…tmm7); a product of more tokens is done 96 at a time.
+const amxMaxTiles = 6
+
+// amxTileConfig is the LDTILECFG operand: palette 1, all eight tiles 16
+// rows × 64 bytes.
+var amxTileConfig = func() (c [64]byte) {
+	c[0] = 1
+	for t := 0; t < 8; t++ {
+		c[16+2*t] = 64
+		c[48+t] = 16
+	}
+	return c
+}()
+
+//go:noescape
+func amxTernaryTiles(w *byte, stride, n, groups int, xb *byte, nt int, out *int32, outStride, tokens int, scr *byte, cfg *byte)
+
+//go:noescape
+func amxPackX(x *int8, xStride, n, tokens int, xb *byte)
+
+//go:noescape
+func amxLoop(iters int, cfg *byte)
+
+var amxKernels = func() kernels {
+	k := avx512VNNIKernels
+	k.name = "amx"
+	k.ternaryMatMul = checkTernaryMatMul(ternaryMatMulAMX)
+	k.int8Loop = func(iters int) { amxLoop(iters, &amxTileConfig[0]) }
+	k.int8MACs = 6 * 16 * 16 * 64
+	return k
+}()
+
+// amxBuffers holds the packed activations (B tiles) and the staging and
+// store scratch of a call: calls run on every worker at once.
+var amxBuffers sync.Pool
+
+// ternaryMatMulAMX is ternaryMatMul on AMX tiles for whole groups of 16
+// rows and at least amxMinTokens tokens; the other rows, and fewer tokens,
+// go to ternaryMatMulVNNI.
+func ternaryMatMulAMX(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+	groups := rows / 16
+	if tokens < amxMinTokens || groups == 0 || n == 0 {
+		ternaryMatMulVNNI(w, stride, rows, x, xStride, n, tokens, out, outStride)
+		return
+	}
+	tiles := min(amxMaxTiles, (tokens+15)/16)
+	need := tiles*16*n + 3*1024
+	bp, _ := amxBuffers.Get().(*[]byte)
+	if bp == nil || len(*bp) < need {
+		b := alignedBytes(need)
+		bp = &b
+	}
+	buf := *bp
+	xb, scr := buf[3*1024:], buf[:3*1024]
+	for t0 := 0; t0 < tokens; t0 += 16 * amxMaxTiles {
+		tt := min(16*amxMaxTiles, tokens-t0)
+		amxPackX(&x[t0*xStride], xStride, n, tt, &xb[0])
+		amxTernaryTiles(&w[0], stride, n, groups, &xb[0], (tt+15)/16, &out[t0*outStride], outStride, tt, &scr[0], &amxTileConfig[0])
+	}
+	amxBuffers.Put(bp)
+	if r := groups * 16; r < rows {
+		ternaryMatMulVNNI(w[r*stride:], stride, rows-r, x, xStride, n, tokens, out[r:], outStride)
+	}
+}

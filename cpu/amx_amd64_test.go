@@ -1,0 +1,76 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestTernaryMatMulAMX: the amx set's product against the twin on the
+// shapes its tiles split on: whole and partial 16-row groups, 16-token tiles
+// full and partial, more than 96 tokens (two calls of the tiles), the
+// model's widths, and odd strides. TestTernaryMatMul covers small shapes
+// (and the VNNI fallbacks) for every set.
+func TestTernaryMatMulAMX(t *testing.T) {
+	if !hasAMX {
+		t.Skip("this CPU or OS does not run AMX-INT8 (needs Intel Sapphire Rapids or later, on Linux)")
+	}
+	type shape struct{ n, rows, tokens int }
+	var shapes []shape
+	for _, n := range []int{128, 256, 640} {
+		for _, rows := range []int{16, 17, 31, 32, 48, 69} {
+			for _, tokens := range []int{2, 3, 15, 16, 17, 31, 32, 33, 95, 96, 97, 113, 130} {
+				shapes = append(shapes, shape{n, rows, tokens})
+			}
+		}
+	}
+	shapes = append(shapes, shape{2560, 64, 128}, shape{6912, 32, 9}, shape{2560, 37, 100})
+	rng := newRand()
+	for _, s := range shapes {
+		stride := s.n/4 + rng.IntN(40)
+		xs := s.n + rng.IntN(40)
+		os := s.rows + rng.IntN(4)
+		w := randomTernaryRows(rng, s.rows, s.n, stride)
+		x := randomI8(rng, (s.tokens-1)*xs+s.n, -128, 127, 127)
+		out, all := poisoned((s.tokens-1)*os+s.rows, 1+rng.IntN(7), 16, sentinelI32)
+		want := slices.Clone(out)
+		ternaryMatMulGeneric(w, stride, s.rows, x, xs, s.n, s.tokens, want, os)
+		amxKernels.ternaryMatMul(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
+		if !slices.Equal(out, want) {
+			for i := range out {
+				if out[i] != want[i] {
+					t.Fatalf("n %d rows %d tokens %d strides %d %d %d: first difference at %d (token %d, row %d): %d, want %d",
+						s.n, s.rows, s.tokens, stride, xs, os, i, i/os, i%os, out[i], want[i])
+				}
+			}
+		}
+		checkPoison(t, all, out, sentinelI32)
+	}
+}
+
+// TestTernaryMatMulAMXExtremes: the largest sums the contract allows
+// (n = 2²¹ codes 2 against x = −128 and 127) through whole tiles.
+func TestTernaryMatMulAMXExtremes(t *testing.T) {
+	if !hasAMX {
+		t.Skip("this CPU or OS does not run AMX-INT8")
+	}
+	n := 1 << 21
+	w := make([]byte, 16*n/4)
+	for i := range w {
+		w[i] = 0xAA
+	}
+	for _, xv := range []int8{-128, 127} {
+		x := make([]int8, n)
+		for i := range x {
+			x[i] = xv
+		}
+		out := make([]int32, 16*3)
+		amxKernels.ternaryMatMul(w, n/4, 16, x, 0, n, 3, out, 16)
+		for i, got := range out {
+			if want := int32(2 * int(xv) * n); got != want {
+				t.Fatalf("x=%d output %d: %d, want %d", xv, i, got, want)
+			}
+		}
+	}
+}
