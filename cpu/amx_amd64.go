@@ -73,14 +73,14 @@ func ternaryMatMulAMX(w []byte, stride, rows int, x []int8, xStride, n, tokens i
 		return
 	}
 	tiles := min(amxMaxTiles, (tokens+15)/16)
-	need := tiles*16*n + 3*1024
+	need := tiles*16*n + 5*1024
 	bp, _ := amxBuffers.Get().(*[]byte)
 	if bp == nil || len(*bp) < need {
 		b := alignedBytes(need)
 		bp = &b
 	}
 	buf := *bp
-	xb, scr := buf[3*1024:], buf[:3*1024]
+	xb, scr := buf[5*1024:], buf[:5*1024]
 	for t0 := 0; t0 < tokens; t0 += 16 * amxMaxTiles {
 		tt := min(16*amxMaxTiles, tokens-t0)
 		amxPackX(&x[t0*xStride], xStride, n, tt, &xb[0])

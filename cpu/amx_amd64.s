@@ -35,9 +35,8 @@
 #define LDTILECFG_AX     BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x00
 #define TILERELEASE      BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0
 #define TILEZERO(modrm)  BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $modrm
-// tileloadd tmm0, (SI)(CX*1) / (DI)(CX*1); tmm1, (DX)(CX*1) / (BX)(CX*1)
+// tileloadd tmm0, (SI)(CX*1); tmm1, (DX)(CX*1) / (BX)(CX*1)
 #define LOAD_A_SI        BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x0E
-#define LOAD_A_DI        BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x0F
 #define LOAD_B_DX        BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x0C; BYTE $0x0A
 #define LOAD_B_BX        BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x0C; BYTE $0x0B
 // tdpbusd tmmN, tmm0, tmm1 (modrm 0xC0 | N<<3)
@@ -69,25 +68,43 @@ DATA amxMask3<>+0(SB)/4, $0x03030303
 GLOBL amxMask3<>(SB), RODATA|NOPTR, $4
 
 // UNPACK_ROW(off) unpacks the 32-byte block at (R10) into the 64 codes of
-// its first half at off(SI) and of its second at off(DI), then steps R10 to
-// the next row.
+// its first half at off(DI) and of its second at 1024+off(DI), then steps
+// R10 to the next row.
 #define UNPACK_ROW(off) \
 	VBROADCASTI64X4 (R10), Z0 \
 	VPSRLVW         Z28, Z0, Z1 \
 	VPSRLVW         Z29, Z0, Z2 \
 	VPANDD          Z30, Z1, Z1 \
 	VPANDD          Z30, Z2, Z2 \
-	VMOVDQU64       Z1, off(SI) \
-	VMOVDQU64       Z2, off(DI) \
+	VMOVDQU64       Z1, off(DI) \
+	VMOVDQU64       Z2, 1024+off(DI) \
 	ADDQ            R8, R10
+
+// UNPACK16 unpacks the block at (R10) of 16 rows R8 bytes apart into the
+// staging set at DI: the A tiles of two k chunks.
+#define UNPACK16 \
+	UNPACK_ROW(0) \
+	UNPACK_ROW(64) \
+	UNPACK_ROW(128) \
+	UNPACK_ROW(192) \
+	UNPACK_ROW(256) \
+	UNPACK_ROW(320) \
+	UNPACK_ROW(384) \
+	UNPACK_ROW(448) \
+	UNPACK_ROW(512) \
+	UNPACK_ROW(576) \
+	UNPACK_ROW(640) \
+	UNPACK_ROW(704) \
+	UNPACK_ROW(768) \
+	UNPACK_ROW(832) \
+	UNPACK_ROW(896) \
+	UNPACK_ROW(960)
 
 // func amxTernaryTiles(w *byte, stride, n, groups int, xb *byte, nt int, out *int32, outStride, tokens int, scr *byte, cfg *byte)
 TEXT ·amxTernaryTiles(SB), NOSPLIT, $0-88
 	MOVQ cfg+80(FP), AX
 	LDTILECFG_AX
 	MOVQ $64, CX
-	MOVQ scr+72(FP), SI
-	LEAQ 1024(SI), DI
 	MOVQ stride+8(FP), R8
 	MOVQ w+0(FP), R13
 	MOVQ out+48(FP), R14
@@ -120,27 +137,27 @@ group:
 	TILEZERO(0xF8)
 
 zeroed:
+	// Software-pipelined by one block: the codes of block b+1 are unpacked
+	// (into the staging set at DI) before block b's tiles are loaded from
+	// the set at SI, so the tile loads never wait on stores just made.
+	MOVQ scr+72(FP), SI
+	LEAQ 2048(SI), DI
+	MOVQ R13, R10
+	UNPACK16
+	XCHGQ SI, DI
 	MOVQ xb+32(FP), DX
-	XORQ R12, R12 // byte offset of the block in each row
+	XORQ R12, R12 // byte offset of block b in each row
 
 block:
-	LEAQ (R13)(R12*1), R10
-	UNPACK_ROW(0)
-	UNPACK_ROW(64)
-	UNPACK_ROW(128)
-	UNPACK_ROW(192)
-	UNPACK_ROW(256)
-	UNPACK_ROW(320)
-	UNPACK_ROW(384)
-	UNPACK_ROW(448)
-	UNPACK_ROW(512)
-	UNPACK_ROW(576)
-	UNPACK_ROW(640)
-	UNPACK_ROW(704)
-	UNPACK_ROW(768)
-	UNPACK_ROW(832)
-	UNPACK_ROW(896)
-	UNPACK_ROW(960)
+	LEAQ 32(R12), AX
+	MOVQ n+16(FP), R10
+	SHRQ $2, R10
+	CMPQ AX, R10
+	JAE  unpacked
+	LEAQ (R13)(AX*1), R10
+	UNPACK16
+
+unpacked:
 	MOVQ nt+40(FP), AX
 
 	// k chunk 2·block: A from SI.
@@ -176,8 +193,10 @@ block:
 half0done:
 	ADDQ $1024, DX
 
-	// k chunk 2·block+1: A from DI.
-	LOAD_A_DI
+	// k chunk 2·block+1: A from SI+1024.
+	ADDQ $1024, SI
+	LOAD_A_SI
+	SUBQ $1024, SI
 	LOAD_B_DX
 	TDPBUSD(0xD0)
 	CMPQ AX, $2
@@ -207,8 +226,9 @@ half0done:
 	TDPBUSD(0xF8)
 
 half1done:
-	ADDQ $1024, DX
-	ADDQ $32, R12
+	ADDQ  $1024, DX
+	XCHGQ SI, DI
+	ADDQ  $32, R12
 	MOVQ n+16(FP), AX
 	SHRQ $2, AX
 	CMPQ R12, AX
@@ -216,7 +236,8 @@ half1done:
 
 	// Store the C tiles: tile tt holds tokens 16·tt…, min(16, tokens−16·tt)
 	// of them, written to out + 16·tt·outStride (int32s) on.
-	LEAQ 2048(SI), BX
+	MOVQ scr+72(FP), BX
+	ADDQ $4096, BX
 	MOVQ outStride+56(FP), R10
 	SHLQ $2, R10 // bytes between tokens in out
 	MOVQ tokens+64(FP), R12

@@ -263,7 +263,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *verify {
-		return runVerifyBench(*path, backendList, headList, ts, *device, *draftMax, *reps, *asJSON, stdout, stderr)
+		return runVerifyBench(*path, backendList, headList, kernelList, ts, *device, *draftMax, *reps, *asJSON, stdout, stderr)
 	}
 	bandwidth := map[string]float64{} // by backend and threads
 	var bwOrder []string

@@ -236,36 +236,38 @@ const verifyPos = 128
 
 // runVerifyBench is bench --verify over every backend, head and thread
 // count named.
-func runVerifyBench(path string, backends, heads []string, threads []int, device, maxK, reps int, asJSON bool, stdout, stderr io.Writer) error {
+func runVerifyBench(path string, backends, heads, kernelSets []string, threads []int, device, maxK, reps int, asJSON bool, stdout, stderr io.Writer) error {
 	var all []verifyResult
 	for _, be := range backends {
 		be = chooseBackend(backendFlags{backend: be, device: device, notes: stderr})
-		ts := threads
+		ts, ks := threads, kernelSets
 		if be == "vulkan" {
-			ts = []int{0}
+			ts, ks = []int{0}, ks[:1]
 		}
 		for _, head := range heads {
-			for _, t := range ts {
-				bf := backendFlags{backend: be, device: device, threads: t, head: head, ctx: verifyPos + maxK + 1}
-				m, err := openModel(path, bf)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(stderr, "timing verification passes on %s…\n", m.backend.Name())
-				rs, err := timeVerify(m, maxK, verifyPos, reps)
-				if err != nil {
-					m.Close()
-					return err
-				}
-				base := benchBase(m, head, t, 0)
-				for i := range rs {
-					rs[i].Backend, rs[i].Kernels, rs[i].NThreads = base.Backend, base.Kernels, base.NThreads
-					if cb, ok := m.backend.(*cpu.Backend); ok {
-						rs[i].NThreads = cb.Threads()
+			for _, kset := range ks {
+				for _, t := range ts {
+					bf := backendFlags{backend: be, device: device, threads: t, head: head, ctx: verifyPos + maxK + 1, kernels: kset}
+					m, err := openModel(path, bf)
+					if err != nil {
+						return err
 					}
+					fmt.Fprintf(stderr, "timing verification passes on %s…\n", m.backend.Name())
+					rs, err := timeVerify(m, maxK, verifyPos, reps)
+					if err != nil {
+						m.Close()
+						return err
+					}
+					base := benchBase(m, head, t, 0)
+					for i := range rs {
+						rs[i].Backend, rs[i].Kernels, rs[i].NThreads = base.Backend, base.Kernels, base.NThreads
+						if cb, ok := m.backend.(*cpu.Backend); ok {
+							rs[i].NThreads = cb.Threads()
+						}
+					}
+					all = append(all, rs...)
+					m.Close()
 				}
-				all = append(all, rs...)
-				m.Close()
 			}
 		}
 	}
