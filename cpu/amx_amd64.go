@@ -24,7 +24,7 @@ var hasAMX = hasAVX2 && hasAVX512VNNI && cpu.X86.HasAMXTile && cpu.X86.HasAMXInt
 
 // amxMinTokens is the fewest tokens the amx set's ternaryMatMul gives the
 // tiles; fewer go to ternaryMatMulVNNI.
-const amxMinTokens = 2
+const amxMinTokens = 10
 
 // amxMaxTiles is how many 16-token tiles amxTernaryTiles takes at once
 // (tmm2…tmm7); a product of more tokens is done 96 at a time.

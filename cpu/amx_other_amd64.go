@@ -2,5 +2,7 @@
 
 package cpu
 
-// amxPermitted: bitvk asks for the AMX tile state on Linux only.
-func amxPermitted() bool { return false }
+// amxPermitted and amxKernelSupport: bitvk asks for the AMX tile state on
+// Linux only.
+func amxPermitted() bool     { return false }
+func amxKernelSupport() bool { return false }

@@ -771,6 +771,9 @@ func TestAsmPresent(t *testing.T) {
 	if hasAVX2 && hasAVX512VNNI {
 		want = append([]string{"avx512vnni"}, want...)
 	}
+	if hasAVX2 && hasAVX512VNNI && cpu.X86.HasAMXTile && cpu.X86.HasAMXInt8 && amxKernelSupport() {
+		want = append([]string{"amx"}, want...)
+	}
 	if !slices.Equal(names, want) {
 		t.Fatalf("kernel sets %v, want %v for this CPU", names, want)
 	}
