@@ -42,7 +42,7 @@ var amxTileConfig = func() (c [64]byte) {
 }()
 
 //go:noescape
-func amxTernaryTiles(w *byte, stride, n, groups int, xb *byte, nt int, out *int32, outStride, tokens int, scr *byte, cfg *byte)
+func amxTernaryTiles(w *byte, stride, n, groups int, xb *byte, tokens int, out *int32, outStride int, scr *byte, cfg *byte)
 
 //go:noescape
 func amxPackX(x *int8, xStride, n, tokens int, xb *byte)
@@ -63,31 +63,35 @@ var amxKernels = func() kernels {
 // store scratch of a call: calls run on every worker at once.
 var amxBuffers sync.Pool
 
-// ternaryMatMulAMX is ternaryMatMul on AMX tiles for whole groups of 16
+// ternaryMatMulAMX is ternaryMatMul on AMX tiles for whole blocks of 32
 // rows and at least amxMinTokens tokens; the other rows, and fewer tokens,
 // go to ternaryMatMulVNNI.
 func ternaryMatMulAMX(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
-	groups := rows / 16
+	groups := rows / 32
 	if tokens < amxMinTokens || groups == 0 || n == 0 {
 		ternaryMatMulVNNI(w, stride, rows, x, xStride, n, tokens, out, outStride)
 		return
 	}
-	tiles := min(amxMaxTiles, (tokens+15)/16)
-	need := tiles*16*n + 5*1024
+	// buf: two 4 KiB staging sets and the 1 KiB C scratch, then the B
+	// tiles of every token (16·n bytes per 16 tokens), an even number of
+	// them: a zero tile after an odd last one.
+	tiles := (tokens + 15) / 16
+	padded := (tiles + 1) &^ 1
+	need := 9*1024 + padded*16*n
 	bp, _ := amxBuffers.Get().(*[]byte)
 	if bp == nil || len(*bp) < need {
 		b := alignedBytes(need)
 		bp = &b
 	}
 	buf := *bp
-	xb, scr := buf[5*1024:], buf[:5*1024]
-	for t0 := 0; t0 < tokens; t0 += 16 * amxMaxTiles {
-		tt := min(16*amxMaxTiles, tokens-t0)
-		amxPackX(&x[t0*xStride], xStride, n, tt, &xb[0])
-		amxTernaryTiles(&w[0], stride, n, groups, &xb[0], (tt+15)/16, &out[t0*outStride], outStride, tt, &scr[0], &amxTileConfig[0])
+	scr, xb := buf[:9*1024], buf[9*1024:need]
+	amxPackX(&x[0], xStride, n, tokens, &xb[0])
+	if padded > tiles {
+		clear(xb[tiles*16*n:])
 	}
+	amxTernaryTiles(&w[0], stride, n, groups, &xb[0], tokens, &out[0], outStride, &scr[0], &amxTileConfig[0])
 	amxBuffers.Put(bp)
-	if r := groups * 16; r < rows {
+	if r := groups * 32; r < rows {
 		ternaryMatMulVNNI(w[r*stride:], stride, rows-r, x, xStride, n, tokens, out[r:], outStride)
 	}
 }

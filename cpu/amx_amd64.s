@@ -11,38 +11,48 @@
 //
 //	out[t·outStride + r] = Σ_k c(w[r·stride:], k)·x[t][k]     (exact, int32)
 //
-// for groups of 16 weight rows and up to 6 tiles of 16 tokens. A tile
-// product TDPBUSD C += A·B multiplies unsigned bytes A (16 rows × 64) by
-// signed bytes B (16 × 64, "VNNI" layout: row kk holds 16 columns of 4
-// consecutive k) and accumulates 16×16 int32, 16·16·64 multiply-adds:
+// in blocks of 32 weight rows × 32 tokens. A tile product TDPBUSD
+// C += A·B multiplies unsigned bytes A (16 rows × 64) by signed bytes B
+// (16 × 64 in the "VNNI" layout: row kk holds 16 columns of 4 consecutive
+// k) into 16×16 int32, 16·16·64 multiply-adds. Eight tile registers:
 //
-//	A = the 16 weight rows' codes c ∈ {0,1,2} over 64 k, unpacked from the
-//	    ternary layout into a staging buffer (one 32-byte block of a row,
-//	    broadcast to both halves of a zmm and shifted per 16-bit lane by
-//	    6|4 and 2|0, gives its 128 codes in k order: two A tiles)
-//	B = the activations of 16 tokens over the same 64 k, packed once per
-//	    call by amxPackX into [token tile][k/64][k/4 mod 16][token][4]
-//	C = tmm2…tmm7, one per token tile, over the whole row
+//	tmm0, tmm1  A: the codes c ∈ {0,1,2} of weight rows 0-15 and 16-31 of
+//	            the block over 64 k, unpacked from the ternary layout into
+//	            a staging set (one 32-byte block of a row, broadcast to both
+//	            halves of a zmm and shifted per 16-bit lane by 6|4 and 2|0,
+//	            gives its 128 codes in k order: two k chunks)
+//	tmm2, tmm3  B: tokens 0-15 and 16-31 over the same 64 k, packed once
+//	            per call by amxPackX ([token tile][k/64][k/4 mod 16][token][4])
+//	tmm4…tmm7   C: the four 16×16 products, over the whole row
 //
-// C holds row-major [weight row][token]; out wants [token][weight row], so
-// each finished C tile is stored to scratch and transposed as 16×16 dwords
-// (amxTranspose16: unpack dwords, unpack qwords, two rounds of 128-bit lane
-// shuffles) on its way out, once per 16·16·n multiply-adds.
+// Each k chunk loads 2 A tiles (just unpacked, from L1) and 2 B tiles (from
+// L2) for 4 products: half a KiB of B per product, where one A tile against
+// six B tiles needed a whole KiB, which L2 could not feed at the tile unit's
+// pace. The unpacking runs one block ahead of the tile loads, into the other
+// of two staging sets, so a tile load never waits on the stores just made.
+// C holds [weight row][token]; out wants [token][weight row], so each
+// finished C tile is stored to scratch and transposed as 16×16 dwords
+// (amxTranspose16) on its way out, once per 16·16·n multiply-adds.
 
 #include "textflag.h"
 
-// Tile registers: tmm0 = A, tmm1 = B, tmm2…tmm7 = C.
-#define LDTILECFG_AX     BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x00
-#define TILERELEASE      BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0
-#define TILEZERO(modrm)  BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $modrm
-// tileloadd tmm0, (SI)(CX*1); tmm1, (DX)(CX*1) / (BX)(CX*1)
-#define LOAD_A_SI        BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x0E
-#define LOAD_B_DX        BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x0C; BYTE $0x0A
-#define LOAD_B_BX        BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x0C; BYTE $0x0B
-// tdpbusd tmmN, tmm0, tmm1 (modrm 0xC0 | N<<3)
-#define TDPBUSD(modrm)   BYTE $0xC4; BYTE $0xE2; BYTE $0x71; BYTE $0x5E; BYTE $modrm
+#define LDTILECFG_AX    BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x00
+#define TILERELEASE     BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0
+#define TILEZERO(modrm) BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $modrm
+// tileloadd tmm0, (SI)(CX*1); tmm1, (BX)(CX*1); tmm2, (DX)(CX*1); tmm3, (BX)(CX*1)
+#define LOAD_A0_SI      BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x0E
+#define LOAD_A1_BX      BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x0C; BYTE $0x0B
+#define LOAD_B0_DX      BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x14; BYTE $0x0A
+#define LOAD_B1_BX      BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x1C; BYTE $0x0B
+// tdpbusd tmm4, tmm0, tmm2; tmm5, tmm0, tmm3; tmm6, tmm1, tmm2; tmm7, tmm1, tmm3
+#define TDP_C00         BYTE $0xC4; BYTE $0xE2; BYTE $0x69; BYTE $0x5E; BYTE $0xE0
+#define TDP_C01         BYTE $0xC4; BYTE $0xE2; BYTE $0x61; BYTE $0x5E; BYTE $0xE8
+#define TDP_C10         BYTE $0xC4; BYTE $0xE2; BYTE $0x69; BYTE $0x5E; BYTE $0xF1
+#define TDP_C11         BYTE $0xC4; BYTE $0xE2; BYTE $0x61; BYTE $0x5E; BYTE $0xF9
+// tdpbusd tmmN, tmm0, tmm1 (modrm 0xC0 | N<<3): the peak probe
+#define TDP_PROBE(modrm) BYTE $0xC4; BYTE $0xE2; BYTE $0x71; BYTE $0x5E; BYTE $modrm
 // tilestored (BX)(CX*1), tmmN (modrm N<<3 | 4)
-#define STORE_C(modrm)   BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $modrm; BYTE $0x0B
+#define STORE_C(modrm)  BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $modrm; BYTE $0x0B
 
 // Per-16-bit-lane shift counts: low half 6 (codes of k 0-31 in bits 7:6),
 // high half 4 (k 32-63); then 2 and 0 (k 64-95, 96-127).
@@ -80,9 +90,9 @@ GLOBL amxMask3<>(SB), RODATA|NOPTR, $4
 	VMOVDQU64       Z2, 1024+off(DI) \
 	ADDQ            R8, R10
 
-// UNPACK16 unpacks the block at (R10) of 16 rows R8 bytes apart into the
-// staging set at DI: the A tiles of two k chunks.
-#define UNPACK16 \
+// UNPACK32 unpacks the block at (R10) of 32 rows R8 bytes apart into the
+// staging set at DI: [A0 chunk 0][A0 chunk 1][A1 chunk 0][A1 chunk 1].
+#define UNPACK32 \
 	UNPACK_ROW(0) \
 	UNPACK_ROW(64) \
 	UNPACK_ROW(128) \
@@ -98,55 +108,71 @@ GLOBL amxMask3<>(SB), RODATA|NOPTR, $4
 	UNPACK_ROW(768) \
 	UNPACK_ROW(832) \
 	UNPACK_ROW(896) \
-	UNPACK_ROW(960)
+	UNPACK_ROW(960) \
+	UNPACK_ROW(2048) \
+	UNPACK_ROW(2112) \
+	UNPACK_ROW(2176) \
+	UNPACK_ROW(2240) \
+	UNPACK_ROW(2304) \
+	UNPACK_ROW(2368) \
+	UNPACK_ROW(2432) \
+	UNPACK_ROW(2496) \
+	UNPACK_ROW(2560) \
+	UNPACK_ROW(2624) \
+	UNPACK_ROW(2688) \
+	UNPACK_ROW(2752) \
+	UNPACK_ROW(2816) \
+	UNPACK_ROW(2880) \
+	UNPACK_ROW(2944) \
+	UNPACK_ROW(3008)
 
-// func amxTernaryTiles(w *byte, stride, n, groups int, xb *byte, nt int, out *int32, outStride, tokens int, scr *byte, cfg *byte)
-TEXT ·amxTernaryTiles(SB), NOSPLIT, $0-88
-	MOVQ cfg+80(FP), AX
+// func amxTernaryTiles(w *byte, stride, n, groups int, xb *byte, tokens int, out *int32, outStride int, scr *byte, cfg *byte)
+//
+// groups blocks of 32 rows; xb holds ⌈tokens/32⌉·2 token tiles (a zero
+// tile after an odd last one); scr 9 KiB: two staging sets of 4 KiB, then
+// the C store scratch.
+TEXT ·amxTernaryTiles(SB), NOSPLIT, $48-80
+	MOVQ  cfg+72(FP), AX
 	LDTILECFG_AX
-	MOVQ $64, CX
-	MOVQ stride+8(FP), R8
-	MOVQ w+0(FP), R13
-	MOVQ out+48(FP), R14
-	MOVQ groups+24(FP), R11
-	TESTQ R11, R11
-	JZ   done
+	MOVQ  $64, CX
+	MOVQ  w+0(FP), AX
+	MOVQ  AX, wg-8(SP)
+	MOVQ  out+48(FP), AX
+	MOVQ  AX, outg-16(SP)
+	MOVQ  groups+24(FP), AX
+	MOVQ  AX, left-24(SP)
+	TESTQ AX, AX
+	JZ    done
 
 group:
-	MOVQ         n+16(FP), R9
-	SHLQ         $4, R9 // bytes of xb per token tile: 16·n
+	MOVQ xb+32(FP), AX
+	MOVQ AX, xbp-32(SP) // this pair's first B tile
+	MOVQ outg-16(SP), AX
+	MOVQ AX, outp-40(SP) // this pair's first token's outputs
+	MOVQ tokens+40(FP), AX
+	MOVQ AX, tleft-48(SP) // tokens from this pair on
+
+pair:
 	VMOVDQU64    amxShift01<>(SB), Z28
 	VMOVDQU64    amxShift23<>(SB), Z29
 	VPBROADCASTD amxMask3<>(SB), Z30
-	MOVQ         nt+40(FP), AX
-	TILEZERO(0xD0)
-	CMPQ         AX, $2
-	JB           zeroed
-	TILEZERO(0xD8)
-	CMPQ         AX, $3
-	JB           zeroed
 	TILEZERO(0xE0)
-	CMPQ         AX, $4
-	JB           zeroed
 	TILEZERO(0xE8)
-	CMPQ         AX, $5
-	JB           zeroed
 	TILEZERO(0xF0)
-	CMPQ         AX, $6
-	JB           zeroed
 	TILEZERO(0xF8)
+	MOVQ stride+8(FP), R8
+	MOVQ n+16(FP), R9
+	SHLQ $4, R9 // bytes of xb per token tile: 16·n
 
-zeroed:
-	// Software-pipelined by one block: the codes of block b+1 are unpacked
-	// (into the staging set at DI) before block b's tiles are loaded from
-	// the set at SI, so the tile loads never wait on stores just made.
-	MOVQ scr+72(FP), SI
-	LEAQ 2048(SI), DI
-	MOVQ R13, R10
-	UNPACK16
+	// Unpack block 0 into the set at SI; then block b+1 into the other
+	// while block b is multiplied.
+	MOVQ  scr+64(FP), DI
+	LEAQ  4096(DI), SI
+	MOVQ  wg-8(SP), R10
+	UNPACK32
 	XCHGQ SI, DI
-	MOVQ xb+32(FP), DX
-	XORQ R12, R12 // byte offset of block b in each row
+	MOVQ  xbp-32(SP), DX
+	XORQ  R12, R12 // byte offset of block b in each row
 
 block:
 	LEAQ 32(R12), AX
@@ -154,124 +180,92 @@ block:
 	SHRQ $2, R10
 	CMPQ AX, R10
 	JAE  unpacked
-	LEAQ (R13)(AX*1), R10
-	UNPACK16
+	MOVQ wg-8(SP), R10
+	ADDQ AX, R10
+	UNPACK32
 
 unpacked:
-	MOVQ nt+40(FP), AX
-
-	// k chunk 2·block: A from SI.
-	LOAD_A_SI
-	LOAD_B_DX
-	TDPBUSD(0xD0)
-	CMPQ AX, $2
-	JB   half0done
+	// k chunk 2b: A from SI, SI+2048.
+	LOAD_A0_SI
+	LEAQ 2048(SI), BX
+	LOAD_A1_BX
+	LOAD_B0_DX
 	LEAQ (DX)(R9*1), BX
-	LOAD_B_BX
-	TDPBUSD(0xD8)
-	CMPQ AX, $3
-	JB   half0done
-	ADDQ R9, BX
-	LOAD_B_BX
-	TDPBUSD(0xE0)
-	CMPQ AX, $4
-	JB   half0done
-	ADDQ R9, BX
-	LOAD_B_BX
-	TDPBUSD(0xE8)
-	CMPQ AX, $5
-	JB   half0done
-	ADDQ R9, BX
-	LOAD_B_BX
-	TDPBUSD(0xF0)
-	CMPQ AX, $6
-	JB   half0done
-	ADDQ R9, BX
-	LOAD_B_BX
-	TDPBUSD(0xF8)
-
-half0done:
+	LOAD_B1_BX
+	TDP_C00
+	TDP_C01
+	TDP_C10
+	TDP_C11
 	ADDQ $1024, DX
 
-	// k chunk 2·block+1: A from SI+1024.
+	// k chunk 2b+1: A from SI+1024, SI+3072.
 	ADDQ $1024, SI
-	LOAD_A_SI
+	LOAD_A0_SI
+	LEAQ 2048(SI), BX
+	LOAD_A1_BX
 	SUBQ $1024, SI
-	LOAD_B_DX
-	TDPBUSD(0xD0)
-	CMPQ AX, $2
-	JB   half1done
+	LOAD_B0_DX
 	LEAQ (DX)(R9*1), BX
-	LOAD_B_BX
-	TDPBUSD(0xD8)
-	CMPQ AX, $3
-	JB   half1done
-	ADDQ R9, BX
-	LOAD_B_BX
-	TDPBUSD(0xE0)
-	CMPQ AX, $4
-	JB   half1done
-	ADDQ R9, BX
-	LOAD_B_BX
-	TDPBUSD(0xE8)
-	CMPQ AX, $5
-	JB   half1done
-	ADDQ R9, BX
-	LOAD_B_BX
-	TDPBUSD(0xF0)
-	CMPQ AX, $6
-	JB   half1done
-	ADDQ R9, BX
-	LOAD_B_BX
-	TDPBUSD(0xF8)
+	LOAD_B1_BX
+	TDP_C00
+	TDP_C01
+	TDP_C10
+	TDP_C11
+	ADDQ $1024, DX
 
-half1done:
-	ADDQ  $1024, DX
 	XCHGQ SI, DI
 	ADDQ  $32, R12
-	MOVQ n+16(FP), AX
-	SHRQ $2, AX
-	CMPQ R12, AX
-	JB   block
+	MOVQ  n+16(FP), AX
+	SHRQ  $2, AX
+	CMPQ  R12, AX
+	JB    block
 
-	// Store the C tiles: tile tt holds tokens 16·tt…, min(16, tokens−16·tt)
-	// of them, written to out + 16·tt·outStride (int32s) on.
-	MOVQ scr+72(FP), BX
-	ADDQ $4096, BX
+	// Store: C00 and C10 hold tokens 0-15 of the pair for rows 0-15 and
+	// 16-31, C01 and C11 tokens 16-31; R12 tokens are left.
+	MOVQ scr+64(FP), BX
+	ADDQ $8192, BX
 	MOVQ outStride+56(FP), R10
 	SHLQ $2, R10 // bytes between tokens in out
-	MOVQ tokens+64(FP), R12
-	MOVQ R14, AX
-
-	STORE_C(0x14)
-	CALL amxStoreTile<>(SB)
-	SUBQ $16, R12
-	JBE  stored
-	STORE_C(0x1C)
-	CALL amxStoreTile<>(SB)
-	SUBQ $16, R12
-	JBE  stored
+	MOVQ tleft-48(SP), R12
+	MOVQ outp-40(SP), AX
 	STORE_C(0x24)
 	CALL amxStoreTile<>(SB)
-	SUBQ $16, R12
-	JBE  stored
-	STORE_C(0x2C)
-	CALL amxStoreTile<>(SB)
-	SUBQ $16, R12
-	JBE  stored
+	MOVQ outp-40(SP), AX
+	ADDQ $64, AX
 	STORE_C(0x34)
 	CALL amxStoreTile<>(SB)
 	SUBQ $16, R12
-	JBE  stored
+	JBE  pairdone
+	MOVQ R10, AX
+	SHLQ $4, AX
+	ADDQ outp-40(SP), AX
+	STORE_C(0x2C)
+	CALL amxStoreTile<>(SB)
+	MOVQ R10, AX
+	SHLQ $4, AX
+	ADDQ outp-40(SP), AX
+	ADDQ $64, AX
 	STORE_C(0x3C)
 	CALL amxStoreTile<>(SB)
+	SUBQ $16, R12
+	JBE  pairdone
 
-stored:
-	MOVQ stride+8(FP), R12
-	SHLQ $4, R12
-	ADDQ R12, R13 // next 16 weight rows
-	ADDQ $64, R14 // their 16 outputs
-	DECQ R11
+	// The next 32 tokens.
+	MOVQ R12, tleft-48(SP)
+	MOVQ R10, AX
+	SHLQ $5, AX
+	ADDQ AX, outp-40(SP)
+	MOVQ n+16(FP), AX
+	SHLQ $5, AX
+	ADDQ AX, xbp-32(SP)
+	JMP  pair
+
+pairdone:
+	MOVQ stride+8(FP), AX
+	SHLQ $5, AX
+	ADDQ AX, wg-8(SP)     // next 32 weight rows
+	ADDQ $128, outg-16(SP) // their 32 outputs
+	DECQ left-24(SP)
 	JNZ  group
 
 done:
@@ -600,12 +594,12 @@ TEXT ·amxLoop(SB), NOSPLIT, $0-16
 	JZ    ldone
 
 loop:
-	TDPBUSD(0xD0)
-	TDPBUSD(0xD8)
-	TDPBUSD(0xE0)
-	TDPBUSD(0xE8)
-	TDPBUSD(0xF0)
-	TDPBUSD(0xF8)
+	TDP_PROBE(0xD0)
+	TDP_PROBE(0xD8)
+	TDP_PROBE(0xE0)
+	TDP_PROBE(0xE8)
+	TDP_PROBE(0xF0)
+	TDP_PROBE(0xF8)
 	DECQ CX
 	JNZ  loop
 

@@ -8,9 +8,9 @@ import (
 )
 
 // TestTernaryMatMulAMX: the amx set's product against the twin on the
-// shapes its tiles split on: whole and partial 16-row groups, 16-token tiles
-// full and partial, more than 96 tokens (two calls of the tiles), the
-// model's widths, and odd strides. TestTernaryMatMul covers small shapes
+// shapes its tiles split on: whole and partial blocks of 32 rows, of 32
+// tokens and of 16-token tiles (an odd last tile pairs with a zero one),
+// too few tokens for the tiles, the model's widths, and odd strides. TestTernaryMatMul covers small shapes
 // (and the VNNI fallbacks) for every set.
 func TestTernaryMatMulAMX(t *testing.T) {
 	if !hasAMX {
@@ -25,7 +25,7 @@ func TestTernaryMatMulAMX(t *testing.T) {
 			}
 		}
 	}
-	shapes = append(shapes, shape{2560, 64, 128}, shape{6912, 32, 9}, shape{2560, 37, 100})
+	shapes = append(shapes, shape{2560, 64, 128}, shape{6912, 32, 40}, shape{2560, 37, 100}, shape{256, 96, 250})
 	rng := newRand()
 	for _, s := range shapes {
 		stride := s.n/4 + rng.IntN(40)
@@ -56,7 +56,8 @@ func TestTernaryMatMulAMXExtremes(t *testing.T) {
 		t.Skip("this CPU or OS does not run AMX-INT8")
 	}
 	n := 1 << 21
-	w := make([]byte, 16*n/4)
+	const rows, tokens = 32, amxMinTokens + 17
+	w := make([]byte, rows*n/4)
 	for i := range w {
 		w[i] = 0xAA
 	}
@@ -65,8 +66,8 @@ func TestTernaryMatMulAMXExtremes(t *testing.T) {
 		for i := range x {
 			x[i] = xv
 		}
-		out := make([]int32, 16*3)
-		amxKernels.ternaryMatMul(w, n/4, 16, x, 0, n, 3, out, 16)
+		out := make([]int32, rows*tokens)
+		amxKernels.ternaryMatMul(w, n/4, rows, x, 0, n, tokens, out, rows)
 		for i, got := range out {
 			if want := int32(2 * int(xv) * n); got != want {
 				t.Fatalf("x=%d output %d: %d, want %d", xv, i, got, want)
