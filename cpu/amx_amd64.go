@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/cpu"
@@ -59,9 +60,46 @@ var amxKernels = func() kernels {
 	return k
 }()
 
-// amxBuffers holds the packed activations (B tiles) and the staging and
-// store scratch of a call: calls run on every worker at once.
-var amxBuffers sync.Pool
+// amxBuffers keeps the buffers of finished calls (packed activations,
+// staging and store scratch) for the next ones: calls run on every worker
+// at once. Not a sync.Pool, which every collection empties: calls would
+// allocate and clear megabytes again after each GC.
+var amxBuffers struct {
+	sync.Mutex
+	free [][]byte
+}
+
+// amxBuffer returns a buffer of at least n bytes, 64-byte aligned.
+func amxBuffer(n int) []byte {
+	amxBuffers.Lock()
+	defer amxBuffers.Unlock()
+	for i, b := range amxBuffers.free {
+		if len(b) >= n {
+			last := len(amxBuffers.free) - 1
+			amxBuffers.free[i] = amxBuffers.free[last]
+			amxBuffers.free = amxBuffers.free[:last]
+			return b
+		}
+	}
+	return alignedBytes(n)
+}
+
+// amxRelease returns b for reuse, keeping at most 8 buffers (dropping the
+// smallest).
+func amxRelease(b []byte) {
+	amxBuffers.Lock()
+	defer amxBuffers.Unlock()
+	amxBuffers.free = append(amxBuffers.free, b)
+	if len(amxBuffers.free) > 8 {
+		small := 0
+		for i, f := range amxBuffers.free {
+			if len(f) < len(amxBuffers.free[small]) {
+				small = i
+			}
+		}
+		amxBuffers.free = slices.Delete(amxBuffers.free, small, small+1)
+	}
+}
 
 // ternaryMatMulAMX is ternaryMatMul on AMX tiles for whole blocks of 32
 // rows and at least amxMinTokens tokens; the other rows, and fewer tokens,
@@ -78,19 +116,14 @@ func ternaryMatMulAMX(w []byte, stride, rows int, x []int8, xStride, n, tokens i
 	tiles := (tokens + 15) / 16
 	padded := (tiles + 1) &^ 1
 	need := 9*1024 + padded*16*n
-	bp, _ := amxBuffers.Get().(*[]byte)
-	if bp == nil || len(*bp) < need {
-		b := alignedBytes(need)
-		bp = &b
-	}
-	buf := *bp
+	buf := amxBuffer(need)
 	scr, xb := buf[:9*1024], buf[9*1024:need]
 	amxPackX(&x[0], xStride, n, tokens, &xb[0])
 	if padded > tiles {
 		clear(xb[tiles*16*n:])
 	}
 	amxTernaryTiles(&w[0], stride, n, groups, &xb[0], tokens, &out[0], outStride, &scr[0], &amxTileConfig[0])
-	amxBuffers.Put(bp)
+	amxRelease(buf)
 	if r := groups * 32; r < rows {
 		ternaryMatMulVNNI(w[r*stride:], stride, rows-r, x, xStride, n, tokens, out[r:], outStride)
 	}

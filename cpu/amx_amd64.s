@@ -79,7 +79,8 @@ GLOBL amxMask3<>(SB), RODATA|NOPTR, $4
 
 // UNPACK_ROW(off) unpacks the 32-byte block at (R10) into the 64 codes of
 // its first half at off(DI) and of its second at 1024+off(DI), then steps
-// R10 to the next row.
+// R10 to the next row. (Software prefetch of the rows, 256 bytes ahead,
+// measured no gain from DRAM: the hardware follows the 32 row streams.)
 #define UNPACK_ROW(off) \
 	VBROADCASTI64X4 (R10), Z0 \
 	VPSRLVW         Z28, Z0, Z1 \

@@ -144,6 +144,48 @@ func BenchmarkTernaryMatMul(b *testing.B) {
 	}
 }
 
+// BenchmarkTernaryMatMulSets: prefill's products at the 2B shape's
+// matrices, every kernel set but the twins in the same iteration (random
+// codes and activations, as a model's: the AMX tiles run slower on random
+// data than on zeros), each set's best call of the run reported as
+// SET-GMAC/s. A busy machine slows the sets alike within an iteration, so
+// their ratio is steadier than separate benchmarks' figures.
+//
+//	go test -run '^$' -bench TernaryMatMulSets -benchtime 15x ./cpu
+func BenchmarkTernaryMatMulSets(b *testing.B) {
+	var sets []kernels
+	for _, k := range kernelSets() {
+		if k.name != generic.name && k.name != goKernels.name {
+			sets = append(sets, k)
+		}
+	}
+	for _, s := range []struct{ rows, n, tokens int }{
+		{3840, 2560, 128}, {2560, 2560, 128}, {13824, 2560, 128}, {2560, 6912, 128},
+		{6912, 2560, 64}, {6912, 2560, 16},
+	} {
+		b.Run(fmt.Sprintf("%dx%dx%d", s.rows, s.n, s.tokens), func(b *testing.B) {
+			rng := newRand()
+			w := randomTernaryRows(rng, s.rows, s.n, s.n/4)
+			x := randomI8(rng, s.tokens*s.n, -128, 127, 127)
+			out := make([]int32, s.tokens*s.rows)
+			best := make([]time.Duration, len(sets))
+			for i := 0; i < b.N; i++ {
+				for j, k := range sets {
+					t := time.Now()
+					k.ternaryMatMul(w, s.n/4, s.rows, x, s.n, s.n, s.tokens, out, s.rows)
+					if d := time.Since(t); best[j] == 0 || d < best[j] {
+						best[j] = d
+					}
+				}
+			}
+			macs := float64(s.rows) * float64(s.n) * float64(s.tokens)
+			for j, k := range sets {
+				b.ReportMetric(macs/best[j].Seconds()/1e9, k.name+"-GMAC/s")
+			}
+		})
+	}
+}
+
 // BenchmarkDotF16Rows: a 32768-row slice of the float16 output head
 // (the whole head is 128256 rows).
 func BenchmarkDotF16Rows(b *testing.B) {
