@@ -3,7 +3,10 @@
 package cpu
 
 import (
+	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -73,5 +76,59 @@ func TestTernaryMatMulAMXExtremes(t *testing.T) {
 				t.Fatalf("x=%d output %d: %d, want %d", xv, i, got, want)
 			}
 		}
+	}
+}
+
+// TestTernaryMatMulAMXConcurrent: more goroutines than threads run tile
+// products at once while collections stop the world and preemption
+// signals arrive, so the OS switches threads that hold tile state in the
+// middle of a call: every result must still equal the twin's.
+func TestTernaryMatMulAMXConcurrent(t *testing.T) {
+	if !hasAMX {
+		t.Skip("this CPU or OS does not run AMX-INT8")
+	}
+	const rows, n, tokens, goroutines, rounds = 128, 2048, 64, 6, 4000
+	rng := newRand()
+	w := randomTernaryRows(rng, rows, n, n/4)
+	x := randomI8(rng, tokens*n, -128, 127, 127)
+	want := make([]int32, tokens*rows)
+	ternaryMatMulGeneric(w, n/4, rows, x, n, n, tokens, want, rows)
+	stop := make(chan struct{})
+	collected := make(chan struct{})
+	go func() { // garbage and collections throughout
+		defer close(collected)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_ = make([]byte, 1<<20)
+				runtime.GC()
+			}
+		}
+	}()
+	errs := make(chan string, goroutines)
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := make([]int32, tokens*rows)
+			for r := 0; r < rounds; r++ {
+				clear(out)
+				amxKernels.ternaryMatMul(w, n/4, rows, x, n, n, tokens, out, rows)
+				if !slices.Equal(out, want) {
+					errs <- fmt.Sprintf("round %d: the tiles' sums differ from the twin's", r)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-collected
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
 	}
 }
