@@ -13,8 +13,9 @@ import (
 // on Intel's AMX tiles (AMX-TILE and AMX-INT8: Sapphire Rapids and later),
 // 1024 int8 multiply-adds a cycle against vpdpbusd's 128 (amx_amd64.s says
 // how). Every other kernel, and a product of fewer than amxMinTokens tokens
-// (a decode step, memory-bound, where the VNNI row kernels stream best),
-// is the avx512vnni set's.
+// (a decode step, a speculative verification, a server step of a few
+// streams: memory-bound, and the VNNI kernels stream those faster), is the
+// avx512vnni set's.
 //
 // Linux gives a process the AMX tile state only when asked
 // (arch_prctl(ARCH_REQ_XCOMP_PERM); until then a tile instruction faults),
@@ -26,10 +27,6 @@ var hasAMX = hasAVX2 && hasAVX512VNNI && cpu.X86.HasAMXTile && cpu.X86.HasAMXInt
 // amxMinTokens is the fewest tokens the amx set's ternaryMatMul gives the
 // tiles; fewer go to ternaryMatMulVNNI.
 const amxMinTokens = 10
-
-// amxMaxTiles is how many 16-token tiles amxTernaryTiles takes at once
-// (tmm2…tmm7); a product of more tokens is done 96 at a time.
-const amxMaxTiles = 6
 
 // amxTileConfig is the LDTILECFG operand: palette 1, all eight tiles 16
 // rows × 64 bytes.
