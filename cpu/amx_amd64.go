@@ -10,7 +10,7 @@ import (
 )
 
 // The amx kernel set: the avx512vnni set with the ternary matrix product
-// on Intel's AMX tiles (AMX-TILE and AMX-INT8: Sapphire Rapids and later),
+// on Intel's AMX tiles, and its float16 head rows prefetched line by line (AMX-TILE and AMX-INT8: Sapphire Rapids and later),
 // 1024 int8 multiply-adds a cycle against vpdpbusd's 128 (amx_amd64.s says
 // how). Every other kernel, and a product of fewer than amxMinTokens tokens
 // (a decode step, a speculative verification, a server step of a few
@@ -52,6 +52,10 @@ var amxKernels = func() kernels {
 	k := avx512VNNIKernels
 	k.name = "amx"
 	k.ternaryMatMul = checkTernaryMatMul(ternaryMatMulAMX)
+	// The float16 head streams faster from DRAM on these Intel CPUs with a
+	// prefetch per line (tools/asmgen/float.go, genDotF16RowsAVX512); the
+	// same bits, so dotF16MatMul still equals it.
+	k.dotF16Rows = checkDotF16Rows(dotF16RowsAVX512Lines)
 	k.int8Loop = func(iters int) { amxLoop(iters, &amxTileConfig[0]) }
 	k.int8MACs = 6 * 16 * 16 * 64
 	return k

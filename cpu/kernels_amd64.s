@@ -8196,6 +8196,341 @@ singledone_209:
 	VZEROUPPER
 	RET
 
+// func dotF16RowsAVX512Lines(w []uint16, stride int, x []float32, out []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
+TEXT ·dotF16RowsAVX512Lines(SB), NOSPLIT, $0-80
+	MOVQ  x_base+32(FP), AX
+	MOVQ  x_len+40(FP), CX
+	MOVQ  w_base+0(FP), DX
+	MOVQ  out_base+56(FP), BX
+	MOVQ  out_len+64(FP), SI
+	SHRQ  $0x02, SI
+	TESTQ SI, SI
+	JZ    spreaddone_216
+	MOVQ  SI, DI
+	MOVQ  stride+24(FP), R8
+	SHLQ  $0x01, R8
+	IMULQ R8, DI
+	MOVQ  SI, R8
+	SHLQ  $0x02, R8
+
+spread_217:
+	LEAQ   (DX)(DI*1), R9
+	LEAQ   (R9)(DI*1), R10
+	LEAQ   (R10)(DI*1), R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   CX, R13
+	ANDQ   $-128, R13
+	XORQ   R12, R12
+	CMPQ   R12, R13
+	JAE    loopdone_219
+
+loop_218:
+	VMOVUPS     (AX)(R12*4), Z4
+	PREFETCHT1  16384(DX)(R12*2)
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	PREFETCHT1  16384(R9)(R12*2)
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	PREFETCHT1  16384(R10)(R12*2)
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	PREFETCHT1  16384(R11)(R12*2)
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     64(AX)(R12*4), Z4
+	VCVTPH2PS   32(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   32(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   32(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   32(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     128(AX)(R12*4), Z4
+	PREFETCHT1  16448(DX)(R12*2)
+	VCVTPH2PS   64(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	PREFETCHT1  16448(R9)(R12*2)
+	VCVTPH2PS   64(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	PREFETCHT1  16448(R10)(R12*2)
+	VCVTPH2PS   64(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	PREFETCHT1  16448(R11)(R12*2)
+	VCVTPH2PS   64(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     192(AX)(R12*4), Z4
+	VCVTPH2PS   96(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   96(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   96(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   96(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     256(AX)(R12*4), Z4
+	PREFETCHT1  16512(DX)(R12*2)
+	VCVTPH2PS   128(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	PREFETCHT1  16512(R9)(R12*2)
+	VCVTPH2PS   128(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	PREFETCHT1  16512(R10)(R12*2)
+	VCVTPH2PS   128(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	PREFETCHT1  16512(R11)(R12*2)
+	VCVTPH2PS   128(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     320(AX)(R12*4), Z4
+	VCVTPH2PS   160(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   160(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   160(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   160(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     384(AX)(R12*4), Z4
+	PREFETCHT1  16576(DX)(R12*2)
+	VCVTPH2PS   192(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	PREFETCHT1  16576(R9)(R12*2)
+	VCVTPH2PS   192(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	PREFETCHT1  16576(R10)(R12*2)
+	VCVTPH2PS   192(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	PREFETCHT1  16576(R11)(R12*2)
+	VCVTPH2PS   192(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     448(AX)(R12*4), Z4
+	VCVTPH2PS   224(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   224(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   224(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   224(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x00000080, R12
+	CMPQ        R12, R13
+	JB          loop_218
+
+loopdone_219:
+room_220:
+	LEAQ        32(R12), R13
+	CMPQ        R13, CX
+	JA          roomdone_221
+	VMOVUPS     (AX)(R12*4), Z4
+	PREFETCHT1  16384(DX)(R12*2)
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	PREFETCHT1  16384(R9)(R12*2)
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	PREFETCHT1  16384(R10)(R12*2)
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	PREFETCHT1  16384(R11)(R12*2)
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     64(AX)(R12*4), Z4
+	VCVTPH2PS   32(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   32(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   32(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   32(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x20, R12
+	JMP         room_220
+
+roomdone_221:
+	LEAQ        16(R12), R13
+	CMPQ        R13, CX
+	JA          skip_222
+	VMOVUPS     (AX)(R12*4), Z4
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x10, R12
+
+skip_222:
+	MOVQ        CX, R13
+	SUBQ        R12, R13
+	TESTQ       R13, R13
+	JZ          notail_223
+	MOVQ        $-1, R14
+	BZHIQ       R13, R14, R13
+	KMOVQ       R13, K1
+	VMOVUPS.Z   (AX)(R12*4), K1, Z4
+	VMOVDQU16.Z (DX)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z0
+	VMOVDQU16.Z (R9)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z1
+	VMOVDQU16.Z (R10)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z2
+	VMOVDQU16.Z (R11)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z3
+
+notail_223:
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VUNPCKLPS     Y0, Y4, Y3
+	VUNPCKHPS     Y0, Y4, Y0
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPS     Y2, Y1, Y0
+	VUNPCKHPS     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y3, Y1
+	VUNPCKHPD     Y0, Y3, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVD         X0, (BX)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (BX)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (BX)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (BX)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	MOVQ          stride+24(FP), R9
+	SHLQ          $0x01, R9
+	ADDQ          R9, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           spread_217
+	LEAQ          (DX)(DI*2), DX
+	ADDQ          DI, DX
+	LEAQ          (BX)(R8*2), BX
+	ADDQ          R8, BX
+
+spreaddone_216:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_225
+
+single_224:
+	VPXORD Z0, Z0, Z0
+	MOVQ   CX, R8
+	ANDQ   $-128, R8
+	XORQ   DI, DI
+	CMPQ   DI, R8
+	JAE    loopdone_227
+
+loop_226:
+	VMOVUPS     (AX)(DI*4), Z1
+	PREFETCHT1  16384(DX)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     64(AX)(DI*4), Z1
+	VCVTPH2PS   32(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     128(AX)(DI*4), Z1
+	PREFETCHT1  16448(DX)(DI*2)
+	VCVTPH2PS   64(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     192(AX)(DI*4), Z1
+	VCVTPH2PS   96(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     256(AX)(DI*4), Z1
+	PREFETCHT1  16512(DX)(DI*2)
+	VCVTPH2PS   128(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     320(AX)(DI*4), Z1
+	VCVTPH2PS   160(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     384(AX)(DI*4), Z1
+	PREFETCHT1  16576(DX)(DI*2)
+	VCVTPH2PS   192(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     448(AX)(DI*4), Z1
+	VCVTPH2PS   224(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x00000080, DI
+	CMPQ        DI, R8
+	JB          loop_226
+
+loopdone_227:
+room_228:
+	LEAQ        32(DI), R8
+	CMPQ        R8, CX
+	JA          roomdone_229
+	VMOVUPS     (AX)(DI*4), Z1
+	PREFETCHT1  16384(DX)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     64(AX)(DI*4), Z1
+	VCVTPH2PS   32(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x20, DI
+	JMP         room_228
+
+roomdone_229:
+	LEAQ        16(DI), R8
+	CMPQ        R8, CX
+	JA          skip_230
+	VMOVUPS     (AX)(DI*4), Z1
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x10, DI
+
+skip_230:
+	MOVQ        CX, R8
+	SUBQ        DI, R8
+	TESTQ       R8, R8
+	JZ          notail_231
+	MOVQ        $-1, R9
+	BZHIQ       R8, R9, R8
+	KMOVQ       R8, K1
+	VMOVUPS.Z   (AX)(DI*4), K1, Z1
+	VMOVDQU16.Z (DX)(DI*2), K1, Y2
+	VCVTPH2PS   Y2, Z2
+	VFMADD231PS Z1, Z2, Z0
+
+notail_231:
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VADDPS        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSS        X0, (BX)
+	MOVQ          stride+24(FP), DI
+	SHLQ          $0x01, DI
+	ADDQ          DI, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           single_224
+
+singledone_225:
+	VZEROUPPER
+	RET
+
 // func axpyF16AVX2(a float32, v []uint16, y []float32)
 // Requires: AVX, AVX2, F16C, FMA3, SSE
 TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
@@ -8208,9 +8543,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_217
+	JAE          loopdone_233
 
-loop_216:
+loop_232:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -8219,22 +8554,22 @@ loop_216:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_216
+	JB          loop_232
 
-loopdone_217:
+loopdone_233:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_218
+	JA          skip_234
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_218:
+skip_234:
 	CMPQ BX, DX
-	JAE  taildone_220
+	JAE  taildone_236
 
-tail_219:
+tail_235:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -8242,9 +8577,9 @@ tail_219:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_219
+	JB          tail_235
 
-taildone_220:
+taildone_236:
 	VZEROUPPER
 	RET
 
@@ -8260,9 +8595,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_222
+	JAE          loopdone_238
 
-loop_221:
+loop_237:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -8271,21 +8606,21 @@ loop_221:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_221
+	JB          loop_237
 
-loopdone_222:
+loopdone_238:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_223
+	JA          skip_239
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_223:
+skip_239:
 	SUBQ        BX, DX
 	TESTQ       DX, DX
-	JZ          notail_224
+	JZ          notail_240
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -8295,7 +8630,7 @@ skip_223:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_224:
+notail_240:
 	VZEROUPPER
 	RET
 
@@ -8311,10 +8646,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_225:
+chunks_241:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_226
+	JA      chunksdone_242
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -8322,9 +8657,9 @@ chunks_225:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_228
+	JAE     rowsdone_244
 
-rows_227:
+rows_243:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -8337,45 +8672,45 @@ rows_227:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_227
+	JB           rows_243
 
-rowsdone_228:
+rowsdone_244:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_225
+	JMP     chunks_241
 
-chunksdone_226:
-chunks_229:
+chunksdone_242:
+chunks_245:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_230
+	JA      chunksdone_246
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_232
+	JAE     rowsdone_248
 
-rows_231:
+rows_247:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_231
+	JB           rows_247
 
-rowsdone_232:
+rowsdone_248:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_229
+	JMP     chunks_245
 
-chunksdone_230:
+chunksdone_246:
 	SUBQ      R8, DI
 	TESTQ     DI, DI
-	JZ        notail_233
+	JZ        notail_249
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -8383,9 +8718,9 @@ chunksdone_230:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_235
+	JAE       rowsdone_251
 
-rows_234:
+rows_250:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -8393,12 +8728,12 @@ rows_234:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_234
+	JB           rows_250
 
-rowsdone_235:
+rowsdone_251:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_233:
+notail_249:
 	VZEROUPPER
 	RET
 
@@ -8407,17 +8742,17 @@ notail_233:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ CX, CX
 
-rowblocks_236:
+rowblocks_252:
 	MOVQ np+32(FP), AX
 	CMPQ CX, AX
-	JAE  rowblocksdone_237
+	JAE  rowblocksdone_253
 	XORQ AX, AX
 
-chunks_238:
+chunks_254:
 	LEAQ    64(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_239
+	JA      chunksdone_255
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8469,9 +8804,9 @@ chunks_238:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_241
+	JAE     rowsdone_257
 
-rows_240:
+rows_256:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z16
 	VCVTPH2PS    32(R9), Z17
@@ -8501,9 +8836,9 @@ rows_240:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_240
+	JB           rows_256
 
-rowsdone_241:
+rowsdone_257:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8538,14 +8873,14 @@ rowsdone_241:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, 192(DX)
 	ADDQ    $0x40, AX
-	JMP     chunks_238
+	JMP     chunks_254
 
-chunksdone_239:
-chunks_242:
+chunksdone_255:
+chunks_258:
 	LEAQ    16(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_243
+	JA      chunksdone_259
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8585,9 +8920,9 @@ chunks_242:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_245
+	JAE     rowsdone_261
 
-rows_244:
+rows_260:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z4
 	VBROADCASTSS (DX)(R11*4), Z5
@@ -8601,9 +8936,9 @@ rows_244:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_244
+	JB           rows_260
 
-rowsdone_245:
+rowsdone_261:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8626,13 +8961,13 @@ rowsdone_245:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, (DX)
 	ADDQ    $0x10, AX
-	JMP     chunks_242
+	JMP     chunks_258
 
-chunksdone_243:
+chunksdone_259:
 	MOVQ      n+104(FP), DX
 	SUBQ      AX, DX
 	TESTQ     DX, DX
-	JZ        notail_246
+	JZ        notail_262
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, DX
 	KMOVQ     DX, K1
@@ -8675,9 +9010,9 @@ chunksdone_243:
 	CMOVQGT   R11, R10
 	MOVQ      CX, R11
 	CMPQ      R11, R10
-	JAE       rowsdone_248
+	JAE       rowsdone_264
 
-rows_247:
+rows_263:
 	PREFETCHT1   16384(R9)
 	VMOVDQU16.Z  (R9), K1, Y4
 	VCVTPH2PS    Y4, Z4
@@ -8692,9 +9027,9 @@ rows_247:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_247
+	JB           rows_263
 
-rowsdone_248:
+rowsdone_264:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, K1, (DX)
@@ -8717,11 +9052,11 @@ rowsdone_248:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, K1, (DX)
 
-notail_246:
+notail_262:
 	ADDQ $0x00000040, CX
-	JMP  rowblocks_236
+	JMP  rowblocks_252
 
-rowblocksdone_237:
+rowblocksdone_253:
 	VZEROUPPER
 	RET
 
@@ -8736,14 +9071,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_249
+	JZ      spreaddone_265
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_250:
+spread_266:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -8755,9 +9090,9 @@ spread_250:
 	ANDQ  $-256, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_252
+	JAE   loopdone_268
 
-loop_251:
+loop_267:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -8964,13 +9299,13 @@ loop_251:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_251
+	JB         loop_267
 
-loopdone_252:
-room_253:
+loopdone_268:
+room_269:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         roomdone_254
+	JA         roomdone_270
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -8997,9 +9332,9 @@ room_253:
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
-	JMP        room_253
+	JMP        room_269
 
-roomdone_254:
+roomdone_270:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -9020,82 +9355,82 @@ roomdone_254:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_255
+	JAE          taildone_271
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_256:
+tail_272:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_256
+	JB      tail_272
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_257:
+tail_273:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_257
+	JB      tail_273
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_258:
+tail_274:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_258
+	JB      tail_274
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_259:
+tail_275:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_259
+	JB      tail_275
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_255:
+taildone_271:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_250
+	JNZ  spread_266
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_249:
+spreaddone_265:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_261
+	JZ   singledone_277
 
-single_260:
+single_276:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-256, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_263
+	JAE   loopdone_279
 
-loop_262:
+loop_278:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -9155,13 +9490,13 @@ loop_262:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_262
+	JB         loop_278
 
-loopdone_263:
-room_264:
+loopdone_279:
+room_280:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         roomdone_265
+	JA         roomdone_281
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -9170,9 +9505,9 @@ room_264:
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
-	JMP        room_264
+	JMP        room_280
 
-roomdone_265:
+roomdone_281:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -9181,27 +9516,27 @@ roomdone_265:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_266
+	JAE          taildone_282
 	XORL         R8, R8
 
-tail_267:
+tail_283:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_267
+	JB      tail_283
 	ADDL    R8, (BX)
 
-taildone_266:
+taildone_282:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_260
+	JNZ  single_276
 
-singledone_261:
+singledone_277:
 	VZEROUPPER
 	RET
 
@@ -9216,26 +9551,26 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_269
+	JAE          loopdone_285
 
-loop_268:
+loop_284:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_268
+	JB       loop_284
 
-loopdone_269:
+loopdone_285:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_270
+	JZ         notail_286
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_270:
+notail_286:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -9252,14 +9587,14 @@ notail_270:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_271
+	JZ            spreaddone_287
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_272:
+spread_288:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -9271,9 +9606,9 @@ spread_272:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_274
+	JAE    loopdone_290
 
-loop_273:
+loop_289:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -9316,13 +9651,13 @@ loop_273:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_273
+	JB         loop_289
 
-loopdone_274:
-room_275:
+loopdone_290:
+room_291:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_276
+	JA        roomdone_292
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -9333,13 +9668,13 @@ room_275:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_275
+	JMP       room_291
 
-roomdone_276:
+roomdone_292:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_277
+	JZ         notail_293
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -9357,7 +9692,7 @@ roomdone_276:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_277:
+notail_293:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -9390,26 +9725,26 @@ notail_277:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_272
+	JNZ           spread_288
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_271:
+spreaddone_287:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_279
+	JZ   singledone_295
 
-single_278:
+single_294:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_281
+	JAE    loopdone_297
 
-loop_280:
+loop_296:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
@@ -9425,24 +9760,24 @@ loop_280:
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_280
+	JB         loop_296
 
-loopdone_281:
-room_282:
+loopdone_297:
+room_298:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_283
+	JA        roomdone_299
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_282
+	JMP       room_298
 
-roomdone_283:
+roomdone_299:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_284
+	JZ         notail_300
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -9451,7 +9786,7 @@ roomdone_283:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_284:
+notail_300:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -9466,9 +9801,9 @@ notail_284:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_278
+	JNZ           single_294
 
-singledone_279:
+singledone_295:
 	VZEROUPPER
 	RET
 
@@ -9477,15 +9812,15 @@ singledone_279:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_286
+	JNE  f16mmtokens_302
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_287:
+f16tiles_303:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_288
+	JB   f16tilesdone_304
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9502,9 +9837,9 @@ f16tiles_287:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_289:
+f16steps_305:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_290
+	JB          f16stepsdone_306
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9531,11 +9866,11 @@ f16steps_289:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_289
+	JMP         f16steps_305
 
-f16stepsdone_290:
+f16stepsdone_306:
 	CMPQ        SI, $0x10
-	JB          f16step16_291
+	JB          f16step16_307
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -9550,9 +9885,9 @@ f16stepsdone_290:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_291:
+f16step16_307:
 	TESTQ       SI, SI
-	JZ          notail_292
+	JZ          notail_308
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -9570,7 +9905,7 @@ f16step16_291:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_292:
+notail_308:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9602,11 +9937,11 @@ notail_292:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_287
+	JMP           f16tiles_303
 
-f16tilesdone_288:
+f16tilesdone_304:
 	CMPQ DX, $0x03
-	JNE  f16rest_293
+	JNE  f16rest_309
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9620,9 +9955,9 @@ f16tilesdone_288:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_294:
+f16steps_310:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_295
+	JB          f16stepsdone_311
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9643,11 +9978,11 @@ f16steps_294:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_294
+	JMP         f16steps_310
 
-f16stepsdone_295:
+f16stepsdone_311:
 	CMPQ        SI, $0x10
-	JB          f16step16_296
+	JB          f16step16_312
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -9659,9 +9994,9 @@ f16stepsdone_295:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_296:
+f16step16_312:
 	TESTQ       SI, SI
-	JZ          notail_297
+	JZ          notail_313
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9676,7 +10011,7 @@ f16step16_296:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_297:
+notail_313:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9709,9 +10044,9 @@ notail_297:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_293:
+f16rest_309:
 	CMPQ DX, $0x02
-	JNE  f16rest_298
+	JNE  f16rest_314
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9724,9 +10059,9 @@ f16rest_293:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_299:
+f16steps_315:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_300
+	JB          f16stepsdone_316
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9742,11 +10077,11 @@ f16steps_299:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_299
+	JMP         f16steps_315
 
-f16stepsdone_300:
+f16stepsdone_316:
 	CMPQ        SI, $0x10
-	JB          f16step16_301
+	JB          f16step16_317
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -9756,9 +10091,9 @@ f16stepsdone_300:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_301:
+f16step16_317:
 	TESTQ       SI, SI
-	JZ          notail_302
+	JZ          notail_318
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -9770,7 +10105,7 @@ f16step16_301:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_302:
+notail_318:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9798,9 +10133,9 @@ notail_302:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_298:
+f16rest_314:
 	CMPQ DX, $0x01
-	JNE  f16rest_303
+	JNE  f16rest_319
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -9812,9 +10147,9 @@ f16rest_298:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_304:
+f16steps_320:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_305
+	JB          f16stepsdone_321
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -9825,11 +10160,11 @@ f16steps_304:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_304
+	JMP         f16steps_320
 
-f16stepsdone_305:
+f16stepsdone_321:
 	CMPQ        DX, $0x10
-	JB          f16step16_306
+	JB          f16step16_322
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9837,9 +10172,9 @@ f16stepsdone_305:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_306:
+f16step16_322:
 	TESTQ       DX, DX
-	JZ          notail_307
+	JZ          notail_323
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -9848,7 +10183,7 @@ f16step16_306:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_307:
+notail_323:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -9871,12 +10206,12 @@ notail_307:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_303:
+f16rest_319:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_309
+	JZ   f16singledone_325
 
-f16single_308:
+f16single_324:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -9887,9 +10222,9 @@ f16single_308:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_310:
+f16steps_326:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_311
+	JB          f16stepsdone_327
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -9900,11 +10235,11 @@ f16steps_310:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_310
+	JMP         f16steps_326
 
-f16stepsdone_311:
+f16stepsdone_327:
 	CMPQ        BX, $0x10
-	JB          f16step16_312
+	JB          f16step16_328
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -9912,9 +10247,9 @@ f16stepsdone_311:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_312:
+f16step16_328:
 	TESTQ       BX, BX
-	JZ          notail_313
+	JZ          notail_329
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -9923,7 +10258,7 @@ f16step16_312:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_313:
+notail_329:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9941,22 +10276,22 @@ notail_313:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_308
+	JNZ           f16single_324
 
-f16singledone_309:
-	JMP f16mmend_285
+f16singledone_325:
+	JMP f16mmend_301
 
-f16mmtokens_286:
+f16mmtokens_302:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_314
+	JNE  f16mmtokens_330
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_315:
+f16tiles_331:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_316
+	JB   f16tilesdone_332
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -9977,9 +10312,9 @@ f16tiles_315:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_317:
+f16steps_333:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_318
+	JB          f16stepsdone_334
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10016,11 +10351,11 @@ f16steps_317:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_317
+	JMP         f16steps_333
 
-f16stepsdone_318:
+f16stepsdone_334:
 	CMPQ        DI, $0x10
-	JB          f16step16_319
+	JB          f16step16_335
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -10040,9 +10375,9 @@ f16stepsdone_318:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_319:
+f16step16_335:
 	TESTQ       DI, DI
-	JZ          notail_320
+	JZ          notail_336
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10065,7 +10400,7 @@ f16step16_319:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_320:
+notail_336:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10118,11 +10453,11 @@ notail_320:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_315
+	JMP           f16tiles_331
 
-f16tilesdone_316:
+f16tilesdone_332:
 	CMPQ DX, $0x03
-	JNE  f16rest_321
+	JNE  f16rest_337
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10139,9 +10474,9 @@ f16tilesdone_316:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_322:
+f16steps_338:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_323
+	JB          f16stepsdone_339
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10170,11 +10505,11 @@ f16steps_322:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_322
+	JMP         f16steps_338
 
-f16stepsdone_323:
+f16stepsdone_339:
 	CMPQ        DI, $0x10
-	JB          f16step16_324
+	JB          f16step16_340
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -10190,9 +10525,9 @@ f16stepsdone_323:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_324:
+f16step16_340:
 	TESTQ       DI, DI
-	JZ          notail_325
+	JZ          notail_341
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10211,7 +10546,7 @@ f16step16_324:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_325:
+notail_341:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10267,9 +10602,9 @@ notail_325:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_321:
+f16rest_337:
 	CMPQ DX, $0x02
-	JNE  f16rest_326
+	JNE  f16rest_342
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10284,9 +10619,9 @@ f16rest_321:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_327:
+f16steps_343:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_328
+	JB          f16stepsdone_344
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10308,11 +10643,11 @@ f16steps_327:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_327
+	JMP         f16steps_343
 
-f16stepsdone_328:
+f16stepsdone_344:
 	CMPQ        DI, $0x10
-	JB          f16step16_329
+	JB          f16step16_345
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -10325,9 +10660,9 @@ f16stepsdone_328:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_329:
+f16step16_345:
 	TESTQ       DI, DI
-	JZ          notail_330
+	JZ          notail_346
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10342,7 +10677,7 @@ f16step16_329:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_330:
+notail_346:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10389,9 +10724,9 @@ notail_330:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_326:
+f16rest_342:
 	CMPQ DX, $0x01
-	JNE  f16rest_331
+	JNE  f16rest_347
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -10404,9 +10739,9 @@ f16rest_326:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_332:
+f16steps_348:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_333
+	JB          f16stepsdone_349
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -10421,11 +10756,11 @@ f16steps_332:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_332
+	JMP         f16steps_348
 
-f16stepsdone_333:
+f16stepsdone_349:
 	CMPQ        BX, $0x10
-	JB          f16step16_334
+	JB          f16step16_350
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10435,9 +10770,9 @@ f16stepsdone_333:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_334:
+f16step16_350:
 	TESTQ       BX, BX
-	JZ          notail_335
+	JZ          notail_351
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10448,7 +10783,7 @@ f16step16_334:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_335:
+notail_351:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10486,12 +10821,12 @@ notail_335:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_331:
+f16rest_347:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_337
+	JZ   f16singledone_353
 
-f16single_336:
+f16single_352:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10503,9 +10838,9 @@ f16single_336:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_338:
+f16steps_354:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_339
+	JB          f16stepsdone_355
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -10520,11 +10855,11 @@ f16steps_338:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_338
+	JMP         f16steps_354
 
-f16stepsdone_339:
+f16stepsdone_355:
 	CMPQ        SI, $0x10
-	JB          f16step16_340
+	JB          f16step16_356
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10534,9 +10869,9 @@ f16stepsdone_339:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_340:
+f16step16_356:
 	TESTQ       SI, SI
-	JZ          notail_341
+	JZ          notail_357
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10547,7 +10882,7 @@ f16step16_340:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_341:
+notail_357:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10575,22 +10910,22 @@ notail_341:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_336
+	JNZ           f16single_352
 
-f16singledone_337:
-	JMP f16mmend_285
+f16singledone_353:
+	JMP f16mmend_301
 
-f16mmtokens_314:
+f16mmtokens_330:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_342
+	JNE  f16mmtokens_358
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_343:
+f16tiles_359:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_344
+	JB   f16tilesdone_360
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10615,9 +10950,9 @@ f16tiles_343:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_345:
+f16steps_361:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_346
+	JB          f16stepsdone_362
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10664,11 +10999,11 @@ f16steps_345:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_345
+	JMP         f16steps_361
 
-f16stepsdone_346:
+f16stepsdone_362:
 	CMPQ        DI, $0x10
-	JB          f16step16_347
+	JB          f16step16_363
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -10693,9 +11028,9 @@ f16stepsdone_346:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_347:
+f16step16_363:
 	TESTQ       DI, DI
-	JZ          notail_348
+	JZ          notail_364
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10723,7 +11058,7 @@ f16step16_347:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_348:
+notail_364:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10797,11 +11132,11 @@ notail_348:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_343
+	JMP           f16tiles_359
 
-f16tilesdone_344:
+f16tilesdone_360:
 	CMPQ DX, $0x03
-	JNE  f16rest_349
+	JNE  f16rest_365
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10821,9 +11156,9 @@ f16tilesdone_344:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_350:
+f16steps_366:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_351
+	JB          f16stepsdone_367
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10860,11 +11195,11 @@ f16steps_350:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_350
+	JMP         f16steps_366
 
-f16stepsdone_351:
+f16stepsdone_367:
 	CMPQ        DI, $0x10
-	JB          f16step16_352
+	JB          f16step16_368
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -10884,9 +11219,9 @@ f16stepsdone_351:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_352:
+f16step16_368:
 	TESTQ       DI, DI
-	JZ          notail_353
+	JZ          notail_369
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10909,7 +11244,7 @@ f16step16_352:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_353:
+notail_369:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10988,9 +11323,9 @@ notail_353:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_349:
+f16rest_365:
 	CMPQ DX, $0x02
-	JNE  f16rest_354
+	JNE  f16rest_370
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11007,9 +11342,9 @@ f16rest_349:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_355:
+f16steps_371:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_356
+	JB          f16stepsdone_372
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11037,11 +11372,11 @@ f16steps_355:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_355
+	JMP         f16steps_371
 
-f16stepsdone_356:
+f16stepsdone_372:
 	CMPQ        DI, $0x10
-	JB          f16step16_357
+	JB          f16step16_373
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -11057,9 +11392,9 @@ f16stepsdone_356:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_357:
+f16step16_373:
 	TESTQ       DI, DI
-	JZ          notail_358
+	JZ          notail_374
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11077,7 +11412,7 @@ f16step16_357:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_358:
+notail_374:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11143,9 +11478,9 @@ notail_358:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_354:
+f16rest_370:
 	CMPQ DX, $0x01
-	JNE  f16rest_359
+	JNE  f16rest_375
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -11159,9 +11494,9 @@ f16rest_354:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_360:
+f16steps_376:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_361
+	JB          f16stepsdone_377
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -11180,11 +11515,11 @@ f16steps_360:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_360
+	JMP         f16steps_376
 
-f16stepsdone_361:
+f16stepsdone_377:
 	CMPQ        BX, $0x10
-	JB          f16step16_362
+	JB          f16step16_378
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -11196,9 +11531,9 @@ f16stepsdone_361:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_362:
+f16step16_378:
 	TESTQ       BX, BX
-	JZ          notail_363
+	JZ          notail_379
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -11211,7 +11546,7 @@ f16step16_362:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_363:
+notail_379:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11264,12 +11599,12 @@ notail_363:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_359:
+f16rest_375:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_365
+	JZ   f16singledone_381
 
-f16single_364:
+f16single_380:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11282,9 +11617,9 @@ f16single_364:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_366:
+f16steps_382:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_367
+	JB          f16stepsdone_383
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -11303,11 +11638,11 @@ f16steps_366:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_366
+	JMP         f16steps_382
 
-f16stepsdone_367:
+f16stepsdone_383:
 	CMPQ        SI, $0x10
-	JB          f16step16_368
+	JB          f16step16_384
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -11319,9 +11654,9 @@ f16stepsdone_367:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_368:
+f16step16_384:
 	TESTQ       SI, SI
-	JZ          notail_369
+	JZ          notail_385
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -11334,7 +11669,7 @@ f16step16_368:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_369:
+notail_385:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11372,22 +11707,22 @@ notail_369:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_364
+	JNZ           f16single_380
 
-f16singledone_365:
-	JMP f16mmend_285
+f16singledone_381:
+	JMP f16mmend_301
 
-f16mmtokens_342:
+f16mmtokens_358:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_370
+	JNE  f16mmtokens_386
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_371:
+f16tiles_387:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_372
+	JB   f16tilesdone_388
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11418,9 +11753,9 @@ f16tiles_371:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_373:
+f16steps_389:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_374
+	JB          f16stepsdone_390
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11478,11 +11813,11 @@ f16steps_373:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_373
+	JMP         f16steps_389
 
-f16stepsdone_374:
+f16stepsdone_390:
 	CMPQ        DI, $0x10
-	JB          f16step16_375
+	JB          f16step16_391
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -11513,9 +11848,9 @@ f16stepsdone_374:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_375:
+f16step16_391:
 	TESTQ       DI, DI
-	JZ          notail_376
+	JZ          notail_392
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -11548,7 +11883,7 @@ f16step16_375:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_376:
+notail_392:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11643,11 +11978,11 @@ notail_376:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_371
+	JMP           f16tiles_387
 
-f16tilesdone_372:
+f16tilesdone_388:
 	CMPQ DX, $0x03
-	JNE  f16rest_377
+	JNE  f16rest_393
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11672,9 +12007,9 @@ f16tilesdone_372:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_378:
+f16steps_394:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_379
+	JB          f16stepsdone_395
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11720,11 +12055,11 @@ f16steps_378:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_378
+	JMP         f16steps_394
 
-f16stepsdone_379:
+f16stepsdone_395:
 	CMPQ        DI, $0x10
-	JB          f16step16_380
+	JB          f16step16_396
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -11749,9 +12084,9 @@ f16stepsdone_379:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_380:
+f16step16_396:
 	TESTQ       DI, DI
-	JZ          notail_381
+	JZ          notail_397
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11778,7 +12113,7 @@ f16step16_380:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_381:
+notail_397:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11880,9 +12215,9 @@ notail_381:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_377:
+f16rest_393:
 	CMPQ DX, $0x02
-	JNE  f16rest_382
+	JNE  f16rest_398
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11903,9 +12238,9 @@ f16rest_377:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_383:
+f16steps_399:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_384
+	JB          f16stepsdone_400
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11940,11 +12275,11 @@ f16steps_383:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_383
+	JMP         f16steps_399
 
-f16stepsdone_384:
+f16stepsdone_400:
 	CMPQ        DI, $0x10
-	JB          f16step16_385
+	JB          f16step16_401
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -11964,9 +12299,9 @@ f16stepsdone_384:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_385:
+f16step16_401:
 	TESTQ       DI, DI
-	JZ          notail_386
+	JZ          notail_402
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11987,7 +12322,7 @@ f16step16_385:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_386:
+notail_402:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12072,9 +12407,9 @@ notail_386:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_382:
+f16rest_398:
 	CMPQ DX, $0x01
-	JNE  f16rest_387
+	JNE  f16rest_403
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -12091,9 +12426,9 @@ f16rest_382:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_388:
+f16steps_404:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_389
+	JB          f16stepsdone_405
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -12117,11 +12452,11 @@ f16steps_388:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_388
+	JMP         f16steps_404
 
-f16stepsdone_389:
+f16stepsdone_405:
 	CMPQ        BX, $0x10
-	JB          f16step16_390
+	JB          f16step16_406
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -12136,9 +12471,9 @@ f16stepsdone_389:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_390:
+f16step16_406:
 	TESTQ       BX, BX
-	JZ          notail_391
+	JZ          notail_407
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -12153,7 +12488,7 @@ f16step16_390:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_391:
+notail_407:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12221,12 +12556,12 @@ notail_391:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_387:
+f16rest_403:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_393
+	JZ   f16singledone_409
 
-f16single_392:
+f16single_408:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12242,9 +12577,9 @@ f16single_392:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_394:
+f16steps_410:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_395
+	JB          f16stepsdone_411
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -12268,11 +12603,11 @@ f16steps_394:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_394
+	JMP         f16steps_410
 
-f16stepsdone_395:
+f16stepsdone_411:
 	CMPQ        SI, $0x10
-	JB          f16step16_396
+	JB          f16step16_412
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -12287,9 +12622,9 @@ f16stepsdone_395:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_396:
+f16step16_412:
 	TESTQ       SI, SI
-	JZ          notail_397
+	JZ          notail_413
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -12304,7 +12639,7 @@ f16step16_396:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_397:
+notail_413:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12352,22 +12687,22 @@ notail_397:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_392
+	JNZ           f16single_408
 
-f16singledone_393:
-	JMP f16mmend_285
+f16singledone_409:
+	JMP f16mmend_301
 
-f16mmtokens_370:
+f16mmtokens_386:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_398
+	JNE  f16mmtokens_414
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_399:
+f16tiles_415:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_400
+	JB   f16tilesdone_416
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12402,9 +12737,9 @@ f16tiles_399:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_401:
+f16steps_417:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_402
+	JB          f16stepsdone_418
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12472,11 +12807,11 @@ f16steps_401:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_401
+	JMP         f16steps_417
 
-f16stepsdone_402:
+f16stepsdone_418:
 	CMPQ        DI, $0x10
-	JB          f16step16_403
+	JB          f16step16_419
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -12512,9 +12847,9 @@ f16stepsdone_402:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_403:
+f16step16_419:
 	TESTQ       DI, DI
-	JZ          notail_404
+	JZ          notail_420
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12552,7 +12887,7 @@ f16step16_403:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_404:
+notail_420:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12668,11 +13003,11 @@ notail_404:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_399
+	JMP           f16tiles_415
 
-f16tilesdone_400:
+f16tilesdone_416:
 	CMPQ DX, $0x03
-	JNE  f16rest_405
+	JNE  f16rest_421
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12700,9 +13035,9 @@ f16tilesdone_400:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_406:
+f16steps_422:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_407
+	JB          f16stepsdone_423
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12756,11 +13091,11 @@ f16steps_406:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_406
+	JMP         f16steps_422
 
-f16stepsdone_407:
+f16stepsdone_423:
 	CMPQ        DI, $0x10
-	JB          f16step16_408
+	JB          f16step16_424
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -12789,9 +13124,9 @@ f16stepsdone_407:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_408:
+f16step16_424:
 	TESTQ       DI, DI
-	JZ          notail_409
+	JZ          notail_425
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12822,7 +13157,7 @@ f16step16_408:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_409:
+notail_425:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12947,9 +13282,9 @@ notail_409:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_405:
+f16rest_421:
 	CMPQ DX, $0x02
-	JNE  f16rest_410
+	JNE  f16rest_426
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12972,9 +13307,9 @@ f16rest_405:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_411:
+f16steps_427:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_412
+	JB          f16stepsdone_428
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13015,11 +13350,11 @@ f16steps_411:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_411
+	JMP         f16steps_427
 
-f16stepsdone_412:
+f16stepsdone_428:
 	CMPQ        DI, $0x10
-	JB          f16step16_413
+	JB          f16step16_429
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -13042,9 +13377,9 @@ f16stepsdone_412:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_413:
+f16step16_429:
 	TESTQ       DI, DI
-	JZ          notail_414
+	JZ          notail_430
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13068,7 +13403,7 @@ f16step16_413:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_414:
+notail_430:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13172,9 +13507,9 @@ notail_414:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_410:
+f16rest_426:
 	CMPQ DX, $0x01
-	JNE  f16rest_415
+	JNE  f16rest_431
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -13192,9 +13527,9 @@ f16rest_410:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_416:
+f16steps_432:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_417
+	JB          f16stepsdone_433
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -13222,11 +13557,11 @@ f16steps_416:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_416
+	JMP         f16steps_432
 
-f16stepsdone_417:
+f16stepsdone_433:
 	CMPQ        BX, $0x10
-	JB          f16step16_418
+	JB          f16step16_434
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -13243,9 +13578,9 @@ f16stepsdone_417:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_418:
+f16step16_434:
 	TESTQ       BX, BX
-	JZ          notail_419
+	JZ          notail_435
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -13262,7 +13597,7 @@ f16step16_418:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_419:
+notail_435:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -13345,12 +13680,12 @@ notail_419:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_415:
+f16rest_431:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_421
+	JZ   f16singledone_437
 
-f16single_420:
+f16single_436:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -13367,9 +13702,9 @@ f16single_420:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_422:
+f16steps_438:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_423
+	JB          f16stepsdone_439
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -13397,11 +13732,11 @@ f16steps_422:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_422
+	JMP         f16steps_438
 
-f16stepsdone_423:
+f16stepsdone_439:
 	CMPQ        SI, $0x10
-	JB          f16step16_424
+	JB          f16step16_440
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -13418,9 +13753,9 @@ f16stepsdone_423:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_424:
+f16step16_440:
 	TESTQ       SI, SI
-	JZ          notail_425
+	JZ          notail_441
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -13437,7 +13772,7 @@ f16step16_424:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_425:
+notail_441:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13495,22 +13830,22 @@ notail_425:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_420
+	JNZ           f16single_436
 
-f16singledone_421:
-	JMP f16mmend_285
+f16singledone_437:
+	JMP f16mmend_301
 
-f16mmtokens_398:
+f16mmtokens_414:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_426
+	JNE  f16mmtokens_442
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_427:
+f16tiles_443:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_428
+	JB   f16tilesdone_444
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13549,9 +13884,9 @@ f16tiles_427:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_429:
+f16steps_445:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_430
+	JB          f16stepsdone_446
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13629,11 +13964,11 @@ f16steps_429:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_429
+	JMP         f16steps_445
 
-f16stepsdone_430:
+f16stepsdone_446:
 	CMPQ        DI, $0x10
-	JB          f16step16_431
+	JB          f16step16_447
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -13674,9 +14009,9 @@ f16stepsdone_430:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_431:
+f16step16_447:
 	TESTQ       DI, DI
-	JZ          notail_432
+	JZ          notail_448
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13719,7 +14054,7 @@ f16step16_431:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_432:
+notail_448:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13856,11 +14191,11 @@ notail_432:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_427
+	JMP           f16tiles_443
 
-f16tilesdone_428:
+f16tilesdone_444:
 	CMPQ DX, $0x03
-	JNE  f16rest_433
+	JNE  f16rest_449
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13891,9 +14226,9 @@ f16tilesdone_428:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_434:
+f16steps_450:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_435
+	JB          f16stepsdone_451
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13955,11 +14290,11 @@ f16steps_434:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_434
+	JMP         f16steps_450
 
-f16stepsdone_435:
+f16stepsdone_451:
 	CMPQ        DI, $0x10
-	JB          f16step16_436
+	JB          f16step16_452
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -13992,9 +14327,9 @@ f16stepsdone_435:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_436:
+f16step16_452:
 	TESTQ       DI, DI
-	JZ          notail_437
+	JZ          notail_453
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14029,7 +14364,7 @@ f16step16_436:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_437:
+notail_453:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14177,9 +14512,9 @@ notail_437:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_433:
+f16rest_449:
 	CMPQ DX, $0x02
-	JNE  f16rest_438
+	JNE  f16rest_454
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14204,9 +14539,9 @@ f16rest_433:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_439:
+f16steps_455:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_440
+	JB          f16stepsdone_456
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14253,11 +14588,11 @@ f16steps_439:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_439
+	JMP         f16steps_455
 
-f16stepsdone_440:
+f16stepsdone_456:
 	CMPQ        DI, $0x10
-	JB          f16step16_441
+	JB          f16step16_457
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -14283,9 +14618,9 @@ f16stepsdone_440:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_441:
+f16step16_457:
 	TESTQ       DI, DI
-	JZ          notail_442
+	JZ          notail_458
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14312,7 +14647,7 @@ f16step16_441:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_442:
+notail_458:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14435,9 +14770,9 @@ notail_442:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_438:
+f16rest_454:
 	CMPQ DX, $0x01
-	JNE  f16rest_443
+	JNE  f16rest_459
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -14456,9 +14791,9 @@ f16rest_438:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_444:
+f16steps_460:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_445
+	JB          f16stepsdone_461
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -14490,11 +14825,11 @@ f16steps_444:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_444
+	JMP         f16steps_460
 
-f16stepsdone_445:
+f16stepsdone_461:
 	CMPQ        BX, $0x10
-	JB          f16step16_446
+	JB          f16step16_462
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14513,9 +14848,9 @@ f16stepsdone_445:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_446:
+f16step16_462:
 	TESTQ       BX, BX
-	JZ          notail_447
+	JZ          notail_463
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -14534,7 +14869,7 @@ f16step16_446:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_447:
+notail_463:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14632,12 +14967,12 @@ notail_447:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_443:
+f16rest_459:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_449
+	JZ   f16singledone_465
 
-f16single_448:
+f16single_464:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14655,9 +14990,9 @@ f16single_448:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_450:
+f16steps_466:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_451
+	JB          f16stepsdone_467
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -14689,11 +15024,11 @@ f16steps_450:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_450
+	JMP         f16steps_466
 
-f16stepsdone_451:
+f16stepsdone_467:
 	CMPQ        SI, $0x10
-	JB          f16step16_452
+	JB          f16step16_468
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14712,9 +15047,9 @@ f16stepsdone_451:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_452:
+f16step16_468:
 	TESTQ       SI, SI
-	JZ          notail_453
+	JZ          notail_469
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14733,7 +15068,7 @@ f16step16_452:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_453:
+notail_469:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14801,22 +15136,22 @@ notail_453:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_448
+	JNZ           f16single_464
 
-f16singledone_449:
-	JMP f16mmend_285
+f16singledone_465:
+	JMP f16mmend_301
 
-f16mmtokens_426:
+f16mmtokens_442:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_454
+	JNE  f16mmtokens_470
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_455:
+f16tiles_471:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_456
+	JB   f16tilesdone_472
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -14852,9 +15187,9 @@ f16tiles_455:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_457:
+f16steps_473:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_458
+	JB          f16stepsdone_474
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14925,11 +15260,11 @@ f16steps_457:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_457
+	JMP         f16steps_473
 
-f16stepsdone_458:
+f16stepsdone_474:
 	CMPQ        DI, $0x10
-	JB          f16step16_459
+	JB          f16step16_475
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -14967,9 +15302,9 @@ f16stepsdone_458:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_459:
+f16step16_475:
 	TESTQ       DI, DI
-	JZ          notail_460
+	JZ          notail_476
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15008,7 +15343,7 @@ f16step16_459:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_460:
+notail_476:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15179,11 +15514,11 @@ notail_460:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_455
+	JMP           f16tiles_471
 
-f16tilesdone_456:
+f16tilesdone_472:
 	CMPQ DX, $0x02
-	JNE  f16rest_461
+	JNE  f16rest_477
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -15212,9 +15547,9 @@ f16tilesdone_456:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_462:
+f16steps_478:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_463
+	JB          f16stepsdone_479
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15268,11 +15603,11 @@ f16steps_462:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_462
+	JMP         f16steps_478
 
-f16stepsdone_463:
+f16stepsdone_479:
 	CMPQ        DI, $0x10
-	JB          f16step16_464
+	JB          f16step16_480
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -15302,9 +15637,9 @@ f16stepsdone_463:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_464:
+f16step16_480:
 	TESTQ       DI, DI
-	JZ          notail_465
+	JZ          notail_481
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15334,7 +15669,7 @@ f16step16_464:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_465:
+notail_481:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15476,9 +15811,9 @@ notail_465:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_461:
+f16rest_477:
 	CMPQ DX, $0x01
-	JNE  f16rest_466
+	JNE  f16rest_482
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -15500,9 +15835,9 @@ f16rest_461:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_467:
+f16steps_483:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_468
+	JB          f16stepsdone_484
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -15539,11 +15874,11 @@ f16steps_467:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_467
+	JMP         f16steps_483
 
-f16stepsdone_468:
+f16stepsdone_484:
 	CMPQ        BX, $0x10
-	JB          f16step16_469
+	JB          f16step16_485
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15565,9 +15900,9 @@ f16stepsdone_468:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_469:
+f16step16_485:
 	TESTQ       BX, BX
-	JZ          notail_470
+	JZ          notail_486
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -15588,7 +15923,7 @@ f16step16_469:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_470:
+notail_486:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15701,12 +16036,12 @@ notail_470:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_466:
+f16rest_482:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_472
+	JZ   f16singledone_488
 
-f16single_471:
+f16single_487:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15727,9 +16062,9 @@ f16single_471:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_473:
+f16steps_489:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_474
+	JB          f16stepsdone_490
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -15766,11 +16101,11 @@ f16steps_473:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_473
+	JMP         f16steps_489
 
-f16stepsdone_474:
+f16stepsdone_490:
 	CMPQ        SI, $0x10
-	JB          f16step16_475
+	JB          f16step16_491
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15792,9 +16127,9 @@ f16stepsdone_474:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_475:
+f16step16_491:
 	TESTQ       SI, SI
-	JZ          notail_476
+	JZ          notail_492
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -15815,7 +16150,7 @@ f16step16_475:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_476:
+notail_492:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15893,22 +16228,22 @@ notail_476:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_471
+	JNZ           f16single_487
 
-f16singledone_472:
-	JMP f16mmend_285
+f16singledone_488:
+	JMP f16mmend_301
 
-f16mmtokens_454:
+f16mmtokens_470:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_477
+	JNE  f16mmtokens_493
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_478:
+f16tiles_494:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_479
+	JB   f16tilesdone_495
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -15947,9 +16282,9 @@ f16tiles_478:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_480:
+f16steps_496:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_481
+	JB          f16stepsdone_497
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16028,11 +16363,11 @@ f16steps_480:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_480
+	JMP         f16steps_496
 
-f16stepsdone_481:
+f16stepsdone_497:
 	CMPQ        DI, $0x10
-	JB          f16step16_482
+	JB          f16step16_498
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -16074,9 +16409,9 @@ f16stepsdone_481:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_482:
+f16step16_498:
 	TESTQ       DI, DI
-	JZ          notail_483
+	JZ          notail_499
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16119,7 +16454,7 @@ f16step16_482:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_483:
+notail_499:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16313,11 +16648,11 @@ notail_483:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_478
+	JMP           f16tiles_494
 
-f16tilesdone_479:
+f16tilesdone_495:
 	CMPQ DX, $0x02
-	JNE  f16rest_484
+	JNE  f16rest_500
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -16348,9 +16683,9 @@ f16tilesdone_479:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_485:
+f16steps_501:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_486
+	JB          f16stepsdone_502
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16410,11 +16745,11 @@ f16steps_485:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_485
+	JMP         f16steps_501
 
-f16stepsdone_486:
+f16stepsdone_502:
 	CMPQ        DI, $0x10
-	JB          f16step16_487
+	JB          f16step16_503
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -16447,9 +16782,9 @@ f16stepsdone_486:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_487:
+f16step16_503:
 	TESTQ       DI, DI
-	JZ          notail_488
+	JZ          notail_504
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16482,7 +16817,7 @@ f16step16_487:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_488:
+notail_504:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16643,9 +16978,9 @@ notail_488:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_484:
+f16rest_500:
 	CMPQ DX, $0x01
-	JNE  f16rest_489
+	JNE  f16rest_505
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -16668,9 +17003,9 @@ f16rest_484:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_490:
+f16steps_506:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_491
+	JB          f16stepsdone_507
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -16711,11 +17046,11 @@ f16steps_490:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_490
+	JMP         f16steps_506
 
-f16stepsdone_491:
+f16stepsdone_507:
 	CMPQ        BX, $0x10
-	JB          f16step16_492
+	JB          f16step16_508
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16739,9 +17074,9 @@ f16stepsdone_491:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_492:
+f16step16_508:
 	TESTQ       BX, BX
-	JZ          notail_493
+	JZ          notail_509
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16764,7 +17099,7 @@ f16step16_492:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_493:
+notail_509:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -16892,12 +17227,12 @@ notail_493:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_489:
+f16rest_505:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_495
+	JZ   f16singledone_511
 
-f16single_494:
+f16single_510:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16919,9 +17254,9 @@ f16single_494:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_496:
+f16steps_512:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_497
+	JB          f16stepsdone_513
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -16962,11 +17297,11 @@ f16steps_496:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_496
+	JMP         f16steps_512
 
-f16stepsdone_497:
+f16stepsdone_513:
 	CMPQ        SI, $0x10
-	JB          f16step16_498
+	JB          f16step16_514
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -16990,9 +17325,9 @@ f16stepsdone_497:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_498:
+f16step16_514:
 	TESTQ       SI, SI
-	JZ          notail_499
+	JZ          notail_515
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17015,7 +17350,7 @@ f16step16_498:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_499:
+notail_515:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17103,22 +17438,22 @@ notail_499:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_494
+	JNZ           f16single_510
 
-f16singledone_495:
-	JMP f16mmend_285
+f16singledone_511:
+	JMP f16mmend_301
 
-f16mmtokens_477:
+f16mmtokens_493:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_500
+	JNE  f16mmtokens_516
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_501:
+f16tiles_517:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_502
+	JB   f16tilesdone_518
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17160,9 +17495,9 @@ f16tiles_501:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_503:
+f16steps_519:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_504
+	JB          f16stepsdone_520
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17249,11 +17584,11 @@ f16steps_503:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_503
+	JMP         f16steps_519
 
-f16stepsdone_504:
+f16stepsdone_520:
 	CMPQ        DI, $0x10
-	JB          f16step16_505
+	JB          f16step16_521
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -17299,9 +17634,9 @@ f16stepsdone_504:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_505:
+f16step16_521:
 	TESTQ       DI, DI
-	JZ          notail_506
+	JZ          notail_522
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17348,7 +17683,7 @@ f16step16_505:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_506:
+notail_522:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17565,11 +17900,11 @@ notail_506:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_501
+	JMP           f16tiles_517
 
-f16tilesdone_502:
+f16tilesdone_518:
 	CMPQ DX, $0x02
-	JNE  f16rest_507
+	JNE  f16rest_523
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17602,9 +17937,9 @@ f16tilesdone_502:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_508:
+f16steps_524:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_509
+	JB          f16stepsdone_525
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17670,11 +18005,11 @@ f16steps_508:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_508
+	JMP         f16steps_524
 
-f16stepsdone_509:
+f16stepsdone_525:
 	CMPQ        DI, $0x10
-	JB          f16step16_510
+	JB          f16step16_526
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -17710,9 +18045,9 @@ f16stepsdone_509:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_510:
+f16step16_526:
 	TESTQ       DI, DI
-	JZ          notail_511
+	JZ          notail_527
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17748,7 +18083,7 @@ f16step16_510:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_511:
+notail_527:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17928,9 +18263,9 @@ notail_511:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_507:
+f16rest_523:
 	CMPQ DX, $0x01
-	JNE  f16rest_512
+	JNE  f16rest_528
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -17954,9 +18289,9 @@ f16rest_507:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_513:
+f16steps_529:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_514
+	JB          f16stepsdone_530
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -18001,11 +18336,11 @@ f16steps_513:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_513
+	JMP         f16steps_529
 
-f16stepsdone_514:
+f16stepsdone_530:
 	CMPQ        BX, $0x10
-	JB          f16step16_515
+	JB          f16step16_531
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -18031,9 +18366,9 @@ f16stepsdone_514:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_515:
+f16step16_531:
 	TESTQ       BX, BX
-	JZ          notail_516
+	JZ          notail_532
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -18058,7 +18393,7 @@ f16step16_515:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_516:
+notail_532:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -18201,12 +18536,12 @@ notail_516:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_512:
+f16rest_528:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_518
+	JZ   f16singledone_534
 
-f16single_517:
+f16single_533:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -18229,9 +18564,9 @@ f16single_517:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_519:
+f16steps_535:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_520
+	JB          f16stepsdone_536
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -18276,11 +18611,11 @@ f16steps_519:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_519
+	JMP         f16steps_535
 
-f16stepsdone_520:
+f16stepsdone_536:
 	CMPQ        SI, $0x10
-	JB          f16step16_521
+	JB          f16step16_537
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -18306,9 +18641,9 @@ f16stepsdone_520:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_521:
+f16step16_537:
 	TESTQ       SI, SI
-	JZ          notail_522
+	JZ          notail_538
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -18333,7 +18668,7 @@ f16step16_521:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_522:
+notail_538:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18431,13 +18766,13 @@ notail_522:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_517
+	JNZ           f16single_533
 
-f16singledone_518:
-	JMP f16mmend_285
+f16singledone_534:
+	JMP f16mmend_301
 
-f16mmtokens_500:
-f16mmend_285:
+f16mmtokens_516:
+f16mmend_301:
 	VZEROUPPER
 	RET
 
@@ -18448,16 +18783,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_523:
+rows_539:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_524
+	JB   rowsdone_540
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_525:
+tokens_541:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_526
+	JB   tokenstail_542
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -18491,9 +18826,9 @@ tokens_525:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_528:
+i8steps_544:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_529
+	JB         i8stepsdone_545
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18532,11 +18867,11 @@ i8steps_528:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_528
+	JMP        i8steps_544
 
-i8stepsdone_529:
+i8stepsdone_545:
 	TESTQ      R10, R10
-	JZ         notail_530
+	JZ         notail_546
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -18574,7 +18909,7 @@ i8stepsdone_529:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_530:
+notail_546:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -18733,11 +19068,11 @@ notail_530:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_525
+	JMP           tokens_541
 
-tokenstail_526:
+tokenstail_542:
 	CMPQ DI, $0x00000004
-	JNE  tokens_531
+	JNE  tokens_547
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -18766,9 +19101,9 @@ tokenstail_526:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_532:
+i8steps_548:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_533
+	JB         i8stepsdone_549
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18802,11 +19137,11 @@ i8steps_532:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_532
+	JMP        i8steps_548
 
-i8stepsdone_533:
+i8stepsdone_549:
 	TESTQ      R10, R10
-	JZ         notail_534
+	JZ         notail_550
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -18839,7 +19174,7 @@ i8stepsdone_533:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_534:
+notail_550:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -18961,11 +19296,11 @@ notail_534:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_527
+	JMP           tokensdone_543
 
-tokens_531:
+tokens_547:
 	CMPQ DI, $0x00000003
-	JNE  tokens_535
+	JNE  tokens_551
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -18988,9 +19323,9 @@ tokens_531:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_536:
+i8steps_552:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_537
+	JB         i8stepsdone_553
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -19018,11 +19353,11 @@ i8steps_536:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_536
+	JMP        i8steps_552
 
-i8stepsdone_537:
+i8stepsdone_553:
 	TESTQ      R10, R10
-	JZ         notail_538
+	JZ         notail_554
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -19050,7 +19385,7 @@ i8stepsdone_537:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_538:
+notail_554:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19143,11 +19478,11 @@ notail_538:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_527
+	JMP           tokensdone_543
 
-tokens_535:
+tokens_551:
 	CMPQ DI, $0x00000002
-	JNE  tokens_539
+	JNE  tokens_555
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -19166,9 +19501,9 @@ tokens_535:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_540:
+i8steps_556:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_541
+	JB         i8stepsdone_557
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -19191,11 +19526,11 @@ i8steps_540:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_540
+	JMP        i8steps_556
 
-i8stepsdone_541:
+i8stepsdone_557:
 	TESTQ      R10, R10
-	JZ         notail_542
+	JZ         notail_558
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -19218,7 +19553,7 @@ i8stepsdone_541:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_542:
+notail_558:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19282,11 +19617,11 @@ notail_542:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_527
+	JMP           tokensdone_543
 
-tokens_539:
+tokens_555:
 	CMPQ DI, $0x00000001
-	JNE  tokens_543
+	JNE  tokens_559
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -19301,9 +19636,9 @@ tokens_539:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_544:
+i8steps_560:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_545
+	JB         i8stepsdone_561
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -19321,11 +19656,11 @@ i8steps_544:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_544
+	JMP        i8steps_560
 
-i8stepsdone_545:
+i8stepsdone_561:
 	TESTQ      R9, R9
-	JZ         notail_546
+	JZ         notail_562
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19343,7 +19678,7 @@ i8stepsdone_545:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_546:
+notail_562:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19379,27 +19714,27 @@ notail_546:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_527
+	JMP           tokensdone_543
 
-tokens_543:
-tokensdone_527:
+tokens_559:
+tokensdone_543:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_523
+	JMP  rows_539
 
-rowsdone_524:
-rows_547:
+rowsdone_540:
+rows_563:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_548
+	JB   rowsdone_564
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_549:
+tokens_565:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_550
+	JB   tokenstail_566
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -19421,9 +19756,9 @@ tokens_549:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_552:
+i8steps_568:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_553
+	JB         i8stepsdone_569
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -19447,11 +19782,11 @@ i8steps_552:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_552
+	JMP        i8steps_568
 
-i8stepsdone_553:
+i8stepsdone_569:
 	TESTQ      R9, R9
-	JZ         notail_554
+	JZ         notail_570
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -19474,7 +19809,7 @@ i8stepsdone_553:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_554:
+notail_570:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19584,11 +19919,11 @@ notail_554:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_549
+	JMP           tokens_565
 
-tokenstail_550:
+tokenstail_566:
 	CMPQ DI, $0x00000007
-	JNE  tokens_555
+	JNE  tokens_571
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -19608,9 +19943,9 @@ tokenstail_550:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_556:
+i8steps_572:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_557
+	JB         i8stepsdone_573
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -19632,11 +19967,11 @@ i8steps_556:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_556
+	JMP        i8steps_572
 
-i8stepsdone_557:
+i8stepsdone_573:
 	TESTQ      R9, R9
-	JZ         notail_558
+	JZ         notail_574
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -19657,7 +19992,7 @@ i8stepsdone_557:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_558:
+notail_574:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19747,11 +20082,11 @@ notail_558:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_551
+	JMP           tokensdone_567
 
-tokens_555:
+tokens_571:
 	CMPQ DI, $0x00000006
-	JNE  tokens_559
+	JNE  tokens_575
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -19768,9 +20103,9 @@ tokens_555:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_560:
+i8steps_576:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_561
+	JB         i8stepsdone_577
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -19789,11 +20124,11 @@ i8steps_560:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_560
+	JMP        i8steps_576
 
-i8stepsdone_561:
+i8stepsdone_577:
 	TESTQ      R9, R9
-	JZ         notail_562
+	JZ         notail_578
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19812,7 +20147,7 @@ i8stepsdone_561:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_562:
+notail_578:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19890,11 +20225,11 @@ notail_562:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_551
+	JMP           tokensdone_567
 
-tokens_559:
+tokens_575:
 	CMPQ DI, $0x00000005
-	JNE  tokens_563
+	JNE  tokens_579
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -19910,9 +20245,9 @@ tokens_559:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_564:
+i8steps_580:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_565
+	JB         i8stepsdone_581
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -19929,11 +20264,11 @@ i8steps_564:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_564
+	JMP        i8steps_580
 
-i8stepsdone_565:
+i8stepsdone_581:
 	TESTQ      R9, R9
-	JZ         notail_566
+	JZ         notail_582
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19950,7 +20285,7 @@ i8stepsdone_565:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_566:
+notail_582:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20016,11 +20351,11 @@ notail_566:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_551
+	JMP           tokensdone_567
 
-tokens_563:
+tokens_579:
 	CMPQ DI, $0x00000004
-	JNE  tokens_567
+	JNE  tokens_583
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -20035,9 +20370,9 @@ tokens_563:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_568:
+i8steps_584:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_569
+	JB         i8stepsdone_585
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -20052,11 +20387,11 @@ i8steps_568:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_568
+	JMP        i8steps_584
 
-i8stepsdone_569:
+i8stepsdone_585:
 	TESTQ      R9, R9
-	JZ         notail_570
+	JZ         notail_586
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -20071,7 +20406,7 @@ i8stepsdone_569:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_570:
+notail_586:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20125,11 +20460,11 @@ notail_570:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_551
+	JMP           tokensdone_567
 
-tokens_567:
+tokens_583:
 	CMPQ DI, $0x00000003
-	JNE  tokens_571
+	JNE  tokens_587
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -20141,9 +20476,9 @@ tokens_567:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_572:
+i8steps_588:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_573
+	JB         i8stepsdone_589
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -20155,11 +20490,11 @@ i8steps_572:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_572
+	JMP        i8steps_588
 
-i8stepsdone_573:
+i8stepsdone_589:
 	TESTQ      R9, R9
-	JZ         notail_574
+	JZ         notail_590
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -20172,7 +20507,7 @@ i8stepsdone_573:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_574:
+notail_590:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20214,11 +20549,11 @@ notail_574:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_551
+	JMP           tokensdone_567
 
-tokens_571:
+tokens_587:
 	CMPQ DI, $0x00000002
-	JNE  tokens_575
+	JNE  tokens_591
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -20229,9 +20564,9 @@ tokens_571:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_576:
+i8steps_592:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_577
+	JB         i8stepsdone_593
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -20241,11 +20576,11 @@ i8steps_576:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_576
+	JMP        i8steps_592
 
-i8stepsdone_577:
+i8stepsdone_593:
 	TESTQ      R9, R9
-	JZ         notail_578
+	JZ         notail_594
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -20256,7 +20591,7 @@ i8stepsdone_577:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_578:
+notail_594:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20286,11 +20621,11 @@ notail_578:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_551
+	JMP           tokensdone_567
 
-tokens_575:
+tokens_591:
 	CMPQ DI, $0x00000001
-	JNE  tokens_579
+	JNE  tokens_595
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -20300,9 +20635,9 @@ tokens_575:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_580:
+i8steps_596:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_581
+	JB         i8stepsdone_597
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -20310,11 +20645,11 @@ i8steps_580:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_580
+	JMP        i8steps_596
 
-i8stepsdone_581:
+i8stepsdone_597:
 	TESTQ      R8, R8
-	JZ         notail_582
+	JZ         notail_598
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -20323,7 +20658,7 @@ i8stepsdone_581:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_582:
+notail_598:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20342,17 +20677,17 @@ notail_582:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_551
+	JMP           tokensdone_567
 
-tokens_579:
-tokensdone_551:
+tokens_595:
+tokensdone_567:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_547
+	JMP  rows_563
 
-rowsdone_548:
+rowsdone_564:
 	VZEROUPPER
 	RET
 
@@ -20361,7 +20696,7 @@ rowsdone_548:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_583
+	JE      group32_599
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -20376,9 +20711,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_584
+	JZ      pairsdone_600
 
-pairs_585:
+pairs_601:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -20392,9 +20727,9 @@ pairs_585:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_587
+	JAE    loopdone_603
 
-loop_586:
+loop_602:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -20559,13 +20894,13 @@ loop_586:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_586
+	JB           loop_602
 
-loopdone_587:
-room_588:
+loopdone_603:
+room_604:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_589
+	JA           roomdone_605
 	VMOVDQU      (DX)(R11*1), Y6
 	VMOVDQU      (AX)(R11*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -20587,9 +20922,9 @@ room_588:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R12
 	ADDQ         $0x20, R11
-	JMP          room_588
+	JMP          room_604
 
-roomdone_589:
+roomdone_605:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -20609,7 +20944,7 @@ roomdone_589:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_585
+	JNZ          pairs_601
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -20619,19 +20954,19 @@ roomdone_589:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_584:
+pairsdone_600:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_590
+	JZ     noodd_606
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_592
+	JAE    loopdone_608
 
-loop_591:
+loop_607:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -20723,13 +21058,13 @@ loop_591:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_591
+	JB           loop_607
 
-loopdone_592:
-room_593:
+loopdone_608:
+room_609:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_594
+	JA           roomdone_610
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -20742,9 +21077,9 @@ room_593:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_593
+	JMP          room_609
 
-roomdone_594:
+roomdone_610:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -20753,11 +21088,11 @@ roomdone_594:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_590:
+noodd_606:
 	VZEROUPPER
 	RET
 
-group32_583:
+group32_599:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -20771,9 +21106,9 @@ group32_583:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_595
+	JZ      pairsdone_611
 
-pairs_596:
+pairs_612:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -20787,9 +21122,9 @@ pairs_596:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_598
+	JAE    loopdone_614
 
-loop_597:
+loop_613:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -20938,13 +21273,13 @@ loop_597:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_597
+	JB           loop_613
 
-loopdone_598:
-room_599:
+loopdone_614:
+room_615:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_600
+	JA           roomdone_616
 	VMOVDQU      (DX)(R11*1), Y5
 	VMOVDQU      (AX)(R11*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -20964,9 +21299,9 @@ room_599:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R12
 	ADDQ         $0x20, R11
-	JMP          room_599
+	JMP          room_615
 
-roomdone_600:
+roomdone_616:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -20986,7 +21321,7 @@ roomdone_600:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_596
+	JNZ          pairs_612
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -20996,19 +21331,19 @@ roomdone_600:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_595:
+pairsdone_611:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_601
+	JZ     noodd_617
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_603
+	JAE    loopdone_619
 
-loop_602:
+loop_618:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -21092,13 +21427,13 @@ loop_602:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_602
+	JB           loop_618
 
-loopdone_603:
-room_604:
+loopdone_619:
+room_620:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_605
+	JA           roomdone_621
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -21110,9 +21445,9 @@ room_604:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_604
+	JMP          room_620
 
-roomdone_605:
+roomdone_621:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -21121,7 +21456,7 @@ roomdone_605:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_601:
+noodd_617:
 	VZEROUPPER
 	RET
 
@@ -21130,7 +21465,7 @@ noodd_601:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_606
+	JE           group32_622
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -21145,9 +21480,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_607
+	JZ           pairsdone_623
 
-pairs_608:
+pairs_624:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -21161,9 +21496,9 @@ pairs_608:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_610
+	JAE    loopdone_626
 
-loop_609:
+loop_625:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -21236,13 +21571,13 @@ loop_609:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000100, R12
 	CMPQ            R12, R14
-	JB              loop_609
+	JB              loop_625
 
-loopdone_610:
-room_611:
+loopdone_626:
+room_627:
 	LEAQ            64(R12), R14
 	CMPQ            R14, BX
-	JA              roomdone_612
+	JA              roomdone_628
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -21261,9 +21596,9 @@ room_611:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
 	ADDQ            $0x40, R12
-	JMP             room_611
+	JMP             room_627
 
-roomdone_612:
+roomdone_628:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -21287,7 +21622,7 @@ roomdone_612:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_608
+	JNZ           pairs_624
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -21297,19 +21632,19 @@ roomdone_612:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_607:
+pairsdone_623:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_613
+	JZ     noodd_629
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_615
+	JAE    loopdone_631
 
-loop_614:
+loop_630:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -21353,13 +21688,13 @@ loop_614:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_614
+	JB              loop_630
 
-loopdone_615:
-room_616:
+loopdone_631:
+room_632:
 	LEAQ            64(R8), R10
 	CMPQ            R10, BX
-	JA              roomdone_617
+	JA              roomdone_633
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -21371,9 +21706,9 @@ room_616:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_616
+	JMP             room_632
 
-roomdone_617:
+roomdone_633:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -21384,11 +21719,11 @@ roomdone_617:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_613:
+noodd_629:
 	VZEROUPPER
 	RET
 
-group32_606:
+group32_622:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -21403,9 +21738,9 @@ group32_606:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_618
+	JZ           pairsdone_634
 
-pairs_619:
+pairs_635:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -21419,9 +21754,9 @@ pairs_619:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_621
+	JAE    loopdone_637
 
-loop_620:
+loop_636:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -21494,13 +21829,13 @@ loop_620:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_620
+	JB           loop_636
 
-loopdone_621:
-room_622:
+loopdone_637:
+room_638:
 	LEAQ         64(R12), R14
 	CMPQ         R14, BX
-	JA           roomdone_623
+	JA           roomdone_639
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -21519,9 +21854,9 @@ room_622:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
 	ADDQ         $0x40, R12
-	JMP          room_622
+	JMP          room_638
 
-roomdone_623:
+roomdone_639:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -21545,7 +21880,7 @@ roomdone_623:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_619
+	JNZ           pairs_635
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -21555,19 +21890,19 @@ roomdone_623:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_618:
+pairsdone_634:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_624
+	JZ     noodd_640
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_626
+	JAE    loopdone_642
 
-loop_625:
+loop_641:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -21611,13 +21946,13 @@ loop_625:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_625
+	JB           loop_641
 
-loopdone_626:
-room_627:
+loopdone_642:
+room_643:
 	LEAQ         64(R8), R10
 	CMPQ         R10, BX
-	JA           roomdone_628
+	JA           roomdone_644
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -21629,9 +21964,9 @@ room_627:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_627
+	JMP          room_643
 
-roomdone_628:
+roomdone_644:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -21642,7 +21977,7 @@ roomdone_628:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_624:
+noodd_640:
 	VZEROUPPER
 	RET
 
@@ -21660,9 +21995,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_630
+	JAE          loopdone_646
 
-loop_629:
+loop_645:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -21673,9 +22008,9 @@ loop_629:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_629
+	JB      loop_645
 
-loopdone_630:
+loopdone_646:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -21687,18 +22022,18 @@ loopdone_630:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_632
+	JAE          maxabsdone_648
 
-maxabs_631:
+maxabs_647:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_631
+	JB      maxabs_647
 
-maxabsdone_632:
+maxabsdone_648:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -21718,9 +22053,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_634
+	JAE          loopdone_650
 
-loop_633:
+loop_649:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -21731,9 +22066,9 @@ loop_633:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_633
+	JB      loop_649
 
-loopdone_634:
+loopdone_650:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -21747,18 +22082,18 @@ loopdone_634:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_636
+	JAE           maxabsdone_652
 
-maxabs_635:
+maxabs_651:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_635
+	JB      maxabs_651
 
-maxabsdone_636:
+maxabsdone_652:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -21779,9 +22114,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_638
+	JAE          loopdone_654
 
-loop_637:
+loop_653:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -21794,9 +22129,9 @@ loop_637:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_637
+	JB           loop_653
 
-loopdone_638:
+loopdone_654:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -21805,9 +22140,9 @@ loopdone_638:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_640
+	JAE          quantdone_656
 
-quant_639:
+quant_655:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -21820,9 +22155,9 @@ quant_639:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_639
+	JB        quant_655
 
-quantdone_640:
+quantdone_656:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -21843,9 +22178,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_642
+	JAE          loopdone_658
 
-loop_641:
+loop_657:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -21860,12 +22195,12 @@ loop_641:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_641
+	JB        loop_657
 
-loopdone_642:
+loopdone_658:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_643
+	JA        skip_659
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -21874,10 +22209,10 @@ loopdone_642:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_643:
+skip_659:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_644
+	JZ        notail_660
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -21889,7 +22224,7 @@ skip_643:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_644:
+notail_660:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -21914,9 +22249,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_646
+	JAE  loopdone_662
 
-loop_645:
+loop_661:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -21925,31 +22260,31 @@ loop_645:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_645
+	JB        loop_661
 
-loopdone_646:
+loopdone_662:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_647
+	JA        skip_663
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_647:
+skip_663:
 	CMPQ BX, DX
-	JAE  halfdone_649
+	JAE  halfdone_665
 
-half_648:
+half_664:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_648
+	JB        half_664
 
-halfdone_649:
+halfdone_665:
 	VZEROUPPER
 	RET
 
@@ -21963,9 +22298,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_651
+	JAE  loopdone_667
 
-loop_650:
+loop_666:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -21974,21 +22309,21 @@ loop_650:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_650
+	JB        loop_666
 
-loopdone_651:
+loopdone_667:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_652
+	JA        skip_668
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_652:
+skip_668:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_653
+	JZ        notail_669
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -21996,7 +22331,7 @@ skip_652:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_653:
+notail_669:
 	VZEROUPPER
 	RET
 
@@ -22010,9 +22345,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_655
+	JAE  loopdone_671
 
-loop_654:
+loop_670:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -22023,32 +22358,32 @@ loop_654:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_654
+	JB        loop_670
 
-loopdone_655:
+loopdone_671:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_656
+	JA        skip_672
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_656:
+skip_672:
 	CMPQ BX, DX
-	JAE  halfdone_658
+	JAE  halfdone_674
 
-half_657:
+half_673:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_657
+	JB        half_673
 
-halfdone_658:
+halfdone_674:
 	VZEROUPPER
 	RET
 
@@ -22062,9 +22397,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_660
+	JAE  loopdone_676
 
-loop_659:
+loop_675:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -22075,22 +22410,22 @@ loop_659:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_659
+	JB        loop_675
 
-loopdone_660:
+loopdone_676:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_661
+	JA        skip_677
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_661:
+skip_677:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_662
+	JZ        notail_678
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -22099,7 +22434,7 @@ skip_661:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_662:
+notail_678:
 	VZEROUPPER
 	RET
 
@@ -22116,9 +22451,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_664
+	JAE          loopdone_680
 
-loop_663:
+loop_679:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -22159,11 +22494,11 @@ loop_663:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_663
+	JB           loop_679
 
-loopdone_664:
+loopdone_680:
 	SUBQ         DX, CX
-	JE           notail_665
+	JE           notail_681
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -22208,7 +22543,7 @@ loopdone_664:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_665:
+notail_681:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -22233,9 +22568,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_667
+	JAE          loopdone_683
 
-loop_666:
+loop_682:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -22250,9 +22585,9 @@ loop_666:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_666
+	JB      loop_682
 
-loopdone_667:
+loopdone_683:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -22263,17 +22598,17 @@ loopdone_667:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_669
+	JAE          scalemaxdone_685
 
-scalemax_668:
+scalemax_684:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_668
+	JB     scalemax_684
 
-scalemaxdone_669:
+scalemaxdone_685:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -22293,9 +22628,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_671
+	JAE          loopdone_687
 
-loop_670:
+loop_686:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -22310,9 +22645,9 @@ loop_670:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_670
+	JB      loop_686
 
-loopdone_671:
+loopdone_687:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -22325,17 +22660,17 @@ loopdone_671:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_673
+	JAE           scalemaxdone_689
 
-scalemax_672:
+scalemax_688:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_672
+	JB     scalemax_688
 
-scalemaxdone_673:
+scalemaxdone_689:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -22365,9 +22700,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_675
+	JAE          loopdone_691
 
-loop_674:
+loop_690:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -22414,12 +22749,12 @@ loop_674:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_674
+	JB            loop_690
 
-loopdone_675:
+loopdone_691:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_676
+	JA            skip_692
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -22444,10 +22779,10 @@ loopdone_675:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_676:
+skip_692:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_677
+	JZ            notail_693
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -22475,7 +22810,7 @@ skip_676:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_677:
+notail_693:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -22503,9 +22838,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_679
+	JAE          loopdone_695
 
-loop_678:
+loop_694:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -22536,13 +22871,13 @@ loop_678:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_678
+	JB        loop_694
 
-loopdone_679:
-ewvec_680:
+loopdone_695:
+ewvec_696:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_681
+	JA        ewvecdone_697
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -22551,13 +22886,13 @@ ewvec_680:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_680
+	JMP       ewvec_696
 
-ewvecdone_681:
+ewvecdone_697:
 	CMPQ SI, BX
-	JAE  ewonedone_683
+	JAE  ewonedone_699
 
-ewone_682:
+ewone_698:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -22567,9 +22902,9 @@ ewone_682:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_682
+	JB        ewone_698
 
-ewonedone_683:
+ewonedone_699:
 	VZEROUPPER
 	RET
 
@@ -22586,9 +22921,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_685
+	JAE          loopdone_701
 
-loop_684:
+loop_700:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -22611,26 +22946,26 @@ loop_684:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_684
+	JB      loop_700
 
-loopdone_685:
-ewvec_686:
+loopdone_701:
+ewvec_702:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_687
+	JA      ewvecdone_703
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_686
+	JMP     ewvec_702
 
-ewvecdone_687:
+ewvecdone_703:
 	CMPQ SI, BX
-	JAE  ewonedone_689
+	JAE  ewonedone_705
 
-ewone_688:
+ewone_704:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -22638,9 +22973,9 @@ ewone_688:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_688
+	JB     ewone_704
 
-ewonedone_689:
+ewonedone_705:
 	VZEROUPPER
 	RET
 
@@ -22655,9 +22990,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_691
+	JAE  loopdone_707
 
-loop_690:
+loop_706:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -22688,13 +23023,13 @@ loop_690:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_690
+	JB      loop_706
 
-loopdone_691:
-ewvec_692:
+loopdone_707:
+ewvec_708:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_693
+	JA      ewvecdone_709
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -22703,13 +23038,13 @@ ewvec_692:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_692
+	JMP     ewvec_708
 
-ewvecdone_693:
+ewvecdone_709:
 	CMPQ SI, BX
-	JAE  ewonedone_695
+	JAE  ewonedone_711
 
-ewone_694:
+ewone_710:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -22719,9 +23054,9 @@ ewone_694:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_694
+	JB     ewone_710
 
-ewonedone_695:
+ewonedone_711:
 	VZEROUPPER
 	RET
 
@@ -22735,9 +23070,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_697
+	JAE  loopdone_713
 
-loop_696:
+loop_712:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -22756,34 +23091,34 @@ loop_696:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_696
+	JB      loop_712
 
-loopdone_697:
-ewvec_698:
+loopdone_713:
+ewvec_714:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_699
+	JA      ewvecdone_715
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_698
+	JMP     ewvec_714
 
-ewvecdone_699:
+ewvecdone_715:
 	CMPQ BX, DX
-	JAE  ewonedone_701
+	JAE  ewonedone_717
 
-ewone_700:
+ewone_716:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_700
+	JB     ewone_716
 
-ewonedone_701:
+ewonedone_717:
 	VZEROUPPER
 	RET
 
@@ -22803,9 +23138,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_703
+	JAE          loopdone_719
 
-loop_702:
+loop_718:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -22836,13 +23171,13 @@ loop_702:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_702
+	JB        loop_718
 
-loopdone_703:
-ewvec_704:
+loopdone_719:
+ewvec_720:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_705
+	JA        ewvecdone_721
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -22851,13 +23186,13 @@ ewvec_704:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_704
+	JMP       ewvec_720
 
-ewvecdone_705:
+ewvecdone_721:
 	CMPQ SI, BX
-	JAE  ewonedone_707
+	JAE  ewonedone_723
 
-ewone_706:
+ewone_722:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -22867,9 +23202,9 @@ ewone_706:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_706
+	JB        ewone_722
 
-ewonedone_707:
+ewonedone_723:
 	VZEROUPPER
 	RET
 
@@ -22886,9 +23221,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_709
+	JAE          loopdone_725
 
-loop_708:
+loop_724:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -22911,26 +23246,26 @@ loop_708:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_708
+	JB      loop_724
 
-loopdone_709:
-ewvec_710:
+loopdone_725:
+ewvec_726:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_711
+	JA      ewvecdone_727
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_710
+	JMP     ewvec_726
 
-ewvecdone_711:
+ewvecdone_727:
 	CMPQ SI, BX
-	JAE  ewonedone_713
+	JAE  ewonedone_729
 
-ewone_712:
+ewone_728:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -22938,9 +23273,9 @@ ewone_712:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_712
+	JB     ewone_728
 
-ewonedone_713:
+ewonedone_729:
 	VZEROUPPER
 	RET
 
@@ -22955,9 +23290,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_715
+	JAE  loopdone_731
 
-loop_714:
+loop_730:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -22988,13 +23323,13 @@ loop_714:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_714
+	JB      loop_730
 
-loopdone_715:
-ewvec_716:
+loopdone_731:
+ewvec_732:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_717
+	JA      ewvecdone_733
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -23003,13 +23338,13 @@ ewvec_716:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_716
+	JMP     ewvec_732
 
-ewvecdone_717:
+ewvecdone_733:
 	CMPQ SI, BX
-	JAE  ewonedone_719
+	JAE  ewonedone_735
 
-ewone_718:
+ewone_734:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -23019,9 +23354,9 @@ ewone_718:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_718
+	JB      ewone_734
 
-ewonedone_719:
+ewonedone_735:
 	VZEROUPPER
 	RET
 
@@ -23035,9 +23370,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_721
+	JAE  loopdone_737
 
-loop_720:
+loop_736:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -23056,34 +23391,34 @@ loop_720:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_720
+	JB      loop_736
 
-loopdone_721:
-ewvec_722:
+loopdone_737:
+ewvec_738:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_723
+	JA      ewvecdone_739
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_722
+	JMP     ewvec_738
 
-ewvecdone_723:
+ewvecdone_739:
 	CMPQ BX, DX
-	JAE  ewonedone_725
+	JAE  ewonedone_741
 
-ewone_724:
+ewone_740:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_724
+	JB     ewone_740
 
-ewonedone_725:
+ewonedone_741:
 	VZEROUPPER
 	RET
 
@@ -23108,9 +23443,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_727
+	JAE   loopdone_743
 
-loop_726:
+loop_742:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -23185,21 +23520,21 @@ loop_726:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_726
+	JB         loop_742
 
-loopdone_727:
+loopdone_743:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_729
+	JAE    sum64done_745
 
-sum64_728:
+sum64_744:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_728
+	JB     sum64_744
 
-sum64done_729:
+sum64done_745:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -23233,9 +23568,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_731
+	JAE    loopdone_747
 
-loop_730:
+loop_746:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -23278,20 +23613,20 @@ loop_730:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_730
+	JB         loop_746
 
-loopdone_731:
+loopdone_747:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_733
+	JAE    sum64done_749
 
-sum64_732:
+sum64_748:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_732
+	JB     sum64_748
 
-sum64done_733:
+sum64done_749:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -23338,9 +23673,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_735
+	JZ         sgemmtail_751
 
-sgemm_734:
+sgemm_750:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -23424,13 +23759,13 @@ sgemm_734:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_734
+	JNZ          sgemm_750
 
-sgemmtail_735:
+sgemmtail_751:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_737
+	JZ   sgemmdone_753
 
-sgemmone_736:
+sgemmone_752:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -23454,9 +23789,9 @@ sgemmone_736:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_736
+	JNZ          sgemmone_752
 
-sgemmdone_737:
+sgemmdone_753:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -23550,9 +23885,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_739
+	JZ         sgemmtail_755
 
-sgemm_738:
+sgemm_754:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -23708,13 +24043,13 @@ sgemm_738:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_738
+	JNZ          sgemm_754
 
-sgemmtail_739:
+sgemmtail_755:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_741
+	JZ   sgemmdone_757
 
-sgemmone_740:
+sgemmone_756:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -23756,9 +24091,9 @@ sgemmone_740:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_740
+	JNZ          sgemmone_756
 
-sgemmdone_741:
+sgemmdone_757:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -23829,9 +24164,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_743
+	JLE   fmadone_759
 
-fma_742:
+fma_758:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -23845,9 +24180,9 @@ fma_742:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_742
+	JNZ         fma_758
 
-fmadone_743:
+fmadone_759:
 	VZEROUPPER
 	RET
 
@@ -23874,9 +24209,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_745
+	JLE    fmadone_761
 
-fma_744:
+fma_760:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -23894,9 +24229,9 @@ fma_744:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_744
+	JNZ         fma_760
 
-fmadone_745:
+fmadone_761:
 	VZEROUPPER
 	RET
 
@@ -23919,9 +24254,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_747
+	JLE   int8done_763
 
-int8_746:
+int8_762:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -23935,9 +24270,9 @@ int8_746:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_746
+	JNZ        int8_762
 
-int8done_747:
+int8done_763:
 	VZEROUPPER
 	RET
 
@@ -23960,9 +24295,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_749
+	JLE    int8done_765
 
-int8_748:
+int8_764:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -23976,8 +24311,8 @@ int8_748:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_748
+	JNZ      int8_764
 
-int8done_749:
+int8done_765:
 	VZEROUPPER
 	RET
