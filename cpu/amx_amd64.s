@@ -128,6 +128,21 @@ GLOBL amxMask3<>(SB), RODATA|NOPTR, $4
 	UNPACK_ROW(2944) \
 	UNPACK_ROW(3008)
 
+// CHUNK multiplies one k chunk: A tiles at SI and SI+2048, B tiles at DX
+// and DX+R9, into the four C tiles; then steps DX to the next chunk.
+#define CHUNK \
+	LOAD_A0_SI \
+	LEAQ 2048(SI), BX \
+	LOAD_A1_BX \
+	LOAD_B0_DX \
+	LEAQ (DX)(R9*1), BX \
+	LOAD_B1_BX \
+	TDP_C00 \
+	TDP_C01 \
+	TDP_C10 \
+	TDP_C11 \
+	ADDQ $1024, DX
+
 // func amxTernaryTiles(w *byte, stride, n, groups int, xb *byte, tokens int, out *int32, outStride int, scr *byte, cfg *byte)
 //
 // groups blocks of 32 rows; xb holds ⌈tokens/32⌉·2 token tiles (a zero
@@ -187,33 +202,12 @@ block:
 	UNPACK32
 
 unpacked:
-	// k chunk 2b: A from SI, SI+2048.
-	LOAD_A0_SI
-	LEAQ 2048(SI), BX
-	LOAD_A1_BX
-	LOAD_B0_DX
-	LEAQ (DX)(R9*1), BX
-	LOAD_B1_BX
-	TDP_C00
-	TDP_C01
-	TDP_C10
-	TDP_C11
-	ADDQ $1024, DX
-
-	// k chunk 2b+1: A from SI+1024, SI+3072.
+	// k chunk 2b: A from SI, SI+2048; then chunk 2b+1: A from SI+1024,
+	// SI+3072.
+	CHUNK
 	ADDQ $1024, SI
-	LOAD_A0_SI
-	LEAQ 2048(SI), BX
-	LOAD_A1_BX
+	CHUNK
 	SUBQ $1024, SI
-	LOAD_B0_DX
-	LEAQ (DX)(R9*1), BX
-	LOAD_B1_BX
-	TDP_C00
-	TDP_C01
-	TDP_C10
-	TDP_C11
-	ADDQ $1024, DX
 
 	XCHGQ SI, DI
 	ADDQ  $32, R12

@@ -31,24 +31,7 @@ func TestTernaryMatMulAMX(t *testing.T) {
 	shapes = append(shapes, shape{2560, 64, 128}, shape{6912, 32, 40}, shape{2560, 37, 100}, shape{256, 96, 250})
 	rng := newRand()
 	for _, s := range shapes {
-		stride := s.n/4 + rng.IntN(40)
-		xs := s.n + rng.IntN(40)
-		os := s.rows + rng.IntN(4)
-		w := randomTernaryRows(rng, s.rows, s.n, stride)
-		x := randomI8(rng, (s.tokens-1)*xs+s.n, -128, 127, 127)
-		out, all := poisoned((s.tokens-1)*os+s.rows, 1+rng.IntN(7), 16, sentinelI32)
-		want := slices.Clone(out)
-		ternaryMatMulGeneric(w, stride, s.rows, x, xs, s.n, s.tokens, want, os)
-		amxKernels.ternaryMatMul(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
-		if !slices.Equal(out, want) {
-			for i := range out {
-				if out[i] != want[i] {
-					t.Fatalf("n %d rows %d tokens %d strides %d %d %d: first difference at %d (token %d, row %d): %d, want %d",
-						s.n, s.rows, s.tokens, stride, xs, os, i, i/os, i%os, out[i], want[i])
-				}
-			}
-		}
-		checkPoison(t, all, out, sentinelI32)
+		expectTernaryMatMul(t, amxKernels.ternaryMatMul, rng, s.n, s.rows, s.tokens)
 	}
 }
 

@@ -275,32 +275,41 @@ func TestTernaryMatMul(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()
 		for _, s := range shapes {
-			stride := s.n/4 + rng.IntN(40)
-			xs := s.n + rng.IntN(40)
-			os := s.rows + rng.IntN(4)
-			w := randomTernaryRows(rng, s.rows, s.n, stride)
-			var x []int8
-			var out, want []int32
-			var all []int32
-			if s.tokens > 0 {
-				x = randomI8(rng, (s.tokens-1)*xs+s.n, -128, 127, 127)
-				for tk := 0; tk < s.tokens-1; tk++ { // poison the gaps between tokens
-					for i := s.n; i < xs; i++ {
-						x[tk*xs+i] = 127
-					}
-				}
-				out, all = poisoned((s.tokens-1)*os+s.rows, 1+rng.IntN(7), 16, sentinelI32)
-				want = slices.Clone(out)
-			}
-			ternaryMatMulGeneric(w, stride, s.rows, x, xs, s.n, s.tokens, want, os)
-			k.ternaryMatMul(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
-			if !slices.Equal(out, want) {
-				t.Fatalf("n %d rows %d tokens %d strides %d %d %d:\n got %v\nwant %v",
-					s.n, s.rows, s.tokens, stride, xs, os, out, want)
-			}
-			checkPoison(t, all, out, sentinelI32)
+			expectTernaryMatMul(t, k.ternaryMatMul, rng, s.n, s.rows, s.tokens)
 		}
 	})
+}
+
+// expectTernaryMatMul runs f on random rows, activations and strides of the
+// given shape (the gaps between tokens and around the outputs poisoned)
+// and fails unless it writes exactly what the twin writes.
+func expectTernaryMatMul(t *testing.T, f func(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int), rng *rand.Rand, n, rows, tokens int) {
+	t.Helper()
+	stride := n/4 + rng.IntN(40)
+	xs := n + rng.IntN(40)
+	os := rows + rng.IntN(4)
+	w := randomTernaryRows(rng, rows, n, stride)
+	var x []int8
+	var out, want, all []int32
+	if tokens > 0 {
+		x = randomI8(rng, (tokens-1)*xs+n, -128, 127, 127)
+		for tk := 0; tk < tokens-1; tk++ { // poison the gaps between tokens
+			for i := n; i < xs; i++ {
+				x[tk*xs+i] = 127
+			}
+		}
+		out, all = poisoned((tokens-1)*os+rows, 1+rng.IntN(7), 16, sentinelI32)
+		want = slices.Clone(out)
+	}
+	ternaryMatMulGeneric(w, stride, rows, x, xs, n, tokens, want, os)
+	f(w, stride, rows, x, xs, n, tokens, out, os)
+	for i := range out {
+		if out[i] != want[i] {
+			t.Fatalf("n %d rows %d tokens %d strides %d %d %d: first difference at %d (token %d, row %d): %d, want %d",
+				n, rows, tokens, stride, xs, os, i, i/os, i%os, out[i], want[i])
+		}
+	}
+	checkPoison(t, all, out, sentinelI32)
 }
 
 func randomF16(rng *rand.Rand, n int) []uint16 {
