@@ -10,23 +10,26 @@ import (
 )
 
 // The amx kernel set: the avx512vnni set with the ternary matrix product
-// on Intel's AMX tiles, and its float16 head rows prefetched line by line (AMX-TILE and AMX-INT8: Sapphire Rapids and later),
-// 1024 int8 multiply-adds a cycle against vpdpbusd's 128 (amx_amd64.s says
-// how). Every other kernel, and a product of fewer than amxMinTokens tokens
-// (a decode step, a speculative verification, a server step of a few
-// streams: memory-bound, and the VNNI kernels stream those faster), is the
-// avx512vnni set's.
+// on Intel's AMX tiles (AMX-TILE and AMX-INT8, with GFNI: Sapphire Rapids
+// and later), 1024 int8 multiply-adds a cycle against vpdpbusd's 128
+// (amx_amd64.s says how), and its float16 head rows prefetched line by
+// line. Every other kernel, and a product of fewer than amxMinTokens
+// tokens (a decode step, a server step of a few streams: memory-bound,
+// and the VNNI kernels stream those faster), is the avx512vnni set's.
 //
 // Linux gives a process the AMX tile state only when asked
 // (arch_prctl(ARCH_REQ_XCOMP_PERM); until then a tile instruction faults),
 // so the set exists only where that request succeeded (amxPermitted).
 
 // hasAMX says whether this CPU and OS run the amx set.
-var hasAMX = hasAVX2 && hasAVX512VNNI && cpu.X86.HasAMXTile && cpu.X86.HasAMXInt8 && amxPermitted()
+var hasAMX = hasAVX2 && hasAVX512VNNI && cpu.X86.HasAVX512GFNI && cpu.X86.HasAMXTile && cpu.X86.HasAMXInt8 && amxPermitted()
 
 // amxMinTokens is the fewest tokens the amx set's ternaryMatMul gives the
-// tiles; fewer go to ternaryMatMulVNNI.
-const amxMinTokens = 10
+// tiles; fewer go to ternaryMatMulVNNI. From DRAM (2B shape, Intel Xeon
+// VM) a VNNI pass of up to 4-5 tokens costs what one token costs and the
+// tiles' pass of 2-16 tokens 1.2-1.3 times that; VNNI's climbs from 6
+// tokens on (9: 1.9 times one token, the tiles 1.3).
+const amxMinTokens = 6
 
 // amxTileConfig is the LDTILECFG operand: palette 1, all eight tiles 16
 // rows × 64 bytes.
@@ -41,6 +44,9 @@ var amxTileConfig = func() (c [64]byte) {
 
 //go:noescape
 func amxTernaryTiles(w *byte, stride, n, groups int, xb *byte, tokens int, out *int32, outStride int, scr *byte, cfg *byte)
+
+//go:noescape
+func amxTernaryFew(w *byte, stride, n, groups int, xb *byte, tokens int, out *int32, outStride int, scr *byte, cfg *byte)
 
 //go:noescape
 func amxPackX(x *int8, xStride, n, tokens int, xb *byte)
@@ -103,8 +109,9 @@ func amxRelease(b []byte) {
 }
 
 // ternaryMatMulAMX is ternaryMatMul on AMX tiles for whole blocks of 32
-// rows and at least amxMinTokens tokens; the other rows, and fewer tokens,
-// go to ternaryMatMulVNNI.
+// rows and at least amxMinTokens tokens (up to 16 in amxTernaryFew, more in
+// amxTernaryTiles); the other rows, and fewer tokens, go to
+// ternaryMatMulVNNI.
 func ternaryMatMulAMX(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
 	groups := rows / 32
 	if tokens < amxMinTokens || groups == 0 || n == 0 {
@@ -112,10 +119,13 @@ func ternaryMatMulAMX(w []byte, stride, rows int, x []int8, xStride, n, tokens i
 		return
 	}
 	// buf: two 4 KiB staging sets and the 1 KiB C scratch, then the B
-	// tiles of every token (16·n bytes per 16 tokens), an even number of
-	// them: a zero tile after an odd last one.
+	// tiles of every token (16·n bytes per 16 tokens); for more than 16
+	// tokens an even number of them: a zero tile after an odd last one.
 	tiles := (tokens + 15) / 16
-	padded := (tiles + 1) &^ 1
+	padded := tiles
+	if tiles > 1 {
+		padded = (tiles + 1) &^ 1
+	}
 	need := 9*1024 + padded*16*n
 	buf := amxBuffer(need)
 	scr, xb := buf[:9*1024], buf[9*1024:need]
@@ -123,7 +133,11 @@ func ternaryMatMulAMX(w []byte, stride, rows int, x []int8, xStride, n, tokens i
 	if padded > tiles {
 		clear(xb[tiles*16*n:])
 	}
-	amxTernaryTiles(&w[0], stride, n, groups, &xb[0], tokens, &out[0], outStride, &scr[0], &amxTileConfig[0])
+	if tiles == 1 {
+		amxTernaryFew(&w[0], stride, n, groups, &xb[0], tokens, &out[0], outStride, &scr[0], &amxTileConfig[0])
+	} else {
+		amxTernaryTiles(&w[0], stride, n, groups, &xb[0], tokens, &out[0], outStride, &scr[0], &amxTileConfig[0])
+	}
 	amxRelease(buf)
 	if r := groups * 32; r < rows {
 		ternaryMatMulVNNI(w[r*stride:], stride, rows-r, x, xStride, n, tokens, out[r:], outStride)

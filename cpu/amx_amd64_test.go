@@ -12,9 +12,10 @@ import (
 
 // TestTernaryMatMulAMX: the amx set's product against the twin on the
 // shapes its tiles split on: whole and partial blocks of 32 rows, of 32
-// tokens and of 16-token tiles (an odd last tile pairs with a zero one),
-// too few tokens for the tiles, the model's widths, and odd strides. TestTernaryMatMul covers small shapes
-// (and the VNNI fallbacks) for every set.
+// tokens and of 16-token tiles (an odd last tile pairs with a zero one;
+// 16 tokens or fewer take amxTernaryFew), too few tokens for the tiles,
+// the model's widths, and odd strides. TestTernaryMatMul covers small
+// shapes (and the VNNI fallbacks) for every set.
 func TestTernaryMatMulAMX(t *testing.T) {
 	if !hasAMX {
 		t.Skip("this CPU or OS does not run AMX-INT8 (needs Intel Sapphire Rapids or later, on Linux)")
@@ -23,7 +24,7 @@ func TestTernaryMatMulAMX(t *testing.T) {
 	var shapes []shape
 	for _, n := range []int{128, 256, 640} {
 		for _, rows := range []int{16, 17, 31, 32, 48, 69} {
-			for _, tokens := range []int{2, 3, 15, 16, 17, 31, 32, 33, 95, 96, 97, 113, 130} {
+			for _, tokens := range []int{1, 2, 3, 9, 15, 16, 17, 31, 32, 33, 95, 96, 97, 113, 130} {
 				shapes = append(shapes, shape{n, rows, tokens})
 			}
 		}
@@ -36,18 +37,23 @@ func TestTernaryMatMulAMX(t *testing.T) {
 }
 
 // TestTernaryMatMulAMXExtremes: the largest sums the contract allows
-// (n = 2²¹ codes 2 against x = −128 and 127) through whole tiles.
+// (n = 2²¹ codes 2 against x = −128 and 127) through whole tiles, of the
+// few-token kernel and of the pairs of token tiles.
 func TestTernaryMatMulAMXExtremes(t *testing.T) {
 	if !hasAMX {
 		t.Skip("this CPU or OS does not run AMX-INT8")
 	}
 	n := 1 << 21
-	const rows, tokens = 32, amxMinTokens + 17
+	const rows = 32
 	w := make([]byte, rows*n/4)
 	for i := range w {
 		w[i] = 0xAA
 	}
-	for _, xv := range []int8{-128, 127} {
+	for _, c := range []struct {
+		tokens int
+		xv     int8
+	}{{max(amxMinTokens, 9), -128}, {max(amxMinTokens, 9), 127}, {27, -128}, {27, 127}} {
+		tokens, xv := c.tokens, c.xv
 		x := make([]int8, n)
 		for i := range x {
 			x[i] = xv
@@ -56,7 +62,7 @@ func TestTernaryMatMulAMXExtremes(t *testing.T) {
 		amxKernels.ternaryMatMul(w, n/4, rows, x, 0, n, tokens, out, rows)
 		for i, got := range out {
 			if want := int32(2 * int(xv) * n); got != want {
-				t.Fatalf("x=%d output %d: %d, want %d", xv, i, got, want)
+				t.Fatalf("%d tokens, x=%d, output %d: %d, want %d", tokens, xv, i, got, want)
 			}
 		}
 	}
@@ -96,12 +102,16 @@ func TestTernaryMatMulAMXConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out := make([]int32, tokens*rows)
+			k := tokens // odd goroutines: the few-token kernel
+			if g%2 == 1 {
+				k = 9
+			}
+			out := make([]int32, k*rows)
 			for r := 0; r < rounds; r++ {
 				clear(out)
-				amxKernels.ternaryMatMul(w, n/4, rows, x, n, n, tokens, out, rows)
-				if !slices.Equal(out, want) {
-					errs <- fmt.Sprintf("round %d: the tiles' sums differ from the twin's", r)
+				amxKernels.ternaryMatMul(w, n/4, rows, x, n, n, k, out, rows)
+				if !slices.Equal(out, want[:k*rows]) {
+					errs <- fmt.Sprintf("round %d, %d tokens: the tiles' sums differ from the twin's", r, k)
 					return
 				}
 			}
