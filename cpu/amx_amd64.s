@@ -139,6 +139,8 @@ GLOBL amxCodes23<>(SB), RODATA|NOPTR, $64
 
 // UNPACK_ROW_PF(off) is UNPACK_ROW(off) that also prefetches into L2 the
 // same bytes of the row 32 rows on (R11 = 32·stride): the next group's.
+// A 64-byte line holds two blocks of a row, so amxTernaryFew prefetches
+// with the even blocks only (5-10% faster than with every block).
 #define UNPACK_ROW_PF(off) \
 	PREFETCHT1      (R10)(R11*1) \
 	UNPACK_ROW(off)
@@ -373,7 +375,13 @@ fblock:
 	JAE  funpacked
 	MOVQ wg-8(SP), R10
 	ADDQ AX, R10
+	TESTQ $32, AX
+	JNZ  fodd
 	UNPACK32PF
+	JMP  funpacked
+
+fodd:
+	UNPACK32
 
 funpacked:
 	CHUNK16
