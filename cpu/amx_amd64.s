@@ -93,8 +93,10 @@ GLOBL amxCodes23<>(SB), RODATA|NOPTR, $64
 
 // UNPACK_ROW(off) unpacks the 32-byte block at (R10) into the 64 codes of
 // its first half at off(DI) and of its second at 1024+off(DI), then steps
-// R10 to the next row. (Software prefetch of the rows, 256 bytes ahead,
-// measured no gain from DRAM: the hardware follows the 32 row streams.)
+// R10 to the next row. (Prefetching each row 256 bytes ahead gained
+// nothing at 128 tokens, where each group is read from L1 and L2 for every
+// pair of token tiles; a pass that streams the group once gains from
+// prefetching the next group: UNPACK_ROW_PF.)
 #define UNPACK_ROW(off) \
 	VBROADCASTI64X4 (R10), Z0 \
 	VGF2P8AFFINEQB  $0, Z28, Z0, Z1 \
@@ -141,14 +143,14 @@ GLOBL amxCodes23<>(SB), RODATA|NOPTR, $64
 
 // UNPACK_ROW_PF(off) is UNPACK_ROW(off) that also prefetches into L2 the
 // same bytes of the row 32 rows on (R11 = 32·stride): the next group's.
-// A 64-byte line holds two blocks of a row, so amxTernaryFew prefetches
-// with the even blocks only (5-10% faster than with every block).
+// A 64-byte line holds two blocks of a row, so the kernels prefetch with
+// the even blocks only (5-10% faster than with every block).
 #define UNPACK_ROW_PF(off) \
 	PREFETCHT1      (R10)(R11*1) \
 	UNPACK_ROW(off)
 
-// UNPACK32PF is UNPACK32 prefetching the next group's block; UNPACK32 unpacks the block at (R10) of 32 rows R8 bytes apart into the
-// staging set at DI: [A0 chunk 0][A0 chunk 1][A1 chunk 0][A1 chunk 1].
+// UNPACK32PF is UNPACK32 with UNPACK_ROW_PF: it also prefetches the
+// block's bytes of the next group of 32 rows.
 #define UNPACK32PF \
 	UNPACK_ROW_PF(0) \
 	UNPACK_ROW_PF(64) \
