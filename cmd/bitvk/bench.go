@@ -88,7 +88,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	kernelSets := fs.String("kernels", "", "CPU kernel `sets`, comma-separated to time each (see bitvk version; default: the fastest this CPU runs)")
 	device := fs.Int("device", -1, "Vulkan device `index` (default: the best)")
 	asJSON := fs.Bool("json", false, "print a JSON array of results (llama-bench's field names)")
-	profile := fs.Bool("profile", false, "print where a decode step and a prompt chunk spend their time: Vulkan, every dispatch with GPU timestamps; CPU, each stage of the pass and the waits for helper threads")
+	profile := fs.Bool("profile", false, "print where a decode step and the prompt's last chunk spend their time: Vulkan, every dispatch with GPU timestamps; CPU, each stage of the pass and the waits for helper threads")
 	drafts := fs.String("draft", "", "time greedy decoding with these drafting `modes`, comma-separated (off, lookup, chains, auto), on the prompt of --prompt-file, on -m or the built-in trained model (random weights accept no drafts)")
 	promptFile := fs.String("prompt-file", "", "with --draft, the prompt (text `file`)")
 	draftMax := fs.Int("draft-max", nn.DefaultDraftMax, "with --draft, the most tokens drafted per pass; with --verify, the largest k timed")
@@ -654,13 +654,16 @@ func ternaryMACs(w *nn.Weights) int64 {
 }
 
 // profileTest times the dispatches of one pass of a test: the decode
-// step at the generation test's last position, or the prompt test's first
-// chunk (the whole prompt when it fits one submit).
+// step at the generation test's last position, or the prompt test's last
+// chunk (the whole prompt when it fits one pass): the one whose attention
+// reads the most of the cache, which a long prompt spends most of its
+// time on.
 func profileTest(be nn.Backend, r benchResult, reps int) (*profileJSON, error) {
 	if c, ok := be.(*cpu.Backend); ok {
 		n, pos := 1, r.NGen-1
 		if r.NPrompt > 0 {
-			n, pos = min(r.NPrompt, c.Batch()), 0
+			n = min(r.NPrompt, c.Batch())
+			pos = r.NPrompt - n
 		}
 		p, err := c.ProfileForward(n, pos, max(reps, 5))
 		if err != nil {
@@ -681,7 +684,8 @@ func profileTest(be nn.Backend, r benchResult, reps int) (*profileJSON, error) {
 	n, pos := 1, r.NGen-1
 	submits := 1.0
 	if r.NPrompt > 0 {
-		n, pos = min(r.NPrompt, b.Batch()), 0
+		n = min(r.NPrompt, b.Batch())
+		pos = r.NPrompt - n
 		submits = math.Ceil(float64(r.NPrompt)/float64(b.Batch())) / float64(r.NPrompt)
 	}
 	p, err := b.ProfileForward(n, pos, reps)
@@ -699,7 +703,7 @@ func printProfile(w io.Writer, r benchResult) {
 	p := r.Profile
 	what := fmt.Sprintf("greedy decode step at position %d", p.Pos)
 	if r.NPrompt > 0 {
-		what = fmt.Sprintf("prompt chunk of %d tokens", p.Tokens)
+		what = fmt.Sprintf("the prompt's last chunk, %d tokens at positions %d-%d", p.Tokens, p.Pos, p.Pos+p.Tokens-1)
 	}
 	if r.Backend == "CPU" {
 		fmt.Fprintf(w, "\nprofile of %s, %s head, CPU (%s), %d threads: %s, %.1f µs; the calling thread waited %.1f µs (%.1f%%) for its helpers (hand-offs and imbalance, inside the stages' times)\n",
