@@ -58,11 +58,14 @@ type Backend struct {
 	outNorm []float32 // [embd]
 	head    *head
 
-	// kCache, vCache: [layer][slot][kv head][ctx][head_dim] float16 bits:
-	// the keys (values) of one K/V head are contiguous, so attention over
-	// a long context reads one stream per head instead of 256 bytes out of
-	// every kv_dim·2 (cacheRow).
+	// kCache: [layer][slot][kv head][kctx/16][head_dim][16] float16 bits,
+	// the keys of 16 positions at a time with positions innermost
+	// (kScores' layout, kBase); vCache: [layer][slot][kv head][ctx]
+	// [head_dim] (cacheRow). The keys (values) of one K/V head are
+	// contiguous, so attention over a long context reads one stream per
+	// head instead of 256 bytes out of every kv_dim·2.
 	kCache, vCache [][]uint16
+	kctx           int       // ctx rounded up to whole blocks of 16 positions
 	invFreq        []float64 // [rope_dim/2] base^(−2i/rope_dim)
 
 	s scratch
@@ -120,8 +123,9 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 		return nil, err
 	}
 	kv := c.KVDim()
+	b.kctx = (o.Context + kBlock - 1) / kBlock * kBlock
 	for l := 0; l < c.Layers; l++ {
-		b.kCache = append(b.kCache, make([]uint16, o.Slots*o.Context*kv))
+		b.kCache = append(b.kCache, make([]uint16, o.Slots*b.kctx*kv))
 		b.vCache = append(b.vCache, make([]uint16, o.Slots*o.Context*kv))
 	}
 	b.invFreq = ropeFrequencies(c.RopeDim, c.RopeBase)
@@ -182,7 +186,7 @@ const unknownMemory = 1 << 40
 // and allocating a cache of billions of positions would end the process.
 func checkCacheSize(c *nn.Config, o Options) error {
 	// K and V: [layer][slot][ctx][kv dim] float16; scores: [worker][group·ctx] float32.
-	cache := 2 * 2 * float64(c.Layers) * float64(o.Slots) * float64(o.Context) * float64(c.KVDim())
+	cache := 2 * 2 * float64(c.Layers) * float64(o.Slots) * float64(o.Context+kBlock) * float64(c.KVDim())
 	scores := 4 * float64(o.Threads) * float64(c.Heads/c.KVHeads) * float64(o.Context)
 	limit, known := physicalMemory()
 	if !known {
@@ -354,10 +358,12 @@ func (b *Backend) CopySeq(dst, src, n int) error {
 		return nil
 	}
 	hd := b.c.HeadDim
+	nk := (n + kBlock - 1) / kBlock * kBlock * hd // whole blocks of keys
 	for l := range b.kCache {
 		for h := 0; h < b.c.KVHeads; h++ {
-			d, s := b.cacheRow(dst, h, 0), b.cacheRow(src, h, 0)
-			copy(b.kCache[l][d:d+n*hd], b.kCache[l][s:s+n*hd])
+			d, s := b.kBase(dst, h), b.kBase(src, h)
+			copy(b.kCache[l][d:d+nk], b.kCache[l][s:s+nk])
+			d, s = b.cacheRow(dst, h, 0), b.cacheRow(src, h, 0)
 			copy(b.vCache[l][d:d+n*hd], b.vCache[l][s:s+n*hd])
 		}
 	}
@@ -366,10 +372,17 @@ func (b *Backend) CopySeq(dst, src, n int) error {
 
 var _ nn.MultiBackend = (*Backend)(nil)
 
-// cacheRow is the index in a layer's K or V cache of the head_dim values of
+// cacheRow is the index in a layer's V cache of the head_dim values of
 // K/V head h at position pos of slot seq.
 func (b *Backend) cacheRow(seq, h, pos int) int {
 	return ((seq*b.c.KVHeads+h)*b.ctx + pos) * b.c.HeadDim
+}
+
+// kBase is the index in a layer's K cache of the first block of K/V head h
+// of slot seq; key d of position p is at kBase + (p/16)·16·head_dim +
+// 16·d + p%16.
+func (b *Backend) kBase(seq, h int) int {
+	return (seq*b.c.KVHeads + h) * b.kctx * b.c.HeadDim
 }
 
 // ForwardTrace is Forward that also reports the residual stream after each

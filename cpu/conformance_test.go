@@ -148,12 +148,13 @@ func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32, interleaved bo
 
 func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd int) []float32 {
 	n := len(k)
-	kc := make([]uint16, kvHeads*n*hd) // [kv head][position][hd], as the cache holds them
-	vc := make([]uint16, kvHeads*n*hd)
+	nk := (n + kBlock - 1) / kBlock * kBlock // whole blocks of keys
+	kc := make([]uint16, kvHeads*nk*hd)      // [kv head][block][hd][16], as the cache holds them
+	vc := make([]uint16, kvHeads*n*hd)       // [kv head][position][hd]
 	for p := range k {
 		for g := 0; g < kvHeads; g++ {
 			for i := 0; i < hd; i++ {
-				kc[(g*n+p)*hd+i] = nn.F32ToF16(k[p][g*hd+i])
+				kc[g*nk*hd+p/kBlock*kBlock*hd+i*kBlock+p%kBlock] = nn.F32ToF16(k[p][g*hd+i])
 				vc[(g*n+p)*hd+i] = nn.F32ToF16(v[p][g*hd+i])
 			}
 		}
@@ -164,7 +165,7 @@ func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd 
 	q16 := make([]float32, group*hd)
 	for g := 0; g < kvHeads; g++ { // each K/V head's queries at once
 		h := g * group
-		attendGroup(a.k, q[h*hd:(h+group)*hd], hd, kc[g*n*hd:], vc[g*n*hd:], n, q16, scores, out[h*hd:(h+group)*hd])
+		attendGroup(a.k, q[h*hd:(h+group)*hd], hd, kc[g*nk*hd:], vc[g*n*hd:], n, q16, scores, out[h*hd:(h+group)*hd])
 	}
 	return out
 }

@@ -19,6 +19,7 @@ type scratch struct {
 	att    []float32   // [T][embd] attention output
 	scores [][]float32 // [worker][group][ctx] attention weights of a K/V head's queries
 	q16    [][]float32 // [worker][group][head_dim] those queries rounded to float16
+	k16    [][]uint16  // [worker][head_dim] a key converted to float16, before it goes to its block
 	rope   []float64   // [T][rope_dim] cos then sin of each position
 	xn     []float32   // [headTile][embd] normalized final states
 	head   headScratch
@@ -50,6 +51,7 @@ func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
 	for w := 0; w < workers; w++ {
 		s.scores = append(s.scores, make([]float32, group*ctx))
 		s.q16 = append(s.q16, make([]float32, group*c.HeadDim))
+		s.k16 = append(s.k16, make([]uint16, c.HeadDim))
 	}
 	return s
 }
@@ -80,7 +82,7 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 		})
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.qkv, T)
-		b.pool.run(T, smallJob, func(_, lo, hi int) {
+		b.pool.run(T, smallJob, func(w, lo, hi int) {
 			for t := lo; t < hi; t++ {
 				y := s.y[t*qkvRows : (t+1)*qkvRows]
 				cs := s.rope[t*c.RopeDim : (t+1)*c.RopeDim]
@@ -89,8 +91,16 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 				}
 				for h := 0; h < c.KVHeads; h++ { // the token's row of each head's cache
 					at := b.cacheRow(s.seq[t], h, s.pos[t])
-					b.k.f32ToF16(b.kCache[li][at:at+hd], y[E+h*hd:E+(h+1)*hd])
 					b.k.f32ToF16(b.vCache[li][at:at+hd], y[E+kv+h*hd:E+kv+(h+1)*hd])
+					// The key into its block, positions innermost.
+					k16 := s.k16[w]
+					b.k.f32ToF16(k16, y[E+h*hd:E+(h+1)*hd])
+					p := s.pos[t]
+					kb := b.kBase(s.seq[t], h) + p/kBlock*kBlock*hd + p%kBlock
+					kc := b.kCache[li][kb : kb+(hd-1)*kBlock+1]
+					for d, x := range k16 {
+						kc[d*kBlock] = x
+					}
 				}
 			}
 		})
@@ -407,33 +417,32 @@ func (b *Backend) attention(li, T int) {
 			t, h := item/per, item%per*sub // token, first head
 			q := s.y[t*qkvRows+h*hd : t*qkvRows+(h+sub)*hd]
 			o := s.att[t*E+h*hd : t*E+(h+sub)*hd]
-			at := b.cacheRow(s.seq[t], h/group, 0) // the K/V head's rows in the slot
-			attendGroup(b.k, q, hd, kc[at:], vc[at:], s.pos[t]+1, s.q16[w], s.scores[w], o)
+			kt := b.kBase(s.seq[t], h/group)       // the K/V head's keys in the slot
+			at := b.cacheRow(s.seq[t], h/group, 0) // and its values
+			attendGroup(b.k, q, hd, kc[kt:], vc[at:], s.pos[t]+1, s.q16[w], s.scores[w], o)
 		}
 	})
 }
 
 // attendGroup computes o_j = softmax(q_j·Kᵀ/√hd)·V for the query heads q_j
 // (q holds them one after another, hd values each) over n cache positions,
-// K and V being the float16 rows kc, vc [n][hd] (one K/V head); q16
-// [≥len(q)] and scores [≥len(q)/hd·n] are scratch. Each head's result is
-// what it gets alone (the few-query kernels give each query its one-query
-// bits), so how heads are grouped changes nothing. It rounds as nn/ref
-// does: q to float16 before K·q (accumulated in float32),
-// score·float32(1/√hd), e = float32(exp(score − max)) (the kernel set's
-// expSub: the assembly within a few float32 ulps of it), Σe in float64,
-// P = e·float32(1/Σe), all in float32 but the sum.
-func attendGroup(k kernels, q []float32, hd int, kc, vc []uint16, n int, q16, scores, o []float32) {
+// K being the float16 keys kt in kScores' blocks of 16 positions and V the
+// float16 rows vc [n][hd] (one K/V head); q16 [≥len(q)] and scores
+// [≥len(q)/hd·n] are scratch. Each head's result is what it gets alone
+// (kScores gives each score one chain over the head's dimensions, and
+// the few-query kernels give each query its one-query bits), so how heads
+// are grouped changes nothing. It rounds as nn/ref does: q to float16
+// before K·q (accumulated in float32), score·float32(1/√hd), e =
+// float32(exp(score − max)) (the kernel set's expSub: the assembly within
+// a few float32 ulps of it), Σe in float64, P = e·float32(1/Σe), all in
+// float32 but the sum.
+func attendGroup(k kernels, q []float32, hd int, kt, vc []uint16, n int, q16, scores, o []float32) {
 	heads := len(q) / hd
 	qh := q16[:len(q)]
 	k.roundF16(qh, q)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	sc := scores[:heads*n]
-	if heads == 1 {
-		k.dotF16Rows(kc, hd, qh, sc)
-	} else {
-		k.dotF16MatMul(kc, hd, n, qh, hd, hd, heads, sc, n)
-	}
+	k.kScores(kt, hd, n, qh, heads, sc, n)
 	for j := 0; j < heads; j++ {
 		p := sc[j*n : (j+1)*n]
 		mx := k.scaleMax(p, scale)

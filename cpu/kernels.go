@@ -47,6 +47,15 @@ type kernels struct {
 	// the float16 output head and attention scores over the K cache.
 	dotF16Rows func(w []uint16, stride int, x []float32, out []float32)
 
+	// kScores computes attention's scores over a K cache held in blocks of
+	// 16 positions (kBlock), positions in SIMD lanes: for j < nq and p < n,
+	// out[j·outStride + p] = Σ_{d<hd} q[j·hd + d]·f16(K[p][d]), K[p][d] =
+	// kt[(p/16)·16·hd + 16·d + p%16], each sum in d order (the set's own
+	// rounding, one chain per score), so that a score is the same bits
+	// however many queries and positions a call takes. kt holds ⌈n/16⌉
+	// whole blocks; nq ≥ 1.
+	kScores func(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int)
+
 	// axpyF16 computes y[i] += a·f16(v[i]) for i < len(y): attention's
 	// weighted sum over the V cache.
 	axpyF16 func(a float32, v []uint16, y []float32)
@@ -157,6 +166,7 @@ var generic = kernels{
 	ternaryRows:   ternaryRowsGeneric,
 	ternaryMatMul: ternaryMatMulGeneric,
 	dotF16Rows:    dotF16RowsGeneric,
+	kScores:       kScoresGeneric,
 	axpyF16:       axpyF16Generic,
 	axpyF16Rows:   rowsOfAxpy(axpyF16Generic),
 	axpyF16Rows4:  fourOf(rowsOfAxpy(axpyF16Generic)),
@@ -265,6 +275,27 @@ func dotF16RowsGeneric(w []uint16, stride int, x []float32, out []float32) {
 			s += f16Table[h] * x[i]
 		}
 		out[r] = s
+	}
+}
+
+// kBlock is the positions of one block of a K cache in kScores' layout.
+const kBlock = 16
+
+func kScoresGeneric(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int) {
+	if n > 0 && len(kt) < (n+kBlock-1)/kBlock*kBlock*hd {
+		panic(fmt.Sprintf("cpu: kScores: %d positions of head size %d from %d keys", n, hd, len(kt)))
+	}
+	for j := 0; j < nq; j++ {
+		qj := q[j*hd : (j+1)*hd]
+		o := out[j*outStride : j*outStride+n]
+		for p := range o {
+			blk := kt[p/kBlock*kBlock*hd+p%kBlock:]
+			var s float32
+			for d, x := range qj {
+				s += x * f16Table[blk[d*kBlock]]
+			}
+			o[p] = s
+		}
 	}
 }
 

@@ -36,6 +36,7 @@ var avx2Kernels = kernels{
 	ternaryRows:   checkTernaryRows(ternaryRowsAVX2),
 	ternaryMatMul: checkTernaryMatMul(tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens)),
 	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX2),
+	kScores:       kScoresWhole(kScoresAVX2),
 	axpyF16:       checkAxpyF16(axpyF16AVX2),
 	axpyF16Rows:   rowsOfAxpy(checkAxpyF16(axpyF16AVX2)),
 	axpyF16Rows4:  fourOf(rowsOfAxpy(checkAxpyF16(axpyF16AVX2))),
@@ -64,6 +65,7 @@ var avx512VNNIKernels = kernels{
 	ternaryRows:   checkTernaryRows(ternaryRowsVNNI),
 	ternaryMatMul: checkTernaryMatMul(ternaryMatMulVNNI),
 	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX512),
+	kScores:       kScoresWhole(kScoresAVX512),
 	axpyF16:       checkAxpyF16(axpyF16AVX512),
 	axpyF16Rows:   checkAxpyF16Rows(axpyF16RowsAVX512),
 	axpyF16Rows4:  checkAxpyF16Rows4(axpyF16Rows4AVX512),
@@ -302,6 +304,36 @@ func checkAddF32(f func(x, y []float32)) func(x, y []float32) {
 			panic(fmt.Sprintf("cpu: addF32: adding %d values to %d", len(y), len(x)))
 		}
 		f(x, y)
+	}
+}
+
+// kScoresWhole runs a kScores kernel that takes whole blocks of 16
+// positions and 1-4 queries (tools/asmgen/scores.go) on any n and nq:
+// queries in fours, the whole blocks in one call, the last partial block
+// into a scratch (the same chains, so the same bits) and copied out.
+func kScoresWhole(f func(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int)) func(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int) {
+	return func(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int) {
+		if hd <= 0 || n <= 0 || nq <= 0 {
+			return
+		}
+		blocks := (n + kBlock - 1) / kBlock
+		if len(kt) < blocks*kBlock*hd || len(q) < nq*hd || outStride < n || len(out) < (nq-1)*outStride+n {
+			panic(fmt.Sprintf("cpu: kScores: %d positions of %d queries (head size %d) from %d keys into %d scores %d apart", n, nq, hd, len(kt), len(out), outStride))
+		}
+		whole := n &^ (kBlock - 1)
+		var tail [4 * kBlock]float32
+		for j := 0; j < nq; j += 4 {
+			m := min(4, nq-j)
+			if whole > 0 {
+				f(kt, hd, whole, q[j*hd:], m, out[j*outStride:], outStride)
+			}
+			if whole < n {
+				f(kt[whole*hd:], hd, kBlock, q[j*hd:], m, tail[:], kBlock)
+				for i := 0; i < m; i++ {
+					copy(out[(j+i)*outStride+whole:(j+i)*outStride+n], tail[i*kBlock:])
+				}
+			}
+		}
 	}
 }
 

@@ -18776,6 +18776,862 @@ f16mmend_301:
 	VZEROUPPER
 	RET
 
+// func kScoresAVX512(kt []uint16, hd int, n int, q []float32, nq int, out []float32, outStride int)
+// Requires: AVX, AVX512F
+TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
+	MOVQ nq+64(FP), AX
+	CMPQ AX, $0x01
+	JNE  ksq_540
+
+	// 1 queries
+	MOVQ n+32(FP), AX
+	MOVQ kt_base+0(FP), CX
+	MOVQ hd+24(FP), DX
+	MOVQ q_base+40(FP), BX
+	MOVQ out_base+72(FP), SI
+	MOVQ outStride+96(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, DI
+	SHLQ $0x05, DI
+	MOVQ DX, R8
+	SHLQ $0x02, R8
+
+ksteps_541:
+	CMPQ   AX, $0x00000080
+	JB     kstepsdone_542
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   CX, R8
+	LEAQ   (R8)(DI*2), R9
+	ADDQ   DI, R9
+	LEAQ   (R9)(DI*2), R10
+	ADDQ   DI, R10
+	MOVQ   BX, R11
+	MOVQ   DX, R12
+
+ksd_543:
+	VCVTPH2PS        (R8), Z8
+	VFMADD231PS.BCST (R11), Z8, Z0
+	VCVTPH2PS        (R8)(DI*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z1
+	VCVTPH2PS        (R8)(DI*2), Z8
+	VFMADD231PS.BCST (R11), Z8, Z2
+	VCVTPH2PS        (R9), Z8
+	VFMADD231PS.BCST (R11), Z8, Z3
+	VCVTPH2PS        (R8)(DI*4), Z8
+	VFMADD231PS.BCST (R11), Z8, Z4
+	VCVTPH2PS        (R9)(DI*2), Z8
+	VFMADD231PS.BCST (R11), Z8, Z5
+	VCVTPH2PS        (R10), Z8
+	VFMADD231PS.BCST (R11), Z8, Z6
+	VCVTPH2PS        (R10)(DI*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z7
+	ADDQ             $0x20, R8
+	ADDQ             $0x20, R9
+	ADDQ             $0x20, R10
+	ADDQ             $0x04, R11
+	DECQ             R12
+	JNZ              ksd_543
+	VMOVUPS          Z0, (SI)
+	VMOVUPS          Z1, 64(SI)
+	VMOVUPS          Z2, 128(SI)
+	VMOVUPS          Z3, 192(SI)
+	VMOVUPS          Z4, 256(SI)
+	VMOVUPS          Z5, 320(SI)
+	VMOVUPS          Z6, 384(SI)
+	VMOVUPS          Z7, 448(SI)
+	ADDQ             $0x00000200, SI
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	SUBQ             $0x00000080, AX
+	JMP              ksteps_541
+
+kstepsdone_542:
+	MOVQ  n+32(FP), AX
+	MOVQ  kt_base+0(FP), CX
+	MOVQ  hd+24(FP), DX
+	MOVQ  q_base+40(FP), BX
+	MOVQ  out_base+72(FP), SI
+	MOVQ  outStride+96(FP), DI
+	SHLQ  $0x02, DI
+	MOVQ  DX, DI
+	SHLQ  $0x05, DI
+	MOVQ  AX, R8
+	ANDQ  $0x0000007f, R8
+	SUBQ  R8, AX
+	LEAQ  (SI)(AX*4), SI
+	SHRQ  $0x04, AX
+	IMULQ DI, AX
+	ADDQ  AX, CX
+	MOVQ  DX, AX
+	SHLQ  $0x02, AX
+
+ksteps_544:
+	CMPQ   R8, $0x00000010
+	JB     kstepsdone_545
+	VPXORD Z0, Z0, Z0
+	MOVQ   CX, AX
+	MOVQ   BX, R9
+	MOVQ   DX, R10
+
+ksd_546:
+	VCVTPH2PS        (AX), Z1
+	VFMADD231PS.BCST (R9), Z1, Z0
+	ADDQ             $0x20, AX
+	ADDQ             $0x04, R9
+	DECQ             R10
+	JNZ              ksd_546
+	VMOVUPS          Z0, (SI)
+	ADDQ             $0x00000040, SI
+	ADDQ             DI, CX
+	SUBQ             $0x00000010, R8
+	JMP              ksteps_544
+
+kstepsdone_545:
+	JMP ksend_539
+
+ksq_540:
+	CMPQ AX, $0x02
+	JNE  ksq_547
+
+	// 2 queries
+	MOVQ n+32(FP), AX
+	MOVQ kt_base+0(FP), CX
+	MOVQ hd+24(FP), DX
+	MOVQ q_base+40(FP), BX
+	MOVQ out_base+72(FP), SI
+	MOVQ outStride+96(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
+	MOVQ DX, R9
+	SHLQ $0x02, R9
+
+ksteps_548:
+	CMPQ   AX, $0x00000040
+	JB     kstepsdone_549
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   CX, R10
+	LEAQ   (R10)(R8*2), R11
+	ADDQ   R8, R11
+	MOVQ   BX, R12
+	MOVQ   DX, R13
+
+ksd_550:
+	VCVTPH2PS        (R10), Z8
+	VFMADD231PS.BCST (R12), Z8, Z0
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
+	VCVTPH2PS        (R10)(R8*1), Z8
+	VFMADD231PS.BCST (R12), Z8, Z2
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z3
+	VCVTPH2PS        (R10)(R8*2), Z8
+	VFMADD231PS.BCST (R12), Z8, Z4
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z5
+	VCVTPH2PS        (R11), Z8
+	VFMADD231PS.BCST (R12), Z8, Z6
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z7
+	ADDQ             $0x20, R10
+	ADDQ             $0x20, R11
+	ADDQ             $0x04, R12
+	DECQ             R13
+	JNZ              ksd_550
+	VMOVUPS          Z0, (SI)
+	VMOVUPS          Z1, (SI)(DI*1)
+	VMOVUPS          Z2, 64(SI)
+	VMOVUPS          Z3, 64(SI)(DI*1)
+	VMOVUPS          Z4, 128(SI)
+	VMOVUPS          Z5, 128(SI)(DI*1)
+	VMOVUPS          Z6, 192(SI)
+	VMOVUPS          Z7, 192(SI)(DI*1)
+	ADDQ             $0x00000100, SI
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	SUBQ             $0x00000040, AX
+	JMP              ksteps_548
+
+kstepsdone_549:
+	MOVQ  n+32(FP), AX
+	MOVQ  kt_base+0(FP), CX
+	MOVQ  hd+24(FP), DX
+	MOVQ  q_base+40(FP), BX
+	MOVQ  out_base+72(FP), SI
+	MOVQ  outStride+96(FP), DI
+	SHLQ  $0x02, DI
+	MOVQ  DX, R8
+	SHLQ  $0x05, R8
+	MOVQ  AX, R9
+	ANDQ  $0x0000003f, R9
+	SUBQ  R9, AX
+	LEAQ  (SI)(AX*4), SI
+	SHRQ  $0x04, AX
+	IMULQ R8, AX
+	ADDQ  AX, CX
+	MOVQ  DX, AX
+	SHLQ  $0x02, AX
+
+ksteps_551:
+	CMPQ   R9, $0x00000010
+	JB     kstepsdone_552
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ   CX, R10
+	MOVQ   BX, R11
+	MOVQ   DX, R12
+
+ksd_553:
+	VCVTPH2PS        (R10), Z2
+	VFMADD231PS.BCST (R11), Z2, Z0
+	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
+	ADDQ             $0x20, R10
+	ADDQ             $0x04, R11
+	DECQ             R12
+	JNZ              ksd_553
+	VMOVUPS          Z0, (SI)
+	VMOVUPS          Z1, (SI)(DI*1)
+	ADDQ             $0x00000040, SI
+	ADDQ             R8, CX
+	SUBQ             $0x00000010, R9
+	JMP              ksteps_551
+
+kstepsdone_552:
+	JMP ksend_539
+
+ksq_547:
+	CMPQ AX, $0x03
+	JNE  ksq_554
+
+	// 3 queries
+	MOVQ n+32(FP), AX
+	MOVQ kt_base+0(FP), CX
+	MOVQ hd+24(FP), DX
+	MOVQ q_base+40(FP), BX
+	MOVQ out_base+72(FP), SI
+	MOVQ outStride+96(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
+	MOVQ DX, R9
+	SHLQ $0x02, R9
+
+ksteps_555:
+	CMPQ   AX, $0x00000020
+	JB     kstepsdone_556
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	MOVQ   CX, R10
+	MOVQ   BX, R11
+	MOVQ   DX, R12
+
+ksd_557:
+	VCVTPH2PS        (R10), Z6
+	VFMADD231PS.BCST (R11), Z6, Z0
+	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
+	VFMADD231PS.BCST (R11)(R9*2), Z6, Z2
+	VCVTPH2PS        (R10)(R8*1), Z6
+	VFMADD231PS.BCST (R11), Z6, Z3
+	VFMADD231PS.BCST (R11)(R9*1), Z6, Z4
+	VFMADD231PS.BCST (R11)(R9*2), Z6, Z5
+	ADDQ             $0x20, R10
+	ADDQ             $0x04, R11
+	DECQ             R12
+	JNZ              ksd_557
+	VMOVUPS          Z0, (SI)
+	VMOVUPS          Z1, (SI)(DI*1)
+	VMOVUPS          Z2, (SI)(DI*2)
+	VMOVUPS          Z3, 64(SI)
+	VMOVUPS          Z4, 64(SI)(DI*1)
+	VMOVUPS          Z5, 64(SI)(DI*2)
+	ADDQ             $0x00000080, SI
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	SUBQ             $0x00000020, AX
+	JMP              ksteps_555
+
+kstepsdone_556:
+	MOVQ  n+32(FP), AX
+	MOVQ  kt_base+0(FP), CX
+	MOVQ  hd+24(FP), DX
+	MOVQ  q_base+40(FP), BX
+	MOVQ  out_base+72(FP), SI
+	MOVQ  outStride+96(FP), DI
+	SHLQ  $0x02, DI
+	MOVQ  DX, R8
+	SHLQ  $0x05, R8
+	MOVQ  AX, R9
+	ANDQ  $0x0000001f, R9
+	SUBQ  R9, AX
+	LEAQ  (SI)(AX*4), SI
+	SHRQ  $0x04, AX
+	IMULQ R8, AX
+	ADDQ  AX, CX
+	MOVQ  DX, AX
+	SHLQ  $0x02, AX
+
+ksteps_558:
+	CMPQ   R9, $0x00000010
+	JB     kstepsdone_559
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	MOVQ   CX, R10
+	MOVQ   BX, R11
+	MOVQ   DX, R12
+
+ksd_560:
+	VCVTPH2PS        (R10), Z3
+	VFMADD231PS.BCST (R11), Z3, Z0
+	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
+	VFMADD231PS.BCST (R11)(AX*2), Z3, Z2
+	ADDQ             $0x20, R10
+	ADDQ             $0x04, R11
+	DECQ             R12
+	JNZ              ksd_560
+	VMOVUPS          Z0, (SI)
+	VMOVUPS          Z1, (SI)(DI*1)
+	VMOVUPS          Z2, (SI)(DI*2)
+	ADDQ             $0x00000040, SI
+	ADDQ             R8, CX
+	SUBQ             $0x00000010, R9
+	JMP              ksteps_558
+
+kstepsdone_559:
+	JMP ksend_539
+
+ksq_554:
+	CMPQ AX, $0x04
+	JNE  ksq_561
+
+	// 4 queries
+	MOVQ n+32(FP), AX
+	MOVQ kt_base+0(FP), CX
+	MOVQ hd+24(FP), DX
+	MOVQ q_base+40(FP), BX
+	MOVQ out_base+72(FP), SI
+	MOVQ outStride+96(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
+	MOVQ DX, R9
+	SHLQ $0x02, R9
+
+ksteps_562:
+	CMPQ   AX, $0x00000020
+	JB     kstepsdone_563
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   CX, R10
+	MOVQ   BX, R11
+	LEAQ   (R11)(R9*2), R12
+	ADDQ   R9, R12
+	MOVQ   DX, R13
+
+ksd_564:
+	VCVTPH2PS        (R10), Z8
+	VFMADD231PS.BCST (R11), Z8, Z0
+	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
+	VFMADD231PS.BCST (R11)(R9*2), Z8, Z2
+	VFMADD231PS.BCST (R12), Z8, Z3
+	VCVTPH2PS        (R10)(R8*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z4
+	VFMADD231PS.BCST (R11)(R9*1), Z8, Z5
+	VFMADD231PS.BCST (R11)(R9*2), Z8, Z6
+	VFMADD231PS.BCST (R12), Z8, Z7
+	ADDQ             $0x20, R10
+	ADDQ             $0x04, R11
+	ADDQ             $0x04, R12
+	DECQ             R13
+	JNZ              ksd_564
+	LEAQ             (SI)(DI*2), R10
+	ADDQ             DI, R10
+	VMOVUPS          Z0, (SI)
+	VMOVUPS          Z1, (SI)(DI*1)
+	VMOVUPS          Z2, (SI)(DI*2)
+	VMOVUPS          Z3, (R10)
+	VMOVUPS          Z4, 64(SI)
+	VMOVUPS          Z5, 64(SI)(DI*1)
+	VMOVUPS          Z6, 64(SI)(DI*2)
+	VMOVUPS          Z7, 64(R10)
+	ADDQ             $0x00000080, SI
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	SUBQ             $0x00000020, AX
+	JMP              ksteps_562
+
+kstepsdone_563:
+	MOVQ  n+32(FP), AX
+	MOVQ  kt_base+0(FP), CX
+	MOVQ  hd+24(FP), DX
+	MOVQ  q_base+40(FP), BX
+	MOVQ  out_base+72(FP), SI
+	MOVQ  outStride+96(FP), DI
+	SHLQ  $0x02, DI
+	MOVQ  DX, R8
+	SHLQ  $0x05, R8
+	MOVQ  AX, R9
+	ANDQ  $0x0000001f, R9
+	SUBQ  R9, AX
+	LEAQ  (SI)(AX*4), SI
+	SHRQ  $0x04, AX
+	IMULQ R8, AX
+	ADDQ  AX, CX
+	MOVQ  DX, AX
+	SHLQ  $0x02, AX
+
+ksteps_565:
+	CMPQ   R9, $0x00000010
+	JB     kstepsdone_566
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   CX, R10
+	MOVQ   BX, R11
+	LEAQ   (R11)(AX*2), R12
+	ADDQ   AX, R12
+	MOVQ   DX, R13
+
+ksd_567:
+	VCVTPH2PS        (R10), Z4
+	VFMADD231PS.BCST (R11), Z4, Z0
+	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
+	VFMADD231PS.BCST (R11)(AX*2), Z4, Z2
+	VFMADD231PS.BCST (R12), Z4, Z3
+	ADDQ             $0x20, R10
+	ADDQ             $0x04, R11
+	ADDQ             $0x04, R12
+	DECQ             R13
+	JNZ              ksd_567
+	LEAQ             (SI)(DI*2), R10
+	ADDQ             DI, R10
+	VMOVUPS          Z0, (SI)
+	VMOVUPS          Z1, (SI)(DI*1)
+	VMOVUPS          Z2, (SI)(DI*2)
+	VMOVUPS          Z3, (R10)
+	ADDQ             $0x00000040, SI
+	ADDQ             R8, CX
+	SUBQ             $0x00000010, R9
+	JMP              ksteps_565
+
+kstepsdone_566:
+	JMP ksend_539
+
+ksq_561:
+ksend_539:
+	VZEROUPPER
+	RET
+
+// func kScoresAVX2(kt []uint16, hd int, n int, q []float32, nq int, out []float32, outStride int)
+// Requires: AVX, F16C, FMA3
+TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
+	MOVQ nq+64(FP), AX
+	CMPQ AX, $0x01
+	JNE  ksq_569
+
+	// 1 queries
+	MOVQ n+32(FP), AX
+	MOVQ kt_base+0(FP), CX
+	MOVQ hd+24(FP), DX
+	MOVQ q_base+40(FP), BX
+	MOVQ out_base+72(FP), SI
+	MOVQ outStride+96(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, DI
+	SHLQ $0x05, DI
+	MOVQ DX, R8
+	SHLQ $0x02, R8
+
+ksteps_570:
+	CMPQ   AX, $0x00000020
+	JB     kstepsdone_571
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   CX, R8
+	MOVQ   BX, R9
+	MOVQ   DX, R10
+
+ksd_572:
+	VCVTPH2PS    (R8), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VCVTPH2PS    16(R8), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y1
+	VCVTPH2PS    (R8)(DI*1), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VCVTPH2PS    16(R8)(DI*1), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x20, R8
+	ADDQ         $0x04, R9
+	DECQ         R10
+	JNZ          ksd_572
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, 32(SI)
+	VMOVUPS      Y2, 64(SI)
+	VMOVUPS      Y3, 96(SI)
+	ADDQ         $0x00000080, SI
+	ADDQ         DI, CX
+	ADDQ         DI, CX
+	SUBQ         $0x00000020, AX
+	JMP          ksteps_570
+
+kstepsdone_571:
+	MOVQ  n+32(FP), AX
+	MOVQ  kt_base+0(FP), CX
+	MOVQ  hd+24(FP), DX
+	MOVQ  q_base+40(FP), BX
+	MOVQ  out_base+72(FP), SI
+	MOVQ  outStride+96(FP), DI
+	SHLQ  $0x02, DI
+	MOVQ  DX, DI
+	SHLQ  $0x05, DI
+	MOVQ  AX, R8
+	ANDQ  $0x0000001f, R8
+	SUBQ  R8, AX
+	LEAQ  (SI)(AX*4), SI
+	SHRQ  $0x04, AX
+	IMULQ DI, AX
+	ADDQ  AX, CX
+	MOVQ  DX, AX
+	SHLQ  $0x02, AX
+
+ksteps_573:
+	CMPQ   R8, $0x00000010
+	JB     kstepsdone_574
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   CX, AX
+	MOVQ   BX, R9
+	MOVQ   DX, R10
+
+ksd_575:
+	VCVTPH2PS    (AX), Y2
+	VBROADCASTSS (R9), Y3
+	VFMADD231PS  Y3, Y2, Y0
+	VCVTPH2PS    16(AX), Y2
+	VBROADCASTSS (R9), Y3
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x20, AX
+	ADDQ         $0x04, R9
+	DECQ         R10
+	JNZ          ksd_575
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, 32(SI)
+	ADDQ         $0x00000040, SI
+	ADDQ         DI, CX
+	SUBQ         $0x00000010, R8
+	JMP          ksteps_573
+
+kstepsdone_574:
+	JMP ksend_568
+
+ksq_569:
+	CMPQ AX, $0x02
+	JNE  ksq_576
+
+	// 2 queries
+	MOVQ n+32(FP), AX
+	MOVQ kt_base+0(FP), CX
+	MOVQ hd+24(FP), DX
+	MOVQ q_base+40(FP), BX
+	MOVQ out_base+72(FP), SI
+	MOVQ outStride+96(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
+	MOVQ DX, R9
+	SHLQ $0x02, R9
+
+ksteps_577:
+	CMPQ   AX, $0x00000020
+	JB     kstepsdone_578
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   CX, R10
+	MOVQ   BX, R11
+	MOVQ   DX, R12
+
+ksd_579:
+	VCVTPH2PS    (R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VCVTPH2PS    16(R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y3
+	VCVTPH2PS    (R10)(R8*1), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y4
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y5
+	VCVTPH2PS    16(R10)(R8*1), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y6
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y7
+	ADDQ         $0x20, R10
+	ADDQ         $0x04, R11
+	DECQ         R12
+	JNZ          ksd_579
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, (SI)(DI*1)
+	VMOVUPS      Y2, 32(SI)
+	VMOVUPS      Y3, 32(SI)(DI*1)
+	VMOVUPS      Y4, 64(SI)
+	VMOVUPS      Y5, 64(SI)(DI*1)
+	VMOVUPS      Y6, 96(SI)
+	VMOVUPS      Y7, 96(SI)(DI*1)
+	ADDQ         $0x00000080, SI
+	ADDQ         R8, CX
+	ADDQ         R8, CX
+	SUBQ         $0x00000020, AX
+	JMP          ksteps_577
+
+kstepsdone_578:
+	MOVQ  n+32(FP), AX
+	MOVQ  kt_base+0(FP), CX
+	MOVQ  hd+24(FP), DX
+	MOVQ  q_base+40(FP), BX
+	MOVQ  out_base+72(FP), SI
+	MOVQ  outStride+96(FP), DI
+	SHLQ  $0x02, DI
+	MOVQ  DX, R8
+	SHLQ  $0x05, R8
+	MOVQ  AX, R9
+	ANDQ  $0x0000001f, R9
+	SUBQ  R9, AX
+	LEAQ  (SI)(AX*4), SI
+	SHRQ  $0x04, AX
+	IMULQ R8, AX
+	ADDQ  AX, CX
+	MOVQ  DX, AX
+	SHLQ  $0x02, AX
+
+ksteps_580:
+	CMPQ   R9, $0x00000010
+	JB     kstepsdone_581
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   CX, R10
+	MOVQ   BX, R11
+	MOVQ   DX, R12
+
+ksd_582:
+	VCVTPH2PS    (R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y1
+	VCVTPH2PS    16(R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x20, R10
+	ADDQ         $0x04, R11
+	DECQ         R12
+	JNZ          ksd_582
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, (SI)(DI*1)
+	VMOVUPS      Y2, 32(SI)
+	VMOVUPS      Y3, 32(SI)(DI*1)
+	ADDQ         $0x00000040, SI
+	ADDQ         R8, CX
+	SUBQ         $0x00000010, R9
+	JMP          ksteps_580
+
+kstepsdone_581:
+	JMP ksend_568
+
+ksq_576:
+	CMPQ AX, $0x03
+	JNE  ksq_583
+
+	// 3 queries
+	MOVQ n+32(FP), AX
+	MOVQ kt_base+0(FP), CX
+	MOVQ hd+24(FP), DX
+	MOVQ q_base+40(FP), BX
+	MOVQ out_base+72(FP), SI
+	MOVQ outStride+96(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
+	MOVQ DX, R9
+	SHLQ $0x02, R9
+
+ksteps_584:
+	CMPQ   AX, $0x00000010
+	JB     kstepsdone_585
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	MOVQ   CX, R10
+	MOVQ   BX, R11
+	MOVQ   DX, R12
+
+ksd_586:
+	VCVTPH2PS    (R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y0
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y1
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y2
+	VCVTPH2PS    16(R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y3
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y4
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y5
+	ADDQ         $0x20, R10
+	ADDQ         $0x04, R11
+	DECQ         R12
+	JNZ          ksd_586
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, (SI)(DI*1)
+	VMOVUPS      Y2, (SI)(DI*2)
+	VMOVUPS      Y3, 32(SI)
+	VMOVUPS      Y4, 32(SI)(DI*1)
+	VMOVUPS      Y5, 32(SI)(DI*2)
+	ADDQ         $0x00000040, SI
+	ADDQ         R8, CX
+	SUBQ         $0x00000010, AX
+	JMP          ksteps_584
+
+kstepsdone_585:
+	JMP ksend_568
+
+ksq_583:
+	CMPQ AX, $0x04
+	JNE  ksq_587
+
+	// 4 queries
+	MOVQ n+32(FP), AX
+	MOVQ kt_base+0(FP), CX
+	MOVQ hd+24(FP), DX
+	MOVQ q_base+40(FP), BX
+	MOVQ out_base+72(FP), SI
+	MOVQ outStride+96(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
+	MOVQ DX, R9
+	SHLQ $0x02, R9
+
+ksteps_588:
+	CMPQ   AX, $0x00000010
+	JB     kstepsdone_589
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   CX, R10
+	MOVQ   BX, R11
+	LEAQ   (R11)(R9*2), R12
+	ADDQ   R9, R12
+	MOVQ   DX, R13
+
+ksd_590:
+	VCVTPH2PS    (R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VBROADCASTSS (R11)(R9*2), Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VBROADCASTSS (R12), Y9
+	VFMADD231PS  Y9, Y8, Y3
+	VCVTPH2PS    16(R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y4
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y5
+	VBROADCASTSS (R11)(R9*2), Y9
+	VFMADD231PS  Y9, Y8, Y6
+	VBROADCASTSS (R12), Y9
+	VFMADD231PS  Y9, Y8, Y7
+	ADDQ         $0x20, R10
+	ADDQ         $0x04, R11
+	ADDQ         $0x04, R12
+	DECQ         R13
+	JNZ          ksd_590
+	LEAQ         (SI)(DI*2), R10
+	ADDQ         DI, R10
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, (SI)(DI*1)
+	VMOVUPS      Y2, (SI)(DI*2)
+	VMOVUPS      Y3, (R10)
+	VMOVUPS      Y4, 32(SI)
+	VMOVUPS      Y5, 32(SI)(DI*1)
+	VMOVUPS      Y6, 32(SI)(DI*2)
+	VMOVUPS      Y7, 32(R10)
+	ADDQ         $0x00000040, SI
+	ADDQ         R8, CX
+	SUBQ         $0x00000010, AX
+	JMP          ksteps_588
+
+kstepsdone_589:
+	JMP ksend_568
+
+ksq_587:
+ksend_568:
+	VZEROUPPER
+	RET
+
 // func dotI8MatMulVNNI(w []int8, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int, bias []int32)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, MMX+
 TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
@@ -18783,16 +19639,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_539:
+rows_591:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_540
+	JB   rowsdone_592
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_541:
+tokens_593:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_542
+	JB   tokenstail_594
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -18826,9 +19682,9 @@ tokens_541:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_544:
+i8steps_596:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_545
+	JB         i8stepsdone_597
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -18867,11 +19723,11 @@ i8steps_544:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_544
+	JMP        i8steps_596
 
-i8stepsdone_545:
+i8stepsdone_597:
 	TESTQ      R10, R10
-	JZ         notail_546
+	JZ         notail_598
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -18909,7 +19765,7 @@ i8stepsdone_545:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_546:
+notail_598:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19068,11 +19924,11 @@ notail_546:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_541
+	JMP           tokens_593
 
-tokenstail_542:
+tokenstail_594:
 	CMPQ DI, $0x00000004
-	JNE  tokens_547
+	JNE  tokens_599
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -19101,9 +19957,9 @@ tokenstail_542:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_548:
+i8steps_600:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_549
+	JB         i8stepsdone_601
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -19137,11 +19993,11 @@ i8steps_548:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_548
+	JMP        i8steps_600
 
-i8stepsdone_549:
+i8stepsdone_601:
 	TESTQ      R10, R10
-	JZ         notail_550
+	JZ         notail_602
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -19174,7 +20030,7 @@ i8stepsdone_549:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_550:
+notail_602:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19296,11 +20152,11 @@ notail_550:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_543
+	JMP           tokensdone_595
 
-tokens_547:
+tokens_599:
 	CMPQ DI, $0x00000003
-	JNE  tokens_551
+	JNE  tokens_603
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -19323,9 +20179,9 @@ tokens_547:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_552:
+i8steps_604:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_553
+	JB         i8stepsdone_605
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -19353,11 +20209,11 @@ i8steps_552:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_552
+	JMP        i8steps_604
 
-i8stepsdone_553:
+i8stepsdone_605:
 	TESTQ      R10, R10
-	JZ         notail_554
+	JZ         notail_606
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -19385,7 +20241,7 @@ i8stepsdone_553:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_554:
+notail_606:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19478,11 +20334,11 @@ notail_554:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_543
+	JMP           tokensdone_595
 
-tokens_551:
+tokens_603:
 	CMPQ DI, $0x00000002
-	JNE  tokens_555
+	JNE  tokens_607
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -19501,9 +20357,9 @@ tokens_551:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_556:
+i8steps_608:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_557
+	JB         i8stepsdone_609
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -19526,11 +20382,11 @@ i8steps_556:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_556
+	JMP        i8steps_608
 
-i8stepsdone_557:
+i8stepsdone_609:
 	TESTQ      R10, R10
-	JZ         notail_558
+	JZ         notail_610
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -19553,7 +20409,7 @@ i8stepsdone_557:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_558:
+notail_610:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19617,11 +20473,11 @@ notail_558:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_543
+	JMP           tokensdone_595
 
-tokens_555:
+tokens_607:
 	CMPQ DI, $0x00000001
-	JNE  tokens_559
+	JNE  tokens_611
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -19636,9 +20492,9 @@ tokens_555:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_560:
+i8steps_612:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_561
+	JB         i8stepsdone_613
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -19656,11 +20512,11 @@ i8steps_560:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_560
+	JMP        i8steps_612
 
-i8stepsdone_561:
+i8stepsdone_613:
 	TESTQ      R9, R9
-	JZ         notail_562
+	JZ         notail_614
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -19678,7 +20534,7 @@ i8stepsdone_561:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_562:
+notail_614:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -19714,27 +20570,27 @@ notail_562:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_543
+	JMP           tokensdone_595
 
-tokens_559:
-tokensdone_543:
+tokens_611:
+tokensdone_595:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_539
+	JMP  rows_591
 
-rowsdone_540:
-rows_563:
+rowsdone_592:
+rows_615:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_564
+	JB   rowsdone_616
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_565:
+tokens_617:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_566
+	JB   tokenstail_618
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -19756,9 +20612,9 @@ tokens_565:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_568:
+i8steps_620:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_569
+	JB         i8stepsdone_621
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -19782,11 +20638,11 @@ i8steps_568:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_568
+	JMP        i8steps_620
 
-i8stepsdone_569:
+i8stepsdone_621:
 	TESTQ      R9, R9
-	JZ         notail_570
+	JZ         notail_622
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -19809,7 +20665,7 @@ i8stepsdone_569:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_570:
+notail_622:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19919,11 +20775,11 @@ notail_570:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_565
+	JMP           tokens_617
 
-tokenstail_566:
+tokenstail_618:
 	CMPQ DI, $0x00000007
-	JNE  tokens_571
+	JNE  tokens_623
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -19943,9 +20799,9 @@ tokenstail_566:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_572:
+i8steps_624:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_573
+	JB         i8stepsdone_625
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -19967,11 +20823,11 @@ i8steps_572:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_572
+	JMP        i8steps_624
 
-i8stepsdone_573:
+i8stepsdone_625:
 	TESTQ      R9, R9
-	JZ         notail_574
+	JZ         notail_626
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -19992,7 +20848,7 @@ i8stepsdone_573:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_574:
+notail_626:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20082,11 +20938,11 @@ notail_574:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_567
+	JMP           tokensdone_619
 
-tokens_571:
+tokens_623:
 	CMPQ DI, $0x00000006
-	JNE  tokens_575
+	JNE  tokens_627
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -20103,9 +20959,9 @@ tokens_571:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_576:
+i8steps_628:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_577
+	JB         i8stepsdone_629
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -20124,11 +20980,11 @@ i8steps_576:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_576
+	JMP        i8steps_628
 
-i8stepsdone_577:
+i8stepsdone_629:
 	TESTQ      R9, R9
-	JZ         notail_578
+	JZ         notail_630
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -20147,7 +21003,7 @@ i8stepsdone_577:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_578:
+notail_630:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20225,11 +21081,11 @@ notail_578:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_567
+	JMP           tokensdone_619
 
-tokens_575:
+tokens_627:
 	CMPQ DI, $0x00000005
-	JNE  tokens_579
+	JNE  tokens_631
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -20245,9 +21101,9 @@ tokens_575:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_580:
+i8steps_632:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_581
+	JB         i8stepsdone_633
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -20264,11 +21120,11 @@ i8steps_580:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_580
+	JMP        i8steps_632
 
-i8stepsdone_581:
+i8stepsdone_633:
 	TESTQ      R9, R9
-	JZ         notail_582
+	JZ         notail_634
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -20285,7 +21141,7 @@ i8stepsdone_581:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_582:
+notail_634:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20351,11 +21207,11 @@ notail_582:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_567
+	JMP           tokensdone_619
 
-tokens_579:
+tokens_631:
 	CMPQ DI, $0x00000004
-	JNE  tokens_583
+	JNE  tokens_635
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -20370,9 +21226,9 @@ tokens_579:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_584:
+i8steps_636:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_585
+	JB         i8stepsdone_637
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -20387,11 +21243,11 @@ i8steps_584:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_584
+	JMP        i8steps_636
 
-i8stepsdone_585:
+i8stepsdone_637:
 	TESTQ      R9, R9
-	JZ         notail_586
+	JZ         notail_638
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -20406,7 +21262,7 @@ i8stepsdone_585:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_586:
+notail_638:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20460,11 +21316,11 @@ notail_586:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_567
+	JMP           tokensdone_619
 
-tokens_583:
+tokens_635:
 	CMPQ DI, $0x00000003
-	JNE  tokens_587
+	JNE  tokens_639
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -20476,9 +21332,9 @@ tokens_583:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_588:
+i8steps_640:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_589
+	JB         i8stepsdone_641
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -20490,11 +21346,11 @@ i8steps_588:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_588
+	JMP        i8steps_640
 
-i8stepsdone_589:
+i8stepsdone_641:
 	TESTQ      R9, R9
-	JZ         notail_590
+	JZ         notail_642
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -20507,7 +21363,7 @@ i8stepsdone_589:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_590:
+notail_642:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20549,11 +21405,11 @@ notail_590:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_567
+	JMP           tokensdone_619
 
-tokens_587:
+tokens_639:
 	CMPQ DI, $0x00000002
-	JNE  tokens_591
+	JNE  tokens_643
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -20564,9 +21420,9 @@ tokens_587:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_592:
+i8steps_644:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_593
+	JB         i8stepsdone_645
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -20576,11 +21432,11 @@ i8steps_592:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_592
+	JMP        i8steps_644
 
-i8stepsdone_593:
+i8stepsdone_645:
 	TESTQ      R9, R9
-	JZ         notail_594
+	JZ         notail_646
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -20591,7 +21447,7 @@ i8stepsdone_593:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_594:
+notail_646:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20621,11 +21477,11 @@ notail_594:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_567
+	JMP           tokensdone_619
 
-tokens_591:
+tokens_643:
 	CMPQ DI, $0x00000001
-	JNE  tokens_595
+	JNE  tokens_647
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -20635,9 +21491,9 @@ tokens_591:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_596:
+i8steps_648:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_597
+	JB         i8stepsdone_649
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -20645,11 +21501,11 @@ i8steps_596:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_596
+	JMP        i8steps_648
 
-i8stepsdone_597:
+i8stepsdone_649:
 	TESTQ      R8, R8
-	JZ         notail_598
+	JZ         notail_650
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -20658,7 +21514,7 @@ i8stepsdone_597:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_598:
+notail_650:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20677,17 +21533,17 @@ notail_598:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_567
+	JMP           tokensdone_619
 
-tokens_595:
-tokensdone_567:
+tokens_647:
+tokensdone_619:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_563
+	JMP  rows_615
 
-rowsdone_564:
+rowsdone_616:
 	VZEROUPPER
 	RET
 
@@ -20696,7 +21552,7 @@ rowsdone_564:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_599
+	JE      group32_651
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -20711,9 +21567,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_600
+	JZ      pairsdone_652
 
-pairs_601:
+pairs_653:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -20727,9 +21583,9 @@ pairs_601:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_603
+	JAE    loopdone_655
 
-loop_602:
+loop_654:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -20894,13 +21750,13 @@ loop_602:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_602
+	JB           loop_654
 
-loopdone_603:
-room_604:
+loopdone_655:
+room_656:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_605
+	JA           roomdone_657
 	VMOVDQU      (DX)(R11*1), Y6
 	VMOVDQU      (AX)(R11*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -20922,9 +21778,9 @@ room_604:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R12
 	ADDQ         $0x20, R11
-	JMP          room_604
+	JMP          room_656
 
-roomdone_605:
+roomdone_657:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -20944,7 +21800,7 @@ roomdone_605:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_601
+	JNZ          pairs_653
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -20954,19 +21810,19 @@ roomdone_605:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_600:
+pairsdone_652:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_606
+	JZ     noodd_658
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_608
+	JAE    loopdone_660
 
-loop_607:
+loop_659:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -21058,13 +21914,13 @@ loop_607:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_607
+	JB           loop_659
 
-loopdone_608:
-room_609:
+loopdone_660:
+room_661:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_610
+	JA           roomdone_662
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -21077,9 +21933,9 @@ room_609:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_609
+	JMP          room_661
 
-roomdone_610:
+roomdone_662:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -21088,11 +21944,11 @@ roomdone_610:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_606:
+noodd_658:
 	VZEROUPPER
 	RET
 
-group32_599:
+group32_651:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -21106,9 +21962,9 @@ group32_599:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_611
+	JZ      pairsdone_663
 
-pairs_612:
+pairs_664:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -21122,9 +21978,9 @@ pairs_612:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_614
+	JAE    loopdone_666
 
-loop_613:
+loop_665:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -21273,13 +22129,13 @@ loop_613:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_613
+	JB           loop_665
 
-loopdone_614:
-room_615:
+loopdone_666:
+room_667:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_616
+	JA           roomdone_668
 	VMOVDQU      (DX)(R11*1), Y5
 	VMOVDQU      (AX)(R11*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -21299,9 +22155,9 @@ room_615:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R12
 	ADDQ         $0x20, R11
-	JMP          room_615
+	JMP          room_667
 
-roomdone_616:
+roomdone_668:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -21321,7 +22177,7 @@ roomdone_616:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_612
+	JNZ          pairs_664
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -21331,19 +22187,19 @@ roomdone_616:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_611:
+pairsdone_663:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_617
+	JZ     noodd_669
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_619
+	JAE    loopdone_671
 
-loop_618:
+loop_670:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -21427,13 +22283,13 @@ loop_618:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_618
+	JB           loop_670
 
-loopdone_619:
-room_620:
+loopdone_671:
+room_672:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_621
+	JA           roomdone_673
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -21445,9 +22301,9 @@ room_620:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_620
+	JMP          room_672
 
-roomdone_621:
+roomdone_673:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -21456,7 +22312,7 @@ roomdone_621:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_617:
+noodd_669:
 	VZEROUPPER
 	RET
 
@@ -21465,7 +22321,7 @@ noodd_617:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_622
+	JE           group32_674
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -21480,9 +22336,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_623
+	JZ           pairsdone_675
 
-pairs_624:
+pairs_676:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -21496,9 +22352,9 @@ pairs_624:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_626
+	JAE    loopdone_678
 
-loop_625:
+loop_677:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -21571,13 +22427,13 @@ loop_625:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000100, R12
 	CMPQ            R12, R14
-	JB              loop_625
+	JB              loop_677
 
-loopdone_626:
-room_627:
+loopdone_678:
+room_679:
 	LEAQ            64(R12), R14
 	CMPQ            R14, BX
-	JA              roomdone_628
+	JA              roomdone_680
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -21596,9 +22452,9 @@ room_627:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
 	ADDQ            $0x40, R12
-	JMP             room_627
+	JMP             room_679
 
-roomdone_628:
+roomdone_680:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -21622,7 +22478,7 @@ roomdone_628:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_624
+	JNZ           pairs_676
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -21632,19 +22488,19 @@ roomdone_628:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_623:
+pairsdone_675:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_629
+	JZ     noodd_681
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_631
+	JAE    loopdone_683
 
-loop_630:
+loop_682:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -21688,13 +22544,13 @@ loop_630:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_630
+	JB              loop_682
 
-loopdone_631:
-room_632:
+loopdone_683:
+room_684:
 	LEAQ            64(R8), R10
 	CMPQ            R10, BX
-	JA              roomdone_633
+	JA              roomdone_685
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -21706,9 +22562,9 @@ room_632:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_632
+	JMP             room_684
 
-roomdone_633:
+roomdone_685:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -21719,11 +22575,11 @@ roomdone_633:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_629:
+noodd_681:
 	VZEROUPPER
 	RET
 
-group32_622:
+group32_674:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -21738,9 +22594,9 @@ group32_622:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_634
+	JZ           pairsdone_686
 
-pairs_635:
+pairs_687:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -21754,9 +22610,9 @@ pairs_635:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_637
+	JAE    loopdone_689
 
-loop_636:
+loop_688:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -21829,13 +22685,13 @@ loop_636:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_636
+	JB           loop_688
 
-loopdone_637:
-room_638:
+loopdone_689:
+room_690:
 	LEAQ         64(R12), R14
 	CMPQ         R14, BX
-	JA           roomdone_639
+	JA           roomdone_691
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -21854,9 +22710,9 @@ room_638:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
 	ADDQ         $0x40, R12
-	JMP          room_638
+	JMP          room_690
 
-roomdone_639:
+roomdone_691:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -21880,7 +22736,7 @@ roomdone_639:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_635
+	JNZ           pairs_687
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -21890,19 +22746,19 @@ roomdone_639:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_634:
+pairsdone_686:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_640
+	JZ     noodd_692
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_642
+	JAE    loopdone_694
 
-loop_641:
+loop_693:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -21946,13 +22802,13 @@ loop_641:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_641
+	JB           loop_693
 
-loopdone_642:
-room_643:
+loopdone_694:
+room_695:
 	LEAQ         64(R8), R10
 	CMPQ         R10, BX
-	JA           roomdone_644
+	JA           roomdone_696
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -21964,9 +22820,9 @@ room_643:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_643
+	JMP          room_695
 
-roomdone_644:
+roomdone_696:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -21977,7 +22833,7 @@ roomdone_644:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_640:
+noodd_692:
 	VZEROUPPER
 	RET
 
@@ -21995,9 +22851,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_646
+	JAE          loopdone_698
 
-loop_645:
+loop_697:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -22008,9 +22864,9 @@ loop_645:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_645
+	JB      loop_697
 
-loopdone_646:
+loopdone_698:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -22022,18 +22878,18 @@ loopdone_646:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_648
+	JAE          maxabsdone_700
 
-maxabs_647:
+maxabs_699:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_647
+	JB      maxabs_699
 
-maxabsdone_648:
+maxabsdone_700:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -22053,9 +22909,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_650
+	JAE          loopdone_702
 
-loop_649:
+loop_701:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -22066,9 +22922,9 @@ loop_649:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_649
+	JB      loop_701
 
-loopdone_650:
+loopdone_702:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -22082,18 +22938,18 @@ loopdone_650:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_652
+	JAE           maxabsdone_704
 
-maxabs_651:
+maxabs_703:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_651
+	JB      maxabs_703
 
-maxabsdone_652:
+maxabsdone_704:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -22114,9 +22970,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_654
+	JAE          loopdone_706
 
-loop_653:
+loop_705:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -22129,9 +22985,9 @@ loop_653:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_653
+	JB           loop_705
 
-loopdone_654:
+loopdone_706:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -22140,9 +22996,9 @@ loopdone_654:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_656
+	JAE          quantdone_708
 
-quant_655:
+quant_707:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -22155,9 +23011,9 @@ quant_655:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_655
+	JB        quant_707
 
-quantdone_656:
+quantdone_708:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -22178,9 +23034,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_658
+	JAE          loopdone_710
 
-loop_657:
+loop_709:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -22195,12 +23051,12 @@ loop_657:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_657
+	JB        loop_709
 
-loopdone_658:
+loopdone_710:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_659
+	JA        skip_711
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -22209,10 +23065,10 @@ loopdone_658:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_659:
+skip_711:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_660
+	JZ        notail_712
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -22224,7 +23080,7 @@ skip_659:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_660:
+notail_712:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -22249,9 +23105,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_662
+	JAE  loopdone_714
 
-loop_661:
+loop_713:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -22260,31 +23116,31 @@ loop_661:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_661
+	JB        loop_713
 
-loopdone_662:
+loopdone_714:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_663
+	JA        skip_715
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_663:
+skip_715:
 	CMPQ BX, DX
-	JAE  halfdone_665
+	JAE  halfdone_717
 
-half_664:
+half_716:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_664
+	JB        half_716
 
-halfdone_665:
+halfdone_717:
 	VZEROUPPER
 	RET
 
@@ -22298,9 +23154,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_667
+	JAE  loopdone_719
 
-loop_666:
+loop_718:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -22309,21 +23165,21 @@ loop_666:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_666
+	JB        loop_718
 
-loopdone_667:
+loopdone_719:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_668
+	JA        skip_720
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_668:
+skip_720:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_669
+	JZ        notail_721
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -22331,7 +23187,7 @@ skip_668:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_669:
+notail_721:
 	VZEROUPPER
 	RET
 
@@ -22345,9 +23201,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_671
+	JAE  loopdone_723
 
-loop_670:
+loop_722:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -22358,32 +23214,32 @@ loop_670:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_670
+	JB        loop_722
 
-loopdone_671:
+loopdone_723:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_672
+	JA        skip_724
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_672:
+skip_724:
 	CMPQ BX, DX
-	JAE  halfdone_674
+	JAE  halfdone_726
 
-half_673:
+half_725:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_673
+	JB        half_725
 
-halfdone_674:
+halfdone_726:
 	VZEROUPPER
 	RET
 
@@ -22397,9 +23253,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_676
+	JAE  loopdone_728
 
-loop_675:
+loop_727:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -22410,22 +23266,22 @@ loop_675:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_675
+	JB        loop_727
 
-loopdone_676:
+loopdone_728:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_677
+	JA        skip_729
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_677:
+skip_729:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_678
+	JZ        notail_730
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -22434,7 +23290,7 @@ skip_677:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_678:
+notail_730:
 	VZEROUPPER
 	RET
 
@@ -22451,9 +23307,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_680
+	JAE          loopdone_732
 
-loop_679:
+loop_731:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -22494,11 +23350,11 @@ loop_679:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_679
+	JB           loop_731
 
-loopdone_680:
+loopdone_732:
 	SUBQ         DX, CX
-	JE           notail_681
+	JE           notail_733
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -22543,7 +23399,7 @@ loopdone_680:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_681:
+notail_733:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -22568,9 +23424,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_683
+	JAE          loopdone_735
 
-loop_682:
+loop_734:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -22585,9 +23441,9 @@ loop_682:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_682
+	JB      loop_734
 
-loopdone_683:
+loopdone_735:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -22598,17 +23454,17 @@ loopdone_683:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_685
+	JAE          scalemaxdone_737
 
-scalemax_684:
+scalemax_736:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_684
+	JB     scalemax_736
 
-scalemaxdone_685:
+scalemaxdone_737:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -22628,9 +23484,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_687
+	JAE          loopdone_739
 
-loop_686:
+loop_738:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -22645,9 +23501,9 @@ loop_686:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_686
+	JB      loop_738
 
-loopdone_687:
+loopdone_739:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -22660,17 +23516,17 @@ loopdone_687:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_689
+	JAE           scalemaxdone_741
 
-scalemax_688:
+scalemax_740:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_688
+	JB     scalemax_740
 
-scalemaxdone_689:
+scalemaxdone_741:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -22700,9 +23556,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_691
+	JAE          loopdone_743
 
-loop_690:
+loop_742:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -22749,12 +23605,12 @@ loop_690:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_690
+	JB            loop_742
 
-loopdone_691:
+loopdone_743:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_692
+	JA            skip_744
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -22779,10 +23635,10 @@ loopdone_691:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_692:
+skip_744:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_693
+	JZ            notail_745
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -22810,7 +23666,7 @@ skip_692:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_693:
+notail_745:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -22838,9 +23694,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_695
+	JAE          loopdone_747
 
-loop_694:
+loop_746:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -22871,13 +23727,13 @@ loop_694:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_694
+	JB        loop_746
 
-loopdone_695:
-ewvec_696:
+loopdone_747:
+ewvec_748:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_697
+	JA        ewvecdone_749
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -22886,13 +23742,13 @@ ewvec_696:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_696
+	JMP       ewvec_748
 
-ewvecdone_697:
+ewvecdone_749:
 	CMPQ SI, BX
-	JAE  ewonedone_699
+	JAE  ewonedone_751
 
-ewone_698:
+ewone_750:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -22902,9 +23758,9 @@ ewone_698:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_698
+	JB        ewone_750
 
-ewonedone_699:
+ewonedone_751:
 	VZEROUPPER
 	RET
 
@@ -22921,9 +23777,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_701
+	JAE          loopdone_753
 
-loop_700:
+loop_752:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -22946,26 +23802,26 @@ loop_700:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_700
+	JB      loop_752
 
-loopdone_701:
-ewvec_702:
+loopdone_753:
+ewvec_754:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_703
+	JA      ewvecdone_755
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_702
+	JMP     ewvec_754
 
-ewvecdone_703:
+ewvecdone_755:
 	CMPQ SI, BX
-	JAE  ewonedone_705
+	JAE  ewonedone_757
 
-ewone_704:
+ewone_756:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -22973,9 +23829,9 @@ ewone_704:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_704
+	JB     ewone_756
 
-ewonedone_705:
+ewonedone_757:
 	VZEROUPPER
 	RET
 
@@ -22990,9 +23846,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_707
+	JAE  loopdone_759
 
-loop_706:
+loop_758:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -23023,13 +23879,13 @@ loop_706:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_706
+	JB      loop_758
 
-loopdone_707:
-ewvec_708:
+loopdone_759:
+ewvec_760:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_709
+	JA      ewvecdone_761
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -23038,13 +23894,13 @@ ewvec_708:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_708
+	JMP     ewvec_760
 
-ewvecdone_709:
+ewvecdone_761:
 	CMPQ SI, BX
-	JAE  ewonedone_711
+	JAE  ewonedone_763
 
-ewone_710:
+ewone_762:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -23054,9 +23910,9 @@ ewone_710:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_710
+	JB     ewone_762
 
-ewonedone_711:
+ewonedone_763:
 	VZEROUPPER
 	RET
 
@@ -23070,9 +23926,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_713
+	JAE  loopdone_765
 
-loop_712:
+loop_764:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -23091,34 +23947,34 @@ loop_712:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_712
+	JB      loop_764
 
-loopdone_713:
-ewvec_714:
+loopdone_765:
+ewvec_766:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_715
+	JA      ewvecdone_767
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_714
+	JMP     ewvec_766
 
-ewvecdone_715:
+ewvecdone_767:
 	CMPQ BX, DX
-	JAE  ewonedone_717
+	JAE  ewonedone_769
 
-ewone_716:
+ewone_768:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_716
+	JB     ewone_768
 
-ewonedone_717:
+ewonedone_769:
 	VZEROUPPER
 	RET
 
@@ -23138,9 +23994,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_719
+	JAE          loopdone_771
 
-loop_718:
+loop_770:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -23171,13 +24027,13 @@ loop_718:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_718
+	JB        loop_770
 
-loopdone_719:
-ewvec_720:
+loopdone_771:
+ewvec_772:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_721
+	JA        ewvecdone_773
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -23186,13 +24042,13 @@ ewvec_720:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_720
+	JMP       ewvec_772
 
-ewvecdone_721:
+ewvecdone_773:
 	CMPQ SI, BX
-	JAE  ewonedone_723
+	JAE  ewonedone_775
 
-ewone_722:
+ewone_774:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -23202,9 +24058,9 @@ ewone_722:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_722
+	JB        ewone_774
 
-ewonedone_723:
+ewonedone_775:
 	VZEROUPPER
 	RET
 
@@ -23221,9 +24077,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_725
+	JAE          loopdone_777
 
-loop_724:
+loop_776:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -23246,26 +24102,26 @@ loop_724:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_724
+	JB      loop_776
 
-loopdone_725:
-ewvec_726:
+loopdone_777:
+ewvec_778:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_727
+	JA      ewvecdone_779
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_726
+	JMP     ewvec_778
 
-ewvecdone_727:
+ewvecdone_779:
 	CMPQ SI, BX
-	JAE  ewonedone_729
+	JAE  ewonedone_781
 
-ewone_728:
+ewone_780:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -23273,9 +24129,9 @@ ewone_728:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_728
+	JB     ewone_780
 
-ewonedone_729:
+ewonedone_781:
 	VZEROUPPER
 	RET
 
@@ -23290,9 +24146,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_731
+	JAE  loopdone_783
 
-loop_730:
+loop_782:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -23323,13 +24179,13 @@ loop_730:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_730
+	JB      loop_782
 
-loopdone_731:
-ewvec_732:
+loopdone_783:
+ewvec_784:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_733
+	JA      ewvecdone_785
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -23338,13 +24194,13 @@ ewvec_732:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_732
+	JMP     ewvec_784
 
-ewvecdone_733:
+ewvecdone_785:
 	CMPQ SI, BX
-	JAE  ewonedone_735
+	JAE  ewonedone_787
 
-ewone_734:
+ewone_786:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -23354,9 +24210,9 @@ ewone_734:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_734
+	JB      ewone_786
 
-ewonedone_735:
+ewonedone_787:
 	VZEROUPPER
 	RET
 
@@ -23370,9 +24226,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_737
+	JAE  loopdone_789
 
-loop_736:
+loop_788:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -23391,34 +24247,34 @@ loop_736:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_736
+	JB      loop_788
 
-loopdone_737:
-ewvec_738:
+loopdone_789:
+ewvec_790:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_739
+	JA      ewvecdone_791
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_738
+	JMP     ewvec_790
 
-ewvecdone_739:
+ewvecdone_791:
 	CMPQ BX, DX
-	JAE  ewonedone_741
+	JAE  ewonedone_793
 
-ewone_740:
+ewone_792:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_740
+	JB     ewone_792
 
-ewonedone_741:
+ewonedone_793:
 	VZEROUPPER
 	RET
 
@@ -23443,9 +24299,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_743
+	JAE   loopdone_795
 
-loop_742:
+loop_794:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -23520,21 +24376,21 @@ loop_742:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_742
+	JB         loop_794
 
-loopdone_743:
+loopdone_795:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_745
+	JAE    sum64done_797
 
-sum64_744:
+sum64_796:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_744
+	JB     sum64_796
 
-sum64done_745:
+sum64done_797:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -23568,9 +24424,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_747
+	JAE    loopdone_799
 
-loop_746:
+loop_798:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -23613,20 +24469,20 @@ loop_746:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_746
+	JB         loop_798
 
-loopdone_747:
+loopdone_799:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_749
+	JAE    sum64done_801
 
-sum64_748:
+sum64_800:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_748
+	JB     sum64_800
 
-sum64done_749:
+sum64done_801:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -23673,9 +24529,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_751
+	JZ         sgemmtail_803
 
-sgemm_750:
+sgemm_802:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -23759,13 +24615,13 @@ sgemm_750:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_750
+	JNZ          sgemm_802
 
-sgemmtail_751:
+sgemmtail_803:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_753
+	JZ   sgemmdone_805
 
-sgemmone_752:
+sgemmone_804:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -23789,9 +24645,9 @@ sgemmone_752:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_752
+	JNZ          sgemmone_804
 
-sgemmdone_753:
+sgemmdone_805:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -23885,9 +24741,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_755
+	JZ         sgemmtail_807
 
-sgemm_754:
+sgemm_806:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -24043,13 +24899,13 @@ sgemm_754:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_754
+	JNZ          sgemm_806
 
-sgemmtail_755:
+sgemmtail_807:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_757
+	JZ   sgemmdone_809
 
-sgemmone_756:
+sgemmone_808:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -24091,9 +24947,9 @@ sgemmone_756:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_756
+	JNZ          sgemmone_808
 
-sgemmdone_757:
+sgemmdone_809:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -24164,9 +25020,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_759
+	JLE   fmadone_811
 
-fma_758:
+fma_810:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -24180,9 +25036,9 @@ fma_758:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_758
+	JNZ         fma_810
 
-fmadone_759:
+fmadone_811:
 	VZEROUPPER
 	RET
 
@@ -24209,9 +25065,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_761
+	JLE    fmadone_813
 
-fma_760:
+fma_812:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -24229,9 +25085,9 @@ fma_760:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_760
+	JNZ         fma_812
 
-fmadone_761:
+fmadone_813:
 	VZEROUPPER
 	RET
 
@@ -24254,9 +25110,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_763
+	JLE   int8done_815
 
-int8_762:
+int8_814:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -24270,9 +25126,9 @@ int8_762:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_762
+	JNZ        int8_814
 
-int8done_763:
+int8done_815:
 	VZEROUPPER
 	RET
 
@@ -24295,9 +25151,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_765
+	JLE    int8done_817
 
-int8_764:
+int8_816:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -24311,8 +25167,8 @@ int8_764:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_764
+	JNZ      int8_816
 
-int8done_765:
+int8done_817:
 	VZEROUPPER
 	RET

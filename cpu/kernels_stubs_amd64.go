@@ -80,6 +80,18 @@ func dotI8RowsVNNI(w []int8, stride int, x []int8, out []int32)
 //go:noescape
 func dotF16MatMulAVX512(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
 
+// kScoresAVX512 is kScores with AVX-512: each score one FMA chain over d, positions in lanes,
+// several blocks of 16 positions at a time.
+//
+//go:noescape
+func kScoresAVX512(kt []uint16, hd int, n int, q []float32, nq int, out []float32, outStride int)
+
+// kScoresAVX2 is kScores with AVX2: each score one FMA chain over d, positions in lanes
+// (a block of 16 in two ymm halves).
+//
+//go:noescape
+func kScoresAVX2(kt []uint16, hd int, n int, q []float32, nq int, out []float32, outStride int)
+
 // dotI8MatMulVNNI is dotI8MatMul with AVX-512 VNNI: tiles of 4 rows × 5 tokens,
 // vpdpbusd(w+128, x) − bias[t], bias[t] = 128·Σx_t given by the caller.
 //

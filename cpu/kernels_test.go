@@ -379,6 +379,63 @@ func TestDotF16Rows(t *testing.T) {
 	})
 }
 
+// TestKScores: every set's kScores against the twin (within float32
+// rounding: the assembly fuses each multiply-add), and bit for bit against
+// itself with one query at a time and with fewer positions (a score's
+// chain does not depend on the call), over whole and partial blocks of 16
+// positions, query counts beyond the kernels' four, strided outputs whose
+// gaps stay untouched.
+func TestKScores(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		var worst float64
+		for _, hd := range []int{1, 2, 64, 80, 128} {
+			for _, n := range []int{1, 15, 16, 17, 33, 100, 128, 129, 300} {
+				for _, nq := range []int{1, 2, 3, 4, 5, 8} {
+					kt := randomF16(rng, (n+kBlock-1)/kBlock*kBlock*hd)
+					q := randomF32(rng, nq*hd)
+					stride := n + rng.IntN(5)
+					out, all := poisoned((nq-1)*stride+n, 1+rng.IntN(7), 16, float32(math.NaN()))
+					want := make([]float32, nq*n)
+					kScoresGeneric(kt, hd, n, q, nq, want, n)
+					k.kScores(kt, hd, n, q, nq, out, stride)
+					for j := 0; j < nq; j++ {
+						for p := 0; p < n; p++ {
+							var abs float64
+							for d := 0; d < hd; d++ {
+								abs += math.Abs(float64(q[j*hd+d]) * float64(f16Table[kt[p/kBlock*kBlock*hd+d*kBlock+p%kBlock]]))
+							}
+							got, w := out[j*stride+p], want[j*n+p]
+							if d := math.Abs(float64(got) - float64(w)); !(d <= relF16*abs) {
+								t.Fatalf("head size %d, %d positions, %d queries: query %d position %d: %g, twin %g (Σ|qk| %g)", hd, n, nq, j, p, got, w, abs)
+							} else if abs > 0 {
+								worst = max(worst, d/abs)
+							}
+						}
+						for p := n; p < stride && j+1 < nq; p++ { // the gap to the next query's row
+							if v := out[j*stride+p]; v == v {
+								t.Fatalf("head size %d, %d positions, %d queries: the gap after query %d was written (%g at %d)", hd, n, nq, j, v, p)
+							}
+						}
+						one := make([]float32, n)
+						k.kScores(kt, hd, n, q[j*hd:(j+1)*hd], 1, one, n)
+						m := 1 + rng.IntN(n)
+						fewer := make([]float32, m)
+						k.kScores(kt, hd, m, q[j*hd:(j+1)*hd], 1, fewer, m)
+						for p := 0; p < n; p++ {
+							if math.Float32bits(one[p]) != math.Float32bits(out[j*stride+p]) || p < m && math.Float32bits(fewer[p]) != math.Float32bits(one[p]) {
+								t.Fatalf("head size %d, %d positions, %d queries: query %d position %d: %g in the call, %g alone, %v over %d positions (not bit-identical)", hd, n, nq, j, p, out[j*stride+p], one[p], fewer[min(p, m-1)], m)
+							}
+						}
+					}
+					checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
+				}
+			}
+		}
+		t.Logf("largest |kernel − twin| / Σ|qk|: %.2g", worst)
+	})
+}
+
 func TestAxpyF16(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()
@@ -734,7 +791,10 @@ func TestBoundsChecked(t *testing.T) {
 				k.ternaryMatMul(make([]byte, 64), 32, 2, make([]int8, 128), 128, 128, 2, make([]int32, 3), 2)
 			},
 			"dotF16Rows": func() { k.dotF16Rows(make([]uint16, 9), 5, make([]float32, 5), make([]float32, 2)) },
-			"axpyF16":    func() { k.axpyF16(1, make([]uint16, 4), make([]float32, 5)) },
+			"kScores": func() {
+				k.kScores(make([]uint16, 2*kBlock*4-1), 4, 17, make([]float32, 8), 2, make([]float32, 34), 17)
+			},
+			"axpyF16": func() { k.axpyF16(1, make([]uint16, 4), make([]float32, 5)) },
 			"axpyF16Rows": func() {
 				k.axpyF16Rows(make([]float32, 2), make([]uint16, 9), 5, make([]float32, 5))
 			},

@@ -50,6 +50,8 @@ func main() {
 	genDotI8RowsAVX2()
 	genDotI8RowsVNNI()
 	genDotF16MatMulAVX512()
+	genKScoresAVX512()
+	genKScoresAVX2()
 	genDotI8MatMulVNNI()
 	genDotBlockRowsAVX2()
 	genDotBlockRowsVNNI()

@@ -1,0 +1,271 @@
+package main
+
+// kScores: attention's scores over a K cache held in blocks of 16
+// positions, positions in SIMD lanes:
+//
+//	out[j·outStride + p] = Σ_{d<hd} q[j·hd + d] · f16(kt[(p/16)·16·hd + 16·d + p%16])
+//
+// for j < nq (1…4 queries: the query heads that share a K/V head), p < n
+// (a multiple of 16: whole blocks; cpu's wrapper runs the last partial
+// block through a scratch), each sum one FMA chain over d = 0, 1, … in
+// order from zero: the same bits however many queries and blocks a call
+// takes, so a token's scores are the same alone and in a batch. A lane
+// holds a position's whole sum, so no score needs a horizontal reduction
+// (dotF16Rows over a row-major cache spent as many operations reducing
+// a score's 16 lanes as computing them, at head size 128).
+//
+// Versions:
+//
+//	kScoresAVX512  per d: each block's 16 keys widened once (vcvtph2ps),
+//	               then one FMA per query with the query's value
+//	               broadcast from memory (m32bcst); PB blocks at a time
+//	               so that PB·nq ≥ 6 accumulator chains hide the FMA
+//	               latency (nq = 1: 8 blocks, 2: 4, 3 and 4: 2).
+//	kScoresAVX2    the same in ymm halves of a block, each query's value
+//	               broadcast into a register (vbroadcastss).
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+const kScoresSig = "func(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int)"
+
+// kScoresBlocks is how many blocks of 16 positions a kScores step takes
+// for nq queries (AVX-512).
+func kScoresBlocks(nq int) int {
+	switch nq {
+	case 1:
+		return 8
+	case 2:
+		return 4
+	}
+	return 2
+}
+
+func genKScoresAVX512() {
+	TEXT("kScoresAVX512", NOSPLIT, kScoresSig)
+	Pragma("noescape")
+	Doc("kScoresAVX512 is kScores with AVX-512: each score one FMA chain over d, positions in lanes,",
+		"several blocks of 16 positions at a time.")
+	genKScores(16, kScoresBlocks)
+	RET()
+}
+
+func genKScoresAVX2() {
+	TEXT("kScoresAVX2", NOSPLIT, kScoresSig)
+	Pragma("noescape")
+	Doc("kScoresAVX2 is kScores with AVX2: each score one FMA chain over d, positions in lanes",
+		"(a block of 16 in two ymm halves).")
+	genKScores(8, func(nq int) int {
+		if nq <= 2 {
+			return 2
+		}
+		return 1
+	})
+	RET()
+}
+
+// genKScores emits the body of a kScores kernel with vectors of lanes
+// float32 (16: zmm, 8: ymm), blocks(nq) blocks of 16 positions per step
+// (then one block per step for the rest), dispatching on nq = 1…4.
+func genKScores(lanes int, blocks func(nq int) int) {
+	nq := load(Param("nq"))
+	end := label("ksend")
+	for Q := 1; Q <= 4; Q++ {
+		next := label("ksq")
+		CMPQ(nq, U8(Q))
+		JNE(LabelRef(next))
+		Commentf("%d queries", Q)
+		outer := blocks(Q)
+		kScoresSteps(lanes, Q, outer, 0)
+		if outer > 1 {
+			kScoresSteps(lanes, Q, 1, outer)
+		}
+		JMP(LabelRef(end))
+		Label(next)
+	}
+	Label(end)
+	VZEROUPPER()
+}
+
+// kScoresSteps emits the loop of steps of B blocks for Q queries while at
+// least B blocks are left, from position 0 or (after > 0) from the
+// positions a loop of steps of after blocks covered: n − n mod (16·after),
+// after a power of 2.
+func kScoresSteps(lanes, Q, B, after int) {
+	halves := 16 / lanes // vectors per block
+	n := load(Param("n"))
+	kt := load(Param("kt").Base())
+	hd := load(Param("hd"))
+	q := load(Param("q").Base())
+	out := load(Param("out").Base())
+	os := load(Param("outStride"))
+	SHLQ(U8(2), os) // bytes between queries' rows of out
+	bb := GP64()    // bytes per block: 16·hd·2
+	MOVQ(hd, bb)
+	SHLQ(U8(5), bb)
+	left := GP64()
+	MOVQ(n, left)
+	if after > 0 {
+		// left = n mod (16·after); start = n − left: kt += start/16 · bb,
+		// out += start·4.
+		ANDQ(U32(16*after-1), left)
+		start := GP64()
+		MOVQ(n, start)
+		SUBQ(left, start)
+		LEAQ(Mem{Base: out, Index: start, Scale: 4}, out)
+		SHRQ(U8(4), start)
+		IMULQ(bb, start)
+		ADDQ(start, kt)
+	}
+	hq := GP64() // bytes per query row of q: hd·4
+	MOVQ(hd, hq)
+	SHLQ(U8(2), hq)
+
+	loop, done := label("ksteps"), label("kstepsdone")
+	Label(loop)
+	CMPQ(left, U32(16*B))
+	JB(LabelRef(done))
+
+	acc := make([]reg.VecVirtual, B*halves*Q) // [b][h][j]
+	for i := range acc {
+		if lanes == 16 {
+			acc[i] = ZMM()
+			zeroZ(acc[i])
+		} else {
+			acc[i] = YMM()
+			VXORPS(acc[i], acc[i], acc[i])
+		}
+	}
+	// Pointers: block b of the step at kp + b·bb, reached as base +
+	// index·scale from kp, kp3 = kp + 3·bb, kp6 = kp + 6·bb.
+	kp := GP64()
+	MOVQ(kt, kp)
+	var kp3, kp6 reg.GPVirtual
+	if B > 3 {
+		kp3 = GP64()
+		LEAQ(Mem{Base: kp, Index: bb, Scale: 2}, kp3)
+		ADDQ(bb, kp3)
+	}
+	if B > 6 {
+		kp6 = GP64()
+		LEAQ(Mem{Base: kp3, Index: bb, Scale: 2}, kp6) // kp + 5·bb
+		ADDQ(bb, kp6)
+	}
+	blockMem := func(b int) Mem {
+		switch b {
+		case 0:
+			return Mem{Base: kp}
+		case 1:
+			return Mem{Base: kp, Index: bb, Scale: 1}
+		case 2:
+			return Mem{Base: kp, Index: bb, Scale: 2}
+		case 3:
+			return Mem{Base: kp3}
+		case 4:
+			return Mem{Base: kp, Index: bb, Scale: 4}
+		case 5:
+			return Mem{Base: kp3, Index: bb, Scale: 2}
+		case 6:
+			return Mem{Base: kp6}
+		}
+		return Mem{Base: kp6, Index: bb, Scale: 1}
+	}
+	qp := GP64()
+	MOVQ(q, qp)
+	var qp3 reg.GPVirtual
+	if Q > 3 {
+		qp3 = GP64()
+		LEAQ(Mem{Base: qp, Index: hq, Scale: 2}, qp3)
+		ADDQ(hq, qp3)
+	}
+	queryMem := func(j int) Mem {
+		switch j {
+		case 0:
+			return Mem{Base: qp}
+		case 1:
+			return Mem{Base: qp, Index: hq, Scale: 1}
+		case 2:
+			return Mem{Base: qp, Index: hq, Scale: 2}
+		}
+		return Mem{Base: qp3}
+	}
+	d := GP64()
+	MOVQ(hd, d)
+	dloop := label("ksd")
+	Label(dloop)
+	for b := 0; b < B; b++ {
+		for h := 0; h < halves; h++ {
+			m := blockMem(b)
+			m.Disp += 16 * h
+			var kv reg.VecVirtual
+			if lanes == 16 {
+				kv = ZMM()
+			} else {
+				kv = YMM()
+			}
+			VCVTPH2PS(m, kv)
+			for j := 0; j < Q; j++ {
+				a := acc[(b*halves+h)*Q+j]
+				if lanes == 16 {
+					VFMADD231PS_BCST(queryMem(j), kv, a)
+				} else {
+					x := YMM()
+					VBROADCASTSS(queryMem(j), x)
+					VFMADD231PS(x, kv, a)
+				}
+			}
+		}
+	}
+	ADDQ(U8(32), kp)
+	if B > 3 {
+		ADDQ(U8(32), kp3)
+	}
+	if B > 6 {
+		ADDQ(U8(32), kp6)
+	}
+	ADDQ(U8(4), qp)
+	if Q > 3 {
+		ADDQ(U8(4), qp3)
+	}
+	DECQ(d)
+	JNZ(LabelRef(dloop))
+
+	// Store: query j's scores of block b at out + j·os + 64·b (+ 32·h).
+	op := out
+	var op3 reg.GPVirtual
+	if Q > 3 {
+		op3 = GP64()
+		LEAQ(Mem{Base: op, Index: os, Scale: 2}, op3)
+		ADDQ(os, op3)
+	}
+	for b := 0; b < B; b++ {
+		for h := 0; h < halves; h++ {
+			for j := 0; j < Q; j++ {
+				var m Mem
+				switch j {
+				case 0:
+					m = Mem{Base: op}
+				case 1:
+					m = Mem{Base: op, Index: os, Scale: 1}
+				case 2:
+					m = Mem{Base: op, Index: os, Scale: 2}
+				default:
+					m = Mem{Base: op3}
+				}
+				m.Disp = 64*b + 4*lanes*h
+				VMOVUPS(acc[(b*halves+h)*Q+j], m)
+			}
+		}
+	}
+	// Next step: B blocks on.
+	ADDQ(U32(64*B), out)
+	for range B {
+		ADDQ(bb, kt)
+	}
+	SUBQ(U32(16*B), left)
+	JMP(LabelRef(loop))
+	Label(done)
+}
