@@ -185,6 +185,45 @@ GLOBL amxCodes23<>(SB), RODATA|NOPTR, $64
 	UNPACK_ROW_PF(2944) \
 	UNPACK_ROW_PF(3008)
 
+// TILES_ENTER(done) is the entry of the tile kernels: the tile
+// configuration, CX = 64 (the staging and B tiles' row stride), the first
+// group's weights and outputs and the groups left in the frame; to done
+// when there are none.
+#define TILES_ENTER(done) \
+	MOVQ  cfg+72(FP), AX \
+	LDTILECFG_AX \
+	MOVQ  $64, CX \
+	MOVQ  w+0(FP), AX \
+	MOVQ  AX, wg-8(SP) \
+	MOVQ  out+48(FP), AX \
+	MOVQ  AX, outg-16(SP) \
+	MOVQ  groups+24(FP), AX \
+	MOVQ  AX, left-24(SP) \
+	TESTQ AX, AX \
+	JZ    done
+
+// UNPACK_NEXT(plain, unpacked) unpacks block b+1 (byte offset R12+32 in
+// each row of the group at wg) into the staging set at DI, if the rows
+// have one, prefetching the next group with it when R11 ≠ 0 and the
+// block is even; the labels plain and unpacked are the caller's own.
+#define UNPACK_NEXT(plain, unpacked) \
+	LEAQ  32(R12), AX \
+	MOVQ  n+16(FP), R10 \
+	SHRQ  $2, R10 \
+	CMPQ  AX, R10 \
+	JAE   unpacked \
+	MOVQ  wg-8(SP), R10 \
+	ADDQ  AX, R10 \
+	TESTQ R11, R11 \
+	JZ    plain \
+	TESTQ $32, AX \
+	JNZ   plain \
+	UNPACK32PF \
+	JMP   unpacked \
+plain: \
+	UNPACK32 \
+unpacked:
+
 // CHUNK multiplies one k chunk: A tiles at SI and SI+2048, B tiles at DX
 // and DX+R9, into the four C tiles; then steps DX to the next chunk.
 #define CHUNK \
@@ -206,17 +245,7 @@ GLOBL amxCodes23<>(SB), RODATA|NOPTR, $64
 // tile after an odd last one); scr 9 KiB: two staging sets of 4 KiB, then
 // the C store scratch.
 TEXT ·amxTernaryTiles(SB), NOSPLIT, $48-80
-	MOVQ  cfg+72(FP), AX
-	LDTILECFG_AX
-	MOVQ  $64, CX
-	MOVQ  w+0(FP), AX
-	MOVQ  AX, wg-8(SP)
-	MOVQ  out+48(FP), AX
-	MOVQ  AX, outg-16(SP)
-	MOVQ  groups+24(FP), AX
-	MOVQ  AX, left-24(SP)
-	TESTQ AX, AX
-	JZ    done
+	TILES_ENTER(done)
 
 group:
 	MOVQ xb+32(FP), AX
@@ -261,24 +290,7 @@ later:
 	XORQ  R12, R12 // byte offset of block b in each row
 
 block:
-	LEAQ 32(R12), AX
-	MOVQ n+16(FP), R10
-	SHRQ $2, R10
-	CMPQ AX, R10
-	JAE  unpacked
-	MOVQ  wg-8(SP), R10
-	ADDQ  AX, R10
-	TESTQ R11, R11
-	JZ    plain
-	TESTQ $32, AX
-	JNZ   plain
-	UNPACK32PF
-	JMP   unpacked
-
-plain:
-	UNPACK32
-
-unpacked:
+	UNPACK_NEXT(plain, unpacked)
 	// k chunk 2b: A from SI, SI+2048; then chunk 2b+1: A from SI+1024,
 	// SI+3072.
 	CHUNK
@@ -364,17 +376,7 @@ done:
 // chunk loads it once for two products (C00 and C10), not two B tiles for
 // four, half of them on a zero tile.
 TEXT ·amxTernaryFew(SB), NOSPLIT, $24-80
-	MOVQ  cfg+72(FP), AX
-	LDTILECFG_AX
-	MOVQ  $64, CX
-	MOVQ  w+0(FP), AX
-	MOVQ  AX, wg-8(SP)
-	MOVQ  out+48(FP), AX
-	MOVQ  AX, outg-16(SP)
-	MOVQ  groups+24(FP), AX
-	MOVQ  AX, left-24(SP)
-	TESTQ AX, AX
-	JZ    fdone
+	TILES_ENTER(fdone)
 
 fgroup:
 	VMOVDQU64 amxCodes01<>(SB), Z28
@@ -393,22 +395,7 @@ fgroup:
 	XORQ      R12, R12
 
 fblock:
-	LEAQ 32(R12), AX
-	MOVQ n+16(FP), R10
-	SHRQ $2, R10
-	CMPQ AX, R10
-	JAE  funpacked
-	MOVQ wg-8(SP), R10
-	ADDQ AX, R10
-	TESTQ $32, AX
-	JNZ  fodd
-	UNPACK32PF
-	JMP  funpacked
-
-fodd:
-	UNPACK32
-
-funpacked:
+	UNPACK_NEXT(fplain, funpacked)
 	CHUNK16
 	ADDQ $1024, SI
 	CHUNK16
