@@ -18824,7 +18824,7 @@ ksd_543:
 	VFMADD231PS.BCST (R11), Z8, Z2
 	VCVTPH2PS        (R9), Z8
 	VFMADD231PS.BCST (R11), Z8, Z3
-	VCVTPH2PS        (R8)(DI*4), Z8
+	VCVTPH2PS        (R9)(DI*1), Z8
 	VFMADD231PS.BCST (R11), Z8, Z4
 	VCVTPH2PS        (R9)(DI*2), Z8
 	VFMADD231PS.BCST (R11), Z8, Z5
@@ -18832,20 +18832,21 @@ ksd_543:
 	VFMADD231PS.BCST (R11), Z8, Z6
 	VCVTPH2PS        (R10)(DI*1), Z8
 	VFMADD231PS.BCST (R11), Z8, Z7
-	ADDQ             $0x20, R8
-	ADDQ             $0x20, R9
-	ADDQ             $0x20, R10
-	ADDQ             $0x04, R11
+	ADDQ             $0x00000020, R8
+	ADDQ             $0x00000020, R9
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
 	DECQ             R12
 	JNZ              ksd_543
-	VMOVUPS          Z0, (SI)
-	VMOVUPS          Z1, 64(SI)
-	VMOVUPS          Z2, 128(SI)
-	VMOVUPS          Z3, 192(SI)
-	VMOVUPS          Z4, 256(SI)
-	VMOVUPS          Z5, 320(SI)
-	VMOVUPS          Z6, 384(SI)
-	VMOVUPS          Z7, 448(SI)
+	MOVQ             SI, R8
+	VMOVUPS          Z0, (R8)
+	VMOVUPS          Z1, 64(R8)
+	VMOVUPS          Z2, 128(R8)
+	VMOVUPS          Z3, 192(R8)
+	VMOVUPS          Z4, 256(R8)
+	VMOVUPS          Z5, 320(R8)
+	VMOVUPS          Z6, 384(R8)
+	VMOVUPS          Z7, 448(R8)
 	ADDQ             $0x00000200, SI
 	ADDQ             DI, CX
 	ADDQ             DI, CX
@@ -18889,11 +18890,12 @@ ksteps_544:
 ksd_546:
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
-	ADDQ             $0x20, AX
-	ADDQ             $0x04, R9
+	ADDQ             $0x00000020, AX
+	ADDQ             $0x00000004, R9
 	DECQ             R10
 	JNZ              ksd_546
-	VMOVUPS          Z0, (SI)
+	MOVQ             SI, AX
+	VMOVUPS          Z0, (AX)
 	ADDQ             $0x00000040, SI
 	ADDQ             DI, CX
 	SUBQ             $0x00000010, R8
@@ -18949,19 +18951,20 @@ ksd_550:
 	VCVTPH2PS        (R11), Z8
 	VFMADD231PS.BCST (R12), Z8, Z6
 	VFMADD231PS.BCST (R12)(R9*1), Z8, Z7
-	ADDQ             $0x20, R10
-	ADDQ             $0x20, R11
-	ADDQ             $0x04, R12
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000020, R11
+	ADDQ             $0x00000004, R12
 	DECQ             R13
 	JNZ              ksd_550
-	VMOVUPS          Z0, (SI)
-	VMOVUPS          Z1, (SI)(DI*1)
-	VMOVUPS          Z2, 64(SI)
-	VMOVUPS          Z3, 64(SI)(DI*1)
-	VMOVUPS          Z4, 128(SI)
-	VMOVUPS          Z5, 128(SI)(DI*1)
-	VMOVUPS          Z6, 192(SI)
-	VMOVUPS          Z7, 192(SI)(DI*1)
+	MOVQ             SI, R10
+	VMOVUPS          Z0, (R10)
+	VMOVUPS          Z1, (R10)(DI*1)
+	VMOVUPS          Z2, 64(R10)
+	VMOVUPS          Z3, 64(R10)(DI*1)
+	VMOVUPS          Z4, 128(R10)
+	VMOVUPS          Z5, 128(R10)(DI*1)
+	VMOVUPS          Z6, 192(R10)
+	VMOVUPS          Z7, 192(R10)(DI*1)
 	ADDQ             $0x00000100, SI
 	ADDQ             R8, CX
 	ADDQ             R8, CX
@@ -19003,12 +19006,13 @@ ksd_553:
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
-	ADDQ             $0x20, R10
-	ADDQ             $0x04, R11
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
 	DECQ             R12
 	JNZ              ksd_553
-	VMOVUPS          Z0, (SI)
-	VMOVUPS          Z1, (SI)(DI*1)
+	MOVQ             SI, R10
+	VMOVUPS          Z0, (R10)
+	VMOVUPS          Z1, (R10)(DI*1)
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
@@ -19056,16 +19060,17 @@ ksd_557:
 	VFMADD231PS.BCST (R11), Z6, Z3
 	VFMADD231PS.BCST (R11)(R9*1), Z6, Z4
 	VFMADD231PS.BCST (R11)(R9*2), Z6, Z5
-	ADDQ             $0x20, R10
-	ADDQ             $0x04, R11
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
 	DECQ             R12
 	JNZ              ksd_557
-	VMOVUPS          Z0, (SI)
-	VMOVUPS          Z1, (SI)(DI*1)
-	VMOVUPS          Z2, (SI)(DI*2)
-	VMOVUPS          Z3, 64(SI)
-	VMOVUPS          Z4, 64(SI)(DI*1)
-	VMOVUPS          Z5, 64(SI)(DI*2)
+	MOVQ             SI, R10
+	VMOVUPS          Z0, (R10)
+	VMOVUPS          Z1, (R10)(DI*1)
+	VMOVUPS          Z2, (R10)(DI*2)
+	VMOVUPS          Z3, 64(R10)
+	VMOVUPS          Z4, 64(R10)(DI*1)
+	VMOVUPS          Z5, 64(R10)(DI*2)
 	ADDQ             $0x00000080, SI
 	ADDQ             R8, CX
 	ADDQ             R8, CX
@@ -19107,13 +19112,14 @@ ksd_560:
 	VFMADD231PS.BCST (R11), Z3, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
 	VFMADD231PS.BCST (R11)(AX*2), Z3, Z2
-	ADDQ             $0x20, R10
-	ADDQ             $0x04, R11
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
 	DECQ             R12
 	JNZ              ksd_560
-	VMOVUPS          Z0, (SI)
-	VMOVUPS          Z1, (SI)(DI*1)
-	VMOVUPS          Z2, (SI)(DI*2)
+	MOVQ             SI, R10
+	VMOVUPS          Z0, (R10)
+	VMOVUPS          Z1, (R10)(DI*1)
+	VMOVUPS          Z2, (R10)(DI*2)
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
@@ -19167,21 +19173,22 @@ ksd_564:
 	VFMADD231PS.BCST (R11)(R9*1), Z8, Z5
 	VFMADD231PS.BCST (R11)(R9*2), Z8, Z6
 	VFMADD231PS.BCST (R12), Z8, Z7
-	ADDQ             $0x20, R10
-	ADDQ             $0x04, R11
-	ADDQ             $0x04, R12
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
+	ADDQ             $0x00000004, R12
 	DECQ             R13
 	JNZ              ksd_564
-	LEAQ             (SI)(DI*2), R10
-	ADDQ             DI, R10
-	VMOVUPS          Z0, (SI)
-	VMOVUPS          Z1, (SI)(DI*1)
-	VMOVUPS          Z2, (SI)(DI*2)
-	VMOVUPS          Z3, (R10)
-	VMOVUPS          Z4, 64(SI)
-	VMOVUPS          Z5, 64(SI)(DI*1)
-	VMOVUPS          Z6, 64(SI)(DI*2)
-	VMOVUPS          Z7, 64(R10)
+	MOVQ             SI, R10
+	LEAQ             (R10)(DI*2), R11
+	ADDQ             DI, R11
+	VMOVUPS          Z0, (R10)
+	VMOVUPS          Z1, (R10)(DI*1)
+	VMOVUPS          Z2, (R10)(DI*2)
+	VMOVUPS          Z3, (R11)
+	VMOVUPS          Z4, 64(R10)
+	VMOVUPS          Z5, 64(R10)(DI*1)
+	VMOVUPS          Z6, 64(R10)(DI*2)
+	VMOVUPS          Z7, 64(R11)
 	ADDQ             $0x00000080, SI
 	ADDQ             R8, CX
 	ADDQ             R8, CX
@@ -19227,17 +19234,18 @@ ksd_567:
 	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
 	VFMADD231PS.BCST (R11)(AX*2), Z4, Z2
 	VFMADD231PS.BCST (R12), Z4, Z3
-	ADDQ             $0x20, R10
-	ADDQ             $0x04, R11
-	ADDQ             $0x04, R12
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
+	ADDQ             $0x00000004, R12
 	DECQ             R13
 	JNZ              ksd_567
-	LEAQ             (SI)(DI*2), R10
-	ADDQ             DI, R10
-	VMOVUPS          Z0, (SI)
-	VMOVUPS          Z1, (SI)(DI*1)
-	VMOVUPS          Z2, (SI)(DI*2)
-	VMOVUPS          Z3, (R10)
+	MOVQ             SI, R10
+	LEAQ             (R10)(DI*2), R11
+	ADDQ             DI, R11
+	VMOVUPS          Z0, (R10)
+	VMOVUPS          Z1, (R10)(DI*1)
+	VMOVUPS          Z2, (R10)(DI*2)
+	VMOVUPS          Z3, (R11)
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
@@ -19252,7 +19260,7 @@ ksend_539:
 	RET
 
 // func kScoresAVX2(kt []uint16, hd int, n int, q []float32, nq int, out []float32, outStride int)
-// Requires: AVX, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3
 TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
@@ -19272,15 +19280,15 @@ TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	SHLQ $0x02, R8
 
 ksteps_570:
-	CMPQ   AX, $0x00000020
-	JB     kstepsdone_571
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ   CX, R8
-	MOVQ   BX, R9
-	MOVQ   DX, R10
+	CMPQ  AX, $0x00000020
+	JB    kstepsdone_571
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	MOVQ  CX, R8
+	MOVQ  BX, R9
+	MOVQ  DX, R10
 
 ksd_572:
 	VCVTPH2PS    (R8), Y4
@@ -19295,14 +19303,15 @@ ksd_572:
 	VCVTPH2PS    16(R8)(DI*1), Y4
 	VBROADCASTSS (R9), Y5
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x20, R8
-	ADDQ         $0x04, R9
+	ADDQ         $0x00000020, R8
+	ADDQ         $0x00000004, R9
 	DECQ         R10
 	JNZ          ksd_572
-	VMOVUPS      Y0, (SI)
-	VMOVUPS      Y1, 32(SI)
-	VMOVUPS      Y2, 64(SI)
-	VMOVUPS      Y3, 96(SI)
+	MOVQ         SI, R8
+	VMOVUPS      Y0, (R8)
+	VMOVUPS      Y1, 32(R8)
+	VMOVUPS      Y2, 64(R8)
+	VMOVUPS      Y3, 96(R8)
 	ADDQ         $0x00000080, SI
 	ADDQ         DI, CX
 	ADDQ         DI, CX
@@ -19330,13 +19339,13 @@ kstepsdone_571:
 	SHLQ  $0x02, AX
 
 ksteps_573:
-	CMPQ   R8, $0x00000010
-	JB     kstepsdone_574
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	MOVQ   CX, AX
-	MOVQ   BX, R9
-	MOVQ   DX, R10
+	CMPQ  R8, $0x00000010
+	JB    kstepsdone_574
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	MOVQ  CX, AX
+	MOVQ  BX, R9
+	MOVQ  DX, R10
 
 ksd_575:
 	VCVTPH2PS    (AX), Y2
@@ -19345,12 +19354,13 @@ ksd_575:
 	VCVTPH2PS    16(AX), Y2
 	VBROADCASTSS (R9), Y3
 	VFMADD231PS  Y3, Y2, Y1
-	ADDQ         $0x20, AX
-	ADDQ         $0x04, R9
+	ADDQ         $0x00000020, AX
+	ADDQ         $0x00000004, R9
 	DECQ         R10
 	JNZ          ksd_575
-	VMOVUPS      Y0, (SI)
-	VMOVUPS      Y1, 32(SI)
+	MOVQ         SI, AX
+	VMOVUPS      Y0, (AX)
+	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, SI
 	ADDQ         DI, CX
 	SUBQ         $0x00000010, R8
@@ -19377,19 +19387,19 @@ ksq_569:
 	SHLQ $0x02, R9
 
 ksteps_577:
-	CMPQ   AX, $0x00000020
-	JB     kstepsdone_578
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	MOVQ   CX, R10
-	MOVQ   BX, R11
-	MOVQ   DX, R12
+	CMPQ  AX, $0x00000020
+	JB    kstepsdone_578
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ  CX, R10
+	MOVQ  BX, R11
+	MOVQ  DX, R12
 
 ksd_579:
 	VCVTPH2PS    (R10), Y8
@@ -19412,18 +19422,19 @@ ksd_579:
 	VFMADD231PS  Y9, Y8, Y6
 	VBROADCASTSS (R11)(R9*1), Y9
 	VFMADD231PS  Y9, Y8, Y7
-	ADDQ         $0x20, R10
-	ADDQ         $0x04, R11
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
 	DECQ         R12
 	JNZ          ksd_579
-	VMOVUPS      Y0, (SI)
-	VMOVUPS      Y1, (SI)(DI*1)
-	VMOVUPS      Y2, 32(SI)
-	VMOVUPS      Y3, 32(SI)(DI*1)
-	VMOVUPS      Y4, 64(SI)
-	VMOVUPS      Y5, 64(SI)(DI*1)
-	VMOVUPS      Y6, 96(SI)
-	VMOVUPS      Y7, 96(SI)(DI*1)
+	MOVQ         SI, R10
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, (R10)(DI*1)
+	VMOVUPS      Y2, 32(R10)
+	VMOVUPS      Y3, 32(R10)(DI*1)
+	VMOVUPS      Y4, 64(R10)
+	VMOVUPS      Y5, 64(R10)(DI*1)
+	VMOVUPS      Y6, 96(R10)
+	VMOVUPS      Y7, 96(R10)(DI*1)
 	ADDQ         $0x00000080, SI
 	ADDQ         R8, CX
 	ADDQ         R8, CX
@@ -19451,15 +19462,15 @@ kstepsdone_578:
 	SHLQ  $0x02, AX
 
 ksteps_580:
-	CMPQ   R9, $0x00000010
-	JB     kstepsdone_581
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ   CX, R10
-	MOVQ   BX, R11
-	MOVQ   DX, R12
+	CMPQ  R9, $0x00000010
+	JB    kstepsdone_581
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	MOVQ  CX, R10
+	MOVQ  BX, R11
+	MOVQ  DX, R12
 
 ksd_582:
 	VCVTPH2PS    (R10), Y4
@@ -19472,14 +19483,15 @@ ksd_582:
 	VFMADD231PS  Y5, Y4, Y2
 	VBROADCASTSS (R11)(AX*1), Y5
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x20, R10
-	ADDQ         $0x04, R11
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
 	DECQ         R12
 	JNZ          ksd_582
-	VMOVUPS      Y0, (SI)
-	VMOVUPS      Y1, (SI)(DI*1)
-	VMOVUPS      Y2, 32(SI)
-	VMOVUPS      Y3, 32(SI)(DI*1)
+	MOVQ         SI, R10
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, (R10)(DI*1)
+	VMOVUPS      Y2, 32(R10)
+	VMOVUPS      Y3, 32(R10)(DI*1)
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, R9
@@ -19506,17 +19518,17 @@ ksq_576:
 	SHLQ $0x02, R9
 
 ksteps_584:
-	CMPQ   AX, $0x00000010
-	JB     kstepsdone_585
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	MOVQ   CX, R10
-	MOVQ   BX, R11
-	MOVQ   DX, R12
+	CMPQ  AX, $0x00000010
+	JB    kstepsdone_585
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	MOVQ  CX, R10
+	MOVQ  BX, R11
+	MOVQ  DX, R12
 
 ksd_586:
 	VCVTPH2PS    (R10), Y6
@@ -19533,16 +19545,17 @@ ksd_586:
 	VFMADD231PS  Y7, Y6, Y4
 	VBROADCASTSS (R11)(R9*2), Y7
 	VFMADD231PS  Y7, Y6, Y5
-	ADDQ         $0x20, R10
-	ADDQ         $0x04, R11
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
 	DECQ         R12
 	JNZ          ksd_586
-	VMOVUPS      Y0, (SI)
-	VMOVUPS      Y1, (SI)(DI*1)
-	VMOVUPS      Y2, (SI)(DI*2)
-	VMOVUPS      Y3, 32(SI)
-	VMOVUPS      Y4, 32(SI)(DI*1)
-	VMOVUPS      Y5, 32(SI)(DI*2)
+	MOVQ         SI, R10
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, (R10)(DI*1)
+	VMOVUPS      Y2, (R10)(DI*2)
+	VMOVUPS      Y3, 32(R10)
+	VMOVUPS      Y4, 32(R10)(DI*1)
+	VMOVUPS      Y5, 32(R10)(DI*2)
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
@@ -19569,21 +19582,21 @@ ksq_583:
 	SHLQ $0x02, R9
 
 ksteps_588:
-	CMPQ   AX, $0x00000010
-	JB     kstepsdone_589
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	MOVQ   CX, R10
-	MOVQ   BX, R11
-	LEAQ   (R11)(R9*2), R12
-	ADDQ   R9, R12
-	MOVQ   DX, R13
+	CMPQ  AX, $0x00000010
+	JB    kstepsdone_589
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ  CX, R10
+	MOVQ  BX, R11
+	LEAQ  (R11)(R9*2), R12
+	ADDQ  R9, R12
+	MOVQ  DX, R13
 
 ksd_590:
 	VCVTPH2PS    (R10), Y8
@@ -19604,21 +19617,22 @@ ksd_590:
 	VFMADD231PS  Y9, Y8, Y6
 	VBROADCASTSS (R12), Y9
 	VFMADD231PS  Y9, Y8, Y7
-	ADDQ         $0x20, R10
-	ADDQ         $0x04, R11
-	ADDQ         $0x04, R12
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
+	ADDQ         $0x00000004, R12
 	DECQ         R13
 	JNZ          ksd_590
-	LEAQ         (SI)(DI*2), R10
-	ADDQ         DI, R10
-	VMOVUPS      Y0, (SI)
-	VMOVUPS      Y1, (SI)(DI*1)
-	VMOVUPS      Y2, (SI)(DI*2)
-	VMOVUPS      Y3, (R10)
-	VMOVUPS      Y4, 32(SI)
-	VMOVUPS      Y5, 32(SI)(DI*1)
-	VMOVUPS      Y6, 32(SI)(DI*2)
-	VMOVUPS      Y7, 32(R10)
+	MOVQ         SI, R10
+	LEAQ         (R10)(DI*2), R11
+	ADDQ         DI, R11
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, (R10)(DI*1)
+	VMOVUPS      Y2, (R10)(DI*2)
+	VMOVUPS      Y3, (R11)
+	VMOVUPS      Y4, 32(R10)
+	VMOVUPS      Y5, 32(R10)(DI*1)
+	VMOVUPS      Y6, 32(R10)(DI*2)
+	VMOVUPS      Y7, 32(R11)
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX

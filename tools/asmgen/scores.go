@@ -129,77 +129,23 @@ func kScoresSteps(lanes, Q, B, after int) {
 	CMPQ(left, U32(16*B))
 	JB(LabelRef(done))
 
-	acc := make([]reg.VecVirtual, B*halves*Q) // [b][h][j]
-	for i := range acc {
-		if lanes == 16 {
-			acc[i] = ZMM()
-			zeroZ(acc[i])
-		} else {
-			acc[i] = YMM()
-			VXORPS(acc[i], acc[i], acc[i])
-		}
+	var acc []reg.VecVirtual // [b][h][j]
+	if lanes == 16 {
+		acc = zmms(B * Q)
+	} else {
+		acc = ymms(B * halves * Q)
 	}
-	// Pointers: block b of the step at kp + b·bb, reached as base +
-	// index·scale from kp, kp3 = kp + 3·bb, kp6 = kp + 6·bb.
-	kp := GP64()
-	MOVQ(kt, kp)
-	var kp3, kp6 reg.GPVirtual
-	if B > 3 {
-		kp3 = GP64()
-		LEAQ(Mem{Base: kp, Index: bb, Scale: 2}, kp3)
-		ADDQ(bb, kp3)
-	}
-	if B > 6 {
-		kp6 = GP64()
-		LEAQ(Mem{Base: kp3, Index: bb, Scale: 2}, kp6) // kp + 5·bb
-		ADDQ(bb, kp6)
-	}
-	blockMem := func(b int) Mem {
-		switch b {
-		case 0:
-			return Mem{Base: kp}
-		case 1:
-			return Mem{Base: kp, Index: bb, Scale: 1}
-		case 2:
-			return Mem{Base: kp, Index: bb, Scale: 2}
-		case 3:
-			return Mem{Base: kp3}
-		case 4:
-			return Mem{Base: kp, Index: bb, Scale: 4}
-		case 5:
-			return Mem{Base: kp3, Index: bb, Scale: 2}
-		case 6:
-			return Mem{Base: kp6}
-		}
-		return Mem{Base: kp6, Index: bb, Scale: 1}
-	}
-	qp := GP64()
-	MOVQ(q, qp)
-	var qp3 reg.GPVirtual
-	if Q > 3 {
-		qp3 = GP64()
-		LEAQ(Mem{Base: qp, Index: hq, Scale: 2}, qp3)
-		ADDQ(hq, qp3)
-	}
-	queryMem := func(j int) Mem {
-		switch j {
-		case 0:
-			return Mem{Base: qp}
-		case 1:
-			return Mem{Base: qp, Index: hq, Scale: 1}
-		case 2:
-			return Mem{Base: qp, Index: hq, Scale: 2}
-		}
-		return Mem{Base: qp3}
-	}
+	// Block b of the step, query j, and query j's row of out, each
+	// addressed from base pointers three apart (strided).
+	blk := newStrided(kt, bb, B)
+	qs := newStrided(q, hq, Q)
 	d := GP64()
 	MOVQ(hd, d)
 	dloop := label("ksd")
 	Label(dloop)
 	for b := 0; b < B; b++ {
 		for h := 0; h < halves; h++ {
-			m := blockMem(b)
-			m.Disp += 16 * h
+			m := blk.at(b, 16*h)
 			var kv reg.VecVirtual
 			if lanes == 16 {
 				kv = ZMM()
@@ -210,53 +156,26 @@ func kScoresSteps(lanes, Q, B, after int) {
 			for j := 0; j < Q; j++ {
 				a := acc[(b*halves+h)*Q+j]
 				if lanes == 16 {
-					VFMADD231PS_BCST(queryMem(j), kv, a)
+					VFMADD231PS_BCST(qs.at(j, 0), kv, a)
 				} else {
 					x := YMM()
-					VBROADCASTSS(queryMem(j), x)
+					VBROADCASTSS(qs.at(j, 0), x)
 					VFMADD231PS(x, kv, a)
 				}
 			}
 		}
 	}
-	ADDQ(U8(32), kp)
-	if B > 3 {
-		ADDQ(U8(32), kp3)
-	}
-	if B > 6 {
-		ADDQ(U8(32), kp6)
-	}
-	ADDQ(U8(4), qp)
-	if Q > 3 {
-		ADDQ(U8(4), qp3)
-	}
+	blk.advance(32)
+	qs.advance(4)
 	DECQ(d)
 	JNZ(LabelRef(dloop))
 
 	// Store: query j's scores of block b at out + j·os + 64·b (+ 32·h).
-	op := out
-	var op3 reg.GPVirtual
-	if Q > 3 {
-		op3 = GP64()
-		LEAQ(Mem{Base: op, Index: os, Scale: 2}, op3)
-		ADDQ(os, op3)
-	}
+	outs := newStrided(out, os, Q)
 	for b := 0; b < B; b++ {
 		for h := 0; h < halves; h++ {
 			for j := 0; j < Q; j++ {
-				var m Mem
-				switch j {
-				case 0:
-					m = Mem{Base: op}
-				case 1:
-					m = Mem{Base: op, Index: os, Scale: 1}
-				case 2:
-					m = Mem{Base: op, Index: os, Scale: 2}
-				default:
-					m = Mem{Base: op3}
-				}
-				m.Disp = 64*b + 4*lanes*h
-				VMOVUPS(acc[(b*halves+h)*Q+j], m)
+				VMOVUPS(acc[(b*halves+h)*Q+j], outs.at(j, 64*b+4*lanes*h))
 			}
 		}
 	}
