@@ -64,7 +64,7 @@ var avx512VNNIKernels = kernels{
 	name:          "avx512vnni",
 	ternaryRows:   checkTernaryRows(ternaryRowsVNNI),
 	ternaryMatMul: checkTernaryMatMul(ternaryMatMulVNNI),
-	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX512),
+	dotF16Rows:    checkDotF16Rows(f16RowsForCPU()),
 	kScores:       kScoresWhole(kScoresAVX512),
 	axpyF16:       checkAxpyF16(axpyF16AVX512),
 	axpyF16Rows:   checkAxpyF16Rows(axpyF16RowsAVX512),

@@ -8531,6 +8531,316 @@ singledone_225:
 	VZEROUPPER
 	RET
 
+// func dotF16RowsAVX512HW(w []uint16, stride int, x []float32, out []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
+TEXT ·dotF16RowsAVX512HW(SB), NOSPLIT, $0-80
+	MOVQ  x_base+32(FP), AX
+	MOVQ  x_len+40(FP), CX
+	MOVQ  w_base+0(FP), DX
+	MOVQ  out_base+56(FP), BX
+	MOVQ  out_len+64(FP), SI
+	SHRQ  $0x02, SI
+	TESTQ SI, SI
+	JZ    spreaddone_232
+	MOVQ  SI, DI
+	MOVQ  stride+24(FP), R8
+	SHLQ  $0x01, R8
+	IMULQ R8, DI
+	MOVQ  SI, R8
+	SHLQ  $0x02, R8
+
+spread_233:
+	LEAQ   (DX)(DI*1), R9
+	LEAQ   (R9)(DI*1), R10
+	LEAQ   (R10)(DI*1), R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   CX, R13
+	ANDQ   $-128, R13
+	XORQ   R12, R12
+	CMPQ   R12, R13
+	JAE    loopdone_235
+
+loop_234:
+	VMOVUPS     (AX)(R12*4), Z4
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     64(AX)(R12*4), Z4
+	VCVTPH2PS   32(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   32(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   32(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   32(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     128(AX)(R12*4), Z4
+	VCVTPH2PS   64(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   64(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   64(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   64(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     192(AX)(R12*4), Z4
+	VCVTPH2PS   96(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   96(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   96(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   96(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     256(AX)(R12*4), Z4
+	VCVTPH2PS   128(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   128(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   128(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   128(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     320(AX)(R12*4), Z4
+	VCVTPH2PS   160(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   160(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   160(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   160(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     384(AX)(R12*4), Z4
+	VCVTPH2PS   192(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   192(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   192(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   192(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     448(AX)(R12*4), Z4
+	VCVTPH2PS   224(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   224(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   224(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   224(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x00000080, R12
+	CMPQ        R12, R13
+	JB          loop_234
+
+loopdone_235:
+room_236:
+	LEAQ        32(R12), R13
+	CMPQ        R13, CX
+	JA          roomdone_237
+	VMOVUPS     (AX)(R12*4), Z4
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     64(AX)(R12*4), Z4
+	VCVTPH2PS   32(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   32(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   32(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   32(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x20, R12
+	JMP         room_236
+
+roomdone_237:
+	LEAQ        16(R12), R13
+	CMPQ        R13, CX
+	JA          skip_238
+	VMOVUPS     (AX)(R12*4), Z4
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x10, R12
+
+skip_238:
+	MOVQ        CX, R13
+	SUBQ        R12, R13
+	TESTQ       R13, R13
+	JZ          notail_239
+	MOVQ        $-1, R14
+	BZHIQ       R13, R14, R13
+	KMOVQ       R13, K1
+	VMOVUPS.Z   (AX)(R12*4), K1, Z4
+	VMOVDQU16.Z (DX)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z0
+	VMOVDQU16.Z (R9)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z1
+	VMOVDQU16.Z (R10)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z2
+	VMOVDQU16.Z (R11)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z3
+
+notail_239:
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VUNPCKLPS     Y0, Y4, Y3
+	VUNPCKHPS     Y0, Y4, Y0
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPS     Y2, Y1, Y0
+	VUNPCKHPS     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y3, Y1
+	VUNPCKHPD     Y0, Y3, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVD         X0, (BX)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (BX)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (BX)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (BX)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	MOVQ          stride+24(FP), R9
+	SHLQ          $0x01, R9
+	ADDQ          R9, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           spread_233
+	LEAQ          (DX)(DI*2), DX
+	ADDQ          DI, DX
+	LEAQ          (BX)(R8*2), BX
+	ADDQ          R8, BX
+
+spreaddone_232:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_241
+
+single_240:
+	VPXORD Z0, Z0, Z0
+	MOVQ   CX, R8
+	ANDQ   $-128, R8
+	XORQ   DI, DI
+	CMPQ   DI, R8
+	JAE    loopdone_243
+
+loop_242:
+	VMOVUPS     (AX)(DI*4), Z1
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     64(AX)(DI*4), Z1
+	VCVTPH2PS   32(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     128(AX)(DI*4), Z1
+	VCVTPH2PS   64(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     192(AX)(DI*4), Z1
+	VCVTPH2PS   96(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     256(AX)(DI*4), Z1
+	VCVTPH2PS   128(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     320(AX)(DI*4), Z1
+	VCVTPH2PS   160(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     384(AX)(DI*4), Z1
+	VCVTPH2PS   192(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     448(AX)(DI*4), Z1
+	VCVTPH2PS   224(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x00000080, DI
+	CMPQ        DI, R8
+	JB          loop_242
+
+loopdone_243:
+room_244:
+	LEAQ        32(DI), R8
+	CMPQ        R8, CX
+	JA          roomdone_245
+	VMOVUPS     (AX)(DI*4), Z1
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     64(AX)(DI*4), Z1
+	VCVTPH2PS   32(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x20, DI
+	JMP         room_244
+
+roomdone_245:
+	LEAQ        16(DI), R8
+	CMPQ        R8, CX
+	JA          skip_246
+	VMOVUPS     (AX)(DI*4), Z1
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x10, DI
+
+skip_246:
+	MOVQ        CX, R8
+	SUBQ        DI, R8
+	TESTQ       R8, R8
+	JZ          notail_247
+	MOVQ        $-1, R9
+	BZHIQ       R8, R9, R8
+	KMOVQ       R8, K1
+	VMOVUPS.Z   (AX)(DI*4), K1, Z1
+	VMOVDQU16.Z (DX)(DI*2), K1, Y2
+	VCVTPH2PS   Y2, Z2
+	VFMADD231PS Z1, Z2, Z0
+
+notail_247:
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VADDPS        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSS        X0, (BX)
+	MOVQ          stride+24(FP), DI
+	SHLQ          $0x01, DI
+	ADDQ          DI, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           single_240
+
+singledone_241:
+	VZEROUPPER
+	RET
+
 // func axpyF16AVX2(a float32, v []uint16, y []float32)
 // Requires: AVX, AVX2, F16C, FMA3, SSE
 TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
@@ -8543,9 +8853,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_233
+	JAE          loopdone_249
 
-loop_232:
+loop_248:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -8554,22 +8864,22 @@ loop_232:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_232
+	JB          loop_248
 
-loopdone_233:
+loopdone_249:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_234
+	JA          skip_250
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_234:
+skip_250:
 	CMPQ BX, DX
-	JAE  taildone_236
+	JAE  taildone_252
 
-tail_235:
+tail_251:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -8577,9 +8887,9 @@ tail_235:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_235
+	JB          tail_251
 
-taildone_236:
+taildone_252:
 	VZEROUPPER
 	RET
 
@@ -8595,9 +8905,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_238
+	JAE          loopdone_254
 
-loop_237:
+loop_253:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -8606,21 +8916,21 @@ loop_237:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_237
+	JB          loop_253
 
-loopdone_238:
+loopdone_254:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_239
+	JA          skip_255
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_239:
+skip_255:
 	SUBQ        BX, DX
 	TESTQ       DX, DX
-	JZ          notail_240
+	JZ          notail_256
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -8630,7 +8940,7 @@ skip_239:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_240:
+notail_256:
 	VZEROUPPER
 	RET
 
@@ -8646,10 +8956,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_241:
+chunks_257:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_242
+	JA      chunksdone_258
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -8657,9 +8967,9 @@ chunks_241:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_244
+	JAE     rowsdone_260
 
-rows_243:
+rows_259:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -8672,45 +8982,45 @@ rows_243:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_243
+	JB           rows_259
 
-rowsdone_244:
+rowsdone_260:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_241
+	JMP     chunks_257
 
-chunksdone_242:
-chunks_245:
+chunksdone_258:
+chunks_261:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_246
+	JA      chunksdone_262
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_248
+	JAE     rowsdone_264
 
-rows_247:
+rows_263:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_247
+	JB           rows_263
 
-rowsdone_248:
+rowsdone_264:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_245
+	JMP     chunks_261
 
-chunksdone_246:
+chunksdone_262:
 	SUBQ      R8, DI
 	TESTQ     DI, DI
-	JZ        notail_249
+	JZ        notail_265
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -8718,9 +9028,9 @@ chunksdone_246:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_251
+	JAE       rowsdone_267
 
-rows_250:
+rows_266:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -8728,12 +9038,12 @@ rows_250:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_250
+	JB           rows_266
 
-rowsdone_251:
+rowsdone_267:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_249:
+notail_265:
 	VZEROUPPER
 	RET
 
@@ -8742,17 +9052,17 @@ notail_249:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ CX, CX
 
-rowblocks_252:
+rowblocks_268:
 	MOVQ np+32(FP), AX
 	CMPQ CX, AX
-	JAE  rowblocksdone_253
+	JAE  rowblocksdone_269
 	XORQ AX, AX
 
-chunks_254:
+chunks_270:
 	LEAQ    64(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_255
+	JA      chunksdone_271
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8804,9 +9114,9 @@ chunks_254:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_257
+	JAE     rowsdone_273
 
-rows_256:
+rows_272:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z16
 	VCVTPH2PS    32(R9), Z17
@@ -8836,9 +9146,9 @@ rows_256:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_256
+	JB           rows_272
 
-rowsdone_257:
+rowsdone_273:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8873,14 +9183,14 @@ rowsdone_257:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, 192(DX)
 	ADDQ    $0x40, AX
-	JMP     chunks_254
+	JMP     chunks_270
 
-chunksdone_255:
-chunks_258:
+chunksdone_271:
+chunks_274:
 	LEAQ    16(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_259
+	JA      chunksdone_275
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -8920,9 +9230,9 @@ chunks_258:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_261
+	JAE     rowsdone_277
 
-rows_260:
+rows_276:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z4
 	VBROADCASTSS (DX)(R11*4), Z5
@@ -8936,9 +9246,9 @@ rows_260:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_260
+	JB           rows_276
 
-rowsdone_261:
+rowsdone_277:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -8961,13 +9271,13 @@ rowsdone_261:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, (DX)
 	ADDQ    $0x10, AX
-	JMP     chunks_258
+	JMP     chunks_274
 
-chunksdone_259:
+chunksdone_275:
 	MOVQ      n+104(FP), DX
 	SUBQ      AX, DX
 	TESTQ     DX, DX
-	JZ        notail_262
+	JZ        notail_278
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, DX
 	KMOVQ     DX, K1
@@ -9010,9 +9320,9 @@ chunksdone_259:
 	CMOVQGT   R11, R10
 	MOVQ      CX, R11
 	CMPQ      R11, R10
-	JAE       rowsdone_264
+	JAE       rowsdone_280
 
-rows_263:
+rows_279:
 	PREFETCHT1   16384(R9)
 	VMOVDQU16.Z  (R9), K1, Y4
 	VCVTPH2PS    Y4, Z4
@@ -9027,9 +9337,9 @@ rows_263:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_263
+	JB           rows_279
 
-rowsdone_264:
+rowsdone_280:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, K1, (DX)
@@ -9052,11 +9362,11 @@ rowsdone_264:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, K1, (DX)
 
-notail_262:
+notail_278:
 	ADDQ $0x00000040, CX
-	JMP  rowblocks_252
+	JMP  rowblocks_268
 
-rowblocksdone_253:
+rowblocksdone_269:
 	VZEROUPPER
 	RET
 
@@ -9071,14 +9381,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_265
+	JZ      spreaddone_281
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_266:
+spread_282:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -9090,9 +9400,9 @@ spread_266:
 	ANDQ  $-256, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_268
+	JAE   loopdone_284
 
-loop_267:
+loop_283:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -9299,13 +9609,13 @@ loop_267:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_267
+	JB         loop_283
 
-loopdone_268:
-room_269:
+loopdone_284:
+room_285:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         roomdone_270
+	JA         roomdone_286
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -9332,9 +9642,9 @@ room_269:
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
-	JMP        room_269
+	JMP        room_285
 
-roomdone_270:
+roomdone_286:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -9355,82 +9665,82 @@ roomdone_270:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_271
+	JAE          taildone_287
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_272:
+tail_288:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_272
+	JB      tail_288
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_273:
+tail_289:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_273
+	JB      tail_289
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_274:
+tail_290:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_274
+	JB      tail_290
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_275:
+tail_291:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_275
+	JB      tail_291
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_271:
+taildone_287:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_266
+	JNZ  spread_282
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_265:
+spreaddone_281:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_277
+	JZ   singledone_293
 
-single_276:
+single_292:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-256, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_279
+	JAE   loopdone_295
 
-loop_278:
+loop_294:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -9490,13 +9800,13 @@ loop_278:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_278
+	JB         loop_294
 
-loopdone_279:
-room_280:
+loopdone_295:
+room_296:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         roomdone_281
+	JA         roomdone_297
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -9505,9 +9815,9 @@ room_280:
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
-	JMP        room_280
+	JMP        room_296
 
-roomdone_281:
+roomdone_297:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -9516,27 +9826,27 @@ roomdone_281:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_282
+	JAE          taildone_298
 	XORL         R8, R8
 
-tail_283:
+tail_299:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_283
+	JB      tail_299
 	ADDL    R8, (BX)
 
-taildone_282:
+taildone_298:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_276
+	JNZ  single_292
 
-singledone_277:
+singledone_293:
 	VZEROUPPER
 	RET
 
@@ -9551,26 +9861,26 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_285
+	JAE          loopdone_301
 
-loop_284:
+loop_300:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_284
+	JB       loop_300
 
-loopdone_285:
+loopdone_301:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_286
+	JZ         notail_302
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_286:
+notail_302:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -9587,14 +9897,14 @@ notail_286:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_287
+	JZ            spreaddone_303
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_288:
+spread_304:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -9606,9 +9916,9 @@ spread_288:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_290
+	JAE    loopdone_306
 
-loop_289:
+loop_305:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -9651,13 +9961,13 @@ loop_289:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_289
+	JB         loop_305
 
-loopdone_290:
-room_291:
+loopdone_306:
+room_307:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_292
+	JA        roomdone_308
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -9668,13 +9978,13 @@ room_291:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_291
+	JMP       room_307
 
-roomdone_292:
+roomdone_308:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_293
+	JZ         notail_309
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -9692,7 +10002,7 @@ roomdone_292:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_293:
+notail_309:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -9725,26 +10035,26 @@ notail_293:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_288
+	JNZ           spread_304
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_287:
+spreaddone_303:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_295
+	JZ   singledone_311
 
-single_294:
+single_310:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_297
+	JAE    loopdone_313
 
-loop_296:
+loop_312:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
@@ -9760,24 +10070,24 @@ loop_296:
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_296
+	JB         loop_312
 
-loopdone_297:
-room_298:
+loopdone_313:
+room_314:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_299
+	JA        roomdone_315
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_298
+	JMP       room_314
 
-roomdone_299:
+roomdone_315:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_300
+	JZ         notail_316
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -9786,7 +10096,7 @@ roomdone_299:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_300:
+notail_316:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -9801,9 +10111,9 @@ notail_300:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_294
+	JNZ           single_310
 
-singledone_295:
+singledone_311:
 	VZEROUPPER
 	RET
 
@@ -9812,15 +10122,15 @@ singledone_295:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_302
+	JNE  f16mmtokens_318
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_303:
+f16tiles_319:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_304
+	JB   f16tilesdone_320
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9837,9 +10147,9 @@ f16tiles_303:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_305:
+f16steps_321:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_306
+	JB          f16stepsdone_322
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9866,11 +10176,11 @@ f16steps_305:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_305
+	JMP         f16steps_321
 
-f16stepsdone_306:
+f16stepsdone_322:
 	CMPQ        SI, $0x10
-	JB          f16step16_307
+	JB          f16step16_323
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -9885,9 +10195,9 @@ f16stepsdone_306:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_307:
+f16step16_323:
 	TESTQ       SI, SI
-	JZ          notail_308
+	JZ          notail_324
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -9905,7 +10215,7 @@ f16step16_307:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_308:
+notail_324:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -9937,11 +10247,11 @@ notail_308:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_303
+	JMP           f16tiles_319
 
-f16tilesdone_304:
+f16tilesdone_320:
 	CMPQ DX, $0x03
-	JNE  f16rest_309
+	JNE  f16rest_325
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -9955,9 +10265,9 @@ f16tilesdone_304:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_310:
+f16steps_326:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_311
+	JB          f16stepsdone_327
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -9978,11 +10288,11 @@ f16steps_310:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_310
+	JMP         f16steps_326
 
-f16stepsdone_311:
+f16stepsdone_327:
 	CMPQ        SI, $0x10
-	JB          f16step16_312
+	JB          f16step16_328
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -9994,9 +10304,9 @@ f16stepsdone_311:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_312:
+f16step16_328:
 	TESTQ       SI, SI
-	JZ          notail_313
+	JZ          notail_329
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10011,7 +10321,7 @@ f16step16_312:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_313:
+notail_329:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10044,9 +10354,9 @@ notail_313:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_309:
+f16rest_325:
 	CMPQ DX, $0x02
-	JNE  f16rest_314
+	JNE  f16rest_330
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -10059,9 +10369,9 @@ f16rest_309:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_315:
+f16steps_331:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_316
+	JB          f16stepsdone_332
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -10077,11 +10387,11 @@ f16steps_315:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_315
+	JMP         f16steps_331
 
-f16stepsdone_316:
+f16stepsdone_332:
 	CMPQ        SI, $0x10
-	JB          f16step16_317
+	JB          f16step16_333
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -10091,9 +10401,9 @@ f16stepsdone_316:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_317:
+f16step16_333:
 	TESTQ       SI, SI
-	JZ          notail_318
+	JZ          notail_334
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10105,7 +10415,7 @@ f16step16_317:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_318:
+notail_334:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10133,9 +10443,9 @@ notail_318:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_314:
+f16rest_330:
 	CMPQ DX, $0x01
-	JNE  f16rest_319
+	JNE  f16rest_335
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -10147,9 +10457,9 @@ f16rest_314:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_320:
+f16steps_336:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_321
+	JB          f16stepsdone_337
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -10160,11 +10470,11 @@ f16steps_320:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_320
+	JMP         f16steps_336
 
-f16stepsdone_321:
+f16stepsdone_337:
 	CMPQ        DX, $0x10
-	JB          f16step16_322
+	JB          f16step16_338
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -10172,9 +10482,9 @@ f16stepsdone_321:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_322:
+f16step16_338:
 	TESTQ       DX, DX
-	JZ          notail_323
+	JZ          notail_339
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -10183,7 +10493,7 @@ f16step16_322:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_323:
+notail_339:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -10206,12 +10516,12 @@ notail_323:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_319:
+f16rest_335:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_325
+	JZ   f16singledone_341
 
-f16single_324:
+f16single_340:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10222,9 +10532,9 @@ f16single_324:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_326:
+f16steps_342:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_327
+	JB          f16stepsdone_343
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -10235,11 +10545,11 @@ f16steps_326:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_326
+	JMP         f16steps_342
 
-f16stepsdone_327:
+f16stepsdone_343:
 	CMPQ        BX, $0x10
-	JB          f16step16_328
+	JB          f16step16_344
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -10247,9 +10557,9 @@ f16stepsdone_327:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_328:
+f16step16_344:
 	TESTQ       BX, BX
-	JZ          notail_329
+	JZ          notail_345
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10258,7 +10568,7 @@ f16step16_328:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_329:
+notail_345:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10276,22 +10586,22 @@ notail_329:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_324
+	JNZ           f16single_340
 
-f16singledone_325:
-	JMP f16mmend_301
+f16singledone_341:
+	JMP f16mmend_317
 
-f16mmtokens_302:
+f16mmtokens_318:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_330
+	JNE  f16mmtokens_346
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_331:
+f16tiles_347:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_332
+	JB   f16tilesdone_348
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10312,9 +10622,9 @@ f16tiles_331:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_333:
+f16steps_349:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_334
+	JB          f16stepsdone_350
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10351,11 +10661,11 @@ f16steps_333:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_333
+	JMP         f16steps_349
 
-f16stepsdone_334:
+f16stepsdone_350:
 	CMPQ        DI, $0x10
-	JB          f16step16_335
+	JB          f16step16_351
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -10375,9 +10685,9 @@ f16stepsdone_334:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_335:
+f16step16_351:
 	TESTQ       DI, DI
-	JZ          notail_336
+	JZ          notail_352
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10400,7 +10710,7 @@ f16step16_335:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_336:
+notail_352:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10453,11 +10763,11 @@ notail_336:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_331
+	JMP           f16tiles_347
 
-f16tilesdone_332:
+f16tilesdone_348:
 	CMPQ DX, $0x03
-	JNE  f16rest_337
+	JNE  f16rest_353
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10474,9 +10784,9 @@ f16tilesdone_332:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_338:
+f16steps_354:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_339
+	JB          f16stepsdone_355
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10505,11 +10815,11 @@ f16steps_338:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_338
+	JMP         f16steps_354
 
-f16stepsdone_339:
+f16stepsdone_355:
 	CMPQ        DI, $0x10
-	JB          f16step16_340
+	JB          f16step16_356
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -10525,9 +10835,9 @@ f16stepsdone_339:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_340:
+f16step16_356:
 	TESTQ       DI, DI
-	JZ          notail_341
+	JZ          notail_357
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10546,7 +10856,7 @@ f16step16_340:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_341:
+notail_357:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10602,9 +10912,9 @@ notail_341:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_337:
+f16rest_353:
 	CMPQ DX, $0x02
-	JNE  f16rest_342
+	JNE  f16rest_358
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10619,9 +10929,9 @@ f16rest_337:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_343:
+f16steps_359:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_344
+	JB          f16stepsdone_360
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10643,11 +10953,11 @@ f16steps_343:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_343
+	JMP         f16steps_359
 
-f16stepsdone_344:
+f16stepsdone_360:
 	CMPQ        DI, $0x10
-	JB          f16step16_345
+	JB          f16step16_361
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -10660,9 +10970,9 @@ f16stepsdone_344:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_345:
+f16step16_361:
 	TESTQ       DI, DI
-	JZ          notail_346
+	JZ          notail_362
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10677,7 +10987,7 @@ f16step16_345:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_346:
+notail_362:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10724,9 +11034,9 @@ notail_346:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_342:
+f16rest_358:
 	CMPQ DX, $0x01
-	JNE  f16rest_347
+	JNE  f16rest_363
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -10739,9 +11049,9 @@ f16rest_342:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_348:
+f16steps_364:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_349
+	JB          f16stepsdone_365
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -10756,11 +11066,11 @@ f16steps_348:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_348
+	JMP         f16steps_364
 
-f16stepsdone_349:
+f16stepsdone_365:
 	CMPQ        BX, $0x10
-	JB          f16step16_350
+	JB          f16step16_366
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10770,9 +11080,9 @@ f16stepsdone_349:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_350:
+f16step16_366:
 	TESTQ       BX, BX
-	JZ          notail_351
+	JZ          notail_367
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10783,7 +11093,7 @@ f16step16_350:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_351:
+notail_367:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -10821,12 +11131,12 @@ notail_351:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_347:
+f16rest_363:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_353
+	JZ   f16singledone_369
 
-f16single_352:
+f16single_368:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10838,9 +11148,9 @@ f16single_352:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_354:
+f16steps_370:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_355
+	JB          f16stepsdone_371
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -10855,11 +11165,11 @@ f16steps_354:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_354
+	JMP         f16steps_370
 
-f16stepsdone_355:
+f16stepsdone_371:
 	CMPQ        SI, $0x10
-	JB          f16step16_356
+	JB          f16step16_372
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -10869,9 +11179,9 @@ f16stepsdone_355:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_356:
+f16step16_372:
 	TESTQ       SI, SI
-	JZ          notail_357
+	JZ          notail_373
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10882,7 +11192,7 @@ f16step16_356:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_357:
+notail_373:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10910,22 +11220,22 @@ notail_357:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_352
+	JNZ           f16single_368
 
-f16singledone_353:
-	JMP f16mmend_301
+f16singledone_369:
+	JMP f16mmend_317
 
-f16mmtokens_330:
+f16mmtokens_346:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_358
+	JNE  f16mmtokens_374
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_359:
+f16tiles_375:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_360
+	JB   f16tilesdone_376
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -10950,9 +11260,9 @@ f16tiles_359:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_361:
+f16steps_377:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_362
+	JB          f16stepsdone_378
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10999,11 +11309,11 @@ f16steps_361:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_361
+	JMP         f16steps_377
 
-f16stepsdone_362:
+f16stepsdone_378:
 	CMPQ        DI, $0x10
-	JB          f16step16_363
+	JB          f16step16_379
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -11028,9 +11338,9 @@ f16stepsdone_362:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_363:
+f16step16_379:
 	TESTQ       DI, DI
-	JZ          notail_364
+	JZ          notail_380
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11058,7 +11368,7 @@ f16step16_363:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_364:
+notail_380:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11132,11 +11442,11 @@ notail_364:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_359
+	JMP           f16tiles_375
 
-f16tilesdone_360:
+f16tilesdone_376:
 	CMPQ DX, $0x03
-	JNE  f16rest_365
+	JNE  f16rest_381
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11156,9 +11466,9 @@ f16tilesdone_360:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_366:
+f16steps_382:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_367
+	JB          f16stepsdone_383
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11195,11 +11505,11 @@ f16steps_366:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_366
+	JMP         f16steps_382
 
-f16stepsdone_367:
+f16stepsdone_383:
 	CMPQ        DI, $0x10
-	JB          f16step16_368
+	JB          f16step16_384
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -11219,9 +11529,9 @@ f16stepsdone_367:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_368:
+f16step16_384:
 	TESTQ       DI, DI
-	JZ          notail_369
+	JZ          notail_385
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11244,7 +11554,7 @@ f16step16_368:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_369:
+notail_385:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11323,9 +11633,9 @@ notail_369:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_365:
+f16rest_381:
 	CMPQ DX, $0x02
-	JNE  f16rest_370
+	JNE  f16rest_386
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11342,9 +11652,9 @@ f16rest_365:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_371:
+f16steps_387:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_372
+	JB          f16stepsdone_388
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11372,11 +11682,11 @@ f16steps_371:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_371
+	JMP         f16steps_387
 
-f16stepsdone_372:
+f16stepsdone_388:
 	CMPQ        DI, $0x10
-	JB          f16step16_373
+	JB          f16step16_389
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -11392,9 +11702,9 @@ f16stepsdone_372:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_373:
+f16step16_389:
 	TESTQ       DI, DI
-	JZ          notail_374
+	JZ          notail_390
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11412,7 +11722,7 @@ f16step16_373:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_374:
+notail_390:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11478,9 +11788,9 @@ notail_374:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_370:
+f16rest_386:
 	CMPQ DX, $0x01
-	JNE  f16rest_375
+	JNE  f16rest_391
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -11494,9 +11804,9 @@ f16rest_370:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_376:
+f16steps_392:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_377
+	JB          f16stepsdone_393
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -11515,11 +11825,11 @@ f16steps_376:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_376
+	JMP         f16steps_392
 
-f16stepsdone_377:
+f16stepsdone_393:
 	CMPQ        BX, $0x10
-	JB          f16step16_378
+	JB          f16step16_394
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -11531,9 +11841,9 @@ f16stepsdone_377:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_378:
+f16step16_394:
 	TESTQ       BX, BX
-	JZ          notail_379
+	JZ          notail_395
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -11546,7 +11856,7 @@ f16step16_378:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_379:
+notail_395:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11599,12 +11909,12 @@ notail_379:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_375:
+f16rest_391:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_381
+	JZ   f16singledone_397
 
-f16single_380:
+f16single_396:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11617,9 +11927,9 @@ f16single_380:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_382:
+f16steps_398:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_383
+	JB          f16stepsdone_399
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -11638,11 +11948,11 @@ f16steps_382:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_382
+	JMP         f16steps_398
 
-f16stepsdone_383:
+f16stepsdone_399:
 	CMPQ        SI, $0x10
-	JB          f16step16_384
+	JB          f16step16_400
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -11654,9 +11964,9 @@ f16stepsdone_383:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_384:
+f16step16_400:
 	TESTQ       SI, SI
-	JZ          notail_385
+	JZ          notail_401
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -11669,7 +11979,7 @@ f16step16_384:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_385:
+notail_401:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11707,22 +12017,22 @@ notail_385:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_380
+	JNZ           f16single_396
 
-f16singledone_381:
-	JMP f16mmend_301
+f16singledone_397:
+	JMP f16mmend_317
 
-f16mmtokens_358:
+f16mmtokens_374:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_386
+	JNE  f16mmtokens_402
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_387:
+f16tiles_403:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_388
+	JB   f16tilesdone_404
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -11753,9 +12063,9 @@ f16tiles_387:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_389:
+f16steps_405:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_390
+	JB          f16stepsdone_406
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11813,11 +12123,11 @@ f16steps_389:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_389
+	JMP         f16steps_405
 
-f16stepsdone_390:
+f16stepsdone_406:
 	CMPQ        DI, $0x10
-	JB          f16step16_391
+	JB          f16step16_407
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -11848,9 +12158,9 @@ f16stepsdone_390:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_391:
+f16step16_407:
 	TESTQ       DI, DI
-	JZ          notail_392
+	JZ          notail_408
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -11883,7 +12193,7 @@ f16step16_391:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_392:
+notail_408:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11978,11 +12288,11 @@ notail_392:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_387
+	JMP           f16tiles_403
 
-f16tilesdone_388:
+f16tilesdone_404:
 	CMPQ DX, $0x03
-	JNE  f16rest_393
+	JNE  f16rest_409
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12007,9 +12317,9 @@ f16tilesdone_388:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_394:
+f16steps_410:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_395
+	JB          f16stepsdone_411
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12055,11 +12365,11 @@ f16steps_394:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_394
+	JMP         f16steps_410
 
-f16stepsdone_395:
+f16stepsdone_411:
 	CMPQ        DI, $0x10
-	JB          f16step16_396
+	JB          f16step16_412
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -12084,9 +12394,9 @@ f16stepsdone_395:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_396:
+f16step16_412:
 	TESTQ       DI, DI
-	JZ          notail_397
+	JZ          notail_413
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12113,7 +12423,7 @@ f16step16_396:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_397:
+notail_413:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12215,9 +12525,9 @@ notail_397:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_393:
+f16rest_409:
 	CMPQ DX, $0x02
-	JNE  f16rest_398
+	JNE  f16rest_414
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12238,9 +12548,9 @@ f16rest_393:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_399:
+f16steps_415:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_400
+	JB          f16stepsdone_416
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12275,11 +12585,11 @@ f16steps_399:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_399
+	JMP         f16steps_415
 
-f16stepsdone_400:
+f16stepsdone_416:
 	CMPQ        DI, $0x10
-	JB          f16step16_401
+	JB          f16step16_417
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -12299,9 +12609,9 @@ f16stepsdone_400:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_401:
+f16step16_417:
 	TESTQ       DI, DI
-	JZ          notail_402
+	JZ          notail_418
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12322,7 +12632,7 @@ f16step16_401:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_402:
+notail_418:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12407,9 +12717,9 @@ notail_402:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_398:
+f16rest_414:
 	CMPQ DX, $0x01
-	JNE  f16rest_403
+	JNE  f16rest_419
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -12426,9 +12736,9 @@ f16rest_398:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_404:
+f16steps_420:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_405
+	JB          f16stepsdone_421
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -12452,11 +12762,11 @@ f16steps_404:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_404
+	JMP         f16steps_420
 
-f16stepsdone_405:
+f16stepsdone_421:
 	CMPQ        BX, $0x10
-	JB          f16step16_406
+	JB          f16step16_422
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -12471,9 +12781,9 @@ f16stepsdone_405:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_406:
+f16step16_422:
 	TESTQ       BX, BX
-	JZ          notail_407
+	JZ          notail_423
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -12488,7 +12798,7 @@ f16step16_406:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_407:
+notail_423:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12556,12 +12866,12 @@ notail_407:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_403:
+f16rest_419:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_409
+	JZ   f16singledone_425
 
-f16single_408:
+f16single_424:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12577,9 +12887,9 @@ f16single_408:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_410:
+f16steps_426:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_411
+	JB          f16stepsdone_427
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -12603,11 +12913,11 @@ f16steps_410:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_410
+	JMP         f16steps_426
 
-f16stepsdone_411:
+f16stepsdone_427:
 	CMPQ        SI, $0x10
-	JB          f16step16_412
+	JB          f16step16_428
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -12622,9 +12932,9 @@ f16stepsdone_411:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_412:
+f16step16_428:
 	TESTQ       SI, SI
-	JZ          notail_413
+	JZ          notail_429
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -12639,7 +12949,7 @@ f16step16_412:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_413:
+notail_429:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12687,22 +12997,22 @@ notail_413:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_408
+	JNZ           f16single_424
 
-f16singledone_409:
-	JMP f16mmend_301
+f16singledone_425:
+	JMP f16mmend_317
 
-f16mmtokens_386:
+f16mmtokens_402:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_414
+	JNE  f16mmtokens_430
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_415:
+f16tiles_431:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_416
+	JB   f16tilesdone_432
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -12737,9 +13047,9 @@ f16tiles_415:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_417:
+f16steps_433:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_418
+	JB          f16stepsdone_434
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12807,11 +13117,11 @@ f16steps_417:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_417
+	JMP         f16steps_433
 
-f16stepsdone_418:
+f16stepsdone_434:
 	CMPQ        DI, $0x10
-	JB          f16step16_419
+	JB          f16step16_435
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -12847,9 +13157,9 @@ f16stepsdone_418:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_419:
+f16step16_435:
 	TESTQ       DI, DI
-	JZ          notail_420
+	JZ          notail_436
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12887,7 +13197,7 @@ f16step16_419:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_420:
+notail_436:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13003,11 +13313,11 @@ notail_420:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_415
+	JMP           f16tiles_431
 
-f16tilesdone_416:
+f16tilesdone_432:
 	CMPQ DX, $0x03
-	JNE  f16rest_421
+	JNE  f16rest_437
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -13035,9 +13345,9 @@ f16tilesdone_416:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_422:
+f16steps_438:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_423
+	JB          f16stepsdone_439
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13091,11 +13401,11 @@ f16steps_422:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_422
+	JMP         f16steps_438
 
-f16stepsdone_423:
+f16stepsdone_439:
 	CMPQ        DI, $0x10
-	JB          f16step16_424
+	JB          f16step16_440
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -13124,9 +13434,9 @@ f16stepsdone_423:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_424:
+f16step16_440:
 	TESTQ       DI, DI
-	JZ          notail_425
+	JZ          notail_441
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13157,7 +13467,7 @@ f16step16_424:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_425:
+notail_441:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13282,9 +13592,9 @@ notail_425:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_421:
+f16rest_437:
 	CMPQ DX, $0x02
-	JNE  f16rest_426
+	JNE  f16rest_442
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -13307,9 +13617,9 @@ f16rest_421:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_427:
+f16steps_443:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_428
+	JB          f16stepsdone_444
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13350,11 +13660,11 @@ f16steps_427:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_427
+	JMP         f16steps_443
 
-f16stepsdone_428:
+f16stepsdone_444:
 	CMPQ        DI, $0x10
-	JB          f16step16_429
+	JB          f16step16_445
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -13377,9 +13687,9 @@ f16stepsdone_428:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_429:
+f16step16_445:
 	TESTQ       DI, DI
-	JZ          notail_430
+	JZ          notail_446
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13403,7 +13713,7 @@ f16step16_429:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_430:
+notail_446:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13507,9 +13817,9 @@ notail_430:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_426:
+f16rest_442:
 	CMPQ DX, $0x01
-	JNE  f16rest_431
+	JNE  f16rest_447
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -13527,9 +13837,9 @@ f16rest_426:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_432:
+f16steps_448:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_433
+	JB          f16stepsdone_449
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -13557,11 +13867,11 @@ f16steps_432:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_432
+	JMP         f16steps_448
 
-f16stepsdone_433:
+f16stepsdone_449:
 	CMPQ        BX, $0x10
-	JB          f16step16_434
+	JB          f16step16_450
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -13578,9 +13888,9 @@ f16stepsdone_433:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_434:
+f16step16_450:
 	TESTQ       BX, BX
-	JZ          notail_435
+	JZ          notail_451
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -13597,7 +13907,7 @@ f16step16_434:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_435:
+notail_451:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -13680,12 +13990,12 @@ notail_435:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_431:
+f16rest_447:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_437
+	JZ   f16singledone_453
 
-f16single_436:
+f16single_452:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -13702,9 +14012,9 @@ f16single_436:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_438:
+f16steps_454:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_439
+	JB          f16stepsdone_455
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -13732,11 +14042,11 @@ f16steps_438:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_438
+	JMP         f16steps_454
 
-f16stepsdone_439:
+f16stepsdone_455:
 	CMPQ        SI, $0x10
-	JB          f16step16_440
+	JB          f16step16_456
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -13753,9 +14063,9 @@ f16stepsdone_439:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_440:
+f16step16_456:
 	TESTQ       SI, SI
-	JZ          notail_441
+	JZ          notail_457
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -13772,7 +14082,7 @@ f16step16_440:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_441:
+notail_457:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13830,22 +14140,22 @@ notail_441:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_436
+	JNZ           f16single_452
 
-f16singledone_437:
-	JMP f16mmend_301
+f16singledone_453:
+	JMP f16mmend_317
 
-f16mmtokens_414:
+f16mmtokens_430:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_442
+	JNE  f16mmtokens_458
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_443:
+f16tiles_459:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_444
+	JB   f16tilesdone_460
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -13884,9 +14194,9 @@ f16tiles_443:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_445:
+f16steps_461:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_446
+	JB          f16stepsdone_462
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13964,11 +14274,11 @@ f16steps_445:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_445
+	JMP         f16steps_461
 
-f16stepsdone_446:
+f16stepsdone_462:
 	CMPQ        DI, $0x10
-	JB          f16step16_447
+	JB          f16step16_463
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -14009,9 +14319,9 @@ f16stepsdone_446:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_447:
+f16step16_463:
 	TESTQ       DI, DI
-	JZ          notail_448
+	JZ          notail_464
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14054,7 +14364,7 @@ f16step16_447:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_448:
+notail_464:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14191,11 +14501,11 @@ notail_448:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_443
+	JMP           f16tiles_459
 
-f16tilesdone_444:
+f16tilesdone_460:
 	CMPQ DX, $0x03
-	JNE  f16rest_449
+	JNE  f16rest_465
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14226,9 +14536,9 @@ f16tilesdone_444:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_450:
+f16steps_466:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_451
+	JB          f16stepsdone_467
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14290,11 +14600,11 @@ f16steps_450:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_450
+	JMP         f16steps_466
 
-f16stepsdone_451:
+f16stepsdone_467:
 	CMPQ        DI, $0x10
-	JB          f16step16_452
+	JB          f16step16_468
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -14327,9 +14637,9 @@ f16stepsdone_451:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_452:
+f16step16_468:
 	TESTQ       DI, DI
-	JZ          notail_453
+	JZ          notail_469
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14364,7 +14674,7 @@ f16step16_452:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_453:
+notail_469:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14512,9 +14822,9 @@ notail_453:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_449:
+f16rest_465:
 	CMPQ DX, $0x02
-	JNE  f16rest_454
+	JNE  f16rest_470
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14539,9 +14849,9 @@ f16rest_449:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_455:
+f16steps_471:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_456
+	JB          f16stepsdone_472
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14588,11 +14898,11 @@ f16steps_455:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_455
+	JMP         f16steps_471
 
-f16stepsdone_456:
+f16stepsdone_472:
 	CMPQ        DI, $0x10
-	JB          f16step16_457
+	JB          f16step16_473
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -14618,9 +14928,9 @@ f16stepsdone_456:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_457:
+f16step16_473:
 	TESTQ       DI, DI
-	JZ          notail_458
+	JZ          notail_474
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14647,7 +14957,7 @@ f16step16_457:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_458:
+notail_474:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14770,9 +15080,9 @@ notail_458:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_454:
+f16rest_470:
 	CMPQ DX, $0x01
-	JNE  f16rest_459
+	JNE  f16rest_475
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -14791,9 +15101,9 @@ f16rest_454:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_460:
+f16steps_476:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_461
+	JB          f16stepsdone_477
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -14825,11 +15135,11 @@ f16steps_460:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_460
+	JMP         f16steps_476
 
-f16stepsdone_461:
+f16stepsdone_477:
 	CMPQ        BX, $0x10
-	JB          f16step16_462
+	JB          f16step16_478
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -14848,9 +15158,9 @@ f16stepsdone_461:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_462:
+f16step16_478:
 	TESTQ       BX, BX
-	JZ          notail_463
+	JZ          notail_479
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -14869,7 +15179,7 @@ f16step16_462:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_463:
+notail_479:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14967,12 +15277,12 @@ notail_463:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_459:
+f16rest_475:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_465
+	JZ   f16singledone_481
 
-f16single_464:
+f16single_480:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14990,9 +15300,9 @@ f16single_464:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_466:
+f16steps_482:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_467
+	JB          f16stepsdone_483
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -15024,11 +15334,11 @@ f16steps_466:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_466
+	JMP         f16steps_482
 
-f16stepsdone_467:
+f16stepsdone_483:
 	CMPQ        SI, $0x10
-	JB          f16step16_468
+	JB          f16step16_484
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -15047,9 +15357,9 @@ f16stepsdone_467:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_468:
+f16step16_484:
 	TESTQ       SI, SI
-	JZ          notail_469
+	JZ          notail_485
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -15068,7 +15378,7 @@ f16step16_468:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_469:
+notail_485:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15136,22 +15446,22 @@ notail_469:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_464
+	JNZ           f16single_480
 
-f16singledone_465:
-	JMP f16mmend_301
+f16singledone_481:
+	JMP f16mmend_317
 
-f16mmtokens_442:
+f16mmtokens_458:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_470
+	JNE  f16mmtokens_486
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_471:
+f16tiles_487:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_472
+	JB   f16tilesdone_488
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -15187,9 +15497,9 @@ f16tiles_471:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_473:
+f16steps_489:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_474
+	JB          f16stepsdone_490
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15260,11 +15570,11 @@ f16steps_473:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_473
+	JMP         f16steps_489
 
-f16stepsdone_474:
+f16stepsdone_490:
 	CMPQ        DI, $0x10
-	JB          f16step16_475
+	JB          f16step16_491
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -15302,9 +15612,9 @@ f16stepsdone_474:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_475:
+f16step16_491:
 	TESTQ       DI, DI
-	JZ          notail_476
+	JZ          notail_492
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15343,7 +15653,7 @@ f16step16_475:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_476:
+notail_492:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15514,11 +15824,11 @@ notail_476:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_471
+	JMP           f16tiles_487
 
-f16tilesdone_472:
+f16tilesdone_488:
 	CMPQ DX, $0x02
-	JNE  f16rest_477
+	JNE  f16rest_493
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -15547,9 +15857,9 @@ f16tilesdone_472:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_478:
+f16steps_494:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_479
+	JB          f16stepsdone_495
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15603,11 +15913,11 @@ f16steps_478:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_478
+	JMP         f16steps_494
 
-f16stepsdone_479:
+f16stepsdone_495:
 	CMPQ        DI, $0x10
-	JB          f16step16_480
+	JB          f16step16_496
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -15637,9 +15947,9 @@ f16stepsdone_479:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_480:
+f16step16_496:
 	TESTQ       DI, DI
-	JZ          notail_481
+	JZ          notail_497
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15669,7 +15979,7 @@ f16step16_480:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_481:
+notail_497:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15811,9 +16121,9 @@ notail_481:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_477:
+f16rest_493:
 	CMPQ DX, $0x01
-	JNE  f16rest_482
+	JNE  f16rest_498
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -15835,9 +16145,9 @@ f16rest_477:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_483:
+f16steps_499:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_484
+	JB          f16stepsdone_500
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -15874,11 +16184,11 @@ f16steps_483:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_483
+	JMP         f16steps_499
 
-f16stepsdone_484:
+f16stepsdone_500:
 	CMPQ        BX, $0x10
-	JB          f16step16_485
+	JB          f16step16_501
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -15900,9 +16210,9 @@ f16stepsdone_484:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_485:
+f16step16_501:
 	TESTQ       BX, BX
-	JZ          notail_486
+	JZ          notail_502
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -15923,7 +16233,7 @@ f16step16_485:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_486:
+notail_502:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -16036,12 +16346,12 @@ notail_486:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_482:
+f16rest_498:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_488
+	JZ   f16singledone_504
 
-f16single_487:
+f16single_503:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16062,9 +16372,9 @@ f16single_487:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_489:
+f16steps_505:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_490
+	JB          f16stepsdone_506
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -16101,11 +16411,11 @@ f16steps_489:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_489
+	JMP         f16steps_505
 
-f16stepsdone_490:
+f16stepsdone_506:
 	CMPQ        SI, $0x10
-	JB          f16step16_491
+	JB          f16step16_507
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -16127,9 +16437,9 @@ f16stepsdone_490:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_491:
+f16step16_507:
 	TESTQ       SI, SI
-	JZ          notail_492
+	JZ          notail_508
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -16150,7 +16460,7 @@ f16step16_491:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_492:
+notail_508:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16228,22 +16538,22 @@ notail_492:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_487
+	JNZ           f16single_503
 
-f16singledone_488:
-	JMP f16mmend_301
+f16singledone_504:
+	JMP f16mmend_317
 
-f16mmtokens_470:
+f16mmtokens_486:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_493
+	JNE  f16mmtokens_509
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_494:
+f16tiles_510:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_495
+	JB   f16tilesdone_511
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -16282,9 +16592,9 @@ f16tiles_494:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_496:
+f16steps_512:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_497
+	JB          f16stepsdone_513
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16363,11 +16673,11 @@ f16steps_496:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_496
+	JMP         f16steps_512
 
-f16stepsdone_497:
+f16stepsdone_513:
 	CMPQ        DI, $0x10
-	JB          f16step16_498
+	JB          f16step16_514
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -16409,9 +16719,9 @@ f16stepsdone_497:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_498:
+f16step16_514:
 	TESTQ       DI, DI
-	JZ          notail_499
+	JZ          notail_515
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16454,7 +16764,7 @@ f16step16_498:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_499:
+notail_515:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16648,11 +16958,11 @@ notail_499:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_494
+	JMP           f16tiles_510
 
-f16tilesdone_495:
+f16tilesdone_511:
 	CMPQ DX, $0x02
-	JNE  f16rest_500
+	JNE  f16rest_516
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -16683,9 +16993,9 @@ f16tilesdone_495:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_501:
+f16steps_517:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_502
+	JB          f16stepsdone_518
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16745,11 +17055,11 @@ f16steps_501:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_501
+	JMP         f16steps_517
 
-f16stepsdone_502:
+f16stepsdone_518:
 	CMPQ        DI, $0x10
-	JB          f16step16_503
+	JB          f16step16_519
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -16782,9 +17092,9 @@ f16stepsdone_502:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_503:
+f16step16_519:
 	TESTQ       DI, DI
-	JZ          notail_504
+	JZ          notail_520
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16817,7 +17127,7 @@ f16step16_503:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_504:
+notail_520:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16978,9 +17288,9 @@ notail_504:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_500:
+f16rest_516:
 	CMPQ DX, $0x01
-	JNE  f16rest_505
+	JNE  f16rest_521
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -17003,9 +17313,9 @@ f16rest_500:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_506:
+f16steps_522:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_507
+	JB          f16stepsdone_523
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -17046,11 +17356,11 @@ f16steps_506:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_506
+	JMP         f16steps_522
 
-f16stepsdone_507:
+f16stepsdone_523:
 	CMPQ        BX, $0x10
-	JB          f16step16_508
+	JB          f16step16_524
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -17074,9 +17384,9 @@ f16stepsdone_507:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_508:
+f16step16_524:
 	TESTQ       BX, BX
-	JZ          notail_509
+	JZ          notail_525
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -17099,7 +17409,7 @@ f16step16_508:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_509:
+notail_525:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17227,12 +17537,12 @@ notail_509:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_505:
+f16rest_521:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_511
+	JZ   f16singledone_527
 
-f16single_510:
+f16single_526:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17254,9 +17564,9 @@ f16single_510:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_512:
+f16steps_528:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_513
+	JB          f16stepsdone_529
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -17297,11 +17607,11 @@ f16steps_512:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_512
+	JMP         f16steps_528
 
-f16stepsdone_513:
+f16stepsdone_529:
 	CMPQ        SI, $0x10
-	JB          f16step16_514
+	JB          f16step16_530
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -17325,9 +17635,9 @@ f16stepsdone_513:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_514:
+f16step16_530:
 	TESTQ       SI, SI
-	JZ          notail_515
+	JZ          notail_531
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17350,7 +17660,7 @@ f16step16_514:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_515:
+notail_531:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17438,22 +17748,22 @@ notail_515:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_510
+	JNZ           f16single_526
 
-f16singledone_511:
-	JMP f16mmend_301
+f16singledone_527:
+	JMP f16mmend_317
 
-f16mmtokens_493:
+f16mmtokens_509:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_516
+	JNE  f16mmtokens_532
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_517:
+f16tiles_533:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_518
+	JB   f16tilesdone_534
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17495,9 +17805,9 @@ f16tiles_517:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_519:
+f16steps_535:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_520
+	JB          f16stepsdone_536
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17584,11 +17894,11 @@ f16steps_519:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_519
+	JMP         f16steps_535
 
-f16stepsdone_520:
+f16stepsdone_536:
 	CMPQ        DI, $0x10
-	JB          f16step16_521
+	JB          f16step16_537
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -17634,9 +17944,9 @@ f16stepsdone_520:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_521:
+f16step16_537:
 	TESTQ       DI, DI
-	JZ          notail_522
+	JZ          notail_538
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17683,7 +17993,7 @@ f16step16_521:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_522:
+notail_538:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17900,11 +18210,11 @@ notail_522:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_517
+	JMP           f16tiles_533
 
-f16tilesdone_518:
+f16tilesdone_534:
 	CMPQ DX, $0x02
-	JNE  f16rest_523
+	JNE  f16rest_539
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17937,9 +18247,9 @@ f16tilesdone_518:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_524:
+f16steps_540:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_525
+	JB          f16stepsdone_541
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18005,11 +18315,11 @@ f16steps_524:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_524
+	JMP         f16steps_540
 
-f16stepsdone_525:
+f16stepsdone_541:
 	CMPQ        DI, $0x10
-	JB          f16step16_526
+	JB          f16step16_542
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -18045,9 +18355,9 @@ f16stepsdone_525:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_526:
+f16step16_542:
 	TESTQ       DI, DI
-	JZ          notail_527
+	JZ          notail_543
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -18083,7 +18393,7 @@ f16step16_526:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_527:
+notail_543:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18263,9 +18573,9 @@ notail_527:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_523:
+f16rest_539:
 	CMPQ DX, $0x01
-	JNE  f16rest_528
+	JNE  f16rest_544
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -18289,9 +18599,9 @@ f16rest_523:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_529:
+f16steps_545:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_530
+	JB          f16stepsdone_546
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -18336,11 +18646,11 @@ f16steps_529:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_529
+	JMP         f16steps_545
 
-f16stepsdone_530:
+f16stepsdone_546:
 	CMPQ        BX, $0x10
-	JB          f16step16_531
+	JB          f16step16_547
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -18366,9 +18676,9 @@ f16stepsdone_530:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_531:
+f16step16_547:
 	TESTQ       BX, BX
-	JZ          notail_532
+	JZ          notail_548
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -18393,7 +18703,7 @@ f16step16_531:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_532:
+notail_548:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -18536,12 +18846,12 @@ notail_532:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_528:
+f16rest_544:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_534
+	JZ   f16singledone_550
 
-f16single_533:
+f16single_549:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -18564,9 +18874,9 @@ f16single_533:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_535:
+f16steps_551:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_536
+	JB          f16stepsdone_552
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -18611,11 +18921,11 @@ f16steps_535:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_535
+	JMP         f16steps_551
 
-f16stepsdone_536:
+f16stepsdone_552:
 	CMPQ        SI, $0x10
-	JB          f16step16_537
+	JB          f16step16_553
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -18641,9 +18951,9 @@ f16stepsdone_536:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_537:
+f16step16_553:
 	TESTQ       SI, SI
-	JZ          notail_538
+	JZ          notail_554
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -18668,7 +18978,7 @@ f16step16_537:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_538:
+notail_554:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18766,13 +19076,13 @@ notail_538:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_533
+	JNZ           f16single_549
 
-f16singledone_534:
-	JMP f16mmend_301
+f16singledone_550:
+	JMP f16mmend_317
 
-f16mmtokens_516:
-f16mmend_301:
+f16mmtokens_532:
+f16mmend_317:
 	VZEROUPPER
 	RET
 
@@ -18781,7 +19091,7 @@ f16mmend_301:
 TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_540
+	JNE  ksq_556
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -18796,9 +19106,9 @@ TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_541:
+ksteps_557:
 	CMPQ   AX, $0x00000080
-	JB     kstepsdone_542
+	JB     kstepsdone_558
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -18815,7 +19125,7 @@ ksteps_541:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_543:
+ksd_559:
 	VCVTPH2PS        (R8), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VCVTPH2PS        (R8)(DI*1), Z8
@@ -18837,7 +19147,7 @@ ksd_543:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_543
+	JNZ              ksd_559
 	MOVQ             SI, R8
 	VMOVUPS          Z0, (R8)
 	VMOVUPS          Z1, 64(R8)
@@ -18857,9 +19167,9 @@ ksd_543:
 	ADDQ             DI, CX
 	ADDQ             DI, CX
 	SUBQ             $0x00000080, AX
-	JMP              ksteps_541
+	JMP              ksteps_557
 
-kstepsdone_542:
+kstepsdone_558:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -18879,34 +19189,34 @@ kstepsdone_542:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_544:
+ksteps_560:
 	CMPQ   R8, $0x00000010
-	JB     kstepsdone_545
+	JB     kstepsdone_561
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, AX
 	MOVQ   BX, R9
 	MOVQ   DX, R10
 
-ksd_546:
+ksd_562:
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 	DECQ             R10
-	JNZ              ksd_546
+	JNZ              ksd_562
 	MOVQ             SI, AX
 	VMOVUPS          Z0, (AX)
 	ADDQ             $0x00000040, SI
 	ADDQ             DI, CX
 	SUBQ             $0x00000010, R8
-	JMP              ksteps_544
+	JMP              ksteps_560
 
-kstepsdone_545:
-	JMP ksend_539
+kstepsdone_561:
+	JMP ksend_555
 
-ksq_540:
+ksq_556:
 	CMPQ AX, $0x02
-	JNE  ksq_547
+	JNE  ksq_563
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -18921,9 +19231,9 @@ ksq_540:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_548:
+ksteps_564:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_549
+	JB     kstepsdone_565
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -18938,7 +19248,7 @@ ksteps_548:
 	MOVQ   BX, R12
 	MOVQ   DX, R13
 
-ksd_550:
+ksd_566:
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R12), Z8, Z0
 	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
@@ -18955,7 +19265,7 @@ ksd_550:
 	ADDQ             $0x00000020, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_550
+	JNZ              ksd_566
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -18971,9 +19281,9 @@ ksd_550:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000040, AX
-	JMP              ksteps_548
+	JMP              ksteps_564
 
-kstepsdone_549:
+kstepsdone_565:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -18993,37 +19303,37 @@ kstepsdone_549:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_551:
+ksteps_567:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_552
+	JB     kstepsdone_568
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_553:
+ksd_569:
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_553
+	JNZ              ksd_569
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_551
+	JMP              ksteps_567
 
-kstepsdone_552:
-	JMP ksend_539
+kstepsdone_568:
+	JMP ksend_555
 
-ksq_547:
+ksq_563:
 	CMPQ AX, $0x03
-	JNE  ksq_554
+	JNE  ksq_570
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -19038,9 +19348,9 @@ ksq_547:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_555:
+ksteps_571:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_556
+	JB     kstepsdone_572
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19051,7 +19361,7 @@ ksteps_555:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_557:
+ksd_573:
 	VCVTPH2PS        (R10), Z6
 	VFMADD231PS.BCST (R11), Z6, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
@@ -19063,7 +19373,7 @@ ksd_557:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_557
+	JNZ              ksd_573
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -19075,9 +19385,9 @@ ksd_557:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
-	JMP              ksteps_555
+	JMP              ksteps_571
 
-kstepsdone_556:
+kstepsdone_572:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19097,9 +19407,9 @@ kstepsdone_556:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_558:
+ksteps_574:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_559
+	JB     kstepsdone_575
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19107,7 +19417,7 @@ ksteps_558:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_560:
+ksd_576:
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
@@ -19115,7 +19425,7 @@ ksd_560:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_560
+	JNZ              ksd_576
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -19123,14 +19433,14 @@ ksd_560:
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_558
+	JMP              ksteps_574
 
-kstepsdone_559:
-	JMP ksend_539
+kstepsdone_575:
+	JMP ksend_555
 
-ksq_554:
+ksq_570:
 	CMPQ AX, $0x04
-	JNE  ksq_561
+	JNE  ksq_577
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -19145,9 +19455,9 @@ ksq_554:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_562:
+ksteps_578:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_563
+	JB     kstepsdone_579
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19162,7 +19472,7 @@ ksteps_562:
 	ADDQ   R9, R12
 	MOVQ   DX, R13
 
-ksd_564:
+ksd_580:
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
@@ -19177,7 +19487,7 @@ ksd_564:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_564
+	JNZ              ksd_580
 	MOVQ             SI, R10
 	LEAQ             (R10)(DI*2), R11
 	ADDQ             DI, R11
@@ -19193,9 +19503,9 @@ ksd_564:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
-	JMP              ksteps_562
+	JMP              ksteps_578
 
-kstepsdone_563:
+kstepsdone_579:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19215,9 +19525,9 @@ kstepsdone_563:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_565:
+ksteps_581:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_566
+	JB     kstepsdone_582
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19228,7 +19538,7 @@ ksteps_565:
 	ADDQ   AX, R12
 	MOVQ   DX, R13
 
-ksd_567:
+ksd_583:
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
@@ -19238,7 +19548,7 @@ ksd_567:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_567
+	JNZ              ksd_583
 	MOVQ             SI, R10
 	LEAQ             (R10)(DI*2), R11
 	ADDQ             DI, R11
@@ -19249,13 +19559,13 @@ ksd_567:
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_565
+	JMP              ksteps_581
 
-kstepsdone_566:
-	JMP ksend_539
+kstepsdone_582:
+	JMP ksend_555
 
-ksq_561:
-ksend_539:
+ksq_577:
+ksend_555:
 	VZEROUPPER
 	RET
 
@@ -19264,7 +19574,7 @@ ksend_539:
 TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_569
+	JNE  ksq_585
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -19279,9 +19589,9 @@ TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_570:
+ksteps_586:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_571
+	JB    kstepsdone_587
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -19290,7 +19600,7 @@ ksteps_570:
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 
-ksd_572:
+ksd_588:
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -19306,7 +19616,7 @@ ksd_572:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_572
+	JNZ          ksd_588
 	MOVQ         SI, R8
 	VMOVUPS      Y0, (R8)
 	VMOVUPS      Y1, 32(R8)
@@ -19316,9 +19626,9 @@ ksd_572:
 	ADDQ         DI, CX
 	ADDQ         DI, CX
 	SUBQ         $0x00000020, AX
-	JMP          ksteps_570
+	JMP          ksteps_586
 
-kstepsdone_571:
+kstepsdone_587:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19338,16 +19648,16 @@ kstepsdone_571:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_573:
+ksteps_589:
 	CMPQ  R8, $0x00000010
-	JB    kstepsdone_574
+	JB    kstepsdone_590
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, AX
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 
-ksd_575:
+ksd_591:
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
 	VFMADD231PS  Y3, Y2, Y0
@@ -19357,21 +19667,21 @@ ksd_575:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_575
+	JNZ          ksd_591
 	MOVQ         SI, AX
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, SI
 	ADDQ         DI, CX
 	SUBQ         $0x00000010, R8
-	JMP          ksteps_573
+	JMP          ksteps_589
 
-kstepsdone_574:
-	JMP ksend_568
+kstepsdone_590:
+	JMP ksend_584
 
-ksq_569:
+ksq_585:
 	CMPQ AX, $0x02
-	JNE  ksq_576
+	JNE  ksq_592
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -19386,9 +19696,9 @@ ksq_569:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_577:
+ksteps_593:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_578
+	JB    kstepsdone_594
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -19401,7 +19711,7 @@ ksteps_577:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_579:
+ksd_595:
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -19425,7 +19735,7 @@ ksd_579:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_579
+	JNZ          ksd_595
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -19439,9 +19749,9 @@ ksd_579:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000020, AX
-	JMP          ksteps_577
+	JMP          ksteps_593
 
-kstepsdone_578:
+kstepsdone_594:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19461,9 +19771,9 @@ kstepsdone_578:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_580:
+ksteps_596:
 	CMPQ  R9, $0x00000010
-	JB    kstepsdone_581
+	JB    kstepsdone_597
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -19472,7 +19782,7 @@ ksteps_580:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_582:
+ksd_598:
 	VCVTPH2PS    (R10), Y4
 	VBROADCASTSS (R11), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -19486,7 +19796,7 @@ ksd_582:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_582
+	JNZ          ksd_598
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -19495,14 +19805,14 @@ ksd_582:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, R9
-	JMP          ksteps_580
+	JMP          ksteps_596
 
-kstepsdone_581:
-	JMP ksend_568
+kstepsdone_597:
+	JMP ksend_584
 
-ksq_576:
+ksq_592:
 	CMPQ AX, $0x03
-	JNE  ksq_583
+	JNE  ksq_599
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -19517,9 +19827,9 @@ ksq_576:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_584:
+ksteps_600:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_585
+	JB    kstepsdone_601
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -19530,7 +19840,7 @@ ksteps_584:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_586:
+ksd_602:
 	VCVTPH2PS    (R10), Y6
 	VBROADCASTSS (R11), Y7
 	VFMADD231PS  Y7, Y6, Y0
@@ -19548,7 +19858,7 @@ ksd_586:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_586
+	JNZ          ksd_602
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -19559,14 +19869,14 @@ ksd_586:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
-	JMP          ksteps_584
+	JMP          ksteps_600
 
-kstepsdone_585:
-	JMP ksend_568
+kstepsdone_601:
+	JMP ksend_584
 
-ksq_583:
+ksq_599:
 	CMPQ AX, $0x04
-	JNE  ksq_587
+	JNE  ksq_603
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -19581,9 +19891,9 @@ ksq_583:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_588:
+ksteps_604:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_589
+	JB    kstepsdone_605
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -19598,7 +19908,7 @@ ksteps_588:
 	ADDQ  R9, R12
 	MOVQ  DX, R13
 
-ksd_590:
+ksd_606:
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -19621,7 +19931,7 @@ ksd_590:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_590
+	JNZ          ksd_606
 	MOVQ         SI, R10
 	LEAQ         (R10)(DI*2), R11
 	ADDQ         DI, R11
@@ -19636,13 +19946,13 @@ ksd_590:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
-	JMP          ksteps_588
+	JMP          ksteps_604
 
-kstepsdone_589:
-	JMP ksend_568
+kstepsdone_605:
+	JMP ksend_584
 
-ksq_587:
-ksend_568:
+ksq_603:
+ksend_584:
 	VZEROUPPER
 	RET
 
@@ -19653,16 +19963,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_591:
+rows_607:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_592
+	JB   rowsdone_608
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_593:
+tokens_609:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_594
+	JB   tokenstail_610
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -19696,9 +20006,9 @@ tokens_593:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_596:
+i8steps_612:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_597
+	JB         i8stepsdone_613
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -19737,11 +20047,11 @@ i8steps_596:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_596
+	JMP        i8steps_612
 
-i8stepsdone_597:
+i8stepsdone_613:
 	TESTQ      R10, R10
-	JZ         notail_598
+	JZ         notail_614
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -19779,7 +20089,7 @@ i8stepsdone_597:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_598:
+notail_614:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -19938,11 +20248,11 @@ notail_598:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_593
+	JMP           tokens_609
 
-tokenstail_594:
+tokenstail_610:
 	CMPQ DI, $0x00000004
-	JNE  tokens_599
+	JNE  tokens_615
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -19971,9 +20281,9 @@ tokenstail_594:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_600:
+i8steps_616:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_601
+	JB         i8stepsdone_617
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20007,11 +20317,11 @@ i8steps_600:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_600
+	JMP        i8steps_616
 
-i8stepsdone_601:
+i8stepsdone_617:
 	TESTQ      R10, R10
-	JZ         notail_602
+	JZ         notail_618
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -20044,7 +20354,7 @@ i8stepsdone_601:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_602:
+notail_618:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20166,11 +20476,11 @@ notail_602:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_595
+	JMP           tokensdone_611
 
-tokens_599:
+tokens_615:
 	CMPQ DI, $0x00000003
-	JNE  tokens_603
+	JNE  tokens_619
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -20193,9 +20503,9 @@ tokens_599:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_604:
+i8steps_620:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_605
+	JB         i8stepsdone_621
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20223,11 +20533,11 @@ i8steps_604:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_604
+	JMP        i8steps_620
 
-i8stepsdone_605:
+i8stepsdone_621:
 	TESTQ      R10, R10
-	JZ         notail_606
+	JZ         notail_622
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -20255,7 +20565,7 @@ i8stepsdone_605:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_606:
+notail_622:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20348,11 +20658,11 @@ notail_606:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_595
+	JMP           tokensdone_611
 
-tokens_603:
+tokens_619:
 	CMPQ DI, $0x00000002
-	JNE  tokens_607
+	JNE  tokens_623
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -20371,9 +20681,9 @@ tokens_603:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_608:
+i8steps_624:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_609
+	JB         i8stepsdone_625
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20396,11 +20706,11 @@ i8steps_608:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_608
+	JMP        i8steps_624
 
-i8stepsdone_609:
+i8stepsdone_625:
 	TESTQ      R10, R10
-	JZ         notail_610
+	JZ         notail_626
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -20423,7 +20733,7 @@ i8stepsdone_609:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_610:
+notail_626:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20487,11 +20797,11 @@ notail_610:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_595
+	JMP           tokensdone_611
 
-tokens_607:
+tokens_623:
 	CMPQ DI, $0x00000001
-	JNE  tokens_611
+	JNE  tokens_627
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -20506,9 +20816,9 @@ tokens_607:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_612:
+i8steps_628:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_613
+	JB         i8stepsdone_629
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -20526,11 +20836,11 @@ i8steps_612:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_612
+	JMP        i8steps_628
 
-i8stepsdone_613:
+i8stepsdone_629:
 	TESTQ      R9, R9
-	JZ         notail_614
+	JZ         notail_630
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -20548,7 +20858,7 @@ i8stepsdone_613:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_614:
+notail_630:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20584,27 +20894,27 @@ notail_614:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_595
+	JMP           tokensdone_611
 
-tokens_611:
-tokensdone_595:
+tokens_627:
+tokensdone_611:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_591
+	JMP  rows_607
 
-rowsdone_592:
-rows_615:
+rowsdone_608:
+rows_631:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_616
+	JB   rowsdone_632
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_617:
+tokens_633:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_618
+	JB   tokenstail_634
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -20626,9 +20936,9 @@ tokens_617:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_620:
+i8steps_636:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_621
+	JB         i8stepsdone_637
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -20652,11 +20962,11 @@ i8steps_620:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_620
+	JMP        i8steps_636
 
-i8stepsdone_621:
+i8stepsdone_637:
 	TESTQ      R9, R9
-	JZ         notail_622
+	JZ         notail_638
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -20679,7 +20989,7 @@ i8stepsdone_621:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_622:
+notail_638:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -20789,11 +21099,11 @@ notail_622:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_617
+	JMP           tokens_633
 
-tokenstail_618:
+tokenstail_634:
 	CMPQ DI, $0x00000007
-	JNE  tokens_623
+	JNE  tokens_639
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -20813,9 +21123,9 @@ tokenstail_618:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_624:
+i8steps_640:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_625
+	JB         i8stepsdone_641
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -20837,11 +21147,11 @@ i8steps_624:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_624
+	JMP        i8steps_640
 
-i8stepsdone_625:
+i8stepsdone_641:
 	TESTQ      R9, R9
-	JZ         notail_626
+	JZ         notail_642
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -20862,7 +21172,7 @@ i8stepsdone_625:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_626:
+notail_642:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20952,11 +21262,11 @@ notail_626:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_619
+	JMP           tokensdone_635
 
-tokens_623:
+tokens_639:
 	CMPQ DI, $0x00000006
-	JNE  tokens_627
+	JNE  tokens_643
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -20973,9 +21283,9 @@ tokens_623:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_628:
+i8steps_644:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_629
+	JB         i8stepsdone_645
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -20994,11 +21304,11 @@ i8steps_628:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_628
+	JMP        i8steps_644
 
-i8stepsdone_629:
+i8stepsdone_645:
 	TESTQ      R9, R9
-	JZ         notail_630
+	JZ         notail_646
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -21017,7 +21327,7 @@ i8stepsdone_629:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_630:
+notail_646:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21095,11 +21405,11 @@ notail_630:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_619
+	JMP           tokensdone_635
 
-tokens_627:
+tokens_643:
 	CMPQ DI, $0x00000005
-	JNE  tokens_631
+	JNE  tokens_647
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -21115,9 +21425,9 @@ tokens_627:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_632:
+i8steps_648:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_633
+	JB         i8stepsdone_649
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -21134,11 +21444,11 @@ i8steps_632:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_632
+	JMP        i8steps_648
 
-i8stepsdone_633:
+i8stepsdone_649:
 	TESTQ      R9, R9
-	JZ         notail_634
+	JZ         notail_650
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -21155,7 +21465,7 @@ i8stepsdone_633:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_634:
+notail_650:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21221,11 +21531,11 @@ notail_634:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_619
+	JMP           tokensdone_635
 
-tokens_631:
+tokens_647:
 	CMPQ DI, $0x00000004
-	JNE  tokens_635
+	JNE  tokens_651
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -21240,9 +21550,9 @@ tokens_631:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_636:
+i8steps_652:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_637
+	JB         i8stepsdone_653
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -21257,11 +21567,11 @@ i8steps_636:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_636
+	JMP        i8steps_652
 
-i8stepsdone_637:
+i8stepsdone_653:
 	TESTQ      R9, R9
-	JZ         notail_638
+	JZ         notail_654
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -21276,7 +21586,7 @@ i8stepsdone_637:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_638:
+notail_654:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21330,11 +21640,11 @@ notail_638:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_619
+	JMP           tokensdone_635
 
-tokens_635:
+tokens_651:
 	CMPQ DI, $0x00000003
-	JNE  tokens_639
+	JNE  tokens_655
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -21346,9 +21656,9 @@ tokens_635:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_640:
+i8steps_656:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_641
+	JB         i8stepsdone_657
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -21360,11 +21670,11 @@ i8steps_640:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_640
+	JMP        i8steps_656
 
-i8stepsdone_641:
+i8stepsdone_657:
 	TESTQ      R9, R9
-	JZ         notail_642
+	JZ         notail_658
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -21377,7 +21687,7 @@ i8stepsdone_641:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_642:
+notail_658:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21419,11 +21729,11 @@ notail_642:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_619
+	JMP           tokensdone_635
 
-tokens_639:
+tokens_655:
 	CMPQ DI, $0x00000002
-	JNE  tokens_643
+	JNE  tokens_659
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -21434,9 +21744,9 @@ tokens_639:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_644:
+i8steps_660:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_645
+	JB         i8stepsdone_661
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -21446,11 +21756,11 @@ i8steps_644:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_644
+	JMP        i8steps_660
 
-i8stepsdone_645:
+i8stepsdone_661:
 	TESTQ      R9, R9
-	JZ         notail_646
+	JZ         notail_662
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -21461,7 +21771,7 @@ i8stepsdone_645:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_646:
+notail_662:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21491,11 +21801,11 @@ notail_646:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_619
+	JMP           tokensdone_635
 
-tokens_643:
+tokens_659:
 	CMPQ DI, $0x00000001
-	JNE  tokens_647
+	JNE  tokens_663
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -21505,9 +21815,9 @@ tokens_643:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_648:
+i8steps_664:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_649
+	JB         i8stepsdone_665
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -21515,11 +21825,11 @@ i8steps_648:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_648
+	JMP        i8steps_664
 
-i8stepsdone_649:
+i8stepsdone_665:
 	TESTQ      R8, R8
-	JZ         notail_650
+	JZ         notail_666
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -21528,7 +21838,7 @@ i8stepsdone_649:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_650:
+notail_666:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21547,17 +21857,17 @@ notail_650:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_619
+	JMP           tokensdone_635
 
-tokens_647:
-tokensdone_619:
+tokens_663:
+tokensdone_635:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_615
+	JMP  rows_631
 
-rowsdone_616:
+rowsdone_632:
 	VZEROUPPER
 	RET
 
@@ -21566,7 +21876,7 @@ rowsdone_616:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_651
+	JE      group32_667
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -21581,9 +21891,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_652
+	JZ      pairsdone_668
 
-pairs_653:
+pairs_669:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -21597,9 +21907,9 @@ pairs_653:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_655
+	JAE    loopdone_671
 
-loop_654:
+loop_670:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -21764,13 +22074,13 @@ loop_654:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_654
+	JB           loop_670
 
-loopdone_655:
-room_656:
+loopdone_671:
+room_672:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_657
+	JA           roomdone_673
 	VMOVDQU      (DX)(R11*1), Y6
 	VMOVDQU      (AX)(R11*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -21792,9 +22102,9 @@ room_656:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R12
 	ADDQ         $0x20, R11
-	JMP          room_656
+	JMP          room_672
 
-roomdone_657:
+roomdone_673:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -21814,7 +22124,7 @@ roomdone_657:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_653
+	JNZ          pairs_669
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -21824,19 +22134,19 @@ roomdone_657:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_652:
+pairsdone_668:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_658
+	JZ     noodd_674
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_660
+	JAE    loopdone_676
 
-loop_659:
+loop_675:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -21928,13 +22238,13 @@ loop_659:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_659
+	JB           loop_675
 
-loopdone_660:
-room_661:
+loopdone_676:
+room_677:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_662
+	JA           roomdone_678
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -21947,9 +22257,9 @@ room_661:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_661
+	JMP          room_677
 
-roomdone_662:
+roomdone_678:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -21958,11 +22268,11 @@ roomdone_662:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_658:
+noodd_674:
 	VZEROUPPER
 	RET
 
-group32_651:
+group32_667:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -21976,9 +22286,9 @@ group32_651:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_663
+	JZ      pairsdone_679
 
-pairs_664:
+pairs_680:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -21992,9 +22302,9 @@ pairs_664:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_666
+	JAE    loopdone_682
 
-loop_665:
+loop_681:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -22143,13 +22453,13 @@ loop_665:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_665
+	JB           loop_681
 
-loopdone_666:
-room_667:
+loopdone_682:
+room_683:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_668
+	JA           roomdone_684
 	VMOVDQU      (DX)(R11*1), Y5
 	VMOVDQU      (AX)(R11*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -22169,9 +22479,9 @@ room_667:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R12
 	ADDQ         $0x20, R11
-	JMP          room_667
+	JMP          room_683
 
-roomdone_668:
+roomdone_684:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -22191,7 +22501,7 @@ roomdone_668:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_664
+	JNZ          pairs_680
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -22201,19 +22511,19 @@ roomdone_668:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_663:
+pairsdone_679:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_669
+	JZ     noodd_685
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_671
+	JAE    loopdone_687
 
-loop_670:
+loop_686:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -22297,13 +22607,13 @@ loop_670:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_670
+	JB           loop_686
 
-loopdone_671:
-room_672:
+loopdone_687:
+room_688:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_673
+	JA           roomdone_689
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -22315,9 +22625,9 @@ room_672:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_672
+	JMP          room_688
 
-roomdone_673:
+roomdone_689:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -22326,7 +22636,7 @@ roomdone_673:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_669:
+noodd_685:
 	VZEROUPPER
 	RET
 
@@ -22335,7 +22645,7 @@ noodd_669:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_674
+	JE           group32_690
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -22350,9 +22660,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_675
+	JZ           pairsdone_691
 
-pairs_676:
+pairs_692:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -22366,9 +22676,9 @@ pairs_676:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_678
+	JAE    loopdone_694
 
-loop_677:
+loop_693:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -22441,13 +22751,13 @@ loop_677:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000100, R12
 	CMPQ            R12, R14
-	JB              loop_677
+	JB              loop_693
 
-loopdone_678:
-room_679:
+loopdone_694:
+room_695:
 	LEAQ            64(R12), R14
 	CMPQ            R14, BX
-	JA              roomdone_680
+	JA              roomdone_696
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -22466,9 +22776,9 @@ room_679:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
 	ADDQ            $0x40, R12
-	JMP             room_679
+	JMP             room_695
 
-roomdone_680:
+roomdone_696:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -22492,7 +22802,7 @@ roomdone_680:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_676
+	JNZ           pairs_692
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -22502,19 +22812,19 @@ roomdone_680:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_675:
+pairsdone_691:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_681
+	JZ     noodd_697
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_683
+	JAE    loopdone_699
 
-loop_682:
+loop_698:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -22558,13 +22868,13 @@ loop_682:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_682
+	JB              loop_698
 
-loopdone_683:
-room_684:
+loopdone_699:
+room_700:
 	LEAQ            64(R8), R10
 	CMPQ            R10, BX
-	JA              roomdone_685
+	JA              roomdone_701
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -22576,9 +22886,9 @@ room_684:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_684
+	JMP             room_700
 
-roomdone_685:
+roomdone_701:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -22589,11 +22899,11 @@ roomdone_685:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_681:
+noodd_697:
 	VZEROUPPER
 	RET
 
-group32_674:
+group32_690:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -22608,9 +22918,9 @@ group32_674:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_686
+	JZ           pairsdone_702
 
-pairs_687:
+pairs_703:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -22624,9 +22934,9 @@ pairs_687:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_689
+	JAE    loopdone_705
 
-loop_688:
+loop_704:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -22699,13 +23009,13 @@ loop_688:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_688
+	JB           loop_704
 
-loopdone_689:
-room_690:
+loopdone_705:
+room_706:
 	LEAQ         64(R12), R14
 	CMPQ         R14, BX
-	JA           roomdone_691
+	JA           roomdone_707
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -22724,9 +23034,9 @@ room_690:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
 	ADDQ         $0x40, R12
-	JMP          room_690
+	JMP          room_706
 
-roomdone_691:
+roomdone_707:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -22750,7 +23060,7 @@ roomdone_691:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_687
+	JNZ           pairs_703
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -22760,19 +23070,19 @@ roomdone_691:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_686:
+pairsdone_702:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_692
+	JZ     noodd_708
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_694
+	JAE    loopdone_710
 
-loop_693:
+loop_709:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -22816,13 +23126,13 @@ loop_693:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_693
+	JB           loop_709
 
-loopdone_694:
-room_695:
+loopdone_710:
+room_711:
 	LEAQ         64(R8), R10
 	CMPQ         R10, BX
-	JA           roomdone_696
+	JA           roomdone_712
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -22834,9 +23144,9 @@ room_695:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_695
+	JMP          room_711
 
-roomdone_696:
+roomdone_712:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -22847,7 +23157,7 @@ roomdone_696:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_692:
+noodd_708:
 	VZEROUPPER
 	RET
 
@@ -22865,9 +23175,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_698
+	JAE          loopdone_714
 
-loop_697:
+loop_713:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -22878,9 +23188,9 @@ loop_697:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_697
+	JB      loop_713
 
-loopdone_698:
+loopdone_714:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -22892,18 +23202,18 @@ loopdone_698:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_700
+	JAE          maxabsdone_716
 
-maxabs_699:
+maxabs_715:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_699
+	JB      maxabs_715
 
-maxabsdone_700:
+maxabsdone_716:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -22923,9 +23233,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_702
+	JAE          loopdone_718
 
-loop_701:
+loop_717:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -22936,9 +23246,9 @@ loop_701:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_701
+	JB      loop_717
 
-loopdone_702:
+loopdone_718:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -22952,18 +23262,18 @@ loopdone_702:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_704
+	JAE           maxabsdone_720
 
-maxabs_703:
+maxabs_719:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_703
+	JB      maxabs_719
 
-maxabsdone_704:
+maxabsdone_720:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -22984,9 +23294,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_706
+	JAE          loopdone_722
 
-loop_705:
+loop_721:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -22999,9 +23309,9 @@ loop_705:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_705
+	JB           loop_721
 
-loopdone_706:
+loopdone_722:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -23010,9 +23320,9 @@ loopdone_706:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_708
+	JAE          quantdone_724
 
-quant_707:
+quant_723:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -23025,9 +23335,9 @@ quant_707:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_707
+	JB        quant_723
 
-quantdone_708:
+quantdone_724:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -23048,9 +23358,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_710
+	JAE          loopdone_726
 
-loop_709:
+loop_725:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -23065,12 +23375,12 @@ loop_709:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_709
+	JB        loop_725
 
-loopdone_710:
+loopdone_726:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_711
+	JA        skip_727
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -23079,10 +23389,10 @@ loopdone_710:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_711:
+skip_727:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_712
+	JZ        notail_728
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -23094,7 +23404,7 @@ skip_711:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_712:
+notail_728:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -23119,9 +23429,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_714
+	JAE  loopdone_730
 
-loop_713:
+loop_729:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -23130,31 +23440,31 @@ loop_713:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_713
+	JB        loop_729
 
-loopdone_714:
+loopdone_730:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_715
+	JA        skip_731
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_715:
+skip_731:
 	CMPQ BX, DX
-	JAE  halfdone_717
+	JAE  halfdone_733
 
-half_716:
+half_732:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_716
+	JB        half_732
 
-halfdone_717:
+halfdone_733:
 	VZEROUPPER
 	RET
 
@@ -23168,9 +23478,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_719
+	JAE  loopdone_735
 
-loop_718:
+loop_734:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -23179,21 +23489,21 @@ loop_718:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_718
+	JB        loop_734
 
-loopdone_719:
+loopdone_735:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_720
+	JA        skip_736
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_720:
+skip_736:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_721
+	JZ        notail_737
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -23201,7 +23511,7 @@ skip_720:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_721:
+notail_737:
 	VZEROUPPER
 	RET
 
@@ -23215,9 +23525,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_723
+	JAE  loopdone_739
 
-loop_722:
+loop_738:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -23228,32 +23538,32 @@ loop_722:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_722
+	JB        loop_738
 
-loopdone_723:
+loopdone_739:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_724
+	JA        skip_740
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_724:
+skip_740:
 	CMPQ BX, DX
-	JAE  halfdone_726
+	JAE  halfdone_742
 
-half_725:
+half_741:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_725
+	JB        half_741
 
-halfdone_726:
+halfdone_742:
 	VZEROUPPER
 	RET
 
@@ -23267,9 +23577,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_728
+	JAE  loopdone_744
 
-loop_727:
+loop_743:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -23280,22 +23590,22 @@ loop_727:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_727
+	JB        loop_743
 
-loopdone_728:
+loopdone_744:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_729
+	JA        skip_745
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_729:
+skip_745:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_730
+	JZ        notail_746
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -23304,7 +23614,7 @@ skip_729:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_730:
+notail_746:
 	VZEROUPPER
 	RET
 
@@ -23321,9 +23631,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_732
+	JAE          loopdone_748
 
-loop_731:
+loop_747:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -23364,11 +23674,11 @@ loop_731:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_731
+	JB           loop_747
 
-loopdone_732:
+loopdone_748:
 	SUBQ         DX, CX
-	JE           notail_733
+	JE           notail_749
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -23413,7 +23723,7 @@ loopdone_732:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_733:
+notail_749:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -23438,9 +23748,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_735
+	JAE          loopdone_751
 
-loop_734:
+loop_750:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -23455,9 +23765,9 @@ loop_734:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_734
+	JB      loop_750
 
-loopdone_735:
+loopdone_751:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -23468,17 +23778,17 @@ loopdone_735:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_737
+	JAE          scalemaxdone_753
 
-scalemax_736:
+scalemax_752:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_736
+	JB     scalemax_752
 
-scalemaxdone_737:
+scalemaxdone_753:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -23498,9 +23808,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_739
+	JAE          loopdone_755
 
-loop_738:
+loop_754:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -23515,9 +23825,9 @@ loop_738:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_738
+	JB      loop_754
 
-loopdone_739:
+loopdone_755:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -23530,17 +23840,17 @@ loopdone_739:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_741
+	JAE           scalemaxdone_757
 
-scalemax_740:
+scalemax_756:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_740
+	JB     scalemax_756
 
-scalemaxdone_741:
+scalemaxdone_757:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -23570,9 +23880,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_743
+	JAE          loopdone_759
 
-loop_742:
+loop_758:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -23619,12 +23929,12 @@ loop_742:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_742
+	JB            loop_758
 
-loopdone_743:
+loopdone_759:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_744
+	JA            skip_760
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -23649,10 +23959,10 @@ loopdone_743:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_744:
+skip_760:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_745
+	JZ            notail_761
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -23680,7 +23990,7 @@ skip_744:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_745:
+notail_761:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -23708,9 +24018,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_747
+	JAE          loopdone_763
 
-loop_746:
+loop_762:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -23741,13 +24051,13 @@ loop_746:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_746
+	JB        loop_762
 
-loopdone_747:
-ewvec_748:
+loopdone_763:
+ewvec_764:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_749
+	JA        ewvecdone_765
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -23756,13 +24066,13 @@ ewvec_748:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_748
+	JMP       ewvec_764
 
-ewvecdone_749:
+ewvecdone_765:
 	CMPQ SI, BX
-	JAE  ewonedone_751
+	JAE  ewonedone_767
 
-ewone_750:
+ewone_766:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -23772,9 +24082,9 @@ ewone_750:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_750
+	JB        ewone_766
 
-ewonedone_751:
+ewonedone_767:
 	VZEROUPPER
 	RET
 
@@ -23791,9 +24101,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_753
+	JAE          loopdone_769
 
-loop_752:
+loop_768:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -23816,26 +24126,26 @@ loop_752:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_752
+	JB      loop_768
 
-loopdone_753:
-ewvec_754:
+loopdone_769:
+ewvec_770:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_755
+	JA      ewvecdone_771
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_754
+	JMP     ewvec_770
 
-ewvecdone_755:
+ewvecdone_771:
 	CMPQ SI, BX
-	JAE  ewonedone_757
+	JAE  ewonedone_773
 
-ewone_756:
+ewone_772:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -23843,9 +24153,9 @@ ewone_756:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_756
+	JB     ewone_772
 
-ewonedone_757:
+ewonedone_773:
 	VZEROUPPER
 	RET
 
@@ -23860,9 +24170,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_759
+	JAE  loopdone_775
 
-loop_758:
+loop_774:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -23893,13 +24203,13 @@ loop_758:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_758
+	JB      loop_774
 
-loopdone_759:
-ewvec_760:
+loopdone_775:
+ewvec_776:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_761
+	JA      ewvecdone_777
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -23908,13 +24218,13 @@ ewvec_760:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_760
+	JMP     ewvec_776
 
-ewvecdone_761:
+ewvecdone_777:
 	CMPQ SI, BX
-	JAE  ewonedone_763
+	JAE  ewonedone_779
 
-ewone_762:
+ewone_778:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -23924,9 +24234,9 @@ ewone_762:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_762
+	JB     ewone_778
 
-ewonedone_763:
+ewonedone_779:
 	VZEROUPPER
 	RET
 
@@ -23940,9 +24250,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_765
+	JAE  loopdone_781
 
-loop_764:
+loop_780:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -23961,34 +24271,34 @@ loop_764:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_764
+	JB      loop_780
 
-loopdone_765:
-ewvec_766:
+loopdone_781:
+ewvec_782:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_767
+	JA      ewvecdone_783
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_766
+	JMP     ewvec_782
 
-ewvecdone_767:
+ewvecdone_783:
 	CMPQ BX, DX
-	JAE  ewonedone_769
+	JAE  ewonedone_785
 
-ewone_768:
+ewone_784:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_768
+	JB     ewone_784
 
-ewonedone_769:
+ewonedone_785:
 	VZEROUPPER
 	RET
 
@@ -24008,9 +24318,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_771
+	JAE          loopdone_787
 
-loop_770:
+loop_786:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -24041,13 +24351,13 @@ loop_770:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_770
+	JB        loop_786
 
-loopdone_771:
-ewvec_772:
+loopdone_787:
+ewvec_788:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_773
+	JA        ewvecdone_789
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -24056,13 +24366,13 @@ ewvec_772:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_772
+	JMP       ewvec_788
 
-ewvecdone_773:
+ewvecdone_789:
 	CMPQ SI, BX
-	JAE  ewonedone_775
+	JAE  ewonedone_791
 
-ewone_774:
+ewone_790:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -24072,9 +24382,9 @@ ewone_774:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_774
+	JB        ewone_790
 
-ewonedone_775:
+ewonedone_791:
 	VZEROUPPER
 	RET
 
@@ -24091,9 +24401,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_777
+	JAE          loopdone_793
 
-loop_776:
+loop_792:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -24116,26 +24426,26 @@ loop_776:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_776
+	JB      loop_792
 
-loopdone_777:
-ewvec_778:
+loopdone_793:
+ewvec_794:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_779
+	JA      ewvecdone_795
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_778
+	JMP     ewvec_794
 
-ewvecdone_779:
+ewvecdone_795:
 	CMPQ SI, BX
-	JAE  ewonedone_781
+	JAE  ewonedone_797
 
-ewone_780:
+ewone_796:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -24143,9 +24453,9 @@ ewone_780:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_780
+	JB     ewone_796
 
-ewonedone_781:
+ewonedone_797:
 	VZEROUPPER
 	RET
 
@@ -24160,9 +24470,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_783
+	JAE  loopdone_799
 
-loop_782:
+loop_798:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -24193,13 +24503,13 @@ loop_782:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_782
+	JB      loop_798
 
-loopdone_783:
-ewvec_784:
+loopdone_799:
+ewvec_800:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_785
+	JA      ewvecdone_801
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -24208,13 +24518,13 @@ ewvec_784:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_784
+	JMP     ewvec_800
 
-ewvecdone_785:
+ewvecdone_801:
 	CMPQ SI, BX
-	JAE  ewonedone_787
+	JAE  ewonedone_803
 
-ewone_786:
+ewone_802:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -24224,9 +24534,9 @@ ewone_786:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_786
+	JB      ewone_802
 
-ewonedone_787:
+ewonedone_803:
 	VZEROUPPER
 	RET
 
@@ -24240,9 +24550,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_789
+	JAE  loopdone_805
 
-loop_788:
+loop_804:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -24261,34 +24571,34 @@ loop_788:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_788
+	JB      loop_804
 
-loopdone_789:
-ewvec_790:
+loopdone_805:
+ewvec_806:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_791
+	JA      ewvecdone_807
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_790
+	JMP     ewvec_806
 
-ewvecdone_791:
+ewvecdone_807:
 	CMPQ BX, DX
-	JAE  ewonedone_793
+	JAE  ewonedone_809
 
-ewone_792:
+ewone_808:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_792
+	JB     ewone_808
 
-ewonedone_793:
+ewonedone_809:
 	VZEROUPPER
 	RET
 
@@ -24313,9 +24623,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_795
+	JAE   loopdone_811
 
-loop_794:
+loop_810:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -24390,21 +24700,21 @@ loop_794:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_794
+	JB         loop_810
 
-loopdone_795:
+loopdone_811:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_797
+	JAE    sum64done_813
 
-sum64_796:
+sum64_812:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_796
+	JB     sum64_812
 
-sum64done_797:
+sum64done_813:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -24438,9 +24748,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_799
+	JAE    loopdone_815
 
-loop_798:
+loop_814:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -24483,20 +24793,20 @@ loop_798:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_798
+	JB         loop_814
 
-loopdone_799:
+loopdone_815:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_801
+	JAE    sum64done_817
 
-sum64_800:
+sum64_816:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_800
+	JB     sum64_816
 
-sum64done_801:
+sum64done_817:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -24543,9 +24853,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_803
+	JZ         sgemmtail_819
 
-sgemm_802:
+sgemm_818:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -24629,13 +24939,13 @@ sgemm_802:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_802
+	JNZ          sgemm_818
 
-sgemmtail_803:
+sgemmtail_819:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_805
+	JZ   sgemmdone_821
 
-sgemmone_804:
+sgemmone_820:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -24659,9 +24969,9 @@ sgemmone_804:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_804
+	JNZ          sgemmone_820
 
-sgemmdone_805:
+sgemmdone_821:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -24755,9 +25065,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_807
+	JZ         sgemmtail_823
 
-sgemm_806:
+sgemm_822:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -24913,13 +25223,13 @@ sgemm_806:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_806
+	JNZ          sgemm_822
 
-sgemmtail_807:
+sgemmtail_823:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_809
+	JZ   sgemmdone_825
 
-sgemmone_808:
+sgemmone_824:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -24961,9 +25271,9 @@ sgemmone_808:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_808
+	JNZ          sgemmone_824
 
-sgemmdone_809:
+sgemmdone_825:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -25034,9 +25344,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_811
+	JLE   fmadone_827
 
-fma_810:
+fma_826:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -25050,9 +25360,9 @@ fma_810:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_810
+	JNZ         fma_826
 
-fmadone_811:
+fmadone_827:
 	VZEROUPPER
 	RET
 
@@ -25079,9 +25389,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_813
+	JLE    fmadone_829
 
-fma_812:
+fma_828:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -25099,9 +25409,9 @@ fma_812:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_812
+	JNZ         fma_828
 
-fmadone_813:
+fmadone_829:
 	VZEROUPPER
 	RET
 
@@ -25124,9 +25434,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_815
+	JLE   int8done_831
 
-int8_814:
+int8_830:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -25140,9 +25450,9 @@ int8_814:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_814
+	JNZ        int8_830
 
-int8done_815:
+int8done_831:
 	VZEROUPPER
 	RET
 
@@ -25165,9 +25475,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_817
+	JLE    int8done_833
 
-int8_816:
+int8_832:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -25181,8 +25491,8 @@ int8_816:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_816
+	JNZ      int8_832
 
-int8done_817:
+int8done_833:
 	VZEROUPPER
 	RET

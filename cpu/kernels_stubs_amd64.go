@@ -41,6 +41,11 @@ func dotF16RowsAVX512(w []uint16, stride int, x []float32, out []float32)
 //go:noescape
 func dotF16RowsAVX512Lines(w []uint16, stride int, x []float32, out []float32)
 
+// dotF16RowsAVX512HW is dotF16RowsAVX512 (the same bits) without prefetches: the hardware prefetcher alone.
+//
+//go:noescape
+func dotF16RowsAVX512HW(w []uint16, stride int, x []float32, out []float32)
+
 // axpyF16AVX2 is axpyF16 with F16C and FMA: 16 elements per step.
 //
 //go:noescape

@@ -1,0 +1,55 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestCPUVendorFamily(t *testing.T) {
+	vendor, family := cpuVendorFamily()
+	if len(vendor) != 12 || strings.ContainsRune(vendor, 0) {
+		t.Fatalf("vendor %q is not 12 printable bytes", vendor)
+	}
+	if family < 3 {
+		t.Fatalf("family %#x: no x86-64 CPU has a family below 3", family)
+	}
+	t.Logf("%s family %#x", vendor, family)
+}
+
+// TestDotF16RowsVersions: the three prefetch versions of
+// dotF16RowsAVX512, whichever this machine takes, give the same bits on
+// every length and row count (TestDotF16Rows checks the one the
+// avx512vnni set takes against the Go twin).
+func TestDotF16RowsVersions(t *testing.T) {
+	if !hasAVX2 || !hasAVX512VNNI {
+		t.Skip("no AVX-512 on this CPU: the versions cannot run")
+	}
+	versions := map[string]func(w []uint16, stride int, x []float32, out []float32){
+		"lines": dotF16RowsAVX512Lines, "hw": dotF16RowsAVX512HW,
+	}
+	rng := newRand()
+	for _, n := range floatLengths() {
+		for _, rows := range testRows {
+			stride := n + rng.IntN(4)
+			size := 0
+			if rows > 0 {
+				size = (rows-1)*stride + n
+			}
+			w, x := randomF16(rng, size), randomF32(rng, n)
+			want := make([]float32, rows)
+			dotF16RowsAVX512(w, stride, x, want)
+			for name, f := range versions {
+				out := make([]float32, rows)
+				f(w, stride, x, out)
+				for r := range out {
+					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
+						t.Fatalf("%s: n %d rows %d row %d: %g, dotF16RowsAVX512 %g", name, n, rows, r, out[r], want[r])
+					}
+				}
+			}
+		}
+	}
+}
