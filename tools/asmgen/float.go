@@ -216,9 +216,9 @@ func genDotF16RowsAVX2() {
 type f16Prefetch int
 
 const (
-	f16PerStep f16Prefetch = iota // one prefetch per row per f16Step elements (256 bytes)
-	f16PerLine                    // one per 64-byte line of each row
-	f16NoPrefetch                 // none: the hardware prefetcher alone
+	f16PerStep    f16Prefetch = iota // one prefetch per row per f16Step elements (256 bytes)
+	f16PerLine                       // one per 64-byte line of each row
+	f16NoPrefetch                    // none: the hardware prefetcher alone
 )
 
 // genDotF16RowsAVX512 writes a version of dotF16RowsAVX512: the same
