@@ -24821,6 +24821,24 @@ sum64done_817:
 	VZEROUPPER
 	RET
 
+// func prefetchLines(b []byte)
+// Requires: MMX+
+TEXT ·prefetchLines(SB), NOSPLIT, $0-24
+	MOVQ b_base+0(FP), AX
+	MOVQ b_len+8(FP), CX
+	XORQ DX, DX
+	CMPQ DX, CX
+	JAE  loopdone_819
+
+loop_818:
+	PREFETCHT1 (AX)(DX*1)
+	ADDQ       $0x00000040, DX
+	CMPQ       DX, CX
+	JB         loop_818
+
+loopdone_819:
+	RET
+
 // func sgemmTileAVX2(kc int, a []float32, b []float32, c []float32, ldc int)
 // Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
@@ -24853,9 +24871,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_819
+	JZ         sgemmtail_821
 
-sgemm_818:
+sgemm_820:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -24939,13 +24957,13 @@ sgemm_818:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_818
+	JNZ          sgemm_820
 
-sgemmtail_819:
+sgemmtail_821:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_821
+	JZ   sgemmdone_823
 
-sgemmone_820:
+sgemmone_822:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -24969,9 +24987,9 @@ sgemmone_820:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_820
+	JNZ          sgemmone_822
 
-sgemmdone_821:
+sgemmdone_823:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -25065,9 +25083,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_823
+	JZ         sgemmtail_825
 
-sgemm_822:
+sgemm_824:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -25223,13 +25241,13 @@ sgemm_822:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_822
+	JNZ          sgemm_824
 
-sgemmtail_823:
+sgemmtail_825:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_825
+	JZ   sgemmdone_827
 
-sgemmone_824:
+sgemmone_826:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -25271,9 +25289,9 @@ sgemmone_824:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_824
+	JNZ          sgemmone_826
 
-sgemmdone_825:
+sgemmdone_827:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -25344,9 +25362,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_827
+	JLE   fmadone_829
 
-fma_826:
+fma_828:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -25360,9 +25378,9 @@ fma_826:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_826
+	JNZ         fma_828
 
-fmadone_827:
+fmadone_829:
 	VZEROUPPER
 	RET
 
@@ -25389,9 +25407,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_829
+	JLE    fmadone_831
 
-fma_828:
+fma_830:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -25409,9 +25427,9 @@ fma_828:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_828
+	JNZ         fma_830
 
-fmadone_829:
+fmadone_831:
 	VZEROUPPER
 	RET
 
@@ -25434,9 +25452,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_831
+	JLE   int8done_833
 
-int8_830:
+int8_832:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -25450,9 +25468,9 @@ int8_830:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_830
+	JNZ        int8_832
 
-int8done_831:
+int8done_833:
 	VZEROUPPER
 	RET
 
@@ -25475,9 +25493,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_833
+	JLE    int8done_835
 
-int8_832:
+int8_834:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -25491,8 +25509,8 @@ int8_832:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_832
+	JNZ      int8_834
 
-int8done_833:
+int8done_835:
 	VZEROUPPER
 	RET

@@ -223,6 +223,11 @@ func sumBytesAVX2(b []byte) uint64
 //go:noescape
 func sumBytesAVX512(b []byte) uint64
 
+// prefetchLines asks for every 64-byte line of b with PREFETCHT1.
+//
+//go:noescape
+func prefetchLines(b []byte)
+
 // sgemmTileAVX2 is sgemmTile for 6×16 tiles: c[r·ldc + j] += Σ_{p<kc} a[p·6 + r]·b[p·16 + j].
 //
 //go:noescape

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestShareCovers(t *testing.T) {
@@ -141,5 +142,33 @@ func TestPoolStalledHelper(t *testing.T) {
 		n := 50 + 13*k
 		check("released, run", n, func(fn func(w, lo, hi int)) { p.run(n, 4, fn) })
 		check("released, chunks", n, func(fn func(w, lo, hi int)) { p.runChunks(n, 4, fn) })
+	}
+}
+
+// A caller whose helper takes longer than spinTime to finish the last piece
+// sleeps until the helper signals; jobs that end while it polls take no
+// signal. Alternating slow and fast jobs (the helper's piece sleeping past
+// the poll, or a few microseconds behind, or racing the caller's give-up
+// point), every job must end once its pieces are done, never earlier, and
+// no signal may be left over for a later job.
+func TestPoolCallerSleeps(t *testing.T) {
+	p := newPool(2)
+	defer p.close()
+	delays := []time.Duration{0, 2 * spinTime, 0, spinTime, spinTime + 5*time.Microsecond, 0, 3 * spinTime}
+	for k := range 60 {
+		d := delays[k%len(delays)]
+		var finished atomic.Int32
+		p.run(64, 1, func(w, lo, hi int) {
+			if w == 1 {
+				time.Sleep(d)
+			}
+			finished.Add(1)
+		})
+		if got := finished.Load(); got != 2 {
+			t.Fatalf("job %d (helper delay %v) returned with %d of 2 pieces done", k, d, got)
+		}
+		if len(p.done) != 0 {
+			t.Fatalf("job %d (helper delay %v) left a done signal behind", k, d)
+		}
 	}
 }

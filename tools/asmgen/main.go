@@ -79,6 +79,7 @@ func main() {
 	}
 	genSumBytesAVX2()
 	genSumBytesAVX512()
+	genPrefetchLines()
 	genSgemmTileAVX2()
 	genSgemmTileAVX512()
 	genFMALoopAVX2()
