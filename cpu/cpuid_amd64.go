@@ -27,16 +27,23 @@ func cpuVendorFamily() (vendor string, family uint32) {
 	return string(v[:]), family
 }
 
-// f16RowsForCPU is the avx512vnni set's dotF16Rows for this CPU: the
-// version that streams the float16 head fastest from DRAM (all three are
-// the same arithmetic, so the same bits; tools/asmgen/float.go,
-// genDotF16RowsAVX512, has the measurements). On AMD's family 1Ah (Zen 5)
-// and later, software prefetches slow it down and the hardware prefetcher
-// alone reads the head at the read probe's pace; elsewhere one prefetch
-// per 256 bytes of each row.
-func f16RowsForCPU() func(w []uint16, stride int, x []float32, out []float32) {
-	if vendor, family := cpuVendorFamily(); vendor == "AuthenticAMD" && family >= 0x1A {
-		return dotF16RowsAVX512HW
+// hwPrefetcher says whether this CPU streams the memory-bound row kernels
+// (a decode step's ternary products and float16 head) faster with its
+// hardware prefetcher alone than with software prefetches: AMD's family
+// 1Ah (Zen 5) and later. There the avx512vnni set takes the kernels' HW
+// versions, the same arithmetic and so the same bits (the generator,
+// tools/asmgen, has the measurements: 0.85-1.02 of the read probe against
+// 0.65-0.87 for the head's rows on one thread, a layer sequence of ternary
+// products at 63-64 GB/s against 57-61 on two).
+var hwPrefetcher = func() bool {
+	vendor, family := cpuVendorFamily()
+	return vendor == "AuthenticAMD" && family >= 0x1A
+}()
+
+// forCPU returns hw on CPUs with hwPrefetcher, else sw.
+func forCPU[F any](sw, hw F) F {
+	if hwPrefetcher {
+		return hw
 	}
-	return dotF16RowsAVX512
+	return sw
 }

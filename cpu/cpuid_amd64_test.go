@@ -4,6 +4,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,11 +20,12 @@ func TestCPUVendorFamily(t *testing.T) {
 	t.Logf("%s family %#x", vendor, family)
 }
 
-// TestDotF16RowsVersions: the three prefetch versions of
-// dotF16RowsAVX512, whichever this machine takes, give the same bits on
-// every length and row count (TestDotF16Rows checks the one the
-// avx512vnni set takes against the Go twin).
-func TestDotF16RowsVersions(t *testing.T) {
+// TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512 and
+// ternaryRowsVNNI, whichever this machine takes, give the same bits as the
+// plain ones on every length and row count (TestDotF16Rows and
+// TestTernaryRows check the ones the avx512vnni set takes against the Go
+// twins).
+func TestPrefetchVersions(t *testing.T) {
 	if !hasAVX2 || !hasAVX512VNNI {
 		t.Skip("no AVX-512 on this CPU: the versions cannot run")
 	}
@@ -31,6 +33,19 @@ func TestDotF16RowsVersions(t *testing.T) {
 		"lines": dotF16RowsAVX512Lines, "hw": dotF16RowsAVX512HW,
 	}
 	rng := newRand()
+	for n := 0; n <= 4096; n += 128 {
+		for _, rows := range testRows {
+			stride := n/4 + []int{0, 1, 31, 32, 77}[rng.IntN(5)]
+			w := randomTernaryRows(rng, rows, n, stride)
+			x := randomI8(rng, n, -128, 127, 127)
+			want, out := make([]int32, rows), make([]int32, rows)
+			ternaryRowsVNNI(w, stride, x, want)
+			ternaryRowsVNNIHW(w, stride, x, out)
+			if !slices.Equal(out, want) {
+				t.Fatalf("ternaryRowsVNNIHW: n %d rows %d stride %d:\n got %v\nwant %v", n, rows, stride, out, want)
+			}
+		}
+	}
 	for _, n := range floatLengths() {
 		for _, rows := range testRows {
 			stride := n + rng.IntN(4)

@@ -62,9 +62,9 @@ var avx2Kernels = kernels{
 
 var avx512VNNIKernels = kernels{
 	name:          "avx512vnni",
-	ternaryRows:   checkTernaryRows(ternaryRowsVNNI),
+	ternaryRows:   checkTernaryRows(forCPU(ternaryRowsVNNI, ternaryRowsVNNIHW)),
 	ternaryMatMul: checkTernaryMatMul(ternaryMatMulVNNI),
-	dotF16Rows:    checkDotF16Rows(f16RowsForCPU()),
+	dotF16Rows:    checkDotF16Rows(forCPU(dotF16RowsAVX512, dotF16RowsAVX512HW)),
 	kScores:       kScoresWhole(kScoresAVX512),
 	axpyF16:       checkAxpyF16(axpyF16AVX512),
 	axpyF16Rows:   checkAxpyF16Rows(axpyF16RowsAVX512),

@@ -1138,6 +1138,426 @@ singledone_20:
 	VZEROUPPER
 	RET
 
+// func ternaryRowsVNNIHW(w []byte, stride int, x []int8, out []int32)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI
+TEXT ·ternaryRowsVNNIHW(SB), NOSPLIT, $0-80
+	MOVQ         x_base+32(FP), AX
+	MOVQ         x_len+40(FP), CX
+	SHRQ         $0x02, CX
+	VPBROADCASTD bytesC0<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPBROADCASTD bytes0C<>+0(SB), Z2
+	VPBROADCASTD bytes03<>+0(SB), Z3
+	MOVQ         w_base+0(FP), DX
+	MOVQ         out_base+56(FP), BX
+	MOVQ         out_len+64(FP), SI
+	SHRQ         $0x02, SI
+	TESTQ        SI, SI
+	JZ           spreaddone_25
+	MOVQ         SI, DI
+	MOVQ         stride+24(FP), R8
+	IMULQ        R8, DI
+	MOVQ         SI, R8
+	SHLQ         $0x02, R8
+
+spread_26:
+	LEAQ   (DX)(DI*1), R9
+	LEAQ   (R9)(DI*1), R10
+	LEAQ   (R10)(DI*1), R11
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	MOVQ   CX, R13
+	ANDQ   $-128, R13
+	XORQ   R12, R12
+	CMPQ   R12, R13
+	JAE    loopdone_28
+
+loop_27:
+	VMOVDQU64    (AX)(R12*4), Y20
+	VINSERTI64X4 $0x01, 128(AX)(R12*4), Z20, Z20
+	VMOVDQU64    32(AX)(R12*4), Y21
+	VINSERTI64X4 $0x01, 160(AX)(R12*4), Z21, Z21
+	VMOVDQU64    64(AX)(R12*4), Y22
+	VINSERTI64X4 $0x01, 192(AX)(R12*4), Z22, Z22
+	VMOVDQU64    96(AX)(R12*4), Y23
+	VINSERTI64X4 $0x01, 224(AX)(R12*4), Z23, Z23
+	VMOVDQU64    (DX)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z4
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z5
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z6
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z7
+	VMOVDQU64    (R9)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z8
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z9
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z10
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z11
+	VMOVDQU64    (R10)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z12
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z13
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z14
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z15
+	VMOVDQU64    (R11)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z16
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z17
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z18
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z19
+	VMOVDQU64    256(AX)(R12*4), Y20
+	VINSERTI64X4 $0x01, 384(AX)(R12*4), Z20, Z20
+	VMOVDQU64    288(AX)(R12*4), Y21
+	VINSERTI64X4 $0x01, 416(AX)(R12*4), Z21, Z21
+	VMOVDQU64    320(AX)(R12*4), Y22
+	VINSERTI64X4 $0x01, 448(AX)(R12*4), Z22, Z22
+	VMOVDQU64    352(AX)(R12*4), Y23
+	VINSERTI64X4 $0x01, 480(AX)(R12*4), Z23, Z23
+	VMOVDQU64    64(DX)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z4
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z5
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z6
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z7
+	VMOVDQU64    64(R9)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z8
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z9
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z10
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z11
+	VMOVDQU64    64(R10)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z12
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z13
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z14
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z15
+	VMOVDQU64    64(R11)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z16
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z17
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z18
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z19
+	ADDQ         $0x00000080, R12
+	CMPQ         R12, R13
+	JB           loop_27
+
+loopdone_28:
+	MOVQ         CX, R13
+	SUBQ         R12, R13
+	CMPQ         R13, $0x40
+	JB           one_29
+	VMOVDQU64    (AX)(R12*4), Y20
+	VINSERTI64X4 $0x01, 128(AX)(R12*4), Z20, Z20
+	VMOVDQU64    32(AX)(R12*4), Y21
+	VINSERTI64X4 $0x01, 160(AX)(R12*4), Z21, Z21
+	VMOVDQU64    64(AX)(R12*4), Y22
+	VINSERTI64X4 $0x01, 192(AX)(R12*4), Z22, Z22
+	VMOVDQU64    96(AX)(R12*4), Y23
+	VINSERTI64X4 $0x01, 224(AX)(R12*4), Z23, Z23
+	VMOVDQU64    (DX)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z4
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z5
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z6
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z7
+	VMOVDQU64    (R9)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z8
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z9
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z10
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z11
+	VMOVDQU64    (R10)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z12
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z13
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z14
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z15
+	VMOVDQU64    (R11)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z16
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z17
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z18
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z19
+	ADDQ         $0x40, R12
+
+one_29:
+	CMPQ      R12, CX
+	JAE       odd_30
+	VMOVDQU64 (AX)(R12*4), Y20
+	VMOVDQU64 32(AX)(R12*4), Y21
+	VMOVDQU64 64(AX)(R12*4), Y22
+	VMOVDQU64 96(AX)(R12*4), Y23
+	VMOVDQU64 (DX)(R12*1), Y24
+	VPANDD    Z0, Z24, Z25
+	VPDPBUSD  Z20, Z25, Z4
+	VPANDD    Z1, Z24, Z25
+	VPDPBUSD  Z21, Z25, Z5
+	VPANDD    Z2, Z24, Z25
+	VPDPBUSD  Z22, Z25, Z6
+	VPANDD    Z3, Z24, Z25
+	VPDPBUSD  Z23, Z25, Z7
+	VMOVDQU64 (R9)(R12*1), Y24
+	VPANDD    Z0, Z24, Z25
+	VPDPBUSD  Z20, Z25, Z8
+	VPANDD    Z1, Z24, Z25
+	VPDPBUSD  Z21, Z25, Z9
+	VPANDD    Z2, Z24, Z25
+	VPDPBUSD  Z22, Z25, Z10
+	VPANDD    Z3, Z24, Z25
+	VPDPBUSD  Z23, Z25, Z11
+	VMOVDQU64 (R10)(R12*1), Y24
+	VPANDD    Z0, Z24, Z25
+	VPDPBUSD  Z20, Z25, Z12
+	VPANDD    Z1, Z24, Z25
+	VPDPBUSD  Z21, Z25, Z13
+	VPANDD    Z2, Z24, Z25
+	VPDPBUSD  Z22, Z25, Z14
+	VPANDD    Z3, Z24, Z25
+	VPDPBUSD  Z23, Z25, Z15
+	VMOVDQU64 (R11)(R12*1), Y24
+	VPANDD    Z0, Z24, Z25
+	VPDPBUSD  Z20, Z25, Z16
+	VPANDD    Z1, Z24, Z25
+	VPDPBUSD  Z21, Z25, Z17
+	VPANDD    Z2, Z24, Z25
+	VPDPBUSD  Z22, Z25, Z18
+	VPANDD    Z3, Z24, Z25
+	VPDPBUSD  Z23, Z25, Z19
+
+odd_30:
+	VPSRAD        $0x06, Z4, Z4
+	VPSRAD        $0x04, Z5, Z5
+	VPSRAD        $0x02, Z6, Z6
+	VPADDD        Z5, Z4, Z4
+	VPADDD        Z7, Z6, Z6
+	VPADDD        Z6, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y5
+	VPADDD        Y4, Y5, Y5
+	VPSRAD        $0x06, Z8, Z8
+	VPSRAD        $0x04, Z9, Z9
+	VPSRAD        $0x02, Z10, Z10
+	VPADDD        Z9, Z8, Z8
+	VPADDD        Z11, Z10, Z10
+	VPADDD        Z10, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y4
+	VPADDD        Y8, Y4, Y4
+	VPSRAD        $0x06, Z12, Z12
+	VPSRAD        $0x04, Z13, Z13
+	VPSRAD        $0x02, Z14, Z14
+	VPADDD        Z13, Z12, Z12
+	VPADDD        Z15, Z14, Z14
+	VPADDD        Z14, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y6
+	VPADDD        Y12, Y6, Y6
+	VPSRAD        $0x06, Z16, Z16
+	VPSRAD        $0x04, Z17, Z17
+	VPSRAD        $0x02, Z18, Z18
+	VPADDD        Z17, Z16, Z16
+	VPADDD        Z19, Z18, Z18
+	VPADDD        Z18, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y7
+	VPADDD        Y16, Y7, Y7
+	VPUNPCKLDQ    Y4, Y5, Y8
+	VPUNPCKHDQ    Y4, Y5, Y4
+	VPADDD        Y4, Y8, Y8
+	VPUNPCKLDQ    Y7, Y6, Y4
+	VPUNPCKHDQ    Y7, Y6, Y5
+	VPADDD        Y5, Y4, Y4
+	VPUNPCKLQDQ   Y4, Y8, Y5
+	VPUNPCKHQDQ   Y4, Y8, Y4
+	VPADDD        Y4, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X4
+	VPADDD        X5, X4, X4
+	VMOVD         X4, (BX)
+	VPSHUFD       $0x01, X4, X5
+	VMOVD         X5, (BX)(R8*1)
+	VPSHUFD       $0x02, X4, X5
+	VMOVD         X5, (BX)(R8*2)
+	VPSHUFD       $0x03, X4, X4
+	LEAQ          (BX)(R8*2), R9
+	VMOVD         X4, (R9)(R8*1)
+	MOVQ          stride+24(FP), R9
+	ADDQ          R9, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           spread_26
+	LEAQ          (DX)(DI*2), DX
+	ADDQ          DI, DX
+	LEAQ          (BX)(R8*2), BX
+	ADDQ          R8, BX
+
+spreaddone_25:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_32
+
+single_31:
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   CX, R8
+	ANDQ   $-128, R8
+	XORQ   DI, DI
+	CMPQ   DI, R8
+	JAE    loopdone_34
+
+loop_33:
+	VMOVDQU64    (AX)(DI*4), Y26
+	VINSERTI64X4 $0x01, 128(AX)(DI*4), Z26, Z26
+	VMOVDQU64    32(AX)(DI*4), Y27
+	VINSERTI64X4 $0x01, 160(AX)(DI*4), Z27, Z27
+	VMOVDQU64    64(AX)(DI*4), Y28
+	VINSERTI64X4 $0x01, 192(AX)(DI*4), Z28, Z28
+	VMOVDQU64    96(AX)(DI*4), Y29
+	VINSERTI64X4 $0x01, 224(AX)(DI*4), Z29, Z29
+	VMOVDQU64    (DX)(DI*1), Z30
+	VPANDD       Z0, Z30, Z8
+	VPDPBUSD     Z26, Z8, Z4
+	VPANDD       Z1, Z30, Z8
+	VPDPBUSD     Z27, Z8, Z5
+	VPANDD       Z2, Z30, Z8
+	VPDPBUSD     Z28, Z8, Z6
+	VPANDD       Z3, Z30, Z8
+	VPDPBUSD     Z29, Z8, Z7
+	VMOVDQU64    256(AX)(DI*4), Y26
+	VINSERTI64X4 $0x01, 384(AX)(DI*4), Z26, Z26
+	VMOVDQU64    288(AX)(DI*4), Y27
+	VINSERTI64X4 $0x01, 416(AX)(DI*4), Z27, Z27
+	VMOVDQU64    320(AX)(DI*4), Y28
+	VINSERTI64X4 $0x01, 448(AX)(DI*4), Z28, Z28
+	VMOVDQU64    352(AX)(DI*4), Y29
+	VINSERTI64X4 $0x01, 480(AX)(DI*4), Z29, Z29
+	VMOVDQU64    64(DX)(DI*1), Z30
+	VPANDD       Z0, Z30, Z8
+	VPDPBUSD     Z26, Z8, Z4
+	VPANDD       Z1, Z30, Z8
+	VPDPBUSD     Z27, Z8, Z5
+	VPANDD       Z2, Z30, Z8
+	VPDPBUSD     Z28, Z8, Z6
+	VPANDD       Z3, Z30, Z8
+	VPDPBUSD     Z29, Z8, Z7
+	ADDQ         $0x00000080, DI
+	CMPQ         DI, R8
+	JB           loop_33
+
+loopdone_34:
+	MOVQ         CX, R8
+	SUBQ         DI, R8
+	CMPQ         R8, $0x40
+	JB           one_35
+	VMOVDQU64    (AX)(DI*4), Y26
+	VINSERTI64X4 $0x01, 128(AX)(DI*4), Z26, Z26
+	VMOVDQU64    32(AX)(DI*4), Y27
+	VINSERTI64X4 $0x01, 160(AX)(DI*4), Z27, Z27
+	VMOVDQU64    64(AX)(DI*4), Y28
+	VINSERTI64X4 $0x01, 192(AX)(DI*4), Z28, Z28
+	VMOVDQU64    96(AX)(DI*4), Y29
+	VINSERTI64X4 $0x01, 224(AX)(DI*4), Z29, Z29
+	VMOVDQU64    (DX)(DI*1), Z30
+	VPANDD       Z0, Z30, Z8
+	VPDPBUSD     Z26, Z8, Z4
+	VPANDD       Z1, Z30, Z8
+	VPDPBUSD     Z27, Z8, Z5
+	VPANDD       Z2, Z30, Z8
+	VPDPBUSD     Z28, Z8, Z6
+	VPANDD       Z3, Z30, Z8
+	VPDPBUSD     Z29, Z8, Z7
+	ADDQ         $0x40, DI
+
+one_35:
+	CMPQ      DI, CX
+	JAE       odd_36
+	VMOVDQU64 (AX)(DI*4), Y26
+	VMOVDQU64 32(AX)(DI*4), Y27
+	VMOVDQU64 64(AX)(DI*4), Y28
+	VMOVDQU64 96(AX)(DI*4), Y29
+	VMOVDQU64 (DX)(DI*1), Y30
+	VPANDD    Z0, Z30, Z8
+	VPDPBUSD  Z26, Z8, Z4
+	VPANDD    Z1, Z30, Z8
+	VPDPBUSD  Z27, Z8, Z5
+	VPANDD    Z2, Z30, Z8
+	VPDPBUSD  Z28, Z8, Z6
+	VPANDD    Z3, Z30, Z8
+	VPDPBUSD  Z29, Z8, Z7
+
+odd_36:
+	VPSRAD        $0x06, Z4, Z4
+	VPSRAD        $0x04, Z5, Z5
+	VPSRAD        $0x02, Z6, Z6
+	VPADDD        Z5, Z4, Z4
+	VPADDD        Z7, Z6, Z6
+	VPADDD        Z6, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y5
+	VPADDD        Y4, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X4
+	VPADDD        X5, X4, X4
+	VPSHUFD       $0x4e, X4, X5
+	VPADDD        X5, X4, X4
+	VPSHUFD       $0xb1, X4, X5
+	VPADDD        X5, X4, X4
+	VMOVD         X4, (BX)
+	MOVQ          stride+24(FP), DI
+	ADDQ          DI, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           single_31
+
+singledone_32:
+	VZEROUPPER
+	RET
+
 // func ternaryMatMulAVX2(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
 // Requires: AVX, AVX2, MMX+
 TEXT ·ternaryMatMulAVX2(SB), NOSPLIT, $0-120
@@ -1145,16 +1565,16 @@ TEXT ·ternaryMatMulAVX2(SB), NOSPLIT, $0-120
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_25:
+rows_37:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_26
+	JB   rowsdone_38
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_27:
+tokens_39:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_28
+	JB   tokenstail_40
 
 	// tile 1 row × 5 tokens
 	MOVQ    xStride+64(FP), R8
@@ -1176,12 +1596,12 @@ tokens_27:
 	VPXOR   Y9, Y9, Y9
 	VMOVDQU bytes03<>+0(SB), Y10
 
-group_30:
+group_42:
 	CMPQ R9, $0x08
-	JB   groupdone_31
+	JB   groupdone_43
 	MOVQ $0x00000008, R13
 
-inner_32:
+inner_44:
 	PREFETCHT1 16384(R10)
 	VMOVDQU    (R10), Y14
 	VPSRLW     $0x06, Y14, Y11
@@ -1235,7 +1655,7 @@ inner_32:
 	ADDQ       $0x00000080, R11
 	ADDQ       $0x00000080, R12
 	DECQ       R13
-	JNZ        inner_32
+	JNZ        inner_44
 	VPMADDWD   words0001<>+0(SB), Y5, Y5
 	VPADDD     Y5, Y0, Y0
 	VPXOR      Y5, Y5, Y5
@@ -1252,13 +1672,13 @@ inner_32:
 	VPADDD     Y9, Y4, Y4
 	VPXOR      Y9, Y9, Y9
 	SUBQ       $0x08, R9
-	JMP        group_30
+	JMP        group_42
 
-groupdone_31:
+groupdone_43:
 	TESTQ R9, R9
-	JZ    restdone_34
+	JZ    restdone_46
 
-rest_33:
+rest_45:
 	PREFETCHT1 16384(R10)
 	VMOVDQU    (R10), Y14
 	VPSRLW     $0x06, Y14, Y11
@@ -1312,7 +1732,7 @@ rest_33:
 	ADDQ       $0x00000080, R11
 	ADDQ       $0x00000080, R12
 	DECQ       R9
-	JNZ        rest_33
+	JNZ        rest_45
 	VPMADDWD   words0001<>+0(SB), Y5, Y5
 	VPADDD     Y5, Y0, Y0
 	VPXOR      Y5, Y5, Y5
@@ -1329,7 +1749,7 @@ rest_33:
 	VPADDD     Y9, Y4, Y4
 	VPXOR      Y9, Y9, Y9
 
-restdone_34:
+restdone_46:
 	MOVQ         outStride+112(FP), R8
 	SHLQ         $0x02, R8
 	MOVQ         SI, R9
@@ -1379,11 +1799,11 @@ restdone_34:
 	ADDQ         R8, BX
 	ADDQ         R9, SI
 	SUBQ         $0x00000005, DI
-	JMP          tokens_27
+	JMP          tokens_39
 
-tokenstail_28:
+tokenstail_40:
 	CMPQ DI, $0x00000004
-	JNE  tokens_35
+	JNE  tokens_47
 
 	// tile 1 row × 4 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1402,12 +1822,12 @@ tokenstail_28:
 	VPXOR   Y7, Y7, Y7
 	VMOVDQU bytes03<>+0(SB), Y8
 
-group_36:
+group_48:
 	CMPQ R8, $0x08
-	JB   groupdone_37
+	JB   groupdone_49
 	MOVQ $0x00000008, R11
 
-inner_38:
+inner_50:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y12
 	VPSRLW     $0x06, Y12, Y9
@@ -1453,7 +1873,7 @@ inner_38:
 	ADDQ       $0x00000080, BX
 	ADDQ       $0x00000080, R10
 	DECQ       R11
-	JNZ        inner_38
+	JNZ        inner_50
 	VPMADDWD   words0001<>+0(SB), Y4, Y4
 	VPADDD     Y4, Y0, Y0
 	VPXOR      Y4, Y4, Y4
@@ -1467,13 +1887,13 @@ inner_38:
 	VPADDD     Y7, Y3, Y3
 	VPXOR      Y7, Y7, Y7
 	SUBQ       $0x08, R8
-	JMP        group_36
+	JMP        group_48
 
-groupdone_37:
+groupdone_49:
 	TESTQ R8, R8
-	JZ    restdone_40
+	JZ    restdone_52
 
-rest_39:
+rest_51:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y12
 	VPSRLW     $0x06, Y12, Y9
@@ -1519,7 +1939,7 @@ rest_39:
 	ADDQ       $0x00000080, BX
 	ADDQ       $0x00000080, R10
 	DECQ       R8
-	JNZ        rest_39
+	JNZ        rest_51
 	VPMADDWD   words0001<>+0(SB), Y4, Y4
 	VPADDD     Y4, Y0, Y0
 	VPXOR      Y4, Y4, Y4
@@ -1533,7 +1953,7 @@ rest_39:
 	VPADDD     Y7, Y3, Y3
 	VPXOR      Y7, Y7, Y7
 
-restdone_40:
+restdone_52:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X4
@@ -1567,11 +1987,11 @@ restdone_40:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_29
+	JMP          tokensdone_41
 
-tokens_35:
+tokens_47:
 	CMPQ DI, $0x00000003
-	JNE  tokens_41
+	JNE  tokens_53
 
 	// tile 1 row × 3 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1586,12 +2006,12 @@ tokens_35:
 	VPXOR   Y5, Y5, Y5
 	VMOVDQU bytes03<>+0(SB), Y6
 
-group_42:
+group_54:
 	CMPQ R8, $0x08
-	JB   groupdone_43
+	JB   groupdone_55
 	MOVQ $0x00000008, R10
 
-inner_44:
+inner_56:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y10
 	VPSRLW     $0x06, Y10, Y7
@@ -1628,7 +2048,7 @@ inner_44:
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	DECQ       R10
-	JNZ        inner_44
+	JNZ        inner_56
 	VPMADDWD   words0001<>+0(SB), Y3, Y3
 	VPADDD     Y3, Y0, Y0
 	VPXOR      Y3, Y3, Y3
@@ -1639,13 +2059,13 @@ inner_44:
 	VPADDD     Y5, Y2, Y2
 	VPXOR      Y5, Y5, Y5
 	SUBQ       $0x08, R8
-	JMP        group_42
+	JMP        group_54
 
-groupdone_43:
+groupdone_55:
 	TESTQ R8, R8
-	JZ    restdone_46
+	JZ    restdone_58
 
-rest_45:
+rest_57:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y10
 	VPSRLW     $0x06, Y10, Y7
@@ -1682,7 +2102,7 @@ rest_45:
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	DECQ       R8
-	JNZ        rest_45
+	JNZ        rest_57
 	VPMADDWD   words0001<>+0(SB), Y3, Y3
 	VPADDD     Y3, Y0, Y0
 	VPXOR      Y3, Y3, Y3
@@ -1693,7 +2113,7 @@ rest_45:
 	VPADDD     Y5, Y2, Y2
 	VPXOR      Y5, Y5, Y5
 
-restdone_46:
+restdone_58:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X3
@@ -1719,11 +2139,11 @@ restdone_46:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_29
+	JMP          tokensdone_41
 
-tokens_41:
+tokens_53:
 	CMPQ DI, $0x00000002
-	JNE  tokens_47
+	JNE  tokens_59
 
 	// tile 1 row × 2 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1736,12 +2156,12 @@ tokens_41:
 	VPXOR   Y3, Y3, Y3
 	VMOVDQU bytes03<>+0(SB), Y4
 
-group_48:
+group_60:
 	CMPQ R8, $0x08
-	JB   groupdone_49
+	JB   groupdone_61
 	MOVQ $0x00000008, R10
 
-inner_50:
+inner_62:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y8
 	VPSRLW     $0x06, Y8, Y5
@@ -1770,7 +2190,7 @@ inner_50:
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	DECQ       R10
-	JNZ        inner_50
+	JNZ        inner_62
 	VPMADDWD   words0001<>+0(SB), Y2, Y2
 	VPADDD     Y2, Y0, Y0
 	VPXOR      Y2, Y2, Y2
@@ -1778,13 +2198,13 @@ inner_50:
 	VPADDD     Y3, Y1, Y1
 	VPXOR      Y3, Y3, Y3
 	SUBQ       $0x08, R8
-	JMP        group_48
+	JMP        group_60
 
-groupdone_49:
+groupdone_61:
 	TESTQ R8, R8
-	JZ    restdone_52
+	JZ    restdone_64
 
-rest_51:
+rest_63:
 	PREFETCHT1 16384(R9)
 	VMOVDQU    (R9), Y8
 	VPSRLW     $0x06, Y8, Y5
@@ -1813,7 +2233,7 @@ rest_51:
 	ADDQ       $0x20, R9
 	ADDQ       $0x00000080, BX
 	DECQ       R8
-	JNZ        rest_51
+	JNZ        rest_63
 	VPMADDWD   words0001<>+0(SB), Y2, Y2
 	VPADDD     Y2, Y0, Y0
 	VPXOR      Y2, Y2, Y2
@@ -1821,7 +2241,7 @@ rest_51:
 	VPADDD     Y3, Y1, Y1
 	VPXOR      Y3, Y3, Y3
 
-restdone_52:
+restdone_64:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	VEXTRACTI128 $0x01, Y0, X2
@@ -1839,11 +2259,11 @@ restdone_52:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, (SI)
-	JMP          tokensdone_29
+	JMP          tokensdone_41
 
-tokens_47:
+tokens_59:
 	CMPQ DI, $0x00000001
-	JNE  tokens_53
+	JNE  tokens_65
 
 	// tile 1 row × 1 tokens
 	MOVQ    xStride+64(FP), DI
@@ -1854,12 +2274,12 @@ tokens_47:
 	VPXOR   Y1, Y1, Y1
 	VMOVDQU bytes03<>+0(SB), Y2
 
-group_54:
+group_66:
 	CMPQ DI, $0x08
-	JB   groupdone_55
+	JB   groupdone_67
 	MOVQ $0x00000008, R9
 
-inner_56:
+inner_68:
 	PREFETCHT1 16384(R8)
 	VMOVDQU    (R8), Y6
 	VPSRLW     $0x06, Y6, Y3
@@ -1880,18 +2300,18 @@ inner_56:
 	ADDQ       $0x20, R8
 	ADDQ       $0x00000080, BX
 	DECQ       R9
-	JNZ        inner_56
+	JNZ        inner_68
 	VPMADDWD   words0001<>+0(SB), Y1, Y1
 	VPADDD     Y1, Y0, Y0
 	VPXOR      Y1, Y1, Y1
 	SUBQ       $0x08, DI
-	JMP        group_54
+	JMP        group_66
 
-groupdone_55:
+groupdone_67:
 	TESTQ DI, DI
-	JZ    restdone_58
+	JZ    restdone_70
 
-rest_57:
+rest_69:
 	PREFETCHT1 16384(R8)
 	VMOVDQU    (R8), Y6
 	VPSRLW     $0x06, Y6, Y3
@@ -1912,12 +2332,12 @@ rest_57:
 	ADDQ       $0x20, R8
 	ADDQ       $0x00000080, BX
 	DECQ       DI
-	JNZ        rest_57
+	JNZ        rest_69
 	VPMADDWD   words0001<>+0(SB), Y1, Y1
 	VPADDD     Y1, Y0, Y0
 	VPXOR      Y1, Y1, Y1
 
-restdone_58:
+restdone_70:
 	MOVQ         outStride+112(FP), BX
 	SHLQ         $0x02, BX
 	MOVQ         SI, BX
@@ -1928,17 +2348,17 @@ restdone_58:
 	VPSHUFD      $0xb1, X1, X0
 	VPADDD       X0, X1, X1
 	VMOVD        X1, (BX)
-	JMP          tokensdone_29
+	JMP          tokensdone_41
 
-tokens_53:
-tokensdone_29:
+tokens_65:
+tokensdone_41:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_25
+	JMP  rows_37
 
-rowsdone_26:
+rowsdone_38:
 	VZEROUPPER
 	RET
 
@@ -1947,21 +2367,21 @@ rowsdone_26:
 TEXT ·ternaryMatMulVNNI(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x03
-	JA   adjacent_59
+	JA   adjacent_71
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 	SHRQ $0x02, CX
-	JZ   spreadtiles_60
+	JZ   spreadtiles_72
 
-spreadtile_61:
+spreadtile_73:
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_62:
+tokens_74:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_63
+	JB   tokenstail_75
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -1999,9 +2419,9 @@ tokens_62:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 
-tilepairs_65:
+tilepairs_77:
 	CMPQ            R10, $0x02
-	JB              tilepairsdone_66
+	JB              tilepairsdone_78
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -2143,11 +2563,11 @@ tilepairs_65:
 	ADDQ            $0x00000100, R13
 	ADDQ            $0x00000100, R14
 	SUBQ            $0x02, R10
-	JMP             tilepairs_65
+	JMP             tilepairs_77
 
-tilepairsdone_66:
+tilepairsdone_78:
 	TESTQ           R10, R10
-	JZ              tiledone_67
+	JZ              tiledone_79
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -2219,7 +2639,7 @@ tilepairsdone_66:
 	VPDPBUSD        Z0, Z27, Z20
 	VPDPBUSD        Z29, Z28, Z20
 
-tiledone_67:
+tiledone_79:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -2420,11 +2840,11 @@ tiledone_67:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_62
+	JMP           tokens_74
 
-tokenstail_63:
+tokenstail_75:
 	CMPQ DI, $0x00000004
-	JNE  tokens_68
+	JNE  tokens_80
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -2457,9 +2877,9 @@ tokenstail_63:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 
-tilepairs_69:
+tilepairs_81:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_70
+	JB              tilepairsdone_82
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -2581,11 +3001,11 @@ tilepairs_69:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R12
 	SUBQ            $0x02, R9
-	JMP             tilepairs_69
+	JMP             tilepairs_81
 
-tilepairsdone_70:
+tilepairsdone_82:
 	TESTQ           R9, R9
-	JZ              tiledone_71
+	JZ              tiledone_83
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -2647,7 +3067,7 @@ tilepairsdone_70:
 	VPDPBUSD        Z0, Z23, Z16
 	VPDPBUSD        Z25, Z24, Z16
 
-tiledone_71:
+tiledone_83:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -2802,11 +3222,11 @@ tiledone_71:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_64
+	JMP           tokensdone_76
 
-tokens_68:
+tokens_80:
 	CMPQ DI, $0x00000003
-	JNE  tokens_72
+	JNE  tokens_84
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -2833,9 +3253,9 @@ tokens_68:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 
-tilepairs_73:
+tilepairs_85:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_74
+	JB              tilepairsdone_86
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -2936,11 +3356,11 @@ tilepairs_73:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_73
+	JMP             tilepairs_85
 
-tilepairsdone_74:
+tilepairsdone_86:
 	TESTQ           R9, R9
-	JZ              tiledone_75
+	JZ              tiledone_87
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -2992,7 +3412,7 @@ tilepairsdone_74:
 	VPDPBUSD        Z0, Z19, Z12
 	VPDPBUSD        Z21, Z20, Z12
 
-tiledone_75:
+tiledone_87:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -3109,11 +3529,11 @@ tiledone_75:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_64
+	JMP           tokensdone_76
 
-tokens_72:
+tokens_84:
 	CMPQ DI, $0x00000002
-	JNE  tokens_76
+	JNE  tokens_88
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -3136,9 +3556,9 @@ tokens_72:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_77:
+tilepairs_89:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_78
+	JB              tilepairsdone_90
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3219,11 +3639,11 @@ tilepairs_77:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_77
+	JMP             tilepairs_89
 
-tilepairsdone_78:
+tilepairsdone_90:
 	TESTQ           R9, R9
-	JZ              tiledone_79
+	JZ              tiledone_91
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3265,7 +3685,7 @@ tilepairsdone_78:
 	VPDPBUSD        Z0, Z15, Z8
 	VPDPBUSD        Z17, Z16, Z8
 
-tiledone_79:
+tiledone_91:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -3344,11 +3764,11 @@ tiledone_79:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_64
+	JMP           tokensdone_76
 
-tokens_76:
+tokens_88:
 	CMPQ DI, $0x00000001
-	JNE  tokens_80
+	JNE  tokens_92
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -3367,9 +3787,9 @@ tokens_76:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_81:
+tilepairs_93:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_82
+	JB              tilepairsdone_94
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -3430,11 +3850,11 @@ tilepairs_81:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_81
+	JMP             tilepairs_93
 
-tilepairsdone_82:
+tilepairsdone_94:
 	TESTQ           R8, R8
-	JZ              tiledone_83
+	JZ              tiledone_95
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -3466,7 +3886,7 @@ tilepairsdone_82:
 	VPDPBUSD        Z0, Z11, Z4
 	VPDPBUSD        Z13, Z12, Z4
 
-tiledone_83:
+tiledone_95:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -3508,15 +3928,15 @@ tiledone_83:
 	ANDQ          $-4, SI
 	LEAQ          (BX)(SI*2), BX
 	VMOVD         X0, (BX)(SI*1)
-	JMP           tokensdone_64
+	JMP           tokensdone_76
 
-tokens_80:
-tokensdone_64:
+tokens_92:
+tokensdone_76:
 	MOVQ  stride+24(FP), BX
 	ADDQ  BX, AX
 	ADDQ  $0x00000004, DX
 	DECQ  CX
-	JNZ   spreadtile_61
+	JNZ   spreadtile_73
 	MOVQ  rows+32(FP), CX
 	ANDQ  $-4, CX
 	MOVQ  stride+24(FP), BX
@@ -3527,20 +3947,20 @@ tokensdone_64:
 	LEAQ  (DX)(CX*2), DX
 	ADDQ  CX, DX
 
-spreadtiles_60:
+spreadtiles_72:
 	MOVQ rows+32(FP), CX
 	ANDQ $0x03, CX
 
-rows_84:
+rows_96:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_85
+	JB   rowsdone_97
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_86:
+tokens_98:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_87
+	JB   tokenstail_99
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -3563,9 +3983,9 @@ tokens_86:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_89:
+tilepairs_101:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_90
+	JB              tilepairsdone_102
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3644,11 +4064,11 @@ tilepairs_89:
 	ADDQ            $0x00000100, R12
 	ADDQ            $0x00000100, R13
 	SUBQ            $0x02, R9
-	JMP             tilepairs_89
+	JMP             tilepairs_101
 
-tilepairsdone_90:
+tilepairsdone_102:
 	TESTQ           R9, R9
-	JZ              tiledone_91
+	JZ              tiledone_103
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -3687,7 +4107,7 @@ tilepairsdone_90:
 	VPDPBUSD        Z0, Z9, Z8
 	VPDPBUSD        Z11, Z10, Z8
 
-tiledone_91:
+tiledone_103:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -3786,11 +4206,11 @@ tiledone_91:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_86
+	JMP           tokens_98
 
-tokenstail_87:
+tokenstail_99:
 	CMPQ DI, $0x00000007
-	JNE  tokens_92
+	JNE  tokens_104
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -3811,9 +4231,9 @@ tokenstail_87:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 
-tilepairs_93:
+tilepairs_105:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_94
+	JB              tilepairsdone_106
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -3884,11 +4304,11 @@ tilepairs_93:
 	ADDQ            $0x00000100, R10
 	ADDQ            $0x00000100, R11
 	SUBQ            $0x02, R8
-	JMP             tilepairs_93
+	JMP             tilepairs_105
 
-tilepairsdone_94:
+tilepairsdone_106:
 	TESTQ           R8, R8
-	JZ              tiledone_95
+	JZ              tiledone_107
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -3923,7 +4343,7 @@ tilepairsdone_94:
 	VPDPBUSD        Z0, Z8, Z7
 	VPDPBUSD        Z10, Z9, Z7
 
-tiledone_95:
+tiledone_107:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -4003,11 +4423,11 @@ tiledone_95:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_88
+	JMP           tokensdone_100
 
-tokens_92:
+tokens_104:
 	CMPQ DI, $0x00000006
-	JNE  tokens_96
+	JNE  tokens_108
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -4025,9 +4445,9 @@ tokens_92:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 
-tilepairs_97:
+tilepairs_109:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_98
+	JB              tilepairsdone_110
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -4089,11 +4509,11 @@ tilepairs_97:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_97
+	JMP             tilepairs_109
 
-tilepairsdone_98:
+tilepairsdone_110:
 	TESTQ           R8, R8
-	JZ              tiledone_99
+	JZ              tiledone_111
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -4124,7 +4544,7 @@ tilepairsdone_98:
 	VPDPBUSD        Z0, Z7, Z6
 	VPDPBUSD        Z9, Z8, Z6
 
-tiledone_99:
+tiledone_111:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -4193,11 +4613,11 @@ tiledone_99:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_88
+	JMP           tokensdone_100
 
-tokens_96:
+tokens_108:
 	CMPQ DI, $0x00000005
-	JNE  tokens_100
+	JNE  tokens_112
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -4214,9 +4634,9 @@ tokens_96:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 
-tilepairs_101:
+tilepairs_113:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_102
+	JB              tilepairsdone_114
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -4270,11 +4690,11 @@ tilepairs_101:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_101
+	JMP             tilepairs_113
 
-tilepairsdone_102:
+tilepairsdone_114:
 	TESTQ           R8, R8
-	JZ              tiledone_103
+	JZ              tiledone_115
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -4301,7 +4721,7 @@ tilepairsdone_102:
 	VPDPBUSD        Z0, Z6, Z5
 	VPDPBUSD        Z8, Z7, Z5
 
-tiledone_103:
+tiledone_115:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -4359,11 +4779,11 @@ tiledone_103:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_88
+	JMP           tokensdone_100
 
-tokens_100:
+tokens_112:
 	CMPQ DI, $0x00000004
-	JNE  tokens_104
+	JNE  tokens_116
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -4379,9 +4799,9 @@ tokens_100:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_105:
+tilepairs_117:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_106
+	JB              tilepairsdone_118
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -4427,11 +4847,11 @@ tilepairs_105:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_105
+	JMP             tilepairs_117
 
-tilepairsdone_106:
+tilepairsdone_118:
 	TESTQ           R8, R8
-	JZ              tiledone_107
+	JZ              tiledone_119
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -4454,7 +4874,7 @@ tilepairsdone_106:
 	VPDPBUSD        Z0, Z5, Z4
 	VPDPBUSD        Z7, Z6, Z4
 
-tiledone_107:
+tiledone_119:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -4501,11 +4921,11 @@ tiledone_107:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_88
+	JMP           tokensdone_100
 
-tokens_104:
+tokens_116:
 	CMPQ DI, $0x00000003
-	JNE  tokens_108
+	JNE  tokens_120
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -4518,9 +4938,9 @@ tokens_104:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 
-tilepairs_109:
+tilepairs_121:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_110
+	JB              tilepairsdone_122
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -4557,11 +4977,11 @@ tilepairs_109:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_109
+	JMP             tilepairs_121
 
-tilepairsdone_110:
+tilepairsdone_122:
 	TESTQ           R8, R8
-	JZ              tiledone_111
+	JZ              tiledone_123
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -4580,7 +5000,7 @@ tilepairsdone_110:
 	VPDPBUSD        Z0, Z4, Z3
 	VPDPBUSD        Z6, Z5, Z3
 
-tiledone_111:
+tiledone_123:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -4616,11 +5036,11 @@ tiledone_111:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_88
+	JMP           tokensdone_100
 
-tokens_108:
+tokens_120:
 	CMPQ DI, $0x00000002
-	JNE  tokens_112
+	JNE  tokens_124
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -4632,9 +5052,9 @@ tokens_108:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 
-tilepairs_113:
+tilepairs_125:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_114
+	JB              tilepairsdone_126
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -4663,11 +5083,11 @@ tilepairs_113:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_113
+	JMP             tilepairs_125
 
-tilepairsdone_114:
+tilepairsdone_126:
 	TESTQ           R8, R8
-	JZ              tiledone_115
+	JZ              tiledone_127
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -4682,7 +5102,7 @@ tilepairsdone_114:
 	VPDPBUSD        Z0, Z3, Z2
 	VPDPBUSD        Z5, Z4, Z2
 
-tiledone_115:
+tiledone_127:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -4707,11 +5127,11 @@ tiledone_115:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_88
+	JMP           tokensdone_100
 
-tokens_112:
+tokens_124:
 	CMPQ DI, $0x00000001
-	JNE  tokens_116
+	JNE  tokens_128
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -4722,9 +5142,9 @@ tokens_112:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 
-tilepairs_117:
+tilepairs_129:
 	CMPQ            DI, $0x02
-	JB              tilepairsdone_118
+	JB              tilepairsdone_130
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -4745,11 +5165,11 @@ tilepairs_117:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, DI
-	JMP             tilepairs_117
+	JMP             tilepairs_129
 
-tilepairsdone_118:
+tilepairsdone_130:
 	TESTQ           DI, DI
-	JZ              tiledone_119
+	JZ              tiledone_131
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -4760,7 +5180,7 @@ tilepairsdone_118:
 	VPDPBUSD        Z0, Z2, Z1
 	VPDPBUSD        Z4, Z3, Z1
 
-tiledone_119:
+tiledone_131:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -4775,35 +5195,35 @@ tiledone_119:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_88
+	JMP           tokensdone_100
 
-tokens_116:
-tokensdone_88:
+tokens_128:
+tokensdone_100:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_84
+	JMP  rows_96
 
-rowsdone_85:
+rowsdone_97:
 	VZEROUPPER
 	RET
 
-adjacent_59:
+adjacent_71:
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_120:
+rows_132:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_121
+	JB   rowsdone_133
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_122:
+tokens_134:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_123
+	JB   tokenstail_135
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -4838,9 +5258,9 @@ tokens_122:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 
-tilepairs_125:
+tilepairs_137:
 	CMPQ            R10, $0x02
-	JB              tilepairsdone_126
+	JB              tilepairsdone_138
 	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -4982,11 +5402,11 @@ tilepairs_125:
 	ADDQ            $0x00000100, R13
 	ADDQ            $0x00000100, R14
 	SUBQ            $0x02, R10
-	JMP             tilepairs_125
+	JMP             tilepairs_137
 
-tilepairsdone_126:
+tilepairsdone_138:
 	TESTQ           R10, R10
-	JZ              tiledone_127
+	JZ              tiledone_139
 	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -5058,7 +5478,7 @@ tilepairsdone_126:
 	VPDPBUSD        Z0, Z27, Z20
 	VPDPBUSD        Z29, Z28, Z20
 
-tiledone_127:
+tiledone_139:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -5194,11 +5614,11 @@ tiledone_127:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_122
+	JMP           tokens_134
 
-tokenstail_123:
+tokenstail_135:
 	CMPQ DI, $0x00000004
-	JNE  tokens_128
+	JNE  tokens_140
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -5228,9 +5648,9 @@ tokenstail_123:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 
-tilepairs_129:
+tilepairs_141:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_130
+	JB              tilepairsdone_142
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -5352,11 +5772,11 @@ tilepairs_129:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R12
 	SUBQ            $0x02, R9
-	JMP             tilepairs_129
+	JMP             tilepairs_141
 
-tilepairsdone_130:
+tilepairsdone_142:
 	TESTQ           R9, R9
-	JZ              tiledone_131
+	JZ              tiledone_143
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -5418,7 +5838,7 @@ tilepairsdone_130:
 	VPDPBUSD        Z0, Z23, Z16
 	VPDPBUSD        Z25, Z24, Z16
 
-tiledone_131:
+tiledone_143:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -5521,11 +5941,11 @@ tiledone_131:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_124
+	JMP           tokensdone_136
 
-tokens_128:
+tokens_140:
 	CMPQ DI, $0x00000003
-	JNE  tokens_132
+	JNE  tokens_144
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -5549,9 +5969,9 @@ tokens_128:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 
-tilepairs_133:
+tilepairs_145:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_134
+	JB              tilepairsdone_146
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -5652,11 +6072,11 @@ tilepairs_133:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_133
+	JMP             tilepairs_145
 
-tilepairsdone_134:
+tilepairsdone_146:
 	TESTQ           R9, R9
-	JZ              tiledone_135
+	JZ              tiledone_147
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -5708,7 +6128,7 @@ tilepairsdone_134:
 	VPDPBUSD        Z0, Z19, Z12
 	VPDPBUSD        Z21, Z20, Z12
 
-tiledone_135:
+tiledone_147:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -5786,11 +6206,11 @@ tiledone_135:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_124
+	JMP           tokensdone_136
 
-tokens_132:
+tokens_144:
 	CMPQ DI, $0x00000002
-	JNE  tokens_136
+	JNE  tokens_148
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -5810,9 +6230,9 @@ tokens_132:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_137:
+tilepairs_149:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_138
+	JB              tilepairsdone_150
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -5893,11 +6313,11 @@ tilepairs_137:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_137
+	JMP             tilepairs_149
 
-tilepairsdone_138:
+tilepairsdone_150:
 	TESTQ           R9, R9
-	JZ              tiledone_139
+	JZ              tiledone_151
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -5939,7 +6359,7 @@ tilepairsdone_138:
 	VPDPBUSD        Z0, Z15, Z8
 	VPDPBUSD        Z17, Z16, Z8
 
-tiledone_139:
+tiledone_151:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -5992,11 +6412,11 @@ tiledone_139:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_124
+	JMP           tokensdone_136
 
-tokens_136:
+tokens_148:
 	CMPQ DI, $0x00000001
-	JNE  tokens_140
+	JNE  tokens_152
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -6012,9 +6432,9 @@ tokens_136:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_141:
+tilepairs_153:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_142
+	JB              tilepairsdone_154
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -6075,11 +6495,11 @@ tilepairs_141:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_141
+	JMP             tilepairs_153
 
-tilepairsdone_142:
+tilepairsdone_154:
 	TESTQ           R8, R8
-	JZ              tiledone_143
+	JZ              tiledone_155
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -6111,7 +6531,7 @@ tilepairsdone_142:
 	VPDPBUSD        Z0, Z11, Z4
 	VPDPBUSD        Z13, Z12, Z4
 
-tiledone_143:
+tiledone_155:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -6140,27 +6560,27 @@ tiledone_143:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (BX)
-	JMP           tokensdone_124
+	JMP           tokensdone_136
 
-tokens_140:
-tokensdone_124:
+tokens_152:
+tokensdone_136:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_120
+	JMP  rows_132
 
-rowsdone_121:
-rows_144:
+rowsdone_133:
+rows_156:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_145
+	JB   rowsdone_157
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_146:
+tokens_158:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_147
+	JB   tokenstail_159
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -6183,9 +6603,9 @@ tokens_146:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_149:
+tilepairs_161:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_150
+	JB              tilepairsdone_162
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -6264,11 +6684,11 @@ tilepairs_149:
 	ADDQ            $0x00000100, R12
 	ADDQ            $0x00000100, R13
 	SUBQ            $0x02, R9
-	JMP             tilepairs_149
+	JMP             tilepairs_161
 
-tilepairsdone_150:
+tilepairsdone_162:
 	TESTQ           R9, R9
-	JZ              tiledone_151
+	JZ              tiledone_163
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -6307,7 +6727,7 @@ tilepairsdone_150:
 	VPDPBUSD        Z0, Z9, Z8
 	VPDPBUSD        Z11, Z10, Z8
 
-tiledone_151:
+tiledone_163:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -6406,11 +6826,11 @@ tiledone_151:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_146
+	JMP           tokens_158
 
-tokenstail_147:
+tokenstail_159:
 	CMPQ DI, $0x00000007
-	JNE  tokens_152
+	JNE  tokens_164
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -6431,9 +6851,9 @@ tokenstail_147:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 
-tilepairs_153:
+tilepairs_165:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_154
+	JB              tilepairsdone_166
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -6504,11 +6924,11 @@ tilepairs_153:
 	ADDQ            $0x00000100, R10
 	ADDQ            $0x00000100, R11
 	SUBQ            $0x02, R8
-	JMP             tilepairs_153
+	JMP             tilepairs_165
 
-tilepairsdone_154:
+tilepairsdone_166:
 	TESTQ           R8, R8
-	JZ              tiledone_155
+	JZ              tiledone_167
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -6543,7 +6963,7 @@ tilepairsdone_154:
 	VPDPBUSD        Z0, Z8, Z7
 	VPDPBUSD        Z10, Z9, Z7
 
-tiledone_155:
+tiledone_167:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -6623,11 +7043,11 @@ tiledone_155:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_148
+	JMP           tokensdone_160
 
-tokens_152:
+tokens_164:
 	CMPQ DI, $0x00000006
-	JNE  tokens_156
+	JNE  tokens_168
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -6645,9 +7065,9 @@ tokens_152:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 
-tilepairs_157:
+tilepairs_169:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_158
+	JB              tilepairsdone_170
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -6709,11 +7129,11 @@ tilepairs_157:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_157
+	JMP             tilepairs_169
 
-tilepairsdone_158:
+tilepairsdone_170:
 	TESTQ           R8, R8
-	JZ              tiledone_159
+	JZ              tiledone_171
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -6744,7 +7164,7 @@ tilepairsdone_158:
 	VPDPBUSD        Z0, Z7, Z6
 	VPDPBUSD        Z9, Z8, Z6
 
-tiledone_159:
+tiledone_171:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -6813,11 +7233,11 @@ tiledone_159:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_148
+	JMP           tokensdone_160
 
-tokens_156:
+tokens_168:
 	CMPQ DI, $0x00000005
-	JNE  tokens_160
+	JNE  tokens_172
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -6834,9 +7254,9 @@ tokens_156:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 
-tilepairs_161:
+tilepairs_173:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_162
+	JB              tilepairsdone_174
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -6890,11 +7310,11 @@ tilepairs_161:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_161
+	JMP             tilepairs_173
 
-tilepairsdone_162:
+tilepairsdone_174:
 	TESTQ           R8, R8
-	JZ              tiledone_163
+	JZ              tiledone_175
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -6921,7 +7341,7 @@ tilepairsdone_162:
 	VPDPBUSD        Z0, Z6, Z5
 	VPDPBUSD        Z8, Z7, Z5
 
-tiledone_163:
+tiledone_175:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -6979,11 +7399,11 @@ tiledone_163:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_148
+	JMP           tokensdone_160
 
-tokens_160:
+tokens_172:
 	CMPQ DI, $0x00000004
-	JNE  tokens_164
+	JNE  tokens_176
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -6999,9 +7419,9 @@ tokens_160:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_165:
+tilepairs_177:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_166
+	JB              tilepairsdone_178
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -7047,11 +7467,11 @@ tilepairs_165:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_165
+	JMP             tilepairs_177
 
-tilepairsdone_166:
+tilepairsdone_178:
 	TESTQ           R8, R8
-	JZ              tiledone_167
+	JZ              tiledone_179
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -7074,7 +7494,7 @@ tilepairsdone_166:
 	VPDPBUSD        Z0, Z5, Z4
 	VPDPBUSD        Z7, Z6, Z4
 
-tiledone_167:
+tiledone_179:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -7121,11 +7541,11 @@ tiledone_167:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_148
+	JMP           tokensdone_160
 
-tokens_164:
+tokens_176:
 	CMPQ DI, $0x00000003
-	JNE  tokens_168
+	JNE  tokens_180
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -7138,9 +7558,9 @@ tokens_164:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 
-tilepairs_169:
+tilepairs_181:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_170
+	JB              tilepairsdone_182
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -7177,11 +7597,11 @@ tilepairs_169:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_169
+	JMP             tilepairs_181
 
-tilepairsdone_170:
+tilepairsdone_182:
 	TESTQ           R8, R8
-	JZ              tiledone_171
+	JZ              tiledone_183
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -7200,7 +7620,7 @@ tilepairsdone_170:
 	VPDPBUSD        Z0, Z4, Z3
 	VPDPBUSD        Z6, Z5, Z3
 
-tiledone_171:
+tiledone_183:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -7236,11 +7656,11 @@ tiledone_171:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_148
+	JMP           tokensdone_160
 
-tokens_168:
+tokens_180:
 	CMPQ DI, $0x00000002
-	JNE  tokens_172
+	JNE  tokens_184
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -7252,9 +7672,9 @@ tokens_168:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 
-tilepairs_173:
+tilepairs_185:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_174
+	JB              tilepairsdone_186
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -7283,11 +7703,11 @@ tilepairs_173:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_173
+	JMP             tilepairs_185
 
-tilepairsdone_174:
+tilepairsdone_186:
 	TESTQ           R8, R8
-	JZ              tiledone_175
+	JZ              tiledone_187
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -7302,7 +7722,7 @@ tilepairsdone_174:
 	VPDPBUSD        Z0, Z3, Z2
 	VPDPBUSD        Z5, Z4, Z2
 
-tiledone_175:
+tiledone_187:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -7327,11 +7747,11 @@ tiledone_175:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_148
+	JMP           tokensdone_160
 
-tokens_172:
+tokens_184:
 	CMPQ DI, $0x00000001
-	JNE  tokens_176
+	JNE  tokens_188
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -7342,9 +7762,9 @@ tokens_172:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 
-tilepairs_177:
+tilepairs_189:
 	CMPQ            DI, $0x02
-	JB              tilepairsdone_178
+	JB              tilepairsdone_190
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -7365,11 +7785,11 @@ tilepairs_177:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, DI
-	JMP             tilepairs_177
+	JMP             tilepairs_189
 
-tilepairsdone_178:
+tilepairsdone_190:
 	TESTQ           DI, DI
-	JZ              tiledone_179
+	JZ              tiledone_191
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -7380,7 +7800,7 @@ tilepairsdone_178:
 	VPDPBUSD        Z0, Z2, Z1
 	VPDPBUSD        Z4, Z3, Z1
 
-tiledone_179:
+tiledone_191:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -7395,17 +7815,17 @@ tiledone_179:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_148
+	JMP           tokensdone_160
 
-tokens_176:
-tokensdone_148:
+tokens_188:
+tokensdone_160:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_144
+	JMP  rows_156
 
-rowsdone_145:
+rowsdone_157:
 	VZEROUPPER
 	RET
 
@@ -7419,7 +7839,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_180
+	JZ    spreaddone_192
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -7427,7 +7847,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_181:
+spread_193:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -7443,9 +7863,9 @@ spread_181:
 	ANDQ  $-128, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_183
+	JAE   loopdone_195
 
-loop_182:
+loop_194:
 	VMOVUPS     (AX)(R12*4), Y8
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Y9
@@ -7596,13 +8016,13 @@ loop_182:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_182
+	JB          loop_194
 
-loopdone_183:
-room_184:
+loopdone_195:
+room_196:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_185
+	JA          roomdone_197
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7640,12 +8060,12 @@ room_184:
 	VCVTPH2PS   48(R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x20, R12
-	JMP         room_184
+	JMP         room_196
 
-roomdone_185:
+roomdone_197:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_186
+	JA          skip_198
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7666,10 +8086,10 @@ roomdone_185:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x10, R12
 
-skip_186:
+skip_198:
 	LEAQ        8(R12), R13
 	CMPQ        R13, CX
-	JA          skip_187
+	JA          skip_199
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -7681,7 +8101,7 @@ skip_186:
 	VFMADD231PS Y8, Y9, Y3
 	ADDQ        $0x08, R12
 
-skip_187:
+skip_199:
 	VADDPS       Y4, Y0, Y0
 	VADDPS       Y5, Y1, Y1
 	VADDPS       Y6, Y2, Y2
@@ -7698,9 +8118,9 @@ skip_187:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	CMPQ         R12, CX
-	JAE          taildone_189
+	JAE          taildone_201
 
-tail_188:
+tail_200:
 	MOVWQZX      (R11)(R12*2), R13
 	SHLQ         $0x10, R13
 	MOVWQZX      (R10)(R12*2), R14
@@ -7717,9 +8137,9 @@ tail_188:
 	VFMADD231PS  X2, X1, X0
 	INCQ         R12
 	CMPQ         R12, CX
-	JB           tail_188
+	JB           tail_200
 
-taildone_189:
+taildone_201:
 	VMOVD   X0, (BX)
 	VPSHUFD $0x01, X0, X1
 	VMOVD   X1, (BX)(R8*1)
@@ -7733,27 +8153,27 @@ taildone_189:
 	ADDQ    R9, DX
 	ADDQ    $0x04, BX
 	DECQ    SI
-	JNZ     spread_181
+	JNZ     spread_193
 	LEAQ    (DX)(DI*2), DX
 	ADDQ    DI, DX
 	LEAQ    (BX)(R8*2), BX
 	ADDQ    R8, BX
 
-spreaddone_180:
+spreaddone_192:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_191
+	JZ   singledone_203
 
-single_190:
+single_202:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-128, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_193
+	JAE   loopdone_205
 
-loop_192:
+loop_204:
 	VMOVUPS     (AX)(DI*4), Y2
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Y3
@@ -7805,13 +8225,13 @@ loop_192:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_192
+	JB          loop_204
 
-loopdone_193:
-room_194:
+loopdone_205:
+room_206:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_195
+	JA          roomdone_207
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -7825,12 +8245,12 @@ room_194:
 	VCVTPH2PS   48(DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x20, DI
-	JMP         room_194
+	JMP         room_206
 
-roomdone_195:
+roomdone_207:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_196
+	JA          skip_208
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -7839,16 +8259,16 @@ roomdone_195:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x10, DI
 
-skip_196:
+skip_208:
 	LEAQ        8(DI), R8
 	CMPQ        R8, CX
-	JA          skip_197
+	JA          skip_209
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
 	ADDQ        $0x08, DI
 
-skip_197:
+skip_209:
 	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X0, X1, X1
@@ -7857,27 +8277,27 @@ skip_197:
 	VPSHUFD      $0xb1, X1, X0
 	VADDPS       X0, X1, X1
 	CMPQ         DI, CX
-	JAE          taildone_199
+	JAE          taildone_211
 
-tail_198:
+tail_210:
 	MOVWLZX     (DX)(DI*2), R8
 	VMOVD       R8, X0
 	VCVTPH2PS   X0, X0
 	VFMADD231SS (AX)(DI*4), X0, X1
 	INCQ        DI
 	CMPQ        DI, CX
-	JB          tail_198
+	JB          tail_210
 
-taildone_199:
+taildone_211:
 	VMOVSS X1, (BX)
 	MOVQ   stride+24(FP), DI
 	SHLQ   $0x01, DI
 	ADDQ   DI, DX
 	ADDQ   $0x04, BX
 	DECQ   SI
-	JNZ    single_190
+	JNZ    single_202
 
-singledone_191:
+singledone_203:
 	VZEROUPPER
 	RET
 
@@ -7891,7 +8311,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_200
+	JZ    spreaddone_212
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -7899,7 +8319,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_201:
+spread_213:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -7911,9 +8331,9 @@ spread_201:
 	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_203
+	JAE    loopdone_215
 
-loop_202:
+loop_214:
 	VMOVUPS     (AX)(R12*4), Z4
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
@@ -7992,13 +8412,13 @@ loop_202:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_202
+	JB          loop_214
 
-loopdone_203:
-room_204:
+loopdone_215:
+room_216:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_205
+	JA          roomdone_217
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8018,12 +8438,12 @@ room_204:
 	VCVTPH2PS   32(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x20, R12
-	JMP         room_204
+	JMP         room_216
 
-roomdone_205:
+roomdone_217:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_206
+	JA          skip_218
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8035,11 +8455,11 @@ roomdone_205:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_206:
+skip_218:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
 	TESTQ       R13, R13
-	JZ          notail_207
+	JZ          notail_219
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -8057,7 +8477,7 @@ skip_206:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_207:
+notail_219:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -8090,26 +8510,26 @@ notail_207:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_201
+	JNZ           spread_213
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_200:
+spreaddone_212:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_209
+	JZ   singledone_221
 
-single_208:
+single_220:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_211
+	JAE    loopdone_223
 
-loop_210:
+loop_222:
 	VMOVUPS     (AX)(DI*4), Z1
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
@@ -8137,13 +8557,13 @@ loop_210:
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_210
+	JB          loop_222
 
-loopdone_211:
-room_212:
+loopdone_223:
+room_224:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_213
+	JA          roomdone_225
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
@@ -8151,22 +8571,22 @@ room_212:
 	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x20, DI
-	JMP         room_212
+	JMP         room_224
 
-roomdone_213:
+roomdone_225:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_214
+	JA          skip_226
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_214:
+skip_226:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
 	TESTQ       R8, R8
-	JZ          notail_215
+	JZ          notail_227
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -8175,7 +8595,7 @@ skip_214:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_215:
+notail_227:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -8190,9 +8610,9 @@ notail_215:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_208
+	JNZ           single_220
 
-singledone_209:
+singledone_221:
 	VZEROUPPER
 	RET
 
@@ -8206,7 +8626,7 @@ TEXT ·dotF16RowsAVX512Lines(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_216
+	JZ    spreaddone_228
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -8214,7 +8634,7 @@ TEXT ·dotF16RowsAVX512Lines(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_217:
+spread_229:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -8226,9 +8646,9 @@ spread_217:
 	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_219
+	JAE    loopdone_231
 
-loop_218:
+loop_230:
 	VMOVUPS     (AX)(R12*4), Z4
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
@@ -8319,13 +8739,13 @@ loop_218:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_218
+	JB          loop_230
 
-loopdone_219:
-room_220:
+loopdone_231:
+room_232:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_221
+	JA          roomdone_233
 	VMOVUPS     (AX)(R12*4), Z4
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
@@ -8349,12 +8769,12 @@ room_220:
 	VCVTPH2PS   32(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x20, R12
-	JMP         room_220
+	JMP         room_232
 
-roomdone_221:
+roomdone_233:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_222
+	JA          skip_234
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8366,11 +8786,11 @@ roomdone_221:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_222:
+skip_234:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
 	TESTQ       R13, R13
-	JZ          notail_223
+	JZ          notail_235
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -8388,7 +8808,7 @@ skip_222:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_223:
+notail_235:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -8421,26 +8841,26 @@ notail_223:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_217
+	JNZ           spread_229
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_216:
+spreaddone_228:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_225
+	JZ   singledone_237
 
-single_224:
+single_236:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_227
+	JAE    loopdone_239
 
-loop_226:
+loop_238:
 	VMOVUPS     (AX)(DI*4), Z1
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
@@ -8471,13 +8891,13 @@ loop_226:
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_226
+	JB          loop_238
 
-loopdone_227:
-room_228:
+loopdone_239:
+room_240:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_229
+	JA          roomdone_241
 	VMOVUPS     (AX)(DI*4), Z1
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
@@ -8486,22 +8906,22 @@ room_228:
 	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x20, DI
-	JMP         room_228
+	JMP         room_240
 
-roomdone_229:
+roomdone_241:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_230
+	JA          skip_242
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_230:
+skip_242:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
 	TESTQ       R8, R8
-	JZ          notail_231
+	JZ          notail_243
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -8510,7 +8930,7 @@ skip_230:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_231:
+notail_243:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -8525,9 +8945,9 @@ notail_231:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_224
+	JNZ           single_236
 
-singledone_225:
+singledone_237:
 	VZEROUPPER
 	RET
 
@@ -8541,7 +8961,7 @@ TEXT ·dotF16RowsAVX512HW(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_232
+	JZ    spreaddone_244
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -8549,7 +8969,7 @@ TEXT ·dotF16RowsAVX512HW(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_233:
+spread_245:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -8561,9 +8981,9 @@ spread_233:
 	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_235
+	JAE    loopdone_247
 
-loop_234:
+loop_246:
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8638,13 +9058,13 @@ loop_234:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_234
+	JB          loop_246
 
-loopdone_235:
-room_236:
+loopdone_247:
+room_248:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_237
+	JA          roomdone_249
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8664,12 +9084,12 @@ room_236:
 	VCVTPH2PS   32(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x20, R12
-	JMP         room_236
+	JMP         room_248
 
-roomdone_237:
+roomdone_249:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_238
+	JA          skip_250
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8681,11 +9101,11 @@ roomdone_237:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_238:
+skip_250:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
 	TESTQ       R13, R13
-	JZ          notail_239
+	JZ          notail_251
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -8703,7 +9123,7 @@ skip_238:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_239:
+notail_251:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -8736,26 +9156,26 @@ notail_239:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_233
+	JNZ           spread_245
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_232:
+spreaddone_244:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_241
+	JZ   singledone_253
 
-single_240:
+single_252:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_243
+	JAE    loopdone_255
 
-loop_242:
+loop_254:
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
@@ -8782,13 +9202,13 @@ loop_242:
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_242
+	JB          loop_254
 
-loopdone_243:
-room_244:
+loopdone_255:
+room_256:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_245
+	JA          roomdone_257
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
@@ -8796,22 +9216,22 @@ room_244:
 	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x20, DI
-	JMP         room_244
+	JMP         room_256
 
-roomdone_245:
+roomdone_257:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_246
+	JA          skip_258
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_246:
+skip_258:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
 	TESTQ       R8, R8
-	JZ          notail_247
+	JZ          notail_259
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -8820,7 +9240,7 @@ skip_246:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_247:
+notail_259:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -8835,9 +9255,9 @@ notail_247:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_240
+	JNZ           single_252
 
-singledone_241:
+singledone_253:
 	VZEROUPPER
 	RET
 
@@ -8853,9 +9273,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_249
+	JAE          loopdone_261
 
-loop_248:
+loop_260:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -8864,22 +9284,22 @@ loop_248:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_248
+	JB          loop_260
 
-loopdone_249:
+loopdone_261:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_250
+	JA          skip_262
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_250:
+skip_262:
 	CMPQ BX, DX
-	JAE  taildone_252
+	JAE  taildone_264
 
-tail_251:
+tail_263:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -8887,9 +9307,9 @@ tail_251:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_251
+	JB          tail_263
 
-taildone_252:
+taildone_264:
 	VZEROUPPER
 	RET
 
@@ -8905,9 +9325,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_254
+	JAE          loopdone_266
 
-loop_253:
+loop_265:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -8916,21 +9336,21 @@ loop_253:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_253
+	JB          loop_265
 
-loopdone_254:
+loopdone_266:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_255
+	JA          skip_267
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_255:
+skip_267:
 	SUBQ        BX, DX
 	TESTQ       DX, DX
-	JZ          notail_256
+	JZ          notail_268
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -8940,7 +9360,7 @@ skip_255:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_256:
+notail_268:
 	VZEROUPPER
 	RET
 
@@ -8956,10 +9376,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_257:
+chunks_269:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_258
+	JA      chunksdone_270
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -8967,9 +9387,9 @@ chunks_257:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_260
+	JAE     rowsdone_272
 
-rows_259:
+rows_271:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -8982,45 +9402,45 @@ rows_259:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_259
+	JB           rows_271
 
-rowsdone_260:
+rowsdone_272:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_257
+	JMP     chunks_269
 
-chunksdone_258:
-chunks_261:
+chunksdone_270:
+chunks_273:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_262
+	JA      chunksdone_274
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_264
+	JAE     rowsdone_276
 
-rows_263:
+rows_275:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_263
+	JB           rows_275
 
-rowsdone_264:
+rowsdone_276:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_261
+	JMP     chunks_273
 
-chunksdone_262:
+chunksdone_274:
 	SUBQ      R8, DI
 	TESTQ     DI, DI
-	JZ        notail_265
+	JZ        notail_277
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -9028,9 +9448,9 @@ chunksdone_262:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_267
+	JAE       rowsdone_279
 
-rows_266:
+rows_278:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -9038,12 +9458,12 @@ rows_266:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_266
+	JB           rows_278
 
-rowsdone_267:
+rowsdone_279:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_265:
+notail_277:
 	VZEROUPPER
 	RET
 
@@ -9052,17 +9472,17 @@ notail_265:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ CX, CX
 
-rowblocks_268:
+rowblocks_280:
 	MOVQ np+32(FP), AX
 	CMPQ CX, AX
-	JAE  rowblocksdone_269
+	JAE  rowblocksdone_281
 	XORQ AX, AX
 
-chunks_270:
+chunks_282:
 	LEAQ    64(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_271
+	JA      chunksdone_283
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -9114,9 +9534,9 @@ chunks_270:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_273
+	JAE     rowsdone_285
 
-rows_272:
+rows_284:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z16
 	VCVTPH2PS    32(R9), Z17
@@ -9146,9 +9566,9 @@ rows_272:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_272
+	JB           rows_284
 
-rowsdone_273:
+rowsdone_285:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -9183,14 +9603,14 @@ rowsdone_273:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, 192(DX)
 	ADDQ    $0x40, AX
-	JMP     chunks_270
+	JMP     chunks_282
 
-chunksdone_271:
-chunks_274:
+chunksdone_283:
+chunks_286:
 	LEAQ    16(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_275
+	JA      chunksdone_287
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -9230,9 +9650,9 @@ chunks_274:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_277
+	JAE     rowsdone_289
 
-rows_276:
+rows_288:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z4
 	VBROADCASTSS (DX)(R11*4), Z5
@@ -9246,9 +9666,9 @@ rows_276:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_276
+	JB           rows_288
 
-rowsdone_277:
+rowsdone_289:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -9271,13 +9691,13 @@ rowsdone_277:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, (DX)
 	ADDQ    $0x10, AX
-	JMP     chunks_274
+	JMP     chunks_286
 
-chunksdone_275:
+chunksdone_287:
 	MOVQ      n+104(FP), DX
 	SUBQ      AX, DX
 	TESTQ     DX, DX
-	JZ        notail_278
+	JZ        notail_290
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, DX
 	KMOVQ     DX, K1
@@ -9320,9 +9740,9 @@ chunksdone_275:
 	CMOVQGT   R11, R10
 	MOVQ      CX, R11
 	CMPQ      R11, R10
-	JAE       rowsdone_280
+	JAE       rowsdone_292
 
-rows_279:
+rows_291:
 	PREFETCHT1   16384(R9)
 	VMOVDQU16.Z  (R9), K1, Y4
 	VCVTPH2PS    Y4, Z4
@@ -9337,9 +9757,9 @@ rows_279:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_279
+	JB           rows_291
 
-rowsdone_280:
+rowsdone_292:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, K1, (DX)
@@ -9362,11 +9782,11 @@ rowsdone_280:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, K1, (DX)
 
-notail_278:
+notail_290:
 	ADDQ $0x00000040, CX
-	JMP  rowblocks_268
+	JMP  rowblocks_280
 
-rowblocksdone_269:
+rowblocksdone_281:
 	VZEROUPPER
 	RET
 
@@ -9381,14 +9801,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_281
+	JZ      spreaddone_293
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_282:
+spread_294:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -9400,9 +9820,9 @@ spread_282:
 	ANDQ  $-256, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_284
+	JAE   loopdone_296
 
-loop_283:
+loop_295:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -9609,13 +10029,13 @@ loop_283:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_283
+	JB         loop_295
 
-loopdone_284:
-room_285:
+loopdone_296:
+room_297:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         roomdone_286
+	JA         roomdone_298
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -9642,9 +10062,9 @@ room_285:
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
-	JMP        room_285
+	JMP        room_297
 
-roomdone_286:
+roomdone_298:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -9665,82 +10085,82 @@ roomdone_286:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_287
+	JAE          taildone_299
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_288:
+tail_300:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_288
+	JB      tail_300
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_289:
+tail_301:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_289
+	JB      tail_301
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_290:
+tail_302:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_290
+	JB      tail_302
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_291:
+tail_303:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_291
+	JB      tail_303
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_287:
+taildone_299:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_282
+	JNZ  spread_294
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_281:
+spreaddone_293:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_293
+	JZ   singledone_305
 
-single_292:
+single_304:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-256, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_295
+	JAE   loopdone_307
 
-loop_294:
+loop_306:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -9800,13 +10220,13 @@ loop_294:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_294
+	JB         loop_306
 
-loopdone_295:
-room_296:
+loopdone_307:
+room_308:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         roomdone_297
+	JA         roomdone_309
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -9815,9 +10235,9 @@ room_296:
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
-	JMP        room_296
+	JMP        room_308
 
-roomdone_297:
+roomdone_309:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -9826,27 +10246,27 @@ roomdone_297:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_298
+	JAE          taildone_310
 	XORL         R8, R8
 
-tail_299:
+tail_311:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_299
+	JB      tail_311
 	ADDL    R8, (BX)
 
-taildone_298:
+taildone_310:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_292
+	JNZ  single_304
 
-singledone_293:
+singledone_305:
 	VZEROUPPER
 	RET
 
@@ -9861,26 +10281,26 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_301
+	JAE          loopdone_313
 
-loop_300:
+loop_312:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_300
+	JB       loop_312
 
-loopdone_301:
+loopdone_313:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_302
+	JZ         notail_314
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_302:
+notail_314:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -9897,14 +10317,14 @@ notail_302:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_303
+	JZ            spreaddone_315
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_304:
+spread_316:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -9916,9 +10336,9 @@ spread_304:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_306
+	JAE    loopdone_318
 
-loop_305:
+loop_317:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -9961,13 +10381,13 @@ loop_305:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_305
+	JB         loop_317
 
-loopdone_306:
-room_307:
+loopdone_318:
+room_319:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_308
+	JA        roomdone_320
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -9978,13 +10398,13 @@ room_307:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_307
+	JMP       room_319
 
-roomdone_308:
+roomdone_320:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_309
+	JZ         notail_321
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -10002,7 +10422,7 @@ roomdone_308:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_309:
+notail_321:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -10035,26 +10455,26 @@ notail_309:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_304
+	JNZ           spread_316
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_303:
+spreaddone_315:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_311
+	JZ   singledone_323
 
-single_310:
+single_322:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_313
+	JAE    loopdone_325
 
-loop_312:
+loop_324:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
@@ -10070,24 +10490,24 @@ loop_312:
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_312
+	JB         loop_324
 
-loopdone_313:
-room_314:
+loopdone_325:
+room_326:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_315
+	JA        roomdone_327
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_314
+	JMP       room_326
 
-roomdone_315:
+roomdone_327:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_316
+	JZ         notail_328
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -10096,7 +10516,7 @@ roomdone_315:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_316:
+notail_328:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -10111,9 +10531,9 @@ notail_316:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_310
+	JNZ           single_322
 
-singledone_311:
+singledone_323:
 	VZEROUPPER
 	RET
 
@@ -10122,15 +10542,15 @@ singledone_311:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_318
+	JNE  f16mmtokens_330
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_319:
+f16tiles_331:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_320
+	JB   f16tilesdone_332
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -10147,9 +10567,9 @@ f16tiles_319:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_321:
+f16steps_333:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_322
+	JB          f16stepsdone_334
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -10176,11 +10596,11 @@ f16steps_321:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_321
+	JMP         f16steps_333
 
-f16stepsdone_322:
+f16stepsdone_334:
 	CMPQ        SI, $0x10
-	JB          f16step16_323
+	JB          f16step16_335
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -10195,9 +10615,9 @@ f16stepsdone_322:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_323:
+f16step16_335:
 	TESTQ       SI, SI
-	JZ          notail_324
+	JZ          notail_336
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -10215,7 +10635,7 @@ f16step16_323:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_324:
+notail_336:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10247,11 +10667,11 @@ notail_324:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_319
+	JMP           f16tiles_331
 
-f16tilesdone_320:
+f16tilesdone_332:
 	CMPQ DX, $0x03
-	JNE  f16rest_325
+	JNE  f16rest_337
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -10265,9 +10685,9 @@ f16tilesdone_320:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_326:
+f16steps_338:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_327
+	JB          f16stepsdone_339
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -10288,11 +10708,11 @@ f16steps_326:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_326
+	JMP         f16steps_338
 
-f16stepsdone_327:
+f16stepsdone_339:
 	CMPQ        SI, $0x10
-	JB          f16step16_328
+	JB          f16step16_340
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -10304,9 +10724,9 @@ f16stepsdone_327:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_328:
+f16step16_340:
 	TESTQ       SI, SI
-	JZ          notail_329
+	JZ          notail_341
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10321,7 +10741,7 @@ f16step16_328:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_329:
+notail_341:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10354,9 +10774,9 @@ notail_329:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_325:
+f16rest_337:
 	CMPQ DX, $0x02
-	JNE  f16rest_330
+	JNE  f16rest_342
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -10369,9 +10789,9 @@ f16rest_325:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_331:
+f16steps_343:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_332
+	JB          f16stepsdone_344
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -10387,11 +10807,11 @@ f16steps_331:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_331
+	JMP         f16steps_343
 
-f16stepsdone_332:
+f16stepsdone_344:
 	CMPQ        SI, $0x10
-	JB          f16step16_333
+	JB          f16step16_345
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -10401,9 +10821,9 @@ f16stepsdone_332:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_333:
+f16step16_345:
 	TESTQ       SI, SI
-	JZ          notail_334
+	JZ          notail_346
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10415,7 +10835,7 @@ f16step16_333:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_334:
+notail_346:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10443,9 +10863,9 @@ notail_334:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_330:
+f16rest_342:
 	CMPQ DX, $0x01
-	JNE  f16rest_335
+	JNE  f16rest_347
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -10457,9 +10877,9 @@ f16rest_330:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_336:
+f16steps_348:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_337
+	JB          f16stepsdone_349
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -10470,11 +10890,11 @@ f16steps_336:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_336
+	JMP         f16steps_348
 
-f16stepsdone_337:
+f16stepsdone_349:
 	CMPQ        DX, $0x10
-	JB          f16step16_338
+	JB          f16step16_350
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -10482,9 +10902,9 @@ f16stepsdone_337:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_338:
+f16step16_350:
 	TESTQ       DX, DX
-	JZ          notail_339
+	JZ          notail_351
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -10493,7 +10913,7 @@ f16step16_338:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_339:
+notail_351:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -10516,12 +10936,12 @@ notail_339:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_335:
+f16rest_347:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_341
+	JZ   f16singledone_353
 
-f16single_340:
+f16single_352:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10532,9 +10952,9 @@ f16single_340:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_342:
+f16steps_354:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_343
+	JB          f16stepsdone_355
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -10545,11 +10965,11 @@ f16steps_342:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_342
+	JMP         f16steps_354
 
-f16stepsdone_343:
+f16stepsdone_355:
 	CMPQ        BX, $0x10
-	JB          f16step16_344
+	JB          f16step16_356
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -10557,9 +10977,9 @@ f16stepsdone_343:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_344:
+f16step16_356:
 	TESTQ       BX, BX
-	JZ          notail_345
+	JZ          notail_357
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10568,7 +10988,7 @@ f16step16_344:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_345:
+notail_357:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10586,22 +11006,22 @@ notail_345:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_340
+	JNZ           f16single_352
 
-f16singledone_341:
-	JMP f16mmend_317
+f16singledone_353:
+	JMP f16mmend_329
 
-f16mmtokens_318:
+f16mmtokens_330:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_346
+	JNE  f16mmtokens_358
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_347:
+f16tiles_359:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_348
+	JB   f16tilesdone_360
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10622,9 +11042,9 @@ f16tiles_347:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_349:
+f16steps_361:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_350
+	JB          f16stepsdone_362
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10661,11 +11081,11 @@ f16steps_349:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_349
+	JMP         f16steps_361
 
-f16stepsdone_350:
+f16stepsdone_362:
 	CMPQ        DI, $0x10
-	JB          f16step16_351
+	JB          f16step16_363
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -10685,9 +11105,9 @@ f16stepsdone_350:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_351:
+f16step16_363:
 	TESTQ       DI, DI
-	JZ          notail_352
+	JZ          notail_364
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -10710,7 +11130,7 @@ f16step16_351:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_352:
+notail_364:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10763,11 +11183,11 @@ notail_352:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_347
+	JMP           f16tiles_359
 
-f16tilesdone_348:
+f16tilesdone_360:
 	CMPQ DX, $0x03
-	JNE  f16rest_353
+	JNE  f16rest_365
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10784,9 +11204,9 @@ f16tilesdone_348:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_354:
+f16steps_366:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_355
+	JB          f16stepsdone_367
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10815,11 +11235,11 @@ f16steps_354:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_354
+	JMP         f16steps_366
 
-f16stepsdone_355:
+f16stepsdone_367:
 	CMPQ        DI, $0x10
-	JB          f16step16_356
+	JB          f16step16_368
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -10835,9 +11255,9 @@ f16stepsdone_355:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_356:
+f16step16_368:
 	TESTQ       DI, DI
-	JZ          notail_357
+	JZ          notail_369
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10856,7 +11276,7 @@ f16step16_356:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_357:
+notail_369:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -10912,9 +11332,9 @@ notail_357:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_353:
+f16rest_365:
 	CMPQ DX, $0x02
-	JNE  f16rest_358
+	JNE  f16rest_370
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -10929,9 +11349,9 @@ f16rest_353:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_359:
+f16steps_371:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_360
+	JB          f16stepsdone_372
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -10953,11 +11373,11 @@ f16steps_359:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_359
+	JMP         f16steps_371
 
-f16stepsdone_360:
+f16stepsdone_372:
 	CMPQ        DI, $0x10
-	JB          f16step16_361
+	JB          f16step16_373
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -10970,9 +11390,9 @@ f16stepsdone_360:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_361:
+f16step16_373:
 	TESTQ       DI, DI
-	JZ          notail_362
+	JZ          notail_374
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -10987,7 +11407,7 @@ f16step16_361:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_362:
+notail_374:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11034,9 +11454,9 @@ notail_362:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_358:
+f16rest_370:
 	CMPQ DX, $0x01
-	JNE  f16rest_363
+	JNE  f16rest_375
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -11049,9 +11469,9 @@ f16rest_358:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_364:
+f16steps_376:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_365
+	JB          f16stepsdone_377
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -11066,11 +11486,11 @@ f16steps_364:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_364
+	JMP         f16steps_376
 
-f16stepsdone_365:
+f16stepsdone_377:
 	CMPQ        BX, $0x10
-	JB          f16step16_366
+	JB          f16step16_378
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -11080,9 +11500,9 @@ f16stepsdone_365:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_366:
+f16step16_378:
 	TESTQ       BX, BX
-	JZ          notail_367
+	JZ          notail_379
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -11093,7 +11513,7 @@ f16step16_366:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_367:
+notail_379:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11131,12 +11551,12 @@ notail_367:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_363:
+f16rest_375:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_369
+	JZ   f16singledone_381
 
-f16single_368:
+f16single_380:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11148,9 +11568,9 @@ f16single_368:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_370:
+f16steps_382:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_371
+	JB          f16stepsdone_383
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -11165,11 +11585,11 @@ f16steps_370:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_370
+	JMP         f16steps_382
 
-f16stepsdone_371:
+f16stepsdone_383:
 	CMPQ        SI, $0x10
-	JB          f16step16_372
+	JB          f16step16_384
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -11179,9 +11599,9 @@ f16stepsdone_371:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_372:
+f16step16_384:
 	TESTQ       SI, SI
-	JZ          notail_373
+	JZ          notail_385
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -11192,7 +11612,7 @@ f16step16_372:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_373:
+notail_385:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11220,22 +11640,22 @@ notail_373:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_368
+	JNZ           f16single_380
 
-f16singledone_369:
-	JMP f16mmend_317
+f16singledone_381:
+	JMP f16mmend_329
 
-f16mmtokens_346:
+f16mmtokens_358:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_374
+	JNE  f16mmtokens_386
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_375:
+f16tiles_387:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_376
+	JB   f16tilesdone_388
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11260,9 +11680,9 @@ f16tiles_375:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_377:
+f16steps_389:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_378
+	JB          f16stepsdone_390
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11309,11 +11729,11 @@ f16steps_377:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_377
+	JMP         f16steps_389
 
-f16stepsdone_378:
+f16stepsdone_390:
 	CMPQ        DI, $0x10
-	JB          f16step16_379
+	JB          f16step16_391
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -11338,9 +11758,9 @@ f16stepsdone_378:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_379:
+f16step16_391:
 	TESTQ       DI, DI
-	JZ          notail_380
+	JZ          notail_392
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11368,7 +11788,7 @@ f16step16_379:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_380:
+notail_392:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11442,11 +11862,11 @@ notail_380:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_375
+	JMP           f16tiles_387
 
-f16tilesdone_376:
+f16tilesdone_388:
 	CMPQ DX, $0x03
-	JNE  f16rest_381
+	JNE  f16rest_393
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11466,9 +11886,9 @@ f16tilesdone_376:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_382:
+f16steps_394:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_383
+	JB          f16stepsdone_395
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11505,11 +11925,11 @@ f16steps_382:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_382
+	JMP         f16steps_394
 
-f16stepsdone_383:
+f16stepsdone_395:
 	CMPQ        DI, $0x10
-	JB          f16step16_384
+	JB          f16step16_396
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -11529,9 +11949,9 @@ f16stepsdone_383:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_384:
+f16step16_396:
 	TESTQ       DI, DI
-	JZ          notail_385
+	JZ          notail_397
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11554,7 +11974,7 @@ f16step16_384:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_385:
+notail_397:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11633,9 +12053,9 @@ notail_385:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_381:
+f16rest_393:
 	CMPQ DX, $0x02
-	JNE  f16rest_386
+	JNE  f16rest_398
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11652,9 +12072,9 @@ f16rest_381:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_387:
+f16steps_399:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_388
+	JB          f16stepsdone_400
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11682,11 +12102,11 @@ f16steps_387:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_387
+	JMP         f16steps_399
 
-f16stepsdone_388:
+f16stepsdone_400:
 	CMPQ        DI, $0x10
-	JB          f16step16_389
+	JB          f16step16_401
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -11702,9 +12122,9 @@ f16stepsdone_388:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_389:
+f16step16_401:
 	TESTQ       DI, DI
-	JZ          notail_390
+	JZ          notail_402
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11722,7 +12142,7 @@ f16step16_389:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_390:
+notail_402:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11788,9 +12208,9 @@ notail_390:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_386:
+f16rest_398:
 	CMPQ DX, $0x01
-	JNE  f16rest_391
+	JNE  f16rest_403
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -11804,9 +12224,9 @@ f16rest_386:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_392:
+f16steps_404:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_393
+	JB          f16stepsdone_405
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -11825,11 +12245,11 @@ f16steps_392:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_392
+	JMP         f16steps_404
 
-f16stepsdone_393:
+f16stepsdone_405:
 	CMPQ        BX, $0x10
-	JB          f16step16_394
+	JB          f16step16_406
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -11841,9 +12261,9 @@ f16stepsdone_393:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_394:
+f16step16_406:
 	TESTQ       BX, BX
-	JZ          notail_395
+	JZ          notail_407
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -11856,7 +12276,7 @@ f16step16_394:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_395:
+notail_407:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11909,12 +12329,12 @@ notail_395:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_391:
+f16rest_403:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_397
+	JZ   f16singledone_409
 
-f16single_396:
+f16single_408:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11927,9 +12347,9 @@ f16single_396:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_398:
+f16steps_410:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_399
+	JB          f16stepsdone_411
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -11948,11 +12368,11 @@ f16steps_398:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_398
+	JMP         f16steps_410
 
-f16stepsdone_399:
+f16stepsdone_411:
 	CMPQ        SI, $0x10
-	JB          f16step16_400
+	JB          f16step16_412
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -11964,9 +12384,9 @@ f16stepsdone_399:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_400:
+f16step16_412:
 	TESTQ       SI, SI
-	JZ          notail_401
+	JZ          notail_413
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -11979,7 +12399,7 @@ f16step16_400:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_401:
+notail_413:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12017,22 +12437,22 @@ notail_401:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_396
+	JNZ           f16single_408
 
-f16singledone_397:
-	JMP f16mmend_317
+f16singledone_409:
+	JMP f16mmend_329
 
-f16mmtokens_374:
+f16mmtokens_386:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_402
+	JNE  f16mmtokens_414
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_403:
+f16tiles_415:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_404
+	JB   f16tilesdone_416
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12063,9 +12483,9 @@ f16tiles_403:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_405:
+f16steps_417:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_406
+	JB          f16stepsdone_418
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12123,11 +12543,11 @@ f16steps_405:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_405
+	JMP         f16steps_417
 
-f16stepsdone_406:
+f16stepsdone_418:
 	CMPQ        DI, $0x10
-	JB          f16step16_407
+	JB          f16step16_419
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -12158,9 +12578,9 @@ f16stepsdone_406:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_407:
+f16step16_419:
 	TESTQ       DI, DI
-	JZ          notail_408
+	JZ          notail_420
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12193,7 +12613,7 @@ f16step16_407:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_408:
+notail_420:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12288,11 +12708,11 @@ notail_408:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_403
+	JMP           f16tiles_415
 
-f16tilesdone_404:
+f16tilesdone_416:
 	CMPQ DX, $0x03
-	JNE  f16rest_409
+	JNE  f16rest_421
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12317,9 +12737,9 @@ f16tilesdone_404:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_410:
+f16steps_422:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_411
+	JB          f16stepsdone_423
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12365,11 +12785,11 @@ f16steps_410:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_410
+	JMP         f16steps_422
 
-f16stepsdone_411:
+f16stepsdone_423:
 	CMPQ        DI, $0x10
-	JB          f16step16_412
+	JB          f16step16_424
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -12394,9 +12814,9 @@ f16stepsdone_411:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_412:
+f16step16_424:
 	TESTQ       DI, DI
-	JZ          notail_413
+	JZ          notail_425
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12423,7 +12843,7 @@ f16step16_412:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_413:
+notail_425:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12525,9 +12945,9 @@ notail_413:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_409:
+f16rest_421:
 	CMPQ DX, $0x02
-	JNE  f16rest_414
+	JNE  f16rest_426
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12548,9 +12968,9 @@ f16rest_409:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_415:
+f16steps_427:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_416
+	JB          f16stepsdone_428
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12585,11 +13005,11 @@ f16steps_415:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_415
+	JMP         f16steps_427
 
-f16stepsdone_416:
+f16stepsdone_428:
 	CMPQ        DI, $0x10
-	JB          f16step16_417
+	JB          f16step16_429
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -12609,9 +13029,9 @@ f16stepsdone_416:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_417:
+f16step16_429:
 	TESTQ       DI, DI
-	JZ          notail_418
+	JZ          notail_430
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12632,7 +13052,7 @@ f16step16_417:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_418:
+notail_430:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12717,9 +13137,9 @@ notail_418:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_414:
+f16rest_426:
 	CMPQ DX, $0x01
-	JNE  f16rest_419
+	JNE  f16rest_431
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -12736,9 +13156,9 @@ f16rest_414:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_420:
+f16steps_432:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_421
+	JB          f16stepsdone_433
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -12762,11 +13182,11 @@ f16steps_420:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_420
+	JMP         f16steps_432
 
-f16stepsdone_421:
+f16stepsdone_433:
 	CMPQ        BX, $0x10
-	JB          f16step16_422
+	JB          f16step16_434
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -12781,9 +13201,9 @@ f16stepsdone_421:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_422:
+f16step16_434:
 	TESTQ       BX, BX
-	JZ          notail_423
+	JZ          notail_435
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -12798,7 +13218,7 @@ f16step16_422:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_423:
+notail_435:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12866,12 +13286,12 @@ notail_423:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_419:
+f16rest_431:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_425
+	JZ   f16singledone_437
 
-f16single_424:
+f16single_436:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12887,9 +13307,9 @@ f16single_424:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_426:
+f16steps_438:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_427
+	JB          f16stepsdone_439
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -12913,11 +13333,11 @@ f16steps_426:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_426
+	JMP         f16steps_438
 
-f16stepsdone_427:
+f16stepsdone_439:
 	CMPQ        SI, $0x10
-	JB          f16step16_428
+	JB          f16step16_440
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -12932,9 +13352,9 @@ f16stepsdone_427:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_428:
+f16step16_440:
 	TESTQ       SI, SI
-	JZ          notail_429
+	JZ          notail_441
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -12949,7 +13369,7 @@ f16step16_428:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_429:
+notail_441:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12997,22 +13417,22 @@ notail_429:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_424
+	JNZ           f16single_436
 
-f16singledone_425:
-	JMP f16mmend_317
+f16singledone_437:
+	JMP f16mmend_329
 
-f16mmtokens_402:
+f16mmtokens_414:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_430
+	JNE  f16mmtokens_442
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_431:
+f16tiles_443:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_432
+	JB   f16tilesdone_444
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -13047,9 +13467,9 @@ f16tiles_431:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_433:
+f16steps_445:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_434
+	JB          f16stepsdone_446
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13117,11 +13537,11 @@ f16steps_433:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_433
+	JMP         f16steps_445
 
-f16stepsdone_434:
+f16stepsdone_446:
 	CMPQ        DI, $0x10
-	JB          f16step16_435
+	JB          f16step16_447
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -13157,9 +13577,9 @@ f16stepsdone_434:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_435:
+f16step16_447:
 	TESTQ       DI, DI
-	JZ          notail_436
+	JZ          notail_448
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13197,7 +13617,7 @@ f16step16_435:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_436:
+notail_448:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13313,11 +13733,11 @@ notail_436:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_431
+	JMP           f16tiles_443
 
-f16tilesdone_432:
+f16tilesdone_444:
 	CMPQ DX, $0x03
-	JNE  f16rest_437
+	JNE  f16rest_449
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -13345,9 +13765,9 @@ f16tilesdone_432:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_438:
+f16steps_450:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_439
+	JB          f16stepsdone_451
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13401,11 +13821,11 @@ f16steps_438:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_438
+	JMP         f16steps_450
 
-f16stepsdone_439:
+f16stepsdone_451:
 	CMPQ        DI, $0x10
-	JB          f16step16_440
+	JB          f16step16_452
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -13434,9 +13854,9 @@ f16stepsdone_439:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_440:
+f16step16_452:
 	TESTQ       DI, DI
-	JZ          notail_441
+	JZ          notail_453
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13467,7 +13887,7 @@ f16step16_440:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_441:
+notail_453:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13592,9 +14012,9 @@ notail_441:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_437:
+f16rest_449:
 	CMPQ DX, $0x02
-	JNE  f16rest_442
+	JNE  f16rest_454
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -13617,9 +14037,9 @@ f16rest_437:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_443:
+f16steps_455:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_444
+	JB          f16stepsdone_456
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13660,11 +14080,11 @@ f16steps_443:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_443
+	JMP         f16steps_455
 
-f16stepsdone_444:
+f16stepsdone_456:
 	CMPQ        DI, $0x10
-	JB          f16step16_445
+	JB          f16step16_457
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -13687,9 +14107,9 @@ f16stepsdone_444:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_445:
+f16step16_457:
 	TESTQ       DI, DI
-	JZ          notail_446
+	JZ          notail_458
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13713,7 +14133,7 @@ f16step16_445:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_446:
+notail_458:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13817,9 +14237,9 @@ notail_446:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_442:
+f16rest_454:
 	CMPQ DX, $0x01
-	JNE  f16rest_447
+	JNE  f16rest_459
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -13837,9 +14257,9 @@ f16rest_442:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_448:
+f16steps_460:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_449
+	JB          f16stepsdone_461
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -13867,11 +14287,11 @@ f16steps_448:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_448
+	JMP         f16steps_460
 
-f16stepsdone_449:
+f16stepsdone_461:
 	CMPQ        BX, $0x10
-	JB          f16step16_450
+	JB          f16step16_462
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -13888,9 +14308,9 @@ f16stepsdone_449:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_450:
+f16step16_462:
 	TESTQ       BX, BX
-	JZ          notail_451
+	JZ          notail_463
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -13907,7 +14327,7 @@ f16step16_450:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_451:
+notail_463:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -13990,12 +14410,12 @@ notail_451:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_447:
+f16rest_459:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_453
+	JZ   f16singledone_465
 
-f16single_452:
+f16single_464:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14012,9 +14432,9 @@ f16single_452:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_454:
+f16steps_466:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_455
+	JB          f16stepsdone_467
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -14042,11 +14462,11 @@ f16steps_454:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_454
+	JMP         f16steps_466
 
-f16stepsdone_455:
+f16stepsdone_467:
 	CMPQ        SI, $0x10
-	JB          f16step16_456
+	JB          f16step16_468
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -14063,9 +14483,9 @@ f16stepsdone_455:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_456:
+f16step16_468:
 	TESTQ       SI, SI
-	JZ          notail_457
+	JZ          notail_469
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14082,7 +14502,7 @@ f16step16_456:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_457:
+notail_469:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14140,22 +14560,22 @@ notail_457:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_452
+	JNZ           f16single_464
 
-f16singledone_453:
-	JMP f16mmend_317
+f16singledone_465:
+	JMP f16mmend_329
 
-f16mmtokens_430:
+f16mmtokens_442:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_458
+	JNE  f16mmtokens_470
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_459:
+f16tiles_471:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_460
+	JB   f16tilesdone_472
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14194,9 +14614,9 @@ f16tiles_459:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_461:
+f16steps_473:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_462
+	JB          f16stepsdone_474
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14274,11 +14694,11 @@ f16steps_461:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_461
+	JMP         f16steps_473
 
-f16stepsdone_462:
+f16stepsdone_474:
 	CMPQ        DI, $0x10
-	JB          f16step16_463
+	JB          f16step16_475
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -14319,9 +14739,9 @@ f16stepsdone_462:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_463:
+f16step16_475:
 	TESTQ       DI, DI
-	JZ          notail_464
+	JZ          notail_476
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14364,7 +14784,7 @@ f16step16_463:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_464:
+notail_476:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14501,11 +14921,11 @@ notail_464:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_459
+	JMP           f16tiles_471
 
-f16tilesdone_460:
+f16tilesdone_472:
 	CMPQ DX, $0x03
-	JNE  f16rest_465
+	JNE  f16rest_477
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14536,9 +14956,9 @@ f16tilesdone_460:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_466:
+f16steps_478:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_467
+	JB          f16stepsdone_479
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14600,11 +15020,11 @@ f16steps_466:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_466
+	JMP         f16steps_478
 
-f16stepsdone_467:
+f16stepsdone_479:
 	CMPQ        DI, $0x10
-	JB          f16step16_468
+	JB          f16step16_480
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -14637,9 +15057,9 @@ f16stepsdone_467:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_468:
+f16step16_480:
 	TESTQ       DI, DI
-	JZ          notail_469
+	JZ          notail_481
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14674,7 +15094,7 @@ f16step16_468:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_469:
+notail_481:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14822,9 +15242,9 @@ notail_469:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_465:
+f16rest_477:
 	CMPQ DX, $0x02
-	JNE  f16rest_470
+	JNE  f16rest_482
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14849,9 +15269,9 @@ f16rest_465:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_471:
+f16steps_483:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_472
+	JB          f16stepsdone_484
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14898,11 +15318,11 @@ f16steps_471:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_471
+	JMP         f16steps_483
 
-f16stepsdone_472:
+f16stepsdone_484:
 	CMPQ        DI, $0x10
-	JB          f16step16_473
+	JB          f16step16_485
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -14928,9 +15348,9 @@ f16stepsdone_472:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_473:
+f16step16_485:
 	TESTQ       DI, DI
-	JZ          notail_474
+	JZ          notail_486
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14957,7 +15377,7 @@ f16step16_473:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_474:
+notail_486:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15080,9 +15500,9 @@ notail_474:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_470:
+f16rest_482:
 	CMPQ DX, $0x01
-	JNE  f16rest_475
+	JNE  f16rest_487
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -15101,9 +15521,9 @@ f16rest_470:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_476:
+f16steps_488:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_477
+	JB          f16stepsdone_489
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -15135,11 +15555,11 @@ f16steps_476:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_476
+	JMP         f16steps_488
 
-f16stepsdone_477:
+f16stepsdone_489:
 	CMPQ        BX, $0x10
-	JB          f16step16_478
+	JB          f16step16_490
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -15158,9 +15578,9 @@ f16stepsdone_477:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_478:
+f16step16_490:
 	TESTQ       BX, BX
-	JZ          notail_479
+	JZ          notail_491
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -15179,7 +15599,7 @@ f16step16_478:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_479:
+notail_491:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15277,12 +15697,12 @@ notail_479:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_475:
+f16rest_487:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_481
+	JZ   f16singledone_493
 
-f16single_480:
+f16single_492:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15300,9 +15720,9 @@ f16single_480:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_482:
+f16steps_494:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_483
+	JB          f16stepsdone_495
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -15334,11 +15754,11 @@ f16steps_482:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_482
+	JMP         f16steps_494
 
-f16stepsdone_483:
+f16stepsdone_495:
 	CMPQ        SI, $0x10
-	JB          f16step16_484
+	JB          f16step16_496
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -15357,9 +15777,9 @@ f16stepsdone_483:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_484:
+f16step16_496:
 	TESTQ       SI, SI
-	JZ          notail_485
+	JZ          notail_497
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -15378,7 +15798,7 @@ f16step16_484:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_485:
+notail_497:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15446,22 +15866,22 @@ notail_485:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_480
+	JNZ           f16single_492
 
-f16singledone_481:
-	JMP f16mmend_317
+f16singledone_493:
+	JMP f16mmend_329
 
-f16mmtokens_458:
+f16mmtokens_470:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_486
+	JNE  f16mmtokens_498
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_487:
+f16tiles_499:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_488
+	JB   f16tilesdone_500
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -15497,9 +15917,9 @@ f16tiles_487:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_489:
+f16steps_501:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_490
+	JB          f16stepsdone_502
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15570,11 +15990,11 @@ f16steps_489:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_489
+	JMP         f16steps_501
 
-f16stepsdone_490:
+f16stepsdone_502:
 	CMPQ        DI, $0x10
-	JB          f16step16_491
+	JB          f16step16_503
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -15612,9 +16032,9 @@ f16stepsdone_490:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_491:
+f16step16_503:
 	TESTQ       DI, DI
-	JZ          notail_492
+	JZ          notail_504
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15653,7 +16073,7 @@ f16step16_491:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_492:
+notail_504:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15824,11 +16244,11 @@ notail_492:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_487
+	JMP           f16tiles_499
 
-f16tilesdone_488:
+f16tilesdone_500:
 	CMPQ DX, $0x02
-	JNE  f16rest_493
+	JNE  f16rest_505
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -15857,9 +16277,9 @@ f16tilesdone_488:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_494:
+f16steps_506:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_495
+	JB          f16stepsdone_507
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15913,11 +16333,11 @@ f16steps_494:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_494
+	JMP         f16steps_506
 
-f16stepsdone_495:
+f16stepsdone_507:
 	CMPQ        DI, $0x10
-	JB          f16step16_496
+	JB          f16step16_508
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -15947,9 +16367,9 @@ f16stepsdone_495:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_496:
+f16step16_508:
 	TESTQ       DI, DI
-	JZ          notail_497
+	JZ          notail_509
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15979,7 +16399,7 @@ f16step16_496:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_497:
+notail_509:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16121,9 +16541,9 @@ notail_497:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_493:
+f16rest_505:
 	CMPQ DX, $0x01
-	JNE  f16rest_498
+	JNE  f16rest_510
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -16145,9 +16565,9 @@ f16rest_493:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_499:
+f16steps_511:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_500
+	JB          f16stepsdone_512
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -16184,11 +16604,11 @@ f16steps_499:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_499
+	JMP         f16steps_511
 
-f16stepsdone_500:
+f16stepsdone_512:
 	CMPQ        BX, $0x10
-	JB          f16step16_501
+	JB          f16step16_513
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -16210,9 +16630,9 @@ f16stepsdone_500:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_501:
+f16step16_513:
 	TESTQ       BX, BX
-	JZ          notail_502
+	JZ          notail_514
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16233,7 +16653,7 @@ f16step16_501:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_502:
+notail_514:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -16346,12 +16766,12 @@ notail_502:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_498:
+f16rest_510:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_504
+	JZ   f16singledone_516
 
-f16single_503:
+f16single_515:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16372,9 +16792,9 @@ f16single_503:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_505:
+f16steps_517:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_506
+	JB          f16stepsdone_518
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -16411,11 +16831,11 @@ f16steps_505:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_505
+	JMP         f16steps_517
 
-f16stepsdone_506:
+f16stepsdone_518:
 	CMPQ        SI, $0x10
-	JB          f16step16_507
+	JB          f16step16_519
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -16437,9 +16857,9 @@ f16stepsdone_506:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_507:
+f16step16_519:
 	TESTQ       SI, SI
-	JZ          notail_508
+	JZ          notail_520
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -16460,7 +16880,7 @@ f16step16_507:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_508:
+notail_520:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16538,22 +16958,22 @@ notail_508:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_503
+	JNZ           f16single_515
 
-f16singledone_504:
-	JMP f16mmend_317
+f16singledone_516:
+	JMP f16mmend_329
 
-f16mmtokens_486:
+f16mmtokens_498:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_509
+	JNE  f16mmtokens_521
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_510:
+f16tiles_522:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_511
+	JB   f16tilesdone_523
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -16592,9 +17012,9 @@ f16tiles_510:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_512:
+f16steps_524:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_513
+	JB          f16stepsdone_525
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16673,11 +17093,11 @@ f16steps_512:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_512
+	JMP         f16steps_524
 
-f16stepsdone_513:
+f16stepsdone_525:
 	CMPQ        DI, $0x10
-	JB          f16step16_514
+	JB          f16step16_526
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -16719,9 +17139,9 @@ f16stepsdone_513:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_514:
+f16step16_526:
 	TESTQ       DI, DI
-	JZ          notail_515
+	JZ          notail_527
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16764,7 +17184,7 @@ f16step16_514:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_515:
+notail_527:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16958,11 +17378,11 @@ notail_515:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_510
+	JMP           f16tiles_522
 
-f16tilesdone_511:
+f16tilesdone_523:
 	CMPQ DX, $0x02
-	JNE  f16rest_516
+	JNE  f16rest_528
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -16993,9 +17413,9 @@ f16tilesdone_511:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_517:
+f16steps_529:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_518
+	JB          f16stepsdone_530
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17055,11 +17475,11 @@ f16steps_517:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_517
+	JMP         f16steps_529
 
-f16stepsdone_518:
+f16stepsdone_530:
 	CMPQ        DI, $0x10
-	JB          f16step16_519
+	JB          f16step16_531
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -17092,9 +17512,9 @@ f16stepsdone_518:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_519:
+f16step16_531:
 	TESTQ       DI, DI
-	JZ          notail_520
+	JZ          notail_532
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17127,7 +17547,7 @@ f16step16_519:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_520:
+notail_532:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17288,9 +17708,9 @@ notail_520:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_516:
+f16rest_528:
 	CMPQ DX, $0x01
-	JNE  f16rest_521
+	JNE  f16rest_533
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -17313,9 +17733,9 @@ f16rest_516:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_522:
+f16steps_534:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_523
+	JB          f16stepsdone_535
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -17356,11 +17776,11 @@ f16steps_522:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_522
+	JMP         f16steps_534
 
-f16stepsdone_523:
+f16stepsdone_535:
 	CMPQ        BX, $0x10
-	JB          f16step16_524
+	JB          f16step16_536
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -17384,9 +17804,9 @@ f16stepsdone_523:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_524:
+f16step16_536:
 	TESTQ       BX, BX
-	JZ          notail_525
+	JZ          notail_537
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -17409,7 +17829,7 @@ f16step16_524:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_525:
+notail_537:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17537,12 +17957,12 @@ notail_525:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_521:
+f16rest_533:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_527
+	JZ   f16singledone_539
 
-f16single_526:
+f16single_538:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17564,9 +17984,9 @@ f16single_526:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_528:
+f16steps_540:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_529
+	JB          f16stepsdone_541
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -17607,11 +18027,11 @@ f16steps_528:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_528
+	JMP         f16steps_540
 
-f16stepsdone_529:
+f16stepsdone_541:
 	CMPQ        SI, $0x10
-	JB          f16step16_530
+	JB          f16step16_542
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -17635,9 +18055,9 @@ f16stepsdone_529:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_530:
+f16step16_542:
 	TESTQ       SI, SI
-	JZ          notail_531
+	JZ          notail_543
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17660,7 +18080,7 @@ f16step16_530:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_531:
+notail_543:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17748,22 +18168,22 @@ notail_531:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_526
+	JNZ           f16single_538
 
-f16singledone_527:
-	JMP f16mmend_317
+f16singledone_539:
+	JMP f16mmend_329
 
-f16mmtokens_509:
+f16mmtokens_521:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_532
+	JNE  f16mmtokens_544
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_533:
+f16tiles_545:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_534
+	JB   f16tilesdone_546
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -17805,9 +18225,9 @@ f16tiles_533:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_535:
+f16steps_547:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_536
+	JB          f16stepsdone_548
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17894,11 +18314,11 @@ f16steps_535:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_535
+	JMP         f16steps_547
 
-f16stepsdone_536:
+f16stepsdone_548:
 	CMPQ        DI, $0x10
-	JB          f16step16_537
+	JB          f16step16_549
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -17944,9 +18364,9 @@ f16stepsdone_536:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_537:
+f16step16_549:
 	TESTQ       DI, DI
-	JZ          notail_538
+	JZ          notail_550
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17993,7 +18413,7 @@ f16step16_537:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_538:
+notail_550:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18210,11 +18630,11 @@ notail_538:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_533
+	JMP           f16tiles_545
 
-f16tilesdone_534:
+f16tilesdone_546:
 	CMPQ DX, $0x02
-	JNE  f16rest_539
+	JNE  f16rest_551
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -18247,9 +18667,9 @@ f16tilesdone_534:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_540:
+f16steps_552:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_541
+	JB          f16stepsdone_553
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18315,11 +18735,11 @@ f16steps_540:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_540
+	JMP         f16steps_552
 
-f16stepsdone_541:
+f16stepsdone_553:
 	CMPQ        DI, $0x10
-	JB          f16step16_542
+	JB          f16step16_554
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -18355,9 +18775,9 @@ f16stepsdone_541:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_542:
+f16step16_554:
 	TESTQ       DI, DI
-	JZ          notail_543
+	JZ          notail_555
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -18393,7 +18813,7 @@ f16step16_542:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_543:
+notail_555:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18573,9 +18993,9 @@ notail_543:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_539:
+f16rest_551:
 	CMPQ DX, $0x01
-	JNE  f16rest_544
+	JNE  f16rest_556
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -18599,9 +19019,9 @@ f16rest_539:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_545:
+f16steps_557:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_546
+	JB          f16stepsdone_558
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -18646,11 +19066,11 @@ f16steps_545:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_545
+	JMP         f16steps_557
 
-f16stepsdone_546:
+f16stepsdone_558:
 	CMPQ        BX, $0x10
-	JB          f16step16_547
+	JB          f16step16_559
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -18676,9 +19096,9 @@ f16stepsdone_546:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_547:
+f16step16_559:
 	TESTQ       BX, BX
-	JZ          notail_548
+	JZ          notail_560
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -18703,7 +19123,7 @@ f16step16_547:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_548:
+notail_560:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -18846,12 +19266,12 @@ notail_548:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_544:
+f16rest_556:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_550
+	JZ   f16singledone_562
 
-f16single_549:
+f16single_561:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -18874,9 +19294,9 @@ f16single_549:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_551:
+f16steps_563:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_552
+	JB          f16stepsdone_564
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -18921,11 +19341,11 @@ f16steps_551:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_551
+	JMP         f16steps_563
 
-f16stepsdone_552:
+f16stepsdone_564:
 	CMPQ        SI, $0x10
-	JB          f16step16_553
+	JB          f16step16_565
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -18951,9 +19371,9 @@ f16stepsdone_552:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_553:
+f16step16_565:
 	TESTQ       SI, SI
-	JZ          notail_554
+	JZ          notail_566
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -18978,7 +19398,7 @@ f16step16_553:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_554:
+notail_566:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19076,13 +19496,13 @@ notail_554:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_549
+	JNZ           f16single_561
 
-f16singledone_550:
-	JMP f16mmend_317
+f16singledone_562:
+	JMP f16mmend_329
 
-f16mmtokens_532:
-f16mmend_317:
+f16mmtokens_544:
+f16mmend_329:
 	VZEROUPPER
 	RET
 
@@ -19091,7 +19511,7 @@ f16mmend_317:
 TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_556
+	JNE  ksq_568
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -19106,9 +19526,9 @@ TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_557:
+ksteps_569:
 	CMPQ   AX, $0x00000080
-	JB     kstepsdone_558
+	JB     kstepsdone_570
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19125,7 +19545,7 @@ ksteps_557:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_559:
+ksd_571:
 	VCVTPH2PS        (R8), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VCVTPH2PS        (R8)(DI*1), Z8
@@ -19147,7 +19567,7 @@ ksd_559:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_559
+	JNZ              ksd_571
 	MOVQ             SI, R8
 	VMOVUPS          Z0, (R8)
 	VMOVUPS          Z1, 64(R8)
@@ -19167,9 +19587,9 @@ ksd_559:
 	ADDQ             DI, CX
 	ADDQ             DI, CX
 	SUBQ             $0x00000080, AX
-	JMP              ksteps_557
+	JMP              ksteps_569
 
-kstepsdone_558:
+kstepsdone_570:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19189,34 +19609,34 @@ kstepsdone_558:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_560:
+ksteps_572:
 	CMPQ   R8, $0x00000010
-	JB     kstepsdone_561
+	JB     kstepsdone_573
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, AX
 	MOVQ   BX, R9
 	MOVQ   DX, R10
 
-ksd_562:
+ksd_574:
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 	DECQ             R10
-	JNZ              ksd_562
+	JNZ              ksd_574
 	MOVQ             SI, AX
 	VMOVUPS          Z0, (AX)
 	ADDQ             $0x00000040, SI
 	ADDQ             DI, CX
 	SUBQ             $0x00000010, R8
-	JMP              ksteps_560
+	JMP              ksteps_572
 
-kstepsdone_561:
-	JMP ksend_555
+kstepsdone_573:
+	JMP ksend_567
 
-ksq_556:
+ksq_568:
 	CMPQ AX, $0x02
-	JNE  ksq_563
+	JNE  ksq_575
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -19231,9 +19651,9 @@ ksq_556:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_564:
+ksteps_576:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_565
+	JB     kstepsdone_577
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19248,7 +19668,7 @@ ksteps_564:
 	MOVQ   BX, R12
 	MOVQ   DX, R13
 
-ksd_566:
+ksd_578:
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R12), Z8, Z0
 	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
@@ -19265,7 +19685,7 @@ ksd_566:
 	ADDQ             $0x00000020, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_566
+	JNZ              ksd_578
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -19281,9 +19701,9 @@ ksd_566:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000040, AX
-	JMP              ksteps_564
+	JMP              ksteps_576
 
-kstepsdone_565:
+kstepsdone_577:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19303,37 +19723,37 @@ kstepsdone_565:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_567:
+ksteps_579:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_568
+	JB     kstepsdone_580
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_569:
+ksd_581:
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_569
+	JNZ              ksd_581
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_567
+	JMP              ksteps_579
 
-kstepsdone_568:
-	JMP ksend_555
+kstepsdone_580:
+	JMP ksend_567
 
-ksq_563:
+ksq_575:
 	CMPQ AX, $0x03
-	JNE  ksq_570
+	JNE  ksq_582
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -19348,9 +19768,9 @@ ksq_563:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_571:
+ksteps_583:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_572
+	JB     kstepsdone_584
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19361,7 +19781,7 @@ ksteps_571:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_573:
+ksd_585:
 	VCVTPH2PS        (R10), Z6
 	VFMADD231PS.BCST (R11), Z6, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
@@ -19373,7 +19793,7 @@ ksd_573:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_573
+	JNZ              ksd_585
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -19385,9 +19805,9 @@ ksd_573:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
-	JMP              ksteps_571
+	JMP              ksteps_583
 
-kstepsdone_572:
+kstepsdone_584:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19407,9 +19827,9 @@ kstepsdone_572:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_574:
+ksteps_586:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_575
+	JB     kstepsdone_587
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19417,7 +19837,7 @@ ksteps_574:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_576:
+ksd_588:
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
@@ -19425,7 +19845,7 @@ ksd_576:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_576
+	JNZ              ksd_588
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -19433,14 +19853,14 @@ ksd_576:
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_574
+	JMP              ksteps_586
 
-kstepsdone_575:
-	JMP ksend_555
+kstepsdone_587:
+	JMP ksend_567
 
-ksq_570:
+ksq_582:
 	CMPQ AX, $0x04
-	JNE  ksq_577
+	JNE  ksq_589
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -19455,9 +19875,9 @@ ksq_570:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_578:
+ksteps_590:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_579
+	JB     kstepsdone_591
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19472,7 +19892,7 @@ ksteps_578:
 	ADDQ   R9, R12
 	MOVQ   DX, R13
 
-ksd_580:
+ksd_592:
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
@@ -19487,7 +19907,7 @@ ksd_580:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_580
+	JNZ              ksd_592
 	MOVQ             SI, R10
 	LEAQ             (R10)(DI*2), R11
 	ADDQ             DI, R11
@@ -19503,9 +19923,9 @@ ksd_580:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
-	JMP              ksteps_578
+	JMP              ksteps_590
 
-kstepsdone_579:
+kstepsdone_591:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19525,9 +19945,9 @@ kstepsdone_579:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_581:
+ksteps_593:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_582
+	JB     kstepsdone_594
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19538,7 +19958,7 @@ ksteps_581:
 	ADDQ   AX, R12
 	MOVQ   DX, R13
 
-ksd_583:
+ksd_595:
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
@@ -19548,7 +19968,7 @@ ksd_583:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_583
+	JNZ              ksd_595
 	MOVQ             SI, R10
 	LEAQ             (R10)(DI*2), R11
 	ADDQ             DI, R11
@@ -19559,13 +19979,13 @@ ksd_583:
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_581
+	JMP              ksteps_593
 
-kstepsdone_582:
-	JMP ksend_555
+kstepsdone_594:
+	JMP ksend_567
 
-ksq_577:
-ksend_555:
+ksq_589:
+ksend_567:
 	VZEROUPPER
 	RET
 
@@ -19574,7 +19994,7 @@ ksend_555:
 TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_585
+	JNE  ksq_597
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -19589,9 +20009,9 @@ TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_586:
+ksteps_598:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_587
+	JB    kstepsdone_599
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -19600,7 +20020,7 @@ ksteps_586:
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 
-ksd_588:
+ksd_600:
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -19616,7 +20036,7 @@ ksd_588:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_588
+	JNZ          ksd_600
 	MOVQ         SI, R8
 	VMOVUPS      Y0, (R8)
 	VMOVUPS      Y1, 32(R8)
@@ -19626,9 +20046,9 @@ ksd_588:
 	ADDQ         DI, CX
 	ADDQ         DI, CX
 	SUBQ         $0x00000020, AX
-	JMP          ksteps_586
+	JMP          ksteps_598
 
-kstepsdone_587:
+kstepsdone_599:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19648,16 +20068,16 @@ kstepsdone_587:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_589:
+ksteps_601:
 	CMPQ  R8, $0x00000010
-	JB    kstepsdone_590
+	JB    kstepsdone_602
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, AX
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 
-ksd_591:
+ksd_603:
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
 	VFMADD231PS  Y3, Y2, Y0
@@ -19667,21 +20087,21 @@ ksd_591:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_591
+	JNZ          ksd_603
 	MOVQ         SI, AX
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, SI
 	ADDQ         DI, CX
 	SUBQ         $0x00000010, R8
-	JMP          ksteps_589
+	JMP          ksteps_601
 
-kstepsdone_590:
-	JMP ksend_584
+kstepsdone_602:
+	JMP ksend_596
 
-ksq_585:
+ksq_597:
 	CMPQ AX, $0x02
-	JNE  ksq_592
+	JNE  ksq_604
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -19696,9 +20116,9 @@ ksq_585:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_593:
+ksteps_605:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_594
+	JB    kstepsdone_606
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -19711,7 +20131,7 @@ ksteps_593:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_595:
+ksd_607:
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -19735,7 +20155,7 @@ ksd_595:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_595
+	JNZ          ksd_607
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -19749,9 +20169,9 @@ ksd_595:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000020, AX
-	JMP          ksteps_593
+	JMP          ksteps_605
 
-kstepsdone_594:
+kstepsdone_606:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19771,9 +20191,9 @@ kstepsdone_594:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_596:
+ksteps_608:
 	CMPQ  R9, $0x00000010
-	JB    kstepsdone_597
+	JB    kstepsdone_609
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -19782,7 +20202,7 @@ ksteps_596:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_598:
+ksd_610:
 	VCVTPH2PS    (R10), Y4
 	VBROADCASTSS (R11), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -19796,7 +20216,7 @@ ksd_598:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_598
+	JNZ          ksd_610
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -19805,14 +20225,14 @@ ksd_598:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, R9
-	JMP          ksteps_596
+	JMP          ksteps_608
 
-kstepsdone_597:
-	JMP ksend_584
+kstepsdone_609:
+	JMP ksend_596
 
-ksq_592:
+ksq_604:
 	CMPQ AX, $0x03
-	JNE  ksq_599
+	JNE  ksq_611
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -19827,9 +20247,9 @@ ksq_592:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_600:
+ksteps_612:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_601
+	JB    kstepsdone_613
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -19840,7 +20260,7 @@ ksteps_600:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_602:
+ksd_614:
 	VCVTPH2PS    (R10), Y6
 	VBROADCASTSS (R11), Y7
 	VFMADD231PS  Y7, Y6, Y0
@@ -19858,7 +20278,7 @@ ksd_602:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_602
+	JNZ          ksd_614
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -19869,14 +20289,14 @@ ksd_602:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
-	JMP          ksteps_600
+	JMP          ksteps_612
 
-kstepsdone_601:
-	JMP ksend_584
+kstepsdone_613:
+	JMP ksend_596
 
-ksq_599:
+ksq_611:
 	CMPQ AX, $0x04
-	JNE  ksq_603
+	JNE  ksq_615
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -19891,9 +20311,9 @@ ksq_599:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_604:
+ksteps_616:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_605
+	JB    kstepsdone_617
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -19908,7 +20328,7 @@ ksteps_604:
 	ADDQ  R9, R12
 	MOVQ  DX, R13
 
-ksd_606:
+ksd_618:
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -19931,7 +20351,7 @@ ksd_606:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_606
+	JNZ          ksd_618
 	MOVQ         SI, R10
 	LEAQ         (R10)(DI*2), R11
 	ADDQ         DI, R11
@@ -19946,13 +20366,13 @@ ksd_606:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
-	JMP          ksteps_604
+	JMP          ksteps_616
 
-kstepsdone_605:
-	JMP ksend_584
+kstepsdone_617:
+	JMP ksend_596
 
-ksq_603:
-ksend_584:
+ksq_615:
+ksend_596:
 	VZEROUPPER
 	RET
 
@@ -19963,16 +20383,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_607:
+rows_619:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_608
+	JB   rowsdone_620
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_609:
+tokens_621:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_610
+	JB   tokenstail_622
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -20006,9 +20426,9 @@ tokens_609:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_612:
+i8steps_624:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_613
+	JB         i8stepsdone_625
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20047,11 +20467,11 @@ i8steps_612:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_612
+	JMP        i8steps_624
 
-i8stepsdone_613:
+i8stepsdone_625:
 	TESTQ      R10, R10
-	JZ         notail_614
+	JZ         notail_626
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -20089,7 +20509,7 @@ i8stepsdone_613:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_614:
+notail_626:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -20248,11 +20668,11 @@ notail_614:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_609
+	JMP           tokens_621
 
-tokenstail_610:
+tokenstail_622:
 	CMPQ DI, $0x00000004
-	JNE  tokens_615
+	JNE  tokens_627
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -20281,9 +20701,9 @@ tokenstail_610:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_616:
+i8steps_628:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_617
+	JB         i8stepsdone_629
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20317,11 +20737,11 @@ i8steps_616:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_616
+	JMP        i8steps_628
 
-i8stepsdone_617:
+i8stepsdone_629:
 	TESTQ      R10, R10
-	JZ         notail_618
+	JZ         notail_630
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -20354,7 +20774,7 @@ i8stepsdone_617:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_618:
+notail_630:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20476,11 +20896,11 @@ notail_618:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_611
+	JMP           tokensdone_623
 
-tokens_615:
+tokens_627:
 	CMPQ DI, $0x00000003
-	JNE  tokens_619
+	JNE  tokens_631
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -20503,9 +20923,9 @@ tokens_615:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_620:
+i8steps_632:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_621
+	JB         i8stepsdone_633
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20533,11 +20953,11 @@ i8steps_620:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_620
+	JMP        i8steps_632
 
-i8stepsdone_621:
+i8stepsdone_633:
 	TESTQ      R10, R10
-	JZ         notail_622
+	JZ         notail_634
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -20565,7 +20985,7 @@ i8stepsdone_621:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_622:
+notail_634:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20658,11 +21078,11 @@ notail_622:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_611
+	JMP           tokensdone_623
 
-tokens_619:
+tokens_631:
 	CMPQ DI, $0x00000002
-	JNE  tokens_623
+	JNE  tokens_635
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -20681,9 +21101,9 @@ tokens_619:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_624:
+i8steps_636:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_625
+	JB         i8stepsdone_637
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20706,11 +21126,11 @@ i8steps_624:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_624
+	JMP        i8steps_636
 
-i8stepsdone_625:
+i8stepsdone_637:
 	TESTQ      R10, R10
-	JZ         notail_626
+	JZ         notail_638
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -20733,7 +21153,7 @@ i8stepsdone_625:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_626:
+notail_638:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20797,11 +21217,11 @@ notail_626:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_611
+	JMP           tokensdone_623
 
-tokens_623:
+tokens_635:
 	CMPQ DI, $0x00000001
-	JNE  tokens_627
+	JNE  tokens_639
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -20816,9 +21236,9 @@ tokens_623:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_628:
+i8steps_640:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_629
+	JB         i8stepsdone_641
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -20836,11 +21256,11 @@ i8steps_628:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_628
+	JMP        i8steps_640
 
-i8stepsdone_629:
+i8stepsdone_641:
 	TESTQ      R9, R9
-	JZ         notail_630
+	JZ         notail_642
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -20858,7 +21278,7 @@ i8stepsdone_629:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_630:
+notail_642:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20894,27 +21314,27 @@ notail_630:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_611
+	JMP           tokensdone_623
 
-tokens_627:
-tokensdone_611:
+tokens_639:
+tokensdone_623:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_607
+	JMP  rows_619
 
-rowsdone_608:
-rows_631:
+rowsdone_620:
+rows_643:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_632
+	JB   rowsdone_644
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_633:
+tokens_645:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_634
+	JB   tokenstail_646
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -20936,9 +21356,9 @@ tokens_633:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_636:
+i8steps_648:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_637
+	JB         i8stepsdone_649
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -20962,11 +21382,11 @@ i8steps_636:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_636
+	JMP        i8steps_648
 
-i8stepsdone_637:
+i8stepsdone_649:
 	TESTQ      R9, R9
-	JZ         notail_638
+	JZ         notail_650
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -20989,7 +21409,7 @@ i8stepsdone_637:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_638:
+notail_650:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -21099,11 +21519,11 @@ notail_638:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_633
+	JMP           tokens_645
 
-tokenstail_634:
+tokenstail_646:
 	CMPQ DI, $0x00000007
-	JNE  tokens_639
+	JNE  tokens_651
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -21123,9 +21543,9 @@ tokenstail_634:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_640:
+i8steps_652:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_641
+	JB         i8stepsdone_653
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -21147,11 +21567,11 @@ i8steps_640:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_640
+	JMP        i8steps_652
 
-i8stepsdone_641:
+i8stepsdone_653:
 	TESTQ      R9, R9
-	JZ         notail_642
+	JZ         notail_654
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -21172,7 +21592,7 @@ i8stepsdone_641:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_642:
+notail_654:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21262,11 +21682,11 @@ notail_642:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_635
+	JMP           tokensdone_647
 
-tokens_639:
+tokens_651:
 	CMPQ DI, $0x00000006
-	JNE  tokens_643
+	JNE  tokens_655
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -21283,9 +21703,9 @@ tokens_639:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_644:
+i8steps_656:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_645
+	JB         i8stepsdone_657
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -21304,11 +21724,11 @@ i8steps_644:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_644
+	JMP        i8steps_656
 
-i8stepsdone_645:
+i8stepsdone_657:
 	TESTQ      R9, R9
-	JZ         notail_646
+	JZ         notail_658
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -21327,7 +21747,7 @@ i8stepsdone_645:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_646:
+notail_658:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21405,11 +21825,11 @@ notail_646:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_635
+	JMP           tokensdone_647
 
-tokens_643:
+tokens_655:
 	CMPQ DI, $0x00000005
-	JNE  tokens_647
+	JNE  tokens_659
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -21425,9 +21845,9 @@ tokens_643:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_648:
+i8steps_660:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_649
+	JB         i8stepsdone_661
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -21444,11 +21864,11 @@ i8steps_648:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_648
+	JMP        i8steps_660
 
-i8stepsdone_649:
+i8stepsdone_661:
 	TESTQ      R9, R9
-	JZ         notail_650
+	JZ         notail_662
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -21465,7 +21885,7 @@ i8stepsdone_649:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_650:
+notail_662:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21531,11 +21951,11 @@ notail_650:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_635
+	JMP           tokensdone_647
 
-tokens_647:
+tokens_659:
 	CMPQ DI, $0x00000004
-	JNE  tokens_651
+	JNE  tokens_663
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -21550,9 +21970,9 @@ tokens_647:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_652:
+i8steps_664:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_653
+	JB         i8stepsdone_665
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -21567,11 +21987,11 @@ i8steps_652:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_652
+	JMP        i8steps_664
 
-i8stepsdone_653:
+i8stepsdone_665:
 	TESTQ      R9, R9
-	JZ         notail_654
+	JZ         notail_666
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -21586,7 +22006,7 @@ i8stepsdone_653:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_654:
+notail_666:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21640,11 +22060,11 @@ notail_654:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_635
+	JMP           tokensdone_647
 
-tokens_651:
+tokens_663:
 	CMPQ DI, $0x00000003
-	JNE  tokens_655
+	JNE  tokens_667
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -21656,9 +22076,9 @@ tokens_651:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_656:
+i8steps_668:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_657
+	JB         i8stepsdone_669
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -21670,11 +22090,11 @@ i8steps_656:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_656
+	JMP        i8steps_668
 
-i8stepsdone_657:
+i8stepsdone_669:
 	TESTQ      R9, R9
-	JZ         notail_658
+	JZ         notail_670
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -21687,7 +22107,7 @@ i8stepsdone_657:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_658:
+notail_670:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21729,11 +22149,11 @@ notail_658:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_635
+	JMP           tokensdone_647
 
-tokens_655:
+tokens_667:
 	CMPQ DI, $0x00000002
-	JNE  tokens_659
+	JNE  tokens_671
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -21744,9 +22164,9 @@ tokens_655:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_660:
+i8steps_672:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_661
+	JB         i8stepsdone_673
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -21756,11 +22176,11 @@ i8steps_660:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_660
+	JMP        i8steps_672
 
-i8stepsdone_661:
+i8stepsdone_673:
 	TESTQ      R9, R9
-	JZ         notail_662
+	JZ         notail_674
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -21771,7 +22191,7 @@ i8stepsdone_661:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_662:
+notail_674:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21801,11 +22221,11 @@ notail_662:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_635
+	JMP           tokensdone_647
 
-tokens_659:
+tokens_671:
 	CMPQ DI, $0x00000001
-	JNE  tokens_663
+	JNE  tokens_675
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -21815,9 +22235,9 @@ tokens_659:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_664:
+i8steps_676:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_665
+	JB         i8stepsdone_677
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -21825,11 +22245,11 @@ i8steps_664:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_664
+	JMP        i8steps_676
 
-i8stepsdone_665:
+i8stepsdone_677:
 	TESTQ      R8, R8
-	JZ         notail_666
+	JZ         notail_678
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -21838,7 +22258,7 @@ i8stepsdone_665:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_666:
+notail_678:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21857,17 +22277,17 @@ notail_666:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_635
+	JMP           tokensdone_647
 
-tokens_663:
-tokensdone_635:
+tokens_675:
+tokensdone_647:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_631
+	JMP  rows_643
 
-rowsdone_632:
+rowsdone_644:
 	VZEROUPPER
 	RET
 
@@ -21876,7 +22296,7 @@ rowsdone_632:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_667
+	JE      group32_679
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -21891,9 +22311,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_668
+	JZ      pairsdone_680
 
-pairs_669:
+pairs_681:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -21907,9 +22327,9 @@ pairs_669:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_671
+	JAE    loopdone_683
 
-loop_670:
+loop_682:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -22074,13 +22494,13 @@ loop_670:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_670
+	JB           loop_682
 
-loopdone_671:
-room_672:
+loopdone_683:
+room_684:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_673
+	JA           roomdone_685
 	VMOVDQU      (DX)(R11*1), Y6
 	VMOVDQU      (AX)(R11*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -22102,9 +22522,9 @@ room_672:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R12
 	ADDQ         $0x20, R11
-	JMP          room_672
+	JMP          room_684
 
-roomdone_673:
+roomdone_685:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -22124,7 +22544,7 @@ roomdone_673:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_669
+	JNZ          pairs_681
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -22134,19 +22554,19 @@ roomdone_673:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_668:
+pairsdone_680:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_674
+	JZ     noodd_686
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_676
+	JAE    loopdone_688
 
-loop_675:
+loop_687:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -22238,13 +22658,13 @@ loop_675:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_675
+	JB           loop_687
 
-loopdone_676:
-room_677:
+loopdone_688:
+room_689:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_678
+	JA           roomdone_690
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -22257,9 +22677,9 @@ room_677:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_677
+	JMP          room_689
 
-roomdone_678:
+roomdone_690:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -22268,11 +22688,11 @@ roomdone_678:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_674:
+noodd_686:
 	VZEROUPPER
 	RET
 
-group32_667:
+group32_679:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -22286,9 +22706,9 @@ group32_667:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_679
+	JZ      pairsdone_691
 
-pairs_680:
+pairs_692:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -22302,9 +22722,9 @@ pairs_680:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_682
+	JAE    loopdone_694
 
-loop_681:
+loop_693:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -22453,13 +22873,13 @@ loop_681:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_681
+	JB           loop_693
 
-loopdone_682:
-room_683:
+loopdone_694:
+room_695:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_684
+	JA           roomdone_696
 	VMOVDQU      (DX)(R11*1), Y5
 	VMOVDQU      (AX)(R11*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -22479,9 +22899,9 @@ room_683:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R12
 	ADDQ         $0x20, R11
-	JMP          room_683
+	JMP          room_695
 
-roomdone_684:
+roomdone_696:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -22501,7 +22921,7 @@ roomdone_684:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_680
+	JNZ          pairs_692
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -22511,19 +22931,19 @@ roomdone_684:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_679:
+pairsdone_691:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_685
+	JZ     noodd_697
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_687
+	JAE    loopdone_699
 
-loop_686:
+loop_698:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -22607,13 +23027,13 @@ loop_686:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_686
+	JB           loop_698
 
-loopdone_687:
-room_688:
+loopdone_699:
+room_700:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_689
+	JA           roomdone_701
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -22625,9 +23045,9 @@ room_688:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_688
+	JMP          room_700
 
-roomdone_689:
+roomdone_701:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -22636,7 +23056,7 @@ roomdone_689:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_685:
+noodd_697:
 	VZEROUPPER
 	RET
 
@@ -22645,7 +23065,7 @@ noodd_685:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_690
+	JE           group32_702
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -22660,9 +23080,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_691
+	JZ           pairsdone_703
 
-pairs_692:
+pairs_704:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -22676,9 +23096,9 @@ pairs_692:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_694
+	JAE    loopdone_706
 
-loop_693:
+loop_705:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -22751,13 +23171,13 @@ loop_693:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000100, R12
 	CMPQ            R12, R14
-	JB              loop_693
+	JB              loop_705
 
-loopdone_694:
-room_695:
+loopdone_706:
+room_707:
 	LEAQ            64(R12), R14
 	CMPQ            R14, BX
-	JA              roomdone_696
+	JA              roomdone_708
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -22776,9 +23196,9 @@ room_695:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
 	ADDQ            $0x40, R12
-	JMP             room_695
+	JMP             room_707
 
-roomdone_696:
+roomdone_708:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -22802,7 +23222,7 @@ roomdone_696:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_692
+	JNZ           pairs_704
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -22812,19 +23232,19 @@ roomdone_696:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_691:
+pairsdone_703:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_697
+	JZ     noodd_709
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_699
+	JAE    loopdone_711
 
-loop_698:
+loop_710:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -22868,13 +23288,13 @@ loop_698:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_698
+	JB              loop_710
 
-loopdone_699:
-room_700:
+loopdone_711:
+room_712:
 	LEAQ            64(R8), R10
 	CMPQ            R10, BX
-	JA              roomdone_701
+	JA              roomdone_713
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -22886,9 +23306,9 @@ room_700:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_700
+	JMP             room_712
 
-roomdone_701:
+roomdone_713:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -22899,11 +23319,11 @@ roomdone_701:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_697:
+noodd_709:
 	VZEROUPPER
 	RET
 
-group32_690:
+group32_702:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -22918,9 +23338,9 @@ group32_690:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_702
+	JZ           pairsdone_714
 
-pairs_703:
+pairs_715:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -22934,9 +23354,9 @@ pairs_703:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_705
+	JAE    loopdone_717
 
-loop_704:
+loop_716:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -23009,13 +23429,13 @@ loop_704:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_704
+	JB           loop_716
 
-loopdone_705:
-room_706:
+loopdone_717:
+room_718:
 	LEAQ         64(R12), R14
 	CMPQ         R14, BX
-	JA           roomdone_707
+	JA           roomdone_719
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -23034,9 +23454,9 @@ room_706:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
 	ADDQ         $0x40, R12
-	JMP          room_706
+	JMP          room_718
 
-roomdone_707:
+roomdone_719:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -23060,7 +23480,7 @@ roomdone_707:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_703
+	JNZ           pairs_715
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -23070,19 +23490,19 @@ roomdone_707:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_702:
+pairsdone_714:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_708
+	JZ     noodd_720
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_710
+	JAE    loopdone_722
 
-loop_709:
+loop_721:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -23126,13 +23546,13 @@ loop_709:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_709
+	JB           loop_721
 
-loopdone_710:
-room_711:
+loopdone_722:
+room_723:
 	LEAQ         64(R8), R10
 	CMPQ         R10, BX
-	JA           roomdone_712
+	JA           roomdone_724
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -23144,9 +23564,9 @@ room_711:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_711
+	JMP          room_723
 
-roomdone_712:
+roomdone_724:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -23157,7 +23577,7 @@ roomdone_712:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_708:
+noodd_720:
 	VZEROUPPER
 	RET
 
@@ -23175,9 +23595,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_714
+	JAE          loopdone_726
 
-loop_713:
+loop_725:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -23188,9 +23608,9 @@ loop_713:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_713
+	JB      loop_725
 
-loopdone_714:
+loopdone_726:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -23202,18 +23622,18 @@ loopdone_714:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_716
+	JAE          maxabsdone_728
 
-maxabs_715:
+maxabs_727:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_715
+	JB      maxabs_727
 
-maxabsdone_716:
+maxabsdone_728:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -23233,9 +23653,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_718
+	JAE          loopdone_730
 
-loop_717:
+loop_729:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -23246,9 +23666,9 @@ loop_717:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_717
+	JB      loop_729
 
-loopdone_718:
+loopdone_730:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -23262,18 +23682,18 @@ loopdone_718:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_720
+	JAE           maxabsdone_732
 
-maxabs_719:
+maxabs_731:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_719
+	JB      maxabs_731
 
-maxabsdone_720:
+maxabsdone_732:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -23294,9 +23714,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_722
+	JAE          loopdone_734
 
-loop_721:
+loop_733:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -23309,9 +23729,9 @@ loop_721:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_721
+	JB           loop_733
 
-loopdone_722:
+loopdone_734:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -23320,9 +23740,9 @@ loopdone_722:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_724
+	JAE          quantdone_736
 
-quant_723:
+quant_735:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -23335,9 +23755,9 @@ quant_723:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_723
+	JB        quant_735
 
-quantdone_724:
+quantdone_736:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -23358,9 +23778,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_726
+	JAE          loopdone_738
 
-loop_725:
+loop_737:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -23375,12 +23795,12 @@ loop_725:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_725
+	JB        loop_737
 
-loopdone_726:
+loopdone_738:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_727
+	JA        skip_739
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -23389,10 +23809,10 @@ loopdone_726:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_727:
+skip_739:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_728
+	JZ        notail_740
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -23404,7 +23824,7 @@ skip_727:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_728:
+notail_740:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -23429,9 +23849,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_730
+	JAE  loopdone_742
 
-loop_729:
+loop_741:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -23440,31 +23860,31 @@ loop_729:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_729
+	JB        loop_741
 
-loopdone_730:
+loopdone_742:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_731
+	JA        skip_743
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_731:
+skip_743:
 	CMPQ BX, DX
-	JAE  halfdone_733
+	JAE  halfdone_745
 
-half_732:
+half_744:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_732
+	JB        half_744
 
-halfdone_733:
+halfdone_745:
 	VZEROUPPER
 	RET
 
@@ -23478,9 +23898,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_735
+	JAE  loopdone_747
 
-loop_734:
+loop_746:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -23489,21 +23909,21 @@ loop_734:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_734
+	JB        loop_746
 
-loopdone_735:
+loopdone_747:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_736
+	JA        skip_748
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_736:
+skip_748:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_737
+	JZ        notail_749
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -23511,7 +23931,7 @@ skip_736:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_737:
+notail_749:
 	VZEROUPPER
 	RET
 
@@ -23525,9 +23945,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_739
+	JAE  loopdone_751
 
-loop_738:
+loop_750:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -23538,32 +23958,32 @@ loop_738:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_738
+	JB        loop_750
 
-loopdone_739:
+loopdone_751:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_740
+	JA        skip_752
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_740:
+skip_752:
 	CMPQ BX, DX
-	JAE  halfdone_742
+	JAE  halfdone_754
 
-half_741:
+half_753:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_741
+	JB        half_753
 
-halfdone_742:
+halfdone_754:
 	VZEROUPPER
 	RET
 
@@ -23577,9 +23997,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_744
+	JAE  loopdone_756
 
-loop_743:
+loop_755:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -23590,22 +24010,22 @@ loop_743:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_743
+	JB        loop_755
 
-loopdone_744:
+loopdone_756:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_745
+	JA        skip_757
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_745:
+skip_757:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_746
+	JZ        notail_758
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -23614,7 +24034,7 @@ skip_745:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_746:
+notail_758:
 	VZEROUPPER
 	RET
 
@@ -23631,9 +24051,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_748
+	JAE          loopdone_760
 
-loop_747:
+loop_759:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -23674,11 +24094,11 @@ loop_747:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_747
+	JB           loop_759
 
-loopdone_748:
+loopdone_760:
 	SUBQ         DX, CX
-	JE           notail_749
+	JE           notail_761
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -23723,7 +24143,7 @@ loopdone_748:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_749:
+notail_761:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -23748,9 +24168,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_751
+	JAE          loopdone_763
 
-loop_750:
+loop_762:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -23765,9 +24185,9 @@ loop_750:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_750
+	JB      loop_762
 
-loopdone_751:
+loopdone_763:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -23778,17 +24198,17 @@ loopdone_751:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_753
+	JAE          scalemaxdone_765
 
-scalemax_752:
+scalemax_764:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_752
+	JB     scalemax_764
 
-scalemaxdone_753:
+scalemaxdone_765:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -23808,9 +24228,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_755
+	JAE          loopdone_767
 
-loop_754:
+loop_766:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -23825,9 +24245,9 @@ loop_754:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_754
+	JB      loop_766
 
-loopdone_755:
+loopdone_767:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -23840,17 +24260,17 @@ loopdone_755:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_757
+	JAE           scalemaxdone_769
 
-scalemax_756:
+scalemax_768:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_756
+	JB     scalemax_768
 
-scalemaxdone_757:
+scalemaxdone_769:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -23880,9 +24300,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_759
+	JAE          loopdone_771
 
-loop_758:
+loop_770:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -23929,12 +24349,12 @@ loop_758:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_758
+	JB            loop_770
 
-loopdone_759:
+loopdone_771:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_760
+	JA            skip_772
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -23959,10 +24379,10 @@ loopdone_759:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_760:
+skip_772:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_761
+	JZ            notail_773
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -23990,7 +24410,7 @@ skip_760:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_761:
+notail_773:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -24018,9 +24438,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_763
+	JAE          loopdone_775
 
-loop_762:
+loop_774:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -24051,13 +24471,13 @@ loop_762:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_762
+	JB        loop_774
 
-loopdone_763:
-ewvec_764:
+loopdone_775:
+ewvec_776:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_765
+	JA        ewvecdone_777
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -24066,13 +24486,13 @@ ewvec_764:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_764
+	JMP       ewvec_776
 
-ewvecdone_765:
+ewvecdone_777:
 	CMPQ SI, BX
-	JAE  ewonedone_767
+	JAE  ewonedone_779
 
-ewone_766:
+ewone_778:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -24082,9 +24502,9 @@ ewone_766:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_766
+	JB        ewone_778
 
-ewonedone_767:
+ewonedone_779:
 	VZEROUPPER
 	RET
 
@@ -24101,9 +24521,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_769
+	JAE          loopdone_781
 
-loop_768:
+loop_780:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -24126,26 +24546,26 @@ loop_768:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_768
+	JB      loop_780
 
-loopdone_769:
-ewvec_770:
+loopdone_781:
+ewvec_782:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_771
+	JA      ewvecdone_783
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_770
+	JMP     ewvec_782
 
-ewvecdone_771:
+ewvecdone_783:
 	CMPQ SI, BX
-	JAE  ewonedone_773
+	JAE  ewonedone_785
 
-ewone_772:
+ewone_784:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -24153,9 +24573,9 @@ ewone_772:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_772
+	JB     ewone_784
 
-ewonedone_773:
+ewonedone_785:
 	VZEROUPPER
 	RET
 
@@ -24170,9 +24590,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_775
+	JAE  loopdone_787
 
-loop_774:
+loop_786:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -24203,13 +24623,13 @@ loop_774:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_774
+	JB      loop_786
 
-loopdone_775:
-ewvec_776:
+loopdone_787:
+ewvec_788:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_777
+	JA      ewvecdone_789
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -24218,13 +24638,13 @@ ewvec_776:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_776
+	JMP     ewvec_788
 
-ewvecdone_777:
+ewvecdone_789:
 	CMPQ SI, BX
-	JAE  ewonedone_779
+	JAE  ewonedone_791
 
-ewone_778:
+ewone_790:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -24234,9 +24654,9 @@ ewone_778:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_778
+	JB     ewone_790
 
-ewonedone_779:
+ewonedone_791:
 	VZEROUPPER
 	RET
 
@@ -24250,9 +24670,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_781
+	JAE  loopdone_793
 
-loop_780:
+loop_792:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -24271,34 +24691,34 @@ loop_780:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_780
+	JB      loop_792
 
-loopdone_781:
-ewvec_782:
+loopdone_793:
+ewvec_794:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_783
+	JA      ewvecdone_795
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_782
+	JMP     ewvec_794
 
-ewvecdone_783:
+ewvecdone_795:
 	CMPQ BX, DX
-	JAE  ewonedone_785
+	JAE  ewonedone_797
 
-ewone_784:
+ewone_796:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_784
+	JB     ewone_796
 
-ewonedone_785:
+ewonedone_797:
 	VZEROUPPER
 	RET
 
@@ -24318,9 +24738,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_787
+	JAE          loopdone_799
 
-loop_786:
+loop_798:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -24351,13 +24771,13 @@ loop_786:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_786
+	JB        loop_798
 
-loopdone_787:
-ewvec_788:
+loopdone_799:
+ewvec_800:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_789
+	JA        ewvecdone_801
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -24366,13 +24786,13 @@ ewvec_788:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_788
+	JMP       ewvec_800
 
-ewvecdone_789:
+ewvecdone_801:
 	CMPQ SI, BX
-	JAE  ewonedone_791
+	JAE  ewonedone_803
 
-ewone_790:
+ewone_802:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -24382,9 +24802,9 @@ ewone_790:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_790
+	JB        ewone_802
 
-ewonedone_791:
+ewonedone_803:
 	VZEROUPPER
 	RET
 
@@ -24401,9 +24821,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_793
+	JAE          loopdone_805
 
-loop_792:
+loop_804:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -24426,26 +24846,26 @@ loop_792:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_792
+	JB      loop_804
 
-loopdone_793:
-ewvec_794:
+loopdone_805:
+ewvec_806:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_795
+	JA      ewvecdone_807
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_794
+	JMP     ewvec_806
 
-ewvecdone_795:
+ewvecdone_807:
 	CMPQ SI, BX
-	JAE  ewonedone_797
+	JAE  ewonedone_809
 
-ewone_796:
+ewone_808:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -24453,9 +24873,9 @@ ewone_796:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_796
+	JB     ewone_808
 
-ewonedone_797:
+ewonedone_809:
 	VZEROUPPER
 	RET
 
@@ -24470,9 +24890,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_799
+	JAE  loopdone_811
 
-loop_798:
+loop_810:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -24503,13 +24923,13 @@ loop_798:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_798
+	JB      loop_810
 
-loopdone_799:
-ewvec_800:
+loopdone_811:
+ewvec_812:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_801
+	JA      ewvecdone_813
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -24518,13 +24938,13 @@ ewvec_800:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_800
+	JMP     ewvec_812
 
-ewvecdone_801:
+ewvecdone_813:
 	CMPQ SI, BX
-	JAE  ewonedone_803
+	JAE  ewonedone_815
 
-ewone_802:
+ewone_814:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -24534,9 +24954,9 @@ ewone_802:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_802
+	JB      ewone_814
 
-ewonedone_803:
+ewonedone_815:
 	VZEROUPPER
 	RET
 
@@ -24550,9 +24970,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_805
+	JAE  loopdone_817
 
-loop_804:
+loop_816:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -24571,34 +24991,34 @@ loop_804:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_804
+	JB      loop_816
 
-loopdone_805:
-ewvec_806:
+loopdone_817:
+ewvec_818:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_807
+	JA      ewvecdone_819
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_806
+	JMP     ewvec_818
 
-ewvecdone_807:
+ewvecdone_819:
 	CMPQ BX, DX
-	JAE  ewonedone_809
+	JAE  ewonedone_821
 
-ewone_808:
+ewone_820:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_808
+	JB     ewone_820
 
-ewonedone_809:
+ewonedone_821:
 	VZEROUPPER
 	RET
 
@@ -24623,9 +25043,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_811
+	JAE   loopdone_823
 
-loop_810:
+loop_822:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -24700,21 +25120,21 @@ loop_810:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_810
+	JB         loop_822
 
-loopdone_811:
+loopdone_823:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_813
+	JAE    sum64done_825
 
-sum64_812:
+sum64_824:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_812
+	JB     sum64_824
 
-sum64done_813:
+sum64done_825:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -24748,9 +25168,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_815
+	JAE    loopdone_827
 
-loop_814:
+loop_826:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -24793,20 +25213,20 @@ loop_814:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_814
+	JB         loop_826
 
-loopdone_815:
+loopdone_827:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_817
+	JAE    sum64done_829
 
-sum64_816:
+sum64_828:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_816
+	JB     sum64_828
 
-sum64done_817:
+sum64done_829:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -24819,24 +25239,6 @@ sum64done_817:
 	VMOVQ         X0, AX
 	MOVQ          AX, ret+24(FP)
 	VZEROUPPER
-	RET
-
-// func prefetchLines(b []byte)
-// Requires: MMX+
-TEXT ·prefetchLines(SB), NOSPLIT, $0-24
-	MOVQ b_base+0(FP), AX
-	MOVQ b_len+8(FP), CX
-	XORQ DX, DX
-	CMPQ DX, CX
-	JAE  loopdone_819
-
-loop_818:
-	PREFETCHT1 (AX)(DX*1)
-	ADDQ       $0x00000040, DX
-	CMPQ       DX, CX
-	JB         loop_818
-
-loopdone_819:
 	RET
 
 // func sgemmTileAVX2(kc int, a []float32, b []float32, c []float32, ldc int)
@@ -24871,9 +25273,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_821
+	JZ         sgemmtail_831
 
-sgemm_820:
+sgemm_830:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -24957,13 +25359,13 @@ sgemm_820:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_820
+	JNZ          sgemm_830
 
-sgemmtail_821:
+sgemmtail_831:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_823
+	JZ   sgemmdone_833
 
-sgemmone_822:
+sgemmone_832:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -24987,9 +25389,9 @@ sgemmone_822:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_822
+	JNZ          sgemmone_832
 
-sgemmdone_823:
+sgemmdone_833:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -25083,9 +25485,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_825
+	JZ         sgemmtail_835
 
-sgemm_824:
+sgemm_834:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -25241,13 +25643,13 @@ sgemm_824:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_824
+	JNZ          sgemm_834
 
-sgemmtail_825:
+sgemmtail_835:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_827
+	JZ   sgemmdone_837
 
-sgemmone_826:
+sgemmone_836:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -25289,9 +25691,9 @@ sgemmone_826:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_826
+	JNZ          sgemmone_836
 
-sgemmdone_827:
+sgemmdone_837:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -25362,9 +25764,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_829
+	JLE   fmadone_839
 
-fma_828:
+fma_838:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -25378,9 +25780,9 @@ fma_828:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_828
+	JNZ         fma_838
 
-fmadone_829:
+fmadone_839:
 	VZEROUPPER
 	RET
 
@@ -25407,9 +25809,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_831
+	JLE    fmadone_841
 
-fma_830:
+fma_840:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -25427,9 +25829,9 @@ fma_830:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_830
+	JNZ         fma_840
 
-fmadone_831:
+fmadone_841:
 	VZEROUPPER
 	RET
 
@@ -25452,9 +25854,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_833
+	JLE   int8done_843
 
-int8_832:
+int8_842:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -25468,9 +25870,9 @@ int8_832:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_832
+	JNZ        int8_842
 
-int8done_833:
+int8done_843:
 	VZEROUPPER
 	RET
 
@@ -25493,9 +25895,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_835
+	JLE    int8done_845
 
-int8_834:
+int8_844:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -25509,8 +25911,8 @@ int8_834:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_834
+	JNZ      int8_844
 
-int8done_835:
+int8done_845:
 	VZEROUPPER
 	RET

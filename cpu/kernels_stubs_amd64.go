@@ -16,6 +16,11 @@ func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)
 //go:noescape
 func ternaryRowsVNNI(w []byte, stride int, x []int8, out []int32)
 
+// ternaryRowsVNNIHW is ternaryRowsVNNI (the same bits) without software prefetches.
+//
+//go:noescape
+func ternaryRowsVNNIHW(w []byte, stride int, x []int8, out []int32)
+
 // ternaryMatMulAVX2 is ternaryMatMul with AVX2: tiles of 1 row × 5 tokens.
 //
 //go:noescape
@@ -222,11 +227,6 @@ func sumBytesAVX2(b []byte) uint64
 //
 //go:noescape
 func sumBytesAVX512(b []byte) uint64
-
-// prefetchLines asks for every 64-byte line of b with PREFETCHT1.
-//
-//go:noescape
-func prefetchLines(b []byte)
 
 // sgemmTileAVX2 is sgemmTile for 6×16 tiles: c[r·ldc + j] += Σ_{p<kc} a[p·6 + r]·b[p·16 + j].
 //

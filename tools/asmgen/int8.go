@@ -289,22 +289,3 @@ func genSumBytesAVX512() { genSumBytes("sumBytesAVX512", 64) }
 // 0.77-0.85 with AVX2 (Zen 4 VM, one thread, BenchmarkDotI8Rows; 128 bytes
 // measured the same as 256).
 const i8Step = 256
-
-// genPrefetchLines writes prefetchLines: a PREFETCHT1 of every 64-byte line
-// of b, nothing read into a register. A streaming kernel prefetches its rows
-// prefetchAhead bytes ahead of where it reads, so the first lines of each
-// of its streams are not asked for until it reads them; the forward pass
-// asks for those of the next matrix with this while the memory is idle
-// between two products (norms, attention, the hand-off to the helpers).
-func genPrefetchLines() {
-	TEXT("prefetchLines", NOSPLIT, "func(b []byte)")
-	Pragma("noescape")
-	Doc("prefetchLines asks for every 64-byte line of b with PREFETCHT1.")
-	p := load(Param("b").Base())
-	n := load(Param("b").Len())
-	i := GP64()
-	blockLoop(i, n, 64, func() {
-		PREFETCHT1(Mem{Base: p, Index: i, Scale: 1})
-	})
-	RET()
-}

@@ -37,7 +37,8 @@ func main() {
 	genQuantConsts()
 
 	genTernaryRowsAVX2()
-	genTernaryRowsVNNI()
+	genTernaryRowsVNNI(false)
+	genTernaryRowsVNNI(true)
 	genTernaryMatMulAVX2()
 	genTernaryMatMulVNNI()
 	genDotF16RowsAVX2()
@@ -79,7 +80,6 @@ func main() {
 	}
 	genSumBytesAVX2()
 	genSumBytesAVX512()
-	genPrefetchLines()
 	genSgemmTileAVX2()
 	genSgemmTileAVX512()
 	genFMALoopAVX2()
@@ -144,9 +144,17 @@ const prefetchAhead = 16384
 
 // prefetch emits a prefetch of the line prefetchAhead bytes after m.
 func prefetch(m Mem) {
+	if hwPrefetchOnly {
+		return
+	}
 	m.Disp += prefetchAhead
 	PREFETCHT1(m)
 }
+
+// hwPrefetchOnly, while set, makes prefetch emit nothing: the "HW" version
+// of a kernel, for CPUs whose hardware prefetcher streams faster without
+// the software prefetches (AMD's Zen 5: see genTernaryRowsVNNI).
+var hwPrefetchOnly bool
 
 // broadcastParam loads the float32 argument name into every lane of a new
 // vector register from alloc (a YMM or ZMM).
