@@ -20,10 +20,10 @@ func TestCPUVendorFamily(t *testing.T) {
 	t.Logf("%s family %#x", vendor, family)
 }
 
-// TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512 and
-// ternaryRowsVNNI, whichever this machine takes, give the same bits as the
-// plain ones on every length and row count (TestDotF16Rows and
-// TestTernaryRows check the ones the avx512vnni set takes against the Go
+// TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512,
+// ternaryRowsVNNI and dotI8RowsVNNI, whichever this machine takes, give the same bits as the
+// plain ones on every length and row count (TestDotF16Rows,
+// TestTernaryRows and TestDotI8Rows check the ones the avx512vnni set takes against the Go
 // twins).
 func TestPrefetchVersions(t *testing.T) {
 	if !hasAVX2 || !hasAVX512VNNI {
@@ -43,6 +43,22 @@ func TestPrefetchVersions(t *testing.T) {
 			ternaryRowsVNNIHW(w, stride, x, out)
 			if !slices.Equal(out, want) {
 				t.Fatalf("ternaryRowsVNNIHW: n %d rows %d stride %d:\n got %v\nwant %v", n, rows, stride, out, want)
+			}
+		}
+	}
+	for _, n := range []int{0, 1, 63, 64, 65, 255, 256, 257, 1000, 2560} {
+		for _, rows := range testRows {
+			stride := n + rng.IntN(4)
+			w := randomI8(rng, max(rows-1, 0)*stride+n, -128, 127, 0)
+			x := randomI8(rng, n, -127, 127, 0)
+			want, out := make([]int32, rows), make([]int32, rows)
+			if rows == 0 {
+				w = nil
+			}
+			dotI8RowsVNNI(w, stride, x, want)
+			dotI8RowsVNNIHW(w, stride, x, out)
+			if !slices.Equal(out, want) {
+				t.Fatalf("dotI8RowsVNNIHW: n %d rows %d stride %d:\n got %v\nwant %v", n, rows, stride, out, want)
 			}
 		}
 	}

@@ -69,7 +69,7 @@ var avx512VNNIKernels = kernels{
 	axpyF16:       checkAxpyF16(axpyF16AVX512),
 	axpyF16Rows:   checkAxpyF16Rows(axpyF16RowsAVX512),
 	axpyF16Rows4:  checkAxpyF16Rows4(axpyF16Rows4AVX512),
-	dotI8Rows:     checkDotI8Rows(dotI8RowsVNNI),
+	dotI8Rows:     checkDotI8Rows(forCPU(dotI8RowsVNNI, dotI8RowsVNNIHW)),
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(dotF16MatMulAVX512, 9)),
 	dotI8MatMul:   checkDotI8MatMul(biasedI8(dotI8MatMulVNNI)),
 	dotBlockRows:  checkDotBlockRows(dotBlockRowsVNNI),

@@ -10537,20 +10537,282 @@ singledone_323:
 	VZEROUPPER
 	RET
 
+// func dotI8RowsVNNIHW(w []int8, stride int, x []int8, out []int32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2
+TEXT ·dotI8RowsVNNIHW(SB), NOSPLIT, $0-80
+	MOVQ         x_base+32(FP), AX
+	MOVQ         x_len+40(FP), CX
+	VPXORD       Z0, Z0, Z0
+	VPBROADCASTD bytes01<>+0(SB), Z1
+	MOVQ         CX, BX
+	ANDQ         $-64, BX
+	XORQ         DX, DX
+	CMPQ         DX, BX
+	JAE          loopdone_330
+
+loop_329:
+	VPDPBUSD (AX)(DX*1), Z1, Z0
+	ADDQ     $0x00000040, DX
+	CMPQ     DX, BX
+	JB       loop_329
+
+loopdone_330:
+	MOVQ       CX, BX
+	SUBQ       DX, BX
+	TESTQ      BX, BX
+	JZ         notail_331
+	MOVQ       $-1, SI
+	BZHIQ      BX, SI, BX
+	KMOVQ      BX, K1
+	VMOVDQU8.Z (AX)(DX*1), K1, Z2
+	VPDPBUSD   Z2, Z1, Z0
+
+notail_331:
+	VEXTRACTI64X4 $0x01, Z0, Y1
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VPSLLD        $0x07, X0, X0
+	VPBROADCASTD  X0, X0
+	VPBROADCASTD  bytes80<>+0(SB), Z1
+	MOVQ          w_base+0(FP), DX
+	MOVQ          out_base+56(FP), BX
+	MOVQ          out_len+64(FP), SI
+	SHRQ          $0x02, SI
+	TESTQ         SI, SI
+	JZ            spreaddone_332
+	MOVQ          SI, DI
+	MOVQ          stride+24(FP), R8
+	IMULQ         R8, DI
+	MOVQ          SI, R8
+	SHLQ          $0x02, R8
+
+spread_333:
+	LEAQ   (DX)(DI*1), R9
+	LEAQ   (R9)(DI*1), R10
+	LEAQ   (R10)(DI*1), R11
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	MOVQ   CX, R13
+	ANDQ   $-256, R13
+	XORQ   R12, R12
+	CMPQ   R12, R13
+	JAE    loopdone_335
+
+loop_334:
+	VMOVDQU64 (AX)(R12*1), Z6
+	VPXORD    (DX)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z2
+	VPXORD    (R9)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z3
+	VPXORD    (R10)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z4
+	VPXORD    (R11)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z5
+	VMOVDQU64 64(AX)(R12*1), Z6
+	VPXORD    64(DX)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z2
+	VPXORD    64(R9)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z3
+	VPXORD    64(R10)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z4
+	VPXORD    64(R11)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z5
+	VMOVDQU64 128(AX)(R12*1), Z6
+	VPXORD    128(DX)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z2
+	VPXORD    128(R9)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z3
+	VPXORD    128(R10)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z4
+	VPXORD    128(R11)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z5
+	VMOVDQU64 192(AX)(R12*1), Z6
+	VPXORD    192(DX)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z2
+	VPXORD    192(R9)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z3
+	VPXORD    192(R10)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z4
+	VPXORD    192(R11)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z5
+	ADDQ      $0x00000100, R12
+	CMPQ      R12, R13
+	JB        loop_334
+
+loopdone_335:
+room_336:
+	LEAQ      64(R12), R13
+	CMPQ      R13, CX
+	JA        roomdone_337
+	VMOVDQU64 (AX)(R12*1), Z6
+	VPXORD    (DX)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z2
+	VPXORD    (R9)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z3
+	VPXORD    (R10)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z4
+	VPXORD    (R11)(R12*1), Z1, Z7
+	VPDPBUSD  Z6, Z7, Z5
+	ADDQ      $0x40, R12
+	JMP       room_336
+
+roomdone_337:
+	MOVQ       CX, R13
+	SUBQ       R12, R13
+	TESTQ      R13, R13
+	JZ         notail_338
+	MOVQ       $-1, R14
+	BZHIQ      R13, R14, R13
+	KMOVQ      R13, K1
+	VMOVDQU8.Z (AX)(R12*1), K1, Z6
+	VMOVDQU8.Z (DX)(R12*1), K1, Z7
+	VPXORD     Z1, Z7, Z7
+	VPDPBUSD   Z6, Z7, Z2
+	VMOVDQU8.Z (R9)(R12*1), K1, Z7
+	VPXORD     Z1, Z7, Z7
+	VPDPBUSD   Z6, Z7, Z3
+	VMOVDQU8.Z (R10)(R12*1), K1, Z7
+	VPXORD     Z1, Z7, Z7
+	VPDPBUSD   Z6, Z7, Z4
+	VMOVDQU8.Z (R11)(R12*1), K1, Z7
+	VPXORD     Z1, Z7, Z7
+	VPDPBUSD   Z6, Z7, Z5
+
+notail_338:
+	VEXTRACTI64X4 $0x01, Z2, Y6
+	VPADDD        Y2, Y6, Y6
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPUNPCKLDQ    Y2, Y6, Y5
+	VPUNPCKHDQ    Y2, Y6, Y2
+	VPADDD        Y2, Y5, Y5
+	VPUNPCKLDQ    Y4, Y3, Y2
+	VPUNPCKHDQ    Y4, Y3, Y3
+	VPADDD        Y3, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y5, Y3
+	VPUNPCKHQDQ   Y2, Y5, Y2
+	VPADDD        Y2, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X2
+	VPADDD        X3, X2, X2
+	VPSUBD        X0, X2, X2
+	VMOVD         X2, (BX)
+	VPSHUFD       $0x01, X2, X3
+	VMOVD         X3, (BX)(R8*1)
+	VPSHUFD       $0x02, X2, X3
+	VMOVD         X3, (BX)(R8*2)
+	VPSHUFD       $0x03, X2, X2
+	LEAQ          (BX)(R8*2), R9
+	VMOVD         X2, (R9)(R8*1)
+	MOVQ          stride+24(FP), R9
+	ADDQ          R9, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           spread_333
+	LEAQ          (DX)(DI*2), DX
+	ADDQ          DI, DX
+	LEAQ          (BX)(R8*2), BX
+	ADDQ          R8, BX
+
+spreaddone_332:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_340
+
+single_339:
+	VPXORD Z2, Z2, Z2
+	MOVQ   CX, R8
+	ANDQ   $-256, R8
+	XORQ   DI, DI
+	CMPQ   DI, R8
+	JAE    loopdone_342
+
+loop_341:
+	VMOVDQU64 (AX)(DI*1), Z3
+	VPXORD    (DX)(DI*1), Z1, Z4
+	VPDPBUSD  Z3, Z4, Z2
+	VMOVDQU64 64(AX)(DI*1), Z3
+	VPXORD    64(DX)(DI*1), Z1, Z4
+	VPDPBUSD  Z3, Z4, Z2
+	VMOVDQU64 128(AX)(DI*1), Z3
+	VPXORD    128(DX)(DI*1), Z1, Z4
+	VPDPBUSD  Z3, Z4, Z2
+	VMOVDQU64 192(AX)(DI*1), Z3
+	VPXORD    192(DX)(DI*1), Z1, Z4
+	VPDPBUSD  Z3, Z4, Z2
+	ADDQ      $0x00000100, DI
+	CMPQ      DI, R8
+	JB        loop_341
+
+loopdone_342:
+room_343:
+	LEAQ      64(DI), R8
+	CMPQ      R8, CX
+	JA        roomdone_344
+	VMOVDQU64 (AX)(DI*1), Z3
+	VPXORD    (DX)(DI*1), Z1, Z4
+	VPDPBUSD  Z3, Z4, Z2
+	ADDQ      $0x40, DI
+	JMP       room_343
+
+roomdone_344:
+	MOVQ       CX, R8
+	SUBQ       DI, R8
+	TESTQ      R8, R8
+	JZ         notail_345
+	MOVQ       $-1, R9
+	BZHIQ      R8, R9, R8
+	KMOVQ      R8, K1
+	VMOVDQU8.Z (AX)(DI*1), K1, Z3
+	VMOVDQU8.Z (DX)(DI*1), K1, Z4
+	VPXORD     Z1, Z4, Z4
+	VPDPBUSD   Z3, Z4, Z2
+
+notail_345:
+	VEXTRACTI64X4 $0x01, Z2, Y3
+	VPADDD        Y2, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X2
+	VPADDD        X3, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VPADDD        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VPADDD        X3, X2, X2
+	VPSUBD        X0, X2, X2
+	VMOVD         X2, (BX)
+	MOVQ          stride+24(FP), DI
+	ADDQ          DI, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           single_339
+
+singledone_340:
+	VZEROUPPER
+	RET
+
 // func dotF16MatMulAVX512(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
 // Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_330
+	JNE  f16mmtokens_347
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_331:
+f16tiles_348:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_332
+	JB   f16tilesdone_349
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -10567,9 +10829,9 @@ f16tiles_331:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_333:
+f16steps_350:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_334
+	JB          f16stepsdone_351
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -10596,11 +10858,11 @@ f16steps_333:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_333
+	JMP         f16steps_350
 
-f16stepsdone_334:
+f16stepsdone_351:
 	CMPQ        SI, $0x10
-	JB          f16step16_335
+	JB          f16step16_352
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -10615,9 +10877,9 @@ f16stepsdone_334:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_335:
+f16step16_352:
 	TESTQ       SI, SI
-	JZ          notail_336
+	JZ          notail_353
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -10635,7 +10897,7 @@ f16step16_335:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_336:
+notail_353:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10667,11 +10929,11 @@ notail_336:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_331
+	JMP           f16tiles_348
 
-f16tilesdone_332:
+f16tilesdone_349:
 	CMPQ DX, $0x03
-	JNE  f16rest_337
+	JNE  f16rest_354
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -10685,9 +10947,9 @@ f16tilesdone_332:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_338:
+f16steps_355:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_339
+	JB          f16stepsdone_356
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -10708,11 +10970,11 @@ f16steps_338:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_338
+	JMP         f16steps_355
 
-f16stepsdone_339:
+f16stepsdone_356:
 	CMPQ        SI, $0x10
-	JB          f16step16_340
+	JB          f16step16_357
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -10724,9 +10986,9 @@ f16stepsdone_339:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_340:
+f16step16_357:
 	TESTQ       SI, SI
-	JZ          notail_341
+	JZ          notail_358
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10741,7 +11003,7 @@ f16step16_340:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_341:
+notail_358:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10774,9 +11036,9 @@ notail_341:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_337:
+f16rest_354:
 	CMPQ DX, $0x02
-	JNE  f16rest_342
+	JNE  f16rest_359
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -10789,9 +11051,9 @@ f16rest_337:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_343:
+f16steps_360:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_344
+	JB          f16stepsdone_361
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -10807,11 +11069,11 @@ f16steps_343:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_343
+	JMP         f16steps_360
 
-f16stepsdone_344:
+f16stepsdone_361:
 	CMPQ        SI, $0x10
-	JB          f16step16_345
+	JB          f16step16_362
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -10821,9 +11083,9 @@ f16stepsdone_344:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_345:
+f16step16_362:
 	TESTQ       SI, SI
-	JZ          notail_346
+	JZ          notail_363
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -10835,7 +11097,7 @@ f16step16_345:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_346:
+notail_363:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10863,9 +11125,9 @@ notail_346:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_342:
+f16rest_359:
 	CMPQ DX, $0x01
-	JNE  f16rest_347
+	JNE  f16rest_364
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -10877,9 +11139,9 @@ f16rest_342:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_348:
+f16steps_365:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_349
+	JB          f16stepsdone_366
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -10890,11 +11152,11 @@ f16steps_348:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_348
+	JMP         f16steps_365
 
-f16stepsdone_349:
+f16stepsdone_366:
 	CMPQ        DX, $0x10
-	JB          f16step16_350
+	JB          f16step16_367
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -10902,9 +11164,9 @@ f16stepsdone_349:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_350:
+f16step16_367:
 	TESTQ       DX, DX
-	JZ          notail_351
+	JZ          notail_368
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -10913,7 +11175,7 @@ f16step16_350:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_351:
+notail_368:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -10936,12 +11198,12 @@ notail_351:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_347:
+f16rest_364:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_353
+	JZ   f16singledone_370
 
-f16single_352:
+f16single_369:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -10952,9 +11214,9 @@ f16single_352:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_354:
+f16steps_371:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_355
+	JB          f16stepsdone_372
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -10965,11 +11227,11 @@ f16steps_354:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_354
+	JMP         f16steps_371
 
-f16stepsdone_355:
+f16stepsdone_372:
 	CMPQ        BX, $0x10
-	JB          f16step16_356
+	JB          f16step16_373
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -10977,9 +11239,9 @@ f16stepsdone_355:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_356:
+f16step16_373:
 	TESTQ       BX, BX
-	JZ          notail_357
+	JZ          notail_374
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -10988,7 +11250,7 @@ f16step16_356:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_357:
+notail_374:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -11006,22 +11268,22 @@ notail_357:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_352
+	JNZ           f16single_369
 
-f16singledone_353:
-	JMP f16mmend_329
+f16singledone_370:
+	JMP f16mmend_346
 
-f16mmtokens_330:
+f16mmtokens_347:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_358
+	JNE  f16mmtokens_375
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_359:
+f16tiles_376:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_360
+	JB   f16tilesdone_377
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -11042,9 +11304,9 @@ f16tiles_359:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_361:
+f16steps_378:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_362
+	JB          f16stepsdone_379
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11081,11 +11343,11 @@ f16steps_361:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_361
+	JMP         f16steps_378
 
-f16stepsdone_362:
+f16stepsdone_379:
 	CMPQ        DI, $0x10
-	JB          f16step16_363
+	JB          f16step16_380
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -11105,9 +11367,9 @@ f16stepsdone_362:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_363:
+f16step16_380:
 	TESTQ       DI, DI
-	JZ          notail_364
+	JZ          notail_381
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11130,7 +11392,7 @@ f16step16_363:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_364:
+notail_381:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11183,11 +11445,11 @@ notail_364:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_359
+	JMP           f16tiles_376
 
-f16tilesdone_360:
+f16tilesdone_377:
 	CMPQ DX, $0x03
-	JNE  f16rest_365
+	JNE  f16rest_382
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -11204,9 +11466,9 @@ f16tilesdone_360:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_366:
+f16steps_383:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_367
+	JB          f16stepsdone_384
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11235,11 +11497,11 @@ f16steps_366:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_366
+	JMP         f16steps_383
 
-f16stepsdone_367:
+f16stepsdone_384:
 	CMPQ        DI, $0x10
-	JB          f16step16_368
+	JB          f16step16_385
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -11255,9 +11517,9 @@ f16stepsdone_367:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_368:
+f16step16_385:
 	TESTQ       DI, DI
-	JZ          notail_369
+	JZ          notail_386
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11276,7 +11538,7 @@ f16step16_368:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_369:
+notail_386:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11332,9 +11594,9 @@ notail_369:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_365:
+f16rest_382:
 	CMPQ DX, $0x02
-	JNE  f16rest_370
+	JNE  f16rest_387
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -11349,9 +11611,9 @@ f16rest_365:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_371:
+f16steps_388:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_372
+	JB          f16stepsdone_389
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11373,11 +11635,11 @@ f16steps_371:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_371
+	JMP         f16steps_388
 
-f16stepsdone_372:
+f16stepsdone_389:
 	CMPQ        DI, $0x10
-	JB          f16step16_373
+	JB          f16step16_390
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -11390,9 +11652,9 @@ f16stepsdone_372:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_373:
+f16step16_390:
 	TESTQ       DI, DI
-	JZ          notail_374
+	JZ          notail_391
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11407,7 +11669,7 @@ f16step16_373:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_374:
+notail_391:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11454,9 +11716,9 @@ notail_374:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_370:
+f16rest_387:
 	CMPQ DX, $0x01
-	JNE  f16rest_375
+	JNE  f16rest_392
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -11469,9 +11731,9 @@ f16rest_370:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_376:
+f16steps_393:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_377
+	JB          f16stepsdone_394
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -11486,11 +11748,11 @@ f16steps_376:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_376
+	JMP         f16steps_393
 
-f16stepsdone_377:
+f16stepsdone_394:
 	CMPQ        BX, $0x10
-	JB          f16step16_378
+	JB          f16step16_395
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -11500,9 +11762,9 @@ f16stepsdone_377:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_378:
+f16step16_395:
 	TESTQ       BX, BX
-	JZ          notail_379
+	JZ          notail_396
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -11513,7 +11775,7 @@ f16step16_378:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_379:
+notail_396:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11551,12 +11813,12 @@ notail_379:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_375:
+f16rest_392:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_381
+	JZ   f16singledone_398
 
-f16single_380:
+f16single_397:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11568,9 +11830,9 @@ f16single_380:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_382:
+f16steps_399:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_383
+	JB          f16stepsdone_400
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -11585,11 +11847,11 @@ f16steps_382:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_382
+	JMP         f16steps_399
 
-f16stepsdone_383:
+f16stepsdone_400:
 	CMPQ        SI, $0x10
-	JB          f16step16_384
+	JB          f16step16_401
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -11599,9 +11861,9 @@ f16stepsdone_383:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_384:
+f16step16_401:
 	TESTQ       SI, SI
-	JZ          notail_385
+	JZ          notail_402
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -11612,7 +11874,7 @@ f16step16_384:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_385:
+notail_402:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11640,22 +11902,22 @@ notail_385:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_380
+	JNZ           f16single_397
 
-f16singledone_381:
-	JMP f16mmend_329
+f16singledone_398:
+	JMP f16mmend_346
 
-f16mmtokens_358:
+f16mmtokens_375:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_386
+	JNE  f16mmtokens_403
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_387:
+f16tiles_404:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_388
+	JB   f16tilesdone_405
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11680,9 +11942,9 @@ f16tiles_387:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_389:
+f16steps_406:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_390
+	JB          f16stepsdone_407
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11729,11 +11991,11 @@ f16steps_389:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_389
+	JMP         f16steps_406
 
-f16stepsdone_390:
+f16stepsdone_407:
 	CMPQ        DI, $0x10
-	JB          f16step16_391
+	JB          f16step16_408
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -11758,9 +12020,9 @@ f16stepsdone_390:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_391:
+f16step16_408:
 	TESTQ       DI, DI
-	JZ          notail_392
+	JZ          notail_409
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11788,7 +12050,7 @@ f16step16_391:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_392:
+notail_409:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11862,11 +12124,11 @@ notail_392:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_387
+	JMP           f16tiles_404
 
-f16tilesdone_388:
+f16tilesdone_405:
 	CMPQ DX, $0x03
-	JNE  f16rest_393
+	JNE  f16rest_410
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11886,9 +12148,9 @@ f16tilesdone_388:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_394:
+f16steps_411:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_395
+	JB          f16stepsdone_412
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11925,11 +12187,11 @@ f16steps_394:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_394
+	JMP         f16steps_411
 
-f16stepsdone_395:
+f16stepsdone_412:
 	CMPQ        DI, $0x10
-	JB          f16step16_396
+	JB          f16step16_413
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -11949,9 +12211,9 @@ f16stepsdone_395:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_396:
+f16step16_413:
 	TESTQ       DI, DI
-	JZ          notail_397
+	JZ          notail_414
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11974,7 +12236,7 @@ f16step16_396:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_397:
+notail_414:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12053,9 +12315,9 @@ notail_397:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_393:
+f16rest_410:
 	CMPQ DX, $0x02
-	JNE  f16rest_398
+	JNE  f16rest_415
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -12072,9 +12334,9 @@ f16rest_393:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_399:
+f16steps_416:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_400
+	JB          f16stepsdone_417
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12102,11 +12364,11 @@ f16steps_399:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_399
+	JMP         f16steps_416
 
-f16stepsdone_400:
+f16stepsdone_417:
 	CMPQ        DI, $0x10
-	JB          f16step16_401
+	JB          f16step16_418
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -12122,9 +12384,9 @@ f16stepsdone_400:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_401:
+f16step16_418:
 	TESTQ       DI, DI
-	JZ          notail_402
+	JZ          notail_419
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -12142,7 +12404,7 @@ f16step16_401:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_402:
+notail_419:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12208,9 +12470,9 @@ notail_402:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_398:
+f16rest_415:
 	CMPQ DX, $0x01
-	JNE  f16rest_403
+	JNE  f16rest_420
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -12224,9 +12486,9 @@ f16rest_398:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_404:
+f16steps_421:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_405
+	JB          f16stepsdone_422
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -12245,11 +12507,11 @@ f16steps_404:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_404
+	JMP         f16steps_421
 
-f16stepsdone_405:
+f16stepsdone_422:
 	CMPQ        BX, $0x10
-	JB          f16step16_406
+	JB          f16step16_423
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -12261,9 +12523,9 @@ f16stepsdone_405:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_406:
+f16step16_423:
 	TESTQ       BX, BX
-	JZ          notail_407
+	JZ          notail_424
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -12276,7 +12538,7 @@ f16step16_406:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_407:
+notail_424:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12329,12 +12591,12 @@ notail_407:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_403:
+f16rest_420:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_409
+	JZ   f16singledone_426
 
-f16single_408:
+f16single_425:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12347,9 +12609,9 @@ f16single_408:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_410:
+f16steps_427:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_411
+	JB          f16stepsdone_428
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -12368,11 +12630,11 @@ f16steps_410:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_410
+	JMP         f16steps_427
 
-f16stepsdone_411:
+f16stepsdone_428:
 	CMPQ        SI, $0x10
-	JB          f16step16_412
+	JB          f16step16_429
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -12384,9 +12646,9 @@ f16stepsdone_411:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_412:
+f16step16_429:
 	TESTQ       SI, SI
-	JZ          notail_413
+	JZ          notail_430
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -12399,7 +12661,7 @@ f16step16_412:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_413:
+notail_430:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12437,22 +12699,22 @@ notail_413:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_408
+	JNZ           f16single_425
 
-f16singledone_409:
-	JMP f16mmend_329
+f16singledone_426:
+	JMP f16mmend_346
 
-f16mmtokens_386:
+f16mmtokens_403:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_414
+	JNE  f16mmtokens_431
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_415:
+f16tiles_432:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_416
+	JB   f16tilesdone_433
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12483,9 +12745,9 @@ f16tiles_415:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_417:
+f16steps_434:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_418
+	JB          f16stepsdone_435
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12543,11 +12805,11 @@ f16steps_417:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_417
+	JMP         f16steps_434
 
-f16stepsdone_418:
+f16stepsdone_435:
 	CMPQ        DI, $0x10
-	JB          f16step16_419
+	JB          f16step16_436
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -12578,9 +12840,9 @@ f16stepsdone_418:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_419:
+f16step16_436:
 	TESTQ       DI, DI
-	JZ          notail_420
+	JZ          notail_437
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12613,7 +12875,7 @@ f16step16_419:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_420:
+notail_437:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12708,11 +12970,11 @@ notail_420:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_415
+	JMP           f16tiles_432
 
-f16tilesdone_416:
+f16tilesdone_433:
 	CMPQ DX, $0x03
-	JNE  f16rest_421
+	JNE  f16rest_438
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12737,9 +12999,9 @@ f16tilesdone_416:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_422:
+f16steps_439:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_423
+	JB          f16stepsdone_440
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12785,11 +13047,11 @@ f16steps_422:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_422
+	JMP         f16steps_439
 
-f16stepsdone_423:
+f16stepsdone_440:
 	CMPQ        DI, $0x10
-	JB          f16step16_424
+	JB          f16step16_441
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -12814,9 +13076,9 @@ f16stepsdone_423:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_424:
+f16step16_441:
 	TESTQ       DI, DI
-	JZ          notail_425
+	JZ          notail_442
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12843,7 +13105,7 @@ f16step16_424:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_425:
+notail_442:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12945,9 +13207,9 @@ notail_425:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_421:
+f16rest_438:
 	CMPQ DX, $0x02
-	JNE  f16rest_426
+	JNE  f16rest_443
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12968,9 +13230,9 @@ f16rest_421:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_427:
+f16steps_444:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_428
+	JB          f16stepsdone_445
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13005,11 +13267,11 @@ f16steps_427:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_427
+	JMP         f16steps_444
 
-f16stepsdone_428:
+f16stepsdone_445:
 	CMPQ        DI, $0x10
-	JB          f16step16_429
+	JB          f16step16_446
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -13029,9 +13291,9 @@ f16stepsdone_428:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_429:
+f16step16_446:
 	TESTQ       DI, DI
-	JZ          notail_430
+	JZ          notail_447
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13052,7 +13314,7 @@ f16step16_429:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_430:
+notail_447:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13137,9 +13399,9 @@ notail_430:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_426:
+f16rest_443:
 	CMPQ DX, $0x01
-	JNE  f16rest_431
+	JNE  f16rest_448
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -13156,9 +13418,9 @@ f16rest_426:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_432:
+f16steps_449:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_433
+	JB          f16stepsdone_450
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -13182,11 +13444,11 @@ f16steps_432:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_432
+	JMP         f16steps_449
 
-f16stepsdone_433:
+f16stepsdone_450:
 	CMPQ        BX, $0x10
-	JB          f16step16_434
+	JB          f16step16_451
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -13201,9 +13463,9 @@ f16stepsdone_433:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_434:
+f16step16_451:
 	TESTQ       BX, BX
-	JZ          notail_435
+	JZ          notail_452
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -13218,7 +13480,7 @@ f16step16_434:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_435:
+notail_452:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -13286,12 +13548,12 @@ notail_435:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_431:
+f16rest_448:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_437
+	JZ   f16singledone_454
 
-f16single_436:
+f16single_453:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -13307,9 +13569,9 @@ f16single_436:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_438:
+f16steps_455:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_439
+	JB          f16stepsdone_456
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -13333,11 +13595,11 @@ f16steps_438:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_438
+	JMP         f16steps_455
 
-f16stepsdone_439:
+f16stepsdone_456:
 	CMPQ        SI, $0x10
-	JB          f16step16_440
+	JB          f16step16_457
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -13352,9 +13614,9 @@ f16stepsdone_439:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_440:
+f16step16_457:
 	TESTQ       SI, SI
-	JZ          notail_441
+	JZ          notail_458
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -13369,7 +13631,7 @@ f16step16_440:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_441:
+notail_458:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13417,22 +13679,22 @@ notail_441:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_436
+	JNZ           f16single_453
 
-f16singledone_437:
-	JMP f16mmend_329
+f16singledone_454:
+	JMP f16mmend_346
 
-f16mmtokens_414:
+f16mmtokens_431:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_442
+	JNE  f16mmtokens_459
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_443:
+f16tiles_460:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_444
+	JB   f16tilesdone_461
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -13467,9 +13729,9 @@ f16tiles_443:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_445:
+f16steps_462:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_446
+	JB          f16stepsdone_463
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13537,11 +13799,11 @@ f16steps_445:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_445
+	JMP         f16steps_462
 
-f16stepsdone_446:
+f16stepsdone_463:
 	CMPQ        DI, $0x10
-	JB          f16step16_447
+	JB          f16step16_464
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -13577,9 +13839,9 @@ f16stepsdone_446:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_447:
+f16step16_464:
 	TESTQ       DI, DI
-	JZ          notail_448
+	JZ          notail_465
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13617,7 +13879,7 @@ f16step16_447:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_448:
+notail_465:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13733,11 +13995,11 @@ notail_448:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_443
+	JMP           f16tiles_460
 
-f16tilesdone_444:
+f16tilesdone_461:
 	CMPQ DX, $0x03
-	JNE  f16rest_449
+	JNE  f16rest_466
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -13765,9 +14027,9 @@ f16tilesdone_444:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_450:
+f16steps_467:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_451
+	JB          f16stepsdone_468
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13821,11 +14083,11 @@ f16steps_450:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_450
+	JMP         f16steps_467
 
-f16stepsdone_451:
+f16stepsdone_468:
 	CMPQ        DI, $0x10
-	JB          f16step16_452
+	JB          f16step16_469
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -13854,9 +14116,9 @@ f16stepsdone_451:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_452:
+f16step16_469:
 	TESTQ       DI, DI
-	JZ          notail_453
+	JZ          notail_470
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13887,7 +14149,7 @@ f16step16_452:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_453:
+notail_470:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14012,9 +14274,9 @@ notail_453:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_449:
+f16rest_466:
 	CMPQ DX, $0x02
-	JNE  f16rest_454
+	JNE  f16rest_471
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -14037,9 +14299,9 @@ f16rest_449:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_455:
+f16steps_472:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_456
+	JB          f16stepsdone_473
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14080,11 +14342,11 @@ f16steps_455:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_455
+	JMP         f16steps_472
 
-f16stepsdone_456:
+f16stepsdone_473:
 	CMPQ        DI, $0x10
-	JB          f16step16_457
+	JB          f16step16_474
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -14107,9 +14369,9 @@ f16stepsdone_456:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_457:
+f16step16_474:
 	TESTQ       DI, DI
-	JZ          notail_458
+	JZ          notail_475
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14133,7 +14395,7 @@ f16step16_457:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_458:
+notail_475:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14237,9 +14499,9 @@ notail_458:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_454:
+f16rest_471:
 	CMPQ DX, $0x01
-	JNE  f16rest_459
+	JNE  f16rest_476
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -14257,9 +14519,9 @@ f16rest_454:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_460:
+f16steps_477:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_461
+	JB          f16stepsdone_478
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -14287,11 +14549,11 @@ f16steps_460:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_460
+	JMP         f16steps_477
 
-f16stepsdone_461:
+f16stepsdone_478:
 	CMPQ        BX, $0x10
-	JB          f16step16_462
+	JB          f16step16_479
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -14308,9 +14570,9 @@ f16stepsdone_461:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_462:
+f16step16_479:
 	TESTQ       BX, BX
-	JZ          notail_463
+	JZ          notail_480
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -14327,7 +14589,7 @@ f16step16_462:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_463:
+notail_480:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14410,12 +14672,12 @@ notail_463:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_459:
+f16rest_476:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_465
+	JZ   f16singledone_482
 
-f16single_464:
+f16single_481:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14432,9 +14694,9 @@ f16single_464:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_466:
+f16steps_483:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_467
+	JB          f16stepsdone_484
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -14462,11 +14724,11 @@ f16steps_466:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_466
+	JMP         f16steps_483
 
-f16stepsdone_467:
+f16stepsdone_484:
 	CMPQ        SI, $0x10
-	JB          f16step16_468
+	JB          f16step16_485
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -14483,9 +14745,9 @@ f16stepsdone_467:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_468:
+f16step16_485:
 	TESTQ       SI, SI
-	JZ          notail_469
+	JZ          notail_486
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14502,7 +14764,7 @@ f16step16_468:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_469:
+notail_486:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14560,22 +14822,22 @@ notail_469:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_464
+	JNZ           f16single_481
 
-f16singledone_465:
-	JMP f16mmend_329
+f16singledone_482:
+	JMP f16mmend_346
 
-f16mmtokens_442:
+f16mmtokens_459:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_470
+	JNE  f16mmtokens_487
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_471:
+f16tiles_488:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_472
+	JB   f16tilesdone_489
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14614,9 +14876,9 @@ f16tiles_471:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_473:
+f16steps_490:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_474
+	JB          f16stepsdone_491
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14694,11 +14956,11 @@ f16steps_473:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_473
+	JMP         f16steps_490
 
-f16stepsdone_474:
+f16stepsdone_491:
 	CMPQ        DI, $0x10
-	JB          f16step16_475
+	JB          f16step16_492
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -14739,9 +15001,9 @@ f16stepsdone_474:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_475:
+f16step16_492:
 	TESTQ       DI, DI
-	JZ          notail_476
+	JZ          notail_493
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -14784,7 +15046,7 @@ f16step16_475:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_476:
+notail_493:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14921,11 +15183,11 @@ notail_476:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_471
+	JMP           f16tiles_488
 
-f16tilesdone_472:
+f16tilesdone_489:
 	CMPQ DX, $0x03
-	JNE  f16rest_477
+	JNE  f16rest_494
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14956,9 +15218,9 @@ f16tilesdone_472:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_478:
+f16steps_495:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_479
+	JB          f16stepsdone_496
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15020,11 +15282,11 @@ f16steps_478:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_478
+	JMP         f16steps_495
 
-f16stepsdone_479:
+f16stepsdone_496:
 	CMPQ        DI, $0x10
-	JB          f16step16_480
+	JB          f16step16_497
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -15057,9 +15319,9 @@ f16stepsdone_479:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_480:
+f16step16_497:
 	TESTQ       DI, DI
-	JZ          notail_481
+	JZ          notail_498
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -15094,7 +15356,7 @@ f16step16_480:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_481:
+notail_498:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15242,9 +15504,9 @@ notail_481:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_477:
+f16rest_494:
 	CMPQ DX, $0x02
-	JNE  f16rest_482
+	JNE  f16rest_499
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -15269,9 +15531,9 @@ f16rest_477:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_483:
+f16steps_500:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_484
+	JB          f16stepsdone_501
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15318,11 +15580,11 @@ f16steps_483:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_483
+	JMP         f16steps_500
 
-f16stepsdone_484:
+f16stepsdone_501:
 	CMPQ        DI, $0x10
-	JB          f16step16_485
+	JB          f16step16_502
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -15348,9 +15610,9 @@ f16stepsdone_484:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_485:
+f16step16_502:
 	TESTQ       DI, DI
-	JZ          notail_486
+	JZ          notail_503
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -15377,7 +15639,7 @@ f16step16_485:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_486:
+notail_503:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15500,9 +15762,9 @@ notail_486:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_482:
+f16rest_499:
 	CMPQ DX, $0x01
-	JNE  f16rest_487
+	JNE  f16rest_504
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -15521,9 +15783,9 @@ f16rest_482:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_488:
+f16steps_505:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_489
+	JB          f16stepsdone_506
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -15555,11 +15817,11 @@ f16steps_488:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_488
+	JMP         f16steps_505
 
-f16stepsdone_489:
+f16stepsdone_506:
 	CMPQ        BX, $0x10
-	JB          f16step16_490
+	JB          f16step16_507
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -15578,9 +15840,9 @@ f16stepsdone_489:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_490:
+f16step16_507:
 	TESTQ       BX, BX
-	JZ          notail_491
+	JZ          notail_508
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -15599,7 +15861,7 @@ f16step16_490:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_491:
+notail_508:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15697,12 +15959,12 @@ notail_491:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_487:
+f16rest_504:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_493
+	JZ   f16singledone_510
 
-f16single_492:
+f16single_509:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15720,9 +15982,9 @@ f16single_492:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_494:
+f16steps_511:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_495
+	JB          f16stepsdone_512
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -15754,11 +16016,11 @@ f16steps_494:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_494
+	JMP         f16steps_511
 
-f16stepsdone_495:
+f16stepsdone_512:
 	CMPQ        SI, $0x10
-	JB          f16step16_496
+	JB          f16step16_513
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -15777,9 +16039,9 @@ f16stepsdone_495:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_496:
+f16step16_513:
 	TESTQ       SI, SI
-	JZ          notail_497
+	JZ          notail_514
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -15798,7 +16060,7 @@ f16step16_496:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_497:
+notail_514:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15866,22 +16128,22 @@ notail_497:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_492
+	JNZ           f16single_509
 
-f16singledone_493:
-	JMP f16mmend_329
+f16singledone_510:
+	JMP f16mmend_346
 
-f16mmtokens_470:
+f16mmtokens_487:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_498
+	JNE  f16mmtokens_515
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_499:
+f16tiles_516:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_500
+	JB   f16tilesdone_517
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -15917,9 +16179,9 @@ f16tiles_499:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_501:
+f16steps_518:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_502
+	JB          f16stepsdone_519
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15990,11 +16252,11 @@ f16steps_501:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_501
+	JMP         f16steps_518
 
-f16stepsdone_502:
+f16stepsdone_519:
 	CMPQ        DI, $0x10
-	JB          f16step16_503
+	JB          f16step16_520
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -16032,9 +16294,9 @@ f16stepsdone_502:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_503:
+f16step16_520:
 	TESTQ       DI, DI
-	JZ          notail_504
+	JZ          notail_521
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16073,7 +16335,7 @@ f16step16_503:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_504:
+notail_521:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16244,11 +16506,11 @@ notail_504:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_499
+	JMP           f16tiles_516
 
-f16tilesdone_500:
+f16tilesdone_517:
 	CMPQ DX, $0x02
-	JNE  f16rest_505
+	JNE  f16rest_522
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -16277,9 +16539,9 @@ f16tilesdone_500:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_506:
+f16steps_523:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_507
+	JB          f16stepsdone_524
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16333,11 +16595,11 @@ f16steps_506:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_506
+	JMP         f16steps_523
 
-f16stepsdone_507:
+f16stepsdone_524:
 	CMPQ        DI, $0x10
-	JB          f16step16_508
+	JB          f16step16_525
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -16367,9 +16629,9 @@ f16stepsdone_507:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_508:
+f16step16_525:
 	TESTQ       DI, DI
-	JZ          notail_509
+	JZ          notail_526
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16399,7 +16661,7 @@ f16step16_508:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_509:
+notail_526:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16541,9 +16803,9 @@ notail_509:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_505:
+f16rest_522:
 	CMPQ DX, $0x01
-	JNE  f16rest_510
+	JNE  f16rest_527
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -16565,9 +16827,9 @@ f16rest_505:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_511:
+f16steps_528:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_512
+	JB          f16stepsdone_529
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -16604,11 +16866,11 @@ f16steps_511:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_511
+	JMP         f16steps_528
 
-f16stepsdone_512:
+f16stepsdone_529:
 	CMPQ        BX, $0x10
-	JB          f16step16_513
+	JB          f16step16_530
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -16630,9 +16892,9 @@ f16stepsdone_512:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_513:
+f16step16_530:
 	TESTQ       BX, BX
-	JZ          notail_514
+	JZ          notail_531
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16653,7 +16915,7 @@ f16step16_513:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_514:
+notail_531:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -16766,12 +17028,12 @@ notail_514:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_510:
+f16rest_527:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_516
+	JZ   f16singledone_533
 
-f16single_515:
+f16single_532:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16792,9 +17054,9 @@ f16single_515:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_517:
+f16steps_534:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_518
+	JB          f16stepsdone_535
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -16831,11 +17093,11 @@ f16steps_517:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_517
+	JMP         f16steps_534
 
-f16stepsdone_518:
+f16stepsdone_535:
 	CMPQ        SI, $0x10
-	JB          f16step16_519
+	JB          f16step16_536
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -16857,9 +17119,9 @@ f16stepsdone_518:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_519:
+f16step16_536:
 	TESTQ       SI, SI
-	JZ          notail_520
+	JZ          notail_537
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -16880,7 +17142,7 @@ f16step16_519:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_520:
+notail_537:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16958,22 +17220,22 @@ notail_520:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_515
+	JNZ           f16single_532
 
-f16singledone_516:
-	JMP f16mmend_329
+f16singledone_533:
+	JMP f16mmend_346
 
-f16mmtokens_498:
+f16mmtokens_515:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_521
+	JNE  f16mmtokens_538
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_522:
+f16tiles_539:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_523
+	JB   f16tilesdone_540
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -17012,9 +17274,9 @@ f16tiles_522:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_524:
+f16steps_541:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_525
+	JB          f16stepsdone_542
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17093,11 +17355,11 @@ f16steps_524:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_524
+	JMP         f16steps_541
 
-f16stepsdone_525:
+f16stepsdone_542:
 	CMPQ        DI, $0x10
-	JB          f16step16_526
+	JB          f16step16_543
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -17139,9 +17401,9 @@ f16stepsdone_525:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_526:
+f16step16_543:
 	TESTQ       DI, DI
-	JZ          notail_527
+	JZ          notail_544
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17184,7 +17446,7 @@ f16step16_526:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_527:
+notail_544:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17378,11 +17640,11 @@ notail_527:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_522
+	JMP           f16tiles_539
 
-f16tilesdone_523:
+f16tilesdone_540:
 	CMPQ DX, $0x02
-	JNE  f16rest_528
+	JNE  f16rest_545
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -17413,9 +17675,9 @@ f16tilesdone_523:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_529:
+f16steps_546:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_530
+	JB          f16stepsdone_547
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17475,11 +17737,11 @@ f16steps_529:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_529
+	JMP         f16steps_546
 
-f16stepsdone_530:
+f16stepsdone_547:
 	CMPQ        DI, $0x10
-	JB          f16step16_531
+	JB          f16step16_548
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -17512,9 +17774,9 @@ f16stepsdone_530:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_531:
+f16step16_548:
 	TESTQ       DI, DI
-	JZ          notail_532
+	JZ          notail_549
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17547,7 +17809,7 @@ f16step16_531:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_532:
+notail_549:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17708,9 +17970,9 @@ notail_532:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_528:
+f16rest_545:
 	CMPQ DX, $0x01
-	JNE  f16rest_533
+	JNE  f16rest_550
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -17733,9 +17995,9 @@ f16rest_528:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_534:
+f16steps_551:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_535
+	JB          f16stepsdone_552
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -17776,11 +18038,11 @@ f16steps_534:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_534
+	JMP         f16steps_551
 
-f16stepsdone_535:
+f16stepsdone_552:
 	CMPQ        BX, $0x10
-	JB          f16step16_536
+	JB          f16step16_553
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -17804,9 +18066,9 @@ f16stepsdone_535:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_536:
+f16step16_553:
 	TESTQ       BX, BX
-	JZ          notail_537
+	JZ          notail_554
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -17829,7 +18091,7 @@ f16step16_536:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_537:
+notail_554:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17957,12 +18219,12 @@ notail_537:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_533:
+f16rest_550:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_539
+	JZ   f16singledone_556
 
-f16single_538:
+f16single_555:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17984,9 +18246,9 @@ f16single_538:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_540:
+f16steps_557:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_541
+	JB          f16stepsdone_558
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -18027,11 +18289,11 @@ f16steps_540:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_540
+	JMP         f16steps_557
 
-f16stepsdone_541:
+f16stepsdone_558:
 	CMPQ        SI, $0x10
-	JB          f16step16_542
+	JB          f16step16_559
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -18055,9 +18317,9 @@ f16stepsdone_541:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_542:
+f16step16_559:
 	TESTQ       SI, SI
-	JZ          notail_543
+	JZ          notail_560
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -18080,7 +18342,7 @@ f16step16_542:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_543:
+notail_560:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18168,22 +18430,22 @@ notail_543:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_538
+	JNZ           f16single_555
 
-f16singledone_539:
-	JMP f16mmend_329
+f16singledone_556:
+	JMP f16mmend_346
 
-f16mmtokens_521:
+f16mmtokens_538:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_544
+	JNE  f16mmtokens_561
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_545:
+f16tiles_562:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_546
+	JB   f16tilesdone_563
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -18225,9 +18487,9 @@ f16tiles_545:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_547:
+f16steps_564:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_548
+	JB          f16stepsdone_565
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18314,11 +18576,11 @@ f16steps_547:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_547
+	JMP         f16steps_564
 
-f16stepsdone_548:
+f16stepsdone_565:
 	CMPQ        DI, $0x10
-	JB          f16step16_549
+	JB          f16step16_566
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -18364,9 +18626,9 @@ f16stepsdone_548:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_549:
+f16step16_566:
 	TESTQ       DI, DI
-	JZ          notail_550
+	JZ          notail_567
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -18413,7 +18675,7 @@ f16step16_549:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_550:
+notail_567:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18630,11 +18892,11 @@ notail_550:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_545
+	JMP           f16tiles_562
 
-f16tilesdone_546:
+f16tilesdone_563:
 	CMPQ DX, $0x02
-	JNE  f16rest_551
+	JNE  f16rest_568
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -18667,9 +18929,9 @@ f16tilesdone_546:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_552:
+f16steps_569:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_553
+	JB          f16stepsdone_570
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18735,11 +18997,11 @@ f16steps_552:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_552
+	JMP         f16steps_569
 
-f16stepsdone_553:
+f16stepsdone_570:
 	CMPQ        DI, $0x10
-	JB          f16step16_554
+	JB          f16step16_571
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -18775,9 +19037,9 @@ f16stepsdone_553:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_554:
+f16step16_571:
 	TESTQ       DI, DI
-	JZ          notail_555
+	JZ          notail_572
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -18813,7 +19075,7 @@ f16step16_554:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_555:
+notail_572:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18993,9 +19255,9 @@ notail_555:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_551:
+f16rest_568:
 	CMPQ DX, $0x01
-	JNE  f16rest_556
+	JNE  f16rest_573
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -19019,9 +19281,9 @@ f16rest_551:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_557:
+f16steps_574:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_558
+	JB          f16stepsdone_575
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -19066,11 +19328,11 @@ f16steps_557:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_557
+	JMP         f16steps_574
 
-f16stepsdone_558:
+f16stepsdone_575:
 	CMPQ        BX, $0x10
-	JB          f16step16_559
+	JB          f16step16_576
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -19096,9 +19358,9 @@ f16stepsdone_558:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_559:
+f16step16_576:
 	TESTQ       BX, BX
-	JZ          notail_560
+	JZ          notail_577
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -19123,7 +19385,7 @@ f16step16_559:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_560:
+notail_577:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -19266,12 +19528,12 @@ notail_560:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_556:
+f16rest_573:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_562
+	JZ   f16singledone_579
 
-f16single_561:
+f16single_578:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -19294,9 +19556,9 @@ f16single_561:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_563:
+f16steps_580:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_564
+	JB          f16stepsdone_581
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -19341,11 +19603,11 @@ f16steps_563:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_563
+	JMP         f16steps_580
 
-f16stepsdone_564:
+f16stepsdone_581:
 	CMPQ        SI, $0x10
-	JB          f16step16_565
+	JB          f16step16_582
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -19371,9 +19633,9 @@ f16stepsdone_564:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_565:
+f16step16_582:
 	TESTQ       SI, SI
-	JZ          notail_566
+	JZ          notail_583
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -19398,7 +19660,7 @@ f16step16_565:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_566:
+notail_583:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19496,13 +19758,13 @@ notail_566:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_561
+	JNZ           f16single_578
 
-f16singledone_562:
-	JMP f16mmend_329
+f16singledone_579:
+	JMP f16mmend_346
 
-f16mmtokens_544:
-f16mmend_329:
+f16mmtokens_561:
+f16mmend_346:
 	VZEROUPPER
 	RET
 
@@ -19511,7 +19773,7 @@ f16mmend_329:
 TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_568
+	JNE  ksq_585
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -19526,9 +19788,9 @@ TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_569:
+ksteps_586:
 	CMPQ   AX, $0x00000080
-	JB     kstepsdone_570
+	JB     kstepsdone_587
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19545,7 +19807,7 @@ ksteps_569:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_571:
+ksd_588:
 	VCVTPH2PS        (R8), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VCVTPH2PS        (R8)(DI*1), Z8
@@ -19567,7 +19829,7 @@ ksd_571:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_571
+	JNZ              ksd_588
 	MOVQ             SI, R8
 	VMOVUPS          Z0, (R8)
 	VMOVUPS          Z1, 64(R8)
@@ -19587,9 +19849,9 @@ ksd_571:
 	ADDQ             DI, CX
 	ADDQ             DI, CX
 	SUBQ             $0x00000080, AX
-	JMP              ksteps_569
+	JMP              ksteps_586
 
-kstepsdone_570:
+kstepsdone_587:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19609,34 +19871,34 @@ kstepsdone_570:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_572:
+ksteps_589:
 	CMPQ   R8, $0x00000010
-	JB     kstepsdone_573
+	JB     kstepsdone_590
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, AX
 	MOVQ   BX, R9
 	MOVQ   DX, R10
 
-ksd_574:
+ksd_591:
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 	DECQ             R10
-	JNZ              ksd_574
+	JNZ              ksd_591
 	MOVQ             SI, AX
 	VMOVUPS          Z0, (AX)
 	ADDQ             $0x00000040, SI
 	ADDQ             DI, CX
 	SUBQ             $0x00000010, R8
-	JMP              ksteps_572
+	JMP              ksteps_589
 
-kstepsdone_573:
-	JMP ksend_567
+kstepsdone_590:
+	JMP ksend_584
 
-ksq_568:
+ksq_585:
 	CMPQ AX, $0x02
-	JNE  ksq_575
+	JNE  ksq_592
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -19651,9 +19913,9 @@ ksq_568:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_576:
+ksteps_593:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_577
+	JB     kstepsdone_594
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19668,7 +19930,7 @@ ksteps_576:
 	MOVQ   BX, R12
 	MOVQ   DX, R13
 
-ksd_578:
+ksd_595:
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R12), Z8, Z0
 	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
@@ -19685,7 +19947,7 @@ ksd_578:
 	ADDQ             $0x00000020, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_578
+	JNZ              ksd_595
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -19701,9 +19963,9 @@ ksd_578:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000040, AX
-	JMP              ksteps_576
+	JMP              ksteps_593
 
-kstepsdone_577:
+kstepsdone_594:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19723,37 +19985,37 @@ kstepsdone_577:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_579:
+ksteps_596:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_580
+	JB     kstepsdone_597
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_581:
+ksd_598:
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_581
+	JNZ              ksd_598
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_579
+	JMP              ksteps_596
 
-kstepsdone_580:
-	JMP ksend_567
+kstepsdone_597:
+	JMP ksend_584
 
-ksq_575:
+ksq_592:
 	CMPQ AX, $0x03
-	JNE  ksq_582
+	JNE  ksq_599
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -19768,9 +20030,9 @@ ksq_575:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_583:
+ksteps_600:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_584
+	JB     kstepsdone_601
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19781,7 +20043,7 @@ ksteps_583:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_585:
+ksd_602:
 	VCVTPH2PS        (R10), Z6
 	VFMADD231PS.BCST (R11), Z6, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
@@ -19793,7 +20055,7 @@ ksd_585:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_585
+	JNZ              ksd_602
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -19805,9 +20067,9 @@ ksd_585:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
-	JMP              ksteps_583
+	JMP              ksteps_600
 
-kstepsdone_584:
+kstepsdone_601:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19827,9 +20089,9 @@ kstepsdone_584:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_586:
+ksteps_603:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_587
+	JB     kstepsdone_604
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19837,7 +20099,7 @@ ksteps_586:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_588:
+ksd_605:
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
@@ -19845,7 +20107,7 @@ ksd_588:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_588
+	JNZ              ksd_605
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -19853,14 +20115,14 @@ ksd_588:
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_586
+	JMP              ksteps_603
 
-kstepsdone_587:
-	JMP ksend_567
+kstepsdone_604:
+	JMP ksend_584
 
-ksq_582:
+ksq_599:
 	CMPQ AX, $0x04
-	JNE  ksq_589
+	JNE  ksq_606
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -19875,9 +20137,9 @@ ksq_582:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_590:
+ksteps_607:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_591
+	JB     kstepsdone_608
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19892,7 +20154,7 @@ ksteps_590:
 	ADDQ   R9, R12
 	MOVQ   DX, R13
 
-ksd_592:
+ksd_609:
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
@@ -19907,7 +20169,7 @@ ksd_592:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_592
+	JNZ              ksd_609
 	MOVQ             SI, R10
 	LEAQ             (R10)(DI*2), R11
 	ADDQ             DI, R11
@@ -19923,9 +20185,9 @@ ksd_592:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
-	JMP              ksteps_590
+	JMP              ksteps_607
 
-kstepsdone_591:
+kstepsdone_608:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19945,9 +20207,9 @@ kstepsdone_591:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_593:
+ksteps_610:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_594
+	JB     kstepsdone_611
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19958,7 +20220,7 @@ ksteps_593:
 	ADDQ   AX, R12
 	MOVQ   DX, R13
 
-ksd_595:
+ksd_612:
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
@@ -19968,7 +20230,7 @@ ksd_595:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_595
+	JNZ              ksd_612
 	MOVQ             SI, R10
 	LEAQ             (R10)(DI*2), R11
 	ADDQ             DI, R11
@@ -19979,13 +20241,13 @@ ksd_595:
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_593
+	JMP              ksteps_610
 
-kstepsdone_594:
-	JMP ksend_567
+kstepsdone_611:
+	JMP ksend_584
 
-ksq_589:
-ksend_567:
+ksq_606:
+ksend_584:
 	VZEROUPPER
 	RET
 
@@ -19994,7 +20256,7 @@ ksend_567:
 TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_597
+	JNE  ksq_614
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -20009,9 +20271,9 @@ TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_598:
+ksteps_615:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_599
+	JB    kstepsdone_616
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -20020,7 +20282,7 @@ ksteps_598:
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 
-ksd_600:
+ksd_617:
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -20036,7 +20298,7 @@ ksd_600:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_600
+	JNZ          ksd_617
 	MOVQ         SI, R8
 	VMOVUPS      Y0, (R8)
 	VMOVUPS      Y1, 32(R8)
@@ -20046,9 +20308,9 @@ ksd_600:
 	ADDQ         DI, CX
 	ADDQ         DI, CX
 	SUBQ         $0x00000020, AX
-	JMP          ksteps_598
+	JMP          ksteps_615
 
-kstepsdone_599:
+kstepsdone_616:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -20068,16 +20330,16 @@ kstepsdone_599:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_601:
+ksteps_618:
 	CMPQ  R8, $0x00000010
-	JB    kstepsdone_602
+	JB    kstepsdone_619
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, AX
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 
-ksd_603:
+ksd_620:
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
 	VFMADD231PS  Y3, Y2, Y0
@@ -20087,21 +20349,21 @@ ksd_603:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_603
+	JNZ          ksd_620
 	MOVQ         SI, AX
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, SI
 	ADDQ         DI, CX
 	SUBQ         $0x00000010, R8
-	JMP          ksteps_601
+	JMP          ksteps_618
 
-kstepsdone_602:
-	JMP ksend_596
+kstepsdone_619:
+	JMP ksend_613
 
-ksq_597:
+ksq_614:
 	CMPQ AX, $0x02
-	JNE  ksq_604
+	JNE  ksq_621
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -20116,9 +20378,9 @@ ksq_597:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_605:
+ksteps_622:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_606
+	JB    kstepsdone_623
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -20131,7 +20393,7 @@ ksteps_605:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_607:
+ksd_624:
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -20155,7 +20417,7 @@ ksd_607:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_607
+	JNZ          ksd_624
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -20169,9 +20431,9 @@ ksd_607:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000020, AX
-	JMP          ksteps_605
+	JMP          ksteps_622
 
-kstepsdone_606:
+kstepsdone_623:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -20191,9 +20453,9 @@ kstepsdone_606:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_608:
+ksteps_625:
 	CMPQ  R9, $0x00000010
-	JB    kstepsdone_609
+	JB    kstepsdone_626
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -20202,7 +20464,7 @@ ksteps_608:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_610:
+ksd_627:
 	VCVTPH2PS    (R10), Y4
 	VBROADCASTSS (R11), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -20216,7 +20478,7 @@ ksd_610:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_610
+	JNZ          ksd_627
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -20225,14 +20487,14 @@ ksd_610:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, R9
-	JMP          ksteps_608
+	JMP          ksteps_625
 
-kstepsdone_609:
-	JMP ksend_596
+kstepsdone_626:
+	JMP ksend_613
 
-ksq_604:
+ksq_621:
 	CMPQ AX, $0x03
-	JNE  ksq_611
+	JNE  ksq_628
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -20247,9 +20509,9 @@ ksq_604:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_612:
+ksteps_629:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_613
+	JB    kstepsdone_630
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -20260,7 +20522,7 @@ ksteps_612:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_614:
+ksd_631:
 	VCVTPH2PS    (R10), Y6
 	VBROADCASTSS (R11), Y7
 	VFMADD231PS  Y7, Y6, Y0
@@ -20278,7 +20540,7 @@ ksd_614:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_614
+	JNZ          ksd_631
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -20289,14 +20551,14 @@ ksd_614:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
-	JMP          ksteps_612
+	JMP          ksteps_629
 
-kstepsdone_613:
-	JMP ksend_596
+kstepsdone_630:
+	JMP ksend_613
 
-ksq_611:
+ksq_628:
 	CMPQ AX, $0x04
-	JNE  ksq_615
+	JNE  ksq_632
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -20311,9 +20573,9 @@ ksq_611:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_616:
+ksteps_633:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_617
+	JB    kstepsdone_634
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -20328,7 +20590,7 @@ ksteps_616:
 	ADDQ  R9, R12
 	MOVQ  DX, R13
 
-ksd_618:
+ksd_635:
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -20351,7 +20613,7 @@ ksd_618:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_618
+	JNZ          ksd_635
 	MOVQ         SI, R10
 	LEAQ         (R10)(DI*2), R11
 	ADDQ         DI, R11
@@ -20366,13 +20628,13 @@ ksd_618:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
-	JMP          ksteps_616
+	JMP          ksteps_633
 
-kstepsdone_617:
-	JMP ksend_596
+kstepsdone_634:
+	JMP ksend_613
 
-ksq_615:
-ksend_596:
+ksq_632:
+ksend_613:
 	VZEROUPPER
 	RET
 
@@ -20383,16 +20645,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_619:
+rows_636:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_620
+	JB   rowsdone_637
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_621:
+tokens_638:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_622
+	JB   tokenstail_639
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -20426,9 +20688,9 @@ tokens_621:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_624:
+i8steps_641:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_625
+	JB         i8stepsdone_642
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20467,11 +20729,11 @@ i8steps_624:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_624
+	JMP        i8steps_641
 
-i8stepsdone_625:
+i8stepsdone_642:
 	TESTQ      R10, R10
-	JZ         notail_626
+	JZ         notail_643
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -20509,7 +20771,7 @@ i8stepsdone_625:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_626:
+notail_643:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -20668,11 +20930,11 @@ notail_626:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_621
+	JMP           tokens_638
 
-tokenstail_622:
+tokenstail_639:
 	CMPQ DI, $0x00000004
-	JNE  tokens_627
+	JNE  tokens_644
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -20701,9 +20963,9 @@ tokenstail_622:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_628:
+i8steps_645:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_629
+	JB         i8stepsdone_646
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20737,11 +20999,11 @@ i8steps_628:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_628
+	JMP        i8steps_645
 
-i8stepsdone_629:
+i8stepsdone_646:
 	TESTQ      R10, R10
-	JZ         notail_630
+	JZ         notail_647
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -20774,7 +21036,7 @@ i8stepsdone_629:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_630:
+notail_647:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -20896,11 +21158,11 @@ notail_630:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_623
+	JMP           tokensdone_640
 
-tokens_627:
+tokens_644:
 	CMPQ DI, $0x00000003
-	JNE  tokens_631
+	JNE  tokens_648
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -20923,9 +21185,9 @@ tokens_627:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_632:
+i8steps_649:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_633
+	JB         i8stepsdone_650
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20953,11 +21215,11 @@ i8steps_632:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_632
+	JMP        i8steps_649
 
-i8stepsdone_633:
+i8stepsdone_650:
 	TESTQ      R10, R10
-	JZ         notail_634
+	JZ         notail_651
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -20985,7 +21247,7 @@ i8stepsdone_633:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_634:
+notail_651:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21078,11 +21340,11 @@ notail_634:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_623
+	JMP           tokensdone_640
 
-tokens_631:
+tokens_648:
 	CMPQ DI, $0x00000002
-	JNE  tokens_635
+	JNE  tokens_652
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -21101,9 +21363,9 @@ tokens_631:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_636:
+i8steps_653:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_637
+	JB         i8stepsdone_654
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -21126,11 +21388,11 @@ i8steps_636:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_636
+	JMP        i8steps_653
 
-i8stepsdone_637:
+i8stepsdone_654:
 	TESTQ      R10, R10
-	JZ         notail_638
+	JZ         notail_655
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -21153,7 +21415,7 @@ i8stepsdone_637:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_638:
+notail_655:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21217,11 +21479,11 @@ notail_638:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_623
+	JMP           tokensdone_640
 
-tokens_635:
+tokens_652:
 	CMPQ DI, $0x00000001
-	JNE  tokens_639
+	JNE  tokens_656
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -21236,9 +21498,9 @@ tokens_635:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_640:
+i8steps_657:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_641
+	JB         i8stepsdone_658
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -21256,11 +21518,11 @@ i8steps_640:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_640
+	JMP        i8steps_657
 
-i8stepsdone_641:
+i8stepsdone_658:
 	TESTQ      R9, R9
-	JZ         notail_642
+	JZ         notail_659
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -21278,7 +21540,7 @@ i8stepsdone_641:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_642:
+notail_659:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21314,27 +21576,27 @@ notail_642:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_623
+	JMP           tokensdone_640
 
-tokens_639:
-tokensdone_623:
+tokens_656:
+tokensdone_640:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_619
+	JMP  rows_636
 
-rowsdone_620:
-rows_643:
+rowsdone_637:
+rows_660:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_644
+	JB   rowsdone_661
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_645:
+tokens_662:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_646
+	JB   tokenstail_663
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -21356,9 +21618,9 @@ tokens_645:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_648:
+i8steps_665:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_649
+	JB         i8stepsdone_666
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -21382,11 +21644,11 @@ i8steps_648:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_648
+	JMP        i8steps_665
 
-i8stepsdone_649:
+i8stepsdone_666:
 	TESTQ      R9, R9
-	JZ         notail_650
+	JZ         notail_667
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -21409,7 +21671,7 @@ i8stepsdone_649:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_650:
+notail_667:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -21519,11 +21781,11 @@ notail_650:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_645
+	JMP           tokens_662
 
-tokenstail_646:
+tokenstail_663:
 	CMPQ DI, $0x00000007
-	JNE  tokens_651
+	JNE  tokens_668
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -21543,9 +21805,9 @@ tokenstail_646:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_652:
+i8steps_669:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_653
+	JB         i8stepsdone_670
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -21567,11 +21829,11 @@ i8steps_652:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_652
+	JMP        i8steps_669
 
-i8stepsdone_653:
+i8stepsdone_670:
 	TESTQ      R9, R9
-	JZ         notail_654
+	JZ         notail_671
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -21592,7 +21854,7 @@ i8stepsdone_653:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_654:
+notail_671:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21682,11 +21944,11 @@ notail_654:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_647
+	JMP           tokensdone_664
 
-tokens_651:
+tokens_668:
 	CMPQ DI, $0x00000006
-	JNE  tokens_655
+	JNE  tokens_672
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -21703,9 +21965,9 @@ tokens_651:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_656:
+i8steps_673:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_657
+	JB         i8stepsdone_674
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -21724,11 +21986,11 @@ i8steps_656:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_656
+	JMP        i8steps_673
 
-i8stepsdone_657:
+i8stepsdone_674:
 	TESTQ      R9, R9
-	JZ         notail_658
+	JZ         notail_675
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -21747,7 +22009,7 @@ i8stepsdone_657:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_658:
+notail_675:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21825,11 +22087,11 @@ notail_658:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_647
+	JMP           tokensdone_664
 
-tokens_655:
+tokens_672:
 	CMPQ DI, $0x00000005
-	JNE  tokens_659
+	JNE  tokens_676
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -21845,9 +22107,9 @@ tokens_655:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_660:
+i8steps_677:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_661
+	JB         i8stepsdone_678
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -21864,11 +22126,11 @@ i8steps_660:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_660
+	JMP        i8steps_677
 
-i8stepsdone_661:
+i8stepsdone_678:
 	TESTQ      R9, R9
-	JZ         notail_662
+	JZ         notail_679
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -21885,7 +22147,7 @@ i8stepsdone_661:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_662:
+notail_679:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21951,11 +22213,11 @@ notail_662:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_647
+	JMP           tokensdone_664
 
-tokens_659:
+tokens_676:
 	CMPQ DI, $0x00000004
-	JNE  tokens_663
+	JNE  tokens_680
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -21970,9 +22232,9 @@ tokens_659:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_664:
+i8steps_681:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_665
+	JB         i8stepsdone_682
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -21987,11 +22249,11 @@ i8steps_664:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_664
+	JMP        i8steps_681
 
-i8stepsdone_665:
+i8stepsdone_682:
 	TESTQ      R9, R9
-	JZ         notail_666
+	JZ         notail_683
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -22006,7 +22268,7 @@ i8stepsdone_665:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_666:
+notail_683:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -22060,11 +22322,11 @@ notail_666:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_647
+	JMP           tokensdone_664
 
-tokens_663:
+tokens_680:
 	CMPQ DI, $0x00000003
-	JNE  tokens_667
+	JNE  tokens_684
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -22076,9 +22338,9 @@ tokens_663:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_668:
+i8steps_685:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_669
+	JB         i8stepsdone_686
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -22090,11 +22352,11 @@ i8steps_668:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_668
+	JMP        i8steps_685
 
-i8stepsdone_669:
+i8stepsdone_686:
 	TESTQ      R9, R9
-	JZ         notail_670
+	JZ         notail_687
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -22107,7 +22369,7 @@ i8stepsdone_669:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_670:
+notail_687:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -22149,11 +22411,11 @@ notail_670:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_647
+	JMP           tokensdone_664
 
-tokens_667:
+tokens_684:
 	CMPQ DI, $0x00000002
-	JNE  tokens_671
+	JNE  tokens_688
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -22164,9 +22426,9 @@ tokens_667:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_672:
+i8steps_689:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_673
+	JB         i8stepsdone_690
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -22176,11 +22438,11 @@ i8steps_672:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_672
+	JMP        i8steps_689
 
-i8stepsdone_673:
+i8stepsdone_690:
 	TESTQ      R9, R9
-	JZ         notail_674
+	JZ         notail_691
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -22191,7 +22453,7 @@ i8stepsdone_673:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_674:
+notail_691:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -22221,11 +22483,11 @@ notail_674:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_647
+	JMP           tokensdone_664
 
-tokens_671:
+tokens_688:
 	CMPQ DI, $0x00000001
-	JNE  tokens_675
+	JNE  tokens_692
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -22235,9 +22497,9 @@ tokens_671:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_676:
+i8steps_693:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_677
+	JB         i8stepsdone_694
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -22245,11 +22507,11 @@ i8steps_676:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_676
+	JMP        i8steps_693
 
-i8stepsdone_677:
+i8stepsdone_694:
 	TESTQ      R8, R8
-	JZ         notail_678
+	JZ         notail_695
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -22258,7 +22520,7 @@ i8stepsdone_677:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_678:
+notail_695:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -22277,17 +22539,17 @@ notail_678:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_647
+	JMP           tokensdone_664
 
-tokens_675:
-tokensdone_647:
+tokens_692:
+tokensdone_664:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_643
+	JMP  rows_660
 
-rowsdone_644:
+rowsdone_661:
 	VZEROUPPER
 	RET
 
@@ -22296,7 +22558,7 @@ rowsdone_644:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_679
+	JE      group32_696
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -22311,9 +22573,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_680
+	JZ      pairsdone_697
 
-pairs_681:
+pairs_698:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -22327,9 +22589,9 @@ pairs_681:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_683
+	JAE    loopdone_700
 
-loop_682:
+loop_699:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -22494,13 +22756,13 @@ loop_682:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_682
+	JB           loop_699
 
-loopdone_683:
-room_684:
+loopdone_700:
+room_701:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_685
+	JA           roomdone_702
 	VMOVDQU      (DX)(R11*1), Y6
 	VMOVDQU      (AX)(R11*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -22522,9 +22784,9 @@ room_684:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R12
 	ADDQ         $0x20, R11
-	JMP          room_684
+	JMP          room_701
 
-roomdone_685:
+roomdone_702:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -22544,7 +22806,7 @@ roomdone_685:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_681
+	JNZ          pairs_698
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -22554,19 +22816,19 @@ roomdone_685:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_680:
+pairsdone_697:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_686
+	JZ     noodd_703
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_688
+	JAE    loopdone_705
 
-loop_687:
+loop_704:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -22658,13 +22920,13 @@ loop_687:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_687
+	JB           loop_704
 
-loopdone_688:
-room_689:
+loopdone_705:
+room_706:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_690
+	JA           roomdone_707
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -22677,9 +22939,9 @@ room_689:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_689
+	JMP          room_706
 
-roomdone_690:
+roomdone_707:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -22688,11 +22950,11 @@ roomdone_690:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_686:
+noodd_703:
 	VZEROUPPER
 	RET
 
-group32_679:
+group32_696:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -22706,9 +22968,9 @@ group32_679:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_691
+	JZ      pairsdone_708
 
-pairs_692:
+pairs_709:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -22722,9 +22984,9 @@ pairs_692:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_694
+	JAE    loopdone_711
 
-loop_693:
+loop_710:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -22873,13 +23135,13 @@ loop_693:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_693
+	JB           loop_710
 
-loopdone_694:
-room_695:
+loopdone_711:
+room_712:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_696
+	JA           roomdone_713
 	VMOVDQU      (DX)(R11*1), Y5
 	VMOVDQU      (AX)(R11*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -22899,9 +23161,9 @@ room_695:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R12
 	ADDQ         $0x20, R11
-	JMP          room_695
+	JMP          room_712
 
-roomdone_696:
+roomdone_713:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -22921,7 +23183,7 @@ roomdone_696:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_692
+	JNZ          pairs_709
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -22931,19 +23193,19 @@ roomdone_696:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_691:
+pairsdone_708:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_697
+	JZ     noodd_714
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_699
+	JAE    loopdone_716
 
-loop_698:
+loop_715:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -23027,13 +23289,13 @@ loop_698:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_698
+	JB           loop_715
 
-loopdone_699:
-room_700:
+loopdone_716:
+room_717:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_701
+	JA           roomdone_718
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -23045,9 +23307,9 @@ room_700:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_700
+	JMP          room_717
 
-roomdone_701:
+roomdone_718:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -23056,7 +23318,7 @@ roomdone_701:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_697:
+noodd_714:
 	VZEROUPPER
 	RET
 
@@ -23065,7 +23327,7 @@ noodd_697:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_702
+	JE           group32_719
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -23080,9 +23342,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_703
+	JZ           pairsdone_720
 
-pairs_704:
+pairs_721:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -23096,9 +23358,9 @@ pairs_704:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_706
+	JAE    loopdone_723
 
-loop_705:
+loop_722:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -23171,13 +23433,13 @@ loop_705:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000100, R12
 	CMPQ            R12, R14
-	JB              loop_705
+	JB              loop_722
 
-loopdone_706:
-room_707:
+loopdone_723:
+room_724:
 	LEAQ            64(R12), R14
 	CMPQ            R14, BX
-	JA              roomdone_708
+	JA              roomdone_725
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -23196,9 +23458,9 @@ room_707:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
 	ADDQ            $0x40, R12
-	JMP             room_707
+	JMP             room_724
 
-roomdone_708:
+roomdone_725:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -23222,7 +23484,7 @@ roomdone_708:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_704
+	JNZ           pairs_721
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -23232,19 +23494,19 @@ roomdone_708:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_703:
+pairsdone_720:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_709
+	JZ     noodd_726
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_711
+	JAE    loopdone_728
 
-loop_710:
+loop_727:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -23288,13 +23550,13 @@ loop_710:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_710
+	JB              loop_727
 
-loopdone_711:
-room_712:
+loopdone_728:
+room_729:
 	LEAQ            64(R8), R10
 	CMPQ            R10, BX
-	JA              roomdone_713
+	JA              roomdone_730
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -23306,9 +23568,9 @@ room_712:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_712
+	JMP             room_729
 
-roomdone_713:
+roomdone_730:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -23319,11 +23581,11 @@ roomdone_713:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_709:
+noodd_726:
 	VZEROUPPER
 	RET
 
-group32_702:
+group32_719:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -23338,9 +23600,9 @@ group32_702:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_714
+	JZ           pairsdone_731
 
-pairs_715:
+pairs_732:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -23354,9 +23616,9 @@ pairs_715:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_717
+	JAE    loopdone_734
 
-loop_716:
+loop_733:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -23429,13 +23691,13 @@ loop_716:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_716
+	JB           loop_733
 
-loopdone_717:
-room_718:
+loopdone_734:
+room_735:
 	LEAQ         64(R12), R14
 	CMPQ         R14, BX
-	JA           roomdone_719
+	JA           roomdone_736
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -23454,9 +23716,9 @@ room_718:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
 	ADDQ         $0x40, R12
-	JMP          room_718
+	JMP          room_735
 
-roomdone_719:
+roomdone_736:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -23480,7 +23742,7 @@ roomdone_719:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_715
+	JNZ           pairs_732
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -23490,19 +23752,19 @@ roomdone_719:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_714:
+pairsdone_731:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_720
+	JZ     noodd_737
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_722
+	JAE    loopdone_739
 
-loop_721:
+loop_738:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -23546,13 +23808,13 @@ loop_721:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_721
+	JB           loop_738
 
-loopdone_722:
-room_723:
+loopdone_739:
+room_740:
 	LEAQ         64(R8), R10
 	CMPQ         R10, BX
-	JA           roomdone_724
+	JA           roomdone_741
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -23564,9 +23826,9 @@ room_723:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_723
+	JMP          room_740
 
-roomdone_724:
+roomdone_741:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -23577,7 +23839,7 @@ roomdone_724:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_720:
+noodd_737:
 	VZEROUPPER
 	RET
 
@@ -23595,9 +23857,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_726
+	JAE          loopdone_743
 
-loop_725:
+loop_742:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -23608,9 +23870,9 @@ loop_725:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_725
+	JB      loop_742
 
-loopdone_726:
+loopdone_743:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -23622,18 +23884,18 @@ loopdone_726:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_728
+	JAE          maxabsdone_745
 
-maxabs_727:
+maxabs_744:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_727
+	JB      maxabs_744
 
-maxabsdone_728:
+maxabsdone_745:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -23653,9 +23915,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_730
+	JAE          loopdone_747
 
-loop_729:
+loop_746:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -23666,9 +23928,9 @@ loop_729:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_729
+	JB      loop_746
 
-loopdone_730:
+loopdone_747:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -23682,18 +23944,18 @@ loopdone_730:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_732
+	JAE           maxabsdone_749
 
-maxabs_731:
+maxabs_748:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_731
+	JB      maxabs_748
 
-maxabsdone_732:
+maxabsdone_749:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -23714,9 +23976,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_734
+	JAE          loopdone_751
 
-loop_733:
+loop_750:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -23729,9 +23991,9 @@ loop_733:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_733
+	JB           loop_750
 
-loopdone_734:
+loopdone_751:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -23740,9 +24002,9 @@ loopdone_734:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_736
+	JAE          quantdone_753
 
-quant_735:
+quant_752:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -23755,9 +24017,9 @@ quant_735:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_735
+	JB        quant_752
 
-quantdone_736:
+quantdone_753:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -23778,9 +24040,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_738
+	JAE          loopdone_755
 
-loop_737:
+loop_754:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -23795,12 +24057,12 @@ loop_737:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_737
+	JB        loop_754
 
-loopdone_738:
+loopdone_755:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_739
+	JA        skip_756
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -23809,10 +24071,10 @@ loopdone_738:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_739:
+skip_756:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_740
+	JZ        notail_757
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -23824,7 +24086,7 @@ skip_739:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_740:
+notail_757:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -23849,9 +24111,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_742
+	JAE  loopdone_759
 
-loop_741:
+loop_758:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -23860,31 +24122,31 @@ loop_741:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_741
+	JB        loop_758
 
-loopdone_742:
+loopdone_759:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_743
+	JA        skip_760
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_743:
+skip_760:
 	CMPQ BX, DX
-	JAE  halfdone_745
+	JAE  halfdone_762
 
-half_744:
+half_761:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_744
+	JB        half_761
 
-halfdone_745:
+halfdone_762:
 	VZEROUPPER
 	RET
 
@@ -23898,9 +24160,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_747
+	JAE  loopdone_764
 
-loop_746:
+loop_763:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -23909,21 +24171,21 @@ loop_746:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_746
+	JB        loop_763
 
-loopdone_747:
+loopdone_764:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_748
+	JA        skip_765
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_748:
+skip_765:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_749
+	JZ        notail_766
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -23931,7 +24193,7 @@ skip_748:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_749:
+notail_766:
 	VZEROUPPER
 	RET
 
@@ -23945,9 +24207,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_751
+	JAE  loopdone_768
 
-loop_750:
+loop_767:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -23958,32 +24220,32 @@ loop_750:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_750
+	JB        loop_767
 
-loopdone_751:
+loopdone_768:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_752
+	JA        skip_769
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_752:
+skip_769:
 	CMPQ BX, DX
-	JAE  halfdone_754
+	JAE  halfdone_771
 
-half_753:
+half_770:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_753
+	JB        half_770
 
-halfdone_754:
+halfdone_771:
 	VZEROUPPER
 	RET
 
@@ -23997,9 +24259,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_756
+	JAE  loopdone_773
 
-loop_755:
+loop_772:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -24010,22 +24272,22 @@ loop_755:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_755
+	JB        loop_772
 
-loopdone_756:
+loopdone_773:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_757
+	JA        skip_774
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_757:
+skip_774:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_758
+	JZ        notail_775
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -24034,7 +24296,7 @@ skip_757:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_758:
+notail_775:
 	VZEROUPPER
 	RET
 
@@ -24051,9 +24313,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_760
+	JAE          loopdone_777
 
-loop_759:
+loop_776:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -24094,11 +24356,11 @@ loop_759:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_759
+	JB           loop_776
 
-loopdone_760:
+loopdone_777:
 	SUBQ         DX, CX
-	JE           notail_761
+	JE           notail_778
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -24143,7 +24405,7 @@ loopdone_760:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_761:
+notail_778:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -24168,9 +24430,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_763
+	JAE          loopdone_780
 
-loop_762:
+loop_779:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -24185,9 +24447,9 @@ loop_762:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_762
+	JB      loop_779
 
-loopdone_763:
+loopdone_780:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -24198,17 +24460,17 @@ loopdone_763:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_765
+	JAE          scalemaxdone_782
 
-scalemax_764:
+scalemax_781:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_764
+	JB     scalemax_781
 
-scalemaxdone_765:
+scalemaxdone_782:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -24228,9 +24490,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_767
+	JAE          loopdone_784
 
-loop_766:
+loop_783:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -24245,9 +24507,9 @@ loop_766:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_766
+	JB      loop_783
 
-loopdone_767:
+loopdone_784:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -24260,17 +24522,17 @@ loopdone_767:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_769
+	JAE           scalemaxdone_786
 
-scalemax_768:
+scalemax_785:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_768
+	JB     scalemax_785
 
-scalemaxdone_769:
+scalemaxdone_786:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -24300,9 +24562,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_771
+	JAE          loopdone_788
 
-loop_770:
+loop_787:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -24349,12 +24611,12 @@ loop_770:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_770
+	JB            loop_787
 
-loopdone_771:
+loopdone_788:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_772
+	JA            skip_789
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -24379,10 +24641,10 @@ loopdone_771:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_772:
+skip_789:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_773
+	JZ            notail_790
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -24410,7 +24672,7 @@ skip_772:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_773:
+notail_790:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -24438,9 +24700,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_775
+	JAE          loopdone_792
 
-loop_774:
+loop_791:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -24471,13 +24733,13 @@ loop_774:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_774
+	JB        loop_791
 
-loopdone_775:
-ewvec_776:
+loopdone_792:
+ewvec_793:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_777
+	JA        ewvecdone_794
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -24486,13 +24748,13 @@ ewvec_776:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_776
+	JMP       ewvec_793
 
-ewvecdone_777:
+ewvecdone_794:
 	CMPQ SI, BX
-	JAE  ewonedone_779
+	JAE  ewonedone_796
 
-ewone_778:
+ewone_795:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -24502,9 +24764,9 @@ ewone_778:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_778
+	JB        ewone_795
 
-ewonedone_779:
+ewonedone_796:
 	VZEROUPPER
 	RET
 
@@ -24521,9 +24783,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_781
+	JAE          loopdone_798
 
-loop_780:
+loop_797:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -24546,26 +24808,26 @@ loop_780:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_780
+	JB      loop_797
 
-loopdone_781:
-ewvec_782:
+loopdone_798:
+ewvec_799:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_783
+	JA      ewvecdone_800
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_782
+	JMP     ewvec_799
 
-ewvecdone_783:
+ewvecdone_800:
 	CMPQ SI, BX
-	JAE  ewonedone_785
+	JAE  ewonedone_802
 
-ewone_784:
+ewone_801:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -24573,9 +24835,9 @@ ewone_784:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_784
+	JB     ewone_801
 
-ewonedone_785:
+ewonedone_802:
 	VZEROUPPER
 	RET
 
@@ -24590,9 +24852,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_787
+	JAE  loopdone_804
 
-loop_786:
+loop_803:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -24623,13 +24885,13 @@ loop_786:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_786
+	JB      loop_803
 
-loopdone_787:
-ewvec_788:
+loopdone_804:
+ewvec_805:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_789
+	JA      ewvecdone_806
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -24638,13 +24900,13 @@ ewvec_788:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_788
+	JMP     ewvec_805
 
-ewvecdone_789:
+ewvecdone_806:
 	CMPQ SI, BX
-	JAE  ewonedone_791
+	JAE  ewonedone_808
 
-ewone_790:
+ewone_807:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -24654,9 +24916,9 @@ ewone_790:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_790
+	JB     ewone_807
 
-ewonedone_791:
+ewonedone_808:
 	VZEROUPPER
 	RET
 
@@ -24670,9 +24932,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_793
+	JAE  loopdone_810
 
-loop_792:
+loop_809:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -24691,34 +24953,34 @@ loop_792:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_792
+	JB      loop_809
 
-loopdone_793:
-ewvec_794:
+loopdone_810:
+ewvec_811:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_795
+	JA      ewvecdone_812
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_794
+	JMP     ewvec_811
 
-ewvecdone_795:
+ewvecdone_812:
 	CMPQ BX, DX
-	JAE  ewonedone_797
+	JAE  ewonedone_814
 
-ewone_796:
+ewone_813:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_796
+	JB     ewone_813
 
-ewonedone_797:
+ewonedone_814:
 	VZEROUPPER
 	RET
 
@@ -24738,9 +25000,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_799
+	JAE          loopdone_816
 
-loop_798:
+loop_815:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -24771,13 +25033,13 @@ loop_798:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_798
+	JB        loop_815
 
-loopdone_799:
-ewvec_800:
+loopdone_816:
+ewvec_817:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_801
+	JA        ewvecdone_818
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -24786,13 +25048,13 @@ ewvec_800:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_800
+	JMP       ewvec_817
 
-ewvecdone_801:
+ewvecdone_818:
 	CMPQ SI, BX
-	JAE  ewonedone_803
+	JAE  ewonedone_820
 
-ewone_802:
+ewone_819:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -24802,9 +25064,9 @@ ewone_802:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_802
+	JB        ewone_819
 
-ewonedone_803:
+ewonedone_820:
 	VZEROUPPER
 	RET
 
@@ -24821,9 +25083,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_805
+	JAE          loopdone_822
 
-loop_804:
+loop_821:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -24846,26 +25108,26 @@ loop_804:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_804
+	JB      loop_821
 
-loopdone_805:
-ewvec_806:
+loopdone_822:
+ewvec_823:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_807
+	JA      ewvecdone_824
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_806
+	JMP     ewvec_823
 
-ewvecdone_807:
+ewvecdone_824:
 	CMPQ SI, BX
-	JAE  ewonedone_809
+	JAE  ewonedone_826
 
-ewone_808:
+ewone_825:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -24873,9 +25135,9 @@ ewone_808:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_808
+	JB     ewone_825
 
-ewonedone_809:
+ewonedone_826:
 	VZEROUPPER
 	RET
 
@@ -24890,9 +25152,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_811
+	JAE  loopdone_828
 
-loop_810:
+loop_827:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -24923,13 +25185,13 @@ loop_810:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_810
+	JB      loop_827
 
-loopdone_811:
-ewvec_812:
+loopdone_828:
+ewvec_829:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_813
+	JA      ewvecdone_830
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -24938,13 +25200,13 @@ ewvec_812:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_812
+	JMP     ewvec_829
 
-ewvecdone_813:
+ewvecdone_830:
 	CMPQ SI, BX
-	JAE  ewonedone_815
+	JAE  ewonedone_832
 
-ewone_814:
+ewone_831:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -24954,9 +25216,9 @@ ewone_814:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_814
+	JB      ewone_831
 
-ewonedone_815:
+ewonedone_832:
 	VZEROUPPER
 	RET
 
@@ -24970,9 +25232,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_817
+	JAE  loopdone_834
 
-loop_816:
+loop_833:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -24991,34 +25253,34 @@ loop_816:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_816
+	JB      loop_833
 
-loopdone_817:
-ewvec_818:
+loopdone_834:
+ewvec_835:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_819
+	JA      ewvecdone_836
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_818
+	JMP     ewvec_835
 
-ewvecdone_819:
+ewvecdone_836:
 	CMPQ BX, DX
-	JAE  ewonedone_821
+	JAE  ewonedone_838
 
-ewone_820:
+ewone_837:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_820
+	JB     ewone_837
 
-ewonedone_821:
+ewonedone_838:
 	VZEROUPPER
 	RET
 
@@ -25043,9 +25305,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_823
+	JAE   loopdone_840
 
-loop_822:
+loop_839:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -25120,21 +25382,21 @@ loop_822:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_822
+	JB         loop_839
 
-loopdone_823:
+loopdone_840:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_825
+	JAE    sum64done_842
 
-sum64_824:
+sum64_841:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_824
+	JB     sum64_841
 
-sum64done_825:
+sum64done_842:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -25168,9 +25430,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_827
+	JAE    loopdone_844
 
-loop_826:
+loop_843:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -25213,20 +25475,20 @@ loop_826:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_826
+	JB         loop_843
 
-loopdone_827:
+loopdone_844:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_829
+	JAE    sum64done_846
 
-sum64_828:
+sum64_845:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_828
+	JB     sum64_845
 
-sum64done_829:
+sum64done_846:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -25273,9 +25535,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_831
+	JZ         sgemmtail_848
 
-sgemm_830:
+sgemm_847:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -25359,13 +25621,13 @@ sgemm_830:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_830
+	JNZ          sgemm_847
 
-sgemmtail_831:
+sgemmtail_848:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_833
+	JZ   sgemmdone_850
 
-sgemmone_832:
+sgemmone_849:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -25389,9 +25651,9 @@ sgemmone_832:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_832
+	JNZ          sgemmone_849
 
-sgemmdone_833:
+sgemmdone_850:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -25485,9 +25747,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_835
+	JZ         sgemmtail_852
 
-sgemm_834:
+sgemm_851:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -25643,13 +25905,13 @@ sgemm_834:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_834
+	JNZ          sgemm_851
 
-sgemmtail_835:
+sgemmtail_852:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_837
+	JZ   sgemmdone_854
 
-sgemmone_836:
+sgemmone_853:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -25691,9 +25953,9 @@ sgemmone_836:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_836
+	JNZ          sgemmone_853
 
-sgemmdone_837:
+sgemmdone_854:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -25764,9 +26026,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_839
+	JLE   fmadone_856
 
-fma_838:
+fma_855:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -25780,9 +26042,9 @@ fma_838:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_838
+	JNZ         fma_855
 
-fmadone_839:
+fmadone_856:
 	VZEROUPPER
 	RET
 
@@ -25809,9 +26071,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_841
+	JLE    fmadone_858
 
-fma_840:
+fma_857:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -25829,9 +26091,9 @@ fma_840:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_840
+	JNZ         fma_857
 
-fmadone_841:
+fmadone_858:
 	VZEROUPPER
 	RET
 
@@ -25854,9 +26116,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_843
+	JLE   int8done_860
 
-int8_842:
+int8_859:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -25870,9 +26132,9 @@ int8_842:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_842
+	JNZ        int8_859
 
-int8done_843:
+int8done_860:
 	VZEROUPPER
 	RET
 
@@ -25895,9 +26157,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_845
+	JLE    int8done_862
 
-int8_844:
+int8_861:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -25911,8 +26173,8 @@ int8_844:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_844
+	JNZ      int8_861
 
-int8done_845:
+int8done_862:
 	VZEROUPPER
 	RET

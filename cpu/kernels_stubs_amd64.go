@@ -84,6 +84,11 @@ func dotI8RowsAVX2(w []int8, stride int, x []int8, out []int32)
 //go:noescape
 func dotI8RowsVNNI(w []int8, stride int, x []int8, out []int32)
 
+// dotI8RowsVNNIHW is dotI8RowsVNNI (the same bits) without software prefetches.
+//
+//go:noescape
+func dotI8RowsVNNIHW(w []int8, stride int, x []int8, out []int32)
+
 // dotF16MatMulAVX512 is dotF16MatMul with AVX-512 for 1…9 tokens: every token in one tile
 // of f16TileRows(tokens) rows, each sum in dotF16RowsAVX512's order.
 //

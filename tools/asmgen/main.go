@@ -37,8 +37,8 @@ func main() {
 	genQuantConsts()
 
 	genTernaryRowsAVX2()
-	genTernaryRowsVNNI(false)
-	genTernaryRowsVNNI(true)
+	genTernaryRowsVNNI()
+	withoutPrefetch(genTernaryRowsVNNI)
 	genTernaryMatMulAVX2()
 	genTernaryMatMulVNNI()
 	genDotF16RowsAVX2()
@@ -51,6 +51,7 @@ func main() {
 	genAxpyF16Rows4AVX512()
 	genDotI8RowsAVX2()
 	genDotI8RowsVNNI()
+	withoutPrefetch(genDotI8RowsVNNI)
 	genDotF16MatMulAVX512()
 	genKScoresAVX512()
 	genKScoresAVX2()
@@ -155,6 +156,33 @@ func prefetch(m Mem) {
 // of a kernel, for CPUs whose hardware prefetcher streams faster without
 // the software prefetches (AMD's Zen 5: see genTernaryRowsVNNI).
 var hwPrefetchOnly bool
+
+// withoutPrefetch runs gen with hwPrefetchOnly set: it writes the HW
+// version of gen's kernel, named by kernelName.
+func withoutPrefetch(gen func()) {
+	hwPrefetchOnly = true
+	defer func() { hwPrefetchOnly = false }()
+	gen()
+}
+
+// kernelName returns name, or name+"HW" in a withoutPrefetch.
+func kernelName(name string) string {
+	if hwPrefetchOnly {
+		return name + "HW"
+	}
+	return name
+}
+
+// kernelDoc writes the doc of the function just begun, plain's kernel:
+// doc, or in a withoutPrefetch that it is plain (the same bits) without
+// software prefetches.
+func kernelDoc(plain string, doc ...string) {
+	if hwPrefetchOnly {
+		Doc(plain + "HW is " + plain + " (the same bits) without software prefetches.")
+		return
+	}
+	Doc(doc...)
+}
 
 // broadcastParam loads the float32 argument name into every lane of a new
 // vector register from alloc (a YMM or ZMM).

@@ -331,28 +331,18 @@ func genTernaryRowsAVX2() {
 	RET()
 }
 
-// genTernaryRowsVNNI writes ternaryRowsVNNI, or with hw its version
-// without software prefetches, ternaryRowsVNNIHW (the same bits). On the
-// Zen 5 VM a decode step's sequence of ternary products (the 2B shape's
-// 30 layers, cold) read DRAM at 63-64 GB/s on two threads without them
-// against 57-61 with them, 33 against 32 on one; on the Zen 4 VM the
-// hardware prefetcher alone left the row kernels at half the speed. The
-// avx512vnni set takes the HW version on AMD's family 1Ah (cpu/cpuid_amd64.go).
-func genTernaryRowsVNNI(hw bool) {
-	name := "ternaryRowsVNNI"
-	if hw {
-		name += "HW"
-		hwPrefetchOnly = true
-		defer func() { hwPrefetchOnly = false }()
-	}
-	TEXT(name, NOSPLIT, ternaryRowsSig)
+// genTernaryRowsVNNI writes ternaryRowsVNNI, or in a withoutPrefetch its
+// HW version (the same bits). On the Zen 5 VM a decode step's sequence of
+// ternary products (the 2B shape's 30 layers, cold) read DRAM at 63-64
+// GB/s on two threads without software prefetches against 57-61 with
+// them, 33 against 32 on one; on the Zen 4 VM the hardware prefetcher
+// alone left the row kernels at half the speed. The avx512vnni set takes
+// the HW version on AMD's family 1Ah (cpu/cpuid_amd64.go).
+func genTernaryRowsVNNI() {
+	TEXT(kernelName("ternaryRowsVNNI"), NOSPLIT, ternaryRowsSig)
 	Pragma("noescape")
-	if hw {
-		Doc(name + " is ternaryRowsVNNI (the same bits) without software prefetches.")
-	} else {
-		Doc(name+" is ternaryRows with AVX-512 VNNI: 4 rows at a time, two blocks",
-			"per 64-byte load masked at four scales, vpdpbusd.")
-	}
+	kernelDoc("ternaryRowsVNNI", "ternaryRowsVNNI is ternaryRows with AVX-512 VNNI: 4 rows at a time, two blocks",
+		"per 64-byte load masked at four scales, vpdpbusd.")
 	x, rowBytes := ternaryRowsArgs()
 	// mask[s] keeps bits 7-2s:6-2s of every byte: the code of weight
 	// 32s+j of a block, scaled by 4^(3-s).
