@@ -138,6 +138,7 @@ func (b *Backend) load(w *nn.Weights, o Options) error {
 	if b.outNorm, err = w.OutputNorm.Floats(); err != nil {
 		return err
 	}
+	arena := new(weightArena)
 	for li, L := range w.Layers {
 		var l layerWeights
 		for _, p := range []struct {
@@ -151,16 +152,16 @@ func (b *Backend) load(w *nn.Weights, o Options) error {
 				return err
 			}
 		}
-		if l.qkv, err = newTernaryMatrix(b.pool, w, L.AttnQ, L.AttnK, L.AttnV); err != nil {
+		if l.qkv, err = newTernaryMatrix(b.pool, arena, w, L.AttnQ, L.AttnK, L.AttnV); err != nil {
 			return err
 		}
-		if l.o, err = newTernaryMatrix(b.pool, w, L.AttnOutput); err != nil {
+		if l.o, err = newTernaryMatrix(b.pool, arena, w, L.AttnOutput); err != nil {
 			return err
 		}
-		if l.gateUp, err = newTernaryMatrix(b.pool, w, L.FFNGate, L.FFNUp); err != nil {
+		if l.gateUp, err = newTernaryMatrix(b.pool, arena, w, L.FFNGate, L.FFNUp); err != nil {
 			return err
 		}
-		if l.down, err = newTernaryMatrix(b.pool, w, L.FFNDown); err != nil {
+		if l.down, err = newTernaryMatrix(b.pool, arena, w, L.FFNDown); err != nil {
 			return err
 		}
 		if l.qkv.n != b.c.Embd || l.down.n != b.c.FFN {
@@ -172,7 +173,7 @@ func (b *Backend) load(w *nn.Weights, o Options) error {
 	if o.HeadQ8 {
 		ht = nn.HeadQ8
 	}
-	b.head, err = newHead(b.pool, w, ht)
+	b.head, err = newHead(b.pool, arena, w, ht)
 	return err
 }
 

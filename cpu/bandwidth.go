@@ -36,7 +36,9 @@ func NewBandwidthProbe(threads, size int) (*BandwidthProbe, error) {
 		return nil, errors.New("cpu: bandwidth test needs ≥ 1 thread and ≥ 1 MiB")
 	}
 	size &^= 1<<16 - 1
-	b := &BandwidthProbe{buf: alignedBytes(size), pool: newPool(threads), sums: make([]uint64, threads)}
+	// The buffer lives in huge pages where the weights do (weightArena):
+	// the roofline compares like with like.
+	b := &BandwidthProbe{buf: new(weightArena).bytes(size), pool: newPool(threads), sums: make([]uint64, threads)}
 	for i := range b.buf { // touch every page so no pass pays for faults
 		b.buf[i] = byte(i)
 	}

@@ -86,7 +86,7 @@ func (a opsAdapter) Quantize(x []float32) ([]int8, float32) {
 }
 
 func (a opsAdapter) matrix(w nn.Tensor) (*ternaryMatrix, error) {
-	return newTernaryMatrix(a.p, &nn.Weights{}, w)
+	return newTernaryMatrix(a.p, nil, &nn.Weights{}, w)
 }
 
 func (a opsAdapter) TernarySums(w nn.Tensor, q []int8, T int) ([]int32, error) {
@@ -171,7 +171,7 @@ func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd 
 }
 
 func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
-	h, err := newHead(a.p, &nn.Weights{Output: w}, nn.HeadStored)
+	h, err := newHead(a.p, nil, &nn.Weights{Output: w}, nn.HeadStored)
 	if err != nil {
 		return nil, err
 	}

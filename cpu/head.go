@@ -40,7 +40,7 @@ func (h *head) bytes() int64 {
 const releaseRows = 512
 
 // newHead loads the head as ht says (nn.HeadStored: the file's type).
-func newHead(p *pool, w *nn.Weights, ht nn.HeadType) (*head, error) {
+func newHead(p *pool, a *weightArena, w *nn.Weights, ht nn.HeadType) (*head, error) {
 	t := w.Output
 	ht = ht.For(t.Type)
 	h := &head{rows: t.Out, n: t.In, typ: ht, group: ht.Group()}
@@ -53,16 +53,16 @@ func newHead(p *pool, w *nn.Weights, ht nn.HeadType) (*head, error) {
 	copyF16 := ht == nn.HeadF16 && t.Type == nn.TypeF16
 	switch {
 	case ht == nn.HeadQ8:
-		h.q8 = make([]int8, h.rows*h.n)
+		h.q8 = a.i8(h.rows * h.n)
 		h.q8Scale = make([]float32, h.rows)
 	case h.group > 0:
 		if h.n%h.group != 0 {
 			return nil, fmt.Errorf("cpu: output head width %d is not a multiple of %d (%s)", h.n, h.group, ht)
 		}
-		h.q8 = make([]int8, h.rows*h.n)
+		h.q8 = a.i8(h.rows * h.n)
 		h.q8Scale = make([]float32, h.rows*(h.n/h.group))
 	default:
-		h.f16 = alignedF16(h.rows * h.n)
+		h.f16 = a.f16(h.rows * h.n)
 	}
 	errs := make([]error, p.workers)
 	rowBytes := len(t.Data) / max(t.Out, 1)

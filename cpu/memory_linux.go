@@ -10,3 +10,18 @@ func physicalMemory() (uint64, bool) {
 	}
 	return uint64(si.Totalram) * uint64(max(si.Unit, 1)), true
 }
+
+// adviseHuge asks Linux to back b with transparent huge pages (2 MiB
+// pages) when it first touches them: Debian's default, THP "madvise",
+// gives them only to memory that asks. A decode step streams every weight
+// once, and with 4 KiB pages the TLB misses a page every 4 KiB of each
+// stream and the hardware prefetcher stops at each page's end: on the Zen 5
+// VM the float16 head's rows read 38 GB/s from huge pages against 33 from
+// small ones on one thread (77 against 65 on two), a layer sequence of
+// ternary products 38 against 34 (69 against 63). A refusal (THP "never",
+// an old kernel) leaves the small pages, as before.
+func adviseHuge(b []byte) {
+	if len(b) > 0 {
+		_ = syscall.Madvise(b, syscall.MADV_HUGEPAGE)
+	}
+}

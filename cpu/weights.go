@@ -35,7 +35,7 @@ const groupLen = nn.TQGroup
 
 // newTernaryMatrix repacks the tensors, all of input width n, into one
 // matrix, then releases their file pages: memory holds the model once.
-func newTernaryMatrix(p *pool, w *nn.Weights, ts ...nn.Tensor) (*ternaryMatrix, error) {
+func newTernaryMatrix(p *pool, a *weightArena, w *nn.Weights, ts ...nn.Tensor) (*ternaryMatrix, error) {
 	m := &ternaryMatrix{n: ts[0].In}
 	for _, t := range ts {
 		if t.In != m.n {
@@ -47,7 +47,7 @@ func newTernaryMatrix(p *pool, w *nn.Weights, ts ...nn.Tensor) (*ternaryMatrix, 
 		m.rows += t.Out
 	}
 	m.stride = m.n / 4
-	m.data = alignedBytes(m.rows * m.stride)
+	m.data = a.bytes(m.rows * m.stride)
 	m.rowScale = make([]float32, m.rows)
 	r0 := 0
 	for _, t := range ts {
@@ -165,19 +165,62 @@ func (m *ternaryMatrix) fromTQ(p *pool, t nn.Tensor, r0 int) error {
 	return nil
 }
 
+// weightArena hands out the memory of a model's weights: 64-byte-aligned
+// pieces of chunks that start on a huge-page boundary and that the system
+// is asked to back with huge pages (adviseHuge), laid end to end so that
+// only a chunk's last huge page is ever partly unused. (One allocation per
+// matrix, each rounded to huge pages, would leave up to 2 MiB resident and
+// unused after each of the 2B shape's 121 matrices.) A chunk's untouched
+// tail is address space only. The zero value is ready; a nil *weightArena
+// allocates each piece on its own (alignedBytes).
+type weightArena struct {
+	rest []byte // the current chunk's unused part, 64-byte aligned
+}
+
+// arenaChunk is the size of a weight arena's chunks (a larger piece gets a
+// chunk of its own), hugePage the huge pages' size.
+const (
+	arenaChunk = 64 << 20
+	hugePage   = 2 << 20
+)
+
+// bytes returns n bytes of the arena starting on a 64-byte boundary.
+func (a *weightArena) bytes(n int) []byte {
+	if a == nil {
+		return alignedBytes(n)
+	}
+	n64 := (n + 63) &^ 63
+	if n64 > len(a.rest) {
+		size := max(arenaChunk, (n64+hugePage-1)&^(hugePage-1))
+		b := make([]byte, size+hugePage)
+		off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (hugePage - 1))
+		a.rest = b[off : off+size : off+size]
+		adviseHuge(a.rest)
+	}
+	p := a.rest[:n:n]
+	a.rest = a.rest[min(n64, len(a.rest)):]
+	return p
+}
+
+// f16 returns n float16 values of the arena, the first on a 64-byte
+// boundary.
+func (a *weightArena) f16(n int) []uint16 {
+	b := a.bytes(2 * n)
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// i8 returns n int8 values of the arena, the first on a 64-byte boundary.
+func (a *weightArena) i8(n int) []int8 {
+	b := a.bytes(n)
+	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
 // alignedBytes allocates n bytes starting on a 64-byte boundary (a cache
 // line, a zmm load).
 func alignedBytes(n int) []byte {
 	b := make([]byte, n+64)
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & 63)
 	return b[off : off+n : off+n]
-}
-
-// alignedF16 returns n float16 values whose first sits on a 64-byte
-// boundary.
-func alignedF16(n int) []uint16 {
-	b := alignedBytes(2 * n)
-	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
 func finite(x float32) bool { return !math.IsInf(float64(x), 0) && !math.IsNaN(float64(x)) }
