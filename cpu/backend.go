@@ -124,9 +124,12 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 	}
 	kv := c.KVDim()
 	b.kctx = (o.Context + kBlock - 1) / kBlock * kBlock
+	// The caches in huge pages too: attention over a long context streams
+	// them as a decode step streams the weights.
+	caches := new(weightArena)
 	for l := 0; l < c.Layers; l++ {
-		b.kCache = append(b.kCache, make([]uint16, o.Slots*b.kctx*kv))
-		b.vCache = append(b.vCache, make([]uint16, o.Slots*o.Context*kv))
+		b.kCache = append(b.kCache, caches.f16(o.Slots*b.kctx*kv))
+		b.vCache = append(b.vCache, caches.f16(o.Slots*o.Context*kv))
 	}
 	b.invFreq = ropeFrequencies(c.RopeDim, c.RopeBase)
 	b.s = newScratch(c, b.head, o.Batch, o.Context, o.Threads)
