@@ -10,7 +10,9 @@ import (
 // kernel set: MB/s counts the weight bytes read (b.SetBytes). "L3" runs
 // reuse one matrix, which then lives in the 32 MiB L3; "DRAM" runs cycle
 // through copies totalling ≥ 128 MiB, as decode does through the model's
-// layers. Compare with BenchmarkSumBytes, the plain read of the same sizes.
+// layers. Weights and the probe's buffer come from a weightArena, in huge
+// pages where the system gives them, as the engine's do. Compare with
+// BenchmarkSumBytes, the plain read of the same sizes.
 //
 //	go test -run '^$' -bench . ./cpu
 
@@ -38,7 +40,7 @@ var probeBuf []byte
 func probed(b *testing.B, bytes int, op func(i int)) {
 	sum := kernelSets()[0].sumBytes
 	if probeBuf == nil {
-		probeBuf = make([]byte, 256<<20)
+		probeBuf = new(weightArena).bytes(256 << 20)
 		for i := range probeBuf {
 			probeBuf[i] = byte(i)
 		}
@@ -85,9 +87,9 @@ func BenchmarkTernaryRows(b *testing.B) {
 				name := fmt.Sprintf("%s/%dx%d/%s", k.name, s.rows, s.n, cacheName(dram))
 				b.Run(name, func(b *testing.B) {
 					size := s.rows * s.n / 4
-					ws := make([][]byte, copies(size, dram))
+					ws, arena := make([][]byte, copies(size, dram)), new(weightArena)
 					for i := range ws {
-						ws[i] = make([]byte, size)
+						ws[i] = arena.bytes(size)
 						for j := range ws[i] {
 							ws[i][j] = byte(j*7 + i)
 						}
@@ -192,7 +194,7 @@ func BenchmarkDotF16Rows(b *testing.B) {
 	const rows, n = 32768, 2560
 	for _, k := range kernelSets() {
 		b.Run(fmt.Sprintf("%s/%dx%d", k.name, rows, n), func(b *testing.B) {
-			w := make([]uint16, rows*n)
+			w := new(weightArena).f16(rows * n)
 			for i := range w {
 				w[i] = uint16(0x3C00 + i%512)
 			}
@@ -231,7 +233,7 @@ func BenchmarkDotI8Rows(b *testing.B) {
 	const rows, n = 32768, 2560
 	for _, k := range kernelSets() {
 		b.Run(fmt.Sprintf("%s/%dx%d", k.name, rows, n), func(b *testing.B) {
-			w := make([]int8, rows*n)
+			w := new(weightArena).i8(rows * n)
 			for i := range w {
 				w[i] = int8(i * 5)
 			}
@@ -251,7 +253,7 @@ func BenchmarkSumBytes(b *testing.B) {
 	for _, k := range kernelSets() {
 		for _, size := range []int{512 << 10, 16 << 20, 256 << 20} {
 			b.Run(fmt.Sprintf("%s/%dKiB", k.name, size>>10), func(b *testing.B) {
-				buf := make([]byte, size)
+				buf := new(weightArena).bytes(size)
 				for i := range buf {
 					buf[i] = byte(i)
 				}
@@ -272,9 +274,9 @@ func BenchmarkSumBytes(b *testing.B) {
 func BenchmarkTernaryMatMulFew(b *testing.B) {
 	const rows, n = 6912, 2560
 	size := rows * n / 4
-	ws := make([][]byte, copies(size, true))
+	ws, arena := make([][]byte, copies(size, true)), new(weightArena)
 	for i := range ws {
-		ws[i] = make([]byte, size)
+		ws[i] = arena.bytes(size)
 		for j := range ws[i] {
 			ws[i][j] = byte(j*7+i) & 0xAA
 		}
@@ -305,11 +307,11 @@ func BenchmarkTernaryMatMulFew(b *testing.B) {
 // reported beside the float16 one.
 func BenchmarkHeadFew(b *testing.B) {
 	const rows, n = 32768, 2560
-	w16 := make([]uint16, rows*n)
+	w16 := new(weightArena).f16(rows * n)
 	for i := range w16 {
 		w16[i] = uint16(0x3C00 + i%512)
 	}
-	w8 := make([]int8, rows*n)
+	w8 := new(weightArena).i8(rows * n)
 	for i := range w8 {
 		w8[i] = int8(i * 5)
 	}
@@ -349,7 +351,7 @@ func BenchmarkHeadFew(b *testing.B) {
 // group scales; MB/s counts both.
 func BenchmarkDotBlockRows(b *testing.B) {
 	const rows, n = 32768, 2560
-	w := make([]int8, rows*n)
+	w := new(weightArena).i8(rows * n)
 	for i := range w {
 		w[i] = int8(i*5) >> 2
 	}
