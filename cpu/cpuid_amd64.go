@@ -28,16 +28,18 @@ func cpuVendorFamily() (vendor string, family uint32) {
 }
 
 // hwPrefetcher says whether this CPU streams the memory-bound row kernels
-// (a decode step's ternary products, float16 and int8 heads) faster with its
-// hardware prefetcher alone than with software prefetches: AMD's family
-// 1Ah (Zen 5) and later. There the avx512vnni set takes the kernels' HW
-// versions, the same arithmetic and so the same bits (the generator,
-// tools/asmgen, has the measurements: 0.85-1.02 of the read probe against
-// 0.65-0.87 for the float16 head's rows on one thread, a layer sequence
-// of ternary products at 63-64 GB/s against 57-61 on two, the int8 head
-// 69 against 64). The kernels of a few tokens (verification, several
-// streams) keep their prefetches everywhere: without them the ternary
-// product of 4 tokens read 25 GB/s against 35 on two threads there.
+// (a decode step's ternary products and its heads: float16, int8, int8
+// with group scales) faster with its hardware prefetcher alone than with
+// software prefetches: AMD's family 1Ah (Zen 5) and later. There the
+// avx512vnni set takes the kernels' HW versions, the same arithmetic and
+// so the same bits (tools/asmgen has the measurements: 0.85-1.02 of the
+// read probe against 0.65-0.87 for the float16 head's rows on one thread,
+// a layer sequence of ternary products at 63-64 GB/s against 57-61 on
+// two, the int8 head 69 against 64, the Q6_K and Q4_0 heads' rows 26-28
+// against 24-26 on one). The kernels of a few tokens (verification,
+// several streams) keep their prefetches everywhere: without them the
+// ternary product of 4 tokens read 25 GB/s against 35 on two threads
+// there.
 var hwPrefetcher = func() bool {
 	vendor, family := cpuVendorFamily()
 	return vendor == "AuthenticAMD" && family >= 0x1A

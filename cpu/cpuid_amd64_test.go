@@ -21,9 +21,9 @@ func TestCPUVendorFamily(t *testing.T) {
 }
 
 // TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512,
-// ternaryRowsVNNI and dotI8RowsVNNI, whichever this machine takes, give the same bits as the
+// ternaryRowsVNNI, dotI8RowsVNNI and dotBlockRowsVNNI, whichever this machine takes, give the same bits as the
 // plain ones on every length and row count (TestDotF16Rows,
-// TestTernaryRows and TestDotI8Rows check the ones the avx512vnni set takes against the Go
+// TestTernaryRows, TestDotI8Rows and TestDotBlockRows check the ones the avx512vnni set takes against the Go
 // twins).
 func TestPrefetchVersions(t *testing.T) {
 	if !hasAVX2 || !hasAVX512VNNI {
@@ -59,6 +59,24 @@ func TestPrefetchVersions(t *testing.T) {
 			dotI8RowsVNNIHW(w, stride, x, out)
 			if !slices.Equal(out, want) {
 				t.Fatalf("dotI8RowsVNNIHW: n %d rows %d stride %d:\n got %v\nwant %v", n, rows, stride, out, want)
+			}
+		}
+	}
+	for _, group := range []int{16, 32} {
+		for _, n := range []int{0, 64, 128, 256, 2560} {
+			for _, rows := range testRows {
+				w, x := randomI8(rng, rows*n, -128, 127, 127), randomI8(rng, n, -127, 127, 127)
+				scales := randomF32(rng, rows*(n/group))
+				bias := make([]int32, n/4)
+				blockBias(x, bias)
+				want, out := make([]float32, rows), make([]float32, rows)
+				dotBlockRowsVNNI(w, scales, group, x, bias, want)
+				dotBlockRowsVNNIHW(w, scales, group, x, bias, out)
+				for r := range out {
+					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
+						t.Fatalf("dotBlockRowsVNNIHW: group %d n %d rows %d row %d: %g, dotBlockRowsVNNI %g", group, n, rows, r, out[r], want[r])
+					}
+				}
 			}
 		}
 	}

@@ -72,7 +72,7 @@ var avx512VNNIKernels = kernels{
 	dotI8Rows:     checkDotI8Rows(forCPU(dotI8RowsVNNI, dotI8RowsVNNIHW)),
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(dotF16MatMulAVX512, 9)),
 	dotI8MatMul:   checkDotI8MatMul(biasedI8(dotI8MatMulVNNI)),
-	dotBlockRows:  checkDotBlockRows(dotBlockRowsVNNI),
+	dotBlockRows:  checkDotBlockRows(forCPU(dotBlockRowsVNNI, dotBlockRowsVNNIHW)),
 	f32ToF16:      checkF32ToF16(f32ToF16AVX512),
 	roundF16:      checkRoundF16(roundF16AVX512),
 	maxAbs:        maxAbsAVX512,

@@ -23843,6 +23843,521 @@ noodd_737:
 	VZEROUPPER
 	RET
 
+// func dotBlockRowsVNNIHW(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+// Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI
+TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $16-128
+	MOVQ         group+48(FP), AX
+	CMPQ         AX, $0x20
+	JE           group32_742
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         x_base+56(FP), DX
+	MOVQ         x_len+64(FP), BX
+	MOVQ         xBias_base+80(FP), SI
+	MOVQ         out_base+104(FP), DI
+	MOVQ         out_len+112(FP), R8
+	MOVQ         BX, R9
+	SHRQ         $0x02, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	SHRQ         $0x01, R8
+	MOVQ         R8, (SP)
+	TESTQ        R8, R8
+	JZ           pairsdone_743
+
+pairs_744:
+	MOVQ   (SP), R10
+	IMULQ  BX, R10
+	ADDQ   AX, R10
+	MOVQ   (SP), R11
+	IMULQ  R9, R11
+	ADDQ   CX, R11
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   R13, R13
+	MOVQ   BX, R14
+	ANDQ   $-256, R14
+	XORQ   R12, R12
+	CMPQ   R12, R14
+	JAE    loopdone_746
+
+loop_745:
+	VMOVDQU64       (DX)(R12*1), Z6
+	VMOVDQU32       (SI)(R12*1), Z7
+	VPXORD          (AX)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	VPXORD          (R10)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R13
+	VMOVDQU64       64(DX)(R12*1), Z6
+	VMOVDQU32       64(SI)(R12*1), Z7
+	VPXORD          64(AX)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	VPXORD          64(R10)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R13
+	VMOVDQU64       128(DX)(R12*1), Z6
+	VMOVDQU32       128(SI)(R12*1), Z7
+	VPXORD          128(AX)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	VPXORD          128(R10)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R13
+	VMOVDQU64       192(DX)(R12*1), Z6
+	VMOVDQU32       192(SI)(R12*1), Z7
+	VPXORD          192(AX)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	VPXORD          192(R10)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R13
+	ADDQ            $0x00000100, R12
+	CMPQ            R12, R14
+	JB              loop_745
+
+loopdone_746:
+room_747:
+	LEAQ            64(R12), R14
+	CMPQ            R14, BX
+	JA              roomdone_748
+	VMOVDQU64       (DX)(R12*1), Z6
+	VMOVDQU32       (SI)(R12*1), Z7
+	VPXORD          (AX)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	VPXORD          (R10)(R12*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R13
+	ADDQ            $0x40, R12
+	JMP             room_747
+
+roomdone_748:
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y2, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y4, X3
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VADDPS        X4, X3, X3
+	VEXTRACTF32X4 $0x01, Y2, X4
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0x4e, X4, X2
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0xb1, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSS        X3, (DI)
+	MOVQ          (SP), R10
+	VMOVSS        X4, (DI)(R10*4)
+	ADDQ          BX, AX
+	ADDQ          R9, CX
+	ADDQ          $0x04, DI
+	DECQ          R8
+	JNZ           pairs_744
+	MOVQ          (SP), R8
+	IMULQ         BX, R8
+	ADDQ          R8, AX
+	MOVQ          (SP), R8
+	IMULQ         R9, R8
+	ADDQ          R8, CX
+	MOVQ          (SP), R8
+	LEAQ          (DI)(R8*4), DI
+
+pairsdone_743:
+	MOVQ   out_len+112(FP), R8
+	TESTQ  $0x00000001, R8
+	JZ     noodd_749
+	VPXORD Z2, Z2, Z2
+	XORQ   R9, R9
+	MOVQ   BX, R10
+	ANDQ   $-256, R10
+	XORQ   R8, R8
+	CMPQ   R8, R10
+	JAE    loopdone_751
+
+loop_750:
+	VMOVDQU64       (DX)(R8*1), Z5
+	VMOVDQU32       (SI)(R8*1), Z4
+	VPXORD          (AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	VMOVDQU64       64(DX)(R8*1), Z5
+	VMOVDQU32       64(SI)(R8*1), Z4
+	VPXORD          64(AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	VMOVDQU64       128(DX)(R8*1), Z5
+	VMOVDQU32       128(SI)(R8*1), Z4
+	VPXORD          128(AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	VMOVDQU64       192(DX)(R8*1), Z5
+	VMOVDQU32       192(SI)(R8*1), Z4
+	VPXORD          192(AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	ADDQ            $0x00000100, R8
+	CMPQ            R8, R10
+	JB              loop_750
+
+loopdone_751:
+room_752:
+	LEAQ            64(R8), R10
+	CMPQ            R10, BX
+	JA              roomdone_753
+	VMOVDQU64       (DX)(R8*1), Z5
+	VMOVDQU32       (SI)(R8*1), Z4
+	VPXORD          (AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	ADDQ            $0x40, R8
+	JMP             room_752
+
+roomdone_753:
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (DI)
+
+noodd_749:
+	VZEROUPPER
+	RET
+
+group32_742:
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         x_base+56(FP), DX
+	MOVQ         x_len+64(FP), BX
+	MOVQ         xBias_base+80(FP), SI
+	MOVQ         out_base+104(FP), DI
+	MOVQ         out_len+112(FP), R8
+	MOVQ         BX, R9
+	SHRQ         $0x03, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	SHRQ         $0x01, R8
+	MOVQ         R8, 8(SP)
+	TESTQ        R8, R8
+	JZ           pairsdone_754
+
+pairs_755:
+	MOVQ   8(SP), R10
+	IMULQ  BX, R10
+	ADDQ   AX, R10
+	MOVQ   8(SP), R11
+	IMULQ  R9, R11
+	ADDQ   CX, R11
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   R13, R13
+	MOVQ   BX, R14
+	ANDQ   $-256, R14
+	XORQ   R12, R12
+	CMPQ   R12, R14
+	JAE    loopdone_757
+
+loop_756:
+	VMOVDQU64    (DX)(R12*1), Z6
+	VMOVDQU32    (SI)(R12*1), Z7
+	VPXORD       (AX)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	VPXORD       (R10)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R11)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R13
+	VMOVDQU64    64(DX)(R12*1), Z6
+	VMOVDQU32    64(SI)(R12*1), Z7
+	VPXORD       64(AX)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	VPXORD       64(R10)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R11)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R13
+	VMOVDQU64    128(DX)(R12*1), Z6
+	VMOVDQU32    128(SI)(R12*1), Z7
+	VPXORD       128(AX)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	VPXORD       128(R10)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R11)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R13
+	VMOVDQU64    192(DX)(R12*1), Z6
+	VMOVDQU32    192(SI)(R12*1), Z7
+	VPXORD       192(AX)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	VPXORD       192(R10)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R11)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R13
+	ADDQ         $0x00000100, R12
+	CMPQ         R12, R14
+	JB           loop_756
+
+loopdone_757:
+room_758:
+	LEAQ         64(R12), R14
+	CMPQ         R14, BX
+	JA           roomdone_759
+	VMOVDQU64    (DX)(R12*1), Z6
+	VMOVDQU32    (SI)(R12*1), Z7
+	VPXORD       (AX)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	VPXORD       (R10)(R12*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R11)(R13*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R13
+	ADDQ         $0x40, R12
+	JMP          room_758
+
+roomdone_759:
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y2, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y4, X3
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VADDPS        X4, X3, X3
+	VEXTRACTF32X4 $0x01, Y2, X4
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0x4e, X4, X2
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0xb1, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSS        X3, (DI)
+	MOVQ          8(SP), R10
+	VMOVSS        X4, (DI)(R10*4)
+	ADDQ          BX, AX
+	ADDQ          R9, CX
+	ADDQ          $0x04, DI
+	DECQ          R8
+	JNZ           pairs_755
+	MOVQ          8(SP), R8
+	IMULQ         BX, R8
+	ADDQ          R8, AX
+	MOVQ          8(SP), R8
+	IMULQ         R9, R8
+	ADDQ          R8, CX
+	MOVQ          8(SP), R8
+	LEAQ          (DI)(R8*4), DI
+
+pairsdone_754:
+	MOVQ   out_len+112(FP), R8
+	TESTQ  $0x00000001, R8
+	JZ     noodd_760
+	VPXORD Z2, Z2, Z2
+	XORQ   R9, R9
+	MOVQ   BX, R10
+	ANDQ   $-256, R10
+	XORQ   R8, R8
+	CMPQ   R8, R10
+	JAE    loopdone_762
+
+loop_761:
+	VMOVDQU64    (DX)(R8*1), Z5
+	VMOVDQU32    (SI)(R8*1), Z4
+	VPXORD       (AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	VMOVDQU64    64(DX)(R8*1), Z5
+	VMOVDQU32    64(SI)(R8*1), Z4
+	VPXORD       64(AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	VMOVDQU64    128(DX)(R8*1), Z5
+	VMOVDQU32    128(SI)(R8*1), Z4
+	VPXORD       128(AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	VMOVDQU64    192(DX)(R8*1), Z5
+	VMOVDQU32    192(SI)(R8*1), Z4
+	VPXORD       192(AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R10
+	JB           loop_761
+
+loopdone_762:
+room_763:
+	LEAQ         64(R8), R10
+	CMPQ         R10, BX
+	JA           roomdone_764
+	VMOVDQU64    (DX)(R8*1), Z5
+	VMOVDQU32    (SI)(R8*1), Z4
+	VPXORD       (AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	ADDQ         $0x40, R8
+	JMP          room_763
+
+roomdone_764:
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (DI)
+
+noodd_760:
+	VZEROUPPER
+	RET
+
 // func maxAbsAVX2(x []float32) float32
 // Requires: AVX, AVX2, CMOV, SSE
 TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
@@ -23857,9 +24372,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_743
+	JAE          loopdone_766
 
-loop_742:
+loop_765:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -23870,9 +24385,9 @@ loop_742:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_742
+	JB      loop_765
 
-loopdone_743:
+loopdone_766:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -23884,18 +24399,18 @@ loopdone_743:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_745
+	JAE          maxabsdone_768
 
-maxabs_744:
+maxabs_767:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_744
+	JB      maxabs_767
 
-maxabsdone_745:
+maxabsdone_768:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -23915,9 +24430,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_747
+	JAE          loopdone_770
 
-loop_746:
+loop_769:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -23928,9 +24443,9 @@ loop_746:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_746
+	JB      loop_769
 
-loopdone_747:
+loopdone_770:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -23944,18 +24459,18 @@ loopdone_747:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_749
+	JAE           maxabsdone_772
 
-maxabs_748:
+maxabs_771:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_748
+	JB      maxabs_771
 
-maxabsdone_749:
+maxabsdone_772:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -23976,9 +24491,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_751
+	JAE          loopdone_774
 
-loop_750:
+loop_773:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -23991,9 +24506,9 @@ loop_750:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_750
+	JB           loop_773
 
-loopdone_751:
+loopdone_774:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -24002,9 +24517,9 @@ loopdone_751:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_753
+	JAE          quantdone_776
 
-quant_752:
+quant_775:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -24017,9 +24532,9 @@ quant_752:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_752
+	JB        quant_775
 
-quantdone_753:
+quantdone_776:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -24040,9 +24555,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_755
+	JAE          loopdone_778
 
-loop_754:
+loop_777:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -24057,12 +24572,12 @@ loop_754:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_754
+	JB        loop_777
 
-loopdone_755:
+loopdone_778:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_756
+	JA        skip_779
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -24071,10 +24586,10 @@ loopdone_755:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_756:
+skip_779:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_757
+	JZ        notail_780
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -24086,7 +24601,7 @@ skip_756:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_757:
+notail_780:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -24111,9 +24626,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_759
+	JAE  loopdone_782
 
-loop_758:
+loop_781:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -24122,31 +24637,31 @@ loop_758:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_758
+	JB        loop_781
 
-loopdone_759:
+loopdone_782:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_760
+	JA        skip_783
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_760:
+skip_783:
 	CMPQ BX, DX
-	JAE  halfdone_762
+	JAE  halfdone_785
 
-half_761:
+half_784:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_761
+	JB        half_784
 
-halfdone_762:
+halfdone_785:
 	VZEROUPPER
 	RET
 
@@ -24160,9 +24675,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_764
+	JAE  loopdone_787
 
-loop_763:
+loop_786:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -24171,21 +24686,21 @@ loop_763:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_763
+	JB        loop_786
 
-loopdone_764:
+loopdone_787:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_765
+	JA        skip_788
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_765:
+skip_788:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_766
+	JZ        notail_789
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -24193,7 +24708,7 @@ skip_765:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_766:
+notail_789:
 	VZEROUPPER
 	RET
 
@@ -24207,9 +24722,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_768
+	JAE  loopdone_791
 
-loop_767:
+loop_790:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -24220,32 +24735,32 @@ loop_767:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_767
+	JB        loop_790
 
-loopdone_768:
+loopdone_791:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_769
+	JA        skip_792
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_769:
+skip_792:
 	CMPQ BX, DX
-	JAE  halfdone_771
+	JAE  halfdone_794
 
-half_770:
+half_793:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_770
+	JB        half_793
 
-halfdone_771:
+halfdone_794:
 	VZEROUPPER
 	RET
 
@@ -24259,9 +24774,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_773
+	JAE  loopdone_796
 
-loop_772:
+loop_795:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -24272,22 +24787,22 @@ loop_772:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_772
+	JB        loop_795
 
-loopdone_773:
+loopdone_796:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_774
+	JA        skip_797
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_774:
+skip_797:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_775
+	JZ        notail_798
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -24296,7 +24811,7 @@ skip_774:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_775:
+notail_798:
 	VZEROUPPER
 	RET
 
@@ -24313,9 +24828,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_777
+	JAE          loopdone_800
 
-loop_776:
+loop_799:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -24356,11 +24871,11 @@ loop_776:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_776
+	JB           loop_799
 
-loopdone_777:
+loopdone_800:
 	SUBQ         DX, CX
-	JE           notail_778
+	JE           notail_801
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -24405,7 +24920,7 @@ loopdone_777:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_778:
+notail_801:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -24430,9 +24945,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_780
+	JAE          loopdone_803
 
-loop_779:
+loop_802:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -24447,9 +24962,9 @@ loop_779:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_779
+	JB      loop_802
 
-loopdone_780:
+loopdone_803:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -24460,17 +24975,17 @@ loopdone_780:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_782
+	JAE          scalemaxdone_805
 
-scalemax_781:
+scalemax_804:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_781
+	JB     scalemax_804
 
-scalemaxdone_782:
+scalemaxdone_805:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -24490,9 +25005,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_784
+	JAE          loopdone_807
 
-loop_783:
+loop_806:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -24507,9 +25022,9 @@ loop_783:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_783
+	JB      loop_806
 
-loopdone_784:
+loopdone_807:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -24522,17 +25037,17 @@ loopdone_784:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_786
+	JAE           scalemaxdone_809
 
-scalemax_785:
+scalemax_808:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_785
+	JB     scalemax_808
 
-scalemaxdone_786:
+scalemaxdone_809:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -24562,9 +25077,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_788
+	JAE          loopdone_811
 
-loop_787:
+loop_810:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -24611,12 +25126,12 @@ loop_787:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_787
+	JB            loop_810
 
-loopdone_788:
+loopdone_811:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_789
+	JA            skip_812
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -24641,10 +25156,10 @@ loopdone_788:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_789:
+skip_812:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_790
+	JZ            notail_813
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -24672,7 +25187,7 @@ skip_789:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_790:
+notail_813:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -24700,9 +25215,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_792
+	JAE          loopdone_815
 
-loop_791:
+loop_814:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -24733,13 +25248,13 @@ loop_791:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_791
+	JB        loop_814
 
-loopdone_792:
-ewvec_793:
+loopdone_815:
+ewvec_816:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_794
+	JA        ewvecdone_817
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -24748,13 +25263,13 @@ ewvec_793:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_793
+	JMP       ewvec_816
 
-ewvecdone_794:
+ewvecdone_817:
 	CMPQ SI, BX
-	JAE  ewonedone_796
+	JAE  ewonedone_819
 
-ewone_795:
+ewone_818:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -24764,9 +25279,9 @@ ewone_795:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_795
+	JB        ewone_818
 
-ewonedone_796:
+ewonedone_819:
 	VZEROUPPER
 	RET
 
@@ -24783,9 +25298,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_798
+	JAE          loopdone_821
 
-loop_797:
+loop_820:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -24808,26 +25323,26 @@ loop_797:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_797
+	JB      loop_820
 
-loopdone_798:
-ewvec_799:
+loopdone_821:
+ewvec_822:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_800
+	JA      ewvecdone_823
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_799
+	JMP     ewvec_822
 
-ewvecdone_800:
+ewvecdone_823:
 	CMPQ SI, BX
-	JAE  ewonedone_802
+	JAE  ewonedone_825
 
-ewone_801:
+ewone_824:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -24835,9 +25350,9 @@ ewone_801:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_801
+	JB     ewone_824
 
-ewonedone_802:
+ewonedone_825:
 	VZEROUPPER
 	RET
 
@@ -24852,9 +25367,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_804
+	JAE  loopdone_827
 
-loop_803:
+loop_826:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -24885,13 +25400,13 @@ loop_803:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_803
+	JB      loop_826
 
-loopdone_804:
-ewvec_805:
+loopdone_827:
+ewvec_828:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_806
+	JA      ewvecdone_829
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -24900,13 +25415,13 @@ ewvec_805:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_805
+	JMP     ewvec_828
 
-ewvecdone_806:
+ewvecdone_829:
 	CMPQ SI, BX
-	JAE  ewonedone_808
+	JAE  ewonedone_831
 
-ewone_807:
+ewone_830:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -24916,9 +25431,9 @@ ewone_807:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_807
+	JB     ewone_830
 
-ewonedone_808:
+ewonedone_831:
 	VZEROUPPER
 	RET
 
@@ -24932,9 +25447,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_810
+	JAE  loopdone_833
 
-loop_809:
+loop_832:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -24953,34 +25468,34 @@ loop_809:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_809
+	JB      loop_832
 
-loopdone_810:
-ewvec_811:
+loopdone_833:
+ewvec_834:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_812
+	JA      ewvecdone_835
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_811
+	JMP     ewvec_834
 
-ewvecdone_812:
+ewvecdone_835:
 	CMPQ BX, DX
-	JAE  ewonedone_814
+	JAE  ewonedone_837
 
-ewone_813:
+ewone_836:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_813
+	JB     ewone_836
 
-ewonedone_814:
+ewonedone_837:
 	VZEROUPPER
 	RET
 
@@ -25000,9 +25515,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_816
+	JAE          loopdone_839
 
-loop_815:
+loop_838:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -25033,13 +25548,13 @@ loop_815:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_815
+	JB        loop_838
 
-loopdone_816:
-ewvec_817:
+loopdone_839:
+ewvec_840:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_818
+	JA        ewvecdone_841
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -25048,13 +25563,13 @@ ewvec_817:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_817
+	JMP       ewvec_840
 
-ewvecdone_818:
+ewvecdone_841:
 	CMPQ SI, BX
-	JAE  ewonedone_820
+	JAE  ewonedone_843
 
-ewone_819:
+ewone_842:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -25064,9 +25579,9 @@ ewone_819:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_819
+	JB        ewone_842
 
-ewonedone_820:
+ewonedone_843:
 	VZEROUPPER
 	RET
 
@@ -25083,9 +25598,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_822
+	JAE          loopdone_845
 
-loop_821:
+loop_844:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -25108,26 +25623,26 @@ loop_821:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_821
+	JB      loop_844
 
-loopdone_822:
-ewvec_823:
+loopdone_845:
+ewvec_846:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_824
+	JA      ewvecdone_847
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_823
+	JMP     ewvec_846
 
-ewvecdone_824:
+ewvecdone_847:
 	CMPQ SI, BX
-	JAE  ewonedone_826
+	JAE  ewonedone_849
 
-ewone_825:
+ewone_848:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -25135,9 +25650,9 @@ ewone_825:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_825
+	JB     ewone_848
 
-ewonedone_826:
+ewonedone_849:
 	VZEROUPPER
 	RET
 
@@ -25152,9 +25667,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_828
+	JAE  loopdone_851
 
-loop_827:
+loop_850:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -25185,13 +25700,13 @@ loop_827:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_827
+	JB      loop_850
 
-loopdone_828:
-ewvec_829:
+loopdone_851:
+ewvec_852:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_830
+	JA      ewvecdone_853
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -25200,13 +25715,13 @@ ewvec_829:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_829
+	JMP     ewvec_852
 
-ewvecdone_830:
+ewvecdone_853:
 	CMPQ SI, BX
-	JAE  ewonedone_832
+	JAE  ewonedone_855
 
-ewone_831:
+ewone_854:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -25216,9 +25731,9 @@ ewone_831:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_831
+	JB      ewone_854
 
-ewonedone_832:
+ewonedone_855:
 	VZEROUPPER
 	RET
 
@@ -25232,9 +25747,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_834
+	JAE  loopdone_857
 
-loop_833:
+loop_856:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -25253,34 +25768,34 @@ loop_833:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_833
+	JB      loop_856
 
-loopdone_834:
-ewvec_835:
+loopdone_857:
+ewvec_858:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_836
+	JA      ewvecdone_859
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_835
+	JMP     ewvec_858
 
-ewvecdone_836:
+ewvecdone_859:
 	CMPQ BX, DX
-	JAE  ewonedone_838
+	JAE  ewonedone_861
 
-ewone_837:
+ewone_860:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_837
+	JB     ewone_860
 
-ewonedone_838:
+ewonedone_861:
 	VZEROUPPER
 	RET
 
@@ -25305,9 +25820,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_840
+	JAE   loopdone_863
 
-loop_839:
+loop_862:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -25382,21 +25897,21 @@ loop_839:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_839
+	JB         loop_862
 
-loopdone_840:
+loopdone_863:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_842
+	JAE    sum64done_865
 
-sum64_841:
+sum64_864:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_841
+	JB     sum64_864
 
-sum64done_842:
+sum64done_865:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -25430,9 +25945,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_844
+	JAE    loopdone_867
 
-loop_843:
+loop_866:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -25475,20 +25990,20 @@ loop_843:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_843
+	JB         loop_866
 
-loopdone_844:
+loopdone_867:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_846
+	JAE    sum64done_869
 
-sum64_845:
+sum64_868:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_845
+	JB     sum64_868
 
-sum64done_846:
+sum64done_869:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -25535,9 +26050,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_848
+	JZ         sgemmtail_871
 
-sgemm_847:
+sgemm_870:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -25621,13 +26136,13 @@ sgemm_847:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_847
+	JNZ          sgemm_870
 
-sgemmtail_848:
+sgemmtail_871:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_850
+	JZ   sgemmdone_873
 
-sgemmone_849:
+sgemmone_872:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -25651,9 +26166,9 @@ sgemmone_849:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_849
+	JNZ          sgemmone_872
 
-sgemmdone_850:
+sgemmdone_873:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -25747,9 +26262,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_852
+	JZ         sgemmtail_875
 
-sgemm_851:
+sgemm_874:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -25905,13 +26420,13 @@ sgemm_851:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_851
+	JNZ          sgemm_874
 
-sgemmtail_852:
+sgemmtail_875:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_854
+	JZ   sgemmdone_877
 
-sgemmone_853:
+sgemmone_876:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -25953,9 +26468,9 @@ sgemmone_853:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_853
+	JNZ          sgemmone_876
 
-sgemmdone_854:
+sgemmdone_877:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -26026,9 +26541,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_856
+	JLE   fmadone_879
 
-fma_855:
+fma_878:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -26042,9 +26557,9 @@ fma_855:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_855
+	JNZ         fma_878
 
-fmadone_856:
+fmadone_879:
 	VZEROUPPER
 	RET
 
@@ -26071,9 +26586,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_858
+	JLE    fmadone_881
 
-fma_857:
+fma_880:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -26091,9 +26606,9 @@ fma_857:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_857
+	JNZ         fma_880
 
-fmadone_858:
+fmadone_881:
 	VZEROUPPER
 	RET
 
@@ -26116,9 +26631,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_860
+	JLE   int8done_883
 
-int8_859:
+int8_882:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -26132,9 +26647,9 @@ int8_859:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_859
+	JNZ        int8_882
 
-int8done_860:
+int8done_883:
 	VZEROUPPER
 	RET
 
@@ -26157,9 +26672,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_862
+	JLE    int8done_885
 
-int8_861:
+int8_884:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -26173,8 +26688,8 @@ int8_861:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_861
+	JNZ      int8_884
 
-int8done_862:
+int8done_885:
 	VZEROUPPER
 	RET

@@ -123,6 +123,11 @@ func dotBlockRowsAVX2(w []int8, scales []float32, group int, x []int8, xBias []i
 //go:noescape
 func dotBlockRowsVNNI(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 
+// dotBlockRowsVNNIHW is dotBlockRowsVNNI (the same bits) without software prefetches.
+//
+//go:noescape
+func dotBlockRowsVNNIHW(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
 // maxAbsAVX2 is maxAbs: the largest |x| as unsigned bits, 4 vectors per step.
 //
 //go:noescape

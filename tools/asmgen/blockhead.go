@@ -208,9 +208,9 @@ func blockRowsBody(group int, width int, evex bool) {
 }
 
 func genDotBlockRows(name string, evex bool, doc string) {
-	TEXT(name, NOSPLIT, dotBlockRowsSig)
+	TEXT(kernelName(name), NOSPLIT, dotBlockRowsSig)
 	Pragma("noescape")
-	Doc(doc)
+	kernelDoc(name, doc)
 	width := 32
 	if evex {
 		width = 64

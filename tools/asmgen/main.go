@@ -58,6 +58,7 @@ func main() {
 	genDotI8MatMulVNNI()
 	genDotBlockRowsAVX2()
 	genDotBlockRowsVNNI()
+	withoutPrefetch(genDotBlockRowsVNNI)
 	genMaxAbs("maxAbsAVX2", false)
 	genMaxAbs("maxAbsAVX512", true)
 	genQuantizeI8AVX2()
