@@ -232,7 +232,7 @@ const (
 // from 4 to 32 KiB and with PREFETCHT0, T1 or NTA (its int8 and ternary
 // rows read the same with and without). The amx set, whose CPUs are
 // Intel's, takes the per-line version; avx512vnni takes the per-step one,
-// or none on AMD's family 1Ah (Zen 5: see f16RowsForCPU).
+// or none on AMD's family 1Ah (Zen 5: hwPrefetcher in cpu/cpuid_amd64.go).
 func genDotF16RowsAVX512(pf f16Prefetch) {
 	name := [...]string{"dotF16RowsAVX512", "dotF16RowsAVX512Lines", "dotF16RowsAVX512HW"}[pf]
 	TEXT(name, NOSPLIT, dotF16RowsSig)
