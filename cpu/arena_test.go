@@ -6,13 +6,14 @@ import (
 )
 
 // weightArena's pieces are 64-byte aligned, of the length asked, disjoint
-// (writing one leaves the others as they were), and a chunk starts on a
-// huge-page boundary; a piece larger than a chunk gets one of its own, and
-// a nil arena still allocates.
+// (writing one leaves the others as they were); pieces of at least
+// arenaMin lie end to end in chunks that start on a huge-page boundary, a
+// piece larger than a chunk gets one of its own, and a nil arena still
+// allocates.
 func TestWeightArena(t *testing.T) {
 	addr := func(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 	a := new(weightArena)
-	sizes := []int{1, 63, 64, 65, 4096, 3 << 20, arenaChunk/2 + 7, arenaChunk + 1, 100, 0, 5}
+	sizes := []int{1, 63, 64, 65, 4096, 3 << 20, arenaChunk/2 + 7, arenaChunk + 1, 100, 0, 5, arenaMin}
 	var pieces [][]byte
 	for _, n := range sizes {
 		p := a.bytes(n)
@@ -24,8 +25,11 @@ func TestWeightArena(t *testing.T) {
 		}
 		pieces = append(pieces, p)
 	}
-	if first := addr(pieces[0]); first%hugePage != 0 {
+	if first := addr(pieces[5]); first%hugePage != 0 {
 		t.Errorf("the first chunk starts at %#x, not on a %d-byte boundary", first, hugePage)
+	}
+	if second := addr(pieces[6]); second != addr(pieces[5])+uintptr(3<<20) {
+		t.Errorf("the second large piece is at %#x, not right after the first (%#x, 3 MiB)", second, addr(pieces[5]))
 	}
 	if big := addr(pieces[7]); big%hugePage != 0 {
 		t.Errorf("a piece larger than a chunk starts at %#x, not on its own chunk's boundary", big)

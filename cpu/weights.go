@@ -172,21 +172,27 @@ func (m *ternaryMatrix) fromTQ(p *pool, t nn.Tensor, r0 int) error {
 // matrix, each rounded to huge pages, would leave up to 2 MiB resident and
 // unused after each of the 2B shape's 121 matrices.) A chunk's untouched
 // tail is address space only. The zero value is ready; a nil *weightArena
-// allocates each piece on its own (alignedBytes).
+// allocates each piece on its own (alignedBytes), as any arena does a
+// piece under arenaMin.
 type weightArena struct {
 	rest []byte // the current chunk's unused part, 64-byte aligned
 }
 
 // arenaChunk is the size of a weight arena's chunks (a larger piece gets a
-// chunk of its own), hugePage the huge pages' size.
+// chunk of its own), hugePage the huge pages' size, and arenaMin the
+// smallest piece the arena places in a chunk: smaller ones (a small
+// model's matrices, a short context's caches) are allocated on their own,
+// so that a small model does not take 64 MiB chunks, which a test making
+// many backends would have the Go runtime clear each time it reuses them.
 const (
 	arenaChunk = 64 << 20
 	hugePage   = 2 << 20
+	arenaMin   = 1 << 20
 )
 
 // bytes returns n bytes of the arena starting on a 64-byte boundary.
 func (a *weightArena) bytes(n int) []byte {
-	if a == nil {
+	if a == nil || n < arenaMin {
 		return alignedBytes(n)
 	}
 	n64 := (n + 63) &^ 63
