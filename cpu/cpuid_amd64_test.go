@@ -21,9 +21,10 @@ func TestCPUVendorFamily(t *testing.T) {
 }
 
 // TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512,
-// ternaryRowsVNNI, dotI8RowsVNNI and dotBlockRowsVNNI, whichever this machine takes, give the same bits as the
-// plain ones on every length and row count (TestDotF16Rows,
-// TestTernaryRows, TestDotI8Rows and TestDotBlockRows check the ones the avx512vnni set takes against the Go
+// ternaryRowsVNNI, dotI8RowsVNNI and dotBlockRowsVNNI, whichever this
+// machine takes, give the bits of the plain ones on every length and row
+// count (TestDotF16Rows, TestTernaryRows, TestDotI8Rows and
+// TestDotBlockRows check the ones the avx512vnni set takes against the Go
 // twins).
 func TestPrefetchVersions(t *testing.T) {
 	if !hasAVX2 || !hasAVX512VNNI {

@@ -46,7 +46,7 @@ func dotF16RowsAVX512(w []uint16, stride int, x []float32, out []float32)
 //go:noescape
 func dotF16RowsAVX512Lines(w []uint16, stride int, x []float32, out []float32)
 
-// dotF16RowsAVX512HW is dotF16RowsAVX512 (the same bits) without prefetches: the hardware prefetcher alone.
+// dotF16RowsAVX512HW is dotF16RowsAVX512 (the same bits) without software prefetches.
 //
 //go:noescape
 func dotF16RowsAVX512HW(w []uint16, stride int, x []float32, out []float32)

@@ -212,38 +212,31 @@ func genDotF16RowsAVX2() {
 	RET()
 }
 
-// f16Prefetch is how a dotF16RowsAVX512 version asks for its rows ahead.
-type f16Prefetch int
-
-const (
-	f16PerStep    f16Prefetch = iota // one prefetch per row per f16Step elements (256 bytes)
-	f16PerLine                       // one per 64-byte line of each row
-	f16NoPrefetch                    // none: the hardware prefetcher alone
-)
-
-// genDotF16RowsAVX512 writes a version of dotF16RowsAVX512: the same
-// arithmetic, the rows asked for ahead as pf says. Which streams faster
-// depends on the machine (BenchmarkDotF16Rows, the versions alternated in
-// one process): on the Zen 4 VM one prefetch per 256 bytes read 0.89-0.97
-// of the read probe against 0.76-0.79 per line (see f16Step); on the Intel
-// Xeon VM (Emerald Rapids) one per line read 0.88-0.92 against 0.77-0.80
-// per 256 bytes; on the Zen 5 VM none at all read 0.85-0.88 against
-// 0.76-0.79 per line and 0.65-0.73 per 256 bytes, at any distance ahead
-// from 4 to 32 KiB and with PREFETCHT0, T1 or NTA (its int8 and ternary
-// rows read the same with and without). The amx set, whose CPUs are
-// Intel's, takes the per-line version; avx512vnni takes the per-step one,
-// or none on AMD's family 1Ah (Zen 5: hwPrefetcher in cpu/cpuid_amd64.go).
-func genDotF16RowsAVX512(pf f16Prefetch) {
-	name := [...]string{"dotF16RowsAVX512", "dotF16RowsAVX512Lines", "dotF16RowsAVX512HW"}[pf]
-	TEXT(name, NOSPLIT, dotF16RowsSig)
+// genDotF16RowsAVX512 writes dotF16RowsAVX512, which prefetches each row
+// once per step of f16Step elements (256 bytes), and, with lines set,
+// dotF16RowsAVX512Lines, the same arithmetic prefetching every 64-byte line
+// of each row; in a withoutPrefetch, the HW version of either, with no
+// prefetch at all. Which streams faster depends on the machine
+// (BenchmarkDotF16Rows, the versions alternated in one process): on the
+// Zen 4 VM one prefetch per 256 bytes read 0.89-0.97 of the read probe
+// against 0.76-0.79 per line (see f16Step); on the Intel Xeon VM (Emerald
+// Rapids) one per line read 0.88-0.92 against 0.77-0.80 per 256 bytes; on
+// the Zen 5 VM none at all read 0.85-0.88 against 0.76-0.79 per line and
+// 0.65-0.73 per 256 bytes, at any distance ahead from 4 to 32 KiB and with
+// PREFETCHT0, T1 or NTA. The amx set, whose CPUs are Intel's, takes the
+// Lines version; avx512vnni the per-step one, or dotF16RowsAVX512HW on
+// AMD's family 1Ah (Zen 5: hwPrefetcher in cpu/cpuid_amd64.go).
+func genDotF16RowsAVX512(lines bool) {
+	base := "dotF16RowsAVX512"
+	if lines {
+		base += "Lines"
+	}
+	TEXT(kernelName(base), NOSPLIT, dotF16RowsSig)
 	Pragma("noescape")
-	switch pf {
-	case f16PerLine:
-		Doc(fmt.Sprintf("%s is dotF16RowsAVX512 (the same bits) prefetching every 64-byte line of each row.", name))
-	case f16NoPrefetch:
-		Doc(fmt.Sprintf("%s is dotF16RowsAVX512 (the same bits) without prefetches: the hardware prefetcher alone.", name))
-	default:
-		Doc(fmt.Sprintf("%s is dotF16Rows with AVX-512: 4 rows at a time, one accumulator each, %d elements per step, masked tail.", name, f16Step))
+	if lines {
+		kernelDoc(base, fmt.Sprintf("%s is dotF16RowsAVX512 (the same bits) prefetching every 64-byte line of each row.", base))
+	} else {
+		kernelDoc(base, fmt.Sprintf("%s is dotF16Rows with AVX-512: 4 rows at a time, one accumulator each, %d elements per step, masked tail.", base, f16Step))
 	}
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
@@ -254,13 +247,13 @@ func genDotF16RowsAVX512(pf f16Prefetch) {
 		R := len(q)
 		acc := zmms(R)
 		i := GP64()
-		streamLoop(i, n, f16Step, 32, func(e int, first bool) {
-			ask := (first && pf == f16PerStep) || pf == f16PerLine
+		streamLoop(i, n, f16Step, 32, func(e int, pf bool) {
+			pf = pf || lines
 			for c := 0; c < 2; c++ {
 				xc := ZMM()
 				VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 4 * (e + 16*c)}, xc)
 				for r := 0; r < R; r++ {
-					if ask && c == 0 {
+					if pf && c == 0 {
 						prefetch(Mem{Base: q[r], Index: i, Scale: 2, Disp: 2 * e})
 					}
 					h := ZMM()
