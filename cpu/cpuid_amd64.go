@@ -37,9 +37,11 @@ func cpuVendorFamily() (vendor string, family uint32) {
 // a layer sequence of ternary products at 63-64 GB/s against 57-61 on
 // two, the int8 head 69 against 64, the Q6_K and Q4_0 heads' rows 26-28
 // against 24-26 on one). The kernels of a few tokens (verification,
-// several streams) keep their prefetches everywhere: without them the
-// ternary product of 4 tokens read 25 GB/s against 35 on two threads
-// there.
+// several streams) have HW versions too, which leave the prefetches out
+// only for 1-2 tokens (ternary) and 1-3 (float16 head, in spread tiles):
+// with more, the arithmetic sets the pace and the prefetches help (the
+// ternary product of 4 tokens read 25 GB/s without them against 35 on
+// two threads there).
 var hwPrefetcher = func() bool {
 	vendor, family := cpuVendorFamily()
 	return vendor == "AuthenticAMD" && family >= 0x1A

@@ -47,6 +47,13 @@ func TestPrefetchVersions(t *testing.T) {
 			}
 		}
 	}
+	for _, n := range []int{0, 128, 256, 384, 2560} {
+		for _, rows := range append(testRows, 130) {
+			for _, tokens := range []int{1, 2, 3, 4, 5, 9} {
+				expectTernaryMatMul(t, ternaryMatMulVNNIHW, rng, n, rows, tokens)
+			}
+		}
+	}
 	for _, n := range []int{0, 1, 63, 64, 65, 255, 256, 257, 1000, 2560} {
 		for _, rows := range testRows {
 			stride := n + rng.IntN(4)
@@ -99,6 +106,23 @@ func TestPrefetchVersions(t *testing.T) {
 						t.Fatalf("%s: n %d rows %d row %d: %g, dotF16RowsAVX512 %g", name, n, rows, r, out[r], want[r])
 					}
 				}
+			}
+		}
+	}
+	for _, s := range headMatMulShapes() {
+		if s.tokens > 9 {
+			continue // tiledF16 splits those (kernels_amd64.go)
+		}
+		stride, xs, os := s.n+rng.IntN(4), s.n+rng.IntN(5), s.rows+rng.IntN(3)
+		w := randomF16(rng, max(s.rows-1, 0)*stride+s.n)
+		x := randomF32(rng, max(s.tokens-1, 0)*xs+s.n)
+		size := max(s.tokens-1, 0)*os + s.rows
+		want, out := make([]float32, size), make([]float32, size)
+		dotF16MatMulAVX512(w, stride, s.rows, x, xs, s.n, s.tokens, want, os)
+		dotF16MatMulAVX512HW(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
+		for i := range out {
+			if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("dotF16MatMulAVX512HW: n %d rows %d tokens %d: out[%d] %g, dotF16MatMulAVX512 %g", s.n, s.rows, s.tokens, i, out[i], want[i])
 			}
 		}
 	}

@@ -7829,6 +7829,5433 @@ rowsdone_157:
 	VZEROUPPER
 	RET
 
+// func ternaryMatMulVNNIHW(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·ternaryMatMulVNNIHW(SB), NOSPLIT, $0-120
+	MOVQ tokens+80(FP), AX
+	CMPQ AX, $0x03
+	JA   adjacent_192
+	MOVQ w_base+0(FP), AX
+	MOVQ rows+32(FP), CX
+	MOVQ out_base+88(FP), DX
+	SHRQ $0x02, CX
+	JZ   spreadtiles_193
+
+spreadtile_194:
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_195:
+	CMPQ DI, $0x00000005
+	JB   tokenstail_196
+
+	// tile 4 rows × 5 tokens
+	MOVQ      stride+24(FP), R8
+	MOVQ      xStride+64(FP), R9
+	MOVQ      n+72(FP), R10
+	SHRQ      $0x07, R10
+	MOVQ      rows+32(FP), R11
+	SHRQ      $0x02, R11
+	IMULQ     R8, R11
+	MOVQ      AX, R8
+	LEAQ      (R8)(R11*2), R12
+	ADDQ      R11, R12
+	MOVQ      BX, R13
+	LEAQ      (R13)(R9*2), R14
+	ADDQ      R9, R14
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPXORD    Z16, Z16, Z16
+	VPXORD    Z17, Z17, Z17
+	VPXORD    Z18, Z18, Z18
+	VPXORD    Z19, Z19, Z19
+	VPXORD    Z20, Z20, Z20
+
+tilepairs_198:
+	CMPQ            R10, $0x02
+	JB              tilepairsdone_199
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R8)(R11*1)
+	VBROADCASTI64X4 (R8)(R11*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R8)(R11*2)
+	VBROADCASTI64X4 (R8)(R11*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z29
+	VMOVDQU64       64(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z29
+	VMOVDQU64       64(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z29
+	VMOVDQU64       64(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       (R14), Z29
+	VMOVDQU64       64(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z29
+	VMOVDQU64       64(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	VBROADCASTI64X4 32(R8), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R8)(R11*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VBROADCASTI64X4 32(R8)(R11*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	VBROADCASTI64X4 32(R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       128(R13), Z29
+	VMOVDQU64       192(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       128(R13)(R9*1), Z29
+	VMOVDQU64       192(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       128(R13)(R9*2), Z29
+	VMOVDQU64       192(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       128(R14), Z29
+	VMOVDQU64       192(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       128(R14)(R9*1), Z29
+	VMOVDQU64       192(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000040, R12
+	ADDQ            $0x00000100, R13
+	ADDQ            $0x00000100, R14
+	SUBQ            $0x02, R10
+	JMP             tilepairs_198
+
+tilepairsdone_199:
+	TESTQ           R10, R10
+	JZ              tiledone_200
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R8)(R11*1)
+	VBROADCASTI64X4 (R8)(R11*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R8)(R11*2)
+	VBROADCASTI64X4 (R8)(R11*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z29
+	VPDPBUSD        Z0, Z21, Z1
+	VPDPBUSD        Z29, Z22, Z1
+	VPDPBUSD        Z0, Z23, Z6
+	VPDPBUSD        Z29, Z24, Z6
+	VPDPBUSD        Z0, Z25, Z11
+	VPDPBUSD        Z29, Z26, Z11
+	VPDPBUSD        Z0, Z27, Z16
+	VPDPBUSD        Z29, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z0
+	VMOVDQU64       64(R13)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z2
+	VPDPBUSD        Z29, Z22, Z2
+	VPDPBUSD        Z0, Z23, Z7
+	VPDPBUSD        Z29, Z24, Z7
+	VPDPBUSD        Z0, Z25, Z12
+	VPDPBUSD        Z29, Z26, Z12
+	VPDPBUSD        Z0, Z27, Z17
+	VPDPBUSD        Z29, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z0
+	VMOVDQU64       64(R13)(R9*2), Z29
+	VPDPBUSD        Z0, Z21, Z3
+	VPDPBUSD        Z29, Z22, Z3
+	VPDPBUSD        Z0, Z23, Z8
+	VPDPBUSD        Z29, Z24, Z8
+	VPDPBUSD        Z0, Z25, Z13
+	VPDPBUSD        Z29, Z26, Z13
+	VPDPBUSD        Z0, Z27, Z18
+	VPDPBUSD        Z29, Z28, Z18
+	VMOVDQU64       (R14), Z0
+	VMOVDQU64       64(R14), Z29
+	VPDPBUSD        Z0, Z21, Z4
+	VPDPBUSD        Z29, Z22, Z4
+	VPDPBUSD        Z0, Z23, Z9
+	VPDPBUSD        Z29, Z24, Z9
+	VPDPBUSD        Z0, Z25, Z14
+	VPDPBUSD        Z29, Z26, Z14
+	VPDPBUSD        Z0, Z27, Z19
+	VPDPBUSD        Z29, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z0
+	VMOVDQU64       64(R14)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z5
+	VPDPBUSD        Z29, Z22, Z5
+	VPDPBUSD        Z0, Z23, Z10
+	VPDPBUSD        Z29, Z24, Z10
+	VPDPBUSD        Z0, Z25, Z15
+	VPDPBUSD        Z29, Z26, Z15
+	VPDPBUSD        Z0, Z27, Z20
+	VPDPBUSD        Z29, Z28, Z20
+
+tiledone_200:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y21
+	VPADDD        Y1, Y21, Y21
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y11
+	VPADDD        Y12, Y11, Y11
+	VPSRAVD       Z0, Z13, Z13
+	VEXTRACTI64X4 $0x01, Z13, Y12
+	VPADDD        Y13, Y12, Y12
+	VPSRAVD       Z0, Z14, Z14
+	VEXTRACTI64X4 $0x01, Z14, Y13
+	VPADDD        Y14, Y13, Y13
+	VPSRAVD       Z0, Z15, Z15
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPADDD        Y15, Y14, Y14
+	VPSRAVD       Z0, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y15
+	VPADDD        Y16, Y15, Y15
+	VPSRAVD       Z0, Z17, Z17
+	VEXTRACTI64X4 $0x01, Z17, Y16
+	VPADDD        Y17, Y16, Y16
+	VPSRAVD       Z0, Z18, Z18
+	VEXTRACTI64X4 $0x01, Z18, Y17
+	VPADDD        Y18, Y17, Y17
+	VPSRAVD       Z0, Z19, Z19
+	VEXTRACTI64X4 $0x01, Z19, Y18
+	VPADDD        Y19, Y18, Y18
+	VPSRAVD       Z0, Z20, Z20
+	VEXTRACTI64X4 $0x01, Z20, Y0
+	VPADDD        Y20, Y0, Y0
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R9
+	VPUNPCKLDQ    Y5, Y21, Y19
+	VPUNPCKHDQ    Y5, Y21, Y5
+	VPADDD        Y5, Y19, Y19
+	VPUNPCKLDQ    Y15, Y10, Y5
+	VPUNPCKHDQ    Y15, Y10, Y10
+	VPADDD        Y10, Y5, Y5
+	VPUNPCKLQDQ   Y5, Y19, Y10
+	VPUNPCKHQDQ   Y5, Y19, Y5
+	VPADDD        Y5, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X5
+	VPADDD        X10, X5, X5
+	VMOVD         X5, (R9)
+	VPSHUFD       $0x01, X5, X10
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X10, (R9)(R10*1)
+	VPSHUFD       $0x02, X5, X10
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X10, (R9)(R10*2)
+	VPSHUFD       $0x03, X5, X5
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X5, (R11)(R10*1)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y6, Y1, Y5
+	VPUNPCKHDQ    Y6, Y1, Y1
+	VPADDD        Y1, Y5, Y5
+	VPUNPCKLDQ    Y16, Y11, Y1
+	VPUNPCKHDQ    Y16, Y11, Y6
+	VPADDD        Y6, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y5, Y6
+	VPUNPCKHQDQ   Y1, Y5, Y1
+	VPADDD        Y1, Y6, Y6
+	VEXTRACTI32X4 $0x01, Y6, X1
+	VPADDD        X6, X1, X1
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X5
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X5, (R9)(R10*1)
+	VPSHUFD       $0x02, X1, X5
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X5, (R9)(R10*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X1, (R11)(R10*1)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y7, Y2, Y1
+	VPUNPCKHDQ    Y7, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y17, Y12, Y2
+	VPUNPCKHDQ    Y17, Y12, Y5
+	VPADDD        Y5, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y5
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*1)
+	VPSHUFD       $0x02, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X1, (R11)(R10*1)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y8, Y3, Y1
+	VPUNPCKHDQ    Y8, Y3, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y18, Y13, Y2
+	VPUNPCKHDQ    Y18, Y13, Y3
+	VPADDD        Y3, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y3
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*1)
+	VPSHUFD       $0x02, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X1, (R11)(R10*1)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y9, Y4, Y1
+	VPUNPCKHDQ    Y9, Y4, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y14, Y2
+	VPUNPCKHDQ    Y0, Y14, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X0, (R9)(R8*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X0, (R9)(R8*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (R9)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000005, R8, R8
+	IMUL3Q        $0x00000014, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000005, DI
+	JMP           tokens_195
+
+tokenstail_196:
+	CMPQ DI, $0x00000004
+	JNE  tokens_201
+
+	// tile 4 rows × 4 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      rows+32(FP), R10
+	SHRQ      $0x02, R10
+	IMULQ     DI, R10
+	MOVQ      AX, DI
+	LEAQ      (DI)(R10*2), R11
+	ADDQ      R10, R11
+	LEAQ      (BX)(R8*2), R12
+	ADDQ      R8, R12
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPXORD    Z16, Z16, Z16
+
+tilepairs_202:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_203
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z25
+	VMOVDQU64       64(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z25
+	VMOVDQU64       64(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z25
+	VMOVDQU64       64(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       (R12), Z25
+	VMOVDQU64       64(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	VBROADCASTI64X4 32(DI), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(DI)(R10*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VBROADCASTI64X4 32(DI)(R10*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       128(BX), Z25
+	VMOVDQU64       192(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       128(BX)(R8*1), Z25
+	VMOVDQU64       192(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       128(BX)(R8*2), Z25
+	VMOVDQU64       192(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       128(R12), Z25
+	VMOVDQU64       192(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R12
+	SUBQ            $0x02, R9
+	JMP             tilepairs_202
+
+tilepairsdone_203:
+	TESTQ           R9, R9
+	JZ              tiledone_204
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z25
+	VPDPBUSD        Z0, Z17, Z1
+	VPDPBUSD        Z25, Z18, Z1
+	VPDPBUSD        Z0, Z19, Z5
+	VPDPBUSD        Z25, Z20, Z5
+	VPDPBUSD        Z0, Z21, Z9
+	VPDPBUSD        Z25, Z22, Z9
+	VPDPBUSD        Z0, Z23, Z13
+	VPDPBUSD        Z25, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z25
+	VPDPBUSD        Z0, Z17, Z2
+	VPDPBUSD        Z25, Z18, Z2
+	VPDPBUSD        Z0, Z19, Z6
+	VPDPBUSD        Z25, Z20, Z6
+	VPDPBUSD        Z0, Z21, Z10
+	VPDPBUSD        Z25, Z22, Z10
+	VPDPBUSD        Z0, Z23, Z14
+	VPDPBUSD        Z25, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z25
+	VPDPBUSD        Z0, Z17, Z3
+	VPDPBUSD        Z25, Z18, Z3
+	VPDPBUSD        Z0, Z19, Z7
+	VPDPBUSD        Z25, Z20, Z7
+	VPDPBUSD        Z0, Z21, Z11
+	VPDPBUSD        Z25, Z22, Z11
+	VPDPBUSD        Z0, Z23, Z15
+	VPDPBUSD        Z25, Z24, Z15
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z25
+	VPDPBUSD        Z0, Z17, Z4
+	VPDPBUSD        Z25, Z18, Z4
+	VPDPBUSD        Z0, Z19, Z8
+	VPDPBUSD        Z25, Z20, Z8
+	VPDPBUSD        Z0, Z21, Z12
+	VPDPBUSD        Z25, Z22, Z12
+	VPDPBUSD        Z0, Z23, Z16
+	VPDPBUSD        Z25, Z24, Z16
+
+tiledone_204:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y17
+	VPADDD        Y1, Y17, Y17
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y11
+	VPADDD        Y12, Y11, Y11
+	VPSRAVD       Z0, Z13, Z13
+	VEXTRACTI64X4 $0x01, Z13, Y12
+	VPADDD        Y13, Y12, Y12
+	VPSRAVD       Z0, Z14, Z14
+	VEXTRACTI64X4 $0x01, Z14, Y13
+	VPADDD        Y14, Y13, Y13
+	VPSRAVD       Z0, Z15, Z15
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPADDD        Y15, Y14, Y14
+	VPSRAVD       Z0, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y0
+	VPADDD        Y16, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y4, Y17, Y15
+	VPUNPCKHDQ    Y4, Y17, Y4
+	VPADDD        Y4, Y15, Y15
+	VPUNPCKLDQ    Y12, Y8, Y4
+	VPUNPCKHDQ    Y12, Y8, Y8
+	VPADDD        Y8, Y4, Y4
+	VPUNPCKLQDQ   Y4, Y15, Y8
+	VPUNPCKHQDQ   Y4, Y15, Y4
+	VPADDD        Y4, Y8, Y8
+	VEXTRACTI32X4 $0x01, Y8, X4
+	VPADDD        X8, X4, X4
+	VMOVD         X4, (SI)
+	VPSHUFD       $0x01, X4, X8
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X8, (SI)(DI*1)
+	VPSHUFD       $0x02, X4, X8
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X8, (SI)(DI*2)
+	VPSHUFD       $0x03, X4, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X4, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y5, Y1, Y4
+	VPUNPCKHDQ    Y5, Y1, Y1
+	VPADDD        Y1, Y4, Y4
+	VPUNPCKLDQ    Y13, Y9, Y1
+	VPUNPCKHDQ    Y13, Y9, Y5
+	VPADDD        Y5, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y4, Y5
+	VPUNPCKHQDQ   Y1, Y4, Y1
+	VPADDD        Y1, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*1)
+	VPSHUFD       $0x02, X1, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X1, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y6, Y2, Y1
+	VPUNPCKHDQ    Y6, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y14, Y10, Y2
+	VPUNPCKHDQ    Y14, Y10, Y4
+	VPADDD        Y4, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y4
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X2
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X2, (SI)(DI*1)
+	VPSHUFD       $0x02, X1, X2
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X2, (SI)(DI*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X1, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y7, Y3, Y1
+	VPUNPCKHDQ    Y7, Y3, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y11, Y2
+	VPUNPCKHDQ    Y0, Y11, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
+	JMP           tokensdone_197
+
+tokens_201:
+	CMPQ DI, $0x00000003
+	JNE  tokens_205
+
+	// tile 4 rows × 3 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      rows+32(FP), R10
+	SHRQ      $0x02, R10
+	IMULQ     DI, R10
+	MOVQ      AX, DI
+	LEAQ      (DI)(R10*2), R11
+	ADDQ      R10, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+
+tilepairs_206:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_207
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z21
+	VMOVDQU64       64(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z21
+	VMOVDQU64       64(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z21
+	VMOVDQU64       64(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	VBROADCASTI64X4 32(DI), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(DI)(R10*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VBROADCASTI64X4 32(DI)(R10*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       128(BX), Z21
+	VMOVDQU64       192(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       128(BX)(R8*1), Z21
+	VMOVDQU64       192(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       128(BX)(R8*2), Z21
+	VMOVDQU64       192(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_206
+
+tilepairsdone_207:
+	TESTQ           R9, R9
+	JZ              tiledone_208
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z21
+	VPDPBUSD        Z0, Z13, Z1
+	VPDPBUSD        Z21, Z14, Z1
+	VPDPBUSD        Z0, Z15, Z4
+	VPDPBUSD        Z21, Z16, Z4
+	VPDPBUSD        Z0, Z17, Z7
+	VPDPBUSD        Z21, Z18, Z7
+	VPDPBUSD        Z0, Z19, Z10
+	VPDPBUSD        Z21, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z21
+	VPDPBUSD        Z0, Z13, Z2
+	VPDPBUSD        Z21, Z14, Z2
+	VPDPBUSD        Z0, Z15, Z5
+	VPDPBUSD        Z21, Z16, Z5
+	VPDPBUSD        Z0, Z17, Z8
+	VPDPBUSD        Z21, Z18, Z8
+	VPDPBUSD        Z0, Z19, Z11
+	VPDPBUSD        Z21, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z21
+	VPDPBUSD        Z0, Z13, Z3
+	VPDPBUSD        Z21, Z14, Z3
+	VPDPBUSD        Z0, Z15, Z6
+	VPDPBUSD        Z21, Z16, Z6
+	VPDPBUSD        Z0, Z17, Z9
+	VPDPBUSD        Z21, Z18, Z9
+	VPDPBUSD        Z0, Z19, Z12
+	VPDPBUSD        Z21, Z20, Z12
+
+tiledone_208:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y13
+	VPADDD        Y1, Y13, Y13
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y0
+	VPADDD        Y12, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y3, Y13, Y11
+	VPUNPCKHDQ    Y3, Y13, Y3
+	VPADDD        Y3, Y11, Y11
+	VPUNPCKLDQ    Y9, Y6, Y3
+	VPUNPCKHDQ    Y9, Y6, Y6
+	VPADDD        Y6, Y3, Y3
+	VPUNPCKLQDQ   Y3, Y11, Y6
+	VPUNPCKHQDQ   Y3, Y11, Y3
+	VPADDD        Y3, Y6, Y6
+	VEXTRACTI32X4 $0x01, Y6, X3
+	VPADDD        X6, X3, X3
+	VMOVD         X3, (SI)
+	VPSHUFD       $0x01, X3, X6
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X6, (SI)(DI*1)
+	VPSHUFD       $0x02, X3, X6
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X6, (SI)(DI*2)
+	VPSHUFD       $0x03, X3, X3
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X3, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y4, Y1, Y3
+	VPUNPCKHDQ    Y4, Y1, Y1
+	VPADDD        Y1, Y3, Y3
+	VPUNPCKLDQ    Y10, Y7, Y1
+	VPUNPCKHDQ    Y10, Y7, Y4
+	VPADDD        Y4, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y3, Y4
+	VPUNPCKHQDQ   Y1, Y3, Y1
+	VPADDD        Y1, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X3
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X3, (SI)(DI*1)
+	VPSHUFD       $0x02, X1, X3
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X3, (SI)(DI*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X1, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y5, Y2, Y1
+	VPUNPCKHDQ    Y5, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y8, Y2
+	VPUNPCKHDQ    Y0, Y8, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
+	JMP           tokensdone_197
+
+tokens_205:
+	CMPQ DI, $0x00000002
+	JNE  tokens_209
+
+	// tile 4 rows × 2 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      rows+32(FP), R10
+	SHRQ      $0x02, R10
+	IMULQ     DI, R10
+	MOVQ      AX, DI
+	LEAQ      (DI)(R10*2), R11
+	ADDQ      R10, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+
+tilepairs_210:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_211
+	VBROADCASTI64X4 (DI), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 (DI)(R10*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VBROADCASTI64X4 (DI)(R10*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z17
+	VMOVDQU64       64(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z17
+	VMOVDQU64       64(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	VBROADCASTI64X4 32(DI), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(DI)(R10*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VBROADCASTI64X4 32(DI)(R10*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       128(BX), Z17
+	VMOVDQU64       192(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       128(BX)(R8*1), Z17
+	VMOVDQU64       192(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_210
+
+tilepairsdone_211:
+	TESTQ           R9, R9
+	JZ              tiledone_212
+	VBROADCASTI64X4 (DI), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 (DI)(R10*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VBROADCASTI64X4 (DI)(R10*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z17
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z17, Z10, Z1
+	VPDPBUSD        Z0, Z11, Z3
+	VPDPBUSD        Z17, Z12, Z3
+	VPDPBUSD        Z0, Z13, Z5
+	VPDPBUSD        Z17, Z14, Z5
+	VPDPBUSD        Z0, Z15, Z7
+	VPDPBUSD        Z17, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z17
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z17, Z10, Z2
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z17, Z12, Z4
+	VPDPBUSD        Z0, Z13, Z6
+	VPDPBUSD        Z17, Z14, Z6
+	VPDPBUSD        Z0, Z15, Z8
+	VPDPBUSD        Z17, Z16, Z8
+
+tiledone_212:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDD        Y1, Y9, Y9
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y2, Y9, Y7
+	VPUNPCKHDQ    Y2, Y9, Y2
+	VPADDD        Y2, Y7, Y7
+	VPUNPCKLDQ    Y6, Y4, Y2
+	VPUNPCKHDQ    Y6, Y4, Y4
+	VPADDD        Y4, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y7, Y4
+	VPUNPCKHQDQ   Y2, Y7, Y2
+	VPADDD        Y2, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X2
+	VPADDD        X4, X2, X2
+	VMOVD         X2, (SI)
+	VPSHUFD       $0x01, X2, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*1)
+	VPSHUFD       $0x02, X2, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*2)
+	VPSHUFD       $0x03, X2, X2
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X2, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y3, Y1, Y2
+	VPUNPCKHDQ    Y3, Y1, Y1
+	VPADDD        Y1, Y2, Y2
+	VPUNPCKLDQ    Y0, Y5, Y1
+	VPUNPCKHDQ    Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y2, Y0
+	VPUNPCKHQDQ   Y1, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
+	JMP           tokensdone_197
+
+tokens_209:
+	CMPQ DI, $0x00000001
+	JNE  tokens_213
+
+	// tile 4 rows × 1 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      rows+32(FP), R9
+	SHRQ      $0x02, R9
+	IMULQ     DI, R9
+	MOVQ      AX, DI
+	LEAQ      (DI)(R9*2), R10
+	ADDQ      R9, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+
+tilepairs_214:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_215
+	VBROADCASTI64X4 (DI), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VBROADCASTI64X4 (DI)(R9*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VBROADCASTI64X4 (DI)(R9*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z13
+	VMOVDQU64       64(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	VBROADCASTI64X4 32(DI), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VBROADCASTI64X4 32(DI)(R9*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VBROADCASTI64X4 32(DI)(R9*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       128(BX), Z13
+	VMOVDQU64       192(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_214
+
+tilepairsdone_215:
+	TESTQ           R8, R8
+	JZ              tiledone_216
+	VBROADCASTI64X4 (DI), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VBROADCASTI64X4 (DI)(R9*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VBROADCASTI64X4 (DI)(R9*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z13
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z13, Z6, Z1
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z13, Z8, Z2
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z13, Z10, Z3
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z13, Z12, Z4
+
+tiledone_216:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y5
+	VPADDD        Y1, Y5, Y5
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VPUNPCKLDQ    Y1, Y5, Y3
+	VPUNPCKHDQ    Y1, Y5, Y1
+	VPADDD        Y1, Y3, Y3
+	VPUNPCKLDQ    Y0, Y2, Y1
+	VPUNPCKHDQ    Y0, Y2, Y0
+	VPADDD        Y0, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y3, Y0
+	VPUNPCKHQDQ   Y1, Y3, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (BX)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	VMOVD         X0, (BX)(SI*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	VMOVD         X0, (BX)(SI*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	LEAQ          (BX)(SI*2), BX
+	VMOVD         X0, (BX)(SI*1)
+	JMP           tokensdone_197
+
+tokens_213:
+tokensdone_197:
+	MOVQ  stride+24(FP), BX
+	ADDQ  BX, AX
+	ADDQ  $0x00000004, DX
+	DECQ  CX
+	JNZ   spreadtile_194
+	MOVQ  rows+32(FP), CX
+	ANDQ  $-4, CX
+	MOVQ  stride+24(FP), BX
+	IMULQ CX, BX
+	SHRQ  $0x02, BX
+	LEAQ  (AX)(BX*2), AX
+	ADDQ  BX, AX
+	LEAQ  (DX)(CX*2), DX
+	ADDQ  CX, DX
+
+spreadtiles_193:
+	MOVQ rows+32(FP), CX
+	ANDQ $0x03, CX
+
+rows_217:
+	CMPQ CX, $0x00000001
+	JB   rowsdone_218
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_219:
+	CMPQ DI, $0x00000008
+	JB   tokenstail_220
+
+	// tile 1 rows × 8 tokens
+	MOVQ      stride+24(FP), R8
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	MOVQ      BX, R11
+	LEAQ      (R11)(R8*2), R12
+	ADDQ      R8, R12
+	LEAQ      (R12)(R8*2), R13
+	ADDQ      R8, R13
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+
+tilepairs_222:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_223
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z11
+	VMOVDQU64       64(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z11
+	VMOVDQU64       64(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z11
+	VMOVDQU64       64(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       (R12), Z11
+	VMOVDQU64       64(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z11
+	VMOVDQU64       64(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z11
+	VMOVDQU64       64(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       (R13), Z11
+	VMOVDQU64       64(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z11
+	VMOVDQU64       64(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	VBROADCASTI64X4 32(R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       128(R11), Z11
+	VMOVDQU64       192(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       128(R11)(R8*1), Z11
+	VMOVDQU64       192(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       128(R11)(R8*2), Z11
+	VMOVDQU64       192(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       128(R12), Z11
+	VMOVDQU64       192(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       128(R12)(R8*1), Z11
+	VMOVDQU64       192(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       128(R12)(R8*2), Z11
+	VMOVDQU64       192(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       128(R13), Z11
+	VMOVDQU64       192(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       128(R13)(R8*1), Z11
+	VMOVDQU64       192(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, R11
+	ADDQ            $0x00000100, R12
+	ADDQ            $0x00000100, R13
+	SUBQ            $0x02, R9
+	JMP             tilepairs_222
+
+tilepairsdone_223:
+	TESTQ           R9, R9
+	JZ              tiledone_224
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z11, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z0
+	VMOVDQU64       64(R11)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z11, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z0
+	VMOVDQU64       64(R11)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z11, Z10, Z3
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z11
+	VPDPBUSD        Z0, Z9, Z4
+	VPDPBUSD        Z11, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z0
+	VMOVDQU64       64(R12)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z5
+	VPDPBUSD        Z11, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z0
+	VMOVDQU64       64(R12)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z6
+	VPDPBUSD        Z11, Z10, Z6
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z11
+	VPDPBUSD        Z0, Z9, Z7
+	VPDPBUSD        Z11, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z0
+	VMOVDQU64       64(R13)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z8
+	VPDPBUSD        Z11, Z10, Z8
+
+tiledone_224:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDD        Y1, Y9, Y9
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R9
+	VEXTRACTI32X4 $0x01, Y9, X7
+	VPADDD        X9, X7, X7
+	VPSHUFD       $0x4e, X7, X8
+	VPADDD        X8, X7, X7
+	VPSHUFD       $0xb1, X7, X8
+	VPADDD        X8, X7, X7
+	VMOVD         X7, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y1, X7
+	VPADDD        X1, X7, X7
+	VPSHUFD       $0x4e, X7, X1
+	VPADDD        X1, X7, X7
+	VPSHUFD       $0xb1, X7, X1
+	VPADDD        X1, X7, X7
+	VMOVD         X7, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y6, X1
+	VPADDD        X6, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (R9)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000008, R8, R8
+	IMUL3Q        $0x00000020, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000008, DI
+	JMP           tokens_219
+
+tokenstail_220:
+	CMPQ DI, $0x00000007
+	JNE  tokens_225
+
+	// tile 1 rows × 7 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+
+tilepairs_226:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_227
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z10
+	VMOVDQU64       64(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z10
+	VMOVDQU64       64(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z10
+	VMOVDQU64       64(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       (R10), Z10
+	VMOVDQU64       64(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z10
+	VMOVDQU64       64(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z10
+	VMOVDQU64       64(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       (R11), Z10
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	VBROADCASTI64X4 32(R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       128(BX), Z10
+	VMOVDQU64       192(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       128(BX)(DI*1), Z10
+	VMOVDQU64       192(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       128(BX)(DI*2), Z10
+	VMOVDQU64       192(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       128(R10), Z10
+	VMOVDQU64       192(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       128(R10)(DI*1), Z10
+	VMOVDQU64       192(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       128(R10)(DI*2), Z10
+	VMOVDQU64       192(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       128(R11), Z10
+	VMOVDQU64       192(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	ADDQ            $0x00000100, R11
+	SUBQ            $0x02, R8
+	JMP             tilepairs_226
+
+tilepairsdone_227:
+	TESTQ           R8, R8
+	JZ              tiledone_228
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z0, Z8, Z1
+	VPDPBUSD        Z10, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z2
+	VPDPBUSD        Z10, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z3
+	VPDPBUSD        Z10, Z9, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z0, Z8, Z4
+	VPDPBUSD        Z10, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z5
+	VPDPBUSD        Z10, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z6
+	VPDPBUSD        Z10, Z9, Z6
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z10
+	VPDPBUSD        Z0, Z8, Z7
+	VPDPBUSD        Z10, Z9, Z7
+
+tiledone_228:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y8
+	VPADDD        Y1, Y8, Y8
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y0
+	VPADDD        Y7, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y8, X6
+	VPADDD        X8, X6, X6
+	VPSHUFD       $0x4e, X6, X7
+	VPADDD        X7, X6, X6
+	VPSHUFD       $0xb1, X6, X7
+	VPADDD        X7, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X6
+	VPADDD        X1, X6, X6
+	VPSHUFD       $0x4e, X6, X1
+	VPADDD        X1, X6, X6
+	VPSHUFD       $0xb1, X6, X1
+	VPADDD        X1, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_221
+
+tokens_225:
+	CMPQ DI, $0x00000006
+	JNE  tokens_229
+
+	// tile 1 rows × 6 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+
+tilepairs_230:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_231
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z9
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z9
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z9
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       (R10), Z9
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z9
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z9
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	VBROADCASTI64X4 32(R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       128(BX), Z9
+	VMOVDQU64       192(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       128(BX)(DI*1), Z9
+	VMOVDQU64       192(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       128(BX)(DI*2), Z9
+	VMOVDQU64       192(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       128(R10), Z9
+	VMOVDQU64       192(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       128(R10)(DI*1), Z9
+	VMOVDQU64       192(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       128(R10)(DI*2), Z9
+	VMOVDQU64       192(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_230
+
+tilepairsdone_231:
+	TESTQ           R8, R8
+	JZ              tiledone_232
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z0, Z7, Z1
+	VPDPBUSD        Z9, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z9, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z3
+	VPDPBUSD        Z9, Z8, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z0, Z7, Z4
+	VPDPBUSD        Z9, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z5
+	VPDPBUSD        Z9, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z6
+	VPDPBUSD        Z9, Z8, Z6
+
+tiledone_232:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y7
+	VPADDD        Y1, Y7, Y7
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y7, X5
+	VPADDD        X7, X5, X5
+	VPSHUFD       $0x4e, X5, X6
+	VPADDD        X6, X5, X5
+	VPSHUFD       $0xb1, X5, X6
+	VPADDD        X6, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X5
+	VPADDD        X1, X5, X5
+	VPSHUFD       $0x4e, X5, X1
+	VPADDD        X1, X5, X5
+	VPSHUFD       $0xb1, X5, X1
+	VPADDD        X1, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_221
+
+tokens_229:
+	CMPQ DI, $0x00000005
+	JNE  tokens_233
+
+	// tile 1 rows × 5 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+
+tilepairs_234:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_235
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z8
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z8
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z8
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       (R10), Z8
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z8
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	VBROADCASTI64X4 32(R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       128(BX), Z8
+	VMOVDQU64       192(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       128(BX)(DI*1), Z8
+	VMOVDQU64       192(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       128(BX)(DI*2), Z8
+	VMOVDQU64       192(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       128(R10), Z8
+	VMOVDQU64       192(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       128(R10)(DI*1), Z8
+	VMOVDQU64       192(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_234
+
+tilepairsdone_235:
+	TESTQ           R8, R8
+	JZ              tiledone_236
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z0, Z6, Z1
+	VPDPBUSD        Z8, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z2
+	VPDPBUSD        Z8, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z0, Z6, Z3
+	VPDPBUSD        Z8, Z7, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z0, Z6, Z4
+	VPDPBUSD        Z8, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z5
+	VPDPBUSD        Z8, Z7, Z5
+
+tiledone_236:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y6
+	VPADDD        Y1, Y6, Y6
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y6, X4
+	VPADDD        X6, X4, X4
+	VPSHUFD       $0x4e, X4, X5
+	VPADDD        X5, X4, X4
+	VPSHUFD       $0xb1, X4, X5
+	VPADDD        X5, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X4
+	VPADDD        X1, X4, X4
+	VPSHUFD       $0x4e, X4, X1
+	VPADDD        X1, X4, X4
+	VPSHUFD       $0xb1, X4, X1
+	VPADDD        X1, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_221
+
+tokens_233:
+	CMPQ DI, $0x00000004
+	JNE  tokens_237
+
+	// tile 1 rows × 4 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+
+tilepairs_238:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_239
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z7
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z7
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z7
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       (R10), Z7
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	VBROADCASTI64X4 32(R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       128(BX), Z7
+	VMOVDQU64       192(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       128(BX)(DI*1), Z7
+	VMOVDQU64       192(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       128(BX)(DI*2), Z7
+	VMOVDQU64       192(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       128(R10), Z7
+	VMOVDQU64       192(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_238
+
+tilepairsdone_239:
+	TESTQ           R8, R8
+	JZ              tiledone_240
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z7, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z0, Z5, Z2
+	VPDPBUSD        Z7, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z0, Z5, Z3
+	VPDPBUSD        Z7, Z6, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z7
+	VPDPBUSD        Z0, Z5, Z4
+	VPDPBUSD        Z7, Z6, Z4
+
+tiledone_240:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y5
+	VPADDD        Y1, Y5, Y5
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y5, X3
+	VPADDD        X5, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X3
+	VPADDD        X1, X3, X3
+	VPSHUFD       $0x4e, X3, X1
+	VPADDD        X1, X3, X3
+	VPSHUFD       $0xb1, X3, X1
+	VPADDD        X1, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_221
+
+tokens_237:
+	CMPQ DI, $0x00000003
+	JNE  tokens_241
+
+	// tile 1 rows × 3 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+
+tilepairs_242:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_243
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z6
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z6
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z6
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	VBROADCASTI64X4 32(R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       128(BX), Z6
+	VMOVDQU64       192(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       128(BX)(DI*1), Z6
+	VMOVDQU64       192(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       128(BX)(DI*2), Z6
+	VMOVDQU64       192(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_242
+
+tilepairsdone_243:
+	TESTQ           R8, R8
+	JZ              tiledone_244
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z0, Z4, Z1
+	VPDPBUSD        Z6, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z0, Z4, Z2
+	VPDPBUSD        Z6, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z6
+	VPDPBUSD        Z0, Z4, Z3
+	VPDPBUSD        Z6, Z5, Z3
+
+tiledone_244:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y4
+	VPADDD        Y1, Y4, Y4
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y4, X2
+	VPADDD        X4, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VPADDD        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VPADDD        X3, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0x4e, X2, X1
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0xb1, X2, X1
+	VPADDD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_221
+
+tokens_241:
+	CMPQ DI, $0x00000002
+	JNE  tokens_245
+
+	// tile 1 rows × 2 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+
+tilepairs_246:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_247
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z5
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z5
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	VBROADCASTI64X4 32(R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       128(BX), Z5
+	VMOVDQU64       192(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       128(BX)(DI*1), Z5
+	VMOVDQU64       192(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_246
+
+tilepairsdone_247:
+	TESTQ           R8, R8
+	JZ              tiledone_248
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z0, Z3, Z1
+	VPDPBUSD        Z5, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z5
+	VPDPBUSD        Z0, Z3, Z2
+	VPDPBUSD        Z5, Z4, Z2
+
+tiledone_248:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y3
+	VPADDD        Y1, Y3, Y3
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_221
+
+tokens_245:
+	CMPQ DI, $0x00000001
+	JNE  tokens_249
+
+	// tile 1 rows × 1 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), DI
+	SHRQ      $0x07, DI
+	MOVQ      AX, R8
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+
+tilepairs_250:
+	CMPQ            DI, $0x02
+	JB              tilepairsdone_251
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z4
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	VBROADCASTI64X4 32(R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       128(BX), Z4
+	VMOVDQU64       192(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, DI
+	JMP             tilepairs_250
+
+tilepairsdone_251:
+	TESTQ           DI, DI
+	JZ              tiledone_252
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z4
+	VPDPBUSD        Z0, Z2, Z1
+	VPDPBUSD        Z4, Z3, Z1
+
+tiledone_252:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (BX)
+	JMP           tokensdone_221
+
+tokens_249:
+tokensdone_221:
+	MOVQ stride+24(FP), BX
+	ADDQ BX, AX
+	ADDQ $0x00000004, DX
+	SUBQ $0x00000001, CX
+	JMP  rows_217
+
+rowsdone_218:
+	VZEROUPPER
+	RET
+
+adjacent_192:
+	MOVQ w_base+0(FP), AX
+	MOVQ rows+32(FP), CX
+	MOVQ out_base+88(FP), DX
+
+rows_253:
+	CMPQ CX, $0x00000004
+	JB   rowsdone_254
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_255:
+	CMPQ DI, $0x00000005
+	JB   tokenstail_256
+
+	// tile 4 rows × 5 tokens
+	MOVQ      stride+24(FP), R8
+	MOVQ      xStride+64(FP), R9
+	MOVQ      n+72(FP), R10
+	SHRQ      $0x07, R10
+	MOVQ      AX, R11
+	LEAQ      (R11)(R8*2), R12
+	ADDQ      R8, R12
+	MOVQ      BX, R13
+	LEAQ      (R13)(R9*2), R14
+	ADDQ      R9, R14
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPXORD    Z16, Z16, Z16
+	VPXORD    Z17, Z17, Z17
+	VPXORD    Z18, Z18, Z18
+	VPXORD    Z19, Z19, Z19
+	VPXORD    Z20, Z20, Z20
+
+tilepairs_258:
+	CMPQ            R10, $0x02
+	JB              tilepairsdone_259
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)(R8*1)
+	VBROADCASTI64X4 (R11)(R8*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R11)(R8*2)
+	VBROADCASTI64X4 (R11)(R8*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z29
+	VMOVDQU64       64(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z29
+	VMOVDQU64       64(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z29
+	VMOVDQU64       64(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       (R14), Z29
+	VMOVDQU64       64(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z29
+	VMOVDQU64       64(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	VBROADCASTI64X4 32(R11), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R11)(R8*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VBROADCASTI64X4 32(R11)(R8*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	VBROADCASTI64X4 32(R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       128(R13), Z29
+	VMOVDQU64       192(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       128(R13)(R9*1), Z29
+	VMOVDQU64       192(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       128(R13)(R9*2), Z29
+	VMOVDQU64       192(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       128(R14), Z29
+	VMOVDQU64       192(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       128(R14)(R9*1), Z29
+	VMOVDQU64       192(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R12
+	ADDQ            $0x00000100, R13
+	ADDQ            $0x00000100, R14
+	SUBQ            $0x02, R10
+	JMP             tilepairs_258
+
+tilepairsdone_259:
+	TESTQ           R10, R10
+	JZ              tiledone_260
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)(R8*1)
+	VBROADCASTI64X4 (R11)(R8*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R11)(R8*2)
+	VBROADCASTI64X4 (R11)(R8*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z29
+	VPDPBUSD        Z0, Z21, Z1
+	VPDPBUSD        Z29, Z22, Z1
+	VPDPBUSD        Z0, Z23, Z6
+	VPDPBUSD        Z29, Z24, Z6
+	VPDPBUSD        Z0, Z25, Z11
+	VPDPBUSD        Z29, Z26, Z11
+	VPDPBUSD        Z0, Z27, Z16
+	VPDPBUSD        Z29, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z0
+	VMOVDQU64       64(R13)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z2
+	VPDPBUSD        Z29, Z22, Z2
+	VPDPBUSD        Z0, Z23, Z7
+	VPDPBUSD        Z29, Z24, Z7
+	VPDPBUSD        Z0, Z25, Z12
+	VPDPBUSD        Z29, Z26, Z12
+	VPDPBUSD        Z0, Z27, Z17
+	VPDPBUSD        Z29, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z0
+	VMOVDQU64       64(R13)(R9*2), Z29
+	VPDPBUSD        Z0, Z21, Z3
+	VPDPBUSD        Z29, Z22, Z3
+	VPDPBUSD        Z0, Z23, Z8
+	VPDPBUSD        Z29, Z24, Z8
+	VPDPBUSD        Z0, Z25, Z13
+	VPDPBUSD        Z29, Z26, Z13
+	VPDPBUSD        Z0, Z27, Z18
+	VPDPBUSD        Z29, Z28, Z18
+	VMOVDQU64       (R14), Z0
+	VMOVDQU64       64(R14), Z29
+	VPDPBUSD        Z0, Z21, Z4
+	VPDPBUSD        Z29, Z22, Z4
+	VPDPBUSD        Z0, Z23, Z9
+	VPDPBUSD        Z29, Z24, Z9
+	VPDPBUSD        Z0, Z25, Z14
+	VPDPBUSD        Z29, Z26, Z14
+	VPDPBUSD        Z0, Z27, Z19
+	VPDPBUSD        Z29, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z0
+	VMOVDQU64       64(R14)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z5
+	VPDPBUSD        Z29, Z22, Z5
+	VPDPBUSD        Z0, Z23, Z10
+	VPDPBUSD        Z29, Z24, Z10
+	VPDPBUSD        Z0, Z25, Z15
+	VPDPBUSD        Z29, Z26, Z15
+	VPDPBUSD        Z0, Z27, Z20
+	VPDPBUSD        Z29, Z28, Z20
+
+tiledone_260:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y21
+	VPADDD        Y1, Y21, Y21
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y11
+	VPADDD        Y12, Y11, Y11
+	VPSRAVD       Z0, Z13, Z13
+	VEXTRACTI64X4 $0x01, Z13, Y12
+	VPADDD        Y13, Y12, Y12
+	VPSRAVD       Z0, Z14, Z14
+	VEXTRACTI64X4 $0x01, Z14, Y13
+	VPADDD        Y14, Y13, Y13
+	VPSRAVD       Z0, Z15, Z15
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPADDD        Y15, Y14, Y14
+	VPSRAVD       Z0, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y15
+	VPADDD        Y16, Y15, Y15
+	VPSRAVD       Z0, Z17, Z17
+	VEXTRACTI64X4 $0x01, Z17, Y16
+	VPADDD        Y17, Y16, Y16
+	VPSRAVD       Z0, Z18, Z18
+	VEXTRACTI64X4 $0x01, Z18, Y17
+	VPADDD        Y18, Y17, Y17
+	VPSRAVD       Z0, Z19, Z19
+	VEXTRACTI64X4 $0x01, Z19, Y18
+	VPADDD        Y19, Y18, Y18
+	VPSRAVD       Z0, Z20, Z20
+	VEXTRACTI64X4 $0x01, Z20, Y0
+	VPADDD        Y20, Y0, Y0
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R9
+	VPUNPCKLDQ    Y5, Y21, Y19
+	VPUNPCKHDQ    Y5, Y21, Y5
+	VPADDD        Y5, Y19, Y19
+	VPUNPCKLDQ    Y15, Y10, Y5
+	VPUNPCKHDQ    Y15, Y10, Y10
+	VPADDD        Y10, Y5, Y5
+	VPUNPCKLQDQ   Y5, Y19, Y10
+	VPUNPCKHQDQ   Y5, Y19, Y5
+	VPADDD        Y5, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X5
+	VPADDD        X10, X5, X5
+	VMOVDQU32     X5, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y6, Y1, Y5
+	VPUNPCKHDQ    Y6, Y1, Y1
+	VPADDD        Y1, Y5, Y5
+	VPUNPCKLDQ    Y16, Y11, Y1
+	VPUNPCKHDQ    Y16, Y11, Y6
+	VPADDD        Y6, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y5, Y6
+	VPUNPCKHQDQ   Y1, Y5, Y1
+	VPADDD        Y1, Y6, Y6
+	VEXTRACTI32X4 $0x01, Y6, X1
+	VPADDD        X6, X1, X1
+	VMOVDQU32     X1, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y7, Y2, Y1
+	VPUNPCKHDQ    Y7, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y17, Y12, Y2
+	VPUNPCKHDQ    Y17, Y12, Y5
+	VPADDD        Y5, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y5
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VMOVDQU32     X1, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y8, Y3, Y1
+	VPUNPCKHDQ    Y8, Y3, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y18, Y13, Y2
+	VPUNPCKHDQ    Y18, Y13, Y3
+	VPADDD        Y3, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y3
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VMOVDQU32     X1, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y9, Y4, Y1
+	VPUNPCKHDQ    Y9, Y4, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y14, Y2
+	VPUNPCKHDQ    Y0, Y14, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (R9)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000005, R8, R8
+	IMUL3Q        $0x00000014, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000005, DI
+	JMP           tokens_255
+
+tokenstail_256:
+	CMPQ DI, $0x00000004
+	JNE  tokens_261
+
+	// tile 4 rows × 4 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	LEAQ      (BX)(R8*2), R12
+	ADDQ      R8, R12
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPXORD    Z16, Z16, Z16
+
+tilepairs_262:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_263
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z25
+	VMOVDQU64       64(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z25
+	VMOVDQU64       64(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z25
+	VMOVDQU64       64(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       (R12), Z25
+	VMOVDQU64       64(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	VBROADCASTI64X4 32(R10), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(R10)(DI*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VBROADCASTI64X4 32(R10)(DI*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       128(BX), Z25
+	VMOVDQU64       192(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       128(BX)(R8*1), Z25
+	VMOVDQU64       192(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       128(BX)(R8*2), Z25
+	VMOVDQU64       192(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       128(R12), Z25
+	VMOVDQU64       192(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R12
+	SUBQ            $0x02, R9
+	JMP             tilepairs_262
+
+tilepairsdone_263:
+	TESTQ           R9, R9
+	JZ              tiledone_264
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z25
+	VPDPBUSD        Z0, Z17, Z1
+	VPDPBUSD        Z25, Z18, Z1
+	VPDPBUSD        Z0, Z19, Z5
+	VPDPBUSD        Z25, Z20, Z5
+	VPDPBUSD        Z0, Z21, Z9
+	VPDPBUSD        Z25, Z22, Z9
+	VPDPBUSD        Z0, Z23, Z13
+	VPDPBUSD        Z25, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z25
+	VPDPBUSD        Z0, Z17, Z2
+	VPDPBUSD        Z25, Z18, Z2
+	VPDPBUSD        Z0, Z19, Z6
+	VPDPBUSD        Z25, Z20, Z6
+	VPDPBUSD        Z0, Z21, Z10
+	VPDPBUSD        Z25, Z22, Z10
+	VPDPBUSD        Z0, Z23, Z14
+	VPDPBUSD        Z25, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z25
+	VPDPBUSD        Z0, Z17, Z3
+	VPDPBUSD        Z25, Z18, Z3
+	VPDPBUSD        Z0, Z19, Z7
+	VPDPBUSD        Z25, Z20, Z7
+	VPDPBUSD        Z0, Z21, Z11
+	VPDPBUSD        Z25, Z22, Z11
+	VPDPBUSD        Z0, Z23, Z15
+	VPDPBUSD        Z25, Z24, Z15
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z25
+	VPDPBUSD        Z0, Z17, Z4
+	VPDPBUSD        Z25, Z18, Z4
+	VPDPBUSD        Z0, Z19, Z8
+	VPDPBUSD        Z25, Z20, Z8
+	VPDPBUSD        Z0, Z21, Z12
+	VPDPBUSD        Z25, Z22, Z12
+	VPDPBUSD        Z0, Z23, Z16
+	VPDPBUSD        Z25, Z24, Z16
+
+tiledone_264:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y17
+	VPADDD        Y1, Y17, Y17
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y11
+	VPADDD        Y12, Y11, Y11
+	VPSRAVD       Z0, Z13, Z13
+	VEXTRACTI64X4 $0x01, Z13, Y12
+	VPADDD        Y13, Y12, Y12
+	VPSRAVD       Z0, Z14, Z14
+	VEXTRACTI64X4 $0x01, Z14, Y13
+	VPADDD        Y14, Y13, Y13
+	VPSRAVD       Z0, Z15, Z15
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPADDD        Y15, Y14, Y14
+	VPSRAVD       Z0, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y0
+	VPADDD        Y16, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y4, Y17, Y15
+	VPUNPCKHDQ    Y4, Y17, Y4
+	VPADDD        Y4, Y15, Y15
+	VPUNPCKLDQ    Y12, Y8, Y4
+	VPUNPCKHDQ    Y12, Y8, Y8
+	VPADDD        Y8, Y4, Y4
+	VPUNPCKLQDQ   Y4, Y15, Y8
+	VPUNPCKHQDQ   Y4, Y15, Y4
+	VPADDD        Y4, Y8, Y8
+	VEXTRACTI32X4 $0x01, Y8, X4
+	VPADDD        X8, X4, X4
+	VMOVDQU32     X4, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y5, Y1, Y4
+	VPUNPCKHDQ    Y5, Y1, Y1
+	VPADDD        Y1, Y4, Y4
+	VPUNPCKLDQ    Y13, Y9, Y1
+	VPUNPCKHDQ    Y13, Y9, Y5
+	VPADDD        Y5, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y4, Y5
+	VPUNPCKHQDQ   Y1, Y4, Y1
+	VPADDD        Y1, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VMOVDQU32     X1, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y6, Y2, Y1
+	VPUNPCKHDQ    Y6, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y14, Y10, Y2
+	VPUNPCKHDQ    Y14, Y10, Y4
+	VPADDD        Y4, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y4
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VMOVDQU32     X1, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y7, Y3, Y1
+	VPUNPCKHDQ    Y7, Y3, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y11, Y2
+	VPUNPCKHDQ    Y0, Y11, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (SI)
+	JMP           tokensdone_257
+
+tokens_261:
+	CMPQ DI, $0x00000003
+	JNE  tokens_265
+
+	// tile 4 rows × 3 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+
+tilepairs_266:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_267
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z21
+	VMOVDQU64       64(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z21
+	VMOVDQU64       64(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z21
+	VMOVDQU64       64(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	VBROADCASTI64X4 32(R10), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(R10)(DI*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VBROADCASTI64X4 32(R10)(DI*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       128(BX), Z21
+	VMOVDQU64       192(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       128(BX)(R8*1), Z21
+	VMOVDQU64       192(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       128(BX)(R8*2), Z21
+	VMOVDQU64       192(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_266
+
+tilepairsdone_267:
+	TESTQ           R9, R9
+	JZ              tiledone_268
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z21
+	VPDPBUSD        Z0, Z13, Z1
+	VPDPBUSD        Z21, Z14, Z1
+	VPDPBUSD        Z0, Z15, Z4
+	VPDPBUSD        Z21, Z16, Z4
+	VPDPBUSD        Z0, Z17, Z7
+	VPDPBUSD        Z21, Z18, Z7
+	VPDPBUSD        Z0, Z19, Z10
+	VPDPBUSD        Z21, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z21
+	VPDPBUSD        Z0, Z13, Z2
+	VPDPBUSD        Z21, Z14, Z2
+	VPDPBUSD        Z0, Z15, Z5
+	VPDPBUSD        Z21, Z16, Z5
+	VPDPBUSD        Z0, Z17, Z8
+	VPDPBUSD        Z21, Z18, Z8
+	VPDPBUSD        Z0, Z19, Z11
+	VPDPBUSD        Z21, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z21
+	VPDPBUSD        Z0, Z13, Z3
+	VPDPBUSD        Z21, Z14, Z3
+	VPDPBUSD        Z0, Z15, Z6
+	VPDPBUSD        Z21, Z16, Z6
+	VPDPBUSD        Z0, Z17, Z9
+	VPDPBUSD        Z21, Z18, Z9
+	VPDPBUSD        Z0, Z19, Z12
+	VPDPBUSD        Z21, Z20, Z12
+
+tiledone_268:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y13
+	VPADDD        Y1, Y13, Y13
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y0
+	VPADDD        Y12, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y3, Y13, Y11
+	VPUNPCKHDQ    Y3, Y13, Y3
+	VPADDD        Y3, Y11, Y11
+	VPUNPCKLDQ    Y9, Y6, Y3
+	VPUNPCKHDQ    Y9, Y6, Y6
+	VPADDD        Y6, Y3, Y3
+	VPUNPCKLQDQ   Y3, Y11, Y6
+	VPUNPCKHQDQ   Y3, Y11, Y3
+	VPADDD        Y3, Y6, Y6
+	VEXTRACTI32X4 $0x01, Y6, X3
+	VPADDD        X6, X3, X3
+	VMOVDQU32     X3, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y4, Y1, Y3
+	VPUNPCKHDQ    Y4, Y1, Y1
+	VPADDD        Y1, Y3, Y3
+	VPUNPCKLDQ    Y10, Y7, Y1
+	VPUNPCKHDQ    Y10, Y7, Y4
+	VPADDD        Y4, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y3, Y4
+	VPUNPCKHQDQ   Y1, Y3, Y1
+	VPADDD        Y1, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VMOVDQU32     X1, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y5, Y2, Y1
+	VPUNPCKHDQ    Y5, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y8, Y2
+	VPUNPCKHDQ    Y0, Y8, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (SI)
+	JMP           tokensdone_257
+
+tokens_265:
+	CMPQ DI, $0x00000002
+	JNE  tokens_269
+
+	// tile 4 rows × 2 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+
+tilepairs_270:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_271
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 (R10)(DI*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VBROADCASTI64X4 (R10)(DI*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z17
+	VMOVDQU64       64(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z17
+	VMOVDQU64       64(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	VBROADCASTI64X4 32(R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(R10)(DI*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VBROADCASTI64X4 32(R10)(DI*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       128(BX), Z17
+	VMOVDQU64       192(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       128(BX)(R8*1), Z17
+	VMOVDQU64       192(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_270
+
+tilepairsdone_271:
+	TESTQ           R9, R9
+	JZ              tiledone_272
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 (R10)(DI*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VBROADCASTI64X4 (R10)(DI*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z17
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z17, Z10, Z1
+	VPDPBUSD        Z0, Z11, Z3
+	VPDPBUSD        Z17, Z12, Z3
+	VPDPBUSD        Z0, Z13, Z5
+	VPDPBUSD        Z17, Z14, Z5
+	VPDPBUSD        Z0, Z15, Z7
+	VPDPBUSD        Z17, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z17
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z17, Z10, Z2
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z17, Z12, Z4
+	VPDPBUSD        Z0, Z13, Z6
+	VPDPBUSD        Z17, Z14, Z6
+	VPDPBUSD        Z0, Z15, Z8
+	VPDPBUSD        Z17, Z16, Z8
+
+tiledone_272:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDD        Y1, Y9, Y9
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y2, Y9, Y7
+	VPUNPCKHDQ    Y2, Y9, Y2
+	VPADDD        Y2, Y7, Y7
+	VPUNPCKLDQ    Y6, Y4, Y2
+	VPUNPCKHDQ    Y6, Y4, Y4
+	VPADDD        Y4, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y7, Y4
+	VPUNPCKHQDQ   Y2, Y7, Y2
+	VPADDD        Y2, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X2
+	VPADDD        X4, X2, X2
+	VMOVDQU32     X2, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y3, Y1, Y2
+	VPUNPCKHDQ    Y3, Y1, Y1
+	VPADDD        Y1, Y2, Y2
+	VPUNPCKLDQ    Y0, Y5, Y1
+	VPUNPCKHDQ    Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y2, Y0
+	VPUNPCKHQDQ   Y1, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (SI)
+	JMP           tokensdone_257
+
+tokens_269:
+	CMPQ DI, $0x00000001
+	JNE  tokens_273
+
+	// tile 4 rows × 1 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (R9)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+
+tilepairs_274:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_275
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VBROADCASTI64X4 (R9)(DI*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VBROADCASTI64X4 (R9)(DI*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z13
+	VMOVDQU64       64(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	VBROADCASTI64X4 32(R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VBROADCASTI64X4 32(R9)(DI*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VBROADCASTI64X4 32(R9)(DI*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       128(BX), Z13
+	VMOVDQU64       192(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_274
+
+tilepairsdone_275:
+	TESTQ           R8, R8
+	JZ              tiledone_276
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VBROADCASTI64X4 (R9)(DI*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VBROADCASTI64X4 (R9)(DI*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z13
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z13, Z6, Z1
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z13, Z8, Z2
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z13, Z10, Z3
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z13, Z12, Z4
+
+tiledone_276:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y5
+	VPADDD        Y1, Y5, Y5
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VPUNPCKLDQ    Y1, Y5, Y3
+	VPUNPCKHDQ    Y1, Y5, Y1
+	VPADDD        Y1, Y3, Y3
+	VPUNPCKLDQ    Y0, Y2, Y1
+	VPUNPCKHDQ    Y0, Y2, Y0
+	VPADDD        Y0, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y3, Y0
+	VPUNPCKHQDQ   Y1, Y3, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (BX)
+	JMP           tokensdone_257
+
+tokens_273:
+tokensdone_257:
+	MOVQ stride+24(FP), BX
+	LEAQ (AX)(BX*4), AX
+	ADDQ $0x00000010, DX
+	SUBQ $0x00000004, CX
+	JMP  rows_253
+
+rowsdone_254:
+rows_277:
+	CMPQ CX, $0x00000001
+	JB   rowsdone_278
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_279:
+	CMPQ DI, $0x00000008
+	JB   tokenstail_280
+
+	// tile 1 rows × 8 tokens
+	MOVQ      stride+24(FP), R8
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	MOVQ      BX, R11
+	LEAQ      (R11)(R8*2), R12
+	ADDQ      R8, R12
+	LEAQ      (R12)(R8*2), R13
+	ADDQ      R8, R13
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+
+tilepairs_282:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_283
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z11
+	VMOVDQU64       64(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z11
+	VMOVDQU64       64(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z11
+	VMOVDQU64       64(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       (R12), Z11
+	VMOVDQU64       64(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z11
+	VMOVDQU64       64(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z11
+	VMOVDQU64       64(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       (R13), Z11
+	VMOVDQU64       64(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z11
+	VMOVDQU64       64(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	VBROADCASTI64X4 32(R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       128(R11), Z11
+	VMOVDQU64       192(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       128(R11)(R8*1), Z11
+	VMOVDQU64       192(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       128(R11)(R8*2), Z11
+	VMOVDQU64       192(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       128(R12), Z11
+	VMOVDQU64       192(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       128(R12)(R8*1), Z11
+	VMOVDQU64       192(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       128(R12)(R8*2), Z11
+	VMOVDQU64       192(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       128(R13), Z11
+	VMOVDQU64       192(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       128(R13)(R8*1), Z11
+	VMOVDQU64       192(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, R11
+	ADDQ            $0x00000100, R12
+	ADDQ            $0x00000100, R13
+	SUBQ            $0x02, R9
+	JMP             tilepairs_282
+
+tilepairsdone_283:
+	TESTQ           R9, R9
+	JZ              tiledone_284
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z11, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z0
+	VMOVDQU64       64(R11)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z11, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z0
+	VMOVDQU64       64(R11)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z11, Z10, Z3
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z11
+	VPDPBUSD        Z0, Z9, Z4
+	VPDPBUSD        Z11, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z0
+	VMOVDQU64       64(R12)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z5
+	VPDPBUSD        Z11, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z0
+	VMOVDQU64       64(R12)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z6
+	VPDPBUSD        Z11, Z10, Z6
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z11
+	VPDPBUSD        Z0, Z9, Z7
+	VPDPBUSD        Z11, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z0
+	VMOVDQU64       64(R13)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z8
+	VPDPBUSD        Z11, Z10, Z8
+
+tiledone_284:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDD        Y1, Y9, Y9
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R9
+	VEXTRACTI32X4 $0x01, Y9, X7
+	VPADDD        X9, X7, X7
+	VPSHUFD       $0x4e, X7, X8
+	VPADDD        X8, X7, X7
+	VPSHUFD       $0xb1, X7, X8
+	VPADDD        X8, X7, X7
+	VMOVD         X7, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y1, X7
+	VPADDD        X1, X7, X7
+	VPSHUFD       $0x4e, X7, X1
+	VPADDD        X1, X7, X7
+	VPSHUFD       $0xb1, X7, X1
+	VPADDD        X1, X7, X7
+	VMOVD         X7, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y6, X1
+	VPADDD        X6, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (R9)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000008, R8, R8
+	IMUL3Q        $0x00000020, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000008, DI
+	JMP           tokens_279
+
+tokenstail_280:
+	CMPQ DI, $0x00000007
+	JNE  tokens_285
+
+	// tile 1 rows × 7 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+
+tilepairs_286:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_287
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z10
+	VMOVDQU64       64(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z10
+	VMOVDQU64       64(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z10
+	VMOVDQU64       64(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       (R10), Z10
+	VMOVDQU64       64(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z10
+	VMOVDQU64       64(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z10
+	VMOVDQU64       64(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       (R11), Z10
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	VBROADCASTI64X4 32(R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       128(BX), Z10
+	VMOVDQU64       192(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       128(BX)(DI*1), Z10
+	VMOVDQU64       192(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       128(BX)(DI*2), Z10
+	VMOVDQU64       192(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       128(R10), Z10
+	VMOVDQU64       192(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       128(R10)(DI*1), Z10
+	VMOVDQU64       192(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       128(R10)(DI*2), Z10
+	VMOVDQU64       192(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       128(R11), Z10
+	VMOVDQU64       192(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	ADDQ            $0x00000100, R11
+	SUBQ            $0x02, R8
+	JMP             tilepairs_286
+
+tilepairsdone_287:
+	TESTQ           R8, R8
+	JZ              tiledone_288
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z0, Z8, Z1
+	VPDPBUSD        Z10, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z2
+	VPDPBUSD        Z10, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z3
+	VPDPBUSD        Z10, Z9, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z0, Z8, Z4
+	VPDPBUSD        Z10, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z5
+	VPDPBUSD        Z10, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z6
+	VPDPBUSD        Z10, Z9, Z6
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z10
+	VPDPBUSD        Z0, Z8, Z7
+	VPDPBUSD        Z10, Z9, Z7
+
+tiledone_288:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y8
+	VPADDD        Y1, Y8, Y8
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y0
+	VPADDD        Y7, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y8, X6
+	VPADDD        X8, X6, X6
+	VPSHUFD       $0x4e, X6, X7
+	VPADDD        X7, X6, X6
+	VPSHUFD       $0xb1, X6, X7
+	VPADDD        X7, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X6
+	VPADDD        X1, X6, X6
+	VPSHUFD       $0x4e, X6, X1
+	VPADDD        X1, X6, X6
+	VPSHUFD       $0xb1, X6, X1
+	VPADDD        X1, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_281
+
+tokens_285:
+	CMPQ DI, $0x00000006
+	JNE  tokens_289
+
+	// tile 1 rows × 6 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+
+tilepairs_290:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_291
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z9
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z9
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z9
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       (R10), Z9
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z9
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z9
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	VBROADCASTI64X4 32(R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       128(BX), Z9
+	VMOVDQU64       192(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       128(BX)(DI*1), Z9
+	VMOVDQU64       192(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       128(BX)(DI*2), Z9
+	VMOVDQU64       192(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       128(R10), Z9
+	VMOVDQU64       192(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       128(R10)(DI*1), Z9
+	VMOVDQU64       192(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       128(R10)(DI*2), Z9
+	VMOVDQU64       192(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_290
+
+tilepairsdone_291:
+	TESTQ           R8, R8
+	JZ              tiledone_292
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z0, Z7, Z1
+	VPDPBUSD        Z9, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z9, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z3
+	VPDPBUSD        Z9, Z8, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z0, Z7, Z4
+	VPDPBUSD        Z9, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z5
+	VPDPBUSD        Z9, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z6
+	VPDPBUSD        Z9, Z8, Z6
+
+tiledone_292:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y7
+	VPADDD        Y1, Y7, Y7
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y7, X5
+	VPADDD        X7, X5, X5
+	VPSHUFD       $0x4e, X5, X6
+	VPADDD        X6, X5, X5
+	VPSHUFD       $0xb1, X5, X6
+	VPADDD        X6, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X5
+	VPADDD        X1, X5, X5
+	VPSHUFD       $0x4e, X5, X1
+	VPADDD        X1, X5, X5
+	VPSHUFD       $0xb1, X5, X1
+	VPADDD        X1, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_281
+
+tokens_289:
+	CMPQ DI, $0x00000005
+	JNE  tokens_293
+
+	// tile 1 rows × 5 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+
+tilepairs_294:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_295
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z8
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z8
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z8
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       (R10), Z8
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z8
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	VBROADCASTI64X4 32(R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       128(BX), Z8
+	VMOVDQU64       192(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       128(BX)(DI*1), Z8
+	VMOVDQU64       192(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       128(BX)(DI*2), Z8
+	VMOVDQU64       192(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       128(R10), Z8
+	VMOVDQU64       192(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       128(R10)(DI*1), Z8
+	VMOVDQU64       192(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_294
+
+tilepairsdone_295:
+	TESTQ           R8, R8
+	JZ              tiledone_296
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z0, Z6, Z1
+	VPDPBUSD        Z8, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z2
+	VPDPBUSD        Z8, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z0, Z6, Z3
+	VPDPBUSD        Z8, Z7, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z0, Z6, Z4
+	VPDPBUSD        Z8, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z5
+	VPDPBUSD        Z8, Z7, Z5
+
+tiledone_296:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y6
+	VPADDD        Y1, Y6, Y6
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y6, X4
+	VPADDD        X6, X4, X4
+	VPSHUFD       $0x4e, X4, X5
+	VPADDD        X5, X4, X4
+	VPSHUFD       $0xb1, X4, X5
+	VPADDD        X5, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X4
+	VPADDD        X1, X4, X4
+	VPSHUFD       $0x4e, X4, X1
+	VPADDD        X1, X4, X4
+	VPSHUFD       $0xb1, X4, X1
+	VPADDD        X1, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_281
+
+tokens_293:
+	CMPQ DI, $0x00000004
+	JNE  tokens_297
+
+	// tile 1 rows × 4 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+
+tilepairs_298:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_299
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z7
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z7
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z7
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       (R10), Z7
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	VBROADCASTI64X4 32(R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       128(BX), Z7
+	VMOVDQU64       192(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       128(BX)(DI*1), Z7
+	VMOVDQU64       192(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       128(BX)(DI*2), Z7
+	VMOVDQU64       192(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       128(R10), Z7
+	VMOVDQU64       192(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_298
+
+tilepairsdone_299:
+	TESTQ           R8, R8
+	JZ              tiledone_300
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z7, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z0, Z5, Z2
+	VPDPBUSD        Z7, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z0, Z5, Z3
+	VPDPBUSD        Z7, Z6, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z7
+	VPDPBUSD        Z0, Z5, Z4
+	VPDPBUSD        Z7, Z6, Z4
+
+tiledone_300:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y5
+	VPADDD        Y1, Y5, Y5
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y5, X3
+	VPADDD        X5, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X3
+	VPADDD        X1, X3, X3
+	VPSHUFD       $0x4e, X3, X1
+	VPADDD        X1, X3, X3
+	VPSHUFD       $0xb1, X3, X1
+	VPADDD        X1, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_281
+
+tokens_297:
+	CMPQ DI, $0x00000003
+	JNE  tokens_301
+
+	// tile 1 rows × 3 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+
+tilepairs_302:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_303
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z6
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z6
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z6
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	VBROADCASTI64X4 32(R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       128(BX), Z6
+	VMOVDQU64       192(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       128(BX)(DI*1), Z6
+	VMOVDQU64       192(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       128(BX)(DI*2), Z6
+	VMOVDQU64       192(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_302
+
+tilepairsdone_303:
+	TESTQ           R8, R8
+	JZ              tiledone_304
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z0, Z4, Z1
+	VPDPBUSD        Z6, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z0, Z4, Z2
+	VPDPBUSD        Z6, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z6
+	VPDPBUSD        Z0, Z4, Z3
+	VPDPBUSD        Z6, Z5, Z3
+
+tiledone_304:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y4
+	VPADDD        Y1, Y4, Y4
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y4, X2
+	VPADDD        X4, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VPADDD        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VPADDD        X3, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0x4e, X2, X1
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0xb1, X2, X1
+	VPADDD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_281
+
+tokens_301:
+	CMPQ DI, $0x00000002
+	JNE  tokens_305
+
+	// tile 1 rows × 2 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+
+tilepairs_306:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_307
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z5
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z5
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	VBROADCASTI64X4 32(R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       128(BX), Z5
+	VMOVDQU64       192(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       128(BX)(DI*1), Z5
+	VMOVDQU64       192(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_306
+
+tilepairsdone_307:
+	TESTQ           R8, R8
+	JZ              tiledone_308
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z0, Z3, Z1
+	VPDPBUSD        Z5, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z5
+	VPDPBUSD        Z0, Z3, Z2
+	VPDPBUSD        Z5, Z4, Z2
+
+tiledone_308:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y3
+	VPADDD        Y1, Y3, Y3
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_281
+
+tokens_305:
+	CMPQ DI, $0x00000001
+	JNE  tokens_309
+
+	// tile 1 rows × 1 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), DI
+	SHRQ      $0x07, DI
+	MOVQ      AX, R8
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+
+tilepairs_310:
+	CMPQ            DI, $0x02
+	JB              tilepairsdone_311
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z4
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	VBROADCASTI64X4 32(R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       128(BX), Z4
+	VMOVDQU64       192(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, DI
+	JMP             tilepairs_310
+
+tilepairsdone_311:
+	TESTQ           DI, DI
+	JZ              tiledone_312
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z4
+	VPDPBUSD        Z0, Z2, Z1
+	VPDPBUSD        Z4, Z3, Z1
+
+tiledone_312:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (BX)
+	JMP           tokensdone_281
+
+tokens_309:
+tokensdone_281:
+	MOVQ stride+24(FP), BX
+	ADDQ BX, AX
+	ADDQ $0x00000004, DX
+	SUBQ $0x00000001, CX
+	JMP  rows_277
+
+rowsdone_278:
+	VZEROUPPER
+	RET
+
 // func dotF16RowsAVX2(w []uint16, stride int, x []float32, out []float32)
 // Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
@@ -7839,7 +13266,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_192
+	JZ    spreaddone_313
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -7847,7 +13274,7 @@ TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_193:
+spread_314:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -7863,9 +13290,9 @@ spread_193:
 	ANDQ  $-128, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_195
+	JAE   loopdone_316
 
-loop_194:
+loop_315:
 	VMOVUPS     (AX)(R12*4), Y8
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Y9
@@ -8016,13 +13443,13 @@ loop_194:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_194
+	JB          loop_315
 
-loopdone_195:
-room_196:
+loopdone_316:
+room_317:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_197
+	JA          roomdone_318
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -8060,12 +13487,12 @@ room_196:
 	VCVTPH2PS   48(R11)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x20, R12
-	JMP         room_196
+	JMP         room_317
 
-roomdone_197:
+roomdone_318:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_198
+	JA          skip_319
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -8086,10 +13513,10 @@ roomdone_197:
 	VFMADD231PS Y8, Y9, Y7
 	ADDQ        $0x10, R12
 
-skip_198:
+skip_319:
 	LEAQ        8(R12), R13
 	CMPQ        R13, CX
-	JA          skip_199
+	JA          skip_320
 	VMOVUPS     (AX)(R12*4), Y8
 	VCVTPH2PS   (DX)(R12*2), Y9
 	VFMADD231PS Y8, Y9, Y0
@@ -8101,7 +13528,7 @@ skip_198:
 	VFMADD231PS Y8, Y9, Y3
 	ADDQ        $0x08, R12
 
-skip_199:
+skip_320:
 	VADDPS       Y4, Y0, Y0
 	VADDPS       Y5, Y1, Y1
 	VADDPS       Y6, Y2, Y2
@@ -8118,9 +13545,9 @@ skip_199:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	CMPQ         R12, CX
-	JAE          taildone_201
+	JAE          taildone_322
 
-tail_200:
+tail_321:
 	MOVWQZX      (R11)(R12*2), R13
 	SHLQ         $0x10, R13
 	MOVWQZX      (R10)(R12*2), R14
@@ -8137,9 +13564,9 @@ tail_200:
 	VFMADD231PS  X2, X1, X0
 	INCQ         R12
 	CMPQ         R12, CX
-	JB           tail_200
+	JB           tail_321
 
-taildone_201:
+taildone_322:
 	VMOVD   X0, (BX)
 	VPSHUFD $0x01, X0, X1
 	VMOVD   X1, (BX)(R8*1)
@@ -8153,27 +13580,27 @@ taildone_201:
 	ADDQ    R9, DX
 	ADDQ    $0x04, BX
 	DECQ    SI
-	JNZ     spread_193
+	JNZ     spread_314
 	LEAQ    (DX)(DI*2), DX
 	ADDQ    DI, DX
 	LEAQ    (BX)(R8*2), BX
 	ADDQ    R8, BX
 
-spreaddone_192:
+spreaddone_313:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_203
+	JZ   singledone_324
 
-single_202:
+single_323:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-128, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_205
+	JAE   loopdone_326
 
-loop_204:
+loop_325:
 	VMOVUPS     (AX)(DI*4), Y2
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Y3
@@ -8225,13 +13652,13 @@ loop_204:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_204
+	JB          loop_325
 
-loopdone_205:
-room_206:
+loopdone_326:
+room_327:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_207
+	JA          roomdone_328
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -8245,12 +13672,12 @@ room_206:
 	VCVTPH2PS   48(DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x20, DI
-	JMP         room_206
+	JMP         room_327
 
-roomdone_207:
+roomdone_328:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_208
+	JA          skip_329
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
@@ -8259,16 +13686,16 @@ roomdone_207:
 	VFMADD231PS Y2, Y3, Y1
 	ADDQ        $0x10, DI
 
-skip_208:
+skip_329:
 	LEAQ        8(DI), R8
 	CMPQ        R8, CX
-	JA          skip_209
+	JA          skip_330
 	VMOVUPS     (AX)(DI*4), Y2
 	VCVTPH2PS   (DX)(DI*2), Y3
 	VFMADD231PS Y2, Y3, Y0
 	ADDQ        $0x08, DI
 
-skip_209:
+skip_330:
 	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X0, X1, X1
@@ -8277,27 +13704,27 @@ skip_209:
 	VPSHUFD      $0xb1, X1, X0
 	VADDPS       X0, X1, X1
 	CMPQ         DI, CX
-	JAE          taildone_211
+	JAE          taildone_332
 
-tail_210:
+tail_331:
 	MOVWLZX     (DX)(DI*2), R8
 	VMOVD       R8, X0
 	VCVTPH2PS   X0, X0
 	VFMADD231SS (AX)(DI*4), X0, X1
 	INCQ        DI
 	CMPQ        DI, CX
-	JB          tail_210
+	JB          tail_331
 
-taildone_211:
+taildone_332:
 	VMOVSS X1, (BX)
 	MOVQ   stride+24(FP), DI
 	SHLQ   $0x01, DI
 	ADDQ   DI, DX
 	ADDQ   $0x04, BX
 	DECQ   SI
-	JNZ    single_202
+	JNZ    single_323
 
-singledone_203:
+singledone_324:
 	VZEROUPPER
 	RET
 
@@ -8311,7 +13738,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_212
+	JZ    spreaddone_333
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -8319,7 +13746,7 @@ TEXT ·dotF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_213:
+spread_334:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -8331,9 +13758,9 @@ spread_213:
 	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_215
+	JAE    loopdone_336
 
-loop_214:
+loop_335:
 	VMOVUPS     (AX)(R12*4), Z4
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
@@ -8412,13 +13839,13 @@ loop_214:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_214
+	JB          loop_335
 
-loopdone_215:
-room_216:
+loopdone_336:
+room_337:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_217
+	JA          roomdone_338
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8438,12 +13865,12 @@ room_216:
 	VCVTPH2PS   32(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x20, R12
-	JMP         room_216
+	JMP         room_337
 
-roomdone_217:
+roomdone_338:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_218
+	JA          skip_339
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8455,11 +13882,11 @@ roomdone_217:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_218:
+skip_339:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
 	TESTQ       R13, R13
-	JZ          notail_219
+	JZ          notail_340
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -8477,7 +13904,7 @@ skip_218:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_219:
+notail_340:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -8510,26 +13937,26 @@ notail_219:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_213
+	JNZ           spread_334
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_212:
+spreaddone_333:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_221
+	JZ   singledone_342
 
-single_220:
+single_341:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_223
+	JAE    loopdone_344
 
-loop_222:
+loop_343:
 	VMOVUPS     (AX)(DI*4), Z1
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
@@ -8557,13 +13984,13 @@ loop_222:
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_222
+	JB          loop_343
 
-loopdone_223:
-room_224:
+loopdone_344:
+room_345:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_225
+	JA          roomdone_346
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
@@ -8571,22 +13998,22 @@ room_224:
 	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x20, DI
-	JMP         room_224
+	JMP         room_345
 
-roomdone_225:
+roomdone_346:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_226
+	JA          skip_347
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_226:
+skip_347:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
 	TESTQ       R8, R8
-	JZ          notail_227
+	JZ          notail_348
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -8595,7 +14022,7 @@ skip_226:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_227:
+notail_348:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -8610,9 +14037,9 @@ notail_227:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_220
+	JNZ           single_341
 
-singledone_221:
+singledone_342:
 	VZEROUPPER
 	RET
 
@@ -8626,7 +14053,7 @@ TEXT ·dotF16RowsAVX512Lines(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_228
+	JZ    spreaddone_349
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -8634,7 +14061,7 @@ TEXT ·dotF16RowsAVX512Lines(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_229:
+spread_350:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -8646,9 +14073,9 @@ spread_229:
 	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_231
+	JAE    loopdone_352
 
-loop_230:
+loop_351:
 	VMOVUPS     (AX)(R12*4), Z4
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
@@ -8739,13 +14166,13 @@ loop_230:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_230
+	JB          loop_351
 
-loopdone_231:
-room_232:
+loopdone_352:
+room_353:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_233
+	JA          roomdone_354
 	VMOVUPS     (AX)(R12*4), Z4
 	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
@@ -8769,12 +14196,12 @@ room_232:
 	VCVTPH2PS   32(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x20, R12
-	JMP         room_232
+	JMP         room_353
 
-roomdone_233:
+roomdone_354:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_234
+	JA          skip_355
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -8786,11 +14213,11 @@ roomdone_233:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_234:
+skip_355:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
 	TESTQ       R13, R13
-	JZ          notail_235
+	JZ          notail_356
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -8808,7 +14235,7 @@ skip_234:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_235:
+notail_356:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -8841,26 +14268,26 @@ notail_235:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_229
+	JNZ           spread_350
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_228:
+spreaddone_349:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_237
+	JZ   singledone_358
 
-single_236:
+single_357:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_239
+	JAE    loopdone_360
 
-loop_238:
+loop_359:
 	VMOVUPS     (AX)(DI*4), Z1
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
@@ -8891,13 +14318,13 @@ loop_238:
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_238
+	JB          loop_359
 
-loopdone_239:
-room_240:
+loopdone_360:
+room_361:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_241
+	JA          roomdone_362
 	VMOVUPS     (AX)(DI*4), Z1
 	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
@@ -8906,22 +14333,22 @@ room_240:
 	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x20, DI
-	JMP         room_240
+	JMP         room_361
 
-roomdone_241:
+roomdone_362:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_242
+	JA          skip_363
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_242:
+skip_363:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
 	TESTQ       R8, R8
-	JZ          notail_243
+	JZ          notail_364
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -8930,7 +14357,7 @@ skip_242:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_243:
+notail_364:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -8945,9 +14372,9 @@ notail_243:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_236
+	JNZ           single_357
 
-singledone_237:
+singledone_358:
 	VZEROUPPER
 	RET
 
@@ -8961,7 +14388,7 @@ TEXT ·dotF16RowsAVX512HW(SB), NOSPLIT, $0-80
 	MOVQ  out_len+64(FP), SI
 	SHRQ  $0x02, SI
 	TESTQ SI, SI
-	JZ    spreaddone_244
+	JZ    spreaddone_365
 	MOVQ  SI, DI
 	MOVQ  stride+24(FP), R8
 	SHLQ  $0x01, R8
@@ -8969,7 +14396,7 @@ TEXT ·dotF16RowsAVX512HW(SB), NOSPLIT, $0-80
 	MOVQ  SI, R8
 	SHLQ  $0x02, R8
 
-spread_245:
+spread_366:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -8981,9 +14408,9 @@ spread_245:
 	ANDQ   $-128, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_247
+	JAE    loopdone_368
 
-loop_246:
+loop_367:
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -9058,13 +14485,13 @@ loop_246:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x00000080, R12
 	CMPQ        R12, R13
-	JB          loop_246
+	JB          loop_367
 
-loopdone_247:
-room_248:
+loopdone_368:
+room_369:
 	LEAQ        32(R12), R13
 	CMPQ        R13, CX
-	JA          roomdone_249
+	JA          roomdone_370
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -9084,12 +14511,12 @@ room_248:
 	VCVTPH2PS   32(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x20, R12
-	JMP         room_248
+	JMP         room_369
 
-roomdone_249:
+roomdone_370:
 	LEAQ        16(R12), R13
 	CMPQ        R13, CX
-	JA          skip_250
+	JA          skip_371
 	VMOVUPS     (AX)(R12*4), Z4
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
@@ -9101,11 +14528,11 @@ roomdone_249:
 	VFMADD231PS Z4, Z5, Z3
 	ADDQ        $0x10, R12
 
-skip_250:
+skip_371:
 	MOVQ        CX, R13
 	SUBQ        R12, R13
 	TESTQ       R13, R13
-	JZ          notail_251
+	JZ          notail_372
 	MOVQ        $-1, R14
 	BZHIQ       R13, R14, R13
 	KMOVQ       R13, K1
@@ -9123,7 +14550,7 @@ skip_250:
 	VCVTPH2PS   Y5, Z5
 	VFMADD231PS Z4, Z5, Z3
 
-notail_251:
+notail_372:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z1, Y0
@@ -9156,26 +14583,26 @@ notail_251:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_245
+	JNZ           spread_366
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_244:
+spreaddone_365:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_253
+	JZ   singledone_374
 
-single_252:
+single_373:
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, R8
 	ANDQ   $-128, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_255
+	JAE    loopdone_376
 
-loop_254:
+loop_375:
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
@@ -9202,13 +14629,13 @@ loop_254:
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x00000080, DI
 	CMPQ        DI, R8
-	JB          loop_254
+	JB          loop_375
 
-loopdone_255:
-room_256:
+loopdone_376:
+room_377:
 	LEAQ        32(DI), R8
 	CMPQ        R8, CX
-	JA          roomdone_257
+	JA          roomdone_378
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
@@ -9216,22 +14643,22 @@ room_256:
 	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x20, DI
-	JMP         room_256
+	JMP         room_377
 
-roomdone_257:
+roomdone_378:
 	LEAQ        16(DI), R8
 	CMPQ        R8, CX
-	JA          skip_258
+	JA          skip_379
 	VMOVUPS     (AX)(DI*4), Z1
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	ADDQ        $0x10, DI
 
-skip_258:
+skip_379:
 	MOVQ        CX, R8
 	SUBQ        DI, R8
 	TESTQ       R8, R8
-	JZ          notail_259
+	JZ          notail_380
 	MOVQ        $-1, R9
 	BZHIQ       R8, R9, R8
 	KMOVQ       R8, K1
@@ -9240,7 +14667,7 @@ skip_258:
 	VCVTPH2PS   Y2, Z2
 	VFMADD231PS Z1, Z2, Z0
 
-notail_259:
+notail_380:
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
@@ -9255,9 +14682,9 @@ notail_259:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_252
+	JNZ           single_373
 
-singledone_253:
+singledone_374:
 	VZEROUPPER
 	RET
 
@@ -9273,9 +14700,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_261
+	JAE          loopdone_382
 
-loop_260:
+loop_381:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -9284,22 +14711,22 @@ loop_260:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_260
+	JB          loop_381
 
-loopdone_261:
+loopdone_382:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_262
+	JA          skip_383
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_262:
+skip_383:
 	CMPQ BX, DX
-	JAE  taildone_264
+	JAE  taildone_385
 
-tail_263:
+tail_384:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -9307,9 +14734,9 @@ tail_263:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_263
+	JB          tail_384
 
-taildone_264:
+taildone_385:
 	VZEROUPPER
 	RET
 
@@ -9325,9 +14752,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_266
+	JAE          loopdone_387
 
-loop_265:
+loop_386:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -9336,21 +14763,21 @@ loop_265:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_265
+	JB          loop_386
 
-loopdone_266:
+loopdone_387:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_267
+	JA          skip_388
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_267:
+skip_388:
 	SUBQ        BX, DX
 	TESTQ       DX, DX
-	JZ          notail_268
+	JZ          notail_389
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -9360,7 +14787,7 @@ skip_267:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_268:
+notail_389:
 	VZEROUPPER
 	RET
 
@@ -9376,10 +14803,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_269:
+chunks_390:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_270
+	JA      chunksdone_391
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -9387,9 +14814,9 @@ chunks_269:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_272
+	JAE     rowsdone_393
 
-rows_271:
+rows_392:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -9402,45 +14829,45 @@ rows_271:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_271
+	JB           rows_392
 
-rowsdone_272:
+rowsdone_393:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_269
+	JMP     chunks_390
 
-chunksdone_270:
-chunks_273:
+chunksdone_391:
+chunks_394:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_274
+	JA      chunksdone_395
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_276
+	JAE     rowsdone_397
 
-rows_275:
+rows_396:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_275
+	JB           rows_396
 
-rowsdone_276:
+rowsdone_397:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_273
+	JMP     chunks_394
 
-chunksdone_274:
+chunksdone_395:
 	SUBQ      R8, DI
 	TESTQ     DI, DI
-	JZ        notail_277
+	JZ        notail_398
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -9448,9 +14875,9 @@ chunksdone_274:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_279
+	JAE       rowsdone_400
 
-rows_278:
+rows_399:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -9458,12 +14885,12 @@ rows_278:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_278
+	JB           rows_399
 
-rowsdone_279:
+rowsdone_400:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_277:
+notail_398:
 	VZEROUPPER
 	RET
 
@@ -9472,17 +14899,17 @@ notail_277:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ CX, CX
 
-rowblocks_280:
+rowblocks_401:
 	MOVQ np+32(FP), AX
 	CMPQ CX, AX
-	JAE  rowblocksdone_281
+	JAE  rowblocksdone_402
 	XORQ AX, AX
 
-chunks_282:
+chunks_403:
 	LEAQ    64(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_283
+	JA      chunksdone_404
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -9534,9 +14961,9 @@ chunks_282:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_285
+	JAE     rowsdone_406
 
-rows_284:
+rows_405:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z16
 	VCVTPH2PS    32(R9), Z17
@@ -9566,9 +14993,9 @@ rows_284:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_284
+	JB           rows_405
 
-rowsdone_285:
+rowsdone_406:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -9603,14 +15030,14 @@ rowsdone_285:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, 192(DX)
 	ADDQ    $0x40, AX
-	JMP     chunks_282
+	JMP     chunks_403
 
-chunksdone_283:
-chunks_286:
+chunksdone_404:
+chunks_407:
 	LEAQ    16(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_287
+	JA      chunksdone_408
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -9650,9 +15077,9 @@ chunks_286:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_289
+	JAE     rowsdone_410
 
-rows_288:
+rows_409:
 	PREFETCHT1   16384(R9)
 	VCVTPH2PS    (R9), Z4
 	VBROADCASTSS (DX)(R11*4), Z5
@@ -9666,9 +15093,9 @@ rows_288:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_288
+	JB           rows_409
 
-rowsdone_289:
+rowsdone_410:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -9691,13 +15118,13 @@ rowsdone_289:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, (DX)
 	ADDQ    $0x10, AX
-	JMP     chunks_286
+	JMP     chunks_407
 
-chunksdone_287:
+chunksdone_408:
 	MOVQ      n+104(FP), DX
 	SUBQ      AX, DX
 	TESTQ     DX, DX
-	JZ        notail_290
+	JZ        notail_411
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, DX
 	KMOVQ     DX, K1
@@ -9740,9 +15167,9 @@ chunksdone_287:
 	CMOVQGT   R11, R10
 	MOVQ      CX, R11
 	CMPQ      R11, R10
-	JAE       rowsdone_292
+	JAE       rowsdone_413
 
-rows_291:
+rows_412:
 	PREFETCHT1   16384(R9)
 	VMOVDQU16.Z  (R9), K1, Y4
 	VCVTPH2PS    Y4, Z4
@@ -9757,9 +15184,9 @@ rows_291:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_291
+	JB           rows_412
 
-rowsdone_292:
+rowsdone_413:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, K1, (DX)
@@ -9782,11 +15209,11 @@ rowsdone_292:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, K1, (DX)
 
-notail_290:
+notail_411:
 	ADDQ $0x00000040, CX
-	JMP  rowblocks_280
+	JMP  rowblocks_401
 
-rowblocksdone_281:
+rowblocksdone_402:
 	VZEROUPPER
 	RET
 
@@ -9801,14 +15228,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_293
+	JZ      spreaddone_414
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_294:
+spread_415:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -9820,9 +15247,9 @@ spread_294:
 	ANDQ  $-256, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_296
+	JAE   loopdone_417
 
-loop_295:
+loop_416:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -10029,13 +15456,13 @@ loop_295:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_295
+	JB         loop_416
 
-loopdone_296:
-room_297:
+loopdone_417:
+room_418:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         roomdone_298
+	JA         roomdone_419
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -10062,9 +15489,9 @@ room_297:
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
-	JMP        room_297
+	JMP        room_418
 
-roomdone_298:
+roomdone_419:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -10085,82 +15512,82 @@ roomdone_298:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_299
+	JAE          taildone_420
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_300:
+tail_421:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_300
+	JB      tail_421
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_301:
+tail_422:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_301
+	JB      tail_422
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_302:
+tail_423:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_302
+	JB      tail_423
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_303:
+tail_424:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_303
+	JB      tail_424
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_299:
+taildone_420:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_294
+	JNZ  spread_415
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_293:
+spreaddone_414:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_305
+	JZ   singledone_426
 
-single_304:
+single_425:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-256, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_307
+	JAE   loopdone_428
 
-loop_306:
+loop_427:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -10220,13 +15647,13 @@ loop_306:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_306
+	JB         loop_427
 
-loopdone_307:
-room_308:
+loopdone_428:
+room_429:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         roomdone_309
+	JA         roomdone_430
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -10235,9 +15662,9 @@ room_308:
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
-	JMP        room_308
+	JMP        room_429
 
-roomdone_309:
+roomdone_430:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -10246,27 +15673,27 @@ roomdone_309:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_310
+	JAE          taildone_431
 	XORL         R8, R8
 
-tail_311:
+tail_432:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_311
+	JB      tail_432
 	ADDL    R8, (BX)
 
-taildone_310:
+taildone_431:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_304
+	JNZ  single_425
 
-singledone_305:
+singledone_426:
 	VZEROUPPER
 	RET
 
@@ -10281,26 +15708,26 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_313
+	JAE          loopdone_434
 
-loop_312:
+loop_433:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_312
+	JB       loop_433
 
-loopdone_313:
+loopdone_434:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_314
+	JZ         notail_435
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_314:
+notail_435:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -10317,14 +15744,14 @@ notail_314:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_315
+	JZ            spreaddone_436
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_316:
+spread_437:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -10336,9 +15763,9 @@ spread_316:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_318
+	JAE    loopdone_439
 
-loop_317:
+loop_438:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -10381,13 +15808,13 @@ loop_317:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_317
+	JB         loop_438
 
-loopdone_318:
-room_319:
+loopdone_439:
+room_440:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_320
+	JA        roomdone_441
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -10398,13 +15825,13 @@ room_319:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_319
+	JMP       room_440
 
-roomdone_320:
+roomdone_441:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_321
+	JZ         notail_442
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -10422,7 +15849,7 @@ roomdone_320:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_321:
+notail_442:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -10455,26 +15882,26 @@ notail_321:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_316
+	JNZ           spread_437
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_315:
+spreaddone_436:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_323
+	JZ   singledone_444
 
-single_322:
+single_443:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_325
+	JAE    loopdone_446
 
-loop_324:
+loop_445:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
@@ -10490,24 +15917,24 @@ loop_324:
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_324
+	JB         loop_445
 
-loopdone_325:
-room_326:
+loopdone_446:
+room_447:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_327
+	JA        roomdone_448
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_326
+	JMP       room_447
 
-roomdone_327:
+roomdone_448:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_328
+	JZ         notail_449
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -10516,7 +15943,7 @@ roomdone_327:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_328:
+notail_449:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -10531,9 +15958,9 @@ notail_328:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_322
+	JNZ           single_443
 
-singledone_323:
+singledone_444:
 	VZEROUPPER
 	RET
 
@@ -10548,26 +15975,26 @@ TEXT ·dotI8RowsVNNIHW(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_330
+	JAE          loopdone_451
 
-loop_329:
+loop_450:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_329
+	JB       loop_450
 
-loopdone_330:
+loopdone_451:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_331
+	JZ         notail_452
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_331:
+notail_452:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -10584,14 +16011,14 @@ notail_331:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_332
+	JZ            spreaddone_453
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_333:
+spread_454:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -10603,9 +16030,9 @@ spread_333:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_335
+	JAE    loopdone_456
 
-loop_334:
+loop_455:
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -10644,13 +16071,13 @@ loop_334:
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x00000100, R12
 	CMPQ      R12, R13
-	JB        loop_334
+	JB        loop_455
 
-loopdone_335:
-room_336:
+loopdone_456:
+room_457:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_337
+	JA        roomdone_458
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -10661,13 +16088,13 @@ room_336:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_336
+	JMP       room_457
 
-roomdone_337:
+roomdone_458:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_338
+	JZ         notail_459
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -10685,7 +16112,7 @@ roomdone_337:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_338:
+notail_459:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -10718,26 +16145,26 @@ notail_338:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_333
+	JNZ           spread_454
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_332:
+spreaddone_453:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_340
+	JZ   singledone_461
 
-single_339:
+single_460:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_342
+	JAE    loopdone_463
 
-loop_341:
+loop_462:
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
@@ -10752,24 +16179,24 @@ loop_341:
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x00000100, DI
 	CMPQ      DI, R8
-	JB        loop_341
+	JB        loop_462
 
-loopdone_342:
-room_343:
+loopdone_463:
+room_464:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_344
+	JA        roomdone_465
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_343
+	JMP       room_464
 
-roomdone_344:
+roomdone_465:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_345
+	JZ         notail_466
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -10778,7 +16205,7 @@ roomdone_344:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_345:
+notail_466:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -10793,9 +16220,9 @@ notail_345:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_339
+	JNZ           single_460
 
-singledone_340:
+singledone_461:
 	VZEROUPPER
 	RET
 
@@ -10804,15 +16231,15 @@ singledone_340:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_347
+	JNE  f16mmtokens_468
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_348:
+f16tiles_469:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_349
+	JB   f16tilesdone_470
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -10829,9 +16256,9 @@ f16tiles_348:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_350:
+f16steps_471:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_351
+	JB          f16stepsdone_472
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -10858,11 +16285,11 @@ f16steps_350:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_350
+	JMP         f16steps_471
 
-f16stepsdone_351:
+f16stepsdone_472:
 	CMPQ        SI, $0x10
-	JB          f16step16_352
+	JB          f16step16_473
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -10877,9 +16304,9 @@ f16stepsdone_351:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_352:
+f16step16_473:
 	TESTQ       SI, SI
-	JZ          notail_353
+	JZ          notail_474
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -10897,7 +16324,7 @@ f16step16_352:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_353:
+notail_474:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -10929,11 +16356,11 @@ notail_353:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_348
+	JMP           f16tiles_469
 
-f16tilesdone_349:
+f16tilesdone_470:
 	CMPQ DX, $0x03
-	JNE  f16rest_354
+	JNE  f16rest_475
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -10947,9 +16374,9 @@ f16tilesdone_349:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_355:
+f16steps_476:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_356
+	JB          f16stepsdone_477
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -10970,11 +16397,11 @@ f16steps_355:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_355
+	JMP         f16steps_476
 
-f16stepsdone_356:
+f16stepsdone_477:
 	CMPQ        SI, $0x10
-	JB          f16step16_357
+	JB          f16step16_478
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -10986,9 +16413,9 @@ f16stepsdone_356:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_357:
+f16step16_478:
 	TESTQ       SI, SI
-	JZ          notail_358
+	JZ          notail_479
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -11003,7 +16430,7 @@ f16step16_357:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_358:
+notail_479:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -11036,9 +16463,9 @@ notail_358:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_354:
+f16rest_475:
 	CMPQ DX, $0x02
-	JNE  f16rest_359
+	JNE  f16rest_480
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -11051,9 +16478,9 @@ f16rest_354:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_360:
+f16steps_481:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_361
+	JB          f16stepsdone_482
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -11069,11 +16496,11 @@ f16steps_360:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_360
+	JMP         f16steps_481
 
-f16stepsdone_361:
+f16stepsdone_482:
 	CMPQ        SI, $0x10
-	JB          f16step16_362
+	JB          f16step16_483
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -11083,9 +16510,9 @@ f16stepsdone_361:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_362:
+f16step16_483:
 	TESTQ       SI, SI
-	JZ          notail_363
+	JZ          notail_484
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -11097,7 +16524,7 @@ f16step16_362:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_363:
+notail_484:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -11125,9 +16552,9 @@ notail_363:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_359:
+f16rest_480:
 	CMPQ DX, $0x01
-	JNE  f16rest_364
+	JNE  f16rest_485
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -11139,9 +16566,9 @@ f16rest_359:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_365:
+f16steps_486:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_366
+	JB          f16stepsdone_487
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -11152,11 +16579,11 @@ f16steps_365:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_365
+	JMP         f16steps_486
 
-f16stepsdone_366:
+f16stepsdone_487:
 	CMPQ        DX, $0x10
-	JB          f16step16_367
+	JB          f16step16_488
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -11164,9 +16591,9 @@ f16stepsdone_366:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_367:
+f16step16_488:
 	TESTQ       DX, DX
-	JZ          notail_368
+	JZ          notail_489
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -11175,7 +16602,7 @@ f16step16_367:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_368:
+notail_489:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -11198,12 +16625,12 @@ notail_368:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_364:
+f16rest_485:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_370
+	JZ   f16singledone_491
 
-f16single_369:
+f16single_490:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11214,9 +16641,9 @@ f16single_369:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_371:
+f16steps_492:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_372
+	JB          f16stepsdone_493
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -11227,11 +16654,11 @@ f16steps_371:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_371
+	JMP         f16steps_492
 
-f16stepsdone_372:
+f16stepsdone_493:
 	CMPQ        BX, $0x10
-	JB          f16step16_373
+	JB          f16step16_494
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -11239,9 +16666,9 @@ f16stepsdone_372:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_373:
+f16step16_494:
 	TESTQ       BX, BX
-	JZ          notail_374
+	JZ          notail_495
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -11250,7 +16677,7 @@ f16step16_373:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_374:
+notail_495:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -11268,22 +16695,22 @@ notail_374:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_369
+	JNZ           f16single_490
 
-f16singledone_370:
-	JMP f16mmend_346
+f16singledone_491:
+	JMP f16mmend_467
 
-f16mmtokens_347:
+f16mmtokens_468:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_375
+	JNE  f16mmtokens_496
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_376:
+f16tiles_497:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_377
+	JB   f16tilesdone_498
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -11304,9 +16731,9 @@ f16tiles_376:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_378:
+f16steps_499:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_379
+	JB          f16stepsdone_500
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11343,11 +16770,11 @@ f16steps_378:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_378
+	JMP         f16steps_499
 
-f16stepsdone_379:
+f16stepsdone_500:
 	CMPQ        DI, $0x10
-	JB          f16step16_380
+	JB          f16step16_501
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -11367,9 +16794,9 @@ f16stepsdone_379:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_380:
+f16step16_501:
 	TESTQ       DI, DI
-	JZ          notail_381
+	JZ          notail_502
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -11392,7 +16819,7 @@ f16step16_380:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_381:
+notail_502:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11445,11 +16872,11 @@ notail_381:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_376
+	JMP           f16tiles_497
 
-f16tilesdone_377:
+f16tilesdone_498:
 	CMPQ DX, $0x03
-	JNE  f16rest_382
+	JNE  f16rest_503
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -11466,9 +16893,9 @@ f16tilesdone_377:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_383:
+f16steps_504:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_384
+	JB          f16stepsdone_505
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11497,11 +16924,11 @@ f16steps_383:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_383
+	JMP         f16steps_504
 
-f16stepsdone_384:
+f16stepsdone_505:
 	CMPQ        DI, $0x10
-	JB          f16step16_385
+	JB          f16step16_506
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -11517,9 +16944,9 @@ f16stepsdone_384:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_385:
+f16step16_506:
 	TESTQ       DI, DI
-	JZ          notail_386
+	JZ          notail_507
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11538,7 +16965,7 @@ f16step16_385:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_386:
+notail_507:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11594,9 +17021,9 @@ notail_386:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_382:
+f16rest_503:
 	CMPQ DX, $0x02
-	JNE  f16rest_387
+	JNE  f16rest_508
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -11611,9 +17038,9 @@ f16rest_382:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_388:
+f16steps_509:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_389
+	JB          f16stepsdone_510
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11635,11 +17062,11 @@ f16steps_388:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_388
+	JMP         f16steps_509
 
-f16stepsdone_389:
+f16stepsdone_510:
 	CMPQ        DI, $0x10
-	JB          f16step16_390
+	JB          f16step16_511
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -11652,9 +17079,9 @@ f16stepsdone_389:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_390:
+f16step16_511:
 	TESTQ       DI, DI
-	JZ          notail_391
+	JZ          notail_512
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -11669,7 +17096,7 @@ f16step16_390:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_391:
+notail_512:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11716,9 +17143,9 @@ notail_391:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_387:
+f16rest_508:
 	CMPQ DX, $0x01
-	JNE  f16rest_392
+	JNE  f16rest_513
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -11731,9 +17158,9 @@ f16rest_387:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_393:
+f16steps_514:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_394
+	JB          f16stepsdone_515
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -11748,11 +17175,11 @@ f16steps_393:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_393
+	JMP         f16steps_514
 
-f16stepsdone_394:
+f16stepsdone_515:
 	CMPQ        BX, $0x10
-	JB          f16step16_395
+	JB          f16step16_516
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -11762,9 +17189,9 @@ f16stepsdone_394:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_395:
+f16step16_516:
 	TESTQ       BX, BX
-	JZ          notail_396
+	JZ          notail_517
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -11775,7 +17202,7 @@ f16step16_395:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_396:
+notail_517:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -11813,12 +17240,12 @@ notail_396:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_392:
+f16rest_513:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_398
+	JZ   f16singledone_519
 
-f16single_397:
+f16single_518:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -11830,9 +17257,9 @@ f16single_397:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_399:
+f16steps_520:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_400
+	JB          f16stepsdone_521
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -11847,11 +17274,11 @@ f16steps_399:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_399
+	JMP         f16steps_520
 
-f16stepsdone_400:
+f16stepsdone_521:
 	CMPQ        SI, $0x10
-	JB          f16step16_401
+	JB          f16step16_522
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -11861,9 +17288,9 @@ f16stepsdone_400:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_401:
+f16step16_522:
 	TESTQ       SI, SI
-	JZ          notail_402
+	JZ          notail_523
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -11874,7 +17301,7 @@ f16step16_401:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_402:
+notail_523:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -11902,22 +17329,22 @@ notail_402:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_397
+	JNZ           f16single_518
 
-f16singledone_398:
-	JMP f16mmend_346
+f16singledone_519:
+	JMP f16mmend_467
 
-f16mmtokens_375:
+f16mmtokens_496:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_403
+	JNE  f16mmtokens_524
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_404:
+f16tiles_525:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_405
+	JB   f16tilesdone_526
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -11942,9 +17369,9 @@ f16tiles_404:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_406:
+f16steps_527:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_407
+	JB          f16stepsdone_528
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -11991,11 +17418,11 @@ f16steps_406:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_406
+	JMP         f16steps_527
 
-f16stepsdone_407:
+f16stepsdone_528:
 	CMPQ        DI, $0x10
-	JB          f16step16_408
+	JB          f16step16_529
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -12020,9 +17447,9 @@ f16stepsdone_407:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_408:
+f16step16_529:
 	TESTQ       DI, DI
-	JZ          notail_409
+	JZ          notail_530
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -12050,7 +17477,7 @@ f16step16_408:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_409:
+notail_530:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12124,11 +17551,11 @@ notail_409:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_404
+	JMP           f16tiles_525
 
-f16tilesdone_405:
+f16tilesdone_526:
 	CMPQ DX, $0x03
-	JNE  f16rest_410
+	JNE  f16rest_531
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -12148,9 +17575,9 @@ f16tilesdone_405:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_411:
+f16steps_532:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_412
+	JB          f16stepsdone_533
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12187,11 +17614,11 @@ f16steps_411:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_411
+	JMP         f16steps_532
 
-f16stepsdone_412:
+f16stepsdone_533:
 	CMPQ        DI, $0x10
-	JB          f16step16_413
+	JB          f16step16_534
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -12211,9 +17638,9 @@ f16stepsdone_412:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_413:
+f16step16_534:
 	TESTQ       DI, DI
-	JZ          notail_414
+	JZ          notail_535
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -12236,7 +17663,7 @@ f16step16_413:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_414:
+notail_535:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12315,9 +17742,9 @@ notail_414:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_410:
+f16rest_531:
 	CMPQ DX, $0x02
-	JNE  f16rest_415
+	JNE  f16rest_536
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -12334,9 +17761,9 @@ f16rest_410:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_416:
+f16steps_537:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_417
+	JB          f16stepsdone_538
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12364,11 +17791,11 @@ f16steps_416:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_416
+	JMP         f16steps_537
 
-f16stepsdone_417:
+f16stepsdone_538:
 	CMPQ        DI, $0x10
-	JB          f16step16_418
+	JB          f16step16_539
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -12384,9 +17811,9 @@ f16stepsdone_417:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_418:
+f16step16_539:
 	TESTQ       DI, DI
-	JZ          notail_419
+	JZ          notail_540
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -12404,7 +17831,7 @@ f16step16_418:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_419:
+notail_540:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12470,9 +17897,9 @@ notail_419:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_415:
+f16rest_536:
 	CMPQ DX, $0x01
-	JNE  f16rest_420
+	JNE  f16rest_541
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -12486,9 +17913,9 @@ f16rest_415:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_421:
+f16steps_542:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_422
+	JB          f16stepsdone_543
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -12507,11 +17934,11 @@ f16steps_421:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_421
+	JMP         f16steps_542
 
-f16stepsdone_422:
+f16stepsdone_543:
 	CMPQ        BX, $0x10
-	JB          f16step16_423
+	JB          f16step16_544
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -12523,9 +17950,9 @@ f16stepsdone_422:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_423:
+f16step16_544:
 	TESTQ       BX, BX
-	JZ          notail_424
+	JZ          notail_545
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -12538,7 +17965,7 @@ f16step16_423:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_424:
+notail_545:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -12591,12 +18018,12 @@ notail_424:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_420:
+f16rest_541:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_426
+	JZ   f16singledone_547
 
-f16single_425:
+f16single_546:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -12609,9 +18036,9 @@ f16single_425:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_427:
+f16steps_548:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_428
+	JB          f16stepsdone_549
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -12630,11 +18057,11 @@ f16steps_427:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_427
+	JMP         f16steps_548
 
-f16stepsdone_428:
+f16stepsdone_549:
 	CMPQ        SI, $0x10
-	JB          f16step16_429
+	JB          f16step16_550
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -12646,9 +18073,9 @@ f16stepsdone_428:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_429:
+f16step16_550:
 	TESTQ       SI, SI
-	JZ          notail_430
+	JZ          notail_551
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -12661,7 +18088,7 @@ f16step16_429:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_430:
+notail_551:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12699,22 +18126,22 @@ notail_430:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_425
+	JNZ           f16single_546
 
-f16singledone_426:
-	JMP f16mmend_346
+f16singledone_547:
+	JMP f16mmend_467
 
-f16mmtokens_403:
+f16mmtokens_524:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_431
+	JNE  f16mmtokens_552
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_432:
+f16tiles_553:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_433
+	JB   f16tilesdone_554
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12745,9 +18172,9 @@ f16tiles_432:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_434:
+f16steps_555:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_435
+	JB          f16stepsdone_556
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -12805,11 +18232,11 @@ f16steps_434:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_434
+	JMP         f16steps_555
 
-f16stepsdone_435:
+f16stepsdone_556:
 	CMPQ        DI, $0x10
-	JB          f16step16_436
+	JB          f16step16_557
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -12840,9 +18267,9 @@ f16stepsdone_435:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_436:
+f16step16_557:
 	TESTQ       DI, DI
-	JZ          notail_437
+	JZ          notail_558
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -12875,7 +18302,7 @@ f16step16_436:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_437:
+notail_558:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -12970,11 +18397,11 @@ notail_437:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_432
+	JMP           f16tiles_553
 
-f16tilesdone_433:
+f16tilesdone_554:
 	CMPQ DX, $0x03
-	JNE  f16rest_438
+	JNE  f16rest_559
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -12999,9 +18426,9 @@ f16tilesdone_433:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_439:
+f16steps_560:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_440
+	JB          f16stepsdone_561
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13047,11 +18474,11 @@ f16steps_439:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_439
+	JMP         f16steps_560
 
-f16stepsdone_440:
+f16stepsdone_561:
 	CMPQ        DI, $0x10
-	JB          f16step16_441
+	JB          f16step16_562
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -13076,9 +18503,9 @@ f16stepsdone_440:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_441:
+f16step16_562:
 	TESTQ       DI, DI
-	JZ          notail_442
+	JZ          notail_563
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13105,7 +18532,7 @@ f16step16_441:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_442:
+notail_563:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13207,9 +18634,9 @@ notail_442:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_438:
+f16rest_559:
 	CMPQ DX, $0x02
-	JNE  f16rest_443
+	JNE  f16rest_564
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -13230,9 +18657,9 @@ f16rest_438:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_444:
+f16steps_565:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_445
+	JB          f16stepsdone_566
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13267,11 +18694,11 @@ f16steps_444:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_444
+	JMP         f16steps_565
 
-f16stepsdone_445:
+f16stepsdone_566:
 	CMPQ        DI, $0x10
-	JB          f16step16_446
+	JB          f16step16_567
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -13291,9 +18718,9 @@ f16stepsdone_445:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_446:
+f16step16_567:
 	TESTQ       DI, DI
-	JZ          notail_447
+	JZ          notail_568
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -13314,7 +18741,7 @@ f16step16_446:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_447:
+notail_568:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13399,9 +18826,9 @@ notail_447:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_443:
+f16rest_564:
 	CMPQ DX, $0x01
-	JNE  f16rest_448
+	JNE  f16rest_569
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -13418,9 +18845,9 @@ f16rest_443:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_449:
+f16steps_570:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_450
+	JB          f16stepsdone_571
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -13444,11 +18871,11 @@ f16steps_449:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_449
+	JMP         f16steps_570
 
-f16stepsdone_450:
+f16stepsdone_571:
 	CMPQ        BX, $0x10
-	JB          f16step16_451
+	JB          f16step16_572
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -13463,9 +18890,9 @@ f16stepsdone_450:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_451:
+f16step16_572:
 	TESTQ       BX, BX
-	JZ          notail_452
+	JZ          notail_573
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -13480,7 +18907,7 @@ f16step16_451:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_452:
+notail_573:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -13548,12 +18975,12 @@ notail_452:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_448:
+f16rest_569:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_454
+	JZ   f16singledone_575
 
-f16single_453:
+f16single_574:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -13569,9 +18996,9 @@ f16single_453:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_455:
+f16steps_576:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_456
+	JB          f16stepsdone_577
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -13595,11 +19022,11 @@ f16steps_455:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_455
+	JMP         f16steps_576
 
-f16stepsdone_456:
+f16stepsdone_577:
 	CMPQ        SI, $0x10
-	JB          f16step16_457
+	JB          f16step16_578
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -13614,9 +19041,9 @@ f16stepsdone_456:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_457:
+f16step16_578:
 	TESTQ       SI, SI
-	JZ          notail_458
+	JZ          notail_579
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -13631,7 +19058,7 @@ f16step16_457:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_458:
+notail_579:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13679,22 +19106,22 @@ notail_458:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_453
+	JNZ           f16single_574
 
-f16singledone_454:
-	JMP f16mmend_346
+f16singledone_575:
+	JMP f16mmend_467
 
-f16mmtokens_431:
+f16mmtokens_552:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_459
+	JNE  f16mmtokens_580
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_460:
+f16tiles_581:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_461
+	JB   f16tilesdone_582
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -13729,9 +19156,9 @@ f16tiles_460:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_462:
+f16steps_583:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_463
+	JB          f16stepsdone_584
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -13799,11 +19226,11 @@ f16steps_462:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_462
+	JMP         f16steps_583
 
-f16stepsdone_463:
+f16stepsdone_584:
 	CMPQ        DI, $0x10
-	JB          f16step16_464
+	JB          f16step16_585
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -13839,9 +19266,9 @@ f16stepsdone_463:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_464:
+f16step16_585:
 	TESTQ       DI, DI
-	JZ          notail_465
+	JZ          notail_586
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -13879,7 +19306,7 @@ f16step16_464:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_465:
+notail_586:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -13995,11 +19422,11 @@ notail_465:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_460
+	JMP           f16tiles_581
 
-f16tilesdone_461:
+f16tilesdone_582:
 	CMPQ DX, $0x03
-	JNE  f16rest_466
+	JNE  f16rest_587
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -14027,9 +19454,9 @@ f16tilesdone_461:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_467:
+f16steps_588:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_468
+	JB          f16stepsdone_589
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14083,11 +19510,11 @@ f16steps_467:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_467
+	JMP         f16steps_588
 
-f16stepsdone_468:
+f16stepsdone_589:
 	CMPQ        DI, $0x10
-	JB          f16step16_469
+	JB          f16step16_590
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -14116,9 +19543,9 @@ f16stepsdone_468:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_469:
+f16step16_590:
 	TESTQ       DI, DI
-	JZ          notail_470
+	JZ          notail_591
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14149,7 +19576,7 @@ f16step16_469:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_470:
+notail_591:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14274,9 +19701,9 @@ notail_470:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_466:
+f16rest_587:
 	CMPQ DX, $0x02
-	JNE  f16rest_471
+	JNE  f16rest_592
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -14299,9 +19726,9 @@ f16rest_466:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_472:
+f16steps_593:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_473
+	JB          f16stepsdone_594
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14342,11 +19769,11 @@ f16steps_472:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_472
+	JMP         f16steps_593
 
-f16stepsdone_473:
+f16stepsdone_594:
 	CMPQ        DI, $0x10
-	JB          f16step16_474
+	JB          f16step16_595
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -14369,9 +19796,9 @@ f16stepsdone_473:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_474:
+f16step16_595:
 	TESTQ       DI, DI
-	JZ          notail_475
+	JZ          notail_596
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -14395,7 +19822,7 @@ f16step16_474:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_475:
+notail_596:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14499,9 +19926,9 @@ notail_475:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_471:
+f16rest_592:
 	CMPQ DX, $0x01
-	JNE  f16rest_476
+	JNE  f16rest_597
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -14519,9 +19946,9 @@ f16rest_471:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_477:
+f16steps_598:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_478
+	JB          f16stepsdone_599
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -14549,11 +19976,11 @@ f16steps_477:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_477
+	JMP         f16steps_598
 
-f16stepsdone_478:
+f16stepsdone_599:
 	CMPQ        BX, $0x10
-	JB          f16step16_479
+	JB          f16step16_600
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -14570,9 +19997,9 @@ f16stepsdone_478:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_479:
+f16step16_600:
 	TESTQ       BX, BX
-	JZ          notail_480
+	JZ          notail_601
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -14589,7 +20016,7 @@ f16step16_479:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_480:
+notail_601:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -14672,12 +20099,12 @@ notail_480:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_476:
+f16rest_597:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_482
+	JZ   f16singledone_603
 
-f16single_481:
+f16single_602:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -14694,9 +20121,9 @@ f16single_481:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_483:
+f16steps_604:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_484
+	JB          f16stepsdone_605
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -14724,11 +20151,11 @@ f16steps_483:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_483
+	JMP         f16steps_604
 
-f16stepsdone_484:
+f16stepsdone_605:
 	CMPQ        SI, $0x10
-	JB          f16step16_485
+	JB          f16step16_606
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -14745,9 +20172,9 @@ f16stepsdone_484:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_485:
+f16step16_606:
 	TESTQ       SI, SI
-	JZ          notail_486
+	JZ          notail_607
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -14764,7 +20191,7 @@ f16step16_485:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_486:
+notail_607:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -14822,22 +20249,22 @@ notail_486:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_481
+	JNZ           f16single_602
 
-f16singledone_482:
-	JMP f16mmend_346
+f16singledone_603:
+	JMP f16mmend_467
 
-f16mmtokens_459:
+f16mmtokens_580:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_487
+	JNE  f16mmtokens_608
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_488:
+f16tiles_609:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_489
+	JB   f16tilesdone_610
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -14876,9 +20303,9 @@ f16tiles_488:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_490:
+f16steps_611:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_491
+	JB          f16stepsdone_612
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -14956,11 +20383,11 @@ f16steps_490:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_490
+	JMP         f16steps_611
 
-f16stepsdone_491:
+f16stepsdone_612:
 	CMPQ        DI, $0x10
-	JB          f16step16_492
+	JB          f16step16_613
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -15001,9 +20428,9 @@ f16stepsdone_491:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_492:
+f16step16_613:
 	TESTQ       DI, DI
-	JZ          notail_493
+	JZ          notail_614
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -15046,7 +20473,7 @@ f16step16_492:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_493:
+notail_614:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15183,11 +20610,11 @@ notail_493:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_488
+	JMP           f16tiles_609
 
-f16tilesdone_489:
+f16tilesdone_610:
 	CMPQ DX, $0x03
-	JNE  f16rest_494
+	JNE  f16rest_615
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -15218,9 +20645,9 @@ f16tilesdone_489:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_495:
+f16steps_616:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_496
+	JB          f16stepsdone_617
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15282,11 +20709,11 @@ f16steps_495:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_495
+	JMP         f16steps_616
 
-f16stepsdone_496:
+f16stepsdone_617:
 	CMPQ        DI, $0x10
-	JB          f16step16_497
+	JB          f16step16_618
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -15319,9 +20746,9 @@ f16stepsdone_496:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_497:
+f16step16_618:
 	TESTQ       DI, DI
-	JZ          notail_498
+	JZ          notail_619
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -15356,7 +20783,7 @@ f16step16_497:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_498:
+notail_619:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15504,9 +20931,9 @@ notail_498:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_494:
+f16rest_615:
 	CMPQ DX, $0x02
-	JNE  f16rest_499
+	JNE  f16rest_620
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -15531,9 +20958,9 @@ f16rest_494:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_500:
+f16steps_621:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_501
+	JB          f16stepsdone_622
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -15580,11 +21007,11 @@ f16steps_500:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_500
+	JMP         f16steps_621
 
-f16stepsdone_501:
+f16stepsdone_622:
 	CMPQ        DI, $0x10
-	JB          f16step16_502
+	JB          f16step16_623
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -15610,9 +21037,9 @@ f16stepsdone_501:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_502:
+f16step16_623:
 	TESTQ       DI, DI
-	JZ          notail_503
+	JZ          notail_624
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -15639,7 +21066,7 @@ f16step16_502:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_503:
+notail_624:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -15762,9 +21189,9 @@ notail_503:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_499:
+f16rest_620:
 	CMPQ DX, $0x01
-	JNE  f16rest_504
+	JNE  f16rest_625
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -15783,9 +21210,9 @@ f16rest_499:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_505:
+f16steps_626:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_506
+	JB          f16stepsdone_627
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -15817,11 +21244,11 @@ f16steps_505:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_505
+	JMP         f16steps_626
 
-f16stepsdone_506:
+f16stepsdone_627:
 	CMPQ        BX, $0x10
-	JB          f16step16_507
+	JB          f16step16_628
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -15840,9 +21267,9 @@ f16stepsdone_506:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_507:
+f16step16_628:
 	TESTQ       BX, BX
-	JZ          notail_508
+	JZ          notail_629
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -15861,7 +21288,7 @@ f16step16_507:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_508:
+notail_629:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -15959,12 +21386,12 @@ notail_508:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_504:
+f16rest_625:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_510
+	JZ   f16singledone_631
 
-f16single_509:
+f16single_630:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -15982,9 +21409,9 @@ f16single_509:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_511:
+f16steps_632:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_512
+	JB          f16stepsdone_633
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -16016,11 +21443,11 @@ f16steps_511:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_511
+	JMP         f16steps_632
 
-f16stepsdone_512:
+f16stepsdone_633:
 	CMPQ        SI, $0x10
-	JB          f16step16_513
+	JB          f16step16_634
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -16039,9 +21466,9 @@ f16stepsdone_512:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_513:
+f16step16_634:
 	TESTQ       SI, SI
-	JZ          notail_514
+	JZ          notail_635
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -16060,7 +21487,7 @@ f16step16_513:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_514:
+notail_635:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16128,22 +21555,22 @@ notail_514:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_509
+	JNZ           f16single_630
 
-f16singledone_510:
-	JMP f16mmend_346
+f16singledone_631:
+	JMP f16mmend_467
 
-f16mmtokens_487:
+f16mmtokens_608:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_515
+	JNE  f16mmtokens_636
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_516:
+f16tiles_637:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_517
+	JB   f16tilesdone_638
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -16179,9 +21606,9 @@ f16tiles_516:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_518:
+f16steps_639:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_519
+	JB          f16stepsdone_640
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16252,11 +21679,11 @@ f16steps_518:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_518
+	JMP         f16steps_639
 
-f16stepsdone_519:
+f16stepsdone_640:
 	CMPQ        DI, $0x10
-	JB          f16step16_520
+	JB          f16step16_641
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -16294,9 +21721,9 @@ f16stepsdone_519:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_520:
+f16step16_641:
 	TESTQ       DI, DI
-	JZ          notail_521
+	JZ          notail_642
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16335,7 +21762,7 @@ f16step16_520:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_521:
+notail_642:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16506,11 +21933,11 @@ notail_521:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_516
+	JMP           f16tiles_637
 
-f16tilesdone_517:
+f16tilesdone_638:
 	CMPQ DX, $0x02
-	JNE  f16rest_522
+	JNE  f16rest_643
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -16539,9 +21966,9 @@ f16tilesdone_517:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_523:
+f16steps_644:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_524
+	JB          f16stepsdone_645
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16595,11 +22022,11 @@ f16steps_523:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_523
+	JMP         f16steps_644
 
-f16stepsdone_524:
+f16stepsdone_645:
 	CMPQ        DI, $0x10
-	JB          f16step16_525
+	JB          f16step16_646
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -16629,9 +22056,9 @@ f16stepsdone_524:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_525:
+f16step16_646:
 	TESTQ       DI, DI
-	JZ          notail_526
+	JZ          notail_647
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -16661,7 +22088,7 @@ f16step16_525:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_526:
+notail_647:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16803,9 +22230,9 @@ notail_526:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_522:
+f16rest_643:
 	CMPQ DX, $0x01
-	JNE  f16rest_527
+	JNE  f16rest_648
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -16827,9 +22254,9 @@ f16rest_522:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_528:
+f16steps_649:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_529
+	JB          f16stepsdone_650
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -16866,11 +22293,11 @@ f16steps_528:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_528
+	JMP         f16steps_649
 
-f16stepsdone_529:
+f16stepsdone_650:
 	CMPQ        BX, $0x10
-	JB          f16step16_530
+	JB          f16step16_651
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -16892,9 +22319,9 @@ f16stepsdone_529:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_530:
+f16step16_651:
 	TESTQ       BX, BX
-	JZ          notail_531
+	JZ          notail_652
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -16915,7 +22342,7 @@ f16step16_530:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_531:
+notail_652:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17028,12 +22455,12 @@ notail_531:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_527:
+f16rest_648:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_533
+	JZ   f16singledone_654
 
-f16single_532:
+f16single_653:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17054,9 +22481,9 @@ f16single_532:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_534:
+f16steps_655:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_535
+	JB          f16stepsdone_656
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -17093,11 +22520,11 @@ f16steps_534:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_534
+	JMP         f16steps_655
 
-f16stepsdone_535:
+f16stepsdone_656:
 	CMPQ        SI, $0x10
-	JB          f16step16_536
+	JB          f16step16_657
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -17119,9 +22546,9 @@ f16stepsdone_535:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_536:
+f16step16_657:
 	TESTQ       SI, SI
-	JZ          notail_537
+	JZ          notail_658
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -17142,7 +22569,7 @@ f16step16_536:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_537:
+notail_658:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17220,22 +22647,22 @@ notail_537:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_532
+	JNZ           f16single_653
 
-f16singledone_533:
-	JMP f16mmend_346
+f16singledone_654:
+	JMP f16mmend_467
 
-f16mmtokens_515:
+f16mmtokens_636:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_538
+	JNE  f16mmtokens_659
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_539:
+f16tiles_660:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_540
+	JB   f16tilesdone_661
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -17274,9 +22701,9 @@ f16tiles_539:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_541:
+f16steps_662:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_542
+	JB          f16stepsdone_663
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17355,11 +22782,11 @@ f16steps_541:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_541
+	JMP         f16steps_662
 
-f16stepsdone_542:
+f16stepsdone_663:
 	CMPQ        DI, $0x10
-	JB          f16step16_543
+	JB          f16step16_664
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -17401,9 +22828,9 @@ f16stepsdone_542:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_543:
+f16step16_664:
 	TESTQ       DI, DI
-	JZ          notail_544
+	JZ          notail_665
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17446,7 +22873,7 @@ f16step16_543:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_544:
+notail_665:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17640,11 +23067,11 @@ notail_544:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_539
+	JMP           f16tiles_660
 
-f16tilesdone_540:
+f16tilesdone_661:
 	CMPQ DX, $0x02
-	JNE  f16rest_545
+	JNE  f16rest_666
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -17675,9 +23102,9 @@ f16tilesdone_540:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_546:
+f16steps_667:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_547
+	JB          f16stepsdone_668
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17737,11 +23164,11 @@ f16steps_546:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_546
+	JMP         f16steps_667
 
-f16stepsdone_547:
+f16stepsdone_668:
 	CMPQ        DI, $0x10
-	JB          f16step16_548
+	JB          f16step16_669
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -17774,9 +23201,9 @@ f16stepsdone_547:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_548:
+f16step16_669:
 	TESTQ       DI, DI
-	JZ          notail_549
+	JZ          notail_670
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -17809,7 +23236,7 @@ f16step16_548:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_549:
+notail_670:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17970,9 +23397,9 @@ notail_549:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_545:
+f16rest_666:
 	CMPQ DX, $0x01
-	JNE  f16rest_550
+	JNE  f16rest_671
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -17995,9 +23422,9 @@ f16rest_545:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_551:
+f16steps_672:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_552
+	JB          f16stepsdone_673
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -18038,11 +23465,11 @@ f16steps_551:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_551
+	JMP         f16steps_672
 
-f16stepsdone_552:
+f16stepsdone_673:
 	CMPQ        BX, $0x10
-	JB          f16step16_553
+	JB          f16step16_674
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -18066,9 +23493,9 @@ f16stepsdone_552:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_553:
+f16step16_674:
 	TESTQ       BX, BX
-	JZ          notail_554
+	JZ          notail_675
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -18091,7 +23518,7 @@ f16step16_553:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_554:
+notail_675:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -18219,12 +23646,12 @@ notail_554:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_550:
+f16rest_671:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_556
+	JZ   f16singledone_677
 
-f16single_555:
+f16single_676:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -18246,9 +23673,9 @@ f16single_555:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_557:
+f16steps_678:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_558
+	JB          f16stepsdone_679
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -18289,11 +23716,11 @@ f16steps_557:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_557
+	JMP         f16steps_678
 
-f16stepsdone_558:
+f16stepsdone_679:
 	CMPQ        SI, $0x10
-	JB          f16step16_559
+	JB          f16step16_680
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -18317,9 +23744,9 @@ f16stepsdone_558:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_559:
+f16step16_680:
 	TESTQ       SI, SI
-	JZ          notail_560
+	JZ          notail_681
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -18342,7 +23769,7 @@ f16step16_559:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_560:
+notail_681:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18430,22 +23857,22 @@ notail_560:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_555
+	JNZ           f16single_676
 
-f16singledone_556:
-	JMP f16mmend_346
+f16singledone_677:
+	JMP f16mmend_467
 
-f16mmtokens_538:
+f16mmtokens_659:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_561
+	JNE  f16mmtokens_682
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_562:
+f16tiles_683:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_563
+	JB   f16tilesdone_684
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -18487,9 +23914,9 @@ f16tiles_562:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_564:
+f16steps_685:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_565
+	JB          f16stepsdone_686
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18576,11 +24003,11 @@ f16steps_564:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_564
+	JMP         f16steps_685
 
-f16stepsdone_565:
+f16stepsdone_686:
 	CMPQ        DI, $0x10
-	JB          f16step16_566
+	JB          f16step16_687
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -18626,9 +24053,9 @@ f16stepsdone_565:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_566:
+f16step16_687:
 	TESTQ       DI, DI
-	JZ          notail_567
+	JZ          notail_688
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -18675,7 +24102,7 @@ f16step16_566:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_567:
+notail_688:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18892,11 +24319,11 @@ notail_567:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_562
+	JMP           f16tiles_683
 
-f16tilesdone_563:
+f16tilesdone_684:
 	CMPQ DX, $0x02
-	JNE  f16rest_568
+	JNE  f16rest_689
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -18929,9 +24356,9 @@ f16tilesdone_563:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_569:
+f16steps_690:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_570
+	JB          f16stepsdone_691
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18997,11 +24424,11 @@ f16steps_569:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_569
+	JMP         f16steps_690
 
-f16stepsdone_570:
+f16stepsdone_691:
 	CMPQ        DI, $0x10
-	JB          f16step16_571
+	JB          f16step16_692
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -19037,9 +24464,9 @@ f16stepsdone_570:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_571:
+f16step16_692:
 	TESTQ       DI, DI
-	JZ          notail_572
+	JZ          notail_693
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -19075,7 +24502,7 @@ f16step16_571:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_572:
+notail_693:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19255,9 +24682,9 @@ notail_572:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_568:
+f16rest_689:
 	CMPQ DX, $0x01
-	JNE  f16rest_573
+	JNE  f16rest_694
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -19281,9 +24708,9 @@ f16rest_568:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_574:
+f16steps_695:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_575
+	JB          f16stepsdone_696
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -19328,11 +24755,11 @@ f16steps_574:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_574
+	JMP         f16steps_695
 
-f16stepsdone_575:
+f16stepsdone_696:
 	CMPQ        BX, $0x10
-	JB          f16step16_576
+	JB          f16step16_697
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -19358,9 +24785,9 @@ f16stepsdone_575:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_576:
+f16step16_697:
 	TESTQ       BX, BX
-	JZ          notail_577
+	JZ          notail_698
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -19385,7 +24812,7 @@ f16step16_576:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_577:
+notail_698:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -19528,12 +24955,12 @@ notail_577:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_573:
+f16rest_694:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_579
+	JZ   f16singledone_700
 
-f16single_578:
+f16single_699:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -19556,9 +24983,9 @@ f16single_578:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_580:
+f16steps_701:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_581
+	JB          f16stepsdone_702
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -19603,11 +25030,11 @@ f16steps_580:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_580
+	JMP         f16steps_701
 
-f16stepsdone_581:
+f16stepsdone_702:
 	CMPQ        SI, $0x10
-	JB          f16step16_582
+	JB          f16step16_703
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -19633,9 +25060,9 @@ f16stepsdone_581:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_582:
+f16step16_703:
 	TESTQ       SI, SI
-	JZ          notail_583
+	JZ          notail_704
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -19660,7 +25087,7 @@ f16step16_582:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_583:
+notail_704:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19758,13 +25185,7917 @@ notail_583:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_578
+	JNZ           f16single_699
 
-f16singledone_579:
-	JMP f16mmend_346
+f16singledone_700:
+	JMP f16mmend_467
 
-f16mmtokens_561:
-f16mmend_346:
+f16mmtokens_682:
+f16mmend_467:
+	VZEROUPPER
+	RET
+
+// func dotF16MatMulAVX512HW(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
+TEXT ·dotF16MatMulAVX512HW(SB), NOSPLIT, $0-120
+	MOVQ  tokens+80(FP), AX
+	CMPQ  AX, $0x01
+	JNE   f16mmtokens_706
+	MOVQ  w_base+0(FP), AX
+	MOVQ  out_base+88(FP), CX
+	MOVQ  rows+32(FP), DX
+	SHRQ  $0x02, DX
+	JZ    f16spreaddone_707
+	MOVQ  DX, BX
+	MOVQ  stride+24(FP), SI
+	SHLQ  $0x01, SI
+	IMULQ SI, BX
+	MOVQ  DX, SI
+	SHLQ  $0x02, SI
+
+f16spread_708:
+	// tile 4 rows × 1 tokens
+	MOVQ   xStride+64(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	MOVQ   x_base+40(FP), R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+f16steps_709:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_710
+	VCVTPH2PS   (R8), Z4
+	VCVTPH2PS   (R8)(BX*1), Z5
+	VCVTPH2PS   (R8)(BX*2), Z6
+	VCVTPH2PS   (R9), Z7
+	VMOVUPS     (R10), Z8
+	VFMADD231PS Z8, Z4, Z0
+	VFMADD231PS Z8, Z5, Z1
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z3
+	VCVTPH2PS   32(R8), Z4
+	VCVTPH2PS   32(R8)(BX*1), Z5
+	VCVTPH2PS   32(R8)(BX*2), Z6
+	VCVTPH2PS   32(R9), Z7
+	VMOVUPS     64(R10), Z8
+	VFMADD231PS Z8, Z4, Z0
+	VFMADD231PS Z8, Z5, Z1
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z3
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_709
+
+f16stepsdone_710:
+	CMPQ        DI, $0x10
+	JB          f16step16_711
+	VCVTPH2PS   (R8), Z4
+	VCVTPH2PS   (R8)(BX*1), Z5
+	VCVTPH2PS   (R8)(BX*2), Z6
+	VCVTPH2PS   (R9), Z7
+	VMOVUPS     (R10), Z8
+	VFMADD231PS Z8, Z4, Z0
+	VFMADD231PS Z8, Z5, Z1
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z3
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_711:
+	TESTQ       DI, DI
+	JZ          notail_712
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y4
+	VCVTPH2PS   Y4, Z4
+	VMOVDQU16.Z (R8)(BX*1), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VMOVDQU16.Z (R8)(BX*2), K1, Y6
+	VCVTPH2PS   Y6, Z6
+	VMOVDQU16.Z (R9), K1, Y7
+	VCVTPH2PS   Y7, Z7
+	VMOVUPS.Z   (R10), K1, Z8
+	VFMADD231PS Z8, Z4, Z0
+	VFMADD231PS Z8, Z5, Z1
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z3
+
+notail_712:
+	MOVQ          outStride+112(FP), DI
+	SHLQ          $0x02, DI
+	MOVQ          CX, DI
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VUNPCKLPS     Y0, Y4, Y3
+	VUNPCKHPS     Y0, Y4, Y0
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPS     Y2, Y1, Y0
+	VUNPCKHPS     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y3, Y1
+	VUNPCKHPD     Y0, Y3, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVD         X0, (DI)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (DI)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (DI)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (DI)(SI*2), DI
+	VMOVD         X0, (DI)(SI*1)
+	MOVQ          stride+24(FP), DI
+	LEAQ          (AX)(DI*2), AX
+	ADDQ          $0x04, CX
+	DECQ          DX
+	JNZ           f16spread_708
+	LEAQ          (AX)(BX*2), AX
+	ADDQ          BX, AX
+	LEAQ          (CX)(SI*2), CX
+	ADDQ          SI, CX
+
+f16spreaddone_707:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_714
+
+f16single_713:
+	// tile 1 rows × 1 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	VPXORD Z0, Z0, Z0
+
+f16steps_715:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_716
+	VCVTPH2PS   (SI), Z1
+	VMOVUPS     (DI), Z2
+	VFMADD231PS Z2, Z1, Z0
+	VCVTPH2PS   32(SI), Z1
+	VMOVUPS     64(DI), Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_715
+
+f16stepsdone_716:
+	CMPQ        BX, $0x10
+	JB          f16step16_717
+	VCVTPH2PS   (SI), Z1
+	VMOVUPS     (DI), Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x10, BX
+
+f16step16_717:
+	TESTQ       BX, BX
+	JZ          notail_718
+	MOVQ        $-1, R8
+	BZHIQ       BX, R8, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y1
+	VCVTPH2PS   Y1, Z1
+	VMOVUPS.Z   (DI), K1, Z2
+	VFMADD231PS Z2, Z1, Z0
+
+notail_718:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VADDPS        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSS        X0, (BX)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_713
+
+f16singledone_714:
+	JMP f16mmend_705
+
+f16mmtokens_706:
+	CMPQ  AX, $0x02
+	JNE   f16mmtokens_719
+	MOVQ  w_base+0(FP), AX
+	MOVQ  out_base+88(FP), CX
+	MOVQ  rows+32(FP), DX
+	SHRQ  $0x02, DX
+	JZ    f16spreaddone_720
+	MOVQ  DX, BX
+	MOVQ  stride+24(FP), SI
+	SHLQ  $0x01, SI
+	IMULQ SI, BX
+	MOVQ  DX, SI
+	SHLQ  $0x02, SI
+
+f16spread_721:
+	// tile 4 rows × 2 tokens
+	MOVQ   xStride+64(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   n+72(FP), R8
+	MOVQ   AX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	MOVQ   x_base+40(FP), R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+f16steps_722:
+	CMPQ        R8, $0x00000020
+	JB          f16stepsdone_723
+	VCVTPH2PS   (R9), Z8
+	VCVTPH2PS   (R9)(BX*1), Z9
+	VCVTPH2PS   (R9)(BX*2), Z10
+	VCVTPH2PS   (R10), Z11
+	VMOVUPS     (R11), Z12
+	VFMADD231PS Z12, Z8, Z0
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R11)(DI*1), Z12
+	VFMADD231PS Z12, Z8, Z1
+	VFMADD231PS Z12, Z9, Z3
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z7
+	VCVTPH2PS   32(R9), Z8
+	VCVTPH2PS   32(R9)(BX*1), Z9
+	VCVTPH2PS   32(R9)(BX*2), Z10
+	VCVTPH2PS   32(R10), Z11
+	VMOVUPS     64(R11), Z12
+	VFMADD231PS Z12, Z8, Z0
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     64(R11)(DI*1), Z12
+	VFMADD231PS Z12, Z8, Z1
+	VFMADD231PS Z12, Z9, Z3
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z7
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, R8
+	JMP         f16steps_722
+
+f16stepsdone_723:
+	CMPQ        R8, $0x10
+	JB          f16step16_724
+	VCVTPH2PS   (R9), Z8
+	VCVTPH2PS   (R9)(BX*1), Z9
+	VCVTPH2PS   (R9)(BX*2), Z10
+	VCVTPH2PS   (R10), Z11
+	VMOVUPS     (R11), Z12
+	VFMADD231PS Z12, Z8, Z0
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R11)(DI*1), Z12
+	VFMADD231PS Z12, Z8, Z1
+	VFMADD231PS Z12, Z9, Z3
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z7
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000020, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, R8
+
+f16step16_724:
+	TESTQ       R8, R8
+	JZ          notail_725
+	MOVQ        $-1, R12
+	BZHIQ       R8, R12, R8
+	KMOVQ       R8, K1
+	VMOVDQU16.Z (R9), K1, Y8
+	VCVTPH2PS   Y8, Z8
+	VMOVDQU16.Z (R9)(BX*1), K1, Y9
+	VCVTPH2PS   Y9, Z9
+	VMOVDQU16.Z (R9)(BX*2), K1, Y10
+	VCVTPH2PS   Y10, Z10
+	VMOVDQU16.Z (R10), K1, Y11
+	VCVTPH2PS   Y11, Z11
+	VMOVUPS.Z   (R11), K1, Z12
+	VFMADD231PS Z12, Z8, Z0
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS.Z   (R11)(DI*1), K1, Z12
+	VFMADD231PS Z12, Z8, Z1
+	VFMADD231PS Z12, Z9, Z3
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z7
+
+notail_725:
+	MOVQ          outStride+112(FP), DI
+	SHLQ          $0x02, DI
+	MOVQ          CX, R8
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y2
+	VADDPS        Y4, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z6, Y4
+	VADDPS        Y6, Y4, Y4
+	VUNPCKLPS     Y0, Y8, Y6
+	VUNPCKHPS     Y0, Y8, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y4, Y2, Y0
+	VUNPCKHPS     Y4, Y2, Y2
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y2
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X0
+	VADDPS        X2, X0, X0
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X2
+	VMOVD         X2, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X2
+	VMOVD         X2, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z3, Y1
+	VADDPS        Y3, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z5, Y2
+	VADDPS        Y5, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z7, Y3
+	VADDPS        Y7, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), DI
+	VMOVD         X0, (DI)(SI*1)
+	MOVQ          stride+24(FP), DI
+	LEAQ          (AX)(DI*2), AX
+	ADDQ          $0x04, CX
+	DECQ          DX
+	JNZ           f16spread_721
+	LEAQ          (AX)(BX*2), AX
+	ADDQ          BX, AX
+	LEAQ          (CX)(SI*2), CX
+	ADDQ          SI, CX
+
+f16spreaddone_720:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_727
+
+f16single_726:
+	// tile 1 rows × 2 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+f16steps_728:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_729
+	VCVTPH2PS   (DI), Z2
+	VMOVUPS     (R8), Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS     (R8)(BX*1), Z3
+	VFMADD231PS Z3, Z2, Z1
+	VCVTPH2PS   32(DI), Z2
+	VMOVUPS     64(R8), Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS     64(R8)(BX*1), Z3
+	VFMADD231PS Z3, Z2, Z1
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_728
+
+f16stepsdone_729:
+	CMPQ        SI, $0x10
+	JB          f16step16_730
+	VCVTPH2PS   (DI), Z2
+	VMOVUPS     (R8), Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS     (R8)(BX*1), Z3
+	VFMADD231PS Z3, Z2, Z1
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, SI
+
+f16step16_730:
+	TESTQ       SI, SI
+	JZ          notail_731
+	MOVQ        $-1, R9
+	BZHIQ       SI, R9, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y2
+	VCVTPH2PS   Y2, Z2
+	VMOVUPS.Z   (R8), K1, Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z3
+	VFMADD231PS Z3, Z2, Z1
+
+notail_731:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y0, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X0
+	VADDPS        X2, X0, X0
+	VPSHUFD       $0x4e, X0, X2
+	VADDPS        X2, X0, X0
+	VPSHUFD       $0xb1, X0, X2
+	VADDPS        X2, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_726
+
+f16singledone_727:
+	JMP f16mmend_705
+
+f16mmtokens_719:
+	CMPQ  AX, $0x03
+	JNE   f16mmtokens_732
+	MOVQ  w_base+0(FP), AX
+	MOVQ  out_base+88(FP), CX
+	MOVQ  rows+32(FP), DX
+	SHRQ  $0x02, DX
+	JZ    f16spreaddone_733
+	MOVQ  DX, BX
+	MOVQ  stride+24(FP), SI
+	SHLQ  $0x01, SI
+	IMULQ SI, BX
+	MOVQ  DX, SI
+	SHLQ  $0x02, SI
+
+f16spread_734:
+	// tile 4 rows × 3 tokens
+	MOVQ   xStride+64(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   n+72(FP), R8
+	MOVQ   AX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	MOVQ   x_base+40(FP), R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+f16steps_735:
+	CMPQ        R8, $0x00000020
+	JB          f16stepsdone_736
+	VCVTPH2PS   (R9), Z12
+	VCVTPH2PS   (R9)(BX*1), Z13
+	VCVTPH2PS   (R9)(BX*2), Z14
+	VCVTPH2PS   (R10), Z15
+	VMOVUPS     (R11), Z16
+	VFMADD231PS Z16, Z12, Z0
+	VFMADD231PS Z16, Z13, Z3
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     (R11)(DI*1), Z16
+	VFMADD231PS Z16, Z12, Z1
+	VFMADD231PS Z16, Z13, Z4
+	VFMADD231PS Z16, Z14, Z7
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     (R11)(DI*2), Z16
+	VFMADD231PS Z16, Z12, Z2
+	VFMADD231PS Z16, Z13, Z5
+	VFMADD231PS Z16, Z14, Z8
+	VFMADD231PS Z16, Z15, Z11
+	VCVTPH2PS   32(R9), Z12
+	VCVTPH2PS   32(R9)(BX*1), Z13
+	VCVTPH2PS   32(R9)(BX*2), Z14
+	VCVTPH2PS   32(R10), Z15
+	VMOVUPS     64(R11), Z16
+	VFMADD231PS Z16, Z12, Z0
+	VFMADD231PS Z16, Z13, Z3
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     64(R11)(DI*1), Z16
+	VFMADD231PS Z16, Z12, Z1
+	VFMADD231PS Z16, Z13, Z4
+	VFMADD231PS Z16, Z14, Z7
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     64(R11)(DI*2), Z16
+	VFMADD231PS Z16, Z12, Z2
+	VFMADD231PS Z16, Z13, Z5
+	VFMADD231PS Z16, Z14, Z8
+	VFMADD231PS Z16, Z15, Z11
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, R8
+	JMP         f16steps_735
+
+f16stepsdone_736:
+	CMPQ        R8, $0x10
+	JB          f16step16_737
+	VCVTPH2PS   (R9), Z12
+	VCVTPH2PS   (R9)(BX*1), Z13
+	VCVTPH2PS   (R9)(BX*2), Z14
+	VCVTPH2PS   (R10), Z15
+	VMOVUPS     (R11), Z16
+	VFMADD231PS Z16, Z12, Z0
+	VFMADD231PS Z16, Z13, Z3
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     (R11)(DI*1), Z16
+	VFMADD231PS Z16, Z12, Z1
+	VFMADD231PS Z16, Z13, Z4
+	VFMADD231PS Z16, Z14, Z7
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     (R11)(DI*2), Z16
+	VFMADD231PS Z16, Z12, Z2
+	VFMADD231PS Z16, Z13, Z5
+	VFMADD231PS Z16, Z14, Z8
+	VFMADD231PS Z16, Z15, Z11
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000020, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, R8
+
+f16step16_737:
+	TESTQ       R8, R8
+	JZ          notail_738
+	MOVQ        $-1, R12
+	BZHIQ       R8, R12, R8
+	KMOVQ       R8, K1
+	VMOVDQU16.Z (R9), K1, Y12
+	VCVTPH2PS   Y12, Z12
+	VMOVDQU16.Z (R9)(BX*1), K1, Y13
+	VCVTPH2PS   Y13, Z13
+	VMOVDQU16.Z (R9)(BX*2), K1, Y14
+	VCVTPH2PS   Y14, Z14
+	VMOVDQU16.Z (R10), K1, Y15
+	VCVTPH2PS   Y15, Z15
+	VMOVUPS.Z   (R11), K1, Z16
+	VFMADD231PS Z16, Z12, Z0
+	VFMADD231PS Z16, Z13, Z3
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS.Z   (R11)(DI*1), K1, Z16
+	VFMADD231PS Z16, Z12, Z1
+	VFMADD231PS Z16, Z13, Z4
+	VFMADD231PS Z16, Z14, Z7
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS.Z   (R11)(DI*2), K1, Z16
+	VFMADD231PS Z16, Z12, Z2
+	VFMADD231PS Z16, Z13, Z5
+	VFMADD231PS Z16, Z14, Z8
+	VFMADD231PS Z16, Z15, Z11
+
+notail_738:
+	MOVQ          outStride+112(FP), DI
+	SHLQ          $0x02, DI
+	MOVQ          CX, R8
+	VEXTRACTF64X4 $0x01, Z0, Y12
+	VADDPS        Y0, Y12, Y12
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y3
+	VADDPS        Y6, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z9, Y6
+	VADDPS        Y9, Y6, Y6
+	VUNPCKLPS     Y0, Y12, Y9
+	VUNPCKHPS     Y0, Y12, Y0
+	VADDPS        Y0, Y9, Y9
+	VUNPCKLPS     Y6, Y3, Y0
+	VUNPCKHPS     Y6, Y3, Y3
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPD     Y0, Y9, Y3
+	VUNPCKHPD     Y0, Y9, Y0
+	VADDPS        Y0, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X0
+	VADDPS        X3, X0, X0
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X3
+	VMOVD         X3, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X3
+	VMOVD         X3, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y1
+	VADDPS        Y4, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z7, Y3
+	VADDPS        Y7, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z10, Y4
+	VADDPS        Y10, Y4, Y4
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y4, Y3, Y0
+	VUNPCKHPS     Y4, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y1
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z8, Y2
+	VADDPS        Y8, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z11, Y3
+	VADDPS        Y11, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), DI
+	VMOVD         X0, (DI)(SI*1)
+	MOVQ          stride+24(FP), DI
+	LEAQ          (AX)(DI*2), AX
+	ADDQ          $0x04, CX
+	DECQ          DX
+	JNZ           f16spread_734
+	LEAQ          (AX)(BX*2), AX
+	ADDQ          BX, AX
+	LEAQ          (CX)(SI*2), CX
+	ADDQ          SI, CX
+
+f16spreaddone_733:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_740
+
+f16single_739:
+	// tile 1 rows × 3 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+
+f16steps_741:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_742
+	VCVTPH2PS   (DI), Z3
+	VMOVUPS     (R8), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     (R8)(BX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     (R8)(BX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	VCVTPH2PS   32(DI), Z3
+	VMOVUPS     64(R8), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     64(R8)(BX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     64(R8)(BX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_741
+
+f16stepsdone_742:
+	CMPQ        SI, $0x10
+	JB          f16step16_743
+	VCVTPH2PS   (DI), Z3
+	VMOVUPS     (R8), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     (R8)(BX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     (R8)(BX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, SI
+
+f16step16_743:
+	TESTQ       SI, SI
+	JZ          notail_744
+	MOVQ        $-1, R9
+	BZHIQ       SI, R9, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y3
+	VCVTPH2PS   Y3, Z3
+	VMOVUPS.Z   (R8), K1, Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z4
+	VFMADD231PS Z4, Z3, Z2
+
+notail_744:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VADDPS        Y0, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X0
+	VADDPS        X3, X0, X0
+	VPSHUFD       $0x4e, X0, X3
+	VADDPS        X3, X0, X0
+	VPSHUFD       $0xb1, X0, X3
+	VADDPS        X3, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_739
+
+f16singledone_740:
+	JMP f16mmend_705
+
+f16mmtokens_732:
+	CMPQ AX, $0x04
+	JNE  f16mmtokens_745
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_746:
+	CMPQ DX, $0x04
+	JB   f16tilesdone_747
+
+	// tile 4 rows × 4 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	MOVQ   x_base+40(FP), R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+f16steps_748:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_749
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z16
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z17
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z18
+	PREFETCHT1  16384(R9)
+	VCVTPH2PS   (R9), Z19
+	VMOVUPS     (R10), Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z4
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     (R10)(SI*1), Z20
+	VFMADD231PS Z20, Z16, Z1
+	VFMADD231PS Z20, Z17, Z5
+	VFMADD231PS Z20, Z18, Z9
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     (R10)(SI*2), Z20
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z20, Z17, Z6
+	VFMADD231PS Z20, Z18, Z10
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     (R11), Z20
+	VFMADD231PS Z20, Z16, Z3
+	VFMADD231PS Z20, Z17, Z7
+	VFMADD231PS Z20, Z18, Z11
+	VFMADD231PS Z20, Z19, Z15
+	VCVTPH2PS   32(R8), Z16
+	VCVTPH2PS   32(R8)(BX*1), Z17
+	VCVTPH2PS   32(R8)(BX*2), Z18
+	VCVTPH2PS   32(R9), Z19
+	VMOVUPS     64(R10), Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z4
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     64(R10)(SI*1), Z20
+	VFMADD231PS Z20, Z16, Z1
+	VFMADD231PS Z20, Z17, Z5
+	VFMADD231PS Z20, Z18, Z9
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     64(R10)(SI*2), Z20
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z20, Z17, Z6
+	VFMADD231PS Z20, Z18, Z10
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     64(R11), Z20
+	VFMADD231PS Z20, Z16, Z3
+	VFMADD231PS Z20, Z17, Z7
+	VFMADD231PS Z20, Z18, Z11
+	VFMADD231PS Z20, Z19, Z15
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_748
+
+f16stepsdone_749:
+	CMPQ        DI, $0x10
+	JB          f16step16_750
+	VCVTPH2PS   (R8), Z16
+	VCVTPH2PS   (R8)(BX*1), Z17
+	VCVTPH2PS   (R8)(BX*2), Z18
+	VCVTPH2PS   (R9), Z19
+	VMOVUPS     (R10), Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z4
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     (R10)(SI*1), Z20
+	VFMADD231PS Z20, Z16, Z1
+	VFMADD231PS Z20, Z17, Z5
+	VFMADD231PS Z20, Z18, Z9
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     (R10)(SI*2), Z20
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z20, Z17, Z6
+	VFMADD231PS Z20, Z18, Z10
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     (R11), Z20
+	VFMADD231PS Z20, Z16, Z3
+	VFMADD231PS Z20, Z17, Z7
+	VFMADD231PS Z20, Z18, Z11
+	VFMADD231PS Z20, Z19, Z15
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_750:
+	TESTQ       DI, DI
+	JZ          notail_751
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y16
+	VCVTPH2PS   Y16, Z16
+	VMOVDQU16.Z (R8)(BX*1), K1, Y17
+	VCVTPH2PS   Y17, Z17
+	VMOVDQU16.Z (R8)(BX*2), K1, Y18
+	VCVTPH2PS   Y18, Z18
+	VMOVDQU16.Z (R9), K1, Y19
+	VCVTPH2PS   Y19, Z19
+	VMOVUPS.Z   (R10), K1, Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z4
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS.Z   (R10)(SI*1), K1, Z20
+	VFMADD231PS Z20, Z16, Z1
+	VFMADD231PS Z20, Z17, Z5
+	VFMADD231PS Z20, Z18, Z9
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS.Z   (R10)(SI*2), K1, Z20
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z20, Z17, Z6
+	VFMADD231PS Z20, Z18, Z10
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS.Z   (R11), K1, Z20
+	VFMADD231PS Z20, Z16, Z3
+	VFMADD231PS Z20, Z17, Z7
+	VFMADD231PS Z20, Z18, Z11
+	VFMADD231PS Z20, Z19, Z15
+
+notail_751:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y16
+	VADDPS        Y0, Y16, Y16
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y4
+	VADDPS        Y8, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z12, Y8
+	VADDPS        Y12, Y8, Y8
+	VUNPCKLPS     Y0, Y16, Y12
+	VUNPCKHPS     Y0, Y16, Y0
+	VADDPS        Y0, Y12, Y12
+	VUNPCKLPS     Y8, Y4, Y0
+	VUNPCKHPS     Y8, Y4, Y4
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPD     Y0, Y12, Y4
+	VUNPCKHPD     Y0, Y12, Y0
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X0
+	VADDPS        X4, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z9, Y4
+	VADDPS        Y9, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z13, Y5
+	VADDPS        Y13, Y5, Y5
+	VUNPCKLPS     Y1, Y0, Y8
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y8, Y8
+	VUNPCKLPS     Y5, Y4, Y0
+	VUNPCKHPS     Y5, Y4, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y8, Y1
+	VUNPCKHPD     Y0, Y8, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z10, Y2
+	VADDPS        Y10, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z14, Y4
+	VADDPS        Y14, Y4, Y4
+	VUNPCKLPS     Y1, Y0, Y5
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y5, Y5
+	VUNPCKLPS     Y4, Y2, Y0
+	VUNPCKHPS     Y4, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y5, Y1
+	VUNPCKHPD     Y0, Y5, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z11, Y2
+	VADDPS        Y11, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z15, Y3
+	VADDPS        Y15, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000010, CX
+	SUBQ          $0x04, DX
+	JMP           f16tiles_746
+
+f16tilesdone_747:
+	CMPQ DX, $0x03
+	JNE  f16rest_752
+
+	// tile 3 rows × 4 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+f16steps_753:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_754
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z12
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z13
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z14
+	VMOVUPS     (R9), Z15
+	VFMADD231PS Z15, Z12, Z0
+	VFMADD231PS Z15, Z13, Z4
+	VFMADD231PS Z15, Z14, Z8
+	VMOVUPS     (R9)(SI*1), Z15
+	VFMADD231PS Z15, Z12, Z1
+	VFMADD231PS Z15, Z13, Z5
+	VFMADD231PS Z15, Z14, Z9
+	VMOVUPS     (R9)(SI*2), Z15
+	VFMADD231PS Z15, Z12, Z2
+	VFMADD231PS Z15, Z13, Z6
+	VFMADD231PS Z15, Z14, Z10
+	VMOVUPS     (R10), Z15
+	VFMADD231PS Z15, Z12, Z3
+	VFMADD231PS Z15, Z13, Z7
+	VFMADD231PS Z15, Z14, Z11
+	VCVTPH2PS   32(R8), Z12
+	VCVTPH2PS   32(R8)(BX*1), Z13
+	VCVTPH2PS   32(R8)(BX*2), Z14
+	VMOVUPS     64(R9), Z15
+	VFMADD231PS Z15, Z12, Z0
+	VFMADD231PS Z15, Z13, Z4
+	VFMADD231PS Z15, Z14, Z8
+	VMOVUPS     64(R9)(SI*1), Z15
+	VFMADD231PS Z15, Z12, Z1
+	VFMADD231PS Z15, Z13, Z5
+	VFMADD231PS Z15, Z14, Z9
+	VMOVUPS     64(R9)(SI*2), Z15
+	VFMADD231PS Z15, Z12, Z2
+	VFMADD231PS Z15, Z13, Z6
+	VFMADD231PS Z15, Z14, Z10
+	VMOVUPS     64(R10), Z15
+	VFMADD231PS Z15, Z12, Z3
+	VFMADD231PS Z15, Z13, Z7
+	VFMADD231PS Z15, Z14, Z11
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_753
+
+f16stepsdone_754:
+	CMPQ        DI, $0x10
+	JB          f16step16_755
+	VCVTPH2PS   (R8), Z12
+	VCVTPH2PS   (R8)(BX*1), Z13
+	VCVTPH2PS   (R8)(BX*2), Z14
+	VMOVUPS     (R9), Z15
+	VFMADD231PS Z15, Z12, Z0
+	VFMADD231PS Z15, Z13, Z4
+	VFMADD231PS Z15, Z14, Z8
+	VMOVUPS     (R9)(SI*1), Z15
+	VFMADD231PS Z15, Z12, Z1
+	VFMADD231PS Z15, Z13, Z5
+	VFMADD231PS Z15, Z14, Z9
+	VMOVUPS     (R9)(SI*2), Z15
+	VFMADD231PS Z15, Z12, Z2
+	VFMADD231PS Z15, Z13, Z6
+	VFMADD231PS Z15, Z14, Z10
+	VMOVUPS     (R10), Z15
+	VFMADD231PS Z15, Z12, Z3
+	VFMADD231PS Z15, Z13, Z7
+	VFMADD231PS Z15, Z14, Z11
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_755:
+	TESTQ       DI, DI
+	JZ          notail_756
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y12
+	VCVTPH2PS   Y12, Z12
+	VMOVDQU16.Z (R8)(BX*1), K1, Y13
+	VCVTPH2PS   Y13, Z13
+	VMOVDQU16.Z (R8)(BX*2), K1, Y14
+	VCVTPH2PS   Y14, Z14
+	VMOVUPS.Z   (R9), K1, Z15
+	VFMADD231PS Z15, Z12, Z0
+	VFMADD231PS Z15, Z13, Z4
+	VFMADD231PS Z15, Z14, Z8
+	VMOVUPS.Z   (R9)(SI*1), K1, Z15
+	VFMADD231PS Z15, Z12, Z1
+	VFMADD231PS Z15, Z13, Z5
+	VFMADD231PS Z15, Z14, Z9
+	VMOVUPS.Z   (R9)(SI*2), K1, Z15
+	VFMADD231PS Z15, Z12, Z2
+	VFMADD231PS Z15, Z13, Z6
+	VFMADD231PS Z15, Z14, Z10
+	VMOVUPS.Z   (R10), K1, Z15
+	VFMADD231PS Z15, Z12, Z3
+	VFMADD231PS Z15, Z13, Z7
+	VFMADD231PS Z15, Z14, Z11
+
+notail_756:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y12
+	VADDPS        Y0, Y12, Y12
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y4
+	VADDPS        Y8, Y4, Y4
+	VUNPCKLPS     Y0, Y12, Y8
+	VUNPCKHPS     Y0, Y12, Y0
+	VADDPS        Y0, Y8, Y8
+	VUNPCKLPS     Y12, Y4, Y0
+	VUNPCKHPS     Y12, Y4, Y4
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPD     Y0, Y8, Y4
+	VUNPCKHPD     Y0, Y8, Y0
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X0
+	VADDPS        X4, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X4
+	VMOVD         X4, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z9, Y4
+	VADDPS        Y9, Y4, Y4
+	VUNPCKLPS     Y1, Y0, Y5
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y5, Y5
+	VUNPCKLPS     Y0, Y4, Y1
+	VUNPCKHPS     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y5, Y0
+	VUNPCKHPD     Y1, Y5, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z10, Y2
+	VADDPS        Y10, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y4, Y4
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y4, Y0
+	VUNPCKHPD     Y1, Y4, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z11, Y2
+	VADDPS        Y11, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+
+f16rest_752:
+	CMPQ DX, $0x02
+	JNE  f16rest_757
+
+	// tile 2 rows × 4 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+f16steps_758:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_759
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z8
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z9
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R9)(SI*1), Z10
+	VFMADD231PS Z10, Z8, Z1
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R9)(SI*2), Z10
+	VFMADD231PS Z10, Z8, Z2
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R10), Z10
+	VFMADD231PS Z10, Z8, Z3
+	VFMADD231PS Z10, Z9, Z7
+	VCVTPH2PS   32(R8), Z8
+	VCVTPH2PS   32(R8)(BX*1), Z9
+	VMOVUPS     64(R9), Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     64(R9)(SI*1), Z10
+	VFMADD231PS Z10, Z8, Z1
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     64(R9)(SI*2), Z10
+	VFMADD231PS Z10, Z8, Z2
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     64(R10), Z10
+	VFMADD231PS Z10, Z8, Z3
+	VFMADD231PS Z10, Z9, Z7
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_758
+
+f16stepsdone_759:
+	CMPQ        DI, $0x10
+	JB          f16step16_760
+	VCVTPH2PS   (R8), Z8
+	VCVTPH2PS   (R8)(BX*1), Z9
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R9)(SI*1), Z10
+	VFMADD231PS Z10, Z8, Z1
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R9)(SI*2), Z10
+	VFMADD231PS Z10, Z8, Z2
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R10), Z10
+	VFMADD231PS Z10, Z8, Z3
+	VFMADD231PS Z10, Z9, Z7
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_760:
+	TESTQ       DI, DI
+	JZ          notail_761
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y8
+	VCVTPH2PS   Y8, Z8
+	VMOVDQU16.Z (R8)(BX*1), K1, Y9
+	VCVTPH2PS   Y9, Z9
+	VMOVUPS.Z   (R9), K1, Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS.Z   (R9)(SI*1), K1, Z10
+	VFMADD231PS Z10, Z8, Z1
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS.Z   (R9)(SI*2), K1, Z10
+	VFMADD231PS Z10, Z8, Z2
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS.Z   (R10), K1, Z10
+	VFMADD231PS Z10, Z8, Z3
+	VFMADD231PS Z10, Z9, Z7
+
+notail_761:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y8, Y4
+	VUNPCKHPS     Y0, Y8, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y8, Y8, Y0
+	VUNPCKHPS     Y8, Y8, Y8
+	VADDPS        Y8, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y8
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X0
+	VADDPS        X8, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y4, Y4
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y4, Y0
+	VUNPCKHPD     Y1, Y4, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_757:
+	CMPQ DX, $0x01
+	JNE  f16rest_762
+
+	// tile 1 rows × 4 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+f16steps_763:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_764
+	PREFETCHT1  16384(SI)
+	VCVTPH2PS   (SI), Z4
+	VMOVUPS     (DI), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     (DI)(DX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     (DI)(DX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     (R8), Z5
+	VFMADD231PS Z5, Z4, Z3
+	VCVTPH2PS   32(SI), Z4
+	VMOVUPS     64(DI), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     64(DI)(DX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     64(DI)(DX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     64(R8), Z5
+	VFMADD231PS Z5, Z4, Z3
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_763
+
+f16stepsdone_764:
+	CMPQ        BX, $0x10
+	JB          f16step16_765
+	VCVTPH2PS   (SI), Z4
+	VMOVUPS     (DI), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     (DI)(DX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     (DI)(DX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     (R8), Z5
+	VFMADD231PS Z5, Z4, Z3
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, BX
+
+f16step16_765:
+	TESTQ       BX, BX
+	JZ          notail_766
+	MOVQ        $-1, R9
+	BZHIQ       BX, R9, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y4
+	VCVTPH2PS   Y4, Z4
+	VMOVUPS.Z   (DI), K1, Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS.Z   (R8), K1, Z5
+	VFMADD231PS Z5, Z4, Z3
+
+notail_766:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y4, Y4, Y0
+	VUNPCKHPS     Y4, Y4, Y5
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y4, Y4, Y5
+	VUNPCKHPS     Y4, Y4, Y4
+	VADDPS        Y4, Y5, Y5
+	VUNPCKLPD     Y5, Y0, Y4
+	VUNPCKHPD     Y5, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X0
+	VADDPS        X4, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y4
+	VADDPS        Y4, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y4
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPD     Y4, Y1, Y0
+	VUNPCKHPD     Y4, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_762:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_768
+
+f16single_767:
+	// tile 1 rows × 4 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+f16steps_769:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_770
+	PREFETCHT1  16384(DI)
+	VCVTPH2PS   (DI), Z4
+	VMOVUPS     (R8), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     (R8)(BX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     (R8)(BX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     (R9), Z5
+	VFMADD231PS Z5, Z4, Z3
+	VCVTPH2PS   32(DI), Z4
+	VMOVUPS     64(R8), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     64(R8)(BX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     64(R8)(BX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     64(R9), Z5
+	VFMADD231PS Z5, Z4, Z3
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_769
+
+f16stepsdone_770:
+	CMPQ        SI, $0x10
+	JB          f16step16_771
+	VCVTPH2PS   (DI), Z4
+	VMOVUPS     (R8), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     (R8)(BX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     (R8)(BX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     (R9), Z5
+	VFMADD231PS Z5, Z4, Z3
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, SI
+
+f16step16_771:
+	TESTQ       SI, SI
+	JZ          notail_772
+	MOVQ        $-1, R10
+	BZHIQ       SI, R10, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y4
+	VCVTPH2PS   Y4, Z4
+	VMOVUPS.Z   (R8), K1, Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS.Z   (R9), K1, Z5
+	VFMADD231PS Z5, Z4, Z3
+
+notail_772:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X0
+	VADDPS        X4, X0, X0
+	VPSHUFD       $0x4e, X0, X4
+	VADDPS        X4, X0, X0
+	VPSHUFD       $0xb1, X0, X4
+	VADDPS        X4, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_767
+
+f16singledone_768:
+	JMP f16mmend_705
+
+f16mmtokens_745:
+	CMPQ AX, $0x05
+	JNE  f16mmtokens_773
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_774:
+	CMPQ DX, $0x04
+	JB   f16tilesdone_775
+
+	// tile 4 rows × 5 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	MOVQ   x_base+40(FP), R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+
+f16steps_776:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_777
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z20
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z21
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z22
+	PREFETCHT1  16384(R9)
+	VCVTPH2PS   (R9), Z23
+	VMOVUPS     (R10), Z24
+	VFMADD231PS Z24, Z20, Z0
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     (R10)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z1
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     (R10)(SI*2), Z24
+	VFMADD231PS Z24, Z20, Z2
+	VFMADD231PS Z24, Z21, Z7
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     (R11), Z24
+	VFMADD231PS Z24, Z20, Z3
+	VFMADD231PS Z24, Z21, Z8
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     (R11)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z4
+	VFMADD231PS Z24, Z21, Z9
+	VFMADD231PS Z24, Z22, Z14
+	VFMADD231PS Z24, Z23, Z19
+	VCVTPH2PS   32(R8), Z20
+	VCVTPH2PS   32(R8)(BX*1), Z21
+	VCVTPH2PS   32(R8)(BX*2), Z22
+	VCVTPH2PS   32(R9), Z23
+	VMOVUPS     64(R10), Z24
+	VFMADD231PS Z24, Z20, Z0
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     64(R10)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z1
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     64(R10)(SI*2), Z24
+	VFMADD231PS Z24, Z20, Z2
+	VFMADD231PS Z24, Z21, Z7
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     64(R11), Z24
+	VFMADD231PS Z24, Z20, Z3
+	VFMADD231PS Z24, Z21, Z8
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     64(R11)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z4
+	VFMADD231PS Z24, Z21, Z9
+	VFMADD231PS Z24, Z22, Z14
+	VFMADD231PS Z24, Z23, Z19
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_776
+
+f16stepsdone_777:
+	CMPQ        DI, $0x10
+	JB          f16step16_778
+	VCVTPH2PS   (R8), Z20
+	VCVTPH2PS   (R8)(BX*1), Z21
+	VCVTPH2PS   (R8)(BX*2), Z22
+	VCVTPH2PS   (R9), Z23
+	VMOVUPS     (R10), Z24
+	VFMADD231PS Z24, Z20, Z0
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     (R10)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z1
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     (R10)(SI*2), Z24
+	VFMADD231PS Z24, Z20, Z2
+	VFMADD231PS Z24, Z21, Z7
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     (R11), Z24
+	VFMADD231PS Z24, Z20, Z3
+	VFMADD231PS Z24, Z21, Z8
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     (R11)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z4
+	VFMADD231PS Z24, Z21, Z9
+	VFMADD231PS Z24, Z22, Z14
+	VFMADD231PS Z24, Z23, Z19
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_778:
+	TESTQ       DI, DI
+	JZ          notail_779
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y20
+	VCVTPH2PS   Y20, Z20
+	VMOVDQU16.Z (R8)(BX*1), K1, Y21
+	VCVTPH2PS   Y21, Z21
+	VMOVDQU16.Z (R8)(BX*2), K1, Y22
+	VCVTPH2PS   Y22, Z22
+	VMOVDQU16.Z (R9), K1, Y23
+	VCVTPH2PS   Y23, Z23
+	VMOVUPS.Z   (R10), K1, Z24
+	VFMADD231PS Z24, Z20, Z0
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS.Z   (R10)(SI*1), K1, Z24
+	VFMADD231PS Z24, Z20, Z1
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS.Z   (R10)(SI*2), K1, Z24
+	VFMADD231PS Z24, Z20, Z2
+	VFMADD231PS Z24, Z21, Z7
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS.Z   (R11), K1, Z24
+	VFMADD231PS Z24, Z20, Z3
+	VFMADD231PS Z24, Z21, Z8
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS.Z   (R11)(SI*1), K1, Z24
+	VFMADD231PS Z24, Z20, Z4
+	VFMADD231PS Z24, Z21, Z9
+	VFMADD231PS Z24, Z22, Z14
+	VFMADD231PS Z24, Z23, Z19
+
+notail_779:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y20
+	VADDPS        Y0, Y20, Y20
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y5
+	VADDPS        Y10, Y5, Y5
+	VEXTRACTF64X4 $0x01, Z15, Y10
+	VADDPS        Y15, Y10, Y10
+	VUNPCKLPS     Y0, Y20, Y15
+	VUNPCKHPS     Y0, Y20, Y0
+	VADDPS        Y0, Y15, Y15
+	VUNPCKLPS     Y10, Y5, Y0
+	VUNPCKHPS     Y10, Y5, Y5
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPD     Y0, Y15, Y5
+	VUNPCKHPD     Y0, Y15, Y0
+	VADDPS        Y0, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X0
+	VADDPS        X5, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z11, Y5
+	VADDPS        Y11, Y5, Y5
+	VEXTRACTF64X4 $0x01, Z16, Y6
+	VADDPS        Y16, Y6, Y6
+	VUNPCKLPS     Y1, Y0, Y10
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y10, Y10
+	VUNPCKLPS     Y6, Y5, Y0
+	VUNPCKHPS     Y6, Y5, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y10, Y1
+	VUNPCKHPD     Y0, Y10, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z12, Y2
+	VADDPS        Y12, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z17, Y5
+	VADDPS        Y17, Y5, Y5
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y5, Y2, Y0
+	VUNPCKHPS     Y5, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y1
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z13, Y2
+	VADDPS        Y13, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z18, Y3
+	VADDPS        Y18, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y5
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y5, Y5
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y5, Y1
+	VUNPCKHPD     Y0, Y5, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z14, Y2
+	VADDPS        Y14, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z19, Y3
+	VADDPS        Y19, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000010, CX
+	SUBQ          $0x04, DX
+	JMP           f16tiles_774
+
+f16tilesdone_775:
+	CMPQ DX, $0x03
+	JNE  f16rest_780
+
+	// tile 3 rows × 5 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+
+f16steps_781:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_782
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z15
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z16
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z17
+	VMOVUPS     (R9), Z18
+	VFMADD231PS Z18, Z15, Z0
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     (R9)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z1
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     (R9)(SI*2), Z18
+	VFMADD231PS Z18, Z15, Z2
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     (R10), Z18
+	VFMADD231PS Z18, Z15, Z3
+	VFMADD231PS Z18, Z16, Z8
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     (R10)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z4
+	VFMADD231PS Z18, Z16, Z9
+	VFMADD231PS Z18, Z17, Z14
+	VCVTPH2PS   32(R8), Z15
+	VCVTPH2PS   32(R8)(BX*1), Z16
+	VCVTPH2PS   32(R8)(BX*2), Z17
+	VMOVUPS     64(R9), Z18
+	VFMADD231PS Z18, Z15, Z0
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     64(R9)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z1
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     64(R9)(SI*2), Z18
+	VFMADD231PS Z18, Z15, Z2
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     64(R10), Z18
+	VFMADD231PS Z18, Z15, Z3
+	VFMADD231PS Z18, Z16, Z8
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     64(R10)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z4
+	VFMADD231PS Z18, Z16, Z9
+	VFMADD231PS Z18, Z17, Z14
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_781
+
+f16stepsdone_782:
+	CMPQ        DI, $0x10
+	JB          f16step16_783
+	VCVTPH2PS   (R8), Z15
+	VCVTPH2PS   (R8)(BX*1), Z16
+	VCVTPH2PS   (R8)(BX*2), Z17
+	VMOVUPS     (R9), Z18
+	VFMADD231PS Z18, Z15, Z0
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     (R9)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z1
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     (R9)(SI*2), Z18
+	VFMADD231PS Z18, Z15, Z2
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     (R10), Z18
+	VFMADD231PS Z18, Z15, Z3
+	VFMADD231PS Z18, Z16, Z8
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     (R10)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z4
+	VFMADD231PS Z18, Z16, Z9
+	VFMADD231PS Z18, Z17, Z14
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_783:
+	TESTQ       DI, DI
+	JZ          notail_784
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y15
+	VCVTPH2PS   Y15, Z15
+	VMOVDQU16.Z (R8)(BX*1), K1, Y16
+	VCVTPH2PS   Y16, Z16
+	VMOVDQU16.Z (R8)(BX*2), K1, Y17
+	VCVTPH2PS   Y17, Z17
+	VMOVUPS.Z   (R9), K1, Z18
+	VFMADD231PS Z18, Z15, Z0
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS.Z   (R9)(SI*1), K1, Z18
+	VFMADD231PS Z18, Z15, Z1
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS.Z   (R9)(SI*2), K1, Z18
+	VFMADD231PS Z18, Z15, Z2
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS.Z   (R10), K1, Z18
+	VFMADD231PS Z18, Z15, Z3
+	VFMADD231PS Z18, Z16, Z8
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS.Z   (R10)(SI*1), K1, Z18
+	VFMADD231PS Z18, Z15, Z4
+	VFMADD231PS Z18, Z16, Z9
+	VFMADD231PS Z18, Z17, Z14
+
+notail_784:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y15
+	VADDPS        Y0, Y15, Y15
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y5
+	VADDPS        Y10, Y5, Y5
+	VUNPCKLPS     Y0, Y15, Y10
+	VUNPCKHPS     Y0, Y15, Y0
+	VADDPS        Y0, Y10, Y10
+	VUNPCKLPS     Y15, Y5, Y0
+	VUNPCKHPS     Y15, Y5, Y5
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPD     Y0, Y10, Y5
+	VUNPCKHPD     Y0, Y10, Y0
+	VADDPS        Y0, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X0
+	VADDPS        X5, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X5
+	VMOVD         X5, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z11, Y5
+	VADDPS        Y11, Y5, Y5
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y6, Y6
+	VUNPCKLPS     Y0, Y5, Y1
+	VUNPCKHPS     Y0, Y5, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y6, Y0
+	VUNPCKHPD     Y1, Y6, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z12, Y2
+	VADDPS        Y12, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y5
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y5, Y5
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y5, Y0
+	VUNPCKHPD     Y1, Y5, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z13, Y2
+	VADDPS        Y13, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z14, Y2
+	VADDPS        Y14, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+
+f16rest_780:
+	CMPQ DX, $0x02
+	JNE  f16rest_785
+
+	// tile 2 rows × 5 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+
+f16steps_786:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_787
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z10
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z11
+	VMOVUPS     (R9), Z12
+	VFMADD231PS Z12, Z10, Z0
+	VFMADD231PS Z12, Z11, Z5
+	VMOVUPS     (R9)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z1
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R9)(SI*2), Z12
+	VFMADD231PS Z12, Z10, Z2
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     (R10), Z12
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z8
+	VMOVUPS     (R10)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z9
+	VCVTPH2PS   32(R8), Z10
+	VCVTPH2PS   32(R8)(BX*1), Z11
+	VMOVUPS     64(R9), Z12
+	VFMADD231PS Z12, Z10, Z0
+	VFMADD231PS Z12, Z11, Z5
+	VMOVUPS     64(R9)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z1
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     64(R9)(SI*2), Z12
+	VFMADD231PS Z12, Z10, Z2
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     64(R10), Z12
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z8
+	VMOVUPS     64(R10)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z9
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_786
+
+f16stepsdone_787:
+	CMPQ        DI, $0x10
+	JB          f16step16_788
+	VCVTPH2PS   (R8), Z10
+	VCVTPH2PS   (R8)(BX*1), Z11
+	VMOVUPS     (R9), Z12
+	VFMADD231PS Z12, Z10, Z0
+	VFMADD231PS Z12, Z11, Z5
+	VMOVUPS     (R9)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z1
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R9)(SI*2), Z12
+	VFMADD231PS Z12, Z10, Z2
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     (R10), Z12
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z8
+	VMOVUPS     (R10)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z9
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_788:
+	TESTQ       DI, DI
+	JZ          notail_789
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y10
+	VCVTPH2PS   Y10, Z10
+	VMOVDQU16.Z (R8)(BX*1), K1, Y11
+	VCVTPH2PS   Y11, Z11
+	VMOVUPS.Z   (R9), K1, Z12
+	VFMADD231PS Z12, Z10, Z0
+	VFMADD231PS Z12, Z11, Z5
+	VMOVUPS.Z   (R9)(SI*1), K1, Z12
+	VFMADD231PS Z12, Z10, Z1
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS.Z   (R9)(SI*2), K1, Z12
+	VFMADD231PS Z12, Z10, Z2
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS.Z   (R10), K1, Z12
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z8
+	VMOVUPS.Z   (R10)(SI*1), K1, Z12
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z9
+
+notail_789:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y10
+	VADDPS        Y0, Y10, Y10
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y0, Y10, Y5
+	VUNPCKHPS     Y0, Y10, Y0
+	VADDPS        Y0, Y5, Y5
+	VUNPCKLPS     Y10, Y10, Y0
+	VUNPCKHPS     Y10, Y10, Y10
+	VADDPS        Y10, Y0, Y0
+	VUNPCKLPD     Y0, Y5, Y10
+	VUNPCKHPD     Y0, Y5, Y0
+	VADDPS        Y0, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X0
+	VADDPS        X10, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y5
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y5, Y5
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y5, Y0
+	VUNPCKHPD     Y1, Y5, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_785:
+	CMPQ DX, $0x01
+	JNE  f16rest_790
+
+	// tile 1 rows × 5 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+
+f16steps_791:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_792
+	PREFETCHT1  16384(SI)
+	VCVTPH2PS   (SI), Z5
+	VMOVUPS     (DI), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     (DI)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     (DI)(DX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     (R8), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     (R8)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	VCVTPH2PS   32(SI), Z5
+	VMOVUPS     64(DI), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     64(DI)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     64(DI)(DX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     64(R8), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     64(R8)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_791
+
+f16stepsdone_792:
+	CMPQ        BX, $0x10
+	JB          f16step16_793
+	VCVTPH2PS   (SI), Z5
+	VMOVUPS     (DI), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     (DI)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     (DI)(DX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     (R8), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     (R8)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, BX
+
+f16step16_793:
+	TESTQ       BX, BX
+	JZ          notail_794
+	MOVQ        $-1, R9
+	BZHIQ       BX, R9, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VMOVUPS.Z   (DI), K1, Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS.Z   (R8), K1, Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS.Z   (R8)(DX*1), K1, Z6
+	VFMADD231PS Z6, Z5, Z4
+
+notail_794:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y5
+	VADDPS        Y0, Y5, Y5
+	VUNPCKLPS     Y5, Y5, Y0
+	VUNPCKHPS     Y5, Y5, Y6
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPS     Y5, Y5, Y6
+	VUNPCKHPS     Y5, Y5, Y5
+	VADDPS        Y5, Y6, Y6
+	VUNPCKLPD     Y6, Y0, Y5
+	VUNPCKHPD     Y6, Y0, Y0
+	VADDPS        Y0, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X0
+	VADDPS        X5, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y5
+	VADDPS        Y5, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y5
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y5, Y5
+	VUNPCKLPD     Y5, Y1, Y0
+	VUNPCKHPD     Y5, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_790:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_796
+
+f16single_795:
+	// tile 1 rows × 5 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+
+f16steps_797:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_798
+	PREFETCHT1  16384(DI)
+	VCVTPH2PS   (DI), Z5
+	VMOVUPS     (R8), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     (R8)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     (R8)(BX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     (R9), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     (R9)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	VCVTPH2PS   32(DI), Z5
+	VMOVUPS     64(R8), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     64(R8)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     64(R8)(BX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     64(R9), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     64(R9)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_797
+
+f16stepsdone_798:
+	CMPQ        SI, $0x10
+	JB          f16step16_799
+	VCVTPH2PS   (DI), Z5
+	VMOVUPS     (R8), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     (R8)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     (R8)(BX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     (R9), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     (R9)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, SI
+
+f16step16_799:
+	TESTQ       SI, SI
+	JZ          notail_800
+	MOVQ        $-1, R10
+	BZHIQ       SI, R10, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VMOVUPS.Z   (R8), K1, Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS.Z   (R9), K1, Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS.Z   (R9)(BX*1), K1, Z6
+	VFMADD231PS Z6, Z5, Z4
+
+notail_800:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y5
+	VADDPS        Y0, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X0
+	VADDPS        X5, X0, X0
+	VPSHUFD       $0x4e, X0, X5
+	VADDPS        X5, X0, X0
+	VPSHUFD       $0xb1, X0, X5
+	VADDPS        X5, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_795
+
+f16singledone_796:
+	JMP f16mmend_705
+
+f16mmtokens_773:
+	CMPQ AX, $0x06
+	JNE  f16mmtokens_801
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_802:
+	CMPQ DX, $0x04
+	JB   f16tilesdone_803
+
+	// tile 4 rows × 6 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	MOVQ   x_base+40(FP), R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+f16steps_804:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_805
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z24
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z25
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z26
+	PREFETCHT1  16384(R9)
+	VCVTPH2PS   (R9), Z27
+	VMOVUPS     (R10), Z28
+	VFMADD231PS Z28, Z24, Z0
+	VFMADD231PS Z28, Z25, Z6
+	VFMADD231PS Z28, Z26, Z12
+	VFMADD231PS Z28, Z27, Z18
+	VMOVUPS     (R10)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z1
+	VFMADD231PS Z28, Z25, Z7
+	VFMADD231PS Z28, Z26, Z13
+	VFMADD231PS Z28, Z27, Z19
+	VMOVUPS     (R10)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z2
+	VFMADD231PS Z28, Z25, Z8
+	VFMADD231PS Z28, Z26, Z14
+	VFMADD231PS Z28, Z27, Z20
+	VMOVUPS     (R11), Z28
+	VFMADD231PS Z28, Z24, Z3
+	VFMADD231PS Z28, Z25, Z9
+	VFMADD231PS Z28, Z26, Z15
+	VFMADD231PS Z28, Z27, Z21
+	VMOVUPS     (R11)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z4
+	VFMADD231PS Z28, Z25, Z10
+	VFMADD231PS Z28, Z26, Z16
+	VFMADD231PS Z28, Z27, Z22
+	VMOVUPS     (R11)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z5
+	VFMADD231PS Z28, Z25, Z11
+	VFMADD231PS Z28, Z26, Z17
+	VFMADD231PS Z28, Z27, Z23
+	VCVTPH2PS   32(R8), Z24
+	VCVTPH2PS   32(R8)(BX*1), Z25
+	VCVTPH2PS   32(R8)(BX*2), Z26
+	VCVTPH2PS   32(R9), Z27
+	VMOVUPS     64(R10), Z28
+	VFMADD231PS Z28, Z24, Z0
+	VFMADD231PS Z28, Z25, Z6
+	VFMADD231PS Z28, Z26, Z12
+	VFMADD231PS Z28, Z27, Z18
+	VMOVUPS     64(R10)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z1
+	VFMADD231PS Z28, Z25, Z7
+	VFMADD231PS Z28, Z26, Z13
+	VFMADD231PS Z28, Z27, Z19
+	VMOVUPS     64(R10)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z2
+	VFMADD231PS Z28, Z25, Z8
+	VFMADD231PS Z28, Z26, Z14
+	VFMADD231PS Z28, Z27, Z20
+	VMOVUPS     64(R11), Z28
+	VFMADD231PS Z28, Z24, Z3
+	VFMADD231PS Z28, Z25, Z9
+	VFMADD231PS Z28, Z26, Z15
+	VFMADD231PS Z28, Z27, Z21
+	VMOVUPS     64(R11)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z4
+	VFMADD231PS Z28, Z25, Z10
+	VFMADD231PS Z28, Z26, Z16
+	VFMADD231PS Z28, Z27, Z22
+	VMOVUPS     64(R11)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z5
+	VFMADD231PS Z28, Z25, Z11
+	VFMADD231PS Z28, Z26, Z17
+	VFMADD231PS Z28, Z27, Z23
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_804
+
+f16stepsdone_805:
+	CMPQ        DI, $0x10
+	JB          f16step16_806
+	VCVTPH2PS   (R8), Z24
+	VCVTPH2PS   (R8)(BX*1), Z25
+	VCVTPH2PS   (R8)(BX*2), Z26
+	VCVTPH2PS   (R9), Z27
+	VMOVUPS     (R10), Z28
+	VFMADD231PS Z28, Z24, Z0
+	VFMADD231PS Z28, Z25, Z6
+	VFMADD231PS Z28, Z26, Z12
+	VFMADD231PS Z28, Z27, Z18
+	VMOVUPS     (R10)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z1
+	VFMADD231PS Z28, Z25, Z7
+	VFMADD231PS Z28, Z26, Z13
+	VFMADD231PS Z28, Z27, Z19
+	VMOVUPS     (R10)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z2
+	VFMADD231PS Z28, Z25, Z8
+	VFMADD231PS Z28, Z26, Z14
+	VFMADD231PS Z28, Z27, Z20
+	VMOVUPS     (R11), Z28
+	VFMADD231PS Z28, Z24, Z3
+	VFMADD231PS Z28, Z25, Z9
+	VFMADD231PS Z28, Z26, Z15
+	VFMADD231PS Z28, Z27, Z21
+	VMOVUPS     (R11)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z4
+	VFMADD231PS Z28, Z25, Z10
+	VFMADD231PS Z28, Z26, Z16
+	VFMADD231PS Z28, Z27, Z22
+	VMOVUPS     (R11)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z5
+	VFMADD231PS Z28, Z25, Z11
+	VFMADD231PS Z28, Z26, Z17
+	VFMADD231PS Z28, Z27, Z23
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_806:
+	TESTQ       DI, DI
+	JZ          notail_807
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y24
+	VCVTPH2PS   Y24, Z24
+	VMOVDQU16.Z (R8)(BX*1), K1, Y25
+	VCVTPH2PS   Y25, Z25
+	VMOVDQU16.Z (R8)(BX*2), K1, Y26
+	VCVTPH2PS   Y26, Z26
+	VMOVDQU16.Z (R9), K1, Y27
+	VCVTPH2PS   Y27, Z27
+	VMOVUPS.Z   (R10), K1, Z28
+	VFMADD231PS Z28, Z24, Z0
+	VFMADD231PS Z28, Z25, Z6
+	VFMADD231PS Z28, Z26, Z12
+	VFMADD231PS Z28, Z27, Z18
+	VMOVUPS.Z   (R10)(SI*1), K1, Z28
+	VFMADD231PS Z28, Z24, Z1
+	VFMADD231PS Z28, Z25, Z7
+	VFMADD231PS Z28, Z26, Z13
+	VFMADD231PS Z28, Z27, Z19
+	VMOVUPS.Z   (R10)(SI*2), K1, Z28
+	VFMADD231PS Z28, Z24, Z2
+	VFMADD231PS Z28, Z25, Z8
+	VFMADD231PS Z28, Z26, Z14
+	VFMADD231PS Z28, Z27, Z20
+	VMOVUPS.Z   (R11), K1, Z28
+	VFMADD231PS Z28, Z24, Z3
+	VFMADD231PS Z28, Z25, Z9
+	VFMADD231PS Z28, Z26, Z15
+	VFMADD231PS Z28, Z27, Z21
+	VMOVUPS.Z   (R11)(SI*1), K1, Z28
+	VFMADD231PS Z28, Z24, Z4
+	VFMADD231PS Z28, Z25, Z10
+	VFMADD231PS Z28, Z26, Z16
+	VFMADD231PS Z28, Z27, Z22
+	VMOVUPS.Z   (R11)(SI*2), K1, Z28
+	VFMADD231PS Z28, Z24, Z5
+	VFMADD231PS Z28, Z25, Z11
+	VFMADD231PS Z28, Z26, Z17
+	VFMADD231PS Z28, Z27, Z23
+
+notail_807:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y24
+	VADDPS        Y0, Y24, Y24
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y6
+	VADDPS        Y12, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z18, Y12
+	VADDPS        Y18, Y12, Y12
+	VUNPCKLPS     Y0, Y24, Y18
+	VUNPCKHPS     Y0, Y24, Y0
+	VADDPS        Y0, Y18, Y18
+	VUNPCKLPS     Y12, Y6, Y0
+	VUNPCKHPS     Y12, Y6, Y6
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPD     Y0, Y18, Y6
+	VUNPCKHPD     Y0, Y18, Y0
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X0
+	VADDPS        X6, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z13, Y6
+	VADDPS        Y13, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z19, Y7
+	VADDPS        Y19, Y7, Y7
+	VUNPCKLPS     Y1, Y0, Y12
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y12, Y12
+	VUNPCKLPS     Y7, Y6, Y0
+	VUNPCKHPS     Y7, Y6, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y12, Y1
+	VUNPCKHPD     Y0, Y12, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z14, Y2
+	VADDPS        Y14, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z20, Y6
+	VADDPS        Y20, Y6, Y6
+	VUNPCKLPS     Y1, Y0, Y7
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y7, Y7
+	VUNPCKLPS     Y6, Y2, Y0
+	VUNPCKHPS     Y6, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y7, Y1
+	VUNPCKHPD     Y0, Y7, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z15, Y2
+	VADDPS        Y15, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z21, Y3
+	VADDPS        Y21, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y1
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z16, Y2
+	VADDPS        Y16, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z22, Y3
+	VADDPS        Y22, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z17, Y2
+	VADDPS        Y17, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z23, Y3
+	VADDPS        Y23, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000010, CX
+	SUBQ          $0x04, DX
+	JMP           f16tiles_802
+
+f16tilesdone_803:
+	CMPQ DX, $0x03
+	JNE  f16rest_808
+
+	// tile 3 rows × 6 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+
+f16steps_809:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_810
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z18
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z19
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z20
+	VMOVUPS     (R9), Z21
+	VFMADD231PS Z21, Z18, Z0
+	VFMADD231PS Z21, Z19, Z6
+	VFMADD231PS Z21, Z20, Z12
+	VMOVUPS     (R9)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z1
+	VFMADD231PS Z21, Z19, Z7
+	VFMADD231PS Z21, Z20, Z13
+	VMOVUPS     (R9)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z2
+	VFMADD231PS Z21, Z19, Z8
+	VFMADD231PS Z21, Z20, Z14
+	VMOVUPS     (R10), Z21
+	VFMADD231PS Z21, Z18, Z3
+	VFMADD231PS Z21, Z19, Z9
+	VFMADD231PS Z21, Z20, Z15
+	VMOVUPS     (R10)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z4
+	VFMADD231PS Z21, Z19, Z10
+	VFMADD231PS Z21, Z20, Z16
+	VMOVUPS     (R10)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z5
+	VFMADD231PS Z21, Z19, Z11
+	VFMADD231PS Z21, Z20, Z17
+	VCVTPH2PS   32(R8), Z18
+	VCVTPH2PS   32(R8)(BX*1), Z19
+	VCVTPH2PS   32(R8)(BX*2), Z20
+	VMOVUPS     64(R9), Z21
+	VFMADD231PS Z21, Z18, Z0
+	VFMADD231PS Z21, Z19, Z6
+	VFMADD231PS Z21, Z20, Z12
+	VMOVUPS     64(R9)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z1
+	VFMADD231PS Z21, Z19, Z7
+	VFMADD231PS Z21, Z20, Z13
+	VMOVUPS     64(R9)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z2
+	VFMADD231PS Z21, Z19, Z8
+	VFMADD231PS Z21, Z20, Z14
+	VMOVUPS     64(R10), Z21
+	VFMADD231PS Z21, Z18, Z3
+	VFMADD231PS Z21, Z19, Z9
+	VFMADD231PS Z21, Z20, Z15
+	VMOVUPS     64(R10)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z4
+	VFMADD231PS Z21, Z19, Z10
+	VFMADD231PS Z21, Z20, Z16
+	VMOVUPS     64(R10)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z5
+	VFMADD231PS Z21, Z19, Z11
+	VFMADD231PS Z21, Z20, Z17
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_809
+
+f16stepsdone_810:
+	CMPQ        DI, $0x10
+	JB          f16step16_811
+	VCVTPH2PS   (R8), Z18
+	VCVTPH2PS   (R8)(BX*1), Z19
+	VCVTPH2PS   (R8)(BX*2), Z20
+	VMOVUPS     (R9), Z21
+	VFMADD231PS Z21, Z18, Z0
+	VFMADD231PS Z21, Z19, Z6
+	VFMADD231PS Z21, Z20, Z12
+	VMOVUPS     (R9)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z1
+	VFMADD231PS Z21, Z19, Z7
+	VFMADD231PS Z21, Z20, Z13
+	VMOVUPS     (R9)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z2
+	VFMADD231PS Z21, Z19, Z8
+	VFMADD231PS Z21, Z20, Z14
+	VMOVUPS     (R10), Z21
+	VFMADD231PS Z21, Z18, Z3
+	VFMADD231PS Z21, Z19, Z9
+	VFMADD231PS Z21, Z20, Z15
+	VMOVUPS     (R10)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z4
+	VFMADD231PS Z21, Z19, Z10
+	VFMADD231PS Z21, Z20, Z16
+	VMOVUPS     (R10)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z5
+	VFMADD231PS Z21, Z19, Z11
+	VFMADD231PS Z21, Z20, Z17
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_811:
+	TESTQ       DI, DI
+	JZ          notail_812
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y18
+	VCVTPH2PS   Y18, Z18
+	VMOVDQU16.Z (R8)(BX*1), K1, Y19
+	VCVTPH2PS   Y19, Z19
+	VMOVDQU16.Z (R8)(BX*2), K1, Y20
+	VCVTPH2PS   Y20, Z20
+	VMOVUPS.Z   (R9), K1, Z21
+	VFMADD231PS Z21, Z18, Z0
+	VFMADD231PS Z21, Z19, Z6
+	VFMADD231PS Z21, Z20, Z12
+	VMOVUPS.Z   (R9)(SI*1), K1, Z21
+	VFMADD231PS Z21, Z18, Z1
+	VFMADD231PS Z21, Z19, Z7
+	VFMADD231PS Z21, Z20, Z13
+	VMOVUPS.Z   (R9)(SI*2), K1, Z21
+	VFMADD231PS Z21, Z18, Z2
+	VFMADD231PS Z21, Z19, Z8
+	VFMADD231PS Z21, Z20, Z14
+	VMOVUPS.Z   (R10), K1, Z21
+	VFMADD231PS Z21, Z18, Z3
+	VFMADD231PS Z21, Z19, Z9
+	VFMADD231PS Z21, Z20, Z15
+	VMOVUPS.Z   (R10)(SI*1), K1, Z21
+	VFMADD231PS Z21, Z18, Z4
+	VFMADD231PS Z21, Z19, Z10
+	VFMADD231PS Z21, Z20, Z16
+	VMOVUPS.Z   (R10)(SI*2), K1, Z21
+	VFMADD231PS Z21, Z18, Z5
+	VFMADD231PS Z21, Z19, Z11
+	VFMADD231PS Z21, Z20, Z17
+
+notail_812:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y18
+	VADDPS        Y0, Y18, Y18
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y6
+	VADDPS        Y12, Y6, Y6
+	VUNPCKLPS     Y0, Y18, Y12
+	VUNPCKHPS     Y0, Y18, Y0
+	VADDPS        Y0, Y12, Y12
+	VUNPCKLPS     Y18, Y6, Y0
+	VUNPCKHPS     Y18, Y6, Y6
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPD     Y0, Y12, Y6
+	VUNPCKHPD     Y0, Y12, Y0
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X0
+	VADDPS        X6, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X6
+	VMOVD         X6, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z13, Y6
+	VADDPS        Y13, Y6, Y6
+	VUNPCKLPS     Y1, Y0, Y7
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y7, Y7
+	VUNPCKLPS     Y0, Y6, Y1
+	VUNPCKHPS     Y0, Y6, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y7, Y0
+	VUNPCKHPD     Y1, Y7, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z14, Y2
+	VADDPS        Y14, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y6, Y6
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y6, Y0
+	VUNPCKHPD     Y1, Y6, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z15, Y2
+	VADDPS        Y15, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z16, Y2
+	VADDPS        Y16, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z17, Y2
+	VADDPS        Y17, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+
+f16rest_808:
+	CMPQ DX, $0x02
+	JNE  f16rest_813
+
+	// tile 2 rows × 6 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+f16steps_814:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_815
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z12
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z13
+	VMOVUPS     (R9), Z14
+	VFMADD231PS Z14, Z12, Z0
+	VFMADD231PS Z14, Z13, Z6
+	VMOVUPS     (R9)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z1
+	VFMADD231PS Z14, Z13, Z7
+	VMOVUPS     (R9)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z2
+	VFMADD231PS Z14, Z13, Z8
+	VMOVUPS     (R10), Z14
+	VFMADD231PS Z14, Z12, Z3
+	VFMADD231PS Z14, Z13, Z9
+	VMOVUPS     (R10)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z4
+	VFMADD231PS Z14, Z13, Z10
+	VMOVUPS     (R10)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z5
+	VFMADD231PS Z14, Z13, Z11
+	VCVTPH2PS   32(R8), Z12
+	VCVTPH2PS   32(R8)(BX*1), Z13
+	VMOVUPS     64(R9), Z14
+	VFMADD231PS Z14, Z12, Z0
+	VFMADD231PS Z14, Z13, Z6
+	VMOVUPS     64(R9)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z1
+	VFMADD231PS Z14, Z13, Z7
+	VMOVUPS     64(R9)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z2
+	VFMADD231PS Z14, Z13, Z8
+	VMOVUPS     64(R10), Z14
+	VFMADD231PS Z14, Z12, Z3
+	VFMADD231PS Z14, Z13, Z9
+	VMOVUPS     64(R10)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z4
+	VFMADD231PS Z14, Z13, Z10
+	VMOVUPS     64(R10)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z5
+	VFMADD231PS Z14, Z13, Z11
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_814
+
+f16stepsdone_815:
+	CMPQ        DI, $0x10
+	JB          f16step16_816
+	VCVTPH2PS   (R8), Z12
+	VCVTPH2PS   (R8)(BX*1), Z13
+	VMOVUPS     (R9), Z14
+	VFMADD231PS Z14, Z12, Z0
+	VFMADD231PS Z14, Z13, Z6
+	VMOVUPS     (R9)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z1
+	VFMADD231PS Z14, Z13, Z7
+	VMOVUPS     (R9)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z2
+	VFMADD231PS Z14, Z13, Z8
+	VMOVUPS     (R10), Z14
+	VFMADD231PS Z14, Z12, Z3
+	VFMADD231PS Z14, Z13, Z9
+	VMOVUPS     (R10)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z4
+	VFMADD231PS Z14, Z13, Z10
+	VMOVUPS     (R10)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z5
+	VFMADD231PS Z14, Z13, Z11
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_816:
+	TESTQ       DI, DI
+	JZ          notail_817
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y12
+	VCVTPH2PS   Y12, Z12
+	VMOVDQU16.Z (R8)(BX*1), K1, Y13
+	VCVTPH2PS   Y13, Z13
+	VMOVUPS.Z   (R9), K1, Z14
+	VFMADD231PS Z14, Z12, Z0
+	VFMADD231PS Z14, Z13, Z6
+	VMOVUPS.Z   (R9)(SI*1), K1, Z14
+	VFMADD231PS Z14, Z12, Z1
+	VFMADD231PS Z14, Z13, Z7
+	VMOVUPS.Z   (R9)(SI*2), K1, Z14
+	VFMADD231PS Z14, Z12, Z2
+	VFMADD231PS Z14, Z13, Z8
+	VMOVUPS.Z   (R10), K1, Z14
+	VFMADD231PS Z14, Z12, Z3
+	VFMADD231PS Z14, Z13, Z9
+	VMOVUPS.Z   (R10)(SI*1), K1, Z14
+	VFMADD231PS Z14, Z12, Z4
+	VFMADD231PS Z14, Z13, Z10
+	VMOVUPS.Z   (R10)(SI*2), K1, Z14
+	VFMADD231PS Z14, Z12, Z5
+	VFMADD231PS Z14, Z13, Z11
+
+notail_817:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y12
+	VADDPS        Y0, Y12, Y12
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPS     Y0, Y12, Y6
+	VUNPCKHPS     Y0, Y12, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y12, Y12, Y0
+	VUNPCKHPS     Y12, Y12, Y12
+	VADDPS        Y12, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y12
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X0
+	VADDPS        X12, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y6, Y6
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y6, Y0
+	VUNPCKHPD     Y1, Y6, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_813:
+	CMPQ DX, $0x01
+	JNE  f16rest_818
+
+	// tile 1 rows × 6 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+
+f16steps_819:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_820
+	PREFETCHT1  16384(SI)
+	VCVTPH2PS   (SI), Z6
+	VMOVUPS     (DI), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     (DI)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     (DI)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     (R8), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     (R8)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     (R8)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	VCVTPH2PS   32(SI), Z6
+	VMOVUPS     64(DI), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     64(DI)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     64(DI)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     64(R8), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     64(R8)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     64(R8)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_819
+
+f16stepsdone_820:
+	CMPQ        BX, $0x10
+	JB          f16step16_821
+	VCVTPH2PS   (SI), Z6
+	VMOVUPS     (DI), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     (DI)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     (DI)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     (R8), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     (R8)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     (R8)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, BX
+
+f16step16_821:
+	TESTQ       BX, BX
+	JZ          notail_822
+	MOVQ        $-1, R9
+	BZHIQ       BX, R9, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y6
+	VCVTPH2PS   Y6, Z6
+	VMOVUPS.Z   (DI), K1, Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS.Z   (R8), K1, Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS.Z   (R8)(DX*1), K1, Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS.Z   (R8)(DX*2), K1, Z7
+	VFMADD231PS Z7, Z6, Z5
+
+notail_822:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y6, Y6, Y0
+	VUNPCKHPS     Y6, Y6, Y7
+	VADDPS        Y7, Y0, Y0
+	VUNPCKLPS     Y6, Y6, Y7
+	VUNPCKHPS     Y6, Y6, Y6
+	VADDPS        Y6, Y7, Y7
+	VUNPCKLPD     Y7, Y0, Y6
+	VUNPCKHPD     Y7, Y0, Y0
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X0
+	VADDPS        X6, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y6
+	VADDPS        Y6, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y6
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPD     Y6, Y1, Y0
+	VUNPCKHPD     Y6, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_818:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_824
+
+f16single_823:
+	// tile 1 rows × 6 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+
+f16steps_825:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_826
+	PREFETCHT1  16384(DI)
+	VCVTPH2PS   (DI), Z6
+	VMOVUPS     (R8), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     (R8)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     (R8)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     (R9), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     (R9)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     (R9)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	VCVTPH2PS   32(DI), Z6
+	VMOVUPS     64(R8), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     64(R8)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     64(R8)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     64(R9), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     64(R9)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     64(R9)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_825
+
+f16stepsdone_826:
+	CMPQ        SI, $0x10
+	JB          f16step16_827
+	VCVTPH2PS   (DI), Z6
+	VMOVUPS     (R8), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     (R8)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     (R8)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     (R9), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     (R9)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     (R9)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, SI
+
+f16step16_827:
+	TESTQ       SI, SI
+	JZ          notail_828
+	MOVQ        $-1, R10
+	BZHIQ       SI, R10, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y6
+	VCVTPH2PS   Y6, Z6
+	VMOVUPS.Z   (R8), K1, Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS.Z   (R9), K1, Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS.Z   (R9)(BX*1), K1, Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS.Z   (R9)(BX*2), K1, Z7
+	VFMADD231PS Z7, Z6, Z5
+
+notail_828:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X0
+	VADDPS        X6, X0, X0
+	VPSHUFD       $0x4e, X0, X6
+	VADDPS        X6, X0, X0
+	VPSHUFD       $0xb1, X0, X6
+	VADDPS        X6, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_823
+
+f16singledone_824:
+	JMP f16mmend_705
+
+f16mmtokens_801:
+	CMPQ AX, $0x07
+	JNE  f16mmtokens_829
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_830:
+	CMPQ DX, $0x03
+	JB   f16tilesdone_831
+
+	// tile 3 rows × 7 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+
+f16steps_832:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_833
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z21
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z22
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z23
+	VMOVUPS     (R9), Z24
+	VFMADD231PS Z24, Z21, Z0
+	VFMADD231PS Z24, Z22, Z7
+	VFMADD231PS Z24, Z23, Z14
+	VMOVUPS     (R9)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z1
+	VFMADD231PS Z24, Z22, Z8
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     (R9)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z2
+	VFMADD231PS Z24, Z22, Z9
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     (R10), Z24
+	VFMADD231PS Z24, Z21, Z3
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     (R10)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z4
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     (R10)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z19
+	VMOVUPS     (R11), Z24
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z20
+	VCVTPH2PS   32(R8), Z21
+	VCVTPH2PS   32(R8)(BX*1), Z22
+	VCVTPH2PS   32(R8)(BX*2), Z23
+	VMOVUPS     64(R9), Z24
+	VFMADD231PS Z24, Z21, Z0
+	VFMADD231PS Z24, Z22, Z7
+	VFMADD231PS Z24, Z23, Z14
+	VMOVUPS     64(R9)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z1
+	VFMADD231PS Z24, Z22, Z8
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     64(R9)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z2
+	VFMADD231PS Z24, Z22, Z9
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     64(R10), Z24
+	VFMADD231PS Z24, Z21, Z3
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     64(R10)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z4
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     64(R10)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z19
+	VMOVUPS     64(R11), Z24
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z20
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_832
+
+f16stepsdone_833:
+	CMPQ        DI, $0x10
+	JB          f16step16_834
+	VCVTPH2PS   (R8), Z21
+	VCVTPH2PS   (R8)(BX*1), Z22
+	VCVTPH2PS   (R8)(BX*2), Z23
+	VMOVUPS     (R9), Z24
+	VFMADD231PS Z24, Z21, Z0
+	VFMADD231PS Z24, Z22, Z7
+	VFMADD231PS Z24, Z23, Z14
+	VMOVUPS     (R9)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z1
+	VFMADD231PS Z24, Z22, Z8
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     (R9)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z2
+	VFMADD231PS Z24, Z22, Z9
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     (R10), Z24
+	VFMADD231PS Z24, Z21, Z3
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     (R10)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z4
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     (R10)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z19
+	VMOVUPS     (R11), Z24
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z20
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_834:
+	TESTQ       DI, DI
+	JZ          notail_835
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y21
+	VCVTPH2PS   Y21, Z21
+	VMOVDQU16.Z (R8)(BX*1), K1, Y22
+	VCVTPH2PS   Y22, Z22
+	VMOVDQU16.Z (R8)(BX*2), K1, Y23
+	VCVTPH2PS   Y23, Z23
+	VMOVUPS.Z   (R9), K1, Z24
+	VFMADD231PS Z24, Z21, Z0
+	VFMADD231PS Z24, Z22, Z7
+	VFMADD231PS Z24, Z23, Z14
+	VMOVUPS.Z   (R9)(SI*1), K1, Z24
+	VFMADD231PS Z24, Z21, Z1
+	VFMADD231PS Z24, Z22, Z8
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS.Z   (R9)(SI*2), K1, Z24
+	VFMADD231PS Z24, Z21, Z2
+	VFMADD231PS Z24, Z22, Z9
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS.Z   (R10), K1, Z24
+	VFMADD231PS Z24, Z21, Z3
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS.Z   (R10)(SI*1), K1, Z24
+	VFMADD231PS Z24, Z21, Z4
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS.Z   (R10)(SI*2), K1, Z24
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z19
+	VMOVUPS.Z   (R11), K1, Z24
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z20
+
+notail_835:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y21
+	VADDPS        Y0, Y21, Y21
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z14, Y7
+	VADDPS        Y14, Y7, Y7
+	VUNPCKLPS     Y0, Y21, Y14
+	VUNPCKHPS     Y0, Y21, Y0
+	VADDPS        Y0, Y14, Y14
+	VUNPCKLPS     Y21, Y7, Y0
+	VUNPCKHPS     Y21, Y7, Y7
+	VADDPS        Y7, Y0, Y0
+	VUNPCKLPD     Y0, Y14, Y7
+	VUNPCKHPD     Y0, Y14, Y0
+	VADDPS        Y0, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X0
+	VADDPS        X7, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X7
+	VMOVD         X7, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z15, Y7
+	VADDPS        Y15, Y7, Y7
+	VUNPCKLPS     Y1, Y0, Y8
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y8, Y8
+	VUNPCKLPS     Y0, Y7, Y1
+	VUNPCKHPS     Y0, Y7, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y8, Y0
+	VUNPCKHPD     Y1, Y8, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z16, Y2
+	VADDPS        Y16, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y7
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y7, Y7
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y7, Y0
+	VUNPCKHPD     Y1, Y7, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z17, Y2
+	VADDPS        Y17, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z18, Y2
+	VADDPS        Y18, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z19, Y2
+	VADDPS        Y19, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z20, Y2
+	VADDPS        Y20, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+	SUBQ          $0x03, DX
+	JMP           f16tiles_830
+
+f16tilesdone_831:
+	CMPQ DX, $0x02
+	JNE  f16rest_836
+
+	// tile 2 rows × 7 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+
+f16steps_837:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_838
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z14
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z15
+	VMOVUPS     (R9), Z16
+	VFMADD231PS Z16, Z14, Z0
+	VFMADD231PS Z16, Z15, Z7
+	VMOVUPS     (R9)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z1
+	VFMADD231PS Z16, Z15, Z8
+	VMOVUPS     (R9)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z2
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     (R10), Z16
+	VFMADD231PS Z16, Z14, Z3
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     (R10)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z4
+	VFMADD231PS Z16, Z15, Z11
+	VMOVUPS     (R10)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z5
+	VFMADD231PS Z16, Z15, Z12
+	VMOVUPS     (R11), Z16
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z13
+	VCVTPH2PS   32(R8), Z14
+	VCVTPH2PS   32(R8)(BX*1), Z15
+	VMOVUPS     64(R9), Z16
+	VFMADD231PS Z16, Z14, Z0
+	VFMADD231PS Z16, Z15, Z7
+	VMOVUPS     64(R9)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z1
+	VFMADD231PS Z16, Z15, Z8
+	VMOVUPS     64(R9)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z2
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     64(R10), Z16
+	VFMADD231PS Z16, Z14, Z3
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     64(R10)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z4
+	VFMADD231PS Z16, Z15, Z11
+	VMOVUPS     64(R10)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z5
+	VFMADD231PS Z16, Z15, Z12
+	VMOVUPS     64(R11), Z16
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z13
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_837
+
+f16stepsdone_838:
+	CMPQ        DI, $0x10
+	JB          f16step16_839
+	VCVTPH2PS   (R8), Z14
+	VCVTPH2PS   (R8)(BX*1), Z15
+	VMOVUPS     (R9), Z16
+	VFMADD231PS Z16, Z14, Z0
+	VFMADD231PS Z16, Z15, Z7
+	VMOVUPS     (R9)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z1
+	VFMADD231PS Z16, Z15, Z8
+	VMOVUPS     (R9)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z2
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     (R10), Z16
+	VFMADD231PS Z16, Z14, Z3
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     (R10)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z4
+	VFMADD231PS Z16, Z15, Z11
+	VMOVUPS     (R10)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z5
+	VFMADD231PS Z16, Z15, Z12
+	VMOVUPS     (R11), Z16
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z13
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_839:
+	TESTQ       DI, DI
+	JZ          notail_840
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y14
+	VCVTPH2PS   Y14, Z14
+	VMOVDQU16.Z (R8)(BX*1), K1, Y15
+	VCVTPH2PS   Y15, Z15
+	VMOVUPS.Z   (R9), K1, Z16
+	VFMADD231PS Z16, Z14, Z0
+	VFMADD231PS Z16, Z15, Z7
+	VMOVUPS.Z   (R9)(SI*1), K1, Z16
+	VFMADD231PS Z16, Z14, Z1
+	VFMADD231PS Z16, Z15, Z8
+	VMOVUPS.Z   (R9)(SI*2), K1, Z16
+	VFMADD231PS Z16, Z14, Z2
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS.Z   (R10), K1, Z16
+	VFMADD231PS Z16, Z14, Z3
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS.Z   (R10)(SI*1), K1, Z16
+	VFMADD231PS Z16, Z14, Z4
+	VFMADD231PS Z16, Z15, Z11
+	VMOVUPS.Z   (R10)(SI*2), K1, Z16
+	VFMADD231PS Z16, Z14, Z5
+	VFMADD231PS Z16, Z15, Z12
+	VMOVUPS.Z   (R11), K1, Z16
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z13
+
+notail_840:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y14
+	VADDPS        Y0, Y14, Y14
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VUNPCKLPS     Y0, Y14, Y7
+	VUNPCKHPS     Y0, Y14, Y0
+	VADDPS        Y0, Y7, Y7
+	VUNPCKLPS     Y14, Y14, Y0
+	VUNPCKHPS     Y14, Y14, Y14
+	VADDPS        Y14, Y0, Y0
+	VUNPCKLPD     Y0, Y7, Y14
+	VUNPCKHPD     Y0, Y7, Y0
+	VADDPS        Y0, Y14, Y14
+	VEXTRACTF32X4 $0x01, Y14, X0
+	VADDPS        X14, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y7
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y7, Y7
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y7, Y0
+	VUNPCKHPD     Y1, Y7, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_836:
+	CMPQ DX, $0x01
+	JNE  f16rest_841
+
+	// tile 1 rows × 7 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	LEAQ   (R8)(DX*2), R9
+	ADDQ   DX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+
+f16steps_842:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_843
+	PREFETCHT1  16384(SI)
+	VCVTPH2PS   (SI), Z7
+	VMOVUPS     (DI), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     (DI)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     (DI)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     (R8), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R8)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R8)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z7, Z6
+	VCVTPH2PS   32(SI), Z7
+	VMOVUPS     64(DI), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     64(DI)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     64(DI)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     64(R8), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     64(R8)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     64(R8)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     64(R9), Z8
+	VFMADD231PS Z8, Z7, Z6
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_842
+
+f16stepsdone_843:
+	CMPQ        BX, $0x10
+	JB          f16step16_844
+	VCVTPH2PS   (SI), Z7
+	VMOVUPS     (DI), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     (DI)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     (DI)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     (R8), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R8)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R8)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z7, Z6
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, BX
+
+f16step16_844:
+	TESTQ       BX, BX
+	JZ          notail_845
+	MOVQ        $-1, R10
+	BZHIQ       BX, R10, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y7
+	VCVTPH2PS   Y7, Z7
+	VMOVUPS.Z   (DI), K1, Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS.Z   (R8), K1, Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS.Z   (R8)(DX*1), K1, Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS.Z   (R8)(DX*2), K1, Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS.Z   (R9), K1, Z8
+	VFMADD231PS Z8, Z7, Z6
+
+notail_845:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y7
+	VADDPS        Y0, Y7, Y7
+	VUNPCKLPS     Y7, Y7, Y0
+	VUNPCKHPS     Y7, Y7, Y8
+	VADDPS        Y8, Y0, Y0
+	VUNPCKLPS     Y7, Y7, Y8
+	VUNPCKHPS     Y7, Y7, Y7
+	VADDPS        Y7, Y8, Y8
+	VUNPCKLPD     Y8, Y0, Y7
+	VUNPCKHPD     Y8, Y0, Y0
+	VADDPS        Y0, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X0
+	VADDPS        X7, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y7
+	VADDPS        Y7, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y7
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y7, Y7
+	VUNPCKLPD     Y7, Y1, Y0
+	VUNPCKHPD     Y7, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_841:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_847
+
+f16single_846:
+	// tile 1 rows × 7 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+
+f16steps_848:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_849
+	PREFETCHT1  16384(DI)
+	VCVTPH2PS   (DI), Z7
+	VMOVUPS     (R8), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     (R8)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     (R8)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R9)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R9)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     (R10), Z8
+	VFMADD231PS Z8, Z7, Z6
+	VCVTPH2PS   32(DI), Z7
+	VMOVUPS     64(R8), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     64(R8)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     64(R8)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     64(R9), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     64(R9)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     64(R9)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     64(R10), Z8
+	VFMADD231PS Z8, Z7, Z6
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_848
+
+f16stepsdone_849:
+	CMPQ        SI, $0x10
+	JB          f16step16_850
+	VCVTPH2PS   (DI), Z7
+	VMOVUPS     (R8), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     (R8)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     (R8)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R9)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R9)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     (R10), Z8
+	VFMADD231PS Z8, Z7, Z6
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, SI
+
+f16step16_850:
+	TESTQ       SI, SI
+	JZ          notail_851
+	MOVQ        $-1, R11
+	BZHIQ       SI, R11, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y7
+	VCVTPH2PS   Y7, Z7
+	VMOVUPS.Z   (R8), K1, Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS.Z   (R9), K1, Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS.Z   (R9)(BX*1), K1, Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS.Z   (R9)(BX*2), K1, Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS.Z   (R10), K1, Z8
+	VFMADD231PS Z8, Z7, Z6
+
+notail_851:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y7
+	VADDPS        Y0, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X0
+	VADDPS        X7, X0, X0
+	VPSHUFD       $0x4e, X0, X7
+	VADDPS        X7, X0, X0
+	VPSHUFD       $0xb1, X0, X7
+	VADDPS        X7, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_846
+
+f16singledone_847:
+	JMP f16mmend_705
+
+f16mmtokens_829:
+	CMPQ AX, $0x08
+	JNE  f16mmtokens_852
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_853:
+	CMPQ DX, $0x03
+	JB   f16tilesdone_854
+
+	// tile 3 rows × 8 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+f16steps_855:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_856
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z24
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z25
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z26
+	VMOVUPS     (R9), Z27
+	VFMADD231PS Z27, Z24, Z0
+	VFMADD231PS Z27, Z25, Z8
+	VFMADD231PS Z27, Z26, Z16
+	VMOVUPS     (R9)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z1
+	VFMADD231PS Z27, Z25, Z9
+	VFMADD231PS Z27, Z26, Z17
+	VMOVUPS     (R9)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z2
+	VFMADD231PS Z27, Z25, Z10
+	VFMADD231PS Z27, Z26, Z18
+	VMOVUPS     (R10), Z27
+	VFMADD231PS Z27, Z24, Z3
+	VFMADD231PS Z27, Z25, Z11
+	VFMADD231PS Z27, Z26, Z19
+	VMOVUPS     (R10)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z4
+	VFMADD231PS Z27, Z25, Z12
+	VFMADD231PS Z27, Z26, Z20
+	VMOVUPS     (R10)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z5
+	VFMADD231PS Z27, Z25, Z13
+	VFMADD231PS Z27, Z26, Z21
+	VMOVUPS     (R11), Z27
+	VFMADD231PS Z27, Z24, Z6
+	VFMADD231PS Z27, Z25, Z14
+	VFMADD231PS Z27, Z26, Z22
+	VMOVUPS     (R11)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z7
+	VFMADD231PS Z27, Z25, Z15
+	VFMADD231PS Z27, Z26, Z23
+	VCVTPH2PS   32(R8), Z24
+	VCVTPH2PS   32(R8)(BX*1), Z25
+	VCVTPH2PS   32(R8)(BX*2), Z26
+	VMOVUPS     64(R9), Z27
+	VFMADD231PS Z27, Z24, Z0
+	VFMADD231PS Z27, Z25, Z8
+	VFMADD231PS Z27, Z26, Z16
+	VMOVUPS     64(R9)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z1
+	VFMADD231PS Z27, Z25, Z9
+	VFMADD231PS Z27, Z26, Z17
+	VMOVUPS     64(R9)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z2
+	VFMADD231PS Z27, Z25, Z10
+	VFMADD231PS Z27, Z26, Z18
+	VMOVUPS     64(R10), Z27
+	VFMADD231PS Z27, Z24, Z3
+	VFMADD231PS Z27, Z25, Z11
+	VFMADD231PS Z27, Z26, Z19
+	VMOVUPS     64(R10)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z4
+	VFMADD231PS Z27, Z25, Z12
+	VFMADD231PS Z27, Z26, Z20
+	VMOVUPS     64(R10)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z5
+	VFMADD231PS Z27, Z25, Z13
+	VFMADD231PS Z27, Z26, Z21
+	VMOVUPS     64(R11), Z27
+	VFMADD231PS Z27, Z24, Z6
+	VFMADD231PS Z27, Z25, Z14
+	VFMADD231PS Z27, Z26, Z22
+	VMOVUPS     64(R11)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z7
+	VFMADD231PS Z27, Z25, Z15
+	VFMADD231PS Z27, Z26, Z23
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_855
+
+f16stepsdone_856:
+	CMPQ        DI, $0x10
+	JB          f16step16_857
+	VCVTPH2PS   (R8), Z24
+	VCVTPH2PS   (R8)(BX*1), Z25
+	VCVTPH2PS   (R8)(BX*2), Z26
+	VMOVUPS     (R9), Z27
+	VFMADD231PS Z27, Z24, Z0
+	VFMADD231PS Z27, Z25, Z8
+	VFMADD231PS Z27, Z26, Z16
+	VMOVUPS     (R9)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z1
+	VFMADD231PS Z27, Z25, Z9
+	VFMADD231PS Z27, Z26, Z17
+	VMOVUPS     (R9)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z2
+	VFMADD231PS Z27, Z25, Z10
+	VFMADD231PS Z27, Z26, Z18
+	VMOVUPS     (R10), Z27
+	VFMADD231PS Z27, Z24, Z3
+	VFMADD231PS Z27, Z25, Z11
+	VFMADD231PS Z27, Z26, Z19
+	VMOVUPS     (R10)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z4
+	VFMADD231PS Z27, Z25, Z12
+	VFMADD231PS Z27, Z26, Z20
+	VMOVUPS     (R10)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z5
+	VFMADD231PS Z27, Z25, Z13
+	VFMADD231PS Z27, Z26, Z21
+	VMOVUPS     (R11), Z27
+	VFMADD231PS Z27, Z24, Z6
+	VFMADD231PS Z27, Z25, Z14
+	VFMADD231PS Z27, Z26, Z22
+	VMOVUPS     (R11)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z7
+	VFMADD231PS Z27, Z25, Z15
+	VFMADD231PS Z27, Z26, Z23
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_857:
+	TESTQ       DI, DI
+	JZ          notail_858
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y24
+	VCVTPH2PS   Y24, Z24
+	VMOVDQU16.Z (R8)(BX*1), K1, Y25
+	VCVTPH2PS   Y25, Z25
+	VMOVDQU16.Z (R8)(BX*2), K1, Y26
+	VCVTPH2PS   Y26, Z26
+	VMOVUPS.Z   (R9), K1, Z27
+	VFMADD231PS Z27, Z24, Z0
+	VFMADD231PS Z27, Z25, Z8
+	VFMADD231PS Z27, Z26, Z16
+	VMOVUPS.Z   (R9)(SI*1), K1, Z27
+	VFMADD231PS Z27, Z24, Z1
+	VFMADD231PS Z27, Z25, Z9
+	VFMADD231PS Z27, Z26, Z17
+	VMOVUPS.Z   (R9)(SI*2), K1, Z27
+	VFMADD231PS Z27, Z24, Z2
+	VFMADD231PS Z27, Z25, Z10
+	VFMADD231PS Z27, Z26, Z18
+	VMOVUPS.Z   (R10), K1, Z27
+	VFMADD231PS Z27, Z24, Z3
+	VFMADD231PS Z27, Z25, Z11
+	VFMADD231PS Z27, Z26, Z19
+	VMOVUPS.Z   (R10)(SI*1), K1, Z27
+	VFMADD231PS Z27, Z24, Z4
+	VFMADD231PS Z27, Z25, Z12
+	VFMADD231PS Z27, Z26, Z20
+	VMOVUPS.Z   (R10)(SI*2), K1, Z27
+	VFMADD231PS Z27, Z24, Z5
+	VFMADD231PS Z27, Z25, Z13
+	VFMADD231PS Z27, Z26, Z21
+	VMOVUPS.Z   (R11), K1, Z27
+	VFMADD231PS Z27, Z24, Z6
+	VFMADD231PS Z27, Z25, Z14
+	VFMADD231PS Z27, Z26, Z22
+	VMOVUPS.Z   (R11)(SI*1), K1, Z27
+	VFMADD231PS Z27, Z24, Z7
+	VFMADD231PS Z27, Z25, Z15
+	VFMADD231PS Z27, Z26, Z23
+
+notail_858:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y24
+	VADDPS        Y0, Y24, Y24
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z16, Y8
+	VADDPS        Y16, Y8, Y8
+	VUNPCKLPS     Y0, Y24, Y16
+	VUNPCKHPS     Y0, Y24, Y0
+	VADDPS        Y0, Y16, Y16
+	VUNPCKLPS     Y24, Y8, Y0
+	VUNPCKHPS     Y24, Y8, Y8
+	VADDPS        Y8, Y0, Y0
+	VUNPCKLPD     Y0, Y16, Y8
+	VUNPCKHPD     Y0, Y16, Y0
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X0
+	VADDPS        X8, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X8
+	VMOVD         X8, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z17, Y8
+	VADDPS        Y17, Y8, Y8
+	VUNPCKLPS     Y1, Y0, Y9
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y9, Y9
+	VUNPCKLPS     Y0, Y8, Y1
+	VUNPCKHPS     Y0, Y8, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y9, Y0
+	VUNPCKHPD     Y1, Y9, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z18, Y2
+	VADDPS        Y18, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y8
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y8, Y8
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y8, Y0
+	VUNPCKHPD     Y1, Y8, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z19, Y2
+	VADDPS        Y19, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z20, Y2
+	VADDPS        Y20, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z21, Y2
+	VADDPS        Y21, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z14, Y1
+	VADDPS        Y14, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z22, Y2
+	VADDPS        Y22, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z15, Y1
+	VADDPS        Y15, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z23, Y2
+	VADDPS        Y23, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+	SUBQ          $0x03, DX
+	JMP           f16tiles_853
+
+f16tilesdone_854:
+	CMPQ DX, $0x02
+	JNE  f16rest_859
+
+	// tile 2 rows × 8 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+f16steps_860:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_861
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z16
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z17
+	VMOVUPS     (R9), Z18
+	VFMADD231PS Z18, Z16, Z0
+	VFMADD231PS Z18, Z17, Z8
+	VMOVUPS     (R9)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z1
+	VFMADD231PS Z18, Z17, Z9
+	VMOVUPS     (R9)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z2
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     (R10), Z18
+	VFMADD231PS Z18, Z16, Z3
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     (R10)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z4
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     (R10)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     (R11), Z18
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z14
+	VMOVUPS     (R11)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z15
+	VCVTPH2PS   32(R8), Z16
+	VCVTPH2PS   32(R8)(BX*1), Z17
+	VMOVUPS     64(R9), Z18
+	VFMADD231PS Z18, Z16, Z0
+	VFMADD231PS Z18, Z17, Z8
+	VMOVUPS     64(R9)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z1
+	VFMADD231PS Z18, Z17, Z9
+	VMOVUPS     64(R9)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z2
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     64(R10), Z18
+	VFMADD231PS Z18, Z16, Z3
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     64(R10)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z4
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     64(R10)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     64(R11), Z18
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z14
+	VMOVUPS     64(R11)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z15
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_860
+
+f16stepsdone_861:
+	CMPQ        DI, $0x10
+	JB          f16step16_862
+	VCVTPH2PS   (R8), Z16
+	VCVTPH2PS   (R8)(BX*1), Z17
+	VMOVUPS     (R9), Z18
+	VFMADD231PS Z18, Z16, Z0
+	VFMADD231PS Z18, Z17, Z8
+	VMOVUPS     (R9)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z1
+	VFMADD231PS Z18, Z17, Z9
+	VMOVUPS     (R9)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z2
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     (R10), Z18
+	VFMADD231PS Z18, Z16, Z3
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     (R10)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z4
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     (R10)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     (R11), Z18
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z14
+	VMOVUPS     (R11)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z15
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_862:
+	TESTQ       DI, DI
+	JZ          notail_863
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y16
+	VCVTPH2PS   Y16, Z16
+	VMOVDQU16.Z (R8)(BX*1), K1, Y17
+	VCVTPH2PS   Y17, Z17
+	VMOVUPS.Z   (R9), K1, Z18
+	VFMADD231PS Z18, Z16, Z0
+	VFMADD231PS Z18, Z17, Z8
+	VMOVUPS.Z   (R9)(SI*1), K1, Z18
+	VFMADD231PS Z18, Z16, Z1
+	VFMADD231PS Z18, Z17, Z9
+	VMOVUPS.Z   (R9)(SI*2), K1, Z18
+	VFMADD231PS Z18, Z16, Z2
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS.Z   (R10), K1, Z18
+	VFMADD231PS Z18, Z16, Z3
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS.Z   (R10)(SI*1), K1, Z18
+	VFMADD231PS Z18, Z16, Z4
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS.Z   (R10)(SI*2), K1, Z18
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS.Z   (R11), K1, Z18
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z14
+	VMOVUPS.Z   (R11)(SI*1), K1, Z18
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z15
+
+notail_863:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y16
+	VADDPS        Y0, Y16, Y16
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VUNPCKLPS     Y0, Y16, Y8
+	VUNPCKHPS     Y0, Y16, Y0
+	VADDPS        Y0, Y8, Y8
+	VUNPCKLPS     Y16, Y16, Y0
+	VUNPCKHPS     Y16, Y16, Y16
+	VADDPS        Y16, Y0, Y0
+	VUNPCKLPD     Y0, Y8, Y16
+	VUNPCKHPD     Y0, Y8, Y0
+	VADDPS        Y0, Y16, Y16
+	VEXTRACTF32X4 $0x01, Y16, X0
+	VADDPS        X16, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y8
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y8, Y8
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y8, Y0
+	VUNPCKHPD     Y1, Y8, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z14, Y1
+	VADDPS        Y14, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z15, Y1
+	VADDPS        Y15, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_859:
+	CMPQ DX, $0x01
+	JNE  f16rest_864
+
+	// tile 1 rows × 8 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	LEAQ   (R8)(DX*2), R9
+	ADDQ   DX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+f16steps_865:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_866
+	PREFETCHT1  16384(SI)
+	VCVTPH2PS   (SI), Z8
+	VMOVUPS     (DI), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     (DI)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     (DI)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     (R8), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     (R8)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     (R8)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     (R9), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     (R9)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	VCVTPH2PS   32(SI), Z8
+	VMOVUPS     64(DI), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     64(DI)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     64(DI)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     64(R8), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     64(R8)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     64(R8)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     64(R9), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     64(R9)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_865
+
+f16stepsdone_866:
+	CMPQ        BX, $0x10
+	JB          f16step16_867
+	VCVTPH2PS   (SI), Z8
+	VMOVUPS     (DI), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     (DI)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     (DI)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     (R8), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     (R8)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     (R8)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     (R9), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     (R9)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, BX
+
+f16step16_867:
+	TESTQ       BX, BX
+	JZ          notail_868
+	MOVQ        $-1, R10
+	BZHIQ       BX, R10, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y8
+	VCVTPH2PS   Y8, Z8
+	VMOVUPS.Z   (DI), K1, Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS.Z   (R8), K1, Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS.Z   (R8)(DX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS.Z   (R8)(DX*2), K1, Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS.Z   (R9), K1, Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS.Z   (R9)(DX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z7
+
+notail_868:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y0, Y8, Y8
+	VUNPCKLPS     Y8, Y8, Y0
+	VUNPCKHPS     Y8, Y8, Y9
+	VADDPS        Y9, Y0, Y0
+	VUNPCKLPS     Y8, Y8, Y9
+	VUNPCKHPS     Y8, Y8, Y8
+	VADDPS        Y8, Y9, Y9
+	VUNPCKLPD     Y9, Y0, Y8
+	VUNPCKHPD     Y9, Y0, Y0
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X0
+	VADDPS        X8, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y8
+	VADDPS        Y8, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y8
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y8, Y8
+	VUNPCKLPD     Y8, Y1, Y0
+	VUNPCKHPD     Y8, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_864:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_870
+
+f16single_869:
+	// tile 1 rows × 8 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+f16steps_871:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_872
+	PREFETCHT1  16384(DI)
+	VCVTPH2PS   (DI), Z8
+	VMOVUPS     (R8), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     (R8)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     (R8)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     (R9), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     (R9)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     (R9)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     (R10), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     (R10)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	VCVTPH2PS   32(DI), Z8
+	VMOVUPS     64(R8), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     64(R8)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     64(R8)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     64(R9), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     64(R9)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     64(R9)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     64(R10), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     64(R10)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_871
+
+f16stepsdone_872:
+	CMPQ        SI, $0x10
+	JB          f16step16_873
+	VCVTPH2PS   (DI), Z8
+	VMOVUPS     (R8), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     (R8)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     (R8)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     (R9), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     (R9)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     (R9)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     (R10), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     (R10)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, SI
+
+f16step16_873:
+	TESTQ       SI, SI
+	JZ          notail_874
+	MOVQ        $-1, R11
+	BZHIQ       SI, R11, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y8
+	VCVTPH2PS   Y8, Z8
+	VMOVUPS.Z   (R8), K1, Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS.Z   (R9), K1, Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS.Z   (R9)(BX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS.Z   (R9)(BX*2), K1, Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS.Z   (R10), K1, Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS.Z   (R10)(BX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z7
+
+notail_874:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X0
+	VADDPS        X8, X0, X0
+	VPSHUFD       $0x4e, X0, X8
+	VADDPS        X8, X0, X0
+	VPSHUFD       $0xb1, X0, X8
+	VADDPS        X8, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_869
+
+f16singledone_870:
+	JMP f16mmend_705
+
+f16mmtokens_852:
+	CMPQ AX, $0x09
+	JNE  f16mmtokens_875
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_876:
+	CMPQ DX, $0x03
+	JB   f16tilesdone_877
+
+	// tile 3 rows × 9 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+
+f16steps_878:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_879
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z27
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z28
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z29
+	VMOVUPS     (R9), Z30
+	VFMADD231PS Z30, Z27, Z0
+	VFMADD231PS Z30, Z28, Z9
+	VFMADD231PS Z30, Z29, Z18
+	VMOVUPS     (R9)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z1
+	VFMADD231PS Z30, Z28, Z10
+	VFMADD231PS Z30, Z29, Z19
+	VMOVUPS     (R9)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z2
+	VFMADD231PS Z30, Z28, Z11
+	VFMADD231PS Z30, Z29, Z20
+	VMOVUPS     (R10), Z30
+	VFMADD231PS Z30, Z27, Z3
+	VFMADD231PS Z30, Z28, Z12
+	VFMADD231PS Z30, Z29, Z21
+	VMOVUPS     (R10)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z4
+	VFMADD231PS Z30, Z28, Z13
+	VFMADD231PS Z30, Z29, Z22
+	VMOVUPS     (R10)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z5
+	VFMADD231PS Z30, Z28, Z14
+	VFMADD231PS Z30, Z29, Z23
+	VMOVUPS     (R11), Z30
+	VFMADD231PS Z30, Z27, Z6
+	VFMADD231PS Z30, Z28, Z15
+	VFMADD231PS Z30, Z29, Z24
+	VMOVUPS     (R11)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z7
+	VFMADD231PS Z30, Z28, Z16
+	VFMADD231PS Z30, Z29, Z25
+	VMOVUPS     (R11)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z8
+	VFMADD231PS Z30, Z28, Z17
+	VFMADD231PS Z30, Z29, Z26
+	VCVTPH2PS   32(R8), Z27
+	VCVTPH2PS   32(R8)(BX*1), Z28
+	VCVTPH2PS   32(R8)(BX*2), Z29
+	VMOVUPS     64(R9), Z30
+	VFMADD231PS Z30, Z27, Z0
+	VFMADD231PS Z30, Z28, Z9
+	VFMADD231PS Z30, Z29, Z18
+	VMOVUPS     64(R9)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z1
+	VFMADD231PS Z30, Z28, Z10
+	VFMADD231PS Z30, Z29, Z19
+	VMOVUPS     64(R9)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z2
+	VFMADD231PS Z30, Z28, Z11
+	VFMADD231PS Z30, Z29, Z20
+	VMOVUPS     64(R10), Z30
+	VFMADD231PS Z30, Z27, Z3
+	VFMADD231PS Z30, Z28, Z12
+	VFMADD231PS Z30, Z29, Z21
+	VMOVUPS     64(R10)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z4
+	VFMADD231PS Z30, Z28, Z13
+	VFMADD231PS Z30, Z29, Z22
+	VMOVUPS     64(R10)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z5
+	VFMADD231PS Z30, Z28, Z14
+	VFMADD231PS Z30, Z29, Z23
+	VMOVUPS     64(R11), Z30
+	VFMADD231PS Z30, Z27, Z6
+	VFMADD231PS Z30, Z28, Z15
+	VFMADD231PS Z30, Z29, Z24
+	VMOVUPS     64(R11)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z7
+	VFMADD231PS Z30, Z28, Z16
+	VFMADD231PS Z30, Z29, Z25
+	VMOVUPS     64(R11)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z8
+	VFMADD231PS Z30, Z28, Z17
+	VFMADD231PS Z30, Z29, Z26
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_878
+
+f16stepsdone_879:
+	CMPQ        DI, $0x10
+	JB          f16step16_880
+	VCVTPH2PS   (R8), Z27
+	VCVTPH2PS   (R8)(BX*1), Z28
+	VCVTPH2PS   (R8)(BX*2), Z29
+	VMOVUPS     (R9), Z30
+	VFMADD231PS Z30, Z27, Z0
+	VFMADD231PS Z30, Z28, Z9
+	VFMADD231PS Z30, Z29, Z18
+	VMOVUPS     (R9)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z1
+	VFMADD231PS Z30, Z28, Z10
+	VFMADD231PS Z30, Z29, Z19
+	VMOVUPS     (R9)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z2
+	VFMADD231PS Z30, Z28, Z11
+	VFMADD231PS Z30, Z29, Z20
+	VMOVUPS     (R10), Z30
+	VFMADD231PS Z30, Z27, Z3
+	VFMADD231PS Z30, Z28, Z12
+	VFMADD231PS Z30, Z29, Z21
+	VMOVUPS     (R10)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z4
+	VFMADD231PS Z30, Z28, Z13
+	VFMADD231PS Z30, Z29, Z22
+	VMOVUPS     (R10)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z5
+	VFMADD231PS Z30, Z28, Z14
+	VFMADD231PS Z30, Z29, Z23
+	VMOVUPS     (R11), Z30
+	VFMADD231PS Z30, Z27, Z6
+	VFMADD231PS Z30, Z28, Z15
+	VFMADD231PS Z30, Z29, Z24
+	VMOVUPS     (R11)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z7
+	VFMADD231PS Z30, Z28, Z16
+	VFMADD231PS Z30, Z29, Z25
+	VMOVUPS     (R11)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z8
+	VFMADD231PS Z30, Z28, Z17
+	VFMADD231PS Z30, Z29, Z26
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_880:
+	TESTQ       DI, DI
+	JZ          notail_881
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y27
+	VCVTPH2PS   Y27, Z27
+	VMOVDQU16.Z (R8)(BX*1), K1, Y28
+	VCVTPH2PS   Y28, Z28
+	VMOVDQU16.Z (R8)(BX*2), K1, Y29
+	VCVTPH2PS   Y29, Z29
+	VMOVUPS.Z   (R9), K1, Z30
+	VFMADD231PS Z30, Z27, Z0
+	VFMADD231PS Z30, Z28, Z9
+	VFMADD231PS Z30, Z29, Z18
+	VMOVUPS.Z   (R9)(SI*1), K1, Z30
+	VFMADD231PS Z30, Z27, Z1
+	VFMADD231PS Z30, Z28, Z10
+	VFMADD231PS Z30, Z29, Z19
+	VMOVUPS.Z   (R9)(SI*2), K1, Z30
+	VFMADD231PS Z30, Z27, Z2
+	VFMADD231PS Z30, Z28, Z11
+	VFMADD231PS Z30, Z29, Z20
+	VMOVUPS.Z   (R10), K1, Z30
+	VFMADD231PS Z30, Z27, Z3
+	VFMADD231PS Z30, Z28, Z12
+	VFMADD231PS Z30, Z29, Z21
+	VMOVUPS.Z   (R10)(SI*1), K1, Z30
+	VFMADD231PS Z30, Z27, Z4
+	VFMADD231PS Z30, Z28, Z13
+	VFMADD231PS Z30, Z29, Z22
+	VMOVUPS.Z   (R10)(SI*2), K1, Z30
+	VFMADD231PS Z30, Z27, Z5
+	VFMADD231PS Z30, Z28, Z14
+	VFMADD231PS Z30, Z29, Z23
+	VMOVUPS.Z   (R11), K1, Z30
+	VFMADD231PS Z30, Z27, Z6
+	VFMADD231PS Z30, Z28, Z15
+	VFMADD231PS Z30, Z29, Z24
+	VMOVUPS.Z   (R11)(SI*1), K1, Z30
+	VFMADD231PS Z30, Z27, Z7
+	VFMADD231PS Z30, Z28, Z16
+	VFMADD231PS Z30, Z29, Z25
+	VMOVUPS.Z   (R11)(SI*2), K1, Z30
+	VFMADD231PS Z30, Z27, Z8
+	VFMADD231PS Z30, Z28, Z17
+	VFMADD231PS Z30, Z29, Z26
+
+notail_881:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y0, Y27, Y27
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z18, Y9
+	VADDPS        Y18, Y9, Y9
+	VUNPCKLPS     Y0, Y27, Y18
+	VUNPCKHPS     Y0, Y27, Y0
+	VADDPS        Y0, Y18, Y18
+	VUNPCKLPS     Y27, Y9, Y0
+	VUNPCKHPS     Y27, Y9, Y9
+	VADDPS        Y9, Y0, Y0
+	VUNPCKLPD     Y0, Y18, Y9
+	VUNPCKHPD     Y0, Y18, Y0
+	VADDPS        Y0, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X0
+	VADDPS        X9, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X9
+	VMOVD         X9, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z19, Y9
+	VADDPS        Y19, Y9, Y9
+	VUNPCKLPS     Y1, Y0, Y10
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y10, Y10
+	VUNPCKLPS     Y0, Y9, Y1
+	VUNPCKHPS     Y0, Y9, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y10, Y0
+	VUNPCKHPD     Y1, Y10, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z20, Y2
+	VADDPS        Y20, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y9
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y9, Y9
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y9, Y0
+	VUNPCKHPD     Y1, Y9, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z21, Y2
+	VADDPS        Y21, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z22, Y2
+	VADDPS        Y22, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z14, Y1
+	VADDPS        Y14, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z23, Y2
+	VADDPS        Y23, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z15, Y1
+	VADDPS        Y15, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z24, Y2
+	VADDPS        Y24, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z16, Y1
+	VADDPS        Y16, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z25, Y2
+	VADDPS        Y25, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z17, Y1
+	VADDPS        Y17, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z26, Y2
+	VADDPS        Y26, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+	SUBQ          $0x03, DX
+	JMP           f16tiles_876
+
+f16tilesdone_877:
+	CMPQ DX, $0x02
+	JNE  f16rest_882
+
+	// tile 2 rows × 9 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+
+f16steps_883:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_884
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z18
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z19
+	VMOVUPS     (R9), Z20
+	VFMADD231PS Z20, Z18, Z0
+	VFMADD231PS Z20, Z19, Z9
+	VMOVUPS     (R9)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z1
+	VFMADD231PS Z20, Z19, Z10
+	VMOVUPS     (R9)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z11
+	VMOVUPS     (R10), Z20
+	VFMADD231PS Z20, Z18, Z3
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     (R10)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z4
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     (R10)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z5
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     (R11), Z20
+	VFMADD231PS Z20, Z18, Z6
+	VFMADD231PS Z20, Z19, Z15
+	VMOVUPS     (R11)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z7
+	VFMADD231PS Z20, Z19, Z16
+	VMOVUPS     (R11)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z17
+	VCVTPH2PS   32(R8), Z18
+	VCVTPH2PS   32(R8)(BX*1), Z19
+	VMOVUPS     64(R9), Z20
+	VFMADD231PS Z20, Z18, Z0
+	VFMADD231PS Z20, Z19, Z9
+	VMOVUPS     64(R9)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z1
+	VFMADD231PS Z20, Z19, Z10
+	VMOVUPS     64(R9)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z11
+	VMOVUPS     64(R10), Z20
+	VFMADD231PS Z20, Z18, Z3
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     64(R10)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z4
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     64(R10)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z5
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     64(R11), Z20
+	VFMADD231PS Z20, Z18, Z6
+	VFMADD231PS Z20, Z19, Z15
+	VMOVUPS     64(R11)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z7
+	VFMADD231PS Z20, Z19, Z16
+	VMOVUPS     64(R11)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z17
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_883
+
+f16stepsdone_884:
+	CMPQ        DI, $0x10
+	JB          f16step16_885
+	VCVTPH2PS   (R8), Z18
+	VCVTPH2PS   (R8)(BX*1), Z19
+	VMOVUPS     (R9), Z20
+	VFMADD231PS Z20, Z18, Z0
+	VFMADD231PS Z20, Z19, Z9
+	VMOVUPS     (R9)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z1
+	VFMADD231PS Z20, Z19, Z10
+	VMOVUPS     (R9)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z11
+	VMOVUPS     (R10), Z20
+	VFMADD231PS Z20, Z18, Z3
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     (R10)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z4
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     (R10)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z5
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     (R11), Z20
+	VFMADD231PS Z20, Z18, Z6
+	VFMADD231PS Z20, Z19, Z15
+	VMOVUPS     (R11)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z7
+	VFMADD231PS Z20, Z19, Z16
+	VMOVUPS     (R11)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z17
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_885:
+	TESTQ       DI, DI
+	JZ          notail_886
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y18
+	VCVTPH2PS   Y18, Z18
+	VMOVDQU16.Z (R8)(BX*1), K1, Y19
+	VCVTPH2PS   Y19, Z19
+	VMOVUPS.Z   (R9), K1, Z20
+	VFMADD231PS Z20, Z18, Z0
+	VFMADD231PS Z20, Z19, Z9
+	VMOVUPS.Z   (R9)(SI*1), K1, Z20
+	VFMADD231PS Z20, Z18, Z1
+	VFMADD231PS Z20, Z19, Z10
+	VMOVUPS.Z   (R9)(SI*2), K1, Z20
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z11
+	VMOVUPS.Z   (R10), K1, Z20
+	VFMADD231PS Z20, Z18, Z3
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS.Z   (R10)(SI*1), K1, Z20
+	VFMADD231PS Z20, Z18, Z4
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS.Z   (R10)(SI*2), K1, Z20
+	VFMADD231PS Z20, Z18, Z5
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS.Z   (R11), K1, Z20
+	VFMADD231PS Z20, Z18, Z6
+	VFMADD231PS Z20, Z19, Z15
+	VMOVUPS.Z   (R11)(SI*1), K1, Z20
+	VFMADD231PS Z20, Z18, Z7
+	VFMADD231PS Z20, Z19, Z16
+	VMOVUPS.Z   (R11)(SI*2), K1, Z20
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z17
+
+notail_886:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y18
+	VADDPS        Y0, Y18, Y18
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VUNPCKLPS     Y0, Y18, Y9
+	VUNPCKHPS     Y0, Y18, Y0
+	VADDPS        Y0, Y9, Y9
+	VUNPCKLPS     Y18, Y18, Y0
+	VUNPCKHPS     Y18, Y18, Y18
+	VADDPS        Y18, Y0, Y0
+	VUNPCKLPD     Y0, Y9, Y18
+	VUNPCKHPD     Y0, Y9, Y0
+	VADDPS        Y0, Y18, Y18
+	VEXTRACTF32X4 $0x01, Y18, X0
+	VADDPS        X18, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y9
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y9, Y9
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y9, Y0
+	VUNPCKHPD     Y1, Y9, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z14, Y1
+	VADDPS        Y14, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z15, Y1
+	VADDPS        Y15, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z16, Y1
+	VADDPS        Y16, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z17, Y1
+	VADDPS        Y17, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_882:
+	CMPQ DX, $0x01
+	JNE  f16rest_887
+
+	// tile 1 rows × 9 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	LEAQ   (R8)(DX*2), R9
+	ADDQ   DX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+
+f16steps_888:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_889
+	PREFETCHT1  16384(SI)
+	VCVTPH2PS   (SI), Z9
+	VMOVUPS     (DI), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     (DI)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     (DI)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     (R8), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     (R8)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R8)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R9)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     (R9)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	VCVTPH2PS   32(SI), Z9
+	VMOVUPS     64(DI), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     64(DI)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     64(DI)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     64(R8), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     64(R8)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     64(R8)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     64(R9), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     64(R9)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     64(R9)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_888
+
+f16stepsdone_889:
+	CMPQ        BX, $0x10
+	JB          f16step16_890
+	VCVTPH2PS   (SI), Z9
+	VMOVUPS     (DI), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     (DI)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     (DI)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     (R8), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     (R8)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R8)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R9)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     (R9)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, BX
+
+f16step16_890:
+	TESTQ       BX, BX
+	JZ          notail_891
+	MOVQ        $-1, R10
+	BZHIQ       BX, R10, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y9
+	VCVTPH2PS   Y9, Z9
+	VMOVUPS.Z   (DI), K1, Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS.Z   (R8), K1, Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS.Z   (R8)(DX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS.Z   (R8)(DX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS.Z   (R9), K1, Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS.Z   (R9)(DX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS.Z   (R9)(DX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z8
+
+notail_891:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	VADDPS        Y0, Y9, Y9
+	VUNPCKLPS     Y9, Y9, Y0
+	VUNPCKHPS     Y9, Y9, Y10
+	VADDPS        Y10, Y0, Y0
+	VUNPCKLPS     Y9, Y9, Y10
+	VUNPCKHPS     Y9, Y9, Y9
+	VADDPS        Y9, Y10, Y10
+	VUNPCKLPD     Y10, Y0, Y9
+	VUNPCKHPD     Y10, Y0, Y0
+	VADDPS        Y0, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X0
+	VADDPS        X9, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y9
+	VADDPS        Y9, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y9
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y9, Y9
+	VUNPCKLPD     Y9, Y1, Y0
+	VUNPCKHPD     Y9, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_887:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_893
+
+f16single_892:
+	// tile 1 rows × 9 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+
+f16steps_894:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_895
+	PREFETCHT1  16384(DI)
+	VCVTPH2PS   (DI), Z9
+	VMOVUPS     (R8), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     (R8)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     (R8)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     (R9)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R9)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R10), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R10)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     (R10)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	VCVTPH2PS   32(DI), Z9
+	VMOVUPS     64(R8), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     64(R8)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     64(R8)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     64(R9), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     64(R9)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     64(R9)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     64(R10), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     64(R10)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     64(R10)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_894
+
+f16stepsdone_895:
+	CMPQ        SI, $0x10
+	JB          f16step16_896
+	VCVTPH2PS   (DI), Z9
+	VMOVUPS     (R8), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     (R8)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     (R8)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     (R9)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R9)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R10), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R10)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     (R10)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, SI
+
+f16step16_896:
+	TESTQ       SI, SI
+	JZ          notail_897
+	MOVQ        $-1, R11
+	BZHIQ       SI, R11, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y9
+	VCVTPH2PS   Y9, Z9
+	VMOVUPS.Z   (R8), K1, Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS.Z   (R9), K1, Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS.Z   (R9)(BX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS.Z   (R9)(BX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS.Z   (R10), K1, Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS.Z   (R10)(BX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS.Z   (R10)(BX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z8
+
+notail_897:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	VADDPS        Y0, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X0
+	VADDPS        X9, X0, X0
+	VPSHUFD       $0x4e, X0, X9
+	VADDPS        X9, X0, X0
+	VPSHUFD       $0xb1, X0, X9
+	VADDPS        X9, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_892
+
+f16singledone_893:
+	JMP f16mmend_705
+
+f16mmtokens_875:
+f16mmend_705:
 	VZEROUPPER
 	RET
 
@@ -19773,7 +33104,7 @@ f16mmend_346:
 TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_585
+	JNE  ksq_899
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -19788,9 +33119,9 @@ TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_586:
+ksteps_900:
 	CMPQ   AX, $0x00000080
-	JB     kstepsdone_587
+	JB     kstepsdone_901
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19807,7 +33138,7 @@ ksteps_586:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_588:
+ksd_902:
 	VCVTPH2PS        (R8), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VCVTPH2PS        (R8)(DI*1), Z8
@@ -19829,7 +33160,7 @@ ksd_588:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_588
+	JNZ              ksd_902
 	MOVQ             SI, R8
 	VMOVUPS          Z0, (R8)
 	VMOVUPS          Z1, 64(R8)
@@ -19849,9 +33180,9 @@ ksd_588:
 	ADDQ             DI, CX
 	ADDQ             DI, CX
 	SUBQ             $0x00000080, AX
-	JMP              ksteps_586
+	JMP              ksteps_900
 
-kstepsdone_587:
+kstepsdone_901:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19871,34 +33202,34 @@ kstepsdone_587:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_589:
+ksteps_903:
 	CMPQ   R8, $0x00000010
-	JB     kstepsdone_590
+	JB     kstepsdone_904
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, AX
 	MOVQ   BX, R9
 	MOVQ   DX, R10
 
-ksd_591:
+ksd_905:
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 	DECQ             R10
-	JNZ              ksd_591
+	JNZ              ksd_905
 	MOVQ             SI, AX
 	VMOVUPS          Z0, (AX)
 	ADDQ             $0x00000040, SI
 	ADDQ             DI, CX
 	SUBQ             $0x00000010, R8
-	JMP              ksteps_589
+	JMP              ksteps_903
 
-kstepsdone_590:
-	JMP ksend_584
+kstepsdone_904:
+	JMP ksend_898
 
-ksq_585:
+ksq_899:
 	CMPQ AX, $0x02
-	JNE  ksq_592
+	JNE  ksq_906
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -19913,9 +33244,9 @@ ksq_585:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_593:
+ksteps_907:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_594
+	JB     kstepsdone_908
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19930,7 +33261,7 @@ ksteps_593:
 	MOVQ   BX, R12
 	MOVQ   DX, R13
 
-ksd_595:
+ksd_909:
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R12), Z8, Z0
 	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
@@ -19947,7 +33278,7 @@ ksd_595:
 	ADDQ             $0x00000020, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_595
+	JNZ              ksd_909
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -19963,9 +33294,9 @@ ksd_595:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000040, AX
-	JMP              ksteps_593
+	JMP              ksteps_907
 
-kstepsdone_594:
+kstepsdone_908:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -19985,37 +33316,37 @@ kstepsdone_594:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_596:
+ksteps_910:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_597
+	JB     kstepsdone_911
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_598:
+ksd_912:
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_598
+	JNZ              ksd_912
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_596
+	JMP              ksteps_910
 
-kstepsdone_597:
-	JMP ksend_584
+kstepsdone_911:
+	JMP ksend_898
 
-ksq_592:
+ksq_906:
 	CMPQ AX, $0x03
-	JNE  ksq_599
+	JNE  ksq_913
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -20030,9 +33361,9 @@ ksq_592:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_600:
+ksteps_914:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_601
+	JB     kstepsdone_915
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -20043,7 +33374,7 @@ ksteps_600:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_602:
+ksd_916:
 	VCVTPH2PS        (R10), Z6
 	VFMADD231PS.BCST (R11), Z6, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
@@ -20055,7 +33386,7 @@ ksd_602:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_602
+	JNZ              ksd_916
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -20067,9 +33398,9 @@ ksd_602:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
-	JMP              ksteps_600
+	JMP              ksteps_914
 
-kstepsdone_601:
+kstepsdone_915:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -20089,9 +33420,9 @@ kstepsdone_601:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_603:
+ksteps_917:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_604
+	JB     kstepsdone_918
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -20099,7 +33430,7 @@ ksteps_603:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_605:
+ksd_919:
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
@@ -20107,7 +33438,7 @@ ksd_605:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_605
+	JNZ              ksd_919
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -20115,14 +33446,14 @@ ksd_605:
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_603
+	JMP              ksteps_917
 
-kstepsdone_604:
-	JMP ksend_584
+kstepsdone_918:
+	JMP ksend_898
 
-ksq_599:
+ksq_913:
 	CMPQ AX, $0x04
-	JNE  ksq_606
+	JNE  ksq_920
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -20137,9 +33468,9 @@ ksq_599:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_607:
+ksteps_921:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_608
+	JB     kstepsdone_922
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -20154,7 +33485,7 @@ ksteps_607:
 	ADDQ   R9, R12
 	MOVQ   DX, R13
 
-ksd_609:
+ksd_923:
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
@@ -20169,7 +33500,7 @@ ksd_609:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_609
+	JNZ              ksd_923
 	MOVQ             SI, R10
 	LEAQ             (R10)(DI*2), R11
 	ADDQ             DI, R11
@@ -20185,9 +33516,9 @@ ksd_609:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
-	JMP              ksteps_607
+	JMP              ksteps_921
 
-kstepsdone_608:
+kstepsdone_922:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -20207,9 +33538,9 @@ kstepsdone_608:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_610:
+ksteps_924:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_611
+	JB     kstepsdone_925
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -20220,7 +33551,7 @@ ksteps_610:
 	ADDQ   AX, R12
 	MOVQ   DX, R13
 
-ksd_612:
+ksd_926:
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
@@ -20230,7 +33561,7 @@ ksd_612:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_612
+	JNZ              ksd_926
 	MOVQ             SI, R10
 	LEAQ             (R10)(DI*2), R11
 	ADDQ             DI, R11
@@ -20241,13 +33572,13 @@ ksd_612:
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_610
+	JMP              ksteps_924
 
-kstepsdone_611:
-	JMP ksend_584
+kstepsdone_925:
+	JMP ksend_898
 
-ksq_606:
-ksend_584:
+ksq_920:
+ksend_898:
 	VZEROUPPER
 	RET
 
@@ -20256,7 +33587,7 @@ ksend_584:
 TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_614
+	JNE  ksq_928
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -20271,9 +33602,9 @@ TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_615:
+ksteps_929:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_616
+	JB    kstepsdone_930
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -20282,7 +33613,7 @@ ksteps_615:
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 
-ksd_617:
+ksd_931:
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -20298,7 +33629,7 @@ ksd_617:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_617
+	JNZ          ksd_931
 	MOVQ         SI, R8
 	VMOVUPS      Y0, (R8)
 	VMOVUPS      Y1, 32(R8)
@@ -20308,9 +33639,9 @@ ksd_617:
 	ADDQ         DI, CX
 	ADDQ         DI, CX
 	SUBQ         $0x00000020, AX
-	JMP          ksteps_615
+	JMP          ksteps_929
 
-kstepsdone_616:
+kstepsdone_930:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -20330,16 +33661,16 @@ kstepsdone_616:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_618:
+ksteps_932:
 	CMPQ  R8, $0x00000010
-	JB    kstepsdone_619
+	JB    kstepsdone_933
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, AX
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 
-ksd_620:
+ksd_934:
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
 	VFMADD231PS  Y3, Y2, Y0
@@ -20349,21 +33680,21 @@ ksd_620:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_620
+	JNZ          ksd_934
 	MOVQ         SI, AX
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, SI
 	ADDQ         DI, CX
 	SUBQ         $0x00000010, R8
-	JMP          ksteps_618
+	JMP          ksteps_932
 
-kstepsdone_619:
-	JMP ksend_613
+kstepsdone_933:
+	JMP ksend_927
 
-ksq_614:
+ksq_928:
 	CMPQ AX, $0x02
-	JNE  ksq_621
+	JNE  ksq_935
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -20378,9 +33709,9 @@ ksq_614:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_622:
+ksteps_936:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_623
+	JB    kstepsdone_937
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -20393,7 +33724,7 @@ ksteps_622:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_624:
+ksd_938:
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -20417,7 +33748,7 @@ ksd_624:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_624
+	JNZ          ksd_938
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -20431,9 +33762,9 @@ ksd_624:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000020, AX
-	JMP          ksteps_622
+	JMP          ksteps_936
 
-kstepsdone_623:
+kstepsdone_937:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -20453,9 +33784,9 @@ kstepsdone_623:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_625:
+ksteps_939:
 	CMPQ  R9, $0x00000010
-	JB    kstepsdone_626
+	JB    kstepsdone_940
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -20464,7 +33795,7 @@ ksteps_625:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_627:
+ksd_941:
 	VCVTPH2PS    (R10), Y4
 	VBROADCASTSS (R11), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -20478,7 +33809,7 @@ ksd_627:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_627
+	JNZ          ksd_941
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -20487,14 +33818,14 @@ ksd_627:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, R9
-	JMP          ksteps_625
+	JMP          ksteps_939
 
-kstepsdone_626:
-	JMP ksend_613
+kstepsdone_940:
+	JMP ksend_927
 
-ksq_621:
+ksq_935:
 	CMPQ AX, $0x03
-	JNE  ksq_628
+	JNE  ksq_942
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -20509,9 +33840,9 @@ ksq_621:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_629:
+ksteps_943:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_630
+	JB    kstepsdone_944
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -20522,7 +33853,7 @@ ksteps_629:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_631:
+ksd_945:
 	VCVTPH2PS    (R10), Y6
 	VBROADCASTSS (R11), Y7
 	VFMADD231PS  Y7, Y6, Y0
@@ -20540,7 +33871,7 @@ ksd_631:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_631
+	JNZ          ksd_945
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -20551,14 +33882,14 @@ ksd_631:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
-	JMP          ksteps_629
+	JMP          ksteps_943
 
-kstepsdone_630:
-	JMP ksend_613
+kstepsdone_944:
+	JMP ksend_927
 
-ksq_628:
+ksq_942:
 	CMPQ AX, $0x04
-	JNE  ksq_632
+	JNE  ksq_946
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -20573,9 +33904,9 @@ ksq_628:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_633:
+ksteps_947:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_634
+	JB    kstepsdone_948
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -20590,7 +33921,7 @@ ksteps_633:
 	ADDQ  R9, R12
 	MOVQ  DX, R13
 
-ksd_635:
+ksd_949:
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -20613,7 +33944,7 @@ ksd_635:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_635
+	JNZ          ksd_949
 	MOVQ         SI, R10
 	LEAQ         (R10)(DI*2), R11
 	ADDQ         DI, R11
@@ -20628,13 +33959,13 @@ ksd_635:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
-	JMP          ksteps_633
+	JMP          ksteps_947
 
-kstepsdone_634:
-	JMP ksend_613
+kstepsdone_948:
+	JMP ksend_927
 
-ksq_632:
-ksend_613:
+ksq_946:
+ksend_927:
 	VZEROUPPER
 	RET
 
@@ -20645,16 +33976,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_636:
+rows_950:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_637
+	JB   rowsdone_951
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_638:
+tokens_952:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_639
+	JB   tokenstail_953
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -20688,9 +34019,9 @@ tokens_638:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_641:
+i8steps_955:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_642
+	JB         i8stepsdone_956
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20729,11 +34060,11 @@ i8steps_641:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_641
+	JMP        i8steps_955
 
-i8stepsdone_642:
+i8stepsdone_956:
 	TESTQ      R10, R10
-	JZ         notail_643
+	JZ         notail_957
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -20771,7 +34102,7 @@ i8stepsdone_642:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_643:
+notail_957:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -20930,11 +34261,11 @@ notail_643:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_638
+	JMP           tokens_952
 
-tokenstail_639:
+tokenstail_953:
 	CMPQ DI, $0x00000004
-	JNE  tokens_644
+	JNE  tokens_958
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -20963,9 +34294,9 @@ tokenstail_639:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_645:
+i8steps_959:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_646
+	JB         i8stepsdone_960
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -20999,11 +34330,11 @@ i8steps_645:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_645
+	JMP        i8steps_959
 
-i8stepsdone_646:
+i8stepsdone_960:
 	TESTQ      R10, R10
-	JZ         notail_647
+	JZ         notail_961
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -21036,7 +34367,7 @@ i8stepsdone_646:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_647:
+notail_961:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21158,11 +34489,11 @@ notail_647:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_640
+	JMP           tokensdone_954
 
-tokens_644:
+tokens_958:
 	CMPQ DI, $0x00000003
-	JNE  tokens_648
+	JNE  tokens_962
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -21185,9 +34516,9 @@ tokens_644:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_649:
+i8steps_963:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_650
+	JB         i8stepsdone_964
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -21215,11 +34546,11 @@ i8steps_649:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_649
+	JMP        i8steps_963
 
-i8stepsdone_650:
+i8stepsdone_964:
 	TESTQ      R10, R10
-	JZ         notail_651
+	JZ         notail_965
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -21247,7 +34578,7 @@ i8stepsdone_650:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_651:
+notail_965:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21340,11 +34671,11 @@ notail_651:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_640
+	JMP           tokensdone_954
 
-tokens_648:
+tokens_962:
 	CMPQ DI, $0x00000002
-	JNE  tokens_652
+	JNE  tokens_966
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -21363,9 +34694,9 @@ tokens_648:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_653:
+i8steps_967:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_654
+	JB         i8stepsdone_968
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -21388,11 +34719,11 @@ i8steps_653:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_653
+	JMP        i8steps_967
 
-i8stepsdone_654:
+i8stepsdone_968:
 	TESTQ      R10, R10
-	JZ         notail_655
+	JZ         notail_969
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -21415,7 +34746,7 @@ i8stepsdone_654:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_655:
+notail_969:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21479,11 +34810,11 @@ notail_655:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_640
+	JMP           tokensdone_954
 
-tokens_652:
+tokens_966:
 	CMPQ DI, $0x00000001
-	JNE  tokens_656
+	JNE  tokens_970
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -21498,9 +34829,9 @@ tokens_652:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_657:
+i8steps_971:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_658
+	JB         i8stepsdone_972
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -21518,11 +34849,11 @@ i8steps_657:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_657
+	JMP        i8steps_971
 
-i8stepsdone_658:
+i8stepsdone_972:
 	TESTQ      R9, R9
-	JZ         notail_659
+	JZ         notail_973
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -21540,7 +34871,7 @@ i8stepsdone_658:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_659:
+notail_973:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21576,27 +34907,27 @@ notail_659:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_640
+	JMP           tokensdone_954
 
-tokens_656:
-tokensdone_640:
+tokens_970:
+tokensdone_954:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_636
+	JMP  rows_950
 
-rowsdone_637:
-rows_660:
+rowsdone_951:
+rows_974:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_661
+	JB   rowsdone_975
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_662:
+tokens_976:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_663
+	JB   tokenstail_977
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -21618,9 +34949,9 @@ tokens_662:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_665:
+i8steps_979:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_666
+	JB         i8stepsdone_980
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -21644,11 +34975,11 @@ i8steps_665:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_665
+	JMP        i8steps_979
 
-i8stepsdone_666:
+i8stepsdone_980:
 	TESTQ      R9, R9
-	JZ         notail_667
+	JZ         notail_981
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -21671,7 +35002,7 @@ i8stepsdone_666:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_667:
+notail_981:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -21781,11 +35112,11 @@ notail_667:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_662
+	JMP           tokens_976
 
-tokenstail_663:
+tokenstail_977:
 	CMPQ DI, $0x00000007
-	JNE  tokens_668
+	JNE  tokens_982
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -21805,9 +35136,9 @@ tokenstail_663:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_669:
+i8steps_983:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_670
+	JB         i8stepsdone_984
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -21829,11 +35160,11 @@ i8steps_669:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_669
+	JMP        i8steps_983
 
-i8stepsdone_670:
+i8stepsdone_984:
 	TESTQ      R9, R9
-	JZ         notail_671
+	JZ         notail_985
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -21854,7 +35185,7 @@ i8stepsdone_670:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_671:
+notail_985:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -21944,11 +35275,11 @@ notail_671:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_664
+	JMP           tokensdone_978
 
-tokens_668:
+tokens_982:
 	CMPQ DI, $0x00000006
-	JNE  tokens_672
+	JNE  tokens_986
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -21965,9 +35296,9 @@ tokens_668:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_673:
+i8steps_987:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_674
+	JB         i8stepsdone_988
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -21986,11 +35317,11 @@ i8steps_673:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_673
+	JMP        i8steps_987
 
-i8stepsdone_674:
+i8stepsdone_988:
 	TESTQ      R9, R9
-	JZ         notail_675
+	JZ         notail_989
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -22009,7 +35340,7 @@ i8stepsdone_674:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_675:
+notail_989:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -22087,11 +35418,11 @@ notail_675:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_664
+	JMP           tokensdone_978
 
-tokens_672:
+tokens_986:
 	CMPQ DI, $0x00000005
-	JNE  tokens_676
+	JNE  tokens_990
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -22107,9 +35438,9 @@ tokens_672:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_677:
+i8steps_991:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_678
+	JB         i8stepsdone_992
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -22126,11 +35457,11 @@ i8steps_677:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_677
+	JMP        i8steps_991
 
-i8stepsdone_678:
+i8stepsdone_992:
 	TESTQ      R9, R9
-	JZ         notail_679
+	JZ         notail_993
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -22147,7 +35478,7 @@ i8stepsdone_678:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_679:
+notail_993:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -22213,11 +35544,11 @@ notail_679:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_664
+	JMP           tokensdone_978
 
-tokens_676:
+tokens_990:
 	CMPQ DI, $0x00000004
-	JNE  tokens_680
+	JNE  tokens_994
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -22232,9 +35563,9 @@ tokens_676:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_681:
+i8steps_995:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_682
+	JB         i8stepsdone_996
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -22249,11 +35580,11 @@ i8steps_681:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_681
+	JMP        i8steps_995
 
-i8stepsdone_682:
+i8stepsdone_996:
 	TESTQ      R9, R9
-	JZ         notail_683
+	JZ         notail_997
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -22268,7 +35599,7 @@ i8stepsdone_682:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_683:
+notail_997:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -22322,11 +35653,11 @@ notail_683:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_664
+	JMP           tokensdone_978
 
-tokens_680:
+tokens_994:
 	CMPQ DI, $0x00000003
-	JNE  tokens_684
+	JNE  tokens_998
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -22338,9 +35669,9 @@ tokens_680:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_685:
+i8steps_999:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_686
+	JB         i8stepsdone_1000
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -22352,11 +35683,11 @@ i8steps_685:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_685
+	JMP        i8steps_999
 
-i8stepsdone_686:
+i8stepsdone_1000:
 	TESTQ      R9, R9
-	JZ         notail_687
+	JZ         notail_1001
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -22369,7 +35700,7 @@ i8stepsdone_686:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_687:
+notail_1001:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -22411,11 +35742,11 @@ notail_687:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_664
+	JMP           tokensdone_978
 
-tokens_684:
+tokens_998:
 	CMPQ DI, $0x00000002
-	JNE  tokens_688
+	JNE  tokens_1002
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -22426,9 +35757,9 @@ tokens_684:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_689:
+i8steps_1003:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_690
+	JB         i8stepsdone_1004
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -22438,11 +35769,11 @@ i8steps_689:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_689
+	JMP        i8steps_1003
 
-i8stepsdone_690:
+i8stepsdone_1004:
 	TESTQ      R9, R9
-	JZ         notail_691
+	JZ         notail_1005
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -22453,7 +35784,7 @@ i8stepsdone_690:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_691:
+notail_1005:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -22483,11 +35814,11 @@ notail_691:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_664
+	JMP           tokensdone_978
 
-tokens_688:
+tokens_1002:
 	CMPQ DI, $0x00000001
-	JNE  tokens_692
+	JNE  tokens_1006
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -22497,9 +35828,9 @@ tokens_688:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_693:
+i8steps_1007:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_694
+	JB         i8stepsdone_1008
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -22507,11 +35838,11 @@ i8steps_693:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_693
+	JMP        i8steps_1007
 
-i8stepsdone_694:
+i8stepsdone_1008:
 	TESTQ      R8, R8
-	JZ         notail_695
+	JZ         notail_1009
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -22520,7 +35851,7 @@ i8stepsdone_694:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_695:
+notail_1009:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -22539,17 +35870,17 @@ notail_695:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_664
+	JMP           tokensdone_978
 
-tokens_692:
-tokensdone_664:
+tokens_1006:
+tokensdone_978:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_660
+	JMP  rows_974
 
-rowsdone_661:
+rowsdone_975:
 	VZEROUPPER
 	RET
 
@@ -22558,7 +35889,7 @@ rowsdone_661:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_696
+	JE      group32_1010
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -22573,9 +35904,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, DI
 	MOVQ    DI, (SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_697
+	JZ      pairsdone_1011
 
-pairs_698:
+pairs_1012:
 	MOVQ   (SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -22589,9 +35920,9 @@ pairs_698:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_700
+	JAE    loopdone_1014
 
-loop_699:
+loop_1013:
 	VMOVDQU      (DX)(R11*1), Y6
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y4
@@ -22756,13 +36087,13 @@ loop_699:
 	ADDQ         $0x08, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_699
+	JB           loop_1013
 
-loopdone_700:
-room_701:
+loopdone_1014:
+room_1015:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_702
+	JA           roomdone_1016
 	VMOVDQU      (DX)(R11*1), Y6
 	VMOVDQU      (AX)(R11*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -22784,9 +36115,9 @@ room_701:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R12
 	ADDQ         $0x20, R11
-	JMP          room_701
+	JMP          room_1015
 
-roomdone_702:
+roomdone_1016:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -22806,7 +36137,7 @@ roomdone_702:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_698
+	JNZ          pairs_1012
 	MOVQ         (SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -22816,19 +36147,19 @@ roomdone_702:
 	MOVQ         (SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_697:
+pairsdone_1011:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_703
+	JZ     noodd_1017
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_705
+	JAE    loopdone_1019
 
-loop_704:
+loop_1018:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -22920,13 +36251,13 @@ loop_704:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_704
+	JB           loop_1018
 
-loopdone_705:
-room_706:
+loopdone_1019:
+room_1020:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_707
+	JA           roomdone_1021
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -22939,9 +36270,9 @@ room_706:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_706
+	JMP          room_1020
 
-roomdone_707:
+roomdone_1021:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -22950,11 +36281,11 @@ roomdone_707:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_703:
+noodd_1017:
 	VZEROUPPER
 	RET
 
-group32_696:
+group32_1010:
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
 	MOVQ    x_base+56(FP), DX
@@ -22968,9 +36299,9 @@ group32_696:
 	SHRQ    $0x01, DI
 	MOVQ    DI, 8(SP)
 	TESTQ   DI, DI
-	JZ      pairsdone_708
+	JZ      pairsdone_1022
 
-pairs_709:
+pairs_1023:
 	MOVQ   8(SP), R9
 	IMULQ  BX, R9
 	ADDQ   AX, R9
@@ -22984,9 +36315,9 @@ pairs_709:
 	ANDQ   $-256, R13
 	XORQ   R11, R11
 	CMPQ   R11, R13
-	JAE    loopdone_711
+	JAE    loopdone_1025
 
-loop_710:
+loop_1024:
 	VMOVDQU      (DX)(R11*1), Y5
 	PREFETCHT1   16384(AX)(R11*1)
 	VMOVDQU      (AX)(R11*1), Y3
@@ -23135,13 +36466,13 @@ loop_710:
 	ADDQ         $0x04, R12
 	ADDQ         $0x00000100, R11
 	CMPQ         R11, R13
-	JB           loop_710
+	JB           loop_1024
 
-loopdone_711:
-room_712:
+loopdone_1025:
+room_1026:
 	LEAQ         32(R11), R13
 	CMPQ         R13, BX
-	JA           roomdone_713
+	JA           roomdone_1027
 	VMOVDQU      (DX)(R11*1), Y5
 	VMOVDQU      (AX)(R11*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -23161,9 +36492,9 @@ room_712:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R12
 	ADDQ         $0x20, R11
-	JMP          room_712
+	JMP          room_1026
 
-roomdone_713:
+roomdone_1027:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -23183,7 +36514,7 @@ roomdone_713:
 	ADDQ         R8, CX
 	ADDQ         $0x04, SI
 	DECQ         DI
-	JNZ          pairs_709
+	JNZ          pairs_1023
 	MOVQ         8(SP), DI
 	IMULQ        BX, DI
 	ADDQ         DI, AX
@@ -23193,19 +36524,19 @@ roomdone_713:
 	MOVQ         8(SP), DI
 	LEAQ         (SI)(DI*4), SI
 
-pairsdone_708:
+pairsdone_1022:
 	MOVQ   out_len+112(FP), DI
 	TESTQ  $0x00000001, DI
-	JZ     noodd_714
+	JZ     noodd_1028
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
 	MOVQ   BX, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_716
+	JAE    loopdone_1030
 
-loop_715:
+loop_1029:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -23289,13 +36620,13 @@ loop_715:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_715
+	JB           loop_1029
 
-loopdone_716:
-room_717:
+loopdone_1030:
+room_1031:
 	LEAQ         32(DI), R9
 	CMPQ         R9, BX
-	JA           roomdone_718
+	JA           roomdone_1032
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -23307,9 +36638,9 @@ room_717:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_717
+	JMP          room_1031
 
-roomdone_718:
+roomdone_1032:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -23318,7 +36649,7 @@ roomdone_718:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (SI)
 
-noodd_714:
+noodd_1028:
 	VZEROUPPER
 	RET
 
@@ -23327,7 +36658,7 @@ noodd_714:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_719
+	JE           group32_1033
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -23342,9 +36673,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_720
+	JZ           pairsdone_1034
 
-pairs_721:
+pairs_1035:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -23358,9 +36689,9 @@ pairs_721:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_723
+	JAE    loopdone_1037
 
-loop_722:
+loop_1036:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	PREFETCHT1      16384(AX)(R12*1)
@@ -23433,13 +36764,13 @@ loop_722:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000100, R12
 	CMPQ            R12, R14
-	JB              loop_722
+	JB              loop_1036
 
-loopdone_723:
-room_724:
+loopdone_1037:
+room_1038:
 	LEAQ            64(R12), R14
 	CMPQ            R14, BX
-	JA              roomdone_725
+	JA              roomdone_1039
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -23458,9 +36789,9 @@ room_724:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
 	ADDQ            $0x40, R12
-	JMP             room_724
+	JMP             room_1038
 
-roomdone_725:
+roomdone_1039:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -23484,7 +36815,7 @@ roomdone_725:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_721
+	JNZ           pairs_1035
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -23494,19 +36825,19 @@ roomdone_725:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_720:
+pairsdone_1034:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_726
+	JZ     noodd_1040
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_728
+	JAE    loopdone_1042
 
-loop_727:
+loop_1041:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -23550,13 +36881,13 @@ loop_727:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_727
+	JB              loop_1041
 
-loopdone_728:
-room_729:
+loopdone_1042:
+room_1043:
 	LEAQ            64(R8), R10
 	CMPQ            R10, BX
-	JA              roomdone_730
+	JA              roomdone_1044
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -23568,9 +36899,9 @@ room_729:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_729
+	JMP             room_1043
 
-roomdone_730:
+roomdone_1044:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -23581,11 +36912,11 @@ roomdone_730:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_726:
+noodd_1040:
 	VZEROUPPER
 	RET
 
-group32_719:
+group32_1033:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -23600,9 +36931,9 @@ group32_719:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_731
+	JZ           pairsdone_1045
 
-pairs_732:
+pairs_1046:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -23616,9 +36947,9 @@ pairs_732:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_734
+	JAE    loopdone_1048
 
-loop_733:
+loop_1047:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	PREFETCHT1   16384(AX)(R12*1)
@@ -23691,13 +37022,13 @@ loop_733:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_733
+	JB           loop_1047
 
-loopdone_734:
-room_735:
+loopdone_1048:
+room_1049:
 	LEAQ         64(R12), R14
 	CMPQ         R14, BX
-	JA           roomdone_736
+	JA           roomdone_1050
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -23716,9 +37047,9 @@ room_735:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
 	ADDQ         $0x40, R12
-	JMP          room_735
+	JMP          room_1049
 
-roomdone_736:
+roomdone_1050:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -23742,7 +37073,7 @@ roomdone_736:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_732
+	JNZ           pairs_1046
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -23752,19 +37083,19 @@ roomdone_736:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_731:
+pairsdone_1045:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_737
+	JZ     noodd_1051
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_739
+	JAE    loopdone_1053
 
-loop_738:
+loop_1052:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -23808,13 +37139,13 @@ loop_738:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_738
+	JB           loop_1052
 
-loopdone_739:
-room_740:
+loopdone_1053:
+room_1054:
 	LEAQ         64(R8), R10
 	CMPQ         R10, BX
-	JA           roomdone_741
+	JA           roomdone_1055
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -23826,9 +37157,9 @@ room_740:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_740
+	JMP          room_1054
 
-roomdone_741:
+roomdone_1055:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -23839,7 +37170,7 @@ roomdone_741:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_737:
+noodd_1051:
 	VZEROUPPER
 	RET
 
@@ -23848,7 +37179,7 @@ noodd_737:
 TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_742
+	JE           group32_1056
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -23863,9 +37194,9 @@ TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, R8
 	MOVQ         R8, (SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_743
+	JZ           pairsdone_1057
 
-pairs_744:
+pairs_1058:
 	MOVQ   (SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -23879,9 +37210,9 @@ pairs_744:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_746
+	JAE    loopdone_1060
 
-loop_745:
+loop_1059:
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -23952,13 +37283,13 @@ loop_745:
 	ADDQ            $0x10, R13
 	ADDQ            $0x00000100, R12
 	CMPQ            R12, R14
-	JB              loop_745
+	JB              loop_1059
 
-loopdone_746:
-room_747:
+loopdone_1060:
+room_1061:
 	LEAQ            64(R12), R14
 	CMPQ            R14, BX
-	JA              roomdone_748
+	JA              roomdone_1062
 	VMOVDQU64       (DX)(R12*1), Z6
 	VMOVDQU32       (SI)(R12*1), Z7
 	VPXORD          (AX)(R12*1), Z0, Z4
@@ -23977,9 +37308,9 @@ room_747:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R13
 	ADDQ            $0x40, R12
-	JMP             room_747
+	JMP             room_1061
 
-roomdone_748:
+roomdone_1062:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -24003,7 +37334,7 @@ roomdone_748:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_744
+	JNZ           pairs_1058
 	MOVQ          (SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -24013,19 +37344,19 @@ roomdone_748:
 	MOVQ          (SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_743:
+pairsdone_1057:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_749
+	JZ     noodd_1063
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_751
+	JAE    loopdone_1065
 
-loop_750:
+loop_1064:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -24068,13 +37399,13 @@ loop_750:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_750
+	JB              loop_1064
 
-loopdone_751:
-room_752:
+loopdone_1065:
+room_1066:
 	LEAQ            64(R8), R10
 	CMPQ            R10, BX
-	JA              roomdone_753
+	JA              roomdone_1067
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (SI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -24086,9 +37417,9 @@ room_752:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_752
+	JMP             room_1066
 
-roomdone_753:
+roomdone_1067:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -24099,11 +37430,11 @@ roomdone_753:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_749:
+noodd_1063:
 	VZEROUPPER
 	RET
 
-group32_742:
+group32_1056:
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
 	MOVQ         x_base+56(FP), DX
@@ -24118,9 +37449,9 @@ group32_742:
 	SHRQ         $0x01, R8
 	MOVQ         R8, 8(SP)
 	TESTQ        R8, R8
-	JZ           pairsdone_754
+	JZ           pairsdone_1068
 
-pairs_755:
+pairs_1069:
 	MOVQ   8(SP), R10
 	IMULQ  BX, R10
 	ADDQ   AX, R10
@@ -24134,9 +37465,9 @@ pairs_755:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_757
+	JAE    loopdone_1071
 
-loop_756:
+loop_1070:
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -24207,13 +37538,13 @@ loop_756:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_756
+	JB           loop_1070
 
-loopdone_757:
-room_758:
+loopdone_1071:
+room_1072:
 	LEAQ         64(R12), R14
 	CMPQ         R14, BX
-	JA           roomdone_759
+	JA           roomdone_1073
 	VMOVDQU64    (DX)(R12*1), Z6
 	VMOVDQU32    (SI)(R12*1), Z7
 	VPXORD       (AX)(R12*1), Z0, Z4
@@ -24232,9 +37563,9 @@ room_758:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R13
 	ADDQ         $0x40, R12
-	JMP          room_758
+	JMP          room_1072
 
-roomdone_759:
+roomdone_1073:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -24258,7 +37589,7 @@ roomdone_759:
 	ADDQ          R9, CX
 	ADDQ          $0x04, DI
 	DECQ          R8
-	JNZ           pairs_755
+	JNZ           pairs_1069
 	MOVQ          8(SP), R8
 	IMULQ         BX, R8
 	ADDQ          R8, AX
@@ -24268,19 +37599,19 @@ roomdone_759:
 	MOVQ          8(SP), R8
 	LEAQ          (DI)(R8*4), DI
 
-pairsdone_754:
+pairsdone_1068:
 	MOVQ   out_len+112(FP), R8
 	TESTQ  $0x00000001, R8
-	JZ     noodd_760
+	JZ     noodd_1074
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 	MOVQ   BX, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_762
+	JAE    loopdone_1076
 
-loop_761:
+loop_1075:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -24323,13 +37654,13 @@ loop_761:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_761
+	JB           loop_1075
 
-loopdone_762:
-room_763:
+loopdone_1076:
+room_1077:
 	LEAQ         64(R8), R10
 	CMPQ         R10, BX
-	JA           roomdone_764
+	JA           roomdone_1078
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (SI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -24341,9 +37672,9 @@ room_763:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_763
+	JMP          room_1077
 
-roomdone_764:
+roomdone_1078:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -24354,7 +37685,7 @@ roomdone_764:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (DI)
 
-noodd_760:
+noodd_1074:
 	VZEROUPPER
 	RET
 
@@ -24372,9 +37703,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_766
+	JAE          loopdone_1080
 
-loop_765:
+loop_1079:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -24385,9 +37716,9 @@ loop_765:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_765
+	JB      loop_1079
 
-loopdone_766:
+loopdone_1080:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -24399,18 +37730,18 @@ loopdone_766:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_768
+	JAE          maxabsdone_1082
 
-maxabs_767:
+maxabs_1081:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_767
+	JB      maxabs_1081
 
-maxabsdone_768:
+maxabsdone_1082:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -24430,9 +37761,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_770
+	JAE          loopdone_1084
 
-loop_769:
+loop_1083:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -24443,9 +37774,9 @@ loop_769:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_769
+	JB      loop_1083
 
-loopdone_770:
+loopdone_1084:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -24459,18 +37790,18 @@ loopdone_770:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_772
+	JAE           maxabsdone_1086
 
-maxabs_771:
+maxabs_1085:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_771
+	JB      maxabs_1085
 
-maxabsdone_772:
+maxabsdone_1086:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -24491,9 +37822,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_774
+	JAE          loopdone_1088
 
-loop_773:
+loop_1087:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -24506,9 +37837,9 @@ loop_773:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_773
+	JB           loop_1087
 
-loopdone_774:
+loopdone_1088:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -24517,9 +37848,9 @@ loopdone_774:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_776
+	JAE          quantdone_1090
 
-quant_775:
+quant_1089:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -24532,9 +37863,9 @@ quant_775:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_775
+	JB        quant_1089
 
-quantdone_776:
+quantdone_1090:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -24555,9 +37886,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_778
+	JAE          loopdone_1092
 
-loop_777:
+loop_1091:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -24572,12 +37903,12 @@ loop_777:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_777
+	JB        loop_1091
 
-loopdone_778:
+loopdone_1092:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_779
+	JA        skip_1093
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -24586,10 +37917,10 @@ loopdone_778:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_779:
+skip_1093:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_780
+	JZ        notail_1094
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -24601,7 +37932,7 @@ skip_779:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_780:
+notail_1094:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -24626,9 +37957,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_782
+	JAE  loopdone_1096
 
-loop_781:
+loop_1095:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -24637,31 +37968,31 @@ loop_781:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_781
+	JB        loop_1095
 
-loopdone_782:
+loopdone_1096:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_783
+	JA        skip_1097
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_783:
+skip_1097:
 	CMPQ BX, DX
-	JAE  halfdone_785
+	JAE  halfdone_1099
 
-half_784:
+half_1098:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_784
+	JB        half_1098
 
-halfdone_785:
+halfdone_1099:
 	VZEROUPPER
 	RET
 
@@ -24675,9 +38006,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_787
+	JAE  loopdone_1101
 
-loop_786:
+loop_1100:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -24686,21 +38017,21 @@ loop_786:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_786
+	JB        loop_1100
 
-loopdone_787:
+loopdone_1101:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_788
+	JA        skip_1102
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_788:
+skip_1102:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_789
+	JZ        notail_1103
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -24708,7 +38039,7 @@ skip_788:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_789:
+notail_1103:
 	VZEROUPPER
 	RET
 
@@ -24722,9 +38053,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_791
+	JAE  loopdone_1105
 
-loop_790:
+loop_1104:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -24735,32 +38066,32 @@ loop_790:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_790
+	JB        loop_1104
 
-loopdone_791:
+loopdone_1105:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_792
+	JA        skip_1106
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_792:
+skip_1106:
 	CMPQ BX, DX
-	JAE  halfdone_794
+	JAE  halfdone_1108
 
-half_793:
+half_1107:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_793
+	JB        half_1107
 
-halfdone_794:
+halfdone_1108:
 	VZEROUPPER
 	RET
 
@@ -24774,9 +38105,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_796
+	JAE  loopdone_1110
 
-loop_795:
+loop_1109:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -24787,22 +38118,22 @@ loop_795:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_795
+	JB        loop_1109
 
-loopdone_796:
+loopdone_1110:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_797
+	JA        skip_1111
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_797:
+skip_1111:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_798
+	JZ        notail_1112
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -24811,7 +38142,7 @@ skip_797:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_798:
+notail_1112:
 	VZEROUPPER
 	RET
 
@@ -24828,9 +38159,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_800
+	JAE          loopdone_1114
 
-loop_799:
+loop_1113:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -24871,11 +38202,11 @@ loop_799:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_799
+	JB           loop_1113
 
-loopdone_800:
+loopdone_1114:
 	SUBQ         DX, CX
-	JE           notail_801
+	JE           notail_1115
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -24920,7 +38251,7 @@ loopdone_800:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_801:
+notail_1115:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -24945,9 +38276,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_803
+	JAE          loopdone_1117
 
-loop_802:
+loop_1116:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -24962,9 +38293,9 @@ loop_802:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_802
+	JB      loop_1116
 
-loopdone_803:
+loopdone_1117:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -24975,17 +38306,17 @@ loopdone_803:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_805
+	JAE          scalemaxdone_1119
 
-scalemax_804:
+scalemax_1118:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_804
+	JB     scalemax_1118
 
-scalemaxdone_805:
+scalemaxdone_1119:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -25005,9 +38336,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_807
+	JAE          loopdone_1121
 
-loop_806:
+loop_1120:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -25022,9 +38353,9 @@ loop_806:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_806
+	JB      loop_1120
 
-loopdone_807:
+loopdone_1121:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -25037,17 +38368,17 @@ loopdone_807:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_809
+	JAE           scalemaxdone_1123
 
-scalemax_808:
+scalemax_1122:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_808
+	JB     scalemax_1122
 
-scalemaxdone_809:
+scalemaxdone_1123:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -25077,9 +38408,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_811
+	JAE          loopdone_1125
 
-loop_810:
+loop_1124:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -25126,12 +38457,12 @@ loop_810:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_810
+	JB            loop_1124
 
-loopdone_811:
+loopdone_1125:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_812
+	JA            skip_1126
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -25156,10 +38487,10 @@ loopdone_811:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_812:
+skip_1126:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_813
+	JZ            notail_1127
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -25187,7 +38518,7 @@ skip_812:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_813:
+notail_1127:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -25215,9 +38546,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_815
+	JAE          loopdone_1129
 
-loop_814:
+loop_1128:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -25248,13 +38579,13 @@ loop_814:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_814
+	JB        loop_1128
 
-loopdone_815:
-ewvec_816:
+loopdone_1129:
+ewvec_1130:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_817
+	JA        ewvecdone_1131
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -25263,13 +38594,13 @@ ewvec_816:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_816
+	JMP       ewvec_1130
 
-ewvecdone_817:
+ewvecdone_1131:
 	CMPQ SI, BX
-	JAE  ewonedone_819
+	JAE  ewonedone_1133
 
-ewone_818:
+ewone_1132:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -25279,9 +38610,9 @@ ewone_818:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_818
+	JB        ewone_1132
 
-ewonedone_819:
+ewonedone_1133:
 	VZEROUPPER
 	RET
 
@@ -25298,9 +38629,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_821
+	JAE          loopdone_1135
 
-loop_820:
+loop_1134:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -25323,26 +38654,26 @@ loop_820:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_820
+	JB      loop_1134
 
-loopdone_821:
-ewvec_822:
+loopdone_1135:
+ewvec_1136:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_823
+	JA      ewvecdone_1137
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_822
+	JMP     ewvec_1136
 
-ewvecdone_823:
+ewvecdone_1137:
 	CMPQ SI, BX
-	JAE  ewonedone_825
+	JAE  ewonedone_1139
 
-ewone_824:
+ewone_1138:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -25350,9 +38681,9 @@ ewone_824:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_824
+	JB     ewone_1138
 
-ewonedone_825:
+ewonedone_1139:
 	VZEROUPPER
 	RET
 
@@ -25367,9 +38698,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_827
+	JAE  loopdone_1141
 
-loop_826:
+loop_1140:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -25400,13 +38731,13 @@ loop_826:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_826
+	JB      loop_1140
 
-loopdone_827:
-ewvec_828:
+loopdone_1141:
+ewvec_1142:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_829
+	JA      ewvecdone_1143
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -25415,13 +38746,13 @@ ewvec_828:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_828
+	JMP     ewvec_1142
 
-ewvecdone_829:
+ewvecdone_1143:
 	CMPQ SI, BX
-	JAE  ewonedone_831
+	JAE  ewonedone_1145
 
-ewone_830:
+ewone_1144:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -25431,9 +38762,9 @@ ewone_830:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_830
+	JB     ewone_1144
 
-ewonedone_831:
+ewonedone_1145:
 	VZEROUPPER
 	RET
 
@@ -25447,9 +38778,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_833
+	JAE  loopdone_1147
 
-loop_832:
+loop_1146:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -25468,34 +38799,34 @@ loop_832:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_832
+	JB      loop_1146
 
-loopdone_833:
-ewvec_834:
+loopdone_1147:
+ewvec_1148:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_835
+	JA      ewvecdone_1149
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_834
+	JMP     ewvec_1148
 
-ewvecdone_835:
+ewvecdone_1149:
 	CMPQ BX, DX
-	JAE  ewonedone_837
+	JAE  ewonedone_1151
 
-ewone_836:
+ewone_1150:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_836
+	JB     ewone_1150
 
-ewonedone_837:
+ewonedone_1151:
 	VZEROUPPER
 	RET
 
@@ -25515,9 +38846,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_839
+	JAE          loopdone_1153
 
-loop_838:
+loop_1152:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -25548,13 +38879,13 @@ loop_838:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_838
+	JB        loop_1152
 
-loopdone_839:
-ewvec_840:
+loopdone_1153:
+ewvec_1154:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_841
+	JA        ewvecdone_1155
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -25563,13 +38894,13 @@ ewvec_840:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_840
+	JMP       ewvec_1154
 
-ewvecdone_841:
+ewvecdone_1155:
 	CMPQ SI, BX
-	JAE  ewonedone_843
+	JAE  ewonedone_1157
 
-ewone_842:
+ewone_1156:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -25579,9 +38910,9 @@ ewone_842:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_842
+	JB        ewone_1156
 
-ewonedone_843:
+ewonedone_1157:
 	VZEROUPPER
 	RET
 
@@ -25598,9 +38929,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_845
+	JAE          loopdone_1159
 
-loop_844:
+loop_1158:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -25623,26 +38954,26 @@ loop_844:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_844
+	JB      loop_1158
 
-loopdone_845:
-ewvec_846:
+loopdone_1159:
+ewvec_1160:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_847
+	JA      ewvecdone_1161
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_846
+	JMP     ewvec_1160
 
-ewvecdone_847:
+ewvecdone_1161:
 	CMPQ SI, BX
-	JAE  ewonedone_849
+	JAE  ewonedone_1163
 
-ewone_848:
+ewone_1162:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -25650,9 +38981,9 @@ ewone_848:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_848
+	JB     ewone_1162
 
-ewonedone_849:
+ewonedone_1163:
 	VZEROUPPER
 	RET
 
@@ -25667,9 +38998,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_851
+	JAE  loopdone_1165
 
-loop_850:
+loop_1164:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -25700,13 +39031,13 @@ loop_850:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_850
+	JB      loop_1164
 
-loopdone_851:
-ewvec_852:
+loopdone_1165:
+ewvec_1166:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_853
+	JA      ewvecdone_1167
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -25715,13 +39046,13 @@ ewvec_852:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_852
+	JMP     ewvec_1166
 
-ewvecdone_853:
+ewvecdone_1167:
 	CMPQ SI, BX
-	JAE  ewonedone_855
+	JAE  ewonedone_1169
 
-ewone_854:
+ewone_1168:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -25731,9 +39062,9 @@ ewone_854:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_854
+	JB      ewone_1168
 
-ewonedone_855:
+ewonedone_1169:
 	VZEROUPPER
 	RET
 
@@ -25747,9 +39078,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_857
+	JAE  loopdone_1171
 
-loop_856:
+loop_1170:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -25768,34 +39099,34 @@ loop_856:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_856
+	JB      loop_1170
 
-loopdone_857:
-ewvec_858:
+loopdone_1171:
+ewvec_1172:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_859
+	JA      ewvecdone_1173
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_858
+	JMP     ewvec_1172
 
-ewvecdone_859:
+ewvecdone_1173:
 	CMPQ BX, DX
-	JAE  ewonedone_861
+	JAE  ewonedone_1175
 
-ewone_860:
+ewone_1174:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_860
+	JB     ewone_1174
 
-ewonedone_861:
+ewonedone_1175:
 	VZEROUPPER
 	RET
 
@@ -25820,9 +39151,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_863
+	JAE   loopdone_1177
 
-loop_862:
+loop_1176:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -25897,21 +39228,21 @@ loop_862:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_862
+	JB         loop_1176
 
-loopdone_863:
+loopdone_1177:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_865
+	JAE    sum64done_1179
 
-sum64_864:
+sum64_1178:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_864
+	JB     sum64_1178
 
-sum64done_865:
+sum64done_1179:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -25945,9 +39276,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_867
+	JAE    loopdone_1181
 
-loop_866:
+loop_1180:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -25990,20 +39321,20 @@ loop_866:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_866
+	JB         loop_1180
 
-loopdone_867:
+loopdone_1181:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_869
+	JAE    sum64done_1183
 
-sum64_868:
+sum64_1182:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_868
+	JB     sum64_1182
 
-sum64done_869:
+sum64done_1183:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -26050,9 +39381,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_871
+	JZ         sgemmtail_1185
 
-sgemm_870:
+sgemm_1184:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -26136,13 +39467,13 @@ sgemm_870:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_870
+	JNZ          sgemm_1184
 
-sgemmtail_871:
+sgemmtail_1185:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_873
+	JZ   sgemmdone_1187
 
-sgemmone_872:
+sgemmone_1186:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -26166,9 +39497,9 @@ sgemmone_872:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_872
+	JNZ          sgemmone_1186
 
-sgemmdone_873:
+sgemmdone_1187:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -26262,9 +39593,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_875
+	JZ         sgemmtail_1189
 
-sgemm_874:
+sgemm_1188:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -26420,13 +39751,13 @@ sgemm_874:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_874
+	JNZ          sgemm_1188
 
-sgemmtail_875:
+sgemmtail_1189:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_877
+	JZ   sgemmdone_1191
 
-sgemmone_876:
+sgemmone_1190:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -26468,9 +39799,9 @@ sgemmone_876:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_876
+	JNZ          sgemmone_1190
 
-sgemmdone_877:
+sgemmdone_1191:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -26541,9 +39872,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_879
+	JLE   fmadone_1193
 
-fma_878:
+fma_1192:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -26557,9 +39888,9 @@ fma_878:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_878
+	JNZ         fma_1192
 
-fmadone_879:
+fmadone_1193:
 	VZEROUPPER
 	RET
 
@@ -26586,9 +39917,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_881
+	JLE    fmadone_1195
 
-fma_880:
+fma_1194:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -26606,9 +39937,9 @@ fma_880:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_880
+	JNZ         fma_1194
 
-fmadone_881:
+fmadone_1195:
 	VZEROUPPER
 	RET
 
@@ -26631,9 +39962,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_883
+	JLE   int8done_1197
 
-int8_882:
+int8_1196:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -26647,9 +39978,9 @@ int8_882:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_882
+	JNZ        int8_1196
 
-int8done_883:
+int8done_1197:
 	VZEROUPPER
 	RET
 
@@ -26672,9 +40003,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_885
+	JLE    int8done_1199
 
-int8_884:
+int8_1198:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -26688,8 +40019,8 @@ int8_884:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_884
+	JNZ      int8_1198
 
-int8done_885:
+int8done_1199:
 	VZEROUPPER
 	RET

@@ -31,6 +31,11 @@ func ternaryMatMulAVX2(w []byte, stride int, rows int, x []int8, xStride int, n 
 //go:noescape
 func ternaryMatMulVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
 
+// Its tiles of more than 2 tokens keep the prefetches.
+//
+//go:noescape
+func ternaryMatMulVNNIHW(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
+
 // dotF16RowsAVX2 is dotF16Rows with F16C and FMA: 4 rows at a time, 128 elements per step.
 //
 //go:noescape
@@ -94,6 +99,12 @@ func dotI8RowsVNNIHW(w []int8, stride int, x []int8, out []int32)
 //
 //go:noescape
 func dotF16MatMulAVX512(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
+
+// For 1…3 tokens its tiles of 4 rows take them a quarter of the call's rows
+// apart, as dotF16RowsAVX512HW does; from 4 tokens on it is dotF16MatMulAVX512.
+//
+//go:noescape
+func dotF16MatMulAVX512HW(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
 
 // kScoresAVX512 is kScores with AVX-512: each score one FMA chain over d, positions in lanes,
 // several blocks of 16 positions at a time.

@@ -37,6 +37,9 @@ package main
 // after the first token.
 //
 // Both prefetch each row 16 KiB ahead, as the row kernels do.
+// dotF16MatMulAVX512HW, for Zen 5 (cpu.hwPrefetcher), runs 1-3 tokens
+// without the prefetches, its tiles of 4 rows a quarter of the call's rows
+// apart as dotF16RowsAVX512HW takes them (headHWTokens).
 
 import (
 	"fmt"
@@ -54,18 +57,35 @@ const (
 // Tile shape of dotI8MatMulVNNI.
 const headI8Tokens = 5
 
+// headHWTokens: the most tokens for which dotF16MatMulAVX512HW runs
+// without software prefetches, in tiles of spread rows; from 4 tokens on
+// it is dotF16MatMulAVX512's code. The 2B head (656 MB) on the Zen 5 VM,
+// variants alternated in one process, medians of 7-9 (2026-11-27): 2
+// tokens 9.9-12.3 ms against 12.3-16.0 with the prefetches and adjacent
+// rows on two threads, 19.6-20.3 against 24.1-29.1 on one; 3 tokens
+// 14.6-17.2 against 15.8-18.1 (two), 26.9-28.8 against 29.6-31.7 (one).
+// From 4 tokens on no variant was reliably faster (without prefetches,
+// spread or not, up to 10% slower; prefetching 32-128 KiB ahead instead
+// of 16, within the noise of the same code run twice, ±10%).
+const headHWTokens = 3
+
 func genDotF16MatMulAVX512() {
-	TEXT("dotF16MatMulAVX512", NOSPLIT, dotF16MatMulSig)
+	TEXT(kernelName("dotF16MatMulAVX512"), NOSPLIT, dotF16MatMulSig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("dotF16MatMulAVX512 is dotF16MatMul with AVX-512 for 1…%d tokens: every token in one tile", headF16MaxTokens),
+	kernelDoc("dotF16MatMulAVX512",
+		fmt.Sprintf("dotF16MatMulAVX512 is dotF16MatMul with AVX-512 for 1…%d tokens: every token in one tile", headF16MaxTokens),
 		"of f16TileRows(tokens) rows, each sum in dotF16RowsAVX512's order.")
+	if hwPrefetchOnly {
+		Doc(fmt.Sprintf("For 1…%d tokens its tiles of 4 rows take them a quarter of the call's rows", headHWTokens),
+			fmt.Sprintf("apart, as dotF16RowsAVX512HW does; from %d tokens on it is dotF16MatMulAVX512.", headHWTokens+1))
+	}
 	tokens := load(Param("tokens"))
 	end := label("f16mmend")
 	for T := 1; T <= headF16MaxTokens; T++ {
 		next := label("f16mmtokens")
 		CMPQ(tokens, U8(T))
 		JNE(LabelRef(next))
-		f16MatMulRows(T)
+		prefetchAbove(T, headHWTokens, func() { f16MatMulRows(T) })
 		JMP(LabelRef(end))
 		Label(next)
 	}
@@ -91,7 +111,6 @@ func f16MatMulRows(T int) {
 	R := f16TileRows(T)
 	w := load(Param("w").Base())
 	out := load(Param("out").Base())
-	quads := load(Param("rows"))
 	advance := func(r int) {
 		stride := load(Param("stride"))
 		SHLQ(U8(1), stride)
@@ -100,30 +119,35 @@ func f16MatMulRows(T int) {
 		}
 		ADDQ(U32(4*r), out)
 	}
-	ANDQ(I32(-4), quads)
-	loop, done := label("f16tiles"), label("f16tilesdone")
-	Label(loop)
-	CMPQ(quads, U8(R))
-	JB(LabelRef(done))
-	f16Tile(R, T, w, out, true)
-	advance(R)
-	SUBQ(U8(R), quads)
-	JMP(LabelRef(loop))
-	Label(done)
-	for r := R - 1; r >= 1; r-- {
-		skip := label("f16rest")
-		CMPQ(quads, U8(r))
-		JNE(LabelRef(skip))
-		f16Tile(r, T, w, out, true)
-		advance(r)
-		Label(skip)
+	if hwPrefetchOnly && T <= headHWTokens {
+		f16SpreadTiles(T, w, out)
+	} else {
+		quads := load(Param("rows"))
+		ANDQ(I32(-4), quads)
+		loop, done := label("f16tiles"), label("f16tilesdone")
+		Label(loop)
+		CMPQ(quads, U8(R))
+		JB(LabelRef(done))
+		f16Tile(R, T, w, out, true, nil)
+		advance(R)
+		SUBQ(U8(R), quads)
+		JMP(LabelRef(loop))
+		Label(done)
+		for r := R - 1; r >= 1; r-- {
+			skip := label("f16rest")
+			CMPQ(quads, U8(r))
+			JNE(LabelRef(skip))
+			f16Tile(r, T, w, out, true, nil)
+			advance(r)
+			Label(skip)
+		}
 	}
 	rest := load(Param("rows"))
 	ANDQ(U8(3), rest)
 	one, oneDone := label("f16single"), label("f16singledone")
 	JZ(LabelRef(oneDone))
 	Label(one)
-	f16Tile(1, T, w, out, false)
+	f16Tile(1, T, w, out, false, nil)
 	advance(1)
 	DECQ(rest)
 	JNZ(LabelRef(one))
@@ -137,15 +161,23 @@ func f16MatMulRows(T int) {
 // 4: each row's lanes are added alone, so the other three inputs can be
 // anything) or sum1's (its single rows). Its rows are adjacent: tiles a
 // quarter of the rows apart (four DRAM streams, as dotF16Rows takes them)
-// ran 10-15% slower from DRAM at 2-4 tokens on the Zen 5 VM.
-func f16Tile(R, T int, w, out reg.GPVirtual, quad bool) {
+// ran 10-15% slower from DRAM at 2-4 tokens on the Zen 5 VM with these
+// prefetches; without them (the HW version, f16SpreadTiles) they are the
+// faster ones there. sp, when not nil, says where the rows of a spread
+// tile of 4 lie.
+func f16Tile(R, T int, w, out reg.GPVirtual, quad bool, sp *f16Spread) {
 	Commentf("tile %d rows × %d tokens", R, T)
-	stride := load(Param("stride"))
-	SHLQ(U8(1), stride)
+	var gap reg.GPVirtual
+	if sp != nil {
+		gap = sp.qs
+	} else {
+		gap = load(Param("stride"))
+		SHLQ(U8(1), gap)
+	}
 	xs := load(Param("xStride"))
 	SHLQ(U8(2), xs)
 	rem := load(Param("n"))
-	rws := newStrided(w, stride, R)
+	rws := newStrided(w, gap, R)
 	toks := newStrided(load(Param("x").Base()), xs, T)
 	acc := zmms(R * T) // [r·T + t]
 	// step multiplies the 16 elements at element offset e (masked by k
@@ -210,6 +242,8 @@ func f16Tile(R, T int, w, out reg.GPVirtual, quad bool) {
 		switch {
 		case !quad:
 			VMOVSS(f32EVEX.sum1(ys[0]), Mem{Base: o})
+		case sp != nil:
+			storeLanes(f32EVEX.sum4(ys), func(k int) Mem { return quarterAt(o, sp.oq, k) })
 		case R == 4:
 			VMOVUPS(f32EVEX.sum4(ys), Mem{Base: o})
 		default:
@@ -223,6 +257,40 @@ func f16Tile(R, T int, w, out reg.GPVirtual, quad bool) {
 			ADDQ(os, o)
 		}
 	}
+}
+
+// f16Spread locates the rows of a spread tile: rows i, Q+i, 2Q+i, 3Q+i
+// (Q = rows/4) are qs bytes apart, their outputs oq bytes apart.
+type f16Spread struct{ qs, oq reg.GPVirtual }
+
+// f16SpreadTiles emits the tiles of the first 4·(rows/4) rows in the
+// HW version: with Q = rows/4, tile i < Q takes rows i, Q+i, 2Q+i and
+// 3Q+i (four DRAM streams, as dotF16RowsAVX512HW's groups), so each row
+// is summed in the group order of the one-token kernel, whose groups are
+// the same rows. On return w and out point at row 4Q and its output.
+// See headHWTokens for the measurements.
+func f16SpreadTiles(T int, w, out reg.GPVirtual) {
+	q := load(Param("rows"))
+	SHRQ(U8(2), q)
+	done := label("f16spreaddone")
+	JZ(LabelRef(done))
+	sp := &f16Spread{qs: GP64(), oq: GP64()}
+	MOVQ(q, sp.qs)
+	stride := load(Param("stride"))
+	SHLQ(U8(1), stride)
+	IMULQ(stride, sp.qs) // bytes between the quarters' rows
+	MOVQ(q, sp.oq)
+	SHLQ(U8(2), sp.oq) // bytes between their outputs
+	loop := label("f16spread")
+	Label(loop)
+	f16Tile(4, T, w, out, true, sp)
+	stride = load(Param("stride"))
+	LEAQ(Mem{Base: w, Index: stride, Scale: 2}, w)
+	ADDQ(U8(4), out)
+	DECQ(q)
+	JNZ(LabelRef(loop))
+	pastQuarters(w, sp.qs, out, sp.oq)
+	Label(done)
 }
 
 func genDotI8MatMulVNNI() {

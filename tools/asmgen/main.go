@@ -41,6 +41,7 @@ func main() {
 	withoutPrefetch(genTernaryRowsVNNI)
 	genTernaryMatMulAVX2()
 	genTernaryMatMulVNNI()
+	withoutPrefetch(genTernaryMatMulVNNI)
 	genDotF16RowsAVX2()
 	genDotF16RowsAVX512(false)
 	genDotF16RowsAVX512(true)
@@ -53,6 +54,7 @@ func main() {
 	genDotI8RowsVNNI()
 	withoutPrefetch(genDotI8RowsVNNI)
 	genDotF16MatMulAVX512()
+	withoutPrefetch(genDotF16MatMulAVX512)
 	genKScoresAVX512()
 	genKScoresAVX2()
 	genDotI8MatMulVNNI()
@@ -163,6 +165,21 @@ var hwPrefetchOnly bool
 func withoutPrefetch(gen func()) {
 	hwPrefetchOnly = true
 	defer func() { hwPrefetchOnly = false }()
+	gen()
+}
+
+// prefetchAbove runs gen, with software prefetches even in a
+// withoutPrefetch when tokens > limit: the HW versions of the few-token
+// kernels leave the prefetches out only where that made them faster,
+// since with more tokens per weight the arithmetic sets the pace and the
+// hardware prefetcher alone falls behind it.
+func prefetchAbove(tokens, limit int, gen func()) {
+	if !hwPrefetchOnly || tokens <= limit {
+		gen()
+		return
+	}
+	hwPrefetchOnly = false
+	defer func() { hwPrefetchOnly = true }()
 	gen()
 }
 

@@ -45,6 +45,9 @@ package main
 // reads 27 at 92% of the vpdpbusd peak: from DRAM the stream and the
 // arithmetic do not overlap).
 //
+// ternaryMatMulVNNIHW, for Zen 5 (cpu.hwPrefetcher), runs tiles of 1-2
+// tokens without the prefetches (matMulHWTokens).
+//
 // Measured on Zen 4 (docs/KERNELS.md): avx512vnni ~90% of the vpdpbusd
 // peak (64 MAC/cycle), avx2 ~92% of the vpmaddubsw bound (32 MAC/cycle).
 
@@ -64,6 +67,15 @@ const (
 	matMulAVX2Tokens   = 5
 	matMulVNNIRows     = 4
 	matMulVNNITokens   = 5
+	// matMulHWTokens: the most tokens of a tile of ternaryMatMulVNNIHW
+	// without software prefetches. The 2B shape's 210 ternary matrices on
+	// the Zen 5 VM (2026-11-27, alternated in one process, medians of
+	// 5-9): 2 tokens 10.1-12.9 ms against 11.3-13.2 with them on two
+	// threads, 16.0-23.3 against 17.7-24.7 on one; 3 tokens 13.5 against
+	// 13.0 (two); 4 tokens 18.6 against 13.4 (two), 36.4 against 25.7
+	// (one). PREFETCHT0 instead of T1, and prefetching 8-64 KiB ahead
+	// instead of 16: within the noise of a whole pass.
+	matMulHWTokens = 2
 )
 
 // tileFunc emits one R×T tile: w points at its first row, x at its first
@@ -320,76 +332,21 @@ func genTernaryMatMulAVX2() {
 }
 
 func genTernaryMatMulVNNI() {
-	TEXT("ternaryMatMulVNNI", NOSPLIT, ternaryMatMulSig)
+	TEXT(kernelName("ternaryMatMulVNNI"), NOSPLIT, ternaryMatMulSig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("ternaryMatMulVNNI is ternaryMatMul with AVX-512 VNNI: tiles of %d rows × %d tokens.",
+	kernelDoc("ternaryMatMulVNNI", fmt.Sprintf("ternaryMatMulVNNI is ternaryMatMul with AVX-512 VNNI: tiles of %d rows × %d tokens.",
 		matMulVNNIRows, matMulVNNITokens))
+	if hwPrefetchOnly {
+		Doc(fmt.Sprintf("Its tiles of more than %d tokens keep the prefetches.", matMulHWTokens))
+	}
 	tokensFor := func(R int) int {
 		if R == 1 {
 			return 8
 		}
 		return matMulVNNITokens
 	}
-	tile := func(R, T int, w, x, out, _ reg.GPVirtual, g tileRows) {
-		Commentf("tile %d rows × %d tokens", R, T)
-		stride := load(Param("stride"))
-		xs := load(Param("xStride"))
-		blocks := load(Param("n"))
-		SHRQ(U8(7), blocks)
-		rws := newStrided(w, g.gap(stride), R)
-		toks := newStrided(x, xs, T)
-		mask := ZMM()
-		VMOVDQU64(maskHi, mask)
-		acc := zmms(R * T) // acc[r·T + t]
-		// block multiplies the 128-weight block at byte offset d of each
-		// row (activations at 4·d) into acc, prefetching its line when pf.
-		block := func(d int, pf bool) {
-			hi, lo := make([]reg.VecVirtual, R), make([]reg.VecVirtual, R)
-			for r := 0; r < R; r++ {
-				hi[r], lo[r] = ZMM(), ZMM()
-				if pf {
-					prefetch(rws.at(r, d))
-				}
-				VBROADCASTI64X4(rws.at(r, d), hi[r])
-				VPSLLW(U8(4), hi[r], lo[r])
-				VPANDD(mask, hi[r], hi[r]) // codes of x[0:64] at scales 64, 16
-				VPANDD(mask, lo[r], lo[r]) // codes of x[64:128] at scales 64, 16
-			}
-			for t := 0; t < T; t++ {
-				x0, x1 := ZMM(), ZMM()
-				VMOVDQU64(toks.at(t, 4*d), x0)
-				VMOVDQU64(toks.at(t, 4*d+64), x1)
-				for r := 0; r < R; r++ {
-					vpdpbusd(x0, hi[r], acc[r*T+t])
-					vpdpbusd(x1, lo[r], acc[r*T+t])
-				}
-			}
-		}
-		// Two blocks (one 64-byte line of each row, one prefetch) per
-		// step, then an odd last block.
-		pairs, pairsDone, done := label("tilepairs"), label("tilepairsdone"), label("tiledone")
-		Label(pairs)
-		CMPQ(blocks, U8(2))
-		JB(LabelRef(pairsDone))
-		block(0, true)
-		block(32, false)
-		rws.advance(64)
-		toks.advance(256)
-		SUBQ(U8(2), blocks)
-		JMP(LabelRef(pairs))
-		Label(pairsDone)
-		TESTQ(blocks, blocks)
-		JZ(LabelRef(done))
-		block(0, true)
-		Label(done)
-		sh := ZMM()
-		VMOVDQU64(shiftHi, sh)
-		ys := make([]reg.VecVirtual, R*T)
-		for i := range ys {
-			VPSRAVD(sh, acc[i], acc[i])
-			ys[i] = int32EVEX.fold256(acc[i])
-		}
-		storeTile(int32EVEX, ys, R, T, out, true, g)
+	tile := func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
+		prefetchAbove(T, matMulHWTokens, func() { vnniTile(R, T, w, x, out, left, g) })
 	}
 	// A few tokens read the weights at the memory's pace: spread tiles
 	// (four DRAM streams) read 1-3 tokens' weights 5-60% faster on the Zen
@@ -402,4 +359,67 @@ func genTernaryMatMulVNNI() {
 	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, true, tile)
 	Label(adjacent)
 	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, false, tile)
+}
+
+// vnniTile emits one R×T tile of ternaryMatMulVNNI.
+func vnniTile(R, T int, w, x, out, _ reg.GPVirtual, g tileRows) {
+	Commentf("tile %d rows × %d tokens", R, T)
+	stride := load(Param("stride"))
+	xs := load(Param("xStride"))
+	blocks := load(Param("n"))
+	SHRQ(U8(7), blocks)
+	rws := newStrided(w, g.gap(stride), R)
+	toks := newStrided(x, xs, T)
+	mask := ZMM()
+	VMOVDQU64(maskHi, mask)
+	acc := zmms(R * T) // acc[r·T + t]
+	// block multiplies the 128-weight block at byte offset d of each
+	// row (activations at 4·d) into acc, prefetching its line when pf.
+	block := func(d int, pf bool) {
+		hi, lo := make([]reg.VecVirtual, R), make([]reg.VecVirtual, R)
+		for r := 0; r < R; r++ {
+			hi[r], lo[r] = ZMM(), ZMM()
+			if pf {
+				prefetch(rws.at(r, d))
+			}
+			VBROADCASTI64X4(rws.at(r, d), hi[r])
+			VPSLLW(U8(4), hi[r], lo[r])
+			VPANDD(mask, hi[r], hi[r]) // codes of x[0:64] at scales 64, 16
+			VPANDD(mask, lo[r], lo[r]) // codes of x[64:128] at scales 64, 16
+		}
+		for t := 0; t < T; t++ {
+			x0, x1 := ZMM(), ZMM()
+			VMOVDQU64(toks.at(t, 4*d), x0)
+			VMOVDQU64(toks.at(t, 4*d+64), x1)
+			for r := 0; r < R; r++ {
+				vpdpbusd(x0, hi[r], acc[r*T+t])
+				vpdpbusd(x1, lo[r], acc[r*T+t])
+			}
+		}
+	}
+	// Two blocks (one 64-byte line of each row, one prefetch) per
+	// step, then an odd last block.
+	pairs, pairsDone, done := label("tilepairs"), label("tilepairsdone"), label("tiledone")
+	Label(pairs)
+	CMPQ(blocks, U8(2))
+	JB(LabelRef(pairsDone))
+	block(0, true)
+	block(32, false)
+	rws.advance(64)
+	toks.advance(256)
+	SUBQ(U8(2), blocks)
+	JMP(LabelRef(pairs))
+	Label(pairsDone)
+	TESTQ(blocks, blocks)
+	JZ(LabelRef(done))
+	block(0, true)
+	Label(done)
+	sh := ZMM()
+	VMOVDQU64(shiftHi, sh)
+	ys := make([]reg.VecVirtual, R*T)
+	for i := range ys {
+		VPSRAVD(sh, acc[i], acc[i])
+		ys[i] = int32EVEX.fold256(acc[i])
+	}
+	storeTile(int32EVEX, ys, R, T, out, true, g)
 }
