@@ -25,3 +25,17 @@ func adviseHuge(b []byte) {
 		_ = syscall.Madvise(b, syscall.MADV_HUGEPAGE)
 	}
 }
+
+// madvPopulateWrite is Linux's MADV_POPULATE_WRITE (5.14 and later), which
+// the syscall package does not name.
+const madvPopulateWrite = 23
+
+// commit makes the pages of b resident now, without changing its
+// contents: MADV_POPULATE_WRITE, or on an older kernel a write of each
+// page's first byte (b must then be zero, as a fresh allocation is).
+func commit(b []byte) {
+	if len(b) == 0 || syscall.Madvise(b, madvPopulateWrite) == nil {
+		return
+	}
+	touchPages(b)
+}

@@ -8,3 +8,7 @@ func physicalMemory() (uint64, bool) { return 0, false }
 
 // adviseHuge: huge pages are asked for on Linux only.
 func adviseHuge([]byte) {}
+
+// commit makes the pages of b resident now by writing each page's first
+// byte (b must be zero, as a fresh allocation is).
+func commit(b []byte) { touchPages(b) }

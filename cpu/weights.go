@@ -221,6 +221,19 @@ func (a *weightArena) i8(n int) []int8 {
 	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
+// touchPages writes a zero at the start of each 4 KiB page of b, which
+// must be zero: the system gives the pages it has only promised so far.
+func touchPages(b []byte) {
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 0
+	}
+}
+
+// f16Bytes is the memory of s.
+func f16Bytes(s []uint16) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 2*len(s))
+}
+
 // alignedBytes allocates n bytes starting on a 64-byte boundary (a cache
 // line, a zmm load).
 func alignedBytes(n int) []byte {
