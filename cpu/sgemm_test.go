@@ -368,4 +368,17 @@ func TestInt8Peak(t *testing.T) {
 	if _, err := Int8Peak("sse9", 0); err == nil || !strings.Contains(err.Error(), `"sse9"`) || !strings.Contains(err.Error(), "generic") {
 		t.Errorf("Int8Peak(\"sse9\") error: %v", err)
 	}
+	// All threads at once: positive, and at most threads × one thread's
+	// peak (with slack for a busy machine's one-thread figure), whatever
+	// the cores the threads get.
+	one, _ := Int8Peak("", 20*time.Millisecond)
+	for _, threads := range []int{1, 2, 3} {
+		g, err := Int8PeakThreads("", threads, 4*time.Millisecond)
+		if err != nil || !(g > 0) || g > 1.5*float64(threads)*one {
+			t.Errorf("Int8PeakThreads(\"\", %d) = %g, %v (one thread %g)", threads, g, err, one)
+		}
+	}
+	if _, err := Int8PeakThreads("sse9", 2, 0); err == nil || !strings.Contains(err.Error(), `"sse9"`) {
+		t.Errorf("Int8PeakThreads(\"sse9\") error: %v", err)
+	}
 }

@@ -46,9 +46,10 @@ type benchResult struct {
 	RooflineTs    float64   `json:"roofline_ts,omitempty"`
 	RooflineShare *float64  `json:"roofline_share"` // decode only; null for prompt tests
 	// Prompt tests: the ternary multiply-adds per token, the int8
-	// multiply-accumulate peak of the threads used (CPU: cpu.Int8Peak per
-	// core) or of the device (Vulkan: gpu.Backend.MeasureInt8Peak, through
-	// the kernels' dot4) and the share of it the prompt's rate is.
+	// multiply-accumulate peak of the threads used (CPU:
+	// cpu.Int8PeakThreads, all of them at once, before and after the
+	// repetitions) or of the device (Vulkan: gpu.Backend.MeasureInt8Peak,
+	// through the kernels' dot4) and the share of it the prompt's rate is.
 	MACsPerToken  int64        `json:"macs_per_token,omitempty"`
 	Int8PeakGMACs float64      `json:"int8_peak_gmacs,omitempty"`
 	Int8Share     *float64     `json:"int8_share,omitempty"`
@@ -316,13 +317,36 @@ func printPeaks(w io.Writer, results []benchResult) {
 		}
 		seen[k] = true
 		if r.Backend == "CPU" {
-			fmt.Fprintf(w, "int8 peak: %.0f GMAC/s per core (%s probe; a prompt's share = tokens/s · %.3g ternary multiply-adds per token / the peak of its threads)\n",
-				cpuPeaks[r.Kernels], r.Kernels, float64(r.MACsPerToken))
+			fmt.Fprintf(w, "int8 peak: %.0f GMAC/s on one thread (%s probe; a prompt's share = tokens/s · %.3g ternary multiply-adds per token / the probe run on all its threads at once%s)\n",
+				cpuPeaks[r.Kernels], r.Kernels, float64(r.MACsPerToken), sharedCores(results, r.Kernels))
 		} else {
 			fmt.Fprintf(w, "int8 peak: %.0f GMAC/s on %s (int8_peak kernel, %s; a prompt's share = tokens/s · %.3g ternary multiply-adds per token / the peak)\n",
 				r.Int8PeakGMACs, r.GPUInfo, r.Kernels, float64(r.MACsPerToken))
 		}
 	}
+}
+
+// sharedCores describes the all-threads peaks of the CPU prompt tests of
+// kernel set set against one thread's: where n threads reach less than
+// 0.8·n times one, they share cores, and the text says so.
+func sharedCores(results []benchResult, set string) string {
+	one := cpuPeaks[set]
+	var parts []string
+	for _, r := range results {
+		if r.Backend != "CPU" || r.Kernels != set || r.Int8Share == nil || r.NThreads < 2 || one == 0 {
+			continue
+		}
+		f := r.Int8PeakGMACs / one
+		part := fmt.Sprintf("%d threads %.0f, %.2f× one", r.NThreads, r.Int8PeakGMACs, f)
+		if f < 0.8*float64(min(r.NThreads, runtime.NumCPU())) {
+			part += ": they share cores now"
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
 }
 
 // kernelsLabel names a result's kernels, and ", fused" for a Vulkan decode
@@ -559,6 +583,22 @@ func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error))
 		bws = append(bws, bw)
 		return err
 	}
+	// A CPU prompt's peak: its threads' int8 probe run all at once, before
+	// the repetitions and after them; the threads may share cores, and a
+	// virtual machine's host may change that from minute to minute.
+	_, onCPU := m.backend.(*cpu.Backend)
+	var peaks []float64
+	peakProbe := func() error {
+		if !onCPU || r.NPrompt == 0 {
+			return nil
+		}
+		p, err := cpu.Int8PeakThreads(r.Kernels, min(r.NThreads, runtime.NumCPU()), 100*time.Millisecond)
+		peaks = append(peaks, p)
+		return err
+	}
+	if err := peakProbe(); err != nil {
+		return err
+	}
 	for i := 0; i < reps; i++ {
 		if err := reprobe(); err != nil {
 			return err
@@ -571,6 +611,9 @@ func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error))
 		r.SamplesTs = append(r.SamplesTs, float64(n)/d.Seconds())
 	}
 	if err := reprobe(); err != nil {
+		return err
+	}
+	if err := peakProbe(); err != nil {
 		return err
 	}
 	if len(bws) > 0 {
@@ -586,12 +629,11 @@ func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error))
 	} else {
 		r.BytesPerToken, r.RooflineTs = 0, 0
 	}
-	if _, ok := m.backend.(*cpu.Backend); ok && r.NPrompt > 0 {
-		peak, err := int8Peak(r.Kernels)
-		if err != nil {
+	if len(peaks) > 0 {
+		if _, err := int8Peak(r.Kernels); err != nil { // one core's, printed beside
 			return err
 		}
-		r.Int8PeakGMACs = peak * float64(min(r.NThreads, runtime.NumCPU()))
+		r.Int8PeakGMACs, _ = meanSDf(peaks)
 	}
 	if r.NPrompt > 0 && r.Int8PeakGMACs > 0 {
 		r.MACsPerToken = ternaryMACs(m.weights)
