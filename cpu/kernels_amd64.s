@@ -35890,231 +35890,232 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
 	JE      group32_1010
-	MOVQ    w_base+0(FP), AX
-	MOVQ    scales_base+24(FP), CX
-	MOVQ    x_base+56(FP), DX
-	MOVQ    x_len+64(FP), BX
-	MOVQ    xBias_base+80(FP), SI
-	MOVQ    out_base+104(FP), SI
-	MOVQ    out_len+112(FP), DI
-	MOVQ    BX, R8
-	SHRQ    $0x02, R8
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
-	SHRQ    $0x01, DI
-	MOVQ    DI, (SP)
-	TESTQ   DI, DI
+	MOVQ    w_base+0(FP), AX
+	MOVQ    scales_base+24(FP), CX
+	MOVQ    x_len+64(FP), DX
+	MOVQ    out_base+104(FP), BX
+	MOVQ    out_len+112(FP), SI
+	MOVQ    x_len+64(FP), DI
+	SHRQ    $0x02, DI
+	SHRQ    $0x01, SI
+	MOVQ    SI, (SP)
+	TESTQ   SI, SI
 	JZ      pairsdone_1011
 
 pairs_1012:
+	MOVQ   (SP), R8
+	IMULQ  DX, R8
+	ADDQ   AX, R8
 	MOVQ   (SP), R9
-	IMULQ  BX, R9
-	ADDQ   AX, R9
-	MOVQ   (SP), R10
-	IMULQ  R8, R10
-	ADDQ   CX, R10
+	IMULQ  DI, R9
+	ADDQ   CX, R9
+	MOVQ   x_base+56(FP), R10
+	MOVQ   x_len+64(FP), R11
+	MOVQ   xBias_base+80(FP), R12
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
+	XORQ   R13, R13
+	MOVQ   R11, R14
+	ANDQ   $-256, R14
 	XORQ   R12, R12
-	MOVQ   BX, R13
-	ANDQ   $-256, R13
-	XORQ   R11, R11
-	CMPQ   R11, R13
+	CMPQ   R12, R14
 	JAE    loopdone_1014
 
 loop_1013:
-	VMOVDQU      (DX)(R11*1), Y6
-	PREFETCHT1   16384(AX)(R11*1)
-	VMOVDQU      (AX)(R11*1), Y4
+	VMOVDQU      (R10)(R12*1), Y6
+	PREFETCHT1   16384(AX)(R12*1)
+	VMOVDQU      (AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (CX)(R12*1), Y4
+	VBROADCASTSD (CX)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y2
-	PREFETCHT1   16384(R9)(R11*1)
-	VMOVDQU      (R9)(R11*1), Y4
+	PREFETCHT1   16384(R8)(R12*1)
+	VMOVDQU      (R8)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (R10)(R12*1), Y4
+	VBROADCASTSD (R9)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x08, R12
-	VMOVDQU      32(DX)(R11*1), Y6
-	VMOVDQU      32(AX)(R11*1), Y4
+	ADDQ         $0x08, R13
+	VMOVDQU      32(R10)(R12*1), Y6
+	VMOVDQU      32(AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (CX)(R12*1), Y4
+	VBROADCASTSD (CX)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y2
-	VMOVDQU      32(R9)(R11*1), Y4
+	VMOVDQU      32(R8)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (R10)(R12*1), Y4
+	VBROADCASTSD (R9)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x08, R12
-	VMOVDQU      64(DX)(R11*1), Y6
-	VMOVDQU      64(AX)(R11*1), Y4
+	ADDQ         $0x08, R13
+	VMOVDQU      64(R10)(R12*1), Y6
+	VMOVDQU      64(AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (CX)(R12*1), Y4
+	VBROADCASTSD (CX)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y2
-	VMOVDQU      64(R9)(R11*1), Y4
+	VMOVDQU      64(R8)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (R10)(R12*1), Y4
+	VBROADCASTSD (R9)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x08, R12
-	VMOVDQU      96(DX)(R11*1), Y6
-	VMOVDQU      96(AX)(R11*1), Y4
+	ADDQ         $0x08, R13
+	VMOVDQU      96(R10)(R12*1), Y6
+	VMOVDQU      96(AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (CX)(R12*1), Y4
+	VBROADCASTSD (CX)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y2
-	VMOVDQU      96(R9)(R11*1), Y4
+	VMOVDQU      96(R8)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (R10)(R12*1), Y4
+	VBROADCASTSD (R9)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x08, R12
-	VMOVDQU      128(DX)(R11*1), Y6
-	VMOVDQU      128(AX)(R11*1), Y4
+	ADDQ         $0x08, R13
+	VMOVDQU      128(R10)(R12*1), Y6
+	VMOVDQU      128(AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (CX)(R12*1), Y4
+	VBROADCASTSD (CX)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y2
-	VMOVDQU      128(R9)(R11*1), Y4
+	VMOVDQU      128(R8)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (R10)(R12*1), Y4
+	VBROADCASTSD (R9)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x08, R12
-	VMOVDQU      160(DX)(R11*1), Y6
-	VMOVDQU      160(AX)(R11*1), Y4
+	ADDQ         $0x08, R13
+	VMOVDQU      160(R10)(R12*1), Y6
+	VMOVDQU      160(AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (CX)(R12*1), Y4
+	VBROADCASTSD (CX)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y2
-	VMOVDQU      160(R9)(R11*1), Y4
+	VMOVDQU      160(R8)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (R10)(R12*1), Y4
+	VBROADCASTSD (R9)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x08, R12
-	VMOVDQU      192(DX)(R11*1), Y6
-	VMOVDQU      192(AX)(R11*1), Y4
+	ADDQ         $0x08, R13
+	VMOVDQU      192(R10)(R12*1), Y6
+	VMOVDQU      192(AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (CX)(R12*1), Y4
+	VBROADCASTSD (CX)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y2
-	VMOVDQU      192(R9)(R11*1), Y4
+	VMOVDQU      192(R8)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (R10)(R12*1), Y4
+	VBROADCASTSD (R9)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x08, R12
-	VMOVDQU      224(DX)(R11*1), Y6
-	VMOVDQU      224(AX)(R11*1), Y4
+	ADDQ         $0x08, R13
+	VMOVDQU      224(R10)(R12*1), Y6
+	VMOVDQU      224(AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (CX)(R12*1), Y4
+	VBROADCASTSD (CX)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y2
-	VMOVDQU      224(R9)(R11*1), Y4
+	VMOVDQU      224(R8)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (R10)(R12*1), Y4
+	VBROADCASTSD (R9)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x08, R12
-	ADDQ         $0x00000100, R11
-	CMPQ         R11, R13
+	ADDQ         $0x08, R13
+	ADDQ         $0x00000100, R12
+	CMPQ         R12, R14
 	JB           loop_1013
 
 loopdone_1014:
 room_1015:
-	LEAQ         32(R11), R13
-	CMPQ         R13, BX
+	LEAQ         32(R12), R14
+	CMPQ         R14, R11
 	JA           roomdone_1016
-	VMOVDQU      (DX)(R11*1), Y6
-	VMOVDQU      (AX)(R11*1), Y4
+	VMOVDQU      (R10)(R12*1), Y6
+	VMOVDQU      (AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (CX)(R12*1), Y4
+	VBROADCASTSD (CX)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y2
-	VMOVDQU      (R9)(R11*1), Y4
+	VMOVDQU      (R8)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
 	VPABSB       Y4, Y4
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSD (R10)(R12*1), Y4
+	VBROADCASTSD (R9)(R13*1), Y4
 	VPERMPS      Y4, Y1, Y4
 	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x08, R12
-	ADDQ         $0x20, R11
+	ADDQ         $0x08, R13
+	ADDQ         $0x20, R12
 	JMP          room_1015
 
 roomdone_1016:
@@ -36130,30 +36131,33 @@ roomdone_1016:
 	VADDPS       X3, X2, X2
 	VPSHUFD      $0xb1, X2, X3
 	VADDPS       X3, X2, X2
-	VMOVSS       X4, (SI)
-	MOVQ         (SP), R9
-	VMOVSS       X2, (SI)(R9*4)
-	ADDQ         BX, AX
-	ADDQ         R8, CX
-	ADDQ         $0x04, SI
-	DECQ         DI
-	JNZ          pairs_1012
-	MOVQ         (SP), DI
-	IMULQ        BX, DI
-	ADDQ         DI, AX
-	MOVQ         (SP), DI
-	IMULQ        R8, DI
+	VMOVSS       X4, (BX)
+	MOVQ         (SP), R8
+	VMOVSS       X2, (BX)(R8*4)
+	ADDQ         DX, AX
 	ADDQ         DI, CX
-	MOVQ         (SP), DI
-	LEAQ         (SI)(DI*4), SI
+	ADDQ         $0x04, BX
+	DECQ         SI
+	JNZ          pairs_1012
+	MOVQ         (SP), SI
+	IMULQ        DX, SI
+	ADDQ         SI, AX
+	MOVQ         (SP), SI
+	IMULQ        DI, SI
+	ADDQ         SI, CX
+	MOVQ         (SP), SI
+	LEAQ         (BX)(SI*4), BX
 
 pairsdone_1011:
-	MOVQ   out_len+112(FP), DI
-	TESTQ  $0x00000001, DI
+	MOVQ   out_len+112(FP), DX
+	TESTQ  $0x00000001, DX
 	JZ     noodd_1017
+	MOVQ   x_base+56(FP), DX
+	MOVQ   x_len+64(FP), SI
+	MOVQ   xBias_base+80(FP), DI
 	VXORPS Y2, Y2, Y2
 	XORQ   R8, R8
-	MOVQ   BX, R9
+	MOVQ   SI, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
@@ -36256,7 +36260,7 @@ loop_1018:
 loopdone_1019:
 room_1020:
 	LEAQ         32(DI), R9
-	CMPQ         R9, BX
+	CMPQ         R9, SI
 	JA           roomdone_1021
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
@@ -36279,219 +36283,220 @@ roomdone_1021:
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0xb1, X0, X1
 	VADDPS       X1, X0, X0
-	VMOVSS       X0, (SI)
+	VMOVSS       X0, (BX)
 
 noodd_1017:
 	VZEROUPPER
 	RET
 
 group32_1010:
+	VMOVDQU words0001<>+0(SB), Y0
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
-	MOVQ    x_base+56(FP), DX
-	MOVQ    x_len+64(FP), BX
-	MOVQ    xBias_base+80(FP), SI
-	MOVQ    out_base+104(FP), SI
-	MOVQ    out_len+112(FP), DI
-	MOVQ    BX, R8
-	SHRQ    $0x03, R8
-	VMOVDQU words0001<>+0(SB), Y0
-	SHRQ    $0x01, DI
-	MOVQ    DI, 8(SP)
-	TESTQ   DI, DI
+	MOVQ    x_len+64(FP), DX
+	MOVQ    out_base+104(FP), BX
+	MOVQ    out_len+112(FP), SI
+	MOVQ    x_len+64(FP), DI
+	SHRQ    $0x03, DI
+	SHRQ    $0x01, SI
+	MOVQ    SI, 8(SP)
+	TESTQ   SI, SI
 	JZ      pairsdone_1022
 
 pairs_1023:
+	MOVQ   8(SP), R8
+	IMULQ  DX, R8
+	ADDQ   AX, R8
 	MOVQ   8(SP), R9
-	IMULQ  BX, R9
-	ADDQ   AX, R9
-	MOVQ   8(SP), R10
-	IMULQ  R8, R10
-	ADDQ   CX, R10
+	IMULQ  DI, R9
+	ADDQ   CX, R9
+	MOVQ   x_base+56(FP), R10
+	MOVQ   x_len+64(FP), R11
+	MOVQ   xBias_base+80(FP), R12
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
+	XORQ   R13, R13
+	MOVQ   R11, R14
+	ANDQ   $-256, R14
 	XORQ   R12, R12
-	MOVQ   BX, R13
-	ANDQ   $-256, R13
-	XORQ   R11, R11
-	CMPQ   R11, R13
+	CMPQ   R12, R14
 	JAE    loopdone_1025
 
 loop_1024:
-	VMOVDQU      (DX)(R11*1), Y5
-	PREFETCHT1   16384(AX)(R11*1)
-	VMOVDQU      (AX)(R11*1), Y3
+	VMOVDQU      (R10)(R12*1), Y5
+	PREFETCHT1   16384(AX)(R12*1)
+	VMOVDQU      (AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (CX)(R12*1), Y3
+	VBROADCASTSS (CX)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y1
-	PREFETCHT1   16384(R9)(R11*1)
-	VMOVDQU      (R9)(R11*1), Y3
+	PREFETCHT1   16384(R8)(R12*1)
+	VMOVDQU      (R8)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (R10)(R12*1), Y3
+	VBROADCASTSS (R9)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y2
-	ADDQ         $0x04, R12
-	VMOVDQU      32(DX)(R11*1), Y5
-	VMOVDQU      32(AX)(R11*1), Y3
+	ADDQ         $0x04, R13
+	VMOVDQU      32(R10)(R12*1), Y5
+	VMOVDQU      32(AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (CX)(R12*1), Y3
+	VBROADCASTSS (CX)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y1
-	VMOVDQU      32(R9)(R11*1), Y3
+	VMOVDQU      32(R8)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (R10)(R12*1), Y3
+	VBROADCASTSS (R9)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y2
-	ADDQ         $0x04, R12
-	VMOVDQU      64(DX)(R11*1), Y5
-	VMOVDQU      64(AX)(R11*1), Y3
+	ADDQ         $0x04, R13
+	VMOVDQU      64(R10)(R12*1), Y5
+	VMOVDQU      64(AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (CX)(R12*1), Y3
+	VBROADCASTSS (CX)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y1
-	VMOVDQU      64(R9)(R11*1), Y3
+	VMOVDQU      64(R8)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (R10)(R12*1), Y3
+	VBROADCASTSS (R9)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y2
-	ADDQ         $0x04, R12
-	VMOVDQU      96(DX)(R11*1), Y5
-	VMOVDQU      96(AX)(R11*1), Y3
+	ADDQ         $0x04, R13
+	VMOVDQU      96(R10)(R12*1), Y5
+	VMOVDQU      96(AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (CX)(R12*1), Y3
+	VBROADCASTSS (CX)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y1
-	VMOVDQU      96(R9)(R11*1), Y3
+	VMOVDQU      96(R8)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (R10)(R12*1), Y3
+	VBROADCASTSS (R9)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y2
-	ADDQ         $0x04, R12
-	VMOVDQU      128(DX)(R11*1), Y5
-	VMOVDQU      128(AX)(R11*1), Y3
+	ADDQ         $0x04, R13
+	VMOVDQU      128(R10)(R12*1), Y5
+	VMOVDQU      128(AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (CX)(R12*1), Y3
+	VBROADCASTSS (CX)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y1
-	VMOVDQU      128(R9)(R11*1), Y3
+	VMOVDQU      128(R8)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (R10)(R12*1), Y3
+	VBROADCASTSS (R9)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y2
-	ADDQ         $0x04, R12
-	VMOVDQU      160(DX)(R11*1), Y5
-	VMOVDQU      160(AX)(R11*1), Y3
+	ADDQ         $0x04, R13
+	VMOVDQU      160(R10)(R12*1), Y5
+	VMOVDQU      160(AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (CX)(R12*1), Y3
+	VBROADCASTSS (CX)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y1
-	VMOVDQU      160(R9)(R11*1), Y3
+	VMOVDQU      160(R8)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (R10)(R12*1), Y3
+	VBROADCASTSS (R9)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y2
-	ADDQ         $0x04, R12
-	VMOVDQU      192(DX)(R11*1), Y5
-	VMOVDQU      192(AX)(R11*1), Y3
+	ADDQ         $0x04, R13
+	VMOVDQU      192(R10)(R12*1), Y5
+	VMOVDQU      192(AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (CX)(R12*1), Y3
+	VBROADCASTSS (CX)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y1
-	VMOVDQU      192(R9)(R11*1), Y3
+	VMOVDQU      192(R8)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (R10)(R12*1), Y3
+	VBROADCASTSS (R9)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y2
-	ADDQ         $0x04, R12
-	VMOVDQU      224(DX)(R11*1), Y5
-	VMOVDQU      224(AX)(R11*1), Y3
+	ADDQ         $0x04, R13
+	VMOVDQU      224(R10)(R12*1), Y5
+	VMOVDQU      224(AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (CX)(R12*1), Y3
+	VBROADCASTSS (CX)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y1
-	VMOVDQU      224(R9)(R11*1), Y3
+	VMOVDQU      224(R8)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (R10)(R12*1), Y3
+	VBROADCASTSS (R9)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y2
-	ADDQ         $0x04, R12
-	ADDQ         $0x00000100, R11
-	CMPQ         R11, R13
+	ADDQ         $0x04, R13
+	ADDQ         $0x00000100, R12
+	CMPQ         R12, R14
 	JB           loop_1024
 
 loopdone_1025:
 room_1026:
-	LEAQ         32(R11), R13
-	CMPQ         R13, BX
+	LEAQ         32(R12), R14
+	CMPQ         R14, R11
 	JA           roomdone_1027
-	VMOVDQU      (DX)(R11*1), Y5
-	VMOVDQU      (AX)(R11*1), Y3
+	VMOVDQU      (R10)(R12*1), Y5
+	VMOVDQU      (AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (CX)(R12*1), Y3
+	VBROADCASTSS (CX)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y1
-	VMOVDQU      (R9)(R11*1), Y3
+	VMOVDQU      (R8)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
 	VPABSB       Y3, Y3
 	VPMADDUBSW   Y4, Y3, Y4
 	VPMADDWD     Y0, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VBROADCASTSS (R10)(R12*1), Y3
+	VBROADCASTSS (R9)(R13*1), Y3
 	VFMADD231PS  Y4, Y3, Y2
-	ADDQ         $0x04, R12
-	ADDQ         $0x20, R11
+	ADDQ         $0x04, R13
+	ADDQ         $0x20, R12
 	JMP          room_1026
 
 roomdone_1027:
@@ -36507,30 +36512,33 @@ roomdone_1027:
 	VADDPS       X2, X1, X1
 	VPSHUFD      $0xb1, X1, X2
 	VADDPS       X2, X1, X1
-	VMOVSS       X3, (SI)
-	MOVQ         8(SP), R9
-	VMOVSS       X1, (SI)(R9*4)
-	ADDQ         BX, AX
-	ADDQ         R8, CX
-	ADDQ         $0x04, SI
-	DECQ         DI
-	JNZ          pairs_1023
-	MOVQ         8(SP), DI
-	IMULQ        BX, DI
-	ADDQ         DI, AX
-	MOVQ         8(SP), DI
-	IMULQ        R8, DI
+	VMOVSS       X3, (BX)
+	MOVQ         8(SP), R8
+	VMOVSS       X1, (BX)(R8*4)
+	ADDQ         DX, AX
 	ADDQ         DI, CX
-	MOVQ         8(SP), DI
-	LEAQ         (SI)(DI*4), SI
+	ADDQ         $0x04, BX
+	DECQ         SI
+	JNZ          pairs_1023
+	MOVQ         8(SP), SI
+	IMULQ        DX, SI
+	ADDQ         SI, AX
+	MOVQ         8(SP), SI
+	IMULQ        DI, SI
+	ADDQ         SI, CX
+	MOVQ         8(SP), SI
+	LEAQ         (BX)(SI*4), BX
 
 pairsdone_1022:
-	MOVQ   out_len+112(FP), DI
-	TESTQ  $0x00000001, DI
+	MOVQ   out_len+112(FP), DX
+	TESTQ  $0x00000001, DX
 	JZ     noodd_1028
+	MOVQ   x_base+56(FP), DX
+	MOVQ   x_len+64(FP), SI
+	MOVQ   xBias_base+80(FP), DI
 	VXORPS Y1, Y1, Y1
 	XORQ   R8, R8
-	MOVQ   BX, R9
+	MOVQ   SI, R9
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
@@ -36625,7 +36633,7 @@ loop_1029:
 loopdone_1030:
 room_1031:
 	LEAQ         32(DI), R9
-	CMPQ         R9, BX
+	CMPQ         R9, SI
 	JA           roomdone_1032
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
@@ -36647,7 +36655,7 @@ roomdone_1032:
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0xb1, X0, X1
 	VADDPS       X1, X0, X0
-	VMOVSS       X0, (SI)
+	VMOVSS       X0, (BX)
 
 noodd_1028:
 	VZEROUPPER
@@ -36659,136 +36667,137 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
 	JE           group32_1033
-	MOVQ         w_base+0(FP), AX
-	MOVQ         scales_base+24(FP), CX
-	MOVQ         x_base+56(FP), DX
-	MOVQ         x_len+64(FP), BX
-	MOVQ         xBias_base+80(FP), SI
-	MOVQ         out_base+104(FP), DI
-	MOVQ         out_len+112(FP), R8
-	MOVQ         BX, R9
-	SHRQ         $0x02, R9
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
-	SHRQ         $0x01, R8
-	MOVQ         R8, (SP)
-	TESTQ        R8, R8
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         x_len+64(FP), DX
+	MOVQ         out_base+104(FP), BX
+	MOVQ         out_len+112(FP), SI
+	MOVQ         x_len+64(FP), DI
+	SHRQ         $0x02, DI
+	SHRQ         $0x01, SI
+	MOVQ         SI, (SP)
+	TESTQ        SI, SI
 	JZ           pairsdone_1034
 
 pairs_1035:
-	MOVQ   (SP), R10
-	IMULQ  BX, R10
-	ADDQ   AX, R10
-	MOVQ   (SP), R11
-	IMULQ  R9, R11
-	ADDQ   CX, R11
+	MOVQ   (SP), R8
+	IMULQ  DX, R8
+	ADDQ   AX, R8
+	MOVQ   (SP), R9
+	IMULQ  DI, R9
+	ADDQ   CX, R9
+	MOVQ   x_base+56(FP), R10
+	MOVQ   x_len+64(FP), R11
+	MOVQ   xBias_base+80(FP), R12
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
+	XORQ   R14, R14
+	MOVQ   R11, R15
+	ANDQ   $-256, R15
 	XORQ   R13, R13
-	MOVQ   BX, R14
-	ANDQ   $-256, R14
-	XORQ   R12, R12
-	CMPQ   R12, R14
+	CMPQ   R13, R15
 	JAE    loopdone_1037
 
 loop_1036:
-	VMOVDQU64       (DX)(R12*1), Z6
-	VMOVDQU32       (SI)(R12*1), Z7
-	PREFETCHT1      16384(AX)(R12*1)
-	VPXORD          (AX)(R12*1), Z0, Z4
+	VMOVDQU64       (R10)(R13*1), Z6
+	VMOVDQU32       (R12)(R13*1), Z7
+	PREFETCHT1      16384(AX)(R13*1)
+	VPXORD          (AX)(R13*1), Z0, Z4
 	VMOVDQA32       Z7, Z5
 	VPDPBUSD        Z6, Z4, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VBROADCASTF32X4 (CX)(R14*1), Z4
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z2
-	PREFETCHT1      16384(R10)(R12*1)
-	VPXORD          (R10)(R12*1), Z0, Z4
+	PREFETCHT1      16384(R8)(R13*1)
+	VPXORD          (R8)(R13*1), Z0, Z4
 	VMOVDQA32       Z7, Z5
 	VPDPBUSD        Z6, Z4, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VBROADCASTF32X4 (R9)(R14*1), Z4
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R13
-	VMOVDQU64       64(DX)(R12*1), Z6
-	VMOVDQU32       64(SI)(R12*1), Z7
-	VPXORD          64(AX)(R12*1), Z0, Z4
+	ADDQ            $0x10, R14
+	VMOVDQU64       64(R10)(R13*1), Z6
+	VMOVDQU32       64(R12)(R13*1), Z7
+	VPXORD          64(AX)(R13*1), Z0, Z4
 	VMOVDQA32       Z7, Z5
 	VPDPBUSD        Z6, Z4, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VBROADCASTF32X4 (CX)(R14*1), Z4
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z2
-	VPXORD          64(R10)(R12*1), Z0, Z4
+	VPXORD          64(R8)(R13*1), Z0, Z4
 	VMOVDQA32       Z7, Z5
 	VPDPBUSD        Z6, Z4, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VBROADCASTF32X4 (R9)(R14*1), Z4
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R13
-	VMOVDQU64       128(DX)(R12*1), Z6
-	VMOVDQU32       128(SI)(R12*1), Z7
-	VPXORD          128(AX)(R12*1), Z0, Z4
+	ADDQ            $0x10, R14
+	VMOVDQU64       128(R10)(R13*1), Z6
+	VMOVDQU32       128(R12)(R13*1), Z7
+	VPXORD          128(AX)(R13*1), Z0, Z4
 	VMOVDQA32       Z7, Z5
 	VPDPBUSD        Z6, Z4, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VBROADCASTF32X4 (CX)(R14*1), Z4
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z2
-	VPXORD          128(R10)(R12*1), Z0, Z4
+	VPXORD          128(R8)(R13*1), Z0, Z4
 	VMOVDQA32       Z7, Z5
 	VPDPBUSD        Z6, Z4, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VBROADCASTF32X4 (R9)(R14*1), Z4
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R13
-	VMOVDQU64       192(DX)(R12*1), Z6
-	VMOVDQU32       192(SI)(R12*1), Z7
-	VPXORD          192(AX)(R12*1), Z0, Z4
+	ADDQ            $0x10, R14
+	VMOVDQU64       192(R10)(R13*1), Z6
+	VMOVDQU32       192(R12)(R13*1), Z7
+	VPXORD          192(AX)(R13*1), Z0, Z4
 	VMOVDQA32       Z7, Z5
 	VPDPBUSD        Z6, Z4, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VBROADCASTF32X4 (CX)(R14*1), Z4
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z2
-	VPXORD          192(R10)(R12*1), Z0, Z4
+	VPXORD          192(R8)(R13*1), Z0, Z4
 	VMOVDQA32       Z7, Z5
 	VPDPBUSD        Z6, Z4, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VBROADCASTF32X4 (R9)(R14*1), Z4
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R13
-	ADDQ            $0x00000100, R12
-	CMPQ            R12, R14
+	ADDQ            $0x10, R14
+	ADDQ            $0x00000100, R13
+	CMPQ            R13, R15
 	JB              loop_1036
 
 loopdone_1037:
 room_1038:
-	LEAQ            64(R12), R14
-	CMPQ            R14, BX
+	LEAQ            64(R13), R15
+	CMPQ            R15, R11
 	JA              roomdone_1039
-	VMOVDQU64       (DX)(R12*1), Z6
-	VMOVDQU32       (SI)(R12*1), Z7
-	VPXORD          (AX)(R12*1), Z0, Z4
+	VMOVDQU64       (R10)(R13*1), Z6
+	VMOVDQU32       (R12)(R13*1), Z7
+	VPXORD          (AX)(R13*1), Z0, Z4
 	VMOVDQA32       Z7, Z5
 	VPDPBUSD        Z6, Z4, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R13*1), Z4
+	VBROADCASTF32X4 (CX)(R14*1), Z4
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z2
-	VPXORD          (R10)(R12*1), Z0, Z4
+	VPXORD          (R8)(R13*1), Z0, Z4
 	VMOVDQA32       Z7, Z5
 	VPDPBUSD        Z6, Z4, Z5
 	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R11)(R13*1), Z4
+	VBROADCASTF32X4 (R9)(R14*1), Z4
 	VPERMPS         Z4, Z1, Z4
 	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R13
-	ADDQ            $0x40, R12
+	ADDQ            $0x10, R14
+	ADDQ            $0x40, R13
 	JMP             room_1038
 
 roomdone_1039:
@@ -36808,30 +36817,33 @@ roomdone_1039:
 	VADDPS        X2, X4, X4
 	VPSHUFD       $0xb1, X4, X2
 	VADDPS        X2, X4, X4
-	VMOVSS        X3, (DI)
-	MOVQ          (SP), R10
-	VMOVSS        X4, (DI)(R10*4)
-	ADDQ          BX, AX
-	ADDQ          R9, CX
-	ADDQ          $0x04, DI
-	DECQ          R8
+	VMOVSS        X3, (BX)
+	MOVQ          (SP), R8
+	VMOVSS        X4, (BX)(R8*4)
+	ADDQ          DX, AX
+	ADDQ          DI, CX
+	ADDQ          $0x04, BX
+	DECQ          SI
 	JNZ           pairs_1035
-	MOVQ          (SP), R8
-	IMULQ         BX, R8
-	ADDQ          R8, AX
-	MOVQ          (SP), R8
-	IMULQ         R9, R8
-	ADDQ          R8, CX
-	MOVQ          (SP), R8
-	LEAQ          (DI)(R8*4), DI
+	MOVQ          (SP), SI
+	IMULQ         DX, SI
+	ADDQ          SI, AX
+	MOVQ          (SP), SI
+	IMULQ         DI, SI
+	ADDQ          SI, CX
+	MOVQ          (SP), SI
+	LEAQ          (BX)(SI*4), BX
 
 pairsdone_1034:
-	MOVQ   out_len+112(FP), R8
-	TESTQ  $0x00000001, R8
+	MOVQ   out_len+112(FP), DX
+	TESTQ  $0x00000001, DX
 	JZ     noodd_1040
+	MOVQ   x_base+56(FP), DX
+	MOVQ   x_len+64(FP), SI
+	MOVQ   xBias_base+80(FP), DI
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
-	MOVQ   BX, R10
+	MOVQ   SI, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
@@ -36839,7 +36851,7 @@ pairsdone_1034:
 
 loop_1041:
 	VMOVDQU64       (DX)(R8*1), Z5
-	VMOVDQU32       (SI)(R8*1), Z4
+	VMOVDQU32       (DI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
 	VPXORD          (AX)(R8*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
@@ -36850,7 +36862,7 @@ loop_1041:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	VMOVDQU64       64(DX)(R8*1), Z5
-	VMOVDQU32       64(SI)(R8*1), Z4
+	VMOVDQU32       64(DI)(R8*1), Z4
 	VPXORD          64(AX)(R8*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
 	VPDPBUSD        Z5, Z3, Z4
@@ -36860,7 +36872,7 @@ loop_1041:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	VMOVDQU64       128(DX)(R8*1), Z5
-	VMOVDQU32       128(SI)(R8*1), Z4
+	VMOVDQU32       128(DI)(R8*1), Z4
 	VPXORD          128(AX)(R8*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
 	VPDPBUSD        Z5, Z3, Z4
@@ -36870,7 +36882,7 @@ loop_1041:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	VMOVDQU64       192(DX)(R8*1), Z5
-	VMOVDQU32       192(SI)(R8*1), Z4
+	VMOVDQU32       192(DI)(R8*1), Z4
 	VPXORD          192(AX)(R8*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
 	VPDPBUSD        Z5, Z3, Z4
@@ -36886,10 +36898,10 @@ loop_1041:
 loopdone_1042:
 room_1043:
 	LEAQ            64(R8), R10
-	CMPQ            R10, BX
+	CMPQ            R10, SI
 	JA              roomdone_1044
 	VMOVDQU64       (DX)(R8*1), Z5
-	VMOVDQU32       (SI)(R8*1), Z4
+	VMOVDQU32       (DI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
 	VPDPBUSD        Z5, Z3, Z4
@@ -36910,143 +36922,144 @@ roomdone_1044:
 	VADDPS        X0, X1, X1
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
-	VMOVSS        X1, (DI)
+	VMOVSS        X1, (BX)
 
 noodd_1040:
 	VZEROUPPER
 	RET
 
 group32_1033:
-	MOVQ         w_base+0(FP), AX
-	MOVQ         scales_base+24(FP), CX
-	MOVQ         x_base+56(FP), DX
-	MOVQ         x_len+64(FP), BX
-	MOVQ         xBias_base+80(FP), SI
-	MOVQ         out_base+104(FP), DI
-	MOVQ         out_len+112(FP), R8
-	MOVQ         BX, R9
-	SHRQ         $0x03, R9
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
-	SHRQ         $0x01, R8
-	MOVQ         R8, 8(SP)
-	TESTQ        R8, R8
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         x_len+64(FP), DX
+	MOVQ         out_base+104(FP), BX
+	MOVQ         out_len+112(FP), SI
+	MOVQ         x_len+64(FP), DI
+	SHRQ         $0x03, DI
+	SHRQ         $0x01, SI
+	MOVQ         SI, 8(SP)
+	TESTQ        SI, SI
 	JZ           pairsdone_1045
 
 pairs_1046:
-	MOVQ   8(SP), R10
-	IMULQ  BX, R10
-	ADDQ   AX, R10
-	MOVQ   8(SP), R11
-	IMULQ  R9, R11
-	ADDQ   CX, R11
+	MOVQ   8(SP), R8
+	IMULQ  DX, R8
+	ADDQ   AX, R8
+	MOVQ   8(SP), R9
+	IMULQ  DI, R9
+	ADDQ   CX, R9
+	MOVQ   x_base+56(FP), R10
+	MOVQ   x_len+64(FP), R11
+	MOVQ   xBias_base+80(FP), R12
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
+	XORQ   R14, R14
+	MOVQ   R11, R15
+	ANDQ   $-256, R15
 	XORQ   R13, R13
-	MOVQ   BX, R14
-	ANDQ   $-256, R14
-	XORQ   R12, R12
-	CMPQ   R12, R14
+	CMPQ   R13, R15
 	JAE    loopdone_1048
 
 loop_1047:
-	VMOVDQU64    (DX)(R12*1), Z6
-	VMOVDQU32    (SI)(R12*1), Z7
-	PREFETCHT1   16384(AX)(R12*1)
-	VPXORD       (AX)(R12*1), Z0, Z4
+	VMOVDQU64    (R10)(R13*1), Z6
+	VMOVDQU32    (R12)(R13*1), Z7
+	PREFETCHT1   16384(AX)(R13*1)
+	VPXORD       (AX)(R13*1), Z0, Z4
 	VMOVDQA32    Z7, Z5
 	VPDPBUSD     Z6, Z4, Z5
 	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R13*1), Z4
+	VBROADCASTSD (CX)(R14*1), Z4
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z2
-	PREFETCHT1   16384(R10)(R12*1)
-	VPXORD       (R10)(R12*1), Z0, Z4
+	PREFETCHT1   16384(R8)(R13*1)
+	VPXORD       (R8)(R13*1), Z0, Z4
 	VMOVDQA32    Z7, Z5
 	VPDPBUSD     Z6, Z4, Z5
 	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R11)(R13*1), Z4
+	VBROADCASTSD (R9)(R14*1), Z4
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R13
-	VMOVDQU64    64(DX)(R12*1), Z6
-	VMOVDQU32    64(SI)(R12*1), Z7
-	VPXORD       64(AX)(R12*1), Z0, Z4
+	ADDQ         $0x08, R14
+	VMOVDQU64    64(R10)(R13*1), Z6
+	VMOVDQU32    64(R12)(R13*1), Z7
+	VPXORD       64(AX)(R13*1), Z0, Z4
 	VMOVDQA32    Z7, Z5
 	VPDPBUSD     Z6, Z4, Z5
 	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R13*1), Z4
+	VBROADCASTSD (CX)(R14*1), Z4
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z2
-	VPXORD       64(R10)(R12*1), Z0, Z4
+	VPXORD       64(R8)(R13*1), Z0, Z4
 	VMOVDQA32    Z7, Z5
 	VPDPBUSD     Z6, Z4, Z5
 	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R11)(R13*1), Z4
+	VBROADCASTSD (R9)(R14*1), Z4
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R13
-	VMOVDQU64    128(DX)(R12*1), Z6
-	VMOVDQU32    128(SI)(R12*1), Z7
-	VPXORD       128(AX)(R12*1), Z0, Z4
+	ADDQ         $0x08, R14
+	VMOVDQU64    128(R10)(R13*1), Z6
+	VMOVDQU32    128(R12)(R13*1), Z7
+	VPXORD       128(AX)(R13*1), Z0, Z4
 	VMOVDQA32    Z7, Z5
 	VPDPBUSD     Z6, Z4, Z5
 	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R13*1), Z4
+	VBROADCASTSD (CX)(R14*1), Z4
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z2
-	VPXORD       128(R10)(R12*1), Z0, Z4
+	VPXORD       128(R8)(R13*1), Z0, Z4
 	VMOVDQA32    Z7, Z5
 	VPDPBUSD     Z6, Z4, Z5
 	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R11)(R13*1), Z4
+	VBROADCASTSD (R9)(R14*1), Z4
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R13
-	VMOVDQU64    192(DX)(R12*1), Z6
-	VMOVDQU32    192(SI)(R12*1), Z7
-	VPXORD       192(AX)(R12*1), Z0, Z4
+	ADDQ         $0x08, R14
+	VMOVDQU64    192(R10)(R13*1), Z6
+	VMOVDQU32    192(R12)(R13*1), Z7
+	VPXORD       192(AX)(R13*1), Z0, Z4
 	VMOVDQA32    Z7, Z5
 	VPDPBUSD     Z6, Z4, Z5
 	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R13*1), Z4
+	VBROADCASTSD (CX)(R14*1), Z4
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z2
-	VPXORD       192(R10)(R12*1), Z0, Z4
+	VPXORD       192(R8)(R13*1), Z0, Z4
 	VMOVDQA32    Z7, Z5
 	VPDPBUSD     Z6, Z4, Z5
 	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R11)(R13*1), Z4
+	VBROADCASTSD (R9)(R14*1), Z4
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R13
-	ADDQ         $0x00000100, R12
-	CMPQ         R12, R14
+	ADDQ         $0x08, R14
+	ADDQ         $0x00000100, R13
+	CMPQ         R13, R15
 	JB           loop_1047
 
 loopdone_1048:
 room_1049:
-	LEAQ         64(R12), R14
-	CMPQ         R14, BX
+	LEAQ         64(R13), R15
+	CMPQ         R15, R11
 	JA           roomdone_1050
-	VMOVDQU64    (DX)(R12*1), Z6
-	VMOVDQU32    (SI)(R12*1), Z7
-	VPXORD       (AX)(R12*1), Z0, Z4
+	VMOVDQU64    (R10)(R13*1), Z6
+	VMOVDQU32    (R12)(R13*1), Z7
+	VPXORD       (AX)(R13*1), Z0, Z4
 	VMOVDQA32    Z7, Z5
 	VPDPBUSD     Z6, Z4, Z5
 	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R13*1), Z4
+	VBROADCASTSD (CX)(R14*1), Z4
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z2
-	VPXORD       (R10)(R12*1), Z0, Z4
+	VPXORD       (R8)(R13*1), Z0, Z4
 	VMOVDQA32    Z7, Z5
 	VPDPBUSD     Z6, Z4, Z5
 	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R11)(R13*1), Z4
+	VBROADCASTSD (R9)(R14*1), Z4
 	VPERMPS      Z4, Z1, Z4
 	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R13
-	ADDQ         $0x40, R12
+	ADDQ         $0x08, R14
+	ADDQ         $0x40, R13
 	JMP          room_1049
 
 roomdone_1050:
@@ -37066,30 +37079,33 @@ roomdone_1050:
 	VADDPS        X2, X4, X4
 	VPSHUFD       $0xb1, X4, X2
 	VADDPS        X2, X4, X4
-	VMOVSS        X3, (DI)
-	MOVQ          8(SP), R10
-	VMOVSS        X4, (DI)(R10*4)
-	ADDQ          BX, AX
-	ADDQ          R9, CX
-	ADDQ          $0x04, DI
-	DECQ          R8
+	VMOVSS        X3, (BX)
+	MOVQ          8(SP), R8
+	VMOVSS        X4, (BX)(R8*4)
+	ADDQ          DX, AX
+	ADDQ          DI, CX
+	ADDQ          $0x04, BX
+	DECQ          SI
 	JNZ           pairs_1046
-	MOVQ          8(SP), R8
-	IMULQ         BX, R8
-	ADDQ          R8, AX
-	MOVQ          8(SP), R8
-	IMULQ         R9, R8
-	ADDQ          R8, CX
-	MOVQ          8(SP), R8
-	LEAQ          (DI)(R8*4), DI
+	MOVQ          8(SP), SI
+	IMULQ         DX, SI
+	ADDQ          SI, AX
+	MOVQ          8(SP), SI
+	IMULQ         DI, SI
+	ADDQ          SI, CX
+	MOVQ          8(SP), SI
+	LEAQ          (BX)(SI*4), BX
 
 pairsdone_1045:
-	MOVQ   out_len+112(FP), R8
-	TESTQ  $0x00000001, R8
+	MOVQ   out_len+112(FP), DX
+	TESTQ  $0x00000001, DX
 	JZ     noodd_1051
+	MOVQ   x_base+56(FP), DX
+	MOVQ   x_len+64(FP), SI
+	MOVQ   xBias_base+80(FP), DI
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
-	MOVQ   BX, R10
+	MOVQ   SI, R10
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
@@ -37097,7 +37113,7 @@ pairsdone_1045:
 
 loop_1052:
 	VMOVDQU64    (DX)(R8*1), Z5
-	VMOVDQU32    (SI)(R8*1), Z4
+	VMOVDQU32    (DI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
 	VPXORD       (AX)(R8*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
@@ -37108,7 +37124,7 @@ loop_1052:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	VMOVDQU64    64(DX)(R8*1), Z5
-	VMOVDQU32    64(SI)(R8*1), Z4
+	VMOVDQU32    64(DI)(R8*1), Z4
 	VPXORD       64(AX)(R8*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
 	VPDPBUSD     Z5, Z3, Z4
@@ -37118,7 +37134,7 @@ loop_1052:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	VMOVDQU64    128(DX)(R8*1), Z5
-	VMOVDQU32    128(SI)(R8*1), Z4
+	VMOVDQU32    128(DI)(R8*1), Z4
 	VPXORD       128(AX)(R8*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
 	VPDPBUSD     Z5, Z3, Z4
@@ -37128,7 +37144,7 @@ loop_1052:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	VMOVDQU64    192(DX)(R8*1), Z5
-	VMOVDQU32    192(SI)(R8*1), Z4
+	VMOVDQU32    192(DI)(R8*1), Z4
 	VPXORD       192(AX)(R8*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
 	VPDPBUSD     Z5, Z3, Z4
@@ -37144,10 +37160,10 @@ loop_1052:
 loopdone_1053:
 room_1054:
 	LEAQ         64(R8), R10
-	CMPQ         R10, BX
+	CMPQ         R10, SI
 	JA           roomdone_1055
 	VMOVDQU64    (DX)(R8*1), Z5
-	VMOVDQU32    (SI)(R8*1), Z4
+	VMOVDQU32    (DI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
 	VPDPBUSD     Z5, Z3, Z4
@@ -37168,7 +37184,7 @@ roomdone_1055:
 	VADDPS        X0, X1, X1
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
-	VMOVSS        X1, (DI)
+	VMOVSS        X1, (BX)
 
 noodd_1051:
 	VZEROUPPER
@@ -37176,516 +37192,766 @@ noodd_1051:
 
 // func dotBlockRowsVNNIHW(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 // Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI
-TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $16-128
+TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
 	JE           group32_1056
-	MOVQ         w_base+0(FP), AX
-	MOVQ         scales_base+24(FP), CX
-	MOVQ         x_base+56(FP), DX
-	MOVQ         x_len+64(FP), BX
-	MOVQ         xBias_base+80(FP), SI
-	MOVQ         out_base+104(FP), DI
-	MOVQ         out_len+112(FP), R8
-	MOVQ         BX, R9
-	SHRQ         $0x02, R9
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
-	SHRQ         $0x01, R8
-	MOVQ         R8, (SP)
-	TESTQ        R8, R8
-	JZ           pairsdone_1057
+	MOVQ         w_base+0(FP), AX
+	MOVQ         AX, 8(SP)
+	MOVQ         scales_base+24(FP), AX
+	MOVQ         AX, 16(SP)
+	MOVQ         out_base+104(FP), AX
+	MOVQ         AX, 24(SP)
+	MOVQ         out_len+112(FP), AX
+	SHRQ         $0x02, AX
+	MOVQ         AX, (SP)
+	MOVQ         AX, 32(SP)
+	TESTQ        AX, AX
+	JZ           quadsdone_1057
 
-pairs_1058:
-	MOVQ   (SP), R10
-	IMULQ  BX, R10
-	ADDQ   AX, R10
-	MOVQ   (SP), R11
-	IMULQ  R9, R11
-	ADDQ   CX, R11
+quads_1058:
+	MOVQ   x_len+64(FP), AX
+	MOVQ   8(SP), CX
+	IMULQ  (SP), AX
+	LEAQ   (CX)(AX*1), DX
+	LEAQ   (CX)(AX*2), BX
+	LEAQ   (BX)(AX*1), AX
+	MOVQ   x_len+64(FP), SI
+	SHRQ   $0x02, SI
+	MOVQ   16(SP), DI
+	IMULQ  (SP), SI
+	LEAQ   (DI)(SI*1), R8
+	LEAQ   (DI)(SI*2), R9
+	LEAQ   (R9)(SI*1), SI
+	MOVQ   x_base+56(FP), R10
+	MOVQ   x_len+64(FP), R11
+	MOVQ   xBias_base+80(FP), R12
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	XORQ   R14, R14
+	MOVQ   R11, R15
+	ANDQ   $-256, R15
 	XORQ   R13, R13
-	MOVQ   BX, R14
-	ANDQ   $-256, R14
-	XORQ   R12, R12
-	CMPQ   R12, R14
+	CMPQ   R13, R15
 	JAE    loopdone_1060
 
 loop_1059:
-	VMOVDQU64       (DX)(R12*1), Z6
-	VMOVDQU32       (SI)(R12*1), Z7
-	VPXORD          (AX)(R12*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R13*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z2
-	VPXORD          (R10)(R12*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R11)(R13*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R13
-	VMOVDQU64       64(DX)(R12*1), Z6
-	VMOVDQU32       64(SI)(R12*1), Z7
-	VPXORD          64(AX)(R12*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R13*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z2
-	VPXORD          64(R10)(R12*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R11)(R13*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R13
-	VMOVDQU64       128(DX)(R12*1), Z6
-	VMOVDQU32       128(SI)(R12*1), Z7
-	VPXORD          128(AX)(R12*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R13*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z2
-	VPXORD          128(R10)(R12*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R11)(R13*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R13
-	VMOVDQU64       192(DX)(R12*1), Z6
-	VMOVDQU32       192(SI)(R12*1), Z7
-	VPXORD          192(AX)(R12*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R13*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z2
-	VPXORD          192(R10)(R12*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R11)(R13*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R13
-	ADDQ            $0x00000100, R12
-	CMPQ            R12, R14
+	VMOVDQU64       (R10)(R13*1), Z8
+	VMOVDQU32       (R12)(R13*1), Z9
+	VPXORD          (CX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (DI)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z2
+	VPXORD          (DX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (R8)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z3
+	VPXORD          (BX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (R9)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z4
+	VPXORD          (AX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (SI)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z5
+	ADDQ            $0x10, R14
+	VMOVDQU64       64(R10)(R13*1), Z8
+	VMOVDQU32       64(R12)(R13*1), Z9
+	VPXORD          64(CX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (DI)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z2
+	VPXORD          64(DX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (R8)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z3
+	VPXORD          64(BX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (R9)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z4
+	VPXORD          64(AX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (SI)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z5
+	ADDQ            $0x10, R14
+	VMOVDQU64       128(R10)(R13*1), Z8
+	VMOVDQU32       128(R12)(R13*1), Z9
+	VPXORD          128(CX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (DI)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z2
+	VPXORD          128(DX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (R8)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z3
+	VPXORD          128(BX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (R9)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z4
+	VPXORD          128(AX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (SI)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z5
+	ADDQ            $0x10, R14
+	VMOVDQU64       192(R10)(R13*1), Z8
+	VMOVDQU32       192(R12)(R13*1), Z9
+	VPXORD          192(CX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (DI)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z2
+	VPXORD          192(DX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (R8)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z3
+	VPXORD          192(BX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (R9)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z4
+	VPXORD          192(AX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (SI)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z5
+	ADDQ            $0x10, R14
+	ADDQ            $0x00000100, R13
+	CMPQ            R13, R15
 	JB              loop_1059
 
 loopdone_1060:
 room_1061:
-	LEAQ            64(R12), R14
-	CMPQ            R14, BX
+	LEAQ            64(R13), R15
+	CMPQ            R15, R11
 	JA              roomdone_1062
-	VMOVDQU64       (DX)(R12*1), Z6
-	VMOVDQU32       (SI)(R12*1), Z7
-	VPXORD          (AX)(R12*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R13*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z2
-	VPXORD          (R10)(R12*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R11)(R13*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R13
-	ADDQ            $0x40, R12
+	VMOVDQU64       (R10)(R13*1), Z8
+	VMOVDQU32       (R12)(R13*1), Z9
+	VPXORD          (CX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (DI)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z2
+	VPXORD          (DX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (R8)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z3
+	VPXORD          (BX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (R9)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z4
+	VPXORD          (AX)(R13*1), Z0, Z6
+	VMOVDQA32       Z9, Z7
+	VPDPBUSD        Z8, Z6, Z7
+	VCVTDQ2PS       Z7, Z7
+	VBROADCASTF32X4 (SI)(R14*1), Z6
+	VPERMPS         Z6, Z1, Z6
+	VFMADD231PS     Z7, Z6, Z5
+	ADDQ            $0x10, R14
+	ADDQ            $0x40, R13
 	JMP             room_1061
 
 roomdone_1062:
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VADDPS        Y2, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z2, Y6
+	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
 	VADDPS        Y3, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z4, Y3
+	VADDPS        Y4, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z5, Y4
+	VADDPS        Y5, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y6, X5
+	VADDPS        X6, X5, X5
+	VPSHUFD       $0x4e, X5, X6
+	VADDPS        X6, X5, X5
+	VPSHUFD       $0xb1, X5, X6
+	VADDPS        X6, X5, X5
+	VEXTRACTF32X4 $0x01, Y2, X6
+	VADDPS        X2, X6, X6
+	VPSHUFD       $0x4e, X6, X2
+	VADDPS        X2, X6, X6
+	VPSHUFD       $0xb1, X6, X2
+	VADDPS        X2, X6, X6
+	VEXTRACTF32X4 $0x01, Y3, X2
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VADDPS        X3, X2, X2
 	VEXTRACTF32X4 $0x01, Y4, X3
 	VADDPS        X4, X3, X3
 	VPSHUFD       $0x4e, X3, X4
 	VADDPS        X4, X3, X3
 	VPSHUFD       $0xb1, X3, X4
 	VADDPS        X4, X3, X3
-	VEXTRACTF32X4 $0x01, Y2, X4
-	VADDPS        X2, X4, X4
-	VPSHUFD       $0x4e, X4, X2
-	VADDPS        X2, X4, X4
-	VPSHUFD       $0xb1, X4, X2
-	VADDPS        X2, X4, X4
-	VMOVSS        X3, (DI)
-	MOVQ          (SP), R10
-	VMOVSS        X4, (DI)(R10*4)
-	ADDQ          BX, AX
-	ADDQ          R9, CX
-	ADDQ          $0x04, DI
-	DECQ          R8
-	JNZ           pairs_1058
-	MOVQ          (SP), R8
-	IMULQ         BX, R8
-	ADDQ          R8, AX
-	MOVQ          (SP), R8
-	IMULQ         R9, R8
-	ADDQ          R8, CX
-	MOVQ          (SP), R8
-	LEAQ          (DI)(R8*4), DI
+	MOVQ          24(SP), AX
+	MOVQ          (SP), CX
+	SHLQ          $0x02, CX
+	VMOVSS        X5, (AX)
+	VMOVSS        X6, (AX)(CX*1)
+	VMOVSS        X2, (AX)(CX*2)
+	LEAQ          (AX)(CX*2), AX
+	VMOVSS        X3, (AX)(CX*1)
+	MOVQ          x_len+64(FP), AX
+	ADDQ          AX, 8(SP)
+	MOVQ          x_len+64(FP), AX
+	SHRQ          $0x02, AX
+	ADDQ          AX, 16(SP)
+	ADDQ          $0x04, 24(SP)
+	DECQ          32(SP)
+	JNZ           quads_1058
 
-pairsdone_1057:
-	MOVQ   out_len+112(FP), R8
-	TESTQ  $0x00000001, R8
-	JZ     noodd_1063
+quadsdone_1057:
+	MOVQ  8(SP), AX
+	MOVQ  16(SP), CX
+	MOVQ  24(SP), DX
+	MOVQ  x_len+64(FP), BX
+	MOVQ  x_len+64(FP), SI
+	SHRQ  $0x02, SI
+	IMULQ (SP), BX
+	LEAQ  (AX)(BX*2), AX
+	ADDQ  BX, AX
+	IMULQ (SP), SI
+	LEAQ  (CX)(SI*2), CX
+	ADDQ  SI, CX
+	MOVQ  (SP), BX
+	LEAQ  (DX)(BX*8), DX
+	LEAQ  (DX)(BX*4), DX
+	MOVQ  out_len+112(FP), BX
+	ANDQ  $0x03, BX
+	JZ    blocksingledone_1064
+
+blocksingle_1063:
+	MOVQ   x_base+56(FP), SI
+	MOVQ   x_len+64(FP), DI
+	MOVQ   xBias_base+80(FP), R8
 	VPXORD Z2, Z2, Z2
+	XORQ   R10, R10
+	MOVQ   DI, R11
+	ANDQ   $-256, R11
 	XORQ   R9, R9
-	MOVQ   BX, R10
-	ANDQ   $-256, R10
-	XORQ   R8, R8
-	CMPQ   R8, R10
-	JAE    loopdone_1065
+	CMPQ   R9, R11
+	JAE    loopdone_1066
 
-loop_1064:
-	VMOVDQU64       (DX)(R8*1), Z5
-	VMOVDQU32       (SI)(R8*1), Z4
-	VPXORD          (AX)(R8*1), Z0, Z3
+loop_1065:
+	VMOVDQU64       (SI)(R9*1), Z5
+	VMOVDQU32       (R8)(R9*1), Z4
+	VPXORD          (AX)(R9*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
 	VPDPBUSD        Z5, Z3, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VBROADCASTF32X4 (CX)(R10*1), Z3
 	VPERMPS         Z3, Z1, Z3
 	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R9
-	VMOVDQU64       64(DX)(R8*1), Z5
-	VMOVDQU32       64(SI)(R8*1), Z4
-	VPXORD          64(AX)(R8*1), Z0, Z3
+	ADDQ            $0x10, R10
+	VMOVDQU64       64(SI)(R9*1), Z5
+	VMOVDQU32       64(R8)(R9*1), Z4
+	VPXORD          64(AX)(R9*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
 	VPDPBUSD        Z5, Z3, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VBROADCASTF32X4 (CX)(R10*1), Z3
 	VPERMPS         Z3, Z1, Z3
 	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R9
-	VMOVDQU64       128(DX)(R8*1), Z5
-	VMOVDQU32       128(SI)(R8*1), Z4
-	VPXORD          128(AX)(R8*1), Z0, Z3
+	ADDQ            $0x10, R10
+	VMOVDQU64       128(SI)(R9*1), Z5
+	VMOVDQU32       128(R8)(R9*1), Z4
+	VPXORD          128(AX)(R9*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
 	VPDPBUSD        Z5, Z3, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VBROADCASTF32X4 (CX)(R10*1), Z3
 	VPERMPS         Z3, Z1, Z3
 	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R9
-	VMOVDQU64       192(DX)(R8*1), Z5
-	VMOVDQU32       192(SI)(R8*1), Z4
-	VPXORD          192(AX)(R8*1), Z0, Z3
+	ADDQ            $0x10, R10
+	VMOVDQU64       192(SI)(R9*1), Z5
+	VMOVDQU32       192(R8)(R9*1), Z4
+	VPXORD          192(AX)(R9*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
 	VPDPBUSD        Z5, Z3, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VBROADCASTF32X4 (CX)(R10*1), Z3
 	VPERMPS         Z3, Z1, Z3
 	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R9
-	ADDQ            $0x00000100, R8
-	CMPQ            R8, R10
-	JB              loop_1064
+	ADDQ            $0x10, R10
+	ADDQ            $0x00000100, R9
+	CMPQ            R9, R11
+	JB              loop_1065
 
-loopdone_1065:
-room_1066:
-	LEAQ            64(R8), R10
-	CMPQ            R10, BX
-	JA              roomdone_1067
-	VMOVDQU64       (DX)(R8*1), Z5
-	VMOVDQU32       (SI)(R8*1), Z4
-	VPXORD          (AX)(R8*1), Z0, Z3
+loopdone_1066:
+room_1067:
+	LEAQ            64(R9), R11
+	CMPQ            R11, DI
+	JA              roomdone_1068
+	VMOVDQU64       (SI)(R9*1), Z5
+	VMOVDQU32       (R8)(R9*1), Z4
+	VPXORD          (AX)(R9*1), Z0, Z3
 	VMOVDQA32       Z4, Z4
 	VPDPBUSD        Z5, Z3, Z4
 	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VBROADCASTF32X4 (CX)(R10*1), Z3
 	VPERMPS         Z3, Z1, Z3
 	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R9
-	ADDQ            $0x40, R8
-	JMP             room_1066
+	ADDQ            $0x10, R10
+	ADDQ            $0x40, R9
+	JMP             room_1067
 
-roomdone_1067:
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (DI)
+roomdone_1068:
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y2, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X2
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VADDPS        X3, X2, X2
+	VMOVSS        X2, (DX)
+	MOVQ          x_len+64(FP), SI
+	ADDQ          SI, AX
+	MOVQ          x_len+64(FP), SI
+	SHRQ          $0x02, SI
+	ADDQ          SI, CX
+	ADDQ          $0x04, DX
+	DECQ          BX
+	JNZ           blocksingle_1063
 
-noodd_1063:
+blocksingledone_1064:
 	VZEROUPPER
 	RET
 
 group32_1056:
-	MOVQ         w_base+0(FP), AX
-	MOVQ         scales_base+24(FP), CX
-	MOVQ         x_base+56(FP), DX
-	MOVQ         x_len+64(FP), BX
-	MOVQ         xBias_base+80(FP), SI
-	MOVQ         out_base+104(FP), DI
-	MOVQ         out_len+112(FP), R8
-	MOVQ         BX, R9
-	SHRQ         $0x03, R9
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
-	SHRQ         $0x01, R8
-	MOVQ         R8, 8(SP)
-	TESTQ        R8, R8
-	JZ           pairsdone_1068
+	MOVQ         w_base+0(FP), AX
+	MOVQ         AX, 48(SP)
+	MOVQ         scales_base+24(FP), AX
+	MOVQ         AX, 56(SP)
+	MOVQ         out_base+104(FP), AX
+	MOVQ         AX, 64(SP)
+	MOVQ         out_len+112(FP), AX
+	SHRQ         $0x02, AX
+	MOVQ         AX, 40(SP)
+	MOVQ         AX, 72(SP)
+	TESTQ        AX, AX
+	JZ           quadsdone_1069
 
-pairs_1069:
-	MOVQ   8(SP), R10
-	IMULQ  BX, R10
-	ADDQ   AX, R10
-	MOVQ   8(SP), R11
-	IMULQ  R9, R11
-	ADDQ   CX, R11
+quads_1070:
+	MOVQ   x_len+64(FP), AX
+	MOVQ   48(SP), CX
+	IMULQ  40(SP), AX
+	LEAQ   (CX)(AX*1), DX
+	LEAQ   (CX)(AX*2), BX
+	LEAQ   (BX)(AX*1), AX
+	MOVQ   x_len+64(FP), SI
+	SHRQ   $0x03, SI
+	MOVQ   56(SP), DI
+	IMULQ  40(SP), SI
+	LEAQ   (DI)(SI*1), R8
+	LEAQ   (DI)(SI*2), R9
+	LEAQ   (R9)(SI*1), SI
+	MOVQ   x_base+56(FP), R10
+	MOVQ   x_len+64(FP), R11
+	MOVQ   xBias_base+80(FP), R12
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	XORQ   R14, R14
+	MOVQ   R11, R15
+	ANDQ   $-256, R15
 	XORQ   R13, R13
-	MOVQ   BX, R14
-	ANDQ   $-256, R14
-	XORQ   R12, R12
-	CMPQ   R12, R14
-	JAE    loopdone_1071
+	CMPQ   R13, R15
+	JAE    loopdone_1072
 
-loop_1070:
-	VMOVDQU64    (DX)(R12*1), Z6
-	VMOVDQU32    (SI)(R12*1), Z7
-	VPXORD       (AX)(R12*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R13*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z2
-	VPXORD       (R10)(R12*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R11)(R13*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R13
-	VMOVDQU64    64(DX)(R12*1), Z6
-	VMOVDQU32    64(SI)(R12*1), Z7
-	VPXORD       64(AX)(R12*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R13*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z2
-	VPXORD       64(R10)(R12*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R11)(R13*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R13
-	VMOVDQU64    128(DX)(R12*1), Z6
-	VMOVDQU32    128(SI)(R12*1), Z7
-	VPXORD       128(AX)(R12*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R13*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z2
-	VPXORD       128(R10)(R12*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R11)(R13*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R13
-	VMOVDQU64    192(DX)(R12*1), Z6
-	VMOVDQU32    192(SI)(R12*1), Z7
-	VPXORD       192(AX)(R12*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R13*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z2
-	VPXORD       192(R10)(R12*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R11)(R13*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R13
-	ADDQ         $0x00000100, R12
-	CMPQ         R12, R14
-	JB           loop_1070
+loop_1071:
+	VMOVDQU64    (R10)(R13*1), Z8
+	VMOVDQU32    (R12)(R13*1), Z9
+	VPXORD       (CX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (DI)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z2
+	VPXORD       (DX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (R8)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z3
+	VPXORD       (BX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (R9)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z4
+	VPXORD       (AX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (SI)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z5
+	ADDQ         $0x08, R14
+	VMOVDQU64    64(R10)(R13*1), Z8
+	VMOVDQU32    64(R12)(R13*1), Z9
+	VPXORD       64(CX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (DI)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z2
+	VPXORD       64(DX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (R8)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z3
+	VPXORD       64(BX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (R9)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z4
+	VPXORD       64(AX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (SI)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z5
+	ADDQ         $0x08, R14
+	VMOVDQU64    128(R10)(R13*1), Z8
+	VMOVDQU32    128(R12)(R13*1), Z9
+	VPXORD       128(CX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (DI)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z2
+	VPXORD       128(DX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (R8)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z3
+	VPXORD       128(BX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (R9)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z4
+	VPXORD       128(AX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (SI)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z5
+	ADDQ         $0x08, R14
+	VMOVDQU64    192(R10)(R13*1), Z8
+	VMOVDQU32    192(R12)(R13*1), Z9
+	VPXORD       192(CX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (DI)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z2
+	VPXORD       192(DX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (R8)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z3
+	VPXORD       192(BX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (R9)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z4
+	VPXORD       192(AX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (SI)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z5
+	ADDQ         $0x08, R14
+	ADDQ         $0x00000100, R13
+	CMPQ         R13, R15
+	JB           loop_1071
 
-loopdone_1071:
-room_1072:
-	LEAQ         64(R12), R14
-	CMPQ         R14, BX
-	JA           roomdone_1073
-	VMOVDQU64    (DX)(R12*1), Z6
-	VMOVDQU32    (SI)(R12*1), Z7
-	VPXORD       (AX)(R12*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R13*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z2
-	VPXORD       (R10)(R12*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R11)(R13*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R13
-	ADDQ         $0x40, R12
-	JMP          room_1072
+loopdone_1072:
+room_1073:
+	LEAQ         64(R13), R15
+	CMPQ         R15, R11
+	JA           roomdone_1074
+	VMOVDQU64    (R10)(R13*1), Z8
+	VMOVDQU32    (R12)(R13*1), Z9
+	VPXORD       (CX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (DI)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z2
+	VPXORD       (DX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (R8)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z3
+	VPXORD       (BX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (R9)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z4
+	VPXORD       (AX)(R13*1), Z0, Z6
+	VMOVDQA32    Z9, Z7
+	VPDPBUSD     Z8, Z6, Z7
+	VCVTDQ2PS    Z7, Z7
+	VBROADCASTSD (SI)(R14*1), Z6
+	VPERMPS      Z6, Z1, Z6
+	VFMADD231PS  Z7, Z6, Z5
+	ADDQ         $0x08, R14
+	ADDQ         $0x40, R13
+	JMP          room_1073
 
-roomdone_1073:
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VADDPS        Y2, Y4, Y4
+roomdone_1074:
+	VEXTRACTF64X4 $0x01, Z2, Y6
+	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
 	VADDPS        Y3, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z4, Y3
+	VADDPS        Y4, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z5, Y4
+	VADDPS        Y5, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y6, X5
+	VADDPS        X6, X5, X5
+	VPSHUFD       $0x4e, X5, X6
+	VADDPS        X6, X5, X5
+	VPSHUFD       $0xb1, X5, X6
+	VADDPS        X6, X5, X5
+	VEXTRACTF32X4 $0x01, Y2, X6
+	VADDPS        X2, X6, X6
+	VPSHUFD       $0x4e, X6, X2
+	VADDPS        X2, X6, X6
+	VPSHUFD       $0xb1, X6, X2
+	VADDPS        X2, X6, X6
+	VEXTRACTF32X4 $0x01, Y3, X2
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VADDPS        X3, X2, X2
 	VEXTRACTF32X4 $0x01, Y4, X3
 	VADDPS        X4, X3, X3
 	VPSHUFD       $0x4e, X3, X4
 	VADDPS        X4, X3, X3
 	VPSHUFD       $0xb1, X3, X4
 	VADDPS        X4, X3, X3
-	VEXTRACTF32X4 $0x01, Y2, X4
-	VADDPS        X2, X4, X4
-	VPSHUFD       $0x4e, X4, X2
-	VADDPS        X2, X4, X4
-	VPSHUFD       $0xb1, X4, X2
-	VADDPS        X2, X4, X4
-	VMOVSS        X3, (DI)
-	MOVQ          8(SP), R10
-	VMOVSS        X4, (DI)(R10*4)
-	ADDQ          BX, AX
-	ADDQ          R9, CX
-	ADDQ          $0x04, DI
-	DECQ          R8
-	JNZ           pairs_1069
-	MOVQ          8(SP), R8
-	IMULQ         BX, R8
-	ADDQ          R8, AX
-	MOVQ          8(SP), R8
-	IMULQ         R9, R8
-	ADDQ          R8, CX
-	MOVQ          8(SP), R8
-	LEAQ          (DI)(R8*4), DI
+	MOVQ          64(SP), AX
+	MOVQ          40(SP), CX
+	SHLQ          $0x02, CX
+	VMOVSS        X5, (AX)
+	VMOVSS        X6, (AX)(CX*1)
+	VMOVSS        X2, (AX)(CX*2)
+	LEAQ          (AX)(CX*2), AX
+	VMOVSS        X3, (AX)(CX*1)
+	MOVQ          x_len+64(FP), AX
+	ADDQ          AX, 48(SP)
+	MOVQ          x_len+64(FP), AX
+	SHRQ          $0x03, AX
+	ADDQ          AX, 56(SP)
+	ADDQ          $0x04, 64(SP)
+	DECQ          72(SP)
+	JNZ           quads_1070
 
-pairsdone_1068:
-	MOVQ   out_len+112(FP), R8
-	TESTQ  $0x00000001, R8
-	JZ     noodd_1074
+quadsdone_1069:
+	MOVQ  48(SP), AX
+	MOVQ  56(SP), CX
+	MOVQ  64(SP), DX
+	MOVQ  x_len+64(FP), BX
+	MOVQ  x_len+64(FP), SI
+	SHRQ  $0x03, SI
+	IMULQ 40(SP), BX
+	LEAQ  (AX)(BX*2), AX
+	ADDQ  BX, AX
+	IMULQ 40(SP), SI
+	LEAQ  (CX)(SI*2), CX
+	ADDQ  SI, CX
+	MOVQ  40(SP), BX
+	LEAQ  (DX)(BX*8), DX
+	LEAQ  (DX)(BX*4), DX
+	MOVQ  out_len+112(FP), BX
+	ANDQ  $0x03, BX
+	JZ    blocksingledone_1076
+
+blocksingle_1075:
+	MOVQ   x_base+56(FP), SI
+	MOVQ   x_len+64(FP), DI
+	MOVQ   xBias_base+80(FP), R8
 	VPXORD Z2, Z2, Z2
+	XORQ   R10, R10
+	MOVQ   DI, R11
+	ANDQ   $-256, R11
 	XORQ   R9, R9
-	MOVQ   BX, R10
-	ANDQ   $-256, R10
-	XORQ   R8, R8
-	CMPQ   R8, R10
-	JAE    loopdone_1076
+	CMPQ   R9, R11
+	JAE    loopdone_1078
 
-loop_1075:
-	VMOVDQU64    (DX)(R8*1), Z5
-	VMOVDQU32    (SI)(R8*1), Z4
-	VPXORD       (AX)(R8*1), Z0, Z3
+loop_1077:
+	VMOVDQU64    (SI)(R9*1), Z5
+	VMOVDQU32    (R8)(R9*1), Z4
+	VPXORD       (AX)(R9*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
 	VPDPBUSD     Z5, Z3, Z4
 	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R9*1), Z3
+	VBROADCASTSD (CX)(R10*1), Z3
 	VPERMPS      Z3, Z1, Z3
 	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R9
-	VMOVDQU64    64(DX)(R8*1), Z5
-	VMOVDQU32    64(SI)(R8*1), Z4
-	VPXORD       64(AX)(R8*1), Z0, Z3
+	ADDQ         $0x08, R10
+	VMOVDQU64    64(SI)(R9*1), Z5
+	VMOVDQU32    64(R8)(R9*1), Z4
+	VPXORD       64(AX)(R9*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
 	VPDPBUSD     Z5, Z3, Z4
 	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R9*1), Z3
+	VBROADCASTSD (CX)(R10*1), Z3
 	VPERMPS      Z3, Z1, Z3
 	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R9
-	VMOVDQU64    128(DX)(R8*1), Z5
-	VMOVDQU32    128(SI)(R8*1), Z4
-	VPXORD       128(AX)(R8*1), Z0, Z3
+	ADDQ         $0x08, R10
+	VMOVDQU64    128(SI)(R9*1), Z5
+	VMOVDQU32    128(R8)(R9*1), Z4
+	VPXORD       128(AX)(R9*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
 	VPDPBUSD     Z5, Z3, Z4
 	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R9*1), Z3
+	VBROADCASTSD (CX)(R10*1), Z3
 	VPERMPS      Z3, Z1, Z3
 	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R9
-	VMOVDQU64    192(DX)(R8*1), Z5
-	VMOVDQU32    192(SI)(R8*1), Z4
-	VPXORD       192(AX)(R8*1), Z0, Z3
+	ADDQ         $0x08, R10
+	VMOVDQU64    192(SI)(R9*1), Z5
+	VMOVDQU32    192(R8)(R9*1), Z4
+	VPXORD       192(AX)(R9*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
 	VPDPBUSD     Z5, Z3, Z4
 	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R9*1), Z3
+	VBROADCASTSD (CX)(R10*1), Z3
 	VPERMPS      Z3, Z1, Z3
 	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R9
-	ADDQ         $0x00000100, R8
-	CMPQ         R8, R10
-	JB           loop_1075
+	ADDQ         $0x08, R10
+	ADDQ         $0x00000100, R9
+	CMPQ         R9, R11
+	JB           loop_1077
 
-loopdone_1076:
-room_1077:
-	LEAQ         64(R8), R10
-	CMPQ         R10, BX
-	JA           roomdone_1078
-	VMOVDQU64    (DX)(R8*1), Z5
-	VMOVDQU32    (SI)(R8*1), Z4
-	VPXORD       (AX)(R8*1), Z0, Z3
+loopdone_1078:
+room_1079:
+	LEAQ         64(R9), R11
+	CMPQ         R11, DI
+	JA           roomdone_1080
+	VMOVDQU64    (SI)(R9*1), Z5
+	VMOVDQU32    (R8)(R9*1), Z4
+	VPXORD       (AX)(R9*1), Z0, Z3
 	VMOVDQA32    Z4, Z4
 	VPDPBUSD     Z5, Z3, Z4
 	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R9*1), Z3
+	VBROADCASTSD (CX)(R10*1), Z3
 	VPERMPS      Z3, Z1, Z3
 	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R9
-	ADDQ         $0x40, R8
-	JMP          room_1077
+	ADDQ         $0x08, R10
+	ADDQ         $0x40, R9
+	JMP          room_1079
 
-roomdone_1078:
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (DI)
+roomdone_1080:
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y2, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X2
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VADDPS        X3, X2, X2
+	VMOVSS        X2, (DX)
+	MOVQ          x_len+64(FP), SI
+	ADDQ          SI, AX
+	MOVQ          x_len+64(FP), SI
+	SHRQ          $0x03, SI
+	ADDQ          SI, CX
+	ADDQ          $0x04, DX
+	DECQ          BX
+	JNZ           blocksingle_1075
 
-noodd_1074:
+blocksingledone_1076:
 	VZEROUPPER
 	RET
 
@@ -37703,9 +37969,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1080
+	JAE          loopdone_1082
 
-loop_1079:
+loop_1081:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -37716,9 +37982,9 @@ loop_1079:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1079
+	JB      loop_1081
 
-loopdone_1080:
+loopdone_1082:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -37730,18 +37996,18 @@ loopdone_1080:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1082
+	JAE          maxabsdone_1084
 
-maxabs_1081:
+maxabs_1083:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1081
+	JB      maxabs_1083
 
-maxabsdone_1082:
+maxabsdone_1084:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -37761,9 +38027,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1084
+	JAE          loopdone_1086
 
-loop_1083:
+loop_1085:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -37774,9 +38040,9 @@ loop_1083:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1083
+	JB      loop_1085
 
-loopdone_1084:
+loopdone_1086:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -37790,18 +38056,18 @@ loopdone_1084:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1086
+	JAE           maxabsdone_1088
 
-maxabs_1085:
+maxabs_1087:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1085
+	JB      maxabs_1087
 
-maxabsdone_1086:
+maxabsdone_1088:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -37822,9 +38088,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1088
+	JAE          loopdone_1090
 
-loop_1087:
+loop_1089:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -37837,9 +38103,9 @@ loop_1087:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1087
+	JB           loop_1089
 
-loopdone_1088:
+loopdone_1090:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -37848,9 +38114,9 @@ loopdone_1088:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1090
+	JAE          quantdone_1092
 
-quant_1089:
+quant_1091:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -37863,9 +38129,9 @@ quant_1089:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1089
+	JB        quant_1091
 
-quantdone_1090:
+quantdone_1092:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -37886,9 +38152,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1092
+	JAE          loopdone_1094
 
-loop_1091:
+loop_1093:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -37903,12 +38169,12 @@ loop_1091:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1091
+	JB        loop_1093
 
-loopdone_1092:
+loopdone_1094:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1093
+	JA        skip_1095
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -37917,10 +38183,10 @@ loopdone_1092:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1093:
+skip_1095:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1094
+	JZ        notail_1096
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -37932,7 +38198,7 @@ skip_1093:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1094:
+notail_1096:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -37957,9 +38223,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1096
+	JAE  loopdone_1098
 
-loop_1095:
+loop_1097:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -37968,31 +38234,31 @@ loop_1095:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1095
+	JB        loop_1097
 
-loopdone_1096:
+loopdone_1098:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1097
+	JA        skip_1099
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1097:
+skip_1099:
 	CMPQ BX, DX
-	JAE  halfdone_1099
+	JAE  halfdone_1101
 
-half_1098:
+half_1100:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1098
+	JB        half_1100
 
-halfdone_1099:
+halfdone_1101:
 	VZEROUPPER
 	RET
 
@@ -38006,9 +38272,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1101
+	JAE  loopdone_1103
 
-loop_1100:
+loop_1102:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -38017,21 +38283,21 @@ loop_1100:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1100
+	JB        loop_1102
 
-loopdone_1101:
+loopdone_1103:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1102
+	JA        skip_1104
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1102:
+skip_1104:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1103
+	JZ        notail_1105
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -38039,7 +38305,7 @@ skip_1102:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1103:
+notail_1105:
 	VZEROUPPER
 	RET
 
@@ -38053,9 +38319,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1105
+	JAE  loopdone_1107
 
-loop_1104:
+loop_1106:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -38066,32 +38332,32 @@ loop_1104:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1104
+	JB        loop_1106
 
-loopdone_1105:
+loopdone_1107:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1106
+	JA        skip_1108
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1106:
+skip_1108:
 	CMPQ BX, DX
-	JAE  halfdone_1108
+	JAE  halfdone_1110
 
-half_1107:
+half_1109:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1107
+	JB        half_1109
 
-halfdone_1108:
+halfdone_1110:
 	VZEROUPPER
 	RET
 
@@ -38105,9 +38371,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1110
+	JAE  loopdone_1112
 
-loop_1109:
+loop_1111:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -38118,22 +38384,22 @@ loop_1109:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1109
+	JB        loop_1111
 
-loopdone_1110:
+loopdone_1112:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1111
+	JA        skip_1113
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1111:
+skip_1113:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1112
+	JZ        notail_1114
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -38142,7 +38408,7 @@ skip_1111:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1112:
+notail_1114:
 	VZEROUPPER
 	RET
 
@@ -38159,9 +38425,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1114
+	JAE          loopdone_1116
 
-loop_1113:
+loop_1115:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -38202,11 +38468,11 @@ loop_1113:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1113
+	JB           loop_1115
 
-loopdone_1114:
+loopdone_1116:
 	SUBQ         DX, CX
-	JE           notail_1115
+	JE           notail_1117
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -38251,7 +38517,7 @@ loopdone_1114:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1115:
+notail_1117:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -38276,9 +38542,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1117
+	JAE          loopdone_1119
 
-loop_1116:
+loop_1118:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -38293,9 +38559,9 @@ loop_1116:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1116
+	JB      loop_1118
 
-loopdone_1117:
+loopdone_1119:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -38306,17 +38572,17 @@ loopdone_1117:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1119
+	JAE          scalemaxdone_1121
 
-scalemax_1118:
+scalemax_1120:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1118
+	JB     scalemax_1120
 
-scalemaxdone_1119:
+scalemaxdone_1121:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -38336,9 +38602,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1121
+	JAE          loopdone_1123
 
-loop_1120:
+loop_1122:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -38353,9 +38619,9 @@ loop_1120:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1120
+	JB      loop_1122
 
-loopdone_1121:
+loopdone_1123:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -38368,17 +38634,17 @@ loopdone_1121:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1123
+	JAE           scalemaxdone_1125
 
-scalemax_1122:
+scalemax_1124:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1122
+	JB     scalemax_1124
 
-scalemaxdone_1123:
+scalemaxdone_1125:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -38408,9 +38674,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1125
+	JAE          loopdone_1127
 
-loop_1124:
+loop_1126:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -38457,12 +38723,12 @@ loop_1124:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1124
+	JB            loop_1126
 
-loopdone_1125:
+loopdone_1127:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1126
+	JA            skip_1128
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -38487,10 +38753,10 @@ loopdone_1125:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1126:
+skip_1128:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1127
+	JZ            notail_1129
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -38518,7 +38784,7 @@ skip_1126:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1127:
+notail_1129:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -38546,9 +38812,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1129
+	JAE          loopdone_1131
 
-loop_1128:
+loop_1130:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -38579,13 +38845,13 @@ loop_1128:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1128
+	JB        loop_1130
 
-loopdone_1129:
-ewvec_1130:
+loopdone_1131:
+ewvec_1132:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1131
+	JA        ewvecdone_1133
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -38594,13 +38860,13 @@ ewvec_1130:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1130
+	JMP       ewvec_1132
 
-ewvecdone_1131:
+ewvecdone_1133:
 	CMPQ SI, BX
-	JAE  ewonedone_1133
+	JAE  ewonedone_1135
 
-ewone_1132:
+ewone_1134:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -38610,9 +38876,9 @@ ewone_1132:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1132
+	JB        ewone_1134
 
-ewonedone_1133:
+ewonedone_1135:
 	VZEROUPPER
 	RET
 
@@ -38629,9 +38895,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1135
+	JAE          loopdone_1137
 
-loop_1134:
+loop_1136:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -38654,26 +38920,26 @@ loop_1134:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1134
+	JB      loop_1136
 
-loopdone_1135:
-ewvec_1136:
+loopdone_1137:
+ewvec_1138:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1137
+	JA      ewvecdone_1139
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1136
+	JMP     ewvec_1138
 
-ewvecdone_1137:
+ewvecdone_1139:
 	CMPQ SI, BX
-	JAE  ewonedone_1139
+	JAE  ewonedone_1141
 
-ewone_1138:
+ewone_1140:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -38681,9 +38947,9 @@ ewone_1138:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1138
+	JB     ewone_1140
 
-ewonedone_1139:
+ewonedone_1141:
 	VZEROUPPER
 	RET
 
@@ -38698,9 +38964,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1141
+	JAE  loopdone_1143
 
-loop_1140:
+loop_1142:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -38731,13 +38997,13 @@ loop_1140:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1140
+	JB      loop_1142
 
-loopdone_1141:
-ewvec_1142:
+loopdone_1143:
+ewvec_1144:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1143
+	JA      ewvecdone_1145
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -38746,13 +39012,13 @@ ewvec_1142:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1142
+	JMP     ewvec_1144
 
-ewvecdone_1143:
+ewvecdone_1145:
 	CMPQ SI, BX
-	JAE  ewonedone_1145
+	JAE  ewonedone_1147
 
-ewone_1144:
+ewone_1146:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -38762,9 +39028,9 @@ ewone_1144:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1144
+	JB     ewone_1146
 
-ewonedone_1145:
+ewonedone_1147:
 	VZEROUPPER
 	RET
 
@@ -38778,9 +39044,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1147
+	JAE  loopdone_1149
 
-loop_1146:
+loop_1148:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -38799,34 +39065,34 @@ loop_1146:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1146
+	JB      loop_1148
 
-loopdone_1147:
-ewvec_1148:
+loopdone_1149:
+ewvec_1150:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1149
+	JA      ewvecdone_1151
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1148
+	JMP     ewvec_1150
 
-ewvecdone_1149:
+ewvecdone_1151:
 	CMPQ BX, DX
-	JAE  ewonedone_1151
+	JAE  ewonedone_1153
 
-ewone_1150:
+ewone_1152:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1150
+	JB     ewone_1152
 
-ewonedone_1151:
+ewonedone_1153:
 	VZEROUPPER
 	RET
 
@@ -38846,9 +39112,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1153
+	JAE          loopdone_1155
 
-loop_1152:
+loop_1154:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -38879,13 +39145,13 @@ loop_1152:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1152
+	JB        loop_1154
 
-loopdone_1153:
-ewvec_1154:
+loopdone_1155:
+ewvec_1156:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1155
+	JA        ewvecdone_1157
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -38894,13 +39160,13 @@ ewvec_1154:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1154
+	JMP       ewvec_1156
 
-ewvecdone_1155:
+ewvecdone_1157:
 	CMPQ SI, BX
-	JAE  ewonedone_1157
+	JAE  ewonedone_1159
 
-ewone_1156:
+ewone_1158:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -38910,9 +39176,9 @@ ewone_1156:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1156
+	JB        ewone_1158
 
-ewonedone_1157:
+ewonedone_1159:
 	VZEROUPPER
 	RET
 
@@ -38929,9 +39195,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1159
+	JAE          loopdone_1161
 
-loop_1158:
+loop_1160:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -38954,26 +39220,26 @@ loop_1158:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1158
+	JB      loop_1160
 
-loopdone_1159:
-ewvec_1160:
+loopdone_1161:
+ewvec_1162:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1161
+	JA      ewvecdone_1163
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1160
+	JMP     ewvec_1162
 
-ewvecdone_1161:
+ewvecdone_1163:
 	CMPQ SI, BX
-	JAE  ewonedone_1163
+	JAE  ewonedone_1165
 
-ewone_1162:
+ewone_1164:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -38981,9 +39247,9 @@ ewone_1162:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1162
+	JB     ewone_1164
 
-ewonedone_1163:
+ewonedone_1165:
 	VZEROUPPER
 	RET
 
@@ -38998,9 +39264,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1165
+	JAE  loopdone_1167
 
-loop_1164:
+loop_1166:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -39031,13 +39297,13 @@ loop_1164:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1164
+	JB      loop_1166
 
-loopdone_1165:
-ewvec_1166:
+loopdone_1167:
+ewvec_1168:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1167
+	JA      ewvecdone_1169
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -39046,13 +39312,13 @@ ewvec_1166:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1166
+	JMP     ewvec_1168
 
-ewvecdone_1167:
+ewvecdone_1169:
 	CMPQ SI, BX
-	JAE  ewonedone_1169
+	JAE  ewonedone_1171
 
-ewone_1168:
+ewone_1170:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -39062,9 +39328,9 @@ ewone_1168:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1168
+	JB      ewone_1170
 
-ewonedone_1169:
+ewonedone_1171:
 	VZEROUPPER
 	RET
 
@@ -39078,9 +39344,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1171
+	JAE  loopdone_1173
 
-loop_1170:
+loop_1172:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -39099,34 +39365,34 @@ loop_1170:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1170
+	JB      loop_1172
 
-loopdone_1171:
-ewvec_1172:
+loopdone_1173:
+ewvec_1174:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1173
+	JA      ewvecdone_1175
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1172
+	JMP     ewvec_1174
 
-ewvecdone_1173:
+ewvecdone_1175:
 	CMPQ BX, DX
-	JAE  ewonedone_1175
+	JAE  ewonedone_1177
 
-ewone_1174:
+ewone_1176:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1174
+	JB     ewone_1176
 
-ewonedone_1175:
+ewonedone_1177:
 	VZEROUPPER
 	RET
 
@@ -39151,9 +39417,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1177
+	JAE   loopdone_1179
 
-loop_1176:
+loop_1178:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -39228,21 +39494,21 @@ loop_1176:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1176
+	JB         loop_1178
 
-loopdone_1177:
+loopdone_1179:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1179
+	JAE    sum64done_1181
 
-sum64_1178:
+sum64_1180:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1178
+	JB     sum64_1180
 
-sum64done_1179:
+sum64done_1181:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -39276,9 +39542,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1181
+	JAE    loopdone_1183
 
-loop_1180:
+loop_1182:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -39321,20 +39587,20 @@ loop_1180:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1180
+	JB         loop_1182
 
-loopdone_1181:
+loopdone_1183:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1183
+	JAE    sum64done_1185
 
-sum64_1182:
+sum64_1184:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1182
+	JB     sum64_1184
 
-sum64done_1183:
+sum64done_1185:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -39381,9 +39647,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1185
+	JZ         sgemmtail_1187
 
-sgemm_1184:
+sgemm_1186:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -39467,13 +39733,13 @@ sgemm_1184:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1184
+	JNZ          sgemm_1186
 
-sgemmtail_1185:
+sgemmtail_1187:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1187
+	JZ   sgemmdone_1189
 
-sgemmone_1186:
+sgemmone_1188:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -39497,9 +39763,9 @@ sgemmone_1186:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1186
+	JNZ          sgemmone_1188
 
-sgemmdone_1187:
+sgemmdone_1189:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -39593,9 +39859,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1189
+	JZ         sgemmtail_1191
 
-sgemm_1188:
+sgemm_1190:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -39751,13 +40017,13 @@ sgemm_1188:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1188
+	JNZ          sgemm_1190
 
-sgemmtail_1189:
+sgemmtail_1191:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1191
+	JZ   sgemmdone_1193
 
-sgemmone_1190:
+sgemmone_1192:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -39799,9 +40065,9 @@ sgemmone_1190:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1190
+	JNZ          sgemmone_1192
 
-sgemmdone_1191:
+sgemmdone_1193:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -39872,9 +40138,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1193
+	JLE   fmadone_1195
 
-fma_1192:
+fma_1194:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -39888,9 +40154,9 @@ fma_1192:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1192
+	JNZ         fma_1194
 
-fmadone_1193:
+fmadone_1195:
 	VZEROUPPER
 	RET
 
@@ -39917,9 +40183,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1195
+	JLE    fmadone_1197
 
-fma_1194:
+fma_1196:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -39937,9 +40203,9 @@ fma_1194:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1194
+	JNZ         fma_1196
 
-fmadone_1195:
+fmadone_1197:
 	VZEROUPPER
 	RET
 
@@ -39962,9 +40228,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1197
+	JLE   int8done_1199
 
-int8_1196:
+int8_1198:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -39978,9 +40244,9 @@ int8_1196:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1196
+	JNZ        int8_1198
 
-int8done_1197:
+int8done_1199:
 	VZEROUPPER
 	RET
 
@@ -40003,9 +40269,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1199
+	JLE    int8done_1201
 
-int8_1198:
+int8_1200:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -40019,8 +40285,8 @@ int8_1198:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1198
+	JNZ      int8_1200
 
-int8done_1199:
+int8done_1201:
 	VZEROUPPER
 	RET
