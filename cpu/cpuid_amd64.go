@@ -38,7 +38,7 @@ func cpuVendorFamily() (vendor string, family uint32) {
 // two, the int8 head 69 against 64, the Q6_K and Q4_0 heads' rows 26-28
 // against 24-26 on one). The kernels of a few tokens (verification,
 // several streams) have HW versions too, which leave the prefetches out
-// only for 1-2 tokens (ternary) and 1-3 (float16 head, in spread tiles):
+// only for 1-2 tokens (ternary; the float16 head's in spread tiles):
 // with more, the arithmetic sets the pace and the prefetches help (the
 // ternary product of 4 tokens read 25 GB/s without them against 35 on
 // two threads there).

@@ -25686,29 +25686,27 @@ f16singledone_727:
 	JMP f16mmend_705
 
 f16mmtokens_719:
-	CMPQ  AX, $0x03
-	JNE   f16mmtokens_732
-	MOVQ  w_base+0(FP), AX
-	MOVQ  out_base+88(FP), CX
-	MOVQ  rows+32(FP), DX
-	SHRQ  $0x02, DX
-	JZ    f16spreaddone_733
-	MOVQ  DX, BX
-	MOVQ  stride+24(FP), SI
-	SHLQ  $0x01, SI
-	IMULQ SI, BX
-	MOVQ  DX, SI
-	SHLQ  $0x02, SI
+	CMPQ AX, $0x03
+	JNE  f16mmtokens_732
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
 
-f16spread_734:
+f16tiles_733:
+	CMPQ DX, $0x04
+	JB   f16tilesdone_734
+
 	// tile 4 rows × 3 tokens
-	MOVQ   xStride+64(FP), DI
-	SHLQ   $0x02, DI
-	MOVQ   n+72(FP), R8
-	MOVQ   AX, R9
-	LEAQ   (R9)(BX*2), R10
-	ADDQ   BX, R10
-	MOVQ   x_base+40(FP), R11
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	MOVQ   x_base+40(FP), R10
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -25723,113 +25721,117 @@ f16spread_734:
 	VPXORD Z11, Z11, Z11
 
 f16steps_735:
-	CMPQ        R8, $0x00000020
+	CMPQ        DI, $0x00000020
 	JB          f16stepsdone_736
-	VCVTPH2PS   (R9), Z12
-	VCVTPH2PS   (R9)(BX*1), Z13
-	VCVTPH2PS   (R9)(BX*2), Z14
-	VCVTPH2PS   (R10), Z15
-	VMOVUPS     (R11), Z16
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z12
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z13
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z14
+	PREFETCHT1  16384(R9)
+	VCVTPH2PS   (R9), Z15
+	VMOVUPS     (R10), Z16
 	VFMADD231PS Z16, Z12, Z0
 	VFMADD231PS Z16, Z13, Z3
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z9
-	VMOVUPS     (R11)(DI*1), Z16
+	VMOVUPS     (R10)(SI*1), Z16
 	VFMADD231PS Z16, Z12, Z1
 	VFMADD231PS Z16, Z13, Z4
 	VFMADD231PS Z16, Z14, Z7
 	VFMADD231PS Z16, Z15, Z10
-	VMOVUPS     (R11)(DI*2), Z16
+	VMOVUPS     (R10)(SI*2), Z16
 	VFMADD231PS Z16, Z12, Z2
 	VFMADD231PS Z16, Z13, Z5
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
-	VCVTPH2PS   32(R9), Z12
-	VCVTPH2PS   32(R9)(BX*1), Z13
-	VCVTPH2PS   32(R9)(BX*2), Z14
-	VCVTPH2PS   32(R10), Z15
-	VMOVUPS     64(R11), Z16
+	VCVTPH2PS   32(R8), Z12
+	VCVTPH2PS   32(R8)(BX*1), Z13
+	VCVTPH2PS   32(R8)(BX*2), Z14
+	VCVTPH2PS   32(R9), Z15
+	VMOVUPS     64(R10), Z16
 	VFMADD231PS Z16, Z12, Z0
 	VFMADD231PS Z16, Z13, Z3
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z9
-	VMOVUPS     64(R11)(DI*1), Z16
+	VMOVUPS     64(R10)(SI*1), Z16
 	VFMADD231PS Z16, Z12, Z1
 	VFMADD231PS Z16, Z13, Z4
 	VFMADD231PS Z16, Z14, Z7
 	VFMADD231PS Z16, Z15, Z10
-	VMOVUPS     64(R11)(DI*2), Z16
+	VMOVUPS     64(R10)(SI*2), Z16
 	VFMADD231PS Z16, Z12, Z2
 	VFMADD231PS Z16, Z13, Z5
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
+	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000040, R10
-	ADDQ        $0x00000080, R11
-	SUBQ        $0x00000020, R8
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
 	JMP         f16steps_735
 
 f16stepsdone_736:
-	CMPQ        R8, $0x10
+	CMPQ        DI, $0x10
 	JB          f16step16_737
-	VCVTPH2PS   (R9), Z12
-	VCVTPH2PS   (R9)(BX*1), Z13
-	VCVTPH2PS   (R9)(BX*2), Z14
-	VCVTPH2PS   (R10), Z15
-	VMOVUPS     (R11), Z16
+	VCVTPH2PS   (R8), Z12
+	VCVTPH2PS   (R8)(BX*1), Z13
+	VCVTPH2PS   (R8)(BX*2), Z14
+	VCVTPH2PS   (R9), Z15
+	VMOVUPS     (R10), Z16
 	VFMADD231PS Z16, Z12, Z0
 	VFMADD231PS Z16, Z13, Z3
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z9
-	VMOVUPS     (R11)(DI*1), Z16
+	VMOVUPS     (R10)(SI*1), Z16
 	VFMADD231PS Z16, Z12, Z1
 	VFMADD231PS Z16, Z13, Z4
 	VFMADD231PS Z16, Z14, Z7
 	VFMADD231PS Z16, Z15, Z10
-	VMOVUPS     (R11)(DI*2), Z16
+	VMOVUPS     (R10)(SI*2), Z16
 	VFMADD231PS Z16, Z12, Z2
 	VFMADD231PS Z16, Z13, Z5
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
+	ADDQ        $0x00000020, R8
 	ADDQ        $0x00000020, R9
-	ADDQ        $0x00000020, R10
-	ADDQ        $0x00000040, R11
-	SUBQ        $0x10, R8
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
 
 f16step16_737:
-	TESTQ       R8, R8
+	TESTQ       DI, DI
 	JZ          notail_738
-	MOVQ        $-1, R12
-	BZHIQ       R8, R12, R8
-	KMOVQ       R8, K1
-	VMOVDQU16.Z (R9), K1, Y12
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y12
 	VCVTPH2PS   Y12, Z12
-	VMOVDQU16.Z (R9)(BX*1), K1, Y13
+	VMOVDQU16.Z (R8)(BX*1), K1, Y13
 	VCVTPH2PS   Y13, Z13
-	VMOVDQU16.Z (R9)(BX*2), K1, Y14
+	VMOVDQU16.Z (R8)(BX*2), K1, Y14
 	VCVTPH2PS   Y14, Z14
-	VMOVDQU16.Z (R10), K1, Y15
+	VMOVDQU16.Z (R9), K1, Y15
 	VCVTPH2PS   Y15, Z15
-	VMOVUPS.Z   (R11), K1, Z16
+	VMOVUPS.Z   (R10), K1, Z16
 	VFMADD231PS Z16, Z12, Z0
 	VFMADD231PS Z16, Z13, Z3
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z9
-	VMOVUPS.Z   (R11)(DI*1), K1, Z16
+	VMOVUPS.Z   (R10)(SI*1), K1, Z16
 	VFMADD231PS Z16, Z12, Z1
 	VFMADD231PS Z16, Z13, Z4
 	VFMADD231PS Z16, Z14, Z7
 	VFMADD231PS Z16, Z15, Z10
-	VMOVUPS.Z   (R11)(DI*2), K1, Z16
+	VMOVUPS.Z   (R10)(SI*2), K1, Z16
 	VFMADD231PS Z16, Z12, Z2
 	VFMADD231PS Z16, Z13, Z5
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
 notail_738:
-	MOVQ          outStride+112(FP), DI
-	SHLQ          $0x02, DI
-	MOVQ          CX, R8
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
 	VEXTRACTF64X4 $0x01, Z0, Y12
 	VADDPS        Y0, Y12, Y12
 	VEXTRACTF64X4 $0x01, Z3, Y0
@@ -25849,15 +25851,8 @@ notail_738:
 	VADDPS        Y0, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X0
 	VADDPS        X3, X0, X0
-	VMOVD         X0, (R8)
-	VPSHUFD       $0x01, X0, X3
-	VMOVD         X3, (R8)(SI*1)
-	VPSHUFD       $0x02, X0, X3
-	VMOVD         X3, (R8)(SI*2)
-	VPSHUFD       $0x03, X0, X0
-	LEAQ          (R8)(SI*2), R9
-	VMOVD         X0, (R9)(SI*1)
-	ADDQ          DI, R8
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
 	VEXTRACTF64X4 $0x01, Z1, Y0
 	VADDPS        Y1, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z4, Y1
@@ -25877,15 +25872,8 @@ notail_738:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVD         X0, (R8)
-	VPSHUFD       $0x01, X0, X1
-	VMOVD         X1, (R8)(SI*1)
-	VPSHUFD       $0x02, X0, X1
-	VMOVD         X1, (R8)(SI*2)
-	VPSHUFD       $0x03, X0, X0
-	LEAQ          (R8)(SI*2), R9
-	VMOVD         X0, (R9)(SI*1)
-	ADDQ          DI, R8
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z5, Y1
@@ -25905,30 +25893,488 @@ notail_738:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVD         X0, (R8)
-	VPSHUFD       $0x01, X0, X1
-	VMOVD         X1, (R8)(SI*1)
-	VPSHUFD       $0x02, X0, X1
-	VMOVD         X1, (R8)(SI*2)
-	VPSHUFD       $0x03, X0, X0
-	LEAQ          (R8)(SI*2), DI
-	VMOVD         X0, (DI)(SI*1)
-	MOVQ          stride+24(FP), DI
-	LEAQ          (AX)(DI*2), AX
-	ADDQ          $0x04, CX
-	DECQ          DX
-	JNZ           f16spread_734
-	LEAQ          (AX)(BX*2), AX
+	VMOVUPS       X0, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
 	ADDQ          BX, AX
-	LEAQ          (CX)(SI*2), CX
-	ADDQ          SI, CX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000010, CX
+	SUBQ          $0x04, DX
+	JMP           f16tiles_733
 
-f16spreaddone_733:
+f16tilesdone_734:
+	CMPQ DX, $0x03
+	JNE  f16rest_739
+
+	// tile 3 rows × 3 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+
+f16steps_740:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_741
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z9
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z10
+	PREFETCHT1  16384(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z11
+	VMOVUPS     (R9), Z12
+	VFMADD231PS Z12, Z9, Z0
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R9)(SI*1), Z12
+	VFMADD231PS Z12, Z9, Z1
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     (R9)(SI*2), Z12
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z8
+	VCVTPH2PS   32(R8), Z9
+	VCVTPH2PS   32(R8)(BX*1), Z10
+	VCVTPH2PS   32(R8)(BX*2), Z11
+	VMOVUPS     64(R9), Z12
+	VFMADD231PS Z12, Z9, Z0
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     64(R9)(SI*1), Z12
+	VFMADD231PS Z12, Z9, Z1
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     64(R9)(SI*2), Z12
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z8
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_740
+
+f16stepsdone_741:
+	CMPQ        DI, $0x10
+	JB          f16step16_742
+	VCVTPH2PS   (R8), Z9
+	VCVTPH2PS   (R8)(BX*1), Z10
+	VCVTPH2PS   (R8)(BX*2), Z11
+	VMOVUPS     (R9), Z12
+	VFMADD231PS Z12, Z9, Z0
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R9)(SI*1), Z12
+	VFMADD231PS Z12, Z9, Z1
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     (R9)(SI*2), Z12
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z8
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, DI
+
+f16step16_742:
+	TESTQ       DI, DI
+	JZ          notail_743
+	MOVQ        $-1, R10
+	BZHIQ       DI, R10, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y9
+	VCVTPH2PS   Y9, Z9
+	VMOVDQU16.Z (R8)(BX*1), K1, Y10
+	VCVTPH2PS   Y10, Z10
+	VMOVDQU16.Z (R8)(BX*2), K1, Y11
+	VCVTPH2PS   Y11, Z11
+	VMOVUPS.Z   (R9), K1, Z12
+	VFMADD231PS Z12, Z9, Z0
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS.Z   (R9)(SI*1), K1, Z12
+	VFMADD231PS Z12, Z9, Z1
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS.Z   (R9)(SI*2), K1, Z12
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z8
+
+notail_743:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	VADDPS        Y0, Y9, Y9
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y3
+	VADDPS        Y6, Y3, Y3
+	VUNPCKLPS     Y0, Y9, Y6
+	VUNPCKHPS     Y0, Y9, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y9, Y3, Y0
+	VUNPCKHPS     Y9, Y3, Y3
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y3
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X0
+	VADDPS        X3, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X3
+	VMOVD         X3, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y1
+	VADDPS        Y4, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z7, Y3
+	VADDPS        Y7, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y4, Y4
+	VUNPCKLPS     Y0, Y3, Y1
+	VUNPCKHPS     Y0, Y3, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y4, Y0
+	VUNPCKHPD     Y1, Y4, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z8, Y2
+	VADDPS        Y8, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+
+f16rest_739:
+	CMPQ DX, $0x02
+	JNE  f16rest_744
+
+	// tile 2 rows × 3 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+
+f16steps_745:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_746
+	PREFETCHT1  16384(R8)
+	VCVTPH2PS   (R8), Z6
+	PREFETCHT1  16384(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z7
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z6, Z0
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R9)(SI*1), Z8
+	VFMADD231PS Z8, Z6, Z1
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R9)(SI*2), Z8
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z5
+	VCVTPH2PS   32(R8), Z6
+	VCVTPH2PS   32(R8)(BX*1), Z7
+	VMOVUPS     64(R9), Z8
+	VFMADD231PS Z8, Z6, Z0
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     64(R9)(SI*1), Z8
+	VFMADD231PS Z8, Z6, Z1
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     64(R9)(SI*2), Z8
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z5
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_745
+
+f16stepsdone_746:
+	CMPQ        DI, $0x10
+	JB          f16step16_747
+	VCVTPH2PS   (R8), Z6
+	VCVTPH2PS   (R8)(BX*1), Z7
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z6, Z0
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R9)(SI*1), Z8
+	VFMADD231PS Z8, Z6, Z1
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R9)(SI*2), Z8
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z5
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, DI
+
+f16step16_747:
+	TESTQ       DI, DI
+	JZ          notail_748
+	MOVQ        $-1, R10
+	BZHIQ       DI, R10, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y6
+	VCVTPH2PS   Y6, Z6
+	VMOVDQU16.Z (R8)(BX*1), K1, Y7
+	VCVTPH2PS   Y7, Z7
+	VMOVUPS.Z   (R9), K1, Z8
+	VFMADD231PS Z8, Z6, Z0
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS.Z   (R9)(SI*1), K1, Z8
+	VFMADD231PS Z8, Z6, Z1
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS.Z   (R9)(SI*2), K1, Z8
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z5
+
+notail_748:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y6, Y3
+	VUNPCKHPS     Y0, Y6, Y0
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPS     Y6, Y6, Y0
+	VUNPCKHPS     Y6, Y6, Y6
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPD     Y0, Y3, Y6
+	VUNPCKHPD     Y0, Y3, Y0
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X0
+	VADDPS        X6, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y1
+	VADDPS        Y4, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_744:
+	CMPQ DX, $0x01
+	JNE  f16rest_749
+
+	// tile 1 rows × 3 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+
+f16steps_750:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_751
+	PREFETCHT1  16384(SI)
+	VCVTPH2PS   (SI), Z3
+	VMOVUPS     (DI), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     (DI)(DX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     (DI)(DX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	VCVTPH2PS   32(SI), Z3
+	VMOVUPS     64(DI), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     64(DI)(DX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     64(DI)(DX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_750
+
+f16stepsdone_751:
+	CMPQ        BX, $0x10
+	JB          f16step16_752
+	VCVTPH2PS   (SI), Z3
+	VMOVUPS     (DI), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     (DI)(DX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     (DI)(DX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x10, BX
+
+f16step16_752:
+	TESTQ       BX, BX
+	JZ          notail_753
+	MOVQ        $-1, R8
+	BZHIQ       BX, R8, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y3
+	VCVTPH2PS   Y3, Z3
+	VMOVUPS.Z   (DI), K1, Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z4
+	VFMADD231PS Z4, Z3, Z2
+
+notail_753:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPS     Y3, Y3, Y0
+	VUNPCKHPS     Y3, Y3, Y4
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y3, Y3, Y4
+	VUNPCKHPS     Y3, Y3, Y3
+	VADDPS        Y3, Y4, Y4
+	VUNPCKLPD     Y4, Y0, Y3
+	VUNPCKHPD     Y4, Y0, Y0
+	VADDPS        Y0, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X0
+	VADDPS        X3, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y3
+	VADDPS        Y3, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y3
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPD     Y3, Y1, Y0
+	VUNPCKHPD     Y3, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_749:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_740
+	JZ   f16singledone_755
 
-f16single_739:
+f16single_754:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -25941,9 +26387,10 @@ f16single_739:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_741:
+f16steps_756:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_742
+	JB          f16stepsdone_757
+	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -25961,11 +26408,11 @@ f16steps_741:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_741
+	JMP         f16steps_756
 
-f16stepsdone_742:
+f16stepsdone_757:
 	CMPQ        SI, $0x10
-	JB          f16step16_743
+	JB          f16step16_758
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -25977,9 +26424,9 @@ f16stepsdone_742:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_743:
+f16step16_758:
 	TESTQ       SI, SI
-	JZ          notail_744
+	JZ          notail_759
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -25992,7 +26439,7 @@ f16step16_743:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_744:
+notail_759:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26030,22 +26477,22 @@ notail_744:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_739
+	JNZ           f16single_754
 
-f16singledone_740:
+f16singledone_755:
 	JMP f16mmend_705
 
 f16mmtokens_732:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_745
+	JNE  f16mmtokens_760
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_746:
+f16tiles_761:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_747
+	JB   f16tilesdone_762
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -26076,9 +26523,9 @@ f16tiles_746:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_748:
+f16steps_763:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_749
+	JB          f16stepsdone_764
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -26136,11 +26583,11 @@ f16steps_748:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_748
+	JMP         f16steps_763
 
-f16stepsdone_749:
+f16stepsdone_764:
 	CMPQ        DI, $0x10
-	JB          f16step16_750
+	JB          f16step16_765
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -26171,9 +26618,9 @@ f16stepsdone_749:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_750:
+f16step16_765:
 	TESTQ       DI, DI
-	JZ          notail_751
+	JZ          notail_766
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -26206,7 +26653,7 @@ f16step16_750:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_751:
+notail_766:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26301,11 +26748,11 @@ notail_751:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_746
+	JMP           f16tiles_761
 
-f16tilesdone_747:
+f16tilesdone_762:
 	CMPQ DX, $0x03
-	JNE  f16rest_752
+	JNE  f16rest_767
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -26330,9 +26777,9 @@ f16tilesdone_747:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_753:
+f16steps_768:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_754
+	JB          f16stepsdone_769
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -26378,11 +26825,11 @@ f16steps_753:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_753
+	JMP         f16steps_768
 
-f16stepsdone_754:
+f16stepsdone_769:
 	CMPQ        DI, $0x10
-	JB          f16step16_755
+	JB          f16step16_770
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -26407,9 +26854,9 @@ f16stepsdone_754:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_755:
+f16step16_770:
 	TESTQ       DI, DI
-	JZ          notail_756
+	JZ          notail_771
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -26436,7 +26883,7 @@ f16step16_755:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_756:
+notail_771:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26538,9 +26985,9 @@ notail_756:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_752:
+f16rest_767:
 	CMPQ DX, $0x02
-	JNE  f16rest_757
+	JNE  f16rest_772
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -26561,9 +27008,9 @@ f16rest_752:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_758:
+f16steps_773:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_759
+	JB          f16stepsdone_774
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -26598,11 +27045,11 @@ f16steps_758:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_758
+	JMP         f16steps_773
 
-f16stepsdone_759:
+f16stepsdone_774:
 	CMPQ        DI, $0x10
-	JB          f16step16_760
+	JB          f16step16_775
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -26622,9 +27069,9 @@ f16stepsdone_759:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_760:
+f16step16_775:
 	TESTQ       DI, DI
-	JZ          notail_761
+	JZ          notail_776
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -26645,7 +27092,7 @@ f16step16_760:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_761:
+notail_776:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26730,9 +27177,9 @@ notail_761:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_757:
+f16rest_772:
 	CMPQ DX, $0x01
-	JNE  f16rest_762
+	JNE  f16rest_777
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -26749,9 +27196,9 @@ f16rest_757:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_763:
+f16steps_778:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_764
+	JB          f16stepsdone_779
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -26775,11 +27222,11 @@ f16steps_763:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_763
+	JMP         f16steps_778
 
-f16stepsdone_764:
+f16stepsdone_779:
 	CMPQ        BX, $0x10
-	JB          f16step16_765
+	JB          f16step16_780
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -26794,9 +27241,9 @@ f16stepsdone_764:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_765:
+f16step16_780:
 	TESTQ       BX, BX
-	JZ          notail_766
+	JZ          notail_781
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -26811,7 +27258,7 @@ f16step16_765:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_766:
+notail_781:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -26879,12 +27326,12 @@ notail_766:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_762:
+f16rest_777:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_768
+	JZ   f16singledone_783
 
-f16single_767:
+f16single_782:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -26900,9 +27347,9 @@ f16single_767:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_769:
+f16steps_784:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_770
+	JB          f16stepsdone_785
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -26926,11 +27373,11 @@ f16steps_769:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_769
+	JMP         f16steps_784
 
-f16stepsdone_770:
+f16stepsdone_785:
 	CMPQ        SI, $0x10
-	JB          f16step16_771
+	JB          f16step16_786
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -26945,9 +27392,9 @@ f16stepsdone_770:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_771:
+f16step16_786:
 	TESTQ       SI, SI
-	JZ          notail_772
+	JZ          notail_787
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -26962,7 +27409,7 @@ f16step16_771:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_772:
+notail_787:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -27010,22 +27457,22 @@ notail_772:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_767
+	JNZ           f16single_782
 
-f16singledone_768:
+f16singledone_783:
 	JMP f16mmend_705
 
-f16mmtokens_745:
+f16mmtokens_760:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_773
+	JNE  f16mmtokens_788
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_774:
+f16tiles_789:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_775
+	JB   f16tilesdone_790
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -27060,9 +27507,9 @@ f16tiles_774:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_776:
+f16steps_791:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_777
+	JB          f16stepsdone_792
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -27130,11 +27577,11 @@ f16steps_776:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_776
+	JMP         f16steps_791
 
-f16stepsdone_777:
+f16stepsdone_792:
 	CMPQ        DI, $0x10
-	JB          f16step16_778
+	JB          f16step16_793
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -27170,9 +27617,9 @@ f16stepsdone_777:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_778:
+f16step16_793:
 	TESTQ       DI, DI
-	JZ          notail_779
+	JZ          notail_794
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -27210,7 +27657,7 @@ f16step16_778:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_779:
+notail_794:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -27326,11 +27773,11 @@ notail_779:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_774
+	JMP           f16tiles_789
 
-f16tilesdone_775:
+f16tilesdone_790:
 	CMPQ DX, $0x03
-	JNE  f16rest_780
+	JNE  f16rest_795
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -27358,9 +27805,9 @@ f16tilesdone_775:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_781:
+f16steps_796:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_782
+	JB          f16stepsdone_797
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -27414,11 +27861,11 @@ f16steps_781:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_781
+	JMP         f16steps_796
 
-f16stepsdone_782:
+f16stepsdone_797:
 	CMPQ        DI, $0x10
-	JB          f16step16_783
+	JB          f16step16_798
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -27447,9 +27894,9 @@ f16stepsdone_782:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_783:
+f16step16_798:
 	TESTQ       DI, DI
-	JZ          notail_784
+	JZ          notail_799
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -27480,7 +27927,7 @@ f16step16_783:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_784:
+notail_799:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -27605,9 +28052,9 @@ notail_784:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_780:
+f16rest_795:
 	CMPQ DX, $0x02
-	JNE  f16rest_785
+	JNE  f16rest_800
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -27630,9 +28077,9 @@ f16rest_780:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_786:
+f16steps_801:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_787
+	JB          f16stepsdone_802
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -27673,11 +28120,11 @@ f16steps_786:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_786
+	JMP         f16steps_801
 
-f16stepsdone_787:
+f16stepsdone_802:
 	CMPQ        DI, $0x10
-	JB          f16step16_788
+	JB          f16step16_803
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -27700,9 +28147,9 @@ f16stepsdone_787:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_788:
+f16step16_803:
 	TESTQ       DI, DI
-	JZ          notail_789
+	JZ          notail_804
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -27726,7 +28173,7 @@ f16step16_788:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_789:
+notail_804:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -27830,9 +28277,9 @@ notail_789:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_785:
+f16rest_800:
 	CMPQ DX, $0x01
-	JNE  f16rest_790
+	JNE  f16rest_805
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -27850,9 +28297,9 @@ f16rest_785:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_791:
+f16steps_806:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_792
+	JB          f16stepsdone_807
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -27880,11 +28327,11 @@ f16steps_791:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_791
+	JMP         f16steps_806
 
-f16stepsdone_792:
+f16stepsdone_807:
 	CMPQ        BX, $0x10
-	JB          f16step16_793
+	JB          f16step16_808
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -27901,9 +28348,9 @@ f16stepsdone_792:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_793:
+f16step16_808:
 	TESTQ       BX, BX
-	JZ          notail_794
+	JZ          notail_809
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -27920,7 +28367,7 @@ f16step16_793:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_794:
+notail_809:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -28003,12 +28450,12 @@ notail_794:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_790:
+f16rest_805:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_796
+	JZ   f16singledone_811
 
-f16single_795:
+f16single_810:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -28025,9 +28472,9 @@ f16single_795:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_797:
+f16steps_812:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_798
+	JB          f16stepsdone_813
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -28055,11 +28502,11 @@ f16steps_797:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_797
+	JMP         f16steps_812
 
-f16stepsdone_798:
+f16stepsdone_813:
 	CMPQ        SI, $0x10
-	JB          f16step16_799
+	JB          f16step16_814
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -28076,9 +28523,9 @@ f16stepsdone_798:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_799:
+f16step16_814:
 	TESTQ       SI, SI
-	JZ          notail_800
+	JZ          notail_815
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -28095,7 +28542,7 @@ f16step16_799:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_800:
+notail_815:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28153,22 +28600,22 @@ notail_800:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_795
+	JNZ           f16single_810
 
-f16singledone_796:
+f16singledone_811:
 	JMP f16mmend_705
 
-f16mmtokens_773:
+f16mmtokens_788:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_801
+	JNE  f16mmtokens_816
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_802:
+f16tiles_817:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_803
+	JB   f16tilesdone_818
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -28207,9 +28654,9 @@ f16tiles_802:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_804:
+f16steps_819:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_805
+	JB          f16stepsdone_820
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -28287,11 +28734,11 @@ f16steps_804:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_804
+	JMP         f16steps_819
 
-f16stepsdone_805:
+f16stepsdone_820:
 	CMPQ        DI, $0x10
-	JB          f16step16_806
+	JB          f16step16_821
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -28332,9 +28779,9 @@ f16stepsdone_805:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_806:
+f16step16_821:
 	TESTQ       DI, DI
-	JZ          notail_807
+	JZ          notail_822
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -28377,7 +28824,7 @@ f16step16_806:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_807:
+notail_822:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28514,11 +28961,11 @@ notail_807:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_802
+	JMP           f16tiles_817
 
-f16tilesdone_803:
+f16tilesdone_818:
 	CMPQ DX, $0x03
-	JNE  f16rest_808
+	JNE  f16rest_823
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -28549,9 +28996,9 @@ f16tilesdone_803:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_809:
+f16steps_824:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_810
+	JB          f16stepsdone_825
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -28613,11 +29060,11 @@ f16steps_809:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_809
+	JMP         f16steps_824
 
-f16stepsdone_810:
+f16stepsdone_825:
 	CMPQ        DI, $0x10
-	JB          f16step16_811
+	JB          f16step16_826
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -28650,9 +29097,9 @@ f16stepsdone_810:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_811:
+f16step16_826:
 	TESTQ       DI, DI
-	JZ          notail_812
+	JZ          notail_827
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -28687,7 +29134,7 @@ f16step16_811:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_812:
+notail_827:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28835,9 +29282,9 @@ notail_812:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_808:
+f16rest_823:
 	CMPQ DX, $0x02
-	JNE  f16rest_813
+	JNE  f16rest_828
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -28862,9 +29309,9 @@ f16rest_808:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_814:
+f16steps_829:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_815
+	JB          f16stepsdone_830
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -28911,11 +29358,11 @@ f16steps_814:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_814
+	JMP         f16steps_829
 
-f16stepsdone_815:
+f16stepsdone_830:
 	CMPQ        DI, $0x10
-	JB          f16step16_816
+	JB          f16step16_831
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -28941,9 +29388,9 @@ f16stepsdone_815:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_816:
+f16step16_831:
 	TESTQ       DI, DI
-	JZ          notail_817
+	JZ          notail_832
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -28970,7 +29417,7 @@ f16step16_816:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_817:
+notail_832:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -29093,9 +29540,9 @@ notail_817:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_813:
+f16rest_828:
 	CMPQ DX, $0x01
-	JNE  f16rest_818
+	JNE  f16rest_833
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -29114,9 +29561,9 @@ f16rest_813:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_819:
+f16steps_834:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_820
+	JB          f16stepsdone_835
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -29148,11 +29595,11 @@ f16steps_819:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_819
+	JMP         f16steps_834
 
-f16stepsdone_820:
+f16stepsdone_835:
 	CMPQ        BX, $0x10
-	JB          f16step16_821
+	JB          f16step16_836
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -29171,9 +29618,9 @@ f16stepsdone_820:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_821:
+f16step16_836:
 	TESTQ       BX, BX
-	JZ          notail_822
+	JZ          notail_837
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -29192,7 +29639,7 @@ f16step16_821:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_822:
+notail_837:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -29290,12 +29737,12 @@ notail_822:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_818:
+f16rest_833:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_824
+	JZ   f16singledone_839
 
-f16single_823:
+f16single_838:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -29313,9 +29760,9 @@ f16single_823:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_825:
+f16steps_840:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_826
+	JB          f16stepsdone_841
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -29347,11 +29794,11 @@ f16steps_825:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_825
+	JMP         f16steps_840
 
-f16stepsdone_826:
+f16stepsdone_841:
 	CMPQ        SI, $0x10
-	JB          f16step16_827
+	JB          f16step16_842
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -29370,9 +29817,9 @@ f16stepsdone_826:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_827:
+f16step16_842:
 	TESTQ       SI, SI
-	JZ          notail_828
+	JZ          notail_843
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -29391,7 +29838,7 @@ f16step16_827:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_828:
+notail_843:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -29459,22 +29906,22 @@ notail_828:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_823
+	JNZ           f16single_838
 
-f16singledone_824:
+f16singledone_839:
 	JMP f16mmend_705
 
-f16mmtokens_801:
+f16mmtokens_816:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_829
+	JNE  f16mmtokens_844
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_830:
+f16tiles_845:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_831
+	JB   f16tilesdone_846
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -29510,9 +29957,9 @@ f16tiles_830:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_832:
+f16steps_847:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_833
+	JB          f16stepsdone_848
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -29583,11 +30030,11 @@ f16steps_832:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_832
+	JMP         f16steps_847
 
-f16stepsdone_833:
+f16stepsdone_848:
 	CMPQ        DI, $0x10
-	JB          f16step16_834
+	JB          f16step16_849
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -29625,9 +30072,9 @@ f16stepsdone_833:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_834:
+f16step16_849:
 	TESTQ       DI, DI
-	JZ          notail_835
+	JZ          notail_850
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -29666,7 +30113,7 @@ f16step16_834:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_835:
+notail_850:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -29837,11 +30284,11 @@ notail_835:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_830
+	JMP           f16tiles_845
 
-f16tilesdone_831:
+f16tilesdone_846:
 	CMPQ DX, $0x02
-	JNE  f16rest_836
+	JNE  f16rest_851
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -29870,9 +30317,9 @@ f16tilesdone_831:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_837:
+f16steps_852:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_838
+	JB          f16stepsdone_853
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -29926,11 +30373,11 @@ f16steps_837:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_837
+	JMP         f16steps_852
 
-f16stepsdone_838:
+f16stepsdone_853:
 	CMPQ        DI, $0x10
-	JB          f16step16_839
+	JB          f16step16_854
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -29960,9 +30407,9 @@ f16stepsdone_838:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_839:
+f16step16_854:
 	TESTQ       DI, DI
-	JZ          notail_840
+	JZ          notail_855
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -29992,7 +30439,7 @@ f16step16_839:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_840:
+notail_855:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30134,9 +30581,9 @@ notail_840:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_836:
+f16rest_851:
 	CMPQ DX, $0x01
-	JNE  f16rest_841
+	JNE  f16rest_856
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -30158,9 +30605,9 @@ f16rest_836:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_842:
+f16steps_857:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_843
+	JB          f16stepsdone_858
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -30197,11 +30644,11 @@ f16steps_842:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_842
+	JMP         f16steps_857
 
-f16stepsdone_843:
+f16stepsdone_858:
 	CMPQ        BX, $0x10
-	JB          f16step16_844
+	JB          f16step16_859
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -30223,9 +30670,9 @@ f16stepsdone_843:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_844:
+f16step16_859:
 	TESTQ       BX, BX
-	JZ          notail_845
+	JZ          notail_860
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -30246,7 +30693,7 @@ f16step16_844:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_845:
+notail_860:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -30359,12 +30806,12 @@ notail_845:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_841:
+f16rest_856:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_847
+	JZ   f16singledone_862
 
-f16single_846:
+f16single_861:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -30385,9 +30832,9 @@ f16single_846:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_848:
+f16steps_863:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_849
+	JB          f16stepsdone_864
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -30424,11 +30871,11 @@ f16steps_848:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_848
+	JMP         f16steps_863
 
-f16stepsdone_849:
+f16stepsdone_864:
 	CMPQ        SI, $0x10
-	JB          f16step16_850
+	JB          f16step16_865
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -30450,9 +30897,9 @@ f16stepsdone_849:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_850:
+f16step16_865:
 	TESTQ       SI, SI
-	JZ          notail_851
+	JZ          notail_866
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -30473,7 +30920,7 @@ f16step16_850:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_851:
+notail_866:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30551,22 +30998,22 @@ notail_851:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_846
+	JNZ           f16single_861
 
-f16singledone_847:
+f16singledone_862:
 	JMP f16mmend_705
 
-f16mmtokens_829:
+f16mmtokens_844:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_852
+	JNE  f16mmtokens_867
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_853:
+f16tiles_868:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_854
+	JB   f16tilesdone_869
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -30605,9 +31052,9 @@ f16tiles_853:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_855:
+f16steps_870:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_856
+	JB          f16stepsdone_871
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -30686,11 +31133,11 @@ f16steps_855:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_855
+	JMP         f16steps_870
 
-f16stepsdone_856:
+f16stepsdone_871:
 	CMPQ        DI, $0x10
-	JB          f16step16_857
+	JB          f16step16_872
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -30732,9 +31179,9 @@ f16stepsdone_856:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_857:
+f16step16_872:
 	TESTQ       DI, DI
-	JZ          notail_858
+	JZ          notail_873
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -30777,7 +31224,7 @@ f16step16_857:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_858:
+notail_873:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30971,11 +31418,11 @@ notail_858:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_853
+	JMP           f16tiles_868
 
-f16tilesdone_854:
+f16tilesdone_869:
 	CMPQ DX, $0x02
-	JNE  f16rest_859
+	JNE  f16rest_874
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -31006,9 +31453,9 @@ f16tilesdone_854:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_860:
+f16steps_875:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_861
+	JB          f16stepsdone_876
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -31068,11 +31515,11 @@ f16steps_860:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_860
+	JMP         f16steps_875
 
-f16stepsdone_861:
+f16stepsdone_876:
 	CMPQ        DI, $0x10
-	JB          f16step16_862
+	JB          f16step16_877
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -31105,9 +31552,9 @@ f16stepsdone_861:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_862:
+f16step16_877:
 	TESTQ       DI, DI
-	JZ          notail_863
+	JZ          notail_878
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -31140,7 +31587,7 @@ f16step16_862:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_863:
+notail_878:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -31301,9 +31748,9 @@ notail_863:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_859:
+f16rest_874:
 	CMPQ DX, $0x01
-	JNE  f16rest_864
+	JNE  f16rest_879
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -31326,9 +31773,9 @@ f16rest_859:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_865:
+f16steps_880:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_866
+	JB          f16stepsdone_881
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -31369,11 +31816,11 @@ f16steps_865:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_865
+	JMP         f16steps_880
 
-f16stepsdone_866:
+f16stepsdone_881:
 	CMPQ        BX, $0x10
-	JB          f16step16_867
+	JB          f16step16_882
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -31397,9 +31844,9 @@ f16stepsdone_866:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_867:
+f16step16_882:
 	TESTQ       BX, BX
-	JZ          notail_868
+	JZ          notail_883
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -31422,7 +31869,7 @@ f16step16_867:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_868:
+notail_883:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -31550,12 +31997,12 @@ notail_868:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_864:
+f16rest_879:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_870
+	JZ   f16singledone_885
 
-f16single_869:
+f16single_884:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -31577,9 +32024,9 @@ f16single_869:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_871:
+f16steps_886:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_872
+	JB          f16stepsdone_887
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -31620,11 +32067,11 @@ f16steps_871:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_871
+	JMP         f16steps_886
 
-f16stepsdone_872:
+f16stepsdone_887:
 	CMPQ        SI, $0x10
-	JB          f16step16_873
+	JB          f16step16_888
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -31648,9 +32095,9 @@ f16stepsdone_872:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_873:
+f16step16_888:
 	TESTQ       SI, SI
-	JZ          notail_874
+	JZ          notail_889
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -31673,7 +32120,7 @@ f16step16_873:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_874:
+notail_889:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -31761,22 +32208,22 @@ notail_874:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_869
+	JNZ           f16single_884
 
-f16singledone_870:
+f16singledone_885:
 	JMP f16mmend_705
 
-f16mmtokens_852:
+f16mmtokens_867:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_875
+	JNE  f16mmtokens_890
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_876:
+f16tiles_891:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_877
+	JB   f16tilesdone_892
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -31818,9 +32265,9 @@ f16tiles_876:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_878:
+f16steps_893:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_879
+	JB          f16stepsdone_894
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -31907,11 +32354,11 @@ f16steps_878:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_878
+	JMP         f16steps_893
 
-f16stepsdone_879:
+f16stepsdone_894:
 	CMPQ        DI, $0x10
-	JB          f16step16_880
+	JB          f16step16_895
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -31957,9 +32404,9 @@ f16stepsdone_879:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_880:
+f16step16_895:
 	TESTQ       DI, DI
-	JZ          notail_881
+	JZ          notail_896
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -32006,7 +32453,7 @@ f16step16_880:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_881:
+notail_896:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -32223,11 +32670,11 @@ notail_881:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_876
+	JMP           f16tiles_891
 
-f16tilesdone_877:
+f16tilesdone_892:
 	CMPQ DX, $0x02
-	JNE  f16rest_882
+	JNE  f16rest_897
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -32260,9 +32707,9 @@ f16tilesdone_877:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_883:
+f16steps_898:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_884
+	JB          f16stepsdone_899
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -32328,11 +32775,11 @@ f16steps_883:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_883
+	JMP         f16steps_898
 
-f16stepsdone_884:
+f16stepsdone_899:
 	CMPQ        DI, $0x10
-	JB          f16step16_885
+	JB          f16step16_900
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -32368,9 +32815,9 @@ f16stepsdone_884:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_885:
+f16step16_900:
 	TESTQ       DI, DI
-	JZ          notail_886
+	JZ          notail_901
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -32406,7 +32853,7 @@ f16step16_885:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_886:
+notail_901:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -32586,9 +33033,9 @@ notail_886:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_882:
+f16rest_897:
 	CMPQ DX, $0x01
-	JNE  f16rest_887
+	JNE  f16rest_902
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -32612,9 +33059,9 @@ f16rest_882:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_888:
+f16steps_903:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_889
+	JB          f16stepsdone_904
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -32659,11 +33106,11 @@ f16steps_888:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_888
+	JMP         f16steps_903
 
-f16stepsdone_889:
+f16stepsdone_904:
 	CMPQ        BX, $0x10
-	JB          f16step16_890
+	JB          f16step16_905
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -32689,9 +33136,9 @@ f16stepsdone_889:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_890:
+f16step16_905:
 	TESTQ       BX, BX
-	JZ          notail_891
+	JZ          notail_906
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -32716,7 +33163,7 @@ f16step16_890:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_891:
+notail_906:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -32859,12 +33306,12 @@ notail_891:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_887:
+f16rest_902:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_893
+	JZ   f16singledone_908
 
-f16single_892:
+f16single_907:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -32887,9 +33334,9 @@ f16single_892:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_894:
+f16steps_909:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_895
+	JB          f16stepsdone_910
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -32934,11 +33381,11 @@ f16steps_894:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_894
+	JMP         f16steps_909
 
-f16stepsdone_895:
+f16stepsdone_910:
 	CMPQ        SI, $0x10
-	JB          f16step16_896
+	JB          f16step16_911
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -32964,9 +33411,9 @@ f16stepsdone_895:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_896:
+f16step16_911:
 	TESTQ       SI, SI
-	JZ          notail_897
+	JZ          notail_912
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -32991,7 +33438,7 @@ f16step16_896:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_897:
+notail_912:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -33089,12 +33536,12 @@ notail_897:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_892
+	JNZ           f16single_907
 
-f16singledone_893:
+f16singledone_908:
 	JMP f16mmend_705
 
-f16mmtokens_875:
+f16mmtokens_890:
 f16mmend_705:
 	VZEROUPPER
 	RET
@@ -33104,7 +33551,7 @@ f16mmend_705:
 TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_899
+	JNE  ksq_914
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -33119,9 +33566,9 @@ TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_900:
+ksteps_915:
 	CMPQ   AX, $0x00000080
-	JB     kstepsdone_901
+	JB     kstepsdone_916
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33138,7 +33585,7 @@ ksteps_900:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_902:
+ksd_917:
 	VCVTPH2PS        (R8), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VCVTPH2PS        (R8)(DI*1), Z8
@@ -33160,7 +33607,7 @@ ksd_902:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_902
+	JNZ              ksd_917
 	MOVQ             SI, R8
 	VMOVUPS          Z0, (R8)
 	VMOVUPS          Z1, 64(R8)
@@ -33180,9 +33627,9 @@ ksd_902:
 	ADDQ             DI, CX
 	ADDQ             DI, CX
 	SUBQ             $0x00000080, AX
-	JMP              ksteps_900
+	JMP              ksteps_915
 
-kstepsdone_901:
+kstepsdone_916:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33202,34 +33649,34 @@ kstepsdone_901:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_903:
+ksteps_918:
 	CMPQ   R8, $0x00000010
-	JB     kstepsdone_904
+	JB     kstepsdone_919
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, AX
 	MOVQ   BX, R9
 	MOVQ   DX, R10
 
-ksd_905:
+ksd_920:
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 	DECQ             R10
-	JNZ              ksd_905
+	JNZ              ksd_920
 	MOVQ             SI, AX
 	VMOVUPS          Z0, (AX)
 	ADDQ             $0x00000040, SI
 	ADDQ             DI, CX
 	SUBQ             $0x00000010, R8
-	JMP              ksteps_903
+	JMP              ksteps_918
 
-kstepsdone_904:
-	JMP ksend_898
+kstepsdone_919:
+	JMP ksend_913
 
-ksq_899:
+ksq_914:
 	CMPQ AX, $0x02
-	JNE  ksq_906
+	JNE  ksq_921
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -33244,9 +33691,9 @@ ksq_899:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_907:
+ksteps_922:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_908
+	JB     kstepsdone_923
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33261,7 +33708,7 @@ ksteps_907:
 	MOVQ   BX, R12
 	MOVQ   DX, R13
 
-ksd_909:
+ksd_924:
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R12), Z8, Z0
 	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
@@ -33278,7 +33725,7 @@ ksd_909:
 	ADDQ             $0x00000020, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_909
+	JNZ              ksd_924
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -33294,9 +33741,9 @@ ksd_909:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000040, AX
-	JMP              ksteps_907
+	JMP              ksteps_922
 
-kstepsdone_908:
+kstepsdone_923:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33316,37 +33763,37 @@ kstepsdone_908:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_910:
+ksteps_925:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_911
+	JB     kstepsdone_926
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_912:
+ksd_927:
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_912
+	JNZ              ksd_927
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_910
+	JMP              ksteps_925
 
-kstepsdone_911:
-	JMP ksend_898
+kstepsdone_926:
+	JMP ksend_913
 
-ksq_906:
+ksq_921:
 	CMPQ AX, $0x03
-	JNE  ksq_913
+	JNE  ksq_928
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -33361,9 +33808,9 @@ ksq_906:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_914:
+ksteps_929:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_915
+	JB     kstepsdone_930
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33374,7 +33821,7 @@ ksteps_914:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_916:
+ksd_931:
 	VCVTPH2PS        (R10), Z6
 	VFMADD231PS.BCST (R11), Z6, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
@@ -33386,7 +33833,7 @@ ksd_916:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_916
+	JNZ              ksd_931
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -33398,9 +33845,9 @@ ksd_916:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
-	JMP              ksteps_914
+	JMP              ksteps_929
 
-kstepsdone_915:
+kstepsdone_930:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33420,9 +33867,9 @@ kstepsdone_915:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_917:
+ksteps_932:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_918
+	JB     kstepsdone_933
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33430,7 +33877,7 @@ ksteps_917:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 
-ksd_919:
+ksd_934:
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
@@ -33438,7 +33885,7 @@ ksd_919:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_919
+	JNZ              ksd_934
 	MOVQ             SI, R10
 	VMOVUPS          Z0, (R10)
 	VMOVUPS          Z1, (R10)(DI*1)
@@ -33446,14 +33893,14 @@ ksd_919:
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_917
+	JMP              ksteps_932
 
-kstepsdone_918:
-	JMP ksend_898
+kstepsdone_933:
+	JMP ksend_913
 
-ksq_913:
+ksq_928:
 	CMPQ AX, $0x04
-	JNE  ksq_920
+	JNE  ksq_935
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -33468,9 +33915,9 @@ ksq_913:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_921:
+ksteps_936:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_922
+	JB     kstepsdone_937
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33485,7 +33932,7 @@ ksteps_921:
 	ADDQ   R9, R12
 	MOVQ   DX, R13
 
-ksd_923:
+ksd_938:
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
@@ -33500,7 +33947,7 @@ ksd_923:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_923
+	JNZ              ksd_938
 	MOVQ             SI, R10
 	LEAQ             (R10)(DI*2), R11
 	ADDQ             DI, R11
@@ -33516,9 +33963,9 @@ ksd_923:
 	ADDQ             R8, CX
 	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
-	JMP              ksteps_921
+	JMP              ksteps_936
 
-kstepsdone_922:
+kstepsdone_937:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33538,9 +33985,9 @@ kstepsdone_922:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_924:
+ksteps_939:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_925
+	JB     kstepsdone_940
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33551,7 +33998,7 @@ ksteps_924:
 	ADDQ   AX, R12
 	MOVQ   DX, R13
 
-ksd_926:
+ksd_941:
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
@@ -33561,7 +34008,7 @@ ksd_926:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_926
+	JNZ              ksd_941
 	MOVQ             SI, R10
 	LEAQ             (R10)(DI*2), R11
 	ADDQ             DI, R11
@@ -33572,13 +34019,13 @@ ksd_926:
 	ADDQ             $0x00000040, SI
 	ADDQ             R8, CX
 	SUBQ             $0x00000010, R9
-	JMP              ksteps_924
+	JMP              ksteps_939
 
-kstepsdone_925:
-	JMP ksend_898
+kstepsdone_940:
+	JMP ksend_913
 
-ksq_920:
-ksend_898:
+ksq_935:
+ksend_913:
 	VZEROUPPER
 	RET
 
@@ -33587,7 +34034,7 @@ ksend_898:
 TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_928
+	JNE  ksq_943
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -33602,9 +34049,9 @@ TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_929:
+ksteps_944:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_930
+	JB    kstepsdone_945
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -33613,7 +34060,7 @@ ksteps_929:
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 
-ksd_931:
+ksd_946:
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -33629,7 +34076,7 @@ ksd_931:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_931
+	JNZ          ksd_946
 	MOVQ         SI, R8
 	VMOVUPS      Y0, (R8)
 	VMOVUPS      Y1, 32(R8)
@@ -33639,9 +34086,9 @@ ksd_931:
 	ADDQ         DI, CX
 	ADDQ         DI, CX
 	SUBQ         $0x00000020, AX
-	JMP          ksteps_929
+	JMP          ksteps_944
 
-kstepsdone_930:
+kstepsdone_945:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33661,16 +34108,16 @@ kstepsdone_930:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_932:
+ksteps_947:
 	CMPQ  R8, $0x00000010
-	JB    kstepsdone_933
+	JB    kstepsdone_948
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, AX
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 
-ksd_934:
+ksd_949:
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
 	VFMADD231PS  Y3, Y2, Y0
@@ -33680,21 +34127,21 @@ ksd_934:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_934
+	JNZ          ksd_949
 	MOVQ         SI, AX
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, SI
 	ADDQ         DI, CX
 	SUBQ         $0x00000010, R8
-	JMP          ksteps_932
+	JMP          ksteps_947
 
-kstepsdone_933:
-	JMP ksend_927
+kstepsdone_948:
+	JMP ksend_942
 
-ksq_928:
+ksq_943:
 	CMPQ AX, $0x02
-	JNE  ksq_935
+	JNE  ksq_950
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -33709,9 +34156,9 @@ ksq_928:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_936:
+ksteps_951:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_937
+	JB    kstepsdone_952
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -33724,7 +34171,7 @@ ksteps_936:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_938:
+ksd_953:
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -33748,7 +34195,7 @@ ksd_938:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_938
+	JNZ          ksd_953
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -33762,9 +34209,9 @@ ksd_938:
 	ADDQ         R8, CX
 	ADDQ         R8, CX
 	SUBQ         $0x00000020, AX
-	JMP          ksteps_936
+	JMP          ksteps_951
 
-kstepsdone_937:
+kstepsdone_952:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33784,9 +34231,9 @@ kstepsdone_937:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_939:
+ksteps_954:
 	CMPQ  R9, $0x00000010
-	JB    kstepsdone_940
+	JB    kstepsdone_955
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -33795,7 +34242,7 @@ ksteps_939:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_941:
+ksd_956:
 	VCVTPH2PS    (R10), Y4
 	VBROADCASTSS (R11), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -33809,7 +34256,7 @@ ksd_941:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_941
+	JNZ          ksd_956
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -33818,14 +34265,14 @@ ksd_941:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, R9
-	JMP          ksteps_939
+	JMP          ksteps_954
 
-kstepsdone_940:
-	JMP ksend_927
+kstepsdone_955:
+	JMP ksend_942
 
-ksq_935:
+ksq_950:
 	CMPQ AX, $0x03
-	JNE  ksq_942
+	JNE  ksq_957
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -33840,9 +34287,9 @@ ksq_935:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_943:
+ksteps_958:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_944
+	JB    kstepsdone_959
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -33853,7 +34300,7 @@ ksteps_943:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 
-ksd_945:
+ksd_960:
 	VCVTPH2PS    (R10), Y6
 	VBROADCASTSS (R11), Y7
 	VFMADD231PS  Y7, Y6, Y0
@@ -33871,7 +34318,7 @@ ksd_945:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_945
+	JNZ          ksd_960
 	MOVQ         SI, R10
 	VMOVUPS      Y0, (R10)
 	VMOVUPS      Y1, (R10)(DI*1)
@@ -33882,14 +34329,14 @@ ksd_945:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
-	JMP          ksteps_943
+	JMP          ksteps_958
 
-kstepsdone_944:
-	JMP ksend_927
+kstepsdone_959:
+	JMP ksend_942
 
-ksq_942:
+ksq_957:
 	CMPQ AX, $0x04
-	JNE  ksq_946
+	JNE  ksq_961
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -33904,9 +34351,9 @@ ksq_942:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_947:
+ksteps_962:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_948
+	JB    kstepsdone_963
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -33921,7 +34368,7 @@ ksteps_947:
 	ADDQ  R9, R12
 	MOVQ  DX, R13
 
-ksd_949:
+ksd_964:
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -33944,7 +34391,7 @@ ksd_949:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_949
+	JNZ          ksd_964
 	MOVQ         SI, R10
 	LEAQ         (R10)(DI*2), R11
 	ADDQ         DI, R11
@@ -33959,13 +34406,13 @@ ksd_949:
 	ADDQ         $0x00000040, SI
 	ADDQ         R8, CX
 	SUBQ         $0x00000010, AX
-	JMP          ksteps_947
+	JMP          ksteps_962
 
-kstepsdone_948:
-	JMP ksend_927
+kstepsdone_963:
+	JMP ksend_942
 
-ksq_946:
-ksend_927:
+ksq_961:
+ksend_942:
 	VZEROUPPER
 	RET
 
@@ -33976,16 +34423,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_950:
+rows_965:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_951
+	JB   rowsdone_966
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_952:
+tokens_967:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_953
+	JB   tokenstail_968
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -34019,9 +34466,9 @@ tokens_952:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_955:
+i8steps_970:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_956
+	JB         i8stepsdone_971
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -34060,11 +34507,11 @@ i8steps_955:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_955
+	JMP        i8steps_970
 
-i8stepsdone_956:
+i8stepsdone_971:
 	TESTQ      R10, R10
-	JZ         notail_957
+	JZ         notail_972
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -34102,7 +34549,7 @@ i8stepsdone_956:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_957:
+notail_972:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -34261,11 +34708,11 @@ notail_957:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_952
+	JMP           tokens_967
 
-tokenstail_953:
+tokenstail_968:
 	CMPQ DI, $0x00000004
-	JNE  tokens_958
+	JNE  tokens_973
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -34294,9 +34741,9 @@ tokenstail_953:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_959:
+i8steps_974:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_960
+	JB         i8stepsdone_975
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -34330,11 +34777,11 @@ i8steps_959:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_959
+	JMP        i8steps_974
 
-i8stepsdone_960:
+i8stepsdone_975:
 	TESTQ      R10, R10
-	JZ         notail_961
+	JZ         notail_976
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -34367,7 +34814,7 @@ i8stepsdone_960:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_961:
+notail_976:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -34489,11 +34936,11 @@ notail_961:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_954
+	JMP           tokensdone_969
 
-tokens_958:
+tokens_973:
 	CMPQ DI, $0x00000003
-	JNE  tokens_962
+	JNE  tokens_977
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -34516,9 +34963,9 @@ tokens_958:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_963:
+i8steps_978:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_964
+	JB         i8stepsdone_979
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -34546,11 +34993,11 @@ i8steps_963:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_963
+	JMP        i8steps_978
 
-i8stepsdone_964:
+i8stepsdone_979:
 	TESTQ      R10, R10
-	JZ         notail_965
+	JZ         notail_980
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -34578,7 +35025,7 @@ i8stepsdone_964:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_965:
+notail_980:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -34671,11 +35118,11 @@ notail_965:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_954
+	JMP           tokensdone_969
 
-tokens_962:
+tokens_977:
 	CMPQ DI, $0x00000002
-	JNE  tokens_966
+	JNE  tokens_981
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -34694,9 +35141,9 @@ tokens_962:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_967:
+i8steps_982:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_968
+	JB         i8stepsdone_983
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -34719,11 +35166,11 @@ i8steps_967:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_967
+	JMP        i8steps_982
 
-i8stepsdone_968:
+i8stepsdone_983:
 	TESTQ      R10, R10
-	JZ         notail_969
+	JZ         notail_984
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -34746,7 +35193,7 @@ i8stepsdone_968:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_969:
+notail_984:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -34810,11 +35257,11 @@ notail_969:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_954
+	JMP           tokensdone_969
 
-tokens_966:
+tokens_981:
 	CMPQ DI, $0x00000001
-	JNE  tokens_970
+	JNE  tokens_985
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -34829,9 +35276,9 @@ tokens_966:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_971:
+i8steps_986:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_972
+	JB         i8stepsdone_987
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -34849,11 +35296,11 @@ i8steps_971:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_971
+	JMP        i8steps_986
 
-i8stepsdone_972:
+i8stepsdone_987:
 	TESTQ      R9, R9
-	JZ         notail_973
+	JZ         notail_988
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -34871,7 +35318,7 @@ i8stepsdone_972:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_973:
+notail_988:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -34907,27 +35354,27 @@ notail_973:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_954
+	JMP           tokensdone_969
 
-tokens_970:
-tokensdone_954:
+tokens_985:
+tokensdone_969:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_950
+	JMP  rows_965
 
-rowsdone_951:
-rows_974:
+rowsdone_966:
+rows_989:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_975
+	JB   rowsdone_990
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_976:
+tokens_991:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_977
+	JB   tokenstail_992
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -34949,9 +35396,9 @@ tokens_976:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_979:
+i8steps_994:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_980
+	JB         i8stepsdone_995
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -34975,11 +35422,11 @@ i8steps_979:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_979
+	JMP        i8steps_994
 
-i8stepsdone_980:
+i8stepsdone_995:
 	TESTQ      R9, R9
-	JZ         notail_981
+	JZ         notail_996
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -35002,7 +35449,7 @@ i8stepsdone_980:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_981:
+notail_996:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -35112,11 +35559,11 @@ notail_981:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_976
+	JMP           tokens_991
 
-tokenstail_977:
+tokenstail_992:
 	CMPQ DI, $0x00000007
-	JNE  tokens_982
+	JNE  tokens_997
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -35136,9 +35583,9 @@ tokenstail_977:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_983:
+i8steps_998:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_984
+	JB         i8stepsdone_999
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -35160,11 +35607,11 @@ i8steps_983:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_983
+	JMP        i8steps_998
 
-i8stepsdone_984:
+i8stepsdone_999:
 	TESTQ      R9, R9
-	JZ         notail_985
+	JZ         notail_1000
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -35185,7 +35632,7 @@ i8stepsdone_984:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_985:
+notail_1000:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35275,11 +35722,11 @@ notail_985:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_978
+	JMP           tokensdone_993
 
-tokens_982:
+tokens_997:
 	CMPQ DI, $0x00000006
-	JNE  tokens_986
+	JNE  tokens_1001
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -35296,9 +35743,9 @@ tokens_982:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_987:
+i8steps_1002:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_988
+	JB         i8stepsdone_1003
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -35317,11 +35764,11 @@ i8steps_987:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_987
+	JMP        i8steps_1002
 
-i8stepsdone_988:
+i8stepsdone_1003:
 	TESTQ      R9, R9
-	JZ         notail_989
+	JZ         notail_1004
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35340,7 +35787,7 @@ i8stepsdone_988:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_989:
+notail_1004:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35418,11 +35865,11 @@ notail_989:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_978
+	JMP           tokensdone_993
 
-tokens_986:
+tokens_1001:
 	CMPQ DI, $0x00000005
-	JNE  tokens_990
+	JNE  tokens_1005
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -35438,9 +35885,9 @@ tokens_986:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_991:
+i8steps_1006:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_992
+	JB         i8stepsdone_1007
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -35457,11 +35904,11 @@ i8steps_991:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_991
+	JMP        i8steps_1006
 
-i8stepsdone_992:
+i8stepsdone_1007:
 	TESTQ      R9, R9
-	JZ         notail_993
+	JZ         notail_1008
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35478,7 +35925,7 @@ i8stepsdone_992:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_993:
+notail_1008:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35544,11 +35991,11 @@ notail_993:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_978
+	JMP           tokensdone_993
 
-tokens_990:
+tokens_1005:
 	CMPQ DI, $0x00000004
-	JNE  tokens_994
+	JNE  tokens_1009
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -35563,9 +36010,9 @@ tokens_990:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_995:
+i8steps_1010:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_996
+	JB         i8stepsdone_1011
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -35580,11 +36027,11 @@ i8steps_995:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_995
+	JMP        i8steps_1010
 
-i8stepsdone_996:
+i8stepsdone_1011:
 	TESTQ      R9, R9
-	JZ         notail_997
+	JZ         notail_1012
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35599,7 +36046,7 @@ i8stepsdone_996:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_997:
+notail_1012:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35653,11 +36100,11 @@ notail_997:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_978
+	JMP           tokensdone_993
 
-tokens_994:
+tokens_1009:
 	CMPQ DI, $0x00000003
-	JNE  tokens_998
+	JNE  tokens_1013
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -35669,9 +36116,9 @@ tokens_994:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_999:
+i8steps_1014:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1000
+	JB         i8stepsdone_1015
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -35683,11 +36130,11 @@ i8steps_999:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_999
+	JMP        i8steps_1014
 
-i8stepsdone_1000:
+i8stepsdone_1015:
 	TESTQ      R9, R9
-	JZ         notail_1001
+	JZ         notail_1016
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -35700,7 +36147,7 @@ i8stepsdone_1000:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_1001:
+notail_1016:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35742,11 +36189,11 @@ notail_1001:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_978
+	JMP           tokensdone_993
 
-tokens_998:
+tokens_1013:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1002
+	JNE  tokens_1017
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -35757,9 +36204,9 @@ tokens_998:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_1003:
+i8steps_1018:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1004
+	JB         i8stepsdone_1019
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -35769,11 +36216,11 @@ i8steps_1003:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1003
+	JMP        i8steps_1018
 
-i8stepsdone_1004:
+i8stepsdone_1019:
 	TESTQ      R9, R9
-	JZ         notail_1005
+	JZ         notail_1020
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -35784,7 +36231,7 @@ i8stepsdone_1004:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_1005:
+notail_1020:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35814,11 +36261,11 @@ notail_1005:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_978
+	JMP           tokensdone_993
 
-tokens_1002:
+tokens_1017:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1006
+	JNE  tokens_1021
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -35828,9 +36275,9 @@ tokens_1002:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_1007:
+i8steps_1022:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_1008
+	JB         i8stepsdone_1023
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -35838,11 +36285,11 @@ i8steps_1007:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_1007
+	JMP        i8steps_1022
 
-i8stepsdone_1008:
+i8stepsdone_1023:
 	TESTQ      R8, R8
-	JZ         notail_1009
+	JZ         notail_1024
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -35851,7 +36298,7 @@ i8stepsdone_1008:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_1009:
+notail_1024:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35870,17 +36317,17 @@ notail_1009:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_978
+	JMP           tokensdone_993
 
-tokens_1006:
-tokensdone_978:
+tokens_1021:
+tokensdone_993:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_974
+	JMP  rows_989
 
-rowsdone_975:
+rowsdone_990:
 	VZEROUPPER
 	RET
 
@@ -35889,7 +36336,7 @@ rowsdone_975:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_1010
+	JE      group32_1025
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 	MOVQ    w_base+0(FP), AX
@@ -35902,9 +36349,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, SI
 	MOVQ    SI, (SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1011
+	JZ      pairsdone_1026
 
-pairs_1012:
+pairs_1027:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -35921,9 +36368,9 @@ pairs_1012:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1014
+	JAE    loopdone_1029
 
-loop_1013:
+loop_1028:
 	VMOVDQU      (R10)(R12*1), Y6
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y4
@@ -36088,13 +36535,13 @@ loop_1013:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1013
+	JB           loop_1028
 
-loopdone_1014:
-room_1015:
+loopdone_1029:
+room_1030:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1016
+	JA           roomdone_1031
 	VMOVDQU      (R10)(R12*1), Y6
 	VMOVDQU      (AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -36116,9 +36563,9 @@ room_1015:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R13
 	ADDQ         $0x20, R12
-	JMP          room_1015
+	JMP          room_1030
 
-roomdone_1016:
+roomdone_1031:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -36138,7 +36585,7 @@ roomdone_1016:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1012
+	JNZ          pairs_1027
 	MOVQ         (SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -36148,10 +36595,10 @@ roomdone_1016:
 	MOVQ         (SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1011:
+pairsdone_1026:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1017
+	JZ     noodd_1032
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -36161,9 +36608,9 @@ pairsdone_1011:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1019
+	JAE    loopdone_1034
 
-loop_1018:
+loop_1033:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -36255,13 +36702,13 @@ loop_1018:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1018
+	JB           loop_1033
 
-loopdone_1019:
-room_1020:
+loopdone_1034:
+room_1035:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1021
+	JA           roomdone_1036
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -36274,9 +36721,9 @@ room_1020:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_1020
+	JMP          room_1035
 
-roomdone_1021:
+roomdone_1036:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -36285,11 +36732,11 @@ roomdone_1021:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1017:
+noodd_1032:
 	VZEROUPPER
 	RET
 
-group32_1010:
+group32_1025:
 	VMOVDQU words0001<>+0(SB), Y0
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
@@ -36301,9 +36748,9 @@ group32_1010:
 	SHRQ    $0x01, SI
 	MOVQ    SI, 8(SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1022
+	JZ      pairsdone_1037
 
-pairs_1023:
+pairs_1038:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -36320,9 +36767,9 @@ pairs_1023:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1025
+	JAE    loopdone_1040
 
-loop_1024:
+loop_1039:
 	VMOVDQU      (R10)(R12*1), Y5
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y3
@@ -36471,13 +36918,13 @@ loop_1024:
 	ADDQ         $0x04, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1024
+	JB           loop_1039
 
-loopdone_1025:
-room_1026:
+loopdone_1040:
+room_1041:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1027
+	JA           roomdone_1042
 	VMOVDQU      (R10)(R12*1), Y5
 	VMOVDQU      (AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -36497,9 +36944,9 @@ room_1026:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R13
 	ADDQ         $0x20, R12
-	JMP          room_1026
+	JMP          room_1041
 
-roomdone_1027:
+roomdone_1042:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -36519,7 +36966,7 @@ roomdone_1027:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1023
+	JNZ          pairs_1038
 	MOVQ         8(SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -36529,10 +36976,10 @@ roomdone_1027:
 	MOVQ         8(SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1022:
+pairsdone_1037:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1028
+	JZ     noodd_1043
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -36542,9 +36989,9 @@ pairsdone_1022:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1030
+	JAE    loopdone_1045
 
-loop_1029:
+loop_1044:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -36628,13 +37075,13 @@ loop_1029:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1029
+	JB           loop_1044
 
-loopdone_1030:
-room_1031:
+loopdone_1045:
+room_1046:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1032
+	JA           roomdone_1047
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -36646,9 +37093,9 @@ room_1031:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_1031
+	JMP          room_1046
 
-roomdone_1032:
+roomdone_1047:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -36657,7 +37104,7 @@ roomdone_1032:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1028:
+noodd_1043:
 	VZEROUPPER
 	RET
 
@@ -36666,7 +37113,7 @@ noodd_1028:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1033
+	JE           group32_1048
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -36679,9 +37126,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, SI
 	MOVQ         SI, (SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1034
+	JZ           pairsdone_1049
 
-pairs_1035:
+pairs_1050:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -36698,9 +37145,9 @@ pairs_1035:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1037
+	JAE    loopdone_1052
 
-loop_1036:
+loop_1051:
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	PREFETCHT1      16384(AX)(R13*1)
@@ -36773,13 +37220,13 @@ loop_1036:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1036
+	JB              loop_1051
 
-loopdone_1037:
-room_1038:
+loopdone_1052:
+room_1053:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1039
+	JA              roomdone_1054
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	VPXORD          (AX)(R13*1), Z0, Z4
@@ -36798,9 +37245,9 @@ room_1038:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1038
+	JMP             room_1053
 
-roomdone_1039:
+roomdone_1054:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -36824,7 +37271,7 @@ roomdone_1039:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1035
+	JNZ           pairs_1050
 	MOVQ          (SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -36834,10 +37281,10 @@ roomdone_1039:
 	MOVQ          (SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1034:
+pairsdone_1049:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1040
+	JZ     noodd_1055
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -36847,9 +37294,9 @@ pairsdone_1034:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1042
+	JAE    loopdone_1057
 
-loop_1041:
+loop_1056:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -36893,13 +37340,13 @@ loop_1041:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_1041
+	JB              loop_1056
 
-loopdone_1042:
-room_1043:
+loopdone_1057:
+room_1058:
 	LEAQ            64(R8), R10
 	CMPQ            R10, SI
-	JA              roomdone_1044
+	JA              roomdone_1059
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -36911,9 +37358,9 @@ room_1043:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_1043
+	JMP             room_1058
 
-roomdone_1044:
+roomdone_1059:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -36924,11 +37371,11 @@ roomdone_1044:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1040:
+noodd_1055:
 	VZEROUPPER
 	RET
 
-group32_1033:
+group32_1048:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -36941,9 +37388,9 @@ group32_1033:
 	SHRQ         $0x01, SI
 	MOVQ         SI, 8(SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1045
+	JZ           pairsdone_1060
 
-pairs_1046:
+pairs_1061:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -36960,9 +37407,9 @@ pairs_1046:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1048
+	JAE    loopdone_1063
 
-loop_1047:
+loop_1062:
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	PREFETCHT1   16384(AX)(R13*1)
@@ -37035,13 +37482,13 @@ loop_1047:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1047
+	JB           loop_1062
 
-loopdone_1048:
-room_1049:
+loopdone_1063:
+room_1064:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1050
+	JA           roomdone_1065
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	VPXORD       (AX)(R13*1), Z0, Z4
@@ -37060,9 +37507,9 @@ room_1049:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1049
+	JMP          room_1064
 
-roomdone_1050:
+roomdone_1065:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -37086,7 +37533,7 @@ roomdone_1050:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1046
+	JNZ           pairs_1061
 	MOVQ          8(SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -37096,10 +37543,10 @@ roomdone_1050:
 	MOVQ          8(SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1045:
+pairsdone_1060:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1051
+	JZ     noodd_1066
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -37109,9 +37556,9 @@ pairsdone_1045:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1053
+	JAE    loopdone_1068
 
-loop_1052:
+loop_1067:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -37155,13 +37602,13 @@ loop_1052:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_1052
+	JB           loop_1067
 
-loopdone_1053:
-room_1054:
+loopdone_1068:
+room_1069:
 	LEAQ         64(R8), R10
 	CMPQ         R10, SI
-	JA           roomdone_1055
+	JA           roomdone_1070
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -37173,9 +37620,9 @@ room_1054:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_1054
+	JMP          room_1069
 
-roomdone_1055:
+roomdone_1070:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -37186,7 +37633,7 @@ roomdone_1055:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1051:
+noodd_1066:
 	VZEROUPPER
 	RET
 
@@ -37195,7 +37642,7 @@ noodd_1051:
 TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1056
+	JE           group32_1071
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -37209,9 +37656,9 @@ TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         AX, (SP)
 	MOVQ         AX, 32(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1057
+	JZ           quadsdone_1072
 
-quads_1058:
+quads_1073:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   8(SP), CX
 	IMULQ  (SP), AX
@@ -37237,9 +37684,9 @@ quads_1058:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1060
+	JAE    loopdone_1075
 
-loop_1059:
+loop_1074:
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -37366,13 +37813,13 @@ loop_1059:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1059
+	JB              loop_1074
 
-loopdone_1060:
-room_1061:
+loopdone_1075:
+room_1076:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1062
+	JA              roomdone_1077
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -37405,9 +37852,9 @@ room_1061:
 	VFMADD231PS     Z7, Z6, Z5
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1061
+	JMP             room_1076
 
-roomdone_1062:
+roomdone_1077:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -37455,9 +37902,9 @@ roomdone_1062:
 	ADDQ          AX, 16(SP)
 	ADDQ          $0x04, 24(SP)
 	DECQ          32(SP)
-	JNZ           quads_1058
+	JNZ           quads_1073
 
-quadsdone_1057:
+quadsdone_1072:
 	MOVQ  8(SP), AX
 	MOVQ  16(SP), CX
 	MOVQ  24(SP), DX
@@ -37475,9 +37922,9 @@ quadsdone_1057:
 	LEAQ  (DX)(BX*4), DX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1064
+	JZ    blocksingledone_1079
 
-blocksingle_1063:
+blocksingle_1078:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -37487,9 +37934,9 @@ blocksingle_1063:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1066
+	JAE    loopdone_1081
 
-loop_1065:
+loop_1080:
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -37532,13 +37979,13 @@ loop_1065:
 	ADDQ            $0x10, R10
 	ADDQ            $0x00000100, R9
 	CMPQ            R9, R11
-	JB              loop_1065
+	JB              loop_1080
 
-loopdone_1066:
-room_1067:
+loopdone_1081:
+room_1082:
 	LEAQ            64(R9), R11
 	CMPQ            R11, DI
-	JA              roomdone_1068
+	JA              roomdone_1083
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -37550,9 +37997,9 @@ room_1067:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R10
 	ADDQ            $0x40, R9
-	JMP             room_1067
+	JMP             room_1082
 
-roomdone_1068:
+roomdone_1083:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -37569,13 +38016,13 @@ roomdone_1068:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1063
+	JNZ           blocksingle_1078
 
-blocksingledone_1064:
+blocksingledone_1079:
 	VZEROUPPER
 	RET
 
-group32_1056:
+group32_1071:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -37589,9 +38036,9 @@ group32_1056:
 	MOVQ         AX, 40(SP)
 	MOVQ         AX, 72(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1069
+	JZ           quadsdone_1084
 
-quads_1070:
+quads_1085:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   48(SP), CX
 	IMULQ  40(SP), AX
@@ -37617,9 +38064,9 @@ quads_1070:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1072
+	JAE    loopdone_1087
 
-loop_1071:
+loop_1086:
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -37746,13 +38193,13 @@ loop_1071:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1071
+	JB           loop_1086
 
-loopdone_1072:
-room_1073:
+loopdone_1087:
+room_1088:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1074
+	JA           roomdone_1089
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -37785,9 +38232,9 @@ room_1073:
 	VFMADD231PS  Z7, Z6, Z5
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1073
+	JMP          room_1088
 
-roomdone_1074:
+roomdone_1089:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -37835,9 +38282,9 @@ roomdone_1074:
 	ADDQ          AX, 56(SP)
 	ADDQ          $0x04, 64(SP)
 	DECQ          72(SP)
-	JNZ           quads_1070
+	JNZ           quads_1085
 
-quadsdone_1069:
+quadsdone_1084:
 	MOVQ  48(SP), AX
 	MOVQ  56(SP), CX
 	MOVQ  64(SP), DX
@@ -37855,9 +38302,9 @@ quadsdone_1069:
 	LEAQ  (DX)(BX*4), DX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1076
+	JZ    blocksingledone_1091
 
-blocksingle_1075:
+blocksingle_1090:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -37867,9 +38314,9 @@ blocksingle_1075:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1078
+	JAE    loopdone_1093
 
-loop_1077:
+loop_1092:
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -37912,13 +38359,13 @@ loop_1077:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000100, R9
 	CMPQ         R9, R11
-	JB           loop_1077
+	JB           loop_1092
 
-loopdone_1078:
-room_1079:
+loopdone_1093:
+room_1094:
 	LEAQ         64(R9), R11
 	CMPQ         R11, DI
-	JA           roomdone_1080
+	JA           roomdone_1095
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -37930,9 +38377,9 @@ room_1079:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R10
 	ADDQ         $0x40, R9
-	JMP          room_1079
+	JMP          room_1094
 
-roomdone_1080:
+roomdone_1095:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -37949,9 +38396,9 @@ roomdone_1080:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1075
+	JNZ           blocksingle_1090
 
-blocksingledone_1076:
+blocksingledone_1091:
 	VZEROUPPER
 	RET
 
@@ -37969,9 +38416,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1082
+	JAE          loopdone_1097
 
-loop_1081:
+loop_1096:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -37982,9 +38429,9 @@ loop_1081:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1081
+	JB      loop_1096
 
-loopdone_1082:
+loopdone_1097:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -37996,18 +38443,18 @@ loopdone_1082:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1084
+	JAE          maxabsdone_1099
 
-maxabs_1083:
+maxabs_1098:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1083
+	JB      maxabs_1098
 
-maxabsdone_1084:
+maxabsdone_1099:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -38027,9 +38474,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1086
+	JAE          loopdone_1101
 
-loop_1085:
+loop_1100:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -38040,9 +38487,9 @@ loop_1085:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1085
+	JB      loop_1100
 
-loopdone_1086:
+loopdone_1101:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -38056,18 +38503,18 @@ loopdone_1086:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1088
+	JAE           maxabsdone_1103
 
-maxabs_1087:
+maxabs_1102:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1087
+	JB      maxabs_1102
 
-maxabsdone_1088:
+maxabsdone_1103:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -38088,9 +38535,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1090
+	JAE          loopdone_1105
 
-loop_1089:
+loop_1104:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -38103,9 +38550,9 @@ loop_1089:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1089
+	JB           loop_1104
 
-loopdone_1090:
+loopdone_1105:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -38114,9 +38561,9 @@ loopdone_1090:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1092
+	JAE          quantdone_1107
 
-quant_1091:
+quant_1106:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -38129,9 +38576,9 @@ quant_1091:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1091
+	JB        quant_1106
 
-quantdone_1092:
+quantdone_1107:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -38152,9 +38599,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1094
+	JAE          loopdone_1109
 
-loop_1093:
+loop_1108:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -38169,12 +38616,12 @@ loop_1093:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1093
+	JB        loop_1108
 
-loopdone_1094:
+loopdone_1109:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1095
+	JA        skip_1110
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -38183,10 +38630,10 @@ loopdone_1094:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1095:
+skip_1110:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1096
+	JZ        notail_1111
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -38198,7 +38645,7 @@ skip_1095:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1096:
+notail_1111:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -38223,9 +38670,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1098
+	JAE  loopdone_1113
 
-loop_1097:
+loop_1112:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -38234,31 +38681,31 @@ loop_1097:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1097
+	JB        loop_1112
 
-loopdone_1098:
+loopdone_1113:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1099
+	JA        skip_1114
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1099:
+skip_1114:
 	CMPQ BX, DX
-	JAE  halfdone_1101
+	JAE  halfdone_1116
 
-half_1100:
+half_1115:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1100
+	JB        half_1115
 
-halfdone_1101:
+halfdone_1116:
 	VZEROUPPER
 	RET
 
@@ -38272,9 +38719,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1103
+	JAE  loopdone_1118
 
-loop_1102:
+loop_1117:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -38283,21 +38730,21 @@ loop_1102:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1102
+	JB        loop_1117
 
-loopdone_1103:
+loopdone_1118:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1104
+	JA        skip_1119
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1104:
+skip_1119:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1105
+	JZ        notail_1120
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -38305,7 +38752,7 @@ skip_1104:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1105:
+notail_1120:
 	VZEROUPPER
 	RET
 
@@ -38319,9 +38766,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1107
+	JAE  loopdone_1122
 
-loop_1106:
+loop_1121:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -38332,32 +38779,32 @@ loop_1106:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1106
+	JB        loop_1121
 
-loopdone_1107:
+loopdone_1122:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1108
+	JA        skip_1123
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1108:
+skip_1123:
 	CMPQ BX, DX
-	JAE  halfdone_1110
+	JAE  halfdone_1125
 
-half_1109:
+half_1124:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1109
+	JB        half_1124
 
-halfdone_1110:
+halfdone_1125:
 	VZEROUPPER
 	RET
 
@@ -38371,9 +38818,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1112
+	JAE  loopdone_1127
 
-loop_1111:
+loop_1126:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -38384,22 +38831,22 @@ loop_1111:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1111
+	JB        loop_1126
 
-loopdone_1112:
+loopdone_1127:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1113
+	JA        skip_1128
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1113:
+skip_1128:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1114
+	JZ        notail_1129
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -38408,7 +38855,7 @@ skip_1113:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1114:
+notail_1129:
 	VZEROUPPER
 	RET
 
@@ -38425,9 +38872,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1116
+	JAE          loopdone_1131
 
-loop_1115:
+loop_1130:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -38468,11 +38915,11 @@ loop_1115:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1115
+	JB           loop_1130
 
-loopdone_1116:
+loopdone_1131:
 	SUBQ         DX, CX
-	JE           notail_1117
+	JE           notail_1132
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -38517,7 +38964,7 @@ loopdone_1116:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1117:
+notail_1132:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -38542,9 +38989,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1119
+	JAE          loopdone_1134
 
-loop_1118:
+loop_1133:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -38559,9 +39006,9 @@ loop_1118:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1118
+	JB      loop_1133
 
-loopdone_1119:
+loopdone_1134:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -38572,17 +39019,17 @@ loopdone_1119:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1121
+	JAE          scalemaxdone_1136
 
-scalemax_1120:
+scalemax_1135:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1120
+	JB     scalemax_1135
 
-scalemaxdone_1121:
+scalemaxdone_1136:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -38602,9 +39049,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1123
+	JAE          loopdone_1138
 
-loop_1122:
+loop_1137:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -38619,9 +39066,9 @@ loop_1122:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1122
+	JB      loop_1137
 
-loopdone_1123:
+loopdone_1138:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -38634,17 +39081,17 @@ loopdone_1123:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1125
+	JAE           scalemaxdone_1140
 
-scalemax_1124:
+scalemax_1139:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1124
+	JB     scalemax_1139
 
-scalemaxdone_1125:
+scalemaxdone_1140:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -38674,9 +39121,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1127
+	JAE          loopdone_1142
 
-loop_1126:
+loop_1141:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -38723,12 +39170,12 @@ loop_1126:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1126
+	JB            loop_1141
 
-loopdone_1127:
+loopdone_1142:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1128
+	JA            skip_1143
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -38753,10 +39200,10 @@ loopdone_1127:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1128:
+skip_1143:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1129
+	JZ            notail_1144
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -38784,7 +39231,7 @@ skip_1128:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1129:
+notail_1144:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -38812,9 +39259,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1131
+	JAE          loopdone_1146
 
-loop_1130:
+loop_1145:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -38845,13 +39292,13 @@ loop_1130:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1130
+	JB        loop_1145
 
-loopdone_1131:
-ewvec_1132:
+loopdone_1146:
+ewvec_1147:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1133
+	JA        ewvecdone_1148
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -38860,13 +39307,13 @@ ewvec_1132:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1132
+	JMP       ewvec_1147
 
-ewvecdone_1133:
+ewvecdone_1148:
 	CMPQ SI, BX
-	JAE  ewonedone_1135
+	JAE  ewonedone_1150
 
-ewone_1134:
+ewone_1149:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -38876,9 +39323,9 @@ ewone_1134:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1134
+	JB        ewone_1149
 
-ewonedone_1135:
+ewonedone_1150:
 	VZEROUPPER
 	RET
 
@@ -38895,9 +39342,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1137
+	JAE          loopdone_1152
 
-loop_1136:
+loop_1151:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -38920,26 +39367,26 @@ loop_1136:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1136
+	JB      loop_1151
 
-loopdone_1137:
-ewvec_1138:
+loopdone_1152:
+ewvec_1153:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1139
+	JA      ewvecdone_1154
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1138
+	JMP     ewvec_1153
 
-ewvecdone_1139:
+ewvecdone_1154:
 	CMPQ SI, BX
-	JAE  ewonedone_1141
+	JAE  ewonedone_1156
 
-ewone_1140:
+ewone_1155:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -38947,9 +39394,9 @@ ewone_1140:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1140
+	JB     ewone_1155
 
-ewonedone_1141:
+ewonedone_1156:
 	VZEROUPPER
 	RET
 
@@ -38964,9 +39411,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1143
+	JAE  loopdone_1158
 
-loop_1142:
+loop_1157:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -38997,13 +39444,13 @@ loop_1142:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1142
+	JB      loop_1157
 
-loopdone_1143:
-ewvec_1144:
+loopdone_1158:
+ewvec_1159:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1145
+	JA      ewvecdone_1160
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -39012,13 +39459,13 @@ ewvec_1144:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1144
+	JMP     ewvec_1159
 
-ewvecdone_1145:
+ewvecdone_1160:
 	CMPQ SI, BX
-	JAE  ewonedone_1147
+	JAE  ewonedone_1162
 
-ewone_1146:
+ewone_1161:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -39028,9 +39475,9 @@ ewone_1146:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1146
+	JB     ewone_1161
 
-ewonedone_1147:
+ewonedone_1162:
 	VZEROUPPER
 	RET
 
@@ -39044,9 +39491,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1149
+	JAE  loopdone_1164
 
-loop_1148:
+loop_1163:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -39065,34 +39512,34 @@ loop_1148:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1148
+	JB      loop_1163
 
-loopdone_1149:
-ewvec_1150:
+loopdone_1164:
+ewvec_1165:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1151
+	JA      ewvecdone_1166
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1150
+	JMP     ewvec_1165
 
-ewvecdone_1151:
+ewvecdone_1166:
 	CMPQ BX, DX
-	JAE  ewonedone_1153
+	JAE  ewonedone_1168
 
-ewone_1152:
+ewone_1167:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1152
+	JB     ewone_1167
 
-ewonedone_1153:
+ewonedone_1168:
 	VZEROUPPER
 	RET
 
@@ -39112,9 +39559,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1155
+	JAE          loopdone_1170
 
-loop_1154:
+loop_1169:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -39145,13 +39592,13 @@ loop_1154:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1154
+	JB        loop_1169
 
-loopdone_1155:
-ewvec_1156:
+loopdone_1170:
+ewvec_1171:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1157
+	JA        ewvecdone_1172
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -39160,13 +39607,13 @@ ewvec_1156:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1156
+	JMP       ewvec_1171
 
-ewvecdone_1157:
+ewvecdone_1172:
 	CMPQ SI, BX
-	JAE  ewonedone_1159
+	JAE  ewonedone_1174
 
-ewone_1158:
+ewone_1173:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -39176,9 +39623,9 @@ ewone_1158:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1158
+	JB        ewone_1173
 
-ewonedone_1159:
+ewonedone_1174:
 	VZEROUPPER
 	RET
 
@@ -39195,9 +39642,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1161
+	JAE          loopdone_1176
 
-loop_1160:
+loop_1175:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -39220,26 +39667,26 @@ loop_1160:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1160
+	JB      loop_1175
 
-loopdone_1161:
-ewvec_1162:
+loopdone_1176:
+ewvec_1177:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1163
+	JA      ewvecdone_1178
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1162
+	JMP     ewvec_1177
 
-ewvecdone_1163:
+ewvecdone_1178:
 	CMPQ SI, BX
-	JAE  ewonedone_1165
+	JAE  ewonedone_1180
 
-ewone_1164:
+ewone_1179:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -39247,9 +39694,9 @@ ewone_1164:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1164
+	JB     ewone_1179
 
-ewonedone_1165:
+ewonedone_1180:
 	VZEROUPPER
 	RET
 
@@ -39264,9 +39711,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1167
+	JAE  loopdone_1182
 
-loop_1166:
+loop_1181:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -39297,13 +39744,13 @@ loop_1166:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1166
+	JB      loop_1181
 
-loopdone_1167:
-ewvec_1168:
+loopdone_1182:
+ewvec_1183:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1169
+	JA      ewvecdone_1184
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -39312,13 +39759,13 @@ ewvec_1168:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1168
+	JMP     ewvec_1183
 
-ewvecdone_1169:
+ewvecdone_1184:
 	CMPQ SI, BX
-	JAE  ewonedone_1171
+	JAE  ewonedone_1186
 
-ewone_1170:
+ewone_1185:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -39328,9 +39775,9 @@ ewone_1170:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1170
+	JB      ewone_1185
 
-ewonedone_1171:
+ewonedone_1186:
 	VZEROUPPER
 	RET
 
@@ -39344,9 +39791,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1173
+	JAE  loopdone_1188
 
-loop_1172:
+loop_1187:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -39365,34 +39812,34 @@ loop_1172:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1172
+	JB      loop_1187
 
-loopdone_1173:
-ewvec_1174:
+loopdone_1188:
+ewvec_1189:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1175
+	JA      ewvecdone_1190
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1174
+	JMP     ewvec_1189
 
-ewvecdone_1175:
+ewvecdone_1190:
 	CMPQ BX, DX
-	JAE  ewonedone_1177
+	JAE  ewonedone_1192
 
-ewone_1176:
+ewone_1191:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1176
+	JB     ewone_1191
 
-ewonedone_1177:
+ewonedone_1192:
 	VZEROUPPER
 	RET
 
@@ -39417,9 +39864,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1179
+	JAE   loopdone_1194
 
-loop_1178:
+loop_1193:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -39494,21 +39941,21 @@ loop_1178:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1178
+	JB         loop_1193
 
-loopdone_1179:
+loopdone_1194:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1181
+	JAE    sum64done_1196
 
-sum64_1180:
+sum64_1195:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1180
+	JB     sum64_1195
 
-sum64done_1181:
+sum64done_1196:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -39542,9 +39989,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1183
+	JAE    loopdone_1198
 
-loop_1182:
+loop_1197:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -39587,20 +40034,20 @@ loop_1182:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1182
+	JB         loop_1197
 
-loopdone_1183:
+loopdone_1198:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1185
+	JAE    sum64done_1200
 
-sum64_1184:
+sum64_1199:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1184
+	JB     sum64_1199
 
-sum64done_1185:
+sum64done_1200:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -39647,9 +40094,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1187
+	JZ         sgemmtail_1202
 
-sgemm_1186:
+sgemm_1201:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -39733,13 +40180,13 @@ sgemm_1186:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1186
+	JNZ          sgemm_1201
 
-sgemmtail_1187:
+sgemmtail_1202:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1189
+	JZ   sgemmdone_1204
 
-sgemmone_1188:
+sgemmone_1203:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -39763,9 +40210,9 @@ sgemmone_1188:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1188
+	JNZ          sgemmone_1203
 
-sgemmdone_1189:
+sgemmdone_1204:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -39859,9 +40306,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1191
+	JZ         sgemmtail_1206
 
-sgemm_1190:
+sgemm_1205:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -40017,13 +40464,13 @@ sgemm_1190:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1190
+	JNZ          sgemm_1205
 
-sgemmtail_1191:
+sgemmtail_1206:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1193
+	JZ   sgemmdone_1208
 
-sgemmone_1192:
+sgemmone_1207:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -40065,9 +40512,9 @@ sgemmone_1192:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1192
+	JNZ          sgemmone_1207
 
-sgemmdone_1193:
+sgemmdone_1208:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -40138,9 +40585,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1195
+	JLE   fmadone_1210
 
-fma_1194:
+fma_1209:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -40154,9 +40601,9 @@ fma_1194:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1194
+	JNZ         fma_1209
 
-fmadone_1195:
+fmadone_1210:
 	VZEROUPPER
 	RET
 
@@ -40183,9 +40630,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1197
+	JLE    fmadone_1212
 
-fma_1196:
+fma_1211:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -40203,9 +40650,9 @@ fma_1196:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1196
+	JNZ         fma_1211
 
-fmadone_1197:
+fmadone_1212:
 	VZEROUPPER
 	RET
 
@@ -40228,9 +40675,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1199
+	JLE   int8done_1214
 
-int8_1198:
+int8_1213:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -40244,9 +40691,9 @@ int8_1198:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1198
+	JNZ        int8_1213
 
-int8done_1199:
+int8done_1214:
 	VZEROUPPER
 	RET
 
@@ -40269,9 +40716,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1201
+	JLE    int8done_1216
 
-int8_1200:
+int8_1215:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -40285,8 +40732,8 @@ int8_1200:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1200
+	JNZ      int8_1215
 
-int8done_1201:
+int8done_1216:
 	VZEROUPPER
 	RET

@@ -100,8 +100,8 @@ func dotI8RowsVNNIHW(w []int8, stride int, x []int8, out []int32)
 //go:noescape
 func dotF16MatMulAVX512(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
 
-// For 1…3 tokens its tiles of 4 rows take them a quarter of the call's rows
-// apart, as dotF16RowsAVX512HW does; from 4 tokens on it is dotF16MatMulAVX512.
+// For 1…2 tokens its tiles of 4 rows take them a quarter of the call's rows
+// apart, as dotF16RowsAVX512HW does; from 3 tokens on it is dotF16MatMulAVX512.
 //
 //go:noescape
 func dotF16MatMulAVX512HW(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)

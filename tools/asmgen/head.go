@@ -37,7 +37,7 @@ package main
 // after the first token.
 //
 // Both prefetch each row 16 KiB ahead, as the row kernels do.
-// dotF16MatMulAVX512HW, for Zen 5 (cpu.hwPrefetcher), runs 1-3 tokens
+// dotF16MatMulAVX512HW, for Zen 5 (cpu.hwPrefetcher), runs 1-2 tokens
 // without the prefetches, its tiles of 4 rows a quarter of the call's rows
 // apart as dotF16RowsAVX512HW takes them (headHWTokens).
 
@@ -58,16 +58,18 @@ const (
 const headI8Tokens = 5
 
 // headHWTokens: the most tokens for which dotF16MatMulAVX512HW runs
-// without software prefetches, in tiles of spread rows; from 4 tokens on
+// without software prefetches, in tiles of spread rows; from 3 tokens on
 // it is dotF16MatMulAVX512's code. The 2B head (656 MB) on the Zen 5 VM,
 // variants alternated in one process, medians of 7-9 (2026-11-27): 2
 // tokens 9.9-12.3 ms against 12.3-16.0 with the prefetches and adjacent
-// rows on two threads, 19.6-20.3 against 24.1-29.1 on one; 3 tokens
-// 14.6-17.2 against 15.8-18.1 (two), 26.9-28.8 against 29.6-31.7 (one).
-// From 4 tokens on no variant was reliably faster (without prefetches,
-// spread or not, up to 10% slower; prefetching 32-128 KiB ahead instead
-// of 16, within the noise of the same code run twice, ±10%).
-const headHWTokens = 3
+// rows on two threads, 19.6-20.3 against 24.1-29.1 on one. 3 tokens:
+// 14.6-17.2 against 15.8-18.1 (two) alone, but a whole verification pass
+// of 3 tokens was as often slower; from 4 tokens on no variant was
+// reliably faster (without prefetches, spread or not, up to 10% slower;
+// prefetching 32-128 KiB ahead instead of 16, or the tokens in tiles of 2
+// over blocks of 64 rows, within the noise of the same code run twice,
+// ±10%).
+const headHWTokens = 2
 
 func genDotF16MatMulAVX512() {
 	TEXT(kernelName("dotF16MatMulAVX512"), NOSPLIT, dotF16MatMulSig)
