@@ -327,19 +327,31 @@ func printPeaks(w io.Writer, results []benchResult) {
 }
 
 // sharedCores describes the all-threads peaks of the CPU prompt tests of
-// kernel set set against one thread's: where n threads reach less than
-// 0.8·n times one, they share cores, and the text says so.
+// kernel set set against one thread's, by thread count: where n threads
+// reach less than 0.8·n times one, they share cores, and the text says so.
 func sharedCores(results []benchResult, set string) string {
 	one := cpuPeaks[set]
-	var parts []string
+	lo, hi := map[int]float64{}, map[int]float64{}
+	var counts []int
 	for _, r := range results {
 		if r.Backend != "CPU" || r.Kernels != set || r.Int8Share == nil || r.NThreads < 2 || one == 0 {
 			continue
 		}
-		f := r.Int8PeakGMACs / one
-		part := fmt.Sprintf("%d threads %.0f, %.2f× one", r.NThreads, r.Int8PeakGMACs, f)
-		if f < 0.8*float64(min(r.NThreads, runtime.NumCPU())) {
-			part += ": they share cores now"
+		n, p := r.NThreads, r.Int8PeakGMACs
+		if _, ok := lo[n]; !ok {
+			counts = append(counts, n)
+			lo[n], hi[n] = p, p
+		}
+		lo[n], hi[n] = min(lo[n], p), max(hi[n], p)
+	}
+	var parts []string
+	for _, n := range counts {
+		part := fmt.Sprintf("%d threads %.0f, %.2f× one", n, lo[n], lo[n]/one)
+		if hi[n] > lo[n] {
+			part = fmt.Sprintf("%d threads %.0f-%.0f, %.2f-%.2f× one", n, lo[n], hi[n], lo[n]/one, hi[n]/one)
+		}
+		if lo[n] < 0.8*float64(min(n, runtime.NumCPU()))*one {
+			part += ": they shared cores at times"
 		}
 		parts = append(parts, part)
 	}

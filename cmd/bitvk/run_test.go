@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -535,5 +536,30 @@ func checkBenchProfile(t *testing.T, backend string, minRows int) {
 	}
 	if rows < minRows || math.Abs(share-100) > 0.5 {
 		t.Errorf("%d profile rows whose shares add to %g%%:\n%s", rows, share, table)
+	}
+}
+
+// TestSharedCores: the int8 peak line gives each thread count's
+// all-threads peaks against one thread's, and says when the threads
+// shared cores (less than 0.8× their count times one thread).
+func TestSharedCores(t *testing.T) {
+	defer func(old map[string]float64) { cpuPeaks = old }(cpuPeaks)
+	cpuPeaks = map[string]float64{"k": 500}
+	share := 0.5
+	r := func(threads int, peak float64) benchResult {
+		return benchResult{Backend: "CPU", Kernels: "k", NThreads: threads, Int8PeakGMACs: peak, Int8Share: &share}
+	}
+	got := sharedCores([]benchResult{r(1, 500), r(2, 950), r(2, 900)}, "k")
+	if want := "; 2 threads 900-950, 1.80-1.90× one"; got != want {
+		t.Errorf("cores of their own: %q, want %q", got, want)
+	}
+	if runtime.NumCPU() >= 2 {
+		got = sharedCores([]benchResult{r(2, 510)}, "k")
+		if want := "; 2 threads 510, 1.02× one: they shared cores at times"; got != want {
+			t.Errorf("shared cores: %q, want %q", got, want)
+		}
+	}
+	if got := sharedCores([]benchResult{r(1, 500)}, "k"); got != "" {
+		t.Errorf("one thread: %q, want nothing", got)
 	}
 }
