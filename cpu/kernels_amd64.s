@@ -33547,7 +33547,7 @@ f16mmend_705:
 	RET
 
 // func kScoresAVX512(kt []uint16, hd int, n int, q []float32, nq int, out []float32, outStride int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
@@ -33584,8 +33584,38 @@ ksteps_915:
 	ADDQ   DI, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
+	SHRQ   $0x01, R12
+	JZ     ksdodd_918
 
 ksd_917:
+	PREFETCHT1       16384(R8)
+	VCVTPH2PS        (R8), Z8
+	VFMADD231PS.BCST (R11), Z8, Z0
+	PREFETCHT1       16384(R8)(DI*1)
+	VCVTPH2PS        (R8)(DI*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z1
+	PREFETCHT1       16384(R8)(DI*2)
+	VCVTPH2PS        (R8)(DI*2), Z8
+	VFMADD231PS.BCST (R11), Z8, Z2
+	PREFETCHT1       16384(R9)
+	VCVTPH2PS        (R9), Z8
+	VFMADD231PS.BCST (R11), Z8, Z3
+	PREFETCHT1       16384(R9)(DI*1)
+	VCVTPH2PS        (R9)(DI*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z4
+	PREFETCHT1       16384(R9)(DI*2)
+	VCVTPH2PS        (R9)(DI*2), Z8
+	VFMADD231PS.BCST (R11), Z8, Z5
+	PREFETCHT1       16384(R10)
+	VCVTPH2PS        (R10), Z8
+	VFMADD231PS.BCST (R11), Z8, Z6
+	PREFETCHT1       16384(R10)(DI*1)
+	VCVTPH2PS        (R10)(DI*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z7
+	ADDQ             $0x00000020, R8
+	ADDQ             $0x00000020, R9
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
 	VCVTPH2PS        (R8), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VCVTPH2PS        (R8)(DI*1), Z8
@@ -33608,26 +33638,52 @@ ksd_917:
 	ADDQ             $0x00000004, R11
 	DECQ             R12
 	JNZ              ksd_917
-	MOVQ             SI, R8
-	VMOVUPS          Z0, (R8)
-	VMOVUPS          Z1, 64(R8)
-	VMOVUPS          Z2, 128(R8)
-	VMOVUPS          Z3, 192(R8)
-	VMOVUPS          Z4, 256(R8)
-	VMOVUPS          Z5, 320(R8)
-	VMOVUPS          Z6, 384(R8)
-	VMOVUPS          Z7, 448(R8)
-	ADDQ             $0x00000200, SI
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	SUBQ             $0x00000080, AX
-	JMP              ksteps_915
+
+ksdodd_918:
+	TESTQ            $0x00000001, DX
+	JZ               ksdnone_919
+	VCVTPH2PS        (R8), Z8
+	VFMADD231PS.BCST (R11), Z8, Z0
+	VCVTPH2PS        (R8)(DI*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z1
+	VCVTPH2PS        (R8)(DI*2), Z8
+	VFMADD231PS.BCST (R11), Z8, Z2
+	VCVTPH2PS        (R9), Z8
+	VFMADD231PS.BCST (R11), Z8, Z3
+	VCVTPH2PS        (R9)(DI*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z4
+	VCVTPH2PS        (R9)(DI*2), Z8
+	VFMADD231PS.BCST (R11), Z8, Z5
+	VCVTPH2PS        (R10), Z8
+	VFMADD231PS.BCST (R11), Z8, Z6
+	VCVTPH2PS        (R10)(DI*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z7
+	ADDQ             $0x00000020, R8
+	ADDQ             $0x00000020, R9
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
+
+ksdnone_919:
+	MOVQ    SI, R8
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	VMOVUPS Z6, 384(R8)
+	VMOVUPS Z7, 448(R8)
+	ADDQ    $0x00000200, SI
+	ADDQ    DI, CX
+	ADDQ    DI, CX
+	ADDQ    DI, CX
+	ADDQ    DI, CX
+	ADDQ    DI, CX
+	ADDQ    DI, CX
+	ADDQ    DI, CX
+	ADDQ    DI, CX
+	SUBQ    $0x00000080, AX
+	JMP     ksteps_915
 
 kstepsdone_916:
 	MOVQ  n+32(FP), AX
@@ -33649,34 +33705,51 @@ kstepsdone_916:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_918:
+ksteps_920:
 	CMPQ   R8, $0x00000010
-	JB     kstepsdone_919
+	JB     kstepsdone_921
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, AX
 	MOVQ   BX, R9
 	MOVQ   DX, R10
+	SHRQ   $0x01, R10
+	JZ     ksdodd_923
 
-ksd_920:
+ksd_922:
+	PREFETCHT1       16384(AX)
+	VCVTPH2PS        (AX), Z1
+	VFMADD231PS.BCST (R9), Z1, Z0
+	ADDQ             $0x00000020, AX
+	ADDQ             $0x00000004, R9
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 	DECQ             R10
-	JNZ              ksd_920
-	MOVQ             SI, AX
-	VMOVUPS          Z0, (AX)
-	ADDQ             $0x00000040, SI
-	ADDQ             DI, CX
-	SUBQ             $0x00000010, R8
-	JMP              ksteps_918
+	JNZ              ksd_922
 
-kstepsdone_919:
+ksdodd_923:
+	TESTQ            $0x00000001, DX
+	JZ               ksdnone_924
+	VCVTPH2PS        (AX), Z1
+	VFMADD231PS.BCST (R9), Z1, Z0
+	ADDQ             $0x00000020, AX
+	ADDQ             $0x00000004, R9
+
+ksdnone_924:
+	MOVQ    SI, AX
+	VMOVUPS Z0, (AX)
+	ADDQ    $0x00000040, SI
+	ADDQ    DI, CX
+	SUBQ    $0x00000010, R8
+	JMP     ksteps_920
+
+kstepsdone_921:
 	JMP ksend_913
 
 ksq_914:
 	CMPQ AX, $0x02
-	JNE  ksq_921
+	JNE  ksq_925
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -33691,9 +33764,9 @@ ksq_914:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_922:
+ksteps_926:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_923
+	JB     kstepsdone_927
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33707,8 +33780,29 @@ ksteps_922:
 	ADDQ   R8, R11
 	MOVQ   BX, R12
 	MOVQ   DX, R13
+	SHRQ   $0x01, R13
+	JZ     ksdodd_929
 
-ksd_924:
+ksd_928:
+	PREFETCHT1       16384(R10)
+	VCVTPH2PS        (R10), Z8
+	VFMADD231PS.BCST (R12), Z8, Z0
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
+	PREFETCHT1       16384(R10)(R8*1)
+	VCVTPH2PS        (R10)(R8*1), Z8
+	VFMADD231PS.BCST (R12), Z8, Z2
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z3
+	PREFETCHT1       16384(R10)(R8*2)
+	VCVTPH2PS        (R10)(R8*2), Z8
+	VFMADD231PS.BCST (R12), Z8, Z4
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z5
+	PREFETCHT1       16384(R11)
+	VCVTPH2PS        (R11), Z8
+	VFMADD231PS.BCST (R12), Z8, Z6
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z7
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000020, R11
+	ADDQ             $0x00000004, R12
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R12), Z8, Z0
 	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
@@ -33725,25 +33819,46 @@ ksd_924:
 	ADDQ             $0x00000020, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_924
-	MOVQ             SI, R10
-	VMOVUPS          Z0, (R10)
-	VMOVUPS          Z1, (R10)(DI*1)
-	VMOVUPS          Z2, 64(R10)
-	VMOVUPS          Z3, 64(R10)(DI*1)
-	VMOVUPS          Z4, 128(R10)
-	VMOVUPS          Z5, 128(R10)(DI*1)
-	VMOVUPS          Z6, 192(R10)
-	VMOVUPS          Z7, 192(R10)(DI*1)
-	ADDQ             $0x00000100, SI
-	ADDQ             R8, CX
-	ADDQ             R8, CX
-	ADDQ             R8, CX
-	ADDQ             R8, CX
-	SUBQ             $0x00000040, AX
-	JMP              ksteps_922
+	JNZ              ksd_928
 
-kstepsdone_923:
+ksdodd_929:
+	TESTQ            $0x00000001, DX
+	JZ               ksdnone_930
+	VCVTPH2PS        (R10), Z8
+	VFMADD231PS.BCST (R12), Z8, Z0
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
+	VCVTPH2PS        (R10)(R8*1), Z8
+	VFMADD231PS.BCST (R12), Z8, Z2
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z3
+	VCVTPH2PS        (R10)(R8*2), Z8
+	VFMADD231PS.BCST (R12), Z8, Z4
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z5
+	VCVTPH2PS        (R11), Z8
+	VFMADD231PS.BCST (R12), Z8, Z6
+	VFMADD231PS.BCST (R12)(R9*1), Z8, Z7
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000020, R11
+	ADDQ             $0x00000004, R12
+
+ksdnone_930:
+	MOVQ    SI, R10
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, (R10)(DI*1)
+	VMOVUPS Z2, 64(R10)
+	VMOVUPS Z3, 64(R10)(DI*1)
+	VMOVUPS Z4, 128(R10)
+	VMOVUPS Z5, 128(R10)(DI*1)
+	VMOVUPS Z6, 192(R10)
+	VMOVUPS Z7, 192(R10)(DI*1)
+	ADDQ    $0x00000100, SI
+	ADDQ    R8, CX
+	ADDQ    R8, CX
+	ADDQ    R8, CX
+	ADDQ    R8, CX
+	SUBQ    $0x00000040, AX
+	JMP     ksteps_926
+
+kstepsdone_927:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33763,37 +33878,56 @@ kstepsdone_923:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_925:
+ksteps_931:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_926
+	JB     kstepsdone_932
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
+	SHRQ   $0x01, R12
+	JZ     ksdodd_934
 
-ksd_927:
+ksd_933:
+	PREFETCHT1       16384(R10)
+	VCVTPH2PS        (R10), Z2
+	VFMADD231PS.BCST (R11), Z2, Z0
+	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_927
-	MOVQ             SI, R10
-	VMOVUPS          Z0, (R10)
-	VMOVUPS          Z1, (R10)(DI*1)
-	ADDQ             $0x00000040, SI
-	ADDQ             R8, CX
-	SUBQ             $0x00000010, R9
-	JMP              ksteps_925
+	JNZ              ksd_933
 
-kstepsdone_926:
+ksdodd_934:
+	TESTQ            $0x00000001, DX
+	JZ               ksdnone_935
+	VCVTPH2PS        (R10), Z2
+	VFMADD231PS.BCST (R11), Z2, Z0
+	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
+
+ksdnone_935:
+	MOVQ    SI, R10
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, (R10)(DI*1)
+	ADDQ    $0x00000040, SI
+	ADDQ    R8, CX
+	SUBQ    $0x00000010, R9
+	JMP     ksteps_931
+
+kstepsdone_932:
 	JMP ksend_913
 
-ksq_921:
+ksq_925:
 	CMPQ AX, $0x03
-	JNE  ksq_928
+	JNE  ksq_936
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -33808,9 +33942,9 @@ ksq_921:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_929:
+ksteps_937:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_930
+	JB     kstepsdone_938
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33820,8 +33954,22 @@ ksteps_929:
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
+	SHRQ   $0x01, R12
+	JZ     ksdodd_940
 
-ksd_931:
+ksd_939:
+	PREFETCHT1       16384(R10)
+	VCVTPH2PS        (R10), Z6
+	VFMADD231PS.BCST (R11), Z6, Z0
+	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
+	VFMADD231PS.BCST (R11)(R9*2), Z6, Z2
+	PREFETCHT1       16384(R10)(R8*1)
+	VCVTPH2PS        (R10)(R8*1), Z6
+	VFMADD231PS.BCST (R11), Z6, Z3
+	VFMADD231PS.BCST (R11)(R9*1), Z6, Z4
+	VFMADD231PS.BCST (R11)(R9*2), Z6, Z5
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
 	VCVTPH2PS        (R10), Z6
 	VFMADD231PS.BCST (R11), Z6, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
@@ -33833,21 +33981,37 @@ ksd_931:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_931
-	MOVQ             SI, R10
-	VMOVUPS          Z0, (R10)
-	VMOVUPS          Z1, (R10)(DI*1)
-	VMOVUPS          Z2, (R10)(DI*2)
-	VMOVUPS          Z3, 64(R10)
-	VMOVUPS          Z4, 64(R10)(DI*1)
-	VMOVUPS          Z5, 64(R10)(DI*2)
-	ADDQ             $0x00000080, SI
-	ADDQ             R8, CX
-	ADDQ             R8, CX
-	SUBQ             $0x00000020, AX
-	JMP              ksteps_929
+	JNZ              ksd_939
 
-kstepsdone_930:
+ksdodd_940:
+	TESTQ            $0x00000001, DX
+	JZ               ksdnone_941
+	VCVTPH2PS        (R10), Z6
+	VFMADD231PS.BCST (R11), Z6, Z0
+	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
+	VFMADD231PS.BCST (R11)(R9*2), Z6, Z2
+	VCVTPH2PS        (R10)(R8*1), Z6
+	VFMADD231PS.BCST (R11), Z6, Z3
+	VFMADD231PS.BCST (R11)(R9*1), Z6, Z4
+	VFMADD231PS.BCST (R11)(R9*2), Z6, Z5
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
+
+ksdnone_941:
+	MOVQ    SI, R10
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, (R10)(DI*1)
+	VMOVUPS Z2, (R10)(DI*2)
+	VMOVUPS Z3, 64(R10)
+	VMOVUPS Z4, 64(R10)(DI*1)
+	VMOVUPS Z5, 64(R10)(DI*2)
+	ADDQ    $0x00000080, SI
+	ADDQ    R8, CX
+	ADDQ    R8, CX
+	SUBQ    $0x00000020, AX
+	JMP     ksteps_937
+
+kstepsdone_938:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33867,17 +34031,26 @@ kstepsdone_930:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_932:
+ksteps_942:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_933
+	JB     kstepsdone_943
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
+	SHRQ   $0x01, R12
+	JZ     ksdodd_945
 
-ksd_934:
+ksd_944:
+	PREFETCHT1       16384(R10)
+	VCVTPH2PS        (R10), Z3
+	VFMADD231PS.BCST (R11), Z3, Z0
+	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
+	VFMADD231PS.BCST (R11)(AX*2), Z3, Z2
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
@@ -33885,22 +34058,34 @@ ksd_934:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_934
-	MOVQ             SI, R10
-	VMOVUPS          Z0, (R10)
-	VMOVUPS          Z1, (R10)(DI*1)
-	VMOVUPS          Z2, (R10)(DI*2)
-	ADDQ             $0x00000040, SI
-	ADDQ             R8, CX
-	SUBQ             $0x00000010, R9
-	JMP              ksteps_932
+	JNZ              ksd_944
 
-kstepsdone_933:
+ksdodd_945:
+	TESTQ            $0x00000001, DX
+	JZ               ksdnone_946
+	VCVTPH2PS        (R10), Z3
+	VFMADD231PS.BCST (R11), Z3, Z0
+	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
+	VFMADD231PS.BCST (R11)(AX*2), Z3, Z2
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
+
+ksdnone_946:
+	MOVQ    SI, R10
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, (R10)(DI*1)
+	VMOVUPS Z2, (R10)(DI*2)
+	ADDQ    $0x00000040, SI
+	ADDQ    R8, CX
+	SUBQ    $0x00000010, R9
+	JMP     ksteps_942
+
+kstepsdone_943:
 	JMP ksend_913
 
-ksq_928:
+ksq_936:
 	CMPQ AX, $0x04
-	JNE  ksq_935
+	JNE  ksq_947
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -33915,9 +34100,9 @@ ksq_928:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_936:
+ksteps_948:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_937
+	JB     kstepsdone_949
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33931,8 +34116,25 @@ ksteps_936:
 	LEAQ   (R11)(R9*2), R12
 	ADDQ   R9, R12
 	MOVQ   DX, R13
+	SHRQ   $0x01, R13
+	JZ     ksdodd_951
 
-ksd_938:
+ksd_950:
+	PREFETCHT1       16384(R10)
+	VCVTPH2PS        (R10), Z8
+	VFMADD231PS.BCST (R11), Z8, Z0
+	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
+	VFMADD231PS.BCST (R11)(R9*2), Z8, Z2
+	VFMADD231PS.BCST (R12), Z8, Z3
+	PREFETCHT1       16384(R10)(R8*1)
+	VCVTPH2PS        (R10)(R8*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z4
+	VFMADD231PS.BCST (R11)(R9*1), Z8, Z5
+	VFMADD231PS.BCST (R11)(R9*2), Z8, Z6
+	VFMADD231PS.BCST (R12), Z8, Z7
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
+	ADDQ             $0x00000004, R12
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
@@ -33947,25 +34149,44 @@ ksd_938:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_938
-	MOVQ             SI, R10
-	LEAQ             (R10)(DI*2), R11
-	ADDQ             DI, R11
-	VMOVUPS          Z0, (R10)
-	VMOVUPS          Z1, (R10)(DI*1)
-	VMOVUPS          Z2, (R10)(DI*2)
-	VMOVUPS          Z3, (R11)
-	VMOVUPS          Z4, 64(R10)
-	VMOVUPS          Z5, 64(R10)(DI*1)
-	VMOVUPS          Z6, 64(R10)(DI*2)
-	VMOVUPS          Z7, 64(R11)
-	ADDQ             $0x00000080, SI
-	ADDQ             R8, CX
-	ADDQ             R8, CX
-	SUBQ             $0x00000020, AX
-	JMP              ksteps_936
+	JNZ              ksd_950
 
-kstepsdone_937:
+ksdodd_951:
+	TESTQ            $0x00000001, DX
+	JZ               ksdnone_952
+	VCVTPH2PS        (R10), Z8
+	VFMADD231PS.BCST (R11), Z8, Z0
+	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
+	VFMADD231PS.BCST (R11)(R9*2), Z8, Z2
+	VFMADD231PS.BCST (R12), Z8, Z3
+	VCVTPH2PS        (R10)(R8*1), Z8
+	VFMADD231PS.BCST (R11), Z8, Z4
+	VFMADD231PS.BCST (R11)(R9*1), Z8, Z5
+	VFMADD231PS.BCST (R11)(R9*2), Z8, Z6
+	VFMADD231PS.BCST (R12), Z8, Z7
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
+	ADDQ             $0x00000004, R12
+
+ksdnone_952:
+	MOVQ    SI, R10
+	LEAQ    (R10)(DI*2), R11
+	ADDQ    DI, R11
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, (R10)(DI*1)
+	VMOVUPS Z2, (R10)(DI*2)
+	VMOVUPS Z3, (R11)
+	VMOVUPS Z4, 64(R10)
+	VMOVUPS Z5, 64(R10)(DI*1)
+	VMOVUPS Z6, 64(R10)(DI*2)
+	VMOVUPS Z7, 64(R11)
+	ADDQ    $0x00000080, SI
+	ADDQ    R8, CX
+	ADDQ    R8, CX
+	SUBQ    $0x00000020, AX
+	JMP     ksteps_948
+
+kstepsdone_949:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33985,9 +34206,9 @@ kstepsdone_937:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_939:
+ksteps_953:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_940
+	JB     kstepsdone_954
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33997,8 +34218,19 @@ ksteps_939:
 	LEAQ   (R11)(AX*2), R12
 	ADDQ   AX, R12
 	MOVQ   DX, R13
+	SHRQ   $0x01, R13
+	JZ     ksdodd_956
 
-ksd_941:
+ksd_955:
+	PREFETCHT1       16384(R10)
+	VCVTPH2PS        (R10), Z4
+	VFMADD231PS.BCST (R11), Z4, Z0
+	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
+	VFMADD231PS.BCST (R11)(AX*2), Z4, Z2
+	VFMADD231PS.BCST (R12), Z4, Z3
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
+	ADDQ             $0x00000004, R12
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
@@ -34008,33 +34240,47 @@ ksd_941:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_941
-	MOVQ             SI, R10
-	LEAQ             (R10)(DI*2), R11
-	ADDQ             DI, R11
-	VMOVUPS          Z0, (R10)
-	VMOVUPS          Z1, (R10)(DI*1)
-	VMOVUPS          Z2, (R10)(DI*2)
-	VMOVUPS          Z3, (R11)
-	ADDQ             $0x00000040, SI
-	ADDQ             R8, CX
-	SUBQ             $0x00000010, R9
-	JMP              ksteps_939
+	JNZ              ksd_955
 
-kstepsdone_940:
+ksdodd_956:
+	TESTQ            $0x00000001, DX
+	JZ               ksdnone_957
+	VCVTPH2PS        (R10), Z4
+	VFMADD231PS.BCST (R11), Z4, Z0
+	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
+	VFMADD231PS.BCST (R11)(AX*2), Z4, Z2
+	VFMADD231PS.BCST (R12), Z4, Z3
+	ADDQ             $0x00000020, R10
+	ADDQ             $0x00000004, R11
+	ADDQ             $0x00000004, R12
+
+ksdnone_957:
+	MOVQ    SI, R10
+	LEAQ    (R10)(DI*2), R11
+	ADDQ    DI, R11
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, (R10)(DI*1)
+	VMOVUPS Z2, (R10)(DI*2)
+	VMOVUPS Z3, (R11)
+	ADDQ    $0x00000040, SI
+	ADDQ    R8, CX
+	SUBQ    $0x00000010, R9
+	JMP     ksteps_953
+
+kstepsdone_954:
 	JMP ksend_913
 
-ksq_935:
+ksq_947:
 ksend_913:
 	VZEROUPPER
 	RET
 
 // func kScoresAVX2(kt []uint16, hd int, n int, q []float32, nq int, out []float32, outStride int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_943
+	JNE  ksq_959
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -34049,9 +34295,9 @@ TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_944:
+ksteps_960:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_945
+	JB    kstepsdone_961
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34059,8 +34305,26 @@ ksteps_944:
 	MOVQ  CX, R8
 	MOVQ  BX, R9
 	MOVQ  DX, R10
+	SHRQ  $0x01, R10
+	JZ    ksdodd_963
 
-ksd_946:
+ksd_962:
+	PREFETCHT1   16384(R8)
+	VCVTPH2PS    (R8), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VCVTPH2PS    16(R8), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y1
+	PREFETCHT1   16384(R8)(DI*1)
+	VCVTPH2PS    (R8)(DI*1), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VCVTPH2PS    16(R8)(DI*1), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x00000020, R8
+	ADDQ         $0x00000004, R9
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -34076,19 +34340,39 @@ ksd_946:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_946
-	MOVQ         SI, R8
-	VMOVUPS      Y0, (R8)
-	VMOVUPS      Y1, 32(R8)
-	VMOVUPS      Y2, 64(R8)
-	VMOVUPS      Y3, 96(R8)
-	ADDQ         $0x00000080, SI
-	ADDQ         DI, CX
-	ADDQ         DI, CX
-	SUBQ         $0x00000020, AX
-	JMP          ksteps_944
+	JNZ          ksd_962
 
-kstepsdone_945:
+ksdodd_963:
+	TESTQ        $0x00000001, DX
+	JZ           ksdnone_964
+	VCVTPH2PS    (R8), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VCVTPH2PS    16(R8), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y1
+	VCVTPH2PS    (R8)(DI*1), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VCVTPH2PS    16(R8)(DI*1), Y4
+	VBROADCASTSS (R9), Y5
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x00000020, R8
+	ADDQ         $0x00000004, R9
+
+ksdnone_964:
+	MOVQ    SI, R8
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	ADDQ    $0x00000080, SI
+	ADDQ    DI, CX
+	ADDQ    DI, CX
+	SUBQ    $0x00000020, AX
+	JMP     ksteps_960
+
+kstepsdone_961:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34108,16 +34392,27 @@ kstepsdone_945:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_947:
+ksteps_965:
 	CMPQ  R8, $0x00000010
-	JB    kstepsdone_948
+	JB    kstepsdone_966
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, AX
 	MOVQ  BX, R9
 	MOVQ  DX, R10
+	SHRQ  $0x01, R10
+	JZ    ksdodd_968
 
-ksd_949:
+ksd_967:
+	PREFETCHT1   16384(AX)
+	VCVTPH2PS    (AX), Y2
+	VBROADCASTSS (R9), Y3
+	VFMADD231PS  Y3, Y2, Y0
+	VCVTPH2PS    16(AX), Y2
+	VBROADCASTSS (R9), Y3
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x00000020, AX
+	ADDQ         $0x00000004, R9
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
 	VFMADD231PS  Y3, Y2, Y0
@@ -34127,21 +34422,35 @@ ksd_949:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_949
-	MOVQ         SI, AX
-	VMOVUPS      Y0, (AX)
-	VMOVUPS      Y1, 32(AX)
-	ADDQ         $0x00000040, SI
-	ADDQ         DI, CX
-	SUBQ         $0x00000010, R8
-	JMP          ksteps_947
+	JNZ          ksd_967
 
-kstepsdone_948:
-	JMP ksend_942
+ksdodd_968:
+	TESTQ        $0x00000001, DX
+	JZ           ksdnone_969
+	VCVTPH2PS    (AX), Y2
+	VBROADCASTSS (R9), Y3
+	VFMADD231PS  Y3, Y2, Y0
+	VCVTPH2PS    16(AX), Y2
+	VBROADCASTSS (R9), Y3
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x00000020, AX
+	ADDQ         $0x00000004, R9
 
-ksq_943:
+ksdnone_969:
+	MOVQ    SI, AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    $0x00000040, SI
+	ADDQ    DI, CX
+	SUBQ    $0x00000010, R8
+	JMP     ksteps_965
+
+kstepsdone_966:
+	JMP ksend_958
+
+ksq_959:
 	CMPQ AX, $0x02
-	JNE  ksq_950
+	JNE  ksq_970
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -34156,9 +34465,9 @@ ksq_943:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_951:
+ksteps_971:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_952
+	JB    kstepsdone_972
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34170,8 +34479,34 @@ ksteps_951:
 	MOVQ  CX, R10
 	MOVQ  BX, R11
 	MOVQ  DX, R12
+	SHRQ  $0x01, R12
+	JZ    ksdodd_974
 
-ksd_953:
+ksd_973:
+	PREFETCHT1   16384(R10)
+	VCVTPH2PS    (R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VCVTPH2PS    16(R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y3
+	PREFETCHT1   16384(R10)(R8*1)
+	VCVTPH2PS    (R10)(R8*1), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y4
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y5
+	VCVTPH2PS    16(R10)(R8*1), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y6
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y7
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -34195,23 +34530,51 @@ ksd_953:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_953
-	MOVQ         SI, R10
-	VMOVUPS      Y0, (R10)
-	VMOVUPS      Y1, (R10)(DI*1)
-	VMOVUPS      Y2, 32(R10)
-	VMOVUPS      Y3, 32(R10)(DI*1)
-	VMOVUPS      Y4, 64(R10)
-	VMOVUPS      Y5, 64(R10)(DI*1)
-	VMOVUPS      Y6, 96(R10)
-	VMOVUPS      Y7, 96(R10)(DI*1)
-	ADDQ         $0x00000080, SI
-	ADDQ         R8, CX
-	ADDQ         R8, CX
-	SUBQ         $0x00000020, AX
-	JMP          ksteps_951
+	JNZ          ksd_973
 
-kstepsdone_952:
+ksdodd_974:
+	TESTQ        $0x00000001, DX
+	JZ           ksdnone_975
+	VCVTPH2PS    (R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VCVTPH2PS    16(R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y3
+	VCVTPH2PS    (R10)(R8*1), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y4
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y5
+	VCVTPH2PS    16(R10)(R8*1), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y6
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y7
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
+
+ksdnone_975:
+	MOVQ    SI, R10
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, (R10)(DI*1)
+	VMOVUPS Y2, 32(R10)
+	VMOVUPS Y3, 32(R10)(DI*1)
+	VMOVUPS Y4, 64(R10)
+	VMOVUPS Y5, 64(R10)(DI*1)
+	VMOVUPS Y6, 96(R10)
+	VMOVUPS Y7, 96(R10)(DI*1)
+	ADDQ    $0x00000080, SI
+	ADDQ    R8, CX
+	ADDQ    R8, CX
+	SUBQ    $0x00000020, AX
+	JMP     ksteps_971
+
+kstepsdone_972:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34231,9 +34594,9 @@ kstepsdone_952:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_954:
+ksteps_976:
 	CMPQ  R9, $0x00000010
-	JB    kstepsdone_955
+	JB    kstepsdone_977
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34241,8 +34604,23 @@ ksteps_954:
 	MOVQ  CX, R10
 	MOVQ  BX, R11
 	MOVQ  DX, R12
+	SHRQ  $0x01, R12
+	JZ    ksdodd_979
 
-ksd_956:
+ksd_978:
+	PREFETCHT1   16384(R10)
+	VCVTPH2PS    (R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y1
+	VCVTPH2PS    16(R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
 	VCVTPH2PS    (R10), Y4
 	VBROADCASTSS (R11), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -34256,23 +34634,41 @@ ksd_956:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_956
-	MOVQ         SI, R10
-	VMOVUPS      Y0, (R10)
-	VMOVUPS      Y1, (R10)(DI*1)
-	VMOVUPS      Y2, 32(R10)
-	VMOVUPS      Y3, 32(R10)(DI*1)
-	ADDQ         $0x00000040, SI
-	ADDQ         R8, CX
-	SUBQ         $0x00000010, R9
-	JMP          ksteps_954
+	JNZ          ksd_978
 
-kstepsdone_955:
-	JMP ksend_942
+ksdodd_979:
+	TESTQ        $0x00000001, DX
+	JZ           ksdnone_980
+	VCVTPH2PS    (R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y1
+	VCVTPH2PS    16(R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
 
-ksq_950:
+ksdnone_980:
+	MOVQ    SI, R10
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, (R10)(DI*1)
+	VMOVUPS Y2, 32(R10)
+	VMOVUPS Y3, 32(R10)(DI*1)
+	ADDQ    $0x00000040, SI
+	ADDQ    R8, CX
+	SUBQ    $0x00000010, R9
+	JMP     ksteps_976
+
+kstepsdone_977:
+	JMP ksend_958
+
+ksq_970:
 	CMPQ AX, $0x03
-	JNE  ksq_957
+	JNE  ksq_981
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -34287,9 +34683,9 @@ ksq_950:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_958:
+ksteps_982:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_959
+	JB    kstepsdone_983
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34299,8 +34695,27 @@ ksteps_958:
 	MOVQ  CX, R10
 	MOVQ  BX, R11
 	MOVQ  DX, R12
+	SHRQ  $0x01, R12
+	JZ    ksdodd_985
 
-ksd_960:
+ksd_984:
+	PREFETCHT1   16384(R10)
+	VCVTPH2PS    (R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y0
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y1
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y2
+	VCVTPH2PS    16(R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y3
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y4
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y5
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
 	VCVTPH2PS    (R10), Y6
 	VBROADCASTSS (R11), Y7
 	VFMADD231PS  Y7, Y6, Y0
@@ -34318,25 +34733,47 @@ ksd_960:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_960
-	MOVQ         SI, R10
-	VMOVUPS      Y0, (R10)
-	VMOVUPS      Y1, (R10)(DI*1)
-	VMOVUPS      Y2, (R10)(DI*2)
-	VMOVUPS      Y3, 32(R10)
-	VMOVUPS      Y4, 32(R10)(DI*1)
-	VMOVUPS      Y5, 32(R10)(DI*2)
-	ADDQ         $0x00000040, SI
-	ADDQ         R8, CX
-	SUBQ         $0x00000010, AX
-	JMP          ksteps_958
+	JNZ          ksd_984
 
-kstepsdone_959:
-	JMP ksend_942
+ksdodd_985:
+	TESTQ        $0x00000001, DX
+	JZ           ksdnone_986
+	VCVTPH2PS    (R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y0
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y1
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y2
+	VCVTPH2PS    16(R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y3
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y4
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y5
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
 
-ksq_957:
+ksdnone_986:
+	MOVQ    SI, R10
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, (R10)(DI*1)
+	VMOVUPS Y2, (R10)(DI*2)
+	VMOVUPS Y3, 32(R10)
+	VMOVUPS Y4, 32(R10)(DI*1)
+	VMOVUPS Y5, 32(R10)(DI*2)
+	ADDQ    $0x00000040, SI
+	ADDQ    R8, CX
+	SUBQ    $0x00000010, AX
+	JMP     ksteps_982
+
+kstepsdone_983:
+	JMP ksend_958
+
+ksq_981:
 	CMPQ AX, $0x04
-	JNE  ksq_961
+	JNE  ksq_987
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -34351,9 +34788,9 @@ ksq_957:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_962:
+ksteps_988:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_963
+	JB    kstepsdone_989
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34367,8 +34804,32 @@ ksteps_962:
 	LEAQ  (R11)(R9*2), R12
 	ADDQ  R9, R12
 	MOVQ  DX, R13
+	SHRQ  $0x01, R13
+	JZ    ksdodd_991
 
-ksd_964:
+ksd_990:
+	PREFETCHT1   16384(R10)
+	VCVTPH2PS    (R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VBROADCASTSS (R11)(R9*2), Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VBROADCASTSS (R12), Y9
+	VFMADD231PS  Y9, Y8, Y3
+	VCVTPH2PS    16(R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y4
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y5
+	VBROADCASTSS (R11)(R9*2), Y9
+	VFMADD231PS  Y9, Y8, Y6
+	VBROADCASTSS (R12), Y9
+	VFMADD231PS  Y9, Y8, Y7
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
+	ADDQ         $0x00000004, R12
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -34391,28 +34852,55 @@ ksd_964:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_964
-	MOVQ         SI, R10
-	LEAQ         (R10)(DI*2), R11
-	ADDQ         DI, R11
-	VMOVUPS      Y0, (R10)
-	VMOVUPS      Y1, (R10)(DI*1)
-	VMOVUPS      Y2, (R10)(DI*2)
-	VMOVUPS      Y3, (R11)
-	VMOVUPS      Y4, 32(R10)
-	VMOVUPS      Y5, 32(R10)(DI*1)
-	VMOVUPS      Y6, 32(R10)(DI*2)
-	VMOVUPS      Y7, 32(R11)
-	ADDQ         $0x00000040, SI
-	ADDQ         R8, CX
-	SUBQ         $0x00000010, AX
-	JMP          ksteps_962
+	JNZ          ksd_990
 
-kstepsdone_963:
-	JMP ksend_942
+ksdodd_991:
+	TESTQ        $0x00000001, DX
+	JZ           ksdnone_992
+	VCVTPH2PS    (R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VBROADCASTSS (R11)(R9*2), Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VBROADCASTSS (R12), Y9
+	VFMADD231PS  Y9, Y8, Y3
+	VCVTPH2PS    16(R10), Y8
+	VBROADCASTSS (R11), Y9
+	VFMADD231PS  Y9, Y8, Y4
+	VBROADCASTSS (R11)(R9*1), Y9
+	VFMADD231PS  Y9, Y8, Y5
+	VBROADCASTSS (R11)(R9*2), Y9
+	VFMADD231PS  Y9, Y8, Y6
+	VBROADCASTSS (R12), Y9
+	VFMADD231PS  Y9, Y8, Y7
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
+	ADDQ         $0x00000004, R12
 
-ksq_961:
-ksend_942:
+ksdnone_992:
+	MOVQ    SI, R10
+	LEAQ    (R10)(DI*2), R11
+	ADDQ    DI, R11
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, (R10)(DI*1)
+	VMOVUPS Y2, (R10)(DI*2)
+	VMOVUPS Y3, (R11)
+	VMOVUPS Y4, 32(R10)
+	VMOVUPS Y5, 32(R10)(DI*1)
+	VMOVUPS Y6, 32(R10)(DI*2)
+	VMOVUPS Y7, 32(R11)
+	ADDQ    $0x00000040, SI
+	ADDQ    R8, CX
+	SUBQ    $0x00000010, AX
+	JMP     ksteps_988
+
+kstepsdone_989:
+	JMP ksend_958
+
+ksq_987:
+ksend_958:
 	VZEROUPPER
 	RET
 
@@ -34423,16 +34911,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_965:
+rows_993:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_966
+	JB   rowsdone_994
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_967:
+tokens_995:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_968
+	JB   tokenstail_996
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -34466,9 +34954,9 @@ tokens_967:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_970:
+i8steps_998:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_971
+	JB         i8stepsdone_999
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -34507,11 +34995,11 @@ i8steps_970:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_970
+	JMP        i8steps_998
 
-i8stepsdone_971:
+i8stepsdone_999:
 	TESTQ      R10, R10
-	JZ         notail_972
+	JZ         notail_1000
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -34549,7 +35037,7 @@ i8stepsdone_971:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_972:
+notail_1000:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -34708,11 +35196,11 @@ notail_972:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_967
+	JMP           tokens_995
 
-tokenstail_968:
+tokenstail_996:
 	CMPQ DI, $0x00000004
-	JNE  tokens_973
+	JNE  tokens_1001
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -34741,9 +35229,9 @@ tokenstail_968:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_974:
+i8steps_1002:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_975
+	JB         i8stepsdone_1003
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -34777,11 +35265,11 @@ i8steps_974:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_974
+	JMP        i8steps_1002
 
-i8stepsdone_975:
+i8stepsdone_1003:
 	TESTQ      R10, R10
-	JZ         notail_976
+	JZ         notail_1004
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -34814,7 +35302,7 @@ i8stepsdone_975:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_976:
+notail_1004:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -34936,11 +35424,11 @@ notail_976:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_969
+	JMP           tokensdone_997
 
-tokens_973:
+tokens_1001:
 	CMPQ DI, $0x00000003
-	JNE  tokens_977
+	JNE  tokens_1005
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -34963,9 +35451,9 @@ tokens_973:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_978:
+i8steps_1006:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_979
+	JB         i8stepsdone_1007
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -34993,11 +35481,11 @@ i8steps_978:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_978
+	JMP        i8steps_1006
 
-i8stepsdone_979:
+i8stepsdone_1007:
 	TESTQ      R10, R10
-	JZ         notail_980
+	JZ         notail_1008
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -35025,7 +35513,7 @@ i8stepsdone_979:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_980:
+notail_1008:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35118,11 +35606,11 @@ notail_980:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_969
+	JMP           tokensdone_997
 
-tokens_977:
+tokens_1005:
 	CMPQ DI, $0x00000002
-	JNE  tokens_981
+	JNE  tokens_1009
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -35141,9 +35629,9 @@ tokens_977:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_982:
+i8steps_1010:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_983
+	JB         i8stepsdone_1011
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -35166,11 +35654,11 @@ i8steps_982:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_982
+	JMP        i8steps_1010
 
-i8stepsdone_983:
+i8stepsdone_1011:
 	TESTQ      R10, R10
-	JZ         notail_984
+	JZ         notail_1012
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -35193,7 +35681,7 @@ i8stepsdone_983:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_984:
+notail_1012:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35257,11 +35745,11 @@ notail_984:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_969
+	JMP           tokensdone_997
 
-tokens_981:
+tokens_1009:
 	CMPQ DI, $0x00000001
-	JNE  tokens_985
+	JNE  tokens_1013
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -35276,9 +35764,9 @@ tokens_981:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_986:
+i8steps_1014:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_987
+	JB         i8stepsdone_1015
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -35296,11 +35784,11 @@ i8steps_986:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_986
+	JMP        i8steps_1014
 
-i8stepsdone_987:
+i8stepsdone_1015:
 	TESTQ      R9, R9
-	JZ         notail_988
+	JZ         notail_1016
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35318,7 +35806,7 @@ i8stepsdone_987:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_988:
+notail_1016:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35354,27 +35842,27 @@ notail_988:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_969
+	JMP           tokensdone_997
 
-tokens_985:
-tokensdone_969:
+tokens_1013:
+tokensdone_997:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_965
+	JMP  rows_993
 
-rowsdone_966:
-rows_989:
+rowsdone_994:
+rows_1017:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_990
+	JB   rowsdone_1018
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_991:
+tokens_1019:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_992
+	JB   tokenstail_1020
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -35396,9 +35884,9 @@ tokens_991:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_994:
+i8steps_1022:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_995
+	JB         i8stepsdone_1023
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -35422,11 +35910,11 @@ i8steps_994:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_994
+	JMP        i8steps_1022
 
-i8stepsdone_995:
+i8stepsdone_1023:
 	TESTQ      R9, R9
-	JZ         notail_996
+	JZ         notail_1024
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -35449,7 +35937,7 @@ i8stepsdone_995:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_996:
+notail_1024:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -35559,11 +36047,11 @@ notail_996:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_991
+	JMP           tokens_1019
 
-tokenstail_992:
+tokenstail_1020:
 	CMPQ DI, $0x00000007
-	JNE  tokens_997
+	JNE  tokens_1025
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -35583,9 +36071,9 @@ tokenstail_992:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_998:
+i8steps_1026:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_999
+	JB         i8stepsdone_1027
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -35607,11 +36095,11 @@ i8steps_998:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_998
+	JMP        i8steps_1026
 
-i8stepsdone_999:
+i8stepsdone_1027:
 	TESTQ      R9, R9
-	JZ         notail_1000
+	JZ         notail_1028
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -35632,7 +36120,7 @@ i8stepsdone_999:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_1000:
+notail_1028:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35722,11 +36210,11 @@ notail_1000:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_993
+	JMP           tokensdone_1021
 
-tokens_997:
+tokens_1025:
 	CMPQ DI, $0x00000006
-	JNE  tokens_1001
+	JNE  tokens_1029
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -35743,9 +36231,9 @@ tokens_997:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_1002:
+i8steps_1030:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1003
+	JB         i8stepsdone_1031
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -35764,11 +36252,11 @@ i8steps_1002:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1002
+	JMP        i8steps_1030
 
-i8stepsdone_1003:
+i8stepsdone_1031:
 	TESTQ      R9, R9
-	JZ         notail_1004
+	JZ         notail_1032
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35787,7 +36275,7 @@ i8stepsdone_1003:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_1004:
+notail_1032:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35865,11 +36353,11 @@ notail_1004:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_993
+	JMP           tokensdone_1021
 
-tokens_1001:
+tokens_1029:
 	CMPQ DI, $0x00000005
-	JNE  tokens_1005
+	JNE  tokens_1033
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -35885,9 +36373,9 @@ tokens_1001:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_1006:
+i8steps_1034:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1007
+	JB         i8stepsdone_1035
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -35904,11 +36392,11 @@ i8steps_1006:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1006
+	JMP        i8steps_1034
 
-i8stepsdone_1007:
+i8stepsdone_1035:
 	TESTQ      R9, R9
-	JZ         notail_1008
+	JZ         notail_1036
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35925,7 +36413,7 @@ i8stepsdone_1007:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_1008:
+notail_1036:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35991,11 +36479,11 @@ notail_1008:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_993
+	JMP           tokensdone_1021
 
-tokens_1005:
+tokens_1033:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1009
+	JNE  tokens_1037
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -36010,9 +36498,9 @@ tokens_1005:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1010:
+i8steps_1038:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1011
+	JB         i8stepsdone_1039
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -36027,11 +36515,11 @@ i8steps_1010:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1010
+	JMP        i8steps_1038
 
-i8stepsdone_1011:
+i8stepsdone_1039:
 	TESTQ      R9, R9
-	JZ         notail_1012
+	JZ         notail_1040
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -36046,7 +36534,7 @@ i8stepsdone_1011:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_1012:
+notail_1040:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36100,11 +36588,11 @@ notail_1012:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_993
+	JMP           tokensdone_1021
 
-tokens_1009:
+tokens_1037:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1013
+	JNE  tokens_1041
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -36116,9 +36604,9 @@ tokens_1009:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_1014:
+i8steps_1042:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1015
+	JB         i8stepsdone_1043
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -36130,11 +36618,11 @@ i8steps_1014:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1014
+	JMP        i8steps_1042
 
-i8stepsdone_1015:
+i8stepsdone_1043:
 	TESTQ      R9, R9
-	JZ         notail_1016
+	JZ         notail_1044
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -36147,7 +36635,7 @@ i8stepsdone_1015:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_1016:
+notail_1044:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36189,11 +36677,11 @@ notail_1016:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_993
+	JMP           tokensdone_1021
 
-tokens_1013:
+tokens_1041:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1017
+	JNE  tokens_1045
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -36204,9 +36692,9 @@ tokens_1013:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_1018:
+i8steps_1046:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1019
+	JB         i8stepsdone_1047
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -36216,11 +36704,11 @@ i8steps_1018:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1018
+	JMP        i8steps_1046
 
-i8stepsdone_1019:
+i8stepsdone_1047:
 	TESTQ      R9, R9
-	JZ         notail_1020
+	JZ         notail_1048
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -36231,7 +36719,7 @@ i8stepsdone_1019:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_1020:
+notail_1048:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36261,11 +36749,11 @@ notail_1020:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_993
+	JMP           tokensdone_1021
 
-tokens_1017:
+tokens_1045:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1021
+	JNE  tokens_1049
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -36275,9 +36763,9 @@ tokens_1017:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_1022:
+i8steps_1050:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_1023
+	JB         i8stepsdone_1051
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -36285,11 +36773,11 @@ i8steps_1022:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_1022
+	JMP        i8steps_1050
 
-i8stepsdone_1023:
+i8stepsdone_1051:
 	TESTQ      R8, R8
-	JZ         notail_1024
+	JZ         notail_1052
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -36298,7 +36786,7 @@ i8stepsdone_1023:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_1024:
+notail_1052:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36317,17 +36805,17 @@ notail_1024:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_993
+	JMP           tokensdone_1021
 
-tokens_1021:
-tokensdone_993:
+tokens_1049:
+tokensdone_1021:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_989
+	JMP  rows_1017
 
-rowsdone_990:
+rowsdone_1018:
 	VZEROUPPER
 	RET
 
@@ -36336,7 +36824,7 @@ rowsdone_990:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_1025
+	JE      group32_1053
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 	MOVQ    w_base+0(FP), AX
@@ -36349,9 +36837,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, SI
 	MOVQ    SI, (SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1026
+	JZ      pairsdone_1054
 
-pairs_1027:
+pairs_1055:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -36368,9 +36856,9 @@ pairs_1027:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1029
+	JAE    loopdone_1057
 
-loop_1028:
+loop_1056:
 	VMOVDQU      (R10)(R12*1), Y6
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y4
@@ -36535,13 +37023,13 @@ loop_1028:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1028
+	JB           loop_1056
 
-loopdone_1029:
-room_1030:
+loopdone_1057:
+room_1058:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1031
+	JA           roomdone_1059
 	VMOVDQU      (R10)(R12*1), Y6
 	VMOVDQU      (AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -36563,9 +37051,9 @@ room_1030:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R13
 	ADDQ         $0x20, R12
-	JMP          room_1030
+	JMP          room_1058
 
-roomdone_1031:
+roomdone_1059:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -36585,7 +37073,7 @@ roomdone_1031:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1027
+	JNZ          pairs_1055
 	MOVQ         (SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -36595,10 +37083,10 @@ roomdone_1031:
 	MOVQ         (SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1026:
+pairsdone_1054:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1032
+	JZ     noodd_1060
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -36608,9 +37096,9 @@ pairsdone_1026:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1034
+	JAE    loopdone_1062
 
-loop_1033:
+loop_1061:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -36702,13 +37190,13 @@ loop_1033:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1033
+	JB           loop_1061
 
-loopdone_1034:
-room_1035:
+loopdone_1062:
+room_1063:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1036
+	JA           roomdone_1064
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -36721,9 +37209,9 @@ room_1035:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_1035
+	JMP          room_1063
 
-roomdone_1036:
+roomdone_1064:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -36732,11 +37220,11 @@ roomdone_1036:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1032:
+noodd_1060:
 	VZEROUPPER
 	RET
 
-group32_1025:
+group32_1053:
 	VMOVDQU words0001<>+0(SB), Y0
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
@@ -36748,9 +37236,9 @@ group32_1025:
 	SHRQ    $0x01, SI
 	MOVQ    SI, 8(SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1037
+	JZ      pairsdone_1065
 
-pairs_1038:
+pairs_1066:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -36767,9 +37255,9 @@ pairs_1038:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1040
+	JAE    loopdone_1068
 
-loop_1039:
+loop_1067:
 	VMOVDQU      (R10)(R12*1), Y5
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y3
@@ -36918,13 +37406,13 @@ loop_1039:
 	ADDQ         $0x04, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1039
+	JB           loop_1067
 
-loopdone_1040:
-room_1041:
+loopdone_1068:
+room_1069:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1042
+	JA           roomdone_1070
 	VMOVDQU      (R10)(R12*1), Y5
 	VMOVDQU      (AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -36944,9 +37432,9 @@ room_1041:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R13
 	ADDQ         $0x20, R12
-	JMP          room_1041
+	JMP          room_1069
 
-roomdone_1042:
+roomdone_1070:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -36966,7 +37454,7 @@ roomdone_1042:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1038
+	JNZ          pairs_1066
 	MOVQ         8(SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -36976,10 +37464,10 @@ roomdone_1042:
 	MOVQ         8(SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1037:
+pairsdone_1065:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1043
+	JZ     noodd_1071
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -36989,9 +37477,9 @@ pairsdone_1037:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1045
+	JAE    loopdone_1073
 
-loop_1044:
+loop_1072:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -37075,13 +37563,13 @@ loop_1044:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1044
+	JB           loop_1072
 
-loopdone_1045:
-room_1046:
+loopdone_1073:
+room_1074:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1047
+	JA           roomdone_1075
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -37093,9 +37581,9 @@ room_1046:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_1046
+	JMP          room_1074
 
-roomdone_1047:
+roomdone_1075:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -37104,7 +37592,7 @@ roomdone_1047:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1043:
+noodd_1071:
 	VZEROUPPER
 	RET
 
@@ -37113,7 +37601,7 @@ noodd_1043:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1048
+	JE           group32_1076
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -37126,9 +37614,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, SI
 	MOVQ         SI, (SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1049
+	JZ           pairsdone_1077
 
-pairs_1050:
+pairs_1078:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -37145,9 +37633,9 @@ pairs_1050:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1052
+	JAE    loopdone_1080
 
-loop_1051:
+loop_1079:
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	PREFETCHT1      16384(AX)(R13*1)
@@ -37220,13 +37708,13 @@ loop_1051:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1051
+	JB              loop_1079
 
-loopdone_1052:
-room_1053:
+loopdone_1080:
+room_1081:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1054
+	JA              roomdone_1082
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	VPXORD          (AX)(R13*1), Z0, Z4
@@ -37245,9 +37733,9 @@ room_1053:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1053
+	JMP             room_1081
 
-roomdone_1054:
+roomdone_1082:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -37271,7 +37759,7 @@ roomdone_1054:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1050
+	JNZ           pairs_1078
 	MOVQ          (SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -37281,10 +37769,10 @@ roomdone_1054:
 	MOVQ          (SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1049:
+pairsdone_1077:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1055
+	JZ     noodd_1083
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -37294,9 +37782,9 @@ pairsdone_1049:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1057
+	JAE    loopdone_1085
 
-loop_1056:
+loop_1084:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -37340,13 +37828,13 @@ loop_1056:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_1056
+	JB              loop_1084
 
-loopdone_1057:
-room_1058:
+loopdone_1085:
+room_1086:
 	LEAQ            64(R8), R10
 	CMPQ            R10, SI
-	JA              roomdone_1059
+	JA              roomdone_1087
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -37358,9 +37846,9 @@ room_1058:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_1058
+	JMP             room_1086
 
-roomdone_1059:
+roomdone_1087:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -37371,11 +37859,11 @@ roomdone_1059:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1055:
+noodd_1083:
 	VZEROUPPER
 	RET
 
-group32_1048:
+group32_1076:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -37388,9 +37876,9 @@ group32_1048:
 	SHRQ         $0x01, SI
 	MOVQ         SI, 8(SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1060
+	JZ           pairsdone_1088
 
-pairs_1061:
+pairs_1089:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -37407,9 +37895,9 @@ pairs_1061:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1063
+	JAE    loopdone_1091
 
-loop_1062:
+loop_1090:
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	PREFETCHT1   16384(AX)(R13*1)
@@ -37482,13 +37970,13 @@ loop_1062:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1062
+	JB           loop_1090
 
-loopdone_1063:
-room_1064:
+loopdone_1091:
+room_1092:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1065
+	JA           roomdone_1093
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	VPXORD       (AX)(R13*1), Z0, Z4
@@ -37507,9 +37995,9 @@ room_1064:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1064
+	JMP          room_1092
 
-roomdone_1065:
+roomdone_1093:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -37533,7 +38021,7 @@ roomdone_1065:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1061
+	JNZ           pairs_1089
 	MOVQ          8(SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -37543,10 +38031,10 @@ roomdone_1065:
 	MOVQ          8(SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1060:
+pairsdone_1088:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1066
+	JZ     noodd_1094
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -37556,9 +38044,9 @@ pairsdone_1060:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1068
+	JAE    loopdone_1096
 
-loop_1067:
+loop_1095:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -37602,13 +38090,13 @@ loop_1067:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_1067
+	JB           loop_1095
 
-loopdone_1068:
-room_1069:
+loopdone_1096:
+room_1097:
 	LEAQ         64(R8), R10
 	CMPQ         R10, SI
-	JA           roomdone_1070
+	JA           roomdone_1098
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -37620,9 +38108,9 @@ room_1069:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_1069
+	JMP          room_1097
 
-roomdone_1070:
+roomdone_1098:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -37633,7 +38121,7 @@ roomdone_1070:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1066:
+noodd_1094:
 	VZEROUPPER
 	RET
 
@@ -37642,7 +38130,7 @@ noodd_1066:
 TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1071
+	JE           group32_1099
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -37656,9 +38144,9 @@ TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         AX, (SP)
 	MOVQ         AX, 32(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1072
+	JZ           quadsdone_1100
 
-quads_1073:
+quads_1101:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   8(SP), CX
 	IMULQ  (SP), AX
@@ -37684,9 +38172,9 @@ quads_1073:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1075
+	JAE    loopdone_1103
 
-loop_1074:
+loop_1102:
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -37813,13 +38301,13 @@ loop_1074:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1074
+	JB              loop_1102
 
-loopdone_1075:
-room_1076:
+loopdone_1103:
+room_1104:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1077
+	JA              roomdone_1105
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -37852,9 +38340,9 @@ room_1076:
 	VFMADD231PS     Z7, Z6, Z5
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1076
+	JMP             room_1104
 
-roomdone_1077:
+roomdone_1105:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -37902,9 +38390,9 @@ roomdone_1077:
 	ADDQ          AX, 16(SP)
 	ADDQ          $0x04, 24(SP)
 	DECQ          32(SP)
-	JNZ           quads_1073
+	JNZ           quads_1101
 
-quadsdone_1072:
+quadsdone_1100:
 	MOVQ  8(SP), AX
 	MOVQ  16(SP), CX
 	MOVQ  24(SP), DX
@@ -37922,9 +38410,9 @@ quadsdone_1072:
 	LEAQ  (DX)(BX*4), DX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1079
+	JZ    blocksingledone_1107
 
-blocksingle_1078:
+blocksingle_1106:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -37934,9 +38422,9 @@ blocksingle_1078:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1081
+	JAE    loopdone_1109
 
-loop_1080:
+loop_1108:
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -37979,13 +38467,13 @@ loop_1080:
 	ADDQ            $0x10, R10
 	ADDQ            $0x00000100, R9
 	CMPQ            R9, R11
-	JB              loop_1080
+	JB              loop_1108
 
-loopdone_1081:
-room_1082:
+loopdone_1109:
+room_1110:
 	LEAQ            64(R9), R11
 	CMPQ            R11, DI
-	JA              roomdone_1083
+	JA              roomdone_1111
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -37997,9 +38485,9 @@ room_1082:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R10
 	ADDQ            $0x40, R9
-	JMP             room_1082
+	JMP             room_1110
 
-roomdone_1083:
+roomdone_1111:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -38016,13 +38504,13 @@ roomdone_1083:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1078
+	JNZ           blocksingle_1106
 
-blocksingledone_1079:
+blocksingledone_1107:
 	VZEROUPPER
 	RET
 
-group32_1071:
+group32_1099:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -38036,9 +38524,9 @@ group32_1071:
 	MOVQ         AX, 40(SP)
 	MOVQ         AX, 72(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1084
+	JZ           quadsdone_1112
 
-quads_1085:
+quads_1113:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   48(SP), CX
 	IMULQ  40(SP), AX
@@ -38064,9 +38552,9 @@ quads_1085:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1087
+	JAE    loopdone_1115
 
-loop_1086:
+loop_1114:
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -38193,13 +38681,13 @@ loop_1086:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1086
+	JB           loop_1114
 
-loopdone_1087:
-room_1088:
+loopdone_1115:
+room_1116:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1089
+	JA           roomdone_1117
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -38232,9 +38720,9 @@ room_1088:
 	VFMADD231PS  Z7, Z6, Z5
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1088
+	JMP          room_1116
 
-roomdone_1089:
+roomdone_1117:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -38282,9 +38770,9 @@ roomdone_1089:
 	ADDQ          AX, 56(SP)
 	ADDQ          $0x04, 64(SP)
 	DECQ          72(SP)
-	JNZ           quads_1085
+	JNZ           quads_1113
 
-quadsdone_1084:
+quadsdone_1112:
 	MOVQ  48(SP), AX
 	MOVQ  56(SP), CX
 	MOVQ  64(SP), DX
@@ -38302,9 +38790,9 @@ quadsdone_1084:
 	LEAQ  (DX)(BX*4), DX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1091
+	JZ    blocksingledone_1119
 
-blocksingle_1090:
+blocksingle_1118:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -38314,9 +38802,9 @@ blocksingle_1090:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1093
+	JAE    loopdone_1121
 
-loop_1092:
+loop_1120:
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -38359,13 +38847,13 @@ loop_1092:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000100, R9
 	CMPQ         R9, R11
-	JB           loop_1092
+	JB           loop_1120
 
-loopdone_1093:
-room_1094:
+loopdone_1121:
+room_1122:
 	LEAQ         64(R9), R11
 	CMPQ         R11, DI
-	JA           roomdone_1095
+	JA           roomdone_1123
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -38377,9 +38865,9 @@ room_1094:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R10
 	ADDQ         $0x40, R9
-	JMP          room_1094
+	JMP          room_1122
 
-roomdone_1095:
+roomdone_1123:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -38396,9 +38884,9 @@ roomdone_1095:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1090
+	JNZ           blocksingle_1118
 
-blocksingledone_1091:
+blocksingledone_1119:
 	VZEROUPPER
 	RET
 
@@ -38416,9 +38904,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1097
+	JAE          loopdone_1125
 
-loop_1096:
+loop_1124:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -38429,9 +38917,9 @@ loop_1096:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1096
+	JB      loop_1124
 
-loopdone_1097:
+loopdone_1125:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -38443,18 +38931,18 @@ loopdone_1097:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1099
+	JAE          maxabsdone_1127
 
-maxabs_1098:
+maxabs_1126:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1098
+	JB      maxabs_1126
 
-maxabsdone_1099:
+maxabsdone_1127:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -38474,9 +38962,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1101
+	JAE          loopdone_1129
 
-loop_1100:
+loop_1128:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -38487,9 +38975,9 @@ loop_1100:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1100
+	JB      loop_1128
 
-loopdone_1101:
+loopdone_1129:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -38503,18 +38991,18 @@ loopdone_1101:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1103
+	JAE           maxabsdone_1131
 
-maxabs_1102:
+maxabs_1130:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1102
+	JB      maxabs_1130
 
-maxabsdone_1103:
+maxabsdone_1131:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -38535,9 +39023,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1105
+	JAE          loopdone_1133
 
-loop_1104:
+loop_1132:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -38550,9 +39038,9 @@ loop_1104:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1104
+	JB           loop_1132
 
-loopdone_1105:
+loopdone_1133:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -38561,9 +39049,9 @@ loopdone_1105:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1107
+	JAE          quantdone_1135
 
-quant_1106:
+quant_1134:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -38576,9 +39064,9 @@ quant_1106:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1106
+	JB        quant_1134
 
-quantdone_1107:
+quantdone_1135:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -38599,9 +39087,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1109
+	JAE          loopdone_1137
 
-loop_1108:
+loop_1136:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -38616,12 +39104,12 @@ loop_1108:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1108
+	JB        loop_1136
 
-loopdone_1109:
+loopdone_1137:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1110
+	JA        skip_1138
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -38630,10 +39118,10 @@ loopdone_1109:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1110:
+skip_1138:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1111
+	JZ        notail_1139
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -38645,7 +39133,7 @@ skip_1110:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1111:
+notail_1139:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -38670,9 +39158,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1113
+	JAE  loopdone_1141
 
-loop_1112:
+loop_1140:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -38681,31 +39169,31 @@ loop_1112:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1112
+	JB        loop_1140
 
-loopdone_1113:
+loopdone_1141:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1114
+	JA        skip_1142
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1114:
+skip_1142:
 	CMPQ BX, DX
-	JAE  halfdone_1116
+	JAE  halfdone_1144
 
-half_1115:
+half_1143:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1115
+	JB        half_1143
 
-halfdone_1116:
+halfdone_1144:
 	VZEROUPPER
 	RET
 
@@ -38719,9 +39207,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1118
+	JAE  loopdone_1146
 
-loop_1117:
+loop_1145:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -38730,21 +39218,21 @@ loop_1117:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1117
+	JB        loop_1145
 
-loopdone_1118:
+loopdone_1146:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1119
+	JA        skip_1147
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1119:
+skip_1147:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1120
+	JZ        notail_1148
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -38752,7 +39240,7 @@ skip_1119:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1120:
+notail_1148:
 	VZEROUPPER
 	RET
 
@@ -38766,9 +39254,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1122
+	JAE  loopdone_1150
 
-loop_1121:
+loop_1149:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -38779,32 +39267,32 @@ loop_1121:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1121
+	JB        loop_1149
 
-loopdone_1122:
+loopdone_1150:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1123
+	JA        skip_1151
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1123:
+skip_1151:
 	CMPQ BX, DX
-	JAE  halfdone_1125
+	JAE  halfdone_1153
 
-half_1124:
+half_1152:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1124
+	JB        half_1152
 
-halfdone_1125:
+halfdone_1153:
 	VZEROUPPER
 	RET
 
@@ -38818,9 +39306,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1127
+	JAE  loopdone_1155
 
-loop_1126:
+loop_1154:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -38831,22 +39319,22 @@ loop_1126:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1126
+	JB        loop_1154
 
-loopdone_1127:
+loopdone_1155:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1128
+	JA        skip_1156
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1128:
+skip_1156:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1129
+	JZ        notail_1157
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -38855,7 +39343,7 @@ skip_1128:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1129:
+notail_1157:
 	VZEROUPPER
 	RET
 
@@ -38872,9 +39360,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1131
+	JAE          loopdone_1159
 
-loop_1130:
+loop_1158:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -38915,11 +39403,11 @@ loop_1130:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1130
+	JB           loop_1158
 
-loopdone_1131:
+loopdone_1159:
 	SUBQ         DX, CX
-	JE           notail_1132
+	JE           notail_1160
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -38964,7 +39452,7 @@ loopdone_1131:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1132:
+notail_1160:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -38989,9 +39477,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1134
+	JAE          loopdone_1162
 
-loop_1133:
+loop_1161:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -39006,9 +39494,9 @@ loop_1133:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1133
+	JB      loop_1161
 
-loopdone_1134:
+loopdone_1162:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -39019,17 +39507,17 @@ loopdone_1134:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1136
+	JAE          scalemaxdone_1164
 
-scalemax_1135:
+scalemax_1163:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1135
+	JB     scalemax_1163
 
-scalemaxdone_1136:
+scalemaxdone_1164:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -39049,9 +39537,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1138
+	JAE          loopdone_1166
 
-loop_1137:
+loop_1165:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -39066,9 +39554,9 @@ loop_1137:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1137
+	JB      loop_1165
 
-loopdone_1138:
+loopdone_1166:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -39081,17 +39569,17 @@ loopdone_1138:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1140
+	JAE           scalemaxdone_1168
 
-scalemax_1139:
+scalemax_1167:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1139
+	JB     scalemax_1167
 
-scalemaxdone_1140:
+scalemaxdone_1168:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -39121,9 +39609,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1142
+	JAE          loopdone_1170
 
-loop_1141:
+loop_1169:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -39170,12 +39658,12 @@ loop_1141:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1141
+	JB            loop_1169
 
-loopdone_1142:
+loopdone_1170:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1143
+	JA            skip_1171
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -39200,10 +39688,10 @@ loopdone_1142:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1143:
+skip_1171:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1144
+	JZ            notail_1172
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -39231,7 +39719,7 @@ skip_1143:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1144:
+notail_1172:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -39259,9 +39747,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1146
+	JAE          loopdone_1174
 
-loop_1145:
+loop_1173:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -39292,13 +39780,13 @@ loop_1145:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1145
+	JB        loop_1173
 
-loopdone_1146:
-ewvec_1147:
+loopdone_1174:
+ewvec_1175:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1148
+	JA        ewvecdone_1176
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -39307,13 +39795,13 @@ ewvec_1147:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1147
+	JMP       ewvec_1175
 
-ewvecdone_1148:
+ewvecdone_1176:
 	CMPQ SI, BX
-	JAE  ewonedone_1150
+	JAE  ewonedone_1178
 
-ewone_1149:
+ewone_1177:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -39323,9 +39811,9 @@ ewone_1149:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1149
+	JB        ewone_1177
 
-ewonedone_1150:
+ewonedone_1178:
 	VZEROUPPER
 	RET
 
@@ -39342,9 +39830,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1152
+	JAE          loopdone_1180
 
-loop_1151:
+loop_1179:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -39367,26 +39855,26 @@ loop_1151:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1151
+	JB      loop_1179
 
-loopdone_1152:
-ewvec_1153:
+loopdone_1180:
+ewvec_1181:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1154
+	JA      ewvecdone_1182
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1153
+	JMP     ewvec_1181
 
-ewvecdone_1154:
+ewvecdone_1182:
 	CMPQ SI, BX
-	JAE  ewonedone_1156
+	JAE  ewonedone_1184
 
-ewone_1155:
+ewone_1183:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -39394,9 +39882,9 @@ ewone_1155:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1155
+	JB     ewone_1183
 
-ewonedone_1156:
+ewonedone_1184:
 	VZEROUPPER
 	RET
 
@@ -39411,9 +39899,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1158
+	JAE  loopdone_1186
 
-loop_1157:
+loop_1185:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -39444,13 +39932,13 @@ loop_1157:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1157
+	JB      loop_1185
 
-loopdone_1158:
-ewvec_1159:
+loopdone_1186:
+ewvec_1187:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1160
+	JA      ewvecdone_1188
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -39459,13 +39947,13 @@ ewvec_1159:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1159
+	JMP     ewvec_1187
 
-ewvecdone_1160:
+ewvecdone_1188:
 	CMPQ SI, BX
-	JAE  ewonedone_1162
+	JAE  ewonedone_1190
 
-ewone_1161:
+ewone_1189:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -39475,9 +39963,9 @@ ewone_1161:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1161
+	JB     ewone_1189
 
-ewonedone_1162:
+ewonedone_1190:
 	VZEROUPPER
 	RET
 
@@ -39491,9 +39979,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1164
+	JAE  loopdone_1192
 
-loop_1163:
+loop_1191:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -39512,34 +40000,34 @@ loop_1163:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1163
+	JB      loop_1191
 
-loopdone_1164:
-ewvec_1165:
+loopdone_1192:
+ewvec_1193:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1166
+	JA      ewvecdone_1194
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1165
+	JMP     ewvec_1193
 
-ewvecdone_1166:
+ewvecdone_1194:
 	CMPQ BX, DX
-	JAE  ewonedone_1168
+	JAE  ewonedone_1196
 
-ewone_1167:
+ewone_1195:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1167
+	JB     ewone_1195
 
-ewonedone_1168:
+ewonedone_1196:
 	VZEROUPPER
 	RET
 
@@ -39559,9 +40047,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1170
+	JAE          loopdone_1198
 
-loop_1169:
+loop_1197:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -39592,13 +40080,13 @@ loop_1169:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1169
+	JB        loop_1197
 
-loopdone_1170:
-ewvec_1171:
+loopdone_1198:
+ewvec_1199:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1172
+	JA        ewvecdone_1200
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -39607,13 +40095,13 @@ ewvec_1171:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1171
+	JMP       ewvec_1199
 
-ewvecdone_1172:
+ewvecdone_1200:
 	CMPQ SI, BX
-	JAE  ewonedone_1174
+	JAE  ewonedone_1202
 
-ewone_1173:
+ewone_1201:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -39623,9 +40111,9 @@ ewone_1173:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1173
+	JB        ewone_1201
 
-ewonedone_1174:
+ewonedone_1202:
 	VZEROUPPER
 	RET
 
@@ -39642,9 +40130,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1176
+	JAE          loopdone_1204
 
-loop_1175:
+loop_1203:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -39667,26 +40155,26 @@ loop_1175:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1175
+	JB      loop_1203
 
-loopdone_1176:
-ewvec_1177:
+loopdone_1204:
+ewvec_1205:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1178
+	JA      ewvecdone_1206
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1177
+	JMP     ewvec_1205
 
-ewvecdone_1178:
+ewvecdone_1206:
 	CMPQ SI, BX
-	JAE  ewonedone_1180
+	JAE  ewonedone_1208
 
-ewone_1179:
+ewone_1207:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -39694,9 +40182,9 @@ ewone_1179:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1179
+	JB     ewone_1207
 
-ewonedone_1180:
+ewonedone_1208:
 	VZEROUPPER
 	RET
 
@@ -39711,9 +40199,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1182
+	JAE  loopdone_1210
 
-loop_1181:
+loop_1209:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -39744,13 +40232,13 @@ loop_1181:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1181
+	JB      loop_1209
 
-loopdone_1182:
-ewvec_1183:
+loopdone_1210:
+ewvec_1211:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1184
+	JA      ewvecdone_1212
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -39759,13 +40247,13 @@ ewvec_1183:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1183
+	JMP     ewvec_1211
 
-ewvecdone_1184:
+ewvecdone_1212:
 	CMPQ SI, BX
-	JAE  ewonedone_1186
+	JAE  ewonedone_1214
 
-ewone_1185:
+ewone_1213:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -39775,9 +40263,9 @@ ewone_1185:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1185
+	JB      ewone_1213
 
-ewonedone_1186:
+ewonedone_1214:
 	VZEROUPPER
 	RET
 
@@ -39791,9 +40279,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1188
+	JAE  loopdone_1216
 
-loop_1187:
+loop_1215:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -39812,34 +40300,34 @@ loop_1187:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1187
+	JB      loop_1215
 
-loopdone_1188:
-ewvec_1189:
+loopdone_1216:
+ewvec_1217:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1190
+	JA      ewvecdone_1218
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1189
+	JMP     ewvec_1217
 
-ewvecdone_1190:
+ewvecdone_1218:
 	CMPQ BX, DX
-	JAE  ewonedone_1192
+	JAE  ewonedone_1220
 
-ewone_1191:
+ewone_1219:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1191
+	JB     ewone_1219
 
-ewonedone_1192:
+ewonedone_1220:
 	VZEROUPPER
 	RET
 
@@ -39864,9 +40352,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1194
+	JAE   loopdone_1222
 
-loop_1193:
+loop_1221:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -39941,21 +40429,21 @@ loop_1193:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1193
+	JB         loop_1221
 
-loopdone_1194:
+loopdone_1222:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1196
+	JAE    sum64done_1224
 
-sum64_1195:
+sum64_1223:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1195
+	JB     sum64_1223
 
-sum64done_1196:
+sum64done_1224:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -39989,9 +40477,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1198
+	JAE    loopdone_1226
 
-loop_1197:
+loop_1225:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -40034,20 +40522,20 @@ loop_1197:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1197
+	JB         loop_1225
 
-loopdone_1198:
+loopdone_1226:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1200
+	JAE    sum64done_1228
 
-sum64_1199:
+sum64_1227:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1199
+	JB     sum64_1227
 
-sum64done_1200:
+sum64done_1228:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -40094,9 +40582,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1202
+	JZ         sgemmtail_1230
 
-sgemm_1201:
+sgemm_1229:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -40180,13 +40668,13 @@ sgemm_1201:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1201
+	JNZ          sgemm_1229
 
-sgemmtail_1202:
+sgemmtail_1230:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1204
+	JZ   sgemmdone_1232
 
-sgemmone_1203:
+sgemmone_1231:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -40210,9 +40698,9 @@ sgemmone_1203:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1203
+	JNZ          sgemmone_1231
 
-sgemmdone_1204:
+sgemmdone_1232:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -40306,9 +40794,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1206
+	JZ         sgemmtail_1234
 
-sgemm_1205:
+sgemm_1233:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -40464,13 +40952,13 @@ sgemm_1205:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1205
+	JNZ          sgemm_1233
 
-sgemmtail_1206:
+sgemmtail_1234:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1208
+	JZ   sgemmdone_1236
 
-sgemmone_1207:
+sgemmone_1235:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -40512,9 +41000,9 @@ sgemmone_1207:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1207
+	JNZ          sgemmone_1235
 
-sgemmdone_1208:
+sgemmdone_1236:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -40585,9 +41073,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1210
+	JLE   fmadone_1238
 
-fma_1209:
+fma_1237:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -40601,9 +41089,9 @@ fma_1209:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1209
+	JNZ         fma_1237
 
-fmadone_1210:
+fmadone_1238:
 	VZEROUPPER
 	RET
 
@@ -40630,9 +41118,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1212
+	JLE    fmadone_1240
 
-fma_1211:
+fma_1239:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -40650,9 +41138,9 @@ fma_1211:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1211
+	JNZ         fma_1239
 
-fmadone_1212:
+fmadone_1240:
 	VZEROUPPER
 	RET
 
@@ -40675,9 +41163,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1214
+	JLE   int8done_1242
 
-int8_1213:
+int8_1241:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -40691,9 +41179,9 @@ int8_1213:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1213
+	JNZ        int8_1241
 
-int8done_1214:
+int8done_1242:
 	VZEROUPPER
 	RET
 
@@ -40716,9 +41204,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1216
+	JLE    int8done_1244
 
-int8_1215:
+int8_1243:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -40732,8 +41220,8 @@ int8_1215:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1215
+	JNZ      int8_1243
 
-int8done_1216:
+int8done_1244:
 	VZEROUPPER
 	RET
