@@ -39,7 +39,7 @@ var avx2Kernels = kernels{
 	kScores:       kScoresWhole(kScoresAVX2),
 	axpyF16:       checkAxpyF16(axpyF16AVX2),
 	axpyF16Rows:   rowsOfAxpy(checkAxpyF16(axpyF16AVX2)),
-	axpyF16Rows4:  fourOf(rowsOfAxpy(checkAxpyF16(axpyF16AVX2))),
+	axpyF16Rows4:  checkAxpyF16Rows4(wholeAxpyRows4(axpyF16Rows4AVX2, fourOf(rowsOfAxpy(checkAxpyF16(axpyF16AVX2))))),
 	dotI8Rows:     checkDotI8Rows(dotI8RowsAVX2),
 	dotF16MatMul:  checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
 	dotI8MatMul:   checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
@@ -87,6 +87,22 @@ var avx512VNNIKernels = kernels{
 	int8MACs:      12 * 64,
 	sumBytes:      checkSumBytes(sumBytesAVX512),
 	sgemm:         sgemmAVX512, // AVX-512 F only; see sgemm_amd64.go
+}
+
+// wholeAxpyRows4 runs an axpyF16Rows4 kernel that takes whole chunks of
+// 16 elements (axpyF16Rows4AVX2) on the first n &^ 15 elements of each
+// y_j, and rest, which takes any n, on the others: the elements are
+// independent, each getting its rows' FMAs in row order from either.
+func wholeAxpyRows4(f, rest func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int)) func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int) {
+	return func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int) {
+		whole := n &^ 15
+		if whole > 0 && np > 0 {
+			f(a, aStride, np, v, stride, y, yStride, whole)
+		}
+		if whole < n && np > 0 {
+			rest(a, aStride, np, v[whole:], stride, y[whole:], yStride, n-whole)
+		}
+	}
 }
 
 // rowsFit reports whether rows rows of rowLen elements, the first at 0 and

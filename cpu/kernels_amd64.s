@@ -15217,6 +15217,125 @@ rowblocksdone_402:
 	VZEROUPPER
 	RET
 
+// func axpyF16Rows4AVX2(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)
+// Requires: AVX, CMOV, F16C, FMA3, MMX+
+TEXT ·axpyF16Rows4AVX2(SB), NOSPLIT, $0-112
+	XORQ CX, CX
+
+rowblocks_414:
+	MOVQ np+32(FP), AX
+	CMPQ CX, AX
+	JAE  rowblocksdone_415
+	XORQ AX, AX
+
+chunks_416:
+	LEAQ    16(AX), DX
+	MOVQ    n+104(FP), BX
+	CMPQ    DX, BX
+	JA      chunksdone_417
+	MOVQ    y_base+72(FP), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x01, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Y2
+	VMOVUPS 32(DX), Y3
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x02, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Y4
+	VMOVUPS 32(DX), Y5
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x03, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS (DX), Y6
+	VMOVUPS 32(DX), Y7
+	MOVQ    a_base+0(FP), DX
+	MOVQ    aStride+24(FP), BX
+	LEAQ    (DX)(BX*4), SI
+	LEAQ    (SI)(BX*4), DI
+	LEAQ    (DI)(BX*4), BX
+	MOVQ    stride+64(FP), R8
+	SHLQ    $0x01, R8
+	MOVQ    CX, R9
+	IMULQ   R8, R9
+	MOVQ    v_base+40(FP), R10
+	ADDQ    R10, R9
+	LEAQ    (R9)(AX*2), R9
+	LEAQ    64(CX), R10
+	MOVQ    np+32(FP), R11
+	CMPQ    R10, R11
+	CMOVQGT R11, R10
+	MOVQ    CX, R11
+	CMPQ    R11, R10
+	JAE     rowsdone_419
+
+rows_418:
+	PREFETCHT1   16384(R9)
+	VCVTPH2PS    (R9), Y8
+	VCVTPH2PS    16(R9), Y9
+	VBROADCASTSS (DX)(R11*4), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS (SI)(R11*4), Y10
+	VFMADD231PS  Y8, Y10, Y2
+	VFMADD231PS  Y9, Y10, Y3
+	VBROADCASTSS (DI)(R11*4), Y10
+	VFMADD231PS  Y8, Y10, Y4
+	VFMADD231PS  Y9, Y10, Y5
+	VBROADCASTSS (BX)(R11*4), Y10
+	VFMADD231PS  Y8, Y10, Y6
+	VFMADD231PS  Y9, Y10, Y7
+	ADDQ         R8, R9
+	INCQ         R11
+	CMPQ         R11, R10
+	JB           rows_418
+
+rowsdone_419:
+	MOVQ    y_base+72(FP), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x01, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, 32(DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x02, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	MOVQ    y_base+72(FP), DX
+	MOVQ    yStride+96(FP), BX
+	IMUL3Q  $0x03, BX, BX
+	LEAQ    (DX)(BX*4), DX
+	LEAQ    (DX)(AX*4), DX
+	VMOVUPS Y6, (DX)
+	VMOVUPS Y7, 32(DX)
+	ADDQ    $0x10, AX
+	JMP     chunks_416
+
+chunksdone_417:
+	ADDQ $0x00000040, CX
+	JMP  rowblocks_414
+
+rowblocksdone_415:
+	VZEROUPPER
+	RET
+
 // func dotI8RowsAVX2(w []int8, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
@@ -15228,14 +15347,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_414
+	JZ      spreaddone_420
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_415:
+spread_421:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -15247,9 +15366,9 @@ spread_415:
 	ANDQ  $-256, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_417
+	JAE   loopdone_423
 
-loop_416:
+loop_422:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -15456,13 +15575,13 @@ loop_416:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_416
+	JB         loop_422
 
-loopdone_417:
-room_418:
+loopdone_423:
+room_424:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         roomdone_419
+	JA         roomdone_425
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -15489,9 +15608,9 @@ room_418:
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
-	JMP        room_418
+	JMP        room_424
 
-roomdone_419:
+roomdone_425:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -15512,82 +15631,82 @@ roomdone_419:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_420
+	JAE          taildone_426
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_421:
+tail_427:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_421
+	JB      tail_427
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_422:
+tail_428:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_422
+	JB      tail_428
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_423:
+tail_429:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_423
+	JB      tail_429
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_424:
+tail_430:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_424
+	JB      tail_430
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_420:
+taildone_426:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_415
+	JNZ  spread_421
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_414:
+spreaddone_420:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_426
+	JZ   singledone_432
 
-single_425:
+single_431:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-256, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_428
+	JAE   loopdone_434
 
-loop_427:
+loop_433:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -15647,13 +15766,13 @@ loop_427:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_427
+	JB         loop_433
 
-loopdone_428:
-room_429:
+loopdone_434:
+room_435:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         roomdone_430
+	JA         roomdone_436
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -15662,9 +15781,9 @@ room_429:
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
-	JMP        room_429
+	JMP        room_435
 
-roomdone_430:
+roomdone_436:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -15673,27 +15792,27 @@ roomdone_430:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_431
+	JAE          taildone_437
 	XORL         R8, R8
 
-tail_432:
+tail_438:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_432
+	JB      tail_438
 	ADDL    R8, (BX)
 
-taildone_431:
+taildone_437:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_425
+	JNZ  single_431
 
-singledone_426:
+singledone_432:
 	VZEROUPPER
 	RET
 
@@ -15708,26 +15827,26 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_434
+	JAE          loopdone_440
 
-loop_433:
+loop_439:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_433
+	JB       loop_439
 
-loopdone_434:
+loopdone_440:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_435
+	JZ         notail_441
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_435:
+notail_441:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -15744,14 +15863,14 @@ notail_435:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_436
+	JZ            spreaddone_442
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_437:
+spread_443:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -15763,9 +15882,9 @@ spread_437:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_439
+	JAE    loopdone_445
 
-loop_438:
+loop_444:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -15808,13 +15927,13 @@ loop_438:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_438
+	JB         loop_444
 
-loopdone_439:
-room_440:
+loopdone_445:
+room_446:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_441
+	JA        roomdone_447
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -15825,13 +15944,13 @@ room_440:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_440
+	JMP       room_446
 
-roomdone_441:
+roomdone_447:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_442
+	JZ         notail_448
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -15849,7 +15968,7 @@ roomdone_441:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_442:
+notail_448:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -15882,26 +16001,26 @@ notail_442:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_437
+	JNZ           spread_443
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_436:
+spreaddone_442:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_444
+	JZ   singledone_450
 
-single_443:
+single_449:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_446
+	JAE    loopdone_452
 
-loop_445:
+loop_451:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
@@ -15917,24 +16036,24 @@ loop_445:
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_445
+	JB         loop_451
 
-loopdone_446:
-room_447:
+loopdone_452:
+room_453:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_448
+	JA        roomdone_454
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_447
+	JMP       room_453
 
-roomdone_448:
+roomdone_454:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_449
+	JZ         notail_455
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -15943,7 +16062,7 @@ roomdone_448:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_449:
+notail_455:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -15958,9 +16077,9 @@ notail_449:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_443
+	JNZ           single_449
 
-singledone_444:
+singledone_450:
 	VZEROUPPER
 	RET
 
@@ -15975,26 +16094,26 @@ TEXT ·dotI8RowsVNNIHW(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_451
+	JAE          loopdone_457
 
-loop_450:
+loop_456:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_450
+	JB       loop_456
 
-loopdone_451:
+loopdone_457:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_452
+	JZ         notail_458
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_452:
+notail_458:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -16011,14 +16130,14 @@ notail_452:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_453
+	JZ            spreaddone_459
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_454:
+spread_460:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -16030,9 +16149,9 @@ spread_454:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_456
+	JAE    loopdone_462
 
-loop_455:
+loop_461:
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -16071,13 +16190,13 @@ loop_455:
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x00000100, R12
 	CMPQ      R12, R13
-	JB        loop_455
+	JB        loop_461
 
-loopdone_456:
-room_457:
+loopdone_462:
+room_463:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_458
+	JA        roomdone_464
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -16088,13 +16207,13 @@ room_457:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_457
+	JMP       room_463
 
-roomdone_458:
+roomdone_464:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_459
+	JZ         notail_465
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -16112,7 +16231,7 @@ roomdone_458:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_459:
+notail_465:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -16145,26 +16264,26 @@ notail_459:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_454
+	JNZ           spread_460
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_453:
+spreaddone_459:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_461
+	JZ   singledone_467
 
-single_460:
+single_466:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_463
+	JAE    loopdone_469
 
-loop_462:
+loop_468:
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
@@ -16179,24 +16298,24 @@ loop_462:
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x00000100, DI
 	CMPQ      DI, R8
-	JB        loop_462
+	JB        loop_468
 
-loopdone_463:
-room_464:
+loopdone_469:
+room_470:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_465
+	JA        roomdone_471
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_464
+	JMP       room_470
 
-roomdone_465:
+roomdone_471:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_466
+	JZ         notail_472
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -16205,7 +16324,7 @@ roomdone_465:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_466:
+notail_472:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -16220,9 +16339,9 @@ notail_466:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_460
+	JNZ           single_466
 
-singledone_461:
+singledone_467:
 	VZEROUPPER
 	RET
 
@@ -16231,15 +16350,15 @@ singledone_461:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_468
+	JNE  f16mmtokens_474
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_469:
+f16tiles_475:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_470
+	JB   f16tilesdone_476
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -16256,9 +16375,9 @@ f16tiles_469:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_471:
+f16steps_477:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_472
+	JB          f16stepsdone_478
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -16285,11 +16404,11 @@ f16steps_471:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_471
+	JMP         f16steps_477
 
-f16stepsdone_472:
+f16stepsdone_478:
 	CMPQ        SI, $0x10
-	JB          f16step16_473
+	JB          f16step16_479
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -16304,9 +16423,9 @@ f16stepsdone_472:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_473:
+f16step16_479:
 	TESTQ       SI, SI
-	JZ          notail_474
+	JZ          notail_480
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -16324,7 +16443,7 @@ f16step16_473:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_474:
+notail_480:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -16356,11 +16475,11 @@ notail_474:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_469
+	JMP           f16tiles_475
 
-f16tilesdone_470:
+f16tilesdone_476:
 	CMPQ DX, $0x03
-	JNE  f16rest_475
+	JNE  f16rest_481
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -16374,9 +16493,9 @@ f16tilesdone_470:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_476:
+f16steps_482:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_477
+	JB          f16stepsdone_483
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -16397,11 +16516,11 @@ f16steps_476:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_476
+	JMP         f16steps_482
 
-f16stepsdone_477:
+f16stepsdone_483:
 	CMPQ        SI, $0x10
-	JB          f16step16_478
+	JB          f16step16_484
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -16413,9 +16532,9 @@ f16stepsdone_477:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_478:
+f16step16_484:
 	TESTQ       SI, SI
-	JZ          notail_479
+	JZ          notail_485
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -16430,7 +16549,7 @@ f16step16_478:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_479:
+notail_485:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -16463,9 +16582,9 @@ notail_479:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_475:
+f16rest_481:
 	CMPQ DX, $0x02
-	JNE  f16rest_480
+	JNE  f16rest_486
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -16478,9 +16597,9 @@ f16rest_475:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_481:
+f16steps_487:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_482
+	JB          f16stepsdone_488
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -16496,11 +16615,11 @@ f16steps_481:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_481
+	JMP         f16steps_487
 
-f16stepsdone_482:
+f16stepsdone_488:
 	CMPQ        SI, $0x10
-	JB          f16step16_483
+	JB          f16step16_489
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -16510,9 +16629,9 @@ f16stepsdone_482:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_483:
+f16step16_489:
 	TESTQ       SI, SI
-	JZ          notail_484
+	JZ          notail_490
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -16524,7 +16643,7 @@ f16step16_483:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_484:
+notail_490:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -16552,9 +16671,9 @@ notail_484:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_480:
+f16rest_486:
 	CMPQ DX, $0x01
-	JNE  f16rest_485
+	JNE  f16rest_491
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -16566,9 +16685,9 @@ f16rest_480:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_486:
+f16steps_492:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_487
+	JB          f16stepsdone_493
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -16579,11 +16698,11 @@ f16steps_486:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_486
+	JMP         f16steps_492
 
-f16stepsdone_487:
+f16stepsdone_493:
 	CMPQ        DX, $0x10
-	JB          f16step16_488
+	JB          f16step16_494
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -16591,9 +16710,9 @@ f16stepsdone_487:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_488:
+f16step16_494:
 	TESTQ       DX, DX
-	JZ          notail_489
+	JZ          notail_495
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -16602,7 +16721,7 @@ f16step16_488:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_489:
+notail_495:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -16625,12 +16744,12 @@ notail_489:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_485:
+f16rest_491:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_491
+	JZ   f16singledone_497
 
-f16single_490:
+f16single_496:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16641,9 +16760,9 @@ f16single_490:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_492:
+f16steps_498:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_493
+	JB          f16stepsdone_499
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -16654,11 +16773,11 @@ f16steps_492:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_492
+	JMP         f16steps_498
 
-f16stepsdone_493:
+f16stepsdone_499:
 	CMPQ        BX, $0x10
-	JB          f16step16_494
+	JB          f16step16_500
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -16666,9 +16785,9 @@ f16stepsdone_493:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_494:
+f16step16_500:
 	TESTQ       BX, BX
-	JZ          notail_495
+	JZ          notail_501
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -16677,7 +16796,7 @@ f16step16_494:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_495:
+notail_501:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -16695,22 +16814,22 @@ notail_495:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_490
+	JNZ           f16single_496
 
-f16singledone_491:
-	JMP f16mmend_467
+f16singledone_497:
+	JMP f16mmend_473
 
-f16mmtokens_468:
+f16mmtokens_474:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_496
+	JNE  f16mmtokens_502
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_497:
+f16tiles_503:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_498
+	JB   f16tilesdone_504
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -16731,9 +16850,9 @@ f16tiles_497:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_499:
+f16steps_505:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_500
+	JB          f16stepsdone_506
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16770,11 +16889,11 @@ f16steps_499:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_499
+	JMP         f16steps_505
 
-f16stepsdone_500:
+f16stepsdone_506:
 	CMPQ        DI, $0x10
-	JB          f16step16_501
+	JB          f16step16_507
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -16794,9 +16913,9 @@ f16stepsdone_500:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_501:
+f16step16_507:
 	TESTQ       DI, DI
-	JZ          notail_502
+	JZ          notail_508
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -16819,7 +16938,7 @@ f16step16_501:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_502:
+notail_508:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -16872,11 +16991,11 @@ notail_502:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_497
+	JMP           f16tiles_503
 
-f16tilesdone_498:
+f16tilesdone_504:
 	CMPQ DX, $0x03
-	JNE  f16rest_503
+	JNE  f16rest_509
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -16893,9 +17012,9 @@ f16tilesdone_498:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_504:
+f16steps_510:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_505
+	JB          f16stepsdone_511
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16924,11 +17043,11 @@ f16steps_504:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_504
+	JMP         f16steps_510
 
-f16stepsdone_505:
+f16stepsdone_511:
 	CMPQ        DI, $0x10
-	JB          f16step16_506
+	JB          f16step16_512
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -16944,9 +17063,9 @@ f16stepsdone_505:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_506:
+f16step16_512:
 	TESTQ       DI, DI
-	JZ          notail_507
+	JZ          notail_513
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -16965,7 +17084,7 @@ f16step16_506:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_507:
+notail_513:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17021,9 +17140,9 @@ notail_507:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_503:
+f16rest_509:
 	CMPQ DX, $0x02
-	JNE  f16rest_508
+	JNE  f16rest_514
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -17038,9 +17157,9 @@ f16rest_503:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_509:
+f16steps_515:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_510
+	JB          f16stepsdone_516
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17062,11 +17181,11 @@ f16steps_509:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_509
+	JMP         f16steps_515
 
-f16stepsdone_510:
+f16stepsdone_516:
 	CMPQ        DI, $0x10
-	JB          f16step16_511
+	JB          f16step16_517
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -17079,9 +17198,9 @@ f16stepsdone_510:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_511:
+f16step16_517:
 	TESTQ       DI, DI
-	JZ          notail_512
+	JZ          notail_518
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -17096,7 +17215,7 @@ f16step16_511:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_512:
+notail_518:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17143,9 +17262,9 @@ notail_512:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_508:
+f16rest_514:
 	CMPQ DX, $0x01
-	JNE  f16rest_513
+	JNE  f16rest_519
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -17158,9 +17277,9 @@ f16rest_508:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_514:
+f16steps_520:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_515
+	JB          f16stepsdone_521
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -17175,11 +17294,11 @@ f16steps_514:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_514
+	JMP         f16steps_520
 
-f16stepsdone_515:
+f16stepsdone_521:
 	CMPQ        BX, $0x10
-	JB          f16step16_516
+	JB          f16step16_522
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -17189,9 +17308,9 @@ f16stepsdone_515:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_516:
+f16step16_522:
 	TESTQ       BX, BX
-	JZ          notail_517
+	JZ          notail_523
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -17202,7 +17321,7 @@ f16step16_516:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_517:
+notail_523:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17240,12 +17359,12 @@ notail_517:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_513:
+f16rest_519:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_519
+	JZ   f16singledone_525
 
-f16single_518:
+f16single_524:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17257,9 +17376,9 @@ f16single_518:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_520:
+f16steps_526:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_521
+	JB          f16stepsdone_527
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -17274,11 +17393,11 @@ f16steps_520:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_520
+	JMP         f16steps_526
 
-f16stepsdone_521:
+f16stepsdone_527:
 	CMPQ        SI, $0x10
-	JB          f16step16_522
+	JB          f16step16_528
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -17288,9 +17407,9 @@ f16stepsdone_521:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_522:
+f16step16_528:
 	TESTQ       SI, SI
-	JZ          notail_523
+	JZ          notail_529
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -17301,7 +17420,7 @@ f16step16_522:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_523:
+notail_529:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17329,22 +17448,22 @@ notail_523:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_518
+	JNZ           f16single_524
 
-f16singledone_519:
-	JMP f16mmend_467
+f16singledone_525:
+	JMP f16mmend_473
 
-f16mmtokens_496:
+f16mmtokens_502:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_524
+	JNE  f16mmtokens_530
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_525:
+f16tiles_531:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_526
+	JB   f16tilesdone_532
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -17369,9 +17488,9 @@ f16tiles_525:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_527:
+f16steps_533:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_528
+	JB          f16stepsdone_534
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17418,11 +17537,11 @@ f16steps_527:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_527
+	JMP         f16steps_533
 
-f16stepsdone_528:
+f16stepsdone_534:
 	CMPQ        DI, $0x10
-	JB          f16step16_529
+	JB          f16step16_535
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -17447,9 +17566,9 @@ f16stepsdone_528:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_529:
+f16step16_535:
 	TESTQ       DI, DI
-	JZ          notail_530
+	JZ          notail_536
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -17477,7 +17596,7 @@ f16step16_529:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_530:
+notail_536:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17551,11 +17670,11 @@ notail_530:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_525
+	JMP           f16tiles_531
 
-f16tilesdone_526:
+f16tilesdone_532:
 	CMPQ DX, $0x03
-	JNE  f16rest_531
+	JNE  f16rest_537
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -17575,9 +17694,9 @@ f16tilesdone_526:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_532:
+f16steps_538:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_533
+	JB          f16stepsdone_539
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17614,11 +17733,11 @@ f16steps_532:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_532
+	JMP         f16steps_538
 
-f16stepsdone_533:
+f16stepsdone_539:
 	CMPQ        DI, $0x10
-	JB          f16step16_534
+	JB          f16step16_540
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -17638,9 +17757,9 @@ f16stepsdone_533:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_534:
+f16step16_540:
 	TESTQ       DI, DI
-	JZ          notail_535
+	JZ          notail_541
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -17663,7 +17782,7 @@ f16step16_534:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_535:
+notail_541:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17742,9 +17861,9 @@ notail_535:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_531:
+f16rest_537:
 	CMPQ DX, $0x02
-	JNE  f16rest_536
+	JNE  f16rest_542
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -17761,9 +17880,9 @@ f16rest_531:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_537:
+f16steps_543:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_538
+	JB          f16stepsdone_544
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17791,11 +17910,11 @@ f16steps_537:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_537
+	JMP         f16steps_543
 
-f16stepsdone_538:
+f16stepsdone_544:
 	CMPQ        DI, $0x10
-	JB          f16step16_539
+	JB          f16step16_545
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -17811,9 +17930,9 @@ f16stepsdone_538:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_539:
+f16step16_545:
 	TESTQ       DI, DI
-	JZ          notail_540
+	JZ          notail_546
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -17831,7 +17950,7 @@ f16step16_539:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_540:
+notail_546:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17897,9 +18016,9 @@ notail_540:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_536:
+f16rest_542:
 	CMPQ DX, $0x01
-	JNE  f16rest_541
+	JNE  f16rest_547
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -17913,9 +18032,9 @@ f16rest_536:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_542:
+f16steps_548:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_543
+	JB          f16stepsdone_549
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -17934,11 +18053,11 @@ f16steps_542:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_542
+	JMP         f16steps_548
 
-f16stepsdone_543:
+f16stepsdone_549:
 	CMPQ        BX, $0x10
-	JB          f16step16_544
+	JB          f16step16_550
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -17950,9 +18069,9 @@ f16stepsdone_543:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_544:
+f16step16_550:
 	TESTQ       BX, BX
-	JZ          notail_545
+	JZ          notail_551
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -17965,7 +18084,7 @@ f16step16_544:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_545:
+notail_551:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -18018,12 +18137,12 @@ notail_545:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_541:
+f16rest_547:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_547
+	JZ   f16singledone_553
 
-f16single_546:
+f16single_552:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -18036,9 +18155,9 @@ f16single_546:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_548:
+f16steps_554:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_549
+	JB          f16stepsdone_555
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -18057,11 +18176,11 @@ f16steps_548:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_548
+	JMP         f16steps_554
 
-f16stepsdone_549:
+f16stepsdone_555:
 	CMPQ        SI, $0x10
-	JB          f16step16_550
+	JB          f16step16_556
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -18073,9 +18192,9 @@ f16stepsdone_549:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_550:
+f16step16_556:
 	TESTQ       SI, SI
-	JZ          notail_551
+	JZ          notail_557
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -18088,7 +18207,7 @@ f16step16_550:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_551:
+notail_557:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18126,22 +18245,22 @@ notail_551:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_546
+	JNZ           f16single_552
 
-f16singledone_547:
-	JMP f16mmend_467
+f16singledone_553:
+	JMP f16mmend_473
 
-f16mmtokens_524:
+f16mmtokens_530:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_552
+	JNE  f16mmtokens_558
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_553:
+f16tiles_559:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_554
+	JB   f16tilesdone_560
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -18172,9 +18291,9 @@ f16tiles_553:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_555:
+f16steps_561:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_556
+	JB          f16stepsdone_562
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18232,11 +18351,11 @@ f16steps_555:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_555
+	JMP         f16steps_561
 
-f16stepsdone_556:
+f16stepsdone_562:
 	CMPQ        DI, $0x10
-	JB          f16step16_557
+	JB          f16step16_563
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -18267,9 +18386,9 @@ f16stepsdone_556:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_557:
+f16step16_563:
 	TESTQ       DI, DI
-	JZ          notail_558
+	JZ          notail_564
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -18302,7 +18421,7 @@ f16step16_557:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_558:
+notail_564:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18397,11 +18516,11 @@ notail_558:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_553
+	JMP           f16tiles_559
 
-f16tilesdone_554:
+f16tilesdone_560:
 	CMPQ DX, $0x03
-	JNE  f16rest_559
+	JNE  f16rest_565
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -18426,9 +18545,9 @@ f16tilesdone_554:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_560:
+f16steps_566:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_561
+	JB          f16stepsdone_567
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18474,11 +18593,11 @@ f16steps_560:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_560
+	JMP         f16steps_566
 
-f16stepsdone_561:
+f16stepsdone_567:
 	CMPQ        DI, $0x10
-	JB          f16step16_562
+	JB          f16step16_568
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -18503,9 +18622,9 @@ f16stepsdone_561:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_562:
+f16step16_568:
 	TESTQ       DI, DI
-	JZ          notail_563
+	JZ          notail_569
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -18532,7 +18651,7 @@ f16step16_562:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_563:
+notail_569:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18634,9 +18753,9 @@ notail_563:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_559:
+f16rest_565:
 	CMPQ DX, $0x02
-	JNE  f16rest_564
+	JNE  f16rest_570
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -18657,9 +18776,9 @@ f16rest_559:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_565:
+f16steps_571:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_566
+	JB          f16stepsdone_572
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18694,11 +18813,11 @@ f16steps_565:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_565
+	JMP         f16steps_571
 
-f16stepsdone_566:
+f16stepsdone_572:
 	CMPQ        DI, $0x10
-	JB          f16step16_567
+	JB          f16step16_573
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -18718,9 +18837,9 @@ f16stepsdone_566:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_567:
+f16step16_573:
 	TESTQ       DI, DI
-	JZ          notail_568
+	JZ          notail_574
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -18741,7 +18860,7 @@ f16step16_567:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_568:
+notail_574:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18826,9 +18945,9 @@ notail_568:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_564:
+f16rest_570:
 	CMPQ DX, $0x01
-	JNE  f16rest_569
+	JNE  f16rest_575
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -18845,9 +18964,9 @@ f16rest_564:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_570:
+f16steps_576:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_571
+	JB          f16stepsdone_577
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -18871,11 +18990,11 @@ f16steps_570:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_570
+	JMP         f16steps_576
 
-f16stepsdone_571:
+f16stepsdone_577:
 	CMPQ        BX, $0x10
-	JB          f16step16_572
+	JB          f16step16_578
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -18890,9 +19009,9 @@ f16stepsdone_571:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_572:
+f16step16_578:
 	TESTQ       BX, BX
-	JZ          notail_573
+	JZ          notail_579
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -18907,7 +19026,7 @@ f16step16_572:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_573:
+notail_579:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -18975,12 +19094,12 @@ notail_573:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_569:
+f16rest_575:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_575
+	JZ   f16singledone_581
 
-f16single_574:
+f16single_580:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -18996,9 +19115,9 @@ f16single_574:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_576:
+f16steps_582:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_577
+	JB          f16stepsdone_583
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -19022,11 +19141,11 @@ f16steps_576:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_576
+	JMP         f16steps_582
 
-f16stepsdone_577:
+f16stepsdone_583:
 	CMPQ        SI, $0x10
-	JB          f16step16_578
+	JB          f16step16_584
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -19041,9 +19160,9 @@ f16stepsdone_577:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_578:
+f16step16_584:
 	TESTQ       SI, SI
-	JZ          notail_579
+	JZ          notail_585
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -19058,7 +19177,7 @@ f16step16_578:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_579:
+notail_585:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19106,22 +19225,22 @@ notail_579:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_574
+	JNZ           f16single_580
 
-f16singledone_575:
-	JMP f16mmend_467
+f16singledone_581:
+	JMP f16mmend_473
 
-f16mmtokens_552:
+f16mmtokens_558:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_580
+	JNE  f16mmtokens_586
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_581:
+f16tiles_587:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_582
+	JB   f16tilesdone_588
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -19156,9 +19275,9 @@ f16tiles_581:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_583:
+f16steps_589:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_584
+	JB          f16stepsdone_590
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -19226,11 +19345,11 @@ f16steps_583:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_583
+	JMP         f16steps_589
 
-f16stepsdone_584:
+f16stepsdone_590:
 	CMPQ        DI, $0x10
-	JB          f16step16_585
+	JB          f16step16_591
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -19266,9 +19385,9 @@ f16stepsdone_584:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_585:
+f16step16_591:
 	TESTQ       DI, DI
-	JZ          notail_586
+	JZ          notail_592
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -19306,7 +19425,7 @@ f16step16_585:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_586:
+notail_592:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19422,11 +19541,11 @@ notail_586:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_581
+	JMP           f16tiles_587
 
-f16tilesdone_582:
+f16tilesdone_588:
 	CMPQ DX, $0x03
-	JNE  f16rest_587
+	JNE  f16rest_593
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -19454,9 +19573,9 @@ f16tilesdone_582:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_588:
+f16steps_594:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_589
+	JB          f16stepsdone_595
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -19510,11 +19629,11 @@ f16steps_588:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_588
+	JMP         f16steps_594
 
-f16stepsdone_589:
+f16stepsdone_595:
 	CMPQ        DI, $0x10
-	JB          f16step16_590
+	JB          f16step16_596
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -19543,9 +19662,9 @@ f16stepsdone_589:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_590:
+f16step16_596:
 	TESTQ       DI, DI
-	JZ          notail_591
+	JZ          notail_597
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -19576,7 +19695,7 @@ f16step16_590:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_591:
+notail_597:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19701,9 +19820,9 @@ notail_591:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_587:
+f16rest_593:
 	CMPQ DX, $0x02
-	JNE  f16rest_592
+	JNE  f16rest_598
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -19726,9 +19845,9 @@ f16rest_587:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_593:
+f16steps_599:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_594
+	JB          f16stepsdone_600
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -19769,11 +19888,11 @@ f16steps_593:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_593
+	JMP         f16steps_599
 
-f16stepsdone_594:
+f16stepsdone_600:
 	CMPQ        DI, $0x10
-	JB          f16step16_595
+	JB          f16step16_601
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -19796,9 +19915,9 @@ f16stepsdone_594:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_595:
+f16step16_601:
 	TESTQ       DI, DI
-	JZ          notail_596
+	JZ          notail_602
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -19822,7 +19941,7 @@ f16step16_595:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_596:
+notail_602:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19926,9 +20045,9 @@ notail_596:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_592:
+f16rest_598:
 	CMPQ DX, $0x01
-	JNE  f16rest_597
+	JNE  f16rest_603
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -19946,9 +20065,9 @@ f16rest_592:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_598:
+f16steps_604:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_599
+	JB          f16stepsdone_605
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -19976,11 +20095,11 @@ f16steps_598:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_598
+	JMP         f16steps_604
 
-f16stepsdone_599:
+f16stepsdone_605:
 	CMPQ        BX, $0x10
-	JB          f16step16_600
+	JB          f16step16_606
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -19997,9 +20116,9 @@ f16stepsdone_599:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_600:
+f16step16_606:
 	TESTQ       BX, BX
-	JZ          notail_601
+	JZ          notail_607
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -20016,7 +20135,7 @@ f16step16_600:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_601:
+notail_607:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -20099,12 +20218,12 @@ notail_601:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_597:
+f16rest_603:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_603
+	JZ   f16singledone_609
 
-f16single_602:
+f16single_608:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -20121,9 +20240,9 @@ f16single_602:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_604:
+f16steps_610:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_605
+	JB          f16stepsdone_611
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -20151,11 +20270,11 @@ f16steps_604:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_604
+	JMP         f16steps_610
 
-f16stepsdone_605:
+f16stepsdone_611:
 	CMPQ        SI, $0x10
-	JB          f16step16_606
+	JB          f16step16_612
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -20172,9 +20291,9 @@ f16stepsdone_605:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_606:
+f16step16_612:
 	TESTQ       SI, SI
-	JZ          notail_607
+	JZ          notail_613
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -20191,7 +20310,7 @@ f16step16_606:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_607:
+notail_613:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -20249,22 +20368,22 @@ notail_607:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_602
+	JNZ           f16single_608
 
-f16singledone_603:
-	JMP f16mmend_467
+f16singledone_609:
+	JMP f16mmend_473
 
-f16mmtokens_580:
+f16mmtokens_586:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_608
+	JNE  f16mmtokens_614
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_609:
+f16tiles_615:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_610
+	JB   f16tilesdone_616
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -20303,9 +20422,9 @@ f16tiles_609:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_611:
+f16steps_617:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_612
+	JB          f16stepsdone_618
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -20383,11 +20502,11 @@ f16steps_611:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_611
+	JMP         f16steps_617
 
-f16stepsdone_612:
+f16stepsdone_618:
 	CMPQ        DI, $0x10
-	JB          f16step16_613
+	JB          f16step16_619
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -20428,9 +20547,9 @@ f16stepsdone_612:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_613:
+f16step16_619:
 	TESTQ       DI, DI
-	JZ          notail_614
+	JZ          notail_620
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -20473,7 +20592,7 @@ f16step16_613:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_614:
+notail_620:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -20610,11 +20729,11 @@ notail_614:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_609
+	JMP           f16tiles_615
 
-f16tilesdone_610:
+f16tilesdone_616:
 	CMPQ DX, $0x03
-	JNE  f16rest_615
+	JNE  f16rest_621
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -20645,9 +20764,9 @@ f16tilesdone_610:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_616:
+f16steps_622:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_617
+	JB          f16stepsdone_623
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -20709,11 +20828,11 @@ f16steps_616:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_616
+	JMP         f16steps_622
 
-f16stepsdone_617:
+f16stepsdone_623:
 	CMPQ        DI, $0x10
-	JB          f16step16_618
+	JB          f16step16_624
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -20746,9 +20865,9 @@ f16stepsdone_617:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_618:
+f16step16_624:
 	TESTQ       DI, DI
-	JZ          notail_619
+	JZ          notail_625
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -20783,7 +20902,7 @@ f16step16_618:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_619:
+notail_625:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -20931,9 +21050,9 @@ notail_619:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_615:
+f16rest_621:
 	CMPQ DX, $0x02
-	JNE  f16rest_620
+	JNE  f16rest_626
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -20958,9 +21077,9 @@ f16rest_615:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_621:
+f16steps_627:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_622
+	JB          f16stepsdone_628
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -21007,11 +21126,11 @@ f16steps_621:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_621
+	JMP         f16steps_627
 
-f16stepsdone_622:
+f16stepsdone_628:
 	CMPQ        DI, $0x10
-	JB          f16step16_623
+	JB          f16step16_629
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -21037,9 +21156,9 @@ f16stepsdone_622:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_623:
+f16step16_629:
 	TESTQ       DI, DI
-	JZ          notail_624
+	JZ          notail_630
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -21066,7 +21185,7 @@ f16step16_623:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_624:
+notail_630:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -21189,9 +21308,9 @@ notail_624:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_620:
+f16rest_626:
 	CMPQ DX, $0x01
-	JNE  f16rest_625
+	JNE  f16rest_631
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -21210,9 +21329,9 @@ f16rest_620:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_626:
+f16steps_632:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_627
+	JB          f16stepsdone_633
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -21244,11 +21363,11 @@ f16steps_626:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_626
+	JMP         f16steps_632
 
-f16stepsdone_627:
+f16stepsdone_633:
 	CMPQ        BX, $0x10
-	JB          f16step16_628
+	JB          f16step16_634
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -21267,9 +21386,9 @@ f16stepsdone_627:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_628:
+f16step16_634:
 	TESTQ       BX, BX
-	JZ          notail_629
+	JZ          notail_635
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -21288,7 +21407,7 @@ f16step16_628:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_629:
+notail_635:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -21386,12 +21505,12 @@ notail_629:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_625:
+f16rest_631:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_631
+	JZ   f16singledone_637
 
-f16single_630:
+f16single_636:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -21409,9 +21528,9 @@ f16single_630:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_632:
+f16steps_638:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_633
+	JB          f16stepsdone_639
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -21443,11 +21562,11 @@ f16steps_632:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_632
+	JMP         f16steps_638
 
-f16stepsdone_633:
+f16stepsdone_639:
 	CMPQ        SI, $0x10
-	JB          f16step16_634
+	JB          f16step16_640
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -21466,9 +21585,9 @@ f16stepsdone_633:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_634:
+f16step16_640:
 	TESTQ       SI, SI
-	JZ          notail_635
+	JZ          notail_641
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -21487,7 +21606,7 @@ f16step16_634:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_635:
+notail_641:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -21555,22 +21674,22 @@ notail_635:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_630
+	JNZ           f16single_636
 
-f16singledone_631:
-	JMP f16mmend_467
+f16singledone_637:
+	JMP f16mmend_473
 
-f16mmtokens_608:
+f16mmtokens_614:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_636
+	JNE  f16mmtokens_642
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_637:
+f16tiles_643:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_638
+	JB   f16tilesdone_644
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -21606,9 +21725,9 @@ f16tiles_637:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_639:
+f16steps_645:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_640
+	JB          f16stepsdone_646
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -21679,11 +21798,11 @@ f16steps_639:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_639
+	JMP         f16steps_645
 
-f16stepsdone_640:
+f16stepsdone_646:
 	CMPQ        DI, $0x10
-	JB          f16step16_641
+	JB          f16step16_647
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -21721,9 +21840,9 @@ f16stepsdone_640:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_641:
+f16step16_647:
 	TESTQ       DI, DI
-	JZ          notail_642
+	JZ          notail_648
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -21762,7 +21881,7 @@ f16step16_641:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_642:
+notail_648:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -21933,11 +22052,11 @@ notail_642:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_637
+	JMP           f16tiles_643
 
-f16tilesdone_638:
+f16tilesdone_644:
 	CMPQ DX, $0x02
-	JNE  f16rest_643
+	JNE  f16rest_649
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -21966,9 +22085,9 @@ f16tilesdone_638:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_644:
+f16steps_650:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_645
+	JB          f16stepsdone_651
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -22022,11 +22141,11 @@ f16steps_644:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_644
+	JMP         f16steps_650
 
-f16stepsdone_645:
+f16stepsdone_651:
 	CMPQ        DI, $0x10
-	JB          f16step16_646
+	JB          f16step16_652
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -22056,9 +22175,9 @@ f16stepsdone_645:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_646:
+f16step16_652:
 	TESTQ       DI, DI
-	JZ          notail_647
+	JZ          notail_653
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -22088,7 +22207,7 @@ f16step16_646:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_647:
+notail_653:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -22230,9 +22349,9 @@ notail_647:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_643:
+f16rest_649:
 	CMPQ DX, $0x01
-	JNE  f16rest_648
+	JNE  f16rest_654
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -22254,9 +22373,9 @@ f16rest_643:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_649:
+f16steps_655:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_650
+	JB          f16stepsdone_656
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -22293,11 +22412,11 @@ f16steps_649:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_649
+	JMP         f16steps_655
 
-f16stepsdone_650:
+f16stepsdone_656:
 	CMPQ        BX, $0x10
-	JB          f16step16_651
+	JB          f16step16_657
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -22319,9 +22438,9 @@ f16stepsdone_650:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_651:
+f16step16_657:
 	TESTQ       BX, BX
-	JZ          notail_652
+	JZ          notail_658
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -22342,7 +22461,7 @@ f16step16_651:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_652:
+notail_658:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -22455,12 +22574,12 @@ notail_652:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_648:
+f16rest_654:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_654
+	JZ   f16singledone_660
 
-f16single_653:
+f16single_659:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -22481,9 +22600,9 @@ f16single_653:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_655:
+f16steps_661:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_656
+	JB          f16stepsdone_662
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -22520,11 +22639,11 @@ f16steps_655:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_655
+	JMP         f16steps_661
 
-f16stepsdone_656:
+f16stepsdone_662:
 	CMPQ        SI, $0x10
-	JB          f16step16_657
+	JB          f16step16_663
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -22546,9 +22665,9 @@ f16stepsdone_656:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_657:
+f16step16_663:
 	TESTQ       SI, SI
-	JZ          notail_658
+	JZ          notail_664
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -22569,7 +22688,7 @@ f16step16_657:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_658:
+notail_664:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -22647,22 +22766,22 @@ notail_658:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_653
+	JNZ           f16single_659
 
-f16singledone_654:
-	JMP f16mmend_467
+f16singledone_660:
+	JMP f16mmend_473
 
-f16mmtokens_636:
+f16mmtokens_642:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_659
+	JNE  f16mmtokens_665
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_660:
+f16tiles_666:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_661
+	JB   f16tilesdone_667
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -22701,9 +22820,9 @@ f16tiles_660:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_662:
+f16steps_668:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_663
+	JB          f16stepsdone_669
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -22782,11 +22901,11 @@ f16steps_662:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_662
+	JMP         f16steps_668
 
-f16stepsdone_663:
+f16stepsdone_669:
 	CMPQ        DI, $0x10
-	JB          f16step16_664
+	JB          f16step16_670
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -22828,9 +22947,9 @@ f16stepsdone_663:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_664:
+f16step16_670:
 	TESTQ       DI, DI
-	JZ          notail_665
+	JZ          notail_671
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -22873,7 +22992,7 @@ f16step16_664:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_665:
+notail_671:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -23067,11 +23186,11 @@ notail_665:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_660
+	JMP           f16tiles_666
 
-f16tilesdone_661:
+f16tilesdone_667:
 	CMPQ DX, $0x02
-	JNE  f16rest_666
+	JNE  f16rest_672
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -23102,9 +23221,9 @@ f16tilesdone_661:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_667:
+f16steps_673:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_668
+	JB          f16stepsdone_674
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -23164,11 +23283,11 @@ f16steps_667:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_667
+	JMP         f16steps_673
 
-f16stepsdone_668:
+f16stepsdone_674:
 	CMPQ        DI, $0x10
-	JB          f16step16_669
+	JB          f16step16_675
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -23201,9 +23320,9 @@ f16stepsdone_668:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_669:
+f16step16_675:
 	TESTQ       DI, DI
-	JZ          notail_670
+	JZ          notail_676
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -23236,7 +23355,7 @@ f16step16_669:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_670:
+notail_676:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -23397,9 +23516,9 @@ notail_670:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_666:
+f16rest_672:
 	CMPQ DX, $0x01
-	JNE  f16rest_671
+	JNE  f16rest_677
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -23422,9 +23541,9 @@ f16rest_666:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_672:
+f16steps_678:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_673
+	JB          f16stepsdone_679
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -23465,11 +23584,11 @@ f16steps_672:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_672
+	JMP         f16steps_678
 
-f16stepsdone_673:
+f16stepsdone_679:
 	CMPQ        BX, $0x10
-	JB          f16step16_674
+	JB          f16step16_680
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -23493,9 +23612,9 @@ f16stepsdone_673:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_674:
+f16step16_680:
 	TESTQ       BX, BX
-	JZ          notail_675
+	JZ          notail_681
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -23518,7 +23637,7 @@ f16step16_674:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_675:
+notail_681:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -23646,12 +23765,12 @@ notail_675:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_671:
+f16rest_677:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_677
+	JZ   f16singledone_683
 
-f16single_676:
+f16single_682:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -23673,9 +23792,9 @@ f16single_676:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_678:
+f16steps_684:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_679
+	JB          f16stepsdone_685
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -23716,11 +23835,11 @@ f16steps_678:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_678
+	JMP         f16steps_684
 
-f16stepsdone_679:
+f16stepsdone_685:
 	CMPQ        SI, $0x10
-	JB          f16step16_680
+	JB          f16step16_686
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -23744,9 +23863,9 @@ f16stepsdone_679:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_680:
+f16step16_686:
 	TESTQ       SI, SI
-	JZ          notail_681
+	JZ          notail_687
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -23769,7 +23888,7 @@ f16step16_680:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_681:
+notail_687:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -23857,22 +23976,22 @@ notail_681:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_676
+	JNZ           f16single_682
 
-f16singledone_677:
-	JMP f16mmend_467
+f16singledone_683:
+	JMP f16mmend_473
 
-f16mmtokens_659:
+f16mmtokens_665:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_682
+	JNE  f16mmtokens_688
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_683:
+f16tiles_689:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_684
+	JB   f16tilesdone_690
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -23914,9 +24033,9 @@ f16tiles_683:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_685:
+f16steps_691:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_686
+	JB          f16stepsdone_692
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -24003,11 +24122,11 @@ f16steps_685:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_685
+	JMP         f16steps_691
 
-f16stepsdone_686:
+f16stepsdone_692:
 	CMPQ        DI, $0x10
-	JB          f16step16_687
+	JB          f16step16_693
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -24053,9 +24172,9 @@ f16stepsdone_686:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_687:
+f16step16_693:
 	TESTQ       DI, DI
-	JZ          notail_688
+	JZ          notail_694
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -24102,7 +24221,7 @@ f16step16_687:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_688:
+notail_694:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -24319,11 +24438,11 @@ notail_688:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_683
+	JMP           f16tiles_689
 
-f16tilesdone_684:
+f16tilesdone_690:
 	CMPQ DX, $0x02
-	JNE  f16rest_689
+	JNE  f16rest_695
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -24356,9 +24475,9 @@ f16tilesdone_684:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_690:
+f16steps_696:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_691
+	JB          f16stepsdone_697
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -24424,11 +24543,11 @@ f16steps_690:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_690
+	JMP         f16steps_696
 
-f16stepsdone_691:
+f16stepsdone_697:
 	CMPQ        DI, $0x10
-	JB          f16step16_692
+	JB          f16step16_698
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -24464,9 +24583,9 @@ f16stepsdone_691:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_692:
+f16step16_698:
 	TESTQ       DI, DI
-	JZ          notail_693
+	JZ          notail_699
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -24502,7 +24621,7 @@ f16step16_692:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_693:
+notail_699:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -24682,9 +24801,9 @@ notail_693:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_689:
+f16rest_695:
 	CMPQ DX, $0x01
-	JNE  f16rest_694
+	JNE  f16rest_700
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -24708,9 +24827,9 @@ f16rest_689:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_695:
+f16steps_701:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_696
+	JB          f16stepsdone_702
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -24755,11 +24874,11 @@ f16steps_695:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_695
+	JMP         f16steps_701
 
-f16stepsdone_696:
+f16stepsdone_702:
 	CMPQ        BX, $0x10
-	JB          f16step16_697
+	JB          f16step16_703
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -24785,9 +24904,9 @@ f16stepsdone_696:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_697:
+f16step16_703:
 	TESTQ       BX, BX
-	JZ          notail_698
+	JZ          notail_704
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -24812,7 +24931,7 @@ f16step16_697:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_698:
+notail_704:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -24955,12 +25074,12 @@ notail_698:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_694:
+f16rest_700:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_700
+	JZ   f16singledone_706
 
-f16single_699:
+f16single_705:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -24983,9 +25102,9 @@ f16single_699:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_701:
+f16steps_707:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_702
+	JB          f16stepsdone_708
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -25030,11 +25149,11 @@ f16steps_701:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_701
+	JMP         f16steps_707
 
-f16stepsdone_702:
+f16stepsdone_708:
 	CMPQ        SI, $0x10
-	JB          f16step16_703
+	JB          f16step16_709
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -25060,9 +25179,9 @@ f16stepsdone_702:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_703:
+f16step16_709:
 	TESTQ       SI, SI
-	JZ          notail_704
+	JZ          notail_710
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -25087,7 +25206,7 @@ f16step16_703:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_704:
+notail_710:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -25185,13 +25304,13 @@ notail_704:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_699
+	JNZ           f16single_705
 
-f16singledone_700:
-	JMP f16mmend_467
+f16singledone_706:
+	JMP f16mmend_473
 
-f16mmtokens_682:
-f16mmend_467:
+f16mmtokens_688:
+f16mmend_473:
 	VZEROUPPER
 	RET
 
@@ -25200,12 +25319,12 @@ f16mmend_467:
 TEXT ·dotF16MatMulAVX512HW(SB), NOSPLIT, $0-120
 	MOVQ  tokens+80(FP), AX
 	CMPQ  AX, $0x01
-	JNE   f16mmtokens_706
+	JNE   f16mmtokens_712
 	MOVQ  w_base+0(FP), AX
 	MOVQ  out_base+88(FP), CX
 	MOVQ  rows+32(FP), DX
 	SHRQ  $0x02, DX
-	JZ    f16spreaddone_707
+	JZ    f16spreaddone_713
 	MOVQ  DX, BX
 	MOVQ  stride+24(FP), SI
 	SHLQ  $0x01, SI
@@ -25213,7 +25332,7 @@ TEXT ·dotF16MatMulAVX512HW(SB), NOSPLIT, $0-120
 	MOVQ  DX, SI
 	SHLQ  $0x02, SI
 
-f16spread_708:
+f16spread_714:
 	// tile 4 rows × 1 tokens
 	MOVQ   xStride+64(FP), DI
 	SHLQ   $0x02, DI
@@ -25227,9 +25346,9 @@ f16spread_708:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_709:
+f16steps_715:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_710
+	JB          f16stepsdone_716
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VCVTPH2PS   (R8)(BX*2), Z6
@@ -25252,11 +25371,11 @@ f16steps_709:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_709
+	JMP         f16steps_715
 
-f16stepsdone_710:
+f16stepsdone_716:
 	CMPQ        DI, $0x10
-	JB          f16step16_711
+	JB          f16step16_717
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VCVTPH2PS   (R8)(BX*2), Z6
@@ -25271,9 +25390,9 @@ f16stepsdone_710:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_711:
+f16step16_717:
 	TESTQ       DI, DI
-	JZ          notail_712
+	JZ          notail_718
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -25291,7 +25410,7 @@ f16step16_711:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_712:
+notail_718:
 	MOVQ          outStride+112(FP), DI
 	SHLQ          $0x02, DI
 	MOVQ          CX, DI
@@ -25326,18 +25445,18 @@ notail_712:
 	LEAQ          (AX)(DI*2), AX
 	ADDQ          $0x04, CX
 	DECQ          DX
-	JNZ           f16spread_708
+	JNZ           f16spread_714
 	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
 	LEAQ          (CX)(SI*2), CX
 	ADDQ          SI, CX
 
-f16spreaddone_707:
+f16spreaddone_713:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_714
+	JZ   f16singledone_720
 
-f16single_713:
+f16single_719:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -25348,9 +25467,9 @@ f16single_713:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_715:
+f16steps_721:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_716
+	JB          f16stepsdone_722
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -25360,11 +25479,11 @@ f16steps_715:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_715
+	JMP         f16steps_721
 
-f16stepsdone_716:
+f16stepsdone_722:
 	CMPQ        BX, $0x10
-	JB          f16step16_717
+	JB          f16step16_723
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -25372,9 +25491,9 @@ f16stepsdone_716:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_717:
+f16step16_723:
 	TESTQ       BX, BX
-	JZ          notail_718
+	JZ          notail_724
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -25383,7 +25502,7 @@ f16step16_717:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_718:
+notail_724:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -25401,19 +25520,19 @@ notail_718:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_713
+	JNZ           f16single_719
 
-f16singledone_714:
-	JMP f16mmend_705
+f16singledone_720:
+	JMP f16mmend_711
 
-f16mmtokens_706:
+f16mmtokens_712:
 	CMPQ  AX, $0x02
-	JNE   f16mmtokens_719
+	JNE   f16mmtokens_725
 	MOVQ  w_base+0(FP), AX
 	MOVQ  out_base+88(FP), CX
 	MOVQ  rows+32(FP), DX
 	SHRQ  $0x02, DX
-	JZ    f16spreaddone_720
+	JZ    f16spreaddone_726
 	MOVQ  DX, BX
 	MOVQ  stride+24(FP), SI
 	SHLQ  $0x01, SI
@@ -25421,7 +25540,7 @@ f16mmtokens_706:
 	MOVQ  DX, SI
 	SHLQ  $0x02, SI
 
-f16spread_721:
+f16spread_727:
 	// tile 4 rows × 2 tokens
 	MOVQ   xStride+64(FP), DI
 	SHLQ   $0x02, DI
@@ -25439,9 +25558,9 @@ f16spread_721:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_722:
+f16steps_728:
 	CMPQ        R8, $0x00000020
-	JB          f16stepsdone_723
+	JB          f16stepsdone_729
 	VCVTPH2PS   (R9), Z8
 	VCVTPH2PS   (R9)(BX*1), Z9
 	VCVTPH2PS   (R9)(BX*2), Z10
@@ -25474,11 +25593,11 @@ f16steps_722:
 	ADDQ        $0x00000040, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, R8
-	JMP         f16steps_722
+	JMP         f16steps_728
 
-f16stepsdone_723:
+f16stepsdone_729:
 	CMPQ        R8, $0x10
-	JB          f16step16_724
+	JB          f16step16_730
 	VCVTPH2PS   (R9), Z8
 	VCVTPH2PS   (R9)(BX*1), Z9
 	VCVTPH2PS   (R9)(BX*2), Z10
@@ -25498,9 +25617,9 @@ f16stepsdone_723:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, R8
 
-f16step16_724:
+f16step16_730:
 	TESTQ       R8, R8
-	JZ          notail_725
+	JZ          notail_731
 	MOVQ        $-1, R12
 	BZHIQ       R8, R12, R8
 	KMOVQ       R8, K1
@@ -25523,7 +25642,7 @@ f16step16_724:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_725:
+notail_731:
 	MOVQ          outStride+112(FP), DI
 	SHLQ          $0x02, DI
 	MOVQ          CX, R8
@@ -25586,18 +25705,18 @@ notail_725:
 	LEAQ          (AX)(DI*2), AX
 	ADDQ          $0x04, CX
 	DECQ          DX
-	JNZ           f16spread_721
+	JNZ           f16spread_727
 	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
 	LEAQ          (CX)(SI*2), CX
 	ADDQ          SI, CX
 
-f16spreaddone_720:
+f16spreaddone_726:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_727
+	JZ   f16singledone_733
 
-f16single_726:
+f16single_732:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -25609,9 +25728,9 @@ f16single_726:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_728:
+f16steps_734:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_729
+	JB          f16stepsdone_735
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -25625,11 +25744,11 @@ f16steps_728:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_728
+	JMP         f16steps_734
 
-f16stepsdone_729:
+f16stepsdone_735:
 	CMPQ        SI, $0x10
-	JB          f16step16_730
+	JB          f16step16_736
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -25639,9 +25758,9 @@ f16stepsdone_729:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_730:
+f16step16_736:
 	TESTQ       SI, SI
-	JZ          notail_731
+	JZ          notail_737
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -25652,7 +25771,7 @@ f16step16_730:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_731:
+notail_737:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -25680,22 +25799,22 @@ notail_731:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_726
+	JNZ           f16single_732
 
-f16singledone_727:
-	JMP f16mmend_705
+f16singledone_733:
+	JMP f16mmend_711
 
-f16mmtokens_719:
+f16mmtokens_725:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_732
+	JNE  f16mmtokens_738
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_733:
+f16tiles_739:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_734
+	JB   f16tilesdone_740
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -25720,9 +25839,9 @@ f16tiles_733:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_735:
+f16steps_741:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_736
+	JB          f16stepsdone_742
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -25769,11 +25888,11 @@ f16steps_735:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_735
+	JMP         f16steps_741
 
-f16stepsdone_736:
+f16stepsdone_742:
 	CMPQ        DI, $0x10
-	JB          f16step16_737
+	JB          f16step16_743
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -25798,9 +25917,9 @@ f16stepsdone_736:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_737:
+f16step16_743:
 	TESTQ       DI, DI
-	JZ          notail_738
+	JZ          notail_744
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -25828,7 +25947,7 @@ f16step16_737:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_738:
+notail_744:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -25902,11 +26021,11 @@ notail_738:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_733
+	JMP           f16tiles_739
 
-f16tilesdone_734:
+f16tilesdone_740:
 	CMPQ DX, $0x03
-	JNE  f16rest_739
+	JNE  f16rest_745
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -25926,9 +26045,9 @@ f16tilesdone_734:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_740:
+f16steps_746:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_741
+	JB          f16stepsdone_747
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -25965,11 +26084,11 @@ f16steps_740:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_740
+	JMP         f16steps_746
 
-f16stepsdone_741:
+f16stepsdone_747:
 	CMPQ        DI, $0x10
-	JB          f16step16_742
+	JB          f16step16_748
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -25989,9 +26108,9 @@ f16stepsdone_741:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_742:
+f16step16_748:
 	TESTQ       DI, DI
-	JZ          notail_743
+	JZ          notail_749
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -26014,7 +26133,7 @@ f16step16_742:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_743:
+notail_749:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26093,9 +26212,9 @@ notail_743:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_739:
+f16rest_745:
 	CMPQ DX, $0x02
-	JNE  f16rest_744
+	JNE  f16rest_750
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -26112,9 +26231,9 @@ f16rest_739:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_745:
+f16steps_751:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_746
+	JB          f16stepsdone_752
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -26142,11 +26261,11 @@ f16steps_745:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_745
+	JMP         f16steps_751
 
-f16stepsdone_746:
+f16stepsdone_752:
 	CMPQ        DI, $0x10
-	JB          f16step16_747
+	JB          f16step16_753
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -26162,9 +26281,9 @@ f16stepsdone_746:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_747:
+f16step16_753:
 	TESTQ       DI, DI
-	JZ          notail_748
+	JZ          notail_754
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -26182,7 +26301,7 @@ f16step16_747:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_748:
+notail_754:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26248,9 +26367,9 @@ notail_748:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_744:
+f16rest_750:
 	CMPQ DX, $0x01
-	JNE  f16rest_749
+	JNE  f16rest_755
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -26264,9 +26383,9 @@ f16rest_744:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_750:
+f16steps_756:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_751
+	JB          f16stepsdone_757
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -26285,11 +26404,11 @@ f16steps_750:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_750
+	JMP         f16steps_756
 
-f16stepsdone_751:
+f16stepsdone_757:
 	CMPQ        BX, $0x10
-	JB          f16step16_752
+	JB          f16step16_758
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -26301,9 +26420,9 @@ f16stepsdone_751:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_752:
+f16step16_758:
 	TESTQ       BX, BX
-	JZ          notail_753
+	JZ          notail_759
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -26316,7 +26435,7 @@ f16step16_752:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_753:
+notail_759:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -26369,12 +26488,12 @@ notail_753:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_749:
+f16rest_755:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_755
+	JZ   f16singledone_761
 
-f16single_754:
+f16single_760:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -26387,9 +26506,9 @@ f16single_754:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_756:
+f16steps_762:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_757
+	JB          f16stepsdone_763
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -26408,11 +26527,11 @@ f16steps_756:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_756
+	JMP         f16steps_762
 
-f16stepsdone_757:
+f16stepsdone_763:
 	CMPQ        SI, $0x10
-	JB          f16step16_758
+	JB          f16step16_764
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -26424,9 +26543,9 @@ f16stepsdone_757:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_758:
+f16step16_764:
 	TESTQ       SI, SI
-	JZ          notail_759
+	JZ          notail_765
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -26439,7 +26558,7 @@ f16step16_758:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_759:
+notail_765:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26477,22 +26596,22 @@ notail_759:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_754
+	JNZ           f16single_760
 
-f16singledone_755:
-	JMP f16mmend_705
+f16singledone_761:
+	JMP f16mmend_711
 
-f16mmtokens_732:
+f16mmtokens_738:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_760
+	JNE  f16mmtokens_766
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_761:
+f16tiles_767:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_762
+	JB   f16tilesdone_768
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -26523,9 +26642,9 @@ f16tiles_761:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_763:
+f16steps_769:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_764
+	JB          f16stepsdone_770
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -26583,11 +26702,11 @@ f16steps_763:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_763
+	JMP         f16steps_769
 
-f16stepsdone_764:
+f16stepsdone_770:
 	CMPQ        DI, $0x10
-	JB          f16step16_765
+	JB          f16step16_771
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -26618,9 +26737,9 @@ f16stepsdone_764:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_765:
+f16step16_771:
 	TESTQ       DI, DI
-	JZ          notail_766
+	JZ          notail_772
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -26653,7 +26772,7 @@ f16step16_765:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_766:
+notail_772:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26748,11 +26867,11 @@ notail_766:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_761
+	JMP           f16tiles_767
 
-f16tilesdone_762:
+f16tilesdone_768:
 	CMPQ DX, $0x03
-	JNE  f16rest_767
+	JNE  f16rest_773
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -26777,9 +26896,9 @@ f16tilesdone_762:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_768:
+f16steps_774:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_769
+	JB          f16stepsdone_775
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -26825,11 +26944,11 @@ f16steps_768:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_768
+	JMP         f16steps_774
 
-f16stepsdone_769:
+f16stepsdone_775:
 	CMPQ        DI, $0x10
-	JB          f16step16_770
+	JB          f16step16_776
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -26854,9 +26973,9 @@ f16stepsdone_769:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_770:
+f16step16_776:
 	TESTQ       DI, DI
-	JZ          notail_771
+	JZ          notail_777
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -26883,7 +27002,7 @@ f16step16_770:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_771:
+notail_777:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26985,9 +27104,9 @@ notail_771:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_767:
+f16rest_773:
 	CMPQ DX, $0x02
-	JNE  f16rest_772
+	JNE  f16rest_778
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -27008,9 +27127,9 @@ f16rest_767:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_773:
+f16steps_779:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_774
+	JB          f16stepsdone_780
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -27045,11 +27164,11 @@ f16steps_773:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_773
+	JMP         f16steps_779
 
-f16stepsdone_774:
+f16stepsdone_780:
 	CMPQ        DI, $0x10
-	JB          f16step16_775
+	JB          f16step16_781
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -27069,9 +27188,9 @@ f16stepsdone_774:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_775:
+f16step16_781:
 	TESTQ       DI, DI
-	JZ          notail_776
+	JZ          notail_782
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -27092,7 +27211,7 @@ f16step16_775:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_776:
+notail_782:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -27177,9 +27296,9 @@ notail_776:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_772:
+f16rest_778:
 	CMPQ DX, $0x01
-	JNE  f16rest_777
+	JNE  f16rest_783
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -27196,9 +27315,9 @@ f16rest_772:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_778:
+f16steps_784:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_779
+	JB          f16stepsdone_785
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -27222,11 +27341,11 @@ f16steps_778:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_778
+	JMP         f16steps_784
 
-f16stepsdone_779:
+f16stepsdone_785:
 	CMPQ        BX, $0x10
-	JB          f16step16_780
+	JB          f16step16_786
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -27241,9 +27360,9 @@ f16stepsdone_779:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_780:
+f16step16_786:
 	TESTQ       BX, BX
-	JZ          notail_781
+	JZ          notail_787
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -27258,7 +27377,7 @@ f16step16_780:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_781:
+notail_787:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -27326,12 +27445,12 @@ notail_781:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_777:
+f16rest_783:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_783
+	JZ   f16singledone_789
 
-f16single_782:
+f16single_788:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -27347,9 +27466,9 @@ f16single_782:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_784:
+f16steps_790:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_785
+	JB          f16stepsdone_791
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -27373,11 +27492,11 @@ f16steps_784:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_784
+	JMP         f16steps_790
 
-f16stepsdone_785:
+f16stepsdone_791:
 	CMPQ        SI, $0x10
-	JB          f16step16_786
+	JB          f16step16_792
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -27392,9 +27511,9 @@ f16stepsdone_785:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_786:
+f16step16_792:
 	TESTQ       SI, SI
-	JZ          notail_787
+	JZ          notail_793
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -27409,7 +27528,7 @@ f16step16_786:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_787:
+notail_793:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -27457,22 +27576,22 @@ notail_787:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_782
+	JNZ           f16single_788
 
-f16singledone_783:
-	JMP f16mmend_705
+f16singledone_789:
+	JMP f16mmend_711
 
-f16mmtokens_760:
+f16mmtokens_766:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_788
+	JNE  f16mmtokens_794
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_789:
+f16tiles_795:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_790
+	JB   f16tilesdone_796
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -27507,9 +27626,9 @@ f16tiles_789:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_791:
+f16steps_797:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_792
+	JB          f16stepsdone_798
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -27577,11 +27696,11 @@ f16steps_791:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_791
+	JMP         f16steps_797
 
-f16stepsdone_792:
+f16stepsdone_798:
 	CMPQ        DI, $0x10
-	JB          f16step16_793
+	JB          f16step16_799
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -27617,9 +27736,9 @@ f16stepsdone_792:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_793:
+f16step16_799:
 	TESTQ       DI, DI
-	JZ          notail_794
+	JZ          notail_800
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -27657,7 +27776,7 @@ f16step16_793:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_794:
+notail_800:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -27773,11 +27892,11 @@ notail_794:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_789
+	JMP           f16tiles_795
 
-f16tilesdone_790:
+f16tilesdone_796:
 	CMPQ DX, $0x03
-	JNE  f16rest_795
+	JNE  f16rest_801
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -27805,9 +27924,9 @@ f16tilesdone_790:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_796:
+f16steps_802:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_797
+	JB          f16stepsdone_803
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -27861,11 +27980,11 @@ f16steps_796:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_796
+	JMP         f16steps_802
 
-f16stepsdone_797:
+f16stepsdone_803:
 	CMPQ        DI, $0x10
-	JB          f16step16_798
+	JB          f16step16_804
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -27894,9 +28013,9 @@ f16stepsdone_797:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_798:
+f16step16_804:
 	TESTQ       DI, DI
-	JZ          notail_799
+	JZ          notail_805
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -27927,7 +28046,7 @@ f16step16_798:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_799:
+notail_805:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28052,9 +28171,9 @@ notail_799:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_795:
+f16rest_801:
 	CMPQ DX, $0x02
-	JNE  f16rest_800
+	JNE  f16rest_806
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -28077,9 +28196,9 @@ f16rest_795:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_801:
+f16steps_807:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_802
+	JB          f16stepsdone_808
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -28120,11 +28239,11 @@ f16steps_801:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_801
+	JMP         f16steps_807
 
-f16stepsdone_802:
+f16stepsdone_808:
 	CMPQ        DI, $0x10
-	JB          f16step16_803
+	JB          f16step16_809
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -28147,9 +28266,9 @@ f16stepsdone_802:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_803:
+f16step16_809:
 	TESTQ       DI, DI
-	JZ          notail_804
+	JZ          notail_810
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -28173,7 +28292,7 @@ f16step16_803:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_804:
+notail_810:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28277,9 +28396,9 @@ notail_804:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_800:
+f16rest_806:
 	CMPQ DX, $0x01
-	JNE  f16rest_805
+	JNE  f16rest_811
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -28297,9 +28416,9 @@ f16rest_800:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_806:
+f16steps_812:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_807
+	JB          f16stepsdone_813
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -28327,11 +28446,11 @@ f16steps_806:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_806
+	JMP         f16steps_812
 
-f16stepsdone_807:
+f16stepsdone_813:
 	CMPQ        BX, $0x10
-	JB          f16step16_808
+	JB          f16step16_814
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -28348,9 +28467,9 @@ f16stepsdone_807:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_808:
+f16step16_814:
 	TESTQ       BX, BX
-	JZ          notail_809
+	JZ          notail_815
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -28367,7 +28486,7 @@ f16step16_808:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_809:
+notail_815:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -28450,12 +28569,12 @@ notail_809:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_805:
+f16rest_811:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_811
+	JZ   f16singledone_817
 
-f16single_810:
+f16single_816:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -28472,9 +28591,9 @@ f16single_810:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_812:
+f16steps_818:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_813
+	JB          f16stepsdone_819
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -28502,11 +28621,11 @@ f16steps_812:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_812
+	JMP         f16steps_818
 
-f16stepsdone_813:
+f16stepsdone_819:
 	CMPQ        SI, $0x10
-	JB          f16step16_814
+	JB          f16step16_820
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -28523,9 +28642,9 @@ f16stepsdone_813:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_814:
+f16step16_820:
 	TESTQ       SI, SI
-	JZ          notail_815
+	JZ          notail_821
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -28542,7 +28661,7 @@ f16step16_814:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_815:
+notail_821:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28600,22 +28719,22 @@ notail_815:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_810
+	JNZ           f16single_816
 
-f16singledone_811:
-	JMP f16mmend_705
+f16singledone_817:
+	JMP f16mmend_711
 
-f16mmtokens_788:
+f16mmtokens_794:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_816
+	JNE  f16mmtokens_822
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_817:
+f16tiles_823:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_818
+	JB   f16tilesdone_824
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -28654,9 +28773,9 @@ f16tiles_817:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_819:
+f16steps_825:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_820
+	JB          f16stepsdone_826
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -28734,11 +28853,11 @@ f16steps_819:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_819
+	JMP         f16steps_825
 
-f16stepsdone_820:
+f16stepsdone_826:
 	CMPQ        DI, $0x10
-	JB          f16step16_821
+	JB          f16step16_827
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -28779,9 +28898,9 @@ f16stepsdone_820:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_821:
+f16step16_827:
 	TESTQ       DI, DI
-	JZ          notail_822
+	JZ          notail_828
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -28824,7 +28943,7 @@ f16step16_821:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_822:
+notail_828:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28961,11 +29080,11 @@ notail_822:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_817
+	JMP           f16tiles_823
 
-f16tilesdone_818:
+f16tilesdone_824:
 	CMPQ DX, $0x03
-	JNE  f16rest_823
+	JNE  f16rest_829
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -28996,9 +29115,9 @@ f16tilesdone_818:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_824:
+f16steps_830:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_825
+	JB          f16stepsdone_831
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -29060,11 +29179,11 @@ f16steps_824:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_824
+	JMP         f16steps_830
 
-f16stepsdone_825:
+f16stepsdone_831:
 	CMPQ        DI, $0x10
-	JB          f16step16_826
+	JB          f16step16_832
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -29097,9 +29216,9 @@ f16stepsdone_825:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_826:
+f16step16_832:
 	TESTQ       DI, DI
-	JZ          notail_827
+	JZ          notail_833
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -29134,7 +29253,7 @@ f16step16_826:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_827:
+notail_833:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -29282,9 +29401,9 @@ notail_827:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_823:
+f16rest_829:
 	CMPQ DX, $0x02
-	JNE  f16rest_828
+	JNE  f16rest_834
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -29309,9 +29428,9 @@ f16rest_823:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_829:
+f16steps_835:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_830
+	JB          f16stepsdone_836
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -29358,11 +29477,11 @@ f16steps_829:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_829
+	JMP         f16steps_835
 
-f16stepsdone_830:
+f16stepsdone_836:
 	CMPQ        DI, $0x10
-	JB          f16step16_831
+	JB          f16step16_837
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -29388,9 +29507,9 @@ f16stepsdone_830:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_831:
+f16step16_837:
 	TESTQ       DI, DI
-	JZ          notail_832
+	JZ          notail_838
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -29417,7 +29536,7 @@ f16step16_831:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_832:
+notail_838:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -29540,9 +29659,9 @@ notail_832:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_828:
+f16rest_834:
 	CMPQ DX, $0x01
-	JNE  f16rest_833
+	JNE  f16rest_839
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -29561,9 +29680,9 @@ f16rest_828:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_834:
+f16steps_840:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_835
+	JB          f16stepsdone_841
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -29595,11 +29714,11 @@ f16steps_834:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_834
+	JMP         f16steps_840
 
-f16stepsdone_835:
+f16stepsdone_841:
 	CMPQ        BX, $0x10
-	JB          f16step16_836
+	JB          f16step16_842
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -29618,9 +29737,9 @@ f16stepsdone_835:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_836:
+f16step16_842:
 	TESTQ       BX, BX
-	JZ          notail_837
+	JZ          notail_843
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -29639,7 +29758,7 @@ f16step16_836:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_837:
+notail_843:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -29737,12 +29856,12 @@ notail_837:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_833:
+f16rest_839:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_839
+	JZ   f16singledone_845
 
-f16single_838:
+f16single_844:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -29760,9 +29879,9 @@ f16single_838:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_840:
+f16steps_846:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_841
+	JB          f16stepsdone_847
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -29794,11 +29913,11 @@ f16steps_840:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_840
+	JMP         f16steps_846
 
-f16stepsdone_841:
+f16stepsdone_847:
 	CMPQ        SI, $0x10
-	JB          f16step16_842
+	JB          f16step16_848
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -29817,9 +29936,9 @@ f16stepsdone_841:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_842:
+f16step16_848:
 	TESTQ       SI, SI
-	JZ          notail_843
+	JZ          notail_849
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -29838,7 +29957,7 @@ f16step16_842:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_843:
+notail_849:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -29906,22 +30025,22 @@ notail_843:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_838
+	JNZ           f16single_844
 
-f16singledone_839:
-	JMP f16mmend_705
+f16singledone_845:
+	JMP f16mmend_711
 
-f16mmtokens_816:
+f16mmtokens_822:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_844
+	JNE  f16mmtokens_850
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_845:
+f16tiles_851:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_846
+	JB   f16tilesdone_852
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -29957,9 +30076,9 @@ f16tiles_845:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_847:
+f16steps_853:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_848
+	JB          f16stepsdone_854
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -30030,11 +30149,11 @@ f16steps_847:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_847
+	JMP         f16steps_853
 
-f16stepsdone_848:
+f16stepsdone_854:
 	CMPQ        DI, $0x10
-	JB          f16step16_849
+	JB          f16step16_855
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -30072,9 +30191,9 @@ f16stepsdone_848:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_849:
+f16step16_855:
 	TESTQ       DI, DI
-	JZ          notail_850
+	JZ          notail_856
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -30113,7 +30232,7 @@ f16step16_849:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_850:
+notail_856:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30284,11 +30403,11 @@ notail_850:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_845
+	JMP           f16tiles_851
 
-f16tilesdone_846:
+f16tilesdone_852:
 	CMPQ DX, $0x02
-	JNE  f16rest_851
+	JNE  f16rest_857
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -30317,9 +30436,9 @@ f16tilesdone_846:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_852:
+f16steps_858:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_853
+	JB          f16stepsdone_859
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -30373,11 +30492,11 @@ f16steps_852:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_852
+	JMP         f16steps_858
 
-f16stepsdone_853:
+f16stepsdone_859:
 	CMPQ        DI, $0x10
-	JB          f16step16_854
+	JB          f16step16_860
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -30407,9 +30526,9 @@ f16stepsdone_853:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_854:
+f16step16_860:
 	TESTQ       DI, DI
-	JZ          notail_855
+	JZ          notail_861
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -30439,7 +30558,7 @@ f16step16_854:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_855:
+notail_861:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30581,9 +30700,9 @@ notail_855:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_851:
+f16rest_857:
 	CMPQ DX, $0x01
-	JNE  f16rest_856
+	JNE  f16rest_862
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -30605,9 +30724,9 @@ f16rest_851:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_857:
+f16steps_863:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_858
+	JB          f16stepsdone_864
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -30644,11 +30763,11 @@ f16steps_857:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_857
+	JMP         f16steps_863
 
-f16stepsdone_858:
+f16stepsdone_864:
 	CMPQ        BX, $0x10
-	JB          f16step16_859
+	JB          f16step16_865
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -30670,9 +30789,9 @@ f16stepsdone_858:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_859:
+f16step16_865:
 	TESTQ       BX, BX
-	JZ          notail_860
+	JZ          notail_866
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -30693,7 +30812,7 @@ f16step16_859:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_860:
+notail_866:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -30806,12 +30925,12 @@ notail_860:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_856:
+f16rest_862:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_862
+	JZ   f16singledone_868
 
-f16single_861:
+f16single_867:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -30832,9 +30951,9 @@ f16single_861:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_863:
+f16steps_869:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_864
+	JB          f16stepsdone_870
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -30871,11 +30990,11 @@ f16steps_863:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_863
+	JMP         f16steps_869
 
-f16stepsdone_864:
+f16stepsdone_870:
 	CMPQ        SI, $0x10
-	JB          f16step16_865
+	JB          f16step16_871
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -30897,9 +31016,9 @@ f16stepsdone_864:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_865:
+f16step16_871:
 	TESTQ       SI, SI
-	JZ          notail_866
+	JZ          notail_872
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -30920,7 +31039,7 @@ f16step16_865:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_866:
+notail_872:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30998,22 +31117,22 @@ notail_866:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_861
+	JNZ           f16single_867
 
-f16singledone_862:
-	JMP f16mmend_705
+f16singledone_868:
+	JMP f16mmend_711
 
-f16mmtokens_844:
+f16mmtokens_850:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_867
+	JNE  f16mmtokens_873
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_868:
+f16tiles_874:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_869
+	JB   f16tilesdone_875
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -31052,9 +31171,9 @@ f16tiles_868:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_870:
+f16steps_876:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_871
+	JB          f16stepsdone_877
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -31133,11 +31252,11 @@ f16steps_870:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_870
+	JMP         f16steps_876
 
-f16stepsdone_871:
+f16stepsdone_877:
 	CMPQ        DI, $0x10
-	JB          f16step16_872
+	JB          f16step16_878
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -31179,9 +31298,9 @@ f16stepsdone_871:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_872:
+f16step16_878:
 	TESTQ       DI, DI
-	JZ          notail_873
+	JZ          notail_879
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -31224,7 +31343,7 @@ f16step16_872:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_873:
+notail_879:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -31418,11 +31537,11 @@ notail_873:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_868
+	JMP           f16tiles_874
 
-f16tilesdone_869:
+f16tilesdone_875:
 	CMPQ DX, $0x02
-	JNE  f16rest_874
+	JNE  f16rest_880
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -31453,9 +31572,9 @@ f16tilesdone_869:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_875:
+f16steps_881:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_876
+	JB          f16stepsdone_882
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -31515,11 +31634,11 @@ f16steps_875:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_875
+	JMP         f16steps_881
 
-f16stepsdone_876:
+f16stepsdone_882:
 	CMPQ        DI, $0x10
-	JB          f16step16_877
+	JB          f16step16_883
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -31552,9 +31671,9 @@ f16stepsdone_876:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_877:
+f16step16_883:
 	TESTQ       DI, DI
-	JZ          notail_878
+	JZ          notail_884
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -31587,7 +31706,7 @@ f16step16_877:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_878:
+notail_884:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -31748,9 +31867,9 @@ notail_878:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_874:
+f16rest_880:
 	CMPQ DX, $0x01
-	JNE  f16rest_879
+	JNE  f16rest_885
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -31773,9 +31892,9 @@ f16rest_874:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_880:
+f16steps_886:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_881
+	JB          f16stepsdone_887
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -31816,11 +31935,11 @@ f16steps_880:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_880
+	JMP         f16steps_886
 
-f16stepsdone_881:
+f16stepsdone_887:
 	CMPQ        BX, $0x10
-	JB          f16step16_882
+	JB          f16step16_888
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -31844,9 +31963,9 @@ f16stepsdone_881:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_882:
+f16step16_888:
 	TESTQ       BX, BX
-	JZ          notail_883
+	JZ          notail_889
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -31869,7 +31988,7 @@ f16step16_882:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_883:
+notail_889:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -31997,12 +32116,12 @@ notail_883:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_879:
+f16rest_885:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_885
+	JZ   f16singledone_891
 
-f16single_884:
+f16single_890:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -32024,9 +32143,9 @@ f16single_884:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_886:
+f16steps_892:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_887
+	JB          f16stepsdone_893
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -32067,11 +32186,11 @@ f16steps_886:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_886
+	JMP         f16steps_892
 
-f16stepsdone_887:
+f16stepsdone_893:
 	CMPQ        SI, $0x10
-	JB          f16step16_888
+	JB          f16step16_894
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -32095,9 +32214,9 @@ f16stepsdone_887:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_888:
+f16step16_894:
 	TESTQ       SI, SI
-	JZ          notail_889
+	JZ          notail_895
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -32120,7 +32239,7 @@ f16step16_888:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_889:
+notail_895:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -32208,22 +32327,22 @@ notail_889:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_884
+	JNZ           f16single_890
 
-f16singledone_885:
-	JMP f16mmend_705
+f16singledone_891:
+	JMP f16mmend_711
 
-f16mmtokens_867:
+f16mmtokens_873:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_890
+	JNE  f16mmtokens_896
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_891:
+f16tiles_897:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_892
+	JB   f16tilesdone_898
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -32265,9 +32384,9 @@ f16tiles_891:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_893:
+f16steps_899:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_894
+	JB          f16stepsdone_900
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -32354,11 +32473,11 @@ f16steps_893:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_893
+	JMP         f16steps_899
 
-f16stepsdone_894:
+f16stepsdone_900:
 	CMPQ        DI, $0x10
-	JB          f16step16_895
+	JB          f16step16_901
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -32404,9 +32523,9 @@ f16stepsdone_894:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_895:
+f16step16_901:
 	TESTQ       DI, DI
-	JZ          notail_896
+	JZ          notail_902
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -32453,7 +32572,7 @@ f16step16_895:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_896:
+notail_902:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -32670,11 +32789,11 @@ notail_896:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_891
+	JMP           f16tiles_897
 
-f16tilesdone_892:
+f16tilesdone_898:
 	CMPQ DX, $0x02
-	JNE  f16rest_897
+	JNE  f16rest_903
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -32707,9 +32826,9 @@ f16tilesdone_892:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_898:
+f16steps_904:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_899
+	JB          f16stepsdone_905
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -32775,11 +32894,11 @@ f16steps_898:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_898
+	JMP         f16steps_904
 
-f16stepsdone_899:
+f16stepsdone_905:
 	CMPQ        DI, $0x10
-	JB          f16step16_900
+	JB          f16step16_906
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -32815,9 +32934,9 @@ f16stepsdone_899:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_900:
+f16step16_906:
 	TESTQ       DI, DI
-	JZ          notail_901
+	JZ          notail_907
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -32853,7 +32972,7 @@ f16step16_900:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_901:
+notail_907:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -33033,9 +33152,9 @@ notail_901:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_897:
+f16rest_903:
 	CMPQ DX, $0x01
-	JNE  f16rest_902
+	JNE  f16rest_908
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -33059,9 +33178,9 @@ f16rest_897:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_903:
+f16steps_909:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_904
+	JB          f16stepsdone_910
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -33106,11 +33225,11 @@ f16steps_903:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_903
+	JMP         f16steps_909
 
-f16stepsdone_904:
+f16stepsdone_910:
 	CMPQ        BX, $0x10
-	JB          f16step16_905
+	JB          f16step16_911
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -33136,9 +33255,9 @@ f16stepsdone_904:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_905:
+f16step16_911:
 	TESTQ       BX, BX
-	JZ          notail_906
+	JZ          notail_912
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -33163,7 +33282,7 @@ f16step16_905:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_906:
+notail_912:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -33306,12 +33425,12 @@ notail_906:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_902:
+f16rest_908:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_908
+	JZ   f16singledone_914
 
-f16single_907:
+f16single_913:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -33334,9 +33453,9 @@ f16single_907:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_909:
+f16steps_915:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_910
+	JB          f16stepsdone_916
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -33381,11 +33500,11 @@ f16steps_909:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_909
+	JMP         f16steps_915
 
-f16stepsdone_910:
+f16stepsdone_916:
 	CMPQ        SI, $0x10
-	JB          f16step16_911
+	JB          f16step16_917
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -33411,9 +33530,9 @@ f16stepsdone_910:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_911:
+f16step16_917:
 	TESTQ       SI, SI
-	JZ          notail_912
+	JZ          notail_918
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -33438,7 +33557,7 @@ f16step16_911:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_912:
+notail_918:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -33536,13 +33655,13 @@ notail_912:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_907
+	JNZ           f16single_913
 
-f16singledone_908:
-	JMP f16mmend_705
+f16singledone_914:
+	JMP f16mmend_711
 
-f16mmtokens_890:
-f16mmend_705:
+f16mmtokens_896:
+f16mmend_711:
 	VZEROUPPER
 	RET
 
@@ -33551,7 +33670,7 @@ f16mmend_705:
 TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_914
+	JNE  ksq_920
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -33566,9 +33685,9 @@ TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_915:
+ksteps_921:
 	CMPQ   AX, $0x00000080
-	JB     kstepsdone_916
+	JB     kstepsdone_922
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33585,9 +33704,9 @@ ksteps_915:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_918
+	JZ     ksdodd_924
 
-ksd_917:
+ksd_923:
 	PREFETCHT1       16384(R8)
 	VCVTPH2PS        (R8), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
@@ -33637,11 +33756,11 @@ ksd_917:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_917
+	JNZ              ksd_923
 
-ksdodd_918:
+ksdodd_924:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_919
+	JZ               ksdnone_925
 	VCVTPH2PS        (R8), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VCVTPH2PS        (R8)(DI*1), Z8
@@ -33663,7 +33782,7 @@ ksdodd_918:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 
-ksdnone_919:
+ksdnone_925:
 	MOVQ    SI, R8
 	VMOVUPS Z0, (R8)
 	VMOVUPS Z1, 64(R8)
@@ -33683,9 +33802,9 @@ ksdnone_919:
 	ADDQ    DI, CX
 	ADDQ    DI, CX
 	SUBQ    $0x00000080, AX
-	JMP     ksteps_915
+	JMP     ksteps_921
 
-kstepsdone_916:
+kstepsdone_922:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33705,17 +33824,17 @@ kstepsdone_916:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_920:
+ksteps_926:
 	CMPQ   R8, $0x00000010
-	JB     kstepsdone_921
+	JB     kstepsdone_927
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, AX
 	MOVQ   BX, R9
 	MOVQ   DX, R10
 	SHRQ   $0x01, R10
-	JZ     ksdodd_923
+	JZ     ksdodd_929
 
-ksd_922:
+ksd_928:
 	PREFETCHT1       16384(AX)
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
@@ -33726,30 +33845,30 @@ ksd_922:
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 	DECQ             R10
-	JNZ              ksd_922
+	JNZ              ksd_928
 
-ksdodd_923:
+ksdodd_929:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_924
+	JZ               ksdnone_930
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 
-ksdnone_924:
+ksdnone_930:
 	MOVQ    SI, AX
 	VMOVUPS Z0, (AX)
 	ADDQ    $0x00000040, SI
 	ADDQ    DI, CX
 	SUBQ    $0x00000010, R8
-	JMP     ksteps_920
+	JMP     ksteps_926
 
-kstepsdone_921:
-	JMP ksend_913
+kstepsdone_927:
+	JMP ksend_919
 
-ksq_914:
+ksq_920:
 	CMPQ AX, $0x02
-	JNE  ksq_925
+	JNE  ksq_931
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -33764,9 +33883,9 @@ ksq_914:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_926:
+ksteps_932:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_927
+	JB     kstepsdone_933
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33781,9 +33900,9 @@ ksteps_926:
 	MOVQ   BX, R12
 	MOVQ   DX, R13
 	SHRQ   $0x01, R13
-	JZ     ksdodd_929
+	JZ     ksdodd_935
 
-ksd_928:
+ksd_934:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R12), Z8, Z0
@@ -33819,11 +33938,11 @@ ksd_928:
 	ADDQ             $0x00000020, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_928
+	JNZ              ksd_934
 
-ksdodd_929:
+ksdodd_935:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_930
+	JZ               ksdnone_936
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R12), Z8, Z0
 	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
@@ -33840,7 +33959,7 @@ ksdodd_929:
 	ADDQ             $0x00000020, R11
 	ADDQ             $0x00000004, R12
 
-ksdnone_930:
+ksdnone_936:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
@@ -33856,9 +33975,9 @@ ksdnone_930:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000040, AX
-	JMP     ksteps_926
+	JMP     ksteps_932
 
-kstepsdone_927:
+kstepsdone_933:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33878,18 +33997,18 @@ kstepsdone_927:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_931:
+ksteps_937:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_932
+	JB     kstepsdone_938
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_934
+	JZ     ksdodd_940
 
-ksd_933:
+ksd_939:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
@@ -33902,32 +34021,32 @@ ksd_933:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_933
+	JNZ              ksd_939
 
-ksdodd_934:
+ksdodd_940:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_935
+	JZ               ksdnone_941
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 
-ksdnone_935:
+ksdnone_941:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_931
+	JMP     ksteps_937
 
-kstepsdone_932:
-	JMP ksend_913
+kstepsdone_938:
+	JMP ksend_919
 
-ksq_925:
+ksq_931:
 	CMPQ AX, $0x03
-	JNE  ksq_936
+	JNE  ksq_942
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -33942,9 +34061,9 @@ ksq_925:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_937:
+ksteps_943:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_938
+	JB     kstepsdone_944
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33955,9 +34074,9 @@ ksteps_937:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_940
+	JZ     ksdodd_946
 
-ksd_939:
+ksd_945:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z6
 	VFMADD231PS.BCST (R11), Z6, Z0
@@ -33981,11 +34100,11 @@ ksd_939:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_939
+	JNZ              ksd_945
 
-ksdodd_940:
+ksdodd_946:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_941
+	JZ               ksdnone_947
 	VCVTPH2PS        (R10), Z6
 	VFMADD231PS.BCST (R11), Z6, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
@@ -33997,7 +34116,7 @@ ksdodd_940:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 
-ksdnone_941:
+ksdnone_947:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
@@ -34009,9 +34128,9 @@ ksdnone_941:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000020, AX
-	JMP     ksteps_937
+	JMP     ksteps_943
 
-kstepsdone_938:
+kstepsdone_944:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34031,9 +34150,9 @@ kstepsdone_938:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_942:
+ksteps_948:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_943
+	JB     kstepsdone_949
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -34041,9 +34160,9 @@ ksteps_942:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_945
+	JZ     ksdodd_951
 
-ksd_944:
+ksd_950:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
@@ -34058,11 +34177,11 @@ ksd_944:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_944
+	JNZ              ksd_950
 
-ksdodd_945:
+ksdodd_951:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_946
+	JZ               ksdnone_952
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
@@ -34070,7 +34189,7 @@ ksdodd_945:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 
-ksdnone_946:
+ksdnone_952:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
@@ -34078,14 +34197,14 @@ ksdnone_946:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_942
+	JMP     ksteps_948
 
-kstepsdone_943:
-	JMP ksend_913
+kstepsdone_949:
+	JMP ksend_919
 
-ksq_936:
+ksq_942:
 	CMPQ AX, $0x04
-	JNE  ksq_947
+	JNE  ksq_953
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -34100,9 +34219,9 @@ ksq_936:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_948:
+ksteps_954:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_949
+	JB     kstepsdone_955
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -34117,9 +34236,9 @@ ksteps_948:
 	ADDQ   R9, R12
 	MOVQ   DX, R13
 	SHRQ   $0x01, R13
-	JZ     ksdodd_951
+	JZ     ksdodd_957
 
-ksd_950:
+ksd_956:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
@@ -34149,11 +34268,11 @@ ksd_950:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_950
+	JNZ              ksd_956
 
-ksdodd_951:
+ksdodd_957:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_952
+	JZ               ksdnone_958
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
@@ -34168,7 +34287,7 @@ ksdodd_951:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 
-ksdnone_952:
+ksdnone_958:
 	MOVQ    SI, R10
 	LEAQ    (R10)(DI*2), R11
 	ADDQ    DI, R11
@@ -34184,9 +34303,9 @@ ksdnone_952:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000020, AX
-	JMP     ksteps_948
+	JMP     ksteps_954
 
-kstepsdone_949:
+kstepsdone_955:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34206,9 +34325,9 @@ kstepsdone_949:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_953:
+ksteps_959:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_954
+	JB     kstepsdone_960
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -34219,9 +34338,9 @@ ksteps_953:
 	ADDQ   AX, R12
 	MOVQ   DX, R13
 	SHRQ   $0x01, R13
-	JZ     ksdodd_956
+	JZ     ksdodd_962
 
-ksd_955:
+ksd_961:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
@@ -34240,11 +34359,11 @@ ksd_955:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_955
+	JNZ              ksd_961
 
-ksdodd_956:
+ksdodd_962:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_957
+	JZ               ksdnone_963
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
@@ -34254,7 +34373,7 @@ ksdodd_956:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 
-ksdnone_957:
+ksdnone_963:
 	MOVQ    SI, R10
 	LEAQ    (R10)(DI*2), R11
 	ADDQ    DI, R11
@@ -34265,13 +34384,13 @@ ksdnone_957:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_953
+	JMP     ksteps_959
 
-kstepsdone_954:
-	JMP ksend_913
+kstepsdone_960:
+	JMP ksend_919
 
-ksq_947:
-ksend_913:
+ksq_953:
+ksend_919:
 	VZEROUPPER
 	RET
 
@@ -34280,7 +34399,7 @@ ksend_913:
 TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_959
+	JNE  ksq_965
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -34295,9 +34414,9 @@ TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_960:
+ksteps_966:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_961
+	JB    kstepsdone_967
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34306,9 +34425,9 @@ ksteps_960:
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 	SHRQ  $0x01, R10
-	JZ    ksdodd_963
+	JZ    ksdodd_969
 
-ksd_962:
+ksd_968:
 	PREFETCHT1   16384(R8)
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
@@ -34340,11 +34459,11 @@ ksd_962:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_962
+	JNZ          ksd_968
 
-ksdodd_963:
+ksdodd_969:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_964
+	JZ           ksdnone_970
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -34360,7 +34479,7 @@ ksdodd_963:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 
-ksdnone_964:
+ksdnone_970:
 	MOVQ    SI, R8
 	VMOVUPS Y0, (R8)
 	VMOVUPS Y1, 32(R8)
@@ -34370,9 +34489,9 @@ ksdnone_964:
 	ADDQ    DI, CX
 	ADDQ    DI, CX
 	SUBQ    $0x00000020, AX
-	JMP     ksteps_960
+	JMP     ksteps_966
 
-kstepsdone_961:
+kstepsdone_967:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34392,18 +34511,18 @@ kstepsdone_961:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_965:
+ksteps_971:
 	CMPQ  R8, $0x00000010
-	JB    kstepsdone_966
+	JB    kstepsdone_972
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, AX
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 	SHRQ  $0x01, R10
-	JZ    ksdodd_968
+	JZ    ksdodd_974
 
-ksd_967:
+ksd_973:
 	PREFETCHT1   16384(AX)
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
@@ -34422,11 +34541,11 @@ ksd_967:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_967
+	JNZ          ksd_973
 
-ksdodd_968:
+ksdodd_974:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_969
+	JZ           ksdnone_975
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
 	VFMADD231PS  Y3, Y2, Y0
@@ -34436,21 +34555,21 @@ ksdodd_968:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 
-ksdnone_969:
+ksdnone_975:
 	MOVQ    SI, AX
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)
 	ADDQ    $0x00000040, SI
 	ADDQ    DI, CX
 	SUBQ    $0x00000010, R8
-	JMP     ksteps_965
+	JMP     ksteps_971
 
-kstepsdone_966:
-	JMP ksend_958
+kstepsdone_972:
+	JMP ksend_964
 
-ksq_959:
+ksq_965:
 	CMPQ AX, $0x02
-	JNE  ksq_970
+	JNE  ksq_976
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -34465,9 +34584,9 @@ ksq_959:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_971:
+ksteps_977:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_972
+	JB    kstepsdone_978
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34480,9 +34599,9 @@ ksteps_971:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 	SHRQ  $0x01, R12
-	JZ    ksdodd_974
+	JZ    ksdodd_980
 
-ksd_973:
+ksd_979:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
@@ -34530,11 +34649,11 @@ ksd_973:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_973
+	JNZ          ksd_979
 
-ksdodd_974:
+ksdodd_980:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_975
+	JZ           ksdnone_981
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -34558,7 +34677,7 @@ ksdodd_974:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 
-ksdnone_975:
+ksdnone_981:
 	MOVQ    SI, R10
 	VMOVUPS Y0, (R10)
 	VMOVUPS Y1, (R10)(DI*1)
@@ -34572,9 +34691,9 @@ ksdnone_975:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000020, AX
-	JMP     ksteps_971
+	JMP     ksteps_977
 
-kstepsdone_972:
+kstepsdone_978:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34594,104 +34713,13 @@ kstepsdone_972:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_976:
-	CMPQ  R9, $0x00000010
-	JB    kstepsdone_977
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	MOVQ  CX, R10
-	MOVQ  BX, R11
-	MOVQ  DX, R12
-	SHRQ  $0x01, R12
-	JZ    ksdodd_979
-
-ksd_978:
-	PREFETCHT1   16384(R10)
-	VCVTPH2PS    (R10), Y4
-	VBROADCASTSS (R11), Y5
-	VFMADD231PS  Y5, Y4, Y0
-	VBROADCASTSS (R11)(AX*1), Y5
-	VFMADD231PS  Y5, Y4, Y1
-	VCVTPH2PS    16(R10), Y4
-	VBROADCASTSS (R11), Y5
-	VFMADD231PS  Y5, Y4, Y2
-	VBROADCASTSS (R11)(AX*1), Y5
-	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x00000020, R10
-	ADDQ         $0x00000004, R11
-	VCVTPH2PS    (R10), Y4
-	VBROADCASTSS (R11), Y5
-	VFMADD231PS  Y5, Y4, Y0
-	VBROADCASTSS (R11)(AX*1), Y5
-	VFMADD231PS  Y5, Y4, Y1
-	VCVTPH2PS    16(R10), Y4
-	VBROADCASTSS (R11), Y5
-	VFMADD231PS  Y5, Y4, Y2
-	VBROADCASTSS (R11)(AX*1), Y5
-	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x00000020, R10
-	ADDQ         $0x00000004, R11
-	DECQ         R12
-	JNZ          ksd_978
-
-ksdodd_979:
-	TESTQ        $0x00000001, DX
-	JZ           ksdnone_980
-	VCVTPH2PS    (R10), Y4
-	VBROADCASTSS (R11), Y5
-	VFMADD231PS  Y5, Y4, Y0
-	VBROADCASTSS (R11)(AX*1), Y5
-	VFMADD231PS  Y5, Y4, Y1
-	VCVTPH2PS    16(R10), Y4
-	VBROADCASTSS (R11), Y5
-	VFMADD231PS  Y5, Y4, Y2
-	VBROADCASTSS (R11)(AX*1), Y5
-	VFMADD231PS  Y5, Y4, Y3
-	ADDQ         $0x00000020, R10
-	ADDQ         $0x00000004, R11
-
-ksdnone_980:
-	MOVQ    SI, R10
-	VMOVUPS Y0, (R10)
-	VMOVUPS Y1, (R10)(DI*1)
-	VMOVUPS Y2, 32(R10)
-	VMOVUPS Y3, 32(R10)(DI*1)
-	ADDQ    $0x00000040, SI
-	ADDQ    R8, CX
-	SUBQ    $0x00000010, R9
-	JMP     ksteps_976
-
-kstepsdone_977:
-	JMP ksend_958
-
-ksq_970:
-	CMPQ AX, $0x03
-	JNE  ksq_981
-
-	// 3 queries
-	MOVQ n+32(FP), AX
-	MOVQ kt_base+0(FP), CX
-	MOVQ hd+24(FP), DX
-	MOVQ q_base+40(FP), BX
-	MOVQ out_base+72(FP), SI
-	MOVQ outStride+96(FP), DI
-	SHLQ $0x02, DI
-	MOVQ DX, R8
-	SHLQ $0x05, R8
-	MOVQ DX, R9
-	SHLQ $0x02, R9
-
 ksteps_982:
-	CMPQ  AX, $0x00000010
+	CMPQ  R9, $0x00000010
 	JB    kstepsdone_983
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
 	MOVQ  CX, R10
 	MOVQ  BX, R11
 	MOVQ  DX, R12
@@ -34700,36 +34728,28 @@ ksteps_982:
 
 ksd_984:
 	PREFETCHT1   16384(R10)
-	VCVTPH2PS    (R10), Y6
-	VBROADCASTSS (R11), Y7
-	VFMADD231PS  Y7, Y6, Y0
-	VBROADCASTSS (R11)(R9*1), Y7
-	VFMADD231PS  Y7, Y6, Y1
-	VBROADCASTSS (R11)(R9*2), Y7
-	VFMADD231PS  Y7, Y6, Y2
-	VCVTPH2PS    16(R10), Y6
-	VBROADCASTSS (R11), Y7
-	VFMADD231PS  Y7, Y6, Y3
-	VBROADCASTSS (R11)(R9*1), Y7
-	VFMADD231PS  Y7, Y6, Y4
-	VBROADCASTSS (R11)(R9*2), Y7
-	VFMADD231PS  Y7, Y6, Y5
+	VCVTPH2PS    (R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y1
+	VCVTPH2PS    16(R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
-	VCVTPH2PS    (R10), Y6
-	VBROADCASTSS (R11), Y7
-	VFMADD231PS  Y7, Y6, Y0
-	VBROADCASTSS (R11)(R9*1), Y7
-	VFMADD231PS  Y7, Y6, Y1
-	VBROADCASTSS (R11)(R9*2), Y7
-	VFMADD231PS  Y7, Y6, Y2
-	VCVTPH2PS    16(R10), Y6
-	VBROADCASTSS (R11), Y7
-	VFMADD231PS  Y7, Y6, Y3
-	VBROADCASTSS (R11)(R9*1), Y7
-	VFMADD231PS  Y7, Y6, Y4
-	VBROADCASTSS (R11)(R9*2), Y7
-	VFMADD231PS  Y7, Y6, Y5
+	VCVTPH2PS    (R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y1
+	VCVTPH2PS    16(R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
@@ -34738,20 +34758,16 @@ ksd_984:
 ksdodd_985:
 	TESTQ        $0x00000001, DX
 	JZ           ksdnone_986
-	VCVTPH2PS    (R10), Y6
-	VBROADCASTSS (R11), Y7
-	VFMADD231PS  Y7, Y6, Y0
-	VBROADCASTSS (R11)(R9*1), Y7
-	VFMADD231PS  Y7, Y6, Y1
-	VBROADCASTSS (R11)(R9*2), Y7
-	VFMADD231PS  Y7, Y6, Y2
-	VCVTPH2PS    16(R10), Y6
-	VBROADCASTSS (R11), Y7
-	VFMADD231PS  Y7, Y6, Y3
-	VBROADCASTSS (R11)(R9*1), Y7
-	VFMADD231PS  Y7, Y6, Y4
-	VBROADCASTSS (R11)(R9*2), Y7
-	VFMADD231PS  Y7, Y6, Y5
+	VCVTPH2PS    (R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y1
+	VCVTPH2PS    16(R10), Y4
+	VBROADCASTSS (R11), Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VBROADCASTSS (R11)(AX*1), Y5
+	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 
@@ -34759,23 +34775,21 @@ ksdnone_986:
 	MOVQ    SI, R10
 	VMOVUPS Y0, (R10)
 	VMOVUPS Y1, (R10)(DI*1)
-	VMOVUPS Y2, (R10)(DI*2)
-	VMOVUPS Y3, 32(R10)
-	VMOVUPS Y4, 32(R10)(DI*1)
-	VMOVUPS Y5, 32(R10)(DI*2)
+	VMOVUPS Y2, 32(R10)
+	VMOVUPS Y3, 32(R10)(DI*1)
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
-	SUBQ    $0x00000010, AX
+	SUBQ    $0x00000010, R9
 	JMP     ksteps_982
 
 kstepsdone_983:
-	JMP ksend_958
+	JMP ksend_964
 
-ksq_981:
-	CMPQ AX, $0x04
+ksq_976:
+	CMPQ AX, $0x03
 	JNE  ksq_987
 
-	// 4 queries
+	// 3 queries
 	MOVQ n+32(FP), AX
 	MOVQ kt_base+0(FP), CX
 	MOVQ hd+24(FP), DX
@@ -34797,6 +34811,111 @@ ksteps_988:
 	VPXOR Y3, Y3, Y3
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
+	MOVQ  CX, R10
+	MOVQ  BX, R11
+	MOVQ  DX, R12
+	SHRQ  $0x01, R12
+	JZ    ksdodd_991
+
+ksd_990:
+	PREFETCHT1   16384(R10)
+	VCVTPH2PS    (R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y0
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y1
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y2
+	VCVTPH2PS    16(R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y3
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y4
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y5
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
+	VCVTPH2PS    (R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y0
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y1
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y2
+	VCVTPH2PS    16(R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y3
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y4
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y5
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
+	DECQ         R12
+	JNZ          ksd_990
+
+ksdodd_991:
+	TESTQ        $0x00000001, DX
+	JZ           ksdnone_992
+	VCVTPH2PS    (R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y0
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y1
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y2
+	VCVTPH2PS    16(R10), Y6
+	VBROADCASTSS (R11), Y7
+	VFMADD231PS  Y7, Y6, Y3
+	VBROADCASTSS (R11)(R9*1), Y7
+	VFMADD231PS  Y7, Y6, Y4
+	VBROADCASTSS (R11)(R9*2), Y7
+	VFMADD231PS  Y7, Y6, Y5
+	ADDQ         $0x00000020, R10
+	ADDQ         $0x00000004, R11
+
+ksdnone_992:
+	MOVQ    SI, R10
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y1, (R10)(DI*1)
+	VMOVUPS Y2, (R10)(DI*2)
+	VMOVUPS Y3, 32(R10)
+	VMOVUPS Y4, 32(R10)(DI*1)
+	VMOVUPS Y5, 32(R10)(DI*2)
+	ADDQ    $0x00000040, SI
+	ADDQ    R8, CX
+	SUBQ    $0x00000010, AX
+	JMP     ksteps_988
+
+kstepsdone_989:
+	JMP ksend_964
+
+ksq_987:
+	CMPQ AX, $0x04
+	JNE  ksq_993
+
+	// 4 queries
+	MOVQ n+32(FP), AX
+	MOVQ kt_base+0(FP), CX
+	MOVQ hd+24(FP), DX
+	MOVQ q_base+40(FP), BX
+	MOVQ out_base+72(FP), SI
+	MOVQ outStride+96(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
+	MOVQ DX, R9
+	SHLQ $0x02, R9
+
+ksteps_994:
+	CMPQ  AX, $0x00000010
+	JB    kstepsdone_995
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
 	MOVQ  CX, R10
@@ -34805,9 +34924,9 @@ ksteps_988:
 	ADDQ  R9, R12
 	MOVQ  DX, R13
 	SHRQ  $0x01, R13
-	JZ    ksdodd_991
+	JZ    ksdodd_997
 
-ksd_990:
+ksd_996:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
@@ -34852,11 +34971,11 @@ ksd_990:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_990
+	JNZ          ksd_996
 
-ksdodd_991:
+ksdodd_997:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_992
+	JZ           ksdnone_998
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -34879,7 +34998,7 @@ ksdodd_991:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 
-ksdnone_992:
+ksdnone_998:
 	MOVQ    SI, R10
 	LEAQ    (R10)(DI*2), R11
 	ADDQ    DI, R11
@@ -34894,13 +35013,13 @@ ksdnone_992:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, AX
-	JMP     ksteps_988
+	JMP     ksteps_994
 
-kstepsdone_989:
-	JMP ksend_958
+kstepsdone_995:
+	JMP ksend_964
 
-ksq_987:
-ksend_958:
+ksq_993:
+ksend_964:
 	VZEROUPPER
 	RET
 
@@ -34911,16 +35030,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_993:
+rows_999:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_994
+	JB   rowsdone_1000
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_995:
+tokens_1001:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_996
+	JB   tokenstail_1002
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -34954,9 +35073,9 @@ tokens_995:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_998:
+i8steps_1004:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_999
+	JB         i8stepsdone_1005
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -34995,11 +35114,11 @@ i8steps_998:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_998
+	JMP        i8steps_1004
 
-i8stepsdone_999:
+i8stepsdone_1005:
 	TESTQ      R10, R10
-	JZ         notail_1000
+	JZ         notail_1006
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -35037,7 +35156,7 @@ i8stepsdone_999:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_1000:
+notail_1006:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -35196,11 +35315,11 @@ notail_1000:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_995
+	JMP           tokens_1001
 
-tokenstail_996:
+tokenstail_1002:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1001
+	JNE  tokens_1007
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -35229,9 +35348,9 @@ tokenstail_996:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_1002:
+i8steps_1008:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1003
+	JB         i8stepsdone_1009
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -35265,11 +35384,11 @@ i8steps_1002:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1002
+	JMP        i8steps_1008
 
-i8stepsdone_1003:
+i8stepsdone_1009:
 	TESTQ      R10, R10
-	JZ         notail_1004
+	JZ         notail_1010
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -35302,7 +35421,7 @@ i8stepsdone_1003:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_1004:
+notail_1010:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35424,11 +35543,11 @@ notail_1004:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_997
+	JMP           tokensdone_1003
 
-tokens_1001:
+tokens_1007:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1005
+	JNE  tokens_1011
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -35451,9 +35570,9 @@ tokens_1001:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_1006:
+i8steps_1012:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1007
+	JB         i8stepsdone_1013
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -35481,11 +35600,11 @@ i8steps_1006:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1006
+	JMP        i8steps_1012
 
-i8stepsdone_1007:
+i8stepsdone_1013:
 	TESTQ      R10, R10
-	JZ         notail_1008
+	JZ         notail_1014
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -35513,7 +35632,7 @@ i8stepsdone_1007:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_1008:
+notail_1014:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35606,11 +35725,11 @@ notail_1008:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_997
+	JMP           tokensdone_1003
 
-tokens_1005:
+tokens_1011:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1009
+	JNE  tokens_1015
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -35629,9 +35748,9 @@ tokens_1005:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_1010:
+i8steps_1016:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1011
+	JB         i8stepsdone_1017
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -35654,11 +35773,11 @@ i8steps_1010:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1010
+	JMP        i8steps_1016
 
-i8stepsdone_1011:
+i8stepsdone_1017:
 	TESTQ      R10, R10
-	JZ         notail_1012
+	JZ         notail_1018
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -35681,7 +35800,7 @@ i8stepsdone_1011:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_1012:
+notail_1018:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35745,11 +35864,11 @@ notail_1012:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_997
+	JMP           tokensdone_1003
 
-tokens_1009:
+tokens_1015:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1013
+	JNE  tokens_1019
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -35764,9 +35883,9 @@ tokens_1009:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1014:
+i8steps_1020:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1015
+	JB         i8stepsdone_1021
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -35784,11 +35903,11 @@ i8steps_1014:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1014
+	JMP        i8steps_1020
 
-i8stepsdone_1015:
+i8stepsdone_1021:
 	TESTQ      R9, R9
-	JZ         notail_1016
+	JZ         notail_1022
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35806,7 +35925,7 @@ i8stepsdone_1015:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_1016:
+notail_1022:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35842,27 +35961,27 @@ notail_1016:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_997
+	JMP           tokensdone_1003
 
-tokens_1013:
-tokensdone_997:
+tokens_1019:
+tokensdone_1003:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_993
+	JMP  rows_999
 
-rowsdone_994:
-rows_1017:
+rowsdone_1000:
+rows_1023:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_1018
+	JB   rowsdone_1024
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1019:
+tokens_1025:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_1020
+	JB   tokenstail_1026
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -35884,9 +36003,9 @@ tokens_1019:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_1022:
+i8steps_1028:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1023
+	JB         i8stepsdone_1029
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -35910,11 +36029,11 @@ i8steps_1022:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1022
+	JMP        i8steps_1028
 
-i8stepsdone_1023:
+i8stepsdone_1029:
 	TESTQ      R9, R9
-	JZ         notail_1024
+	JZ         notail_1030
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -35937,7 +36056,7 @@ i8stepsdone_1023:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_1024:
+notail_1030:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -36047,11 +36166,11 @@ notail_1024:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_1019
+	JMP           tokens_1025
 
-tokenstail_1020:
+tokenstail_1026:
 	CMPQ DI, $0x00000007
-	JNE  tokens_1025
+	JNE  tokens_1031
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -36071,9 +36190,9 @@ tokenstail_1020:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_1026:
+i8steps_1032:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1027
+	JB         i8stepsdone_1033
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -36095,11 +36214,11 @@ i8steps_1026:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1026
+	JMP        i8steps_1032
 
-i8stepsdone_1027:
+i8stepsdone_1033:
 	TESTQ      R9, R9
-	JZ         notail_1028
+	JZ         notail_1034
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -36120,7 +36239,7 @@ i8stepsdone_1027:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_1028:
+notail_1034:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36210,11 +36329,11 @@ notail_1028:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1021
+	JMP           tokensdone_1027
 
-tokens_1025:
+tokens_1031:
 	CMPQ DI, $0x00000006
-	JNE  tokens_1029
+	JNE  tokens_1035
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -36231,9 +36350,9 @@ tokens_1025:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_1030:
+i8steps_1036:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1031
+	JB         i8stepsdone_1037
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -36252,11 +36371,11 @@ i8steps_1030:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1030
+	JMP        i8steps_1036
 
-i8stepsdone_1031:
+i8stepsdone_1037:
 	TESTQ      R9, R9
-	JZ         notail_1032
+	JZ         notail_1038
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -36275,7 +36394,7 @@ i8stepsdone_1031:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_1032:
+notail_1038:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36353,11 +36472,11 @@ notail_1032:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1021
+	JMP           tokensdone_1027
 
-tokens_1029:
+tokens_1035:
 	CMPQ DI, $0x00000005
-	JNE  tokens_1033
+	JNE  tokens_1039
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -36373,9 +36492,9 @@ tokens_1029:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_1034:
+i8steps_1040:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1035
+	JB         i8stepsdone_1041
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -36392,11 +36511,11 @@ i8steps_1034:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1034
+	JMP        i8steps_1040
 
-i8stepsdone_1035:
+i8stepsdone_1041:
 	TESTQ      R9, R9
-	JZ         notail_1036
+	JZ         notail_1042
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -36413,7 +36532,7 @@ i8stepsdone_1035:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_1036:
+notail_1042:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36479,11 +36598,11 @@ notail_1036:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1021
+	JMP           tokensdone_1027
 
-tokens_1033:
+tokens_1039:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1037
+	JNE  tokens_1043
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -36498,9 +36617,9 @@ tokens_1033:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1038:
+i8steps_1044:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1039
+	JB         i8stepsdone_1045
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -36515,11 +36634,11 @@ i8steps_1038:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1038
+	JMP        i8steps_1044
 
-i8stepsdone_1039:
+i8stepsdone_1045:
 	TESTQ      R9, R9
-	JZ         notail_1040
+	JZ         notail_1046
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -36534,7 +36653,7 @@ i8stepsdone_1039:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_1040:
+notail_1046:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36588,11 +36707,11 @@ notail_1040:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1021
+	JMP           tokensdone_1027
 
-tokens_1037:
+tokens_1043:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1041
+	JNE  tokens_1047
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -36604,9 +36723,9 @@ tokens_1037:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_1042:
+i8steps_1048:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1043
+	JB         i8stepsdone_1049
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -36618,11 +36737,11 @@ i8steps_1042:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1042
+	JMP        i8steps_1048
 
-i8stepsdone_1043:
+i8stepsdone_1049:
 	TESTQ      R9, R9
-	JZ         notail_1044
+	JZ         notail_1050
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -36635,7 +36754,7 @@ i8stepsdone_1043:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_1044:
+notail_1050:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36677,11 +36796,11 @@ notail_1044:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1021
+	JMP           tokensdone_1027
 
-tokens_1041:
+tokens_1047:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1045
+	JNE  tokens_1051
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -36692,9 +36811,9 @@ tokens_1041:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_1046:
+i8steps_1052:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1047
+	JB         i8stepsdone_1053
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -36704,11 +36823,11 @@ i8steps_1046:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1046
+	JMP        i8steps_1052
 
-i8stepsdone_1047:
+i8stepsdone_1053:
 	TESTQ      R9, R9
-	JZ         notail_1048
+	JZ         notail_1054
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -36719,7 +36838,7 @@ i8stepsdone_1047:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_1048:
+notail_1054:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36749,11 +36868,11 @@ notail_1048:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1021
+	JMP           tokensdone_1027
 
-tokens_1045:
+tokens_1051:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1049
+	JNE  tokens_1055
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -36763,9 +36882,9 @@ tokens_1045:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_1050:
+i8steps_1056:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_1051
+	JB         i8stepsdone_1057
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -36773,11 +36892,11 @@ i8steps_1050:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_1050
+	JMP        i8steps_1056
 
-i8stepsdone_1051:
+i8stepsdone_1057:
 	TESTQ      R8, R8
-	JZ         notail_1052
+	JZ         notail_1058
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -36786,7 +36905,7 @@ i8stepsdone_1051:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_1052:
+notail_1058:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36805,17 +36924,17 @@ notail_1052:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_1021
+	JMP           tokensdone_1027
 
-tokens_1049:
-tokensdone_1021:
+tokens_1055:
+tokensdone_1027:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_1017
+	JMP  rows_1023
 
-rowsdone_1018:
+rowsdone_1024:
 	VZEROUPPER
 	RET
 
@@ -36824,7 +36943,7 @@ rowsdone_1018:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_1053
+	JE      group32_1059
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 	MOVQ    w_base+0(FP), AX
@@ -36837,9 +36956,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, SI
 	MOVQ    SI, (SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1054
+	JZ      pairsdone_1060
 
-pairs_1055:
+pairs_1061:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -36856,9 +36975,9 @@ pairs_1055:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1057
+	JAE    loopdone_1063
 
-loop_1056:
+loop_1062:
 	VMOVDQU      (R10)(R12*1), Y6
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y4
@@ -37023,13 +37142,13 @@ loop_1056:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1056
+	JB           loop_1062
 
-loopdone_1057:
-room_1058:
+loopdone_1063:
+room_1064:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1059
+	JA           roomdone_1065
 	VMOVDQU      (R10)(R12*1), Y6
 	VMOVDQU      (AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -37051,9 +37170,9 @@ room_1058:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R13
 	ADDQ         $0x20, R12
-	JMP          room_1058
+	JMP          room_1064
 
-roomdone_1059:
+roomdone_1065:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -37073,7 +37192,7 @@ roomdone_1059:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1055
+	JNZ          pairs_1061
 	MOVQ         (SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -37083,10 +37202,10 @@ roomdone_1059:
 	MOVQ         (SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1054:
+pairsdone_1060:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1060
+	JZ     noodd_1066
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -37096,9 +37215,9 @@ pairsdone_1054:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1062
+	JAE    loopdone_1068
 
-loop_1061:
+loop_1067:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -37190,13 +37309,13 @@ loop_1061:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1061
+	JB           loop_1067
 
-loopdone_1062:
-room_1063:
+loopdone_1068:
+room_1069:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1064
+	JA           roomdone_1070
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -37209,9 +37328,9 @@ room_1063:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_1063
+	JMP          room_1069
 
-roomdone_1064:
+roomdone_1070:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -37220,11 +37339,11 @@ roomdone_1064:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1060:
+noodd_1066:
 	VZEROUPPER
 	RET
 
-group32_1053:
+group32_1059:
 	VMOVDQU words0001<>+0(SB), Y0
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
@@ -37236,9 +37355,9 @@ group32_1053:
 	SHRQ    $0x01, SI
 	MOVQ    SI, 8(SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1065
+	JZ      pairsdone_1071
 
-pairs_1066:
+pairs_1072:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -37255,9 +37374,9 @@ pairs_1066:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1068
+	JAE    loopdone_1074
 
-loop_1067:
+loop_1073:
 	VMOVDQU      (R10)(R12*1), Y5
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y3
@@ -37406,13 +37525,13 @@ loop_1067:
 	ADDQ         $0x04, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1067
+	JB           loop_1073
 
-loopdone_1068:
-room_1069:
+loopdone_1074:
+room_1075:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1070
+	JA           roomdone_1076
 	VMOVDQU      (R10)(R12*1), Y5
 	VMOVDQU      (AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -37432,9 +37551,9 @@ room_1069:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R13
 	ADDQ         $0x20, R12
-	JMP          room_1069
+	JMP          room_1075
 
-roomdone_1070:
+roomdone_1076:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -37454,7 +37573,7 @@ roomdone_1070:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1066
+	JNZ          pairs_1072
 	MOVQ         8(SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -37464,10 +37583,10 @@ roomdone_1070:
 	MOVQ         8(SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1065:
+pairsdone_1071:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1071
+	JZ     noodd_1077
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -37477,9 +37596,9 @@ pairsdone_1065:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1073
+	JAE    loopdone_1079
 
-loop_1072:
+loop_1078:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -37563,13 +37682,13 @@ loop_1072:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1072
+	JB           loop_1078
 
-loopdone_1073:
-room_1074:
+loopdone_1079:
+room_1080:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1075
+	JA           roomdone_1081
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -37581,9 +37700,9 @@ room_1074:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_1074
+	JMP          room_1080
 
-roomdone_1075:
+roomdone_1081:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -37592,7 +37711,7 @@ roomdone_1075:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1071:
+noodd_1077:
 	VZEROUPPER
 	RET
 
@@ -37601,7 +37720,7 @@ noodd_1071:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1076
+	JE           group32_1082
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -37614,9 +37733,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, SI
 	MOVQ         SI, (SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1077
+	JZ           pairsdone_1083
 
-pairs_1078:
+pairs_1084:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -37633,9 +37752,9 @@ pairs_1078:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1080
+	JAE    loopdone_1086
 
-loop_1079:
+loop_1085:
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	PREFETCHT1      16384(AX)(R13*1)
@@ -37708,13 +37827,13 @@ loop_1079:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1079
+	JB              loop_1085
 
-loopdone_1080:
-room_1081:
+loopdone_1086:
+room_1087:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1082
+	JA              roomdone_1088
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	VPXORD          (AX)(R13*1), Z0, Z4
@@ -37733,9 +37852,9 @@ room_1081:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1081
+	JMP             room_1087
 
-roomdone_1082:
+roomdone_1088:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -37759,7 +37878,7 @@ roomdone_1082:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1078
+	JNZ           pairs_1084
 	MOVQ          (SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -37769,10 +37888,10 @@ roomdone_1082:
 	MOVQ          (SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1077:
+pairsdone_1083:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1083
+	JZ     noodd_1089
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -37782,9 +37901,9 @@ pairsdone_1077:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1085
+	JAE    loopdone_1091
 
-loop_1084:
+loop_1090:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -37828,13 +37947,13 @@ loop_1084:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_1084
+	JB              loop_1090
 
-loopdone_1085:
-room_1086:
+loopdone_1091:
+room_1092:
 	LEAQ            64(R8), R10
 	CMPQ            R10, SI
-	JA              roomdone_1087
+	JA              roomdone_1093
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -37846,9 +37965,9 @@ room_1086:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_1086
+	JMP             room_1092
 
-roomdone_1087:
+roomdone_1093:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -37859,11 +37978,11 @@ roomdone_1087:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1083:
+noodd_1089:
 	VZEROUPPER
 	RET
 
-group32_1076:
+group32_1082:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -37876,9 +37995,9 @@ group32_1076:
 	SHRQ         $0x01, SI
 	MOVQ         SI, 8(SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1088
+	JZ           pairsdone_1094
 
-pairs_1089:
+pairs_1095:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -37895,9 +38014,9 @@ pairs_1089:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1091
+	JAE    loopdone_1097
 
-loop_1090:
+loop_1096:
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	PREFETCHT1   16384(AX)(R13*1)
@@ -37970,13 +38089,13 @@ loop_1090:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1090
+	JB           loop_1096
 
-loopdone_1091:
-room_1092:
+loopdone_1097:
+room_1098:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1093
+	JA           roomdone_1099
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	VPXORD       (AX)(R13*1), Z0, Z4
@@ -37995,9 +38114,9 @@ room_1092:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1092
+	JMP          room_1098
 
-roomdone_1093:
+roomdone_1099:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -38021,7 +38140,7 @@ roomdone_1093:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1089
+	JNZ           pairs_1095
 	MOVQ          8(SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -38031,10 +38150,10 @@ roomdone_1093:
 	MOVQ          8(SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1088:
+pairsdone_1094:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1094
+	JZ     noodd_1100
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -38044,9 +38163,9 @@ pairsdone_1088:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1096
+	JAE    loopdone_1102
 
-loop_1095:
+loop_1101:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -38090,13 +38209,13 @@ loop_1095:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_1095
+	JB           loop_1101
 
-loopdone_1096:
-room_1097:
+loopdone_1102:
+room_1103:
 	LEAQ         64(R8), R10
 	CMPQ         R10, SI
-	JA           roomdone_1098
+	JA           roomdone_1104
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -38108,9 +38227,9 @@ room_1097:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_1097
+	JMP          room_1103
 
-roomdone_1098:
+roomdone_1104:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -38121,7 +38240,7 @@ roomdone_1098:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1094:
+noodd_1100:
 	VZEROUPPER
 	RET
 
@@ -38130,7 +38249,7 @@ noodd_1094:
 TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1099
+	JE           group32_1105
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -38144,9 +38263,9 @@ TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         AX, (SP)
 	MOVQ         AX, 32(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1100
+	JZ           quadsdone_1106
 
-quads_1101:
+quads_1107:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   8(SP), CX
 	IMULQ  (SP), AX
@@ -38172,9 +38291,9 @@ quads_1101:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1103
+	JAE    loopdone_1109
 
-loop_1102:
+loop_1108:
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -38301,13 +38420,13 @@ loop_1102:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1102
+	JB              loop_1108
 
-loopdone_1103:
-room_1104:
+loopdone_1109:
+room_1110:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1105
+	JA              roomdone_1111
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -38340,9 +38459,9 @@ room_1104:
 	VFMADD231PS     Z7, Z6, Z5
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1104
+	JMP             room_1110
 
-roomdone_1105:
+roomdone_1111:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -38390,9 +38509,9 @@ roomdone_1105:
 	ADDQ          AX, 16(SP)
 	ADDQ          $0x04, 24(SP)
 	DECQ          32(SP)
-	JNZ           quads_1101
+	JNZ           quads_1107
 
-quadsdone_1100:
+quadsdone_1106:
 	MOVQ  8(SP), AX
 	MOVQ  16(SP), CX
 	MOVQ  24(SP), DX
@@ -38410,9 +38529,9 @@ quadsdone_1100:
 	LEAQ  (DX)(BX*4), DX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1107
+	JZ    blocksingledone_1113
 
-blocksingle_1106:
+blocksingle_1112:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -38422,9 +38541,9 @@ blocksingle_1106:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1109
+	JAE    loopdone_1115
 
-loop_1108:
+loop_1114:
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -38467,13 +38586,13 @@ loop_1108:
 	ADDQ            $0x10, R10
 	ADDQ            $0x00000100, R9
 	CMPQ            R9, R11
-	JB              loop_1108
+	JB              loop_1114
 
-loopdone_1109:
-room_1110:
+loopdone_1115:
+room_1116:
 	LEAQ            64(R9), R11
 	CMPQ            R11, DI
-	JA              roomdone_1111
+	JA              roomdone_1117
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -38485,9 +38604,9 @@ room_1110:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R10
 	ADDQ            $0x40, R9
-	JMP             room_1110
+	JMP             room_1116
 
-roomdone_1111:
+roomdone_1117:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -38504,13 +38623,13 @@ roomdone_1111:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1106
+	JNZ           blocksingle_1112
 
-blocksingledone_1107:
+blocksingledone_1113:
 	VZEROUPPER
 	RET
 
-group32_1099:
+group32_1105:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -38524,9 +38643,9 @@ group32_1099:
 	MOVQ         AX, 40(SP)
 	MOVQ         AX, 72(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1112
+	JZ           quadsdone_1118
 
-quads_1113:
+quads_1119:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   48(SP), CX
 	IMULQ  40(SP), AX
@@ -38552,9 +38671,9 @@ quads_1113:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1115
+	JAE    loopdone_1121
 
-loop_1114:
+loop_1120:
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -38681,13 +38800,13 @@ loop_1114:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1114
+	JB           loop_1120
 
-loopdone_1115:
-room_1116:
+loopdone_1121:
+room_1122:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1117
+	JA           roomdone_1123
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -38720,9 +38839,9 @@ room_1116:
 	VFMADD231PS  Z7, Z6, Z5
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1116
+	JMP          room_1122
 
-roomdone_1117:
+roomdone_1123:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -38770,9 +38889,9 @@ roomdone_1117:
 	ADDQ          AX, 56(SP)
 	ADDQ          $0x04, 64(SP)
 	DECQ          72(SP)
-	JNZ           quads_1113
+	JNZ           quads_1119
 
-quadsdone_1112:
+quadsdone_1118:
 	MOVQ  48(SP), AX
 	MOVQ  56(SP), CX
 	MOVQ  64(SP), DX
@@ -38790,9 +38909,9 @@ quadsdone_1112:
 	LEAQ  (DX)(BX*4), DX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1119
+	JZ    blocksingledone_1125
 
-blocksingle_1118:
+blocksingle_1124:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -38802,9 +38921,9 @@ blocksingle_1118:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1121
+	JAE    loopdone_1127
 
-loop_1120:
+loop_1126:
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -38847,13 +38966,13 @@ loop_1120:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000100, R9
 	CMPQ         R9, R11
-	JB           loop_1120
+	JB           loop_1126
 
-loopdone_1121:
-room_1122:
+loopdone_1127:
+room_1128:
 	LEAQ         64(R9), R11
 	CMPQ         R11, DI
-	JA           roomdone_1123
+	JA           roomdone_1129
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -38865,9 +38984,9 @@ room_1122:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R10
 	ADDQ         $0x40, R9
-	JMP          room_1122
+	JMP          room_1128
 
-roomdone_1123:
+roomdone_1129:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -38884,9 +39003,9 @@ roomdone_1123:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1118
+	JNZ           blocksingle_1124
 
-blocksingledone_1119:
+blocksingledone_1125:
 	VZEROUPPER
 	RET
 
@@ -38904,9 +39023,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1125
+	JAE          loopdone_1131
 
-loop_1124:
+loop_1130:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -38917,9 +39036,9 @@ loop_1124:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1124
+	JB      loop_1130
 
-loopdone_1125:
+loopdone_1131:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -38931,18 +39050,18 @@ loopdone_1125:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1127
+	JAE          maxabsdone_1133
 
-maxabs_1126:
+maxabs_1132:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1126
+	JB      maxabs_1132
 
-maxabsdone_1127:
+maxabsdone_1133:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -38962,9 +39081,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1129
+	JAE          loopdone_1135
 
-loop_1128:
+loop_1134:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -38975,9 +39094,9 @@ loop_1128:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1128
+	JB      loop_1134
 
-loopdone_1129:
+loopdone_1135:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -38991,18 +39110,18 @@ loopdone_1129:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1131
+	JAE           maxabsdone_1137
 
-maxabs_1130:
+maxabs_1136:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1130
+	JB      maxabs_1136
 
-maxabsdone_1131:
+maxabsdone_1137:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -39023,9 +39142,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1133
+	JAE          loopdone_1139
 
-loop_1132:
+loop_1138:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -39038,9 +39157,9 @@ loop_1132:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1132
+	JB           loop_1138
 
-loopdone_1133:
+loopdone_1139:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -39049,9 +39168,9 @@ loopdone_1133:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1135
+	JAE          quantdone_1141
 
-quant_1134:
+quant_1140:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -39064,9 +39183,9 @@ quant_1134:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1134
+	JB        quant_1140
 
-quantdone_1135:
+quantdone_1141:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -39087,9 +39206,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1137
+	JAE          loopdone_1143
 
-loop_1136:
+loop_1142:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -39104,12 +39223,12 @@ loop_1136:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1136
+	JB        loop_1142
 
-loopdone_1137:
+loopdone_1143:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1138
+	JA        skip_1144
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -39118,10 +39237,10 @@ loopdone_1137:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1138:
+skip_1144:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1139
+	JZ        notail_1145
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -39133,7 +39252,7 @@ skip_1138:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1139:
+notail_1145:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -39158,9 +39277,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1141
+	JAE  loopdone_1147
 
-loop_1140:
+loop_1146:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -39169,31 +39288,31 @@ loop_1140:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1140
+	JB        loop_1146
 
-loopdone_1141:
+loopdone_1147:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1142
+	JA        skip_1148
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1142:
+skip_1148:
 	CMPQ BX, DX
-	JAE  halfdone_1144
+	JAE  halfdone_1150
 
-half_1143:
+half_1149:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1143
+	JB        half_1149
 
-halfdone_1144:
+halfdone_1150:
 	VZEROUPPER
 	RET
 
@@ -39207,9 +39326,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1146
+	JAE  loopdone_1152
 
-loop_1145:
+loop_1151:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -39218,21 +39337,21 @@ loop_1145:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1145
+	JB        loop_1151
 
-loopdone_1146:
+loopdone_1152:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1147
+	JA        skip_1153
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1147:
+skip_1153:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1148
+	JZ        notail_1154
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -39240,7 +39359,7 @@ skip_1147:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1148:
+notail_1154:
 	VZEROUPPER
 	RET
 
@@ -39254,9 +39373,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1150
+	JAE  loopdone_1156
 
-loop_1149:
+loop_1155:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -39267,32 +39386,32 @@ loop_1149:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1149
+	JB        loop_1155
 
-loopdone_1150:
+loopdone_1156:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1151
+	JA        skip_1157
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1151:
+skip_1157:
 	CMPQ BX, DX
-	JAE  halfdone_1153
+	JAE  halfdone_1159
 
-half_1152:
+half_1158:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1152
+	JB        half_1158
 
-halfdone_1153:
+halfdone_1159:
 	VZEROUPPER
 	RET
 
@@ -39306,9 +39425,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1155
+	JAE  loopdone_1161
 
-loop_1154:
+loop_1160:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -39319,22 +39438,22 @@ loop_1154:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1154
+	JB        loop_1160
 
-loopdone_1155:
+loopdone_1161:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1156
+	JA        skip_1162
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1156:
+skip_1162:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1157
+	JZ        notail_1163
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -39343,7 +39462,7 @@ skip_1156:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1157:
+notail_1163:
 	VZEROUPPER
 	RET
 
@@ -39360,9 +39479,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1159
+	JAE          loopdone_1165
 
-loop_1158:
+loop_1164:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -39403,11 +39522,11 @@ loop_1158:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1158
+	JB           loop_1164
 
-loopdone_1159:
+loopdone_1165:
 	SUBQ         DX, CX
-	JE           notail_1160
+	JE           notail_1166
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -39452,7 +39571,7 @@ loopdone_1159:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1160:
+notail_1166:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -39477,9 +39596,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1162
+	JAE          loopdone_1168
 
-loop_1161:
+loop_1167:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -39494,9 +39613,9 @@ loop_1161:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1161
+	JB      loop_1167
 
-loopdone_1162:
+loopdone_1168:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -39507,17 +39626,17 @@ loopdone_1162:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1164
+	JAE          scalemaxdone_1170
 
-scalemax_1163:
+scalemax_1169:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1163
+	JB     scalemax_1169
 
-scalemaxdone_1164:
+scalemaxdone_1170:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -39537,9 +39656,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1166
+	JAE          loopdone_1172
 
-loop_1165:
+loop_1171:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -39554,9 +39673,9 @@ loop_1165:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1165
+	JB      loop_1171
 
-loopdone_1166:
+loopdone_1172:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -39569,17 +39688,17 @@ loopdone_1166:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1168
+	JAE           scalemaxdone_1174
 
-scalemax_1167:
+scalemax_1173:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1167
+	JB     scalemax_1173
 
-scalemaxdone_1168:
+scalemaxdone_1174:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -39609,9 +39728,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1170
+	JAE          loopdone_1176
 
-loop_1169:
+loop_1175:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -39658,12 +39777,12 @@ loop_1169:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1169
+	JB            loop_1175
 
-loopdone_1170:
+loopdone_1176:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1171
+	JA            skip_1177
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -39688,10 +39807,10 @@ loopdone_1170:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1171:
+skip_1177:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1172
+	JZ            notail_1178
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -39719,7 +39838,7 @@ skip_1171:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1172:
+notail_1178:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -39747,9 +39866,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1174
+	JAE          loopdone_1180
 
-loop_1173:
+loop_1179:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -39780,13 +39899,13 @@ loop_1173:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1173
+	JB        loop_1179
 
-loopdone_1174:
-ewvec_1175:
+loopdone_1180:
+ewvec_1181:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1176
+	JA        ewvecdone_1182
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -39795,13 +39914,13 @@ ewvec_1175:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1175
+	JMP       ewvec_1181
 
-ewvecdone_1176:
+ewvecdone_1182:
 	CMPQ SI, BX
-	JAE  ewonedone_1178
+	JAE  ewonedone_1184
 
-ewone_1177:
+ewone_1183:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -39811,9 +39930,9 @@ ewone_1177:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1177
+	JB        ewone_1183
 
-ewonedone_1178:
+ewonedone_1184:
 	VZEROUPPER
 	RET
 
@@ -39830,9 +39949,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1180
+	JAE          loopdone_1186
 
-loop_1179:
+loop_1185:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -39855,26 +39974,26 @@ loop_1179:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1179
+	JB      loop_1185
 
-loopdone_1180:
-ewvec_1181:
+loopdone_1186:
+ewvec_1187:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1182
+	JA      ewvecdone_1188
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1181
+	JMP     ewvec_1187
 
-ewvecdone_1182:
+ewvecdone_1188:
 	CMPQ SI, BX
-	JAE  ewonedone_1184
+	JAE  ewonedone_1190
 
-ewone_1183:
+ewone_1189:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -39882,9 +40001,9 @@ ewone_1183:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1183
+	JB     ewone_1189
 
-ewonedone_1184:
+ewonedone_1190:
 	VZEROUPPER
 	RET
 
@@ -39899,9 +40018,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1186
+	JAE  loopdone_1192
 
-loop_1185:
+loop_1191:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -39932,13 +40051,13 @@ loop_1185:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1185
+	JB      loop_1191
 
-loopdone_1186:
-ewvec_1187:
+loopdone_1192:
+ewvec_1193:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1188
+	JA      ewvecdone_1194
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -39947,13 +40066,13 @@ ewvec_1187:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1187
+	JMP     ewvec_1193
 
-ewvecdone_1188:
+ewvecdone_1194:
 	CMPQ SI, BX
-	JAE  ewonedone_1190
+	JAE  ewonedone_1196
 
-ewone_1189:
+ewone_1195:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -39963,9 +40082,9 @@ ewone_1189:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1189
+	JB     ewone_1195
 
-ewonedone_1190:
+ewonedone_1196:
 	VZEROUPPER
 	RET
 
@@ -39979,9 +40098,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1192
+	JAE  loopdone_1198
 
-loop_1191:
+loop_1197:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -40000,34 +40119,34 @@ loop_1191:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1191
+	JB      loop_1197
 
-loopdone_1192:
-ewvec_1193:
+loopdone_1198:
+ewvec_1199:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1194
+	JA      ewvecdone_1200
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1193
+	JMP     ewvec_1199
 
-ewvecdone_1194:
+ewvecdone_1200:
 	CMPQ BX, DX
-	JAE  ewonedone_1196
+	JAE  ewonedone_1202
 
-ewone_1195:
+ewone_1201:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1195
+	JB     ewone_1201
 
-ewonedone_1196:
+ewonedone_1202:
 	VZEROUPPER
 	RET
 
@@ -40047,9 +40166,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1198
+	JAE          loopdone_1204
 
-loop_1197:
+loop_1203:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -40080,13 +40199,13 @@ loop_1197:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1197
+	JB        loop_1203
 
-loopdone_1198:
-ewvec_1199:
+loopdone_1204:
+ewvec_1205:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1200
+	JA        ewvecdone_1206
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -40095,13 +40214,13 @@ ewvec_1199:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1199
+	JMP       ewvec_1205
 
-ewvecdone_1200:
+ewvecdone_1206:
 	CMPQ SI, BX
-	JAE  ewonedone_1202
+	JAE  ewonedone_1208
 
-ewone_1201:
+ewone_1207:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -40111,9 +40230,9 @@ ewone_1201:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1201
+	JB        ewone_1207
 
-ewonedone_1202:
+ewonedone_1208:
 	VZEROUPPER
 	RET
 
@@ -40130,9 +40249,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1204
+	JAE          loopdone_1210
 
-loop_1203:
+loop_1209:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -40155,26 +40274,26 @@ loop_1203:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1203
+	JB      loop_1209
 
-loopdone_1204:
-ewvec_1205:
+loopdone_1210:
+ewvec_1211:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1206
+	JA      ewvecdone_1212
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1205
+	JMP     ewvec_1211
 
-ewvecdone_1206:
+ewvecdone_1212:
 	CMPQ SI, BX
-	JAE  ewonedone_1208
+	JAE  ewonedone_1214
 
-ewone_1207:
+ewone_1213:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -40182,9 +40301,9 @@ ewone_1207:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1207
+	JB     ewone_1213
 
-ewonedone_1208:
+ewonedone_1214:
 	VZEROUPPER
 	RET
 
@@ -40199,9 +40318,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1210
+	JAE  loopdone_1216
 
-loop_1209:
+loop_1215:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -40232,13 +40351,13 @@ loop_1209:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1209
+	JB      loop_1215
 
-loopdone_1210:
-ewvec_1211:
+loopdone_1216:
+ewvec_1217:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1212
+	JA      ewvecdone_1218
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -40247,13 +40366,13 @@ ewvec_1211:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1211
+	JMP     ewvec_1217
 
-ewvecdone_1212:
+ewvecdone_1218:
 	CMPQ SI, BX
-	JAE  ewonedone_1214
+	JAE  ewonedone_1220
 
-ewone_1213:
+ewone_1219:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -40263,9 +40382,9 @@ ewone_1213:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1213
+	JB      ewone_1219
 
-ewonedone_1214:
+ewonedone_1220:
 	VZEROUPPER
 	RET
 
@@ -40279,9 +40398,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1216
+	JAE  loopdone_1222
 
-loop_1215:
+loop_1221:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -40300,34 +40419,34 @@ loop_1215:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1215
+	JB      loop_1221
 
-loopdone_1216:
-ewvec_1217:
+loopdone_1222:
+ewvec_1223:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1218
+	JA      ewvecdone_1224
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1217
+	JMP     ewvec_1223
 
-ewvecdone_1218:
+ewvecdone_1224:
 	CMPQ BX, DX
-	JAE  ewonedone_1220
+	JAE  ewonedone_1226
 
-ewone_1219:
+ewone_1225:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1219
+	JB     ewone_1225
 
-ewonedone_1220:
+ewonedone_1226:
 	VZEROUPPER
 	RET
 
@@ -40352,9 +40471,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1222
+	JAE   loopdone_1228
 
-loop_1221:
+loop_1227:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -40429,21 +40548,21 @@ loop_1221:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1221
+	JB         loop_1227
 
-loopdone_1222:
+loopdone_1228:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1224
+	JAE    sum64done_1230
 
-sum64_1223:
+sum64_1229:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1223
+	JB     sum64_1229
 
-sum64done_1224:
+sum64done_1230:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -40477,9 +40596,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1226
+	JAE    loopdone_1232
 
-loop_1225:
+loop_1231:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -40522,20 +40641,20 @@ loop_1225:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1225
+	JB         loop_1231
 
-loopdone_1226:
+loopdone_1232:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1228
+	JAE    sum64done_1234
 
-sum64_1227:
+sum64_1233:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1227
+	JB     sum64_1233
 
-sum64done_1228:
+sum64done_1234:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -40582,9 +40701,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1230
+	JZ         sgemmtail_1236
 
-sgemm_1229:
+sgemm_1235:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -40668,13 +40787,13 @@ sgemm_1229:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1229
+	JNZ          sgemm_1235
 
-sgemmtail_1230:
+sgemmtail_1236:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1232
+	JZ   sgemmdone_1238
 
-sgemmone_1231:
+sgemmone_1237:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -40698,9 +40817,9 @@ sgemmone_1231:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1231
+	JNZ          sgemmone_1237
 
-sgemmdone_1232:
+sgemmdone_1238:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -40794,9 +40913,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1234
+	JZ         sgemmtail_1240
 
-sgemm_1233:
+sgemm_1239:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -40952,13 +41071,13 @@ sgemm_1233:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1233
+	JNZ          sgemm_1239
 
-sgemmtail_1234:
+sgemmtail_1240:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1236
+	JZ   sgemmdone_1242
 
-sgemmone_1235:
+sgemmone_1241:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -41000,9 +41119,9 @@ sgemmone_1235:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1235
+	JNZ          sgemmone_1241
 
-sgemmdone_1236:
+sgemmdone_1242:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -41073,9 +41192,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1238
+	JLE   fmadone_1244
 
-fma_1237:
+fma_1243:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -41089,9 +41208,9 @@ fma_1237:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1237
+	JNZ         fma_1243
 
-fmadone_1238:
+fmadone_1244:
 	VZEROUPPER
 	RET
 
@@ -41118,9 +41237,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1240
+	JLE    fmadone_1246
 
-fma_1239:
+fma_1245:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -41138,9 +41257,9 @@ fma_1239:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1239
+	JNZ         fma_1245
 
-fmadone_1240:
+fmadone_1246:
 	VZEROUPPER
 	RET
 
@@ -41163,9 +41282,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1242
+	JLE   int8done_1248
 
-int8_1241:
+int8_1247:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -41179,9 +41298,9 @@ int8_1241:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1241
+	JNZ        int8_1247
 
-int8done_1242:
+int8done_1248:
 	VZEROUPPER
 	RET
 
@@ -41204,9 +41323,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1244
+	JLE    int8done_1250
 
-int8_1243:
+int8_1249:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -41220,8 +41339,8 @@ int8_1243:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1243
+	JNZ      int8_1249
 
-int8done_1244:
+int8done_1250:
 	VZEROUPPER
 	RET

@@ -78,6 +78,12 @@ func axpyF16RowsAVX512(a []float32, v []uint16, stride int, y []float32)
 //go:noescape
 func axpyF16Rows4AVX512(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)
 
+// axpyF16Rows4AVX2 is axpyF16Rows4 with AVX2 for the first n &^ 15 elements: four y held in
+// registers 16 elements at a time while a block of 64 rows of v passes; then the next block.
+//
+//go:noescape
+func axpyF16Rows4AVX2(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)
+
 // dotI8RowsAVX2 is dotI8Rows with AVX2: 4 rows at a time, vpsignb/vpabsb/vpmaddubsw.
 //
 //go:noescape

@@ -1000,7 +1000,7 @@ func TestAxpyF16Rows4(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			rng := newRand()
 			for _, n := range append(floatLengths(), 128) {
-				for _, rows := range []int{0, 1, 2, 3, 9} {
+				for _, rows := range []int{0, 1, 2, 3, 9, 130} {
 					v, stride := randomVRows(rng, rows, n)
 					aStride := rows + rng.IntN(3)
 					a := randomF32(rng, 3*aStride+rows)

@@ -50,6 +50,7 @@ func main() {
 	genAxpyF16AVX512()
 	genAxpyF16RowsAVX512()
 	genAxpyF16Rows4AVX512()
+	genAxpyF16Rows4AVX2()
 	genDotI8RowsAVX2()
 	genDotI8RowsVNNI()
 	withoutPrefetch(genDotI8RowsVNNI)
