@@ -163,6 +163,14 @@ int32_t bvk_create_instance(void *gipa, uint32_t api_version, bvk_msgs *msgs, in
 	uint32_t n = 0;
 	if (nextra > BVK_MAX_EXTRA) return VK_ERROR_TOO_MANY_OBJECTS;
 	VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+	// The layer's handle wrapping replaces every non-dispatchable handle
+	// with an id made from a counter, (n << 40) | n: where the Go heap
+	// starts at n << 40 (0x2c0000000000 in a test run that failed), the
+	// handle of the n-th object is an address in it, and cgo's pointer
+	// check, reading the Go object there when the handle is passed to C,
+	// panicked ("Go pointer to unpinned Go pointer"). With the wrapping
+	// off, handles are the driver's own.
+	VkValidationFeatureDisableEXT disables[] = {VK_VALIDATION_FEATURE_DISABLE_UNIQUE_HANDLES_EXT};
 	VkValidationFeaturesEXT features = {VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
 	VkDebugUtilsMessengerCreateInfoEXT dbg;
 	VkInstanceCreateInfo ci = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
@@ -173,12 +181,14 @@ int32_t bvk_create_instance(void *gipa, uint32_t api_version, bvk_msgs *msgs, in
 		ci.enabledLayerCount = 1;
 		ci.ppEnabledLayerNames = layers;
 		exts[n++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+		features.disabledValidationFeatureCount = 1;
+		features.pDisabledValidationFeatures = disables;
 		if (sync) {
 			features.enabledValidationFeatureCount = 1;
 			features.pEnabledValidationFeatures = enables;
-			dbg.pNext = &features;
-			exts[n++] = VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME;
 		}
+		dbg.pNext = &features;
+		exts[n++] = VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME;
 	}
 	for (uint32_t i = 0; i < nextra; i++) exts[n++] = extra[i];
 	ci.enabledExtensionCount = n;
