@@ -15227,108 +15227,108 @@ rowblocks_414:
 	CMPQ CX, AX
 	JAE  rowblocksdone_415
 	XORQ AX, AX
+	MOVQ n+104(FP), DX
 
-chunks_416:
-	LEAQ    16(AX), DX
-	MOVQ    n+104(FP), BX
-	CMPQ    DX, BX
-	JA      chunksdone_417
-	MOVQ    y_base+72(FP), DX
-	LEAQ    (DX)(AX*4), DX
-	VMOVUPS (DX), Y0
-	VMOVUPS 32(DX), Y1
-	MOVQ    y_base+72(FP), DX
-	MOVQ    yStride+96(FP), BX
-	IMUL3Q  $0x01, BX, BX
-	LEAQ    (DX)(BX*4), DX
-	LEAQ    (DX)(AX*4), DX
-	VMOVUPS (DX), Y2
-	VMOVUPS 32(DX), Y3
-	MOVQ    y_base+72(FP), DX
-	MOVQ    yStride+96(FP), BX
-	IMUL3Q  $0x02, BX, BX
-	LEAQ    (DX)(BX*4), DX
-	LEAQ    (DX)(AX*4), DX
-	VMOVUPS (DX), Y4
-	VMOVUPS 32(DX), Y5
-	MOVQ    y_base+72(FP), DX
-	MOVQ    yStride+96(FP), BX
-	IMUL3Q  $0x03, BX, BX
-	LEAQ    (DX)(BX*4), DX
-	LEAQ    (DX)(AX*4), DX
-	VMOVUPS (DX), Y6
-	VMOVUPS 32(DX), Y7
-	MOVQ    a_base+0(FP), DX
-	MOVQ    aStride+24(FP), BX
-	LEAQ    (DX)(BX*4), SI
-	LEAQ    (SI)(BX*4), DI
-	LEAQ    (DI)(BX*4), BX
-	MOVQ    stride+64(FP), R8
-	SHLQ    $0x01, R8
-	MOVQ    CX, R9
-	IMULQ   R8, R9
-	MOVQ    v_base+40(FP), R10
-	ADDQ    R10, R9
-	LEAQ    (R9)(AX*2), R9
-	LEAQ    64(CX), R10
-	MOVQ    np+32(FP), R11
-	CMPQ    R10, R11
-	CMOVQGT R11, R10
-	MOVQ    CX, R11
-	CMPQ    R11, R10
+room_416:
+	LEAQ    16(AX), BX
+	CMPQ    BX, DX
+	JA      roomdone_417
+	MOVQ    y_base+72(FP), BX
+	LEAQ    (BX)(AX*4), BX
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	MOVQ    y_base+72(FP), BX
+	MOVQ    yStride+96(FP), SI
+	IMUL3Q  $0x01, SI, SI
+	LEAQ    (BX)(SI*4), BX
+	LEAQ    (BX)(AX*4), BX
+	VMOVUPS (BX), Y2
+	VMOVUPS 32(BX), Y3
+	MOVQ    y_base+72(FP), BX
+	MOVQ    yStride+96(FP), SI
+	IMUL3Q  $0x02, SI, SI
+	LEAQ    (BX)(SI*4), BX
+	LEAQ    (BX)(AX*4), BX
+	VMOVUPS (BX), Y4
+	VMOVUPS 32(BX), Y5
+	MOVQ    y_base+72(FP), BX
+	MOVQ    yStride+96(FP), SI
+	IMUL3Q  $0x03, SI, SI
+	LEAQ    (BX)(SI*4), BX
+	LEAQ    (BX)(AX*4), BX
+	VMOVUPS (BX), Y6
+	VMOVUPS 32(BX), Y7
+	MOVQ    a_base+0(FP), BX
+	MOVQ    aStride+24(FP), SI
+	LEAQ    (BX)(SI*4), DI
+	LEAQ    (DI)(SI*4), R8
+	LEAQ    (R8)(SI*4), SI
+	MOVQ    stride+64(FP), R9
+	SHLQ    $0x01, R9
+	MOVQ    CX, R10
+	IMULQ   R9, R10
+	MOVQ    v_base+40(FP), R11
+	ADDQ    R11, R10
+	LEAQ    (R10)(AX*2), R10
+	LEAQ    64(CX), R11
+	MOVQ    np+32(FP), R12
+	CMPQ    R11, R12
+	CMOVQGT R12, R11
+	MOVQ    CX, R12
+	CMPQ    R12, R11
 	JAE     rowsdone_419
 
 rows_418:
-	PREFETCHT1   16384(R9)
-	VCVTPH2PS    (R9), Y8
-	VCVTPH2PS    16(R9), Y9
-	VBROADCASTSS (DX)(R11*4), Y10
+	PREFETCHT1   16384(R10)
+	VCVTPH2PS    (R10), Y8
+	VCVTPH2PS    16(R10), Y9
+	VBROADCASTSS (BX)(R12*4), Y10
 	VFMADD231PS  Y8, Y10, Y0
 	VFMADD231PS  Y9, Y10, Y1
-	VBROADCASTSS (SI)(R11*4), Y10
+	VBROADCASTSS (DI)(R12*4), Y10
 	VFMADD231PS  Y8, Y10, Y2
 	VFMADD231PS  Y9, Y10, Y3
-	VBROADCASTSS (DI)(R11*4), Y10
+	VBROADCASTSS (R8)(R12*4), Y10
 	VFMADD231PS  Y8, Y10, Y4
 	VFMADD231PS  Y9, Y10, Y5
-	VBROADCASTSS (BX)(R11*4), Y10
+	VBROADCASTSS (SI)(R12*4), Y10
 	VFMADD231PS  Y8, Y10, Y6
 	VFMADD231PS  Y9, Y10, Y7
-	ADDQ         R8, R9
-	INCQ         R11
-	CMPQ         R11, R10
+	ADDQ         R9, R10
+	INCQ         R12
+	CMPQ         R12, R11
 	JB           rows_418
 
 rowsdone_419:
-	MOVQ    y_base+72(FP), DX
-	LEAQ    (DX)(AX*4), DX
-	VMOVUPS Y0, (DX)
-	VMOVUPS Y1, 32(DX)
-	MOVQ    y_base+72(FP), DX
-	MOVQ    yStride+96(FP), BX
-	IMUL3Q  $0x01, BX, BX
-	LEAQ    (DX)(BX*4), DX
-	LEAQ    (DX)(AX*4), DX
-	VMOVUPS Y2, (DX)
-	VMOVUPS Y3, 32(DX)
-	MOVQ    y_base+72(FP), DX
-	MOVQ    yStride+96(FP), BX
-	IMUL3Q  $0x02, BX, BX
-	LEAQ    (DX)(BX*4), DX
-	LEAQ    (DX)(AX*4), DX
-	VMOVUPS Y4, (DX)
-	VMOVUPS Y5, 32(DX)
-	MOVQ    y_base+72(FP), DX
-	MOVQ    yStride+96(FP), BX
-	IMUL3Q  $0x03, BX, BX
-	LEAQ    (DX)(BX*4), DX
-	LEAQ    (DX)(AX*4), DX
-	VMOVUPS Y6, (DX)
-	VMOVUPS Y7, 32(DX)
+	MOVQ    y_base+72(FP), BX
+	LEAQ    (BX)(AX*4), BX
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	MOVQ    y_base+72(FP), BX
+	MOVQ    yStride+96(FP), SI
+	IMUL3Q  $0x01, SI, SI
+	LEAQ    (BX)(SI*4), BX
+	LEAQ    (BX)(AX*4), BX
+	VMOVUPS Y2, (BX)
+	VMOVUPS Y3, 32(BX)
+	MOVQ    y_base+72(FP), BX
+	MOVQ    yStride+96(FP), SI
+	IMUL3Q  $0x02, SI, SI
+	LEAQ    (BX)(SI*4), BX
+	LEAQ    (BX)(AX*4), BX
+	VMOVUPS Y4, (BX)
+	VMOVUPS Y5, 32(BX)
+	MOVQ    y_base+72(FP), BX
+	MOVQ    yStride+96(FP), SI
+	IMUL3Q  $0x03, SI, SI
+	LEAQ    (BX)(SI*4), BX
+	LEAQ    (BX)(AX*4), BX
+	VMOVUPS Y6, (BX)
+	VMOVUPS Y7, 32(BX)
 	ADDQ    $0x10, AX
-	JMP     chunks_416
+	JMP     room_416
 
-chunksdone_417:
+roomdone_417:
 	ADDQ $0x00000040, CX
 	JMP  rowblocks_414
 

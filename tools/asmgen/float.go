@@ -484,17 +484,7 @@ func genAxpyF16Rows4AVX512() {
 		fmt.Sprintf("while a block of %d rows of v passes, then 16, then masked; then the next block.", axpyRowBlock))
 	i, p0 := GP64(), GP64()
 	XORQ(p0, p0)
-	// yAt returns the address of y_j[i] (+ 64·d bytes) in a new register.
-	yAt := func(j int) reg.GPVirtual {
-		p := load(Param("y").Base())
-		if j > 0 {
-			ys := load(Param("yStride"))
-			IMUL3Q(U8(j), ys, ys)
-			LEAQ(Mem{Base: p, Index: ys, Scale: 4}, p)
-		}
-		LEAQ(Mem{Base: p, Index: i, Scale: 4}, p)
-		return p
-	}
+	yAt := func(j int) reg.GPVirtual { return axpyYAt(i, j) }
 	chunk := func(k int, mk reg.Register) {
 		acc := make([][]reg.VecVirtual, 4)
 		for j := range acc {
@@ -509,59 +499,31 @@ func genAxpyF16Rows4AVX512() {
 				acc[j] = append(acc[j], z)
 			}
 		}
-		as := make([]reg.GPVirtual, 4)
-		as[0] = load(Param("a").Base())
-		aStride := load(Param("aStride"))
-		for j := 1; j < 4; j++ {
-			as[j] = GP64()
-			LEAQ(Mem{Base: as[j-1], Index: aStride, Scale: 4}, as[j])
-		}
-		stride := load(Param("stride"))
-		SHLQ(U8(1), stride) // bytes
-		vp := GP64()
-		MOVQ(p0, vp)
-		IMULQ(stride, vp)
-		ADDQ(load(Param("v").Base()), vp)
-		LEAQ(Mem{Base: vp, Index: i, Scale: 2}, vp)
-		np := GP64() // the block's end: min(p0 + axpyRowBlock, np)
-		LEAQ(Mem{Base: p0, Disp: axpyRowBlock}, np)
-		end := load(Param("np"))
-		CMPQ(np, end)
-		CMOVQGT(end, np)
-		p := GP64()
-		MOVQ(p0, p)
-		loop, done := label("rows"), label("rowsdone")
-		CMPQ(p, np)
-		JAE(LabelRef(done))
-		Label(loop)
-		hs := make([]reg.VecVirtual, k)
-		for d := range hs {
-			hs[d] = ZMM()
-			if d%2 == 0 {
-				// Rows of more than 64 elements are read a chunk at a
-				// time, lines apart: no stream the hardware follows.
-				prefetch(Mem{Base: vp, Disp: 32 * d})
-			}
-			if mk == nil {
-				VCVTPH2PS(Mem{Base: vp, Disp: 32 * d}, hs[d])
-			} else {
-				h16 := YMM()
-				VMOVDQU16_Z(Mem{Base: vp}, mk, h16)
-				VCVTPH2PS(h16, hs[d])
-			}
-		}
-		for j := range acc {
-			ab := ZMM()
-			VBROADCASTSS(Mem{Base: as[j], Index: p, Scale: 4}, ab)
+		axpyBlockRows(i, p0, func(as []reg.GPVirtual, p, vp reg.GPVirtual) {
+			hs := make([]reg.VecVirtual, k)
 			for d := range hs {
-				VFMADD231PS(hs[d], ab, acc[j][d])
+				hs[d] = ZMM()
+				if d%2 == 0 {
+					// Rows of more than 64 elements are read a chunk at a
+					// time, lines apart: no stream the hardware follows.
+					prefetch(Mem{Base: vp, Disp: 32 * d})
+				}
+				if mk == nil {
+					VCVTPH2PS(Mem{Base: vp, Disp: 32 * d}, hs[d])
+				} else {
+					h16 := YMM()
+					VMOVDQU16_Z(Mem{Base: vp}, mk, h16)
+					VCVTPH2PS(h16, hs[d])
+				}
 			}
-		}
-		ADDQ(stride, vp)
-		INCQ(p)
-		CMPQ(p, np)
-		JB(LabelRef(loop))
-		Label(done)
+			for j := range acc {
+				ab := ZMM()
+				VBROADCASTSS(Mem{Base: as[j], Index: p, Scale: 4}, ab)
+				for d := range hs {
+					VFMADD231PS(hs[d], ab, acc[j][d])
+				}
+			}
+		})
 		for j := range acc {
 			yp := yAt(j)
 			for d, z := range acc[j] {
@@ -578,17 +540,9 @@ func genAxpyF16Rows4AVX512() {
 	// read from DRAM once and from L1 by the later chunks; y goes to
 	// memory between blocks, and each element still gets its rows' FMAs
 	// in row order.
-	blocks, blocksDone := label("rowblocks"), label("rowblocksdone")
-	Label(blocks)
-	CMPQ(p0, load(Param("np")))
-	JAE(LabelRef(blocksDone))
-	XORQ(i, i)
-	chunkLoops(i, func() reg.GPVirtual { return load(Param("n")) }, chunk)
-	ADDQ(U32(axpyRowBlock), p0)
-	JMP(LabelRef(blocks))
-	Label(blocksDone)
-	VZEROUPPER()
-	RET()
+	axpyRowBlocks(i, p0, func() {
+		chunkLoops(i, func() reg.GPVirtual { return load(Param("n")) }, chunk)
+	})
 }
 
 // genAxpyF16Rows4AVX2 emits axpyF16Rows4AVX2: axpyF16Rows4 with AVX2 for
@@ -607,16 +561,7 @@ func genAxpyF16Rows4AVX2() {
 		fmt.Sprintf("registers 16 elements at a time while a block of %d rows of v passes; then the next block.", axpyRowBlock))
 	i, p0 := GP64(), GP64()
 	XORQ(p0, p0)
-	yAt := func(j int) reg.GPVirtual {
-		p := load(Param("y").Base())
-		if j > 0 {
-			ys := load(Param("yStride"))
-			IMUL3Q(U8(j), ys, ys)
-			LEAQ(Mem{Base: p, Index: ys, Scale: 4}, p)
-		}
-		LEAQ(Mem{Base: p, Index: i, Scale: 4}, p)
-		return p
-	}
+	yAt := func(j int) reg.GPVirtual { return axpyYAt(i, j) }
 	chunk := func() {
 		acc := make([][2]reg.VecVirtual, 4)
 		for j := range acc {
@@ -626,50 +571,22 @@ func genAxpyF16Rows4AVX2() {
 				VMOVUPS(Mem{Base: yp, Disp: 32 * d}, acc[j][d])
 			}
 		}
-		as := make([]reg.GPVirtual, 4)
-		as[0] = load(Param("a").Base())
-		aStride := load(Param("aStride"))
-		for j := 1; j < 4; j++ {
-			as[j] = GP64()
-			LEAQ(Mem{Base: as[j-1], Index: aStride, Scale: 4}, as[j])
-		}
-		stride := load(Param("stride"))
-		SHLQ(U8(1), stride) // bytes
-		vp := GP64()
-		MOVQ(p0, vp)
-		IMULQ(stride, vp)
-		ADDQ(load(Param("v").Base()), vp)
-		LEAQ(Mem{Base: vp, Index: i, Scale: 2}, vp)
-		np := GP64() // the block's end: min(p0 + axpyRowBlock, np)
-		LEAQ(Mem{Base: p0, Disp: axpyRowBlock}, np)
-		end := load(Param("np"))
-		CMPQ(np, end)
-		CMOVQGT(end, np)
-		p := GP64()
-		MOVQ(p0, p)
-		loop, done := label("rows"), label("rowsdone")
-		CMPQ(p, np)
-		JAE(LabelRef(done))
-		Label(loop)
-		// Rows are read 32 bytes a chunk, lines apart: no stream the
-		// hardware follows; one prefetch per row and chunk.
-		prefetch(Mem{Base: vp})
-		h := [2]reg.VecVirtual{YMM(), YMM()}
-		for d := range h {
-			VCVTPH2PS(Mem{Base: vp, Disp: 16 * d}, h[d])
-		}
-		for j := range acc {
-			ab := YMM()
-			VBROADCASTSS(Mem{Base: as[j], Index: p, Scale: 4}, ab)
+		axpyBlockRows(i, p0, func(as []reg.GPVirtual, p, vp reg.GPVirtual) {
+			// Rows are read 32 bytes a chunk, lines apart: no stream the
+			// hardware follows; one prefetch per row and chunk.
+			prefetch(Mem{Base: vp})
+			h := [2]reg.VecVirtual{YMM(), YMM()}
 			for d := range h {
-				VFMADD231PS(h[d], ab, acc[j][d])
+				VCVTPH2PS(Mem{Base: vp, Disp: 16 * d}, h[d])
 			}
-		}
-		ADDQ(stride, vp)
-		INCQ(p)
-		CMPQ(p, np)
-		JB(LabelRef(loop))
-		Label(done)
+			for j := range acc {
+				ab := YMM()
+				VBROADCASTSS(Mem{Base: as[j], Index: p, Scale: 4}, ab)
+				for d := range h {
+					VFMADD231PS(h[d], ab, acc[j][d])
+				}
+			}
+		})
 		for j := range acc {
 			yp := yAt(j)
 			for d := range acc[j] {
@@ -677,21 +594,74 @@ func genAxpyF16Rows4AVX2() {
 			}
 		}
 	}
+	axpyRowBlocks(i, p0, func() {
+		whileRoom(i, load(Param("n")), 16, func() {
+			chunk()
+			ADDQ(U8(16), i)
+		})
+	})
+}
+
+// axpyYAt returns the address of y_j[i] in a new register (axpyF16Rows4).
+func axpyYAt(i reg.GPVirtual, j int) reg.GPVirtual {
+	p := load(Param("y").Base())
+	if j > 0 {
+		ys := load(Param("yStride"))
+		IMUL3Q(U8(j), ys, ys)
+		LEAQ(Mem{Base: p, Index: ys, Scale: 4}, p)
+	}
+	LEAQ(Mem{Base: p, Index: i, Scale: 4}, p)
+	return p
+}
+
+// axpyBlockRows emits the row loop of an axpyF16Rows4 chunk at element i:
+// for p from p0 to min(p0 + axpyRowBlock, np), row(as, p, vp) with as the
+// four weight vectors' addresses (a_j[p] at as[j] + 4·p) and vp the address
+// of v[p·stride + i].
+func axpyBlockRows(i, p0 reg.GPVirtual, row func(as []reg.GPVirtual, p, vp reg.GPVirtual)) {
+	as := make([]reg.GPVirtual, 4)
+	as[0] = load(Param("a").Base())
+	aStride := load(Param("aStride"))
+	for j := 1; j < 4; j++ {
+		as[j] = GP64()
+		LEAQ(Mem{Base: as[j-1], Index: aStride, Scale: 4}, as[j])
+	}
+	stride := load(Param("stride"))
+	SHLQ(U8(1), stride) // bytes
+	vp := GP64()
+	MOVQ(p0, vp)
+	IMULQ(stride, vp)
+	ADDQ(load(Param("v").Base()), vp)
+	LEAQ(Mem{Base: vp, Index: i, Scale: 2}, vp)
+	np := GP64() // the block's end: min(p0 + axpyRowBlock, np)
+	LEAQ(Mem{Base: p0, Disp: axpyRowBlock}, np)
+	end := load(Param("np"))
+	CMPQ(np, end)
+	CMOVQGT(end, np)
+	p := GP64()
+	MOVQ(p0, p)
+	loop, done := label("rows"), label("rowsdone")
+	CMPQ(p, np)
+	JAE(LabelRef(done))
+	Label(loop)
+	row(as, p, vp)
+	ADDQ(stride, vp)
+	INCQ(p)
+	CMPQ(p, np)
+	JB(LabelRef(loop))
+	Label(done)
+}
+
+// axpyRowBlocks emits the block loop of an axpyF16Rows4 kernel: for each
+// block of axpyRowBlock rows from p0 = 0, chunks (from element i = 0),
+// then the function's end.
+func axpyRowBlocks(i, p0 reg.GPVirtual, chunks func()) {
 	blocks, blocksDone := label("rowblocks"), label("rowblocksdone")
 	Label(blocks)
 	CMPQ(p0, load(Param("np")))
 	JAE(LabelRef(blocksDone))
 	XORQ(i, i)
-	chunks, chunksDone := label("chunks"), label("chunksdone")
-	Label(chunks)
-	e := GP64()
-	LEAQ(Mem{Base: i, Disp: 16}, e)
-	CMPQ(e, load(Param("n")))
-	JA(LabelRef(chunksDone))
-	chunk()
-	ADDQ(U8(16), i)
-	JMP(LabelRef(chunks))
-	Label(chunksDone)
+	chunks()
 	ADDQ(U32(axpyRowBlock), p0)
 	JMP(LabelRef(blocks))
 	Label(blocksDone)
