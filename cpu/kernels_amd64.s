@@ -38516,17 +38516,18 @@ quadsdone_1106:
 	MOVQ  16(SP), CX
 	MOVQ  24(SP), DX
 	MOVQ  x_len+64(FP), BX
-	MOVQ  x_len+64(FP), SI
-	SHRQ  $0x02, SI
 	IMULQ (SP), BX
+	MOVQ  (SP), SI
+	SHLQ  $0x02, SI
 	LEAQ  (AX)(BX*2), AX
 	ADDQ  BX, AX
-	IMULQ (SP), SI
-	LEAQ  (CX)(SI*2), CX
-	ADDQ  SI, CX
-	MOVQ  (SP), BX
-	LEAQ  (DX)(BX*8), DX
-	LEAQ  (DX)(BX*4), DX
+	LEAQ  (DX)(SI*2), DX
+	ADDQ  SI, DX
+	MOVQ  x_len+64(FP), BX
+	SHRQ  $0x02, BX
+	IMULQ (SP), BX
+	LEAQ  (CX)(BX*2), CX
+	ADDQ  BX, CX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
 	JZ    blocksingledone_1113
@@ -38896,17 +38897,18 @@ quadsdone_1118:
 	MOVQ  56(SP), CX
 	MOVQ  64(SP), DX
 	MOVQ  x_len+64(FP), BX
-	MOVQ  x_len+64(FP), SI
-	SHRQ  $0x03, SI
 	IMULQ 40(SP), BX
+	MOVQ  40(SP), SI
+	SHLQ  $0x02, SI
 	LEAQ  (AX)(BX*2), AX
 	ADDQ  BX, AX
-	IMULQ 40(SP), SI
-	LEAQ  (CX)(SI*2), CX
-	ADDQ  SI, CX
-	MOVQ  40(SP), BX
-	LEAQ  (DX)(BX*8), DX
-	LEAQ  (DX)(BX*4), DX
+	LEAQ  (DX)(SI*2), DX
+	ADDQ  SI, DX
+	MOVQ  x_len+64(FP), BX
+	SHRQ  $0x03, BX
+	IMULQ 40(SP), BX
+	LEAQ  (CX)(BX*2), CX
+	ADDQ  BX, CX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
 	JZ    blocksingledone_1125

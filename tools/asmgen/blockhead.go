@@ -279,15 +279,15 @@ func blockRowsSpread(rowSums func(q, s []reg.GPVirtual) []reg.VecVirtual, scaleR
 	MOVQ(W, w)
 	MOVQ(SC, sc)
 	MOVQ(OUT, out)
-	for _, v := range []struct{ p, perRow reg.GPVirtual }{{w, load(Param("x").Len())}, {sc, scaleRowBytes()}} {
-		IMULQ(Q, v.perRow) // 3·Q rows on
-		LEAQ(Mem{Base: v.p, Index: v.perRow, Scale: 2}, v.p)
-		ADDQ(v.perRow, v.p)
-	}
-	q4 := GP64()
-	MOVQ(Q, q4)
-	LEAQ(Mem{Base: out, Index: q4, Scale: 8}, out) // 3·Q outputs on
-	LEAQ(Mem{Base: out, Index: q4, Scale: 4}, out)
+	qs, oq := load(Param("x").Len()), GP64()
+	IMULQ(Q, qs) // bytes of codes between the quarters
+	MOVQ(Q, oq)
+	SHLQ(U8(2), oq) // bytes between their outputs
+	pastQuarters(w, qs, out, oq)
+	ss := scaleRowBytes()
+	IMULQ(Q, ss) // and of scales: sc 3·Q rows on too
+	LEAQ(Mem{Base: sc, Index: ss, Scale: 2}, sc)
+	ADDQ(ss, sc)
 	rest := load(Param("out").Len())
 	ANDQ(U8(3), rest)
 	one, oneDone := label("blocksingle"), label("blocksingledone")
