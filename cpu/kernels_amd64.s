@@ -7889,22 +7889,22 @@ tokens_195:
 tilepairs_198:
 	CMPQ            R10, $0x02
 	JB              tilepairsdone_199
-	PREFETCHT1      16384(R8)
+	PREFETCHNTA     2048(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z21, Z21
 	VPANDD          Z0, Z22, Z22
-	PREFETCHT1      16384(R8)(R11*1)
+	PREFETCHNTA     2048(R8)(R11*1)
 	VBROADCASTI64X4 (R8)(R11*1), Z23
 	VPSLLW          $0x04, Z23, Z24
 	VPANDD          Z0, Z23, Z23
 	VPANDD          Z0, Z24, Z24
-	PREFETCHT1      16384(R8)(R11*2)
+	PREFETCHNTA     2048(R8)(R11*2)
 	VBROADCASTI64X4 (R8)(R11*2), Z25
 	VPSLLW          $0x04, Z25, Z26
 	VPANDD          Z0, Z25, Z25
 	VPANDD          Z0, Z26, Z26
-	PREFETCHT1      16384(R12)
+	PREFETCHNTA     2048(R12)
 	VBROADCASTI64X4 (R12), Z27
 	VPSLLW          $0x04, Z27, Z28
 	VPANDD          Z0, Z27, Z27
@@ -8035,22 +8035,22 @@ tilepairs_198:
 tilepairsdone_199:
 	TESTQ           R10, R10
 	JZ              tiledone_200
-	PREFETCHT1      16384(R8)
+	PREFETCHNTA     2048(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z21, Z21
 	VPANDD          Z0, Z22, Z22
-	PREFETCHT1      16384(R8)(R11*1)
+	PREFETCHNTA     2048(R8)(R11*1)
 	VBROADCASTI64X4 (R8)(R11*1), Z23
 	VPSLLW          $0x04, Z23, Z24
 	VPANDD          Z0, Z23, Z23
 	VPANDD          Z0, Z24, Z24
-	PREFETCHT1      16384(R8)(R11*2)
+	PREFETCHNTA     2048(R8)(R11*2)
 	VBROADCASTI64X4 (R8)(R11*2), Z25
 	VPSLLW          $0x04, Z25, Z26
 	VPANDD          Z0, Z25, Z25
 	VPANDD          Z0, Z26, Z26
-	PREFETCHT1      16384(R12)
+	PREFETCHNTA     2048(R12)
 	VBROADCASTI64X4 (R12), Z27
 	VPSLLW          $0x04, Z27, Z28
 	VPANDD          Z0, Z27, Z27
@@ -8347,22 +8347,22 @@ tokenstail_196:
 tilepairs_202:
 	CMPQ            R9, $0x02
 	JB              tilepairsdone_203
-	PREFETCHT1      16384(DI)
+	PREFETCHNTA     2048(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
 	VPANDD          Z0, Z17, Z17
 	VPANDD          Z0, Z18, Z18
-	PREFETCHT1      16384(DI)(R10*1)
+	PREFETCHNTA     2048(DI)(R10*1)
 	VBROADCASTI64X4 (DI)(R10*1), Z19
 	VPSLLW          $0x04, Z19, Z20
 	VPANDD          Z0, Z19, Z19
 	VPANDD          Z0, Z20, Z20
-	PREFETCHT1      16384(DI)(R10*2)
+	PREFETCHNTA     2048(DI)(R10*2)
 	VBROADCASTI64X4 (DI)(R10*2), Z21
 	VPSLLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z21, Z21
 	VPANDD          Z0, Z22, Z22
-	PREFETCHT1      16384(R11)
+	PREFETCHNTA     2048(R11)
 	VBROADCASTI64X4 (R11), Z23
 	VPSLLW          $0x04, Z23, Z24
 	VPANDD          Z0, Z23, Z23
@@ -8473,22 +8473,22 @@ tilepairs_202:
 tilepairsdone_203:
 	TESTQ           R9, R9
 	JZ              tiledone_204
-	PREFETCHT1      16384(DI)
+	PREFETCHNTA     2048(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
 	VPANDD          Z0, Z17, Z17
 	VPANDD          Z0, Z18, Z18
-	PREFETCHT1      16384(DI)(R10*1)
+	PREFETCHNTA     2048(DI)(R10*1)
 	VBROADCASTI64X4 (DI)(R10*1), Z19
 	VPSLLW          $0x04, Z19, Z20
 	VPANDD          Z0, Z19, Z19
 	VPANDD          Z0, Z20, Z20
-	PREFETCHT1      16384(DI)(R10*2)
+	PREFETCHNTA     2048(DI)(R10*2)
 	VBROADCASTI64X4 (DI)(R10*2), Z21
 	VPSLLW          $0x04, Z21, Z22
 	VPANDD          Z0, Z21, Z21
 	VPANDD          Z0, Z22, Z22
-	PREFETCHT1      16384(R11)
+	PREFETCHNTA     2048(R11)
 	VBROADCASTI64X4 (R11), Z23
 	VPSLLW          $0x04, Z23, Z24
 	VPANDD          Z0, Z23, Z23
@@ -8723,22 +8723,22 @@ tokens_201:
 tilepairs_206:
 	CMPQ            R9, $0x02
 	JB              tilepairsdone_207
-	PREFETCHT1      16384(DI)
+	PREFETCHNTA     2048(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
 	VPANDD          Z0, Z14, Z14
-	PREFETCHT1      16384(DI)(R10*1)
+	PREFETCHNTA     2048(DI)(R10*1)
 	VBROADCASTI64X4 (DI)(R10*1), Z15
 	VPSLLW          $0x04, Z15, Z16
 	VPANDD          Z0, Z15, Z15
 	VPANDD          Z0, Z16, Z16
-	PREFETCHT1      16384(DI)(R10*2)
+	PREFETCHNTA     2048(DI)(R10*2)
 	VBROADCASTI64X4 (DI)(R10*2), Z17
 	VPSLLW          $0x04, Z17, Z18
 	VPANDD          Z0, Z17, Z17
 	VPANDD          Z0, Z18, Z18
-	PREFETCHT1      16384(R11)
+	PREFETCHNTA     2048(R11)
 	VBROADCASTI64X4 (R11), Z19
 	VPSLLW          $0x04, Z19, Z20
 	VPANDD          Z0, Z19, Z19
@@ -8828,22 +8828,22 @@ tilepairs_206:
 tilepairsdone_207:
 	TESTQ           R9, R9
 	JZ              tiledone_208
-	PREFETCHT1      16384(DI)
+	PREFETCHNTA     2048(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
 	VPANDD          Z0, Z14, Z14
-	PREFETCHT1      16384(DI)(R10*1)
+	PREFETCHNTA     2048(DI)(R10*1)
 	VBROADCASTI64X4 (DI)(R10*1), Z15
 	VPSLLW          $0x04, Z15, Z16
 	VPANDD          Z0, Z15, Z15
 	VPANDD          Z0, Z16, Z16
-	PREFETCHT1      16384(DI)(R10*2)
+	PREFETCHNTA     2048(DI)(R10*2)
 	VBROADCASTI64X4 (DI)(R10*2), Z17
 	VPSLLW          $0x04, Z17, Z18
 	VPANDD          Z0, Z17, Z17
 	VPANDD          Z0, Z18, Z18
-	PREFETCHT1      16384(R11)
+	PREFETCHNTA     2048(R11)
 	VBROADCASTI64X4 (R11), Z19
 	VPSLLW          $0x04, Z19, Z20
 	VPANDD          Z0, Z19, Z19
@@ -9026,18 +9026,22 @@ tokens_205:
 tilepairs_210:
 	CMPQ            R9, $0x02
 	JB              tilepairsdone_211
+	PREFETCHNTA     2048(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
+	PREFETCHNTA     2048(DI)(R10*1)
 	VBROADCASTI64X4 (DI)(R10*1), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
 	VPANDD          Z0, Z12, Z12
+	PREFETCHNTA     2048(DI)(R10*2)
 	VBROADCASTI64X4 (DI)(R10*2), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
 	VPANDD          Z0, Z14, Z14
+	PREFETCHNTA     2048(R11)
 	VBROADCASTI64X4 (R11), Z15
 	VPSLLW          $0x04, Z15, Z16
 	VPANDD          Z0, Z15, Z15
@@ -9107,18 +9111,22 @@ tilepairs_210:
 tilepairsdone_211:
 	TESTQ           R9, R9
 	JZ              tiledone_212
+	PREFETCHNTA     2048(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
+	PREFETCHNTA     2048(DI)(R10*1)
 	VBROADCASTI64X4 (DI)(R10*1), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
 	VPANDD          Z0, Z12, Z12
+	PREFETCHNTA     2048(DI)(R10*2)
 	VBROADCASTI64X4 (DI)(R10*2), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
 	VPANDD          Z0, Z14, Z14
+	PREFETCHNTA     2048(R11)
 	VBROADCASTI64X4 (R11), Z15
 	VPSLLW          $0x04, Z15, Z16
 	VPANDD          Z0, Z15, Z15
@@ -9249,18 +9257,22 @@ tokens_209:
 tilepairs_214:
 	CMPQ            R8, $0x02
 	JB              tilepairsdone_215
+	PREFETCHNTA     2048(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
 	VPANDD          Z0, Z6, Z6
+	PREFETCHNTA     2048(DI)(R9*1)
 	VBROADCASTI64X4 (DI)(R9*1), Z7
 	VPSLLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z7, Z7
 	VPANDD          Z0, Z8, Z8
+	PREFETCHNTA     2048(DI)(R9*2)
 	VBROADCASTI64X4 (DI)(R9*2), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
+	PREFETCHNTA     2048(R10)
 	VBROADCASTI64X4 (R10), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
@@ -9310,18 +9322,22 @@ tilepairs_214:
 tilepairsdone_215:
 	TESTQ           R8, R8
 	JZ              tiledone_216
+	PREFETCHNTA     2048(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
 	VPANDD          Z0, Z6, Z6
+	PREFETCHNTA     2048(DI)(R9*1)
 	VBROADCASTI64X4 (DI)(R9*1), Z7
 	VPSLLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z7, Z7
 	VPANDD          Z0, Z8, Z8
+	PREFETCHNTA     2048(DI)(R9*2)
 	VBROADCASTI64X4 (DI)(R9*2), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
+	PREFETCHNTA     2048(R10)
 	VBROADCASTI64X4 (R10), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
@@ -9437,7 +9453,7 @@ tokens_219:
 tilepairs_222:
 	CMPQ            R9, $0x02
 	JB              tilepairsdone_223
-	PREFETCHT1      16384(R10)
+	PREFETCHNTA     2048(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
@@ -9520,7 +9536,7 @@ tilepairs_222:
 tilepairsdone_223:
 	TESTQ           R9, R9
 	JZ              tiledone_224
-	PREFETCHT1      16384(R10)
+	PREFETCHNTA     2048(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
@@ -9685,7 +9701,7 @@ tokenstail_220:
 tilepairs_226:
 	CMPQ            R8, $0x02
 	JB              tilepairsdone_227
-	PREFETCHT1      16384(R9)
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
 	VPANDD          Z0, Z8, Z8
@@ -9760,7 +9776,7 @@ tilepairs_226:
 tilepairsdone_227:
 	TESTQ           R8, R8
 	JZ              tiledone_228
-	PREFETCHT1      16384(R9)
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
 	VPANDD          Z0, Z8, Z8
@@ -9899,7 +9915,7 @@ tokens_225:
 tilepairs_230:
 	CMPQ            R8, $0x02
 	JB              tilepairsdone_231
-	PREFETCHT1      16384(R9)
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z7, Z7
@@ -9965,7 +9981,7 @@ tilepairs_230:
 tilepairsdone_231:
 	TESTQ           R8, R8
 	JZ              tiledone_232
-	PREFETCHT1      16384(R9)
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z7, Z7
@@ -10088,7 +10104,7 @@ tokens_229:
 tilepairs_234:
 	CMPQ            R8, $0x02
 	JB              tilepairsdone_235
-	PREFETCHT1      16384(R9)
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
 	VPANDD          Z0, Z6, Z6
@@ -10146,7 +10162,7 @@ tilepairs_234:
 tilepairsdone_235:
 	TESTQ           R8, R8
 	JZ              tiledone_236
-	PREFETCHT1      16384(R9)
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
 	VPANDD          Z0, Z6, Z6
@@ -10253,7 +10269,7 @@ tokens_233:
 tilepairs_238:
 	CMPQ            R8, $0x02
 	JB              tilepairsdone_239
-	PREFETCHT1      16384(R9)
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
@@ -10303,7 +10319,7 @@ tilepairs_238:
 tilepairsdone_239:
 	TESTQ           R8, R8
 	JZ              tiledone_240
-	PREFETCHT1      16384(R9)
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
@@ -10392,7 +10408,7 @@ tokens_237:
 tilepairs_242:
 	CMPQ            R8, $0x02
 	JB              tilepairsdone_243
-	PREFETCHT1      16384(R9)
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
 	VPANDD          Z0, Z4, Z4
@@ -10433,7 +10449,7 @@ tilepairs_242:
 tilepairsdone_243:
 	TESTQ           R8, R8
 	JZ              tiledone_244
-	PREFETCHT1      16384(R9)
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
 	VPANDD          Z0, Z4, Z4
@@ -10506,6 +10522,7 @@ tokens_241:
 tilepairs_246:
 	CMPQ            R8, $0x02
 	JB              tilepairsdone_247
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
 	VPANDD          Z0, Z3, Z3
@@ -10538,6 +10555,7 @@ tilepairs_246:
 tilepairsdone_247:
 	TESTQ           R8, R8
 	JZ              tiledone_248
+	PREFETCHNTA     2048(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
 	VPANDD          Z0, Z3, Z3
@@ -10594,6 +10612,7 @@ tokens_245:
 tilepairs_250:
 	CMPQ            DI, $0x02
 	JB              tilepairsdone_251
+	PREFETCHNTA     2048(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
 	VPANDD          Z0, Z2, Z2
@@ -10618,6 +10637,7 @@ tilepairs_250:
 tilepairsdone_251:
 	TESTQ           DI, DI
 	JZ              tiledone_252
+	PREFETCHNTA     2048(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
 	VPANDD          Z0, Z2, Z2
@@ -11680,18 +11700,22 @@ tokens_265:
 tilepairs_270:
 	CMPQ            R9, $0x02
 	JB              tilepairsdone_271
+	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)(DI*1)
 	VBROADCASTI64X4 (R10)(DI*1), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
 	VPANDD          Z0, Z12, Z12
+	PREFETCHT1      16384(R10)(DI*2)
 	VBROADCASTI64X4 (R10)(DI*2), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
 	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z15
 	VPSLLW          $0x04, Z15, Z16
 	VPANDD          Z0, Z15, Z15
@@ -11761,18 +11785,22 @@ tilepairs_270:
 tilepairsdone_271:
 	TESTQ           R9, R9
 	JZ              tiledone_272
+	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)(DI*1)
 	VBROADCASTI64X4 (R10)(DI*1), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
 	VPANDD          Z0, Z12, Z12
+	PREFETCHT1      16384(R10)(DI*2)
 	VBROADCASTI64X4 (R10)(DI*2), Z13
 	VPSLLW          $0x04, Z13, Z14
 	VPANDD          Z0, Z13, Z13
 	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z15
 	VPSLLW          $0x04, Z15, Z16
 	VPANDD          Z0, Z15, Z15
@@ -11874,18 +11902,22 @@ tokens_269:
 tilepairs_274:
 	CMPQ            R8, $0x02
 	JB              tilepairsdone_275
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
 	VPANDD          Z0, Z6, Z6
+	PREFETCHT1      16384(R9)(DI*1)
 	VBROADCASTI64X4 (R9)(DI*1), Z7
 	VPSLLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z7, Z7
 	VPANDD          Z0, Z8, Z8
+	PREFETCHT1      16384(R9)(DI*2)
 	VBROADCASTI64X4 (R9)(DI*2), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
@@ -11935,18 +11967,22 @@ tilepairs_274:
 tilepairsdone_275:
 	TESTQ           R8, R8
 	JZ              tiledone_276
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
 	VPANDD          Z0, Z5, Z5
 	VPANDD          Z0, Z6, Z6
+	PREFETCHT1      16384(R9)(DI*1)
 	VBROADCASTI64X4 (R9)(DI*1), Z7
 	VPSLLW          $0x04, Z7, Z8
 	VPANDD          Z0, Z7, Z7
 	VPANDD          Z0, Z8, Z8
+	PREFETCHT1      16384(R9)(DI*2)
 	VBROADCASTI64X4 (R9)(DI*2), Z9
 	VPSLLW          $0x04, Z9, Z10
 	VPANDD          Z0, Z9, Z9
 	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z11
 	VPSLLW          $0x04, Z11, Z12
 	VPANDD          Z0, Z11, Z11
@@ -13106,6 +13142,7 @@ tokens_301:
 tilepairs_306:
 	CMPQ            R8, $0x02
 	JB              tilepairsdone_307
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
 	VPANDD          Z0, Z3, Z3
@@ -13138,6 +13175,7 @@ tilepairs_306:
 tilepairsdone_307:
 	TESTQ           R8, R8
 	JZ              tiledone_308
+	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
 	VPANDD          Z0, Z3, Z3
@@ -13194,6 +13232,7 @@ tokens_305:
 tilepairs_310:
 	CMPQ            DI, $0x02
 	JB              tilepairsdone_311
+	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
 	VPANDD          Z0, Z2, Z2
@@ -13218,6 +13257,7 @@ tilepairs_310:
 tilepairsdone_311:
 	TESTQ           DI, DI
 	JZ              tiledone_312
+	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
 	VPANDD          Z0, Z2, Z2
@@ -25349,9 +25389,13 @@ f16spread_714:
 f16steps_715:
 	CMPQ        DI, $0x00000020
 	JB          f16stepsdone_716
+	PREFETCHNTA 2048(R8)
 	VCVTPH2PS   (R8), Z4
+	PREFETCHNTA 2048(R8)(BX*1)
 	VCVTPH2PS   (R8)(BX*1), Z5
+	PREFETCHNTA 2048(R8)(BX*2)
 	VCVTPH2PS   (R8)(BX*2), Z6
+	PREFETCHNTA 2048(R9)
 	VCVTPH2PS   (R9), Z7
 	VMOVUPS     (R10), Z8
 	VFMADD231PS Z8, Z4, Z0
@@ -25470,6 +25514,7 @@ f16single_719:
 f16steps_721:
 	CMPQ        BX, $0x00000020
 	JB          f16stepsdone_722
+	PREFETCHNTA 2048(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -25561,9 +25606,13 @@ f16spread_727:
 f16steps_728:
 	CMPQ        R8, $0x00000020
 	JB          f16stepsdone_729
+	PREFETCHNTA 2048(R9)
 	VCVTPH2PS   (R9), Z8
+	PREFETCHNTA 2048(R9)(BX*1)
 	VCVTPH2PS   (R9)(BX*1), Z9
+	PREFETCHNTA 2048(R9)(BX*2)
 	VCVTPH2PS   (R9)(BX*2), Z10
+	PREFETCHNTA 2048(R10)
 	VCVTPH2PS   (R10), Z11
 	VMOVUPS     (R11), Z12
 	VFMADD231PS Z12, Z8, Z0
@@ -25731,6 +25780,7 @@ f16single_732:
 f16steps_734:
 	CMPQ        SI, $0x00000020
 	JB          f16stepsdone_735
+	PREFETCHNTA 2048(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -25805,27 +25855,29 @@ f16singledone_733:
 	JMP f16mmend_711
 
 f16mmtokens_725:
-	CMPQ AX, $0x03
-	JNE  f16mmtokens_738
-	MOVQ w_base+0(FP), AX
-	MOVQ out_base+88(FP), CX
-	MOVQ rows+32(FP), DX
-	ANDQ $-4, DX
+	CMPQ  AX, $0x03
+	JNE   f16mmtokens_738
+	MOVQ  w_base+0(FP), AX
+	MOVQ  out_base+88(FP), CX
+	MOVQ  rows+32(FP), DX
+	SHRQ  $0x02, DX
+	JZ    f16spreaddone_739
+	MOVQ  DX, BX
+	MOVQ  stride+24(FP), SI
+	SHLQ  $0x01, SI
+	IMULQ SI, BX
+	MOVQ  DX, SI
+	SHLQ  $0x02, SI
 
-f16tiles_739:
-	CMPQ DX, $0x04
-	JB   f16tilesdone_740
-
+f16spread_740:
 	// tile 4 rows × 3 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	LEAQ   (R8)(BX*2), R9
-	ADDQ   BX, R9
-	MOVQ   x_base+40(FP), R10
+	MOVQ   xStride+64(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   n+72(FP), R8
+	MOVQ   AX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	MOVQ   x_base+40(FP), R11
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -25840,117 +25892,117 @@ f16tiles_739:
 	VPXORD Z11, Z11, Z11
 
 f16steps_741:
-	CMPQ        DI, $0x00000020
+	CMPQ        R8, $0x00000020
 	JB          f16stepsdone_742
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z12
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z13
-	PREFETCHT1  16384(R8)(BX*2)
-	VCVTPH2PS   (R8)(BX*2), Z14
-	PREFETCHT1  16384(R9)
-	VCVTPH2PS   (R9), Z15
-	VMOVUPS     (R10), Z16
+	PREFETCHNTA 2048(R9)
+	VCVTPH2PS   (R9), Z12
+	PREFETCHNTA 2048(R9)(BX*1)
+	VCVTPH2PS   (R9)(BX*1), Z13
+	PREFETCHNTA 2048(R9)(BX*2)
+	VCVTPH2PS   (R9)(BX*2), Z14
+	PREFETCHNTA 2048(R10)
+	VCVTPH2PS   (R10), Z15
+	VMOVUPS     (R11), Z16
 	VFMADD231PS Z16, Z12, Z0
 	VFMADD231PS Z16, Z13, Z3
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z9
-	VMOVUPS     (R10)(SI*1), Z16
+	VMOVUPS     (R11)(DI*1), Z16
 	VFMADD231PS Z16, Z12, Z1
 	VFMADD231PS Z16, Z13, Z4
 	VFMADD231PS Z16, Z14, Z7
 	VFMADD231PS Z16, Z15, Z10
-	VMOVUPS     (R10)(SI*2), Z16
+	VMOVUPS     (R11)(DI*2), Z16
 	VFMADD231PS Z16, Z12, Z2
 	VFMADD231PS Z16, Z13, Z5
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
-	VCVTPH2PS   32(R8), Z12
-	VCVTPH2PS   32(R8)(BX*1), Z13
-	VCVTPH2PS   32(R8)(BX*2), Z14
-	VCVTPH2PS   32(R9), Z15
-	VMOVUPS     64(R10), Z16
+	VCVTPH2PS   32(R9), Z12
+	VCVTPH2PS   32(R9)(BX*1), Z13
+	VCVTPH2PS   32(R9)(BX*2), Z14
+	VCVTPH2PS   32(R10), Z15
+	VMOVUPS     64(R11), Z16
 	VFMADD231PS Z16, Z12, Z0
 	VFMADD231PS Z16, Z13, Z3
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z9
-	VMOVUPS     64(R10)(SI*1), Z16
+	VMOVUPS     64(R11)(DI*1), Z16
 	VFMADD231PS Z16, Z12, Z1
 	VFMADD231PS Z16, Z13, Z4
 	VFMADD231PS Z16, Z14, Z7
 	VFMADD231PS Z16, Z15, Z10
-	VMOVUPS     64(R10)(SI*2), Z16
+	VMOVUPS     64(R11)(DI*2), Z16
 	VFMADD231PS Z16, Z12, Z2
 	VFMADD231PS Z16, Z13, Z5
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
-	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000080, R10
-	SUBQ        $0x00000020, DI
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, R8
 	JMP         f16steps_741
 
 f16stepsdone_742:
-	CMPQ        DI, $0x10
+	CMPQ        R8, $0x10
 	JB          f16step16_743
-	VCVTPH2PS   (R8), Z12
-	VCVTPH2PS   (R8)(BX*1), Z13
-	VCVTPH2PS   (R8)(BX*2), Z14
-	VCVTPH2PS   (R9), Z15
-	VMOVUPS     (R10), Z16
+	VCVTPH2PS   (R9), Z12
+	VCVTPH2PS   (R9)(BX*1), Z13
+	VCVTPH2PS   (R9)(BX*2), Z14
+	VCVTPH2PS   (R10), Z15
+	VMOVUPS     (R11), Z16
 	VFMADD231PS Z16, Z12, Z0
 	VFMADD231PS Z16, Z13, Z3
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z9
-	VMOVUPS     (R10)(SI*1), Z16
+	VMOVUPS     (R11)(DI*1), Z16
 	VFMADD231PS Z16, Z12, Z1
 	VFMADD231PS Z16, Z13, Z4
 	VFMADD231PS Z16, Z14, Z7
 	VFMADD231PS Z16, Z15, Z10
-	VMOVUPS     (R10)(SI*2), Z16
+	VMOVUPS     (R11)(DI*2), Z16
 	VFMADD231PS Z16, Z12, Z2
 	VFMADD231PS Z16, Z13, Z5
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
-	ADDQ        $0x00000020, R8
 	ADDQ        $0x00000020, R9
-	ADDQ        $0x00000040, R10
-	SUBQ        $0x10, DI
+	ADDQ        $0x00000020, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, R8
 
 f16step16_743:
-	TESTQ       DI, DI
+	TESTQ       R8, R8
 	JZ          notail_744
-	MOVQ        $-1, R11
-	BZHIQ       DI, R11, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y12
+	MOVQ        $-1, R12
+	BZHIQ       R8, R12, R8
+	KMOVQ       R8, K1
+	VMOVDQU16.Z (R9), K1, Y12
 	VCVTPH2PS   Y12, Z12
-	VMOVDQU16.Z (R8)(BX*1), K1, Y13
+	VMOVDQU16.Z (R9)(BX*1), K1, Y13
 	VCVTPH2PS   Y13, Z13
-	VMOVDQU16.Z (R8)(BX*2), K1, Y14
+	VMOVDQU16.Z (R9)(BX*2), K1, Y14
 	VCVTPH2PS   Y14, Z14
-	VMOVDQU16.Z (R9), K1, Y15
+	VMOVDQU16.Z (R10), K1, Y15
 	VCVTPH2PS   Y15, Z15
-	VMOVUPS.Z   (R10), K1, Z16
+	VMOVUPS.Z   (R11), K1, Z16
 	VFMADD231PS Z16, Z12, Z0
 	VFMADD231PS Z16, Z13, Z3
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z9
-	VMOVUPS.Z   (R10)(SI*1), K1, Z16
+	VMOVUPS.Z   (R11)(DI*1), K1, Z16
 	VFMADD231PS Z16, Z12, Z1
 	VFMADD231PS Z16, Z13, Z4
 	VFMADD231PS Z16, Z14, Z7
 	VFMADD231PS Z16, Z15, Z10
-	VMOVUPS.Z   (R10)(SI*2), K1, Z16
+	VMOVUPS.Z   (R11)(DI*2), K1, Z16
 	VFMADD231PS Z16, Z12, Z2
 	VFMADD231PS Z16, Z13, Z5
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
 notail_744:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
+	MOVQ          outStride+112(FP), DI
+	SHLQ          $0x02, DI
+	MOVQ          CX, R8
 	VEXTRACTF64X4 $0x01, Z0, Y12
 	VADDPS        Y0, Y12, Y12
 	VEXTRACTF64X4 $0x01, Z3, Y0
@@ -25970,8 +26022,15 @@ notail_744:
 	VADDPS        Y0, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X0
 	VADDPS        X3, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X3
+	VMOVD         X3, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X3
+	VMOVD         X3, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z1, Y0
 	VADDPS        Y1, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z4, Y1
@@ -25991,8 +26050,15 @@ notail_744:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z5, Y1
@@ -26012,488 +26078,30 @@ notail_744:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), DI
+	VMOVD         X0, (DI)(SI*1)
+	MOVQ          stride+24(FP), DI
+	LEAQ          (AX)(DI*2), AX
+	ADDQ          $0x04, CX
+	DECQ          DX
+	JNZ           f16spread_740
+	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x00000010, CX
-	SUBQ          $0x04, DX
-	JMP           f16tiles_739
+	LEAQ          (CX)(SI*2), CX
+	ADDQ          SI, CX
 
-f16tilesdone_740:
-	CMPQ DX, $0x03
-	JNE  f16rest_745
-
-	// tile 3 rows × 3 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	MOVQ   x_base+40(FP), R9
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-
-f16steps_746:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_747
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z9
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z10
-	PREFETCHT1  16384(R8)(BX*2)
-	VCVTPH2PS   (R8)(BX*2), Z11
-	VMOVUPS     (R9), Z12
-	VFMADD231PS Z12, Z9, Z0
-	VFMADD231PS Z12, Z10, Z3
-	VFMADD231PS Z12, Z11, Z6
-	VMOVUPS     (R9)(SI*1), Z12
-	VFMADD231PS Z12, Z9, Z1
-	VFMADD231PS Z12, Z10, Z4
-	VFMADD231PS Z12, Z11, Z7
-	VMOVUPS     (R9)(SI*2), Z12
-	VFMADD231PS Z12, Z9, Z2
-	VFMADD231PS Z12, Z10, Z5
-	VFMADD231PS Z12, Z11, Z8
-	VCVTPH2PS   32(R8), Z9
-	VCVTPH2PS   32(R8)(BX*1), Z10
-	VCVTPH2PS   32(R8)(BX*2), Z11
-	VMOVUPS     64(R9), Z12
-	VFMADD231PS Z12, Z9, Z0
-	VFMADD231PS Z12, Z10, Z3
-	VFMADD231PS Z12, Z11, Z6
-	VMOVUPS     64(R9)(SI*1), Z12
-	VFMADD231PS Z12, Z9, Z1
-	VFMADD231PS Z12, Z10, Z4
-	VFMADD231PS Z12, Z11, Z7
-	VMOVUPS     64(R9)(SI*2), Z12
-	VFMADD231PS Z12, Z9, Z2
-	VFMADD231PS Z12, Z10, Z5
-	VFMADD231PS Z12, Z11, Z8
-	ADDQ        $0x00000040, R8
-	ADDQ        $0x00000080, R9
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_746
-
-f16stepsdone_747:
-	CMPQ        DI, $0x10
-	JB          f16step16_748
-	VCVTPH2PS   (R8), Z9
-	VCVTPH2PS   (R8)(BX*1), Z10
-	VCVTPH2PS   (R8)(BX*2), Z11
-	VMOVUPS     (R9), Z12
-	VFMADD231PS Z12, Z9, Z0
-	VFMADD231PS Z12, Z10, Z3
-	VFMADD231PS Z12, Z11, Z6
-	VMOVUPS     (R9)(SI*1), Z12
-	VFMADD231PS Z12, Z9, Z1
-	VFMADD231PS Z12, Z10, Z4
-	VFMADD231PS Z12, Z11, Z7
-	VMOVUPS     (R9)(SI*2), Z12
-	VFMADD231PS Z12, Z9, Z2
-	VFMADD231PS Z12, Z10, Z5
-	VFMADD231PS Z12, Z11, Z8
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000040, R9
-	SUBQ        $0x10, DI
-
-f16step16_748:
-	TESTQ       DI, DI
-	JZ          notail_749
-	MOVQ        $-1, R10
-	BZHIQ       DI, R10, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y9
-	VCVTPH2PS   Y9, Z9
-	VMOVDQU16.Z (R8)(BX*1), K1, Y10
-	VCVTPH2PS   Y10, Z10
-	VMOVDQU16.Z (R8)(BX*2), K1, Y11
-	VCVTPH2PS   Y11, Z11
-	VMOVUPS.Z   (R9), K1, Z12
-	VFMADD231PS Z12, Z9, Z0
-	VFMADD231PS Z12, Z10, Z3
-	VFMADD231PS Z12, Z11, Z6
-	VMOVUPS.Z   (R9)(SI*1), K1, Z12
-	VFMADD231PS Z12, Z9, Z1
-	VFMADD231PS Z12, Z10, Z4
-	VFMADD231PS Z12, Z11, Z7
-	VMOVUPS.Z   (R9)(SI*2), K1, Z12
-	VFMADD231PS Z12, Z9, Z2
-	VFMADD231PS Z12, Z10, Z5
-	VFMADD231PS Z12, Z11, Z8
-
-notail_749:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
-	VEXTRACTF64X4 $0x01, Z0, Y9
-	VADDPS        Y0, Y9, Y9
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z6, Y3
-	VADDPS        Y6, Y3, Y3
-	VUNPCKLPS     Y0, Y9, Y6
-	VUNPCKHPS     Y0, Y9, Y0
-	VADDPS        Y0, Y6, Y6
-	VUNPCKLPS     Y9, Y3, Y0
-	VUNPCKHPS     Y9, Y3, Y3
-	VADDPS        Y3, Y0, Y0
-	VUNPCKLPD     Y0, Y6, Y3
-	VUNPCKHPD     Y0, Y6, Y0
-	VADDPS        Y0, Y3, Y3
-	VEXTRACTF32X4 $0x01, Y3, X0
-	VADDPS        X3, X0, X0
-	VMOVD         X0, (SI)
-	VPSHUFD       $0x01, X0, X3
-	VMOVD         X3, 4(SI)
-	VPSHUFD       $0x02, X0, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z4, Y1
-	VADDPS        Y4, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z7, Y3
-	VADDPS        Y7, Y3, Y3
-	VUNPCKLPS     Y1, Y0, Y4
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y4, Y4
-	VUNPCKLPS     Y0, Y3, Y1
-	VUNPCKHPS     Y0, Y3, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y4, Y0
-	VUNPCKHPD     Y1, Y4, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z5, Y1
-	VADDPS        Y5, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z8, Y2
-	VADDPS        Y8, Y2, Y2
-	VUNPCKLPS     Y1, Y0, Y3
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y3, Y3
-	VUNPCKLPS     Y0, Y2, Y1
-	VUNPCKHPS     Y0, Y2, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y3, Y0
-	VUNPCKHPD     Y1, Y3, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x0000000c, CX
-
-f16rest_745:
-	CMPQ DX, $0x02
-	JNE  f16rest_750
-
-	// tile 2 rows × 3 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	MOVQ   x_base+40(FP), R9
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-
-f16steps_751:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_752
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z6
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z7
-	VMOVUPS     (R9), Z8
-	VFMADD231PS Z8, Z6, Z0
-	VFMADD231PS Z8, Z7, Z3
-	VMOVUPS     (R9)(SI*1), Z8
-	VFMADD231PS Z8, Z6, Z1
-	VFMADD231PS Z8, Z7, Z4
-	VMOVUPS     (R9)(SI*2), Z8
-	VFMADD231PS Z8, Z6, Z2
-	VFMADD231PS Z8, Z7, Z5
-	VCVTPH2PS   32(R8), Z6
-	VCVTPH2PS   32(R8)(BX*1), Z7
-	VMOVUPS     64(R9), Z8
-	VFMADD231PS Z8, Z6, Z0
-	VFMADD231PS Z8, Z7, Z3
-	VMOVUPS     64(R9)(SI*1), Z8
-	VFMADD231PS Z8, Z6, Z1
-	VFMADD231PS Z8, Z7, Z4
-	VMOVUPS     64(R9)(SI*2), Z8
-	VFMADD231PS Z8, Z6, Z2
-	VFMADD231PS Z8, Z7, Z5
-	ADDQ        $0x00000040, R8
-	ADDQ        $0x00000080, R9
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_751
-
-f16stepsdone_752:
-	CMPQ        DI, $0x10
-	JB          f16step16_753
-	VCVTPH2PS   (R8), Z6
-	VCVTPH2PS   (R8)(BX*1), Z7
-	VMOVUPS     (R9), Z8
-	VFMADD231PS Z8, Z6, Z0
-	VFMADD231PS Z8, Z7, Z3
-	VMOVUPS     (R9)(SI*1), Z8
-	VFMADD231PS Z8, Z6, Z1
-	VFMADD231PS Z8, Z7, Z4
-	VMOVUPS     (R9)(SI*2), Z8
-	VFMADD231PS Z8, Z6, Z2
-	VFMADD231PS Z8, Z7, Z5
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000040, R9
-	SUBQ        $0x10, DI
-
-f16step16_753:
-	TESTQ       DI, DI
-	JZ          notail_754
-	MOVQ        $-1, R10
-	BZHIQ       DI, R10, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y6
-	VCVTPH2PS   Y6, Z6
-	VMOVDQU16.Z (R8)(BX*1), K1, Y7
-	VCVTPH2PS   Y7, Z7
-	VMOVUPS.Z   (R9), K1, Z8
-	VFMADD231PS Z8, Z6, Z0
-	VFMADD231PS Z8, Z7, Z3
-	VMOVUPS.Z   (R9)(SI*1), K1, Z8
-	VFMADD231PS Z8, Z6, Z1
-	VFMADD231PS Z8, Z7, Z4
-	VMOVUPS.Z   (R9)(SI*2), K1, Z8
-	VFMADD231PS Z8, Z6, Z2
-	VFMADD231PS Z8, Z7, Z5
-
-notail_754:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
-	VEXTRACTF64X4 $0x01, Z0, Y6
-	VADDPS        Y0, Y6, Y6
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VUNPCKLPS     Y0, Y6, Y3
-	VUNPCKHPS     Y0, Y6, Y0
-	VADDPS        Y0, Y3, Y3
-	VUNPCKLPS     Y6, Y6, Y0
-	VUNPCKHPS     Y6, Y6, Y6
-	VADDPS        Y6, Y0, Y0
-	VUNPCKLPD     Y0, Y3, Y6
-	VUNPCKHPD     Y0, Y3, Y0
-	VADDPS        Y0, Y6, Y6
-	VEXTRACTF32X4 $0x01, Y6, X0
-	VADDPS        X6, X0, X0
-	VMOVD         X0, (SI)
-	VPSHUFD       $0x01, X0, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z4, Y1
-	VADDPS        Y4, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y3
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y3, Y3
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y3, Y0
-	VUNPCKHPD     Y1, Y3, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z5, Y1
-	VADDPS        Y5, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y2
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y2, Y2
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y2, Y0
-	VUNPCKHPD     Y1, Y2, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x00000008, CX
-
-f16rest_750:
-	CMPQ DX, $0x01
-	JNE  f16rest_755
-
-	// tile 1 rows × 3 tokens
-	MOVQ   stride+24(FP), DX
-	SHLQ   $0x01, DX
-	MOVQ   xStride+64(FP), DX
-	SHLQ   $0x02, DX
-	MOVQ   n+72(FP), BX
-	MOVQ   AX, SI
-	MOVQ   x_base+40(FP), DI
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-
-f16steps_756:
-	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_757
-	PREFETCHT1  16384(SI)
-	VCVTPH2PS   (SI), Z3
-	VMOVUPS     (DI), Z4
-	VFMADD231PS Z4, Z3, Z0
-	VMOVUPS     (DI)(DX*1), Z4
-	VFMADD231PS Z4, Z3, Z1
-	VMOVUPS     (DI)(DX*2), Z4
-	VFMADD231PS Z4, Z3, Z2
-	VCVTPH2PS   32(SI), Z3
-	VMOVUPS     64(DI), Z4
-	VFMADD231PS Z4, Z3, Z0
-	VMOVUPS     64(DI)(DX*1), Z4
-	VFMADD231PS Z4, Z3, Z1
-	VMOVUPS     64(DI)(DX*2), Z4
-	VFMADD231PS Z4, Z3, Z2
-	ADDQ        $0x00000040, SI
-	ADDQ        $0x00000080, DI
-	SUBQ        $0x00000020, BX
-	JMP         f16steps_756
-
-f16stepsdone_757:
-	CMPQ        BX, $0x10
-	JB          f16step16_758
-	VCVTPH2PS   (SI), Z3
-	VMOVUPS     (DI), Z4
-	VFMADD231PS Z4, Z3, Z0
-	VMOVUPS     (DI)(DX*1), Z4
-	VFMADD231PS Z4, Z3, Z1
-	VMOVUPS     (DI)(DX*2), Z4
-	VFMADD231PS Z4, Z3, Z2
-	ADDQ        $0x00000020, SI
-	ADDQ        $0x00000040, DI
-	SUBQ        $0x10, BX
-
-f16step16_758:
-	TESTQ       BX, BX
-	JZ          notail_759
-	MOVQ        $-1, R8
-	BZHIQ       BX, R8, BX
-	KMOVQ       BX, K1
-	VMOVDQU16.Z (SI), K1, Y3
-	VCVTPH2PS   Y3, Z3
-	VMOVUPS.Z   (DI), K1, Z4
-	VFMADD231PS Z4, Z3, Z0
-	VMOVUPS.Z   (DI)(DX*1), K1, Z4
-	VFMADD231PS Z4, Z3, Z1
-	VMOVUPS.Z   (DI)(DX*2), K1, Z4
-	VFMADD231PS Z4, Z3, Z2
-
-notail_759:
-	MOVQ          outStride+112(FP), DX
-	SHLQ          $0x02, DX
-	MOVQ          CX, BX
-	VEXTRACTF64X4 $0x01, Z0, Y3
-	VADDPS        Y0, Y3, Y3
-	VUNPCKLPS     Y3, Y3, Y0
-	VUNPCKHPS     Y3, Y3, Y4
-	VADDPS        Y4, Y0, Y0
-	VUNPCKLPS     Y3, Y3, Y4
-	VUNPCKHPS     Y3, Y3, Y3
-	VADDPS        Y3, Y4, Y4
-	VUNPCKLPD     Y4, Y0, Y3
-	VUNPCKHPD     Y4, Y0, Y0
-	VADDPS        Y0, Y3, Y3
-	VEXTRACTF32X4 $0x01, Y3, X0
-	VADDPS        X3, X0, X0
-	VMOVD         X0, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y3
-	VADDPS        Y3, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y3
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y3, Y3
-	VUNPCKLPD     Y3, Y1, Y0
-	VUNPCKHPD     Y3, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y2
-	VADDPS        Y2, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y2
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y2, Y2
-	VUNPCKLPD     Y2, Y1, Y0
-	VUNPCKHPD     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	MOVQ          stride+24(FP), DX
-	SHLQ          $0x01, DX
-	ADDQ          DX, AX
-	ADDQ          $0x00000004, CX
-
-f16rest_755:
+f16spreaddone_739:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_761
+	JZ   f16singledone_746
 
-f16single_760:
+f16single_745:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -26506,10 +26114,10 @@ f16single_760:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_762:
+f16steps_747:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_763
-	PREFETCHT1  16384(DI)
+	JB          f16stepsdone_748
+	PREFETCHNTA 2048(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -26527,11 +26135,11 @@ f16steps_762:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_762
+	JMP         f16steps_747
 
-f16stepsdone_763:
+f16stepsdone_748:
 	CMPQ        SI, $0x10
-	JB          f16step16_764
+	JB          f16step16_749
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -26543,9 +26151,9 @@ f16stepsdone_763:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_764:
+f16step16_749:
 	TESTQ       SI, SI
-	JZ          notail_765
+	JZ          notail_750
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -26558,7 +26166,7 @@ f16step16_764:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_765:
+notail_750:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26596,35 +26204,37 @@ notail_765:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_760
+	JNZ           f16single_745
 
-f16singledone_761:
+f16singledone_746:
 	JMP f16mmend_711
 
 f16mmtokens_738:
-	CMPQ AX, $0x04
-	JNE  f16mmtokens_766
-	MOVQ w_base+0(FP), AX
-	MOVQ out_base+88(FP), CX
-	MOVQ rows+32(FP), DX
-	ANDQ $-4, DX
+	CMPQ  AX, $0x04
+	JNE   f16mmtokens_751
+	MOVQ  w_base+0(FP), AX
+	MOVQ  out_base+88(FP), CX
+	MOVQ  rows+32(FP), DX
+	SHRQ  $0x02, DX
+	JZ    f16spreaddone_752
+	MOVQ  DX, BX
+	MOVQ  stride+24(FP), SI
+	SHLQ  $0x01, SI
+	IMULQ SI, BX
+	MOVQ  DX, SI
+	SHLQ  $0x02, SI
 
-f16tiles_767:
-	CMPQ DX, $0x04
-	JB   f16tilesdone_768
-
+f16spread_753:
 	// tile 4 rows × 4 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	LEAQ   (R8)(BX*2), R9
-	ADDQ   BX, R9
-	MOVQ   x_base+40(FP), R10
-	LEAQ   (R10)(SI*2), R11
-	ADDQ   SI, R11
+	MOVQ   xStride+64(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   n+72(FP), R8
+	MOVQ   AX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	MOVQ   x_base+40(FP), R11
+	LEAQ   (R11)(DI*2), R12
+	ADDQ   DI, R12
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -26642,140 +26252,140 @@ f16tiles_767:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_769:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_770
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z16
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z17
-	PREFETCHT1  16384(R8)(BX*2)
-	VCVTPH2PS   (R8)(BX*2), Z18
-	PREFETCHT1  16384(R9)
-	VCVTPH2PS   (R9), Z19
-	VMOVUPS     (R10), Z20
+f16steps_754:
+	CMPQ        R8, $0x00000020
+	JB          f16stepsdone_755
+	PREFETCHNTA 2048(R9)
+	VCVTPH2PS   (R9), Z16
+	PREFETCHNTA 2048(R9)(BX*1)
+	VCVTPH2PS   (R9)(BX*1), Z17
+	PREFETCHNTA 2048(R9)(BX*2)
+	VCVTPH2PS   (R9)(BX*2), Z18
+	PREFETCHNTA 2048(R10)
+	VCVTPH2PS   (R10), Z19
+	VMOVUPS     (R11), Z20
 	VFMADD231PS Z20, Z16, Z0
 	VFMADD231PS Z20, Z17, Z4
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z12
-	VMOVUPS     (R10)(SI*1), Z20
+	VMOVUPS     (R11)(DI*1), Z20
 	VFMADD231PS Z20, Z16, Z1
 	VFMADD231PS Z20, Z17, Z5
 	VFMADD231PS Z20, Z18, Z9
 	VFMADD231PS Z20, Z19, Z13
-	VMOVUPS     (R10)(SI*2), Z20
+	VMOVUPS     (R11)(DI*2), Z20
 	VFMADD231PS Z20, Z16, Z2
 	VFMADD231PS Z20, Z17, Z6
 	VFMADD231PS Z20, Z18, Z10
 	VFMADD231PS Z20, Z19, Z14
-	VMOVUPS     (R11), Z20
+	VMOVUPS     (R12), Z20
 	VFMADD231PS Z20, Z16, Z3
 	VFMADD231PS Z20, Z17, Z7
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
-	VCVTPH2PS   32(R8), Z16
-	VCVTPH2PS   32(R8)(BX*1), Z17
-	VCVTPH2PS   32(R8)(BX*2), Z18
-	VCVTPH2PS   32(R9), Z19
-	VMOVUPS     64(R10), Z20
-	VFMADD231PS Z20, Z16, Z0
-	VFMADD231PS Z20, Z17, Z4
-	VFMADD231PS Z20, Z18, Z8
-	VFMADD231PS Z20, Z19, Z12
-	VMOVUPS     64(R10)(SI*1), Z20
-	VFMADD231PS Z20, Z16, Z1
-	VFMADD231PS Z20, Z17, Z5
-	VFMADD231PS Z20, Z18, Z9
-	VFMADD231PS Z20, Z19, Z13
-	VMOVUPS     64(R10)(SI*2), Z20
-	VFMADD231PS Z20, Z16, Z2
-	VFMADD231PS Z20, Z17, Z6
-	VFMADD231PS Z20, Z18, Z10
-	VFMADD231PS Z20, Z19, Z14
+	VCVTPH2PS   32(R9), Z16
+	VCVTPH2PS   32(R9)(BX*1), Z17
+	VCVTPH2PS   32(R9)(BX*2), Z18
+	VCVTPH2PS   32(R10), Z19
 	VMOVUPS     64(R11), Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z4
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     64(R11)(DI*1), Z20
+	VFMADD231PS Z20, Z16, Z1
+	VFMADD231PS Z20, Z17, Z5
+	VFMADD231PS Z20, Z18, Z9
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     64(R11)(DI*2), Z20
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z20, Z17, Z6
+	VFMADD231PS Z20, Z18, Z10
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     64(R12), Z20
 	VFMADD231PS Z20, Z16, Z3
 	VFMADD231PS Z20, Z17, Z7
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
-	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000080, R10
-	ADDQ        $0x00000080, R11
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_769
-
-f16stepsdone_770:
-	CMPQ        DI, $0x10
-	JB          f16step16_771
-	VCVTPH2PS   (R8), Z16
-	VCVTPH2PS   (R8)(BX*1), Z17
-	VCVTPH2PS   (R8)(BX*2), Z18
-	VCVTPH2PS   (R9), Z19
-	VMOVUPS     (R10), Z20
-	VFMADD231PS Z20, Z16, Z0
-	VFMADD231PS Z20, Z17, Z4
-	VFMADD231PS Z20, Z18, Z8
-	VFMADD231PS Z20, Z19, Z12
-	VMOVUPS     (R10)(SI*1), Z20
-	VFMADD231PS Z20, Z16, Z1
-	VFMADD231PS Z20, Z17, Z5
-	VFMADD231PS Z20, Z18, Z9
-	VFMADD231PS Z20, Z19, Z13
-	VMOVUPS     (R10)(SI*2), Z20
-	VFMADD231PS Z20, Z16, Z2
-	VFMADD231PS Z20, Z17, Z6
-	VFMADD231PS Z20, Z18, Z10
-	VFMADD231PS Z20, Z19, Z14
-	VMOVUPS     (R11), Z20
-	VFMADD231PS Z20, Z16, Z3
-	VFMADD231PS Z20, Z17, Z7
-	VFMADD231PS Z20, Z18, Z11
-	VFMADD231PS Z20, Z19, Z15
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000020, R9
 	ADDQ        $0x00000040, R10
-	ADDQ        $0x00000040, R11
-	SUBQ        $0x10, DI
+	ADDQ        $0x00000080, R11
+	ADDQ        $0x00000080, R12
+	SUBQ        $0x00000020, R8
+	JMP         f16steps_754
 
-f16step16_771:
-	TESTQ       DI, DI
-	JZ          notail_772
-	MOVQ        $-1, R12
-	BZHIQ       DI, R12, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y16
-	VCVTPH2PS   Y16, Z16
-	VMOVDQU16.Z (R8)(BX*1), K1, Y17
-	VCVTPH2PS   Y17, Z17
-	VMOVDQU16.Z (R8)(BX*2), K1, Y18
-	VCVTPH2PS   Y18, Z18
-	VMOVDQU16.Z (R9), K1, Y19
-	VCVTPH2PS   Y19, Z19
-	VMOVUPS.Z   (R10), K1, Z20
+f16stepsdone_755:
+	CMPQ        R8, $0x10
+	JB          f16step16_756
+	VCVTPH2PS   (R9), Z16
+	VCVTPH2PS   (R9)(BX*1), Z17
+	VCVTPH2PS   (R9)(BX*2), Z18
+	VCVTPH2PS   (R10), Z19
+	VMOVUPS     (R11), Z20
 	VFMADD231PS Z20, Z16, Z0
 	VFMADD231PS Z20, Z17, Z4
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z12
-	VMOVUPS.Z   (R10)(SI*1), K1, Z20
+	VMOVUPS     (R11)(DI*1), Z20
 	VFMADD231PS Z20, Z16, Z1
 	VFMADD231PS Z20, Z17, Z5
 	VFMADD231PS Z20, Z18, Z9
 	VFMADD231PS Z20, Z19, Z13
-	VMOVUPS.Z   (R10)(SI*2), K1, Z20
+	VMOVUPS     (R11)(DI*2), Z20
 	VFMADD231PS Z20, Z16, Z2
 	VFMADD231PS Z20, Z17, Z6
 	VFMADD231PS Z20, Z18, Z10
 	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     (R12), Z20
+	VFMADD231PS Z20, Z16, Z3
+	VFMADD231PS Z20, Z17, Z7
+	VFMADD231PS Z20, Z18, Z11
+	VFMADD231PS Z20, Z19, Z15
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000020, R10
+	ADDQ        $0x00000040, R11
+	ADDQ        $0x00000040, R12
+	SUBQ        $0x10, R8
+
+f16step16_756:
+	TESTQ       R8, R8
+	JZ          notail_757
+	MOVQ        $-1, R13
+	BZHIQ       R8, R13, R8
+	KMOVQ       R8, K1
+	VMOVDQU16.Z (R9), K1, Y16
+	VCVTPH2PS   Y16, Z16
+	VMOVDQU16.Z (R9)(BX*1), K1, Y17
+	VCVTPH2PS   Y17, Z17
+	VMOVDQU16.Z (R9)(BX*2), K1, Y18
+	VCVTPH2PS   Y18, Z18
+	VMOVDQU16.Z (R10), K1, Y19
+	VCVTPH2PS   Y19, Z19
 	VMOVUPS.Z   (R11), K1, Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z4
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS.Z   (R11)(DI*1), K1, Z20
+	VFMADD231PS Z20, Z16, Z1
+	VFMADD231PS Z20, Z17, Z5
+	VFMADD231PS Z20, Z18, Z9
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS.Z   (R11)(DI*2), K1, Z20
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z20, Z17, Z6
+	VFMADD231PS Z20, Z18, Z10
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS.Z   (R12), K1, Z20
 	VFMADD231PS Z20, Z16, Z3
 	VFMADD231PS Z20, Z17, Z7
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_772:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
+notail_757:
+	MOVQ          outStride+112(FP), DI
+	SHLQ          $0x02, DI
+	MOVQ          CX, R8
 	VEXTRACTF64X4 $0x01, Z0, Y16
 	VADDPS        Y0, Y16, Y16
 	VEXTRACTF64X4 $0x01, Z4, Y0
@@ -26795,8 +26405,15 @@ notail_772:
 	VADDPS        Y0, Y4, Y4
 	VEXTRACTF32X4 $0x01, Y4, X0
 	VADDPS        X4, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X4
+	VMOVD         X4, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X4
+	VMOVD         X4, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z1, Y0
 	VADDPS        Y1, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z5, Y1
@@ -26816,8 +26433,15 @@ notail_772:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z6, Y1
@@ -26837,8 +26461,15 @@ notail_772:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z3, Y0
 	VADDPS        Y3, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z7, Y1
@@ -26858,599 +26489,30 @@ notail_772:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), DI
+	VMOVD         X0, (DI)(SI*1)
+	MOVQ          stride+24(FP), DI
+	LEAQ          (AX)(DI*2), AX
+	ADDQ          $0x04, CX
+	DECQ          DX
+	JNZ           f16spread_753
+	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x00000010, CX
-	SUBQ          $0x04, DX
-	JMP           f16tiles_767
+	LEAQ          (CX)(SI*2), CX
+	ADDQ          SI, CX
 
-f16tilesdone_768:
-	CMPQ DX, $0x03
-	JNE  f16rest_773
-
-	// tile 3 rows × 4 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	MOVQ   x_base+40(FP), R9
-	LEAQ   (R9)(SI*2), R10
-	ADDQ   SI, R10
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-
-f16steps_774:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_775
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z12
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z13
-	PREFETCHT1  16384(R8)(BX*2)
-	VCVTPH2PS   (R8)(BX*2), Z14
-	VMOVUPS     (R9), Z15
-	VFMADD231PS Z15, Z12, Z0
-	VFMADD231PS Z15, Z13, Z4
-	VFMADD231PS Z15, Z14, Z8
-	VMOVUPS     (R9)(SI*1), Z15
-	VFMADD231PS Z15, Z12, Z1
-	VFMADD231PS Z15, Z13, Z5
-	VFMADD231PS Z15, Z14, Z9
-	VMOVUPS     (R9)(SI*2), Z15
-	VFMADD231PS Z15, Z12, Z2
-	VFMADD231PS Z15, Z13, Z6
-	VFMADD231PS Z15, Z14, Z10
-	VMOVUPS     (R10), Z15
-	VFMADD231PS Z15, Z12, Z3
-	VFMADD231PS Z15, Z13, Z7
-	VFMADD231PS Z15, Z14, Z11
-	VCVTPH2PS   32(R8), Z12
-	VCVTPH2PS   32(R8)(BX*1), Z13
-	VCVTPH2PS   32(R8)(BX*2), Z14
-	VMOVUPS     64(R9), Z15
-	VFMADD231PS Z15, Z12, Z0
-	VFMADD231PS Z15, Z13, Z4
-	VFMADD231PS Z15, Z14, Z8
-	VMOVUPS     64(R9)(SI*1), Z15
-	VFMADD231PS Z15, Z12, Z1
-	VFMADD231PS Z15, Z13, Z5
-	VFMADD231PS Z15, Z14, Z9
-	VMOVUPS     64(R9)(SI*2), Z15
-	VFMADD231PS Z15, Z12, Z2
-	VFMADD231PS Z15, Z13, Z6
-	VFMADD231PS Z15, Z14, Z10
-	VMOVUPS     64(R10), Z15
-	VFMADD231PS Z15, Z12, Z3
-	VFMADD231PS Z15, Z13, Z7
-	VFMADD231PS Z15, Z14, Z11
-	ADDQ        $0x00000040, R8
-	ADDQ        $0x00000080, R9
-	ADDQ        $0x00000080, R10
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_774
-
-f16stepsdone_775:
-	CMPQ        DI, $0x10
-	JB          f16step16_776
-	VCVTPH2PS   (R8), Z12
-	VCVTPH2PS   (R8)(BX*1), Z13
-	VCVTPH2PS   (R8)(BX*2), Z14
-	VMOVUPS     (R9), Z15
-	VFMADD231PS Z15, Z12, Z0
-	VFMADD231PS Z15, Z13, Z4
-	VFMADD231PS Z15, Z14, Z8
-	VMOVUPS     (R9)(SI*1), Z15
-	VFMADD231PS Z15, Z12, Z1
-	VFMADD231PS Z15, Z13, Z5
-	VFMADD231PS Z15, Z14, Z9
-	VMOVUPS     (R9)(SI*2), Z15
-	VFMADD231PS Z15, Z12, Z2
-	VFMADD231PS Z15, Z13, Z6
-	VFMADD231PS Z15, Z14, Z10
-	VMOVUPS     (R10), Z15
-	VFMADD231PS Z15, Z12, Z3
-	VFMADD231PS Z15, Z13, Z7
-	VFMADD231PS Z15, Z14, Z11
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000040, R10
-	SUBQ        $0x10, DI
-
-f16step16_776:
-	TESTQ       DI, DI
-	JZ          notail_777
-	MOVQ        $-1, R11
-	BZHIQ       DI, R11, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y12
-	VCVTPH2PS   Y12, Z12
-	VMOVDQU16.Z (R8)(BX*1), K1, Y13
-	VCVTPH2PS   Y13, Z13
-	VMOVDQU16.Z (R8)(BX*2), K1, Y14
-	VCVTPH2PS   Y14, Z14
-	VMOVUPS.Z   (R9), K1, Z15
-	VFMADD231PS Z15, Z12, Z0
-	VFMADD231PS Z15, Z13, Z4
-	VFMADD231PS Z15, Z14, Z8
-	VMOVUPS.Z   (R9)(SI*1), K1, Z15
-	VFMADD231PS Z15, Z12, Z1
-	VFMADD231PS Z15, Z13, Z5
-	VFMADD231PS Z15, Z14, Z9
-	VMOVUPS.Z   (R9)(SI*2), K1, Z15
-	VFMADD231PS Z15, Z12, Z2
-	VFMADD231PS Z15, Z13, Z6
-	VFMADD231PS Z15, Z14, Z10
-	VMOVUPS.Z   (R10), K1, Z15
-	VFMADD231PS Z15, Z12, Z3
-	VFMADD231PS Z15, Z13, Z7
-	VFMADD231PS Z15, Z14, Z11
-
-notail_777:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
-	VEXTRACTF64X4 $0x01, Z0, Y12
-	VADDPS        Y0, Y12, Y12
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z8, Y4
-	VADDPS        Y8, Y4, Y4
-	VUNPCKLPS     Y0, Y12, Y8
-	VUNPCKHPS     Y0, Y12, Y0
-	VADDPS        Y0, Y8, Y8
-	VUNPCKLPS     Y12, Y4, Y0
-	VUNPCKHPS     Y12, Y4, Y4
-	VADDPS        Y4, Y0, Y0
-	VUNPCKLPD     Y0, Y8, Y4
-	VUNPCKHPD     Y0, Y8, Y0
-	VADDPS        Y0, Y4, Y4
-	VEXTRACTF32X4 $0x01, Y4, X0
-	VADDPS        X4, X0, X0
-	VMOVD         X0, (SI)
-	VPSHUFD       $0x01, X0, X4
-	VMOVD         X4, 4(SI)
-	VPSHUFD       $0x02, X0, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z5, Y1
-	VADDPS        Y5, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z9, Y4
-	VADDPS        Y9, Y4, Y4
-	VUNPCKLPS     Y1, Y0, Y5
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y5, Y5
-	VUNPCKLPS     Y0, Y4, Y1
-	VUNPCKHPS     Y0, Y4, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y5, Y0
-	VUNPCKHPD     Y1, Y5, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z6, Y1
-	VADDPS        Y6, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z10, Y2
-	VADDPS        Y10, Y2, Y2
-	VUNPCKLPS     Y1, Y0, Y4
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y4, Y4
-	VUNPCKLPS     Y0, Y2, Y1
-	VUNPCKHPS     Y0, Y2, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y4, Y0
-	VUNPCKHPD     Y1, Y4, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z7, Y1
-	VADDPS        Y7, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z11, Y2
-	VADDPS        Y11, Y2, Y2
-	VUNPCKLPS     Y1, Y0, Y3
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y3, Y3
-	VUNPCKLPS     Y0, Y2, Y1
-	VUNPCKHPS     Y0, Y2, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y3, Y0
-	VUNPCKHPD     Y1, Y3, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x0000000c, CX
-
-f16rest_773:
-	CMPQ DX, $0x02
-	JNE  f16rest_778
-
-	// tile 2 rows × 4 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	MOVQ   x_base+40(FP), R9
-	LEAQ   (R9)(SI*2), R10
-	ADDQ   SI, R10
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-
-f16steps_779:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_780
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z8
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z9
-	VMOVUPS     (R9), Z10
-	VFMADD231PS Z10, Z8, Z0
-	VFMADD231PS Z10, Z9, Z4
-	VMOVUPS     (R9)(SI*1), Z10
-	VFMADD231PS Z10, Z8, Z1
-	VFMADD231PS Z10, Z9, Z5
-	VMOVUPS     (R9)(SI*2), Z10
-	VFMADD231PS Z10, Z8, Z2
-	VFMADD231PS Z10, Z9, Z6
-	VMOVUPS     (R10), Z10
-	VFMADD231PS Z10, Z8, Z3
-	VFMADD231PS Z10, Z9, Z7
-	VCVTPH2PS   32(R8), Z8
-	VCVTPH2PS   32(R8)(BX*1), Z9
-	VMOVUPS     64(R9), Z10
-	VFMADD231PS Z10, Z8, Z0
-	VFMADD231PS Z10, Z9, Z4
-	VMOVUPS     64(R9)(SI*1), Z10
-	VFMADD231PS Z10, Z8, Z1
-	VFMADD231PS Z10, Z9, Z5
-	VMOVUPS     64(R9)(SI*2), Z10
-	VFMADD231PS Z10, Z8, Z2
-	VFMADD231PS Z10, Z9, Z6
-	VMOVUPS     64(R10), Z10
-	VFMADD231PS Z10, Z8, Z3
-	VFMADD231PS Z10, Z9, Z7
-	ADDQ        $0x00000040, R8
-	ADDQ        $0x00000080, R9
-	ADDQ        $0x00000080, R10
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_779
-
-f16stepsdone_780:
-	CMPQ        DI, $0x10
-	JB          f16step16_781
-	VCVTPH2PS   (R8), Z8
-	VCVTPH2PS   (R8)(BX*1), Z9
-	VMOVUPS     (R9), Z10
-	VFMADD231PS Z10, Z8, Z0
-	VFMADD231PS Z10, Z9, Z4
-	VMOVUPS     (R9)(SI*1), Z10
-	VFMADD231PS Z10, Z8, Z1
-	VFMADD231PS Z10, Z9, Z5
-	VMOVUPS     (R9)(SI*2), Z10
-	VFMADD231PS Z10, Z8, Z2
-	VFMADD231PS Z10, Z9, Z6
-	VMOVUPS     (R10), Z10
-	VFMADD231PS Z10, Z8, Z3
-	VFMADD231PS Z10, Z9, Z7
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000040, R10
-	SUBQ        $0x10, DI
-
-f16step16_781:
-	TESTQ       DI, DI
-	JZ          notail_782
-	MOVQ        $-1, R11
-	BZHIQ       DI, R11, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y8
-	VCVTPH2PS   Y8, Z8
-	VMOVDQU16.Z (R8)(BX*1), K1, Y9
-	VCVTPH2PS   Y9, Z9
-	VMOVUPS.Z   (R9), K1, Z10
-	VFMADD231PS Z10, Z8, Z0
-	VFMADD231PS Z10, Z9, Z4
-	VMOVUPS.Z   (R9)(SI*1), K1, Z10
-	VFMADD231PS Z10, Z8, Z1
-	VFMADD231PS Z10, Z9, Z5
-	VMOVUPS.Z   (R9)(SI*2), K1, Z10
-	VFMADD231PS Z10, Z8, Z2
-	VFMADD231PS Z10, Z9, Z6
-	VMOVUPS.Z   (R10), K1, Z10
-	VFMADD231PS Z10, Z8, Z3
-	VFMADD231PS Z10, Z9, Z7
-
-notail_782:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
-	VEXTRACTF64X4 $0x01, Z0, Y8
-	VADDPS        Y0, Y8, Y8
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VUNPCKLPS     Y0, Y8, Y4
-	VUNPCKHPS     Y0, Y8, Y0
-	VADDPS        Y0, Y4, Y4
-	VUNPCKLPS     Y8, Y8, Y0
-	VUNPCKHPS     Y8, Y8, Y8
-	VADDPS        Y8, Y0, Y0
-	VUNPCKLPD     Y0, Y4, Y8
-	VUNPCKHPD     Y0, Y4, Y0
-	VADDPS        Y0, Y8, Y8
-	VEXTRACTF32X4 $0x01, Y8, X0
-	VADDPS        X8, X0, X0
-	VMOVD         X0, (SI)
-	VPSHUFD       $0x01, X0, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z5, Y1
-	VADDPS        Y5, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y4
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y4, Y4
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y4, Y0
-	VUNPCKHPD     Y1, Y4, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z6, Y1
-	VADDPS        Y6, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y2
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y2, Y2
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y2, Y0
-	VUNPCKHPD     Y1, Y2, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z7, Y1
-	VADDPS        Y7, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y2
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y2, Y2
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y2, Y0
-	VUNPCKHPD     Y1, Y2, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x00000008, CX
-
-f16rest_778:
-	CMPQ DX, $0x01
-	JNE  f16rest_783
-
-	// tile 1 rows × 4 tokens
-	MOVQ   stride+24(FP), DX
-	SHLQ   $0x01, DX
-	MOVQ   xStride+64(FP), DX
-	SHLQ   $0x02, DX
-	MOVQ   n+72(FP), BX
-	MOVQ   AX, SI
-	MOVQ   x_base+40(FP), DI
-	LEAQ   (DI)(DX*2), R8
-	ADDQ   DX, R8
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-
-f16steps_784:
-	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_785
-	PREFETCHT1  16384(SI)
-	VCVTPH2PS   (SI), Z4
-	VMOVUPS     (DI), Z5
-	VFMADD231PS Z5, Z4, Z0
-	VMOVUPS     (DI)(DX*1), Z5
-	VFMADD231PS Z5, Z4, Z1
-	VMOVUPS     (DI)(DX*2), Z5
-	VFMADD231PS Z5, Z4, Z2
-	VMOVUPS     (R8), Z5
-	VFMADD231PS Z5, Z4, Z3
-	VCVTPH2PS   32(SI), Z4
-	VMOVUPS     64(DI), Z5
-	VFMADD231PS Z5, Z4, Z0
-	VMOVUPS     64(DI)(DX*1), Z5
-	VFMADD231PS Z5, Z4, Z1
-	VMOVUPS     64(DI)(DX*2), Z5
-	VFMADD231PS Z5, Z4, Z2
-	VMOVUPS     64(R8), Z5
-	VFMADD231PS Z5, Z4, Z3
-	ADDQ        $0x00000040, SI
-	ADDQ        $0x00000080, DI
-	ADDQ        $0x00000080, R8
-	SUBQ        $0x00000020, BX
-	JMP         f16steps_784
-
-f16stepsdone_785:
-	CMPQ        BX, $0x10
-	JB          f16step16_786
-	VCVTPH2PS   (SI), Z4
-	VMOVUPS     (DI), Z5
-	VFMADD231PS Z5, Z4, Z0
-	VMOVUPS     (DI)(DX*1), Z5
-	VFMADD231PS Z5, Z4, Z1
-	VMOVUPS     (DI)(DX*2), Z5
-	VFMADD231PS Z5, Z4, Z2
-	VMOVUPS     (R8), Z5
-	VFMADD231PS Z5, Z4, Z3
-	ADDQ        $0x00000020, SI
-	ADDQ        $0x00000040, DI
-	ADDQ        $0x00000040, R8
-	SUBQ        $0x10, BX
-
-f16step16_786:
-	TESTQ       BX, BX
-	JZ          notail_787
-	MOVQ        $-1, R9
-	BZHIQ       BX, R9, BX
-	KMOVQ       BX, K1
-	VMOVDQU16.Z (SI), K1, Y4
-	VCVTPH2PS   Y4, Z4
-	VMOVUPS.Z   (DI), K1, Z5
-	VFMADD231PS Z5, Z4, Z0
-	VMOVUPS.Z   (DI)(DX*1), K1, Z5
-	VFMADD231PS Z5, Z4, Z1
-	VMOVUPS.Z   (DI)(DX*2), K1, Z5
-	VFMADD231PS Z5, Z4, Z2
-	VMOVUPS.Z   (R8), K1, Z5
-	VFMADD231PS Z5, Z4, Z3
-
-notail_787:
-	MOVQ          outStride+112(FP), DX
-	SHLQ          $0x02, DX
-	MOVQ          CX, BX
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        Y0, Y4, Y4
-	VUNPCKLPS     Y4, Y4, Y0
-	VUNPCKHPS     Y4, Y4, Y5
-	VADDPS        Y5, Y0, Y0
-	VUNPCKLPS     Y4, Y4, Y5
-	VUNPCKHPS     Y4, Y4, Y4
-	VADDPS        Y4, Y5, Y5
-	VUNPCKLPD     Y5, Y0, Y4
-	VUNPCKHPD     Y5, Y0, Y0
-	VADDPS        Y0, Y4, Y4
-	VEXTRACTF32X4 $0x01, Y4, X0
-	VADDPS        X4, X0, X0
-	VMOVD         X0, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y4
-	VADDPS        Y4, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y4
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y4, Y4
-	VUNPCKLPD     Y4, Y1, Y0
-	VUNPCKHPD     Y4, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y2
-	VADDPS        Y2, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y2
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y2, Y2
-	VUNPCKLPD     Y2, Y1, Y0
-	VUNPCKHPD     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y2
-	VADDPS        Y2, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y2
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y2, Y2
-	VUNPCKLPD     Y2, Y1, Y0
-	VUNPCKHPD     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	MOVQ          stride+24(FP), DX
-	SHLQ          $0x01, DX
-	ADDQ          DX, AX
-	ADDQ          $0x00000004, CX
-
-f16rest_783:
+f16spreaddone_752:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_789
+	JZ   f16singledone_759
 
-f16single_788:
+f16single_758:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -27466,10 +26528,10 @@ f16single_788:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_790:
+f16steps_760:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_791
-	PREFETCHT1  16384(DI)
+	JB          f16stepsdone_761
+	PREFETCHNTA 2048(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -27492,11 +26554,11 @@ f16steps_790:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_790
+	JMP         f16steps_760
 
-f16stepsdone_791:
+f16stepsdone_761:
 	CMPQ        SI, $0x10
-	JB          f16step16_792
+	JB          f16step16_762
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -27511,9 +26573,9 @@ f16stepsdone_791:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_792:
+f16step16_762:
 	TESTQ       SI, SI
-	JZ          notail_793
+	JZ          notail_763
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -27528,7 +26590,7 @@ f16step16_792:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_793:
+notail_763:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -27576,35 +26638,37 @@ notail_793:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_788
+	JNZ           f16single_758
 
-f16singledone_789:
+f16singledone_759:
 	JMP f16mmend_711
 
-f16mmtokens_766:
-	CMPQ AX, $0x05
-	JNE  f16mmtokens_794
-	MOVQ w_base+0(FP), AX
-	MOVQ out_base+88(FP), CX
-	MOVQ rows+32(FP), DX
-	ANDQ $-4, DX
+f16mmtokens_751:
+	CMPQ  AX, $0x05
+	JNE   f16mmtokens_764
+	MOVQ  w_base+0(FP), AX
+	MOVQ  out_base+88(FP), CX
+	MOVQ  rows+32(FP), DX
+	SHRQ  $0x02, DX
+	JZ    f16spreaddone_765
+	MOVQ  DX, BX
+	MOVQ  stride+24(FP), SI
+	SHLQ  $0x01, SI
+	IMULQ SI, BX
+	MOVQ  DX, SI
+	SHLQ  $0x02, SI
 
-f16tiles_795:
-	CMPQ DX, $0x04
-	JB   f16tilesdone_796
-
+f16spread_766:
 	// tile 4 rows × 5 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	LEAQ   (R8)(BX*2), R9
-	ADDQ   BX, R9
-	MOVQ   x_base+40(FP), R10
-	LEAQ   (R10)(SI*2), R11
-	ADDQ   SI, R11
+	MOVQ   xStride+64(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   n+72(FP), R8
+	MOVQ   AX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	MOVQ   x_base+40(FP), R11
+	LEAQ   (R11)(DI*2), R12
+	ADDQ   DI, R12
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -27626,160 +26690,160 @@ f16tiles_795:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_797:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_798
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z20
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z21
-	PREFETCHT1  16384(R8)(BX*2)
-	VCVTPH2PS   (R8)(BX*2), Z22
-	PREFETCHT1  16384(R9)
-	VCVTPH2PS   (R9), Z23
-	VMOVUPS     (R10), Z24
+f16steps_767:
+	CMPQ        R8, $0x00000020
+	JB          f16stepsdone_768
+	PREFETCHNTA 2048(R9)
+	VCVTPH2PS   (R9), Z20
+	PREFETCHNTA 2048(R9)(BX*1)
+	VCVTPH2PS   (R9)(BX*1), Z21
+	PREFETCHNTA 2048(R9)(BX*2)
+	VCVTPH2PS   (R9)(BX*2), Z22
+	PREFETCHNTA 2048(R10)
+	VCVTPH2PS   (R10), Z23
+	VMOVUPS     (R11), Z24
 	VFMADD231PS Z24, Z20, Z0
 	VFMADD231PS Z24, Z21, Z5
 	VFMADD231PS Z24, Z22, Z10
 	VFMADD231PS Z24, Z23, Z15
-	VMOVUPS     (R10)(SI*1), Z24
+	VMOVUPS     (R11)(DI*1), Z24
 	VFMADD231PS Z24, Z20, Z1
 	VFMADD231PS Z24, Z21, Z6
 	VFMADD231PS Z24, Z22, Z11
 	VFMADD231PS Z24, Z23, Z16
-	VMOVUPS     (R10)(SI*2), Z24
+	VMOVUPS     (R11)(DI*2), Z24
 	VFMADD231PS Z24, Z20, Z2
 	VFMADD231PS Z24, Z21, Z7
 	VFMADD231PS Z24, Z22, Z12
 	VFMADD231PS Z24, Z23, Z17
-	VMOVUPS     (R11), Z24
+	VMOVUPS     (R12), Z24
 	VFMADD231PS Z24, Z20, Z3
 	VFMADD231PS Z24, Z21, Z8
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z18
-	VMOVUPS     (R11)(SI*1), Z24
+	VMOVUPS     (R12)(DI*1), Z24
 	VFMADD231PS Z24, Z20, Z4
 	VFMADD231PS Z24, Z21, Z9
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
-	VCVTPH2PS   32(R8), Z20
-	VCVTPH2PS   32(R8)(BX*1), Z21
-	VCVTPH2PS   32(R8)(BX*2), Z22
-	VCVTPH2PS   32(R9), Z23
-	VMOVUPS     64(R10), Z24
-	VFMADD231PS Z24, Z20, Z0
-	VFMADD231PS Z24, Z21, Z5
-	VFMADD231PS Z24, Z22, Z10
-	VFMADD231PS Z24, Z23, Z15
-	VMOVUPS     64(R10)(SI*1), Z24
-	VFMADD231PS Z24, Z20, Z1
-	VFMADD231PS Z24, Z21, Z6
-	VFMADD231PS Z24, Z22, Z11
-	VFMADD231PS Z24, Z23, Z16
-	VMOVUPS     64(R10)(SI*2), Z24
-	VFMADD231PS Z24, Z20, Z2
-	VFMADD231PS Z24, Z21, Z7
-	VFMADD231PS Z24, Z22, Z12
-	VFMADD231PS Z24, Z23, Z17
+	VCVTPH2PS   32(R9), Z20
+	VCVTPH2PS   32(R9)(BX*1), Z21
+	VCVTPH2PS   32(R9)(BX*2), Z22
+	VCVTPH2PS   32(R10), Z23
 	VMOVUPS     64(R11), Z24
+	VFMADD231PS Z24, Z20, Z0
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     64(R11)(DI*1), Z24
+	VFMADD231PS Z24, Z20, Z1
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     64(R11)(DI*2), Z24
+	VFMADD231PS Z24, Z20, Z2
+	VFMADD231PS Z24, Z21, Z7
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     64(R12), Z24
 	VFMADD231PS Z24, Z20, Z3
 	VFMADD231PS Z24, Z21, Z8
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z18
-	VMOVUPS     64(R11)(SI*1), Z24
+	VMOVUPS     64(R12)(DI*1), Z24
 	VFMADD231PS Z24, Z20, Z4
 	VFMADD231PS Z24, Z21, Z9
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
-	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000080, R10
-	ADDQ        $0x00000080, R11
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_797
-
-f16stepsdone_798:
-	CMPQ        DI, $0x10
-	JB          f16step16_799
-	VCVTPH2PS   (R8), Z20
-	VCVTPH2PS   (R8)(BX*1), Z21
-	VCVTPH2PS   (R8)(BX*2), Z22
-	VCVTPH2PS   (R9), Z23
-	VMOVUPS     (R10), Z24
-	VFMADD231PS Z24, Z20, Z0
-	VFMADD231PS Z24, Z21, Z5
-	VFMADD231PS Z24, Z22, Z10
-	VFMADD231PS Z24, Z23, Z15
-	VMOVUPS     (R10)(SI*1), Z24
-	VFMADD231PS Z24, Z20, Z1
-	VFMADD231PS Z24, Z21, Z6
-	VFMADD231PS Z24, Z22, Z11
-	VFMADD231PS Z24, Z23, Z16
-	VMOVUPS     (R10)(SI*2), Z24
-	VFMADD231PS Z24, Z20, Z2
-	VFMADD231PS Z24, Z21, Z7
-	VFMADD231PS Z24, Z22, Z12
-	VFMADD231PS Z24, Z23, Z17
-	VMOVUPS     (R11), Z24
-	VFMADD231PS Z24, Z20, Z3
-	VFMADD231PS Z24, Z21, Z8
-	VFMADD231PS Z24, Z22, Z13
-	VFMADD231PS Z24, Z23, Z18
-	VMOVUPS     (R11)(SI*1), Z24
-	VFMADD231PS Z24, Z20, Z4
-	VFMADD231PS Z24, Z21, Z9
-	VFMADD231PS Z24, Z22, Z14
-	VFMADD231PS Z24, Z23, Z19
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000020, R9
 	ADDQ        $0x00000040, R10
-	ADDQ        $0x00000040, R11
-	SUBQ        $0x10, DI
+	ADDQ        $0x00000080, R11
+	ADDQ        $0x00000080, R12
+	SUBQ        $0x00000020, R8
+	JMP         f16steps_767
 
-f16step16_799:
-	TESTQ       DI, DI
-	JZ          notail_800
-	MOVQ        $-1, R12
-	BZHIQ       DI, R12, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y20
-	VCVTPH2PS   Y20, Z20
-	VMOVDQU16.Z (R8)(BX*1), K1, Y21
-	VCVTPH2PS   Y21, Z21
-	VMOVDQU16.Z (R8)(BX*2), K1, Y22
-	VCVTPH2PS   Y22, Z22
-	VMOVDQU16.Z (R9), K1, Y23
-	VCVTPH2PS   Y23, Z23
-	VMOVUPS.Z   (R10), K1, Z24
+f16stepsdone_768:
+	CMPQ        R8, $0x10
+	JB          f16step16_769
+	VCVTPH2PS   (R9), Z20
+	VCVTPH2PS   (R9)(BX*1), Z21
+	VCVTPH2PS   (R9)(BX*2), Z22
+	VCVTPH2PS   (R10), Z23
+	VMOVUPS     (R11), Z24
 	VFMADD231PS Z24, Z20, Z0
 	VFMADD231PS Z24, Z21, Z5
 	VFMADD231PS Z24, Z22, Z10
 	VFMADD231PS Z24, Z23, Z15
-	VMOVUPS.Z   (R10)(SI*1), K1, Z24
+	VMOVUPS     (R11)(DI*1), Z24
 	VFMADD231PS Z24, Z20, Z1
 	VFMADD231PS Z24, Z21, Z6
 	VFMADD231PS Z24, Z22, Z11
 	VFMADD231PS Z24, Z23, Z16
-	VMOVUPS.Z   (R10)(SI*2), K1, Z24
+	VMOVUPS     (R11)(DI*2), Z24
 	VFMADD231PS Z24, Z20, Z2
 	VFMADD231PS Z24, Z21, Z7
 	VFMADD231PS Z24, Z22, Z12
 	VFMADD231PS Z24, Z23, Z17
-	VMOVUPS.Z   (R11), K1, Z24
+	VMOVUPS     (R12), Z24
 	VFMADD231PS Z24, Z20, Z3
 	VFMADD231PS Z24, Z21, Z8
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z18
-	VMOVUPS.Z   (R11)(SI*1), K1, Z24
+	VMOVUPS     (R12)(DI*1), Z24
+	VFMADD231PS Z24, Z20, Z4
+	VFMADD231PS Z24, Z21, Z9
+	VFMADD231PS Z24, Z22, Z14
+	VFMADD231PS Z24, Z23, Z19
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000020, R10
+	ADDQ        $0x00000040, R11
+	ADDQ        $0x00000040, R12
+	SUBQ        $0x10, R8
+
+f16step16_769:
+	TESTQ       R8, R8
+	JZ          notail_770
+	MOVQ        $-1, R13
+	BZHIQ       R8, R13, R8
+	KMOVQ       R8, K1
+	VMOVDQU16.Z (R9), K1, Y20
+	VCVTPH2PS   Y20, Z20
+	VMOVDQU16.Z (R9)(BX*1), K1, Y21
+	VCVTPH2PS   Y21, Z21
+	VMOVDQU16.Z (R9)(BX*2), K1, Y22
+	VCVTPH2PS   Y22, Z22
+	VMOVDQU16.Z (R10), K1, Y23
+	VCVTPH2PS   Y23, Z23
+	VMOVUPS.Z   (R11), K1, Z24
+	VFMADD231PS Z24, Z20, Z0
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS.Z   (R11)(DI*1), K1, Z24
+	VFMADD231PS Z24, Z20, Z1
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS.Z   (R11)(DI*2), K1, Z24
+	VFMADD231PS Z24, Z20, Z2
+	VFMADD231PS Z24, Z21, Z7
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS.Z   (R12), K1, Z24
+	VFMADD231PS Z24, Z20, Z3
+	VFMADD231PS Z24, Z21, Z8
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS.Z   (R12)(DI*1), K1, Z24
 	VFMADD231PS Z24, Z20, Z4
 	VFMADD231PS Z24, Z21, Z9
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_800:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
+notail_770:
+	MOVQ          outStride+112(FP), DI
+	SHLQ          $0x02, DI
+	MOVQ          CX, R8
 	VEXTRACTF64X4 $0x01, Z0, Y20
 	VADDPS        Y0, Y20, Y20
 	VEXTRACTF64X4 $0x01, Z5, Y0
@@ -27799,8 +26863,15 @@ notail_800:
 	VADDPS        Y0, Y5, Y5
 	VEXTRACTF32X4 $0x01, Y5, X0
 	VADDPS        X5, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X5
+	VMOVD         X5, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X5
+	VMOVD         X5, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z1, Y0
 	VADDPS        Y1, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z6, Y1
@@ -27820,8 +26891,15 @@ notail_800:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z7, Y1
@@ -27841,8 +26919,15 @@ notail_800:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z3, Y0
 	VADDPS        Y3, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z8, Y1
@@ -27862,8 +26947,15 @@ notail_800:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z4, Y0
 	VADDPS        Y4, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z9, Y1
@@ -27883,698 +26975,30 @@ notail_800:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), DI
+	VMOVD         X0, (DI)(SI*1)
+	MOVQ          stride+24(FP), DI
+	LEAQ          (AX)(DI*2), AX
+	ADDQ          $0x04, CX
+	DECQ          DX
+	JNZ           f16spread_766
+	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x00000010, CX
-	SUBQ          $0x04, DX
-	JMP           f16tiles_795
+	LEAQ          (CX)(SI*2), CX
+	ADDQ          SI, CX
 
-f16tilesdone_796:
-	CMPQ DX, $0x03
-	JNE  f16rest_801
-
-	// tile 3 rows × 5 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	MOVQ   x_base+40(FP), R9
-	LEAQ   (R9)(SI*2), R10
-	ADDQ   SI, R10
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-
-f16steps_802:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_803
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z15
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z16
-	PREFETCHT1  16384(R8)(BX*2)
-	VCVTPH2PS   (R8)(BX*2), Z17
-	VMOVUPS     (R9), Z18
-	VFMADD231PS Z18, Z15, Z0
-	VFMADD231PS Z18, Z16, Z5
-	VFMADD231PS Z18, Z17, Z10
-	VMOVUPS     (R9)(SI*1), Z18
-	VFMADD231PS Z18, Z15, Z1
-	VFMADD231PS Z18, Z16, Z6
-	VFMADD231PS Z18, Z17, Z11
-	VMOVUPS     (R9)(SI*2), Z18
-	VFMADD231PS Z18, Z15, Z2
-	VFMADD231PS Z18, Z16, Z7
-	VFMADD231PS Z18, Z17, Z12
-	VMOVUPS     (R10), Z18
-	VFMADD231PS Z18, Z15, Z3
-	VFMADD231PS Z18, Z16, Z8
-	VFMADD231PS Z18, Z17, Z13
-	VMOVUPS     (R10)(SI*1), Z18
-	VFMADD231PS Z18, Z15, Z4
-	VFMADD231PS Z18, Z16, Z9
-	VFMADD231PS Z18, Z17, Z14
-	VCVTPH2PS   32(R8), Z15
-	VCVTPH2PS   32(R8)(BX*1), Z16
-	VCVTPH2PS   32(R8)(BX*2), Z17
-	VMOVUPS     64(R9), Z18
-	VFMADD231PS Z18, Z15, Z0
-	VFMADD231PS Z18, Z16, Z5
-	VFMADD231PS Z18, Z17, Z10
-	VMOVUPS     64(R9)(SI*1), Z18
-	VFMADD231PS Z18, Z15, Z1
-	VFMADD231PS Z18, Z16, Z6
-	VFMADD231PS Z18, Z17, Z11
-	VMOVUPS     64(R9)(SI*2), Z18
-	VFMADD231PS Z18, Z15, Z2
-	VFMADD231PS Z18, Z16, Z7
-	VFMADD231PS Z18, Z17, Z12
-	VMOVUPS     64(R10), Z18
-	VFMADD231PS Z18, Z15, Z3
-	VFMADD231PS Z18, Z16, Z8
-	VFMADD231PS Z18, Z17, Z13
-	VMOVUPS     64(R10)(SI*1), Z18
-	VFMADD231PS Z18, Z15, Z4
-	VFMADD231PS Z18, Z16, Z9
-	VFMADD231PS Z18, Z17, Z14
-	ADDQ        $0x00000040, R8
-	ADDQ        $0x00000080, R9
-	ADDQ        $0x00000080, R10
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_802
-
-f16stepsdone_803:
-	CMPQ        DI, $0x10
-	JB          f16step16_804
-	VCVTPH2PS   (R8), Z15
-	VCVTPH2PS   (R8)(BX*1), Z16
-	VCVTPH2PS   (R8)(BX*2), Z17
-	VMOVUPS     (R9), Z18
-	VFMADD231PS Z18, Z15, Z0
-	VFMADD231PS Z18, Z16, Z5
-	VFMADD231PS Z18, Z17, Z10
-	VMOVUPS     (R9)(SI*1), Z18
-	VFMADD231PS Z18, Z15, Z1
-	VFMADD231PS Z18, Z16, Z6
-	VFMADD231PS Z18, Z17, Z11
-	VMOVUPS     (R9)(SI*2), Z18
-	VFMADD231PS Z18, Z15, Z2
-	VFMADD231PS Z18, Z16, Z7
-	VFMADD231PS Z18, Z17, Z12
-	VMOVUPS     (R10), Z18
-	VFMADD231PS Z18, Z15, Z3
-	VFMADD231PS Z18, Z16, Z8
-	VFMADD231PS Z18, Z17, Z13
-	VMOVUPS     (R10)(SI*1), Z18
-	VFMADD231PS Z18, Z15, Z4
-	VFMADD231PS Z18, Z16, Z9
-	VFMADD231PS Z18, Z17, Z14
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000040, R10
-	SUBQ        $0x10, DI
-
-f16step16_804:
-	TESTQ       DI, DI
-	JZ          notail_805
-	MOVQ        $-1, R11
-	BZHIQ       DI, R11, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y15
-	VCVTPH2PS   Y15, Z15
-	VMOVDQU16.Z (R8)(BX*1), K1, Y16
-	VCVTPH2PS   Y16, Z16
-	VMOVDQU16.Z (R8)(BX*2), K1, Y17
-	VCVTPH2PS   Y17, Z17
-	VMOVUPS.Z   (R9), K1, Z18
-	VFMADD231PS Z18, Z15, Z0
-	VFMADD231PS Z18, Z16, Z5
-	VFMADD231PS Z18, Z17, Z10
-	VMOVUPS.Z   (R9)(SI*1), K1, Z18
-	VFMADD231PS Z18, Z15, Z1
-	VFMADD231PS Z18, Z16, Z6
-	VFMADD231PS Z18, Z17, Z11
-	VMOVUPS.Z   (R9)(SI*2), K1, Z18
-	VFMADD231PS Z18, Z15, Z2
-	VFMADD231PS Z18, Z16, Z7
-	VFMADD231PS Z18, Z17, Z12
-	VMOVUPS.Z   (R10), K1, Z18
-	VFMADD231PS Z18, Z15, Z3
-	VFMADD231PS Z18, Z16, Z8
-	VFMADD231PS Z18, Z17, Z13
-	VMOVUPS.Z   (R10)(SI*1), K1, Z18
-	VFMADD231PS Z18, Z15, Z4
-	VFMADD231PS Z18, Z16, Z9
-	VFMADD231PS Z18, Z17, Z14
-
-notail_805:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
-	VEXTRACTF64X4 $0x01, Z0, Y15
-	VADDPS        Y0, Y15, Y15
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z10, Y5
-	VADDPS        Y10, Y5, Y5
-	VUNPCKLPS     Y0, Y15, Y10
-	VUNPCKHPS     Y0, Y15, Y0
-	VADDPS        Y0, Y10, Y10
-	VUNPCKLPS     Y15, Y5, Y0
-	VUNPCKHPS     Y15, Y5, Y5
-	VADDPS        Y5, Y0, Y0
-	VUNPCKLPD     Y0, Y10, Y5
-	VUNPCKHPD     Y0, Y10, Y0
-	VADDPS        Y0, Y5, Y5
-	VEXTRACTF32X4 $0x01, Y5, X0
-	VADDPS        X5, X0, X0
-	VMOVD         X0, (SI)
-	VPSHUFD       $0x01, X0, X5
-	VMOVD         X5, 4(SI)
-	VPSHUFD       $0x02, X0, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z6, Y1
-	VADDPS        Y6, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z11, Y5
-	VADDPS        Y11, Y5, Y5
-	VUNPCKLPS     Y1, Y0, Y6
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y6, Y6
-	VUNPCKLPS     Y0, Y5, Y1
-	VUNPCKHPS     Y0, Y5, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y6, Y0
-	VUNPCKHPD     Y1, Y6, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z7, Y1
-	VADDPS        Y7, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z12, Y2
-	VADDPS        Y12, Y2, Y2
-	VUNPCKLPS     Y1, Y0, Y5
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y5, Y5
-	VUNPCKLPS     Y0, Y2, Y1
-	VUNPCKHPS     Y0, Y2, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y5, Y0
-	VUNPCKHPD     Y1, Y5, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z8, Y1
-	VADDPS        Y8, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z13, Y2
-	VADDPS        Y13, Y2, Y2
-	VUNPCKLPS     Y1, Y0, Y3
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y3, Y3
-	VUNPCKLPS     Y0, Y2, Y1
-	VUNPCKHPS     Y0, Y2, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y3, Y0
-	VUNPCKHPD     Y1, Y3, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z9, Y1
-	VADDPS        Y9, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z14, Y2
-	VADDPS        Y14, Y2, Y2
-	VUNPCKLPS     Y1, Y0, Y3
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y3, Y3
-	VUNPCKLPS     Y0, Y2, Y1
-	VUNPCKHPS     Y0, Y2, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y3, Y0
-	VUNPCKHPD     Y1, Y3, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x0000000c, CX
-
-f16rest_801:
-	CMPQ DX, $0x02
-	JNE  f16rest_806
-
-	// tile 2 rows × 5 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	MOVQ   x_base+40(FP), R9
-	LEAQ   (R9)(SI*2), R10
-	ADDQ   SI, R10
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-
-f16steps_807:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_808
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z10
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z11
-	VMOVUPS     (R9), Z12
-	VFMADD231PS Z12, Z10, Z0
-	VFMADD231PS Z12, Z11, Z5
-	VMOVUPS     (R9)(SI*1), Z12
-	VFMADD231PS Z12, Z10, Z1
-	VFMADD231PS Z12, Z11, Z6
-	VMOVUPS     (R9)(SI*2), Z12
-	VFMADD231PS Z12, Z10, Z2
-	VFMADD231PS Z12, Z11, Z7
-	VMOVUPS     (R10), Z12
-	VFMADD231PS Z12, Z10, Z3
-	VFMADD231PS Z12, Z11, Z8
-	VMOVUPS     (R10)(SI*1), Z12
-	VFMADD231PS Z12, Z10, Z4
-	VFMADD231PS Z12, Z11, Z9
-	VCVTPH2PS   32(R8), Z10
-	VCVTPH2PS   32(R8)(BX*1), Z11
-	VMOVUPS     64(R9), Z12
-	VFMADD231PS Z12, Z10, Z0
-	VFMADD231PS Z12, Z11, Z5
-	VMOVUPS     64(R9)(SI*1), Z12
-	VFMADD231PS Z12, Z10, Z1
-	VFMADD231PS Z12, Z11, Z6
-	VMOVUPS     64(R9)(SI*2), Z12
-	VFMADD231PS Z12, Z10, Z2
-	VFMADD231PS Z12, Z11, Z7
-	VMOVUPS     64(R10), Z12
-	VFMADD231PS Z12, Z10, Z3
-	VFMADD231PS Z12, Z11, Z8
-	VMOVUPS     64(R10)(SI*1), Z12
-	VFMADD231PS Z12, Z10, Z4
-	VFMADD231PS Z12, Z11, Z9
-	ADDQ        $0x00000040, R8
-	ADDQ        $0x00000080, R9
-	ADDQ        $0x00000080, R10
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_807
-
-f16stepsdone_808:
-	CMPQ        DI, $0x10
-	JB          f16step16_809
-	VCVTPH2PS   (R8), Z10
-	VCVTPH2PS   (R8)(BX*1), Z11
-	VMOVUPS     (R9), Z12
-	VFMADD231PS Z12, Z10, Z0
-	VFMADD231PS Z12, Z11, Z5
-	VMOVUPS     (R9)(SI*1), Z12
-	VFMADD231PS Z12, Z10, Z1
-	VFMADD231PS Z12, Z11, Z6
-	VMOVUPS     (R9)(SI*2), Z12
-	VFMADD231PS Z12, Z10, Z2
-	VFMADD231PS Z12, Z11, Z7
-	VMOVUPS     (R10), Z12
-	VFMADD231PS Z12, Z10, Z3
-	VFMADD231PS Z12, Z11, Z8
-	VMOVUPS     (R10)(SI*1), Z12
-	VFMADD231PS Z12, Z10, Z4
-	VFMADD231PS Z12, Z11, Z9
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000040, R10
-	SUBQ        $0x10, DI
-
-f16step16_809:
-	TESTQ       DI, DI
-	JZ          notail_810
-	MOVQ        $-1, R11
-	BZHIQ       DI, R11, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y10
-	VCVTPH2PS   Y10, Z10
-	VMOVDQU16.Z (R8)(BX*1), K1, Y11
-	VCVTPH2PS   Y11, Z11
-	VMOVUPS.Z   (R9), K1, Z12
-	VFMADD231PS Z12, Z10, Z0
-	VFMADD231PS Z12, Z11, Z5
-	VMOVUPS.Z   (R9)(SI*1), K1, Z12
-	VFMADD231PS Z12, Z10, Z1
-	VFMADD231PS Z12, Z11, Z6
-	VMOVUPS.Z   (R9)(SI*2), K1, Z12
-	VFMADD231PS Z12, Z10, Z2
-	VFMADD231PS Z12, Z11, Z7
-	VMOVUPS.Z   (R10), K1, Z12
-	VFMADD231PS Z12, Z10, Z3
-	VFMADD231PS Z12, Z11, Z8
-	VMOVUPS.Z   (R10)(SI*1), K1, Z12
-	VFMADD231PS Z12, Z10, Z4
-	VFMADD231PS Z12, Z11, Z9
-
-notail_810:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
-	VEXTRACTF64X4 $0x01, Z0, Y10
-	VADDPS        Y0, Y10, Y10
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VUNPCKLPS     Y0, Y10, Y5
-	VUNPCKHPS     Y0, Y10, Y0
-	VADDPS        Y0, Y5, Y5
-	VUNPCKLPS     Y10, Y10, Y0
-	VUNPCKHPS     Y10, Y10, Y10
-	VADDPS        Y10, Y0, Y0
-	VUNPCKLPD     Y0, Y5, Y10
-	VUNPCKHPD     Y0, Y5, Y0
-	VADDPS        Y0, Y10, Y10
-	VEXTRACTF32X4 $0x01, Y10, X0
-	VADDPS        X10, X0, X0
-	VMOVD         X0, (SI)
-	VPSHUFD       $0x01, X0, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z6, Y1
-	VADDPS        Y6, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y5
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y5, Y5
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y5, Y0
-	VUNPCKHPD     Y1, Y5, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z7, Y1
-	VADDPS        Y7, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y2
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y2, Y2
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y2, Y0
-	VUNPCKHPD     Y1, Y2, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z8, Y1
-	VADDPS        Y8, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y2
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y2, Y2
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y2, Y0
-	VUNPCKHPD     Y1, Y2, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z9, Y1
-	VADDPS        Y9, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y2
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y2, Y2
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y2, Y0
-	VUNPCKHPD     Y1, Y2, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x00000008, CX
-
-f16rest_806:
-	CMPQ DX, $0x01
-	JNE  f16rest_811
-
-	// tile 1 rows × 5 tokens
-	MOVQ   stride+24(FP), DX
-	SHLQ   $0x01, DX
-	MOVQ   xStride+64(FP), DX
-	SHLQ   $0x02, DX
-	MOVQ   n+72(FP), BX
-	MOVQ   AX, SI
-	MOVQ   x_base+40(FP), DI
-	LEAQ   (DI)(DX*2), R8
-	ADDQ   DX, R8
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-
-f16steps_812:
-	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_813
-	PREFETCHT1  16384(SI)
-	VCVTPH2PS   (SI), Z5
-	VMOVUPS     (DI), Z6
-	VFMADD231PS Z6, Z5, Z0
-	VMOVUPS     (DI)(DX*1), Z6
-	VFMADD231PS Z6, Z5, Z1
-	VMOVUPS     (DI)(DX*2), Z6
-	VFMADD231PS Z6, Z5, Z2
-	VMOVUPS     (R8), Z6
-	VFMADD231PS Z6, Z5, Z3
-	VMOVUPS     (R8)(DX*1), Z6
-	VFMADD231PS Z6, Z5, Z4
-	VCVTPH2PS   32(SI), Z5
-	VMOVUPS     64(DI), Z6
-	VFMADD231PS Z6, Z5, Z0
-	VMOVUPS     64(DI)(DX*1), Z6
-	VFMADD231PS Z6, Z5, Z1
-	VMOVUPS     64(DI)(DX*2), Z6
-	VFMADD231PS Z6, Z5, Z2
-	VMOVUPS     64(R8), Z6
-	VFMADD231PS Z6, Z5, Z3
-	VMOVUPS     64(R8)(DX*1), Z6
-	VFMADD231PS Z6, Z5, Z4
-	ADDQ        $0x00000040, SI
-	ADDQ        $0x00000080, DI
-	ADDQ        $0x00000080, R8
-	SUBQ        $0x00000020, BX
-	JMP         f16steps_812
-
-f16stepsdone_813:
-	CMPQ        BX, $0x10
-	JB          f16step16_814
-	VCVTPH2PS   (SI), Z5
-	VMOVUPS     (DI), Z6
-	VFMADD231PS Z6, Z5, Z0
-	VMOVUPS     (DI)(DX*1), Z6
-	VFMADD231PS Z6, Z5, Z1
-	VMOVUPS     (DI)(DX*2), Z6
-	VFMADD231PS Z6, Z5, Z2
-	VMOVUPS     (R8), Z6
-	VFMADD231PS Z6, Z5, Z3
-	VMOVUPS     (R8)(DX*1), Z6
-	VFMADD231PS Z6, Z5, Z4
-	ADDQ        $0x00000020, SI
-	ADDQ        $0x00000040, DI
-	ADDQ        $0x00000040, R8
-	SUBQ        $0x10, BX
-
-f16step16_814:
-	TESTQ       BX, BX
-	JZ          notail_815
-	MOVQ        $-1, R9
-	BZHIQ       BX, R9, BX
-	KMOVQ       BX, K1
-	VMOVDQU16.Z (SI), K1, Y5
-	VCVTPH2PS   Y5, Z5
-	VMOVUPS.Z   (DI), K1, Z6
-	VFMADD231PS Z6, Z5, Z0
-	VMOVUPS.Z   (DI)(DX*1), K1, Z6
-	VFMADD231PS Z6, Z5, Z1
-	VMOVUPS.Z   (DI)(DX*2), K1, Z6
-	VFMADD231PS Z6, Z5, Z2
-	VMOVUPS.Z   (R8), K1, Z6
-	VFMADD231PS Z6, Z5, Z3
-	VMOVUPS.Z   (R8)(DX*1), K1, Z6
-	VFMADD231PS Z6, Z5, Z4
-
-notail_815:
-	MOVQ          outStride+112(FP), DX
-	SHLQ          $0x02, DX
-	MOVQ          CX, BX
-	VEXTRACTF64X4 $0x01, Z0, Y5
-	VADDPS        Y0, Y5, Y5
-	VUNPCKLPS     Y5, Y5, Y0
-	VUNPCKHPS     Y5, Y5, Y6
-	VADDPS        Y6, Y0, Y0
-	VUNPCKLPS     Y5, Y5, Y6
-	VUNPCKHPS     Y5, Y5, Y5
-	VADDPS        Y5, Y6, Y6
-	VUNPCKLPD     Y6, Y0, Y5
-	VUNPCKHPD     Y6, Y0, Y0
-	VADDPS        Y0, Y5, Y5
-	VEXTRACTF32X4 $0x01, Y5, X0
-	VADDPS        X5, X0, X0
-	VMOVD         X0, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y5
-	VADDPS        Y5, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y5
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y5, Y5
-	VUNPCKLPD     Y5, Y1, Y0
-	VUNPCKHPD     Y5, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y2
-	VADDPS        Y2, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y2
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y2, Y2
-	VUNPCKLPD     Y2, Y1, Y0
-	VUNPCKHPD     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y2
-	VADDPS        Y2, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y2
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y2, Y2
-	VUNPCKLPD     Y2, Y1, Y0
-	VUNPCKHPD     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y2
-	VADDPS        Y2, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y2
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y2, Y2
-	VUNPCKLPD     Y2, Y1, Y0
-	VUNPCKHPD     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	MOVQ          stride+24(FP), DX
-	SHLQ          $0x01, DX
-	ADDQ          DX, AX
-	ADDQ          $0x00000004, CX
-
-f16rest_811:
+f16spreaddone_765:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_817
+	JZ   f16singledone_772
 
-f16single_816:
+f16single_771:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -28591,10 +27015,10 @@ f16single_816:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_818:
+f16steps_773:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_819
-	PREFETCHT1  16384(DI)
+	JB          f16stepsdone_774
+	PREFETCHNTA 2048(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -28621,11 +27045,11 @@ f16steps_818:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_818
+	JMP         f16steps_773
 
-f16stepsdone_819:
+f16stepsdone_774:
 	CMPQ        SI, $0x10
-	JB          f16step16_820
+	JB          f16step16_775
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -28642,9 +27066,9 @@ f16stepsdone_819:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_820:
+f16step16_775:
 	TESTQ       SI, SI
-	JZ          notail_821
+	JZ          notail_776
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -28661,7 +27085,7 @@ f16step16_820:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_821:
+notail_776:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28719,35 +27143,37 @@ notail_821:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_816
+	JNZ           f16single_771
 
-f16singledone_817:
+f16singledone_772:
 	JMP f16mmend_711
 
-f16mmtokens_794:
-	CMPQ AX, $0x06
-	JNE  f16mmtokens_822
-	MOVQ w_base+0(FP), AX
-	MOVQ out_base+88(FP), CX
-	MOVQ rows+32(FP), DX
-	ANDQ $-4, DX
+f16mmtokens_764:
+	CMPQ  AX, $0x06
+	JNE   f16mmtokens_777
+	MOVQ  w_base+0(FP), AX
+	MOVQ  out_base+88(FP), CX
+	MOVQ  rows+32(FP), DX
+	SHRQ  $0x02, DX
+	JZ    f16spreaddone_778
+	MOVQ  DX, BX
+	MOVQ  stride+24(FP), SI
+	SHLQ  $0x01, SI
+	IMULQ SI, BX
+	MOVQ  DX, SI
+	SHLQ  $0x02, SI
 
-f16tiles_823:
-	CMPQ DX, $0x04
-	JB   f16tilesdone_824
-
+f16spread_779:
 	// tile 4 rows × 6 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	LEAQ   (R8)(BX*2), R9
-	ADDQ   BX, R9
-	MOVQ   x_base+40(FP), R10
-	LEAQ   (R10)(SI*2), R11
-	ADDQ   SI, R11
+	MOVQ   xStride+64(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   n+72(FP), R8
+	MOVQ   AX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	MOVQ   x_base+40(FP), R11
+	LEAQ   (R11)(DI*2), R12
+	ADDQ   DI, R12
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -28773,180 +27199,180 @@ f16tiles_823:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_825:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_826
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z24
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z25
-	PREFETCHT1  16384(R8)(BX*2)
-	VCVTPH2PS   (R8)(BX*2), Z26
-	PREFETCHT1  16384(R9)
-	VCVTPH2PS   (R9), Z27
-	VMOVUPS     (R10), Z28
+f16steps_780:
+	CMPQ        R8, $0x00000020
+	JB          f16stepsdone_781
+	PREFETCHNTA 2048(R9)
+	VCVTPH2PS   (R9), Z24
+	PREFETCHNTA 2048(R9)(BX*1)
+	VCVTPH2PS   (R9)(BX*1), Z25
+	PREFETCHNTA 2048(R9)(BX*2)
+	VCVTPH2PS   (R9)(BX*2), Z26
+	PREFETCHNTA 2048(R10)
+	VCVTPH2PS   (R10), Z27
+	VMOVUPS     (R11), Z28
 	VFMADD231PS Z28, Z24, Z0
 	VFMADD231PS Z28, Z25, Z6
 	VFMADD231PS Z28, Z26, Z12
 	VFMADD231PS Z28, Z27, Z18
-	VMOVUPS     (R10)(SI*1), Z28
+	VMOVUPS     (R11)(DI*1), Z28
 	VFMADD231PS Z28, Z24, Z1
 	VFMADD231PS Z28, Z25, Z7
 	VFMADD231PS Z28, Z26, Z13
 	VFMADD231PS Z28, Z27, Z19
-	VMOVUPS     (R10)(SI*2), Z28
+	VMOVUPS     (R11)(DI*2), Z28
 	VFMADD231PS Z28, Z24, Z2
 	VFMADD231PS Z28, Z25, Z8
 	VFMADD231PS Z28, Z26, Z14
 	VFMADD231PS Z28, Z27, Z20
-	VMOVUPS     (R11), Z28
+	VMOVUPS     (R12), Z28
 	VFMADD231PS Z28, Z24, Z3
 	VFMADD231PS Z28, Z25, Z9
 	VFMADD231PS Z28, Z26, Z15
 	VFMADD231PS Z28, Z27, Z21
-	VMOVUPS     (R11)(SI*1), Z28
+	VMOVUPS     (R12)(DI*1), Z28
 	VFMADD231PS Z28, Z24, Z4
 	VFMADD231PS Z28, Z25, Z10
 	VFMADD231PS Z28, Z26, Z16
 	VFMADD231PS Z28, Z27, Z22
-	VMOVUPS     (R11)(SI*2), Z28
+	VMOVUPS     (R12)(DI*2), Z28
 	VFMADD231PS Z28, Z24, Z5
 	VFMADD231PS Z28, Z25, Z11
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
-	VCVTPH2PS   32(R8), Z24
-	VCVTPH2PS   32(R8)(BX*1), Z25
-	VCVTPH2PS   32(R8)(BX*2), Z26
-	VCVTPH2PS   32(R9), Z27
-	VMOVUPS     64(R10), Z28
-	VFMADD231PS Z28, Z24, Z0
-	VFMADD231PS Z28, Z25, Z6
-	VFMADD231PS Z28, Z26, Z12
-	VFMADD231PS Z28, Z27, Z18
-	VMOVUPS     64(R10)(SI*1), Z28
-	VFMADD231PS Z28, Z24, Z1
-	VFMADD231PS Z28, Z25, Z7
-	VFMADD231PS Z28, Z26, Z13
-	VFMADD231PS Z28, Z27, Z19
-	VMOVUPS     64(R10)(SI*2), Z28
-	VFMADD231PS Z28, Z24, Z2
-	VFMADD231PS Z28, Z25, Z8
-	VFMADD231PS Z28, Z26, Z14
-	VFMADD231PS Z28, Z27, Z20
+	VCVTPH2PS   32(R9), Z24
+	VCVTPH2PS   32(R9)(BX*1), Z25
+	VCVTPH2PS   32(R9)(BX*2), Z26
+	VCVTPH2PS   32(R10), Z27
 	VMOVUPS     64(R11), Z28
+	VFMADD231PS Z28, Z24, Z0
+	VFMADD231PS Z28, Z25, Z6
+	VFMADD231PS Z28, Z26, Z12
+	VFMADD231PS Z28, Z27, Z18
+	VMOVUPS     64(R11)(DI*1), Z28
+	VFMADD231PS Z28, Z24, Z1
+	VFMADD231PS Z28, Z25, Z7
+	VFMADD231PS Z28, Z26, Z13
+	VFMADD231PS Z28, Z27, Z19
+	VMOVUPS     64(R11)(DI*2), Z28
+	VFMADD231PS Z28, Z24, Z2
+	VFMADD231PS Z28, Z25, Z8
+	VFMADD231PS Z28, Z26, Z14
+	VFMADD231PS Z28, Z27, Z20
+	VMOVUPS     64(R12), Z28
 	VFMADD231PS Z28, Z24, Z3
 	VFMADD231PS Z28, Z25, Z9
 	VFMADD231PS Z28, Z26, Z15
 	VFMADD231PS Z28, Z27, Z21
-	VMOVUPS     64(R11)(SI*1), Z28
+	VMOVUPS     64(R12)(DI*1), Z28
 	VFMADD231PS Z28, Z24, Z4
 	VFMADD231PS Z28, Z25, Z10
 	VFMADD231PS Z28, Z26, Z16
 	VFMADD231PS Z28, Z27, Z22
-	VMOVUPS     64(R11)(SI*2), Z28
+	VMOVUPS     64(R12)(DI*2), Z28
 	VFMADD231PS Z28, Z24, Z5
 	VFMADD231PS Z28, Z25, Z11
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
-	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000080, R10
-	ADDQ        $0x00000080, R11
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_825
-
-f16stepsdone_826:
-	CMPQ        DI, $0x10
-	JB          f16step16_827
-	VCVTPH2PS   (R8), Z24
-	VCVTPH2PS   (R8)(BX*1), Z25
-	VCVTPH2PS   (R8)(BX*2), Z26
-	VCVTPH2PS   (R9), Z27
-	VMOVUPS     (R10), Z28
-	VFMADD231PS Z28, Z24, Z0
-	VFMADD231PS Z28, Z25, Z6
-	VFMADD231PS Z28, Z26, Z12
-	VFMADD231PS Z28, Z27, Z18
-	VMOVUPS     (R10)(SI*1), Z28
-	VFMADD231PS Z28, Z24, Z1
-	VFMADD231PS Z28, Z25, Z7
-	VFMADD231PS Z28, Z26, Z13
-	VFMADD231PS Z28, Z27, Z19
-	VMOVUPS     (R10)(SI*2), Z28
-	VFMADD231PS Z28, Z24, Z2
-	VFMADD231PS Z28, Z25, Z8
-	VFMADD231PS Z28, Z26, Z14
-	VFMADD231PS Z28, Z27, Z20
-	VMOVUPS     (R11), Z28
-	VFMADD231PS Z28, Z24, Z3
-	VFMADD231PS Z28, Z25, Z9
-	VFMADD231PS Z28, Z26, Z15
-	VFMADD231PS Z28, Z27, Z21
-	VMOVUPS     (R11)(SI*1), Z28
-	VFMADD231PS Z28, Z24, Z4
-	VFMADD231PS Z28, Z25, Z10
-	VFMADD231PS Z28, Z26, Z16
-	VFMADD231PS Z28, Z27, Z22
-	VMOVUPS     (R11)(SI*2), Z28
-	VFMADD231PS Z28, Z24, Z5
-	VFMADD231PS Z28, Z25, Z11
-	VFMADD231PS Z28, Z26, Z17
-	VFMADD231PS Z28, Z27, Z23
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000020, R9
 	ADDQ        $0x00000040, R10
-	ADDQ        $0x00000040, R11
-	SUBQ        $0x10, DI
+	ADDQ        $0x00000080, R11
+	ADDQ        $0x00000080, R12
+	SUBQ        $0x00000020, R8
+	JMP         f16steps_780
 
-f16step16_827:
-	TESTQ       DI, DI
-	JZ          notail_828
-	MOVQ        $-1, R12
-	BZHIQ       DI, R12, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y24
-	VCVTPH2PS   Y24, Z24
-	VMOVDQU16.Z (R8)(BX*1), K1, Y25
-	VCVTPH2PS   Y25, Z25
-	VMOVDQU16.Z (R8)(BX*2), K1, Y26
-	VCVTPH2PS   Y26, Z26
-	VMOVDQU16.Z (R9), K1, Y27
-	VCVTPH2PS   Y27, Z27
-	VMOVUPS.Z   (R10), K1, Z28
+f16stepsdone_781:
+	CMPQ        R8, $0x10
+	JB          f16step16_782
+	VCVTPH2PS   (R9), Z24
+	VCVTPH2PS   (R9)(BX*1), Z25
+	VCVTPH2PS   (R9)(BX*2), Z26
+	VCVTPH2PS   (R10), Z27
+	VMOVUPS     (R11), Z28
 	VFMADD231PS Z28, Z24, Z0
 	VFMADD231PS Z28, Z25, Z6
 	VFMADD231PS Z28, Z26, Z12
 	VFMADD231PS Z28, Z27, Z18
-	VMOVUPS.Z   (R10)(SI*1), K1, Z28
+	VMOVUPS     (R11)(DI*1), Z28
 	VFMADD231PS Z28, Z24, Z1
 	VFMADD231PS Z28, Z25, Z7
 	VFMADD231PS Z28, Z26, Z13
 	VFMADD231PS Z28, Z27, Z19
-	VMOVUPS.Z   (R10)(SI*2), K1, Z28
+	VMOVUPS     (R11)(DI*2), Z28
 	VFMADD231PS Z28, Z24, Z2
 	VFMADD231PS Z28, Z25, Z8
 	VFMADD231PS Z28, Z26, Z14
 	VFMADD231PS Z28, Z27, Z20
-	VMOVUPS.Z   (R11), K1, Z28
+	VMOVUPS     (R12), Z28
 	VFMADD231PS Z28, Z24, Z3
 	VFMADD231PS Z28, Z25, Z9
 	VFMADD231PS Z28, Z26, Z15
 	VFMADD231PS Z28, Z27, Z21
-	VMOVUPS.Z   (R11)(SI*1), K1, Z28
+	VMOVUPS     (R12)(DI*1), Z28
 	VFMADD231PS Z28, Z24, Z4
 	VFMADD231PS Z28, Z25, Z10
 	VFMADD231PS Z28, Z26, Z16
 	VFMADD231PS Z28, Z27, Z22
-	VMOVUPS.Z   (R11)(SI*2), K1, Z28
+	VMOVUPS     (R12)(DI*2), Z28
+	VFMADD231PS Z28, Z24, Z5
+	VFMADD231PS Z28, Z25, Z11
+	VFMADD231PS Z28, Z26, Z17
+	VFMADD231PS Z28, Z27, Z23
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000020, R10
+	ADDQ        $0x00000040, R11
+	ADDQ        $0x00000040, R12
+	SUBQ        $0x10, R8
+
+f16step16_782:
+	TESTQ       R8, R8
+	JZ          notail_783
+	MOVQ        $-1, R13
+	BZHIQ       R8, R13, R8
+	KMOVQ       R8, K1
+	VMOVDQU16.Z (R9), K1, Y24
+	VCVTPH2PS   Y24, Z24
+	VMOVDQU16.Z (R9)(BX*1), K1, Y25
+	VCVTPH2PS   Y25, Z25
+	VMOVDQU16.Z (R9)(BX*2), K1, Y26
+	VCVTPH2PS   Y26, Z26
+	VMOVDQU16.Z (R10), K1, Y27
+	VCVTPH2PS   Y27, Z27
+	VMOVUPS.Z   (R11), K1, Z28
+	VFMADD231PS Z28, Z24, Z0
+	VFMADD231PS Z28, Z25, Z6
+	VFMADD231PS Z28, Z26, Z12
+	VFMADD231PS Z28, Z27, Z18
+	VMOVUPS.Z   (R11)(DI*1), K1, Z28
+	VFMADD231PS Z28, Z24, Z1
+	VFMADD231PS Z28, Z25, Z7
+	VFMADD231PS Z28, Z26, Z13
+	VFMADD231PS Z28, Z27, Z19
+	VMOVUPS.Z   (R11)(DI*2), K1, Z28
+	VFMADD231PS Z28, Z24, Z2
+	VFMADD231PS Z28, Z25, Z8
+	VFMADD231PS Z28, Z26, Z14
+	VFMADD231PS Z28, Z27, Z20
+	VMOVUPS.Z   (R12), K1, Z28
+	VFMADD231PS Z28, Z24, Z3
+	VFMADD231PS Z28, Z25, Z9
+	VFMADD231PS Z28, Z26, Z15
+	VFMADD231PS Z28, Z27, Z21
+	VMOVUPS.Z   (R12)(DI*1), K1, Z28
+	VFMADD231PS Z28, Z24, Z4
+	VFMADD231PS Z28, Z25, Z10
+	VFMADD231PS Z28, Z26, Z16
+	VFMADD231PS Z28, Z27, Z22
+	VMOVUPS.Z   (R12)(DI*2), K1, Z28
 	VFMADD231PS Z28, Z24, Z5
 	VFMADD231PS Z28, Z25, Z11
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_828:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
+notail_783:
+	MOVQ          outStride+112(FP), DI
+	SHLQ          $0x02, DI
+	MOVQ          CX, R8
 	VEXTRACTF64X4 $0x01, Z0, Y24
 	VADDPS        Y0, Y24, Y24
 	VEXTRACTF64X4 $0x01, Z6, Y0
@@ -28966,8 +27392,15 @@ notail_828:
 	VADDPS        Y0, Y6, Y6
 	VEXTRACTF32X4 $0x01, Y6, X0
 	VADDPS        X6, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X6
+	VMOVD         X6, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X6
+	VMOVD         X6, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z1, Y0
 	VADDPS        Y1, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z7, Y1
@@ -28987,8 +27420,15 @@ notail_828:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z8, Y1
@@ -29008,8 +27448,15 @@ notail_828:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z3, Y0
 	VADDPS        Y3, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z9, Y1
@@ -29029,8 +27476,15 @@ notail_828:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z4, Y0
 	VADDPS        Y4, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z10, Y1
@@ -29050,8 +27504,15 @@ notail_828:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	ADDQ          BX, SI
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), R9
+	VMOVD         X0, (R9)(SI*1)
+	ADDQ          DI, R8
 	VEXTRACTF64X4 $0x01, Z5, Y0
 	VADDPS        Y5, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z11, Y1
@@ -29071,797 +27532,30 @@ notail_828:
 	VADDPS        Y0, Y1, Y1
 	VEXTRACTF32X4 $0x01, Y1, X0
 	VADDPS        X1, X0, X0
-	VMOVUPS       X0, (SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
+	VMOVD         X0, (R8)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (R8)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (R8)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (R8)(SI*2), DI
+	VMOVD         X0, (DI)(SI*1)
+	MOVQ          stride+24(FP), DI
+	LEAQ          (AX)(DI*2), AX
+	ADDQ          $0x04, CX
+	DECQ          DX
+	JNZ           f16spread_779
+	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x00000010, CX
-	SUBQ          $0x04, DX
-	JMP           f16tiles_823
+	LEAQ          (CX)(SI*2), CX
+	ADDQ          SI, CX
 
-f16tilesdone_824:
-	CMPQ DX, $0x03
-	JNE  f16rest_829
-
-	// tile 3 rows × 6 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	MOVQ   x_base+40(FP), R9
-	LEAQ   (R9)(SI*2), R10
-	ADDQ   SI, R10
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-
-f16steps_830:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_831
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z18
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z19
-	PREFETCHT1  16384(R8)(BX*2)
-	VCVTPH2PS   (R8)(BX*2), Z20
-	VMOVUPS     (R9), Z21
-	VFMADD231PS Z21, Z18, Z0
-	VFMADD231PS Z21, Z19, Z6
-	VFMADD231PS Z21, Z20, Z12
-	VMOVUPS     (R9)(SI*1), Z21
-	VFMADD231PS Z21, Z18, Z1
-	VFMADD231PS Z21, Z19, Z7
-	VFMADD231PS Z21, Z20, Z13
-	VMOVUPS     (R9)(SI*2), Z21
-	VFMADD231PS Z21, Z18, Z2
-	VFMADD231PS Z21, Z19, Z8
-	VFMADD231PS Z21, Z20, Z14
-	VMOVUPS     (R10), Z21
-	VFMADD231PS Z21, Z18, Z3
-	VFMADD231PS Z21, Z19, Z9
-	VFMADD231PS Z21, Z20, Z15
-	VMOVUPS     (R10)(SI*1), Z21
-	VFMADD231PS Z21, Z18, Z4
-	VFMADD231PS Z21, Z19, Z10
-	VFMADD231PS Z21, Z20, Z16
-	VMOVUPS     (R10)(SI*2), Z21
-	VFMADD231PS Z21, Z18, Z5
-	VFMADD231PS Z21, Z19, Z11
-	VFMADD231PS Z21, Z20, Z17
-	VCVTPH2PS   32(R8), Z18
-	VCVTPH2PS   32(R8)(BX*1), Z19
-	VCVTPH2PS   32(R8)(BX*2), Z20
-	VMOVUPS     64(R9), Z21
-	VFMADD231PS Z21, Z18, Z0
-	VFMADD231PS Z21, Z19, Z6
-	VFMADD231PS Z21, Z20, Z12
-	VMOVUPS     64(R9)(SI*1), Z21
-	VFMADD231PS Z21, Z18, Z1
-	VFMADD231PS Z21, Z19, Z7
-	VFMADD231PS Z21, Z20, Z13
-	VMOVUPS     64(R9)(SI*2), Z21
-	VFMADD231PS Z21, Z18, Z2
-	VFMADD231PS Z21, Z19, Z8
-	VFMADD231PS Z21, Z20, Z14
-	VMOVUPS     64(R10), Z21
-	VFMADD231PS Z21, Z18, Z3
-	VFMADD231PS Z21, Z19, Z9
-	VFMADD231PS Z21, Z20, Z15
-	VMOVUPS     64(R10)(SI*1), Z21
-	VFMADD231PS Z21, Z18, Z4
-	VFMADD231PS Z21, Z19, Z10
-	VFMADD231PS Z21, Z20, Z16
-	VMOVUPS     64(R10)(SI*2), Z21
-	VFMADD231PS Z21, Z18, Z5
-	VFMADD231PS Z21, Z19, Z11
-	VFMADD231PS Z21, Z20, Z17
-	ADDQ        $0x00000040, R8
-	ADDQ        $0x00000080, R9
-	ADDQ        $0x00000080, R10
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_830
-
-f16stepsdone_831:
-	CMPQ        DI, $0x10
-	JB          f16step16_832
-	VCVTPH2PS   (R8), Z18
-	VCVTPH2PS   (R8)(BX*1), Z19
-	VCVTPH2PS   (R8)(BX*2), Z20
-	VMOVUPS     (R9), Z21
-	VFMADD231PS Z21, Z18, Z0
-	VFMADD231PS Z21, Z19, Z6
-	VFMADD231PS Z21, Z20, Z12
-	VMOVUPS     (R9)(SI*1), Z21
-	VFMADD231PS Z21, Z18, Z1
-	VFMADD231PS Z21, Z19, Z7
-	VFMADD231PS Z21, Z20, Z13
-	VMOVUPS     (R9)(SI*2), Z21
-	VFMADD231PS Z21, Z18, Z2
-	VFMADD231PS Z21, Z19, Z8
-	VFMADD231PS Z21, Z20, Z14
-	VMOVUPS     (R10), Z21
-	VFMADD231PS Z21, Z18, Z3
-	VFMADD231PS Z21, Z19, Z9
-	VFMADD231PS Z21, Z20, Z15
-	VMOVUPS     (R10)(SI*1), Z21
-	VFMADD231PS Z21, Z18, Z4
-	VFMADD231PS Z21, Z19, Z10
-	VFMADD231PS Z21, Z20, Z16
-	VMOVUPS     (R10)(SI*2), Z21
-	VFMADD231PS Z21, Z18, Z5
-	VFMADD231PS Z21, Z19, Z11
-	VFMADD231PS Z21, Z20, Z17
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000040, R10
-	SUBQ        $0x10, DI
-
-f16step16_832:
-	TESTQ       DI, DI
-	JZ          notail_833
-	MOVQ        $-1, R11
-	BZHIQ       DI, R11, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y18
-	VCVTPH2PS   Y18, Z18
-	VMOVDQU16.Z (R8)(BX*1), K1, Y19
-	VCVTPH2PS   Y19, Z19
-	VMOVDQU16.Z (R8)(BX*2), K1, Y20
-	VCVTPH2PS   Y20, Z20
-	VMOVUPS.Z   (R9), K1, Z21
-	VFMADD231PS Z21, Z18, Z0
-	VFMADD231PS Z21, Z19, Z6
-	VFMADD231PS Z21, Z20, Z12
-	VMOVUPS.Z   (R9)(SI*1), K1, Z21
-	VFMADD231PS Z21, Z18, Z1
-	VFMADD231PS Z21, Z19, Z7
-	VFMADD231PS Z21, Z20, Z13
-	VMOVUPS.Z   (R9)(SI*2), K1, Z21
-	VFMADD231PS Z21, Z18, Z2
-	VFMADD231PS Z21, Z19, Z8
-	VFMADD231PS Z21, Z20, Z14
-	VMOVUPS.Z   (R10), K1, Z21
-	VFMADD231PS Z21, Z18, Z3
-	VFMADD231PS Z21, Z19, Z9
-	VFMADD231PS Z21, Z20, Z15
-	VMOVUPS.Z   (R10)(SI*1), K1, Z21
-	VFMADD231PS Z21, Z18, Z4
-	VFMADD231PS Z21, Z19, Z10
-	VFMADD231PS Z21, Z20, Z16
-	VMOVUPS.Z   (R10)(SI*2), K1, Z21
-	VFMADD231PS Z21, Z18, Z5
-	VFMADD231PS Z21, Z19, Z11
-	VFMADD231PS Z21, Z20, Z17
-
-notail_833:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
-	VEXTRACTF64X4 $0x01, Z0, Y18
-	VADDPS        Y0, Y18, Y18
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y6, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z12, Y6
-	VADDPS        Y12, Y6, Y6
-	VUNPCKLPS     Y0, Y18, Y12
-	VUNPCKHPS     Y0, Y18, Y0
-	VADDPS        Y0, Y12, Y12
-	VUNPCKLPS     Y18, Y6, Y0
-	VUNPCKHPS     Y18, Y6, Y6
-	VADDPS        Y6, Y0, Y0
-	VUNPCKLPD     Y0, Y12, Y6
-	VUNPCKHPD     Y0, Y12, Y0
-	VADDPS        Y0, Y6, Y6
-	VEXTRACTF32X4 $0x01, Y6, X0
-	VADDPS        X6, X0, X0
-	VMOVD         X0, (SI)
-	VPSHUFD       $0x01, X0, X6
-	VMOVD         X6, 4(SI)
-	VPSHUFD       $0x02, X0, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z7, Y1
-	VADDPS        Y7, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z13, Y6
-	VADDPS        Y13, Y6, Y6
-	VUNPCKLPS     Y1, Y0, Y7
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y7, Y7
-	VUNPCKLPS     Y0, Y6, Y1
-	VUNPCKHPS     Y0, Y6, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y7, Y0
-	VUNPCKHPD     Y1, Y7, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z8, Y1
-	VADDPS        Y8, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z14, Y2
-	VADDPS        Y14, Y2, Y2
-	VUNPCKLPS     Y1, Y0, Y6
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y6, Y6
-	VUNPCKLPS     Y0, Y2, Y1
-	VUNPCKHPS     Y0, Y2, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y6, Y0
-	VUNPCKHPD     Y1, Y6, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z9, Y1
-	VADDPS        Y9, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z15, Y2
-	VADDPS        Y15, Y2, Y2
-	VUNPCKLPS     Y1, Y0, Y3
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y3, Y3
-	VUNPCKLPS     Y0, Y2, Y1
-	VUNPCKHPS     Y0, Y2, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y3, Y0
-	VUNPCKHPD     Y1, Y3, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z10, Y1
-	VADDPS        Y10, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z16, Y2
-	VADDPS        Y16, Y2, Y2
-	VUNPCKLPS     Y1, Y0, Y3
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y3, Y3
-	VUNPCKLPS     Y0, Y2, Y1
-	VUNPCKHPS     Y0, Y2, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y3, Y0
-	VUNPCKHPD     Y1, Y3, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z11, Y1
-	VADDPS        Y11, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z17, Y2
-	VADDPS        Y17, Y2, Y2
-	VUNPCKLPS     Y1, Y0, Y3
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y3, Y3
-	VUNPCKLPS     Y0, Y2, Y1
-	VUNPCKHPS     Y0, Y2, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y3, Y0
-	VUNPCKHPD     Y1, Y3, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	VPSHUFD       $0x02, X1, X0
-	VMOVD         X0, 8(SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x0000000c, CX
-
-f16rest_829:
-	CMPQ DX, $0x02
-	JNE  f16rest_834
-
-	// tile 2 rows × 6 tokens
-	MOVQ   stride+24(FP), BX
-	SHLQ   $0x01, BX
-	MOVQ   xStride+64(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   n+72(FP), DI
-	MOVQ   AX, R8
-	MOVQ   x_base+40(FP), R9
-	LEAQ   (R9)(SI*2), R10
-	ADDQ   SI, R10
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-
-f16steps_835:
-	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_836
-	PREFETCHT1  16384(R8)
-	VCVTPH2PS   (R8), Z12
-	PREFETCHT1  16384(R8)(BX*1)
-	VCVTPH2PS   (R8)(BX*1), Z13
-	VMOVUPS     (R9), Z14
-	VFMADD231PS Z14, Z12, Z0
-	VFMADD231PS Z14, Z13, Z6
-	VMOVUPS     (R9)(SI*1), Z14
-	VFMADD231PS Z14, Z12, Z1
-	VFMADD231PS Z14, Z13, Z7
-	VMOVUPS     (R9)(SI*2), Z14
-	VFMADD231PS Z14, Z12, Z2
-	VFMADD231PS Z14, Z13, Z8
-	VMOVUPS     (R10), Z14
-	VFMADD231PS Z14, Z12, Z3
-	VFMADD231PS Z14, Z13, Z9
-	VMOVUPS     (R10)(SI*1), Z14
-	VFMADD231PS Z14, Z12, Z4
-	VFMADD231PS Z14, Z13, Z10
-	VMOVUPS     (R10)(SI*2), Z14
-	VFMADD231PS Z14, Z12, Z5
-	VFMADD231PS Z14, Z13, Z11
-	VCVTPH2PS   32(R8), Z12
-	VCVTPH2PS   32(R8)(BX*1), Z13
-	VMOVUPS     64(R9), Z14
-	VFMADD231PS Z14, Z12, Z0
-	VFMADD231PS Z14, Z13, Z6
-	VMOVUPS     64(R9)(SI*1), Z14
-	VFMADD231PS Z14, Z12, Z1
-	VFMADD231PS Z14, Z13, Z7
-	VMOVUPS     64(R9)(SI*2), Z14
-	VFMADD231PS Z14, Z12, Z2
-	VFMADD231PS Z14, Z13, Z8
-	VMOVUPS     64(R10), Z14
-	VFMADD231PS Z14, Z12, Z3
-	VFMADD231PS Z14, Z13, Z9
-	VMOVUPS     64(R10)(SI*1), Z14
-	VFMADD231PS Z14, Z12, Z4
-	VFMADD231PS Z14, Z13, Z10
-	VMOVUPS     64(R10)(SI*2), Z14
-	VFMADD231PS Z14, Z12, Z5
-	VFMADD231PS Z14, Z13, Z11
-	ADDQ        $0x00000040, R8
-	ADDQ        $0x00000080, R9
-	ADDQ        $0x00000080, R10
-	SUBQ        $0x00000020, DI
-	JMP         f16steps_835
-
-f16stepsdone_836:
-	CMPQ        DI, $0x10
-	JB          f16step16_837
-	VCVTPH2PS   (R8), Z12
-	VCVTPH2PS   (R8)(BX*1), Z13
-	VMOVUPS     (R9), Z14
-	VFMADD231PS Z14, Z12, Z0
-	VFMADD231PS Z14, Z13, Z6
-	VMOVUPS     (R9)(SI*1), Z14
-	VFMADD231PS Z14, Z12, Z1
-	VFMADD231PS Z14, Z13, Z7
-	VMOVUPS     (R9)(SI*2), Z14
-	VFMADD231PS Z14, Z12, Z2
-	VFMADD231PS Z14, Z13, Z8
-	VMOVUPS     (R10), Z14
-	VFMADD231PS Z14, Z12, Z3
-	VFMADD231PS Z14, Z13, Z9
-	VMOVUPS     (R10)(SI*1), Z14
-	VFMADD231PS Z14, Z12, Z4
-	VFMADD231PS Z14, Z13, Z10
-	VMOVUPS     (R10)(SI*2), Z14
-	VFMADD231PS Z14, Z12, Z5
-	VFMADD231PS Z14, Z13, Z11
-	ADDQ        $0x00000020, R8
-	ADDQ        $0x00000040, R9
-	ADDQ        $0x00000040, R10
-	SUBQ        $0x10, DI
-
-f16step16_837:
-	TESTQ       DI, DI
-	JZ          notail_838
-	MOVQ        $-1, R11
-	BZHIQ       DI, R11, DI
-	KMOVQ       DI, K1
-	VMOVDQU16.Z (R8), K1, Y12
-	VCVTPH2PS   Y12, Z12
-	VMOVDQU16.Z (R8)(BX*1), K1, Y13
-	VCVTPH2PS   Y13, Z13
-	VMOVUPS.Z   (R9), K1, Z14
-	VFMADD231PS Z14, Z12, Z0
-	VFMADD231PS Z14, Z13, Z6
-	VMOVUPS.Z   (R9)(SI*1), K1, Z14
-	VFMADD231PS Z14, Z12, Z1
-	VFMADD231PS Z14, Z13, Z7
-	VMOVUPS.Z   (R9)(SI*2), K1, Z14
-	VFMADD231PS Z14, Z12, Z2
-	VFMADD231PS Z14, Z13, Z8
-	VMOVUPS.Z   (R10), K1, Z14
-	VFMADD231PS Z14, Z12, Z3
-	VFMADD231PS Z14, Z13, Z9
-	VMOVUPS.Z   (R10)(SI*1), K1, Z14
-	VFMADD231PS Z14, Z12, Z4
-	VFMADD231PS Z14, Z13, Z10
-	VMOVUPS.Z   (R10)(SI*2), K1, Z14
-	VFMADD231PS Z14, Z12, Z5
-	VFMADD231PS Z14, Z13, Z11
-
-notail_838:
-	MOVQ          outStride+112(FP), BX
-	SHLQ          $0x02, BX
-	MOVQ          CX, SI
-	VEXTRACTF64X4 $0x01, Z0, Y12
-	VADDPS        Y0, Y12, Y12
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y6, Y0, Y0
-	VUNPCKLPS     Y0, Y12, Y6
-	VUNPCKHPS     Y0, Y12, Y0
-	VADDPS        Y0, Y6, Y6
-	VUNPCKLPS     Y12, Y12, Y0
-	VUNPCKHPS     Y12, Y12, Y12
-	VADDPS        Y12, Y0, Y0
-	VUNPCKLPD     Y0, Y6, Y12
-	VUNPCKHPD     Y0, Y6, Y0
-	VADDPS        Y0, Y12, Y12
-	VEXTRACTF32X4 $0x01, Y12, X0
-	VADDPS        X12, X0, X0
-	VMOVD         X0, (SI)
-	VPSHUFD       $0x01, X0, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z7, Y1
-	VADDPS        Y7, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y6
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y6, Y6
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y6, Y0
-	VUNPCKHPD     Y1, Y6, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z8, Y1
-	VADDPS        Y8, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y2
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y2, Y2
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y2, Y0
-	VUNPCKHPD     Y1, Y2, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z9, Y1
-	VADDPS        Y9, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y2
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y2, Y2
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y2, Y0
-	VUNPCKHPD     Y1, Y2, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z10, Y1
-	VADDPS        Y10, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y2
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y2, Y2
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y2, Y0
-	VUNPCKHPD     Y1, Y2, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	ADDQ          BX, SI
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z11, Y1
-	VADDPS        Y11, Y1, Y1
-	VUNPCKLPS     Y1, Y0, Y2
-	VUNPCKHPS     Y1, Y0, Y1
-	VADDPS        Y1, Y2, Y2
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y1, Y1
-	VUNPCKLPD     Y1, Y2, Y0
-	VUNPCKHPD     Y1, Y2, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (SI)
-	VPSHUFD       $0x01, X1, X0
-	VMOVD         X0, 4(SI)
-	MOVQ          stride+24(FP), BX
-	SHLQ          $0x01, BX
-	ADDQ          BX, AX
-	ADDQ          BX, AX
-	ADDQ          $0x00000008, CX
-
-f16rest_834:
-	CMPQ DX, $0x01
-	JNE  f16rest_839
-
-	// tile 1 rows × 6 tokens
-	MOVQ   stride+24(FP), DX
-	SHLQ   $0x01, DX
-	MOVQ   xStride+64(FP), DX
-	SHLQ   $0x02, DX
-	MOVQ   n+72(FP), BX
-	MOVQ   AX, SI
-	MOVQ   x_base+40(FP), DI
-	LEAQ   (DI)(DX*2), R8
-	ADDQ   DX, R8
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-
-f16steps_840:
-	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_841
-	PREFETCHT1  16384(SI)
-	VCVTPH2PS   (SI), Z6
-	VMOVUPS     (DI), Z7
-	VFMADD231PS Z7, Z6, Z0
-	VMOVUPS     (DI)(DX*1), Z7
-	VFMADD231PS Z7, Z6, Z1
-	VMOVUPS     (DI)(DX*2), Z7
-	VFMADD231PS Z7, Z6, Z2
-	VMOVUPS     (R8), Z7
-	VFMADD231PS Z7, Z6, Z3
-	VMOVUPS     (R8)(DX*1), Z7
-	VFMADD231PS Z7, Z6, Z4
-	VMOVUPS     (R8)(DX*2), Z7
-	VFMADD231PS Z7, Z6, Z5
-	VCVTPH2PS   32(SI), Z6
-	VMOVUPS     64(DI), Z7
-	VFMADD231PS Z7, Z6, Z0
-	VMOVUPS     64(DI)(DX*1), Z7
-	VFMADD231PS Z7, Z6, Z1
-	VMOVUPS     64(DI)(DX*2), Z7
-	VFMADD231PS Z7, Z6, Z2
-	VMOVUPS     64(R8), Z7
-	VFMADD231PS Z7, Z6, Z3
-	VMOVUPS     64(R8)(DX*1), Z7
-	VFMADD231PS Z7, Z6, Z4
-	VMOVUPS     64(R8)(DX*2), Z7
-	VFMADD231PS Z7, Z6, Z5
-	ADDQ        $0x00000040, SI
-	ADDQ        $0x00000080, DI
-	ADDQ        $0x00000080, R8
-	SUBQ        $0x00000020, BX
-	JMP         f16steps_840
-
-f16stepsdone_841:
-	CMPQ        BX, $0x10
-	JB          f16step16_842
-	VCVTPH2PS   (SI), Z6
-	VMOVUPS     (DI), Z7
-	VFMADD231PS Z7, Z6, Z0
-	VMOVUPS     (DI)(DX*1), Z7
-	VFMADD231PS Z7, Z6, Z1
-	VMOVUPS     (DI)(DX*2), Z7
-	VFMADD231PS Z7, Z6, Z2
-	VMOVUPS     (R8), Z7
-	VFMADD231PS Z7, Z6, Z3
-	VMOVUPS     (R8)(DX*1), Z7
-	VFMADD231PS Z7, Z6, Z4
-	VMOVUPS     (R8)(DX*2), Z7
-	VFMADD231PS Z7, Z6, Z5
-	ADDQ        $0x00000020, SI
-	ADDQ        $0x00000040, DI
-	ADDQ        $0x00000040, R8
-	SUBQ        $0x10, BX
-
-f16step16_842:
-	TESTQ       BX, BX
-	JZ          notail_843
-	MOVQ        $-1, R9
-	BZHIQ       BX, R9, BX
-	KMOVQ       BX, K1
-	VMOVDQU16.Z (SI), K1, Y6
-	VCVTPH2PS   Y6, Z6
-	VMOVUPS.Z   (DI), K1, Z7
-	VFMADD231PS Z7, Z6, Z0
-	VMOVUPS.Z   (DI)(DX*1), K1, Z7
-	VFMADD231PS Z7, Z6, Z1
-	VMOVUPS.Z   (DI)(DX*2), K1, Z7
-	VFMADD231PS Z7, Z6, Z2
-	VMOVUPS.Z   (R8), K1, Z7
-	VFMADD231PS Z7, Z6, Z3
-	VMOVUPS.Z   (R8)(DX*1), K1, Z7
-	VFMADD231PS Z7, Z6, Z4
-	VMOVUPS.Z   (R8)(DX*2), K1, Z7
-	VFMADD231PS Z7, Z6, Z5
-
-notail_843:
-	MOVQ          outStride+112(FP), DX
-	SHLQ          $0x02, DX
-	MOVQ          CX, BX
-	VEXTRACTF64X4 $0x01, Z0, Y6
-	VADDPS        Y0, Y6, Y6
-	VUNPCKLPS     Y6, Y6, Y0
-	VUNPCKHPS     Y6, Y6, Y7
-	VADDPS        Y7, Y0, Y0
-	VUNPCKLPS     Y6, Y6, Y7
-	VUNPCKHPS     Y6, Y6, Y6
-	VADDPS        Y6, Y7, Y7
-	VUNPCKLPD     Y7, Y0, Y6
-	VUNPCKHPD     Y7, Y0, Y0
-	VADDPS        Y0, Y6, Y6
-	VEXTRACTF32X4 $0x01, Y6, X0
-	VADDPS        X6, X0, X0
-	VMOVD         X0, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y6
-	VADDPS        Y6, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y6
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y6, Y6
-	VUNPCKLPD     Y6, Y1, Y0
-	VUNPCKHPD     Y6, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y2
-	VADDPS        Y2, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y2
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y2, Y2
-	VUNPCKLPD     Y2, Y1, Y0
-	VUNPCKHPD     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y2
-	VADDPS        Y2, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y2
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y2, Y2
-	VUNPCKLPD     Y2, Y1, Y0
-	VUNPCKHPD     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y2
-	VADDPS        Y2, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y2
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y2, Y2
-	VUNPCKLPD     Y2, Y1, Y0
-	VUNPCKHPD     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	ADDQ          DX, BX
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VUNPCKLPS     Y0, Y0, Y1
-	VUNPCKHPS     Y0, Y0, Y2
-	VADDPS        Y2, Y1, Y1
-	VUNPCKLPS     Y0, Y0, Y2
-	VUNPCKHPS     Y0, Y0, Y0
-	VADDPS        Y0, Y2, Y2
-	VUNPCKLPD     Y2, Y1, Y0
-	VUNPCKHPD     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVD         X1, (BX)
-	MOVQ          stride+24(FP), DX
-	SHLQ          $0x01, DX
-	ADDQ          DX, AX
-	ADDQ          $0x00000004, CX
-
-f16rest_839:
+f16spreaddone_778:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_845
+	JZ   f16singledone_785
 
-f16single_844:
+f16single_784:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -29879,10 +27573,10 @@ f16single_844:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_846:
+f16steps_786:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_847
-	PREFETCHT1  16384(DI)
+	JB          f16stepsdone_787
+	PREFETCHNTA 2048(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -29913,11 +27607,11 @@ f16steps_846:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_846
+	JMP         f16steps_786
 
-f16stepsdone_847:
+f16stepsdone_787:
 	CMPQ        SI, $0x10
-	JB          f16step16_848
+	JB          f16step16_788
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -29936,9 +27630,9 @@ f16stepsdone_847:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_848:
+f16step16_788:
 	TESTQ       SI, SI
-	JZ          notail_849
+	JZ          notail_789
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -29957,7 +27651,7 @@ f16step16_848:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_849:
+notail_789:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30025,22 +27719,22 @@ notail_849:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_844
+	JNZ           f16single_784
 
-f16singledone_845:
+f16singledone_785:
 	JMP f16mmend_711
 
-f16mmtokens_822:
+f16mmtokens_777:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_850
+	JNE  f16mmtokens_790
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_851:
+f16tiles_791:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_852
+	JB   f16tilesdone_792
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -30076,9 +27770,9 @@ f16tiles_851:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_853:
+f16steps_793:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_854
+	JB          f16stepsdone_794
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -30149,11 +27843,11 @@ f16steps_853:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_853
+	JMP         f16steps_793
 
-f16stepsdone_854:
+f16stepsdone_794:
 	CMPQ        DI, $0x10
-	JB          f16step16_855
+	JB          f16step16_795
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -30191,9 +27885,9 @@ f16stepsdone_854:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_855:
+f16step16_795:
 	TESTQ       DI, DI
-	JZ          notail_856
+	JZ          notail_796
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -30232,7 +27926,7 @@ f16step16_855:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_856:
+notail_796:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30403,11 +28097,11 @@ notail_856:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_851
+	JMP           f16tiles_791
 
-f16tilesdone_852:
+f16tilesdone_792:
 	CMPQ DX, $0x02
-	JNE  f16rest_857
+	JNE  f16rest_797
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -30436,9 +28130,9 @@ f16tilesdone_852:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_858:
+f16steps_798:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_859
+	JB          f16stepsdone_799
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -30492,11 +28186,11 @@ f16steps_858:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_858
+	JMP         f16steps_798
 
-f16stepsdone_859:
+f16stepsdone_799:
 	CMPQ        DI, $0x10
-	JB          f16step16_860
+	JB          f16step16_800
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -30526,9 +28220,9 @@ f16stepsdone_859:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_860:
+f16step16_800:
 	TESTQ       DI, DI
-	JZ          notail_861
+	JZ          notail_801
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -30558,7 +28252,7 @@ f16step16_860:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_861:
+notail_801:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30700,9 +28394,9 @@ notail_861:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_857:
+f16rest_797:
 	CMPQ DX, $0x01
-	JNE  f16rest_862
+	JNE  f16rest_802
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -30724,9 +28418,9 @@ f16rest_857:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_863:
+f16steps_803:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_864
+	JB          f16stepsdone_804
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -30763,11 +28457,11 @@ f16steps_863:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_863
+	JMP         f16steps_803
 
-f16stepsdone_864:
+f16stepsdone_804:
 	CMPQ        BX, $0x10
-	JB          f16step16_865
+	JB          f16step16_805
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -30789,9 +28483,9 @@ f16stepsdone_864:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_865:
+f16step16_805:
 	TESTQ       BX, BX
-	JZ          notail_866
+	JZ          notail_806
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -30812,7 +28506,7 @@ f16step16_865:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_866:
+notail_806:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -30925,12 +28619,12 @@ notail_866:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_862:
+f16rest_802:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_868
+	JZ   f16singledone_808
 
-f16single_867:
+f16single_807:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -30951,9 +28645,9 @@ f16single_867:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_869:
+f16steps_809:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_870
+	JB          f16stepsdone_810
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -30990,11 +28684,11 @@ f16steps_869:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_869
+	JMP         f16steps_809
 
-f16stepsdone_870:
+f16stepsdone_810:
 	CMPQ        SI, $0x10
-	JB          f16step16_871
+	JB          f16step16_811
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -31016,9 +28710,9 @@ f16stepsdone_870:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_871:
+f16step16_811:
 	TESTQ       SI, SI
-	JZ          notail_872
+	JZ          notail_812
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -31039,7 +28733,7 @@ f16step16_871:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_872:
+notail_812:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -31117,22 +28811,22 @@ notail_872:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_867
+	JNZ           f16single_807
 
-f16singledone_868:
+f16singledone_808:
 	JMP f16mmend_711
 
-f16mmtokens_850:
+f16mmtokens_790:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_873
+	JNE  f16mmtokens_813
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_874:
+f16tiles_814:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_875
+	JB   f16tilesdone_815
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -31171,9 +28865,9 @@ f16tiles_874:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_876:
+f16steps_816:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_877
+	JB          f16stepsdone_817
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -31252,11 +28946,11 @@ f16steps_876:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_876
+	JMP         f16steps_816
 
-f16stepsdone_877:
+f16stepsdone_817:
 	CMPQ        DI, $0x10
-	JB          f16step16_878
+	JB          f16step16_818
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -31298,9 +28992,9 @@ f16stepsdone_877:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_878:
+f16step16_818:
 	TESTQ       DI, DI
-	JZ          notail_879
+	JZ          notail_819
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -31343,7 +29037,7 @@ f16step16_878:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_879:
+notail_819:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -31537,11 +29231,11 @@ notail_879:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_874
+	JMP           f16tiles_814
 
-f16tilesdone_875:
+f16tilesdone_815:
 	CMPQ DX, $0x02
-	JNE  f16rest_880
+	JNE  f16rest_820
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -31572,9 +29266,9 @@ f16tilesdone_875:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_881:
+f16steps_821:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_882
+	JB          f16stepsdone_822
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -31634,11 +29328,11 @@ f16steps_881:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_881
+	JMP         f16steps_821
 
-f16stepsdone_882:
+f16stepsdone_822:
 	CMPQ        DI, $0x10
-	JB          f16step16_883
+	JB          f16step16_823
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -31671,9 +29365,9 @@ f16stepsdone_882:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_883:
+f16step16_823:
 	TESTQ       DI, DI
-	JZ          notail_884
+	JZ          notail_824
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -31706,7 +29400,7 @@ f16step16_883:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_884:
+notail_824:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -31867,9 +29561,9 @@ notail_884:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_880:
+f16rest_820:
 	CMPQ DX, $0x01
-	JNE  f16rest_885
+	JNE  f16rest_825
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -31892,9 +29586,9 @@ f16rest_880:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_886:
+f16steps_826:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_887
+	JB          f16stepsdone_827
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -31935,11 +29629,11 @@ f16steps_886:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_886
+	JMP         f16steps_826
 
-f16stepsdone_887:
+f16stepsdone_827:
 	CMPQ        BX, $0x10
-	JB          f16step16_888
+	JB          f16step16_828
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -31963,9 +29657,9 @@ f16stepsdone_887:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_888:
+f16step16_828:
 	TESTQ       BX, BX
-	JZ          notail_889
+	JZ          notail_829
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -31988,7 +29682,7 @@ f16step16_888:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_889:
+notail_829:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -32116,12 +29810,12 @@ notail_889:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_885:
+f16rest_825:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_891
+	JZ   f16singledone_831
 
-f16single_890:
+f16single_830:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -32143,9 +29837,9 @@ f16single_890:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_892:
+f16steps_832:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_893
+	JB          f16stepsdone_833
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -32186,11 +29880,11 @@ f16steps_892:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_892
+	JMP         f16steps_832
 
-f16stepsdone_893:
+f16stepsdone_833:
 	CMPQ        SI, $0x10
-	JB          f16step16_894
+	JB          f16step16_834
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -32214,9 +29908,9 @@ f16stepsdone_893:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_894:
+f16step16_834:
 	TESTQ       SI, SI
-	JZ          notail_895
+	JZ          notail_835
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -32239,7 +29933,7 @@ f16step16_894:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_895:
+notail_835:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -32327,22 +30021,22 @@ notail_895:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_890
+	JNZ           f16single_830
 
-f16singledone_891:
+f16singledone_831:
 	JMP f16mmend_711
 
-f16mmtokens_873:
+f16mmtokens_813:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_896
+	JNE  f16mmtokens_836
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_897:
+f16tiles_837:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_898
+	JB   f16tilesdone_838
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -32384,9 +30078,9 @@ f16tiles_897:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_899:
+f16steps_839:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_900
+	JB          f16stepsdone_840
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -32473,11 +30167,11 @@ f16steps_899:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_899
+	JMP         f16steps_839
 
-f16stepsdone_900:
+f16stepsdone_840:
 	CMPQ        DI, $0x10
-	JB          f16step16_901
+	JB          f16step16_841
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -32523,9 +30217,9 @@ f16stepsdone_900:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_901:
+f16step16_841:
 	TESTQ       DI, DI
-	JZ          notail_902
+	JZ          notail_842
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -32572,7 +30266,7 @@ f16step16_901:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_902:
+notail_842:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -32789,11 +30483,11 @@ notail_902:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_897
+	JMP           f16tiles_837
 
-f16tilesdone_898:
+f16tilesdone_838:
 	CMPQ DX, $0x02
-	JNE  f16rest_903
+	JNE  f16rest_843
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -32826,9 +30520,9 @@ f16tilesdone_898:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_904:
+f16steps_844:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_905
+	JB          f16stepsdone_845
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -32894,11 +30588,11 @@ f16steps_904:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_904
+	JMP         f16steps_844
 
-f16stepsdone_905:
+f16stepsdone_845:
 	CMPQ        DI, $0x10
-	JB          f16step16_906
+	JB          f16step16_846
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -32934,9 +30628,9 @@ f16stepsdone_905:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_906:
+f16step16_846:
 	TESTQ       DI, DI
-	JZ          notail_907
+	JZ          notail_847
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -32972,7 +30666,7 @@ f16step16_906:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_907:
+notail_847:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -33152,9 +30846,9 @@ notail_907:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_903:
+f16rest_843:
 	CMPQ DX, $0x01
-	JNE  f16rest_908
+	JNE  f16rest_848
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -33178,9 +30872,9 @@ f16rest_903:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_909:
+f16steps_849:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_910
+	JB          f16stepsdone_850
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -33225,11 +30919,11 @@ f16steps_909:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_909
+	JMP         f16steps_849
 
-f16stepsdone_910:
+f16stepsdone_850:
 	CMPQ        BX, $0x10
-	JB          f16step16_911
+	JB          f16step16_851
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -33255,9 +30949,9 @@ f16stepsdone_910:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_911:
+f16step16_851:
 	TESTQ       BX, BX
-	JZ          notail_912
+	JZ          notail_852
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -33282,7 +30976,7 @@ f16step16_911:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_912:
+notail_852:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -33425,12 +31119,12 @@ notail_912:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_908:
+f16rest_848:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_914
+	JZ   f16singledone_854
 
-f16single_913:
+f16single_853:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -33453,9 +31147,9 @@ f16single_913:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_915:
+f16steps_855:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_916
+	JB          f16stepsdone_856
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -33500,11 +31194,11 @@ f16steps_915:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_915
+	JMP         f16steps_855
 
-f16stepsdone_916:
+f16stepsdone_856:
 	CMPQ        SI, $0x10
-	JB          f16step16_917
+	JB          f16step16_857
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -33530,9 +31224,9 @@ f16stepsdone_916:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_917:
+f16step16_857:
 	TESTQ       SI, SI
-	JZ          notail_918
+	JZ          notail_858
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -33557,7 +31251,7 @@ f16step16_917:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_918:
+notail_858:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -33655,12 +31349,12 @@ notail_918:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_913
+	JNZ           f16single_853
 
-f16singledone_914:
+f16singledone_854:
 	JMP f16mmend_711
 
-f16mmtokens_896:
+f16mmtokens_836:
 f16mmend_711:
 	VZEROUPPER
 	RET
@@ -33670,7 +31364,7 @@ f16mmend_711:
 TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_920
+	JNE  ksq_860
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -33685,9 +31379,9 @@ TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_921:
+ksteps_861:
 	CMPQ   AX, $0x00000080
-	JB     kstepsdone_922
+	JB     kstepsdone_862
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33704,9 +31398,9 @@ ksteps_921:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_924
+	JZ     ksdodd_864
 
-ksd_923:
+ksd_863:
 	PREFETCHT1       16384(R8)
 	VCVTPH2PS        (R8), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
@@ -33756,11 +31450,11 @@ ksd_923:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_923
+	JNZ              ksd_863
 
-ksdodd_924:
+ksdodd_864:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_925
+	JZ               ksdnone_865
 	VCVTPH2PS        (R8), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VCVTPH2PS        (R8)(DI*1), Z8
@@ -33782,7 +31476,7 @@ ksdodd_924:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 
-ksdnone_925:
+ksdnone_865:
 	MOVQ    SI, R8
 	VMOVUPS Z0, (R8)
 	VMOVUPS Z1, 64(R8)
@@ -33802,9 +31496,9 @@ ksdnone_925:
 	ADDQ    DI, CX
 	ADDQ    DI, CX
 	SUBQ    $0x00000080, AX
-	JMP     ksteps_921
+	JMP     ksteps_861
 
-kstepsdone_922:
+kstepsdone_862:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33824,17 +31518,17 @@ kstepsdone_922:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_926:
+ksteps_866:
 	CMPQ   R8, $0x00000010
-	JB     kstepsdone_927
+	JB     kstepsdone_867
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, AX
 	MOVQ   BX, R9
 	MOVQ   DX, R10
 	SHRQ   $0x01, R10
-	JZ     ksdodd_929
+	JZ     ksdodd_869
 
-ksd_928:
+ksd_868:
 	PREFETCHT1       16384(AX)
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
@@ -33845,30 +31539,30 @@ ksd_928:
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 	DECQ             R10
-	JNZ              ksd_928
+	JNZ              ksd_868
 
-ksdodd_929:
+ksdodd_869:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_930
+	JZ               ksdnone_870
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 
-ksdnone_930:
+ksdnone_870:
 	MOVQ    SI, AX
 	VMOVUPS Z0, (AX)
 	ADDQ    $0x00000040, SI
 	ADDQ    DI, CX
 	SUBQ    $0x00000010, R8
-	JMP     ksteps_926
+	JMP     ksteps_866
 
-kstepsdone_927:
-	JMP ksend_919
+kstepsdone_867:
+	JMP ksend_859
 
-ksq_920:
+ksq_860:
 	CMPQ AX, $0x02
-	JNE  ksq_931
+	JNE  ksq_871
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -33883,9 +31577,9 @@ ksq_920:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_932:
+ksteps_872:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_933
+	JB     kstepsdone_873
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33900,9 +31594,9 @@ ksteps_932:
 	MOVQ   BX, R12
 	MOVQ   DX, R13
 	SHRQ   $0x01, R13
-	JZ     ksdodd_935
+	JZ     ksdodd_875
 
-ksd_934:
+ksd_874:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R12), Z8, Z0
@@ -33938,11 +31632,11 @@ ksd_934:
 	ADDQ             $0x00000020, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_934
+	JNZ              ksd_874
 
-ksdodd_935:
+ksdodd_875:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_936
+	JZ               ksdnone_876
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R12), Z8, Z0
 	VFMADD231PS.BCST (R12)(R9*1), Z8, Z1
@@ -33959,7 +31653,7 @@ ksdodd_935:
 	ADDQ             $0x00000020, R11
 	ADDQ             $0x00000004, R12
 
-ksdnone_936:
+ksdnone_876:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
@@ -33975,9 +31669,9 @@ ksdnone_936:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000040, AX
-	JMP     ksteps_932
+	JMP     ksteps_872
 
-kstepsdone_933:
+kstepsdone_873:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33997,18 +31691,18 @@ kstepsdone_933:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_937:
+ksteps_877:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_938
+	JB     kstepsdone_878
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_940
+	JZ     ksdodd_880
 
-ksd_939:
+ksd_879:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
@@ -34021,32 +31715,32 @@ ksd_939:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_939
+	JNZ              ksd_879
 
-ksdodd_940:
+ksdodd_880:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_941
+	JZ               ksdnone_881
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 
-ksdnone_941:
+ksdnone_881:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_937
+	JMP     ksteps_877
 
-kstepsdone_938:
-	JMP ksend_919
+kstepsdone_878:
+	JMP ksend_859
 
-ksq_931:
+ksq_871:
 	CMPQ AX, $0x03
-	JNE  ksq_942
+	JNE  ksq_882
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -34061,9 +31755,9 @@ ksq_931:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_943:
+ksteps_883:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_944
+	JB     kstepsdone_884
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -34074,9 +31768,9 @@ ksteps_943:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_946
+	JZ     ksdodd_886
 
-ksd_945:
+ksd_885:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z6
 	VFMADD231PS.BCST (R11), Z6, Z0
@@ -34100,11 +31794,11 @@ ksd_945:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_945
+	JNZ              ksd_885
 
-ksdodd_946:
+ksdodd_886:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_947
+	JZ               ksdnone_887
 	VCVTPH2PS        (R10), Z6
 	VFMADD231PS.BCST (R11), Z6, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z6, Z1
@@ -34116,7 +31810,7 @@ ksdodd_946:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 
-ksdnone_947:
+ksdnone_887:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
@@ -34128,9 +31822,9 @@ ksdnone_947:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000020, AX
-	JMP     ksteps_943
+	JMP     ksteps_883
 
-kstepsdone_944:
+kstepsdone_884:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34150,9 +31844,9 @@ kstepsdone_944:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_948:
+ksteps_888:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_949
+	JB     kstepsdone_889
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -34160,9 +31854,9 @@ ksteps_948:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_951
+	JZ     ksdodd_891
 
-ksd_950:
+ksd_890:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
@@ -34177,11 +31871,11 @@ ksd_950:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_950
+	JNZ              ksd_890
 
-ksdodd_951:
+ksdodd_891:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_952
+	JZ               ksdnone_892
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
@@ -34189,7 +31883,7 @@ ksdodd_951:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 
-ksdnone_952:
+ksdnone_892:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
@@ -34197,14 +31891,14 @@ ksdnone_952:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_948
+	JMP     ksteps_888
 
-kstepsdone_949:
-	JMP ksend_919
+kstepsdone_889:
+	JMP ksend_859
 
-ksq_942:
+ksq_882:
 	CMPQ AX, $0x04
-	JNE  ksq_953
+	JNE  ksq_893
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -34219,9 +31913,9 @@ ksq_942:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_954:
+ksteps_894:
 	CMPQ   AX, $0x00000020
-	JB     kstepsdone_955
+	JB     kstepsdone_895
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -34236,9 +31930,9 @@ ksteps_954:
 	ADDQ   R9, R12
 	MOVQ   DX, R13
 	SHRQ   $0x01, R13
-	JZ     ksdodd_957
+	JZ     ksdodd_897
 
-ksd_956:
+ksd_896:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
@@ -34268,11 +31962,11 @@ ksd_956:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_956
+	JNZ              ksd_896
 
-ksdodd_957:
+ksdodd_897:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_958
+	JZ               ksdnone_898
 	VCVTPH2PS        (R10), Z8
 	VFMADD231PS.BCST (R11), Z8, Z0
 	VFMADD231PS.BCST (R11)(R9*1), Z8, Z1
@@ -34287,7 +31981,7 @@ ksdodd_957:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 
-ksdnone_958:
+ksdnone_898:
 	MOVQ    SI, R10
 	LEAQ    (R10)(DI*2), R11
 	ADDQ    DI, R11
@@ -34303,9 +31997,9 @@ ksdnone_958:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000020, AX
-	JMP     ksteps_954
+	JMP     ksteps_894
 
-kstepsdone_955:
+kstepsdone_895:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34325,9 +32019,9 @@ kstepsdone_955:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_959:
+ksteps_899:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_960
+	JB     kstepsdone_900
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -34338,9 +32032,9 @@ ksteps_959:
 	ADDQ   AX, R12
 	MOVQ   DX, R13
 	SHRQ   $0x01, R13
-	JZ     ksdodd_962
+	JZ     ksdodd_902
 
-ksd_961:
+ksd_901:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
@@ -34359,11 +32053,11 @@ ksd_961:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_961
+	JNZ              ksd_901
 
-ksdodd_962:
+ksdodd_902:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_963
+	JZ               ksdnone_903
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
@@ -34373,7 +32067,7 @@ ksdodd_962:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 
-ksdnone_963:
+ksdnone_903:
 	MOVQ    SI, R10
 	LEAQ    (R10)(DI*2), R11
 	ADDQ    DI, R11
@@ -34384,13 +32078,13 @@ ksdnone_963:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_959
+	JMP     ksteps_899
 
-kstepsdone_960:
-	JMP ksend_919
+kstepsdone_900:
+	JMP ksend_859
 
-ksq_953:
-ksend_919:
+ksq_893:
+ksend_859:
 	VZEROUPPER
 	RET
 
@@ -34399,7 +32093,7 @@ ksend_919:
 TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_965
+	JNE  ksq_905
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -34414,9 +32108,9 @@ TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_966:
+ksteps_906:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_967
+	JB    kstepsdone_907
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34425,9 +32119,9 @@ ksteps_966:
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 	SHRQ  $0x01, R10
-	JZ    ksdodd_969
+	JZ    ksdodd_909
 
-ksd_968:
+ksd_908:
 	PREFETCHT1   16384(R8)
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
@@ -34459,11 +32153,11 @@ ksd_968:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_968
+	JNZ          ksd_908
 
-ksdodd_969:
+ksdodd_909:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_970
+	JZ           ksdnone_910
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -34479,7 +32173,7 @@ ksdodd_969:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 
-ksdnone_970:
+ksdnone_910:
 	MOVQ    SI, R8
 	VMOVUPS Y0, (R8)
 	VMOVUPS Y1, 32(R8)
@@ -34489,9 +32183,9 @@ ksdnone_970:
 	ADDQ    DI, CX
 	ADDQ    DI, CX
 	SUBQ    $0x00000020, AX
-	JMP     ksteps_966
+	JMP     ksteps_906
 
-kstepsdone_967:
+kstepsdone_907:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34511,18 +32205,18 @@ kstepsdone_967:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_971:
+ksteps_911:
 	CMPQ  R8, $0x00000010
-	JB    kstepsdone_972
+	JB    kstepsdone_912
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, AX
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 	SHRQ  $0x01, R10
-	JZ    ksdodd_974
+	JZ    ksdodd_914
 
-ksd_973:
+ksd_913:
 	PREFETCHT1   16384(AX)
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
@@ -34541,11 +32235,11 @@ ksd_973:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_973
+	JNZ          ksd_913
 
-ksdodd_974:
+ksdodd_914:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_975
+	JZ           ksdnone_915
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
 	VFMADD231PS  Y3, Y2, Y0
@@ -34555,21 +32249,21 @@ ksdodd_974:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 
-ksdnone_975:
+ksdnone_915:
 	MOVQ    SI, AX
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)
 	ADDQ    $0x00000040, SI
 	ADDQ    DI, CX
 	SUBQ    $0x00000010, R8
-	JMP     ksteps_971
+	JMP     ksteps_911
 
-kstepsdone_972:
-	JMP ksend_964
+kstepsdone_912:
+	JMP ksend_904
 
-ksq_965:
+ksq_905:
 	CMPQ AX, $0x02
-	JNE  ksq_976
+	JNE  ksq_916
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -34584,9 +32278,9 @@ ksq_965:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_977:
+ksteps_917:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_978
+	JB    kstepsdone_918
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34599,9 +32293,9 @@ ksteps_977:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 	SHRQ  $0x01, R12
-	JZ    ksdodd_980
+	JZ    ksdodd_920
 
-ksd_979:
+ksd_919:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
@@ -34649,11 +32343,11 @@ ksd_979:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_979
+	JNZ          ksd_919
 
-ksdodd_980:
+ksdodd_920:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_981
+	JZ           ksdnone_921
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -34677,7 +32371,7 @@ ksdodd_980:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 
-ksdnone_981:
+ksdnone_921:
 	MOVQ    SI, R10
 	VMOVUPS Y0, (R10)
 	VMOVUPS Y1, (R10)(DI*1)
@@ -34691,9 +32385,9 @@ ksdnone_981:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000020, AX
-	JMP     ksteps_977
+	JMP     ksteps_917
 
-kstepsdone_978:
+kstepsdone_918:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34713,9 +32407,9 @@ kstepsdone_978:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_982:
+ksteps_922:
 	CMPQ  R9, $0x00000010
-	JB    kstepsdone_983
+	JB    kstepsdone_923
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34724,9 +32418,9 @@ ksteps_982:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 	SHRQ  $0x01, R12
-	JZ    ksdodd_985
+	JZ    ksdodd_925
 
-ksd_984:
+ksd_924:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y4
 	VBROADCASTSS (R11), Y5
@@ -34753,11 +32447,11 @@ ksd_984:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_984
+	JNZ          ksd_924
 
-ksdodd_985:
+ksdodd_925:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_986
+	JZ           ksdnone_926
 	VCVTPH2PS    (R10), Y4
 	VBROADCASTSS (R11), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -34771,7 +32465,7 @@ ksdodd_985:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 
-ksdnone_986:
+ksdnone_926:
 	MOVQ    SI, R10
 	VMOVUPS Y0, (R10)
 	VMOVUPS Y1, (R10)(DI*1)
@@ -34780,14 +32474,14 @@ ksdnone_986:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_982
+	JMP     ksteps_922
 
-kstepsdone_983:
-	JMP ksend_964
+kstepsdone_923:
+	JMP ksend_904
 
-ksq_976:
+ksq_916:
 	CMPQ AX, $0x03
-	JNE  ksq_987
+	JNE  ksq_927
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -34802,9 +32496,9 @@ ksq_976:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_988:
+ksteps_928:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_989
+	JB    kstepsdone_929
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34815,9 +32509,9 @@ ksteps_988:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 	SHRQ  $0x01, R12
-	JZ    ksdodd_991
+	JZ    ksdodd_931
 
-ksd_990:
+ksd_930:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y6
 	VBROADCASTSS (R11), Y7
@@ -34852,11 +32546,11 @@ ksd_990:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_990
+	JNZ          ksd_930
 
-ksdodd_991:
+ksdodd_931:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_992
+	JZ           ksdnone_932
 	VCVTPH2PS    (R10), Y6
 	VBROADCASTSS (R11), Y7
 	VFMADD231PS  Y7, Y6, Y0
@@ -34874,7 +32568,7 @@ ksdodd_991:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 
-ksdnone_992:
+ksdnone_932:
 	MOVQ    SI, R10
 	VMOVUPS Y0, (R10)
 	VMOVUPS Y1, (R10)(DI*1)
@@ -34885,14 +32579,14 @@ ksdnone_992:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, AX
-	JMP     ksteps_988
+	JMP     ksteps_928
 
-kstepsdone_989:
-	JMP ksend_964
+kstepsdone_929:
+	JMP ksend_904
 
-ksq_987:
+ksq_927:
 	CMPQ AX, $0x04
-	JNE  ksq_993
+	JNE  ksq_933
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -34907,9 +32601,9 @@ ksq_987:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_994:
+ksteps_934:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_995
+	JB    kstepsdone_935
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34924,9 +32618,9 @@ ksteps_994:
 	ADDQ  R9, R12
 	MOVQ  DX, R13
 	SHRQ  $0x01, R13
-	JZ    ksdodd_997
+	JZ    ksdodd_937
 
-ksd_996:
+ksd_936:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
@@ -34971,11 +32665,11 @@ ksd_996:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_996
+	JNZ          ksd_936
 
-ksdodd_997:
+ksdodd_937:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_998
+	JZ           ksdnone_938
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -34998,7 +32692,7 @@ ksdodd_997:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 
-ksdnone_998:
+ksdnone_938:
 	MOVQ    SI, R10
 	LEAQ    (R10)(DI*2), R11
 	ADDQ    DI, R11
@@ -35013,13 +32707,13 @@ ksdnone_998:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, AX
-	JMP     ksteps_994
+	JMP     ksteps_934
 
-kstepsdone_995:
-	JMP ksend_964
+kstepsdone_935:
+	JMP ksend_904
 
-ksq_993:
-ksend_964:
+ksq_933:
+ksend_904:
 	VZEROUPPER
 	RET
 
@@ -35030,16 +32724,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_999:
+rows_939:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_1000
+	JB   rowsdone_940
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1001:
+tokens_941:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_1002
+	JB   tokenstail_942
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -35073,9 +32767,9 @@ tokens_1001:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_1004:
+i8steps_944:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1005
+	JB         i8stepsdone_945
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -35114,11 +32808,11 @@ i8steps_1004:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1004
+	JMP        i8steps_944
 
-i8stepsdone_1005:
+i8stepsdone_945:
 	TESTQ      R10, R10
-	JZ         notail_1006
+	JZ         notail_946
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -35156,7 +32850,7 @@ i8stepsdone_1005:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_1006:
+notail_946:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -35315,11 +33009,11 @@ notail_1006:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_1001
+	JMP           tokens_941
 
-tokenstail_1002:
+tokenstail_942:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1007
+	JNE  tokens_947
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -35348,9 +33042,9 @@ tokenstail_1002:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_1008:
+i8steps_948:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1009
+	JB         i8stepsdone_949
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -35384,11 +33078,11 @@ i8steps_1008:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1008
+	JMP        i8steps_948
 
-i8stepsdone_1009:
+i8stepsdone_949:
 	TESTQ      R10, R10
-	JZ         notail_1010
+	JZ         notail_950
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -35421,7 +33115,7 @@ i8stepsdone_1009:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_1010:
+notail_950:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35543,11 +33237,11 @@ notail_1010:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_1003
+	JMP           tokensdone_943
 
-tokens_1007:
+tokens_947:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1011
+	JNE  tokens_951
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -35570,9 +33264,9 @@ tokens_1007:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_1012:
+i8steps_952:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1013
+	JB         i8stepsdone_953
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -35600,11 +33294,11 @@ i8steps_1012:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1012
+	JMP        i8steps_952
 
-i8stepsdone_1013:
+i8stepsdone_953:
 	TESTQ      R10, R10
-	JZ         notail_1014
+	JZ         notail_954
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -35632,7 +33326,7 @@ i8stepsdone_1013:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_1014:
+notail_954:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35725,11 +33419,11 @@ notail_1014:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_1003
+	JMP           tokensdone_943
 
-tokens_1011:
+tokens_951:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1015
+	JNE  tokens_955
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -35748,9 +33442,9 @@ tokens_1011:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_1016:
+i8steps_956:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1017
+	JB         i8stepsdone_957
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -35773,11 +33467,11 @@ i8steps_1016:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1016
+	JMP        i8steps_956
 
-i8stepsdone_1017:
+i8stepsdone_957:
 	TESTQ      R10, R10
-	JZ         notail_1018
+	JZ         notail_958
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -35800,7 +33494,7 @@ i8stepsdone_1017:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_1018:
+notail_958:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35864,11 +33558,11 @@ notail_1018:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_1003
+	JMP           tokensdone_943
 
-tokens_1015:
+tokens_955:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1019
+	JNE  tokens_959
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -35883,9 +33577,9 @@ tokens_1015:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1020:
+i8steps_960:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1021
+	JB         i8stepsdone_961
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -35903,11 +33597,11 @@ i8steps_1020:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1020
+	JMP        i8steps_960
 
-i8stepsdone_1021:
+i8stepsdone_961:
 	TESTQ      R9, R9
-	JZ         notail_1022
+	JZ         notail_962
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35925,7 +33619,7 @@ i8stepsdone_1021:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_1022:
+notail_962:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35961,27 +33655,27 @@ notail_1022:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_1003
+	JMP           tokensdone_943
 
-tokens_1019:
-tokensdone_1003:
+tokens_959:
+tokensdone_943:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_999
+	JMP  rows_939
 
-rowsdone_1000:
-rows_1023:
+rowsdone_940:
+rows_963:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_1024
+	JB   rowsdone_964
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1025:
+tokens_965:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_1026
+	JB   tokenstail_966
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -36003,9 +33697,9 @@ tokens_1025:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_1028:
+i8steps_968:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1029
+	JB         i8stepsdone_969
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -36029,11 +33723,11 @@ i8steps_1028:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1028
+	JMP        i8steps_968
 
-i8stepsdone_1029:
+i8stepsdone_969:
 	TESTQ      R9, R9
-	JZ         notail_1030
+	JZ         notail_970
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -36056,7 +33750,7 @@ i8stepsdone_1029:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_1030:
+notail_970:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -36166,11 +33860,11 @@ notail_1030:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_1025
+	JMP           tokens_965
 
-tokenstail_1026:
+tokenstail_966:
 	CMPQ DI, $0x00000007
-	JNE  tokens_1031
+	JNE  tokens_971
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -36190,9 +33884,9 @@ tokenstail_1026:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_1032:
+i8steps_972:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1033
+	JB         i8stepsdone_973
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -36214,11 +33908,11 @@ i8steps_1032:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1032
+	JMP        i8steps_972
 
-i8stepsdone_1033:
+i8stepsdone_973:
 	TESTQ      R9, R9
-	JZ         notail_1034
+	JZ         notail_974
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -36239,7 +33933,7 @@ i8stepsdone_1033:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_1034:
+notail_974:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36329,11 +34023,11 @@ notail_1034:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1027
+	JMP           tokensdone_967
 
-tokens_1031:
+tokens_971:
 	CMPQ DI, $0x00000006
-	JNE  tokens_1035
+	JNE  tokens_975
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -36350,9 +34044,9 @@ tokens_1031:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_1036:
+i8steps_976:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1037
+	JB         i8stepsdone_977
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -36371,11 +34065,11 @@ i8steps_1036:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1036
+	JMP        i8steps_976
 
-i8stepsdone_1037:
+i8stepsdone_977:
 	TESTQ      R9, R9
-	JZ         notail_1038
+	JZ         notail_978
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -36394,7 +34088,7 @@ i8stepsdone_1037:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_1038:
+notail_978:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36472,11 +34166,11 @@ notail_1038:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1027
+	JMP           tokensdone_967
 
-tokens_1035:
+tokens_975:
 	CMPQ DI, $0x00000005
-	JNE  tokens_1039
+	JNE  tokens_979
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -36492,9 +34186,9 @@ tokens_1035:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_1040:
+i8steps_980:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1041
+	JB         i8stepsdone_981
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -36511,11 +34205,11 @@ i8steps_1040:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1040
+	JMP        i8steps_980
 
-i8stepsdone_1041:
+i8stepsdone_981:
 	TESTQ      R9, R9
-	JZ         notail_1042
+	JZ         notail_982
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -36532,7 +34226,7 @@ i8stepsdone_1041:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_1042:
+notail_982:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36598,11 +34292,11 @@ notail_1042:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1027
+	JMP           tokensdone_967
 
-tokens_1039:
+tokens_979:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1043
+	JNE  tokens_983
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -36617,9 +34311,9 @@ tokens_1039:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1044:
+i8steps_984:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1045
+	JB         i8stepsdone_985
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -36634,11 +34328,11 @@ i8steps_1044:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1044
+	JMP        i8steps_984
 
-i8stepsdone_1045:
+i8stepsdone_985:
 	TESTQ      R9, R9
-	JZ         notail_1046
+	JZ         notail_986
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -36653,7 +34347,7 @@ i8stepsdone_1045:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_1046:
+notail_986:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36707,11 +34401,11 @@ notail_1046:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1027
+	JMP           tokensdone_967
 
-tokens_1043:
+tokens_983:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1047
+	JNE  tokens_987
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -36723,9 +34417,9 @@ tokens_1043:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_1048:
+i8steps_988:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1049
+	JB         i8stepsdone_989
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -36737,11 +34431,11 @@ i8steps_1048:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1048
+	JMP        i8steps_988
 
-i8stepsdone_1049:
+i8stepsdone_989:
 	TESTQ      R9, R9
-	JZ         notail_1050
+	JZ         notail_990
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -36754,7 +34448,7 @@ i8stepsdone_1049:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_1050:
+notail_990:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36796,11 +34490,11 @@ notail_1050:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1027
+	JMP           tokensdone_967
 
-tokens_1047:
+tokens_987:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1051
+	JNE  tokens_991
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -36811,9 +34505,9 @@ tokens_1047:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_1052:
+i8steps_992:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1053
+	JB         i8stepsdone_993
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -36823,11 +34517,11 @@ i8steps_1052:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1052
+	JMP        i8steps_992
 
-i8stepsdone_1053:
+i8stepsdone_993:
 	TESTQ      R9, R9
-	JZ         notail_1054
+	JZ         notail_994
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -36838,7 +34532,7 @@ i8stepsdone_1053:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_1054:
+notail_994:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36868,11 +34562,11 @@ notail_1054:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1027
+	JMP           tokensdone_967
 
-tokens_1051:
+tokens_991:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1055
+	JNE  tokens_995
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -36882,9 +34576,9 @@ tokens_1051:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_1056:
+i8steps_996:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_1057
+	JB         i8stepsdone_997
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -36892,11 +34586,11 @@ i8steps_1056:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_1056
+	JMP        i8steps_996
 
-i8stepsdone_1057:
+i8stepsdone_997:
 	TESTQ      R8, R8
-	JZ         notail_1058
+	JZ         notail_998
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -36905,7 +34599,7 @@ i8stepsdone_1057:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_1058:
+notail_998:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36924,17 +34618,17 @@ notail_1058:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_1027
+	JMP           tokensdone_967
 
-tokens_1055:
-tokensdone_1027:
+tokens_995:
+tokensdone_967:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_1023
+	JMP  rows_963
 
-rowsdone_1024:
+rowsdone_964:
 	VZEROUPPER
 	RET
 
@@ -36943,7 +34637,7 @@ rowsdone_1024:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_1059
+	JE      group32_999
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 	MOVQ    w_base+0(FP), AX
@@ -36956,9 +34650,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, SI
 	MOVQ    SI, (SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1060
+	JZ      pairsdone_1000
 
-pairs_1061:
+pairs_1001:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -36975,9 +34669,9 @@ pairs_1061:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1063
+	JAE    loopdone_1003
 
-loop_1062:
+loop_1002:
 	VMOVDQU      (R10)(R12*1), Y6
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y4
@@ -37142,13 +34836,13 @@ loop_1062:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1062
+	JB           loop_1002
 
-loopdone_1063:
-room_1064:
+loopdone_1003:
+room_1004:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1065
+	JA           roomdone_1005
 	VMOVDQU      (R10)(R12*1), Y6
 	VMOVDQU      (AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -37170,9 +34864,9 @@ room_1064:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R13
 	ADDQ         $0x20, R12
-	JMP          room_1064
+	JMP          room_1004
 
-roomdone_1065:
+roomdone_1005:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -37192,7 +34886,7 @@ roomdone_1065:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1061
+	JNZ          pairs_1001
 	MOVQ         (SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -37202,10 +34896,10 @@ roomdone_1065:
 	MOVQ         (SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1060:
+pairsdone_1000:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1066
+	JZ     noodd_1006
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -37215,9 +34909,9 @@ pairsdone_1060:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1068
+	JAE    loopdone_1008
 
-loop_1067:
+loop_1007:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -37309,13 +35003,13 @@ loop_1067:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1067
+	JB           loop_1007
 
-loopdone_1068:
-room_1069:
+loopdone_1008:
+room_1009:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1070
+	JA           roomdone_1010
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -37328,9 +35022,9 @@ room_1069:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_1069
+	JMP          room_1009
 
-roomdone_1070:
+roomdone_1010:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -37339,11 +35033,11 @@ roomdone_1070:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1066:
+noodd_1006:
 	VZEROUPPER
 	RET
 
-group32_1059:
+group32_999:
 	VMOVDQU words0001<>+0(SB), Y0
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
@@ -37355,9 +35049,9 @@ group32_1059:
 	SHRQ    $0x01, SI
 	MOVQ    SI, 8(SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1071
+	JZ      pairsdone_1011
 
-pairs_1072:
+pairs_1012:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -37374,9 +35068,9 @@ pairs_1072:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1074
+	JAE    loopdone_1014
 
-loop_1073:
+loop_1013:
 	VMOVDQU      (R10)(R12*1), Y5
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y3
@@ -37525,13 +35219,13 @@ loop_1073:
 	ADDQ         $0x04, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1073
+	JB           loop_1013
 
-loopdone_1074:
-room_1075:
+loopdone_1014:
+room_1015:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1076
+	JA           roomdone_1016
 	VMOVDQU      (R10)(R12*1), Y5
 	VMOVDQU      (AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -37551,9 +35245,9 @@ room_1075:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R13
 	ADDQ         $0x20, R12
-	JMP          room_1075
+	JMP          room_1015
 
-roomdone_1076:
+roomdone_1016:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -37573,7 +35267,7 @@ roomdone_1076:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1072
+	JNZ          pairs_1012
 	MOVQ         8(SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -37583,10 +35277,10 @@ roomdone_1076:
 	MOVQ         8(SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1071:
+pairsdone_1011:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1077
+	JZ     noodd_1017
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -37596,9 +35290,9 @@ pairsdone_1071:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1079
+	JAE    loopdone_1019
 
-loop_1078:
+loop_1018:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -37682,13 +35376,13 @@ loop_1078:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1078
+	JB           loop_1018
 
-loopdone_1079:
-room_1080:
+loopdone_1019:
+room_1020:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1081
+	JA           roomdone_1021
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -37700,9 +35394,9 @@ room_1080:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_1080
+	JMP          room_1020
 
-roomdone_1081:
+roomdone_1021:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -37711,7 +35405,7 @@ roomdone_1081:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1077:
+noodd_1017:
 	VZEROUPPER
 	RET
 
@@ -37720,7 +35414,7 @@ noodd_1077:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1082
+	JE           group32_1022
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -37733,9 +35427,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, SI
 	MOVQ         SI, (SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1083
+	JZ           pairsdone_1023
 
-pairs_1084:
+pairs_1024:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -37752,9 +35446,9 @@ pairs_1084:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1086
+	JAE    loopdone_1026
 
-loop_1085:
+loop_1025:
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	PREFETCHT1      16384(AX)(R13*1)
@@ -37827,13 +35521,13 @@ loop_1085:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1085
+	JB              loop_1025
 
-loopdone_1086:
-room_1087:
+loopdone_1026:
+room_1027:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1088
+	JA              roomdone_1028
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	VPXORD          (AX)(R13*1), Z0, Z4
@@ -37852,9 +35546,9 @@ room_1087:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1087
+	JMP             room_1027
 
-roomdone_1088:
+roomdone_1028:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -37878,7 +35572,7 @@ roomdone_1088:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1084
+	JNZ           pairs_1024
 	MOVQ          (SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -37888,10 +35582,10 @@ roomdone_1088:
 	MOVQ          (SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1083:
+pairsdone_1023:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1089
+	JZ     noodd_1029
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -37901,9 +35595,9 @@ pairsdone_1083:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1091
+	JAE    loopdone_1031
 
-loop_1090:
+loop_1030:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -37947,13 +35641,13 @@ loop_1090:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_1090
+	JB              loop_1030
 
-loopdone_1091:
-room_1092:
+loopdone_1031:
+room_1032:
 	LEAQ            64(R8), R10
 	CMPQ            R10, SI
-	JA              roomdone_1093
+	JA              roomdone_1033
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -37965,9 +35659,9 @@ room_1092:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_1092
+	JMP             room_1032
 
-roomdone_1093:
+roomdone_1033:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -37978,11 +35672,11 @@ roomdone_1093:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1089:
+noodd_1029:
 	VZEROUPPER
 	RET
 
-group32_1082:
+group32_1022:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -37995,9 +35689,9 @@ group32_1082:
 	SHRQ         $0x01, SI
 	MOVQ         SI, 8(SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1094
+	JZ           pairsdone_1034
 
-pairs_1095:
+pairs_1035:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -38014,9 +35708,9 @@ pairs_1095:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1097
+	JAE    loopdone_1037
 
-loop_1096:
+loop_1036:
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	PREFETCHT1   16384(AX)(R13*1)
@@ -38089,13 +35783,13 @@ loop_1096:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1096
+	JB           loop_1036
 
-loopdone_1097:
-room_1098:
+loopdone_1037:
+room_1038:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1099
+	JA           roomdone_1039
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	VPXORD       (AX)(R13*1), Z0, Z4
@@ -38114,9 +35808,9 @@ room_1098:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1098
+	JMP          room_1038
 
-roomdone_1099:
+roomdone_1039:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -38140,7 +35834,7 @@ roomdone_1099:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1095
+	JNZ           pairs_1035
 	MOVQ          8(SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -38150,10 +35844,10 @@ roomdone_1099:
 	MOVQ          8(SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1094:
+pairsdone_1034:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1100
+	JZ     noodd_1040
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -38163,9 +35857,9 @@ pairsdone_1094:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1102
+	JAE    loopdone_1042
 
-loop_1101:
+loop_1041:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -38209,13 +35903,13 @@ loop_1101:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_1101
+	JB           loop_1041
 
-loopdone_1102:
-room_1103:
+loopdone_1042:
+room_1043:
 	LEAQ         64(R8), R10
 	CMPQ         R10, SI
-	JA           roomdone_1104
+	JA           roomdone_1044
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -38227,9 +35921,9 @@ room_1103:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_1103
+	JMP          room_1043
 
-roomdone_1104:
+roomdone_1044:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -38240,7 +35934,7 @@ roomdone_1104:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1100:
+noodd_1040:
 	VZEROUPPER
 	RET
 
@@ -38249,7 +35943,7 @@ noodd_1100:
 TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1105
+	JE           group32_1045
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -38263,9 +35957,9 @@ TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         AX, (SP)
 	MOVQ         AX, 32(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1106
+	JZ           quadsdone_1046
 
-quads_1107:
+quads_1047:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   8(SP), CX
 	IMULQ  (SP), AX
@@ -38291,9 +35985,9 @@ quads_1107:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1109
+	JAE    loopdone_1049
 
-loop_1108:
+loop_1048:
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -38420,13 +36114,13 @@ loop_1108:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1108
+	JB              loop_1048
 
-loopdone_1109:
-room_1110:
+loopdone_1049:
+room_1050:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1111
+	JA              roomdone_1051
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -38459,9 +36153,9 @@ room_1110:
 	VFMADD231PS     Z7, Z6, Z5
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1110
+	JMP             room_1050
 
-roomdone_1111:
+roomdone_1051:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -38509,9 +36203,9 @@ roomdone_1111:
 	ADDQ          AX, 16(SP)
 	ADDQ          $0x04, 24(SP)
 	DECQ          32(SP)
-	JNZ           quads_1107
+	JNZ           quads_1047
 
-quadsdone_1106:
+quadsdone_1046:
 	MOVQ  8(SP), AX
 	MOVQ  16(SP), CX
 	MOVQ  24(SP), DX
@@ -38530,9 +36224,9 @@ quadsdone_1106:
 	ADDQ  BX, CX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1113
+	JZ    blocksingledone_1053
 
-blocksingle_1112:
+blocksingle_1052:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -38542,9 +36236,9 @@ blocksingle_1112:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1115
+	JAE    loopdone_1055
 
-loop_1114:
+loop_1054:
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -38587,13 +36281,13 @@ loop_1114:
 	ADDQ            $0x10, R10
 	ADDQ            $0x00000100, R9
 	CMPQ            R9, R11
-	JB              loop_1114
+	JB              loop_1054
 
-loopdone_1115:
-room_1116:
+loopdone_1055:
+room_1056:
 	LEAQ            64(R9), R11
 	CMPQ            R11, DI
-	JA              roomdone_1117
+	JA              roomdone_1057
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -38605,9 +36299,9 @@ room_1116:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R10
 	ADDQ            $0x40, R9
-	JMP             room_1116
+	JMP             room_1056
 
-roomdone_1117:
+roomdone_1057:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -38624,13 +36318,13 @@ roomdone_1117:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1112
+	JNZ           blocksingle_1052
 
-blocksingledone_1113:
+blocksingledone_1053:
 	VZEROUPPER
 	RET
 
-group32_1105:
+group32_1045:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -38644,9 +36338,9 @@ group32_1105:
 	MOVQ         AX, 40(SP)
 	MOVQ         AX, 72(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1118
+	JZ           quadsdone_1058
 
-quads_1119:
+quads_1059:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   48(SP), CX
 	IMULQ  40(SP), AX
@@ -38672,9 +36366,9 @@ quads_1119:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1121
+	JAE    loopdone_1061
 
-loop_1120:
+loop_1060:
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -38801,13 +36495,13 @@ loop_1120:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1120
+	JB           loop_1060
 
-loopdone_1121:
-room_1122:
+loopdone_1061:
+room_1062:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1123
+	JA           roomdone_1063
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -38840,9 +36534,9 @@ room_1122:
 	VFMADD231PS  Z7, Z6, Z5
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1122
+	JMP          room_1062
 
-roomdone_1123:
+roomdone_1063:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -38890,9 +36584,9 @@ roomdone_1123:
 	ADDQ          AX, 56(SP)
 	ADDQ          $0x04, 64(SP)
 	DECQ          72(SP)
-	JNZ           quads_1119
+	JNZ           quads_1059
 
-quadsdone_1118:
+quadsdone_1058:
 	MOVQ  48(SP), AX
 	MOVQ  56(SP), CX
 	MOVQ  64(SP), DX
@@ -38911,9 +36605,9 @@ quadsdone_1118:
 	ADDQ  BX, CX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1125
+	JZ    blocksingledone_1065
 
-blocksingle_1124:
+blocksingle_1064:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -38923,9 +36617,9 @@ blocksingle_1124:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1127
+	JAE    loopdone_1067
 
-loop_1126:
+loop_1066:
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -38968,13 +36662,13 @@ loop_1126:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000100, R9
 	CMPQ         R9, R11
-	JB           loop_1126
+	JB           loop_1066
 
-loopdone_1127:
-room_1128:
+loopdone_1067:
+room_1068:
 	LEAQ         64(R9), R11
 	CMPQ         R11, DI
-	JA           roomdone_1129
+	JA           roomdone_1069
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -38986,9 +36680,9 @@ room_1128:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R10
 	ADDQ         $0x40, R9
-	JMP          room_1128
+	JMP          room_1068
 
-roomdone_1129:
+roomdone_1069:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -39005,9 +36699,9 @@ roomdone_1129:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1124
+	JNZ           blocksingle_1064
 
-blocksingledone_1125:
+blocksingledone_1065:
 	VZEROUPPER
 	RET
 
@@ -39025,9 +36719,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1131
+	JAE          loopdone_1071
 
-loop_1130:
+loop_1070:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -39038,9 +36732,9 @@ loop_1130:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1130
+	JB      loop_1070
 
-loopdone_1131:
+loopdone_1071:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -39052,18 +36746,18 @@ loopdone_1131:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1133
+	JAE          maxabsdone_1073
 
-maxabs_1132:
+maxabs_1072:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1132
+	JB      maxabs_1072
 
-maxabsdone_1133:
+maxabsdone_1073:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -39083,9 +36777,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1135
+	JAE          loopdone_1075
 
-loop_1134:
+loop_1074:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -39096,9 +36790,9 @@ loop_1134:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1134
+	JB      loop_1074
 
-loopdone_1135:
+loopdone_1075:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -39112,18 +36806,18 @@ loopdone_1135:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1137
+	JAE           maxabsdone_1077
 
-maxabs_1136:
+maxabs_1076:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1136
+	JB      maxabs_1076
 
-maxabsdone_1137:
+maxabsdone_1077:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -39144,9 +36838,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1139
+	JAE          loopdone_1079
 
-loop_1138:
+loop_1078:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -39159,9 +36853,9 @@ loop_1138:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1138
+	JB           loop_1078
 
-loopdone_1139:
+loopdone_1079:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -39170,9 +36864,9 @@ loopdone_1139:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1141
+	JAE          quantdone_1081
 
-quant_1140:
+quant_1080:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -39185,9 +36879,9 @@ quant_1140:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1140
+	JB        quant_1080
 
-quantdone_1141:
+quantdone_1081:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -39208,9 +36902,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1143
+	JAE          loopdone_1083
 
-loop_1142:
+loop_1082:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -39225,12 +36919,12 @@ loop_1142:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1142
+	JB        loop_1082
 
-loopdone_1143:
+loopdone_1083:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1144
+	JA        skip_1084
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -39239,10 +36933,10 @@ loopdone_1143:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1144:
+skip_1084:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1145
+	JZ        notail_1085
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -39254,7 +36948,7 @@ skip_1144:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1145:
+notail_1085:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -39279,9 +36973,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1147
+	JAE  loopdone_1087
 
-loop_1146:
+loop_1086:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -39290,31 +36984,31 @@ loop_1146:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1146
+	JB        loop_1086
 
-loopdone_1147:
+loopdone_1087:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1148
+	JA        skip_1088
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1148:
+skip_1088:
 	CMPQ BX, DX
-	JAE  halfdone_1150
+	JAE  halfdone_1090
 
-half_1149:
+half_1089:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1149
+	JB        half_1089
 
-halfdone_1150:
+halfdone_1090:
 	VZEROUPPER
 	RET
 
@@ -39328,9 +37022,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1152
+	JAE  loopdone_1092
 
-loop_1151:
+loop_1091:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -39339,21 +37033,21 @@ loop_1151:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1151
+	JB        loop_1091
 
-loopdone_1152:
+loopdone_1092:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1153
+	JA        skip_1093
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1153:
+skip_1093:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1154
+	JZ        notail_1094
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -39361,7 +37055,7 @@ skip_1153:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1154:
+notail_1094:
 	VZEROUPPER
 	RET
 
@@ -39375,9 +37069,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1156
+	JAE  loopdone_1096
 
-loop_1155:
+loop_1095:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -39388,32 +37082,32 @@ loop_1155:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1155
+	JB        loop_1095
 
-loopdone_1156:
+loopdone_1096:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1157
+	JA        skip_1097
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1157:
+skip_1097:
 	CMPQ BX, DX
-	JAE  halfdone_1159
+	JAE  halfdone_1099
 
-half_1158:
+half_1098:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1158
+	JB        half_1098
 
-halfdone_1159:
+halfdone_1099:
 	VZEROUPPER
 	RET
 
@@ -39427,9 +37121,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1161
+	JAE  loopdone_1101
 
-loop_1160:
+loop_1100:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -39440,22 +37134,22 @@ loop_1160:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1160
+	JB        loop_1100
 
-loopdone_1161:
+loopdone_1101:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1162
+	JA        skip_1102
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1162:
+skip_1102:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1163
+	JZ        notail_1103
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -39464,7 +37158,7 @@ skip_1162:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1163:
+notail_1103:
 	VZEROUPPER
 	RET
 
@@ -39481,9 +37175,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1165
+	JAE          loopdone_1105
 
-loop_1164:
+loop_1104:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -39524,11 +37218,11 @@ loop_1164:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1164
+	JB           loop_1104
 
-loopdone_1165:
+loopdone_1105:
 	SUBQ         DX, CX
-	JE           notail_1166
+	JE           notail_1106
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -39573,7 +37267,7 @@ loopdone_1165:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1166:
+notail_1106:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -39598,9 +37292,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1168
+	JAE          loopdone_1108
 
-loop_1167:
+loop_1107:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -39615,9 +37309,9 @@ loop_1167:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1167
+	JB      loop_1107
 
-loopdone_1168:
+loopdone_1108:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -39628,17 +37322,17 @@ loopdone_1168:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1170
+	JAE          scalemaxdone_1110
 
-scalemax_1169:
+scalemax_1109:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1169
+	JB     scalemax_1109
 
-scalemaxdone_1170:
+scalemaxdone_1110:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -39658,9 +37352,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1172
+	JAE          loopdone_1112
 
-loop_1171:
+loop_1111:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -39675,9 +37369,9 @@ loop_1171:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1171
+	JB      loop_1111
 
-loopdone_1172:
+loopdone_1112:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -39690,17 +37384,17 @@ loopdone_1172:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1174
+	JAE           scalemaxdone_1114
 
-scalemax_1173:
+scalemax_1113:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1173
+	JB     scalemax_1113
 
-scalemaxdone_1174:
+scalemaxdone_1114:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -39730,9 +37424,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1176
+	JAE          loopdone_1116
 
-loop_1175:
+loop_1115:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -39779,12 +37473,12 @@ loop_1175:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1175
+	JB            loop_1115
 
-loopdone_1176:
+loopdone_1116:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1177
+	JA            skip_1117
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -39809,10 +37503,10 @@ loopdone_1176:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1177:
+skip_1117:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1178
+	JZ            notail_1118
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -39840,7 +37534,7 @@ skip_1177:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1178:
+notail_1118:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -39868,9 +37562,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1180
+	JAE          loopdone_1120
 
-loop_1179:
+loop_1119:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -39901,13 +37595,13 @@ loop_1179:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1179
+	JB        loop_1119
 
-loopdone_1180:
-ewvec_1181:
+loopdone_1120:
+ewvec_1121:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1182
+	JA        ewvecdone_1122
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -39916,13 +37610,13 @@ ewvec_1181:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1181
+	JMP       ewvec_1121
 
-ewvecdone_1182:
+ewvecdone_1122:
 	CMPQ SI, BX
-	JAE  ewonedone_1184
+	JAE  ewonedone_1124
 
-ewone_1183:
+ewone_1123:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -39932,9 +37626,9 @@ ewone_1183:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1183
+	JB        ewone_1123
 
-ewonedone_1184:
+ewonedone_1124:
 	VZEROUPPER
 	RET
 
@@ -39951,9 +37645,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1186
+	JAE          loopdone_1126
 
-loop_1185:
+loop_1125:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -39976,26 +37670,26 @@ loop_1185:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1185
+	JB      loop_1125
 
-loopdone_1186:
-ewvec_1187:
+loopdone_1126:
+ewvec_1127:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1188
+	JA      ewvecdone_1128
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1187
+	JMP     ewvec_1127
 
-ewvecdone_1188:
+ewvecdone_1128:
 	CMPQ SI, BX
-	JAE  ewonedone_1190
+	JAE  ewonedone_1130
 
-ewone_1189:
+ewone_1129:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -40003,9 +37697,9 @@ ewone_1189:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1189
+	JB     ewone_1129
 
-ewonedone_1190:
+ewonedone_1130:
 	VZEROUPPER
 	RET
 
@@ -40020,9 +37714,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1192
+	JAE  loopdone_1132
 
-loop_1191:
+loop_1131:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -40053,13 +37747,13 @@ loop_1191:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1191
+	JB      loop_1131
 
-loopdone_1192:
-ewvec_1193:
+loopdone_1132:
+ewvec_1133:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1194
+	JA      ewvecdone_1134
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -40068,13 +37762,13 @@ ewvec_1193:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1193
+	JMP     ewvec_1133
 
-ewvecdone_1194:
+ewvecdone_1134:
 	CMPQ SI, BX
-	JAE  ewonedone_1196
+	JAE  ewonedone_1136
 
-ewone_1195:
+ewone_1135:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -40084,9 +37778,9 @@ ewone_1195:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1195
+	JB     ewone_1135
 
-ewonedone_1196:
+ewonedone_1136:
 	VZEROUPPER
 	RET
 
@@ -40100,9 +37794,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1198
+	JAE  loopdone_1138
 
-loop_1197:
+loop_1137:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -40121,34 +37815,34 @@ loop_1197:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1197
+	JB      loop_1137
 
-loopdone_1198:
-ewvec_1199:
+loopdone_1138:
+ewvec_1139:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1200
+	JA      ewvecdone_1140
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1199
+	JMP     ewvec_1139
 
-ewvecdone_1200:
+ewvecdone_1140:
 	CMPQ BX, DX
-	JAE  ewonedone_1202
+	JAE  ewonedone_1142
 
-ewone_1201:
+ewone_1141:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1201
+	JB     ewone_1141
 
-ewonedone_1202:
+ewonedone_1142:
 	VZEROUPPER
 	RET
 
@@ -40168,9 +37862,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1204
+	JAE          loopdone_1144
 
-loop_1203:
+loop_1143:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -40201,13 +37895,13 @@ loop_1203:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1203
+	JB        loop_1143
 
-loopdone_1204:
-ewvec_1205:
+loopdone_1144:
+ewvec_1145:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1206
+	JA        ewvecdone_1146
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -40216,13 +37910,13 @@ ewvec_1205:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1205
+	JMP       ewvec_1145
 
-ewvecdone_1206:
+ewvecdone_1146:
 	CMPQ SI, BX
-	JAE  ewonedone_1208
+	JAE  ewonedone_1148
 
-ewone_1207:
+ewone_1147:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -40232,9 +37926,9 @@ ewone_1207:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1207
+	JB        ewone_1147
 
-ewonedone_1208:
+ewonedone_1148:
 	VZEROUPPER
 	RET
 
@@ -40251,9 +37945,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1210
+	JAE          loopdone_1150
 
-loop_1209:
+loop_1149:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -40276,26 +37970,26 @@ loop_1209:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1209
+	JB      loop_1149
 
-loopdone_1210:
-ewvec_1211:
+loopdone_1150:
+ewvec_1151:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1212
+	JA      ewvecdone_1152
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1211
+	JMP     ewvec_1151
 
-ewvecdone_1212:
+ewvecdone_1152:
 	CMPQ SI, BX
-	JAE  ewonedone_1214
+	JAE  ewonedone_1154
 
-ewone_1213:
+ewone_1153:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -40303,9 +37997,9 @@ ewone_1213:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1213
+	JB     ewone_1153
 
-ewonedone_1214:
+ewonedone_1154:
 	VZEROUPPER
 	RET
 
@@ -40320,9 +38014,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1216
+	JAE  loopdone_1156
 
-loop_1215:
+loop_1155:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -40353,13 +38047,13 @@ loop_1215:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1215
+	JB      loop_1155
 
-loopdone_1216:
-ewvec_1217:
+loopdone_1156:
+ewvec_1157:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1218
+	JA      ewvecdone_1158
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -40368,13 +38062,13 @@ ewvec_1217:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1217
+	JMP     ewvec_1157
 
-ewvecdone_1218:
+ewvecdone_1158:
 	CMPQ SI, BX
-	JAE  ewonedone_1220
+	JAE  ewonedone_1160
 
-ewone_1219:
+ewone_1159:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -40384,9 +38078,9 @@ ewone_1219:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1219
+	JB      ewone_1159
 
-ewonedone_1220:
+ewonedone_1160:
 	VZEROUPPER
 	RET
 
@@ -40400,9 +38094,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1222
+	JAE  loopdone_1162
 
-loop_1221:
+loop_1161:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -40421,34 +38115,34 @@ loop_1221:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1221
+	JB      loop_1161
 
-loopdone_1222:
-ewvec_1223:
+loopdone_1162:
+ewvec_1163:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1224
+	JA      ewvecdone_1164
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1223
+	JMP     ewvec_1163
 
-ewvecdone_1224:
+ewvecdone_1164:
 	CMPQ BX, DX
-	JAE  ewonedone_1226
+	JAE  ewonedone_1166
 
-ewone_1225:
+ewone_1165:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1225
+	JB     ewone_1165
 
-ewonedone_1226:
+ewonedone_1166:
 	VZEROUPPER
 	RET
 
@@ -40473,9 +38167,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1228
+	JAE   loopdone_1168
 
-loop_1227:
+loop_1167:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -40550,21 +38244,21 @@ loop_1227:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1227
+	JB         loop_1167
 
-loopdone_1228:
+loopdone_1168:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1230
+	JAE    sum64done_1170
 
-sum64_1229:
+sum64_1169:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1229
+	JB     sum64_1169
 
-sum64done_1230:
+sum64done_1170:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -40598,9 +38292,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1232
+	JAE    loopdone_1172
 
-loop_1231:
+loop_1171:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -40643,20 +38337,20 @@ loop_1231:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1231
+	JB         loop_1171
 
-loopdone_1232:
+loopdone_1172:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1234
+	JAE    sum64done_1174
 
-sum64_1233:
+sum64_1173:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1233
+	JB     sum64_1173
 
-sum64done_1234:
+sum64done_1174:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -40703,9 +38397,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1236
+	JZ         sgemmtail_1176
 
-sgemm_1235:
+sgemm_1175:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -40789,13 +38483,13 @@ sgemm_1235:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1235
+	JNZ          sgemm_1175
 
-sgemmtail_1236:
+sgemmtail_1176:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1238
+	JZ   sgemmdone_1178
 
-sgemmone_1237:
+sgemmone_1177:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -40819,9 +38513,9 @@ sgemmone_1237:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1237
+	JNZ          sgemmone_1177
 
-sgemmdone_1238:
+sgemmdone_1178:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -40915,9 +38609,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1240
+	JZ         sgemmtail_1180
 
-sgemm_1239:
+sgemm_1179:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -41073,13 +38767,13 @@ sgemm_1239:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1239
+	JNZ          sgemm_1179
 
-sgemmtail_1240:
+sgemmtail_1180:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1242
+	JZ   sgemmdone_1182
 
-sgemmone_1241:
+sgemmone_1181:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -41121,9 +38815,9 @@ sgemmone_1241:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1241
+	JNZ          sgemmone_1181
 
-sgemmdone_1242:
+sgemmdone_1182:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -41194,9 +38888,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1244
+	JLE   fmadone_1184
 
-fma_1243:
+fma_1183:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -41210,9 +38904,9 @@ fma_1243:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1243
+	JNZ         fma_1183
 
-fmadone_1244:
+fmadone_1184:
 	VZEROUPPER
 	RET
 
@@ -41239,9 +38933,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1246
+	JLE    fmadone_1186
 
-fma_1245:
+fma_1185:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -41259,9 +38953,9 @@ fma_1245:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1245
+	JNZ         fma_1185
 
-fmadone_1246:
+fmadone_1186:
 	VZEROUPPER
 	RET
 
@@ -41284,9 +38978,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1248
+	JLE   int8done_1188
 
-int8_1247:
+int8_1187:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -41300,9 +38994,9 @@ int8_1247:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1247
+	JNZ        int8_1187
 
-int8done_1248:
+int8done_1188:
 	VZEROUPPER
 	RET
 
@@ -41325,9 +39019,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1250
+	JLE    int8done_1190
 
-int8_1249:
+int8_1189:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -41341,8 +39035,8 @@ int8_1249:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1249
+	JNZ      int8_1189
 
-int8done_1250:
+int8done_1190:
 	VZEROUPPER
 	RET

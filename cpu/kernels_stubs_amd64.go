@@ -31,7 +31,8 @@ func ternaryMatMulAVX2(w []byte, stride int, rows int, x []int8, xStride int, n 
 //go:noescape
 func ternaryMatMulVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
 
-// Its tiles of more than 2 tokens keep the prefetches.
+// For 1…3 tokens it prefetches each row's lines 2048 bytes ahead into L1 (PREFETCHNTA);
+// from 4 tokens on it is ternaryMatMulVNNI.
 //
 //go:noescape
 func ternaryMatMulVNNIHW(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
@@ -106,8 +107,9 @@ func dotI8RowsVNNIHW(w []int8, stride int, x []int8, out []int32)
 //go:noescape
 func dotF16MatMulAVX512(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
 
-// For 1…2 tokens its tiles of 4 rows take them a quarter of the call's rows
-// apart, as dotF16RowsAVX512HW does; from 3 tokens on it is dotF16MatMulAVX512.
+// For 1…6 tokens its tiles of 4 rows take them a quarter of the call's rows
+// apart, as dotF16RowsAVX512HW does, prefetching each row's lines 2048 bytes ahead into L1
+// (PREFETCHNTA); from 7 tokens on it is dotF16MatMulAVX512.
 //
 //go:noescape
 func dotF16MatMulAVX512HW(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)

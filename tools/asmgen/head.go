@@ -37,9 +37,9 @@ package main
 // after the first token.
 //
 // Both prefetch each row 16 KiB ahead, as the row kernels do.
-// dotF16MatMulAVX512HW, for Zen 5 (cpu.hwPrefetcher), runs 1-2 tokens
-// without the prefetches, its tiles of 4 rows a quarter of the call's rows
-// apart as dotF16RowsAVX512HW takes them (headHWTokens).
+// dotF16MatMulAVX512HW, for Zen 5 (cpu.hwPrefetcher), runs 1-6 tokens with
+// near prefetches instead (nearPrefetch), its tiles of 4 rows a quarter of
+// the call's rows apart as dotF16RowsAVX512HW takes them (headNearTokens).
 
 import (
 	"fmt"
@@ -57,19 +57,21 @@ const (
 // Tile shape of dotI8MatMulVNNI.
 const headI8Tokens = 5
 
-// headHWTokens: the most tokens for which dotF16MatMulAVX512HW runs
-// without software prefetches, in tiles of spread rows; from 3 tokens on
-// it is dotF16MatMulAVX512's code. The 2B head (656 MB) on the Zen 5 VM,
-// variants alternated in one process, medians of 7-9 (2026-11-27): 2
-// tokens 9.9-12.3 ms against 12.3-16.0 with the prefetches and adjacent
-// rows on two threads, 19.6-20.3 against 24.1-29.1 on one. 3 tokens:
-// 14.6-17.2 against 15.8-18.1 (two) alone, but a whole verification pass
-// of 3 tokens was as often slower; from 4 tokens on no variant was
-// reliably faster (without prefetches, spread or not, up to 10% slower;
-// prefetching 32-128 KiB ahead instead of 16, or the tokens in tiles of 2
-// over blocks of 64 rows, within the noise of the same code run twice,
-// ±10%).
-const headHWTokens = 2
+// headNearTokens: the most tokens for which dotF16MatMulAVX512HW takes
+// spread tiles of 4 rows with near prefetches; from 7 tokens on (tiles of
+// 3 rows) it is dotF16MatMulAVX512's code. A 32768-row slice of the 2B
+// head (168 MB) from DRAM on the Zen 5 VM, alternated in one process
+// (2026-11-28), ms, against the HW version before (spread tiles without
+// prefetches for 1-2 tokens, dotF16MatMulAVX512's adjacent ones with
+// prefetches into L2 from 3): one thread, 3 tokens 6.3-8.1 against
+// 8.1-8.7, 4 tokens 7.0-7.1 against 7.2-9.1, 6 tokens 8.1-8.5 against
+// 8.2-9.6; two threads, 1 token 2.5-2.7 against 2.7-3.1, 3 tokens 3.2-3.4
+// against 4.2-4.4, 4 tokens 3.5-3.8 against 3.8-4.8. The same spread tiles
+// without any prefetches were 10-30% slower than the old code from 3
+// tokens; 7 and 9 tokens with near prefetches no faster. Before that
+// (2026-11-27): prefetching 32-128 KiB ahead instead of 16, or the tokens
+// in tiles of 2 over blocks of 64 rows, within the noise (±10%).
+const headNearTokens = 6
 
 func genDotF16MatMulAVX512() {
 	TEXT(kernelName("dotF16MatMulAVX512"), NOSPLIT, dotF16MatMulSig)
@@ -78,8 +80,9 @@ func genDotF16MatMulAVX512() {
 		fmt.Sprintf("dotF16MatMulAVX512 is dotF16MatMul with AVX-512 for 1…%d tokens: every token in one tile", headF16MaxTokens),
 		"of f16TileRows(tokens) rows, each sum in dotF16RowsAVX512's order.")
 	if hwPrefetchOnly {
-		Doc(fmt.Sprintf("For 1…%d tokens its tiles of 4 rows take them a quarter of the call's rows", headHWTokens),
-			fmt.Sprintf("apart, as dotF16RowsAVX512HW does; from %d tokens on it is dotF16MatMulAVX512.", headHWTokens+1))
+		Doc(fmt.Sprintf("For 1…%d tokens its tiles of 4 rows take them a quarter of the call's rows", headNearTokens),
+			fmt.Sprintf("apart, as dotF16RowsAVX512HW does, prefetching each row's lines %d bytes ahead into L1", nearAhead),
+			fmt.Sprintf("(PREFETCHNTA); from %d tokens on it is dotF16MatMulAVX512.", headNearTokens+1))
 	}
 	tokens := load(Param("tokens"))
 	end := label("f16mmend")
@@ -87,7 +90,7 @@ func genDotF16MatMulAVX512() {
 		next := label("f16mmtokens")
 		CMPQ(tokens, U8(T))
 		JNE(LabelRef(next))
-		prefetchAbove(T, headHWTokens, func() { f16MatMulRows(T) })
+		fewTokenPrefetches(T <= headNearTokens, func() { f16MatMulRows(T) })
 		JMP(LabelRef(end))
 		Label(next)
 	}
@@ -121,7 +124,7 @@ func f16MatMulRows(T int) {
 		}
 		ADDQ(U32(4*r), out)
 	}
-	if hwPrefetchOnly && T <= headHWTokens {
+	if nearPrefetch && R == 4 { // the HW version's spread tiles
 		f16SpreadTiles(T, w, out)
 	} else {
 		quads := load(Param("rows"))
@@ -164,8 +167,8 @@ func f16MatMulRows(T int) {
 // anything) or sum1's (its single rows). Its rows are adjacent: tiles a
 // quarter of the rows apart (four DRAM streams, as dotF16Rows takes them)
 // ran 10-15% slower from DRAM at 2-4 tokens on the Zen 5 VM with these
-// prefetches; without them (the HW version, f16SpreadTiles) they are the
-// faster ones there. sp, when not nil, says where the rows of a spread
+// prefetches; with near prefetches (the HW version, f16SpreadTiles) they
+// are the faster ones there. sp, when not nil, says where the rows of a spread
 // tile of 4 lie.
 func f16Tile(R, T int, w, out reg.GPVirtual, quad bool, sp *f16Spread) {
 	Commentf("tile %d rows × %d tokens", R, T)
@@ -270,7 +273,7 @@ type f16Spread struct{ qs, oq reg.GPVirtual }
 // 3Q+i (four DRAM streams, as dotF16RowsAVX512HW's groups), so each row
 // is summed in the group order of the one-token kernel, whose groups are
 // the same rows. On return w and out point at row 4Q and its output.
-// See headHWTokens for the measurements.
+// See headNearTokens for the measurements.
 func f16SpreadTiles(T int, w, out reg.GPVirtual) {
 	q := load(Param("rows"))
 	SHRQ(U8(2), q)

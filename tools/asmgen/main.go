@@ -147,13 +147,40 @@ func pick(c bool, a, b uint32) uint32 {
 // it reads nothing the program can observe.
 const prefetchAhead = 16384
 
-// prefetch emits a prefetch of the line prefetchAhead bytes after m.
+// prefetch emits a prefetch of the line prefetchAhead bytes after m (in a
+// nearPrefetches, of the line nearAhead bytes after m into L1).
 func prefetch(m Mem) {
+	if nearPrefetch {
+		m.Disp += nearAhead
+		PREFETCHNTA(m)
+		return
+	}
 	if hwPrefetchOnly {
 		return
 	}
 	m.Disp += prefetchAhead
 	PREFETCHT1(m)
+}
+
+// nearAhead is how far ahead a nearPrefetches kernel asks for each row's
+// line with PREFETCHNTA: 2 KiB, which on the Zen 5 VM was as fast as 1 KiB
+// and faster than 4 (docs/KERNELS.md).
+const nearAhead = 2048
+
+// nearPrefetch, while set, makes prefetch emit PREFETCHNTA nearAhead bytes
+// ahead: the HW versions of the few-token kernels, whose rows stream from
+// DRAM through the hardware prefetcher while the tokens' activations
+// (T·n bytes or floats, 7.5-60 KiB at the 2B shape) are read again for
+// every row. Each weight line then comes into L1 shortly before its use,
+// marked to leave first, instead of on demand, evicting activations that
+// are read again (from L2, which the DRAM stream keeps busy).
+var nearPrefetch bool
+
+// nearPrefetches runs gen with nearPrefetch set.
+func nearPrefetches(gen func()) {
+	nearPrefetch = true
+	defer func() { nearPrefetch = false }()
+	gen()
 }
 
 // hwPrefetchOnly, while set, makes prefetch emit nothing: the "HW" version
@@ -169,19 +196,21 @@ func withoutPrefetch(gen func()) {
 	gen()
 }
 
-// prefetchAbove runs gen, with software prefetches even in a
-// withoutPrefetch when tokens > limit: the HW versions of the few-token
-// kernels leave the prefetches out only where that made them faster,
-// since with more tokens per weight the arithmetic sets the pace and the
-// hardware prefetcher alone falls behind it.
-func prefetchAbove(tokens, limit int, gen func()) {
-	if !hwPrefetchOnly || tokens <= limit {
+// fewTokenPrefetches runs gen, a tile of a few-token kernel: in a
+// withoutPrefetch with near prefetches when near, else with the
+// prefetches into L2, since with more tokens per weight the arithmetic
+// sets the pace and the hardware prefetcher alone falls behind it.
+func fewTokenPrefetches(near bool, gen func()) {
+	switch {
+	case !hwPrefetchOnly:
 		gen()
-		return
+	case near:
+		nearPrefetches(gen)
+	default:
+		hwPrefetchOnly = false
+		defer func() { hwPrefetchOnly = true }()
+		gen()
 	}
-	hwPrefetchOnly = false
-	defer func() { hwPrefetchOnly = true }()
-	gen()
 }
 
 // kernelName returns name, or name+"HW" in a withoutPrefetch.

@@ -45,8 +45,9 @@ package main
 // reads 27 at 92% of the vpdpbusd peak: from DRAM the stream and the
 // arithmetic do not overlap).
 //
-// ternaryMatMulVNNIHW, for Zen 5 (cpu.hwPrefetcher), runs tiles of 1-2
-// tokens without the prefetches (matMulHWTokens).
+// ternaryMatMulVNNIHW, for Zen 5 (cpu.hwPrefetcher), runs its spread tiles
+// (1-3 tokens) with near prefetches instead (nearPrefetch: each row's line
+// 2 KiB ahead into L1), and its tiles of more tokens as ternaryMatMulVNNI.
 //
 // Measured on Zen 4 (docs/KERNELS.md): avx512vnni ~90% of the vpdpbusd
 // peak (64 MAC/cycle), avx2 ~92% of the vpmaddubsw bound (32 MAC/cycle).
@@ -67,15 +68,15 @@ const (
 	matMulAVX2Tokens   = 5
 	matMulVNNIRows     = 4
 	matMulVNNITokens   = 5
-	// matMulHWTokens: the most tokens of a tile of ternaryMatMulVNNIHW
-	// without software prefetches. The 2B shape's 210 ternary matrices on
-	// the Zen 5 VM (2026-11-27, alternated in one process, medians of
-	// 5-9): 2 tokens 10.1-12.9 ms against 11.3-13.2 with them on two
-	// threads, 16.0-23.3 against 17.7-24.7 on one; 3 tokens 13.5 against
-	// 13.0 (two); 4 tokens 18.6 against 13.4 (two), 36.4 against 25.7
-	// (one). PREFETCHT0 instead of T1, and prefetching 8-64 KiB ahead
-	// instead of 16: within the noise of a whole pass.
-	matMulHWTokens = 2
+	// In ternaryMatMulVNNIHW (the Zen 5 VM, 6912×2560 from DRAM,
+	// 2026-11-28, alternated in one process): 3 tokens 0.16-0.18 ms with
+	// the near prefetches against 0.19-0.20 with those into L2 on one
+	// thread, 0.18-0.19 against 0.21-0.22 on two; 1-2 tokens as without
+	// prefetches or slightly faster (2: 0.29-0.30 against 0.31); 4 tokens
+	// 0.21-0.22 against 0.19-0.20 (adjacent rows keep those into L2).
+	// Before (2026-11-27), without prefetches against those into L2: 2
+	// tokens 10.1-12.9 ms against 11.3-13.2 for the 2B shape's 210
+	// matrices on two threads; 4 tokens 18.6 against 13.4.
 )
 
 // tileFunc emits one R×T tile: w points at its first row, x at its first
@@ -337,7 +338,8 @@ func genTernaryMatMulVNNI() {
 	kernelDoc("ternaryMatMulVNNI", fmt.Sprintf("ternaryMatMulVNNI is ternaryMatMul with AVX-512 VNNI: tiles of %d rows × %d tokens.",
 		matMulVNNIRows, matMulVNNITokens))
 	if hwPrefetchOnly {
-		Doc(fmt.Sprintf("Its tiles of more than %d tokens keep the prefetches.", matMulHWTokens))
+		Doc(fmt.Sprintf("For 1…%d tokens it prefetches each row's lines %d bytes ahead into L1 (PREFETCHNTA);", matMulSpreadTokens, nearAhead),
+			fmt.Sprintf("from %d tokens on it is ternaryMatMulVNNI.", matMulSpreadTokens+1))
 	}
 	tokensFor := func(R int) int {
 		if R == 1 {
@@ -345,8 +347,10 @@ func genTernaryMatMulVNNI() {
 		}
 		return matMulVNNITokens
 	}
-	tile := func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
-		prefetchAbove(T, matMulHWTokens, func() { vnniTile(R, T, w, x, out, left, g) })
+	tile := func(near bool) tileFunc {
+		return func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
+			fewTokenPrefetches(near, func() { vnniTile(R, T, w, x, out, left, g) })
+		}
 	}
 	// A few tokens read the weights at the memory's pace: spread tiles
 	// (four DRAM streams) read 1-3 tokens' weights 5-60% faster on the Zen
@@ -356,9 +360,9 @@ func genTernaryMatMulVNNI() {
 	adjacent := label("adjacent")
 	CMPQ(tokens, U8(matMulSpreadTokens))
 	JA(LabelRef(adjacent))
-	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, true, tile)
+	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, true, tile(true))
 	Label(adjacent)
-	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, false, tile)
+	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, false, tile(false))
 }
 
 // vnniTile emits one R×T tile of ternaryMatMulVNNI.
