@@ -7833,7 +7833,7 @@ rowsdone_157:
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
 TEXT ·ternaryMatMulVNNIHW(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
-	CMPQ AX, $0x03
+	CMPQ AX, $0x04
 	JA   adjacent_192
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX

@@ -31,8 +31,8 @@ func ternaryMatMulAVX2(w []byte, stride int, rows int, x []int8, xStride int, n 
 //go:noescape
 func ternaryMatMulVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
 
-// For 1…3 tokens it prefetches each row's lines 2048 bytes ahead into L1 (PREFETCHNTA);
-// from 4 tokens on it is ternaryMatMulVNNI.
+// For 1…4 tokens its tiles take rows a quarter of the call's apart and prefetch each row's
+// lines 2048 bytes ahead into L1 (PREFETCHNTA); from 5 tokens on it is ternaryMatMulVNNI.
 //
 //go:noescape
 func ternaryMatMulVNNIHW(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)

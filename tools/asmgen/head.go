@@ -61,7 +61,7 @@ const headI8Tokens = 5
 // spread tiles of 4 rows with near prefetches; from 7 tokens on (tiles of
 // 3 rows) it is dotF16MatMulAVX512's code. A 32768-row slice of the 2B
 // head (168 MB) from DRAM on the Zen 5 VM, alternated in one process
-// (2026-11-28), ms, against the HW version before (spread tiles without
+// (2026-11-27, later), ms, against the HW version before (spread tiles without
 // prefetches for 1-2 tokens, dotF16MatMulAVX512's adjacent ones with
 // prefetches into L2 from 3): one thread, 3 tokens 6.3-8.1 against
 // 8.1-8.7, 4 tokens 7.0-7.1 against 7.2-9.1, 6 tokens 8.1-8.5 against

@@ -45,9 +45,9 @@ package main
 // reads 27 at 92% of the vpdpbusd peak: from DRAM the stream and the
 // arithmetic do not overlap).
 //
-// ternaryMatMulVNNIHW, for Zen 5 (cpu.hwPrefetcher), runs its spread tiles
-// (1-3 tokens) with near prefetches instead (nearPrefetch: each row's line
-// 2 KiB ahead into L1), and its tiles of more tokens as ternaryMatMulVNNI.
+// ternaryMatMulVNNIHW, for Zen 5 (cpu.hwPrefetcher), runs 1-4 tokens in
+// spread tiles with near prefetches instead (nearPrefetch: each row's line
+// 2 KiB ahead into L1), and more tokens as ternaryMatMulVNNI.
 //
 // Measured on Zen 4 (docs/KERNELS.md): avx512vnni ~90% of the vpdpbusd
 // peak (64 MAC/cycle), avx2 ~92% of the vpmaddubsw bound (32 MAC/cycle).
@@ -68,15 +68,20 @@ const (
 	matMulAVX2Tokens   = 5
 	matMulVNNIRows     = 4
 	matMulVNNITokens   = 5
-	// In ternaryMatMulVNNIHW (the Zen 5 VM, 6912×2560 from DRAM,
-	// 2026-11-28, alternated in one process): 3 tokens 0.16-0.18 ms with
-	// the near prefetches against 0.19-0.20 with those into L2 on one
+	// matMulNearTokens: the most tokens ternaryMatMulVNNIHW takes in
+	// spread tiles, with near prefetches. On the Zen 5 VM (6912×2560 from
+	// DRAM, 2026-11-27, alternated in one process): 3 tokens 0.16-0.18 ms
+	// with them against 0.19-0.20 with the prefetches into L2 on one
 	// thread, 0.18-0.19 against 0.21-0.22 on two; 1-2 tokens as without
 	// prefetches or slightly faster (2: 0.29-0.30 against 0.31); 4 tokens
-	// 0.21-0.22 against 0.19-0.20 (adjacent rows keep those into L2).
-	// Before (2026-11-27), without prefetches against those into L2: 2
-	// tokens 10.1-12.9 ms against 11.3-13.2 for the 2B shape's 210
-	// matrices on two threads; 4 tokens 18.6 against 13.4.
+	// 0.21 against 0.23 (2560×6912: 0.22 against 0.25), though in adjacent
+	// tiles near prefetches were slower than those into L2 (0.21-0.22
+	// against 0.19-0.20); 5 tokens spread or not as fast, and adjacent
+	// tiles keep the prefetches into L2. Before, without prefetches
+	// against those into L2: 2 tokens 10.1-12.9 ms against 11.3-13.2 for
+	// the 2B shape's 210 matrices on two threads; 4 tokens 18.6 against
+	// 13.4.
+	matMulNearTokens = 4
 )
 
 // tileFunc emits one R×T tile: w points at its first row, x at its first
@@ -338,8 +343,8 @@ func genTernaryMatMulVNNI() {
 	kernelDoc("ternaryMatMulVNNI", fmt.Sprintf("ternaryMatMulVNNI is ternaryMatMul with AVX-512 VNNI: tiles of %d rows × %d tokens.",
 		matMulVNNIRows, matMulVNNITokens))
 	if hwPrefetchOnly {
-		Doc(fmt.Sprintf("For 1…%d tokens it prefetches each row's lines %d bytes ahead into L1 (PREFETCHNTA);", matMulSpreadTokens, nearAhead),
-			fmt.Sprintf("from %d tokens on it is ternaryMatMulVNNI.", matMulSpreadTokens+1))
+		Doc(fmt.Sprintf("For 1…%d tokens its tiles take rows a quarter of the call's apart and prefetch each row's", matMulNearTokens),
+			fmt.Sprintf("lines %d bytes ahead into L1 (PREFETCHNTA); from %d tokens on it is ternaryMatMulVNNI.", nearAhead, matMulNearTokens+1))
 	}
 	tokensFor := func(R int) int {
 		if R == 1 {
@@ -356,9 +361,13 @@ func genTernaryMatMulVNNI() {
 	// (four DRAM streams) read 1-3 tokens' weights 5-60% faster on the Zen
 	// 5 VM; from 4 tokens on the arithmetic sets the pace, and adjacent
 	// rows were as fast or up to 10% faster.
+	spread := matMulSpreadTokens
+	if hwPrefetchOnly {
+		spread = matMulNearTokens
+	}
 	tokens := load(Param("tokens"))
 	adjacent := label("adjacent")
-	CMPQ(tokens, U8(matMulSpreadTokens))
+	CMPQ(tokens, U8(spread))
 	JA(LabelRef(adjacent))
 	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, true, tile(true))
 	Label(adjacent)
