@@ -21,9 +21,10 @@ func TestCPUVendorFamily(t *testing.T) {
 }
 
 // TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512,
-// ternaryRowsVNNI, dotI8RowsVNNI and dotBlockRowsVNNI, whichever this
-// machine takes, give the bits of the plain ones on every length and row
-// count (TestDotF16Rows, TestTernaryRows, TestDotI8Rows and
+// ternaryRowsVNNI, dotI8RowsVNNI and dotBlockRowsVNNI, and of the
+// few-token kernels (ternaryMatMulVNNI, dotI8MatMulVNNI, dotF16MatMul),
+// whichever this machine takes, give the bits of the plain ones on every
+// length and row count (TestDotF16Rows, TestTernaryRows, TestDotI8Rows and
 // TestDotBlockRows check the ones the avx512vnni set takes against the Go
 // twins).
 func TestPrefetchVersions(t *testing.T) {
@@ -67,6 +68,22 @@ func TestPrefetchVersions(t *testing.T) {
 			dotI8RowsVNNIHW(w, stride, x, out)
 			if !slices.Equal(out, want) {
 				t.Fatalf("dotI8RowsVNNIHW: n %d rows %d stride %d:\n got %v\nwant %v", n, rows, stride, out, want)
+			}
+		}
+	}
+	i8MatMul := biasedI8(dotI8MatMulVNNIHW)
+	for _, n := range []int{0, 64, 65, 2560} {
+		for _, rows := range append(testRows, 130) {
+			for _, tokens := range []int{1, 2, 3, 4, 5, 9} {
+				stride, xs, os := n+rng.IntN(4), n+rng.IntN(5), rows+rng.IntN(3)
+				w := randomI8(rng, max(rows-1, 0)*stride+n, -128, 127, 0)
+				x := randomI8(rng, (tokens-1)*xs+n, -127, 127, 0)
+				want, out := make([]int32, (tokens-1)*os+rows), make([]int32, (tokens-1)*os+rows)
+				dotI8MatMulGeneric(w, stride, rows, x, xs, n, tokens, want, os)
+				i8MatMul(w, stride, rows, x, xs, n, tokens, out, os)
+				if !slices.Equal(out, want) {
+					t.Fatalf("dotI8MatMulVNNIHW: n %d rows %d tokens %d:\n got %v\nwant %v", n, rows, tokens, out, want)
+				}
 			}
 		}
 	}

@@ -71,7 +71,7 @@ var avx512VNNIKernels = kernels{
 	axpyF16Rows4:  checkAxpyF16Rows4(axpyF16Rows4AVX512),
 	dotI8Rows:     checkDotI8Rows(forCPU(dotI8RowsVNNI, dotI8RowsVNNIHW)),
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(forCPU(dotF16MatMulAVX512, dotF16MatMulAVX512HW), 9)),
-	dotI8MatMul:   checkDotI8MatMul(biasedI8(dotI8MatMulVNNI)),
+	dotI8MatMul:   checkDotI8MatMul(biasedI8(forCPU(dotI8MatMulVNNI, dotI8MatMulVNNIHW))),
 	dotBlockRows:  checkDotBlockRows(forCPU(dotBlockRowsVNNI, dotBlockRowsVNNIHW)),
 	f32ToF16:      checkF32ToF16(f32ToF16AVX512),
 	roundF16:      checkRoundF16(roundF16AVX512),

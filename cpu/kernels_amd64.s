@@ -34632,12 +34632,3975 @@ rowsdone_964:
 	VZEROUPPER
 	RET
 
+// func dotI8MatMulVNNIHW(w []int8, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int, bias []int32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, MMX+
+TEXT ·dotI8MatMulVNNIHW(SB), NOSPLIT, $0-144
+	MOVQ tokens+80(FP), AX
+	CMPQ AX, $0x09
+	JA   adjacent_999
+	MOVQ w_base+0(FP), AX
+	MOVQ rows+32(FP), CX
+	MOVQ out_base+88(FP), DX
+	SHRQ $0x02, CX
+	JZ   spreadtiles_1000
+
+spreadtile_1001:
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_1002:
+	CMPQ DI, $0x00000005
+	JB   tokenstail_1003
+
+	// tile 4 rows × 5 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R9
+	MOVQ         n+72(FP), R10
+	MOVQ         rows+32(FP), R11
+	SHRQ         $0x02, R11
+	IMULQ        R8, R11
+	MOVQ         AX, R8
+	LEAQ         (R8)(R11*2), R12
+	ADDQ         R11, R12
+	MOVQ         BX, R13
+	LEAQ         (R13)(R9*2), R14
+	ADDQ         R9, R14
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+
+i8steps_1005:
+	CMPQ        R10, $0x00000040
+	JB          i8stepsdone_1006
+	PREFETCHNTA 2048(R8)
+	VPXORD      (R8), Z0, Z21
+	PREFETCHNTA 2048(R8)(R11*1)
+	VPXORD      (R8)(R11*1), Z0, Z22
+	PREFETCHNTA 2048(R8)(R11*2)
+	VPXORD      (R8)(R11*2), Z0, Z23
+	PREFETCHNTA 2048(R12)
+	VPXORD      (R12), Z0, Z24
+	VMOVDQU64   (R13), Z25
+	VPDPBUSD    Z25, Z21, Z1
+	VPDPBUSD    Z25, Z22, Z6
+	VPDPBUSD    Z25, Z23, Z11
+	VPDPBUSD    Z25, Z24, Z16
+	VMOVDQU64   (R13)(R9*1), Z25
+	VPDPBUSD    Z25, Z21, Z2
+	VPDPBUSD    Z25, Z22, Z7
+	VPDPBUSD    Z25, Z23, Z12
+	VPDPBUSD    Z25, Z24, Z17
+	VMOVDQU64   (R13)(R9*2), Z25
+	VPDPBUSD    Z25, Z21, Z3
+	VPDPBUSD    Z25, Z22, Z8
+	VPDPBUSD    Z25, Z23, Z13
+	VPDPBUSD    Z25, Z24, Z18
+	VMOVDQU64   (R14), Z25
+	VPDPBUSD    Z25, Z21, Z4
+	VPDPBUSD    Z25, Z22, Z9
+	VPDPBUSD    Z25, Z23, Z14
+	VPDPBUSD    Z25, Z24, Z19
+	VMOVDQU64   (R14)(R9*1), Z25
+	VPDPBUSD    Z25, Z21, Z5
+	VPDPBUSD    Z25, Z22, Z10
+	VPDPBUSD    Z25, Z23, Z15
+	VPDPBUSD    Z25, Z24, Z20
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R12
+	ADDQ        $0x00000040, R13
+	ADDQ        $0x00000040, R14
+	SUBQ        $0x00000040, R10
+	JMP         i8steps_1005
+
+i8stepsdone_1006:
+	TESTQ      R10, R10
+	JZ         notail_1007
+	MOVQ       $-1, R15
+	BZHIQ      R10, R15, R10
+	KMOVQ      R10, K1
+	VMOVDQU8.Z (R8), K1, Z21
+	VPXORD     Z0, Z21, Z21
+	VMOVDQU8.Z (R8)(R11*1), K1, Z22
+	VPXORD     Z0, Z22, Z22
+	VMOVDQU8.Z (R8)(R11*2), K1, Z23
+	VPXORD     Z0, Z23, Z23
+	VMOVDQU8.Z (R12), K1, Z24
+	VPXORD     Z0, Z24, Z24
+	VMOVDQU8.Z (R13), K1, Z0
+	VPDPBUSD   Z0, Z21, Z1
+	VPDPBUSD   Z0, Z22, Z6
+	VPDPBUSD   Z0, Z23, Z11
+	VPDPBUSD   Z0, Z24, Z16
+	VMOVDQU8.Z (R13)(R9*1), K1, Z0
+	VPDPBUSD   Z0, Z21, Z2
+	VPDPBUSD   Z0, Z22, Z7
+	VPDPBUSD   Z0, Z23, Z12
+	VPDPBUSD   Z0, Z24, Z17
+	VMOVDQU8.Z (R13)(R9*2), K1, Z0
+	VPDPBUSD   Z0, Z21, Z3
+	VPDPBUSD   Z0, Z22, Z8
+	VPDPBUSD   Z0, Z23, Z13
+	VPDPBUSD   Z0, Z24, Z18
+	VMOVDQU8.Z (R14), K1, Z0
+	VPDPBUSD   Z0, Z21, Z4
+	VPDPBUSD   Z0, Z22, Z9
+	VPDPBUSD   Z0, Z23, Z14
+	VPDPBUSD   Z0, Z24, Z19
+	VMOVDQU8.Z (R14)(R9*1), K1, Z0
+	VPDPBUSD   Z0, Z21, Z5
+	VPDPBUSD   Z0, Z22, Z10
+	VPDPBUSD   Z0, Z23, Z15
+	VPDPBUSD   Z0, Z24, Z20
+
+notail_1007:
+	MOVQ          tokens+80(FP), R8
+	SUBQ          DI, R8
+	MOVQ          bias_base+120(FP), R9
+	LEAQ          (R9)(R8*4), R9
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R10
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z6, Y1
+	VPADDD        Y6, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z11, Y6
+	VPADDD        Y11, Y6, Y6
+	VEXTRACTI64X4 $0x01, Z16, Y11
+	VPADDD        Y16, Y11, Y11
+	VPBROADCASTD  (R9), X16
+	VPUNPCKLDQ    Y1, Y0, Y21
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y21, Y21
+	VPUNPCKLDQ    Y11, Y6, Y0
+	VPUNPCKHDQ    Y11, Y6, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y21, Y1
+	VPUNPCKHQDQ   Y0, Y21, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X16, X0, X0
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	LEAQ          (R10)(R11*2), R12
+	VMOVD         X0, (R12)(R11*1)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z7, Y1
+	VPADDD        Y7, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z12, Y2
+	VPADDD        Y12, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z17, Y6
+	VPADDD        Y17, Y6, Y6
+	VPBROADCASTD  4(R9), X7
+	VPUNPCKLDQ    Y1, Y0, Y11
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y11, Y11
+	VPUNPCKLDQ    Y6, Y2, Y0
+	VPUNPCKHDQ    Y6, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y11, Y1
+	VPUNPCKHQDQ   Y0, Y11, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X7, X0, X0
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	LEAQ          (R10)(R11*2), R12
+	VMOVD         X0, (R12)(R11*1)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z8, Y1
+	VPADDD        Y8, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z13, Y2
+	VPADDD        Y13, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z18, Y3
+	VPADDD        Y18, Y3, Y3
+	VPBROADCASTD  8(R9), X6
+	VPUNPCKLDQ    Y1, Y0, Y7
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y7, Y7
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y7, Y1
+	VPUNPCKHQDQ   Y0, Y7, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X6, X0, X0
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	LEAQ          (R10)(R11*2), R12
+	VMOVD         X0, (R12)(R11*1)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z9, Y1
+	VPADDD        Y9, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z14, Y2
+	VPADDD        Y14, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z19, Y3
+	VPADDD        Y19, Y3, Y3
+	VPBROADCASTD  12(R9), X4
+	VPUNPCKLDQ    Y1, Y0, Y6
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y6, Y6
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y6, Y1
+	VPUNPCKHQDQ   Y0, Y6, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	VMOVD         X1, (R10)(R11*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R11
+	ANDQ          $-4, R11
+	LEAQ          (R10)(R11*2), R12
+	VMOVD         X0, (R12)(R11*1)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z10, Y1
+	VPADDD        Y10, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z15, Y2
+	VPADDD        Y15, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z20, Y3
+	VPADDD        Y20, Y3, Y3
+	VPBROADCASTD  16(R9), X4
+	VPUNPCKLDQ    Y1, Y0, Y5
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y5, Y5
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y5, Y1
+	VPUNPCKHQDQ   Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (R10)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (R10)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (R10)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000005, R8, R8
+	IMUL3Q        $0x00000014, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000005, DI
+	JMP           tokens_1002
+
+tokenstail_1003:
+	CMPQ DI, $0x00000004
+	JNE  tokens_1008
+
+	// tile 4 rows × 4 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R9
+	MOVQ         n+72(FP), R10
+	MOVQ         rows+32(FP), R11
+	SHRQ         $0x02, R11
+	IMULQ        R8, R11
+	MOVQ         AX, R8
+	LEAQ         (R8)(R11*2), R12
+	ADDQ         R11, R12
+	LEAQ         (BX)(R9*2), R13
+	ADDQ         R9, R13
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+
+i8steps_1009:
+	CMPQ        R10, $0x00000040
+	JB          i8stepsdone_1010
+	PREFETCHNTA 2048(R8)
+	VPXORD      (R8), Z0, Z17
+	PREFETCHNTA 2048(R8)(R11*1)
+	VPXORD      (R8)(R11*1), Z0, Z18
+	PREFETCHNTA 2048(R8)(R11*2)
+	VPXORD      (R8)(R11*2), Z0, Z19
+	PREFETCHNTA 2048(R12)
+	VPXORD      (R12), Z0, Z20
+	VMOVDQU64   (BX), Z21
+	VPDPBUSD    Z21, Z17, Z1
+	VPDPBUSD    Z21, Z18, Z5
+	VPDPBUSD    Z21, Z19, Z9
+	VPDPBUSD    Z21, Z20, Z13
+	VMOVDQU64   (BX)(R9*1), Z21
+	VPDPBUSD    Z21, Z17, Z2
+	VPDPBUSD    Z21, Z18, Z6
+	VPDPBUSD    Z21, Z19, Z10
+	VPDPBUSD    Z21, Z20, Z14
+	VMOVDQU64   (BX)(R9*2), Z21
+	VPDPBUSD    Z21, Z17, Z3
+	VPDPBUSD    Z21, Z18, Z7
+	VPDPBUSD    Z21, Z19, Z11
+	VPDPBUSD    Z21, Z20, Z15
+	VMOVDQU64   (R13), Z21
+	VPDPBUSD    Z21, Z17, Z4
+	VPDPBUSD    Z21, Z18, Z8
+	VPDPBUSD    Z21, Z19, Z12
+	VPDPBUSD    Z21, Z20, Z16
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R12
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000040, R13
+	SUBQ        $0x00000040, R10
+	JMP         i8steps_1009
+
+i8stepsdone_1010:
+	TESTQ      R10, R10
+	JZ         notail_1011
+	MOVQ       $-1, R14
+	BZHIQ      R10, R14, R10
+	KMOVQ      R10, K1
+	VMOVDQU8.Z (R8), K1, Z17
+	VPXORD     Z0, Z17, Z17
+	VMOVDQU8.Z (R8)(R11*1), K1, Z18
+	VPXORD     Z0, Z18, Z18
+	VMOVDQU8.Z (R8)(R11*2), K1, Z19
+	VPXORD     Z0, Z19, Z19
+	VMOVDQU8.Z (R12), K1, Z20
+	VPXORD     Z0, Z20, Z20
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z17, Z1
+	VPDPBUSD   Z0, Z18, Z5
+	VPDPBUSD   Z0, Z19, Z9
+	VPDPBUSD   Z0, Z20, Z13
+	VMOVDQU8.Z (BX)(R9*1), K1, Z0
+	VPDPBUSD   Z0, Z17, Z2
+	VPDPBUSD   Z0, Z18, Z6
+	VPDPBUSD   Z0, Z19, Z10
+	VPDPBUSD   Z0, Z20, Z14
+	VMOVDQU8.Z (BX)(R9*2), K1, Z0
+	VPDPBUSD   Z0, Z17, Z3
+	VPDPBUSD   Z0, Z18, Z7
+	VPDPBUSD   Z0, Z19, Z11
+	VPDPBUSD   Z0, Z20, Z15
+	VMOVDQU8.Z (R13), K1, Z0
+	VPDPBUSD   Z0, Z17, Z4
+	VPDPBUSD   Z0, Z18, Z8
+	VPDPBUSD   Z0, Z19, Z12
+	VPDPBUSD   Z0, Z20, Z16
+
+notail_1011:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z5, Y1
+	VPADDD        Y5, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z9, Y5
+	VPADDD        Y9, Y5, Y5
+	VEXTRACTI64X4 $0x01, Z13, Y9
+	VPADDD        Y13, Y9, Y9
+	VPBROADCASTD  (DI), X13
+	VPUNPCKLDQ    Y1, Y0, Y17
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y17, Y17
+	VPUNPCKLDQ    Y9, Y5, Y0
+	VPUNPCKHDQ    Y9, Y5, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y17, Y1
+	VPUNPCKHQDQ   Y0, Y17, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X13, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z6, Y1
+	VPADDD        Y6, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z10, Y2
+	VPADDD        Y10, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z14, Y5
+	VPADDD        Y14, Y5, Y5
+	VPBROADCASTD  4(DI), X6
+	VPUNPCKLDQ    Y1, Y0, Y9
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y9, Y9
+	VPUNPCKLDQ    Y5, Y2, Y0
+	VPUNPCKHDQ    Y5, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y9, Y1
+	VPUNPCKHQDQ   Y0, Y9, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X6, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z7, Y1
+	VPADDD        Y7, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z11, Y2
+	VPADDD        Y11, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z15, Y3
+	VPADDD        Y15, Y3, Y3
+	VPBROADCASTD  8(DI), X5
+	VPUNPCKLDQ    Y1, Y0, Y6
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y6, Y6
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y6, Y1
+	VPUNPCKHQDQ   Y0, Y6, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X5, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z8, Y1
+	VPADDD        Y8, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z12, Y2
+	VPADDD        Y12, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z16, Y3
+	VPADDD        Y16, Y3, Y3
+	VPBROADCASTD  12(DI), X4
+	VPUNPCKLDQ    Y1, Y0, Y5
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y5, Y5
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y5, Y1
+	VPUNPCKHQDQ   Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
+	JMP           tokensdone_1004
+
+tokens_1008:
+	CMPQ DI, $0x00000003
+	JNE  tokens_1012
+
+	// tile 4 rows × 3 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R9
+	MOVQ         n+72(FP), R10
+	MOVQ         rows+32(FP), R11
+	SHRQ         $0x02, R11
+	IMULQ        R8, R11
+	MOVQ         AX, R8
+	LEAQ         (R8)(R11*2), R12
+	ADDQ         R11, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+
+i8steps_1013:
+	CMPQ        R10, $0x00000040
+	JB          i8stepsdone_1014
+	PREFETCHNTA 2048(R8)
+	VPXORD      (R8), Z0, Z13
+	PREFETCHNTA 2048(R8)(R11*1)
+	VPXORD      (R8)(R11*1), Z0, Z14
+	PREFETCHNTA 2048(R8)(R11*2)
+	VPXORD      (R8)(R11*2), Z0, Z15
+	PREFETCHNTA 2048(R12)
+	VPXORD      (R12), Z0, Z16
+	VMOVDQU64   (BX), Z17
+	VPDPBUSD    Z17, Z13, Z1
+	VPDPBUSD    Z17, Z14, Z4
+	VPDPBUSD    Z17, Z15, Z7
+	VPDPBUSD    Z17, Z16, Z10
+	VMOVDQU64   (BX)(R9*1), Z17
+	VPDPBUSD    Z17, Z13, Z2
+	VPDPBUSD    Z17, Z14, Z5
+	VPDPBUSD    Z17, Z15, Z8
+	VPDPBUSD    Z17, Z16, Z11
+	VMOVDQU64   (BX)(R9*2), Z17
+	VPDPBUSD    Z17, Z13, Z3
+	VPDPBUSD    Z17, Z14, Z6
+	VPDPBUSD    Z17, Z15, Z9
+	VPDPBUSD    Z17, Z16, Z12
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R12
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000040, R10
+	JMP         i8steps_1013
+
+i8stepsdone_1014:
+	TESTQ      R10, R10
+	JZ         notail_1015
+	MOVQ       $-1, R13
+	BZHIQ      R10, R13, R10
+	KMOVQ      R10, K1
+	VMOVDQU8.Z (R8), K1, Z13
+	VPXORD     Z0, Z13, Z13
+	VMOVDQU8.Z (R8)(R11*1), K1, Z14
+	VPXORD     Z0, Z14, Z14
+	VMOVDQU8.Z (R8)(R11*2), K1, Z15
+	VPXORD     Z0, Z15, Z15
+	VMOVDQU8.Z (R12), K1, Z16
+	VPXORD     Z0, Z16, Z16
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z13, Z1
+	VPDPBUSD   Z0, Z14, Z4
+	VPDPBUSD   Z0, Z15, Z7
+	VPDPBUSD   Z0, Z16, Z10
+	VMOVDQU8.Z (BX)(R9*1), K1, Z0
+	VPDPBUSD   Z0, Z13, Z2
+	VPDPBUSD   Z0, Z14, Z5
+	VPDPBUSD   Z0, Z15, Z8
+	VPDPBUSD   Z0, Z16, Z11
+	VMOVDQU8.Z (BX)(R9*2), K1, Z0
+	VPDPBUSD   Z0, Z13, Z3
+	VPDPBUSD   Z0, Z14, Z6
+	VPDPBUSD   Z0, Z15, Z9
+	VPDPBUSD   Z0, Z16, Z12
+
+notail_1015:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z4, Y1
+	VPADDD        Y4, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z7, Y4
+	VPADDD        Y7, Y4, Y4
+	VEXTRACTI64X4 $0x01, Z10, Y7
+	VPADDD        Y10, Y7, Y7
+	VPBROADCASTD  (DI), X10
+	VPUNPCKLDQ    Y1, Y0, Y13
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y13, Y13
+	VPUNPCKLDQ    Y7, Y4, Y0
+	VPUNPCKHDQ    Y7, Y4, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y13, Y1
+	VPUNPCKHQDQ   Y0, Y13, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X10, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z5, Y1
+	VPADDD        Y5, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z8, Y2
+	VPADDD        Y8, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z11, Y4
+	VPADDD        Y11, Y4, Y4
+	VPBROADCASTD  4(DI), X5
+	VPUNPCKLDQ    Y1, Y0, Y7
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y7, Y7
+	VPUNPCKLDQ    Y4, Y2, Y0
+	VPUNPCKHDQ    Y4, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y7, Y1
+	VPUNPCKHQDQ   Y0, Y7, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X5, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z6, Y1
+	VPADDD        Y6, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z9, Y2
+	VPADDD        Y9, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z12, Y3
+	VPADDD        Y12, Y3, Y3
+	VPBROADCASTD  8(DI), X4
+	VPUNPCKLDQ    Y1, Y0, Y5
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y5, Y5
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y5, Y1
+	VPUNPCKHQDQ   Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
+	JMP           tokensdone_1004
+
+tokens_1012:
+	CMPQ DI, $0x00000002
+	JNE  tokens_1016
+
+	// tile 4 rows × 2 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R9
+	MOVQ         n+72(FP), R10
+	MOVQ         rows+32(FP), R11
+	SHRQ         $0x02, R11
+	IMULQ        R8, R11
+	MOVQ         AX, R8
+	LEAQ         (R8)(R11*2), R12
+	ADDQ         R11, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+
+i8steps_1017:
+	CMPQ        R10, $0x00000040
+	JB          i8stepsdone_1018
+	PREFETCHNTA 2048(R8)
+	VPXORD      (R8), Z0, Z9
+	PREFETCHNTA 2048(R8)(R11*1)
+	VPXORD      (R8)(R11*1), Z0, Z10
+	PREFETCHNTA 2048(R8)(R11*2)
+	VPXORD      (R8)(R11*2), Z0, Z11
+	PREFETCHNTA 2048(R12)
+	VPXORD      (R12), Z0, Z12
+	VMOVDQU64   (BX), Z13
+	VPDPBUSD    Z13, Z9, Z1
+	VPDPBUSD    Z13, Z10, Z3
+	VPDPBUSD    Z13, Z11, Z5
+	VPDPBUSD    Z13, Z12, Z7
+	VMOVDQU64   (BX)(R9*1), Z13
+	VPDPBUSD    Z13, Z9, Z2
+	VPDPBUSD    Z13, Z10, Z4
+	VPDPBUSD    Z13, Z11, Z6
+	VPDPBUSD    Z13, Z12, Z8
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R12
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000040, R10
+	JMP         i8steps_1017
+
+i8stepsdone_1018:
+	TESTQ      R10, R10
+	JZ         notail_1019
+	MOVQ       $-1, R13
+	BZHIQ      R10, R13, R10
+	KMOVQ      R10, K1
+	VMOVDQU8.Z (R8), K1, Z9
+	VPXORD     Z0, Z9, Z9
+	VMOVDQU8.Z (R8)(R11*1), K1, Z10
+	VPXORD     Z0, Z10, Z10
+	VMOVDQU8.Z (R8)(R11*2), K1, Z11
+	VPXORD     Z0, Z11, Z11
+	VMOVDQU8.Z (R12), K1, Z12
+	VPXORD     Z0, Z12, Z12
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z9, Z1
+	VPDPBUSD   Z0, Z10, Z3
+	VPDPBUSD   Z0, Z11, Z5
+	VPDPBUSD   Z0, Z12, Z7
+	VMOVDQU8.Z (BX)(R9*1), K1, Z0
+	VPDPBUSD   Z0, Z9, Z2
+	VPDPBUSD   Z0, Z10, Z4
+	VPDPBUSD   Z0, Z11, Z6
+	VPDPBUSD   Z0, Z12, Z8
+
+notail_1019:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z3, Y1
+	VPADDD        Y3, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z5, Y3
+	VPADDD        Y5, Y3, Y3
+	VEXTRACTI64X4 $0x01, Z7, Y5
+	VPADDD        Y7, Y5, Y5
+	VPBROADCASTD  (DI), X7
+	VPUNPCKLDQ    Y1, Y0, Y9
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y9, Y9
+	VPUNPCKLDQ    Y5, Y3, Y0
+	VPUNPCKHDQ    Y5, Y3, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y9, Y1
+	VPUNPCKHQDQ   Y0, Y9, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X7, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X1, (SI)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (SI)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z4, Y1
+	VPADDD        Y4, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z6, Y2
+	VPADDD        Y6, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z8, Y3
+	VPADDD        Y8, Y3, Y3
+	VPBROADCASTD  4(DI), X4
+	VPUNPCKLDQ    Y1, Y0, Y5
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y5, Y5
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y5, Y1
+	VPUNPCKHQDQ   Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X1, (SI)(BX*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
+	JMP           tokensdone_1004
+
+tokens_1016:
+	CMPQ DI, $0x00000001
+	JNE  tokens_1020
+
+	// tile 4 rows × 1 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R9
+	MOVQ         n+72(FP), R9
+	MOVQ         rows+32(FP), R10
+	SHRQ         $0x02, R10
+	IMULQ        R8, R10
+	MOVQ         AX, R8
+	LEAQ         (R8)(R10*2), R11
+	ADDQ         R10, R11
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+
+i8steps_1021:
+	CMPQ        R9, $0x00000040
+	JB          i8stepsdone_1022
+	PREFETCHNTA 2048(R8)
+	VPXORD      (R8), Z0, Z5
+	PREFETCHNTA 2048(R8)(R10*1)
+	VPXORD      (R8)(R10*1), Z0, Z6
+	PREFETCHNTA 2048(R8)(R10*2)
+	VPXORD      (R8)(R10*2), Z0, Z7
+	PREFETCHNTA 2048(R11)
+	VPXORD      (R11), Z0, Z8
+	VMOVDQU64   (BX), Z9
+	VPDPBUSD    Z9, Z5, Z1
+	VPDPBUSD    Z9, Z6, Z2
+	VPDPBUSD    Z9, Z7, Z3
+	VPDPBUSD    Z9, Z8, Z4
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R11
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000040, R9
+	JMP         i8steps_1021
+
+i8stepsdone_1022:
+	TESTQ      R9, R9
+	JZ         notail_1023
+	MOVQ       $-1, R12
+	BZHIQ      R9, R12, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R8), K1, Z5
+	VPXORD     Z0, Z5, Z5
+	VMOVDQU8.Z (R8)(R10*1), K1, Z6
+	VPXORD     Z0, Z6, Z6
+	VMOVDQU8.Z (R8)(R10*2), K1, Z7
+	VPXORD     Z0, Z7, Z7
+	VMOVDQU8.Z (R11), K1, Z8
+	VPXORD     Z0, Z8, Z8
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z5, Z1
+	VPDPBUSD   Z0, Z6, Z2
+	VPDPBUSD   Z0, Z7, Z3
+	VPDPBUSD   Z0, Z8, Z4
+
+notail_1023:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPBROADCASTD  (DI), X4
+	VPUNPCKLDQ    Y1, Y0, Y5
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y5, Y5
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y5, Y1
+	VPUNPCKHQDQ   Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (BX)
+	VPSHUFD       $0x01, X0, X1
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	VMOVD         X1, (BX)(SI*1)
+	VPSHUFD       $0x02, X0, X1
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	VMOVD         X1, (BX)(SI*2)
+	VPSHUFD       $0x03, X0, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	LEAQ          (BX)(SI*2), BX
+	VMOVD         X0, (BX)(SI*1)
+	JMP           tokensdone_1004
+
+tokens_1020:
+tokensdone_1004:
+	MOVQ  stride+24(FP), BX
+	ADDQ  BX, AX
+	ADDQ  $0x00000004, DX
+	DECQ  CX
+	JNZ   spreadtile_1001
+	MOVQ  rows+32(FP), CX
+	ANDQ  $-4, CX
+	MOVQ  stride+24(FP), BX
+	IMULQ CX, BX
+	SHRQ  $0x02, BX
+	LEAQ  (AX)(BX*2), AX
+	ADDQ  BX, AX
+	LEAQ  (DX)(CX*2), DX
+	ADDQ  CX, DX
+
+spreadtiles_1000:
+	MOVQ rows+32(FP), CX
+	ANDQ $0x03, CX
+
+rows_1024:
+	CMPQ CX, $0x00000001
+	JB   rowsdone_1025
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_1026:
+	CMPQ DI, $0x00000008
+	JB   tokenstail_1027
+
+	// tile 1 rows × 8 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	MOVQ         BX, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
+	LEAQ         (R12)(R8*2), R13
+	ADDQ         R8, R13
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+
+i8steps_1029:
+	CMPQ        R9, $0x00000040
+	JB          i8stepsdone_1030
+	PREFETCHNTA 2048(R10)
+	VPXORD      (R10), Z0, Z9
+	VMOVDQU64   (R11), Z10
+	VPDPBUSD    Z10, Z9, Z1
+	VMOVDQU64   (R11)(R8*1), Z10
+	VPDPBUSD    Z10, Z9, Z2
+	VMOVDQU64   (R11)(R8*2), Z10
+	VPDPBUSD    Z10, Z9, Z3
+	VMOVDQU64   (R12), Z10
+	VPDPBUSD    Z10, Z9, Z4
+	VMOVDQU64   (R12)(R8*1), Z10
+	VPDPBUSD    Z10, Z9, Z5
+	VMOVDQU64   (R12)(R8*2), Z10
+	VPDPBUSD    Z10, Z9, Z6
+	VMOVDQU64   (R13), Z10
+	VPDPBUSD    Z10, Z9, Z7
+	VMOVDQU64   (R13)(R8*1), Z10
+	VPDPBUSD    Z10, Z9, Z8
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	ADDQ        $0x00000040, R12
+	ADDQ        $0x00000040, R13
+	SUBQ        $0x00000040, R9
+	JMP         i8steps_1029
+
+i8stepsdone_1030:
+	TESTQ      R9, R9
+	JZ         notail_1031
+	MOVQ       $-1, R14
+	BZHIQ      R9, R14, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z9
+	VPXORD     Z0, Z9, Z9
+	VMOVDQU8.Z (R11), K1, Z0
+	VPDPBUSD   Z0, Z9, Z1
+	VMOVDQU8.Z (R11)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z9, Z2
+	VMOVDQU8.Z (R11)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z9, Z3
+	VMOVDQU8.Z (R12), K1, Z0
+	VPDPBUSD   Z0, Z9, Z4
+	VMOVDQU8.Z (R12)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z9, Z5
+	VMOVDQU8.Z (R12)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z9, Z6
+	VMOVDQU8.Z (R13), K1, Z0
+	VPDPBUSD   Z0, Z9, Z7
+	VMOVDQU8.Z (R13)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z9, Z8
+
+notail_1031:
+	MOVQ          tokens+80(FP), R8
+	SUBQ          DI, R8
+	MOVQ          bias_base+120(FP), R9
+	LEAQ          (R9)(R8*4), R9
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R10
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X9
+	VPADDD        X0, X9, X9
+	VPSHUFD       $0x4e, X9, X0
+	VPADDD        X0, X9, X9
+	VPSHUFD       $0xb1, X9, X0
+	VPADDD        X0, X9, X9
+	VPSUBD        X1, X9, X9
+	VMOVD         X9, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VPBROADCASTD  12(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	VPBROADCASTD  16(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	VPBROADCASTD  20(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z7, Y0
+	VPADDD        Y7, Y0, Y0
+	VPBROADCASTD  24(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	VPBROADCASTD  28(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000008, R8, R8
+	IMUL3Q        $0x00000020, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000008, DI
+	JMP           tokens_1026
+
+tokenstail_1027:
+	CMPQ DI, $0x00000007
+	JNE  tokens_1032
+
+	// tile 1 rows × 7 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	LEAQ         (BX)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+
+i8steps_1033:
+	CMPQ        R9, $0x00000040
+	JB          i8stepsdone_1034
+	PREFETCHNTA 2048(R10)
+	VPXORD      (R10), Z0, Z8
+	VMOVDQU64   (BX), Z9
+	VPDPBUSD    Z9, Z8, Z1
+	VMOVDQU64   (BX)(R8*1), Z9
+	VPDPBUSD    Z9, Z8, Z2
+	VMOVDQU64   (BX)(R8*2), Z9
+	VPDPBUSD    Z9, Z8, Z3
+	VMOVDQU64   (R11), Z9
+	VPDPBUSD    Z9, Z8, Z4
+	VMOVDQU64   (R11)(R8*1), Z9
+	VPDPBUSD    Z9, Z8, Z5
+	VMOVDQU64   (R11)(R8*2), Z9
+	VPDPBUSD    Z9, Z8, Z6
+	VMOVDQU64   (R12), Z9
+	VPDPBUSD    Z9, Z8, Z7
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000040, R11
+	ADDQ        $0x00000040, R12
+	SUBQ        $0x00000040, R9
+	JMP         i8steps_1033
+
+i8stepsdone_1034:
+	TESTQ      R9, R9
+	JZ         notail_1035
+	MOVQ       $-1, R13
+	BZHIQ      R9, R13, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z8
+	VPXORD     Z0, Z8, Z8
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z8, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z8, Z2
+	VMOVDQU8.Z (BX)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z8, Z3
+	VMOVDQU8.Z (R11), K1, Z0
+	VPDPBUSD   Z0, Z8, Z4
+	VMOVDQU8.Z (R11)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z8, Z5
+	VMOVDQU8.Z (R11)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z8, Z6
+	VMOVDQU8.Z (R12), K1, Z0
+	VPDPBUSD   Z0, Z8, Z7
+
+notail_1035:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X8
+	VPADDD        X0, X8, X8
+	VPSHUFD       $0x4e, X8, X0
+	VPADDD        X0, X8, X8
+	VPSHUFD       $0xb1, X8, X0
+	VPADDD        X0, X8, X8
+	VPSUBD        X1, X8, X8
+	VMOVD         X8, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VPBROADCASTD  12(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	VPBROADCASTD  16(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	VPBROADCASTD  20(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z7, Y0
+	VPADDD        Y7, Y0, Y0
+	VPBROADCASTD  24(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1028
+
+tokens_1032:
+	CMPQ DI, $0x00000006
+	JNE  tokens_1036
+
+	// tile 1 rows × 6 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	LEAQ         (BX)(R8*2), R11
+	ADDQ         R8, R11
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+
+i8steps_1037:
+	CMPQ        R9, $0x00000040
+	JB          i8stepsdone_1038
+	PREFETCHNTA 2048(R10)
+	VPXORD      (R10), Z0, Z7
+	VMOVDQU64   (BX), Z8
+	VPDPBUSD    Z8, Z7, Z1
+	VMOVDQU64   (BX)(R8*1), Z8
+	VPDPBUSD    Z8, Z7, Z2
+	VMOVDQU64   (BX)(R8*2), Z8
+	VPDPBUSD    Z8, Z7, Z3
+	VMOVDQU64   (R11), Z8
+	VPDPBUSD    Z8, Z7, Z4
+	VMOVDQU64   (R11)(R8*1), Z8
+	VPDPBUSD    Z8, Z7, Z5
+	VMOVDQU64   (R11)(R8*2), Z8
+	VPDPBUSD    Z8, Z7, Z6
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x00000040, R9
+	JMP         i8steps_1037
+
+i8stepsdone_1038:
+	TESTQ      R9, R9
+	JZ         notail_1039
+	MOVQ       $-1, R12
+	BZHIQ      R9, R12, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z7
+	VPXORD     Z0, Z7, Z7
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z7, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z7, Z2
+	VMOVDQU8.Z (BX)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z7, Z3
+	VMOVDQU8.Z (R11), K1, Z0
+	VPDPBUSD   Z0, Z7, Z4
+	VMOVDQU8.Z (R11)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z7, Z5
+	VMOVDQU8.Z (R11)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z7, Z6
+
+notail_1039:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X7
+	VPADDD        X0, X7, X7
+	VPSHUFD       $0x4e, X7, X0
+	VPADDD        X0, X7, X7
+	VPSHUFD       $0xb1, X7, X0
+	VPADDD        X0, X7, X7
+	VPSUBD        X1, X7, X7
+	VMOVD         X7, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VPBROADCASTD  12(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	VPBROADCASTD  16(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	VPBROADCASTD  20(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1028
+
+tokens_1036:
+	CMPQ DI, $0x00000005
+	JNE  tokens_1040
+
+	// tile 1 rows × 5 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	LEAQ         (BX)(R8*2), R11
+	ADDQ         R8, R11
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+
+i8steps_1041:
+	CMPQ        R9, $0x00000040
+	JB          i8stepsdone_1042
+	PREFETCHNTA 2048(R10)
+	VPXORD      (R10), Z0, Z6
+	VMOVDQU64   (BX), Z7
+	VPDPBUSD    Z7, Z6, Z1
+	VMOVDQU64   (BX)(R8*1), Z7
+	VPDPBUSD    Z7, Z6, Z2
+	VMOVDQU64   (BX)(R8*2), Z7
+	VPDPBUSD    Z7, Z6, Z3
+	VMOVDQU64   (R11), Z7
+	VPDPBUSD    Z7, Z6, Z4
+	VMOVDQU64   (R11)(R8*1), Z7
+	VPDPBUSD    Z7, Z6, Z5
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x00000040, R9
+	JMP         i8steps_1041
+
+i8stepsdone_1042:
+	TESTQ      R9, R9
+	JZ         notail_1043
+	MOVQ       $-1, R12
+	BZHIQ      R9, R12, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z6
+	VPXORD     Z0, Z6, Z6
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z6, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z6, Z2
+	VMOVDQU8.Z (BX)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z6, Z3
+	VMOVDQU8.Z (R11), K1, Z0
+	VPDPBUSD   Z0, Z6, Z4
+	VMOVDQU8.Z (R11)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z6, Z5
+
+notail_1043:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X6
+	VPADDD        X0, X6, X6
+	VPSHUFD       $0x4e, X6, X0
+	VPADDD        X0, X6, X6
+	VPSHUFD       $0xb1, X6, X0
+	VPADDD        X0, X6, X6
+	VPSUBD        X1, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VPBROADCASTD  12(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	VPBROADCASTD  16(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1028
+
+tokens_1040:
+	CMPQ DI, $0x00000004
+	JNE  tokens_1044
+
+	// tile 1 rows × 4 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	LEAQ         (BX)(R8*2), R11
+	ADDQ         R8, R11
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+
+i8steps_1045:
+	CMPQ        R9, $0x00000040
+	JB          i8stepsdone_1046
+	PREFETCHNTA 2048(R10)
+	VPXORD      (R10), Z0, Z5
+	VMOVDQU64   (BX), Z6
+	VPDPBUSD    Z6, Z5, Z1
+	VMOVDQU64   (BX)(R8*1), Z6
+	VPDPBUSD    Z6, Z5, Z2
+	VMOVDQU64   (BX)(R8*2), Z6
+	VPDPBUSD    Z6, Z5, Z3
+	VMOVDQU64   (R11), Z6
+	VPDPBUSD    Z6, Z5, Z4
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x00000040, R9
+	JMP         i8steps_1045
+
+i8stepsdone_1046:
+	TESTQ      R9, R9
+	JZ         notail_1047
+	MOVQ       $-1, R12
+	BZHIQ      R9, R12, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z5
+	VPXORD     Z0, Z5, Z5
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z5, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z5, Z2
+	VMOVDQU8.Z (BX)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z5, Z3
+	VMOVDQU8.Z (R11), K1, Z0
+	VPDPBUSD   Z0, Z5, Z4
+
+notail_1047:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X5
+	VPADDD        X0, X5, X5
+	VPSHUFD       $0x4e, X5, X0
+	VPADDD        X0, X5, X5
+	VPSHUFD       $0xb1, X5, X0
+	VPADDD        X0, X5, X5
+	VPSUBD        X1, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VPBROADCASTD  12(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1028
+
+tokens_1044:
+	CMPQ DI, $0x00000003
+	JNE  tokens_1048
+
+	// tile 1 rows × 3 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+
+i8steps_1049:
+	CMPQ        R9, $0x00000040
+	JB          i8stepsdone_1050
+	PREFETCHNTA 2048(R10)
+	VPXORD      (R10), Z0, Z4
+	VMOVDQU64   (BX), Z5
+	VPDPBUSD    Z5, Z4, Z1
+	VMOVDQU64   (BX)(R8*1), Z5
+	VPDPBUSD    Z5, Z4, Z2
+	VMOVDQU64   (BX)(R8*2), Z5
+	VPDPBUSD    Z5, Z4, Z3
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000040, R9
+	JMP         i8steps_1049
+
+i8stepsdone_1050:
+	TESTQ      R9, R9
+	JZ         notail_1051
+	MOVQ       $-1, R11
+	BZHIQ      R9, R11, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z4
+	VPXORD     Z0, Z4, Z4
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z4, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z4, Z2
+	VMOVDQU8.Z (BX)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z4, Z3
+
+notail_1051:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X4
+	VPADDD        X0, X4, X4
+	VPSHUFD       $0x4e, X4, X0
+	VPADDD        X0, X4, X4
+	VPSHUFD       $0xb1, X4, X0
+	VPADDD        X0, X4, X4
+	VPSUBD        X1, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1028
+
+tokens_1048:
+	CMPQ DI, $0x00000002
+	JNE  tokens_1052
+
+	// tile 1 rows × 2 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+
+i8steps_1053:
+	CMPQ        R9, $0x00000040
+	JB          i8stepsdone_1054
+	PREFETCHNTA 2048(R10)
+	VPXORD      (R10), Z0, Z3
+	VMOVDQU64   (BX), Z4
+	VPDPBUSD    Z4, Z3, Z1
+	VMOVDQU64   (BX)(R8*1), Z4
+	VPDPBUSD    Z4, Z3, Z2
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000040, R9
+	JMP         i8steps_1053
+
+i8stepsdone_1054:
+	TESTQ      R9, R9
+	JZ         notail_1055
+	MOVQ       $-1, R11
+	BZHIQ      R9, R11, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z3
+	VPXORD     Z0, Z3, Z3
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z3, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z3, Z2
+
+notail_1055:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X3
+	VPADDD        X0, X3, X3
+	VPSHUFD       $0x4e, X3, X0
+	VPADDD        X0, X3, X3
+	VPSHUFD       $0xb1, X3, X0
+	VPADDD        X0, X3, X3
+	VPSUBD        X1, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1028
+
+tokens_1052:
+	CMPQ DI, $0x00000001
+	JNE  tokens_1056
+
+	// tile 1 rows × 1 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R8
+	MOVQ         AX, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+
+i8steps_1057:
+	CMPQ        R8, $0x00000040
+	JB          i8stepsdone_1058
+	PREFETCHNTA 2048(R9)
+	VPXORD      (R9), Z0, Z2
+	VMOVDQU64   (BX), Z3
+	VPDPBUSD    Z3, Z2, Z1
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, BX
+	SUBQ        $0x00000040, R8
+	JMP         i8steps_1057
+
+i8stepsdone_1058:
+	TESTQ      R8, R8
+	JZ         notail_1059
+	MOVQ       $-1, R10
+	BZHIQ      R8, R10, R8
+	KMOVQ      R8, K1
+	VMOVDQU8.Z (R9), K1, Z2
+	VPXORD     Z0, Z2, Z2
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z2, Z1
+
+notail_1059:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (BX)
+	JMP           tokensdone_1028
+
+tokens_1056:
+tokensdone_1028:
+	MOVQ stride+24(FP), BX
+	ADDQ BX, AX
+	ADDQ $0x00000004, DX
+	SUBQ $0x00000001, CX
+	JMP  rows_1024
+
+rowsdone_1025:
+	VZEROUPPER
+	RET
+
+adjacent_999:
+	MOVQ w_base+0(FP), AX
+	MOVQ rows+32(FP), CX
+	MOVQ out_base+88(FP), DX
+
+rows_1060:
+	CMPQ CX, $0x00000004
+	JB   rowsdone_1061
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_1062:
+	CMPQ DI, $0x00000005
+	JB   tokenstail_1063
+
+	// tile 4 rows × 5 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R9
+	MOVQ         n+72(FP), R10
+	MOVQ         AX, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
+	MOVQ         BX, R13
+	LEAQ         (R13)(R9*2), R14
+	ADDQ         R9, R14
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+
+i8steps_1065:
+	CMPQ       R10, $0x00000040
+	JB         i8stepsdone_1066
+	PREFETCHT1 16384(R11)
+	VPXORD     (R11), Z0, Z21
+	PREFETCHT1 16384(R11)(R8*1)
+	VPXORD     (R11)(R8*1), Z0, Z22
+	PREFETCHT1 16384(R11)(R8*2)
+	VPXORD     (R11)(R8*2), Z0, Z23
+	PREFETCHT1 16384(R12)
+	VPXORD     (R12), Z0, Z24
+	VMOVDQU64  (R13), Z25
+	VPDPBUSD   Z25, Z21, Z1
+	VPDPBUSD   Z25, Z22, Z6
+	VPDPBUSD   Z25, Z23, Z11
+	VPDPBUSD   Z25, Z24, Z16
+	VMOVDQU64  (R13)(R9*1), Z25
+	VPDPBUSD   Z25, Z21, Z2
+	VPDPBUSD   Z25, Z22, Z7
+	VPDPBUSD   Z25, Z23, Z12
+	VPDPBUSD   Z25, Z24, Z17
+	VMOVDQU64  (R13)(R9*2), Z25
+	VPDPBUSD   Z25, Z21, Z3
+	VPDPBUSD   Z25, Z22, Z8
+	VPDPBUSD   Z25, Z23, Z13
+	VPDPBUSD   Z25, Z24, Z18
+	VMOVDQU64  (R14), Z25
+	VPDPBUSD   Z25, Z21, Z4
+	VPDPBUSD   Z25, Z22, Z9
+	VPDPBUSD   Z25, Z23, Z14
+	VPDPBUSD   Z25, Z24, Z19
+	VMOVDQU64  (R14)(R9*1), Z25
+	VPDPBUSD   Z25, Z21, Z5
+	VPDPBUSD   Z25, Z22, Z10
+	VPDPBUSD   Z25, Z23, Z15
+	VPDPBUSD   Z25, Z24, Z20
+	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, R12
+	ADDQ       $0x00000040, R13
+	ADDQ       $0x00000040, R14
+	SUBQ       $0x00000040, R10
+	JMP        i8steps_1065
+
+i8stepsdone_1066:
+	TESTQ      R10, R10
+	JZ         notail_1067
+	MOVQ       $-1, R15
+	BZHIQ      R10, R15, R10
+	KMOVQ      R10, K1
+	VMOVDQU8.Z (R11), K1, Z21
+	VPXORD     Z0, Z21, Z21
+	VMOVDQU8.Z (R11)(R8*1), K1, Z22
+	VPXORD     Z0, Z22, Z22
+	VMOVDQU8.Z (R11)(R8*2), K1, Z23
+	VPXORD     Z0, Z23, Z23
+	VMOVDQU8.Z (R12), K1, Z24
+	VPXORD     Z0, Z24, Z24
+	VMOVDQU8.Z (R13), K1, Z0
+	VPDPBUSD   Z0, Z21, Z1
+	VPDPBUSD   Z0, Z22, Z6
+	VPDPBUSD   Z0, Z23, Z11
+	VPDPBUSD   Z0, Z24, Z16
+	VMOVDQU8.Z (R13)(R9*1), K1, Z0
+	VPDPBUSD   Z0, Z21, Z2
+	VPDPBUSD   Z0, Z22, Z7
+	VPDPBUSD   Z0, Z23, Z12
+	VPDPBUSD   Z0, Z24, Z17
+	VMOVDQU8.Z (R13)(R9*2), K1, Z0
+	VPDPBUSD   Z0, Z21, Z3
+	VPDPBUSD   Z0, Z22, Z8
+	VPDPBUSD   Z0, Z23, Z13
+	VPDPBUSD   Z0, Z24, Z18
+	VMOVDQU8.Z (R14), K1, Z0
+	VPDPBUSD   Z0, Z21, Z4
+	VPDPBUSD   Z0, Z22, Z9
+	VPDPBUSD   Z0, Z23, Z14
+	VPDPBUSD   Z0, Z24, Z19
+	VMOVDQU8.Z (R14)(R9*1), K1, Z0
+	VPDPBUSD   Z0, Z21, Z5
+	VPDPBUSD   Z0, Z22, Z10
+	VPDPBUSD   Z0, Z23, Z15
+	VPDPBUSD   Z0, Z24, Z20
+
+notail_1067:
+	MOVQ          tokens+80(FP), R8
+	SUBQ          DI, R8
+	MOVQ          bias_base+120(FP), R9
+	LEAQ          (R9)(R8*4), R9
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R10
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z6, Y1
+	VPADDD        Y6, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z11, Y6
+	VPADDD        Y11, Y6, Y6
+	VEXTRACTI64X4 $0x01, Z16, Y11
+	VPADDD        Y16, Y11, Y11
+	VPBROADCASTD  (R9), X16
+	VPUNPCKLDQ    Y1, Y0, Y21
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y21, Y21
+	VPUNPCKLDQ    Y11, Y6, Y0
+	VPUNPCKHDQ    Y11, Y6, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y21, Y1
+	VPUNPCKHQDQ   Y0, Y21, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X16, X0, X0
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(R10)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(R10)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z7, Y1
+	VPADDD        Y7, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z12, Y2
+	VPADDD        Y12, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z17, Y6
+	VPADDD        Y17, Y6, Y6
+	VPBROADCASTD  4(R9), X7
+	VPUNPCKLDQ    Y1, Y0, Y11
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y11, Y11
+	VPUNPCKLDQ    Y6, Y2, Y0
+	VPUNPCKHDQ    Y6, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y11, Y1
+	VPUNPCKHQDQ   Y0, Y11, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X7, X0, X0
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(R10)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(R10)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z8, Y1
+	VPADDD        Y8, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z13, Y2
+	VPADDD        Y13, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z18, Y3
+	VPADDD        Y18, Y3, Y3
+	VPBROADCASTD  8(R9), X6
+	VPUNPCKLDQ    Y1, Y0, Y7
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y7, Y7
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y7, Y1
+	VPUNPCKHQDQ   Y0, Y7, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X6, X0, X0
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(R10)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(R10)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z9, Y1
+	VPADDD        Y9, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z14, Y2
+	VPADDD        Y14, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z19, Y3
+	VPADDD        Y19, Y3, Y3
+	VPBROADCASTD  12(R9), X4
+	VPUNPCKLDQ    Y1, Y0, Y6
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y6, Y6
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y6, Y1
+	VPUNPCKHQDQ   Y0, Y6, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(R10)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(R10)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z10, Y1
+	VPADDD        Y10, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z15, Y2
+	VPADDD        Y15, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z20, Y3
+	VPADDD        Y20, Y3, Y3
+	VPBROADCASTD  16(R9), X4
+	VPUNPCKLDQ    Y1, Y0, Y5
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y5, Y5
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y5, Y1
+	VPUNPCKHQDQ   Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (R10)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(R10)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(R10)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(R10)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000005, R8, R8
+	IMUL3Q        $0x00000014, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000005, DI
+	JMP           tokens_1062
+
+tokenstail_1063:
+	CMPQ DI, $0x00000004
+	JNE  tokens_1068
+
+	// tile 4 rows × 4 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R9
+	MOVQ         n+72(FP), R10
+	MOVQ         AX, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
+	LEAQ         (BX)(R9*2), R13
+	ADDQ         R9, R13
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+
+i8steps_1069:
+	CMPQ       R10, $0x00000040
+	JB         i8stepsdone_1070
+	PREFETCHT1 16384(R11)
+	VPXORD     (R11), Z0, Z17
+	PREFETCHT1 16384(R11)(R8*1)
+	VPXORD     (R11)(R8*1), Z0, Z18
+	PREFETCHT1 16384(R11)(R8*2)
+	VPXORD     (R11)(R8*2), Z0, Z19
+	PREFETCHT1 16384(R12)
+	VPXORD     (R12), Z0, Z20
+	VMOVDQU64  (BX), Z21
+	VPDPBUSD   Z21, Z17, Z1
+	VPDPBUSD   Z21, Z18, Z5
+	VPDPBUSD   Z21, Z19, Z9
+	VPDPBUSD   Z21, Z20, Z13
+	VMOVDQU64  (BX)(R9*1), Z21
+	VPDPBUSD   Z21, Z17, Z2
+	VPDPBUSD   Z21, Z18, Z6
+	VPDPBUSD   Z21, Z19, Z10
+	VPDPBUSD   Z21, Z20, Z14
+	VMOVDQU64  (BX)(R9*2), Z21
+	VPDPBUSD   Z21, Z17, Z3
+	VPDPBUSD   Z21, Z18, Z7
+	VPDPBUSD   Z21, Z19, Z11
+	VPDPBUSD   Z21, Z20, Z15
+	VMOVDQU64  (R13), Z21
+	VPDPBUSD   Z21, Z17, Z4
+	VPDPBUSD   Z21, Z18, Z8
+	VPDPBUSD   Z21, Z19, Z12
+	VPDPBUSD   Z21, Z20, Z16
+	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, R12
+	ADDQ       $0x00000040, BX
+	ADDQ       $0x00000040, R13
+	SUBQ       $0x00000040, R10
+	JMP        i8steps_1069
+
+i8stepsdone_1070:
+	TESTQ      R10, R10
+	JZ         notail_1071
+	MOVQ       $-1, R14
+	BZHIQ      R10, R14, R10
+	KMOVQ      R10, K1
+	VMOVDQU8.Z (R11), K1, Z17
+	VPXORD     Z0, Z17, Z17
+	VMOVDQU8.Z (R11)(R8*1), K1, Z18
+	VPXORD     Z0, Z18, Z18
+	VMOVDQU8.Z (R11)(R8*2), K1, Z19
+	VPXORD     Z0, Z19, Z19
+	VMOVDQU8.Z (R12), K1, Z20
+	VPXORD     Z0, Z20, Z20
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z17, Z1
+	VPDPBUSD   Z0, Z18, Z5
+	VPDPBUSD   Z0, Z19, Z9
+	VPDPBUSD   Z0, Z20, Z13
+	VMOVDQU8.Z (BX)(R9*1), K1, Z0
+	VPDPBUSD   Z0, Z17, Z2
+	VPDPBUSD   Z0, Z18, Z6
+	VPDPBUSD   Z0, Z19, Z10
+	VPDPBUSD   Z0, Z20, Z14
+	VMOVDQU8.Z (BX)(R9*2), K1, Z0
+	VPDPBUSD   Z0, Z17, Z3
+	VPDPBUSD   Z0, Z18, Z7
+	VPDPBUSD   Z0, Z19, Z11
+	VPDPBUSD   Z0, Z20, Z15
+	VMOVDQU8.Z (R13), K1, Z0
+	VPDPBUSD   Z0, Z17, Z4
+	VPDPBUSD   Z0, Z18, Z8
+	VPDPBUSD   Z0, Z19, Z12
+	VPDPBUSD   Z0, Z20, Z16
+
+notail_1071:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z5, Y1
+	VPADDD        Y5, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z9, Y5
+	VPADDD        Y9, Y5, Y5
+	VEXTRACTI64X4 $0x01, Z13, Y9
+	VPADDD        Y13, Y9, Y9
+	VPBROADCASTD  (DI), X13
+	VPUNPCKLDQ    Y1, Y0, Y17
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y17, Y17
+	VPUNPCKLDQ    Y9, Y5, Y0
+	VPUNPCKHDQ    Y9, Y5, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y17, Y1
+	VPUNPCKHQDQ   Y0, Y17, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X13, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(SI)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(SI)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z6, Y1
+	VPADDD        Y6, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z10, Y2
+	VPADDD        Y10, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z14, Y5
+	VPADDD        Y14, Y5, Y5
+	VPBROADCASTD  4(DI), X6
+	VPUNPCKLDQ    Y1, Y0, Y9
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y9, Y9
+	VPUNPCKLDQ    Y5, Y2, Y0
+	VPUNPCKHDQ    Y5, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y9, Y1
+	VPUNPCKHQDQ   Y0, Y9, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X6, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(SI)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(SI)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z7, Y1
+	VPADDD        Y7, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z11, Y2
+	VPADDD        Y11, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z15, Y3
+	VPADDD        Y15, Y3, Y3
+	VPBROADCASTD  8(DI), X5
+	VPUNPCKLDQ    Y1, Y0, Y6
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y6, Y6
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y6, Y1
+	VPUNPCKHQDQ   Y0, Y6, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X5, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(SI)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(SI)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z8, Y1
+	VPADDD        Y8, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z12, Y2
+	VPADDD        Y12, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z16, Y3
+	VPADDD        Y16, Y3, Y3
+	VPBROADCASTD  12(DI), X4
+	VPUNPCKLDQ    Y1, Y0, Y5
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y5, Y5
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y5, Y1
+	VPUNPCKHQDQ   Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(SI)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(SI)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(SI)
+	JMP           tokensdone_1064
+
+tokens_1068:
+	CMPQ DI, $0x00000003
+	JNE  tokens_1072
+
+	// tile 4 rows × 3 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R9
+	MOVQ         n+72(FP), R10
+	MOVQ         AX, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+
+i8steps_1073:
+	CMPQ       R10, $0x00000040
+	JB         i8stepsdone_1074
+	PREFETCHT1 16384(R11)
+	VPXORD     (R11), Z0, Z13
+	PREFETCHT1 16384(R11)(R8*1)
+	VPXORD     (R11)(R8*1), Z0, Z14
+	PREFETCHT1 16384(R11)(R8*2)
+	VPXORD     (R11)(R8*2), Z0, Z15
+	PREFETCHT1 16384(R12)
+	VPXORD     (R12), Z0, Z16
+	VMOVDQU64  (BX), Z17
+	VPDPBUSD   Z17, Z13, Z1
+	VPDPBUSD   Z17, Z14, Z4
+	VPDPBUSD   Z17, Z15, Z7
+	VPDPBUSD   Z17, Z16, Z10
+	VMOVDQU64  (BX)(R9*1), Z17
+	VPDPBUSD   Z17, Z13, Z2
+	VPDPBUSD   Z17, Z14, Z5
+	VPDPBUSD   Z17, Z15, Z8
+	VPDPBUSD   Z17, Z16, Z11
+	VMOVDQU64  (BX)(R9*2), Z17
+	VPDPBUSD   Z17, Z13, Z3
+	VPDPBUSD   Z17, Z14, Z6
+	VPDPBUSD   Z17, Z15, Z9
+	VPDPBUSD   Z17, Z16, Z12
+	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, R12
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000040, R10
+	JMP        i8steps_1073
+
+i8stepsdone_1074:
+	TESTQ      R10, R10
+	JZ         notail_1075
+	MOVQ       $-1, R13
+	BZHIQ      R10, R13, R10
+	KMOVQ      R10, K1
+	VMOVDQU8.Z (R11), K1, Z13
+	VPXORD     Z0, Z13, Z13
+	VMOVDQU8.Z (R11)(R8*1), K1, Z14
+	VPXORD     Z0, Z14, Z14
+	VMOVDQU8.Z (R11)(R8*2), K1, Z15
+	VPXORD     Z0, Z15, Z15
+	VMOVDQU8.Z (R12), K1, Z16
+	VPXORD     Z0, Z16, Z16
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z13, Z1
+	VPDPBUSD   Z0, Z14, Z4
+	VPDPBUSD   Z0, Z15, Z7
+	VPDPBUSD   Z0, Z16, Z10
+	VMOVDQU8.Z (BX)(R9*1), K1, Z0
+	VPDPBUSD   Z0, Z13, Z2
+	VPDPBUSD   Z0, Z14, Z5
+	VPDPBUSD   Z0, Z15, Z8
+	VPDPBUSD   Z0, Z16, Z11
+	VMOVDQU8.Z (BX)(R9*2), K1, Z0
+	VPDPBUSD   Z0, Z13, Z3
+	VPDPBUSD   Z0, Z14, Z6
+	VPDPBUSD   Z0, Z15, Z9
+	VPDPBUSD   Z0, Z16, Z12
+
+notail_1075:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z4, Y1
+	VPADDD        Y4, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z7, Y4
+	VPADDD        Y7, Y4, Y4
+	VEXTRACTI64X4 $0x01, Z10, Y7
+	VPADDD        Y10, Y7, Y7
+	VPBROADCASTD  (DI), X10
+	VPUNPCKLDQ    Y1, Y0, Y13
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y13, Y13
+	VPUNPCKLDQ    Y7, Y4, Y0
+	VPUNPCKHDQ    Y7, Y4, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y13, Y1
+	VPUNPCKHQDQ   Y0, Y13, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X10, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(SI)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(SI)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z5, Y1
+	VPADDD        Y5, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z8, Y2
+	VPADDD        Y8, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z11, Y4
+	VPADDD        Y11, Y4, Y4
+	VPBROADCASTD  4(DI), X5
+	VPUNPCKLDQ    Y1, Y0, Y7
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y7, Y7
+	VPUNPCKLDQ    Y4, Y2, Y0
+	VPUNPCKHDQ    Y4, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y7, Y1
+	VPUNPCKHQDQ   Y0, Y7, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X5, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(SI)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(SI)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z6, Y1
+	VPADDD        Y6, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z9, Y2
+	VPADDD        Y9, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z12, Y3
+	VPADDD        Y12, Y3, Y3
+	VPBROADCASTD  8(DI), X4
+	VPUNPCKLDQ    Y1, Y0, Y5
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y5, Y5
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y5, Y1
+	VPUNPCKHQDQ   Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(SI)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(SI)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(SI)
+	JMP           tokensdone_1064
+
+tokens_1072:
+	CMPQ DI, $0x00000002
+	JNE  tokens_1076
+
+	// tile 4 rows × 2 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R9
+	MOVQ         n+72(FP), R10
+	MOVQ         AX, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+
+i8steps_1077:
+	CMPQ       R10, $0x00000040
+	JB         i8stepsdone_1078
+	PREFETCHT1 16384(R11)
+	VPXORD     (R11), Z0, Z9
+	PREFETCHT1 16384(R11)(R8*1)
+	VPXORD     (R11)(R8*1), Z0, Z10
+	PREFETCHT1 16384(R11)(R8*2)
+	VPXORD     (R11)(R8*2), Z0, Z11
+	PREFETCHT1 16384(R12)
+	VPXORD     (R12), Z0, Z12
+	VMOVDQU64  (BX), Z13
+	VPDPBUSD   Z13, Z9, Z1
+	VPDPBUSD   Z13, Z10, Z3
+	VPDPBUSD   Z13, Z11, Z5
+	VPDPBUSD   Z13, Z12, Z7
+	VMOVDQU64  (BX)(R9*1), Z13
+	VPDPBUSD   Z13, Z9, Z2
+	VPDPBUSD   Z13, Z10, Z4
+	VPDPBUSD   Z13, Z11, Z6
+	VPDPBUSD   Z13, Z12, Z8
+	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, R12
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000040, R10
+	JMP        i8steps_1077
+
+i8stepsdone_1078:
+	TESTQ      R10, R10
+	JZ         notail_1079
+	MOVQ       $-1, R13
+	BZHIQ      R10, R13, R10
+	KMOVQ      R10, K1
+	VMOVDQU8.Z (R11), K1, Z9
+	VPXORD     Z0, Z9, Z9
+	VMOVDQU8.Z (R11)(R8*1), K1, Z10
+	VPXORD     Z0, Z10, Z10
+	VMOVDQU8.Z (R11)(R8*2), K1, Z11
+	VPXORD     Z0, Z11, Z11
+	VMOVDQU8.Z (R12), K1, Z12
+	VPXORD     Z0, Z12, Z12
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z9, Z1
+	VPDPBUSD   Z0, Z10, Z3
+	VPDPBUSD   Z0, Z11, Z5
+	VPDPBUSD   Z0, Z12, Z7
+	VMOVDQU8.Z (BX)(R9*1), K1, Z0
+	VPDPBUSD   Z0, Z9, Z2
+	VPDPBUSD   Z0, Z10, Z4
+	VPDPBUSD   Z0, Z11, Z6
+	VPDPBUSD   Z0, Z12, Z8
+
+notail_1079:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z3, Y1
+	VPADDD        Y3, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z5, Y3
+	VPADDD        Y5, Y3, Y3
+	VEXTRACTI64X4 $0x01, Z7, Y5
+	VPADDD        Y7, Y5, Y5
+	VPBROADCASTD  (DI), X7
+	VPUNPCKLDQ    Y1, Y0, Y9
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y9, Y9
+	VPUNPCKLDQ    Y5, Y3, Y0
+	VPUNPCKHDQ    Y5, Y3, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y9, Y1
+	VPUNPCKHQDQ   Y0, Y9, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X7, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(SI)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(SI)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z4, Y1
+	VPADDD        Y4, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z6, Y2
+	VPADDD        Y6, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z8, Y3
+	VPADDD        Y8, Y3, Y3
+	VPBROADCASTD  4(DI), X4
+	VPUNPCKLDQ    Y1, Y0, Y5
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y5, Y5
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y5, Y1
+	VPUNPCKHQDQ   Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(SI)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(SI)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(SI)
+	JMP           tokensdone_1064
+
+tokens_1076:
+	CMPQ DI, $0x00000001
+	JNE  tokens_1080
+
+	// tile 4 rows × 1 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R9
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	LEAQ         (R10)(R8*2), R11
+	ADDQ         R8, R11
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+
+i8steps_1081:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_1082
+	PREFETCHT1 16384(R10)
+	VPXORD     (R10), Z0, Z5
+	PREFETCHT1 16384(R10)(R8*1)
+	VPXORD     (R10)(R8*1), Z0, Z6
+	PREFETCHT1 16384(R10)(R8*2)
+	VPXORD     (R10)(R8*2), Z0, Z7
+	PREFETCHT1 16384(R11)
+	VPXORD     (R11), Z0, Z8
+	VMOVDQU64  (BX), Z9
+	VPDPBUSD   Z9, Z5, Z1
+	VPDPBUSD   Z9, Z6, Z2
+	VPDPBUSD   Z9, Z7, Z3
+	VPDPBUSD   Z9, Z8, Z4
+	ADDQ       $0x00000040, R10
+	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_1081
+
+i8stepsdone_1082:
+	TESTQ      R9, R9
+	JZ         notail_1083
+	MOVQ       $-1, R12
+	BZHIQ      R9, R12, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z5
+	VPXORD     Z0, Z5, Z5
+	VMOVDQU8.Z (R10)(R8*1), K1, Z6
+	VPXORD     Z0, Z6, Z6
+	VMOVDQU8.Z (R10)(R8*2), K1, Z7
+	VPXORD     Z0, Z7, Z7
+	VMOVDQU8.Z (R11), K1, Z8
+	VPXORD     Z0, Z8, Z8
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z5, Z1
+	VPDPBUSD   Z0, Z6, Z2
+	VPDPBUSD   Z0, Z7, Z3
+	VPDPBUSD   Z0, Z8, Z4
+
+notail_1083:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPBROADCASTD  (DI), X4
+	VPUNPCKLDQ    Y1, Y0, Y5
+	VPUNPCKHDQ    Y1, Y0, Y0
+	VPADDD        Y0, Y5, Y5
+	VPUNPCKLDQ    Y3, Y2, Y0
+	VPUNPCKHDQ    Y3, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VPUNPCKLQDQ   Y0, Y5, Y1
+	VPUNPCKHQDQ   Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSUBD        X4, X0, X0
+	VMOVD         X0, (BX)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(BX)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, 8(BX)
+	VPSHUFD       $0x03, X0, X0
+	VMOVD         X0, 12(BX)
+	JMP           tokensdone_1064
+
+tokens_1080:
+tokensdone_1064:
+	MOVQ stride+24(FP), BX
+	LEAQ (AX)(BX*4), AX
+	ADDQ $0x00000010, DX
+	SUBQ $0x00000004, CX
+	JMP  rows_1060
+
+rowsdone_1061:
+rows_1084:
+	CMPQ CX, $0x00000001
+	JB   rowsdone_1085
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_1086:
+	CMPQ DI, $0x00000008
+	JB   tokenstail_1087
+
+	// tile 1 rows × 8 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	MOVQ         BX, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
+	LEAQ         (R12)(R8*2), R13
+	ADDQ         R8, R13
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+
+i8steps_1089:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_1090
+	PREFETCHT1 16384(R10)
+	VPXORD     (R10), Z0, Z9
+	VMOVDQU64  (R11), Z10
+	VPDPBUSD   Z10, Z9, Z1
+	VMOVDQU64  (R11)(R8*1), Z10
+	VPDPBUSD   Z10, Z9, Z2
+	VMOVDQU64  (R11)(R8*2), Z10
+	VPDPBUSD   Z10, Z9, Z3
+	VMOVDQU64  (R12), Z10
+	VPDPBUSD   Z10, Z9, Z4
+	VMOVDQU64  (R12)(R8*1), Z10
+	VPDPBUSD   Z10, Z9, Z5
+	VMOVDQU64  (R12)(R8*2), Z10
+	VPDPBUSD   Z10, Z9, Z6
+	VMOVDQU64  (R13), Z10
+	VPDPBUSD   Z10, Z9, Z7
+	VMOVDQU64  (R13)(R8*1), Z10
+	VPDPBUSD   Z10, Z9, Z8
+	ADDQ       $0x00000040, R10
+	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, R12
+	ADDQ       $0x00000040, R13
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_1089
+
+i8stepsdone_1090:
+	TESTQ      R9, R9
+	JZ         notail_1091
+	MOVQ       $-1, R14
+	BZHIQ      R9, R14, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z9
+	VPXORD     Z0, Z9, Z9
+	VMOVDQU8.Z (R11), K1, Z0
+	VPDPBUSD   Z0, Z9, Z1
+	VMOVDQU8.Z (R11)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z9, Z2
+	VMOVDQU8.Z (R11)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z9, Z3
+	VMOVDQU8.Z (R12), K1, Z0
+	VPDPBUSD   Z0, Z9, Z4
+	VMOVDQU8.Z (R12)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z9, Z5
+	VMOVDQU8.Z (R12)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z9, Z6
+	VMOVDQU8.Z (R13), K1, Z0
+	VPDPBUSD   Z0, Z9, Z7
+	VMOVDQU8.Z (R13)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z9, Z8
+
+notail_1091:
+	MOVQ          tokens+80(FP), R8
+	SUBQ          DI, R8
+	MOVQ          bias_base+120(FP), R9
+	LEAQ          (R9)(R8*4), R9
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R10
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X9
+	VPADDD        X0, X9, X9
+	VPSHUFD       $0x4e, X9, X0
+	VPADDD        X0, X9, X9
+	VPSHUFD       $0xb1, X9, X0
+	VPADDD        X0, X9, X9
+	VPSUBD        X1, X9, X9
+	VMOVD         X9, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VPBROADCASTD  12(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	VPBROADCASTD  16(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	VPBROADCASTD  20(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z7, Y0
+	VPADDD        Y7, Y0, Y0
+	VPBROADCASTD  24(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	ADDQ          R8, R10
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	VPBROADCASTD  28(R9), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (R10)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000008, R8, R8
+	IMUL3Q        $0x00000020, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000008, DI
+	JMP           tokens_1086
+
+tokenstail_1087:
+	CMPQ DI, $0x00000007
+	JNE  tokens_1092
+
+	// tile 1 rows × 7 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	LEAQ         (BX)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R11)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+
+i8steps_1093:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_1094
+	PREFETCHT1 16384(R10)
+	VPXORD     (R10), Z0, Z8
+	VMOVDQU64  (BX), Z9
+	VPDPBUSD   Z9, Z8, Z1
+	VMOVDQU64  (BX)(R8*1), Z9
+	VPDPBUSD   Z9, Z8, Z2
+	VMOVDQU64  (BX)(R8*2), Z9
+	VPDPBUSD   Z9, Z8, Z3
+	VMOVDQU64  (R11), Z9
+	VPDPBUSD   Z9, Z8, Z4
+	VMOVDQU64  (R11)(R8*1), Z9
+	VPDPBUSD   Z9, Z8, Z5
+	VMOVDQU64  (R11)(R8*2), Z9
+	VPDPBUSD   Z9, Z8, Z6
+	VMOVDQU64  (R12), Z9
+	VPDPBUSD   Z9, Z8, Z7
+	ADDQ       $0x00000040, R10
+	ADDQ       $0x00000040, BX
+	ADDQ       $0x00000040, R11
+	ADDQ       $0x00000040, R12
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_1093
+
+i8stepsdone_1094:
+	TESTQ      R9, R9
+	JZ         notail_1095
+	MOVQ       $-1, R13
+	BZHIQ      R9, R13, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z8
+	VPXORD     Z0, Z8, Z8
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z8, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z8, Z2
+	VMOVDQU8.Z (BX)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z8, Z3
+	VMOVDQU8.Z (R11), K1, Z0
+	VPDPBUSD   Z0, Z8, Z4
+	VMOVDQU8.Z (R11)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z8, Z5
+	VMOVDQU8.Z (R11)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z8, Z6
+	VMOVDQU8.Z (R12), K1, Z0
+	VPDPBUSD   Z0, Z8, Z7
+
+notail_1095:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X8
+	VPADDD        X0, X8, X8
+	VPSHUFD       $0x4e, X8, X0
+	VPADDD        X0, X8, X8
+	VPSHUFD       $0xb1, X8, X0
+	VPADDD        X0, X8, X8
+	VPSUBD        X1, X8, X8
+	VMOVD         X8, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VPBROADCASTD  12(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	VPBROADCASTD  16(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	VPBROADCASTD  20(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z7, Y0
+	VPADDD        Y7, Y0, Y0
+	VPBROADCASTD  24(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1088
+
+tokens_1092:
+	CMPQ DI, $0x00000006
+	JNE  tokens_1096
+
+	// tile 1 rows × 6 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	LEAQ         (BX)(R8*2), R11
+	ADDQ         R8, R11
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+
+i8steps_1097:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_1098
+	PREFETCHT1 16384(R10)
+	VPXORD     (R10), Z0, Z7
+	VMOVDQU64  (BX), Z8
+	VPDPBUSD   Z8, Z7, Z1
+	VMOVDQU64  (BX)(R8*1), Z8
+	VPDPBUSD   Z8, Z7, Z2
+	VMOVDQU64  (BX)(R8*2), Z8
+	VPDPBUSD   Z8, Z7, Z3
+	VMOVDQU64  (R11), Z8
+	VPDPBUSD   Z8, Z7, Z4
+	VMOVDQU64  (R11)(R8*1), Z8
+	VPDPBUSD   Z8, Z7, Z5
+	VMOVDQU64  (R11)(R8*2), Z8
+	VPDPBUSD   Z8, Z7, Z6
+	ADDQ       $0x00000040, R10
+	ADDQ       $0x00000040, BX
+	ADDQ       $0x00000040, R11
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_1097
+
+i8stepsdone_1098:
+	TESTQ      R9, R9
+	JZ         notail_1099
+	MOVQ       $-1, R12
+	BZHIQ      R9, R12, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z7
+	VPXORD     Z0, Z7, Z7
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z7, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z7, Z2
+	VMOVDQU8.Z (BX)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z7, Z3
+	VMOVDQU8.Z (R11), K1, Z0
+	VPDPBUSD   Z0, Z7, Z4
+	VMOVDQU8.Z (R11)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z7, Z5
+	VMOVDQU8.Z (R11)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z7, Z6
+
+notail_1099:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X7
+	VPADDD        X0, X7, X7
+	VPSHUFD       $0x4e, X7, X0
+	VPADDD        X0, X7, X7
+	VPSHUFD       $0xb1, X7, X0
+	VPADDD        X0, X7, X7
+	VPSUBD        X1, X7, X7
+	VMOVD         X7, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VPBROADCASTD  12(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	VPBROADCASTD  16(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	VPBROADCASTD  20(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1088
+
+tokens_1096:
+	CMPQ DI, $0x00000005
+	JNE  tokens_1100
+
+	// tile 1 rows × 5 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	LEAQ         (BX)(R8*2), R11
+	ADDQ         R8, R11
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+
+i8steps_1101:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_1102
+	PREFETCHT1 16384(R10)
+	VPXORD     (R10), Z0, Z6
+	VMOVDQU64  (BX), Z7
+	VPDPBUSD   Z7, Z6, Z1
+	VMOVDQU64  (BX)(R8*1), Z7
+	VPDPBUSD   Z7, Z6, Z2
+	VMOVDQU64  (BX)(R8*2), Z7
+	VPDPBUSD   Z7, Z6, Z3
+	VMOVDQU64  (R11), Z7
+	VPDPBUSD   Z7, Z6, Z4
+	VMOVDQU64  (R11)(R8*1), Z7
+	VPDPBUSD   Z7, Z6, Z5
+	ADDQ       $0x00000040, R10
+	ADDQ       $0x00000040, BX
+	ADDQ       $0x00000040, R11
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_1101
+
+i8stepsdone_1102:
+	TESTQ      R9, R9
+	JZ         notail_1103
+	MOVQ       $-1, R12
+	BZHIQ      R9, R12, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z6
+	VPXORD     Z0, Z6, Z6
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z6, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z6, Z2
+	VMOVDQU8.Z (BX)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z6, Z3
+	VMOVDQU8.Z (R11), K1, Z0
+	VPDPBUSD   Z0, Z6, Z4
+	VMOVDQU8.Z (R11)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z6, Z5
+
+notail_1103:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X6
+	VPADDD        X0, X6, X6
+	VPSHUFD       $0x4e, X6, X0
+	VPADDD        X0, X6, X6
+	VPSHUFD       $0xb1, X6, X0
+	VPADDD        X0, X6, X6
+	VPSUBD        X1, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VPBROADCASTD  12(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	VPBROADCASTD  16(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1088
+
+tokens_1100:
+	CMPQ DI, $0x00000004
+	JNE  tokens_1104
+
+	// tile 1 rows × 4 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	LEAQ         (BX)(R8*2), R11
+	ADDQ         R8, R11
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+
+i8steps_1105:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_1106
+	PREFETCHT1 16384(R10)
+	VPXORD     (R10), Z0, Z5
+	VMOVDQU64  (BX), Z6
+	VPDPBUSD   Z6, Z5, Z1
+	VMOVDQU64  (BX)(R8*1), Z6
+	VPDPBUSD   Z6, Z5, Z2
+	VMOVDQU64  (BX)(R8*2), Z6
+	VPDPBUSD   Z6, Z5, Z3
+	VMOVDQU64  (R11), Z6
+	VPDPBUSD   Z6, Z5, Z4
+	ADDQ       $0x00000040, R10
+	ADDQ       $0x00000040, BX
+	ADDQ       $0x00000040, R11
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_1105
+
+i8stepsdone_1106:
+	TESTQ      R9, R9
+	JZ         notail_1107
+	MOVQ       $-1, R12
+	BZHIQ      R9, R12, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z5
+	VPXORD     Z0, Z5, Z5
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z5, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z5, Z2
+	VMOVDQU8.Z (BX)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z5, Z3
+	VMOVDQU8.Z (R11), K1, Z0
+	VPDPBUSD   Z0, Z5, Z4
+
+notail_1107:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X5
+	VPADDD        X0, X5, X5
+	VPSHUFD       $0x4e, X5, X0
+	VPADDD        X0, X5, X5
+	VPSHUFD       $0xb1, X5, X0
+	VPADDD        X0, X5, X5
+	VPSUBD        X1, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	VPBROADCASTD  12(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1088
+
+tokens_1104:
+	CMPQ DI, $0x00000003
+	JNE  tokens_1108
+
+	// tile 1 rows × 3 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+
+i8steps_1109:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_1110
+	PREFETCHT1 16384(R10)
+	VPXORD     (R10), Z0, Z4
+	VMOVDQU64  (BX), Z5
+	VPDPBUSD   Z5, Z4, Z1
+	VMOVDQU64  (BX)(R8*1), Z5
+	VPDPBUSD   Z5, Z4, Z2
+	VMOVDQU64  (BX)(R8*2), Z5
+	VPDPBUSD   Z5, Z4, Z3
+	ADDQ       $0x00000040, R10
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_1109
+
+i8stepsdone_1110:
+	TESTQ      R9, R9
+	JZ         notail_1111
+	MOVQ       $-1, R11
+	BZHIQ      R9, R11, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z4
+	VPXORD     Z0, Z4, Z4
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z4, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z4, Z2
+	VMOVDQU8.Z (BX)(R8*2), K1, Z0
+	VPDPBUSD   Z0, Z4, Z3
+
+notail_1111:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X4
+	VPADDD        X0, X4, X4
+	VPSHUFD       $0x4e, X4, X0
+	VPADDD        X0, X4, X4
+	VPSHUFD       $0xb1, X4, X0
+	VPADDD        X0, X4, X4
+	VPSUBD        X1, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	VPBROADCASTD  8(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1088
+
+tokens_1108:
+	CMPQ DI, $0x00000002
+	JNE  tokens_1112
+
+	// tile 1 rows × 2 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R9
+	MOVQ         AX, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+
+i8steps_1113:
+	CMPQ       R9, $0x00000040
+	JB         i8stepsdone_1114
+	PREFETCHT1 16384(R10)
+	VPXORD     (R10), Z0, Z3
+	VMOVDQU64  (BX), Z4
+	VPDPBUSD   Z4, Z3, Z1
+	VMOVDQU64  (BX)(R8*1), Z4
+	VPDPBUSD   Z4, Z3, Z2
+	ADDQ       $0x00000040, R10
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000040, R9
+	JMP        i8steps_1113
+
+i8stepsdone_1114:
+	TESTQ      R9, R9
+	JZ         notail_1115
+	MOVQ       $-1, R11
+	BZHIQ      R9, R11, R9
+	KMOVQ      R9, K1
+	VMOVDQU8.Z (R10), K1, Z3
+	VPXORD     Z0, Z3, Z3
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z3, Z1
+	VMOVDQU8.Z (BX)(R8*1), K1, Z0
+	VPDPBUSD   Z0, Z3, Z2
+
+notail_1115:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X3
+	VPADDD        X0, X3, X3
+	VPSHUFD       $0x4e, X3, X0
+	VPADDD        X0, X3, X3
+	VPSHUFD       $0xb1, X3, X0
+	VPADDD        X0, X3, X3
+	VPSUBD        X1, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	VPBROADCASTD  4(DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (SI)
+	JMP           tokensdone_1088
+
+tokens_1112:
+	CMPQ DI, $0x00000001
+	JNE  tokens_1116
+
+	// tile 1 rows × 1 tokens
+	MOVQ         stride+24(FP), R8
+	MOVQ         xStride+64(FP), R8
+	MOVQ         n+72(FP), R8
+	MOVQ         AX, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+
+i8steps_1117:
+	CMPQ       R8, $0x00000040
+	JB         i8stepsdone_1118
+	PREFETCHT1 16384(R9)
+	VPXORD     (R9), Z0, Z2
+	VMOVDQU64  (BX), Z3
+	VPDPBUSD   Z3, Z2, Z1
+	ADDQ       $0x00000040, R9
+	ADDQ       $0x00000040, BX
+	SUBQ       $0x00000040, R8
+	JMP        i8steps_1117
+
+i8stepsdone_1118:
+	TESTQ      R8, R8
+	JZ         notail_1119
+	MOVQ       $-1, R10
+	BZHIQ      R8, R10, R8
+	KMOVQ      R8, K1
+	VMOVDQU8.Z (R9), K1, Z2
+	VPXORD     Z0, Z2, Z2
+	VMOVDQU8.Z (BX), K1, Z0
+	VPDPBUSD   Z0, Z2, Z1
+
+notail_1119:
+	MOVQ          tokens+80(FP), BX
+	SUBQ          DI, BX
+	MOVQ          bias_base+120(FP), DI
+	LEAQ          (DI)(BX*4), DI
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	VPBROADCASTD  (DI), X1
+	VEXTRACTI32X4 $0x01, Y0, X2
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0x4e, X2, X0
+	VPADDD        X0, X2, X2
+	VPSHUFD       $0xb1, X2, X0
+	VPADDD        X0, X2, X2
+	VPSUBD        X1, X2, X2
+	VMOVD         X2, (BX)
+	JMP           tokensdone_1088
+
+tokens_1116:
+tokensdone_1088:
+	MOVQ stride+24(FP), BX
+	ADDQ BX, AX
+	ADDQ $0x00000004, DX
+	SUBQ $0x00000001, CX
+	JMP  rows_1084
+
+rowsdone_1085:
+	VZEROUPPER
+	RET
+
 // func dotBlockRowsAVX2(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 // Requires: AVX, AVX2, FMA3, MMX+
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_999
+	JE      group32_1120
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 	MOVQ    w_base+0(FP), AX
@@ -34650,9 +38613,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, SI
 	MOVQ    SI, (SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1000
+	JZ      pairsdone_1121
 
-pairs_1001:
+pairs_1122:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -34669,9 +38632,9 @@ pairs_1001:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1003
+	JAE    loopdone_1124
 
-loop_1002:
+loop_1123:
 	VMOVDQU      (R10)(R12*1), Y6
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y4
@@ -34836,13 +38799,13 @@ loop_1002:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1002
+	JB           loop_1123
 
-loopdone_1003:
-room_1004:
+loopdone_1124:
+room_1125:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1005
+	JA           roomdone_1126
 	VMOVDQU      (R10)(R12*1), Y6
 	VMOVDQU      (AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -34864,9 +38827,9 @@ room_1004:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R13
 	ADDQ         $0x20, R12
-	JMP          room_1004
+	JMP          room_1125
 
-roomdone_1005:
+roomdone_1126:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -34886,7 +38849,7 @@ roomdone_1005:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1001
+	JNZ          pairs_1122
 	MOVQ         (SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -34896,10 +38859,10 @@ roomdone_1005:
 	MOVQ         (SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1000:
+pairsdone_1121:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1006
+	JZ     noodd_1127
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -34909,9 +38872,9 @@ pairsdone_1000:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1008
+	JAE    loopdone_1129
 
-loop_1007:
+loop_1128:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -35003,13 +38966,13 @@ loop_1007:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1007
+	JB           loop_1128
 
-loopdone_1008:
-room_1009:
+loopdone_1129:
+room_1130:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1010
+	JA           roomdone_1131
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -35022,9 +38985,9 @@ room_1009:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_1009
+	JMP          room_1130
 
-roomdone_1010:
+roomdone_1131:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -35033,11 +38996,11 @@ roomdone_1010:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1006:
+noodd_1127:
 	VZEROUPPER
 	RET
 
-group32_999:
+group32_1120:
 	VMOVDQU words0001<>+0(SB), Y0
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
@@ -35049,9 +39012,9 @@ group32_999:
 	SHRQ    $0x01, SI
 	MOVQ    SI, 8(SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1011
+	JZ      pairsdone_1132
 
-pairs_1012:
+pairs_1133:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -35068,9 +39031,9 @@ pairs_1012:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1014
+	JAE    loopdone_1135
 
-loop_1013:
+loop_1134:
 	VMOVDQU      (R10)(R12*1), Y5
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y3
@@ -35219,13 +39182,13 @@ loop_1013:
 	ADDQ         $0x04, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1013
+	JB           loop_1134
 
-loopdone_1014:
-room_1015:
+loopdone_1135:
+room_1136:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1016
+	JA           roomdone_1137
 	VMOVDQU      (R10)(R12*1), Y5
 	VMOVDQU      (AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -35245,9 +39208,9 @@ room_1015:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R13
 	ADDQ         $0x20, R12
-	JMP          room_1015
+	JMP          room_1136
 
-roomdone_1016:
+roomdone_1137:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -35267,7 +39230,7 @@ roomdone_1016:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1012
+	JNZ          pairs_1133
 	MOVQ         8(SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -35277,10 +39240,10 @@ roomdone_1016:
 	MOVQ         8(SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1011:
+pairsdone_1132:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1017
+	JZ     noodd_1138
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -35290,9 +39253,9 @@ pairsdone_1011:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1019
+	JAE    loopdone_1140
 
-loop_1018:
+loop_1139:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -35376,13 +39339,13 @@ loop_1018:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1018
+	JB           loop_1139
 
-loopdone_1019:
-room_1020:
+loopdone_1140:
+room_1141:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1021
+	JA           roomdone_1142
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -35394,9 +39357,9 @@ room_1020:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_1020
+	JMP          room_1141
 
-roomdone_1021:
+roomdone_1142:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -35405,7 +39368,7 @@ roomdone_1021:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1017:
+noodd_1138:
 	VZEROUPPER
 	RET
 
@@ -35414,7 +39377,7 @@ noodd_1017:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1022
+	JE           group32_1143
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -35427,9 +39390,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, SI
 	MOVQ         SI, (SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1023
+	JZ           pairsdone_1144
 
-pairs_1024:
+pairs_1145:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -35446,9 +39409,9 @@ pairs_1024:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1026
+	JAE    loopdone_1147
 
-loop_1025:
+loop_1146:
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	PREFETCHT1      16384(AX)(R13*1)
@@ -35521,13 +39484,13 @@ loop_1025:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1025
+	JB              loop_1146
 
-loopdone_1026:
-room_1027:
+loopdone_1147:
+room_1148:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1028
+	JA              roomdone_1149
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	VPXORD          (AX)(R13*1), Z0, Z4
@@ -35546,9 +39509,9 @@ room_1027:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1027
+	JMP             room_1148
 
-roomdone_1028:
+roomdone_1149:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -35572,7 +39535,7 @@ roomdone_1028:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1024
+	JNZ           pairs_1145
 	MOVQ          (SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -35582,10 +39545,10 @@ roomdone_1028:
 	MOVQ          (SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1023:
+pairsdone_1144:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1029
+	JZ     noodd_1150
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -35595,9 +39558,9 @@ pairsdone_1023:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1031
+	JAE    loopdone_1152
 
-loop_1030:
+loop_1151:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -35641,13 +39604,13 @@ loop_1030:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_1030
+	JB              loop_1151
 
-loopdone_1031:
-room_1032:
+loopdone_1152:
+room_1153:
 	LEAQ            64(R8), R10
 	CMPQ            R10, SI
-	JA              roomdone_1033
+	JA              roomdone_1154
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -35659,9 +39622,9 @@ room_1032:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_1032
+	JMP             room_1153
 
-roomdone_1033:
+roomdone_1154:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -35672,11 +39635,11 @@ roomdone_1033:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1029:
+noodd_1150:
 	VZEROUPPER
 	RET
 
-group32_1022:
+group32_1143:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -35689,9 +39652,9 @@ group32_1022:
 	SHRQ         $0x01, SI
 	MOVQ         SI, 8(SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1034
+	JZ           pairsdone_1155
 
-pairs_1035:
+pairs_1156:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -35708,9 +39671,9 @@ pairs_1035:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1037
+	JAE    loopdone_1158
 
-loop_1036:
+loop_1157:
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	PREFETCHT1   16384(AX)(R13*1)
@@ -35783,13 +39746,13 @@ loop_1036:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1036
+	JB           loop_1157
 
-loopdone_1037:
-room_1038:
+loopdone_1158:
+room_1159:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1039
+	JA           roomdone_1160
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	VPXORD       (AX)(R13*1), Z0, Z4
@@ -35808,9 +39771,9 @@ room_1038:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1038
+	JMP          room_1159
 
-roomdone_1039:
+roomdone_1160:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -35834,7 +39797,7 @@ roomdone_1039:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1035
+	JNZ           pairs_1156
 	MOVQ          8(SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -35844,10 +39807,10 @@ roomdone_1039:
 	MOVQ          8(SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1034:
+pairsdone_1155:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1040
+	JZ     noodd_1161
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -35857,9 +39820,9 @@ pairsdone_1034:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1042
+	JAE    loopdone_1163
 
-loop_1041:
+loop_1162:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -35903,13 +39866,13 @@ loop_1041:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_1041
+	JB           loop_1162
 
-loopdone_1042:
-room_1043:
+loopdone_1163:
+room_1164:
 	LEAQ         64(R8), R10
 	CMPQ         R10, SI
-	JA           roomdone_1044
+	JA           roomdone_1165
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -35921,9 +39884,9 @@ room_1043:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_1043
+	JMP          room_1164
 
-roomdone_1044:
+roomdone_1165:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -35934,7 +39897,7 @@ roomdone_1044:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1040:
+noodd_1161:
 	VZEROUPPER
 	RET
 
@@ -35943,7 +39906,7 @@ noodd_1040:
 TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1045
+	JE           group32_1166
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -35957,9 +39920,9 @@ TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         AX, (SP)
 	MOVQ         AX, 32(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1046
+	JZ           quadsdone_1167
 
-quads_1047:
+quads_1168:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   8(SP), CX
 	IMULQ  (SP), AX
@@ -35985,9 +39948,9 @@ quads_1047:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1049
+	JAE    loopdone_1170
 
-loop_1048:
+loop_1169:
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -36114,13 +40077,13 @@ loop_1048:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1048
+	JB              loop_1169
 
-loopdone_1049:
-room_1050:
+loopdone_1170:
+room_1171:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1051
+	JA              roomdone_1172
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -36153,9 +40116,9 @@ room_1050:
 	VFMADD231PS     Z7, Z6, Z5
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1050
+	JMP             room_1171
 
-roomdone_1051:
+roomdone_1172:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -36203,9 +40166,9 @@ roomdone_1051:
 	ADDQ          AX, 16(SP)
 	ADDQ          $0x04, 24(SP)
 	DECQ          32(SP)
-	JNZ           quads_1047
+	JNZ           quads_1168
 
-quadsdone_1046:
+quadsdone_1167:
 	MOVQ  8(SP), AX
 	MOVQ  16(SP), CX
 	MOVQ  24(SP), DX
@@ -36224,9 +40187,9 @@ quadsdone_1046:
 	ADDQ  BX, CX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1053
+	JZ    blocksingledone_1174
 
-blocksingle_1052:
+blocksingle_1173:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -36236,9 +40199,9 @@ blocksingle_1052:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1055
+	JAE    loopdone_1176
 
-loop_1054:
+loop_1175:
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -36281,13 +40244,13 @@ loop_1054:
 	ADDQ            $0x10, R10
 	ADDQ            $0x00000100, R9
 	CMPQ            R9, R11
-	JB              loop_1054
+	JB              loop_1175
 
-loopdone_1055:
-room_1056:
+loopdone_1176:
+room_1177:
 	LEAQ            64(R9), R11
 	CMPQ            R11, DI
-	JA              roomdone_1057
+	JA              roomdone_1178
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -36299,9 +40262,9 @@ room_1056:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R10
 	ADDQ            $0x40, R9
-	JMP             room_1056
+	JMP             room_1177
 
-roomdone_1057:
+roomdone_1178:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -36318,13 +40281,13 @@ roomdone_1057:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1052
+	JNZ           blocksingle_1173
 
-blocksingledone_1053:
+blocksingledone_1174:
 	VZEROUPPER
 	RET
 
-group32_1045:
+group32_1166:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -36338,9 +40301,9 @@ group32_1045:
 	MOVQ         AX, 40(SP)
 	MOVQ         AX, 72(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1058
+	JZ           quadsdone_1179
 
-quads_1059:
+quads_1180:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   48(SP), CX
 	IMULQ  40(SP), AX
@@ -36366,9 +40329,9 @@ quads_1059:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1061
+	JAE    loopdone_1182
 
-loop_1060:
+loop_1181:
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -36495,13 +40458,13 @@ loop_1060:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1060
+	JB           loop_1181
 
-loopdone_1061:
-room_1062:
+loopdone_1182:
+room_1183:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1063
+	JA           roomdone_1184
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -36534,9 +40497,9 @@ room_1062:
 	VFMADD231PS  Z7, Z6, Z5
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1062
+	JMP          room_1183
 
-roomdone_1063:
+roomdone_1184:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -36584,9 +40547,9 @@ roomdone_1063:
 	ADDQ          AX, 56(SP)
 	ADDQ          $0x04, 64(SP)
 	DECQ          72(SP)
-	JNZ           quads_1059
+	JNZ           quads_1180
 
-quadsdone_1058:
+quadsdone_1179:
 	MOVQ  48(SP), AX
 	MOVQ  56(SP), CX
 	MOVQ  64(SP), DX
@@ -36605,9 +40568,9 @@ quadsdone_1058:
 	ADDQ  BX, CX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1065
+	JZ    blocksingledone_1186
 
-blocksingle_1064:
+blocksingle_1185:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -36617,9 +40580,9 @@ blocksingle_1064:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1067
+	JAE    loopdone_1188
 
-loop_1066:
+loop_1187:
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -36662,13 +40625,13 @@ loop_1066:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000100, R9
 	CMPQ         R9, R11
-	JB           loop_1066
+	JB           loop_1187
 
-loopdone_1067:
-room_1068:
+loopdone_1188:
+room_1189:
 	LEAQ         64(R9), R11
 	CMPQ         R11, DI
-	JA           roomdone_1069
+	JA           roomdone_1190
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -36680,9 +40643,9 @@ room_1068:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R10
 	ADDQ         $0x40, R9
-	JMP          room_1068
+	JMP          room_1189
 
-roomdone_1069:
+roomdone_1190:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -36699,9 +40662,9 @@ roomdone_1069:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1064
+	JNZ           blocksingle_1185
 
-blocksingledone_1065:
+blocksingledone_1186:
 	VZEROUPPER
 	RET
 
@@ -36719,9 +40682,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1071
+	JAE          loopdone_1192
 
-loop_1070:
+loop_1191:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -36732,9 +40695,9 @@ loop_1070:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1070
+	JB      loop_1191
 
-loopdone_1071:
+loopdone_1192:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -36746,18 +40709,18 @@ loopdone_1071:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1073
+	JAE          maxabsdone_1194
 
-maxabs_1072:
+maxabs_1193:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1072
+	JB      maxabs_1193
 
-maxabsdone_1073:
+maxabsdone_1194:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -36777,9 +40740,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1075
+	JAE          loopdone_1196
 
-loop_1074:
+loop_1195:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -36790,9 +40753,9 @@ loop_1074:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1074
+	JB      loop_1195
 
-loopdone_1075:
+loopdone_1196:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -36806,18 +40769,18 @@ loopdone_1075:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1077
+	JAE           maxabsdone_1198
 
-maxabs_1076:
+maxabs_1197:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1076
+	JB      maxabs_1197
 
-maxabsdone_1077:
+maxabsdone_1198:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -36838,9 +40801,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1079
+	JAE          loopdone_1200
 
-loop_1078:
+loop_1199:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -36853,9 +40816,9 @@ loop_1078:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1078
+	JB           loop_1199
 
-loopdone_1079:
+loopdone_1200:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -36864,9 +40827,9 @@ loopdone_1079:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1081
+	JAE          quantdone_1202
 
-quant_1080:
+quant_1201:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -36879,9 +40842,9 @@ quant_1080:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1080
+	JB        quant_1201
 
-quantdone_1081:
+quantdone_1202:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -36902,9 +40865,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1083
+	JAE          loopdone_1204
 
-loop_1082:
+loop_1203:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -36919,12 +40882,12 @@ loop_1082:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1082
+	JB        loop_1203
 
-loopdone_1083:
+loopdone_1204:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1084
+	JA        skip_1205
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -36933,10 +40896,10 @@ loopdone_1083:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1084:
+skip_1205:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1085
+	JZ        notail_1206
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -36948,7 +40911,7 @@ skip_1084:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1085:
+notail_1206:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -36973,9 +40936,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1087
+	JAE  loopdone_1208
 
-loop_1086:
+loop_1207:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -36984,31 +40947,31 @@ loop_1086:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1086
+	JB        loop_1207
 
-loopdone_1087:
+loopdone_1208:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1088
+	JA        skip_1209
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1088:
+skip_1209:
 	CMPQ BX, DX
-	JAE  halfdone_1090
+	JAE  halfdone_1211
 
-half_1089:
+half_1210:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1089
+	JB        half_1210
 
-halfdone_1090:
+halfdone_1211:
 	VZEROUPPER
 	RET
 
@@ -37022,9 +40985,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1092
+	JAE  loopdone_1213
 
-loop_1091:
+loop_1212:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -37033,21 +40996,21 @@ loop_1091:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1091
+	JB        loop_1212
 
-loopdone_1092:
+loopdone_1213:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1093
+	JA        skip_1214
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1093:
+skip_1214:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1094
+	JZ        notail_1215
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -37055,7 +41018,7 @@ skip_1093:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1094:
+notail_1215:
 	VZEROUPPER
 	RET
 
@@ -37069,9 +41032,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1096
+	JAE  loopdone_1217
 
-loop_1095:
+loop_1216:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -37082,32 +41045,32 @@ loop_1095:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1095
+	JB        loop_1216
 
-loopdone_1096:
+loopdone_1217:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1097
+	JA        skip_1218
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1097:
+skip_1218:
 	CMPQ BX, DX
-	JAE  halfdone_1099
+	JAE  halfdone_1220
 
-half_1098:
+half_1219:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1098
+	JB        half_1219
 
-halfdone_1099:
+halfdone_1220:
 	VZEROUPPER
 	RET
 
@@ -37121,9 +41084,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1101
+	JAE  loopdone_1222
 
-loop_1100:
+loop_1221:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -37134,22 +41097,22 @@ loop_1100:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1100
+	JB        loop_1221
 
-loopdone_1101:
+loopdone_1222:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1102
+	JA        skip_1223
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1102:
+skip_1223:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1103
+	JZ        notail_1224
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -37158,7 +41121,7 @@ skip_1102:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1103:
+notail_1224:
 	VZEROUPPER
 	RET
 
@@ -37175,9 +41138,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1105
+	JAE          loopdone_1226
 
-loop_1104:
+loop_1225:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -37218,11 +41181,11 @@ loop_1104:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1104
+	JB           loop_1225
 
-loopdone_1105:
+loopdone_1226:
 	SUBQ         DX, CX
-	JE           notail_1106
+	JE           notail_1227
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -37267,7 +41230,7 @@ loopdone_1105:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1106:
+notail_1227:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -37292,9 +41255,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1108
+	JAE          loopdone_1229
 
-loop_1107:
+loop_1228:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -37309,9 +41272,9 @@ loop_1107:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1107
+	JB      loop_1228
 
-loopdone_1108:
+loopdone_1229:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -37322,17 +41285,17 @@ loopdone_1108:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1110
+	JAE          scalemaxdone_1231
 
-scalemax_1109:
+scalemax_1230:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1109
+	JB     scalemax_1230
 
-scalemaxdone_1110:
+scalemaxdone_1231:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -37352,9 +41315,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1112
+	JAE          loopdone_1233
 
-loop_1111:
+loop_1232:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -37369,9 +41332,9 @@ loop_1111:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1111
+	JB      loop_1232
 
-loopdone_1112:
+loopdone_1233:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -37384,17 +41347,17 @@ loopdone_1112:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1114
+	JAE           scalemaxdone_1235
 
-scalemax_1113:
+scalemax_1234:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1113
+	JB     scalemax_1234
 
-scalemaxdone_1114:
+scalemaxdone_1235:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -37424,9 +41387,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1116
+	JAE          loopdone_1237
 
-loop_1115:
+loop_1236:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -37473,12 +41436,12 @@ loop_1115:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1115
+	JB            loop_1236
 
-loopdone_1116:
+loopdone_1237:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1117
+	JA            skip_1238
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -37503,10 +41466,10 @@ loopdone_1116:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1117:
+skip_1238:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1118
+	JZ            notail_1239
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -37534,7 +41497,7 @@ skip_1117:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1118:
+notail_1239:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -37562,9 +41525,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1120
+	JAE          loopdone_1241
 
-loop_1119:
+loop_1240:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -37595,13 +41558,13 @@ loop_1119:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1119
+	JB        loop_1240
 
-loopdone_1120:
-ewvec_1121:
+loopdone_1241:
+ewvec_1242:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1122
+	JA        ewvecdone_1243
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -37610,13 +41573,13 @@ ewvec_1121:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1121
+	JMP       ewvec_1242
 
-ewvecdone_1122:
+ewvecdone_1243:
 	CMPQ SI, BX
-	JAE  ewonedone_1124
+	JAE  ewonedone_1245
 
-ewone_1123:
+ewone_1244:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -37626,9 +41589,9 @@ ewone_1123:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1123
+	JB        ewone_1244
 
-ewonedone_1124:
+ewonedone_1245:
 	VZEROUPPER
 	RET
 
@@ -37645,9 +41608,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1126
+	JAE          loopdone_1247
 
-loop_1125:
+loop_1246:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -37670,26 +41633,26 @@ loop_1125:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1125
+	JB      loop_1246
 
-loopdone_1126:
-ewvec_1127:
+loopdone_1247:
+ewvec_1248:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1128
+	JA      ewvecdone_1249
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1127
+	JMP     ewvec_1248
 
-ewvecdone_1128:
+ewvecdone_1249:
 	CMPQ SI, BX
-	JAE  ewonedone_1130
+	JAE  ewonedone_1251
 
-ewone_1129:
+ewone_1250:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -37697,9 +41660,9 @@ ewone_1129:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1129
+	JB     ewone_1250
 
-ewonedone_1130:
+ewonedone_1251:
 	VZEROUPPER
 	RET
 
@@ -37714,9 +41677,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1132
+	JAE  loopdone_1253
 
-loop_1131:
+loop_1252:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -37747,13 +41710,13 @@ loop_1131:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1131
+	JB      loop_1252
 
-loopdone_1132:
-ewvec_1133:
+loopdone_1253:
+ewvec_1254:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1134
+	JA      ewvecdone_1255
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -37762,13 +41725,13 @@ ewvec_1133:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1133
+	JMP     ewvec_1254
 
-ewvecdone_1134:
+ewvecdone_1255:
 	CMPQ SI, BX
-	JAE  ewonedone_1136
+	JAE  ewonedone_1257
 
-ewone_1135:
+ewone_1256:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -37778,9 +41741,9 @@ ewone_1135:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1135
+	JB     ewone_1256
 
-ewonedone_1136:
+ewonedone_1257:
 	VZEROUPPER
 	RET
 
@@ -37794,9 +41757,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1138
+	JAE  loopdone_1259
 
-loop_1137:
+loop_1258:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -37815,34 +41778,34 @@ loop_1137:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1137
+	JB      loop_1258
 
-loopdone_1138:
-ewvec_1139:
+loopdone_1259:
+ewvec_1260:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1140
+	JA      ewvecdone_1261
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1139
+	JMP     ewvec_1260
 
-ewvecdone_1140:
+ewvecdone_1261:
 	CMPQ BX, DX
-	JAE  ewonedone_1142
+	JAE  ewonedone_1263
 
-ewone_1141:
+ewone_1262:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1141
+	JB     ewone_1262
 
-ewonedone_1142:
+ewonedone_1263:
 	VZEROUPPER
 	RET
 
@@ -37862,9 +41825,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1144
+	JAE          loopdone_1265
 
-loop_1143:
+loop_1264:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -37895,13 +41858,13 @@ loop_1143:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1143
+	JB        loop_1264
 
-loopdone_1144:
-ewvec_1145:
+loopdone_1265:
+ewvec_1266:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1146
+	JA        ewvecdone_1267
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -37910,13 +41873,13 @@ ewvec_1145:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1145
+	JMP       ewvec_1266
 
-ewvecdone_1146:
+ewvecdone_1267:
 	CMPQ SI, BX
-	JAE  ewonedone_1148
+	JAE  ewonedone_1269
 
-ewone_1147:
+ewone_1268:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -37926,9 +41889,9 @@ ewone_1147:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1147
+	JB        ewone_1268
 
-ewonedone_1148:
+ewonedone_1269:
 	VZEROUPPER
 	RET
 
@@ -37945,9 +41908,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1150
+	JAE          loopdone_1271
 
-loop_1149:
+loop_1270:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -37970,26 +41933,26 @@ loop_1149:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1149
+	JB      loop_1270
 
-loopdone_1150:
-ewvec_1151:
+loopdone_1271:
+ewvec_1272:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1152
+	JA      ewvecdone_1273
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1151
+	JMP     ewvec_1272
 
-ewvecdone_1152:
+ewvecdone_1273:
 	CMPQ SI, BX
-	JAE  ewonedone_1154
+	JAE  ewonedone_1275
 
-ewone_1153:
+ewone_1274:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -37997,9 +41960,9 @@ ewone_1153:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1153
+	JB     ewone_1274
 
-ewonedone_1154:
+ewonedone_1275:
 	VZEROUPPER
 	RET
 
@@ -38014,9 +41977,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1156
+	JAE  loopdone_1277
 
-loop_1155:
+loop_1276:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -38047,13 +42010,13 @@ loop_1155:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1155
+	JB      loop_1276
 
-loopdone_1156:
-ewvec_1157:
+loopdone_1277:
+ewvec_1278:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1158
+	JA      ewvecdone_1279
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -38062,13 +42025,13 @@ ewvec_1157:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1157
+	JMP     ewvec_1278
 
-ewvecdone_1158:
+ewvecdone_1279:
 	CMPQ SI, BX
-	JAE  ewonedone_1160
+	JAE  ewonedone_1281
 
-ewone_1159:
+ewone_1280:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -38078,9 +42041,9 @@ ewone_1159:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1159
+	JB      ewone_1280
 
-ewonedone_1160:
+ewonedone_1281:
 	VZEROUPPER
 	RET
 
@@ -38094,9 +42057,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1162
+	JAE  loopdone_1283
 
-loop_1161:
+loop_1282:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -38115,34 +42078,34 @@ loop_1161:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1161
+	JB      loop_1282
 
-loopdone_1162:
-ewvec_1163:
+loopdone_1283:
+ewvec_1284:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1164
+	JA      ewvecdone_1285
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1163
+	JMP     ewvec_1284
 
-ewvecdone_1164:
+ewvecdone_1285:
 	CMPQ BX, DX
-	JAE  ewonedone_1166
+	JAE  ewonedone_1287
 
-ewone_1165:
+ewone_1286:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1165
+	JB     ewone_1286
 
-ewonedone_1166:
+ewonedone_1287:
 	VZEROUPPER
 	RET
 
@@ -38167,9 +42130,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1168
+	JAE   loopdone_1289
 
-loop_1167:
+loop_1288:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -38244,21 +42207,21 @@ loop_1167:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1167
+	JB         loop_1288
 
-loopdone_1168:
+loopdone_1289:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1170
+	JAE    sum64done_1291
 
-sum64_1169:
+sum64_1290:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1169
+	JB     sum64_1290
 
-sum64done_1170:
+sum64done_1291:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -38292,9 +42255,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1172
+	JAE    loopdone_1293
 
-loop_1171:
+loop_1292:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -38337,20 +42300,20 @@ loop_1171:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1171
+	JB         loop_1292
 
-loopdone_1172:
+loopdone_1293:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1174
+	JAE    sum64done_1295
 
-sum64_1173:
+sum64_1294:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1173
+	JB     sum64_1294
 
-sum64done_1174:
+sum64done_1295:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -38397,9 +42360,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1176
+	JZ         sgemmtail_1297
 
-sgemm_1175:
+sgemm_1296:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -38483,13 +42446,13 @@ sgemm_1175:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1175
+	JNZ          sgemm_1296
 
-sgemmtail_1176:
+sgemmtail_1297:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1178
+	JZ   sgemmdone_1299
 
-sgemmone_1177:
+sgemmone_1298:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -38513,9 +42476,9 @@ sgemmone_1177:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1177
+	JNZ          sgemmone_1298
 
-sgemmdone_1178:
+sgemmdone_1299:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -38609,9 +42572,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1180
+	JZ         sgemmtail_1301
 
-sgemm_1179:
+sgemm_1300:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -38767,13 +42730,13 @@ sgemm_1179:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1179
+	JNZ          sgemm_1300
 
-sgemmtail_1180:
+sgemmtail_1301:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1182
+	JZ   sgemmdone_1303
 
-sgemmone_1181:
+sgemmone_1302:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -38815,9 +42778,9 @@ sgemmone_1181:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1181
+	JNZ          sgemmone_1302
 
-sgemmdone_1182:
+sgemmdone_1303:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -38888,9 +42851,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1184
+	JLE   fmadone_1305
 
-fma_1183:
+fma_1304:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -38904,9 +42867,9 @@ fma_1183:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1183
+	JNZ         fma_1304
 
-fmadone_1184:
+fmadone_1305:
 	VZEROUPPER
 	RET
 
@@ -38933,9 +42896,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1186
+	JLE    fmadone_1307
 
-fma_1185:
+fma_1306:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -38953,9 +42916,9 @@ fma_1185:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1185
+	JNZ         fma_1306
 
-fmadone_1186:
+fmadone_1307:
 	VZEROUPPER
 	RET
 
@@ -38978,9 +42941,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1188
+	JLE   int8done_1309
 
-int8_1187:
+int8_1308:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -38994,9 +42957,9 @@ int8_1187:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1187
+	JNZ        int8_1308
 
-int8done_1188:
+int8done_1309:
 	VZEROUPPER
 	RET
 
@@ -39019,9 +42982,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1190
+	JLE    int8done_1311
 
-int8_1189:
+int8_1310:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -39035,8 +42998,8 @@ int8_1189:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1189
+	JNZ      int8_1310
 
-int8done_1190:
+int8done_1311:
 	VZEROUPPER
 	RET

@@ -132,6 +132,12 @@ func kScoresAVX2(kt []uint16, hd int, n int, q []float32, nq int, out []float32,
 //go:noescape
 func dotI8MatMulVNNI(w []int8, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int, bias []int32)
 
+// For 1…9 tokens its tiles take rows a quarter of the call's apart and prefetch each row's
+// lines 2048 bytes ahead into L1 (PREFETCHNTA); from 10 tokens on it is dotI8MatMulVNNI.
+//
+//go:noescape
+func dotI8MatMulVNNIHW(w []int8, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int, bias []int32)
+
 // dotBlockRowsAVX2 is dotBlockRows with AVX2: 2 rows at a time, vpsignb/vpabsb/vpmaddubsw, FMA by the group scales.
 //
 //go:noescape

@@ -299,9 +299,10 @@ func f16SpreadTiles(T int, w, out reg.GPVirtual) {
 }
 
 func genDotI8MatMulVNNI() {
-	TEXT("dotI8MatMulVNNI", NOSPLIT, dotI8MatMulSig)
+	TEXT(kernelName("dotI8MatMulVNNI"), NOSPLIT, dotI8MatMulSig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("dotI8MatMulVNNI is dotI8MatMul with AVX-512 VNNI: tiles of 4 rows × %d tokens,", headI8Tokens),
+	kernelDoc("dotI8MatMulVNNI",
+		fmt.Sprintf("dotI8MatMulVNNI is dotI8MatMul with AVX-512 VNNI: tiles of 4 rows × %d tokens,", headI8Tokens),
 		"vpdpbusd(w+128, x) − bias[t], bias[t] = 128·Σx_t given by the caller.")
 	tokensFor := func(R int) int {
 		if R == 1 {
@@ -309,81 +310,108 @@ func genDotI8MatMulVNNI() {
 		}
 		return headI8Tokens
 	}
-	// The token index of a tile's first token, for bias: counted here,
-	// since the driver advances only pointers.
-	matMulDriver([]int{4, 1}, tokensFor, false, func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
-		Commentf("tile %d rows × %d tokens", R, T)
-		stride := load(Param("stride"))
-		xs := load(Param("xStride"))
-		rem := load(Param("n"))
-		rws := newStrided(w, g.gap(stride), R)
-		toks := newStrided(x, xs, T)
-		flip := ZMM()
-		VPBROADCASTD(bytes80, flip)
-		acc := zmms(R * T) // [r·T + t]
-		step := func(k reg.Register, pf bool) {
-			u := make([]reg.VecVirtual, R)
-			for r := range u {
-				u[r] = ZMM()
-				if pf {
-					prefetch(rws.at(r, 0))
-				}
-				if k == nil {
-					VPXORD(rws.at(r, 0), flip, u[r])
-				} else {
-					VMOVDQU8_Z(rws.at(r, 0), k, u[r])
-					VPXORD(flip, u[r], u[r])
-				}
-			}
-			for t := 0; t < T; t++ {
-				xv := ZMM()
-				if k == nil {
-					VMOVDQU64(toks.at(t, 0), xv)
-				} else {
-					VMOVDQU8_Z(toks.at(t, 0), k, xv) // x = 0 past the end
-				}
-				for r := 0; r < R; r++ {
-					vpdpbusd(xv, u[r], acc[r*T+t])
-				}
-			}
+	tile := func(near bool) tileFunc {
+		return func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
+			fewTokenPrefetches(near, func() { i8Tile(R, T, w, x, out, left, g) })
 		}
-		whileRem(rem, 64, "i8steps", func() {
-			step(nil, true)
-			rws.advance(64)
-			toks.advance(64)
-		})
+	}
+	if hwPrefetchOnly {
+		Doc(fmt.Sprintf("For 1…%d tokens its tiles take rows a quarter of the call's apart and prefetch each row's", headI8NearTokens),
+			fmt.Sprintf("lines %d bytes ahead into L1 (PREFETCHNTA); from %d tokens on it is dotI8MatMulVNNI.", nearAhead, headI8NearTokens+1))
+		tokens := load(Param("tokens"))
+		adjacent := label("adjacent")
+		CMPQ(tokens, U8(headI8NearTokens))
+		JA(LabelRef(adjacent))
+		matMulDriver([]int{4, 1}, tokensFor, true, tile(true))
+		Label(adjacent)
+	}
+	matMulDriver([]int{4, 1}, tokensFor, false, tile(false))
+}
 
-		remMask(rem, func(k reg.Register) { step(k, false) })
+// headI8NearTokens: the most tokens dotI8MatMulVNNIHW takes in spread
+// tiles with near prefetches (a verification pass of 8 drafted tokens). A
+// 65536-row slice of an int8 head (168 MB) from DRAM on the Zen 5 VM,
+// against dotI8MatMulVNNI (adjacent tiles, prefetches into L2),
+// alternated in one process (2026-11-27, later), medians: one thread, 2
+// tokens 5.3 ms against 7.2, 4 tokens 5.8-6.2 against 7.1-7.4, 5 tokens
+// 6.4 against 8.5, 8 tokens 7.0 against 8.0, 9 tokens 7.4 against 7.6;
+// two threads, 2 tokens 2.9 against 3.7, 4 tokens 3.2-3.3 against
+// 3.8-3.9, 5 tokens 3.5 against 4.6, 9 tokens 3.7 against 3.9.
+const headI8NearTokens = 9
 
-		// bias of the tile's first token t0 = tokens − left.
-		t0 := load(Param("tokens"))
-		SUBQ(left, t0)
-		bias := load(Param("bias").Base())
-		LEAQ(Mem{Base: bias, Index: t0, Scale: 4}, bias)
-
-		os := load(Param("outStride"))
-		SHLQ(U8(2), os)
-		o := GP64()
-		MOVQ(out, o)
-		for t := 0; t < T; t++ {
-			ys := make([]reg.VecVirtual, R)
-			for r := range ys {
-				ys[r] = int32EVEX.fold256(acc[r*T+t])
+// i8Tile emits one R×T tile of dotI8MatMulVNNI.
+func i8Tile(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
+	Commentf("tile %d rows × %d tokens", R, T)
+	stride := load(Param("stride"))
+	xs := load(Param("xStride"))
+	rem := load(Param("n"))
+	rws := newStrided(w, g.gap(stride), R)
+	toks := newStrided(x, xs, T)
+	flip := ZMM()
+	VPBROADCASTD(bytes80, flip)
+	acc := zmms(R * T) // [r·T + t]
+	step := func(k reg.Register, pf bool) {
+		u := make([]reg.VecVirtual, R)
+		for r := range u {
+			u[r] = ZMM()
+			if pf {
+				prefetch(rws.at(r, 0))
 			}
-			b := XMM()
-			VPBROADCASTD(Mem{Base: bias, Disp: 4 * t}, b)
-			if R == 4 {
-				s := int32EVEX.sum4(ys)
-				VPSUBD(b, s, s)
-				storeLanes(s, func(k int) Mem { return g.outAt(o, k) })
+			if k == nil {
+				VPXORD(rws.at(r, 0), flip, u[r])
 			} else {
-				s := int32EVEX.sum1(ys[0])
-				VPSUBD(b, s, s)
-				VMOVD(s, Mem{Base: o})
-			}
-			if t < T-1 {
-				ADDQ(os, o)
+				VMOVDQU8_Z(rws.at(r, 0), k, u[r])
+				VPXORD(flip, u[r], u[r])
 			}
 		}
+		for t := 0; t < T; t++ {
+			xv := ZMM()
+			if k == nil {
+				VMOVDQU64(toks.at(t, 0), xv)
+			} else {
+				VMOVDQU8_Z(toks.at(t, 0), k, xv) // x = 0 past the end
+			}
+			for r := 0; r < R; r++ {
+				vpdpbusd(xv, u[r], acc[r*T+t])
+			}
+		}
+	}
+	whileRem(rem, 64, "i8steps", func() {
+		step(nil, true)
+		rws.advance(64)
+		toks.advance(64)
 	})
+
+	remMask(rem, func(k reg.Register) { step(k, false) })
+
+	// bias of the tile's first token t0 = tokens − left.
+	t0 := load(Param("tokens"))
+	SUBQ(left, t0)
+	bias := load(Param("bias").Base())
+	LEAQ(Mem{Base: bias, Index: t0, Scale: 4}, bias)
+
+	os := load(Param("outStride"))
+	SHLQ(U8(2), os)
+	o := GP64()
+	MOVQ(out, o)
+	for t := 0; t < T; t++ {
+		ys := make([]reg.VecVirtual, R)
+		for r := range ys {
+			ys[r] = int32EVEX.fold256(acc[r*T+t])
+		}
+		b := XMM()
+		VPBROADCASTD(Mem{Base: bias, Disp: 4 * t}, b)
+		if R == 4 {
+			s := int32EVEX.sum4(ys)
+			VPSUBD(b, s, s)
+			storeLanes(s, func(k int) Mem { return g.outAt(o, k) })
+		} else {
+			s := int32EVEX.sum1(ys[0])
+			VPSUBD(b, s, s)
+			VMOVD(s, Mem{Base: o})
+		}
+		if t < T-1 {
+			ADDQ(os, o)
+		}
+	}
 }

@@ -59,6 +59,7 @@ func main() {
 	genKScoresAVX512()
 	genKScoresAVX2()
 	genDotI8MatMulVNNI()
+	withoutPrefetch(genDotI8MatMulVNNI)
 	genDotBlockRowsAVX2()
 	genDotBlockRowsVNNI()
 	withoutPrefetch(genDotBlockRowsVNNI)
