@@ -103,6 +103,62 @@ func TestSlotsConcurrent(t *testing.T) {
 	}
 }
 
+// Streams whose tokens are drawn differently (sampled with a seed, with
+// log-probabilities, constrained to JSON, greedy) share passes, and their
+// draws run at once; each reply, log-probabilities included, is the one it
+// gets alone.
+func TestSlotsConcurrentDraws(t *testing.T) {
+	ts := newTestServer(t, testOptions{noEOG: true, delay: time.Millisecond})
+	bodies := []map[string]any{
+		chatBody("hello", "max_tokens", 10, "temperature", 0.9, "seed", 7),
+		chatBody("what is two plus two?", "max_tokens", 10, "logprobs", true, "top_logprobs", 3),
+		chatBody("tell me a story", "max_tokens", 12, "response_format", map[string]any{"type": "json_object"}),
+		chatBody("why", "max_tokens", 10, "temperature", 0.7, "seed", 3, "logprobs", true),
+	}
+	// reply is a choice's message and log-probabilities, as JSON.
+	reply := func(body map[string]any) string {
+		resp, b := ts.post(t, "/v1/chat/completions", body)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("status %d: %s", resp.StatusCode, b)
+			return ""
+		}
+		var r struct {
+			Choices []struct {
+				Message  json.RawMessage `json:"message"`
+				Logprobs json.RawMessage `json:"logprobs"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
+			t.Errorf("reply %s: %v", b, err)
+			return ""
+		}
+		return string(r.Choices[0].Message) + " " + string(r.Choices[0].Logprobs)
+	}
+	want := make([]string, len(bodies))
+	for i, b := range bodies {
+		want[i] = reply(b)
+	}
+	var rec batches
+	ts.backend.seen = rec.record
+	got := make([]string, len(bodies))
+	var wg sync.WaitGroup
+	for i, b := range bodies {
+		wg.Go(func() { got[i] = reply(b) })
+	}
+	wg.Wait()
+	for i := range bodies {
+		if got[i] != want[i] {
+			t.Errorf("request %d together:\n%s\nalone:\n%s", i, got[i], want[i])
+		}
+	}
+	if !strings.Contains(want[1], "top_logprobs") || !strings.Contains(want[3], "logprob") {
+		t.Errorf("no log-probabilities in the replies that ask for them: %q, %q", want[1], want[3])
+	}
+	if n, _ := rec.stats(); n < 2 {
+		t.Errorf("at most %d slots in one pass: the draws never ran together", n)
+	}
+}
+
 // A long prompt is read in chunks between the decode steps of a stream
 // already running, which never waits for the whole prompt; the one cancelled
 // in the middle leaves the others' text as it is alone.
