@@ -310,22 +310,12 @@ func genDotI8MatMulVNNI() {
 		}
 		return headI8Tokens
 	}
-	tile := func(near bool) tileFunc {
-		return func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
-			fewTokenPrefetches(near, func() { i8Tile(R, T, w, x, out, left, g) })
-		}
-	}
+	nearDoc("dotI8MatMulVNNI", headI8NearTokens)
+	spread := 0
 	if hwPrefetchOnly {
-		Doc(fmt.Sprintf("For 1…%d tokens its tiles take rows a quarter of the call's apart and prefetch each row's", headI8NearTokens),
-			fmt.Sprintf("lines %d bytes ahead into L1 (PREFETCHNTA); from %d tokens on it is dotI8MatMulVNNI.", nearAhead, headI8NearTokens+1))
-		tokens := load(Param("tokens"))
-		adjacent := label("adjacent")
-		CMPQ(tokens, U8(headI8NearTokens))
-		JA(LabelRef(adjacent))
-		matMulDriver([]int{4, 1}, tokensFor, true, tile(true))
-		Label(adjacent)
+		spread = headI8NearTokens
 	}
-	matMulDriver([]int{4, 1}, tokensFor, false, tile(false))
+	fewTokenDrivers([]int{4, 1}, tokensFor, spread, i8Tile)
 }
 
 // headI8NearTokens: the most tokens dotI8MatMulVNNIHW takes in spread

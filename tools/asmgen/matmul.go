@@ -342,20 +342,12 @@ func genTernaryMatMulVNNI() {
 	Pragma("noescape")
 	kernelDoc("ternaryMatMulVNNI", fmt.Sprintf("ternaryMatMulVNNI is ternaryMatMul with AVX-512 VNNI: tiles of %d rows × %d tokens.",
 		matMulVNNIRows, matMulVNNITokens))
-	if hwPrefetchOnly {
-		Doc(fmt.Sprintf("For 1…%d tokens its tiles take rows a quarter of the call's apart and prefetch each row's", matMulNearTokens),
-			fmt.Sprintf("lines %d bytes ahead into L1 (PREFETCHNTA); from %d tokens on it is ternaryMatMulVNNI.", nearAhead, matMulNearTokens+1))
-	}
+	nearDoc("ternaryMatMulVNNI", matMulNearTokens)
 	tokensFor := func(R int) int {
 		if R == 1 {
 			return 8
 		}
 		return matMulVNNITokens
-	}
-	tile := func(near bool) tileFunc {
-		return func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
-			fewTokenPrefetches(near, func() { vnniTile(R, T, w, x, out, left, g) })
-		}
 	}
 	// A few tokens read the weights at the memory's pace: spread tiles
 	// (four DRAM streams) read 1-3 tokens' weights 5-60% faster on the Zen
@@ -365,13 +357,37 @@ func genTernaryMatMulVNNI() {
 	if hwPrefetchOnly {
 		spread = matMulNearTokens
 	}
-	tokens := load(Param("tokens"))
-	adjacent := label("adjacent")
-	CMPQ(tokens, U8(spread))
-	JA(LabelRef(adjacent))
-	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, true, tile(true))
-	Label(adjacent)
-	matMulDriver([]int{matMulVNNIRows, 1}, tokensFor, false, tile(false))
+	fewTokenDrivers([]int{matMulVNNIRows, 1}, tokensFor, spread, vnniTile)
+}
+
+// nearDoc documents, in a HW version, the spread tiles with near
+// prefetches that it takes for calls of 1…tokens tokens.
+func nearDoc(plain string, tokens int) {
+	if hwPrefetchOnly {
+		Doc(fmt.Sprintf("For 1…%d tokens its tiles take rows a quarter of the call's apart and prefetch each row's", tokens),
+			fmt.Sprintf("lines %d bytes ahead into L1 (PREFETCHNTA); from %d tokens on it is %s.", nearAhead, tokens+1, plain))
+	}
+}
+
+// fewTokenDrivers emits the tile loops of a few-token kernel: calls of at
+// most spread tokens (none when 0) in tiles of rows a quarter of the
+// call's apart, with near prefetches in a HW version, and the others in
+// tiles of adjacent rows, with the prefetches into L2.
+func fewTokenDrivers(rowSizes []int, tokensFor func(R int) int, spread int, tile tileFunc) {
+	with := func(near bool) tileFunc {
+		return func(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
+			fewTokenPrefetches(near, func() { tile(R, T, w, x, out, left, g) })
+		}
+	}
+	if spread > 0 {
+		tokens := load(Param("tokens"))
+		adjacent := label("adjacent")
+		CMPQ(tokens, U8(spread))
+		JA(LabelRef(adjacent))
+		matMulDriver(rowSizes, tokensFor, true, with(true))
+		Label(adjacent)
+	}
+	matMulDriver(rowSizes, tokensFor, false, with(false))
 }
 
 // vnniTile emits one R×T tile of ternaryMatMulVNNI.
