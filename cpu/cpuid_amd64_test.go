@@ -22,7 +22,8 @@ func TestCPUVendorFamily(t *testing.T) {
 
 // TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512,
 // ternaryRowsVNNI, dotI8RowsVNNI and dotBlockRowsVNNI, and of the
-// few-token kernels (ternaryMatMulVNNI, dotI8MatMulVNNI, dotF16MatMul),
+// few-token kernels (ternaryMatMulVNNI, dotI8MatMulVNNI, dotF16MatMul,
+// dotBlockMatMulVNNI),
 // whichever this machine takes, give the bits of the plain ones on every
 // length and row count (TestDotF16Rows, TestTernaryRows, TestDotI8Rows and
 // TestDotBlockRows check the ones the avx512vnni set takes against the Go
@@ -100,6 +101,22 @@ func TestPrefetchVersions(t *testing.T) {
 				for r := range out {
 					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
 						t.Fatalf("dotBlockRowsVNNIHW: group %d n %d rows %d row %d: %g, dotBlockRowsVNNI %g", group, n, rows, r, out[r], want[r])
+					}
+				}
+			}
+		}
+	}
+	for _, f := range []func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int){
+		dotBlockMatMulVNNI, dotBlockMatMulVNNIHW,
+	} {
+		k := avx512VNNIKernels
+		k.dotBlockRows = dotBlockRowsVNNI // the plain row kernel: each version gives its bits
+		k.dotBlockMatMul = checkDotBlockMatMul(wholeBlocks(f, blockedBlocks(dotBlockRowsVNNI)))
+		for _, group := range []int{16, 32} {
+			for _, n := range []int{0, 64, 128, 2560} {
+				for _, rows := range append(testRows, 130) {
+					for _, tokens := range []int{1, 2, 4, 6, 7, 9} {
+						expectBlockMatMul(t, k, rng, group, n, rows, tokens, false)
 					}
 				}
 			}

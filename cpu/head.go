@@ -170,32 +170,27 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 		scale[t] = quantizeRow(sc.hq[t*n:(t+1)*n], xn[t*n:(t+1)*n]) // = max|xn|/127: x ≈ s·x8
 	}
 	if h.group > 0 {
-		bk := k.dotBlockRows
-		if n%64 != 0 {
-			bk = generic.dotBlockRows // the assembly takes whole 64-byte steps
+		bk, bm := k.dotBlockRows, k.dotBlockMatMul
+		if n%64 != 0 { // the assembly takes whole 64-byte steps
+			bk, bm = generic.dotBlockRows, generic.dotBlockMatMul
 		}
 		for t := 0; t < T; t++ {
 			blockBias(sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4])
 		}
 		G := n / h.group
 		p.runChunks(v, 64, func(_, lo, hi int) {
-			// One token: one call, which streams its rows. More: rows in
-			// blocks that stay in L2 while every token passes. The kernel
-			// sums each row alone, so the blocks change no bits: the head
-			// is batch-invariant.
-			block := rowBlock
+			// The few-token kernel gives each (row, token) the bits of
+			// the one-token one: the head is batch-invariant.
 			if T == 1 {
-				block = hi - lo
+				bk(h.q8[lo*n:hi*n], h.q8Scale[lo*G:hi*G], h.group, sc.hq[:n], sc.hBias[:n/4], out[lo:hi])
+			} else {
+				bm(h.q8[lo*n:hi*n], h.q8Scale[lo*G:hi*G], h.group, hi-lo, sc.hq[:T*n], sc.hBias[:T*n/4], n, T, out[lo:], v)
 			}
-			for r0 := lo; r0 < hi; r0 += block {
-				r1 := min(r0+block, hi)
-				for t := 0; t < T; t++ {
-					ot := out[t*v+r0 : t*v+r1]
-					bk(h.q8[r0*n:r1*n], h.q8Scale[r0*G:r1*G], h.group, sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4], ot)
-					s := float64(scale[t])
-					for r, sum := range ot {
-						ot[r] = float32(float64(sum) * s)
-					}
+			for t := 0; t < T; t++ {
+				s := float64(scale[t])
+				ot := out[t*v+lo : t*v+hi]
+				for r, sum := range ot {
+					ot[r] = float32(float64(sum) * s)
 				}
 			}
 		})

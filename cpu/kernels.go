@@ -101,6 +101,13 @@ type kernels struct {
 	// own. xBias [n/4] must hold blockBias(x), which the VNNI kernel uses.
 	dotBlockRows func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 
+	// dotBlockMatMul computes, for r < rows and t < tokens,
+	// out[t·outStride + r] = dotBlockRows of row r (codes w[r·n:], scales
+	// scales[r·n/group:]) for token t (x[t·n:(t+1)·n], its blockBias
+	// xBias[t·n/4:(t+1)·n/4]): the block-type head over a few tokens, each
+	// value bit-identical to what the set's dotBlockRows gives.
+	dotBlockMatMul func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)
+
 	// f32ToF16 sets dst[i] to the float16 bits of src[i] (round to nearest
 	// even) for i < len(src): the K/V cache writes. roundF16 sets dst[i] =
 	// float32(float16(src[i])): attention's queries. Both equal the twins
@@ -162,32 +169,33 @@ type kernels struct {
 
 // generic is the plain Go kernel set, the twin every other set is tested against.
 var generic = kernels{
-	name:          "generic",
-	ternaryRows:   ternaryRowsGeneric,
-	ternaryMatMul: ternaryMatMulGeneric,
-	dotF16Rows:    dotF16RowsGeneric,
-	kScores:       kScoresGeneric,
-	axpyF16:       axpyF16Generic,
-	axpyF16Rows:   rowsOfAxpy(axpyF16Generic),
-	axpyF16Rows4:  fourOf(rowsOfAxpy(axpyF16Generic)),
-	dotI8Rows:     dotI8RowsGeneric,
-	dotF16MatMul:  dotF16MatMulGeneric,
-	dotI8MatMul:   dotI8MatMulGeneric,
-	dotBlockRows:  dotBlockRowsGeneric,
-	f32ToF16:      f32ToF16Generic,
-	roundF16:      roundF16Generic,
-	maxAbs:        maxAbsGeneric,
-	quantizeI8:    quantizeI8Generic,
-	expSub:        expSubGeneric,
-	scaleMax:      scaleMaxGeneric,
-	scaleSums:     scaleSumsGeneric,
-	normScale:     normScaleGeneric,
-	reluSqMul:     reluSqMulGeneric,
-	addF32:        addF32Generic,
-	int8Loop:      int8LoopGeneric,
-	int8MACs:      int8GenericChains,
-	sumBytes:      sumBytesGeneric,
-	sgemm:         sgemmGeneric,
+	name:           "generic",
+	ternaryRows:    ternaryRowsGeneric,
+	ternaryMatMul:  ternaryMatMulGeneric,
+	dotF16Rows:     dotF16RowsGeneric,
+	kScores:        kScoresGeneric,
+	axpyF16:        axpyF16Generic,
+	axpyF16Rows:    rowsOfAxpy(axpyF16Generic),
+	axpyF16Rows4:   fourOf(rowsOfAxpy(axpyF16Generic)),
+	dotI8Rows:      dotI8RowsGeneric,
+	dotF16MatMul:   dotF16MatMulGeneric,
+	dotI8MatMul:    dotI8MatMulGeneric,
+	dotBlockRows:   dotBlockRowsGeneric,
+	dotBlockMatMul: blockedBlocks(dotBlockRowsGeneric),
+	f32ToF16:       f32ToF16Generic,
+	roundF16:       roundF16Generic,
+	maxAbs:         maxAbsGeneric,
+	quantizeI8:     quantizeI8Generic,
+	expSub:         expSubGeneric,
+	scaleMax:       scaleMaxGeneric,
+	scaleSums:      scaleSumsGeneric,
+	normScale:      normScaleGeneric,
+	reluSqMul:      reluSqMulGeneric,
+	addF32:         addF32Generic,
+	int8Loop:       int8LoopGeneric,
+	int8MACs:       int8GenericChains,
+	sumBytes:       sumBytesGeneric,
+	sgemm:          sgemmGeneric,
 }
 
 // active is the kernel set a Backend uses unless Options.Kernels names
@@ -504,6 +512,20 @@ func blockedI8(rowsFn func(w []int8, stride int, x []int8, out []int32)) func(w 
 			r1 := min(r0+rowBlock, rows)
 			for t := 0; t < tokens; t++ {
 				rowsFn(w[r0*stride:], stride, x[t*xStride:t*xStride+n], out[t*outStride+r0:t*outStride+r1])
+			}
+		}
+	}
+}
+
+// blockedBlocks makes dotBlockMatMul from a set's dotBlockRows (see
+// blockedF16).
+func blockedBlocks(rowsFn func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)) func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+	return func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+		G := n / group
+		for r0 := 0; r0 < rows; r0 += rowBlock {
+			r1 := min(r0+rowBlock, rows)
+			for t := 0; t < tokens; t++ {
+				rowsFn(w[r0*n:r1*n], scales[r0*G:r1*G], group, x[t*n:(t+1)*n], xBias[t*n/4:(t+1)*n/4], out[t*outStride+r0:t*outStride+r1])
 			}
 		}
 	}

@@ -32,32 +32,33 @@ func asmKernelSets() []kernels {
 }
 
 var avx2Kernels = kernels{
-	name:          "avx2",
-	ternaryRows:   checkTernaryRows(ternaryRowsAVX2),
-	ternaryMatMul: checkTernaryMatMul(tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens)),
-	dotF16Rows:    checkDotF16Rows(dotF16RowsAVX2),
-	kScores:       kScoresWhole(kScoresAVX2),
-	axpyF16:       checkAxpyF16(axpyF16AVX2),
-	axpyF16Rows:   rowsOfAxpy(checkAxpyF16(axpyF16AVX2)),
-	axpyF16Rows4:  checkAxpyF16Rows4(wholeAxpyRows4(axpyF16Rows4AVX2, fourOf(rowsOfAxpy(checkAxpyF16(axpyF16AVX2))))),
-	dotI8Rows:     checkDotI8Rows(dotI8RowsAVX2),
-	dotF16MatMul:  checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
-	dotI8MatMul:   checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
-	dotBlockRows:  checkDotBlockRows(dotBlockRowsAVX2),
-	f32ToF16:      checkF32ToF16(f32ToF16AVX2),
-	roundF16:      checkRoundF16(roundF16AVX2),
-	maxAbs:        maxAbsAVX2,
-	quantizeI8:    checkQuantizeI8(quantizeI8AVX2),
-	expSub:        expSubAVX2,
-	scaleMax:      scaleMaxAVX2,
-	scaleSums:     checkScaleSums(scaleSumsAVX2),
-	normScale:     checkNormScale(normScaleAVX2),
-	reluSqMul:     checkReluSqMul(reluSqMulAVX2),
-	addF32:        checkAddF32(addF32AVX2),
-	int8Loop:      int8LoopAVX2,
-	int8MACs:      12 * 32,
-	sumBytes:      checkSumBytes(sumBytesAVX2),
-	sgemm:         sgemmAVX2,
+	name:           "avx2",
+	ternaryRows:    checkTernaryRows(ternaryRowsAVX2),
+	ternaryMatMul:  checkTernaryMatMul(tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens)),
+	dotF16Rows:     checkDotF16Rows(dotF16RowsAVX2),
+	kScores:        kScoresWhole(kScoresAVX2),
+	axpyF16:        checkAxpyF16(axpyF16AVX2),
+	axpyF16Rows:    rowsOfAxpy(checkAxpyF16(axpyF16AVX2)),
+	axpyF16Rows4:   checkAxpyF16Rows4(wholeAxpyRows4(axpyF16Rows4AVX2, fourOf(rowsOfAxpy(checkAxpyF16(axpyF16AVX2))))),
+	dotI8Rows:      checkDotI8Rows(dotI8RowsAVX2),
+	dotF16MatMul:   checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
+	dotI8MatMul:    checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
+	dotBlockRows:   checkDotBlockRows(dotBlockRowsAVX2),
+	dotBlockMatMul: checkDotBlockMatMul(blockedBlocks(checkDotBlockRows(dotBlockRowsAVX2))),
+	f32ToF16:       checkF32ToF16(f32ToF16AVX2),
+	roundF16:       checkRoundF16(roundF16AVX2),
+	maxAbs:         maxAbsAVX2,
+	quantizeI8:     checkQuantizeI8(quantizeI8AVX2),
+	expSub:         expSubAVX2,
+	scaleMax:       scaleMaxAVX2,
+	scaleSums:      checkScaleSums(scaleSumsAVX2),
+	normScale:      checkNormScale(normScaleAVX2),
+	reluSqMul:      checkReluSqMul(reluSqMulAVX2),
+	addF32:         checkAddF32(addF32AVX2),
+	int8Loop:       int8LoopAVX2,
+	int8MACs:       12 * 32,
+	sumBytes:       checkSumBytes(sumBytesAVX2),
+	sgemm:          sgemmAVX2,
 }
 
 var avx512VNNIKernels = kernels{
@@ -73,20 +74,22 @@ var avx512VNNIKernels = kernels{
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(forCPU(dotF16MatMulAVX512, dotF16MatMulAVX512HW), 9)),
 	dotI8MatMul:   checkDotI8MatMul(biasedI8(forCPU(dotI8MatMulVNNI, dotI8MatMulVNNIHW))),
 	dotBlockRows:  checkDotBlockRows(forCPU(dotBlockRowsVNNI, dotBlockRowsVNNIHW)),
-	f32ToF16:      checkF32ToF16(f32ToF16AVX512),
-	roundF16:      checkRoundF16(roundF16AVX512),
-	maxAbs:        maxAbsAVX512,
-	quantizeI8:    checkQuantizeI8(quantizeI8AVX512),
-	expSub:        expSubAVX512,
-	scaleMax:      scaleMaxAVX512,
-	scaleSums:     checkScaleSums(scaleSumsAVX512),
-	normScale:     checkNormScale(normScaleAVX512),
-	reluSqMul:     checkReluSqMul(reluSqMulAVX512),
-	addF32:        checkAddF32(addF32AVX512),
-	int8Loop:      int8LoopVNNI,
-	int8MACs:      12 * 64,
-	sumBytes:      checkSumBytes(sumBytesAVX512),
-	sgemm:         sgemmAVX512, // AVX-512 F only; see sgemm_amd64.go
+	dotBlockMatMul: checkDotBlockMatMul(wholeBlocks(forCPU(dotBlockMatMulVNNI, dotBlockMatMulVNNIHW),
+		blockedBlocks(checkDotBlockRows(forCPU(dotBlockRowsVNNI, dotBlockRowsVNNIHW))))),
+	f32ToF16:   checkF32ToF16(f32ToF16AVX512),
+	roundF16:   checkRoundF16(roundF16AVX512),
+	maxAbs:     maxAbsAVX512,
+	quantizeI8: checkQuantizeI8(quantizeI8AVX512),
+	expSub:     expSubAVX512,
+	scaleMax:   scaleMaxAVX512,
+	scaleSums:  checkScaleSums(scaleSumsAVX512),
+	normScale:  checkNormScale(normScaleAVX512),
+	reluSqMul:  checkReluSqMul(reluSqMulAVX512),
+	addF32:     checkAddF32(addF32AVX512),
+	int8Loop:   int8LoopVNNI,
+	int8MACs:   12 * 64,
+	sumBytes:   checkSumBytes(sumBytesAVX512),
+	sgemm:      sgemmAVX512, // AVX-512 F only; see sgemm_amd64.go
 }
 
 // wholeAxpyRows4 runs an axpyF16Rows4 kernel that takes whole chunks of
@@ -238,6 +241,31 @@ func checkDotBlockRows(f func(w []int8, scales []float32, group int, x []int8, x
 				len(out), n, group, len(w), len(scales), len(xBias)))
 		}
 		f(w, scales, group, x, xBias, out)
+	}
+}
+
+func checkDotBlockMatMul(f func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)) func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+	return func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+		if (group != 16 && group != 32) || n%64 != 0 || rows < 0 || tokens < 0 ||
+			!rowsFit(len(w), n, n, rows) || !rowsFit(len(scales), n/group, n/group, rows) ||
+			!rowsFit(len(x), n, n, tokens) || !rowsFit(len(xBias), n/4, n/4, tokens) || !rowsFit(len(out), outStride, rows, tokens) {
+			panic(fmt.Sprintf("cpu: dotBlockMatMul: %d rows × %d tokens of %d codes in groups of %d do not fit w %d, scales %d, x %d, xBias %d, out %d (stride %d), or n is not a multiple of 64",
+				rows, tokens, n, group, len(w), len(scales), len(x), len(xBias), len(out), outStride))
+		}
+		f(w, scales, group, rows, x, xBias, n, tokens, out, outStride)
+	}
+}
+
+// wholeBlocks runs the dotBlockMatMul kernel f, which steps through at
+// least one 64-byte chunk of each row, when there are codes at all, and
+// empty rows (n = 0) with rest.
+func wholeBlocks(f, rest func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)) func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+	return func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+		if n == 0 {
+			rest(w, scales, group, rows, x, xBias, n, tokens, out, outStride)
+			return
+		}
+		f(w, scales, group, rows, x, xBias, n, tokens, out, outStride)
 	}
 }
 

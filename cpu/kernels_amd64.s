@@ -40668,6 +40668,9160 @@ blocksingledone_1186:
 	VZEROUPPER
 	RET
 
+// func dotBlockMatMulVNNI(w []int8, scales []float32, group int, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·dotBlockMatMulVNNI(SB), NOSPLIT, $112-160
+	MOVQ  group+48(FP), AX
+	CMPQ  AX, $0x20
+	JE    bmmgroup32_1191
+	MOVQ  w_base+0(FP), AX
+	MOVQ  AX, (SP)
+	MOVQ  out_base+128(FP), AX
+	MOVQ  AX, 8(SP)
+	MOVQ  rows+56(FP), AX
+	SHRQ  $0x02, AX
+	MOVQ  AX, 16(SP)
+	TESTQ AX, AX
+	JZ    bmmquadsdone_1192
+
+bmmquads_1193:
+	MOVQ x_base+64(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ xBias_base+88(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 40(SP)
+	MOVQ tokens+120(FP), AX
+	MOVQ AX, 48(SP)
+
+bmmtokens_1194:
+	CMPQ 48(SP), $0x06
+	JB   bmmtokenstail_1195
+
+	// block tile 4 rows × 6 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+	VPXORD       Z24, Z24, Z24
+	VPXORD       Z25, Z25, Z25
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1197:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z26
+	VBROADCASTF32X4 (DX), Z27
+	VPERMPS         Z27, Z1, Z27
+	VMOVDQU32       (R10), Z28
+	VPDPBUSD        (R9), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z2
+	VMOVDQU32       (R10)(R8*1), Z28
+	VPDPBUSD        (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z3
+	VMOVDQU32       (R10)(R8*2), Z28
+	VPDPBUSD        (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z4
+	VMOVDQU32       (R12), Z28
+	VPDPBUSD        (R11), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z5
+	VMOVDQU32       (R12)(R8*1), Z28
+	VPDPBUSD        (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z6
+	VMOVDQU32       (R12)(R8*2), Z28
+	VPDPBUSD        (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z7
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z26
+	VBROADCASTF32X4 (DX)(BX*1), Z27
+	VPERMPS         Z27, Z1, Z27
+	VMOVDQU32       (R10), Z28
+	VPDPBUSD        (R9), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z8
+	VMOVDQU32       (R10)(R8*1), Z28
+	VPDPBUSD        (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z9
+	VMOVDQU32       (R10)(R8*2), Z28
+	VPDPBUSD        (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z10
+	VMOVDQU32       (R12), Z28
+	VPDPBUSD        (R11), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z11
+	VMOVDQU32       (R12)(R8*1), Z28
+	VPDPBUSD        (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z12
+	VMOVDQU32       (R12)(R8*2), Z28
+	VPDPBUSD        (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z13
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z26
+	VBROADCASTF32X4 (DX)(BX*2), Z27
+	VPERMPS         Z27, Z1, Z27
+	VMOVDQU32       (R10), Z28
+	VPDPBUSD        (R9), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z14
+	VMOVDQU32       (R10)(R8*1), Z28
+	VPDPBUSD        (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z15
+	VMOVDQU32       (R10)(R8*2), Z28
+	VPDPBUSD        (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z16
+	VMOVDQU32       (R12), Z28
+	VPDPBUSD        (R11), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z17
+	VMOVDQU32       (R12)(R8*1), Z28
+	VPDPBUSD        (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z18
+	VMOVDQU32       (R12)(R8*2), Z28
+	VPDPBUSD        (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z19
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z26
+	VBROADCASTF32X4 (DI), Z27
+	VPERMPS         Z27, Z1, Z27
+	VMOVDQU32       (R10), Z28
+	VPDPBUSD        (R9), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z20
+	VMOVDQU32       (R10)(R8*1), Z28
+	VPDPBUSD        (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z21
+	VMOVDQU32       (R10)(R8*2), Z28
+	VPDPBUSD        (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z22
+	VMOVDQU32       (R12), Z28
+	VPDPBUSD        (R11), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z23
+	VMOVDQU32       (R12)(R8*1), Z28
+	VPDPBUSD        (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z24
+	VMOVDQU32       (R12)(R8*2), Z28
+	VPDPBUSD        (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z25
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R12
+	DECQ            R13
+	JNZ             bmmchunks_1197
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z14, Y0
+	VADDPS          Y14, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z20, Y0
+	VADDPS          Y20, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z15, Y0
+	VADDPS          Y15, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z21, Y0
+	VADDPS          Y21, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z16, Y0
+	VADDPS          Y16, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z22, Y0
+	VADDPS          Y22, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z17, Y0
+	VADDPS          Y17, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z23, Y0
+	VADDPS          Y23, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z18, Y0
+	VADDPS          Y18, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z24, Y0
+	VADDPS          Y24, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z19, Y0
+	VADDPS          Y19, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z25, Y0
+	VADDPS          Y25, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	MOVQ            n+112(FP), AX
+	IMUL3Q          $0x00000006, AX, AX
+	ADDQ            AX, 24(SP)
+	ADDQ            AX, 32(SP)
+	MOVQ            outStride+152(FP), AX
+	IMUL3Q          $0x00000018, AX, AX
+	ADDQ            AX, 40(SP)
+	SUBQ            $0x06, 48(SP)
+	JMP             bmmtokens_1194
+
+bmmtokenstail_1195:
+	CMPQ 48(SP), $0x05
+	JNE  bmmtokens_1198
+
+	// block tile 4 rows × 5 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1199:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z22
+	VBROADCASTF32X4 (DX), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z2
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z3
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z4
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z5
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z6
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z22
+	VBROADCASTF32X4 (DX)(BX*1), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z7
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z8
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z9
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z10
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z11
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z22
+	VBROADCASTF32X4 (DX)(BX*2), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z12
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z13
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z14
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z15
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z16
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z22
+	VBROADCASTF32X4 (DI), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z17
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z18
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z19
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z20
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z21
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R12
+	DECQ            R13
+	JNZ             bmmchunks_1199
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z17, Y0
+	VADDPS          Y17, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z18, Y0
+	VADDPS          Y18, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z14, Y0
+	VADDPS          Y14, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z19, Y0
+	VADDPS          Y19, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z15, Y0
+	VADDPS          Y15, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z20, Y0
+	VADDPS          Y20, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z16, Y0
+	VADDPS          Y16, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z21, Y0
+	VADDPS          Y21, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1196
+
+bmmtokens_1198:
+	CMPQ 48(SP), $0x04
+	JNE  bmmtokens_1200
+
+	// block tile 4 rows × 4 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1201:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z18
+	VBROADCASTF32X4 (DX), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z2
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z3
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z4
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z5
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z18
+	VBROADCASTF32X4 (DX)(BX*1), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z6
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z7
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z8
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z9
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z18
+	VBROADCASTF32X4 (DX)(BX*2), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z10
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z11
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z12
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z13
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z18
+	VBROADCASTF32X4 (DI), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z14
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z15
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z16
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z17
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R12
+	DECQ            R13
+	JNZ             bmmchunks_1201
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z14, Y0
+	VADDPS          Y14, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z15, Y0
+	VADDPS          Y15, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z16, Y0
+	VADDPS          Y16, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z17, Y0
+	VADDPS          Y17, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1196
+
+bmmtokens_1200:
+	CMPQ 48(SP), $0x03
+	JNE  bmmtokens_1202
+
+	// block tile 4 rows × 3 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	MOVQ         n+112(FP), R11
+	SHRQ         $0x06, R11
+
+bmmchunks_1203:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z14
+	VBROADCASTF32X4 (DX), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z2
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z3
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z4
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z14
+	VBROADCASTF32X4 (DX)(BX*1), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z5
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z6
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z7
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z14
+	VBROADCASTF32X4 (DX)(BX*2), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z8
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z9
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z10
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z14
+	VBROADCASTF32X4 (DI), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z11
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z12
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z13
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R10
+	DECQ            R11
+	JNZ             bmmchunks_1203
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1196
+
+bmmtokens_1202:
+	CMPQ 48(SP), $0x02
+	JNE  bmmtokens_1204
+
+	// block tile 4 rows × 2 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	MOVQ         n+112(FP), R11
+	SHRQ         $0x06, R11
+
+bmmchunks_1205:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z10
+	VBROADCASTF32X4 (DX), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z2
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z3
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z10
+	VBROADCASTF32X4 (DX)(BX*1), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z4
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z5
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z10
+	VBROADCASTF32X4 (DX)(BX*2), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z6
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z7
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z10
+	VBROADCASTF32X4 (DI), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z8
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z9
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R10
+	DECQ            R11
+	JNZ             bmmchunks_1205
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1196
+
+bmmtokens_1204:
+	CMPQ 48(SP), $0x01
+	JNE  bmmtokens_1206
+
+	// block tile 4 rows × 1 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R8
+	MOVQ         32(SP), R9
+	MOVQ         R9, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+112(FP), R10
+	SHRQ         $0x06, R10
+
+bmmchunks_1207:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z6
+	VBROADCASTF32X4 (DX), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z2
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z6
+	VBROADCASTF32X4 (DX)(BX*1), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z3
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z6
+	VBROADCASTF32X4 (DX)(BX*2), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z4
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z6
+	VBROADCASTF32X4 (DI), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z5
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000040, R9
+	DECQ            R10
+	JNZ             bmmchunks_1207
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), CX
+	ANDQ            $-4, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(CX*1)
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(CX*2)
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(CX*2), AX
+	VMOVSS          X1, (AX)(CX*1)
+	JMP             bmmtokensdone_1196
+
+bmmtokens_1206:
+bmmtokensdone_1196:
+	MOVQ  n+112(FP), AX
+	ADDQ  AX, (SP)
+	ADDQ  $0x04, 8(SP)
+	DECQ  16(SP)
+	JNZ   bmmquads_1193
+	MOVQ  rows+56(FP), AX
+	MOVQ  rows+56(FP), CX
+	SHRQ  $0x02, AX
+	MOVQ  n+112(FP), DX
+	IMULQ DX, AX
+	ANDQ  $-4, CX
+	MOVQ  (SP), DX
+	MOVQ  8(SP), BX
+	LEAQ  (DX)(AX*2), DX
+	ADDQ  AX, DX
+	LEAQ  (BX)(CX*2), BX
+	ADDQ  CX, BX
+	MOVQ  DX, (SP)
+	MOVQ  BX, 8(SP)
+
+bmmquadsdone_1192:
+	MOVQ rows+56(FP), AX
+	ANDQ $0x03, AX
+	MOVQ AX, 16(SP)
+	JZ   bmmsinglesdone_1208
+
+bmmsingles_1209:
+	MOVQ x_base+64(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ xBias_base+88(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 40(SP)
+	MOVQ tokens+120(FP), AX
+	MOVQ AX, 48(SP)
+
+bmmtokens_1210:
+	CMPQ 48(SP), $0x06
+	JB   bmmtokenstail_1211
+
+	// block tile 1 rows × 6 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1213:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(CX)
+	VPXORD          (AX), Z0, Z8
+	VBROADCASTF32X4 (CX), Z9
+	VPERMPS         Z9, Z1, Z9
+	VMOVDQU32       (SI), Z10
+	VPDPBUSD        (BX), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z2
+	VMOVDQU32       (SI)(DX*1), Z10
+	VPDPBUSD        (BX)(DX*1), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z3
+	VMOVDQU32       (SI)(DX*2), Z10
+	VPDPBUSD        (BX)(DX*2), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z4
+	VMOVDQU32       (R8), Z10
+	VPDPBUSD        (DI), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z5
+	VMOVDQU32       (R8)(DX*1), Z10
+	VPDPBUSD        (DI)(DX*1), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z6
+	VMOVDQU32       (R8)(DX*2), Z10
+	VPDPBUSD        (DI)(DX*2), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z7
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000040, R8
+	DECQ            R9
+	JNZ             bmmchunks_1213
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	MOVQ            n+112(FP), AX
+	IMUL3Q          $0x00000006, AX, AX
+	ADDQ            AX, 24(SP)
+	ADDQ            AX, 32(SP)
+	MOVQ            outStride+152(FP), AX
+	IMUL3Q          $0x00000018, AX, AX
+	ADDQ            AX, 40(SP)
+	SUBQ            $0x06, 48(SP)
+	JMP             bmmtokens_1210
+
+bmmtokenstail_1211:
+	CMPQ 48(SP), $0x05
+	JNE  bmmtokens_1214
+
+	// block tile 1 rows × 5 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1215:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(CX)
+	VPXORD          (AX), Z0, Z7
+	VBROADCASTF32X4 (CX), Z8
+	VPERMPS         Z8, Z1, Z8
+	VMOVDQU32       (SI), Z9
+	VPDPBUSD        (BX), Z7, Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z9, Z8, Z2
+	VMOVDQU32       (SI)(DX*1), Z9
+	VPDPBUSD        (BX)(DX*1), Z7, Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z9, Z8, Z3
+	VMOVDQU32       (SI)(DX*2), Z9
+	VPDPBUSD        (BX)(DX*2), Z7, Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z9, Z8, Z4
+	VMOVDQU32       (R8), Z9
+	VPDPBUSD        (DI), Z7, Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z9, Z8, Z5
+	VMOVDQU32       (R8)(DX*1), Z9
+	VPDPBUSD        (DI)(DX*1), Z7, Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z9, Z8, Z6
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000040, R8
+	DECQ            R9
+	JNZ             bmmchunks_1215
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	JMP             bmmtokensdone_1212
+
+bmmtokens_1214:
+	CMPQ 48(SP), $0x04
+	JNE  bmmtokens_1216
+
+	// block tile 1 rows × 4 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1217:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(CX)
+	VPXORD          (AX), Z0, Z6
+	VBROADCASTF32X4 (CX), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (SI), Z8
+	VPDPBUSD        (BX), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z2
+	VMOVDQU32       (SI)(DX*1), Z8
+	VPDPBUSD        (BX)(DX*1), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z3
+	VMOVDQU32       (SI)(DX*2), Z8
+	VPDPBUSD        (BX)(DX*2), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z4
+	VMOVDQU32       (R8), Z8
+	VPDPBUSD        (DI), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z5
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000040, R8
+	DECQ            R9
+	JNZ             bmmchunks_1217
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	JMP             bmmtokensdone_1212
+
+bmmtokens_1216:
+	CMPQ 48(SP), $0x03
+	JNE  bmmtokens_1218
+
+	// block tile 1 rows × 3 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	MOVQ         n+112(FP), DI
+	SHRQ         $0x06, DI
+
+bmmchunks_1219:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(CX)
+	VPXORD          (AX), Z0, Z5
+	VBROADCASTF32X4 (CX), Z6
+	VPERMPS         Z6, Z1, Z6
+	VMOVDQU32       (SI), Z7
+	VPDPBUSD        (BX), Z5, Z7
+	VCVTDQ2PS       Z7, Z7
+	VFMADD231PS     Z7, Z6, Z2
+	VMOVDQU32       (SI)(DX*1), Z7
+	VPDPBUSD        (BX)(DX*1), Z5, Z7
+	VCVTDQ2PS       Z7, Z7
+	VFMADD231PS     Z7, Z6, Z3
+	VMOVDQU32       (SI)(DX*2), Z7
+	VPDPBUSD        (BX)(DX*2), Z5, Z7
+	VCVTDQ2PS       Z7, Z7
+	VFMADD231PS     Z7, Z6, Z4
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, SI
+	DECQ            DI
+	JNZ             bmmchunks_1219
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	JMP             bmmtokensdone_1212
+
+bmmtokens_1218:
+	CMPQ 48(SP), $0x02
+	JNE  bmmtokens_1220
+
+	// block tile 1 rows × 2 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	MOVQ         n+112(FP), DI
+	SHRQ         $0x06, DI
+
+bmmchunks_1221:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(CX)
+	VPXORD          (AX), Z0, Z4
+	VBROADCASTF32X4 (CX), Z5
+	VPERMPS         Z5, Z1, Z5
+	VMOVDQU32       (SI), Z6
+	VPDPBUSD        (BX), Z4, Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z6, Z5, Z2
+	VMOVDQU32       (SI)(DX*1), Z6
+	VPDPBUSD        (BX)(DX*1), Z4, Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z6, Z5, Z3
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, SI
+	DECQ            DI
+	JNZ             bmmchunks_1221
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	JMP             bmmtokensdone_1212
+
+bmmtokens_1220:
+	CMPQ 48(SP), $0x01
+	JNE  bmmtokens_1222
+
+	// block tile 1 rows × 1 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), DX
+	MOVQ         32(SP), BX
+	MOVQ         BX, BX
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	MOVQ         n+112(FP), SI
+	SHRQ         $0x06, SI
+
+bmmchunks_1223:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(CX)
+	VPXORD          (AX), Z0, Z3
+	VBROADCASTF32X4 (CX), Z4
+	VPERMPS         Z4, Z1, Z4
+	VMOVDQU32       (BX), Z5
+	VPDPBUSD        (DX), Z3, Z5
+	VCVTDQ2PS       Z5, Z5
+	VFMADD231PS     Z5, Z4, Z2
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, DX
+	ADDQ            $0x00000040, BX
+	DECQ            SI
+	JNZ             bmmchunks_1223
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	JMP             bmmtokensdone_1212
+
+bmmtokens_1222:
+bmmtokensdone_1212:
+	MOVQ n+112(FP), AX
+	ADDQ AX, (SP)
+	ADDQ $0x04, 8(SP)
+	DECQ 16(SP)
+	JNZ  bmmsingles_1209
+
+bmmsinglesdone_1208:
+	VZEROUPPER
+	RET
+
+bmmgroup32_1191:
+	MOVQ  w_base+0(FP), AX
+	MOVQ  AX, 56(SP)
+	MOVQ  out_base+128(FP), AX
+	MOVQ  AX, 64(SP)
+	MOVQ  rows+56(FP), AX
+	SHRQ  $0x02, AX
+	MOVQ  AX, 72(SP)
+	TESTQ AX, AX
+	JZ    bmmquadsdone_1224
+
+bmmquads_1225:
+	MOVQ x_base+64(FP), AX
+	MOVQ AX, 80(SP)
+	MOVQ xBias_base+88(FP), AX
+	MOVQ AX, 88(SP)
+	MOVQ 64(SP), AX
+	MOVQ AX, 96(SP)
+	MOVQ tokens+120(FP), AX
+	MOVQ AX, 104(SP)
+
+bmmtokens_1226:
+	CMPQ 104(SP), $0x06
+	JB   bmmtokenstail_1227
+
+	// block tile 4 rows × 6 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R9
+	MOVQ         88(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+	VPXORD       Z24, Z24, Z24
+	VPXORD       Z25, Z25, Z25
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1229:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(DX)
+	VPXORD        (AX), Z0, Z26
+	VBROADCASTSD  (DX), Z27
+	VPERMPS       Z27, Z1, Z27
+	VMOVDQU32     (R10), Z28
+	VPDPBUSD      (R9), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z2
+	VMOVDQU32     (R10)(R8*1), Z28
+	VPDPBUSD      (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z3
+	VMOVDQU32     (R10)(R8*2), Z28
+	VPDPBUSD      (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z4
+	VMOVDQU32     (R12), Z28
+	VPDPBUSD      (R11), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z5
+	VMOVDQU32     (R12)(R8*1), Z28
+	VPDPBUSD      (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z6
+	VMOVDQU32     (R12)(R8*2), Z28
+	VPDPBUSD      (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z7
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16384(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z26
+	VBROADCASTSD  (DX)(BX*1), Z27
+	VPERMPS       Z27, Z1, Z27
+	VMOVDQU32     (R10), Z28
+	VPDPBUSD      (R9), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z8
+	VMOVDQU32     (R10)(R8*1), Z28
+	VPDPBUSD      (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z9
+	VMOVDQU32     (R10)(R8*2), Z28
+	VPDPBUSD      (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z10
+	VMOVDQU32     (R12), Z28
+	VPDPBUSD      (R11), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z11
+	VMOVDQU32     (R12)(R8*1), Z28
+	VPDPBUSD      (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z12
+	VMOVDQU32     (R12)(R8*2), Z28
+	VPDPBUSD      (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z13
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16384(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z26
+	VBROADCASTSD  (DX)(BX*2), Z27
+	VPERMPS       Z27, Z1, Z27
+	VMOVDQU32     (R10), Z28
+	VPDPBUSD      (R9), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z14
+	VMOVDQU32     (R10)(R8*1), Z28
+	VPDPBUSD      (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z15
+	VMOVDQU32     (R10)(R8*2), Z28
+	VPDPBUSD      (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z16
+	VMOVDQU32     (R12), Z28
+	VPDPBUSD      (R11), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z17
+	VMOVDQU32     (R12)(R8*1), Z28
+	VPDPBUSD      (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z18
+	VMOVDQU32     (R12)(R8*2), Z28
+	VPDPBUSD      (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z19
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16384(DI)
+	VPXORD        (SI), Z0, Z26
+	VBROADCASTSD  (DI), Z27
+	VPERMPS       Z27, Z1, Z27
+	VMOVDQU32     (R10), Z28
+	VPDPBUSD      (R9), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z20
+	VMOVDQU32     (R10)(R8*1), Z28
+	VPDPBUSD      (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z21
+	VMOVDQU32     (R10)(R8*2), Z28
+	VPDPBUSD      (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z22
+	VMOVDQU32     (R12), Z28
+	VPDPBUSD      (R11), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z23
+	VMOVDQU32     (R12)(R8*1), Z28
+	VPDPBUSD      (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z24
+	VMOVDQU32     (R12)(R8*2), Z28
+	VPDPBUSD      (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z25
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R9
+	ADDQ          $0x00000040, R11
+	ADDQ          $0x00000040, R10
+	ADDQ          $0x00000040, R12
+	DECQ          R13
+	JNZ           bmmchunks_1229
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z20, Y0
+	VADDPS        Y20, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z21, Y0
+	VADDPS        Y21, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z22, Y0
+	VADDPS        Y22, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z23, Y0
+	VADDPS        Y23, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z18, Y0
+	VADDPS        Y18, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z24, Y0
+	VADDPS        Y24, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z19, Y0
+	VADDPS        Y19, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z25, Y0
+	VADDPS        Y25, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	MOVQ          n+112(FP), AX
+	IMUL3Q        $0x00000006, AX, AX
+	ADDQ          AX, 80(SP)
+	ADDQ          AX, 88(SP)
+	MOVQ          outStride+152(FP), AX
+	IMUL3Q        $0x00000018, AX, AX
+	ADDQ          AX, 96(SP)
+	SUBQ          $0x06, 104(SP)
+	JMP           bmmtokens_1226
+
+bmmtokenstail_1227:
+	CMPQ 104(SP), $0x05
+	JNE  bmmtokens_1230
+
+	// block tile 4 rows × 5 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R9
+	MOVQ         88(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1231:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(DX)
+	VPXORD        (AX), Z0, Z22
+	VBROADCASTSD  (DX), Z23
+	VPERMPS       Z23, Z1, Z23
+	VMOVDQU32     (R10), Z24
+	VPDPBUSD      (R9), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z2
+	VMOVDQU32     (R10)(R8*1), Z24
+	VPDPBUSD      (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z3
+	VMOVDQU32     (R10)(R8*2), Z24
+	VPDPBUSD      (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z4
+	VMOVDQU32     (R12), Z24
+	VPDPBUSD      (R11), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z5
+	VMOVDQU32     (R12)(R8*1), Z24
+	VPDPBUSD      (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z6
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16384(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z22
+	VBROADCASTSD  (DX)(BX*1), Z23
+	VPERMPS       Z23, Z1, Z23
+	VMOVDQU32     (R10), Z24
+	VPDPBUSD      (R9), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z7
+	VMOVDQU32     (R10)(R8*1), Z24
+	VPDPBUSD      (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z8
+	VMOVDQU32     (R10)(R8*2), Z24
+	VPDPBUSD      (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z9
+	VMOVDQU32     (R12), Z24
+	VPDPBUSD      (R11), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z10
+	VMOVDQU32     (R12)(R8*1), Z24
+	VPDPBUSD      (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z11
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16384(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z22
+	VBROADCASTSD  (DX)(BX*2), Z23
+	VPERMPS       Z23, Z1, Z23
+	VMOVDQU32     (R10), Z24
+	VPDPBUSD      (R9), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z12
+	VMOVDQU32     (R10)(R8*1), Z24
+	VPDPBUSD      (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z13
+	VMOVDQU32     (R10)(R8*2), Z24
+	VPDPBUSD      (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z14
+	VMOVDQU32     (R12), Z24
+	VPDPBUSD      (R11), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z15
+	VMOVDQU32     (R12)(R8*1), Z24
+	VPDPBUSD      (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z16
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16384(DI)
+	VPXORD        (SI), Z0, Z22
+	VBROADCASTSD  (DI), Z23
+	VPERMPS       Z23, Z1, Z23
+	VMOVDQU32     (R10), Z24
+	VPDPBUSD      (R9), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z17
+	VMOVDQU32     (R10)(R8*1), Z24
+	VPDPBUSD      (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z18
+	VMOVDQU32     (R10)(R8*2), Z24
+	VPDPBUSD      (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z19
+	VMOVDQU32     (R12), Z24
+	VPDPBUSD      (R11), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z20
+	VMOVDQU32     (R12)(R8*1), Z24
+	VPDPBUSD      (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z21
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R9
+	ADDQ          $0x00000040, R11
+	ADDQ          $0x00000040, R10
+	ADDQ          $0x00000040, R12
+	DECQ          R13
+	JNZ           bmmchunks_1231
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z18, Y0
+	VADDPS        Y18, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z19, Y0
+	VADDPS        Y19, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z20, Y0
+	VADDPS        Y20, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z21, Y0
+	VADDPS        Y21, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1228
+
+bmmtokens_1230:
+	CMPQ 104(SP), $0x04
+	JNE  bmmtokens_1232
+
+	// block tile 4 rows × 4 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R9
+	MOVQ         88(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1233:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(DX)
+	VPXORD        (AX), Z0, Z18
+	VBROADCASTSD  (DX), Z19
+	VPERMPS       Z19, Z1, Z19
+	VMOVDQU32     (R10), Z20
+	VPDPBUSD      (R9), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z2
+	VMOVDQU32     (R10)(R8*1), Z20
+	VPDPBUSD      (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z3
+	VMOVDQU32     (R10)(R8*2), Z20
+	VPDPBUSD      (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z4
+	VMOVDQU32     (R12), Z20
+	VPDPBUSD      (R11), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z5
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16384(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z18
+	VBROADCASTSD  (DX)(BX*1), Z19
+	VPERMPS       Z19, Z1, Z19
+	VMOVDQU32     (R10), Z20
+	VPDPBUSD      (R9), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z6
+	VMOVDQU32     (R10)(R8*1), Z20
+	VPDPBUSD      (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z7
+	VMOVDQU32     (R10)(R8*2), Z20
+	VPDPBUSD      (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z8
+	VMOVDQU32     (R12), Z20
+	VPDPBUSD      (R11), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z9
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16384(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z18
+	VBROADCASTSD  (DX)(BX*2), Z19
+	VPERMPS       Z19, Z1, Z19
+	VMOVDQU32     (R10), Z20
+	VPDPBUSD      (R9), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z10
+	VMOVDQU32     (R10)(R8*1), Z20
+	VPDPBUSD      (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z11
+	VMOVDQU32     (R10)(R8*2), Z20
+	VPDPBUSD      (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z12
+	VMOVDQU32     (R12), Z20
+	VPDPBUSD      (R11), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z13
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16384(DI)
+	VPXORD        (SI), Z0, Z18
+	VBROADCASTSD  (DI), Z19
+	VPERMPS       Z19, Z1, Z19
+	VMOVDQU32     (R10), Z20
+	VPDPBUSD      (R9), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z14
+	VMOVDQU32     (R10)(R8*1), Z20
+	VPDPBUSD      (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z15
+	VMOVDQU32     (R10)(R8*2), Z20
+	VPDPBUSD      (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z16
+	VMOVDQU32     (R12), Z20
+	VPDPBUSD      (R11), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z17
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R9
+	ADDQ          $0x00000040, R11
+	ADDQ          $0x00000040, R10
+	ADDQ          $0x00000040, R12
+	DECQ          R13
+	JNZ           bmmchunks_1233
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1228
+
+bmmtokens_1232:
+	CMPQ 104(SP), $0x03
+	JNE  bmmtokens_1234
+
+	// block tile 4 rows × 3 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R9
+	MOVQ         88(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	MOVQ         n+112(FP), R11
+	SHRQ         $0x06, R11
+
+bmmchunks_1235:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(DX)
+	VPXORD        (AX), Z0, Z14
+	VBROADCASTSD  (DX), Z15
+	VPERMPS       Z15, Z1, Z15
+	VMOVDQU32     (R10), Z16
+	VPDPBUSD      (R9), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z2
+	VMOVDQU32     (R10)(R8*1), Z16
+	VPDPBUSD      (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z3
+	VMOVDQU32     (R10)(R8*2), Z16
+	VPDPBUSD      (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z4
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16384(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z14
+	VBROADCASTSD  (DX)(BX*1), Z15
+	VPERMPS       Z15, Z1, Z15
+	VMOVDQU32     (R10), Z16
+	VPDPBUSD      (R9), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z5
+	VMOVDQU32     (R10)(R8*1), Z16
+	VPDPBUSD      (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z6
+	VMOVDQU32     (R10)(R8*2), Z16
+	VPDPBUSD      (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z7
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16384(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z14
+	VBROADCASTSD  (DX)(BX*2), Z15
+	VPERMPS       Z15, Z1, Z15
+	VMOVDQU32     (R10), Z16
+	VPDPBUSD      (R9), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z8
+	VMOVDQU32     (R10)(R8*1), Z16
+	VPDPBUSD      (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z9
+	VMOVDQU32     (R10)(R8*2), Z16
+	VPDPBUSD      (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z10
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16384(DI)
+	VPXORD        (SI), Z0, Z14
+	VBROADCASTSD  (DI), Z15
+	VPERMPS       Z15, Z1, Z15
+	VMOVDQU32     (R10), Z16
+	VPDPBUSD      (R9), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z11
+	VMOVDQU32     (R10)(R8*1), Z16
+	VPDPBUSD      (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z12
+	VMOVDQU32     (R10)(R8*2), Z16
+	VPDPBUSD      (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z13
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R9
+	ADDQ          $0x00000040, R10
+	DECQ          R11
+	JNZ           bmmchunks_1235
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1228
+
+bmmtokens_1234:
+	CMPQ 104(SP), $0x02
+	JNE  bmmtokens_1236
+
+	// block tile 4 rows × 2 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R9
+	MOVQ         88(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	MOVQ         n+112(FP), R11
+	SHRQ         $0x06, R11
+
+bmmchunks_1237:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(DX)
+	VPXORD        (AX), Z0, Z10
+	VBROADCASTSD  (DX), Z11
+	VPERMPS       Z11, Z1, Z11
+	VMOVDQU32     (R10), Z12
+	VPDPBUSD      (R9), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z2
+	VMOVDQU32     (R10)(R8*1), Z12
+	VPDPBUSD      (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z3
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16384(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z10
+	VBROADCASTSD  (DX)(BX*1), Z11
+	VPERMPS       Z11, Z1, Z11
+	VMOVDQU32     (R10), Z12
+	VPDPBUSD      (R9), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z4
+	VMOVDQU32     (R10)(R8*1), Z12
+	VPDPBUSD      (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z5
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16384(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z10
+	VBROADCASTSD  (DX)(BX*2), Z11
+	VPERMPS       Z11, Z1, Z11
+	VMOVDQU32     (R10), Z12
+	VPDPBUSD      (R9), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z6
+	VMOVDQU32     (R10)(R8*1), Z12
+	VPDPBUSD      (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z7
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16384(DI)
+	VPXORD        (SI), Z0, Z10
+	VBROADCASTSD  (DI), Z11
+	VPERMPS       Z11, Z1, Z11
+	VMOVDQU32     (R10), Z12
+	VPDPBUSD      (R9), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z8
+	VMOVDQU32     (R10)(R8*1), Z12
+	VPDPBUSD      (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z9
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R9
+	ADDQ          $0x00000040, R10
+	DECQ          R11
+	JNZ           bmmchunks_1237
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1228
+
+bmmtokens_1236:
+	CMPQ 104(SP), $0x01
+	JNE  bmmtokens_1238
+
+	// block tile 4 rows × 1 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R8
+	MOVQ         88(SP), R9
+	MOVQ         R9, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+112(FP), R10
+	SHRQ         $0x06, R10
+
+bmmchunks_1239:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(DX)
+	VPXORD        (AX), Z0, Z6
+	VBROADCASTSD  (DX), Z7
+	VPERMPS       Z7, Z1, Z7
+	VMOVDQU32     (R9), Z8
+	VPDPBUSD      (R8), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z2
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16384(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z6
+	VBROADCASTSD  (DX)(BX*1), Z7
+	VPERMPS       Z7, Z1, Z7
+	VMOVDQU32     (R9), Z8
+	VPDPBUSD      (R8), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z3
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16384(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z6
+	VBROADCASTSD  (DX)(BX*2), Z7
+	VPERMPS       Z7, Z1, Z7
+	VMOVDQU32     (R9), Z8
+	VPDPBUSD      (R8), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z4
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16384(DI)
+	VPXORD        (SI), Z0, Z6
+	VBROADCASTSD  (DI), Z7
+	VPERMPS       Z7, Z1, Z7
+	VMOVDQU32     (R9), Z8
+	VPDPBUSD      (R8), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z5
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R8
+	ADDQ          $0x00000040, R9
+	DECQ          R10
+	JNZ           bmmchunks_1239
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), CX
+	ANDQ          $-4, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(CX*1)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(CX*2)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(CX*2), AX
+	VMOVSS        X1, (AX)(CX*1)
+	JMP           bmmtokensdone_1228
+
+bmmtokens_1238:
+bmmtokensdone_1228:
+	MOVQ  n+112(FP), AX
+	ADDQ  AX, 56(SP)
+	ADDQ  $0x04, 64(SP)
+	DECQ  72(SP)
+	JNZ   bmmquads_1225
+	MOVQ  rows+56(FP), AX
+	MOVQ  rows+56(FP), CX
+	SHRQ  $0x02, AX
+	MOVQ  n+112(FP), DX
+	IMULQ DX, AX
+	ANDQ  $-4, CX
+	MOVQ  56(SP), DX
+	MOVQ  64(SP), BX
+	LEAQ  (DX)(AX*2), DX
+	ADDQ  AX, DX
+	LEAQ  (BX)(CX*2), BX
+	ADDQ  CX, BX
+	MOVQ  DX, 56(SP)
+	MOVQ  BX, 64(SP)
+
+bmmquadsdone_1224:
+	MOVQ rows+56(FP), AX
+	ANDQ $0x03, AX
+	MOVQ AX, 72(SP)
+	JZ   bmmsinglesdone_1240
+
+bmmsingles_1241:
+	MOVQ x_base+64(FP), AX
+	MOVQ AX, 80(SP)
+	MOVQ xBias_base+88(FP), AX
+	MOVQ AX, 88(SP)
+	MOVQ 64(SP), AX
+	MOVQ AX, 96(SP)
+	MOVQ tokens+120(FP), AX
+	MOVQ AX, 104(SP)
+
+bmmtokens_1242:
+	CMPQ 104(SP), $0x06
+	JB   bmmtokenstail_1243
+
+	// block tile 1 rows × 6 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), BX
+	MOVQ         88(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1245:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(CX)
+	VPXORD        (AX), Z0, Z8
+	VBROADCASTSD  (CX), Z9
+	VPERMPS       Z9, Z1, Z9
+	VMOVDQU32     (SI), Z10
+	VPDPBUSD      (BX), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z2
+	VMOVDQU32     (SI)(DX*1), Z10
+	VPDPBUSD      (BX)(DX*1), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z3
+	VMOVDQU32     (SI)(DX*2), Z10
+	VPDPBUSD      (BX)(DX*2), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z4
+	VMOVDQU32     (R8), Z10
+	VPDPBUSD      (DI), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z5
+	VMOVDQU32     (R8)(DX*1), Z10
+	VPDPBUSD      (DI)(DX*1), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z6
+	VMOVDQU32     (R8)(DX*2), Z10
+	VPDPBUSD      (DI)(DX*2), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z7
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x00000040, DI
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000040, R8
+	DECQ          R9
+	JNZ           bmmchunks_1245
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	MOVQ          n+112(FP), AX
+	IMUL3Q        $0x00000006, AX, AX
+	ADDQ          AX, 80(SP)
+	ADDQ          AX, 88(SP)
+	MOVQ          outStride+152(FP), AX
+	IMUL3Q        $0x00000018, AX, AX
+	ADDQ          AX, 96(SP)
+	SUBQ          $0x06, 104(SP)
+	JMP           bmmtokens_1242
+
+bmmtokenstail_1243:
+	CMPQ 104(SP), $0x05
+	JNE  bmmtokens_1246
+
+	// block tile 1 rows × 5 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), BX
+	MOVQ         88(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1247:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(CX)
+	VPXORD        (AX), Z0, Z7
+	VBROADCASTSD  (CX), Z8
+	VPERMPS       Z8, Z1, Z8
+	VMOVDQU32     (SI), Z9
+	VPDPBUSD      (BX), Z7, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z8, Z2
+	VMOVDQU32     (SI)(DX*1), Z9
+	VPDPBUSD      (BX)(DX*1), Z7, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z8, Z3
+	VMOVDQU32     (SI)(DX*2), Z9
+	VPDPBUSD      (BX)(DX*2), Z7, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z8, Z4
+	VMOVDQU32     (R8), Z9
+	VPDPBUSD      (DI), Z7, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z8, Z5
+	VMOVDQU32     (R8)(DX*1), Z9
+	VPDPBUSD      (DI)(DX*1), Z7, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z8, Z6
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x00000040, DI
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000040, R8
+	DECQ          R9
+	JNZ           bmmchunks_1247
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1244
+
+bmmtokens_1246:
+	CMPQ 104(SP), $0x04
+	JNE  bmmtokens_1248
+
+	// block tile 1 rows × 4 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), BX
+	MOVQ         88(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1249:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(CX)
+	VPXORD        (AX), Z0, Z6
+	VBROADCASTSD  (CX), Z7
+	VPERMPS       Z7, Z1, Z7
+	VMOVDQU32     (SI), Z8
+	VPDPBUSD      (BX), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z2
+	VMOVDQU32     (SI)(DX*1), Z8
+	VPDPBUSD      (BX)(DX*1), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z3
+	VMOVDQU32     (SI)(DX*2), Z8
+	VPDPBUSD      (BX)(DX*2), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z4
+	VMOVDQU32     (R8), Z8
+	VPDPBUSD      (DI), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z5
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x00000040, DI
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000040, R8
+	DECQ          R9
+	JNZ           bmmchunks_1249
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1244
+
+bmmtokens_1248:
+	CMPQ 104(SP), $0x03
+	JNE  bmmtokens_1250
+
+	// block tile 1 rows × 3 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), BX
+	MOVQ         88(SP), SI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	MOVQ         n+112(FP), DI
+	SHRQ         $0x06, DI
+
+bmmchunks_1251:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(CX)
+	VPXORD        (AX), Z0, Z5
+	VBROADCASTSD  (CX), Z6
+	VPERMPS       Z6, Z1, Z6
+	VMOVDQU32     (SI), Z7
+	VPDPBUSD      (BX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z7, Z6, Z2
+	VMOVDQU32     (SI)(DX*1), Z7
+	VPDPBUSD      (BX)(DX*1), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z7, Z6, Z3
+	VMOVDQU32     (SI)(DX*2), Z7
+	VPDPBUSD      (BX)(DX*2), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z7, Z6, Z4
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x00000040, SI
+	DECQ          DI
+	JNZ           bmmchunks_1251
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1244
+
+bmmtokens_1250:
+	CMPQ 104(SP), $0x02
+	JNE  bmmtokens_1252
+
+	// block tile 1 rows × 2 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), BX
+	MOVQ         88(SP), SI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	MOVQ         n+112(FP), DI
+	SHRQ         $0x06, DI
+
+bmmchunks_1253:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(CX)
+	VPXORD        (AX), Z0, Z4
+	VBROADCASTSD  (CX), Z5
+	VPERMPS       Z5, Z1, Z5
+	VMOVDQU32     (SI), Z6
+	VPDPBUSD      (BX), Z4, Z6
+	VCVTDQ2PS     Z6, Z6
+	VFMADD231PS   Z6, Z5, Z2
+	VMOVDQU32     (SI)(DX*1), Z6
+	VPDPBUSD      (BX)(DX*1), Z4, Z6
+	VCVTDQ2PS     Z6, Z6
+	VFMADD231PS   Z6, Z5, Z3
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x00000040, SI
+	DECQ          DI
+	JNZ           bmmchunks_1253
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1244
+
+bmmtokens_1252:
+	CMPQ 104(SP), $0x01
+	JNE  bmmtokens_1254
+
+	// block tile 1 rows × 1 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), DX
+	MOVQ         88(SP), BX
+	MOVQ         BX, BX
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	MOVQ         n+112(FP), SI
+	SHRQ         $0x06, SI
+
+bmmchunks_1255:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16384(CX)
+	VPXORD        (AX), Z0, Z3
+	VBROADCASTSD  (CX), Z4
+	VPERMPS       Z4, Z1, Z4
+	VMOVDQU32     (BX), Z5
+	VPDPBUSD      (DX), Z3, Z5
+	VCVTDQ2PS     Z5, Z5
+	VFMADD231PS   Z5, Z4, Z2
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, DX
+	ADDQ          $0x00000040, BX
+	DECQ          SI
+	JNZ           bmmchunks_1255
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1244
+
+bmmtokens_1254:
+bmmtokensdone_1244:
+	MOVQ n+112(FP), AX
+	ADDQ AX, 56(SP)
+	ADDQ $0x04, 64(SP)
+	DECQ 72(SP)
+	JNZ  bmmsingles_1241
+
+bmmsinglesdone_1240:
+	VZEROUPPER
+	RET
+
+// func dotBlockMatMulVNNIHW(w []int8, scales []float32, group int, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·dotBlockMatMulVNNIHW(SB), NOSPLIT, $112-160
+	MOVQ  group+48(FP), AX
+	CMPQ  AX, $0x20
+	JE    bmmgroup32_1256
+	MOVQ  w_base+0(FP), AX
+	MOVQ  AX, (SP)
+	MOVQ  out_base+128(FP), AX
+	MOVQ  AX, 8(SP)
+	MOVQ  rows+56(FP), AX
+	SHRQ  $0x02, AX
+	MOVQ  AX, 16(SP)
+	TESTQ AX, AX
+	JZ    bmmquadsdone_1257
+
+bmmquads_1258:
+	MOVQ x_base+64(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ xBias_base+88(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 40(SP)
+	MOVQ tokens+120(FP), AX
+	MOVQ AX, 48(SP)
+
+bmmtokens_1259:
+	CMPQ 48(SP), $0x06
+	JB   bmmtokenstail_1260
+
+	// block tile 4 rows × 6 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+	VPXORD       Z24, Z24, Z24
+	VPXORD       Z25, Z25, Z25
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1262:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(DX)
+	VPXORD          (AX), Z0, Z26
+	VBROADCASTF32X4 (DX), Z27
+	VPERMPS         Z27, Z1, Z27
+	VMOVDQU32       (R10), Z28
+	VPDPBUSD        (R9), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z2
+	VMOVDQU32       (R10)(R8*1), Z28
+	VPDPBUSD        (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z3
+	VMOVDQU32       (R10)(R8*2), Z28
+	VPDPBUSD        (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z4
+	VMOVDQU32       (R12), Z28
+	VPDPBUSD        (R11), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z5
+	VMOVDQU32       (R12)(R8*1), Z28
+	VPDPBUSD        (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z6
+	VMOVDQU32       (R12)(R8*2), Z28
+	VPDPBUSD        (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z7
+	PREFETCHNTA     2048(AX)(CX*1)
+	PREFETCHNTA     2048(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z26
+	VBROADCASTF32X4 (DX)(BX*1), Z27
+	VPERMPS         Z27, Z1, Z27
+	VMOVDQU32       (R10), Z28
+	VPDPBUSD        (R9), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z8
+	VMOVDQU32       (R10)(R8*1), Z28
+	VPDPBUSD        (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z9
+	VMOVDQU32       (R10)(R8*2), Z28
+	VPDPBUSD        (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z10
+	VMOVDQU32       (R12), Z28
+	VPDPBUSD        (R11), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z11
+	VMOVDQU32       (R12)(R8*1), Z28
+	VPDPBUSD        (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z12
+	VMOVDQU32       (R12)(R8*2), Z28
+	VPDPBUSD        (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z13
+	PREFETCHNTA     2048(AX)(CX*2)
+	PREFETCHNTA     2048(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z26
+	VBROADCASTF32X4 (DX)(BX*2), Z27
+	VPERMPS         Z27, Z1, Z27
+	VMOVDQU32       (R10), Z28
+	VPDPBUSD        (R9), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z14
+	VMOVDQU32       (R10)(R8*1), Z28
+	VPDPBUSD        (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z15
+	VMOVDQU32       (R10)(R8*2), Z28
+	VPDPBUSD        (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z16
+	VMOVDQU32       (R12), Z28
+	VPDPBUSD        (R11), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z17
+	VMOVDQU32       (R12)(R8*1), Z28
+	VPDPBUSD        (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z18
+	VMOVDQU32       (R12)(R8*2), Z28
+	VPDPBUSD        (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z19
+	PREFETCHNTA     2048(SI)
+	PREFETCHNTA     2048(DI)
+	VPXORD          (SI), Z0, Z26
+	VBROADCASTF32X4 (DI), Z27
+	VPERMPS         Z27, Z1, Z27
+	VMOVDQU32       (R10), Z28
+	VPDPBUSD        (R9), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z20
+	VMOVDQU32       (R10)(R8*1), Z28
+	VPDPBUSD        (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z21
+	VMOVDQU32       (R10)(R8*2), Z28
+	VPDPBUSD        (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z22
+	VMOVDQU32       (R12), Z28
+	VPDPBUSD        (R11), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z23
+	VMOVDQU32       (R12)(R8*1), Z28
+	VPDPBUSD        (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z24
+	VMOVDQU32       (R12)(R8*2), Z28
+	VPDPBUSD        (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z28, Z27, Z25
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R12
+	DECQ            R13
+	JNZ             bmmchunks_1262
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z14, Y0
+	VADDPS          Y14, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z20, Y0
+	VADDPS          Y20, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z15, Y0
+	VADDPS          Y15, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z21, Y0
+	VADDPS          Y21, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z16, Y0
+	VADDPS          Y16, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z22, Y0
+	VADDPS          Y22, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z17, Y0
+	VADDPS          Y17, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z23, Y0
+	VADDPS          Y23, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z18, Y0
+	VADDPS          Y18, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z24, Y0
+	VADDPS          Y24, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z19, Y0
+	VADDPS          Y19, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z25, Y0
+	VADDPS          Y25, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	MOVQ            n+112(FP), AX
+	IMUL3Q          $0x00000006, AX, AX
+	ADDQ            AX, 24(SP)
+	ADDQ            AX, 32(SP)
+	MOVQ            outStride+152(FP), AX
+	IMUL3Q          $0x00000018, AX, AX
+	ADDQ            AX, 40(SP)
+	SUBQ            $0x06, 48(SP)
+	JMP             bmmtokens_1259
+
+bmmtokenstail_1260:
+	CMPQ 48(SP), $0x05
+	JNE  bmmtokens_1263
+
+	// block tile 4 rows × 5 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1264:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(DX)
+	VPXORD          (AX), Z0, Z22
+	VBROADCASTF32X4 (DX), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z2
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z3
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z4
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z5
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z6
+	PREFETCHNTA     2048(AX)(CX*1)
+	PREFETCHNTA     2048(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z22
+	VBROADCASTF32X4 (DX)(BX*1), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z7
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z8
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z9
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z10
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z11
+	PREFETCHNTA     2048(AX)(CX*2)
+	PREFETCHNTA     2048(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z22
+	VBROADCASTF32X4 (DX)(BX*2), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z12
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z13
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z14
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z15
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z16
+	PREFETCHNTA     2048(SI)
+	PREFETCHNTA     2048(DI)
+	VPXORD          (SI), Z0, Z22
+	VBROADCASTF32X4 (DI), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z17
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z18
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z19
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z20
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z21
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R12
+	DECQ            R13
+	JNZ             bmmchunks_1264
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z17, Y0
+	VADDPS          Y17, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z18, Y0
+	VADDPS          Y18, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z14, Y0
+	VADDPS          Y14, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z19, Y0
+	VADDPS          Y19, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z15, Y0
+	VADDPS          Y15, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z20, Y0
+	VADDPS          Y20, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z16, Y0
+	VADDPS          Y16, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z21, Y0
+	VADDPS          Y21, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1261
+
+bmmtokens_1263:
+	CMPQ 48(SP), $0x04
+	JNE  bmmtokens_1265
+
+	// block tile 4 rows × 4 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1266:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(DX)
+	VPXORD          (AX), Z0, Z18
+	VBROADCASTF32X4 (DX), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z2
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z3
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z4
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z5
+	PREFETCHNTA     2048(AX)(CX*1)
+	PREFETCHNTA     2048(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z18
+	VBROADCASTF32X4 (DX)(BX*1), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z6
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z7
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z8
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z9
+	PREFETCHNTA     2048(AX)(CX*2)
+	PREFETCHNTA     2048(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z18
+	VBROADCASTF32X4 (DX)(BX*2), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z10
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z11
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z12
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z13
+	PREFETCHNTA     2048(SI)
+	PREFETCHNTA     2048(DI)
+	VPXORD          (SI), Z0, Z18
+	VBROADCASTF32X4 (DI), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z14
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z15
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z16
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z17
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R12
+	DECQ            R13
+	JNZ             bmmchunks_1266
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z14, Y0
+	VADDPS          Y14, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z15, Y0
+	VADDPS          Y15, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z16, Y0
+	VADDPS          Y16, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z17, Y0
+	VADDPS          Y17, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1261
+
+bmmtokens_1265:
+	CMPQ 48(SP), $0x03
+	JNE  bmmtokens_1267
+
+	// block tile 4 rows × 3 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	MOVQ         n+112(FP), R11
+	SHRQ         $0x06, R11
+
+bmmchunks_1268:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(DX)
+	VPXORD          (AX), Z0, Z14
+	VBROADCASTF32X4 (DX), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z2
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z3
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z4
+	PREFETCHNTA     2048(AX)(CX*1)
+	PREFETCHNTA     2048(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z14
+	VBROADCASTF32X4 (DX)(BX*1), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z5
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z6
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z7
+	PREFETCHNTA     2048(AX)(CX*2)
+	PREFETCHNTA     2048(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z14
+	VBROADCASTF32X4 (DX)(BX*2), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z8
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z9
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z10
+	PREFETCHNTA     2048(SI)
+	PREFETCHNTA     2048(DI)
+	VPXORD          (SI), Z0, Z14
+	VBROADCASTF32X4 (DI), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z11
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z12
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z13
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R10
+	DECQ            R11
+	JNZ             bmmchunks_1268
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1261
+
+bmmtokens_1267:
+	CMPQ 48(SP), $0x02
+	JNE  bmmtokens_1269
+
+	// block tile 4 rows × 2 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	MOVQ         n+112(FP), R11
+	SHRQ         $0x06, R11
+
+bmmchunks_1270:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(DX)
+	VPXORD          (AX), Z0, Z10
+	VBROADCASTF32X4 (DX), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z2
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z3
+	PREFETCHNTA     2048(AX)(CX*1)
+	PREFETCHNTA     2048(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z10
+	VBROADCASTF32X4 (DX)(BX*1), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z4
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z5
+	PREFETCHNTA     2048(AX)(CX*2)
+	PREFETCHNTA     2048(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z10
+	VBROADCASTF32X4 (DX)(BX*2), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z6
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z7
+	PREFETCHNTA     2048(SI)
+	PREFETCHNTA     2048(DI)
+	VPXORD          (SI), Z0, Z10
+	VBROADCASTF32X4 (DI), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z8
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z9
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R10
+	DECQ            R11
+	JNZ             bmmchunks_1270
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1261
+
+bmmtokens_1269:
+	CMPQ 48(SP), $0x01
+	JNE  bmmtokens_1271
+
+	// block tile 4 rows × 1 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R8
+	MOVQ         32(SP), R9
+	MOVQ         R9, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+112(FP), R10
+	SHRQ         $0x06, R10
+
+bmmchunks_1272:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(DX)
+	VPXORD          (AX), Z0, Z6
+	VBROADCASTF32X4 (DX), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z2
+	PREFETCHNTA     2048(AX)(CX*1)
+	PREFETCHNTA     2048(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z6
+	VBROADCASTF32X4 (DX)(BX*1), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z3
+	PREFETCHNTA     2048(AX)(CX*2)
+	PREFETCHNTA     2048(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z6
+	VBROADCASTF32X4 (DX)(BX*2), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z4
+	PREFETCHNTA     2048(SI)
+	PREFETCHNTA     2048(DI)
+	VPXORD          (SI), Z0, Z6
+	VBROADCASTF32X4 (DI), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z5
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000040, R9
+	DECQ            R10
+	JNZ             bmmchunks_1272
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), CX
+	ANDQ            $-4, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(CX*1)
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(CX*2)
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(CX*2), AX
+	VMOVSS          X1, (AX)(CX*1)
+	JMP             bmmtokensdone_1261
+
+bmmtokens_1271:
+bmmtokensdone_1261:
+	MOVQ  n+112(FP), AX
+	ADDQ  AX, (SP)
+	ADDQ  $0x04, 8(SP)
+	DECQ  16(SP)
+	JNZ   bmmquads_1258
+	MOVQ  rows+56(FP), AX
+	MOVQ  rows+56(FP), CX
+	SHRQ  $0x02, AX
+	MOVQ  n+112(FP), DX
+	IMULQ DX, AX
+	ANDQ  $-4, CX
+	MOVQ  (SP), DX
+	MOVQ  8(SP), BX
+	LEAQ  (DX)(AX*2), DX
+	ADDQ  AX, DX
+	LEAQ  (BX)(CX*2), BX
+	ADDQ  CX, BX
+	MOVQ  DX, (SP)
+	MOVQ  BX, 8(SP)
+
+bmmquadsdone_1257:
+	MOVQ rows+56(FP), AX
+	ANDQ $0x03, AX
+	MOVQ AX, 16(SP)
+	JZ   bmmsinglesdone_1273
+
+bmmsingles_1274:
+	MOVQ x_base+64(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ xBias_base+88(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 40(SP)
+	MOVQ tokens+120(FP), AX
+	MOVQ AX, 48(SP)
+
+bmmtokens_1275:
+	CMPQ 48(SP), $0x06
+	JB   bmmtokenstail_1276
+
+	// block tile 1 rows × 6 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1278:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(CX)
+	VPXORD          (AX), Z0, Z8
+	VBROADCASTF32X4 (CX), Z9
+	VPERMPS         Z9, Z1, Z9
+	VMOVDQU32       (SI), Z10
+	VPDPBUSD        (BX), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z2
+	VMOVDQU32       (SI)(DX*1), Z10
+	VPDPBUSD        (BX)(DX*1), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z3
+	VMOVDQU32       (SI)(DX*2), Z10
+	VPDPBUSD        (BX)(DX*2), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z4
+	VMOVDQU32       (R8), Z10
+	VPDPBUSD        (DI), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z5
+	VMOVDQU32       (R8)(DX*1), Z10
+	VPDPBUSD        (DI)(DX*1), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z6
+	VMOVDQU32       (R8)(DX*2), Z10
+	VPDPBUSD        (DI)(DX*2), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z7
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000040, R8
+	DECQ            R9
+	JNZ             bmmchunks_1278
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	MOVQ            n+112(FP), AX
+	IMUL3Q          $0x00000006, AX, AX
+	ADDQ            AX, 24(SP)
+	ADDQ            AX, 32(SP)
+	MOVQ            outStride+152(FP), AX
+	IMUL3Q          $0x00000018, AX, AX
+	ADDQ            AX, 40(SP)
+	SUBQ            $0x06, 48(SP)
+	JMP             bmmtokens_1275
+
+bmmtokenstail_1276:
+	CMPQ 48(SP), $0x05
+	JNE  bmmtokens_1279
+
+	// block tile 1 rows × 5 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1280:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(CX)
+	VPXORD          (AX), Z0, Z7
+	VBROADCASTF32X4 (CX), Z8
+	VPERMPS         Z8, Z1, Z8
+	VMOVDQU32       (SI), Z9
+	VPDPBUSD        (BX), Z7, Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z9, Z8, Z2
+	VMOVDQU32       (SI)(DX*1), Z9
+	VPDPBUSD        (BX)(DX*1), Z7, Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z9, Z8, Z3
+	VMOVDQU32       (SI)(DX*2), Z9
+	VPDPBUSD        (BX)(DX*2), Z7, Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z9, Z8, Z4
+	VMOVDQU32       (R8), Z9
+	VPDPBUSD        (DI), Z7, Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z9, Z8, Z5
+	VMOVDQU32       (R8)(DX*1), Z9
+	VPDPBUSD        (DI)(DX*1), Z7, Z9
+	VCVTDQ2PS       Z9, Z9
+	VFMADD231PS     Z9, Z8, Z6
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000040, R8
+	DECQ            R9
+	JNZ             bmmchunks_1280
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	JMP             bmmtokensdone_1277
+
+bmmtokens_1279:
+	CMPQ 48(SP), $0x04
+	JNE  bmmtokens_1281
+
+	// block tile 1 rows × 4 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1282:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(CX)
+	VPXORD          (AX), Z0, Z6
+	VBROADCASTF32X4 (CX), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (SI), Z8
+	VPDPBUSD        (BX), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z2
+	VMOVDQU32       (SI)(DX*1), Z8
+	VPDPBUSD        (BX)(DX*1), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z3
+	VMOVDQU32       (SI)(DX*2), Z8
+	VPDPBUSD        (BX)(DX*2), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z4
+	VMOVDQU32       (R8), Z8
+	VPDPBUSD        (DI), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z5
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000040, R8
+	DECQ            R9
+	JNZ             bmmchunks_1282
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	JMP             bmmtokensdone_1277
+
+bmmtokens_1281:
+	CMPQ 48(SP), $0x03
+	JNE  bmmtokens_1283
+
+	// block tile 1 rows × 3 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	MOVQ         n+112(FP), DI
+	SHRQ         $0x06, DI
+
+bmmchunks_1284:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(CX)
+	VPXORD          (AX), Z0, Z5
+	VBROADCASTF32X4 (CX), Z6
+	VPERMPS         Z6, Z1, Z6
+	VMOVDQU32       (SI), Z7
+	VPDPBUSD        (BX), Z5, Z7
+	VCVTDQ2PS       Z7, Z7
+	VFMADD231PS     Z7, Z6, Z2
+	VMOVDQU32       (SI)(DX*1), Z7
+	VPDPBUSD        (BX)(DX*1), Z5, Z7
+	VCVTDQ2PS       Z7, Z7
+	VFMADD231PS     Z7, Z6, Z3
+	VMOVDQU32       (SI)(DX*2), Z7
+	VPDPBUSD        (BX)(DX*2), Z5, Z7
+	VCVTDQ2PS       Z7, Z7
+	VFMADD231PS     Z7, Z6, Z4
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, SI
+	DECQ            DI
+	JNZ             bmmchunks_1284
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	JMP             bmmtokensdone_1277
+
+bmmtokens_1283:
+	CMPQ 48(SP), $0x02
+	JNE  bmmtokens_1285
+
+	// block tile 1 rows × 2 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	MOVQ         n+112(FP), DI
+	SHRQ         $0x06, DI
+
+bmmchunks_1286:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(CX)
+	VPXORD          (AX), Z0, Z4
+	VBROADCASTF32X4 (CX), Z5
+	VPERMPS         Z5, Z1, Z5
+	VMOVDQU32       (SI), Z6
+	VPDPBUSD        (BX), Z4, Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z6, Z5, Z2
+	VMOVDQU32       (SI)(DX*1), Z6
+	VPDPBUSD        (BX)(DX*1), Z4, Z6
+	VCVTDQ2PS       Z6, Z6
+	VFMADD231PS     Z6, Z5, Z3
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, SI
+	DECQ            DI
+	JNZ             bmmchunks_1286
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	JMP             bmmtokensdone_1277
+
+bmmtokens_1285:
+	CMPQ 48(SP), $0x01
+	JNE  bmmtokens_1287
+
+	// block tile 1 rows × 1 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), DX
+	MOVQ         32(SP), BX
+	MOVQ         BX, BX
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	MOVQ         n+112(FP), SI
+	SHRQ         $0x06, SI
+
+bmmchunks_1288:
+	PREFETCHNTA     2048(AX)
+	PREFETCHNTA     2048(CX)
+	VPXORD          (AX), Z0, Z3
+	VBROADCASTF32X4 (CX), Z4
+	VPERMPS         Z4, Z1, Z4
+	VMOVDQU32       (BX), Z5
+	VPDPBUSD        (DX), Z3, Z5
+	VCVTDQ2PS       Z5, Z5
+	VFMADD231PS     Z5, Z4, Z2
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, DX
+	ADDQ            $0x00000040, BX
+	DECQ            SI
+	JNZ             bmmchunks_1288
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	JMP             bmmtokensdone_1277
+
+bmmtokens_1287:
+bmmtokensdone_1277:
+	MOVQ n+112(FP), AX
+	ADDQ AX, (SP)
+	ADDQ $0x04, 8(SP)
+	DECQ 16(SP)
+	JNZ  bmmsingles_1274
+
+bmmsinglesdone_1273:
+	VZEROUPPER
+	RET
+
+bmmgroup32_1256:
+	MOVQ  w_base+0(FP), AX
+	MOVQ  AX, 56(SP)
+	MOVQ  out_base+128(FP), AX
+	MOVQ  AX, 64(SP)
+	MOVQ  rows+56(FP), AX
+	SHRQ  $0x02, AX
+	MOVQ  AX, 72(SP)
+	TESTQ AX, AX
+	JZ    bmmquadsdone_1289
+
+bmmquads_1290:
+	MOVQ x_base+64(FP), AX
+	MOVQ AX, 80(SP)
+	MOVQ xBias_base+88(FP), AX
+	MOVQ AX, 88(SP)
+	MOVQ 64(SP), AX
+	MOVQ AX, 96(SP)
+	MOVQ tokens+120(FP), AX
+	MOVQ AX, 104(SP)
+
+bmmtokens_1291:
+	CMPQ 104(SP), $0x06
+	JB   bmmtokenstail_1292
+
+	// block tile 4 rows × 6 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R9
+	MOVQ         88(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+	VPXORD       Z24, Z24, Z24
+	VPXORD       Z25, Z25, Z25
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1294:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(DX)
+	VPXORD        (AX), Z0, Z26
+	VBROADCASTSD  (DX), Z27
+	VPERMPS       Z27, Z1, Z27
+	VMOVDQU32     (R10), Z28
+	VPDPBUSD      (R9), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z2
+	VMOVDQU32     (R10)(R8*1), Z28
+	VPDPBUSD      (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z3
+	VMOVDQU32     (R10)(R8*2), Z28
+	VPDPBUSD      (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z4
+	VMOVDQU32     (R12), Z28
+	VPDPBUSD      (R11), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z5
+	VMOVDQU32     (R12)(R8*1), Z28
+	VPDPBUSD      (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z6
+	VMOVDQU32     (R12)(R8*2), Z28
+	VPDPBUSD      (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z7
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2048(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z26
+	VBROADCASTSD  (DX)(BX*1), Z27
+	VPERMPS       Z27, Z1, Z27
+	VMOVDQU32     (R10), Z28
+	VPDPBUSD      (R9), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z8
+	VMOVDQU32     (R10)(R8*1), Z28
+	VPDPBUSD      (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z9
+	VMOVDQU32     (R10)(R8*2), Z28
+	VPDPBUSD      (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z10
+	VMOVDQU32     (R12), Z28
+	VPDPBUSD      (R11), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z11
+	VMOVDQU32     (R12)(R8*1), Z28
+	VPDPBUSD      (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z12
+	VMOVDQU32     (R12)(R8*2), Z28
+	VPDPBUSD      (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z13
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2048(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z26
+	VBROADCASTSD  (DX)(BX*2), Z27
+	VPERMPS       Z27, Z1, Z27
+	VMOVDQU32     (R10), Z28
+	VPDPBUSD      (R9), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z14
+	VMOVDQU32     (R10)(R8*1), Z28
+	VPDPBUSD      (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z15
+	VMOVDQU32     (R10)(R8*2), Z28
+	VPDPBUSD      (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z16
+	VMOVDQU32     (R12), Z28
+	VPDPBUSD      (R11), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z17
+	VMOVDQU32     (R12)(R8*1), Z28
+	VPDPBUSD      (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z18
+	VMOVDQU32     (R12)(R8*2), Z28
+	VPDPBUSD      (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z19
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2048(DI)
+	VPXORD        (SI), Z0, Z26
+	VBROADCASTSD  (DI), Z27
+	VPERMPS       Z27, Z1, Z27
+	VMOVDQU32     (R10), Z28
+	VPDPBUSD      (R9), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z20
+	VMOVDQU32     (R10)(R8*1), Z28
+	VPDPBUSD      (R9)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z21
+	VMOVDQU32     (R10)(R8*2), Z28
+	VPDPBUSD      (R9)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z22
+	VMOVDQU32     (R12), Z28
+	VPDPBUSD      (R11), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z23
+	VMOVDQU32     (R12)(R8*1), Z28
+	VPDPBUSD      (R11)(R8*1), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z24
+	VMOVDQU32     (R12)(R8*2), Z28
+	VPDPBUSD      (R11)(R8*2), Z26, Z28
+	VCVTDQ2PS     Z28, Z28
+	VFMADD231PS   Z28, Z27, Z25
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R9
+	ADDQ          $0x00000040, R11
+	ADDQ          $0x00000040, R10
+	ADDQ          $0x00000040, R12
+	DECQ          R13
+	JNZ           bmmchunks_1294
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z20, Y0
+	VADDPS        Y20, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z21, Y0
+	VADDPS        Y21, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z22, Y0
+	VADDPS        Y22, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z23, Y0
+	VADDPS        Y23, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z18, Y0
+	VADDPS        Y18, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z24, Y0
+	VADDPS        Y24, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z19, Y0
+	VADDPS        Y19, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z25, Y0
+	VADDPS        Y25, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	MOVQ          n+112(FP), AX
+	IMUL3Q        $0x00000006, AX, AX
+	ADDQ          AX, 80(SP)
+	ADDQ          AX, 88(SP)
+	MOVQ          outStride+152(FP), AX
+	IMUL3Q        $0x00000018, AX, AX
+	ADDQ          AX, 96(SP)
+	SUBQ          $0x06, 104(SP)
+	JMP           bmmtokens_1291
+
+bmmtokenstail_1292:
+	CMPQ 104(SP), $0x05
+	JNE  bmmtokens_1295
+
+	// block tile 4 rows × 5 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R9
+	MOVQ         88(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1296:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(DX)
+	VPXORD        (AX), Z0, Z22
+	VBROADCASTSD  (DX), Z23
+	VPERMPS       Z23, Z1, Z23
+	VMOVDQU32     (R10), Z24
+	VPDPBUSD      (R9), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z2
+	VMOVDQU32     (R10)(R8*1), Z24
+	VPDPBUSD      (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z3
+	VMOVDQU32     (R10)(R8*2), Z24
+	VPDPBUSD      (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z4
+	VMOVDQU32     (R12), Z24
+	VPDPBUSD      (R11), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z5
+	VMOVDQU32     (R12)(R8*1), Z24
+	VPDPBUSD      (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z6
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2048(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z22
+	VBROADCASTSD  (DX)(BX*1), Z23
+	VPERMPS       Z23, Z1, Z23
+	VMOVDQU32     (R10), Z24
+	VPDPBUSD      (R9), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z7
+	VMOVDQU32     (R10)(R8*1), Z24
+	VPDPBUSD      (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z8
+	VMOVDQU32     (R10)(R8*2), Z24
+	VPDPBUSD      (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z9
+	VMOVDQU32     (R12), Z24
+	VPDPBUSD      (R11), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z10
+	VMOVDQU32     (R12)(R8*1), Z24
+	VPDPBUSD      (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z11
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2048(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z22
+	VBROADCASTSD  (DX)(BX*2), Z23
+	VPERMPS       Z23, Z1, Z23
+	VMOVDQU32     (R10), Z24
+	VPDPBUSD      (R9), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z12
+	VMOVDQU32     (R10)(R8*1), Z24
+	VPDPBUSD      (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z13
+	VMOVDQU32     (R10)(R8*2), Z24
+	VPDPBUSD      (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z14
+	VMOVDQU32     (R12), Z24
+	VPDPBUSD      (R11), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z15
+	VMOVDQU32     (R12)(R8*1), Z24
+	VPDPBUSD      (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z16
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2048(DI)
+	VPXORD        (SI), Z0, Z22
+	VBROADCASTSD  (DI), Z23
+	VPERMPS       Z23, Z1, Z23
+	VMOVDQU32     (R10), Z24
+	VPDPBUSD      (R9), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z17
+	VMOVDQU32     (R10)(R8*1), Z24
+	VPDPBUSD      (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z18
+	VMOVDQU32     (R10)(R8*2), Z24
+	VPDPBUSD      (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z19
+	VMOVDQU32     (R12), Z24
+	VPDPBUSD      (R11), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z20
+	VMOVDQU32     (R12)(R8*1), Z24
+	VPDPBUSD      (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS     Z24, Z24
+	VFMADD231PS   Z24, Z23, Z21
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R9
+	ADDQ          $0x00000040, R11
+	ADDQ          $0x00000040, R10
+	ADDQ          $0x00000040, R12
+	DECQ          R13
+	JNZ           bmmchunks_1296
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z18, Y0
+	VADDPS        Y18, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z19, Y0
+	VADDPS        Y19, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z20, Y0
+	VADDPS        Y20, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z21, Y0
+	VADDPS        Y21, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1293
+
+bmmtokens_1295:
+	CMPQ 104(SP), $0x04
+	JNE  bmmtokens_1297
+
+	// block tile 4 rows × 4 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R9
+	MOVQ         88(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1298:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(DX)
+	VPXORD        (AX), Z0, Z18
+	VBROADCASTSD  (DX), Z19
+	VPERMPS       Z19, Z1, Z19
+	VMOVDQU32     (R10), Z20
+	VPDPBUSD      (R9), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z2
+	VMOVDQU32     (R10)(R8*1), Z20
+	VPDPBUSD      (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z3
+	VMOVDQU32     (R10)(R8*2), Z20
+	VPDPBUSD      (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z4
+	VMOVDQU32     (R12), Z20
+	VPDPBUSD      (R11), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z5
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2048(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z18
+	VBROADCASTSD  (DX)(BX*1), Z19
+	VPERMPS       Z19, Z1, Z19
+	VMOVDQU32     (R10), Z20
+	VPDPBUSD      (R9), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z6
+	VMOVDQU32     (R10)(R8*1), Z20
+	VPDPBUSD      (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z7
+	VMOVDQU32     (R10)(R8*2), Z20
+	VPDPBUSD      (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z8
+	VMOVDQU32     (R12), Z20
+	VPDPBUSD      (R11), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z9
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2048(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z18
+	VBROADCASTSD  (DX)(BX*2), Z19
+	VPERMPS       Z19, Z1, Z19
+	VMOVDQU32     (R10), Z20
+	VPDPBUSD      (R9), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z10
+	VMOVDQU32     (R10)(R8*1), Z20
+	VPDPBUSD      (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z11
+	VMOVDQU32     (R10)(R8*2), Z20
+	VPDPBUSD      (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z12
+	VMOVDQU32     (R12), Z20
+	VPDPBUSD      (R11), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z13
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2048(DI)
+	VPXORD        (SI), Z0, Z18
+	VBROADCASTSD  (DI), Z19
+	VPERMPS       Z19, Z1, Z19
+	VMOVDQU32     (R10), Z20
+	VPDPBUSD      (R9), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z14
+	VMOVDQU32     (R10)(R8*1), Z20
+	VPDPBUSD      (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z15
+	VMOVDQU32     (R10)(R8*2), Z20
+	VPDPBUSD      (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z16
+	VMOVDQU32     (R12), Z20
+	VPDPBUSD      (R11), Z18, Z20
+	VCVTDQ2PS     Z20, Z20
+	VFMADD231PS   Z20, Z19, Z17
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R9
+	ADDQ          $0x00000040, R11
+	ADDQ          $0x00000040, R10
+	ADDQ          $0x00000040, R12
+	DECQ          R13
+	JNZ           bmmchunks_1298
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1293
+
+bmmtokens_1297:
+	CMPQ 104(SP), $0x03
+	JNE  bmmtokens_1299
+
+	// block tile 4 rows × 3 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R9
+	MOVQ         88(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	MOVQ         n+112(FP), R11
+	SHRQ         $0x06, R11
+
+bmmchunks_1300:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(DX)
+	VPXORD        (AX), Z0, Z14
+	VBROADCASTSD  (DX), Z15
+	VPERMPS       Z15, Z1, Z15
+	VMOVDQU32     (R10), Z16
+	VPDPBUSD      (R9), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z2
+	VMOVDQU32     (R10)(R8*1), Z16
+	VPDPBUSD      (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z3
+	VMOVDQU32     (R10)(R8*2), Z16
+	VPDPBUSD      (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z4
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2048(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z14
+	VBROADCASTSD  (DX)(BX*1), Z15
+	VPERMPS       Z15, Z1, Z15
+	VMOVDQU32     (R10), Z16
+	VPDPBUSD      (R9), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z5
+	VMOVDQU32     (R10)(R8*1), Z16
+	VPDPBUSD      (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z6
+	VMOVDQU32     (R10)(R8*2), Z16
+	VPDPBUSD      (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z7
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2048(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z14
+	VBROADCASTSD  (DX)(BX*2), Z15
+	VPERMPS       Z15, Z1, Z15
+	VMOVDQU32     (R10), Z16
+	VPDPBUSD      (R9), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z8
+	VMOVDQU32     (R10)(R8*1), Z16
+	VPDPBUSD      (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z9
+	VMOVDQU32     (R10)(R8*2), Z16
+	VPDPBUSD      (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z10
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2048(DI)
+	VPXORD        (SI), Z0, Z14
+	VBROADCASTSD  (DI), Z15
+	VPERMPS       Z15, Z1, Z15
+	VMOVDQU32     (R10), Z16
+	VPDPBUSD      (R9), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z11
+	VMOVDQU32     (R10)(R8*1), Z16
+	VPDPBUSD      (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z12
+	VMOVDQU32     (R10)(R8*2), Z16
+	VPDPBUSD      (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS     Z16, Z16
+	VFMADD231PS   Z16, Z15, Z13
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R9
+	ADDQ          $0x00000040, R10
+	DECQ          R11
+	JNZ           bmmchunks_1300
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1293
+
+bmmtokens_1299:
+	CMPQ 104(SP), $0x02
+	JNE  bmmtokens_1301
+
+	// block tile 4 rows × 2 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R9
+	MOVQ         88(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	MOVQ         n+112(FP), R11
+	SHRQ         $0x06, R11
+
+bmmchunks_1302:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(DX)
+	VPXORD        (AX), Z0, Z10
+	VBROADCASTSD  (DX), Z11
+	VPERMPS       Z11, Z1, Z11
+	VMOVDQU32     (R10), Z12
+	VPDPBUSD      (R9), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z2
+	VMOVDQU32     (R10)(R8*1), Z12
+	VPDPBUSD      (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z3
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2048(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z10
+	VBROADCASTSD  (DX)(BX*1), Z11
+	VPERMPS       Z11, Z1, Z11
+	VMOVDQU32     (R10), Z12
+	VPDPBUSD      (R9), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z4
+	VMOVDQU32     (R10)(R8*1), Z12
+	VPDPBUSD      (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z5
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2048(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z10
+	VBROADCASTSD  (DX)(BX*2), Z11
+	VPERMPS       Z11, Z1, Z11
+	VMOVDQU32     (R10), Z12
+	VPDPBUSD      (R9), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z6
+	VMOVDQU32     (R10)(R8*1), Z12
+	VPDPBUSD      (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z7
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2048(DI)
+	VPXORD        (SI), Z0, Z10
+	VBROADCASTSD  (DI), Z11
+	VPERMPS       Z11, Z1, Z11
+	VMOVDQU32     (R10), Z12
+	VPDPBUSD      (R9), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z8
+	VMOVDQU32     (R10)(R8*1), Z12
+	VPDPBUSD      (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS     Z12, Z12
+	VFMADD231PS   Z12, Z11, Z9
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R9
+	ADDQ          $0x00000040, R10
+	DECQ          R11
+	JNZ           bmmchunks_1302
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1293
+
+bmmtokens_1301:
+	CMPQ 104(SP), $0x01
+	JNE  bmmtokens_1303
+
+	// block tile 4 rows × 1 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         80(SP), R8
+	MOVQ         88(SP), R9
+	MOVQ         R9, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+112(FP), R10
+	SHRQ         $0x06, R10
+
+bmmchunks_1304:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(DX)
+	VPXORD        (AX), Z0, Z6
+	VBROADCASTSD  (DX), Z7
+	VPERMPS       Z7, Z1, Z7
+	VMOVDQU32     (R9), Z8
+	VPDPBUSD      (R8), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z2
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2048(DX)(BX*1)
+	VPXORD        (AX)(CX*1), Z0, Z6
+	VBROADCASTSD  (DX)(BX*1), Z7
+	VPERMPS       Z7, Z1, Z7
+	VMOVDQU32     (R9), Z8
+	VPDPBUSD      (R8), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z3
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2048(DX)(BX*2)
+	VPXORD        (AX)(CX*2), Z0, Z6
+	VBROADCASTSD  (DX)(BX*2), Z7
+	VPERMPS       Z7, Z1, Z7
+	VMOVDQU32     (R9), Z8
+	VPDPBUSD      (R8), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z4
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2048(DI)
+	VPXORD        (SI), Z0, Z6
+	VBROADCASTSD  (DI), Z7
+	VPERMPS       Z7, Z1, Z7
+	VMOVDQU32     (R9), Z8
+	VPDPBUSD      (R8), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z5
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000040, R8
+	ADDQ          $0x00000040, R9
+	DECQ          R10
+	JNZ           bmmchunks_1304
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+56(FP), CX
+	ANDQ          $-4, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(CX*1)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(CX*2)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(CX*2), AX
+	VMOVSS        X1, (AX)(CX*1)
+	JMP           bmmtokensdone_1293
+
+bmmtokens_1303:
+bmmtokensdone_1293:
+	MOVQ  n+112(FP), AX
+	ADDQ  AX, 56(SP)
+	ADDQ  $0x04, 64(SP)
+	DECQ  72(SP)
+	JNZ   bmmquads_1290
+	MOVQ  rows+56(FP), AX
+	MOVQ  rows+56(FP), CX
+	SHRQ  $0x02, AX
+	MOVQ  n+112(FP), DX
+	IMULQ DX, AX
+	ANDQ  $-4, CX
+	MOVQ  56(SP), DX
+	MOVQ  64(SP), BX
+	LEAQ  (DX)(AX*2), DX
+	ADDQ  AX, DX
+	LEAQ  (BX)(CX*2), BX
+	ADDQ  CX, BX
+	MOVQ  DX, 56(SP)
+	MOVQ  BX, 64(SP)
+
+bmmquadsdone_1289:
+	MOVQ rows+56(FP), AX
+	ANDQ $0x03, AX
+	MOVQ AX, 72(SP)
+	JZ   bmmsinglesdone_1305
+
+bmmsingles_1306:
+	MOVQ x_base+64(FP), AX
+	MOVQ AX, 80(SP)
+	MOVQ xBias_base+88(FP), AX
+	MOVQ AX, 88(SP)
+	MOVQ 64(SP), AX
+	MOVQ AX, 96(SP)
+	MOVQ tokens+120(FP), AX
+	MOVQ AX, 104(SP)
+
+bmmtokens_1307:
+	CMPQ 104(SP), $0x06
+	JB   bmmtokenstail_1308
+
+	// block tile 1 rows × 6 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), BX
+	MOVQ         88(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1310:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(CX)
+	VPXORD        (AX), Z0, Z8
+	VBROADCASTSD  (CX), Z9
+	VPERMPS       Z9, Z1, Z9
+	VMOVDQU32     (SI), Z10
+	VPDPBUSD      (BX), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z2
+	VMOVDQU32     (SI)(DX*1), Z10
+	VPDPBUSD      (BX)(DX*1), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z3
+	VMOVDQU32     (SI)(DX*2), Z10
+	VPDPBUSD      (BX)(DX*2), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z4
+	VMOVDQU32     (R8), Z10
+	VPDPBUSD      (DI), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z5
+	VMOVDQU32     (R8)(DX*1), Z10
+	VPDPBUSD      (DI)(DX*1), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z6
+	VMOVDQU32     (R8)(DX*2), Z10
+	VPDPBUSD      (DI)(DX*2), Z8, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z9, Z7
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x00000040, DI
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000040, R8
+	DECQ          R9
+	JNZ           bmmchunks_1310
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	MOVQ          n+112(FP), AX
+	IMUL3Q        $0x00000006, AX, AX
+	ADDQ          AX, 80(SP)
+	ADDQ          AX, 88(SP)
+	MOVQ          outStride+152(FP), AX
+	IMUL3Q        $0x00000018, AX, AX
+	ADDQ          AX, 96(SP)
+	SUBQ          $0x06, 104(SP)
+	JMP           bmmtokens_1307
+
+bmmtokenstail_1308:
+	CMPQ 104(SP), $0x05
+	JNE  bmmtokens_1311
+
+	// block tile 1 rows × 5 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), BX
+	MOVQ         88(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1312:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(CX)
+	VPXORD        (AX), Z0, Z7
+	VBROADCASTSD  (CX), Z8
+	VPERMPS       Z8, Z1, Z8
+	VMOVDQU32     (SI), Z9
+	VPDPBUSD      (BX), Z7, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z8, Z2
+	VMOVDQU32     (SI)(DX*1), Z9
+	VPDPBUSD      (BX)(DX*1), Z7, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z8, Z3
+	VMOVDQU32     (SI)(DX*2), Z9
+	VPDPBUSD      (BX)(DX*2), Z7, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z8, Z4
+	VMOVDQU32     (R8), Z9
+	VPDPBUSD      (DI), Z7, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z8, Z5
+	VMOVDQU32     (R8)(DX*1), Z9
+	VPDPBUSD      (DI)(DX*1), Z7, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z8, Z6
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x00000040, DI
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000040, R8
+	DECQ          R9
+	JNZ           bmmchunks_1312
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1309
+
+bmmtokens_1311:
+	CMPQ 104(SP), $0x04
+	JNE  bmmtokens_1313
+
+	// block tile 1 rows × 4 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), BX
+	MOVQ         88(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1314:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(CX)
+	VPXORD        (AX), Z0, Z6
+	VBROADCASTSD  (CX), Z7
+	VPERMPS       Z7, Z1, Z7
+	VMOVDQU32     (SI), Z8
+	VPDPBUSD      (BX), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z2
+	VMOVDQU32     (SI)(DX*1), Z8
+	VPDPBUSD      (BX)(DX*1), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z3
+	VMOVDQU32     (SI)(DX*2), Z8
+	VPDPBUSD      (BX)(DX*2), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z4
+	VMOVDQU32     (R8), Z8
+	VPDPBUSD      (DI), Z6, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z7, Z5
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x00000040, DI
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000040, R8
+	DECQ          R9
+	JNZ           bmmchunks_1314
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1309
+
+bmmtokens_1313:
+	CMPQ 104(SP), $0x03
+	JNE  bmmtokens_1315
+
+	// block tile 1 rows × 3 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), BX
+	MOVQ         88(SP), SI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	MOVQ         n+112(FP), DI
+	SHRQ         $0x06, DI
+
+bmmchunks_1316:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(CX)
+	VPXORD        (AX), Z0, Z5
+	VBROADCASTSD  (CX), Z6
+	VPERMPS       Z6, Z1, Z6
+	VMOVDQU32     (SI), Z7
+	VPDPBUSD      (BX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z7, Z6, Z2
+	VMOVDQU32     (SI)(DX*1), Z7
+	VPDPBUSD      (BX)(DX*1), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z7, Z6, Z3
+	VMOVDQU32     (SI)(DX*2), Z7
+	VPDPBUSD      (BX)(DX*2), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z7, Z6, Z4
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x00000040, SI
+	DECQ          DI
+	JNZ           bmmchunks_1316
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1309
+
+bmmtokens_1315:
+	CMPQ 104(SP), $0x02
+	JNE  bmmtokens_1317
+
+	// block tile 1 rows × 2 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), BX
+	MOVQ         88(SP), SI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	MOVQ         n+112(FP), DI
+	SHRQ         $0x06, DI
+
+bmmchunks_1318:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(CX)
+	VPXORD        (AX), Z0, Z4
+	VBROADCASTSD  (CX), Z5
+	VPERMPS       Z5, Z1, Z5
+	VMOVDQU32     (SI), Z6
+	VPDPBUSD      (BX), Z4, Z6
+	VCVTDQ2PS     Z6, Z6
+	VFMADD231PS   Z6, Z5, Z2
+	VMOVDQU32     (SI)(DX*1), Z6
+	VPDPBUSD      (BX)(DX*1), Z4, Z6
+	VCVTDQ2PS     Z6, Z6
+	VFMADD231PS   Z6, Z5, Z3
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, BX
+	ADDQ          $0x00000040, SI
+	DECQ          DI
+	JNZ           bmmchunks_1318
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1309
+
+bmmtokens_1317:
+	CMPQ 104(SP), $0x01
+	JNE  bmmtokens_1319
+
+	// block tile 1 rows × 1 tokens, group 32
+	MOVQ         56(SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         80(SP), DX
+	MOVQ         88(SP), BX
+	MOVQ         BX, BX
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	MOVQ         n+112(FP), SI
+	SHRQ         $0x06, SI
+
+bmmchunks_1320:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2048(CX)
+	VPXORD        (AX), Z0, Z3
+	VBROADCASTSD  (CX), Z4
+	VPERMPS       Z4, Z1, Z4
+	VMOVDQU32     (BX), Z5
+	VPDPBUSD      (DX), Z3, Z5
+	VCVTDQ2PS     Z5, Z5
+	VFMADD231PS   Z5, Z4, Z2
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000040, DX
+	ADDQ          $0x00000040, BX
+	DECQ          SI
+	JNZ           bmmchunks_1320
+	MOVQ          96(SP), AX
+	MOVQ          outStride+152(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1309
+
+bmmtokens_1319:
+bmmtokensdone_1309:
+	MOVQ n+112(FP), AX
+	ADDQ AX, 56(SP)
+	ADDQ $0x04, 64(SP)
+	DECQ 72(SP)
+	JNZ  bmmsingles_1306
+
+bmmsinglesdone_1305:
+	VZEROUPPER
+	RET
+
 // func maxAbsAVX2(x []float32) float32
 // Requires: AVX, AVX2, CMOV, SSE
 TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
@@ -40682,9 +49836,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1192
+	JAE          loopdone_1322
 
-loop_1191:
+loop_1321:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -40695,9 +49849,9 @@ loop_1191:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1191
+	JB      loop_1321
 
-loopdone_1192:
+loopdone_1322:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -40709,18 +49863,18 @@ loopdone_1192:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1194
+	JAE          maxabsdone_1324
 
-maxabs_1193:
+maxabs_1323:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1193
+	JB      maxabs_1323
 
-maxabsdone_1194:
+maxabsdone_1324:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -40740,9 +49894,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1196
+	JAE          loopdone_1326
 
-loop_1195:
+loop_1325:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -40753,9 +49907,9 @@ loop_1195:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1195
+	JB      loop_1325
 
-loopdone_1196:
+loopdone_1326:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -40769,18 +49923,18 @@ loopdone_1196:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1198
+	JAE           maxabsdone_1328
 
-maxabs_1197:
+maxabs_1327:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1197
+	JB      maxabs_1327
 
-maxabsdone_1198:
+maxabsdone_1328:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -40801,9 +49955,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1200
+	JAE          loopdone_1330
 
-loop_1199:
+loop_1329:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -40816,9 +49970,9 @@ loop_1199:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1199
+	JB           loop_1329
 
-loopdone_1200:
+loopdone_1330:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -40827,9 +49981,9 @@ loopdone_1200:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1202
+	JAE          quantdone_1332
 
-quant_1201:
+quant_1331:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -40842,9 +49996,9 @@ quant_1201:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1201
+	JB        quant_1331
 
-quantdone_1202:
+quantdone_1332:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -40865,9 +50019,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1204
+	JAE          loopdone_1334
 
-loop_1203:
+loop_1333:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -40882,12 +50036,12 @@ loop_1203:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1203
+	JB        loop_1333
 
-loopdone_1204:
+loopdone_1334:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1205
+	JA        skip_1335
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -40896,10 +50050,10 @@ loopdone_1204:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1205:
+skip_1335:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1206
+	JZ        notail_1336
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -40911,7 +50065,7 @@ skip_1205:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1206:
+notail_1336:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -40936,9 +50090,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1208
+	JAE  loopdone_1338
 
-loop_1207:
+loop_1337:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -40947,31 +50101,31 @@ loop_1207:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1207
+	JB        loop_1337
 
-loopdone_1208:
+loopdone_1338:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1209
+	JA        skip_1339
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1209:
+skip_1339:
 	CMPQ BX, DX
-	JAE  halfdone_1211
+	JAE  halfdone_1341
 
-half_1210:
+half_1340:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1210
+	JB        half_1340
 
-halfdone_1211:
+halfdone_1341:
 	VZEROUPPER
 	RET
 
@@ -40985,9 +50139,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1213
+	JAE  loopdone_1343
 
-loop_1212:
+loop_1342:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -40996,21 +50150,21 @@ loop_1212:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1212
+	JB        loop_1342
 
-loopdone_1213:
+loopdone_1343:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1214
+	JA        skip_1344
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1214:
+skip_1344:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1215
+	JZ        notail_1345
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -41018,7 +50172,7 @@ skip_1214:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1215:
+notail_1345:
 	VZEROUPPER
 	RET
 
@@ -41032,9 +50186,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1217
+	JAE  loopdone_1347
 
-loop_1216:
+loop_1346:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -41045,32 +50199,32 @@ loop_1216:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1216
+	JB        loop_1346
 
-loopdone_1217:
+loopdone_1347:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1218
+	JA        skip_1348
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1218:
+skip_1348:
 	CMPQ BX, DX
-	JAE  halfdone_1220
+	JAE  halfdone_1350
 
-half_1219:
+half_1349:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1219
+	JB        half_1349
 
-halfdone_1220:
+halfdone_1350:
 	VZEROUPPER
 	RET
 
@@ -41084,9 +50238,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1222
+	JAE  loopdone_1352
 
-loop_1221:
+loop_1351:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -41097,22 +50251,22 @@ loop_1221:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1221
+	JB        loop_1351
 
-loopdone_1222:
+loopdone_1352:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1223
+	JA        skip_1353
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1223:
+skip_1353:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1224
+	JZ        notail_1354
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -41121,7 +50275,7 @@ skip_1223:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1224:
+notail_1354:
 	VZEROUPPER
 	RET
 
@@ -41138,9 +50292,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1226
+	JAE          loopdone_1356
 
-loop_1225:
+loop_1355:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -41181,11 +50335,11 @@ loop_1225:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1225
+	JB           loop_1355
 
-loopdone_1226:
+loopdone_1356:
 	SUBQ         DX, CX
-	JE           notail_1227
+	JE           notail_1357
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -41230,7 +50384,7 @@ loopdone_1226:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1227:
+notail_1357:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -41255,9 +50409,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1229
+	JAE          loopdone_1359
 
-loop_1228:
+loop_1358:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -41272,9 +50426,9 @@ loop_1228:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1228
+	JB      loop_1358
 
-loopdone_1229:
+loopdone_1359:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -41285,17 +50439,17 @@ loopdone_1229:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1231
+	JAE          scalemaxdone_1361
 
-scalemax_1230:
+scalemax_1360:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1230
+	JB     scalemax_1360
 
-scalemaxdone_1231:
+scalemaxdone_1361:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -41315,9 +50469,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1233
+	JAE          loopdone_1363
 
-loop_1232:
+loop_1362:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -41332,9 +50486,9 @@ loop_1232:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1232
+	JB      loop_1362
 
-loopdone_1233:
+loopdone_1363:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -41347,17 +50501,17 @@ loopdone_1233:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1235
+	JAE           scalemaxdone_1365
 
-scalemax_1234:
+scalemax_1364:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1234
+	JB     scalemax_1364
 
-scalemaxdone_1235:
+scalemaxdone_1365:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -41387,9 +50541,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1237
+	JAE          loopdone_1367
 
-loop_1236:
+loop_1366:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -41436,12 +50590,12 @@ loop_1236:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1236
+	JB            loop_1366
 
-loopdone_1237:
+loopdone_1367:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1238
+	JA            skip_1368
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -41466,10 +50620,10 @@ loopdone_1237:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1238:
+skip_1368:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1239
+	JZ            notail_1369
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -41497,7 +50651,7 @@ skip_1238:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1239:
+notail_1369:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -41525,9 +50679,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1241
+	JAE          loopdone_1371
 
-loop_1240:
+loop_1370:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -41558,13 +50712,13 @@ loop_1240:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1240
+	JB        loop_1370
 
-loopdone_1241:
-ewvec_1242:
+loopdone_1371:
+ewvec_1372:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1243
+	JA        ewvecdone_1373
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -41573,13 +50727,13 @@ ewvec_1242:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1242
+	JMP       ewvec_1372
 
-ewvecdone_1243:
+ewvecdone_1373:
 	CMPQ SI, BX
-	JAE  ewonedone_1245
+	JAE  ewonedone_1375
 
-ewone_1244:
+ewone_1374:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -41589,9 +50743,9 @@ ewone_1244:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1244
+	JB        ewone_1374
 
-ewonedone_1245:
+ewonedone_1375:
 	VZEROUPPER
 	RET
 
@@ -41608,9 +50762,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1247
+	JAE          loopdone_1377
 
-loop_1246:
+loop_1376:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -41633,26 +50787,26 @@ loop_1246:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1246
+	JB      loop_1376
 
-loopdone_1247:
-ewvec_1248:
+loopdone_1377:
+ewvec_1378:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1249
+	JA      ewvecdone_1379
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1248
+	JMP     ewvec_1378
 
-ewvecdone_1249:
+ewvecdone_1379:
 	CMPQ SI, BX
-	JAE  ewonedone_1251
+	JAE  ewonedone_1381
 
-ewone_1250:
+ewone_1380:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -41660,9 +50814,9 @@ ewone_1250:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1250
+	JB     ewone_1380
 
-ewonedone_1251:
+ewonedone_1381:
 	VZEROUPPER
 	RET
 
@@ -41677,9 +50831,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1253
+	JAE  loopdone_1383
 
-loop_1252:
+loop_1382:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -41710,13 +50864,13 @@ loop_1252:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1252
+	JB      loop_1382
 
-loopdone_1253:
-ewvec_1254:
+loopdone_1383:
+ewvec_1384:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1255
+	JA      ewvecdone_1385
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -41725,13 +50879,13 @@ ewvec_1254:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1254
+	JMP     ewvec_1384
 
-ewvecdone_1255:
+ewvecdone_1385:
 	CMPQ SI, BX
-	JAE  ewonedone_1257
+	JAE  ewonedone_1387
 
-ewone_1256:
+ewone_1386:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -41741,9 +50895,9 @@ ewone_1256:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1256
+	JB     ewone_1386
 
-ewonedone_1257:
+ewonedone_1387:
 	VZEROUPPER
 	RET
 
@@ -41757,9 +50911,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1259
+	JAE  loopdone_1389
 
-loop_1258:
+loop_1388:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -41778,34 +50932,34 @@ loop_1258:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1258
+	JB      loop_1388
 
-loopdone_1259:
-ewvec_1260:
+loopdone_1389:
+ewvec_1390:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1261
+	JA      ewvecdone_1391
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1260
+	JMP     ewvec_1390
 
-ewvecdone_1261:
+ewvecdone_1391:
 	CMPQ BX, DX
-	JAE  ewonedone_1263
+	JAE  ewonedone_1393
 
-ewone_1262:
+ewone_1392:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1262
+	JB     ewone_1392
 
-ewonedone_1263:
+ewonedone_1393:
 	VZEROUPPER
 	RET
 
@@ -41825,9 +50979,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1265
+	JAE          loopdone_1395
 
-loop_1264:
+loop_1394:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -41858,13 +51012,13 @@ loop_1264:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1264
+	JB        loop_1394
 
-loopdone_1265:
-ewvec_1266:
+loopdone_1395:
+ewvec_1396:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1267
+	JA        ewvecdone_1397
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -41873,13 +51027,13 @@ ewvec_1266:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1266
+	JMP       ewvec_1396
 
-ewvecdone_1267:
+ewvecdone_1397:
 	CMPQ SI, BX
-	JAE  ewonedone_1269
+	JAE  ewonedone_1399
 
-ewone_1268:
+ewone_1398:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -41889,9 +51043,9 @@ ewone_1268:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1268
+	JB        ewone_1398
 
-ewonedone_1269:
+ewonedone_1399:
 	VZEROUPPER
 	RET
 
@@ -41908,9 +51062,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1271
+	JAE          loopdone_1401
 
-loop_1270:
+loop_1400:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -41933,26 +51087,26 @@ loop_1270:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1270
+	JB      loop_1400
 
-loopdone_1271:
-ewvec_1272:
+loopdone_1401:
+ewvec_1402:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1273
+	JA      ewvecdone_1403
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1272
+	JMP     ewvec_1402
 
-ewvecdone_1273:
+ewvecdone_1403:
 	CMPQ SI, BX
-	JAE  ewonedone_1275
+	JAE  ewonedone_1405
 
-ewone_1274:
+ewone_1404:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -41960,9 +51114,9 @@ ewone_1274:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1274
+	JB     ewone_1404
 
-ewonedone_1275:
+ewonedone_1405:
 	VZEROUPPER
 	RET
 
@@ -41977,9 +51131,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1277
+	JAE  loopdone_1407
 
-loop_1276:
+loop_1406:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -42010,13 +51164,13 @@ loop_1276:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1276
+	JB      loop_1406
 
-loopdone_1277:
-ewvec_1278:
+loopdone_1407:
+ewvec_1408:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1279
+	JA      ewvecdone_1409
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -42025,13 +51179,13 @@ ewvec_1278:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1278
+	JMP     ewvec_1408
 
-ewvecdone_1279:
+ewvecdone_1409:
 	CMPQ SI, BX
-	JAE  ewonedone_1281
+	JAE  ewonedone_1411
 
-ewone_1280:
+ewone_1410:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -42041,9 +51195,9 @@ ewone_1280:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1280
+	JB      ewone_1410
 
-ewonedone_1281:
+ewonedone_1411:
 	VZEROUPPER
 	RET
 
@@ -42057,9 +51211,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1283
+	JAE  loopdone_1413
 
-loop_1282:
+loop_1412:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -42078,34 +51232,34 @@ loop_1282:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1282
+	JB      loop_1412
 
-loopdone_1283:
-ewvec_1284:
+loopdone_1413:
+ewvec_1414:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1285
+	JA      ewvecdone_1415
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1284
+	JMP     ewvec_1414
 
-ewvecdone_1285:
+ewvecdone_1415:
 	CMPQ BX, DX
-	JAE  ewonedone_1287
+	JAE  ewonedone_1417
 
-ewone_1286:
+ewone_1416:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1286
+	JB     ewone_1416
 
-ewonedone_1287:
+ewonedone_1417:
 	VZEROUPPER
 	RET
 
@@ -42130,9 +51284,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1289
+	JAE   loopdone_1419
 
-loop_1288:
+loop_1418:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -42207,21 +51361,21 @@ loop_1288:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1288
+	JB         loop_1418
 
-loopdone_1289:
+loopdone_1419:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1291
+	JAE    sum64done_1421
 
-sum64_1290:
+sum64_1420:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1290
+	JB     sum64_1420
 
-sum64done_1291:
+sum64done_1421:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -42255,9 +51409,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1293
+	JAE    loopdone_1423
 
-loop_1292:
+loop_1422:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -42300,20 +51454,20 @@ loop_1292:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1292
+	JB         loop_1422
 
-loopdone_1293:
+loopdone_1423:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1295
+	JAE    sum64done_1425
 
-sum64_1294:
+sum64_1424:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1294
+	JB     sum64_1424
 
-sum64done_1295:
+sum64done_1425:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -42360,9 +51514,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1297
+	JZ         sgemmtail_1427
 
-sgemm_1296:
+sgemm_1426:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -42446,13 +51600,13 @@ sgemm_1296:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1296
+	JNZ          sgemm_1426
 
-sgemmtail_1297:
+sgemmtail_1427:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1299
+	JZ   sgemmdone_1429
 
-sgemmone_1298:
+sgemmone_1428:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -42476,9 +51630,9 @@ sgemmone_1298:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1298
+	JNZ          sgemmone_1428
 
-sgemmdone_1299:
+sgemmdone_1429:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -42572,9 +51726,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1301
+	JZ         sgemmtail_1431
 
-sgemm_1300:
+sgemm_1430:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -42730,13 +51884,13 @@ sgemm_1300:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1300
+	JNZ          sgemm_1430
 
-sgemmtail_1301:
+sgemmtail_1431:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1303
+	JZ   sgemmdone_1433
 
-sgemmone_1302:
+sgemmone_1432:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -42778,9 +51932,9 @@ sgemmone_1302:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1302
+	JNZ          sgemmone_1432
 
-sgemmdone_1303:
+sgemmdone_1433:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -42851,9 +52005,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1305
+	JLE   fmadone_1435
 
-fma_1304:
+fma_1434:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -42867,9 +52021,9 @@ fma_1304:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1304
+	JNZ         fma_1434
 
-fmadone_1305:
+fmadone_1435:
 	VZEROUPPER
 	RET
 
@@ -42896,9 +52050,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1307
+	JLE    fmadone_1437
 
-fma_1306:
+fma_1436:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -42916,9 +52070,9 @@ fma_1306:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1306
+	JNZ         fma_1436
 
-fmadone_1307:
+fmadone_1437:
 	VZEROUPPER
 	RET
 
@@ -42941,9 +52095,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1309
+	JLE   int8done_1439
 
-int8_1308:
+int8_1438:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -42957,9 +52111,9 @@ int8_1308:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1308
+	JNZ        int8_1438
 
-int8done_1309:
+int8done_1439:
 	VZEROUPPER
 	RET
 
@@ -42982,9 +52136,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1311
+	JLE    int8done_1441
 
-int8_1310:
+int8_1440:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -42998,8 +52152,8 @@ int8_1310:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1310
+	JNZ      int8_1440
 
-int8done_1311:
+int8done_1441:
 	VZEROUPPER
 	RET

@@ -300,11 +300,13 @@ func BenchmarkTernaryMatMulFew(b *testing.B) {
 	}
 }
 
-// BenchmarkHeadFew: the float16 and int8 heads over the few tokens of a
-// speculative verification pass, a 32768-row slice of the 2B head (160 MiB
-// as float16, beyond the L3) read once per call; GMAC/s counts
-// multiply-adds (rows·n·tokens), and the FMA peak of the same run is
-// reported beside the float16 one.
+// BenchmarkHeadFew: the float16, int8 and block-type (Q6_K's groups of 16)
+// heads over the few tokens of a speculative verification pass, a
+// 32768-row slice of the 2B head (160 MiB as float16, beyond the L3) read
+// once per call; GMAC/s counts multiply-adds (rows·n·tokens), and the FMA
+// peak of the same run is reported beside the float16 one. "blocks-rows"
+// is the block head as dotBlockRows per token over blocks of rows that
+// stay in L2 (the way before dotBlockMatMul), beside "blocks".
 func BenchmarkHeadFew(b *testing.B) {
 	const rows, n = 32768, 2560
 	w16 := new(weightArena).f16(rows * n)
@@ -323,7 +325,17 @@ func BenchmarkHeadFew(b *testing.B) {
 	}
 	out := make([]float32, 16*rows)
 	out8 := make([]int32, 16*rows)
+	const group = 16
+	scales := make([]float32, rows*n/group)
+	for i := range scales {
+		scales[i] = float32(i%13) / 7
+	}
+	bias := make([]int32, 16*n/4)
+	for t := 0; t < 16; t++ {
+		blockBias(x8[t*n:(t+1)*n], bias[t*n/4:(t+1)*n/4])
+	}
 	for _, k := range kernelSets()[:len(kernelSets())-1] {
+		perRow := blockedBlocks(k.dotBlockRows)
 		peak := fmaPeak(&k.sgemm, 100*time.Millisecond) * 1e9 / 2 // multiply-adds per second
 		for _, tokens := range []int{1, 2, 3, 4, 6, 9, 16} {
 			b.Run(fmt.Sprintf("%s/f16/%d", k.name, tokens), func(b *testing.B) {
@@ -342,6 +354,18 @@ func BenchmarkHeadFew(b *testing.B) {
 				}
 				b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 			})
+			for _, v := range []struct {
+				name string
+				f    func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)
+			}{{"blocks", k.dotBlockMatMul}, {"blocks-rows", perRow}} {
+				b.Run(fmt.Sprintf("%s/%s/%d", k.name, v.name, tokens), func(b *testing.B) {
+					b.SetBytes(int64(len(w8) + 4*len(scales)))
+					for b.Loop() {
+						v.f(w8, scales, group, rows, x8, bias, n, tokens, out, rows)
+					}
+					b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
 		}
 	}
 }

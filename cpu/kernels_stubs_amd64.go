@@ -31,7 +31,8 @@ func ternaryMatMulAVX2(w []byte, stride int, rows int, x []int8, xStride int, n 
 //go:noescape
 func ternaryMatMulVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
 
-// For 1…4 tokens its tiles take rows a quarter of the call's apart and prefetch each row's
+// ternaryMatMulVNNIHW is ternaryMatMulVNNI (the same bits) with other prefetches:
+// for 1…4 tokens its tiles take rows a quarter of the call's apart and prefetch each row's
 // lines 2048 bytes ahead into L1 (PREFETCHNTA); from 5 tokens on it is ternaryMatMulVNNI.
 //
 //go:noescape
@@ -132,7 +133,8 @@ func kScoresAVX2(kt []uint16, hd int, n int, q []float32, nq int, out []float32,
 //go:noescape
 func dotI8MatMulVNNI(w []int8, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int, bias []int32)
 
-// For 1…9 tokens its tiles take rows a quarter of the call's apart and prefetch each row's
+// dotI8MatMulVNNIHW is dotI8MatMulVNNI (the same bits) with other prefetches:
+// for 1…9 tokens its tiles take rows a quarter of the call's apart and prefetch each row's
 // lines 2048 bytes ahead into L1 (PREFETCHNTA); from 10 tokens on it is dotI8MatMulVNNI.
 //
 //go:noescape
@@ -152,6 +154,18 @@ func dotBlockRowsVNNI(w []int8, scales []float32, group int, x []int8, xBias []i
 //
 //go:noescape
 func dotBlockRowsVNNIHW(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
+// dotBlockMatMulVNNI is dotBlockMatMul with AVX-512 VNNI: tiles of 4 rows (a quarter of the call's apart) × 6 tokens,
+// each (row, token) summed as dotBlockRowsVNNI sums the row.
+//
+//go:noescape
+func dotBlockMatMulVNNI(w []int8, scales []float32, group int, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
+
+// dotBlockMatMulVNNIHW is dotBlockMatMulVNNI (the same bits) with other prefetches:
+// its tiles prefetch each row's lines 2048 bytes ahead into L1 (PREFETCHNTA).
+//
+//go:noescape
+func dotBlockMatMulVNNIHW(w []int8, scales []float32, group int, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
 
 // maxAbsAVX2 is maxAbs: the largest |x| as unsigned bits, 4 vectors per step.
 //

@@ -757,6 +757,83 @@ func TestDotBlockRows(t *testing.T) {
 	})
 }
 
+// TestDotBlockMatMul: every set's few-token block head gives each token
+// exactly (bit for bit) what the set's dotBlockRows gives that token alone
+// (the batch invariance speculative decoding relies on), for both group
+// sizes, every row remainder, token counts on both sides of a tile's, the
+// extreme codes; the gaps between the output rows stay untouched. (The
+// generic set's dotBlockRows is the twin of TestDotBlockRows.)
+func TestDotBlockMatMul(t *testing.T) {
+	for _, k := range kernelSets() {
+		t.Run(k.name, func(t *testing.T) {
+			rng := newRand()
+			for _, group := range []int{16, 32} {
+				for _, n := range []int{0, 64, 128, 320, 2560} {
+					for _, rows := range append(testRows, 130) {
+						for _, tokens := range []int{0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 13} {
+							if n == 2560 && rows > 9 && tokens%2 == 0 {
+								continue // the long rows on a few shapes only: the test stays quick
+							}
+							expectBlockMatMul(t, k, rng, group, n, rows, tokens, (rows+tokens)%3 == 0)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// expectBlockMatMul runs k.dotBlockMatMul on random codes (or, when
+// extreme, the extreme ones) and checks it against k.dotBlockRows per
+// token.
+func expectBlockMatMul(t *testing.T, k kernels, rng *rand.Rand, group, n, rows, tokens int, extreme bool) {
+	t.Helper()
+	G := n / group
+	w := randomI8(rng, rows*n, -128, 127, 127)
+	x := randomI8(rng, tokens*n, -127, 127, 127)
+	if extreme {
+		for i := range w {
+			w[i] = []int8{-128, 127}[i%2]
+		}
+		for i := range x {
+			x[i] = []int8{-127, 127}[i/3%2]
+		}
+	}
+	scales := make([]float32, rows*G)
+	for i := range scales {
+		scales[i] = float32(rng.NormFloat64())
+	}
+	bias := make([]int32, tokens*n/4)
+	for tk := 0; tk < tokens; tk++ {
+		blockBias(x[tk*n:(tk+1)*n], bias[tk*n/4:(tk+1)*n/4])
+	}
+	os := rows + rng.IntN(3)
+	var out, all []float32
+	if tokens > 0 {
+		out, all = poisoned((tokens-1)*os+rows, 1+rng.IntN(7), 16, float32(math.NaN()))
+	}
+	k.dotBlockMatMul(w, scales, group, rows, x, bias, n, tokens, out, os)
+	want := make([]float32, rows)
+	for tk := 0; tk < tokens; tk++ {
+		k.dotBlockRows(w, scales, group, x[tk*n:(tk+1)*n], bias[tk*n/4:(tk+1)*n/4], want)
+		for r, v := range want {
+			if g := out[tk*os+r]; math.Float32bits(g) != math.Float32bits(v) {
+				t.Fatalf("group %d n %d rows %d tokens %d: token %d row %d: %g, alone %g", group, n, rows, tokens, tk, r, g, v)
+			}
+		}
+		if tk+1 < tokens {
+			for i := rows; i < os; i++ {
+				if v := out[tk*os+i]; v == v {
+					t.Fatalf("group %d n %d rows %d tokens %d: wrote out[%d] between tokens", group, n, rows, tokens, tk*os+i)
+				}
+			}
+		}
+	}
+	if tokens > 0 {
+		checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
+	}
+}
+
 func TestSumBytes(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()
@@ -801,6 +878,9 @@ func TestBoundsChecked(t *testing.T) {
 			"dotI8Rows": func() { k.dotI8Rows(make([]int8, 9), 5, make([]int8, 5), make([]int32, 2)) },
 			"dotBlockRows": func() {
 				k.dotBlockRows(make([]int8, 127), make([]float32, 8), 32, make([]int8, 64), make([]int32, 16), make([]float32, 2))
+			},
+			"dotBlockMatMul": func() {
+				k.dotBlockMatMul(make([]int8, 127), make([]float32, 8), 32, 2, make([]int8, 64), make([]int32, 16), 64, 1, make([]float32, 2), 2)
 			},
 			"dotF16MatMul": func() {
 				k.dotF16MatMul(make([]uint16, 10), 5, 2, make([]float32, 10), 5, 5, 2, make([]float32, 3), 2)

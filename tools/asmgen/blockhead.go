@@ -32,6 +32,8 @@ package main
 // 64 (the Go wrapper checks).
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/gotypes"
 	. "github.com/mmcloughlin/avo/operand"
@@ -338,3 +340,243 @@ func genDotBlockRowsAVX2() {
 // read probe instead of 0.68-0.75 with one prefetch per 64 bytes (Zen 4
 // VM, one thread, BenchmarkDotBlockRows; 128 bytes measured the same).
 const blockStep = 256
+
+// dotBlockMatMul: out[t·outStride + r] = dotBlockRows of row r for token
+// t, for r < rows, t < tokens: a block-type head over a few tokens (a
+// speculative verification pass, a step of several served streams). The
+// codes are rows × n (n a positive multiple of 64), the scales rows ×
+// n/group, x tokens × n, xBias tokens × n/4 (blockBias of each token).
+//
+// dotBlockMatMulVNNI takes tiles of 4 rows a quarter of the call's rows
+// apart (four DRAM streams, as the row kernels take them) × up to
+// blockMatMulTokens tokens, then the last rows%4 rows one at a time. Per
+// 64 bytes of a row it flips the codes (XOR 0x80) and lays out their
+// group scales once, then per token does what dotBlockRowsVNNI does for
+// that row: the token's bias, vpdpbusd, vcvtdq2ps and an FMA into the
+// (row, token) accumulator, reduced at the end as that kernel reduces
+// its rows. So each (row, token) gets dotBlockRowsVNNI's bits, and a
+// token's logits do not depend on the tokens beside it. Where the per-
+// token calls of dotBlockRows (over blocks of rows that stay in L2) did
+// the flip and the scales once per token and read the codes again per
+// token, a tile does them once. The x and bias vectors are read from L1
+// per (row, token); the outer loops' pointers live on the stack, for want
+// of general registers. The HW version prefetches each row's line 2 KiB
+// ahead into L1 (PREFETCHNTA, as the other few-token HW versions), the
+// other 16 KiB ahead into L2.
+const dotBlockMatMulSig = "func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)"
+
+// blockMatMulTokens is the most tokens a dotBlockMatMulVNNI tile takes:
+// 4 rows × 6 tokens are 24 accumulators, beside the flip and permutation
+// constants, the flipped codes, the scales and the lane being summed.
+const blockMatMulTokens = 6
+
+func genDotBlockMatMulVNNI() {
+	TEXT(kernelName("dotBlockMatMulVNNI"), NOSPLIT, dotBlockMatMulSig)
+	Pragma("noescape")
+	kernelDoc("dotBlockMatMulVNNI",
+		fmt.Sprintf("dotBlockMatMulVNNI is dotBlockMatMul with AVX-512 VNNI: tiles of 4 rows (a quarter of the call's apart) × %d tokens,", blockMatMulTokens),
+		"each (row, token) summed as dotBlockRowsVNNI sums the row.")
+	if hwPrefetchOnly {
+		Doc("dotBlockMatMulVNNIHW is dotBlockMatMulVNNI (the same bits) with other prefetches:",
+			fmt.Sprintf("its tiles prefetch each row's lines %d bytes ahead into L1 (PREFETCHNTA).", nearAhead))
+	}
+	g := load(Param("group"))
+	g32 := label("bmmgroup32")
+	CMPQ(g, U8(32))
+	JE(LabelRef(g32))
+	blockMatMulBody(16)
+	Label(g32)
+	blockMatMulBody(32)
+}
+
+// blockMatMulBody emits dotBlockMatMulVNNI for one group size.
+func blockMatMulBody(group int) {
+	shift := bitsLen(group) - 2 // bytes of scales = bytes of codes >> shift
+	W, O, CNT := AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	st := &blockMatMulState{X: AllocLocal(8), B: AllocLocal(8), OT: AllocLocal(8), TL: AllocLocal(8), W: W, O: O, shift: shift, group: group}
+	w := load(Param("w").Base())
+	MOVQ(w, W)
+	o := load(Param("out").Base())
+	MOVQ(o, O)
+	q := load(Param("rows"))
+	SHRQ(U8(2), q)
+	MOVQ(q, CNT)
+	quadsDone := label("bmmquadsdone")
+	TESTQ(q, q)
+	JZ(LabelRef(quadsDone))
+	quads := label("bmmquads")
+	Label(quads)
+	st.tokenTiles(4)
+	n := load(Param("n"))
+	ADDQ(n, W) // the next row of each quarter
+	ADDQ(U8(4), O)
+	DECQ(CNT)
+	JNZ(LabelRef(quads))
+	// Past the other three quarters.
+	qs, oq := load(Param("rows")), load(Param("rows"))
+	SHRQ(U8(2), qs)
+	IMULQ(load(Param("n")), qs) // bytes of codes between the quarters
+	ANDQ(I8(-4), oq)            // bytes between their outputs
+	w, o = GP64(), GP64()
+	MOVQ(W, w)
+	MOVQ(O, o)
+	pastQuarters(w, qs, o, oq)
+	MOVQ(w, W)
+	MOVQ(o, O)
+	Label(quadsDone)
+	rest := load(Param("rows"))
+	ANDQ(U8(3), rest)
+	MOVQ(rest, CNT)
+	done := label("bmmsinglesdone")
+	JZ(LabelRef(done))
+	singles := label("bmmsingles")
+	Label(singles)
+	st.tokenTiles(1)
+	n = load(Param("n"))
+	ADDQ(n, W)
+	ADDQ(U8(4), O)
+	DECQ(CNT)
+	JNZ(LabelRef(singles))
+	Label(done)
+	VZEROUPPER()
+	RET()
+}
+
+// blockMatMulState is where dotBlockMatMulVNNI keeps its loops' pointers:
+// W the row group's first row, O its output for token 0, X, B and OT the
+// token tile's activations, biases and output, TL the tokens left.
+type blockMatMulState struct {
+	W, O, X, B, OT, TL Mem
+	shift              uint8
+	group              int
+}
+
+// tokenTiles emits the token tiles of the R rows at W: tiles of
+// blockMatMulTokens tokens, then one of the rest.
+func (st *blockMatMulState) tokenTiles(R int) {
+	x := load(Param("x").Base())
+	MOVQ(x, st.X)
+	b := load(Param("xBias").Base())
+	MOVQ(b, st.B)
+	o := GP64()
+	MOVQ(st.O, o)
+	MOVQ(o, st.OT)
+	tl := load(Param("tokens"))
+	MOVQ(tl, st.TL)
+	T := blockMatMulTokens
+	loop, tail, done := label("bmmtokens"), label("bmmtokenstail"), label("bmmtokensdone")
+	Label(loop)
+	CMPQ(st.TL, U8(T))
+	JB(LabelRef(tail))
+	st.tile(R, T)
+	step := load(Param("n"))
+	IMUL3Q(U32(T), step, step) // bytes of T tokens' x, and of their biases
+	ADDQ(step, st.X)
+	ADDQ(step, st.B)
+	os := load(Param("outStride"))
+	IMUL3Q(U32(4*T), os, os)
+	ADDQ(os, st.OT)
+	SUBQ(U8(T), st.TL)
+	JMP(LabelRef(loop))
+	Label(tail)
+	for t := T - 1; t >= 1; t-- {
+		next := label("bmmtokens")
+		CMPQ(st.TL, U8(t))
+		JNE(LabelRef(next))
+		st.tile(R, t)
+		JMP(LabelRef(done))
+		Label(next)
+	}
+	Label(done)
+}
+
+// tile emits one tile of R rows (4: a quarter of the call's rows apart; 1)
+// × T tokens.
+func (st *blockMatMulState) tile(R, T int) {
+	Commentf("block tile %d rows × %d tokens, group %d", R, T, st.group)
+	fewTokenPrefetches(true, func() { st.tileBody(R, T) })
+}
+
+func (st *blockMatMulState) tileBody(R, T int) {
+	w0 := GP64()
+	MOVQ(st.W, w0)
+	gap := load(Param("n"))
+	if R == 4 {
+		q := load(Param("rows"))
+		SHRQ(U8(2), q)
+		IMULQ(q, gap) // bytes between the quarters' rows
+	}
+	s0 := GP64()
+	MOVQ(w0, s0)
+	SUBQ(load(Param("w").Base()), s0)
+	SHRQ(U8(st.shift), s0)
+	ADDQ(load(Param("scales").Base()), s0) // row 0's scales
+	sgap := GP64()
+	MOVQ(gap, sgap)
+	SHRQ(U8(st.shift), sgap)
+	rws := newStrided(w0, gap, R)
+	scs := newStrided(s0, sgap, R)
+	xs := load(Param("n")) // bytes between tokens' x, and between their biases
+	x0, b0 := GP64(), GP64()
+	MOVQ(st.X, x0)
+	MOVQ(st.B, b0)
+	toks := newStrided(x0, xs, T)
+	bias := newStrided(b0, xs, T)
+
+	perChunk := 64 / st.group
+	flip, idx := ZMM(), ZMM()
+	VPBROADCASTD(bytes80, flip)
+	VMOVDQU32(map[int]Mem{4: permQuads, 2: permOctets}[perChunk], idx)
+	acc := zmms(R * T) // [r·T + t]
+	u, sv, lane := ZMM(), ZMM(), ZMM()
+	c := load(Param("n"))
+	SHRQ(U8(6), c)
+	loop := label("bmmchunks")
+	Label(loop)
+	for r := 0; r < R; r++ {
+		prefetch(rws.at(r, 0))
+		prefetch(scs.at(r, 0))
+		VPXORD(rws.at(r, 0), flip, u)
+		if perChunk == 4 {
+			VBROADCASTF32X4(scs.at(r, 0), sv)
+		} else {
+			VBROADCASTSD(scs.at(r, 0), sv)
+		}
+		VPERMPS(sv, idx, sv)
+		for t := 0; t < T; t++ {
+			VMOVDQU32(bias.at(t, 0), lane)
+			vpdpbusd(toks.at(t, 0), u, lane)
+			VCVTDQ2PS(lane, lane)
+			VFMADD231PS(lane, sv, acc[r*T+t])
+		}
+	}
+	rws.advance(64)
+	scs.advance(64 >> st.shift)
+	toks.advance(64)
+	bias.advance(64)
+	DECQ(c)
+	JNZ(LabelRef(loop))
+
+	o := GP64()
+	MOVQ(st.OT, o)
+	os := load(Param("outStride"))
+	SHLQ(U8(2), os)
+	var oq reg.GPVirtual
+	if R == 4 {
+		oq = load(Param("rows"))
+		ANDQ(I8(-4), oq) // bytes between the quarters' outputs
+	}
+	for t := 0; t < T; t++ {
+		for r := 0; r < R; r++ {
+			y := f32EVEX.sum1(f32EVEX.fold256(acc[r*T+t]))
+			if R == 4 {
+				VMOVSS(y, quarterAt(o, oq, r))
+			} else {
+				VMOVSS(y, Mem{Base: o})
+			}
+		}
+		if t < T-1 {
+			ADDQ(os, o)
+		}
+	}
+}

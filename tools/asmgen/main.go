@@ -63,6 +63,8 @@ func main() {
 	genDotBlockRowsAVX2()
 	genDotBlockRowsVNNI()
 	withoutPrefetch(genDotBlockRowsVNNI)
+	genDotBlockMatMulVNNI()
+	withoutPrefetch(genDotBlockMatMulVNNI)
 	genMaxAbs("maxAbsAVX2", false)
 	genMaxAbs("maxAbsAVX512", true)
 	genQuantizeI8AVX2()

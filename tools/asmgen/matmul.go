@@ -364,7 +364,8 @@ func genTernaryMatMulVNNI() {
 // prefetches that it takes for calls of 1…tokens tokens.
 func nearDoc(plain string, tokens int) {
 	if hwPrefetchOnly {
-		Doc(fmt.Sprintf("For 1…%d tokens its tiles take rows a quarter of the call's apart and prefetch each row's", tokens),
+		Doc(plain+"HW is "+plain+" (the same bits) with other prefetches:",
+			fmt.Sprintf("for 1…%d tokens its tiles take rows a quarter of the call's apart and prefetch each row's", tokens),
 			fmt.Sprintf("lines %d bytes ahead into L1 (PREFETCHNTA); from %d tokens on it is %s.", nearAhead, tokens+1, plain))
 	}
 }
