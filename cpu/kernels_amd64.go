@@ -41,7 +41,7 @@ var avx2Kernels = kernels{
 	axpyF16Rows:    rowsOfAxpy(checkAxpyF16(axpyF16AVX2)),
 	axpyF16Rows4:   checkAxpyF16Rows4(wholeAxpyRows4(axpyF16Rows4AVX2, fourOf(rowsOfAxpy(checkAxpyF16(axpyF16AVX2))))),
 	dotI8Rows:      checkDotI8Rows(dotI8RowsAVX2),
-	dotF16MatMul:   checkDotF16MatMul(blockedF16(checkDotF16Rows(dotF16RowsAVX2))),
+	dotF16MatMul:   checkDotF16MatMul(tiledF16(dotF16MatMulAVX2, 5)),
 	dotI8MatMul:    checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
 	dotBlockRows:   checkDotBlockRows(dotBlockRowsAVX2),
 	dotBlockMatMul: checkDotBlockMatMul(blockedBlocks(checkDotBlockRows(dotBlockRowsAVX2))),

@@ -347,6 +347,16 @@ func BenchmarkHeadFew(b *testing.B) {
 				b.ReportMetric(macs/1e9, "GMAC/s")
 				b.ReportMetric(macs/peak, "of-FMA-peak")
 			})
+			if k.name == "avx2" { // its one-token kernel per token over L2-resident blocks (the way before dotF16MatMulAVX2)
+				b.Run(fmt.Sprintf("%s/f16-rows/%d", k.name, tokens), func(b *testing.B) {
+					f := blockedF16(k.dotF16Rows)
+					b.SetBytes(int64(2 * len(w16)))
+					for b.Loop() {
+						f(w16, n, rows, x, n, n, tokens, out, rows)
+					}
+					b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
 			b.Run(fmt.Sprintf("%s/i8/%d", k.name, tokens), func(b *testing.B) {
 				b.SetBytes(int64(len(w8)))
 				for b.Loop() {

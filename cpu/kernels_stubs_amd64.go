@@ -115,6 +115,12 @@ func dotF16MatMulAVX512(w []uint16, stride int, rows int, x []float32, xStride i
 //go:noescape
 func dotF16MatMulAVX512HW(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
 
+// dotF16MatMulAVX2 is dotF16MatMul with F16C and FMA for 1…5 tokens: tiles of 1-2 rows × every token,
+// each sum in dotF16RowsAVX2's order.
+//
+//go:noescape
+func dotF16MatMulAVX2(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
+
 // kScoresAVX512 is kScores with AVX-512: each score one FMA chain over d, positions in lanes,
 // several blocks of 16 positions at a time.
 //

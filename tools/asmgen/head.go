@@ -405,3 +405,177 @@ func i8Tile(R, T int, w, x, out, left reg.GPVirtual, g tileRows) {
 		}
 	}
 }
+
+// headF16AVX2Tokens is the most tokens dotF16MatMulAVX2 takes in one call
+// (cpu's tiledF16 splits more, in even tiles over L2-resident blocks).
+const headF16AVX2Tokens = 5
+
+// f16AVX2TileRows is the rows of a dotF16MatMulAVX2 tile of T tokens: the
+// row kernel's two accumulators per (row, token), the widened rows and an
+// activation vector fit the 16 ymm (2 rows up to 3 tokens: 12 + 2 + 1),
+// and the rows of a tile share each activation load, which from 3 tokens
+// on (30 KiB of activations at the 2B shape's 2560) come from L2 more
+// than from L1.
+func f16AVX2TileRows(T int) int {
+	if T <= 3 {
+		return 2
+	}
+	return 1
+}
+
+// genDotF16MatMulAVX2 writes dotF16MatMulAVX2: tiles of 1-2 adjacent rows
+// × 1…5 tokens, each 8 elements of a row widened once for all the tokens,
+// each (row, token) summed as dotF16RowsAVX2 sums the row (its two
+// accumulators fed in the same order, then sum4's lane order for the rows
+// it takes in groups of 4, sum1's for the others, then its scalar tail), so
+// a token's logits are those it gets alone. Each row is prefetched 16 KiB
+// ahead once per 64 bytes.
+func genDotF16MatMulAVX2() {
+	TEXT("dotF16MatMulAVX2", NOSPLIT, dotF16MatMulSig)
+	Pragma("noescape")
+	Doc(fmt.Sprintf("dotF16MatMulAVX2 is dotF16MatMul with F16C and FMA for 1…%d tokens: tiles of 1-2 rows × every token,", headF16AVX2Tokens),
+		"each sum in dotF16RowsAVX2's order.")
+	tokens := load(Param("tokens"))
+	end := label("f16x2end")
+	for T := 1; T <= headF16AVX2Tokens; T++ {
+		next := label("f16x2tokens")
+		CMPQ(tokens, U8(T))
+		JNE(LabelRef(next))
+		f16AVX2Rows(T)
+		JMP(LabelRef(end))
+		Label(next)
+	}
+	Label(end)
+	VZEROUPPER()
+	RET()
+}
+
+// f16AVX2Rows emits the row loop of dotF16MatMulAVX2 for T tokens: the
+// first rows &^ 3 rows (which dotF16RowsAVX2 sums in groups of 4) in tiles
+// of f16AVX2TileRows(T), then the last rows % 4 (which it sums alone) one
+// at a time.
+func f16AVX2Rows(T int) {
+	w := load(Param("w").Base())
+	out := load(Param("out").Base())
+	for _, quad := range []bool{true, false} {
+		R := 1
+		cnt := load(Param("rows"))
+		if quad {
+			R = f16AVX2TileRows(T)
+			ANDQ(I32(-4), cnt)
+			if R == 2 {
+				SHRQ(U8(1), cnt)
+			}
+		} else {
+			ANDQ(U8(3), cnt)
+		}
+		loop, done := label("f16x2rows"), label("f16x2rowsdone")
+		JZ(LabelRef(done))
+		Label(loop)
+		f16AVX2Tile(R, T, w, out, quad)
+		stride := load(Param("stride"))
+		SHLQ(U8(1), stride)
+		nextRows(w, stride, out, R)
+		DECQ(cnt)
+		JNZ(LabelRef(loop))
+		Label(done)
+	}
+}
+
+// f16AVX2Tile emits one tile of dotF16MatMulAVX2: the R rows at w against
+// T tokens, out[t·outStride + r] = the sum of row r and token t.
+func f16AVX2Tile(R, T int, w, out reg.GPVirtual, quad bool) {
+	Commentf("avx2 tile %d rows × %d tokens", R, T)
+	xs := load(Param("xStride"))
+	SHLQ(U8(2), xs)
+	rem := load(Param("n"))
+	stride := load(Param("stride"))
+	SHLQ(U8(1), stride)
+	rws := newStrided(w, stride, R)
+	toks := newStrided(load(Param("x").Base()), xs, T)
+	acc0, acc1 := ymms(R*T), ymms(R*T) // [r·T + t]
+	// sub multiplies the 8 elements at element offset e into a.
+	sub := func(e int, a []reg.VecVirtual) {
+		h := make([]reg.VecVirtual, R)
+		for r := range h {
+			h[r] = YMM()
+			VCVTPH2PS(rws.at(r, 2*e), h[r])
+		}
+		for t := 0; t < T; t++ {
+			if R == 1 {
+				VFMADD231PS(toks.at(t, 4*e), h[0], a[t])
+				continue
+			}
+			xv := YMM()
+			VMOVUPS(toks.at(t, 4*e), xv)
+			for r := 0; r < R; r++ {
+				VFMADD231PS(xv, h[r], a[r*T+t])
+			}
+		}
+	}
+	whileRem(rem, 32, "f16x2steps", func() {
+		for r := 0; r < R; r++ {
+			prefetch(rws.at(r, 0))
+		}
+		sub(0, acc0)
+		sub(8, acc1)
+		sub(16, acc0)
+		sub(24, acc1)
+		rws.advance(64)
+		toks.advance(128)
+	})
+	for _, k := range []int{16, 8} {
+		skip := label("f16x2part")
+		CMPQ(rem, U8(k))
+		JB(LabelRef(skip))
+		sub(0, acc0)
+		if k == 16 {
+			sub(8, acc1)
+		}
+		rws.advance(2 * k)
+		toks.advance(4 * k)
+		SUBQ(U8(k), rem)
+		Label(skip)
+	}
+	s := make([]reg.VecVirtual, R*T)
+	for i := range s {
+		VADDPS(acc1[i], acc0[i], acc0[i])
+		if quad {
+			s[i] = f32VEX.sum4([]reg.VecVirtual{acc0[i], acc0[i], acc0[i], acc0[i]})
+		} else {
+			s[i] = f32VEX.sum1(acc0[i])
+		}
+	}
+	// The scalar tail (< 8 elements), one FMA per element as the row
+	// kernel's (packed for its groups of 4: the same per lane).
+	loop, done := label("f16x2tail"), label("f16x2taildone")
+	TESTQ(rem, rem)
+	JZ(LabelRef(done))
+	Label(loop)
+	for r := 0; r < R; r++ {
+		g, h := GP32(), XMM()
+		MOVWLZX(rws.at(r, 0), g)
+		VMOVD(g, h)
+		VCVTPH2PS(h, h)
+		for t := 0; t < T; t++ {
+			VFMADD231SS(toks.at(t, 0), h, s[r*T+t])
+		}
+	}
+	rws.advance(2)
+	toks.advance(4)
+	DECQ(rem)
+	JNZ(LabelRef(loop))
+	Label(done)
+	os := load(Param("outStride"))
+	SHLQ(U8(2), os)
+	o := GP64()
+	MOVQ(out, o)
+	for t := 0; t < T; t++ {
+		for r := 0; r < R; r++ {
+			VMOVSS(s[r*T+t], Mem{Base: o, Disp: 4 * r})
+		}
+		if t < T-1 {
+			ADDQ(os, o)
+		}
+	}
+}

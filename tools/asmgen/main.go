@@ -56,6 +56,7 @@ func main() {
 	withoutPrefetch(genDotI8RowsVNNI)
 	genDotF16MatMulAVX512()
 	withoutPrefetch(genDotF16MatMulAVX512)
+	genDotF16MatMulAVX2()
 	genKScoresAVX512()
 	genKScoresAVX2()
 	genDotI8MatMulVNNI()
