@@ -32,9 +32,15 @@ package main
 //	                    bias[t] = 128·Σx_t, subtracted at the store.
 //	                    Leftover rows: tiles of 1 row × 8 tokens.
 //
-// The avx2 set runs its one-token row kernels over blocks of 64 rows, every
-// token per block (cpu/kernels_amd64.go): the block's rows come from L2
-// after the first token.
+//	dotF16MatMulAVX2    tiles of 2 adjacent rows × 1-3 tokens or 1 row × 4-5
+//	                    (the row kernel's two accumulators per (row, token)
+//	                    in 16 ymm), each row's 8 elements widened once for
+//	                    every token, summed in dotF16RowsAVX2's order (see
+//	                    genDotF16MatMulAVX2).
+//
+// The avx2 set's int8 head runs its one-token row kernel over blocks of 64
+// rows, every token per block (cpu/kernels_amd64.go): the block's rows come
+// from L2 after the first token.
 //
 // Both prefetch each row 16 KiB ahead, as the row kernels do.
 // dotF16MatMulAVX512HW, for Zen 5 (cpu.hwPrefetcher), runs 1-6 tokens with
