@@ -25,6 +25,9 @@ func asmKernelSets() []kernels {
 	if hasAVX2 && hasAVX512VNNI {
 		sets = append(sets, avx512VNNIKernels)
 	}
+	if hasAVXVNNI {
+		sets = append(sets, avxVNNIKernels)
+	}
 	if hasAVX2 {
 		sets = append(sets, avx2Kernels)
 	}

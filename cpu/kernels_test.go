@@ -917,6 +917,9 @@ func TestAsmPresent(t *testing.T) {
 	if hasAVX2 && cpu.X86.HasF16C {
 		want = append([]string{"avx2"}, want...)
 	}
+	if hasAVX2 && cpu.X86.HasAVXVNNI {
+		want = append([]string{"avxvnni"}, want...)
+	}
 	if hasAVX2 && hasAVX512VNNI {
 		want = append([]string{"avx512vnni"}, want...)
 	}
@@ -928,8 +931,8 @@ func TestAsmPresent(t *testing.T) {
 	}
 }
 
-// TestAVX2SetHasNoAVX512 reads the generated assembly: the avx2 functions
-// must run on CPUs without AVX-512, so they may name no register above 15,
+// TestAVX2SetHasNoAVX512 reads the generated assembly and the avxvnni
+// set's: the avx2 functions and avxvnni's must run on CPUs without AVX-512, so they may name no register above 15,
 // no zmm or mask register and no EVEX-only instruction (avo allocates
 // registers itself, and nothing else would notice until such a CPU
 // faulted).
@@ -956,6 +959,26 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 	}
 	if checked != 23 {
 		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 23", checked)
+	}
+	// The avxvnni set's own kernel (written by hand, its vpdpbusd as VEX
+	// bytes): the same rule for all of it.
+	src, err = os.ReadFile("avxvnni_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := 0
+	for i, line := range strings.Split(string(src), "\n") {
+		if code, _, _ := strings.Cut(line, "//"); strings.TrimSpace(code) != "" {
+			if strings.HasPrefix(code, "TEXT ") {
+				texts++
+			}
+			if m := evex.FindString(code); m != "" {
+				t.Errorf("avxvnni_amd64.s:%d uses %s: %s", i+1, m, strings.TrimSpace(line))
+			}
+		}
+	}
+	if texts != 1 {
+		t.Errorf("found %d functions in avxvnni_amd64.s, want 1", texts)
 	}
 }
 
