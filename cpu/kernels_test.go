@@ -720,22 +720,7 @@ func TestDotBlockRows(t *testing.T) {
 				for _, rows := range testRows {
 					for _, extreme := range []bool{false, true} {
 						G := n / group
-						w := randomI8(rng, rows*n, -128, 127, 127)
-						x := randomI8(rng, n, -127, 127, 127)
-						if extreme {
-							for i := range w {
-								w[i] = []int8{-128, 127}[i%2]
-							}
-							for i := range x {
-								x[i] = []int8{-127, 127}[i/3%2]
-							}
-						}
-						scales := make([]float32, rows*G)
-						for i := range scales {
-							scales[i] = float32(rng.NormFloat64())
-						}
-						bias := make([]int32, n/4)
-						blockBias(x, bias)
+						w, x, scales, bias := randomBlockHead(rng, group, n, rows, 1, extreme)
 						out, all := poisoned(rows, 1+rng.IntN(7), 16, float32(math.NaN()))
 						want := make([]float32, rows)
 						dotBlockRowsGeneric(w, scales, group, x, bias, want)
@@ -783,14 +768,12 @@ func TestDotBlockMatMul(t *testing.T) {
 	}
 }
 
-// expectBlockMatMul runs k.dotBlockMatMul on random codes (or, when
-// extreme, the extreme ones) and checks it against k.dotBlockRows per
-// token.
-func expectBlockMatMul(t *testing.T, k kernels, rng *rand.Rand, group, n, rows, tokens int, extreme bool) {
-	t.Helper()
-	G := n / group
-	w := randomI8(rng, rows*n, -128, 127, 127)
-	x := randomI8(rng, tokens*n, -127, 127, 127)
+// randomBlockHead returns a block-type head's rows × n codes and their
+// group scales, and tokens × n activations with their blockBias: random,
+// or (extreme) the extreme codes and activations.
+func randomBlockHead(rng *rand.Rand, group, n, rows, tokens int, extreme bool) (w, x []int8, scales []float32, bias []int32) {
+	w = randomI8(rng, rows*n, -128, 127, 127)
+	x = randomI8(rng, tokens*n, -127, 127, 127)
 	if extreme {
 		for i := range w {
 			w[i] = []int8{-128, 127}[i%2]
@@ -799,14 +782,23 @@ func expectBlockMatMul(t *testing.T, k kernels, rng *rand.Rand, group, n, rows, 
 			x[i] = []int8{-127, 127}[i/3%2]
 		}
 	}
-	scales := make([]float32, rows*G)
+	scales = make([]float32, rows*(n/group))
 	for i := range scales {
 		scales[i] = float32(rng.NormFloat64())
 	}
-	bias := make([]int32, tokens*n/4)
+	bias = make([]int32, tokens*n/4)
 	for tk := 0; tk < tokens; tk++ {
 		blockBias(x[tk*n:(tk+1)*n], bias[tk*n/4:(tk+1)*n/4])
 	}
+	return w, x, scales, bias
+}
+
+// expectBlockMatMul runs k.dotBlockMatMul on random codes (or, when
+// extreme, the extreme ones) and checks it against k.dotBlockRows per
+// token.
+func expectBlockMatMul(t *testing.T, k kernels, rng *rand.Rand, group, n, rows, tokens int, extreme bool) {
+	t.Helper()
+	w, x, scales, bias := randomBlockHead(rng, group, n, rows, tokens, extreme)
 	os := rows + rng.IntN(3)
 	var out, all []float32
 	if tokens > 0 {
