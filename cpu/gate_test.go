@@ -47,22 +47,24 @@ func testGate(t *testing.T, k kernels) {
 	}
 }
 
-// sumSquares4 gives each of its rows sumSquares' bits.
+// Every set's sumSquares4 gives each of its rows sumSquaresGeneric's bits.
 func TestSumSquares4(t *testing.T) {
-	rng := newRand()
-	for _, n := range []int{0, 1, 5, 2560} {
-		var rows [4][]float32
-		for r := range rows {
-			rows[r] = make([]float32, n)
-			for i := range rows[r] {
-				rows[r][i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6)))
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, n := range []int{0, 1, 5, 2560} {
+			var rows [4][]float32
+			for r := range rows {
+				rows[r] = make([]float32, n)
+				for i := range rows[r] {
+					rows[r][i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6)))
+				}
+			}
+			got := k.sumSquares4(rows[0], rows[1], rows[2], rows[3])
+			for r := range rows {
+				if want := sumSquaresGeneric(rows[r]); math.Float64bits(got[r]) != math.Float64bits(want) {
+					t.Fatalf("n %d row %d: %g, alone %g", n, r, got[r], want)
+				}
 			}
 		}
-		got := sumSquares4(rows[0], rows[1], rows[2], rows[3])
-		for r := range rows {
-			if want := sumSquares(rows[r]); math.Float64bits(got[r]) != math.Float64bits(want) {
-				t.Fatalf("n %d row %d: %g, alone %g", n, r, got[r], want)
-			}
-		}
-	}
+	})
 }

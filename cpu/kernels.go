@@ -118,6 +118,11 @@ type kernels struct {
 	// maxAbs returns max |x[i]| (0 for none), |x| compared as unsigned
 	// bits (for floats other than NaN, their order): BitLinear's absmax.
 	maxAbs func(x []float32) float32
+	// sumSquares is Σ float64(float32(x[i]·x[i])), the float64 adds in
+	// order (rmsNorm's sum): sumSquaresGeneric's bits.
+	sumSquares func(x []float32) float64
+	// sumSquares4 is sumSquares of four rows of one length.
+	sumSquares4 func(x0, x1, x2, x3 []float32) [4]float64
 
 	// quantizeI8 sets q[i] = round_half_even(float32(x[i]·s)) clamped to
 	// [−128, 127] for i < len(x) and returns Σ q[i]: a BitLinear input's
@@ -185,6 +190,8 @@ var generic = kernels{
 	f32ToF16:       f32ToF16Generic,
 	roundF16:       roundF16Generic,
 	maxAbs:         maxAbsGeneric,
+	sumSquares:     sumSquaresGeneric,
+	sumSquares4:    sumSquares4,
 	quantizeI8:     quantizeI8Generic,
 	expSub:         expSubGeneric,
 	scaleMax:       scaleMaxGeneric,

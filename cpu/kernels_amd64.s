@@ -180,6 +180,9 @@ GLOBL intM128<>(SB), RODATA|NOPTR, $4
 DATA absMask<>+0(SB)/4, $0x7fffffff
 GLOBL absMask<>(SB), RODATA|NOPTR, $4
 
+DATA dwords1<>+0(SB)/4, $0x00000001
+GLOBL dwords1<>(SB), RODATA|NOPTR, $4
+
 // func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·ternaryRowsAVX2(SB), NOSPLIT, $0-80
@@ -51430,6 +51433,284 @@ bmmsinglesdone_1391:
 	VZEROUPPER
 	RET
 
+// func sumSquaresAVX2(x []float32) float64
+// Requires: AVX, AVX2, SSE2
+TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-32
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	XORQ         DX, DX
+	VMOVQ        DX, X0
+	VPBROADCASTD dwords1<>+0(SB), Y1
+	XORQ         DX, DX
+	MOVQ         CX, BX
+	ANDQ         $-16, BX
+
+sumsq_1407:
+	CMPQ         DX, BX
+	JAE          sumsqdone_1409
+	VMOVUPS      (AX)(DX*4), Y2
+	VMOVUPS      32(AX)(DX*4), Y3
+	VMULPS       Y2, Y2, Y2
+	VMULPS       Y3, Y3, Y3
+	VPSUBD       Y1, Y2, Y4
+	VPSUBD       Y1, Y3, Y5
+	VPSRLD       $0x17, Y4, Y4
+	VPSRLD       $0x17, Y5, Y5
+	VPMINUD      Y5, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMINUD      X4, X5, X5
+	VPSHUFD      $0x4e, X5, X4
+	VPMINUD      X4, X5, X5
+	VPSHUFD      $0xb1, X5, X4
+	VPMINUD      X4, X5, X5
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X3, Y6
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y2, Y4, Y4
+	VADDPD       Y3, Y6, Y6
+	VADDPD       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X2
+	VADDPD       X2, X4, X2
+	VUNPCKHPD    X2, X2, X3
+	VADDSD       X3, X2, X2
+	VADDSD       X2, X0, X2
+	VMOVQ        X0, SI
+	VMOVQ        X2, DI
+	SHRQ         $0x34, SI
+	SHRQ         $0x34, DI
+	CMPQ         SI, DI
+	JNE          sumsqslow_1408
+	VMOVD        X5, DI
+	ADDQ         $0x0000039d, DI
+	CMPQ         DI, SI
+	JB           sumsqslow_1408
+	VMOVAPD      X2, X0
+	ADDQ         $0x10, DX
+	JMP          sumsq_1407
+
+sumsqslow_1408:
+	VMOVSS    (AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    4(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    8(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    12(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    16(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    20(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    24(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    28(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    32(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    36(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    40(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    44(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    48(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    52(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    56(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    60(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	ADDQ      $0x10, DX
+	JMP       sumsq_1407
+
+sumsqdone_1409:
+sumsqtail_1410:
+	CMPQ      DX, CX
+	JAE       sumsqend_1411
+	VMOVSS    (AX)(DX*4), X1
+	VMULSS    X1, X1, X1
+	VCVTSS2SD X1, X1, X1
+	VADDSD    X1, X0, X0
+	INCQ      DX
+	JMP       sumsqtail_1410
+
+sumsqend_1411:
+	MOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func sumSquaresAVX512(x []float32) float64
+// Requires: AVX, AVX2, AVX512F, AVX512VL, SSE2
+TEXT ·sumSquaresAVX512(SB), NOSPLIT, $0-32
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	XORQ         DX, DX
+	VMOVQ        DX, X0
+	VPBROADCASTD dwords1<>+0(SB), Z1
+	XORQ         DX, DX
+	MOVQ         CX, BX
+	ANDQ         $-16, BX
+
+sumsq_1412:
+	CMPQ          DX, BX
+	JAE           sumsqdone_1414
+	VMOVUPS       (AX)(DX*4), Z2
+	VMULPS        Z2, Z2, Z2
+	VPSUBD        Z1, Z2, Z3
+	VPSRLD        $0x17, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPMINUD       Y3, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X3
+	VPMINUD       X4, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPMINUD       X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPMINUD       X4, X3, X3
+	VCVTPS2PD     Y2, Z4
+	VEXTRACTF64X4 $0x01, Z2, Y2
+	VCVTPS2PD     Y2, Z2
+	VADDPD        Z2, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y2
+	VADDPD        Y2, Y4, Y2
+	VEXTRACTF32X4 $0x01, Y2, X4
+	VADDPD        X4, X2, X4
+	VUNPCKHPD     X4, X4, X2
+	VADDSD        X2, X4, X4
+	VADDSD        X4, X0, X2
+	VMOVQ         X0, SI
+	VMOVQ         X2, DI
+	SHRQ          $0x34, SI
+	SHRQ          $0x34, DI
+	CMPQ          SI, DI
+	JNE           sumsqslow_1413
+	VMOVD         X3, DI
+	ADDQ          $0x0000039d, DI
+	CMPQ          DI, SI
+	JB            sumsqslow_1413
+	VMOVAPD       X2, X0
+	ADDQ          $0x10, DX
+	JMP           sumsq_1412
+
+sumsqslow_1413:
+	VMOVSS    (AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    4(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    8(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    12(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    16(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    20(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    24(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    28(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    32(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    36(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    40(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    44(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    48(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    52(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    56(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	VMOVSS    60(AX)(DX*4), X2
+	VMULSS    X2, X2, X2
+	VCVTSS2SD X2, X2, X2
+	VADDSD    X2, X0, X0
+	ADDQ      $0x10, DX
+	JMP       sumsq_1412
+
+sumsqdone_1414:
+sumsqtail_1415:
+	CMPQ      DX, CX
+	JAE       sumsqend_1416
+	VMOVSS    (AX)(DX*4), X1
+	VMULSS    X1, X1, X1
+	VCVTSS2SD X1, X1, X1
+	VADDSD    X1, X0, X0
+	INCQ      DX
+	JMP       sumsqtail_1415
+
+sumsqend_1416:
+	MOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func maxAbsAVX2(x []float32) float32
 // Requires: AVX, AVX2, CMOV, SSE
 TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
@@ -51444,9 +51725,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1408
+	JAE          loopdone_1418
 
-loop_1407:
+loop_1417:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -51457,9 +51738,9 @@ loop_1407:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1407
+	JB      loop_1417
 
-loopdone_1408:
+loopdone_1418:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -51471,18 +51752,18 @@ loopdone_1408:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1410
+	JAE          maxabsdone_1420
 
-maxabs_1409:
+maxabs_1419:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1409
+	JB      maxabs_1419
 
-maxabsdone_1410:
+maxabsdone_1420:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -51502,9 +51783,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1412
+	JAE          loopdone_1422
 
-loop_1411:
+loop_1421:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -51515,9 +51796,9 @@ loop_1411:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1411
+	JB      loop_1421
 
-loopdone_1412:
+loopdone_1422:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -51531,18 +51812,18 @@ loopdone_1412:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1414
+	JAE           maxabsdone_1424
 
-maxabs_1413:
+maxabs_1423:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1413
+	JB      maxabs_1423
 
-maxabsdone_1414:
+maxabsdone_1424:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -51563,9 +51844,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1416
+	JAE          loopdone_1426
 
-loop_1415:
+loop_1425:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -51578,9 +51859,9 @@ loop_1415:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1415
+	JB           loop_1425
 
-loopdone_1416:
+loopdone_1426:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -51589,9 +51870,9 @@ loopdone_1416:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1418
+	JAE          quantdone_1428
 
-quant_1417:
+quant_1427:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -51604,9 +51885,9 @@ quant_1417:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1417
+	JB        quant_1427
 
-quantdone_1418:
+quantdone_1428:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -51627,9 +51908,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1420
+	JAE          loopdone_1430
 
-loop_1419:
+loop_1429:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -51644,12 +51925,12 @@ loop_1419:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1419
+	JB        loop_1429
 
-loopdone_1420:
+loopdone_1430:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1421
+	JA        skip_1431
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -51658,10 +51939,10 @@ loopdone_1420:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1421:
+skip_1431:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1422
+	JZ        notail_1432
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -51673,7 +51954,7 @@ skip_1421:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1422:
+notail_1432:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -51698,9 +51979,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1424
+	JAE  loopdone_1434
 
-loop_1423:
+loop_1433:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -51709,31 +51990,31 @@ loop_1423:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1423
+	JB        loop_1433
 
-loopdone_1424:
+loopdone_1434:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1425
+	JA        skip_1435
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1425:
+skip_1435:
 	CMPQ BX, DX
-	JAE  halfdone_1427
+	JAE  halfdone_1437
 
-half_1426:
+half_1436:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1426
+	JB        half_1436
 
-halfdone_1427:
+halfdone_1437:
 	VZEROUPPER
 	RET
 
@@ -51747,9 +52028,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1429
+	JAE  loopdone_1439
 
-loop_1428:
+loop_1438:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -51758,21 +52039,21 @@ loop_1428:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1428
+	JB        loop_1438
 
-loopdone_1429:
+loopdone_1439:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1430
+	JA        skip_1440
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1430:
+skip_1440:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1431
+	JZ        notail_1441
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -51780,7 +52061,7 @@ skip_1430:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1431:
+notail_1441:
 	VZEROUPPER
 	RET
 
@@ -51794,9 +52075,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1433
+	JAE  loopdone_1443
 
-loop_1432:
+loop_1442:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -51807,32 +52088,32 @@ loop_1432:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1432
+	JB        loop_1442
 
-loopdone_1433:
+loopdone_1443:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1434
+	JA        skip_1444
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1434:
+skip_1444:
 	CMPQ BX, DX
-	JAE  halfdone_1436
+	JAE  halfdone_1446
 
-half_1435:
+half_1445:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1435
+	JB        half_1445
 
-halfdone_1436:
+halfdone_1446:
 	VZEROUPPER
 	RET
 
@@ -51846,9 +52127,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1438
+	JAE  loopdone_1448
 
-loop_1437:
+loop_1447:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -51859,22 +52140,22 @@ loop_1437:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1437
+	JB        loop_1447
 
-loopdone_1438:
+loopdone_1448:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1439
+	JA        skip_1449
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1439:
+skip_1449:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1440
+	JZ        notail_1450
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -51883,7 +52164,7 @@ skip_1439:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1440:
+notail_1450:
 	VZEROUPPER
 	RET
 
@@ -51900,9 +52181,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1442
+	JAE          loopdone_1452
 
-loop_1441:
+loop_1451:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -51943,11 +52224,11 @@ loop_1441:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1441
+	JB           loop_1451
 
-loopdone_1442:
+loopdone_1452:
 	SUBQ         DX, CX
-	JE           notail_1443
+	JE           notail_1453
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -51992,7 +52273,7 @@ loopdone_1442:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1443:
+notail_1453:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -52017,9 +52298,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1445
+	JAE          loopdone_1455
 
-loop_1444:
+loop_1454:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -52034,9 +52315,9 @@ loop_1444:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1444
+	JB      loop_1454
 
-loopdone_1445:
+loopdone_1455:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -52047,17 +52328,17 @@ loopdone_1445:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1447
+	JAE          scalemaxdone_1457
 
-scalemax_1446:
+scalemax_1456:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1446
+	JB     scalemax_1456
 
-scalemaxdone_1447:
+scalemaxdone_1457:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -52077,9 +52358,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1449
+	JAE          loopdone_1459
 
-loop_1448:
+loop_1458:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -52094,9 +52375,9 @@ loop_1448:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1448
+	JB      loop_1458
 
-loopdone_1449:
+loopdone_1459:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -52109,17 +52390,17 @@ loopdone_1449:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1451
+	JAE           scalemaxdone_1461
 
-scalemax_1450:
+scalemax_1460:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1450
+	JB     scalemax_1460
 
-scalemaxdone_1451:
+scalemaxdone_1461:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -52149,9 +52430,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1453
+	JAE          loopdone_1463
 
-loop_1452:
+loop_1462:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -52198,12 +52479,12 @@ loop_1452:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1452
+	JB            loop_1462
 
-loopdone_1453:
+loopdone_1463:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1454
+	JA            skip_1464
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -52228,10 +52509,10 @@ loopdone_1453:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1454:
+skip_1464:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1455
+	JZ            notail_1465
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -52259,7 +52540,7 @@ skip_1454:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1455:
+notail_1465:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -52287,9 +52568,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1457
+	JAE          loopdone_1467
 
-loop_1456:
+loop_1466:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -52320,13 +52601,13 @@ loop_1456:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1456
+	JB        loop_1466
 
-loopdone_1457:
-ewvec_1458:
+loopdone_1467:
+ewvec_1468:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1459
+	JA        ewvecdone_1469
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -52335,13 +52616,13 @@ ewvec_1458:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1458
+	JMP       ewvec_1468
 
-ewvecdone_1459:
+ewvecdone_1469:
 	CMPQ SI, BX
-	JAE  ewonedone_1461
+	JAE  ewonedone_1471
 
-ewone_1460:
+ewone_1470:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -52351,9 +52632,9 @@ ewone_1460:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1460
+	JB        ewone_1470
 
-ewonedone_1461:
+ewonedone_1471:
 	VZEROUPPER
 	RET
 
@@ -52370,9 +52651,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1463
+	JAE          loopdone_1473
 
-loop_1462:
+loop_1472:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -52395,26 +52676,26 @@ loop_1462:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1462
+	JB      loop_1472
 
-loopdone_1463:
-ewvec_1464:
+loopdone_1473:
+ewvec_1474:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1465
+	JA      ewvecdone_1475
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1464
+	JMP     ewvec_1474
 
-ewvecdone_1465:
+ewvecdone_1475:
 	CMPQ SI, BX
-	JAE  ewonedone_1467
+	JAE  ewonedone_1477
 
-ewone_1466:
+ewone_1476:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -52422,9 +52703,9 @@ ewone_1466:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1466
+	JB     ewone_1476
 
-ewonedone_1467:
+ewonedone_1477:
 	VZEROUPPER
 	RET
 
@@ -52439,9 +52720,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1469
+	JAE  loopdone_1479
 
-loop_1468:
+loop_1478:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -52472,13 +52753,13 @@ loop_1468:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1468
+	JB      loop_1478
 
-loopdone_1469:
-ewvec_1470:
+loopdone_1479:
+ewvec_1480:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1471
+	JA      ewvecdone_1481
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -52487,13 +52768,13 @@ ewvec_1470:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1470
+	JMP     ewvec_1480
 
-ewvecdone_1471:
+ewvecdone_1481:
 	CMPQ SI, BX
-	JAE  ewonedone_1473
+	JAE  ewonedone_1483
 
-ewone_1472:
+ewone_1482:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -52503,9 +52784,9 @@ ewone_1472:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1472
+	JB     ewone_1482
 
-ewonedone_1473:
+ewonedone_1483:
 	VZEROUPPER
 	RET
 
@@ -52519,9 +52800,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1475
+	JAE  loopdone_1485
 
-loop_1474:
+loop_1484:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -52540,34 +52821,34 @@ loop_1474:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1474
+	JB      loop_1484
 
-loopdone_1475:
-ewvec_1476:
+loopdone_1485:
+ewvec_1486:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1477
+	JA      ewvecdone_1487
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1476
+	JMP     ewvec_1486
 
-ewvecdone_1477:
+ewvecdone_1487:
 	CMPQ BX, DX
-	JAE  ewonedone_1479
+	JAE  ewonedone_1489
 
-ewone_1478:
+ewone_1488:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1478
+	JB     ewone_1488
 
-ewonedone_1479:
+ewonedone_1489:
 	VZEROUPPER
 	RET
 
@@ -52587,9 +52868,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1481
+	JAE          loopdone_1491
 
-loop_1480:
+loop_1490:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -52620,13 +52901,13 @@ loop_1480:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1480
+	JB        loop_1490
 
-loopdone_1481:
-ewvec_1482:
+loopdone_1491:
+ewvec_1492:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1483
+	JA        ewvecdone_1493
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -52635,13 +52916,13 @@ ewvec_1482:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1482
+	JMP       ewvec_1492
 
-ewvecdone_1483:
+ewvecdone_1493:
 	CMPQ SI, BX
-	JAE  ewonedone_1485
+	JAE  ewonedone_1495
 
-ewone_1484:
+ewone_1494:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -52651,9 +52932,9 @@ ewone_1484:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1484
+	JB        ewone_1494
 
-ewonedone_1485:
+ewonedone_1495:
 	VZEROUPPER
 	RET
 
@@ -52670,9 +52951,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1487
+	JAE          loopdone_1497
 
-loop_1486:
+loop_1496:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -52695,26 +52976,26 @@ loop_1486:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1486
+	JB      loop_1496
 
-loopdone_1487:
-ewvec_1488:
+loopdone_1497:
+ewvec_1498:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1489
+	JA      ewvecdone_1499
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1488
+	JMP     ewvec_1498
 
-ewvecdone_1489:
+ewvecdone_1499:
 	CMPQ SI, BX
-	JAE  ewonedone_1491
+	JAE  ewonedone_1501
 
-ewone_1490:
+ewone_1500:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -52722,9 +53003,9 @@ ewone_1490:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1490
+	JB     ewone_1500
 
-ewonedone_1491:
+ewonedone_1501:
 	VZEROUPPER
 	RET
 
@@ -52739,9 +53020,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1493
+	JAE  loopdone_1503
 
-loop_1492:
+loop_1502:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -52772,13 +53053,13 @@ loop_1492:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1492
+	JB      loop_1502
 
-loopdone_1493:
-ewvec_1494:
+loopdone_1503:
+ewvec_1504:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1495
+	JA      ewvecdone_1505
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -52787,13 +53068,13 @@ ewvec_1494:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1494
+	JMP     ewvec_1504
 
-ewvecdone_1495:
+ewvecdone_1505:
 	CMPQ SI, BX
-	JAE  ewonedone_1497
+	JAE  ewonedone_1507
 
-ewone_1496:
+ewone_1506:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -52803,9 +53084,9 @@ ewone_1496:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1496
+	JB      ewone_1506
 
-ewonedone_1497:
+ewonedone_1507:
 	VZEROUPPER
 	RET
 
@@ -52819,9 +53100,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1499
+	JAE  loopdone_1509
 
-loop_1498:
+loop_1508:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -52840,34 +53121,34 @@ loop_1498:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1498
+	JB      loop_1508
 
-loopdone_1499:
-ewvec_1500:
+loopdone_1509:
+ewvec_1510:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1501
+	JA      ewvecdone_1511
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1500
+	JMP     ewvec_1510
 
-ewvecdone_1501:
+ewvecdone_1511:
 	CMPQ BX, DX
-	JAE  ewonedone_1503
+	JAE  ewonedone_1513
 
-ewone_1502:
+ewone_1512:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1502
+	JB     ewone_1512
 
-ewonedone_1503:
+ewonedone_1513:
 	VZEROUPPER
 	RET
 
@@ -52892,9 +53173,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1505
+	JAE   loopdone_1515
 
-loop_1504:
+loop_1514:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -52969,21 +53250,21 @@ loop_1504:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1504
+	JB         loop_1514
 
-loopdone_1505:
+loopdone_1515:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1507
+	JAE    sum64done_1517
 
-sum64_1506:
+sum64_1516:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1506
+	JB     sum64_1516
 
-sum64done_1507:
+sum64done_1517:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -53017,9 +53298,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1509
+	JAE    loopdone_1519
 
-loop_1508:
+loop_1518:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -53062,20 +53343,20 @@ loop_1508:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1508
+	JB         loop_1518
 
-loopdone_1509:
+loopdone_1519:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1511
+	JAE    sum64done_1521
 
-sum64_1510:
+sum64_1520:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1510
+	JB     sum64_1520
 
-sum64done_1511:
+sum64done_1521:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -53122,9 +53403,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1513
+	JZ         sgemmtail_1523
 
-sgemm_1512:
+sgemm_1522:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -53208,13 +53489,13 @@ sgemm_1512:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1512
+	JNZ          sgemm_1522
 
-sgemmtail_1513:
+sgemmtail_1523:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1515
+	JZ   sgemmdone_1525
 
-sgemmone_1514:
+sgemmone_1524:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -53238,9 +53519,9 @@ sgemmone_1514:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1514
+	JNZ          sgemmone_1524
 
-sgemmdone_1515:
+sgemmdone_1525:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -53334,9 +53615,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1517
+	JZ         sgemmtail_1527
 
-sgemm_1516:
+sgemm_1526:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -53492,13 +53773,13 @@ sgemm_1516:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1516
+	JNZ          sgemm_1526
 
-sgemmtail_1517:
+sgemmtail_1527:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1519
+	JZ   sgemmdone_1529
 
-sgemmone_1518:
+sgemmone_1528:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -53540,9 +53821,9 @@ sgemmone_1518:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1518
+	JNZ          sgemmone_1528
 
-sgemmdone_1519:
+sgemmdone_1529:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -53613,9 +53894,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1521
+	JLE   fmadone_1531
 
-fma_1520:
+fma_1530:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -53629,9 +53910,9 @@ fma_1520:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1520
+	JNZ         fma_1530
 
-fmadone_1521:
+fmadone_1531:
 	VZEROUPPER
 	RET
 
@@ -53658,9 +53939,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1523
+	JLE    fmadone_1533
 
-fma_1522:
+fma_1532:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -53678,9 +53959,9 @@ fma_1522:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1522
+	JNZ         fma_1532
 
-fmadone_1523:
+fmadone_1533:
 	VZEROUPPER
 	RET
 
@@ -53703,9 +53984,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1525
+	JLE   int8done_1535
 
-int8_1524:
+int8_1534:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -53719,9 +54000,9 @@ int8_1524:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1524
+	JNZ        int8_1534
 
-int8done_1525:
+int8done_1535:
 	VZEROUPPER
 	RET
 
@@ -53744,9 +54025,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1527
+	JLE    int8done_1537
 
-int8_1526:
+int8_1536:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -53760,8 +54041,8 @@ int8_1526:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1526
+	JNZ      int8_1536
 
-int8done_1527:
+int8done_1537:
 	VZEROUPPER
 	RET

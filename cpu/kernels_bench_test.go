@@ -408,3 +408,28 @@ func BenchmarkDotBlockRows(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSumSquares: rmsNorm's in-order float64 sum of squares over a
+// Gaussian row of the 2B shape's widths (a decode step has 90 of 2560 and
+// 30 of 6912), per set; generic is the one-add-at-a-time chain.
+func BenchmarkSumSquares(b *testing.B) {
+	rng := newRand()
+	for _, n := range []int{2560, 6912} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		for _, k := range kernelSets() {
+			b.Run(fmt.Sprintf("%s/%d", k.name, n), func(b *testing.B) {
+				var sum float64
+				for b.Loop() {
+					sum += k.sumSquares(x)
+				}
+				if sum != sum*1 || sum < 0 {
+					b.Fatal("sum", sum)
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+			})
+		}
+	}
+}

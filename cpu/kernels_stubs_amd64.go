@@ -173,6 +173,18 @@ func dotBlockMatMulVNNI(w []int8, scales []float32, group int, rows int, x []int
 //go:noescape
 func dotBlockMatMulVNNIHW(w []int8, scales []float32, group int, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
 
+// sumSquaresAVX2 is sumSquares: Σ float64(float32(x·x)) in order, bit for bit, 16 elements
+// in one step where no add of the chain would round (see asmgen's sumsq.go).
+//
+//go:noescape
+func sumSquaresAVX2(x []float32) float64
+
+// sumSquaresAVX512 is sumSquares: Σ float64(float32(x·x)) in order, bit for bit, 16 elements
+// in one step where no add of the chain would round (see asmgen's sumsq.go).
+//
+//go:noescape
+func sumSquaresAVX512(x []float32) float64
+
 // maxAbsAVX2 is maxAbs: the largest |x| as unsigned bits, 4 vectors per step.
 //
 //go:noescape

@@ -949,8 +949,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 23 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 23", checked)
+	if checked != 24 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 24", checked)
 	}
 	// The avxvnni set's own kernel (written by hand, its vpdpbusd as VEX
 	// bytes): the same rule for all of it.
@@ -1208,6 +1208,51 @@ func TestHalfConversions(t *testing.T) {
 
 // TestMaxAbs: every set's maxAbs equals its twin's bits for every length
 // 0…300 and the model widths, with ±0, ±Inf, NaN and subnormals about.
+// TestSumSquares: every set's sumSquares gives the twin's bits (the float64
+// chain added in order) on rows drawn to make the chain round: Gaussian
+// rows (most blocks add exactly, some cross a binade or hold a square too
+// small for the sum's ulp), values over many magnitudes, rows whose sum
+// stays in one binade with a tiny square now and then, ties of the
+// float64 adds, and zeros, subnormals, infinities and NaNs.
+func TestSumSquares(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+			float32(math.NaN()), 1e-40, -1e-40, 1e-23, 3e19, math.MaxFloat32, math.SmallestNonzeroFloat32}
+		draws := []func(i int) float32{
+			func(int) float32 { return float32(rng.NormFloat64()) },
+			func(int) float32 { return float32(rng.NormFloat64() * math.Pow(2, float64(rng.IntN(160)-80))) },
+			func(i int) float32 { // a big first value, then squares near ulp(sum)
+				if i == 0 {
+					return 1 << 20
+				}
+				return float32(math.Pow(2, float64(rng.IntN(24)-14)) * (1 + float64(rng.IntN(8))/8))
+			},
+			func(int) float32 { // squares of exactly 24 and a few significant bits: ties
+				return float32(float64(1<<12+rng.IntN(1<<12)) * math.Pow(2, float64(rng.IntN(12)-6)))
+			},
+			func(i int) float32 { return float32(1+i%7) * 1e-3 },
+		}
+		for _, n := range append(floatLengths(), 2560, 6912) {
+			x := make([]float32, n)
+			for d, draw := range draws {
+				for rep := 0; rep < 3; rep++ {
+					for i := range x {
+						x[i] = draw(i)
+						if rep == 2 && rng.IntN(n/2+2) == 0 {
+							x[i] = special[rng.IntN(len(special))]
+						}
+					}
+					got, want := k.sumSquares(x), sumSquaresGeneric(x)
+					if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+						t.Fatalf("n %d draw %d rep %d: %v (%#x), twin %v (%#x)", n, d, rep, got, math.Float64bits(got), want, math.Float64bits(want))
+					}
+				}
+			}
+		}
+	})
+}
+
 func TestMaxAbs(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()

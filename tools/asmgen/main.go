@@ -35,6 +35,7 @@ func main() {
 	genBlockConsts()
 	genExpConsts()
 	genQuantConsts()
+	genSumSquaresConsts()
 
 	genTernaryRowsAVX2()
 	genTernaryRowsVNNI()
@@ -66,6 +67,8 @@ func main() {
 	withoutPrefetch(genDotBlockRowsVNNI)
 	genDotBlockMatMulVNNI()
 	withoutPrefetch(genDotBlockMatMulVNNI)
+	genSumSquares("sumSquaresAVX2", false)
+	genSumSquares("sumSquaresAVX512", true)
 	genMaxAbs("maxAbsAVX2", false)
 	genMaxAbs("maxAbsAVX512", true)
 	genQuantizeI8AVX2()
