@@ -204,11 +204,7 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 			k.dotI8MatMul(h.q8[lo*n:], n, hi-lo, sc.hq, n, n, T, raw[lo:], v)
 		}
 		for t := 0; t < T; t++ {
-			s := float64(scale[t])
-			rt, ot := raw[t*v:(t+1)*v], out[t*v:(t+1)*v]
-			for r := lo; r < hi; r++ {
-				ot[r] = float32(float64(h.q8Scale[r]) * s * float64(rt[r]))
-			}
+			k.scaleI8(out[t*v+lo:t*v+hi], raw[t*v+lo:t*v+hi], h.q8Scale[lo:hi], float64(scale[t]))
 		}
 	})
 }

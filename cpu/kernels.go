@@ -152,6 +152,9 @@ type kernels struct {
 	// adds. All four are exact: the kernels equal the twins bit for bit
 	// (NaN payloads aside).
 	scaleSums func(y []float32, raw []int32, sum int32, s float32, rowScale []float32)
+	// scaleI8 is out[i] = float32(float64(rowScale[i])·s·float64(raw[i])),
+	// the products in that order in float64: the q8 head's logits.
+	scaleI8   func(out []float32, raw []int32, rowScale []float32, s float64)
 	normScale func(dst, x []float32, scale float32, w []float32)
 	reluSqMul func(h, g, u []float32)
 	addF32    func(x, y []float32)
@@ -196,6 +199,7 @@ var generic = kernels{
 	expSub:         expSubGeneric,
 	scaleMax:       scaleMaxGeneric,
 	scaleSums:      scaleSumsGeneric,
+	scaleI8:        scaleI8Generic,
 	normScale:      normScaleGeneric,
 	reluSqMul:      reluSqMulGeneric,
 	addF32:         addF32Generic,
@@ -381,6 +385,13 @@ func scaleSumsGeneric(y []float32, raw []int32, sum int32, s float32, rowScale [
 	raw, rowScale = raw[:len(y)], rowScale[:len(y)]
 	for i, r := range raw {
 		y[i] = float32(float32(float32(r-sum)/s) * rowScale[i])
+	}
+}
+
+func scaleI8Generic(out []float32, raw []int32, rowScale []float32, s float64) {
+	raw, rowScale = raw[:len(out)], rowScale[:len(out)]
+	for i, r := range raw {
+		out[i] = float32(float64(rowScale[i]) * s * float64(r))
 	}
 }
 

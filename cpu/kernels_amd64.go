@@ -57,6 +57,7 @@ var avx2Kernels = kernels{
 	expSub:         expSubAVX2,
 	scaleMax:       scaleMaxAVX2,
 	scaleSums:      checkScaleSums(scaleSumsAVX2),
+	scaleI8:        checkScaleI8(scaleI8AVX2),
 	normScale:      checkNormScale(normScaleAVX2),
 	reluSqMul:      checkReluSqMul(reluSqMulAVX2),
 	addF32:         checkAddF32(addF32AVX2),
@@ -90,6 +91,7 @@ var avx512VNNIKernels = kernels{
 	expSub:      expSubAVX512,
 	scaleMax:    scaleMaxAVX512,
 	scaleSums:   checkScaleSums(scaleSumsAVX512),
+	scaleI8:     checkScaleI8(scaleI8AVX512),
 	normScale:   checkNormScale(normScaleAVX512),
 	reluSqMul:   checkReluSqMul(reluSqMulAVX512),
 	addF32:      checkAddF32(addF32AVX512),
@@ -328,6 +330,15 @@ func checkScaleSums(f func(y []float32, raw []int32, sum int32, s float32, rowSc
 			panic(fmt.Sprintf("cpu: scaleSums: %d outputs from %d sums and %d scales", len(y), len(raw), len(rowScale)))
 		}
 		f(y, raw, sum, s, rowScale)
+	}
+}
+
+func checkScaleI8(f func(out []float32, raw []int32, rowScale []float32, s float64)) func(out []float32, raw []int32, rowScale []float32, s float64) {
+	return func(out []float32, raw []int32, rowScale []float32, s float64) {
+		if len(raw) < len(out) || len(rowScale) < len(out) {
+			panic(fmt.Sprintf("cpu: scaleI8: %d outputs from %d sums and %d scales", len(out), len(raw), len(rowScale)))
+		}
+		f(out, raw, rowScale, s)
 	}
 }
 

@@ -51433,6 +51433,108 @@ bmmsinglesdone_1391:
 	VZEROUPPER
 	RET
 
+// func scaleI8AVX2(out []float32, raw []int32, rowScale []float32, s float64)
+// Requires: AVX, AVX2, SSE2
+TEXT ·scaleI8AVX2(SB), NOSPLIT, $0-80
+	MOVQ         out_base+0(FP), AX
+	MOVQ         raw_base+24(FP), CX
+	MOVQ         rowScale_base+48(FP), DX
+	MOVQ         out_len+8(FP), BX
+	MOVSD        s+72(FP), X0
+	VBROADCASTSD X0, Y0
+	MOVQ         BX, DI
+	ANDQ         $-8, DI
+	XORQ         SI, SI
+	CMPQ         SI, DI
+	JAE          loopdone_1408
+
+loop_1407:
+	VCVTPS2PD  (DX)(SI*4), Y1
+	VCVTDQ2PD  (CX)(SI*4), Y2
+	VMULPD     Y0, Y1, Y1
+	VMULPD     Y2, Y1, Y1
+	VCVTPD2PSY Y1, X1
+	VMOVUPS    X1, (AX)(SI*4)
+	VCVTPS2PD  16(DX)(SI*4), Y1
+	VCVTDQ2PD  16(CX)(SI*4), Y2
+	VMULPD     Y0, Y1, Y1
+	VMULPD     Y2, Y1, Y1
+	VCVTPD2PSY Y1, X1
+	VMOVUPS    X1, 16(AX)(SI*4)
+	ADDQ       $0x00000008, SI
+	CMPQ       SI, DI
+	JB         loop_1407
+
+loopdone_1408:
+scalei8_1409:
+	CMPQ       SI, BX
+	JAE        scalei8done_1410
+	VMOVSS     (DX)(SI*4), X1
+	VMOVSS     (CX)(SI*4), X2
+	VCVTPS2PD  X1, X1
+	VCVTDQ2PD  X2, X2
+	VMULPD     X0, X1, X1
+	VMULPD     X2, X1, X1
+	VCVTPD2PSX X1, X1
+	VMOVSS     X1, (AX)(SI*4)
+	INCQ       SI
+	JMP        scalei8_1409
+
+scalei8done_1410:
+	VZEROUPPER
+	RET
+
+// func scaleI8AVX512(out []float32, raw []int32, rowScale []float32, s float64)
+// Requires: AVX, AVX512F, SSE2
+TEXT ·scaleI8AVX512(SB), NOSPLIT, $0-80
+	MOVQ         out_base+0(FP), AX
+	MOVQ         raw_base+24(FP), CX
+	MOVQ         rowScale_base+48(FP), DX
+	MOVQ         out_len+8(FP), BX
+	MOVSD        s+72(FP), X0
+	VBROADCASTSD X0, Z0
+	MOVQ         BX, DI
+	ANDQ         $-16, DI
+	XORQ         SI, SI
+	CMPQ         SI, DI
+	JAE          loopdone_1412
+
+loop_1411:
+	VCVTPS2PD (DX)(SI*4), Z1
+	VCVTDQ2PD (CX)(SI*4), Z2
+	VMULPD    Z0, Z1, Z1
+	VMULPD    Z2, Z1, Z1
+	VCVTPD2PS Z1, Y1
+	VMOVUPS   Y1, (AX)(SI*4)
+	VCVTPS2PD 32(DX)(SI*4), Z1
+	VCVTDQ2PD 32(CX)(SI*4), Z2
+	VMULPD    Z0, Z1, Z1
+	VMULPD    Z2, Z1, Z1
+	VCVTPD2PS Z1, Y1
+	VMOVUPS   Y1, 32(AX)(SI*4)
+	ADDQ      $0x00000010, SI
+	CMPQ      SI, DI
+	JB        loop_1411
+
+loopdone_1412:
+scalei8_1413:
+	CMPQ       SI, BX
+	JAE        scalei8done_1414
+	VMOVSS     (DX)(SI*4), X1
+	VMOVSS     (CX)(SI*4), X2
+	VCVTPS2PD  X1, X1
+	VCVTDQ2PD  X2, X2
+	VMULPD     X0, X1, X1
+	VMULPD     X2, X1, X1
+	VCVTPD2PSX X1, X1
+	VMOVSS     X1, (AX)(SI*4)
+	INCQ       SI
+	JMP        scalei8_1413
+
+scalei8done_1414:
+	VZEROUPPER
+	RET
+
 // func sumSquaresAVX2(x []float32) float64
 // Requires: AVX, AVX2, SSE2
 TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-32
@@ -51445,9 +51547,9 @@ TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-32
 	MOVQ         CX, BX
 	ANDQ         $-16, BX
 
-sumsq_1407:
+sumsq_1415:
 	CMPQ         DX, BX
-	JAE          sumsqdone_1409
+	JAE          sumsqdone_1417
 	VMOVUPS      (AX)(DX*4), Y2
 	VMOVUPS      32(AX)(DX*4), Y3
 	VMULPS       Y2, Y2, Y2
@@ -51482,16 +51584,16 @@ sumsq_1407:
 	SHRQ         $0x34, SI
 	SHRQ         $0x34, DI
 	CMPQ         SI, DI
-	JNE          sumsqslow_1408
+	JNE          sumsqslow_1416
 	VMOVD        X5, DI
 	ADDQ         $0x0000039d, DI
 	CMPQ         DI, SI
-	JB           sumsqslow_1408
+	JB           sumsqslow_1416
 	VMOVAPD      X2, X0
 	ADDQ         $0x10, DX
-	JMP          sumsq_1407
+	JMP          sumsq_1415
 
-sumsqslow_1408:
+sumsqslow_1416:
 	VMOVSS    (AX)(DX*4), X2
 	VMULSS    X2, X2, X2
 	VCVTSS2SD X2, X2, X2
@@ -51557,20 +51659,20 @@ sumsqslow_1408:
 	VCVTSS2SD X2, X2, X2
 	VADDSD    X2, X0, X0
 	ADDQ      $0x10, DX
-	JMP       sumsq_1407
+	JMP       sumsq_1415
 
-sumsqdone_1409:
-sumsqtail_1410:
+sumsqdone_1417:
+sumsqtail_1418:
 	CMPQ      DX, CX
-	JAE       sumsqend_1411
+	JAE       sumsqend_1419
 	VMOVSS    (AX)(DX*4), X1
 	VMULSS    X1, X1, X1
 	VCVTSS2SD X1, X1, X1
 	VADDSD    X1, X0, X0
 	INCQ      DX
-	JMP       sumsqtail_1410
+	JMP       sumsqtail_1418
 
-sumsqend_1411:
+sumsqend_1419:
 	MOVSD X0, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -51587,9 +51689,9 @@ TEXT ·sumSquaresAVX512(SB), NOSPLIT, $0-32
 	MOVQ         CX, BX
 	ANDQ         $-16, BX
 
-sumsq_1412:
+sumsq_1420:
 	CMPQ          DX, BX
-	JAE           sumsqdone_1414
+	JAE           sumsqdone_1422
 	VMOVUPS       (AX)(DX*4), Z2
 	VMULPS        Z2, Z2, Z2
 	VPSUBD        Z1, Z2, Z3
@@ -51618,16 +51720,16 @@ sumsq_1412:
 	SHRQ          $0x34, SI
 	SHRQ          $0x34, DI
 	CMPQ          SI, DI
-	JNE           sumsqslow_1413
+	JNE           sumsqslow_1421
 	VMOVD         X3, DI
 	ADDQ          $0x0000039d, DI
 	CMPQ          DI, SI
-	JB            sumsqslow_1413
+	JB            sumsqslow_1421
 	VMOVAPD       X2, X0
 	ADDQ          $0x10, DX
-	JMP           sumsq_1412
+	JMP           sumsq_1420
 
-sumsqslow_1413:
+sumsqslow_1421:
 	VMOVSS    (AX)(DX*4), X2
 	VMULSS    X2, X2, X2
 	VCVTSS2SD X2, X2, X2
@@ -51693,20 +51795,20 @@ sumsqslow_1413:
 	VCVTSS2SD X2, X2, X2
 	VADDSD    X2, X0, X0
 	ADDQ      $0x10, DX
-	JMP       sumsq_1412
+	JMP       sumsq_1420
 
-sumsqdone_1414:
-sumsqtail_1415:
+sumsqdone_1422:
+sumsqtail_1423:
 	CMPQ      DX, CX
-	JAE       sumsqend_1416
+	JAE       sumsqend_1424
 	VMOVSS    (AX)(DX*4), X1
 	VMULSS    X1, X1, X1
 	VCVTSS2SD X1, X1, X1
 	VADDSD    X1, X0, X0
 	INCQ      DX
-	JMP       sumsqtail_1415
+	JMP       sumsqtail_1423
 
-sumsqend_1416:
+sumsqend_1424:
 	MOVSD X0, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -51725,9 +51827,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1418
+	JAE          loopdone_1426
 
-loop_1417:
+loop_1425:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -51738,9 +51840,9 @@ loop_1417:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1417
+	JB      loop_1425
 
-loopdone_1418:
+loopdone_1426:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -51752,18 +51854,18 @@ loopdone_1418:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1420
+	JAE          maxabsdone_1428
 
-maxabs_1419:
+maxabs_1427:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1419
+	JB      maxabs_1427
 
-maxabsdone_1420:
+maxabsdone_1428:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -51783,9 +51885,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1422
+	JAE          loopdone_1430
 
-loop_1421:
+loop_1429:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -51796,9 +51898,9 @@ loop_1421:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1421
+	JB      loop_1429
 
-loopdone_1422:
+loopdone_1430:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -51812,18 +51914,18 @@ loopdone_1422:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1424
+	JAE           maxabsdone_1432
 
-maxabs_1423:
+maxabs_1431:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1423
+	JB      maxabs_1431
 
-maxabsdone_1424:
+maxabsdone_1432:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -51844,9 +51946,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1426
+	JAE          loopdone_1434
 
-loop_1425:
+loop_1433:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -51859,9 +51961,9 @@ loop_1425:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1425
+	JB           loop_1433
 
-loopdone_1426:
+loopdone_1434:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -51870,9 +51972,9 @@ loopdone_1426:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1428
+	JAE          quantdone_1436
 
-quant_1427:
+quant_1435:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -51885,9 +51987,9 @@ quant_1427:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1427
+	JB        quant_1435
 
-quantdone_1428:
+quantdone_1436:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -51908,9 +52010,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1430
+	JAE          loopdone_1438
 
-loop_1429:
+loop_1437:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -51925,12 +52027,12 @@ loop_1429:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1429
+	JB        loop_1437
 
-loopdone_1430:
+loopdone_1438:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1431
+	JA        skip_1439
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -51939,10 +52041,10 @@ loopdone_1430:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1431:
+skip_1439:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1432
+	JZ        notail_1440
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -51954,7 +52056,7 @@ skip_1431:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1432:
+notail_1440:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -51979,9 +52081,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1434
+	JAE  loopdone_1442
 
-loop_1433:
+loop_1441:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -51990,31 +52092,31 @@ loop_1433:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1433
+	JB        loop_1441
 
-loopdone_1434:
+loopdone_1442:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1435
+	JA        skip_1443
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1435:
+skip_1443:
 	CMPQ BX, DX
-	JAE  halfdone_1437
+	JAE  halfdone_1445
 
-half_1436:
+half_1444:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1436
+	JB        half_1444
 
-halfdone_1437:
+halfdone_1445:
 	VZEROUPPER
 	RET
 
@@ -52028,9 +52130,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1439
+	JAE  loopdone_1447
 
-loop_1438:
+loop_1446:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -52039,21 +52141,21 @@ loop_1438:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1438
+	JB        loop_1446
 
-loopdone_1439:
+loopdone_1447:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1440
+	JA        skip_1448
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1440:
+skip_1448:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1441
+	JZ        notail_1449
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -52061,7 +52163,7 @@ skip_1440:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1441:
+notail_1449:
 	VZEROUPPER
 	RET
 
@@ -52075,9 +52177,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1443
+	JAE  loopdone_1451
 
-loop_1442:
+loop_1450:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -52088,32 +52190,32 @@ loop_1442:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1442
+	JB        loop_1450
 
-loopdone_1443:
+loopdone_1451:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1444
+	JA        skip_1452
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1444:
+skip_1452:
 	CMPQ BX, DX
-	JAE  halfdone_1446
+	JAE  halfdone_1454
 
-half_1445:
+half_1453:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1445
+	JB        half_1453
 
-halfdone_1446:
+halfdone_1454:
 	VZEROUPPER
 	RET
 
@@ -52127,9 +52229,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1448
+	JAE  loopdone_1456
 
-loop_1447:
+loop_1455:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -52140,22 +52242,22 @@ loop_1447:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1447
+	JB        loop_1455
 
-loopdone_1448:
+loopdone_1456:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1449
+	JA        skip_1457
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1449:
+skip_1457:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1450
+	JZ        notail_1458
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -52164,7 +52266,7 @@ skip_1449:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1450:
+notail_1458:
 	VZEROUPPER
 	RET
 
@@ -52181,9 +52283,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1452
+	JAE          loopdone_1460
 
-loop_1451:
+loop_1459:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -52224,11 +52326,11 @@ loop_1451:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1451
+	JB           loop_1459
 
-loopdone_1452:
+loopdone_1460:
 	SUBQ         DX, CX
-	JE           notail_1453
+	JE           notail_1461
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -52273,7 +52375,7 @@ loopdone_1452:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1453:
+notail_1461:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -52298,9 +52400,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1455
+	JAE          loopdone_1463
 
-loop_1454:
+loop_1462:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -52315,9 +52417,9 @@ loop_1454:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1454
+	JB      loop_1462
 
-loopdone_1455:
+loopdone_1463:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -52328,17 +52430,17 @@ loopdone_1455:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1457
+	JAE          scalemaxdone_1465
 
-scalemax_1456:
+scalemax_1464:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1456
+	JB     scalemax_1464
 
-scalemaxdone_1457:
+scalemaxdone_1465:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -52358,9 +52460,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1459
+	JAE          loopdone_1467
 
-loop_1458:
+loop_1466:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -52375,9 +52477,9 @@ loop_1458:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1458
+	JB      loop_1466
 
-loopdone_1459:
+loopdone_1467:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -52390,17 +52492,17 @@ loopdone_1459:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1461
+	JAE           scalemaxdone_1469
 
-scalemax_1460:
+scalemax_1468:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1460
+	JB     scalemax_1468
 
-scalemaxdone_1461:
+scalemaxdone_1469:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -52430,9 +52532,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1463
+	JAE          loopdone_1471
 
-loop_1462:
+loop_1470:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -52479,12 +52581,12 @@ loop_1462:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1462
+	JB            loop_1470
 
-loopdone_1463:
+loopdone_1471:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1464
+	JA            skip_1472
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -52509,10 +52611,10 @@ loopdone_1463:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1464:
+skip_1472:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1465
+	JZ            notail_1473
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -52540,7 +52642,7 @@ skip_1464:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1465:
+notail_1473:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -52568,9 +52670,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1467
+	JAE          loopdone_1475
 
-loop_1466:
+loop_1474:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -52601,13 +52703,13 @@ loop_1466:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1466
+	JB        loop_1474
 
-loopdone_1467:
-ewvec_1468:
+loopdone_1475:
+ewvec_1476:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1469
+	JA        ewvecdone_1477
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -52616,13 +52718,13 @@ ewvec_1468:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1468
+	JMP       ewvec_1476
 
-ewvecdone_1469:
+ewvecdone_1477:
 	CMPQ SI, BX
-	JAE  ewonedone_1471
+	JAE  ewonedone_1479
 
-ewone_1470:
+ewone_1478:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -52632,9 +52734,9 @@ ewone_1470:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1470
+	JB        ewone_1478
 
-ewonedone_1471:
+ewonedone_1479:
 	VZEROUPPER
 	RET
 
@@ -52651,9 +52753,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1473
+	JAE          loopdone_1481
 
-loop_1472:
+loop_1480:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -52676,26 +52778,26 @@ loop_1472:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1472
+	JB      loop_1480
 
-loopdone_1473:
-ewvec_1474:
+loopdone_1481:
+ewvec_1482:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1475
+	JA      ewvecdone_1483
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1474
+	JMP     ewvec_1482
 
-ewvecdone_1475:
+ewvecdone_1483:
 	CMPQ SI, BX
-	JAE  ewonedone_1477
+	JAE  ewonedone_1485
 
-ewone_1476:
+ewone_1484:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -52703,9 +52805,9 @@ ewone_1476:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1476
+	JB     ewone_1484
 
-ewonedone_1477:
+ewonedone_1485:
 	VZEROUPPER
 	RET
 
@@ -52720,9 +52822,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1479
+	JAE  loopdone_1487
 
-loop_1478:
+loop_1486:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -52753,13 +52855,13 @@ loop_1478:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1478
+	JB      loop_1486
 
-loopdone_1479:
-ewvec_1480:
+loopdone_1487:
+ewvec_1488:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1481
+	JA      ewvecdone_1489
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -52768,13 +52870,13 @@ ewvec_1480:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1480
+	JMP     ewvec_1488
 
-ewvecdone_1481:
+ewvecdone_1489:
 	CMPQ SI, BX
-	JAE  ewonedone_1483
+	JAE  ewonedone_1491
 
-ewone_1482:
+ewone_1490:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -52784,9 +52886,9 @@ ewone_1482:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1482
+	JB     ewone_1490
 
-ewonedone_1483:
+ewonedone_1491:
 	VZEROUPPER
 	RET
 
@@ -52800,9 +52902,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1485
+	JAE  loopdone_1493
 
-loop_1484:
+loop_1492:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -52821,34 +52923,34 @@ loop_1484:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1484
+	JB      loop_1492
 
-loopdone_1485:
-ewvec_1486:
+loopdone_1493:
+ewvec_1494:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1487
+	JA      ewvecdone_1495
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1486
+	JMP     ewvec_1494
 
-ewvecdone_1487:
+ewvecdone_1495:
 	CMPQ BX, DX
-	JAE  ewonedone_1489
+	JAE  ewonedone_1497
 
-ewone_1488:
+ewone_1496:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1488
+	JB     ewone_1496
 
-ewonedone_1489:
+ewonedone_1497:
 	VZEROUPPER
 	RET
 
@@ -52868,9 +52970,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1491
+	JAE          loopdone_1499
 
-loop_1490:
+loop_1498:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -52901,13 +53003,13 @@ loop_1490:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1490
+	JB        loop_1498
 
-loopdone_1491:
-ewvec_1492:
+loopdone_1499:
+ewvec_1500:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1493
+	JA        ewvecdone_1501
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -52916,13 +53018,13 @@ ewvec_1492:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1492
+	JMP       ewvec_1500
 
-ewvecdone_1493:
+ewvecdone_1501:
 	CMPQ SI, BX
-	JAE  ewonedone_1495
+	JAE  ewonedone_1503
 
-ewone_1494:
+ewone_1502:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -52932,9 +53034,9 @@ ewone_1494:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1494
+	JB        ewone_1502
 
-ewonedone_1495:
+ewonedone_1503:
 	VZEROUPPER
 	RET
 
@@ -52951,9 +53053,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1497
+	JAE          loopdone_1505
 
-loop_1496:
+loop_1504:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -52976,26 +53078,26 @@ loop_1496:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1496
+	JB      loop_1504
 
-loopdone_1497:
-ewvec_1498:
+loopdone_1505:
+ewvec_1506:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1499
+	JA      ewvecdone_1507
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1498
+	JMP     ewvec_1506
 
-ewvecdone_1499:
+ewvecdone_1507:
 	CMPQ SI, BX
-	JAE  ewonedone_1501
+	JAE  ewonedone_1509
 
-ewone_1500:
+ewone_1508:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -53003,9 +53105,9 @@ ewone_1500:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1500
+	JB     ewone_1508
 
-ewonedone_1501:
+ewonedone_1509:
 	VZEROUPPER
 	RET
 
@@ -53020,9 +53122,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1503
+	JAE  loopdone_1511
 
-loop_1502:
+loop_1510:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -53053,13 +53155,13 @@ loop_1502:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1502
+	JB      loop_1510
 
-loopdone_1503:
-ewvec_1504:
+loopdone_1511:
+ewvec_1512:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1505
+	JA      ewvecdone_1513
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -53068,13 +53170,13 @@ ewvec_1504:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1504
+	JMP     ewvec_1512
 
-ewvecdone_1505:
+ewvecdone_1513:
 	CMPQ SI, BX
-	JAE  ewonedone_1507
+	JAE  ewonedone_1515
 
-ewone_1506:
+ewone_1514:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -53084,9 +53186,9 @@ ewone_1506:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1506
+	JB      ewone_1514
 
-ewonedone_1507:
+ewonedone_1515:
 	VZEROUPPER
 	RET
 
@@ -53100,9 +53202,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1509
+	JAE  loopdone_1517
 
-loop_1508:
+loop_1516:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -53121,34 +53223,34 @@ loop_1508:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1508
+	JB      loop_1516
 
-loopdone_1509:
-ewvec_1510:
+loopdone_1517:
+ewvec_1518:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1511
+	JA      ewvecdone_1519
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1510
+	JMP     ewvec_1518
 
-ewvecdone_1511:
+ewvecdone_1519:
 	CMPQ BX, DX
-	JAE  ewonedone_1513
+	JAE  ewonedone_1521
 
-ewone_1512:
+ewone_1520:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1512
+	JB     ewone_1520
 
-ewonedone_1513:
+ewonedone_1521:
 	VZEROUPPER
 	RET
 
@@ -53173,9 +53275,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1515
+	JAE   loopdone_1523
 
-loop_1514:
+loop_1522:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -53250,21 +53352,21 @@ loop_1514:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1514
+	JB         loop_1522
 
-loopdone_1515:
+loopdone_1523:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1517
+	JAE    sum64done_1525
 
-sum64_1516:
+sum64_1524:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1516
+	JB     sum64_1524
 
-sum64done_1517:
+sum64done_1525:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -53298,9 +53400,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1519
+	JAE    loopdone_1527
 
-loop_1518:
+loop_1526:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -53343,20 +53445,20 @@ loop_1518:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1518
+	JB         loop_1526
 
-loopdone_1519:
+loopdone_1527:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1521
+	JAE    sum64done_1529
 
-sum64_1520:
+sum64_1528:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1520
+	JB     sum64_1528
 
-sum64done_1521:
+sum64done_1529:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -53403,9 +53505,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1523
+	JZ         sgemmtail_1531
 
-sgemm_1522:
+sgemm_1530:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -53489,13 +53591,13 @@ sgemm_1522:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1522
+	JNZ          sgemm_1530
 
-sgemmtail_1523:
+sgemmtail_1531:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1525
+	JZ   sgemmdone_1533
 
-sgemmone_1524:
+sgemmone_1532:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -53519,9 +53621,9 @@ sgemmone_1524:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1524
+	JNZ          sgemmone_1532
 
-sgemmdone_1525:
+sgemmdone_1533:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -53615,9 +53717,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1527
+	JZ         sgemmtail_1535
 
-sgemm_1526:
+sgemm_1534:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -53773,13 +53875,13 @@ sgemm_1526:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1526
+	JNZ          sgemm_1534
 
-sgemmtail_1527:
+sgemmtail_1535:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1529
+	JZ   sgemmdone_1537
 
-sgemmone_1528:
+sgemmone_1536:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -53821,9 +53923,9 @@ sgemmone_1528:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1528
+	JNZ          sgemmone_1536
 
-sgemmdone_1529:
+sgemmdone_1537:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -53894,9 +53996,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1531
+	JLE   fmadone_1539
 
-fma_1530:
+fma_1538:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -53910,9 +54012,9 @@ fma_1530:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1530
+	JNZ         fma_1538
 
-fmadone_1531:
+fmadone_1539:
 	VZEROUPPER
 	RET
 
@@ -53939,9 +54041,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1533
+	JLE    fmadone_1541
 
-fma_1532:
+fma_1540:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -53959,9 +54061,9 @@ fma_1532:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1532
+	JNZ         fma_1540
 
-fmadone_1533:
+fmadone_1541:
 	VZEROUPPER
 	RET
 
@@ -53984,9 +54086,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1535
+	JLE   int8done_1543
 
-int8_1534:
+int8_1542:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -54000,9 +54102,9 @@ int8_1534:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1534
+	JNZ        int8_1542
 
-int8done_1535:
+int8done_1543:
 	VZEROUPPER
 	RET
 
@@ -54025,9 +54127,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1537
+	JLE    int8done_1545
 
-int8_1536:
+int8_1544:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -54041,8 +54143,8 @@ int8_1536:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1536
+	JNZ      int8_1544
 
-int8done_1537:
+int8done_1545:
 	VZEROUPPER
 	RET

@@ -173,6 +173,16 @@ func dotBlockMatMulVNNI(w []int8, scales []float32, group int, rows int, x []int
 //go:noescape
 func dotBlockMatMulVNNIHW(w []int8, scales []float32, group int, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
 
+// scaleI8AVX2 is scaleI8: out[i] = float32(float64(rowScale[i])·s·float64(raw[i])), 8 elements per step, then one at a time.
+//
+//go:noescape
+func scaleI8AVX2(out []float32, raw []int32, rowScale []float32, s float64)
+
+// scaleI8AVX512 is scaleI8: out[i] = float32(float64(rowScale[i])·s·float64(raw[i])), 16 elements per step, then one at a time.
+//
+//go:noescape
+func scaleI8AVX512(out []float32, raw []int32, rowScale []float32, s float64)
+
 // sumSquaresAVX2 is sumSquares: Σ float64(float32(x·x)) in order, bit for bit, 16 elements
 // in one step where no add of the chain would round (see asmgen's sumsq.go).
 //

@@ -949,8 +949,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 24 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 24", checked)
+	if checked != 25 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 25", checked)
 	}
 	// The avxvnni set's own kernel (written by hand, its vpdpbusd as VEX
 	// bytes): the same rule for all of it.
@@ -1272,7 +1272,7 @@ func TestMaxAbs(t *testing.T) {
 	})
 }
 
-// TestElementwise: every set's scaleSums, normScale, reluSqMul and addF32
+// TestElementwise: every set's scaleSums, scaleI8, normScale, reluSqMul and addF32
 // equal their twins bit for bit, for every length 0…300 and the 2B
 // shape's widths, at odd offsets, with values that round (int32 sums past
 // 2²⁴, divisions, signed zeros, negative gates), and write nothing past
@@ -1307,6 +1307,13 @@ func TestElementwise(t *testing.T) {
 			k.scaleSums(y, raw, sum, s, rowScale)
 			sameBits(t, fmt.Sprintf("scaleSums n %d", n), y, want)
 			checkPoisonFunc(t, all, y, isNaN)
+
+			q := rng.Float64() * 1e-3 // as a head's max|x|/127
+			o, all := poisoned(n, off, 40, nan)
+			scaleI8Generic(want, raw, rowScale, q)
+			k.scaleI8(o, raw, rowScale, q)
+			sameBits(t, fmt.Sprintf("scaleI8 n %d", n), o, want)
+			checkPoisonFunc(t, all, o, isNaN)
 
 			x, w := floats(n, 30), floats(n, 2)
 			scale := float32(rng.Float64() + 0.001)

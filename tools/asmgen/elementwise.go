@@ -166,3 +166,73 @@ func genAddF32(name string, isa vecISA) {
 		st.store(v, at(0))
 	})
 }
+
+const scaleI8Sig = "func(out []float32, raw []int32, rowScale []float32, s float64)"
+
+// genScaleI8 emits scaleI8: out[i] = float32(float64(rowScale[i])·s·float64(raw[i])),
+// the products in that order in float64 (the q8 head's logits from its
+// int32 sums), 2·lanes elements per step (lanes: float64 lanes of a zmm, or
+// of a ymm with evex false), then one at a time.
+func genScaleI8(name string, evex bool) {
+	TEXT(name, NOSPLIT, scaleI8Sig)
+	Pragma("noescape")
+	lanes := 4
+	wide, narrow := YMM, XMM
+	if evex {
+		lanes, wide, narrow = 8, ZMM, YMM
+	}
+	Doc(fmt.Sprintf("%s is scaleI8: out[i] = float32(float64(rowScale[i])·s·float64(raw[i])), %d elements per step, then one at a time.", name, 2*lanes))
+	out := load(Param("out").Base())
+	raw := load(Param("raw").Base())
+	sc := load(Param("rowScale").Base())
+	n := load(Param("out").Len())
+	sx, sv := XMM(), wide()
+	Load(Param("s"), sx)
+	VBROADCASTSD(sx, sv)
+	// step converts the elements at i+k… (one when one): f32 and f64 make
+	// the float32 and float64 registers of their width, s holds s.
+	step := func(i reg.GPVirtual, k int, f32 func() reg.VecVirtual, f64 func() reg.VecVirtual, s reg.Register, one bool) {
+		a, b, y := f64(), f64(), f32()
+		at := func(base reg.GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: 4 * k} }
+		if one {
+			t, u := XMM(), XMM()
+			VMOVSS(at(sc), t)
+			VMOVSS(at(raw), u)
+			VCVTPS2PD(t, a)
+			VCVTDQ2PD(u, b)
+		} else {
+			VCVTPS2PD(at(sc), a)
+			VCVTDQ2PD(at(raw), b)
+		}
+		VMULPD(s, a, a)
+		VMULPD(b, a, a)
+		switch {
+		case one:
+			VCVTPD2PSX(a, y)
+		case evex:
+			VCVTPD2PS(a, y)
+		default:
+			VCVTPD2PSY(a, y)
+		}
+		if one {
+			VMOVSS(y, at(out))
+		} else {
+			VMOVUPS(y, at(out))
+		}
+	}
+	i := GP64()
+	blockLoop(i, roundDown(n, 2*lanes), 2*lanes, func() {
+		step(i, 0, narrow, wide, sv, false)
+		step(i, lanes, narrow, wide, sv, false)
+	})
+	loop, done := label("scalei8"), label("scalei8done")
+	Label(loop)
+	CMPQ(i, n)
+	JAE(LabelRef(done))
+	step(i, 0, XMM, XMM, sv.AsX(), true)
+	INCQ(i)
+	JMP(LabelRef(loop))
+	Label(done)
+	VZEROUPPER()
+	RET()
+}

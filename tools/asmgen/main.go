@@ -67,6 +67,8 @@ func main() {
 	withoutPrefetch(genDotBlockRowsVNNI)
 	genDotBlockMatMulVNNI()
 	withoutPrefetch(genDotBlockMatMulVNNI)
+	genScaleI8("scaleI8AVX2", false)
+	genScaleI8("scaleI8AVX512", true)
 	genSumSquares("sumSquaresAVX2", false)
 	genSumSquares("sumSquaresAVX512", true)
 	genMaxAbs("maxAbsAVX2", false)
