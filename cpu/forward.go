@@ -174,12 +174,30 @@ func sumSquaresGeneric(x []float32) float64 {
 	return sum
 }
 
+// sumSquaresRowsGeneric sets sums[i] = sumSquaresGeneric(rows[i]) for up
+// to four rows of one length; two to four rows through sumSquares4, the
+// first ones again filling its chains.
+func sumSquaresRowsGeneric(rows [][]float32, sums []float64) {
+	switch len(rows) {
+	case 0:
+	case 1:
+		sums[0] = sumSquaresGeneric(rows[0])
+	default:
+		var r [4][]float32
+		for i := range r {
+			r[i] = rows[i%len(rows)]
+		}
+		s := sumSquares4(r[0], r[1], r[2], r[3])
+		copy(sums, s[:len(rows)])
+	}
+}
+
 // sumSquares4 is sumSquaresGeneric of four rows of one length, each summed
 // in its own order as sumSquaresGeneric sums it (so bit for bit the same),
 // the four dependency chains interleaved: a float64 add waits on the one
 // before it in its row, and four rows keep four adds in flight. (The
 // SIMD sets' sumSquares, which add 16 elements in one step where that is
-// exact, are faster row by row: fourSums.)
+// exact, are faster row by row: eachRow.)
 func sumSquares4(x0, x1, x2, x3 []float32) [4]float64 {
 	n := len(x0)
 	x1, x2, x3 = x1[:n], x2[:n], x3[:n]
@@ -193,12 +211,14 @@ func sumSquares4(x0, x1, x2, x3 []float32) [4]float64 {
 	return [4]float64{s0, s1, s2, s3}
 }
 
-// fourSums is a sumSquares4 of a sumSquares kernel, a row at a time (four
-// rows of 2560 on the Zen 5 VM: 2.6 µs with sumSquaresAVX512, 3.2 with
-// sumSquares4's interleaved chains).
-func fourSums(f func(x []float32) float64) func(x0, x1, x2, x3 []float32) [4]float64 {
-	return func(x0, x1, x2, x3 []float32) [4]float64 {
-		return [4]float64{f(x0), f(x1), f(x2), f(x3)}
+// eachRow is a sumSquaresRows of a sumSquares kernel, a row at a time
+// (four rows of 2560 on the Zen 5 VM: 2.6 µs with sumSquaresAVX512, 3.2
+// with sumSquares4's interleaved chains).
+func eachRow(f func(x []float32) float64) func(rows [][]float32, sums []float64) {
+	return func(rows [][]float32, sums []float64) {
+		for i, r := range rows {
+			sums[i] = f(r)
+		}
 	}
 }
 
@@ -227,15 +247,8 @@ func (b *Backend) normEach(T, n int, w []float32, pre func(t int, a []float32) [
 				rows[t-t0] = pre(t, s.a[t*n:(t+1)*n])
 			}
 			var sums [4]float64
-			switch {
-			case w == nil:
-			case t1-t0 == 1:
-				sums[0] = b.k.sumSquares(rows[0])
-			default: // 2 or 3 positions: the first ones again fill the chains
-				for i := t1 - t0; i < 4; i++ {
-					rows[i] = rows[i-(t1-t0)]
-				}
-				sums = b.k.sumSquares4(rows[0], rows[1], rows[2], rows[3])
+			if w != nil {
+				b.k.sumSquaresRows(rows[:t1-t0], sums[:t1-t0])
 			}
 			for t := t0; t < t1; t++ {
 				a, row := s.a[t*n:(t+1)*n], rows[t-t0]

@@ -47,22 +47,30 @@ func testGate(t *testing.T, k kernels) {
 	}
 }
 
-// Every set's sumSquares4 gives each of its rows sumSquaresGeneric's bits.
-func TestSumSquares4(t *testing.T) {
+// Every set's sumSquaresRows gives each of 1-4 rows sumSquaresGeneric's
+// bits.
+func TestSumSquaresRows(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()
 		for _, n := range []int{0, 1, 5, 2560} {
-			var rows [4][]float32
-			for r := range rows {
-				rows[r] = make([]float32, n)
-				for i := range rows[r] {
-					rows[r][i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6)))
+			for count := 1; count <= 4; count++ {
+				rows := make([][]float32, count)
+				for r := range rows {
+					rows[r] = make([]float32, n)
+					for i := range rows[r] {
+						rows[r][i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6)))
+					}
 				}
-			}
-			got := k.sumSquares4(rows[0], rows[1], rows[2], rows[3])
-			for r := range rows {
-				if want := sumSquaresGeneric(rows[r]); math.Float64bits(got[r]) != math.Float64bits(want) {
-					t.Fatalf("n %d row %d: %g, alone %g", n, r, got[r], want)
+				sums := make([]float64, count+1)
+				sums[count] = -1 // past the rows: untouched
+				k.sumSquaresRows(rows, sums[:count])
+				for r := range rows {
+					if want := sumSquaresGeneric(rows[r]); math.Float64bits(sums[r]) != math.Float64bits(want) {
+						t.Fatalf("n %d, %d rows, row %d: %g, alone %g", n, count, r, sums[r], want)
+					}
+				}
+				if sums[count] != -1 {
+					t.Fatalf("n %d, %d rows: wrote past the sums", n, count)
 				}
 			}
 		}

@@ -121,8 +121,9 @@ type kernels struct {
 	// sumSquares is Σ float64(float32(x[i]·x[i])), the float64 adds in
 	// order (rmsNorm's sum): sumSquaresGeneric's bits.
 	sumSquares func(x []float32) float64
-	// sumSquares4 is sumSquares of four rows of one length.
-	sumSquares4 func(x0, x1, x2, x3 []float32) [4]float64
+	// sumSquaresRows sets sums[i] = sumSquares(rows[i]) for up to four
+	// rows of one length.
+	sumSquaresRows func(rows [][]float32, sums []float64)
 
 	// quantizeI8 sets q[i] = round_half_even(float32(x[i]·s)) clamped to
 	// [−128, 127] for i < len(x) and returns Σ q[i]: a BitLinear input's
@@ -194,7 +195,7 @@ var generic = kernels{
 	roundF16:       roundF16Generic,
 	maxAbs:         maxAbsGeneric,
 	sumSquares:     sumSquaresGeneric,
-	sumSquares4:    sumSquares4,
+	sumSquaresRows: sumSquaresRowsGeneric,
 	quantizeI8:     quantizeI8Generic,
 	expSub:         expSubGeneric,
 	scaleMax:       scaleMaxGeneric,
