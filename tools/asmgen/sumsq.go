@@ -21,7 +21,9 @@ package main
 // block that takes s into the next binade, a square too small for ulp(s),
 // a NaN or an infinity anywhere) the block is added one element at a time,
 // as the Go twin adds it. On Gaussian rows of 2560 the fallback takes
-// about one block in ten.
+// about one block in twenty (its binade crossings); on rows as the ReLU² gate
+// gives, 38% of blocks (squares between half an ulp of the sum and 2^−29
+// of it).
 
 import (
 	. "github.com/mmcloughlin/avo/build"
