@@ -15,13 +15,14 @@
 #       (on the GPU machine) the synthetic 2B model, bitvk check on the small
 #       shape (validation layer on) and on the 2B model, then bitvk bench
 #       with --profile and --fuse on,off (the decode step with and without
-#       the fused norms, RoPE and K/V write), and the sample kernel in
+#       the fused norms, RoPE and K/V write), decode at a depth of 4,032
+#       tokens against none (bench -d), and the sample kernel in
 #       chunks against one workgroup (BenchmarkSampleKernel, when
-#       bin/gpu.test is there); OUTDIR gets each command's output and
-#       bench.json.
+#       bin/gpu.test is there); OUTDIR gets each command's output.
 #
 # Environment: TESTS, a regular expression, limits the tests run (default:
-# all); SHAPE_2B=0 skips the 2B model (check and bench on the small shape
+# all); PKGS, the test packages (default "vk gpu": two runs with PKGS=vk
+# and PKGS=gpu into two OUTDIRs go at once); SHAPE_2B=0 skips the 2B model (check and bench on the small shape
 # only). Where the Vulkan loader is missing, install libvulkan1 first; where
 # the driver is not found, name its ICD file in VK_DRIVER_FILES (the script
 # looks in the usual places, and in the NVIDIA container toolkit's).
@@ -61,7 +62,7 @@ tests)
 	bin/bitvk devices >"$out/devices.txt" 2>&1 || true
 	: >"$out/tests.txt"
 	fails=0
-	for pkg in vk gpu; do
+	for pkg in ${PKGS:-vk gpu}; do
 		bin=$PWD/bin/$pkg.test
 		dir=gpu
 		[ "$pkg" = vk ] && dir=gpu/vk
@@ -98,13 +99,15 @@ bench)
 	fi
 	bin/bitvk bench "${model[@]}" --backend vulkan -p 128,512 -n 64 --head f16,q8 -r 3 --fuse on,off --profile \
 		>"$out/bench.txt" 2>&1 || status=1
-	bin/bitvk bench "${model[@]}" --backend vulkan -p 512 -n 128 --head f16,q8 -r 3 --fuse on,off --json \
-		>"$out/bench.json" 2>"$out/bench-json.err" || status=1
+	depth=4032
+	[ "${SHAPE_2B:-1}" != 0 ] || depth=1984
+	bin/bitvk bench "${model[@]}" --backend vulkan -p 0 -n 64 -d 0,$depth --head f16,q8 -r 3 \
+		>"$out/bench-depth.txt" 2>&1 || status=1
 	if [ -x bin/gpu.test ]; then
 		(cd gpu && ../bin/gpu.test -test.run '^$' -test.bench SampleKernel -test.benchtime 200x) \
 			>"$out/sample-kernel.txt" 2>&1 || status=1
 	fi
-	grep -h -E 'PASS|FAIL|tg|pp|int8 peak|Benchmark' "$out"/check-*.txt "$out/bench.txt" "$out"/sample-kernel.txt 2>/dev/null || true
+	grep -h -E 'PASS|FAIL|tg|pp|int8 peak|Benchmark' "$out"/check-*.txt "$out/bench.txt" "$out/bench-depth.txt" "$out"/sample-kernel.txt 2>/dev/null || true
 	exit $status
 	;;
 *)

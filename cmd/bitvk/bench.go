@@ -35,6 +35,7 @@ type benchResult struct {
 	NThreads      int       `json:"n_threads"`
 	NPrompt       int       `json:"n_prompt"`
 	NGen          int       `json:"n_gen"`
+	NDepth        int       `json:"n_depth"` // tokens in the cache before the test (-d), untimed
 	AvgNs         int64     `json:"avg_ns"`
 	StddevNs      int64     `json:"stddev_ns"`
 	AvgTs         float64   `json:"avg_ts"`
@@ -81,6 +82,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	shape := fs.String("shape", "2b", "synthetic model shape when no -m is given: tiny, small, 2b")
 	nPrompt := fs.String("p", "128", "prompt lengths to time, comma-separated (0: no prompt test)")
 	nGen := fs.String("n", "64", "generation lengths to time, comma-separated (0: no generation test)")
+	nDepth := fs.String("d", "0", "context depths, comma-separated: each test runs after this many tokens are already in the cache (prefilled untimed), as llama-bench's -d")
 	threads := fs.String("t", "", "thread counts, comma-separated (default: one per CPU)")
 	reps := fs.Int("r", 3, "repetitions of each test")
 	heads := fs.String("head", "stored", "output heads to time, comma-separated: stored (the file's type), f16, q8, q8_0, q6_k, q4_0")
@@ -117,6 +119,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "-n: %v", err)
 	}
+	depths, err := intList(*nDepth, 0)
+	if err != nil {
+		return usageError(fs, "-d: %v", err)
+	}
 	ts := []int{0}
 	if *threads != "" {
 		if ts, err = intList(*threads, 1); err != nil {
@@ -152,6 +158,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
+	}
+	if flagGiven(fs, "d") && (*serveURL != "" || *drafts != "" || *verify) {
+		return usageError(fs, "-d goes with the prompt and generation tests, not --serve, --draft or --verify")
 	}
 	if *serveURL != "" {
 		if *drafts != "" || *verify || *path != "" || hf != "" {
@@ -259,8 +268,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if longest > limit {
-			return fmt.Errorf("a test of %d tokens (-p or -n) needs a context of %d positions; the model holds at most %d", longest, longest, limit)
+		if d := slices.Max(depths); longest+d > limit {
+			return fmt.Errorf("a test of %d tokens (-p or -n) at depth %d (-d) needs a context of %d positions; the model holds at most %d", longest, d, longest+d, limit)
 		}
 	}
 	if *verify {
@@ -279,7 +288,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		for _, head := range headList {
 			for _, fuse := range fl {
 				for _, ks := range kl {
-					if err := benchBackend(benchRun{be, head, fuse, ks, *device, *path, ts, prompts, gens, *reps, *asJSON, *profile}, tw, stderr, bandwidth, &bwOrder, &results); err != nil {
+					if err := benchBackend(benchRun{be, head, fuse, ks, *device, *path, ts, prompts, gens, depths, *reps, *asJSON, *profile}, tw, stderr, bandwidth, &bwOrder, &results); err != nil {
 						return err
 					}
 				}
@@ -382,6 +391,7 @@ type benchRun struct {
 	path          string
 	threads       []int
 	prompts, gens []int
+	depths        []int // -d: tokens in the cache before each test
 	reps          int
 	asJSON        bool
 	profile       bool
@@ -405,7 +415,7 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 			for _, g := range gens {
 				longest = max(longest, g)
 			}
-			bf.ctx = longest
+			bf.ctx = longest + slices.Max(br.depths)
 			m, err := openModel(br.path, bf)
 			if err != nil {
 				return err
@@ -460,18 +470,27 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 				base.Int8PeakGMACs = gpuPeaks[pk] / 1e9
 			}
 			var tests []benchResult
-			for _, p := range prompts {
-				if p > 0 {
-					r := base
-					r.NPrompt = p
-					tests = append(tests, r)
+			for _, d := range br.depths {
+				base := base
+				if d > 0 {
+					// At a depth the K/V cache is a real part of a decode
+					// step's read: its mean length over the test.
+					base.BytesPerToken += kvBytes(*m.config, d)
+					base.RooflineTs = base.BandwidthGBs * 1e9 / float64(base.BytesPerToken)
 				}
-			}
-			for _, g := range gens {
-				if g > 0 {
-					r := base
-					r.NGen = g
-					tests = append(tests, r)
+				for _, p := range prompts {
+					if p > 0 {
+						r := base
+						r.NPrompt, r.NDepth = p, d
+						tests = append(tests, r)
+					}
+				}
+				for _, g := range gens {
+					if g > 0 {
+						r := base
+						r.NGen, r.NDepth = g, d
+						tests = append(tests, r)
+					}
 				}
 			}
 			for _, r := range tests {
@@ -556,6 +575,13 @@ func bytesPerToken(m *model) int64 {
 	return n
 }
 
+// kvBytes is what a decode step at position pos reads of the K/V cache:
+// both halves, float16, every layer and KV head (both backends store them
+// so). Bench counts it only at a depth (-d), at the depth itself.
+func kvBytes(c nn.Config, pos int) int64 {
+	return int64(c.Layers) * 2 * int64(c.KVHeads*c.HeadDim) * 2 * int64(pos)
+}
+
 // timeTest runs one test reps times after a warm-up: a prompt test
 // evaluates NPrompt tokens in one batch from an empty cache; a generation
 // test evaluates NGen tokens one at a time, each with its logits. With
@@ -564,13 +590,17 @@ func bytesPerToken(m *model) int64 {
 func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error)) error {
 	rng := rand.New(rand.NewPCG(uint64(r.NPrompt), uint64(r.NGen)))
 	n := max(r.NPrompt, r.NGen)
-	toks := make([]int32, n)
+	toks := make([]int32, r.NDepth+n)
 	for i := range toks {
 		toks[i] = int32(rng.IntN(m.config.Vocab))
 	}
 	e := m.engine
 	once := func() (time.Duration, error) {
 		e.Reset()
+		if err := fillDepth(m, toks[:r.NDepth]); err != nil {
+			return 0, err
+		}
+		toks := toks[r.NDepth:]
 		start := time.Now()
 		if r.NPrompt > 0 {
 			_, err := e.Eval(toks)
@@ -657,6 +687,19 @@ func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error))
 	return nil
 }
 
+// fillDepth puts a test's depth (-d) into the cache, untimed: the tokens
+// in prompt-sized batches, as a prompt would be.
+func fillDepth(m *model, toks []int32) error {
+	for len(toks) > 0 {
+		k := min(len(toks), 512)
+		if _, err := m.engine.Eval(toks[:k]); err != nil {
+			return fmt.Errorf("filling the context to depth %d: %w", len(toks), err)
+		}
+		toks = toks[k:]
+	}
+	return nil
+}
+
 // cpuKey names the CPU with threads workers among bench's devices.
 func cpuKey(threads int) string { return fmt.Sprintf("the CPU with %d threads", threads) }
 
@@ -714,10 +757,10 @@ func ternaryMACs(w *nn.Weights) int64 {
 // time on.
 func profileTest(be nn.Backend, r benchResult, reps int) (*profileJSON, error) {
 	if c, ok := be.(*cpu.Backend); ok {
-		n, pos := 1, r.NGen-1
+		n, pos := 1, r.NDepth+r.NGen-1
 		if r.NPrompt > 0 {
 			n = min(r.NPrompt, c.Batch())
-			pos = r.NPrompt - n
+			pos = r.NDepth + r.NPrompt - n
 		}
 		p, err := c.ProfileForward(n, pos, max(reps, 5))
 		if err != nil {
@@ -735,11 +778,11 @@ func profileTest(be nn.Backend, r benchResult, reps int) (*profileJSON, error) {
 		return out, nil
 	}
 	b := be.(*gpu.Backend)
-	n, pos := 1, r.NGen-1
+	n, pos := 1, r.NDepth+r.NGen-1
 	submits := 1.0
 	if r.NPrompt > 0 {
 		n = min(r.NPrompt, b.Batch())
-		pos = r.NPrompt - n
+		pos = r.NDepth + r.NPrompt - n
 		submits = math.Ceil(float64(r.NPrompt)/float64(b.Batch())) / float64(r.NPrompt)
 	}
 	p, err := b.ProfileForward(n, pos, reps)
@@ -783,12 +826,17 @@ func printProfile(w io.Writer, r benchResult) {
 	tw.Flush()
 }
 
-// testName is llama-bench's name of a test: pp128 (prompt), tg64 (generation).
+// testName is llama-bench's name of a test: pp128 (prompt), tg64
+// (generation), with " @ d4096" after a test at a depth.
 func testName(r benchResult) string {
+	name := fmt.Sprintf("pp%d", r.NPrompt)
 	if r.NGen > 0 {
-		return fmt.Sprintf("tg%d", r.NGen)
+		name = fmt.Sprintf("tg%d", r.NGen)
 	}
-	return fmt.Sprintf("pp%d", r.NPrompt)
+	if r.NDepth > 0 {
+		name += fmt.Sprintf(" @ d%d", r.NDepth)
+	}
+	return name
 }
 
 func printBenchRow(w io.Writer, r benchResult) {

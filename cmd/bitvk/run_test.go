@@ -17,6 +17,7 @@ import (
 	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/ref"
+	"github.com/bitvk/bitvk/nn/synth"
 )
 
 func parseIDList(t *testing.T, s string) []int {
@@ -227,6 +228,56 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if code, _, stderr := bitvk("bench", "--shape", "huge"); code == 0 || !strings.Contains(stderr, "unknown shape") {
 		t.Errorf("unknown shape: exit %d %s", code, stderr)
+	}
+}
+
+// bench -d runs each test after that many tokens are in the cache: a
+// test per depth, named as llama-bench names it, with n_depth in the JSON
+// and the K/V cache's read in a decode test's bytes at a depth.
+func TestBenchDepth(t *testing.T) {
+	code, out, stderr := bitvk("bench", "--shape", "tiny", "--backend", "cpu", "-t", "1", "-p", "8", "-n", "4", "-d", "0,20", "-r", "1", "--json")
+	if code != 0 {
+		t.Fatalf("bench -d: exit %d: %s", code, stderr)
+	}
+	var rs []map[string]any
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("bench -d --json: %v\n%s", err, out)
+	}
+	if len(rs) != 4 {
+		t.Fatalf("%d results, want 4 (pp8 and tg4 at depths 0 and 20)", len(rs))
+	}
+	bytes := map[float64]float64{}
+	for i, r := range rs {
+		if d, want := r["n_depth"], float64(20*(i/2)); d != want {
+			t.Errorf("result %d: n_depth %v, want %v", i, d, want)
+		}
+		if r["n_gen"].(float64) > 0 {
+			bytes[r["n_depth"].(float64)] = r["bytes_per_token"].(float64)
+		}
+	}
+	// The tiny shape's K/V cache: layers × (K and V) × KV width × 2 bytes
+	// per position.
+	c := synth.Shapes["tiny"]
+	if got, want := bytes[20]-bytes[0], float64(c.Layers*2*c.KVHeads*(c.Embd/c.Heads)*2*20); got != want {
+		t.Errorf("a decode step at depth 20 reads %v bytes more than at 0, want %v (the K/V cache)", got, want)
+	}
+	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", "cpu", "-t", "1", "-p", "0", "-n", "2", "-d", "30", "-r", "1")
+	if code != 0 || !strings.Contains(out, "tg2 @ d30") {
+		t.Errorf("bench -d table: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"-d", "-1"}, "-d"},
+		{[]string{"-d", "x"}, "-d"},
+		{[]string{"-p", "8", "-n", "0", "-d", "1000000"}, "depth 1000000"},
+		{[]string{"-d", "4", "--verify"}, "-d goes with"},
+	} {
+		code, _, stderr := bitvk(append([]string{"bench", "--shape", "tiny", "--backend", "cpu", "-r", "1"}, tc.args...)...)
+		if code == 0 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, want an error with %q:\n%s", tc.args, code, tc.msg, stderr)
+		}
 	}
 }
 
