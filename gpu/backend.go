@@ -47,6 +47,9 @@ type Options struct {
 	// Context positions in one buffer, which must fit the device's storage
 	// buffer range.
 	Slots int
+	// Tune shapes a decode step's kernels (see Tuning); the zero value:
+	// BITVK_VK_TUNE, else the defaults.
+	Tune Tuning
 }
 
 // Fusion is Options.Fusion.
@@ -68,7 +71,7 @@ const (
 // < 0 the best device that can present is taken.
 type Window struct {
 	Extensions []string                                // instance extensions for window surfaces (GLFW lists them)
-	Surface    func(*vk.Instance) (*vk.Surface, error) // the window's surface on the new instance
+	Surface    func(*vk.Instance) (*vk.Surface, error) // the window's surface on the backend's instance; Close releases it
 }
 
 // DefaultBatch is the most tokens one submit evaluates.
@@ -76,11 +79,10 @@ const DefaultBatch = 64
 
 // Devices lists the Vulkan devices, or says why there are none.
 func Devices() ([]vk.DeviceInfo, error) {
-	inst, err := vk.NewInstance(vk.InstanceOptions{})
+	inst, err := vk.Shared(vk.InstanceOptions{})
 	if err != nil {
 		return nil, err
 	}
-	defer inst.Close()
 	devs := inst.Devices()
 	if len(devs) == 0 {
 		return nil, errors.New("vulkan: the loader found no device (is a driver installed? lavapipe: mesa-vulkan-drivers)")
@@ -99,13 +101,16 @@ type layerBufs struct {
 type Backend struct {
 	c         *nn.Config
 	o         Options
-	inst      *vk.Instance
+	inst      *vk.Instance // the process's, shared (vk.Shared): never closed
+	msgs      *vk.Listener // the validation messages since New (ValidationMessages)
+	surface   *vk.Surface  // the window's surface (Options.Window), released by Close
 	dev       *vk.Device
 	info      vk.DeviceInfo
-	dot       bool // integer dot product kernels
-	subgroups bool // the matrix products' and norms' subgroup twins (reductions)
-	ctx       int  // positions per slot
-	slots     int  // sequences in the K/V cache
+	dot       bool   // integer dot product kernels
+	subgroups bool   // the matrix products' and norms' subgroup twins (reductions)
+	tune      Tuning // a decode step's kernel shapes (resolved: no zero fields)
+	ctx       int    // positions per slot
+	slots     int    // sequences in the K/V cache
 	batch     int
 	seqOff    int64 // where each token's (position, first cache row) starts in the input buffers
 	maxShard  int64
@@ -156,11 +161,14 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	if o.Window != nil {
 		exts = o.Window.Extensions
 	}
-	inst, err := vk.NewInstance(vk.InstanceOptions{Validation: o.Validation, SyncValidation: o.Validation, Extensions: exts})
+	// One instance per process and options, whatever the number of backends
+	// opened (see vk.Shared); the listener keeps this backend's messages
+	// apart from those of backends before it.
+	inst, err := vk.Shared(vk.InstanceOptions{Validation: o.Validation, SyncValidation: o.Validation, Extensions: exts})
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{c: c, o: o, inst: inst, kernels: map[kernelKey]*vk.Kernel{}, recs: map[recKey]*vk.Recording{}}
+	b := &Backend{c: c, o: o, inst: inst, msgs: inst.Listen(), kernels: map[kernelKey]*vk.Kernel{}, recs: map[recKey]*vk.Recording{}}
 	defer func() {
 		if err != nil {
 			b.Close()
@@ -181,6 +189,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 		if open.Surface, err = o.Window.Surface(inst); err != nil {
 			return nil, err
 		}
+		b.surface = open.Surface
 		if idx, err = presentable(inst, devs, idx, o.Device < 0, open.Surface); err != nil {
 			return nil, err
 		}
@@ -191,6 +200,9 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	b.info = b.dev.Info()
 	b.dot = b.dev.Enabled().IntegerDot && !o.Plain
 	b.subgroups = !o.NoSubgroups && subgroupReductions(b.info)
+	if b.tune, err = resolveTuning(o.Tune, b.info.MaxComputeWorkGroupInvocations); err != nil {
+		return nil, err
+	}
 	b.ctx = c.Context
 	if o.Context > 0 {
 		b.ctx = min(o.Context, c.Context)
@@ -211,7 +223,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	if b.batch <= 0 {
 		b.batch = DefaultBatch
 	}
-	if b.attn, err = planAttention(c, b.info, b.ctx, b.workgroup(wgAttn), attnChunk, !o.NoSubgroups); err != nil {
+	if b.attn, err = planAttention(c, b.info, b.ctx, b.workgroup(wgAttn), b.tune.Chunk, !o.NoSubgroups); err != nil {
 		return nil, err
 	}
 	// The attention partials and the logits of a batch are each bound whole.
@@ -462,24 +474,25 @@ func (b *Backend) Context() int { return b.ctx }
 // Slots is the number of sequences the K/V cache holds.
 func (b *Backend) Slots() int { return b.slots }
 
-// ValidationMessages returns (and forgets) what the validation layer said.
-func (b *Backend) ValidationMessages() []string {
-	if b.inst == nil {
-		return nil
-	}
-	return b.inst.Messages()
-}
+// ValidationMessages returns (and forgets) what the validation layer said
+// since New, also after Close (until then: what destroying the device
+// brought, such as objects left undestroyed). While other backends work at
+// the same time in the process, their messages may show up here too.
+func (b *Backend) ValidationMessages() []string { return b.msgs.Messages() }
 
-// Close releases everything on the device, in reverse order of creation.
+// Close releases everything on the device, in reverse order of creation,
+// then the window's surface. The instance stays, for the next backend.
 func (b *Backend) Close() error {
 	if b.dev != nil {
 		b.dev.Close() // recordings, kernels, buffers, then the device
 		b.dev = nil
 	}
-	if b.inst != nil {
-		b.inst.Close()
-		b.inst = nil
+	if b.surface != nil {
+		b.surface.Release()
+		b.surface = nil
 	}
+	b.msgs.Close()
+	b.inst = nil
 	return nil
 }
 

@@ -35,8 +35,8 @@ func open(t testing.TB, c *nn.Config, w *nn.Weights, o Options) *Backend {
 		t.Fatalf("gpu.New: %v", err)
 	}
 	t.Cleanup(func() {
-		msgs := b.ValidationMessages()
 		b.Close()
+		msgs := b.ValidationMessages() // since New, the device's destruction included
 		for _, m := range msgs {
 			t.Errorf("validation: %s", m)
 		}
@@ -56,6 +56,12 @@ var variants = []struct {
 	{"default", Options{}},
 	{"plain", Options{Plain: true, NoSubgroups: true}},
 	{"sharded", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn}},
+	// Decode shapes other than the defaults (Tuning): more rows and fewer
+	// lanes, a bigger norm workgroup, short attention chunks; then rows
+	// too few for the fused RoPE (it runs apart) and the smallest shapes;
+	// prompt tiles larger and smaller than the defaults.
+	{"tuned", Options{Fusion: FuseOn, Tune: Tuning{Rows: 8, Lanes: 32, Norm: 512, Chunk: 32, PrefillRows: 4, PrefillTokens: 16}}},
+	{"tuned-narrow", Options{Fusion: FuseOn, Tune: Tuning{Rows: 2, Lanes: 8, Norm: 32, Chunk: 16, PrefillRows: 1, PrefillTokens: 2}}},
 }
 
 // TestConformancePositionZero: a token alone at position 0 gives the

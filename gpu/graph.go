@@ -18,7 +18,7 @@ const (
 	wgNorm = 256
 	wgAttn = 128
 	wgRope = 64
-	wgEmbd = 64
+	wgEmbd = 256
 	wgArg  = 256
 )
 
@@ -208,7 +208,7 @@ func (rc *recorder) normQuant(label string, in *vk.Buffer, w *vk.Buffer, K, inSt
 		written = 4 * T * K
 	}
 	rc.note(label, read+written+4*K*int(norm))
-	rc.dispatch(spirv.NormQuant.Variant(b.subgroups, false), []uint32{b.workgroup(wgNorm), act, norm, quant},
+	rc.dispatch(spirv.NormQuant.Variant(b.subgroups, false), []uint32{uint32(b.tune.Norm), act, norm, quant},
 		[]vk.Range{whole(in), whole(w), whole(b.xn), whole(b.q), whole(b.s)},
 		normPush{K: uint32(K), InStride: uint32(inStride), InOff: uint32(inOff), Eps: b.c.Eps}, uint32(T), 1)
 }
@@ -219,8 +219,9 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 	b := rc.b
 	k := spirv.Ternary.Variant(b.subgroups, b.dot)
 	nt, grouped, accum := uint32(1), uint32(0), uint32(0)
+	lanes, rows := uint32(b.tune.Lanes), b.tune.Rows // a decode step's shape
 	if T > 1 {
-		nt = tileT
+		nt, lanes, rows = uint32(b.tune.PrefillTokens), wgMat, b.tune.PrefillRows
 	}
 	gs := m.rowScale
 	if m.groupScale != nil {
@@ -236,10 +237,10 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 			bytes += 4 * sh.rows * m.k / 256
 		}
 		rc.note(label, bytes)
-		rc.dispatch(k, []uint32{wgMat, rowsWG, nt, grouped, accum},
+		rc.dispatch(k, []uint32{lanes, uint32(rows), nt, grouped, accum},
 			[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(m.rowScale), whole(gs), whole(out)},
 			matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(m.k), T: uint32(T), OutStride: uint32(outStride)},
-			ceilDiv(sh.rows, rowsWG), ceilDiv(T, int(nt)))
+			ceilDiv(sh.rows, rows), ceilDiv(T, int(nt)))
 	}
 }
 
@@ -265,14 +266,14 @@ const ternaryNormBuffers = 10
 // order).
 func (b *Backend) planFusion() fusion {
 	c := b.c
-	wg := int(b.workgroup(wgNorm))
-	shared := c.Embd + 4*2*wg + 4*rowsWG*wg + 4*(wg/wgMat)*rowsWG // codes, norm trees, product tree, outputs
+	wg, lanes, rows := b.tune.Norm, b.tune.Lanes, b.tune.Rows
+	shared := c.Embd + 4*2*wg + 4*rows*wg + 4*(wg/lanes)*rows // codes, norm trees, product tree, outputs
 	off := b.o.Fusion == FuseOff || b.o.Fusion == FuseAuto && b.onCPU()
-	if off || wg < wgMat || shared > int(b.info.MaxComputeSharedMemorySize) || b.info.MaxStorageBuffers < ternaryNormBuffers {
+	if off || wg < lanes || shared > int(b.info.MaxComputeSharedMemorySize) || b.info.MaxStorageBuffers < ternaryNormBuffers {
 		return fusion{}
 	}
 	f := fusion{norm: true}
-	f.rope = c.HeadDim%4 == 0 && c.RopeDim%4 == 0 && len(b.layers) > 0 && len(b.layers[0].qkv.shards) == 1
+	f.rope = rows%4 == 0 && c.HeadDim%4 == 0 && c.RopeDim%4 == 0 && len(b.layers) > 0 && len(b.layers[0].qkv.shards) == 1
 	return f
 }
 
@@ -284,8 +285,8 @@ func (b *Backend) planFusion() fusion {
 func (rc *recorder) ternaryNorm(label string, m *ternaryMatrix, norm, out *vk.Buffer, l *layerBufs, rope bool) {
 	b, c := rc.b, rc.b.c
 	k := spirv.TernaryNorm.Variant(b.subgroups, b.dot)
-	wg := b.workgroup(wgNorm)
-	perWG := int(wg/wgMat) * rowsWG
+	wg, lanes, rows := uint32(b.tune.Norm), uint32(b.tune.Lanes), uint32(b.tune.Rows)
+	perWG := int(wg/lanes) * int(rows)
 	grouped, gs := uint32(0), m.rowScale
 	if m.groupScale != nil {
 		grouped, gs = 1, m.groupScale
@@ -300,7 +301,7 @@ func (rc *recorder) ternaryNorm(label string, m *ternaryMatrix, norm, out *vk.Bu
 		}
 		rc.note(label, bytes)
 		push.Rows, push.Row0 = uint32(sh.rows), uint32(sh.row0)
-		rc.dispatch(k, []uint32{wg, rowsWG, grouped, b32(rope), wgMat, uint32(m.k)},
+		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k)},
 			[]vk.Range{whole(sh.buf), whole(b.x), whole(norm), whole(m.rowScale), whole(gs), whole(out), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
 			push, ceilDiv(sh.rows, perWG), 1)
 	}

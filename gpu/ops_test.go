@@ -20,22 +20,23 @@ type opsAdapter struct {
 // subgroup reductions), or with plain, with neither.
 func newOps(t testing.TB, plain bool) opsAdapter {
 	needVulkan(t)
-	inst, err := vk.NewInstance(vk.InstanceOptions{Validation: true, SyncValidation: true})
+	inst, err := vk.Shared(vk.InstanceOptions{Validation: true, SyncValidation: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Backend{inst: inst, kernels: map[kernelKey]*vk.Kernel{}, recs: map[recKey]*vk.Recording{}, c: &nn.Config{}}
+	b := &Backend{inst: inst, msgs: inst.Listen(), kernels: map[kernelKey]*vk.Kernel{}, recs: map[recKey]*vk.Recording{}, c: &nn.Config{}}
 	if b.dev, err = inst.Open(vk.Pick(inst.Devices())); err != nil {
-		inst.Close()
+		b.Close()
 		t.Fatal(err)
 	}
 	b.info = b.dev.Info()
 	b.dot = b.dev.Enabled().IntegerDot && !plain
 	b.subgroups = subgroupReductions(b.info) && !plain
 	b.maxShard = 1 << 20
+	b.tune = defaultTuning()
 	t.Cleanup(func() {
-		msgs := b.ValidationMessages()
 		b.Close()
+		msgs := b.ValidationMessages() // since newOps, the device's destruction included
 		for _, m := range msgs {
 			t.Errorf("validation: %s", m)
 		}

@@ -15,9 +15,13 @@ package gpu
 //   - top-k exceeds sampleCap or the window has more than samplePenCap
 //     distinct ids (the Forward logits path),
 //   - more than sampleCap tokens pass the min-p threshold, or a penalized
-//     value differs from nn.Sampler.Penalize's in any bit (a device whose
-//     division is not correctly rounded): the logits, still on the device,
-//     are downloaded and the window's raw values put back.
+//     value differs from nn.Sampler.Penalize's in any bit: the logits, still
+//     on the device, are downloaded and the window's raw values put back.
+//     The kernel divides by the repetition penalty in integers, correctly
+//     rounded on any device (Vulkan's float division may be 2.5 ulp off, as
+//     NVIDIA's is), so this happens only on a device that flushes subnormal
+//     floats, for a subnormal logit or result; the check stays as the
+//     safety net.
 
 import (
 	"errors"

@@ -30,8 +30,8 @@ func TestInconsistentModels(t *testing.T) {
 type validated struct{ *Backend }
 
 func (v validated) Close() error {
-	msgs := v.ValidationMessages()
 	err := v.Backend.Close()
+	msgs := v.ValidationMessages() // since New, the device's destruction included
 	if len(msgs) > 0 {
 		err = errors.Join(err, errors.New("validation: "+strings.Join(msgs, "; validation: ")))
 	}

@@ -60,6 +60,26 @@ shared float red[gl_WorkGroupSize.x];
 shared vec2 red2[gl_WorkGroupSize.x];
 shared float rowMax[R], rowSum[R];
 
+// f16Round is x rounded to the nearest float16 (ties to even), as a float:
+// bitnet.cpp's rounding of q, on the bits. unpackHalf2x16(packHalf2x16(q))
+// says the same, but NVIDIA's compiler folds that pair away and q stays
+// float32 (TestConformanceOps' "queries rounded to float16" case); Vulkan
+// does not fix packHalf2x16's rounding either.
+float f16Round(float x) {
+    uint u = floatBitsToUint(x);
+    uint a = u & 0x7FFFFFFFu, s = u & 0x80000000u;
+    if (a >= 0x7F800000u) return x;                                  // Inf, NaN
+    if (a >= 0x477FF000u) return uintBitsToFloat(s | 0x7F800000u);   // ≥ 65520: ±Inf
+    if (a >= 0x38800000u)                                            // a normal float16
+        return uintBitsToFloat(s | ((a + 0xFFFu + ((a >> 13u) & 1u)) & ~0x1FFFu));
+    uint sh = 126u - (a >> 23u);                                     // a subnormal: k·2^-24
+    if (sh > 24u) return uintBitsToFloat(s);
+    uint m = (a & 0x7FFFFFu) | 0x800000u;
+    uint k = m >> sh, low = m & ((1u << sh) - 1u), tie = 1u << (sh - 1u);
+    if (low > tie || (low == tie && (k & 1u) != 0u)) k++;
+    return uintBitsToFloat(s | floatBitsToUint(float(k) * (1.0 / 16777216.0)));
+}
+
 // reduce returns the maximum (isMax) or the sum of v over the workgroup.
 // Every invocation calls it (uniform control flow).
 float reduce(float v, bool isMax) {
@@ -115,7 +135,7 @@ void main() {
         vec2 q = vec2(0.0);
         if (t < pc.T) {
             uint qi = t * pc.qkvStride + h * hd + 2 * w;
-            q = unpackHalf2x16(packHalf2x16(vec2(qkv[qi], qkv[qi + 1]))); // q in float16, as bitnet.cpp rounds it
+            q = vec2(f16Round(qkv[qi]), f16Round(qkv[qi + 1])); // q in float16, as bitnet.cpp rounds it
         }
         qs[i] = q;
     }

@@ -6,7 +6,11 @@
 //       x ← x/r if x > 0 else x·r (when r ≠ 1);  x ← x − (c·freq + presence)
 //     each operation rounded on its own (precise: no fused multiply-add), as
 //     nn.Sampler.Penalize does; the raw and penalized values go to the host,
-//     which checks them bit for bit.
+//     which checks them bit for bit. The quotient is quotient()'s, correctly
+//     rounded on every device, not GLSL's x / r: Vulkan lets that be 2.5 ulp
+//     off (NVIDIA's is), and fma, the usual correction, need not be fused
+//     (lavapipe's is not). On a device that flushes subnormals the check
+//     fails for a subnormal logit or result, and the host samples instead.
 //  2. mode 1 (top-k): exactly the k best penalized logits, ranked by logit and
 //     then by lower id (-0 ties +0), NaN and -Inf never candidates. A radix
 //     select over the 64-bit key (order(x), ~id) — unique per token — walks
@@ -190,6 +194,69 @@ void scan() {
     }
 }
 
+// quotient returns x/r rounded to the nearest float, ties to even (IEEE
+// division), for finite x > 0 and r > 0 (+Inf for x = +Inf), subnormals and
+// overflow included: a long division of the significands in integers,
+// which every device computes exactly (gpu/sample_penalty_test.go checks
+// its Go twin, penaltyQuotient, against Go's division).
+//   x = mx·2^(ex−150), r = mr·2^(er−150), mx, mr in [2^23, 2^24)
+//   x/r = (mx/mr)·2^(ex−er), mx/mr in [1, 2) once mx is doubled where below mr
+float quotient(float x, float r) {
+    uint ux = floatBitsToUint(x), ur = floatBitsToUint(r);
+    if (ux >= 0x7F800000u) {
+        return x;
+    }
+    int ex = int(ux >> 23u), er = int(ur >> 23u);
+    uint mx = ux & 0x7FFFFFu, mr = ur & 0x7FFFFFu;
+    if (ex == 0) { // subnormal: normalize
+        int s = 23 - findMSB(mx);
+        mx <<= uint(s);
+        ex = 1 - s;
+    } else {
+        mx |= 0x800000u;
+    }
+    if (er == 0) {
+        int s = 23 - findMSB(mr);
+        mr <<= uint(s);
+        er = 1 - s;
+    } else {
+        mr |= 0x800000u;
+    }
+    int e = ex - er + 127; // the quotient's biased exponent
+    if (mx < mr) {
+        mx <<= 1u;
+        e--;
+    }
+    // 25 bits of mx/mr (the 24 of a significand and a guard bit), then a
+    // sticky bit for the remainder: q in [2^25, 2^26)
+    uint q = 0u, rem = mx;
+    for (int i = 0; i < 25; i++) {
+        q <<= 1u;
+        if (rem >= mr) {
+            rem -= mr;
+            q |= 1u;
+        }
+        rem <<= 1u;
+    }
+    q = (q << 1u) | (rem != 0u ? 1u : 0u);
+    if (e >= 255) {
+        return uintBitsToFloat(0x7F800000u);
+    }
+    // Round to 24 bits, or to fewer below the normal range (e ≤ 0): the
+    // significand of a subnormal, the bits of its float.
+    uint sh = uint(2 + max(0, 1 - e));
+    if (sh > 26u) {
+        return 0.0; // below half the smallest subnormal
+    }
+    uint kept = q >> sh, low = q & ((1u << sh) - 1u), tie = 1u << (sh - 1u);
+    if (low > tie || (low == tie && (kept & 1u) != 0u)) {
+        kept++;
+    }
+    // A normal significand's leading bit adds one to the exponent field, as
+    // does a carry out of the rounding (to +Inf past the largest float).
+    return uintBitsToFloat(e >= 1 ? (uint(e - 1) << 23u) + kept : kept);
+}
+
 void main() {
     uint tid = gl_LocalInvocationID.x;
     uint g = gl_WorkGroupID.x;
@@ -211,7 +278,7 @@ void main() {
             res[headWords + j] = floatBitsToUint(x);
             precise float y = x;
             if (repeatPen != 1.0) {
-                y = x > 0.0 ? x / repeatPen : x * repeatPen;
+                y = x > 0.0 ? quotient(x, repeatPen) : x * repeatPen;
             }
             precise float t = float(win[pc.penCap + j]) * freq;
             precise float d = t + presence;

@@ -118,7 +118,9 @@ func (i *Instance) OpenWith(index int, o OpenOptions) (*Device, error) {
 	}
 	d.dev = vulkan.Device(C.bvk_device_handle(d.c))
 	d.queue = vulkan.Queue(C.bvk_device_queue(d.c))
+	i.dmu.Lock()
 	i.open = append(i.open, d)
+	i.dmu.Unlock()
 
 	var pool vulkan.CommandPool
 	if r := vulkan.CreateCommandPool(d.dev, &vulkan.CommandPoolCreateInfo{

@@ -12,7 +12,9 @@ import "C"
 
 import (
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	vulkan "github.com/vulkan-go/vulkan"
@@ -96,17 +98,35 @@ type Instance struct {
 	messenger unsafe.Pointer // VkDebugUtilsMessengerEXT
 	phys      []unsafe.Pointer
 	devs      []DeviceInfo
-	open      []*Device  // devices not closed yet, closed by Close
-	surfaces  []*Surface // window surfaces not released yet, destroyed by Close after the devices
+	shared    bool // made by Shared: Close does nothing
 
-	mu      sync.Mutex // guards msgs, pending and closed against Messages
-	pending []string   // messages drained at Close
-	closed  bool
+	dmu      sync.Mutex // guards open and surfaces (a shared instance's users open and close devices from any goroutine)
+	open     []*Device  // devices not closed yet, closed by Close
+	surfaces []*Surface // window surfaces not released yet, destroyed by Close after the devices
+
+	mu        sync.Mutex  // guards msgs, listeners and closed
+	listeners []*Listener // where drained messages go (see Listener)
+	orphans   []string    // drained while no listener was open, for the next
+	own       *Listener   // Messages' listener; nil on a shared instance
+	closed    bool
 }
 
+// created counts the VkInstances this process has created.
+var created atomic.Int64
+
+// InstancesCreated returns how many VkInstances this process has created
+// (NewInstance and Shared), destroyed or not: some drivers refuse to create
+// more than a few in one process (see Shared).
+func InstancesCreated() int { return int(created.Load()) }
+
 // NewInstance creates a Vulkan instance, requesting API version 1.3 when the
-// loader supports it and 1.1 otherwise, and enumerates the devices.
-func NewInstance(o InstanceOptions) (*Instance, error) {
+// loader supports it and 1.1 otherwise, and enumerates the devices. Close
+// destroys it. A program that opens devices again and again should take
+// the process's shared instance instead (Shared).
+func NewInstance(o InstanceOptions) (*Instance, error) { return createInstance(o, true) }
+
+// createInstance is NewInstance; own makes the listener Messages reads.
+func createInstance(o InstanceOptions, own bool) (*Instance, error) {
 	gipa, err := loadVulkan()
 	if err != nil {
 		return nil, err
@@ -166,7 +186,11 @@ func NewInstance(o InstanceOptions) (*Instance, error) {
 		}
 		return nil, fmt.Errorf("vulkan: creating a Vulkan %s instance: %s", apiVersionString(api), resultText(int32(r)))
 	}
+	created.Add(1)
 	inst.handle = handle
+	if own {
+		inst.own = inst.Listen()
+	}
 	if err := vulkan.InitInstance(vulkan.Instance(handle)); err != nil {
 		inst.Close()
 		return nil, fmt.Errorf("vulkan: loading instance functions: %v", err)
@@ -302,43 +326,53 @@ func (i *Instance) Devices() []DeviceInfo {
 
 // Messages returns the validation messages received since the last call
 // and forgets them. It is safe to call from any goroutine, also after Close.
+// A shared instance (Shared) returns none: each of its users reads its own
+// Listener.
 func (i *Instance) Messages() []string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	out := i.pending
-	i.pending = nil
-	out = append(out, i.drainLocked()...)
-	return out
-}
-
-// drainLocked pops every message queued in C; i.mu must be held.
-func (i *Instance) drainLocked() []string {
-	if i.msgs == nil {
+	if i.own == nil {
 		return nil
 	}
-	var out []string
+	return i.own.Messages()
+}
+
+// drainLocked pops every message queued in C and hands it to every open
+// listener (with none open, to the next one made); i.mu must be held.
+func (i *Instance) drainLocked() {
+	if i.msgs == nil {
+		return
+	}
 	for {
 		s := C.bvk_msgs_pop(i.msgs)
 		if s == nil {
-			return out
+			return
 		}
-		out = append(out, C.GoString(s))
+		m := C.GoString(s)
 		C.free(unsafe.Pointer(s))
+		if len(i.listeners) == 0 {
+			i.orphans = append(i.orphans, m)
+		}
+		for _, l := range i.listeners {
+			l.pending = append(l.pending, m)
+		}
 	}
 }
 
 // Close closes the devices still open, then destroys the messenger and the
 // instance. Messages received until then stay readable through Messages.
-// Closing twice is safe.
+// Closing twice is safe. On a shared instance (Shared) Close does nothing:
+// it lives as long as the process.
 func (i *Instance) Close() {
-	if i == nil {
+	if i == nil || i.shared {
 		return
 	}
-	for k := len(i.open) - 1; k >= 0; k-- {
-		i.open[k].Close()
+	i.dmu.Lock()
+	open, surfaces := slices.Clone(i.open), slices.Clone(i.surfaces)
+	i.dmu.Unlock()
+	for k := len(open) - 1; k >= 0; k-- {
+		open[k].Close()
 	}
-	for k := len(i.surfaces) - 1; k >= 0; k-- {
-		i.surfaces[k].Release()
+	for k := len(surfaces) - 1; k >= 0; k-- {
+		surfaces[k].Release()
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -355,7 +389,7 @@ func (i *Instance) Close() {
 		i.handle = nil
 	}
 	if i.msgs != nil {
-		i.pending = append(i.pending, i.drainLocked()...)
+		i.drainLocked()
 		C.bvk_msgs_free(i.msgs)
 		i.msgs = nil
 	}
@@ -363,6 +397,8 @@ func (i *Instance) Close() {
 
 // forget removes a closed device from the open list.
 func (i *Instance) forget(d *Device) {
+	i.dmu.Lock()
+	defer i.dmu.Unlock()
 	for k, o := range i.open {
 		if o == d {
 			i.open = append(i.open[:k], i.open[k+1:]...)

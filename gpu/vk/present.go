@@ -23,7 +23,8 @@ import (
 const acquireTimeout = 5 * time.Second
 
 // Surface is a window's VkSurfaceKHR on an instance. The instance destroys
-// it at Close, after its devices and their swapchains; Release does sooner.
+// it at Close, after its devices and their swapchains; Release does sooner,
+// and is the only way on a shared instance (see Shared), which never closes.
 type Surface struct {
 	inst     *Instance
 	h        unsafe.Pointer // VkSurfaceKHR
@@ -50,7 +51,9 @@ func (i *Instance) AdoptSurface(p uintptr) (*Surface, error) {
 		return nil, errors.New("vulkan: adopting a surface: the window library returned a null surface")
 	}
 	s := &Surface{inst: i, h: h}
+	i.dmu.Lock()
 	i.surfaces = append(i.surfaces, s)
+	i.dmu.Unlock()
 	return s, nil
 }
 
@@ -65,6 +68,8 @@ func (s *Surface) Release() {
 	if !i.closed && i.handle != nil {
 		C.bvk_destroy_surface(i.gipa, i.handle, s.h)
 	}
+	i.dmu.Lock()
+	defer i.dmu.Unlock()
 	for k, o := range i.surfaces {
 		if o == s {
 			i.surfaces = append(i.surfaces[:k], i.surfaces[k+1:]...)

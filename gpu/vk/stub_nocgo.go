@@ -19,6 +19,25 @@ func LoaderVersion() (string, error) { return "", errNoCgo }
 // NewInstance returns an error wrapping ErrUnavailable: built without cgo.
 func NewInstance(o InstanceOptions) (*Instance, error) { return nil, errNoCgo }
 
+// Shared returns an error wrapping ErrUnavailable: built without cgo.
+func Shared(o InstanceOptions) (*Instance, error) { return nil, errNoCgo }
+
+// InstancesCreated returns 0: built without cgo.
+func InstancesCreated() int { return 0 }
+
+// Listener receives an instance's validation messages; without cgo there
+// are none.
+type Listener struct{}
+
+// Listen returns a listener that receives nothing.
+func (i *Instance) Listen() *Listener { return &Listener{} }
+
+// Messages returns no messages.
+func (l *Listener) Messages() []string { return nil }
+
+// Close does nothing.
+func (l *Listener) Close() {}
+
 // Devices returns no devices.
 func (i *Instance) Devices() []DeviceInfo { return nil }
 

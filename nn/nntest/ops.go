@@ -77,15 +77,8 @@ func RunOps(t *testing.T, ops Ops) {
 		}
 	})
 	t.Run("Attention", func(t *testing.T) {
-		heads, kvHeads, hd := 4, 2, 64
-		for _, n := range []int{1, 2, 33} {
-			var k, v [][]float32
-			for p := 0; p < n; p++ {
-				k = append(k, f16Round(randVec(kvHeads*hd, 2)))
-				v = append(v, f16Round(randVec(kvHeads*hd, 2)))
-			}
-			q := randVec(heads*hd, 2)
-			near(t, "Attention", ops.Attention(q, k, v, heads, kvHeads, hd), ref.Attention(q, k, v, heads, kvHeads, hd), 1e-4)
+		for _, c := range append([]attentionCase{attentionF16Case()}, attentionCases(randVec)...) {
+			near(t, c.name, ops.Attention(c.q, c.k, c.v, c.heads, c.kvHeads, c.hd), ref.Attention(c.q, c.k, c.v, c.heads, c.kvHeads, c.hd), attentionTol)
 		}
 	})
 	for _, st := range Storages {
@@ -161,6 +154,68 @@ func RunOps(t *testing.T, ops Ops) {
 			near(t, "Logits", got, want, 1e-2)
 		})
 	}
+}
+
+// attentionTol is the Attention check's tolerance, relative to the largest
+// output. What Vulkan lets a device's exp (3 + 2·|x| ulp) and division
+// (2.5 ulp) be off by moves these outputs by under 2e-6 of it
+// (TestAttentionTolerance); the rest is float32 sums in any order. Faults
+// are far above it: a position dropped from the softmax, the scale 1/hd
+// for 1/√hd, queries not rounded to float16 (attentionF16Case).
+const attentionTol = 1e-4
+
+// attentionCase is one input of the Attention check.
+type attentionCase struct {
+	name               string
+	q                  []float32   // [heads·hd]
+	k, v               [][]float32 // [n][kvHeads·hd], float16 values
+	heads, kvHeads, hd int
+}
+
+// attentionCases are random queries and float16 keys and values for 1, 2
+// and 33 positions, drawn from randVec.
+func attentionCases(randVec func(n int, scale float32) []float32) []attentionCase {
+	var cases []attentionCase
+	heads, kvHeads, hd := 4, 2, 64
+	for _, n := range []int{1, 2, 33} {
+		var k, v [][]float32
+		for p := 0; p < n; p++ {
+			k = append(k, f16Round(randVec(kvHeads*hd, 2)))
+			v = append(v, f16Round(randVec(kvHeads*hd, 2)))
+		}
+		q := randVec(heads*hd, 2)
+		cases = append(cases, attentionCase{fmt.Sprintf("Attention (%d positions)", n), q, k, v, heads, kvHeads, hd})
+	}
+	return cases
+}
+
+// attentionF16Case pins the rounding of the queries to float16 (nearest,
+// ties to even), as bitnet.cpp rounds them before K·q: query element 0 of
+// every head is 1 + 2^-11 + 2^-13, which rounds to 1 + 2^-10, element 1 is
+// 1 + 2^-10; key 0 is 64 at element 0, key 1 64 at element 1, so both
+// scores are 8 + 2^-7 exactly and the two positions weigh ½ each. Value
+// element 0 is +1 and −1 (the output, 0, is exact on any device: the two
+// weights are the same float), element 1 is 1 for both. Queries left in
+// float32 make score 0 lower by 2^-8 − 2^-10 and the output's element 0
+// about −0.0015, 15 times the tolerance; rounded toward zero, −0.0039.
+func attentionF16Case() attentionCase {
+	heads, kvHeads, hd := 4, 2, 64
+	c := attentionCase{name: "Attention (queries rounded to float16)", heads: heads, kvHeads: kvHeads, hd: hd}
+	c.q = make([]float32, heads*hd)
+	for h := range heads {
+		c.q[h*hd] = 1 + 0x1p-11 + 0x1p-13
+		c.q[h*hd+1] = 1 + 0x1p-10
+	}
+	for p := range 2 {
+		k, v := make([]float32, kvHeads*hd), make([]float32, kvHeads*hd)
+		for h := range kvHeads {
+			k[h*hd+p] = 64
+			v[h*hd] = float32(1 - 2*p)
+			v[h*hd+1] = 1
+		}
+		c.k, c.v = append(c.k, k), append(c.v, v)
+	}
+	return c
 }
 
 func f16Round(x []float32) []float32 {

@@ -1,0 +1,144 @@
+package gpu
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Tuning is the shape of a decode step's kernels on one device: what a
+// workgroup takes on. The zero value of a field is its default (see
+// defaultTuning); Options.Tune, or the environment variable BITVK_VK_TUNE
+// (for benchmarking a device: "rows=8,lanes=32,norm=1024,chunk=64"),
+// sets others. Every shape computes the same thing; the conformance suite
+// runs the defaults and others.
+type Tuning struct {
+	// Rows is the matrix rows a row group of a decode step's ternary
+	// products computes (NR of ternary.comp and ternary_norm.comp at one
+	// token): each lane loads a word of every row before it adds, so more
+	// rows keep more loads in flight. A power of two, 1 to 32; the fused
+	// RoPE epilogue needs a multiple of 4 (else RoPE runs apart).
+	Rows int
+	// Lanes is the invocations of a row group in those products: a power
+	// of two, 8 to Norm.
+	Lanes int
+	// Norm is the workgroup of norm_quant and ternary_norm, whose trees
+	// must be the same (the fused norm's codes are norm_quant's bits): a
+	// power of two, 32 to 1024 (capped by the device).
+	Norm int
+	// Chunk is the positions of one attention workgroup (split-K): a
+	// multiple of 16.
+	Chunk int
+	// PrefillRows and PrefillTokens are the tile of a prompt's ternary
+	// products (NR × NT of ternary.comp over several tokens): each weight
+	// word read serves PrefillTokens tokens. Powers of two, at most 32
+	// each and 64 together (the workgroup's invocations, one per output
+	// in the epilogue).
+	PrefillRows, PrefillTokens int
+}
+
+// TuneEnv names the environment variable New reads when Options.Tune is
+// the zero value.
+const TuneEnv = "BITVK_VK_TUNE"
+
+// defaultTuning is the shape on every device unless tuned.
+func defaultTuning() Tuning {
+	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT}
+}
+
+// ParseTuning reads "key=value" pairs, comma-separated (keys rows, lanes,
+// norm, chunk, prows, ptok); the keys not given keep their zero value, the
+// default.
+func ParseTuning(s string) (Tuning, error) {
+	var t Tuning
+	if strings.TrimSpace(s) == "" {
+		return t, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n <= 0 {
+			return t, fmt.Errorf("gpu: tuning %q: want key=positive integer (keys %s)", kv, tuningKeys)
+		}
+		switch k {
+		case "rows":
+			t.Rows = n
+		case "lanes":
+			t.Lanes = n
+		case "norm":
+			t.Norm = n
+		case "chunk":
+			t.Chunk = n
+		case "prows":
+			t.PrefillRows = n
+		case "ptok":
+			t.PrefillTokens = n
+		default:
+			return t, fmt.Errorf("gpu: tuning %q: unknown key %q (keys %s)", kv, k, tuningKeys)
+		}
+	}
+	return t, nil
+}
+
+const tuningKeys = "rows, lanes, norm, chunk, prows, ptok"
+
+// String is the tuning as ParseTuning reads it.
+func (t Tuning) String() string {
+	return fmt.Sprintf("rows=%d,lanes=%d,norm=%d,chunk=%d,prows=%d,ptok=%d", t.Rows, t.Lanes, t.Norm, t.Chunk, t.PrefillRows, t.PrefillTokens)
+}
+
+// resolveTuning fills o's zero fields (from BITVK_VK_TUNE when o is all
+// zero) with the defaults and checks the result; maxWG is the device's
+// largest workgroup.
+func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
+	if o == (Tuning{}) {
+		env, err := ParseTuning(os.Getenv(TuneEnv))
+		if err != nil {
+			return Tuning{}, fmt.Errorf("%s: %w", TuneEnv, err)
+		}
+		o = env
+	}
+	d := defaultTuning()
+	if o.Rows == 0 {
+		o.Rows = d.Rows
+	}
+	if o.Lanes == 0 {
+		o.Lanes = d.Lanes
+	}
+	if o.Norm == 0 {
+		o.Norm = d.Norm
+	}
+	if o.Chunk == 0 {
+		o.Chunk = d.Chunk
+	}
+	if o.PrefillRows == 0 {
+		o.PrefillRows = d.PrefillRows
+	}
+	if o.PrefillTokens == 0 {
+		o.PrefillTokens = d.PrefillTokens
+	}
+	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
+	switch {
+	case !pow2(o.Rows) || o.Rows > 32:
+		return Tuning{}, fmt.Errorf("gpu: tuning rows=%d: want a power of two from 1 to 32", o.Rows)
+	case !pow2(o.Norm) || o.Norm < 32 || o.Norm > 1024:
+		return Tuning{}, fmt.Errorf("gpu: tuning norm=%d: want a power of two from 32 to 1024", o.Norm)
+	case !pow2(o.Lanes) || o.Lanes < 8 || o.Lanes > o.Norm:
+		return Tuning{}, fmt.Errorf("gpu: tuning lanes=%d: want a power of two from 8 to norm (%d)", o.Lanes, o.Norm)
+	case o.Rows > o.Lanes:
+		return Tuning{}, fmt.Errorf("gpu: tuning rows=%d: at most lanes (%d)", o.Rows, o.Lanes)
+	case o.Chunk < attnTK || o.Chunk%attnTK != 0:
+		return Tuning{}, fmt.Errorf("gpu: tuning chunk=%d: want a positive multiple of %d", o.Chunk, attnTK)
+	case !pow2(o.PrefillRows) || o.PrefillRows > 32:
+		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d: want a power of two from 1 to 32", o.PrefillRows)
+	case !pow2(o.PrefillTokens) || o.PrefillTokens > 32:
+		return Tuning{}, fmt.Errorf("gpu: tuning ptok=%d: want a power of two from 1 to 32", o.PrefillTokens)
+	case o.PrefillRows*o.PrefillTokens > wgMat:
+		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d,ptok=%d: at most %d outputs together", o.PrefillRows, o.PrefillTokens, wgMat)
+	}
+	for uint32(o.Norm) > maxWG && o.Norm > o.Lanes {
+		o.Norm /= 2
+	}
+	return o, nil
+}

@@ -1,0 +1,59 @@
+package gpu
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseTuning(t *testing.T) {
+	got, err := ParseTuning(" rows=8, lanes=32,norm=1024,chunk=64,prows=8,ptok=16 ")
+	if want := (Tuning{Rows: 8, Lanes: 32, Norm: 1024, Chunk: 64, PrefillRows: 8, PrefillTokens: 16}); err != nil || got != want {
+		t.Fatalf("ParseTuning: %+v, %v; want %+v", got, err, want)
+	}
+	if back, err := ParseTuning(got.String()); err != nil || back != got {
+		t.Errorf("ParseTuning(%q) = %+v, %v", got.String(), back, err)
+	}
+	if got, err := ParseTuning(""); err != nil || got != (Tuning{}) {
+		t.Errorf("ParseTuning(\"\") = %+v, %v; want the zero value", got, err)
+	}
+	for _, bad := range []string{"rows", "rows=x", "rows=0", "rows=-4", "width=4", "rows=4,"} {
+		if _, err := ParseTuning(bad); err == nil {
+			t.Errorf("ParseTuning(%q): no error", bad)
+		}
+	}
+	// Zero fields take the defaults; each field's bounds are checked.
+	d, err := resolveTuning(Tuning{Rows: 8}, 1024)
+	if want := (Tuning{Rows: 8, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT}); err != nil || d != want {
+		t.Errorf("resolveTuning(rows=8) = %+v, %v; want %+v", d, err, want)
+	}
+	if d, err := resolveTuning(Tuning{Norm: 1024}, 256); err != nil || d.Norm != 256 {
+		t.Errorf("norm=1024 on a device of 256 invocations: %+v, %v; want norm 256", d, err)
+	}
+	for _, tc := range []struct {
+		t   Tuning
+		msg string
+	}{
+		{Tuning{Rows: 3}, "rows=3"},
+		{Tuning{Rows: 64}, "rows=64"},
+		{Tuning{Lanes: 4}, "lanes=4"},
+		{Tuning{Lanes: 512, Norm: 256}, "lanes=512"},
+		{Tuning{Rows: 16, Lanes: 8}, "rows=16"},
+		{Tuning{Norm: 2048}, "norm=2048"},
+		{Tuning{Chunk: 40}, "chunk=40"},
+		{Tuning{PrefillRows: 3}, "prows=3"},
+		{Tuning{PrefillTokens: 64}, "ptok=64"},
+		{Tuning{PrefillRows: 8, PrefillTokens: 16}, "at most 64"},
+	} {
+		if _, err := resolveTuning(tc.t, 1024); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("resolveTuning(%+v): %v, want an error naming %q", tc.t, err, tc.msg)
+		}
+	}
+	t.Setenv(TuneEnv, "rows=16,chunk=48")
+	if d, err := resolveTuning(Tuning{}, 1024); err != nil || d.Rows != 16 || d.Chunk != 48 || d.Lanes != wgMat {
+		t.Errorf("%s=rows=16,chunk=48: %+v, %v", TuneEnv, d, err)
+	}
+	t.Setenv(TuneEnv, "rows=five")
+	if _, err := resolveTuning(Tuning{}, 1024); err == nil || !strings.Contains(err.Error(), TuneEnv) {
+		t.Errorf("a bad %s: %v, want an error naming it", TuneEnv, err)
+	}
+}
