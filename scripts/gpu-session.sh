@@ -7,9 +7,10 @@
 #       bin/vk.test, stripped: about 30 MB to carry to the GPU machine.
 #   scripts/gpu-session.sh tests OUTDIR
 #       (on the GPU machine, from the repository root) bitvk devices, then
-#       every test of gpu/vk and gpu in a process of its own (an NVIDIA
-#       driver has refused vkCreateInstance after about 14 instances in one
-#       process), with BITVK_REQUIRE_VULKAN=1 so that nothing skips; a line
+#       every test of gpu/vk and gpu in a process of its own (so that one
+#       crash stops no other; the gpu package now makes one VkInstance per
+#       process, since NVIDIA's driver refuses vkCreateInstance after about
+#       14), with BITVK_REQUIRE_VULKAN=1 so that nothing skips; a line
 #       per test in OUTDIR/tests.txt, the failures' output beside it.
 #   scripts/gpu-session.sh bench OUTDIR
 #       (on the GPU machine) the synthetic 2B model, bitvk check on the small
@@ -22,8 +23,11 @@
 #
 # Environment: TESTS, a regular expression, limits the tests run (default:
 # all); PKGS, the test packages (default "vk gpu": two runs with PKGS=vk
-# and PKGS=gpu into two OUTDIRs go at once); SHAPE_2B=0 skips the 2B model (check and bench on the small shape
-# only). Where the Vulkan loader is missing, install libvulkan1 first; where
+# and PKGS=gpu into two OUTDIRs go at once); SHAPE_2B=0 skips the 2B model
+# (check and bench on the small shape only). Where the Vulkan loader is
+# missing, install libvulkan1 first (the tests also need
+# vulkan-validationlayers and glslang-tools; NVIDIA's ICD, inside
+# libGLX_nvidia.so.0, needs libglvnd0, libglx0 and libegl1); where
 # the driver is not found, name its ICD file in VK_DRIVER_FILES (the script
 # looks in the usual places, and in the NVIDIA container toolkit's).
 set -euo pipefail
