@@ -100,23 +100,11 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		o = env
 	}
 	d := defaultTuning()
-	if o.Rows == 0 {
-		o.Rows = d.Rows
-	}
-	if o.Lanes == 0 {
-		o.Lanes = d.Lanes
-	}
-	if o.Norm == 0 {
-		o.Norm = d.Norm
-	}
-	if o.Chunk == 0 {
-		o.Chunk = d.Chunk
-	}
-	if o.PrefillRows == 0 {
-		o.PrefillRows = d.PrefillRows
-	}
-	if o.PrefillTokens == 0 {
-		o.PrefillTokens = d.PrefillTokens
+	for _, f := range []struct{ v, d *int }{{&o.Rows, &d.Rows}, {&o.Lanes, &d.Lanes}, {&o.Norm, &d.Norm},
+		{&o.Chunk, &d.Chunk}, {&o.PrefillRows, &d.PrefillRows}, {&o.PrefillTokens, &d.PrefillTokens}} {
+		if *f.v == 0 {
+			*f.v = *f.d
+		}
 	}
 	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
 	switch {

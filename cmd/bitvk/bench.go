@@ -597,8 +597,10 @@ func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error))
 	e := m.engine
 	once := func() (time.Duration, error) {
 		e.Reset()
-		if err := fillDepth(m, toks[:r.NDepth]); err != nil {
-			return 0, err
+		if r.NDepth > 0 { // the depth, untimed, as a prompt
+			if _, err := e.Eval(toks[:r.NDepth]); err != nil {
+				return 0, fmt.Errorf("filling the context to depth %d: %w", r.NDepth, err)
+			}
 		}
 		toks := toks[r.NDepth:]
 		start := time.Now()
@@ -683,19 +685,6 @@ func timeTest(m *model, r *benchResult, reps int, probe func() (float64, error))
 		r.Int8Share = &share
 	} else {
 		r.Int8PeakGMACs = 0
-	}
-	return nil
-}
-
-// fillDepth puts a test's depth (-d) into the cache, untimed: the tokens
-// in prompt-sized batches, as a prompt would be.
-func fillDepth(m *model, toks []int32) error {
-	for len(toks) > 0 {
-		k := min(len(toks), 512)
-		if _, err := m.engine.Eval(toks[:k]); err != nil {
-			return fmt.Errorf("filling the context to depth %d: %w", len(toks), err)
-		}
-		toks = toks[k:]
 	}
 	return nil
 }

@@ -9,6 +9,20 @@ import (
 	vulkan "github.com/vulkan-go/vulkan"
 )
 
+// zeroSizeBuffer makes one invalid call on d, a buffer of size 0: one
+// validation message, VUID-VkBufferCreateInfo-size-00912.
+func zeroSizeBuffer(d *Device) {
+	var buf vulkan.Buffer
+	if r := vulkan.CreateBuffer(d.dev, &vulkan.BufferCreateInfo{
+		SType:       vulkan.StructureTypeBufferCreateInfo,
+		Size:        0,
+		Usage:       vulkan.BufferUsageFlags(vulkan.BufferUsageStorageBufferBit),
+		SharingMode: vulkan.SharingModeExclusive,
+	}, nil, &buf); r == vulkan.Success {
+		vulkan.DestroyBuffer(d.dev, buf, nil)
+	}
+}
+
 // TestValidationReportsErrors makes sure the messenger really delivers: an
 // invalid call (a buffer of size 0) must produce a message naming its VUID.
 func TestValidationReportsErrors(t *testing.T) {
@@ -25,15 +39,7 @@ func TestValidationReportsErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	var buf vulkan.Buffer
-	if r := vulkan.CreateBuffer(d.dev, &vulkan.BufferCreateInfo{
-		SType:       vulkan.StructureTypeBufferCreateInfo,
-		Size:        0,
-		Usage:       vulkan.BufferUsageFlags(vulkan.BufferUsageStorageBufferBit),
-		SharingMode: vulkan.SharingModeExclusive,
-	}, nil, &buf); r == vulkan.Success {
-		vulkan.DestroyBuffer(d.dev, buf, nil)
-	}
+	zeroSizeBuffer(d)
 	msgs := inst.Messages()
 	if len(msgs) == 0 || !strings.Contains(strings.Join(msgs, "\n"), "VUID-VkBufferCreateInfo-size") {
 		t.Fatalf("no validation message for a zero-size buffer; got %q", msgs)
@@ -69,17 +75,7 @@ func TestSharedInstance(t *testing.T) {
 		t.Fatalf("Open after Close on a shared instance: %v", err)
 	}
 	defer d.Close()
-	invalid := func() { // one message: VUID-VkBufferCreateInfo-size-00912
-		var buf vulkan.Buffer
-		if r := vulkan.CreateBuffer(d.dev, &vulkan.BufferCreateInfo{
-			SType:       vulkan.StructureTypeBufferCreateInfo,
-			Size:        0,
-			Usage:       vulkan.BufferUsageFlags(vulkan.BufferUsageStorageBufferBit),
-			SharingMode: vulkan.SharingModeExclusive,
-		}, nil, &buf); r == vulkan.Success {
-			vulkan.DestroyBuffer(d.dev, buf, nil)
-		}
-	}
+	invalid := func() { zeroSizeBuffer(d) }
 	count := func(l *Listener) int {
 		n := 0
 		for _, m := range l.Messages() {
