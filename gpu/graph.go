@@ -219,9 +219,9 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 	b := rc.b
 	k := spirv.Ternary.Variant(b.subgroups, b.dot)
 	nt, grouped, accum := uint32(1), uint32(0), uint32(0)
-	lanes, rows := uint32(b.tune.Lanes), b.tune.Rows // a decode step's shape
+	lanes, rows, vec := uint32(b.tune.Lanes), b.tune.Rows, uint32(b.tune.Vec) // a decode step's shape
 	if T > 1 {
-		nt, lanes, rows = uint32(b.tune.PrefillTokens), wgMat, b.tune.PrefillRows
+		nt, lanes, rows, vec = uint32(b.tune.PrefillTokens), wgMat, b.tune.PrefillRows, uint32(b.tune.PrefillVec)
 	}
 	gs := m.rowScale
 	if m.groupScale != nil {
@@ -237,7 +237,7 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 			bytes += 4 * sh.rows * m.k / 256
 		}
 		rc.note(label, bytes)
-		rc.dispatch(k, []uint32{lanes, uint32(rows), nt, grouped, accum},
+		rc.dispatch(k, []uint32{lanes, uint32(rows), nt, grouped, accum, vec},
 			[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(m.rowScale), whole(gs), whole(out)},
 			matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(m.k), T: uint32(T), OutStride: uint32(outStride)},
 			ceilDiv(sh.rows, rows), ceilDiv(T, int(nt)))
@@ -301,7 +301,7 @@ func (rc *recorder) ternaryNorm(label string, m *ternaryMatrix, norm, out *vk.Bu
 		}
 		rc.note(label, bytes)
 		push.Rows, push.Row0 = uint32(sh.rows), uint32(sh.row0)
-		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k)},
+		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k), uint32(b.tune.Vec)},
 			[]vk.Range{whole(sh.buf), whole(b.x), whole(norm), whole(m.rowScale), whole(gs), whole(out), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
 			push, ceilDiv(sh.rows, perWG), 1)
 	}

@@ -203,10 +203,19 @@ func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
 
 func TestConformanceOps(t *testing.T) {
 	for _, plain := range []bool{false, true} {
-		name := "dot"
-		if plain {
-			name = "plain"
+		for _, vec := range []int{1, 4} { // the ternary products' words per load (Tuning.Vec)
+			name := "dot"
+			if plain {
+				name = "plain"
+			}
+			if vec > 1 {
+				name += "-vec4"
+			}
+			t.Run(name, func(t *testing.T) {
+				a := newOps(t, plain)
+				a.b.tune.Vec, a.b.tune.PrefillVec = vec, vec
+				nntest.RunOps(t, a)
+			})
 		}
-		t.Run(name, func(t *testing.T) { nntest.RunOps(t, newOps(t, plain)) })
 	}
 }

@@ -36,6 +36,10 @@ type Tuning struct {
 	// each and 64 together (the workgroup's invocations, one per output
 	// in the epilogue).
 	PrefillRows, PrefillTokens int
+	// Vec and PrefillVec are the 32-bit words a lane of a decode step's
+	// (a prompt's) ternary products loads at once: 1, or 4 (one 16-byte
+	// load a row, ternary.glsl's VEC).
+	Vec, PrefillVec int
 }
 
 // TuneEnv names the environment variable New reads when Options.Tune is
@@ -44,11 +48,11 @@ const TuneEnv = "BITVK_VK_TUNE"
 
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
-	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT}
+	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1}
 }
 
 // ParseTuning reads "key=value" pairs, comma-separated (keys rows, lanes,
-// norm, chunk, prows, ptok); the keys not given keep their zero value, the
+// norm, chunk, prows, ptok, vec, pvec); the keys not given keep their zero value, the
 // default.
 func ParseTuning(s string) (Tuning, error) {
 	var t Tuning
@@ -74,6 +78,10 @@ func ParseTuning(s string) (Tuning, error) {
 			t.PrefillRows = n
 		case "ptok":
 			t.PrefillTokens = n
+		case "vec":
+			t.Vec = n
+		case "pvec":
+			t.PrefillVec = n
 		default:
 			return t, fmt.Errorf("gpu: tuning %q: unknown key %q (keys %s)", kv, k, tuningKeys)
 		}
@@ -81,11 +89,12 @@ func ParseTuning(s string) (Tuning, error) {
 	return t, nil
 }
 
-const tuningKeys = "rows, lanes, norm, chunk, prows, ptok"
+const tuningKeys = "rows, lanes, norm, chunk, prows, ptok, vec, pvec"
 
 // String is the tuning as ParseTuning reads it.
 func (t Tuning) String() string {
-	return fmt.Sprintf("rows=%d,lanes=%d,norm=%d,chunk=%d,prows=%d,ptok=%d", t.Rows, t.Lanes, t.Norm, t.Chunk, t.PrefillRows, t.PrefillTokens)
+	return fmt.Sprintf("rows=%d,lanes=%d,norm=%d,chunk=%d,prows=%d,ptok=%d,vec=%d,pvec=%d",
+		t.Rows, t.Lanes, t.Norm, t.Chunk, t.PrefillRows, t.PrefillTokens, t.Vec, t.PrefillVec)
 }
 
 // resolveTuning fills o's zero fields (from BITVK_VK_TUNE when o is all
@@ -101,7 +110,8 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 	}
 	d := defaultTuning()
 	for _, f := range []struct{ v, d *int }{{&o.Rows, &d.Rows}, {&o.Lanes, &d.Lanes}, {&o.Norm, &d.Norm},
-		{&o.Chunk, &d.Chunk}, {&o.PrefillRows, &d.PrefillRows}, {&o.PrefillTokens, &d.PrefillTokens}} {
+		{&o.Chunk, &d.Chunk}, {&o.PrefillRows, &d.PrefillRows}, {&o.PrefillTokens, &d.PrefillTokens},
+		{&o.Vec, &d.Vec}, {&o.PrefillVec, &d.PrefillVec}} {
 		if *f.v == 0 {
 			*f.v = *f.d
 		}
@@ -122,6 +132,10 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d: want a power of two from 1 to 32", o.PrefillRows)
 	case !pow2(o.PrefillTokens) || o.PrefillTokens > 32:
 		return Tuning{}, fmt.Errorf("gpu: tuning ptok=%d: want a power of two from 1 to 32", o.PrefillTokens)
+	case o.Vec != 1 && o.Vec != 4:
+		return Tuning{}, fmt.Errorf("gpu: tuning vec=%d: want 1 or 4", o.Vec)
+	case o.PrefillVec != 1 && o.PrefillVec != 4:
+		return Tuning{}, fmt.Errorf("gpu: tuning pvec=%d: want 1 or 4", o.PrefillVec)
 	case o.PrefillRows*o.PrefillTokens > wgMat:
 		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d,ptok=%d: at most %d outputs together", o.PrefillRows, o.PrefillTokens, wgMat)
 	}

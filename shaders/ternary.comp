@@ -14,6 +14,7 @@
 // K is a multiple of 128 (256 when GROUPED). A workgroup computes NR rows × NT
 // tokens; its threads split the row's words and reduce in shared memory
 // (ternary.glsl).
+// VEC = 4 reads the weights and activations 16 bytes at a time (ternary.glsl).
 // DOT (a compile-time define) uses the integer dot product instruction.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -23,9 +24,12 @@ layout(constant_id = 1) const uint NR = 4;
 layout(constant_id = 2) const uint NT = 1;
 layout(constant_id = 3) const uint GROUPED = 0;
 layout(constant_id = 4) const uint ACC = 0;
+layout(constant_id = 5) const uint VEC = 1;
 
 layout(std430, binding = 0) readonly buffer WT { uint wt[]; };
+layout(std430, binding = 0) readonly buffer WT4 { uvec4 wt4[]; }; // the same words, four at a time
 layout(std430, binding = 1) readonly buffer Q { uint q[]; };
+layout(std430, binding = 1) readonly buffer Q4 { uvec4 q4[]; };
 layout(std430, binding = 2) readonly buffer S { float s[]; };
 layout(std430, binding = 3) readonly buffer RS { float rowScale[]; };
 layout(std430, binding = 4) readonly buffer GS { float groupScale[]; };
@@ -45,6 +49,7 @@ uint tRow(uint r) {
 }
 
 uint tAct(uint t, uint i) { return q[t * (pc.K / 4) + i]; }
+uvec4 tAct4(uint t, uint i) { return q4[(t * (pc.K / 4) + i) / 4]; }
 
 #include "ternary.glsl"
 

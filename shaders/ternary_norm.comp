@@ -37,9 +37,11 @@ layout(constant_id = 2) const uint GROUPED = 0;
 layout(constant_id = 3) const uint ROPE = 0;
 layout(constant_id = 4) const uint LANES = 64;
 layout(constant_id = 5) const uint KMAX = 4096;
+layout(constant_id = 6) const uint VEC = 1; // ternary.glsl
 const uint NT = 1;
 
 layout(std430, binding = 0) readonly buffer WT { uint wt[]; };
+layout(std430, binding = 0) readonly buffer WT4 { uvec4 wt4[]; }; // the same words, four at a time
 layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 2) readonly buffer W { float w[]; };
 layout(std430, binding = 3) readonly buffer RS { float rowScale[]; };
@@ -94,6 +96,7 @@ uint tRow(uint r) {
 }
 
 uint tAct(uint t, uint i) { return qs[i]; }
+uvec4 tAct4(uint t, uint i) { return uvec4(qs[i], qs[i + 1], qs[i + 2], qs[i + 3]); }
 
 #include "ternary.glsl"
 
