@@ -48,7 +48,8 @@ func TestFusionAuto(t *testing.T) {
 // A fused decode step gives the logits and the cache of an unfused one bit
 // for bit in the RoPE variants the model zoo has: interleaved pairs, and a
 // RoPE dimension below the head dimension; with the integer dot product
-// and without.
+// and without; and with the norms reading their values once and the
+// products 16 bytes a load (Tuning).
 func TestFusedDecode(t *testing.T) {
 	needVulkan(t)
 	for _, tc := range []struct {
@@ -56,11 +57,13 @@ func TestFusedDecode(t *testing.T) {
 		interleaved bool
 		ropeDiv     int
 		plain       bool
+		tune        Tuning
 	}{
-		{"neox", false, 1, false},
-		{"interleaved", true, 1, false},
-		{"partial", false, 2, false},
-		{"interleaved-partial-plain", true, 4, true},
+		{"neox", false, 1, false, Tuning{}},
+		{"interleaved", true, 1, false, Tuning{}},
+		{"partial", false, 2, false, Tuning{}},
+		{"interleaved-partial-plain", true, 4, true, Tuning{}},
+		{"neox-1pass-vec4", false, 1, false, Tuning{NormPasses: 1, Vec: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logits [2][]float32
@@ -68,7 +71,7 @@ func TestFusedDecode(t *testing.T) {
 				m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 11)
 				m.Config.RopeInterleaved = tc.interleaved
 				m.Config.RopeDim = m.Config.HeadDim / tc.ropeDiv
-				o.Context, o.Plain = 16, tc.plain
+				o.Context, o.Plain, o.Tune = 16, tc.plain, tc.tune
 				b := open(t, m.Config, m.Weights, o)
 				if b.fuse.rope != (o.Fusion == FuseOn) {
 					t.Fatalf("options %+v: fusion %+v", o, b.fuse)

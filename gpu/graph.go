@@ -208,7 +208,11 @@ func (rc *recorder) normQuant(label string, in *vk.Buffer, w *vk.Buffer, K, inSt
 		written = 4 * T * K
 	}
 	rc.note(label, read+written+4*K*int(norm))
-	rc.dispatch(spirv.NormQuant.Variant(b.subgroups, false), []uint32{uint32(b.tune.Norm), act, norm, quant},
+	regs, kmax := b.tune.normRegs(K, b.tune.Norm), uint32(4) // KMAX sizes REGS's registers: one pipeline for every K without
+	if regs == 1 {
+		kmax = uint32(K)
+	}
+	rc.dispatch(spirv.NormQuant.Variant(b.subgroups, false), []uint32{uint32(b.tune.Norm), act, norm, quant, regs, kmax},
 		[]vk.Range{whole(in), whole(w), whole(b.xn), whole(b.q), whole(b.s)},
 		normPush{K: uint32(K), InStride: uint32(inStride), InOff: uint32(inOff), Eps: b.c.Eps}, uint32(T), 1)
 }
@@ -301,7 +305,7 @@ func (rc *recorder) ternaryNorm(label string, m *ternaryMatrix, norm, out *vk.Bu
 		}
 		rc.note(label, bytes)
 		push.Rows, push.Row0 = uint32(sh.rows), uint32(sh.row0)
-		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k), uint32(b.tune.Vec)},
+		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k), uint32(b.tune.Vec), b.tune.normRegs(m.k, int(wg))},
 			[]vk.Range{whole(sh.buf), whole(b.x), whole(norm), whole(m.rowScale), whole(gs), whole(out), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
 			push, ceilDiv(sh.rows, perWG), 1)
 	}

@@ -203,17 +203,20 @@ func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
 
 func TestConformanceOps(t *testing.T) {
 	for _, plain := range []bool{false, true} {
-		for _, vec := range []int{1, 4} { // the ternary products' words per load (Tuning.Vec)
+		// the ternary products' words per load (Tuning.Vec), the norms'
+		// passes over their values (Tuning.NormPasses)
+		for _, vec := range []int{1, 4} {
 			name := "dot"
 			if plain {
 				name = "plain"
 			}
+			passes := 3
 			if vec > 1 {
-				name += "-vec4"
+				name, passes = name+"-vec4-1pass", 1
 			}
 			t.Run(name, func(t *testing.T) {
 				a := newOps(t, plain)
-				a.b.tune.Vec, a.b.tune.PrefillVec = vec, vec
+				a.b.tune.Vec, a.b.tune.PrefillVec, a.b.tune.NormPasses = vec, vec, passes
 				nntest.RunOps(t, a)
 			})
 		}

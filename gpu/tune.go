@@ -40,7 +40,16 @@ type Tuning struct {
 	// (a prompt's) ternary products loads at once: 1, or 4 (one 16-byte
 	// load a row, ternary.glsl's VEC).
 	Vec, PrefillVec int
+	// NormPasses is how many times norm_quant and ternary_norm's prologue
+	// read a token's values: 3 (for the sum of squares, the maximum and
+	// the quantization), or 1 (read once into registers, rmsquant.glsl's
+	// REGS; where an invocation would hold more than maxNormRegs values,
+	// 3 all the same).
+	NormPasses int
 }
+
+// maxNormRegs is the most values an invocation holds with NormPasses 1.
+const maxNormRegs = 64
 
 // TuneEnv names the environment variable New reads when Options.Tune is
 // the zero value.
@@ -48,11 +57,11 @@ const TuneEnv = "BITVK_VK_TUNE"
 
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
-	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1}
+	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1, NormPasses: 3}
 }
 
 // ParseTuning reads "key=value" pairs, comma-separated (keys rows, lanes,
-// norm, chunk, prows, ptok, vec, pvec); the keys not given keep their zero value, the
+// norm, chunk, prows, ptok, vec, pvec, npass); the keys not given keep their zero value, the
 // default.
 func ParseTuning(s string) (Tuning, error) {
 	var t Tuning
@@ -82,6 +91,8 @@ func ParseTuning(s string) (Tuning, error) {
 			t.Vec = n
 		case "pvec":
 			t.PrefillVec = n
+		case "npass":
+			t.NormPasses = n
 		default:
 			return t, fmt.Errorf("gpu: tuning %q: unknown key %q (keys %s)", kv, k, tuningKeys)
 		}
@@ -89,12 +100,12 @@ func ParseTuning(s string) (Tuning, error) {
 	return t, nil
 }
 
-const tuningKeys = "rows, lanes, norm, chunk, prows, ptok, vec, pvec"
+const tuningKeys = "rows, lanes, norm, chunk, prows, ptok, vec, pvec, npass"
 
 // String is the tuning as ParseTuning reads it.
 func (t Tuning) String() string {
-	return fmt.Sprintf("rows=%d,lanes=%d,norm=%d,chunk=%d,prows=%d,ptok=%d,vec=%d,pvec=%d",
-		t.Rows, t.Lanes, t.Norm, t.Chunk, t.PrefillRows, t.PrefillTokens, t.Vec, t.PrefillVec)
+	return fmt.Sprintf("rows=%d,lanes=%d,norm=%d,chunk=%d,prows=%d,ptok=%d,vec=%d,pvec=%d,npass=%d",
+		t.Rows, t.Lanes, t.Norm, t.Chunk, t.PrefillRows, t.PrefillTokens, t.Vec, t.PrefillVec, t.NormPasses)
 }
 
 // resolveTuning fills o's zero fields (from BITVK_VK_TUNE when o is all
@@ -111,7 +122,7 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 	d := defaultTuning()
 	for _, f := range []struct{ v, d *int }{{&o.Rows, &d.Rows}, {&o.Lanes, &d.Lanes}, {&o.Norm, &d.Norm},
 		{&o.Chunk, &d.Chunk}, {&o.PrefillRows, &d.PrefillRows}, {&o.PrefillTokens, &d.PrefillTokens},
-		{&o.Vec, &d.Vec}, {&o.PrefillVec, &d.PrefillVec}} {
+		{&o.Vec, &d.Vec}, {&o.PrefillVec, &d.PrefillVec}, {&o.NormPasses, &d.NormPasses}} {
 		if *f.v == 0 {
 			*f.v = *f.d
 		}
@@ -136,6 +147,8 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning vec=%d: want 1 or 4", o.Vec)
 	case o.PrefillVec != 1 && o.PrefillVec != 4:
 		return Tuning{}, fmt.Errorf("gpu: tuning pvec=%d: want 1 or 4", o.PrefillVec)
+	case o.NormPasses != 1 && o.NormPasses != 3:
+		return Tuning{}, fmt.Errorf("gpu: tuning npass=%d: want 1 or 3", o.NormPasses)
 	case o.PrefillRows*o.PrefillTokens > wgMat:
 		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d,ptok=%d: at most %d outputs together", o.PrefillRows, o.PrefillTokens, wgMat)
 	}
@@ -143,4 +156,14 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		o.Norm /= 2
 	}
 	return o, nil
+}
+
+// normRegs is rmsquant.glsl's REGS for a norm of K values in a workgroup
+// of wg invocations (its chunks of four need K a multiple of 4, which
+// only an unquantized norm may not be).
+func (t Tuning) normRegs(K, wg int) uint32 {
+	if t.NormPasses == 1 && K%4 == 0 && (K+wg-1)/wg <= maxNormRegs {
+		return 1
+	}
+	return 0
 }

@@ -23,6 +23,8 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ACT = 0;
 layout(constant_id = 2) const uint NORM = 1;
 layout(constant_id = 3) const uint QUANT = 1;
+layout(constant_id = 4) const uint REGS = 0;    // rmsquant.glsl
+layout(constant_id = 5) const uint KMAX = 4096; // K ≤ KMAX when REGS = 1
 
 layout(std430, binding = 0) readonly buffer In { float inp[]; };
 layout(std430, binding = 1) readonly buffer W { float w[]; };

@@ -15,10 +15,40 @@
 //             q_i = round_even(v_i·s) clamped to [−128, 127]
 // Every invocation of the workgroup must call rmsInv and rmsQuant (barriers).
 // K must be a multiple of 4.
+//
+// The includer also declares spec constants REGS and KMAX (K ≤ KMAX). With
+// REGS = 1 an invocation computes its values once, in chunks of four
+// (chunk c = tid + j·size, the quantize loop's chunks), all its loads issued
+// before the sums, and keeps them in registers through the sum, the
+// maximum and the quantization, instead of reading them again in each of
+// the three loops; it sums its squares in that chunk order, the same in
+// both includers. REGS = 0 walks the values three times, as before.
+
+const uint RQ_CH = (KMAX / 4 + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x; // chunks an invocation holds
+vec4 rqv[RQ_CH];
+
+// rqLoad computes the invocation's chunks into rqv (REGS = 1).
+void rqLoad(uint K) {
+    uint tid = gl_LocalInvocationID.x;
+    for (uint j = 0; j < RQ_CH; j++) {
+        uint c = tid + j * gl_WorkGroupSize.x;
+        rqv[j] = 4 * c < K ? vec4(rqValue(4 * c), rqValue(4 * c + 1), rqValue(4 * c + 2), rqValue(4 * c + 3)) : vec4(0.0);
+    }
+}
 
 float rmsInv(uint K, float eps) {
     uint tid = gl_LocalInvocationID.x;
     vec2 ss = vec2(0.0);
+    if (REGS == 1) {
+        rqLoad(K);
+        for (uint j = 0; j < RQ_CH; j++) { // past K the chunk is zeros: adds nothing
+            for (uint e = 0; e < 4; e++) {
+                precise float h2 = rqv[j][e] * rqv[j][e];
+                ss = ffAdd(ss, vec2(h2, 0.0));
+            }
+        }
+        return rmsScale(wgSumFF(ss), float(K), eps);
+    }
     for (uint i = tid; i < K; i += gl_WorkGroupSize.x) {
         float h = rqValue(i);
         precise float h2 = h * h;
@@ -27,15 +57,41 @@ float rmsInv(uint K, float eps) {
     return rmsScale(wgSumFF(ss), float(K), eps);
 }
 
-float rmsValue(uint i, float inv, bool norm) {
-    precise float v = rqValue(i);
+// rmsNormed is v_i from h = h_i.
+float rmsNormed(float h, uint i, float inv, bool norm) {
+    precise float v = h;
     if (norm) v = (v * inv) * rqWeight(i);
     return v;
+}
+
+float rmsValue(uint i, float inv, bool norm) {
+    return rmsNormed(rqValue(i), i, inv, norm);
 }
 
 float rmsQuant(uint K, float inv, bool norm) {
     uint tid = gl_LocalInvocationID.x;
     float m = 0.0;
+    if (REGS == 1) {
+        if (!norm) rqLoad(K); // else rmsInv has
+        for (uint j = 0; j < RQ_CH; j++) {
+            uint c = tid + j * gl_WorkGroupSize.x;
+            if (4 * c < K) {
+                for (uint e = 0; e < 4; e++) {
+                    rqv[j][e] = rmsNormed(rqv[j][e], 4 * c + e, inv, norm);
+                    m = max(m, abs(rqv[j][e]));
+                }
+            }
+        }
+        m = max(wgMax(m), 1e-5);
+        float sc = quantScale(m);
+        for (uint j = 0; j < RQ_CH; j++) {
+            uint c = tid + j * gl_WorkGroupSize.x;
+            if (4 * c < K) {
+                rqPut(c, pack8(quant8(rqv[j].x, sc), quant8(rqv[j].y, sc), quant8(rqv[j].z, sc), quant8(rqv[j].w, sc)));
+            }
+        }
+        return sc;
+    }
     for (uint i = tid; i < K; i += gl_WorkGroupSize.x) {
         m = max(m, abs(rmsValue(i, inv, norm)));
     }

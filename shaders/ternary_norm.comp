@@ -38,6 +38,7 @@ layout(constant_id = 3) const uint ROPE = 0;
 layout(constant_id = 4) const uint LANES = 64;
 layout(constant_id = 5) const uint KMAX = 4096;
 layout(constant_id = 6) const uint VEC = 1; // ternary.glsl
+layout(constant_id = 7) const uint REGS = 0; // rmsquant.glsl
 const uint NT = 1;
 
 layout(std430, binding = 0) readonly buffer WT { uint wt[]; };
