@@ -20,6 +20,12 @@
 #       tokens against none (bench -d), and the sample kernel in
 #       chunks against one workgroup (BenchmarkSampleKernel, when
 #       bin/gpu.test is there); OUTDIR gets each command's output.
+#   scripts/gpu-session.sh sweep OUTDIR
+#       (on the GPU machine) the 2B model's pp512 and tg64 (float16 head,
+#       profiled) under each kernel shape of TUNES (BITVK_VK_TUNE values,
+#       space-separated; "default" for none), each in a process of its own,
+#       the tok/s lines gathered in OUTDIR/sweep.txt: one run picks the
+#       shapes (gpu.Tuning) worth making the defaults.
 #
 # Environment: TESTS, a regular expression, limits the tests run (default:
 # all); PKGS, the test packages (default "vk gpu": two runs with PKGS=vk
@@ -114,8 +120,28 @@ bench)
 	grep -h -E 'PASS|FAIL|tg|pp|int8 peak|Benchmark' "$out"/check-*.txt "$out/bench.txt" "$out/bench-depth.txt" "$out"/sample-kernel.txt 2>/dev/null || true
 	exit $status
 	;;
+sweep)
+	out=${2:?usage: scripts/gpu-session.sh sweep OUTDIR}
+	need bin/bitvk
+	mkdir -p "$out"
+	icd
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	bin/bitvk synth --shape 2b -o "$tmp/2b.gguf" >/dev/null
+	: >"$out/sweep.txt"
+	status=0
+	for tune in ${TUNES:-default vec=4 npass=1 vec=4,npass=1 vec=4,npass=1,norm=512 vec=4,npass=1,lanes=32 vec=4,npass=1,rows=8 pvec=4 pvec=4,prows=8,ptok=8}; do
+		name=${tune//[=,]/-}
+		[ "$tune" = default ] && tune=
+		BITVK_VK_TUNE=$tune bin/bitvk bench -m "$tmp/2b.gguf" --backend vulkan -p 512 -n 64 --head f16 -r 2 --profile \
+			>"$out/sweep-$name.txt" 2>&1 || status=1
+		grep -E ' (pp512|tg64) ' "$out/sweep-$name.txt" | sed "s/^/${name}: /" >>"$out/sweep.txt" || echo "$name: failed" >>"$out/sweep.txt"
+	done
+	cat "$out/sweep.txt"
+	exit $status
+	;;
 *)
-	echo "usage: scripts/gpu-session.sh build | tests OUTDIR | bench OUTDIR" >&2
+	echo "usage: scripts/gpu-session.sh build | tests OUTDIR | bench OUTDIR | sweep OUTDIR" >&2
 	exit 2
 	;;
 esac
