@@ -19,7 +19,7 @@ import (
 // context, and no score buffer grows with the context.
 const (
 	attnChunk    = 256 // positions per chunk
-	attnTK       = 16  // key positions staged in shared memory at a time (TK in attention.comp)
+	attnTK       = 16  // key positions staged in shared memory at a time (TK in attention.comp), by default
 	attnMaxRows  = 8   // query rows (tokens × heads) per workgroup
 	wgAttnReduce = 256
 )
@@ -27,7 +27,9 @@ const (
 // attnPlan is how the attention kernels split the work on one device.
 type attnPlan struct {
 	wg        uint32 // workgroup size of the partial kernel, a power of two ≥ hd/2
-	chunk     int    // positions per chunk, a multiple of attnTK
+	chunk     int    // positions per chunk, a multiple of tk
+	tk        int    // key positions staged at a time
+	vunroll   int    // V rows loaded at once per invocation (1 or 4)
 	chunks    int    // chunks dispatched per row: ⌈ctx/chunk⌉
 	group     int    // query heads per workgroup (dividing heads/kvHeads)
 	prefillTT int    // tokens per workgroup when T > 1 (1 for decode)
@@ -36,19 +38,23 @@ type attnPlan struct {
 
 // planAttention picks the split for the model on the device: chunks of
 // chunk positions, up to attnMaxRows query rows per workgroup, all within
-// the device's shared memory. subgroups allows subgroup arithmetic where
-// the device has it in compute shaders.
-func planAttention(c *nn.Config, info vk.DeviceInfo, ctx int, wg uint32, chunk int, subgroups bool) (attnPlan, error) {
+// the device's shared memory, the keys staged tk positions at a time
+// (tune.TK) and the values loaded tune.VUnroll rows at once. subgroups
+// allows subgroup arithmetic where the device has it in compute shaders.
+func planAttention(c *nn.Config, info vk.DeviceInfo, ctx int, wg uint32, tune Tuning, subgroups bool) (attnPlan, error) {
 	hw := c.HeadDim / 2
 	if uint32(hw) > wg {
 		return attnPlan{}, fmt.Errorf("gpu: attention needs a workgroup of %d invocations (head dimension %d); the device allows %d", hw, c.HeadDim, wg)
 	}
-	if chunk < attnTK || chunk%attnTK != 0 {
-		return attnPlan{}, fmt.Errorf("gpu: attention chunk of %d positions is not a positive multiple of %d", chunk, attnTK)
+	chunk, tk := tune.Chunk, max(tune.TK, 1)
+	if chunk < tk || chunk%tk != 0 {
+		return attnPlan{}, fmt.Errorf("gpu: attention chunk of %d positions is not a positive multiple of %d", chunk, tk)
 	}
 	p := attnPlan{
 		wg:       wg,
 		chunk:    chunk,
+		tk:       tk,
+		vunroll:  max(tune.VUnroll, 1),
 		group:    divisorUpTo(c.Heads/c.KVHeads, attnMaxRows),
 		subgroup: subgroups && info.Features.SubgroupArithmetic && slices.Contains(info.SubgroupOps, "basic"),
 	}
@@ -60,8 +66,11 @@ func planAttention(c *nn.Config, info vk.DeviceInfo, ctx int, wg uint32, chunk i
 			p.prefillTT /= 2
 		case p.group > 1:
 			p.group = divisorUpTo(c.Heads/c.KVHeads, p.group-1)
-		case p.chunk > attnTK:
-			p.chunk = max(attnTK, p.chunk/2/attnTK*attnTK)
+		case p.chunk > p.tk:
+			p.chunk = max(p.tk, p.chunk/2/p.tk*p.tk)
+		case p.tk > attnTK:
+			p.tk /= 2
+			p.chunk = p.tk
 		default:
 			return attnPlan{}, fmt.Errorf("gpu: attention of head dimension %d needs %d bytes of shared memory; the device has %d", c.HeadDim, p.sharedBytes(hw, 1), limit)
 		}
@@ -89,7 +98,7 @@ func (p attnPlan) sharedBytes(hw, tt int) int {
 	rows, wg := p.group*tt, int(p.wg)
 	return 8*rows*hw + // qs
 		4*rows*p.chunk + // sc
-		4*attnTK*(hw+1) + // ks
+		4*p.tk*(hw+1) + // ks
 		4*wg + 8*wg + // red, red2
 		8*rows // rowMax, rowSum
 }
@@ -120,7 +129,7 @@ func (rc *recorder) attention(l layerBufs, T int) {
 	// partials of the chunks in use (written, then read by the reduction).
 	used := int64((rc.pos+T+p.chunk-1)/p.chunk) * int64(T) * int64(c.Heads) * int64(c.HeadDim+2) * 4
 	rc.note("attention (chunks)", 2*2*(rc.pos+T)*c.KVDim()+4*T*c.Embd+int(used))
-	rc.dispatch(k, []uint32{p.wg, uint32(c.HeadDim / 2), uint32(p.group), uint32(tt), uint32(p.chunk)},
+	rc.dispatch(k, []uint32{p.wg, uint32(c.HeadDim / 2), uint32(p.group), uint32(tt), uint32(p.chunk), uint32(p.tk), uint32(p.vunroll)},
 		[]vk.Range{whole(b.qkv), whole(l.kc), whole(l.vc), whole(b.attnPart), rc.seq()},
 		attnPush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), QKVStride: uint32(c.Embd + 2*c.KVDim()), T: uint32(T),
 			Chunks: uint32(p.chunks), Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))},

@@ -113,9 +113,13 @@ func TestAttentionSplitK(t *testing.T) {
 			}
 			kc := a.buf(append(f16Bytes(k[:n]), nanBytes(2*(ctx-n)*KV)...))
 			vc := a.buf(append(f16Bytes(v[:n]), nanBytes(2*(ctx-n)*KV)...))
-			for _, chunk := range []int{attnChunk, 32} {
+			// chunks of the default size and short ones; keys staged 64 at a
+			// time with values loaded four rows at once (Tuning.TK, VUnroll)
+			for _, tn := range []Tuning{{Chunk: attnChunk, TK: attnTK, VUnroll: 1}, {Chunk: 32, TK: attnTK, VUnroll: 1},
+				{Chunk: attnChunk, TK: 64, VUnroll: 4}, {Chunk: 64, TK: 64, VUnroll: 4}} {
+				chunk := tn.Chunk
 				for _, sub := range []bool{true, false} {
-					plan, err := planAttention(c, a.b.info, ctx, a.b.workgroup(wgAttn), chunk, sub)
+					plan, err := planAttention(c, a.b.info, ctx, a.b.workgroup(wgAttn), tn, sub)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -123,8 +127,8 @@ func TestAttentionSplitK(t *testing.T) {
 						t.Logf("%s: no subgroup arithmetic on this device", sh.name)
 					}
 					got := a.attention(c, plan, kc, vc, q, tc.T, tc.pos0)
-					name := fmt.Sprintf("%s pos0 %d T %d chunk %d subgroup %v (group %d, %d tokens per workgroup)",
-						sh.name, tc.pos0, tc.T, chunk, plan.subgroup, plan.group, plan.prefillTT)
+					name := fmt.Sprintf("%s pos0 %d T %d chunk %d tk %d vunroll %d subgroup %v (group %d, %d tokens per workgroup)",
+						sh.name, tc.pos0, tc.T, chunk, plan.tk, plan.vunroll, plan.subgroup, plan.group, plan.prefillTT)
 					for tk := range tc.T {
 						nearRel(t, fmt.Sprintf("%s token %d", name, tk), got[tk*E:(tk+1)*E], want[tk*E:(tk+1)*E], 1e-4)
 					}
@@ -166,7 +170,7 @@ func TestPlanAttention(t *testing.T) {
 		{7000, 1, 1, 128, 32, true, true},
 	} {
 		info.MaxComputeSharedMemorySize = tc.shared
-		p, err := planAttention(c, info, 4096, 128, attnChunk, tc.subgroups)
+		p, err := planAttention(c, info, 4096, 128, defaultTuning(), tc.subgroups)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,10 +182,10 @@ func TestPlanAttention(t *testing.T) {
 		}
 	}
 	info.MaxComputeSharedMemorySize = 1024
-	if _, err := planAttention(c, info, 4096, 128, attnChunk, true); err == nil {
+	if _, err := planAttention(c, info, 4096, 128, defaultTuning(), true); err == nil {
 		t.Error("1 KiB of shared memory: no error")
 	}
-	if _, err := planAttention(c, info, 4096, 32, attnChunk, true); err == nil {
+	if _, err := planAttention(c, info, 4096, 32, defaultTuning(), true); err == nil {
 		t.Error("a workgroup of 32 for hd/2 = 64: no error")
 	}
 }

@@ -223,7 +223,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	if b.batch <= 0 {
 		b.batch = DefaultBatch
 	}
-	if b.attn, err = planAttention(c, b.info, b.ctx, b.workgroup(wgAttn), b.tune.Chunk, !o.NoSubgroups); err != nil {
+	if b.attn, err = planAttention(c, b.info, b.ctx, b.workgroup(wgAttn), b.tune, !o.NoSubgroups); err != nil {
 		return nil, err
 	}
 	// The attention partials and the logits of a batch are each bound whole.

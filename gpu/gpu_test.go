@@ -66,8 +66,9 @@ var variants = []struct {
 	// The norms reading their values once (registers); with a narrow
 	// workgroup, the 2B-like widths of the suite hold more than
 	// maxNormRegs a lane and fall back to three passes.
-	{"vec4-1pass", Options{Fusion: FuseOn, Tune: Tuning{Vec: 4, PrefillVec: 4, NormPasses: 1}}},
-	{"vec4-1pass-narrow", Options{Fusion: FuseOn, Tune: Tuning{Rows: 2, Lanes: 8, Norm: 32, Vec: 4, PrefillRows: 1, PrefillTokens: 2, PrefillVec: 4, NormPasses: 1}}},
+	// Attention staging 64 keys at a time, its values four rows a load.
+	{"vec4-1pass-tk64", Options{Fusion: FuseOn, Tune: Tuning{Vec: 4, PrefillVec: 4, NormPasses: 1, TK: 64, VUnroll: 4}}},
+	{"vec4-1pass-narrow", Options{Fusion: FuseOn, Tune: Tuning{Rows: 2, Lanes: 8, Norm: 32, Chunk: 32, Vec: 4, PrefillRows: 1, PrefillTokens: 2, PrefillVec: 4, NormPasses: 1, TK: 32, VUnroll: 4}}},
 }
 
 // TestConformancePositionZero: a token alone at position 0 gives the

@@ -168,7 +168,7 @@ func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32, interleaved bo
 func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd int) []float32 {
 	n := len(k)
 	c := &nn.Config{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Embd: heads * hd}
-	plan, err := planAttention(c, a.b.info, n, a.b.workgroup(wgAttn), attnChunk, true)
+	plan, err := planAttention(c, a.b.info, n, a.b.workgroup(wgAttn), a.b.tune, true)
 	if err != nil {
 		a.t.Fatal(err)
 	}

@@ -46,6 +46,13 @@ type Tuning struct {
 	// REGS; where an invocation would hold more than maxNormRegs values,
 	// 3 all the same).
 	NormPasses int
+	// TK is the key positions attention stages in shared memory at a
+	// time, one score an invocation (TK·rows of the workgroup's
+	// invocations busy): a power of two from 16 to 256 dividing Chunk.
+	TK int
+	// VUnroll is the value rows attention's weighted sum loads at once
+	// per invocation before it adds them: 1 or 4.
+	VUnroll int
 }
 
 // maxNormRegs is the most values an invocation holds with NormPasses 1.
@@ -57,11 +64,11 @@ const TuneEnv = "BITVK_VK_TUNE"
 
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
-	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1, NormPasses: 3}
+	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1}
 }
 
 // ParseTuning reads "key=value" pairs, comma-separated (keys rows, lanes,
-// norm, chunk, prows, ptok, vec, pvec, npass); the keys not given keep their zero value, the
+// norm, chunk, prows, ptok, vec, pvec, npass, tk, vunroll); the keys not given keep their zero value, the
 // default.
 func ParseTuning(s string) (Tuning, error) {
 	var t Tuning
@@ -93,6 +100,10 @@ func ParseTuning(s string) (Tuning, error) {
 			t.PrefillVec = n
 		case "npass":
 			t.NormPasses = n
+		case "tk":
+			t.TK = n
+		case "vunroll":
+			t.VUnroll = n
 		default:
 			return t, fmt.Errorf("gpu: tuning %q: unknown key %q (keys %s)", kv, k, tuningKeys)
 		}
@@ -100,12 +111,23 @@ func ParseTuning(s string) (Tuning, error) {
 	return t, nil
 }
 
-const tuningKeys = "rows, lanes, norm, chunk, prows, ptok, vec, pvec, npass"
+const tuningKeys = "rows, lanes, norm, chunk, prows, ptok, vec, pvec, npass, tk, vunroll"
 
-// String is the tuning as ParseTuning reads it.
+// String is the tuning as ParseTuning reads it (zero fields, the
+// defaults, left out).
 func (t Tuning) String() string {
-	return fmt.Sprintf("rows=%d,lanes=%d,norm=%d,chunk=%d,prows=%d,ptok=%d,vec=%d,pvec=%d,npass=%d",
-		t.Rows, t.Lanes, t.Norm, t.Chunk, t.PrefillRows, t.PrefillTokens, t.Vec, t.PrefillVec, t.NormPasses)
+	var parts []string
+	for _, f := range []struct {
+		k string
+		v int
+	}{{"rows", t.Rows}, {"lanes", t.Lanes}, {"norm", t.Norm}, {"chunk", t.Chunk}, {"prows", t.PrefillRows},
+		{"ptok", t.PrefillTokens}, {"vec", t.Vec}, {"pvec", t.PrefillVec}, {"npass", t.NormPasses}, {"tk", t.TK},
+		{"vunroll", t.VUnroll}} {
+		if f.v != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", f.k, f.v))
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // resolveTuning fills o's zero fields (from BITVK_VK_TUNE when o is all
@@ -122,7 +144,8 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 	d := defaultTuning()
 	for _, f := range []struct{ v, d *int }{{&o.Rows, &d.Rows}, {&o.Lanes, &d.Lanes}, {&o.Norm, &d.Norm},
 		{&o.Chunk, &d.Chunk}, {&o.PrefillRows, &d.PrefillRows}, {&o.PrefillTokens, &d.PrefillTokens},
-		{&o.Vec, &d.Vec}, {&o.PrefillVec, &d.PrefillVec}, {&o.NormPasses, &d.NormPasses}} {
+		{&o.Vec, &d.Vec}, {&o.PrefillVec, &d.PrefillVec}, {&o.NormPasses, &d.NormPasses},
+		{&o.TK, &d.TK}, {&o.VUnroll, &d.VUnroll}} {
 		if *f.v == 0 {
 			*f.v = *f.d
 		}
@@ -137,8 +160,12 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning lanes=%d: want a power of two from 8 to norm (%d)", o.Lanes, o.Norm)
 	case o.Rows > o.Lanes:
 		return Tuning{}, fmt.Errorf("gpu: tuning rows=%d: at most lanes (%d)", o.Rows, o.Lanes)
-	case o.Chunk < attnTK || o.Chunk%attnTK != 0:
-		return Tuning{}, fmt.Errorf("gpu: tuning chunk=%d: want a positive multiple of %d", o.Chunk, attnTK)
+	case !pow2(o.TK) || o.TK < attnTK || o.TK > 256:
+		return Tuning{}, fmt.Errorf("gpu: tuning tk=%d: want a power of two from %d to 256", o.TK, attnTK)
+	case o.Chunk < o.TK || o.Chunk%o.TK != 0:
+		return Tuning{}, fmt.Errorf("gpu: tuning chunk=%d: want a positive multiple of tk (%d)", o.Chunk, o.TK)
+	case o.VUnroll != 1 && o.VUnroll != 4:
+		return Tuning{}, fmt.Errorf("gpu: tuning vunroll=%d: want 1 or 4", o.VUnroll)
 	case !pow2(o.PrefillRows) || o.PrefillRows > 32:
 		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d: want a power of two from 1 to 32", o.PrefillRows)
 	case !pow2(o.PrefillTokens) || o.PrefillTokens > 32:

@@ -13,6 +13,9 @@ func TestParseTuning(t *testing.T) {
 	if back, err := ParseTuning(got.String()); err != nil || back != got {
 		t.Errorf("ParseTuning(%q) = %+v, %v", got.String(), back, err)
 	}
+	if part := (Tuning{Vec: 4, TK: 64}); part.String() != "vec=4,tk=64" {
+		t.Errorf("%+v.String() = %q, want the fields set only", part, part.String())
+	}
 	if got, err := ParseTuning(""); err != nil || got != (Tuning{}) {
 		t.Errorf("ParseTuning(\"\") = %+v, %v; want the zero value", got, err)
 	}
@@ -23,7 +26,7 @@ func TestParseTuning(t *testing.T) {
 	}
 	// Zero fields take the defaults; each field's bounds are checked.
 	d, err := resolveTuning(Tuning{Rows: 8}, 1024)
-	if want := (Tuning{Rows: 8, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1, NormPasses: 3}); err != nil || d != want {
+	if want := (Tuning{Rows: 8, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1}); err != nil || d != want {
 		t.Errorf("resolveTuning(rows=8) = %+v, %v; want %+v", d, err, want)
 	}
 	if d, err := resolveTuning(Tuning{Norm: 1024}, 256); err != nil || d.Norm != 256 {
@@ -46,6 +49,10 @@ func TestParseTuning(t *testing.T) {
 		{Tuning{Vec: 2}, "vec=2"},
 		{Tuning{PrefillVec: 8}, "pvec=8"},
 		{Tuning{NormPasses: 2}, "npass=2"},
+		{Tuning{TK: 8}, "tk=8"},
+		{Tuning{TK: 48}, "tk=48"},
+		{Tuning{TK: 64, Chunk: 32}, "chunk=32"},
+		{Tuning{VUnroll: 2}, "vunroll=2"},
 	} {
 		if _, err := resolveTuning(tc.t, 1024); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("resolveTuning(%+v): %v, want an error naming %q", tc.t, err, tc.msg)

@@ -22,10 +22,14 @@
 #       bin/gpu.test is there); OUTDIR gets each command's output.
 #   scripts/gpu-session.sh sweep OUTDIR
 #       (on the GPU machine) the 2B model's pp512 and tg64 (float16 head,
-#       profiled) under each kernel shape of TUNES (BITVK_VK_TUNE values,
-#       space-separated; "default" for none), each in a process of its own,
-#       the tok/s lines gathered in OUTDIR/sweep.txt: one run picks the
-#       shapes (gpu.Tuning) worth making the defaults.
+#       profiled), at no depth and at 3,520 tokens, under each kernel shape
+#       of TUNES (BITVK_VK_TUNE values, space-separated; "default" for
+#       none), each in a process of its own, the tok/s lines gathered in
+#       OUTDIR/sweep.txt: one run picks the shapes (gpu.Tuning) worth
+#       making the defaults. The default list: 16-byte loads in the ternary
+#       products (vec, pvec), norms reading their values once (npass=1),
+#       attention staging 64 keys (tk) and loading four value rows at once
+#       (vunroll), alone and together.
 #
 # Environment: TESTS, a regular expression, limits the tests run (default:
 # all); PKGS, the test packages (default "vk gpu": two runs with PKGS=vk
@@ -130,12 +134,13 @@ sweep)
 	bin/bitvk synth --shape 2b -o "$tmp/2b.gguf" >/dev/null
 	: >"$out/sweep.txt"
 	status=0
-	for tune in ${TUNES:-default vec=4 npass=1 vec=4,npass=1 vec=4,npass=1,norm=512 vec=4,npass=1,lanes=32 vec=4,npass=1,rows=8 pvec=4 pvec=4,prows=8,ptok=8}; do
+	all=vec=4,npass=1,tk=64,vunroll=4
+	for tune in ${TUNES:-default vec=4 npass=1 tk=64 vunroll=4 $all $all,norm=512 $all,lanes=32 pvec=4 pvec=4,prows=8,ptok=8}; do
 		name=${tune//[=,]/-}
 		[ "$tune" = default ] && tune=
-		BITVK_VK_TUNE=$tune bin/bitvk bench -m "$tmp/2b.gguf" --backend vulkan -p 512 -n 64 --head f16 -r 2 --profile \
+		BITVK_VK_TUNE=$tune bin/bitvk bench -m "$tmp/2b.gguf" --backend vulkan -p 512 -n 64 -d 0,3520 --head f16 -r 2 --profile \
 			>"$out/sweep-$name.txt" 2>&1 || status=1
-		grep -E ' (pp512|tg64) ' "$out/sweep-$name.txt" | sed "s/^/${name}: /" >>"$out/sweep.txt" || echo "$name: failed" >>"$out/sweep.txt"
+		grep -E '^ .* (pp512|tg64)( @ d[0-9]+)? ' "$out/sweep-$name.txt" | sed "s/^/${name}: /" >>"$out/sweep.txt" || echo "$name: failed" >>"$out/sweep.txt"
 	done
 	cat "$out/sweep.txt"
 	exit $status

@@ -12,8 +12,10 @@
 // attention_reduce.comp combines the chunks:
 //   o = Σ_c acc_c·e^{m_c − M} / Σ_c l_c·e^{m_c − M},   M = max_c m_c
 // Keys are staged in shared memory TK positions at a time (coalesced reads,
-// rows padded by one word against bank conflicts); the chunk's scores stay
-// in shared memory. The max and sum reductions use subgroup arithmetic when
+// rows padded by one word against bank conflicts), and R·TK invocations
+// each take a score; the chunk's scores stay in shared memory. With VUN = 4
+// an invocation loads four V rows before it adds them (the same sums in the
+// same order). The max and sum reductions use subgroup arithmetic when
 // compiled with -DSUBGROUP (attention_subgroup), shared memory otherwise.
 //   qkv     [T][qkvStride] float   queries at the start of each token's row (rotated)
 //   kcache  [slots·ctx][kvHeads][hd/2] uint, vcache likewise: float16 pairs
@@ -34,8 +36,9 @@ layout(constant_id = 1) const uint HW = 64;       // hd/2: float16 pairs per hea
 layout(constant_id = 2) const uint G = 1;         // query heads per workgroup, of one KV head
 layout(constant_id = 3) const uint TT = 1;        // tokens per workgroup
 layout(constant_id = 4) const uint CHUNK = 256;   // positions per chunk
+layout(constant_id = 5) const uint TK = 16;       // key positions staged at a time (CHUNK a multiple)
+layout(constant_id = 6) const uint VUN = 1;       // V rows loaded at once per invocation: 1 or 4
 const uint R = G * TT;                            // query rows per workgroup, r = tt·G + g
-const uint TK = 16;                               // key positions staged at a time
 const float LOWEST = -3.402823466e38;             // below every score; no infinities
 
 layout(std430, binding = 0) readonly buffer QKV { float qkv[]; };
@@ -192,7 +195,22 @@ void main() {
     vec2 acc[R];
     for (uint r = 0; r < R; r++) acc[r] = vec2(0.0);
     if (part < parts) {
-        for (uint j = part; j < len; j += parts) {
+        uint j = part;
+        if (VUN == 4) {
+            uint step = parts * pc.kvHeads * HW; // words from position j to j + parts
+            for (; j + 3 * parts < len; j += 4 * parts) {
+                uint vb = ((row0 + c0 + j) * pc.kvHeads + kvh) * HW + w;
+                vec2 v0 = unpackHalf2x16(vcache[vb]), v1 = unpackHalf2x16(vcache[vb + step]);
+                vec2 v2 = unpackHalf2x16(vcache[vb + 2 * step]), v3 = unpackHalf2x16(vcache[vb + 3 * step]);
+                for (uint r = 0; r < R; r++) {
+                    acc[r] += sc[r * CHUNK + j] * v0;
+                    acc[r] += sc[r * CHUNK + j + parts] * v1;
+                    acc[r] += sc[r * CHUNK + j + 2 * parts] * v2;
+                    acc[r] += sc[r * CHUNK + j + 3 * parts] * v3;
+                }
+            }
+        }
+        for (; j < len; j += parts) {
             vec2 v = unpackHalf2x16(vcache[((row0 + c0 + j) * pc.kvHeads + kvh) * HW + w]);
             for (uint r = 0; r < R; r++) acc[r] += sc[r * CHUNK + j] * v;
         }
