@@ -142,7 +142,12 @@ func (rc *recorder) attention(l layerBufs, T int) {
 		norm, w = 0, b.outNorm // any float buffer: unread
 	}
 	rc.note("attention (reduce+subnorm+quant)", int(used)+4*T*c.Embd+4*c.Embd+T*(c.Embd+4))
-	rc.dispatch(spirv.AttentionReduce, []uint32{b.workgroup(wgAttnReduce), uint32(p.chunk), norm},
+	wg := b.workgroup(wgAttnReduce)
+	regs, emax := b.tune.normRegs(c.Embd, int(wg)), uint32(4) // EMAX sizes REGS's registers
+	if regs == 1 {
+		emax = uint32(c.Embd)
+	}
+	rc.dispatch(spirv.AttentionReduce, []uint32{wg, uint32(p.chunk), norm, regs, emax},
 		[]vk.Range{whole(b.attnPart), whole(b.att), rc.seq(), whole(w), whole(b.q), whole(b.s)},
 		attnReducePush{Heads: uint32(c.Heads), HD: uint32(c.HeadDim), Chunks: uint32(p.chunks), Eps: c.Eps},
 		uint32(T), 1)

@@ -40,11 +40,11 @@ type Tuning struct {
 	// (a prompt's) ternary products loads at once: 1, or 4 (one 16-byte
 	// load a row, ternary.glsl's VEC).
 	Vec, PrefillVec int
-	// NormPasses is how many times norm_quant and ternary_norm's prologue
-	// read a token's values: 3 (for the sum of squares, the maximum and
-	// the quantization), or 1 (read once into registers, rmsquant.glsl's
-	// REGS; where an invocation would hold more than maxNormRegs values,
-	// 3 all the same).
+	// NormPasses is how many times norm_quant, ternary_norm's prologue and
+	// attention_reduce's epilogue read a token's values: 3 (for the sum of
+	// squares, the maximum and the quantization), or 1 (read once into
+	// registers, the shaders' REGS; where an invocation would hold more
+	// than maxNormRegs values, 3 all the same).
 	NormPasses int
 	// TK is the key positions attention stages in shared memory at a
 	// time, one score an invocation (TK·rows of the workgroup's

@@ -15,7 +15,9 @@
 //   q       [T][E/4] uint                     packed int8
 //   s       [T] float
 // Each invocation normalizes and quantizes the groups of four values it
-// wrote itself, so no value crosses invocations through memory. Every chunk
+// wrote itself, so no value crosses invocations through memory; with
+// REGS = 1 it keeps them in registers instead of reading them back (the
+// same values, the same bits). Every chunk
 // combined holds at least one position the row sees, so L ≥ 1. hd and E are
 // multiples of 4.
 #extension GL_GOOGLE_include_directive : require
@@ -25,6 +27,9 @@ layout(local_size_x_id = 0) in;
 #include "reduce.glsl" // after the workgroup size: it sizes shared memory by it
 layout(constant_id = 1) const uint CHUNK = 256;   // positions per chunk
 layout(constant_id = 2) const uint NORM = 1;
+layout(constant_id = 3) const uint REGS = 0;      // 1: o kept in registers (E ≤ EMAX)
+layout(constant_id = 4) const uint EMAX = 4;
+const uint OCH = (EMAX / 4 + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x; // chunks of four an invocation holds
 
 layout(std430, binding = 0) readonly buffer Partial { float partial[]; };
 layout(std430, binding = 1) buffer Out { float outp[]; };
@@ -40,6 +45,30 @@ layout(push_constant) uniform Push {
     float eps;
 } pc;
 
+// combine returns the four values from 4·i4 on of token t's row (written
+// to out too), their squares added to ss.
+vec4 combine(uint t, uint i4, uint nc, uint stride, uint row, inout vec2 ss) {
+    uint h = 4 * i4 / pc.hd, d = 4 * i4 % pc.hd;
+    uint base = (t * pc.heads + h) * pc.chunks * stride;
+    float M = partial[base + pc.hd];
+    for (uint c = 1; c < nc; c++) M = max(M, partial[base + c * stride + pc.hd]);
+    float L = 0.0;
+    vec4 o = vec4(0.0);
+    for (uint c = 0; c < nc; c++) {
+        uint b = base + c * stride;
+        float e = exp(partial[b + pc.hd] - M);
+        L += partial[b + pc.hd + 1] * e;
+        o += vec4(partial[b + d], partial[b + d + 1], partial[b + d + 2], partial[b + d + 3]) * e;
+    }
+    o /= L;
+    for (uint e = 0; e < 4; e++) {
+        outp[row + 4 * i4 + e] = o[e];
+        precise float o2 = o[e] * o[e];
+        ss = ffAdd(ss, vec2(o2, 0.0));
+    }
+    return o;
+}
+
 void main() {
     uint t = gl_WorkGroupID.x;
     uint tid = gl_LocalInvocationID.x;
@@ -51,24 +80,15 @@ void main() {
 
     // Combine the chunks: four consecutive values (one head) per step.
     vec2 ss = vec2(0.0);
-    for (uint i4 = tid; i4 < E / 4; i4 += gl_WorkGroupSize.x) {
-        uint h = 4 * i4 / pc.hd, d = 4 * i4 % pc.hd;
-        uint base = (t * pc.heads + h) * pc.chunks * stride;
-        float M = partial[base + pc.hd];
-        for (uint c = 1; c < nc; c++) M = max(M, partial[base + c * stride + pc.hd]);
-        float L = 0.0;
-        vec4 o = vec4(0.0);
-        for (uint c = 0; c < nc; c++) {
-            uint b = base + c * stride;
-            float e = exp(partial[b + pc.hd] - M);
-            L += partial[b + pc.hd + 1] * e;
-            o += vec4(partial[b + d], partial[b + d + 1], partial[b + d + 2], partial[b + d + 3]) * e;
+    vec4 ov[OCH];
+    if (REGS == 1) {
+        for (uint j = 0; j < OCH; j++) { // a bound known at pipeline creation: ov stays in registers
+            uint i4 = tid + j * gl_WorkGroupSize.x;
+            ov[j] = i4 < E / 4 ? combine(t, i4, nc, stride, row, ss) : vec4(0.0);
         }
-        o /= L;
-        for (uint j = 0; j < 4; j++) {
-            outp[row + 4 * i4 + j] = o[j];
-            precise float o2 = o[j] * o[j];
-            ss = ffAdd(ss, vec2(o2, 0.0));
+    } else {
+        for (uint i4 = tid; i4 < E / 4; i4 += gl_WorkGroupSize.x) {
+            combine(t, i4, nc, stride, row, ss);
         }
     }
     float inv = 1.0;
@@ -76,6 +96,31 @@ void main() {
         inv = rmsScale(wgSumFF(ss), float(E), pc.eps);
     }
     float m = 0.0;
+    if (REGS == 1) {
+        for (uint j = 0; j < OCH; j++) {
+            uint i4 = tid + j * gl_WorkGroupSize.x;
+            if (i4 < E / 4) {
+                for (uint e = 0; e < 4; e++) {
+                    precise float v = ov[j][e];
+                    if (NORM == 1) v = (v * inv) * w[4 * i4 + e];
+                    ov[j][e] = v;
+                    m = max(m, abs(v));
+                }
+            }
+        }
+        m = max(wgMax(m), 1e-5);
+        float sc = quantScale(m);
+        for (uint j = 0; j < OCH; j++) {
+            uint i4 = tid + j * gl_WorkGroupSize.x;
+            if (i4 < E / 4) {
+                q[t * (E / 4) + i4] = pack8(quant8(ov[j].x, sc), quant8(ov[j].y, sc), quant8(ov[j].z, sc), quant8(ov[j].w, sc));
+            }
+        }
+        if (tid == 0) {
+            s[t] = sc;
+        }
+        return;
+    }
     for (uint i4 = tid; i4 < E / 4; i4 += gl_WorkGroupSize.x) {
         for (uint j = 0; j < 4; j++) {
             uint i = 4 * i4 + j;
