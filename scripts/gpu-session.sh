@@ -30,6 +30,13 @@
 #       products (vec, pvec), norms reading their values once (npass=1),
 #       attention staging 64 keys (tk) and loading four value rows at once
 #       (vunroll), alone and together.
+#   scripts/gpu-session.sh draft OUTDIR
+#       (on the GPU machine) speculative decoding on the GPU (issue 12):
+#       what a verification pass of 1 + k tokens costs against one token
+#       (bench --verify) on the built-in nano-kjv and the 2B shape, then
+#       greedy decoding of nano-kjv with and without drafting on each
+#       workload of scripts/draft-bench (bench --draft), its tokens checked
+#       against plain decoding's ("same as off").
 #
 # Environment: TESTS, a regular expression, limits the tests run (default:
 # all); PKGS, the test packages (default "vk gpu": two runs with PKGS=vk
@@ -145,8 +152,23 @@ sweep)
 	cat "$out/sweep.txt"
 	exit $status
 	;;
+draft)
+	out=${2:?usage: scripts/gpu-session.sh draft OUTDIR}
+	need bin/bitvk
+	mkdir -p "$out"
+	icd
+	status=0
+	bin/bitvk bench --backend vulkan -m models/nano-kjv.gguf --verify --draft-max 8 -r 10 >"$out/verify-nano.txt" 2>&1 || status=1
+	bin/bitvk bench --backend vulkan --shape 2b --verify --draft-max 8 -r 5 >"$out/verify-2b.txt" 2>&1 || status=1
+	for w in quote edit code free; do
+		bin/bitvk bench --backend vulkan --draft off,lookup,chains,auto --prompt-file "scripts/draft-bench/$w.txt" -n 128 -r 5 \
+			>"$out/draft-$w.txt" 2>&1 || status=1
+	done
+	tail -n 12 "$out"/verify-*.txt "$out"/draft-*.txt
+	exit $status
+	;;
 *)
-	echo "usage: scripts/gpu-session.sh build | tests OUTDIR | bench OUTDIR | sweep OUTDIR" >&2
+	echo "usage: scripts/gpu-session.sh build | tests OUTDIR | bench OUTDIR | sweep OUTDIR | draft OUTDIR" >&2
 	exit 2
 	;;
 esac
