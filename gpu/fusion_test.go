@@ -48,8 +48,9 @@ func TestFusionAuto(t *testing.T) {
 // A fused decode step gives the logits and the cache of an unfused one bit
 // for bit in the RoPE variants the model zoo has: interleaved pairs, and a
 // RoPE dimension below the head dimension; with the integer dot product
-// and without; and with the norms reading their values once and the
-// products 16 bytes a load (Tuning).
+// and without; and with the norms reading their values once, the
+// products 16 bytes a load and the FFN's sub-norm in the down projection
+// (Tuning).
 func TestFusedDecode(t *testing.T) {
 	needVulkan(t)
 	for _, tc := range []struct {
@@ -64,6 +65,8 @@ func TestFusedDecode(t *testing.T) {
 		{"partial", false, 2, false, Tuning{}},
 		{"interleaved-partial-plain", true, 4, true, Tuning{}},
 		{"neox-1pass-vec4", false, 1, false, Tuning{NormPasses: 1, Vec: 4}},
+		{"neox-layer6", false, 1, false, Tuning{Layer: 6}},
+		{"interleaved-plain-1pass-layer6", true, 1, true, Tuning{NormPasses: 1, Layer: 6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logits [2][]float32
@@ -73,7 +76,7 @@ func TestFusedDecode(t *testing.T) {
 				m.Config.RopeDim = m.Config.HeadDim / tc.ropeDiv
 				o.Context, o.Plain, o.Tune = 16, tc.plain, tc.tune
 				b := open(t, m.Config, m.Weights, o)
-				if b.fuse.rope != (o.Fusion == FuseOn) {
+				if b.fuse.rope != (o.Fusion == FuseOn) || b.fuse.down != (o.Fusion == FuseOn && tc.tune.Layer == 6) {
 					t.Fatalf("options %+v: fusion %+v", o, b.fuse)
 				}
 				V := m.Config.Vocab

@@ -60,15 +60,18 @@ var variants = []struct {
 	// lanes, a bigger norm workgroup, short attention chunks; then rows
 	// too few for the fused RoPE (it runs apart) and the smallest shapes;
 	// prompt tiles larger and smaller than the defaults.
-	{"tuned", Options{Fusion: FuseOn, Tune: Tuning{Rows: 8, Lanes: 32, Norm: 512, Chunk: 32, PrefillRows: 4, PrefillTokens: 16}}},
+	{"tuned", Options{Fusion: FuseOn, Tune: Tuning{Rows: 8, Lanes: 32, Norm: 512, Chunk: 32, PrefillRows: 4, PrefillTokens: 16, Layer: 6}}},
 	{"tuned-narrow", Options{Fusion: FuseOn, Tune: Tuning{Rows: 2, Lanes: 8, Norm: 32, Chunk: 16, PrefillRows: 1, PrefillTokens: 2}}},
 	// 16-byte loads in the ternary products, decode (fused) and prompts.
 	// The norms reading their values once (registers); with a narrow
 	// workgroup, the 2B-like widths of the suite hold more than
 	// maxNormRegs a lane and fall back to three passes.
 	// Attention staging 64 keys at a time, its values four rows a load.
-	{"vec4-1pass-tk64", Options{Fusion: FuseOn, Tune: Tuning{Vec: 4, PrefillVec: 4, NormPasses: 1, TK: 64, VUnroll: 4}}},
-	{"vec4-1pass-narrow", Options{Fusion: FuseOn, Tune: Tuning{Rows: 2, Lanes: 8, Norm: 32, Chunk: 32, Vec: 4, PrefillRows: 1, PrefillTokens: 2, PrefillVec: 4, NormPasses: 1, TK: 32, VUnroll: 4}}},
+	// The FFN's sub-norm in the down projection's prologue (layer 6),
+	// sharded too.
+	{"vec4-1pass-tk64", Options{Fusion: FuseOn, Tune: Tuning{Vec: 4, PrefillVec: 4, NormPasses: 1, TK: 64, VUnroll: 4, Layer: 6}}},
+	{"vec4-1pass-narrow", Options{Fusion: FuseOn, Tune: Tuning{Rows: 2, Lanes: 8, Norm: 32, Chunk: 32, Vec: 4, PrefillRows: 1, PrefillTokens: 2, PrefillVec: 4, NormPasses: 1, TK: 32, VUnroll: 4, Layer: 6}}},
+	{"sharded-layer6", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn, Tune: Tuning{Layer: 6}}},
 }
 
 // TestConformancePositionZero: a token alone at position 0 gives the

@@ -257,6 +257,7 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 type fusion struct {
 	norm bool // the input norms in the products' prologue
 	rope bool // RoPE and the K/V cache write in the QKV epilogue
+	down bool // the FFN's activation and sub-norm in the down projection's prologue (Tuning.Layer 6)
 }
 
 // ternaryNormBuffers is the number of storage buffers ternary_norm binds.
@@ -271,13 +272,15 @@ const ternaryNormBuffers = 10
 func (b *Backend) planFusion() fusion {
 	c := b.c
 	wg, lanes, rows := b.tune.Norm, b.tune.Lanes, b.tune.Rows
-	shared := c.Embd + 4*2*wg + 4*rows*wg + 4*(wg/lanes)*rows // codes, norm trees, product tree, outputs
+	shared := func(K int) int { return K + 4*2*wg + 4*rows*wg + 4*(wg/lanes)*rows } // codes, norm trees, product tree, outputs
 	off := b.o.Fusion == FuseOff || b.o.Fusion == FuseAuto && b.onCPU()
-	if off || wg < lanes || shared > int(b.info.MaxComputeSharedMemorySize) || b.info.MaxStorageBuffers < ternaryNormBuffers {
+	limit := int(b.info.MaxComputeSharedMemorySize)
+	if off || wg < lanes || shared(c.Embd) > limit || b.info.MaxStorageBuffers < ternaryNormBuffers {
 		return fusion{}
 	}
 	f := fusion{norm: true}
 	f.rope = rows%4 == 0 && c.HeadDim%4 == 0 && c.RopeDim%4 == 0 && len(b.layers) > 0 && len(b.layers[0].qkv.shards) == 1
+	f.down = b.tune.Layer <= 6 && shared(c.FFN) <= limit && c.FFN%128 == 0
 	return f
 }
 
@@ -287,6 +290,12 @@ func (b *Backend) planFusion() fusion {
 // rope (m is the layer's Q, K and V in one shard), the queries are written
 // rotated and the keys and values go to the layer's cache, as rope_kv does.
 func (rc *recorder) ternaryNorm(label string, m *ternaryMatrix, norm, out *vk.Buffer, l *layerBufs, rope bool) {
+	rc.ternaryNormOf(label, m, rc.b.x, 0, norm, out, false, l, rope)
+}
+
+// ternaryNormOf is ternaryNorm of the input in (m.k values, or with act
+// the gated pairs of the FFN, 2·m.k), adding to out when acc.
+func (rc *recorder) ternaryNormOf(label string, m *ternaryMatrix, in *vk.Buffer, act uint32, norm, out *vk.Buffer, acc bool, l *layerBufs, rope bool) {
 	b, c := rc.b, rc.b.c
 	k := spirv.TernaryNorm.Variant(b.subgroups, b.dot)
 	wg, lanes, rows := uint32(b.tune.Norm), uint32(b.tune.Lanes), uint32(b.tune.Rows)
@@ -298,15 +307,21 @@ func (rc *recorder) ternaryNorm(label string, m *ternaryMatrix, norm, out *vk.Bu
 	push := ternaryNormPush{K: uint32(m.k), Eps: c.Eps, Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads),
 		HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), Interleaved: b32(c.RopeInterleaved)}
 	for _, sh := range m.shards {
-		// weights, x and the norm weight, scales, results
+		// weights, x and the norm weight, scales, results (read too when accumulating)
 		bytes := sh.rows*m.k/4 + 8*m.k + 8*sh.rows
+		if act != 0 {
+			bytes += 4 * m.k
+		}
+		if acc {
+			bytes += 4 * sh.rows
+		}
 		if grouped == 1 {
 			bytes += 4 * sh.rows * m.k / 256
 		}
 		rc.note(label, bytes)
 		push.Rows, push.Row0 = uint32(sh.rows), uint32(sh.row0)
-		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k), uint32(b.tune.Vec), b.tune.normRegs(m.k, int(wg))},
-			[]vk.Range{whole(sh.buf), whole(b.x), whole(norm), whole(m.rowScale), whole(gs), whole(out), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
+		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k), uint32(b.tune.Vec), b.tune.normRegs(m.k, int(wg)), act, b32(acc)},
+			[]vk.Range{whole(sh.buf), whole(in), whole(norm), whole(m.rowScale), whole(gs), whole(out), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
 			push, ceilDiv(sh.rows, perWG), 1)
 	}
 }
@@ -407,7 +422,7 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 			stage++
 		}
 	}
-	fuseNorm, fuseRope := T == 1 && b.fuse.norm, T == 1 && b.fuse.rope
+	fuseNorm, fuseRope, fuseDown := T == 1 && b.fuse.norm, T == 1 && b.fuse.rope, T == 1 && b.fuse.down
 	for _, l := range b.layers {
 		// attention
 		switch {
@@ -443,9 +458,13 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 			rc.ternary("ffn gate+up", l.gateUp, b.gu, 2*F, T, false)
 		}
 		r.Barrier()
-		rc.normQuant("ffn act+subnorm+quant", b.gu, l.ffnSubNorm, F, 2*F, 0, T, act, 1)
-		r.Barrier()
-		rc.ternary("ffn down", l.down, b.x, E, T, true)
+		if fuseDown && l.ffnSubNorm != nil {
+			rc.ternaryNormOf("ffn act+subnorm+down", l.down, b.gu, act, l.ffnSubNorm, b.x, true, &l, false)
+		} else {
+			rc.normQuant("ffn act+subnorm+quant", b.gu, l.ffnSubNorm, F, 2*F, 0, T, act, 1)
+			r.Barrier()
+			rc.ternary("ffn down", l.down, b.x, E, T, true)
+		}
 		r.Barrier()
 		traceCopy()
 	}

@@ -53,6 +53,11 @@ type Tuning struct {
 	// VUnroll is the value rows attention's weighted sum loads at once
 	// per invocation before it adds them: 1 or 4.
 	VUnroll int
+	// Layer is the dispatches of a fused decode step's layer: 7, or 6
+	// with the FFN's activation, sub-norm and quantization in the down
+	// projection's prologue (each of its workgroups computing them, as
+	// the QKV and gate/up products do their input norms).
+	Layer int
 }
 
 // maxNormRegs is the most values an invocation holds with NormPasses 1.
@@ -64,11 +69,11 @@ const TuneEnv = "BITVK_VK_TUNE"
 
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
-	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1}
+	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1, Layer: 7}
 }
 
 // ParseTuning reads "key=value" pairs, comma-separated (keys rows, lanes,
-// norm, chunk, prows, ptok, vec, pvec, npass, tk, vunroll); the keys not given keep their zero value, the
+// norm, chunk, prows, ptok, vec, pvec, npass, tk, vunroll, layer); the keys not given keep their zero value, the
 // default.
 func ParseTuning(s string) (Tuning, error) {
 	var t Tuning
@@ -104,6 +109,8 @@ func ParseTuning(s string) (Tuning, error) {
 			t.TK = n
 		case "vunroll":
 			t.VUnroll = n
+		case "layer":
+			t.Layer = n
 		default:
 			return t, fmt.Errorf("gpu: tuning %q: unknown key %q (keys %s)", kv, k, tuningKeys)
 		}
@@ -111,7 +118,7 @@ func ParseTuning(s string) (Tuning, error) {
 	return t, nil
 }
 
-const tuningKeys = "rows, lanes, norm, chunk, prows, ptok, vec, pvec, npass, tk, vunroll"
+const tuningKeys = "rows, lanes, norm, chunk, prows, ptok, vec, pvec, npass, tk, vunroll, layer"
 
 // String is the tuning as ParseTuning reads it (zero fields, the
 // defaults, left out).
@@ -122,7 +129,7 @@ func (t Tuning) String() string {
 		v int
 	}{{"rows", t.Rows}, {"lanes", t.Lanes}, {"norm", t.Norm}, {"chunk", t.Chunk}, {"prows", t.PrefillRows},
 		{"ptok", t.PrefillTokens}, {"vec", t.Vec}, {"pvec", t.PrefillVec}, {"npass", t.NormPasses}, {"tk", t.TK},
-		{"vunroll", t.VUnroll}} {
+		{"vunroll", t.VUnroll}, {"layer", t.Layer}} {
 		if f.v != 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", f.k, f.v))
 		}
@@ -145,7 +152,7 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 	for _, f := range []struct{ v, d *int }{{&o.Rows, &d.Rows}, {&o.Lanes, &d.Lanes}, {&o.Norm, &d.Norm},
 		{&o.Chunk, &d.Chunk}, {&o.PrefillRows, &d.PrefillRows}, {&o.PrefillTokens, &d.PrefillTokens},
 		{&o.Vec, &d.Vec}, {&o.PrefillVec, &d.PrefillVec}, {&o.NormPasses, &d.NormPasses},
-		{&o.TK, &d.TK}, {&o.VUnroll, &d.VUnroll}} {
+		{&o.TK, &d.TK}, {&o.VUnroll, &d.VUnroll}, {&o.Layer, &d.Layer}} {
 		if *f.v == 0 {
 			*f.v = *f.d
 		}
@@ -166,6 +173,8 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning chunk=%d: want a positive multiple of tk (%d)", o.Chunk, o.TK)
 	case o.VUnroll != 1 && o.VUnroll != 4:
 		return Tuning{}, fmt.Errorf("gpu: tuning vunroll=%d: want 1 or 4", o.VUnroll)
+	case o.Layer != 6 && o.Layer != 7:
+		return Tuning{}, fmt.Errorf("gpu: tuning layer=%d: want 6 or 7", o.Layer)
 	case !pow2(o.PrefillRows) || o.PrefillRows > 32:
 		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d: want a power of two from 1 to 32", o.PrefillRows)
 	case !pow2(o.PrefillTokens) || o.PrefillTokens > 32:

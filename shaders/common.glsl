@@ -73,6 +73,18 @@ uint pack8(int a, int b, int c, int d) {
     return (uint(a) & 0xFFu) | (uint(b) & 0xFFu) << 8 | (uint(c) & 0xFFu) << 16 | (uint(d) & 0xFFu) << 24;
 }
 
+// gateAct is the FFN's gated activation of the pair (g, u): relu(g)²·u
+// (act 1, rounded after each product) or silu(g)·u (act 2), the same bits
+// in norm_quant and in ternary_norm's prologue.
+float gateAct(uint act, float g, float u) {
+    if (act == 1u) {
+        float r = max(g, 0.0);
+        precise float h = (r * r) * u;
+        return h;
+    }
+    return g / (1.0 + exp(-g)) * u;
+}
+
 // ropeRotate is RoPE's rotation of the pair (a, b) by (cos θ, sin θ):
 // (a·cos − b·sin, a·sin + b·cos), each product rounded (precise: no fused
 // multiply-add), so rope_kv and ternary_norm's epilogue agree bit for bit.

@@ -45,13 +45,7 @@ float rqValue(uint i) {
     if (ACT == 0) {
         return inp[base + i];
     }
-    float g = inp[base + i], u = inp[base + pc.K + i];
-    if (ACT == 1) {
-        float r = max(g, 0.0);
-        precise float h = (r * r) * u;
-        return h;
-    }
-    return g / (1.0 + exp(-g)) * u;
+    return gateAct(ACT, inp[base + i], inp[base + pc.K + i]);
 }
 
 float rqWeight(uint i) { return w[i]; }

@@ -10,7 +10,12 @@
 // The workgroup is G = size/LANES row groups of LANES invocations, each NR
 // rows (4 when ROPE = 1), so the norm is computed once for G·NR rows.
 //
-// ROPE = 0: out[row0+r] = y.
+// ACT = 1, 2: the input is a gated pair, h_i = gateAct(x[i], x[K + i]) (the
+// FFN's activation, as norm_quant's ACT), normed and quantized as above:
+// a decode step's down projection with the FFN's sub-norm in its prologue.
+//
+// ROPE = 0: out[row0+r] = y, or out[row0+r] += y when ACC = 1 (the
+// residual add, as ternary.comp's ACC).
 // ROPE = 1: the matrix is one layer's Q, K and V stacked (heads·hd, then
 // kvHeads·hd twice; one shard), and the epilogue is rope_kv's: RoPE on q and
 // k at the token's position p = seq[0].x, q written to out, k and v into row
@@ -21,7 +26,7 @@
 // are (2g, 2g+1, 2g + d/2, 2g+1 + d/2) for NEOX below d = ropeDim, and in
 // their own order otherwise. It needs hd and ropeDim multiples of 4.
 //   wt         [rows][K/16] uint  ternary codes (common.glsl)
-//   x          [K] float           the token's hidden state
+//   x          [K] float           the token's hidden state ([2K]: g then u, ACT > 0)
 //   w          [K] float           the norm weight
 //   rowScale, groupScale           as ternary.comp (GROUPED)
 //   out        [outStride] float
@@ -39,6 +44,8 @@ layout(constant_id = 4) const uint LANES = 64;
 layout(constant_id = 5) const uint KMAX = 4096;
 layout(constant_id = 6) const uint VEC = 1; // ternary.glsl
 layout(constant_id = 7) const uint REGS = 0; // rmsquant.glsl
+layout(constant_id = 8) const uint ACT = 0;
+layout(constant_id = 9) const uint ACC = 0;
 const uint NT = 1;
 
 layout(std430, binding = 0) readonly buffer WT { uint wt[]; };
@@ -47,7 +54,7 @@ layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 2) readonly buffer W { float w[]; };
 layout(std430, binding = 3) readonly buffer RS { float rowScale[]; };
 layout(std430, binding = 4) readonly buffer GS { float groupScale[]; };
-layout(std430, binding = 5) writeonly buffer Out { float outp[]; };
+layout(std430, binding = 5) buffer Out { float outp[]; }; // read too when ACC = 1
 layout(std430, binding = 6) readonly buffer Rope { vec2 rope[]; };
 layout(std430, binding = 7) writeonly buffer KC { uint kcache[]; };
 layout(std430, binding = 8) writeonly buffer VC { uint vcache[]; };
@@ -68,7 +75,7 @@ layout(push_constant) uniform Push {
 shared uint qs[KMAX / 4];  // the token's int8 codes
 shared float ys[gl_WorkGroupSize.x / LANES * NR]; // the workgroup's outputs, for the RoPE pairs
 
-float rqValue(uint i) { return x[i]; }
+float rqValue(uint i) { return ACT == 0 ? x[i] : gateAct(ACT, x[i], x[pc.K + i]); }
 float rqWeight(uint i) { return w[i]; }
 void rqPut(uint i4, uint c) { qs[i4] = c; }
 #include "rmsquant.glsl"
@@ -116,7 +123,9 @@ void main() {
     }
     if (ROPE == 0) {
         if (row != ~0u) {
-            outp[pc.row0 + row] = y;
+            uint o = pc.row0 + row;
+            precise float r = ACC == 1 ? outp[o] + y : y;
+            outp[o] = r;
         }
         return;
     }
