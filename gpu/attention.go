@@ -18,10 +18,9 @@ import (
 // heads/group × chunks workgroups instead of one per head walking the whole
 // context, and no score buffer grows with the context.
 const (
-	attnChunk    = 256 // positions per chunk
-	attnTK       = 16  // key positions staged in shared memory at a time (TK in attention.comp), by default
-	attnMaxRows  = 8   // query rows (tokens × heads) per workgroup
-	wgAttnReduce = 256
+	attnChunk   = 256 // positions per chunk
+	attnTK      = 16  // key positions staged in shared memory at a time (TK in attention.comp), by default
+	attnMaxRows = 8   // query rows (tokens × heads) per workgroup
 )
 
 // attnPlan is how the attention kernels split the work on one device.
@@ -115,6 +114,14 @@ func (p attnPlan) partialBytes(c *nn.Config, T int) int64 {
 // layer's attention sub-norm (if any) and quantizes the result into b.q and
 // b.s for the output projection.
 func (rc *recorder) attention(l layerBufs, T int) {
+	rc.attentionChunks(l, T)
+	rc.r.Barrier()
+	rc.attentionReduce(l, T)
+}
+
+// attentionChunks records the first half of attention: the chunks'
+// partials.
+func (rc *recorder) attentionChunks(l layerBufs, T int) {
 	b := rc.b
 	c, p := b.c, b.attn
 	k := spirv.Attention
@@ -127,22 +134,34 @@ func (rc *recorder) attention(l layerBufs, T int) {
 	}
 	// Traffic: the K/V cache up to the last position, the queries, and the
 	// partials of the chunks in use (written, then read by the reduction).
-	used := int64((rc.pos+T+p.chunk-1)/p.chunk) * int64(T) * int64(c.Heads) * int64(c.HeadDim+2) * 4
-	rc.note("attention (chunks)", 2*2*(rc.pos+T)*c.KVDim()+4*T*c.Embd+int(used))
+	rc.note("attention (chunks)", 2*2*(rc.pos+T)*c.KVDim()+4*T*c.Embd+rc.attnUsed(T))
 	rc.dispatch(k, []uint32{p.wg, uint32(c.HeadDim / 2), uint32(p.group), uint32(tt), uint32(p.chunk), uint32(p.tk), uint32(p.vunroll)},
 		[]vk.Range{whole(b.qkv), whole(l.kc), whole(l.vc), whole(b.attnPart), rc.seq()},
 		attnPush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), QKVStride: uint32(c.Embd + 2*c.KVDim()), T: uint32(T),
 			Chunks: uint32(p.chunks), Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))},
 		uint32(p.chunks), uint32(c.Heads/p.group)*ceilDiv(T, tt))
-	rc.r.Barrier()
-	// The reduction ends in the attention sub-norm and the int8 quantization
-	// of the output projection's input.
+}
+
+// attnUsed is the bytes of the partials of the chunks in use for T tokens
+// from position rc.pos on.
+func (rc *recorder) attnUsed(T int) int {
+	c, p := rc.b.c, rc.b.attn
+	return (rc.pos + T + p.chunk - 1) / p.chunk * T * c.Heads * (c.HeadDim + 2) * 4
+}
+
+// attentionReduce records the second half: the chunks combined, then the
+// attention sub-norm and the int8 quantization of the output projection's
+// input. Its workgroup is the norms' (Tuning.Norm), whose trees the output
+// projection's prologue repeats when it does this work itself (layer 5).
+func (rc *recorder) attentionReduce(l layerBufs, T int) {
+	b := rc.b
+	c, p := b.c, b.attn
 	norm, w := uint32(1), l.attnSubNorm
 	if w == nil {
 		norm, w = 0, b.outNorm // any float buffer: unread
 	}
-	rc.note("attention (reduce+subnorm+quant)", int(used)+4*T*c.Embd+4*c.Embd+T*(c.Embd+4))
-	wg := b.workgroup(wgAttnReduce)
+	rc.note("attention (reduce+subnorm+quant)", rc.attnUsed(T)+4*T*c.Embd+4*c.Embd+T*(c.Embd+4))
+	wg := uint32(b.tune.Norm)
 	regs, emax := b.tune.normRegs(c.Embd, int(wg)), uint32(4) // EMAX sizes REGS's registers
 	if regs == 1 {
 		emax = uint32(c.Embd)

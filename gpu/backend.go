@@ -626,5 +626,10 @@ var _ nn.Picker = (*Backend)(nil)
 // kernelKey is one pipeline: a kernel with its specialization constants.
 type kernelKey struct {
 	k    spirv.Kernel
-	spec [8]uint32
+	n    int // constants given (the others keep the shader's defaults)
+	spec [maxSpec]uint32
 }
+
+// maxSpec is the most specialization constants a kernel may take (a key
+// holds them all: two pipelines must never share one).
+const maxSpec = 16

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/nntest"
+	"github.com/bitvk/bitvk/spirv"
 )
 
 // Every token of a batch gets exactly the logits it gets alone
@@ -49,8 +50,8 @@ func TestFusionAuto(t *testing.T) {
 // for bit in the RoPE variants the model zoo has: interleaved pairs, and a
 // RoPE dimension below the head dimension; with the integer dot product
 // and without; and with the norms reading their values once, the
-// products 16 bytes a load and the FFN's sub-norm in the down projection
-// (Tuning).
+// products 16 bytes a load, the FFN's sub-norm in the down projection and
+// attention's reduce in the output projection (Tuning).
 func TestFusedDecode(t *testing.T) {
 	needVulkan(t)
 	for _, tc := range []struct {
@@ -67,6 +68,9 @@ func TestFusedDecode(t *testing.T) {
 		{"neox-1pass-vec4", false, 1, false, Tuning{NormPasses: 1, Vec: 4}},
 		{"neox-layer6", false, 1, false, Tuning{Layer: 6}},
 		{"interleaved-plain-1pass-layer6", true, 1, true, Tuning{NormPasses: 1, Layer: 6}},
+		{"neox-layer5", false, 1, false, Tuning{Layer: 5}},
+		{"partial-plain-1pass-vec4-layer5", false, 2, true, Tuning{NormPasses: 1, Vec: 4, Layer: 5}},
+		{"interleaved-1pass-layer5", true, 1, false, Tuning{NormPasses: 1, Layer: 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logits [2][]float32
@@ -76,7 +80,9 @@ func TestFusedDecode(t *testing.T) {
 				m.Config.RopeDim = m.Config.HeadDim / tc.ropeDiv
 				o.Context, o.Plain, o.Tune = 16, tc.plain, tc.tune
 				b := open(t, m.Config, m.Weights, o)
-				if b.fuse.rope != (o.Fusion == FuseOn) || b.fuse.down != (o.Fusion == FuseOn && tc.tune.Layer == 6) {
+				fused := o.Fusion == FuseOn
+				if b.fuse.rope != fused || b.fuse.down != (fused && tc.tune.Layer != 0 && tc.tune.Layer <= 6) ||
+					b.fuse.attn != (fused && tc.tune.Layer == 5) {
 					t.Fatalf("options %+v: fusion %+v", o, b.fuse)
 				}
 				V := m.Config.Vocab
@@ -94,5 +100,32 @@ func TestFusedDecode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Pipelines are cached by every specialization constant: two that differ
+// only in the last of ternary_norm's ten (ACC) are two pipelines, and a
+// kernel given more constants than a key holds is refused, not cached
+// under a shorter key.
+func TestKernelKey(t *testing.T) {
+	a := newOps(t, false)
+	spec := []uint32{256, 4, 0, 0, 64, 512, 1, 0, 0, 0}
+	p0, err := a.b.kernel(spirv.TernaryNorm, spec...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec[9] = 1
+	p1, err := a.b.kernel(spirv.TernaryNorm, spec...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p0 == p1 {
+		t.Error("ACC = 0 and ACC = 1 share a pipeline")
+	}
+	if p, err := a.b.kernel(spirv.TernaryNorm, spec[:9]...); err != nil || p == p1 {
+		t.Errorf("nine constants: %v, the same pipeline as ten: %v", err, p == p1)
+	}
+	if _, err := a.b.kernel(spirv.TernaryNorm, make([]uint32, maxSpec+1)...); err == nil {
+		t.Errorf("%d constants: no error", maxSpec+1)
 	}
 }

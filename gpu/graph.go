@@ -25,7 +25,10 @@ const (
 // kernel returns the pipeline of k with the given specialization constants
 // (the first is always the workgroup size), made on first use.
 func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
-	key := kernelKey{k: k}
+	if len(spec) > maxSpec {
+		return nil, fmt.Errorf("gpu: kernel %s: %d specialization constants, at most %d", k, len(spec), maxSpec)
+	}
+	key := kernelKey{k: k, n: len(spec)}
 	copy(key.spec[:], spec)
 	if p, ok := b.kernels[key]; ok {
 		return p, nil
@@ -257,7 +260,8 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 type fusion struct {
 	norm bool // the input norms in the products' prologue
 	rope bool // RoPE and the K/V cache write in the QKV epilogue
-	down bool // the FFN's activation and sub-norm in the down projection's prologue (Tuning.Layer 6)
+	down bool // the FFN's activation and sub-norm in the down projection's prologue (Tuning.Layer ≤ 6)
+	attn bool // attention's reduce, sub-norm and quantization in the output projection's prologue (Tuning.Layer 5)
 }
 
 // ternaryNormBuffers is the number of storage buffers ternary_norm binds.
@@ -281,6 +285,9 @@ func (b *Backend) planFusion() fusion {
 	f := fusion{norm: true}
 	f.rope = rows%4 == 0 && c.HeadDim%4 == 0 && c.RopeDim%4 == 0 && len(b.layers) > 0 && len(b.layers[0].qkv.shards) == 1
 	f.down = b.tune.Layer <= 6 && shared(c.FFN) <= limit && c.FFN%128 == 0
+	// The combined attention values must come through the registers
+	// (REGS = 1), in attention_reduce's order.
+	f.attn = b.tune.Layer <= 5 && c.Embd%4 == 0 && (c.Embd+wg-1)/wg <= maxNormRegs
 	return f
 }
 
@@ -293,8 +300,12 @@ func (rc *recorder) ternaryNorm(label string, m *ternaryMatrix, norm, out *vk.Bu
 	rc.ternaryNormOf(label, m, rc.b.x, 0, norm, out, false, l, rope)
 }
 
-// ternaryNormOf is ternaryNorm of the input in (m.k values, or with act
-// the gated pairs of the FFN, 2·m.k), adding to out when acc.
+// actAttention is ternary_norm's ACT for an input of attention partials.
+const actAttention = 3
+
+// ternaryNormOf is ternaryNorm of the input in (m.k values; with act 1 or
+// 2 the gated pairs of the FFN, 2·m.k; with actAttention the attention
+// partials, combined), adding to out when acc.
 func (rc *recorder) ternaryNormOf(label string, m *ternaryMatrix, in *vk.Buffer, act uint32, norm, out *vk.Buffer, acc bool, l *layerBufs, rope bool) {
 	b, c := rc.b, rc.b.c
 	k := spirv.TernaryNorm.Variant(b.subgroups, b.dot)
@@ -305,11 +316,20 @@ func (rc *recorder) ternaryNormOf(label string, m *ternaryMatrix, in *vk.Buffer,
 		grouped, gs = 1, m.groupScale
 	}
 	push := ternaryNormPush{K: uint32(m.k), Eps: c.Eps, Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads),
-		HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), Interleaved: b32(c.RopeInterleaved)}
+		HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), Interleaved: b32(c.RopeInterleaved),
+		Chunks: uint32(b.attn.chunks), Chunk: uint32(b.attn.chunk)}
+	regs := b.tune.normRegs(m.k, int(wg))
+	if act == actAttention {
+		regs = 1 // planFusion checked that it fits
+	}
 	for _, sh := range m.shards {
 		// weights, x and the norm weight, scales, results (read too when accumulating)
 		bytes := sh.rows*m.k/4 + 8*m.k + 8*sh.rows
-		if act != 0 {
+		switch act {
+		case 0:
+		case actAttention:
+			bytes += rc.attnUsed(1) - 4*m.k
+		default:
 			bytes += 4 * m.k
 		}
 		if acc {
@@ -320,7 +340,7 @@ func (rc *recorder) ternaryNormOf(label string, m *ternaryMatrix, in *vk.Buffer,
 		}
 		rc.note(label, bytes)
 		push.Rows, push.Row0 = uint32(sh.rows), uint32(sh.row0)
-		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k), uint32(b.tune.Vec), b.tune.normRegs(m.k, int(wg)), act, b32(acc)},
+		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k), uint32(b.tune.Vec), regs, act, b32(acc)},
 			[]vk.Range{whole(sh.buf), whole(in), whole(norm), whole(m.rowScale), whole(gs), whole(out), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
 			push, ceilDiv(sh.rows, perWG), 1)
 	}
@@ -422,7 +442,7 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 			stage++
 		}
 	}
-	fuseNorm, fuseRope, fuseDown := T == 1 && b.fuse.norm, T == 1 && b.fuse.rope, T == 1 && b.fuse.down
+	fuseNorm, fuseRope, fuseDown, fuseAttn := T == 1 && b.fuse.norm, T == 1 && b.fuse.rope, T == 1 && b.fuse.down, T == 1 && b.fuse.attn
 	for _, l := range b.layers {
 		// attention
 		switch {
@@ -444,9 +464,15 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 				uint32(T), uint32(c.Heads+2*c.KVHeads))
 			r.Barrier()
 		}
-		rc.attention(l, T) // ends in the sub-norm and the quantization of the output
-		r.Barrier()
-		rc.ternary("attn output", l.o, b.x, E, T, true)
+		if fuseAttn && l.attnSubNorm != nil {
+			rc.attentionChunks(l, T)
+			r.Barrier()
+			rc.ternaryNormOf("attn reduce+subnorm+output", l.o, b.attnPart, actAttention, l.attnSubNorm, b.x, true, &l, false)
+		} else {
+			rc.attention(l, T) // ends in the sub-norm and the quantization of the output
+			r.Barrier()
+			rc.ternary("attn output", l.o, b.x, E, T, true)
+		}
 		r.Barrier()
 		traceCopy()
 		// feed-forward

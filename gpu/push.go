@@ -21,11 +21,13 @@ type (
 	// matPush serves ternary, head_f16 and head_q8.
 	matPush struct{ Rows, Row0, K, T, OutStride uint32 }
 	// ternaryNormPush serves ternary_norm: the product's rows, its input
-	// norm's eps, and the attention shape its RoPE epilogue needs.
+	// norm's eps, the attention shape its RoPE epilogue needs, and the
+	// split of the attention partials its prologue may combine.
 	ternaryNormPush struct {
 		Rows, Row0, K                            uint32
 		Eps                                      float32
 		Heads, KVHeads, HD, RopeDim, Interleaved uint32
+		Chunks, Chunk                            uint32 // attention's partials (ACT = 3)
 	}
 	// blockHeadPush serves head_blocks: matPush and the group size.
 	blockHeadPush struct{ Rows, Row0, K, T, OutStride, Group uint32 }

@@ -53,10 +53,12 @@ type Tuning struct {
 	// VUnroll is the value rows attention's weighted sum loads at once
 	// per invocation before it adds them: 1 or 4.
 	VUnroll int
-	// Layer is the dispatches of a fused decode step's layer: 7, or 6
-	// with the FFN's activation, sub-norm and quantization in the down
+	// Layer is the dispatches of a fused decode step's layer: 7; 6 with
+	// the FFN's activation, sub-norm and quantization in the down
 	// projection's prologue (each of its workgroups computing them, as
-	// the QKV and gate/up products do their input norms).
+	// the QKV and gate/up products do their input norms); 5 with
+	// attention's reduce, sub-norm and quantization in the output
+	// projection's prologue too.
 	Layer int
 }
 
@@ -173,8 +175,8 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning chunk=%d: want a positive multiple of tk (%d)", o.Chunk, o.TK)
 	case o.VUnroll != 1 && o.VUnroll != 4:
 		return Tuning{}, fmt.Errorf("gpu: tuning vunroll=%d: want 1 or 4", o.VUnroll)
-	case o.Layer != 6 && o.Layer != 7:
-		return Tuning{}, fmt.Errorf("gpu: tuning layer=%d: want 6 or 7", o.Layer)
+	case o.Layer < 5 || o.Layer > 7:
+		return Tuning{}, fmt.Errorf("gpu: tuning layer=%d: want 5, 6 or 7", o.Layer)
 	case !pow2(o.PrefillRows) || o.PrefillRows > 32:
 		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d: want a power of two from 1 to 32", o.PrefillRows)
 	case !pow2(o.PrefillTokens) || o.PrefillTokens > 32:

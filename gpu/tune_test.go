@@ -53,7 +53,7 @@ func TestParseTuning(t *testing.T) {
 		{Tuning{TK: 48}, "tk=48"},
 		{Tuning{TK: 64, Chunk: 32}, "chunk=32"},
 		{Tuning{VUnroll: 2}, "vunroll=2"},
-		{Tuning{Layer: 5}, "layer=5"},
+		{Tuning{Layer: 4}, "layer=4"},
 	} {
 		if _, err := resolveTuning(tc.t, 1024); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("resolveTuning(%+v): %v, want an error naming %q", tc.t, err, tc.msg)

@@ -45,22 +45,13 @@ layout(push_constant) uniform Push {
     float eps;
 } pc;
 
+#include "attn_combine.glsl"
+
 // combine returns the four values from 4·i4 on of token t's row (written
-// to out too), their squares added to ss.
-vec4 combine(uint t, uint i4, uint nc, uint stride, uint row, inout vec2 ss) {
-    uint h = 4 * i4 / pc.hd, d = 4 * i4 % pc.hd;
-    uint base = (t * pc.heads + h) * pc.chunks * stride;
-    float M = partial[base + pc.hd];
-    for (uint c = 1; c < nc; c++) M = max(M, partial[base + c * stride + pc.hd]);
-    float L = 0.0;
-    vec4 o = vec4(0.0);
-    for (uint c = 0; c < nc; c++) {
-        uint b = base + c * stride;
-        float e = exp(partial[b + pc.hd] - M);
-        L += partial[b + pc.hd + 1] * e;
-        o += vec4(partial[b + d], partial[b + d + 1], partial[b + d + 2], partial[b + d + 3]) * e;
-    }
-    o /= L;
+// to out too), their squares added to ss in order (as rmsquant.glsl's
+// REGS = 1 adds a chunk's, which ternary_norm's ACT = 3 relies on).
+vec4 combine(uint t, uint i4, uint nc, uint row, inout vec2 ss) {
+    vec4 o = attnCombine(t, i4, nc, pc.heads, pc.hd, pc.chunks);
     for (uint e = 0; e < 4; e++) {
         outp[row + 4 * i4 + e] = o[e];
         precise float o2 = o[e] * o[e];
@@ -74,7 +65,6 @@ void main() {
     uint tid = gl_LocalInvocationID.x;
     uint n = seq[t].x + 1;
     uint nc = (n + CHUNK - 1) / CHUNK;
-    uint stride = pc.hd + 2;
     uint E = pc.heads * pc.hd;
     uint row = t * E;
 
@@ -84,11 +74,14 @@ void main() {
     if (REGS == 1) {
         for (uint j = 0; j < OCH; j++) { // a bound known at pipeline creation: ov stays in registers
             uint i4 = tid + j * gl_WorkGroupSize.x;
-            ov[j] = i4 < E / 4 ? combine(t, i4, nc, stride, row, ss) : vec4(0.0);
+            ov[j] = vec4(0.0);
+            if (i4 < E / 4) {
+                ov[j] = combine(t, i4, nc, row, ss); // not in a ?: whose both sides glslang may evaluate
+            }
         }
     } else {
         for (uint i4 = tid; i4 < E / 4; i4 += gl_WorkGroupSize.x) {
-            combine(t, i4, nc, stride, row, ss);
+            combine(t, i4, nc, row, ss);
         }
     }
     float inv = 1.0;

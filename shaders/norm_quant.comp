@@ -48,6 +48,7 @@ float rqValue(uint i) {
     return gateAct(ACT, inp[base + i], inp[base + pc.K + i]);
 }
 
+vec4 rqValue4(uint c) { return vec4(rqValue(4 * c), rqValue(4 * c + 1), rqValue(4 * c + 2), rqValue(4 * c + 3)); }
 float rqWeight(uint i) { return w[i]; }
 
 void rqPut(uint i4, uint c) { q[gl_WorkGroupID.x * (pc.K / 4) + i4] = c; }

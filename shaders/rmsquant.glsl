@@ -6,6 +6,7 @@
 // are the same bits from both at the same workgroup size.
 // Include it after reduce.glsl. The includer defines before it:
 //   float rqValue(uint i)          the i-th input value h_i
+//   vec4  rqValue4(uint c)         h_{4c} … h_{4c+3} (REGS = 1 reads these)
 //   float rqWeight(uint i)         the norm weight w_i
 //   void  rqPut(uint i4, uint c)   store the packed codes of values 4·i4…4·i4+3
 //
@@ -32,7 +33,10 @@ void rqLoad(uint K) {
     uint tid = gl_LocalInvocationID.x;
     for (uint j = 0; j < RQ_CH; j++) {
         uint c = tid + j * gl_WorkGroupSize.x;
-        rqv[j] = 4 * c < K ? vec4(rqValue(4 * c), rqValue(4 * c + 1), rqValue(4 * c + 2), rqValue(4 * c + 3)) : vec4(0.0);
+        rqv[j] = vec4(0.0);
+        if (4 * c < K) {
+            rqv[j] = rqValue4(c);
+        }
     }
 }
 

@@ -13,6 +13,11 @@
 // ACT = 1, 2: the input is a gated pair, h_i = gateAct(x[i], x[K + i]) (the
 // FFN's activation, as norm_quant's ACT), normed and quantized as above:
 // a decode step's down projection with the FFN's sub-norm in its prologue.
+// ACT = 3: x holds split-K attention's partials and h is their combination
+// (attn_combine.glsl, over the chunks of `chunk` positions the token at
+// position seq[0].x sees): the output projection with attention_reduce's
+// work in its prologue. It needs REGS = 1, whose sums run in
+// attention_reduce's order, so that the codes are attention_reduce's bits.
 //
 // ROPE = 0: out[row0+r] = y, or out[row0+r] += y when ACC = 1 (the
 // residual add, as ternary.comp's ACC).
@@ -51,6 +56,7 @@ const uint NT = 1;
 layout(std430, binding = 0) readonly buffer WT { uint wt[]; };
 layout(std430, binding = 0) readonly buffer WT4 { uvec4 wt4[]; }; // the same words, four at a time
 layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer XP { float partial[]; }; // ACT = 3
 layout(std430, binding = 2) readonly buffer W { float w[]; };
 layout(std430, binding = 3) readonly buffer RS { float rowScale[]; };
 layout(std430, binding = 4) readonly buffer GS { float groupScale[]; };
@@ -70,12 +76,28 @@ layout(push_constant) uniform Push {
     uint hd;
     uint ropeDim;
     uint interleaved;
-} pc;
+    uint chunks;
+    uint chunk;
+} pc; // chunks and chunk (ACT = 3): the partials' chunks per head, and positions per chunk
 
 shared uint qs[KMAX / 4];  // the token's int8 codes
 shared float ys[gl_WorkGroupSize.x / LANES * NR]; // the workgroup's outputs, for the RoPE pairs
 
-float rqValue(uint i) { return ACT == 0 ? x[i] : gateAct(ACT, x[i], x[pc.K + i]); }
+#include "attn_combine.glsl"
+
+vec4 attnValues(uint c) {
+    uint nc = (seq[0].x + pc.chunk) / pc.chunk; // chunks the token's position + 1 positions fill
+    return attnCombine(0, c, nc, pc.heads, pc.hd, pc.chunks);
+}
+
+float rqValue(uint i) {
+    if (ACT == 3) return attnValues(i / 4)[i % 4];
+    return ACT == 0 ? x[i] : gateAct(ACT, x[i], x[pc.K + i]);
+}
+vec4 rqValue4(uint c) {
+    if (ACT == 3) return attnValues(c);
+    return vec4(rqValue(4 * c), rqValue(4 * c + 1), rqValue(4 * c + 2), rqValue(4 * c + 3));
+}
 float rqWeight(uint i) { return w[i]; }
 void rqPut(uint i4, uint c) { qs[i4] = c; }
 #include "rmsquant.glsl"
