@@ -39,6 +39,11 @@
 #       greedy decoding of nano-kjv with and without drafting on each
 #       workload of scripts/draft-bench (bench --draft), its tokens checked
 #       against plain decoding's ("same as off").
+#   scripts/gpu-session.sh all OUTDIR
+#       (on the GPU machine) one call for a short lease: the gpu package's
+#       conformance, fusion and attention tests (TESTS to choose others),
+#       then sweep and draft, each under a time limit (about 9 minutes in
+#       all), into OUTDIR/tests, OUTDIR/sweep and OUTDIR/draft.
 #
 # Environment: TESTS, a regular expression, limits the tests run (default:
 # all); PKGS, the test packages (default "vk gpu": two runs with PKGS=vk
@@ -50,6 +55,7 @@
 # the driver is not found, name its ICD file in VK_DRIVER_FILES (the script
 # looks in the usual places, and in the NVIDIA container toolkit's).
 set -euo pipefail
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.."
 
 icd() {
@@ -169,8 +175,20 @@ draft)
 	tail -n 12 "$out"/verify-*.txt "$out"/draft-*.txt
 	exit $status
 	;;
+all)
+	out=${2:?usage: scripts/gpu-session.sh all OUTDIR}
+	mkdir -p "$out"
+	status=0
+	PKGS=gpu TESTS=${TESTS:-'Conformance|Fused|KernelKey|Attention|Tuning'} timeout 200 bash "$self" tests "$out/tests" >"$out/tests.txt" 2>&1 || status=1
+	timeout 240 bash "$self" sweep "$out/sweep" >"$out/sweep.txt" 2>&1 || status=1
+	timeout 100 bash "$self" draft "$out/draft" >"$out/draft.txt" 2>&1 || status=1
+	tail -n 3 "$out/tests.txt"
+	cat "$out/sweep/sweep.txt" 2>/dev/null
+	grep -h -E 'Vulkan|lookup|chains|auto|off' "$out"/draft/*.txt 2>/dev/null | head -n 60
+	exit $status
+	;;
 *)
-	echo "usage: scripts/gpu-session.sh build | tests OUTDIR | bench OUTDIR | sweep OUTDIR | draft OUTDIR" >&2
+	echo "usage: scripts/gpu-session.sh build | tests OUTDIR | bench OUTDIR | sweep OUTDIR | draft OUTDIR | all OUTDIR" >&2
 	exit 2
 	;;
 esac
