@@ -69,8 +69,10 @@ var variants = []struct {
 	// Attention staging 64 keys at a time, its values four rows a load.
 	// The FFN's sub-norm in the down projection's prologue and attention's
 	// reduce in the output projection's (layer 5), sharded too.
-	{"vec4-1pass-tk64", Options{Fusion: FuseOn, Tune: Tuning{Vec: 4, PrefillVec: 4, NormPasses: 1, TK: 64, VUnroll: 4, Layer: 5}}},
-	{"vec4-1pass-narrow", Options{Fusion: FuseOn, Tune: Tuning{Rows: 2, Lanes: 8, Norm: 32, Chunk: 32, Vec: 4, PrefillRows: 1, PrefillTokens: 2, PrefillVec: 4, NormPasses: 1, TK: 32, VUnroll: 4, Layer: 5}}},
+	// Prompt tiles of other workgroup sizes (plane).
+	{"vec4-1pass-tk64", Options{Fusion: FuseOn, Tune: Tuning{Vec: 4, PrefillVec: 4, PrefillLanes: 32, NormPasses: 1, TK: 64, VUnroll: 4, Layer: 5}}},
+	{"vec4-1pass-narrow", Options{Fusion: FuseOn, Tune: Tuning{Rows: 2, Lanes: 8, Norm: 32, Chunk: 32, Vec: 4, PrefillRows: 1, PrefillTokens: 2, PrefillLanes: 16, PrefillVec: 4, NormPasses: 1, TK: 32, VUnroll: 4, Layer: 5}}},
+	{"plane128", Options{Tune: Tuning{PrefillLanes: 128}}},
 	{"sharded-layer5", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn, Tune: Tuning{Layer: 5}}},
 }
 

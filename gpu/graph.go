@@ -228,7 +228,7 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 	nt, grouped, accum := uint32(1), uint32(0), uint32(0)
 	lanes, rows, vec := uint32(b.tune.Lanes), b.tune.Rows, uint32(b.tune.Vec) // a decode step's shape
 	if T > 1 {
-		nt, lanes, rows, vec = uint32(b.tune.PrefillTokens), wgMat, b.tune.PrefillRows, uint32(b.tune.PrefillVec)
+		nt, lanes, rows, vec = uint32(b.tune.PrefillTokens), uint32(b.tune.PrefillLanes), b.tune.PrefillRows, uint32(b.tune.PrefillVec)
 	}
 	gs := m.rowScale
 	if m.groupScale != nil {

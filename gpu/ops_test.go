@@ -217,6 +217,9 @@ func TestConformanceOps(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				a := newOps(t, plain)
 				a.b.tune.Vec, a.b.tune.PrefillVec, a.b.tune.NormPasses = vec, vec, passes
+				if vec > 1 {
+					a.b.tune.PrefillLanes = 32 // prompt tiles in workgroups of 32 (Tuning.PrefillLanes)
+				}
 				nntest.RunOps(t, a)
 			})
 		}

@@ -36,6 +36,11 @@ type Tuning struct {
 	// each and 64 together (the workgroup's invocations, one per output
 	// in the epilogue).
 	PrefillRows, PrefillTokens int
+	// PrefillLanes is the invocations of a prompt's ternary-product
+	// workgroup (one row group, splitting each row's words): a power of
+	// two, 16 to 128, at least PrefillRows·PrefillTokens (one output
+	// each in the epilogue), and their product at most 4096.
+	PrefillLanes int
 	// Vec and PrefillVec are the 32-bit words a lane of a decode step's
 	// (a prompt's) ternary products loads at once: 1, or 4 (one 16-byte
 	// load a row, ternary.glsl's VEC).
@@ -71,11 +76,11 @@ const TuneEnv = "BITVK_VK_TUNE"
 
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
-	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1, Layer: 7}
+	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1, Layer: 7}
 }
 
 // ParseTuning reads "key=value" pairs, comma-separated (keys rows, lanes,
-// norm, chunk, prows, ptok, vec, pvec, npass, tk, vunroll, layer); the keys not given keep their zero value, the
+// norm, chunk, prows, ptok, plane, vec, pvec, npass, tk, vunroll, layer); the keys not given keep their zero value, the
 // default.
 func ParseTuning(s string) (Tuning, error) {
 	var t Tuning
@@ -101,6 +106,8 @@ func ParseTuning(s string) (Tuning, error) {
 			t.PrefillRows = n
 		case "ptok":
 			t.PrefillTokens = n
+		case "plane":
+			t.PrefillLanes = n
 		case "vec":
 			t.Vec = n
 		case "pvec":
@@ -120,7 +127,7 @@ func ParseTuning(s string) (Tuning, error) {
 	return t, nil
 }
 
-const tuningKeys = "rows, lanes, norm, chunk, prows, ptok, vec, pvec, npass, tk, vunroll, layer"
+const tuningKeys = "rows, lanes, norm, chunk, prows, ptok, plane, vec, pvec, npass, tk, vunroll, layer"
 
 // String is the tuning as ParseTuning reads it (zero fields, the
 // defaults, left out).
@@ -130,7 +137,7 @@ func (t Tuning) String() string {
 		k string
 		v int
 	}{{"rows", t.Rows}, {"lanes", t.Lanes}, {"norm", t.Norm}, {"chunk", t.Chunk}, {"prows", t.PrefillRows},
-		{"ptok", t.PrefillTokens}, {"vec", t.Vec}, {"pvec", t.PrefillVec}, {"npass", t.NormPasses}, {"tk", t.TK},
+		{"ptok", t.PrefillTokens}, {"plane", t.PrefillLanes}, {"vec", t.Vec}, {"pvec", t.PrefillVec}, {"npass", t.NormPasses}, {"tk", t.TK},
 		{"vunroll", t.VUnroll}, {"layer", t.Layer}} {
 		if f.v != 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", f.k, f.v))
@@ -152,7 +159,7 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 	}
 	d := defaultTuning()
 	for _, f := range []struct{ v, d *int }{{&o.Rows, &d.Rows}, {&o.Lanes, &d.Lanes}, {&o.Norm, &d.Norm},
-		{&o.Chunk, &d.Chunk}, {&o.PrefillRows, &d.PrefillRows}, {&o.PrefillTokens, &d.PrefillTokens},
+		{&o.Chunk, &d.Chunk}, {&o.PrefillRows, &d.PrefillRows}, {&o.PrefillTokens, &d.PrefillTokens}, {&o.PrefillLanes, &d.PrefillLanes},
 		{&o.Vec, &d.Vec}, {&o.PrefillVec, &d.PrefillVec}, {&o.NormPasses, &d.NormPasses},
 		{&o.TK, &d.TK}, {&o.VUnroll, &d.VUnroll}, {&o.Layer, &d.Layer}} {
 		if *f.v == 0 {
@@ -187,8 +194,12 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning pvec=%d: want 1 or 4", o.PrefillVec)
 	case o.NormPasses != 1 && o.NormPasses != 3:
 		return Tuning{}, fmt.Errorf("gpu: tuning npass=%d: want 1 or 3", o.NormPasses)
-	case o.PrefillRows*o.PrefillTokens > wgMat:
-		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d,ptok=%d: at most %d outputs together", o.PrefillRows, o.PrefillTokens, wgMat)
+	case !pow2(o.PrefillLanes) || o.PrefillLanes < 16 || o.PrefillLanes > 128:
+		return Tuning{}, fmt.Errorf("gpu: tuning plane=%d: want a power of two from 16 to 128", o.PrefillLanes)
+	case o.PrefillRows*o.PrefillTokens > o.PrefillLanes:
+		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d,ptok=%d: at most plane (%d) outputs together", o.PrefillRows, o.PrefillTokens, o.PrefillLanes)
+	case o.PrefillRows*o.PrefillTokens*o.PrefillLanes > 4096: // ternary.comp's reduction: 16 KiB of shared memory, every device's least
+		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d,ptok=%d,plane=%d: at most 4096 partial sums in a workgroup", o.PrefillRows, o.PrefillTokens, o.PrefillLanes)
 	}
 	for uint32(o.Norm) > maxWG && o.Norm > o.Lanes {
 		o.Norm /= 2

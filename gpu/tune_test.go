@@ -6,8 +6,8 @@ import (
 )
 
 func TestParseTuning(t *testing.T) {
-	got, err := ParseTuning(" rows=8, lanes=32,norm=1024,chunk=64,prows=8,ptok=16,vec=4,pvec=4,npass=1,layer=6 ")
-	if want := (Tuning{Rows: 8, Lanes: 32, Norm: 1024, Chunk: 64, PrefillRows: 8, PrefillTokens: 16, Vec: 4, PrefillVec: 4, NormPasses: 1, Layer: 6}); err != nil || got != want {
+	got, err := ParseTuning(" rows=8, lanes=32,norm=1024,chunk=64,prows=8,ptok=16,plane=128,vec=4,pvec=4,npass=1,layer=6 ")
+	if want := (Tuning{Rows: 8, Lanes: 32, Norm: 1024, Chunk: 64, PrefillRows: 8, PrefillTokens: 16, PrefillLanes: 128, Vec: 4, PrefillVec: 4, NormPasses: 1, Layer: 6}); err != nil || got != want {
 		t.Fatalf("ParseTuning: %+v, %v; want %+v", got, err, want)
 	}
 	if back, err := ParseTuning(got.String()); err != nil || back != got {
@@ -26,7 +26,7 @@ func TestParseTuning(t *testing.T) {
 	}
 	// Zero fields take the defaults; each field's bounds are checked.
 	d, err := resolveTuning(Tuning{Rows: 8}, 1024)
-	if want := (Tuning{Rows: 8, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1, Layer: 7}); err != nil || d != want {
+	if want := (Tuning{Rows: 8, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1, Layer: 7}); err != nil || d != want {
 		t.Errorf("resolveTuning(rows=8) = %+v, %v; want %+v", d, err, want)
 	}
 	if d, err := resolveTuning(Tuning{Norm: 1024}, 256); err != nil || d.Norm != 256 {
@@ -45,7 +45,11 @@ func TestParseTuning(t *testing.T) {
 		{Tuning{Chunk: 40}, "chunk=40"},
 		{Tuning{PrefillRows: 3}, "prows=3"},
 		{Tuning{PrefillTokens: 64}, "ptok=64"},
-		{Tuning{PrefillRows: 8, PrefillTokens: 16}, "at most 64"},
+		{Tuning{PrefillRows: 8, PrefillTokens: 16}, "at most plane (64)"},
+		{Tuning{PrefillLanes: 8}, "plane=8"},
+		{Tuning{PrefillLanes: 256}, "plane=256"},
+		{Tuning{PrefillLanes: 48}, "plane=48"},
+		{Tuning{PrefillRows: 8, PrefillTokens: 16, PrefillLanes: 128}, "at most 4096"},
 		{Tuning{Vec: 2}, "vec=2"},
 		{Tuning{PrefillVec: 8}, "pvec=8"},
 		{Tuning{NormPasses: 2}, "npass=2"},

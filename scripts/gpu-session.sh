@@ -31,7 +31,8 @@
 #       attention staging 64 keys (tk) and loading four value rows at once
 #       (vunroll), the down projection normalizing its own input (layer=6)
 #       and the output projection combining attention's partials too
-#       (layer=5), alone and together.
+#       (layer=5), alone and together; prompt tiles with 16-byte loads and
+#       in workgroups of 32 and 128 (pvec, plane).
 #   scripts/gpu-session.sh draft OUTDIR
 #       (on the GPU machine) speculative decoding on the GPU (issue 12):
 #       what a verification pass of 1 + k tokens costs against one token
@@ -150,7 +151,7 @@ sweep)
 	: >"$out/sweep.txt"
 	status=0
 	all=vec=4,npass=1,tk=64,vunroll=4,layer=5
-	for tune in ${TUNES:-default vec=4 npass=1 tk=64 vunroll=4 layer=6 layer=5 $all $all,norm=512 $all,norm=1024 $all,lanes=32 pvec=4 pvec=4,prows=8,ptok=8}; do
+	for tune in ${TUNES:-default vec=4 npass=1 tk=64 vunroll=4 layer=6 layer=5 $all $all,norm=512 $all,norm=1024 $all,lanes=32 pvec=4 plane=32 plane=128 pvec=4,plane=32 pvec=4,prows=8,ptok=8}; do
 		name=${tune//[=,]/-}
 		[ "$tune" = default ] && tune=
 		BITVK_VK_TUNE=$tune bin/bitvk bench -m "$tmp/2b.gguf" --backend vulkan -p 512 -n 64 -d 0,3520 --head f16 -r 2 --profile \
