@@ -43,7 +43,7 @@
 #   scripts/gpu-session.sh all OUTDIR
 #       (on the GPU machine) one call for a short lease: the gpu package's
 #       conformance, fusion and attention tests (TESTS to choose others),
-#       then sweep and draft, each under a time limit (about 9 minutes in
+#       then sweep and draft, each under a time limit (under 10 minutes in
 #       all), into OUTDIR/tests, OUTDIR/sweep and OUTDIR/draft.
 #
 # Environment: TESTS, a regular expression, limits the tests run (default:
@@ -180,8 +180,8 @@ all)
 	out=${2:?usage: scripts/gpu-session.sh all OUTDIR}
 	mkdir -p "$out"
 	status=0
-	PKGS=gpu TESTS=${TESTS:-'Conformance|Fused|KernelKey|Attention|Tuning'} timeout 200 bash "$self" tests "$out/tests" >"$out/tests.txt" 2>&1 || status=1
-	timeout 240 bash "$self" sweep "$out/sweep" >"$out/sweep.txt" 2>&1 || status=1
+	PKGS=gpu TESTS=${TESTS:-'Conformance|Fused|KernelKey|Attention|Tuning'} timeout 150 bash "$self" tests "$out/tests" >"$out/tests.txt" 2>&1 || status=1
+	timeout 320 bash "$self" sweep "$out/sweep" >"$out/sweep.txt" 2>&1 || status=1
 	timeout 100 bash "$self" draft "$out/draft" >"$out/draft.txt" 2>&1 || status=1
 	tail -n 3 "$out/tests.txt"
 	cat "$out/sweep/sweep.txt" 2>/dev/null
