@@ -451,6 +451,10 @@ func (b *Backend) Name() string {
 // the K/V write join them where Q, K and V are one shard).
 func (b *Backend) Fused() bool { return b.fuse.norm }
 
+// Tuning is the kernel shapes in use (Options.Tune or BITVK_VK_TUNE over
+// the defaults, within the device's limits).
+func (b *Backend) Tuning() Tuning { return b.tune }
+
 // Kernels names the kernel set in use: dot4 (the integer dot product
 // instruction) or int32 (plain integer math).
 func (b *Backend) Kernels() string {

@@ -152,11 +152,19 @@ func (t Tuning) String() string {
 func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 	if o == (Tuning{}) {
 		env, err := ParseTuning(os.Getenv(TuneEnv))
+		if err == nil {
+			env, err = checkTuning(env, maxWG)
+		}
 		if err != nil {
 			return Tuning{}, fmt.Errorf("%s: %w", TuneEnv, err)
 		}
-		o = env
+		return env, nil
 	}
+	return checkTuning(o, maxWG)
+}
+
+// checkTuning is resolveTuning of o as given.
+func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 	d := defaultTuning()
 	for _, f := range []struct{ v, d *int }{{&o.Rows, &d.Rows}, {&o.Lanes, &d.Lanes}, {&o.Norm, &d.Norm},
 		{&o.Chunk, &d.Chunk}, {&o.PrefillRows, &d.PrefillRows}, {&o.PrefillTokens, &d.PrefillTokens}, {&o.PrefillLanes, &d.PrefillLanes},
@@ -215,4 +223,19 @@ func (t Tuning) normRegs(K, wg int) uint32 {
 		return 1
 	}
 	return 0
+}
+
+// Changed is t with the fields that hold their defaults zeroed: its
+// String names only what a tuning changes ("" for the defaults).
+func (t Tuning) Changed() Tuning {
+	d := defaultTuning()
+	for _, f := range []struct{ v, d *int }{{&t.Rows, &d.Rows}, {&t.Lanes, &d.Lanes}, {&t.Norm, &d.Norm},
+		{&t.Chunk, &d.Chunk}, {&t.PrefillRows, &d.PrefillRows}, {&t.PrefillTokens, &d.PrefillTokens},
+		{&t.PrefillLanes, &d.PrefillLanes}, {&t.Vec, &d.Vec}, {&t.PrefillVec, &d.PrefillVec},
+		{&t.NormPasses, &d.NormPasses}, {&t.TK, &d.TK}, {&t.VUnroll, &d.VUnroll}, {&t.Layer, &d.Layer}} {
+		if *f.v == *f.d {
+			*f.v = 0
+		}
+	}
+	return t
 }

@@ -63,9 +63,19 @@ func TestParseTuning(t *testing.T) {
 			t.Errorf("resolveTuning(%+v): %v, want an error naming %q", tc.t, err, tc.msg)
 		}
 	}
+	if c := d.Changed(); c != (Tuning{Rows: 8}) || c.String() != "rows=8" {
+		t.Errorf("%+v.Changed() = %+v (%q), want rows=8 alone", d, c, c.String())
+	}
+	if c := defaultTuning().Changed(); c != (Tuning{}) {
+		t.Errorf("the defaults changed: %+v", c)
+	}
 	t.Setenv(TuneEnv, "rows=16,chunk=48")
 	if d, err := resolveTuning(Tuning{}, 1024); err != nil || d.Rows != 16 || d.Chunk != 48 || d.Lanes != wgMat {
 		t.Errorf("%s=rows=16,chunk=48: %+v, %v", TuneEnv, d, err)
+	}
+	t.Setenv(TuneEnv, "vec=3") // parsed, out of range
+	if _, err := resolveTuning(Tuning{}, 1024); err == nil || !strings.Contains(err.Error(), TuneEnv) || !strings.Contains(err.Error(), "vec=3") {
+		t.Errorf("%s=vec=3: %v, want an error naming both", TuneEnv, err)
 	}
 	t.Setenv(TuneEnv, "rows=five")
 	if _, err := resolveTuning(Tuning{}, 1024); err == nil || !strings.Contains(err.Error(), TuneEnv) {

@@ -30,7 +30,8 @@ type benchResult struct {
 	Backend       string    `json:"backend"`
 	Kernels       string    `json:"kernels"`
 	GPUInfo       string    `json:"gpu_info,omitempty"`
-	Fused         *bool     `json:"fused,omitempty"` // Vulkan: whether a decode step runs fused (--fuse)
+	Fused         *bool     `json:"fused,omitempty"`   // Vulkan: whether a decode step runs fused (--fuse)
+	Tune          string    `json:"vk_tune,omitempty"` // Vulkan: the kernel shapes changed from the defaults (BITVK_VK_TUNE)
 	Head          string    `json:"head"`
 	NThreads      int       `json:"n_threads"`
 	NPrompt       int       `json:"n_prompt"`
@@ -370,13 +371,18 @@ func sharedCores(results []benchResult, set string) string {
 	return "; " + strings.Join(parts, "; ")
 }
 
-// kernelsLabel names a result's kernels, and ", fused" for a Vulkan decode
-// step that runs fused (--fuse).
+// kernelsLabel names a result's kernels, ", fused" for a Vulkan decode
+// step that runs fused (--fuse), and the Vulkan kernel shapes changed from
+// the defaults (BITVK_VK_TUNE).
 func kernelsLabel(r benchResult) string {
+	l := r.Kernels
 	if r.Fused != nil && *r.Fused {
-		return r.Kernels + ", fused"
+		l += ", fused"
 	}
-	return r.Kernels
+	if r.Tune != "" {
+		l += ", " + r.Tune
+	}
+	return l
 }
 
 // fusionModes are --fuse's values.
@@ -542,6 +548,7 @@ func benchBase(m *model, head string, threads int, bw float64) benchResult {
 		r.GPUInfo = b.Device().Name
 		fused := b.Fused()
 		r.Fused = &fused
+		r.Tune = b.Tuning().Changed().String()
 	}
 	r.BytesPerToken = bytesPerToken(m)
 	r.RooflineTs = bw / float64(r.BytesPerToken)

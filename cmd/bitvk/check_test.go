@@ -167,3 +167,23 @@ func TestCheckNoSuchDevice(t *testing.T) {
 		t.Errorf("run --device 99: exit %d, %q; want the --backend cpu hint", code, stderr)
 	}
 }
+
+// bench names the Vulkan kernel shapes BITVK_VK_TUNE changed, in its table
+// and its JSON, so that a sweep's results say what they timed; a bad
+// tuning is an error naming the variable.
+func TestBenchVulkanTune(t *testing.T) {
+	needVulkan(t)
+	t.Setenv(gpu.TuneEnv, "vec=4,layer=6")
+	code, out, errOut := bitvk("bench", "--shape", "tiny", "--backend", "vulkan", "-p", "8", "-n", "2", "-r", "1")
+	if code != 0 || !strings.Contains(out, "vec=4,layer=6") {
+		t.Fatalf("bench: exit %d, no tuning in the table:\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = bitvk("bench", "--shape", "tiny", "--backend", "vulkan", "-p", "0", "-n", "2", "-r", "1", "--json")
+	if code != 0 || !strings.Contains(out, `"vk_tune": "vec=4,layer=6"`) {
+		t.Fatalf("bench --json: exit %d, no vk_tune:\n%s\n%s", code, out, errOut)
+	}
+	t.Setenv(gpu.TuneEnv, "vec=3")
+	if code, _, errOut = bitvk("bench", "--shape", "tiny", "--backend", "vulkan", "-p", "0", "-n", "2", "-r", "1"); code == 0 || !strings.Contains(errOut, gpu.TuneEnv) {
+		t.Errorf("bench with %s=vec=3: exit %d, %q", gpu.TuneEnv, code, errOut)
+	}
+}
