@@ -7,12 +7,13 @@ import (
 	"strings"
 )
 
-// Tuning is the shape of a decode step's kernels on one device: what a
-// workgroup takes on. The zero value of a field is its default (see
+// Tuning is the shape of the kernels on one device: what a workgroup
+// takes on, what a lane loads at once, how many dispatches a decode
+// step's layer takes. The zero value of a field is its default (see
 // defaultTuning); Options.Tune, or the environment variable BITVK_VK_TUNE
 // (for benchmarking a device: "rows=8,lanes=32,norm=1024,chunk=64"),
 // sets others. Every shape computes the same thing; the conformance suite
-// runs the defaults and others.
+// runs the defaults and others (docs/KERNELS.md lists what each changes).
 type Tuning struct {
 	// Rows is the matrix rows a row group of a decode step's ternary
 	// products computes (NR of ternary.comp and ternary_norm.comp at one
@@ -33,8 +34,8 @@ type Tuning struct {
 	// PrefillRows and PrefillTokens are the tile of a prompt's ternary
 	// products (NR × NT of ternary.comp over several tokens): each weight
 	// word read serves PrefillTokens tokens. Powers of two, at most 32
-	// each and 64 together (the workgroup's invocations, one per output
-	// in the epilogue).
+	// each and PrefillLanes together (one output per invocation in the
+	// epilogue).
 	PrefillRows, PrefillTokens int
 	// PrefillLanes is the invocations of a prompt's ternary-product
 	// workgroup (one row group, splitting each row's words): a power of
