@@ -18,9 +18,30 @@ var hasAVXVNNI = hasAVX2 && cpu.X86.HasAVXVNNI
 //go:noescape
 func ternaryRowsAVXVNNI(w []byte, stride int, x []int8, out []int32)
 
+//go:noescape
+func ternaryMatMul8AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int)
+
+// ternaryMatMulAVXVNNI is ternaryMatMul on AVX-VNNI: eight tokens at a
+// time in ternaryMatMul8AVXVNNI, the rest (fewer than eight) as the avx2
+// set runs them.
+func ternaryMatMulAVXVNNI(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+	t := 0
+	for ; t+8 <= tokens; t += 8 {
+		ternaryMatMul8AVXVNNI(w, stride, rows, x[t*xStride:], xStride, n, out[t*outStride:], outStride)
+	}
+	if t < tokens {
+		avx2MatMul(w, stride, rows, x[t*xStride:], xStride, n, tokens-t, out[t*outStride:], outStride)
+	}
+}
+
+// avx2MatMul is the avx2 set's ternaryMatMul without its bounds check
+// and L1 blocking: tiles of avx2MatMulTokens tokens.
+var avx2MatMul = tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens)
+
 var avxVNNIKernels = func() kernels {
 	k := avx2Kernels
 	k.name = "avxvnni"
 	k.ternaryRows = checkTernaryRows(ternaryRowsAVXVNNI)
+	k.ternaryMatMul = checkTernaryMatMul(ternaryMatMulAVXVNNI)
 	return k
 }()

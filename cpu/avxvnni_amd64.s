@@ -163,3 +163,127 @@ singledone:
 done:
 	VZEROUPPER
 	RET
+
+// ternaryMatMul8AVXVNNI: out[t·outStride + r] = Σ_i c(w[r·stride:], i)·x[t·xStride + i]
+// for r < rows and exactly 8 tokens t, exact: prefill's ternaryMatMul for
+// the avxvnni set, a tile of 1 row × 8 tokens. A block's 32 bytes give its
+// codes at scale 1 (shift and mask, as ternaryMatMulAVX2 does): Y8-Y11 the
+// codes of x[0:32], x[32:64], x[64:96], x[96:128]. Each code vector meets
+// each token's 32 activations in one vpdpbusd from memory into the
+// token's accumulator (Y0-Y7): 32 per block, 1024 multiply-adds, where
+// avx2's vpmaddubsw takes three instructions for 32.
+//
+// Registers: CX the row's weights, AX the block, BX the blocks left, DX
+// the rows left, SI x, R10 x + 128·block, R8 xStride (token 1: R10 + R8,
+// 2: R10 + 2·R8, 3: R10 + R11, 4: R10 + 4·R8, 5: R10 + R12, 6: R10 +
+// 2·R11, 7: R10 + R13), R11-R13 3, 5 and 7 strides, DI out (token 0 of
+// the row), R9 outStride in bytes, Y15 the mask 0x03.
+
+// DPT0(vex2, disp): {vex} vpdpbusd disp(R10), Yk, Y0 (vex2 names Yk: 0x3D
+// Y8, 0x35 Y9, 0x2D Y10, 0x25 Y11). DPTS(vex2, modrm, sib, disp): the same
+// from disp(R10)(index*scale) into Yt (modrm 0x44 + 8·t, sib the index).
+#define DPT0(vex2, disp) BYTE $0xC4; BYTE $0xC2; BYTE $vex2; BYTE $0x50; BYTE $0x42; BYTE $disp
+#define DPTS(vex2, modrm, sib, disp) BYTE $0xC4; BYTE $0x82; BYTE $vex2; BYTE $0x50; BYTE $modrm; BYTE $sib; BYTE $disp
+
+// CODE(vex2, disp): one code vector's vpdpbusd into every token's
+// accumulator (eight independent chains between one token's four).
+#define CODE(vex2, disp) DPT0(vex2, disp); DPTS(vex2, 0x4C, 0x02, disp); DPTS(vex2, 0x54, 0x42, disp); DPTS(vex2, 0x5C, 0x1A, disp); DPTS(vex2, 0x64, 0x82, disp); DPTS(vex2, 0x6C, 0x22, disp); DPTS(vex2, 0x74, 0x5A, disp); DPTS(vex2, 0x7C, 0x2A, disp)
+
+// func ternaryMatMul8AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int)
+TEXT ·ternaryMatMul8AVXVNNI(SB), NOSPLIT, $0-112
+	MOVQ         w_base+0(FP), CX
+	MOVQ         rows+32(FP), DX
+	TESTQ        DX, DX
+	JZ           mm8done
+	MOVQ         x_base+40(FP), SI
+	MOVQ         xStride+64(FP), R8
+	LEAQ         (R8)(R8*2), R11
+	LEAQ         (R8)(R8*4), R12
+	LEAQ         (R11)(R8*4), R13
+	MOVQ         out_base+80(FP), DI
+	MOVQ         outStride+104(FP), R9
+	SHLQ         $2, R9
+	VPBROADCASTD avxvnniMasks<>+12(SB), Y15
+
+mm8row:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ  CX, AX
+	MOVQ  SI, R10
+	MOVQ  n+72(FP), BX
+	SHRQ  $7, BX
+	JZ    mm8sum
+
+mm8block:
+	VMOVDQU (AX), Y11
+	VPSRLW  $6, Y11, Y8
+	VPAND   Y15, Y8, Y8
+	VPSRLW  $4, Y11, Y9
+	VPAND   Y15, Y9, Y9
+	VPSRLW  $2, Y11, Y10
+	VPAND   Y15, Y10, Y10
+	VPAND   Y15, Y11, Y11
+	CODE(0x3D, 0x00)
+	CODE(0x35, 0x20)
+	CODE(0x2D, 0x40)
+	CODE(0x25, 0x60)
+	ADDQ    $32, AX
+	ADDQ    $128, R10
+	DECQ    BX
+	JNZ     mm8block
+
+mm8sum:
+	// Each token's 8 lanes to one sum: halves, then two rounds of pairs
+	// (X0 = the sums of tokens 0-3, X4 those of 4-7).
+	VEXTRACTI128 $1, Y0, X8
+	VPADDD       X8, X0, X0
+	VEXTRACTI128 $1, Y1, X9
+	VPADDD       X9, X1, X1
+	VEXTRACTI128 $1, Y2, X10
+	VPADDD       X10, X2, X2
+	VEXTRACTI128 $1, Y3, X11
+	VPADDD       X11, X3, X3
+	VEXTRACTI128 $1, Y4, X8
+	VPADDD       X8, X4, X4
+	VEXTRACTI128 $1, Y5, X9
+	VPADDD       X9, X5, X5
+	VEXTRACTI128 $1, Y6, X10
+	VPADDD       X10, X6, X6
+	VEXTRACTI128 $1, Y7, X11
+	VPADDD       X11, X7, X7
+	VPHADDD      X1, X0, X0
+	VPHADDD      X3, X2, X2
+	VPHADDD      X2, X0, X0
+	VPHADDD      X5, X4, X4
+	VPHADDD      X7, X6, X6
+	VPHADDD      X6, X4, X4
+	MOVQ         DI, BX
+	VMOVD        X0, (BX)
+	ADDQ         R9, BX
+	VPEXTRD      $1, X0, (BX)
+	ADDQ         R9, BX
+	VPEXTRD      $2, X0, (BX)
+	ADDQ         R9, BX
+	VPEXTRD      $3, X0, (BX)
+	ADDQ         R9, BX
+	VMOVD        X4, (BX)
+	ADDQ         R9, BX
+	VPEXTRD      $1, X4, (BX)
+	ADDQ         R9, BX
+	VPEXTRD      $2, X4, (BX)
+	ADDQ         R9, BX
+	VPEXTRD      $3, X4, (BX)
+	ADDQ         $4, DI
+	ADDQ         stride+24(FP), CX
+	DECQ         DX
+	JNZ          mm8row
+
+mm8done:
+	VZEROUPPER
+	RET
