@@ -22,6 +22,9 @@ func TestConformanceBatchInvariance(t *testing.T) {
 	}{
 		{"default", Options{Fusion: FuseOn}},
 		{"sharded", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn}},
+		// The GPU run's candidate shapes: decode and prompts load alike
+		// (vec = pvec), so block-scaled sums run in one order.
+		{"layer5", Options{Fusion: FuseOn, Tune: Tuning{Vec: 4, PrefillVec: 4, NormPasses: 1, TK: 64, VUnroll: 4, Layer: 5}}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {

@@ -14,6 +14,10 @@ import (
 // (for benchmarking a device: "rows=8,lanes=32,norm=1024,chunk=64"),
 // sets others. Every shape computes the same thing; the conformance suite
 // runs the defaults and others (docs/KERNELS.md lists what each changes).
+// A decode step and a pass of several tokens give a token the same bits
+// (what keeps speculative decoding lossless) as long as Lanes equals
+// PrefillLanes and Vec equals PrefillVec, or the model has no block-scaled
+// matrices, whose float sums follow the lanes' split of a row.
 type Tuning struct {
 	// Rows is the matrix rows a row group of a decode step's ternary
 	// products computes (NR of ternary.comp and ternary_norm.comp at one
