@@ -38,10 +38,17 @@ func ternaryMatMulAVXVNNI(w []byte, stride, rows int, x []int8, xStride, n, toke
 // and L1 blocking: tiles of avx2MatMulTokens tokens.
 var avx2MatMul = tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens)
 
+// int8LoopAVXVNNI is the set's int8 peak probe: 12 independent VEX
+// vpdpbusd on ymm an iteration.
+//
+//go:noescape
+func int8LoopAVXVNNI(iters int)
+
 var avxVNNIKernels = func() kernels {
 	k := avx2Kernels
 	k.name = "avxvnni"
 	k.ternaryRows = checkTernaryRows(ternaryRowsAVXVNNI)
 	k.ternaryMatMul = checkTernaryMatMul(ternaryMatMulAVXVNNI)
+	k.int8Loop, k.int8MACs = int8LoopAVXVNNI, 12*32
 	return k
 }()

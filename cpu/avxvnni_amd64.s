@@ -287,3 +287,34 @@ mm8sum:
 mm8done:
 	VZEROUPPER
 	RET
+
+// int8LoopAVXVNNI: iters iterations of 12 independent {vex} vpdpbusd Y13,
+// Y12, Yk (k < 12; 384 multiply-adds each), registers only: the avxvnni
+// set's int8 peak probe, on the instruction its ternary products run on.
+#define PK(b1, modrm) BYTE $0xC4; BYTE $b1; BYTE $0x1D; BYTE $0x50; BYTE $modrm
+
+// func int8LoopAVXVNNI(iters int)
+TEXT ·int8LoopAVXVNNI(SB), NOSPLIT, $0-8
+	MOVQ  iters+0(FP), CX
+	TESTQ CX, CX
+	JLE   pkdone
+
+pkloop:
+	PK(0xC2, 0xC5)
+	PK(0xC2, 0xCD)
+	PK(0xC2, 0xD5)
+	PK(0xC2, 0xDD)
+	PK(0xC2, 0xE5)
+	PK(0xC2, 0xED)
+	PK(0xC2, 0xF5)
+	PK(0xC2, 0xFD)
+	PK(0x42, 0xC5)
+	PK(0x42, 0xCD)
+	PK(0x42, 0xD5)
+	PK(0x42, 0xDD)
+	DECQ  CX
+	JNZ   pkloop
+
+pkdone:
+	VZEROUPPER
+	RET
