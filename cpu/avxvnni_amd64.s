@@ -53,6 +53,9 @@ GLOBL avxvnniMasks<>(SB), RODATA|NOPTR, $16
 // the lanes in the low dword of x0 (a0's xmm), x1 a scratch xmm.
 #define SUM(a0, a1, a2, a3, x0, x1) VPSRAD $6, a0, a0; VPSRAD $4, a1, a1; VPSRAD $2, a2, a2; VPADDD a1, a0, a0; VPADDD a3, a2, a2; VPADDD a2, a0, a0; VEXTRACTI128 $1, a0, x1; VPADDD x1, x0, x0; VPSHUFD $0x4E, x0, x1; VPADDD x1, x0, x0; VPSHUFD $0xB1, x0, x1; VPADDD x1, x0, x0
 
+// ZERO8 clears the accumulators Y0-Y7.
+#define ZERO8 VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; VPXOR Y3, Y3, Y3; VPXOR Y4, Y4, Y4; VPXOR Y5, Y5, Y5; VPXOR Y6, Y6, Y6; VPXOR Y7, Y7, Y7
+
 // func ternaryRowsAVXVNNI(w []byte, stride int, x []int8, out []int32)
 TEXT ·ternaryRowsAVXVNNI(SB), NOSPLIT, $0-80
 	MOVQ         w_base+0(FP), AX
@@ -77,14 +80,7 @@ TEXT ·ternaryRowsAVXVNNI(SB), NOSPLIT, $0-80
 
 pairs:
 	LEAQ  (AX)(BX*1), R11
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
+	ZERO8
 	XORQ  R9, R9
 	LEAQ  128(SI), R10
 	CMPQ  R9, DX
@@ -189,6 +185,9 @@ done:
 // accumulator (eight independent chains between one token's four).
 #define CODE(vex2, disp) DPT0(vex2, disp); DPTS(vex2, 0x4C, 0x02, disp); DPTS(vex2, 0x54, 0x42, disp); DPTS(vex2, 0x5C, 0x1A, disp); DPTS(vex2, 0x64, 0x82, disp); DPTS(vex2, 0x6C, 0x22, disp); DPTS(vex2, 0x74, 0x5A, disp); DPTS(vex2, 0x7C, 0x2A, disp)
 
+// HALVES(y, x, t): x (y's low half) += y's high half, t a scratch xmm.
+#define HALVES(y, x, t) VEXTRACTI128 $1, y, t; VPADDD t, x, x
+
 // func ternaryMatMul8AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int)
 TEXT ·ternaryMatMul8AVXVNNI(SB), NOSPLIT, $0-112
 	MOVQ         w_base+0(FP), CX
@@ -206,14 +205,7 @@ TEXT ·ternaryMatMul8AVXVNNI(SB), NOSPLIT, $0-112
 	VPBROADCASTD avxvnniMasks<>+12(SB), Y15
 
 mm8row:
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
+	ZERO8
 	MOVQ  CX, AX
 	MOVQ  SI, R10
 	MOVQ  n+72(FP), BX
@@ -241,22 +233,14 @@ mm8block:
 mm8sum:
 	// Each token's 8 lanes to one sum: halves, then two rounds of pairs
 	// (X0 = the sums of tokens 0-3, X4 those of 4-7).
-	VEXTRACTI128 $1, Y0, X8
-	VPADDD       X8, X0, X0
-	VEXTRACTI128 $1, Y1, X9
-	VPADDD       X9, X1, X1
-	VEXTRACTI128 $1, Y2, X10
-	VPADDD       X10, X2, X2
-	VEXTRACTI128 $1, Y3, X11
-	VPADDD       X11, X3, X3
-	VEXTRACTI128 $1, Y4, X8
-	VPADDD       X8, X4, X4
-	VEXTRACTI128 $1, Y5, X9
-	VPADDD       X9, X5, X5
-	VEXTRACTI128 $1, Y6, X10
-	VPADDD       X10, X6, X6
-	VEXTRACTI128 $1, Y7, X11
-	VPADDD       X11, X7, X7
+	HALVES(Y0, X0, X8)
+	HALVES(Y1, X1, X9)
+	HALVES(Y2, X2, X10)
+	HALVES(Y3, X3, X11)
+	HALVES(Y4, X4, X8)
+	HALVES(Y5, X5, X9)
+	HALVES(Y6, X6, X10)
+	HALVES(Y7, X7, X11)
 	VPHADDD      X1, X0, X0
 	VPHADDD      X3, X2, X2
 	VPHADDD      X2, X0, X0
