@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -84,9 +85,32 @@ func defaultTuning() Tuning {
 	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1, Layer: 7}
 }
 
-// ParseTuning reads "key=value" pairs, comma-separated (keys rows, lanes,
-// norm, chunk, prows, ptok, plane, vec, pvec, npass, tk, vunroll, layer); the keys not given keep their zero value, the
-// default.
+// tuningField is one key of a tuning: its name in BITVK_VK_TUNE and the
+// field it sets.
+type tuningField struct {
+	key string
+	v   *int
+}
+
+// fields lists t's keys, in the order String writes them: the one table
+// that ParseTuning, String, checkTuning and Changed read.
+func (t *Tuning) fields() []tuningField {
+	return []tuningField{{"rows", &t.Rows}, {"lanes", &t.Lanes}, {"norm", &t.Norm}, {"chunk", &t.Chunk},
+		{"prows", &t.PrefillRows}, {"ptok", &t.PrefillTokens}, {"plane", &t.PrefillLanes}, {"vec", &t.Vec},
+		{"pvec", &t.PrefillVec}, {"npass", &t.NormPasses}, {"tk", &t.TK}, {"vunroll", &t.VUnroll}, {"layer", &t.Layer}}
+}
+
+// tuningKeys names the keys, for errors.
+func tuningKeys() string {
+	var keys []string
+	for _, f := range new(Tuning).fields() {
+		keys = append(keys, f.key)
+	}
+	return strings.Join(keys, ", ")
+}
+
+// ParseTuning reads "key=value" pairs, comma-separated (the keys of
+// Tuning.fields); the keys not given keep their zero value, the default.
 func ParseTuning(s string) (Tuning, error) {
 	var t Tuning
 	if strings.TrimSpace(s) == "" {
@@ -96,56 +120,24 @@ func ParseTuning(s string) (Tuning, error) {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		n, err := strconv.Atoi(v)
 		if !ok || err != nil || n <= 0 {
-			return t, fmt.Errorf("gpu: tuning %q: want key=positive integer (keys %s)", kv, tuningKeys)
+			return t, fmt.Errorf("gpu: tuning %q: want key=positive integer (keys %s)", kv, tuningKeys())
 		}
-		switch k {
-		case "rows":
-			t.Rows = n
-		case "lanes":
-			t.Lanes = n
-		case "norm":
-			t.Norm = n
-		case "chunk":
-			t.Chunk = n
-		case "prows":
-			t.PrefillRows = n
-		case "ptok":
-			t.PrefillTokens = n
-		case "plane":
-			t.PrefillLanes = n
-		case "vec":
-			t.Vec = n
-		case "pvec":
-			t.PrefillVec = n
-		case "npass":
-			t.NormPasses = n
-		case "tk":
-			t.TK = n
-		case "vunroll":
-			t.VUnroll = n
-		case "layer":
-			t.Layer = n
-		default:
-			return t, fmt.Errorf("gpu: tuning %q: unknown key %q (keys %s)", kv, k, tuningKeys)
+		i := slices.IndexFunc(t.fields(), func(f tuningField) bool { return f.key == k })
+		if i < 0 {
+			return t, fmt.Errorf("gpu: tuning %q: unknown key %q (keys %s)", kv, k, tuningKeys())
 		}
+		*t.fields()[i].v = n
 	}
 	return t, nil
 }
-
-const tuningKeys = "rows, lanes, norm, chunk, prows, ptok, plane, vec, pvec, npass, tk, vunroll, layer"
 
 // String is the tuning as ParseTuning reads it (zero fields, the
 // defaults, left out).
 func (t Tuning) String() string {
 	var parts []string
-	for _, f := range []struct {
-		k string
-		v int
-	}{{"rows", t.Rows}, {"lanes", t.Lanes}, {"norm", t.Norm}, {"chunk", t.Chunk}, {"prows", t.PrefillRows},
-		{"ptok", t.PrefillTokens}, {"plane", t.PrefillLanes}, {"vec", t.Vec}, {"pvec", t.PrefillVec}, {"npass", t.NormPasses}, {"tk", t.TK},
-		{"vunroll", t.VUnroll}, {"layer", t.Layer}} {
-		if f.v != 0 {
-			parts = append(parts, fmt.Sprintf("%s=%d", f.k, f.v))
+	for _, f := range t.fields() {
+		if *f.v != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", f.key, *f.v))
 		}
 	}
 	return strings.Join(parts, ",")
@@ -171,12 +163,10 @@ func resolveTuning(o Tuning, maxWG uint32) (Tuning, error) {
 // checkTuning is resolveTuning of o as given.
 func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 	d := defaultTuning()
-	for _, f := range []struct{ v, d *int }{{&o.Rows, &d.Rows}, {&o.Lanes, &d.Lanes}, {&o.Norm, &d.Norm},
-		{&o.Chunk, &d.Chunk}, {&o.PrefillRows, &d.PrefillRows}, {&o.PrefillTokens, &d.PrefillTokens}, {&o.PrefillLanes, &d.PrefillLanes},
-		{&o.Vec, &d.Vec}, {&o.PrefillVec, &d.PrefillVec}, {&o.NormPasses, &d.NormPasses},
-		{&o.TK, &d.TK}, {&o.VUnroll, &d.VUnroll}, {&o.Layer, &d.Layer}} {
+	df := d.fields()
+	for i, f := range o.fields() {
 		if *f.v == 0 {
-			*f.v = *f.d
+			*f.v = *df[i].v
 		}
 	}
 	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
@@ -234,11 +224,9 @@ func (t Tuning) normRegs(K, wg int) uint32 {
 // String names only what a tuning changes ("" for the defaults).
 func (t Tuning) Changed() Tuning {
 	d := defaultTuning()
-	for _, f := range []struct{ v, d *int }{{&t.Rows, &d.Rows}, {&t.Lanes, &d.Lanes}, {&t.Norm, &d.Norm},
-		{&t.Chunk, &d.Chunk}, {&t.PrefillRows, &d.PrefillRows}, {&t.PrefillTokens, &d.PrefillTokens},
-		{&t.PrefillLanes, &d.PrefillLanes}, {&t.Vec, &d.Vec}, {&t.PrefillVec, &d.PrefillVec},
-		{&t.NormPasses, &d.NormPasses}, {&t.TK, &d.TK}, {&t.VUnroll, &d.VUnroll}, {&t.Layer, &d.Layer}} {
-		if *f.v == *f.d {
+	df := d.fields()
+	for i, f := range t.fields() {
+		if *f.v == *df[i].v {
 			*f.v = 0
 		}
 	}

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -12,6 +13,16 @@ func TestParseTuning(t *testing.T) {
 	}
 	if back, err := ParseTuning(got.String()); err != nil || back != got {
 		t.Errorf("ParseTuning(%q) = %+v, %v", got.String(), back, err)
+	}
+	var all Tuning // every key, each its own value: String and ParseTuning agree on them all
+	if n, want := len(all.fields()), reflect.TypeOf(all).NumField(); n != want {
+		t.Fatalf("Tuning.fields lists %d keys; Tuning has %d fields", n, want)
+	}
+	for i, f := range all.fields() {
+		*f.v = i + 1
+	}
+	if back, err := ParseTuning(all.String()); err != nil || back != all {
+		t.Errorf("ParseTuning(%q) = %+v, %v; want %+v", all.String(), back, err, all)
 	}
 	if part := (Tuning{Vec: 4, TK: 64}); part.String() != "vec=4,tk=64" {
 		t.Errorf("%+v.String() = %q, want the fields set only", part, part.String())
