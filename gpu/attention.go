@@ -162,10 +162,7 @@ func (rc *recorder) attentionReduce(l layerBufs, T int) {
 	}
 	rc.note("attention (reduce+subnorm+quant)", rc.attnUsed(T)+4*T*c.Embd+4*c.Embd+T*(c.Embd+4))
 	wg := uint32(b.tune.Norm)
-	regs, emax := b.tune.normRegs(c.Embd, int(wg)), uint32(4) // EMAX sizes REGS's registers
-	if regs == 1 {
-		emax = uint32(c.Embd)
-	}
+	regs, emax := b.tune.normRegs(c.Embd, int(wg))
 	rc.dispatch(spirv.AttentionReduce, []uint32{wg, uint32(p.chunk), norm, regs, emax},
 		[]vk.Range{whole(b.attnPart), whole(b.att), rc.seq(), whole(w), whole(b.q), whole(b.s)},
 		attnReducePush{Heads: uint32(c.Heads), HD: uint32(c.HeadDim), Chunks: uint32(p.chunks), Eps: c.Eps},

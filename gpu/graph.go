@@ -211,10 +211,7 @@ func (rc *recorder) normQuant(label string, in *vk.Buffer, w *vk.Buffer, K, inSt
 		written = 4 * T * K
 	}
 	rc.note(label, read+written+4*K*int(norm))
-	regs, kmax := b.tune.normRegs(K, b.tune.Norm), uint32(4) // KMAX sizes REGS's registers: one pipeline for every K without
-	if regs == 1 {
-		kmax = uint32(K)
-	}
+	regs, kmax := b.tune.normRegs(K, b.tune.Norm)
 	rc.dispatch(spirv.NormQuant.Variant(b.subgroups, false), []uint32{uint32(b.tune.Norm), act, norm, quant, regs, kmax},
 		[]vk.Range{whole(in), whole(w), whole(b.xn), whole(b.q), whole(b.s)},
 		normPush{K: uint32(K), InStride: uint32(inStride), InOff: uint32(inOff), Eps: b.c.Eps}, uint32(T), 1)
@@ -287,7 +284,7 @@ func (b *Backend) planFusion() fusion {
 	f.down = b.tune.Layer <= 6 && shared(c.FFN) <= limit && c.FFN%128 == 0
 	// The combined attention values must come through the registers
 	// (REGS = 1), in attention_reduce's order.
-	f.attn = b.tune.Layer <= 5 && c.Embd%4 == 0 && (c.Embd+wg-1)/wg <= maxNormRegs
+	f.attn = b.tune.Layer <= 5 && regsFit(c.Embd, wg)
 	return f
 }
 
@@ -318,7 +315,7 @@ func (rc *recorder) ternaryNormOf(label string, m *ternaryMatrix, in *vk.Buffer,
 	push := ternaryNormPush{K: uint32(m.k), Eps: c.Eps, Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads),
 		HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), Interleaved: b32(c.RopeInterleaved),
 		Chunks: uint32(b.attn.chunks), Chunk: uint32(b.attn.chunk)}
-	regs := b.tune.normRegs(m.k, int(wg))
+	regs, _ := b.tune.normRegs(m.k, int(wg)) // KMAX is m.k: it sizes the codes too
 	if act == actAttention {
 		regs = 1 // planFusion checked that it fits
 	}

@@ -210,14 +210,20 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 	return o, nil
 }
 
-// normRegs is rmsquant.glsl's REGS for a norm of K values in a workgroup
-// of wg invocations (its chunks of four need K a multiple of 4, which
-// only an unquantized norm may not be).
-func (t Tuning) normRegs(K, wg int) uint32 {
-	if t.NormPasses == 1 && K%4 == 0 && (K+wg-1)/wg <= maxNormRegs {
-		return 1
+// regsFit reports whether a norm of K values in a workgroup of wg
+// invocations can hold them in registers (the shaders' REGS = 1): chunks
+// of four, which need K a multiple of 4 (only an unquantized norm may not
+// be one), at most maxNormRegs values an invocation.
+func regsFit(K, wg int) bool { return K%4 == 0 && (K+wg-1)/wg <= maxNormRegs }
+
+// normRegs is the shaders' REGS for a norm of K values in a workgroup of
+// wg invocations under this tuning, and the KMAX that sizes its registers
+// (4 without them, so that every K shares one pipeline).
+func (t Tuning) normRegs(K, wg int) (regs, kmax uint32) {
+	if t.NormPasses == 1 && regsFit(K, wg) {
+		return 1, uint32(K)
 	}
-	return 0
+	return 0, 4
 }
 
 // Changed is t with the fields that hold their defaults zeroed: its
