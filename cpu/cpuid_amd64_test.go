@@ -72,7 +72,7 @@ func TestPrefetchVersions(t *testing.T) {
 			}
 		}
 	}
-	i8MatMul := biasedI8(dotI8MatMulVNNIHW)
+	i8MatMul := biasedI8(true)
 	for _, n := range []int{0, 64, 65, 2560} {
 		for _, rows := range append(testRows, 130) {
 			for _, tokens := range []int{1, 2, 3, 4, 5, 9} {

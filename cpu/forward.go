@@ -26,6 +26,14 @@ type scratch struct {
 	tok    []int32 // [T] the tokens of a ForwardMulti pass
 	seq    []int   // [T] each position's slot of the K/V cache
 	pos    []int   // [T] each position's place in its slot's sequence
+
+	// The pass's pool jobs, set up before each run (job says why).
+	norm     normJob
+	ropeKV   ropeKVJob
+	residual residualJob
+	attend   attendJob
+	normRows [][4][]float32 // [worker] the rows normJob sums together
+	normSums [][4]float64   // [worker] and their sums of squares
 }
 
 func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
@@ -53,6 +61,8 @@ func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
 		s.q16 = append(s.q16, make([]float32, group*c.HeadDim))
 		s.k16 = append(s.k16, make([]uint16, c.HeadDim))
 	}
+	s.normRows = make([][4][]float32, workers)
+	s.normSums = make([][4]float64, workers)
 	return s
 }
 
@@ -61,7 +71,7 @@ func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
 // out ([T−first][vocab]).
 func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 	c, s := b.c, &b.s
-	T, E, kv, hd := len(tokens), c.Embd, c.KVDim(), c.HeadDim
+	T, E, kv := len(tokens), c.Embd, c.KVDim()
 	for t, tok := range tokens {
 		if err := b.embd.Row(int(tok), s.x[t*E:(t+1)*E]); err != nil {
 			return err
@@ -69,7 +79,6 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 		b.ropeTable(s.pos[t], s.rope[t*c.RopeDim:(t+1)*c.RopeDim])
 	}
 	b.lap(stageOther, 0)
-	qkvRows := E + 2*kv
 	var cacheBytes int64 // K and V rows attention reads per layer
 	for t := range T {
 		cacheBytes += int64(2 * 2 * (s.pos[t] + 1) * kv)
@@ -77,39 +86,15 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 	for li := range b.layers {
 		l := &b.layers[li]
 		// attention
-		b.normEach(T, E, l.attnNorm, func(t int, _ []float32) []float32 {
-			return s.x[t*E : (t+1)*E]
-		})
+		b.normEach(T, E, l.attnNorm, preResidual)
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.qkv, T)
-		b.pool.run(T, smallJob, func(w, lo, hi int) {
-			for t := lo; t < hi; t++ {
-				y := s.y[t*qkvRows : (t+1)*qkvRows]
-				cs := s.rope[t*c.RopeDim : (t+1)*c.RopeDim]
-				for h := 0; h < c.Heads+c.KVHeads; h++ { // query heads, then key heads
-					rope(y[h*hd:h*hd+c.RopeDim], cs, c.RopeInterleaved)
-				}
-				for h := 0; h < c.KVHeads; h++ { // the token's row of each head's cache
-					at := b.cacheRow(s.seq[t], h, s.pos[t])
-					b.k.f32ToF16(b.vCache[li][at:at+hd], y[E+kv+h*hd:E+kv+(h+1)*hd])
-					// The key into its block, positions innermost.
-					k16 := s.k16[w]
-					b.k.f32ToF16(k16, y[E+h*hd:E+(h+1)*hd])
-					p := s.pos[t]
-					kb := b.kBase(s.seq[t], h) + p/kBlock*kBlock*hd + p%kBlock
-					kc := b.kCache[li][kb : kb+(hd-1)*kBlock+1]
-					for d, x := range k16 {
-						kc[d*kBlock] = x
-					}
-				}
-			}
-		})
+		s.ropeKV = ropeKVJob{b, li}
+		b.pool.runJob(T, smallJob, &s.ropeKV)
 		b.lap(stageRopeKV, 0)
 		b.attention(li, T)
 		b.lap(stageAttention, cacheBytes)
-		b.normEach(T, E, l.attnSubNorm, func(t int, _ []float32) []float32 {
-			return s.att[t*E : (t+1)*E]
-		})
+		b.normEach(T, E, l.attnSubNorm, preAttention)
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.o, T)
 		if b.trace != nil { // the residual stream after attention, as x + o would be
@@ -122,24 +107,14 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 
 		// feed-forward; each stage first adds the previous projection to x
 		F := c.FFN
-		b.normEach(T, E, l.ffnNorm, func(t int, _ []float32) []float32 {
-			x := s.x[t*E : (t+1)*E]
-			b.k.addF32(x, s.y[t*E:(t+1)*E])
-			return x
-		})
+		b.normEach(T, E, l.ffnNorm, preAddResidual)
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.gateUp, T)
-		b.normEach(T, F, l.ffnSubNorm, func(t int, h []float32) []float32 {
-			gate(b.k, c.Activation, h, s.y[t*2*F:t*2*F+F], s.y[t*2*F+F:(t+1)*2*F])
-			return h
-		})
+		b.normEach(T, F, l.ffnSubNorm, preGate)
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.down, T)
-		b.pool.run(T, smallJob, func(_, lo, hi int) {
-			for t := lo; t < hi; t++ {
-				b.k.addF32(s.x[t*E:(t+1)*E], s.y[t*E:(t+1)*E])
-			}
-		})
+		s.residual = residualJob{b}
+		b.pool.runJob(T, smallJob, &s.residual)
 		b.lap(stageNorm, 0)
 		if b.trace != nil {
 			b.trace(li, nn.StageFFN, s.x[:T*E])
@@ -154,6 +129,51 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 		b.lap(stageHead, b.head.bytes())
 	}
 	return nil
+}
+
+// ropeKVJob rotates the queries and keys of a pass's positions (RoPE) and
+// writes each position's keys and values into layer li's cache.
+type ropeKVJob struct {
+	b  *Backend
+	li int
+}
+
+func (j *ropeKVJob) do(w, lo, hi int) {
+	b, li := j.b, j.li
+	c, s := b.c, &b.s
+	E, kv, hd := c.Embd, c.KVDim(), c.HeadDim
+	qkvRows := E + 2*kv
+	for t := lo; t < hi; t++ {
+		y := s.y[t*qkvRows : (t+1)*qkvRows]
+		cs := s.rope[t*c.RopeDim : (t+1)*c.RopeDim]
+		for h := 0; h < c.Heads+c.KVHeads; h++ { // query heads, then key heads
+			rope(y[h*hd:h*hd+c.RopeDim], cs, c.RopeInterleaved)
+		}
+		for h := 0; h < c.KVHeads; h++ { // the token's row of each head's cache
+			at := b.cacheRow(s.seq[t], h, s.pos[t])
+			b.k.f32ToF16(b.vCache[li][at:at+hd], y[E+kv+h*hd:E+kv+(h+1)*hd])
+			// The key into its block, positions innermost.
+			k16 := s.k16[w]
+			b.k.f32ToF16(k16, y[E+h*hd:E+(h+1)*hd])
+			p := s.pos[t]
+			kb := b.kBase(s.seq[t], h) + p/kBlock*kBlock*hd + p%kBlock
+			kc := b.kCache[li][kb : kb+(hd-1)*kBlock+1]
+			for d, x := range k16 {
+				kc[d*kBlock] = x
+			}
+		}
+	}
+}
+
+// residualJob adds the down projection's outputs to the residual stream.
+type residualJob struct{ b *Backend }
+
+func (j *residualJob) do(_, lo, hi int) {
+	b := j.b
+	s, E := &b.s, b.c.Embd
+	for t := lo; t < hi; t++ {
+		b.k.addF32(s.x[t*E:(t+1)*E], s.y[t*E:(t+1)*E])
+	}
 }
 
 // rmsNorm writes x / sqrt(mean(x²) + eps) · w into dst (which may be x),
@@ -229,38 +249,78 @@ func normalize(k kernels, dst, x, w []float32, sum float64, eps float32) {
 	k.normScale(dst[:len(x)], x, scale, w)
 }
 
-// normEach makes each position's BitLinear input: pre(t, a) returns the
-// row [n] to normalize (a row of its own, or a, the position's row of s.a,
-// which it may fill), rmsNorm with the weights w (nil: the row as it is)
-// writes it into a, and a is quantized into s.q; in parallel over the T
+// normInput is where a norm's row of position t comes from (normJob.row).
+type normInput int
+
+const (
+	preResidual    normInput = iota // the residual stream s.x
+	preAttention                    // attention's output s.att
+	preAddResidual                  // s.x after adding the last projection's output s.y to it
+	preGate                         // the FFN's activation of s.y (gate and up), written into s.a
+)
+
+// normEach makes each position's BitLinear input: the row [n] of position
+// t that pre names, normalized by rmsNorm with the weights w (nil: the row
+// as it is) into s.a and quantized into s.q; in parallel over the T
 // positions, up to four positions' norm sums interleaved.
-func (b *Backend) normEach(T, n int, w []float32, pre func(t int, a []float32) []float32) {
-	s := &b.s
+func (b *Backend) normEach(T, n int, w []float32, pre normInput) {
 	// Positions handed out in fours as the workers free up: the same work
 	// each, but one core may run slower (pp128 on two threads: a median
 	// 2-6% faster than fixed halves, measured alternately in one process).
-	b.pool.runChunks(T, 4, func(_, lo, hi int) {
-		for t0 := lo; t0 < hi; t0 += 4 {
-			t1 := min(t0+4, hi)
-			var rows [4][]float32
-			for t := t0; t < t1; t++ {
-				rows[t-t0] = pre(t, s.a[t*n:(t+1)*n])
-			}
-			var sums [4]float64
-			if w != nil {
-				b.k.sumSquaresRows(rows[:t1-t0], sums[:t1-t0])
-			}
-			for t := t0; t < t1; t++ {
-				a, row := s.a[t*n:(t+1)*n], rows[t-t0]
-				if w != nil {
-					normalize(b.k, a, row, w, sums[t-t0], b.c.Eps)
-				} else if len(row) > 0 && &row[0] != &a[0] {
-					copy(a, row)
-				}
-				quantizeRows(b.k, a, 1, n, s.q[t*n:(t+1)*n], s.qScale[t:t+1], s.qSum[t:t+1])
-			}
+	b.s.norm = normJob{b, n, w, pre}
+	b.pool.runChunksJob(T, 4, &b.s.norm)
+}
+
+// normJob is normEach's pool job.
+type normJob struct {
+	b   *Backend
+	n   int
+	w   []float32
+	pre normInput
+}
+
+// row returns position t's row to normalize, a (its row of s.a) where the
+// input is made there.
+func (j *normJob) row(t int, a []float32) []float32 {
+	b := j.b
+	s, E, F := &b.s, b.c.Embd, b.c.FFN
+	switch j.pre {
+	case preResidual:
+		return s.x[t*E : (t+1)*E]
+	case preAttention:
+		return s.att[t*E : (t+1)*E]
+	case preAddResidual:
+		x := s.x[t*E : (t+1)*E]
+		b.k.addF32(x, s.y[t*E:(t+1)*E])
+		return x
+	default: // preGate
+		gate(b.k, b.c.Activation, a, s.y[t*2*F:t*2*F+F], s.y[t*2*F+F:(t+1)*2*F])
+		return a
+	}
+}
+
+func (j *normJob) do(wk, lo, hi int) {
+	b, n, w := j.b, j.n, j.w
+	s := &b.s
+	rows, sums := &s.normRows[wk], &s.normSums[wk]
+	for t0 := lo; t0 < hi; t0 += 4 {
+		t1 := min(t0+4, hi)
+		for t := t0; t < t1; t++ {
+			rows[t-t0] = j.row(t, s.a[t*n:(t+1)*n])
 		}
-	})
+		if w != nil {
+			b.k.sumSquaresRows(rows[:t1-t0], sums[:t1-t0])
+		}
+		for t := t0; t < t1; t++ {
+			a, row := s.a[t*n:(t+1)*n], rows[t-t0]
+			if w != nil {
+				normalize(b.k, a, row, w, sums[t-t0], b.c.Eps)
+			} else if len(row) > 0 && &row[0] != &a[0] {
+				copy(a, row)
+			}
+			quantizeRows(b.k, a, 1, n, s.q[t*n:(t+1)*n], s.qScale[t:t+1], s.qSum[t:t+1])
+		}
+	}
 }
 
 // quantizeRows quantizes T rows of x [T][n] into q [T][n] with
@@ -322,24 +382,41 @@ func (b *Backend) bitLinear(m *ternaryMatrix, T int) {
 // qScale, sums qSum), the code sums going through raw [T][m.rows]; the
 // matrix rows are split across the pool's workers.
 func (m *ternaryMatrix) apply(k kernels, p *pool, q []int8, qScale []float32, qSum []int32, T int, raw []int32, y []float32) {
-	p.run(m.rows, 16, func(_, lo, hi int) {
-		if m.groupScale != nil {
-			m.applyGroups(k, q, qScale, T, lo, hi, y)
-			return
-		}
-		w := m.data[lo*m.stride:]
-		if T == 1 {
-			k.ternaryRows(w, m.stride, q[:m.n], raw[lo:hi])
-		} else {
-			k.ternaryMatMul(w, m.stride, hi-lo, q, m.n, m.n, T, raw[lo:], m.rows)
-		}
-		for t := 0; t < T; t++ {
-			// float32(float32(Σc·q − Σq)/s)·scale, each step in float32 as
-			// nn/ref (and bitnet.cpp) take it; the sum is exact.
-			o := t * m.rows
-			k.scaleSums(y[o+lo:o+hi], raw[o+lo:o+hi], qSum[t], qScale[t], m.rowScale[lo:hi])
-		}
-	})
+	m.job = applyJob{m, k, q, qScale, qSum, T, raw, y}
+	p.runJob(m.rows, 16, &m.job)
+}
+
+// applyJob is apply's pool job (a matrix's own: a backend runs one pass at
+// a time).
+type applyJob struct {
+	m      *ternaryMatrix
+	k      kernels
+	q      []int8
+	qScale []float32
+	qSum   []int32
+	T      int
+	raw    []int32
+	y      []float32
+}
+
+func (j *applyJob) do(_, lo, hi int) {
+	m, k, q, T, raw, y := j.m, &j.k, j.q, j.T, j.raw, j.y
+	if m.groupScale != nil {
+		m.applyGroups(*k, q, j.qScale, T, lo, hi, y)
+		return
+	}
+	w := m.data[lo*m.stride:]
+	if T == 1 {
+		k.ternaryRows(w, m.stride, q[:m.n], raw[lo:hi])
+	} else {
+		k.ternaryMatMul(w, m.stride, hi-lo, q, m.n, m.n, T, raw[lo:], m.rows)
+	}
+	for t := 0; t < T; t++ {
+		// float32(float32(Σc·q − Σq)/s)·scale, each step in float32 as
+		// nn/ref (and bitnet.cpp) take it; the sum is exact.
+		o := t * m.rows
+		k.scaleSums(y[o+lo:o+hi], raw[o+lo:o+hi], j.qSum[t], j.qScale[t], m.rowScale[lo:hi])
+	}
 }
 
 // applyGroups is apply for rows lo…hi of a matrix with one scale per 256
@@ -421,8 +498,6 @@ func rope(x []float32, cs []float64, interleaved bool) {
 // (token, head) are split across the workers.
 func (b *Backend) attention(li, T int) {
 	c, s := b.c, &b.s
-	E, kv, hd := c.Embd, c.KVDim(), c.HeadDim
-	qkvRows := E + 2*kv
 	group := c.Heads / c.KVHeads
 	// A work item is sub query heads of one token that share a K/V head,
 	// which attendGroup reads once for all of them: all the group's heads
@@ -431,22 +506,37 @@ func (b *Backend) attention(li, T int) {
 	for sub%2 == 0 && T*c.Heads/sub < b.threads {
 		sub /= 2
 	}
-	per := c.Heads / sub // items per token
-	kc, vc := b.kCache[li], b.vCache[li]
 	// Handed out as the workers free up: a prompt's later tokens attend to
 	// more positions (pp128 on two threads of the 2B shape: with fixed
 	// halves the caller waited 62% of attention's time for its helper, and
 	// the pass took 4% longer).
-	b.pool.runChunks(T*per, 1, func(w, lo, hi int) {
-		for item := lo; item < hi; item++ {
-			t, h := item/per, item%per*sub // token, first head
-			q := s.y[t*qkvRows+h*hd : t*qkvRows+(h+sub)*hd]
-			o := s.att[t*E+h*hd : t*E+(h+sub)*hd]
-			kt := b.kBase(s.seq[t], h/group)       // the K/V head's keys in the slot
-			at := b.cacheRow(s.seq[t], h/group, 0) // and its values
-			attendGroup(b.k, q, hd, kc[kt:], vc[at:], s.pos[t]+1, s.q16[w], s.scores[w], o)
-		}
-	})
+	s.attend = attendJob{b, li, sub}
+	b.pool.runChunksJob(T*(c.Heads/sub), 1, &s.attend)
+}
+
+// attendJob is attention's pool job: an item is sub query heads of one
+// token.
+type attendJob struct {
+	b       *Backend
+	li, sub int
+}
+
+func (j *attendJob) do(w, lo, hi int) {
+	b, sub := j.b, j.sub
+	c, s := b.c, &b.s
+	E, hd := c.Embd, c.HeadDim
+	qkvRows := E + 2*c.KVDim()
+	group := c.Heads / c.KVHeads
+	per := c.Heads / sub // items per token
+	kc, vc := b.kCache[j.li], b.vCache[j.li]
+	for item := lo; item < hi; item++ {
+		t, h := item/per, item%per*sub // token, first head
+		q := s.y[t*qkvRows+h*hd : t*qkvRows+(h+sub)*hd]
+		o := s.att[t*E+h*hd : t*E+(h+sub)*hd]
+		kt := b.kBase(s.seq[t], h/group)       // the K/V head's keys in the slot
+		at := b.cacheRow(s.seq[t], h/group, 0) // and its values
+		attendGroup(b.k, q, hd, kc[kt:], vc[at:], s.pos[t]+1, s.q16[w], s.scores[w], o)
+	}
 }
 
 // attendGroup computes o_j = softmax(q_j·Kᵀ/√hd)·V for the query heads q_j

@@ -133,6 +133,7 @@ type headScratch struct {
 	hq    []int8  // [headTile][embd] the int8 quantization of xn (q8 head)
 	hRaw  []int32 // [headTile][vocab] the q8 head's exact sums, or nil
 	hBias []int32 // [headTile][embd/4] blockBias of hq (block heads), or nil
+	job   headJob // logits' pool job
 }
 
 func (h *head) newScratch() headScratch {
@@ -154,57 +155,74 @@ func (h *head) newScratch() headScratch {
 // bit-identical to those it gets alone (T = 1): the few-token kernels sum
 // every (row, token) in the order of the one-token ones.
 func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, out []float32) {
-	n, v := h.n, h.rows
-	if h.q8 == nil {
-		p.runChunks(v, 64, func(_, lo, hi int) {
-			if T == 1 {
-				k.dotF16Rows(h.f16[lo*n:], n, xn[:n], out[lo:hi])
-			} else {
-				k.dotF16MatMul(h.f16[lo*n:], n, hi-lo, xn, n, n, T, out[lo:], v)
-			}
-		})
-		return
-	}
-	var scale [headTile]float32
-	for t := 0; t < T; t++ {
-		scale[t] = quantizeRow(sc.hq[t*n:(t+1)*n], xn[t*n:(t+1)*n]) // = max|xn|/127: x ≈ s·x8
+	n := h.n
+	j := &sc.job
+	*j = headJob{h: h, k: k, sc: sc, xn: xn, T: T, out: out}
+	if h.q8 != nil {
+		for t := 0; t < T; t++ {
+			j.scale[t] = quantizeRow(sc.hq[t*n:(t+1)*n], xn[t*n:(t+1)*n]) // = max|xn|/127: x ≈ s·x8
+		}
 	}
 	if h.group > 0 {
-		bk, bm := k.dotBlockRows, k.dotBlockMatMul
+		j.bk, j.bm = k.dotBlockRows, k.dotBlockMatMul
 		if n%64 != 0 { // the assembly takes whole 64-byte steps
-			bk, bm = generic.dotBlockRows, generic.dotBlockMatMul
+			j.bk, j.bm = generic.dotBlockRows, generic.dotBlockMatMul
 		}
 		for t := 0; t < T; t++ {
 			blockBias(sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4])
 		}
-		G := n / h.group
-		p.runChunks(v, 64, func(_, lo, hi int) {
-			// The few-token kernel gives each (row, token) the bits of
-			// the one-token one: the head is batch-invariant.
-			if T == 1 {
-				bk(h.q8[lo*n:hi*n], h.q8Scale[lo*G:hi*G], h.group, sc.hq[:n], sc.hBias[:n/4], out[lo:hi])
-			} else {
-				bm(h.q8[lo*n:hi*n], h.q8Scale[lo*G:hi*G], h.group, hi-lo, sc.hq[:T*n], sc.hBias[:T*n/4], n, T, out[lo:], v)
-			}
-			for t := 0; t < T; t++ {
-				s := float64(scale[t])
-				ot := out[t*v+lo : t*v+hi]
-				for r, sum := range ot {
-					ot[r] = float32(float64(sum) * s)
-				}
-			}
-		})
-		return
 	}
-	raw := sc.hRaw
-	p.runChunks(v, 64, func(_, lo, hi int) {
+	p.runChunksJob(h.rows, 64, j)
+}
+
+// headJob is logits' pool job: rows lo…hi of every token's logits.
+type headJob struct {
+	h     *head
+	k     kernels
+	sc    *headScratch
+	xn    []float32
+	T     int
+	out   []float32
+	scale [headTile]float32 // each token's x8 scale (int8 heads)
+	bk    func(w []int8, scales []float32, group int, x []int8, bias []int32, out []float32)
+	bm    func(w []int8, scales []float32, group, rows int, x []int8, bias []int32, xStride, tokens int, out []float32, outStride int)
+}
+
+func (j *headJob) do(_, lo, hi int) {
+	h, k, sc, T, out := j.h, &j.k, j.sc, j.T, j.out
+	n, v := h.n, h.rows
+	switch {
+	case h.q8 == nil:
+		if T == 1 {
+			k.dotF16Rows(h.f16[lo*n:], n, j.xn[:n], out[lo:hi])
+		} else {
+			k.dotF16MatMul(h.f16[lo*n:], n, hi-lo, j.xn, n, n, T, out[lo:], v)
+		}
+	case h.group > 0:
+		// The few-token kernel gives each (row, token) the bits of the
+		// one-token one: the head is batch-invariant.
+		G := n / h.group
+		if T == 1 {
+			j.bk(h.q8[lo*n:hi*n], h.q8Scale[lo*G:hi*G], h.group, sc.hq[:n], sc.hBias[:n/4], out[lo:hi])
+		} else {
+			j.bm(h.q8[lo*n:hi*n], h.q8Scale[lo*G:hi*G], h.group, hi-lo, sc.hq[:T*n], sc.hBias[:T*n/4], n, T, out[lo:], v)
+		}
+		for t := 0; t < T; t++ {
+			s := float64(j.scale[t])
+			ot := out[t*v+lo : t*v+hi]
+			for r, sum := range ot {
+				ot[r] = float32(float64(sum) * s)
+			}
+		}
+	default:
+		raw := sc.hRaw
 		if T == 1 {
 			k.dotI8Rows(h.q8[lo*n:], n, sc.hq[:n], raw[lo:hi])
 		} else {
 			k.dotI8MatMul(h.q8[lo*n:], n, hi-lo, sc.hq, n, n, T, raw[lo:], v)
 		}
 		for t := 0; t < T; t++ {
-			k.scaleI8(out[t*v+lo:t*v+hi], raw[t*v+lo:t*v+hi], h.q8Scale[lo:hi], float64(scale[t]))
+			k.scaleI8(out[t*v+lo:t*v+hi], raw[t*v+lo:t*v+hi], h.q8Scale[lo:hi], float64(j.scale[t]))
 		}
-	})
+	}
 }

@@ -78,7 +78,7 @@ var avx512VNNIKernels = kernels{
 	axpyF16Rows4:  checkAxpyF16Rows4(axpyF16Rows4AVX512),
 	dotI8Rows:     checkDotI8Rows(forCPU(dotI8RowsVNNI, dotI8RowsVNNIHW)),
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(forCPU(dotF16MatMulAVX512, dotF16MatMulAVX512HW), 9)),
-	dotI8MatMul:   checkDotI8MatMul(biasedI8(forCPU(dotI8MatMulVNNI, dotI8MatMulVNNIHW))),
+	dotI8MatMul:   checkDotI8MatMul(biasedI8(hwPrefetcher)),
 	dotBlockRows:  checkDotBlockRows(forCPU(dotBlockRowsVNNI, dotBlockRowsVNNIHW)),
 	dotBlockMatMul: checkDotBlockMatMul(wholeBlocks(forCPU(dotBlockMatMulVNNI, dotBlockMatMulVNNIHW),
 		blockedBlocks(checkDotBlockRows(forCPU(dotBlockRowsVNNI, dotBlockRowsVNNIHW))))),
@@ -221,9 +221,12 @@ func checkDotI8MatMul(f func(w []int8, stride, rows int, x []int8, xStride, n, t
 	}
 }
 
-// biasedI8 gives dotI8MatMulVNNI the bias it subtracts, 128·Σx_t per token
-// (its vpdpbusd multiplies w+128; see tools/asmgen/head.go).
-func biasedI8(f func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int, bias []int32)) func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+// biasedI8 gives dotI8MatMulVNNI (with hw, dotI8MatMulVNNIHW) the bias it
+// subtracts, 128·Σx_t per token (its vpdpbusd multiplies w+128; see
+// tools/asmgen/head.go). It calls the assembly directly, not through a
+// function value, so that the bias of up to 16 tokens stays on the stack: a
+// pass allocates nothing.
+func biasedI8(hw bool) func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
 	return func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
 		var buf [16]int32
 		bias := buf[:0]
@@ -237,7 +240,11 @@ func biasedI8(f func(w []int8, stride, rows int, x []int8, xStride, n, tokens in
 			}
 			bias = append(bias, s<<7)
 		}
-		f(w, stride, rows, x, xStride, n, tokens, out, outStride, bias)
+		if hw {
+			dotI8MatMulVNNIHW(w, stride, rows, x, xStride, n, tokens, out, outStride, bias)
+		} else {
+			dotI8MatMulVNNI(w, stride, rows, x, xStride, n, tokens, out, outStride, bias)
+		}
 	}
 }
 

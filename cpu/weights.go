@@ -28,6 +28,8 @@ type ternaryMatrix struct {
 	// whose rows mix scales (a TQ2_0/TQ1_0 file quantized per block with
 	// unequal blocks); nil otherwise, the common case.
 	groupScale []float32
+
+	job applyJob // apply's, reused: a call allocates nothing
 }
 
 // groupLen is the span of one scale in TQ2_0 and TQ1_0 files.
