@@ -81,6 +81,21 @@ func (p *Profile) ByLabel() []KernelTime {
 // overwritten. Devices without timestamps on their compute queue get an
 // error saying so.
 func (b *Backend) ProfileForward(n, pos, runs int) (*Profile, error) {
+	mode := outLast
+	if n == 1 {
+		mode = outArgmax
+	}
+	return b.profile(n, pos, runs, mode)
+}
+
+// ProfileVerify is ProfileForward for a speculative verification pass:
+// every one of the n tokens' logits, read back to the host, as Forward
+// records a pass that returns them all.
+func (b *Backend) ProfileVerify(n, pos, runs int) (*Profile, error) {
+	return b.profile(n, pos, runs, outAll)
+}
+
+func (b *Backend) profile(n, pos, runs, mode int) (*Profile, error) {
 	switch {
 	case b.dev == nil:
 		return nil, errors.New("gpu: backend is closed")
@@ -90,10 +105,6 @@ func (b *Backend) ProfileForward(n, pos, runs int) (*Profile, error) {
 		return nil, fmt.Errorf("gpu: profile at positions %d..%d: outside the context of %d", pos, pos+n-1, b.ctx)
 	}
 	runs = max(runs, 1)
-	mode := outLast
-	if n == 1 {
-		mode = outArgmax
-	}
 	rec, err := b.record(fmt.Sprintf("profiled forward of %d tokens", n), n, mode, recOpts{profile: true, pos: pos})
 	if err != nil {
 		return nil, err

@@ -100,3 +100,44 @@ func TestProfileForward(t *testing.T) {
 		}
 	}
 }
+
+// A verification pass's profile reads every token's logits back: its
+// logits download moves n rows where a prompt chunk's moves one.
+func TestProfileVerify(t *testing.T) {
+	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 3)
+	b := open(t, m.Config, m.Weights, Options{Context: 32, Batch: 8})
+	if b.Device().TimestampBits == 0 {
+		if _, err := b.ProfileVerify(1, 0, 1); err == nil || !strings.Contains(err.Error(), "no timestamps") {
+			t.Fatalf("ProfileVerify on a device without timestamps: %v", err)
+		}
+		t.Skipf("%s has no timestamps on its compute queue", b.Device().Name)
+	}
+	row := int64(4 * m.Config.Vocab)
+	for _, n := range []int{1, 4} {
+		for _, pf := range []struct {
+			name string
+			f    func(n, pos, runs int) (*Profile, error)
+			rows int64
+		}{{"ProfileVerify", b.ProfileVerify, int64(n)}, {"ProfileForward", b.ProfileForward, 1}} {
+			if pf.name == "ProfileForward" && n == 1 {
+				continue // a decode step downloads its argmax
+			}
+			p, err := pf.f(n, 10, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got int64 = -1
+			for _, k := range p.ByLabel() {
+				if k.Label == "logits download" {
+					got = k.Bytes
+				}
+			}
+			if got != pf.rows*row {
+				t.Errorf("%s of %d tokens: the logits download moves %d bytes, want %d", pf.name, n, got, pf.rows*row)
+			}
+		}
+	}
+	if _, err := b.ProfileVerify(9, 0, 1); err == nil {
+		t.Error("a profile beyond the batch succeeded")
+	}
+}

@@ -72,6 +72,7 @@ type profileJSON struct {
 	Barriers        int              `json:"barriers"`
 	Transfers       int              `json:"transfers"`
 	SubmitsPerToken float64          `json:"submits_per_token"`
+	AllLogits       bool             `json:"all_logits,omitempty"` // a verification pass (bench --verify --profile)
 	Kernels         []gpu.KernelTime `json:"kernels"`
 }
 
@@ -92,7 +93,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	kernelSets := fs.String("kernels", "", "CPU kernel `sets`, comma-separated to time each (see bitvk version; default: the fastest this CPU runs)")
 	device := fs.Int("device", -1, "Vulkan device `index` (default: the best)")
 	asJSON := fs.Bool("json", false, "print a JSON array of results (llama-bench's field names)")
-	profile := fs.Bool("profile", false, "print where a decode step and the prompt's last chunk spend their time: Vulkan, every dispatch with GPU timestamps; CPU, each stage of the pass and the waits for helper threads")
+	profile := fs.Bool("profile", false, "print where a decode step and the prompt's last chunk (with --verify: the passes of one token and of the most) spend their time: Vulkan, every dispatch with GPU timestamps; CPU, each stage of the pass and the waits for helper threads")
 	drafts := fs.String("draft", "", "time greedy decoding with these drafting `modes`, comma-separated (off, lookup, chains, auto), on the prompt of --prompt-file, on -m or the built-in trained model (random weights accept no drafts)")
 	promptFile := fs.String("prompt-file", "", "with --draft, the prompt (text `file`)")
 	draftMax := fs.Int("draft-max", nn.DefaultDraftMax, "with --draft, the most tokens drafted per pass; with --verify, the largest k timed")
@@ -162,6 +163,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if flagGiven(fs, "d") && (*serveURL != "" || *drafts != "" || *verify) {
 		return usageError(fs, "-d goes with the prompt and generation tests, not --serve, --draft or --verify")
+	}
+	if *profile && (*serveURL != "" || *drafts != "") {
+		return usageError(fs, "--profile goes with the prompt, generation and --verify tests, not --serve or --draft")
 	}
 	if *serveURL != "" {
 		if *drafts != "" || *verify || *path != "" || hf != "" {
@@ -274,7 +278,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *verify {
-		return runVerifyBench(*path, backendList, headList, kernelList, ts, *device, *draftMax, *reps, *asJSON, stdout, stderr)
+		return runVerifyBench(*path, backendList, headList, kernelList, ts, *device, *draftMax, *reps, *asJSON, *profile, stdout, stderr)
 	}
 	bandwidth := map[string]float64{} // by backend and threads
 	var bwOrder []string
@@ -752,17 +756,33 @@ func ternaryMACs(w *nn.Weights) int64 {
 // reads the most of the cache, which a long prompt spends most of its
 // time on.
 func profileTest(be nn.Backend, r benchResult, reps int) (*profileJSON, error) {
+	n, pos := 1, r.NDepth+r.NGen-1
+	batch := be.(interface{ Batch() int }).Batch() // both backends say theirs
+	if r.NPrompt > 0 {
+		n = min(r.NPrompt, batch)
+		pos = r.NDepth + r.NPrompt - n
+	}
+	p, err := profilePass(be, n, pos, reps, false)
+	if err == nil && r.NPrompt > 0 && p.Dispatches > 0 {
+		p.SubmitsPerToken = math.Ceil(float64(r.NPrompt)/float64(batch)) / float64(r.NPrompt)
+	}
+	return p, err
+}
+
+// profilePass times the stages (CPU) or dispatches (Vulkan) of a pass of
+// n tokens at positions pos…: with all, a verification pass (every
+// token's logits); else a decode step (n = 1) or a prompt chunk.
+func profilePass(be nn.Backend, n, pos, reps int, all bool) (*profileJSON, error) {
 	if c, ok := be.(*cpu.Backend); ok {
-		n, pos := 1, r.NDepth+r.NGen-1
-		if r.NPrompt > 0 {
-			n = min(r.NPrompt, c.Batch())
-			pos = r.NDepth + r.NPrompt - n
+		prof := c.ProfileForward
+		if all {
+			prof = c.ProfileVerify
 		}
-		p, err := c.ProfileForward(n, pos, max(reps, 5))
+		p, err := prof(n, pos, max(reps, 5))
 		if err != nil {
 			return nil, err
 		}
-		out := &profileJSON{Tokens: p.Tokens, Pos: p.Pos, WallNs: p.WallNanoseconds, WaitNs: p.WaitNanoseconds}
+		out := &profileJSON{Tokens: p.Tokens, Pos: p.Pos, WallNs: p.WallNanoseconds, WaitNs: p.WaitNanoseconds, AllLogits: all}
 		for _, st := range p.Stages {
 			k := gpu.KernelTime{Label: st.Label, Kernel: st.Kernel, Calls: st.Calls, Nanoseconds: st.Nanoseconds,
 				Share: st.Nanoseconds / p.WallNanoseconds, Bytes: st.Bytes, WaitNs: st.WaitNanoseconds}
@@ -774,20 +794,17 @@ func profileTest(be nn.Backend, r benchResult, reps int) (*profileJSON, error) {
 		return out, nil
 	}
 	b := be.(*gpu.Backend)
-	n, pos := 1, r.NDepth+r.NGen-1
-	submits := 1.0
-	if r.NPrompt > 0 {
-		n = min(r.NPrompt, b.Batch())
-		pos = r.NDepth + r.NPrompt - n
-		submits = math.Ceil(float64(r.NPrompt)/float64(b.Batch())) / float64(r.NPrompt)
+	prof := b.ProfileForward
+	if all {
+		prof = b.ProfileVerify
 	}
-	p, err := b.ProfileForward(n, pos, reps)
+	p, err := prof(n, pos, reps)
 	if err != nil {
 		return nil, err
 	}
 	return &profileJSON{Tokens: p.Tokens, Pos: p.Pos, GPUNs: p.GPUNanoseconds, WallNs: p.WallNanoseconds,
 		Dispatches: p.Counts.Dispatches, Barriers: p.Counts.Barriers, Transfers: p.Counts.Transfers,
-		SubmitsPerToken: submits, Kernels: p.ByLabel()}, nil
+		SubmitsPerToken: 1 / float64(n), AllLogits: all, Kernels: p.ByLabel()}, nil
 }
 
 // printProfile prints one test's profile: a line of totals, then a row
@@ -795,15 +812,23 @@ func profileTest(be nn.Backend, r benchResult, reps int) (*profileJSON, error) {
 func printProfile(w io.Writer, r benchResult) {
 	p := r.Profile
 	what := fmt.Sprintf("greedy decode step at position %d", p.Pos)
-	if r.NPrompt > 0 {
+	test := testName(r)
+	switch {
+	case p.AllLogits:
+		what = fmt.Sprintf("a verification pass of 1 token (k = 0 drafted) at position %d, its logits", p.Pos)
+		if p.Tokens > 1 {
+			what = fmt.Sprintf("a verification pass of %d tokens (k = %d drafted) at positions %d-%d, every token's logits", p.Tokens, p.Tokens-1, p.Pos, p.Pos+p.Tokens-1)
+		}
+		test = "verify"
+	case r.NPrompt > 0:
 		what = fmt.Sprintf("the prompt's last chunk, %d tokens at positions %d-%d", p.Tokens, p.Pos, p.Pos+p.Tokens-1)
 	}
 	if r.Backend == "CPU" {
 		fmt.Fprintf(w, "\nprofile of %s, %s head, CPU (%s), %d threads: %s, %.1f µs; the calling thread waited %.1f µs (%.1f%%) for its helpers (hand-offs and imbalance, inside the stages' times)\n",
-			testName(r), r.Head, r.Kernels, r.NThreads, what, p.WallNs/1e3, p.WaitNs/1e3, 100*p.WaitNs/p.WallNs)
+			test, r.Head, r.Kernels, r.NThreads, what, p.WallNs/1e3, p.WaitNs/1e3, 100*p.WaitNs/p.WallNs)
 	} else {
 		fmt.Fprintf(w, "\nprofile of %s, %s head, %s (%s): %s, GPU %.1f µs (submit and wait %.1f µs); %d dispatches, %d barriers, %d transfers per pass, %.3g submits per token\n",
-			testName(r), r.Head, r.GPUInfo, kernelsLabel(r), what, p.GPUNs/1e3, p.WallNs/1e3, p.Dispatches, p.Barriers, p.Transfers, p.SubmitsPerToken)
+			test, r.Head, r.GPUInfo, kernelsLabel(r), what, p.GPUNs/1e3, p.WallNs/1e3, p.Dispatches, p.Barriers, p.Transfers, p.SubmitsPerToken)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	cpuWaits := r.Backend == "CPU" && r.NThreads > 1

@@ -184,6 +184,10 @@ type verifyResult struct {
 	Tokens    int     `json:"tokens"`
 	BestNs    int64   `json:"best_ns"`
 	VsOneStep float64 `json:"vs_one_token"`
+	// Profile (--profile), of the passes of one token and of the most:
+	// where a verification pass spends its time.
+	Profile *profileJSON `json:"profile,omitempty"`
+	bench   benchResult  // the backend, head and threads, for printProfile
 }
 
 // timeVerify times passes of 1…maxK+1 tokens at position pos, after a
@@ -215,7 +219,17 @@ func printVerify(w io.Writer, rs []verifyResult) error {
 	for _, r := range rs {
 		fmt.Fprintf(tw, "%s (%s)\t%d\t%d\t%d\t%.2f\t%.2f×\t\n", r.Backend, r.Kernels, r.NThreads, r.Drafted, r.Tokens, float64(r.BestNs)/1e6, r.VsOneStep)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Profile != nil {
+			br := r.bench
+			br.Profile = r.Profile
+			printProfile(w, br)
+		}
+	}
+	return nil
 }
 
 // readPromptFile reads bench --prompt-file.
@@ -236,7 +250,7 @@ const verifyPos = 128
 
 // runVerifyBench is bench --verify over every backend, head and thread
 // count named.
-func runVerifyBench(path string, backends, heads, kernelSets []string, threads []int, device, maxK, reps int, asJSON bool, stdout, stderr io.Writer) error {
+func runVerifyBench(path string, backends, heads, kernelSets []string, threads []int, device, maxK, reps int, asJSON, profile bool, stdout, stderr io.Writer) error {
 	var all []verifyResult
 	for _, be := range backends {
 		be = chooseBackend(backendFlags{backend: be, device: device, notes: stderr})
@@ -259,10 +273,18 @@ func runVerifyBench(path string, backends, heads, kernelSets []string, threads [
 						return err
 					}
 					base := benchBase(m, head, t, 0)
+					if cb, ok := m.backend.(*cpu.Backend); ok {
+						base.NThreads = cb.Threads()
+					}
 					for i := range rs {
-						rs[i].Backend, rs[i].Kernels, rs[i].NThreads = base.Backend, base.Kernels, base.NThreads
-						if cb, ok := m.backend.(*cpu.Backend); ok {
-							rs[i].NThreads = cb.Threads()
+						rs[i].Backend, rs[i].Kernels, rs[i].NThreads, rs[i].bench = base.Backend, base.Kernels, base.NThreads, base
+					}
+					if profile { // the one-token pass and the largest
+						for _, i := range []int{0, len(rs) - 1} {
+							if rs[i].Profile, err = profilePass(m.backend, rs[i].Tokens, verifyPos, reps, true); err != nil {
+								m.Close()
+								return err
+							}
 						}
 					}
 					all = append(all, rs...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,6 +231,60 @@ func TestBenchVerify(t *testing.T) {
 	}
 	if rs[0].VsOneStep != 1 {
 		t.Errorf("k = 0 is %.3f× itself", rs[0].VsOneStep)
+	}
+}
+
+// bench --verify --profile profiles the passes of one token and of the
+// most, each with every token's logits, on each backend: in the JSON on
+// those two rows only, and printed after the table.
+func TestBenchVerifyProfile(t *testing.T) {
+	checkVerifyProfile(t, "cpu")
+	if code, _, stderr := bitvk("bench", "--draft", "lookup", "--profile", "--shape", "tiny"); code != 2 || !strings.Contains(stderr, "--profile goes with") {
+		t.Errorf("--draft --profile: exit %d: %s", code, stderr)
+	}
+}
+
+func TestBenchVerifyProfileVulkan(t *testing.T) {
+	needVulkan(t)
+	checkVerifyProfile(t, "vulkan")
+}
+
+func checkVerifyProfile(t *testing.T, be string) {
+	code, out, stderr := bitvk("bench", "--verify", "--profile", "--shape", "tiny", "--draft-max", "3", "-r", "1", "-t", "2", "--backend", be, "--json")
+	if code != 0 {
+		t.Fatalf("%s: bench --verify --profile: exit %d: %s", be, code, stderr)
+	}
+	var rs []verifyResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("%s: bench --verify --profile --json: %v\n%s", be, err, out)
+	}
+	if len(rs) != 4 {
+		t.Fatalf("%s: %d rows, want k = 0…3", be, len(rs))
+	}
+	for k, r := range rs {
+		p := r.Profile
+		if (k == 0 || k == 3) != (p != nil) {
+			t.Fatalf("%s: row %d has profile %v", be, k, p)
+		}
+		if p == nil {
+			continue
+		}
+		var ns float64
+		for _, s := range p.Kernels {
+			ns += s.Nanoseconds
+		}
+		total := p.WallNs
+		if be == "vulkan" {
+			total = p.GPUNs
+		}
+		if !p.AllLogits || p.Tokens != r.Tokens || p.Pos != verifyPos || len(p.Kernels) < 5 || math.Abs(ns-total) > 1e-6*total {
+			t.Errorf("%s: row %d: implausible profile %+v (stages add to %g ns of %g)", be, k, *p, ns, total)
+		}
+	}
+	code, out, stderr = bitvk("bench", "--verify", "--profile", "--shape", "tiny", "--draft-max", "2", "-r", "1", "-t", "1", "--backend", be)
+	if code != 0 || !strings.Contains(out, "a verification pass of 1 token (k = 0 drafted) at position 128") ||
+		!strings.Contains(out, "a verification pass of 3 tokens (k = 2 drafted) at positions 128-130, every token's logits") {
+		t.Errorf("%s: bench --verify --profile: exit %d\n%s\n%s", be, code, out, stderr)
 	}
 }
 
