@@ -167,13 +167,14 @@ draft)
 	mkdir -p "$out"
 	icd
 	status=0
-	bin/bitvk bench --backend vulkan -m models/nano-kjv.gguf --verify --draft-max 8 -r 10 >"$out/verify-nano.txt" 2>&1 || status=1
-	bin/bitvk bench --backend vulkan --shape 2b --verify --draft-max 8 -r 5 >"$out/verify-2b.txt" 2>&1 || status=1
+	bin/bitvk bench --backend vulkan -m models/nano-kjv.gguf --verify --profile --draft-max 8 -r 10 >"$out/verify-nano.txt" 2>&1 || status=1
+	bin/bitvk bench --backend vulkan --shape 2b --verify --profile --draft-max 8 -r 5 >"$out/verify-2b.txt" 2>&1 || status=1
 	for w in quote edit code free; do
 		bin/bitvk bench --backend vulkan --draft off,lookup,chains,auto --prompt-file "scripts/draft-bench/$w.txt" -n 128 -r 5 \
 			>"$out/draft-$w.txt" 2>&1 || status=1
 	done
-	tail -n 12 "$out"/verify-*.txt "$out"/draft-*.txt
+	grep -H -E '^ +Vulkan|^profile of' "$out"/verify-*.txt
+	tail -n 10 "$out"/draft-*.txt
 	exit $status
 	;;
 all)
