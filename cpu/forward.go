@@ -17,8 +17,10 @@ type scratch struct {
 	raw    []int32     // [T][2·ffn or qkv rows] code sums Σ c·q
 	y      []float32   // [T][2·ffn or qkv rows] BitLinear outputs
 	att    []float32   // [T][embd] attention output
-	scores [][]float32 // [worker][group][ctx] attention weights of a K/V head's queries
-	q16    [][]float32 // [worker][group][head_dim] those queries rounded to float16
+	scores [][]float32 // [worker][queries][ctx] attention weights of an item's queries
+	q16    [][]float32 // [worker][queries][head_dim] those queries rounded to float16
+	attOut [][]float32 // [worker][queries][head_dim] their outputs, before they go to att
+	runs   []int       // the first token of each run attention takes together, then T
 	k16    [][]uint16  // [worker][head_dim] a key converted to float16, before it goes to its block
 	rope   []float64   // [T][rope_dim] cos then sin of each position
 	xn     []float32   // [headTile][embd] normalized final states
@@ -55,12 +57,14 @@ func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
 		seq:    make([]int, T),
 		pos:    make([]int, T),
 	}
-	group := c.Heads / c.KVHeads
+	queries := max(c.Heads/c.KVHeads, runQueries) // the most an attention item takes
 	for w := 0; w < workers; w++ {
-		s.scores = append(s.scores, make([]float32, group*ctx))
-		s.q16 = append(s.q16, make([]float32, group*c.HeadDim))
+		s.scores = append(s.scores, make([]float32, queries*ctx))
+		s.q16 = append(s.q16, make([]float32, queries*c.HeadDim))
 		s.k16 = append(s.k16, make([]uint16, c.HeadDim))
+		s.attOut = append(s.attOut, make([]float32, queries*c.HeadDim))
 	}
+	s.runs = make([]int, 0, T+1)
 	s.normRows = make([][4][]float32, workers)
 	s.normSums = make([][4]float64, workers)
 	return s
@@ -506,11 +510,16 @@ func rope(x []float32, cs []float64, interleaved bool) {
 func (b *Backend) attention(li, T int) {
 	c, s := b.c, &b.s
 	group := c.Heads / c.KVHeads
-	// A work item is sub query heads of one token that share a K/V head,
-	// which attendGroup reads once for all of them: all the group's heads
-	// unless that leaves a worker idle.
+	// A work item is sub query heads that share a K/V head, of a run of
+	// up to runQueries/sub tokens of one sequence at consecutive positions
+	// (a prompt's, a verification pass's), which attendRun reads K and V
+	// once for: all the group's heads unless that leaves a worker idle.
 	sub := group
-	for sub%2 == 0 && T*c.Heads/sub < b.threads {
+	for {
+		b.tokenRuns(T, max(1, runQueries/sub))
+		if sub%2 != 0 || (len(s.runs)-1)*c.Heads/sub >= b.threads {
+			break
+		}
 		sub /= 2
 	}
 	// Handed out as the workers free up: a prompt's later tokens attend to
@@ -518,11 +527,31 @@ func (b *Backend) attention(li, T int) {
 	// halves the caller waited 62% of attention's time for its helper, and
 	// the pass took 4% longer).
 	s.attend = attendJob{b, li, sub}
-	b.pool.runChunksJob(T*(c.Heads/sub), 1, &s.attend)
+	b.pool.runChunksJob((len(s.runs)-1)*(c.Heads/sub), 1, &s.attend)
 }
 
-// attendJob is attention's pool job: an item is sub query heads of one
-// token.
+// runQueries is how many queries attention takes at once where a K/V
+// head has fewer query heads (axpyF16Rows4's four): the heads of two
+// tokens of nano-kjv's shape (two query heads a K/V head), of four of a
+// model without grouped queries.
+const runQueries = 4
+
+// tokenRuns splits the pass's T tokens into runs of at most R tokens of one
+// slot at consecutive positions, into s.runs (each run's first token, then
+// T).
+func (b *Backend) tokenRuns(T, R int) {
+	s := &b.s
+	s.runs = s.runs[:0]
+	for t := 0; t < T; t++ {
+		if n := len(s.runs); n == 0 || t-s.runs[n-1] == R || s.seq[t] != s.seq[t-1] || s.pos[t] != s.pos[t-1]+1 {
+			s.runs = append(s.runs, t)
+		}
+	}
+	s.runs = append(s.runs, T)
+}
+
+// attendJob is attention's pool job: an item is sub query heads of each
+// token of a run.
 type attendJob struct {
 	b       *Backend
 	li, sub int
@@ -534,15 +563,60 @@ func (j *attendJob) do(w, lo, hi int) {
 	E, hd := c.Embd, c.HeadDim
 	qkvRows := E + 2*c.KVDim()
 	group := c.Heads / c.KVHeads
-	per := c.Heads / sub // items per token
+	per := c.Heads / sub // items per run
 	kc, vc := b.kCache[j.li], b.vCache[j.li]
 	for item := lo; item < hi; item++ {
-		t, h := item/per, item%per*sub // token, first head
-		q := s.y[t*qkvRows+h*hd : t*qkvRows+(h+sub)*hd]
-		o := s.att[t*E+h*hd : t*E+(h+sub)*hd]
+		r, h := item/per, item%per*sub // run, first head
+		t, R := s.runs[r], s.runs[r+1]-s.runs[r]
+		q := s.y[t*qkvRows+h*hd:]
 		kt := b.kBase(s.seq[t], h/group)       // the K/V head's keys in the slot
 		at := b.cacheRow(s.seq[t], h/group, 0) // and its values
-		attendGroup(b.k, q, hd, kc[kt:], vc[at:], s.pos[t]+1, s.q16[w], s.scores[w], o)
+		attendRun(b.k, q, qkvRows, R, sub, hd, kc[kt:], vc[at:], s.pos[t]+1, s.q16[w], s.scores[w], s.attOut[w], s.att[t*E+h*hd:], E)
+	}
+}
+
+// attendRun is attendGroup for the sub query heads of each of R tokens of
+// one sequence, token r at q[r·qStride:] (its heads one after another)
+// seeing n0 + r positions, its output going to o[r·oStride:]: the scores
+// of all R·sub queries in one kScores call, their weighted sums of V in
+// fours over the n0 positions every token sees, then each later token's
+// own last positions. ob [≥R·sub·hd] is scratch. Each query's result is
+// bit for bit what attendGroup gives it alone: a score is the same bits
+// in any call, and axpyF16Rows adds position after position, so the sum
+// split at n0 adds the same terms in the same order.
+func attendRun(k kernels, q []float32, qStride, R, sub, hd int, kt, vc []uint16, n0 int, q16, scores, ob, o []float32, oStride int) {
+	if R == 1 {
+		attendGroup(k, q[:sub*hd], hd, kt, vc, n0, q16, scores, o[:sub*hd])
+		return
+	}
+	nq, nmax := R*sub, n0+R-1
+	qh := q16[:nq*hd]
+	for r := 0; r < R; r++ {
+		k.roundF16(qh[r*sub*hd:(r+1)*sub*hd], q[r*qStride:r*qStride+sub*hd])
+	}
+	sc := scores[:nq*nmax]
+	k.kScores(kt, hd, nmax, qh, nq, sc, nmax)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	for i := 0; i < nq; i++ {
+		p := sc[i*nmax : i*nmax+n0+i/sub]
+		mx := k.scaleMax(p, scale)
+		sum := k.expSub(p, mx)
+		k.scaleMax(p, float32(1/sum))
+	}
+	ob = ob[:nq*hd]
+	clear(ob)
+	i := 0
+	for ; i+4 <= nq; i += 4 {
+		k.axpyF16Rows4(sc[i*nmax:], nmax, n0, vc, hd, ob[i*hd:], hd, hd)
+	}
+	for ; i < nq; i++ {
+		k.axpyF16Rows(sc[i*nmax:i*nmax+n0], vc, hd, ob[i*hd:(i+1)*hd])
+	}
+	for i := sub; i < nq; i++ { // the positions n0… of tokens 1…R−1
+		k.axpyF16Rows(sc[i*nmax+n0:i*nmax+n0+i/sub], vc[n0*hd:], hd, ob[i*hd:(i+1)*hd])
+	}
+	for r := 0; r < R; r++ {
+		copy(o[r*oStride:r*oStride+sub*hd], ob[r*sub*hd:(r+1)*sub*hd])
 	}
 }
 

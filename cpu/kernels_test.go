@@ -1342,3 +1342,51 @@ func TestElementwise(t *testing.T) {
 		}
 	})
 }
+
+// TestAttendRun: attention over a run of R tokens at consecutive positions
+// gives each token's query heads bit for bit what attendGroup gives them
+// one token at a time, for every kernel set, runs of 1-4 tokens, 1, 2 and
+// 4 heads a K/V head, positions in and across the K cache's blocks of 16,
+// and writes nothing past each token's heads in the output.
+func TestAttendRun(t *testing.T) {
+	for _, k := range kernelSets() {
+		t.Run(k.name, func(t *testing.T) {
+			rng := newRand()
+			for _, hd := range []int{64, 128} {
+				for _, sub := range []int{1, 2, 4} {
+					for _, R := range []int{1, 2, 3, 4} {
+						for _, n0 := range []int{1, 2, 15, 16, 17, 40, 129} {
+							n := n0 + R - 1 // the positions the last token sees
+							nk := (n + kBlock - 1) / kBlock * kBlock
+							kt := randomF16(rng, nk*hd)
+							vc := randomF16(rng, n*hd)
+							qStride, oStride := sub*hd+rng.IntN(5), sub*hd+3
+							q := randomF32(rng, (R-1)*qStride+sub*hd)
+							want := make([]float32, (R-1)*oStride+sub*hd)
+							got, all := poisoned(len(want), rng.IntN(16), 40, float32(math.NaN()))
+							scratch := make([]float32, max(sub*R, 4)*n)
+							q16 := make([]float32, max(sub*R, 4)*hd)
+							ob := make([]float32, max(sub*R, 4)*hd)
+							for r := 0; r < R; r++ {
+								attendGroup(k, q[r*qStride:r*qStride+sub*hd], hd, kt, vc, n0+r, q16, scratch, want[r*oStride:r*oStride+sub*hd])
+							}
+							attendRun(k, q, qStride, R, sub, hd, kt, vc, n0, q16, scratch, ob, got, oStride)
+							for r := 0; r < R; r++ {
+								sameBits(t, fmt.Sprintf("hd %d, %d heads, token %d of %d at position %d", hd, sub, r, R, n0+r-1),
+									got[r*oStride:r*oStride+sub*hd], want[r*oStride:r*oStride+sub*hd])
+							}
+							for r := 0; r+1 < R; r++ { // nothing between the tokens' heads
+								for i := r*oStride + sub*hd; i < (r+1)*oStride; i++ {
+									if got[i] == got[i] {
+										t.Fatalf("hd %d, %d heads, %d tokens: wrote %v at %d, between tokens", hd, sub, R, got[i], i)
+									}
+								}
+							}
+							checkPoisonFunc(t, all, got, func(v float32) bool { return v != v })
+						}
+					}
+				}
+			}
+		})
+	}
+}
