@@ -183,6 +183,14 @@ GLOBL absMask<>(SB), RODATA|NOPTR, $4
 DATA dwords1<>+0(SB)/4, $0x00000001
 GLOBL dwords1<>(SB), RODATA|NOPTR, $4
 
+DATA f64abs<>+0(SB)/4, $0xffffffff
+DATA f64abs<>+4(SB)/4, $0x7fffffff
+GLOBL f64abs<>(SB), RODATA|NOPTR, $8
+
+DATA f64half<>+0(SB)/4, $0x00000000
+DATA f64half<>+4(SB)/4, $0x3fe00000
+GLOBL f64half<>(SB), RODATA|NOPTR, $8
+
 // func ternaryRowsAVX2(w []byte, stride int, x []int8, out []int32)
 // Requires: AVX, AVX2, MMX+
 TEXT ·ternaryRowsAVX2(SB), NOSPLIT, $0-80
@@ -51546,139 +51554,199 @@ TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-32
 	XORQ         DX, DX
 	MOVQ         CX, BX
 	ANDQ         $-16, BX
+	VBROADCASTSD f64abs<>+0(SB), Y2
+	VBROADCASTSD f64half<>+0(SB), Y3
 
-sumsq_1415:
-	CMPQ         DX, BX
-	JAE          sumsqdone_1417
-	VMOVUPS      (AX)(DX*4), Y2
-	VMOVUPS      32(AX)(DX*4), Y3
-	VMULPS       Y2, Y2, Y2
-	VMULPS       Y3, Y3, Y3
-	VPSUBD       Y1, Y2, Y4
-	VPSUBD       Y1, Y3, Y5
-	VPSRLD       $0x17, Y4, Y4
-	VPSRLD       $0x17, Y5, Y5
-	VPMINUD      Y5, Y4, Y4
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMINUD      X4, X5, X5
-	VPSHUFD      $0x4e, X5, X4
-	VPMINUD      X4, X5, X5
-	VPSHUFD      $0xb1, X5, X4
-	VPMINUD      X4, X5, X5
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y6
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       Y2, Y4, Y4
-	VADDPD       Y3, Y6, Y6
-	VADDPD       Y6, Y4, Y4
-	VEXTRACTF128 $0x01, Y4, X2
-	VADDPD       X2, X4, X2
-	VUNPCKHPD    X2, X2, X3
-	VADDSD       X3, X2, X2
-	VADDSD       X2, X0, X2
+sumsqsetup_1415:
 	VMOVQ        X0, SI
-	VMOVQ        X2, DI
 	SHRQ         $0x34, SI
+	MOVQ         $0x00000832, DI
+	SUBQ         SI, DI
+	SHLQ         $0x34, DI
+	VMOVQ        DI, X4
+	VBROADCASTSD X4, Y4
+	MOVQ         SI, DI
+	SUBQ         $0x34, DI
+	SHLQ         $0x34, DI
+	VMOVQ        DI, X5
+
+sumsq_1416:
+	CMPQ         DX, BX
+	JAE          sumsqdone_1419
+	VMOVUPS      (AX)(DX*4), Y6
+	VMOVUPS      32(AX)(DX*4), Y7
+	VMULPS       Y6, Y6, Y6
+	VMULPS       Y7, Y7, Y7
+	VPSUBD       Y1, Y6, Y8
+	VPSUBD       Y1, Y7, Y9
+	VPSRLD       $0x17, Y8, Y8
+	VPSRLD       $0x17, Y9, Y9
+	VPMINUD      Y9, Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X9
+	VPMINUD      X8, X9, X9
+	VPSHUFD      $0x4e, X9, X8
+	VPMINUD      X8, X9, X9
+	VPSHUFD      $0xb1, X9, X8
+	VPMINUD      X8, X9, X9
+	VCVTPS2PD    X6, Y8
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VCVTPS2PD    X7, Y10
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y6, Y8, Y11
+	VADDPD       Y7, Y10, Y12
+	VADDPD       Y12, Y11, Y11
+	VEXTRACTF128 $0x01, Y11, X12
+	VADDPD       X12, X11, X12
+	VUNPCKHPD    X12, X12, X11
+	VADDSD       X11, X12, X12
+	VADDSD       X12, X0, X11
+	VMOVQ        X11, DI
 	SHRQ         $0x34, DI
 	CMPQ         SI, DI
-	JNE          sumsqslow_1416
-	VMOVD        X5, DI
+	JNE          sumsqround_1417
+	VMOVD        X9, DI
 	ADDQ         $0x0000039d, DI
 	CMPQ         DI, SI
-	JB           sumsqslow_1416
-	VMOVAPD      X2, X0
+	JB           sumsqround_1417
+	VMOVAPD      X11, X0
 	ADDQ         $0x10, DX
-	JMP          sumsq_1415
+	JMP          sumsq_1416
 
-sumsqslow_1416:
-	VMOVSS    (AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    4(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    8(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    12(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    16(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    20(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    24(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    28(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    32(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    36(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    40(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    44(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    48(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    52(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    56(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    60(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
+sumsqround_1417:
+	CMPQ         SI, $0x35
+	JB           sumsqslow_1418
+	CMPQ         SI, $0x000007fe
+	JA           sumsqslow_1418
+	VMULPD       Y4, Y8, Y8
+	VROUNDPD     $0x00, Y8, Y9
+	VSUBPD       Y9, Y8, Y8
+	VANDPD       Y2, Y8, Y8
+	VCMPPD       $0x00, Y3, Y8, Y8
+	VMULPD       Y4, Y6, Y6
+	VROUNDPD     $0x00, Y6, Y11
+	VSUBPD       Y11, Y6, Y6
+	VANDPD       Y2, Y6, Y6
+	VCMPPD       $0x00, Y3, Y6, Y6
+	VMULPD       Y4, Y10, Y10
+	VROUNDPD     $0x00, Y10, Y12
+	VSUBPD       Y12, Y10, Y10
+	VANDPD       Y2, Y10, Y10
+	VCMPPD       $0x00, Y3, Y10, Y10
+	VMULPD       Y4, Y7, Y7
+	VROUNDPD     $0x00, Y7, Y13
+	VSUBPD       Y13, Y7, Y7
+	VANDPD       Y2, Y7, Y7
+	VCMPPD       $0x00, Y3, Y7, Y7
+	VORPD        Y6, Y8, Y8
+	VORPD        Y10, Y8, Y8
+	VORPD        Y7, Y8, Y8
+	VPTEST       Y8, Y8
+	JNZ          sumsqslow_1418
+	VADDPD       Y11, Y9, Y9
+	VADDPD       Y13, Y12, Y12
+	VADDPD       Y12, Y9, Y9
+	VEXTRACTF128 $0x01, Y9, X6
+	VADDPD       X6, X9, X6
+	VUNPCKHPD    X6, X6, X7
+	VADDSD       X7, X6, X6
+	VMULSD       X5, X6, X6
+	VADDSD       X6, X0, X6
+	VMOVQ        X6, DI
+	SHRQ         $0x34, DI
+	CMPQ         SI, DI
+	JNE          sumsqslow_1418
+	VMOVAPD      X6, X0
+	ADDQ         $0x10, DX
+	JMP          sumsq_1416
+
+sumsqslow_1418:
+	VMOVSS    (AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    4(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    8(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    12(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    16(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    20(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    24(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    28(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    32(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    36(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    40(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    44(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    48(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    52(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    56(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    60(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
 	ADDQ      $0x10, DX
-	JMP       sumsq_1415
+	JMP       sumsqsetup_1415
 
-sumsqdone_1417:
-sumsqtail_1418:
+sumsqdone_1419:
+sumsqtail_1420:
 	CMPQ      DX, CX
-	JAE       sumsqend_1419
+	JAE       sumsqend_1421
 	VMOVSS    (AX)(DX*4), X1
 	VMULSS    X1, X1, X1
 	VCVTSS2SD X1, X1, X1
 	VADDSD    X1, X0, X0
 	INCQ      DX
-	JMP       sumsqtail_1418
+	JMP       sumsqtail_1420
 
-sumsqend_1419:
+sumsqend_1421:
 	MOVSD X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
 // func sumSquaresAVX512(x []float32) float64
-// Requires: AVX, AVX2, AVX512F, AVX512VL, SSE2
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, AVX512VL, SSE2
 TEXT ·sumSquaresAVX512(SB), NOSPLIT, $0-32
 	MOVQ         x_base+0(FP), AX
 	MOVQ         x_len+8(FP), CX
@@ -51688,127 +51756,174 @@ TEXT ·sumSquaresAVX512(SB), NOSPLIT, $0-32
 	XORQ         DX, DX
 	MOVQ         CX, BX
 	ANDQ         $-16, BX
+	VBROADCASTSD f64abs<>+0(SB), Z2
+	VBROADCASTSD f64half<>+0(SB), Z3
 
-sumsq_1420:
+sumsqsetup_1422:
+	VMOVQ        X0, SI
+	SHRQ         $0x34, SI
+	MOVQ         $0x00000832, DI
+	SUBQ         SI, DI
+	SHLQ         $0x34, DI
+	VMOVQ        DI, X4
+	VBROADCASTSD X4, Z4
+	MOVQ         SI, DI
+	SUBQ         $0x34, DI
+	SHLQ         $0x34, DI
+	VMOVQ        DI, X5
+
+sumsq_1423:
 	CMPQ          DX, BX
-	JAE           sumsqdone_1422
-	VMOVUPS       (AX)(DX*4), Z2
-	VMULPS        Z2, Z2, Z2
-	VPSUBD        Z1, Z2, Z3
-	VPSRLD        $0x17, Z3, Z3
-	VEXTRACTI64X4 $0x01, Z3, Y4
-	VPMINUD       Y3, Y4, Y4
-	VEXTRACTI32X4 $0x01, Y4, X3
-	VPMINUD       X4, X3, X3
-	VPSHUFD       $0x4e, X3, X4
-	VPMINUD       X4, X3, X3
-	VPSHUFD       $0xb1, X3, X4
-	VPMINUD       X4, X3, X3
-	VCVTPS2PD     Y2, Z4
-	VEXTRACTF64X4 $0x01, Z2, Y2
-	VCVTPS2PD     Y2, Z2
-	VADDPD        Z2, Z4, Z4
-	VEXTRACTF64X4 $0x01, Z4, Y2
-	VADDPD        Y2, Y4, Y2
-	VEXTRACTF32X4 $0x01, Y2, X4
-	VADDPD        X4, X2, X4
-	VUNPCKHPD     X4, X4, X2
-	VADDSD        X2, X4, X4
-	VADDSD        X4, X0, X2
-	VMOVQ         X0, SI
-	VMOVQ         X2, DI
-	SHRQ          $0x34, SI
+	JAE           sumsqdone_1426
+	VMOVUPS       (AX)(DX*4), Z6
+	VMULPS        Z6, Z6, Z6
+	VPSUBD        Z1, Z6, Z7
+	VPSRLD        $0x17, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y8
+	VPMINUD       Y7, Y8, Y8
+	VEXTRACTI32X4 $0x01, Y8, X7
+	VPMINUD       X8, X7, X7
+	VPSHUFD       $0x4e, X7, X8
+	VPMINUD       X8, X7, X7
+	VPSHUFD       $0xb1, X7, X8
+	VPMINUD       X8, X7, X7
+	VCVTPS2PD     Y6, Z8
+	VEXTRACTF64X4 $0x01, Z6, Y6
+	VCVTPS2PD     Y6, Z6
+	VADDPD        Z6, Z8, Z9
+	VEXTRACTF64X4 $0x01, Z9, Y10
+	VADDPD        Y10, Y9, Y10
+	VEXTRACTF32X4 $0x01, Y10, X9
+	VADDPD        X9, X10, X9
+	VUNPCKHPD     X9, X9, X10
+	VADDSD        X10, X9, X9
+	VADDSD        X9, X0, X9
+	VMOVQ         X9, DI
 	SHRQ          $0x34, DI
 	CMPQ          SI, DI
-	JNE           sumsqslow_1421
-	VMOVD         X3, DI
+	JNE           sumsqround_1424
+	VMOVD         X7, DI
 	ADDQ          $0x0000039d, DI
 	CMPQ          DI, SI
-	JB            sumsqslow_1421
-	VMOVAPD       X2, X0
+	JB            sumsqround_1424
+	VMOVAPD       X9, X0
 	ADDQ          $0x10, DX
-	JMP           sumsq_1420
+	JMP           sumsq_1423
 
-sumsqslow_1421:
-	VMOVSS    (AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    4(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    8(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    12(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    16(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    20(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    24(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    28(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    32(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    36(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    40(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    44(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    48(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    52(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    56(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
-	VMOVSS    60(AX)(DX*4), X2
-	VMULSS    X2, X2, X2
-	VCVTSS2SD X2, X2, X2
-	VADDSD    X2, X0, X0
+sumsqround_1424:
+	CMPQ          SI, $0x35
+	JB            sumsqslow_1425
+	CMPQ          SI, $0x000007fe
+	JA            sumsqslow_1425
+	VMULPD        Z4, Z8, Z8
+	VRNDSCALEPD   $0x00, Z8, Z7
+	VSUBPD        Z7, Z8, Z8
+	VANDPD        Z2, Z8, Z8
+	VCMPPD        $0x00, Z3, Z8, K1
+	VMULPD        Z4, Z6, Z6
+	VRNDSCALEPD   $0x00, Z6, Z8
+	VSUBPD        Z8, Z6, Z6
+	VANDPD        Z2, Z6, Z6
+	VCMPPD        $0x00, Z3, Z6, K2
+	KORTESTB      K2, K1
+	JNZ           sumsqslow_1425
+	VADDPD        Z8, Z7, Z7
+	VEXTRACTF64X4 $0x01, Z7, Y6
+	VADDPD        Y6, Y7, Y6
+	VEXTRACTF32X4 $0x01, Y6, X7
+	VADDPD        X7, X6, X7
+	VUNPCKHPD     X7, X7, X6
+	VADDSD        X6, X7, X7
+	VMULSD        X5, X7, X7
+	VADDSD        X7, X0, X6
+	VMOVQ         X6, DI
+	SHRQ          $0x34, DI
+	CMPQ          SI, DI
+	JNE           sumsqslow_1425
+	VMOVAPD       X6, X0
+	ADDQ          $0x10, DX
+	JMP           sumsq_1423
+
+sumsqslow_1425:
+	VMOVSS    (AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    4(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    8(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    12(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    16(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    20(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    24(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    28(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    32(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    36(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    40(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    44(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    48(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    52(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    56(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
+	VMOVSS    60(AX)(DX*4), X4
+	VMULSS    X4, X4, X4
+	VCVTSS2SD X4, X4, X4
+	VADDSD    X4, X0, X0
 	ADDQ      $0x10, DX
-	JMP       sumsq_1420
+	JMP       sumsqsetup_1422
 
-sumsqdone_1422:
-sumsqtail_1423:
+sumsqdone_1426:
+sumsqtail_1427:
 	CMPQ      DX, CX
-	JAE       sumsqend_1424
+	JAE       sumsqend_1428
 	VMOVSS    (AX)(DX*4), X1
 	VMULSS    X1, X1, X1
 	VCVTSS2SD X1, X1, X1
 	VADDSD    X1, X0, X0
 	INCQ      DX
-	JMP       sumsqtail_1423
+	JMP       sumsqtail_1427
 
-sumsqend_1424:
+sumsqend_1428:
 	MOVSD X0, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -51827,9 +51942,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1426
+	JAE          loopdone_1430
 
-loop_1425:
+loop_1429:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -51840,9 +51955,9 @@ loop_1425:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1425
+	JB      loop_1429
 
-loopdone_1426:
+loopdone_1430:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -51854,18 +51969,18 @@ loopdone_1426:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1428
+	JAE          maxabsdone_1432
 
-maxabs_1427:
+maxabs_1431:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1427
+	JB      maxabs_1431
 
-maxabsdone_1428:
+maxabsdone_1432:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -51885,9 +52000,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1430
+	JAE          loopdone_1434
 
-loop_1429:
+loop_1433:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -51898,9 +52013,9 @@ loop_1429:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1429
+	JB      loop_1433
 
-loopdone_1430:
+loopdone_1434:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -51914,18 +52029,18 @@ loopdone_1430:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1432
+	JAE           maxabsdone_1436
 
-maxabs_1431:
+maxabs_1435:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1431
+	JB      maxabs_1435
 
-maxabsdone_1432:
+maxabsdone_1436:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -51946,9 +52061,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1434
+	JAE          loopdone_1438
 
-loop_1433:
+loop_1437:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -51961,9 +52076,9 @@ loop_1433:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1433
+	JB           loop_1437
 
-loopdone_1434:
+loopdone_1438:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -51972,9 +52087,9 @@ loopdone_1434:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1436
+	JAE          quantdone_1440
 
-quant_1435:
+quant_1439:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -51987,9 +52102,9 @@ quant_1435:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1435
+	JB        quant_1439
 
-quantdone_1436:
+quantdone_1440:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -52010,9 +52125,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1438
+	JAE          loopdone_1442
 
-loop_1437:
+loop_1441:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -52027,12 +52142,12 @@ loop_1437:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1437
+	JB        loop_1441
 
-loopdone_1438:
+loopdone_1442:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1439
+	JA        skip_1443
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -52041,10 +52156,10 @@ loopdone_1438:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1439:
+skip_1443:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1440
+	JZ        notail_1444
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -52056,7 +52171,7 @@ skip_1439:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1440:
+notail_1444:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -52081,9 +52196,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1442
+	JAE  loopdone_1446
 
-loop_1441:
+loop_1445:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -52092,31 +52207,31 @@ loop_1441:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1441
+	JB        loop_1445
 
-loopdone_1442:
+loopdone_1446:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1443
+	JA        skip_1447
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1443:
+skip_1447:
 	CMPQ BX, DX
-	JAE  halfdone_1445
+	JAE  halfdone_1449
 
-half_1444:
+half_1448:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1444
+	JB        half_1448
 
-halfdone_1445:
+halfdone_1449:
 	VZEROUPPER
 	RET
 
@@ -52130,9 +52245,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1447
+	JAE  loopdone_1451
 
-loop_1446:
+loop_1450:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -52141,21 +52256,21 @@ loop_1446:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1446
+	JB        loop_1450
 
-loopdone_1447:
+loopdone_1451:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1448
+	JA        skip_1452
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1448:
+skip_1452:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1449
+	JZ        notail_1453
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -52163,7 +52278,7 @@ skip_1448:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1449:
+notail_1453:
 	VZEROUPPER
 	RET
 
@@ -52177,9 +52292,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1451
+	JAE  loopdone_1455
 
-loop_1450:
+loop_1454:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -52190,32 +52305,32 @@ loop_1450:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1450
+	JB        loop_1454
 
-loopdone_1451:
+loopdone_1455:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1452
+	JA        skip_1456
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1452:
+skip_1456:
 	CMPQ BX, DX
-	JAE  halfdone_1454
+	JAE  halfdone_1458
 
-half_1453:
+half_1457:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1453
+	JB        half_1457
 
-halfdone_1454:
+halfdone_1458:
 	VZEROUPPER
 	RET
 
@@ -52229,9 +52344,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1456
+	JAE  loopdone_1460
 
-loop_1455:
+loop_1459:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -52242,22 +52357,22 @@ loop_1455:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1455
+	JB        loop_1459
 
-loopdone_1456:
+loopdone_1460:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1457
+	JA        skip_1461
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1457:
+skip_1461:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1458
+	JZ        notail_1462
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -52266,7 +52381,7 @@ skip_1457:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1458:
+notail_1462:
 	VZEROUPPER
 	RET
 
@@ -52283,9 +52398,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1460
+	JAE          loopdone_1464
 
-loop_1459:
+loop_1463:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -52326,11 +52441,11 @@ loop_1459:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1459
+	JB           loop_1463
 
-loopdone_1460:
+loopdone_1464:
 	SUBQ         DX, CX
-	JE           notail_1461
+	JE           notail_1465
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -52375,7 +52490,7 @@ loopdone_1460:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1461:
+notail_1465:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -52400,9 +52515,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1463
+	JAE          loopdone_1467
 
-loop_1462:
+loop_1466:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -52417,9 +52532,9 @@ loop_1462:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1462
+	JB      loop_1466
 
-loopdone_1463:
+loopdone_1467:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -52430,17 +52545,17 @@ loopdone_1463:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1465
+	JAE          scalemaxdone_1469
 
-scalemax_1464:
+scalemax_1468:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1464
+	JB     scalemax_1468
 
-scalemaxdone_1465:
+scalemaxdone_1469:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -52460,9 +52575,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1467
+	JAE          loopdone_1471
 
-loop_1466:
+loop_1470:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -52477,9 +52592,9 @@ loop_1466:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1466
+	JB      loop_1470
 
-loopdone_1467:
+loopdone_1471:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -52492,17 +52607,17 @@ loopdone_1467:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1469
+	JAE           scalemaxdone_1473
 
-scalemax_1468:
+scalemax_1472:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1468
+	JB     scalemax_1472
 
-scalemaxdone_1469:
+scalemaxdone_1473:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -52532,9 +52647,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1471
+	JAE          loopdone_1475
 
-loop_1470:
+loop_1474:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -52581,12 +52696,12 @@ loop_1470:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1470
+	JB            loop_1474
 
-loopdone_1471:
+loopdone_1475:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1472
+	JA            skip_1476
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -52611,10 +52726,10 @@ loopdone_1471:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1472:
+skip_1476:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1473
+	JZ            notail_1477
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -52642,7 +52757,7 @@ skip_1472:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1473:
+notail_1477:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -52670,9 +52785,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1475
+	JAE          loopdone_1479
 
-loop_1474:
+loop_1478:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -52703,13 +52818,13 @@ loop_1474:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1474
+	JB        loop_1478
 
-loopdone_1475:
-ewvec_1476:
+loopdone_1479:
+ewvec_1480:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1477
+	JA        ewvecdone_1481
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -52718,13 +52833,13 @@ ewvec_1476:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1476
+	JMP       ewvec_1480
 
-ewvecdone_1477:
+ewvecdone_1481:
 	CMPQ SI, BX
-	JAE  ewonedone_1479
+	JAE  ewonedone_1483
 
-ewone_1478:
+ewone_1482:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -52734,9 +52849,9 @@ ewone_1478:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1478
+	JB        ewone_1482
 
-ewonedone_1479:
+ewonedone_1483:
 	VZEROUPPER
 	RET
 
@@ -52753,9 +52868,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1481
+	JAE          loopdone_1485
 
-loop_1480:
+loop_1484:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -52778,26 +52893,26 @@ loop_1480:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1480
+	JB      loop_1484
 
-loopdone_1481:
-ewvec_1482:
+loopdone_1485:
+ewvec_1486:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1483
+	JA      ewvecdone_1487
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1482
+	JMP     ewvec_1486
 
-ewvecdone_1483:
+ewvecdone_1487:
 	CMPQ SI, BX
-	JAE  ewonedone_1485
+	JAE  ewonedone_1489
 
-ewone_1484:
+ewone_1488:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -52805,9 +52920,9 @@ ewone_1484:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1484
+	JB     ewone_1488
 
-ewonedone_1485:
+ewonedone_1489:
 	VZEROUPPER
 	RET
 
@@ -52822,9 +52937,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1487
+	JAE  loopdone_1491
 
-loop_1486:
+loop_1490:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -52855,13 +52970,13 @@ loop_1486:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1486
+	JB      loop_1490
 
-loopdone_1487:
-ewvec_1488:
+loopdone_1491:
+ewvec_1492:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1489
+	JA      ewvecdone_1493
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -52870,13 +52985,13 @@ ewvec_1488:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1488
+	JMP     ewvec_1492
 
-ewvecdone_1489:
+ewvecdone_1493:
 	CMPQ SI, BX
-	JAE  ewonedone_1491
+	JAE  ewonedone_1495
 
-ewone_1490:
+ewone_1494:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -52886,9 +53001,9 @@ ewone_1490:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1490
+	JB     ewone_1494
 
-ewonedone_1491:
+ewonedone_1495:
 	VZEROUPPER
 	RET
 
@@ -52902,9 +53017,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1493
+	JAE  loopdone_1497
 
-loop_1492:
+loop_1496:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -52923,34 +53038,34 @@ loop_1492:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1492
+	JB      loop_1496
 
-loopdone_1493:
-ewvec_1494:
+loopdone_1497:
+ewvec_1498:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1495
+	JA      ewvecdone_1499
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1494
+	JMP     ewvec_1498
 
-ewvecdone_1495:
+ewvecdone_1499:
 	CMPQ BX, DX
-	JAE  ewonedone_1497
+	JAE  ewonedone_1501
 
-ewone_1496:
+ewone_1500:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1496
+	JB     ewone_1500
 
-ewonedone_1497:
+ewonedone_1501:
 	VZEROUPPER
 	RET
 
@@ -52970,9 +53085,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1499
+	JAE          loopdone_1503
 
-loop_1498:
+loop_1502:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -53003,13 +53118,13 @@ loop_1498:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1498
+	JB        loop_1502
 
-loopdone_1499:
-ewvec_1500:
+loopdone_1503:
+ewvec_1504:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1501
+	JA        ewvecdone_1505
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -53018,13 +53133,13 @@ ewvec_1500:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1500
+	JMP       ewvec_1504
 
-ewvecdone_1501:
+ewvecdone_1505:
 	CMPQ SI, BX
-	JAE  ewonedone_1503
+	JAE  ewonedone_1507
 
-ewone_1502:
+ewone_1506:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -53034,9 +53149,9 @@ ewone_1502:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1502
+	JB        ewone_1506
 
-ewonedone_1503:
+ewonedone_1507:
 	VZEROUPPER
 	RET
 
@@ -53053,9 +53168,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1505
+	JAE          loopdone_1509
 
-loop_1504:
+loop_1508:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -53078,26 +53193,26 @@ loop_1504:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1504
+	JB      loop_1508
 
-loopdone_1505:
-ewvec_1506:
+loopdone_1509:
+ewvec_1510:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1507
+	JA      ewvecdone_1511
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1506
+	JMP     ewvec_1510
 
-ewvecdone_1507:
+ewvecdone_1511:
 	CMPQ SI, BX
-	JAE  ewonedone_1509
+	JAE  ewonedone_1513
 
-ewone_1508:
+ewone_1512:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -53105,9 +53220,9 @@ ewone_1508:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1508
+	JB     ewone_1512
 
-ewonedone_1509:
+ewonedone_1513:
 	VZEROUPPER
 	RET
 
@@ -53122,9 +53237,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1511
+	JAE  loopdone_1515
 
-loop_1510:
+loop_1514:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -53155,13 +53270,13 @@ loop_1510:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1510
+	JB      loop_1514
 
-loopdone_1511:
-ewvec_1512:
+loopdone_1515:
+ewvec_1516:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1513
+	JA      ewvecdone_1517
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -53170,13 +53285,13 @@ ewvec_1512:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1512
+	JMP     ewvec_1516
 
-ewvecdone_1513:
+ewvecdone_1517:
 	CMPQ SI, BX
-	JAE  ewonedone_1515
+	JAE  ewonedone_1519
 
-ewone_1514:
+ewone_1518:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -53186,9 +53301,9 @@ ewone_1514:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1514
+	JB      ewone_1518
 
-ewonedone_1515:
+ewonedone_1519:
 	VZEROUPPER
 	RET
 
@@ -53202,9 +53317,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1517
+	JAE  loopdone_1521
 
-loop_1516:
+loop_1520:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -53223,34 +53338,34 @@ loop_1516:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1516
+	JB      loop_1520
 
-loopdone_1517:
-ewvec_1518:
+loopdone_1521:
+ewvec_1522:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1519
+	JA      ewvecdone_1523
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1518
+	JMP     ewvec_1522
 
-ewvecdone_1519:
+ewvecdone_1523:
 	CMPQ BX, DX
-	JAE  ewonedone_1521
+	JAE  ewonedone_1525
 
-ewone_1520:
+ewone_1524:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1520
+	JB     ewone_1524
 
-ewonedone_1521:
+ewonedone_1525:
 	VZEROUPPER
 	RET
 
@@ -53275,9 +53390,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1523
+	JAE   loopdone_1527
 
-loop_1522:
+loop_1526:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -53352,21 +53467,21 @@ loop_1522:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1522
+	JB         loop_1526
 
-loopdone_1523:
+loopdone_1527:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1525
+	JAE    sum64done_1529
 
-sum64_1524:
+sum64_1528:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1524
+	JB     sum64_1528
 
-sum64done_1525:
+sum64done_1529:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -53400,9 +53515,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1527
+	JAE    loopdone_1531
 
-loop_1526:
+loop_1530:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -53445,20 +53560,20 @@ loop_1526:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1526
+	JB         loop_1530
 
-loopdone_1527:
+loopdone_1531:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1529
+	JAE    sum64done_1533
 
-sum64_1528:
+sum64_1532:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1528
+	JB     sum64_1532
 
-sum64done_1529:
+sum64done_1533:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -53505,9 +53620,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1531
+	JZ         sgemmtail_1535
 
-sgemm_1530:
+sgemm_1534:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -53591,13 +53706,13 @@ sgemm_1530:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1530
+	JNZ          sgemm_1534
 
-sgemmtail_1531:
+sgemmtail_1535:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1533
+	JZ   sgemmdone_1537
 
-sgemmone_1532:
+sgemmone_1536:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -53621,9 +53736,9 @@ sgemmone_1532:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1532
+	JNZ          sgemmone_1536
 
-sgemmdone_1533:
+sgemmdone_1537:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -53717,9 +53832,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1535
+	JZ         sgemmtail_1539
 
-sgemm_1534:
+sgemm_1538:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -53875,13 +53990,13 @@ sgemm_1534:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1534
+	JNZ          sgemm_1538
 
-sgemmtail_1535:
+sgemmtail_1539:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1537
+	JZ   sgemmdone_1541
 
-sgemmone_1536:
+sgemmone_1540:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -53923,9 +54038,9 @@ sgemmone_1536:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1536
+	JNZ          sgemmone_1540
 
-sgemmdone_1537:
+sgemmdone_1541:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -53996,9 +54111,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1539
+	JLE   fmadone_1543
 
-fma_1538:
+fma_1542:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -54012,9 +54127,9 @@ fma_1538:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1538
+	JNZ         fma_1542
 
-fmadone_1539:
+fmadone_1543:
 	VZEROUPPER
 	RET
 
@@ -54041,9 +54156,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1541
+	JLE    fmadone_1545
 
-fma_1540:
+fma_1544:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -54061,9 +54176,9 @@ fma_1540:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1540
+	JNZ         fma_1544
 
-fmadone_1541:
+fmadone_1545:
 	VZEROUPPER
 	RET
 
@@ -54086,9 +54201,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1543
+	JLE   int8done_1547
 
-int8_1542:
+int8_1546:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -54102,9 +54217,9 @@ int8_1542:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1542
+	JNZ        int8_1546
 
-int8done_1543:
+int8done_1547:
 	VZEROUPPER
 	RET
 
@@ -54127,9 +54242,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1545
+	JLE    int8done_1549
 
-int8_1544:
+int8_1548:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -54143,8 +54258,8 @@ int8_1544:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1544
+	JNZ      int8_1548
 
-int8done_1545:
+int8done_1549:
 	VZEROUPPER
 	RET

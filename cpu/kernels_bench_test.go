@@ -410,17 +410,29 @@ func BenchmarkDotBlockRows(b *testing.B) {
 }
 
 // BenchmarkSumSquares: rmsNorm's in-order float64 sum of squares over a
-// Gaussian row of the 2B shape's widths (a decode step has 90 of 2560 and
-// 30 of 6912), per set; generic is the one-add-at-a-time chain.
+// row of the 2B shape's widths (a decode step has 90 of 2560 and 30 of
+// 6912), per set: Gaussian values, as the residual stream's, and at 6912
+// the ReLU² gate's relu(g)²·u of Gaussian g and u, as the FFN's sub-norm
+// sums (a wide spread of magnitudes, half of them zero); generic is the
+// one-add-at-a-time chain.
 func BenchmarkSumSquares(b *testing.B) {
 	rng := newRand()
-	for _, n := range []int{2560, 6912} {
+	for _, row := range []struct {
+		name string
+		n    int
+		gate bool
+	}{{"2560", 2560, false}, {"6912", 6912, false}, {"6912-relu2", 6912, true}} {
+		n := row.n
 		x := make([]float32, n)
 		for i := range x {
 			x[i] = float32(rng.NormFloat64())
+			if row.gate {
+				g := max(float32(rng.NormFloat64()), 0)
+				x[i] = g * g * x[i]
+			}
 		}
 		for _, k := range kernelSets() {
-			b.Run(fmt.Sprintf("%s/%d", k.name, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s", k.name, row.name), func(b *testing.B) {
 				var sum float64
 				for b.Loop() {
 					sum += k.sumSquares(x)
