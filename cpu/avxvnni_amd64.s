@@ -188,6 +188,10 @@ done:
 // HALVES(y, x, t): x (y's low half) += y's high half, t a scratch xmm.
 #define HALVES(y, x, t) VEXTRACTI128 $1, y, t; VPADDD t, x, x
 
+// STORE4(x) stores x's four dwords at BX, BX+R9, BX+2·R9 and BX+3·R9 (four
+// tokens' outputs of one row), leaving BX at the last.
+#define STORE4(x) VMOVD x, (BX); ADDQ R9, BX; VPEXTRD $1, x, (BX); ADDQ R9, BX; VPEXTRD $2, x, (BX); ADDQ R9, BX; VPEXTRD $3, x, (BX)
+
 // func ternaryMatMul8AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int)
 TEXT ·ternaryMatMul8AVXVNNI(SB), NOSPLIT, $0-112
 	MOVQ         w_base+0(FP), CX
@@ -248,21 +252,9 @@ mm8sum:
 	VPHADDD      X7, X6, X6
 	VPHADDD      X6, X4, X4
 	MOVQ         DI, BX
-	VMOVD        X0, (BX)
+	STORE4(X0)
 	ADDQ         R9, BX
-	VPEXTRD      $1, X0, (BX)
-	ADDQ         R9, BX
-	VPEXTRD      $2, X0, (BX)
-	ADDQ         R9, BX
-	VPEXTRD      $3, X0, (BX)
-	ADDQ         R9, BX
-	VMOVD        X4, (BX)
-	ADDQ         R9, BX
-	VPEXTRD      $1, X4, (BX)
-	ADDQ         R9, BX
-	VPEXTRD      $2, X4, (BX)
-	ADDQ         R9, BX
-	VPEXTRD      $3, X4, (BX)
+	STORE4(X4)
 	ADDQ         $4, DI
 	ADDQ         stride+24(FP), CX
 	DECQ         DX
