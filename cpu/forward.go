@@ -598,10 +598,7 @@ func attendRun(k kernels, q []float32, qStride, R, sub, hd int, kt, vc []uint16,
 	k.kScores(kt, hd, nmax, qh, nq, sc, nmax)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	for i := 0; i < nq; i++ {
-		p := sc[i*nmax : i*nmax+n0+i/sub]
-		mx := k.scaleMax(p, scale)
-		sum := k.expSub(p, mx)
-		k.scaleMax(p, float32(1/sum))
+		softmax(k, sc[i*nmax:i*nmax+n0+i/sub], scale)
 	}
 	ob = ob[:nq*hd]
 	clear(ob)
@@ -640,10 +637,7 @@ func attendGroup(k kernels, q []float32, hd int, kt, vc []uint16, n int, q16, sc
 	sc := scores[:heads*n]
 	k.kScores(kt, hd, n, qh, heads, sc, n)
 	for j := 0; j < heads; j++ {
-		p := sc[j*n : (j+1)*n]
-		mx := k.scaleMax(p, scale)
-		sum := k.expSub(p, mx)
-		k.scaleMax(p, float32(1/sum))
+		softmax(k, sc[j*n:(j+1)*n], scale)
 	}
 	clear(o)
 	j := 0
@@ -653,6 +647,15 @@ func attendGroup(k kernels, q []float32, hd int, kt, vc []uint16, n int, q16, sc
 	for ; j < heads; j++ {
 		k.axpyF16Rows(sc[j*n:(j+1)*n], vc, hd, o[j*hd:(j+1)*hd])
 	}
+}
+
+// softmax turns the scores p into attention weights in place: p·scale,
+// e = exp(p − max), then e·float32(1/Σe), Σe in float64 (attendGroup's
+// rounding).
+func softmax(k kernels, p []float32, scale float32) {
+	mx := k.scaleMax(p, scale)
+	sum := k.expSub(p, mx)
+	k.scaleMax(p, float32(1/sum))
 }
 
 // smallJob is the fewest positions a per-position step (RoPE and the K/V

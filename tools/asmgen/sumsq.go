@@ -62,10 +62,11 @@ func genSumSquares(name string, evex bool) {
 	s, zero := XMM(), GP64()
 	XORQ(zero, zero)
 	VMOVQ(zero, s)
-	one := YMM()
+	vec := YMM
 	if evex {
-		one = ZMM()
+		vec = ZMM
 	}
+	one := vec()
 	VPBROADCASTD(dwords1, one)
 	// one adds x[i] into s as the Go twin does.
 	one1 := func(at Mem) {
@@ -79,10 +80,6 @@ func genSumSquares(name string, evex bool) {
 	XORQ(i, i)
 	end := roundDown(n, sumSquaresBlock)
 	setup, loop, round, slow, done := label("sumsqsetup"), label("sumsq"), label("sumsqround"), label("sumsqslow"), label("sumsqdone")
-	vec := YMM
-	if evex {
-		vec = ZMM
-	}
 	abs, half := vec(), vec()
 	VBROADCASTSD(f64Abs, abs)
 	VBROADCASTSD(f64Half, half)
