@@ -203,6 +203,9 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	if b.tune, err = resolveTuning(o.Tune, b.info.MaxComputeWorkGroupInvocations); err != nil {
 		return nil, err
 	}
+	if err = b.tune.checkTiled(b.info.MaxComputeWorkGroupInvocations, b.info.MaxComputeSharedMemorySize); err != nil {
+		return nil, err
+	}
 	b.ctx = c.Context
 	if o.Context > 0 {
 		b.ctx = min(o.Context, c.Context)

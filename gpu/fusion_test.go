@@ -25,6 +25,9 @@ func TestConformanceBatchInvariance(t *testing.T) {
 		// The GPU run's candidate shapes: decode and prompts load alike
 		// (vec = pvec), so block-scaled sums run in one order.
 		{"layer5", Options{Fusion: FuseOn, Tune: Tuning{Vec: 4, PrefillVec: 4, NormPasses: 1, TK: 64, VUnroll: 4, Layer: 5}}},
+		// Prompts and verification passes of 4 tokens or more through
+		// ternary_mm (exact integer sums: a token's bits whatever the tile).
+		{"tiled", Options{Fusion: FuseOn, Tune: Tuning{Tiled: 8, TiledBlock: 32}}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {

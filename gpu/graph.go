@@ -47,7 +47,7 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 
 // bindings is the number of storage buffers each kernel binds.
 var bindings = map[spirv.Kernel]int{
-	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6, spirv.TernaryNorm: 10, spirv.TernaryNormDot: 10,
+	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6, spirv.TernaryMM: 6, spirv.TernaryMMDot: 6, spirv.TernaryNorm: 10, spirv.TernaryNormDot: 10,
 	spirv.TernarySubgroup: 6, spirv.TernarySubgroupDot: 6, spirv.TernaryNormSubgroup: 10, spirv.TernaryNormSubgroupDot: 10, spirv.NormQuantSubgroup: 5,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.HeadBlocks: 5, spirv.HeadBlocksDot: 5, spirv.RopeKV: 5,
 	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 6, spirv.Argmax: 3, spirv.ReadBandwidth: 2, spirv.Int8Peak: 1, spirv.Int8PeakDot: 1, spirv.Sample: 4,
@@ -234,9 +234,22 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 	if acc {
 		accum = 1
 	}
+	tiled := T > 1 && grouped == 0 && b.tune.Tiled > 1 && 2*T >= b.tune.Tiled
+	if tiled {
+		k = spirv.TernaryMM.Variant(false, b.dot)
+	}
 	for _, sh := range m.shards {
 		// weights, activations, scales, results (read too when accumulating)
 		bytes := sh.rows*m.k/4 + T*m.k + 4*sh.rows + 4*T*sh.rows*(1+int(accum))
+		if tiled {
+			rows, tokens := b.tune.TiledBlock, b.tune.Tiled
+			rc.note(label, bytes)
+			rc.dispatch(k, []uint32{uint32(b.tune.tiledWG()), uint32(b.tune.TiledRows), uint32(b.tune.TiledTokens), uint32(tokens), accum},
+				[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(m.rowScale), whole(gs), whole(out)},
+				matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(m.k), T: uint32(T), OutStride: uint32(outStride)},
+				ceilDiv(sh.rows, rows), ceilDiv(T, tokens))
+			continue
+		}
 		if grouped == 1 {
 			bytes += 4 * sh.rows * m.k / 256
 		}

@@ -53,6 +53,8 @@ var pushTypes = map[spirv.Kernel]any{
 	spirv.NormQuant:              normPush{},
 	spirv.Ternary:                matPush{},
 	spirv.TernaryDot:             matPush{},
+	spirv.TernaryMM:              matPush{},
+	spirv.TernaryMMDot:           matPush{},
 	spirv.TernaryNorm:            ternaryNormPush{},
 	spirv.TernaryNormDot:         ternaryNormPush{},
 	spirv.TernarySubgroup:        matPush{},

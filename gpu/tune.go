@@ -64,6 +64,20 @@ type Tuning struct {
 	// VUnroll is the value rows attention's weighted sum loads at once
 	// per invocation before it adds them: 1 or 4.
 	VUnroll int
+	// Tiled is the tokens of a workgroup's tile when a prompt's ternary
+	// products run as a tiled matrix-matrix product (ternary_mm.comp: each
+	// block of weights and activations staged in shared memory, every
+	// code expanded once), for passes of at least Tiled/2 tokens over
+	// matrices with one scale a row; 1 keeps ternary.comp's tiles
+	// (PrefillRows × PrefillTokens). 1, or a power of two from 4 to 256.
+	Tiled int
+	// TiledBlock is the rows of that tile: a power of two from 4 to 1024.
+	TiledBlock int
+	// TiledRows and TiledTokens are the rows and tokens one invocation of
+	// ternary_mm computes: 4 or 8 each, at most the tile's. The workgroup
+	// is (TiledBlock/TiledRows)·(Tiled/TiledTokens) invocations, 16 to
+	// 1024 (capped by the device).
+	TiledRows, TiledTokens int
 	// Layer is the dispatches of a fused decode step's layer: 7; 6 with
 	// the FFN's activation, sub-norm and quantization in the down
 	// projection's prologue (each of its workgroups computing them, as
@@ -82,7 +96,8 @@ const TuneEnv = "BITVK_VK_TUNE"
 
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
-	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1, Layer: 7}
+	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
+		Tiled: 1, TiledBlock: 64, TiledRows: 4, TiledTokens: 4, Layer: 7}
 }
 
 // tuningField is one key of a tuning: its name in BITVK_VK_TUNE and the
@@ -97,7 +112,8 @@ type tuningField struct {
 func (t *Tuning) fields() []tuningField {
 	return []tuningField{{"rows", &t.Rows}, {"lanes", &t.Lanes}, {"norm", &t.Norm}, {"chunk", &t.Chunk},
 		{"prows", &t.PrefillRows}, {"ptok", &t.PrefillTokens}, {"plane", &t.PrefillLanes}, {"vec", &t.Vec},
-		{"pvec", &t.PrefillVec}, {"npass", &t.NormPasses}, {"tk", &t.TK}, {"vunroll", &t.VUnroll}, {"layer", &t.Layer}}
+		{"pvec", &t.PrefillVec}, {"npass", &t.NormPasses}, {"tk", &t.TK}, {"vunroll", &t.VUnroll},
+		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"layer", &t.Layer}}
 }
 
 // tuningKeys names the keys, for errors.
@@ -191,6 +207,18 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d: want a power of two from 1 to 32", o.PrefillRows)
 	case !pow2(o.PrefillTokens) || o.PrefillTokens > 32:
 		return Tuning{}, fmt.Errorf("gpu: tuning ptok=%d: want a power of two from 1 to 32", o.PrefillTokens)
+	case o.TiledRows != 4 && o.TiledRows != 8:
+		return Tuning{}, fmt.Errorf("gpu: tuning mmr=%d: want 4 or 8", o.TiledRows)
+	case o.TiledTokens != 4 && o.TiledTokens != 8:
+		return Tuning{}, fmt.Errorf("gpu: tuning mmt=%d: want 4 or 8", o.TiledTokens)
+	case o.Tiled != 1 && (!pow2(o.Tiled) || o.Tiled < 4 || o.Tiled > 256):
+		return Tuning{}, fmt.Errorf("gpu: tuning mm=%d: want 1, or a power of two from 4 to 256", o.Tiled)
+	case !pow2(o.TiledBlock) || o.TiledBlock < 4 || o.TiledBlock > 1024:
+		return Tuning{}, fmt.Errorf("gpu: tuning mmm=%d: want a power of two from 4 to 1024", o.TiledBlock)
+	case o.Tiled > 1 && (o.TiledTokens > o.Tiled || o.TiledRows > o.TiledBlock):
+		return Tuning{}, fmt.Errorf("gpu: tuning mm=%d,mmm=%d,mmr=%d,mmt=%d: an invocation's rows and tokens within the tile", o.Tiled, o.TiledBlock, o.TiledRows, o.TiledTokens)
+	case o.Tiled > 1 && (o.tiledWG() < 16 || o.tiledWG() > 1024):
+		return Tuning{}, fmt.Errorf("gpu: tuning mm=%d,mmm=%d,mmr=%d,mmt=%d: a workgroup of %d invocations, want 16 to 1024", o.Tiled, o.TiledBlock, o.TiledRows, o.TiledTokens, o.tiledWG())
 	case o.Vec != 1 && o.Vec != 4:
 		return Tuning{}, fmt.Errorf("gpu: tuning vec=%d: want 1 or 4", o.Vec)
 	case o.PrefillVec != 1 && o.PrefillVec != 4:
@@ -208,6 +236,34 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		o.Norm /= 2
 	}
 	return o, nil
+}
+
+// tiledWG is the workgroup of ternary_mm: one invocation per TiledRows ×
+// TiledTokens of the tile.
+func (t Tuning) tiledWG() int {
+	return (t.TiledBlock / t.TiledRows) * (t.Tiled / t.TiledTokens)
+}
+
+// tiledShared is the shared memory a ternary_mm workgroup stages a block
+// of weights and activations in (one 128-weight block: 32 words of each
+// of the tile's rows and tokens).
+func (t Tuning) tiledShared() int { return 4 * 32 * (t.TiledBlock + t.Tiled) }
+
+// checkTiled reports whether the device runs the tuning's ternary_mm: its
+// workgroup and its shared memory.
+func (t Tuning) checkTiled(maxWG, maxShared uint32) error {
+	if t.Tiled <= 1 {
+		return nil
+	}
+	if wg := t.tiledWG(); wg > int(maxWG) {
+		return fmt.Errorf("gpu: tuning mm=%d,mmm=%d,mmr=%d,mmt=%d: ternary_mm needs workgroups of %d invocations, the device runs at most %d",
+			t.Tiled, t.TiledBlock, t.TiledRows, t.TiledTokens, wg, maxWG)
+	}
+	if shared := t.tiledShared(); shared > int(maxShared) {
+		return fmt.Errorf("gpu: tuning mm=%d,mmm=%d: a tile of %d rows × %d tokens stages %d bytes in shared memory, the device has %d",
+			t.Tiled, t.TiledBlock, t.TiledBlock, t.Tiled, shared, maxShared)
+	}
+	return nil
 }
 
 // regsFit reports whether a norm of K values in a workgroup of wg

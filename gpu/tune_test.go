@@ -37,7 +37,8 @@ func TestParseTuning(t *testing.T) {
 	}
 	// Zero fields take the defaults; each field's bounds are checked.
 	d, err := resolveTuning(Tuning{Rows: 8}, 1024)
-	if want := (Tuning{Rows: 8, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1, Layer: 7}); err != nil || d != want {
+	if want := (Tuning{Rows: 8, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
+		Tiled: 1, TiledBlock: 64, TiledRows: 4, TiledTokens: 4, Layer: 7}); err != nil || d != want {
 		t.Errorf("resolveTuning(rows=8) = %+v, %v; want %+v", d, err, want)
 	}
 	if d, err := resolveTuning(Tuning{Norm: 1024}, 256); err != nil || d.Norm != 256 {
@@ -69,6 +70,16 @@ func TestParseTuning(t *testing.T) {
 		{Tuning{TK: 64, Chunk: 32}, "chunk=32"},
 		{Tuning{VUnroll: 2}, "vunroll=2"},
 		{Tuning{Layer: 4}, "layer=4"},
+		{Tuning{Tiled: 2}, "mm=2"},
+		{Tuning{Tiled: 48}, "mm=48"},
+		{Tuning{Tiled: 512}, "mm=512"},
+		{Tuning{Tiled: 64, TiledBlock: 2}, "mmm=2"},
+		{Tuning{Tiled: 64, TiledBlock: 96}, "mmm=96"},
+		{Tuning{Tiled: 64, TiledRows: 6}, "mmr=6"},
+		{Tuning{Tiled: 64, TiledTokens: 16}, "mmt=16"},
+		{Tuning{Tiled: 4, TiledTokens: 8}, "within the tile"},
+		{Tuning{Tiled: 4, TiledBlock: 4}, "a workgroup of 1 invocations"},
+		{Tuning{Tiled: 256, TiledBlock: 1024}, "a workgroup of 16384 invocations"},
 	} {
 		if _, err := resolveTuning(tc.t, 1024); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("resolveTuning(%+v): %v, want an error naming %q", tc.t, err, tc.msg)
@@ -79,6 +90,33 @@ func TestParseTuning(t *testing.T) {
 	}
 	if c := defaultTuning().Changed(); c != (Tuning{}) {
 		t.Errorf("the defaults changed: %+v", c)
+	}
+	// What a device runs of ternary_mm: its workgroup and shared memory.
+	tiled := func(s string) Tuning {
+		t.Helper()
+		tn, err := ParseTuning(s)
+		if err == nil {
+			tn, err = resolveTuning(tn, 1024)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		return tn
+	}
+	for _, tc := range []struct {
+		tune             string
+		maxWG, maxShared uint32
+		msg              string
+	}{
+		{"mm=64", 256, 16384, ""}, // 256 invocations, 16 KiB: every device's least
+		{"mm=1,mmm=1024", 16, 0, ""},
+		{"mm=64,mmm=128", 256, 32768, "512 invocations"},
+		{"mm=64,mmm=128,mmr=8", 256, 16384, "24576 bytes"},
+	} {
+		err := tiled(tc.tune).checkTiled(tc.maxWG, tc.maxShared)
+		if tc.msg == "" && err != nil || tc.msg != "" && (err == nil || !strings.Contains(err.Error(), tc.msg)) {
+			t.Errorf("%s on a device of %d invocations and %d bytes: %v, want %q", tc.tune, tc.maxWG, tc.maxShared, err, tc.msg)
+		}
 	}
 	t.Setenv(TuneEnv, "rows=16,chunk=48")
 	if d, err := resolveTuning(Tuning{}, 1024); err != nil || d.Rows != 16 || d.Chunk != 48 || d.Lanes != wgMat {

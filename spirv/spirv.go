@@ -22,6 +22,11 @@ const (
 	NormQuant   Kernel = "norm_quant"  // (activation ·) RMSNorm (· int8 quantization)
 	Ternary     Kernel = "ternary"     // I2_S ternary matrix product, plain int32 math
 	TernaryDot  Kernel = "ternary_dot" // the same with the integer dot product instruction
+	// TernaryMM is a prompt's ternary product (one scale a row) as a
+	// tiled matrix-matrix product through shared memory, the same bits as
+	// Ternary; TernaryMMDot uses the integer dot product.
+	TernaryMM    Kernel = "ternary_mm"
+	TernaryMMDot Kernel = "ternary_mm_dot"
 	// TernaryNorm is a decode step's ternary product with the RMSNorm and
 	// int8 quantization of its input in the prologue (and, for Q, K and V,
 	// RoPE and the K/V cache write in the epilogue); TernaryNormDot uses
@@ -60,7 +65,7 @@ const (
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Int8Peak, Int8PeakDot, Sample, ViewDraw}
+	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernaryMM, TernaryMMDot, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Int8Peak, Int8PeakDot, Sample, ViewDraw}
 }
 
 // Variant returns k's twin built with subgroup operations (subgroup) and

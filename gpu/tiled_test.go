@@ -1,0 +1,152 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/ref"
+	"github.com/bitvk/bitvk/spirv"
+)
+
+// TestTernaryTiled: a prompt's ternary products as ternary_mm computes them
+// (Tuning.Tiled) give the oracle's exact sums, and with scales and the
+// residual add the bits ternary.comp gives, for tiles of several shapes,
+// row and token counts that leave tiles part empty, matrices split into
+// shards, and sums at the int32 kernels' edge (every weight +1 or −1
+// against codes of −128 and 127); with the integer dot product and in
+// plain int32 math.
+func TestTernaryTiled(t *testing.T) {
+	cases := []struct {
+		tune       string
+		rows, k, T int
+		shard      int64 // the most bytes a shard holds (0: one shard)
+		allSame    int8  // every weight this value (0: random)
+		wantTiled  bool
+	}{
+		{"mm=64", 200, 512, 100, 0, 0, true},                     // 64×64 tiles in 256 invocations
+		{"mm=64,mmm=128,mmr=8,mmt=8", 300, 256, 130, 0, 0, true}, // 8×8 outputs an invocation
+		{"mm=16,mmm=32", 77, 384, 9, 4096, 0, true},              // 42 rows a shard
+		{"mm=8,mmm=64,mmr=8", 64, 128, 5, 0, 0, true},            // a tile of 8 tokens, 5 of them
+		{"mm=32,mmm=16", 48, 6912, 40, 0, 1, true},               // Σ = 128·6912 at the edge
+		{"mm=32,mmm=16", 48, 6912, 40, 0, -1, true},
+		{"mm=64", 100, 256, 31, 0, 0, false}, // under half a tile: ternary.comp
+	}
+	for _, plain := range []bool{false, true} {
+		a := newOps(t, plain)
+		for ci, tc := range cases {
+			name := fmt.Sprintf("plain=%v/%s/%dx%dx%d", plain, tc.tune, tc.rows, tc.k, tc.T)
+			t.Run(name, func(t *testing.T) {
+				tiled, err := ParseTuning(tc.tune)
+				if err == nil {
+					tiled, err = resolveTuning(tiled, a.b.info.MaxComputeWorkGroupInvocations)
+				}
+				if err == nil {
+					err = tiled.checkTiled(a.b.info.MaxComputeWorkGroupInvocations, a.b.info.MaxComputeSharedMemorySize)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				rng := rand.New(rand.NewPCG(uint64(ci), 9))
+				vals := make([]int8, tc.rows*tc.k)
+				for i := range vals {
+					vals[i] = tc.allSame
+					if tc.allSame == 0 {
+						vals[i] = int8(rng.IntN(3) - 1)
+					}
+				}
+				data, err := gguf.EncodeI2_S(vals, 0.75)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := nn.Tensor{Name: "w", Type: nn.TypeI2_S, In: tc.k, Out: tc.rows, Data: data}
+				q := make([]int8, tc.T*tc.k)
+				for i := range q {
+					switch {
+					case tc.allSame != 0:
+						q[i] = -128
+					case i%97 == 0:
+						q[i] = 127
+					default:
+						q[i] = int8(rng.IntN(256) - 128)
+					}
+				}
+				a.b.maxShard = 1 << 20
+				if tc.shard > 0 {
+					a.b.maxShard = tc.shard
+				}
+				defer func() { a.b.maxShard, a.b.tune = 1<<20, defaultTuning() }()
+
+				a.usedTiled() // forget the pipelines of the cases before
+				a.b.tune = tiled
+				got, err := a.TernarySums(w, q, tc.T)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if used := a.usedTiled(); used != tc.wantTiled {
+					t.Fatalf("ternary_mm ran: %v, want %v", used, tc.wantTiled)
+				}
+				for tk := 0; tk < tc.T; tk++ {
+					want, err := ref.TernarySums(w, q[tk*tc.k:(tk+1)*tc.k])
+					if err != nil {
+						t.Fatal(err)
+					}
+					for o := range want {
+						if g := got[tk*tc.rows+o]; g != want[o] {
+							t.Fatalf("token %d row %d: %d, oracle %d", tk, o, g, want[o])
+						}
+					}
+				}
+
+				// Scaled, added to the output: ternary.comp's bits.
+				x := make([]float32, tc.T*tc.k)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				base := make([]float32, tc.T*tc.rows)
+				for i := range base {
+					base[i] = float32(rng.NormFloat64())
+				}
+				a.b.tune = tiled
+				gotY := a.bitLinearAdd(w, x, base, tc.T)
+				a.b.tune = defaultTuning()
+				wantY := a.bitLinearAdd(w, x, base, tc.T)
+				for i := range wantY {
+					if math.Float32bits(gotY[i]) != math.Float32bits(wantY[i]) {
+						t.Fatalf("token %d row %d: %v tiled, %v from ternary.comp", i/tc.rows, i%tc.rows, gotY[i], wantY[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+// usedTiled reports whether a pipeline of ternary_mm was made, and forgets
+// the pipelines, so that the next call asks again.
+func (a opsAdapter) usedTiled() bool {
+	used := false
+	for key, k := range a.b.kernels {
+		if key.k == spirv.TernaryMM || key.k == spirv.TernaryMMDot {
+			used = true
+		}
+		k.Release()
+		delete(a.b.kernels, key)
+	}
+	return used
+}
+
+// bitLinearAdd is base plus BitLinear of x by w for T tokens, through
+// rc.ternary's residual add.
+func (a opsAdapter) bitLinearAdd(w nn.Tensor, x, base []float32, T int) []float32 {
+	m, err := a.b.newTernary(&nn.Weights{}, w)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	a.quantize(x, T)
+	out := a.buf(f32Bytes(base))
+	a.run(func(rc *recorder) { rc.ternary("test", m, out, w.Out, T, true) })
+	return a.floats(out, T*w.Out)
+}
