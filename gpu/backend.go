@@ -200,10 +200,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	b.info = b.dev.Info()
 	b.dot = b.dev.Enabled().IntegerDot && !o.Plain
 	b.subgroups = !o.NoSubgroups && subgroupReductions(b.info)
-	if b.tune, err = resolveTuning(o.Tune, b.info.MaxComputeWorkGroupInvocations); err != nil {
-		return nil, err
-	}
-	if err = b.tune.checkTiled(b.info.MaxComputeWorkGroupInvocations, b.info.MaxComputeSharedMemorySize); err != nil {
+	if b.tune, err = resolveTuning(o.Tune, b.info.MaxComputeWorkGroupInvocations, b.info.MaxComputeSharedMemorySize); err != nil {
 		return nil, err
 	}
 	b.ctx = c.Context

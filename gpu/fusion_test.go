@@ -27,7 +27,7 @@ func TestConformanceBatchInvariance(t *testing.T) {
 		{"layer5", Options{Fusion: FuseOn, Tune: Tuning{Vec: 4, PrefillVec: 4, NormPasses: 1, TK: 64, VUnroll: 4, Layer: 5}}},
 		// Prompts and verification passes of 4 tokens or more through
 		// ternary_mm (exact integer sums: a token's bits whatever the tile).
-		{"tiled", Options{Fusion: FuseOn, Tune: Tuning{Tiled: 8, TiledBlock: 32}}},
+		{"tiled", Options{Fusion: FuseOn, Tune: Tuning{Tiled: 8, TiledBlock: 64}}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {

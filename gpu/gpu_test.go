@@ -74,12 +74,12 @@ var variants = []struct {
 	{"vec4-1pass-narrow", Options{Fusion: FuseOn, Tune: Tuning{Rows: 2, Lanes: 8, Norm: 32, Chunk: 32, Vec: 4, PrefillRows: 1, PrefillTokens: 2, PrefillLanes: 16, PrefillVec: 4, NormPasses: 1, TK: 32, VUnroll: 4, Layer: 5}}},
 	{"plane128", Options{Tune: Tuning{PrefillLanes: 128}}},
 	{"sharded-layer5", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn, Tune: Tuning{Layer: 5}}},
-	// Prompts through ternary_mm (Tuning.Tiled): tiles of 8 tokens × 32
+	// Prompts through ternary_mm (Tuning.Tiled): tiles of 8 tokens × 64
 	// rows (passes of 4 tokens or more), 8 × 8 outputs an invocation in
 	// plain int32 math, and shards of a few rows in chunks of 5 tokens.
-	{"tiled", Options{Tune: Tuning{Tiled: 8, TiledBlock: 32}}},
+	{"tiled", Options{Tune: Tuning{Tiled: 8, TiledBlock: 64}}},
 	{"tiled-plain-8x8", Options{Plain: true, NoSubgroups: true, Tune: Tuning{Tiled: 16, TiledBlock: 64, TiledRows: 8, TiledTokens: 8}}},
-	{"tiled-sharded", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn, Tune: Tuning{Tiled: 8, TiledBlock: 32}}},
+	{"tiled-sharded", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn, Tune: Tuning{Tiled: 8, TiledBlock: 64}}},
 }
 
 // TestConformancePositionZero: a token alone at position 0 gives the

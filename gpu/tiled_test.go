@@ -27,7 +27,7 @@ func TestTernaryTiled(t *testing.T) {
 		allSame    int8  // every weight this value (0: random)
 		wantTiled  bool
 	}{
-		{"mm=64", 200, 512, 100, 0, 0, true},                     // 64×64 tiles in 256 invocations
+		{"mm=64", 200, 512, 100, 0, 0, true},                     // the default tile: 128 rows × 64 tokens
 		{"mm=64,mmm=128,mmr=8,mmt=8", 300, 256, 130, 0, 0, true}, // 8×8 outputs an invocation
 		{"mm=16,mmm=32", 77, 384, 9, 4096, 0, true},              // 42 rows a shard
 		{"mm=8,mmm=64,mmr=8", 64, 128, 5, 0, 0, true},            // a tile of 8 tokens, 5 of them
@@ -42,10 +42,7 @@ func TestTernaryTiled(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				tiled, err := ParseTuning(tc.tune)
 				if err == nil {
-					tiled, err = resolveTuning(tiled, a.b.info.MaxComputeWorkGroupInvocations)
-				}
-				if err == nil {
-					err = tiled.checkTiled(a.b.info.MaxComputeWorkGroupInvocations, a.b.info.MaxComputeSharedMemorySize)
+					tiled, err = resolveTuning(tiled, a.b.info.MaxComputeWorkGroupInvocations, a.b.info.MaxComputeSharedMemorySize)
 				}
 				if err != nil {
 					t.Fatal(err)

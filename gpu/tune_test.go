@@ -36,12 +36,12 @@ func TestParseTuning(t *testing.T) {
 		}
 	}
 	// Zero fields take the defaults; each field's bounds are checked.
-	d, err := resolveTuning(Tuning{Rows: 8}, 1024)
+	d, err := resolveTuning(Tuning{Rows: 8}, 1024, 32768)
 	if want := (Tuning{Rows: 8, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
-		Tiled: 1, TiledBlock: 64, TiledRows: 4, TiledTokens: 4, Layer: 7}); err != nil || d != want {
+		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, Layer: 7}); err != nil || d != want {
 		t.Errorf("resolveTuning(rows=8) = %+v, %v; want %+v", d, err, want)
 	}
-	if d, err := resolveTuning(Tuning{Norm: 1024}, 256); err != nil || d.Norm != 256 {
+	if d, err := resolveTuning(Tuning{Norm: 1024}, 256, 32768); err != nil || d.Norm != 256 {
 		t.Errorf("norm=1024 on a device of 256 invocations: %+v, %v; want norm 256", d, err)
 	}
 	for _, tc := range []struct {
@@ -78,10 +78,10 @@ func TestParseTuning(t *testing.T) {
 		{Tuning{Tiled: 64, TiledRows: 6}, "mmr=6"},
 		{Tuning{Tiled: 64, TiledTokens: 16}, "mmt=16"},
 		{Tuning{Tiled: 4, TiledTokens: 8}, "within the tile"},
-		{Tuning{Tiled: 4, TiledBlock: 4}, "a workgroup of 1 invocations"},
-		{Tuning{Tiled: 256, TiledBlock: 1024}, "a workgroup of 16384 invocations"},
+		{Tuning{Tiled: 4, TiledBlock: 4, TiledRows: 4}, "a workgroup of 1 invocations"},
+		{Tuning{Tiled: 256, TiledBlock: 1024}, "a workgroup of 8192 invocations"},
 	} {
-		if _, err := resolveTuning(tc.t, 1024); err == nil || !strings.Contains(err.Error(), tc.msg) {
+		if _, err := resolveTuning(tc.t, 1024, 32768); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("resolveTuning(%+v): %v, want an error naming %q", tc.t, err, tc.msg)
 		}
 	}
@@ -96,7 +96,7 @@ func TestParseTuning(t *testing.T) {
 		t.Helper()
 		tn, err := ParseTuning(s)
 		if err == nil {
-			tn, err = resolveTuning(tn, 1024)
+			tn, err = resolveTuning(tn, 1024, 32768)
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
@@ -108,26 +108,38 @@ func TestParseTuning(t *testing.T) {
 		maxWG, maxShared uint32
 		msg              string
 	}{
-		{"mm=64", 256, 16384, ""}, // 256 invocations, 16 KiB: every device's least
+		{"mm=64,mmm=64,mmr=4", 256, 16384, ""}, // 256 invocations, 16 KiB: every device's least
 		{"mm=1,mmm=1024", 16, 0, ""},
-		{"mm=64,mmm=128", 256, 32768, "512 invocations"},
-		{"mm=64,mmm=128,mmr=8", 256, 16384, "24576 bytes"},
+		{"mm=64,mmm=128,mmr=4", 256, 32768, "512 invocations"},
+		{"mm=64", 256, 16384, "24576 bytes"},
 	} {
 		err := tiled(tc.tune).checkTiled(tc.maxWG, tc.maxShared)
 		if tc.msg == "" && err != nil || tc.msg != "" && (err == nil || !strings.Contains(err.Error(), tc.msg)) {
 			t.Errorf("%s on a device of %d invocations and %d bytes: %v, want %q", tc.tune, tc.maxWG, tc.maxShared, err, tc.msg)
 		}
 	}
+	// The default tile on a device too small for it: prompts keep
+	// ternary.comp's tiles; the same tile asked for is an error.
+	if d, err := resolveTuning(Tuning{Rows: 8}, 128, 16384); err != nil || d.Tiled != 1 {
+		t.Errorf("the default tile on a device of 128 invocations: %+v, %v; want mm=1", d, err)
+	}
+	if _, err := resolveTuning(Tuning{Tiled: tiledTokens}, 1024, 16384); err == nil || !strings.Contains(err.Error(), "shared memory") {
+		t.Errorf("mm=%d asked for on a device of 16 KiB: %v, want an error", tiledTokens, err)
+	}
+	t.Setenv(TuneEnv, "mm=64,mmm=256")
+	if _, err := resolveTuning(Tuning{}, 1024, 32768); err == nil || !strings.Contains(err.Error(), TuneEnv) || !strings.Contains(err.Error(), "40960 bytes") {
+		t.Errorf("%s=mm=64,mmm=256 on a device of 32 KiB: %v, want an error naming both", TuneEnv, err)
+	}
 	t.Setenv(TuneEnv, "rows=16,chunk=48")
-	if d, err := resolveTuning(Tuning{}, 1024); err != nil || d.Rows != 16 || d.Chunk != 48 || d.Lanes != wgMat {
+	if d, err := resolveTuning(Tuning{}, 1024, 32768); err != nil || d.Rows != 16 || d.Chunk != 48 || d.Lanes != wgMat {
 		t.Errorf("%s=rows=16,chunk=48: %+v, %v", TuneEnv, d, err)
 	}
 	t.Setenv(TuneEnv, "vec=3") // parsed, out of range
-	if _, err := resolveTuning(Tuning{}, 1024); err == nil || !strings.Contains(err.Error(), TuneEnv) || !strings.Contains(err.Error(), "vec=3") {
+	if _, err := resolveTuning(Tuning{}, 1024, 32768); err == nil || !strings.Contains(err.Error(), TuneEnv) || !strings.Contains(err.Error(), "vec=3") {
 		t.Errorf("%s=vec=3: %v, want an error naming both", TuneEnv, err)
 	}
 	t.Setenv(TuneEnv, "rows=five")
-	if _, err := resolveTuning(Tuning{}, 1024); err == nil || !strings.Contains(err.Error(), TuneEnv) {
+	if _, err := resolveTuning(Tuning{}, 1024, 32768); err == nil || !strings.Contains(err.Error(), TuneEnv) {
 		t.Errorf("a bad %s: %v, want an error naming it", TuneEnv, err)
 	}
 }
