@@ -76,7 +76,10 @@ void main() {
         for (uint c = lid; c < BM * 2; c += gl_WorkGroupSize.x) {
             uint lr = c % BM, h = c / BM;
             uint row = r0 + lr;
-            uvec4 code = row < pc.rows ? wt4[row * quads + blk * 2 + h] : uvec4(0x55555555u);
+            uvec4 code = uvec4(0x55555555u); // weight 0 past the last row (unused)
+            if (row < pc.rows) {             // a branch, not ?:, so no load past the buffer
+                code = wt4[row * quads + blk * 2 + h];
+            }
             for (uint j = 0; j < 4; j++) {
                 uint k = 4 * h + j;
                 for (uint f = 0; f < 4; f++) {
@@ -89,7 +92,10 @@ void main() {
         for (uint c = lid; c < BN * 8; c += gl_WorkGroupSize.x) {
             uint tt = c % BN, h = c / BN;
             uint t = t0 + tt;
-            uvec4 a = t < pc.T ? q4[t * aquads + blk * 8 + h] : uvec4(0u);
+            uvec4 a = uvec4(0u);
+            if (t < pc.T) {
+                a = q4[t * aquads + blk * 8 + h];
+            }
             for (uint j = 0; j < 4; j++) {
                 setWord(as, (4 * h + j) * BN + tt, a[j]);
             }
