@@ -225,7 +225,7 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 	nt, grouped, accum := uint32(1), uint32(0), uint32(0)
 	lanes, rows, vec := uint32(b.tune.Lanes), b.tune.Rows, uint32(b.tune.Vec) // a decode step's shape
 	if T > 1 {
-		nt, lanes, rows, vec = uint32(b.tune.PrefillTokens), uint32(b.tune.PrefillLanes), b.tune.PrefillRows, uint32(b.tune.PrefillVec)
+		nt, lanes, rows, vec = uint32(tokenTile(T, b.tune.PrefillTokens, b.tune.PrefillRows, b.tune.PrefillLanes)), uint32(b.tune.PrefillLanes), b.tune.PrefillRows, uint32(b.tune.PrefillVec)
 	}
 	gs := m.rowScale
 	if m.groupScale != nil {
@@ -259,6 +259,35 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 			matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(m.k), T: uint32(T), OutStride: uint32(outStride)},
 			ceilDiv(sh.rows, rows), ceilDiv(T, int(nt)))
 	}
+}
+
+// fewTokens is the most tokens of a pass whose products and head take
+// all of them in one tile: a verification pass (1 + k ≤ 9 tokens) or a
+// step of several streams then reads each weight once, not once per tile
+// of PrefillTokens (a pass of 9 tokens read the whole head twice), and
+// computes no more slots than the next power of two of its tokens (a pass
+// of 2 computed 8).
+const fewTokens = 16
+
+// tokenTile returns the tokens NT of a product's tile over T tokens: 1 for
+// one token; for T ≤ fewTokens, the next power of two at least T, halved
+// until the tile fits its workgroup (rows·NT outputs, one an invocation of
+// the lanes, and rows·NT·lanes partial sums in 16 KiB); else tile.
+func tokenTile(T, tile, rows, lanes int) int {
+	switch {
+	case T <= 1:
+		return 1
+	case T > fewTokens:
+		return tile
+	}
+	nt := 1
+	for nt < T {
+		nt *= 2
+	}
+	for nt > 1 && (rows*nt > lanes || rows*nt*lanes > 4096) {
+		nt /= 2
+	}
+	return nt
 }
 
 // fusion is what a one-token pass (a decode step) does in fewer dispatches
@@ -360,10 +389,7 @@ func (rc *recorder) ternaryNormOf(label string, m *ternaryMatrix, in *vk.Buffer,
 // the quantized q and s for the int8 head).
 func (rc *recorder) head(n int) {
 	b := rc.b
-	nt := uint32(1)
-	if n > 1 {
-		nt = tileT
-	}
+	nt := uint32(tokenTile(n, tileT, rowsWG, wgMat))
 	h := b.head
 	for i, sh := range h.shards {
 		push := matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(h.k), T: uint32(n), OutStride: uint32(b.c.Vocab)}

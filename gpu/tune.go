@@ -40,7 +40,8 @@ type Tuning struct {
 	// products (NR × NT of ternary.comp over several tokens): each weight
 	// word read serves PrefillTokens tokens. Powers of two, at most 32
 	// each and PrefillLanes together (one output per invocation in the
-	// epilogue).
+	// epilogue). A pass of at most fewTokens tokens (verification, several
+	// streams) takes them in one tile instead (tokenTile).
 	PrefillRows, PrefillTokens int
 	// PrefillLanes is the invocations of a prompt's ternary-product
 	// workgroup (one row group, splitting each row's words): a power of

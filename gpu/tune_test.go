@@ -143,3 +143,26 @@ func TestParseTuning(t *testing.T) {
 		t.Errorf("a bad %s: %v, want an error naming it", TuneEnv, err)
 	}
 }
+
+// A pass of a few tokens takes them in one tile that fits its workgroup;
+// more tokens, the tuning's tile.
+func TestTokenTile(t *testing.T) {
+	for _, tc := range []struct{ T, tile, rows, lanes, want int }{
+		{1, 8, 4, 64, 1},
+		{2, 8, 4, 64, 2},
+		{3, 8, 4, 64, 4},
+		{5, 8, 4, 64, 8},
+		{9, 8, 4, 64, 16},
+		{16, 8, 4, 64, 16},
+		{17, 8, 4, 64, 8},
+		{512, 8, 4, 64, 8},
+		{9, 2, 1, 16, 16}, // rows·NT ≤ lanes
+		{9, 4, 4, 16, 4},
+		{9, 8, 4, 128, 8}, // rows·NT·lanes ≤ 4096
+		{12, 8, 8, 32, 4},
+	} {
+		if got := tokenTile(tc.T, tc.tile, tc.rows, tc.lanes); got != tc.want {
+			t.Errorf("tokenTile(T %d, tile %d, rows %d, lanes %d) = %d, want %d", tc.T, tc.tile, tc.rows, tc.lanes, got, tc.want)
+		}
+	}
+}
