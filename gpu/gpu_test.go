@@ -76,10 +76,11 @@ var variants = []struct {
 	{"sharded-layer5", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn, Tune: Tuning{Layer: 5}}},
 	// Prompts through ternary_mm (Tuning.Tiled): tiles of 8 tokens × 64
 	// rows (passes of 4 tokens or more), 8 × 8 outputs an invocation in
-	// plain int32 math, and shards of a few rows in chunks of 5 tokens.
+	// plain int32 math, and shards of a few rows in chunks of 5 tokens,
+	// the tiles shrunk towards 1024 workgroups (TiledGroups).
 	{"tiled", Options{Tune: Tuning{Tiled: 8, TiledBlock: 64}}},
 	{"tiled-plain-8x8", Options{Plain: true, NoSubgroups: true, Tune: Tuning{Tiled: 16, TiledBlock: 64, TiledRows: 8, TiledTokens: 8}}},
-	{"tiled-sharded", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn, Tune: Tuning{Tiled: 8, TiledBlock: 64}}},
+	{"tiled-sharded", Options{MaxShardBytes: 4096, Batch: 5, Fusion: FuseOn, Tune: Tuning{Tiled: 8, TiledBlock: 64, TiledGroups: 1024}}},
 }
 
 // TestConformancePositionZero: a token alone at position 0 gives the

@@ -242,9 +242,11 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 		// weights, activations, scales, results (read too when accumulating)
 		bytes := sh.rows*m.k/4 + T*m.k + 4*sh.rows + 4*T*sh.rows*(1+int(accum))
 		if tiled {
-			rows, tokens := b.tune.TiledBlock, b.tune.Tiled
+			// A CPU device keeps the tile whole unless mmg is set otherwise.
+			shrink := !b.onCPU() || b.tune.TiledGroups != tiledGroups
+			rows, tokens, wg := b.tune.tiledTile(sh.rows, T, shrink)
 			rc.note(label, bytes)
-			rc.dispatch(k, []uint32{uint32(b.tune.tiledWG()), uint32(b.tune.TiledRows), uint32(b.tune.TiledTokens), uint32(tokens), accum},
+			rc.dispatch(k, []uint32{uint32(wg), uint32(b.tune.TiledRows), uint32(b.tune.TiledTokens), uint32(tokens), accum},
 				[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(m.rowScale), whole(gs), whole(out)},
 				matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(m.k), T: uint32(T), OutStride: uint32(outStride)},
 				ceilDiv(sh.rows, rows), ceilDiv(T, tokens))

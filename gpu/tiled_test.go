@@ -33,7 +33,8 @@ func TestTernaryTiled(t *testing.T) {
 		{"mm=8,mmm=64,mmr=8", 64, 128, 5, 0, 0, true},            // a tile of 8 tokens, 5 of them
 		{"mm=32,mmm=16", 48, 6912, 40, 0, 1, true},               // Σ = 128·6912 at the edge
 		{"mm=32,mmm=16", 48, 6912, 40, 0, -1, true},
-		{"mm=64", 100, 256, 31, 0, 0, false}, // under half a tile: ternary.comp
+		{"mm=64", 100, 256, 31, 0, 0, false},
+		{"mm=64,mmg=64", 200, 512, 100, 0, 0, true}, // shrunk to 32 rows × 16 tokens: 7 × 7 tiles // under half a tile: ternary.comp
 	}
 	for _, plain := range []bool{false, true} {
 		a := newOps(t, plain)
@@ -83,8 +84,12 @@ func TestTernaryTiled(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if used := a.usedTiled(); used != tc.wantTiled {
+				used, tokens := a.usedTiled()
+				if used != tc.wantTiled {
 					t.Fatalf("ternary_mm ran: %v, want %v", used, tc.wantTiled)
+				}
+				if want := map[string]uint32{"mm=64": 64, "mm=64,mmg=64": 16}[tc.tune]; used && want != 0 && tokens != want {
+					t.Fatalf("ternary_mm's tile took %d tokens, want %d", tokens, want)
 				}
 				for tk := 0; tk < tc.T; tk++ {
 					want, err := ref.TernarySums(w, q[tk*tc.k:(tk+1)*tc.k])
@@ -121,18 +126,18 @@ func TestTernaryTiled(t *testing.T) {
 	}
 }
 
-// usedTiled reports whether a pipeline of ternary_mm was made, and forgets
-// the pipelines, so that the next call asks again.
-func (a opsAdapter) usedTiled() bool {
-	used := false
+// usedTiled reports whether a pipeline of ternary_mm was made, and the
+// tokens of its tile (BN, its specialization constant 3), and forgets the
+// pipelines, so that the next call asks again.
+func (a opsAdapter) usedTiled() (used bool, tokens uint32) {
 	for key, k := range a.b.kernels {
 		if key.k == spirv.TernaryMM || key.k == spirv.TernaryMMDot {
-			used = true
+			used, tokens = true, key.spec[3]
 		}
 		k.Release()
 		delete(a.b.kernels, key)
 	}
-	return used
+	return used, tokens
 }
 
 // bitLinearAdd is base plus BitLinear of x by w for T tokens, through

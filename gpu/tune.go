@@ -79,6 +79,15 @@ type Tuning struct {
 	// is (TiledBlock/TiledRows)·(Tiled/TiledTokens) invocations, 16 to
 	// 1024 (capped by the device).
 	TiledRows, TiledTokens int
+	// TiledGroups is the fewest workgroups a ternary_mm dispatch aims for:
+	// where a shard's product over a pass's tokens makes fewer tiles, the
+	// tile's rows halve (to 32 at least), then its tokens (to
+	// 4·TiledTokens), until it makes that many, so that every compute unit
+	// of a GPU has work (a 2,560-row matrix over 128 tokens is 20 × 2
+	// tiles of 128 × 64). 1 keeps the tile whole. A CPU device (lavapipe),
+	// whose few cores take large tiles best, keeps it whole under the
+	// default too.
+	TiledGroups int
 	// Layer is the dispatches of a fused decode step's layer: 7; 6 with
 	// the FFN's activation, sub-norm and quantization in the down
 	// projection's prologue (each of its workgroups computing them, as
@@ -98,7 +107,7 @@ const TuneEnv = "BITVK_VK_TUNE"
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
 	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
-		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, Layer: 7}
+		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7}
 }
 
 // tuningField is one key of a tuning: its name in BITVK_VK_TUNE and the
@@ -114,7 +123,7 @@ func (t *Tuning) fields() []tuningField {
 	return []tuningField{{"rows", &t.Rows}, {"lanes", &t.Lanes}, {"norm", &t.Norm}, {"chunk", &t.Chunk},
 		{"prows", &t.PrefillRows}, {"ptok", &t.PrefillTokens}, {"plane", &t.PrefillLanes}, {"vec", &t.Vec},
 		{"pvec", &t.PrefillVec}, {"npass", &t.NormPasses}, {"tk", &t.TK}, {"vunroll", &t.VUnroll},
-		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"layer", &t.Layer}}
+		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}}
 }
 
 // tuningKeys names the keys, for errors.
@@ -227,6 +236,8 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning mmm=%d: want a power of two from 4 to 1024", o.TiledBlock)
 	case o.Tiled > 1 && (o.TiledTokens > o.Tiled || o.TiledRows > o.TiledBlock):
 		return Tuning{}, fmt.Errorf("gpu: tuning mm=%d,mmm=%d,mmr=%d,mmt=%d: an invocation's rows and tokens within the tile", o.Tiled, o.TiledBlock, o.TiledRows, o.TiledTokens)
+	case o.TiledGroups > 1<<16:
+		return Tuning{}, fmt.Errorf("gpu: tuning mmg=%d: want 1 to 65536", o.TiledGroups)
 	case o.Tiled > 1 && (o.tiledWG() < 16 || o.tiledWG() > 1024):
 		return Tuning{}, fmt.Errorf("gpu: tuning mm=%d,mmm=%d,mmr=%d,mmt=%d: a workgroup of %d invocations, want 16 to 1024", o.Tiled, o.TiledBlock, o.TiledRows, o.TiledTokens, o.tiledWG())
 	case o.Vec != 1 && o.Vec != 4:
@@ -256,12 +267,35 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 const (
 	tiledRows   = 128
 	tiledTokens = 64
+	// tiledGroups: two workgroups a compute unit of the largest GPUs
+	// (132 on an H100 or H200), a guess no GPU has timed yet; the sweep of
+	// scripts/gpu-session.sh times mmg=1 beside it.
+	tiledGroups = 256
 )
 
 // tiledWG is the workgroup of ternary_mm: one invocation per TiledRows ×
 // TiledTokens of the tile.
 func (t Tuning) tiledWG() int {
 	return (t.TiledBlock / t.TiledRows) * (t.Tiled / t.TiledTokens)
+}
+
+// tiledTile returns the rows and tokens of ternary_mm's tile for a shard
+// of rows rows over T tokens, and its workgroup: the tuning's tile, shrunk
+// as TiledGroups asks unless shrink is false.
+func (t Tuning) tiledTile(rows, T int, shrink bool) (bm, bn, wg int) {
+	bm, bn = t.TiledBlock, t.Tiled
+	tiles := func() int { return ((rows + bm - 1) / bm) * ((T + bn - 1) / bn) }
+	for shrink && tiles() < t.TiledGroups {
+		switch {
+		case bm > 32 && bm > t.TiledRows:
+			bm /= 2
+		case bn > 4*t.TiledTokens:
+			bn /= 2
+		default:
+			shrink = false
+		}
+	}
+	return bm, bn, (bm / t.TiledRows) * (bn / t.TiledTokens)
 }
 
 // tiledShared is the shared memory a ternary_mm workgroup stages a block

@@ -38,7 +38,7 @@ func TestParseTuning(t *testing.T) {
 	// Zero fields take the defaults; each field's bounds are checked.
 	d, err := resolveTuning(Tuning{Rows: 8}, 1024, 32768)
 	if want := (Tuning{Rows: 8, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
-		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, Layer: 7}); err != nil || d != want {
+		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7}); err != nil || d != want {
 		t.Errorf("resolveTuning(rows=8) = %+v, %v; want %+v", d, err, want)
 	}
 	if d, err := resolveTuning(Tuning{Norm: 1024}, 256, 32768); err != nil || d.Norm != 256 {
@@ -71,6 +71,7 @@ func TestParseTuning(t *testing.T) {
 		{Tuning{VUnroll: 2}, "vunroll=2"},
 		{Tuning{Layer: 4}, "layer=4"},
 		{Tuning{Tiled: 2}, "mm=2"},
+		{Tuning{TiledGroups: 1<<16 + 1}, "mmg=65537"},
 		{Tuning{Tiled: 48}, "mm=48"},
 		{Tuning{Tiled: 512}, "mm=512"},
 		{Tuning{Tiled: 64, TiledBlock: 2}, "mmm=2"},
@@ -163,6 +164,31 @@ func TestTokenTile(t *testing.T) {
 	} {
 		if got := tokenTile(tc.T, tc.tile, tc.rows, tc.lanes); got != tc.want {
 			t.Errorf("tokenTile(T %d, tile %d, rows %d, lanes %d) = %d, want %d", tc.T, tc.tile, tc.rows, tc.lanes, got, tc.want)
+		}
+	}
+}
+
+// ternary_mm's tile shrinks, rows first, until a product makes TiledGroups
+// workgroups, and never below 32 rows or 4·TiledTokens tokens.
+func TestTiledTile(t *testing.T) {
+	d := defaultTuning()
+	for _, tc := range []struct {
+		tune       Tuning
+		rows, T    int
+		shrink     bool
+		bm, bn, wg int
+	}{
+		{d, 13824, 512, true, 128, 64, 256}, // 108 × 8 tiles: enough
+		{d, 2560, 512, true, 64, 64, 128},   // 20 × 8 → 40 × 8
+		{d, 2560, 128, true, 32, 32, 32},    // 20 × 2 → … → 80 × 4
+		{d, 2560, 128, false, 128, 64, 256}, // kept whole
+		{d, 100, 40, true, 32, 16, 16},      // as small as it goes: 4 × 3
+		{Tuning{Tiled: 64, TiledBlock: 128, TiledRows: 8, TiledTokens: 8, TiledGroups: 1}, 2560, 128, true, 128, 64, 128},
+	} {
+		bm, bn, wg := tc.tune.tiledTile(tc.rows, tc.T, tc.shrink)
+		if bm != tc.bm || bn != tc.bn || wg != tc.wg {
+			t.Errorf("%s: %d rows × %d tokens (shrink %v): tile %d × %d in %d invocations, want %d × %d in %d",
+				tc.tune, tc.rows, tc.T, tc.shrink, bm, bn, wg, tc.bm, tc.bn, tc.wg)
 		}
 	}
 }
