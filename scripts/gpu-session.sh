@@ -35,7 +35,7 @@
 #       end), the prompt alone (pp128, pp512 and pp2048) under each shape of
 #       PTUNES: ternary_mm's tiles (mm, mmm, mmr, mmt; mmg=1 keeps them whole,
 #       mmg=1024 shrinks them towards more workgroups than the default) and
-#       ternary.comp's (mm=1, with pvec and plane), whose tok/s lines go to
+#       ternary.comp's (mm=1), whose tok/s lines go to
 #       OUTDIR/sweep.txt too.
 #   scripts/gpu-session.sh draft OUTDIR
 #       (on the GPU machine) speculative decoding on the GPU (issue 12):
@@ -155,10 +155,10 @@ sweep)
 	: >"$out/sweep.txt"
 	status=0
 	all=vec=4,npass=1,tk=64,vunroll=4,layer=5
-	for tune in ${PTUNES:-default mm=1 mmg=1 mmg=1024 mm=1,pvec=4,plane=32 mm=64,mmm=64,mmr=4,mmg=1 mm=64,mmm=128,mmr=8,mmt=8,mmg=1 mm=128,mmm=128,mmr=8,mmt=8,mmg=1 mm=32,mmm=256,mmr=8,mmt=4,mmg=1}; do
+	for tune in ${PTUNES:-default mm=1 mmg=1 mmg=1024 mm=64,mmm=64,mmr=4,mmg=1 mm=64,mmm=128,mmr=8,mmt=8,mmg=1 mm=128,mmm=128,mmr=8,mmt=8,mmg=1 mm=32,mmm=256,mmr=8,mmt=4,mmg=1}; do
 		name=prompt-${tune//[=,]/-}
 		[ "$tune" = default ] && tune=
-		BITVK_VK_TUNE=$tune bin/bitvk bench -m "$tmp/2b.gguf" --backend vulkan -p 128,512,2048 -n 0 -r 3 \
+		BITVK_VK_TUNE=$tune bin/bitvk bench -m "$tmp/2b.gguf" --backend vulkan -p 128,512,2048 -n 0 -r 2 \
 			>"$out/sweep-$name.txt" 2>&1 || status=1
 		grep -E '^ .* pp[0-9]+ ' "$out/sweep-$name.txt" | sed "s/^/${name}: /" >>"$out/sweep.txt" || echo "$name: failed" >>"$out/sweep.txt"
 	done
