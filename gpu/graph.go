@@ -234,32 +234,32 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 	if acc {
 		accum = 1
 	}
+	// A prompt's products over matrices with one scale a row go through
+	// ternary_mm (the same bits); a CPU device keeps its tiles whole unless
+	// mmg is set otherwise.
 	tiled := T > 1 && grouped == 0 && b.tune.Tiled > 1 && 2*T >= b.tune.Tiled
+	shrink := !b.onCPU() || b.tune.TiledGroups != tiledGroups
 	if tiled {
 		k = spirv.TernaryMM.Variant(false, b.dot)
 	}
 	for _, sh := range m.shards {
 		// weights, activations, scales, results (read too when accumulating)
 		bytes := sh.rows*m.k/4 + T*m.k + 4*sh.rows + 4*T*sh.rows*(1+int(accum))
-		if tiled {
-			// A CPU device keeps the tile whole unless mmg is set otherwise.
-			shrink := !b.onCPU() || b.tune.TiledGroups != tiledGroups
-			rows, tokens, wg := b.tune.tiledTile(sh.rows, T, shrink)
-			rc.note(label, bytes)
-			rc.dispatch(k, []uint32{uint32(wg), uint32(b.tune.TiledRows), uint32(b.tune.TiledTokens), uint32(tokens), accum},
-				[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(m.rowScale), whole(gs), whole(out)},
-				matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(m.k), T: uint32(T), OutStride: uint32(outStride)},
-				ceilDiv(sh.rows, rows), ceilDiv(T, tokens))
-			continue
-		}
 		if grouped == 1 {
 			bytes += 4 * sh.rows * m.k / 256
 		}
+		spec := []uint32{lanes, uint32(rows), nt, grouped, accum, vec}
+		gx, gy := ceilDiv(sh.rows, rows), ceilDiv(T, int(nt))
+		if tiled {
+			bm, bn, wg := b.tune.tiledTile(sh.rows, T, shrink)
+			spec = []uint32{uint32(wg), uint32(b.tune.TiledRows), uint32(b.tune.TiledTokens), uint32(bn), accum}
+			gx, gy = ceilDiv(sh.rows, bm), ceilDiv(T, bn)
+		}
 		rc.note(label, bytes)
-		rc.dispatch(k, []uint32{lanes, uint32(rows), nt, grouped, accum, vec},
+		rc.dispatch(k, spec,
 			[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(m.rowScale), whole(gs), whole(out)},
 			matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(m.k), T: uint32(T), OutStride: uint32(outStride)},
-			ceilDiv(sh.rows, rows), ceilDiv(T, int(nt)))
+			gx, gy)
 	}
 }
 

@@ -261,7 +261,7 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 
 // The default tile of ternary_mm: 128 rows × 64 tokens, 8 × 4 outputs an
 // invocation (256 invocations, 24 KiB of shared memory). On lavapipe (2B
-// shape, pp128, two Zen 5 cores) prompts went 2.36 tok/s with
+// shape, pp128, two Zen 5 cores) prompts went 2.36-3.48 tok/s with
 // ternary.comp's tiles → 6.31-6.49 (64 × 64 tiles, 4 × 4 outputs: 4.57;
 // 64 × 64, 8 × 8: 4.64; 128 × 64, 8 × 8: 6.13; 128 × 128, 8 × 8: 2.61).
 const (
@@ -286,13 +286,12 @@ func (t Tuning) tiledTile(rows, T int, shrink bool) (bm, bn, wg int) {
 	bm, bn = t.TiledBlock, t.Tiled
 	tiles := func() int { return ((rows + bm - 1) / bm) * ((T + bn - 1) / bn) }
 	for shrink && tiles() < t.TiledGroups {
-		switch {
-		case bm > 32 && bm > t.TiledRows:
+		if bm > 32 && bm > t.TiledRows {
 			bm /= 2
-		case bn > 4*t.TiledTokens:
+		} else if bn > 4*t.TiledTokens {
 			bn /= 2
-		default:
-			shrink = false
+		} else {
+			break
 		}
 	}
 	return bm, bn, (bm / t.TiledRows) * (bn / t.TiledTokens)
