@@ -132,6 +132,7 @@ type Backend struct {
 	// scratch, each for batch tokens
 	x, xn, q, s, qkv, att, gu, attnPart, logits, result *vk.Buffer
 	argPart                                             *vk.Buffer // argmax's partials (graph.go)
+	warmSink                                            *vk.Buffer // Tuning.Warm's sink (warm.go); nil without
 	inHost, inDev, outHost                              *vk.Buffer
 	traceDev, traceHost                                 *vk.Buffer  // made by the first ForwardTrace
 	smp                                                 *sampleBufs // made by the first ForwardSample
@@ -435,6 +436,12 @@ func (b *Backend) makeScratch() error {
 	} {
 		var err error
 		if *s.dst, err = b.dev.NewBuffer(s.name, s.size, s.host); err != nil {
+			return err
+		}
+	}
+	if b.tune.Warm == 2 {
+		var err error
+		if b.warmSink, err = b.dev.NewBuffer("l2 warm sink", int64(warmSlot*max(1, b.warmSlots())), false); err != nil {
 			return err
 		}
 	}

@@ -468,6 +468,10 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 		rc.dispatch(spirv.Embed, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), tokens, whole(b.x)},
 			embedPush{Row0: uint32(sh.row0), Rows: uint32(sh.rows), K: uint32(E)}, uint32(T), 1)
 	}
+	warm := b.warmOn(T)
+	if warm && len(b.layers) > 0 {
+		rc.warm(b.layers[0].qkv)
+	}
 	r.Barrier()
 	act := uint32(1)
 	if c.Activation == nn.SiLU {
@@ -481,7 +485,7 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 		}
 	}
 	fuseNorm, fuseRope, fuseDown, fuseAttn := T == 1 && b.fuse.norm, T == 1 && b.fuse.rope, T == 1 && b.fuse.down, T == 1 && b.fuse.attn
-	for _, l := range b.layers {
+	for li, l := range b.layers {
 		// attention
 		switch {
 		case fuseRope:
@@ -502,12 +506,15 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 				uint32(T), uint32(c.Heads+2*c.KVHeads))
 			r.Barrier()
 		}
+		rc.attentionChunks(l, T)
+		if warm {
+			rc.warm(b.warmLayer(li)...)
+		}
+		r.Barrier()
 		if fuseAttn && l.attnSubNorm != nil {
-			rc.attentionChunks(l, T)
-			r.Barrier()
 			rc.ternaryNormOf("attn reduce+subnorm+output", l.o, b.attnPart, actAttention, l.attnSubNorm, b.x, true, &l, false)
 		} else {
-			rc.attention(l, T) // ends in the sub-norm and the quantization of the output
+			rc.attentionReduce(l, T) // ends in the sub-norm and the quantization of the output
 			r.Barrier()
 			rc.ternary("attn output", l.o, b.x, E, T, true)
 		}

@@ -95,6 +95,18 @@ type Tuning struct {
 	// attention's reduce, sub-norm and quantization in the output
 	// projection's prologue too.
 	Layer int
+	// Warm is whether a decode step reads weights into the GPU's cache
+	// (L2) before its products need them: 1, no (the default); 2, each
+	// layer's output, gate/up and down matrices and the next layer's
+	// Q/K/V matrix while its attention runs, and the first layer's Q/K/V
+	// beside the embedding lookup (read_bandwidth dispatches with no
+	// barrier of their own, beside the step's kernels). On the H200 a
+	// decode step's products read 250-470 GB/s of its 4,500 (each waits on
+	// its loads' latency, not on bandwidth), while attention and the norms
+	// leave the memory idle; 2 makes each layer 4 dispatches more (about
+	// 17 MB of the 2B shape's weights a layer ahead: for GPUs whose cache
+	// holds that).
+	Warm int
 }
 
 // maxNormRegs is the most values an invocation holds with NormPasses 1.
@@ -107,7 +119,7 @@ const TuneEnv = "BITVK_VK_TUNE"
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
 	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
-		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7}
+		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1}
 }
 
 // tuningField is one key of a tuning: its name in BITVK_VK_TUNE and the
@@ -123,7 +135,7 @@ func (t *Tuning) fields() []tuningField {
 	return []tuningField{{"rows", &t.Rows}, {"lanes", &t.Lanes}, {"norm", &t.Norm}, {"chunk", &t.Chunk},
 		{"prows", &t.PrefillRows}, {"ptok", &t.PrefillTokens}, {"plane", &t.PrefillLanes}, {"vec", &t.Vec},
 		{"pvec", &t.PrefillVec}, {"npass", &t.NormPasses}, {"tk", &t.TK}, {"vunroll", &t.VUnroll},
-		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}}
+		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}, {"warm", &t.Warm}}
 }
 
 // tuningKeys names the keys, for errors.
@@ -222,6 +234,8 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning vunroll=%d: want 1 or 4", o.VUnroll)
 	case o.Layer < 5 || o.Layer > 7:
 		return Tuning{}, fmt.Errorf("gpu: tuning layer=%d: want 5, 6 or 7", o.Layer)
+	case o.Warm != 1 && o.Warm != 2:
+		return Tuning{}, fmt.Errorf("gpu: tuning warm=%d: want 1 (no) or 2 (weights into the cache ahead of the products)", o.Warm)
 	case !pow2(o.PrefillRows) || o.PrefillRows > 32:
 		return Tuning{}, fmt.Errorf("gpu: tuning prows=%d: want a power of two from 1 to 32", o.PrefillRows)
 	case !pow2(o.PrefillTokens) || o.PrefillTokens > 32:
