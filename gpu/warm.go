@@ -28,9 +28,11 @@ const (
 	warmSlot = 256
 )
 
-// warmOn reports whether a pass of T tokens warms the cache: decode steps,
-// under Tuning.Warm = 2.
-func (b *Backend) warmOn(T int) bool { return T == 1 && b.tune.Warm == 2 }
+// warmOn reports whether a pass of T tokens warms the cache, under
+// Tuning.Warm = 2: decode steps, and the passes of a few tokens
+// (verification, several streams: fewTokens) whose products are as
+// latency-bound; a prompt's tiled products are not.
+func (b *Backend) warmOn(T int) bool { return T <= fewTokens && b.tune.Warm == 2 }
 
 // warmLayer is what the attention interval of layer li warms: the layer's
 // output, gate/up and down matrices, and the next layer's Q/K/V.

@@ -10,8 +10,8 @@ import (
 // logits, fused (7, 5 dispatches a layer) or not, its weights whole or in
 // shards of 4 KiB (several warm dispatches in one barrier interval, each
 // with its own sink range); its dispatches read every ternary weight of
-// the model once a step, in no barrier of their own, and a pass of several
-// tokens has none.
+// the model once a step, in no barrier of their own; a pass of a few
+// tokens warms too, a prompt's (more than fewTokens) does not.
 func TestWarmDecode(t *testing.T) {
 	needVulkan(t)
 	for _, tc := range []struct {
@@ -31,20 +31,19 @@ func TestWarmDecode(t *testing.T) {
 			var profs [2]*Profile
 			for i, warm := range []int{0, 2} {
 				o := tc.o
-				o.Context, o.Tune.Warm = 16, warm
+				o.Context, o.Tune.Warm = 2*fewTokens, warm
 				b := open(t, m.Config, m.Weights, o)
 				if got := b.Tuning().Warm; got != max(warm, 1) {
 					t.Fatalf("warm=%d: the backend runs warm=%d", warm, got)
 				}
-				logits[i] = make([]float32, len(toks)*V)
+				logits[i] = make([]float32, (len(toks)+1)*V)
 				for p, tok := range toks {
 					if err := b.Forward([]int32{tok}, p, logits[i][p*V:(p+1)*V]); err != nil {
 						t.Fatal(err)
 					}
 				}
-				// A prompt of several tokens warms nothing.
-				prompt := make([]float32, V)
-				if err := b.Forward(toks[:4], 0, prompt); err != nil {
+				// A pass of a few tokens, as a verification pass is.
+				if err := b.Forward(toks[:5], len(toks), logits[i][len(toks)*V:]); err != nil {
 					t.Fatal(err)
 				}
 				p, err := b.ProfileForward(1, len(toks), 1)
@@ -72,13 +71,19 @@ func TestWarmDecode(t *testing.T) {
 					if got != want || calls != shards {
 						t.Errorf("warm dispatches read %d bytes in %d dispatches, want every ternary weight once (%d bytes, %d shards)", got, calls, want, shards)
 					}
-					pp, err := b.ProfileForward(4, 0, 1)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, c := range pp.Commands {
-						if c.Label == "l2 warm" {
-							t.Fatal("a pass of 4 tokens warms the cache")
+					for _, n := range []int{4, fewTokens + 1} {
+						pp, err := b.ProfileForward(n, 0, 1)
+						if err != nil {
+							t.Fatal(err)
+						}
+						calls = 0
+						for _, c := range pp.Commands {
+							if c.Label == "l2 warm" {
+								calls++
+							}
+						}
+						if (calls > 0) != (n <= fewTokens) {
+							t.Errorf("a pass of %d tokens: %d warm dispatches", n, calls)
 						}
 					}
 				}
