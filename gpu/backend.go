@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"unsafe"
 
@@ -48,8 +49,12 @@ type Options struct {
 	// buffer range.
 	Slots int
 	// Tune shapes a decode step's kernels (see Tuning); the zero value:
-	// BITVK_VK_TUNE, else the defaults.
+	// BITVK_VK_TUNE when it is set (even empty: the defaults), else the
+	// entry of TuneFile for this device and model, else the defaults.
 	Tune Tuning
+	// TuneFile is a file of tunings saved by bitvk tune (see TuneEntry);
+	// "": none.
+	TuneFile string
 }
 
 // Fusion is Options.Fusion.
@@ -109,6 +114,7 @@ type Backend struct {
 	dot       bool   // integer dot product kernels
 	subgroups bool   // the matrix products' and norms' subgroup twins (reductions)
 	tune      Tuning // a decode step's kernel shapes (resolved: no zero fields)
+	tuneFile  string // where tune came from, when from a tuning file
 	ctx       int    // positions per slot
 	slots     int    // sequences in the K/V cache
 	batch     int
@@ -201,7 +207,20 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 	b.info = b.dev.Info()
 	b.dot = b.dev.Enabled().IntegerDot && !o.Plain
 	b.subgroups = !o.NoSubgroups && subgroupReductions(b.info)
-	if b.tune, err = resolveTuning(o.Tune, b.info.MaxComputeWorkGroupInvocations, b.info.MaxComputeSharedMemorySize); err != nil {
+	tune := o.Tune
+	if _, set := os.LookupEnv(TuneEnv); tune == (Tuning{}) && !set && o.TuneFile != "" {
+		t, ok, err := b.savedTuning(o.TuneFile)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			tune, b.tuneFile = t, o.TuneFile
+		}
+	}
+	if b.tune, err = resolveTuning(tune, b.info.MaxComputeWorkGroupInvocations, b.info.MaxComputeSharedMemorySize); err != nil {
+		if b.tuneFile != "" {
+			err = fmt.Errorf("tuning file %s: %w (run bitvk tune again)", b.tuneFile, err)
+		}
 		return nil, err
 	}
 	b.ctx = c.Context
@@ -458,9 +477,12 @@ func (b *Backend) Name() string {
 // the K/V write join them where Q, K and V are one shard).
 func (b *Backend) Fused() bool { return b.fuse.norm }
 
-// Tuning is the kernel shapes in use (Options.Tune or BITVK_VK_TUNE over
-// the defaults, within the device's limits).
+// Tuning is the kernel shapes in use (Options.Tune, BITVK_VK_TUNE or a
+// tuning file's entry over the defaults, within the device's limits).
 func (b *Backend) Tuning() Tuning { return b.tune }
+
+// TuneFile is the tuning file whose entry shapes the kernels, or "".
+func (b *Backend) TuneFile() string { return b.tuneFile }
 
 // Kernels names the kernel set in use: dot4 (the integer dot product
 // instruction) or int32 (plain integer math).

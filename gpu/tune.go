@@ -209,13 +209,7 @@ func resolveTuning(o Tuning, maxWG, maxShared uint32) (Tuning, error) {
 
 // checkTuning is resolveTuning of o as given.
 func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
-	d := defaultTuning()
-	df := d.fields()
-	for i, f := range o.fields() {
-		if *f.v == 0 {
-			*f.v = *df[i].v
-		}
-	}
+	o = o.WithDefaults()
 	pow2 := func(n int) bool { return n > 0 && n&(n-1) == 0 }
 	switch {
 	case !pow2(o.Rows) || o.Rows > 32:

@@ -45,6 +45,12 @@
 #       greedy decoding of nano-kjv with and without drafting on each
 #       workload of scripts/draft-bench (bench --draft), its tokens checked
 #       against plain decoding's ("same as off").
+#   scripts/gpu-session.sh tune OUTDIR
+#       (on the GPU machine) bitvk tune on the synthetic 2B model with the
+#       float16 and the int8 head (--no-save): every decode shape, then
+#       the prompt shapes on the fastest, each against the defaults, and
+#       the choice (about two minutes a head on an H100-class GPU; a
+#       second call after all).
 #   scripts/gpu-session.sh all OUTDIR
 #       (on the GPU machine) one call for a short lease: the gpu package's
 #       conformance, fusion and attention tests (TESTS to choose others),
@@ -189,11 +195,23 @@ draft)
 	tail -n 10 "$out"/draft-*.txt
 	exit $status
 	;;
+tune)
+	out=${2:?usage: scripts/gpu-session.sh tune OUTDIR}
+	need bin/bitvk
+	mkdir -p "$out"
+	icd
+	status=0
+	for head in f16 q8; do
+		bin/bitvk tune --shape 2b --head $head --no-save >"$out/tune-$head.txt" 2>"$out/tune-$head.err" || status=1
+		cat "$out/tune-$head.txt"
+	done
+	exit $status
+	;;
 all)
 	out=${2:?usage: scripts/gpu-session.sh all OUTDIR}
 	mkdir -p "$out"
 	status=0
-	PKGS=gpu TESTS=${TESTS:-'Conformance|Fused|KernelKey|Attention|Tuning|Tiled'} timeout 150 bash "$self" tests "$out/tests" >"$out/tests.txt" 2>&1 || status=1
+	PKGS=gpu TESTS=${TESTS:-'Conformance|Fused|KernelKey|Attention|Tuning|Tiled|Warm'} timeout 150 bash "$self" tests "$out/tests" >"$out/tests.txt" 2>&1 || status=1
 	timeout 320 bash "$self" sweep "$out/sweep" >"$out/sweep.txt" 2>&1 || status=1
 	timeout 100 bash "$self" draft "$out/draft" >"$out/draft.txt" 2>&1 || status=1
 	tail -n 3 "$out/tests.txt"
@@ -202,7 +220,7 @@ all)
 	exit $status
 	;;
 *)
-	echo "usage: scripts/gpu-session.sh build | tests OUTDIR | bench OUTDIR | sweep OUTDIR | draft OUTDIR | all OUTDIR" >&2
+	echo "usage: scripts/gpu-session.sh build | tests OUTDIR | bench OUTDIR | sweep OUTDIR | draft OUTDIR | tune OUTDIR | all OUTDIR" >&2
 	exit 2
 	;;
 esac

@@ -34,6 +34,7 @@ var commands = []command{
 	{"check", "run the same tokens on the CPU and Vulkan backends and compare them layer by layer", runCheck},
 	{"view", "a desktop window showing a model at work: its text, speed, GPU timeline and CPU-vs-GPU check", runView},
 	{"devices", "list the Vulkan devices: type, driver, memory, limits, optional features", runDevices},
+	{"tune", "time the Vulkan kernel shapes on this GPU for a model and keep the fastest for later runs", runTune},
 	{"synth", "write a synthetic BitNet b1.58 model (random ternary weights, real shapes)", runSynth},
 	{"tokenize", "split text into token ids with the model's tokenizer", runTokenize},
 	{"tokenizer-train", "learn a byte-level BPE vocabulary from text and write it as a GGUF file", runTokenizerTrain},

@@ -41,6 +41,10 @@ type backendFlags struct {
 	// needVulkan: the command compares the backends (check), so a Vulkan
 	// error does not suggest --backend cpu.
 	needVulkan bool
+	// tune, when set, shapes the Vulkan kernels (bitvk tune); else
+	// BITVK_VK_TUNE, or the tuning file's entry unless noTuneFile.
+	tune       *gpu.Tuning
+	noTuneFile bool
 }
 
 func addBackendFlags(fs *flag.FlagSet, bf *backendFlags, withThreads bool) {
@@ -306,7 +310,14 @@ func loadModel(f *gguf.File, bf backendFlags) (*model, error) {
 	case "cpu", "":
 		b, err = cpu.New(c, w, cpu.Options{Threads: bf.threads, Context: bf.ctx, Head: ht, Slots: bf.slots, Kernels: bf.kernels})
 	case "vulkan":
-		b, err = gpu.New(c, w, gpu.Options{Device: bf.device, Context: bf.ctx, Head: ht, Validation: bf.validate, Window: bf.window, Slots: bf.slots, Fusion: bf.fuse})
+		o := gpu.Options{Device: bf.device, Context: bf.ctx, Head: ht, Validation: bf.validate, Window: bf.window, Slots: bf.slots, Fusion: bf.fuse}
+		if bf.tune != nil {
+			o.Tune = *bf.tune
+		}
+		if !bf.noTuneFile {
+			o.TuneFile = defaultTuneFile()
+		}
+		b, err = gpu.New(c, w, o)
 		if err != nil && !bf.needVulkan {
 			err = fmt.Errorf("%w (--backend cpu runs on the CPU)", err)
 		}

@@ -1,0 +1,363 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bitvk/bitvk/gpu"
+	"github.com/bitvk/bitvk/models"
+)
+
+// bitvk tune: time the Vulkan kernel shapes (gpu.Tuning) on this device
+// for this model shape, keep the fastest in the tuning file, which every
+// later command opening a Vulkan backend reads (gpu.Options.TuneFile).
+// First the decode shapes, each alone, by a decode test's tokens a second;
+// then, on the fastest of them, the prompt shapes, by a prompt test's. A
+// shape is chosen over the defaults only when it is faster by --margin.
+// The two lists' keys are apart (a decode shape that loads 16 bytes at once,
+// or runs fewer lanes, does the same in prompts: vec with pvec, lanes with
+// plane), so a decode step and a pass of several tokens still give a token
+// the same bits and speculative decoding stays lossless.
+
+// tuneDecode and tunePrompt are the shapes timed by default: those the
+// H200 profile asked for (docs/KERNELS.md, the Vulkan tuning table), as
+// scripts/gpu-session.sh's sweep times them.
+const (
+	tuneAll    = "vec=4,pvec=4,npass=1,tk=64,vunroll=4,layer=5"
+	tuneDecode = "default;warm=2;vec=4,pvec=4;npass=1;tk=64;vunroll=4;layer=6;layer=5;" + tuneAll + ";" + tuneAll + ",warm=2;" +
+		tuneAll + ",norm=512;" + tuneAll + ",norm=1024;" + tuneAll + ",lanes=32,plane=32"
+	tunePrompt = "default;mm=1;mmg=1;mmg=1024;mm=64,mmm=64,mmr=4,mmg=1;mm=64,mmm=128,mmr=8,mmt=8,mmg=1;" +
+		"mm=128,mmm=128,mmr=8,mmt=8,mmg=1;mm=32,mmm=256,mmr=8,mmt=4,mmg=1"
+)
+
+// decodeKeys are the tuning keys of the decode list; the prompt list may
+// set none of them.
+var decodeKeys = []string{"rows", "lanes", "norm", "chunk", "plane", "vec", "pvec", "npass", "tk", "vunroll", "layer", "warm"}
+
+// tuneTrial is one shape's measurement.
+type tuneTrial struct {
+	Phase  string  `json:"phase"` // decode or prompt
+	Tune   string  `json:"tune"`  // as timed ("": the defaults)
+	TokS   float64 `json:"tok_s,omitempty"`
+	VsBase float64 `json:"vs_default,omitempty"`
+	Err    string  `json:"error,omitempty"`
+}
+
+// tuneReport is bitvk tune --json's output.
+type tuneReport struct {
+	Key    string        `json:"key"`
+	Trials []tuneTrial   `json:"trials"`
+	Best   gpu.TuneEntry `json:"best"`
+	File   string        `json:"file,omitempty"` // where it was saved
+}
+
+func runTune(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tune", "[-m MODEL | -hf ORG/REPO[:FILE] | --shape tiny|small|2b] [--device N] [-n 32] [-p 512] [-r 2] [--json]", stderr)
+	var src modelSource
+	src.addFlags(fs)
+	device := fs.Int("device", -1, "Vulkan device `index` (see bitvk devices; default: the best)")
+	head := fs.String("head", "stored", "output head: stored, f16, q8, q8_0, q6_k or q4_0 (a tuning is saved per head)")
+	nGen := fs.Int("n", 32, "decode test: tokens generated after a 16-token prompt")
+	nPrompt := fs.Int("p", 512, "prompt test: tokens evaluated at once")
+	reps := fs.Int("r", 2, "repetitions of each test (the fastest counts)")
+	margin := fs.Float64("margin", 0.03, "how much faster than the defaults (0.03: 3%) a shape must be to be chosen: the rest is noise")
+	decode := fs.String("decode", tuneDecode, "decode shapes to time, `BITVK_VK_TUNE` values separated by semicolons (default: the built-in list)")
+	prompt := fs.String("prompt", tunePrompt, "prompt shapes to time on the fastest decode shape, separated by semicolons")
+	file := fs.String("file", defaultTuneFile(), "the tuning `file` to save the fastest shape in")
+	noSave := fs.Bool("no-save", false, "time the shapes, save nothing")
+	asJSON := fs.Bool("json", false, "print the trials and the choice as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return usageError(fs, "unexpected argument %q", pos[0])
+	case !src.given():
+		return usageError(fs, "%s", errSources)
+	case *nGen < 1 || *nPrompt < 1 || *reps < 1:
+		return usageError(fs, "-n, -p and -r must be at least 1")
+	case !(*margin >= 0 && *margin < 10):
+		return usageError(fs, "--margin %v: want a fraction from 0 (such as 0.03)", *margin)
+	case !*noSave && *file == "":
+		return usageError(fs, "no user cache directory to keep the tuning in: give --file FILE or --no-save")
+	}
+	if _, set := os.LookupEnv(gpu.TuneEnv); set {
+		return fmt.Errorf("%s is set: bitvk tune times its own shapes, unset it first (it would override the tuning file anyway)", gpu.TuneEnv)
+	}
+	bf := backendFlags{backend: "vulkan", device: *device, head: *head, needVulkan: true, noTuneFile: true}
+	if err := bf.check(fs); err != nil {
+		return err
+	}
+	decodes, err := tuneList(*decode, nil)
+	if err != nil {
+		return usageError(fs, "--decode: %v", err)
+	}
+	prompts, err := tuneList(*prompt, decodeKeys)
+	if err != nil {
+		return usageError(fs, "--prompt: %v", err)
+	}
+	path, cleanup, err := tuneModelPath(&src)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	bf.ctx = max(16+*nGen, *nPrompt)
+	t := tuner{path: path, bf: bf, nGen: *nGen, nPrompt: *nPrompt, reps: *reps, notes: stderr}
+	rep := tuneReport{}
+
+	// Decode shapes, each alone.
+	var baseDecode float64
+	bestDecode, bestDecodeTS := gpu.Tuning{}, 0.0
+	for _, tn := range decodes {
+		tr, key := t.time("decode", tn, gpu.Tuning{})
+		if rep.Key == "" {
+			rep.Key = key
+		}
+		if tn == (gpu.Tuning{}) && tr.Err != "" {
+			return fmt.Errorf("the default shapes: %s", tr.Err)
+		}
+		if tn == (gpu.Tuning{}) {
+			baseDecode = tr.TokS
+		}
+		rep.Trials = append(rep.Trials, tr)
+		if tr.Err == "" && (tn == (gpu.Tuning{}) || tr.TokS > bestDecodeTS && tr.TokS >= (1+*margin)*baseDecode) {
+			bestDecode, bestDecodeTS = tn, tr.TokS
+		}
+	}
+	// Prompt shapes over the fastest decode shape.
+	var basePrompt float64
+	best, bestPromptTS := bestDecode, 0.0
+	for _, tn := range prompts {
+		tr, _ := t.time("prompt", tn, bestDecode)
+		if tn == (gpu.Tuning{}) {
+			if tr.Err != "" {
+				return fmt.Errorf("the default prompt shapes: %s", tr.Err)
+			}
+			basePrompt = tr.TokS
+		}
+		rep.Trials = append(rep.Trials, tr)
+		if tr.Err == "" && (tn == (gpu.Tuning{}) || tr.TokS > bestPromptTS && tr.TokS >= (1+*margin)*basePrompt) {
+			best, bestPromptTS = merge(bestDecode, tn), tr.TokS
+		}
+	}
+	for i := range rep.Trials {
+		tr := &rep.Trials[i]
+		base := baseDecode
+		if tr.Phase == "prompt" {
+			base = basePrompt
+		}
+		if tr.Err == "" && base > 0 {
+			tr.VsBase = tr.TokS / base
+		}
+	}
+	v := probeVersion()
+	rep.Best = gpu.TuneEntry{Tune: best.String(), Decode: bestDecodeTS, Prompt: bestPromptTS, DefaultDecode: baseDecode, DefaultPrompt: basePrompt,
+		Test: fmt.Sprintf("tg%d, pp%d", *nGen, *nPrompt), Saved: time.Now().UTC().Format(time.RFC3339), Version: v.Version}
+	if !*noSave {
+		if err := gpu.SaveTune(*file, rep.Key, rep.Best); err != nil {
+			return err
+		}
+		rep.File = *file
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "test\tshape\ttok/s\tvs default\t\n")
+	for _, tr := range rep.Trials {
+		name := tr.Tune
+		if name == "" {
+			name = "default"
+		}
+		test := fmt.Sprintf("tg%d", *nGen)
+		if tr.Phase == "prompt" {
+			test = fmt.Sprintf("pp%d", *nPrompt)
+			if d := bestDecode.String(); d != "" {
+				name += " (on " + d + ")"
+			}
+		}
+		if tr.Err != "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t\n", test, name)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f×\t\n", test, name, tr.TokS, tr.VsBase)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, tr := range rep.Trials {
+		if tr.Err != "" {
+			fmt.Fprintf(stdout, "%s %q: %s\n", tr.Phase, tr.Tune, tr.Err)
+		}
+	}
+	fmt.Fprintf(stdout, "%s\n", rep.Key)
+	choice := rep.Best.Tune
+	if choice == "" {
+		choice = "the defaults"
+	}
+	fmt.Fprintf(stdout, "fastest: %s (tg%d %.2f tok/s, %.2f× the defaults; pp%d %.2f tok/s, %.2f×)\n", choice,
+		*nGen, bestDecodeTS, bestDecodeTS/baseDecode, *nPrompt, bestPromptTS, bestPromptTS/basePrompt)
+	if rep.File != "" {
+		fmt.Fprintf(stdout, "saved in %s: Vulkan runs of this model shape on this device use it (%s=... overrides it; %s= runs the defaults)\n", rep.File, gpu.TuneEnv, gpu.TuneEnv)
+	}
+	return nil
+}
+
+// tuner times shapes on one model file.
+type tuner struct {
+	path          string
+	bf            backendFlags
+	nGen, nPrompt int
+	reps          int
+	notes         io.Writer
+}
+
+// time opens the model under base with tn's keys over it and times the
+// phase's test; it returns the trial and the tuning file's key of the
+// backend.
+func (t *tuner) time(phase string, tn, base gpu.Tuning) (tuneTrial, string) {
+	tuning := merge(base, tn)
+	tr := tuneTrial{Phase: phase, Tune: tn.String()}
+	bf := t.bf
+	full := tuning.WithDefaults() // never the zero value, which would read the environment
+	bf.tune = &full
+	fmt.Fprintf(t.notes, "tune: %s %s…\n", phase, orDefault(tr.Tune))
+	m, err := openModel(t.path, bf)
+	if err != nil {
+		tr.Err = err.Error()
+		return tr, ""
+	}
+	defer m.Close()
+	b := m.backend.(*gpu.Backend)
+	key := gpu.TuneKey(b.Device(), b.Kernels(), m.config, m.head)
+	rng := rand.New(rand.NewPCG(1, 2))
+	toks := make([]int32, 16+max(t.nGen, t.nPrompt))
+	for i := range toks {
+		toks[i] = int32(rng.IntN(m.config.Vocab))
+	}
+	e := m.engine
+	once := func() (float64, error) {
+		e.Reset()
+		if phase == "prompt" {
+			start := time.Now()
+			if _, err := e.Eval(toks[:t.nPrompt]); err != nil {
+				return 0, err
+			}
+			return float64(t.nPrompt) / time.Since(start).Seconds(), nil
+		}
+		if _, err := e.Eval(toks[:16]); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		for _, tok := range toks[16 : 16+t.nGen] {
+			if _, err := e.Eval([]int32{tok}); err != nil {
+				return 0, err
+			}
+		}
+		return float64(t.nGen) / time.Since(start).Seconds(), nil
+	}
+	if _, err := once(); err != nil { // warm-up: pipelines, recordings
+		tr.Err = err.Error()
+		return tr, key
+	}
+	for range t.reps {
+		ts, err := once()
+		if err != nil {
+			tr.Err = err.Error()
+			return tr, key
+		}
+		tr.TokS = max(tr.TokS, ts)
+	}
+	return tr, key
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "default"
+	}
+	return s
+}
+
+// merge is base with the keys set in over.
+func merge(base, over gpu.Tuning) gpu.Tuning {
+	t, err := gpu.ParseTuning(strings.Trim(base.String()+","+over.String(), ","))
+	if err != nil { // both parsed before
+		panic(err)
+	}
+	return t
+}
+
+// tuneList parses a list of BITVK_VK_TUNE values separated by semicolons
+// ("default" for the defaults), refusing duplicates and the keys of
+// banned.
+func tuneList(s string, banned []string) ([]gpu.Tuning, error) {
+	var out []gpu.Tuning
+	seen := map[gpu.Tuning]bool{}
+	for _, v := range strings.Split(s, ";") {
+		v = strings.TrimSpace(v)
+		if v == "default" {
+			v = ""
+		}
+		t, err := gpu.ParseTuning(v)
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range strings.Split(v, ",") {
+			k, _, _ := strings.Cut(kv, "=")
+			for _, b := range banned {
+				if k == b {
+					return nil, fmt.Errorf("%q: %s is a decode shape's key (see bitvk tune -h)", v, k)
+				}
+			}
+		}
+		if seen[t] {
+			return nil, fmt.Errorf("%q is in the list twice", orDefault(v))
+		}
+		seen[t] = true
+		out = append(out, t)
+	}
+	if len(out) == 0 || out[0] != (gpu.Tuning{}) {
+		return nil, fmt.Errorf("the list must begin with default (the shapes are timed against it)")
+	}
+	return out, nil
+}
+
+// tuneModelPath is the model file to time: -m (or -hf's, pulled), or the
+// synthetic or built-in model written once to a temporary file.
+func tuneModelPath(src *modelSource) (string, func(), error) {
+	if err := src.resolve(); err != nil {
+		return "", nil, err
+	}
+	switch {
+	case src.path != "":
+		return src.path, func() {}, nil
+	case src.shape != "":
+		return writeSynth(src.shape)
+	}
+	path, remove, err := models.Default().WriteTemp("")
+	if err != nil {
+		return "", nil, fmt.Errorf("writing the built-in model: %w", err)
+	}
+	return path, remove, nil
+}
+
+// defaultTuneFile is where bitvk keeps tunings: the user's cache
+// directory (XDG_CACHE_HOME, else ~/.cache, on Linux); "" when there is
+// none.
+func defaultTuneFile() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "bitvk", "vulkan-tune.json")
+}
