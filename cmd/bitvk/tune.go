@@ -4,21 +4,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/gpu"
 	"github.com/bitvk/bitvk/models"
+	"github.com/bitvk/bitvk/nn"
 )
 
 // bitvk tune: time the Vulkan kernel shapes (gpu.Tuning) on this device
 // for this model shape, keep the fastest in the tuning file, which every
 // later command opening a Vulkan backend reads (gpu.Options.TuneFile).
-// First the decode shapes, each alone, by a decode test's tokens a second;
+// First the decode shapes, each alone, by a decode test's tokens a second
+// (the geometric mean over the context depths of -d, so that attention's
+// shapes count where contexts are long);
 // then, on the fastest of them, the prompt shapes, by a prompt test's. A
 // shape is chosen over the defaults only when it is faster by --margin.
 // The two lists' keys are apart (a decode shape that loads 16 bytes at once,
@@ -64,7 +71,8 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	src.addFlags(fs)
 	device := fs.Int("device", -1, "Vulkan device `index` (see bitvk devices; default: the best)")
 	head := fs.String("head", "stored", "output head: stored, f16, q8, q8_0, q6_k or q4_0 (a tuning is saved per head)")
-	nGen := fs.Int("n", 32, "decode test: tokens generated after a 16-token prompt")
+	nGen := fs.Int("n", 32, "decode test: tokens generated")
+	nDepth := fs.String("d", "16,2048", "decode test: context depths, comma-separated (a prompt of that many tokens first, untimed); a shape's decode speed is the geometric mean over them")
 	nPrompt := fs.Int("p", 512, "prompt test: tokens evaluated at once")
 	reps := fs.Int("r", 2, "repetitions of each test (the fastest counts)")
 	margin := fs.Float64("margin", 0.03, "how much faster than the defaults (0.03: 3%) a shape must be to be chosen: the rest is noise")
@@ -89,6 +97,10 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	case !*noSave && *file == "":
 		return usageError(fs, "no user cache directory to keep the tuning in: give --file FILE or --no-save")
 	}
+	depths, err := intList(*nDepth, 1)
+	if err != nil {
+		return usageError(fs, "-d: %v", err)
+	}
 	if _, set := os.LookupEnv(gpu.TuneEnv); set {
 		return fmt.Errorf("%s is set: bitvk tune times its own shapes, unset it first (it would override the tuning file anyway)", gpu.TuneEnv)
 	}
@@ -109,8 +121,24 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	bf.ctx = max(16+*nGen, *nPrompt)
-	t := tuner{path: path, bf: bf, nGen: *nGen, nPrompt: *nPrompt, reps: *reps, notes: stderr}
+	maxCtx, err := modelContext(path)
+	if err != nil {
+		return err
+	}
+	var kept []int
+	for _, d := range depths {
+		if d+*nGen <= maxCtx {
+			kept = append(kept, d)
+		} else {
+			fmt.Fprintf(stderr, "tune: depth %d: with -n %d, beyond the model's context of %d; left out\n", d, *nGen, maxCtx)
+		}
+	}
+	if len(kept) == 0 {
+		return fmt.Errorf("no depth of -d fits the model's context of %d with -n %d", maxCtx, *nGen)
+	}
+	depths = kept
+	bf.ctx = min(maxCtx, max(slices.Max(depths)+*nGen, *nPrompt))
+	t := tuner{path: path, bf: bf, nGen: *nGen, nPrompt: *nPrompt, depths: depths, reps: *reps, notes: stderr}
 	rep := tuneReport{}
 
 	// Decode shapes, each alone.
@@ -160,7 +188,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	v := probeVersion()
 	rep.Best = gpu.TuneEntry{Tune: best.String(), Decode: bestDecodeTS, Prompt: bestPromptTS, DefaultDecode: baseDecode, DefaultPrompt: basePrompt,
-		Test: fmt.Sprintf("tg%d, pp%d", *nGen, *nPrompt), Saved: time.Now().UTC().Format(time.RFC3339), Version: v.Version}
+		Test: fmt.Sprintf("tg%d @ d%s, pp%d", *nGen, joinInts(depths), *nPrompt), Saved: time.Now().UTC().Format(time.RFC3339), Version: v.Version}
 	if !*noSave {
 		if err := gpu.SaveTune(*file, rep.Key, rep.Best); err != nil {
 			return err
@@ -179,7 +207,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		if name == "" {
 			name = "default"
 		}
-		test := fmt.Sprintf("tg%d", *nGen)
+		test := fmt.Sprintf("tg%d @ d%s", *nGen, joinInts(depths))
 		if tr.Phase == "prompt" {
 			test = fmt.Sprintf("pp%d", *nPrompt)
 			if d := bestDecode.String(); d != "" {
@@ -218,6 +246,7 @@ type tuner struct {
 	path          string
 	bf            backendFlags
 	nGen, nPrompt int
+	depths        []int // of the decode tests
 	reps          int
 	notes         io.Writer
 }
@@ -241,12 +270,12 @@ func (t *tuner) time(phase string, tn, base gpu.Tuning) (tuneTrial, string) {
 	b := m.backend.(*gpu.Backend)
 	key := gpu.TuneKey(b.Device(), b.Kernels(), m.config, m.head)
 	rng := rand.New(rand.NewPCG(1, 2))
-	toks := make([]int32, 16+max(t.nGen, t.nPrompt))
+	toks := make([]int32, max(slices.Max(t.depths)+t.nGen, t.nPrompt))
 	for i := range toks {
 		toks[i] = int32(rng.IntN(m.config.Vocab))
 	}
 	e := m.engine
-	once := func() (float64, error) {
+	once := func(depth int) (float64, error) {
 		e.Reset()
 		if phase == "prompt" {
 			start := time.Now()
@@ -255,30 +284,63 @@ func (t *tuner) time(phase string, tn, base gpu.Tuning) (tuneTrial, string) {
 			}
 			return float64(t.nPrompt) / time.Since(start).Seconds(), nil
 		}
-		if _, err := e.Eval(toks[:16]); err != nil {
+		if _, err := e.Eval(toks[:depth]); err != nil {
 			return 0, err
 		}
 		start := time.Now()
-		for _, tok := range toks[16 : 16+t.nGen] {
+		for _, tok := range toks[depth : depth+t.nGen] {
 			if _, err := e.Eval([]int32{tok}); err != nil {
 				return 0, err
 			}
 		}
 		return float64(t.nGen) / time.Since(start).Seconds(), nil
 	}
-	if _, err := once(); err != nil { // warm-up: pipelines, recordings
-		tr.Err = err.Error()
-		return tr, key
+	depths := t.depths
+	if phase == "prompt" {
+		depths = []int{0}
 	}
-	for range t.reps {
-		ts, err := once()
-		if err != nil {
+	logSum := 0.0
+	for _, d := range depths {
+		if _, err := once(d); err != nil { // warm-up: pipelines, recordings
 			tr.Err = err.Error()
 			return tr, key
 		}
-		tr.TokS = max(tr.TokS, ts)
+		best := 0.0
+		for range t.reps {
+			ts, err := once(d)
+			if err != nil {
+				tr.Err = err.Error()
+				return tr, key
+			}
+			best = max(best, ts)
+		}
+		logSum += math.Log(best)
 	}
+	tr.TokS = math.Exp(logSum / float64(len(depths)))
 	return tr, key
+}
+
+// modelContext reads the model's context length from its file.
+func modelContext(path string) (int, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	c, err := nn.ParseConfig(f)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return c.Context, nil
+}
+
+// joinInts writes xs comma-separated.
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
 }
 
 func orDefault(s string) string {

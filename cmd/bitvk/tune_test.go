@@ -35,12 +35,12 @@ func TestTuneSavesAndBackendsUseIt(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	file := defaultTuneFile()
 	model := synthTiny(t)
-	code, out, errOut := bitvk("tune", "-m", model, "-n", "4", "-p", "16", "-r", "1",
+	code, out, errOut := bitvk("tune", "-m", model, "-n", "4", "-d", "4,12", "-p", "16", "-r", "1",
 		"--decode", "default;warm=2", "--prompt", "default;mm=1;mm=32,mmm=256,mmr=8,mmt=4,mmg=1")
 	if code != 0 {
 		t.Fatalf("tune: exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{" tg4 ", " pp16 ", "warm=2", "mm=1", "fastest: ", "saved in " + file} {
+	for _, want := range []string{" tg4 @ d4,12 ", " pp16 ", "warm=2", "mm=1", "fastest: ", "saved in " + file} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tune's output lacks %q:\n%s", want, out)
 		}
@@ -58,7 +58,7 @@ func TestTuneSavesAndBackendsUseIt(t *testing.T) {
 	var e gpu.TuneEntry
 	for key, e = range entries {
 	}
-	if !strings.Contains(key, "embd 256") || e.Decode <= 0 || e.Prompt <= 0 || e.DefaultDecode <= 0 || e.Test != "tg4, pp16" {
+	if !strings.Contains(key, "embd 256") || e.Decode <= 0 || e.Prompt <= 0 || e.DefaultDecode <= 0 || e.Test != "tg4 @ d4,12, pp16" {
 		t.Errorf("entry %q: %+v", key, e)
 	}
 
@@ -84,6 +84,12 @@ func TestTuneSavesAndBackendsUseIt(t *testing.T) {
 	if b := open(); b.TuneFile() != "" || b.Tuning().Warm != 1 {
 		t.Errorf("with %s set empty: file %q, tuning %v; want the defaults", gpu.TuneEnv, b.TuneFile(), b.Tuning())
 	}
+	t.Setenv(gpu.TuneEnv, "x")
+	os.Unsetenv(gpu.TuneEnv) // restored by t.Setenv's cleanup
+	if code, _, errOut := bitvk("tune", "-m", model, "-d", "100000", "--no-save"); code != 1 || !strings.Contains(errOut, "no depth of -d fits") {
+		t.Errorf("tune -d 100000: exit %d: %s", code, errOut)
+	}
+	t.Setenv(gpu.TuneEnv, "")
 	code, _, errOut = bitvk("tune", "-m", model, "--no-save")
 	if code == 0 || !strings.Contains(errOut, gpu.TuneEnv+" is set") {
 		t.Errorf("tune with %s set: exit %d: %s", gpu.TuneEnv, code, errOut)
@@ -136,6 +142,7 @@ func TestTuneUsage(t *testing.T) {
 		{[]string{"--decode", "default;rows=3x"}, "want key=positive integer"},
 		{[]string{"-n", "0"}, "at least 1"},
 		{[]string{"--margin", "-1"}, "--margin"},
+		{[]string{"-d", "0"}, "-d"},
 	} {
 		code, _, errOut := bitvk(append([]string{"tune", "--shape", "tiny", "--no-save"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
