@@ -76,6 +76,7 @@ func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
 func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 	c, s := b.c, &b.s
 	T, E, kv := len(tokens), c.Embd, c.KVDim()
+	b.pool.solo = T == 1 && b.soloDecode
 	for t, tok := range tokens {
 		if err := b.embd.Row(int(tok), s.x[t*E:(t+1)*E]); err != nil {
 			return err

@@ -30,6 +30,9 @@ type pool struct {
 	gen     atomic.Uint64   // job generation, published once the job is set up
 	closed  atomic.Bool
 	yield   bool // more workers than GOMAXPROCS: polling yields the thread
+	// solo, set by the caller between jobs, runs every job on the caller
+	// alone (Backend.soloDecode); the helpers are not woken.
+	solo bool
 
 	// The current job, written by the caller before it publishes gen.
 	// The helpers read n, align and chunk only through jobN, jobAlign and
@@ -170,7 +173,7 @@ func (p *pool) start(n, align, chunk int, fn job) {
 	}
 	align = max(align, 1)
 	workers := min(p.workers, (n+align-1)/align)
-	if workers == 1 || n > maxItems {
+	if workers == 1 || p.solo || n > maxItems {
 		fn.do(0, 0, n)
 		return
 	}

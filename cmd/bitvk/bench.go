@@ -444,6 +444,9 @@ func benchBackend(br benchRun, tw io.Writer, stderr io.Writer, bandwidth map[str
 			case *cpu.Backend:
 				threadsUsed = b.Threads()
 				key = cpuKey(threadsUsed)
+				if d := b.DecodeThreads(); d != threadsUsed && slices.ContainsFunc(gens, func(g int) bool { return g > 0 }) {
+					fmt.Fprintf(stderr, "bench: this model decodes on %d thread of the %d (it reads under 16 MiB a token: a step's hand-offs would cost more than they save); its prompts take all %d\n", d, threadsUsed, threadsUsed)
+				}
 				// The CPU's probe is taken again between a decode test's
 				// repetitions (see timeTest): a VM's bandwidth moves with
 				// its neighbours' load, and a roofline measured at another
