@@ -52,9 +52,9 @@ type Backend struct {
 	// soloDecode: a decode step (one token) runs on the calling thread
 	// alone, the helpers idle: the model reads under soloBytes a token.
 	soloDecode bool
-	ctx     int
-	slots   int
-	batch   int
+	ctx        int
+	slots      int
+	batch      int
 
 	embd    nn.Tensor // token embedding, rows decoded per token
 	layers  []layerWeights
