@@ -114,14 +114,16 @@ func (p attnPlan) partialBytes(c *nn.Config, T int) int64 {
 // layer's attention sub-norm (if any) and quantizes the result into b.q and
 // b.s for the output projection.
 func (rc *recorder) attention(l layerBufs, T int) {
-	rc.attentionChunks(l, T)
+	rc.attentionChunks(l, T, -1)
 	rc.r.Barrier()
 	rc.attentionReduce(l, T)
 }
 
 // attentionChunks records the first half of attention: the chunks'
-// partials.
-func (rc *recorder) attentionChunks(l layerBufs, T int) {
+// partials; with layer ≥ 0 (a decode step: T = 1), also their combination
+// into b.att by the last workgroup of each head group, counting in b.attnCount
+// from that layer's counters (attention.comp's COMBINE).
+func (rc *recorder) attentionChunks(l layerBufs, T, layer int) {
 	b := rc.b
 	c, p := b.c, b.attn
 	k := spirv.Attention
@@ -134,11 +136,19 @@ func (rc *recorder) attentionChunks(l layerBufs, T int) {
 	}
 	// Traffic: the K/V cache up to the last position, the queries, and the
 	// partials of the chunks in use (written, then read by the reduction).
-	rc.note("attention (chunks)", 2*2*(rc.pos+T)*c.KVDim()+4*T*c.Embd+rc.attnUsed(T))
-	rc.dispatch(k, []uint32{p.wg, uint32(c.HeadDim / 2), uint32(p.group), uint32(tt), uint32(p.chunk), uint32(p.tk), uint32(p.vunroll)},
-		[]vk.Range{whole(b.qkv), whole(l.kc), whole(l.vc), whole(b.attnPart), rc.seq()},
+	combine, label, off := uint32(0), "attention (chunks)", 0
+	if layer >= 0 {
+		if T != 1 {
+			rc.err = fmt.Errorf("gpu: attention's chunks combined in place for %d tokens (one only)", T)
+			return
+		}
+		combine, label, off = 1, "attention (chunks+combine)", layer*(c.Heads/p.group)
+	}
+	rc.note(label, 2*2*(rc.pos+T)*c.KVDim()+4*T*c.Embd+rc.attnUsed(T)+4*T*c.Embd*int(combine))
+	rc.dispatch(k, []uint32{p.wg, uint32(c.HeadDim / 2), uint32(p.group), uint32(tt), uint32(p.chunk), uint32(p.tk), uint32(p.vunroll), combine},
+		[]vk.Range{whole(b.qkv), whole(l.kc), whole(l.vc), whole(b.attnPart), rc.seq(), whole(b.attnCount), whole(b.att)},
 		attnPush{Heads: uint32(c.Heads), KVHeads: uint32(c.KVHeads), QKVStride: uint32(c.Embd + 2*c.KVDim()), T: uint32(T),
-			Chunks: uint32(p.chunks), Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))},
+			Chunks: uint32(p.chunks), Scale: float32(1 / math.Sqrt(float64(c.HeadDim))), CountOff: uint32(off)},
 		uint32(p.chunks), uint32(c.Heads/p.group)*ceilDiv(T, tt))
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bitvk/bitvk/gpu/vk"
@@ -61,9 +62,34 @@ func (a opsAdapter) attention(c *nn.Config, plan attnPlan, kc, vc *vk.Buffer, q 
 	b.inDev, b.seqOff = a.buf(seqBytes(pos0, T, 0)), 0
 	b.attnPart = a.buf(nanBytes(int(plan.partialBytes(c, T))))
 	b.att = a.buf(nanBytes(4 * T * E))
+	b.attnCount = a.buf(make([]byte, 4*c.Heads))
 	b.q, b.s, b.outNorm = a.buf(make([]byte, T*E)), a.buf(make([]byte, 4*T)), a.buf(make([]byte, 4*E))
 	a.run(func(rc *recorder) { rc.attention(layerBufs{kc: kc, vc: vc}, T) })
 	return a.floats(b.att, T*E)
+}
+
+// attentionCombined is attention for one token with the chunks combined in
+// attention.comp (COMBINE) instead of by attention_reduce, counting in the
+// counters of layer 1 (a nonzero offset): twice, the second pass over the
+// counts the first left, which must be back to 0.
+func (a opsAdapter) attentionCombined(c *nn.Config, plan attnPlan, kc, vc *vk.Buffer, q []float32, pos0 int) []float32 {
+	b := a.b
+	E, stride := c.Heads*c.HeadDim, c.Heads*c.HeadDim+2*c.KVDim()
+	qkv := make([]float32, stride)
+	copy(qkv, q[:E])
+	b.c, b.attn = c, plan
+	b.qkv = a.buf(f32Bytes(qkv))
+	b.inDev, b.seqOff = a.buf(seqBytes(pos0, 1, 0)), 0
+	b.attnCount = a.buf(make([]byte, 2*4*c.Heads))
+	for range 2 {
+		b.attnPart = a.buf(nanBytes(int(plan.partialBytes(c, 1)))) // NaN: a chunk combined before it is written shows
+		b.att = a.buf(nanBytes(4 * E))
+		a.run(func(rc *recorder) { rc.attentionChunks(layerBufs{kc: kc, vc: vc}, 1, 1) })
+	}
+	if counts := a.read(b.attnCount, 2*4*c.Heads); !slices.Equal(counts, make([]byte, len(counts))) {
+		a.t.Fatalf("the counts after a pass: %v, want zeros", counts)
+	}
+	return a.floats(b.att, E)
 }
 
 // The split-K kernels match nn/ref's attention at a context of several
@@ -131,6 +157,16 @@ func TestAttentionSplitK(t *testing.T) {
 						sh.name, tc.pos0, tc.T, chunk, plan.tk, plan.vunroll, plan.subgroup, plan.group, plan.prefillTT)
 					for tk := range tc.T {
 						nearRel(t, fmt.Sprintf("%s token %d", name, tk), got[tk*E:(tk+1)*E], want[tk*E:(tk+1)*E], 1e-4)
+					}
+					// A decode step's chunks combined by their last
+					// workgroup: attention_reduce's bits.
+					if tc.T == 1 {
+						comb := a.attentionCombined(c, plan, kc, vc, q, tc.pos0)
+						for i := range comb {
+							if math.Float32bits(comb[i]) != math.Float32bits(got[i]) {
+								t.Fatalf("%s combined in place: [%d] = %v, attention_reduce %v", name, i, comb[i], got[i])
+							}
+						}
 					}
 				}
 			}

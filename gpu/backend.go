@@ -139,6 +139,7 @@ type Backend struct {
 	x, xn, q, s, qkv, att, gu, attnPart, logits, result *vk.Buffer
 	argPart                                             *vk.Buffer // argmax's partials (graph.go)
 	warmSink                                            *vk.Buffer // Tuning.Warm's sink (warm.go); nil without
+	attnCount                                           *vk.Buffer // attention.comp's COMBINE counts: [layers][heads] uint, 0 between passes
 	inHost, inDev, outHost                              *vk.Buffer
 	traceDev, traceHost                                 *vk.Buffer  // made by the first ForwardTrace
 	smp                                                 *sampleBufs // made by the first ForwardSample
@@ -452,11 +453,15 @@ func (b *Backend) makeScratch() error {
 		{&b.inHost, "input (host)", b.seqOff + 8*B, true},
 		{&b.inDev, "input", b.seqOff + 8*B, false},
 		{&b.outHost, "logits (host)", B * int64(c.Vocab) * 4, true},
+		{&b.attnCount, "attention counts", int64(4 * max(1, len(b.layers)*c.Heads)), false},
 	} {
 		var err error
 		if *s.dst, err = b.dev.NewBuffer(s.name, s.size, s.host); err != nil {
 			return err
 		}
+	}
+	if err := b.dev.Fill(b.attnCount, 0, int64(4*max(1, len(b.layers)*c.Heads)), 0); err != nil {
+		return err
 	}
 	if b.tune.Warm == 2 {
 		var err error

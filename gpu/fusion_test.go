@@ -28,6 +28,10 @@ func TestConformanceBatchInvariance(t *testing.T) {
 		// Prompts and verification passes of 4 tokens or more through
 		// ternary_mm (exact integer sums: a token's bits whatever the tile).
 		{"tiled", Options{Fusion: FuseOn, Tune: Tuning{Tiled: 8, TiledBlock: 64}}},
+		// A decode step's attention chunks combined in attention.comp,
+		// chunks of 16 positions: attention_reduce's bits in passes of
+		// several tokens.
+		{"layer5-acomb", Options{Fusion: FuseOn, Tune: Tuning{Layer: 5, Combine: 2, Chunk: 16, TK: 16}}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
@@ -77,6 +81,8 @@ func TestFusedDecode(t *testing.T) {
 		{"neox-layer5", false, 1, false, Tuning{Layer: 5}},
 		{"partial-plain-1pass-vec4-layer5", false, 2, true, Tuning{NormPasses: 1, Vec: 4, Layer: 5}},
 		{"interleaved-1pass-layer5", true, 1, false, Tuning{NormPasses: 1, Layer: 5}},
+		{"neox-layer5-acomb", false, 1, false, Tuning{Layer: 5, Combine: 2}},
+		{"interleaved-plain-1pass-layer5-acomb", true, 1, true, Tuning{NormPasses: 1, Layer: 5, Combine: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logits [2][]float32
@@ -88,7 +94,7 @@ func TestFusedDecode(t *testing.T) {
 				b := open(t, m.Config, m.Weights, o)
 				fused := o.Fusion == FuseOn
 				if b.fuse.rope != fused || b.fuse.down != (fused && tc.tune.Layer != 0 && tc.tune.Layer <= 6) ||
-					b.fuse.attn != (fused && tc.tune.Layer == 5) {
+					b.fuse.attn != (fused && tc.tune.Layer == 5) || b.fuse.combine != (fused && tc.tune.Combine == 2) {
 					t.Fatalf("options %+v: fusion %+v", o, b.fuse)
 				}
 				V := m.Config.Vocab
@@ -133,5 +139,48 @@ func TestKernelKey(t *testing.T) {
 	}
 	if _, err := a.b.kernel(spirv.TernaryNorm, make([]uint32, maxSpec+1)...); err == nil {
 		t.Errorf("%d constants: no error", maxSpec+1)
+	}
+}
+
+// A fused decode step whose attention chunks are combined in attention.comp
+// (Tuning.Combine = 2) gives an unfused step's logits bit for bit over a
+// context of several chunks (16 positions each, 40 steps: up to 3 chunks),
+// its norms reading their values three times or once, with the integer dot
+// product and without.
+func TestCombinedDecode(t *testing.T) {
+	needVulkan(t)
+	for _, tc := range []struct {
+		name  string
+		plain bool
+		tune  Tuning
+	}{
+		{"3pass", false, Tuning{Layer: 5, Combine: 2, Chunk: 16, TK: 16}},
+		{"1pass-plain", true, Tuning{Layer: 5, Combine: 2, Chunk: 16, TK: 16, NormPasses: 1}},
+		{"1pass-tk16-vunroll4", false, Tuning{Layer: 5, Combine: 2, Chunk: 32, TK: 16, VUnroll: 4, NormPasses: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 11)
+			V := m.Config.Vocab
+			const steps = 40
+			var logits [2][]float32
+			for i, o := range []Options{{Fusion: FuseOn, Tune: tc.tune}, {Fusion: FuseOff, Tune: Tuning{Chunk: tc.tune.Chunk, TK: tc.tune.TK}}} {
+				o.Context, o.Plain = 64, tc.plain
+				b := open(t, m.Config, m.Weights, o)
+				if fused := o.Fusion == FuseOn; b.fuse.combine != fused {
+					t.Fatalf("options %+v: fusion %+v", o, b.fuse)
+				}
+				logits[i] = make([]float32, steps*V)
+				for p := range steps {
+					if err := b.Forward([]int32{int32((p*37 + 5) % V)}, p, logits[i][p*V:(p+1)*V]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for j := range logits[0] {
+				if logits[0][j] != logits[1][j] {
+					t.Fatalf("position %d, logit %d: %v combined in place, %v unfused", j/V, j%V, logits[0][j], logits[1][j])
+				}
+			}
+		})
 	}
 }

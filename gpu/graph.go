@@ -50,7 +50,7 @@ var bindings = map[spirv.Kernel]int{
 	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6, spirv.TernaryMM: 6, spirv.TernaryMMDot: 6, spirv.TernaryNorm: 10, spirv.TernaryNormDot: 10,
 	spirv.TernarySubgroup: 6, spirv.TernarySubgroupDot: 6, spirv.TernaryNormSubgroup: 10, spirv.TernaryNormSubgroupDot: 10, spirv.NormQuantSubgroup: 5,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.HeadBlocks: 5, spirv.HeadBlocksDot: 5, spirv.RopeKV: 5,
-	spirv.Attention: 5, spirv.AttentionSubgroup: 5, spirv.AttentionReduce: 6, spirv.Argmax: 3, spirv.ReadBandwidth: 2, spirv.Int8Peak: 1, spirv.Int8PeakDot: 1, spirv.Sample: 4,
+	spirv.Attention: 7, spirv.AttentionSubgroup: 7, spirv.AttentionReduce: 6, spirv.Argmax: 3, spirv.ReadBandwidth: 2, spirv.Int8Peak: 1, spirv.Int8PeakDot: 1, spirv.Sample: 4,
 }
 
 // workgroup returns size capped by the device, a power of two.
@@ -303,6 +303,10 @@ type fusion struct {
 	rope bool // RoPE and the K/V cache write in the QKV epilogue
 	down bool // the FFN's activation and sub-norm in the down projection's prologue (Tuning.Layer ≤ 6)
 	attn bool // attention's reduce, sub-norm and quantization in the output projection's prologue (Tuning.Layer 5)
+	// combine: attention's chunks combined by the last workgroup of each
+	// head group (attention.comp COMBINE), the output projection's
+	// prologue normalizing the combined row (Tuning.Combine, with attn).
+	combine bool
 }
 
 // ternaryNormBuffers is the number of storage buffers ternary_norm binds.
@@ -329,6 +333,7 @@ func (b *Backend) planFusion() fusion {
 	// The combined attention values must come through the registers
 	// (REGS = 1), in attention_reduce's order.
 	f.attn = b.tune.Layer <= 5 && regsFit(c.Embd, wg)
+	f.combine = f.attn && b.tune.Combine == 2
 	return f
 }
 
@@ -360,8 +365,8 @@ func (rc *recorder) ternaryNormOf(label string, m *ternaryMatrix, in *vk.Buffer,
 		HD: uint32(c.HeadDim), RopeDim: uint32(c.RopeDim), Interleaved: b32(c.RopeInterleaved),
 		Chunks: uint32(b.attn.chunks), Chunk: uint32(b.attn.chunk)}
 	regs, _ := b.tune.normRegs(m.k, int(wg)) // KMAX is m.k: it sizes the codes too
-	if act == actAttention {
-		regs = 1 // planFusion checked that it fits
+	if act == actAttention || in == b.att {
+		regs = 1 // attention_reduce's order of the squares; planFusion checked that it fits
 	}
 	for _, sh := range m.shards {
 		// weights, x and the norm weight, scales, results (read too when accumulating)
@@ -506,14 +511,21 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 				uint32(T), uint32(c.Heads+2*c.KVHeads))
 			r.Barrier()
 		}
-		rc.attentionChunks(l, T)
+		if fuseAttn && b.fuse.combine && l.attnSubNorm != nil {
+			rc.attentionChunks(l, T, li)
+		} else {
+			rc.attentionChunks(l, T, -1)
+		}
 		if warm {
 			rc.warm(b.warmLayer(li)...)
 		}
 		r.Barrier()
-		if fuseAttn && l.attnSubNorm != nil {
+		switch {
+		case fuseAttn && b.fuse.combine && l.attnSubNorm != nil:
+			rc.ternaryNormOf("attn subnorm+output", l.o, b.att, 0, l.attnSubNorm, b.x, true, &l, false)
+		case fuseAttn && l.attnSubNorm != nil:
 			rc.ternaryNormOf("attn reduce+subnorm+output", l.o, b.attnPart, actAttention, l.attnSubNorm, b.x, true, &l, false)
-		} else {
+		default:
 			rc.attentionReduce(l, T) // ends in the sub-norm and the quantization of the output
 			r.Barrier()
 			rc.ternary("attn output", l.o, b.x, E, T, true)

@@ -35,6 +35,7 @@ type (
 	attnPush      struct {
 		Heads, KVHeads, QKVStride, T, Chunks uint32
 		Scale                                float32
+		CountOff                             uint32
 	}
 	attnReducePush struct {
 		Heads, HD, Chunks uint32

@@ -107,6 +107,15 @@ type Tuning struct {
 	// 17 MB of the 2B shape's weights a layer ahead: for GPUs whose cache
 	// holds that).
 	Warm int
+	// Combine is where a decode step combines attention's chunks under
+	// Layer 5: 1 (the default), in the output projection's prologue, each
+	// of its workgroups combining every head's partials (ternary_norm
+	// ACT 3); 2, once, in attention's own kernel by the last workgroup of
+	// each head group to finish (attention.comp COMBINE), the output
+	// projection then normalizing the combined row (ACT 0). At a long
+	// context the partials are many (chunks × heads × head size), and 1
+	// reads them all in every workgroup of the output projection.
+	Combine int
 }
 
 // maxNormRegs is the most values an invocation holds with NormPasses 1.
@@ -119,7 +128,7 @@ const TuneEnv = "BITVK_VK_TUNE"
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
 	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
-		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1}
+		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1, Combine: 1}
 }
 
 // tuningField is one key of a tuning: its name in BITVK_VK_TUNE and the
@@ -135,7 +144,7 @@ func (t *Tuning) fields() []tuningField {
 	return []tuningField{{"rows", &t.Rows}, {"lanes", &t.Lanes}, {"norm", &t.Norm}, {"chunk", &t.Chunk},
 		{"prows", &t.PrefillRows}, {"ptok", &t.PrefillTokens}, {"plane", &t.PrefillLanes}, {"vec", &t.Vec},
 		{"pvec", &t.PrefillVec}, {"npass", &t.NormPasses}, {"tk", &t.TK}, {"vunroll", &t.VUnroll},
-		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}, {"warm", &t.Warm}}
+		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}, {"warm", &t.Warm}, {"acomb", &t.Combine}}
 }
 
 // tuningKeys names the keys, for errors.
@@ -228,6 +237,10 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning vunroll=%d: want 1 or 4", o.VUnroll)
 	case o.Layer < 5 || o.Layer > 7:
 		return Tuning{}, fmt.Errorf("gpu: tuning layer=%d: want 5, 6 or 7", o.Layer)
+	case o.Combine != 1 && o.Combine != 2:
+		return Tuning{}, fmt.Errorf("gpu: tuning acomb=%d: want 1 or 2", o.Combine)
+	case o.Combine == 2 && o.Layer != 5:
+		return Tuning{}, fmt.Errorf("gpu: tuning acomb=2 combines attention's chunks for the output projection of layer=5 (layer=%d)", o.Layer)
 	case o.Warm != 1 && o.Warm != 2:
 		return Tuning{}, fmt.Errorf("gpu: tuning warm=%d: want 1 (no) or 2 (weights into the cache ahead of the products)", o.Warm)
 	case !pow2(o.PrefillRows) || o.PrefillRows > 32:

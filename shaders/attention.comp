@@ -11,6 +11,13 @@
 //   m   = max_j s_j,   l = Σ_j e^{s_j − m},   acc = Σ_j e^{s_j − m} · v_j
 // attention_reduce.comp combines the chunks:
 //   o = Σ_c acc_c·e^{m_c − M} / Σ_c l_c·e^{m_c − M},   M = max_c m_c
+// or, with COMBINE = 1 (one token: TT = 1, T = 1), this kernel does: each
+// workgroup, once its partials are written, counts itself in count[countOff
+// + its head group], and the last of the group's chunks to count combines
+// the group's G heads into out (attn_combine.glsl: attention_reduce's
+// arithmetic, so the same bits) and sets the count back to 0. A decode step
+// then needs no attention_reduce, and no later kernel combines the partials
+// again (the output projection normalizes out: ternary_norm ACT = 0).
 // Keys are staged in shared memory TK positions at a time (coalesced reads,
 // rows padded by one word against bank conflicts), and R·TK invocations
 // each take a score; the chunk's scores stay in shared memory. With VUN = 4
@@ -21,6 +28,8 @@
 //   kcache  [slots·ctx][kvHeads][hd/2] uint, vcache likewise: float16 pairs
 //   partial [T][heads][chunks][hd + 2] float   acc[hd], then m, then l
 //   seq     [T] uvec2                  (position, first cache row of its slot)
+//   count   [groups] uint from countOff   COMBINE = 1: chunks of the head group done (0 between passes)
+//   out     [T][heads·hd] float           COMBINE = 1: the combined attention output
 // The TT tokens of one workgroup share the K/V reads, so they must be of one
 // slot (the host records TT = 1 for a batch of several slots); their
 // positions need not be consecutive.
@@ -38,14 +47,18 @@ layout(constant_id = 3) const uint TT = 1;        // tokens per workgroup
 layout(constant_id = 4) const uint CHUNK = 256;   // positions per chunk
 layout(constant_id = 5) const uint TK = 16;       // key positions staged at a time (CHUNK a multiple)
 layout(constant_id = 6) const uint VUN = 1;       // V rows loaded at once per invocation: 1 or 4
+layout(constant_id = 7) const uint COMBINE = 0;   // 1: the last chunk of a head group combines them (one token)
 const uint R = G * TT;                            // query rows per workgroup, r = tt·G + g
 const float LOWEST = -3.402823466e38;             // below every score; no infinities
 
 layout(std430, binding = 0) readonly buffer QKV { float qkv[]; };
 layout(std430, binding = 1) readonly buffer KC { uint kcache[]; };
 layout(std430, binding = 2) readonly buffer VC { uint vcache[]; };
-layout(std430, binding = 3) writeonly buffer Partial { float partial[]; };
+// coherent: with COMBINE = 1 the last workgroup reads the others' partials.
+layout(std430, binding = 3) coherent buffer Partial { float partial[]; };
 layout(std430, binding = 4) readonly buffer Seq { uvec2 seq[]; };
+layout(std430, binding = 5) buffer Count { uint count[]; };
+layout(std430, binding = 6) writeonly buffer Out { float outp[]; };
 
 layout(push_constant) uniform Push {
     uint heads;
@@ -54,7 +67,10 @@ layout(push_constant) uniform Push {
     uint T;
     uint chunks;
     float scale;
+    uint countOff;
 } pc;
+
+#include "attn_combine.glsl" // after partial[]
 
 shared vec2 qs[R * HW];                 // queries rounded to float16 (scaled by 1/√hd after K·q)
 shared float sc[R * CHUNK];             // scores, then e^{s − m} (0 where masked)
@@ -62,6 +78,7 @@ shared uint ks[TK * (HW + 1)];          // a tile of keys, rows padded
 shared float red[gl_WorkGroupSize.x];
 shared vec2 red2[gl_WorkGroupSize.x];
 shared float rowMax[R], rowSum[R];
+shared uint lastChunk;                  // COMBINE = 1: this workgroup combines
 
 // f16Round is x rounded to the nearest float16 (ties to even), as a float:
 // bitnet.cpp's rounding of q, on the bits. unpackHalf2x16(packHalf2x16(q))
@@ -235,5 +252,34 @@ void main() {
                 partial[o + hd + 1] = rowSum[r];
             }
         }
+    }
+    if (COMBINE == 0) {
+        return;
+    }
+    // The partials out before the count; the count read before the others'
+    // partials (the last workgroup's reads see every write made available
+    // before its count).
+    uint nc = (nMax + CHUNK - 1) / CHUNK;               // chunks the token sees
+    memoryBarrierBuffer();
+    barrier();
+    if (tid == 0) {
+        uint done = atomicAdd(count[pc.countOff + gl_WorkGroupID.y], 1u);
+        lastChunk = done == nc - 1 ? 1u : 0u;
+    }
+    barrier();
+    if (lastChunk == 0u) {
+        return;
+    }
+    memoryBarrierBuffer();
+    uint E = pc.heads * hd;
+    for (uint i4 = tid; i4 < G * hd / 4; i4 += WG) {
+        uint j4 = h0 * hd / 4 + i4;                     // four values of the token's row
+        vec4 o = attnCombine(t0, j4, nc, pc.heads, hd, pc.chunks);
+        for (uint e = 0; e < 4; e++) {
+            outp[t0 * E + 4 * j4 + e] = o[e];
+        }
+    }
+    if (tid == 0) {
+        count[pc.countOff + gl_WorkGroupID.y] = 0u;     // for the next pass
     }
 }
