@@ -83,6 +83,10 @@ func TestFusedDecode(t *testing.T) {
 		{"interleaved-1pass-layer5", true, 1, false, Tuning{NormPasses: 1, Layer: 5}},
 		{"neox-layer5-acomb", false, 1, false, Tuning{Layer: 5, Combine: 2}},
 		{"interleaved-plain-1pass-layer5-acomb", true, 1, true, Tuning{NormPasses: 1, Layer: 5, Combine: 2}},
+		{"neox-pre", false, 1, false, Tuning{Preload: 2}},
+		{"neox-pre-lanes8", false, 1, false, Tuning{Preload: 2, Lanes: 8}}, // two trips a lane and more
+		{"partial-plain-vec4-pre-layer5", false, 2, true, Tuning{Vec: 4, Preload: 2, Layer: 5}},
+		{"interleaved-1pass-vec4-pre-layer6", true, 1, false, Tuning{NormPasses: 1, Vec: 4, Preload: 2, Layer: 6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logits [2][]float32

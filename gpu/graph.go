@@ -386,7 +386,7 @@ func (rc *recorder) ternaryNormOf(label string, m *ternaryMatrix, in *vk.Buffer,
 		}
 		rc.note(label, bytes)
 		push.Rows, push.Row0 = uint32(sh.rows), uint32(sh.row0)
-		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k), uint32(b.tune.Vec), regs, act, b32(acc)},
+		rc.dispatch(k, []uint32{wg, rows, grouped, b32(rope), lanes, uint32(m.k), uint32(b.tune.Vec), regs, act, b32(acc), b32(b.tune.Preload == 2)},
 			[]vk.Range{whole(sh.buf), whole(in), whole(norm), whole(m.rowScale), whole(gs), whole(out), whole(b.rope), whole(l.kc), whole(l.vc), rc.seq()},
 			push, ceilDiv(sh.rows, perWG), 1)
 	}

@@ -116,6 +116,12 @@ type Tuning struct {
 	// context the partials are many (chunks × heads × head size), and 1
 	// reads them all in every workgroup of the output projection.
 	Combine int
+	// Preload is whether a fused decode step's products load a lane's first
+	// words of every row before their prologue's norm (ternary_norm PRE):
+	// 1, no (the default); 2, yes, so that the weights' trip from memory
+	// overlaps the norm's reductions instead of following them (with
+	// vec=4, a 2,560-wide row is 40 quads: every lane's whole share).
+	Preload int
 }
 
 // maxNormRegs is the most values an invocation holds with NormPasses 1.
@@ -128,7 +134,7 @@ const TuneEnv = "BITVK_VK_TUNE"
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
 	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
-		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1, Combine: 1}
+		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1, Combine: 1, Preload: 1}
 }
 
 // tuningField is one key of a tuning: its name in BITVK_VK_TUNE and the
@@ -144,7 +150,7 @@ func (t *Tuning) fields() []tuningField {
 	return []tuningField{{"rows", &t.Rows}, {"lanes", &t.Lanes}, {"norm", &t.Norm}, {"chunk", &t.Chunk},
 		{"prows", &t.PrefillRows}, {"ptok", &t.PrefillTokens}, {"plane", &t.PrefillLanes}, {"vec", &t.Vec},
 		{"pvec", &t.PrefillVec}, {"npass", &t.NormPasses}, {"tk", &t.TK}, {"vunroll", &t.VUnroll},
-		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}, {"warm", &t.Warm}, {"acomb", &t.Combine}}
+		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}, {"warm", &t.Warm}, {"acomb", &t.Combine}, {"pre", &t.Preload}}
 }
 
 // tuningKeys names the keys, for errors.
@@ -237,6 +243,8 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning vunroll=%d: want 1 or 4", o.VUnroll)
 	case o.Layer < 5 || o.Layer > 7:
 		return Tuning{}, fmt.Errorf("gpu: tuning layer=%d: want 5, 6 or 7", o.Layer)
+	case o.Preload != 1 && o.Preload != 2:
+		return Tuning{}, fmt.Errorf("gpu: tuning pre=%d: want 1 or 2", o.Preload)
 	case o.Combine != 1 && o.Combine != 2:
 		return Tuning{}, fmt.Errorf("gpu: tuning acomb=%d: want 1 or 2", o.Combine)
 	case o.Combine == 2 && o.Layer != 5:

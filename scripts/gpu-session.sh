@@ -34,7 +34,8 @@
 #       (layer=5), alone and together, and each layer's weights read into
 #       the L2 cache while its attention runs (warm=2), and attention's
 #       chunks combined by their last workgroup (acomb=2, with layer=5;
-#       with chunks of 64 positions too). Before them (a short lease cuts the
+#       with chunks of 64 positions too), and the products' first weights
+#       loaded before their prologue's norm (pre=2). Before them (a short lease cuts the
 #       end), the prompt alone (pp128, pp512 and pp2048) under each shape of
 #       PTUNES: ternary_mm's tiles (mm, mmm, mmr, mmt; mmg=1 keeps them whole,
 #       mmg=1024 shrinks them towards more workgroups than the default) and
@@ -171,7 +172,7 @@ sweep)
 			>"$out/sweep-$name.txt" 2>&1 || status=1
 		grep -E '^ .* pp[0-9]+ ' "$out/sweep-$name.txt" | sed "s/^/${name}: /" >>"$out/sweep.txt" || echo "$name: failed" >>"$out/sweep.txt"
 	done
-	for tune in ${TUNES:-default warm=2 vec=4 npass=1 tk=64 vunroll=4 layer=6 layer=5 $all $all,acomb=2 $all,acomb=2,chunk=64 $all,acomb=2,warm=2 $all,warm=2 $all,norm=512 $all,norm=1024 $all,lanes=32}; do
+	for tune in ${TUNES:-default warm=2 pre=2 vec=4 npass=1 tk=64 vunroll=4 layer=6 layer=5 $all $all,pre=2 $all,acomb=2 $all,acomb=2,chunk=64 $all,acomb=2,warm=2 $all,warm=2 $all,norm=512 $all,norm=1024 $all,lanes=32}; do
 		name=${tune//[=,]/-}
 		[ "$tune" = default ] && tune=
 		BITVK_VK_TUNE=$tune bin/bitvk bench -m "$tmp/2b.gguf" --backend vulkan -p 512 -n 64 -d 0,3520 --head f16 -r 2 --profile \

@@ -25,6 +25,7 @@ layout(constant_id = 2) const uint NT = 1;
 layout(constant_id = 3) const uint GROUPED = 0;
 layout(constant_id = 4) const uint ACC = 0;
 layout(constant_id = 5) const uint VEC = 1;
+const uint PRE = 0; // ternary.glsl: no prologue to overlap
 
 layout(std430, binding = 0) readonly buffer WT { uint wt[]; };
 layout(std430, binding = 0) readonly buffer WT4 { uvec4 wt4[]; }; // the same words, four at a time

@@ -14,8 +14,13 @@
 // The integer sums are the same in any order; block-scaled float sums then
 // add in another order than with VEC = 1 (the same in both includers).
 //
+// With PRE = 1 the includer calls ternaryPreload first (before a prologue
+// of its own, ternary_norm's norm): a lane's first words of every row come
+// into registers while the prologue runs, and ternaryPartial's first trip
+// takes them from there (the same words, the same sums).
+//
 // The includer declares, before including it (after local_size_x_id):
-//   spec constants NR, NT, GROUPED, VEC (1 or 4)
+//   spec constants NR, NT, GROUPED, VEC (1 or 4), and PRE (0 or 1)
 //   buffers wt[] (ternary codes, see common.glsl), wt4[] (the same
 //   binding as uvec4s) and groupScale[]
 //   uint tRow(uint r)            the matrix row (of the bound shard) of the
@@ -34,6 +39,26 @@
 shared int tRed[NR * NT * gl_WorkGroupSize.x];
 int tAcc[NR * NT];
 float tAccF[NR * NT];
+uint tPre[NR];   // PRE = 1, VEC = 1: a lane's first word of each row
+uvec4 tPre4[NR]; // PRE = 1, VEC = 4: its first quad
+
+// ternaryPreload loads the words of ternaryPartial's first trip (word or
+// quad `lane` of each row) into tPre or tPre4.
+void ternaryPreload(uint lane, uint K) {
+    uint words = K / 16;
+    for (uint r = 0; r < NR; r++) {
+        uint row = tRow(r);
+        tPre[r] = 0x55555555u;
+        tPre4[r] = uvec4(0x55555555u);
+        if (row != ~0u) { // loads under a branch, not a ?: (see ternary_mm.comp)
+            if (VEC == 4) {
+                if (lane < words / 4) tPre4[r] = wt4[row * (words / 4) + lane];
+            } else if (lane < words) {
+                tPre[r] = wt[row * words + lane];
+            }
+        }
+    }
+}
 
 // tAdd adds a row's partial sum p over words of weight group g (the group
 // scale's column) to slot r·NT + tt.
@@ -66,7 +91,11 @@ void ternaryPartial(uint lane, uint lanes, uint K, uint row0, uint t0, uint T) {
             uvec4 codes[NR];
             for (uint r = 0; r < NR; r++) {
                 uint row = tRow(r);
-                codes[r] = row != ~0u ? wt4[row * quads + w4] : uvec4(0x55555555u);
+                if (PRE == 1 && w4 == lane) {
+                    codes[r] = tPre4[r];
+                } else {
+                    codes[r] = row != ~0u ? wt4[row * quads + w4] : uvec4(0x55555555u);
+                }
             }
             for (uint tt = 0; tt < NT; tt++) {
                 uint t = min(t0 + tt, T - 1);
@@ -87,7 +116,11 @@ void ternaryPartial(uint lane, uint lanes, uint K, uint row0, uint t0, uint T) {
         uint codes[NR];
         for (uint r = 0; r < NR; r++) {
             uint row = tRow(r);
-            codes[r] = row != ~0u ? wt[row * words + w] : 0x55555555u; // code 1: weight 0
+            if (PRE == 1 && w == lane) {
+                codes[r] = tPre[r];
+            } else {
+                codes[r] = row != ~0u ? wt[row * words + w] : 0x55555555u; // code 1: weight 0
+            }
         }
         for (uint tt = 0; tt < NT; tt++) {
             uint t = min(t0 + tt, T - 1);

@@ -51,6 +51,7 @@ layout(constant_id = 6) const uint VEC = 1; // ternary.glsl
 layout(constant_id = 7) const uint REGS = 0; // rmsquant.glsl
 layout(constant_id = 8) const uint ACT = 0;
 layout(constant_id = 9) const uint ACC = 0;
+layout(constant_id = 10) const uint PRE = 0; // 1: the rows' first words loaded before the norm (ternary.glsl)
 const uint NT = 1;
 
 layout(std430, binding = 0) readonly buffer WT { uint wt[]; };
@@ -133,6 +134,9 @@ uvec4 tAct4(uint t, uint i) { return uvec4(qs[i], qs[i + 1], qs[i + 2], qs[i + 3
 void main() {
     uint tid = gl_LocalInvocationID.x;
     uint group = tid / LANES, lane = tid % LANES;
+    if (PRE == 1) {
+        ternaryPreload(lane, pc.K); // in flight while the norm runs
+    }
     float inv = rmsInv(pc.K, pc.eps);
     float sc = rmsQuant(pc.K, inv, true);
     barrier(); // the codes in qs, for every lane

@@ -38,7 +38,7 @@ import (
 // scripts/gpu-session.sh's sweep times them.
 const (
 	tuneAll    = "vec=4,pvec=4,npass=1,tk=64,vunroll=4,layer=5"
-	tuneDecode = "default;warm=2;vec=4,pvec=4;npass=1;tk=64;vunroll=4;layer=6;layer=5;" + tuneAll + ";" + tuneAll + ",acomb=2;" +
+	tuneDecode = "default;warm=2;pre=2;vec=4,pvec=4;npass=1;tk=64;vunroll=4;layer=6;layer=5;" + tuneAll + ";" + tuneAll + ",pre=2;" + tuneAll + ",acomb=2;" +
 		tuneAll + ",acomb=2,chunk=64;" + tuneAll + ",acomb=2,warm=2;" + tuneAll + ",warm=2;" +
 		tuneAll + ",norm=512;" + tuneAll + ",norm=1024;" + tuneAll + ",lanes=32,plane=32"
 	tunePrompt = "default;mm=1;mmg=1;mmg=1024;mm=64,mmm=64,mmr=4,mmg=1;mm=64,mmm=128,mmr=8,mmt=8,mmg=1;" +
@@ -47,7 +47,7 @@ const (
 
 // decodeKeys are the tuning keys of the decode list; the prompt list may
 // set none of them.
-var decodeKeys = []string{"rows", "lanes", "norm", "chunk", "plane", "vec", "pvec", "npass", "tk", "vunroll", "layer", "warm", "acomb"}
+var decodeKeys = []string{"rows", "lanes", "norm", "chunk", "plane", "vec", "pvec", "npass", "tk", "vunroll", "layer", "warm", "acomb", "pre"}
 
 // tuneTrial is one shape's measurement.
 type tuneTrial struct {
