@@ -56,9 +56,12 @@
 #       second call after all).
 #   scripts/gpu-session.sh all OUTDIR
 #       (on the GPU machine) one call for a short lease: the gpu package's
-#       conformance, fusion and attention tests (TESTS to choose others),
-#       then sweep and draft, each under a time limit (under 10 minutes in
-#       all), into OUTDIR/tests, OUTDIR/sweep and OUTDIR/draft.
+#       conformance, fusion, attention and warm tests (TESTS to choose
+#       others), then tune with the float16 head (every shape at two
+#       depths, the choice), draft, and a short sweep (profiles of the
+#       defaults and of every candidate shape at once, at no depth and at
+#       3,520 tokens), each under a time limit (under 10 minutes in all),
+#       into OUTDIR/tests, OUTDIR/tune, OUTDIR/draft and OUTDIR/sweep.
 #
 # Environment: TESTS, a regular expression, limits the tests run (default:
 # all); PKGS, the test packages (default "vk gpu": two runs with PKGS=vk
@@ -204,7 +207,7 @@ tune)
 	mkdir -p "$out"
 	icd
 	status=0
-	for head in f16 q8; do
+	for head in ${HEADS:-f16 q8}; do
 		bin/bitvk tune --shape 2b --head $head --no-save >"$out/tune-$head.txt" 2>"$out/tune-$head.err" || status=1
 		cat "$out/tune-$head.txt"
 	done
@@ -212,12 +215,15 @@ tune)
 	;;
 all)
 	out=${2:?usage: scripts/gpu-session.sh all OUTDIR}
+	all_guess=vec=4,pvec=4,npass=1,tk=64,vunroll=4,layer=5,acomb=2,chunk=64,warm=2,pre=2
 	mkdir -p "$out"
 	status=0
 	PKGS=gpu TESTS=${TESTS:-'Conformance|Fused|KernelKey|Attention|Tuning|Tiled|Warm'} timeout 150 bash "$self" tests "$out/tests" >"$out/tests.txt" 2>&1 || status=1
-	timeout 320 bash "$self" sweep "$out/sweep" >"$out/sweep.txt" 2>&1 || status=1
+	HEADS=f16 timeout 170 bash "$self" tune "$out/tune" >"$out/tune.txt" 2>&1 || status=1
 	timeout 100 bash "$self" draft "$out/draft" >"$out/draft.txt" 2>&1 || status=1
+	PTUNES=${PTUNES:-'default mm=1'} TUNES=${TUNES:-"default $all_guess"} timeout 150 bash "$self" sweep "$out/sweep" >"$out/sweep.txt" 2>&1 || status=1
 	tail -n 3 "$out/tests.txt"
+	cat "$out/tune.txt"
 	cat "$out/sweep/sweep.txt" 2>/dev/null
 	grep -h -E 'Vulkan|lookup|chains|auto|off' "$out"/draft/*.txt 2>/dev/null | head -n 60
 	exit $status
