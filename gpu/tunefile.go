@@ -41,9 +41,14 @@ func TuneKey(info vk.DeviceInfo, kernels string, c *nn.Config, head nn.HeadType)
 	if head == "" {
 		head = nn.HeadStored
 	}
-	return fmt.Sprintf("%s [%04x:%04x] driver %s, %s kernels | embd %d ffn %d layers %d heads %d/%d vocab %d head %s",
-		info.Name, info.VendorID, info.DeviceID, info.DriverVersion, kernels,
-		c.Embd, c.FFN, c.Layers, c.Heads, c.KVHeads, c.Vocab, head)
+	return fmt.Sprintf("%s%s kernels | embd %d ffn %d layers %d heads %d/%d vocab %d head %s",
+		TuneDevice(info), kernels, c.Embd, c.FFN, c.Layers, c.Heads, c.KVHeads, c.Vocab, head)
+}
+
+// TuneDevice is the start of the keys of a device's entries (its name,
+// IDs and driver version): what bitvk devices looks for.
+func TuneDevice(info vk.DeviceInfo) string {
+	return fmt.Sprintf("%s [%04x:%04x] driver %s, ", info.Name, info.VendorID, info.DeviceID, info.DriverVersion)
 }
 
 // ReadTuneFile reads a tuning file: its entries by key, none when the file

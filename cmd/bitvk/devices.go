@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/bitvk/bitvk/gpu"
@@ -32,6 +33,9 @@ type deviceJSON struct {
 	TimestampBits         uint32     `json:"timestamp_valid_bits"`
 	TimestampPeriodNs     float32    `json:"timestamp_period_ns"`
 	Missing               []string   `json:"missing_features"`
+	// Tunings are the entries of the tuning file (bitvk tune) for this
+	// device and its driver, by the rest of their key (kernels and model).
+	Tunings map[string]gpu.TuneEntry `json:"tunings,omitempty"`
 }
 
 type heapJSON struct {
@@ -58,6 +62,13 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("no Vulkan device: %w (bitvk runs on the CPU)", err)
 	}
 	best := vk.Pick(devs)
+	tuneFile := defaultTuneFile()
+	tunings := map[string]gpu.TuneEntry{}
+	if tuneFile != "" {
+		if tunings, err = gpu.ReadTuneFile(tuneFile); err != nil {
+			return err
+		}
+	}
 	var out []deviceJSON
 	for _, d := range devs {
 		j := deviceJSON{Index: d.Index, Name: d.Name, Type: d.Type, Default: d.Index == best,
@@ -72,6 +83,14 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 		for _, f := range allFeatures.Names() {
 			if !contains(j.Features, f) {
 				j.Missing = append(j.Missing, f)
+			}
+		}
+		for k, e := range tunings {
+			if rest, ok := strings.CutPrefix(k, gpu.TuneDevice(d)); ok {
+				if j.Tunings == nil {
+					j.Tunings = map[string]gpu.TuneEntry{}
+				}
+				j.Tunings[rest] = e
 			}
 		}
 		out = append(out, j)
@@ -108,6 +127,20 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "  timers:    %d-bit timestamps on the compute queue, %g ns per tick (bitvk bench --profile)\n", d.TimestampBits, d.TimestampPeriodNs)
 		} else {
 			fmt.Fprintf(stdout, "  timers:    none on the compute queue (bitvk bench --profile cannot time kernels here)\n")
+		}
+		keys := make([]string, 0, len(d.Tunings))
+		for k := range d.Tunings {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			e := d.Tunings[k]
+			shape := e.Tune
+			if shape == "" {
+				shape = "the defaults"
+			}
+			fmt.Fprintf(stdout, "  tuned:     %s: %s (%s: %.4g and %.4g tok/s, the defaults %.4g and %.4g; bitvk tune, %s)\n",
+				k, shape, e.Test, e.Decode, e.Prompt, e.DefaultDecode, e.DefaultPrompt, tuneFile)
 		}
 	}
 	return nil

@@ -62,6 +62,10 @@ func TestTuneSavesAndBackendsUseIt(t *testing.T) {
 		t.Errorf("entry %q: %+v", key, e)
 	}
 
+	// bitvk devices lists it under its device.
+	if code, out, _ := bitvk("devices"); code != 0 || !strings.Contains(out, "tuned:     ") || !strings.Contains(out, "embd 256 ffn 768") {
+		t.Errorf("devices after tune: exit %d:\n%s", code, out)
+	}
 	// A backend opened now runs the saved shape: replace it with one whose
 	// effect is visible.
 	e.Tune = "warm=2,mm=1"
