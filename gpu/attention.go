@@ -20,7 +20,7 @@ import (
 const (
 	attnChunk   = 256 // positions per chunk
 	attnTK      = 16  // key positions staged in shared memory at a time (TK in attention.comp), by default
-	attnMaxRows = 8   // query rows (tokens × heads) per workgroup
+	attnMaxRows = 8   // query rows (tokens × heads) per workgroup, by default (Tuning.AttnRows)
 )
 
 // attnPlan is how the attention kernels split the work on one device.
@@ -36,7 +36,7 @@ type attnPlan struct {
 }
 
 // planAttention picks the split for the model on the device: chunks of
-// chunk positions, up to attnMaxRows query rows per workgroup, all within
+// chunk positions, up to tune.AttnRows query rows per workgroup, all within
 // the device's shared memory, the keys staged tk positions at a time
 // (tune.TK) and the values loaded tune.VUnroll rows at once. subgroups
 // allows subgroup arithmetic where the device has it in compute shaders.
@@ -46,6 +46,10 @@ func planAttention(c *nn.Config, info vk.DeviceInfo, ctx int, wg uint32, tune Tu
 		return attnPlan{}, fmt.Errorf("gpu: attention needs a workgroup of %d invocations (head dimension %d); the device allows %d", hw, c.HeadDim, wg)
 	}
 	chunk, tk := tune.Chunk, max(tune.TK, 1)
+	maxRows := tune.AttnRows
+	if maxRows <= 0 {
+		maxRows = attnMaxRows
+	}
 	if chunk < tk || chunk%tk != 0 {
 		return attnPlan{}, fmt.Errorf("gpu: attention chunk of %d positions is not a positive multiple of %d", chunk, tk)
 	}
@@ -54,10 +58,10 @@ func planAttention(c *nn.Config, info vk.DeviceInfo, ctx int, wg uint32, tune Tu
 		chunk:    chunk,
 		tk:       tk,
 		vunroll:  max(tune.VUnroll, 1),
-		group:    divisorUpTo(c.Heads/c.KVHeads, attnMaxRows),
+		group:    divisorUpTo(c.Heads/c.KVHeads, maxRows),
 		subgroup: subgroups && info.Features.SubgroupArithmetic && slices.Contains(info.SubgroupOps, "basic"),
 	}
-	p.prefillTT = max(1, attnMaxRows/p.group)
+	p.prefillTT = max(1, maxRows/p.group)
 	limit := int(info.MaxComputeSharedMemorySize)
 	for p.sharedBytes(hw, p.prefillTT) > limit {
 		switch {

@@ -142,7 +142,8 @@ func TestAttentionSplitK(t *testing.T) {
 			// chunks of the default size and short ones; keys staged 64 at a
 			// time with values loaded four rows at once (Tuning.TK, VUnroll)
 			for _, tn := range []Tuning{{Chunk: attnChunk, TK: attnTK, VUnroll: 1}, {Chunk: 32, TK: attnTK, VUnroll: 1},
-				{Chunk: attnChunk, TK: 64, VUnroll: 4}, {Chunk: 64, TK: 64, VUnroll: 4}} {
+				{Chunk: attnChunk, TK: 64, VUnroll: 4}, {Chunk: 64, TK: 64, VUnroll: 4},
+				{Chunk: 64, TK: attnTK, VUnroll: 1, AttnRows: 32}} { // up to 32 query rows: 8 tokens of a GQA group of 4
 				chunk := tn.Chunk
 				for _, sub := range []bool{true, false} {
 					plan, err := planAttention(c, a.b.info, ctx, a.b.workgroup(wgAttn), tn, sub)
@@ -155,6 +156,9 @@ func TestAttentionSplitK(t *testing.T) {
 					got := a.attention(c, plan, kc, vc, q, tc.T, tc.pos0)
 					name := fmt.Sprintf("%s pos0 %d T %d chunk %d tk %d vunroll %d subgroup %v (group %d, %d tokens per workgroup)",
 						sh.name, tc.pos0, tc.T, chunk, plan.tk, plan.vunroll, plan.subgroup, plan.group, plan.prefillTT)
+					if rows := plan.group * plan.prefillTT; tn.AttnRows == 32 && (rows > 32 || rows <= 16) {
+						t.Fatalf("%s: %d rows a workgroup, want 17 to 32", name, rows)
+					}
 					for tk := range tc.T {
 						nearRel(t, fmt.Sprintf("%s token %d", name, tk), got[tk*E:(tk+1)*E], want[tk*E:(tk+1)*E], 1e-4)
 					}

@@ -32,6 +32,9 @@ func TestConformanceBatchInvariance(t *testing.T) {
 		// chunks of 16 positions: attention_reduce's bits in passes of
 		// several tokens.
 		{"layer5-acomb", Options{Fusion: FuseOn, Tune: Tuning{Layer: 5, Combine: 2, Chunk: 16, TK: 16}}},
+		// Prompts' attention 32 query rows a workgroup (8 tokens × 4
+		// heads), decode steps 4: each row's sums whatever its neighbours.
+		{"arows32", Options{Fusion: FuseOn, Tune: Tuning{AttnRows: 32, Chunk: 64}}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {

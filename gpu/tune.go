@@ -122,6 +122,12 @@ type Tuning struct {
 	// overlaps the norm's reductions instead of following them (with
 	// vec=4, a 2,560-wide row is 40 quads: every lane's whole share).
 	Preload int
+	// AttnRows is the most query rows (tokens × query heads of one K/V
+	// head) an attention workgroup takes: the tokens of a pass of several
+	// (a prompt, a verification pass) share each K/V tile it reads, so
+	// more rows read the cache fewer times; shared memory caps it (the
+	// tokens halve first, see planAttention). A power of two, 1 to 64.
+	AttnRows int
 }
 
 // maxNormRegs is the most values an invocation holds with NormPasses 1.
@@ -134,7 +140,7 @@ const TuneEnv = "BITVK_VK_TUNE"
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
 	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
-		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1, Combine: 1, Preload: 1}
+		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1, Combine: 1, Preload: 1, AttnRows: attnMaxRows}
 }
 
 // tuningField is one key of a tuning: its name in BITVK_VK_TUNE and the
@@ -150,7 +156,7 @@ func (t *Tuning) fields() []tuningField {
 	return []tuningField{{"rows", &t.Rows}, {"lanes", &t.Lanes}, {"norm", &t.Norm}, {"chunk", &t.Chunk},
 		{"prows", &t.PrefillRows}, {"ptok", &t.PrefillTokens}, {"plane", &t.PrefillLanes}, {"vec", &t.Vec},
 		{"pvec", &t.PrefillVec}, {"npass", &t.NormPasses}, {"tk", &t.TK}, {"vunroll", &t.VUnroll},
-		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}, {"warm", &t.Warm}, {"acomb", &t.Combine}, {"pre", &t.Preload}}
+		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}, {"warm", &t.Warm}, {"acomb", &t.Combine}, {"pre", &t.Preload}, {"arows", &t.AttnRows}}
 }
 
 // tuningKeys names the keys, for errors.
@@ -243,6 +249,8 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning vunroll=%d: want 1 or 4", o.VUnroll)
 	case o.Layer < 5 || o.Layer > 7:
 		return Tuning{}, fmt.Errorf("gpu: tuning layer=%d: want 5, 6 or 7", o.Layer)
+	case !pow2(o.AttnRows) || o.AttnRows > 64:
+		return Tuning{}, fmt.Errorf("gpu: tuning arows=%d: want a power of two from 1 to 64", o.AttnRows)
 	case o.Preload != 1 && o.Preload != 2:
 		return Tuning{}, fmt.Errorf("gpu: tuning pre=%d: want 1 or 2", o.Preload)
 	case o.Combine != 1 && o.Combine != 2:
