@@ -33,6 +33,7 @@ type deviceJSON struct {
 	TimestampBits         uint32     `json:"timestamp_valid_bits"`
 	TimestampPeriodNs     float32    `json:"timestamp_period_ns"`
 	Missing               []string   `json:"missing_features"`
+	CoopMat               []string   `json:"cooperative_matrix_shapes,omitempty"`
 	// Tunings are the entries of the tuning file (bitvk tune) for this
 	// device and its driver, by the rest of their key (kernels and model).
 	Tunings map[string]gpu.TuneEntry `json:"tunings,omitempty"`
@@ -85,6 +86,9 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 				j.Missing = append(j.Missing, f)
 			}
 		}
+		for _, s := range d.CoopMat {
+			j.CoopMat = append(j.CoopMat, s.String())
+		}
 		for k, e := range tunings {
 			if rest, ok := strings.CutPrefix(k, gpu.TuneDevice(d)); ok {
 				if j.Tunings == nil {
@@ -122,6 +126,9 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  features:  %s\n", strings.Join(d.Features, ", "))
 		if len(d.Missing) > 0 {
 			fmt.Fprintf(stdout, "  missing:   %s\n", strings.Join(d.Missing, ", "))
+		}
+		if len(d.CoopMat) > 0 {
+			fmt.Fprintf(stdout, "  coopmat:   %s\n", strings.Join(d.CoopMat, ", "))
 		}
 		if d.TimestampBits > 0 {
 			fmt.Fprintf(stdout, "  timers:    %d-bit timestamps on the compute queue, %g ns per tick (bitvk bench --profile)\n", d.TimestampBits, d.TimestampPeriodNs)

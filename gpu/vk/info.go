@@ -51,6 +51,10 @@ type DeviceInfo struct {
 	// storage buffers one kernel binds.
 	MaxStorageBuffers uint32
 
+	// CoopMat lists the cooperative matrix shapes the device multiplies
+	// (VK_NV_cooperative_matrix's properties; none without it).
+	CoopMat []CoopMatShape
+
 	SubgroupSize uint32
 	// SubgroupOps lists the subgroup operations supported in the compute
 	// stage, of "basic", "vote", "arithmetic", "ballot", "shuffle",
@@ -289,4 +293,41 @@ type Range struct {
 	Buf  *Buffer
 	Off  int64
 	Size int64
+}
+
+// CoopMatShape is one cooperative matrix multiply a device runs: D (M×N,
+// of type D) = A (M×K) · B (K×N) + C, in a scope (subgroup).
+type CoopMatShape struct {
+	M, N, K    uint32
+	A, B, C, D string // component types: "s8", "u8", "s32", "f16", "f32", …
+	Scope      string // "subgroup", "workgroup", "device", "queue"
+}
+
+// String is the shape as "s8×s8+s32→s32 16×8×32 (subgroup)".
+func (s CoopMatShape) String() string {
+	return fmt.Sprintf("%s×%s+%s→%s %d×%d×%d (%s)", s.A, s.B, s.C, s.D, s.M, s.N, s.K, s.Scope)
+}
+
+// componentTypeName names a VkComponentTypeNV.
+func componentTypeName(t uint32) string {
+	names := []string{"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"}
+	if int(t) < len(names) {
+		return names[t]
+	}
+	return fmt.Sprintf("type%d", t)
+}
+
+// scopeName names a VkScopeNV.
+func scopeName(s uint32) string {
+	switch s {
+	case 1:
+		return "device"
+	case 2:
+		return "workgroup"
+	case 3:
+		return "subgroup"
+	case 5:
+		return "queue family"
+	}
+	return fmt.Sprintf("scope%d", s)
 }

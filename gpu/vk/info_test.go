@@ -96,3 +96,15 @@ func TestHelpers(t *testing.T) {
 		}
 	}
 }
+
+// Cooperative matrix shapes print as bitvk devices shows them, unknown
+// component types and scopes by number.
+func TestCoopMatShape(t *testing.T) {
+	s := CoopMatShape{M: 16, N: 8, K: 32, A: componentTypeName(3), B: componentTypeName(3), C: componentTypeName(5), D: componentTypeName(5), Scope: scopeName(3)}
+	if got, want := s.String(), "s8×s8+s32→s32 16×8×32 (subgroup)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if componentTypeName(0) != "f16" || componentTypeName(7) != "u8" || componentTypeName(99) != "type99" || scopeName(4) != "scope4" || scopeName(2) != "workgroup" {
+		t.Error("component type or scope names")
+	}
+}

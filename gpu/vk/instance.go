@@ -301,6 +301,12 @@ func deviceInfo(idx int, c *C.bvk_device_info) DeviceInfo {
 		d.TimestampBits = uint32(c.family_timestamp_bits[f])
 	}
 	d.TimestampPeriod = float32(c.timestamp_period)
+	for k := range int(c.coopmat_count) {
+		s := c.coopmat[k]
+		d.CoopMat = append(d.CoopMat, CoopMatShape{M: uint32(s[0]), N: uint32(s[1]), K: uint32(s[2]),
+			A: componentTypeName(uint32(s[3])), B: componentTypeName(uint32(s[4])), C: componentTypeName(uint32(s[5])), D: componentTypeName(uint32(s[6])),
+			Scope: scopeName(uint32(s[7]))})
+	}
 	f := uint32(c.features)
 	d.Features = Features{
 		Storage16:             f&C.BVK_F_STORAGE16 != 0,

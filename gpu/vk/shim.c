@@ -381,6 +381,28 @@ int32_t bvk_query_device(void *gipa, void *instance, void *physp, uint32_t insta
 	if (c.has_sgsc && c.sgsc.subgroupSizeControl && c.sgsc.computeFullSubgroups) f |= BVK_F_SUBGROUP_SIZE_CONTROL;
 	info->features = f;
 
+	if (ext & BVK_EXT_COOPMAT_NV) {
+		PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV cm = LOAD(gipa, instance, vkGetPhysicalDeviceCooperativeMatrixPropertiesNV);
+		uint32_t n = 0;
+		if (cm != NULL && cm(phys, &n, NULL) == VK_SUCCESS && n > 0) {
+			VkCooperativeMatrixPropertiesNV cp[BVK_MAX_COOPMAT];
+			if (n > BVK_MAX_COOPMAT) n = BVK_MAX_COOPMAT;
+			for (uint32_t i = 0; i < n; i++) {
+				memset(&cp[i], 0, sizeof cp[i]);
+				cp[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+			}
+			VkResult r = cm(phys, &n, cp); // VK_INCOMPLETE when it has more: the first ones
+			if (r == VK_SUCCESS || r == VK_INCOMPLETE) {
+				info->coopmat_count = n;
+				for (uint32_t i = 0; i < n; i++) {
+					uint32_t *s = info->coopmat[i];
+					s[0] = cp[i].MSize, s[1] = cp[i].NSize, s[2] = cp[i].KSize;
+					s[3] = cp[i].AType, s[4] = cp[i].BType, s[5] = cp[i].CType, s[6] = cp[i].DType, s[7] = cp[i].scope;
+				}
+			}
+		}
+	}
+
 	VkPhysicalDeviceMemoryProperties mp;
 	mem(phys, &mp);
 	info->heap_count = mp.memoryHeapCount < BVK_MAX_HEAPS ? mp.memoryHeapCount : BVK_MAX_HEAPS;

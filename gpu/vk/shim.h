@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #define BVK_MAX_HEAPS 16
+#define BVK_MAX_COOPMAT 32
 #define BVK_MAX_TYPES 32
 #define BVK_MAX_FAMILIES 32
 #define BVK_MAX_SPEC 16     // specialization constants of one kernel
@@ -67,6 +68,10 @@ typedef struct bvk_device_info {
 	float timestamp_period;                            // nanoseconds per timestamp tick
 	uint32_t extensions; // BVK_EXT_*
 	uint32_t features;   // BVK_F_*
+	// VK_NV_cooperative_matrix's shapes (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV):
+	// M, N, K, then the component types of A, B, C and D (VkComponentTypeNV) and the scope.
+	uint32_t coopmat_count;
+	uint32_t coopmat[BVK_MAX_COOPMAT][8];
 } bvk_device_info;
 
 // bvk_load dlopens the Vulkan loader called name and returns its
