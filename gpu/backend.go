@@ -224,6 +224,11 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 		}
 		return nil, err
 	}
+	if b.tune.TiledCoop == 2 {
+		if err := coopReady(b.dev.Enabled().CooperativeMatrix, b.info); err != nil {
+			return nil, fmt.Errorf("gpu: tuning mmc=2: %w", err)
+		}
+	}
 	b.ctx = c.Context
 	if o.Context > 0 {
 		b.ctx = min(o.Context, c.Context)

@@ -47,7 +47,7 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 
 // bindings is the number of storage buffers each kernel binds.
 var bindings = map[spirv.Kernel]int{
-	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6, spirv.TernaryMM: 6, spirv.TernaryMMDot: 6, spirv.TernaryNorm: 10, spirv.TernaryNormDot: 10,
+	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6, spirv.TernaryMM: 6, spirv.TernaryMMDot: 6, spirv.TernaryMMCoop: 6, spirv.TernaryNorm: 10, spirv.TernaryNormDot: 10,
 	spirv.TernarySubgroup: 6, spirv.TernarySubgroupDot: 6, spirv.TernaryNormSubgroup: 10, spirv.TernaryNormSubgroupDot: 10, spirv.NormQuantSubgroup: 5,
 	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.HeadBlocks: 5, spirv.HeadBlocksDot: 5, spirv.RopeKV: 5,
 	spirv.Attention: 7, spirv.AttentionSubgroup: 7, spirv.AttentionReduce: 6, spirv.Argmax: 3, spirv.ReadBandwidth: 2, spirv.Int8Peak: 1, spirv.Int8PeakDot: 1, spirv.Sample: 4,
@@ -239,7 +239,11 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 	// mmg is set otherwise.
 	tiled := T > 1 && grouped == 0 && b.tune.Tiled > 1 && 2*T >= b.tune.Tiled
 	shrink := !b.onCPU() || b.tune.TiledGroups != tiledGroups
-	if tiled {
+	coop := tiled && b.tune.TiledCoop == 2
+	switch {
+	case coop:
+		k = spirv.TernaryMMCoop
+	case tiled:
 		k = spirv.TernaryMM.Variant(false, b.dot)
 	}
 	for _, sh := range m.shards {
@@ -250,7 +254,11 @@ func (rc *recorder) ternary(label string, m *ternaryMatrix, out *vk.Buffer, outS
 		}
 		spec := []uint32{lanes, uint32(rows), nt, grouped, accum, vec}
 		gx, gy := ceilDiv(sh.rows, rows), ceilDiv(T, int(nt))
-		if tiled {
+		switch {
+		case coop:
+			spec = []uint32{coopWG, accum}
+			gx, gy = ceilDiv(sh.rows, coopTile), ceilDiv(T, coopTile)
+		case tiled:
 			bm, bn, wg := b.tune.tiledTile(sh.rows, T, shrink)
 			spec = []uint32{uint32(wg), uint32(b.tune.TiledRows), uint32(b.tune.TiledTokens), uint32(bn), accum}
 			gx, gy = ceilDiv(sh.rows, bm), ceilDiv(T, bn)

@@ -56,6 +56,7 @@ var pushTypes = map[spirv.Kernel]any{
 	spirv.TernaryDot:             matPush{},
 	spirv.TernaryMM:              matPush{},
 	spirv.TernaryMMDot:           matPush{},
+	spirv.TernaryMMCoop:          matPush{},
 	spirv.TernaryNorm:            ternaryNormPush{},
 	spirv.TernaryNormDot:         ternaryNormPush{},
 	spirv.TernarySubgroup:        matPush{},

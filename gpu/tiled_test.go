@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/bitvk/bitvk/gguf"
+	"github.com/bitvk/bitvk/gpu/vk"
 	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/nntest"
 	"github.com/bitvk/bitvk/nn/ref"
 	"github.com/bitvk/bitvk/spirv"
 )
@@ -151,4 +154,135 @@ func (a opsAdapter) bitLinearAdd(w nn.Tensor, x, base []float32, T int) []float3
 	out := a.buf(f32Bytes(base))
 	a.run(func(rc *recorder) { rc.ternary("test", m, out, w.Out, T, true) })
 	return a.floats(out, T*w.Out)
+}
+
+// TestTernaryTiledCoop: the tiled products on cooperative matrices
+// (mmc=2, ternary_mm_coop.comp) give the oracle's exact sums and, scaled
+// and added to the output, ternary.comp's bits, for tiles part empty,
+// matrices in shards, and sums at the int32 edge. It runs where the device
+// multiplies s8 × s8 + s32 in 16 × 8 × 32 shapes (NVIDIA's tensor cores);
+// lavapipe has no cooperative matrices.
+func TestTernaryTiledCoop(t *testing.T) {
+	a := newOps(t, false)
+	if err := coopReady(a.b.dev.Enabled().CooperativeMatrix, a.b.info); err != nil {
+		t.Skipf("no cooperative matrices for ternary_mm_coop: %v", err)
+	}
+	cases := []struct {
+		tune       string
+		rows, k, T int
+		shard      int64
+		allSame    int8
+	}{
+		{"mmc=2", 200, 512, 100, 0, 0},       // 4 × 2 tiles of 64 × 64, the last ones part empty
+		{"mm=16,mmc=2", 77, 384, 9, 4096, 0}, // 42 rows a shard, 9 tokens of a tile
+		{"mm=16,mmc=2", 48, 6912, 40, 0, 1},  // Σ = 128·6912 at the edge
+		{"mm=16,mmc=2", 48, 6912, 40, 0, -1},
+		{"mmc=2", 2560, 2560, 128, 0, 0}, // a 2B shape's output projection over a prompt of 128
+	}
+	for ci, tc := range cases {
+		t.Run(fmt.Sprintf("%s/%dx%dx%d", tc.tune, tc.rows, tc.k, tc.T), func(t *testing.T) {
+			tiled, err := ParseTuning(tc.tune)
+			if err == nil {
+				tiled, err = resolveTuning(tiled, a.b.info.MaxComputeWorkGroupInvocations, a.b.info.MaxComputeSharedMemorySize)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(uint64(ci), 19))
+			vals := make([]int8, tc.rows*tc.k)
+			for i := range vals {
+				vals[i] = tc.allSame
+				if tc.allSame == 0 {
+					vals[i] = int8(rng.IntN(3) - 1)
+				}
+			}
+			data, err := gguf.EncodeI2_S(vals, 0.75)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := nn.Tensor{Name: "w", Type: nn.TypeI2_S, In: tc.k, Out: tc.rows, Data: data}
+			q := make([]int8, tc.T*tc.k)
+			for i := range q {
+				switch {
+				case tc.allSame != 0:
+					q[i] = -128
+				case i%97 == 0:
+					q[i] = 127
+				default:
+					q[i] = int8(rng.IntN(256) - 128)
+				}
+			}
+			a.b.maxShard = 1 << 20
+			if tc.shard > 0 {
+				a.b.maxShard = tc.shard
+			}
+			defer func() { a.b.maxShard, a.b.tune = 1<<20, defaultTuning() }()
+			a.usedTiled()
+			a.b.tune = tiled
+			got, err := a.TernarySums(w, q, tc.T)
+			if err != nil {
+				t.Fatal(err)
+			}
+			coop := false
+			for key := range a.b.kernels {
+				coop = coop || key.k == spirv.TernaryMMCoop
+			}
+			if !coop {
+				t.Fatal("ternary_mm_coop did not run")
+			}
+			for tk := 0; tk < tc.T; tk++ {
+				want, err := ref.TernarySums(w, q[tk*tc.k:(tk+1)*tc.k])
+				if err != nil {
+					t.Fatal(err)
+				}
+				for o := range want {
+					if g := got[tk*tc.rows+o]; g != want[o] {
+						t.Fatalf("token %d row %d: %d, oracle %d", tk, o, g, want[o])
+					}
+				}
+			}
+			x := make([]float32, tc.T*tc.k)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			base := make([]float32, tc.T*tc.rows)
+			for i := range base {
+				base[i] = float32(rng.NormFloat64())
+			}
+			a.b.tune = tiled
+			gotY := a.bitLinearAdd(w, x, base, tc.T)
+			a.b.tune = defaultTuning()
+			wantY := a.bitLinearAdd(w, x, base, tc.T)
+			for i := range wantY {
+				if math.Float32bits(gotY[i]) != math.Float32bits(wantY[i]) {
+					t.Fatalf("token %d row %d: %v on cooperative matrices, %v from ternary.comp", i/tc.rows, i%tc.rows, gotY[i], wantY[i])
+				}
+			}
+		})
+	}
+}
+
+// mmc=2 on a device without the cooperative matrices ternary_mm_coop
+// needs is an error naming what it lacks, at New.
+func TestCoopRefused(t *testing.T) {
+	if err := coopReady(false, vk.DeviceInfo{Name: "dev"}); err == nil || !strings.Contains(err.Error(), "VK_NV_cooperative_matrix") {
+		t.Errorf("no feature: %v", err)
+	}
+	if err := coopReady(true, vk.DeviceInfo{Name: "dev", SubgroupSize: 64}); err == nil || !strings.Contains(err.Error(), "subgroups of 64") {
+		t.Errorf("subgroups of 64: %v", err)
+	}
+	f16 := vk.CoopMatShape{M: 16, N: 8, K: 16, A: "f16", B: "f16", C: "f32", D: "f32", Scope: "subgroup"}
+	if err := coopReady(true, vk.DeviceInfo{Name: "dev", SubgroupSize: 32, CoopMat: []vk.CoopMatShape{f16}}); err == nil || !strings.Contains(err.Error(), "16×8×32") {
+		t.Errorf("float shapes only: %v", err)
+	}
+	s8 := vk.CoopMatShape{M: 16, N: 8, K: 32, A: "s8", B: "s8", C: "s32", D: "s32", Scope: "subgroup"}
+	if err := coopReady(true, vk.DeviceInfo{Name: "dev", SubgroupSize: 32, CoopMat: []vk.CoopMatShape{f16, s8}}); err != nil {
+		t.Errorf("with the s8 shape: %v", err)
+	}
+	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 3)
+	needVulkan(t)
+	_, err := New(m.Config, m.Weights, Options{Tune: Tuning{TiledCoop: 2}})
+	if probe, _ := Devices(); len(probe) > 0 && !probe[0].Features.CooperativeMatrix && (err == nil || !strings.Contains(err.Error(), "mmc=2")) {
+		t.Errorf("mmc=2 on a device without cooperative matrices: %v", err)
+	}
 }

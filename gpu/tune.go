@@ -128,6 +128,12 @@ type Tuning struct {
 	// more rows read the cache fewer times; shared memory caps it (the
 	// tokens halve first, see planAttention). A power of two, 1 to 64.
 	AttnRows int
+	// TiledCoop is whether the tiled products (Tiled) multiply on
+	// cooperative matrices (ternary_mm_coop.comp: NVIDIA's tensor cores
+	// through VK_NV_cooperative_matrix, tiles of 64 × 64): 1, no (the
+	// default); 2, yes, where the device multiplies s8 × s8 + s32 in
+	// 16 × 8 × 32 shapes in subgroups of 32, an error elsewhere.
+	TiledCoop int
 }
 
 // maxNormRegs is the most values an invocation holds with NormPasses 1.
@@ -140,7 +146,7 @@ const TuneEnv = "BITVK_VK_TUNE"
 // defaultTuning is the shape on every device unless tuned.
 func defaultTuning() Tuning {
 	return Tuning{Rows: rowsWG, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
-		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1, Combine: 1, Preload: 1, AttnRows: attnMaxRows}
+		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1, Combine: 1, Preload: 1, AttnRows: attnMaxRows, TiledCoop: 1}
 }
 
 // tuningField is one key of a tuning: its name in BITVK_VK_TUNE and the
@@ -156,7 +162,7 @@ func (t *Tuning) fields() []tuningField {
 	return []tuningField{{"rows", &t.Rows}, {"lanes", &t.Lanes}, {"norm", &t.Norm}, {"chunk", &t.Chunk},
 		{"prows", &t.PrefillRows}, {"ptok", &t.PrefillTokens}, {"plane", &t.PrefillLanes}, {"vec", &t.Vec},
 		{"pvec", &t.PrefillVec}, {"npass", &t.NormPasses}, {"tk", &t.TK}, {"vunroll", &t.VUnroll},
-		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}, {"warm", &t.Warm}, {"acomb", &t.Combine}, {"pre", &t.Preload}, {"arows", &t.AttnRows}}
+		{"mm", &t.Tiled}, {"mmm", &t.TiledBlock}, {"mmr", &t.TiledRows}, {"mmt", &t.TiledTokens}, {"mmg", &t.TiledGroups}, {"layer", &t.Layer}, {"warm", &t.Warm}, {"acomb", &t.Combine}, {"pre", &t.Preload}, {"arows", &t.AttnRows}, {"mmc", &t.TiledCoop}}
 }
 
 // tuningKeys names the keys, for errors.
@@ -251,6 +257,10 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning layer=%d: want 5, 6 or 7", o.Layer)
 	case !pow2(o.AttnRows) || o.AttnRows > 64:
 		return Tuning{}, fmt.Errorf("gpu: tuning arows=%d: want a power of two from 1 to 64", o.AttnRows)
+	case o.TiledCoop != 1 && o.TiledCoop != 2:
+		return Tuning{}, fmt.Errorf("gpu: tuning mmc=%d: want 1 or 2", o.TiledCoop)
+	case o.TiledCoop == 2 && o.Tiled == 1:
+		return Tuning{}, fmt.Errorf("gpu: tuning mmc=2 multiplies ternary_mm's tiles on cooperative matrices (mm=1 turns them off)")
 	case o.Preload != 1 && o.Preload != 2:
 		return Tuning{}, fmt.Errorf("gpu: tuning pre=%d: want 1 or 2", o.Preload)
 	case o.Combine != 1 && o.Combine != 2:

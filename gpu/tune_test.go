@@ -38,7 +38,7 @@ func TestParseTuning(t *testing.T) {
 	// Zero fields take the defaults; each field's bounds are checked.
 	d, err := resolveTuning(Tuning{Rows: 8}, 1024, 32768)
 	if want := (Tuning{Rows: 8, Lanes: wgMat, Norm: wgNorm, Chunk: attnChunk, PrefillRows: rowsWG, PrefillTokens: tileT, PrefillLanes: wgMat, Vec: 1, PrefillVec: 1, NormPasses: 3, TK: attnTK, VUnroll: 1,
-		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1, Combine: 1, Preload: 1, AttnRows: attnMaxRows}); err != nil || d != want {
+		Tiled: tiledTokens, TiledBlock: tiledRows, TiledRows: 8, TiledTokens: 4, TiledGroups: tiledGroups, Layer: 7, Warm: 1, Combine: 1, Preload: 1, AttnRows: attnMaxRows, TiledCoop: 1}); err != nil || d != want {
 		t.Errorf("resolveTuning(rows=8) = %+v, %v; want %+v", d, err, want)
 	}
 	if d, err := resolveTuning(Tuning{Norm: 1024}, 256, 32768); err != nil || d.Norm != 256 {
@@ -74,6 +74,8 @@ func TestParseTuning(t *testing.T) {
 		{Tuning{Combine: 3}, "acomb=3"},
 		{Tuning{Preload: 3}, "pre=3"},
 		{Tuning{AttnRows: 12}, "arows=12"},
+		{Tuning{TiledCoop: 3}, "mmc=3"},
+		{Tuning{TiledCoop: 2, Tiled: 1}, "mm=1"},
 		{Tuning{AttnRows: 128}, "arows=128"},
 		{Tuning{Combine: 2}, "layer=5"},
 		{Tuning{Tiled: 2}, "mm=2"},

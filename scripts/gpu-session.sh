@@ -39,7 +39,8 @@
 #       end), the prompt alone (pp128, pp512 and pp2048) under each shape of
 #       PTUNES: ternary_mm's tiles (mm, mmm, mmr, mmt; mmg=1 keeps them whole,
 #       mmg=1024 shrinks them towards more workgroups than the default),
-#       ternary.comp's (mm=1), and attention's workgroups of 16 and 32
+#       ternary.comp's (mm=1), ternary_mm on tensor cores (mmc=2,
+#       cooperative matrices), and attention's workgroups of 16 and 32
 #       query rows (arows), whose tok/s lines go to
 #       OUTDIR/sweep.txt too.
 #   scripts/gpu-session.sh draft OUTDIR
@@ -169,7 +170,7 @@ sweep)
 	: >"$out/sweep.txt"
 	status=0
 	all=vec=4,npass=1,tk=64,vunroll=4,layer=5
-	for tune in ${PTUNES:-default mm=1 arows=16 chunk=128,arows=32 mmg=1 mmg=1024 mm=64,mmm=64,mmr=4,mmg=1 mm=64,mmm=128,mmr=8,mmt=8,mmg=1 mm=128,mmm=128,mmr=8,mmt=8,mmg=1 mm=32,mmm=256,mmr=8,mmt=4,mmg=1}; do
+	for tune in ${PTUNES:-default mmc=2 mm=1 arows=16 chunk=128,arows=32 mmg=1 mmg=1024 mm=64,mmm=64,mmr=4,mmg=1 mm=64,mmm=128,mmr=8,mmt=8,mmg=1 mm=128,mmm=128,mmr=8,mmt=8,mmg=1 mm=32,mmm=256,mmr=8,mmt=4,mmg=1}; do
 		name=prompt-${tune//[=,]/-}
 		[ "$tune" = default ] && tune=
 		BITVK_VK_TUNE=$tune bin/bitvk bench -m "$tmp/2b.gguf" --backend vulkan -p 128,512,2048 -n 0 -r 2 \
@@ -222,7 +223,7 @@ all)
 	PKGS=gpu TESTS=${TESTS:-'Conformance|Fused|KernelKey|Attention|Tuning|Tiled|Warm'} timeout 150 bash "$self" tests "$out/tests" >"$out/tests.txt" 2>&1 || status=1
 	HEADS=f16 timeout 170 bash "$self" tune "$out/tune" >"$out/tune.txt" 2>&1 || status=1
 	timeout 100 bash "$self" draft "$out/draft" >"$out/draft.txt" 2>&1 || status=1
-	PTUNES=${PTUNES:-'default mm=1'} TUNES=${TUNES:-"default $all_guess"} timeout 150 bash "$self" sweep "$out/sweep" >"$out/sweep.txt" 2>&1 || status=1
+	PTUNES=${PTUNES:-'default mmc=2 mm=1'} TUNES=${TUNES:-"default $all_guess"} timeout 150 bash "$self" sweep "$out/sweep" >"$out/sweep.txt" 2>&1 || status=1
 	tail -n 3 "$out/tests.txt"
 	cat "$out/tune.txt"
 	cat "$out/sweep/sweep.txt" 2>/dev/null

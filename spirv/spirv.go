@@ -27,6 +27,9 @@ const (
 	// Ternary; TernaryMMDot uses the integer dot product.
 	TernaryMM    Kernel = "ternary_mm"
 	TernaryMMDot Kernel = "ternary_mm_dot"
+	// TernaryMMCoop is TernaryMM with the multiply-adds on cooperative
+	// matrices (VK_NV_cooperative_matrix, s8 × s8 → s32, 16 × 8 × 32).
+	TernaryMMCoop Kernel = "ternary_mm_coop"
 	// TernaryNorm is a decode step's ternary product with the RMSNorm and
 	// int8 quantization of its input in the prologue (and, for Q, K and V,
 	// RoPE and the K/V cache write in the epilogue); TernaryNormDot uses
@@ -65,7 +68,7 @@ const (
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernaryMM, TernaryMMDot, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Int8Peak, Int8PeakDot, Sample, ViewDraw}
+	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernaryMM, TernaryMMDot, TernaryMMCoop, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Int8Peak, Int8PeakDot, Sample, ViewDraw}
 }
 
 // Variant returns k's twin built with subgroup operations (subgroup) and

@@ -41,7 +41,7 @@ const (
 	tuneDecode = "default;warm=2;pre=2;vec=4,pvec=4;npass=1;tk=64;vunroll=4;layer=6;layer=5;" + tuneAll + ";" + tuneAll + ",pre=2;" + tuneAll + ",acomb=2;" +
 		tuneAll + ",acomb=2,chunk=64;" + tuneAll + ",acomb=2,warm=2;" + tuneAll + ",warm=2;" +
 		tuneAll + ",norm=512;" + tuneAll + ",norm=1024;" + tuneAll + ",lanes=32,plane=32"
-	tunePrompt = "default;mm=1;arows=16;arows=32;mmg=1;mmg=1024;mm=64,mmm=64,mmr=4,mmg=1;mm=64,mmm=128,mmr=8,mmt=8,mmg=1;" +
+	tunePrompt = "default;mmc=2;mm=1;arows=16;arows=32;mmg=1;mmg=1024;mm=64,mmm=64,mmr=4,mmg=1;mm=64,mmm=128,mmr=8,mmt=8,mmg=1;" +
 		"mm=128,mmm=128,mmr=8,mmt=8,mmg=1;mm=32,mmm=256,mmr=8,mmt=4,mmg=1"
 )
 

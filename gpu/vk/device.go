@@ -82,7 +82,8 @@ func (i *Instance) OpenWith(index int, o OpenOptions) (*Device, error) {
 		return nil, fmt.Errorf("vulkan: opening device %d (%s): it has no compute queue", index, info.Name)
 	}
 	f := info.Features
-	enabled := Features{Storage16: f.Storage16, Storage8: f.Storage8, Int8: f.Int8, Float16: f.Float16, Int64: f.Int64, IntegerDot: f.IntegerDot}
+	enabled := Features{Storage16: f.Storage16, Storage8: f.Storage8, Int8: f.Int8, Float16: f.Float16, Int64: f.Int64, IntegerDot: f.IntegerDot,
+		CooperativeMatrix: info.coopNV}
 	var mask uint32
 	for _, x := range []struct {
 		on  bool
@@ -94,6 +95,7 @@ func (i *Instance) OpenWith(index int, o OpenOptions) (*Device, error) {
 		{enabled.Float16, C.BVK_F_FLOAT16},
 		{enabled.Int64, C.BVK_F_INT64},
 		{enabled.IntegerDot, C.BVK_F_INTEGER_DOT},
+		{enabled.CooperativeMatrix, C.BVK_F_COOPMAT_NV},
 	} {
 		if x.on {
 			mask |= x.bit

@@ -75,6 +75,9 @@ type DeviceInfo struct {
 	// Memory types (property flags and heap index), for buffer allocation.
 	memTypes []memType
 	apiRaw   uint32
+	// coopNV: VK_NV_cooperative_matrix's cooperativeMatrix feature, which
+	// Open enables (Device.Enabled().CooperativeMatrix).
+	coopNV bool
 	// Per queue family: VkQueueFlags and timestampValidBits, for opening a
 	// device on another family than ComputeQueueFamily (one that presents).
 	familyFlags, familyTimestampBits []uint32
@@ -103,7 +106,10 @@ type Features struct {
 	IntegerDotAccelerated bool // integerDotProduct4x8BitPackedSignedAccelerated
 	SubgroupArithmetic    bool // subgroup arithmetic operations in the compute stage
 	SubgroupSizeControl   bool // subgroupSizeControl and computeFullSubgroups
-	CooperativeMatrix     bool // VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix present
+	// CooperativeMatrix: VK_KHR_cooperative_matrix or
+	// VK_NV_cooperative_matrix present; in Device.Enabled, NV's feature
+	// enabled (shaders with GL_NV_cooperative_matrix may run)
+	CooperativeMatrix bool
 }
 
 // Names returns the names of the features present, in declaration order.

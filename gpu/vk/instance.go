@@ -301,6 +301,7 @@ func deviceInfo(idx int, c *C.bvk_device_info) DeviceInfo {
 		d.TimestampBits = uint32(c.family_timestamp_bits[f])
 	}
 	d.TimestampPeriod = float32(c.timestamp_period)
+	d.coopNV = uint32(c.features)&C.BVK_F_COOPMAT_NV != 0
 	for k := range int(c.coopmat_count) {
 		s := c.coopmat[k]
 		d.CoopMat = append(d.CoopMat, CoopMatShape{M: uint32(s[0]), N: uint32(s[1]), K: uint32(s[2]),

@@ -262,7 +262,8 @@ typedef struct chains {
 	VkPhysicalDeviceShaderFloat16Int8Features f16i8;
 	VkPhysicalDeviceShaderIntegerDotProductFeatures dot;
 	VkPhysicalDeviceSubgroupSizeControlFeatures sgsc;
-	int has_s16, has_s8, has_f16i8, has_dot, has_sgsc;
+	VkPhysicalDeviceCooperativeMatrixFeaturesNV cm;
+	int has_s16, has_s8, has_f16i8, has_dot, has_sgsc, has_cm;
 } chains;
 
 static void chains_init(chains *c, uint32_t api, uint32_t ext) {
@@ -273,12 +274,14 @@ static void chains_init(chains *c, uint32_t api, uint32_t ext) {
 	c->f16i8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
 	c->dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
 	c->sgsc.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
+	c->cm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
 	uint32_t v = minor_version(api);
 	c->has_s16 = v >= 101 || (ext & BVK_EXT_16BIT_STORAGE);
 	c->has_s8 = v >= 102 || (ext & BVK_EXT_8BIT_STORAGE);
 	c->has_f16i8 = v >= 102 || (ext & BVK_EXT_FLOAT16_INT8);
 	c->has_dot = v >= 103 || (ext & BVK_EXT_INTEGER_DOT);
 	c->has_sgsc = v >= 103 || (ext & BVK_EXT_SUBGROUP_SIZE_CONTROL);
+	c->has_cm = v >= 101 && (ext & BVK_EXT_COOPMAT_NV);
 }
 
 static void chains_link(chains *c, int all) {
@@ -293,6 +296,7 @@ static void chains_link(chains *c, int all) {
 	LINK(c->has_f16i8, f16i8);
 	LINK(c->has_dot, dot);
 	LINK(all && c->has_sgsc, sgsc);
+	LINK(c->has_cm, cm);
 #undef LINK
 	*next = NULL;
 }
@@ -379,6 +383,7 @@ int32_t bvk_query_device(void *gipa, void *instance, void *physp, uint32_t insta
 	if (c.has_dot && c.dot.shaderIntegerDotProduct) f |= BVK_F_INTEGER_DOT;
 	if (c.has_dot && dotp.integerDotProduct4x8BitPackedSignedAccelerated) f |= BVK_F_INTEGER_DOT_ACCEL;
 	if (c.has_sgsc && c.sgsc.subgroupSizeControl && c.sgsc.computeFullSubgroups) f |= BVK_F_SUBGROUP_SIZE_CONTROL;
+	if (c.has_cm && c.cm.cooperativeMatrix) f |= BVK_F_COOPMAT_NV;
 	info->features = f;
 
 	if (ext & BVK_EXT_COOPMAT_NV) {
@@ -452,6 +457,8 @@ int32_t bvk_create_device(void *gipa, void *instance, void *physp, uint32_t inst
 	c.f16i8.shaderInt8 = (enable & BVK_F_INT8) != 0;
 	c.f16i8.shaderFloat16 = (enable & BVK_F_FLOAT16) != 0;
 	c.dot.shaderIntegerDotProduct = (enable & BVK_F_INTEGER_DOT) != 0;
+	c.cm.cooperativeMatrix = (enable & BVK_F_COOPMAT_NV) != 0;
+	c.has_cm = c.has_cm && c.cm.cooperativeMatrix;
 	c.has_s16 = c.has_s16 && c.s16.storageBuffer16BitAccess;
 	c.has_s8 = c.has_s8 && c.s8.storageBuffer8BitAccess;
 	c.has_f16i8 = c.has_f16i8 && (c.f16i8.shaderInt8 || c.f16i8.shaderFloat16);
@@ -467,6 +474,7 @@ int32_t bvk_create_device(void *gipa, void *instance, void *physp, uint32_t inst
 	if (c.has_s8 && v < 102) exts[n++] = "VK_KHR_8bit_storage";
 	if (c.has_f16i8 && v < 102) exts[n++] = "VK_KHR_shader_float16_int8";
 	if (c.has_dot && v < 103) exts[n++] = "VK_KHR_shader_integer_dot_product";
+	if (c.has_cm) exts[n++] = "VK_NV_cooperative_matrix";
 
 	float prio = 1.0f;
 	VkDeviceQueueCreateInfo q = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

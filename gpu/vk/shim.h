@@ -47,6 +47,7 @@ enum {
 	BVK_F_INTEGER_DOT = 1 << 5,
 	BVK_F_INTEGER_DOT_ACCEL = 1 << 6,
 	BVK_F_SUBGROUP_SIZE_CONTROL = 1 << 7,
+	BVK_F_COOPMAT_NV = 1 << 8, // VK_NV_cooperative_matrix's cooperativeMatrix
 };
 
 typedef struct bvk_device_info {
