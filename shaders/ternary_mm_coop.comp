@@ -17,9 +17,9 @@
 // dimension goes one 128-weight block at a time, as in ternary_mm: the
 // workgroup stages the block's codes of its rows, expanded to signed bytes,
 // at ws[row][p] and the block's activations at as[token][p] (word p of the
-// block's 32, row- and token-major, 32 words each); then each subgroup takes
+// block's 32, row- and token-major, rows 36 words apart); then each subgroup takes
 // the block in four steps of CK = 32 bytes (8 words): a 16 × 32 s8 matrix of
-// weights (row-major, 32 words a row) times a 32 × 8 s8 matrix of
+// weights (row-major, 36 words a row) times a 32 × 8 s8 matrix of
 // activations (column-major: a token's 32 bytes together) into its int32
 // accumulators. Weight word p of a row meets activation word p of a token,
 // byte for byte, as in ternary_mm. The accumulators go to shared memory
@@ -39,6 +39,8 @@ layout(constant_id = 1) const uint ACC = 0;
 const uint BM = 64, BN = 64;   // the workgroup's tile
 const uint CM = 16, CN = 8;    // an accumulator's rows and tokens
 const uint SW = 32;            // words of a staged row or token (one 128-weight block)
+const uint SP = 36;            // their stride in shared memory: 144 bytes (a multiple of 16), so
+                               // that 32 invocations staging 32 rows meet 8 banks, not one
 
 layout(std430, binding = 0) readonly buffer WT4 { uvec4 wt4[]; };
 layout(std430, binding = 1) readonly buffer Q4 { uvec4 q4[]; };
@@ -54,8 +56,8 @@ layout(push_constant) uniform Push {
     uint outStride;
 } pc;
 
-shared uint ws[BM * SW];   // [row][p]
-shared uint as[BN * SW];   // [token][p]
+shared uint ws[BM * SP];   // [row][p]
+shared uint as[BN * SP];   // [token][p]
 shared int acc[BM * BN];   // [row][token], the epilogue's
 
 void main() {
@@ -86,7 +88,7 @@ void main() {
             for (uint j = 0; j < 4; j++) {
                 uint k = 4 * h + j;
                 for (uint f = 0; f < 4; f++) {
-                    ws[lr * SW + 8 * f + k] = ternaryBytes((code[j] >> (6 - 2 * f)) & 0x03030303u);
+                    ws[lr * SP + 8 * f + k] = ternaryBytes((code[j] >> (6 - 2 * f)) & 0x03030303u);
                 }
             }
         }
@@ -99,18 +101,18 @@ void main() {
                 a = q4[t * aquads + blk * 8 + h];
             }
             for (uint j = 0; j < 4; j++) {
-                as[tt * SW + 4 * h + j] = a[j];
+                as[tt * SP + 4 * h + j] = a[j];
             }
         }
         barrier();
         for (uint ks = 0; ks < SW; ks += 8) { // 32 bytes of K at a time
             icoopmatNV<8, gl_ScopeSubgroup, CM, 32> a[2];
             for (uint i = 0; i < 2; i++) {
-                coopMatLoadNV(a[i], ws, (sr + CM * i) * SW + ks, SW, false);
+                coopMatLoadNV(a[i], ws, (sr + CM * i) * SP + ks, SP, false);
             }
             for (uint j = 0; j < 4; j++) {
                 icoopmatNV<8, gl_ScopeSubgroup, 32, CN> b;
-                coopMatLoadNV(b, as, (st + CN * j) * SW + ks, SW, true);
+                coopMatLoadNV(b, as, (st + CN * j) * SP + ks, SP, true);
                 for (uint i = 0; i < 2; i++) {
                     c[i][j] = coopMatMulAddNV(a[i], b, c[i][j]);
                 }
