@@ -220,7 +220,7 @@ all)
 	all_guess=vec=4,pvec=4,npass=1,tk=64,vunroll=4,layer=5,acomb=2,chunk=64,warm=2,pre=2
 	mkdir -p "$out"
 	status=0
-	PKGS=gpu TESTS=${TESTS:-'Conformance|Fused|KernelKey|Attention|Tuning|Tiled|Warm'} timeout 150 bash "$self" tests "$out/tests" >"$out/tests.txt" 2>&1 || status=1
+	PKGS=gpu TESTS=${TESTS:-'Conformance|Fused|Combined|KernelKey|Attention|Tuning|Tiled|Warm'} timeout 150 bash "$self" tests "$out/tests" >"$out/tests.txt" 2>&1 || status=1
 	HEADS=f16 timeout 170 bash "$self" tune "$out/tune" >"$out/tune.txt" 2>&1 || status=1
 	timeout 100 bash "$self" draft "$out/draft" >"$out/draft.txt" 2>&1 || status=1
 	PTUNES=${PTUNES:-'default mmc=2 mm=1'} TUNES=${TUNES:-"default $all_guess"} timeout 150 bash "$self" sweep "$out/sweep" >"$out/sweep.txt" 2>&1 || status=1
