@@ -142,6 +142,11 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	t := tuner{path: path, bf: bf, nGen: *nGen, nPrompt: *nPrompt, depths: depths, reps: *reps, notes: stderr}
 	rep := tuneReport{}
 
+	// A first trial of each phase, not counted: the first backend of a
+	// process and the first prompt test ran slower than the same shape
+	// timed again (lavapipe: the defaults' decode 326 tok/s first, shapes
+	// that change nothing there 383 after).
+	t.time("decode", gpu.Tuning{}, gpu.Tuning{})
 	// Decode shapes, each alone.
 	var baseDecode float64
 	bestDecode, bestDecodeTS := gpu.Tuning{}, 0.0
@@ -162,6 +167,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	// Prompt shapes over the fastest decode shape.
+	t.time("prompt", gpu.Tuning{}, bestDecode)
 	var basePrompt float64
 	best, bestPromptTS := bestDecode, 0.0
 	for _, tn := range prompts {
@@ -261,7 +267,7 @@ func (t *tuner) time(phase string, tn, base gpu.Tuning) (tuneTrial, string) {
 	bf := t.bf
 	full := tuning.WithDefaults() // never the zero value, which would read the environment
 	bf.tune = &full
-	fmt.Fprintf(t.notes, "tune: %s %s…\n", phase, orDefault(tr.Tune))
+	fmt.Fprintf(t.notes, "tune: %s %s…\n", phase, orDefault(tr.Tune)) // the warm-ups too
 	m, err := openModel(t.path, bf)
 	if err != nil {
 		tr.Err = err.Error()
