@@ -117,7 +117,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(fs, "--prompt: %v", err)
 	}
-	path, cleanup, err := tuneModelPath(&src)
+	path, name, cleanup, err := tuneModelPath(&src)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	depths = kept
 	bf.ctx = min(maxCtx, max(slices.Max(depths)+*nGen, *nPrompt))
-	t := tuner{path: path, bf: bf, nGen: *nGen, nPrompt: *nPrompt, depths: depths, reps: *reps, notes: stderr}
+	t := tuner{path: path, name: name, bf: bf, nGen: *nGen, nPrompt: *nPrompt, depths: depths, reps: *reps, notes: stderr}
 	rep := tuneReport{}
 
 	// A first trial of each phase, not counted: the first backend of a
@@ -250,7 +250,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 
 // tuner times shapes on one model file.
 type tuner struct {
-	path          string
+	path, name    string // the model file, and what errors call it
 	bf            backendFlags
 	nGen, nPrompt int
 	depths        []int // of the decode tests
@@ -268,7 +268,7 @@ func (t *tuner) time(phase string, tn, base gpu.Tuning) (tuneTrial, string) {
 	full := tuning.WithDefaults() // never the zero value, which would read the environment
 	bf.tune = &full
 	fmt.Fprintf(t.notes, "tune: %s %s…\n", phase, orDefault(tr.Tune)) // the warm-ups too
-	m, err := openModel(t.path, bf)
+	m, err := openModelAs(t.path, t.name, bf)
 	if err != nil {
 		tr.Err = err.Error()
 		return tr, ""
@@ -402,22 +402,25 @@ func tuneList(s string, banned []string) ([]gpu.Tuning, error) {
 }
 
 // tuneModelPath is the model file to time: -m (or -hf's, pulled), or the
-// synthetic or built-in model written once to a temporary file.
-func tuneModelPath(src *modelSource) (string, func(), error) {
+// synthetic or built-in model written once to a temporary file; name is
+// what errors call it.
+func tuneModelPath(src *modelSource) (path, name string, cleanup func(), err error) {
 	if err := src.resolve(); err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	switch {
 	case src.path != "":
-		return src.path, func() {}, nil
+		return src.path, src.path, func() {}, nil
 	case src.shape != "":
-		return writeSynth(src.shape)
+		path, cleanup, err := writeSynth(src.shape)
+		return path, "synthetic " + src.shape, cleanup, err
 	}
-	path, remove, err := models.Default().WriteTemp("")
+	d := models.Default()
+	path, remove, err := d.WriteTemp("")
 	if err != nil {
-		return "", nil, fmt.Errorf("writing the built-in model: %w", err)
+		return "", "", nil, fmt.Errorf("writing the built-in model: %w", err)
 	}
-	return path, remove, nil
+	return path, "built-in " + d.Name, remove, nil
 }
 
 // defaultTuneFile is where bitvk keeps tunings: the user's cache
