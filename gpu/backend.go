@@ -265,6 +265,11 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 		return nil, err
 	}
 	b.fuse = b.planFusion()
+	if b.tune.TiledCoop == 2 {
+		if err := b.checkTiledSums(); err != nil {
+			return nil, fmt.Errorf("gpu: tuning mmc=2: ternary_mm_coop gives other sums than the exact ones on %s (%w); run without mmc=2", b.info.Name, err)
+		}
+	}
 	return b, nil
 }
 

@@ -1,7 +1,9 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/bitvk/bitvk/gpu/vk"
 )
@@ -30,4 +32,126 @@ func coopReady(enabled bool, info vk.DeviceInfo) error {
 		}
 	}
 	return fmt.Errorf("%s lists no s8×s8+s32→s32 16×8×32 cooperative matrix in subgroups", info.Name)
+}
+
+// checkTiledSums runs the tuning's tiled prompt product (ternary_mm, or
+// ternary_mm_coop with mmc=2) on a small matrix of random codes over 69
+// tokens of random activations and compares its sums with exact ones
+// computed here: New runs it before it takes mmc=2, so that a device whose
+// cooperative matrices give other sums (a driver's bug, or the kernel's on
+// a device none of us ran) is refused at load with an error, never a wrong
+// answer. 77 rows and 69 tokens leave the 64 × 64 tiles part empty; K =
+// 256 is two blocks; rowScale and the token scales are 1, so the outputs
+// are the sums, exactly (|Σ| < 2²⁴).
+func (b *Backend) checkTiledSums() error {
+	const rows, K = 77, 256
+	T := max(69, b.tune.Tiled/2+1) // a pass the tiled kernel takes
+	words := K / 16
+	rng := uint64(0x9E3779B97F4A7C15)
+	next := func() uint32 {
+		rng ^= rng << 13
+		rng ^= rng >> 7
+		rng ^= rng << 17
+		return uint32(rng >> 32)
+	}
+	codes := make([]uint32, rows*words)
+	for i := range codes {
+		var w uint32
+		for f := 0; f < 16; f++ {
+			w |= (next() % 3) << (2 * f) // 0, 1, 2: weights −1, 0, +1
+		}
+		codes[i] = w
+	}
+	act := make([]int8, T*K)
+	for i := range act {
+		act[i] = int8(next())
+	}
+	act[0], act[1] = -128, 127
+	// The exact sums: code word k of block blk holds, in bits 7-6, 5-4, 3-2
+	// and 1-0 of its byte j, the weights that meet byte j of activation
+	// words k, 8+k, 16+k and 24+k of the block (common.glsl).
+	want := make([]int32, T*rows)
+	for t := range T {
+		for r := range rows {
+			var sum int32
+			for w := range words {
+				blk, k := w/8, w%8
+				for j := range 4 {
+					for f := range 4 {
+						c := int32(codes[r*words+w]>>(8*j+6-2*f)) & 3
+						sum += (c - 1) * int32(act[t*K+128*blk+4*(8*f+k)+j])
+					}
+				}
+			}
+			want[t*rows+r] = sum
+		}
+	}
+	var bufs []*vk.Buffer
+	defer func() {
+		for _, x := range bufs {
+			x.Release()
+		}
+	}()
+	upload := func(name string, data []byte) (*vk.Buffer, error) {
+		buf, err := b.dev.NewBuffer(name, int64(max(len(data), 4)), false)
+		if err != nil {
+			return nil, err
+		}
+		bufs = append(bufs, buf)
+		return buf, b.dev.Upload(buf, 0, data)
+	}
+	wb := make([]byte, 4*len(codes))
+	for i, c := range codes {
+		binary.LittleEndian.PutUint32(wb[4*i:], c)
+	}
+	ab := make([]byte, len(act))
+	for i, v := range act {
+		ab[i] = byte(v)
+	}
+	ones := make([]float32, max(rows, T))
+	for i := range ones {
+		ones[i] = 1
+	}
+	wbuf, err := upload("tiled check weights", wb)
+	if err != nil {
+		return err
+	}
+	qbuf, err := upload("tiled check activations", ab)
+	if err != nil {
+		return err
+	}
+	sbuf, err := upload("tiled check scales", f32Bytes(ones))
+	if err != nil {
+		return err
+	}
+	out, err := upload("tiled check output", make([]byte, 4*T*rows))
+	if err != nil {
+		return err
+	}
+	m := &ternaryMatrix{rows: rows, k: K, shards: []shard{{buf: wbuf, rows: rows}}, rowScale: sbuf}
+	q, s := b.q, b.s
+	b.q, b.s = qbuf, sbuf
+	defer func() { b.q, b.s = q, s }()
+	rc := &recorder{b: b, r: b.dev.Record("tiled check")}
+	rc.ternary("tiled check", m, out, rows, T, false)
+	if rc.err == nil {
+		rc.err = rc.r.Finish()
+	}
+	if rc.err == nil {
+		rc.err = b.dev.Submit(rc.r)
+	}
+	rc.r.Release()
+	if rc.err != nil {
+		return rc.err
+	}
+	got := make([]byte, 4*T*rows)
+	if err := b.dev.Download(out, 0, got); err != nil {
+		return err
+	}
+	for i, w := range want {
+		if g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])); g != float32(w) {
+			return fmt.Errorf("token %d, row %d: %v, the exact sum %d", i/rows, i%rows, g, w)
+		}
+	}
+	return nil
 }

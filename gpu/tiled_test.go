@@ -286,3 +286,28 @@ func TestCoopRefused(t *testing.T) {
 		t.Errorf("mmc=2 on a device without cooperative matrices: %v", err)
 	}
 }
+
+// checkTiledSums, which New runs before it takes mmc=2, passes for the
+// kernels that compute the exact sums (ternary_mm, and ternary.comp with
+// mm=1): its own sums and layout are the kernels'.
+func TestCheckTiledSums(t *testing.T) {
+	a := newOps(t, false)
+	defer func() { a.b.tune = defaultTuning() }()
+	for _, tune := range []string{"", "mm=1", "mm=128", "mm=16,mmm=32"} {
+		tn, err := ParseTuning(tune)
+		if err == nil {
+			tn, err = resolveTuning(tn, a.b.info.MaxComputeWorkGroupInvocations, a.b.info.MaxComputeSharedMemorySize)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.b.tune = tn
+		a.usedTiled()
+		if err := a.b.checkTiledSums(); err != nil {
+			t.Errorf("%q: %v", tune, err)
+		}
+		if used, _ := a.usedTiled(); used != (tn.Tiled > 1) {
+			t.Errorf("%q: ternary_mm ran: %v", tune, used)
+		}
+	}
+}
