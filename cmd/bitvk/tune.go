@@ -56,6 +56,34 @@ type tuneTrial struct {
 	TokS   float64 `json:"tok_s,omitempty"`
 	VsBase float64 `json:"vs_default,omitempty"`
 	Err    string  `json:"error,omitempty"`
+	// logits: the last test's last logits, compared with the defaults'
+	// (checkLogits) so that a shape computing something else (a kernel's
+	// bug on this device) is never chosen for being fast.
+	logits []float32
+}
+
+// checkLogits marks tr failed when its logits are not the defaults' (base):
+// beyond 1e-3 of their largest magnitude, or not finite. Shapes that add a
+// float sum in another order (npass=1, vec=4 on block-scaled matrices)
+// differ in a last bit at most.
+func checkLogits(tr *tuneTrial, base []float32) {
+	if tr.Err != "" || base == nil || tr.logits == nil {
+		return
+	}
+	scale, worst := 0.0, 0.0
+	for _, v := range base {
+		scale = max(scale, math.Abs(float64(v)))
+	}
+	for i, v := range tr.logits {
+		d := math.Abs(float64(v) - float64(base[i]))
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			d = math.Inf(1)
+		}
+		worst = max(worst, d)
+	}
+	if len(tr.logits) != len(base) || !(worst <= 1e-3*scale) {
+		tr.Err = fmt.Sprintf("its logits are not the defaults' (largest difference %.3g, the logits' largest magnitude %.3g): not chosen", worst, scale)
+	}
 }
 
 // tuneReport is bitvk tune --json's output.
@@ -149,6 +177,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	t.time("decode", gpu.Tuning{}, gpu.Tuning{})
 	// Decode shapes, each alone.
 	var baseDecode float64
+	var baseLogits []float32
 	bestDecode, bestDecodeTS := gpu.Tuning{}, 0.0
 	for _, tn := range decodes {
 		tr, key := t.time("decode", tn, gpu.Tuning{})
@@ -159,8 +188,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("the default shapes: %s", tr.Err)
 		}
 		if tn == (gpu.Tuning{}) {
-			baseDecode = tr.TokS
+			baseDecode, baseLogits = tr.TokS, tr.logits
 		}
+		checkLogits(&tr, baseLogits)
 		rep.Trials = append(rep.Trials, tr)
 		if tr.Err == "" && (tn == (gpu.Tuning{}) || tr.TokS > bestDecodeTS && tr.TokS >= (1+*margin)*baseDecode) {
 			bestDecode, bestDecodeTS = tn, tr.TokS
@@ -176,8 +206,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 			if tr.Err != "" {
 				return fmt.Errorf("the default prompt shapes: %s", tr.Err)
 			}
-			basePrompt = tr.TokS
+			basePrompt, baseLogits = tr.TokS, tr.logits
 		}
+		checkLogits(&tr, baseLogits)
 		rep.Trials = append(rep.Trials, tr)
 		if tr.Err == "" && (tn == (gpu.Tuning{}) || tr.TokS > bestPromptTS && tr.TokS >= (1+*margin)*basePrompt) {
 			best, bestPromptTS = merge(bestDecode, tn), tr.TokS
@@ -282,11 +313,13 @@ func (t *tuner) time(phase string, tn, base gpu.Tuning) (tuneTrial, string) {
 		toks[i] = int32(rng.IntN(m.config.Vocab))
 	}
 	e := m.engine
+	var last []float32 // the last Eval's logits
 	once := func(depth int) (float64, error) {
 		e.Reset()
+		var err error
 		if phase == "prompt" {
 			start := time.Now()
-			if _, err := e.Eval(toks[:t.nPrompt]); err != nil {
+			if last, err = e.Eval(toks[:t.nPrompt]); err != nil {
 				return 0, err
 			}
 			return float64(t.nPrompt) / time.Since(start).Seconds(), nil
@@ -296,7 +329,7 @@ func (t *tuner) time(phase string, tn, base gpu.Tuning) (tuneTrial, string) {
 		}
 		start := time.Now()
 		for _, tok := range toks[depth : depth+t.nGen] {
-			if _, err := e.Eval([]int32{tok}); err != nil {
+			if last, err = e.Eval([]int32{tok}); err != nil {
 				return 0, err
 			}
 		}
@@ -324,6 +357,7 @@ func (t *tuner) time(phase string, tn, base gpu.Tuning) (tuneTrial, string) {
 		logSum += math.Log(best)
 	}
 	tr.TokS = math.Exp(logSum / float64(len(depths)))
+	tr.logits = append([]float32(nil), last...)
 	return tr, key
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,6 +152,29 @@ func TestTuneUsage(t *testing.T) {
 		code, _, errOut := bitvk(append([]string{"tune", "--shape", "tiny", "--no-save"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("tune %v: exit %d, want 2 and %q: %s", tc.args, code, tc.want, errOut)
+		}
+	}
+}
+
+// A trial whose logits are not the defaults' (beyond 1e-3 of their largest
+// magnitude, or NaN) is marked failed, so tune never chooses it; a
+// last-bit difference passes.
+func TestCheckLogits(t *testing.T) {
+	base := []float32{1, -2, 3.5}
+	for _, tc := range []struct {
+		logits []float32
+		ok     bool
+	}{
+		{[]float32{1, -2, 3.5}, true},
+		{[]float32{1, -2.0000002, 3.5}, true},
+		{[]float32{1, -2, 3.6}, false},
+		{[]float32{1, float32(math.NaN()), 3.5}, false},
+		{[]float32{1, -2}, false},
+	} {
+		tr := tuneTrial{logits: tc.logits}
+		checkLogits(&tr, base)
+		if (tr.Err == "") != tc.ok {
+			t.Errorf("%v: error %q", tc.logits, tr.Err)
 		}
 	}
 }
