@@ -14,10 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/gpu"
 	"github.com/bitvk/bitvk/models"
-	"github.com/bitvk/bitvk/nn"
 )
 
 // bitvk tune: time the Vulkan kernel shapes (gpu.Tuning) on this device
@@ -150,7 +148,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	maxCtx, err := modelContext(path)
+	maxCtx, err := src.contextLimit()
 	if err != nil {
 		return err
 	}
@@ -359,20 +357,6 @@ func (t *tuner) time(phase string, tn, base gpu.Tuning) (tuneTrial, string) {
 	tr.TokS = math.Exp(logSum / float64(len(depths)))
 	tr.logits = append([]float32(nil), last...)
 	return tr, key
-}
-
-// modelContext reads the model's context length from its file.
-func modelContext(path string) (int, error) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	c, err := nn.ParseConfig(f)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	return c.Context, nil
 }
 
 // joinInts writes xs comma-separated.
