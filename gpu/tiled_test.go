@@ -24,107 +24,124 @@ import (
 // plain int32 math.
 func TestTernaryTiled(t *testing.T) {
 	cases := []struct {
-		tune       string
-		rows, k, T int
-		shard      int64 // the most bytes a shard holds (0: one shard)
-		allSame    int8  // every weight this value (0: random)
-		wantTiled  bool
+		tiledCase
+		wantTiled bool
 	}{
-		{"mm=64", 200, 512, 100, 0, 0, true},                     // the default tile: 128 rows × 64 tokens
-		{"mm=64,mmm=128,mmr=8,mmt=8", 300, 256, 130, 0, 0, true}, // 8×8 outputs an invocation
-		{"mm=16,mmm=32", 77, 384, 9, 4096, 0, true},              // 42 rows a shard
-		{"mm=8,mmm=64,mmr=8", 64, 128, 5, 0, 0, true},            // a tile of 8 tokens, 5 of them
-		{"mm=32,mmm=16", 48, 6912, 40, 0, 1, true},               // Σ = 128·6912 at the edge
-		{"mm=32,mmm=16", 48, 6912, 40, 0, -1, true},
-		{"mm=64", 100, 256, 31, 0, 0, false},
-		{"mm=64,mmg=64", 200, 512, 100, 0, 0, true}, // shrunk to 32 rows × 16 tokens: 7 × 7 tiles // under half a tile: ternary.comp
+		{tiledCase{"mm=64", 200, 512, 100, 0, 0}, true},                     // the default tile: 128 rows × 64 tokens
+		{tiledCase{"mm=64,mmm=128,mmr=8,mmt=8", 300, 256, 130, 0, 0}, true}, // 8×8 outputs an invocation
+		{tiledCase{"mm=16,mmm=32", 77, 384, 9, 4096, 0}, true},              // 42 rows a shard
+		{tiledCase{"mm=8,mmm=64,mmr=8", 64, 128, 5, 0, 0}, true},            // a tile of 8 tokens, 5 of them
+		{tiledCase{"mm=32,mmm=16", 48, 6912, 40, 0, 1}, true},               // Σ = 128·6912 at the edge
+		{tiledCase{"mm=32,mmm=16", 48, 6912, 40, 0, -1}, true},
+		{tiledCase{"mm=64", 100, 256, 31, 0, 0}, false},        // under half a tile: ternary.comp
+		{tiledCase{"mm=64,mmg=64", 200, 512, 100, 0, 0}, true}, // shrunk to 32 rows × 16 tokens: 7 × 7 tiles
 	}
 	for _, plain := range []bool{false, true} {
 		a := newOps(t, plain)
 		for ci, tc := range cases {
 			name := fmt.Sprintf("plain=%v/%s/%dx%dx%d", plain, tc.tune, tc.rows, tc.k, tc.T)
 			t.Run(name, func(t *testing.T) {
-				tiled, err := ParseTuning(tc.tune)
-				if err == nil {
-					tiled, err = resolveTuning(tiled, a.b.info.MaxComputeWorkGroupInvocations, a.b.info.MaxComputeSharedMemorySize)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				rng := rand.New(rand.NewPCG(uint64(ci), 9))
-				vals := make([]int8, tc.rows*tc.k)
-				for i := range vals {
-					vals[i] = tc.allSame
-					if tc.allSame == 0 {
-						vals[i] = int8(rng.IntN(3) - 1)
-					}
-				}
-				data, err := gguf.EncodeI2_S(vals, 0.75)
-				if err != nil {
-					t.Fatal(err)
-				}
-				w := nn.Tensor{Name: "w", Type: nn.TypeI2_S, In: tc.k, Out: tc.rows, Data: data}
-				q := make([]int8, tc.T*tc.k)
-				for i := range q {
-					switch {
-					case tc.allSame != 0:
-						q[i] = -128
-					case i%97 == 0:
-						q[i] = 127
-					default:
-						q[i] = int8(rng.IntN(256) - 128)
-					}
-				}
-				a.b.maxShard = 1 << 20
-				if tc.shard > 0 {
-					a.b.maxShard = tc.shard
-				}
-				defer func() { a.b.maxShard, a.b.tune = 1<<20, defaultTuning() }()
-
 				a.usedTiled() // forget the pipelines of the cases before
-				a.b.tune = tiled
-				got, err := a.TernarySums(w, q, tc.T)
-				if err != nil {
-					t.Fatal(err)
-				}
-				used, tokens := a.usedTiled()
-				if used != tc.wantTiled {
-					t.Fatalf("ternary_mm ran: %v, want %v", used, tc.wantTiled)
-				}
-				if want := map[string]uint32{"mm=64": 64, "mm=64,mmg=64": 16}[tc.tune]; used && want != 0 && tokens != want {
-					t.Fatalf("ternary_mm's tile took %d tokens, want %d", tokens, want)
-				}
-				for tk := 0; tk < tc.T; tk++ {
-					want, err := ref.TernarySums(w, q[tk*tc.k:(tk+1)*tc.k])
-					if err != nil {
-						t.Fatal(err)
+				tc.run(t, a, uint64(ci), 9, func() {
+					used, tokens := a.usedTiled()
+					if used != tc.wantTiled {
+						t.Fatalf("ternary_mm ran: %v, want %v", used, tc.wantTiled)
 					}
-					for o := range want {
-						if g := got[tk*tc.rows+o]; g != want[o] {
-							t.Fatalf("token %d row %d: %d, oracle %d", tk, o, g, want[o])
-						}
+					if want := map[string]uint32{"mm=64": 64, "mm=64,mmg=64": 16}[tc.tune]; used && want != 0 && tokens != want {
+						t.Fatalf("ternary_mm's tile took %d tokens, want %d", tokens, want)
 					}
-				}
-
-				// Scaled, added to the output: ternary.comp's bits.
-				x := make([]float32, tc.T*tc.k)
-				for i := range x {
-					x[i] = float32(rng.NormFloat64())
-				}
-				base := make([]float32, tc.T*tc.rows)
-				for i := range base {
-					base[i] = float32(rng.NormFloat64())
-				}
-				a.b.tune = tiled
-				gotY := a.bitLinearAdd(w, x, base, tc.T)
-				a.b.tune = defaultTuning()
-				wantY := a.bitLinearAdd(w, x, base, tc.T)
-				for i := range wantY {
-					if math.Float32bits(gotY[i]) != math.Float32bits(wantY[i]) {
-						t.Fatalf("token %d row %d: %v tiled, %v from ternary.comp", i/tc.rows, i%tc.rows, gotY[i], wantY[i])
-					}
-				}
+				})
 			})
+		}
+	}
+}
+
+// tiledCase is a prompt's product for the tiled kernels' tests: a tuning,
+// a matrix of rows × k in shards of at most shard bytes (0: one), T
+// tokens, every weight allSame (0: random) against codes of −128 then.
+type tiledCase struct {
+	tune       string
+	rows, k, T int
+	shard      int64
+	allSame    int8
+}
+
+// run computes the case's sums under its tuning, calls ran (which says
+// whether the kernel meant to run did), and checks them against the
+// oracle's, then the scaled outputs added to a residual against
+// ternary.comp's bits under the defaults.
+func (tc tiledCase) run(t *testing.T, a opsAdapter, seed, stream uint64, ran func()) {
+	t.Helper()
+	tiled, err := ParseTuning(tc.tune)
+	if err == nil {
+		tiled, err = resolveTuning(tiled, a.b.info.MaxComputeWorkGroupInvocations, a.b.info.MaxComputeSharedMemorySize)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, stream))
+	vals := make([]int8, tc.rows*tc.k)
+	for i := range vals {
+		vals[i] = tc.allSame
+		if tc.allSame == 0 {
+			vals[i] = int8(rng.IntN(3) - 1)
+		}
+	}
+	data, err := gguf.EncodeI2_S(vals, 0.75)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := nn.Tensor{Name: "w", Type: nn.TypeI2_S, In: tc.k, Out: tc.rows, Data: data}
+	q := make([]int8, tc.T*tc.k)
+	for i := range q {
+		switch {
+		case tc.allSame != 0:
+			q[i] = -128
+		case i%97 == 0:
+			q[i] = 127
+		default:
+			q[i] = int8(rng.IntN(256) - 128)
+		}
+	}
+	a.b.maxShard = 1 << 20
+	if tc.shard > 0 {
+		a.b.maxShard = tc.shard
+	}
+	defer func() { a.b.maxShard, a.b.tune = 1<<20, defaultTuning() }()
+	a.b.tune = tiled
+	got, err := a.TernarySums(w, q, tc.T)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran()
+	for tk := 0; tk < tc.T; tk++ {
+		want, err := ref.TernarySums(w, q[tk*tc.k:(tk+1)*tc.k])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for o := range want {
+			if g := got[tk*tc.rows+o]; g != want[o] {
+				t.Fatalf("token %d row %d: %d, oracle %d", tk, o, g, want[o])
+			}
+		}
+	}
+
+	// Scaled, added to the output: ternary.comp's bits.
+	x := make([]float32, tc.T*tc.k)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	base := make([]float32, tc.T*tc.rows)
+	for i := range base {
+		base[i] = float32(rng.NormFloat64())
+	}
+	a.b.tune = tiled
+	gotY := a.bitLinearAdd(w, x, base, tc.T)
+	a.b.tune = defaultTuning()
+	wantY := a.bitLinearAdd(w, x, base, tc.T)
+	for i := range wantY {
+		if math.Float32bits(gotY[i]) != math.Float32bits(wantY[i]) {
+			t.Fatalf("token %d row %d: %v with %s, %v from ternary.comp", i/tc.rows, i%tc.rows, gotY[i], tc.tune, wantY[i])
 		}
 	}
 }
@@ -167,97 +184,24 @@ func TestTernaryTiledCoop(t *testing.T) {
 	if err := coopReady(a.b.dev.Enabled().CooperativeMatrix, a.b.info); err != nil {
 		t.Skipf("no cooperative matrices for ternary_mm_coop: %v", err)
 	}
-	cases := []struct {
-		tune       string
-		rows, k, T int
-		shard      int64
-		allSame    int8
-	}{
+	for ci, tc := range []tiledCase{
 		{"mmc=2", 200, 512, 100, 0, 0},       // 4 × 2 tiles of 64 × 64, the last ones part empty
 		{"mm=16,mmc=2", 77, 384, 9, 4096, 0}, // 42 rows a shard, 9 tokens of a tile
 		{"mm=16,mmc=2", 48, 6912, 40, 0, 1},  // Σ = 128·6912 at the edge
 		{"mm=16,mmc=2", 48, 6912, 40, 0, -1},
 		{"mmc=2", 2560, 2560, 128, 0, 0}, // a 2B shape's output projection over a prompt of 128
-	}
-	for ci, tc := range cases {
+	} {
 		t.Run(fmt.Sprintf("%s/%dx%dx%d", tc.tune, tc.rows, tc.k, tc.T), func(t *testing.T) {
-			tiled, err := ParseTuning(tc.tune)
-			if err == nil {
-				tiled, err = resolveTuning(tiled, a.b.info.MaxComputeWorkGroupInvocations, a.b.info.MaxComputeSharedMemorySize)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			rng := rand.New(rand.NewPCG(uint64(ci), 19))
-			vals := make([]int8, tc.rows*tc.k)
-			for i := range vals {
-				vals[i] = tc.allSame
-				if tc.allSame == 0 {
-					vals[i] = int8(rng.IntN(3) - 1)
-				}
-			}
-			data, err := gguf.EncodeI2_S(vals, 0.75)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := nn.Tensor{Name: "w", Type: nn.TypeI2_S, In: tc.k, Out: tc.rows, Data: data}
-			q := make([]int8, tc.T*tc.k)
-			for i := range q {
-				switch {
-				case tc.allSame != 0:
-					q[i] = -128
-				case i%97 == 0:
-					q[i] = 127
-				default:
-					q[i] = int8(rng.IntN(256) - 128)
-				}
-			}
-			a.b.maxShard = 1 << 20
-			if tc.shard > 0 {
-				a.b.maxShard = tc.shard
-			}
-			defer func() { a.b.maxShard, a.b.tune = 1<<20, defaultTuning() }()
 			a.usedTiled()
-			a.b.tune = tiled
-			got, err := a.TernarySums(w, q, tc.T)
-			if err != nil {
-				t.Fatal(err)
-			}
-			coop := false
-			for key := range a.b.kernels {
-				coop = coop || key.k == spirv.TernaryMMCoop
-			}
-			if !coop {
-				t.Fatal("ternary_mm_coop did not run")
-			}
-			for tk := 0; tk < tc.T; tk++ {
-				want, err := ref.TernarySums(w, q[tk*tc.k:(tk+1)*tc.k])
-				if err != nil {
-					t.Fatal(err)
+			tc.run(t, a, uint64(ci), 19, func() {
+				coop := false
+				for key := range a.b.kernels {
+					coop = coop || key.k == spirv.TernaryMMCoop
 				}
-				for o := range want {
-					if g := got[tk*tc.rows+o]; g != want[o] {
-						t.Fatalf("token %d row %d: %d, oracle %d", tk, o, g, want[o])
-					}
+				if !coop {
+					t.Fatal("ternary_mm_coop did not run")
 				}
-			}
-			x := make([]float32, tc.T*tc.k)
-			for i := range x {
-				x[i] = float32(rng.NormFloat64())
-			}
-			base := make([]float32, tc.T*tc.rows)
-			for i := range base {
-				base[i] = float32(rng.NormFloat64())
-			}
-			a.b.tune = tiled
-			gotY := a.bitLinearAdd(w, x, base, tc.T)
-			a.b.tune = defaultTuning()
-			wantY := a.bitLinearAdd(w, x, base, tc.T)
-			for i := range wantY {
-				if math.Float32bits(gotY[i]) != math.Float32bits(wantY[i]) {
-					t.Fatalf("token %d row %d: %v on cooperative matrices, %v from ternary.comp", i/tc.rows, i%tc.rows, gotY[i], wantY[i])
-				}
-			}
+			})
 		})
 	}
 }
