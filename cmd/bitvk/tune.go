@@ -164,6 +164,10 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("no depth of -d fits the model's context of %d with -n %d", maxCtx, *nGen)
 	}
 	depths = kept
+	if *nPrompt > maxCtx {
+		fmt.Fprintf(stderr, "tune: a prompt test of %d tokens is beyond the model's context of %d; timing %d\n", *nPrompt, maxCtx, maxCtx)
+		*nPrompt = maxCtx
+	}
 	bf.ctx = min(maxCtx, max(slices.Max(depths)+*nGen, *nPrompt))
 	t := tuner{path: path, name: name, bf: bf, nGen: *nGen, nPrompt: *nPrompt, depths: depths, reps: *reps, notes: stderr}
 	rep := tuneReport{}

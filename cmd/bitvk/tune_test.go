@@ -94,6 +94,11 @@ func TestTuneSavesAndBackendsUseIt(t *testing.T) {
 	if code, _, errOut := bitvk("tune", "-m", model, "-d", "100000", "--no-save"); code != 1 || !strings.Contains(errOut, "no depth of -d fits") {
 		t.Errorf("tune -d 100000: exit %d: %s", code, errOut)
 	}
+	// A prompt test longer than the model's context is shortened to it.
+	if code, out, errOut := bitvk("tune", "-m", model, "-n", "2", "-d", "4", "-p", "100000", "-r", "1", "--decode", "default", "--prompt", "default", "--no-save"); code != 0 ||
+		!strings.Contains(errOut, "beyond the model's context") || !strings.Contains(out, " pp") {
+		t.Errorf("tune -p 100000: exit %d:\n%s\n%s", code, out, errOut)
+	}
 	t.Setenv(gpu.TuneEnv, "")
 	code, _, errOut = bitvk("tune", "-m", model, "--no-save")
 	if code == 0 || !strings.Contains(errOut, gpu.TuneEnv+" is set") {
