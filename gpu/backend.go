@@ -443,6 +443,7 @@ func (b *Backend) makeScratch() error {
 	c, B := b.c, int64(b.batch)
 	wide := int64(max(c.Embd, c.FFN))
 	b.seqOff = (4*B + inputAlign - 1) / inputAlign * inputAlign
+	counts := int64(4 * max(1, len(b.layers)*c.Heads)) // attention.comp's COMBINE: a counter per layer and head group at most
 	for _, s := range []struct {
 		dst  **vk.Buffer
 		name string
@@ -463,14 +464,14 @@ func (b *Backend) makeScratch() error {
 		{&b.inHost, "input (host)", b.seqOff + 8*B, true},
 		{&b.inDev, "input", b.seqOff + 8*B, false},
 		{&b.outHost, "logits (host)", B * int64(c.Vocab) * 4, true},
-		{&b.attnCount, "attention counts", int64(4 * max(1, len(b.layers)*c.Heads)), false},
+		{&b.attnCount, "attention counts", counts, false},
 	} {
 		var err error
 		if *s.dst, err = b.dev.NewBuffer(s.name, s.size, s.host); err != nil {
 			return err
 		}
 	}
-	if err := b.dev.Fill(b.attnCount, 0, int64(4*max(1, len(b.layers)*c.Heads)), 0); err != nil {
+	if err := b.dev.Fill(b.attnCount, 0, counts, 0); err != nil {
 		return err
 	}
 	if b.tune.Warm == 2 {
