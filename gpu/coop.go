@@ -1,11 +1,11 @@
 package gpu
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
+	"math/rand/v2"
 
 	"github.com/bitvk/bitvk/gpu/vk"
+	"github.com/bitvk/bitvk/nn"
 )
 
 // The cooperative-matrix products (Tuning.TiledCoop, ternary_mm_coop.comp):
@@ -46,42 +46,22 @@ func coopReady(enabled bool, info vk.DeviceInfo) error {
 func (b *Backend) checkTiledSums() error {
 	const rows, K = 77, 256
 	T := max(69, b.tune.Tiled/2+1) // a pass the tiled kernel takes
-	words := K / 16
-	rng := uint64(0x9E3779B97F4A7C15)
-	next := func() uint32 {
-		rng ^= rng << 13
-		rng ^= rng >> 7
-		rng ^= rng << 17
-		return uint32(rng >> 32)
-	}
-	codes := make([]uint32, rows*words)
-	for i := range codes {
-		var w uint32
-		for f := 0; f < 16; f++ {
-			w |= (next() % 3) << (2 * f) // 0, 1, 2: weights −1, 0, +1
-		}
-		codes[i] = w
+	rng := rand.New(rand.NewPCG(1, 2))
+	vals := make([]int8, rows*K) // the weights, −1, 0 or +1
+	for i := range vals {
+		vals[i] = int8(rng.IntN(3) - 1)
 	}
 	act := make([]int8, T*K)
 	for i := range act {
-		act[i] = int8(next())
+		act[i] = int8(rng.IntN(256) - 128)
 	}
 	act[0], act[1] = -128, 127
-	// The exact sums: code word k of block blk holds, in bits 7-6, 5-4, 3-2
-	// and 1-0 of its byte j, the weights that meet byte j of activation
-	// words k, 8+k, 16+k and 24+k of the block (common.glsl).
 	want := make([]int32, T*rows)
 	for t := range T {
 		for r := range rows {
 			var sum int32
-			for w := range words {
-				blk, k := w/8, w%8
-				for j := range 4 {
-					for f := range 4 {
-						c := int32(codes[r*words+w]>>(8*j+6-2*f)) & 3
-						sum += (c - 1) * int32(act[t*K+128*blk+4*(8*f+k)+j])
-					}
-				}
+			for i := range K {
+				sum += int32(vals[r*K+i]) * int32(act[t*K+i])
 			}
 			want[t*rows+r] = sum
 		}
@@ -100,10 +80,8 @@ func (b *Backend) checkTiledSums() error {
 		bufs = append(bufs, buf)
 		return buf, b.dev.Upload(buf, 0, data)
 	}
-	wb := make([]byte, 4*len(codes))
-	for i, c := range codes {
-		binary.LittleEndian.PutUint32(wb[4*i:], c)
-	}
+	wb := make([]byte, rows*K/4)
+	nn.PackI2S(wb, vals) // the layout the kernels read (rows of K/4 bytes)
 	ab := make([]byte, len(act))
 	for i, v := range act {
 		ab[i] = byte(v)
@@ -148,8 +126,8 @@ func (b *Backend) checkTiledSums() error {
 	if err := b.dev.Download(out, 0, got); err != nil {
 		return err
 	}
-	for i, w := range want {
-		if g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])); g != float32(w) {
+	for i, g := range f32View(got, len(want)) {
+		if w := want[i]; g != float32(w) {
 			return fmt.Errorf("token %d, row %d: %v, the exact sum %d", i/rows, i%rows, g, w)
 		}
 	}
