@@ -54,7 +54,7 @@ func TestExpNonPos(t *testing.T) {
 			t.Fatalf("expNonPos(%v) = %v, math.Exp %v: relative error %.3g", d, got, want, rel)
 		}
 	}
-	for _, d := range []float64{0, -0.0, -1e-300, -math.SmallestNonzeroFloat64, -math.Ln2 / 128, -math.Ln2 / 64, -math.Ln2, -1, -20, -87.3, -707.9, -708, -709, -1e10} {
+	for _, d := range []float64{0, math.Copysign(0, -1), -1e-300, -math.SmallestNonzeroFloat64, -math.Ln2 / 128, -math.Ln2 / 64, -math.Ln2, -1, -20, -87.3, -707.9, -708, -709, -1e10} {
 		check(d)
 	}
 	for range 200000 {

@@ -184,7 +184,7 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, rec *re
 	probs := func(lp *tokenLogprob) tokenProbs {
 		t := tokenProbs{ID: lp.ID, Token: lp.Token, Logprob: lp.Logprob, TopLogprobs: []prob{}}
 		for _, a := range lp.Top {
-			t.TopLogprobs = append(t.TopLogprobs, prob{a.ID, a.Token, a.Logprob})
+			t.TopLogprobs = append(t.TopLogprobs, prob(a))
 		}
 		return t
 	}

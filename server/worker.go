@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -115,9 +114,6 @@ func (p *pipe) next() (piece, bool) {
 		<-p.wake
 	}
 }
-
-// errInterrupted marks a generation whose context ended it.
-var errInterrupted = errors.New("interrupted")
 
 // queue holds the jobs waiting for a slot, at most limit of them.
 type queue struct {

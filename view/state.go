@@ -10,13 +10,12 @@ import (
 // state is everything a frame shows. The window's goroutine owns it and
 // folds in the events the model's goroutine sends.
 type state struct {
-	title    string // model and backend
-	prompt   []rune // the prompt being edited
-	shown    string // the prompt of the text below
-	text     string // what the model generated from shown
-	running  bool   // a generation is under way
-	status   string // the last generation's outcome, or an error
-	startMsg string // what the first frames say while the model loads
+	title   string // model and backend
+	prompt  []rune // the prompt being edited
+	shown   string // the prompt of the text below
+	text    string // what the model generated from shown
+	running bool   // a generation is under way
+	status  string // the last generation's outcome, or an error
 
 	rates      []float64 // tokens per second of each decode step, in order
 	promptRate float64   // of the last prompt
