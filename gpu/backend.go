@@ -225,7 +225,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (_ *Backend, err error) {
 		return nil, err
 	}
 	if b.tune.TiledCoop == 2 {
-		if err := coopReady(b.dev.Enabled().CooperativeMatrix, b.info); err != nil {
+		if err := coopReady(b.dev.Enabled(), b.info); err != nil {
 			return nil, fmt.Errorf("gpu: tuning mmc=2: %w", err)
 		}
 	}

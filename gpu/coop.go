@@ -16,12 +16,19 @@ const (
 	coopTile = 64
 )
 
-// coopReady reports whether the device runs ternary_mm_coop: the
-// cooperative matrix feature enabled, subgroups of 32, and s8 × s8 + s32
-// products in 16 × 8 × 32 shapes a subgroup.
-func coopReady(enabled bool, info vk.DeviceInfo) error {
-	if !enabled {
+// coopReady reports whether the device runs ternary_mm_coop: with the
+// features enabled the kernel's SPIR-V declares (NV's cooperative matrix,
+// int8, and the Vulkan memory model, which GL_NV_cooperative_matrix
+// requires), subgroups of 32, and s8 × s8 + s32 products in 16 × 8 × 32
+// shapes a subgroup.
+func coopReady(enabled vk.Features, info vk.DeviceInfo) error {
+	switch {
+	case !enabled.CooperativeMatrix:
 		return fmt.Errorf("%s has no VK_NV_cooperative_matrix", info.Name)
+	case !enabled.Int8:
+		return fmt.Errorf("%s has no shaderInt8, which ternary_mm_coop's int8 matrices need", info.Name)
+	case !enabled.VulkanMemoryModel:
+		return fmt.Errorf("%s has no vulkanMemoryModel, which ternary_mm_coop's SPIR-V declares (GL_NV_cooperative_matrix requires it)", info.Name)
 	}
 	if info.SubgroupSize != 32 {
 		return fmt.Errorf("%s runs subgroups of %d, ternary_mm_coop's of 32", info.Name, info.SubgroupSize)

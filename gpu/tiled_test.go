@@ -181,7 +181,7 @@ func (a opsAdapter) bitLinearAdd(w nn.Tensor, x, base []float32, T int) []float3
 // lavapipe has no cooperative matrices.
 func TestTernaryTiledCoop(t *testing.T) {
 	a := newOps(t, false)
-	if err := coopReady(a.b.dev.Enabled().CooperativeMatrix, a.b.info); err != nil {
+	if err := coopReady(a.b.dev.Enabled(), a.b.info); err != nil {
 		t.Skipf("no cooperative matrices for ternary_mm_coop: %v", err)
 	}
 	for ci, tc := range []tiledCase{
@@ -209,18 +209,31 @@ func TestTernaryTiledCoop(t *testing.T) {
 // mmc=2 on a device without the cooperative matrices ternary_mm_coop
 // needs is an error naming what it lacks, at New.
 func TestCoopRefused(t *testing.T) {
-	if err := coopReady(false, vk.DeviceInfo{Name: "dev"}); err == nil || !strings.Contains(err.Error(), "VK_NV_cooperative_matrix") {
-		t.Errorf("no feature: %v", err)
+	all := vk.Features{CooperativeMatrix: true, Int8: true, VulkanMemoryModel: true}
+	for _, c := range []struct {
+		name string
+		off  func(*vk.Features)
+		want string
+	}{
+		{"no cooperative matrix", func(f *vk.Features) { f.CooperativeMatrix = false }, "VK_NV_cooperative_matrix"},
+		{"no int8", func(f *vk.Features) { f.Int8 = false }, "shaderInt8"},
+		{"no memory model", func(f *vk.Features) { f.VulkanMemoryModel = false }, "vulkanMemoryModel"},
+	} {
+		f := all
+		c.off(&f)
+		if err := coopReady(f, vk.DeviceInfo{Name: "dev", SubgroupSize: 32}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
-	if err := coopReady(true, vk.DeviceInfo{Name: "dev", SubgroupSize: 64}); err == nil || !strings.Contains(err.Error(), "subgroups of 64") {
+	if err := coopReady(all, vk.DeviceInfo{Name: "dev", SubgroupSize: 64}); err == nil || !strings.Contains(err.Error(), "subgroups of 64") {
 		t.Errorf("subgroups of 64: %v", err)
 	}
 	f16 := vk.CoopMatShape{M: 16, N: 8, K: 16, A: "f16", B: "f16", C: "f32", D: "f32", Scope: "subgroup"}
-	if err := coopReady(true, vk.DeviceInfo{Name: "dev", SubgroupSize: 32, CoopMat: []vk.CoopMatShape{f16}}); err == nil || !strings.Contains(err.Error(), "16×8×32") {
+	if err := coopReady(all, vk.DeviceInfo{Name: "dev", SubgroupSize: 32, CoopMat: []vk.CoopMatShape{f16}}); err == nil || !strings.Contains(err.Error(), "16×8×32") {
 		t.Errorf("float shapes only: %v", err)
 	}
 	s8 := vk.CoopMatShape{M: 16, N: 8, K: 32, A: "s8", B: "s8", C: "s32", D: "s32", Scope: "subgroup"}
-	if err := coopReady(true, vk.DeviceInfo{Name: "dev", SubgroupSize: 32, CoopMat: []vk.CoopMatShape{f16, s8}}); err != nil {
+	if err := coopReady(all, vk.DeviceInfo{Name: "dev", SubgroupSize: 32, CoopMat: []vk.CoopMatShape{f16, s8}}); err != nil {
 		t.Errorf("with the s8 shape: %v", err)
 	}
 	m := nntest.NewModel(t, "tiny", nntest.StoreI2S, 3)

@@ -83,7 +83,7 @@ func (i *Instance) OpenWith(index int, o OpenOptions) (*Device, error) {
 	}
 	f := info.Features
 	enabled := Features{Storage16: f.Storage16, Storage8: f.Storage8, Int8: f.Int8, Float16: f.Float16, Int64: f.Int64, IntegerDot: f.IntegerDot,
-		CooperativeMatrix: info.coopNV}
+		CooperativeMatrix: info.coopNV, VulkanMemoryModel: info.coopNV && f.VulkanMemoryModel}
 	var mask uint32
 	for _, x := range []struct {
 		on  bool
@@ -96,6 +96,7 @@ func (i *Instance) OpenWith(index int, o OpenOptions) (*Device, error) {
 		{enabled.Int64, C.BVK_F_INT64},
 		{enabled.IntegerDot, C.BVK_F_INTEGER_DOT},
 		{enabled.CooperativeMatrix, C.BVK_F_COOPMAT_NV},
+		{enabled.VulkanMemoryModel, C.BVK_F_VULKAN_MEMORY_MODEL},
 	} {
 		if x.on {
 			mask |= x.bit

@@ -110,6 +110,12 @@ type Features struct {
 	// VK_NV_cooperative_matrix present; in Device.Enabled, NV's feature
 	// enabled (shaders with GL_NV_cooperative_matrix may run)
 	CooperativeMatrix bool
+	// VulkanMemoryModel: vulkanMemoryModel and vulkanMemoryModelDeviceScope
+	// (core 1.2 or VK_KHR_vulkan_memory_model), which SPIR-V declaring the
+	// Vulkan memory model needs (GL_NV_cooperative_matrix requires it); in
+	// Device.Enabled, enabled (only with CooperativeMatrix: with the model
+	// on, validation holds every other kernel to its rules too)
+	VulkanMemoryModel bool
 }
 
 // Names returns the names of the features present, in declaration order.
@@ -129,6 +135,7 @@ func (f Features) Names() []string {
 		{f.SubgroupArithmetic, "subgroup_arithmetic"},
 		{f.SubgroupSizeControl, "subgroup_size_control"},
 		{f.CooperativeMatrix, "cooperative_matrix"},
+		{f.VulkanMemoryModel, "vulkan_memory_model"},
 	} {
 		if x.on {
 			names = append(names, x.name)

@@ -320,6 +320,7 @@ func deviceInfo(idx int, c *C.bvk_device_info) DeviceInfo {
 		SubgroupArithmetic:    d.hasSubgroupOp("arithmetic"),
 		SubgroupSizeControl:   f&C.BVK_F_SUBGROUP_SIZE_CONTROL != 0,
 		CooperativeMatrix:     uint32(c.extensions)&(C.BVK_EXT_COOPMAT_KHR|C.BVK_EXT_COOPMAT_NV) != 0,
+		VulkanMemoryModel:     f&C.BVK_F_VULKAN_MEMORY_MODEL != 0,
 	}
 	return d
 }

@@ -244,6 +244,7 @@ static uint32_t device_extensions(void *gipa, void *instance, VkPhysicalDevice p
 	    {"VK_KHR_cooperative_matrix", BVK_EXT_COOPMAT_KHR},
 	    {"VK_NV_cooperative_matrix", BVK_EXT_COOPMAT_NV},
 	    {"VK_KHR_storage_buffer_storage_class", BVK_EXT_STORAGE_BUFFER_CLASS},
+	    {"VK_KHR_vulkan_memory_model", BVK_EXT_VULKAN_MEMORY_MODEL},
 	};
 	if (f(phys, NULL, &n, p) >= 0)
 		for (uint32_t i = 0; i < n; i++)
@@ -263,7 +264,8 @@ typedef struct chains {
 	VkPhysicalDeviceShaderIntegerDotProductFeatures dot;
 	VkPhysicalDeviceSubgroupSizeControlFeatures sgsc;
 	VkPhysicalDeviceCooperativeMatrixFeaturesNV cm;
-	int has_s16, has_s8, has_f16i8, has_dot, has_sgsc, has_cm;
+	VkPhysicalDeviceVulkanMemoryModelFeatures vmm;
+	int has_s16, has_s8, has_f16i8, has_dot, has_sgsc, has_cm, has_vmm;
 } chains;
 
 static void chains_init(chains *c, uint32_t api, uint32_t ext) {
@@ -275,6 +277,7 @@ static void chains_init(chains *c, uint32_t api, uint32_t ext) {
 	c->dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
 	c->sgsc.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
 	c->cm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+	c->vmm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
 	uint32_t v = minor_version(api);
 	c->has_s16 = v >= 101 || (ext & BVK_EXT_16BIT_STORAGE);
 	c->has_s8 = v >= 102 || (ext & BVK_EXT_8BIT_STORAGE);
@@ -282,6 +285,9 @@ static void chains_init(chains *c, uint32_t api, uint32_t ext) {
 	c->has_dot = v >= 103 || (ext & BVK_EXT_INTEGER_DOT);
 	c->has_sgsc = v >= 103 || (ext & BVK_EXT_SUBGROUP_SIZE_CONTROL);
 	c->has_cm = v >= 101 && (ext & BVK_EXT_COOPMAT_NV);
+	// The memory model: SPIR-V that declares it (GL_NV_cooperative_matrix
+	// requires it) may run only where vulkanMemoryModel is enabled.
+	c->has_vmm = v >= 102 || (v >= 101 && (ext & BVK_EXT_VULKAN_MEMORY_MODEL));
 }
 
 static void chains_link(chains *c, int all) {
@@ -297,6 +303,7 @@ static void chains_link(chains *c, int all) {
 	LINK(c->has_dot, dot);
 	LINK(all && c->has_sgsc, sgsc);
 	LINK(c->has_cm, cm);
+	LINK(c->has_vmm, vmm);
 #undef LINK
 	*next = NULL;
 }
@@ -384,6 +391,10 @@ int32_t bvk_query_device(void *gipa, void *instance, void *physp, uint32_t insta
 	if (c.has_dot && dotp.integerDotProduct4x8BitPackedSignedAccelerated) f |= BVK_F_INTEGER_DOT_ACCEL;
 	if (c.has_sgsc && c.sgsc.subgroupSizeControl && c.sgsc.computeFullSubgroups) f |= BVK_F_SUBGROUP_SIZE_CONTROL;
 	if (c.has_cm && c.cm.cooperativeMatrix) f |= BVK_F_COOPMAT_NV;
+	// With the memory model on, shaders that use Device scope (every
+	// memoryBarrierBuffer of the GLSL450 kernels) need its device scope
+	// too: bitvk takes the two together.
+	if (c.has_vmm && c.vmm.vulkanMemoryModel && c.vmm.vulkanMemoryModelDeviceScope) f |= BVK_F_VULKAN_MEMORY_MODEL;
 	info->features = f;
 
 	if (ext & BVK_EXT_COOPMAT_NV) {
@@ -459,6 +470,9 @@ int32_t bvk_create_device(void *gipa, void *instance, void *physp, uint32_t inst
 	c.dot.shaderIntegerDotProduct = (enable & BVK_F_INTEGER_DOT) != 0;
 	c.cm.cooperativeMatrix = (enable & BVK_F_COOPMAT_NV) != 0;
 	c.has_cm = c.has_cm && c.cm.cooperativeMatrix;
+	c.vmm.vulkanMemoryModel = (enable & BVK_F_VULKAN_MEMORY_MODEL) != 0;
+	c.vmm.vulkanMemoryModelDeviceScope = c.vmm.vulkanMemoryModel;
+	c.has_vmm = c.has_vmm && c.vmm.vulkanMemoryModel;
 	c.has_s16 = c.has_s16 && c.s16.storageBuffer16BitAccess;
 	c.has_s8 = c.has_s8 && c.s8.storageBuffer8BitAccess;
 	c.has_f16i8 = c.has_f16i8 && (c.f16i8.shaderInt8 || c.f16i8.shaderFloat16);
@@ -475,6 +489,7 @@ int32_t bvk_create_device(void *gipa, void *instance, void *physp, uint32_t inst
 	if (c.has_f16i8 && v < 102) exts[n++] = "VK_KHR_shader_float16_int8";
 	if (c.has_dot && v < 103) exts[n++] = "VK_KHR_shader_integer_dot_product";
 	if (c.has_cm) exts[n++] = "VK_NV_cooperative_matrix";
+	if (c.has_vmm && v < 102) exts[n++] = "VK_KHR_vulkan_memory_model";
 
 	float prio = 1.0f;
 	VkDeviceQueueCreateInfo q = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define BVK_MAX_HEAPS 16
-#define BVK_MAX_COOPMAT 32
+#define BVK_MAX_COOPMAT 128
 #define BVK_MAX_TYPES 32
 #define BVK_MAX_FAMILIES 32
 #define BVK_MAX_SPEC 16     // specialization constants of one kernel
@@ -35,6 +35,7 @@ enum {
 	BVK_EXT_COOPMAT_KHR = 1 << 6,
 	BVK_EXT_COOPMAT_NV = 1 << 7,
 	BVK_EXT_STORAGE_BUFFER_CLASS = 1 << 8,
+	BVK_EXT_VULKAN_MEMORY_MODEL = 1 << 9,
 };
 
 // Feature bits, used both for what a device has and what to enable.
@@ -48,6 +49,7 @@ enum {
 	BVK_F_INTEGER_DOT_ACCEL = 1 << 6,
 	BVK_F_SUBGROUP_SIZE_CONTROL = 1 << 7,
 	BVK_F_COOPMAT_NV = 1 << 8, // VK_NV_cooperative_matrix's cooperativeMatrix
+	BVK_F_VULKAN_MEMORY_MODEL = 1 << 9, // vulkanMemoryModel and vulkanMemoryModelDeviceScope (core 1.2 or VK_KHR_vulkan_memory_model)
 };
 
 typedef struct bvk_device_info {

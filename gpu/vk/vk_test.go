@@ -118,7 +118,7 @@ func TestDevices(t *testing.T) {
 	}
 	defer d.Close()
 	e, have := d.Enabled(), d.Info().Features
-	if e.Int8 != have.Int8 || e.Storage8 != have.Storage8 || e.IntegerDot != have.IntegerDot || e.CooperativeMatrix != d.Info().coopNV {
+	if e.Int8 != have.Int8 || e.Storage8 != have.Storage8 || e.IntegerDot != have.IntegerDot || e.CooperativeMatrix != d.Info().coopNV || e.VulkanMemoryModel != (have.VulkanMemoryModel && d.Info().coopNV) {
 		t.Errorf("Enabled %v, device has %v", e.Names(), have.Names())
 	}
 	if _, err := inst.Open(len(devs)); err == nil {
