@@ -257,14 +257,26 @@ void main() {
         return;
     }
     // The partials out before the count; the count read before the others'
-    // partials (the last workgroup's reads see every write made available
-    // before its count).
+    // partials. Under the Vulkan memory model a fence orders another
+    // workgroup's view only through an atomic of the same invocation, and a
+    // control barrier carries order between invocations only as fence →
+    // barrier → fence: so every writer fences, the workgroup meets, and
+    // invocation 0 fences (acquiring its workgroup's stores, releasing them
+    // with the count), counts, and fences again (acquiring the other
+    // workgroups' partials) before the workgroup meets again and reads.
     uint nc = (nMax + CHUNK - 1) / CHUNK;               // chunks the token sees
     memoryBarrierBuffer();
     barrier();
     if (tid == 0) {
+        memoryBarrierBuffer();
         uint done = atomicAdd(count[pc.countOff + gl_WorkGroupID.y], 1u);
+        memoryBarrierBuffer();
         lastChunk = done == nc - 1 ? 1u : 0u;
+        if (done == nc - 1) {
+            // Every chunk has counted: reset for the next pass, atomically
+            // (the others' increments were atomic too).
+            atomicExchange(count[pc.countOff + gl_WorkGroupID.y], 0u);
+        }
     }
     barrier();
     if (lastChunk == 0u) {
@@ -278,8 +290,5 @@ void main() {
         for (uint e = 0; e < 4; e++) {
             outp[t0 * E + 4 * j4 + e] = o[e];
         }
-    }
-    if (tid == 0) {
-        count[pc.countOff + gl_WorkGroupID.y] = 0u;     // for the next pass
     }
 }

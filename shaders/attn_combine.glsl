@@ -14,13 +14,17 @@ vec4 attnCombine(uint t, uint i4, uint nc, uint heads, uint hd, uint chunks) {
     uint base = (t * heads + h) * chunks * stride;
     float M = partial[base + hd];
     for (uint c = 1; c < nc; c++) M = max(M, partial[base + c * stride + hd]);
-    float L = 0.0;
-    vec4 o = vec4(0.0);
+    // precise: the includers are separate pipelines, and a compiler free to
+    // fuse these multiplies and adds might fuse them differently in each
+    // (their bits must agree).
+    precise float L = 0.0;
+    precise vec4 o = vec4(0.0);
     for (uint c = 0; c < nc; c++) {
         uint b = base + c * stride;
         float e = exp(partial[b + hd] - M);
         L += partial[b + hd + 1] * e;
         o += vec4(partial[b + d], partial[b + d + 1], partial[b + d + 2], partial[b + d + 3]) * e;
     }
-    return o / L;
+    precise vec4 r = o / L;
+    return r;
 }
