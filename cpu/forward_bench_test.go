@@ -2,11 +2,14 @@ package cpu
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/nntest"
+	"github.com/bitvk/bitvk/nn/synth"
 )
 
 // BenchmarkForward times a decode step (one token at position 64) and a
@@ -150,5 +153,80 @@ func BenchmarkMultiStep(b *testing.B) {
 			}
 		})
 		be.Close()
+	}
+}
+
+// BenchmarkDecodeProbed: decode steps of the 2B shape, each followed by one
+// pass of the read probe (bitvk bench's: 512 MiB, the same threads), as
+// `probed` times the kernels: on a VM whose bandwidth moves from second to
+// second, a ratio of the two measured in turn is steadier than either
+// figure, and than a decode measured against a probe taken beside it.
+// GB/s counts the bytes a step reads (ternary matrices and head); of-probe
+// is the mean decode rate over the mean probe rate. The model is written to
+// a file and opened as the command line opens one (gguf.Open).
+//
+//	go test -run '^$' -bench DecodeProbed -benchtime 60x ./cpu
+func BenchmarkDecodeProbed(b *testing.B) {
+	sb, err := synth.Build(synth.Options{Shape: synth.Shapes["2b"], Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "2b.gguf")
+	if err := sb.WriteFile(path); err != nil {
+		b.Fatal(err)
+	}
+	for _, threads := range []int{1, 2} {
+		for _, head := range []nn.HeadType{nn.HeadF16, nn.HeadQ8} {
+			b.Run(fmt.Sprintf("threads%d/%s", threads, head), func(b *testing.B) {
+				f, err := gguf.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+				c, err := nn.ParseConfig(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				w, err := nn.LoadWeights(f, c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				be, err := New(c, w, Options{Threads: threads, Context: 512, Head: head})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer be.Close()
+				probe, err := NewBandwidthProbe(threads, 512<<20)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer probe.Close()
+				logits := make([]float32, c.Vocab)
+				if err := be.Forward([]int32{1}, 0, logits); err != nil {
+					b.Fatal(err)
+				}
+				var decode, read time.Duration
+				i := 0
+				for b.Loop() {
+					start := time.Now()
+					if err := be.Forward([]int32{int32(i%1000 + 2)}, 1+i%500, logits); err != nil {
+						b.Fatal(err)
+					}
+					decode += time.Since(start)
+					b.StopTimer()
+					start = time.Now()
+					if _, err := probe.Measure(1); err != nil {
+						b.Fatal(err)
+					}
+					read += time.Since(start)
+					b.StartTimer()
+					i++
+				}
+				step := float64(be.stepBytes()) * float64(i)
+				b.ReportMetric(step/decode.Seconds()/1e9, "GB/s")
+				b.ReportMetric(float64(len(probe.buf))*float64(i)/read.Seconds()/1e9, "probe-GB/s")
+				b.ReportMetric(step/decode.Seconds()/(float64(len(probe.buf))*float64(i)/read.Seconds()), "of-probe")
+			})
+		}
 	}
 }
