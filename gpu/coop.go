@@ -49,7 +49,8 @@ func coopReady(enabled vk.Features, info vk.DeviceInfo) error {
 // a device none of us ran) is refused at load with an error, never a wrong
 // answer. 77 rows and 69 tokens leave the 64 × 64 tiles part empty; K =
 // 256 is two blocks; rowScale and the token scales are 1, so the outputs
-// are the sums, exactly (|Σ| < 2²⁴).
+// are the sums, exactly (|Σ| < 2²⁴). It runs the plain product and then the
+// accumulating one (a residual's projection) over its output.
 func (b *Backend) checkTiledSums() error {
 	const rows, K = 77, 256
 	T := max(69, b.tune.Tiled/2+1) // a pass the tiled kernel takes
@@ -117,25 +118,33 @@ func (b *Backend) checkTiledSums() error {
 	q, s := b.q, b.s
 	b.q, b.s = qbuf, sbuf
 	defer func() { b.q, b.s = q, s }()
-	rc := &recorder{b: b, r: b.dev.Record("tiled check")}
-	rc.ternary("tiled check", m, out, rows, T, false)
-	if rc.err == nil {
-		rc.err = rc.r.Finish()
-	}
-	if rc.err == nil {
-		rc.err = b.dev.Submit(rc.r)
-	}
-	rc.r.Release()
-	if rc.err != nil {
-		return rc.err
-	}
-	got := make([]byte, 4*T*rows)
-	if err := b.dev.Download(out, 0, got); err != nil {
-		return err
-	}
-	for i, g := range f32View(got, len(want)) {
-		if w := want[i]; g != float32(w) {
-			return fmt.Errorf("token %d, row %d: %v, the exact sum %d", i/rows, i%rows, g, w)
+	// Twice: the plain product into out, then the accumulating one (the
+	// residual's: out += the product), which must leave twice the sums.
+	for pass, acc := range []bool{false, true} {
+		rc := &recorder{b: b, r: b.dev.Record("tiled check")}
+		rc.ternary("tiled check", m, out, rows, T, acc)
+		if rc.err == nil {
+			rc.err = rc.r.Finish()
+		}
+		if rc.err == nil {
+			rc.err = b.dev.Submit(rc.r)
+		}
+		rc.r.Release()
+		if rc.err != nil {
+			return rc.err
+		}
+		got := make([]byte, 4*T*rows)
+		if err := b.dev.Download(out, 0, got); err != nil {
+			return err
+		}
+		for i, g := range f32View(got, len(want)) {
+			if w := want[i] * int32(pass+1); g != float32(w) {
+				what := "the exact sum"
+				if acc {
+					what = "twice the exact sum (accumulating)"
+				}
+				return fmt.Errorf("token %d, row %d: %v, %s %d", i/rows, i%rows, g, what, w)
+			}
 		}
 	}
 	return nil
