@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/nntest"
 	"github.com/bitvk/bitvk/nn/synth"
@@ -178,20 +177,9 @@ func BenchmarkDecodeProbed(b *testing.B) {
 	for _, threads := range []int{1, 2} {
 		for _, head := range []nn.HeadType{nn.HeadF16, nn.HeadQ8} {
 			b.Run(fmt.Sprintf("threads%d/%s", threads, head), func(b *testing.B) {
-				f, err := gguf.Open(path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer f.Close()
-				c, err := nn.ParseConfig(f)
-				if err != nil {
-					b.Fatal(err)
-				}
-				w, err := nn.LoadWeights(f, c)
-				if err != nil {
-					b.Fatal(err)
-				}
-				be, err := New(c, w, Options{Threads: threads, Context: 512, Head: head})
+				m := nntest.OpenModel(b, path)
+				c := m.Config
+				be, err := New(c, m.Weights, Options{Threads: threads, Context: 512, Head: head})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/nn/nntest"
 	"github.com/bitvk/bitvk/nn/ref"
 	"github.com/bitvk/bitvk/nn/synth"
 	"github.com/bitvk/bitvk/tokenizer"
@@ -175,19 +176,8 @@ func TestExportComputesTheTrainersLogits(t *testing.T) {
 	if err := ExportGGUF(out, "test", tr.Model, meta); err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c, err := nn.ParseConfig(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := nn.LoadWeights(f, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	om := nntest.OpenModel(t, out)
+	c, w := om.Config, om.Weights
 	m, err := ref.New(c, w)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,8 @@ import (
 	"github.com/bitvk/bitvk/nn/synth"
 )
 
-// Model is a synthetic model held in memory.
+// Model is a synthetic model held in memory (NewModel), or a model file
+// opened as the command line opens one (OpenModel).
 type Model struct {
 	Name    string
 	Config  *nn.Config
@@ -62,6 +63,27 @@ func NewModelEmbd(tb testing.TB, shape string, st Storage, embd gguf.Type, seed 
 		tb.Fatalf("nntest: %s/%s model (%s embedding): %v", shape, st, embd, err)
 	}
 	return m
+}
+
+// OpenModel opens the GGUF file at path (mapped, as the command line
+// opens a model), its configuration and weights checked; the file closes
+// when the test ends.
+func OpenModel(tb testing.TB, path string) *Model {
+	tb.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	c, err := nn.ParseConfig(f)
+	if err != nil {
+		tb.Fatalf("nntest: %s: %v", path, err)
+	}
+	w, err := nn.LoadWeights(f, c)
+	if err != nil {
+		tb.Fatalf("nntest: %s: %v", path, err)
+	}
+	return &Model{Name: path, Config: c, Weights: w, File: f}
 }
 
 func newModel(shape string, st Storage, embd gguf.Type, seed uint64) (*Model, error) {
