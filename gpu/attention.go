@@ -103,7 +103,8 @@ func (p attnPlan) sharedBytes(hw, tt int) int {
 		4*rows*p.chunk + // sc
 		4*p.tk*(hw+1) + // ks
 		4*wg + 8*wg + // red, red2
-		8*rows // rowMax, rowSum
+		8*rows + // rowMax, rowSum
+		4 // lastChunk
 }
 
 // partialBytes is the size of the partials of T tokens:

@@ -247,6 +247,8 @@ func checkTuning(o Tuning, maxWG uint32) (Tuning, error) {
 		return Tuning{}, fmt.Errorf("gpu: tuning lanes=%d: want a power of two from 8 to norm (%d)", o.Lanes, o.Norm)
 	case o.Rows > o.Lanes:
 		return Tuning{}, fmt.Errorf("gpu: tuning rows=%d: at most lanes (%d)", o.Rows, o.Lanes)
+	case o.Rows*o.Lanes > 4096: // ternary.comp's reduction, as a prompt's below
+		return Tuning{}, fmt.Errorf("gpu: tuning rows=%d,lanes=%d: at most 4096 partial sums in a workgroup", o.Rows, o.Lanes)
 	case !pow2(o.TK) || o.TK < attnTK || o.TK > 256:
 		return Tuning{}, fmt.Errorf("gpu: tuning tk=%d: want a power of two from %d to 256", o.TK, attnTK)
 	case o.Chunk < o.TK || o.Chunk%o.TK != 0:

@@ -53,6 +53,7 @@ func TestParseTuning(t *testing.T) {
 		{Tuning{Lanes: 4}, "lanes=4"},
 		{Tuning{Lanes: 512, Norm: 256}, "lanes=512"},
 		{Tuning{Rows: 16, Lanes: 8}, "rows=16"},
+		{Tuning{Rows: 32, Lanes: 512, Norm: 512}, "rows=32,lanes=512: at most 4096"},
 		{Tuning{Norm: 2048}, "norm=2048"},
 		{Tuning{Chunk: 40}, "chunk=40"},
 		{Tuning{PrefillRows: 3}, "prows=3"},

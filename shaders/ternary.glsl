@@ -66,7 +66,11 @@ void tAdd(uint r, uint tt, int p, uint K, uint row0, uint g) {
     if (GROUPED == 1) {
         uint row = tRow(r);
         float gs = row != ~0u ? groupScale[(row0 + row) * (K / 256) + g] : 0.0;
-        tAccF[r * NT + tt] += float(p) * gs;
+        // precise: every pipeline built from this body (decode, prompt,
+        // fused) rounds the product and the sum apart, never as one FMA in
+        // some and not others (batch invariance compares them bit for bit).
+        precise float sum = tAccF[r * NT + tt] + float(p) * gs;
+        tAccF[r * NT + tt] = sum;
     } else {
         tAcc[r * NT + tt] += p;
     }
