@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -441,6 +442,146 @@ func BenchmarkSumSquares(b *testing.B) {
 					b.Fatal("sum", sum)
 				}
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+			})
+		}
+	}
+}
+
+// probedPool is probed for a kernel call split across the pool's workers
+// (op runs the call): after each call the read probe reads as many bytes
+// of probeBuf on the same workers, in chunks they claim as they free up
+// (so that a core the VM slows now and then does not hold the probe back
+// more than the kernels, which the heads' chunks spare too), and the two
+// are measured in turn on the same threads.
+func probedPool(b *testing.B, p *pool, bytes int, op func(i int)) {
+	sum := kernelSets()[0].sumBytes
+	if probeBuf == nil {
+		probeBuf = new(weightArena).bytes(256 << 20)
+		for i := range probeBuf {
+			probeBuf[i] = byte(i)
+		}
+	}
+	sums := make([]uint64, p.workers)
+	var kernel, probe time.Duration
+	off := 0
+	b.SetBytes(int64(bytes))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t := time.Now()
+		op(i)
+		kernel += time.Since(t)
+		b.StopTimer()
+		t = time.Now()
+		for left := bytes; left > 0; {
+			if off == len(probeBuf) {
+				off = 0
+			}
+			c := min(left, len(probeBuf)-off) &^ 63
+			if c == 0 { // fewer than 64 bytes left before the end: start over
+				off = len(probeBuf)
+				continue
+			}
+			part := probeBuf[off : off+c]
+			p.runChunks(c, 1<<12, func(w, lo, hi int) { sums[w] += sum(part[lo:hi]) })
+			off += c
+			left -= c
+		}
+		probe += time.Since(t)
+		b.StartTimer()
+	}
+	sink = sums[0]
+	total := float64(bytes) * float64(b.N)
+	b.ReportMetric(total/kernel.Seconds()/1e9, "GB/s")
+	b.ReportMetric(total/probe.Seconds()/1e9, "probe-GB/s")
+	b.ReportMetric(probe.Seconds()/kernel.Seconds(), "of-probe")
+}
+
+// BenchmarkRowsThreads: the decode kernels of the fastest set from DRAM on
+// one thread and on every CPU, each call split as a decode step splits it
+// (the ternary products in fixed shares of 16 rows, the heads in chunks
+// the workers claim, 64 rows apart), against the read probe on the same
+// threads measured after each call (probedPool): of-probe is the share of
+// the plain read a kernel streams at, the issue's measure "on one thread
+// and on all threads".
+//
+//	go test -run '^$' -bench RowsThreads -count 3 ./cpu
+func BenchmarkRowsThreads(b *testing.B) {
+	k := kernelSets()[0]
+	threads := []int{1}
+	if n := runtime.NumCPU(); n > 1 {
+		threads = append(threads, n)
+	}
+	const rows, n = 32768, 2560 // a head slice, as BenchmarkDotF16Rows
+	type kernel struct {
+		name  string
+		bytes int
+		op    func(p *pool, i int)
+	}
+	var kernels []kernel
+	arena := new(weightArena)
+	for _, s := range []struct{ rows, n int }{{6912, 2560}, {2560, 6912}} {
+		size := s.rows * s.n / 4
+		ws := make([][]byte, copies(size, true))
+		for i := range ws {
+			ws[i] = arena.bytes(size)
+			for j := range ws[i] {
+				ws[i][j] = byte(j*7 + i)
+			}
+		}
+		x := make([]int8, s.n)
+		for i := range x {
+			x[i] = int8(i)
+		}
+		out := make([]int32, s.rows)
+		kernels = append(kernels, kernel{fmt.Sprintf("ternaryRows/%dx%d", s.rows, s.n), size, func(p *pool, i int) {
+			w := ws[i%len(ws)]
+			p.run(s.rows, 16, func(_, lo, hi int) { k.ternaryRows(w[lo*s.n/4:], s.n/4, x, out[lo:hi]) })
+		}})
+	}
+	w16 := arena.f16(rows * n)
+	for i := range w16 {
+		w16[i] = uint16(0x3C00 + i%512)
+	}
+	xf := make([]float32, n)
+	for i := range xf {
+		xf[i] = float32(i%7) - 3
+	}
+	outF := make([]float32, rows)
+	kernels = append(kernels, kernel{fmt.Sprintf("dotF16Rows/%dx%d", rows, n), 2 * len(w16), func(p *pool, _ int) {
+		p.runChunks(rows, 64, func(_, lo, hi int) { k.dotF16Rows(w16[lo*n:], n, xf, outF[lo:hi]) })
+	}})
+	w8 := arena.i8(rows * n)
+	for i := range w8 {
+		w8[i] = int8(i*5) >> 2
+	}
+	x8 := make([]int8, n)
+	for i := range x8 {
+		x8[i] = int8(i%255 - 127)
+	}
+	outI := make([]int32, rows)
+	kernels = append(kernels, kernel{fmt.Sprintf("dotI8Rows/%dx%d", rows, n), len(w8), func(p *pool, _ int) {
+		p.runChunks(rows, 64, func(_, lo, hi int) { k.dotI8Rows(w8[lo*n:], n, x8, outI[lo:hi]) })
+	}})
+	bias := make([]int32, n/4)
+	blockBias(x8, bias)
+	for _, group := range []int{16, 32} {
+		scales := make([]float32, rows*n/group)
+		for i := range scales {
+			scales[i] = float32(i%13) / 7
+		}
+		g := n / group
+		kernels = append(kernels, kernel{fmt.Sprintf("dotBlockRows/group%d", group), len(w8) + 4*len(scales), func(p *pool, _ int) {
+			p.runChunks(rows, 64, func(_, lo, hi int) {
+				k.dotBlockRows(w8[lo*n:hi*n], scales[lo*g:hi*g], group, x8, bias, outF[lo:hi])
+			})
+		}})
+	}
+	for _, kn := range kernels {
+		for _, t := range threads {
+			b.Run(fmt.Sprintf("%s/%s/threads%d", k.name, kn.name, t), func(b *testing.B) {
+				p := newPool(t)
+				defer p.close()
+				probedPool(b, p, kn.bytes, func(i int) { kn.op(p, i) })
 			})
 		}
 	}
