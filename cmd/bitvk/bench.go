@@ -312,6 +312,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "memory bandwidth: %.1f GB/s on %s (roofline = bandwidth / bytes read per token)%s\n", bandwidth[k]/1e9, k, reprobed(results, k))
 	}
 	printPeaks(stdout, results)
+	printScaling(stdout, results)
 	for _, r := range results {
 		if r.Profile != nil {
 			printProfile(stdout, r)
@@ -336,6 +337,49 @@ func printPeaks(w io.Writer, results []benchResult) {
 		} else {
 			fmt.Fprintf(w, "int8 peak: %.0f GMAC/s on %s (int8_peak kernel, %s; a prompt's share = tokens/s · %.3g ternary multiply-adds per token / the peak)\n",
 				r.Int8PeakGMACs, r.GPUInfo, r.Kernels, float64(r.MACsPerToken))
+		}
+	}
+}
+
+// printScaling says, for each CPU decode test run on several thread
+// counts (one head, kernel set, length and depth), how many times the
+// fewest threads' tok/s each larger count decodes at, beside how many
+// times their bandwidth the read probe found beside its repetitions (the
+// rooflines' ratio): decode is memory-bound, so the first should follow
+// the second.
+func printScaling(w io.Writer, results []benchResult) {
+	type test struct {
+		head, kernels string
+		gen, depth    int
+	}
+	base := map[test]benchResult{}
+	var order []test
+	for _, r := range results {
+		if r.Backend != "CPU" || r.NGen == 0 || r.NPrompt != 0 || r.AvgTs <= 0 || r.BandwidthGBs <= 0 {
+			continue
+		}
+		k := test{r.Head, r.Kernels, r.NGen, r.NDepth}
+		b, ok := base[k]
+		if !ok {
+			order = append(order, k)
+		}
+		if !ok || r.NThreads < b.NThreads {
+			base[k] = r
+		}
+	}
+	for _, k := range order {
+		b := base[k]
+		for _, r := range results {
+			if r.Backend != "CPU" || r.NPrompt != 0 || r.AvgTs <= 0 || r.BandwidthGBs <= 0 ||
+				(test{r.Head, r.Kernels, r.NGen, r.NDepth}) != k || r.NThreads <= b.NThreads {
+				continue
+			}
+			depth := ""
+			if k.depth > 0 {
+				depth = fmt.Sprintf(" @ d%d", k.depth)
+			}
+			fmt.Fprintf(w, "thread scaling: tg%d%s, %s head, %s: %d threads %.2f× the tok/s of %d, with %.2f× the bandwidth beside them (%.1f against %.1f GB/s)\n",
+				k.gen, depth, k.head, k.kernels, r.NThreads, r.AvgTs/b.AvgTs, b.NThreads, r.BandwidthGBs/b.BandwidthGBs, r.BandwidthGBs, b.BandwidthGBs)
 		}
 	}
 }

@@ -218,6 +218,11 @@ func TestBenchJSON(t *testing.T) {
 		}
 		checkInt8Share(t, r)
 	}
+	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", "cpu", "-p", "8", "-n", "4", "-r", "1", "-t", "1,2", "--head", "f16,q8")
+	if code != 0 || strings.Count(out, "thread scaling: tg4, ") != 2 || !strings.Contains(out, "f16 head") || !strings.Contains(out, "q8 head") ||
+		!regexp.MustCompile(`2 threads [0-9.]+× the tok/s of 1, with [0-9.]+× the bandwidth beside them \([0-9.]+ against [0-9.]+ GB/s\)`).MatchString(out) {
+		t.Errorf("bench of one and two threads: a thread scaling line per head: exit %d\n%s\n%s", code, out, stderr)
+	}
 	code, out, stderr = bitvk("bench", "--shape", "tiny", "--backend", "cpu", "-p", "8", "-n", "0", "-r", "1")
 	if code != 0 || !strings.Contains(out, "% of int8 ") || !strings.Contains(out, "int8 peak: ") {
 		t.Errorf("bench table of a prompt test: exit %d\n%s\n%s", code, out, stderr)
