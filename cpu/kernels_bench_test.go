@@ -39,39 +39,67 @@ var probeBuf []byte
 // measured interleaved, so that both see the same machine (its load, its
 // clock) and the ratio is steadier than either figure.
 func probed(b *testing.B, bytes int, op func(i int)) {
-	sum := kernelSets()[0].sumBytes
-	if probeBuf == nil {
-		probeBuf = new(weightArena).bytes(256 << 20)
-		for i := range probeBuf {
-			probeBuf[i] = byte(i)
+	p := newPool(1) // no helpers: the probe runs on the calling thread
+	defer p.close()
+	probedPool(b, p, bytes, op)
+}
+
+// blockHead returns the codes of a rows × n block-type head slice (int8,
+// which the int8 head's benchmark reads too), an activation vector and
+// its blockBias.
+func blockHead(rows, n int) (w, x []int8, bias []int32) {
+	w = new(weightArena).i8(rows * n)
+	for i := range w {
+		w[i] = int8(i*5) >> 2
+	}
+	x = make([]int8, n)
+	for i := range x {
+		x[i] = int8(i%255 - 127)
+	}
+	bias = make([]int32, n/4)
+	blockBias(x, bias)
+	return w, x, bias
+}
+
+// blockScales returns the group scales of blockHead's rows.
+func blockScales(rows, n, group int) []float32 {
+	scales := make([]float32, rows*n/group)
+	for i := range scales {
+		scales[i] = float32(i%13) / 7
+	}
+	return scales
+}
+
+// f16Head returns a rows × n float16 head slice, an activation vector
+// and the outputs.
+func f16Head(rows, n int) (w []uint16, x, out []float32) {
+	w = new(weightArena).f16(rows * n)
+	for i := range w {
+		w[i] = uint16(0x3C00 + i%512)
+	}
+	x = make([]float32, n)
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	return w, x, make([]float32, rows)
+}
+
+// ternaryCopies returns the copies of a rows × n ternary matrix a
+// benchmark cycles through (copies), an activation vector and the outputs.
+func ternaryCopies(rows, n int, dram bool) (ws [][]byte, x []int8, out []int32) {
+	size := rows * n / 4
+	ws, arena := make([][]byte, copies(size, dram)), new(weightArena)
+	for i := range ws {
+		ws[i] = arena.bytes(size)
+		for j := range ws[i] {
+			ws[i][j] = byte(j*7 + i)
 		}
 	}
-	var kernel, probe time.Duration
-	off := 0
-	b.SetBytes(int64(bytes))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t := time.Now()
-		op(i)
-		kernel += time.Since(t)
-		b.StopTimer()
-		t = time.Now()
-		for left := bytes; left > 0; {
-			if off == len(probeBuf) {
-				off = 0
-			}
-			c := min(left, len(probeBuf)-off)
-			sum(probeBuf[off : off+c])
-			off += c
-			left -= c
-		}
-		probe += time.Since(t)
-		b.StartTimer()
+	x = make([]int8, n)
+	for i := range x {
+		x[i] = int8(i)
 	}
-	total := float64(bytes) * float64(b.N)
-	b.ReportMetric(total/kernel.Seconds()/1e9, "GB/s")
-	b.ReportMetric(total/probe.Seconds()/1e9, "probe-GB/s")
-	b.ReportMetric(probe.Seconds()/kernel.Seconds(), "of-probe")
+	return ws, x, make([]int32, rows)
 }
 
 func cacheName(dram bool) string {
@@ -88,18 +116,7 @@ func BenchmarkTernaryRows(b *testing.B) {
 				name := fmt.Sprintf("%s/%dx%d/%s", k.name, s.rows, s.n, cacheName(dram))
 				b.Run(name, func(b *testing.B) {
 					size := s.rows * s.n / 4
-					ws, arena := make([][]byte, copies(size, dram)), new(weightArena)
-					for i := range ws {
-						ws[i] = arena.bytes(size)
-						for j := range ws[i] {
-							ws[i][j] = byte(j*7 + i)
-						}
-					}
-					x := make([]int8, s.n)
-					for i := range x {
-						x[i] = int8(i)
-					}
-					out := make([]int32, s.rows)
+					ws, x, out := ternaryCopies(s.rows, s.n, dram)
 					op := func(i int) { k.ternaryRows(ws[i%len(ws)], s.n/4, x, out) }
 					if dram {
 						probed(b, size, op)
@@ -195,15 +212,7 @@ func BenchmarkDotF16Rows(b *testing.B) {
 	const rows, n = 32768, 2560
 	for _, k := range kernelSets() {
 		b.Run(fmt.Sprintf("%s/%dx%d", k.name, rows, n), func(b *testing.B) {
-			w := new(weightArena).f16(rows * n)
-			for i := range w {
-				w[i] = uint16(0x3C00 + i%512)
-			}
-			x := make([]float32, n)
-			for i := range x {
-				x[i] = float32(i%7) - 3
-			}
-			out := make([]float32, rows)
+			w, x, out := f16Head(rows, n)
 			probed(b, 2*len(w), func(int) { k.dotF16Rows(w, n, x, out) })
 		})
 	}
@@ -386,23 +395,11 @@ func BenchmarkHeadFew(b *testing.B) {
 // group scales; MB/s counts both.
 func BenchmarkDotBlockRows(b *testing.B) {
 	const rows, n = 32768, 2560
-	w := new(weightArena).i8(rows * n)
-	for i := range w {
-		w[i] = int8(i*5) >> 2
-	}
-	x := make([]int8, n)
-	for i := range x {
-		x[i] = int8(i%255 - 127)
-	}
-	bias := make([]int32, n/4)
-	blockBias(x, bias)
+	w, x, bias := blockHead(rows, n)
 	out := make([]float32, rows)
 	for _, k := range kernelSets() {
 		for _, group := range []int{16, 32} {
-			scales := make([]float32, rows*n/group)
-			for i := range scales {
-				scales[i] = float32(i%13) / 7
-			}
+			scales := blockScales(rows, n, group)
 			b.Run(fmt.Sprintf("%s/group%d", k.name, group), func(b *testing.B) {
 				probed(b, len(w)+4*len(scales), func(int) { k.dotBlockRows(w, scales, group, x, bias, out) })
 			})
@@ -518,57 +515,25 @@ func BenchmarkRowsThreads(b *testing.B) {
 		op    func(p *pool, i int)
 	}
 	var kernels []kernel
-	arena := new(weightArena)
 	for _, s := range []struct{ rows, n int }{{6912, 2560}, {2560, 6912}} {
 		size := s.rows * s.n / 4
-		ws := make([][]byte, copies(size, true))
-		for i := range ws {
-			ws[i] = arena.bytes(size)
-			for j := range ws[i] {
-				ws[i][j] = byte(j*7 + i)
-			}
-		}
-		x := make([]int8, s.n)
-		for i := range x {
-			x[i] = int8(i)
-		}
-		out := make([]int32, s.rows)
+		ws, x, out := ternaryCopies(s.rows, s.n, true)
 		kernels = append(kernels, kernel{fmt.Sprintf("ternaryRows/%dx%d", s.rows, s.n), size, func(p *pool, i int) {
 			w := ws[i%len(ws)]
 			p.run(s.rows, 16, func(_, lo, hi int) { k.ternaryRows(w[lo*s.n/4:], s.n/4, x, out[lo:hi]) })
 		}})
 	}
-	w16 := arena.f16(rows * n)
-	for i := range w16 {
-		w16[i] = uint16(0x3C00 + i%512)
-	}
-	xf := make([]float32, n)
-	for i := range xf {
-		xf[i] = float32(i%7) - 3
-	}
-	outF := make([]float32, rows)
+	w16, xf, outF := f16Head(rows, n)
 	kernels = append(kernels, kernel{fmt.Sprintf("dotF16Rows/%dx%d", rows, n), 2 * len(w16), func(p *pool, _ int) {
 		p.runChunks(rows, 64, func(_, lo, hi int) { k.dotF16Rows(w16[lo*n:], n, xf, outF[lo:hi]) })
 	}})
-	w8 := arena.i8(rows * n)
-	for i := range w8 {
-		w8[i] = int8(i*5) >> 2
-	}
-	x8 := make([]int8, n)
-	for i := range x8 {
-		x8[i] = int8(i%255 - 127)
-	}
+	w8, x8, bias := blockHead(rows, n)
 	outI := make([]int32, rows)
 	kernels = append(kernels, kernel{fmt.Sprintf("dotI8Rows/%dx%d", rows, n), len(w8), func(p *pool, _ int) {
 		p.runChunks(rows, 64, func(_, lo, hi int) { k.dotI8Rows(w8[lo*n:], n, x8, outI[lo:hi]) })
 	}})
-	bias := make([]int32, n/4)
-	blockBias(x8, bias)
 	for _, group := range []int{16, 32} {
-		scales := make([]float32, rows*n/group)
-		for i := range scales {
-			scales[i] = float32(i%13) / 7
-		}
+		scales := blockScales(rows, n, group)
 		g := n / group
 		kernels = append(kernels, kernel{fmt.Sprintf("dotBlockRows/group%d", group), len(w8) + 4*len(scales), func(p *pool, _ int) {
 			p.runChunks(rows, 64, func(_, lo, hi int) {
