@@ -143,7 +143,7 @@ func (a opsAdapter) RoPE(x []float32, pos, dim int, base float32, interleaved bo
 	b.invFreq = ropeFrequencies(dim, base)
 	cs := make([]float64, dim)
 	b.ropeTable(pos, cs)
-	rope(x[:dim], cs, interleaved)
+	rope(a.k, x[:dim], cs, interleaved)
 }
 
 func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd int) []float32 {

@@ -152,7 +152,7 @@ func (j *ropeKVJob) do(w, lo, hi int) {
 		y := s.y[t*qkvRows : (t+1)*qkvRows]
 		cs := s.rope[t*c.RopeDim : (t+1)*c.RopeDim]
 		for h := 0; h < c.Heads+c.KVHeads; h++ { // query heads, then key heads
-			rope(y[h*hd:h*hd+c.RopeDim], cs, c.RopeInterleaved)
+			rope(b.k, y[h*hd:h*hd+c.RopeDim], cs, c.RopeInterleaved)
 		}
 		for h := 0; h < c.KVHeads; h++ { // the token's row of each head's cache
 			at := b.cacheRow(s.seq[t], h, s.pos[t])
@@ -487,20 +487,21 @@ func (b *Backend) ropeTable(pos int, cs []float64) {
 	}
 }
 
-// rope rotates one head's first rope_dim values in NEOX pairs (i, i+half),
-// or in adjacent pairs (2i, 2i+1) when interleaved (the llama
-// architecture); pair i turns by the angle of cs[i], cs[half+i].
-func rope(x []float32, cs []float64, interleaved bool) {
+// rope rotates one head's first rope_dim values in NEOX pairs (i, i+half)
+// (k.ropeNeox), or in adjacent pairs (2i, 2i+1) when interleaved (the
+// llama architecture); pair i turns by the angle of cs[i], cs[half+i].
+func rope(k kernels, x []float32, cs []float64, interleaved bool) {
+	if !interleaved {
+		k.ropeNeox(x, cs)
+		return
+	}
 	half := len(x) / 2
 	for i := 0; i < half; i++ {
 		cos, sin := cs[i], cs[half+i]
-		lo, hi := i, i+half
-		if interleaved {
-			lo, hi = 2*i, 2*i+1
-		}
+		lo, hi := 2*i, 2*i+1
 		a, c := float64(x[lo]), float64(x[hi])
-		x[lo] = float32(a*cos - c*sin)
-		x[hi] = float32(a*sin + c*cos)
+		x[lo] = float32(float64(a*cos) - float64(c*sin))
+		x[hi] = float32(float64(a*sin) + float64(c*cos))
 	}
 }
 

@@ -160,6 +160,13 @@ type kernels struct {
 	reluSqMul func(h, g, u []float32)
 	addF32    func(x, y []float32)
 
+	// ropeNeox turns the NEOX pairs (i, i+h) of x, h = len(x)/2, by the
+	// angles whose cosines are cs[:h] and sines cs[h:2h]: with a = x[i],
+	// c = x[i+h] in float64, x[i] = float32(a·cos − c·sin) and x[i+h] =
+	// float32(a·sin + c·cos), each product rounded on its own: RoPE of a
+	// head (rope). Exact: the kernels equal the twin bit for bit.
+	ropeNeox func(x []float32, cs []float64)
+
 	// int8Loop runs iters iterations of int8MACs int8 multiply-adds each,
 	// independent instructions on registers only: Int8Peak's probe, with
 	// the instruction the set's ternary products are bound by.
@@ -180,6 +187,7 @@ type kernels struct {
 var generic = kernels{
 	name:           "generic",
 	ternaryRows:    ternaryRowsGeneric,
+	ropeNeox:       ropeNeoxGeneric,
 	ternaryMatMul:  ternaryMatMulGeneric,
 	dotF16Rows:     dotF16RowsGeneric,
 	kScores:        kScoresGeneric,
@@ -576,3 +584,20 @@ var f16Table = func() *[1 << 16]float32 {
 	}
 	return &t
 }()
+
+// ropeNeoxGeneric is ropeNeox, a pair at a time.
+func ropeNeoxGeneric(x []float32, cs []float64) { ropePairs(x, cs, 0) }
+
+// ropePairs turns the NEOX pairs i ≥ from of x as ropeNeox does. The
+// explicit conversions keep the compiler from fusing a product into the
+// sum (Go may fuse x·y ± z, and the assembly does not).
+func ropePairs(x []float32, cs []float64, from int) {
+	h := len(x) / 2
+	x, cs = x[:2*h], cs[:2*h]
+	for i := from; i < h; i++ {
+		cos, sin := cs[i], cs[h+i]
+		a, c := float64(x[i]), float64(x[h+i])
+		x[i] = float32(float64(a*cos) - float64(c*sin))
+		x[h+i] = float32(float64(a*sin) + float64(c*cos))
+	}
+}

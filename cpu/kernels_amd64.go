@@ -61,6 +61,7 @@ var avx2Kernels = kernels{
 	normScale:      checkNormScale(normScaleAVX2),
 	reluSqMul:      checkReluSqMul(reluSqMulAVX2),
 	addF32:         checkAddF32(addF32AVX2),
+	ropeNeox:       checkRopeNeox(ropeNeoxAVX2),
 	int8Loop:       int8LoopAVX2,
 	int8MACs:       12 * 32,
 	sumBytes:       checkSumBytes(sumBytesAVX2),
@@ -95,6 +96,7 @@ var avx512VNNIKernels = kernels{
 	normScale:      checkNormScale(normScaleAVX512),
 	reluSqMul:      checkReluSqMul(reluSqMulAVX512),
 	addF32:         checkAddF32(addF32AVX512),
+	ropeNeox:       checkRopeNeox(ropeNeoxAVX512),
 	int8Loop:       int8LoopVNNI,
 	int8MACs:       12 * 64,
 	sumBytes:       checkSumBytes(sumBytesAVX512),
@@ -346,6 +348,21 @@ func checkScaleI8(f func(out []float32, raw []int32, rowScale []float32, s float
 			panic(fmt.Sprintf("cpu: scaleI8: %d outputs from %d sums and %d scales", len(out), len(raw), len(rowScale)))
 		}
 		f(out, raw, rowScale, s)
+	}
+}
+
+// checkRopeNeox runs a ropeNeox kernel, which turns the first h &^ 7
+// pairs, and turns the others in Go.
+func checkRopeNeox(f func(x []float32, cs []float64)) func(x []float32, cs []float64) {
+	return func(x []float32, cs []float64) {
+		h := len(x) / 2
+		if len(cs) < 2*h {
+			panic(fmt.Sprintf("cpu: ropeNeox: %d values turned by %d cosines and sines", len(x), len(cs)))
+		}
+		if h >= 8 {
+			f(x, cs)
+		}
+		ropePairs(x, cs, h&^7)
 	}
 }
 

@@ -54263,3 +54263,99 @@ int8_1548:
 int8done_1549:
 	VZEROUPPER
 	RET
+
+// func ropeNeoxAVX2(x []float32, cs []float64)
+// Requires: AVX
+TEXT ·ropeNeoxAVX2(SB), NOSPLIT, $0-48
+	MOVQ x_base+0(FP), AX
+	MOVQ cs_base+24(FP), CX
+	MOVQ x_len+8(FP), DX
+	SHRQ $0x01, DX
+	MOVQ DX, BX
+	ANDQ $-8, BX
+	MOVQ DX, SI
+	SHLQ $0x02, SI
+	SHLQ $0x03, DX
+	LEAQ (AX)(SI*1), SI
+	LEAQ (CX)(DX*1), DX
+	XORQ DI, DI
+	CMPQ DI, BX
+	JAE  loopdone_1551
+
+loop_1550:
+	VCVTPS2PD  (AX)(DI*4), Y0
+	VCVTPS2PD  (SI)(DI*4), Y1
+	VMOVUPD    (CX)(DI*8), Y2
+	VMOVUPD    (DX)(DI*8), Y3
+	VMULPD     Y2, Y0, Y4
+	VMULPD     Y3, Y1, Y5
+	VSUBPD     Y5, Y4, Y6
+	VMULPD     Y3, Y0, Y4
+	VMULPD     Y2, Y1, Y5
+	VADDPD     Y5, Y4, Y0
+	VCVTPD2PSY Y6, X1
+	VCVTPD2PSY Y0, X0
+	VMOVUPS    X1, (AX)(DI*4)
+	VMOVUPS    X0, (SI)(DI*4)
+	VCVTPS2PD  16(AX)(DI*4), Y0
+	VCVTPS2PD  16(SI)(DI*4), Y1
+	VMOVUPD    32(CX)(DI*8), Y2
+	VMOVUPD    32(DX)(DI*8), Y3
+	VMULPD     Y2, Y0, Y4
+	VMULPD     Y3, Y1, Y5
+	VSUBPD     Y5, Y4, Y6
+	VMULPD     Y3, Y0, Y4
+	VMULPD     Y2, Y1, Y5
+	VADDPD     Y5, Y4, Y0
+	VCVTPD2PSY Y6, X1
+	VCVTPD2PSY Y0, X0
+	VMOVUPS    X1, 16(AX)(DI*4)
+	VMOVUPS    X0, 16(SI)(DI*4)
+	ADDQ       $0x00000008, DI
+	CMPQ       DI, BX
+	JB         loop_1550
+
+loopdone_1551:
+	VZEROUPPER
+	RET
+
+// func ropeNeoxAVX512(x []float32, cs []float64)
+// Requires: AVX, AVX512F
+TEXT ·ropeNeoxAVX512(SB), NOSPLIT, $0-48
+	MOVQ x_base+0(FP), AX
+	MOVQ cs_base+24(FP), CX
+	MOVQ x_len+8(FP), DX
+	SHRQ $0x01, DX
+	MOVQ DX, BX
+	ANDQ $-8, BX
+	MOVQ DX, SI
+	SHLQ $0x02, SI
+	SHLQ $0x03, DX
+	LEAQ (AX)(SI*1), SI
+	LEAQ (CX)(DX*1), DX
+	XORQ DI, DI
+	CMPQ DI, BX
+	JAE  loopdone_1553
+
+loop_1552:
+	VCVTPS2PD (AX)(DI*4), Z0
+	VCVTPS2PD (SI)(DI*4), Z1
+	VMOVUPD   (CX)(DI*8), Z2
+	VMOVUPD   (DX)(DI*8), Z3
+	VMULPD    Z2, Z0, Z4
+	VMULPD    Z3, Z1, Z5
+	VSUBPD    Z5, Z4, Z6
+	VMULPD    Z3, Z0, Z4
+	VMULPD    Z2, Z1, Z5
+	VADDPD    Z5, Z4, Z0
+	VCVTPD2PS Z6, Y1
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y1, (AX)(DI*4)
+	VMOVUPS   Y0, (SI)(DI*4)
+	ADDQ      $0x00000008, DI
+	CMPQ      DI, BX
+	JB        loop_1552
+
+loopdone_1553:
+	VZEROUPPER
+	RET

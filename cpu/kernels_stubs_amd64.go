@@ -326,3 +326,13 @@ func int8LoopAVX2(iters int)
 
 // int8LoopVNNI runs iters iterations of 12 independent int8 multiply-add instructions (768 MACs each iteration), registers only.
 func int8LoopVNNI(iters int)
+
+// ropeNeoxAVX2 is ropeNeox over the first len(x)/2 &^ 7 pairs, 4 pairs a register of float64.
+//
+//go:noescape
+func ropeNeoxAVX2(x []float32, cs []float64)
+
+// ropeNeoxAVX512 is ropeNeox over the first len(x)/2 &^ 7 pairs, 8 pairs a register of float64.
+//
+//go:noescape
+func ropeNeoxAVX512(x []float32, cs []float64)

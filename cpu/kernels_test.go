@@ -951,8 +951,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 25 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 25", checked)
+	if checked != 26 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 26", checked)
 	}
 	// The avxvnni set's own kernels (written by hand, their vpdpbusd as
 	// VEX bytes): the same rule for all of it.
@@ -1272,6 +1272,44 @@ func TestMaxAbs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRopeNeox: each set's ropeNeox against the twin, bit for bit, over
+// head sizes with and without pairs left over after the assembly's
+// eights, values of every magnitude and sign, angles at random.
+func TestRopeNeox(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, n := range []int{0, 1, 2, 6, 14, 16, 17, 18, 30, 32, 34, 46, 64, 96, 128, 130, 256} {
+			for range 20 {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64() * math.Pow(2, float64(rng.IntN(40)-20)))
+				}
+				cs := make([]float64, n+rng.IntN(3))
+				for i := 0; i < n/2; i++ {
+					cs[i], cs[n/2+i] = math.Cos(rng.Float64()*1e4), math.Sin(rng.Float64()*1e4)
+				}
+				want := slices.Clone(x)
+				ropeNeoxGeneric(want, cs)
+				k.ropeNeox(x, cs)
+				for i := range x {
+					if math.Float32bits(x[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("n %d: x[%d] = %v, want %v", n, i, x[i], want[i])
+					}
+				}
+			}
+		}
+		if !panics(func() { k.ropeNeox(make([]float32, 16), make([]float64, 15)) }) {
+			t.Errorf("%s: 16 values turned by 15 cosines and sines did not panic", k.name)
+		}
+	})
+	// The twin is the formula, each product rounded on its own.
+	x, cs := []float32{3, 5}, []float64{0.6, 0.8}
+	ropeNeoxGeneric(x, cs)
+	if want := []float32{float32(3*0.6 - 5*0.8), float32(3*0.8 + 5*0.6)}; !slices.Equal(x, want) {
+		t.Errorf("ropeNeoxGeneric(3, 5 by cos 0.6, sin 0.8) = %v, want %v", x, want)
+	}
 }
 
 // TestElementwise: every set's scaleSums, scaleI8, normScale, reluSqMul and addF32

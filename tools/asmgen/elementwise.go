@@ -236,3 +236,66 @@ func genScaleI8(name string, evex bool) {
 	VZEROUPPER()
 	RET()
 }
+
+const ropeNeoxSig = "func(x []float32, cs []float64)"
+
+// genRopeNeox emits ropeNeox over the first h &^ 7 NEOX pairs (i, i+h),
+// h = len(x)/2: a = x[i], c = x[i+h] widened to float64, x[i] =
+// float32(a·cos − c·sin), x[i+h] = float32(a·sin + c·cos) with cos =
+// cs[i], sin = cs[h+i], each product rounded on its own (no FMA), as the
+// Go twin rounds them; eight pairs a step (one zmm of float64, or two
+// ymm). The Go wrapper turns the pairs left over.
+func genRopeNeox(name string, evex bool) {
+	TEXT(name, NOSPLIT, ropeNeoxSig)
+	Pragma("noescape")
+	lanes := 4
+	wide, narrow := YMM, XMM
+	if evex {
+		lanes, wide, narrow = 8, ZMM, YMM
+	}
+	Doc(fmt.Sprintf("%s is ropeNeox over the first len(x)/2 &^ 7 pairs, %d pairs a register of float64.", name, lanes))
+	x := load(Param("x").Base())
+	cs := load(Param("cs").Base())
+	h := load(Param("x").Len())
+	SHRQ(U8(1), h)
+	n := GP64()
+	MOVQ(h, n)
+	ANDQ(I32(-8), n)
+	hx, hc := GP64(), GP64() // bytes from a pair's first value to its second: 4h, and from its cos to its sin: 8h
+	MOVQ(h, hx)
+	SHLQ(U8(2), hx)
+	MOVQ(h, hc)
+	SHLQ(U8(3), hc)
+	xHi, csHi := GP64(), GP64()
+	LEAQ(Mem{Base: x, Index: hx, Scale: 1}, xHi)
+	LEAQ(Mem{Base: cs, Index: hc, Scale: 1}, csHi)
+	i := GP64()
+	blockLoop(i, n, 8, func() {
+		for k := 0; k < 8; k += lanes {
+			a, c, cos, sin := wide(), wide(), wide(), wide()
+			VCVTPS2PD(Mem{Base: x, Index: i, Scale: 4, Disp: 4 * k}, a)
+			VCVTPS2PD(Mem{Base: xHi, Index: i, Scale: 4, Disp: 4 * k}, c)
+			VMOVUPD(Mem{Base: cs, Index: i, Scale: 8, Disp: 8 * k}, cos)
+			VMOVUPD(Mem{Base: csHi, Index: i, Scale: 8, Disp: 8 * k}, sin)
+			p, q, lo, hi := wide(), wide(), wide(), wide()
+			VMULPD(cos, a, p)
+			VMULPD(sin, c, q)
+			VSUBPD(q, p, lo) // a·cos − c·sin
+			VMULPD(sin, a, p)
+			VMULPD(cos, c, q)
+			VADDPD(q, p, hi) // a·sin + c·cos
+			l, u := narrow(), narrow()
+			if evex {
+				VCVTPD2PS(lo, l)
+				VCVTPD2PS(hi, u)
+			} else {
+				VCVTPD2PSY(lo, l)
+				VCVTPD2PSY(hi, u)
+			}
+			VMOVUPS(l, Mem{Base: x, Index: i, Scale: 4, Disp: 4 * k})
+			VMOVUPS(u, Mem{Base: xHi, Index: i, Scale: 4, Disp: 4 * k})
+		}
+	})
+	VZEROUPPER()
+	RET()
+}

@@ -100,6 +100,8 @@ func main() {
 	genFMALoopAVX512()
 	genInt8Loop("int8LoopAVX2", false)
 	genInt8Loop("int8LoopVNNI", true)
+	genRopeNeox("ropeNeoxAVX2", false)
+	genRopeNeox("ropeNeoxAVX512", true)
 
 	Generate()
 }
