@@ -167,6 +167,18 @@ func genAddF32(name string, isa vecISA) {
 	})
 }
 
+// float64Kernel begins a kernel over float64 lanes and returns how many
+// a register holds (8 in a zmm with evex, else 4 in a ymm) and the
+// allocators of that register and of the one holding as many float32.
+func float64Kernel(name, sig string, evex bool) (lanes int, wide, narrow func() reg.VecVirtual) {
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	if evex {
+		return 8, ZMM, YMM
+	}
+	return 4, YMM, XMM
+}
+
 const scaleI8Sig = "func(out []float32, raw []int32, rowScale []float32, s float64)"
 
 // genScaleI8 emits scaleI8: out[i] = float32(float64(rowScale[i])·s·float64(raw[i])),
@@ -174,13 +186,7 @@ const scaleI8Sig = "func(out []float32, raw []int32, rowScale []float32, s float
 // int32 sums), 2·lanes elements per step (lanes: float64 lanes of a zmm, or
 // of a ymm with evex false), then one at a time.
 func genScaleI8(name string, evex bool) {
-	TEXT(name, NOSPLIT, scaleI8Sig)
-	Pragma("noescape")
-	lanes := 4
-	wide, narrow := YMM, XMM
-	if evex {
-		lanes, wide, narrow = 8, ZMM, YMM
-	}
+	lanes, wide, narrow := float64Kernel(name, scaleI8Sig, evex)
 	Doc(fmt.Sprintf("%s is scaleI8: out[i] = float32(float64(rowScale[i])·s·float64(raw[i])), %d elements per step, then one at a time.", name, 2*lanes))
 	out := load(Param("out").Base())
 	raw := load(Param("raw").Base())
@@ -246,13 +252,7 @@ const ropeNeoxSig = "func(x []float32, cs []float64)"
 // Go twin rounds them; eight pairs a step (one zmm of float64, or two
 // ymm). The Go wrapper turns the pairs left over.
 func genRopeNeox(name string, evex bool) {
-	TEXT(name, NOSPLIT, ropeNeoxSig)
-	Pragma("noescape")
-	lanes := 4
-	wide, narrow := YMM, XMM
-	if evex {
-		lanes, wide, narrow = 8, ZMM, YMM
-	}
+	lanes, wide, narrow := float64Kernel(name, ropeNeoxSig, evex)
 	Doc(fmt.Sprintf("%s is ropeNeox over the first len(x)/2 &^ 7 pairs, %d pairs a register of float64.", name, lanes))
 	x := load(Param("x").Base())
 	cs := load(Param("cs").Base())
