@@ -498,10 +498,7 @@ func rope(k kernels, x []float32, cs []float64, interleaved bool) {
 	half := len(x) / 2
 	for i := 0; i < half; i++ {
 		cos, sin := cs[i], cs[half+i]
-		lo, hi := 2*i, 2*i+1
-		a, c := float64(x[lo]), float64(x[hi])
-		x[lo] = float32(float64(a*cos) - float64(c*sin))
-		x[hi] = float32(float64(a*sin) + float64(c*cos))
+		x[2*i], x[2*i+1] = turn(x[2*i], x[2*i+1], cos, sin)
 	}
 }
 

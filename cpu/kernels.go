@@ -588,16 +588,20 @@ var f16Table = func() *[1 << 16]float32 {
 // ropeNeoxGeneric is ropeNeox, a pair at a time.
 func ropeNeoxGeneric(x []float32, cs []float64) { ropePairs(x, cs, 0) }
 
-// ropePairs turns the NEOX pairs i ≥ from of x as ropeNeox does. The
-// explicit conversions keep the compiler from fusing a product into the
-// sum (Go may fuse x·y ± z, and the assembly does not).
+// ropePairs turns the NEOX pairs i ≥ from of x as ropeNeox does.
 func ropePairs(x []float32, cs []float64, from int) {
 	h := len(x) / 2
 	x, cs = x[:2*h], cs[:2*h]
 	for i := from; i < h; i++ {
-		cos, sin := cs[i], cs[h+i]
-		a, c := float64(x[i]), float64(x[h+i])
-		x[i] = float32(float64(a*cos) - float64(c*sin))
-		x[h+i] = float32(float64(a*sin) + float64(c*cos))
+		x[i], x[h+i] = turn(x[i], x[h+i], cs[i], cs[h+i])
 	}
+}
+
+// turn is one RoPE pair (a, c) turned by the angle of cos and sin, in
+// float64: (a·cos − c·sin, a·sin + c·cos). The explicit conversions keep
+// the compiler from fusing a product into the sum (Go may fuse x·y ± z,
+// and the assembly does not).
+func turn(x0, x1 float32, cos, sin float64) (float32, float32) {
+	a, c := float64(x0), float64(x1)
+	return float32(float64(a*cos) - float64(c*sin)), float32(float64(a*sin) + float64(c*cos))
 }

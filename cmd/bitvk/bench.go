@@ -354,10 +354,12 @@ func printScaling(w io.Writer, results []benchResult) {
 	}
 	base := map[test]benchResult{}
 	var order []test
+	var decode []benchResult
 	for _, r := range results {
 		if r.Backend != "CPU" || r.NGen == 0 || r.NPrompt != 0 || r.AvgTs <= 0 || r.BandwidthGBs <= 0 {
 			continue
 		}
+		decode = append(decode, r)
 		k := test{r.Head, r.Kernels, r.NGen, r.NDepth}
 		b, ok := base[k]
 		if !ok {
@@ -369,9 +371,8 @@ func printScaling(w io.Writer, results []benchResult) {
 	}
 	for _, k := range order {
 		b := base[k]
-		for _, r := range results {
-			if r.Backend != "CPU" || r.NPrompt != 0 || r.AvgTs <= 0 || r.BandwidthGBs <= 0 ||
-				(test{r.Head, r.Kernels, r.NGen, r.NDepth}) != k || r.NThreads <= b.NThreads {
+		for _, r := range decode {
+			if (test{r.Head, r.Kernels, r.NGen, r.NDepth}) != k || r.NThreads <= b.NThreads {
 				continue
 			}
 			depth := ""
