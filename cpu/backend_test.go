@@ -173,7 +173,7 @@ func TestForwardAllocatesNothing(t *testing.T) {
 
 func forwardAllocs(t *testing.T, m *nntest.Model) {
 	for _, threads := range []int{1, 2} {
-		for _, head := range []nn.HeadType{nn.HeadStored, nn.HeadQ8, nn.HeadQ6_K} {
+		for _, head := range []nn.HeadType{nn.HeadStored, nn.HeadQ8, nn.HeadQ6_K, nn.HeadQ4_0} {
 			b, err := New(m.Config, m.Weights, Options{Threads: threads, Context: 32, Batch: 8, Head: head, Slots: 2})
 			if err != nil {
 				t.Fatal(err)

@@ -37,7 +37,7 @@ func TestConformanceForward(t *testing.T) {
 func TestConformanceBatchInvariance(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
 		for _, threads := range []int{1, 3} {
-			for _, head := range []nn.HeadType{nn.HeadStored, nn.HeadQ8, nn.HeadQ6_K} {
+			for _, head := range []nn.HeadType{nn.HeadStored, nn.HeadQ8, nn.HeadQ6_K, nn.HeadQ4_0} {
 				t.Run(string(head), func(t *testing.T) {
 					nntest.BatchInvariance(t, func(c *nn.Config, w *nn.Weights, ctx int) (nn.Backend, error) {
 						return New(c, w, Options{Threads: threads, Context: ctx, Batch: 7, Head: head})

@@ -20,20 +20,29 @@ import (
 //     the file stores (or the conversion made): logits[r] =
 //     (Σ_g scale_r,g·Σ_{i∈g} c_r,i·x8_i)/s, the inner sums exact, the outer
 //     in the kernel's order (dotBlockRows). Held as 8-bit codes plus a float32 per group
-//     (9 or 10 bits a value against Q4_0's 4.5 and Q6_K's 6.6 in the file).
+//     (9 or 10 bits a value against Q8_0's 8.5 and Q6_K's 6.6 in the file).
+//     Q4_0 is held as the file holds it, 4-bit codes and a float16 per
+//     group of 32 (4.5 bits a value; dotNibbleRows), when embd is a
+//     multiple of 128, so a decode step reads half the bytes for it.
 type head struct {
 	rows, n int
 	typ     nn.HeadType // f16, q8, or a block type
 	f16     []uint16    // [vocab][embd] float16 bits, or nil
 	q8      []int8      // [vocab][embd] int8 rows or block codes, or nil
 	q8Scale []float32   // [vocab] row scales (q8), or [vocab][embd/group] group scales
+	q4      []byte      // [vocab][embd/2] Q4_0 codes in nibbleRow's layout, or nil
+	q4Scale []uint16    // [vocab][embd/32] their float16 scales
 	group   int         // values per scale of a block type, else 0
 }
 
 // bytes is the memory one pass over the head reads.
 func (h *head) bytes() int64 {
-	return int64(2*len(h.f16) + len(h.q8) + 4*len(h.q8Scale))
+	return int64(2*len(h.f16) + len(h.q8) + 4*len(h.q8Scale) + len(h.q4) + 2*len(h.q4Scale))
 }
+
+// int8 reports whether the head multiplies int8 activations (every form
+// but float16).
+func (h *head) int8() bool { return h.f16 == nil }
 
 // releaseRows is how many converted head rows go before their file pages
 // are released.
@@ -52,6 +61,9 @@ func newHead(p *pool, a *weightArena, w *nn.Weights, ht nn.HeadType) (*head, err
 	// released as the copy goes, as for the conversions below.
 	copyF16 := ht == nn.HeadF16 && t.Type == nn.TypeF16
 	switch {
+	case ht == nn.HeadQ4_0 && h.n%128 == 0:
+		h.q4 = a.bytes(h.rows * h.n / 2)
+		h.q4Scale = a.f16(h.rows * h.n / 32)
 	case ht == nn.HeadQ8:
 		h.q8 = a.i8(h.rows * h.n)
 		h.q8Scale = make([]float32, h.rows)
@@ -68,9 +80,16 @@ func newHead(p *pool, a *weightArena, w *nn.Weights, ht nn.HeadType) (*head, err
 	rowBytes := len(t.Data) / max(t.Out, 1)
 	p.run(h.rows, 64, func(wk, lo, hi int) {
 		row := make([]float32, h.n)
+		var codes []int8
+		var scales []float32
+		if h.q4 != nil {
+			codes, scales = make([]int8, h.n), make([]float32, h.n/32)
+		}
 		done := lo // rows [lo, done) converted and released
 		for r := lo; r < hi && errs[wk] == nil; r++ {
-			if copyF16 {
+			if h.q4 != nil {
+				errs[wk] = packNibbles(t, r, h.q4[r*h.n/2:(r+1)*h.n/2], h.q4Scale[r*h.n/32:(r+1)*h.n/32], codes, scales, row)
+			} else if copyF16 {
 				copy(h.f16[r*h.n:(r+1)*h.n], f16View(t.Data[r*rowBytes:(r+1)*rowBytes]))
 			} else if h.group > 0 {
 				g := h.n / h.group
@@ -103,6 +122,29 @@ func newHead(p *pool, a *weightArena, w *nn.Weights, ht nn.HeadType) (*head, err
 	// Embedding lookups still read the tied tensor's rows, a few pages per
 	// token; the head no longer streams it.
 	return h, nil
+}
+
+// packNibbles writes row r of the Q4_0 head t (or of t converted to Q4_0)
+// in dotNibbleRows' form: its codes into dst in nibbleRow's layout, its
+// scales as float16 bits. codes, scales and row are scratch.
+func packNibbles(t nn.Tensor, r int, dst []byte, dstScales []uint16, codes []int8, scales, row []float32) error {
+	if err := nn.HeadBlocks(t, r, nn.HeadQ4_0, codes, scales, row); err != nil {
+		return err
+	}
+	for i, c := range codes {
+		if c < -8 || c > 7 {
+			return fmt.Errorf("row %d: Q4_0 code %d at %d is outside [-8, 7]", r, c, i)
+		}
+	}
+	nibbleRow(dst, codes)
+	for g, s := range scales {
+		h := nn.F32ToF16(s)
+		if nn.F16ToF32(h) != s && !(s != s) {
+			return fmt.Errorf("row %d: Q4_0 scale %g of group %d is not a float16", r, s, g)
+		}
+		dstScales[g] = h
+	}
+	return nil
 }
 
 // quantizeRow writes row as int8 in [−127, 127] with the scale
@@ -138,7 +180,7 @@ type headScratch struct {
 
 func (h *head) newScratch() headScratch {
 	var s headScratch
-	if h.q8 != nil {
+	if h.int8() {
 		s.hq = make([]int8, headTile*h.n)
 	}
 	if h.typ == nn.HeadQ8 {
@@ -158,12 +200,16 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 	n := h.n
 	j := &sc.job
 	*j = headJob{h: h, k: k, sc: sc, xn: xn, T: T, out: out}
-	if h.q8 != nil {
+	if h.int8() {
 		for t := 0; t < T; t++ {
 			j.scale[t] = quantizeRow(sc.hq[t*n:(t+1)*n], xn[t*n:(t+1)*n]) // = max|xn|/127: x ≈ s·x8
 		}
 	}
-	if h.group > 0 {
+	if h.q4 != nil {
+		for t := 0; t < T; t++ {
+			nibbleBias(sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4])
+		}
+	} else if h.group > 0 {
 		j.bk, j.bm = k.dotBlockRows, k.dotBlockMatMul
 		if n%64 != 0 { // the assembly takes whole 64-byte steps
 			j.bk, j.bm = generic.dotBlockRows, generic.dotBlockMatMul
@@ -173,6 +219,19 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 		}
 	}
 	p.runChunksJob(h.rows, 64, j)
+}
+
+// scaleBlocks multiplies the block head's sums in rows lo…hi of every
+// token's logits by the token's activation scale.
+func (j *headJob) scaleBlocks(lo, hi int) {
+	v := j.h.rows
+	for t := 0; t < j.T; t++ {
+		s := float64(j.scale[t])
+		ot := j.out[t*v+lo : t*v+hi]
+		for r, sum := range ot {
+			ot[r] = float32(float64(sum) * s)
+		}
+	}
 }
 
 // headJob is logits' pool job: rows lo…hi of every token's logits.
@@ -192,7 +251,16 @@ func (j *headJob) do(_, lo, hi int) {
 	h, k, sc, T, out := j.h, &j.k, j.sc, j.T, j.out
 	n, v := h.n, h.rows
 	switch {
-	case h.q8 == nil:
+	case h.q4 != nil:
+		// Every token's rows by the row kernel itself: the head is
+		// batch-invariant.
+		if T == 1 {
+			k.dotNibbleRows(h.q4[lo*n/2:hi*n/2], h.q4Scale[lo*n/32:hi*n/32], sc.hq[:n], sc.hBias[:n/4], out[lo:hi])
+		} else {
+			blockedNibbles(k.dotNibbleRows, h.q4[lo*n/2:hi*n/2], h.q4Scale[lo*n/32:hi*n/32], hi-lo, sc.hq[:T*n], sc.hBias[:T*n/4], n, T, out[lo:], v)
+		}
+		j.scaleBlocks(lo, hi)
+	case h.f16 != nil:
 		if T == 1 {
 			k.dotF16Rows(h.f16[lo*n:], n, j.xn[:n], out[lo:hi])
 		} else {
@@ -207,13 +275,7 @@ func (j *headJob) do(_, lo, hi int) {
 		} else {
 			j.bm(h.q8[lo*n:hi*n], h.q8Scale[lo*G:hi*G], h.group, hi-lo, sc.hq[:T*n], sc.hBias[:T*n/4], n, T, out[lo:], v)
 		}
-		for t := 0; t < T; t++ {
-			s := float64(j.scale[t])
-			ot := out[t*v+lo : t*v+hi]
-			for r, sum := range ot {
-				ot[r] = float32(float64(sum) * s)
-			}
-		}
+		j.scaleBlocks(lo, hi)
 	default:
 		raw := sc.hRaw
 		if T == 1 {

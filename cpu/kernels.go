@@ -108,6 +108,16 @@ type kernels struct {
 	// value bit-identical to what the set's dotBlockRows gives.
 	dotBlockMatMul func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)
 
+	// dotNibbleRows computes out[r] = Σ_g f16(scales[r·G+g])·Σ_{i<32}
+	// (nibble(w_r, 32g+i) − 8)·x[32g+i] for r < len(out), n = len(x) (a
+	// multiple of 128), G = n/32, |x| ≤ 127: a Q4_0 head held in its own
+	// 4.5 bits a value (nibbleRow's layout: the codes of each 128 in the
+	// 64 bytes of a row's step, value j in the low half of byte j and value
+	// 64+j in the high half; a row is n/2 bytes, its float16 scales n/32
+	// values). Each group's sum is exact; the float32 summation order is
+	// the kernel's own. xBias [n/4] must hold nibbleBias(x).
+	dotNibbleRows func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
+
 	// f32ToF16 sets dst[i] to the float16 bits of src[i] (round to nearest
 	// even) for i < len(src): the K/V cache writes. roundF16 sets dst[i] =
 	// float32(float16(src[i])): attention's queries. Both equal the twins
@@ -199,6 +209,7 @@ var generic = kernels{
 	dotI8MatMul:    dotI8MatMulGeneric,
 	dotBlockRows:   dotBlockRowsGeneric,
 	dotBlockMatMul: blockedBlocks(dotBlockRowsGeneric),
+	dotNibbleRows:  dotNibbleRowsGeneric,
 	f32ToF16:       f32ToF16Generic,
 	roundF16:       roundF16Generic,
 	maxAbs:         maxAbsGeneric,
@@ -474,6 +485,66 @@ func dotBlockRowsGeneric(w []int8, scales []float32, group int, x []int8, _ []in
 			acc += float64(gs) * float64(sum)
 		}
 		out[r] = float32(acc)
+	}
+}
+
+func dotNibbleRowsGeneric(w []byte, scales []uint16, x []int8, _ []int32, out []float32) {
+	n := len(x)
+	G := n / 32
+	for r := range out {
+		row, rs := w[r*n/2:(r+1)*n/2], scales[r*G:(r+1)*G]
+		var acc float64
+		for g, gs := range rs {
+			var sum int32
+			for i := 32 * g; i < 32*g+32; i++ {
+				sum += (int32(nibble(row, i)) - 8) * int32(x[i])
+			}
+			acc += float64(f16Table[gs]) * float64(sum)
+		}
+		out[r] = float32(acc)
+	}
+}
+
+// nibble returns value i (0…15) of a row in dotNibbleRows' layout.
+func nibble(row []byte, i int) byte {
+	b := row[i/128*64+i%64]
+	if i%128 >= 64 {
+		return b >> 4
+	}
+	return b & 15
+}
+
+// nibbleRow packs the codes c (each in [−8, 7], len(c) a multiple of 128)
+// into dst [len(c)/2] in dotNibbleRows' layout, as c+8.
+func nibbleRow(dst []byte, c []int8) {
+	for i := 0; i < len(c); i += 128 {
+		for j := 0; j < 64; j++ {
+			dst[i/2+j] = byte(c[i+j]+8) | byte(c[i+64+j]+8)<<4
+		}
+	}
+}
+
+// nibbleBias writes dst[j] = −8·(x[4j] + … + x[4j+3]) for j < len(x)/4:
+// what dotNibbleRows, which multiplies the nibbles c+8, starts each lane
+// from.
+func nibbleBias(x []int8, dst []int32) {
+	for j := range dst[:len(x)/4] {
+		dst[j] = -8 * (int32(x[4*j]) + int32(x[4*j+1]) + int32(x[4*j+2]) + int32(x[4*j+3]))
+	}
+}
+
+// blockedNibbles is the few-token form of a set's dotNibbleRows: over
+// blocks of rowBlock rows (which stay in L2 while every token passes),
+// each token's rows summed by the row kernel itself, so that a batch gives
+// each token its one-token bits. out[t·outStride + r] for r < rows, t <
+// tokens; x [tokens][n], xBias [tokens][n/4].
+func blockedNibbles(rowsFn func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32), w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+	G := n / 32
+	for r0 := 0; r0 < rows; r0 += rowBlock {
+		r1 := min(r0+rowBlock, rows)
+		for t := 0; t < tokens; t++ {
+			rowsFn(w[r0*n/2:r1*n/2], scales[r0*G:r1*G], x[t*n:(t+1)*n], xBias[t*n/4:(t+1)*n/4], out[t*outStride+r0:t*outStride+r1])
+		}
 	}
 }
 

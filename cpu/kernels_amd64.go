@@ -48,6 +48,7 @@ var avx2Kernels = kernels{
 	dotI8MatMul:    checkDotI8MatMul(blockedI8(checkDotI8Rows(dotI8RowsAVX2))),
 	dotBlockRows:   checkDotBlockRows(dotBlockRowsAVX2),
 	dotBlockMatMul: checkDotBlockMatMul(blockedBlocks(checkDotBlockRows(dotBlockRowsAVX2))),
+	dotNibbleRows:  checkDotNibbleRows(dotNibbleRowsGeneric),
 	f32ToF16:       checkF32ToF16(f32ToF16AVX2),
 	roundF16:       checkRoundF16(roundF16AVX2),
 	maxAbs:         maxAbsAVX2,
@@ -83,6 +84,7 @@ var avx512VNNIKernels = kernels{
 	dotBlockRows:  checkDotBlockRows(forCPU(dotBlockRowsVNNI, dotBlockRowsVNNIHW)),
 	dotBlockMatMul: checkDotBlockMatMul(wholeBlocks(forCPU(dotBlockMatMulVNNI, dotBlockMatMulVNNIHW),
 		blockedBlocks(checkDotBlockRows(forCPU(dotBlockRowsVNNI, dotBlockRowsVNNIHW))))),
+	dotNibbleRows:  checkDotNibbleRows(dotNibbleRowsGeneric),
 	f32ToF16:       checkF32ToF16(f32ToF16AVX512),
 	roundF16:       checkRoundF16(roundF16AVX512),
 	maxAbs:         maxAbsAVX512,
@@ -259,6 +261,21 @@ func checkDotBlockRows(f func(w []int8, scales []float32, group int, x []int8, x
 				len(out), n, group, len(w), len(scales), len(xBias)))
 		}
 		f(w, scales, group, x, xBias, out)
+	}
+}
+
+func checkDotNibbleRows(f func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)) func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32) {
+	return func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32) {
+		n := len(x)
+		if n%128 != 0 || len(xBias) < n/4 || !rowsFit(len(w), n/2, n/2, len(out)) || !rowsFit(len(scales), n/32, n/32, len(out)) {
+			panic(fmt.Sprintf("cpu: dotNibbleRows: %d rows of %d codes do not fit w %d, scales %d, xBias %d (or n is not a multiple of 128)",
+				len(out), n, len(w), len(scales), len(xBias)))
+		}
+		if n == 0 {
+			clear(out)
+			return
+		}
+		f(w, scales, x, xBias, out)
 	}
 }
 

@@ -744,6 +744,71 @@ func TestDotBlockRows(t *testing.T) {
 	})
 }
 
+// TestDotNibbleRows: the nibble twin gives the block twin's bits for the
+// same codes and scales (its layout unpacked), and every set's kernel
+// agrees with the twin within float32 rounding, for every row remainder,
+// random and extreme codes, and leaves the gaps around out untouched.
+func TestDotNibbleRows(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, n := range []int{0, 128, 256, 2560} {
+			for _, rows := range testRows {
+				for _, extreme := range []bool{false, true} {
+					G := n / 32
+					codes, x, scales, w, h := randomNibbleHead(rng, n, rows, extreme)
+					bias := make([]int32, n/4)
+					nibbleBias(x, bias)
+					want, block := make([]float32, rows), make([]float32, rows)
+					dotNibbleRowsGeneric(w, h, x, bias, want)
+					dotBlockRowsGeneric(codes, scales, 32, x, nil, block)
+					out, all := poisoned(rows, 1+rng.IntN(7), 16, float32(math.NaN()))
+					k.dotNibbleRows(w, h, x, bias, out)
+					for r := range out {
+						if math.Float32bits(want[r]) != math.Float32bits(block[r]) {
+							t.Fatalf("n %d rows %d row %d: nibble twin %g, block twin %g", n, rows, r, want[r], block[r])
+						}
+						var abs float64
+						for i := 0; i < n; i++ {
+							abs += math.Abs(float64(scales[r*G+i/32]) * float64(codes[r*n+i]) * float64(x[i]))
+						}
+						if d := math.Abs(float64(out[r]) - float64(want[r])); !(d <= relF16*abs) {
+							t.Fatalf("n %d rows %d row %d: %g, twin %g (Σ|swx| %g)", n, rows, r, out[r], want[r], abs)
+						}
+					}
+					checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
+				}
+			}
+		}
+	})
+}
+
+// randomNibbleHead returns rows × n Q4_0 codes in [−8, 7] with float16
+// group scales (as the block twin takes them, and packed: nibbleRow's rows
+// and the scales' bits) and n activations: random, or (extreme) the
+// extreme codes and activations.
+func randomNibbleHead(rng *rand.Rand, n, rows int, extreme bool) (codes, x []int8, scales []float32, w []byte, h []uint16) {
+	codes = randomI8(rng, rows*n, -8, 7, 7)
+	x = randomI8(rng, n, -127, 127, 127)
+	if extreme {
+		for i := range codes {
+			codes[i] = []int8{-8, 7}[i%2]
+		}
+		for i := range x {
+			x[i] = []int8{-127, 127}[i/3%2]
+		}
+	}
+	scales, h = make([]float32, rows*(n/32)), make([]uint16, rows*(n/32))
+	for i := range scales {
+		h[i] = nn.F32ToF16(float32(rng.NormFloat64()))
+		scales[i] = nn.F16ToF32(h[i])
+	}
+	w = make([]byte, rows*n/2)
+	for r := 0; r < rows; r++ {
+		nibbleRow(w[r*n/2:(r+1)*n/2], codes[r*n:(r+1)*n])
+	}
+	return codes, x, scales, w, h
+}
+
 // TestDotBlockMatMul: every set's few-token block head gives each token
 // exactly (bit for bit) what the set's dotBlockRows gives that token alone
 // (the batch invariance speculative decoding relies on), for both group
@@ -872,6 +937,9 @@ func TestBoundsChecked(t *testing.T) {
 			"dotI8Rows": func() { k.dotI8Rows(make([]int8, 9), 5, make([]int8, 5), make([]int32, 2)) },
 			"dotBlockRows": func() {
 				k.dotBlockRows(make([]int8, 127), make([]float32, 8), 32, make([]int8, 64), make([]int32, 16), make([]float32, 2))
+			},
+			"dotNibbleRows": func() {
+				k.dotNibbleRows(make([]byte, 127), make([]uint16, 8), make([]int8, 128), make([]int32, 32), make([]float32, 2))
 			},
 			"dotBlockMatMul": func() {
 				k.dotBlockMatMul(make([]int8, 127), make([]float32, 8), 32, 2, make([]int8, 64), make([]int32, 16), 64, 1, make([]float32, 2), 2)

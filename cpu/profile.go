@@ -24,7 +24,7 @@ var stageNames = [numStages]struct{ label, kernel string }{
 	stageAttention: {"attention", "dotF16Rows, axpyF16Rows"},
 	stageRopeKV:    {"RoPE, K/V cache writes", "Go"},
 	stageNorm:      {"norms, quantization, activation, residual", "Go"},
-	stageHead:      {"output head (with its norm)", "dotF16Rows, dotI8Rows, dotBlockRows"},
+	stageHead:      {"output head (with its norm)", "dotF16Rows, dotI8Rows, dotBlockRows, dotNibbleRows"},
 	stageOther:     {"embedding, RoPE table, rest", "Go"},
 }
 
