@@ -278,6 +278,11 @@ func (b *Backend) stepBytes() int64 {
 	return n
 }
 
+// HeadBytes is what one pass over the output head reads: its weights in
+// the form the backend holds them (a Q4_0 head in its 4.5 bits a value,
+// the other block types as 8-bit codes and float32 scales).
+func (b *Backend) HeadBytes() int64 { return b.head.bytes() }
+
 // DecodeThreads is the threads a decode step runs on: Threads, or one for
 // a model that reads under soloBytes a token (its prompts take Threads).
 func (b *Backend) DecodeThreads() int {

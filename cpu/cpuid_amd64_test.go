@@ -21,7 +21,7 @@ func TestCPUVendorFamily(t *testing.T) {
 }
 
 // TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512,
-// ternaryRowsVNNI, dotI8RowsVNNI and dotBlockRowsVNNI, and of the
+// ternaryRowsVNNI, dotI8RowsVNNI, dotBlockRowsVNNI and dotNibbleRowsVNNI, and of the
 // few-token kernels (ternaryMatMulVNNI, dotI8MatMulVNNI, dotF16MatMul,
 // dotBlockMatMulVNNI),
 // whichever this machine takes, give the bits of the plain ones on every
@@ -102,6 +102,21 @@ func TestPrefetchVersions(t *testing.T) {
 					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
 						t.Fatalf("dotBlockRowsVNNIHW: group %d n %d rows %d row %d: %g, dotBlockRowsVNNI %g", group, n, rows, r, out[r], want[r])
 					}
+				}
+			}
+		}
+	}
+	for _, n := range []int{128, 256, 2560} {
+		for _, rows := range testRows {
+			_, x, _, w, scales := randomNibbleHead(rng, n, rows, false)
+			bias := make([]int32, n/4)
+			nibbleBias(x, bias)
+			want, out := make([]float32, rows), make([]float32, rows)
+			dotNibbleRowsVNNI(w, scales, x, bias, want)
+			dotNibbleRowsVNNIHW(w, scales, x, bias, out)
+			for r := range out {
+				if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
+					t.Fatalf("dotNibbleRowsVNNIHW: n %d rows %d row %d: %g, dotNibbleRowsVNNI %g", n, rows, r, out[r], want[r])
 				}
 			}
 		}

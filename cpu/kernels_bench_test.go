@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/bitvk/bitvk/nn"
 )
 
 // Kernel benchmarks at the shapes of the 2B model, one thread, for every
@@ -68,6 +70,27 @@ func blockScales(rows, n, group int) []float32 {
 		scales[i] = float32(i%13) / 7
 	}
 	return scales
+}
+
+// nibbleHead returns a rows × n Q4_0 head slice in dotNibbleRows' form
+// (codes and float16 scales, in huge pages as a loaded head's) and an
+// activation vector with its nibbleBias.
+func nibbleHead(rows, n int) (w []byte, scales []uint16, x []int8, bias []int32) {
+	a := new(weightArena)
+	w, scales = a.bytes(rows*n/2), a.f16(rows*n/32)
+	for i := range w {
+		w[i] = byte(i * 37)
+	}
+	for i := range scales {
+		scales[i] = nn.F32ToF16(float32(i%13) / 7)
+	}
+	x = make([]int8, n)
+	for i := range x {
+		x[i] = int8(i%255 - 127)
+	}
+	bias = make([]int32, n/4)
+	nibbleBias(x, bias)
+	return w, scales, x, bias
 }
 
 // f16Head returns a rows × n float16 head slice, an activation vector
@@ -407,6 +430,19 @@ func BenchmarkDotBlockRows(b *testing.B) {
 	}
 }
 
+// BenchmarkDotNibbleRows: a 65536-row slice of a Q4_0 head held in its
+// 4.5 bits (dotNibbleRows); MB/s counts the codes and the float16 scales.
+func BenchmarkDotNibbleRows(b *testing.B) {
+	const rows, n = 65536, 2560
+	w, scales, x, bias := nibbleHead(rows, n)
+	out := make([]float32, rows)
+	for _, k := range kernelSets() {
+		b.Run(k.name, func(b *testing.B) {
+			probed(b, len(w)+2*len(scales), func(int) { k.dotNibbleRows(w, scales, x, bias, out) })
+		})
+	}
+}
+
 // BenchmarkSumSquares: rmsNorm's in-order float64 sum of squares over a
 // row of the 2B shape's widths (a decode step has 90 of 2560 and 30 of
 // 6912), per set: Gaussian values, as the residual stream's, and at 6912
@@ -539,6 +575,15 @@ func BenchmarkRowsThreads(b *testing.B) {
 			})
 		}})
 	}
+	// A Q4_0 head in its 4.5 bits: twice the rows, so that the slice
+	// (94 MB) is as far beyond L3 as the others.
+	wn, sn, xn, bn := nibbleHead(2*rows, n)
+	outN := make([]float32, 2*rows)
+	kernels = append(kernels, kernel{"dotNibbleRows/group32", len(wn) + 2*len(sn), func(p *pool, _ int) {
+		p.runChunks(2*rows, 64, func(_, lo, hi int) {
+			k.dotNibbleRows(wn[lo*n/2:hi*n/2], sn[lo*n/32:hi*n/32], xn, bn, outN[lo:hi])
+		})
+	}})
 	for _, kn := range kernels {
 		for _, t := range threads {
 			b.Run(fmt.Sprintf("%s/%s/threads%d", k.name, kn.name, t), func(b *testing.B) {

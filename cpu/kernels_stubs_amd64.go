@@ -336,3 +336,18 @@ func ropeNeoxAVX2(x []float32, cs []float64)
 //
 //go:noescape
 func ropeNeoxAVX512(x []float32, cs []float64)
+
+// dotNibbleRowsAVX2 is dotNibbleRows with AVX2: 2 rows at a time, vpmaddubsw(nibbles, x), vpmaddwd by 1, plus −8·Σx, FMA by the group scales.
+//
+//go:noescape
+func dotNibbleRowsAVX2(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
+
+// dotNibbleRowsVNNI is dotNibbleRows with AVX-512 VNNI: 2 rows at a time, vpdpbusd(nibbles, x) from −8·Σx, FMA by the group scales.
+//
+//go:noescape
+func dotNibbleRowsVNNI(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
+
+// dotNibbleRowsVNNIHW is dotNibbleRowsVNNI (the same bits) without software prefetches.
+//
+//go:noescape
+func dotNibbleRowsVNNIHW(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)

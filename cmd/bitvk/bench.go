@@ -609,8 +609,9 @@ func benchBase(m *model, head string, threads int, bw float64) benchResult {
 
 // bytesPerToken is what one decode step reads from memory: every ternary
 // projection, the norms and the output head as the backend holds it
-// (m.head: float16 rows; int8 rows and a scale per row with q8; int8
-// codes and a float32 scale per group for the block types).
+// (the CPU backend says what its head reads, HeadBytes; otherwise m.head:
+// float16 rows; int8 rows and a scale per row with q8; int8 codes and a
+// float32 scale per group for the block types).
 // The K/V cache read grows with the position; bench's short runs keep it
 // under 1% of the weights, and it is left out.
 func bytesPerToken(m *model) int64 {
@@ -623,6 +624,9 @@ func bytesPerToken(m *model) int64 {
 	}
 	n += int64(len(w.OutputNorm.Data))
 	weights := int64(w.Output.In * w.Output.Out)
+	if hb, ok := m.backend.(interface{ HeadBytes() int64 }); ok {
+		return n + hb.HeadBytes() // the head as the backend holds it
+	}
 	switch g := m.head.Group(); {
 	case m.head == nn.HeadQ8:
 		n += weights + 4*int64(w.Output.Out)

@@ -166,13 +166,22 @@ func blockRowsBody(group int, width int, evex bool) {
 		}
 		return sums
 	}
+	blockRows(rowSums, func() reg.GPVirtual { return load(Param("x").Len()) }, scaleRowBytes)
+}
+
+// blockRows emits the row loop of a dotBlockRows or dotNibbleRows kernel
+// around rowSums (see blockRowsBody): rows i and rows/2+i together, or in
+// a HW version four rows a quarter of the slice apart (blockRowsSpread).
+// codeRowBytes and scaleRowBytes return new registers holding the bytes of
+// a row's codes and of its scales.
+func blockRows(rowSums func(q, s []reg.GPVirtual) []reg.VecVirtual, codeRowBytes, scaleRowBytes func() reg.GPVirtual) {
 	if hwPrefetchOnly {
-		blockRowsSpread(rowSums, scaleRowBytes)
+		blockRowsSpread(rowSums, codeRowBytes, scaleRowBytes)
 		return
 	}
 	w := load(Param("w").Base())
 	sc := load(Param("scales").Base())
-	n := load(Param("x").Len())
+	n := codeRowBytes()
 	out := load(Param("out").Base())
 	rows := load(Param("out").Len())
 	srb := scaleRowBytes()
@@ -231,7 +240,7 @@ func blockRowsBody(group int, width int, evex bool) {
 // around them kept on the stack, for want of registers), then the last
 // rows % 4 one at a time. Each row is reduced alone, so its bits are
 // those of the 2-row version.
-func blockRowsSpread(rowSums func(q, s []reg.GPVirtual) []reg.VecVirtual, scaleRowBytes func() reg.GPVirtual) {
+func blockRowsSpread(rowSums func(q, s []reg.GPVirtual) []reg.VecVirtual, codeRowBytes, scaleRowBytes func() reg.GPVirtual) {
 	Q, W, SC, OUT, CNT := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	for _, v := range []struct {
 		m Mem
@@ -260,7 +269,7 @@ func blockRowsSpread(rowSums func(q, s []reg.GPVirtual) []reg.VecVirtual, scaleR
 	}
 	loop := label("quads")
 	Label(loop)
-	q := quarters(W, load(Param("x").Len()))
+	q := quarters(W, codeRowBytes())
 	s := quarters(SC, scaleRowBytes())
 	sums := rowSums(q, s)
 	o, g := GP64(), GP64()
@@ -270,7 +279,7 @@ func blockRowsSpread(rowSums func(q, s []reg.GPVirtual) []reg.VecVirtual, scaleR
 	for k, sum := range sums {
 		VMOVSS(sum, quarterAt(o, g, k))
 	}
-	ADDQ(load(Param("x").Len()), W)
+	ADDQ(codeRowBytes(), W)
 	ADDQ(scaleRowBytes(), SC)
 	ADDQ(U8(4), OUT)
 	DECQ(CNT)
@@ -281,7 +290,7 @@ func blockRowsSpread(rowSums func(q, s []reg.GPVirtual) []reg.VecVirtual, scaleR
 	MOVQ(W, w)
 	MOVQ(SC, sc)
 	MOVQ(OUT, out)
-	qs, oq := load(Param("x").Len()), GP64()
+	qs, oq := codeRowBytes(), GP64()
 	IMULQ(Q, qs) // bytes of codes between the quarters
 	MOVQ(Q, oq)
 	SHLQ(U8(2), oq) // bytes between their outputs
@@ -296,7 +305,7 @@ func blockRowsSpread(rowSums func(q, s []reg.GPVirtual) []reg.VecVirtual, scaleR
 	JZ(LabelRef(oneDone))
 	Label(one)
 	VMOVSS(rowSums([]reg.GPVirtual{w}, []reg.GPVirtual{sc})[0], Mem{Base: out})
-	ADDQ(load(Param("x").Len()), w)
+	ADDQ(codeRowBytes(), w)
 	ADDQ(scaleRowBytes(), sc)
 	ADDQ(U8(4), out)
 	DECQ(rest)

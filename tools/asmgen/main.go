@@ -102,6 +102,9 @@ func main() {
 	genInt8Loop("int8LoopVNNI", true)
 	genRopeNeox("ropeNeoxAVX2", false)
 	genRopeNeox("ropeNeoxAVX512", true)
+	genDotNibbleRowsAVX2()
+	genDotNibbleRowsVNNI()
+	withoutPrefetch(genDotNibbleRowsVNNI)
 
 	Generate()
 }
