@@ -151,22 +151,28 @@ func blockRowsBody(group int, width int, evex bool) {
 			ADDQ(U8(sStep), j)
 		}
 		streamLoop(i, n, blockStep, width, chunk)
-		l := f32VEX
-		ys := acc
-		if evex {
-			l = f32EVEX
-			ys = make([]reg.VecVirtual, R)
-			for r := range ys {
-				ys[r] = l.fold256(acc[r])
-			}
-		}
-		sums := make([]reg.VecVirtual, R)
-		for r := range ys {
-			sums[r] = l.sum1(ys[r])
-		}
-		return sums
+		return rowTotals(acc, evex)
 	}
 	blockRows(rowSums, func() reg.GPVirtual { return load(Param("x").Len()) }, scaleRowBytes)
+}
+
+// rowTotals reduces each row's accumulator alone (a zmm folded to a ymm
+// first) and returns an xmm per row whose lane 0 is its sum.
+func rowTotals(acc []reg.VecVirtual, evex bool) []reg.VecVirtual {
+	l := f32VEX
+	ys := acc
+	if evex {
+		l = f32EVEX
+		ys = make([]reg.VecVirtual, len(acc))
+		for r := range ys {
+			ys[r] = l.fold256(acc[r])
+		}
+	}
+	sums := make([]reg.VecVirtual, len(acc))
+	for r := range ys {
+		sums[r] = l.sum1(ys[r])
+	}
+	return sums
 }
 
 // blockRows emits the row loop of a dotBlockRows or dotNibbleRows kernel

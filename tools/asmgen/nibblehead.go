@@ -167,20 +167,7 @@ func genDotNibbleRows(name string, evex bool, doc string) {
 			}
 		}
 		streamLoop(i, nb, blockStep, nibbleStep, chunk)
-		l := f32VEX
-		ys := acc
-		if evex {
-			l = f32EVEX
-			ys = make([]reg.VecVirtual, R)
-			for r := range ys {
-				ys[r] = l.fold256(acc[r])
-			}
-		}
-		sums := make([]reg.VecVirtual, R)
-		for r := range ys {
-			sums[r] = l.sum1(ys[r])
-		}
-		return sums
+		return rowTotals(acc, evex)
 	}
 	blockRows(rowSums, codeRowBytes, scaleRowBytes)
 	VZEROUPPER()
