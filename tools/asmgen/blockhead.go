@@ -92,15 +92,7 @@ func blockRowsBody(group int, width int, evex bool) {
 		x := load(Param("x").Base())
 		n := load(Param("x").Len())
 		xb := load(Param("xBias").Base())
-		acc := make([]reg.VecVirtual, R)
-		for r := range acc {
-			acc[r] = vec()
-			if evex {
-				zeroZ(acc[r])
-			} else {
-				VXORPS(acc[r], acc[r], acc[r])
-			}
-		}
+		acc := zeroedAccs(R, evex)
 		i, j := GP64(), GP64() // byte offsets in the rows of w and of scales
 		XORQ(j, j)
 		// One set of temporaries for all rows keeps avo's allocator simple.
@@ -154,6 +146,22 @@ func blockRowsBody(group int, width int, evex bool) {
 		return rowTotals(acc, evex)
 	}
 	blockRows(rowSums, func() reg.GPVirtual { return load(Param("x").Len()) }, scaleRowBytes)
+}
+
+// zeroedAccs allocates R zeroed accumulators, one per row: zmm registers
+// with evex, else ymm.
+func zeroedAccs(R int, evex bool) []reg.VecVirtual {
+	acc := make([]reg.VecVirtual, R)
+	for r := range acc {
+		if evex {
+			acc[r] = ZMM()
+			zeroZ(acc[r])
+		} else {
+			acc[r] = YMM()
+			VXORPS(acc[r], acc[r], acc[r])
+		}
+	}
+	return acc
 }
 
 // rowTotals reduces each row's accumulator alone (a zmm folded to a ymm

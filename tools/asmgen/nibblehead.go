@@ -90,15 +90,7 @@ func genDotNibbleRows(name string, evex bool, doc string) {
 		x := load(Param("x").Base())
 		xb := load(Param("xBias").Base())
 		nb := codeRowBytes()
-		acc := make([]reg.VecVirtual, R)
-		for r := range acc {
-			acc[r] = vec()
-			if evex {
-				zeroZ(acc[r])
-			} else {
-				VXORPS(acc[r], acc[r], acc[r])
-			}
-		}
+		acc := zeroedAccs(R, evex)
 		i, j := GP64(), GP64() // byte offsets in the rows of w and of scales
 		XORQ(j, j)
 		// The activations and biases of value v are at byte 2i+… of x
