@@ -23,7 +23,7 @@ func TestCPUVendorFamily(t *testing.T) {
 // TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512,
 // ternaryRowsVNNI, dotI8RowsVNNI, dotBlockRowsVNNI and dotNibbleRowsVNNI, and of the
 // few-token kernels (ternaryMatMulVNNI, dotI8MatMulVNNI, dotF16MatMul,
-// dotBlockMatMulVNNI),
+// dotBlockMatMulVNNI, dotNibbleMatMulVNNI),
 // whichever this machine takes, give the bits of the plain ones on every
 // length and row count (TestDotF16Rows, TestTernaryRows, TestDotI8Rows and
 // TestDotBlockRows check the ones the avx512vnni set takes against the Go
@@ -117,6 +117,18 @@ func TestPrefetchVersions(t *testing.T) {
 			for r := range out {
 				if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
 					t.Fatalf("dotNibbleRowsVNNIHW: n %d rows %d row %d: %g, dotNibbleRowsVNNI %g", n, rows, r, out[r], want[r])
+				}
+			}
+		}
+	}
+	for _, f := range []func(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int){
+		dotNibbleMatMulVNNI, dotNibbleMatMulVNNIHW,
+	} {
+		mm := checkDotNibbleMatMul(f)
+		for _, n := range []int{128, 256, 2560} {
+			for _, rows := range append(testRows, 130) {
+				for _, tokens := range []int{1, 2, 4, 6, 7, 9} {
+					expectNibbleMatMul(t, mm, dotNibbleRowsVNNI, rng, n, rows, tokens, false)
 				}
 			}
 		}

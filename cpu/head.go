@@ -252,12 +252,12 @@ func (j *headJob) do(_, lo, hi int) {
 	n, v := h.n, h.rows
 	switch {
 	case h.q4 != nil:
-		// Every token's rows by the row kernel itself: the head is
-		// batch-invariant.
+		// The few-token kernel gives each (row, token) the bits of the
+		// one-token one: the head is batch-invariant.
 		if T == 1 {
 			k.dotNibbleRows(h.q4[lo*n/2:hi*n/2], h.q4Scale[lo*n/32:hi*n/32], sc.hq[:n], sc.hBias[:n/4], out[lo:hi])
 		} else {
-			blockedNibbles(k.dotNibbleRows, h.q4[lo*n/2:hi*n/2], h.q4Scale[lo*n/32:hi*n/32], hi-lo, sc.hq[:T*n], sc.hBias[:T*n/4], n, T, out[lo:], v)
+			k.dotNibbleMatMul(h.q4[lo*n/2:hi*n/2], h.q4Scale[lo*n/32:hi*n/32], hi-lo, sc.hq[:T*n], sc.hBias[:T*n/4], n, T, out[lo:], v)
 		}
 		j.scaleBlocks(lo, hi)
 	case h.f16 != nil:

@@ -118,6 +118,13 @@ type kernels struct {
 	// the kernel's own. xBias [n/4] must hold nibbleBias(x).
 	dotNibbleRows func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
 
+	// dotNibbleMatMul computes, for r < rows and t < tokens,
+	// out[t·outStride + r] = dotNibbleRows of row r (codes w[r·n/2:],
+	// scales scales[r·n/32:]) for token t (x[t·n:(t+1)·n], its nibbleBias
+	// xBias[t·n/4:(t+1)·n/4]): the Q4_0 head over a few tokens, each value
+	// bit-identical to what the set's dotNibbleRows gives.
+	dotNibbleMatMul func(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)
+
 	// f32ToF16 sets dst[i] to the float16 bits of src[i] (round to nearest
 	// even) for i < len(src): the K/V cache writes. roundF16 sets dst[i] =
 	// float32(float16(src[i])): attention's queries. Both equal the twins
@@ -195,38 +202,39 @@ type kernels struct {
 
 // generic is the plain Go kernel set, the twin every other set is tested against.
 var generic = kernels{
-	name:           "generic",
-	ternaryRows:    ternaryRowsGeneric,
-	ropeNeox:       ropeNeoxGeneric,
-	ternaryMatMul:  ternaryMatMulGeneric,
-	dotF16Rows:     dotF16RowsGeneric,
-	kScores:        kScoresGeneric,
-	axpyF16:        axpyF16Generic,
-	axpyF16Rows:    rowsOfAxpy(axpyF16Generic),
-	axpyF16Rows4:   fourOf(rowsOfAxpy(axpyF16Generic)),
-	dotI8Rows:      dotI8RowsGeneric,
-	dotF16MatMul:   dotF16MatMulGeneric,
-	dotI8MatMul:    dotI8MatMulGeneric,
-	dotBlockRows:   dotBlockRowsGeneric,
-	dotBlockMatMul: blockedBlocks(dotBlockRowsGeneric),
-	dotNibbleRows:  dotNibbleRowsGeneric,
-	f32ToF16:       f32ToF16Generic,
-	roundF16:       roundF16Generic,
-	maxAbs:         maxAbsGeneric,
-	sumSquares:     sumSquaresGeneric,
-	sumSquaresRows: sumSquaresRowsGeneric,
-	quantizeI8:     quantizeI8Generic,
-	expSub:         expSubGeneric,
-	scaleMax:       scaleMaxGeneric,
-	scaleSums:      scaleSumsGeneric,
-	scaleI8:        scaleI8Generic,
-	normScale:      normScaleGeneric,
-	reluSqMul:      reluSqMulGeneric,
-	addF32:         addF32Generic,
-	int8Loop:       int8LoopGeneric,
-	int8MACs:       int8GenericChains,
-	sumBytes:       sumBytesGeneric,
-	sgemm:          sgemmGeneric,
+	name:            "generic",
+	ternaryRows:     ternaryRowsGeneric,
+	ropeNeox:        ropeNeoxGeneric,
+	ternaryMatMul:   ternaryMatMulGeneric,
+	dotF16Rows:      dotF16RowsGeneric,
+	kScores:         kScoresGeneric,
+	axpyF16:         axpyF16Generic,
+	axpyF16Rows:     rowsOfAxpy(axpyF16Generic),
+	axpyF16Rows4:    fourOf(rowsOfAxpy(axpyF16Generic)),
+	dotI8Rows:       dotI8RowsGeneric,
+	dotF16MatMul:    dotF16MatMulGeneric,
+	dotI8MatMul:     dotI8MatMulGeneric,
+	dotBlockRows:    dotBlockRowsGeneric,
+	dotBlockMatMul:  blockedBlocks(dotBlockRowsGeneric),
+	dotNibbleRows:   dotNibbleRowsGeneric,
+	dotNibbleMatMul: blockedNibbles(dotNibbleRowsGeneric),
+	f32ToF16:        f32ToF16Generic,
+	roundF16:        roundF16Generic,
+	maxAbs:          maxAbsGeneric,
+	sumSquares:      sumSquaresGeneric,
+	sumSquaresRows:  sumSquaresRowsGeneric,
+	quantizeI8:      quantizeI8Generic,
+	expSub:          expSubGeneric,
+	scaleMax:        scaleMaxGeneric,
+	scaleSums:       scaleSumsGeneric,
+	scaleI8:         scaleI8Generic,
+	normScale:       normScaleGeneric,
+	reluSqMul:       reluSqMulGeneric,
+	addF32:          addF32Generic,
+	int8Loop:        int8LoopGeneric,
+	int8MACs:        int8GenericChains,
+	sumBytes:        sumBytesGeneric,
+	sgemm:           sgemmGeneric,
 }
 
 // active is the kernel set a Backend uses unless Options.Kernels names
@@ -533,17 +541,18 @@ func nibbleBias(x []int8, dst []int32) {
 	}
 }
 
-// blockedNibbles is the few-token form of a set's dotNibbleRows: over
+// blockedNibbles makes dotNibbleMatMul from a set's dotNibbleRows: over
 // blocks of rowBlock rows (which stay in L2 while every token passes),
 // each token's rows summed by the row kernel itself, so that a batch gives
-// each token its one-token bits. out[t·outStride + r] for r < rows, t <
-// tokens; x [tokens][n], xBias [tokens][n/4].
-func blockedNibbles(rowsFn func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32), w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
-	G := n / 32
-	for r0 := 0; r0 < rows; r0 += rowBlock {
-		r1 := min(r0+rowBlock, rows)
-		for t := 0; t < tokens; t++ {
-			rowsFn(w[r0*n/2:r1*n/2], scales[r0*G:r1*G], x[t*n:(t+1)*n], xBias[t*n/4:(t+1)*n/4], out[t*outStride+r0:t*outStride+r1])
+// each token its one-token bits.
+func blockedNibbles(rowsFn func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)) func(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+	return func(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+		G := n / 32
+		for r0 := 0; r0 < rows; r0 += rowBlock {
+			r1 := min(r0+rowBlock, rows)
+			for t := 0; t < tokens; t++ {
+				rowsFn(w[r0*n/2:r1*n/2], scales[r0*G:r1*G], x[t*n:(t+1)*n], xBias[t*n/4:(t+1)*n/4], out[t*outStride+r0:t*outStride+r1])
+			}
 		}
 	}
 }

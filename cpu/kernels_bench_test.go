@@ -333,13 +333,15 @@ func BenchmarkTernaryMatMulFew(b *testing.B) {
 	}
 }
 
-// BenchmarkHeadFew: the float16, int8 and block-type (Q6_K's groups of 16)
-// heads over the few tokens of a speculative verification pass, a
-// 32768-row slice of the 2B head (160 MiB as float16, beyond the L3) read
-// once per call; GMAC/s counts multiply-adds (rows·n·tokens), and the FMA
-// peak of the same run is reported beside the float16 one. "blocks-rows"
-// is the block head as dotBlockRows per token over blocks of rows that
-// stay in L2 (the way before dotBlockMatMul), beside "blocks".
+// BenchmarkHeadFew: the float16, int8, block-type (Q6_K's groups of 16)
+// and Q4_0 (4.5 bits) heads over the few tokens of a speculative
+// verification pass, a 32768-row slice of the 2B head (160 MiB as
+// float16, beyond the L3) read once per call; GMAC/s counts multiply-adds
+// (rows·n·tokens), and the FMA peak of the same run is reported beside the
+// float16 one. "blocks-rows" and "nibbles-rows" are the block and the Q4_0
+// heads as the row kernel per token over blocks of rows that stay in L2
+// (the way before dotBlockMatMul and dotNibbleMatMul), beside "blocks" and
+// "nibbles".
 func BenchmarkHeadFew(b *testing.B) {
 	const rows, n = 32768, 2560
 	w16 := new(weightArena).f16(rows * n)
@@ -367,8 +369,14 @@ func BenchmarkHeadFew(b *testing.B) {
 	for t := 0; t < 16; t++ {
 		blockBias(x8[t*n:(t+1)*n], bias[t*n/4:(t+1)*n/4])
 	}
+	w4, s4, _, _ := nibbleHead(rows, n)
+	bias4 := make([]int32, 16*n/4)
+	for t := 0; t < 16; t++ {
+		nibbleBias(x8[t*n:(t+1)*n], bias4[t*n/4:(t+1)*n/4])
+	}
 	for _, k := range kernelSets()[:len(kernelSets())-1] {
 		perRow := blockedBlocks(k.dotBlockRows)
+		perRow4 := blockedNibbles(k.dotNibbleRows)
 		peak := fmaPeak(&k.sgemm, 100*time.Millisecond) * 1e9 / 2 // multiply-adds per second
 		for _, tokens := range []int{1, 2, 3, 4, 6, 9, 16} {
 			b.Run(fmt.Sprintf("%s/f16/%d", k.name, tokens), func(b *testing.B) {
@@ -405,6 +413,18 @@ func BenchmarkHeadFew(b *testing.B) {
 					b.SetBytes(int64(len(w8) + 4*len(scales)))
 					for b.Loop() {
 						v.f(w8, scales, group, rows, x8, bias, n, tokens, out, rows)
+					}
+					b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
+			for _, v := range []struct {
+				name string
+				f    func(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)
+			}{{"nibbles", k.dotNibbleMatMul}, {"nibbles-rows", perRow4}} {
+				b.Run(fmt.Sprintf("%s/%s/%d", k.name, v.name, tokens), func(b *testing.B) {
+					b.SetBytes(int64(len(w4) + 2*len(s4)))
+					for b.Loop() {
+						v.f(w4, s4, rows, x8, bias4, n, tokens, out, rows)
 					}
 					b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 				})

@@ -351,3 +351,15 @@ func dotNibbleRowsVNNI(w []byte, scales []uint16, x []int8, xBias []int32, out [
 //
 //go:noescape
 func dotNibbleRowsVNNIHW(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
+
+// dotNibbleMatMulVNNI is dotNibbleMatMul with AVX-512 VNNI: tiles of 4 rows (a quarter of the call's apart) × 6 tokens,
+// each (row, token) summed as dotNibbleRowsVNNI sums the row.
+//
+//go:noescape
+func dotNibbleMatMulVNNI(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
+
+// dotNibbleMatMulVNNIHW is dotNibbleMatMulVNNI (the same bits) with other prefetches:
+// its tiles prefetch each row's lines 2048 bytes ahead into L1 (PREFETCHNTA).
+//
+//go:noescape
+func dotNibbleMatMulVNNIHW(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)

@@ -414,9 +414,38 @@ func genDotBlockMatMulVNNI() {
 
 // blockMatMulBody emits dotBlockMatMulVNNI for one group size.
 func blockMatMulBody(group int) {
-	shift := bitsLen(group) - 2 // bytes of scales = bytes of codes >> shift
-	W, O, CNT := AllocLocal(8), AllocLocal(8), AllocLocal(8)
-	st := &blockMatMulState{X: AllocLocal(8), B: AllocLocal(8), OT: AllocLocal(8), TL: AllocLocal(8), W: W, O: O, shift: shift, group: group}
+	st := newRowTiles(bitsLen(group)-2, blockMatMulTokens, func() reg.GPVirtual { return load(Param("n")) }) // bytes of scales = bytes of codes >> shift
+	st.body = func(R, T int) {
+		Commentf("block tile %d rows × %d tokens, group %d", R, T, group)
+		st.blockTile(R, T, group)
+	}
+	st.rows()
+}
+
+// rowTiles is where a few-token head kernel (dotBlockMatMulVNNI,
+// dotNibbleMatMulVNNI) keeps its loops' pointers: W the row group's first
+// row, O its output for token 0, CNT the row groups left, X, B and OT the
+// token tile's activations, biases and output, TL the tokens left. Its
+// rows run body over tiles of 4 rows a quarter of the call's rows apart
+// (four DRAM streams, as the row kernels take them), then the last rows%4
+// rows one at a time, each × tiles of up to tokens tokens.
+type rowTiles struct {
+	W, O, CNT, X, B, OT, TL Mem
+	shift                   uint8                // bytes of a row's scales = bytes of its codes >> shift
+	tokens                  int                  // the most tokens a tile takes
+	rowBytes                func() reg.GPVirtual // bytes of a row's codes
+	body                    func(R, T int)       // one tile of R rows × T tokens
+}
+
+func newRowTiles(shift uint8, tokens int, rowBytes func() reg.GPVirtual) *rowTiles {
+	st := &rowTiles{W: AllocLocal(8), O: AllocLocal(8), CNT: AllocLocal(8), shift: shift, tokens: tokens, rowBytes: rowBytes}
+	st.X, st.B, st.OT, st.TL = AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	return st
+}
+
+// rows emits the kernel's loops over its rows, and its return.
+func (st *rowTiles) rows() {
+	W, O, CNT := st.W, st.O, st.CNT
 	w := load(Param("w").Base())
 	MOVQ(w, W)
 	o := load(Param("out").Base())
@@ -430,16 +459,15 @@ func blockMatMulBody(group int) {
 	quads := label("bmmquads")
 	Label(quads)
 	st.tokenTiles(4)
-	n := load(Param("n"))
-	ADDQ(n, W) // the next row of each quarter
+	ADDQ(st.rowBytes(), W) // the next row of each quarter
 	ADDQ(U8(4), O)
 	DECQ(CNT)
 	JNZ(LabelRef(quads))
 	// Past the other three quarters.
 	qs, oq := load(Param("rows")), load(Param("rows"))
 	SHRQ(U8(2), qs)
-	IMULQ(load(Param("n")), qs) // bytes of codes between the quarters
-	ANDQ(I8(-4), oq)            // bytes between their outputs
+	IMULQ(st.rowBytes(), qs) // bytes of codes between the quarters
+	ANDQ(I8(-4), oq)         // bytes between their outputs
 	w, o = GP64(), GP64()
 	MOVQ(W, w)
 	MOVQ(O, o)
@@ -455,8 +483,7 @@ func blockMatMulBody(group int) {
 	singles := label("bmmsingles")
 	Label(singles)
 	st.tokenTiles(1)
-	n = load(Param("n"))
-	ADDQ(n, W)
+	ADDQ(st.rowBytes(), W)
 	ADDQ(U8(4), O)
 	DECQ(CNT)
 	JNZ(LabelRef(singles))
@@ -465,18 +492,9 @@ func blockMatMulBody(group int) {
 	RET()
 }
 
-// blockMatMulState is where dotBlockMatMulVNNI keeps its loops' pointers:
-// W the row group's first row, O its output for token 0, X, B and OT the
-// token tile's activations, biases and output, TL the tokens left.
-type blockMatMulState struct {
-	W, O, X, B, OT, TL Mem
-	shift              uint8
-	group              int
-}
-
-// tokenTiles emits the token tiles of the R rows at W: tiles of
-// blockMatMulTokens tokens, then one of the rest.
-func (st *blockMatMulState) tokenTiles(R int) {
+// tokenTiles emits the token tiles of the R rows at W: tiles of st.tokens
+// tokens, then one of the rest.
+func (st *rowTiles) tokenTiles(R int) {
 	x := load(Param("x").Base())
 	MOVQ(x, st.X)
 	b := load(Param("xBias").Base())
@@ -486,7 +504,7 @@ func (st *blockMatMulState) tokenTiles(R int) {
 	MOVQ(o, st.OT)
 	tl := load(Param("tokens"))
 	MOVQ(tl, st.TL)
-	T := blockMatMulTokens
+	T := st.tokens
 	loop, tail, done := label("bmmtokens"), label("bmmtokenstail"), label("bmmtokensdone")
 	Label(loop)
 	CMPQ(st.TL, U8(T))
@@ -515,15 +533,15 @@ func (st *blockMatMulState) tokenTiles(R int) {
 
 // tile emits one tile of R rows (4: a quarter of the call's rows apart; 1)
 // × T tokens.
-func (st *blockMatMulState) tile(R, T int) {
-	Commentf("block tile %d rows × %d tokens, group %d", R, T, st.group)
-	fewTokenPrefetches(true, func() { st.tileBody(R, T) })
+func (st *rowTiles) tile(R, T int) {
+	fewTokenPrefetches(true, func() { st.body(R, T) })
 }
 
-func (st *blockMatMulState) tileBody(R, T int) {
+// tileRows returns the tile's R rows of codes and of scales, strided.
+func (st *rowTiles) tileRows(R int) (rws, scs strided) {
 	w0 := GP64()
 	MOVQ(st.W, w0)
-	gap := load(Param("n"))
+	gap := st.rowBytes()
 	if R == 4 {
 		q := load(Param("rows"))
 		SHRQ(U8(2), q)
@@ -537,16 +555,51 @@ func (st *blockMatMulState) tileBody(R, T int) {
 	sgap := GP64()
 	MOVQ(gap, sgap)
 	SHRQ(U8(st.shift), sgap)
-	rws := newStrided(w0, gap, R)
-	scs := newStrided(s0, sgap, R)
+	return newStrided(w0, gap, R), newStrided(s0, sgap, R)
+}
+
+// tileTokens returns the tile's T tokens' activations and biases, strided.
+func (st *rowTiles) tileTokens(T int) (toks, bias strided) {
 	xs := load(Param("n")) // bytes between tokens' x, and between their biases
 	x0, b0 := GP64(), GP64()
 	MOVQ(st.X, x0)
 	MOVQ(st.B, b0)
-	toks := newStrided(x0, xs, T)
-	bias := newStrided(b0, xs, T)
+	return newStrided(x0, xs, T), newStrided(b0, xs, T)
+}
 
-	perChunk := 64 / st.group
+// storeSums reduces the tile's accumulators acc[r·T+t] (each as the row
+// kernels reduce a row) into out[t·outStride + r].
+func (st *rowTiles) storeSums(acc []reg.VecVirtual, R, T int) {
+	o := GP64()
+	MOVQ(st.OT, o)
+	os := load(Param("outStride"))
+	SHLQ(U8(2), os)
+	var oq reg.GPVirtual
+	if R == 4 {
+		oq = load(Param("rows"))
+		ANDQ(I8(-4), oq) // bytes between the quarters' outputs
+	}
+	for t := 0; t < T; t++ {
+		for r := 0; r < R; r++ {
+			y := f32EVEX.sum1(f32EVEX.fold256(acc[r*T+t]))
+			if R == 4 {
+				VMOVSS(y, quarterAt(o, oq, r))
+			} else {
+				VMOVSS(y, Mem{Base: o})
+			}
+		}
+		if t < T-1 {
+			ADDQ(os, o)
+		}
+	}
+}
+
+// blockTile emits one dotBlockMatMulVNNI tile of R rows × T tokens.
+func (st *rowTiles) blockTile(R, T, group int) {
+	rws, scs := st.tileRows(R)
+	toks, bias := st.tileTokens(T)
+
+	perChunk := 64 / group
 	flip, idx := ZMM(), ZMM()
 	VPBROADCASTD(bytes80, flip)
 	VMOVDQU32(map[int]Mem{4: permQuads, 2: permOctets}[perChunk], idx)
@@ -579,27 +632,5 @@ func (st *blockMatMulState) tileBody(R, T int) {
 	bias.advance(64)
 	DECQ(c)
 	JNZ(LabelRef(loop))
-
-	o := GP64()
-	MOVQ(st.OT, o)
-	os := load(Param("outStride"))
-	SHLQ(U8(2), os)
-	var oq reg.GPVirtual
-	if R == 4 {
-		oq = load(Param("rows"))
-		ANDQ(I8(-4), oq) // bytes between the quarters' outputs
-	}
-	for t := 0; t < T; t++ {
-		for r := 0; r < R; r++ {
-			y := f32EVEX.sum1(f32EVEX.fold256(acc[r*T+t]))
-			if R == 4 {
-				VMOVSS(y, quarterAt(o, oq, r))
-			} else {
-				VMOVSS(y, Mem{Base: o})
-			}
-		}
-		if t < T-1 {
-			ADDQ(os, o)
-		}
-	}
+	st.storeSums(acc, R, T)
 }

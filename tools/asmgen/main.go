@@ -105,6 +105,8 @@ func main() {
 	genDotNibbleRowsAVX2()
 	genDotNibbleRowsVNNI()
 	withoutPrefetch(genDotNibbleRowsVNNI)
+	genDotNibbleMatMulVNNI()
+	withoutPrefetch(genDotNibbleMatMulVNNI)
 
 	Generate()
 }

@@ -29,6 +29,8 @@ package main
 //	                   scale (vpbroadcastw, vcvtph2ps). Two rows at a time.
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -174,4 +176,96 @@ func genDotNibbleRowsVNNI() {
 func genDotNibbleRowsAVX2() {
 	genDotNibbleRows("dotNibbleRowsAVX2", false,
 		"dotNibbleRowsAVX2 is dotNibbleRows with AVX2: 2 rows at a time, vpmaddubsw(nibbles, x), vpmaddwd by 1, plus −8·Σx, FMA by the group scales.")
+}
+
+// dotNibbleMatMul: out[t·outStride + r] = dotNibbleRows of row r for token
+// t, for r < rows, t < tokens: a Q4_0 head in its 4.5 bits over a few
+// tokens (a speculative verification pass, a step of several served
+// streams). The codes are rows × n/2 bytes (n a positive multiple of 128),
+// the scales rows × n/32, x tokens × n, xBias tokens × n/4 (nibbleBias of
+// each token).
+//
+// dotNibbleMatMulVNNI takes tiles of 4 rows a quarter of the call's rows
+// apart × up to nibbleMatMulTokens tokens, then the last rows%4 rows one
+// at a time (rowTiles, as dotBlockMatMulVNNI). Per 64 bytes of a row it
+// masks out the low and the high halves and lays out the 4 group scales
+// once, then per token does what dotNibbleRowsVNNI does for that row: the
+// token's bias, vpdpbusd, vcvtdq2ps and an FMA into the (row, token)
+// accumulator, low half then high half, reduced at the end as that kernel
+// reduces its rows. So each (row, token) gets dotNibbleRowsVNNI's bits,
+// while the codes are read and unpacked once for all the tokens instead
+// of once per token. The HW version prefetches each row's line 2 KiB
+// ahead into L1 (PREFETCHNTA), the other 16 KiB ahead into L2.
+const dotNibbleMatMulSig = "func(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)"
+
+// nibbleMatMulTokens is the most tokens a dotNibbleMatMulVNNI tile takes:
+// 4 rows × 6 tokens are 24 accumulators, beside the mask, the two
+// permutations, the chunk's two halves and two scale vectors, and the lane
+// being summed: all 32 registers.
+const nibbleMatMulTokens = 6
+
+func genDotNibbleMatMulVNNI() {
+	genNibbleConsts()
+	TEXT(kernelName("dotNibbleMatMulVNNI"), NOSPLIT, dotNibbleMatMulSig)
+	Pragma("noescape")
+	kernelDoc("dotNibbleMatMulVNNI",
+		fmt.Sprintf("dotNibbleMatMulVNNI is dotNibbleMatMul with AVX-512 VNNI: tiles of 4 rows (a quarter of the call's apart) × %d tokens,", nibbleMatMulTokens),
+		"each (row, token) summed as dotNibbleRowsVNNI sums the row.")
+	if hwPrefetchOnly {
+		Doc("dotNibbleMatMulVNNIHW is dotNibbleMatMulVNNI (the same bits) with other prefetches:",
+			fmt.Sprintf("its tiles prefetch each row's lines %d bytes ahead into L1 (PREFETCHNTA).", nearAhead))
+	}
+	st := newRowTiles(3, nibbleMatMulTokens, func() reg.GPVirtual { // n/2 bytes of codes, n/16 of scales
+		r := load(Param("n"))
+		SHRQ(U8(1), r)
+		return r
+	})
+	st.body = func(R, T int) {
+		Commentf("nibble tile %d rows × %d tokens", R, T)
+		st.nibbleTile(R, T)
+	}
+	st.rows()
+}
+
+// nibbleTile emits one dotNibbleMatMulVNNI tile of R rows × T tokens.
+func (st *rowTiles) nibbleTile(R, T int) {
+	rws, scs := st.tileRows(R)
+	toks, bias := st.tileTokens(T)
+
+	mask, idxLo, idxHi := ZMM(), ZMM(), ZMM()
+	VPBROADCASTD(bytes0F, mask)
+	VMOVDQU32(permPairs, idxLo)
+	VMOVDQU32(permPairs.Offset(64), idxHi)
+	acc := zmms(R * T) // [r·T + t]
+	lo, hi, svLo, svHi, lane := ZMM(), ZMM(), ZMM(), ZMM(), ZMM()
+	zeroZ(svLo) // a full write: the register allocator takes vcvtph2ps's xmm one for a partial one
+	c := load(Param("n"))
+	SHRQ(U8(7), c)
+	loop := label("nmmchunks")
+	Label(loop)
+	for r := 0; r < R; r++ {
+		prefetch(rws.at(r, 0))
+		VMOVDQU64(rws.at(r, 0), hi)
+		VPANDD(mask, hi, lo)
+		VPSRLW(U8(4), hi, hi)
+		VPANDD(mask, hi, hi)
+		VCVTPH2PS(scs.at(r, 0), svLo.AsX())
+		VPERMPS(svLo, idxHi, svHi)
+		VPERMPS(svLo, idxLo, svLo)
+		for t := 0; t < T; t++ {
+			for k, v := range []struct{ codes, scales reg.VecVirtual }{{lo, svLo}, {hi, svHi}} {
+				VMOVDQU32(bias.at(t, 64*k), lane)
+				vpdpbusd(toks.at(t, 64*k), v.codes, lane)
+				VCVTDQ2PS(lane, lane)
+				VFMADD231PS(lane, v.scales, acc[r*T+t])
+			}
+		}
+	}
+	rws.advance(nibbleStep)
+	scs.advance(nibbleStep >> st.shift)
+	toks.advance(2 * nibbleStep)
+	bias.advance(2 * nibbleStep)
+	DECQ(c)
+	JNZ(LabelRef(loop))
+	st.storeSums(acc, R, T)
 }
