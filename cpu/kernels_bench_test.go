@@ -553,7 +553,8 @@ func probedPool(b *testing.B, p *pool, bytes int, op func(i int)) {
 // the workers claim, 64 rows apart), against the read probe on the same
 // threads measured after each call (probedPool): of-probe is the share of
 // the plain read a kernel streams at, the issue's measure "on one thread
-// and on all threads".
+// and on all threads". Attention over a long context is one of them: a
+// decode step's at 4,001 positions.
 //
 //	go test -run '^$' -bench RowsThreads -count 3 ./cpu
 func BenchmarkRowsThreads(b *testing.B) {
@@ -602,6 +603,34 @@ func BenchmarkRowsThreads(b *testing.B) {
 	kernels = append(kernels, kernel{"dotNibbleRows/group32", len(wn) + 2*len(sn), func(p *pool, _ int) {
 		p.runChunks(2*rows, 64, func(_, lo, hi int) {
 			k.dotNibbleRows(wn[lo*n/2:hi*n/2], sn[lo*n/32:hi*n/32], xn, bn, outN[lo:hi])
+		})
+	}})
+	// Attention in a decode step at 4,001 positions of the 2B shape: each
+	// of the 150 K/V heads (30 layers × 5) a 1 MB region of keys and one
+	// of values, read once by its four query heads (attendGroup), the
+	// workers claiming K/V heads (all 150 in one call, where the backend
+	// makes one per layer): 308 MB a step.
+	const hd, ctx, kvHeads = 128, 4001, 150
+	cached := (ctx + kBlock - 1) / kBlock * kBlock * hd
+	kt, vc := new(weightArena).f16(kvHeads*cached), new(weightArena).f16(kvHeads*cached)
+	for i := range kt {
+		kt[i], vc[i] = uint16(0x2C00+i%512), uint16(0x3800+i%256)
+	}
+	qa := make([]float32, 4*hd)
+	for i := range qa {
+		qa[i] = float32(i%7)/7 - 0.4
+	}
+	type attScratch struct{ q16, scores, o []float32 }
+	att := make([]attScratch, max(threads[len(threads)-1], 1))
+	for w := range att {
+		att[w] = attScratch{make([]float32, 4*hd), make([]float32, 4*ctx), make([]float32, 4*hd)}
+	}
+	kernels = append(kernels, kernel{fmt.Sprintf("attention/%d", ctx), 2 * kvHeads * ctx * hd * 2, func(p *pool, _ int) {
+		p.runChunks(kvHeads, 1, func(w, lo, hi int) {
+			for h := lo; h < hi; h++ {
+				s := att[w]
+				attendGroup(k, qa, hd, kt[h*cached:(h+1)*cached], vc[h*cached:(h+1)*cached], ctx, s.q16, s.scores, s.o)
+			}
 		})
 	}})
 	for _, kn := range kernels {
