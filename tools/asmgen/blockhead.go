@@ -394,15 +394,7 @@ const dotBlockMatMulSig = "func(w []int8, scales []float32, group, rows int, x [
 const blockMatMulTokens = 6
 
 func genDotBlockMatMulVNNI() {
-	TEXT(kernelName("dotBlockMatMulVNNI"), NOSPLIT, dotBlockMatMulSig)
-	Pragma("noescape")
-	kernelDoc("dotBlockMatMulVNNI",
-		fmt.Sprintf("dotBlockMatMulVNNI is dotBlockMatMul with AVX-512 VNNI: tiles of 4 rows (a quarter of the call's apart) × %d tokens,", blockMatMulTokens),
-		"each (row, token) summed as dotBlockRowsVNNI sums the row.")
-	if hwPrefetchOnly {
-		Doc("dotBlockMatMulVNNIHW is dotBlockMatMulVNNI (the same bits) with other prefetches:",
-			fmt.Sprintf("its tiles prefetch each row's lines %d bytes ahead into L1 (PREFETCHNTA).", nearAhead))
-	}
+	rowTilesText("dotBlockMatMul", dotBlockMatMulSig, blockMatMulTokens, "dotBlockRowsVNNI")
 	g := load(Param("group"))
 	g32 := label("bmmgroup32")
 	CMPQ(g, U8(32))
@@ -420,6 +412,22 @@ func blockMatMulBody(group int) {
 		st.blockTile(R, T, group)
 	}
 	st.rows()
+}
+
+// rowTilesText begins op's rowTiles kernel with AVX-512 VNNI (opVNNI, or
+// opVNNIHW in a withoutPrefetch), tiles of tokens tokens, and its doc:
+// each (row, token) summed as rowKernel sums the row.
+func rowTilesText(op, sig string, tokens int, rowKernel string) {
+	name := op + "VNNI"
+	TEXT(kernelName(name), NOSPLIT, sig)
+	Pragma("noescape")
+	kernelDoc(name,
+		fmt.Sprintf("%s is %s with AVX-512 VNNI: tiles of 4 rows (a quarter of the call's apart) × %d tokens,", name, op, tokens),
+		fmt.Sprintf("each (row, token) summed as %s sums the row.", rowKernel))
+	if hwPrefetchOnly {
+		Doc(name+"HW is "+name+" (the same bits) with other prefetches:",
+			fmt.Sprintf("its tiles prefetch each row's lines %d bytes ahead into L1 (PREFETCHNTA).", nearAhead))
+	}
 }
 
 // rowTiles is where a few-token head kernel (dotBlockMatMulVNNI,

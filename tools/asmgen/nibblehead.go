@@ -29,8 +29,6 @@ package main
 //	                   scale (vpbroadcastw, vcvtph2ps). Two rows at a time.
 
 import (
-	"fmt"
-
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -206,15 +204,7 @@ const nibbleMatMulTokens = 6
 
 func genDotNibbleMatMulVNNI() {
 	genNibbleConsts()
-	TEXT(kernelName("dotNibbleMatMulVNNI"), NOSPLIT, dotNibbleMatMulSig)
-	Pragma("noescape")
-	kernelDoc("dotNibbleMatMulVNNI",
-		fmt.Sprintf("dotNibbleMatMulVNNI is dotNibbleMatMul with AVX-512 VNNI: tiles of 4 rows (a quarter of the call's apart) × %d tokens,", nibbleMatMulTokens),
-		"each (row, token) summed as dotNibbleRowsVNNI sums the row.")
-	if hwPrefetchOnly {
-		Doc("dotNibbleMatMulVNNIHW is dotNibbleMatMulVNNI (the same bits) with other prefetches:",
-			fmt.Sprintf("its tiles prefetch each row's lines %d bytes ahead into L1 (PREFETCHNTA).", nearAhead))
-	}
+	rowTilesText("dotNibbleMatMul", dotNibbleMatMulSig, nibbleMatMulTokens, "dotNibbleRowsVNNI")
 	st := newRowTiles(3, nibbleMatMulTokens, func() reg.GPVirtual { // n/2 bytes of codes, n/16 of scales
 		r := load(Param("n"))
 		SHRQ(U8(1), r)
