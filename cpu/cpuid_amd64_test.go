@@ -21,7 +21,7 @@ func TestCPUVendorFamily(t *testing.T) {
 }
 
 // TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512,
-// ternaryRowsVNNI, dotI8RowsVNNI, dotBlockRowsVNNI and dotNibbleRowsVNNI, and of the
+// ternaryRowsVNNI, dotI8RowsVNNI, dotBlockRowsVNNI, dotNibbleRowsVNNI and dotSixRowsVNNI, and of the
 // few-token kernels (ternaryMatMulVNNI, dotI8MatMulVNNI, dotF16MatMul,
 // dotBlockMatMulVNNI, dotNibbleMatMulVNNI),
 // whichever this machine takes, give the bits of the plain ones on every
@@ -117,6 +117,19 @@ func TestPrefetchVersions(t *testing.T) {
 			for r := range out {
 				if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
 					t.Fatalf("dotNibbleRowsVNNIHW: n %d rows %d row %d: %g, dotNibbleRowsVNNI %g", n, rows, r, out[r], want[r])
+				}
+			}
+		}
+	}
+	for _, n := range []int{256, 512, 2560} {
+		for _, rows := range testRows {
+			sh := randomSixHead(rng, n, rows, false)
+			want, out := make([]float32, rows), make([]float32, rows)
+			checkDotSixRows(dotSixRowsVNNI)(sh.w, sh.scales, n, sh.xs, want)
+			checkDotSixRows(dotSixRowsVNNIHW)(sh.w, sh.scales, n, sh.xs, out)
+			for r := range out {
+				if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
+					t.Fatalf("dotSixRowsVNNIHW: n %d rows %d row %d: %g, dotSixRowsVNNI %g", n, rows, r, out[r], want[r])
 				}
 			}
 		}

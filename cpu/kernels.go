@@ -125,6 +125,23 @@ type kernels struct {
 	// bit-identical to what the set's dotNibbleRows gives.
 	dotNibbleMatMul func(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)
 
+	// dotSixRows computes out[r] = Σ_b d_{r,b}·Σ_{k<16} sc_{r,b,k}·
+	// Σ_{i<16} (q_r(256b+16k+i) − 32)·x[256b+16k+i] for r < len(out): a
+	// Q6_K head held in 6.75 bits a value (sixRow's layout: per block of
+	// 256 values, 192 bytes of 6-bit codes q in w, 24 bytes of scales —
+	// the 16 int8 sc and the float32 d — in scales; a row is 3n/4 and 3n/32
+	// bytes). xs [5n/4] must hold sixActivations(x) for the n = len(x)
+	// activations, |x| ≤ 127, n a multiple of 256. Each group's sum is
+	// exact; the float32 summation order is the kernel's own.
+	dotSixRows func(w []byte, scales []byte, n int, xs []byte, out []float32)
+
+	// dotSixMatMul computes, for r < rows and t < tokens,
+	// out[t·outStride + r] = dotSixRows of row r (codes w[r·3n/4:], scales
+	// scales[r·3n/32:]) for token t (xs[t·5n/4:(t+1)·5n/4]): the Q6_K head
+	// over a few tokens, each value bit-identical to what the set's
+	// dotSixRows gives.
+	dotSixMatMul func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int)
+
 	// f32ToF16 sets dst[i] to the float16 bits of src[i] (round to nearest
 	// even) for i < len(src): the K/V cache writes. roundF16 sets dst[i] =
 	// float32(float16(src[i])): attention's queries. Both equal the twins
@@ -218,6 +235,8 @@ var generic = kernels{
 	dotBlockMatMul:  blockedBlocks(dotBlockRowsGeneric),
 	dotNibbleRows:   dotNibbleRowsGeneric,
 	dotNibbleMatMul: blockedNibbles(dotNibbleRowsGeneric),
+	dotSixRows:      dotSixRowsGeneric,
+	dotSixMatMul:    blockedSix(dotSixRowsGeneric),
 	f32ToF16:        f32ToF16Generic,
 	roundF16:        roundF16Generic,
 	maxAbs:          maxAbsGeneric,

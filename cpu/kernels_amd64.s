@@ -61898,3 +61898,835 @@ bmmtokensdone_1640:
 bmmsinglesdone_1636:
 	VZEROUPPER
 	RET
+
+// func dotSixRowsAVX2(w []byte, scales []byte, n int, xs []byte, out []float32)
+// Requires: AVX, AVX2, FMA3, MMX+
+TEXT ·dotSixRowsAVX2(SB), NOSPLIT, $8-104
+	VPBROADCASTD bytes0F<>+0(SB), Y0
+	VPBROADCASTD bytes30<>+0(SB), Y1
+	VMOVDQU      words0001<>+0(SB), Y2
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         n+48(FP), DX
+	SHRQ         $0x02, DX
+	LEAQ         (DX)(DX*2), DX
+	MOVQ         out_base+80(FP), BX
+	MOVQ         out_len+88(FP), SI
+	MOVQ         n+48(FP), DI
+	SHRQ         $0x05, DI
+	LEAQ         (DI)(DI*2), DI
+	SHRQ         $0x01, SI
+	MOVQ         SI, (SP)
+	TESTQ        SI, SI
+	JZ           pairsdone_1652
+
+pairs_1653:
+	MOVQ   (SP), R8
+	IMULQ  DX, R8
+	ADDQ   AX, R8
+	MOVQ   (SP), R9
+	IMULQ  DI, R9
+	ADDQ   CX, R9
+	MOVQ   xs_base+56(FP), R10
+	MOVQ   n+48(FP), R11
+	SHRQ   $0x05, R11
+	LEAQ   (R11)(R11*2), R11
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	XORQ   R12, R12
+
+sixblocks_1654:
+	PREFETCHT1   16384(AX)(R12*8)
+	PREFETCHT1   16448(AX)(R12*8)
+	PREFETCHT1   16512(AX)(R12*8)
+	VMOVDQU      256(R10), Y5
+	VMOVDQU      128(AX)(R12*8), Y8
+	VMOVDQU      (AX)(R12*8), Y7
+	VPSLLW       $0x04, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPAND        Y0, Y7, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   (R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPSLLW       $0x02, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPSRLW       $0x04, Y7, Y10
+	VPAND        Y0, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   64(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VMOVDQU      64(AX)(R12*8), Y7
+	VPAND        Y1, Y8, Y9
+	VPAND        Y0, Y7, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   128(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPSRLW       $0x02, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPSRLW       $0x04, Y7, Y10
+	VPAND        Y0, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   192(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPMOVSXBD    (CX)(R12*1), Y9
+	VPMULLD      Y9, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMOVDQU      288(R10), Y6
+	VMOVDQU      160(AX)(R12*8), Y8
+	VMOVDQU      32(AX)(R12*8), Y7
+	VPSLLW       $0x04, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPAND        Y0, Y7, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   32(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y6, Y6
+	VPSLLW       $0x02, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPSRLW       $0x04, Y7, Y10
+	VPAND        Y0, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   96(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y6, Y6
+	VMOVDQU      96(AX)(R12*8), Y7
+	VPAND        Y1, Y8, Y9
+	VPAND        Y0, Y7, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   160(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y6, Y6
+	VPSRLW       $0x02, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPSRLW       $0x04, Y7, Y10
+	VPAND        Y0, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   224(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y6, Y6
+	VPMOVSXBD    8(CX)(R12*1), Y9
+	VPMULLD      Y9, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VBROADCASTSS 16(CX)(R12*1), Y7
+	VFMADD231PS  Y5, Y7, Y3
+	VFMADD231PS  Y6, Y7, Y3
+	PREFETCHT1   16384(R8)(R12*8)
+	PREFETCHT1   16448(R8)(R12*8)
+	PREFETCHT1   16512(R8)(R12*8)
+	VMOVDQU      256(R10), Y5
+	VMOVDQU      128(R8)(R12*8), Y8
+	VMOVDQU      (R8)(R12*8), Y7
+	VPSLLW       $0x04, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPAND        Y0, Y7, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   (R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPSLLW       $0x02, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPSRLW       $0x04, Y7, Y10
+	VPAND        Y0, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   64(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VMOVDQU      64(R8)(R12*8), Y7
+	VPAND        Y1, Y8, Y9
+	VPAND        Y0, Y7, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   128(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPSRLW       $0x02, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPSRLW       $0x04, Y7, Y10
+	VPAND        Y0, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   192(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y5, Y5
+	VPMOVSXBD    (R9)(R12*1), Y9
+	VPMULLD      Y9, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMOVDQU      288(R10), Y6
+	VMOVDQU      160(R8)(R12*8), Y8
+	VMOVDQU      32(R8)(R12*8), Y7
+	VPSLLW       $0x04, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPAND        Y0, Y7, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   32(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y6, Y6
+	VPSLLW       $0x02, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPSRLW       $0x04, Y7, Y10
+	VPAND        Y0, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   96(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y6, Y6
+	VMOVDQU      96(R8)(R12*8), Y7
+	VPAND        Y1, Y8, Y9
+	VPAND        Y0, Y7, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   160(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y6, Y6
+	VPSRLW       $0x02, Y8, Y9
+	VPAND        Y1, Y9, Y9
+	VPSRLW       $0x04, Y7, Y10
+	VPAND        Y0, Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   224(R10), Y9, Y9
+	VPMADDWD     Y2, Y9, Y9
+	VPADDD       Y9, Y6, Y6
+	VPMOVSXBD    8(R9)(R12*1), Y9
+	VPMULLD      Y9, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VBROADCASTSS 16(R9)(R12*1), Y7
+	VFMADD231PS  Y5, Y7, Y4
+	VFMADD231PS  Y6, Y7, Y4
+	ADDQ         $0x18, R12
+	ADDQ         $0x00000140, R10
+	CMPQ         R12, R11
+	JB           sixblocks_1654
+	VEXTRACTF128 $0x01, Y3, X5
+	VADDPS       X3, X5, X5
+	VPSHUFD      $0x4e, X5, X3
+	VADDPS       X3, X5, X5
+	VPSHUFD      $0xb1, X5, X3
+	VADDPS       X3, X5, X5
+	VEXTRACTF128 $0x01, Y4, X3
+	VADDPS       X4, X3, X3
+	VPSHUFD      $0x4e, X3, X4
+	VADDPS       X4, X3, X3
+	VPSHUFD      $0xb1, X3, X4
+	VADDPS       X4, X3, X3
+	VMOVSS       X5, (BX)
+	MOVQ         (SP), R8
+	VMOVSS       X3, (BX)(R8*4)
+	ADDQ         DX, AX
+	ADDQ         DI, CX
+	ADDQ         $0x04, BX
+	DECQ         SI
+	JNZ          pairs_1653
+	MOVQ         (SP), SI
+	IMULQ        DX, SI
+	ADDQ         SI, AX
+	MOVQ         (SP), SI
+	IMULQ        DI, SI
+	ADDQ         SI, CX
+	MOVQ         (SP), SI
+	LEAQ         (BX)(SI*4), BX
+
+pairsdone_1652:
+	MOVQ   out_len+88(FP), DX
+	TESTQ  $0x00000001, DX
+	JZ     noodd_1655
+	MOVQ   xs_base+56(FP), DX
+	MOVQ   n+48(FP), SI
+	SHRQ   $0x05, SI
+	LEAQ   (SI)(SI*2), SI
+	VXORPS Y3, Y3, Y3
+	XORQ   DI, DI
+
+sixblocks_1656:
+	PREFETCHT1   16384(AX)(DI*8)
+	PREFETCHT1   16448(AX)(DI*8)
+	PREFETCHT1   16512(AX)(DI*8)
+	VMOVDQU      256(DX), Y4
+	VMOVDQU      128(AX)(DI*8), Y7
+	VMOVDQU      (AX)(DI*8), Y6
+	VPSLLW       $0x04, Y7, Y8
+	VPAND        Y1, Y8, Y8
+	VPAND        Y0, Y6, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   (DX), Y8, Y8
+	VPMADDWD     Y2, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSLLW       $0x02, Y7, Y8
+	VPAND        Y1, Y8, Y8
+	VPSRLW       $0x04, Y6, Y9
+	VPAND        Y0, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   64(DX), Y8, Y8
+	VPMADDWD     Y2, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VMOVDQU      64(AX)(DI*8), Y6
+	VPAND        Y1, Y7, Y8
+	VPAND        Y0, Y6, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   128(DX), Y8, Y8
+	VPMADDWD     Y2, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPSRLW       $0x02, Y7, Y8
+	VPAND        Y1, Y8, Y8
+	VPSRLW       $0x04, Y6, Y9
+	VPAND        Y0, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   192(DX), Y8, Y8
+	VPMADDWD     Y2, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VPMOVSXBD    (CX)(DI*1), Y8
+	VPMULLD      Y8, Y4, Y4
+	VCVTDQ2PS    Y4, Y4
+	VMOVDQU      288(DX), Y5
+	VMOVDQU      160(AX)(DI*8), Y7
+	VMOVDQU      32(AX)(DI*8), Y6
+	VPSLLW       $0x04, Y7, Y8
+	VPAND        Y1, Y8, Y8
+	VPAND        Y0, Y6, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   32(DX), Y8, Y8
+	VPMADDWD     Y2, Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	VPSLLW       $0x02, Y7, Y8
+	VPAND        Y1, Y8, Y8
+	VPSRLW       $0x04, Y6, Y9
+	VPAND        Y0, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   96(DX), Y8, Y8
+	VPMADDWD     Y2, Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	VMOVDQU      96(AX)(DI*8), Y6
+	VPAND        Y1, Y7, Y8
+	VPAND        Y0, Y6, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   160(DX), Y8, Y8
+	VPMADDWD     Y2, Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	VPSRLW       $0x02, Y7, Y8
+	VPAND        Y1, Y8, Y8
+	VPSRLW       $0x04, Y6, Y9
+	VPAND        Y0, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VPMADDUBSW   224(DX), Y8, Y8
+	VPMADDWD     Y2, Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	VPMOVSXBD    8(CX)(DI*1), Y8
+	VPMULLD      Y8, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VBROADCASTSS 16(CX)(DI*1), Y6
+	VFMADD231PS  Y4, Y6, Y3
+	VFMADD231PS  Y5, Y6, Y3
+	ADDQ         $0x18, DI
+	ADDQ         $0x00000140, DX
+	CMPQ         DI, SI
+	JB           sixblocks_1656
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X3, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (BX)
+
+noodd_1655:
+	VZEROUPPER
+	RET
+
+// func dotSixRowsVNNI(w []byte, scales []byte, n int, xs []byte, out []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·dotSixRowsVNNI(SB), NOSPLIT, $8-104
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         n+48(FP), DX
+	SHRQ         $0x02, DX
+	LEAQ         (DX)(DX*2), DX
+	MOVQ         out_base+80(FP), BX
+	MOVQ         out_len+88(FP), SI
+	MOVQ         n+48(FP), DI
+	SHRQ         $0x05, DI
+	LEAQ         (DI)(DI*2), DI
+	SHRQ         $0x01, SI
+	MOVQ         SI, (SP)
+	TESTQ        SI, SI
+	JZ           pairsdone_1657
+
+pairs_1658:
+	MOVQ   (SP), R8
+	IMULQ  DX, R8
+	ADDQ   AX, R8
+	MOVQ   (SP), R9
+	IMULQ  DI, R9
+	ADDQ   CX, R9
+	MOVQ   xs_base+56(FP), R10
+	MOVQ   n+48(FP), R11
+	SHRQ   $0x05, R11
+	LEAQ   (R11)(R11*2), R11
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   R12, R12
+
+sixblocks_1659:
+	VMOVDQU64     (R10), Z4
+	VMOVDQU64     64(R10), Z5
+	VMOVDQU64     128(R10), Z6
+	VMOVDQU64     192(R10), Z7
+	PREFETCHT1    16384(AX)(R12*8)
+	PREFETCHT1    16448(AX)(R12*8)
+	PREFETCHT1    16512(AX)(R12*8)
+	VMOVDQU32     256(R10), Z8
+	VMOVDQU64     128(AX)(R12*8), Z10
+	VMOVDQU64     (AX)(R12*8), Z9
+	VPSLLW        $0x04, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z4, Z11, Z8
+	VPSLLW        $0x02, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z5, Z11, Z8
+	VMOVDQU64     64(AX)(R12*8), Z9
+	VPANDD        Z1, Z10, Z11
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z6, Z11, Z8
+	VPSRLW        $0x02, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z7, Z11, Z8
+	VPMOVSXBD     (CX)(R12*1), Z9
+	VPMULLD       Z9, Z8, Z8
+	VCVTDQ2PS     Z8, Z8
+	VBROADCASTSS  16(CX)(R12*1), Z9
+	VFMADD231PS   Z8, Z9, Z2
+	PREFETCHT1    16384(R8)(R12*8)
+	PREFETCHT1    16448(R8)(R12*8)
+	PREFETCHT1    16512(R8)(R12*8)
+	VMOVDQU32     256(R10), Z8
+	VMOVDQU64     128(R8)(R12*8), Z10
+	VMOVDQU64     (R8)(R12*8), Z9
+	VPSLLW        $0x04, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z4, Z11, Z8
+	VPSLLW        $0x02, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z5, Z11, Z8
+	VMOVDQU64     64(R8)(R12*8), Z9
+	VPANDD        Z1, Z10, Z11
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z6, Z11, Z8
+	VPSRLW        $0x02, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z7, Z11, Z8
+	VPMOVSXBD     (R9)(R12*1), Z9
+	VPMULLD       Z9, Z8, Z8
+	VCVTDQ2PS     Z8, Z8
+	VBROADCASTSS  16(R9)(R12*1), Z9
+	VFMADD231PS   Z8, Z9, Z3
+	ADDQ          $0x18, R12
+	ADDQ          $0x00000140, R10
+	CMPQ          R12, R11
+	JB            sixblocks_1659
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y2, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y4, X3
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VADDPS        X4, X3, X3
+	VEXTRACTF32X4 $0x01, Y2, X4
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0x4e, X4, X2
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0xb1, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSS        X3, (BX)
+	MOVQ          (SP), R8
+	VMOVSS        X4, (BX)(R8*4)
+	ADDQ          DX, AX
+	ADDQ          DI, CX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           pairs_1658
+	MOVQ          (SP), SI
+	IMULQ         DX, SI
+	ADDQ          SI, AX
+	MOVQ          (SP), SI
+	IMULQ         DI, SI
+	ADDQ          SI, CX
+	MOVQ          (SP), SI
+	LEAQ          (BX)(SI*4), BX
+
+pairsdone_1657:
+	MOVQ   out_len+88(FP), DX
+	TESTQ  $0x00000001, DX
+	JZ     noodd_1660
+	MOVQ   xs_base+56(FP), DX
+	MOVQ   n+48(FP), SI
+	SHRQ   $0x05, SI
+	LEAQ   (SI)(SI*2), SI
+	VPXORD Z2, Z2, Z2
+	XORQ   DI, DI
+
+sixblocks_1661:
+	VMOVDQU64     (DX), Z3
+	VMOVDQU64     64(DX), Z4
+	VMOVDQU64     128(DX), Z5
+	VMOVDQU64     192(DX), Z6
+	PREFETCHT1    16384(AX)(DI*8)
+	PREFETCHT1    16448(AX)(DI*8)
+	PREFETCHT1    16512(AX)(DI*8)
+	VMOVDQU32     256(DX), Z7
+	VMOVDQU64     128(AX)(DI*8), Z9
+	VMOVDQU64     (AX)(DI*8), Z8
+	VPSLLW        $0x04, Z9, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z8, Z10
+	VPDPBUSD      Z3, Z10, Z7
+	VPSLLW        $0x02, Z9, Z10
+	VPANDD        Z1, Z10, Z10
+	VPSRLW        $0x04, Z8, Z3
+	VPTERNLOGD    $0xd8, Z0, Z3, Z10
+	VPDPBUSD      Z4, Z10, Z7
+	VMOVDQU64     64(AX)(DI*8), Z8
+	VPANDD        Z1, Z9, Z10
+	VPTERNLOGD    $0xd8, Z0, Z8, Z10
+	VPDPBUSD      Z5, Z10, Z7
+	VPSRLW        $0x02, Z9, Z10
+	VPANDD        Z1, Z10, Z10
+	VPSRLW        $0x04, Z8, Z3
+	VPTERNLOGD    $0xd8, Z0, Z3, Z10
+	VPDPBUSD      Z6, Z10, Z7
+	VPMOVSXBD     (CX)(DI*1), Z3
+	VPMULLD       Z3, Z7, Z7
+	VCVTDQ2PS     Z7, Z7
+	VBROADCASTSS  16(CX)(DI*1), Z3
+	VFMADD231PS   Z7, Z3, Z2
+	ADDQ          $0x18, DI
+	ADDQ          $0x00000140, DX
+	CMPQ          DI, SI
+	JB            sixblocks_1661
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (BX)
+
+noodd_1660:
+	VZEROUPPER
+	RET
+
+// func dotSixRowsVNNIHW(w []byte, scales []byte, n int, xs []byte, out []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI
+TEXT ·dotSixRowsVNNIHW(SB), NOSPLIT, $40-104
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	MOVQ         w_base+0(FP), AX
+	MOVQ         AX, 8(SP)
+	MOVQ         scales_base+24(FP), AX
+	MOVQ         AX, 16(SP)
+	MOVQ         out_base+80(FP), AX
+	MOVQ         AX, 24(SP)
+	MOVQ         out_len+88(FP), AX
+	SHRQ         $0x02, AX
+	MOVQ         AX, (SP)
+	MOVQ         AX, 32(SP)
+	TESTQ        AX, AX
+	JZ           quadsdone_1662
+
+quads_1663:
+	MOVQ   n+48(FP), AX
+	SHRQ   $0x02, AX
+	LEAQ   (AX)(AX*2), AX
+	MOVQ   8(SP), CX
+	IMULQ  (SP), AX
+	LEAQ   (CX)(AX*1), DX
+	LEAQ   (CX)(AX*2), BX
+	LEAQ   (BX)(AX*1), AX
+	MOVQ   n+48(FP), SI
+	SHRQ   $0x05, SI
+	LEAQ   (SI)(SI*2), SI
+	MOVQ   16(SP), DI
+	IMULQ  (SP), SI
+	LEAQ   (DI)(SI*1), R8
+	LEAQ   (DI)(SI*2), R9
+	LEAQ   (R9)(SI*1), SI
+	MOVQ   xs_base+56(FP), R10
+	MOVQ   n+48(FP), R11
+	SHRQ   $0x05, R11
+	LEAQ   (R11)(R11*2), R11
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	XORQ   R12, R12
+
+sixblocks_1664:
+	VMOVDQU64     (R10), Z6
+	VMOVDQU64     64(R10), Z7
+	VMOVDQU64     128(R10), Z8
+	VMOVDQU64     192(R10), Z9
+	VMOVDQU32     256(R10), Z10
+	VMOVDQU64     128(CX)(R12*8), Z12
+	VMOVDQU64     (CX)(R12*8), Z11
+	VPSLLW        $0x04, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z6, Z13, Z10
+	VPSLLW        $0x02, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z7, Z13, Z10
+	VMOVDQU64     64(CX)(R12*8), Z11
+	VPANDD        Z1, Z12, Z13
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z8, Z13, Z10
+	VPSRLW        $0x02, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z9, Z13, Z10
+	VPMOVSXBD     (DI)(R12*1), Z11
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VBROADCASTSS  16(DI)(R12*1), Z11
+	VFMADD231PS   Z10, Z11, Z2
+	VMOVDQU32     256(R10), Z10
+	VMOVDQU64     128(DX)(R12*8), Z12
+	VMOVDQU64     (DX)(R12*8), Z11
+	VPSLLW        $0x04, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z6, Z13, Z10
+	VPSLLW        $0x02, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z7, Z13, Z10
+	VMOVDQU64     64(DX)(R12*8), Z11
+	VPANDD        Z1, Z12, Z13
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z8, Z13, Z10
+	VPSRLW        $0x02, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z9, Z13, Z10
+	VPMOVSXBD     (R8)(R12*1), Z11
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VBROADCASTSS  16(R8)(R12*1), Z11
+	VFMADD231PS   Z10, Z11, Z3
+	VMOVDQU32     256(R10), Z10
+	VMOVDQU64     128(BX)(R12*8), Z12
+	VMOVDQU64     (BX)(R12*8), Z11
+	VPSLLW        $0x04, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z6, Z13, Z10
+	VPSLLW        $0x02, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z7, Z13, Z10
+	VMOVDQU64     64(BX)(R12*8), Z11
+	VPANDD        Z1, Z12, Z13
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z8, Z13, Z10
+	VPSRLW        $0x02, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z9, Z13, Z10
+	VPMOVSXBD     (R9)(R12*1), Z11
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VBROADCASTSS  16(R9)(R12*1), Z11
+	VFMADD231PS   Z10, Z11, Z4
+	VMOVDQU32     256(R10), Z10
+	VMOVDQU64     128(AX)(R12*8), Z12
+	VMOVDQU64     (AX)(R12*8), Z11
+	VPSLLW        $0x04, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z6, Z13, Z10
+	VPSLLW        $0x02, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z7, Z13, Z10
+	VMOVDQU64     64(AX)(R12*8), Z11
+	VPANDD        Z1, Z12, Z13
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z8, Z13, Z10
+	VPSRLW        $0x02, Z12, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z13
+	VPDPBUSD      Z9, Z13, Z10
+	VPMOVSXBD     (SI)(R12*1), Z11
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VBROADCASTSS  16(SI)(R12*1), Z11
+	VFMADD231PS   Z10, Z11, Z5
+	ADDQ          $0x18, R12
+	ADDQ          $0x00000140, R10
+	CMPQ          R12, R11
+	JB            sixblocks_1664
+	VEXTRACTF64X4 $0x01, Z2, Y6
+	VADDPS        Y2, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z4, Y3
+	VADDPS        Y4, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z5, Y4
+	VADDPS        Y5, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y6, X5
+	VADDPS        X6, X5, X5
+	VPSHUFD       $0x4e, X5, X6
+	VADDPS        X6, X5, X5
+	VPSHUFD       $0xb1, X5, X6
+	VADDPS        X6, X5, X5
+	VEXTRACTF32X4 $0x01, Y2, X6
+	VADDPS        X2, X6, X6
+	VPSHUFD       $0x4e, X6, X2
+	VADDPS        X2, X6, X6
+	VPSHUFD       $0xb1, X6, X2
+	VADDPS        X2, X6, X6
+	VEXTRACTF32X4 $0x01, Y3, X2
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VADDPS        X3, X2, X2
+	VEXTRACTF32X4 $0x01, Y4, X3
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VADDPS        X4, X3, X3
+	MOVQ          24(SP), AX
+	MOVQ          (SP), CX
+	SHLQ          $0x02, CX
+	VMOVSS        X5, (AX)
+	VMOVSS        X6, (AX)(CX*1)
+	VMOVSS        X2, (AX)(CX*2)
+	LEAQ          (AX)(CX*2), AX
+	VMOVSS        X3, (AX)(CX*1)
+	MOVQ          n+48(FP), AX
+	SHRQ          $0x02, AX
+	LEAQ          (AX)(AX*2), AX
+	ADDQ          AX, 8(SP)
+	MOVQ          n+48(FP), AX
+	SHRQ          $0x05, AX
+	LEAQ          (AX)(AX*2), AX
+	ADDQ          AX, 16(SP)
+	ADDQ          $0x04, 24(SP)
+	DECQ          32(SP)
+	JNZ           quads_1663
+
+quadsdone_1662:
+	MOVQ  8(SP), AX
+	MOVQ  16(SP), CX
+	MOVQ  24(SP), DX
+	MOVQ  n+48(FP), BX
+	SHRQ  $0x02, BX
+	LEAQ  (BX)(BX*2), BX
+	IMULQ (SP), BX
+	MOVQ  (SP), SI
+	SHLQ  $0x02, SI
+	LEAQ  (AX)(BX*2), AX
+	ADDQ  BX, AX
+	LEAQ  (DX)(SI*2), DX
+	ADDQ  SI, DX
+	MOVQ  n+48(FP), BX
+	SHRQ  $0x05, BX
+	LEAQ  (BX)(BX*2), BX
+	IMULQ (SP), BX
+	LEAQ  (CX)(BX*2), CX
+	ADDQ  BX, CX
+	MOVQ  out_len+88(FP), BX
+	ANDQ  $0x03, BX
+	JZ    blocksingledone_1666
+
+blocksingle_1665:
+	MOVQ   xs_base+56(FP), SI
+	MOVQ   n+48(FP), DI
+	SHRQ   $0x05, DI
+	LEAQ   (DI)(DI*2), DI
+	VPXORD Z2, Z2, Z2
+	XORQ   R8, R8
+
+sixblocks_1667:
+	VMOVDQU64     (SI), Z3
+	VMOVDQU64     64(SI), Z4
+	VMOVDQU64     128(SI), Z5
+	VMOVDQU64     192(SI), Z6
+	VMOVDQU32     256(SI), Z7
+	VMOVDQU64     128(AX)(R8*8), Z9
+	VMOVDQU64     (AX)(R8*8), Z8
+	VPSLLW        $0x04, Z9, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z8, Z10
+	VPDPBUSD      Z3, Z10, Z7
+	VPSLLW        $0x02, Z9, Z10
+	VPANDD        Z1, Z10, Z10
+	VPSRLW        $0x04, Z8, Z3
+	VPTERNLOGD    $0xd8, Z0, Z3, Z10
+	VPDPBUSD      Z4, Z10, Z7
+	VMOVDQU64     64(AX)(R8*8), Z8
+	VPANDD        Z1, Z9, Z10
+	VPTERNLOGD    $0xd8, Z0, Z8, Z10
+	VPDPBUSD      Z5, Z10, Z7
+	VPSRLW        $0x02, Z9, Z10
+	VPANDD        Z1, Z10, Z10
+	VPSRLW        $0x04, Z8, Z3
+	VPTERNLOGD    $0xd8, Z0, Z3, Z10
+	VPDPBUSD      Z6, Z10, Z7
+	VPMOVSXBD     (CX)(R8*1), Z3
+	VPMULLD       Z3, Z7, Z7
+	VCVTDQ2PS     Z7, Z7
+	VBROADCASTSS  16(CX)(R8*1), Z3
+	VFMADD231PS   Z7, Z3, Z2
+	ADDQ          $0x18, R8
+	ADDQ          $0x00000140, SI
+	CMPQ          R8, DI
+	JB            sixblocks_1667
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y2, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X2
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VADDPS        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VADDPS        X3, X2, X2
+	VMOVSS        X2, (DX)
+	MOVQ          n+48(FP), SI
+	SHRQ          $0x02, SI
+	LEAQ          (SI)(SI*2), SI
+	ADDQ          SI, AX
+	MOVQ          n+48(FP), SI
+	SHRQ          $0x05, SI
+	LEAQ          (SI)(SI*2), SI
+	ADDQ          SI, CX
+	ADDQ          $0x04, DX
+	DECQ          BX
+	JNZ           blocksingle_1665
+
+blocksingledone_1666:
+	VZEROUPPER
+	RET

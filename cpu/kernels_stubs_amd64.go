@@ -363,3 +363,20 @@ func dotNibbleMatMulVNNI(w []byte, scales []uint16, rows int, x []int8, xBias []
 //
 //go:noescape
 func dotNibbleMatMulVNNIHW(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
+
+// dotSixRowsAVX2 is dotSixRows with AVX2: 2 rows at a time, vpmaddubsw, vpmaddwd by 1, plus −32·Σx,
+// vpmulld by the group scales, FMA by the block's.
+//
+//go:noescape
+func dotSixRowsAVX2(w []byte, scales []byte, n int, xs []byte, out []float32)
+
+// dotSixRowsVNNI is dotSixRows with AVX-512 VNNI: 2 rows at a time, a block's 6-bit codes put together with vpternlogd,
+// vpdpbusd from −32·Σx, vpmulld by the group scales, FMA by the block's.
+//
+//go:noescape
+func dotSixRowsVNNI(w []byte, scales []byte, n int, xs []byte, out []float32)
+
+// dotSixRowsVNNIHW is dotSixRowsVNNI (the same bits) without software prefetches.
+//
+//go:noescape
+func dotSixRowsVNNIHW(w []byte, scales []byte, n int, xs []byte, out []float32)

@@ -872,6 +872,141 @@ func randomNibbleHead(rng *rand.Rand, n, rows int, extreme bool) (codes, x []int
 	return codes, x, scales, w, h
 }
 
+// TestDotSixRows: the six-bit twin gives the block twin's bits for the
+// same Q6_K values (as codes and group scales d·sc), and every set's
+// kernel agrees with the twin within float32 rounding, for every row
+// remainder, random and extreme codes and scales, and leaves the gaps
+// around out untouched.
+func TestDotSixRows(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, n := range []int{0, 256, 512, 2560} {
+			for _, rows := range testRows {
+				for _, extreme := range []bool{false, true} {
+					sh := randomSixHead(rng, n, rows, extreme)
+					want, block := make([]float32, rows), make([]float32, rows)
+					dotSixRowsGeneric(sh.w, sh.scales, n, sh.xs, want)
+					dotBlockRowsGeneric(sh.codes, sh.groupScales, 16, sh.x, nil, block)
+					out, all := poisoned(rows, 1+rng.IntN(7), 16, float32(math.NaN()))
+					k.dotSixRows(sh.w, sh.scales, n, sh.xs, out)
+					for r := range out {
+						if math.Float32bits(want[r]) != math.Float32bits(block[r]) {
+							t.Fatalf("n %d rows %d row %d: six twin %g, block twin %g", n, rows, r, want[r], block[r])
+						}
+						var abs float64
+						for i := 0; i < n; i++ {
+							abs += math.Abs(float64(sh.groupScales[r*n/16+i/16]) * float64(sh.codes[r*n+i]) * float64(sh.x[i]))
+						}
+						if d := math.Abs(float64(out[r]) - float64(want[r])); !(d <= relF16*abs) {
+							t.Fatalf("n %d rows %d row %d: %g, twin %g (Σ|swx| %g)", n, rows, r, out[r], want[r], abs)
+						}
+					}
+					checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
+				}
+			}
+		}
+	})
+}
+
+// TestDotSixMatMul: every set's few-token Q6_K head gives each token
+// exactly (bit for bit) what the set's dotSixRows gives that token alone,
+// for every row remainder and a few token counts; the gaps between the
+// output rows stay untouched.
+func TestDotSixMatMul(t *testing.T) {
+	forEachSet(t, func(t *testing.T, k kernels) {
+		rng := newRand()
+		for _, n := range []int{0, 256, 2560} {
+			for _, rows := range append(testRows, 130) {
+				for _, tokens := range []int{0, 1, 2, 3, 5, 9} {
+					expectSixMatMul(t, k.dotSixMatMul, k.dotSixRows, rng, n, rows, tokens, (rows+tokens)%3 == 0)
+				}
+			}
+		}
+	})
+}
+
+// expectSixMatMul runs mm on a random Q6_K head (or, when extreme, the
+// extreme one) and checks it against rowsFn per token.
+func expectSixMatMul(t *testing.T, mm func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int), rowsFn func(w []byte, scales []byte, n int, xs []byte, out []float32), rng *rand.Rand, n, rows, tokens int, extreme bool) {
+	t.Helper()
+	sh := randomSixHead(rng, n, rows, extreme)
+	ab := 5 * n / 4
+	xs := make([]byte, tokens*ab)
+	for tk := 0; tk < tokens; tk++ {
+		copy(xs[tk*ab:], randomSixHead(rng, n, 0, extreme && tk%2 == 0).xs)
+	}
+	os := rows + rng.IntN(3)
+	var out, all []float32
+	if tokens > 0 {
+		out, all = poisoned((tokens-1)*os+rows, 1+rng.IntN(7), 16, float32(math.NaN()))
+	}
+	mm(sh.w, sh.scales, rows, n, xs, tokens, out, os)
+	want := make([]float32, rows)
+	for tk := 0; tk < tokens; tk++ {
+		rowsFn(sh.w, sh.scales, n, xs[tk*ab:(tk+1)*ab], want)
+		for r, v := range want {
+			if g := out[tk*os+r]; math.Float32bits(g) != math.Float32bits(v) {
+				t.Fatalf("n %d rows %d tokens %d: token %d row %d: %g, alone %g", n, rows, tokens, tk, r, g, v)
+			}
+		}
+		if tk+1 < tokens {
+			for i := rows; i < os; i++ {
+				if v := out[tk*os+i]; v == v {
+					t.Fatalf("n %d rows %d tokens %d: wrote out[%d] between tokens", n, rows, tokens, tk*os+i)
+				}
+			}
+		}
+	}
+	if tokens > 0 {
+		checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
+	}
+}
+
+// sixHead is a random Q6_K head slice as the tests take it: its values as
+// codes (q − 32) with group scales d·sc (the block twin's form), packed in
+// dotSixRows' layout (w, scales), and activations x with their
+// sixActivations xs.
+type sixHead struct {
+	codes, x      []int8
+	groupScales   []float32
+	w, scales, xs []byte
+}
+
+// randomSixHead returns rows × n Q6_K values and n activations: random,
+// or (extreme) the extreme codes, group scales and activations.
+func randomSixHead(rng *rand.Rand, n, rows int, extreme bool) sixHead {
+	var sh sixHead
+	sh.codes = randomI8(rng, rows*n, -32, 31, 31)
+	sc := randomI8(rng, rows*n/16, -128, 127, 127)
+	sh.x = randomI8(rng, n, -127, 127, 127)
+	if extreme {
+		for i := range sh.codes {
+			sh.codes[i] = []int8{-32, 31}[i%2]
+		}
+		for i := range sc {
+			sc[i] = []int8{-128, 127}[i/3%2]
+		}
+		for i := range sh.x {
+			sh.x[i] = []int8{-127, 127}[i/5%2]
+		}
+	}
+	d := make([]float32, rows*n/sixBlock)
+	for i := range d {
+		d[i] = nn.F16ToF32(nn.F32ToF16(float32(rng.NormFloat64() / 64)))
+	}
+	sh.groupScales = make([]float32, rows*n/16)
+	for g := range sh.groupScales {
+		sh.groupScales[g] = d[g/16] * float32(sc[g])
+	}
+	sh.w, sh.scales = make([]byte, rows*3*n/4), make([]byte, rows*3*n/32)
+	for r := 0; r < rows; r++ {
+		sixRow(sh.w[r*3*n/4:(r+1)*3*n/4], sh.scales[r*3*n/32:(r+1)*3*n/32], sh.codes[r*n:(r+1)*n], sc[r*n/16:(r+1)*n/16], d[r*n/sixBlock:(r+1)*n/sixBlock])
+	}
+	sh.xs = make([]byte, 5*n/4)
+	sixActivations(sh.x, sh.xs)
+	return sh
+}
+
 // TestDotBlockMatMul: every set's few-token block head gives each token
 // exactly (bit for bit) what the set's dotBlockRows gives that token alone
 // (the batch invariance speculative decoding relies on), for both group
@@ -1006,6 +1141,12 @@ func TestBoundsChecked(t *testing.T) {
 			},
 			"dotNibbleMatMul": func() {
 				k.dotNibbleMatMul(make([]byte, 127), make([]uint16, 8), 2, make([]int8, 128), make([]int32, 32), 128, 1, make([]float32, 2), 2)
+			},
+			"dotSixRows": func() {
+				k.dotSixRows(make([]byte, 383), make([]byte, 48), 256, make([]byte, 320), make([]float32, 2))
+			},
+			"dotSixMatMul": func() {
+				k.dotSixMatMul(make([]byte, 384), make([]byte, 48), 2, 256, make([]byte, 319), 1, make([]float32, 2), 2)
 			},
 			"dotBlockMatMul": func() {
 				k.dotBlockMatMul(make([]int8, 127), make([]float32, 8), 32, 2, make([]int8, 64), make([]int32, 16), 64, 1, make([]float32, 2), 2)

@@ -14,7 +14,7 @@
 //
 // Files: ternary.go (matrix-vector), matmul.go (matrix-matrix), float.go
 // (float16 rows), softmax.go (attention's exponentials), elementwise.go (per-element float32 steps), quant.go (int8 quantization), half.go (float16 conversion), int8.go (int8 rows, byte sum), head.go (float16 and int8
-// rows against a few tokens), blockhead.go (int8 codes with group scales), sumsq.go (RMSNorm's float64 sum of squares), sgemm.go (the trainer's
+// rows against a few tokens), blockhead.go (int8 codes with group scales), nibblehead.go (Q4_0 in 4.5 bits), sixhead.go (Q6_K in 6.75 bits), sumsq.go (RMSNorm's float64 sum of squares), sgemm.go (the trainer's
 // float32 matrix-product micro-kernels, FMA peak probe). This file holds the
 // constants and the helpers they share.
 package main
@@ -107,6 +107,9 @@ func main() {
 	withoutPrefetch(genDotNibbleRowsVNNI)
 	genDotNibbleMatMulVNNI()
 	withoutPrefetch(genDotNibbleMatMulVNNI)
+	genDotSixRowsAVX2()
+	genDotSixRowsVNNI()
+	withoutPrefetch(genDotSixRowsVNNI)
 
 	Generate()
 }

@@ -1,0 +1,122 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// A Q6_K head in its own bits (dotSixRows): Q6_K stores each block of 256
+// values as 6-bit codes q (value = d·sc·(q − 32)), an int8 scale sc per
+// group of 16 and a float16 d per block, 6.56 bits a value. The CPU holds
+// it in 6.75: per block, 192 bytes of codes in w and 24 bytes of scales
+// (the 16 sc, d as a float32, 4 zero bytes) in scales, where 8-bit codes
+// and a float32 per group took 10 bits.
+//
+// Inside a block the values are reordered so that 4-byte lane k of each
+// 64-byte chunk c (position p = 64c + 4k + e, e < 4) holds value
+// 16k + 4c + e (sixValue): a SIMD lane sums one group of 16 through the
+// block's four chunks, and a block's 16 lane sums are its 16 group sums.
+// The codes of positions 0…127 and 128…255 are packed as nibbleRow packs
+// 128 values (low 4 bits: position j of the 128 in the low half of byte j,
+// position 64+j in the high half); then byte j of the last 64 holds bits
+// 5:4 of position 64c + j in its bits 2c+1:2c, for c < 4.
+const (
+	sixBlock      = 256 // values a block
+	sixCodeBytes  = 192 // bytes of a block's codes
+	sixScaleBytes = 24  // bytes of a block's scales
+	sixActBytes   = 320 // bytes of a block's activations (sixActivations)
+)
+
+// sixValue is the value (within its block) at position p.
+func sixValue(p int) int { return 16*(p%64/4) + 4*(p/64) + p%4 }
+
+// sixRow writes a row of Q6_K values in dotSixRows' layout: codes [n] (q −
+// 32, in [−32, 31]) into dst [3n/4], the group scales sc [n/16] and block
+// scales d [n/256] into dstScales [3n/32]. n is a multiple of 256.
+func sixRow(dst, dstScales []byte, codes, sc []int8, d []float32) {
+	for b := 0; b < len(codes)/sixBlock; b++ {
+		blk := dst[b*sixCodeBytes : (b+1)*sixCodeBytes]
+		clear(blk)
+		for p := 0; p < sixBlock; p++ {
+			q := byte(codes[b*sixBlock+sixValue(p)] + 32)
+			m := p % 128
+			blk[p/128*64+m%64] |= q & 15 << (4 * (m / 64))
+			blk[128+p%64] |= q >> 4 << (2 * (p / 64))
+		}
+		s := dstScales[b*sixScaleBytes : (b+1)*sixScaleBytes]
+		for k := 0; k < 16; k++ {
+			s[k] = byte(sc[b*16+k])
+		}
+		binary.LittleEndian.PutUint32(s[16:], math.Float32bits(d[b]))
+		clear(s[20:])
+	}
+}
+
+// sixCode returns the code q (0…63) at position p of block b of a row in
+// dotSixRows' layout.
+func sixCode(row []byte, b, p int) int32 {
+	blk := row[b*sixCodeBytes:]
+	m := p % 128
+	lo := blk[p/128*64+m%64] >> (4 * (m / 64)) & 15
+	hi := blk[128+p%64] >> (2 * (p / 64)) & 3
+	return int32(lo | hi<<4)
+}
+
+// sixActivations writes xs [5n/4] for the activations x [n] (n a multiple
+// of 256): per block, the 256 values in position order (xs[320b + p] =
+// x[256b + sixValue(p)]), then each group's −32·Σx as a little-endian
+// int32 (what dotSixRows, which multiplies the unsigned codes q, starts
+// its lanes from).
+func sixActivations(x []int8, xs []byte) {
+	for b := 0; b < len(x)/sixBlock; b++ {
+		xb, a := x[b*sixBlock:(b+1)*sixBlock], xs[b*sixActBytes:(b+1)*sixActBytes]
+		var sums [16]int32
+		for p := 0; p < sixBlock; p++ {
+			v := xb[sixValue(p)]
+			a[p] = byte(v)
+			sums[p%64/4] += int32(v)
+		}
+		for k, s := range sums {
+			binary.LittleEndian.PutUint32(a[sixBlock+4*k:], uint32(-32*s))
+		}
+	}
+}
+
+// dotSixRowsGeneric sums each group exactly and the groups in order in
+// float64, with the scales d·sc (exact in float32): the bits
+// dotBlockRowsGeneric gives for the same values as codes and group scales.
+func dotSixRowsGeneric(w []byte, scales []byte, n int, xs []byte, out []float32) {
+	B := n / sixBlock
+	for r := range out {
+		row, rs := w[r*B*sixCodeBytes:(r+1)*B*sixCodeBytes], scales[r*B*sixScaleBytes:(r+1)*B*sixScaleBytes]
+		var acc float64
+		for b := 0; b < B; b++ {
+			s := rs[b*sixScaleBytes:]
+			d := math.Float32frombits(binary.LittleEndian.Uint32(s[16:]))
+			var sums [16]int32
+			for p := 0; p < sixBlock; p++ {
+				sums[p%64/4] += (sixCode(row, b, p) - 32) * int32(int8(xs[b*sixActBytes+p]))
+			}
+			for k, sum := range sums {
+				acc += float64(d*float32(int8(s[k]))) * float64(sum)
+			}
+		}
+		out[r] = float32(acc)
+	}
+}
+
+// blockedSix makes dotSixMatMul from a set's dotSixRows: over blocks of
+// rowBlock rows (which stay in L2 while every token passes), each token's
+// rows summed by the row kernel itself, so that a batch gives each token
+// its one-token bits.
+func blockedSix(rowsFn func(w []byte, scales []byte, n int, xs []byte, out []float32)) func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int) {
+	return func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int) {
+		cb, sb, ab := 3*n/4, 3*n/32, 5*n/4
+		for r0 := 0; r0 < rows; r0 += rowBlock {
+			r1 := min(r0+rowBlock, rows)
+			for t := 0; t < tokens; t++ {
+				rowsFn(w[r0*cb:r1*cb], scales[r0*sb:r1*sb], n, xs[t*ab:(t+1)*ab], out[t*outStride+r0:t*outStride+r1])
+			}
+		}
+	}
+}
