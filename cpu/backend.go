@@ -196,7 +196,7 @@ func (b *Backend) load(w *nn.Weights, o Options) error {
 	if o.HeadQ8 {
 		ht = nn.HeadQ8
 	}
-	b.head, err = newHead(b.pool, arena, w, ht)
+	b.head, err = newHead(b.pool, arena, w, ht, b.k.sixHead)
 	return err
 }
 

@@ -171,7 +171,7 @@ func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd 
 }
 
 func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
-	h, err := newHead(a.p, nil, &nn.Weights{Output: w}, nn.HeadStored)
+	h, err := newHead(a.p, nil, &nn.Weights{Output: w}, nn.HeadStored, a.k.sixHead)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,9 @@ import (
 //     (9 or 10 bits a value against Q8_0's 8.5 and Q6_K's 6.6 in the file).
 //     Q4_0 is held as the file holds it, 4-bit codes and a float16 per
 //     group of 32 (4.5 bits a value; dotNibbleRows), when embd is a
-//     multiple of 128, so a decode step reads half the bytes for it.
+//     multiple of 128, so a decode step reads half the bytes for it;
+//     Q6_K in its 6-bit codes, int8 group scales and a float32 per block
+//     of 256 (6.75 bits a value against 10; dotSixRows).
 type head struct {
 	rows, n int
 	typ     nn.HeadType // f16, q8, or a block type
@@ -32,12 +34,14 @@ type head struct {
 	q8Scale []float32   // [vocab] row scales (q8), or [vocab][embd/group] group scales
 	q4      []byte      // [vocab][embd/2] Q4_0 codes in nibbleRow's layout, or nil
 	q4Scale []uint16    // [vocab][embd/32] their float16 scales
+	q6      []byte      // [vocab][3·embd/4] Q6_K codes in sixRow's layout, or nil
+	q6Scale []byte      // [vocab][3·embd/32] their scales in sixRow's layout
 	group   int         // values per scale of a block type, else 0
 }
 
 // bytes is the memory one pass over the head reads.
 func (h *head) bytes() int64 {
-	return int64(2*len(h.f16) + len(h.q8) + 4*len(h.q8Scale) + len(h.q4) + 2*len(h.q4Scale))
+	return int64(2*len(h.f16) + len(h.q8) + 4*len(h.q8Scale) + len(h.q4) + 2*len(h.q4Scale) + len(h.q6) + len(h.q6Scale))
 }
 
 // int8 reports whether the head multiplies int8 activations (every form
@@ -48,8 +52,9 @@ func (h *head) int8() bool { return h.f16 == nil }
 // are released.
 const releaseRows = 512
 
-// newHead loads the head as ht says (nn.HeadStored: the file's type).
-func newHead(p *pool, a *weightArena, w *nn.Weights, ht nn.HeadType) (*head, error) {
+// newHead loads the head as ht says (nn.HeadStored: the file's type); a
+// Q6_K head in dotSixRows' form when six (the kernel set's sixHead).
+func newHead(p *pool, a *weightArena, w *nn.Weights, ht nn.HeadType, six bool) (*head, error) {
 	t := w.Output
 	ht = ht.For(t.Type)
 	h := &head{rows: t.Out, n: t.In, typ: ht, group: ht.Group()}
@@ -64,6 +69,9 @@ func newHead(p *pool, a *weightArena, w *nn.Weights, ht nn.HeadType) (*head, err
 	case ht == nn.HeadQ4_0 && h.n%128 == 0:
 		h.q4 = a.bytes(h.rows * h.n / 2)
 		h.q4Scale = a.f16(h.rows * h.n / 32)
+	case six && ht == nn.HeadQ6_K && h.n%sixBlock == 0:
+		h.q6 = a.bytes(h.rows * 3 * h.n / 4)
+		h.q6Scale = a.bytes(h.rows * 3 * h.n / 32)
 	case ht == nn.HeadQ8:
 		h.q8 = a.i8(h.rows * h.n)
 		h.q8Scale = make([]float32, h.rows)
@@ -80,15 +88,22 @@ func newHead(p *pool, a *weightArena, w *nn.Weights, ht nn.HeadType) (*head, err
 	rowBytes := len(t.Data) / max(t.Out, 1)
 	p.run(h.rows, 64, func(wk, lo, hi int) {
 		row := make([]float32, h.n)
-		var codes []int8
+		var codes, sc []int8
 		var scales []float32
 		if h.q4 != nil {
 			codes, scales = make([]int8, h.n), make([]float32, h.n/32)
+		}
+		if h.q6 != nil {
+			codes, sc, scales = make([]int8, h.n), make([]int8, h.n/16), make([]float32, h.n/sixBlock)
 		}
 		done := lo // rows [lo, done) converted and released
 		for r := lo; r < hi && errs[wk] == nil; r++ {
 			if h.q4 != nil {
 				errs[wk] = packNibbles(t, r, h.q4[r*h.n/2:(r+1)*h.n/2], h.q4Scale[r*h.n/32:(r+1)*h.n/32], codes, scales, row)
+			} else if h.q6 != nil {
+				if errs[wk] = nn.HeadQ6K(t, r, codes, sc, scales, row); errs[wk] == nil {
+					sixRow(h.q6[r*3*h.n/4:(r+1)*3*h.n/4], h.q6Scale[r*3*h.n/32:(r+1)*3*h.n/32], codes, sc, scales)
+				}
 			} else if copyF16 {
 				copy(h.f16[r*h.n:(r+1)*h.n], f16View(t.Data[r*rowBytes:(r+1)*rowBytes]))
 			} else if h.group > 0 {
@@ -175,6 +190,7 @@ type headScratch struct {
 	hq    []int8  // [headTile][embd] the int8 quantization of xn (q8 head)
 	hRaw  []int32 // [headTile][vocab] the q8 head's exact sums, or nil
 	hBias []int32 // [headTile][embd/4] blockBias of hq (block heads), or nil
+	hSix  []byte  // [headTile][5·embd/4] sixActivations of hq (Q6_K head), or nil
 	job   headJob // logits' pool job
 }
 
@@ -188,6 +204,9 @@ func (h *head) newScratch() headScratch {
 	}
 	if h.group > 0 {
 		s.hBias = make([]int32, headTile*h.n/4)
+	}
+	if h.q6 != nil {
+		s.hSix = make([]byte, headTile*5*h.n/4)
 	}
 	return s
 }
@@ -205,7 +224,11 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 			j.scale[t] = quantizeRow(sc.hq[t*n:(t+1)*n], xn[t*n:(t+1)*n]) // = max|xn|/127: x ≈ s·x8
 		}
 	}
-	if h.q4 != nil {
+	if h.q6 != nil {
+		for t := 0; t < T; t++ {
+			sixActivations(sc.hq[t*n:(t+1)*n], sc.hSix[t*5*n/4:(t+1)*5*n/4])
+		}
+	} else if h.q4 != nil {
 		for t := 0; t < T; t++ {
 			nibbleBias(sc.hq[t*n:(t+1)*n], sc.hBias[t*n/4:(t+1)*n/4])
 		}
@@ -251,6 +274,15 @@ func (j *headJob) do(_, lo, hi int) {
 	h, k, sc, T, out := j.h, &j.k, j.sc, j.T, j.out
 	n, v := h.n, h.rows
 	switch {
+	case h.q6 != nil:
+		// As for Q4_0, the few-token kernel gives each (row, token) the
+		// one-token bits.
+		if T == 1 {
+			k.dotSixRows(h.q6[lo*3*n/4:hi*3*n/4], h.q6Scale[lo*3*n/32:hi*3*n/32], n, sc.hSix[:5*n/4], out[lo:hi])
+		} else {
+			k.dotSixMatMul(h.q6[lo*3*n/4:hi*3*n/4], h.q6Scale[lo*3*n/32:hi*3*n/32], hi-lo, n, sc.hSix[:T*5*n/4], T, out[lo:], v)
+		}
+		j.scaleBlocks(lo, hi)
 	case h.q4 != nil:
 		// The few-token kernel gives each (row, token) the bits of the
 		// one-token one: the head is batch-invariant.

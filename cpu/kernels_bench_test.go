@@ -93,6 +93,27 @@ func nibbleHead(rows, n int) (w []byte, scales []uint16, x []int8, bias []int32)
 	return w, scales, x, bias
 }
 
+// benchSixHead returns a rows × n Q6_K head slice in dotSixRows' form
+// (codes and scales, in huge pages as a loaded head's) and an activation
+// vector's sixActivations.
+func benchSixHead(rows, n int) (w, scales, xs []byte) {
+	a := new(weightArena)
+	w, scales = a.bytes(rows*3*n/4), a.bytes(rows*3*n/32)
+	for i := range w {
+		w[i] = byte(i * 37)
+	}
+	for i := range scales {
+		scales[i] = byte(i % 13)
+	}
+	x := make([]int8, n)
+	for i := range x {
+		x[i] = int8(i%255 - 127)
+	}
+	xs = make([]byte, 5*n/4)
+	sixActivations(x, xs)
+	return w, scales, xs
+}
+
 // f16Head returns a rows × n float16 head slice, an activation vector
 // and the outputs.
 func f16Head(rows, n int) (w []uint16, x, out []float32) {
@@ -463,6 +484,19 @@ func BenchmarkDotNibbleRows(b *testing.B) {
 	}
 }
 
+// BenchmarkDotSixRows: a 49152-row slice of a Q6_K head held in its 6.75
+// bits (dotSixRows); MB/s counts the codes and the scales.
+func BenchmarkDotSixRows(b *testing.B) {
+	const rows, n = 49152, 2560
+	w, scales, xs := benchSixHead(rows, n)
+	out := make([]float32, rows)
+	for _, k := range kernelSets() {
+		b.Run(k.name, func(b *testing.B) {
+			probed(b, len(w)+len(scales), func(int) { k.dotSixRows(w, scales, n, xs, out) })
+		})
+	}
+}
+
 // BenchmarkSumSquares: rmsNorm's in-order float64 sum of squares over a
 // row of the 2B shape's widths (a decode step has 90 of 2560 and 30 of
 // 6912), per set: Gaussian values, as the residual stream's, and at 6912
@@ -603,6 +637,14 @@ func BenchmarkRowsThreads(b *testing.B) {
 	kernels = append(kernels, kernel{"dotNibbleRows/group32", len(wn) + 2*len(sn), func(p *pool, _ int) {
 		p.runChunks(2*rows, 64, func(_, lo, hi int) {
 			k.dotNibbleRows(wn[lo*n/2:hi*n/2], sn[lo*n/32:hi*n/32], xn, bn, outN[lo:hi])
+		})
+	}})
+	// A Q6_K head in its 6.75 bits: 1.5 times the rows (106 MB).
+	w6, s6, x6 := benchSixHead(3*rows/2, n)
+	out6 := make([]float32, 3*rows/2)
+	kernels = append(kernels, kernel{"dotSixRows/group16", len(w6) + len(s6), func(p *pool, _ int) {
+		p.runChunks(3*rows/2, 64, func(_, lo, hi int) {
+			k.dotSixRows(w6[lo*3*n/4:hi*3*n/4], s6[lo*3*n/32:hi*3*n/32], n, x6, out6[lo:hi])
 		})
 	}})
 	// Attention in a decode step at 4,001 positions of the 2B shape: each

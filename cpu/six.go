@@ -91,12 +91,21 @@ func dotSixRowsGeneric(w []byte, scales []byte, n int, xs []byte, out []float32)
 		row, rs := w[r*B*sixCodeBytes:(r+1)*B*sixCodeBytes], scales[r*B*sixScaleBytes:(r+1)*B*sixScaleBytes]
 		var acc float64
 		for b := 0; b < B; b++ {
-			s := rs[b*sixScaleBytes:]
-			d := math.Float32frombits(binary.LittleEndian.Uint32(s[16:]))
+			blk, s, a := row[b*sixCodeBytes:(b+1)*sixCodeBytes], rs[b*sixScaleBytes:(b+1)*sixScaleBytes], xs[b*sixActBytes:b*sixActBytes+sixBlock]
 			var sums [16]int32
-			for p := 0; p < sixBlock; p++ {
-				sums[p%64/4] += (sixCode(row, b, p) - 32) * int32(int8(xs[b*sixActBytes+p]))
+			for c := 0; c < 4; c++ {
+				lo, hi := blk[c/2*64:c/2*64+64], blk[128:192]
+				shLo, shHi := 4*(c%2), 2*c
+				ac := a[64*c : 64*c+64]
+				for k := range sums {
+					l, h, x := lo[4*k:4*k+4], hi[4*k:4*k+4], ac[4*k:4*k+4]
+					sums[k] += (int32(l[0]>>shLo&15|(h[0]>>shHi&3)<<4)-32)*int32(int8(x[0])) +
+						(int32(l[1]>>shLo&15|(h[1]>>shHi&3)<<4)-32)*int32(int8(x[1])) +
+						(int32(l[2]>>shLo&15|(h[2]>>shHi&3)<<4)-32)*int32(int8(x[2])) +
+						(int32(l[3]>>shLo&15|(h[3]>>shHi&3)<<4)-32)*int32(int8(x[3]))
+				}
 			}
+			d := math.Float32frombits(binary.LittleEndian.Uint32(s[16:]))
 			for k, sum := range sums {
 				acc += float64(d*float32(int8(s[k]))) * float64(sum)
 			}

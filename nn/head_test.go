@@ -69,6 +69,19 @@ func TestHeadBlocks(t *testing.T) {
 						t.Fatalf("%s %s row %d value %d: %g, decoded %g", h, tc.name, r, i, got, want[i])
 					}
 				}
+				if h != HeadQ6_K {
+					continue
+				}
+				// HeadQ6K: the same values from d, sc and codes.
+				sc, d := make([]int8, in/16), make([]float32, in/256)
+				if err := HeadQ6K(tc.t, r, codes, sc, d, tmp); err != nil {
+					t.Fatalf("HeadQ6K %s row %d: %v", tc.name, r, err)
+				}
+				for i := range want {
+					if got := d[i/256] * float32(sc[i/16]) * float32(codes[i]); math.Float32bits(got) != math.Float32bits(want[i]) {
+						t.Fatalf("HeadQ6K %s row %d value %d: %g, decoded %g", tc.name, r, i, got, want[i])
+					}
+				}
 			}
 		}
 	}
@@ -78,6 +91,13 @@ func TestHeadBlocks(t *testing.T) {
 	if err := HeadBlocks(Tensor{Name: "odd", Type: TypeF16, In: 100, Out: 1, Data: make([]byte, 200)}, 0, HeadQ6_K,
 		make([]int8, 100), make([]float32, 100), make([]float32, 100)); err == nil {
 		t.Errorf("HeadBlocks of a width that is not a multiple of 256 to Q6_K: no error")
+	}
+	if err := HeadQ6K(Tensor{Name: "odd", Type: TypeF16, In: 100, Out: 1, Data: make([]byte, 200)}, 0,
+		make([]int8, 100), make([]int8, 100), make([]float32, 100), make([]float32, 100)); err == nil {
+		t.Errorf("HeadQ6K of a width that is not a multiple of 256: no error")
+	}
+	if err := HeadQ6K(f16, 0, make([]int8, in), make([]int8, in/16-1), make([]float32, 2), make([]float32, in)); err == nil {
+		t.Errorf("HeadQ6K with too few group scales: no error")
 	}
 	for _, s := range []string{"", "stored", "F16", "q8", "q6_k", "Q4_0", "q8_0"} {
 		if _, err := ParseHeadType(s); err != nil {
