@@ -23,7 +23,7 @@ func TestCPUVendorFamily(t *testing.T) {
 // TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512,
 // ternaryRowsVNNI, dotI8RowsVNNI, dotBlockRowsVNNI, dotNibbleRowsVNNI and dotSixRowsVNNI, and of the
 // few-token kernels (ternaryMatMulVNNI, dotI8MatMulVNNI, dotF16MatMul,
-// dotBlockMatMulVNNI, dotNibbleMatMulVNNI),
+// dotBlockMatMulVNNI, dotNibbleMatMulVNNI, dotSixMatMulVNNI),
 // whichever this machine takes, give the bits of the plain ones on every
 // length and row count (TestDotF16Rows, TestTernaryRows, TestDotI8Rows and
 // TestDotBlockRows check the ones the avx512vnni set takes against the Go
@@ -125,8 +125,8 @@ func TestPrefetchVersions(t *testing.T) {
 		for _, rows := range testRows {
 			sh := randomSixHead(rng, n, rows, false)
 			want, out := make([]float32, rows), make([]float32, rows)
-			checkDotSixRows(dotSixRowsVNNI)(sh.w, sh.scales, n, sh.xs, want)
-			checkDotSixRows(dotSixRowsVNNIHW)(sh.w, sh.scales, n, sh.xs, out)
+			checkDotSixRows(dotSixRowsVNNI)(sh.w, sh.scales, sh.xs, sh.bias, want)
+			checkDotSixRows(dotSixRowsVNNIHW)(sh.w, sh.scales, sh.xs, sh.bias, out)
 			for r := range out {
 				if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
 					t.Fatalf("dotSixRowsVNNIHW: n %d rows %d row %d: %g, dotSixRowsVNNI %g", n, rows, r, out[r], want[r])
@@ -142,6 +142,18 @@ func TestPrefetchVersions(t *testing.T) {
 			for _, rows := range append(testRows, 130) {
 				for _, tokens := range []int{1, 2, 4, 6, 7, 9} {
 					expectNibbleMatMul(t, mm, dotNibbleRowsVNNI, rng, n, rows, tokens, false)
+				}
+			}
+		}
+	}
+	for _, f := range []func(w []byte, scales []byte, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int){
+		dotSixMatMulVNNI, dotSixMatMulVNNIHW,
+	} {
+		mm := checkDotSixMatMul(f)
+		for _, n := range []int{256, 2560} {
+			for _, rows := range append(testRows, 130) {
+				for _, tokens := range []int{1, 2, 4, 5, 6, 11} {
+					expectSixMatMul(t, mm, checkDotSixRows(dotSixRowsVNNI), rng, n, rows, tokens, false)
 				}
 			}
 		}

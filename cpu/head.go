@@ -190,7 +190,7 @@ type headScratch struct {
 	hq    []int8  // [headTile][embd] the int8 quantization of xn (q8 head)
 	hRaw  []int32 // [headTile][vocab] the q8 head's exact sums, or nil
 	hBias []int32 // [headTile][embd/4] blockBias of hq (block heads), or nil
-	hSix  []byte  // [headTile][5·embd/4] sixActivations of hq (Q6_K head), or nil
+	hSix  []int8  // [headTile][embd] sixActivations of hq (Q6_K head; the biases in hBias), or nil
 	job   headJob // logits' pool job
 }
 
@@ -202,11 +202,11 @@ func (h *head) newScratch() headScratch {
 	if h.typ == nn.HeadQ8 {
 		s.hRaw = make([]int32, headTile*h.rows)
 	}
-	if h.group > 0 {
+	if h.group > 0 || h.q6 != nil {
 		s.hBias = make([]int32, headTile*h.n/4)
 	}
 	if h.q6 != nil {
-		s.hSix = make([]byte, headTile*5*h.n/4)
+		s.hSix = make([]int8, headTile*h.n)
 	}
 	return s
 }
@@ -226,7 +226,7 @@ func (h *head) logits(k kernels, p *pool, sc *headScratch, xn []float32, T int, 
 	}
 	if h.q6 != nil {
 		for t := 0; t < T; t++ {
-			sixActivations(sc.hq[t*n:(t+1)*n], sc.hSix[t*5*n/4:(t+1)*5*n/4])
+			sixActivations(sc.hq[t*n:(t+1)*n], sc.hSix[t*n:(t+1)*n], sc.hBias[t*n/16:(t+1)*n/16])
 		}
 	} else if h.q4 != nil {
 		for t := 0; t < T; t++ {
@@ -278,9 +278,9 @@ func (j *headJob) do(_, lo, hi int) {
 		// As for Q4_0, the few-token kernel gives each (row, token) the
 		// one-token bits.
 		if T == 1 {
-			k.dotSixRows(h.q6[lo*3*n/4:hi*3*n/4], h.q6Scale[lo*3*n/32:hi*3*n/32], n, sc.hSix[:5*n/4], out[lo:hi])
+			k.dotSixRows(h.q6[lo*3*n/4:hi*3*n/4], h.q6Scale[lo*3*n/32:hi*3*n/32], sc.hSix[:n], sc.hBias[:n/16], out[lo:hi])
 		} else {
-			k.dotSixMatMul(h.q6[lo*3*n/4:hi*3*n/4], h.q6Scale[lo*3*n/32:hi*3*n/32], hi-lo, n, sc.hSix[:T*5*n/4], T, out[lo:], v)
+			k.dotSixMatMul(h.q6[lo*3*n/4:hi*3*n/4], h.q6Scale[lo*3*n/32:hi*3*n/32], hi-lo, sc.hSix[:T*n], sc.hBias[:T*n/16], n, T, out[lo:], v)
 		}
 		j.scaleBlocks(lo, hi)
 	case h.q4 != nil:

@@ -130,17 +130,17 @@ type kernels struct {
 	// Q6_K head held in 6.75 bits a value (sixRow's layout: per block of
 	// 256 values, 192 bytes of 6-bit codes q in w, 24 bytes of scales —
 	// the 16 int8 sc and the float32 d — in scales; a row is 3n/4 and 3n/32
-	// bytes). xs [5n/4] must hold sixActivations(x) for the n = len(x)
-	// activations, |x| ≤ 127, n a multiple of 256. Each group's sum is
+	// bytes). xs [n] and xBias [n/16] must hold sixActivations of the n
+	// activations x, |x| ≤ 127, n a multiple of 256. Each group's sum is
 	// exact; the float32 summation order is the kernel's own.
-	dotSixRows func(w []byte, scales []byte, n int, xs []byte, out []float32)
+	dotSixRows func(w []byte, scales []byte, xs []int8, xBias []int32, out []float32)
 
 	// dotSixMatMul computes, for r < rows and t < tokens,
 	// out[t·outStride + r] = dotSixRows of row r (codes w[r·3n/4:], scales
-	// scales[r·3n/32:]) for token t (xs[t·5n/4:(t+1)·5n/4]): the Q6_K head
-	// over a few tokens, each value bit-identical to what the set's
-	// dotSixRows gives.
-	dotSixMatMul func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int)
+	// scales[r·3n/32:]) for token t (xs[t·n:(t+1)·n], xBias[t·n/16:]): the
+	// Q6_K head over a few tokens, each value bit-identical to what the
+	// set's dotSixRows gives.
+	dotSixMatMul func(w []byte, scales []byte, rows int, xs []int8, xBias []int32, n, tokens int, out []float32, outStride int)
 
 	// sixHead: the backend holds a Q6_K head in dotSixRows' form with this
 	// set. The assembly sets stream it at the memory's pace; the Go twin is

@@ -91,7 +91,7 @@ var avx512VNNIKernels = kernels{
 	dotNibbleRows:   checkDotNibbleRows(forCPU(dotNibbleRowsVNNI, dotNibbleRowsVNNIHW)),
 	dotNibbleMatMul: checkDotNibbleMatMul(nibblePanels(forCPU(dotNibbleRowsVNNI, dotNibbleRowsVNNIHW), forCPU(dotNibbleMatMulVNNI, dotNibbleMatMulVNNIHW))),
 	dotSixRows:      checkDotSixRows(forCPU(dotSixRowsVNNI, dotSixRowsVNNIHW)),
-	dotSixMatMul:    checkDotSixMatMul(blockedSix(checkDotSixRows(forCPU(dotSixRowsVNNI, dotSixRowsVNNIHW)))),
+	dotSixMatMul:    checkDotSixMatMul(forCPU(dotSixMatMulVNNI, dotSixMatMulVNNIHW)),
 	sixHead:         true,
 	f32ToF16:        checkF32ToF16(f32ToF16AVX512),
 	roundF16:        checkRoundF16(roundF16AVX512),
@@ -317,29 +317,36 @@ func checkDotNibbleMatMul(f func(w []byte, scales []uint16, rows int, x []int8, 
 	}
 }
 
-func checkDotSixRows(f func(w []byte, scales []byte, n int, xs []byte, out []float32)) func(w []byte, scales []byte, n int, xs []byte, out []float32) {
-	return func(w []byte, scales []byte, n int, xs []byte, out []float32) {
-		if n < 0 || n%sixBlock != 0 || len(xs) < 5*n/4 || !rowsFit(len(w), 3*n/4, 3*n/4, len(out)) || !rowsFit(len(scales), 3*n/32, 3*n/32, len(out)) {
-			panic(fmt.Sprintf("cpu: dotSixRows: %d rows of %d codes do not fit w %d, scales %d, xs %d (or n is not a multiple of 256)",
-				len(out), n, len(w), len(scales), len(xs)))
+func checkDotSixRows(f func(w []byte, scales []byte, xs []int8, xBias []int32, out []float32)) func(w []byte, scales []byte, xs []int8, xBias []int32, out []float32) {
+	return func(w []byte, scales []byte, xs []int8, xBias []int32, out []float32) {
+		n := len(xs)
+		if n%sixBlock != 0 || len(xBias) < n/16 || !rowsFit(len(w), 3*n/4, 3*n/4, len(out)) || !rowsFit(len(scales), 3*n/32, 3*n/32, len(out)) {
+			panic(fmt.Sprintf("cpu: dotSixRows: %d rows of %d codes do not fit w %d, scales %d, xBias %d (or n is not a multiple of 256)",
+				len(out), n, len(w), len(scales), len(xBias)))
 		}
 		if n == 0 { // the assembly steps through at least one block of each row
 			clear(out)
 			return
 		}
-		f(w, scales, n, xs, out)
+		f(w, scales, xs, xBias, out)
 	}
 }
 
-func checkDotSixMatMul(f func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int)) func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int) {
-	return func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int) {
+func checkDotSixMatMul(f func(w []byte, scales []byte, rows int, xs []int8, xBias []int32, n, tokens int, out []float32, outStride int)) func(w []byte, scales []byte, rows int, xs []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+	return func(w []byte, scales []byte, rows int, xs []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
 		if n < 0 || n%sixBlock != 0 || rows < 0 || tokens < 0 ||
 			!rowsFit(len(w), 3*n/4, 3*n/4, rows) || !rowsFit(len(scales), 3*n/32, 3*n/32, rows) ||
-			!rowsFit(len(xs), 5*n/4, 5*n/4, tokens) || !rowsFit(len(out), outStride, rows, tokens) {
-			panic(fmt.Sprintf("cpu: dotSixMatMul: %d rows × %d tokens of %d codes do not fit w %d, scales %d, xs %d, out %d (stride %d), or n is not a multiple of 256",
-				rows, tokens, n, len(w), len(scales), len(xs), len(out), outStride))
+			!rowsFit(len(xs), n, n, tokens) || !rowsFit(len(xBias), n/16, n/16, tokens) || !rowsFit(len(out), outStride, rows, tokens) {
+			panic(fmt.Sprintf("cpu: dotSixMatMul: %d rows × %d tokens of %d codes do not fit w %d, scales %d, xs %d, xBias %d, out %d (stride %d), or n is not a multiple of 256",
+				rows, tokens, n, len(w), len(scales), len(xs), len(xBias), len(out), outStride))
 		}
-		f(w, scales, rows, n, xs, tokens, out, outStride)
+		if n == 0 { // the assembly steps through at least one block of each row
+			for t := 0; t < tokens; t++ {
+				clear(out[t*outStride : t*outStride+rows])
+			}
+			return
+		}
+		f(w, scales, rows, xs, xBias, n, tokens, out, outStride)
 	}
 }
 

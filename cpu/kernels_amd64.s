@@ -61899,20 +61899,20 @@ bmmsinglesdone_1636:
 	VZEROUPPER
 	RET
 
-// func dotSixRowsAVX2(w []byte, scales []byte, n int, xs []byte, out []float32)
+// func dotSixRowsAVX2(w []byte, scales []byte, x []int8, xBias []int32, out []float32)
 // Requires: AVX, AVX2, FMA3, MMX+
-TEXT ·dotSixRowsAVX2(SB), NOSPLIT, $8-104
+TEXT ·dotSixRowsAVX2(SB), NOSPLIT, $8-120
 	VPBROADCASTD bytes0F<>+0(SB), Y0
 	VPBROADCASTD bytes30<>+0(SB), Y1
 	VMOVDQU      words0001<>+0(SB), Y2
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
-	MOVQ         n+48(FP), DX
+	MOVQ         x_len+56(FP), DX
 	SHRQ         $0x02, DX
 	LEAQ         (DX)(DX*2), DX
-	MOVQ         out_base+80(FP), BX
-	MOVQ         out_len+88(FP), SI
-	MOVQ         n+48(FP), DI
+	MOVQ         out_base+96(FP), BX
+	MOVQ         out_len+104(FP), SI
+	MOVQ         x_len+56(FP), DI
 	SHRQ         $0x05, DI
 	LEAQ         (DI)(DI*2), DI
 	SHRQ         $0x01, SI
@@ -61927,21 +61927,22 @@ pairs_1653:
 	MOVQ   (SP), R9
 	IMULQ  DI, R9
 	ADDQ   CX, R9
-	MOVQ   xs_base+56(FP), R10
-	MOVQ   n+48(FP), R11
-	SHRQ   $0x05, R11
-	LEAQ   (R11)(R11*2), R11
+	MOVQ   x_base+48(FP), R10
+	MOVQ   xBias_base+72(FP), R11
+	MOVQ   x_len+56(FP), R12
+	SHRQ   $0x05, R12
+	LEAQ   (R12)(R12*2), R12
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
-	XORQ   R12, R12
+	XORQ   R13, R13
 
 sixblocks_1654:
-	PREFETCHT1   16384(AX)(R12*8)
-	PREFETCHT1   16448(AX)(R12*8)
-	PREFETCHT1   16512(AX)(R12*8)
-	VMOVDQU      256(R10), Y5
-	VMOVDQU      128(AX)(R12*8), Y8
-	VMOVDQU      (AX)(R12*8), Y7
+	PREFETCHT1   16384(AX)(R13*8)
+	PREFETCHT1   16448(AX)(R13*8)
+	PREFETCHT1   16512(AX)(R13*8)
+	VMOVDQU      (R11), Y5
+	VMOVDQU      128(AX)(R13*8), Y8
+	VMOVDQU      (AX)(R13*8), Y7
 	VPSLLW       $0x04, Y8, Y9
 	VPAND        Y1, Y9, Y9
 	VPAND        Y0, Y7, Y10
@@ -61957,7 +61958,7 @@ sixblocks_1654:
 	VPMADDUBSW   64(R10), Y9, Y9
 	VPMADDWD     Y2, Y9, Y9
 	VPADDD       Y9, Y5, Y5
-	VMOVDQU      64(AX)(R12*8), Y7
+	VMOVDQU      64(AX)(R13*8), Y7
 	VPAND        Y1, Y8, Y9
 	VPAND        Y0, Y7, Y10
 	VPOR         Y10, Y9, Y9
@@ -61972,12 +61973,12 @@ sixblocks_1654:
 	VPMADDUBSW   192(R10), Y9, Y9
 	VPMADDWD     Y2, Y9, Y9
 	VPADDD       Y9, Y5, Y5
-	VPMOVSXBD    (CX)(R12*1), Y9
+	VPMOVSXBD    (CX)(R13*1), Y9
 	VPMULLD      Y9, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VMOVDQU      288(R10), Y6
-	VMOVDQU      160(AX)(R12*8), Y8
-	VMOVDQU      32(AX)(R12*8), Y7
+	VMOVDQU      32(R11), Y6
+	VMOVDQU      160(AX)(R13*8), Y8
+	VMOVDQU      32(AX)(R13*8), Y7
 	VPSLLW       $0x04, Y8, Y9
 	VPAND        Y1, Y9, Y9
 	VPAND        Y0, Y7, Y10
@@ -61993,7 +61994,7 @@ sixblocks_1654:
 	VPMADDUBSW   96(R10), Y9, Y9
 	VPMADDWD     Y2, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      96(AX)(R12*8), Y7
+	VMOVDQU      96(AX)(R13*8), Y7
 	VPAND        Y1, Y8, Y9
 	VPAND        Y0, Y7, Y10
 	VPOR         Y10, Y9, Y9
@@ -62008,18 +62009,18 @@ sixblocks_1654:
 	VPMADDUBSW   224(R10), Y9, Y9
 	VPMADDWD     Y2, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VPMOVSXBD    8(CX)(R12*1), Y9
+	VPMOVSXBD    8(CX)(R13*1), Y9
 	VPMULLD      Y9, Y6, Y6
 	VCVTDQ2PS    Y6, Y6
-	VBROADCASTSS 16(CX)(R12*1), Y7
+	VBROADCASTSS 16(CX)(R13*1), Y7
 	VFMADD231PS  Y5, Y7, Y3
 	VFMADD231PS  Y6, Y7, Y3
-	PREFETCHT1   16384(R8)(R12*8)
-	PREFETCHT1   16448(R8)(R12*8)
-	PREFETCHT1   16512(R8)(R12*8)
-	VMOVDQU      256(R10), Y5
-	VMOVDQU      128(R8)(R12*8), Y8
-	VMOVDQU      (R8)(R12*8), Y7
+	PREFETCHT1   16384(R8)(R13*8)
+	PREFETCHT1   16448(R8)(R13*8)
+	PREFETCHT1   16512(R8)(R13*8)
+	VMOVDQU      (R11), Y5
+	VMOVDQU      128(R8)(R13*8), Y8
+	VMOVDQU      (R8)(R13*8), Y7
 	VPSLLW       $0x04, Y8, Y9
 	VPAND        Y1, Y9, Y9
 	VPAND        Y0, Y7, Y10
@@ -62035,7 +62036,7 @@ sixblocks_1654:
 	VPMADDUBSW   64(R10), Y9, Y9
 	VPMADDWD     Y2, Y9, Y9
 	VPADDD       Y9, Y5, Y5
-	VMOVDQU      64(R8)(R12*8), Y7
+	VMOVDQU      64(R8)(R13*8), Y7
 	VPAND        Y1, Y8, Y9
 	VPAND        Y0, Y7, Y10
 	VPOR         Y10, Y9, Y9
@@ -62050,12 +62051,12 @@ sixblocks_1654:
 	VPMADDUBSW   192(R10), Y9, Y9
 	VPMADDWD     Y2, Y9, Y9
 	VPADDD       Y9, Y5, Y5
-	VPMOVSXBD    (R9)(R12*1), Y9
+	VPMOVSXBD    (R9)(R13*1), Y9
 	VPMULLD      Y9, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VMOVDQU      288(R10), Y6
-	VMOVDQU      160(R8)(R12*8), Y8
-	VMOVDQU      32(R8)(R12*8), Y7
+	VMOVDQU      32(R11), Y6
+	VMOVDQU      160(R8)(R13*8), Y8
+	VMOVDQU      32(R8)(R13*8), Y7
 	VPSLLW       $0x04, Y8, Y9
 	VPAND        Y1, Y9, Y9
 	VPAND        Y0, Y7, Y10
@@ -62071,7 +62072,7 @@ sixblocks_1654:
 	VPMADDUBSW   96(R10), Y9, Y9
 	VPMADDWD     Y2, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VMOVDQU      96(R8)(R12*8), Y7
+	VMOVDQU      96(R8)(R13*8), Y7
 	VPAND        Y1, Y8, Y9
 	VPAND        Y0, Y7, Y10
 	VPOR         Y10, Y9, Y9
@@ -62086,15 +62087,16 @@ sixblocks_1654:
 	VPMADDUBSW   224(R10), Y9, Y9
 	VPMADDWD     Y2, Y9, Y9
 	VPADDD       Y9, Y6, Y6
-	VPMOVSXBD    8(R9)(R12*1), Y9
+	VPMOVSXBD    8(R9)(R13*1), Y9
 	VPMULLD      Y9, Y6, Y6
 	VCVTDQ2PS    Y6, Y6
-	VBROADCASTSS 16(R9)(R12*1), Y7
+	VBROADCASTSS 16(R9)(R13*1), Y7
 	VFMADD231PS  Y5, Y7, Y4
 	VFMADD231PS  Y6, Y7, Y4
-	ADDQ         $0x18, R12
-	ADDQ         $0x00000140, R10
-	CMPQ         R12, R11
+	ADDQ         $0x18, R13
+	ADDQ         $0x00000100, R10
+	ADDQ         $0x40, R11
+	CMPQ         R13, R12
 	JB           sixblocks_1654
 	VEXTRACTF128 $0x01, Y3, X5
 	VADDPS       X3, X5, X5
@@ -62126,23 +62128,24 @@ sixblocks_1654:
 	LEAQ         (BX)(SI*4), BX
 
 pairsdone_1652:
-	MOVQ   out_len+88(FP), DX
+	MOVQ   out_len+104(FP), DX
 	TESTQ  $0x00000001, DX
 	JZ     noodd_1655
-	MOVQ   xs_base+56(FP), DX
-	MOVQ   n+48(FP), SI
-	SHRQ   $0x05, SI
-	LEAQ   (SI)(SI*2), SI
+	MOVQ   x_base+48(FP), DX
+	MOVQ   xBias_base+72(FP), SI
+	MOVQ   x_len+56(FP), DI
+	SHRQ   $0x05, DI
+	LEAQ   (DI)(DI*2), DI
 	VXORPS Y3, Y3, Y3
-	XORQ   DI, DI
+	XORQ   R8, R8
 
 sixblocks_1656:
-	PREFETCHT1   16384(AX)(DI*8)
-	PREFETCHT1   16448(AX)(DI*8)
-	PREFETCHT1   16512(AX)(DI*8)
-	VMOVDQU      256(DX), Y4
-	VMOVDQU      128(AX)(DI*8), Y7
-	VMOVDQU      (AX)(DI*8), Y6
+	PREFETCHT1   16384(AX)(R8*8)
+	PREFETCHT1   16448(AX)(R8*8)
+	PREFETCHT1   16512(AX)(R8*8)
+	VMOVDQU      (SI), Y4
+	VMOVDQU      128(AX)(R8*8), Y7
+	VMOVDQU      (AX)(R8*8), Y6
 	VPSLLW       $0x04, Y7, Y8
 	VPAND        Y1, Y8, Y8
 	VPAND        Y0, Y6, Y9
@@ -62158,7 +62161,7 @@ sixblocks_1656:
 	VPMADDUBSW   64(DX), Y8, Y8
 	VPMADDWD     Y2, Y8, Y8
 	VPADDD       Y8, Y4, Y4
-	VMOVDQU      64(AX)(DI*8), Y6
+	VMOVDQU      64(AX)(R8*8), Y6
 	VPAND        Y1, Y7, Y8
 	VPAND        Y0, Y6, Y9
 	VPOR         Y9, Y8, Y8
@@ -62173,12 +62176,12 @@ sixblocks_1656:
 	VPMADDUBSW   192(DX), Y8, Y8
 	VPMADDWD     Y2, Y8, Y8
 	VPADDD       Y8, Y4, Y4
-	VPMOVSXBD    (CX)(DI*1), Y8
+	VPMOVSXBD    (CX)(R8*1), Y8
 	VPMULLD      Y8, Y4, Y4
 	VCVTDQ2PS    Y4, Y4
-	VMOVDQU      288(DX), Y5
-	VMOVDQU      160(AX)(DI*8), Y7
-	VMOVDQU      32(AX)(DI*8), Y6
+	VMOVDQU      32(SI), Y5
+	VMOVDQU      160(AX)(R8*8), Y7
+	VMOVDQU      32(AX)(R8*8), Y6
 	VPSLLW       $0x04, Y7, Y8
 	VPAND        Y1, Y8, Y8
 	VPAND        Y0, Y6, Y9
@@ -62194,7 +62197,7 @@ sixblocks_1656:
 	VPMADDUBSW   96(DX), Y8, Y8
 	VPMADDWD     Y2, Y8, Y8
 	VPADDD       Y8, Y5, Y5
-	VMOVDQU      96(AX)(DI*8), Y6
+	VMOVDQU      96(AX)(R8*8), Y6
 	VPAND        Y1, Y7, Y8
 	VPAND        Y0, Y6, Y9
 	VPOR         Y9, Y8, Y8
@@ -62209,15 +62212,16 @@ sixblocks_1656:
 	VPMADDUBSW   224(DX), Y8, Y8
 	VPMADDWD     Y2, Y8, Y8
 	VPADDD       Y8, Y5, Y5
-	VPMOVSXBD    8(CX)(DI*1), Y8
+	VPMOVSXBD    8(CX)(R8*1), Y8
 	VPMULLD      Y8, Y5, Y5
 	VCVTDQ2PS    Y5, Y5
-	VBROADCASTSS 16(CX)(DI*1), Y6
+	VBROADCASTSS 16(CX)(R8*1), Y6
 	VFMADD231PS  Y4, Y6, Y3
 	VFMADD231PS  Y5, Y6, Y3
-	ADDQ         $0x18, DI
-	ADDQ         $0x00000140, DX
-	CMPQ         DI, SI
+	ADDQ         $0x18, R8
+	ADDQ         $0x00000100, DX
+	ADDQ         $0x40, SI
+	CMPQ         R8, DI
 	JB           sixblocks_1656
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X3, X0, X0
@@ -62231,19 +62235,19 @@ noodd_1655:
 	VZEROUPPER
 	RET
 
-// func dotSixRowsVNNI(w []byte, scales []byte, n int, xs []byte, out []float32)
+// func dotSixRowsVNNI(w []byte, scales []byte, x []int8, xBias []int32, out []float32)
 // Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
-TEXT ·dotSixRowsVNNI(SB), NOSPLIT, $8-104
+TEXT ·dotSixRowsVNNI(SB), NOSPLIT, $8-120
 	VPBROADCASTD bytes0F<>+0(SB), Z0
 	VPBROADCASTD bytes30<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
 	MOVQ         scales_base+24(FP), CX
-	MOVQ         n+48(FP), DX
+	MOVQ         x_len+56(FP), DX
 	SHRQ         $0x02, DX
 	LEAQ         (DX)(DX*2), DX
-	MOVQ         out_base+80(FP), BX
-	MOVQ         out_len+88(FP), SI
-	MOVQ         n+48(FP), DI
+	MOVQ         out_base+96(FP), BX
+	MOVQ         out_len+104(FP), SI
+	MOVQ         x_len+56(FP), DI
 	SHRQ         $0x05, DI
 	LEAQ         (DI)(DI*2), DI
 	SHRQ         $0x01, SI
@@ -62258,25 +62262,26 @@ pairs_1658:
 	MOVQ   (SP), R9
 	IMULQ  DI, R9
 	ADDQ   CX, R9
-	MOVQ   xs_base+56(FP), R10
-	MOVQ   n+48(FP), R11
-	SHRQ   $0x05, R11
-	LEAQ   (R11)(R11*2), R11
+	MOVQ   x_base+48(FP), R10
+	MOVQ   xBias_base+72(FP), R11
+	MOVQ   x_len+56(FP), R12
+	SHRQ   $0x05, R12
+	LEAQ   (R12)(R12*2), R12
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	XORQ   R12, R12
+	XORQ   R13, R13
 
 sixblocks_1659:
 	VMOVDQU64     (R10), Z4
 	VMOVDQU64     64(R10), Z5
 	VMOVDQU64     128(R10), Z6
 	VMOVDQU64     192(R10), Z7
-	PREFETCHT1    16384(AX)(R12*8)
-	PREFETCHT1    16448(AX)(R12*8)
-	PREFETCHT1    16512(AX)(R12*8)
-	VMOVDQU32     256(R10), Z8
-	VMOVDQU64     128(AX)(R12*8), Z10
-	VMOVDQU64     (AX)(R12*8), Z9
+	PREFETCHT1    16384(AX)(R13*8)
+	PREFETCHT1    16448(AX)(R13*8)
+	PREFETCHT1    16512(AX)(R13*8)
+	VMOVDQU32     (R11), Z8
+	VMOVDQU64     128(AX)(R13*8), Z10
+	VMOVDQU64     (AX)(R13*8), Z9
 	VPSLLW        $0x04, Z10, Z11
 	VPANDD        Z1, Z11, Z11
 	VPTERNLOGD    $0xd8, Z0, Z9, Z11
@@ -62286,7 +62291,7 @@ sixblocks_1659:
 	VPSRLW        $0x04, Z9, Z9
 	VPTERNLOGD    $0xd8, Z0, Z9, Z11
 	VPDPBUSD      Z5, Z11, Z8
-	VMOVDQU64     64(AX)(R12*8), Z9
+	VMOVDQU64     64(AX)(R13*8), Z9
 	VPANDD        Z1, Z10, Z11
 	VPTERNLOGD    $0xd8, Z0, Z9, Z11
 	VPDPBUSD      Z6, Z11, Z8
@@ -62295,17 +62300,17 @@ sixblocks_1659:
 	VPSRLW        $0x04, Z9, Z9
 	VPTERNLOGD    $0xd8, Z0, Z9, Z11
 	VPDPBUSD      Z7, Z11, Z8
-	VPMOVSXBD     (CX)(R12*1), Z9
+	VPMOVSXBD     (CX)(R13*1), Z9
 	VPMULLD       Z9, Z8, Z8
 	VCVTDQ2PS     Z8, Z8
-	VBROADCASTSS  16(CX)(R12*1), Z9
+	VBROADCASTSS  16(CX)(R13*1), Z9
 	VFMADD231PS   Z8, Z9, Z2
-	PREFETCHT1    16384(R8)(R12*8)
-	PREFETCHT1    16448(R8)(R12*8)
-	PREFETCHT1    16512(R8)(R12*8)
-	VMOVDQU32     256(R10), Z8
-	VMOVDQU64     128(R8)(R12*8), Z10
-	VMOVDQU64     (R8)(R12*8), Z9
+	PREFETCHT1    16384(R8)(R13*8)
+	PREFETCHT1    16448(R8)(R13*8)
+	PREFETCHT1    16512(R8)(R13*8)
+	VMOVDQU32     (R11), Z8
+	VMOVDQU64     128(R8)(R13*8), Z10
+	VMOVDQU64     (R8)(R13*8), Z9
 	VPSLLW        $0x04, Z10, Z11
 	VPANDD        Z1, Z11, Z11
 	VPTERNLOGD    $0xd8, Z0, Z9, Z11
@@ -62315,7 +62320,7 @@ sixblocks_1659:
 	VPSRLW        $0x04, Z9, Z9
 	VPTERNLOGD    $0xd8, Z0, Z9, Z11
 	VPDPBUSD      Z5, Z11, Z8
-	VMOVDQU64     64(R8)(R12*8), Z9
+	VMOVDQU64     64(R8)(R13*8), Z9
 	VPANDD        Z1, Z10, Z11
 	VPTERNLOGD    $0xd8, Z0, Z9, Z11
 	VPDPBUSD      Z6, Z11, Z8
@@ -62324,14 +62329,15 @@ sixblocks_1659:
 	VPSRLW        $0x04, Z9, Z9
 	VPTERNLOGD    $0xd8, Z0, Z9, Z11
 	VPDPBUSD      Z7, Z11, Z8
-	VPMOVSXBD     (R9)(R12*1), Z9
+	VPMOVSXBD     (R9)(R13*1), Z9
 	VPMULLD       Z9, Z8, Z8
 	VCVTDQ2PS     Z8, Z8
-	VBROADCASTSS  16(R9)(R12*1), Z9
+	VBROADCASTSS  16(R9)(R13*1), Z9
 	VFMADD231PS   Z8, Z9, Z3
-	ADDQ          $0x18, R12
-	ADDQ          $0x00000140, R10
-	CMPQ          R12, R11
+	ADDQ          $0x18, R13
+	ADDQ          $0x00000100, R10
+	ADDQ          $0x40, R11
+	CMPQ          R13, R12
 	JB            sixblocks_1659
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
@@ -62367,27 +62373,28 @@ sixblocks_1659:
 	LEAQ          (BX)(SI*4), BX
 
 pairsdone_1657:
-	MOVQ   out_len+88(FP), DX
+	MOVQ   out_len+104(FP), DX
 	TESTQ  $0x00000001, DX
 	JZ     noodd_1660
-	MOVQ   xs_base+56(FP), DX
-	MOVQ   n+48(FP), SI
-	SHRQ   $0x05, SI
-	LEAQ   (SI)(SI*2), SI
+	MOVQ   x_base+48(FP), DX
+	MOVQ   xBias_base+72(FP), SI
+	MOVQ   x_len+56(FP), DI
+	SHRQ   $0x05, DI
+	LEAQ   (DI)(DI*2), DI
 	VPXORD Z2, Z2, Z2
-	XORQ   DI, DI
+	XORQ   R8, R8
 
 sixblocks_1661:
 	VMOVDQU64     (DX), Z3
 	VMOVDQU64     64(DX), Z4
 	VMOVDQU64     128(DX), Z5
 	VMOVDQU64     192(DX), Z6
-	PREFETCHT1    16384(AX)(DI*8)
-	PREFETCHT1    16448(AX)(DI*8)
-	PREFETCHT1    16512(AX)(DI*8)
-	VMOVDQU32     256(DX), Z7
-	VMOVDQU64     128(AX)(DI*8), Z9
-	VMOVDQU64     (AX)(DI*8), Z8
+	PREFETCHT1    16384(AX)(R8*8)
+	PREFETCHT1    16448(AX)(R8*8)
+	PREFETCHT1    16512(AX)(R8*8)
+	VMOVDQU32     (SI), Z7
+	VMOVDQU64     128(AX)(R8*8), Z9
+	VMOVDQU64     (AX)(R8*8), Z8
 	VPSLLW        $0x04, Z9, Z10
 	VPANDD        Z1, Z10, Z10
 	VPTERNLOGD    $0xd8, Z0, Z8, Z10
@@ -62397,7 +62404,7 @@ sixblocks_1661:
 	VPSRLW        $0x04, Z8, Z3
 	VPTERNLOGD    $0xd8, Z0, Z3, Z10
 	VPDPBUSD      Z4, Z10, Z7
-	VMOVDQU64     64(AX)(DI*8), Z8
+	VMOVDQU64     64(AX)(R8*8), Z8
 	VPANDD        Z1, Z9, Z10
 	VPTERNLOGD    $0xd8, Z0, Z8, Z10
 	VPDPBUSD      Z5, Z10, Z7
@@ -62406,14 +62413,15 @@ sixblocks_1661:
 	VPSRLW        $0x04, Z8, Z3
 	VPTERNLOGD    $0xd8, Z0, Z3, Z10
 	VPDPBUSD      Z6, Z10, Z7
-	VPMOVSXBD     (CX)(DI*1), Z3
+	VPMOVSXBD     (CX)(R8*1), Z3
 	VPMULLD       Z3, Z7, Z7
 	VCVTDQ2PS     Z7, Z7
-	VBROADCASTSS  16(CX)(DI*1), Z3
+	VBROADCASTSS  16(CX)(R8*1), Z3
 	VFMADD231PS   Z7, Z3, Z2
-	ADDQ          $0x18, DI
-	ADDQ          $0x00000140, DX
-	CMPQ          DI, SI
+	ADDQ          $0x18, R8
+	ADDQ          $0x00000100, DX
+	ADDQ          $0x40, SI
+	CMPQ          R8, DI
 	JB            sixblocks_1661
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
@@ -62429,18 +62437,18 @@ noodd_1660:
 	VZEROUPPER
 	RET
 
-// func dotSixRowsVNNIHW(w []byte, scales []byte, n int, xs []byte, out []float32)
+// func dotSixRowsVNNIHW(w []byte, scales []byte, x []int8, xBias []int32, out []float32)
 // Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI
-TEXT ·dotSixRowsVNNIHW(SB), NOSPLIT, $40-104
+TEXT ·dotSixRowsVNNIHW(SB), NOSPLIT, $40-120
 	VPBROADCASTD bytes0F<>+0(SB), Z0
 	VPBROADCASTD bytes30<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
 	MOVQ         AX, 8(SP)
 	MOVQ         scales_base+24(FP), AX
 	MOVQ         AX, 16(SP)
-	MOVQ         out_base+80(FP), AX
+	MOVQ         out_base+96(FP), AX
 	MOVQ         AX, 24(SP)
-	MOVQ         out_len+88(FP), AX
+	MOVQ         out_len+104(FP), AX
 	SHRQ         $0x02, AX
 	MOVQ         AX, (SP)
 	MOVQ         AX, 32(SP)
@@ -62448,7 +62456,7 @@ TEXT ·dotSixRowsVNNIHW(SB), NOSPLIT, $40-104
 	JZ           quadsdone_1662
 
 quads_1663:
-	MOVQ   n+48(FP), AX
+	MOVQ   x_len+56(FP), AX
 	SHRQ   $0x02, AX
 	LEAQ   (AX)(AX*2), AX
 	MOVQ   8(SP), CX
@@ -62456,7 +62464,7 @@ quads_1663:
 	LEAQ   (CX)(AX*1), DX
 	LEAQ   (CX)(AX*2), BX
 	LEAQ   (BX)(AX*1), AX
-	MOVQ   n+48(FP), SI
+	MOVQ   x_len+56(FP), SI
 	SHRQ   $0x05, SI
 	LEAQ   (SI)(SI*2), SI
 	MOVQ   16(SP), DI
@@ -62464,24 +62472,25 @@ quads_1663:
 	LEAQ   (DI)(SI*1), R8
 	LEAQ   (DI)(SI*2), R9
 	LEAQ   (R9)(SI*1), SI
-	MOVQ   xs_base+56(FP), R10
-	MOVQ   n+48(FP), R11
-	SHRQ   $0x05, R11
-	LEAQ   (R11)(R11*2), R11
+	MOVQ   x_base+48(FP), R10
+	MOVQ   xBias_base+72(FP), R11
+	MOVQ   x_len+56(FP), R12
+	SHRQ   $0x05, R12
+	LEAQ   (R12)(R12*2), R12
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
-	XORQ   R12, R12
+	XORQ   R13, R13
 
 sixblocks_1664:
 	VMOVDQU64     (R10), Z6
 	VMOVDQU64     64(R10), Z7
 	VMOVDQU64     128(R10), Z8
 	VMOVDQU64     192(R10), Z9
-	VMOVDQU32     256(R10), Z10
-	VMOVDQU64     128(CX)(R12*8), Z12
-	VMOVDQU64     (CX)(R12*8), Z11
+	VMOVDQU32     (R11), Z10
+	VMOVDQU64     128(CX)(R13*8), Z12
+	VMOVDQU64     (CX)(R13*8), Z11
 	VPSLLW        $0x04, Z12, Z13
 	VPANDD        Z1, Z13, Z13
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
@@ -62491,7 +62500,7 @@ sixblocks_1664:
 	VPSRLW        $0x04, Z11, Z11
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z7, Z13, Z10
-	VMOVDQU64     64(CX)(R12*8), Z11
+	VMOVDQU64     64(CX)(R13*8), Z11
 	VPANDD        Z1, Z12, Z13
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z8, Z13, Z10
@@ -62500,14 +62509,14 @@ sixblocks_1664:
 	VPSRLW        $0x04, Z11, Z11
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z9, Z13, Z10
-	VPMOVSXBD     (DI)(R12*1), Z11
+	VPMOVSXBD     (DI)(R13*1), Z11
 	VPMULLD       Z11, Z10, Z10
 	VCVTDQ2PS     Z10, Z10
-	VBROADCASTSS  16(DI)(R12*1), Z11
+	VBROADCASTSS  16(DI)(R13*1), Z11
 	VFMADD231PS   Z10, Z11, Z2
-	VMOVDQU32     256(R10), Z10
-	VMOVDQU64     128(DX)(R12*8), Z12
-	VMOVDQU64     (DX)(R12*8), Z11
+	VMOVDQU32     (R11), Z10
+	VMOVDQU64     128(DX)(R13*8), Z12
+	VMOVDQU64     (DX)(R13*8), Z11
 	VPSLLW        $0x04, Z12, Z13
 	VPANDD        Z1, Z13, Z13
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
@@ -62517,7 +62526,7 @@ sixblocks_1664:
 	VPSRLW        $0x04, Z11, Z11
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z7, Z13, Z10
-	VMOVDQU64     64(DX)(R12*8), Z11
+	VMOVDQU64     64(DX)(R13*8), Z11
 	VPANDD        Z1, Z12, Z13
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z8, Z13, Z10
@@ -62526,14 +62535,14 @@ sixblocks_1664:
 	VPSRLW        $0x04, Z11, Z11
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z9, Z13, Z10
-	VPMOVSXBD     (R8)(R12*1), Z11
+	VPMOVSXBD     (R8)(R13*1), Z11
 	VPMULLD       Z11, Z10, Z10
 	VCVTDQ2PS     Z10, Z10
-	VBROADCASTSS  16(R8)(R12*1), Z11
+	VBROADCASTSS  16(R8)(R13*1), Z11
 	VFMADD231PS   Z10, Z11, Z3
-	VMOVDQU32     256(R10), Z10
-	VMOVDQU64     128(BX)(R12*8), Z12
-	VMOVDQU64     (BX)(R12*8), Z11
+	VMOVDQU32     (R11), Z10
+	VMOVDQU64     128(BX)(R13*8), Z12
+	VMOVDQU64     (BX)(R13*8), Z11
 	VPSLLW        $0x04, Z12, Z13
 	VPANDD        Z1, Z13, Z13
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
@@ -62543,7 +62552,7 @@ sixblocks_1664:
 	VPSRLW        $0x04, Z11, Z11
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z7, Z13, Z10
-	VMOVDQU64     64(BX)(R12*8), Z11
+	VMOVDQU64     64(BX)(R13*8), Z11
 	VPANDD        Z1, Z12, Z13
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z8, Z13, Z10
@@ -62552,14 +62561,14 @@ sixblocks_1664:
 	VPSRLW        $0x04, Z11, Z11
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z9, Z13, Z10
-	VPMOVSXBD     (R9)(R12*1), Z11
+	VPMOVSXBD     (R9)(R13*1), Z11
 	VPMULLD       Z11, Z10, Z10
 	VCVTDQ2PS     Z10, Z10
-	VBROADCASTSS  16(R9)(R12*1), Z11
+	VBROADCASTSS  16(R9)(R13*1), Z11
 	VFMADD231PS   Z10, Z11, Z4
-	VMOVDQU32     256(R10), Z10
-	VMOVDQU64     128(AX)(R12*8), Z12
-	VMOVDQU64     (AX)(R12*8), Z11
+	VMOVDQU32     (R11), Z10
+	VMOVDQU64     128(AX)(R13*8), Z12
+	VMOVDQU64     (AX)(R13*8), Z11
 	VPSLLW        $0x04, Z12, Z13
 	VPANDD        Z1, Z13, Z13
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
@@ -62569,7 +62578,7 @@ sixblocks_1664:
 	VPSRLW        $0x04, Z11, Z11
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z7, Z13, Z10
-	VMOVDQU64     64(AX)(R12*8), Z11
+	VMOVDQU64     64(AX)(R13*8), Z11
 	VPANDD        Z1, Z12, Z13
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z8, Z13, Z10
@@ -62578,14 +62587,15 @@ sixblocks_1664:
 	VPSRLW        $0x04, Z11, Z11
 	VPTERNLOGD    $0xd8, Z0, Z11, Z13
 	VPDPBUSD      Z9, Z13, Z10
-	VPMOVSXBD     (SI)(R12*1), Z11
+	VPMOVSXBD     (SI)(R13*1), Z11
 	VPMULLD       Z11, Z10, Z10
 	VCVTDQ2PS     Z10, Z10
-	VBROADCASTSS  16(SI)(R12*1), Z11
+	VBROADCASTSS  16(SI)(R13*1), Z11
 	VFMADD231PS   Z10, Z11, Z5
-	ADDQ          $0x18, R12
-	ADDQ          $0x00000140, R10
-	CMPQ          R12, R11
+	ADDQ          $0x18, R13
+	ADDQ          $0x00000100, R10
+	ADDQ          $0x40, R11
+	CMPQ          R13, R12
 	JB            sixblocks_1664
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
@@ -62627,11 +62637,11 @@ sixblocks_1664:
 	VMOVSS        X2, (AX)(CX*2)
 	LEAQ          (AX)(CX*2), AX
 	VMOVSS        X3, (AX)(CX*1)
-	MOVQ          n+48(FP), AX
+	MOVQ          x_len+56(FP), AX
 	SHRQ          $0x02, AX
 	LEAQ          (AX)(AX*2), AX
 	ADDQ          AX, 8(SP)
-	MOVQ          n+48(FP), AX
+	MOVQ          x_len+56(FP), AX
 	SHRQ          $0x05, AX
 	LEAQ          (AX)(AX*2), AX
 	ADDQ          AX, 16(SP)
@@ -62643,7 +62653,7 @@ quadsdone_1662:
 	MOVQ  8(SP), AX
 	MOVQ  16(SP), CX
 	MOVQ  24(SP), DX
-	MOVQ  n+48(FP), BX
+	MOVQ  x_len+56(FP), BX
 	SHRQ  $0x02, BX
 	LEAQ  (BX)(BX*2), BX
 	IMULQ (SP), BX
@@ -62653,32 +62663,33 @@ quadsdone_1662:
 	ADDQ  BX, AX
 	LEAQ  (DX)(SI*2), DX
 	ADDQ  SI, DX
-	MOVQ  n+48(FP), BX
+	MOVQ  x_len+56(FP), BX
 	SHRQ  $0x05, BX
 	LEAQ  (BX)(BX*2), BX
 	IMULQ (SP), BX
 	LEAQ  (CX)(BX*2), CX
 	ADDQ  BX, CX
-	MOVQ  out_len+88(FP), BX
+	MOVQ  out_len+104(FP), BX
 	ANDQ  $0x03, BX
 	JZ    blocksingledone_1666
 
 blocksingle_1665:
-	MOVQ   xs_base+56(FP), SI
-	MOVQ   n+48(FP), DI
-	SHRQ   $0x05, DI
-	LEAQ   (DI)(DI*2), DI
+	MOVQ   x_base+48(FP), SI
+	MOVQ   xBias_base+72(FP), DI
+	MOVQ   x_len+56(FP), R8
+	SHRQ   $0x05, R8
+	LEAQ   (R8)(R8*2), R8
 	VPXORD Z2, Z2, Z2
-	XORQ   R8, R8
+	XORQ   R9, R9
 
 sixblocks_1667:
 	VMOVDQU64     (SI), Z3
 	VMOVDQU64     64(SI), Z4
 	VMOVDQU64     128(SI), Z5
 	VMOVDQU64     192(SI), Z6
-	VMOVDQU32     256(SI), Z7
-	VMOVDQU64     128(AX)(R8*8), Z9
-	VMOVDQU64     (AX)(R8*8), Z8
+	VMOVDQU32     (DI), Z7
+	VMOVDQU64     128(AX)(R9*8), Z9
+	VMOVDQU64     (AX)(R9*8), Z8
 	VPSLLW        $0x04, Z9, Z10
 	VPANDD        Z1, Z10, Z10
 	VPTERNLOGD    $0xd8, Z0, Z8, Z10
@@ -62688,7 +62699,7 @@ sixblocks_1667:
 	VPSRLW        $0x04, Z8, Z3
 	VPTERNLOGD    $0xd8, Z0, Z3, Z10
 	VPDPBUSD      Z4, Z10, Z7
-	VMOVDQU64     64(AX)(R8*8), Z8
+	VMOVDQU64     64(AX)(R9*8), Z8
 	VPANDD        Z1, Z9, Z10
 	VPTERNLOGD    $0xd8, Z0, Z8, Z10
 	VPDPBUSD      Z5, Z10, Z7
@@ -62697,14 +62708,15 @@ sixblocks_1667:
 	VPSRLW        $0x04, Z8, Z3
 	VPTERNLOGD    $0xd8, Z0, Z3, Z10
 	VPDPBUSD      Z6, Z10, Z7
-	VPMOVSXBD     (CX)(R8*1), Z3
+	VPMOVSXBD     (CX)(R9*1), Z3
 	VPMULLD       Z3, Z7, Z7
 	VCVTDQ2PS     Z7, Z7
-	VBROADCASTSS  16(CX)(R8*1), Z3
+	VBROADCASTSS  16(CX)(R9*1), Z3
 	VFMADD231PS   Z7, Z3, Z2
-	ADDQ          $0x18, R8
-	ADDQ          $0x00000140, SI
-	CMPQ          R8, DI
+	ADDQ          $0x18, R9
+	ADDQ          $0x00000100, SI
+	ADDQ          $0x40, DI
+	CMPQ          R9, R8
 	JB            sixblocks_1667
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
@@ -62715,11 +62727,11 @@ sixblocks_1667:
 	VPSHUFD       $0xb1, X2, X3
 	VADDPS        X3, X2, X2
 	VMOVSS        X2, (DX)
-	MOVQ          n+48(FP), SI
+	MOVQ          x_len+56(FP), SI
 	SHRQ          $0x02, SI
 	LEAQ          (SI)(SI*2), SI
 	ADDQ          SI, AX
-	MOVQ          n+48(FP), SI
+	MOVQ          x_len+56(FP), SI
 	SHRQ          $0x05, SI
 	LEAQ          (SI)(SI*2), SI
 	ADDQ          SI, CX
@@ -62728,5 +62740,4969 @@ sixblocks_1667:
 	JNZ           blocksingle_1665
 
 blocksingledone_1666:
+	VZEROUPPER
+	RET
+
+// func dotSixMatMulVNNI(w []byte, scales []byte, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·dotSixMatMulVNNI(SB), NOSPLIT, $56-152
+	MOVQ  w_base+0(FP), AX
+	MOVQ  AX, (SP)
+	MOVQ  out_base+120(FP), AX
+	MOVQ  AX, 8(SP)
+	MOVQ  rows+48(FP), AX
+	SHRQ  $0x02, AX
+	MOVQ  AX, 16(SP)
+	TESTQ AX, AX
+	JZ    bmmquadsdone_1668
+
+bmmquads_1669:
+	MOVQ x_base+56(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ xBias_base+80(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 40(SP)
+	MOVQ tokens+112(FP), AX
+	MOVQ AX, 48(SP)
+
+bmmtokens_1670:
+	CMPQ 48(SP), $0x05
+	JB   bmmtokenstail_1671
+
+	// six tile 4 rows × 5 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R8, R11
+	SHRQ         $0x02, R11
+	LEAQ         (R9)(R8*2), R12
+	ADDQ         R8, R12
+	LEAQ         (R10)(R11*2), R13
+	ADDQ         R11, R13
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	MOVQ         n+104(FP), R14
+	SHRQ         $0x08, R14
+
+smmblocks_1673:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16448(AX)
+	PREFETCHT1    16512(AX)
+	VMOVDQU64     128(AX), Z25
+	VMOVDQU64     (AX), Z26
+	VPSLLW        $0x04, Z25, Z22
+	VPANDD        Z1, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z26, Z22
+	VPSLLW        $0x02, Z25, Z23
+	VPANDD        Z1, Z23, Z23
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z23
+	VMOVDQU64     64(AX), Z26
+	VPANDD        Z1, Z25, Z24
+	VPTERNLOGD    $0xd8, Z0, Z26, Z24
+	VPSRLW        $0x02, Z25, Z25
+	VPANDD        Z1, Z25, Z25
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z25
+	VPMOVSXBD     (DX), Z27
+	VBROADCASTSS  16(DX), Z28
+	VMOVDQU32     (R10), Z26
+	VPDPBUSD      (R9), Z22, Z26
+	VPDPBUSD      64(R9), Z23, Z26
+	VPDPBUSD      128(R9), Z24, Z26
+	VPDPBUSD      192(R9), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z2
+	VMOVDQU32     (R10)(R11*1), Z26
+	VPDPBUSD      (R9)(R8*1), Z22, Z26
+	VPDPBUSD      64(R9)(R8*1), Z23, Z26
+	VPDPBUSD      128(R9)(R8*1), Z24, Z26
+	VPDPBUSD      192(R9)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z3
+	VMOVDQU32     (R10)(R11*2), Z26
+	VPDPBUSD      (R9)(R8*2), Z22, Z26
+	VPDPBUSD      64(R9)(R8*2), Z23, Z26
+	VPDPBUSD      128(R9)(R8*2), Z24, Z26
+	VPDPBUSD      192(R9)(R8*2), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z4
+	VMOVDQU32     (R13), Z26
+	VPDPBUSD      (R12), Z22, Z26
+	VPDPBUSD      64(R12), Z23, Z26
+	VPDPBUSD      128(R12), Z24, Z26
+	VPDPBUSD      192(R12), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z5
+	VMOVDQU32     (R13)(R11*1), Z26
+	VPDPBUSD      (R12)(R8*1), Z22, Z26
+	VPDPBUSD      64(R12)(R8*1), Z23, Z26
+	VPDPBUSD      128(R12)(R8*1), Z24, Z26
+	VPDPBUSD      192(R12)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z6
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16448(AX)(CX*1)
+	PREFETCHT1    16512(AX)(CX*1)
+	VMOVDQU64     128(AX)(CX*1), Z25
+	VMOVDQU64     (AX)(CX*1), Z26
+	VPSLLW        $0x04, Z25, Z22
+	VPANDD        Z1, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z26, Z22
+	VPSLLW        $0x02, Z25, Z23
+	VPANDD        Z1, Z23, Z23
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z23
+	VMOVDQU64     64(AX)(CX*1), Z26
+	VPANDD        Z1, Z25, Z24
+	VPTERNLOGD    $0xd8, Z0, Z26, Z24
+	VPSRLW        $0x02, Z25, Z25
+	VPANDD        Z1, Z25, Z25
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z25
+	VPMOVSXBD     (DX)(BX*1), Z27
+	VBROADCASTSS  16(DX)(BX*1), Z28
+	VMOVDQU32     (R10), Z26
+	VPDPBUSD      (R9), Z22, Z26
+	VPDPBUSD      64(R9), Z23, Z26
+	VPDPBUSD      128(R9), Z24, Z26
+	VPDPBUSD      192(R9), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z7
+	VMOVDQU32     (R10)(R11*1), Z26
+	VPDPBUSD      (R9)(R8*1), Z22, Z26
+	VPDPBUSD      64(R9)(R8*1), Z23, Z26
+	VPDPBUSD      128(R9)(R8*1), Z24, Z26
+	VPDPBUSD      192(R9)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z8
+	VMOVDQU32     (R10)(R11*2), Z26
+	VPDPBUSD      (R9)(R8*2), Z22, Z26
+	VPDPBUSD      64(R9)(R8*2), Z23, Z26
+	VPDPBUSD      128(R9)(R8*2), Z24, Z26
+	VPDPBUSD      192(R9)(R8*2), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z9
+	VMOVDQU32     (R13), Z26
+	VPDPBUSD      (R12), Z22, Z26
+	VPDPBUSD      64(R12), Z23, Z26
+	VPDPBUSD      128(R12), Z24, Z26
+	VPDPBUSD      192(R12), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z10
+	VMOVDQU32     (R13)(R11*1), Z26
+	VPDPBUSD      (R12)(R8*1), Z22, Z26
+	VPDPBUSD      64(R12)(R8*1), Z23, Z26
+	VPDPBUSD      128(R12)(R8*1), Z24, Z26
+	VPDPBUSD      192(R12)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z11
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16448(AX)(CX*2)
+	PREFETCHT1    16512(AX)(CX*2)
+	VMOVDQU64     128(AX)(CX*2), Z25
+	VMOVDQU64     (AX)(CX*2), Z26
+	VPSLLW        $0x04, Z25, Z22
+	VPANDD        Z1, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z26, Z22
+	VPSLLW        $0x02, Z25, Z23
+	VPANDD        Z1, Z23, Z23
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z23
+	VMOVDQU64     64(AX)(CX*2), Z26
+	VPANDD        Z1, Z25, Z24
+	VPTERNLOGD    $0xd8, Z0, Z26, Z24
+	VPSRLW        $0x02, Z25, Z25
+	VPANDD        Z1, Z25, Z25
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z25
+	VPMOVSXBD     (DX)(BX*2), Z27
+	VBROADCASTSS  16(DX)(BX*2), Z28
+	VMOVDQU32     (R10), Z26
+	VPDPBUSD      (R9), Z22, Z26
+	VPDPBUSD      64(R9), Z23, Z26
+	VPDPBUSD      128(R9), Z24, Z26
+	VPDPBUSD      192(R9), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z12
+	VMOVDQU32     (R10)(R11*1), Z26
+	VPDPBUSD      (R9)(R8*1), Z22, Z26
+	VPDPBUSD      64(R9)(R8*1), Z23, Z26
+	VPDPBUSD      128(R9)(R8*1), Z24, Z26
+	VPDPBUSD      192(R9)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z13
+	VMOVDQU32     (R10)(R11*2), Z26
+	VPDPBUSD      (R9)(R8*2), Z22, Z26
+	VPDPBUSD      64(R9)(R8*2), Z23, Z26
+	VPDPBUSD      128(R9)(R8*2), Z24, Z26
+	VPDPBUSD      192(R9)(R8*2), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z14
+	VMOVDQU32     (R13), Z26
+	VPDPBUSD      (R12), Z22, Z26
+	VPDPBUSD      64(R12), Z23, Z26
+	VPDPBUSD      128(R12), Z24, Z26
+	VPDPBUSD      192(R12), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z15
+	VMOVDQU32     (R13)(R11*1), Z26
+	VPDPBUSD      (R12)(R8*1), Z22, Z26
+	VPDPBUSD      64(R12)(R8*1), Z23, Z26
+	VPDPBUSD      128(R12)(R8*1), Z24, Z26
+	VPDPBUSD      192(R12)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z16
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16448(SI)
+	PREFETCHT1    16512(SI)
+	VMOVDQU64     128(SI), Z25
+	VMOVDQU64     (SI), Z26
+	VPSLLW        $0x04, Z25, Z22
+	VPANDD        Z1, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z26, Z22
+	VPSLLW        $0x02, Z25, Z23
+	VPANDD        Z1, Z23, Z23
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z23
+	VMOVDQU64     64(SI), Z26
+	VPANDD        Z1, Z25, Z24
+	VPTERNLOGD    $0xd8, Z0, Z26, Z24
+	VPSRLW        $0x02, Z25, Z25
+	VPANDD        Z1, Z25, Z25
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z25
+	VPMOVSXBD     (DI), Z27
+	VBROADCASTSS  16(DI), Z28
+	VMOVDQU32     (R10), Z26
+	VPDPBUSD      (R9), Z22, Z26
+	VPDPBUSD      64(R9), Z23, Z26
+	VPDPBUSD      128(R9), Z24, Z26
+	VPDPBUSD      192(R9), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z17
+	VMOVDQU32     (R10)(R11*1), Z26
+	VPDPBUSD      (R9)(R8*1), Z22, Z26
+	VPDPBUSD      64(R9)(R8*1), Z23, Z26
+	VPDPBUSD      128(R9)(R8*1), Z24, Z26
+	VPDPBUSD      192(R9)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z18
+	VMOVDQU32     (R10)(R11*2), Z26
+	VPDPBUSD      (R9)(R8*2), Z22, Z26
+	VPDPBUSD      64(R9)(R8*2), Z23, Z26
+	VPDPBUSD      128(R9)(R8*2), Z24, Z26
+	VPDPBUSD      192(R9)(R8*2), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z19
+	VMOVDQU32     (R13), Z26
+	VPDPBUSD      (R12), Z22, Z26
+	VPDPBUSD      64(R12), Z23, Z26
+	VPDPBUSD      128(R12), Z24, Z26
+	VPDPBUSD      192(R12), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z20
+	VMOVDQU32     (R13)(R11*1), Z26
+	VPDPBUSD      (R12)(R8*1), Z22, Z26
+	VPDPBUSD      64(R12)(R8*1), Z23, Z26
+	VPDPBUSD      128(R12)(R8*1), Z24, Z26
+	VPDPBUSD      192(R12)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z21
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x000000c0, SI
+	ADDQ          $0x00000018, DX
+	ADDQ          $0x00000018, DI
+	ADDQ          $0x00000100, R9
+	ADDQ          $0x00000100, R12
+	ADDQ          $0x00000040, R10
+	ADDQ          $0x00000040, R13
+	DECQ          R14
+	JNZ           smmblocks_1673
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z18, Y0
+	VADDPS        Y18, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z19, Y0
+	VADDPS        Y19, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z20, Y0
+	VADDPS        Y20, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z21, Y0
+	VADDPS        Y21, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	MOVQ          n+104(FP), AX
+	IMUL3Q        $0x00000005, AX, AX
+	ADDQ          AX, 24(SP)
+	SHRQ          $0x02, AX
+	ADDQ          AX, 32(SP)
+	MOVQ          outStride+144(FP), AX
+	IMUL3Q        $0x00000014, AX, AX
+	ADDQ          AX, 40(SP)
+	SUBQ          $0x05, 48(SP)
+	JMP           bmmtokens_1670
+
+bmmtokenstail_1671:
+	CMPQ 48(SP), $0x04
+	JNE  bmmtokens_1674
+
+	// six tile 4 rows × 4 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R8, R11
+	SHRQ         $0x02, R11
+	LEAQ         (R9)(R8*2), R12
+	ADDQ         R8, R12
+	LEAQ         (R10)(R11*2), R13
+	ADDQ         R11, R13
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	MOVQ         n+104(FP), R14
+	SHRQ         $0x08, R14
+
+smmblocks_1675:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16448(AX)
+	PREFETCHT1    16512(AX)
+	VMOVDQU64     128(AX), Z21
+	VMOVDQU64     (AX), Z22
+	VPSLLW        $0x04, Z21, Z18
+	VPANDD        Z1, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z22, Z18
+	VPSLLW        $0x02, Z21, Z19
+	VPANDD        Z1, Z19, Z19
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z19
+	VMOVDQU64     64(AX), Z22
+	VPANDD        Z1, Z21, Z20
+	VPTERNLOGD    $0xd8, Z0, Z22, Z20
+	VPSRLW        $0x02, Z21, Z21
+	VPANDD        Z1, Z21, Z21
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z21
+	VPMOVSXBD     (DX), Z23
+	VBROADCASTSS  16(DX), Z24
+	VMOVDQU32     (R10), Z22
+	VPDPBUSD      (R9), Z18, Z22
+	VPDPBUSD      64(R9), Z19, Z22
+	VPDPBUSD      128(R9), Z20, Z22
+	VPDPBUSD      192(R9), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z2
+	VMOVDQU32     (R10)(R11*1), Z22
+	VPDPBUSD      (R9)(R8*1), Z18, Z22
+	VPDPBUSD      64(R9)(R8*1), Z19, Z22
+	VPDPBUSD      128(R9)(R8*1), Z20, Z22
+	VPDPBUSD      192(R9)(R8*1), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z3
+	VMOVDQU32     (R10)(R11*2), Z22
+	VPDPBUSD      (R9)(R8*2), Z18, Z22
+	VPDPBUSD      64(R9)(R8*2), Z19, Z22
+	VPDPBUSD      128(R9)(R8*2), Z20, Z22
+	VPDPBUSD      192(R9)(R8*2), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z4
+	VMOVDQU32     (R13), Z22
+	VPDPBUSD      (R12), Z18, Z22
+	VPDPBUSD      64(R12), Z19, Z22
+	VPDPBUSD      128(R12), Z20, Z22
+	VPDPBUSD      192(R12), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z5
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16448(AX)(CX*1)
+	PREFETCHT1    16512(AX)(CX*1)
+	VMOVDQU64     128(AX)(CX*1), Z21
+	VMOVDQU64     (AX)(CX*1), Z22
+	VPSLLW        $0x04, Z21, Z18
+	VPANDD        Z1, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z22, Z18
+	VPSLLW        $0x02, Z21, Z19
+	VPANDD        Z1, Z19, Z19
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z19
+	VMOVDQU64     64(AX)(CX*1), Z22
+	VPANDD        Z1, Z21, Z20
+	VPTERNLOGD    $0xd8, Z0, Z22, Z20
+	VPSRLW        $0x02, Z21, Z21
+	VPANDD        Z1, Z21, Z21
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z21
+	VPMOVSXBD     (DX)(BX*1), Z23
+	VBROADCASTSS  16(DX)(BX*1), Z24
+	VMOVDQU32     (R10), Z22
+	VPDPBUSD      (R9), Z18, Z22
+	VPDPBUSD      64(R9), Z19, Z22
+	VPDPBUSD      128(R9), Z20, Z22
+	VPDPBUSD      192(R9), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z6
+	VMOVDQU32     (R10)(R11*1), Z22
+	VPDPBUSD      (R9)(R8*1), Z18, Z22
+	VPDPBUSD      64(R9)(R8*1), Z19, Z22
+	VPDPBUSD      128(R9)(R8*1), Z20, Z22
+	VPDPBUSD      192(R9)(R8*1), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z7
+	VMOVDQU32     (R10)(R11*2), Z22
+	VPDPBUSD      (R9)(R8*2), Z18, Z22
+	VPDPBUSD      64(R9)(R8*2), Z19, Z22
+	VPDPBUSD      128(R9)(R8*2), Z20, Z22
+	VPDPBUSD      192(R9)(R8*2), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z8
+	VMOVDQU32     (R13), Z22
+	VPDPBUSD      (R12), Z18, Z22
+	VPDPBUSD      64(R12), Z19, Z22
+	VPDPBUSD      128(R12), Z20, Z22
+	VPDPBUSD      192(R12), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z9
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16448(AX)(CX*2)
+	PREFETCHT1    16512(AX)(CX*2)
+	VMOVDQU64     128(AX)(CX*2), Z21
+	VMOVDQU64     (AX)(CX*2), Z22
+	VPSLLW        $0x04, Z21, Z18
+	VPANDD        Z1, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z22, Z18
+	VPSLLW        $0x02, Z21, Z19
+	VPANDD        Z1, Z19, Z19
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z19
+	VMOVDQU64     64(AX)(CX*2), Z22
+	VPANDD        Z1, Z21, Z20
+	VPTERNLOGD    $0xd8, Z0, Z22, Z20
+	VPSRLW        $0x02, Z21, Z21
+	VPANDD        Z1, Z21, Z21
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z21
+	VPMOVSXBD     (DX)(BX*2), Z23
+	VBROADCASTSS  16(DX)(BX*2), Z24
+	VMOVDQU32     (R10), Z22
+	VPDPBUSD      (R9), Z18, Z22
+	VPDPBUSD      64(R9), Z19, Z22
+	VPDPBUSD      128(R9), Z20, Z22
+	VPDPBUSD      192(R9), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z10
+	VMOVDQU32     (R10)(R11*1), Z22
+	VPDPBUSD      (R9)(R8*1), Z18, Z22
+	VPDPBUSD      64(R9)(R8*1), Z19, Z22
+	VPDPBUSD      128(R9)(R8*1), Z20, Z22
+	VPDPBUSD      192(R9)(R8*1), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z11
+	VMOVDQU32     (R10)(R11*2), Z22
+	VPDPBUSD      (R9)(R8*2), Z18, Z22
+	VPDPBUSD      64(R9)(R8*2), Z19, Z22
+	VPDPBUSD      128(R9)(R8*2), Z20, Z22
+	VPDPBUSD      192(R9)(R8*2), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z12
+	VMOVDQU32     (R13), Z22
+	VPDPBUSD      (R12), Z18, Z22
+	VPDPBUSD      64(R12), Z19, Z22
+	VPDPBUSD      128(R12), Z20, Z22
+	VPDPBUSD      192(R12), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z13
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16448(SI)
+	PREFETCHT1    16512(SI)
+	VMOVDQU64     128(SI), Z21
+	VMOVDQU64     (SI), Z22
+	VPSLLW        $0x04, Z21, Z18
+	VPANDD        Z1, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z22, Z18
+	VPSLLW        $0x02, Z21, Z19
+	VPANDD        Z1, Z19, Z19
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z19
+	VMOVDQU64     64(SI), Z22
+	VPANDD        Z1, Z21, Z20
+	VPTERNLOGD    $0xd8, Z0, Z22, Z20
+	VPSRLW        $0x02, Z21, Z21
+	VPANDD        Z1, Z21, Z21
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z21
+	VPMOVSXBD     (DI), Z23
+	VBROADCASTSS  16(DI), Z24
+	VMOVDQU32     (R10), Z22
+	VPDPBUSD      (R9), Z18, Z22
+	VPDPBUSD      64(R9), Z19, Z22
+	VPDPBUSD      128(R9), Z20, Z22
+	VPDPBUSD      192(R9), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z14
+	VMOVDQU32     (R10)(R11*1), Z22
+	VPDPBUSD      (R9)(R8*1), Z18, Z22
+	VPDPBUSD      64(R9)(R8*1), Z19, Z22
+	VPDPBUSD      128(R9)(R8*1), Z20, Z22
+	VPDPBUSD      192(R9)(R8*1), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z15
+	VMOVDQU32     (R10)(R11*2), Z22
+	VPDPBUSD      (R9)(R8*2), Z18, Z22
+	VPDPBUSD      64(R9)(R8*2), Z19, Z22
+	VPDPBUSD      128(R9)(R8*2), Z20, Z22
+	VPDPBUSD      192(R9)(R8*2), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z16
+	VMOVDQU32     (R13), Z22
+	VPDPBUSD      (R12), Z18, Z22
+	VPDPBUSD      64(R12), Z19, Z22
+	VPDPBUSD      128(R12), Z20, Z22
+	VPDPBUSD      192(R12), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z17
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x000000c0, SI
+	ADDQ          $0x00000018, DX
+	ADDQ          $0x00000018, DI
+	ADDQ          $0x00000100, R9
+	ADDQ          $0x00000100, R12
+	ADDQ          $0x00000040, R10
+	ADDQ          $0x00000040, R13
+	DECQ          R14
+	JNZ           smmblocks_1675
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1672
+
+bmmtokens_1674:
+	CMPQ 48(SP), $0x03
+	JNE  bmmtokens_1676
+
+	// six tile 4 rows × 3 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R8, R11
+	SHRQ         $0x02, R11
+	MOVQ         R10, R10
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	MOVQ         n+104(FP), R12
+	SHRQ         $0x08, R12
+
+smmblocks_1677:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16448(AX)
+	PREFETCHT1    16512(AX)
+	VMOVDQU64     128(AX), Z17
+	VMOVDQU64     (AX), Z18
+	VPSLLW        $0x04, Z17, Z14
+	VPANDD        Z1, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z18, Z14
+	VPSLLW        $0x02, Z17, Z15
+	VPANDD        Z1, Z15, Z15
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z15
+	VMOVDQU64     64(AX), Z18
+	VPANDD        Z1, Z17, Z16
+	VPTERNLOGD    $0xd8, Z0, Z18, Z16
+	VPSRLW        $0x02, Z17, Z17
+	VPANDD        Z1, Z17, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z17
+	VPMOVSXBD     (DX), Z19
+	VBROADCASTSS  16(DX), Z20
+	VMOVDQU32     (R10), Z18
+	VPDPBUSD      (R9), Z14, Z18
+	VPDPBUSD      64(R9), Z15, Z18
+	VPDPBUSD      128(R9), Z16, Z18
+	VPDPBUSD      192(R9), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z2
+	VMOVDQU32     (R10)(R11*1), Z18
+	VPDPBUSD      (R9)(R8*1), Z14, Z18
+	VPDPBUSD      64(R9)(R8*1), Z15, Z18
+	VPDPBUSD      128(R9)(R8*1), Z16, Z18
+	VPDPBUSD      192(R9)(R8*1), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z3
+	VMOVDQU32     (R10)(R11*2), Z18
+	VPDPBUSD      (R9)(R8*2), Z14, Z18
+	VPDPBUSD      64(R9)(R8*2), Z15, Z18
+	VPDPBUSD      128(R9)(R8*2), Z16, Z18
+	VPDPBUSD      192(R9)(R8*2), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z4
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16448(AX)(CX*1)
+	PREFETCHT1    16512(AX)(CX*1)
+	VMOVDQU64     128(AX)(CX*1), Z17
+	VMOVDQU64     (AX)(CX*1), Z18
+	VPSLLW        $0x04, Z17, Z14
+	VPANDD        Z1, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z18, Z14
+	VPSLLW        $0x02, Z17, Z15
+	VPANDD        Z1, Z15, Z15
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z15
+	VMOVDQU64     64(AX)(CX*1), Z18
+	VPANDD        Z1, Z17, Z16
+	VPTERNLOGD    $0xd8, Z0, Z18, Z16
+	VPSRLW        $0x02, Z17, Z17
+	VPANDD        Z1, Z17, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z17
+	VPMOVSXBD     (DX)(BX*1), Z19
+	VBROADCASTSS  16(DX)(BX*1), Z20
+	VMOVDQU32     (R10), Z18
+	VPDPBUSD      (R9), Z14, Z18
+	VPDPBUSD      64(R9), Z15, Z18
+	VPDPBUSD      128(R9), Z16, Z18
+	VPDPBUSD      192(R9), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z5
+	VMOVDQU32     (R10)(R11*1), Z18
+	VPDPBUSD      (R9)(R8*1), Z14, Z18
+	VPDPBUSD      64(R9)(R8*1), Z15, Z18
+	VPDPBUSD      128(R9)(R8*1), Z16, Z18
+	VPDPBUSD      192(R9)(R8*1), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z6
+	VMOVDQU32     (R10)(R11*2), Z18
+	VPDPBUSD      (R9)(R8*2), Z14, Z18
+	VPDPBUSD      64(R9)(R8*2), Z15, Z18
+	VPDPBUSD      128(R9)(R8*2), Z16, Z18
+	VPDPBUSD      192(R9)(R8*2), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z7
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16448(AX)(CX*2)
+	PREFETCHT1    16512(AX)(CX*2)
+	VMOVDQU64     128(AX)(CX*2), Z17
+	VMOVDQU64     (AX)(CX*2), Z18
+	VPSLLW        $0x04, Z17, Z14
+	VPANDD        Z1, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z18, Z14
+	VPSLLW        $0x02, Z17, Z15
+	VPANDD        Z1, Z15, Z15
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z15
+	VMOVDQU64     64(AX)(CX*2), Z18
+	VPANDD        Z1, Z17, Z16
+	VPTERNLOGD    $0xd8, Z0, Z18, Z16
+	VPSRLW        $0x02, Z17, Z17
+	VPANDD        Z1, Z17, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z17
+	VPMOVSXBD     (DX)(BX*2), Z19
+	VBROADCASTSS  16(DX)(BX*2), Z20
+	VMOVDQU32     (R10), Z18
+	VPDPBUSD      (R9), Z14, Z18
+	VPDPBUSD      64(R9), Z15, Z18
+	VPDPBUSD      128(R9), Z16, Z18
+	VPDPBUSD      192(R9), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z8
+	VMOVDQU32     (R10)(R11*1), Z18
+	VPDPBUSD      (R9)(R8*1), Z14, Z18
+	VPDPBUSD      64(R9)(R8*1), Z15, Z18
+	VPDPBUSD      128(R9)(R8*1), Z16, Z18
+	VPDPBUSD      192(R9)(R8*1), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z9
+	VMOVDQU32     (R10)(R11*2), Z18
+	VPDPBUSD      (R9)(R8*2), Z14, Z18
+	VPDPBUSD      64(R9)(R8*2), Z15, Z18
+	VPDPBUSD      128(R9)(R8*2), Z16, Z18
+	VPDPBUSD      192(R9)(R8*2), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z10
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16448(SI)
+	PREFETCHT1    16512(SI)
+	VMOVDQU64     128(SI), Z17
+	VMOVDQU64     (SI), Z18
+	VPSLLW        $0x04, Z17, Z14
+	VPANDD        Z1, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z18, Z14
+	VPSLLW        $0x02, Z17, Z15
+	VPANDD        Z1, Z15, Z15
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z15
+	VMOVDQU64     64(SI), Z18
+	VPANDD        Z1, Z17, Z16
+	VPTERNLOGD    $0xd8, Z0, Z18, Z16
+	VPSRLW        $0x02, Z17, Z17
+	VPANDD        Z1, Z17, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z17
+	VPMOVSXBD     (DI), Z19
+	VBROADCASTSS  16(DI), Z20
+	VMOVDQU32     (R10), Z18
+	VPDPBUSD      (R9), Z14, Z18
+	VPDPBUSD      64(R9), Z15, Z18
+	VPDPBUSD      128(R9), Z16, Z18
+	VPDPBUSD      192(R9), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z11
+	VMOVDQU32     (R10)(R11*1), Z18
+	VPDPBUSD      (R9)(R8*1), Z14, Z18
+	VPDPBUSD      64(R9)(R8*1), Z15, Z18
+	VPDPBUSD      128(R9)(R8*1), Z16, Z18
+	VPDPBUSD      192(R9)(R8*1), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z12
+	VMOVDQU32     (R10)(R11*2), Z18
+	VPDPBUSD      (R9)(R8*2), Z14, Z18
+	VPDPBUSD      64(R9)(R8*2), Z15, Z18
+	VPDPBUSD      128(R9)(R8*2), Z16, Z18
+	VPDPBUSD      192(R9)(R8*2), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z13
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x000000c0, SI
+	ADDQ          $0x00000018, DX
+	ADDQ          $0x00000018, DI
+	ADDQ          $0x00000100, R9
+	ADDQ          $0x00000040, R10
+	DECQ          R12
+	JNZ           smmblocks_1677
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1672
+
+bmmtokens_1676:
+	CMPQ 48(SP), $0x02
+	JNE  bmmtokens_1678
+
+	// six tile 4 rows × 2 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R8, R11
+	SHRQ         $0x02, R11
+	MOVQ         R10, R10
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	MOVQ         n+104(FP), R12
+	SHRQ         $0x08, R12
+
+smmblocks_1679:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16448(AX)
+	PREFETCHT1    16512(AX)
+	VMOVDQU64     128(AX), Z13
+	VMOVDQU64     (AX), Z14
+	VPSLLW        $0x04, Z13, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z14, Z10
+	VPSLLW        $0x02, Z13, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z11
+	VMOVDQU64     64(AX), Z14
+	VPANDD        Z1, Z13, Z12
+	VPTERNLOGD    $0xd8, Z0, Z14, Z12
+	VPSRLW        $0x02, Z13, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z13
+	VPMOVSXBD     (DX), Z15
+	VBROADCASTSS  16(DX), Z16
+	VMOVDQU32     (R10), Z14
+	VPDPBUSD      (R9), Z10, Z14
+	VPDPBUSD      64(R9), Z11, Z14
+	VPDPBUSD      128(R9), Z12, Z14
+	VPDPBUSD      192(R9), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z2
+	VMOVDQU32     (R10)(R11*1), Z14
+	VPDPBUSD      (R9)(R8*1), Z10, Z14
+	VPDPBUSD      64(R9)(R8*1), Z11, Z14
+	VPDPBUSD      128(R9)(R8*1), Z12, Z14
+	VPDPBUSD      192(R9)(R8*1), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z3
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16448(AX)(CX*1)
+	PREFETCHT1    16512(AX)(CX*1)
+	VMOVDQU64     128(AX)(CX*1), Z13
+	VMOVDQU64     (AX)(CX*1), Z14
+	VPSLLW        $0x04, Z13, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z14, Z10
+	VPSLLW        $0x02, Z13, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z11
+	VMOVDQU64     64(AX)(CX*1), Z14
+	VPANDD        Z1, Z13, Z12
+	VPTERNLOGD    $0xd8, Z0, Z14, Z12
+	VPSRLW        $0x02, Z13, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z13
+	VPMOVSXBD     (DX)(BX*1), Z15
+	VBROADCASTSS  16(DX)(BX*1), Z16
+	VMOVDQU32     (R10), Z14
+	VPDPBUSD      (R9), Z10, Z14
+	VPDPBUSD      64(R9), Z11, Z14
+	VPDPBUSD      128(R9), Z12, Z14
+	VPDPBUSD      192(R9), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z4
+	VMOVDQU32     (R10)(R11*1), Z14
+	VPDPBUSD      (R9)(R8*1), Z10, Z14
+	VPDPBUSD      64(R9)(R8*1), Z11, Z14
+	VPDPBUSD      128(R9)(R8*1), Z12, Z14
+	VPDPBUSD      192(R9)(R8*1), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z5
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16448(AX)(CX*2)
+	PREFETCHT1    16512(AX)(CX*2)
+	VMOVDQU64     128(AX)(CX*2), Z13
+	VMOVDQU64     (AX)(CX*2), Z14
+	VPSLLW        $0x04, Z13, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z14, Z10
+	VPSLLW        $0x02, Z13, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z11
+	VMOVDQU64     64(AX)(CX*2), Z14
+	VPANDD        Z1, Z13, Z12
+	VPTERNLOGD    $0xd8, Z0, Z14, Z12
+	VPSRLW        $0x02, Z13, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z13
+	VPMOVSXBD     (DX)(BX*2), Z15
+	VBROADCASTSS  16(DX)(BX*2), Z16
+	VMOVDQU32     (R10), Z14
+	VPDPBUSD      (R9), Z10, Z14
+	VPDPBUSD      64(R9), Z11, Z14
+	VPDPBUSD      128(R9), Z12, Z14
+	VPDPBUSD      192(R9), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z6
+	VMOVDQU32     (R10)(R11*1), Z14
+	VPDPBUSD      (R9)(R8*1), Z10, Z14
+	VPDPBUSD      64(R9)(R8*1), Z11, Z14
+	VPDPBUSD      128(R9)(R8*1), Z12, Z14
+	VPDPBUSD      192(R9)(R8*1), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z7
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16448(SI)
+	PREFETCHT1    16512(SI)
+	VMOVDQU64     128(SI), Z13
+	VMOVDQU64     (SI), Z14
+	VPSLLW        $0x04, Z13, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z14, Z10
+	VPSLLW        $0x02, Z13, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z11
+	VMOVDQU64     64(SI), Z14
+	VPANDD        Z1, Z13, Z12
+	VPTERNLOGD    $0xd8, Z0, Z14, Z12
+	VPSRLW        $0x02, Z13, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z13
+	VPMOVSXBD     (DI), Z15
+	VBROADCASTSS  16(DI), Z16
+	VMOVDQU32     (R10), Z14
+	VPDPBUSD      (R9), Z10, Z14
+	VPDPBUSD      64(R9), Z11, Z14
+	VPDPBUSD      128(R9), Z12, Z14
+	VPDPBUSD      192(R9), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z8
+	VMOVDQU32     (R10)(R11*1), Z14
+	VPDPBUSD      (R9)(R8*1), Z10, Z14
+	VPDPBUSD      64(R9)(R8*1), Z11, Z14
+	VPDPBUSD      128(R9)(R8*1), Z12, Z14
+	VPDPBUSD      192(R9)(R8*1), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z9
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x000000c0, SI
+	ADDQ          $0x00000018, DX
+	ADDQ          $0x00000018, DI
+	ADDQ          $0x00000100, R9
+	ADDQ          $0x00000040, R10
+	DECQ          R12
+	JNZ           smmblocks_1679
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1672
+
+bmmtokens_1678:
+	CMPQ 48(SP), $0x01
+	JNE  bmmtokens_1680
+
+	// six tile 4 rows × 1 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	SHRQ         $0x02, R8
+	MOVQ         R9, R8
+	MOVQ         R10, R9
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+104(FP), R10
+	SHRQ         $0x08, R10
+
+smmblocks_1681:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16448(AX)
+	PREFETCHT1    16512(AX)
+	VMOVDQU64     128(AX), Z9
+	VMOVDQU64     (AX), Z10
+	VPSLLW        $0x04, Z9, Z6
+	VPANDD        Z1, Z6, Z6
+	VPTERNLOGD    $0xd8, Z0, Z10, Z6
+	VPSLLW        $0x02, Z9, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z7
+	VMOVDQU64     64(AX), Z10
+	VPANDD        Z1, Z9, Z8
+	VPTERNLOGD    $0xd8, Z0, Z10, Z8
+	VPSRLW        $0x02, Z9, Z9
+	VPANDD        Z1, Z9, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z9
+	VPMOVSXBD     (DX), Z11
+	VBROADCASTSS  16(DX), Z12
+	VMOVDQU32     (R9), Z10
+	VPDPBUSD      (R8), Z6, Z10
+	VPDPBUSD      64(R8), Z7, Z10
+	VPDPBUSD      128(R8), Z8, Z10
+	VPDPBUSD      192(R8), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z2
+	PREFETCHT1    16384(AX)(CX*1)
+	PREFETCHT1    16448(AX)(CX*1)
+	PREFETCHT1    16512(AX)(CX*1)
+	VMOVDQU64     128(AX)(CX*1), Z9
+	VMOVDQU64     (AX)(CX*1), Z10
+	VPSLLW        $0x04, Z9, Z6
+	VPANDD        Z1, Z6, Z6
+	VPTERNLOGD    $0xd8, Z0, Z10, Z6
+	VPSLLW        $0x02, Z9, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z7
+	VMOVDQU64     64(AX)(CX*1), Z10
+	VPANDD        Z1, Z9, Z8
+	VPTERNLOGD    $0xd8, Z0, Z10, Z8
+	VPSRLW        $0x02, Z9, Z9
+	VPANDD        Z1, Z9, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z9
+	VPMOVSXBD     (DX)(BX*1), Z11
+	VBROADCASTSS  16(DX)(BX*1), Z12
+	VMOVDQU32     (R9), Z10
+	VPDPBUSD      (R8), Z6, Z10
+	VPDPBUSD      64(R8), Z7, Z10
+	VPDPBUSD      128(R8), Z8, Z10
+	VPDPBUSD      192(R8), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z3
+	PREFETCHT1    16384(AX)(CX*2)
+	PREFETCHT1    16448(AX)(CX*2)
+	PREFETCHT1    16512(AX)(CX*2)
+	VMOVDQU64     128(AX)(CX*2), Z9
+	VMOVDQU64     (AX)(CX*2), Z10
+	VPSLLW        $0x04, Z9, Z6
+	VPANDD        Z1, Z6, Z6
+	VPTERNLOGD    $0xd8, Z0, Z10, Z6
+	VPSLLW        $0x02, Z9, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z7
+	VMOVDQU64     64(AX)(CX*2), Z10
+	VPANDD        Z1, Z9, Z8
+	VPTERNLOGD    $0xd8, Z0, Z10, Z8
+	VPSRLW        $0x02, Z9, Z9
+	VPANDD        Z1, Z9, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z9
+	VPMOVSXBD     (DX)(BX*2), Z11
+	VBROADCASTSS  16(DX)(BX*2), Z12
+	VMOVDQU32     (R9), Z10
+	VPDPBUSD      (R8), Z6, Z10
+	VPDPBUSD      64(R8), Z7, Z10
+	VPDPBUSD      128(R8), Z8, Z10
+	VPDPBUSD      192(R8), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z4
+	PREFETCHT1    16384(SI)
+	PREFETCHT1    16448(SI)
+	PREFETCHT1    16512(SI)
+	VMOVDQU64     128(SI), Z9
+	VMOVDQU64     (SI), Z10
+	VPSLLW        $0x04, Z9, Z6
+	VPANDD        Z1, Z6, Z6
+	VPTERNLOGD    $0xd8, Z0, Z10, Z6
+	VPSLLW        $0x02, Z9, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z7
+	VMOVDQU64     64(SI), Z10
+	VPANDD        Z1, Z9, Z8
+	VPTERNLOGD    $0xd8, Z0, Z10, Z8
+	VPSRLW        $0x02, Z9, Z9
+	VPANDD        Z1, Z9, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z9
+	VPMOVSXBD     (DI), Z11
+	VBROADCASTSS  16(DI), Z12
+	VMOVDQU32     (R9), Z10
+	VPDPBUSD      (R8), Z6, Z10
+	VPDPBUSD      64(R8), Z7, Z10
+	VPDPBUSD      128(R8), Z8, Z10
+	VPDPBUSD      192(R8), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z5
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x000000c0, SI
+	ADDQ          $0x00000018, DX
+	ADDQ          $0x00000018, DI
+	ADDQ          $0x00000100, R8
+	ADDQ          $0x00000040, R9
+	DECQ          R10
+	JNZ           smmblocks_1681
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), CX
+	ANDQ          $-4, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(CX*1)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(CX*2)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(CX*2), AX
+	VMOVSS        X1, (AX)(CX*1)
+	JMP           bmmtokensdone_1672
+
+bmmtokens_1680:
+bmmtokensdone_1672:
+	MOVQ  n+104(FP), AX
+	SHRQ  $0x02, AX
+	LEAQ  (AX)(AX*2), AX
+	ADDQ  AX, (SP)
+	ADDQ  $0x04, 8(SP)
+	DECQ  16(SP)
+	JNZ   bmmquads_1669
+	MOVQ  rows+48(FP), AX
+	MOVQ  rows+48(FP), CX
+	SHRQ  $0x02, AX
+	MOVQ  n+104(FP), DX
+	SHRQ  $0x02, DX
+	LEAQ  (DX)(DX*2), DX
+	IMULQ DX, AX
+	ANDQ  $-4, CX
+	MOVQ  (SP), DX
+	MOVQ  8(SP), BX
+	LEAQ  (DX)(AX*2), DX
+	ADDQ  AX, DX
+	LEAQ  (BX)(CX*2), BX
+	ADDQ  CX, BX
+	MOVQ  DX, (SP)
+	MOVQ  BX, 8(SP)
+
+bmmquadsdone_1668:
+	MOVQ rows+48(FP), AX
+	ANDQ $0x03, AX
+	MOVQ AX, 16(SP)
+	JZ   bmmsinglesdone_1682
+
+bmmsingles_1683:
+	MOVQ x_base+56(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ xBias_base+80(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 40(SP)
+	MOVQ tokens+112(FP), AX
+	MOVQ AX, 48(SP)
+
+bmmtokens_1684:
+	CMPQ 48(SP), $0x05
+	JB   bmmtokenstail_1685
+
+	// six tile 1 rows × 5 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         DX, DI
+	SHRQ         $0x02, DI
+	LEAQ         (BX)(DX*2), R8
+	ADDQ         DX, R8
+	LEAQ         (SI)(DI*2), R9
+	ADDQ         DI, R9
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	MOVQ         n+104(FP), R10
+	SHRQ         $0x08, R10
+
+smmblocks_1687:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16448(AX)
+	PREFETCHT1    16512(AX)
+	VMOVDQU64     128(AX), Z10
+	VMOVDQU64     (AX), Z11
+	VPSLLW        $0x04, Z10, Z7
+	VPANDD        Z1, Z7, Z7
+	VPTERNLOGD    $0xd8, Z0, Z11, Z7
+	VPSLLW        $0x02, Z10, Z8
+	VPANDD        Z1, Z8, Z8
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z8
+	VMOVDQU64     64(AX), Z11
+	VPANDD        Z1, Z10, Z9
+	VPTERNLOGD    $0xd8, Z0, Z11, Z9
+	VPSRLW        $0x02, Z10, Z10
+	VPANDD        Z1, Z10, Z10
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z10
+	VPMOVSXBD     (CX), Z12
+	VBROADCASTSS  16(CX), Z13
+	VMOVDQU32     (SI), Z11
+	VPDPBUSD      (BX), Z7, Z11
+	VPDPBUSD      64(BX), Z8, Z11
+	VPDPBUSD      128(BX), Z9, Z11
+	VPDPBUSD      192(BX), Z10, Z11
+	VPMULLD       Z12, Z11, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z13, Z2
+	VMOVDQU32     (SI)(DI*1), Z11
+	VPDPBUSD      (BX)(DX*1), Z7, Z11
+	VPDPBUSD      64(BX)(DX*1), Z8, Z11
+	VPDPBUSD      128(BX)(DX*1), Z9, Z11
+	VPDPBUSD      192(BX)(DX*1), Z10, Z11
+	VPMULLD       Z12, Z11, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z13, Z3
+	VMOVDQU32     (SI)(DI*2), Z11
+	VPDPBUSD      (BX)(DX*2), Z7, Z11
+	VPDPBUSD      64(BX)(DX*2), Z8, Z11
+	VPDPBUSD      128(BX)(DX*2), Z9, Z11
+	VPDPBUSD      192(BX)(DX*2), Z10, Z11
+	VPMULLD       Z12, Z11, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z13, Z4
+	VMOVDQU32     (R9), Z11
+	VPDPBUSD      (R8), Z7, Z11
+	VPDPBUSD      64(R8), Z8, Z11
+	VPDPBUSD      128(R8), Z9, Z11
+	VPDPBUSD      192(R8), Z10, Z11
+	VPMULLD       Z12, Z11, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z13, Z5
+	VMOVDQU32     (R9)(DI*1), Z11
+	VPDPBUSD      (R8)(DX*1), Z7, Z11
+	VPDPBUSD      64(R8)(DX*1), Z8, Z11
+	VPDPBUSD      128(R8)(DX*1), Z9, Z11
+	VPDPBUSD      192(R8)(DX*1), Z10, Z11
+	VPMULLD       Z12, Z11, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z13, Z6
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x00000018, CX
+	ADDQ          $0x00000100, BX
+	ADDQ          $0x00000100, R8
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000040, R9
+	DECQ          R10
+	JNZ           smmblocks_1687
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	MOVQ          n+104(FP), AX
+	IMUL3Q        $0x00000005, AX, AX
+	ADDQ          AX, 24(SP)
+	SHRQ          $0x02, AX
+	ADDQ          AX, 32(SP)
+	MOVQ          outStride+144(FP), AX
+	IMUL3Q        $0x00000014, AX, AX
+	ADDQ          AX, 40(SP)
+	SUBQ          $0x05, 48(SP)
+	JMP           bmmtokens_1684
+
+bmmtokenstail_1685:
+	CMPQ 48(SP), $0x04
+	JNE  bmmtokens_1688
+
+	// six tile 1 rows × 4 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         DX, DI
+	SHRQ         $0x02, DI
+	LEAQ         (BX)(DX*2), R8
+	ADDQ         DX, R8
+	LEAQ         (SI)(DI*2), R9
+	ADDQ         DI, R9
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+104(FP), R10
+	SHRQ         $0x08, R10
+
+smmblocks_1689:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16448(AX)
+	PREFETCHT1    16512(AX)
+	VMOVDQU64     128(AX), Z9
+	VMOVDQU64     (AX), Z10
+	VPSLLW        $0x04, Z9, Z6
+	VPANDD        Z1, Z6, Z6
+	VPTERNLOGD    $0xd8, Z0, Z10, Z6
+	VPSLLW        $0x02, Z9, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z7
+	VMOVDQU64     64(AX), Z10
+	VPANDD        Z1, Z9, Z8
+	VPTERNLOGD    $0xd8, Z0, Z10, Z8
+	VPSRLW        $0x02, Z9, Z9
+	VPANDD        Z1, Z9, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z9
+	VPMOVSXBD     (CX), Z11
+	VBROADCASTSS  16(CX), Z12
+	VMOVDQU32     (SI), Z10
+	VPDPBUSD      (BX), Z6, Z10
+	VPDPBUSD      64(BX), Z7, Z10
+	VPDPBUSD      128(BX), Z8, Z10
+	VPDPBUSD      192(BX), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z2
+	VMOVDQU32     (SI)(DI*1), Z10
+	VPDPBUSD      (BX)(DX*1), Z6, Z10
+	VPDPBUSD      64(BX)(DX*1), Z7, Z10
+	VPDPBUSD      128(BX)(DX*1), Z8, Z10
+	VPDPBUSD      192(BX)(DX*1), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z3
+	VMOVDQU32     (SI)(DI*2), Z10
+	VPDPBUSD      (BX)(DX*2), Z6, Z10
+	VPDPBUSD      64(BX)(DX*2), Z7, Z10
+	VPDPBUSD      128(BX)(DX*2), Z8, Z10
+	VPDPBUSD      192(BX)(DX*2), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z4
+	VMOVDQU32     (R9), Z10
+	VPDPBUSD      (R8), Z6, Z10
+	VPDPBUSD      64(R8), Z7, Z10
+	VPDPBUSD      128(R8), Z8, Z10
+	VPDPBUSD      192(R8), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z5
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x00000018, CX
+	ADDQ          $0x00000100, BX
+	ADDQ          $0x00000100, R8
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000040, R9
+	DECQ          R10
+	JNZ           smmblocks_1689
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1686
+
+bmmtokens_1688:
+	CMPQ 48(SP), $0x03
+	JNE  bmmtokens_1690
+
+	// six tile 1 rows × 3 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         DX, DI
+	SHRQ         $0x02, DI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	MOVQ         n+104(FP), R8
+	SHRQ         $0x08, R8
+
+smmblocks_1691:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16448(AX)
+	PREFETCHT1    16512(AX)
+	VMOVDQU64     128(AX), Z8
+	VMOVDQU64     (AX), Z9
+	VPSLLW        $0x04, Z8, Z5
+	VPANDD        Z1, Z5, Z5
+	VPTERNLOGD    $0xd8, Z0, Z9, Z5
+	VPSLLW        $0x02, Z8, Z6
+	VPANDD        Z1, Z6, Z6
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z6
+	VMOVDQU64     64(AX), Z9
+	VPANDD        Z1, Z8, Z7
+	VPTERNLOGD    $0xd8, Z0, Z9, Z7
+	VPSRLW        $0x02, Z8, Z8
+	VPANDD        Z1, Z8, Z8
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z8
+	VPMOVSXBD     (CX), Z10
+	VBROADCASTSS  16(CX), Z11
+	VMOVDQU32     (SI), Z9
+	VPDPBUSD      (BX), Z5, Z9
+	VPDPBUSD      64(BX), Z6, Z9
+	VPDPBUSD      128(BX), Z7, Z9
+	VPDPBUSD      192(BX), Z8, Z9
+	VPMULLD       Z10, Z9, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z11, Z2
+	VMOVDQU32     (SI)(DI*1), Z9
+	VPDPBUSD      (BX)(DX*1), Z5, Z9
+	VPDPBUSD      64(BX)(DX*1), Z6, Z9
+	VPDPBUSD      128(BX)(DX*1), Z7, Z9
+	VPDPBUSD      192(BX)(DX*1), Z8, Z9
+	VPMULLD       Z10, Z9, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z11, Z3
+	VMOVDQU32     (SI)(DI*2), Z9
+	VPDPBUSD      (BX)(DX*2), Z5, Z9
+	VPDPBUSD      64(BX)(DX*2), Z6, Z9
+	VPDPBUSD      128(BX)(DX*2), Z7, Z9
+	VPDPBUSD      192(BX)(DX*2), Z8, Z9
+	VPMULLD       Z10, Z9, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z11, Z4
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x00000018, CX
+	ADDQ          $0x00000100, BX
+	ADDQ          $0x00000040, SI
+	DECQ          R8
+	JNZ           smmblocks_1691
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1686
+
+bmmtokens_1690:
+	CMPQ 48(SP), $0x02
+	JNE  bmmtokens_1692
+
+	// six tile 1 rows × 2 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         DX, DI
+	SHRQ         $0x02, DI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	MOVQ         n+104(FP), R8
+	SHRQ         $0x08, R8
+
+smmblocks_1693:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16448(AX)
+	PREFETCHT1    16512(AX)
+	VMOVDQU64     128(AX), Z7
+	VMOVDQU64     (AX), Z8
+	VPSLLW        $0x04, Z7, Z4
+	VPANDD        Z1, Z4, Z4
+	VPTERNLOGD    $0xd8, Z0, Z8, Z4
+	VPSLLW        $0x02, Z7, Z5
+	VPANDD        Z1, Z5, Z5
+	VPSRLW        $0x04, Z8, Z8
+	VPTERNLOGD    $0xd8, Z0, Z8, Z5
+	VMOVDQU64     64(AX), Z8
+	VPANDD        Z1, Z7, Z6
+	VPTERNLOGD    $0xd8, Z0, Z8, Z6
+	VPSRLW        $0x02, Z7, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z8, Z8
+	VPTERNLOGD    $0xd8, Z0, Z8, Z7
+	VPMOVSXBD     (CX), Z9
+	VBROADCASTSS  16(CX), Z10
+	VMOVDQU32     (SI), Z8
+	VPDPBUSD      (BX), Z4, Z8
+	VPDPBUSD      64(BX), Z5, Z8
+	VPDPBUSD      128(BX), Z6, Z8
+	VPDPBUSD      192(BX), Z7, Z8
+	VPMULLD       Z9, Z8, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z10, Z2
+	VMOVDQU32     (SI)(DI*1), Z8
+	VPDPBUSD      (BX)(DX*1), Z4, Z8
+	VPDPBUSD      64(BX)(DX*1), Z5, Z8
+	VPDPBUSD      128(BX)(DX*1), Z6, Z8
+	VPDPBUSD      192(BX)(DX*1), Z7, Z8
+	VPMULLD       Z9, Z8, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z10, Z3
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x00000018, CX
+	ADDQ          $0x00000100, BX
+	ADDQ          $0x00000040, SI
+	DECQ          R8
+	JNZ           smmblocks_1693
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1686
+
+bmmtokens_1692:
+	CMPQ 48(SP), $0x01
+	JNE  bmmtokens_1694
+
+	// six tile 1 rows × 1 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	SHRQ         $0x02, DX
+	MOVQ         BX, DX
+	MOVQ         SI, BX
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	MOVQ         n+104(FP), SI
+	SHRQ         $0x08, SI
+
+smmblocks_1695:
+	PREFETCHT1    16384(AX)
+	PREFETCHT1    16448(AX)
+	PREFETCHT1    16512(AX)
+	VMOVDQU64     128(AX), Z6
+	VMOVDQU64     (AX), Z7
+	VPSLLW        $0x04, Z6, Z3
+	VPANDD        Z1, Z3, Z3
+	VPTERNLOGD    $0xd8, Z0, Z7, Z3
+	VPSLLW        $0x02, Z6, Z4
+	VPANDD        Z1, Z4, Z4
+	VPSRLW        $0x04, Z7, Z7
+	VPTERNLOGD    $0xd8, Z0, Z7, Z4
+	VMOVDQU64     64(AX), Z7
+	VPANDD        Z1, Z6, Z5
+	VPTERNLOGD    $0xd8, Z0, Z7, Z5
+	VPSRLW        $0x02, Z6, Z6
+	VPANDD        Z1, Z6, Z6
+	VPSRLW        $0x04, Z7, Z7
+	VPTERNLOGD    $0xd8, Z0, Z7, Z6
+	VPMOVSXBD     (CX), Z8
+	VBROADCASTSS  16(CX), Z9
+	VMOVDQU32     (BX), Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VPMULLD       Z8, Z7, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z7, Z9, Z2
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x00000018, CX
+	ADDQ          $0x00000100, DX
+	ADDQ          $0x00000040, BX
+	DECQ          SI
+	JNZ           smmblocks_1695
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1686
+
+bmmtokens_1694:
+bmmtokensdone_1686:
+	MOVQ n+104(FP), AX
+	SHRQ $0x02, AX
+	LEAQ (AX)(AX*2), AX
+	ADDQ AX, (SP)
+	ADDQ $0x04, 8(SP)
+	DECQ 16(SP)
+	JNZ  bmmsingles_1683
+
+bmmsinglesdone_1682:
+	VZEROUPPER
+	RET
+
+// func dotSixMatMulVNNIHW(w []byte, scales []byte, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·dotSixMatMulVNNIHW(SB), NOSPLIT, $56-152
+	MOVQ  w_base+0(FP), AX
+	MOVQ  AX, (SP)
+	MOVQ  out_base+120(FP), AX
+	MOVQ  AX, 8(SP)
+	MOVQ  rows+48(FP), AX
+	SHRQ  $0x02, AX
+	MOVQ  AX, 16(SP)
+	TESTQ AX, AX
+	JZ    bmmquadsdone_1696
+
+bmmquads_1697:
+	MOVQ x_base+56(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ xBias_base+80(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 40(SP)
+	MOVQ tokens+112(FP), AX
+	MOVQ AX, 48(SP)
+
+bmmtokens_1698:
+	CMPQ 48(SP), $0x05
+	JB   bmmtokenstail_1699
+
+	// six tile 4 rows × 5 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R8, R11
+	SHRQ         $0x02, R11
+	LEAQ         (R9)(R8*2), R12
+	ADDQ         R8, R12
+	LEAQ         (R10)(R11*2), R13
+	ADDQ         R11, R13
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	MOVQ         n+104(FP), R14
+	SHRQ         $0x08, R14
+
+smmblocks_1701:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2112(AX)
+	PREFETCHNTA   2176(AX)
+	VMOVDQU64     128(AX), Z25
+	VMOVDQU64     (AX), Z26
+	VPSLLW        $0x04, Z25, Z22
+	VPANDD        Z1, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z26, Z22
+	VPSLLW        $0x02, Z25, Z23
+	VPANDD        Z1, Z23, Z23
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z23
+	VMOVDQU64     64(AX), Z26
+	VPANDD        Z1, Z25, Z24
+	VPTERNLOGD    $0xd8, Z0, Z26, Z24
+	VPSRLW        $0x02, Z25, Z25
+	VPANDD        Z1, Z25, Z25
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z25
+	VPMOVSXBD     (DX), Z27
+	VBROADCASTSS  16(DX), Z28
+	VMOVDQU32     (R10), Z26
+	VPDPBUSD      (R9), Z22, Z26
+	VPDPBUSD      64(R9), Z23, Z26
+	VPDPBUSD      128(R9), Z24, Z26
+	VPDPBUSD      192(R9), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z2
+	VMOVDQU32     (R10)(R11*1), Z26
+	VPDPBUSD      (R9)(R8*1), Z22, Z26
+	VPDPBUSD      64(R9)(R8*1), Z23, Z26
+	VPDPBUSD      128(R9)(R8*1), Z24, Z26
+	VPDPBUSD      192(R9)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z3
+	VMOVDQU32     (R10)(R11*2), Z26
+	VPDPBUSD      (R9)(R8*2), Z22, Z26
+	VPDPBUSD      64(R9)(R8*2), Z23, Z26
+	VPDPBUSD      128(R9)(R8*2), Z24, Z26
+	VPDPBUSD      192(R9)(R8*2), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z4
+	VMOVDQU32     (R13), Z26
+	VPDPBUSD      (R12), Z22, Z26
+	VPDPBUSD      64(R12), Z23, Z26
+	VPDPBUSD      128(R12), Z24, Z26
+	VPDPBUSD      192(R12), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z5
+	VMOVDQU32     (R13)(R11*1), Z26
+	VPDPBUSD      (R12)(R8*1), Z22, Z26
+	VPDPBUSD      64(R12)(R8*1), Z23, Z26
+	VPDPBUSD      128(R12)(R8*1), Z24, Z26
+	VPDPBUSD      192(R12)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z6
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2112(AX)(CX*1)
+	PREFETCHNTA   2176(AX)(CX*1)
+	VMOVDQU64     128(AX)(CX*1), Z25
+	VMOVDQU64     (AX)(CX*1), Z26
+	VPSLLW        $0x04, Z25, Z22
+	VPANDD        Z1, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z26, Z22
+	VPSLLW        $0x02, Z25, Z23
+	VPANDD        Z1, Z23, Z23
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z23
+	VMOVDQU64     64(AX)(CX*1), Z26
+	VPANDD        Z1, Z25, Z24
+	VPTERNLOGD    $0xd8, Z0, Z26, Z24
+	VPSRLW        $0x02, Z25, Z25
+	VPANDD        Z1, Z25, Z25
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z25
+	VPMOVSXBD     (DX)(BX*1), Z27
+	VBROADCASTSS  16(DX)(BX*1), Z28
+	VMOVDQU32     (R10), Z26
+	VPDPBUSD      (R9), Z22, Z26
+	VPDPBUSD      64(R9), Z23, Z26
+	VPDPBUSD      128(R9), Z24, Z26
+	VPDPBUSD      192(R9), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z7
+	VMOVDQU32     (R10)(R11*1), Z26
+	VPDPBUSD      (R9)(R8*1), Z22, Z26
+	VPDPBUSD      64(R9)(R8*1), Z23, Z26
+	VPDPBUSD      128(R9)(R8*1), Z24, Z26
+	VPDPBUSD      192(R9)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z8
+	VMOVDQU32     (R10)(R11*2), Z26
+	VPDPBUSD      (R9)(R8*2), Z22, Z26
+	VPDPBUSD      64(R9)(R8*2), Z23, Z26
+	VPDPBUSD      128(R9)(R8*2), Z24, Z26
+	VPDPBUSD      192(R9)(R8*2), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z9
+	VMOVDQU32     (R13), Z26
+	VPDPBUSD      (R12), Z22, Z26
+	VPDPBUSD      64(R12), Z23, Z26
+	VPDPBUSD      128(R12), Z24, Z26
+	VPDPBUSD      192(R12), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z10
+	VMOVDQU32     (R13)(R11*1), Z26
+	VPDPBUSD      (R12)(R8*1), Z22, Z26
+	VPDPBUSD      64(R12)(R8*1), Z23, Z26
+	VPDPBUSD      128(R12)(R8*1), Z24, Z26
+	VPDPBUSD      192(R12)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z11
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2112(AX)(CX*2)
+	PREFETCHNTA   2176(AX)(CX*2)
+	VMOVDQU64     128(AX)(CX*2), Z25
+	VMOVDQU64     (AX)(CX*2), Z26
+	VPSLLW        $0x04, Z25, Z22
+	VPANDD        Z1, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z26, Z22
+	VPSLLW        $0x02, Z25, Z23
+	VPANDD        Z1, Z23, Z23
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z23
+	VMOVDQU64     64(AX)(CX*2), Z26
+	VPANDD        Z1, Z25, Z24
+	VPTERNLOGD    $0xd8, Z0, Z26, Z24
+	VPSRLW        $0x02, Z25, Z25
+	VPANDD        Z1, Z25, Z25
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z25
+	VPMOVSXBD     (DX)(BX*2), Z27
+	VBROADCASTSS  16(DX)(BX*2), Z28
+	VMOVDQU32     (R10), Z26
+	VPDPBUSD      (R9), Z22, Z26
+	VPDPBUSD      64(R9), Z23, Z26
+	VPDPBUSD      128(R9), Z24, Z26
+	VPDPBUSD      192(R9), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z12
+	VMOVDQU32     (R10)(R11*1), Z26
+	VPDPBUSD      (R9)(R8*1), Z22, Z26
+	VPDPBUSD      64(R9)(R8*1), Z23, Z26
+	VPDPBUSD      128(R9)(R8*1), Z24, Z26
+	VPDPBUSD      192(R9)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z13
+	VMOVDQU32     (R10)(R11*2), Z26
+	VPDPBUSD      (R9)(R8*2), Z22, Z26
+	VPDPBUSD      64(R9)(R8*2), Z23, Z26
+	VPDPBUSD      128(R9)(R8*2), Z24, Z26
+	VPDPBUSD      192(R9)(R8*2), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z14
+	VMOVDQU32     (R13), Z26
+	VPDPBUSD      (R12), Z22, Z26
+	VPDPBUSD      64(R12), Z23, Z26
+	VPDPBUSD      128(R12), Z24, Z26
+	VPDPBUSD      192(R12), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z15
+	VMOVDQU32     (R13)(R11*1), Z26
+	VPDPBUSD      (R12)(R8*1), Z22, Z26
+	VPDPBUSD      64(R12)(R8*1), Z23, Z26
+	VPDPBUSD      128(R12)(R8*1), Z24, Z26
+	VPDPBUSD      192(R12)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z16
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2112(SI)
+	PREFETCHNTA   2176(SI)
+	VMOVDQU64     128(SI), Z25
+	VMOVDQU64     (SI), Z26
+	VPSLLW        $0x04, Z25, Z22
+	VPANDD        Z1, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z26, Z22
+	VPSLLW        $0x02, Z25, Z23
+	VPANDD        Z1, Z23, Z23
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z23
+	VMOVDQU64     64(SI), Z26
+	VPANDD        Z1, Z25, Z24
+	VPTERNLOGD    $0xd8, Z0, Z26, Z24
+	VPSRLW        $0x02, Z25, Z25
+	VPANDD        Z1, Z25, Z25
+	VPSRLW        $0x04, Z26, Z26
+	VPTERNLOGD    $0xd8, Z0, Z26, Z25
+	VPMOVSXBD     (DI), Z27
+	VBROADCASTSS  16(DI), Z28
+	VMOVDQU32     (R10), Z26
+	VPDPBUSD      (R9), Z22, Z26
+	VPDPBUSD      64(R9), Z23, Z26
+	VPDPBUSD      128(R9), Z24, Z26
+	VPDPBUSD      192(R9), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z17
+	VMOVDQU32     (R10)(R11*1), Z26
+	VPDPBUSD      (R9)(R8*1), Z22, Z26
+	VPDPBUSD      64(R9)(R8*1), Z23, Z26
+	VPDPBUSD      128(R9)(R8*1), Z24, Z26
+	VPDPBUSD      192(R9)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z18
+	VMOVDQU32     (R10)(R11*2), Z26
+	VPDPBUSD      (R9)(R8*2), Z22, Z26
+	VPDPBUSD      64(R9)(R8*2), Z23, Z26
+	VPDPBUSD      128(R9)(R8*2), Z24, Z26
+	VPDPBUSD      192(R9)(R8*2), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z19
+	VMOVDQU32     (R13), Z26
+	VPDPBUSD      (R12), Z22, Z26
+	VPDPBUSD      64(R12), Z23, Z26
+	VPDPBUSD      128(R12), Z24, Z26
+	VPDPBUSD      192(R12), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z20
+	VMOVDQU32     (R13)(R11*1), Z26
+	VPDPBUSD      (R12)(R8*1), Z22, Z26
+	VPDPBUSD      64(R12)(R8*1), Z23, Z26
+	VPDPBUSD      128(R12)(R8*1), Z24, Z26
+	VPDPBUSD      192(R12)(R8*1), Z25, Z26
+	VPMULLD       Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VFMADD231PS   Z26, Z28, Z21
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x000000c0, SI
+	ADDQ          $0x00000018, DX
+	ADDQ          $0x00000018, DI
+	ADDQ          $0x00000100, R9
+	ADDQ          $0x00000100, R12
+	ADDQ          $0x00000040, R10
+	ADDQ          $0x00000040, R13
+	DECQ          R14
+	JNZ           smmblocks_1701
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z18, Y0
+	VADDPS        Y18, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z19, Y0
+	VADDPS        Y19, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z20, Y0
+	VADDPS        Y20, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z21, Y0
+	VADDPS        Y21, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	MOVQ          n+104(FP), AX
+	IMUL3Q        $0x00000005, AX, AX
+	ADDQ          AX, 24(SP)
+	SHRQ          $0x02, AX
+	ADDQ          AX, 32(SP)
+	MOVQ          outStride+144(FP), AX
+	IMUL3Q        $0x00000014, AX, AX
+	ADDQ          AX, 40(SP)
+	SUBQ          $0x05, 48(SP)
+	JMP           bmmtokens_1698
+
+bmmtokenstail_1699:
+	CMPQ 48(SP), $0x04
+	JNE  bmmtokens_1702
+
+	// six tile 4 rows × 4 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R8, R11
+	SHRQ         $0x02, R11
+	LEAQ         (R9)(R8*2), R12
+	ADDQ         R8, R12
+	LEAQ         (R10)(R11*2), R13
+	ADDQ         R11, R13
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	MOVQ         n+104(FP), R14
+	SHRQ         $0x08, R14
+
+smmblocks_1703:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2112(AX)
+	PREFETCHNTA   2176(AX)
+	VMOVDQU64     128(AX), Z21
+	VMOVDQU64     (AX), Z22
+	VPSLLW        $0x04, Z21, Z18
+	VPANDD        Z1, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z22, Z18
+	VPSLLW        $0x02, Z21, Z19
+	VPANDD        Z1, Z19, Z19
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z19
+	VMOVDQU64     64(AX), Z22
+	VPANDD        Z1, Z21, Z20
+	VPTERNLOGD    $0xd8, Z0, Z22, Z20
+	VPSRLW        $0x02, Z21, Z21
+	VPANDD        Z1, Z21, Z21
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z21
+	VPMOVSXBD     (DX), Z23
+	VBROADCASTSS  16(DX), Z24
+	VMOVDQU32     (R10), Z22
+	VPDPBUSD      (R9), Z18, Z22
+	VPDPBUSD      64(R9), Z19, Z22
+	VPDPBUSD      128(R9), Z20, Z22
+	VPDPBUSD      192(R9), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z2
+	VMOVDQU32     (R10)(R11*1), Z22
+	VPDPBUSD      (R9)(R8*1), Z18, Z22
+	VPDPBUSD      64(R9)(R8*1), Z19, Z22
+	VPDPBUSD      128(R9)(R8*1), Z20, Z22
+	VPDPBUSD      192(R9)(R8*1), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z3
+	VMOVDQU32     (R10)(R11*2), Z22
+	VPDPBUSD      (R9)(R8*2), Z18, Z22
+	VPDPBUSD      64(R9)(R8*2), Z19, Z22
+	VPDPBUSD      128(R9)(R8*2), Z20, Z22
+	VPDPBUSD      192(R9)(R8*2), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z4
+	VMOVDQU32     (R13), Z22
+	VPDPBUSD      (R12), Z18, Z22
+	VPDPBUSD      64(R12), Z19, Z22
+	VPDPBUSD      128(R12), Z20, Z22
+	VPDPBUSD      192(R12), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z5
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2112(AX)(CX*1)
+	PREFETCHNTA   2176(AX)(CX*1)
+	VMOVDQU64     128(AX)(CX*1), Z21
+	VMOVDQU64     (AX)(CX*1), Z22
+	VPSLLW        $0x04, Z21, Z18
+	VPANDD        Z1, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z22, Z18
+	VPSLLW        $0x02, Z21, Z19
+	VPANDD        Z1, Z19, Z19
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z19
+	VMOVDQU64     64(AX)(CX*1), Z22
+	VPANDD        Z1, Z21, Z20
+	VPTERNLOGD    $0xd8, Z0, Z22, Z20
+	VPSRLW        $0x02, Z21, Z21
+	VPANDD        Z1, Z21, Z21
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z21
+	VPMOVSXBD     (DX)(BX*1), Z23
+	VBROADCASTSS  16(DX)(BX*1), Z24
+	VMOVDQU32     (R10), Z22
+	VPDPBUSD      (R9), Z18, Z22
+	VPDPBUSD      64(R9), Z19, Z22
+	VPDPBUSD      128(R9), Z20, Z22
+	VPDPBUSD      192(R9), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z6
+	VMOVDQU32     (R10)(R11*1), Z22
+	VPDPBUSD      (R9)(R8*1), Z18, Z22
+	VPDPBUSD      64(R9)(R8*1), Z19, Z22
+	VPDPBUSD      128(R9)(R8*1), Z20, Z22
+	VPDPBUSD      192(R9)(R8*1), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z7
+	VMOVDQU32     (R10)(R11*2), Z22
+	VPDPBUSD      (R9)(R8*2), Z18, Z22
+	VPDPBUSD      64(R9)(R8*2), Z19, Z22
+	VPDPBUSD      128(R9)(R8*2), Z20, Z22
+	VPDPBUSD      192(R9)(R8*2), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z8
+	VMOVDQU32     (R13), Z22
+	VPDPBUSD      (R12), Z18, Z22
+	VPDPBUSD      64(R12), Z19, Z22
+	VPDPBUSD      128(R12), Z20, Z22
+	VPDPBUSD      192(R12), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z9
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2112(AX)(CX*2)
+	PREFETCHNTA   2176(AX)(CX*2)
+	VMOVDQU64     128(AX)(CX*2), Z21
+	VMOVDQU64     (AX)(CX*2), Z22
+	VPSLLW        $0x04, Z21, Z18
+	VPANDD        Z1, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z22, Z18
+	VPSLLW        $0x02, Z21, Z19
+	VPANDD        Z1, Z19, Z19
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z19
+	VMOVDQU64     64(AX)(CX*2), Z22
+	VPANDD        Z1, Z21, Z20
+	VPTERNLOGD    $0xd8, Z0, Z22, Z20
+	VPSRLW        $0x02, Z21, Z21
+	VPANDD        Z1, Z21, Z21
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z21
+	VPMOVSXBD     (DX)(BX*2), Z23
+	VBROADCASTSS  16(DX)(BX*2), Z24
+	VMOVDQU32     (R10), Z22
+	VPDPBUSD      (R9), Z18, Z22
+	VPDPBUSD      64(R9), Z19, Z22
+	VPDPBUSD      128(R9), Z20, Z22
+	VPDPBUSD      192(R9), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z10
+	VMOVDQU32     (R10)(R11*1), Z22
+	VPDPBUSD      (R9)(R8*1), Z18, Z22
+	VPDPBUSD      64(R9)(R8*1), Z19, Z22
+	VPDPBUSD      128(R9)(R8*1), Z20, Z22
+	VPDPBUSD      192(R9)(R8*1), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z11
+	VMOVDQU32     (R10)(R11*2), Z22
+	VPDPBUSD      (R9)(R8*2), Z18, Z22
+	VPDPBUSD      64(R9)(R8*2), Z19, Z22
+	VPDPBUSD      128(R9)(R8*2), Z20, Z22
+	VPDPBUSD      192(R9)(R8*2), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z12
+	VMOVDQU32     (R13), Z22
+	VPDPBUSD      (R12), Z18, Z22
+	VPDPBUSD      64(R12), Z19, Z22
+	VPDPBUSD      128(R12), Z20, Z22
+	VPDPBUSD      192(R12), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z13
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2112(SI)
+	PREFETCHNTA   2176(SI)
+	VMOVDQU64     128(SI), Z21
+	VMOVDQU64     (SI), Z22
+	VPSLLW        $0x04, Z21, Z18
+	VPANDD        Z1, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z22, Z18
+	VPSLLW        $0x02, Z21, Z19
+	VPANDD        Z1, Z19, Z19
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z19
+	VMOVDQU64     64(SI), Z22
+	VPANDD        Z1, Z21, Z20
+	VPTERNLOGD    $0xd8, Z0, Z22, Z20
+	VPSRLW        $0x02, Z21, Z21
+	VPANDD        Z1, Z21, Z21
+	VPSRLW        $0x04, Z22, Z22
+	VPTERNLOGD    $0xd8, Z0, Z22, Z21
+	VPMOVSXBD     (DI), Z23
+	VBROADCASTSS  16(DI), Z24
+	VMOVDQU32     (R10), Z22
+	VPDPBUSD      (R9), Z18, Z22
+	VPDPBUSD      64(R9), Z19, Z22
+	VPDPBUSD      128(R9), Z20, Z22
+	VPDPBUSD      192(R9), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z14
+	VMOVDQU32     (R10)(R11*1), Z22
+	VPDPBUSD      (R9)(R8*1), Z18, Z22
+	VPDPBUSD      64(R9)(R8*1), Z19, Z22
+	VPDPBUSD      128(R9)(R8*1), Z20, Z22
+	VPDPBUSD      192(R9)(R8*1), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z15
+	VMOVDQU32     (R10)(R11*2), Z22
+	VPDPBUSD      (R9)(R8*2), Z18, Z22
+	VPDPBUSD      64(R9)(R8*2), Z19, Z22
+	VPDPBUSD      128(R9)(R8*2), Z20, Z22
+	VPDPBUSD      192(R9)(R8*2), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z16
+	VMOVDQU32     (R13), Z22
+	VPDPBUSD      (R12), Z18, Z22
+	VPDPBUSD      64(R12), Z19, Z22
+	VPDPBUSD      128(R12), Z20, Z22
+	VPDPBUSD      192(R12), Z21, Z22
+	VPMULLD       Z23, Z22, Z22
+	VCVTDQ2PS     Z22, Z22
+	VFMADD231PS   Z22, Z24, Z17
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x000000c0, SI
+	ADDQ          $0x00000018, DX
+	ADDQ          $0x00000018, DI
+	ADDQ          $0x00000100, R9
+	ADDQ          $0x00000100, R12
+	ADDQ          $0x00000040, R10
+	ADDQ          $0x00000040, R13
+	DECQ          R14
+	JNZ           smmblocks_1703
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1700
+
+bmmtokens_1702:
+	CMPQ 48(SP), $0x03
+	JNE  bmmtokens_1704
+
+	// six tile 4 rows × 3 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R8, R11
+	SHRQ         $0x02, R11
+	MOVQ         R10, R10
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	MOVQ         n+104(FP), R12
+	SHRQ         $0x08, R12
+
+smmblocks_1705:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2112(AX)
+	PREFETCHNTA   2176(AX)
+	VMOVDQU64     128(AX), Z17
+	VMOVDQU64     (AX), Z18
+	VPSLLW        $0x04, Z17, Z14
+	VPANDD        Z1, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z18, Z14
+	VPSLLW        $0x02, Z17, Z15
+	VPANDD        Z1, Z15, Z15
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z15
+	VMOVDQU64     64(AX), Z18
+	VPANDD        Z1, Z17, Z16
+	VPTERNLOGD    $0xd8, Z0, Z18, Z16
+	VPSRLW        $0x02, Z17, Z17
+	VPANDD        Z1, Z17, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z17
+	VPMOVSXBD     (DX), Z19
+	VBROADCASTSS  16(DX), Z20
+	VMOVDQU32     (R10), Z18
+	VPDPBUSD      (R9), Z14, Z18
+	VPDPBUSD      64(R9), Z15, Z18
+	VPDPBUSD      128(R9), Z16, Z18
+	VPDPBUSD      192(R9), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z2
+	VMOVDQU32     (R10)(R11*1), Z18
+	VPDPBUSD      (R9)(R8*1), Z14, Z18
+	VPDPBUSD      64(R9)(R8*1), Z15, Z18
+	VPDPBUSD      128(R9)(R8*1), Z16, Z18
+	VPDPBUSD      192(R9)(R8*1), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z3
+	VMOVDQU32     (R10)(R11*2), Z18
+	VPDPBUSD      (R9)(R8*2), Z14, Z18
+	VPDPBUSD      64(R9)(R8*2), Z15, Z18
+	VPDPBUSD      128(R9)(R8*2), Z16, Z18
+	VPDPBUSD      192(R9)(R8*2), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z4
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2112(AX)(CX*1)
+	PREFETCHNTA   2176(AX)(CX*1)
+	VMOVDQU64     128(AX)(CX*1), Z17
+	VMOVDQU64     (AX)(CX*1), Z18
+	VPSLLW        $0x04, Z17, Z14
+	VPANDD        Z1, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z18, Z14
+	VPSLLW        $0x02, Z17, Z15
+	VPANDD        Z1, Z15, Z15
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z15
+	VMOVDQU64     64(AX)(CX*1), Z18
+	VPANDD        Z1, Z17, Z16
+	VPTERNLOGD    $0xd8, Z0, Z18, Z16
+	VPSRLW        $0x02, Z17, Z17
+	VPANDD        Z1, Z17, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z17
+	VPMOVSXBD     (DX)(BX*1), Z19
+	VBROADCASTSS  16(DX)(BX*1), Z20
+	VMOVDQU32     (R10), Z18
+	VPDPBUSD      (R9), Z14, Z18
+	VPDPBUSD      64(R9), Z15, Z18
+	VPDPBUSD      128(R9), Z16, Z18
+	VPDPBUSD      192(R9), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z5
+	VMOVDQU32     (R10)(R11*1), Z18
+	VPDPBUSD      (R9)(R8*1), Z14, Z18
+	VPDPBUSD      64(R9)(R8*1), Z15, Z18
+	VPDPBUSD      128(R9)(R8*1), Z16, Z18
+	VPDPBUSD      192(R9)(R8*1), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z6
+	VMOVDQU32     (R10)(R11*2), Z18
+	VPDPBUSD      (R9)(R8*2), Z14, Z18
+	VPDPBUSD      64(R9)(R8*2), Z15, Z18
+	VPDPBUSD      128(R9)(R8*2), Z16, Z18
+	VPDPBUSD      192(R9)(R8*2), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z7
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2112(AX)(CX*2)
+	PREFETCHNTA   2176(AX)(CX*2)
+	VMOVDQU64     128(AX)(CX*2), Z17
+	VMOVDQU64     (AX)(CX*2), Z18
+	VPSLLW        $0x04, Z17, Z14
+	VPANDD        Z1, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z18, Z14
+	VPSLLW        $0x02, Z17, Z15
+	VPANDD        Z1, Z15, Z15
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z15
+	VMOVDQU64     64(AX)(CX*2), Z18
+	VPANDD        Z1, Z17, Z16
+	VPTERNLOGD    $0xd8, Z0, Z18, Z16
+	VPSRLW        $0x02, Z17, Z17
+	VPANDD        Z1, Z17, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z17
+	VPMOVSXBD     (DX)(BX*2), Z19
+	VBROADCASTSS  16(DX)(BX*2), Z20
+	VMOVDQU32     (R10), Z18
+	VPDPBUSD      (R9), Z14, Z18
+	VPDPBUSD      64(R9), Z15, Z18
+	VPDPBUSD      128(R9), Z16, Z18
+	VPDPBUSD      192(R9), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z8
+	VMOVDQU32     (R10)(R11*1), Z18
+	VPDPBUSD      (R9)(R8*1), Z14, Z18
+	VPDPBUSD      64(R9)(R8*1), Z15, Z18
+	VPDPBUSD      128(R9)(R8*1), Z16, Z18
+	VPDPBUSD      192(R9)(R8*1), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z9
+	VMOVDQU32     (R10)(R11*2), Z18
+	VPDPBUSD      (R9)(R8*2), Z14, Z18
+	VPDPBUSD      64(R9)(R8*2), Z15, Z18
+	VPDPBUSD      128(R9)(R8*2), Z16, Z18
+	VPDPBUSD      192(R9)(R8*2), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z10
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2112(SI)
+	PREFETCHNTA   2176(SI)
+	VMOVDQU64     128(SI), Z17
+	VMOVDQU64     (SI), Z18
+	VPSLLW        $0x04, Z17, Z14
+	VPANDD        Z1, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z18, Z14
+	VPSLLW        $0x02, Z17, Z15
+	VPANDD        Z1, Z15, Z15
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z15
+	VMOVDQU64     64(SI), Z18
+	VPANDD        Z1, Z17, Z16
+	VPTERNLOGD    $0xd8, Z0, Z18, Z16
+	VPSRLW        $0x02, Z17, Z17
+	VPANDD        Z1, Z17, Z17
+	VPSRLW        $0x04, Z18, Z18
+	VPTERNLOGD    $0xd8, Z0, Z18, Z17
+	VPMOVSXBD     (DI), Z19
+	VBROADCASTSS  16(DI), Z20
+	VMOVDQU32     (R10), Z18
+	VPDPBUSD      (R9), Z14, Z18
+	VPDPBUSD      64(R9), Z15, Z18
+	VPDPBUSD      128(R9), Z16, Z18
+	VPDPBUSD      192(R9), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z11
+	VMOVDQU32     (R10)(R11*1), Z18
+	VPDPBUSD      (R9)(R8*1), Z14, Z18
+	VPDPBUSD      64(R9)(R8*1), Z15, Z18
+	VPDPBUSD      128(R9)(R8*1), Z16, Z18
+	VPDPBUSD      192(R9)(R8*1), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z12
+	VMOVDQU32     (R10)(R11*2), Z18
+	VPDPBUSD      (R9)(R8*2), Z14, Z18
+	VPDPBUSD      64(R9)(R8*2), Z15, Z18
+	VPDPBUSD      128(R9)(R8*2), Z16, Z18
+	VPDPBUSD      192(R9)(R8*2), Z17, Z18
+	VPMULLD       Z19, Z18, Z18
+	VCVTDQ2PS     Z18, Z18
+	VFMADD231PS   Z18, Z20, Z13
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x000000c0, SI
+	ADDQ          $0x00000018, DX
+	ADDQ          $0x00000018, DI
+	ADDQ          $0x00000100, R9
+	ADDQ          $0x00000040, R10
+	DECQ          R12
+	JNZ           smmblocks_1705
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1700
+
+bmmtokens_1704:
+	CMPQ 48(SP), $0x02
+	JNE  bmmtokens_1706
+
+	// six tile 4 rows × 2 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R8, R11
+	SHRQ         $0x02, R11
+	MOVQ         R10, R10
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	MOVQ         n+104(FP), R12
+	SHRQ         $0x08, R12
+
+smmblocks_1707:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2112(AX)
+	PREFETCHNTA   2176(AX)
+	VMOVDQU64     128(AX), Z13
+	VMOVDQU64     (AX), Z14
+	VPSLLW        $0x04, Z13, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z14, Z10
+	VPSLLW        $0x02, Z13, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z11
+	VMOVDQU64     64(AX), Z14
+	VPANDD        Z1, Z13, Z12
+	VPTERNLOGD    $0xd8, Z0, Z14, Z12
+	VPSRLW        $0x02, Z13, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z13
+	VPMOVSXBD     (DX), Z15
+	VBROADCASTSS  16(DX), Z16
+	VMOVDQU32     (R10), Z14
+	VPDPBUSD      (R9), Z10, Z14
+	VPDPBUSD      64(R9), Z11, Z14
+	VPDPBUSD      128(R9), Z12, Z14
+	VPDPBUSD      192(R9), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z2
+	VMOVDQU32     (R10)(R11*1), Z14
+	VPDPBUSD      (R9)(R8*1), Z10, Z14
+	VPDPBUSD      64(R9)(R8*1), Z11, Z14
+	VPDPBUSD      128(R9)(R8*1), Z12, Z14
+	VPDPBUSD      192(R9)(R8*1), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z3
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2112(AX)(CX*1)
+	PREFETCHNTA   2176(AX)(CX*1)
+	VMOVDQU64     128(AX)(CX*1), Z13
+	VMOVDQU64     (AX)(CX*1), Z14
+	VPSLLW        $0x04, Z13, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z14, Z10
+	VPSLLW        $0x02, Z13, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z11
+	VMOVDQU64     64(AX)(CX*1), Z14
+	VPANDD        Z1, Z13, Z12
+	VPTERNLOGD    $0xd8, Z0, Z14, Z12
+	VPSRLW        $0x02, Z13, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z13
+	VPMOVSXBD     (DX)(BX*1), Z15
+	VBROADCASTSS  16(DX)(BX*1), Z16
+	VMOVDQU32     (R10), Z14
+	VPDPBUSD      (R9), Z10, Z14
+	VPDPBUSD      64(R9), Z11, Z14
+	VPDPBUSD      128(R9), Z12, Z14
+	VPDPBUSD      192(R9), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z4
+	VMOVDQU32     (R10)(R11*1), Z14
+	VPDPBUSD      (R9)(R8*1), Z10, Z14
+	VPDPBUSD      64(R9)(R8*1), Z11, Z14
+	VPDPBUSD      128(R9)(R8*1), Z12, Z14
+	VPDPBUSD      192(R9)(R8*1), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z5
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2112(AX)(CX*2)
+	PREFETCHNTA   2176(AX)(CX*2)
+	VMOVDQU64     128(AX)(CX*2), Z13
+	VMOVDQU64     (AX)(CX*2), Z14
+	VPSLLW        $0x04, Z13, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z14, Z10
+	VPSLLW        $0x02, Z13, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z11
+	VMOVDQU64     64(AX)(CX*2), Z14
+	VPANDD        Z1, Z13, Z12
+	VPTERNLOGD    $0xd8, Z0, Z14, Z12
+	VPSRLW        $0x02, Z13, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z13
+	VPMOVSXBD     (DX)(BX*2), Z15
+	VBROADCASTSS  16(DX)(BX*2), Z16
+	VMOVDQU32     (R10), Z14
+	VPDPBUSD      (R9), Z10, Z14
+	VPDPBUSD      64(R9), Z11, Z14
+	VPDPBUSD      128(R9), Z12, Z14
+	VPDPBUSD      192(R9), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z6
+	VMOVDQU32     (R10)(R11*1), Z14
+	VPDPBUSD      (R9)(R8*1), Z10, Z14
+	VPDPBUSD      64(R9)(R8*1), Z11, Z14
+	VPDPBUSD      128(R9)(R8*1), Z12, Z14
+	VPDPBUSD      192(R9)(R8*1), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z7
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2112(SI)
+	PREFETCHNTA   2176(SI)
+	VMOVDQU64     128(SI), Z13
+	VMOVDQU64     (SI), Z14
+	VPSLLW        $0x04, Z13, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z14, Z10
+	VPSLLW        $0x02, Z13, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z11
+	VMOVDQU64     64(SI), Z14
+	VPANDD        Z1, Z13, Z12
+	VPTERNLOGD    $0xd8, Z0, Z14, Z12
+	VPSRLW        $0x02, Z13, Z13
+	VPANDD        Z1, Z13, Z13
+	VPSRLW        $0x04, Z14, Z14
+	VPTERNLOGD    $0xd8, Z0, Z14, Z13
+	VPMOVSXBD     (DI), Z15
+	VBROADCASTSS  16(DI), Z16
+	VMOVDQU32     (R10), Z14
+	VPDPBUSD      (R9), Z10, Z14
+	VPDPBUSD      64(R9), Z11, Z14
+	VPDPBUSD      128(R9), Z12, Z14
+	VPDPBUSD      192(R9), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z8
+	VMOVDQU32     (R10)(R11*1), Z14
+	VPDPBUSD      (R9)(R8*1), Z10, Z14
+	VPDPBUSD      64(R9)(R8*1), Z11, Z14
+	VPDPBUSD      128(R9)(R8*1), Z12, Z14
+	VPDPBUSD      192(R9)(R8*1), Z13, Z14
+	VPMULLD       Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VFMADD231PS   Z14, Z16, Z9
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x000000c0, SI
+	ADDQ          $0x00000018, DX
+	ADDQ          $0x00000018, DI
+	ADDQ          $0x00000100, R9
+	ADDQ          $0x00000040, R10
+	DECQ          R12
+	JNZ           smmblocks_1707
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1700
+
+bmmtokens_1706:
+	CMPQ 48(SP), $0x01
+	JNE  bmmtokens_1708
+
+	// six tile 4 rows × 1 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	SHRQ         $0x02, R8
+	MOVQ         R9, R8
+	MOVQ         R10, R9
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+104(FP), R10
+	SHRQ         $0x08, R10
+
+smmblocks_1709:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2112(AX)
+	PREFETCHNTA   2176(AX)
+	VMOVDQU64     128(AX), Z9
+	VMOVDQU64     (AX), Z10
+	VPSLLW        $0x04, Z9, Z6
+	VPANDD        Z1, Z6, Z6
+	VPTERNLOGD    $0xd8, Z0, Z10, Z6
+	VPSLLW        $0x02, Z9, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z7
+	VMOVDQU64     64(AX), Z10
+	VPANDD        Z1, Z9, Z8
+	VPTERNLOGD    $0xd8, Z0, Z10, Z8
+	VPSRLW        $0x02, Z9, Z9
+	VPANDD        Z1, Z9, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z9
+	VPMOVSXBD     (DX), Z11
+	VBROADCASTSS  16(DX), Z12
+	VMOVDQU32     (R9), Z10
+	VPDPBUSD      (R8), Z6, Z10
+	VPDPBUSD      64(R8), Z7, Z10
+	VPDPBUSD      128(R8), Z8, Z10
+	VPDPBUSD      192(R8), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z2
+	PREFETCHNTA   2048(AX)(CX*1)
+	PREFETCHNTA   2112(AX)(CX*1)
+	PREFETCHNTA   2176(AX)(CX*1)
+	VMOVDQU64     128(AX)(CX*1), Z9
+	VMOVDQU64     (AX)(CX*1), Z10
+	VPSLLW        $0x04, Z9, Z6
+	VPANDD        Z1, Z6, Z6
+	VPTERNLOGD    $0xd8, Z0, Z10, Z6
+	VPSLLW        $0x02, Z9, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z7
+	VMOVDQU64     64(AX)(CX*1), Z10
+	VPANDD        Z1, Z9, Z8
+	VPTERNLOGD    $0xd8, Z0, Z10, Z8
+	VPSRLW        $0x02, Z9, Z9
+	VPANDD        Z1, Z9, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z9
+	VPMOVSXBD     (DX)(BX*1), Z11
+	VBROADCASTSS  16(DX)(BX*1), Z12
+	VMOVDQU32     (R9), Z10
+	VPDPBUSD      (R8), Z6, Z10
+	VPDPBUSD      64(R8), Z7, Z10
+	VPDPBUSD      128(R8), Z8, Z10
+	VPDPBUSD      192(R8), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z3
+	PREFETCHNTA   2048(AX)(CX*2)
+	PREFETCHNTA   2112(AX)(CX*2)
+	PREFETCHNTA   2176(AX)(CX*2)
+	VMOVDQU64     128(AX)(CX*2), Z9
+	VMOVDQU64     (AX)(CX*2), Z10
+	VPSLLW        $0x04, Z9, Z6
+	VPANDD        Z1, Z6, Z6
+	VPTERNLOGD    $0xd8, Z0, Z10, Z6
+	VPSLLW        $0x02, Z9, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z7
+	VMOVDQU64     64(AX)(CX*2), Z10
+	VPANDD        Z1, Z9, Z8
+	VPTERNLOGD    $0xd8, Z0, Z10, Z8
+	VPSRLW        $0x02, Z9, Z9
+	VPANDD        Z1, Z9, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z9
+	VPMOVSXBD     (DX)(BX*2), Z11
+	VBROADCASTSS  16(DX)(BX*2), Z12
+	VMOVDQU32     (R9), Z10
+	VPDPBUSD      (R8), Z6, Z10
+	VPDPBUSD      64(R8), Z7, Z10
+	VPDPBUSD      128(R8), Z8, Z10
+	VPDPBUSD      192(R8), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z4
+	PREFETCHNTA   2048(SI)
+	PREFETCHNTA   2112(SI)
+	PREFETCHNTA   2176(SI)
+	VMOVDQU64     128(SI), Z9
+	VMOVDQU64     (SI), Z10
+	VPSLLW        $0x04, Z9, Z6
+	VPANDD        Z1, Z6, Z6
+	VPTERNLOGD    $0xd8, Z0, Z10, Z6
+	VPSLLW        $0x02, Z9, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z7
+	VMOVDQU64     64(SI), Z10
+	VPANDD        Z1, Z9, Z8
+	VPTERNLOGD    $0xd8, Z0, Z10, Z8
+	VPSRLW        $0x02, Z9, Z9
+	VPANDD        Z1, Z9, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z9
+	VPMOVSXBD     (DI), Z11
+	VBROADCASTSS  16(DI), Z12
+	VMOVDQU32     (R9), Z10
+	VPDPBUSD      (R8), Z6, Z10
+	VPDPBUSD      64(R8), Z7, Z10
+	VPDPBUSD      128(R8), Z8, Z10
+	VPDPBUSD      192(R8), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z5
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x000000c0, SI
+	ADDQ          $0x00000018, DX
+	ADDQ          $0x00000018, DI
+	ADDQ          $0x00000100, R8
+	ADDQ          $0x00000040, R9
+	DECQ          R10
+	JNZ           smmblocks_1709
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), CX
+	ANDQ          $-4, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(CX*1)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(CX*2)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(CX*2), AX
+	VMOVSS        X1, (AX)(CX*1)
+	JMP           bmmtokensdone_1700
+
+bmmtokens_1708:
+bmmtokensdone_1700:
+	MOVQ  n+104(FP), AX
+	SHRQ  $0x02, AX
+	LEAQ  (AX)(AX*2), AX
+	ADDQ  AX, (SP)
+	ADDQ  $0x04, 8(SP)
+	DECQ  16(SP)
+	JNZ   bmmquads_1697
+	MOVQ  rows+48(FP), AX
+	MOVQ  rows+48(FP), CX
+	SHRQ  $0x02, AX
+	MOVQ  n+104(FP), DX
+	SHRQ  $0x02, DX
+	LEAQ  (DX)(DX*2), DX
+	IMULQ DX, AX
+	ANDQ  $-4, CX
+	MOVQ  (SP), DX
+	MOVQ  8(SP), BX
+	LEAQ  (DX)(AX*2), DX
+	ADDQ  AX, DX
+	LEAQ  (BX)(CX*2), BX
+	ADDQ  CX, BX
+	MOVQ  DX, (SP)
+	MOVQ  BX, 8(SP)
+
+bmmquadsdone_1696:
+	MOVQ rows+48(FP), AX
+	ANDQ $0x03, AX
+	MOVQ AX, 16(SP)
+	JZ   bmmsinglesdone_1710
+
+bmmsingles_1711:
+	MOVQ x_base+56(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ xBias_base+80(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 40(SP)
+	MOVQ tokens+112(FP), AX
+	MOVQ AX, 48(SP)
+
+bmmtokens_1712:
+	CMPQ 48(SP), $0x05
+	JB   bmmtokenstail_1713
+
+	// six tile 1 rows × 5 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         DX, DI
+	SHRQ         $0x02, DI
+	LEAQ         (BX)(DX*2), R8
+	ADDQ         DX, R8
+	LEAQ         (SI)(DI*2), R9
+	ADDQ         DI, R9
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	MOVQ         n+104(FP), R10
+	SHRQ         $0x08, R10
+
+smmblocks_1715:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2112(AX)
+	PREFETCHNTA   2176(AX)
+	VMOVDQU64     128(AX), Z10
+	VMOVDQU64     (AX), Z11
+	VPSLLW        $0x04, Z10, Z7
+	VPANDD        Z1, Z7, Z7
+	VPTERNLOGD    $0xd8, Z0, Z11, Z7
+	VPSLLW        $0x02, Z10, Z8
+	VPANDD        Z1, Z8, Z8
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z8
+	VMOVDQU64     64(AX), Z11
+	VPANDD        Z1, Z10, Z9
+	VPTERNLOGD    $0xd8, Z0, Z11, Z9
+	VPSRLW        $0x02, Z10, Z10
+	VPANDD        Z1, Z10, Z10
+	VPSRLW        $0x04, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z11, Z10
+	VPMOVSXBD     (CX), Z12
+	VBROADCASTSS  16(CX), Z13
+	VMOVDQU32     (SI), Z11
+	VPDPBUSD      (BX), Z7, Z11
+	VPDPBUSD      64(BX), Z8, Z11
+	VPDPBUSD      128(BX), Z9, Z11
+	VPDPBUSD      192(BX), Z10, Z11
+	VPMULLD       Z12, Z11, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z13, Z2
+	VMOVDQU32     (SI)(DI*1), Z11
+	VPDPBUSD      (BX)(DX*1), Z7, Z11
+	VPDPBUSD      64(BX)(DX*1), Z8, Z11
+	VPDPBUSD      128(BX)(DX*1), Z9, Z11
+	VPDPBUSD      192(BX)(DX*1), Z10, Z11
+	VPMULLD       Z12, Z11, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z13, Z3
+	VMOVDQU32     (SI)(DI*2), Z11
+	VPDPBUSD      (BX)(DX*2), Z7, Z11
+	VPDPBUSD      64(BX)(DX*2), Z8, Z11
+	VPDPBUSD      128(BX)(DX*2), Z9, Z11
+	VPDPBUSD      192(BX)(DX*2), Z10, Z11
+	VPMULLD       Z12, Z11, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z13, Z4
+	VMOVDQU32     (R9), Z11
+	VPDPBUSD      (R8), Z7, Z11
+	VPDPBUSD      64(R8), Z8, Z11
+	VPDPBUSD      128(R8), Z9, Z11
+	VPDPBUSD      192(R8), Z10, Z11
+	VPMULLD       Z12, Z11, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z13, Z5
+	VMOVDQU32     (R9)(DI*1), Z11
+	VPDPBUSD      (R8)(DX*1), Z7, Z11
+	VPDPBUSD      64(R8)(DX*1), Z8, Z11
+	VPDPBUSD      128(R8)(DX*1), Z9, Z11
+	VPDPBUSD      192(R8)(DX*1), Z10, Z11
+	VPMULLD       Z12, Z11, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z13, Z6
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x00000018, CX
+	ADDQ          $0x00000100, BX
+	ADDQ          $0x00000100, R8
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000040, R9
+	DECQ          R10
+	JNZ           smmblocks_1715
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	MOVQ          n+104(FP), AX
+	IMUL3Q        $0x00000005, AX, AX
+	ADDQ          AX, 24(SP)
+	SHRQ          $0x02, AX
+	ADDQ          AX, 32(SP)
+	MOVQ          outStride+144(FP), AX
+	IMUL3Q        $0x00000014, AX, AX
+	ADDQ          AX, 40(SP)
+	SUBQ          $0x05, 48(SP)
+	JMP           bmmtokens_1712
+
+bmmtokenstail_1713:
+	CMPQ 48(SP), $0x04
+	JNE  bmmtokens_1716
+
+	// six tile 1 rows × 4 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         DX, DI
+	SHRQ         $0x02, DI
+	LEAQ         (BX)(DX*2), R8
+	ADDQ         DX, R8
+	LEAQ         (SI)(DI*2), R9
+	ADDQ         DI, R9
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+104(FP), R10
+	SHRQ         $0x08, R10
+
+smmblocks_1717:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2112(AX)
+	PREFETCHNTA   2176(AX)
+	VMOVDQU64     128(AX), Z9
+	VMOVDQU64     (AX), Z10
+	VPSLLW        $0x04, Z9, Z6
+	VPANDD        Z1, Z6, Z6
+	VPTERNLOGD    $0xd8, Z0, Z10, Z6
+	VPSLLW        $0x02, Z9, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z7
+	VMOVDQU64     64(AX), Z10
+	VPANDD        Z1, Z9, Z8
+	VPTERNLOGD    $0xd8, Z0, Z10, Z8
+	VPSRLW        $0x02, Z9, Z9
+	VPANDD        Z1, Z9, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z10, Z9
+	VPMOVSXBD     (CX), Z11
+	VBROADCASTSS  16(CX), Z12
+	VMOVDQU32     (SI), Z10
+	VPDPBUSD      (BX), Z6, Z10
+	VPDPBUSD      64(BX), Z7, Z10
+	VPDPBUSD      128(BX), Z8, Z10
+	VPDPBUSD      192(BX), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z2
+	VMOVDQU32     (SI)(DI*1), Z10
+	VPDPBUSD      (BX)(DX*1), Z6, Z10
+	VPDPBUSD      64(BX)(DX*1), Z7, Z10
+	VPDPBUSD      128(BX)(DX*1), Z8, Z10
+	VPDPBUSD      192(BX)(DX*1), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z3
+	VMOVDQU32     (SI)(DI*2), Z10
+	VPDPBUSD      (BX)(DX*2), Z6, Z10
+	VPDPBUSD      64(BX)(DX*2), Z7, Z10
+	VPDPBUSD      128(BX)(DX*2), Z8, Z10
+	VPDPBUSD      192(BX)(DX*2), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z4
+	VMOVDQU32     (R9), Z10
+	VPDPBUSD      (R8), Z6, Z10
+	VPDPBUSD      64(R8), Z7, Z10
+	VPDPBUSD      128(R8), Z8, Z10
+	VPDPBUSD      192(R8), Z9, Z10
+	VPMULLD       Z11, Z10, Z10
+	VCVTDQ2PS     Z10, Z10
+	VFMADD231PS   Z10, Z12, Z5
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x00000018, CX
+	ADDQ          $0x00000100, BX
+	ADDQ          $0x00000100, R8
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000040, R9
+	DECQ          R10
+	JNZ           smmblocks_1717
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1714
+
+bmmtokens_1716:
+	CMPQ 48(SP), $0x03
+	JNE  bmmtokens_1718
+
+	// six tile 1 rows × 3 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         DX, DI
+	SHRQ         $0x02, DI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	MOVQ         n+104(FP), R8
+	SHRQ         $0x08, R8
+
+smmblocks_1719:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2112(AX)
+	PREFETCHNTA   2176(AX)
+	VMOVDQU64     128(AX), Z8
+	VMOVDQU64     (AX), Z9
+	VPSLLW        $0x04, Z8, Z5
+	VPANDD        Z1, Z5, Z5
+	VPTERNLOGD    $0xd8, Z0, Z9, Z5
+	VPSLLW        $0x02, Z8, Z6
+	VPANDD        Z1, Z6, Z6
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z6
+	VMOVDQU64     64(AX), Z9
+	VPANDD        Z1, Z8, Z7
+	VPTERNLOGD    $0xd8, Z0, Z9, Z7
+	VPSRLW        $0x02, Z8, Z8
+	VPANDD        Z1, Z8, Z8
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z8
+	VPMOVSXBD     (CX), Z10
+	VBROADCASTSS  16(CX), Z11
+	VMOVDQU32     (SI), Z9
+	VPDPBUSD      (BX), Z5, Z9
+	VPDPBUSD      64(BX), Z6, Z9
+	VPDPBUSD      128(BX), Z7, Z9
+	VPDPBUSD      192(BX), Z8, Z9
+	VPMULLD       Z10, Z9, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z11, Z2
+	VMOVDQU32     (SI)(DI*1), Z9
+	VPDPBUSD      (BX)(DX*1), Z5, Z9
+	VPDPBUSD      64(BX)(DX*1), Z6, Z9
+	VPDPBUSD      128(BX)(DX*1), Z7, Z9
+	VPDPBUSD      192(BX)(DX*1), Z8, Z9
+	VPMULLD       Z10, Z9, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z11, Z3
+	VMOVDQU32     (SI)(DI*2), Z9
+	VPDPBUSD      (BX)(DX*2), Z5, Z9
+	VPDPBUSD      64(BX)(DX*2), Z6, Z9
+	VPDPBUSD      128(BX)(DX*2), Z7, Z9
+	VPDPBUSD      192(BX)(DX*2), Z8, Z9
+	VPMULLD       Z10, Z9, Z9
+	VCVTDQ2PS     Z9, Z9
+	VFMADD231PS   Z9, Z11, Z4
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x00000018, CX
+	ADDQ          $0x00000100, BX
+	ADDQ          $0x00000040, SI
+	DECQ          R8
+	JNZ           smmblocks_1719
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1714
+
+bmmtokens_1718:
+	CMPQ 48(SP), $0x02
+	JNE  bmmtokens_1720
+
+	// six tile 1 rows × 2 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	MOVQ         DX, DI
+	SHRQ         $0x02, DI
+	MOVQ         SI, SI
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	MOVQ         n+104(FP), R8
+	SHRQ         $0x08, R8
+
+smmblocks_1721:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2112(AX)
+	PREFETCHNTA   2176(AX)
+	VMOVDQU64     128(AX), Z7
+	VMOVDQU64     (AX), Z8
+	VPSLLW        $0x04, Z7, Z4
+	VPANDD        Z1, Z4, Z4
+	VPTERNLOGD    $0xd8, Z0, Z8, Z4
+	VPSLLW        $0x02, Z7, Z5
+	VPANDD        Z1, Z5, Z5
+	VPSRLW        $0x04, Z8, Z8
+	VPTERNLOGD    $0xd8, Z0, Z8, Z5
+	VMOVDQU64     64(AX), Z8
+	VPANDD        Z1, Z7, Z6
+	VPTERNLOGD    $0xd8, Z0, Z8, Z6
+	VPSRLW        $0x02, Z7, Z7
+	VPANDD        Z1, Z7, Z7
+	VPSRLW        $0x04, Z8, Z8
+	VPTERNLOGD    $0xd8, Z0, Z8, Z7
+	VPMOVSXBD     (CX), Z9
+	VBROADCASTSS  16(CX), Z10
+	VMOVDQU32     (SI), Z8
+	VPDPBUSD      (BX), Z4, Z8
+	VPDPBUSD      64(BX), Z5, Z8
+	VPDPBUSD      128(BX), Z6, Z8
+	VPDPBUSD      192(BX), Z7, Z8
+	VPMULLD       Z9, Z8, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z10, Z2
+	VMOVDQU32     (SI)(DI*1), Z8
+	VPDPBUSD      (BX)(DX*1), Z4, Z8
+	VPDPBUSD      64(BX)(DX*1), Z5, Z8
+	VPDPBUSD      128(BX)(DX*1), Z6, Z8
+	VPDPBUSD      192(BX)(DX*1), Z7, Z8
+	VPMULLD       Z9, Z8, Z8
+	VCVTDQ2PS     Z8, Z8
+	VFMADD231PS   Z8, Z10, Z3
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x00000018, CX
+	ADDQ          $0x00000100, BX
+	ADDQ          $0x00000040, SI
+	DECQ          R8
+	JNZ           smmblocks_1721
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1714
+
+bmmtokens_1720:
+	CMPQ 48(SP), $0x01
+	JNE  bmmtokens_1722
+
+	// six tile 1 rows × 1 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x02, CX
+	LEAQ         (CX)(CX*2), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	SHRQ         $0x02, DX
+	MOVQ         BX, DX
+	MOVQ         SI, BX
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	MOVQ         n+104(FP), SI
+	SHRQ         $0x08, SI
+
+smmblocks_1723:
+	PREFETCHNTA   2048(AX)
+	PREFETCHNTA   2112(AX)
+	PREFETCHNTA   2176(AX)
+	VMOVDQU64     128(AX), Z6
+	VMOVDQU64     (AX), Z7
+	VPSLLW        $0x04, Z6, Z3
+	VPANDD        Z1, Z3, Z3
+	VPTERNLOGD    $0xd8, Z0, Z7, Z3
+	VPSLLW        $0x02, Z6, Z4
+	VPANDD        Z1, Z4, Z4
+	VPSRLW        $0x04, Z7, Z7
+	VPTERNLOGD    $0xd8, Z0, Z7, Z4
+	VMOVDQU64     64(AX), Z7
+	VPANDD        Z1, Z6, Z5
+	VPTERNLOGD    $0xd8, Z0, Z7, Z5
+	VPSRLW        $0x02, Z6, Z6
+	VPANDD        Z1, Z6, Z6
+	VPSRLW        $0x04, Z7, Z7
+	VPTERNLOGD    $0xd8, Z0, Z7, Z6
+	VPMOVSXBD     (CX), Z8
+	VBROADCASTSS  16(CX), Z9
+	VMOVDQU32     (BX), Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VPMULLD       Z8, Z7, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z7, Z9, Z2
+	ADDQ          $0x000000c0, AX
+	ADDQ          $0x00000018, CX
+	ADDQ          $0x00000100, DX
+	ADDQ          $0x00000040, BX
+	DECQ          SI
+	JNZ           smmblocks_1723
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	JMP           bmmtokensdone_1714
+
+bmmtokens_1722:
+bmmtokensdone_1714:
+	MOVQ n+104(FP), AX
+	SHRQ $0x02, AX
+	LEAQ (AX)(AX*2), AX
+	ADDQ AX, (SP)
+	ADDQ $0x04, 8(SP)
+	DECQ 16(SP)
+	JNZ  bmmsingles_1711
+
+bmmsinglesdone_1710:
 	VZEROUPPER
 	RET

@@ -96,7 +96,7 @@ func nibbleHead(rows, n int) (w []byte, scales []uint16, x []int8, bias []int32)
 // benchSixHead returns a rows × n Q6_K head slice in dotSixRows' form
 // (codes and scales, in huge pages as a loaded head's) and an activation
 // vector's sixActivations.
-func benchSixHead(rows, n int) (w, scales, xs []byte) {
+func benchSixHead(rows, n int) (w, scales []byte, xs []int8, bias []int32) {
 	a := new(weightArena)
 	w, scales = a.bytes(rows*3*n/4), a.bytes(rows*3*n/32)
 	for i := range w {
@@ -109,9 +109,9 @@ func benchSixHead(rows, n int) (w, scales, xs []byte) {
 	for i := range x {
 		x[i] = int8(i%255 - 127)
 	}
-	xs = make([]byte, 5*n/4)
-	sixActivations(x, xs)
-	return w, scales, xs
+	xs, bias = make([]int8, n), make([]int32, n/16)
+	sixActivations(x, xs, bias)
+	return w, scales, xs, bias
 }
 
 // f16Head returns a rows × n float16 head slice, an activation vector
@@ -359,10 +359,11 @@ func BenchmarkTernaryMatMulFew(b *testing.B) {
 // verification pass, a 32768-row slice of the 2B head (160 MiB as
 // float16, beyond the L3) read once per call; GMAC/s counts multiply-adds
 // (rows·n·tokens), and the FMA peak of the same run is reported beside the
-// float16 one. "blocks-rows" and "nibbles-rows" are the block and the Q4_0
-// heads as the row kernel per token over blocks of rows that stay in L2
-// (the way before dotBlockMatMul and dotNibbleMatMul), beside "blocks" and
-// "nibbles".
+// float16 one. "blocks-rows", "nibbles-rows" and "sixes-rows" are the
+// block, the Q4_0 and the Q6_K (6.75 bits) heads as the row kernel per
+// token over blocks of rows that stay in L2 (the way before
+// dotBlockMatMul, dotNibbleMatMul and dotSixMatMul), beside "blocks",
+// "nibbles" and "sixes".
 func BenchmarkHeadFew(b *testing.B) {
 	const rows, n = 32768, 2560
 	w16 := new(weightArena).f16(rows * n)
@@ -395,9 +396,15 @@ func BenchmarkHeadFew(b *testing.B) {
 	for t := 0; t < 16; t++ {
 		nibbleBias(x8[t*n:(t+1)*n], bias4[t*n/4:(t+1)*n/4])
 	}
+	w6, s6, _, _ := benchSixHead(rows, n)
+	x6, bias6 := make([]int8, 16*n), make([]int32, 16*n/16)
+	for t := 0; t < 16; t++ {
+		sixActivations(x8[t*n:(t+1)*n], x6[t*n:(t+1)*n], bias6[t*n/16:(t+1)*n/16])
+	}
 	for _, k := range kernelSets()[:len(kernelSets())-1] {
 		perRow := blockedBlocks(k.dotBlockRows)
 		perRow4 := blockedNibbles(k.dotNibbleRows)
+		perRow6 := blockedSix(k.dotSixRows)
 		peak := fmaPeak(&k.sgemm, 100*time.Millisecond) * 1e9 / 2 // multiply-adds per second
 		for _, tokens := range []int{1, 2, 3, 4, 6, 9, 16} {
 			b.Run(fmt.Sprintf("%s/f16/%d", k.name, tokens), func(b *testing.B) {
@@ -450,6 +457,18 @@ func BenchmarkHeadFew(b *testing.B) {
 					b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 				})
 			}
+			for _, v := range []struct {
+				name string
+				f    func(w []byte, scales []byte, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)
+			}{{"sixes", k.dotSixMatMul}, {"sixes-rows", perRow6}} {
+				b.Run(fmt.Sprintf("%s/%s/%d", k.name, v.name, tokens), func(b *testing.B) {
+					b.SetBytes(int64(len(w6) + len(s6)))
+					for b.Loop() {
+						v.f(w6, s6, rows, x6, bias6, n, tokens, out, rows)
+					}
+					b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
 		}
 	}
 }
@@ -488,11 +507,11 @@ func BenchmarkDotNibbleRows(b *testing.B) {
 // bits (dotSixRows); MB/s counts the codes and the scales.
 func BenchmarkDotSixRows(b *testing.B) {
 	const rows, n = 49152, 2560
-	w, scales, xs := benchSixHead(rows, n)
+	w, scales, xs, bias := benchSixHead(rows, n)
 	out := make([]float32, rows)
 	for _, k := range kernelSets() {
 		b.Run(k.name, func(b *testing.B) {
-			probed(b, len(w)+len(scales), func(int) { k.dotSixRows(w, scales, n, xs, out) })
+			probed(b, len(w)+len(scales), func(int) { k.dotSixRows(w, scales, xs, bias, out) })
 		})
 	}
 }
@@ -640,11 +659,11 @@ func BenchmarkRowsThreads(b *testing.B) {
 		})
 	}})
 	// A Q6_K head in its 6.75 bits: 1.5 times the rows (106 MB).
-	w6, s6, x6 := benchSixHead(3*rows/2, n)
+	w6, s6, x6, b6 := benchSixHead(3*rows/2, n)
 	out6 := make([]float32, 3*rows/2)
 	kernels = append(kernels, kernel{"dotSixRows/group16", len(w6) + len(s6), func(p *pool, _ int) {
 		p.runChunks(3*rows/2, 64, func(_, lo, hi int) {
-			k.dotSixRows(w6[lo*3*n/4:hi*3*n/4], s6[lo*3*n/32:hi*3*n/32], n, x6, out6[lo:hi])
+			k.dotSixRows(w6[lo*3*n/4:hi*3*n/4], s6[lo*3*n/32:hi*3*n/32], x6, b6, out6[lo:hi])
 		})
 	}})
 	// Attention in a decode step at 4,001 positions of the 2B shape: each

@@ -368,15 +368,27 @@ func dotNibbleMatMulVNNIHW(w []byte, scales []uint16, rows int, x []int8, xBias 
 // vpmulld by the group scales, FMA by the block's.
 //
 //go:noescape
-func dotSixRowsAVX2(w []byte, scales []byte, n int, xs []byte, out []float32)
+func dotSixRowsAVX2(w []byte, scales []byte, x []int8, xBias []int32, out []float32)
 
 // dotSixRowsVNNI is dotSixRows with AVX-512 VNNI: 2 rows at a time, a block's 6-bit codes put together with vpternlogd,
 // vpdpbusd from −32·Σx, vpmulld by the group scales, FMA by the block's.
 //
 //go:noescape
-func dotSixRowsVNNI(w []byte, scales []byte, n int, xs []byte, out []float32)
+func dotSixRowsVNNI(w []byte, scales []byte, x []int8, xBias []int32, out []float32)
 
 // dotSixRowsVNNIHW is dotSixRowsVNNI (the same bits) without software prefetches.
 //
 //go:noescape
-func dotSixRowsVNNIHW(w []byte, scales []byte, n int, xs []byte, out []float32)
+func dotSixRowsVNNIHW(w []byte, scales []byte, x []int8, xBias []int32, out []float32)
+
+// dotSixMatMulVNNI is dotSixMatMul with AVX-512 VNNI: tiles of 4 rows (a quarter of the call's apart) × 5 tokens,
+// each (row, token) summed as dotSixRowsVNNI sums the row.
+//
+//go:noescape
+func dotSixMatMulVNNI(w []byte, scales []byte, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
+
+// dotSixMatMulVNNIHW is dotSixMatMulVNNI (the same bits) with other prefetches:
+// its tiles prefetch each row's lines 2048 bytes ahead into L1 (PREFETCHNTA).
+//
+//go:noescape
+func dotSixMatMulVNNIHW(w []byte, scales []byte, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)

@@ -885,10 +885,10 @@ func TestDotSixRows(t *testing.T) {
 				for _, extreme := range []bool{false, true} {
 					sh := randomSixHead(rng, n, rows, extreme)
 					want, block := make([]float32, rows), make([]float32, rows)
-					dotSixRowsGeneric(sh.w, sh.scales, n, sh.xs, want)
+					dotSixRowsGeneric(sh.w, sh.scales, sh.xs, sh.bias, want)
 					dotBlockRowsGeneric(sh.codes, sh.groupScales, 16, sh.x, nil, block)
 					out, all := poisoned(rows, 1+rng.IntN(7), 16, float32(math.NaN()))
-					k.dotSixRows(sh.w, sh.scales, n, sh.xs, out)
+					k.dotSixRows(sh.w, sh.scales, sh.xs, sh.bias, out)
 					for r := range out {
 						if math.Float32bits(want[r]) != math.Float32bits(block[r]) {
 							t.Fatalf("n %d rows %d row %d: six twin %g, block twin %g", n, rows, r, want[r], block[r])
@@ -927,23 +927,24 @@ func TestDotSixMatMul(t *testing.T) {
 
 // expectSixMatMul runs mm on a random Q6_K head (or, when extreme, the
 // extreme one) and checks it against rowsFn per token.
-func expectSixMatMul(t *testing.T, mm func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int), rowsFn func(w []byte, scales []byte, n int, xs []byte, out []float32), rng *rand.Rand, n, rows, tokens int, extreme bool) {
+func expectSixMatMul(t *testing.T, mm func(w []byte, scales []byte, rows int, xs []int8, xBias []int32, n, tokens int, out []float32, outStride int), rowsFn func(w []byte, scales []byte, xs []int8, xBias []int32, out []float32), rng *rand.Rand, n, rows, tokens int, extreme bool) {
 	t.Helper()
 	sh := randomSixHead(rng, n, rows, extreme)
-	ab := 5 * n / 4
-	xs := make([]byte, tokens*ab)
+	xs, bias := make([]int8, tokens*n), make([]int32, tokens*n/16)
 	for tk := 0; tk < tokens; tk++ {
-		copy(xs[tk*ab:], randomSixHead(rng, n, 0, extreme && tk%2 == 0).xs)
+		tok := randomSixHead(rng, n, 0, extreme && tk%2 == 0)
+		copy(xs[tk*n:], tok.xs)
+		copy(bias[tk*n/16:], tok.bias)
 	}
 	os := rows + rng.IntN(3)
 	var out, all []float32
 	if tokens > 0 {
 		out, all = poisoned((tokens-1)*os+rows, 1+rng.IntN(7), 16, float32(math.NaN()))
 	}
-	mm(sh.w, sh.scales, rows, n, xs, tokens, out, os)
+	mm(sh.w, sh.scales, rows, xs, bias, n, tokens, out, os)
 	want := make([]float32, rows)
 	for tk := 0; tk < tokens; tk++ {
-		rowsFn(sh.w, sh.scales, n, xs[tk*ab:(tk+1)*ab], want)
+		rowsFn(sh.w, sh.scales, xs[tk*n:(tk+1)*n], bias[tk*n/16:(tk+1)*n/16], want)
 		for r, v := range want {
 			if g := out[tk*os+r]; math.Float32bits(g) != math.Float32bits(v) {
 				t.Fatalf("n %d rows %d tokens %d: token %d row %d: %g, alone %g", n, rows, tokens, tk, r, g, v)
@@ -965,11 +966,12 @@ func expectSixMatMul(t *testing.T, mm func(w []byte, scales []byte, rows, n int,
 // sixHead is a random Q6_K head slice as the tests take it: its values as
 // codes (q − 32) with group scales d·sc (the block twin's form), packed in
 // dotSixRows' layout (w, scales), and activations x with their
-// sixActivations xs.
+// sixActivations xs and bias.
 type sixHead struct {
-	codes, x      []int8
-	groupScales   []float32
-	w, scales, xs []byte
+	codes, x, xs []int8
+	groupScales  []float32
+	w, scales    []byte
+	bias         []int32
 }
 
 // randomSixHead returns rows × n Q6_K values and n activations: random,
@@ -1002,8 +1004,8 @@ func randomSixHead(rng *rand.Rand, n, rows int, extreme bool) sixHead {
 	for r := 0; r < rows; r++ {
 		sixRow(sh.w[r*3*n/4:(r+1)*3*n/4], sh.scales[r*3*n/32:(r+1)*3*n/32], sh.codes[r*n:(r+1)*n], sc[r*n/16:(r+1)*n/16], d[r*n/sixBlock:(r+1)*n/sixBlock])
 	}
-	sh.xs = make([]byte, 5*n/4)
-	sixActivations(sh.x, sh.xs)
+	sh.xs, sh.bias = make([]int8, n), make([]int32, n/16)
+	sixActivations(sh.x, sh.xs, sh.bias)
 	return sh
 }
 
@@ -1143,10 +1145,10 @@ func TestBoundsChecked(t *testing.T) {
 				k.dotNibbleMatMul(make([]byte, 127), make([]uint16, 8), 2, make([]int8, 128), make([]int32, 32), 128, 1, make([]float32, 2), 2)
 			},
 			"dotSixRows": func() {
-				k.dotSixRows(make([]byte, 383), make([]byte, 48), 256, make([]byte, 320), make([]float32, 2))
+				k.dotSixRows(make([]byte, 383), make([]byte, 48), make([]int8, 256), make([]int32, 16), make([]float32, 2))
 			},
 			"dotSixMatMul": func() {
-				k.dotSixMatMul(make([]byte, 384), make([]byte, 48), 2, 256, make([]byte, 319), 1, make([]float32, 2), 2)
+				k.dotSixMatMul(make([]byte, 384), make([]byte, 48), 2, make([]int8, 256), make([]int32, 15), 256, 1, make([]float32, 2), 2)
 			},
 			"dotBlockMatMul": func() {
 				k.dotBlockMatMul(make([]int8, 127), make([]float32, 8), 32, 2, make([]int8, 64), make([]int32, 16), 64, 1, make([]float32, 2), 2)

@@ -24,7 +24,6 @@ const (
 	sixBlock      = 256 // values a block
 	sixCodeBytes  = 192 // bytes of a block's codes
 	sixScaleBytes = 24  // bytes of a block's scales
-	sixActBytes   = 320 // bytes of a block's activations (sixActivations)
 )
 
 // sixValue is the value (within its block) at position p.
@@ -52,32 +51,20 @@ func sixRow(dst, dstScales []byte, codes, sc []int8, d []float32) {
 	}
 }
 
-// sixCode returns the code q (0…63) at position p of block b of a row in
-// dotSixRows' layout.
-func sixCode(row []byte, b, p int) int32 {
-	blk := row[b*sixCodeBytes:]
-	m := p % 128
-	lo := blk[p/128*64+m%64] >> (4 * (m / 64)) & 15
-	hi := blk[128+p%64] >> (2 * (p / 64)) & 3
-	return int32(lo | hi<<4)
-}
-
-// sixActivations writes xs [5n/4] for the activations x [n] (n a multiple
-// of 256): per block, the 256 values in position order (xs[320b + p] =
-// x[256b + sixValue(p)]), then each group's −32·Σx as a little-endian
-// int32 (what dotSixRows, which multiplies the unsigned codes q, starts
-// its lanes from).
-func sixActivations(x []int8, xs []byte) {
+// sixActivations writes, for the activations x [n] (n a multiple of 256),
+// xs [n]: per block the 256 values in position order (xs[256b + p] =
+// x[256b + sixValue(p)]), and bias [n/16]: each group's −32·Σx (what
+// dotSixRows, which multiplies the unsigned codes q, starts its lanes
+// from).
+func sixActivations(x, xs []int8, bias []int32) {
 	for b := 0; b < len(x)/sixBlock; b++ {
-		xb, a := x[b*sixBlock:(b+1)*sixBlock], xs[b*sixActBytes:(b+1)*sixActBytes]
-		var sums [16]int32
+		xb, a := x[b*sixBlock:(b+1)*sixBlock], xs[b*sixBlock:(b+1)*sixBlock]
+		sums := bias[16*b : 16*b+16]
+		clear(sums)
 		for p := 0; p < sixBlock; p++ {
 			v := xb[sixValue(p)]
-			a[p] = byte(v)
-			sums[p%64/4] += int32(v)
-		}
-		for k, s := range sums {
-			binary.LittleEndian.PutUint32(a[sixBlock+4*k:], uint32(-32*s))
+			a[p] = v
+			sums[p%64/4] -= 32 * int32(v)
 		}
 	}
 }
@@ -85,13 +72,13 @@ func sixActivations(x []int8, xs []byte) {
 // dotSixRowsGeneric sums each group exactly and the groups in order in
 // float64, with the scales d·sc (exact in float32): the bits
 // dotBlockRowsGeneric gives for the same values as codes and group scales.
-func dotSixRowsGeneric(w []byte, scales []byte, n int, xs []byte, out []float32) {
-	B := n / sixBlock
+func dotSixRowsGeneric(w []byte, scales []byte, xs []int8, _ []int32, out []float32) {
+	B := len(xs) / sixBlock
 	for r := range out {
 		row, rs := w[r*B*sixCodeBytes:(r+1)*B*sixCodeBytes], scales[r*B*sixScaleBytes:(r+1)*B*sixScaleBytes]
 		var acc float64
 		for b := 0; b < B; b++ {
-			blk, s, a := row[b*sixCodeBytes:(b+1)*sixCodeBytes], rs[b*sixScaleBytes:(b+1)*sixScaleBytes], xs[b*sixActBytes:b*sixActBytes+sixBlock]
+			blk, s, a := row[b*sixCodeBytes:(b+1)*sixCodeBytes], rs[b*sixScaleBytes:(b+1)*sixScaleBytes], xs[b*sixBlock:(b+1)*sixBlock]
 			var sums [16]int32
 			for c := 0; c < 4; c++ {
 				lo, hi := blk[c/2*64:c/2*64+64], blk[128:192]
@@ -99,10 +86,10 @@ func dotSixRowsGeneric(w []byte, scales []byte, n int, xs []byte, out []float32)
 				ac := a[64*c : 64*c+64]
 				for k := range sums {
 					l, h, x := lo[4*k:4*k+4], hi[4*k:4*k+4], ac[4*k:4*k+4]
-					sums[k] += (int32(l[0]>>shLo&15|(h[0]>>shHi&3)<<4)-32)*int32(int8(x[0])) +
-						(int32(l[1]>>shLo&15|(h[1]>>shHi&3)<<4)-32)*int32(int8(x[1])) +
-						(int32(l[2]>>shLo&15|(h[2]>>shHi&3)<<4)-32)*int32(int8(x[2])) +
-						(int32(l[3]>>shLo&15|(h[3]>>shHi&3)<<4)-32)*int32(int8(x[3]))
+					sums[k] += (int32(l[0]>>shLo&15|(h[0]>>shHi&3)<<4)-32)*int32(x[0]) +
+						(int32(l[1]>>shLo&15|(h[1]>>shHi&3)<<4)-32)*int32(x[1]) +
+						(int32(l[2]>>shLo&15|(h[2]>>shHi&3)<<4)-32)*int32(x[2]) +
+						(int32(l[3]>>shLo&15|(h[3]>>shHi&3)<<4)-32)*int32(x[3])
 				}
 			}
 			d := math.Float32frombits(binary.LittleEndian.Uint32(s[16:]))
@@ -118,13 +105,13 @@ func dotSixRowsGeneric(w []byte, scales []byte, n int, xs []byte, out []float32)
 // rowBlock rows (which stay in L2 while every token passes), each token's
 // rows summed by the row kernel itself, so that a batch gives each token
 // its one-token bits.
-func blockedSix(rowsFn func(w []byte, scales []byte, n int, xs []byte, out []float32)) func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int) {
-	return func(w []byte, scales []byte, rows, n int, xs []byte, tokens int, out []float32, outStride int) {
-		cb, sb, ab := 3*n/4, 3*n/32, 5*n/4
+func blockedSix(rowsFn func(w []byte, scales []byte, x []int8, xBias []int32, out []float32)) func(w []byte, scales []byte, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+	return func(w []byte, scales []byte, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int) {
+		cb, sb := 3*n/4, 3*n/32
 		for r0 := 0; r0 < rows; r0 += rowBlock {
 			r1 := min(r0+rowBlock, rows)
 			for t := 0; t < tokens; t++ {
-				rowsFn(w[r0*cb:r1*cb], scales[r0*sb:r1*sb], n, xs[t*ab:(t+1)*ab], out[t*outStride+r0:t*outStride+r1])
+				rowsFn(w[r0*cb:r1*cb], scales[r0*sb:r1*sb], x[t*n:(t+1)*n], xBias[t*n/16:(t+1)*n/16], out[t*outStride+r0:t*outStride+r1])
 			}
 		}
 	}

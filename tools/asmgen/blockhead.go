@@ -440,6 +440,7 @@ func rowTilesText(op, sig string, tokens int, rowKernel string) {
 type rowTiles struct {
 	W, O, CNT, X, B, OT, TL Mem
 	shift                   uint8                // bytes of a row's scales = bytes of its codes >> shift
+	biasShift               uint8                // bytes of a token's biases = n >> biasShift
 	tokens                  int                  // the most tokens a tile takes
 	rowBytes                func() reg.GPVirtual // bytes of a row's codes
 	body                    func(R, T int)       // one tile of R rows × T tokens
@@ -521,6 +522,9 @@ func (st *rowTiles) tokenTiles(R int) {
 	step := load(Param("n"))
 	IMUL3Q(U32(T), step, step) // bytes of T tokens' x, and of their biases
 	ADDQ(step, st.X)
+	if st.biasShift > 0 {
+		SHRQ(U8(st.biasShift), step)
+	}
 	ADDQ(step, st.B)
 	os := load(Param("outStride"))
 	IMUL3Q(U32(4*T), os, os)
@@ -572,7 +576,13 @@ func (st *rowTiles) tileTokens(T int) (toks, bias strided) {
 	x0, b0 := GP64(), GP64()
 	MOVQ(st.X, x0)
 	MOVQ(st.B, b0)
-	return newStrided(x0, xs, T), newStrided(b0, xs, T)
+	bs := xs
+	if st.biasShift > 0 {
+		bs = GP64()
+		MOVQ(xs, bs)
+		SHRQ(U8(st.biasShift), bs)
+	}
+	return newStrided(x0, xs, T), newStrided(b0, bs, T)
 }
 
 // storeSums reduces the tile's accumulators acc[r·T+t] (each as the row

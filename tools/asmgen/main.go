@@ -110,6 +110,8 @@ func main() {
 	genDotSixRowsAVX2()
 	genDotSixRowsVNNI()
 	withoutPrefetch(genDotSixRowsVNNI)
+	genDotSixMatMulVNNI()
+	withoutPrefetch(genDotSixMatMulVNNI)
 
 	Generate()
 }

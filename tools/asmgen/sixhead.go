@@ -14,8 +14,9 @@ package main
 // low 4 bits of chunks 0, 1 in 64 bytes as nibbleRow packs them, of 2, 3
 // in the next 64; then byte j of the last 64 holds bits 5:4 of chunk c's
 // value j in bits 2c+1:2c) and 24 of scales (the 16 sc, d, 4 zero bytes).
-// The activations come laid out to match (cpu.sixActivations): per block
-// the 256 values in the codes' order, then the groups' −32·Σx as 16 int32.
+// The activations come laid out to match (cpu.sixActivations): x, per
+// block the 256 values in the codes' order, and xBias, the groups'
+// −32·Σx (16 int32 a block).
 //
 // Per block and row, each chunk's codes are put together from the two
 // parts (a shift, a mask, vpternlogd) and summed with vpdpbusd into lanes
@@ -34,12 +35,11 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 )
 
-const dotSixRowsSig = "func(w []byte, scales []byte, n int, xs []byte, out []float32)"
+const dotSixRowsSig = "func(w []byte, scales []byte, x []int8, xBias []int32, out []float32)"
 
 const (
 	sixCodes = 192 // bytes of a block's codes
 	sixMeta  = 24  // bytes of a block's scales: 16 sc, d, 4 zero
-	sixActs  = 320 // bytes of a block's activations: 256 values, 16 int32 biases
 )
 
 func genDotSixRows(name string, evex bool, doc ...string) {
@@ -48,13 +48,13 @@ func genDotSixRows(name string, evex bool, doc ...string) {
 	Pragma("noescape")
 	kernelDoc(name, doc...)
 	codeRowBytes := func() reg.GPVirtual { // 3n/4
-		r := load(Param("n"))
+		r := load(Param("x").Len())
 		SHRQ(U8(2), r)
 		LEAQ(Mem{Base: r, Index: r, Scale: 2}, r)
 		return r
 	}
 	scaleRowBytes := func() reg.GPVirtual { // 3n/32
-		r := load(Param("n"))
+		r := load(Param("x").Len())
 		SHRQ(U8(5), r)
 		LEAQ(Mem{Base: r, Index: r, Scale: 2}, r)
 		return r
@@ -73,7 +73,8 @@ func genDotSixRows(name string, evex bool, doc ...string) {
 	}
 	rowSums := func(q, s []reg.GPVirtual) []reg.VecVirtual {
 		R := len(q)
-		xp := load(Param("xs").Base())
+		xp := load(Param("x").Base())
+		bp := load(Param("xBias").Base())
 		end := scaleRowBytes()
 		acc := zeroedAccs(R, evex)
 		j := GP64() // byte offset in the rows' scales; their codes are at 8j
@@ -81,12 +82,13 @@ func genDotSixRows(name string, evex bool, doc ...string) {
 		loop := label("sixblocks")
 		Label(loop)
 		if evex {
-			sixBlockVNNI(q, s, xp, j, acc, m0F, m30)
+			sixBlockVNNI(q, s, xp, bp, j, acc, m0F, m30)
 		} else {
-			sixBlockAVX2(q, s, xp, j, acc, m0F, m30, ones)
+			sixBlockAVX2(q, s, xp, bp, j, acc, m0F, m30, ones)
 		}
 		ADDQ(U8(sixMeta), j)
-		ADDQ(U32(sixActs), xp)
+		ADDQ(U32(256), xp)
+		ADDQ(U8(64), bp)
 		CMPQ(j, end)
 		JB(LabelRef(loop))
 		return rowTotals(acc, evex)
@@ -120,9 +122,9 @@ func sixHigh(c int, h, dst, m30 reg.VecVirtual, evex bool) {
 }
 
 // sixBlockVNNI emits one block of each row at q (scales at s) into the
-// rows' accumulators: the activations at xp, the block's codes at q+8j
-// and scales at s+j.
-func sixBlockVNNI(q, s []reg.GPVirtual, xp, j reg.GPVirtual, acc []reg.VecVirtual, m0F, m30 reg.VecVirtual) {
+// rows' accumulators: the activations at xp, their biases at bp, the
+// block's codes at q+8j and scales at s+j.
+func sixBlockVNNI(q, s []reg.GPVirtual, xp, bp, j reg.GPVirtual, acc []reg.VecVirtual, m0F, m30 reg.VecVirtual) {
 	xv := zmms0(4)
 	for c := range xv {
 		VMOVDQU64(Mem{Base: xp, Disp: 64 * c}, xv[c])
@@ -133,7 +135,7 @@ func sixBlockVNNI(q, s []reg.GPVirtual, xp, j reg.GPVirtual, acc []reg.VecVirtua
 		for d := 0; d < sixCodes; d += 64 {
 			prefetch(codes(d))
 		}
-		VMOVDQU32(Mem{Base: xp, Disp: 256}, lane)
+		VMOVDQU32(Mem{Base: bp}, lane)
 		VMOVDQU64(codes(128), h)
 		for c := 0; c < 4; c++ {
 			if c%2 == 0 {
@@ -170,7 +172,7 @@ func zmms0(n int) []reg.VecVirtual {
 // sixBlockAVX2 is sixBlockVNNI with ymm registers: each chunk in two
 // halves of 32 bytes, lanes 0-7 (the first halves) and 8-15 (the second)
 // summed in two registers.
-func sixBlockAVX2(q, s []reg.GPVirtual, xp, j reg.GPVirtual, acc []reg.VecVirtual, m0F, m30, ones reg.VecVirtual) {
+func sixBlockAVX2(q, s []reg.GPVirtual, xp, bp, j reg.GPVirtual, acc []reg.VecVirtual, m0F, m30, ones reg.VecVirtual) {
 	lanes := []reg.VecVirtual{YMM(), YMM()}
 	l, h, code, lo, t, dv := YMM(), YMM(), YMM(), YMM(), YMM(), YMM()
 	for r := range q {
@@ -179,7 +181,7 @@ func sixBlockAVX2(q, s []reg.GPVirtual, xp, j reg.GPVirtual, acc []reg.VecVirtua
 			prefetch(codes(d))
 		}
 		for half, ln := range lanes {
-			VMOVDQU(Mem{Base: xp, Disp: 256 + 32*half}, ln) // the biases
+			VMOVDQU(Mem{Base: bp, Disp: 32 * half}, ln) // the biases
 			VMOVDQU(codes(128+32*half), h)
 			for c := 0; c < 4; c++ {
 				if c%2 == 0 {
@@ -217,4 +219,97 @@ func genDotSixRowsAVX2() {
 	genDotSixRows("dotSixRowsAVX2", false,
 		"dotSixRowsAVX2 is dotSixRows with AVX2: 2 rows at a time, vpmaddubsw, vpmaddwd by 1, plus −32·Σx,",
 		"vpmulld by the group scales, FMA by the block's.")
+}
+
+// dotSixMatMul: out[t·outStride + r] = dotSixRows of row r for token t,
+// for r < rows, t < tokens: a Q6_K head in its 6.75 bits over a few
+// tokens (a speculative verification pass, a step of several served
+// streams). The codes are rows × 3n/4 bytes (n a positive multiple of
+// 256), the scales rows × 3n/32, x tokens × n and xBias tokens × n/16
+// (sixActivations of each token).
+//
+// dotSixMatMulVNNI takes tiles of 4 rows a quarter of the call's rows
+// apart × up to sixMatMulTokens tokens, then the last rows%4 rows one at
+// a time (rowTiles). Per block of a row it puts the four chunks' codes
+// together and loads the group and block scales once, then per token does
+// what dotSixRowsVNNI does for that row: the token's biases, four
+// vpdpbusd, vpmulld, vcvtdq2ps and an FMA into the (row, token)
+// accumulator, reduced at the end as that kernel reduces its rows. So
+// each (row, token) gets dotSixRowsVNNI's bits, while the codes are read
+// and put together once for all the tokens instead of once per token.
+const dotSixMatMulSig = "func(w []byte, scales []byte, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)"
+
+// sixMatMulTokens is the most tokens a dotSixMatMulVNNI tile takes: 4 rows
+// × 5 tokens are 20 accumulators, beside the two masks, a block's four
+// chunks of codes, its scales, and the lane being summed.
+const sixMatMulTokens = 5
+
+func genDotSixMatMulVNNI() {
+	genNibbleConsts()
+	rowTilesText("dotSixMatMul", dotSixMatMulSig, sixMatMulTokens, "dotSixRowsVNNI")
+	st := newRowTiles(3, sixMatMulTokens, func() reg.GPVirtual { // 3n/4 bytes of codes, 3n/32 of scales
+		r := load(Param("n"))
+		SHRQ(U8(2), r)
+		LEAQ(Mem{Base: r, Index: r, Scale: 2}, r)
+		return r
+	})
+	st.biasShift = 2 // n/16 int32 a token
+	st.body = func(R, T int) {
+		Commentf("six tile %d rows × %d tokens", R, T)
+		st.sixTile(R, T)
+	}
+	st.rows()
+}
+
+// sixTile emits one dotSixMatMulVNNI tile of R rows × T tokens.
+func (st *rowTiles) sixTile(R, T int) {
+	rws, scs := st.tileRows(R)
+	toks, bias := st.tileTokens(T)
+
+	m0F, m30 := ZMM(), ZMM()
+	VPBROADCASTD(bytes0F, m0F)
+	VPBROADCASTD(bytes30, m30)
+	acc := zmms(R * T) // [r·T + t]
+	codes := zmms0(4)
+	h, l, lo, lane, scl, dv := ZMM(), ZMM(), ZMM(), ZMM(), ZMM(), ZMM()
+	c := load(Param("n"))
+	SHRQ(U8(8), c)
+	loop := label("smmblocks")
+	Label(loop)
+	for r := 0; r < R; r++ {
+		for d := 0; d < sixCodes; d += 64 {
+			prefetch(rws.at(r, d))
+		}
+		VMOVDQU64(rws.at(r, 128), h)
+		for k := 0; k < 4; k++ {
+			if k%2 == 0 {
+				VMOVDQU64(rws.at(r, 32*k), l)
+			}
+			sixHigh(k, h, codes[k], m30, true)
+			src := l
+			if k%2 == 1 {
+				VPSRLW(U8(4), l, lo)
+				src = lo
+			}
+			VPTERNLOGD(U8(0xD8), m0F, src, codes[k])
+		}
+		VPMOVSXBD(scs.at(r, 0), scl)
+		VBROADCASTSS(scs.at(r, 16), dv)
+		for t := 0; t < T; t++ {
+			VMOVDQU32(bias.at(t, 0), lane)
+			for k := 0; k < 4; k++ {
+				vpdpbusd(toks.at(t, 64*k), codes[k], lane)
+			}
+			VPMULLD(scl, lane, lane)
+			VCVTDQ2PS(lane, lane)
+			VFMADD231PS(lane, dv, acc[r*T+t])
+		}
+	}
+	rws.advance(sixCodes)
+	scs.advance(sixMeta)
+	toks.advance(256)
+	bias.advance(64)
+	DECQ(c)
+	JNZ(LabelRef(loop))
+	st.storeSums(acc, R, T)
 }
