@@ -24,7 +24,7 @@ var stageNames = [numStages]struct{ label, kernel string }{
 	stageAttention: {"attention", "dotF16Rows, axpyF16Rows"},
 	stageRopeKV:    {"RoPE, K/V cache writes", "Go"},
 	stageNorm:      {"norms, quantization, activation, residual", "Go"},
-	stageHead:      {"output head (with its norm)", "dotF16Rows, dotI8Rows, dotBlockRows, dotNibbleRows"},
+	stageHead:      {"output head (with its norm)", "dotF16Rows, dotI8Rows, dotBlockRows, dotNibbleRows, dotSixRows"},
 	stageOther:     {"embedding, RoPE table, rest", "Go"},
 }
 
