@@ -727,15 +727,9 @@ func TestDotBlockRows(t *testing.T) {
 						want := make([]float32, rows)
 						dotBlockRowsGeneric(w, scales, group, x, bias, want)
 						k.dotBlockRows(w, scales, group, x, bias, out)
-						for r := range out {
-							var abs float64
-							for i := 0; i < n; i++ {
-								abs += math.Abs(float64(scales[r*G+i/group]) * float64(w[r*n+i]) * float64(x[i]))
-							}
-							if d := math.Abs(float64(out[r]) - float64(want[r])); !(d <= relF16*abs) {
-								t.Fatalf("group %d n %d rows %d row %d: %g, twin %g (Σ|swx| %g)", group, n, rows, r, out[r], want[r], abs)
-							}
-						}
+						expectNearTwin(t, fmt.Sprintf("group %d n %d rows %d", group, n, rows), n, out, want, func(r, i int) float64 {
+							return float64(scales[r*G+i/group]) * float64(w[r*n+i]) * float64(x[i])
+						})
 						checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
 					}
 				}
@@ -763,23 +757,32 @@ func TestDotNibbleRows(t *testing.T) {
 					dotBlockRowsGeneric(codes, scales, 32, x, nil, block)
 					out, all := poisoned(rows, 1+rng.IntN(7), 16, float32(math.NaN()))
 					k.dotNibbleRows(w, h, x, bias, out)
-					for r := range out {
-						if math.Float32bits(want[r]) != math.Float32bits(block[r]) {
-							t.Fatalf("n %d rows %d row %d: nibble twin %g, block twin %g", n, rows, r, want[r], block[r])
-						}
-						var abs float64
-						for i := 0; i < n; i++ {
-							abs += math.Abs(float64(scales[r*G+i/32]) * float64(codes[r*n+i]) * float64(x[i]))
-						}
-						if d := math.Abs(float64(out[r]) - float64(want[r])); !(d <= relF16*abs) {
-							t.Fatalf("n %d rows %d row %d: %g, twin %g (Σ|swx| %g)", n, rows, r, out[r], want[r], abs)
-						}
-					}
+					sameBits(t, fmt.Sprintf("n %d rows %d: the nibble twin against the block twin", n, rows), want, block)
+					expectNearTwin(t, fmt.Sprintf("n %d rows %d", n, rows), n, out, want, func(r, i int) float64 {
+						return float64(scales[r*G+i/32]) * float64(codes[r*n+i]) * float64(x[i])
+					})
 					checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
 				}
 			}
 		}
 	})
+}
+
+// expectNearTwin checks a head kernel's out against the twin's want within
+// relF16 of Σ_{i<n} |term(r, i)| for each row r, term(r, i) the row's
+// product scale·code·x of value i (the group sums are exact; the float32
+// order is each set's own).
+func expectNearTwin(t *testing.T, what string, n int, out, want []float32, term func(r, i int) float64) {
+	t.Helper()
+	for r := range out {
+		var abs float64
+		for i := 0; i < n; i++ {
+			abs += math.Abs(term(r, i))
+		}
+		if d := math.Abs(float64(out[r]) - float64(want[r])); !(d <= relF16*abs) {
+			t.Fatalf("%s row %d: %g, twin %g (Σ|swx| %g)", what, r, out[r], want[r], abs)
+		}
+	}
 }
 
 // TestDotNibbleMatMul: every set's few-token Q4_0 head gives each token
@@ -818,31 +821,11 @@ func expectNibbleMatMul(t *testing.T, mm func(w []byte, scales []uint16, rows in
 		copy(x[tk*n:], xt)
 		nibbleBias(x[tk*n:(tk+1)*n], bias[tk*n/4:(tk+1)*n/4])
 	}
-	os := rows + rng.IntN(3)
-	var out, all []float32
-	if tokens > 0 {
-		out, all = poisoned((tokens-1)*os+rows, 1+rng.IntN(7), 16, float32(math.NaN()))
-	}
-	mm(w, h, rows, x, bias, n, tokens, out, os)
-	want := make([]float32, rows)
-	for tk := 0; tk < tokens; tk++ {
+	expectAlone(t, rng, n, rows, tokens, func(out []float32, os int) {
+		mm(w, h, rows, x, bias, n, tokens, out, os)
+	}, func(tk int, want []float32) {
 		rowsFn(w, h, x[tk*n:(tk+1)*n], bias[tk*n/4:(tk+1)*n/4], want)
-		for r, v := range want {
-			if g := out[tk*os+r]; math.Float32bits(g) != math.Float32bits(v) {
-				t.Fatalf("n %d rows %d tokens %d: token %d row %d: %g, alone %g", n, rows, tokens, tk, r, g, v)
-			}
-		}
-		if tk+1 < tokens {
-			for i := rows; i < os; i++ {
-				if v := out[tk*os+i]; v == v {
-					t.Fatalf("n %d rows %d tokens %d: wrote out[%d] between tokens", n, rows, tokens, tk*os+i)
-				}
-			}
-		}
-	}
-	if tokens > 0 {
-		checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
-	}
+	})
 }
 
 // randomNibbleHead returns rows × n Q4_0 codes in [−8, 7] with float16
@@ -889,18 +872,10 @@ func TestDotSixRows(t *testing.T) {
 					dotBlockRowsGeneric(sh.codes, sh.groupScales, 16, sh.x, nil, block)
 					out, all := poisoned(rows, 1+rng.IntN(7), 16, float32(math.NaN()))
 					k.dotSixRows(sh.w, sh.scales, sh.xs, sh.bias, out)
-					for r := range out {
-						if math.Float32bits(want[r]) != math.Float32bits(block[r]) {
-							t.Fatalf("n %d rows %d row %d: six twin %g, block twin %g", n, rows, r, want[r], block[r])
-						}
-						var abs float64
-						for i := 0; i < n; i++ {
-							abs += math.Abs(float64(sh.groupScales[r*n/16+i/16]) * float64(sh.codes[r*n+i]) * float64(sh.x[i]))
-						}
-						if d := math.Abs(float64(out[r]) - float64(want[r])); !(d <= relF16*abs) {
-							t.Fatalf("n %d rows %d row %d: %g, twin %g (Σ|swx| %g)", n, rows, r, out[r], want[r], abs)
-						}
-					}
+					sameBits(t, fmt.Sprintf("n %d rows %d: the six twin against the block twin", n, rows), want, block)
+					expectNearTwin(t, fmt.Sprintf("n %d rows %d", n, rows), n, out, want, func(r, i int) float64 {
+						return float64(sh.groupScales[r*n/16+i/16]) * float64(sh.codes[r*n+i]) * float64(sh.x[i])
+					})
 					checkPoisonFunc(t, all, out, func(v float32) bool { return v != v })
 				}
 			}
@@ -936,15 +911,28 @@ func expectSixMatMul(t *testing.T, mm func(w []byte, scales []byte, rows int, xs
 		copy(xs[tk*n:], tok.xs)
 		copy(bias[tk*n/16:], tok.bias)
 	}
+	expectAlone(t, rng, n, rows, tokens, func(out []float32, os int) {
+		mm(sh.w, sh.scales, rows, xs, bias, n, tokens, out, os)
+	}, func(tk int, want []float32) {
+		rowsFn(sh.w, sh.scales, xs[tk*n:(tk+1)*n], bias[tk*n/16:(tk+1)*n/16], want)
+	})
+}
+
+// expectAlone runs a few-token head kernel (run, into out with a random
+// stride) and checks that each token's rows are, bit for bit, what the
+// one-token kernel gives it (alone), and that nothing between or around
+// the output rows was written.
+func expectAlone(t *testing.T, rng *rand.Rand, n, rows, tokens int, run func(out []float32, outStride int), alone func(tk int, want []float32)) {
+	t.Helper()
 	os := rows + rng.IntN(3)
 	var out, all []float32
 	if tokens > 0 {
 		out, all = poisoned((tokens-1)*os+rows, 1+rng.IntN(7), 16, float32(math.NaN()))
 	}
-	mm(sh.w, sh.scales, rows, xs, bias, n, tokens, out, os)
+	run(out, os)
 	want := make([]float32, rows)
 	for tk := 0; tk < tokens; tk++ {
-		rowsFn(sh.w, sh.scales, xs[tk*n:(tk+1)*n], bias[tk*n/16:(tk+1)*n/16], want)
+		alone(tk, want)
 		for r, v := range want {
 			if g := out[tk*os+r]; math.Float32bits(g) != math.Float32bits(v) {
 				t.Fatalf("n %d rows %d tokens %d: token %d row %d: %g, alone %g", n, rows, tokens, tk, r, g, v)

@@ -204,15 +204,23 @@ const nibbleMatMulTokens = 6
 
 func genDotNibbleMatMulVNNI() {
 	genNibbleConsts()
-	rowTilesText("dotNibbleMatMul", dotNibbleMatMulSig, nibbleMatMulTokens, "dotNibbleRowsVNNI")
-	st := newRowTiles(3, nibbleMatMulTokens, func() reg.GPVirtual { // n/2 bytes of codes, n/16 of scales
+	genTiles("dotNibbleMatMul", dotNibbleMatMulSig, nibbleMatMulTokens, "dotNibbleRowsVNNI", 3, 0, func() reg.GPVirtual { // n/2 bytes of codes, n/16 of scales
 		r := load(Param("n"))
 		SHRQ(U8(1), r)
 		return r
-	})
+	}, "nibble", (*rowTiles).nibbleTile)
+}
+
+// genTiles writes op's rowTiles kernel with AVX-512 VNNI (see
+// rowTilesText and newRowTiles): tiles of up to tokens tokens, each
+// emitted by tile; what names them in the assembly's comments.
+func genTiles(op, sig string, tokens int, rowKernel string, shift, biasShift uint8, rowBytes func() reg.GPVirtual, what string, tile func(st *rowTiles, R, T int)) {
+	rowTilesText(op, sig, tokens, rowKernel)
+	st := newRowTiles(shift, tokens, rowBytes)
+	st.biasShift = biasShift
 	st.body = func(R, T int) {
-		Commentf("nibble tile %d rows × %d tokens", R, T)
-		st.nibbleTile(R, T)
+		Commentf("%s tile %d rows × %d tokens", what, R, T)
+		tile(st, R, T)
 	}
 	st.rows()
 }

@@ -246,19 +246,13 @@ const sixMatMulTokens = 5
 
 func genDotSixMatMulVNNI() {
 	genNibbleConsts()
-	rowTilesText("dotSixMatMul", dotSixMatMulSig, sixMatMulTokens, "dotSixRowsVNNI")
-	st := newRowTiles(3, sixMatMulTokens, func() reg.GPVirtual { // 3n/4 bytes of codes, 3n/32 of scales
+	// 3n/4 bytes of codes, 3n/32 of scales; n/16 int32 biases a token.
+	genTiles("dotSixMatMul", dotSixMatMulSig, sixMatMulTokens, "dotSixRowsVNNI", 3, 2, func() reg.GPVirtual {
 		r := load(Param("n"))
 		SHRQ(U8(2), r)
 		LEAQ(Mem{Base: r, Index: r, Scale: 2}, r)
 		return r
-	})
-	st.biasShift = 2 // n/16 int32 a token
-	st.body = func(R, T int) {
-		Commentf("six tile %d rows × %d tokens", R, T)
-		st.sixTile(R, T)
-	}
-	st.rows()
+	}, "six", (*rowTiles).sixTile)
 }
 
 // sixTile emits one dotSixMatMulVNNI tile of R rows × T tokens.
