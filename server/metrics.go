@@ -26,6 +26,8 @@ type metrics struct {
 	firstToken   prometheus.Histogram   // arrival to first sampled token, queue wait included
 	queueWait    prometheus.Histogram   // arrival to the start of generation
 	duration     *prometheus.HistogramVec
+	stepTime     *prometheus.HistogramVec // a scheduler step: its pass, the draws and the replies
+	passTime     *prometheus.HistogramVec // the step's forward pass
 
 	// speculative decoding
 	drafted     prometheus.Counter   // drafted tokens verified
@@ -59,6 +61,16 @@ func newMetrics(queueDepth, running func() float64, slots float64) *metrics {
 		Name: "bitvk_http_request_duration_seconds", Help: "Time to answer a request, streaming included, by endpoint.", Buckets: times,
 	}, []string{"endpoint"})
 	m.reg.MustRegister(m.duration)
+	// A step's labels: how many slots it decoded a token for (the
+	// continuous batch), and whether it also fed prompt tokens.
+	steps := prometheus.ExponentialBuckets(0.0005, 1.5, 24) // 0.5 ms … 5.6 s
+	m.stepTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "bitvk_step_seconds", Help: "A scheduler step: one forward pass over every busy slot's tokens, the sampling after it and the replies, by the slots decoding in it and whether it held prompt tokens.", Buckets: steps,
+	}, []string{"streams", "prompt"})
+	m.passTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "bitvk_forward_pass_seconds", Help: "The forward pass of a scheduler step, by the slots decoding in it and whether it held prompt tokens.", Buckets: steps,
+	}, []string{"streams", "prompt"})
+	m.reg.MustRegister(m.stepTime, m.passTime)
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bitvk_queue_depth", Help: "Requests waiting for a slot (those being generated not included)."}, queueDepth),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bitvk_requests_running", Help: "Requests the model is generating now, one per busy slot."}, running),

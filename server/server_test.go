@@ -759,6 +759,19 @@ func TestMetrics(t *testing.T) {
 	for _, name := range []string{"bitvk_prompt_tokens_cached_total", "bitvk_queue_wait_seconds_count", "go_goroutines", "bitvk_http_request_duration_seconds_count{endpoint=\"/v1/completions\"}"} {
 		metric(t, text, name)
 	}
+	// Steps: each prompt in one step of its own (no slot decoding beside
+	// it), then a step per generated token but the last (5 + 3 tokens: 4
+	// and 2), each decoding one slot; a pass inside each step.
+	for _, tc := range []struct {
+		labels string
+		steps  float64
+	}{{`{prompt="true",streams="0"}`, 2}, {`{prompt="false",streams="1"}`, 6}} {
+		steps, passes := metric(t, text, "bitvk_step_seconds_count"+tc.labels), metric(t, text, "bitvk_forward_pass_seconds_count"+tc.labels)
+		stepS, passS := metric(t, text, "bitvk_step_seconds_sum"+tc.labels), metric(t, text, "bitvk_forward_pass_seconds_sum"+tc.labels)
+		if steps != tc.steps || passes != tc.steps || !(passS > 0 && passS <= stepS) {
+			t.Errorf("%s: %v steps of %v s, %v passes of %v s; want %v steps, each holding its pass", tc.labels, steps, stepS, passes, passS, tc.steps)
+		}
+	}
 }
 
 // goroutines waits for the number of goroutines to fall to at most n, and

@@ -2,9 +2,12 @@ package server
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/tokenizer"
@@ -228,6 +231,7 @@ func (w *scheduler) start(j *job) {
 // step runs one forward pass over every active slot and hands each its
 // token.
 func (w *scheduler) step() {
+	start := time.Now()
 	w.batch = w.batch[:0]
 	rows, active := 0, 0
 	for _, sl := range w.slots {
@@ -285,6 +289,16 @@ func (w *scheduler) step() {
 	if len(w.batch) == 0 {
 		return
 	}
+	streams, prompt := 0, false
+	for _, sl := range w.slots {
+		if sl.j != nil && sl.n > 0 {
+			if sl.pending >= 0 {
+				streams++
+			} else {
+				prompt = true
+			}
+		}
+	}
 	if need := rows * w.vocab; cap(w.logits) < need {
 		w.logits = make([]float32, need)
 	}
@@ -299,6 +313,9 @@ func (w *scheduler) step() {
 		}
 		return
 	}
+	labels := prometheus.Labels{"streams": strconv.Itoa(streams), "prompt": strconv.FormatBool(prompt)}
+	w.m.passTime.With(labels).Observe(time.Since(passStart).Seconds())
+	defer func() { w.m.stepTime.With(labels).Observe(time.Since(start).Seconds()) }()
 	row := func(r int) []float32 { return logits[r*w.vocab : (r+1)*w.vocab] }
 	w.draws = w.draws[:0]
 	for _, sl := range w.slots {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -41,6 +42,11 @@ type serveResult struct {
 	TTFTMaxS     float64 `json:"ttft_max_s"`
 	VsOneStream  float64 `json:"aggregate_vs_one_stream,omitempty"`
 	StreamVsSolo float64 `json:"stream_vs_solo,omitempty"`
+	// From a bitvk server's /metrics (absent from others): the mean step
+	// that decoded exactly Clients streams and no prompt, and its forward
+	// pass (the rest: sampling, log-probabilities, replies).
+	StepMs float64 `json:"step_ms,omitempty"`
+	PassMs float64 `json:"pass_ms,omitempty"`
 }
 
 // streamStats is one streamed completion as its client saw it.
@@ -62,6 +68,7 @@ func runServeBench(sb serveBench, stdout, stderr io.Writer) error {
 		r := serveResult{Clients: c}
 		var ttfts, rates []float64
 		var wall time.Duration
+		before := sb.stepTotals(client)
 		for rep := 0; rep < sb.reps; rep++ {
 			stats := make([]streamStats, c)
 			errs := make([]error, c)
@@ -88,6 +95,7 @@ func runServeBench(sb serveBench, stdout, stderr io.Writer) error {
 				}
 			}
 		}
+		r.StepMs, r.PassMs = stepMeans(before, sb.stepTotals(client), c)
 		r.WallS = wall.Seconds()
 		r.AggregateTs = float64(r.Tokens) / r.WallS
 		r.TTFTMeanS, _ = meanSDf(ttfts)
@@ -118,13 +126,17 @@ func runServeBench(sb serveBench, stdout, stderr io.Writer) error {
 		return enc.Encode(results)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "streams\trequests\ttokens\taggregate t/s\tvs 1 stream\tper stream t/s\tslowest\tvs solo\tTTFT mean s\tTTFT max s\t")
+	fmt.Fprintln(tw, "streams\trequests\ttokens\taggregate t/s\tvs 1 stream\tper stream t/s\tslowest\tvs solo\tTTFT mean s\tTTFT max s\tstep ms\tpass ms\t")
 	for _, r := range results {
 		vs, solo := "-", "-"
 		if one != nil {
 			vs, solo = fmt.Sprintf("%.2f×", r.VsOneStream), fmt.Sprintf("%.2f×", r.StreamVsSolo)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%s\t%.2f\t%.2f\t%s\t%.3f\t%.3f\t\n", r.Clients, r.Requests, r.Tokens, r.AggregateTs, vs, r.StreamTs, r.MinStreamTs, solo, r.TTFTMeanS, r.TTFTMaxS)
+		step, pass := "-", "-"
+		if r.StepMs > 0 {
+			step, pass = fmt.Sprintf("%.2f", r.StepMs), fmt.Sprintf("%.2f", r.PassMs)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%s\t%.2f\t%.2f\t%s\t%.3f\t%.3f\t%s\t%s\t\n", r.Clients, r.Requests, r.Tokens, r.AggregateTs, vs, r.StreamTs, r.MinStreamTs, solo, r.TTFTMeanS, r.TTFTMaxS, step, pass)
 	}
 	return tw.Flush()
 }
@@ -199,4 +211,59 @@ func (sb serveBench) stream(client *http.Client) (streamStats, error) {
 		st.ttft = st.total
 	}
 	return st, nil
+}
+
+// stepTotals reads the step histograms' totals from the server's
+// /metrics (bitvk_step_seconds and bitvk_forward_pass_seconds, their _sum
+// and _count samples by label set), or nil where it has none: another
+// server, or metrics it does not answer.
+func (sb serveBench) stepTotals(client *http.Client) map[string]float64 {
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(sb.url, "/")+"/metrics", nil)
+	if err != nil {
+		return nil
+	}
+	if sb.key != "" {
+		req.Header.Set("Authorization", "Bearer "+sb.key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	totals := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "bitvk_step_seconds_") && !strings.HasPrefix(line, "bitvk_forward_pass_seconds_") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			totals[line[:i]] = v
+		}
+	}
+	return totals
+}
+
+// stepMeans is the mean step and pass, in ms, of the steps between two
+// readings of stepTotals that decoded exactly c streams and no prompt; 0, 0
+// when there were none or no readings.
+func stepMeans(before, after map[string]float64, c int) (stepMs, passMs float64) {
+	if before == nil || after == nil {
+		return 0, 0
+	}
+	labels := fmt.Sprintf(`{prompt="false",streams="%d"}`, c)
+	delta := func(name string) float64 { return after[name+labels] - before[name+labels] }
+	n := delta("bitvk_step_seconds_count")
+	if n <= 0 || delta("bitvk_forward_pass_seconds_count") != n {
+		return 0, 0
+	}
+	return 1e3 * delta("bitvk_step_seconds_sum") / n, 1e3 * delta("bitvk_forward_pass_seconds_sum") / n
 }

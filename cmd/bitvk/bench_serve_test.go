@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +16,12 @@ import (
 func fakeStreamServer(t *testing.T, usage bool, status int) (*httptest.Server, *atomic.Int64) {
 	var requests atomic.Int64
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" { // as a bitvk server's: a 20 ms step with a 15 ms pass per completion so far, one stream each
+			n := requests.Load()
+			fmt.Fprintf(w, "# HELP bitvk_step_seconds …\nbitvk_step_seconds_sum{prompt=\"false\",streams=\"1\"} %g\nbitvk_step_seconds_count{prompt=\"false\",streams=\"1\"} %d\n", 0.02*float64(n), n)
+			fmt.Fprintf(w, "bitvk_forward_pass_seconds_sum{prompt=\"false\",streams=\"1\"} %g\nbitvk_forward_pass_seconds_count{prompt=\"false\",streams=\"1\"} %d\n", 0.015*float64(n), n)
+			return
+		}
 		requests.Add(1)
 		var req struct {
 			MaxTokens int  `json:"max_tokens"`
@@ -63,6 +70,11 @@ func TestBenchServe(t *testing.T) {
 	}
 	if rs[0].VsOneStream != 1 || rs[0].StreamVsSolo != 1 {
 		t.Errorf("one stream against itself: %+v", rs[0])
+	}
+	// The server's own step times, for the steps of exactly that many
+	// streams: the fake's one-stream steps for one client, none for three.
+	if math.Abs(rs[0].StepMs-20) > 1e-6 || math.Abs(rs[0].PassMs-15) > 1e-6 || rs[1].StepMs != 0 || rs[1].PassMs != 0 {
+		t.Errorf("step and pass ms: one stream %v, %v (want 20, 15); three %v, %v (want none)", rs[0].StepMs, rs[0].PassMs, rs[1].StepMs, rs[1].PassMs)
 	}
 
 	noUsage, _ := fakeStreamServer(t, false, http.StatusOK)
