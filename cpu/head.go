@@ -189,7 +189,7 @@ const headTile = 16
 type headScratch struct {
 	hq    []int8  // [headTile][embd] the int8 quantization of xn (q8 head)
 	hRaw  []int32 // [headTile][vocab] the q8 head's exact sums, or nil
-	hBias []int32 // [headTile][embd/4] blockBias of hq (block heads), or nil
+	hBias []int32 // [headTile][embd/4] blockBias or nibbleBias of hq, or [headTile][embd/16] the Q6_K head's biases (sixActivations); nil for the others
 	hSix  []int8  // [headTile][embd] sixActivations of hq (Q6_K head; the biases in hBias), or nil
 	job   headJob // logits' pool job
 }

@@ -354,6 +354,18 @@ func BenchmarkTernaryMatMulFew(b *testing.B) {
 	}
 }
 
+// few runs one BenchmarkHeadFew case, name/tokens: call over a head slice
+// of values (rows·n) held in bytes, reporting its multiply-adds as GMAC/s.
+func few(b *testing.B, name string, tokens, values, bytes int, call func()) {
+	b.Run(fmt.Sprintf("%s/%d", name, tokens), func(b *testing.B) {
+		b.SetBytes(int64(bytes))
+		for b.Loop() {
+			call()
+		}
+		b.ReportMetric(float64(values)*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	})
+}
+
 // BenchmarkHeadFew: the float16, int8, block-type (Q6_K's groups of 16)
 // and Q4_0 (4.5 bits) heads over the few tokens of a speculative
 // verification pass, a 32768-row slice of the 2B head (160 MiB as
@@ -417,57 +429,27 @@ func BenchmarkHeadFew(b *testing.B) {
 				b.ReportMetric(macs/peak, "of-FMA-peak")
 			})
 			if k.name == "avx2" { // its one-token kernel per token over L2-resident blocks (the way before dotF16MatMulAVX2)
-				b.Run(fmt.Sprintf("%s/f16-rows/%d", k.name, tokens), func(b *testing.B) {
-					f := blockedF16(k.dotF16Rows)
-					b.SetBytes(int64(2 * len(w16)))
-					for b.Loop() {
-						f(w16, n, rows, x, n, n, tokens, out, rows)
-					}
-					b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-				})
+				f := blockedF16(k.dotF16Rows)
+				few(b, k.name+"/f16-rows", tokens, rows*n, 2*len(w16), func() { f(w16, n, rows, x, n, n, tokens, out, rows) })
 			}
-			b.Run(fmt.Sprintf("%s/i8/%d", k.name, tokens), func(b *testing.B) {
-				b.SetBytes(int64(len(w8)))
-				for b.Loop() {
-					k.dotI8MatMul(w8, n, rows, x8, n, n, tokens, out8, rows)
-				}
-				b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-			})
+			few(b, k.name+"/i8", tokens, rows*n, len(w8), func() { k.dotI8MatMul(w8, n, rows, x8, n, n, tokens, out8, rows) })
 			for _, v := range []struct {
 				name string
 				f    func(w []int8, scales []float32, group, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)
 			}{{"blocks", k.dotBlockMatMul}, {"blocks-rows", perRow}} {
-				b.Run(fmt.Sprintf("%s/%s/%d", k.name, v.name, tokens), func(b *testing.B) {
-					b.SetBytes(int64(len(w8) + 4*len(scales)))
-					for b.Loop() {
-						v.f(w8, scales, group, rows, x8, bias, n, tokens, out, rows)
-					}
-					b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-				})
+				few(b, k.name+"/"+v.name, tokens, rows*n, len(w8)+4*len(scales), func() { v.f(w8, scales, group, rows, x8, bias, n, tokens, out, rows) })
 			}
 			for _, v := range []struct {
 				name string
 				f    func(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)
 			}{{"nibbles", k.dotNibbleMatMul}, {"nibbles-rows", perRow4}} {
-				b.Run(fmt.Sprintf("%s/%s/%d", k.name, v.name, tokens), func(b *testing.B) {
-					b.SetBytes(int64(len(w4) + 2*len(s4)))
-					for b.Loop() {
-						v.f(w4, s4, rows, x8, bias4, n, tokens, out, rows)
-					}
-					b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-				})
+				few(b, k.name+"/"+v.name, tokens, rows*n, len(w4)+2*len(s4), func() { v.f(w4, s4, rows, x8, bias4, n, tokens, out, rows) })
 			}
 			for _, v := range []struct {
 				name string
 				f    func(w []byte, scales []byte, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int)
 			}{{"sixes", k.dotSixMatMul}, {"sixes-rows", perRow6}} {
-				b.Run(fmt.Sprintf("%s/%s/%d", k.name, v.name, tokens), func(b *testing.B) {
-					b.SetBytes(int64(len(w6) + len(s6)))
-					for b.Loop() {
-						v.f(w6, s6, rows, x6, bias6, n, tokens, out, rows)
-					}
-					b.ReportMetric(float64(rows)*n*float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-				})
+				few(b, k.name+"/"+v.name, tokens, rows*n, len(w6)+len(s6), func() { v.f(w6, s6, rows, x6, bias6, n, tokens, out, rows) })
 			}
 		}
 	}

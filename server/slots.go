@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/tokenizer"
 )
@@ -313,9 +311,9 @@ func (w *scheduler) step() {
 		}
 		return
 	}
-	labels := prometheus.Labels{"streams": strconv.Itoa(streams), "prompt": strconv.FormatBool(prompt)}
-	w.m.passTime.With(labels).Observe(time.Since(passStart).Seconds())
-	defer func() { w.m.stepTime.With(labels).Observe(time.Since(start).Seconds()) }()
+	labels := []string{strconv.Itoa(streams), strconv.FormatBool(prompt)} // streams, prompt
+	w.m.passTime.WithLabelValues(labels...).Observe(time.Since(passStart).Seconds())
+	defer func() { w.m.stepTime.WithLabelValues(labels...).Observe(time.Since(start).Seconds()) }()
 	row := func(r int) []float32 { return logits[r*w.vocab : (r+1)*w.vocab] }
 	w.draws = w.draws[:0]
 	for _, sl := range w.slots {

@@ -31,6 +31,7 @@ package main
 
 import (
 	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/gotypes"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 )
@@ -47,18 +48,8 @@ func genDotSixRows(name string, evex bool, doc ...string) {
 	TEXT(kernelName(name), NOSPLIT, dotSixRowsSig)
 	Pragma("noescape")
 	kernelDoc(name, doc...)
-	codeRowBytes := func() reg.GPVirtual { // 3n/4
-		r := load(Param("x").Len())
-		SHRQ(U8(2), r)
-		LEAQ(Mem{Base: r, Index: r, Scale: 2}, r)
-		return r
-	}
-	scaleRowBytes := func() reg.GPVirtual { // 3n/32
-		r := load(Param("x").Len())
-		SHRQ(U8(5), r)
-		LEAQ(Mem{Base: r, Index: r, Scale: 2}, r)
-		return r
-	}
+	codeRowBytes := func() reg.GPVirtual { return threeOver(Param("x").Len(), 2) }  // 3n/4
+	scaleRowBytes := func() reg.GPVirtual { return threeOver(Param("x").Len(), 5) } // 3n/32
 	vec := YMM
 	if evex {
 		vec = ZMM
@@ -96,6 +87,16 @@ func genDotSixRows(name string, evex bool, doc ...string) {
 	blockRows(rowSums, codeRowBytes, scaleRowBytes)
 	VZEROUPPER()
 	RET()
+}
+
+// threeOver returns a new register holding 3·(n >> shift), n the value of
+// the argument c: the bytes of a row's six-bit codes (shift 2) or scales
+// (shift 5) for n values.
+func threeOver(c gotypes.Component, shift uint8) reg.GPVirtual {
+	r := load(c)
+	SHRQ(U8(shift), r)
+	LEAQ(Mem{Base: r, Index: r, Scale: 2}, r)
+	return r
 }
 
 // sixShifts: how chunk c's bits 5:4 reach bits 5:4 of a byte from the
@@ -247,12 +248,8 @@ const sixMatMulTokens = 5
 func genDotSixMatMulVNNI() {
 	genNibbleConsts()
 	// 3n/4 bytes of codes, 3n/32 of scales; n/16 int32 biases a token.
-	genTiles("dotSixMatMul", dotSixMatMulSig, sixMatMulTokens, "dotSixRowsVNNI", 3, 2, func() reg.GPVirtual {
-		r := load(Param("n"))
-		SHRQ(U8(2), r)
-		LEAQ(Mem{Base: r, Index: r, Scale: 2}, r)
-		return r
-	}, "six", (*rowTiles).sixTile)
+	genTiles("dotSixMatMul", dotSixMatMulSig, sixMatMulTokens, "dotSixRowsVNNI", 3, 2,
+		func() reg.GPVirtual { return threeOver(Param("n"), 2) }, "six", (*rowTiles).sixTile)
 }
 
 // sixTile emits one dotSixMatMulVNNI tile of R rows × T tokens.
