@@ -58,10 +58,6 @@ var amxKernels = func() kernels {
 	k := avx512VNNIKernels
 	k.name = "amx"
 	k.ternaryMatMul = checkTernaryMatMul(ternaryMatMulAMX)
-	// The float16 head streams faster from DRAM on these Intel CPUs with a
-	// prefetch per line (tools/asmgen/float.go, genDotF16RowsAVX512); the
-	// same bits, so dotF16MatMul still equals it.
-	k.dotF16Rows = checkDotF16Rows(dotF16RowsAVX512Lines)
 	k.int8Loop = func(iters int) { amxLoop(iters, &amxTileConfig[0]) }
 	k.int8MACs = 6 * 16 * 16 * 64
 	return k

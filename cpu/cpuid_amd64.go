@@ -54,3 +54,31 @@ func forCPU[F any](sw, hw F) F {
 	}
 	return sw
 }
+
+// linePrefetches says whether this CPU streams the head kernels' rows
+// (float16, int8, int8 with group scales, Q4_0) faster from DRAM with a
+// software prefetch per 64-byte line of each row than with one per 256
+// bytes: Intel's. On the Intel Xeon VM (Emerald Rapids), whose read probe
+// streams 12-16 GB/s from one core, the rows of the 2B shape's heads read
+// 0.88-0.99 of the probe with a prefetch per line against 0.76-0.95 with
+// one per 256 bytes, on one thread and on two (docs/KERNELS.md); on the
+// Zen 4 VM one per 256 bytes was the faster. The ternary and Q6_K row
+// kernels prefetch every line on every CPU that prefetches.
+var linePrefetches = func() bool {
+	vendor, _ := cpuVendorFamily()
+	return vendor == "GenuineIntel"
+}()
+
+// forPrefetcher returns hw on CPUs with hwPrefetcher, lines on CPUs with
+// linePrefetches, else steps: the versions of a row kernel with no
+// software prefetch, one per line and one per 256 bytes of each row (the
+// same bits).
+func forPrefetcher[F any](steps, lines, hw F) F {
+	switch {
+	case hwPrefetcher:
+		return hw
+	case linePrefetches:
+		return lines
+	}
+	return steps
+}

@@ -20,8 +20,9 @@ func TestCPUVendorFamily(t *testing.T) {
 	t.Logf("%s family %#x", vendor, family)
 }
 
-// TestPrefetchVersions: the prefetch versions of dotF16RowsAVX512,
-// ternaryRowsVNNI, dotI8RowsVNNI, dotBlockRowsVNNI, dotNibbleRowsVNNI and dotSixRowsVNNI, and of the
+// TestPrefetchVersions: the prefetch versions (HW, Lines) of
+// dotF16RowsAVX512, ternaryRowsVNNI, dotI8RowsVNNI, dotBlockRowsVNNI,
+// dotNibbleRowsVNNI and dotSixRowsVNNI, and of the
 // few-token kernels (ternaryMatMulVNNI, dotI8MatMulVNNI, dotF16MatMul,
 // dotBlockMatMulVNNI, dotNibbleMatMulVNNI, dotSixMatMulVNNI),
 // whichever this machine takes, give the bits of the plain ones on every
@@ -66,9 +67,14 @@ func TestPrefetchVersions(t *testing.T) {
 				w = nil
 			}
 			dotI8RowsVNNI(w, stride, x, want)
-			dotI8RowsVNNIHW(w, stride, x, out)
-			if !slices.Equal(out, want) {
-				t.Fatalf("dotI8RowsVNNIHW: n %d rows %d stride %d:\n got %v\nwant %v", n, rows, stride, out, want)
+			for name, f := range map[string]func(w []int8, stride int, x []int8, out []int32){
+				"HW": dotI8RowsVNNIHW, "Lines": dotI8RowsVNNILines,
+			} {
+				clear(out)
+				f(w, stride, x, out)
+				if !slices.Equal(out, want) {
+					t.Fatalf("dotI8RowsVNNI%s: n %d rows %d stride %d:\n got %v\nwant %v", name, n, rows, stride, out, want)
+				}
 			}
 		}
 	}
@@ -97,10 +103,15 @@ func TestPrefetchVersions(t *testing.T) {
 				blockBias(x, bias)
 				want, out := make([]float32, rows), make([]float32, rows)
 				dotBlockRowsVNNI(w, scales, group, x, bias, want)
-				dotBlockRowsVNNIHW(w, scales, group, x, bias, out)
-				for r := range out {
-					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
-						t.Fatalf("dotBlockRowsVNNIHW: group %d n %d rows %d row %d: %g, dotBlockRowsVNNI %g", group, n, rows, r, out[r], want[r])
+				for name, f := range map[string]func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32){
+					"HW": dotBlockRowsVNNIHW, "Lines": dotBlockRowsVNNILines,
+				} {
+					clear(out)
+					f(w, scales, group, x, bias, out)
+					for r := range out {
+						if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
+							t.Fatalf("dotBlockRowsVNNI%s: group %d n %d rows %d row %d: %g, dotBlockRowsVNNI %g", name, group, n, rows, r, out[r], want[r])
+						}
 					}
 				}
 			}
@@ -113,10 +124,15 @@ func TestPrefetchVersions(t *testing.T) {
 			nibbleBias(x, bias)
 			want, out := make([]float32, rows), make([]float32, rows)
 			dotNibbleRowsVNNI(w, scales, x, bias, want)
-			dotNibbleRowsVNNIHW(w, scales, x, bias, out)
-			for r := range out {
-				if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
-					t.Fatalf("dotNibbleRowsVNNIHW: n %d rows %d row %d: %g, dotNibbleRowsVNNI %g", n, rows, r, out[r], want[r])
+			for name, f := range map[string]func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32){
+				"HW": dotNibbleRowsVNNIHW, "Lines": dotNibbleRowsVNNILines,
+			} {
+				clear(out)
+				f(w, scales, x, bias, out)
+				for r := range out {
+					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
+						t.Fatalf("dotNibbleRowsVNNI%s: n %d rows %d row %d: %g, dotNibbleRowsVNNI %g", name, n, rows, r, out[r], want[r])
+					}
 				}
 			}
 		}

@@ -392,3 +392,18 @@ func dotSixMatMulVNNI(w []byte, scales []byte, rows int, x []int8, xBias []int32
 //
 //go:noescape
 func dotSixMatMulVNNIHW(w []byte, scales []byte, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
+
+// dotI8RowsVNNILines is dotI8RowsVNNI (the same bits) prefetching every 64-byte line of each row.
+//
+//go:noescape
+func dotI8RowsVNNILines(w []int8, stride int, x []int8, out []int32)
+
+// dotBlockRowsVNNILines is dotBlockRowsVNNI (the same bits) prefetching every 64-byte line of each row.
+//
+//go:noescape
+func dotBlockRowsVNNILines(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
+// dotNibbleRowsVNNILines is dotNibbleRowsVNNI (the same bits) prefetching every 64-byte line of each row.
+//
+//go:noescape
+func dotNibbleRowsVNNILines(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)

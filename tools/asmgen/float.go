@@ -62,15 +62,16 @@ func ifRoom(i, n reg.GPVirtual, step int, body func()) {
 // handles width units at offset i+d of each row, prefetching them when pf;
 // step units (a multiple of width) per iteration with one prefetch per row,
 // then width at a time without, while that many are left (the head
-// kernels' 256 bytes of a row per prefetch: see f16Step).
+// kernels' 256 bytes of a row per prefetch: see f16Step). In an everyLine
+// every body prefetches (a width of 64 bytes: one line of each row).
 func streamLoop(i, n reg.GPVirtual, step, width int, body func(d int, pf bool)) {
 	blockLoop(i, roundDown(n, step), step, func() {
 		for d := 0; d < step; d += width {
-			body(d, d == 0)
+			body(d, d == 0 || linePrefetch)
 		}
 	})
 	whileRoom(i, n, width, func() {
-		body(0, false)
+		body(0, linePrefetch)
 		ADDQ(U8(width), i) // width < 128
 	})
 }
@@ -213,31 +214,23 @@ func genDotF16RowsAVX2() {
 }
 
 // genDotF16RowsAVX512 writes dotF16RowsAVX512, which prefetches each row
-// once per step of f16Step elements (256 bytes), and, with lines set,
+// once per step of f16Step elements (256 bytes); in an everyLine,
 // dotF16RowsAVX512Lines, the same arithmetic prefetching every 64-byte line
-// of each row; in a withoutPrefetch, the HW version of either, with no
-// prefetch at all. Which streams faster depends on the machine
+// of each row; in a withoutPrefetch, the HW version, with no prefetch at
+// all. Which streams faster depends on the machine
 // (BenchmarkDotF16Rows, the versions alternated in one process): on the
 // Zen 4 VM one prefetch per 256 bytes read 0.89-0.97 of the read probe
 // against 0.76-0.79 per line (see f16Step); on the Intel Xeon VM (Emerald
 // Rapids) one per line read 0.88-0.92 against 0.77-0.80 per 256 bytes; on
 // the Zen 5 VM none at all read 0.85-0.88 against 0.76-0.79 per line and
 // 0.65-0.73 per 256 bytes, at any distance ahead from 4 to 32 KiB and with
-// PREFETCHT0, T1 or NTA. The amx set, whose CPUs are Intel's, takes the
-// Lines version; avx512vnni the per-step one, or dotF16RowsAVX512HW on
-// AMD's family 1Ah (Zen 5: hwPrefetcher in cpu/cpuid_amd64.go).
-func genDotF16RowsAVX512(lines bool) {
-	base := "dotF16RowsAVX512"
-	if lines {
-		base += "Lines"
-	}
-	TEXT(kernelName(base), NOSPLIT, dotF16RowsSig)
+// PREFETCHT0, T1 or NTA. The sets take the version of the CPU's
+// prefetchStyle (cpu/cpuid_amd64.go): Lines on Intel's, HW on AMD's family
+// 1Ah (Zen 5), the per-step one on the others.
+func genDotF16RowsAVX512() {
+	TEXT(kernelName("dotF16RowsAVX512"), NOSPLIT, dotF16RowsSig)
 	Pragma("noescape")
-	if lines {
-		kernelDoc(base, fmt.Sprintf("%s is dotF16RowsAVX512 (the same bits) prefetching every 64-byte line of each row.", base))
-	} else {
-		kernelDoc(base, fmt.Sprintf("%s is dotF16Rows with AVX-512: 4 rows at a time, one accumulator each, %d elements per step, masked tail.", base, f16Step))
-	}
+	kernelDoc("dotF16RowsAVX512", fmt.Sprintf("dotF16RowsAVX512 is dotF16Rows with AVX-512: 4 rows at a time, one accumulator each, %d elements per step, masked tail.", f16Step))
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
 
@@ -248,7 +241,6 @@ func genDotF16RowsAVX512(lines bool) {
 		acc := zmms(R)
 		i := GP64()
 		streamLoop(i, n, f16Step, 32, func(e int, pf bool) {
-			pf = pf || lines
 			for c := 0; c < 2; c++ {
 				xc := ZMM()
 				VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 4 * (e + 16*c)}, xc)

@@ -44,9 +44,9 @@ func main() {
 	genTernaryMatMulVNNI()
 	withoutPrefetch(genTernaryMatMulVNNI)
 	genDotF16RowsAVX2()
-	genDotF16RowsAVX512(false)
-	genDotF16RowsAVX512(true)
-	withoutPrefetch(func() { genDotF16RowsAVX512(false) })
+	genDotF16RowsAVX512()
+	everyLine(genDotF16RowsAVX512)
+	withoutPrefetch(genDotF16RowsAVX512)
 	genAxpyF16AVX2()
 	genAxpyF16AVX512()
 	genAxpyF16RowsAVX512()
@@ -112,6 +112,9 @@ func main() {
 	withoutPrefetch(genDotSixRowsVNNI)
 	genDotSixMatMulVNNI()
 	withoutPrefetch(genDotSixMatMulVNNI)
+	everyLine(genDotI8RowsVNNI)
+	everyLine(genDotBlockRowsVNNI)
+	everyLine(genDotNibbleRowsVNNI)
 
 	Generate()
 }
@@ -234,23 +237,46 @@ func fewTokenPrefetches(near bool, gen func()) {
 	}
 }
 
-// kernelName returns name, or name+"HW" in a withoutPrefetch.
+// linePrefetch, while set, makes streamLoop's bodies prefetch each of
+// their chunks (a 64-byte line of each row) instead of one per step of
+// 256 bytes: the "Lines" version of a row kernel, for Intel's cores, whose
+// read probe streams from one core at 12-16 GB/s and whose kernels keep
+// up with it only with a prefetch per line (cpu.prefetchStyle; see
+// genDotF16RowsAVX512 and docs/KERNELS.md).
+var linePrefetch bool
+
+// everyLine runs gen with linePrefetch set: it writes the Lines version of
+// gen's kernel, named by kernelName.
+func everyLine(gen func()) {
+	linePrefetch = true
+	defer func() { linePrefetch = false }()
+	gen()
+}
+
+// kernelName returns name, or name+"HW" in a withoutPrefetch, or
+// name+"Lines" in an everyLine.
 func kernelName(name string) string {
-	if hwPrefetchOnly {
+	switch {
+	case hwPrefetchOnly:
 		return name + "HW"
+	case linePrefetch:
+		return name + "Lines"
 	}
 	return name
 }
 
 // kernelDoc writes the doc of the function just begun, plain's kernel:
 // doc, or in a withoutPrefetch that it is plain (the same bits) without
-// software prefetches.
+// software prefetches, or in an everyLine that it prefetches every line.
 func kernelDoc(plain string, doc ...string) {
-	if hwPrefetchOnly {
+	switch {
+	case hwPrefetchOnly:
 		Doc(plain + "HW is " + plain + " (the same bits) without software prefetches.")
-		return
+	case linePrefetch:
+		Doc(plain + "Lines is " + plain + " (the same bits) prefetching every 64-byte line of each row.")
+	default:
+		Doc(doc...)
 	}
-	Doc(doc...)
 }
 
 // broadcastParam loads the float32 argument name into every lane of a new
