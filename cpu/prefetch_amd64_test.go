@@ -1,0 +1,128 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// BenchmarkPrefetchVersions: the versions of each head row kernel that
+// differ only in their software prefetches (one per 256 bytes of a row,
+// "steps"; one per 64-byte line, "lines"; none, "hw": the same bits,
+// TestPrefetchVersions) over a whole head of the 2B shape from DRAM, on
+// one thread and on every CPU, each iteration running every version once
+// and the read probe after each, so that all see the same moments of a
+// VM's bandwidth. It reports each version's rate over the probe's
+// (VERSION-of-probe, the sums of the times over the iterations) and names
+// the one this CPU's sets take (forPrefetcher) in the sub-benchmark: run it
+// on a new kind of CPU to see whether that choice holds there.
+//
+//	go test -run '^$' -bench PrefetchVersions -benchtime 10x ./cpu
+func BenchmarkPrefetchVersions(b *testing.B) {
+	if !hasAVX2 || !hasAVX512VNNI {
+		b.Skip("no AVX-512 VNNI on this CPU: the versions cannot run")
+	}
+	const rows, n = 128256, 2560 // the 2B shape's head: 657 MB in float16
+	type version struct {
+		name string
+		op   func(p *pool)
+	}
+	type kernel struct {
+		name     string
+		bytes    int
+		versions []version // steps, lines, hw
+	}
+	var kernels []kernel
+
+	w16, xf, outF := f16Head(rows, n)
+	f16 := func(f func(w []uint16, stride int, x []float32, out []float32)) func(p *pool) {
+		return func(p *pool) {
+			p.runChunks(rows, 64, func(_, lo, hi int) { f(w16[lo*n:], n, xf, outF[lo:hi]) })
+		}
+	}
+	kernels = append(kernels, kernel{"dotF16Rows", 2 * len(w16), []version{
+		{"steps", f16(dotF16RowsAVX512)}, {"lines", f16(dotF16RowsAVX512Lines)}, {"hw", f16(dotF16RowsAVX512HW)}}})
+
+	w8, x8, bias := blockHead(rows, n)
+	outI := make([]int32, rows)
+	i8 := func(f func(w []int8, stride int, x []int8, out []int32)) func(p *pool) {
+		return func(p *pool) {
+			p.runChunks(rows, 64, func(_, lo, hi int) { f(w8[lo*n:], n, x8, outI[lo:hi]) })
+		}
+	}
+	kernels = append(kernels, kernel{"dotI8Rows", len(w8), []version{
+		{"steps", i8(dotI8RowsVNNI)}, {"lines", i8(dotI8RowsVNNILines)}, {"hw", i8(dotI8RowsVNNIHW)}}})
+
+	for _, group := range []int{16, 32} {
+		scales := blockScales(rows, n, group)
+		g := n / group
+		blocks := func(f func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)) func(p *pool) {
+			return func(p *pool) {
+				p.runChunks(rows, 64, func(_, lo, hi int) {
+					f(w8[lo*n:hi*n], scales[lo*g:hi*g], group, x8, bias, outF[lo:hi])
+				})
+			}
+		}
+		kernels = append(kernels, kernel{fmt.Sprintf("dotBlockRows/group%d", group), len(w8) + 4*len(scales), []version{
+			{"steps", blocks(dotBlockRowsVNNI)}, {"lines", blocks(dotBlockRowsVNNILines)}, {"hw", blocks(dotBlockRowsVNNIHW)}}})
+	}
+
+	// Q4_0 in its 4.5 bits: twice the rows, 370 MB.
+	wn, sn, xn, bn := nibbleHead(2*rows, n)
+	outN := make([]float32, 2*rows)
+	nibbles := func(f func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)) func(p *pool) {
+		return func(p *pool) {
+			p.runChunks(2*rows, 64, func(_, lo, hi int) {
+				f(wn[lo*n/2:hi*n/2], sn[lo*n/32:hi*n/32], xn, bn, outN[lo:hi])
+			})
+		}
+	}
+	kernels = append(kernels, kernel{"dotNibbleRows", len(wn) + 2*len(sn), []version{
+		{"steps", nibbles(dotNibbleRowsVNNI)}, {"lines", nibbles(dotNibbleRowsVNNILines)}, {"hw", nibbles(dotNibbleRowsVNNIHW)}}})
+
+	threads := []int{1}
+	if c := runtime.NumCPU(); c > 1 {
+		threads = append(threads, c)
+	}
+	chosen := forPrefetcher("steps", "lines", "hw")
+	for _, kn := range kernels {
+		for _, t := range threads {
+			b.Run(fmt.Sprintf("%s/threads%d/takes-%s", kn.name, t, chosen), func(b *testing.B) {
+				p := newPool(t)
+				defer p.close()
+				probe, err := NewBandwidthProbe(t, 512<<20)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer probe.Close()
+				kernel := make([]time.Duration, len(kn.versions))
+				var read time.Duration
+				for b.Loop() {
+					for j, v := range kn.versions {
+						start := time.Now()
+						v.op(p)
+						kernel[j] += time.Since(start)
+						b.StopTimer()
+						start = time.Now()
+						if _, err := probe.Measure(1); err != nil {
+							b.Fatal(err)
+						}
+						read += time.Since(start)
+						b.StartTimer()
+					}
+				}
+				// The probe ran once after every call of every version.
+				iters := float64(b.N)
+				probeRate := float64(len(probe.buf)) * iters * float64(len(kn.versions)) / read.Seconds()
+				for j, v := range kn.versions {
+					rate := float64(kn.bytes) * iters / kernel[j].Seconds()
+					b.ReportMetric(rate/probeRate, v.name+"-of-probe")
+				}
+				b.ReportMetric(probeRate/1e9, "probe-GB/s")
+			})
+		}
+	}
+}
