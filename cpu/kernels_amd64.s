@@ -68966,3 +68966,208 @@ roomdone_1774:
 noodd_1770:
 	VZEROUPPER
 	RET
+
+DATA expinvstep<>+0(SB)/4, $0x652b82fe
+DATA expinvstep<>+4(SB)/4, $0x40a71547
+GLOBL expinvstep<>(SB), RODATA|NOPTR, $8
+
+DATA expshifter<>+0(SB)/4, $0x00000000
+DATA expshifter<>+4(SB)/4, $0x43380000
+GLOBL expshifter<>(SB), RODATA|NOPTR, $8
+
+DATA expstephi<>+0(SB)/4, $0xfee00000
+DATA expstephi<>+4(SB)/4, $0x3f362e42
+GLOBL expstephi<>(SB), RODATA|NOPTR, $8
+
+DATA expsteplo<>+0(SB)/4, $0x35793c76
+DATA expsteplo<>+4(SB)/4, $0x3d3a39ef
+GLOBL expsteplo<>(SB), RODATA|NOPTR, $8
+
+DATA expone<>+0(SB)/4, $0x00000000
+DATA expone<>+4(SB)/4, $0x3ff00000
+GLOBL expone<>(SB), RODATA|NOPTR, $8
+
+DATA exphalf<>+0(SB)/4, $0x00000000
+DATA exphalf<>+4(SB)/4, $0x3fe00000
+GLOBL exphalf<>(SB), RODATA|NOPTR, $8
+
+DATA expsixth<>+0(SB)/4, $0x55555555
+DATA expsixth<>+4(SB)/4, $0x3fc55555
+GLOBL expsixth<>(SB), RODATA|NOPTR, $8
+
+DATA explimit<>+0(SB)/4, $0x00000000
+DATA explimit<>+4(SB)/4, $0xc0862000
+GLOBL explimit<>(SB), RODATA|NOPTR, $8
+
+DATA expbias<>+0(SB)/4, $0x000003ff
+DATA expbias<>+4(SB)/4, $0x00000000
+GLOBL expbias<>(SB), RODATA|NOPTR, $8
+
+DATA explow11<>+0(SB)/4, $0x000007ff
+DATA explow11<>+4(SB)/4, $0x00000000
+GLOBL explow11<>(SB), RODATA|NOPTR, $8
+
+// func expSumAVX512(x []float32, m float64, table *float64) float64
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, BMI2, SSE2
+TEXT ·expSumAVX512(SB), NOSPLIT, $0-48
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	MOVQ         table+32(FP), DX
+	MOVSD        m+24(FP), X0
+	VBROADCASTSD X0, Z0
+	VBROADCASTSD expinvstep<>+0(SB), Z5
+	VBROADCASTSD expshifter<>+0(SB), Z6
+	VBROADCASTSD expstephi<>+0(SB), Z7
+	VBROADCASTSD expsteplo<>+0(SB), Z8
+	VBROADCASTSD expone<>+0(SB), Z9
+	VBROADCASTSD exphalf<>+0(SB), Z10
+	VBROADCASTSD expsixth<>+0(SB), Z11
+	VBROADCASTSD explimit<>+0(SB), Z12
+	VPBROADCASTQ expbias<>+0(SB), Z13
+	VPBROADCASTQ explow11<>+0(SB), Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	XORQ         BX, BX
+
+room_1775:
+	LEAQ       16(BX), SI
+	CMPQ       SI, CX
+	JA         roomdone_1776
+	VCVTPS2PD  (AX)(BX*4), Z17
+	VSUBPD     Z0, Z17, Z17
+	VCMPPD     $0x1e, Z12, Z17, K1
+	VMULPD     Z5, Z17, Z18
+	VADDPD     Z6, Z18, Z18
+	VSUBPD     Z6, Z18, Z19
+	VMULPD     Z7, Z19, Z18
+	VSUBPD     Z18, Z17, Z17
+	VMULPD     Z8, Z19, Z18
+	VSUBPD     Z18, Z17, Z17
+	VCVTTPD2QQ Z19, Z18
+	VMULPD     Z11, Z17, Z19
+	VADDPD     Z10, Z19, Z19
+	VMULPD     Z17, Z17, Z20
+	VMULPD     Z19, Z20, Z19
+	VADDPD     Z9, Z17, Z20
+	VADDPD     Z19, Z20, Z20
+	VPSRAQ     $0x0b, Z18, Z17
+	VPADDQ     Z13, Z17, Z17
+	VPSLLQ     $0x34, Z17, Z17
+	VPANDQ     Z14, Z18, Z18
+	VPXORQ     Z1, Z1, Z1
+	KMOVB      K1, K2
+	VGATHERQPD (DX)(Z18*8), K2, Z1
+	VMULPD     Z17, Z1, Z1
+	VMULPD     Z20, Z1, Z1
+	VADDPD     Z1, Z15, K1, Z15
+	VCVTPS2PD  32(AX)(BX*4), Z17
+	VSUBPD     Z0, Z17, Z17
+	VCMPPD     $0x1e, Z12, Z17, K1
+	VMULPD     Z5, Z17, Z18
+	VADDPD     Z6, Z18, Z18
+	VSUBPD     Z6, Z18, Z19
+	VMULPD     Z7, Z19, Z18
+	VSUBPD     Z18, Z17, Z17
+	VMULPD     Z8, Z19, Z18
+	VSUBPD     Z18, Z17, Z17
+	VCVTTPD2QQ Z19, Z18
+	VMULPD     Z11, Z17, Z19
+	VADDPD     Z10, Z19, Z19
+	VMULPD     Z17, Z17, Z20
+	VMULPD     Z19, Z20, Z19
+	VADDPD     Z9, Z17, Z20
+	VADDPD     Z19, Z20, Z20
+	VPSRAQ     $0x0b, Z18, Z17
+	VPADDQ     Z13, Z17, Z17
+	VPSLLQ     $0x34, Z17, Z17
+	VPANDQ     Z14, Z18, Z18
+	VPXORQ     Z2, Z2, Z2
+	KMOVB      K1, K2
+	VGATHERQPD (DX)(Z18*8), K2, Z2
+	VMULPD     Z17, Z2, Z2
+	VMULPD     Z20, Z2, Z2
+	VADDPD     Z2, Z16, K1, Z16
+	ADDQ       $0x10, BX
+	JMP        room_1775
+
+roomdone_1776:
+room_1777:
+	LEAQ       8(BX), SI
+	CMPQ       SI, CX
+	JA         roomdone_1778
+	VCVTPS2PD  (AX)(BX*4), Z1
+	VSUBPD     Z0, Z1, Z1
+	VCMPPD     $0x1e, Z12, Z1, K1
+	VMULPD     Z5, Z1, Z2
+	VADDPD     Z6, Z2, Z2
+	VSUBPD     Z6, Z2, Z17
+	VMULPD     Z7, Z17, Z2
+	VSUBPD     Z2, Z1, Z1
+	VMULPD     Z8, Z17, Z2
+	VSUBPD     Z2, Z1, Z1
+	VCVTTPD2QQ Z17, Z2
+	VMULPD     Z11, Z1, Z17
+	VADDPD     Z10, Z17, Z17
+	VMULPD     Z1, Z1, Z18
+	VMULPD     Z17, Z18, Z17
+	VADDPD     Z9, Z1, Z18
+	VADDPD     Z17, Z18, Z18
+	VPSRAQ     $0x0b, Z2, Z1
+	VPADDQ     Z13, Z1, Z1
+	VPSLLQ     $0x34, Z1, Z1
+	VPANDQ     Z14, Z2, Z2
+	VPXORQ     Z3, Z3, Z3
+	KMOVB      K1, K2
+	VGATHERQPD (DX)(Z2*8), K2, Z3
+	VMULPD     Z1, Z3, Z3
+	VMULPD     Z18, Z3, Z3
+	VADDPD     Z3, Z15, K1, Z15
+	ADDQ       $0x08, BX
+	JMP        room_1777
+
+roomdone_1778:
+	SUBQ        BX, CX
+	TESTQ       CX, CX
+	JZ          notail_1779
+	MOVQ        $-1, SI
+	BZHIQ       CX, SI, CX
+	KMOVQ       CX, K1
+	VCVTPS2PD.Z (AX)(BX*4), K1, Z1
+	VSUBPD      Z0, Z1, Z1
+	VCMPPD      $0x1e, Z12, Z1, K1, K1
+	VMULPD      Z5, Z1, Z0
+	VADDPD      Z6, Z0, Z0
+	VSUBPD      Z6, Z0, Z2
+	VMULPD      Z7, Z2, Z0
+	VSUBPD      Z0, Z1, Z1
+	VMULPD      Z8, Z2, Z0
+	VSUBPD      Z0, Z1, Z1
+	VCVTTPD2QQ  Z2, Z0
+	VMULPD      Z11, Z1, Z2
+	VADDPD      Z10, Z2, Z2
+	VMULPD      Z1, Z1, Z3
+	VMULPD      Z2, Z3, Z2
+	VADDPD      Z9, Z1, Z3
+	VADDPD      Z2, Z3, Z3
+	VPSRAQ      $0x0b, Z0, Z1
+	VPADDQ      Z13, Z1, Z1
+	VPSLLQ      $0x34, Z1, Z1
+	VPANDQ      Z14, Z0, Z0
+	VPXORQ      Z4, Z4, Z4
+	KMOVB       K1, K2
+	VGATHERQPD  (DX)(Z0*8), K2, Z4
+	VMULPD      Z1, Z4, Z4
+	VMULPD      Z3, Z4, Z4
+	VADDPD      Z4, Z16, K1, Z16
+
+notail_1779:
+	VADDPD        Z16, Z15, Z15
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPD        Y0, Y15, Y15
+	VEXTRACTF128  $0x01, Y15, X0
+	VADDPD        X0, X15, X15
+	VUNPCKHPD     X15, X15, X0
+	VADDSD        X0, X15, X15
+	MOVSD         X15, ret+40(FP)
+	VZEROUPPER
+	RET

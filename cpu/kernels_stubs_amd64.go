@@ -407,3 +407,9 @@ func dotBlockRowsVNNILines(w []int8, scales []float32, group int, x []int8, xBia
 //
 //go:noescape
 func dotNibbleRowsVNNILines(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
+
+// expSumAVX512 is Σ exp(x_i − m) with each term as nn.ExpSum computes it, 8 float64
+// lanes a step (see asmgen's expsum.go); m must be finite.
+//
+//go:noescape
+func expSumAVX512(x []float32, m float64, table *float64) float64

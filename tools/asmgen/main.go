@@ -115,6 +115,8 @@ func main() {
 	everyLine(genDotI8RowsVNNI)
 	everyLine(genDotBlockRowsVNNI)
 	everyLine(genDotNibbleRowsVNNI)
+	genExpSumConsts()
+	genExpSumAVX512()
 
 	Generate()
 }
