@@ -17,14 +17,33 @@ func goExpSum(x []float32, m float64) float64 {
 	return nn.ExpSum(x, m)
 }
 
-// TestExpSumAVX512: each term as nn's Go loop computes it (one-element
-// sums, within an ulp), and sums of every length to 300 and of a whole
-// vocabulary within n·2⁻⁵³ of math.Exp's, over logits with NaNs, −∞ and
-// terms below e^−708 among them.
-func TestExpSumAVX512(t *testing.T) {
-	if !hasExpSumAVX512 {
-		t.Skip("no AVX-512 F/DQ/BW on this CPU: nn.ExpSum stays its Go loop")
+// expSumKernels are the kernels this CPU runs, by name.
+func expSumKernels() map[string]func(x []float32, m float64) float64 {
+	ks := map[string]func(x []float32, m float64) float64{}
+	if hasExpSumAVX512 {
+		ks["avx512"] = func(x []float32, m float64) float64 { return expSumAVX512(x, m, &expSumTable[0]) }
 	}
+	if hasAVX2 {
+		ks["avx2"] = func(x []float32, m float64) float64 { return expSumAVX2(x, m, &expSumTable[0]) }
+	}
+	return ks
+}
+
+// TestExpSumKernels: for expSumAVX512 and expSumAVX2, each term as nn's
+// Go loop computes it (one-element sums, within an ulp), and sums of every
+// length to 300 and of a whole vocabulary within n·2⁻⁵³ of math.Exp's,
+// over logits with NaNs, −∞ and terms below e^−708 among them.
+func TestExpSumKernels(t *testing.T) {
+	ks := expSumKernels()
+	if len(ks) == 0 {
+		t.Skip("no AVX2 on this CPU: nn.ExpSum stays its Go loop")
+	}
+	for name, f := range ks {
+		t.Run(name, func(t *testing.T) { testExpSum(t, f) })
+	}
+}
+
+func testExpSum(t *testing.T, expSumVector func(x []float32, m float64) float64) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	// One term at a time, across the exponent range and the table's
 	// entries: d from 0 down past −708.
@@ -117,23 +136,23 @@ func TestExpSumAVX512(t *testing.T) {
 }
 
 func BenchmarkExpSumVector(b *testing.B) {
-	if !hasExpSumAVX512 {
-		b.Skip("no AVX-512 F/DQ/BW")
-	}
 	x := make([]float32, 128256)
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := range x {
 		x[i] = float32(r.NormFloat64() * 4)
 	}
-	for _, c := range []struct {
-		name string
-		f    func([]float32, float64) float64
-	}{{"avx512", expSumVector}, {"go", goExpSum}} {
-		b.Run(c.name, func(b *testing.B) {
+	ks := expSumKernels()
+	ks["go"] = goExpSum
+	for _, name := range []string{"avx512", "avx2", "go"} {
+		f, ok := ks[name]
+		if !ok {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(4 * len(x)))
 			var s float64
 			for b.Loop() {
-				s += c.f(x, 40)
+				s += f(x, 40)
 			}
 			if !(s > 0) {
 				b.Fatal(s)

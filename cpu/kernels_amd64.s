@@ -69171,3 +69171,281 @@ notail_1779:
 	MOVSD         X15, ret+40(FP)
 	VZEROUPPER
 	RET
+
+DATA expinvstep4<>+0(SB)/4, $0x652b82fe
+DATA expinvstep4<>+4(SB)/4, $0x40a71547
+DATA expinvstep4<>+8(SB)/4, $0x652b82fe
+DATA expinvstep4<>+12(SB)/4, $0x40a71547
+DATA expinvstep4<>+16(SB)/4, $0x652b82fe
+DATA expinvstep4<>+20(SB)/4, $0x40a71547
+DATA expinvstep4<>+24(SB)/4, $0x652b82fe
+DATA expinvstep4<>+28(SB)/4, $0x40a71547
+GLOBL expinvstep4<>(SB), RODATA|NOPTR, $32
+
+DATA expshifter4<>+0(SB)/4, $0x00000000
+DATA expshifter4<>+4(SB)/4, $0x43380000
+DATA expshifter4<>+8(SB)/4, $0x00000000
+DATA expshifter4<>+12(SB)/4, $0x43380000
+DATA expshifter4<>+16(SB)/4, $0x00000000
+DATA expshifter4<>+20(SB)/4, $0x43380000
+DATA expshifter4<>+24(SB)/4, $0x00000000
+DATA expshifter4<>+28(SB)/4, $0x43380000
+GLOBL expshifter4<>(SB), RODATA|NOPTR, $32
+
+DATA expstephi4<>+0(SB)/4, $0xfee00000
+DATA expstephi4<>+4(SB)/4, $0x3f362e42
+DATA expstephi4<>+8(SB)/4, $0xfee00000
+DATA expstephi4<>+12(SB)/4, $0x3f362e42
+DATA expstephi4<>+16(SB)/4, $0xfee00000
+DATA expstephi4<>+20(SB)/4, $0x3f362e42
+DATA expstephi4<>+24(SB)/4, $0xfee00000
+DATA expstephi4<>+28(SB)/4, $0x3f362e42
+GLOBL expstephi4<>(SB), RODATA|NOPTR, $32
+
+DATA expsteplo4<>+0(SB)/4, $0x35793c76
+DATA expsteplo4<>+4(SB)/4, $0x3d3a39ef
+DATA expsteplo4<>+8(SB)/4, $0x35793c76
+DATA expsteplo4<>+12(SB)/4, $0x3d3a39ef
+DATA expsteplo4<>+16(SB)/4, $0x35793c76
+DATA expsteplo4<>+20(SB)/4, $0x3d3a39ef
+DATA expsteplo4<>+24(SB)/4, $0x35793c76
+DATA expsteplo4<>+28(SB)/4, $0x3d3a39ef
+GLOBL expsteplo4<>(SB), RODATA|NOPTR, $32
+
+DATA expone4<>+0(SB)/4, $0x00000000
+DATA expone4<>+4(SB)/4, $0x3ff00000
+DATA expone4<>+8(SB)/4, $0x00000000
+DATA expone4<>+12(SB)/4, $0x3ff00000
+DATA expone4<>+16(SB)/4, $0x00000000
+DATA expone4<>+20(SB)/4, $0x3ff00000
+DATA expone4<>+24(SB)/4, $0x00000000
+DATA expone4<>+28(SB)/4, $0x3ff00000
+GLOBL expone4<>(SB), RODATA|NOPTR, $32
+
+DATA exphalf4<>+0(SB)/4, $0x00000000
+DATA exphalf4<>+4(SB)/4, $0x3fe00000
+DATA exphalf4<>+8(SB)/4, $0x00000000
+DATA exphalf4<>+12(SB)/4, $0x3fe00000
+DATA exphalf4<>+16(SB)/4, $0x00000000
+DATA exphalf4<>+20(SB)/4, $0x3fe00000
+DATA exphalf4<>+24(SB)/4, $0x00000000
+DATA exphalf4<>+28(SB)/4, $0x3fe00000
+GLOBL exphalf4<>(SB), RODATA|NOPTR, $32
+
+DATA expsixth4<>+0(SB)/4, $0x55555555
+DATA expsixth4<>+4(SB)/4, $0x3fc55555
+DATA expsixth4<>+8(SB)/4, $0x55555555
+DATA expsixth4<>+12(SB)/4, $0x3fc55555
+DATA expsixth4<>+16(SB)/4, $0x55555555
+DATA expsixth4<>+20(SB)/4, $0x3fc55555
+DATA expsixth4<>+24(SB)/4, $0x55555555
+DATA expsixth4<>+28(SB)/4, $0x3fc55555
+GLOBL expsixth4<>(SB), RODATA|NOPTR, $32
+
+DATA explimit4<>+0(SB)/4, $0x00000000
+DATA explimit4<>+4(SB)/4, $0xc0862000
+DATA explimit4<>+8(SB)/4, $0x00000000
+DATA explimit4<>+12(SB)/4, $0xc0862000
+DATA explimit4<>+16(SB)/4, $0x00000000
+DATA explimit4<>+20(SB)/4, $0xc0862000
+DATA explimit4<>+24(SB)/4, $0x00000000
+DATA explimit4<>+28(SB)/4, $0xc0862000
+GLOBL explimit4<>(SB), RODATA|NOPTR, $32
+
+DATA expbias21<>+0(SB)/4, $0x00200000
+DATA expbias21<>+4(SB)/4, $0x00000000
+DATA expbias21<>+8(SB)/4, $0x00200000
+DATA expbias21<>+12(SB)/4, $0x00000000
+DATA expbias21<>+16(SB)/4, $0x00200000
+DATA expbias21<>+20(SB)/4, $0x00000000
+DATA expbias21<>+24(SB)/4, $0x00200000
+DATA expbias21<>+28(SB)/4, $0x00000000
+GLOBL expbias21<>(SB), RODATA|NOPTR, $32
+
+DATA explow114<>+0(SB)/4, $0x000007ff
+DATA explow114<>+4(SB)/4, $0x00000000
+DATA explow114<>+8(SB)/4, $0x000007ff
+DATA explow114<>+12(SB)/4, $0x00000000
+DATA explow114<>+16(SB)/4, $0x000007ff
+DATA explow114<>+20(SB)/4, $0x00000000
+DATA explow114<>+24(SB)/4, $0x000007ff
+DATA explow114<>+28(SB)/4, $0x00000000
+GLOBL explow114<>(SB), RODATA|NOPTR, $32
+
+DATA exptailmask<>+0(SB)/4, $0xffffffff
+DATA exptailmask<>+4(SB)/4, $0xffffffff
+DATA exptailmask<>+8(SB)/4, $0xffffffff
+DATA exptailmask<>+12(SB)/4, $0xffffffff
+DATA exptailmask<>+16(SB)/4, $0x00000000
+DATA exptailmask<>+20(SB)/4, $0x00000000
+DATA exptailmask<>+24(SB)/4, $0x00000000
+DATA exptailmask<>+28(SB)/4, $0x00000000
+GLOBL exptailmask<>(SB), RODATA|NOPTR, $32
+
+// func expSumAVX2(x []float32, m float64, table *float64) float64
+// Requires: AVX, AVX2, SSE2
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-48
+	MOVQ         x_base+0(FP), AX
+	MOVQ         x_len+8(FP), CX
+	MOVQ         table+32(FP), DX
+	MOVSD        m+24(FP), X0
+	VBROADCASTSD X0, Y0
+	VXORPD       Y1, Y1, Y1
+	VXORPD       Y2, Y2, Y2
+	XORQ         BX, BX
+
+room_1780:
+	LEAQ       8(BX), SI
+	CMPQ       SI, CX
+	JA         roomdone_1781
+	VCVTPS2PD  (AX)(BX*4), Y3
+	VSUBPD     Y0, Y3, Y3
+	VCMPPD     $0x1e, explimit4<>+0(SB), Y3, Y4
+	VMULPD     expinvstep4<>+0(SB), Y3, Y5
+	VADDPD     expshifter4<>+0(SB), Y5, Y5
+	VSUBPD     expshifter4<>+0(SB), Y5, Y6
+	VPSUBQ     expshifter4<>+0(SB), Y5, Y7
+	VMULPD     expstephi4<>+0(SB), Y6, Y5
+	VSUBPD     Y5, Y3, Y3
+	VMULPD     expsteplo4<>+0(SB), Y6, Y5
+	VSUBPD     Y5, Y3, Y3
+	VMULPD     expsixth4<>+0(SB), Y3, Y5
+	VADDPD     exphalf4<>+0(SB), Y5, Y5
+	VMULPD     Y3, Y3, Y6
+	VMULPD     Y5, Y6, Y5
+	VADDPD     expone4<>+0(SB), Y3, Y6
+	VADDPD     Y5, Y6, Y6
+	VPADDQ     expbias21<>+0(SB), Y7, Y3
+	VPSRLQ     $0x0b, Y3, Y3
+	VPCMPEQQ   Y5, Y5, Y5
+	VPADDQ     Y5, Y3, Y3
+	VPSLLQ     $0x34, Y3, Y3
+	VPAND      explow114<>+0(SB), Y7, Y7
+	VXORPD     Y5, Y5, Y5
+	VMOVAPD    Y4, Y8
+	VGATHERQPD Y8, (DX)(Y7*8), Y5
+	VMULPD     Y3, Y5, Y5
+	VMULPD     Y6, Y5, Y5
+	VANDPD     Y4, Y5, Y5
+	VADDPD     Y5, Y1, Y1
+	VCVTPS2PD  16(AX)(BX*4), Y3
+	VSUBPD     Y0, Y3, Y3
+	VCMPPD     $0x1e, explimit4<>+0(SB), Y3, Y4
+	VMULPD     expinvstep4<>+0(SB), Y3, Y5
+	VADDPD     expshifter4<>+0(SB), Y5, Y5
+	VSUBPD     expshifter4<>+0(SB), Y5, Y6
+	VPSUBQ     expshifter4<>+0(SB), Y5, Y7
+	VMULPD     expstephi4<>+0(SB), Y6, Y5
+	VSUBPD     Y5, Y3, Y3
+	VMULPD     expsteplo4<>+0(SB), Y6, Y5
+	VSUBPD     Y5, Y3, Y3
+	VMULPD     expsixth4<>+0(SB), Y3, Y5
+	VADDPD     exphalf4<>+0(SB), Y5, Y5
+	VMULPD     Y3, Y3, Y6
+	VMULPD     Y5, Y6, Y5
+	VADDPD     expone4<>+0(SB), Y3, Y6
+	VADDPD     Y5, Y6, Y6
+	VPADDQ     expbias21<>+0(SB), Y7, Y3
+	VPSRLQ     $0x0b, Y3, Y3
+	VPCMPEQQ   Y5, Y5, Y5
+	VPADDQ     Y5, Y3, Y3
+	VPSLLQ     $0x34, Y3, Y3
+	VPAND      explow114<>+0(SB), Y7, Y7
+	VXORPD     Y5, Y5, Y5
+	VMOVAPD    Y4, Y8
+	VGATHERQPD Y8, (DX)(Y7*8), Y5
+	VMULPD     Y3, Y5, Y5
+	VMULPD     Y6, Y5, Y5
+	VANDPD     Y4, Y5, Y5
+	VADDPD     Y5, Y2, Y2
+	ADDQ       $0x08, BX
+	JMP        room_1780
+
+roomdone_1781:
+room_1782:
+	LEAQ       4(BX), SI
+	CMPQ       SI, CX
+	JA         roomdone_1783
+	VCVTPS2PD  (AX)(BX*4), Y3
+	VSUBPD     Y0, Y3, Y3
+	VCMPPD     $0x1e, explimit4<>+0(SB), Y3, Y4
+	VMULPD     expinvstep4<>+0(SB), Y3, Y5
+	VADDPD     expshifter4<>+0(SB), Y5, Y5
+	VSUBPD     expshifter4<>+0(SB), Y5, Y6
+	VPSUBQ     expshifter4<>+0(SB), Y5, Y7
+	VMULPD     expstephi4<>+0(SB), Y6, Y5
+	VSUBPD     Y5, Y3, Y3
+	VMULPD     expsteplo4<>+0(SB), Y6, Y5
+	VSUBPD     Y5, Y3, Y3
+	VMULPD     expsixth4<>+0(SB), Y3, Y5
+	VADDPD     exphalf4<>+0(SB), Y5, Y5
+	VMULPD     Y3, Y3, Y6
+	VMULPD     Y5, Y6, Y5
+	VADDPD     expone4<>+0(SB), Y3, Y6
+	VADDPD     Y5, Y6, Y6
+	VPADDQ     expbias21<>+0(SB), Y7, Y3
+	VPSRLQ     $0x0b, Y3, Y3
+	VPCMPEQQ   Y5, Y5, Y5
+	VPADDQ     Y5, Y3, Y3
+	VPSLLQ     $0x34, Y3, Y3
+	VPAND      explow114<>+0(SB), Y7, Y7
+	VXORPD     Y5, Y5, Y5
+	VMOVAPD    Y4, Y8
+	VGATHERQPD Y8, (DX)(Y7*8), Y5
+	VMULPD     Y3, Y5, Y5
+	VMULPD     Y6, Y5, Y5
+	VANDPD     Y4, Y5, Y5
+	VADDPD     Y5, Y1, Y1
+	ADDQ       $0x04, BX
+	JMP        room_1782
+
+roomdone_1783:
+	SUBQ       BX, CX
+	JZ         exptaildone_1784
+	MOVQ       $0x00000004, SI
+	SUBQ       CX, SI
+	LEAQ       exptailmask<>+0(SB), CX
+	VMOVDQU    (CX)(SI*4), X3
+	VMASKMOVPS (AX)(BX*4), X3, X4
+	VCVTPS2PD  X4, Y4
+	VSUBPD     Y0, Y4, Y4
+	VCMPPD     $0x1e, explimit4<>+0(SB), Y4, Y0
+	VPMOVSXDQ  X3, Y3
+	VANDPD     Y3, Y0, Y0
+	VMULPD     expinvstep4<>+0(SB), Y4, Y3
+	VADDPD     expshifter4<>+0(SB), Y3, Y3
+	VSUBPD     expshifter4<>+0(SB), Y3, Y5
+	VPSUBQ     expshifter4<>+0(SB), Y3, Y6
+	VMULPD     expstephi4<>+0(SB), Y5, Y3
+	VSUBPD     Y3, Y4, Y4
+	VMULPD     expsteplo4<>+0(SB), Y5, Y3
+	VSUBPD     Y3, Y4, Y4
+	VMULPD     expsixth4<>+0(SB), Y4, Y3
+	VADDPD     exphalf4<>+0(SB), Y3, Y3
+	VMULPD     Y4, Y4, Y5
+	VMULPD     Y3, Y5, Y3
+	VADDPD     expone4<>+0(SB), Y4, Y5
+	VADDPD     Y3, Y5, Y5
+	VPADDQ     expbias21<>+0(SB), Y6, Y4
+	VPSRLQ     $0x0b, Y4, Y4
+	VPCMPEQQ   Y3, Y3, Y3
+	VPADDQ     Y3, Y4, Y4
+	VPSLLQ     $0x34, Y4, Y4
+	VPAND      explow114<>+0(SB), Y6, Y6
+	VXORPD     Y3, Y3, Y3
+	VMOVAPD    Y0, Y7
+	VGATHERQPD Y7, (DX)(Y6*8), Y3
+	VMULPD     Y4, Y3, Y3
+	VMULPD     Y5, Y3, Y3
+	VANDPD     Y0, Y3, Y3
+	VADDPD     Y3, Y2, Y2
+
+exptaildone_1784:
+	VADDPD       Y2, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPD       X0, X1, X1
+	VUNPCKHPD    X1, X1, X0
+	VADDSD       X0, X1, X1
+	MOVSD        X1, ret+40(FP)
+	VZEROUPPER
+	RET

@@ -413,3 +413,9 @@ func dotNibbleRowsVNNILines(w []byte, scales []uint16, x []int8, xBias []int32, 
 //
 //go:noescape
 func expSumAVX512(x []float32, m float64, table *float64) float64
+
+// expSumAVX2 is Σ exp(x_i − m) with each term as nn.ExpSum computes it, 4 float64
+// lanes a step (see asmgen's expsum.go); m must be finite.
+//
+//go:noescape
+func expSumAVX2(x []float32, m float64, table *float64) float64

@@ -49,9 +49,9 @@ var vectorExpSum func(x []float32, m float64) float64
 
 // SetExpSum makes ExpSum sum its terms for a finite m with f (nil: the Go
 // loop below), which must compute each term as expNonPos does, in any
-// order of summation: the cpu package installs its AVX-512 kernel
-// (float64 lanes, the same operations) at start on the CPUs that have it,
-// 10-20 times as fast. Not safe to call while ExpSum runs.
+// order of summation: the cpu package installs its AVX-512 or AVX2 kernel
+// (float64 lanes, the same operations) at start on the CPUs that have
+// them, 5-9 times as fast. Not safe to call while ExpSum runs.
 func SetExpSum(f func(x []float32, m float64) float64) { vectorExpSum = f }
 
 // expTable[j] = 2^(j/2048): 16 KiB, which stays in L1 over a vocabulary.

@@ -117,6 +117,8 @@ func main() {
 	everyLine(genDotNibbleRowsVNNI)
 	genExpSumConsts()
 	genExpSumAVX512()
+	genExpSumAVX2Consts()
+	genExpSumAVX2()
 
 	Generate()
 }
