@@ -29,6 +29,7 @@ type benchResult struct {
 	ModelNParams  int64     `json:"model_n_params"`
 	Backend       string    `json:"backend"`
 	Kernels       string    `json:"kernels"`
+	CPUInfo       string    `json:"cpu_info"` // the machine's CPU (cpu.Name), as llama-bench reports it
 	GPUInfo       string    `json:"gpu_info,omitempty"`
 	Fused         *bool     `json:"fused,omitempty"`   // Vulkan: whether a decode step runs fused (--fuse)
 	Tune          string    `json:"vk_tune,omitempty"` // Vulkan: the kernel shapes changed from the defaults (BITVK_VK_TUNE)
@@ -307,6 +308,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(results) > 0 {
+		fmt.Fprintf(stdout, "cpu: %s, %d logical CPUs\n", results[0].CPUInfo, runtime.NumCPU())
 	}
 	for _, k := range bwOrder {
 		fmt.Fprintf(stdout, "memory bandwidth: %.1f GB/s on %s (roofline = bandwidth / bytes read per token)%s\n", bandwidth[k]/1e9, k, reprobed(results, k))
@@ -587,6 +591,7 @@ func benchBase(m *model, head string, threads int, bw float64) benchResult {
 		ModelSize:    size,
 		ModelNParams: params,
 		Backend:      "CPU",
+		CPUInfo:      cpu.Name(),
 		Head:         string(m.head),
 		NThreads:     threads,
 		BandwidthGBs: bw / 1e9,

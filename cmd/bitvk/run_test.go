@@ -213,6 +213,9 @@ func TestBenchJSON(t *testing.T) {
 		if r["avg_ts"].(float64) <= 0 || len(r["samples_ts"].([]any)) != 2 || r["bandwidth_gbs"].(float64) <= 0 {
 			t.Errorf("implausible result %v", r)
 		}
+		if r["cpu_info"] != cpu.Name() {
+			t.Errorf("cpu_info %v, want the CPU's name %q", r["cpu_info"], cpu.Name())
+		}
 		if gen := r["n_gen"].(float64); (gen > 0) != (r["roofline_share"] != nil) {
 			t.Errorf("roofline_share is for generation tests only: %v", r)
 		}
@@ -228,7 +231,8 @@ func TestBenchJSON(t *testing.T) {
 		t.Errorf("bench table of a prompt test: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, stderr = bitvk("bench", "--shape", "tiny", "-p", "0", "-n", "2", "-r", "1", "--head", "f16,q8")
-	if code != 0 || strings.Count(out, "tg2") != 2 || strings.Contains(out, "pp") || !strings.Contains(out, "GB/s") {
+	if code != 0 || strings.Count(out, "tg2") != 2 || strings.Contains(out, "pp") || !strings.Contains(out, "GB/s") ||
+		!strings.Contains(out, "\ncpu: "+cpu.Name()+", ") {
 		t.Errorf("bench table: exit %d\n%s\n%s", code, out, stderr)
 	}
 	if code, _, stderr := bitvk("bench", "--shape", "huge"); code == 0 || !strings.Contains(stderr, "unknown shape") {

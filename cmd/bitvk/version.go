@@ -34,6 +34,7 @@ type versionInfo struct {
 	Cgo        bool   `json:"cgo"`
 	Tags       string `json:"tags,omitempty"`
 	CPU        struct {
+		Name      string   `json:"name"`      // the CPU's brand string, vendor, family and model (cpu.Name)
 		Kernels   string   `json:"kernels"`   // the kernel set that runs
 		Available []string `json:"available"` // every set this CPU can run, fastest first
 		Threads   int      `json:"threads"`   // logical CPUs, the default -t
@@ -103,7 +104,7 @@ func probeVersion() versionInfo {
 			}
 		}
 	}
-	v.CPU.Kernels, v.CPU.Available, v.CPU.Threads = cpu.Kernels(), cpu.KernelNames(), runtime.NumCPU()
+	v.CPU.Name, v.CPU.Kernels, v.CPU.Available, v.CPU.Threads = cpu.Name(), cpu.Kernels(), cpu.KernelNames(), runtime.NumCPU()
 
 	if v.Cgo {
 		v.Vulkan.Headers = vk.HeadersVersion
@@ -153,7 +154,7 @@ func printVersion(w io.Writer, v versionInfo) {
 		build += ", tags " + v.Tags
 	}
 	fmt.Fprintf(w, "go:      %s %s/%s (%s)\n", v.Go, v.OS, v.Arch, build)
-	fmt.Fprintf(w, "cpu:     %s kernels (this CPU runs %s), %d threads\n", v.CPU.Kernels, strings.Join(v.CPU.Available, ", "), v.CPU.Threads)
+	fmt.Fprintf(w, "cpu:     %s\n         %s kernels (this CPU runs %s), %d threads\n", v.CPU.Name, v.CPU.Kernels, strings.Join(v.CPU.Available, ", "), v.CPU.Threads)
 	switch {
 	case !v.Vulkan.Loader:
 		fmt.Fprintf(w, "vulkan:  none (%s); bitvk runs on the CPU\n", v.Vulkan.Error)

@@ -22,7 +22,7 @@ func TestVersion(t *testing.T) {
 	if v.Module != modulePath || v.Version == "" || v.Go != runtime.Version() || v.OS != runtime.GOOS || v.Arch != runtime.GOARCH {
 		t.Errorf("version --json: %+v", v)
 	}
-	if v.CPU.Kernels != cpu.Kernels() || len(v.CPU.Available) == 0 || v.CPU.Available[len(v.CPU.Available)-1] != "generic" {
+	if v.CPU.Name != cpu.Name() || v.CPU.Kernels != cpu.Kernels() || len(v.CPU.Available) == 0 || v.CPU.Available[len(v.CPU.Available)-1] != "generic" {
 		t.Errorf("version --json: cpu %+v, kernels in use %s", v.CPU, cpu.Kernels())
 	}
 	if v.Vulkan.Devices == nil || (len(v.Vulkan.Devices) == 0) != (v.Vulkan.Error != "") {
@@ -33,7 +33,7 @@ func TestVersion(t *testing.T) {
 	}
 
 	code, text, _ := bitvk("version")
-	for _, want := range []string{"bitvk " + v.Version + " (" + modulePath + ")", "commit:", runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH, cpu.Kernels() + " kernels", "vulkan:"} {
+	for _, want := range []string{"bitvk " + v.Version + " (" + modulePath + ")", "commit:", runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH, "cpu:     " + cpu.Name() + "\n", cpu.Kernels() + " kernels", "vulkan:"} {
 		if code != 0 || !strings.Contains(text, want) {
 			t.Errorf("version: exit %d, output lacks %q:\n%s", code, want, text)
 		}
