@@ -12,7 +12,9 @@ import "math"
 //
 // The terms are summed in four interleaved partial sums (the additions of
 // one chain would otherwise set the pace), so the result is rounded
-// differently from a plain loop's, within the same few ulps.
+// differently from a plain loop's, within the same few ulps. A program
+// that links the cpu package gets its SIMD version of the same terms
+// (SetExpSum), 8 or 16 partial sums: 0.1-0.2 ms over 128 256 logits.
 func ExpSum(x []float32, m float64) float64 {
 	if math.IsNaN(m) {
 		return math.NaN()
