@@ -40,8 +40,8 @@ func expSumVector(x []float32, m float64) float64 {
 
 // The server's log-probabilities and perplexity sum exp over the whole
 // vocabulary once a token (nn.ExpSum): 128,256 logits of the 2B model in
-// 0.85-1.05 ms in Go on one core of the Intel Xeon VM, 0.10-0.11 ms with
-// expSumAVX512 and 0.21 ms with expSumAVX2 (BenchmarkExpSumVector).
+// 0.85-1.05 ms in Go on one core of the Intel Xeon VM, 0.10-0.12 ms with
+// expSumAVX512 and 0.15-0.21 ms with expSumAVX2 (BenchmarkExpSumVector).
 func init() {
 	if expSumKernel != nil {
 		nn.SetExpSum(expSumVector)

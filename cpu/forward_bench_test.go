@@ -201,13 +201,7 @@ func BenchmarkDecodeProbed(b *testing.B) {
 						b.Fatal(err)
 					}
 					decode += time.Since(start)
-					b.StopTimer()
-					start = time.Now()
-					if _, err := probe.Measure(1); err != nil {
-						b.Fatal(err)
-					}
-					read += time.Since(start)
-					b.StartTimer()
+					read += probeOutside(b, probe)
 					i++
 				}
 				step := float64(be.stepBytes()) * float64(i)
@@ -217,4 +211,16 @@ func BenchmarkDecodeProbed(b *testing.B) {
 			})
 		}
 	}
+}
+
+// probeOutside reads the probe's buffer once with b's timer stopped and
+// returns how long that took.
+func probeOutside(b *testing.B, probe *BandwidthProbe) time.Duration {
+	b.StopTimer()
+	defer b.StartTimer()
+	start := time.Now()
+	if _, err := probe.Measure(1); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
 }

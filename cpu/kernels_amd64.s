@@ -68969,46 +68969,116 @@ noodd_1770:
 
 DATA expinvstep<>+0(SB)/4, $0x652b82fe
 DATA expinvstep<>+4(SB)/4, $0x40a71547
-GLOBL expinvstep<>(SB), RODATA|NOPTR, $8
+DATA expinvstep<>+8(SB)/4, $0x652b82fe
+DATA expinvstep<>+12(SB)/4, $0x40a71547
+DATA expinvstep<>+16(SB)/4, $0x652b82fe
+DATA expinvstep<>+20(SB)/4, $0x40a71547
+DATA expinvstep<>+24(SB)/4, $0x652b82fe
+DATA expinvstep<>+28(SB)/4, $0x40a71547
+GLOBL expinvstep<>(SB), RODATA|NOPTR, $32
 
 DATA expshifter<>+0(SB)/4, $0x00000000
 DATA expshifter<>+4(SB)/4, $0x43380000
-GLOBL expshifter<>(SB), RODATA|NOPTR, $8
+DATA expshifter<>+8(SB)/4, $0x00000000
+DATA expshifter<>+12(SB)/4, $0x43380000
+DATA expshifter<>+16(SB)/4, $0x00000000
+DATA expshifter<>+20(SB)/4, $0x43380000
+DATA expshifter<>+24(SB)/4, $0x00000000
+DATA expshifter<>+28(SB)/4, $0x43380000
+GLOBL expshifter<>(SB), RODATA|NOPTR, $32
 
 DATA expstephi<>+0(SB)/4, $0xfee00000
 DATA expstephi<>+4(SB)/4, $0x3f362e42
-GLOBL expstephi<>(SB), RODATA|NOPTR, $8
+DATA expstephi<>+8(SB)/4, $0xfee00000
+DATA expstephi<>+12(SB)/4, $0x3f362e42
+DATA expstephi<>+16(SB)/4, $0xfee00000
+DATA expstephi<>+20(SB)/4, $0x3f362e42
+DATA expstephi<>+24(SB)/4, $0xfee00000
+DATA expstephi<>+28(SB)/4, $0x3f362e42
+GLOBL expstephi<>(SB), RODATA|NOPTR, $32
 
 DATA expsteplo<>+0(SB)/4, $0x35793c76
 DATA expsteplo<>+4(SB)/4, $0x3d3a39ef
-GLOBL expsteplo<>(SB), RODATA|NOPTR, $8
+DATA expsteplo<>+8(SB)/4, $0x35793c76
+DATA expsteplo<>+12(SB)/4, $0x3d3a39ef
+DATA expsteplo<>+16(SB)/4, $0x35793c76
+DATA expsteplo<>+20(SB)/4, $0x3d3a39ef
+DATA expsteplo<>+24(SB)/4, $0x35793c76
+DATA expsteplo<>+28(SB)/4, $0x3d3a39ef
+GLOBL expsteplo<>(SB), RODATA|NOPTR, $32
 
 DATA expone<>+0(SB)/4, $0x00000000
 DATA expone<>+4(SB)/4, $0x3ff00000
-GLOBL expone<>(SB), RODATA|NOPTR, $8
+DATA expone<>+8(SB)/4, $0x00000000
+DATA expone<>+12(SB)/4, $0x3ff00000
+DATA expone<>+16(SB)/4, $0x00000000
+DATA expone<>+20(SB)/4, $0x3ff00000
+DATA expone<>+24(SB)/4, $0x00000000
+DATA expone<>+28(SB)/4, $0x3ff00000
+GLOBL expone<>(SB), RODATA|NOPTR, $32
 
 DATA exphalf<>+0(SB)/4, $0x00000000
 DATA exphalf<>+4(SB)/4, $0x3fe00000
-GLOBL exphalf<>(SB), RODATA|NOPTR, $8
+DATA exphalf<>+8(SB)/4, $0x00000000
+DATA exphalf<>+12(SB)/4, $0x3fe00000
+DATA exphalf<>+16(SB)/4, $0x00000000
+DATA exphalf<>+20(SB)/4, $0x3fe00000
+DATA exphalf<>+24(SB)/4, $0x00000000
+DATA exphalf<>+28(SB)/4, $0x3fe00000
+GLOBL exphalf<>(SB), RODATA|NOPTR, $32
 
 DATA expsixth<>+0(SB)/4, $0x55555555
 DATA expsixth<>+4(SB)/4, $0x3fc55555
-GLOBL expsixth<>(SB), RODATA|NOPTR, $8
+DATA expsixth<>+8(SB)/4, $0x55555555
+DATA expsixth<>+12(SB)/4, $0x3fc55555
+DATA expsixth<>+16(SB)/4, $0x55555555
+DATA expsixth<>+20(SB)/4, $0x3fc55555
+DATA expsixth<>+24(SB)/4, $0x55555555
+DATA expsixth<>+28(SB)/4, $0x3fc55555
+GLOBL expsixth<>(SB), RODATA|NOPTR, $32
 
 DATA explimit<>+0(SB)/4, $0x00000000
 DATA explimit<>+4(SB)/4, $0xc0862000
-GLOBL explimit<>(SB), RODATA|NOPTR, $8
+DATA explimit<>+8(SB)/4, $0x00000000
+DATA explimit<>+12(SB)/4, $0xc0862000
+DATA explimit<>+16(SB)/4, $0x00000000
+DATA explimit<>+20(SB)/4, $0xc0862000
+DATA explimit<>+24(SB)/4, $0x00000000
+DATA explimit<>+28(SB)/4, $0xc0862000
+GLOBL explimit<>(SB), RODATA|NOPTR, $32
 
 DATA expbias<>+0(SB)/4, $0x000003ff
 DATA expbias<>+4(SB)/4, $0x00000000
-GLOBL expbias<>(SB), RODATA|NOPTR, $8
+DATA expbias<>+8(SB)/4, $0x000003ff
+DATA expbias<>+12(SB)/4, $0x00000000
+DATA expbias<>+16(SB)/4, $0x000003ff
+DATA expbias<>+20(SB)/4, $0x00000000
+DATA expbias<>+24(SB)/4, $0x000003ff
+DATA expbias<>+28(SB)/4, $0x00000000
+GLOBL expbias<>(SB), RODATA|NOPTR, $32
+
+DATA expbias21<>+0(SB)/4, $0x00200000
+DATA expbias21<>+4(SB)/4, $0x00000000
+DATA expbias21<>+8(SB)/4, $0x00200000
+DATA expbias21<>+12(SB)/4, $0x00000000
+DATA expbias21<>+16(SB)/4, $0x00200000
+DATA expbias21<>+20(SB)/4, $0x00000000
+DATA expbias21<>+24(SB)/4, $0x00200000
+DATA expbias21<>+28(SB)/4, $0x00000000
+GLOBL expbias21<>(SB), RODATA|NOPTR, $32
 
 DATA explow11<>+0(SB)/4, $0x000007ff
 DATA explow11<>+4(SB)/4, $0x00000000
-GLOBL explow11<>(SB), RODATA|NOPTR, $8
+DATA explow11<>+8(SB)/4, $0x000007ff
+DATA explow11<>+12(SB)/4, $0x00000000
+DATA explow11<>+16(SB)/4, $0x000007ff
+DATA explow11<>+20(SB)/4, $0x00000000
+DATA explow11<>+24(SB)/4, $0x000007ff
+DATA explow11<>+28(SB)/4, $0x00000000
+GLOBL explow11<>(SB), RODATA|NOPTR, $32
 
 // func expSumAVX512(x []float32, m float64, table *float64) float64
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, BMI2, SSE2
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, BMI2, SSE2
 TEXT ·expSumAVX512(SB), NOSPLIT, $0-48
 	MOVQ         x_base+0(FP), AX
 	MOVQ         x_len+8(FP), CX
@@ -69038,26 +69108,26 @@ room_1775:
 	VCMPPD     $0x1e, Z12, Z17, K1
 	VMULPD     Z5, Z17, Z18
 	VADDPD     Z6, Z18, Z18
-	VSUBPD     Z6, Z18, Z19
-	VMULPD     Z7, Z19, Z18
-	VSUBPD     Z18, Z17, Z17
-	VMULPD     Z8, Z19, Z18
-	VSUBPD     Z18, Z17, Z17
-	VCVTTPD2QQ Z19, Z18
-	VMULPD     Z11, Z17, Z19
-	VADDPD     Z10, Z19, Z19
-	VMULPD     Z17, Z17, Z20
-	VMULPD     Z19, Z20, Z19
-	VADDPD     Z9, Z17, Z20
-	VADDPD     Z19, Z20, Z20
-	VPSRAQ     $0x0b, Z18, Z17
-	VPADDQ     Z13, Z17, Z17
-	VPSLLQ     $0x34, Z17, Z17
-	VPANDQ     Z14, Z18, Z18
+	VSUBPD     Z6, Z18, Z18
+	VMULPD     Z7, Z18, Z19
+	VSUBPD     Z19, Z17, Z19
+	VMULPD     Z8, Z18, Z17
+	VSUBPD     Z17, Z19, Z19
+	VMULPD     Z11, Z19, Z17
+	VADDPD     Z10, Z17, Z17
+	VMULPD     Z19, Z19, Z20
+	VMULPD     Z17, Z20, Z17
+	VADDPD     Z9, Z19, Z20
+	VADDPD     Z17, Z20, Z20
+	VCVTTPD2QQ Z18, Z17
+	VPSRAQ     $0x0b, Z17, Z18
+	VPADDQ     Z13, Z18, Z18
+	VPSLLQ     $0x34, Z18, Z18
+	VPANDQ     Z14, Z17, Z17
 	VPXORQ     Z1, Z1, Z1
 	KMOVB      K1, K2
-	VGATHERQPD (DX)(Z18*8), K2, Z1
-	VMULPD     Z17, Z1, Z1
+	VGATHERQPD (DX)(Z17*8), K2, Z1
+	VMULPD     Z18, Z1, Z1
 	VMULPD     Z20, Z1, Z1
 	VADDPD     Z1, Z15, K1, Z15
 	VCVTPS2PD  32(AX)(BX*4), Z17
@@ -69065,26 +69135,26 @@ room_1775:
 	VCMPPD     $0x1e, Z12, Z17, K1
 	VMULPD     Z5, Z17, Z18
 	VADDPD     Z6, Z18, Z18
-	VSUBPD     Z6, Z18, Z19
-	VMULPD     Z7, Z19, Z18
-	VSUBPD     Z18, Z17, Z17
-	VMULPD     Z8, Z19, Z18
-	VSUBPD     Z18, Z17, Z17
-	VCVTTPD2QQ Z19, Z18
-	VMULPD     Z11, Z17, Z19
-	VADDPD     Z10, Z19, Z19
-	VMULPD     Z17, Z17, Z20
-	VMULPD     Z19, Z20, Z19
-	VADDPD     Z9, Z17, Z20
-	VADDPD     Z19, Z20, Z20
-	VPSRAQ     $0x0b, Z18, Z17
-	VPADDQ     Z13, Z17, Z17
-	VPSLLQ     $0x34, Z17, Z17
-	VPANDQ     Z14, Z18, Z18
+	VSUBPD     Z6, Z18, Z18
+	VMULPD     Z7, Z18, Z19
+	VSUBPD     Z19, Z17, Z19
+	VMULPD     Z8, Z18, Z17
+	VSUBPD     Z17, Z19, Z19
+	VMULPD     Z11, Z19, Z17
+	VADDPD     Z10, Z17, Z17
+	VMULPD     Z19, Z19, Z20
+	VMULPD     Z17, Z20, Z17
+	VADDPD     Z9, Z19, Z20
+	VADDPD     Z17, Z20, Z20
+	VCVTTPD2QQ Z18, Z17
+	VPSRAQ     $0x0b, Z17, Z18
+	VPADDQ     Z13, Z18, Z18
+	VPSLLQ     $0x34, Z18, Z18
+	VPANDQ     Z14, Z17, Z17
 	VPXORQ     Z2, Z2, Z2
 	KMOVB      K1, K2
-	VGATHERQPD (DX)(Z18*8), K2, Z2
-	VMULPD     Z17, Z2, Z2
+	VGATHERQPD (DX)(Z17*8), K2, Z2
+	VMULPD     Z18, Z2, Z2
 	VMULPD     Z20, Z2, Z2
 	VADDPD     Z2, Z16, K1, Z16
 	ADDQ       $0x10, BX
@@ -69100,26 +69170,26 @@ room_1777:
 	VCMPPD     $0x1e, Z12, Z1, K1
 	VMULPD     Z5, Z1, Z2
 	VADDPD     Z6, Z2, Z2
-	VSUBPD     Z6, Z2, Z17
-	VMULPD     Z7, Z17, Z2
-	VSUBPD     Z2, Z1, Z1
-	VMULPD     Z8, Z17, Z2
-	VSUBPD     Z2, Z1, Z1
-	VCVTTPD2QQ Z17, Z2
-	VMULPD     Z11, Z1, Z17
-	VADDPD     Z10, Z17, Z17
-	VMULPD     Z1, Z1, Z18
-	VMULPD     Z17, Z18, Z17
-	VADDPD     Z9, Z1, Z18
-	VADDPD     Z17, Z18, Z18
-	VPSRAQ     $0x0b, Z2, Z1
-	VPADDQ     Z13, Z1, Z1
-	VPSLLQ     $0x34, Z1, Z1
-	VPANDQ     Z14, Z2, Z2
+	VSUBPD     Z6, Z2, Z2
+	VMULPD     Z7, Z2, Z17
+	VSUBPD     Z17, Z1, Z17
+	VMULPD     Z8, Z2, Z1
+	VSUBPD     Z1, Z17, Z17
+	VMULPD     Z11, Z17, Z1
+	VADDPD     Z10, Z1, Z1
+	VMULPD     Z17, Z17, Z18
+	VMULPD     Z1, Z18, Z1
+	VADDPD     Z9, Z17, Z18
+	VADDPD     Z1, Z18, Z18
+	VCVTTPD2QQ Z2, Z1
+	VPSRAQ     $0x0b, Z1, Z2
+	VPADDQ     Z13, Z2, Z2
+	VPSLLQ     $0x34, Z2, Z2
+	VPANDQ     Z14, Z1, Z1
 	VPXORQ     Z3, Z3, Z3
 	KMOVB      K1, K2
-	VGATHERQPD (DX)(Z2*8), K2, Z3
-	VMULPD     Z1, Z3, Z3
+	VGATHERQPD (DX)(Z1*8), K2, Z3
+	VMULPD     Z2, Z3, Z3
 	VMULPD     Z18, Z3, Z3
 	VADDPD     Z3, Z15, K1, Z15
 	ADDQ       $0x08, BX
@@ -69137,18 +69207,18 @@ roomdone_1778:
 	VCMPPD      $0x1e, Z12, Z1, K1, K1
 	VMULPD      Z5, Z1, Z0
 	VADDPD      Z6, Z0, Z0
-	VSUBPD      Z6, Z0, Z2
-	VMULPD      Z7, Z2, Z0
-	VSUBPD      Z0, Z1, Z1
-	VMULPD      Z8, Z2, Z0
-	VSUBPD      Z0, Z1, Z1
-	VCVTTPD2QQ  Z2, Z0
-	VMULPD      Z11, Z1, Z2
-	VADDPD      Z10, Z2, Z2
-	VMULPD      Z1, Z1, Z3
-	VMULPD      Z2, Z3, Z2
-	VADDPD      Z9, Z1, Z3
-	VADDPD      Z2, Z3, Z3
+	VSUBPD      Z6, Z0, Z0
+	VMULPD      Z7, Z0, Z2
+	VSUBPD      Z2, Z1, Z2
+	VMULPD      Z8, Z0, Z1
+	VSUBPD      Z1, Z2, Z2
+	VMULPD      Z11, Z2, Z1
+	VADDPD      Z10, Z1, Z1
+	VMULPD      Z2, Z2, Z3
+	VMULPD      Z1, Z3, Z1
+	VADDPD      Z9, Z2, Z3
+	VADDPD      Z1, Z3, Z3
+	VCVTTPD2QQ  Z0, Z0
 	VPSRAQ      $0x0b, Z0, Z1
 	VPADDQ      Z13, Z1, Z1
 	VPSLLQ      $0x34, Z1, Z1
@@ -69163,124 +69233,14 @@ roomdone_1778:
 notail_1779:
 	VADDPD        Z16, Z15, Z15
 	VEXTRACTF64X4 $0x01, Z15, Y0
-	VADDPD        Y0, Y15, Y15
-	VEXTRACTF128  $0x01, Y15, X0
-	VADDPD        X0, X15, X15
-	VUNPCKHPD     X15, X15, X0
-	VADDSD        X0, X15, X15
-	MOVSD         X15, ret+40(FP)
+	VADDPD        Y0, Y15, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPD        X1, X0, X1
+	VUNPCKHPD     X1, X1, X0
+	VADDSD        X0, X1, X1
+	MOVSD         X1, ret+40(FP)
 	VZEROUPPER
 	RET
-
-DATA expinvstep4<>+0(SB)/4, $0x652b82fe
-DATA expinvstep4<>+4(SB)/4, $0x40a71547
-DATA expinvstep4<>+8(SB)/4, $0x652b82fe
-DATA expinvstep4<>+12(SB)/4, $0x40a71547
-DATA expinvstep4<>+16(SB)/4, $0x652b82fe
-DATA expinvstep4<>+20(SB)/4, $0x40a71547
-DATA expinvstep4<>+24(SB)/4, $0x652b82fe
-DATA expinvstep4<>+28(SB)/4, $0x40a71547
-GLOBL expinvstep4<>(SB), RODATA|NOPTR, $32
-
-DATA expshifter4<>+0(SB)/4, $0x00000000
-DATA expshifter4<>+4(SB)/4, $0x43380000
-DATA expshifter4<>+8(SB)/4, $0x00000000
-DATA expshifter4<>+12(SB)/4, $0x43380000
-DATA expshifter4<>+16(SB)/4, $0x00000000
-DATA expshifter4<>+20(SB)/4, $0x43380000
-DATA expshifter4<>+24(SB)/4, $0x00000000
-DATA expshifter4<>+28(SB)/4, $0x43380000
-GLOBL expshifter4<>(SB), RODATA|NOPTR, $32
-
-DATA expstephi4<>+0(SB)/4, $0xfee00000
-DATA expstephi4<>+4(SB)/4, $0x3f362e42
-DATA expstephi4<>+8(SB)/4, $0xfee00000
-DATA expstephi4<>+12(SB)/4, $0x3f362e42
-DATA expstephi4<>+16(SB)/4, $0xfee00000
-DATA expstephi4<>+20(SB)/4, $0x3f362e42
-DATA expstephi4<>+24(SB)/4, $0xfee00000
-DATA expstephi4<>+28(SB)/4, $0x3f362e42
-GLOBL expstephi4<>(SB), RODATA|NOPTR, $32
-
-DATA expsteplo4<>+0(SB)/4, $0x35793c76
-DATA expsteplo4<>+4(SB)/4, $0x3d3a39ef
-DATA expsteplo4<>+8(SB)/4, $0x35793c76
-DATA expsteplo4<>+12(SB)/4, $0x3d3a39ef
-DATA expsteplo4<>+16(SB)/4, $0x35793c76
-DATA expsteplo4<>+20(SB)/4, $0x3d3a39ef
-DATA expsteplo4<>+24(SB)/4, $0x35793c76
-DATA expsteplo4<>+28(SB)/4, $0x3d3a39ef
-GLOBL expsteplo4<>(SB), RODATA|NOPTR, $32
-
-DATA expone4<>+0(SB)/4, $0x00000000
-DATA expone4<>+4(SB)/4, $0x3ff00000
-DATA expone4<>+8(SB)/4, $0x00000000
-DATA expone4<>+12(SB)/4, $0x3ff00000
-DATA expone4<>+16(SB)/4, $0x00000000
-DATA expone4<>+20(SB)/4, $0x3ff00000
-DATA expone4<>+24(SB)/4, $0x00000000
-DATA expone4<>+28(SB)/4, $0x3ff00000
-GLOBL expone4<>(SB), RODATA|NOPTR, $32
-
-DATA exphalf4<>+0(SB)/4, $0x00000000
-DATA exphalf4<>+4(SB)/4, $0x3fe00000
-DATA exphalf4<>+8(SB)/4, $0x00000000
-DATA exphalf4<>+12(SB)/4, $0x3fe00000
-DATA exphalf4<>+16(SB)/4, $0x00000000
-DATA exphalf4<>+20(SB)/4, $0x3fe00000
-DATA exphalf4<>+24(SB)/4, $0x00000000
-DATA exphalf4<>+28(SB)/4, $0x3fe00000
-GLOBL exphalf4<>(SB), RODATA|NOPTR, $32
-
-DATA expsixth4<>+0(SB)/4, $0x55555555
-DATA expsixth4<>+4(SB)/4, $0x3fc55555
-DATA expsixth4<>+8(SB)/4, $0x55555555
-DATA expsixth4<>+12(SB)/4, $0x3fc55555
-DATA expsixth4<>+16(SB)/4, $0x55555555
-DATA expsixth4<>+20(SB)/4, $0x3fc55555
-DATA expsixth4<>+24(SB)/4, $0x55555555
-DATA expsixth4<>+28(SB)/4, $0x3fc55555
-GLOBL expsixth4<>(SB), RODATA|NOPTR, $32
-
-DATA explimit4<>+0(SB)/4, $0x00000000
-DATA explimit4<>+4(SB)/4, $0xc0862000
-DATA explimit4<>+8(SB)/4, $0x00000000
-DATA explimit4<>+12(SB)/4, $0xc0862000
-DATA explimit4<>+16(SB)/4, $0x00000000
-DATA explimit4<>+20(SB)/4, $0xc0862000
-DATA explimit4<>+24(SB)/4, $0x00000000
-DATA explimit4<>+28(SB)/4, $0xc0862000
-GLOBL explimit4<>(SB), RODATA|NOPTR, $32
-
-DATA expbias21<>+0(SB)/4, $0x00200000
-DATA expbias21<>+4(SB)/4, $0x00000000
-DATA expbias21<>+8(SB)/4, $0x00200000
-DATA expbias21<>+12(SB)/4, $0x00000000
-DATA expbias21<>+16(SB)/4, $0x00200000
-DATA expbias21<>+20(SB)/4, $0x00000000
-DATA expbias21<>+24(SB)/4, $0x00200000
-DATA expbias21<>+28(SB)/4, $0x00000000
-GLOBL expbias21<>(SB), RODATA|NOPTR, $32
-
-DATA explow114<>+0(SB)/4, $0x000007ff
-DATA explow114<>+4(SB)/4, $0x00000000
-DATA explow114<>+8(SB)/4, $0x000007ff
-DATA explow114<>+12(SB)/4, $0x00000000
-DATA explow114<>+16(SB)/4, $0x000007ff
-DATA explow114<>+20(SB)/4, $0x00000000
-DATA explow114<>+24(SB)/4, $0x000007ff
-DATA explow114<>+28(SB)/4, $0x00000000
-GLOBL explow114<>(SB), RODATA|NOPTR, $32
-
-DATA exptailmask<>+0(SB)/4, $0xffffffff
-DATA exptailmask<>+4(SB)/4, $0xffffffff
-DATA exptailmask<>+8(SB)/4, $0xffffffff
-DATA exptailmask<>+12(SB)/4, $0xffffffff
-DATA exptailmask<>+16(SB)/4, $0x00000000
-DATA exptailmask<>+20(SB)/4, $0x00000000
-DATA exptailmask<>+24(SB)/4, $0x00000000
-DATA exptailmask<>+28(SB)/4, $0x00000000
-GLOBL exptailmask<>(SB), RODATA|NOPTR, $32
 
 // func expSumAVX2(x []float32, m float64, table *float64) float64
 // Requires: AVX, AVX2, SSE2
@@ -69300,61 +69260,61 @@ room_1780:
 	JA         roomdone_1781
 	VCVTPS2PD  (AX)(BX*4), Y3
 	VSUBPD     Y0, Y3, Y3
-	VCMPPD     $0x1e, explimit4<>+0(SB), Y3, Y4
-	VMULPD     expinvstep4<>+0(SB), Y3, Y5
-	VADDPD     expshifter4<>+0(SB), Y5, Y5
-	VSUBPD     expshifter4<>+0(SB), Y5, Y6
-	VPSUBQ     expshifter4<>+0(SB), Y5, Y7
-	VMULPD     expstephi4<>+0(SB), Y6, Y5
-	VSUBPD     Y5, Y3, Y3
-	VMULPD     expsteplo4<>+0(SB), Y6, Y5
-	VSUBPD     Y5, Y3, Y3
-	VMULPD     expsixth4<>+0(SB), Y3, Y5
-	VADDPD     exphalf4<>+0(SB), Y5, Y5
-	VMULPD     Y3, Y3, Y6
-	VMULPD     Y5, Y6, Y5
-	VADDPD     expone4<>+0(SB), Y3, Y6
-	VADDPD     Y5, Y6, Y6
-	VPADDQ     expbias21<>+0(SB), Y7, Y3
-	VPSRLQ     $0x0b, Y3, Y3
+	VCMPPD     $0x1e, explimit<>+0(SB), Y3, Y4
+	VMULPD     expinvstep<>+0(SB), Y3, Y5
+	VADDPD     expshifter<>+0(SB), Y5, Y5
+	VSUBPD     expshifter<>+0(SB), Y5, Y6
+	VMULPD     expstephi<>+0(SB), Y6, Y7
+	VSUBPD     Y7, Y3, Y7
+	VMULPD     expsteplo<>+0(SB), Y6, Y3
+	VSUBPD     Y3, Y7, Y7
+	VMULPD     expsixth<>+0(SB), Y7, Y3
+	VADDPD     exphalf<>+0(SB), Y3, Y3
+	VMULPD     Y7, Y7, Y6
+	VMULPD     Y3, Y6, Y3
+	VADDPD     expone<>+0(SB), Y7, Y6
+	VADDPD     Y3, Y6, Y6
+	VPSUBQ     expshifter<>+0(SB), Y5, Y3
+	VPADDQ     expbias21<>+0(SB), Y3, Y7
+	VPSRLQ     $0x0b, Y7, Y7
 	VPCMPEQQ   Y5, Y5, Y5
-	VPADDQ     Y5, Y3, Y3
-	VPSLLQ     $0x34, Y3, Y3
-	VPAND      explow114<>+0(SB), Y7, Y7
+	VPADDQ     Y5, Y7, Y7
+	VPSLLQ     $0x34, Y7, Y7
+	VPAND      explow11<>+0(SB), Y3, Y3
 	VXORPD     Y5, Y5, Y5
 	VMOVAPD    Y4, Y8
-	VGATHERQPD Y8, (DX)(Y7*8), Y5
-	VMULPD     Y3, Y5, Y5
+	VGATHERQPD Y8, (DX)(Y3*8), Y5
+	VMULPD     Y7, Y5, Y5
 	VMULPD     Y6, Y5, Y5
 	VANDPD     Y4, Y5, Y5
 	VADDPD     Y5, Y1, Y1
 	VCVTPS2PD  16(AX)(BX*4), Y3
 	VSUBPD     Y0, Y3, Y3
-	VCMPPD     $0x1e, explimit4<>+0(SB), Y3, Y4
-	VMULPD     expinvstep4<>+0(SB), Y3, Y5
-	VADDPD     expshifter4<>+0(SB), Y5, Y5
-	VSUBPD     expshifter4<>+0(SB), Y5, Y6
-	VPSUBQ     expshifter4<>+0(SB), Y5, Y7
-	VMULPD     expstephi4<>+0(SB), Y6, Y5
-	VSUBPD     Y5, Y3, Y3
-	VMULPD     expsteplo4<>+0(SB), Y6, Y5
-	VSUBPD     Y5, Y3, Y3
-	VMULPD     expsixth4<>+0(SB), Y3, Y5
-	VADDPD     exphalf4<>+0(SB), Y5, Y5
-	VMULPD     Y3, Y3, Y6
-	VMULPD     Y5, Y6, Y5
-	VADDPD     expone4<>+0(SB), Y3, Y6
-	VADDPD     Y5, Y6, Y6
-	VPADDQ     expbias21<>+0(SB), Y7, Y3
-	VPSRLQ     $0x0b, Y3, Y3
+	VCMPPD     $0x1e, explimit<>+0(SB), Y3, Y4
+	VMULPD     expinvstep<>+0(SB), Y3, Y5
+	VADDPD     expshifter<>+0(SB), Y5, Y5
+	VSUBPD     expshifter<>+0(SB), Y5, Y6
+	VMULPD     expstephi<>+0(SB), Y6, Y7
+	VSUBPD     Y7, Y3, Y7
+	VMULPD     expsteplo<>+0(SB), Y6, Y3
+	VSUBPD     Y3, Y7, Y7
+	VMULPD     expsixth<>+0(SB), Y7, Y3
+	VADDPD     exphalf<>+0(SB), Y3, Y3
+	VMULPD     Y7, Y7, Y6
+	VMULPD     Y3, Y6, Y3
+	VADDPD     expone<>+0(SB), Y7, Y6
+	VADDPD     Y3, Y6, Y6
+	VPSUBQ     expshifter<>+0(SB), Y5, Y3
+	VPADDQ     expbias21<>+0(SB), Y3, Y7
+	VPSRLQ     $0x0b, Y7, Y7
 	VPCMPEQQ   Y5, Y5, Y5
-	VPADDQ     Y5, Y3, Y3
-	VPSLLQ     $0x34, Y3, Y3
-	VPAND      explow114<>+0(SB), Y7, Y7
+	VPADDQ     Y5, Y7, Y7
+	VPSLLQ     $0x34, Y7, Y7
+	VPAND      explow11<>+0(SB), Y3, Y3
 	VXORPD     Y5, Y5, Y5
 	VMOVAPD    Y4, Y8
-	VGATHERQPD Y8, (DX)(Y7*8), Y5
-	VMULPD     Y3, Y5, Y5
+	VGATHERQPD Y8, (DX)(Y3*8), Y5
+	VMULPD     Y7, Y5, Y5
 	VMULPD     Y6, Y5, Y5
 	VANDPD     Y4, Y5, Y5
 	VADDPD     Y5, Y2, Y2
@@ -69368,31 +69328,31 @@ room_1782:
 	JA         roomdone_1783
 	VCVTPS2PD  (AX)(BX*4), Y3
 	VSUBPD     Y0, Y3, Y3
-	VCMPPD     $0x1e, explimit4<>+0(SB), Y3, Y4
-	VMULPD     expinvstep4<>+0(SB), Y3, Y5
-	VADDPD     expshifter4<>+0(SB), Y5, Y5
-	VSUBPD     expshifter4<>+0(SB), Y5, Y6
-	VPSUBQ     expshifter4<>+0(SB), Y5, Y7
-	VMULPD     expstephi4<>+0(SB), Y6, Y5
-	VSUBPD     Y5, Y3, Y3
-	VMULPD     expsteplo4<>+0(SB), Y6, Y5
-	VSUBPD     Y5, Y3, Y3
-	VMULPD     expsixth4<>+0(SB), Y3, Y5
-	VADDPD     exphalf4<>+0(SB), Y5, Y5
-	VMULPD     Y3, Y3, Y6
-	VMULPD     Y5, Y6, Y5
-	VADDPD     expone4<>+0(SB), Y3, Y6
-	VADDPD     Y5, Y6, Y6
-	VPADDQ     expbias21<>+0(SB), Y7, Y3
-	VPSRLQ     $0x0b, Y3, Y3
+	VCMPPD     $0x1e, explimit<>+0(SB), Y3, Y4
+	VMULPD     expinvstep<>+0(SB), Y3, Y5
+	VADDPD     expshifter<>+0(SB), Y5, Y5
+	VSUBPD     expshifter<>+0(SB), Y5, Y6
+	VMULPD     expstephi<>+0(SB), Y6, Y7
+	VSUBPD     Y7, Y3, Y7
+	VMULPD     expsteplo<>+0(SB), Y6, Y3
+	VSUBPD     Y3, Y7, Y7
+	VMULPD     expsixth<>+0(SB), Y7, Y3
+	VADDPD     exphalf<>+0(SB), Y3, Y3
+	VMULPD     Y7, Y7, Y6
+	VMULPD     Y3, Y6, Y3
+	VADDPD     expone<>+0(SB), Y7, Y6
+	VADDPD     Y3, Y6, Y6
+	VPSUBQ     expshifter<>+0(SB), Y5, Y3
+	VPADDQ     expbias21<>+0(SB), Y3, Y7
+	VPSRLQ     $0x0b, Y7, Y7
 	VPCMPEQQ   Y5, Y5, Y5
-	VPADDQ     Y5, Y3, Y3
-	VPSLLQ     $0x34, Y3, Y3
-	VPAND      explow114<>+0(SB), Y7, Y7
+	VPADDQ     Y5, Y7, Y7
+	VPSLLQ     $0x34, Y7, Y7
+	VPAND      explow11<>+0(SB), Y3, Y3
 	VXORPD     Y5, Y5, Y5
 	VMOVAPD    Y4, Y8
-	VGATHERQPD Y8, (DX)(Y7*8), Y5
-	VMULPD     Y3, Y5, Y5
+	VGATHERQPD Y8, (DX)(Y3*8), Y5
+	VMULPD     Y7, Y5, Y5
 	VMULPD     Y6, Y5, Y5
 	VANDPD     Y4, Y5, Y5
 	VADDPD     Y5, Y1, Y1
@@ -69401,50 +69361,50 @@ room_1782:
 
 roomdone_1783:
 	SUBQ       BX, CX
-	JZ         exptaildone_1784
-	MOVQ       $0x00000004, SI
+	JE         notail_1784
+	MOVQ       $0x00000008, SI
 	SUBQ       CX, SI
-	LEAQ       exptailmask<>+0(SB), CX
+	LEAQ       expTail<>+0(SB), CX
 	VMOVDQU    (CX)(SI*4), X3
 	VMASKMOVPS (AX)(BX*4), X3, X4
 	VCVTPS2PD  X4, Y4
 	VSUBPD     Y0, Y4, Y4
-	VCMPPD     $0x1e, explimit4<>+0(SB), Y4, Y0
+	VCMPPD     $0x1e, explimit<>+0(SB), Y4, Y0
 	VPMOVSXDQ  X3, Y3
 	VANDPD     Y3, Y0, Y0
-	VMULPD     expinvstep4<>+0(SB), Y4, Y3
-	VADDPD     expshifter4<>+0(SB), Y3, Y3
-	VSUBPD     expshifter4<>+0(SB), Y3, Y5
-	VPSUBQ     expshifter4<>+0(SB), Y3, Y6
-	VMULPD     expstephi4<>+0(SB), Y5, Y3
-	VSUBPD     Y3, Y4, Y4
-	VMULPD     expsteplo4<>+0(SB), Y5, Y3
-	VSUBPD     Y3, Y4, Y4
-	VMULPD     expsixth4<>+0(SB), Y4, Y3
-	VADDPD     exphalf4<>+0(SB), Y3, Y3
-	VMULPD     Y4, Y4, Y5
-	VMULPD     Y3, Y5, Y3
-	VADDPD     expone4<>+0(SB), Y4, Y5
-	VADDPD     Y3, Y5, Y5
-	VPADDQ     expbias21<>+0(SB), Y6, Y4
-	VPSRLQ     $0x0b, Y4, Y4
+	VMULPD     expinvstep<>+0(SB), Y4, Y3
+	VADDPD     expshifter<>+0(SB), Y3, Y3
+	VSUBPD     expshifter<>+0(SB), Y3, Y5
+	VMULPD     expstephi<>+0(SB), Y5, Y6
+	VSUBPD     Y6, Y4, Y6
+	VMULPD     expsteplo<>+0(SB), Y5, Y4
+	VSUBPD     Y4, Y6, Y6
+	VMULPD     expsixth<>+0(SB), Y6, Y4
+	VADDPD     exphalf<>+0(SB), Y4, Y4
+	VMULPD     Y6, Y6, Y5
+	VMULPD     Y4, Y5, Y4
+	VADDPD     expone<>+0(SB), Y6, Y5
+	VADDPD     Y4, Y5, Y5
+	VPSUBQ     expshifter<>+0(SB), Y3, Y4
+	VPADDQ     expbias21<>+0(SB), Y4, Y6
+	VPSRLQ     $0x0b, Y6, Y6
 	VPCMPEQQ   Y3, Y3, Y3
-	VPADDQ     Y3, Y4, Y4
-	VPSLLQ     $0x34, Y4, Y4
-	VPAND      explow114<>+0(SB), Y6, Y6
+	VPADDQ     Y3, Y6, Y6
+	VPSLLQ     $0x34, Y6, Y6
+	VPAND      explow11<>+0(SB), Y4, Y4
 	VXORPD     Y3, Y3, Y3
 	VMOVAPD    Y0, Y7
-	VGATHERQPD Y7, (DX)(Y6*8), Y3
-	VMULPD     Y4, Y3, Y3
+	VGATHERQPD Y7, (DX)(Y4*8), Y3
+	VMULPD     Y6, Y3, Y3
 	VMULPD     Y5, Y3, Y3
 	VANDPD     Y0, Y3, Y3
 	VADDPD     Y3, Y2, Y2
 
-exptaildone_1784:
+notail_1784:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
-	VADDPD       X0, X1, X1
-	VUNPCKHPD    X1, X1, X0
+	VADDPD       X1, X0, X0
+	VPERMILPD    $0x01, X0, X1
 	VADDSD       X0, X1, X1
 	MOVSD        X1, ret+40(FP)
 	VZEROUPPER

@@ -11,9 +11,10 @@ package main
 // accumulators of 8 lanes) where nn's loop keeps 4. The server computes it
 // for every token whose log-probability a client asks for, over the whole
 // vocabulary (128,256 logits of the 2B model: 0.85 ms in Go on one core of
-// the Intel Xeon VM; expSumAVX512 0.10-0.11 ms, expSumAVX2 0.21).
+// the Intel Xeon VM; expSumAVX512 0.10-0.12 ms, expSumAVX2 0.15-0.21).
 
 import (
+	"fmt"
 	"math"
 
 	. "github.com/mmcloughlin/avo/build"
@@ -23,40 +24,102 @@ import (
 
 const expSumSig = "func(x []float32, m float64, table *float64) float64"
 
+// expSumConsts: the kernels' constants, 4 copies each (32 bytes: the AVX2
+// kernel's memory operands; the AVX-512 kernel broadcasts the first).
 var expSumConsts struct {
-	invStep, shifter, stepHi, stepLo, one, half, sixth, limit Mem // float64, broadcast
-	bias, low11                                               Mem // int64, broadcast
+	invStep, shifter, stepHi, stepLo, one, half, sixth, limit Mem // float64
+	bias, bias21, low11                                       Mem // int64: 1023, 2²¹, 2047
 }
 
 func genExpSumConsts() {
-	f64 := func(name string, v float64) Mem {
+	f64x4 := func(name string, v float64) Mem {
 		b := math.Float64bits(v)
-		return table(name, 8, func(i int) uint32 { return pick(i == 0, uint32(b), uint32(b>>32)) })
+		return table(name, 32, func(i int) uint32 { return pick(i%8 == 0, uint32(b), uint32(b>>32)) })
+	}
+	i64x4 := func(name string, v uint32) Mem {
+		return table(name, 32, func(i int) uint32 { return pick(i%8 == 0, v, 0) })
 	}
 	c := &expSumConsts
-	c.invStep = f64("expinvstep", 2048/math.Ln2)
-	c.shifter = f64("expshifter", 0x1.8p52)
-	c.stepHi = f64("expstephi", 6.93147180369123816490e-01/2048)
-	c.stepLo = f64("expsteplo", 1.90821492927058770002e-10/2048)
-	c.one = f64("expone", 1)
-	c.half = f64("exphalf", 1.0/2)
-	c.sixth = f64("expsixth", 1.0/6)
-	c.limit = f64("explimit", -708)
-	c.bias = table("expbias", 8, func(i int) uint32 { return pick(i == 0, 1023, 0) })
-	c.low11 = table("explow11", 8, func(i int) uint32 { return pick(i == 0, 2047, 0) })
+	c.invStep = f64x4("expinvstep", 2048/math.Ln2)
+	c.shifter = f64x4("expshifter", 0x1.8p52)
+	c.stepHi = f64x4("expstephi", 6.93147180369123816490e-01/2048)
+	c.stepLo = f64x4("expsteplo", 1.90821492927058770002e-10/2048)
+	c.one = f64x4("expone", 1)
+	c.half = f64x4("exphalf", 1.0/2)
+	c.sixth = f64x4("expsixth", 1.0/6)
+	c.limit = f64x4("explimit", -708)
+	c.bias = i64x4("expbias", 1023)
+	c.bias21 = i64x4("expbias21", 1<<21)
+	c.low11 = i64x4("explow11", 2047)
+}
+
+// expOps are the float64 constants of a term, as registers or memory.
+type expOps struct{ invStep, shifter, stepHi, stepLo, one, half, sixth Op }
+
+// expTerm emits the arithmetic of a term that both kernels share, every
+// operation rounded alone as nn's expNonPos (Go without fused
+// multiply-adds) rounds it, on the lanes of d (x − m): t = d·2048/ln2 +
+// 1.5·2⁵² (its low bits hold k), kf = t − 1.5·2⁵² = round(d·2048/ln2),
+// and p = (1 + r) + (r·r)·(½ + r·⅙) with r = (d − kf·hi) − kf·lo.
+func expTerm(d reg.VecVirtual, c expOps, vec func() reg.VecVirtual) (t, kf, p reg.VecVirtual) {
+	t, kf, r, u := vec(), vec(), vec(), vec()
+	VMULPD(c.invStep, d, t)
+	VADDPD(c.shifter, t, t)
+	VSUBPD(c.shifter, t, kf)
+	VMULPD(c.stepHi, kf, r)
+	VSUBPD(r, d, r)
+	VMULPD(c.stepLo, kf, u)
+	VSUBPD(u, r, r)
+	p = vec()
+	VMULPD(c.sixth, r, u)
+	VADDPD(c.half, u, u)
+	VMULPD(r, r, p)
+	VMULPD(u, p, u)
+	VADDPD(c.one, r, p)
+	VADDPD(u, p, p)
+	return t, kf, p
+}
+
+// expSteps emits the loops over whole steps of lanes floats of x (n
+// of them): two terms a step (into acc[0] and acc[1]) while 2·lanes
+// floats are left, then one (into acc[0]); it returns the register
+// holding the index of the first float left.
+func expSteps(x, n reg.GPVirtual, lanes int, acc []reg.VecVirtual, term func(p Mem, a reg.VecVirtual)) reg.GPVirtual {
+	i := GP64()
+	XORQ(i, i)
+	whileRoom(i, n, 2*lanes, func() {
+		term(Mem{Base: x, Index: i, Scale: 4}, acc[0])
+		term(Mem{Base: x, Index: i, Scale: 4, Disp: 4 * lanes}, acc[1])
+		ADDQ(U8(2*lanes), i)
+	})
+	whileRoom(i, n, lanes, func() {
+		term(Mem{Base: x, Index: i, Scale: 4}, acc[0])
+		ADDQ(U8(lanes), i)
+	})
+	return i
+}
+
+// expSumBegin begins the kernel name of lanes float64 lanes: it returns
+// registers holding x, len(x) and the table, and m in every lane of a new
+// vector from vec.
+func expSumBegin(name string, lanes int, vec func() reg.VecVirtual) (x, n, tab reg.GPVirtual, m reg.VecVirtual) {
+	TEXT(name, NOSPLIT, expSumSig)
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s is Σ exp(x_i − m) with each term as nn.ExpSum computes it, %d float64", name, lanes),
+		"lanes a step (see asmgen's expsum.go); m must be finite.")
+	x = load(Param("x").Base())
+	n = load(Param("x").Len())
+	tab = load(Param("table"))
+	mx := XMM()
+	Load(Param("m"), mx)
+	m = vec()
+	VBROADCASTSD(mx, m)
+	return x, n, tab, m
 }
 
 // genExpSumAVX512 writes expSumAVX512.
 func genExpSumAVX512() {
-	TEXT("expSumAVX512", NOSPLIT, expSumSig)
-	Pragma("noescape")
-	Doc("expSumAVX512 is Σ exp(x_i − m) with each term as nn.ExpSum computes it, 8 float64",
-		"lanes a step (see asmgen's expsum.go); m must be finite.")
-	x := load(Param("x").Base())
-	n := load(Param("x").Len())
-	tab := load(Param("table"))
-	mx := XMM()
-	Load(Param("m"), mx)
+	x, n, tab, m := expSumBegin("expSumAVX512", 8, ZMM)
 	c := &expSumConsts
 	bc := func(mem Mem) reg.VecVirtual {
 		v := ZMM()
@@ -68,11 +131,8 @@ func genExpSumAVX512() {
 		VPBROADCASTQ(mem, v)
 		return v
 	}
-	m := ZMM()
-	VBROADCASTSD(mx, m)
-	invStep, shifter, stepHi, stepLo := bc(c.invStep), bc(c.shifter), bc(c.stepHi), bc(c.stepLo)
-	one, half, sixth, limit := bc(c.one), bc(c.half), bc(c.sixth), bc(c.limit)
-	bias, low11 := bq(c.bias), bq(c.low11)
+	ops := expOps{bc(c.invStep), bc(c.shifter), bc(c.stepHi), bc(c.stepLo), bc(c.one), bc(c.half), bc(c.sixth)}
+	limit, bias, low11 := bc(c.limit), bq(c.bias), bq(c.low11)
 	acc := zmms(2)
 
 	// term adds the terms of the 8 floats at p (those kt selects, when kt
@@ -91,24 +151,9 @@ func genExpSumAVX512() {
 		} else {
 			VCMPPD(U8(0x1E), limit, d, kt, valid)
 		}
-		t, kf, r := ZMM(), ZMM(), ZMM()
-		VMULPD(invStep, d, t)
-		VADDPD(shifter, t, t)
-		VSUBPD(shifter, t, kf) // round(d·2048/ln2), exactly
-		VMULPD(stepHi, kf, t)
-		VSUBPD(t, d, r)
-		VMULPD(stepLo, kf, t)
-		VSUBPD(t, r, r) // (d − k·hi) − k·lo
+		_, kf, pv := expTerm(d, ops, ZMM)
 		ki := ZMM()
 		VCVTTPD2QQ(kf, ki)
-		// p = (1 + r) + (r·r)·(½ + r·⅙)
-		u, v := ZMM(), ZMM()
-		VMULPD(sixth, r, u)
-		VADDPD(half, u, u)
-		VMULPD(r, r, v)
-		VMULPD(u, v, u)
-		VADDPD(one, r, v)
-		VADDPD(u, v, v)
 		// scale = 2^⌊k/2048⌋: (k>>11 + 1023) << 52
 		sc := ZMM()
 		VPSRAQ(U8(11), ki, sc)
@@ -121,20 +166,10 @@ func genExpSumAVX512() {
 		KMOVB(valid, gk)
 		VGATHERQPD(Mem{Base: tab, Index: ki, Scale: 8}, gk, g)
 		VMULPD(sc, g, g)
-		VMULPD(v, g, g)
+		VMULPD(pv, g, g)
 		VADDPD(g, a, valid, a) // only the valid lanes
 	}
-	i := GP64()
-	XORQ(i, i)
-	whileRoom(i, n, 16, func() {
-		term(Mem{Base: x, Index: i, Scale: 4}, nil, acc[0])
-		term(Mem{Base: x, Index: i, Scale: 4, Disp: 32}, nil, acc[1])
-		ADDQ(U8(16), i)
-	})
-	whileRoom(i, n, 8, func() {
-		term(Mem{Base: x, Index: i, Scale: 4}, nil, acc[0])
-		ADDQ(U8(8), i)
-	})
+	i := expSteps(x, n, 8, acc, func(p Mem, a reg.VecVirtual) { term(p, nil, a) })
 	rem := GP64()
 	MOVQ(n, rem)
 	SUBQ(i, rem)
@@ -144,48 +179,24 @@ func genExpSumAVX512() {
 	VADDPD(acc[1], acc[0], acc[0])
 	hi := YMM()
 	VEXTRACTF64X4(U8(1), acc[0], hi)
-	lo := acc[0].AsY()
-	VADDPD(hi, lo, lo)
-	h2 := XMM()
-	VEXTRACTF128(U8(1), lo, h2)
-	l2 := acc[0].AsX()
-	VADDPD(h2, l2, l2)
-	h1 := XMM()
-	VUNPCKHPD(l2, l2, h1)
-	VADDSD(h1, l2, l2)
-	Store(l2, ReturnIndex(0))
+	VADDPD(hi, acc[0].AsY(), hi)
+	Store(sumF64x4(hi, true), ReturnIndex(0))
 	VZEROUPPER()
 	RET()
 }
 
-var expTailMask Mem // int32 −1 × 4, then 0 × 4: the first rem lanes from offset 4·(4 − rem)
-
 // genExpSumAVX2 writes expSumAVX2: expSumAVX512's terms in 4 float64
 // lanes of ymm registers. AVX2 has no float64 → int64 conversion and no
-// 64-bit arithmetic shift: k is the low bits of d·2048/ln2 + 1.5·2⁵²
-// (the shifter's own bits subtracted: exact for |k| < 2⁵¹), and
-// ⌊k/2048⌋ + 1023 = ((k + 2²¹) >> 11) − 1 for k > −2²¹ (every valid term:
-// d > −708); the tail's up to 3 floats come through a masked load.
+// 64-bit arithmetic shift: k is the low bits of t (the shifter's own bits
+// subtracted: exact for |k| < 2⁵¹), and ⌊k/2048⌋ + 1023 = ((k + 2²¹) >>
+// 11) − 1 for k > −2²¹ (every valid term: d > −708); the tail's up to 3
+// floats come through a masked load. The constants stay in memory (VEX
+// has no broadcast operands; in registers they would take most of the
+// ymm registers 0-15 that VEX encodes).
 func genExpSumAVX2() {
-	expTailMask = table("exptailmask", 32, func(i int) uint32 { return pick(i < 16, 0xFFFFFFFF, 0) })
-	TEXT("expSumAVX2", NOSPLIT, expSumSig)
-	Pragma("noescape")
-	Doc("expSumAVX2 is Σ exp(x_i − m) with each term as nn.ExpSum computes it, 4 float64",
-		"lanes a step (see asmgen's expsum.go); m must be finite.")
-	x := load(Param("x").Base())
-	n := load(Param("x").Len())
-	tab := load(Param("table"))
-	mx := XMM()
-	Load(Param("m"), mx)
-	// The constants stay in memory (32 bytes each, VEX has no broadcast
-	// operands): with them in registers the ymm registers 0-15 that VEX
-	// encodes run out.
-	c := &expSumAVX2Consts
-	m := YMM()
-	VBROADCASTSD(mx, m)
-	invStep, shifter, stepHi, stepLo := c.invStep, c.shifter, c.stepHi, c.stepLo
-	one, half, sixth, limit := c.one, c.half, c.sixth, c.limit
-	bias21, low11 := c.bias21, c.low11
+	x, n, tab, m := expSumBegin("expSumAVX2", 4, YMM)
+	c := &expSumConsts
+	ops := expOps{c.invStep, c.shifter, c.stepHi, c.stepLo, c.one, c.half, c.sixth}
 	acc := []reg.VecVirtual{YMM(), YMM()}
 	for _, a := range acc {
 		VXORPD(a, a, a)
@@ -203,105 +214,36 @@ func genExpSumAVX2() {
 		}
 		VSUBPD(m, d, d)
 		valid := YMM()
-		VCMPPD(U8(0x1E), limit, d, valid) // d > −708, ordered: false for NaN
+		VCMPPD(U8(0x1E), c.limit, d, valid) // d > −708, ordered: false for NaN
 		if tm != nil {
 			wide := YMM()
 			VPMOVSXDQ(tm, wide)
 			VANDPD(wide, valid, valid)
 		}
-		t, kf, r := YMM(), YMM(), YMM()
-		VMULPD(invStep, d, t)
-		VADDPD(shifter, t, t)
-		VSUBPD(shifter, t, kf) // round(d·2048/ln2), exactly
+		t, _, pv := expTerm(d, ops, YMM)
 		ki := YMM()
-		VPSUBQ(shifter, t, ki) // its integer: the low bits of t
-		VMULPD(stepHi, kf, t)
-		VSUBPD(t, d, r)
-		VMULPD(stepLo, kf, t)
-		VSUBPD(t, r, r) // (d − k·hi) − k·lo
-		u, v := YMM(), YMM()
-		VMULPD(sixth, r, u)
-		VADDPD(half, u, u)
-		VMULPD(r, r, v)
-		VMULPD(u, v, u)
-		VADDPD(one, r, v)
-		VADDPD(u, v, v)
+		VPSUBQ(c.shifter, t, ki) // k: the low bits of t
 		// scale = 2^⌊k/2048⌋: ((k + 2²¹) >> 11) − 1 = ⌊k/2048⌋ + 1023, << 52
 		sc := YMM()
-		VPADDQ(bias21, ki, sc)
+		VPADDQ(c.bias21, ki, sc)
 		VPSRLQ(U8(11), sc, sc)
 		VPCMPEQQ(t, t, t) // −1 in every lane
 		VPADDQ(t, sc, sc)
 		VPSLLQ(U8(52), sc, sc)
-		VPAND(low11, ki, ki)
+		VPAND(c.low11, ki, ki)
 		g, gm := YMM(), YMM()
 		VXORPD(g, g, g)
 		VMOVAPD(valid, gm)
 		VGATHERQPD(gm, Mem{Base: tab, Index: ki, Scale: 8}, g)
 		VMULPD(sc, g, g)
-		VMULPD(v, g, g)
+		VMULPD(pv, g, g)
 		VANDPD(valid, g, g) // 0 in the lanes not valid
 		VADDPD(g, a, a)
 	}
-	i := GP64()
-	XORQ(i, i)
-	whileRoom(i, n, 8, func() {
-		term(Mem{Base: x, Index: i, Scale: 4}, nil, acc[0])
-		term(Mem{Base: x, Index: i, Scale: 4, Disp: 16}, nil, acc[1])
-		ADDQ(U8(8), i)
-	})
-	whileRoom(i, n, 4, func() {
-		term(Mem{Base: x, Index: i, Scale: 4}, nil, acc[0])
-		ADDQ(U8(4), i)
-	})
-	rem := GP64()
-	MOVQ(n, rem)
-	SUBQ(i, rem)
-	skip := label("exptaildone")
-	JZ(LabelRef(skip))
-	off := GP64()
-	MOVQ(U32(4), off)
-	SUBQ(rem, off)
-	tp := GP64()
-	LEAQ(expTailMask, tp)
-	tm := XMM()
-	VMOVDQU(Mem{Base: tp, Index: off, Scale: 4}, tm)
-	term(Mem{Base: x, Index: i, Scale: 4}, tm, acc[1])
-	Label(skip)
+	i := expSteps(x, n, 4, acc, func(p Mem, a reg.VecVirtual) { term(p, nil, a) })
+	tailLanes(i, n, XMM, func(tm reg.VecVirtual) { term(Mem{Base: x, Index: i, Scale: 4}, tm, acc[1]) })
 	VADDPD(acc[1], acc[0], acc[0])
-	h := XMM()
-	VEXTRACTF128(U8(1), acc[0], h)
-	l := acc[0].AsX()
-	VADDPD(h, l, l)
-	VUNPCKHPD(l, l, h)
-	VADDSD(h, l, l)
-	Store(l, ReturnIndex(0))
+	storeSumPD(acc[0])
 	VZEROUPPER()
 	RET()
-}
-
-var expSumAVX2Consts struct {
-	invStep, shifter, stepHi, stepLo, one, half, sixth, limit Mem // 4 float64 each
-	bias21, low11                                             Mem // 4 int64 each
-}
-
-func genExpSumAVX2Consts() {
-	f64x4 := func(name string, v float64) Mem {
-		b := math.Float64bits(v)
-		return table(name, 32, func(i int) uint32 { return pick(i%8 == 0, uint32(b), uint32(b>>32)) })
-	}
-	i64x4 := func(name string, v uint32) Mem {
-		return table(name, 32, func(i int) uint32 { return pick(i%8 == 0, v, 0) })
-	}
-	c := &expSumAVX2Consts
-	c.invStep = f64x4("expinvstep4", 2048/math.Ln2)
-	c.shifter = f64x4("expshifter4", 0x1.8p52)
-	c.stepHi = f64x4("expstephi4", 6.93147180369123816490e-01/2048)
-	c.stepLo = f64x4("expsteplo4", 1.90821492927058770002e-10/2048)
-	c.one = f64x4("expone4", 1)
-	c.half = f64x4("exphalf4", 1.0/2)
-	c.sixth = f64x4("expsixth4", 1.0/6)
-	c.limit = f64x4("explimit4", -708)
-	c.bias21 = i64x4("expbias21", 1<<21)
-	c.low11 = i64x4("explow114", 2047)
 }

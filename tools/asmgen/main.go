@@ -117,7 +117,6 @@ func main() {
 	everyLine(genDotNibbleRowsVNNI)
 	genExpSumConsts()
 	genExpSumAVX512()
-	genExpSumAVX2Consts()
 	genExpSumAVX2()
 
 	Generate()

@@ -193,21 +193,7 @@ func genExpSubAVX2() {
 	}
 	i := GP64()
 	blockLoop(i, roundDown(n, 8), 8, func() { one(i, nil) })
-	skip := label("notail")
-	rem := GP64()
-	MOVQ(n, rem)
-	SUBQ(i, rem)
-	JE(LabelRef(skip))
-	// lanes 0…rem−1 of the mask: expTail from 32 − 4·rem bytes on.
-	off := GP64()
-	MOVQ(U32(8), off)
-	SUBQ(rem, off)
-	tbl := GP64()
-	LEAQ(expTail, tbl)
-	mask := YMM()
-	VMOVDQU(Mem{Base: tbl, Index: off, Scale: 4}, mask)
-	one(i, mask)
-	Label(skip)
+	tailLanes(i, n, YMM, func(mask reg.VecVirtual) { one(i, mask) })
 	VADDPD(sum[1], sum[0], sum[0])
 	storeSumPD(sum[0])
 	VZEROUPPER()
@@ -268,4 +254,25 @@ func genScaleMax(name string, isa vecISA) {
 	Store(m, ReturnIndex(0))
 	VZEROUPPER()
 	RET()
+}
+
+// tailLanes emits: if i < n { body(mask) }, mask a new vector from vec (an
+// xmm for up to 3 elements left, a ymm for up to 7) whose int32 lanes
+// 0…n−i−1 are −1 and the others 0: expTail from 4·(lanes − (n − i))
+// bytes on.
+func tailLanes(i, n reg.GPVirtual, vec func() reg.VecVirtual, body func(mask reg.VecVirtual)) {
+	skip := label("notail")
+	rem := GP64()
+	MOVQ(n, rem)
+	SUBQ(i, rem)
+	JE(LabelRef(skip))
+	off := GP64()
+	MOVQ(U32(8), off)
+	SUBQ(rem, off)
+	tbl := GP64()
+	LEAQ(expTail, tbl)
+	mask := vec()
+	VMOVDQU(Mem{Base: tbl, Index: off, Scale: 4}, mask)
+	body(mask)
+	Label(skip)
 }
