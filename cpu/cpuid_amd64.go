@@ -47,13 +47,9 @@ var hwPrefetcher = func() bool {
 	return vendor == "AuthenticAMD" && family >= 0x1A
 }()
 
-// forCPU returns hw on CPUs with hwPrefetcher, else sw.
-func forCPU[F any](sw, hw F) F {
-	if hwPrefetcher {
-		return hw
-	}
-	return sw
-}
+// forCPU returns hw on CPUs with hwPrefetcher, else sw: forPrefetcher for
+// a kernel without a Lines version.
+func forCPU[F any](sw, hw F) F { return forPrefetcher(sw, sw, hw) }
 
 // linePrefetches says whether this CPU streams the head kernels' rows
 // (float16, int8, int8 with group scales, Q4_0) faster from DRAM with a

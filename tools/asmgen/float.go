@@ -224,9 +224,9 @@ func genDotF16RowsAVX2() {
 // Rapids) one per line read 0.88-0.92 against 0.77-0.80 per 256 bytes; on
 // the Zen 5 VM none at all read 0.85-0.88 against 0.76-0.79 per line and
 // 0.65-0.73 per 256 bytes, at any distance ahead from 4 to 32 KiB and with
-// PREFETCHT0, T1 or NTA. The sets take the version of the CPU's
-// prefetchStyle (cpu/cpuid_amd64.go): Lines on Intel's, HW on AMD's family
-// 1Ah (Zen 5), the per-step one on the others.
+// PREFETCHT0, T1 or NTA. The avx512vnni set takes the CPU's version
+// (forPrefetcher in cpu/cpuid_amd64.go): Lines on Intel's, HW on AMD's
+// family 1Ah (Zen 5), the per-step one on the others.
 func genDotF16RowsAVX512() {
 	TEXT(kernelName("dotF16RowsAVX512"), NOSPLIT, dotF16RowsSig)
 	Pragma("noescape")

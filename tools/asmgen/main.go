@@ -244,7 +244,7 @@ func fewTokenPrefetches(near bool, gen func()) {
 // their chunks (a 64-byte line of each row) instead of one per step of
 // 256 bytes: the "Lines" version of a row kernel, for Intel's cores, whose
 // read probe streams from one core at 12-16 GB/s and whose kernels keep
-// up with it only with a prefetch per line (cpu.prefetchStyle; see
+// up with it only with a prefetch per line (cpu.linePrefetches; see
 // genDotF16RowsAVX512 and docs/KERNELS.md).
 var linePrefetch bool
 
