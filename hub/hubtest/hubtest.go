@@ -205,8 +205,46 @@ func (s *Server) etag(f File) string {
 }
 
 func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
-	status := s.hubAnswer(w, r)
-	s.record("hub", r, status)
+	s.answer("hub", w, r, s.hubAnswer)
+}
+
+// answer runs an answer function with a writer that logs the request when
+// its status goes out, before any byte of the body: a client that has read
+// the whole reply finds its request in Requests.
+func (s *Server) answer(host string, w http.ResponseWriter, r *http.Request, f func(http.ResponseWriter, *http.Request) int) {
+	rw := &recorder{ResponseWriter: w, log: func(status int) { s.record(host, r, status) }}
+	status := f(rw, r)
+	if !rw.logged {
+		rw.WriteHeader(status)
+	}
+}
+
+// recorder logs the status of a reply as it is written.
+type recorder struct {
+	http.ResponseWriter
+	log    func(status int)
+	logged bool
+}
+
+func (w *recorder) WriteHeader(status int) {
+	if !w.logged {
+		w.logged = true
+		w.log(status)
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if !w.logged {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *recorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func (s *Server) hubAnswer(w http.ResponseWriter, r *http.Request) int {
@@ -288,8 +326,7 @@ func (s *Server) serveInfo(w http.ResponseWriter) int {
 }
 
 func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
-	status := s.cdnAnswer(w, r)
-	s.record("cdn", r, status)
+	s.answer("cdn", w, r, s.cdnAnswer)
 }
 
 func (s *Server) cdnAnswer(w http.ResponseWriter, r *http.Request) int {
@@ -366,13 +403,5 @@ func (s *Server) serveBytes(w http.ResponseWriter, r *http.Request, f File) int 
 		}
 		<-r.Context().Done()
 	}
-	s.record(hostOf(r, s), r, status) // the request is logged before the connection drops
 	panic(http.ErrAbortHandler)
-}
-
-func hostOf(r *http.Request, s *Server) string {
-	if "http://"+r.Host == s.cdn.URL {
-		return "cdn"
-	}
-	return "hub"
 }
