@@ -107,11 +107,12 @@ func amxRelease(b []byte) {
 // ternaryMatMulAMX is ternaryMatMul on AMX tiles for whole blocks of 32
 // rows and at least amxMinTokens tokens (up to 16 in amxTernaryFew, more in
 // amxTernaryTiles); the other rows, and fewer tokens, go to
-// ternaryMatMulVNNI.
+// ternaryMatMulVNNI, in its version for Intel's cores (AMX's) below
+// amxMinTokens.
 func ternaryMatMulAMX(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
 	groups := rows / 32
 	if tokens < amxMinTokens || groups == 0 || n == 0 {
-		ternaryMatMulVNNI(w, stride, rows, x, xStride, n, tokens, out, outStride)
+		ternaryMatMulVNNILines(w, stride, rows, x, xStride, n, tokens, out, outStride)
 		return
 	}
 	// buf: two 4 KiB staging sets and the 1 KiB C scratch, then the B

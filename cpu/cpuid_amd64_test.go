@@ -52,8 +52,9 @@ func TestPrefetchVersions(t *testing.T) {
 	}
 	for _, n := range []int{0, 128, 256, 384, 2560} {
 		for _, rows := range append(testRows, 130) {
-			for _, tokens := range []int{1, 2, 3, 4, 5, 9} {
+			for _, tokens := range []int{1, 2, 3, 4, 5, 6, 9} {
 				expectTernaryMatMul(t, ternaryMatMulVNNIHW, rng, n, rows, tokens)
+				expectTernaryMatMul(t, ternaryMatMulVNNILines, rng, n, rows, tokens)
 			}
 		}
 	}

@@ -76,7 +76,7 @@ var avx2Kernels = kernels{
 var avx512VNNIKernels = kernels{
 	name:          "avx512vnni",
 	ternaryRows:   checkTernaryRows(forCPU(ternaryRowsVNNI, ternaryRowsVNNIHW)),
-	ternaryMatMul: checkTernaryMatMul(l1Blocks(forCPU(ternaryMatMulVNNI, ternaryMatMulVNNIHW), l1Activations, l2Panel)),
+	ternaryMatMul: checkTernaryMatMul(l1Blocks(forPrefetcher(ternaryMatMulVNNI, ternaryMatMulVNNILines, ternaryMatMulVNNIHW), l1Activations, l2Panel)),
 	dotF16Rows:    checkDotF16Rows(forPrefetcher(dotF16RowsAVX512, dotF16RowsAVX512Lines, dotF16RowsAVX512HW)),
 	kScores:       kScoresWhole(kScoresAVX512),
 	axpyF16:       checkAxpyF16(axpyF16AVX512),

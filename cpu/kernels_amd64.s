@@ -69409,3 +69409,5470 @@ notail_1784:
 	MOVSD        X1, ret+40(FP)
 	VZEROUPPER
 	RET
+
+// func ternaryMatMulVNNILines(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·ternaryMatMulVNNILines(SB), NOSPLIT, $0-120
+	MOVQ tokens+80(FP), AX
+	CMPQ AX, $0x05
+	JA   adjacent_1785
+	MOVQ w_base+0(FP), AX
+	MOVQ rows+32(FP), CX
+	MOVQ out_base+88(FP), DX
+	SHRQ $0x02, CX
+	JZ   spreadtiles_1786
+
+spreadtile_1787:
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_1788:
+	CMPQ DI, $0x00000005
+	JB   tokenstail_1789
+
+	// tile 4 rows × 5 tokens
+	MOVQ      stride+24(FP), R8
+	MOVQ      xStride+64(FP), R9
+	MOVQ      n+72(FP), R10
+	SHRQ      $0x07, R10
+	MOVQ      rows+32(FP), R11
+	SHRQ      $0x02, R11
+	IMULQ     R8, R11
+	MOVQ      AX, R8
+	LEAQ      (R8)(R11*2), R12
+	ADDQ      R11, R12
+	MOVQ      BX, R13
+	LEAQ      (R13)(R9*2), R14
+	ADDQ      R9, R14
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPXORD    Z16, Z16, Z16
+	VPXORD    Z17, Z17, Z17
+	VPXORD    Z18, Z18, Z18
+	VPXORD    Z19, Z19, Z19
+	VPXORD    Z20, Z20, Z20
+
+tilepairs_1791:
+	CMPQ            R10, $0x02
+	JB              tilepairsdone_1792
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R8)(R11*1)
+	VBROADCASTI64X4 (R8)(R11*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R8)(R11*2)
+	VBROADCASTI64X4 (R8)(R11*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z29
+	VMOVDQU64       64(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z29
+	VMOVDQU64       64(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z29
+	VMOVDQU64       64(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       (R14), Z29
+	VMOVDQU64       64(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z29
+	VMOVDQU64       64(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	VBROADCASTI64X4 32(R8), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R8)(R11*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VBROADCASTI64X4 32(R8)(R11*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	VBROADCASTI64X4 32(R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       128(R13), Z29
+	VMOVDQU64       192(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       128(R13)(R9*1), Z29
+	VMOVDQU64       192(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       128(R13)(R9*2), Z29
+	VMOVDQU64       192(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       128(R14), Z29
+	VMOVDQU64       192(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       128(R14)(R9*1), Z29
+	VMOVDQU64       192(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000040, R12
+	ADDQ            $0x00000100, R13
+	ADDQ            $0x00000100, R14
+	SUBQ            $0x02, R10
+	JMP             tilepairs_1791
+
+tilepairsdone_1792:
+	TESTQ           R10, R10
+	JZ              tiledone_1793
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R8)(R11*1)
+	VBROADCASTI64X4 (R8)(R11*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R8)(R11*2)
+	VBROADCASTI64X4 (R8)(R11*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z29
+	VPDPBUSD        Z0, Z21, Z1
+	VPDPBUSD        Z29, Z22, Z1
+	VPDPBUSD        Z0, Z23, Z6
+	VPDPBUSD        Z29, Z24, Z6
+	VPDPBUSD        Z0, Z25, Z11
+	VPDPBUSD        Z29, Z26, Z11
+	VPDPBUSD        Z0, Z27, Z16
+	VPDPBUSD        Z29, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z0
+	VMOVDQU64       64(R13)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z2
+	VPDPBUSD        Z29, Z22, Z2
+	VPDPBUSD        Z0, Z23, Z7
+	VPDPBUSD        Z29, Z24, Z7
+	VPDPBUSD        Z0, Z25, Z12
+	VPDPBUSD        Z29, Z26, Z12
+	VPDPBUSD        Z0, Z27, Z17
+	VPDPBUSD        Z29, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z0
+	VMOVDQU64       64(R13)(R9*2), Z29
+	VPDPBUSD        Z0, Z21, Z3
+	VPDPBUSD        Z29, Z22, Z3
+	VPDPBUSD        Z0, Z23, Z8
+	VPDPBUSD        Z29, Z24, Z8
+	VPDPBUSD        Z0, Z25, Z13
+	VPDPBUSD        Z29, Z26, Z13
+	VPDPBUSD        Z0, Z27, Z18
+	VPDPBUSD        Z29, Z28, Z18
+	VMOVDQU64       (R14), Z0
+	VMOVDQU64       64(R14), Z29
+	VPDPBUSD        Z0, Z21, Z4
+	VPDPBUSD        Z29, Z22, Z4
+	VPDPBUSD        Z0, Z23, Z9
+	VPDPBUSD        Z29, Z24, Z9
+	VPDPBUSD        Z0, Z25, Z14
+	VPDPBUSD        Z29, Z26, Z14
+	VPDPBUSD        Z0, Z27, Z19
+	VPDPBUSD        Z29, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z0
+	VMOVDQU64       64(R14)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z5
+	VPDPBUSD        Z29, Z22, Z5
+	VPDPBUSD        Z0, Z23, Z10
+	VPDPBUSD        Z29, Z24, Z10
+	VPDPBUSD        Z0, Z25, Z15
+	VPDPBUSD        Z29, Z26, Z15
+	VPDPBUSD        Z0, Z27, Z20
+	VPDPBUSD        Z29, Z28, Z20
+
+tiledone_1793:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y21
+	VPADDD        Y1, Y21, Y21
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y11
+	VPADDD        Y12, Y11, Y11
+	VPSRAVD       Z0, Z13, Z13
+	VEXTRACTI64X4 $0x01, Z13, Y12
+	VPADDD        Y13, Y12, Y12
+	VPSRAVD       Z0, Z14, Z14
+	VEXTRACTI64X4 $0x01, Z14, Y13
+	VPADDD        Y14, Y13, Y13
+	VPSRAVD       Z0, Z15, Z15
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPADDD        Y15, Y14, Y14
+	VPSRAVD       Z0, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y15
+	VPADDD        Y16, Y15, Y15
+	VPSRAVD       Z0, Z17, Z17
+	VEXTRACTI64X4 $0x01, Z17, Y16
+	VPADDD        Y17, Y16, Y16
+	VPSRAVD       Z0, Z18, Z18
+	VEXTRACTI64X4 $0x01, Z18, Y17
+	VPADDD        Y18, Y17, Y17
+	VPSRAVD       Z0, Z19, Z19
+	VEXTRACTI64X4 $0x01, Z19, Y18
+	VPADDD        Y19, Y18, Y18
+	VPSRAVD       Z0, Z20, Z20
+	VEXTRACTI64X4 $0x01, Z20, Y0
+	VPADDD        Y20, Y0, Y0
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R9
+	VPUNPCKLDQ    Y5, Y21, Y19
+	VPUNPCKHDQ    Y5, Y21, Y5
+	VPADDD        Y5, Y19, Y19
+	VPUNPCKLDQ    Y15, Y10, Y5
+	VPUNPCKHDQ    Y15, Y10, Y10
+	VPADDD        Y10, Y5, Y5
+	VPUNPCKLQDQ   Y5, Y19, Y10
+	VPUNPCKHQDQ   Y5, Y19, Y5
+	VPADDD        Y5, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X5
+	VPADDD        X10, X5, X5
+	VMOVD         X5, (R9)
+	VPSHUFD       $0x01, X5, X10
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X10, (R9)(R10*1)
+	VPSHUFD       $0x02, X5, X10
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X10, (R9)(R10*2)
+	VPSHUFD       $0x03, X5, X5
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X5, (R11)(R10*1)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y6, Y1, Y5
+	VPUNPCKHDQ    Y6, Y1, Y1
+	VPADDD        Y1, Y5, Y5
+	VPUNPCKLDQ    Y16, Y11, Y1
+	VPUNPCKHDQ    Y16, Y11, Y6
+	VPADDD        Y6, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y5, Y6
+	VPUNPCKHQDQ   Y1, Y5, Y1
+	VPADDD        Y1, Y6, Y6
+	VEXTRACTI32X4 $0x01, Y6, X1
+	VPADDD        X6, X1, X1
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X5
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X5, (R9)(R10*1)
+	VPSHUFD       $0x02, X1, X5
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X5, (R9)(R10*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X1, (R11)(R10*1)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y7, Y2, Y1
+	VPUNPCKHDQ    Y7, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y17, Y12, Y2
+	VPUNPCKHDQ    Y17, Y12, Y5
+	VPADDD        Y5, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y5
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*1)
+	VPSHUFD       $0x02, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X1, (R11)(R10*1)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y8, Y3, Y1
+	VPUNPCKHDQ    Y8, Y3, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y18, Y13, Y2
+	VPUNPCKHDQ    Y18, Y13, Y3
+	VPADDD        Y3, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y3
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*1)
+	VPSHUFD       $0x02, X1, X2
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	VMOVD         X2, (R9)(R10*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), R10
+	ANDQ          $-4, R10
+	LEAQ          (R9)(R10*2), R11
+	VMOVD         X1, (R11)(R10*1)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y9, Y4, Y1
+	VPUNPCKHDQ    Y9, Y4, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y14, Y2
+	VPUNPCKHDQ    Y0, Y14, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (R9)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X0, (R9)(R8*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	VMOVD         X0, (R9)(R8*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), R8
+	ANDQ          $-4, R8
+	LEAQ          (R9)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000005, R8, R8
+	IMUL3Q        $0x00000014, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000005, DI
+	JMP           tokens_1788
+
+tokenstail_1789:
+	CMPQ DI, $0x00000004
+	JNE  tokens_1794
+
+	// tile 4 rows × 4 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      rows+32(FP), R10
+	SHRQ      $0x02, R10
+	IMULQ     DI, R10
+	MOVQ      AX, DI
+	LEAQ      (DI)(R10*2), R11
+	ADDQ      R10, R11
+	LEAQ      (BX)(R8*2), R12
+	ADDQ      R8, R12
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPXORD    Z16, Z16, Z16
+
+tilepairs_1795:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_1796
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z25
+	VMOVDQU64       64(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z25
+	VMOVDQU64       64(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z25
+	VMOVDQU64       64(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       (R12), Z25
+	VMOVDQU64       64(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	VBROADCASTI64X4 32(DI), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(DI)(R10*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VBROADCASTI64X4 32(DI)(R10*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       128(BX), Z25
+	VMOVDQU64       192(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       128(BX)(R8*1), Z25
+	VMOVDQU64       192(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       128(BX)(R8*2), Z25
+	VMOVDQU64       192(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       128(R12), Z25
+	VMOVDQU64       192(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R12
+	SUBQ            $0x02, R9
+	JMP             tilepairs_1795
+
+tilepairsdone_1796:
+	TESTQ           R9, R9
+	JZ              tiledone_1797
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z25
+	VPDPBUSD        Z0, Z17, Z1
+	VPDPBUSD        Z25, Z18, Z1
+	VPDPBUSD        Z0, Z19, Z5
+	VPDPBUSD        Z25, Z20, Z5
+	VPDPBUSD        Z0, Z21, Z9
+	VPDPBUSD        Z25, Z22, Z9
+	VPDPBUSD        Z0, Z23, Z13
+	VPDPBUSD        Z25, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z25
+	VPDPBUSD        Z0, Z17, Z2
+	VPDPBUSD        Z25, Z18, Z2
+	VPDPBUSD        Z0, Z19, Z6
+	VPDPBUSD        Z25, Z20, Z6
+	VPDPBUSD        Z0, Z21, Z10
+	VPDPBUSD        Z25, Z22, Z10
+	VPDPBUSD        Z0, Z23, Z14
+	VPDPBUSD        Z25, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z25
+	VPDPBUSD        Z0, Z17, Z3
+	VPDPBUSD        Z25, Z18, Z3
+	VPDPBUSD        Z0, Z19, Z7
+	VPDPBUSD        Z25, Z20, Z7
+	VPDPBUSD        Z0, Z21, Z11
+	VPDPBUSD        Z25, Z22, Z11
+	VPDPBUSD        Z0, Z23, Z15
+	VPDPBUSD        Z25, Z24, Z15
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z25
+	VPDPBUSD        Z0, Z17, Z4
+	VPDPBUSD        Z25, Z18, Z4
+	VPDPBUSD        Z0, Z19, Z8
+	VPDPBUSD        Z25, Z20, Z8
+	VPDPBUSD        Z0, Z21, Z12
+	VPDPBUSD        Z25, Z22, Z12
+	VPDPBUSD        Z0, Z23, Z16
+	VPDPBUSD        Z25, Z24, Z16
+
+tiledone_1797:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y17
+	VPADDD        Y1, Y17, Y17
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y11
+	VPADDD        Y12, Y11, Y11
+	VPSRAVD       Z0, Z13, Z13
+	VEXTRACTI64X4 $0x01, Z13, Y12
+	VPADDD        Y13, Y12, Y12
+	VPSRAVD       Z0, Z14, Z14
+	VEXTRACTI64X4 $0x01, Z14, Y13
+	VPADDD        Y14, Y13, Y13
+	VPSRAVD       Z0, Z15, Z15
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPADDD        Y15, Y14, Y14
+	VPSRAVD       Z0, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y0
+	VPADDD        Y16, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y4, Y17, Y15
+	VPUNPCKHDQ    Y4, Y17, Y4
+	VPADDD        Y4, Y15, Y15
+	VPUNPCKLDQ    Y12, Y8, Y4
+	VPUNPCKHDQ    Y12, Y8, Y8
+	VPADDD        Y8, Y4, Y4
+	VPUNPCKLQDQ   Y4, Y15, Y8
+	VPUNPCKHQDQ   Y4, Y15, Y4
+	VPADDD        Y4, Y8, Y8
+	VEXTRACTI32X4 $0x01, Y8, X4
+	VPADDD        X8, X4, X4
+	VMOVD         X4, (SI)
+	VPSHUFD       $0x01, X4, X8
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X8, (SI)(DI*1)
+	VPSHUFD       $0x02, X4, X8
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X8, (SI)(DI*2)
+	VPSHUFD       $0x03, X4, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X4, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y5, Y1, Y4
+	VPUNPCKHDQ    Y5, Y1, Y1
+	VPADDD        Y1, Y4, Y4
+	VPUNPCKLDQ    Y13, Y9, Y1
+	VPUNPCKHDQ    Y13, Y9, Y5
+	VPADDD        Y5, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y4, Y5
+	VPUNPCKHQDQ   Y1, Y4, Y1
+	VPADDD        Y1, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*1)
+	VPSHUFD       $0x02, X1, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X1, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y6, Y2, Y1
+	VPUNPCKHDQ    Y6, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y14, Y10, Y2
+	VPUNPCKHDQ    Y14, Y10, Y4
+	VPADDD        Y4, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y4
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X2
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X2, (SI)(DI*1)
+	VPSHUFD       $0x02, X1, X2
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X2, (SI)(DI*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X1, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y7, Y3, Y1
+	VPUNPCKHDQ    Y7, Y3, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y11, Y2
+	VPUNPCKHDQ    Y0, Y11, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
+	JMP           tokensdone_1790
+
+tokens_1794:
+	CMPQ DI, $0x00000003
+	JNE  tokens_1798
+
+	// tile 4 rows × 3 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      rows+32(FP), R10
+	SHRQ      $0x02, R10
+	IMULQ     DI, R10
+	MOVQ      AX, DI
+	LEAQ      (DI)(R10*2), R11
+	ADDQ      R10, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+
+tilepairs_1799:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_1800
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z21
+	VMOVDQU64       64(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z21
+	VMOVDQU64       64(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z21
+	VMOVDQU64       64(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	VBROADCASTI64X4 32(DI), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(DI)(R10*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VBROADCASTI64X4 32(DI)(R10*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       128(BX), Z21
+	VMOVDQU64       192(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       128(BX)(R8*1), Z21
+	VMOVDQU64       192(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       128(BX)(R8*2), Z21
+	VMOVDQU64       192(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_1799
+
+tilepairsdone_1800:
+	TESTQ           R9, R9
+	JZ              tiledone_1801
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z21
+	VPDPBUSD        Z0, Z13, Z1
+	VPDPBUSD        Z21, Z14, Z1
+	VPDPBUSD        Z0, Z15, Z4
+	VPDPBUSD        Z21, Z16, Z4
+	VPDPBUSD        Z0, Z17, Z7
+	VPDPBUSD        Z21, Z18, Z7
+	VPDPBUSD        Z0, Z19, Z10
+	VPDPBUSD        Z21, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z21
+	VPDPBUSD        Z0, Z13, Z2
+	VPDPBUSD        Z21, Z14, Z2
+	VPDPBUSD        Z0, Z15, Z5
+	VPDPBUSD        Z21, Z16, Z5
+	VPDPBUSD        Z0, Z17, Z8
+	VPDPBUSD        Z21, Z18, Z8
+	VPDPBUSD        Z0, Z19, Z11
+	VPDPBUSD        Z21, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z21
+	VPDPBUSD        Z0, Z13, Z3
+	VPDPBUSD        Z21, Z14, Z3
+	VPDPBUSD        Z0, Z15, Z6
+	VPDPBUSD        Z21, Z16, Z6
+	VPDPBUSD        Z0, Z17, Z9
+	VPDPBUSD        Z21, Z18, Z9
+	VPDPBUSD        Z0, Z19, Z12
+	VPDPBUSD        Z21, Z20, Z12
+
+tiledone_1801:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y13
+	VPADDD        Y1, Y13, Y13
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y0
+	VPADDD        Y12, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y3, Y13, Y11
+	VPUNPCKHDQ    Y3, Y13, Y3
+	VPADDD        Y3, Y11, Y11
+	VPUNPCKLDQ    Y9, Y6, Y3
+	VPUNPCKHDQ    Y9, Y6, Y6
+	VPADDD        Y6, Y3, Y3
+	VPUNPCKLQDQ   Y3, Y11, Y6
+	VPUNPCKHQDQ   Y3, Y11, Y3
+	VPADDD        Y3, Y6, Y6
+	VEXTRACTI32X4 $0x01, Y6, X3
+	VPADDD        X6, X3, X3
+	VMOVD         X3, (SI)
+	VPSHUFD       $0x01, X3, X6
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X6, (SI)(DI*1)
+	VPSHUFD       $0x02, X3, X6
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X6, (SI)(DI*2)
+	VPSHUFD       $0x03, X3, X3
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X3, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y4, Y1, Y3
+	VPUNPCKHDQ    Y4, Y1, Y1
+	VPADDD        Y1, Y3, Y3
+	VPUNPCKLDQ    Y10, Y7, Y1
+	VPUNPCKHDQ    Y10, Y7, Y4
+	VPADDD        Y4, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y3, Y4
+	VPUNPCKHQDQ   Y1, Y3, Y1
+	VPADDD        Y1, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X3
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X3, (SI)(DI*1)
+	VPSHUFD       $0x02, X1, X3
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X3, (SI)(DI*2)
+	VPSHUFD       $0x03, X1, X1
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X1, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y5, Y2, Y1
+	VPUNPCKHDQ    Y5, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y8, Y2
+	VPUNPCKHDQ    Y0, Y8, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
+	JMP           tokensdone_1790
+
+tokens_1798:
+	CMPQ DI, $0x00000002
+	JNE  tokens_1802
+
+	// tile 4 rows × 2 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      rows+32(FP), R10
+	SHRQ      $0x02, R10
+	IMULQ     DI, R10
+	MOVQ      AX, DI
+	LEAQ      (DI)(R10*2), R11
+	ADDQ      R10, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+
+tilepairs_1803:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_1804
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z17
+	VMOVDQU64       64(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z17
+	VMOVDQU64       64(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	VBROADCASTI64X4 32(DI), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(DI)(R10*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VBROADCASTI64X4 32(DI)(R10*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       128(BX), Z17
+	VMOVDQU64       192(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       128(BX)(R8*1), Z17
+	VMOVDQU64       192(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_1803
+
+tilepairsdone_1804:
+	TESTQ           R9, R9
+	JZ              tiledone_1805
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(DI)(R10*1)
+	VBROADCASTI64X4 (DI)(R10*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	PREFETCHT1      16384(DI)(R10*2)
+	VBROADCASTI64X4 (DI)(R10*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z17
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z17, Z10, Z1
+	VPDPBUSD        Z0, Z11, Z3
+	VPDPBUSD        Z17, Z12, Z3
+	VPDPBUSD        Z0, Z13, Z5
+	VPDPBUSD        Z17, Z14, Z5
+	VPDPBUSD        Z0, Z15, Z7
+	VPDPBUSD        Z17, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z17
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z17, Z10, Z2
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z17, Z12, Z4
+	VPDPBUSD        Z0, Z13, Z6
+	VPDPBUSD        Z17, Z14, Z6
+	VPDPBUSD        Z0, Z15, Z8
+	VPDPBUSD        Z17, Z16, Z8
+
+tiledone_1805:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDD        Y1, Y9, Y9
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y2, Y9, Y7
+	VPUNPCKHDQ    Y2, Y9, Y2
+	VPADDD        Y2, Y7, Y7
+	VPUNPCKLDQ    Y6, Y4, Y2
+	VPUNPCKHDQ    Y6, Y4, Y4
+	VPADDD        Y4, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y7, Y4
+	VPUNPCKHQDQ   Y2, Y7, Y2
+	VPADDD        Y2, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X2
+	VPADDD        X4, X2, X2
+	VMOVD         X2, (SI)
+	VPSHUFD       $0x01, X2, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*1)
+	VPSHUFD       $0x02, X2, X4
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	VMOVD         X4, (SI)(DI*2)
+	VPSHUFD       $0x03, X2, X2
+	MOVQ          rows+32(FP), DI
+	ANDQ          $-4, DI
+	LEAQ          (SI)(DI*2), R8
+	VMOVD         X2, (R8)(DI*1)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y3, Y1, Y2
+	VPUNPCKHDQ    Y3, Y1, Y1
+	VPADDD        Y1, Y2, Y2
+	VPUNPCKLDQ    Y0, Y5, Y1
+	VPUNPCKHDQ    Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y2, Y0
+	VPUNPCKHQDQ   Y1, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	VMOVD         X0, (SI)(BX*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), BX
+	ANDQ          $-4, BX
+	LEAQ          (SI)(BX*2), SI
+	VMOVD         X0, (SI)(BX*1)
+	JMP           tokensdone_1790
+
+tokens_1802:
+	CMPQ DI, $0x00000001
+	JNE  tokens_1806
+
+	// tile 4 rows × 1 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      rows+32(FP), R9
+	SHRQ      $0x02, R9
+	IMULQ     DI, R9
+	MOVQ      AX, DI
+	LEAQ      (DI)(R9*2), R10
+	ADDQ      R9, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+
+tilepairs_1807:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1808
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	PREFETCHT1      16384(DI)(R9*1)
+	VBROADCASTI64X4 (DI)(R9*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	PREFETCHT1      16384(DI)(R9*2)
+	VBROADCASTI64X4 (DI)(R9*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z13
+	VMOVDQU64       64(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	VBROADCASTI64X4 32(DI), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VBROADCASTI64X4 32(DI)(R9*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VBROADCASTI64X4 32(DI)(R9*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       128(BX), Z13
+	VMOVDQU64       192(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1807
+
+tilepairsdone_1808:
+	TESTQ           R8, R8
+	JZ              tiledone_1809
+	PREFETCHT1      16384(DI)
+	VBROADCASTI64X4 (DI), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	PREFETCHT1      16384(DI)(R9*1)
+	VBROADCASTI64X4 (DI)(R9*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	PREFETCHT1      16384(DI)(R9*2)
+	VBROADCASTI64X4 (DI)(R9*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z13
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z13, Z6, Z1
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z13, Z8, Z2
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z13, Z10, Z3
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z13, Z12, Z4
+
+tiledone_1809:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y5
+	VPADDD        Y1, Y5, Y5
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VPUNPCKLDQ    Y1, Y5, Y3
+	VPUNPCKHDQ    Y1, Y5, Y1
+	VPADDD        Y1, Y3, Y3
+	VPUNPCKLDQ    Y0, Y2, Y1
+	VPUNPCKHDQ    Y0, Y2, Y0
+	VPADDD        Y0, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y3, Y0
+	VPUNPCKHQDQ   Y1, Y3, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (BX)
+	VPSHUFD       $0x01, X1, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	VMOVD         X0, (BX)(SI*1)
+	VPSHUFD       $0x02, X1, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	VMOVD         X0, (BX)(SI*2)
+	VPSHUFD       $0x03, X1, X0
+	MOVQ          rows+32(FP), SI
+	ANDQ          $-4, SI
+	LEAQ          (BX)(SI*2), BX
+	VMOVD         X0, (BX)(SI*1)
+	JMP           tokensdone_1790
+
+tokens_1806:
+tokensdone_1790:
+	MOVQ  stride+24(FP), BX
+	ADDQ  BX, AX
+	ADDQ  $0x00000004, DX
+	DECQ  CX
+	JNZ   spreadtile_1787
+	MOVQ  rows+32(FP), CX
+	ANDQ  $-4, CX
+	MOVQ  stride+24(FP), BX
+	IMULQ CX, BX
+	SHRQ  $0x02, BX
+	LEAQ  (AX)(BX*2), AX
+	ADDQ  BX, AX
+	LEAQ  (DX)(CX*2), DX
+	ADDQ  CX, DX
+
+spreadtiles_1786:
+	MOVQ rows+32(FP), CX
+	ANDQ $0x03, CX
+
+rows_1810:
+	CMPQ CX, $0x00000001
+	JB   rowsdone_1811
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_1812:
+	CMPQ DI, $0x00000008
+	JB   tokenstail_1813
+
+	// tile 1 rows × 8 tokens
+	MOVQ      stride+24(FP), R8
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	MOVQ      BX, R11
+	LEAQ      (R11)(R8*2), R12
+	ADDQ      R8, R12
+	LEAQ      (R12)(R8*2), R13
+	ADDQ      R8, R13
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+
+tilepairs_1815:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_1816
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z11
+	VMOVDQU64       64(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z11
+	VMOVDQU64       64(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z11
+	VMOVDQU64       64(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       (R12), Z11
+	VMOVDQU64       64(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z11
+	VMOVDQU64       64(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z11
+	VMOVDQU64       64(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       (R13), Z11
+	VMOVDQU64       64(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z11
+	VMOVDQU64       64(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	VBROADCASTI64X4 32(R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       128(R11), Z11
+	VMOVDQU64       192(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       128(R11)(R8*1), Z11
+	VMOVDQU64       192(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       128(R11)(R8*2), Z11
+	VMOVDQU64       192(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       128(R12), Z11
+	VMOVDQU64       192(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       128(R12)(R8*1), Z11
+	VMOVDQU64       192(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       128(R12)(R8*2), Z11
+	VMOVDQU64       192(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       128(R13), Z11
+	VMOVDQU64       192(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       128(R13)(R8*1), Z11
+	VMOVDQU64       192(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, R11
+	ADDQ            $0x00000100, R12
+	ADDQ            $0x00000100, R13
+	SUBQ            $0x02, R9
+	JMP             tilepairs_1815
+
+tilepairsdone_1816:
+	TESTQ           R9, R9
+	JZ              tiledone_1817
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z11, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z0
+	VMOVDQU64       64(R11)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z11, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z0
+	VMOVDQU64       64(R11)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z11, Z10, Z3
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z11
+	VPDPBUSD        Z0, Z9, Z4
+	VPDPBUSD        Z11, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z0
+	VMOVDQU64       64(R12)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z5
+	VPDPBUSD        Z11, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z0
+	VMOVDQU64       64(R12)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z6
+	VPDPBUSD        Z11, Z10, Z6
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z11
+	VPDPBUSD        Z0, Z9, Z7
+	VPDPBUSD        Z11, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z0
+	VMOVDQU64       64(R13)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z8
+	VPDPBUSD        Z11, Z10, Z8
+
+tiledone_1817:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDD        Y1, Y9, Y9
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R9
+	VEXTRACTI32X4 $0x01, Y9, X7
+	VPADDD        X9, X7, X7
+	VPSHUFD       $0x4e, X7, X8
+	VPADDD        X8, X7, X7
+	VPSHUFD       $0xb1, X7, X8
+	VPADDD        X8, X7, X7
+	VMOVD         X7, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y1, X7
+	VPADDD        X1, X7, X7
+	VPSHUFD       $0x4e, X7, X1
+	VPADDD        X1, X7, X7
+	VPSHUFD       $0xb1, X7, X1
+	VPADDD        X1, X7, X7
+	VMOVD         X7, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y6, X1
+	VPADDD        X6, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (R9)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000008, R8, R8
+	IMUL3Q        $0x00000020, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000008, DI
+	JMP           tokens_1812
+
+tokenstail_1813:
+	CMPQ DI, $0x00000007
+	JNE  tokens_1818
+
+	// tile 1 rows × 7 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+
+tilepairs_1819:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1820
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z10
+	VMOVDQU64       64(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z10
+	VMOVDQU64       64(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z10
+	VMOVDQU64       64(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       (R10), Z10
+	VMOVDQU64       64(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z10
+	VMOVDQU64       64(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z10
+	VMOVDQU64       64(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       (R11), Z10
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	VBROADCASTI64X4 32(R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       128(BX), Z10
+	VMOVDQU64       192(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       128(BX)(DI*1), Z10
+	VMOVDQU64       192(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       128(BX)(DI*2), Z10
+	VMOVDQU64       192(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       128(R10), Z10
+	VMOVDQU64       192(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       128(R10)(DI*1), Z10
+	VMOVDQU64       192(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       128(R10)(DI*2), Z10
+	VMOVDQU64       192(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       128(R11), Z10
+	VMOVDQU64       192(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	ADDQ            $0x00000100, R11
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1819
+
+tilepairsdone_1820:
+	TESTQ           R8, R8
+	JZ              tiledone_1821
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z0, Z8, Z1
+	VPDPBUSD        Z10, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z2
+	VPDPBUSD        Z10, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z3
+	VPDPBUSD        Z10, Z9, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z0, Z8, Z4
+	VPDPBUSD        Z10, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z5
+	VPDPBUSD        Z10, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z6
+	VPDPBUSD        Z10, Z9, Z6
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z10
+	VPDPBUSD        Z0, Z8, Z7
+	VPDPBUSD        Z10, Z9, Z7
+
+tiledone_1821:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y8
+	VPADDD        Y1, Y8, Y8
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y0
+	VPADDD        Y7, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y8, X6
+	VPADDD        X8, X6, X6
+	VPSHUFD       $0x4e, X6, X7
+	VPADDD        X7, X6, X6
+	VPSHUFD       $0xb1, X6, X7
+	VPADDD        X7, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X6
+	VPADDD        X1, X6, X6
+	VPSHUFD       $0x4e, X6, X1
+	VPADDD        X1, X6, X6
+	VPSHUFD       $0xb1, X6, X1
+	VPADDD        X1, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1814
+
+tokens_1818:
+	CMPQ DI, $0x00000006
+	JNE  tokens_1822
+
+	// tile 1 rows × 6 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+
+tilepairs_1823:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1824
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z9
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z9
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z9
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       (R10), Z9
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z9
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z9
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	VBROADCASTI64X4 32(R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       128(BX), Z9
+	VMOVDQU64       192(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       128(BX)(DI*1), Z9
+	VMOVDQU64       192(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       128(BX)(DI*2), Z9
+	VMOVDQU64       192(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       128(R10), Z9
+	VMOVDQU64       192(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       128(R10)(DI*1), Z9
+	VMOVDQU64       192(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       128(R10)(DI*2), Z9
+	VMOVDQU64       192(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1823
+
+tilepairsdone_1824:
+	TESTQ           R8, R8
+	JZ              tiledone_1825
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z0, Z7, Z1
+	VPDPBUSD        Z9, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z9, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z3
+	VPDPBUSD        Z9, Z8, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z0, Z7, Z4
+	VPDPBUSD        Z9, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z5
+	VPDPBUSD        Z9, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z6
+	VPDPBUSD        Z9, Z8, Z6
+
+tiledone_1825:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y7
+	VPADDD        Y1, Y7, Y7
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y7, X5
+	VPADDD        X7, X5, X5
+	VPSHUFD       $0x4e, X5, X6
+	VPADDD        X6, X5, X5
+	VPSHUFD       $0xb1, X5, X6
+	VPADDD        X6, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X5
+	VPADDD        X1, X5, X5
+	VPSHUFD       $0x4e, X5, X1
+	VPADDD        X1, X5, X5
+	VPSHUFD       $0xb1, X5, X1
+	VPADDD        X1, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1814
+
+tokens_1822:
+	CMPQ DI, $0x00000005
+	JNE  tokens_1826
+
+	// tile 1 rows × 5 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+
+tilepairs_1827:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1828
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z8
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z8
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z8
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       (R10), Z8
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z8
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	VBROADCASTI64X4 32(R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       128(BX), Z8
+	VMOVDQU64       192(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       128(BX)(DI*1), Z8
+	VMOVDQU64       192(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       128(BX)(DI*2), Z8
+	VMOVDQU64       192(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       128(R10), Z8
+	VMOVDQU64       192(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       128(R10)(DI*1), Z8
+	VMOVDQU64       192(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1827
+
+tilepairsdone_1828:
+	TESTQ           R8, R8
+	JZ              tiledone_1829
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z0, Z6, Z1
+	VPDPBUSD        Z8, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z2
+	VPDPBUSD        Z8, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z0, Z6, Z3
+	VPDPBUSD        Z8, Z7, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z0, Z6, Z4
+	VPDPBUSD        Z8, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z5
+	VPDPBUSD        Z8, Z7, Z5
+
+tiledone_1829:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y6
+	VPADDD        Y1, Y6, Y6
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y6, X4
+	VPADDD        X6, X4, X4
+	VPSHUFD       $0x4e, X4, X5
+	VPADDD        X5, X4, X4
+	VPSHUFD       $0xb1, X4, X5
+	VPADDD        X5, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X4
+	VPADDD        X1, X4, X4
+	VPSHUFD       $0x4e, X4, X1
+	VPADDD        X1, X4, X4
+	VPSHUFD       $0xb1, X4, X1
+	VPADDD        X1, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1814
+
+tokens_1826:
+	CMPQ DI, $0x00000004
+	JNE  tokens_1830
+
+	// tile 1 rows × 4 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+
+tilepairs_1831:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1832
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z7
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z7
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z7
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       (R10), Z7
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	VBROADCASTI64X4 32(R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       128(BX), Z7
+	VMOVDQU64       192(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       128(BX)(DI*1), Z7
+	VMOVDQU64       192(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       128(BX)(DI*2), Z7
+	VMOVDQU64       192(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       128(R10), Z7
+	VMOVDQU64       192(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1831
+
+tilepairsdone_1832:
+	TESTQ           R8, R8
+	JZ              tiledone_1833
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z7, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z0, Z5, Z2
+	VPDPBUSD        Z7, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z0, Z5, Z3
+	VPDPBUSD        Z7, Z6, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z7
+	VPDPBUSD        Z0, Z5, Z4
+	VPDPBUSD        Z7, Z6, Z4
+
+tiledone_1833:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y5
+	VPADDD        Y1, Y5, Y5
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y5, X3
+	VPADDD        X5, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X3
+	VPADDD        X1, X3, X3
+	VPSHUFD       $0x4e, X3, X1
+	VPADDD        X1, X3, X3
+	VPSHUFD       $0xb1, X3, X1
+	VPADDD        X1, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1814
+
+tokens_1830:
+	CMPQ DI, $0x00000003
+	JNE  tokens_1834
+
+	// tile 1 rows × 3 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+
+tilepairs_1835:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1836
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z6
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z6
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z6
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	VBROADCASTI64X4 32(R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       128(BX), Z6
+	VMOVDQU64       192(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       128(BX)(DI*1), Z6
+	VMOVDQU64       192(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       128(BX)(DI*2), Z6
+	VMOVDQU64       192(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1835
+
+tilepairsdone_1836:
+	TESTQ           R8, R8
+	JZ              tiledone_1837
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z0, Z4, Z1
+	VPDPBUSD        Z6, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z0, Z4, Z2
+	VPDPBUSD        Z6, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z6
+	VPDPBUSD        Z0, Z4, Z3
+	VPDPBUSD        Z6, Z5, Z3
+
+tiledone_1837:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y4
+	VPADDD        Y1, Y4, Y4
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y4, X2
+	VPADDD        X4, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VPADDD        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VPADDD        X3, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0x4e, X2, X1
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0xb1, X2, X1
+	VPADDD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1814
+
+tokens_1834:
+	CMPQ DI, $0x00000002
+	JNE  tokens_1838
+
+	// tile 1 rows × 2 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+
+tilepairs_1839:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1840
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z5
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z5
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	VBROADCASTI64X4 32(R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       128(BX), Z5
+	VMOVDQU64       192(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       128(BX)(DI*1), Z5
+	VMOVDQU64       192(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1839
+
+tilepairsdone_1840:
+	TESTQ           R8, R8
+	JZ              tiledone_1841
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z0, Z3, Z1
+	VPDPBUSD        Z5, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z5
+	VPDPBUSD        Z0, Z3, Z2
+	VPDPBUSD        Z5, Z4, Z2
+
+tiledone_1841:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y3
+	VPADDD        Y1, Y3, Y3
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1814
+
+tokens_1838:
+	CMPQ DI, $0x00000001
+	JNE  tokens_1842
+
+	// tile 1 rows × 1 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), DI
+	SHRQ      $0x07, DI
+	MOVQ      AX, R8
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+
+tilepairs_1843:
+	CMPQ            DI, $0x02
+	JB              tilepairsdone_1844
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z4
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	VBROADCASTI64X4 32(R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       128(BX), Z4
+	VMOVDQU64       192(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, DI
+	JMP             tilepairs_1843
+
+tilepairsdone_1844:
+	TESTQ           DI, DI
+	JZ              tiledone_1845
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z4
+	VPDPBUSD        Z0, Z2, Z1
+	VPDPBUSD        Z4, Z3, Z1
+
+tiledone_1845:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (BX)
+	JMP           tokensdone_1814
+
+tokens_1842:
+tokensdone_1814:
+	MOVQ stride+24(FP), BX
+	ADDQ BX, AX
+	ADDQ $0x00000004, DX
+	SUBQ $0x00000001, CX
+	JMP  rows_1810
+
+rowsdone_1811:
+	VZEROUPPER
+	RET
+
+adjacent_1785:
+	MOVQ w_base+0(FP), AX
+	MOVQ rows+32(FP), CX
+	MOVQ out_base+88(FP), DX
+
+rows_1846:
+	CMPQ CX, $0x00000004
+	JB   rowsdone_1847
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_1848:
+	CMPQ DI, $0x00000005
+	JB   tokenstail_1849
+
+	// tile 4 rows × 5 tokens
+	MOVQ      stride+24(FP), R8
+	MOVQ      xStride+64(FP), R9
+	MOVQ      n+72(FP), R10
+	SHRQ      $0x07, R10
+	MOVQ      AX, R11
+	LEAQ      (R11)(R8*2), R12
+	ADDQ      R8, R12
+	MOVQ      BX, R13
+	LEAQ      (R13)(R9*2), R14
+	ADDQ      R9, R14
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPXORD    Z16, Z16, Z16
+	VPXORD    Z17, Z17, Z17
+	VPXORD    Z18, Z18, Z18
+	VPXORD    Z19, Z19, Z19
+	VPXORD    Z20, Z20, Z20
+
+tilepairs_1851:
+	CMPQ            R10, $0x02
+	JB              tilepairsdone_1852
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)(R8*1)
+	VBROADCASTI64X4 (R11)(R8*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R11)(R8*2)
+	VBROADCASTI64X4 (R11)(R8*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z29
+	VMOVDQU64       64(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z29
+	VMOVDQU64       64(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z29
+	VMOVDQU64       64(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       (R14), Z29
+	VMOVDQU64       64(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z29
+	VMOVDQU64       64(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	VBROADCASTI64X4 32(R11), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R11)(R8*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VBROADCASTI64X4 32(R11)(R8*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	VBROADCASTI64X4 32(R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       128(R13), Z29
+	VMOVDQU64       192(R13), Z30
+	VPDPBUSD        Z29, Z21, Z1
+	VPDPBUSD        Z30, Z22, Z1
+	VPDPBUSD        Z29, Z23, Z6
+	VPDPBUSD        Z30, Z24, Z6
+	VPDPBUSD        Z29, Z25, Z11
+	VPDPBUSD        Z30, Z26, Z11
+	VPDPBUSD        Z29, Z27, Z16
+	VPDPBUSD        Z30, Z28, Z16
+	VMOVDQU64       128(R13)(R9*1), Z29
+	VMOVDQU64       192(R13)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z2
+	VPDPBUSD        Z30, Z22, Z2
+	VPDPBUSD        Z29, Z23, Z7
+	VPDPBUSD        Z30, Z24, Z7
+	VPDPBUSD        Z29, Z25, Z12
+	VPDPBUSD        Z30, Z26, Z12
+	VPDPBUSD        Z29, Z27, Z17
+	VPDPBUSD        Z30, Z28, Z17
+	VMOVDQU64       128(R13)(R9*2), Z29
+	VMOVDQU64       192(R13)(R9*2), Z30
+	VPDPBUSD        Z29, Z21, Z3
+	VPDPBUSD        Z30, Z22, Z3
+	VPDPBUSD        Z29, Z23, Z8
+	VPDPBUSD        Z30, Z24, Z8
+	VPDPBUSD        Z29, Z25, Z13
+	VPDPBUSD        Z30, Z26, Z13
+	VPDPBUSD        Z29, Z27, Z18
+	VPDPBUSD        Z30, Z28, Z18
+	VMOVDQU64       128(R14), Z29
+	VMOVDQU64       192(R14), Z30
+	VPDPBUSD        Z29, Z21, Z4
+	VPDPBUSD        Z30, Z22, Z4
+	VPDPBUSD        Z29, Z23, Z9
+	VPDPBUSD        Z30, Z24, Z9
+	VPDPBUSD        Z29, Z25, Z14
+	VPDPBUSD        Z30, Z26, Z14
+	VPDPBUSD        Z29, Z27, Z19
+	VPDPBUSD        Z30, Z28, Z19
+	VMOVDQU64       128(R14)(R9*1), Z29
+	VMOVDQU64       192(R14)(R9*1), Z30
+	VPDPBUSD        Z29, Z21, Z5
+	VPDPBUSD        Z30, Z22, Z5
+	VPDPBUSD        Z29, Z23, Z10
+	VPDPBUSD        Z30, Z24, Z10
+	VPDPBUSD        Z29, Z25, Z15
+	VPDPBUSD        Z30, Z26, Z15
+	VPDPBUSD        Z29, Z27, Z20
+	VPDPBUSD        Z30, Z28, Z20
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R12
+	ADDQ            $0x00000100, R13
+	ADDQ            $0x00000100, R14
+	SUBQ            $0x02, R10
+	JMP             tilepairs_1851
+
+tilepairsdone_1852:
+	TESTQ           R10, R10
+	JZ              tiledone_1853
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)(R8*1)
+	VBROADCASTI64X4 (R11)(R8*1), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	PREFETCHT1      16384(R11)(R8*2)
+	VBROADCASTI64X4 (R11)(R8*2), Z25
+	VPSLLW          $0x04, Z25, Z26
+	VPANDD          Z0, Z25, Z25
+	VPANDD          Z0, Z26, Z26
+	PREFETCHT1      16384(R12)
+	VBROADCASTI64X4 (R12), Z27
+	VPSLLW          $0x04, Z27, Z28
+	VPANDD          Z0, Z27, Z27
+	VPANDD          Z0, Z28, Z28
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z29
+	VPDPBUSD        Z0, Z21, Z1
+	VPDPBUSD        Z29, Z22, Z1
+	VPDPBUSD        Z0, Z23, Z6
+	VPDPBUSD        Z29, Z24, Z6
+	VPDPBUSD        Z0, Z25, Z11
+	VPDPBUSD        Z29, Z26, Z11
+	VPDPBUSD        Z0, Z27, Z16
+	VPDPBUSD        Z29, Z28, Z16
+	VMOVDQU64       (R13)(R9*1), Z0
+	VMOVDQU64       64(R13)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z2
+	VPDPBUSD        Z29, Z22, Z2
+	VPDPBUSD        Z0, Z23, Z7
+	VPDPBUSD        Z29, Z24, Z7
+	VPDPBUSD        Z0, Z25, Z12
+	VPDPBUSD        Z29, Z26, Z12
+	VPDPBUSD        Z0, Z27, Z17
+	VPDPBUSD        Z29, Z28, Z17
+	VMOVDQU64       (R13)(R9*2), Z0
+	VMOVDQU64       64(R13)(R9*2), Z29
+	VPDPBUSD        Z0, Z21, Z3
+	VPDPBUSD        Z29, Z22, Z3
+	VPDPBUSD        Z0, Z23, Z8
+	VPDPBUSD        Z29, Z24, Z8
+	VPDPBUSD        Z0, Z25, Z13
+	VPDPBUSD        Z29, Z26, Z13
+	VPDPBUSD        Z0, Z27, Z18
+	VPDPBUSD        Z29, Z28, Z18
+	VMOVDQU64       (R14), Z0
+	VMOVDQU64       64(R14), Z29
+	VPDPBUSD        Z0, Z21, Z4
+	VPDPBUSD        Z29, Z22, Z4
+	VPDPBUSD        Z0, Z23, Z9
+	VPDPBUSD        Z29, Z24, Z9
+	VPDPBUSD        Z0, Z25, Z14
+	VPDPBUSD        Z29, Z26, Z14
+	VPDPBUSD        Z0, Z27, Z19
+	VPDPBUSD        Z29, Z28, Z19
+	VMOVDQU64       (R14)(R9*1), Z0
+	VMOVDQU64       64(R14)(R9*1), Z29
+	VPDPBUSD        Z0, Z21, Z5
+	VPDPBUSD        Z29, Z22, Z5
+	VPDPBUSD        Z0, Z23, Z10
+	VPDPBUSD        Z29, Z24, Z10
+	VPDPBUSD        Z0, Z25, Z15
+	VPDPBUSD        Z29, Z26, Z15
+	VPDPBUSD        Z0, Z27, Z20
+	VPDPBUSD        Z29, Z28, Z20
+
+tiledone_1853:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y21
+	VPADDD        Y1, Y21, Y21
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y11
+	VPADDD        Y12, Y11, Y11
+	VPSRAVD       Z0, Z13, Z13
+	VEXTRACTI64X4 $0x01, Z13, Y12
+	VPADDD        Y13, Y12, Y12
+	VPSRAVD       Z0, Z14, Z14
+	VEXTRACTI64X4 $0x01, Z14, Y13
+	VPADDD        Y14, Y13, Y13
+	VPSRAVD       Z0, Z15, Z15
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPADDD        Y15, Y14, Y14
+	VPSRAVD       Z0, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y15
+	VPADDD        Y16, Y15, Y15
+	VPSRAVD       Z0, Z17, Z17
+	VEXTRACTI64X4 $0x01, Z17, Y16
+	VPADDD        Y17, Y16, Y16
+	VPSRAVD       Z0, Z18, Z18
+	VEXTRACTI64X4 $0x01, Z18, Y17
+	VPADDD        Y18, Y17, Y17
+	VPSRAVD       Z0, Z19, Z19
+	VEXTRACTI64X4 $0x01, Z19, Y18
+	VPADDD        Y19, Y18, Y18
+	VPSRAVD       Z0, Z20, Z20
+	VEXTRACTI64X4 $0x01, Z20, Y0
+	VPADDD        Y20, Y0, Y0
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R9
+	VPUNPCKLDQ    Y5, Y21, Y19
+	VPUNPCKHDQ    Y5, Y21, Y5
+	VPADDD        Y5, Y19, Y19
+	VPUNPCKLDQ    Y15, Y10, Y5
+	VPUNPCKHDQ    Y15, Y10, Y10
+	VPADDD        Y10, Y5, Y5
+	VPUNPCKLQDQ   Y5, Y19, Y10
+	VPUNPCKHQDQ   Y5, Y19, Y5
+	VPADDD        Y5, Y10, Y10
+	VEXTRACTI32X4 $0x01, Y10, X5
+	VPADDD        X10, X5, X5
+	VMOVDQU32     X5, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y6, Y1, Y5
+	VPUNPCKHDQ    Y6, Y1, Y1
+	VPADDD        Y1, Y5, Y5
+	VPUNPCKLDQ    Y16, Y11, Y1
+	VPUNPCKHDQ    Y16, Y11, Y6
+	VPADDD        Y6, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y5, Y6
+	VPUNPCKHQDQ   Y1, Y5, Y1
+	VPADDD        Y1, Y6, Y6
+	VEXTRACTI32X4 $0x01, Y6, X1
+	VPADDD        X6, X1, X1
+	VMOVDQU32     X1, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y7, Y2, Y1
+	VPUNPCKHDQ    Y7, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y17, Y12, Y2
+	VPUNPCKHDQ    Y17, Y12, Y5
+	VPADDD        Y5, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y5
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VMOVDQU32     X1, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y8, Y3, Y1
+	VPUNPCKHDQ    Y8, Y3, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y18, Y13, Y2
+	VPUNPCKHDQ    Y18, Y13, Y3
+	VPADDD        Y3, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y3
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VMOVDQU32     X1, (R9)
+	ADDQ          R8, R9
+	VPUNPCKLDQ    Y9, Y4, Y1
+	VPUNPCKHDQ    Y9, Y4, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y14, Y2
+	VPUNPCKHDQ    Y0, Y14, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (R9)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000005, R8, R8
+	IMUL3Q        $0x00000014, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000005, DI
+	JMP           tokens_1848
+
+tokenstail_1849:
+	CMPQ DI, $0x00000004
+	JNE  tokens_1854
+
+	// tile 4 rows × 4 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	LEAQ      (BX)(R8*2), R12
+	ADDQ      R8, R12
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+	VPXORD    Z13, Z13, Z13
+	VPXORD    Z14, Z14, Z14
+	VPXORD    Z15, Z15, Z15
+	VPXORD    Z16, Z16, Z16
+
+tilepairs_1855:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_1856
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z25
+	VMOVDQU64       64(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z25
+	VMOVDQU64       64(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z25
+	VMOVDQU64       64(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       (R12), Z25
+	VMOVDQU64       64(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	VBROADCASTI64X4 32(R10), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(R10)(DI*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VBROADCASTI64X4 32(R10)(DI*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	VBROADCASTI64X4 32(R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       128(BX), Z25
+	VMOVDQU64       192(BX), Z26
+	VPDPBUSD        Z25, Z17, Z1
+	VPDPBUSD        Z26, Z18, Z1
+	VPDPBUSD        Z25, Z19, Z5
+	VPDPBUSD        Z26, Z20, Z5
+	VPDPBUSD        Z25, Z21, Z9
+	VPDPBUSD        Z26, Z22, Z9
+	VPDPBUSD        Z25, Z23, Z13
+	VPDPBUSD        Z26, Z24, Z13
+	VMOVDQU64       128(BX)(R8*1), Z25
+	VMOVDQU64       192(BX)(R8*1), Z26
+	VPDPBUSD        Z25, Z17, Z2
+	VPDPBUSD        Z26, Z18, Z2
+	VPDPBUSD        Z25, Z19, Z6
+	VPDPBUSD        Z26, Z20, Z6
+	VPDPBUSD        Z25, Z21, Z10
+	VPDPBUSD        Z26, Z22, Z10
+	VPDPBUSD        Z25, Z23, Z14
+	VPDPBUSD        Z26, Z24, Z14
+	VMOVDQU64       128(BX)(R8*2), Z25
+	VMOVDQU64       192(BX)(R8*2), Z26
+	VPDPBUSD        Z25, Z17, Z3
+	VPDPBUSD        Z26, Z18, Z3
+	VPDPBUSD        Z25, Z19, Z7
+	VPDPBUSD        Z26, Z20, Z7
+	VPDPBUSD        Z25, Z21, Z11
+	VPDPBUSD        Z26, Z22, Z11
+	VPDPBUSD        Z25, Z23, Z15
+	VPDPBUSD        Z26, Z24, Z15
+	VMOVDQU64       128(R12), Z25
+	VMOVDQU64       192(R12), Z26
+	VPDPBUSD        Z25, Z17, Z4
+	VPDPBUSD        Z26, Z18, Z4
+	VPDPBUSD        Z25, Z19, Z8
+	VPDPBUSD        Z26, Z20, Z8
+	VPDPBUSD        Z25, Z21, Z12
+	VPDPBUSD        Z26, Z22, Z12
+	VPDPBUSD        Z25, Z23, Z16
+	VPDPBUSD        Z26, Z24, Z16
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R12
+	SUBQ            $0x02, R9
+	JMP             tilepairs_1855
+
+tilepairsdone_1856:
+	TESTQ           R9, R9
+	JZ              tiledone_1857
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z21
+	VPSLLW          $0x04, Z21, Z22
+	VPANDD          Z0, Z21, Z21
+	VPANDD          Z0, Z22, Z22
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z23
+	VPSLLW          $0x04, Z23, Z24
+	VPANDD          Z0, Z23, Z23
+	VPANDD          Z0, Z24, Z24
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z25
+	VPDPBUSD        Z0, Z17, Z1
+	VPDPBUSD        Z25, Z18, Z1
+	VPDPBUSD        Z0, Z19, Z5
+	VPDPBUSD        Z25, Z20, Z5
+	VPDPBUSD        Z0, Z21, Z9
+	VPDPBUSD        Z25, Z22, Z9
+	VPDPBUSD        Z0, Z23, Z13
+	VPDPBUSD        Z25, Z24, Z13
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z25
+	VPDPBUSD        Z0, Z17, Z2
+	VPDPBUSD        Z25, Z18, Z2
+	VPDPBUSD        Z0, Z19, Z6
+	VPDPBUSD        Z25, Z20, Z6
+	VPDPBUSD        Z0, Z21, Z10
+	VPDPBUSD        Z25, Z22, Z10
+	VPDPBUSD        Z0, Z23, Z14
+	VPDPBUSD        Z25, Z24, Z14
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z25
+	VPDPBUSD        Z0, Z17, Z3
+	VPDPBUSD        Z25, Z18, Z3
+	VPDPBUSD        Z0, Z19, Z7
+	VPDPBUSD        Z25, Z20, Z7
+	VPDPBUSD        Z0, Z21, Z11
+	VPDPBUSD        Z25, Z22, Z11
+	VPDPBUSD        Z0, Z23, Z15
+	VPDPBUSD        Z25, Z24, Z15
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z25
+	VPDPBUSD        Z0, Z17, Z4
+	VPDPBUSD        Z25, Z18, Z4
+	VPDPBUSD        Z0, Z19, Z8
+	VPDPBUSD        Z25, Z20, Z8
+	VPDPBUSD        Z0, Z21, Z12
+	VPDPBUSD        Z25, Z22, Z12
+	VPDPBUSD        Z0, Z23, Z16
+	VPDPBUSD        Z25, Z24, Z16
+
+tiledone_1857:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y17
+	VPADDD        Y1, Y17, Y17
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y11
+	VPADDD        Y12, Y11, Y11
+	VPSRAVD       Z0, Z13, Z13
+	VEXTRACTI64X4 $0x01, Z13, Y12
+	VPADDD        Y13, Y12, Y12
+	VPSRAVD       Z0, Z14, Z14
+	VEXTRACTI64X4 $0x01, Z14, Y13
+	VPADDD        Y14, Y13, Y13
+	VPSRAVD       Z0, Z15, Z15
+	VEXTRACTI64X4 $0x01, Z15, Y14
+	VPADDD        Y15, Y14, Y14
+	VPSRAVD       Z0, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y0
+	VPADDD        Y16, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y4, Y17, Y15
+	VPUNPCKHDQ    Y4, Y17, Y4
+	VPADDD        Y4, Y15, Y15
+	VPUNPCKLDQ    Y12, Y8, Y4
+	VPUNPCKHDQ    Y12, Y8, Y8
+	VPADDD        Y8, Y4, Y4
+	VPUNPCKLQDQ   Y4, Y15, Y8
+	VPUNPCKHQDQ   Y4, Y15, Y4
+	VPADDD        Y4, Y8, Y8
+	VEXTRACTI32X4 $0x01, Y8, X4
+	VPADDD        X8, X4, X4
+	VMOVDQU32     X4, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y5, Y1, Y4
+	VPUNPCKHDQ    Y5, Y1, Y1
+	VPADDD        Y1, Y4, Y4
+	VPUNPCKLDQ    Y13, Y9, Y1
+	VPUNPCKHDQ    Y13, Y9, Y5
+	VPADDD        Y5, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y4, Y5
+	VPUNPCKHQDQ   Y1, Y4, Y1
+	VPADDD        Y1, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VMOVDQU32     X1, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y6, Y2, Y1
+	VPUNPCKHDQ    Y6, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y14, Y10, Y2
+	VPUNPCKHDQ    Y14, Y10, Y4
+	VPADDD        Y4, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y4
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VMOVDQU32     X1, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y7, Y3, Y1
+	VPUNPCKHDQ    Y7, Y3, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y11, Y2
+	VPUNPCKHDQ    Y0, Y11, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (SI)
+	JMP           tokensdone_1850
+
+tokens_1854:
+	CMPQ DI, $0x00000003
+	JNE  tokens_1858
+
+	// tile 4 rows × 3 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+	VPXORD    Z9, Z9, Z9
+	VPXORD    Z10, Z10, Z10
+	VPXORD    Z11, Z11, Z11
+	VPXORD    Z12, Z12, Z12
+
+tilepairs_1859:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_1860
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z21
+	VMOVDQU64       64(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z21
+	VMOVDQU64       64(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z21
+	VMOVDQU64       64(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	VBROADCASTI64X4 32(R10), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(R10)(DI*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VBROADCASTI64X4 32(R10)(DI*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	VBROADCASTI64X4 32(R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       128(BX), Z21
+	VMOVDQU64       192(BX), Z22
+	VPDPBUSD        Z21, Z13, Z1
+	VPDPBUSD        Z22, Z14, Z1
+	VPDPBUSD        Z21, Z15, Z4
+	VPDPBUSD        Z22, Z16, Z4
+	VPDPBUSD        Z21, Z17, Z7
+	VPDPBUSD        Z22, Z18, Z7
+	VPDPBUSD        Z21, Z19, Z10
+	VPDPBUSD        Z22, Z20, Z10
+	VMOVDQU64       128(BX)(R8*1), Z21
+	VMOVDQU64       192(BX)(R8*1), Z22
+	VPDPBUSD        Z21, Z13, Z2
+	VPDPBUSD        Z22, Z14, Z2
+	VPDPBUSD        Z21, Z15, Z5
+	VPDPBUSD        Z22, Z16, Z5
+	VPDPBUSD        Z21, Z17, Z8
+	VPDPBUSD        Z22, Z18, Z8
+	VPDPBUSD        Z21, Z19, Z11
+	VPDPBUSD        Z22, Z20, Z11
+	VMOVDQU64       128(BX)(R8*2), Z21
+	VMOVDQU64       192(BX)(R8*2), Z22
+	VPDPBUSD        Z21, Z13, Z3
+	VPDPBUSD        Z22, Z14, Z3
+	VPDPBUSD        Z21, Z15, Z6
+	VPDPBUSD        Z22, Z16, Z6
+	VPDPBUSD        Z21, Z17, Z9
+	VPDPBUSD        Z22, Z18, Z9
+	VPDPBUSD        Z21, Z19, Z12
+	VPDPBUSD        Z22, Z20, Z12
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_1859
+
+tilepairsdone_1860:
+	TESTQ           R9, R9
+	JZ              tiledone_1861
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z17
+	VPSLLW          $0x04, Z17, Z18
+	VPANDD          Z0, Z17, Z17
+	VPANDD          Z0, Z18, Z18
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z19
+	VPSLLW          $0x04, Z19, Z20
+	VPANDD          Z0, Z19, Z19
+	VPANDD          Z0, Z20, Z20
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z21
+	VPDPBUSD        Z0, Z13, Z1
+	VPDPBUSD        Z21, Z14, Z1
+	VPDPBUSD        Z0, Z15, Z4
+	VPDPBUSD        Z21, Z16, Z4
+	VPDPBUSD        Z0, Z17, Z7
+	VPDPBUSD        Z21, Z18, Z7
+	VPDPBUSD        Z0, Z19, Z10
+	VPDPBUSD        Z21, Z20, Z10
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z21
+	VPDPBUSD        Z0, Z13, Z2
+	VPDPBUSD        Z21, Z14, Z2
+	VPDPBUSD        Z0, Z15, Z5
+	VPDPBUSD        Z21, Z16, Z5
+	VPDPBUSD        Z0, Z17, Z8
+	VPDPBUSD        Z21, Z18, Z8
+	VPDPBUSD        Z0, Z19, Z11
+	VPDPBUSD        Z21, Z20, Z11
+	VMOVDQU64       (BX)(R8*2), Z0
+	VMOVDQU64       64(BX)(R8*2), Z21
+	VPDPBUSD        Z0, Z13, Z3
+	VPDPBUSD        Z21, Z14, Z3
+	VPDPBUSD        Z0, Z15, Z6
+	VPDPBUSD        Z21, Z16, Z6
+	VPDPBUSD        Z0, Z17, Z9
+	VPDPBUSD        Z21, Z18, Z9
+	VPDPBUSD        Z0, Z19, Z12
+	VPDPBUSD        Z21, Z20, Z12
+
+tiledone_1861:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y13
+	VPADDD        Y1, Y13, Y13
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y7
+	VPADDD        Y8, Y7, Y7
+	VPSRAVD       Z0, Z9, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y8
+	VPADDD        Y9, Y8, Y8
+	VPSRAVD       Z0, Z10, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y9
+	VPADDD        Y10, Y9, Y9
+	VPSRAVD       Z0, Z11, Z11
+	VEXTRACTI64X4 $0x01, Z11, Y10
+	VPADDD        Y11, Y10, Y10
+	VPSRAVD       Z0, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y0
+	VPADDD        Y12, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y3, Y13, Y11
+	VPUNPCKHDQ    Y3, Y13, Y3
+	VPADDD        Y3, Y11, Y11
+	VPUNPCKLDQ    Y9, Y6, Y3
+	VPUNPCKHDQ    Y9, Y6, Y6
+	VPADDD        Y6, Y3, Y3
+	VPUNPCKLQDQ   Y3, Y11, Y6
+	VPUNPCKHQDQ   Y3, Y11, Y3
+	VPADDD        Y3, Y6, Y6
+	VEXTRACTI32X4 $0x01, Y6, X3
+	VPADDD        X6, X3, X3
+	VMOVDQU32     X3, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y4, Y1, Y3
+	VPUNPCKHDQ    Y4, Y1, Y1
+	VPADDD        Y1, Y3, Y3
+	VPUNPCKLDQ    Y10, Y7, Y1
+	VPUNPCKHDQ    Y10, Y7, Y4
+	VPADDD        Y4, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y3, Y4
+	VPUNPCKHQDQ   Y1, Y3, Y1
+	VPADDD        Y1, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VMOVDQU32     X1, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y5, Y2, Y1
+	VPUNPCKHDQ    Y5, Y2, Y2
+	VPADDD        Y2, Y1, Y1
+	VPUNPCKLDQ    Y0, Y8, Y2
+	VPUNPCKHDQ    Y0, Y8, Y0
+	VPADDD        Y0, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y1, Y0
+	VPUNPCKHQDQ   Y2, Y1, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (SI)
+	JMP           tokensdone_1850
+
+tokens_1858:
+	CMPQ DI, $0x00000002
+	JNE  tokens_1862
+
+	// tile 4 rows × 2 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+
+tilepairs_1863:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_1864
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z17
+	VMOVDQU64       64(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z17
+	VMOVDQU64       64(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	VBROADCASTI64X4 32(R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(R10)(DI*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VBROADCASTI64X4 32(R10)(DI*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VBROADCASTI64X4 32(R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       128(BX), Z17
+	VMOVDQU64       192(BX), Z18
+	VPDPBUSD        Z17, Z9, Z1
+	VPDPBUSD        Z18, Z10, Z1
+	VPDPBUSD        Z17, Z11, Z3
+	VPDPBUSD        Z18, Z12, Z3
+	VPDPBUSD        Z17, Z13, Z5
+	VPDPBUSD        Z18, Z14, Z5
+	VPDPBUSD        Z17, Z15, Z7
+	VPDPBUSD        Z18, Z16, Z7
+	VMOVDQU64       128(BX)(R8*1), Z17
+	VMOVDQU64       192(BX)(R8*1), Z18
+	VPDPBUSD        Z17, Z9, Z2
+	VPDPBUSD        Z18, Z10, Z2
+	VPDPBUSD        Z17, Z11, Z4
+	VPDPBUSD        Z18, Z12, Z4
+	VPDPBUSD        Z17, Z13, Z6
+	VPDPBUSD        Z18, Z14, Z6
+	VPDPBUSD        Z17, Z15, Z8
+	VPDPBUSD        Z18, Z16, Z8
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R9
+	JMP             tilepairs_1863
+
+tilepairsdone_1864:
+	TESTQ           R9, R9
+	JZ              tiledone_1865
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)(DI*1)
+	VBROADCASTI64X4 (R10)(DI*1), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	PREFETCHT1      16384(R10)(DI*2)
+	VBROADCASTI64X4 (R10)(DI*2), Z13
+	VPSLLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	PREFETCHT1      16384(R11)
+	VBROADCASTI64X4 (R11), Z15
+	VPSLLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z17
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z17, Z10, Z1
+	VPDPBUSD        Z0, Z11, Z3
+	VPDPBUSD        Z17, Z12, Z3
+	VPDPBUSD        Z0, Z13, Z5
+	VPDPBUSD        Z17, Z14, Z5
+	VPDPBUSD        Z0, Z15, Z7
+	VPDPBUSD        Z17, Z16, Z7
+	VMOVDQU64       (BX)(R8*1), Z0
+	VMOVDQU64       64(BX)(R8*1), Z17
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z17, Z10, Z2
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z17, Z12, Z4
+	VPDPBUSD        Z0, Z13, Z6
+	VPDPBUSD        Z17, Z14, Z6
+	VPDPBUSD        Z0, Z15, Z8
+	VPDPBUSD        Z17, Z16, Z8
+
+tiledone_1865:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDD        Y1, Y9, Y9
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VPUNPCKLDQ    Y2, Y9, Y7
+	VPUNPCKHDQ    Y2, Y9, Y2
+	VPADDD        Y2, Y7, Y7
+	VPUNPCKLDQ    Y6, Y4, Y2
+	VPUNPCKHDQ    Y6, Y4, Y4
+	VPADDD        Y4, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y7, Y4
+	VPUNPCKHQDQ   Y2, Y7, Y2
+	VPADDD        Y2, Y4, Y4
+	VEXTRACTI32X4 $0x01, Y4, X2
+	VPADDD        X4, X2, X2
+	VMOVDQU32     X2, (SI)
+	ADDQ          BX, SI
+	VPUNPCKLDQ    Y3, Y1, Y2
+	VPUNPCKHDQ    Y3, Y1, Y1
+	VPADDD        Y1, Y2, Y2
+	VPUNPCKLDQ    Y0, Y5, Y1
+	VPUNPCKHDQ    Y0, Y5, Y0
+	VPADDD        Y0, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y2, Y0
+	VPUNPCKHQDQ   Y1, Y2, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (SI)
+	JMP           tokensdone_1850
+
+tokens_1862:
+	CMPQ DI, $0x00000001
+	JNE  tokens_1866
+
+	// tile 4 rows × 1 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (R9)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+
+tilepairs_1867:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1868
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	PREFETCHT1      16384(R9)(DI*1)
+	VBROADCASTI64X4 (R9)(DI*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	PREFETCHT1      16384(R9)(DI*2)
+	VBROADCASTI64X4 (R9)(DI*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z13
+	VMOVDQU64       64(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	VBROADCASTI64X4 32(R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VBROADCASTI64X4 32(R9)(DI*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VBROADCASTI64X4 32(R9)(DI*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VBROADCASTI64X4 32(R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       128(BX), Z13
+	VMOVDQU64       192(BX), Z14
+	VPDPBUSD        Z13, Z5, Z1
+	VPDPBUSD        Z14, Z6, Z1
+	VPDPBUSD        Z13, Z7, Z2
+	VPDPBUSD        Z14, Z8, Z2
+	VPDPBUSD        Z13, Z9, Z3
+	VPDPBUSD        Z14, Z10, Z3
+	VPDPBUSD        Z13, Z11, Z4
+	VPDPBUSD        Z14, Z12, Z4
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1867
+
+tilepairsdone_1868:
+	TESTQ           R8, R8
+	JZ              tiledone_1869
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	PREFETCHT1      16384(R9)(DI*1)
+	VBROADCASTI64X4 (R9)(DI*1), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	PREFETCHT1      16384(R9)(DI*2)
+	VBROADCASTI64X4 (R9)(DI*2), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z11
+	VPSLLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z13
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z13, Z6, Z1
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z13, Z8, Z2
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z13, Z10, Z3
+	VPDPBUSD        Z0, Z11, Z4
+	VPDPBUSD        Z13, Z12, Z4
+
+tiledone_1869:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y5
+	VPADDD        Y1, Y5, Y5
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VPUNPCKLDQ    Y1, Y5, Y3
+	VPUNPCKHDQ    Y1, Y5, Y1
+	VPADDD        Y1, Y3, Y3
+	VPUNPCKLDQ    Y0, Y2, Y1
+	VPUNPCKHDQ    Y0, Y2, Y0
+	VPADDD        Y0, Y1, Y1
+	VPUNPCKLQDQ   Y1, Y3, Y0
+	VPUNPCKHQDQ   Y1, Y3, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU32     X1, (BX)
+	JMP           tokensdone_1850
+
+tokens_1866:
+tokensdone_1850:
+	MOVQ stride+24(FP), BX
+	LEAQ (AX)(BX*4), AX
+	ADDQ $0x00000010, DX
+	SUBQ $0x00000004, CX
+	JMP  rows_1846
+
+rowsdone_1847:
+rows_1870:
+	CMPQ CX, $0x00000001
+	JB   rowsdone_1871
+	MOVQ x_base+40(FP), BX
+	MOVQ DX, SI
+	MOVQ tokens+80(FP), DI
+
+tokens_1872:
+	CMPQ DI, $0x00000008
+	JB   tokenstail_1873
+
+	// tile 1 rows × 8 tokens
+	MOVQ      stride+24(FP), R8
+	MOVQ      xStride+64(FP), R8
+	MOVQ      n+72(FP), R9
+	SHRQ      $0x07, R9
+	MOVQ      AX, R10
+	MOVQ      BX, R11
+	LEAQ      (R11)(R8*2), R12
+	ADDQ      R8, R12
+	LEAQ      (R12)(R8*2), R13
+	ADDQ      R8, R13
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	VPXORD    Z8, Z8, Z8
+
+tilepairs_1875:
+	CMPQ            R9, $0x02
+	JB              tilepairsdone_1876
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z11
+	VMOVDQU64       64(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z11
+	VMOVDQU64       64(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z11
+	VMOVDQU64       64(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       (R12), Z11
+	VMOVDQU64       64(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z11
+	VMOVDQU64       64(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z11
+	VMOVDQU64       64(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       (R13), Z11
+	VMOVDQU64       64(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z11
+	VMOVDQU64       64(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	VBROADCASTI64X4 32(R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       128(R11), Z11
+	VMOVDQU64       192(R11), Z12
+	VPDPBUSD        Z11, Z9, Z1
+	VPDPBUSD        Z12, Z10, Z1
+	VMOVDQU64       128(R11)(R8*1), Z11
+	VMOVDQU64       192(R11)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z2
+	VPDPBUSD        Z12, Z10, Z2
+	VMOVDQU64       128(R11)(R8*2), Z11
+	VMOVDQU64       192(R11)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z3
+	VPDPBUSD        Z12, Z10, Z3
+	VMOVDQU64       128(R12), Z11
+	VMOVDQU64       192(R12), Z12
+	VPDPBUSD        Z11, Z9, Z4
+	VPDPBUSD        Z12, Z10, Z4
+	VMOVDQU64       128(R12)(R8*1), Z11
+	VMOVDQU64       192(R12)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z5
+	VPDPBUSD        Z12, Z10, Z5
+	VMOVDQU64       128(R12)(R8*2), Z11
+	VMOVDQU64       192(R12)(R8*2), Z12
+	VPDPBUSD        Z11, Z9, Z6
+	VPDPBUSD        Z12, Z10, Z6
+	VMOVDQU64       128(R13), Z11
+	VMOVDQU64       192(R13), Z12
+	VPDPBUSD        Z11, Z9, Z7
+	VPDPBUSD        Z12, Z10, Z7
+	VMOVDQU64       128(R13)(R8*1), Z11
+	VMOVDQU64       192(R13)(R8*1), Z12
+	VPDPBUSD        Z11, Z9, Z8
+	VPDPBUSD        Z12, Z10, Z8
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000100, R11
+	ADDQ            $0x00000100, R12
+	ADDQ            $0x00000100, R13
+	SUBQ            $0x02, R9
+	JMP             tilepairs_1875
+
+tilepairsdone_1876:
+	TESTQ           R9, R9
+	JZ              tiledone_1877
+	PREFETCHT1      16384(R10)
+	VBROADCASTI64X4 (R10), Z9
+	VPSLLW          $0x04, Z9, Z10
+	VPANDD          Z0, Z9, Z9
+	VPANDD          Z0, Z10, Z10
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z0, Z9, Z1
+	VPDPBUSD        Z11, Z10, Z1
+	VMOVDQU64       (R11)(R8*1), Z0
+	VMOVDQU64       64(R11)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z2
+	VPDPBUSD        Z11, Z10, Z2
+	VMOVDQU64       (R11)(R8*2), Z0
+	VMOVDQU64       64(R11)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z3
+	VPDPBUSD        Z11, Z10, Z3
+	VMOVDQU64       (R12), Z0
+	VMOVDQU64       64(R12), Z11
+	VPDPBUSD        Z0, Z9, Z4
+	VPDPBUSD        Z11, Z10, Z4
+	VMOVDQU64       (R12)(R8*1), Z0
+	VMOVDQU64       64(R12)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z5
+	VPDPBUSD        Z11, Z10, Z5
+	VMOVDQU64       (R12)(R8*2), Z0
+	VMOVDQU64       64(R12)(R8*2), Z11
+	VPDPBUSD        Z0, Z9, Z6
+	VPDPBUSD        Z11, Z10, Z6
+	VMOVDQU64       (R13), Z0
+	VMOVDQU64       64(R13), Z11
+	VPDPBUSD        Z0, Z9, Z7
+	VPDPBUSD        Z11, Z10, Z7
+	VMOVDQU64       (R13)(R8*1), Z0
+	VMOVDQU64       64(R13)(R8*1), Z11
+	VPDPBUSD        Z0, Z9, Z8
+	VPDPBUSD        Z11, Z10, Z8
+
+tiledone_1877:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y9
+	VPADDD        Y1, Y9, Y9
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y7, Y6, Y6
+	VPSRAVD       Z0, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y0
+	VPADDD        Y8, Y0, Y0
+	MOVQ          outStride+112(FP), R8
+	SHLQ          $0x02, R8
+	MOVQ          SI, R9
+	VEXTRACTI32X4 $0x01, Y9, X7
+	VPADDD        X9, X7, X7
+	VPSHUFD       $0x4e, X7, X8
+	VPADDD        X8, X7, X7
+	VPSHUFD       $0xb1, X7, X8
+	VPADDD        X8, X7, X7
+	VMOVD         X7, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y1, X7
+	VPADDD        X1, X7, X7
+	VPSHUFD       $0x4e, X7, X1
+	VPADDD        X1, X7, X7
+	VPSHUFD       $0xb1, X7, X1
+	VPADDD        X1, X7, X7
+	VMOVD         X7, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y6, X1
+	VPADDD        X6, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (R9)
+	ADDQ          R8, R9
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (R9)
+	MOVQ          xStride+64(FP), R8
+	MOVQ          outStride+112(FP), R9
+	IMUL3Q        $0x00000008, R8, R8
+	IMUL3Q        $0x00000020, R9, R9
+	ADDQ          R8, BX
+	ADDQ          R9, SI
+	SUBQ          $0x00000008, DI
+	JMP           tokens_1872
+
+tokenstail_1873:
+	CMPQ DI, $0x00000007
+	JNE  tokens_1878
+
+	// tile 1 rows × 7 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	LEAQ      (R10)(DI*2), R11
+	ADDQ      DI, R11
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+
+tilepairs_1879:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1880
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z10
+	VMOVDQU64       64(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z10
+	VMOVDQU64       64(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z10
+	VMOVDQU64       64(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       (R10), Z10
+	VMOVDQU64       64(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z10
+	VMOVDQU64       64(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z10
+	VMOVDQU64       64(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       (R11), Z10
+	VMOVDQU64       64(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	VBROADCASTI64X4 32(R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       128(BX), Z10
+	VMOVDQU64       192(BX), Z11
+	VPDPBUSD        Z10, Z8, Z1
+	VPDPBUSD        Z11, Z9, Z1
+	VMOVDQU64       128(BX)(DI*1), Z10
+	VMOVDQU64       192(BX)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z2
+	VPDPBUSD        Z11, Z9, Z2
+	VMOVDQU64       128(BX)(DI*2), Z10
+	VMOVDQU64       192(BX)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z3
+	VPDPBUSD        Z11, Z9, Z3
+	VMOVDQU64       128(R10), Z10
+	VMOVDQU64       192(R10), Z11
+	VPDPBUSD        Z10, Z8, Z4
+	VPDPBUSD        Z11, Z9, Z4
+	VMOVDQU64       128(R10)(DI*1), Z10
+	VMOVDQU64       192(R10)(DI*1), Z11
+	VPDPBUSD        Z10, Z8, Z5
+	VPDPBUSD        Z11, Z9, Z5
+	VMOVDQU64       128(R10)(DI*2), Z10
+	VMOVDQU64       192(R10)(DI*2), Z11
+	VPDPBUSD        Z10, Z8, Z6
+	VPDPBUSD        Z11, Z9, Z6
+	VMOVDQU64       128(R11), Z10
+	VMOVDQU64       192(R11), Z11
+	VPDPBUSD        Z10, Z8, Z7
+	VPDPBUSD        Z11, Z9, Z7
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	ADDQ            $0x00000100, R11
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1879
+
+tilepairsdone_1880:
+	TESTQ           R8, R8
+	JZ              tiledone_1881
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z8
+	VPSLLW          $0x04, Z8, Z9
+	VPANDD          Z0, Z8, Z8
+	VPANDD          Z0, Z9, Z9
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z0, Z8, Z1
+	VPDPBUSD        Z10, Z9, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z2
+	VPDPBUSD        Z10, Z9, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z3
+	VPDPBUSD        Z10, Z9, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z0, Z8, Z4
+	VPDPBUSD        Z10, Z9, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z0, Z8, Z5
+	VPDPBUSD        Z10, Z9, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z0, Z8, Z6
+	VPDPBUSD        Z10, Z9, Z6
+	VMOVDQU64       (R11), Z0
+	VMOVDQU64       64(R11), Z10
+	VPDPBUSD        Z0, Z8, Z7
+	VPDPBUSD        Z10, Z9, Z7
+
+tiledone_1881:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y8
+	VPADDD        Y1, Y8, Y8
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y5
+	VPADDD        Y6, Y5, Y5
+	VPSRAVD       Z0, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y0
+	VPADDD        Y7, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y8, X6
+	VPADDD        X8, X6, X6
+	VPSHUFD       $0x4e, X6, X7
+	VPADDD        X7, X6, X6
+	VPSHUFD       $0xb1, X6, X7
+	VPADDD        X7, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X6
+	VPADDD        X1, X6, X6
+	VPSHUFD       $0x4e, X6, X1
+	VPADDD        X1, X6, X6
+	VPSHUFD       $0xb1, X6, X1
+	VPADDD        X1, X6, X6
+	VMOVD         X6, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y5, X1
+	VPADDD        X5, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1874
+
+tokens_1878:
+	CMPQ DI, $0x00000006
+	JNE  tokens_1882
+
+	// tile 1 rows × 6 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+
+tilepairs_1883:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1884
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z9
+	VMOVDQU64       64(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z9
+	VMOVDQU64       64(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z9
+	VMOVDQU64       64(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       (R10), Z9
+	VMOVDQU64       64(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z9
+	VMOVDQU64       64(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z9
+	VMOVDQU64       64(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	VBROADCASTI64X4 32(R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       128(BX), Z9
+	VMOVDQU64       192(BX), Z10
+	VPDPBUSD        Z9, Z7, Z1
+	VPDPBUSD        Z10, Z8, Z1
+	VMOVDQU64       128(BX)(DI*1), Z9
+	VMOVDQU64       192(BX)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z2
+	VPDPBUSD        Z10, Z8, Z2
+	VMOVDQU64       128(BX)(DI*2), Z9
+	VMOVDQU64       192(BX)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z3
+	VPDPBUSD        Z10, Z8, Z3
+	VMOVDQU64       128(R10), Z9
+	VMOVDQU64       192(R10), Z10
+	VPDPBUSD        Z9, Z7, Z4
+	VPDPBUSD        Z10, Z8, Z4
+	VMOVDQU64       128(R10)(DI*1), Z9
+	VMOVDQU64       192(R10)(DI*1), Z10
+	VPDPBUSD        Z9, Z7, Z5
+	VPDPBUSD        Z10, Z8, Z5
+	VMOVDQU64       128(R10)(DI*2), Z9
+	VMOVDQU64       192(R10)(DI*2), Z10
+	VPDPBUSD        Z9, Z7, Z6
+	VPDPBUSD        Z10, Z8, Z6
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1883
+
+tilepairsdone_1884:
+	TESTQ           R8, R8
+	JZ              tiledone_1885
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z7
+	VPSLLW          $0x04, Z7, Z8
+	VPANDD          Z0, Z7, Z7
+	VPANDD          Z0, Z8, Z8
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z0, Z7, Z1
+	VPDPBUSD        Z9, Z8, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z2
+	VPDPBUSD        Z9, Z8, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z3
+	VPDPBUSD        Z9, Z8, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z0, Z7, Z4
+	VPDPBUSD        Z9, Z8, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z0, Z7, Z5
+	VPDPBUSD        Z9, Z8, Z5
+	VMOVDQU64       (R10)(DI*2), Z0
+	VMOVDQU64       64(R10)(DI*2), Z9
+	VPDPBUSD        Z0, Z7, Z6
+	VPDPBUSD        Z9, Z8, Z6
+
+tiledone_1885:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y7
+	VPADDD        Y1, Y7, Y7
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPSRAVD       Z0, Z6, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y6, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y7, X5
+	VPADDD        X7, X5, X5
+	VPSHUFD       $0x4e, X5, X6
+	VPADDD        X6, X5, X5
+	VPSHUFD       $0xb1, X5, X6
+	VPADDD        X6, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X5
+	VPADDD        X1, X5, X5
+	VPSHUFD       $0x4e, X5, X1
+	VPADDD        X1, X5, X5
+	VPSHUFD       $0xb1, X5, X1
+	VPADDD        X1, X5, X5
+	VMOVD         X5, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y4, X1
+	VPADDD        X4, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1874
+
+tokens_1882:
+	CMPQ DI, $0x00000005
+	JNE  tokens_1886
+
+	// tile 1 rows × 5 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+
+tilepairs_1887:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1888
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z8
+	VMOVDQU64       64(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z8
+	VMOVDQU64       64(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z8
+	VMOVDQU64       64(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       (R10), Z8
+	VMOVDQU64       64(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z8
+	VMOVDQU64       64(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	VBROADCASTI64X4 32(R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       128(BX), Z8
+	VMOVDQU64       192(BX), Z9
+	VPDPBUSD        Z8, Z6, Z1
+	VPDPBUSD        Z9, Z7, Z1
+	VMOVDQU64       128(BX)(DI*1), Z8
+	VMOVDQU64       192(BX)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z2
+	VPDPBUSD        Z9, Z7, Z2
+	VMOVDQU64       128(BX)(DI*2), Z8
+	VMOVDQU64       192(BX)(DI*2), Z9
+	VPDPBUSD        Z8, Z6, Z3
+	VPDPBUSD        Z9, Z7, Z3
+	VMOVDQU64       128(R10), Z8
+	VMOVDQU64       192(R10), Z9
+	VPDPBUSD        Z8, Z6, Z4
+	VPDPBUSD        Z9, Z7, Z4
+	VMOVDQU64       128(R10)(DI*1), Z8
+	VMOVDQU64       192(R10)(DI*1), Z9
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z7, Z5
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1887
+
+tilepairsdone_1888:
+	TESTQ           R8, R8
+	JZ              tiledone_1889
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z6
+	VPSLLW          $0x04, Z6, Z7
+	VPANDD          Z0, Z6, Z6
+	VPANDD          Z0, Z7, Z7
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z0, Z6, Z1
+	VPDPBUSD        Z8, Z7, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z2
+	VPDPBUSD        Z8, Z7, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z0, Z6, Z3
+	VPDPBUSD        Z8, Z7, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z0, Z6, Z4
+	VPDPBUSD        Z8, Z7, Z4
+	VMOVDQU64       (R10)(DI*1), Z0
+	VMOVDQU64       64(R10)(DI*1), Z8
+	VPDPBUSD        Z0, Z6, Z5
+	VPDPBUSD        Z8, Z7, Z5
+
+tiledone_1889:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y6
+	VPADDD        Y1, Y6, Y6
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VPSRAVD       Z0, Z5, Z5
+	VEXTRACTI64X4 $0x01, Z5, Y0
+	VPADDD        Y5, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y6, X4
+	VPADDD        X6, X4, X4
+	VPSHUFD       $0x4e, X4, X5
+	VPADDD        X5, X4, X4
+	VPSHUFD       $0xb1, X4, X5
+	VPADDD        X5, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X4
+	VPADDD        X1, X4, X4
+	VPSHUFD       $0x4e, X4, X1
+	VPADDD        X1, X4, X4
+	VPSHUFD       $0xb1, X4, X1
+	VPADDD        X1, X4, X4
+	VMOVD         X4, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1874
+
+tokens_1886:
+	CMPQ DI, $0x00000004
+	JNE  tokens_1890
+
+	// tile 1 rows × 4 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	LEAQ      (BX)(DI*2), R10
+	ADDQ      DI, R10
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+
+tilepairs_1891:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1892
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z7
+	VMOVDQU64       64(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z7
+	VMOVDQU64       64(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z7
+	VMOVDQU64       64(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       (R10), Z7
+	VMOVDQU64       64(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	VBROADCASTI64X4 32(R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       128(BX), Z7
+	VMOVDQU64       192(BX), Z8
+	VPDPBUSD        Z7, Z5, Z1
+	VPDPBUSD        Z8, Z6, Z1
+	VMOVDQU64       128(BX)(DI*1), Z7
+	VMOVDQU64       192(BX)(DI*1), Z8
+	VPDPBUSD        Z7, Z5, Z2
+	VPDPBUSD        Z8, Z6, Z2
+	VMOVDQU64       128(BX)(DI*2), Z7
+	VMOVDQU64       192(BX)(DI*2), Z8
+	VPDPBUSD        Z7, Z5, Z3
+	VPDPBUSD        Z8, Z6, Z3
+	VMOVDQU64       128(R10), Z7
+	VMOVDQU64       192(R10), Z8
+	VPDPBUSD        Z7, Z5, Z4
+	VPDPBUSD        Z8, Z6, Z4
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x00000100, R10
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1891
+
+tilepairsdone_1892:
+	TESTQ           R8, R8
+	JZ              tiledone_1893
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z5
+	VPSLLW          $0x04, Z5, Z6
+	VPANDD          Z0, Z5, Z5
+	VPANDD          Z0, Z6, Z6
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z0, Z5, Z1
+	VPDPBUSD        Z7, Z6, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z0, Z5, Z2
+	VPDPBUSD        Z7, Z6, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z0, Z5, Z3
+	VPDPBUSD        Z7, Z6, Z3
+	VMOVDQU64       (R10), Z0
+	VMOVDQU64       64(R10), Z7
+	VPDPBUSD        Z0, Z5, Z4
+	VPDPBUSD        Z7, Z6, Z4
+
+tiledone_1893:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y5
+	VPADDD        Y1, Y5, Y5
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VPSRAVD       Z0, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y0
+	VPADDD        Y4, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y5, X3
+	VPADDD        X5, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VPADDD        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VPADDD        X4, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X3
+	VPADDD        X1, X3, X3
+	VPSHUFD       $0x4e, X3, X1
+	VPADDD        X1, X3, X3
+	VPSHUFD       $0xb1, X3, X1
+	VPADDD        X1, X3, X3
+	VMOVD         X3, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y2, X1
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1874
+
+tokens_1890:
+	CMPQ DI, $0x00000003
+	JNE  tokens_1894
+
+	// tile 1 rows × 3 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+
+tilepairs_1895:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1896
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z6
+	VMOVDQU64       64(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z6
+	VMOVDQU64       64(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z6
+	VMOVDQU64       64(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	VBROADCASTI64X4 32(R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       128(BX), Z6
+	VMOVDQU64       192(BX), Z7
+	VPDPBUSD        Z6, Z4, Z1
+	VPDPBUSD        Z7, Z5, Z1
+	VMOVDQU64       128(BX)(DI*1), Z6
+	VMOVDQU64       192(BX)(DI*1), Z7
+	VPDPBUSD        Z6, Z4, Z2
+	VPDPBUSD        Z7, Z5, Z2
+	VMOVDQU64       128(BX)(DI*2), Z6
+	VMOVDQU64       192(BX)(DI*2), Z7
+	VPDPBUSD        Z6, Z4, Z3
+	VPDPBUSD        Z7, Z5, Z3
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1895
+
+tilepairsdone_1896:
+	TESTQ           R8, R8
+	JZ              tiledone_1897
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z4
+	VPSLLW          $0x04, Z4, Z5
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z5, Z5
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z0, Z4, Z1
+	VPDPBUSD        Z6, Z5, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z0, Z4, Z2
+	VPDPBUSD        Z6, Z5, Z2
+	VMOVDQU64       (BX)(DI*2), Z0
+	VMOVDQU64       64(BX)(DI*2), Z6
+	VPDPBUSD        Z0, Z4, Z3
+	VPDPBUSD        Z6, Z5, Z3
+
+tiledone_1897:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y4
+	VPADDD        Y1, Y4, Y4
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y1
+	VPADDD        Y2, Y1, Y1
+	VPSRAVD       Z0, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y0
+	VPADDD        Y3, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y4, X2
+	VPADDD        X4, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VPADDD        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VPADDD        X3, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0x4e, X2, X1
+	VPADDD        X1, X2, X2
+	VPSHUFD       $0xb1, X2, X1
+	VPADDD        X1, X2, X2
+	VMOVD         X2, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1874
+
+tokens_1894:
+	CMPQ DI, $0x00000002
+	JNE  tokens_1898
+
+	// tile 1 rows × 2 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), R8
+	SHRQ      $0x07, R8
+	MOVQ      AX, R9
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+
+tilepairs_1899:
+	CMPQ            R8, $0x02
+	JB              tilepairsdone_1900
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z5
+	VMOVDQU64       64(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z5
+	VMOVDQU64       64(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	VBROADCASTI64X4 32(R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       128(BX), Z5
+	VMOVDQU64       192(BX), Z6
+	VPDPBUSD        Z5, Z3, Z1
+	VPDPBUSD        Z6, Z4, Z1
+	VMOVDQU64       128(BX)(DI*1), Z5
+	VMOVDQU64       192(BX)(DI*1), Z6
+	VPDPBUSD        Z5, Z3, Z2
+	VPDPBUSD        Z6, Z4, Z2
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, R8
+	JMP             tilepairs_1899
+
+tilepairsdone_1900:
+	TESTQ           R8, R8
+	JZ              tiledone_1901
+	PREFETCHT1      16384(R9)
+	VBROADCASTI64X4 (R9), Z3
+	VPSLLW          $0x04, Z3, Z4
+	VPANDD          Z0, Z3, Z3
+	VPANDD          Z0, Z4, Z4
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z0, Z3, Z1
+	VPDPBUSD        Z5, Z4, Z1
+	VMOVDQU64       (BX)(DI*1), Z0
+	VMOVDQU64       64(BX)(DI*1), Z5
+	VPDPBUSD        Z0, Z3, Z2
+	VPDPBUSD        Z5, Z4, Z2
+
+tiledone_1901:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y3
+	VPADDD        Y1, Y3, Y3
+	VPSRAVD       Z0, Z2, Z2
+	VEXTRACTI64X4 $0x01, Z2, Y0
+	VPADDD        Y2, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	VEXTRACTI32X4 $0x01, Y3, X1
+	VPADDD        X3, X1, X1
+	VPSHUFD       $0x4e, X1, X2
+	VPADDD        X2, X1, X1
+	VPSHUFD       $0xb1, X1, X2
+	VPADDD        X2, X1, X1
+	VMOVD         X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (SI)
+	JMP           tokensdone_1874
+
+tokens_1898:
+	CMPQ DI, $0x00000001
+	JNE  tokens_1902
+
+	// tile 1 rows × 1 tokens
+	MOVQ      stride+24(FP), DI
+	MOVQ      xStride+64(FP), DI
+	MOVQ      n+72(FP), DI
+	SHRQ      $0x07, DI
+	MOVQ      AX, R8
+	VMOVDQU64 maskHi<>+0(SB), Z0
+	VPXORD    Z1, Z1, Z1
+
+tilepairs_1903:
+	CMPQ            DI, $0x02
+	JB              tilepairsdone_1904
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z4
+	VMOVDQU64       64(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	VBROADCASTI64X4 32(R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       128(BX), Z4
+	VMOVDQU64       192(BX), Z5
+	VPDPBUSD        Z4, Z2, Z1
+	VPDPBUSD        Z5, Z3, Z1
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000100, BX
+	SUBQ            $0x02, DI
+	JMP             tilepairs_1903
+
+tilepairsdone_1904:
+	TESTQ           DI, DI
+	JZ              tiledone_1905
+	PREFETCHT1      16384(R8)
+	VBROADCASTI64X4 (R8), Z2
+	VPSLLW          $0x04, Z2, Z3
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z3, Z3
+	VMOVDQU64       (BX), Z0
+	VMOVDQU64       64(BX), Z4
+	VPDPBUSD        Z0, Z2, Z1
+	VPDPBUSD        Z4, Z3, Z1
+
+tiledone_1905:
+	VMOVDQU64     shiftHi<>+0(SB), Z0
+	VPSRAVD       Z0, Z1, Z1
+	VEXTRACTI64X4 $0x01, Z1, Y0
+	VPADDD        Y1, Y0, Y0
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          SI, BX
+	VEXTRACTI32X4 $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VPADDD        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VPADDD        X0, X1, X1
+	VMOVD         X1, (BX)
+	JMP           tokensdone_1874
+
+tokens_1902:
+tokensdone_1874:
+	MOVQ stride+24(FP), BX
+	ADDQ BX, AX
+	ADDQ $0x00000004, DX
+	SUBQ $0x00000001, CX
+	JMP  rows_1870
+
+rowsdone_1871:
+	VZEROUPPER
+	RET

@@ -419,3 +419,9 @@ func expSumAVX512(x []float32, m float64, table *float64) float64
 //
 //go:noescape
 func expSumAVX2(x []float32, m float64, table *float64) float64
+
+// ternaryMatMulVNNILines is ternaryMatMulVNNI (the same bits) for Intel's cores: it takes up to 5
+// tokens (ternaryMatMulVNNI 3) in tiles of rows a quarter of the call's apart.
+//
+//go:noescape
+func ternaryMatMulVNNILines(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)

@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// BenchmarkPrefetchVersions: the versions of each head row kernel that
-// differ only in their software prefetches (one per 256 bytes of a row,
+// BenchmarkPrefetchVersions: the versions of each head row kernel (and of
+// the few-token ternary products) that differ only in their software
+// prefetches (or tiles) (one per 256 bytes of a row,
 // "steps"; one per 64-byte line, "lines"; none, "hw": the same bits,
 // TestPrefetchVersions) over a whole head of the 2B shape from DRAM, on
 // one thread and on every CPU, each iteration running every version once
@@ -82,6 +83,27 @@ func BenchmarkPrefetchVersions(b *testing.B) {
 	}
 	kernels = append(kernels, kernel{"dotNibbleRows", len(wn) + 2*len(sn), []version{
 		{"steps", nibbles(dotNibbleRowsVNNI)}, {"lines", nibbles(dotNibbleRowsVNNILines)}, {"hw", nibbles(dotNibbleRowsVNNIHW)}}})
+
+	// The ternary products of four tokens (four served streams' step) in
+	// halves per thread, as a pass takes them; rows as many as the head's
+	// (82 MB). Their versions differ in the tiles of 4-5 tokens: adjacent
+	// rows with prefetches into L2 ("steps"), rows a quarter of the call's
+	// apart ("lines", Intel's), the same with near prefetches ("hw").
+	const tokens = 4
+	stride := n / 4
+	wt := new(weightArena).bytes(rows * stride)
+	for i := range wt {
+		wt[i] = byte(i*7) & 0xAA
+	}
+	xt := make([]int8, tokens*n)
+	outT := make([]int32, tokens*rows)
+	products := func(f ternaryMatMulFunc) func(p *pool) {
+		return func(p *pool) {
+			p.run(rows, 16, func(_, lo, hi int) { f(wt[lo*stride:], stride, hi-lo, xt, n, n, tokens, outT[lo:], rows) })
+		}
+	}
+	kernels = append(kernels, kernel{fmt.Sprintf("ternaryMatMul/%dtokens", tokens), len(wt), []version{
+		{"steps", products(ternaryMatMulVNNI)}, {"lines", products(ternaryMatMulVNNILines)}, {"hw", products(ternaryMatMulVNNIHW)}}})
 
 	threads := []int{1}
 	if c := runtime.NumCPU(); c > 1 {

@@ -118,6 +118,7 @@ func main() {
 	genExpSumConsts()
 	genExpSumAVX512()
 	genExpSumAVX2()
+	everyLine(genTernaryMatMulVNNI)
 
 	Generate()
 }

@@ -82,6 +82,13 @@ const (
 	// the 2B shape's 210 matrices on two threads; 4 tokens 18.6 against
 	// 13.4.
 	matMulNearTokens = 4
+	// matMulLineSpreadTokens: the most tokens ternaryMatMulVNNILines (for
+	// Intel's cores, cpu.linePrefetches) takes in spread tiles. On the
+	// Intel Xeon VM (6912×2560 from DRAM, one thread, 2026-11-28, the two
+	// versions alternated in one loop): 4 tokens 10.6-10.7 GB/s spread
+	// against 9.4 adjacent, 5 tokens 9.2-9.3 against 8.4; 6 tokens 6.9-7.0
+	// either way, and up to 10 tokens spread no faster.
+	matMulLineSpreadTokens = 5
 )
 
 // tileFunc emits one R×T tile: w points at its first row, x at its first
@@ -340,8 +347,13 @@ func genTernaryMatMulAVX2() {
 func genTernaryMatMulVNNI() {
 	TEXT(kernelName("ternaryMatMulVNNI"), NOSPLIT, ternaryMatMulSig)
 	Pragma("noescape")
-	kernelDoc("ternaryMatMulVNNI", fmt.Sprintf("ternaryMatMulVNNI is ternaryMatMul with AVX-512 VNNI: tiles of %d rows × %d tokens.",
-		matMulVNNIRows, matMulVNNITokens))
+	if linePrefetch {
+		Doc(fmt.Sprintf("ternaryMatMulVNNILines is ternaryMatMulVNNI (the same bits) for Intel's cores: it takes up to %d", matMulLineSpreadTokens),
+			fmt.Sprintf("tokens (ternaryMatMulVNNI %d) in tiles of rows a quarter of the call's apart.", matMulSpreadTokens))
+	} else {
+		kernelDoc("ternaryMatMulVNNI", fmt.Sprintf("ternaryMatMulVNNI is ternaryMatMul with AVX-512 VNNI: tiles of %d rows × %d tokens.",
+			matMulVNNIRows, matMulVNNITokens))
+	}
 	nearDoc("ternaryMatMulVNNI", matMulNearTokens)
 	tokensFor := func(R int) int {
 		if R == 1 {
@@ -354,8 +366,11 @@ func genTernaryMatMulVNNI() {
 	// 5 VM; from 4 tokens on the arithmetic sets the pace, and adjacent
 	// rows were as fast or up to 10% faster.
 	spread := matMulSpreadTokens
-	if hwPrefetchOnly {
+	switch {
+	case hwPrefetchOnly:
 		spread = matMulNearTokens
+	case linePrefetch:
+		spread = matMulLineSpreadTokens
 	}
 	fewTokenDrivers([]int{matMulVNNIRows, 1}, tokensFor, spread, vnniTile)
 }
