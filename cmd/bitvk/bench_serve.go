@@ -62,47 +62,72 @@ func runServeBench(sb serveBench, stdout, stderr io.Writer) error {
 	if _, err := sb.stream(client); err != nil {
 		return err
 	}
-	var results []serveResult
-	for _, c := range sb.clients {
-		fmt.Fprintf(stderr, "bench: %d concurrent streams of %d tokens, %d round(s)…\n", c, sb.n, sb.reps)
-		r := serveResult{Clients: c}
-		var ttfts, rates []float64
-		var wall time.Duration
-		before := sb.stepTotals(client)
-		for rep := 0; rep < sb.reps; rep++ {
+	// The rounds go through the concurrencies in turn (1, 4, 1, 4, …), not
+	// one concurrency's rounds after another's: a VM's bandwidth moves
+	// from minute to minute, and interleaved rounds see the same moments,
+	// so the ratios between concurrencies hold even where the speeds drift.
+	fmt.Fprintf(stderr, "bench: %d round(s) of %s concurrent streams in turn, %d tokens each…\n", sb.reps, joinInts(sb.clients), sb.n)
+	type tally struct {
+		r            serveResult
+		ttfts, rates []float64
+		wall         time.Duration
+		steps        map[string]float64 // the server's step totals over this concurrency's rounds
+	}
+	tallies := make([]tally, len(sb.clients))
+	for i, c := range sb.clients {
+		tallies[i] = tally{r: serveResult{Clients: c}, steps: map[string]float64{}}
+	}
+	for rep := 0; rep < sb.reps; rep++ {
+		for i, c := range sb.clients {
+			tl := &tallies[i]
+			before := sb.stepTotals(client)
 			stats := make([]streamStats, c)
 			errs := make([]error, c)
 			var wg sync.WaitGroup
 			start := time.Now()
-			for i := range c {
+			for j := range c {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					stats[i], errs[i] = sb.stream(client)
+					stats[j], errs[j] = sb.stream(client)
 				}()
 			}
 			wg.Wait()
-			wall += time.Since(start)
+			tl.wall += time.Since(start)
 			if err := errors.Join(errs...); err != nil {
 				return err
 			}
+			after := sb.stepTotals(client)
+			if before == nil || after == nil || tl.steps == nil {
+				tl.steps = nil
+			} else {
+				for k, v := range after {
+					tl.steps[k] += v - before[k]
+				}
+			}
 			for _, s := range stats {
-				r.Requests++
-				r.Tokens += s.tokens
-				ttfts = append(ttfts, s.ttft.Seconds())
+				tl.r.Requests++
+				tl.r.Tokens += s.tokens
+				tl.ttfts = append(tl.ttfts, s.ttft.Seconds())
 				if s.tokens > 1 && s.total > s.ttft {
-					rates = append(rates, float64(s.tokens-1)/(s.total-s.ttft).Seconds())
+					tl.rates = append(tl.rates, float64(s.tokens-1)/(s.total-s.ttft).Seconds())
 				}
 			}
 		}
-		r.StepMs, r.PassMs = stepMeans(before, sb.stepTotals(client), c)
-		r.WallS = wall.Seconds()
+	}
+	var results []serveResult
+	for _, tl := range tallies {
+		r := tl.r
+		if tl.steps != nil {
+			r.StepMs, r.PassMs = stepMeans(map[string]float64{}, tl.steps, r.Clients)
+		}
+		r.WallS = tl.wall.Seconds()
 		r.AggregateTs = float64(r.Tokens) / r.WallS
-		r.TTFTMeanS, _ = meanSDf(ttfts)
-		r.TTFTMaxS = slices.Max(ttfts)
-		if len(rates) > 0 {
-			r.StreamTs, _ = meanSDf(rates)
-			r.MinStreamTs = slices.Min(rates)
+		r.TTFTMeanS, _ = meanSDf(tl.ttfts)
+		r.TTFTMaxS = slices.Max(tl.ttfts)
+		if len(tl.rates) > 0 {
+			r.StreamTs, _ = meanSDf(tl.rates)
+			r.MinStreamTs = slices.Min(tl.rates)
 		}
 		results = append(results, r)
 	}

@@ -6,18 +6,31 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
 
 // fakeStreamServer answers /v1/completions with n streamed chunks and a
-// usage chunk, as an OpenAI-compatible server does.
-func fakeStreamServer(t *testing.T, usage bool, status int) (*httptest.Server, *atomic.Int64) {
-	var requests atomic.Int64
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// usage chunk, as an OpenAI-compatible server does. reads gets the number
+// of completions requested so far at each read of /metrics.
+func fakeStreamServer(t *testing.T, usage bool, status int) (ts *httptest.Server, requests *atomic.Int64, reads func() []int64) {
+	requests = new(atomic.Int64)
+	var mu sync.Mutex
+	var seen []int64
+	reads = func() []int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+	ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" { // as a bitvk server's: a 20 ms step with a 15 ms pass per completion so far, one stream each
 			n := requests.Load()
+			mu.Lock()
+			seen = append(seen, n)
+			mu.Unlock()
 			fmt.Fprintf(w, "# HELP bitvk_step_seconds …\nbitvk_step_seconds_sum{prompt=\"false\",streams=\"1\"} %g\nbitvk_step_seconds_count{prompt=\"false\",streams=\"1\"} %d\n", 0.02*float64(n), n)
 			fmt.Fprintf(w, "bitvk_forward_pass_seconds_sum{prompt=\"false\",streams=\"1\"} %g\nbitvk_forward_pass_seconds_count{prompt=\"false\",streams=\"1\"} %d\n", 0.015*float64(n), n)
 			return
@@ -46,11 +59,11 @@ func fakeStreamServer(t *testing.T, usage bool, status int) (*httptest.Server, *
 		fmt.Fprintf(w, "data: [DONE]\n\n")
 	}))
 	t.Cleanup(ts.Close)
-	return ts, &requests
+	return ts, requests, reads
 }
 
 func TestBenchServe(t *testing.T) {
-	ts, requests := fakeStreamServer(t, true, http.StatusOK)
+	ts, requests, reads := fakeStreamServer(t, true, http.StatusOK)
 	code, out, stderr := bitvk("bench", "--serve", ts.URL, "--api-key", "k", "-c", "1,3", "-n", "5", "-r", "2", "--json")
 	if code != 0 {
 		t.Fatalf("bench --serve: exit %d: %s", code, stderr)
@@ -77,8 +90,14 @@ func TestBenchServe(t *testing.T) {
 		t.Errorf("step and pass ms: one stream %v, %v (want 20, 15); three %v, %v (want none)", rs[0].StepMs, rs[0].PassMs, rs[1].StepMs, rs[1].PassMs)
 	}
 
-	noUsage, _ := fakeStreamServer(t, false, http.StatusOK)
-	busy, _ := fakeStreamServer(t, true, http.StatusServiceUnavailable)
+	// The rounds take the concurrencies in turn, each between two reads of
+	// the server's metrics: after the warm-up, 1, 3, 1 and 3 completions.
+	if got, want := reads(), []int64{1, 2, 2, 5, 5, 6, 6, 9}; !slices.Equal(got, want) {
+		t.Errorf("completions requested at each read of /metrics: %v, want %v (rounds of 1 and 3 streams in turn)", got, want)
+	}
+
+	noUsage, _, _ := fakeStreamServer(t, false, http.StatusOK)
+	busy, _, _ := fakeStreamServer(t, true, http.StatusServiceUnavailable)
 	for _, tc := range []struct {
 		args []string
 		want string
