@@ -19,10 +19,11 @@ type Options struct {
 	Context int  // positions in the K/V cache per slot; 0: the model's context length
 	HeadQ8  bool // int8 head rows with per-row scales instead of float16
 	// Head is how the output head is held (see nn.HeadType; the zero value
-	// is nn.HeadStored, the file's type). nn.HeadQ8 is HeadQ8; the block
-	// types (Q8_0, Q6_K, Q4_0, stored or converted) are held as int8 codes
-	// with group scales (head_blocks), as is an embedding stored so
-	// (embed_blocks).
+	// is nn.HeadStored, the file's type). nn.HeadQ8 is HeadQ8; Q4_0 (stored
+	// or converted) is held in its own 4.5 bits (head_nibbles), the other
+	// block types (Q8_0, Q6_K) as int8 codes with group scales
+	// (head_blocks), and an embedding stored so likewise (embed_nibbles,
+	// embed_blocks).
 	Head       nn.HeadType
 	Batch      int  // most tokens per submit; 0: DefaultBatch
 	Validation bool // the Khronos validation layer on (see ValidationMessages)
@@ -356,12 +357,7 @@ func (b *Backend) uploadWeights(w *nn.Weights) error {
 	// codes and group scales, exactly the file's values; anything else as
 	// float16 (F32 and BF16 rows rounded at load).
 	et := nn.HeadStored.For(w.TokenEmbd.Type)
-	if et.Group() > 0 {
-		b.embd, err = b.newBlocks(w.TokenEmbd, et)
-	} else {
-		b.embd, err = b.newF16(w.TokenEmbd)
-	}
-	if err != nil {
+	if b.embd, err = b.newHead(w.TokenEmbd, et); err != nil {
 		return err
 	}
 	ht := b.o.Head.For(w.Output.Type)
@@ -373,10 +369,8 @@ func (b *Backend) uploadWeights(w *nn.Weights) error {
 		b.head, err = b.newQ8(w.Output)
 	case w.TiedOutput && ht == et:
 		b.head = b.embd // one copy serves both
-	case ht.Group() > 0:
-		b.head, err = b.newBlocks(w.Output, ht) // as stored, or converted to a block type
 	default:
-		b.head, err = b.newF16(w.Output)
+		b.head, err = b.newHead(w.Output, ht) // as stored, or converted to a block type
 	}
 	if err != nil {
 		return err
@@ -484,6 +478,24 @@ func (b *Backend) makeScratch() error {
 }
 
 // Name says which device runs the model.
+// HeadBytes is what one pass over the output head reads: its weights in
+// the form the device holds them (float16; int8 and a scale per row for
+// q8; a Q4_0 head in its 4.5 bits a value; the other block types as int8
+// codes and float32 group scales).
+func (b *Backend) HeadBytes() int64 {
+	h := b.head
+	v := int64(h.rows) * int64(h.k)
+	switch {
+	case h.nibbles:
+		return v/2 + 2*v/int64(h.group)
+	case h.group > 0:
+		return v + 4*v/int64(h.group)
+	case h.rowScale != nil:
+		return v + 4*int64(h.rows)
+	}
+	return 2 * v
+}
+
 func (b *Backend) Name() string {
 	return fmt.Sprintf("vulkan (%s, %s kernels)", b.info.Name, b.Kernels())
 }

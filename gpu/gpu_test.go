@@ -130,6 +130,44 @@ func TestHeadQ8(t *testing.T) {
 	}
 }
 
+// The heads converted at load (--head q8_0|q6_k|q4_0; Q4_0 in its own 4.5
+// bits, head_nibbles) approximate the float16 one: their logits follow it
+// closely, as the CPU's do (the same codes and scales, nn.HeadBlocks).
+func TestHeadTypes(t *testing.T) {
+	toks := []int32{1, 17, 400, 3, 99, 1000}
+	m := nntest.NewModel(t, "small", nntest.StoreI2S, 5)
+	f16 := open(t, m.Config, m.Weights, Options{Context: 16})
+	V := m.Config.Vocab
+	want := make([]float32, len(toks)*V)
+	if err := f16.Forward(toks, 0, want); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		head nn.HeadType
+		min  float64
+	}{{nn.HeadQ8_0, 0.999}, {nn.HeadQ6_K, 0.999}, {nn.HeadQ4_0, 0.995}} {
+		for _, shard := range []int64{0, 4096} {
+			m := nntest.NewModel(t, "small", nntest.StoreI2S, 5)
+			b := open(t, m.Config, m.Weights, Options{Context: 16, Head: tc.head, MaxShardBytes: shard})
+			v := int64(V) * int64(m.Config.Embd)
+			// bytes per 32 values: int8 codes and float32 scales, or Q4_0's nibbles and float16 scale
+			per32 := map[nn.HeadType]int64{nn.HeadQ8_0: 32 + 4, nn.HeadQ6_K: 32 + 2*4, nn.HeadQ4_0: 16 + 2}[tc.head]
+			if got := b.HeadBytes(); 32*got != per32*v {
+				t.Errorf("%s head: HeadBytes %d for %d values, want %d", tc.head, got, v, per32*v/32)
+			}
+			got := make([]float32, len(toks)*V)
+			if err := b.Forward(toks, 0, got); err != nil {
+				t.Fatal(err)
+			}
+			for p := range toks {
+				if c := nntest.Correlation(want[p*V:(p+1)*V], got[p*V:(p+1)*V]); c < tc.min {
+					t.Errorf("%s head (shards of %d bytes): position %d: logits correlate %.5f with the f16 head's, want ≥ %v", tc.head, shard, p, c, tc.min)
+				}
+			}
+		}
+	}
+}
+
 // ForwardArgmax picks the same token as the argmax of Forward's logits, and
 // ForwardTrace reports every block and the same logits as Forward.
 func TestArgmaxAndTrace(t *testing.T) {

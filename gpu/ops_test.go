@@ -175,18 +175,12 @@ func (a opsAdapter) Attention(q []float32, k, v [][]float32, heads, kvHeads, hd 
 	return a.attention(c, plan, a.buf(f16Bytes(k)), a.buf(f16Bytes(v)), q, 1, n-1)
 }
 
-// Logits holds the head in w's own type: float16, or a block type's codes
-// and group scales (head_blocks, on the int8 quantization of x).
+// Logits holds the head in w's own type: float16, Q4_0 in its 4.5 bits
+// (head_nibbles), or another block type's codes and group scales
+// (head_blocks), the last two on the int8 quantization of x.
 func (a opsAdapter) Logits(w nn.Tensor, x []float32) ([]float32, error) {
 	b := a.b
-	ht := nn.HeadStored.For(w.Type)
-	var h *floatMatrix
-	var err error
-	if ht.Group() > 0 {
-		h, err = b.newBlocks(w, ht)
-	} else {
-		h, err = b.newF16(w)
-	}
+	h, err := b.newHead(w, nn.HeadStored.For(w.Type))
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,11 @@ type floatMatrix struct {
 	shards      []shard
 	rowScale    *vk.Buffer   // q8 only
 	group       int          // block heads: values per scale; else 0
-	groupScales []*vk.Buffer // block heads: per shard, [shard rows][k/group] float
+	groupScales []*vk.Buffer // block heads: per shard, [shard rows][k/group] float (nibbles: float16 pairs)
+	// nibbles: Q4_0 in its own 4.5 bits (head_nibbles' layout): per shard
+	// k/2 bytes a row and float16 group scales, where other block types
+	// hold int8 codes and float32 scales.
+	nibbles bool
 }
 
 // quantized says whether the head reads int8 activations (q8 and block
@@ -273,6 +277,80 @@ func (b *Backend) newBlocks(t nn.Tensor, h nn.HeadType) (*floatMatrix, error) {
 			scales[sh.row0*(t.In/g):(sh.row0+sh.rows)*(t.In/g)])
 		if err != nil {
 			return nil, err
+		}
+		m.groupScales = append(m.groupScales, buf)
+	}
+	return m, nil
+}
+
+// newHead puts a head (or embedding) tensor on the device held as h, a
+// block type or anything else (float16): Q4_0 in its own 4.5 bits, the
+// other block types as int8 codes and float32 group scales.
+func (b *Backend) newHead(t nn.Tensor, h nn.HeadType) (*floatMatrix, error) {
+	switch {
+	case h == nn.HeadQ4_0:
+		return b.newNibbles(t)
+	case h.Group() > 0:
+		return b.newBlocks(t, h)
+	}
+	return b.newF16(t)
+}
+
+// newNibbles puts a float tensor [out][in] on the device as Q4_0 in its
+// own 4.5 bits (head_nibbles, embed_nibbles): per row in/2 bytes, each
+// group of 32 values the 16 bytes of ggml's block_q4_0 (value j in byte
+// j's low nibble, value j+16 in its high one, as codes c+8), and per shard
+// the groups' float16 scales d in pairs, value = d·c exactly the file's
+// (or --head q4_0's conversion's).
+func (b *Backend) newNibbles(t nn.Tensor) (*floatMatrix, error) {
+	const g = 32
+	m := &floatMatrix{rows: t.Out, k: t.In, group: g, nibbles: true}
+	if t.In%g != 0 {
+		return nil, fmt.Errorf("gpu: %s has width %d, not a multiple of %d (q4_0)", t.Name, t.In, g)
+	}
+	groups := t.In / g
+	scales := make([]uint16, t.Out*groups)
+	tmp, gs := make([]float32, t.In), make([]float32, groups)
+	var err error
+	m.shards, err = b.upload(t.Name+" (q4_0)", t.Out, t.In/2, func(row0, n int) ([]byte, error) {
+		out := make([]byte, n*t.In/2)
+		codes := make([]int8, t.In)
+		for r := range n {
+			if err := nn.HeadBlocks(t, row0+r, nn.HeadQ4_0, codes, gs, tmp); err != nil {
+				return nil, err
+			}
+			for j, d := range gs {
+				h := nn.F32ToF16(d)
+				if nn.F16ToF32(h) != d {
+					return nil, fmt.Errorf("gpu: %s row %d: a Q4_0 scale (%v) is not a float16", t.Name, row0+r, d)
+				}
+				scales[(row0+r)*groups+j] = h
+			}
+			row := out[r*t.In/2:]
+			for j := range groups {
+				c := codes[g*j : g*j+g]
+				for k := range 16 {
+					row[16*j+k] = byte(c[k]+8) | byte(c[16+k]+8)<<4
+				}
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range m.shards {
+		hs := scales[sh.row0*groups : (sh.row0+sh.rows)*groups]
+		data := make([]byte, 4*((len(hs)+1)/2))
+		for i, h := range hs {
+			data[2*i], data[2*i+1] = byte(h), byte(h>>8)
+		}
+		buf, err := b.dev.NewBuffer(fmt.Sprintf("%s q4_0 scales rows %d..%d", t.Name, sh.row0, sh.row0+sh.rows-1), int64(len(data)), false)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.dev.Upload(buf, 0, data); err != nil {
+			return nil, fmt.Errorf("gpu: uploading %s's scales: %w", t.Name, err)
 		}
 		m.groupScales = append(m.groupScales, buf)
 	}

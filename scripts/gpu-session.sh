@@ -157,6 +157,9 @@ bench)
 	[ "${SHAPE_2B:-1}" != 0 ] || depth=1984
 	bin/bitvk bench "${model[@]}" --backend vulkan -p 0 -n 64 -d 0,$depth --head f16,q8 -r 3 \
 		>"$out/bench-depth.txt" 2>&1 || status=1
+	# The heads converted at load, Q4_0 in its 4.5 bits (head_nibbles).
+	bin/bitvk bench "${model[@]}" --backend vulkan -p 0 -n 64 --head q8_0,q6_k,q4_0 -r 3 \
+		>"$out/bench-heads.txt" 2>&1 || status=1
 	if [ -x bin/gpu.test ]; then
 		(cd gpu && ../bin/gpu.test -test.run '^$' -test.bench SampleKernel -test.benchtime 200x) \
 			>"$out/sample-kernel.txt" 2>&1 || status=1

@@ -33,6 +33,12 @@ int dot4(uint a, uint b) {
 }
 #endif
 
+// nibbleBytes turns four 4-bit codes c ∈ 0…15, one per byte (c & 0x0F0F0F0F),
+// into the four signed bytes c−8 ∈ −8…7, without carries between bytes.
+uint nibbleBytes(uint c) {
+    return (c + 0x78787878u) ^ 0x80808080u;
+}
+
 // ternaryBytes turns four 2-bit codes c ∈ {0,1,2}, one per byte (c & 0x03030303),
 // into the four signed bytes t = c−1 ∈ {−1,0,+1}, without carries between bytes.
 uint ternaryBytes(uint c) {

@@ -50,8 +50,14 @@ const (
 	// codes with group scales); HeadBlocksDot uses the integer dot product.
 	HeadBlocks    Kernel = "head_blocks"
 	HeadBlocksDot Kernel = "head_blocks_dot"
-	RopeKV        Kernel = "rope_kv"   // RoPE on q and k, k and v into the float16 cache
-	Attention     Kernel = "attention" // split-K causal grouped-query attention: partials per chunk
+	// HeadNibbles is the output head held as Q4_0 in its own 4.5 bits
+	// (nibble codes, float16 group scales); HeadNibblesDot uses the
+	// integer dot product. EmbedNibbles is the embedding's lookup in it.
+	HeadNibbles    Kernel = "head_nibbles"
+	HeadNibblesDot Kernel = "head_nibbles_dot"
+	EmbedNibbles   Kernel = "embed_nibbles"
+	RopeKV         Kernel = "rope_kv"   // RoPE on q and k, k and v into the float16 cache
+	Attention      Kernel = "attention" // split-K causal grouped-query attention: partials per chunk
 	// AttentionSubgroup is Attention with subgroup-arithmetic reductions.
 	AttentionSubgroup Kernel = "attention_subgroup"
 	AttentionReduce   Kernel = "attention_reduce" // combines Attention's chunk partials
@@ -68,7 +74,7 @@ const (
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernaryMM, TernaryMMDot, TernaryMMCoop, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Int8Peak, Int8PeakDot, Sample, ViewDraw}
+	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernaryMM, TernaryMMDot, TernaryMMCoop, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, HeadNibbles, HeadNibblesDot, EmbedNibbles, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Int8Peak, Int8PeakDot, Sample, ViewDraw}
 }
 
 // Variant returns k's twin built with subgroup operations (subgroup) and

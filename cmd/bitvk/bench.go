@@ -614,7 +614,7 @@ func benchBase(m *model, head string, threads int, bw float64) benchResult {
 
 // bytesPerToken is what one decode step reads from memory: every ternary
 // projection, the norms and the output head as the backend holds it
-// (the CPU backend says what its head reads, HeadBytes; otherwise m.head:
+// (each backend says what its head reads, HeadBytes; otherwise m.head:
 // float16 rows; int8 rows and a scale per row with q8; int8 codes and a
 // float32 scale per group for the block types).
 // The K/V cache read grows with the position; bench's short runs keep it
