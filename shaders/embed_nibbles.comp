@@ -18,11 +18,12 @@ layout(std430, binding = 1) readonly buffer D { uint dh[]; };
 layout(std430, binding = 2) readonly buffer Tokens { uint tokens[]; };
 layout(std430, binding = 3) writeonly buffer X { float x[]; };
 
+// group is always 32 (push constants shared with the block kernels).
 layout(push_constant) uniform Push {
     uint row0;
     uint rows;
     uint K;
-    uint group; // 32
+    uint group;
 } pc;
 
 void main() {

@@ -29,13 +29,14 @@ layout(std430, binding = 2) readonly buffer S { float s[]; };
 layout(std430, binding = 3) readonly buffer D { uint dh[]; };
 layout(std430, binding = 4) writeonly buffer Out { float outp[]; };
 
+// group is always 32 (push constants shared with the block kernels).
 layout(push_constant) uniform Push {
     uint rows;
     uint row0;
     uint K;
     uint T;
     uint outStride;
-    uint group; // 32
+    uint group;
 } pc;
 
 shared float red[NR * NT * gl_WorkGroupSize.x];
