@@ -20,9 +20,9 @@ type Options struct {
 	HeadQ8  bool // int8 head rows with per-row scales instead of float16
 	// Head is how the output head is held (see nn.HeadType; the zero value
 	// is nn.HeadStored, the file's type). nn.HeadQ8 is HeadQ8; Q4_0 (stored
-	// or converted) is held in its own 4.5 bits (head_nibbles), the other
-	// block types (Q8_0, Q6_K) as int8 codes with group scales
-	// (head_blocks), and an embedding stored so likewise (embed_nibbles,
+	// or converted) is held in its own 4.5 bits (head_nibbles), Q6_K in
+	// 6.625 (head_six), Q8_0 as int8 codes with group scales (head_blocks),
+	// and an embedding stored so likewise (embed_nibbles, embed_six,
 	// embed_blocks).
 	Head       nn.HeadType
 	Batch      int  // most tokens per submit; 0: DefaultBatch
@@ -480,14 +480,16 @@ func (b *Backend) makeScratch() error {
 // Name says which device runs the model.
 // HeadBytes is what one pass over the output head reads: its weights in
 // the form the device holds them (float16; int8 and a scale per row for
-// q8; a Q4_0 head in its 4.5 bits a value; the other block types as int8
-// codes and float32 group scales).
+// q8; a Q4_0 head in its 4.5 bits a value, a Q6_K one in 6.625; Q8_0 as
+// int8 codes and float32 group scales).
 func (b *Backend) HeadBytes() int64 {
 	h := b.head
 	v := int64(h.rows) * int64(h.k)
 	switch {
 	case h.nibbles:
 		return v/2 + 2*v/int64(h.group)
+	case h.six:
+		return 3*v/4 + v/16 + v/64
 	case h.group > 0:
 		return v + 4*v/int64(h.group)
 	case h.rowScale != nil:

@@ -131,7 +131,7 @@ func TestHeadQ8(t *testing.T) {
 }
 
 // The heads converted at load (--head q8_0|q6_k|q4_0; Q4_0 in its own 4.5
-// bits, head_nibbles) approximate the float16 one: their logits follow it
+// bits, head_nibbles; Q6_K in 6.625, head_six) approximate the float16 one: their logits follow it
 // closely, as the CPU's do (the same codes and scales, nn.HeadBlocks).
 func TestHeadTypes(t *testing.T) {
 	toks := []int32{1, 17, 400, 3, 99, 1000}
@@ -150,10 +150,12 @@ func TestHeadTypes(t *testing.T) {
 			m := nntest.NewModel(t, "small", nntest.StoreI2S, 5)
 			b := open(t, m.Config, m.Weights, Options{Context: 16, Head: tc.head, MaxShardBytes: shard})
 			v := int64(V) * int64(m.Config.Embd)
-			// bytes per 32 values: int8 codes and float32 scales, or Q4_0's nibbles and float16 scale
-			per32 := map[nn.HeadType]int64{nn.HeadQ8_0: 32 + 4, nn.HeadQ6_K: 32 + 2*4, nn.HeadQ4_0: 16 + 2}[tc.head]
-			if got := b.HeadBytes(); 32*got != per32*v {
-				t.Errorf("%s head: HeadBytes %d for %d values, want %d", tc.head, got, v, per32*v/32)
+			// bytes per 256 values: Q8_0's int8 codes and float32 scales; Q6_K's
+			// 6-bit codes, int8 group scales and float32 d; Q4_0's nibbles
+			// and float16 scales
+			per256 := map[nn.HeadType]int64{nn.HeadQ8_0: 256 + 8*4, nn.HeadQ6_K: 192 + 16 + 4, nn.HeadQ4_0: 128 + 8*2}[tc.head]
+			if got := b.HeadBytes(); 256*got != per256*v {
+				t.Errorf("%s head: HeadBytes %d for %d values, want %d", tc.head, got, v, per256*v/256)
 			}
 			got := make([]float32, len(toks)*V)
 			if err := b.Forward(toks, 0, got); err != nil {

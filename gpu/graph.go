@@ -49,7 +49,7 @@ func (b *Backend) kernel(k spirv.Kernel, spec ...uint32) (*vk.Kernel, error) {
 var bindings = map[spirv.Kernel]int{
 	spirv.Embed: 3, spirv.EmbedBlocks: 4, spirv.NormQuant: 5, spirv.Ternary: 6, spirv.TernaryDot: 6, spirv.TernaryMM: 6, spirv.TernaryMMDot: 6, spirv.TernaryMMCoop: 6, spirv.TernaryNorm: 10, spirv.TernaryNormDot: 10,
 	spirv.TernarySubgroup: 6, spirv.TernarySubgroupDot: 6, spirv.TernaryNormSubgroup: 10, spirv.TernaryNormSubgroupDot: 10, spirv.NormQuantSubgroup: 5,
-	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.HeadBlocks: 5, spirv.HeadBlocksDot: 5, spirv.HeadNibbles: 5, spirv.HeadNibblesDot: 5, spirv.EmbedNibbles: 4, spirv.RopeKV: 5,
+	spirv.HeadF16: 3, spirv.HeadQ8: 5, spirv.HeadQ8Dot: 5, spirv.HeadBlocks: 5, spirv.HeadBlocksDot: 5, spirv.HeadNibbles: 5, spirv.HeadNibblesDot: 5, spirv.EmbedNibbles: 4, spirv.HeadSix: 5, spirv.HeadSixDot: 5, spirv.EmbedSix: 4, spirv.RopeKV: 5,
 	spirv.Attention: 7, spirv.AttentionSubgroup: 7, spirv.AttentionReduce: 6, spirv.Argmax: 3, spirv.ReadBandwidth: 2, spirv.Int8Peak: 1, spirv.Int8PeakDot: 1, spirv.Sample: 4,
 }
 
@@ -409,12 +409,18 @@ func (rc *recorder) head(n int) {
 	for i, sh := range h.shards {
 		push := matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(h.k), T: uint32(n), OutStride: uint32(b.c.Vocab)}
 		gx, gy := ceilDiv(sh.rows, rowsWG), ceilDiv(n, int(nt))
-		if h.nibbles {
-			k := spirv.HeadNibbles
+		if h.nibbles || h.six {
+			k, label, bytes := spirv.HeadNibbles, "output head (q4_0)", sh.rows*h.k/2+2*sh.rows*h.k/h.group
 			if b.dot {
 				k = spirv.HeadNibblesDot
 			}
-			rc.note("output head (q4_0)", sh.rows*h.k/2+2*sh.rows*h.k/h.group+n*h.k+4*n*sh.rows)
+			if h.six {
+				k, label, bytes = spirv.HeadSix, "output head (q6_k)", 3*sh.rows*h.k/4+sh.rows*(h.k/16+h.k/64)
+				if b.dot {
+					k = spirv.HeadSixDot
+				}
+			}
+			rc.note(label, bytes+n*h.k+4*n*sh.rows)
 			rc.dispatch(k, []uint32{wgMat, rowsWG, nt},
 				[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(h.groupScales[i]), whole(b.logits)},
 				blockHeadPush{Rows: push.Rows, Row0: push.Row0, K: push.K, T: push.T, OutStride: push.OutStride, Group: uint32(h.group)}, gx, gy)
@@ -482,9 +488,13 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 	r.Copy(in, vk.Range{Buf: b.inDev, Size: in.Size})
 	r.Barrier()
 	for i, sh := range b.embd.shards {
-		if g := b.embd.group; b.embd.nibbles {
-			rc.note("embedding (q4_0)", 4+(E/2+2*E/g)*T+4*E*T)
-			rc.dispatch(spirv.EmbedNibbles, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), whole(b.embd.groupScales[i]), tokens, whole(b.x)},
+		if g := b.embd.group; b.embd.nibbles || b.embd.six {
+			k, label, bytes := spirv.EmbedNibbles, "embedding (q4_0)", E/2+2*E/g
+			if b.embd.six {
+				k, label, bytes = spirv.EmbedSix, "embedding (q6_k)", 3*E/4+E/16+E/64
+			}
+			rc.note(label, 4+bytes*T+4*E*T)
+			rc.dispatch(k, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), whole(b.embd.groupScales[i]), tokens, whole(b.x)},
 				embedBlocksPush{Row0: uint32(sh.row0), Rows: uint32(sh.rows), K: uint32(E), Group: uint32(g)}, uint32(T), 1)
 			continue
 		} else if g > 0 {

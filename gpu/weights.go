@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -39,6 +40,9 @@ type floatMatrix struct {
 	// k/2 bytes a row and float16 group scales, where other block types
 	// hold int8 codes and float32 scales.
 	nibbles bool
+	// six: Q6_K in 6.625 bits (head_six's layout): per shard 3k/4 bytes a
+	// row, and per row the groups' int8 scales and the blocks' float32 d.
+	six bool
 }
 
 // quantized says whether the head reads int8 activations (q8 and block
@@ -284,12 +288,14 @@ func (b *Backend) newBlocks(t nn.Tensor, h nn.HeadType) (*floatMatrix, error) {
 }
 
 // newHead puts a head (or embedding) tensor on the device held as h, a
-// block type or anything else (float16): Q4_0 in its own 4.5 bits, the
-// other block types as int8 codes and float32 group scales.
+// block type or anything else (float16): Q4_0 in its own 4.5 bits, Q6_K in
+// 6.625, Q8_0 as int8 codes and float32 group scales.
 func (b *Backend) newHead(t nn.Tensor, h nn.HeadType) (*floatMatrix, error) {
 	switch {
 	case h == nn.HeadQ4_0:
 		return b.newNibbles(t)
+	case h == nn.HeadQ6_K:
+		return b.newSix(t)
 	case h.Group() > 0:
 		return b.newBlocks(t, h)
 	}
@@ -346,6 +352,71 @@ func (b *Backend) newNibbles(t nn.Tensor) (*floatMatrix, error) {
 			data[2*i], data[2*i+1] = byte(h), byte(h>>8)
 		}
 		buf, err := b.dev.NewBuffer(fmt.Sprintf("%s q4_0 scales rows %d..%d", t.Name, sh.row0, sh.row0+sh.rows-1), int64(len(data)), false)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.dev.Upload(buf, 0, data); err != nil {
+			return nil, fmt.Errorf("gpu: uploading %s's scales: %w", t.Name, err)
+		}
+		m.groupScales = append(m.groupScales, buf)
+	}
+	return m, nil
+}
+
+// newSix puts a float tensor [out][in] on the device as Q6_K in 6.625 bits
+// a value (head_six, embed_six): per row and group of 16 values three words,
+// the codes c+32 ∈ 0…63 of nn.HeadQ6K as two words of low nibbles (byte b
+// of word k: value 4k+b in its low half, 8+4k+b in its high half) and one
+// of high bits (byte b: value 4j+b in bits 2j+1…2j); and per shard, per
+// row, the groups' int8 scales sc four to a word, then the blocks' float32
+// d. Every value d·sc·c is exactly the file's (or --head q6_k's).
+func (b *Backend) newSix(t nn.Tensor) (*floatMatrix, error) {
+	const g = 16
+	m := &floatMatrix{rows: t.Out, k: t.In, group: g, six: true}
+	if t.In%256 != 0 {
+		return nil, fmt.Errorf("gpu: %s has width %d, not a multiple of 256 (q6_k)", t.Name, t.In)
+	}
+	groups, blocks := t.In/g, t.In/256
+	scRow := groups + 4*blocks // bytes of scales a row
+	scales := make([]byte, t.Out*scRow)
+	tmp, d := make([]float32, t.In), make([]float32, blocks)
+	var err error
+	m.shards, err = b.upload(t.Name+" (q6_k)", t.Out, 3*t.In/4, func(row0, n int) ([]byte, error) {
+		out := make([]byte, n*3*t.In/4)
+		codes, sc := make([]int8, t.In), make([]int8, groups)
+		for r := range n {
+			if err := nn.HeadQ6K(t, row0+r, codes, sc, d, tmp); err != nil {
+				return nil, err
+			}
+			ss := scales[(row0+r)*scRow:]
+			for j, v := range sc {
+				ss[j] = byte(v)
+			}
+			for j, v := range d {
+				binary.LittleEndian.PutUint32(ss[groups+4*j:], math.Float32bits(v))
+			}
+			row := out[r*3*t.In/4:]
+			for j := range groups {
+				var c [16]byte
+				for i := range c {
+					c[i] = byte(codes[g*j+i] + 32)
+				}
+				w := row[12*j : 12*j+12]
+				for bb := range 4 {
+					w[bb] = c[bb]&15 | c[8+bb]<<4                                       // A0
+					w[4+bb] = c[4+bb]&15 | c[12+bb]<<4                                  // A1
+					w[8+bb] = c[bb]>>4 | c[4+bb]>>4<<2 | c[8+bb]>>4<<4 | c[12+bb]>>4<<6 // H
+				}
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range m.shards {
+		data := scales[sh.row0*scRow : (sh.row0+sh.rows)*scRow]
+		buf, err := b.dev.NewBuffer(fmt.Sprintf("%s q6_k scales rows %d..%d", t.Name, sh.row0, sh.row0+sh.rows-1), int64(len(data)), false)
 		if err != nil {
 			return nil, err
 		}

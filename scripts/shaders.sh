@@ -21,7 +21,7 @@ for src in *.comp; do
 	compile "${src%.comp}" "$src"
 done
 # Kernels with an integer-dot-product twin (used when the device has it).
-for name in ternary ternary_mm ternary_norm head_q8 head_blocks head_nibbles int8_peak; do
+for name in ternary ternary_mm ternary_norm head_q8 head_blocks head_nibbles head_six int8_peak; do
 	compile "${name}_dot" "$name.comp" -DDOT
 done
 # Attention with subgroup reductions (used when the device has subgroup

@@ -39,6 +39,12 @@ uint nibbleBytes(uint c) {
     return (c + 0x78787878u) ^ 0x80808080u;
 }
 
+// sixBytes turns four 6-bit codes c ∈ 0…63, one per byte, into the four signed
+// bytes c−32 ∈ −32…31, without carries between bytes.
+uint sixBytes(uint c) {
+    return (c + 0x60606060u) ^ 0x80808080u;
+}
+
 // ternaryBytes turns four 2-bit codes c ∈ {0,1,2}, one per byte (c & 0x03030303),
 // into the four signed bytes t = c−1 ∈ {−1,0,+1}, without carries between bytes.
 uint ternaryBytes(uint c) {

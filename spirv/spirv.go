@@ -56,8 +56,14 @@ const (
 	HeadNibbles    Kernel = "head_nibbles"
 	HeadNibblesDot Kernel = "head_nibbles_dot"
 	EmbedNibbles   Kernel = "embed_nibbles"
-	RopeKV         Kernel = "rope_kv"   // RoPE on q and k, k and v into the float16 cache
-	Attention      Kernel = "attention" // split-K causal grouped-query attention: partials per chunk
+	// HeadSix is the output head held as Q6_K in 6.625 bits (6-bit codes,
+	// int8 group scales, float32 block scales); HeadSixDot uses the
+	// integer dot product. EmbedSix is the embedding's lookup in it.
+	HeadSix    Kernel = "head_six"
+	HeadSixDot Kernel = "head_six_dot"
+	EmbedSix   Kernel = "embed_six"
+	RopeKV     Kernel = "rope_kv"   // RoPE on q and k, k and v into the float16 cache
+	Attention  Kernel = "attention" // split-K causal grouped-query attention: partials per chunk
 	// AttentionSubgroup is Attention with subgroup-arithmetic reductions.
 	AttentionSubgroup Kernel = "attention_subgroup"
 	AttentionReduce   Kernel = "attention_reduce" // combines Attention's chunk partials
@@ -74,7 +80,7 @@ const (
 
 // Kernels lists every kernel.
 func Kernels() []Kernel {
-	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernaryMM, TernaryMMDot, TernaryMMCoop, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, HeadNibbles, HeadNibblesDot, EmbedNibbles, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Int8Peak, Int8PeakDot, Sample, ViewDraw}
+	return []Kernel{Embed, EmbedBlocks, NormQuant, NormQuantSubgroup, Ternary, TernaryDot, TernaryMM, TernaryMMDot, TernaryMMCoop, TernarySubgroup, TernarySubgroupDot, TernaryNorm, TernaryNormDot, TernaryNormSubgroup, TernaryNormSubgroupDot, HeadF16, HeadQ8, HeadQ8Dot, HeadBlocks, HeadBlocksDot, HeadNibbles, HeadNibblesDot, EmbedNibbles, HeadSix, HeadSixDot, EmbedSix, RopeKV, Attention, AttentionSubgroup, AttentionReduce, Argmax, ReadBandwidth, Int8Peak, Int8PeakDot, Sample, ViewDraw}
 }
 
 // Variant returns k's twin built with subgroup operations (subgroup) and
