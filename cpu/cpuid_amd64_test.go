@@ -55,6 +55,9 @@ func TestPrefetchVersions(t *testing.T) {
 			for _, tokens := range []int{1, 2, 3, 4, 5, 6, 9} {
 				expectTernaryMatMul(t, ternaryMatMulVNNIHW, rng, n, rows, tokens)
 				expectTernaryMatMul(t, ternaryMatMulVNNILines, rng, n, rows, tokens)
+				if hasGFNI {
+					expectTernaryMatMul(t, ternaryMatMulVNNIGFNI, rng, n, rows, tokens)
+				}
 			}
 		}
 	}

@@ -37,7 +37,7 @@ func asmKernelSets() []kernels {
 var avx2Kernels = kernels{
 	name:            "avx2",
 	ternaryRows:     checkTernaryRows(ternaryRowsAVX2),
-	ternaryMatMul:   checkTernaryMatMul(l1Blocks(tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens), l1Activations, 0)),
+	ternaryMatMul:   checkTernaryMatMul(l1Blocks(tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens), tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens), l1Activations, 0)),
 	dotF16Rows:      checkDotF16Rows(dotF16RowsAVX2),
 	kScores:         kScoresWhole(kScoresAVX2),
 	axpyF16:         checkAxpyF16(axpyF16AVX2),
@@ -76,7 +76,7 @@ var avx2Kernels = kernels{
 var avx512VNNIKernels = kernels{
 	name:          "avx512vnni",
 	ternaryRows:   checkTernaryRows(forCPU(ternaryRowsVNNI, ternaryRowsVNNIHW)),
-	ternaryMatMul: checkTernaryMatMul(l1Blocks(forPrefetcher(ternaryMatMulVNNI, ternaryMatMulVNNILines, ternaryMatMulVNNIHW), l1Activations, l2Panel)),
+	ternaryMatMul: checkTernaryMatMul(l1Blocks(forPrefetcher(ternaryMatMulVNNI, ternaryMatMulVNNILines, ternaryMatMulVNNIHW), withGFNI(ternaryMatMulVNNI, ternaryMatMulVNNIGFNI), l1Activations, l2Panel)),
 	dotF16Rows:    checkDotF16Rows(forPrefetcher(dotF16RowsAVX512, dotF16RowsAVX512Lines, dotF16RowsAVX512HW)),
 	kScores:       kScoresWhole(kScoresAVX512),
 	axpyF16:       checkAxpyF16(axpyF16AVX512),
@@ -573,12 +573,13 @@ const (
 // the int8 probe / 0.72 → 0.82 of twice it, 13824×2560 0.81 → 0.90 /
 // 0.76 → 0.86, 2560×6912 0.74 → 0.90 / 0.70 → 0.88; the avx2 kernel's
 // 2560×6912 0.24 → 0.26 (chunks of 5 tokens instead of 10).
-func l1Blocks(f ternaryMatMulFunc, acts, panel int) ternaryMatMulFunc {
+func l1Blocks(f, blocked ternaryMatMulFunc, acts, panel int) ternaryMatMulFunc {
 	return func(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
 		if tokens < l1MinTokens || n == 0 {
 			f(w, stride, rows, x, xStride, n, tokens, out, outStride)
 			return
 		}
+		f := blocked
 		c := max(5, acts/n/5*5)
 		p := rows
 		if panel > 0 {

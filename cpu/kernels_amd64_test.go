@@ -7,11 +7,28 @@ import "testing"
 // TestL1Blocks: l1Blocks over the twin, with blocks small enough that the
 // tests' shapes split into several panels of rows and chunks of tokens
 // (odd last ones included), writes exactly what one call writes; calls
-// of fewer than l1MinTokens tokens pass through.
+// of fewer than l1MinTokens tokens pass through to its first kernel, the
+// chunks of longer ones go to its second.
 func TestL1Blocks(t *testing.T) {
 	rng := newRand()
+	var direct, chunks int
+	counted := func(c *int) ternaryMatMulFunc {
+		return func(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+			*c++
+			ternaryMatMulGeneric(w, stride, rows, x, xStride, n, tokens, out, outStride)
+		}
+	}
+	f := l1Blocks(counted(&direct), counted(&chunks), l1Activations, l2Panel)
+	expectTernaryMatMul(t, f, rng, 2560, 8, l1MinTokens-1)
+	if direct != 1 || chunks != 0 {
+		t.Errorf("%d tokens: %d direct calls and %d chunks, want 1 and 0", l1MinTokens-1, direct, chunks)
+	}
+	expectTernaryMatMul(t, f, rng, 2560, 8, l1MinTokens)
+	if direct != 1 || chunks < 2 {
+		t.Errorf("%d tokens: %d more direct calls and %d chunks, want 0 and several", l1MinTokens, direct-1, chunks)
+	}
 	for _, b := range []struct{ acts, panel int }{{1, 1}, {600, 100}, {1000, 0}, {l1Activations, l2Panel}} {
-		f := l1Blocks(ternaryMatMulGeneric, b.acts, b.panel)
+		f := l1Blocks(ternaryMatMulGeneric, ternaryMatMulGeneric, b.acts, b.panel)
 		for _, n := range []int{0, 128, 256, 384} {
 			for _, rows := range []int{0, 1, 4, 7, 13, 33} {
 				for _, tokens := range []int{0, 1, 15, 16, 17, 23, 33} {

@@ -425,3 +425,10 @@ func expSumAVX2(x []float32, m float64, table *float64) float64
 //
 //go:noescape
 func ternaryMatMulVNNILines(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
+
+// ternaryMatMulVNNIGFNI is ternaryMatMulVNNI (the same bits) in tiles of adjacent rows only, each
+// block's second half of codes unpacked by one VGF2P8AFFINEQB (GFNI) instead of a shift and a mask:
+// the chunks of a prefill's tokens (l1Blocks) on CPUs with GFNI.
+//
+//go:noescape
+func ternaryMatMulVNNIGFNI(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)

@@ -142,3 +142,58 @@ func BenchmarkPrefetchVersions(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTernaryMatMulGFNI: a prefill's products (128 tokens through
+// l1Blocks, the 2B shape's matrices) in their chunks by ternaryMatMulVNNI
+// and by ternaryMatMulVNNIGFNI (the same bits), alternated in each
+// iteration, on one thread and on every CPU (rows in halves, as a pass
+// takes them); each version's best call as VERSION-GMAC/s. The name says
+// which the avx512vnni set takes here (withGFNI): run it on a new kind
+// of CPU to see whether that choice holds there.
+//
+//	go test -run '^$' -bench TernaryMatMulGFNI -benchtime 10x ./cpu
+func BenchmarkTernaryMatMulGFNI(b *testing.B) {
+	if !hasAVX2 || !hasAVX512VNNI || !hasGFNI {
+		b.Skip("no AVX-512 VNNI and GFNI on this CPU: the versions cannot run")
+	}
+	versions := []struct {
+		name string
+		f    ternaryMatMulFunc
+	}{
+		{"plain", l1Blocks(ternaryMatMulVNNI, ternaryMatMulVNNI, l1Activations, l2Panel)},
+		{"gfni", l1Blocks(ternaryMatMulVNNI, ternaryMatMulVNNIGFNI, l1Activations, l2Panel)},
+	}
+	threads := []int{1}
+	if c := runtime.NumCPU(); c > 1 {
+		threads = append(threads, c)
+	}
+	chosen := withGFNI("plain", "gfni")
+	for _, t := range threads {
+		for _, s := range []struct{ rows, n, tokens int }{{3840, 2560, 128}, {13824, 2560, 128}, {2560, 6912, 128}} {
+			b.Run(fmt.Sprintf("threads%d/%dx%dx%d/takes-%s", t, s.rows, s.n, s.tokens, chosen), func(b *testing.B) {
+				p := newPool(t)
+				defer p.close()
+				rng := newRand()
+				w := randomTernaryRows(rng, s.rows, s.n, s.n/4)
+				x := randomI8(rng, s.tokens*s.n, -128, 127, 127)
+				out := make([]int32, s.tokens*s.rows)
+				best := make([]time.Duration, len(versions))
+				for b.Loop() {
+					for j, v := range versions {
+						start := time.Now()
+						p.run(s.rows, 16, func(_, lo, hi int) {
+							v.f(w[lo*s.n/4:], s.n/4, hi-lo, x, s.n, s.n, s.tokens, out[lo:], s.rows)
+						})
+						if d := time.Since(start); best[j] == 0 || d < best[j] {
+							best[j] = d
+						}
+					}
+				}
+				macs := float64(s.rows) * float64(s.n) * float64(s.tokens)
+				for j, v := range versions {
+					b.ReportMetric(macs/best[j].Seconds()/1e9, v.name+"-GMAC/s")
+				}
+			})
+		}
+	}
+}

@@ -119,6 +119,8 @@ func main() {
 	genExpSumAVX512()
 	genExpSumAVX2()
 	everyLine(genTernaryMatMulVNNI)
+	genGFNIConsts()
+	genTernaryMatMulVNNIGFNI()
 
 	Generate()
 }
