@@ -345,22 +345,33 @@ func (b *Backend) newNibbles(t nn.Tensor) (*floatMatrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, sh := range m.shards {
+	err = b.shardScales(m, t.Name+" q4_0 scales", func(sh shard) []byte {
 		hs := scales[sh.row0*groups : (sh.row0+sh.rows)*groups]
-		data := make([]byte, 4*((len(hs)+1)/2))
+		data := make([]byte, 4*((len(hs)+1)/2)) // whole words
 		for i, h := range hs {
 			data[2*i], data[2*i+1] = byte(h), byte(h>>8)
 		}
-		buf, err := b.dev.NewBuffer(fmt.Sprintf("%s q4_0 scales rows %d..%d", t.Name, sh.row0, sh.row0+sh.rows-1), int64(len(data)), false)
+		return data
+	})
+	return m, err
+}
+
+// shardScales uploads, for each of m's shards, the scales of its rows
+// (scales(sh)) as a buffer of its own: m.groupScales.
+func (b *Backend) shardScales(m *floatMatrix, name string, scales func(sh shard) []byte) error {
+	for _, sh := range m.shards {
+		data := scales(sh)
+		label := fmt.Sprintf("%s rows %d..%d", name, sh.row0, sh.row0+sh.rows-1)
+		buf, err := b.dev.NewBuffer(label, int64(len(data)), false)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := b.dev.Upload(buf, 0, data); err != nil {
-			return nil, fmt.Errorf("gpu: uploading %s's scales: %w", t.Name, err)
+			return fmt.Errorf("gpu: uploading %s: %w", label, err)
 		}
 		m.groupScales = append(m.groupScales, buf)
 	}
-	return m, nil
+	return nil
 }
 
 // newSix puts a float tensor [out][in] on the device as Q6_K in 6.625 bits
@@ -414,18 +425,10 @@ func (b *Backend) newSix(t nn.Tensor) (*floatMatrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, sh := range m.shards {
-		data := scales[sh.row0*scRow : (sh.row0+sh.rows)*scRow]
-		buf, err := b.dev.NewBuffer(fmt.Sprintf("%s q6_k scales rows %d..%d", t.Name, sh.row0, sh.row0+sh.rows-1), int64(len(data)), false)
-		if err != nil {
-			return nil, err
-		}
-		if err := b.dev.Upload(buf, 0, data); err != nil {
-			return nil, fmt.Errorf("gpu: uploading %s's scales: %w", t.Name, err)
-		}
-		m.groupScales = append(m.groupScales, buf)
-	}
-	return m, nil
+	err = b.shardScales(m, t.Name+" q6_k scales", func(sh shard) []byte {
+		return scales[sh.row0*scRow : (sh.row0+sh.rows)*scRow]
+	})
+	return m, err
 }
 
 // newQ8 puts a float tensor [out][in] on the device as int8 rows with one
