@@ -1,8 +1,11 @@
 package gpu
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/bitvk/bitvk/gguf"
 	"github.com/bitvk/bitvk/gpu/vk"
 	"github.com/bitvk/bitvk/nn"
 	"github.com/bitvk/bitvk/nn/nntest"
@@ -216,6 +219,83 @@ func TestConformanceOps(t *testing.T) {
 				}
 				nntest.RunOps(t, a)
 			})
+		}
+	}
+}
+
+// The Q4_0 and Q6_K heads in their own bits at widths of an odd number of
+// groups and blocks, whole and in shards of an odd number of rows (Q4_0's
+// float16 scales then end a shard in half a word), in both kernels' forms,
+// against the file's values times the int8 activations they see.
+func TestHeadPackedShapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, plain := range []bool{false, true} {
+		a := newOps(t, plain)
+		for _, tc := range []struct {
+			typ          gguf.Type
+			in, out      int
+			rowsPerShard int // 0: one shard
+		}{
+			{gguf.TypeQ4_0, 96, 37, 0}, {gguf.TypeQ4_0, 96, 37, 5}, {gguf.TypeQ4_0, 160, 9, 3},
+			{gguf.TypeQ6_K, 768, 29, 0}, {gguf.TypeQ6_K, 768, 29, 3}, {gguf.TypeQ6_K, 256, 5, 1},
+		} {
+			vals := make([]float32, tc.in*tc.out)
+			for i := range vals {
+				vals[i] = float32(rng.NormFloat64())
+			}
+			var data []byte
+			var err error
+			if tc.typ == gguf.TypeQ4_0 {
+				data, err = gguf.EncodeQ4_0(vals)
+			} else {
+				data, err = gguf.EncodeQ6_K(vals)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := nn.Tensor{Name: "output.weight", Type: tc.typ, In: tc.in, Out: tc.out, Data: data}
+			a.b.maxShard = 1 << 20
+			if tc.rowsPerShard > 0 {
+				rowBytes := map[gguf.Type]int{gguf.TypeQ4_0: tc.in / 2, gguf.TypeQ6_K: 3 * tc.in / 4}[tc.typ]
+				a.b.maxShard = int64(tc.rowsPerShard * rowBytes)
+			}
+			x := make([]float32, tc.in)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			got, err := a.Logits(w, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The kernels see x as norm_quant's int8 q = round(x·s), s =
+			// 127/max|x|: against that, only the float sums' order differs.
+			m := 0.0
+			for _, v := range x {
+				m = max(m, math.Abs(float64(v)))
+			}
+			sc := float32(127 / m)
+			want := make([]float64, tc.out)
+			row := make([]float32, tc.in)
+			for r := range want {
+				if err := w.Row(r, row); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range row {
+					want[r] += float64(v) * math.RoundToEven(float64(x[i]*sc))
+				}
+				want[r] /= float64(sc)
+			}
+			if n := len(a.b.head.shards); tc.rowsPerShard > 0 && n != (tc.out+tc.rowsPerShard-1)/tc.rowsPerShard {
+				t.Errorf("%s %d×%d: %d shards, want rows of %d each", tc.typ, tc.out, tc.in, n, tc.rowsPerShard)
+			}
+			top, worst := 0.0, 0.0
+			for i := range want {
+				top = max(top, math.Abs(want[i]))
+				worst = max(worst, math.Abs(float64(got[i])-want[i]))
+			}
+			if worst > 1e-5*top {
+				t.Errorf("%s %d×%d, shards of %d rows (plain %v): logits off by %.3g, the largest %.3g", tc.typ, tc.out, tc.in, tc.rowsPerShard, plain, worst, top)
+			}
 		}
 	}
 }
