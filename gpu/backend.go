@@ -477,7 +477,6 @@ func (b *Backend) makeScratch() error {
 	return nil
 }
 
-// Name says which device runs the model.
 // HeadBytes is what one pass over the output head reads: its weights in
 // the form the device holds them (float16; int8 and a scale per row for
 // q8; a Q4_0 head in its 4.5 bits a value, a Q6_K one in 6.625; Q8_0 as
@@ -498,6 +497,7 @@ func (b *Backend) HeadBytes() int64 {
 	return 2 * v
 }
 
+// Name says which device runs the model.
 func (b *Backend) Name() string {
 	return fmt.Sprintf("vulkan (%s, %s kernels)", b.info.Name, b.Kernels())
 }
