@@ -90,7 +90,7 @@ var hasGFNI = cpu.X86.HasAVX512GFNI
 
 // withGFNI returns gfni on Intel's CPUs with hasGFNI, else plain: two
 // versions of a kernel with the same bits. On the Intel Xeon VM the GFNI
-// version of a prefill's products was 3.5-7.5% faster on one thread
+// version of a prefill's products was 3.5-9% faster on one thread
 // (BenchmarkTernaryMatMulGFNI); AMD's Zen 4 and 5 have GFNI too but were
 // not measured, and keep the other.
 func withGFNI[F any](plain, gfni F) F {
