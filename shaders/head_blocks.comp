@@ -33,7 +33,7 @@ layout(push_constant) uniform Push {
     uint group;
 } pc;
 
-shared float red[NR * NT * gl_WorkGroupSize.x];
+#include "head.glsl"
 
 void main() {
     uint tid = gl_LocalInvocationID.x;
@@ -42,7 +42,6 @@ void main() {
     uint words = pc.K / 4;
     uint gw = pc.group / 4;
     uint groups = pc.K / pc.group;
-    float acc[NR * NT];
     for (uint i = 0; i < NR * NT; i++) acc[i] = 0.0;
 
     for (uint g = tid; g < groups; g += gl_WorkGroupSize.x) {
@@ -69,18 +68,11 @@ void main() {
         }
     }
 
-    for (uint i = 0; i < NR * NT; i++) red[i * gl_WorkGroupSize.x + tid] = acc[i];
-    barrier();
-    for (uint h = gl_WorkGroupSize.x / 2; h > 0; h >>= 1) {
-        if (tid < h) {
-            for (uint i = 0; i < NR * NT; i++) red[i * gl_WorkGroupSize.x + tid] += red[i * gl_WorkGroupSize.x + tid + h];
-        }
-        barrier();
-    }
+    float sum = headReduce();
     if (tid < NR * NT) {
         uint r = tid / NT, t = t0 + tid % NT;
         if (r0 + r < pc.rows && t < pc.T) {
-            outp[t * pc.outStride + pc.row0 + r0 + r] = red[tid * gl_WorkGroupSize.x] / s[t];
+            outp[t * pc.outStride + pc.row0 + r0 + r] = sum / s[t];
         }
     }
 }

@@ -25,14 +25,13 @@ layout(push_constant) uniform Push {
     uint outStride;
 } pc;
 
-shared float red[NR * NT * gl_WorkGroupSize.x];
+#include "head.glsl"
 
 void main() {
     uint tid = gl_LocalInvocationID.x;
     uint r0 = gl_WorkGroupID.x * NR;
     uint t0 = gl_WorkGroupID.y * NT;
     uint words = pc.K / 2;
-    float acc[NR * NT];
     for (uint i = 0; i < NR * NT; i++) acc[i] = 0.0;
 
     for (uint w = tid; w < words; w += gl_WorkGroupSize.x) {
@@ -48,18 +47,11 @@ void main() {
         }
     }
 
-    for (uint i = 0; i < NR * NT; i++) red[i * gl_WorkGroupSize.x + tid] = acc[i];
-    barrier();
-    for (uint h = gl_WorkGroupSize.x / 2; h > 0; h >>= 1) {
-        if (tid < h) {
-            for (uint i = 0; i < NR * NT; i++) red[i * gl_WorkGroupSize.x + tid] += red[i * gl_WorkGroupSize.x + tid + h];
-        }
-        barrier();
-    }
+    float sum = headReduce();
     if (tid < NR * NT) {
         uint r = tid / NT, t = t0 + tid % NT;
         if (r0 + r < pc.rows && t < pc.T) {
-            outp[t * pc.outStride + pc.row0 + r0 + r] = red[tid * gl_WorkGroupSize.x];
+            outp[t * pc.outStride + pc.row0 + r0 + r] = sum;
         }
     }
 }

@@ -40,7 +40,7 @@ layout(push_constant) uniform Push {
     uint group;
 } pc;
 
-shared float red[NR * NT * gl_WorkGroupSize.x];
+#include "head.glsl"
 
 void main() {
     uint tid = gl_LocalInvocationID.x;
@@ -50,7 +50,6 @@ void main() {
     uint rowWords = 3 * pc.K / 16;
     uint scWords = pc.K / 64 + pc.K / 256;
     uint groups = pc.K / 16;
-    float acc[NR * NT];
     for (uint i = 0; i < NR * NT; i++) acc[i] = 0.0;
 
     for (uint g = tid; g < groups; g += gl_WorkGroupSize.x) {
@@ -91,18 +90,11 @@ void main() {
         }
     }
 
-    for (uint i = 0; i < NR * NT; i++) red[i * gl_WorkGroupSize.x + tid] = acc[i];
-    barrier();
-    for (uint hh = gl_WorkGroupSize.x / 2; hh > 0; hh >>= 1) {
-        if (tid < hh) {
-            for (uint i = 0; i < NR * NT; i++) red[i * gl_WorkGroupSize.x + tid] += red[i * gl_WorkGroupSize.x + tid + hh];
-        }
-        barrier();
-    }
+    float sum = headReduce();
     if (tid < NR * NT) {
         uint r = tid / NT, t = t0 + tid % NT;
         if (r0 + r < pc.rows && t < pc.T) {
-            outp[t * pc.outStride + pc.row0 + r0 + r] = red[tid * gl_WorkGroupSize.x] / s[t];
+            outp[t * pc.outStride + pc.row0 + r0 + r] = sum / s[t];
         }
     }
 }
