@@ -481,21 +481,7 @@ func (b *Backend) makeScratch() error {
 // the form the device holds them (float16; int8 and a scale per row for
 // q8; a Q4_0 head in its 4.5 bits a value, a Q6_K one in 6.625; Q8_0 as
 // int8 codes and float32 group scales).
-func (b *Backend) HeadBytes() int64 {
-	h := b.head
-	v := int64(h.rows) * int64(h.k)
-	switch {
-	case h.nibbles:
-		return v/2 + 2*v/int64(h.group)
-	case h.six:
-		return 3*v/4 + v/16 + v/64
-	case h.group > 0:
-		return v + 4*v/int64(h.group)
-	case h.rowScale != nil:
-		return v + 4*int64(h.rows)
-	}
-	return 2 * v
-}
+func (b *Backend) HeadBytes() int64 { return int64(b.head.weightBytes(b.head.rows)) }
 
 // Name says which device runs the model.
 func (b *Backend) Name() string {

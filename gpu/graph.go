@@ -409,36 +409,16 @@ func (rc *recorder) head(n int) {
 	for i, sh := range h.shards {
 		push := matPush{Rows: uint32(sh.rows), Row0: uint32(sh.row0), K: uint32(h.k), T: uint32(n), OutStride: uint32(b.c.Vocab)}
 		gx, gy := ceilDiv(sh.rows, rowsWG), ceilDiv(n, int(nt))
-		if h.nibbles || h.six {
-			k, label, bytes := spirv.HeadNibbles, "output head (q4_0)", sh.rows*h.k/2+2*sh.rows*h.k/h.group
-			if b.dot {
-				k = spirv.HeadNibblesDot
-			}
-			if h.six {
-				k, label, bytes = spirv.HeadSix, "output head (q6_k)", 3*sh.rows*h.k/4+sh.rows*(h.k/16+h.k/64)
-				if b.dot {
-					k = spirv.HeadSixDot
-				}
-			}
-			rc.note(label, bytes+n*h.k+4*n*sh.rows)
-			rc.dispatch(k, []uint32{wgMat, rowsWG, nt},
-				[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(h.groupScales[i]), whole(b.logits)},
-				blockHeadPush{Rows: push.Rows, Row0: push.Row0, K: push.K, T: push.T, OutStride: push.OutStride, Group: uint32(h.group)}, gx, gy)
-			continue
-		}
 		if h.group > 0 {
-			k := spirv.HeadBlocks
-			if b.dot {
-				k = spirv.HeadBlocksDot
-			}
-			rc.note("output head (blocks)", sh.rows*h.k+4*sh.rows*h.k/h.group+n*h.k+4*n*sh.rows)
-			rc.dispatch(k, []uint32{wgMat, rowsWG, nt},
+			k, _, name := h.blockKernels()
+			rc.note("output head ("+name+")", h.weightBytes(sh.rows)+n*h.k+4*n*sh.rows)
+			rc.dispatch(k.Variant(false, b.dot), []uint32{wgMat, rowsWG, nt},
 				[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(h.groupScales[i]), whole(b.logits)},
 				blockHeadPush{Rows: push.Rows, Row0: push.Row0, K: push.K, T: push.T, OutStride: push.OutStride, Group: uint32(h.group)}, gx, gy)
 			continue
 		}
 		if h.rowScale == nil {
-			rc.note("output head (f16)", 2*sh.rows*h.k+4*n*h.k+4*n*sh.rows)
+			rc.note("output head (f16)", h.weightBytes(sh.rows)+4*n*h.k+4*n*sh.rows)
 			rc.dispatch(spirv.HeadF16, []uint32{wgMat, rowsWG, nt},
 				[]vk.Range{whole(sh.buf), whole(b.xn), whole(b.logits)}, push, gx, gy)
 			continue
@@ -447,7 +427,7 @@ func (rc *recorder) head(n int) {
 		if b.dot {
 			k = spirv.HeadQ8Dot
 		}
-		rc.note("output head (q8)", sh.rows*h.k+4*sh.rows+n*h.k+4*n*sh.rows)
+		rc.note("output head (q8)", h.weightBytes(sh.rows)+n*h.k+4*n*sh.rows)
 		rc.dispatch(k, []uint32{wgMat, rowsWG, nt},
 			[]vk.Range{whole(sh.buf), whole(b.q), whole(b.s), whole(h.rowScale), whole(b.logits)}, push, gx, gy)
 	}
@@ -488,18 +468,10 @@ func (b *Backend) record(name string, T, mode int, o recOpts) (*vk.Recording, er
 	r.Copy(in, vk.Range{Buf: b.inDev, Size: in.Size})
 	r.Barrier()
 	for i, sh := range b.embd.shards {
-		if g := b.embd.group; b.embd.nibbles || b.embd.six {
-			k, label, bytes := spirv.EmbedNibbles, "embedding (q4_0)", E/2+2*E/g
-			if b.embd.six {
-				k, label, bytes = spirv.EmbedSix, "embedding (q6_k)", 3*E/4+E/16+E/64
-			}
-			rc.note(label, 4+bytes*T+4*E*T)
+		if g := b.embd.group; g > 0 {
+			_, k, name := b.embd.blockKernels()
+			rc.note("embedding ("+name+")", 4+b.embd.weightBytes(1)*T+4*E*T)
 			rc.dispatch(k, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), whole(b.embd.groupScales[i]), tokens, whole(b.x)},
-				embedBlocksPush{Row0: uint32(sh.row0), Rows: uint32(sh.rows), K: uint32(E), Group: uint32(g)}, uint32(T), 1)
-			continue
-		} else if g > 0 {
-			rc.note("embedding (blocks)", 4+(E+4*E/g)*T+4*E*T)
-			rc.dispatch(spirv.EmbedBlocks, []uint32{wgEmbd}, []vk.Range{whole(sh.buf), whole(b.embd.groupScales[i]), tokens, whole(b.x)},
 				embedBlocksPush{Row0: uint32(sh.row0), Rows: uint32(sh.rows), K: uint32(E), Group: uint32(g)}, uint32(T), 1)
 			continue
 		}

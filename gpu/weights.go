@@ -7,6 +7,7 @@ import (
 
 	"github.com/bitvk/bitvk/gpu/vk"
 	"github.com/bitvk/bitvk/nn"
+	"github.com/bitvk/bitvk/spirv"
 )
 
 // shard is rows [row0, row0+rows) of a matrix, in one buffer: no tensor is
@@ -43,6 +44,36 @@ type floatMatrix struct {
 	// six: Q6_K in 6.625 bits (head_six's layout): per shard 3k/4 bytes a
 	// row, and per row the groups' int8 scales and the blocks' float32 d.
 	six bool
+}
+
+// weightBytes is what rows rows of m take on the device (codes and
+// scales): what a pass over them reads.
+func (m *floatMatrix) weightBytes(rows int) int {
+	v := rows * m.k
+	switch {
+	case m.nibbles:
+		return v/2 + 2*v/m.group
+	case m.six:
+		return 3*v/4 + v/16 + v/64
+	case m.group > 0:
+		return v + 4*v/m.group
+	case m.rowScale != nil:
+		return v + 4*rows
+	}
+	return 2 * v
+}
+
+// blockKernels returns the head and embedding kernels of a block-type m
+// (the head's plain form; Variant gives its twins) and the type's name
+// for a profile.
+func (m *floatMatrix) blockKernels() (head, embed spirv.Kernel, name string) {
+	switch {
+	case m.nibbles:
+		return spirv.HeadNibbles, spirv.EmbedNibbles, "q4_0"
+	case m.six:
+		return spirv.HeadSix, spirv.EmbedSix, "q6_k"
+	}
+	return spirv.HeadBlocks, spirv.EmbedBlocks, "blocks"
 }
 
 // quantized says whether the head reads int8 activations (q8 and block
