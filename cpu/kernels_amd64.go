@@ -37,7 +37,7 @@ func asmKernelSets() []kernels {
 var avx2Kernels = kernels{
 	name:            "avx2",
 	ternaryRows:     checkTernaryRows(ternaryRowsAVX2),
-	ternaryMatMul:   checkTernaryMatMul(l1Blocks(tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens), tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens), l1Activations, 0)),
+	ternaryMatMul:   checkTernaryMatMul(l1Blocks(avx2MatMul, avx2MatMul, l1Activations, 0)),
 	dotF16Rows:      checkDotF16Rows(dotF16RowsAVX2),
 	kScores:         kScoresWhole(kScoresAVX2),
 	axpyF16:         checkAxpyF16(axpyF16AVX2),
