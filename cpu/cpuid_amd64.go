@@ -52,27 +52,31 @@ var hwPrefetcher = func() bool {
 }()
 
 // forCPU returns hw on CPUs with hwPrefetcher, else sw: forPrefetcher for
-// a kernel without a Lines version.
+// a kernel without a version for Intel's cores.
 func forCPU[F any](sw, hw F) F { return forPrefetcher(sw, sw, hw) }
 
-// linePrefetches says whether this CPU streams the head kernels' rows
-// (float16, int8, int8 with group scales, Q4_0) faster from DRAM with a
-// software prefetch per 64-byte line of each row than with one per 256
-// bytes: Intel's. On the Intel Xeon VM (Emerald Rapids), whose read probe
-// streams 12-16 GB/s from one core, the rows of the 2B shape's heads read
-// 0.88-0.99 of the probe with a prefetch per line against 0.76-0.95 with
-// one per 256 bytes, on one thread and on two (docs/KERNELS.md); on the
-// Zen 4 VM one per 256 bytes was the faster. The ternary and Q6_K row
-// kernels prefetch every line on every CPU that prefetches.
+// linePrefetches says whether this CPU streams the decode row kernels
+// (ternary products, float16, int8, int8 with group scales, Q4_0, Q6_K)
+// faster from DRAM with each 64-byte line of each row prefetched twice,
+// 16 KiB ahead into L2 and 2 KiB ahead into L1 (the kernels' Two
+// versions), and the few-token ternary products with up to 5 tokens in
+// spread tiles (ternaryMatMulVNNILines): Intel's. On the Intel Xeon VM
+// (Emerald Rapids), whose read probe streams 12-16 GB/s from one core,
+// the 2B shape's heads read 0.76-0.95 of the probe with a prefetch per 256
+// bytes, 0.88-0.99 with one per line and 0.92-1.03 with two, its ternary
+// products 0.81-0.85 with one per line and 0.86-0.98 with two, on one
+// thread and on two (docs/KERNELS.md); on the Zen 4 VM one per 256 bytes
+// was the faster for the heads, and the ternary and Q6_K kernels there
+// prefetch each line once, into L2.
 var linePrefetches = func() bool {
 	vendor, _ := cpuVendorFamily()
 	return vendor == "GenuineIntel"
 }()
 
 // forPrefetcher returns hw on CPUs with hwPrefetcher, lines on CPUs with
-// linePrefetches, else steps: the versions of a row kernel with no
-// software prefetch, one per line and one per 256 bytes of each row (the
-// same bits).
+// linePrefetches, else steps: the versions of a kernel (the same bits)
+// with no software prefetch, with Intel's (two per line for the row
+// kernels, spread tiles for the ternary products), and the plain one.
 func forPrefetcher[F any](steps, lines, hw F) F {
 	switch {
 	case hwPrefetcher:

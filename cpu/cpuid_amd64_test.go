@@ -20,7 +20,7 @@ func TestCPUVendorFamily(t *testing.T) {
 	t.Logf("%s family %#x", vendor, family)
 }
 
-// TestPrefetchVersions: the prefetch versions (HW, Lines) of
+// TestPrefetchVersions: the prefetch versions (HW, Two; Lines) of
 // dotF16RowsAVX512, ternaryRowsVNNI, dotI8RowsVNNI, dotBlockRowsVNNI,
 // dotNibbleRowsVNNI and dotSixRowsVNNI, and of the
 // few-token kernels (ternaryMatMulVNNI, dotI8MatMulVNNI, dotF16MatMul,
@@ -34,7 +34,7 @@ func TestPrefetchVersions(t *testing.T) {
 		t.Skip("no AVX-512 on this CPU: the versions cannot run")
 	}
 	versions := map[string]func(w []uint16, stride int, x []float32, out []float32){
-		"lines": dotF16RowsAVX512Lines, "hw": dotF16RowsAVX512HW,
+		"two": dotF16RowsAVX512Two, "hw": dotF16RowsAVX512HW,
 	}
 	rng := newRand()
 	for n := 0; n <= 4096; n += 128 {
@@ -44,9 +44,14 @@ func TestPrefetchVersions(t *testing.T) {
 			x := randomI8(rng, n, -128, 127, 127)
 			want, out := make([]int32, rows), make([]int32, rows)
 			ternaryRowsVNNI(w, stride, x, want)
-			ternaryRowsVNNIHW(w, stride, x, out)
-			if !slices.Equal(out, want) {
-				t.Fatalf("ternaryRowsVNNIHW: n %d rows %d stride %d:\n got %v\nwant %v", n, rows, stride, out, want)
+			for name, f := range map[string]func(w []byte, stride int, x []int8, out []int32){
+				"HW": ternaryRowsVNNIHW, "Two": ternaryRowsVNNITwo,
+			} {
+				clear(out)
+				f(w, stride, x, out)
+				if !slices.Equal(out, want) {
+					t.Fatalf("ternaryRowsVNNI%s: n %d rows %d stride %d:\n got %v\nwant %v", name, n, rows, stride, out, want)
+				}
 			}
 		}
 	}
@@ -72,7 +77,7 @@ func TestPrefetchVersions(t *testing.T) {
 			}
 			dotI8RowsVNNI(w, stride, x, want)
 			for name, f := range map[string]func(w []int8, stride int, x []int8, out []int32){
-				"HW": dotI8RowsVNNIHW, "Lines": dotI8RowsVNNILines,
+				"HW": dotI8RowsVNNIHW, "Two": dotI8RowsVNNITwo,
 			} {
 				clear(out)
 				f(w, stride, x, out)
@@ -108,7 +113,7 @@ func TestPrefetchVersions(t *testing.T) {
 				want, out := make([]float32, rows), make([]float32, rows)
 				dotBlockRowsVNNI(w, scales, group, x, bias, want)
 				for name, f := range map[string]func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32){
-					"HW": dotBlockRowsVNNIHW, "Lines": dotBlockRowsVNNILines,
+					"HW": dotBlockRowsVNNIHW, "Two": dotBlockRowsVNNITwo,
 				} {
 					clear(out)
 					f(w, scales, group, x, bias, out)
@@ -129,7 +134,7 @@ func TestPrefetchVersions(t *testing.T) {
 			want, out := make([]float32, rows), make([]float32, rows)
 			dotNibbleRowsVNNI(w, scales, x, bias, want)
 			for name, f := range map[string]func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32){
-				"HW": dotNibbleRowsVNNIHW, "Lines": dotNibbleRowsVNNILines,
+				"HW": dotNibbleRowsVNNIHW, "Two": dotNibbleRowsVNNITwo,
 			} {
 				clear(out)
 				f(w, scales, x, bias, out)
@@ -146,10 +151,15 @@ func TestPrefetchVersions(t *testing.T) {
 			sh := randomSixHead(rng, n, rows, false)
 			want, out := make([]float32, rows), make([]float32, rows)
 			checkDotSixRows(dotSixRowsVNNI)(sh.w, sh.scales, sh.xs, sh.bias, want)
-			checkDotSixRows(dotSixRowsVNNIHW)(sh.w, sh.scales, sh.xs, sh.bias, out)
-			for r := range out {
-				if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
-					t.Fatalf("dotSixRowsVNNIHW: n %d rows %d row %d: %g, dotSixRowsVNNI %g", n, rows, r, out[r], want[r])
+			for name, f := range map[string]func(w, scales []byte, x []int8, xBias []int32, out []float32){
+				"HW": dotSixRowsVNNIHW, "Two": dotSixRowsVNNITwo,
+			} {
+				clear(out)
+				checkDotSixRows(f)(sh.w, sh.scales, sh.xs, sh.bias, out)
+				for r := range out {
+					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
+						t.Fatalf("dotSixRowsVNNI%s: n %d rows %d row %d: %g, dotSixRowsVNNI %g", name, n, rows, r, out[r], want[r])
+					}
 				}
 			}
 		}
@@ -225,10 +235,15 @@ func TestPrefetchVersions(t *testing.T) {
 		size := max(s.tokens-1, 0)*os + s.rows
 		want, out := make([]float32, size), make([]float32, size)
 		dotF16MatMulAVX512(w, stride, s.rows, x, xs, s.n, s.tokens, want, os)
-		dotF16MatMulAVX512HW(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
-		for i := range out {
-			if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("dotF16MatMulAVX512HW: n %d rows %d tokens %d: out[%d] %g, dotF16MatMulAVX512 %g", s.n, s.rows, s.tokens, i, out[i], want[i])
+		for name, f := range map[string]func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int){
+			"HW": dotF16MatMulAVX512HW, "Two": dotF16MatMulAVX512Two,
+		} {
+			clear(out)
+			f(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
+			for i := range out {
+				if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("dotF16MatMulAVX512%s: n %d rows %d tokens %d: out[%d] %g, dotF16MatMulAVX512 %g", name, s.n, s.rows, s.tokens, i, out[i], want[i])
+				}
 			}
 		}
 	}

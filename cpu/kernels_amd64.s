@@ -14094,9 +14094,9 @@ singledone_342:
 	VZEROUPPER
 	RET
 
-// func dotF16RowsAVX512Lines(w []uint16, stride int, x []float32, out []float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
-TEXT ·dotF16RowsAVX512Lines(SB), NOSPLIT, $0-80
+// func dotF16RowsAVX512HW(w []uint16, stride int, x []float32, out []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
+TEXT ·dotF16RowsAVX512HW(SB), NOSPLIT, $0-80
 	MOVQ  x_base+32(FP), AX
 	MOVQ  x_len+40(FP), CX
 	MOVQ  w_base+0(FP), DX
@@ -14128,16 +14128,12 @@ spread_350:
 
 loop_351:
 	VMOVUPS     (AX)(R12*4), Z4
-	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
-	PREFETCHT1  16384(R9)(R12*2)
 	VCVTPH2PS   (R9)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z1
-	PREFETCHT1  16384(R10)(R12*2)
 	VCVTPH2PS   (R10)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z2
-	PREFETCHT1  16384(R11)(R12*2)
 	VCVTPH2PS   (R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	VMOVUPS     64(AX)(R12*4), Z4
@@ -14150,16 +14146,12 @@ loop_351:
 	VCVTPH2PS   32(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	VMOVUPS     128(AX)(R12*4), Z4
-	PREFETCHT1  16448(DX)(R12*2)
 	VCVTPH2PS   64(DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
-	PREFETCHT1  16448(R9)(R12*2)
 	VCVTPH2PS   64(R9)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z1
-	PREFETCHT1  16448(R10)(R12*2)
 	VCVTPH2PS   64(R10)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z2
-	PREFETCHT1  16448(R11)(R12*2)
 	VCVTPH2PS   64(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	VMOVUPS     192(AX)(R12*4), Z4
@@ -14172,16 +14164,12 @@ loop_351:
 	VCVTPH2PS   96(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	VMOVUPS     256(AX)(R12*4), Z4
-	PREFETCHT1  16512(DX)(R12*2)
 	VCVTPH2PS   128(DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
-	PREFETCHT1  16512(R9)(R12*2)
 	VCVTPH2PS   128(R9)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z1
-	PREFETCHT1  16512(R10)(R12*2)
 	VCVTPH2PS   128(R10)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z2
-	PREFETCHT1  16512(R11)(R12*2)
 	VCVTPH2PS   128(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	VMOVUPS     320(AX)(R12*4), Z4
@@ -14194,16 +14182,12 @@ loop_351:
 	VCVTPH2PS   160(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	VMOVUPS     384(AX)(R12*4), Z4
-	PREFETCHT1  16576(DX)(R12*2)
 	VCVTPH2PS   192(DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
-	PREFETCHT1  16576(R9)(R12*2)
 	VCVTPH2PS   192(R9)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z1
-	PREFETCHT1  16576(R10)(R12*2)
 	VCVTPH2PS   192(R10)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z2
-	PREFETCHT1  16576(R11)(R12*2)
 	VCVTPH2PS   192(R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	VMOVUPS     448(AX)(R12*4), Z4
@@ -14225,16 +14209,12 @@ room_353:
 	CMPQ        R13, CX
 	JA          roomdone_354
 	VMOVUPS     (AX)(R12*4), Z4
-	PREFETCHT1  16384(DX)(R12*2)
 	VCVTPH2PS   (DX)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z0
-	PREFETCHT1  16384(R9)(R12*2)
 	VCVTPH2PS   (R9)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z1
-	PREFETCHT1  16384(R10)(R12*2)
 	VCVTPH2PS   (R10)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z2
-	PREFETCHT1  16384(R11)(R12*2)
 	VCVTPH2PS   (R11)(R12*2), Z5
 	VFMADD231PS Z4, Z5, Z3
 	VMOVUPS     64(AX)(R12*4), Z4
@@ -14340,28 +14320,24 @@ single_357:
 
 loop_359:
 	VMOVUPS     (AX)(DI*4), Z1
-	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	VMOVUPS     64(AX)(DI*4), Z1
 	VCVTPH2PS   32(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	VMOVUPS     128(AX)(DI*4), Z1
-	PREFETCHT1  16448(DX)(DI*2)
 	VCVTPH2PS   64(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	VMOVUPS     192(AX)(DI*4), Z1
 	VCVTPH2PS   96(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	VMOVUPS     256(AX)(DI*4), Z1
-	PREFETCHT1  16512(DX)(DI*2)
 	VCVTPH2PS   128(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	VMOVUPS     320(AX)(DI*4), Z1
 	VCVTPH2PS   160(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	VMOVUPS     384(AX)(DI*4), Z1
-	PREFETCHT1  16576(DX)(DI*2)
 	VCVTPH2PS   192(DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	VMOVUPS     448(AX)(DI*4), Z1
@@ -14377,7 +14353,6 @@ room_361:
 	CMPQ        R8, CX
 	JA          roomdone_362
 	VMOVUPS     (AX)(DI*4), Z1
-	PREFETCHT1  16384(DX)(DI*2)
 	VCVTPH2PS   (DX)(DI*2), Z2
 	VFMADD231PS Z1, Z2, Z0
 	VMOVUPS     64(AX)(DI*4), Z1
@@ -14429,316 +14404,6 @@ singledone_358:
 	VZEROUPPER
 	RET
 
-// func dotF16RowsAVX512HW(w []uint16, stride int, x []float32, out []float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2
-TEXT ·dotF16RowsAVX512HW(SB), NOSPLIT, $0-80
-	MOVQ  x_base+32(FP), AX
-	MOVQ  x_len+40(FP), CX
-	MOVQ  w_base+0(FP), DX
-	MOVQ  out_base+56(FP), BX
-	MOVQ  out_len+64(FP), SI
-	SHRQ  $0x02, SI
-	TESTQ SI, SI
-	JZ    spreaddone_365
-	MOVQ  SI, DI
-	MOVQ  stride+24(FP), R8
-	SHLQ  $0x01, R8
-	IMULQ R8, DI
-	MOVQ  SI, R8
-	SHLQ  $0x02, R8
-
-spread_366:
-	LEAQ   (DX)(DI*1), R9
-	LEAQ   (R9)(DI*1), R10
-	LEAQ   (R10)(DI*1), R11
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	MOVQ   CX, R13
-	ANDQ   $-128, R13
-	XORQ   R12, R12
-	CMPQ   R12, R13
-	JAE    loopdone_368
-
-loop_367:
-	VMOVUPS     (AX)(R12*4), Z4
-	VCVTPH2PS   (DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   (R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   (R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   (R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	VMOVUPS     64(AX)(R12*4), Z4
-	VCVTPH2PS   32(DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   32(R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   32(R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   32(R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	VMOVUPS     128(AX)(R12*4), Z4
-	VCVTPH2PS   64(DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   64(R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   64(R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   64(R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	VMOVUPS     192(AX)(R12*4), Z4
-	VCVTPH2PS   96(DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   96(R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   96(R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   96(R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	VMOVUPS     256(AX)(R12*4), Z4
-	VCVTPH2PS   128(DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   128(R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   128(R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   128(R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	VMOVUPS     320(AX)(R12*4), Z4
-	VCVTPH2PS   160(DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   160(R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   160(R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   160(R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	VMOVUPS     384(AX)(R12*4), Z4
-	VCVTPH2PS   192(DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   192(R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   192(R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   192(R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	VMOVUPS     448(AX)(R12*4), Z4
-	VCVTPH2PS   224(DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   224(R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   224(R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   224(R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	ADDQ        $0x00000080, R12
-	CMPQ        R12, R13
-	JB          loop_367
-
-loopdone_368:
-room_369:
-	LEAQ        32(R12), R13
-	CMPQ        R13, CX
-	JA          roomdone_370
-	VMOVUPS     (AX)(R12*4), Z4
-	VCVTPH2PS   (DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   (R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   (R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   (R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	VMOVUPS     64(AX)(R12*4), Z4
-	VCVTPH2PS   32(DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   32(R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   32(R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   32(R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	ADDQ        $0x20, R12
-	JMP         room_369
-
-roomdone_370:
-	LEAQ        16(R12), R13
-	CMPQ        R13, CX
-	JA          skip_371
-	VMOVUPS     (AX)(R12*4), Z4
-	VCVTPH2PS   (DX)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z0
-	VCVTPH2PS   (R9)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z1
-	VCVTPH2PS   (R10)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z2
-	VCVTPH2PS   (R11)(R12*2), Z5
-	VFMADD231PS Z4, Z5, Z3
-	ADDQ        $0x10, R12
-
-skip_371:
-	MOVQ        CX, R13
-	SUBQ        R12, R13
-	TESTQ       R13, R13
-	JZ          notail_372
-	MOVQ        $-1, R14
-	BZHIQ       R13, R14, R13
-	KMOVQ       R13, K1
-	VMOVUPS.Z   (AX)(R12*4), K1, Z4
-	VMOVDQU16.Z (DX)(R12*2), K1, Y5
-	VCVTPH2PS   Y5, Z5
-	VFMADD231PS Z4, Z5, Z0
-	VMOVDQU16.Z (R9)(R12*2), K1, Y5
-	VCVTPH2PS   Y5, Z5
-	VFMADD231PS Z4, Z5, Z1
-	VMOVDQU16.Z (R10)(R12*2), K1, Y5
-	VCVTPH2PS   Y5, Z5
-	VFMADD231PS Z4, Z5, Z2
-	VMOVDQU16.Z (R11)(R12*2), K1, Y5
-	VCVTPH2PS   Y5, Z5
-	VFMADD231PS Z4, Z5, Z3
-
-notail_372:
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        Y0, Y4, Y4
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z2, Y1
-	VADDPS        Y2, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z3, Y2
-	VADDPS        Y3, Y2, Y2
-	VUNPCKLPS     Y0, Y4, Y3
-	VUNPCKHPS     Y0, Y4, Y0
-	VADDPS        Y0, Y3, Y3
-	VUNPCKLPS     Y2, Y1, Y0
-	VUNPCKHPS     Y2, Y1, Y1
-	VADDPS        Y1, Y0, Y0
-	VUNPCKLPD     Y0, Y3, Y1
-	VUNPCKHPD     Y0, Y3, Y0
-	VADDPS        Y0, Y1, Y1
-	VEXTRACTF32X4 $0x01, Y1, X0
-	VADDPS        X1, X0, X0
-	VMOVD         X0, (BX)
-	VPSHUFD       $0x01, X0, X1
-	VMOVD         X1, (BX)(R8*1)
-	VPSHUFD       $0x02, X0, X1
-	VMOVD         X1, (BX)(R8*2)
-	VPSHUFD       $0x03, X0, X0
-	LEAQ          (BX)(R8*2), R9
-	VMOVD         X0, (R9)(R8*1)
-	MOVQ          stride+24(FP), R9
-	SHLQ          $0x01, R9
-	ADDQ          R9, DX
-	ADDQ          $0x04, BX
-	DECQ          SI
-	JNZ           spread_366
-	LEAQ          (DX)(DI*2), DX
-	ADDQ          DI, DX
-	LEAQ          (BX)(R8*2), BX
-	ADDQ          R8, BX
-
-spreaddone_365:
-	MOVQ out_len+64(FP), SI
-	ANDQ $0x03, SI
-	JZ   singledone_374
-
-single_373:
-	VPXORD Z0, Z0, Z0
-	MOVQ   CX, R8
-	ANDQ   $-128, R8
-	XORQ   DI, DI
-	CMPQ   DI, R8
-	JAE    loopdone_376
-
-loop_375:
-	VMOVUPS     (AX)(DI*4), Z1
-	VCVTPH2PS   (DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	VMOVUPS     64(AX)(DI*4), Z1
-	VCVTPH2PS   32(DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	VMOVUPS     128(AX)(DI*4), Z1
-	VCVTPH2PS   64(DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	VMOVUPS     192(AX)(DI*4), Z1
-	VCVTPH2PS   96(DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	VMOVUPS     256(AX)(DI*4), Z1
-	VCVTPH2PS   128(DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	VMOVUPS     320(AX)(DI*4), Z1
-	VCVTPH2PS   160(DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	VMOVUPS     384(AX)(DI*4), Z1
-	VCVTPH2PS   192(DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	VMOVUPS     448(AX)(DI*4), Z1
-	VCVTPH2PS   224(DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	ADDQ        $0x00000080, DI
-	CMPQ        DI, R8
-	JB          loop_375
-
-loopdone_376:
-room_377:
-	LEAQ        32(DI), R8
-	CMPQ        R8, CX
-	JA          roomdone_378
-	VMOVUPS     (AX)(DI*4), Z1
-	VCVTPH2PS   (DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	VMOVUPS     64(AX)(DI*4), Z1
-	VCVTPH2PS   32(DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	ADDQ        $0x20, DI
-	JMP         room_377
-
-roomdone_378:
-	LEAQ        16(DI), R8
-	CMPQ        R8, CX
-	JA          skip_379
-	VMOVUPS     (AX)(DI*4), Z1
-	VCVTPH2PS   (DX)(DI*2), Z2
-	VFMADD231PS Z1, Z2, Z0
-	ADDQ        $0x10, DI
-
-skip_379:
-	MOVQ        CX, R8
-	SUBQ        DI, R8
-	TESTQ       R8, R8
-	JZ          notail_380
-	MOVQ        $-1, R9
-	BZHIQ       R8, R9, R8
-	KMOVQ       R8, K1
-	VMOVUPS.Z   (AX)(DI*4), K1, Z1
-	VMOVDQU16.Z (DX)(DI*2), K1, Y2
-	VCVTPH2PS   Y2, Z2
-	VFMADD231PS Z1, Z2, Z0
-
-notail_380:
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        Y0, Y1, Y1
-	VEXTRACTF32X4 $0x01, Y1, X0
-	VADDPS        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VADDPS        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VADDPS        X1, X0, X0
-	VMOVSS        X0, (BX)
-	MOVQ          stride+24(FP), DI
-	SHLQ          $0x01, DI
-	ADDQ          DI, DX
-	ADDQ          $0x04, BX
-	DECQ          SI
-	JNZ           single_373
-
-singledone_374:
-	VZEROUPPER
-	RET
-
 // func axpyF16AVX2(a float32, v []uint16, y []float32)
 // Requires: AVX, AVX2, F16C, FMA3, SSE
 TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
@@ -14751,9 +14416,9 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-56
 	ANDQ         $-16, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_382
+	JAE          loopdone_366
 
-loop_381:
+loop_365:
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
@@ -14762,22 +14427,22 @@ loop_381:
 	VMOVUPS     Y1, 32(CX)(BX*4)
 	ADDQ        $0x00000010, BX
 	CMPQ        BX, SI
-	JB          loop_381
+	JB          loop_365
 
-loopdone_382:
+loopdone_366:
 	LEAQ        8(BX), SI
 	CMPQ        SI, DX
-	JA          skip_383
+	JA          skip_367
 	VCVTPH2PS   (AX)(BX*2), Y1
 	VFMADD213PS (CX)(BX*4), Y0, Y1
 	VMOVUPS     Y1, (CX)(BX*4)
 	ADDQ        $0x08, BX
 
-skip_383:
+skip_367:
 	CMPQ BX, DX
-	JAE  taildone_385
+	JAE  taildone_369
 
-tail_384:
+tail_368:
 	MOVWLZX     (AX)(BX*2), SI
 	VMOVD       SI, X1
 	VCVTPH2PS   X1, X1
@@ -14785,9 +14450,9 @@ tail_384:
 	VMOVSS      X1, (CX)(BX*4)
 	INCQ        BX
 	CMPQ        BX, DX
-	JB          tail_384
+	JB          tail_368
 
-taildone_385:
+taildone_369:
 	VZEROUPPER
 	RET
 
@@ -14803,9 +14468,9 @@ TEXT ·axpyF16AVX512(SB), NOSPLIT, $0-56
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_387
+	JAE          loopdone_371
 
-loop_386:
+loop_370:
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
@@ -14814,21 +14479,21 @@ loop_386:
 	VMOVUPS     Z1, 64(CX)(BX*4)
 	ADDQ        $0x00000020, BX
 	CMPQ        BX, SI
-	JB          loop_386
+	JB          loop_370
 
-loopdone_387:
+loopdone_371:
 	LEAQ        16(BX), SI
 	CMPQ        SI, DX
-	JA          skip_388
+	JA          skip_372
 	VCVTPH2PS   (AX)(BX*2), Z1
 	VFMADD213PS (CX)(BX*4), Z0, Z1
 	VMOVUPS     Z1, (CX)(BX*4)
 	ADDQ        $0x10, BX
 
-skip_388:
+skip_372:
 	SUBQ        BX, DX
 	TESTQ       DX, DX
-	JZ          notail_389
+	JZ          notail_373
 	MOVQ        $-1, SI
 	BZHIQ       DX, SI, DX
 	KMOVQ       DX, K1
@@ -14838,7 +14503,7 @@ skip_388:
 	VFMADD231PS Z1, Z0, Z2
 	VMOVUPS     Z2, K1, (CX)(BX*4)
 
-notail_389:
+notail_373:
 	VZEROUPPER
 	RET
 
@@ -14854,10 +14519,10 @@ TEXT ·axpyF16RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ y_len+64(FP), DI
 	XORQ R8, R8
 
-chunks_390:
+chunks_374:
 	LEAQ    64(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_391
+	JA      chunksdone_375
 	VMOVUPS (SI)(R8*4), Z0
 	VMOVUPS 64(SI)(R8*4), Z1
 	VMOVUPS 128(SI)(R8*4), Z2
@@ -14865,9 +14530,9 @@ chunks_390:
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_393
+	JAE     rowsdone_377
 
-rows_392:
+rows_376:
 	VBROADCASTSS (AX)(R10*4), Z4
 	VCVTPH2PS    (R9), Z5
 	VFMADD231PS  Z5, Z4, Z0
@@ -14880,45 +14545,45 @@ rows_392:
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_392
+	JB           rows_376
 
-rowsdone_393:
+rowsdone_377:
 	VMOVUPS Z0, (SI)(R8*4)
 	VMOVUPS Z1, 64(SI)(R8*4)
 	VMOVUPS Z2, 128(SI)(R8*4)
 	VMOVUPS Z3, 192(SI)(R8*4)
 	ADDQ    $0x40, R8
-	JMP     chunks_390
+	JMP     chunks_374
 
-chunksdone_391:
-chunks_394:
+chunksdone_375:
+chunks_378:
 	LEAQ    16(R8), R9
 	CMPQ    R9, DI
-	JA      chunksdone_395
+	JA      chunksdone_379
 	VMOVUPS (SI)(R8*4), Z0
 	LEAQ    (DX)(R8*2), R9
 	XORQ    R10, R10
 	CMPQ    R10, CX
-	JAE     rowsdone_397
+	JAE     rowsdone_381
 
-rows_396:
+rows_380:
 	VBROADCASTSS (AX)(R10*4), Z1
 	VCVTPH2PS    (R9), Z2
 	VFMADD231PS  Z2, Z1, Z0
 	ADDQ         BX, R9
 	INCQ         R10
 	CMPQ         R10, CX
-	JB           rows_396
+	JB           rows_380
 
-rowsdone_397:
+rowsdone_381:
 	VMOVUPS Z0, (SI)(R8*4)
 	ADDQ    $0x10, R8
-	JMP     chunks_394
+	JMP     chunks_378
 
-chunksdone_395:
+chunksdone_379:
 	SUBQ      R8, DI
 	TESTQ     DI, DI
-	JZ        notail_398
+	JZ        notail_382
 	MOVQ      $-1, R9
 	BZHIQ     DI, R9, DI
 	KMOVQ     DI, K1
@@ -14926,9 +14591,9 @@ chunksdone_395:
 	LEAQ      (DX)(R8*2), DX
 	XORQ      DI, DI
 	CMPQ      DI, CX
-	JAE       rowsdone_400
+	JAE       rowsdone_384
 
-rows_399:
+rows_383:
 	VBROADCASTSS (AX)(DI*4), Z1
 	VMOVDQU16.Z  (DX), K1, Y2
 	VCVTPH2PS    Y2, Z2
@@ -14936,12 +14601,12 @@ rows_399:
 	ADDQ         BX, DX
 	INCQ         DI
 	CMPQ         DI, CX
-	JB           rows_399
+	JB           rows_383
 
-rowsdone_400:
+rowsdone_384:
 	VMOVUPS Z0, K1, (SI)(R8*4)
 
-notail_398:
+notail_382:
 	VZEROUPPER
 	RET
 
@@ -14950,17 +14615,17 @@ notail_398:
 TEXT ·axpyF16Rows4AVX512(SB), NOSPLIT, $0-112
 	XORQ CX, CX
 
-rowblocks_401:
+rowblocks_385:
 	MOVQ np+32(FP), AX
 	CMPQ CX, AX
-	JAE  rowblocksdone_402
+	JAE  rowblocksdone_386
 	XORQ AX, AX
 
-chunks_403:
+chunks_387:
 	LEAQ    64(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_404
+	JA      chunksdone_388
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -15012,9 +14677,9 @@ chunks_403:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_406
+	JAE     rowsdone_390
 
-rows_405:
+rows_389:
 	PREFETCHT1   16384(R9)
 	PREFETCHT1   16448(R9)
 	PREFETCHT1   16512(R9)
@@ -15046,9 +14711,9 @@ rows_405:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_405
+	JB           rows_389
 
-rowsdone_406:
+rowsdone_390:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -15083,14 +14748,14 @@ rowsdone_406:
 	VMOVUPS Z14, 128(DX)
 	VMOVUPS Z15, 192(DX)
 	ADDQ    $0x40, AX
-	JMP     chunks_403
+	JMP     chunks_387
 
-chunksdone_404:
-chunks_407:
+chunksdone_388:
+chunks_391:
 	LEAQ    16(AX), DX
 	MOVQ    n+104(FP), BX
 	CMPQ    DX, BX
-	JA      chunksdone_408
+	JA      chunksdone_392
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS (DX), Z0
@@ -15130,9 +14795,9 @@ chunks_407:
 	CMOVQGT R11, R10
 	MOVQ    CX, R11
 	CMPQ    R11, R10
-	JAE     rowsdone_410
+	JAE     rowsdone_394
 
-rows_409:
+rows_393:
 	PREFETCHT1   16384(R9)
 	PREFETCHT1   16448(R9)
 	PREFETCHT1   16512(R9)
@@ -15149,9 +14814,9 @@ rows_409:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_409
+	JB           rows_393
 
-rowsdone_410:
+rowsdone_394:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, (DX)
@@ -15174,13 +14839,13 @@ rowsdone_410:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, (DX)
 	ADDQ    $0x10, AX
-	JMP     chunks_407
+	JMP     chunks_391
 
-chunksdone_408:
+chunksdone_392:
 	MOVQ      n+104(FP), DX
 	SUBQ      AX, DX
 	TESTQ     DX, DX
-	JZ        notail_411
+	JZ        notail_395
 	MOVQ      $-1, BX
 	BZHIQ     DX, BX, DX
 	KMOVQ     DX, K1
@@ -15223,9 +14888,9 @@ chunksdone_408:
 	CMOVQGT   R11, R10
 	MOVQ      CX, R11
 	CMPQ      R11, R10
-	JAE       rowsdone_413
+	JAE       rowsdone_397
 
-rows_412:
+rows_396:
 	VMOVDQU16.Z  (R9), K1, Y4
 	VCVTPH2PS    Y4, Z4
 	VBROADCASTSS (DX)(R11*4), Z5
@@ -15239,9 +14904,9 @@ rows_412:
 	ADDQ         R8, R9
 	INCQ         R11
 	CMPQ         R11, R10
-	JB           rows_412
+	JB           rows_396
 
-rowsdone_413:
+rowsdone_397:
 	MOVQ    y_base+72(FP), DX
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z0, K1, (DX)
@@ -15264,11 +14929,11 @@ rowsdone_413:
 	LEAQ    (DX)(AX*4), DX
 	VMOVUPS Z3, K1, (DX)
 
-notail_411:
+notail_395:
 	ADDQ $0x00000040, CX
-	JMP  rowblocks_401
+	JMP  rowblocks_385
 
-rowblocksdone_402:
+rowblocksdone_386:
 	VZEROUPPER
 	RET
 
@@ -15277,17 +14942,17 @@ rowblocksdone_402:
 TEXT ·axpyF16Rows4AVX2(SB), NOSPLIT, $0-112
 	XORQ CX, CX
 
-rowblocks_414:
+rowblocks_398:
 	MOVQ np+32(FP), AX
 	CMPQ CX, AX
-	JAE  rowblocksdone_415
+	JAE  rowblocksdone_399
 	XORQ AX, AX
 	MOVQ n+104(FP), DX
 
-room_416:
+room_400:
 	LEAQ    16(AX), BX
 	CMPQ    BX, DX
-	JA      roomdone_417
+	JA      roomdone_401
 	MOVQ    y_base+72(FP), BX
 	LEAQ    (BX)(AX*4), BX
 	VMOVUPS (BX), Y0
@@ -15331,9 +14996,9 @@ room_416:
 	CMOVQGT R12, R11
 	MOVQ    CX, R12
 	CMPQ    R12, R11
-	JAE     rowsdone_419
+	JAE     rowsdone_403
 
-rows_418:
+rows_402:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y8
 	VCVTPH2PS    16(R10), Y9
@@ -15352,9 +15017,9 @@ rows_418:
 	ADDQ         R9, R10
 	INCQ         R12
 	CMPQ         R12, R11
-	JB           rows_418
+	JB           rows_402
 
-rowsdone_419:
+rowsdone_403:
 	MOVQ    y_base+72(FP), BX
 	LEAQ    (BX)(AX*4), BX
 	VMOVUPS Y0, (BX)
@@ -15381,13 +15046,13 @@ rowsdone_419:
 	VMOVUPS Y6, (BX)
 	VMOVUPS Y7, 32(BX)
 	ADDQ    $0x10, AX
-	JMP     room_416
+	JMP     room_400
 
-roomdone_417:
+roomdone_401:
 	ADDQ $0x00000040, CX
-	JMP  rowblocks_414
+	JMP  rowblocks_398
 
-rowblocksdone_415:
+rowblocksdone_399:
 	VZEROUPPER
 	RET
 
@@ -15402,14 +15067,14 @@ TEXT ·dotI8RowsAVX2(SB), NOSPLIT, $8-80
 	MOVQ    out_len+64(FP), SI
 	SHRQ    $0x02, SI
 	TESTQ   SI, SI
-	JZ      spreaddone_420
+	JZ      spreaddone_404
 	MOVQ    SI, DI
 	MOVQ    stride+24(FP), R8
 	IMULQ   R8, DI
 	MOVQ    SI, R8
 	SHLQ    $0x02, R8
 
-spread_421:
+spread_405:
 	LEAQ  (DX)(DI*1), R9
 	LEAQ  (R9)(DI*1), R10
 	LEAQ  (R10)(DI*1), R11
@@ -15421,9 +15086,9 @@ spread_421:
 	ANDQ  $-256, R13
 	XORQ  R12, R12
 	CMPQ  R12, R13
-	JAE   loopdone_423
+	JAE   loopdone_407
 
-loop_422:
+loop_406:
 	VMOVDQU    (AX)(R12*1), Y5
 	PREFETCHT1 16384(DX)(R12*1)
 	VMOVDQU    (DX)(R12*1), Y6
@@ -15630,13 +15295,13 @@ loop_422:
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_422
+	JB         loop_406
 
-loopdone_423:
-room_424:
+loopdone_407:
+room_408:
 	LEAQ       32(R12), R13
 	CMPQ       R13, CX
-	JA         roomdone_425
+	JA         roomdone_409
 	VMOVDQU    (AX)(R12*1), Y5
 	VMOVDQU    (DX)(R12*1), Y6
 	VPSIGNB    Y6, Y5, Y7
@@ -15663,9 +15328,9 @@ room_424:
 	VPMADDWD   Y0, Y5, Y5
 	VPADDD     Y5, Y4, Y4
 	ADDQ       $0x20, R12
-	JMP        room_424
+	JMP        room_408
 
-roomdone_425:
+roomdone_409:
 	VPUNPCKLDQ   Y2, Y1, Y5
 	VPUNPCKHDQ   Y2, Y1, Y1
 	VPADDD       Y1, Y5, Y5
@@ -15686,82 +15351,82 @@ roomdone_425:
 	LEAQ         (BX)(R8*2), R13
 	VMOVD        X1, (R13)(R8*1)
 	CMPQ         R12, CX
-	JAE          taildone_426
+	JAE          taildone_410
 	MOVQ         R12, R13
 	XORL         R14, R14
 
-tail_427:
+tail_411:
 	MOVBLSX (DX)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_427
+	JB      tail_411
 	ADDL    R14, (BX)
 	MOVQ    R12, R13
 	XORL    R14, R14
 
-tail_428:
+tail_412:
 	MOVBLSX (R9)(R13*1), R15
 	MOVBLSX (AX)(R13*1), BP
 	IMULL   BP, R15
 	ADDL    R15, R14
 	INCQ    R13
 	CMPQ    R13, CX
-	JB      tail_428
+	JB      tail_412
 	ADDL    R14, (BX)(R8*1)
 	MOVQ    R12, R9
 	XORL    R13, R13
 
-tail_429:
+tail_413:
 	MOVBLSX (R10)(R9*1), R14
 	MOVBLSX (AX)(R9*1), R15
 	IMULL   R15, R14
 	ADDL    R14, R13
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_429
+	JB      tail_413
 	ADDL    R13, (BX)(R8*2)
 	MOVQ    R12, R9
 	XORL    R10, R10
 
-tail_430:
+tail_414:
 	MOVBLSX (R11)(R9*1), R12
 	MOVBLSX (AX)(R9*1), R13
 	IMULL   R13, R12
 	ADDL    R12, R10
 	INCQ    R9
 	CMPQ    R9, CX
-	JB      tail_430
+	JB      tail_414
 	LEAQ    (BX)(R8*2), R9
 	ADDL    R10, (R9)(R8*1)
 
-taildone_426:
+taildone_410:
 	MOVQ stride+24(FP), R9
 	ADDQ R9, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  spread_421
+	JNZ  spread_405
 	LEAQ (DX)(DI*2), DX
 	ADDQ DI, DX
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 
-spreaddone_420:
+spreaddone_404:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_432
+	JZ   singledone_416
 
-single_431:
+single_415:
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, R8
 	ANDQ  $-256, R8
 	XORQ  DI, DI
 	CMPQ  DI, R8
-	JAE   loopdone_434
+	JAE   loopdone_418
 
-loop_433:
+loop_417:
 	VMOVDQU    (AX)(DI*1), Y2
 	PREFETCHT1 16384(DX)(DI*1)
 	VMOVDQU    (DX)(DI*1), Y3
@@ -15821,13 +15486,13 @@ loop_433:
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_433
+	JB         loop_417
 
-loopdone_434:
-room_435:
+loopdone_418:
+room_419:
 	LEAQ       32(DI), R8
 	CMPQ       R8, CX
-	JA         roomdone_436
+	JA         roomdone_420
 	VMOVDQU    (AX)(DI*1), Y2
 	VMOVDQU    (DX)(DI*1), Y3
 	VPSIGNB    Y3, Y2, Y2
@@ -15836,9 +15501,9 @@ room_435:
 	VPMADDWD   Y0, Y2, Y2
 	VPADDD     Y2, Y1, Y1
 	ADDQ       $0x20, DI
-	JMP        room_435
+	JMP        room_419
 
-roomdone_436:
+roomdone_420:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPADDD       X1, X2, X2
 	VPSHUFD      $0x4e, X2, X1
@@ -15847,27 +15512,27 @@ roomdone_436:
 	VPADDD       X1, X2, X2
 	VMOVD        X2, (BX)
 	CMPQ         DI, CX
-	JAE          taildone_437
+	JAE          taildone_421
 	XORL         R8, R8
 
-tail_438:
+tail_422:
 	MOVBLSX (DX)(DI*1), R9
 	MOVBLSX (AX)(DI*1), R10
 	IMULL   R10, R9
 	ADDL    R9, R8
 	INCQ    DI
 	CMPQ    DI, CX
-	JB      tail_438
+	JB      tail_422
 	ADDL    R8, (BX)
 
-taildone_437:
+taildone_421:
 	MOVQ stride+24(FP), DI
 	ADDQ DI, DX
 	ADDQ $0x04, BX
 	DECQ SI
-	JNZ  single_431
+	JNZ  single_415
 
-singledone_432:
+singledone_416:
 	VZEROUPPER
 	RET
 
@@ -15882,26 +15547,26 @@ TEXT ·dotI8RowsVNNI(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_440
+	JAE          loopdone_424
 
-loop_439:
+loop_423:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_439
+	JB       loop_423
 
-loopdone_440:
+loopdone_424:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_441
+	JZ         notail_425
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_441:
+notail_425:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -15918,14 +15583,14 @@ notail_441:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_442
+	JZ            spreaddone_426
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_443:
+spread_427:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -15937,9 +15602,9 @@ spread_443:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_445
+	JAE    loopdone_429
 
-loop_444:
+loop_428:
 	VMOVDQU64  (AX)(R12*1), Z6
 	PREFETCHT1 16384(DX)(R12*1)
 	VPXORD     (DX)(R12*1), Z1, Z7
@@ -15982,13 +15647,13 @@ loop_444:
 	VPDPBUSD   Z6, Z7, Z5
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, R13
-	JB         loop_444
+	JB         loop_428
 
-loopdone_445:
-room_446:
+loopdone_429:
+room_430:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_447
+	JA        roomdone_431
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -15999,13 +15664,13 @@ room_446:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_446
+	JMP       room_430
 
-roomdone_447:
+roomdone_431:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_448
+	JZ         notail_432
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -16023,7 +15688,7 @@ roomdone_447:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_448:
+notail_432:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -16056,26 +15721,26 @@ notail_448:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_443
+	JNZ           spread_427
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_442:
+spreaddone_426:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_450
+	JZ   singledone_434
 
-single_449:
+single_433:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_452
+	JAE    loopdone_436
 
-loop_451:
+loop_435:
 	VMOVDQU64  (AX)(DI*1), Z3
 	PREFETCHT1 16384(DX)(DI*1)
 	VPXORD     (DX)(DI*1), Z1, Z4
@@ -16091,24 +15756,24 @@ loop_451:
 	VPDPBUSD   Z3, Z4, Z2
 	ADDQ       $0x00000100, DI
 	CMPQ       DI, R8
-	JB         loop_451
+	JB         loop_435
 
-loopdone_452:
-room_453:
+loopdone_436:
+room_437:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_454
+	JA        roomdone_438
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_453
+	JMP       room_437
 
-roomdone_454:
+roomdone_438:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_455
+	JZ         notail_439
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -16117,7 +15782,7 @@ roomdone_454:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_455:
+notail_439:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -16132,9 +15797,9 @@ notail_455:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_449
+	JNZ           single_433
 
-singledone_450:
+singledone_434:
 	VZEROUPPER
 	RET
 
@@ -16149,26 +15814,26 @@ TEXT ·dotI8RowsVNNIHW(SB), NOSPLIT, $0-80
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_457
+	JAE          loopdone_441
 
-loop_456:
+loop_440:
 	VPDPBUSD (AX)(DX*1), Z1, Z0
 	ADDQ     $0x00000040, DX
 	CMPQ     DX, BX
-	JB       loop_456
+	JB       loop_440
 
-loopdone_457:
+loopdone_441:
 	MOVQ       CX, BX
 	SUBQ       DX, BX
 	TESTQ      BX, BX
-	JZ         notail_458
+	JZ         notail_442
 	MOVQ       $-1, SI
 	BZHIQ      BX, SI, BX
 	KMOVQ      BX, K1
 	VMOVDQU8.Z (AX)(DX*1), K1, Z2
 	VPDPBUSD   Z2, Z1, Z0
 
-notail_458:
+notail_442:
 	VEXTRACTI64X4 $0x01, Z0, Y1
 	VPADDD        Y0, Y1, Y1
 	VEXTRACTI32X4 $0x01, Y1, X0
@@ -16185,14 +15850,14 @@ notail_458:
 	MOVQ          out_len+64(FP), SI
 	SHRQ          $0x02, SI
 	TESTQ         SI, SI
-	JZ            spreaddone_459
+	JZ            spreaddone_443
 	MOVQ          SI, DI
 	MOVQ          stride+24(FP), R8
 	IMULQ         R8, DI
 	MOVQ          SI, R8
 	SHLQ          $0x02, R8
 
-spread_460:
+spread_444:
 	LEAQ   (DX)(DI*1), R9
 	LEAQ   (R9)(DI*1), R10
 	LEAQ   (R10)(DI*1), R11
@@ -16204,9 +15869,9 @@ spread_460:
 	ANDQ   $-256, R13
 	XORQ   R12, R12
 	CMPQ   R12, R13
-	JAE    loopdone_462
+	JAE    loopdone_446
 
-loop_461:
+loop_445:
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -16245,13 +15910,13 @@ loop_461:
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x00000100, R12
 	CMPQ      R12, R13
-	JB        loop_461
+	JB        loop_445
 
-loopdone_462:
-room_463:
+loopdone_446:
+room_447:
 	LEAQ      64(R12), R13
 	CMPQ      R13, CX
-	JA        roomdone_464
+	JA        roomdone_448
 	VMOVDQU64 (AX)(R12*1), Z6
 	VPXORD    (DX)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z2
@@ -16262,13 +15927,13 @@ room_463:
 	VPXORD    (R11)(R12*1), Z1, Z7
 	VPDPBUSD  Z6, Z7, Z5
 	ADDQ      $0x40, R12
-	JMP       room_463
+	JMP       room_447
 
-roomdone_464:
+roomdone_448:
 	MOVQ       CX, R13
 	SUBQ       R12, R13
 	TESTQ      R13, R13
-	JZ         notail_465
+	JZ         notail_449
 	MOVQ       $-1, R14
 	BZHIQ      R13, R14, R13
 	KMOVQ      R13, K1
@@ -16286,7 +15951,7 @@ roomdone_464:
 	VPXORD     Z1, Z7, Z7
 	VPDPBUSD   Z6, Z7, Z5
 
-notail_465:
+notail_449:
 	VEXTRACTI64X4 $0x01, Z2, Y6
 	VPADDD        Y2, Y6, Y6
 	VEXTRACTI64X4 $0x01, Z3, Y2
@@ -16319,26 +15984,26 @@ notail_465:
 	ADDQ          R9, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           spread_460
+	JNZ           spread_444
 	LEAQ          (DX)(DI*2), DX
 	ADDQ          DI, DX
 	LEAQ          (BX)(R8*2), BX
 	ADDQ          R8, BX
 
-spreaddone_459:
+spreaddone_443:
 	MOVQ out_len+64(FP), SI
 	ANDQ $0x03, SI
-	JZ   singledone_467
+	JZ   singledone_451
 
-single_466:
+single_450:
 	VPXORD Z2, Z2, Z2
 	MOVQ   CX, R8
 	ANDQ   $-256, R8
 	XORQ   DI, DI
 	CMPQ   DI, R8
-	JAE    loopdone_469
+	JAE    loopdone_453
 
-loop_468:
+loop_452:
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
@@ -16353,24 +16018,24 @@ loop_468:
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x00000100, DI
 	CMPQ      DI, R8
-	JB        loop_468
+	JB        loop_452
 
-loopdone_469:
-room_470:
+loopdone_453:
+room_454:
 	LEAQ      64(DI), R8
 	CMPQ      R8, CX
-	JA        roomdone_471
+	JA        roomdone_455
 	VMOVDQU64 (AX)(DI*1), Z3
 	VPXORD    (DX)(DI*1), Z1, Z4
 	VPDPBUSD  Z3, Z4, Z2
 	ADDQ      $0x40, DI
-	JMP       room_470
+	JMP       room_454
 
-roomdone_471:
+roomdone_455:
 	MOVQ       CX, R8
 	SUBQ       DI, R8
 	TESTQ      R8, R8
-	JZ         notail_472
+	JZ         notail_456
 	MOVQ       $-1, R9
 	BZHIQ      R8, R9, R8
 	KMOVQ      R8, K1
@@ -16379,7 +16044,7 @@ roomdone_471:
 	VPXORD     Z1, Z4, Z4
 	VPDPBUSD   Z3, Z4, Z2
 
-notail_472:
+notail_456:
 	VEXTRACTI64X4 $0x01, Z2, Y3
 	VPADDD        Y2, Y3, Y3
 	VEXTRACTI32X4 $0x01, Y3, X2
@@ -16394,9 +16059,9 @@ notail_472:
 	ADDQ          DI, DX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           single_466
+	JNZ           single_450
 
-singledone_467:
+singledone_451:
 	VZEROUPPER
 	RET
 
@@ -16405,15 +16070,15 @@ singledone_467:
 TEXT ·dotF16MatMulAVX512(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16mmtokens_474
+	JNE  f16mmtokens_458
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_475:
+f16tiles_459:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_476
+	JB   f16tilesdone_460
 
 	// tile 4 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -16430,9 +16095,9 @@ f16tiles_475:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_477:
+f16steps_461:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_478
+	JB          f16stepsdone_462
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	PREFETCHT1  16384(DI)(BX*1)
@@ -16459,11 +16124,11 @@ f16steps_477:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_477
+	JMP         f16steps_461
 
-f16stepsdone_478:
+f16stepsdone_462:
 	CMPQ        SI, $0x10
-	JB          f16step16_479
+	JB          f16step16_463
 	VCVTPH2PS   (DI), Z4
 	VCVTPH2PS   (DI)(BX*1), Z5
 	VCVTPH2PS   (DI)(BX*2), Z6
@@ -16478,9 +16143,9 @@ f16stepsdone_478:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_479:
+f16step16_463:
 	TESTQ       SI, SI
-	JZ          notail_480
+	JZ          notail_464
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -16498,7 +16163,7 @@ f16step16_479:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_480:
+notail_464:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -16530,11 +16195,11 @@ notail_480:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_475
+	JMP           f16tiles_459
 
-f16tilesdone_476:
+f16tilesdone_460:
 	CMPQ DX, $0x03
-	JNE  f16rest_481
+	JNE  f16rest_465
 
 	// tile 3 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -16548,9 +16213,9 @@ f16tilesdone_476:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_482:
+f16steps_466:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_483
+	JB          f16stepsdone_467
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	PREFETCHT1  16384(DI)(BX*1)
@@ -16571,11 +16236,11 @@ f16steps_482:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_482
+	JMP         f16steps_466
 
-f16stepsdone_483:
+f16stepsdone_467:
 	CMPQ        SI, $0x10
-	JB          f16step16_484
+	JB          f16step16_468
 	VCVTPH2PS   (DI), Z3
 	VCVTPH2PS   (DI)(BX*1), Z4
 	VCVTPH2PS   (DI)(BX*2), Z5
@@ -16587,9 +16252,9 @@ f16stepsdone_483:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_484:
+f16step16_468:
 	TESTQ       SI, SI
-	JZ          notail_485
+	JZ          notail_469
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -16604,7 +16269,7 @@ f16step16_484:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z2
 
-notail_485:
+notail_469:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -16637,9 +16302,9 @@ notail_485:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_481:
+f16rest_465:
 	CMPQ DX, $0x02
-	JNE  f16rest_486
+	JNE  f16rest_470
 
 	// tile 2 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
@@ -16652,9 +16317,9 @@ f16rest_481:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_487:
+f16steps_471:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_488
+	JB          f16stepsdone_472
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	PREFETCHT1  16384(DI)(BX*1)
@@ -16670,11 +16335,11 @@ f16steps_487:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_487
+	JMP         f16steps_471
 
-f16stepsdone_488:
+f16stepsdone_472:
 	CMPQ        SI, $0x10
-	JB          f16step16_489
+	JB          f16step16_473
 	VCVTPH2PS   (DI), Z2
 	VCVTPH2PS   (DI)(BX*1), Z3
 	VMOVUPS     (R8), Z4
@@ -16684,9 +16349,9 @@ f16stepsdone_488:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_489:
+f16step16_473:
 	TESTQ       SI, SI
-	JZ          notail_490
+	JZ          notail_474
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -16698,7 +16363,7 @@ f16step16_489:
 	VFMADD231PS Z4, Z2, Z0
 	VFMADD231PS Z4, Z3, Z1
 
-notail_490:
+notail_474:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -16726,9 +16391,9 @@ notail_490:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_486:
+f16rest_470:
 	CMPQ DX, $0x01
-	JNE  f16rest_491
+	JNE  f16rest_475
 
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), DX
@@ -16740,9 +16405,9 @@ f16rest_486:
 	MOVQ   x_base+40(FP), SI
 	VPXORD Z0, Z0, Z0
 
-f16steps_492:
+f16steps_476:
 	CMPQ        DX, $0x00000020
-	JB          f16stepsdone_493
+	JB          f16stepsdone_477
 	PREFETCHT1  16384(BX)
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
@@ -16753,11 +16418,11 @@ f16steps_492:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000080, SI
 	SUBQ        $0x00000020, DX
-	JMP         f16steps_492
+	JMP         f16steps_476
 
-f16stepsdone_493:
+f16stepsdone_477:
 	CMPQ        DX, $0x10
-	JB          f16step16_494
+	JB          f16step16_478
 	VCVTPH2PS   (BX), Z1
 	VMOVUPS     (SI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -16765,9 +16430,9 @@ f16stepsdone_493:
 	ADDQ        $0x00000040, SI
 	SUBQ        $0x10, DX
 
-f16step16_494:
+f16step16_478:
 	TESTQ       DX, DX
-	JZ          notail_495
+	JZ          notail_479
 	MOVQ        $-1, DI
 	BZHIQ       DX, DI, DX
 	KMOVQ       DX, K1
@@ -16776,7 +16441,7 @@ f16step16_494:
 	VMOVUPS.Z   (SI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_495:
+notail_479:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, DX
@@ -16799,12 +16464,12 @@ notail_495:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_491:
+f16rest_475:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_497
+	JZ   f16singledone_481
 
-f16single_496:
+f16single_480:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -16815,9 +16480,9 @@ f16single_496:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_498:
+f16steps_482:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_499
+	JB          f16stepsdone_483
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -16828,11 +16493,11 @@ f16steps_498:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_498
+	JMP         f16steps_482
 
-f16stepsdone_499:
+f16stepsdone_483:
 	CMPQ        BX, $0x10
-	JB          f16step16_500
+	JB          f16step16_484
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -16840,9 +16505,9 @@ f16stepsdone_499:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_500:
+f16step16_484:
 	TESTQ       BX, BX
-	JZ          notail_501
+	JZ          notail_485
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -16851,7 +16516,7 @@ f16step16_500:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_501:
+notail_485:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -16869,22 +16534,22 @@ notail_501:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_496
+	JNZ           f16single_480
 
-f16singledone_497:
-	JMP f16mmend_473
+f16singledone_481:
+	JMP f16mmend_457
 
-f16mmtokens_474:
+f16mmtokens_458:
 	CMPQ AX, $0x02
-	JNE  f16mmtokens_502
+	JNE  f16mmtokens_486
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_503:
+f16tiles_487:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_504
+	JB   f16tilesdone_488
 
 	// tile 4 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -16905,9 +16570,9 @@ f16tiles_503:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_505:
+f16steps_489:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_506
+	JB          f16stepsdone_490
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -16944,11 +16609,11 @@ f16steps_505:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_505
+	JMP         f16steps_489
 
-f16stepsdone_506:
+f16stepsdone_490:
 	CMPQ        DI, $0x10
-	JB          f16step16_507
+	JB          f16step16_491
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VCVTPH2PS   (R8)(BX*2), Z10
@@ -16968,9 +16633,9 @@ f16stepsdone_506:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_507:
+f16step16_491:
 	TESTQ       DI, DI
-	JZ          notail_508
+	JZ          notail_492
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -16993,7 +16658,7 @@ f16step16_507:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_508:
+notail_492:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17046,11 +16711,11 @@ notail_508:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_503
+	JMP           f16tiles_487
 
-f16tilesdone_504:
+f16tilesdone_488:
 	CMPQ DX, $0x03
-	JNE  f16rest_509
+	JNE  f16rest_493
 
 	// tile 3 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -17067,9 +16732,9 @@ f16tilesdone_504:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_510:
+f16steps_494:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_511
+	JB          f16stepsdone_495
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17098,11 +16763,11 @@ f16steps_510:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_510
+	JMP         f16steps_494
 
-f16stepsdone_511:
+f16stepsdone_495:
 	CMPQ        DI, $0x10
-	JB          f16step16_512
+	JB          f16step16_496
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VCVTPH2PS   (R8)(BX*2), Z8
@@ -17118,9 +16783,9 @@ f16stepsdone_511:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_512:
+f16step16_496:
 	TESTQ       DI, DI
-	JZ          notail_513
+	JZ          notail_497
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -17139,7 +16804,7 @@ f16step16_512:
 	VFMADD231PS Z9, Z7, Z3
 	VFMADD231PS Z9, Z8, Z5
 
-notail_513:
+notail_497:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17195,9 +16860,9 @@ notail_513:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_509:
+f16rest_493:
 	CMPQ DX, $0x02
-	JNE  f16rest_514
+	JNE  f16rest_498
 
 	// tile 2 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
@@ -17212,9 +16877,9 @@ f16rest_509:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_515:
+f16steps_499:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_516
+	JB          f16stepsdone_500
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17236,11 +16901,11 @@ f16steps_515:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_515
+	JMP         f16steps_499
 
-f16stepsdone_516:
+f16stepsdone_500:
 	CMPQ        DI, $0x10
-	JB          f16step16_517
+	JB          f16step16_501
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VMOVUPS     (R9), Z6
@@ -17253,9 +16918,9 @@ f16stepsdone_516:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_517:
+f16step16_501:
 	TESTQ       DI, DI
-	JZ          notail_518
+	JZ          notail_502
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -17270,7 +16935,7 @@ f16step16_517:
 	VFMADD231PS Z6, Z4, Z1
 	VFMADD231PS Z6, Z5, Z3
 
-notail_518:
+notail_502:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17317,9 +16982,9 @@ notail_518:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_514:
+f16rest_498:
 	CMPQ DX, $0x01
-	JNE  f16rest_519
+	JNE  f16rest_503
 
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), DX
@@ -17332,9 +16997,9 @@ f16rest_514:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_520:
+f16steps_504:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_521
+	JB          f16stepsdone_505
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
@@ -17349,11 +17014,11 @@ f16steps_520:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_520
+	JMP         f16steps_504
 
-f16stepsdone_521:
+f16stepsdone_505:
 	CMPQ        BX, $0x10
-	JB          f16step16_522
+	JB          f16step16_506
 	VCVTPH2PS   (SI), Z2
 	VMOVUPS     (DI), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -17363,9 +17028,9 @@ f16stepsdone_521:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_522:
+f16step16_506:
 	TESTQ       BX, BX
-	JZ          notail_523
+	JZ          notail_507
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -17376,7 +17041,7 @@ f16step16_522:
 	VMOVUPS.Z   (DI)(DX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_523:
+notail_507:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -17414,12 +17079,12 @@ notail_523:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_519:
+f16rest_503:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_525
+	JZ   f16singledone_509
 
-f16single_524:
+f16single_508:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -17431,9 +17096,9 @@ f16single_524:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_526:
+f16steps_510:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_527
+	JB          f16stepsdone_511
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -17448,11 +17113,11 @@ f16steps_526:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_526
+	JMP         f16steps_510
 
-f16stepsdone_527:
+f16stepsdone_511:
 	CMPQ        SI, $0x10
-	JB          f16step16_528
+	JB          f16step16_512
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -17462,9 +17127,9 @@ f16stepsdone_527:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_528:
+f16step16_512:
 	TESTQ       SI, SI
-	JZ          notail_529
+	JZ          notail_513
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -17475,7 +17140,7 @@ f16step16_528:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_529:
+notail_513:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17503,22 +17168,22 @@ notail_529:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_524
+	JNZ           f16single_508
 
-f16singledone_525:
-	JMP f16mmend_473
+f16singledone_509:
+	JMP f16mmend_457
 
-f16mmtokens_502:
+f16mmtokens_486:
 	CMPQ AX, $0x03
-	JNE  f16mmtokens_530
+	JNE  f16mmtokens_514
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_531:
+f16tiles_515:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_532
+	JB   f16tilesdone_516
 
 	// tile 4 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -17543,9 +17208,9 @@ f16tiles_531:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_533:
+f16steps_517:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_534
+	JB          f16stepsdone_518
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17592,11 +17257,11 @@ f16steps_533:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_533
+	JMP         f16steps_517
 
-f16stepsdone_534:
+f16stepsdone_518:
 	CMPQ        DI, $0x10
-	JB          f16step16_535
+	JB          f16step16_519
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -17621,9 +17286,9 @@ f16stepsdone_534:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_535:
+f16step16_519:
 	TESTQ       DI, DI
-	JZ          notail_536
+	JZ          notail_520
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -17651,7 +17316,7 @@ f16step16_535:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_536:
+notail_520:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17725,11 +17390,11 @@ notail_536:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_531
+	JMP           f16tiles_515
 
-f16tilesdone_532:
+f16tilesdone_516:
 	CMPQ DX, $0x03
-	JNE  f16rest_537
+	JNE  f16rest_521
 
 	// tile 3 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -17749,9 +17414,9 @@ f16tilesdone_532:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_538:
+f16steps_522:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_539
+	JB          f16stepsdone_523
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z9
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17788,11 +17453,11 @@ f16steps_538:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_538
+	JMP         f16steps_522
 
-f16stepsdone_539:
+f16stepsdone_523:
 	CMPQ        DI, $0x10
-	JB          f16step16_540
+	JB          f16step16_524
 	VCVTPH2PS   (R8), Z9
 	VCVTPH2PS   (R8)(BX*1), Z10
 	VCVTPH2PS   (R8)(BX*2), Z11
@@ -17812,9 +17477,9 @@ f16stepsdone_539:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_540:
+f16step16_524:
 	TESTQ       DI, DI
-	JZ          notail_541
+	JZ          notail_525
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -17837,7 +17502,7 @@ f16step16_540:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z8
 
-notail_541:
+notail_525:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -17916,9 +17581,9 @@ notail_541:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_537:
+f16rest_521:
 	CMPQ DX, $0x02
-	JNE  f16rest_542
+	JNE  f16rest_526
 
 	// tile 2 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
@@ -17935,9 +17600,9 @@ f16rest_537:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_543:
+f16steps_527:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_544
+	JB          f16stepsdone_528
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z6
 	PREFETCHT1  16384(R8)(BX*1)
@@ -17965,11 +17630,11 @@ f16steps_543:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_543
+	JMP         f16steps_527
 
-f16stepsdone_544:
+f16stepsdone_528:
 	CMPQ        DI, $0x10
-	JB          f16step16_545
+	JB          f16step16_529
 	VCVTPH2PS   (R8), Z6
 	VCVTPH2PS   (R8)(BX*1), Z7
 	VMOVUPS     (R9), Z8
@@ -17985,9 +17650,9 @@ f16stepsdone_544:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, DI
 
-f16step16_545:
+f16step16_529:
 	TESTQ       DI, DI
-	JZ          notail_546
+	JZ          notail_530
 	MOVQ        $-1, R10
 	BZHIQ       DI, R10, DI
 	KMOVQ       DI, K1
@@ -18005,7 +17670,7 @@ f16step16_545:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z5
 
-notail_546:
+notail_530:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18071,9 +17736,9 @@ notail_546:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_542:
+f16rest_526:
 	CMPQ DX, $0x01
-	JNE  f16rest_547
+	JNE  f16rest_531
 
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), DX
@@ -18087,9 +17752,9 @@ f16rest_542:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_548:
+f16steps_532:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_549
+	JB          f16stepsdone_533
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
@@ -18108,11 +17773,11 @@ f16steps_548:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_548
+	JMP         f16steps_532
 
-f16stepsdone_549:
+f16stepsdone_533:
 	CMPQ        BX, $0x10
-	JB          f16step16_550
+	JB          f16step16_534
 	VCVTPH2PS   (SI), Z3
 	VMOVUPS     (DI), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -18124,9 +17789,9 @@ f16stepsdone_549:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_550:
+f16step16_534:
 	TESTQ       BX, BX
-	JZ          notail_551
+	JZ          notail_535
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -18139,7 +17804,7 @@ f16step16_550:
 	VMOVUPS.Z   (DI)(DX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_551:
+notail_535:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -18192,12 +17857,12 @@ notail_551:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_547:
+f16rest_531:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_553
+	JZ   f16singledone_537
 
-f16single_552:
+f16single_536:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -18210,9 +17875,9 @@ f16single_552:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_554:
+f16steps_538:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_555
+	JB          f16stepsdone_539
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -18231,11 +17896,11 @@ f16steps_554:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_554
+	JMP         f16steps_538
 
-f16stepsdone_555:
+f16stepsdone_539:
 	CMPQ        SI, $0x10
-	JB          f16step16_556
+	JB          f16step16_540
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -18247,9 +17912,9 @@ f16stepsdone_555:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_556:
+f16step16_540:
 	TESTQ       SI, SI
-	JZ          notail_557
+	JZ          notail_541
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -18262,7 +17927,7 @@ f16step16_556:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_557:
+notail_541:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18300,22 +17965,22 @@ notail_557:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_552
+	JNZ           f16single_536
 
-f16singledone_553:
-	JMP f16mmend_473
+f16singledone_537:
+	JMP f16mmend_457
 
-f16mmtokens_530:
+f16mmtokens_514:
 	CMPQ AX, $0x04
-	JNE  f16mmtokens_558
+	JNE  f16mmtokens_542
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_559:
+f16tiles_543:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_560
+	JB   f16tilesdone_544
 
 	// tile 4 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -18346,9 +18011,9 @@ f16tiles_559:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_561:
+f16steps_545:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_562
+	JB          f16stepsdone_546
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18406,11 +18071,11 @@ f16steps_561:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_561
+	JMP         f16steps_545
 
-f16stepsdone_562:
+f16stepsdone_546:
 	CMPQ        DI, $0x10
-	JB          f16step16_563
+	JB          f16step16_547
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VCVTPH2PS   (R8)(BX*2), Z18
@@ -18441,9 +18106,9 @@ f16stepsdone_562:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_563:
+f16step16_547:
 	TESTQ       DI, DI
-	JZ          notail_564
+	JZ          notail_548
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -18476,7 +18141,7 @@ f16step16_563:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_564:
+notail_548:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18571,11 +18236,11 @@ notail_564:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_559
+	JMP           f16tiles_543
 
-f16tilesdone_560:
+f16tilesdone_544:
 	CMPQ DX, $0x03
-	JNE  f16rest_565
+	JNE  f16rest_549
 
 	// tile 3 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -18600,9 +18265,9 @@ f16tilesdone_560:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_566:
+f16steps_550:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_567
+	JB          f16stepsdone_551
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18648,11 +18313,11 @@ f16steps_566:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_566
+	JMP         f16steps_550
 
-f16stepsdone_567:
+f16stepsdone_551:
 	CMPQ        DI, $0x10
-	JB          f16step16_568
+	JB          f16step16_552
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VCVTPH2PS   (R8)(BX*2), Z14
@@ -18677,9 +18342,9 @@ f16stepsdone_567:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_568:
+f16step16_552:
 	TESTQ       DI, DI
-	JZ          notail_569
+	JZ          notail_553
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -18706,7 +18371,7 @@ f16step16_568:
 	VFMADD231PS Z15, Z13, Z7
 	VFMADD231PS Z15, Z14, Z11
 
-notail_569:
+notail_553:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -18808,9 +18473,9 @@ notail_569:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_565:
+f16rest_549:
 	CMPQ DX, $0x02
-	JNE  f16rest_570
+	JNE  f16rest_554
 
 	// tile 2 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
@@ -18831,9 +18496,9 @@ f16rest_565:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_571:
+f16steps_555:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_572
+	JB          f16stepsdone_556
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z8
 	PREFETCHT1  16384(R8)(BX*1)
@@ -18868,11 +18533,11 @@ f16steps_571:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_571
+	JMP         f16steps_555
 
-f16stepsdone_572:
+f16stepsdone_556:
 	CMPQ        DI, $0x10
-	JB          f16step16_573
+	JB          f16step16_557
 	VCVTPH2PS   (R8), Z8
 	VCVTPH2PS   (R8)(BX*1), Z9
 	VMOVUPS     (R9), Z10
@@ -18892,9 +18557,9 @@ f16stepsdone_572:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_573:
+f16step16_557:
 	TESTQ       DI, DI
-	JZ          notail_574
+	JZ          notail_558
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -18915,7 +18580,7 @@ f16step16_573:
 	VFMADD231PS Z10, Z8, Z3
 	VFMADD231PS Z10, Z9, Z7
 
-notail_574:
+notail_558:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19000,9 +18665,9 @@ notail_574:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_570:
+f16rest_554:
 	CMPQ DX, $0x01
-	JNE  f16rest_575
+	JNE  f16rest_559
 
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), DX
@@ -19019,9 +18684,9 @@ f16rest_570:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_576:
+f16steps_560:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_577
+	JB          f16stepsdone_561
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
@@ -19045,11 +18710,11 @@ f16steps_576:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_576
+	JMP         f16steps_560
 
-f16stepsdone_577:
+f16stepsdone_561:
 	CMPQ        BX, $0x10
-	JB          f16step16_578
+	JB          f16step16_562
 	VCVTPH2PS   (SI), Z4
 	VMOVUPS     (DI), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -19064,9 +18729,9 @@ f16stepsdone_577:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_578:
+f16step16_562:
 	TESTQ       BX, BX
-	JZ          notail_579
+	JZ          notail_563
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -19081,7 +18746,7 @@ f16step16_578:
 	VMOVUPS.Z   (R8), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_579:
+notail_563:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -19149,12 +18814,12 @@ notail_579:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_575:
+f16rest_559:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_581
+	JZ   f16singledone_565
 
-f16single_580:
+f16single_564:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -19170,9 +18835,9 @@ f16single_580:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_582:
+f16steps_566:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_583
+	JB          f16stepsdone_567
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -19196,11 +18861,11 @@ f16steps_582:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_582
+	JMP         f16steps_566
 
-f16stepsdone_583:
+f16stepsdone_567:
 	CMPQ        SI, $0x10
-	JB          f16step16_584
+	JB          f16step16_568
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -19215,9 +18880,9 @@ f16stepsdone_583:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_584:
+f16step16_568:
 	TESTQ       SI, SI
-	JZ          notail_585
+	JZ          notail_569
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -19232,7 +18897,7 @@ f16step16_584:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_585:
+notail_569:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19280,22 +18945,22 @@ notail_585:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_580
+	JNZ           f16single_564
 
-f16singledone_581:
-	JMP f16mmend_473
+f16singledone_565:
+	JMP f16mmend_457
 
-f16mmtokens_558:
+f16mmtokens_542:
 	CMPQ AX, $0x05
-	JNE  f16mmtokens_586
+	JNE  f16mmtokens_570
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_587:
+f16tiles_571:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_588
+	JB   f16tilesdone_572
 
 	// tile 4 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -19330,9 +18995,9 @@ f16tiles_587:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_589:
+f16steps_573:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_590
+	JB          f16stepsdone_574
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z20
 	PREFETCHT1  16384(R8)(BX*1)
@@ -19400,11 +19065,11 @@ f16steps_589:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_589
+	JMP         f16steps_573
 
-f16stepsdone_590:
+f16stepsdone_574:
 	CMPQ        DI, $0x10
-	JB          f16step16_591
+	JB          f16step16_575
 	VCVTPH2PS   (R8), Z20
 	VCVTPH2PS   (R8)(BX*1), Z21
 	VCVTPH2PS   (R8)(BX*2), Z22
@@ -19440,9 +19105,9 @@ f16stepsdone_590:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_591:
+f16step16_575:
 	TESTQ       DI, DI
-	JZ          notail_592
+	JZ          notail_576
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -19480,7 +19145,7 @@ f16step16_591:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_592:
+notail_576:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19596,11 +19261,11 @@ notail_592:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_587
+	JMP           f16tiles_571
 
-f16tilesdone_588:
+f16tilesdone_572:
 	CMPQ DX, $0x03
-	JNE  f16rest_593
+	JNE  f16rest_577
 
 	// tile 3 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -19628,9 +19293,9 @@ f16tilesdone_588:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 
-f16steps_594:
+f16steps_578:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_595
+	JB          f16stepsdone_579
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z15
 	PREFETCHT1  16384(R8)(BX*1)
@@ -19684,11 +19349,11 @@ f16steps_594:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_594
+	JMP         f16steps_578
 
-f16stepsdone_595:
+f16stepsdone_579:
 	CMPQ        DI, $0x10
-	JB          f16step16_596
+	JB          f16step16_580
 	VCVTPH2PS   (R8), Z15
 	VCVTPH2PS   (R8)(BX*1), Z16
 	VCVTPH2PS   (R8)(BX*2), Z17
@@ -19717,9 +19382,9 @@ f16stepsdone_595:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_596:
+f16step16_580:
 	TESTQ       DI, DI
-	JZ          notail_597
+	JZ          notail_581
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -19750,7 +19415,7 @@ f16step16_596:
 	VFMADD231PS Z18, Z16, Z9
 	VFMADD231PS Z18, Z17, Z14
 
-notail_597:
+notail_581:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -19875,9 +19540,9 @@ notail_597:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_593:
+f16rest_577:
 	CMPQ DX, $0x02
-	JNE  f16rest_598
+	JNE  f16rest_582
 
 	// tile 2 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
@@ -19900,9 +19565,9 @@ f16rest_593:
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 
-f16steps_599:
+f16steps_583:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_600
+	JB          f16stepsdone_584
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z10
 	PREFETCHT1  16384(R8)(BX*1)
@@ -19943,11 +19608,11 @@ f16steps_599:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_599
+	JMP         f16steps_583
 
-f16stepsdone_600:
+f16stepsdone_584:
 	CMPQ        DI, $0x10
-	JB          f16step16_601
+	JB          f16step16_585
 	VCVTPH2PS   (R8), Z10
 	VCVTPH2PS   (R8)(BX*1), Z11
 	VMOVUPS     (R9), Z12
@@ -19970,9 +19635,9 @@ f16stepsdone_600:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_601:
+f16step16_585:
 	TESTQ       DI, DI
-	JZ          notail_602
+	JZ          notail_586
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -19996,7 +19661,7 @@ f16step16_601:
 	VFMADD231PS Z12, Z10, Z4
 	VFMADD231PS Z12, Z11, Z9
 
-notail_602:
+notail_586:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -20100,9 +19765,9 @@ notail_602:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_598:
+f16rest_582:
 	CMPQ DX, $0x01
-	JNE  f16rest_603
+	JNE  f16rest_587
 
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), DX
@@ -20120,9 +19785,9 @@ f16rest_598:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_604:
+f16steps_588:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_605
+	JB          f16stepsdone_589
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
@@ -20150,11 +19815,11 @@ f16steps_604:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_604
+	JMP         f16steps_588
 
-f16stepsdone_605:
+f16stepsdone_589:
 	CMPQ        BX, $0x10
-	JB          f16step16_606
+	JB          f16step16_590
 	VCVTPH2PS   (SI), Z5
 	VMOVUPS     (DI), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -20171,9 +19836,9 @@ f16stepsdone_605:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_606:
+f16step16_590:
 	TESTQ       BX, BX
-	JZ          notail_607
+	JZ          notail_591
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -20190,7 +19855,7 @@ f16step16_606:
 	VMOVUPS.Z   (R8)(DX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_607:
+notail_591:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -20273,12 +19938,12 @@ notail_607:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_603:
+f16rest_587:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_609
+	JZ   f16singledone_593
 
-f16single_608:
+f16single_592:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -20295,9 +19960,9 @@ f16single_608:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_610:
+f16steps_594:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_611
+	JB          f16stepsdone_595
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -20325,11 +19990,11 @@ f16steps_610:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_610
+	JMP         f16steps_594
 
-f16stepsdone_611:
+f16stepsdone_595:
 	CMPQ        SI, $0x10
-	JB          f16step16_612
+	JB          f16step16_596
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -20346,9 +20011,9 @@ f16stepsdone_611:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_612:
+f16step16_596:
 	TESTQ       SI, SI
-	JZ          notail_613
+	JZ          notail_597
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -20365,7 +20030,7 @@ f16step16_612:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_613:
+notail_597:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -20423,22 +20088,22 @@ notail_613:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_608
+	JNZ           f16single_592
 
-f16singledone_609:
-	JMP f16mmend_473
+f16singledone_593:
+	JMP f16mmend_457
 
-f16mmtokens_586:
+f16mmtokens_570:
 	CMPQ AX, $0x06
-	JNE  f16mmtokens_614
+	JNE  f16mmtokens_598
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_615:
+f16tiles_599:
 	CMPQ DX, $0x04
-	JB   f16tilesdone_616
+	JB   f16tilesdone_600
 
 	// tile 4 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -20477,9 +20142,9 @@ f16tiles_615:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_617:
+f16steps_601:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_618
+	JB          f16stepsdone_602
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -20557,11 +20222,11 @@ f16steps_617:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_617
+	JMP         f16steps_601
 
-f16stepsdone_618:
+f16stepsdone_602:
 	CMPQ        DI, $0x10
-	JB          f16step16_619
+	JB          f16step16_603
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -20602,9 +20267,9 @@ f16stepsdone_618:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_619:
+f16step16_603:
 	TESTQ       DI, DI
-	JZ          notail_620
+	JZ          notail_604
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -20647,7 +20312,7 @@ f16step16_619:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_620:
+notail_604:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -20784,11 +20449,11 @@ notail_620:
 	ADDQ          BX, AX
 	ADDQ          $0x00000010, CX
 	SUBQ          $0x04, DX
-	JMP           f16tiles_615
+	JMP           f16tiles_599
 
-f16tilesdone_616:
+f16tilesdone_600:
 	CMPQ DX, $0x03
-	JNE  f16rest_621
+	JNE  f16rest_605
 
 	// tile 3 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -20819,9 +20484,9 @@ f16tilesdone_616:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_622:
+f16steps_606:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_623
+	JB          f16stepsdone_607
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -20883,11 +20548,11 @@ f16steps_622:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_622
+	JMP         f16steps_606
 
-f16stepsdone_623:
+f16stepsdone_607:
 	CMPQ        DI, $0x10
-	JB          f16step16_624
+	JB          f16step16_608
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VCVTPH2PS   (R8)(BX*2), Z20
@@ -20920,9 +20585,9 @@ f16stepsdone_623:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_624:
+f16step16_608:
 	TESTQ       DI, DI
-	JZ          notail_625
+	JZ          notail_609
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -20957,7 +20622,7 @@ f16step16_624:
 	VFMADD231PS Z21, Z19, Z11
 	VFMADD231PS Z21, Z20, Z17
 
-notail_625:
+notail_609:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -21105,9 +20770,9 @@ notail_625:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 
-f16rest_621:
+f16rest_605:
 	CMPQ DX, $0x02
-	JNE  f16rest_626
+	JNE  f16rest_610
 
 	// tile 2 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
@@ -21132,9 +20797,9 @@ f16rest_621:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_627:
+f16steps_611:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_628
+	JB          f16stepsdone_612
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z12
 	PREFETCHT1  16384(R8)(BX*1)
@@ -21181,11 +20846,11 @@ f16steps_627:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_627
+	JMP         f16steps_611
 
-f16stepsdone_628:
+f16stepsdone_612:
 	CMPQ        DI, $0x10
-	JB          f16step16_629
+	JB          f16step16_613
 	VCVTPH2PS   (R8), Z12
 	VCVTPH2PS   (R8)(BX*1), Z13
 	VMOVUPS     (R9), Z14
@@ -21211,9 +20876,9 @@ f16stepsdone_628:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_629:
+f16step16_613:
 	TESTQ       DI, DI
-	JZ          notail_630
+	JZ          notail_614
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -21240,7 +20905,7 @@ f16step16_629:
 	VFMADD231PS Z14, Z12, Z5
 	VFMADD231PS Z14, Z13, Z11
 
-notail_630:
+notail_614:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -21363,9 +21028,9 @@ notail_630:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_626:
+f16rest_610:
 	CMPQ DX, $0x01
-	JNE  f16rest_631
+	JNE  f16rest_615
 
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), DX
@@ -21384,9 +21049,9 @@ f16rest_626:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_632:
+f16steps_616:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_633
+	JB          f16stepsdone_617
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
@@ -21418,11 +21083,11 @@ f16steps_632:
 	ADDQ        $0x00000080, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_632
+	JMP         f16steps_616
 
-f16stepsdone_633:
+f16stepsdone_617:
 	CMPQ        BX, $0x10
-	JB          f16step16_634
+	JB          f16step16_618
 	VCVTPH2PS   (SI), Z6
 	VMOVUPS     (DI), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -21441,9 +21106,9 @@ f16stepsdone_633:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16step16_634:
+f16step16_618:
 	TESTQ       BX, BX
-	JZ          notail_635
+	JZ          notail_619
 	MOVQ        $-1, R9
 	BZHIQ       BX, R9, BX
 	KMOVQ       BX, K1
@@ -21462,7 +21127,7 @@ f16step16_634:
 	VMOVUPS.Z   (R8)(DX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_635:
+notail_619:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -21560,12 +21225,12 @@ notail_635:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_631:
+f16rest_615:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_637
+	JZ   f16singledone_621
 
-f16single_636:
+f16single_620:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -21583,9 +21248,9 @@ f16single_636:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_638:
+f16steps_622:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_639
+	JB          f16stepsdone_623
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -21617,11 +21282,11 @@ f16steps_638:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_638
+	JMP         f16steps_622
 
-f16stepsdone_639:
+f16stepsdone_623:
 	CMPQ        SI, $0x10
-	JB          f16step16_640
+	JB          f16step16_624
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -21640,9 +21305,9 @@ f16stepsdone_639:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_640:
+f16step16_624:
 	TESTQ       SI, SI
-	JZ          notail_641
+	JZ          notail_625
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -21661,7 +21326,7 @@ f16step16_640:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_641:
+notail_625:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -21729,22 +21394,22 @@ notail_641:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_636
+	JNZ           f16single_620
 
-f16singledone_637:
-	JMP f16mmend_473
+f16singledone_621:
+	JMP f16mmend_457
 
-f16mmtokens_614:
+f16mmtokens_598:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_642
+	JNE  f16mmtokens_626
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_643:
+f16tiles_627:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_644
+	JB   f16tilesdone_628
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -21780,9 +21445,9 @@ f16tiles_643:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_645:
+f16steps_629:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_646
+	JB          f16stepsdone_630
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -21853,11 +21518,11 @@ f16steps_645:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_645
+	JMP         f16steps_629
 
-f16stepsdone_646:
+f16stepsdone_630:
 	CMPQ        DI, $0x10
-	JB          f16step16_647
+	JB          f16step16_631
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -21895,9 +21560,9 @@ f16stepsdone_646:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_647:
+f16step16_631:
 	TESTQ       DI, DI
-	JZ          notail_648
+	JZ          notail_632
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -21936,7 +21601,7 @@ f16step16_647:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_648:
+notail_632:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -22107,11 +21772,11 @@ notail_648:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_643
+	JMP           f16tiles_627
 
-f16tilesdone_644:
+f16tilesdone_628:
 	CMPQ DX, $0x02
-	JNE  f16rest_649
+	JNE  f16rest_633
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -22140,9 +21805,9 @@ f16tilesdone_644:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_650:
+f16steps_634:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_651
+	JB          f16stepsdone_635
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -22196,11 +21861,11 @@ f16steps_650:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_650
+	JMP         f16steps_634
 
-f16stepsdone_651:
+f16stepsdone_635:
 	CMPQ        DI, $0x10
-	JB          f16step16_652
+	JB          f16step16_636
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -22230,9 +21895,9 @@ f16stepsdone_651:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_652:
+f16step16_636:
 	TESTQ       DI, DI
-	JZ          notail_653
+	JZ          notail_637
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -22262,7 +21927,7 @@ f16step16_652:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_653:
+notail_637:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -22404,9 +22069,9 @@ notail_653:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_649:
+f16rest_633:
 	CMPQ DX, $0x01
-	JNE  f16rest_654
+	JNE  f16rest_638
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -22428,9 +22093,9 @@ f16rest_649:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_655:
+f16steps_639:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_656
+	JB          f16stepsdone_640
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -22467,11 +22132,11 @@ f16steps_655:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_655
+	JMP         f16steps_639
 
-f16stepsdone_656:
+f16stepsdone_640:
 	CMPQ        BX, $0x10
-	JB          f16step16_657
+	JB          f16step16_641
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -22493,9 +22158,9 @@ f16stepsdone_656:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_657:
+f16step16_641:
 	TESTQ       BX, BX
-	JZ          notail_658
+	JZ          notail_642
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -22516,7 +22181,7 @@ f16step16_657:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_658:
+notail_642:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -22629,12 +22294,12 @@ notail_658:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_654:
+f16rest_638:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_660
+	JZ   f16singledone_644
 
-f16single_659:
+f16single_643:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -22655,9 +22320,9 @@ f16single_659:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_661:
+f16steps_645:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_662
+	JB          f16stepsdone_646
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -22694,11 +22359,11 @@ f16steps_661:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_661
+	JMP         f16steps_645
 
-f16stepsdone_662:
+f16stepsdone_646:
 	CMPQ        SI, $0x10
-	JB          f16step16_663
+	JB          f16step16_647
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -22720,9 +22385,9 @@ f16stepsdone_662:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_663:
+f16step16_647:
 	TESTQ       SI, SI
-	JZ          notail_664
+	JZ          notail_648
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -22743,7 +22408,7 @@ f16step16_663:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_664:
+notail_648:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -22821,22 +22486,22 @@ notail_664:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_659
+	JNZ           f16single_643
 
-f16singledone_660:
-	JMP f16mmend_473
+f16singledone_644:
+	JMP f16mmend_457
 
-f16mmtokens_642:
+f16mmtokens_626:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_665
+	JNE  f16mmtokens_649
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_666:
+f16tiles_650:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_667
+	JB   f16tilesdone_651
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -22875,9 +22540,9 @@ f16tiles_666:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_668:
+f16steps_652:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_669
+	JB          f16stepsdone_653
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -22956,11 +22621,11 @@ f16steps_668:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_668
+	JMP         f16steps_652
 
-f16stepsdone_669:
+f16stepsdone_653:
 	CMPQ        DI, $0x10
-	JB          f16step16_670
+	JB          f16step16_654
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -23002,9 +22667,9 @@ f16stepsdone_669:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_670:
+f16step16_654:
 	TESTQ       DI, DI
-	JZ          notail_671
+	JZ          notail_655
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -23047,7 +22712,7 @@ f16step16_670:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_671:
+notail_655:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -23241,11 +22906,11 @@ notail_671:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_666
+	JMP           f16tiles_650
 
-f16tilesdone_667:
+f16tilesdone_651:
 	CMPQ DX, $0x02
-	JNE  f16rest_672
+	JNE  f16rest_656
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -23276,9 +22941,9 @@ f16tilesdone_667:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_673:
+f16steps_657:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_674
+	JB          f16stepsdone_658
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -23338,11 +23003,11 @@ f16steps_673:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_673
+	JMP         f16steps_657
 
-f16stepsdone_674:
+f16stepsdone_658:
 	CMPQ        DI, $0x10
-	JB          f16step16_675
+	JB          f16step16_659
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -23375,9 +23040,9 @@ f16stepsdone_674:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_675:
+f16step16_659:
 	TESTQ       DI, DI
-	JZ          notail_676
+	JZ          notail_660
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -23410,7 +23075,7 @@ f16step16_675:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_676:
+notail_660:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -23571,9 +23236,9 @@ notail_676:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_672:
+f16rest_656:
 	CMPQ DX, $0x01
-	JNE  f16rest_677
+	JNE  f16rest_661
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -23596,9 +23261,9 @@ f16rest_672:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_678:
+f16steps_662:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_679
+	JB          f16stepsdone_663
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -23639,11 +23304,11 @@ f16steps_678:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_678
+	JMP         f16steps_662
 
-f16stepsdone_679:
+f16stepsdone_663:
 	CMPQ        BX, $0x10
-	JB          f16step16_680
+	JB          f16step16_664
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -23667,9 +23332,9 @@ f16stepsdone_679:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_680:
+f16step16_664:
 	TESTQ       BX, BX
-	JZ          notail_681
+	JZ          notail_665
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -23692,7 +23357,7 @@ f16step16_680:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_681:
+notail_665:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -23820,12 +23485,12 @@ notail_681:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_677:
+f16rest_661:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_683
+	JZ   f16singledone_667
 
-f16single_682:
+f16single_666:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -23847,9 +23512,9 @@ f16single_682:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_684:
+f16steps_668:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_685
+	JB          f16stepsdone_669
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -23890,11 +23555,11 @@ f16steps_684:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_684
+	JMP         f16steps_668
 
-f16stepsdone_685:
+f16stepsdone_669:
 	CMPQ        SI, $0x10
-	JB          f16step16_686
+	JB          f16step16_670
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -23918,9 +23583,9 @@ f16stepsdone_685:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_686:
+f16step16_670:
 	TESTQ       SI, SI
-	JZ          notail_687
+	JZ          notail_671
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -23943,7 +23608,7 @@ f16step16_686:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_687:
+notail_671:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -24031,22 +23696,22 @@ notail_687:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_682
+	JNZ           f16single_666
 
-f16singledone_683:
-	JMP f16mmend_473
+f16singledone_667:
+	JMP f16mmend_457
 
-f16mmtokens_665:
+f16mmtokens_649:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_688
+	JNE  f16mmtokens_672
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_689:
+f16tiles_673:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_690
+	JB   f16tilesdone_674
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -24088,9 +23753,9 @@ f16tiles_689:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_691:
+f16steps_675:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_692
+	JB          f16stepsdone_676
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -24177,11 +23842,11 @@ f16steps_691:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_691
+	JMP         f16steps_675
 
-f16stepsdone_692:
+f16stepsdone_676:
 	CMPQ        DI, $0x10
-	JB          f16step16_693
+	JB          f16step16_677
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -24227,9 +23892,9 @@ f16stepsdone_692:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_693:
+f16step16_677:
 	TESTQ       DI, DI
-	JZ          notail_694
+	JZ          notail_678
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -24276,7 +23941,7 @@ f16step16_693:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_694:
+notail_678:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -24493,11 +24158,11 @@ notail_694:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_689
+	JMP           f16tiles_673
 
-f16tilesdone_690:
+f16tilesdone_674:
 	CMPQ DX, $0x02
-	JNE  f16rest_695
+	JNE  f16rest_679
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -24530,9 +24195,9 @@ f16tilesdone_690:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_696:
+f16steps_680:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_697
+	JB          f16stepsdone_681
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -24598,11 +24263,11 @@ f16steps_696:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_696
+	JMP         f16steps_680
 
-f16stepsdone_697:
+f16stepsdone_681:
 	CMPQ        DI, $0x10
-	JB          f16step16_698
+	JB          f16step16_682
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -24638,9 +24303,9 @@ f16stepsdone_697:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_698:
+f16step16_682:
 	TESTQ       DI, DI
-	JZ          notail_699
+	JZ          notail_683
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -24676,7 +24341,7 @@ f16step16_698:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_699:
+notail_683:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -24856,9 +24521,9 @@ notail_699:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_695:
+f16rest_679:
 	CMPQ DX, $0x01
-	JNE  f16rest_700
+	JNE  f16rest_684
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -24882,9 +24547,9 @@ f16rest_695:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_701:
+f16steps_685:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_702
+	JB          f16stepsdone_686
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -24929,11 +24594,11 @@ f16steps_701:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_701
+	JMP         f16steps_685
 
-f16stepsdone_702:
+f16stepsdone_686:
 	CMPQ        BX, $0x10
-	JB          f16step16_703
+	JB          f16step16_687
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -24959,9 +24624,9 @@ f16stepsdone_702:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_703:
+f16step16_687:
 	TESTQ       BX, BX
-	JZ          notail_704
+	JZ          notail_688
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -24986,7 +24651,7 @@ f16step16_703:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_704:
+notail_688:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -25129,12 +24794,12 @@ notail_704:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_700:
+f16rest_684:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_706
+	JZ   f16singledone_690
 
-f16single_705:
+f16single_689:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -25157,9 +24822,9 @@ f16single_705:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_707:
+f16steps_691:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_708
+	JB          f16stepsdone_692
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -25204,11 +24869,11 @@ f16steps_707:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_707
+	JMP         f16steps_691
 
-f16stepsdone_708:
+f16stepsdone_692:
 	CMPQ        SI, $0x10
-	JB          f16step16_709
+	JB          f16step16_693
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -25234,9 +24899,9 @@ f16stepsdone_708:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_709:
+f16step16_693:
 	TESTQ       SI, SI
-	JZ          notail_710
+	JZ          notail_694
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -25261,7 +24926,7 @@ f16step16_709:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_710:
+notail_694:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -25359,13 +25024,13 @@ notail_710:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_705
+	JNZ           f16single_689
 
-f16singledone_706:
-	JMP f16mmend_473
+f16singledone_690:
+	JMP f16mmend_457
 
-f16mmtokens_688:
-f16mmend_473:
+f16mmtokens_672:
+f16mmend_457:
 	VZEROUPPER
 	RET
 
@@ -25374,12 +25039,12 @@ f16mmend_473:
 TEXT ·dotF16MatMulAVX512HW(SB), NOSPLIT, $0-120
 	MOVQ  tokens+80(FP), AX
 	CMPQ  AX, $0x01
-	JNE   f16mmtokens_712
+	JNE   f16mmtokens_696
 	MOVQ  w_base+0(FP), AX
 	MOVQ  out_base+88(FP), CX
 	MOVQ  rows+32(FP), DX
 	SHRQ  $0x02, DX
-	JZ    f16spreaddone_713
+	JZ    f16spreaddone_697
 	MOVQ  DX, BX
 	MOVQ  stride+24(FP), SI
 	SHLQ  $0x01, SI
@@ -25387,7 +25052,7 @@ TEXT ·dotF16MatMulAVX512HW(SB), NOSPLIT, $0-120
 	MOVQ  DX, SI
 	SHLQ  $0x02, SI
 
-f16spread_714:
+f16spread_698:
 	// tile 4 rows × 1 tokens
 	MOVQ   xStride+64(FP), DI
 	SHLQ   $0x02, DI
@@ -25401,9 +25066,9 @@ f16spread_714:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_715:
+f16steps_699:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_716
+	JB          f16stepsdone_700
 	PREFETCHNTA 2048(R8)
 	VCVTPH2PS   (R8), Z4
 	PREFETCHNTA 2048(R8)(BX*1)
@@ -25430,11 +25095,11 @@ f16steps_715:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_715
+	JMP         f16steps_699
 
-f16stepsdone_716:
+f16stepsdone_700:
 	CMPQ        DI, $0x10
-	JB          f16step16_717
+	JB          f16step16_701
 	VCVTPH2PS   (R8), Z4
 	VCVTPH2PS   (R8)(BX*1), Z5
 	VCVTPH2PS   (R8)(BX*2), Z6
@@ -25449,9 +25114,9 @@ f16stepsdone_716:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, DI
 
-f16step16_717:
+f16step16_701:
 	TESTQ       DI, DI
-	JZ          notail_718
+	JZ          notail_702
 	MOVQ        $-1, R11
 	BZHIQ       DI, R11, DI
 	KMOVQ       DI, K1
@@ -25469,7 +25134,7 @@ f16step16_717:
 	VFMADD231PS Z8, Z6, Z2
 	VFMADD231PS Z8, Z7, Z3
 
-notail_718:
+notail_702:
 	MOVQ          outStride+112(FP), DI
 	SHLQ          $0x02, DI
 	MOVQ          CX, DI
@@ -25504,18 +25169,18 @@ notail_718:
 	LEAQ          (AX)(DI*2), AX
 	ADDQ          $0x04, CX
 	DECQ          DX
-	JNZ           f16spread_714
+	JNZ           f16spread_698
 	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
 	LEAQ          (CX)(SI*2), CX
 	ADDQ          SI, CX
 
-f16spreaddone_713:
+f16spreaddone_697:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_720
+	JZ   f16singledone_704
 
-f16single_719:
+f16single_703:
 	// tile 1 rows × 1 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -25526,9 +25191,9 @@ f16single_719:
 	MOVQ   x_base+40(FP), DI
 	VPXORD Z0, Z0, Z0
 
-f16steps_721:
+f16steps_705:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_722
+	JB          f16stepsdone_706
 	PREFETCHNTA 2048(SI)
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
@@ -25539,11 +25204,11 @@ f16steps_721:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_721
+	JMP         f16steps_705
 
-f16stepsdone_722:
+f16stepsdone_706:
 	CMPQ        BX, $0x10
-	JB          f16step16_723
+	JB          f16step16_707
 	VCVTPH2PS   (SI), Z1
 	VMOVUPS     (DI), Z2
 	VFMADD231PS Z2, Z1, Z0
@@ -25551,9 +25216,9 @@ f16stepsdone_722:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16step16_723:
+f16step16_707:
 	TESTQ       BX, BX
-	JZ          notail_724
+	JZ          notail_708
 	MOVQ        $-1, R8
 	BZHIQ       BX, R8, BX
 	KMOVQ       BX, K1
@@ -25562,7 +25227,7 @@ f16step16_723:
 	VMOVUPS.Z   (DI), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
 
-notail_724:
+notail_708:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, BX
@@ -25580,19 +25245,19 @@ notail_724:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_719
+	JNZ           f16single_703
 
-f16singledone_720:
-	JMP f16mmend_711
+f16singledone_704:
+	JMP f16mmend_695
 
-f16mmtokens_712:
+f16mmtokens_696:
 	CMPQ  AX, $0x02
-	JNE   f16mmtokens_725
+	JNE   f16mmtokens_709
 	MOVQ  w_base+0(FP), AX
 	MOVQ  out_base+88(FP), CX
 	MOVQ  rows+32(FP), DX
 	SHRQ  $0x02, DX
-	JZ    f16spreaddone_726
+	JZ    f16spreaddone_710
 	MOVQ  DX, BX
 	MOVQ  stride+24(FP), SI
 	SHLQ  $0x01, SI
@@ -25600,7 +25265,7 @@ f16mmtokens_712:
 	MOVQ  DX, SI
 	SHLQ  $0x02, SI
 
-f16spread_727:
+f16spread_711:
 	// tile 4 rows × 2 tokens
 	MOVQ   xStride+64(FP), DI
 	SHLQ   $0x02, DI
@@ -25618,9 +25283,9 @@ f16spread_727:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_728:
+f16steps_712:
 	CMPQ        R8, $0x00000020
-	JB          f16stepsdone_729
+	JB          f16stepsdone_713
 	PREFETCHNTA 2048(R9)
 	VCVTPH2PS   (R9), Z8
 	PREFETCHNTA 2048(R9)(BX*1)
@@ -25657,11 +25322,11 @@ f16steps_728:
 	ADDQ        $0x00000040, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, R8
-	JMP         f16steps_728
+	JMP         f16steps_712
 
-f16stepsdone_729:
+f16stepsdone_713:
 	CMPQ        R8, $0x10
-	JB          f16step16_730
+	JB          f16step16_714
 	VCVTPH2PS   (R9), Z8
 	VCVTPH2PS   (R9)(BX*1), Z9
 	VCVTPH2PS   (R9)(BX*2), Z10
@@ -25681,9 +25346,9 @@ f16stepsdone_729:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, R8
 
-f16step16_730:
+f16step16_714:
 	TESTQ       R8, R8
-	JZ          notail_731
+	JZ          notail_715
 	MOVQ        $-1, R12
 	BZHIQ       R8, R12, R8
 	KMOVQ       R8, K1
@@ -25706,7 +25371,7 @@ f16step16_730:
 	VFMADD231PS Z12, Z10, Z5
 	VFMADD231PS Z12, Z11, Z7
 
-notail_731:
+notail_715:
 	MOVQ          outStride+112(FP), DI
 	SHLQ          $0x02, DI
 	MOVQ          CX, R8
@@ -25769,18 +25434,18 @@ notail_731:
 	LEAQ          (AX)(DI*2), AX
 	ADDQ          $0x04, CX
 	DECQ          DX
-	JNZ           f16spread_727
+	JNZ           f16spread_711
 	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
 	LEAQ          (CX)(SI*2), CX
 	ADDQ          SI, CX
 
-f16spreaddone_726:
+f16spreaddone_710:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_733
+	JZ   f16singledone_717
 
-f16single_732:
+f16single_716:
 	// tile 1 rows × 2 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -25792,9 +25457,9 @@ f16single_732:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-f16steps_734:
+f16steps_718:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_735
+	JB          f16stepsdone_719
 	PREFETCHNTA 2048(DI)
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
@@ -25809,11 +25474,11 @@ f16steps_734:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_734
+	JMP         f16steps_718
 
-f16stepsdone_735:
+f16stepsdone_719:
 	CMPQ        SI, $0x10
-	JB          f16step16_736
+	JB          f16step16_720
 	VCVTPH2PS   (DI), Z2
 	VMOVUPS     (R8), Z3
 	VFMADD231PS Z3, Z2, Z0
@@ -25823,9 +25488,9 @@ f16stepsdone_735:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_736:
+f16step16_720:
 	TESTQ       SI, SI
-	JZ          notail_737
+	JZ          notail_721
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -25836,7 +25501,7 @@ f16step16_736:
 	VMOVUPS.Z   (R8)(BX*1), K1, Z3
 	VFMADD231PS Z3, Z2, Z1
 
-notail_737:
+notail_721:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -25864,19 +25529,19 @@ notail_737:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_732
+	JNZ           f16single_716
 
-f16singledone_733:
-	JMP f16mmend_711
+f16singledone_717:
+	JMP f16mmend_695
 
-f16mmtokens_725:
+f16mmtokens_709:
 	CMPQ  AX, $0x03
-	JNE   f16mmtokens_738
+	JNE   f16mmtokens_722
 	MOVQ  w_base+0(FP), AX
 	MOVQ  out_base+88(FP), CX
 	MOVQ  rows+32(FP), DX
 	SHRQ  $0x02, DX
-	JZ    f16spreaddone_739
+	JZ    f16spreaddone_723
 	MOVQ  DX, BX
 	MOVQ  stride+24(FP), SI
 	SHLQ  $0x01, SI
@@ -25884,7 +25549,7 @@ f16mmtokens_725:
 	MOVQ  DX, SI
 	SHLQ  $0x02, SI
 
-f16spread_740:
+f16spread_724:
 	// tile 4 rows × 3 tokens
 	MOVQ   xStride+64(FP), DI
 	SHLQ   $0x02, DI
@@ -25906,9 +25571,9 @@ f16spread_740:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 
-f16steps_741:
+f16steps_725:
 	CMPQ        R8, $0x00000020
-	JB          f16stepsdone_742
+	JB          f16stepsdone_726
 	PREFETCHNTA 2048(R9)
 	VCVTPH2PS   (R9), Z12
 	PREFETCHNTA 2048(R9)(BX*1)
@@ -25955,11 +25620,11 @@ f16steps_741:
 	ADDQ        $0x00000040, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, R8
-	JMP         f16steps_741
+	JMP         f16steps_725
 
-f16stepsdone_742:
+f16stepsdone_726:
 	CMPQ        R8, $0x10
-	JB          f16step16_743
+	JB          f16step16_727
 	VCVTPH2PS   (R9), Z12
 	VCVTPH2PS   (R9)(BX*1), Z13
 	VCVTPH2PS   (R9)(BX*2), Z14
@@ -25984,9 +25649,9 @@ f16stepsdone_742:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, R8
 
-f16step16_743:
+f16step16_727:
 	TESTQ       R8, R8
-	JZ          notail_744
+	JZ          notail_728
 	MOVQ        $-1, R12
 	BZHIQ       R8, R12, R8
 	KMOVQ       R8, K1
@@ -26014,7 +25679,7 @@ f16step16_743:
 	VFMADD231PS Z16, Z14, Z8
 	VFMADD231PS Z16, Z15, Z11
 
-notail_744:
+notail_728:
 	MOVQ          outStride+112(FP), DI
 	SHLQ          $0x02, DI
 	MOVQ          CX, R8
@@ -26105,18 +25770,18 @@ notail_744:
 	LEAQ          (AX)(DI*2), AX
 	ADDQ          $0x04, CX
 	DECQ          DX
-	JNZ           f16spread_740
+	JNZ           f16spread_724
 	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
 	LEAQ          (CX)(SI*2), CX
 	ADDQ          SI, CX
 
-f16spreaddone_739:
+f16spreaddone_723:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_746
+	JZ   f16singledone_730
 
-f16single_745:
+f16single_729:
 	// tile 1 rows × 3 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -26129,9 +25794,9 @@ f16single_745:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
-f16steps_747:
+f16steps_731:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_748
+	JB          f16stepsdone_732
 	PREFETCHNTA 2048(DI)
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
@@ -26150,11 +25815,11 @@ f16steps_747:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_747
+	JMP         f16steps_731
 
-f16stepsdone_748:
+f16stepsdone_732:
 	CMPQ        SI, $0x10
-	JB          f16step16_749
+	JB          f16step16_733
 	VCVTPH2PS   (DI), Z3
 	VMOVUPS     (R8), Z4
 	VFMADD231PS Z4, Z3, Z0
@@ -26166,9 +25831,9 @@ f16stepsdone_748:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16step16_749:
+f16step16_733:
 	TESTQ       SI, SI
-	JZ          notail_750
+	JZ          notail_734
 	MOVQ        $-1, R9
 	BZHIQ       SI, R9, SI
 	KMOVQ       SI, K1
@@ -26181,7 +25846,7 @@ f16step16_749:
 	VMOVUPS.Z   (R8)(BX*2), K1, Z4
 	VFMADD231PS Z4, Z3, Z2
 
-notail_750:
+notail_734:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26219,19 +25884,19 @@ notail_750:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_745
+	JNZ           f16single_729
 
-f16singledone_746:
-	JMP f16mmend_711
+f16singledone_730:
+	JMP f16mmend_695
 
-f16mmtokens_738:
+f16mmtokens_722:
 	CMPQ  AX, $0x04
-	JNE   f16mmtokens_751
+	JNE   f16mmtokens_735
 	MOVQ  w_base+0(FP), AX
 	MOVQ  out_base+88(FP), CX
 	MOVQ  rows+32(FP), DX
 	SHRQ  $0x02, DX
-	JZ    f16spreaddone_752
+	JZ    f16spreaddone_736
 	MOVQ  DX, BX
 	MOVQ  stride+24(FP), SI
 	SHLQ  $0x01, SI
@@ -26239,7 +25904,7 @@ f16mmtokens_738:
 	MOVQ  DX, SI
 	SHLQ  $0x02, SI
 
-f16spread_753:
+f16spread_737:
 	// tile 4 rows × 4 tokens
 	MOVQ   xStride+64(FP), DI
 	SHLQ   $0x02, DI
@@ -26267,9 +25932,9 @@ f16spread_753:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_754:
+f16steps_738:
 	CMPQ        R8, $0x00000020
-	JB          f16stepsdone_755
+	JB          f16stepsdone_739
 	PREFETCHNTA 2048(R9)
 	VCVTPH2PS   (R9), Z16
 	PREFETCHNTA 2048(R9)(BX*1)
@@ -26327,11 +25992,11 @@ f16steps_754:
 	ADDQ        $0x00000080, R11
 	ADDQ        $0x00000080, R12
 	SUBQ        $0x00000020, R8
-	JMP         f16steps_754
+	JMP         f16steps_738
 
-f16stepsdone_755:
+f16stepsdone_739:
 	CMPQ        R8, $0x10
-	JB          f16step16_756
+	JB          f16step16_740
 	VCVTPH2PS   (R9), Z16
 	VCVTPH2PS   (R9)(BX*1), Z17
 	VCVTPH2PS   (R9)(BX*2), Z18
@@ -26362,9 +26027,9 @@ f16stepsdone_755:
 	ADDQ        $0x00000040, R12
 	SUBQ        $0x10, R8
 
-f16step16_756:
+f16step16_740:
 	TESTQ       R8, R8
-	JZ          notail_757
+	JZ          notail_741
 	MOVQ        $-1, R13
 	BZHIQ       R8, R13, R8
 	KMOVQ       R8, K1
@@ -26397,7 +26062,7 @@ f16step16_756:
 	VFMADD231PS Z20, Z18, Z11
 	VFMADD231PS Z20, Z19, Z15
 
-notail_757:
+notail_741:
 	MOVQ          outStride+112(FP), DI
 	SHLQ          $0x02, DI
 	MOVQ          CX, R8
@@ -26516,18 +26181,18 @@ notail_757:
 	LEAQ          (AX)(DI*2), AX
 	ADDQ          $0x04, CX
 	DECQ          DX
-	JNZ           f16spread_753
+	JNZ           f16spread_737
 	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
 	LEAQ          (CX)(SI*2), CX
 	ADDQ          SI, CX
 
-f16spreaddone_752:
+f16spreaddone_736:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_759
+	JZ   f16singledone_743
 
-f16single_758:
+f16single_742:
 	// tile 1 rows × 4 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -26543,9 +26208,9 @@ f16single_758:
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 
-f16steps_760:
+f16steps_744:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_761
+	JB          f16stepsdone_745
 	PREFETCHNTA 2048(DI)
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
@@ -26569,11 +26234,11 @@ f16steps_760:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_760
+	JMP         f16steps_744
 
-f16stepsdone_761:
+f16stepsdone_745:
 	CMPQ        SI, $0x10
-	JB          f16step16_762
+	JB          f16step16_746
 	VCVTPH2PS   (DI), Z4
 	VMOVUPS     (R8), Z5
 	VFMADD231PS Z5, Z4, Z0
@@ -26588,9 +26253,9 @@ f16stepsdone_761:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_762:
+f16step16_746:
 	TESTQ       SI, SI
-	JZ          notail_763
+	JZ          notail_747
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -26605,7 +26270,7 @@ f16step16_762:
 	VMOVUPS.Z   (R9), K1, Z5
 	VFMADD231PS Z5, Z4, Z3
 
-notail_763:
+notail_747:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -26653,19 +26318,19 @@ notail_763:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_758
+	JNZ           f16single_742
 
-f16singledone_759:
-	JMP f16mmend_711
+f16singledone_743:
+	JMP f16mmend_695
 
-f16mmtokens_751:
+f16mmtokens_735:
 	CMPQ  AX, $0x05
-	JNE   f16mmtokens_764
+	JNE   f16mmtokens_748
 	MOVQ  w_base+0(FP), AX
 	MOVQ  out_base+88(FP), CX
 	MOVQ  rows+32(FP), DX
 	SHRQ  $0x02, DX
-	JZ    f16spreaddone_765
+	JZ    f16spreaddone_749
 	MOVQ  DX, BX
 	MOVQ  stride+24(FP), SI
 	SHLQ  $0x01, SI
@@ -26673,7 +26338,7 @@ f16mmtokens_751:
 	MOVQ  DX, SI
 	SHLQ  $0x02, SI
 
-f16spread_766:
+f16spread_750:
 	// tile 4 rows × 5 tokens
 	MOVQ   xStride+64(FP), DI
 	SHLQ   $0x02, DI
@@ -26705,9 +26370,9 @@ f16spread_766:
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 
-f16steps_767:
+f16steps_751:
 	CMPQ        R8, $0x00000020
-	JB          f16stepsdone_768
+	JB          f16stepsdone_752
 	PREFETCHNTA 2048(R9)
 	VCVTPH2PS   (R9), Z20
 	PREFETCHNTA 2048(R9)(BX*1)
@@ -26775,11 +26440,11 @@ f16steps_767:
 	ADDQ        $0x00000080, R11
 	ADDQ        $0x00000080, R12
 	SUBQ        $0x00000020, R8
-	JMP         f16steps_767
+	JMP         f16steps_751
 
-f16stepsdone_768:
+f16stepsdone_752:
 	CMPQ        R8, $0x10
-	JB          f16step16_769
+	JB          f16step16_753
 	VCVTPH2PS   (R9), Z20
 	VCVTPH2PS   (R9)(BX*1), Z21
 	VCVTPH2PS   (R9)(BX*2), Z22
@@ -26815,9 +26480,9 @@ f16stepsdone_768:
 	ADDQ        $0x00000040, R12
 	SUBQ        $0x10, R8
 
-f16step16_769:
+f16step16_753:
 	TESTQ       R8, R8
-	JZ          notail_770
+	JZ          notail_754
 	MOVQ        $-1, R13
 	BZHIQ       R8, R13, R8
 	KMOVQ       R8, K1
@@ -26855,7 +26520,7 @@ f16step16_769:
 	VFMADD231PS Z24, Z22, Z14
 	VFMADD231PS Z24, Z23, Z19
 
-notail_770:
+notail_754:
 	MOVQ          outStride+112(FP), DI
 	SHLQ          $0x02, DI
 	MOVQ          CX, R8
@@ -27002,18 +26667,18 @@ notail_770:
 	LEAQ          (AX)(DI*2), AX
 	ADDQ          $0x04, CX
 	DECQ          DX
-	JNZ           f16spread_766
+	JNZ           f16spread_750
 	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
 	LEAQ          (CX)(SI*2), CX
 	ADDQ          SI, CX
 
-f16spreaddone_765:
+f16spreaddone_749:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_772
+	JZ   f16singledone_756
 
-f16single_771:
+f16single_755:
 	// tile 1 rows × 5 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -27030,9 +26695,9 @@ f16single_771:
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 
-f16steps_773:
+f16steps_757:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_774
+	JB          f16stepsdone_758
 	PREFETCHNTA 2048(DI)
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
@@ -27060,11 +26725,11 @@ f16steps_773:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_773
+	JMP         f16steps_757
 
-f16stepsdone_774:
+f16stepsdone_758:
 	CMPQ        SI, $0x10
-	JB          f16step16_775
+	JB          f16step16_759
 	VCVTPH2PS   (DI), Z5
 	VMOVUPS     (R8), Z6
 	VFMADD231PS Z6, Z5, Z0
@@ -27081,9 +26746,9 @@ f16stepsdone_774:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_775:
+f16step16_759:
 	TESTQ       SI, SI
-	JZ          notail_776
+	JZ          notail_760
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -27100,7 +26765,7 @@ f16step16_775:
 	VMOVUPS.Z   (R9)(BX*1), K1, Z6
 	VFMADD231PS Z6, Z5, Z4
 
-notail_776:
+notail_760:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -27158,19 +26823,19 @@ notail_776:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_771
+	JNZ           f16single_755
 
-f16singledone_772:
-	JMP f16mmend_711
+f16singledone_756:
+	JMP f16mmend_695
 
-f16mmtokens_764:
+f16mmtokens_748:
 	CMPQ  AX, $0x06
-	JNE   f16mmtokens_777
+	JNE   f16mmtokens_761
 	MOVQ  w_base+0(FP), AX
 	MOVQ  out_base+88(FP), CX
 	MOVQ  rows+32(FP), DX
 	SHRQ  $0x02, DX
-	JZ    f16spreaddone_778
+	JZ    f16spreaddone_762
 	MOVQ  DX, BX
 	MOVQ  stride+24(FP), SI
 	SHLQ  $0x01, SI
@@ -27178,7 +26843,7 @@ f16mmtokens_764:
 	MOVQ  DX, SI
 	SHLQ  $0x02, SI
 
-f16spread_779:
+f16spread_763:
 	// tile 4 rows × 6 tokens
 	MOVQ   xStride+64(FP), DI
 	SHLQ   $0x02, DI
@@ -27214,9 +26879,9 @@ f16spread_779:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_780:
+f16steps_764:
 	CMPQ        R8, $0x00000020
-	JB          f16stepsdone_781
+	JB          f16stepsdone_765
 	PREFETCHNTA 2048(R9)
 	VCVTPH2PS   (R9), Z24
 	PREFETCHNTA 2048(R9)(BX*1)
@@ -27294,11 +26959,11 @@ f16steps_780:
 	ADDQ        $0x00000080, R11
 	ADDQ        $0x00000080, R12
 	SUBQ        $0x00000020, R8
-	JMP         f16steps_780
+	JMP         f16steps_764
 
-f16stepsdone_781:
+f16stepsdone_765:
 	CMPQ        R8, $0x10
-	JB          f16step16_782
+	JB          f16step16_766
 	VCVTPH2PS   (R9), Z24
 	VCVTPH2PS   (R9)(BX*1), Z25
 	VCVTPH2PS   (R9)(BX*2), Z26
@@ -27339,9 +27004,9 @@ f16stepsdone_781:
 	ADDQ        $0x00000040, R12
 	SUBQ        $0x10, R8
 
-f16step16_782:
+f16step16_766:
 	TESTQ       R8, R8
-	JZ          notail_783
+	JZ          notail_767
 	MOVQ        $-1, R13
 	BZHIQ       R8, R13, R8
 	KMOVQ       R8, K1
@@ -27384,7 +27049,7 @@ f16step16_782:
 	VFMADD231PS Z28, Z26, Z17
 	VFMADD231PS Z28, Z27, Z23
 
-notail_783:
+notail_767:
 	MOVQ          outStride+112(FP), DI
 	SHLQ          $0x02, DI
 	MOVQ          CX, R8
@@ -27559,18 +27224,18 @@ notail_783:
 	LEAQ          (AX)(DI*2), AX
 	ADDQ          $0x04, CX
 	DECQ          DX
-	JNZ           f16spread_779
+	JNZ           f16spread_763
 	LEAQ          (AX)(BX*2), AX
 	ADDQ          BX, AX
 	LEAQ          (CX)(SI*2), CX
 	ADDQ          SI, CX
 
-f16spreaddone_778:
+f16spreaddone_762:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_785
+	JZ   f16singledone_769
 
-f16single_784:
+f16single_768:
 	// tile 1 rows × 6 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -27588,9 +27253,9 @@ f16single_784:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 
-f16steps_786:
+f16steps_770:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_787
+	JB          f16stepsdone_771
 	PREFETCHNTA 2048(DI)
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
@@ -27622,11 +27287,11 @@ f16steps_786:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_786
+	JMP         f16steps_770
 
-f16stepsdone_787:
+f16stepsdone_771:
 	CMPQ        SI, $0x10
-	JB          f16step16_788
+	JB          f16step16_772
 	VCVTPH2PS   (DI), Z6
 	VMOVUPS     (R8), Z7
 	VFMADD231PS Z7, Z6, Z0
@@ -27645,9 +27310,9 @@ f16stepsdone_787:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16step16_788:
+f16step16_772:
 	TESTQ       SI, SI
-	JZ          notail_789
+	JZ          notail_773
 	MOVQ        $-1, R10
 	BZHIQ       SI, R10, SI
 	KMOVQ       SI, K1
@@ -27666,7 +27331,7 @@ f16step16_788:
 	VMOVUPS.Z   (R9)(BX*2), K1, Z7
 	VFMADD231PS Z7, Z6, Z5
 
-notail_789:
+notail_773:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -27734,22 +27399,22 @@ notail_789:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_784
+	JNZ           f16single_768
 
-f16singledone_785:
-	JMP f16mmend_711
+f16singledone_769:
+	JMP f16mmend_695
 
-f16mmtokens_777:
+f16mmtokens_761:
 	CMPQ AX, $0x07
-	JNE  f16mmtokens_790
+	JNE  f16mmtokens_774
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_791:
+f16tiles_775:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_792
+	JB   f16tilesdone_776
 
 	// tile 3 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -27785,9 +27450,9 @@ f16tiles_791:
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 
-f16steps_793:
+f16steps_777:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_794
+	JB          f16stepsdone_778
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z21
 	PREFETCHT1  16384(R8)(BX*1)
@@ -27858,11 +27523,11 @@ f16steps_793:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_793
+	JMP         f16steps_777
 
-f16stepsdone_794:
+f16stepsdone_778:
 	CMPQ        DI, $0x10
-	JB          f16step16_795
+	JB          f16step16_779
 	VCVTPH2PS   (R8), Z21
 	VCVTPH2PS   (R8)(BX*1), Z22
 	VCVTPH2PS   (R8)(BX*2), Z23
@@ -27900,9 +27565,9 @@ f16stepsdone_794:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_795:
+f16step16_779:
 	TESTQ       DI, DI
-	JZ          notail_796
+	JZ          notail_780
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -27941,7 +27606,7 @@ f16step16_795:
 	VFMADD231PS Z24, Z22, Z13
 	VFMADD231PS Z24, Z23, Z20
 
-notail_796:
+notail_780:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28112,11 +27777,11 @@ notail_796:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_791
+	JMP           f16tiles_775
 
-f16tilesdone_792:
+f16tilesdone_776:
 	CMPQ DX, $0x02
-	JNE  f16rest_797
+	JNE  f16rest_781
 
 	// tile 2 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
@@ -28145,9 +27810,9 @@ f16tilesdone_792:
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 
-f16steps_798:
+f16steps_782:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_799
+	JB          f16stepsdone_783
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z14
 	PREFETCHT1  16384(R8)(BX*1)
@@ -28201,11 +27866,11 @@ f16steps_798:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_798
+	JMP         f16steps_782
 
-f16stepsdone_799:
+f16stepsdone_783:
 	CMPQ        DI, $0x10
-	JB          f16step16_800
+	JB          f16step16_784
 	VCVTPH2PS   (R8), Z14
 	VCVTPH2PS   (R8)(BX*1), Z15
 	VMOVUPS     (R9), Z16
@@ -28235,9 +27900,9 @@ f16stepsdone_799:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_800:
+f16step16_784:
 	TESTQ       DI, DI
-	JZ          notail_801
+	JZ          notail_785
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -28267,7 +27932,7 @@ f16step16_800:
 	VFMADD231PS Z16, Z14, Z6
 	VFMADD231PS Z16, Z15, Z13
 
-notail_801:
+notail_785:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28409,9 +28074,9 @@ notail_801:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_797:
+f16rest_781:
 	CMPQ DX, $0x01
-	JNE  f16rest_802
+	JNE  f16rest_786
 
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), DX
@@ -28433,9 +28098,9 @@ f16rest_797:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_803:
+f16steps_787:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_804
+	JB          f16stepsdone_788
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
@@ -28472,11 +28137,11 @@ f16steps_803:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_803
+	JMP         f16steps_787
 
-f16stepsdone_804:
+f16stepsdone_788:
 	CMPQ        BX, $0x10
-	JB          f16step16_805
+	JB          f16step16_789
 	VCVTPH2PS   (SI), Z7
 	VMOVUPS     (DI), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -28498,9 +28163,9 @@ f16stepsdone_804:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_805:
+f16step16_789:
 	TESTQ       BX, BX
-	JZ          notail_806
+	JZ          notail_790
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -28521,7 +28186,7 @@ f16step16_805:
 	VMOVUPS.Z   (R9), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_806:
+notail_790:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -28634,12 +28299,12 @@ notail_806:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_802:
+f16rest_786:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_808
+	JZ   f16singledone_792
 
-f16single_807:
+f16single_791:
 	// tile 1 rows × 7 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -28660,9 +28325,9 @@ f16single_807:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 
-f16steps_809:
+f16steps_793:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_810
+	JB          f16stepsdone_794
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
@@ -28699,11 +28364,11 @@ f16steps_809:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_809
+	JMP         f16steps_793
 
-f16stepsdone_810:
+f16stepsdone_794:
 	CMPQ        SI, $0x10
-	JB          f16step16_811
+	JB          f16step16_795
 	VCVTPH2PS   (DI), Z7
 	VMOVUPS     (R8), Z8
 	VFMADD231PS Z8, Z7, Z0
@@ -28725,9 +28390,9 @@ f16stepsdone_810:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_811:
+f16step16_795:
 	TESTQ       SI, SI
-	JZ          notail_812
+	JZ          notail_796
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -28748,7 +28413,7 @@ f16step16_811:
 	VMOVUPS.Z   (R10), K1, Z8
 	VFMADD231PS Z8, Z7, Z6
 
-notail_812:
+notail_796:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -28826,22 +28491,22 @@ notail_812:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_807
+	JNZ           f16single_791
 
-f16singledone_808:
-	JMP f16mmend_711
+f16singledone_792:
+	JMP f16mmend_695
 
-f16mmtokens_790:
+f16mmtokens_774:
 	CMPQ AX, $0x08
-	JNE  f16mmtokens_813
+	JNE  f16mmtokens_797
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_814:
+f16tiles_798:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_815
+	JB   f16tilesdone_799
 
 	// tile 3 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -28880,9 +28545,9 @@ f16tiles_814:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
-f16steps_816:
+f16steps_800:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_817
+	JB          f16stepsdone_801
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z24
 	PREFETCHT1  16384(R8)(BX*1)
@@ -28961,11 +28626,11 @@ f16steps_816:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_816
+	JMP         f16steps_800
 
-f16stepsdone_817:
+f16stepsdone_801:
 	CMPQ        DI, $0x10
-	JB          f16step16_818
+	JB          f16step16_802
 	VCVTPH2PS   (R8), Z24
 	VCVTPH2PS   (R8)(BX*1), Z25
 	VCVTPH2PS   (R8)(BX*2), Z26
@@ -29007,9 +28672,9 @@ f16stepsdone_817:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_818:
+f16step16_802:
 	TESTQ       DI, DI
-	JZ          notail_819
+	JZ          notail_803
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -29052,7 +28717,7 @@ f16step16_818:
 	VFMADD231PS Z27, Z25, Z15
 	VFMADD231PS Z27, Z26, Z23
 
-notail_819:
+notail_803:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -29246,11 +28911,11 @@ notail_819:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_814
+	JMP           f16tiles_798
 
-f16tilesdone_815:
+f16tilesdone_799:
 	CMPQ DX, $0x02
-	JNE  f16rest_820
+	JNE  f16rest_804
 
 	// tile 2 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
@@ -29281,9 +28946,9 @@ f16tilesdone_815:
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
-f16steps_821:
+f16steps_805:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_822
+	JB          f16stepsdone_806
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z16
 	PREFETCHT1  16384(R8)(BX*1)
@@ -29343,11 +29008,11 @@ f16steps_821:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_821
+	JMP         f16steps_805
 
-f16stepsdone_822:
+f16stepsdone_806:
 	CMPQ        DI, $0x10
-	JB          f16step16_823
+	JB          f16step16_807
 	VCVTPH2PS   (R8), Z16
 	VCVTPH2PS   (R8)(BX*1), Z17
 	VMOVUPS     (R9), Z18
@@ -29380,9 +29045,9 @@ f16stepsdone_822:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_823:
+f16step16_807:
 	TESTQ       DI, DI
-	JZ          notail_824
+	JZ          notail_808
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -29415,7 +29080,7 @@ f16step16_823:
 	VFMADD231PS Z18, Z16, Z7
 	VFMADD231PS Z18, Z17, Z15
 
-notail_824:
+notail_808:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -29576,9 +29241,9 @@ notail_824:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_820:
+f16rest_804:
 	CMPQ DX, $0x01
-	JNE  f16rest_825
+	JNE  f16rest_809
 
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), DX
@@ -29601,9 +29266,9 @@ f16rest_820:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_826:
+f16steps_810:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_827
+	JB          f16stepsdone_811
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
@@ -29644,11 +29309,11 @@ f16steps_826:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_826
+	JMP         f16steps_810
 
-f16stepsdone_827:
+f16stepsdone_811:
 	CMPQ        BX, $0x10
-	JB          f16step16_828
+	JB          f16step16_812
 	VCVTPH2PS   (SI), Z8
 	VMOVUPS     (DI), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -29672,9 +29337,9 @@ f16stepsdone_827:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_828:
+f16step16_812:
 	TESTQ       BX, BX
-	JZ          notail_829
+	JZ          notail_813
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -29697,7 +29362,7 @@ f16step16_828:
 	VMOVUPS.Z   (R9)(DX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_829:
+notail_813:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -29825,12 +29490,12 @@ notail_829:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_825:
+f16rest_809:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_831
+	JZ   f16singledone_815
 
-f16single_830:
+f16single_814:
 	// tile 1 rows × 8 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -29852,9 +29517,9 @@ f16single_830:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 
-f16steps_832:
+f16steps_816:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_833
+	JB          f16stepsdone_817
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
@@ -29895,11 +29560,11 @@ f16steps_832:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_832
+	JMP         f16steps_816
 
-f16stepsdone_833:
+f16stepsdone_817:
 	CMPQ        SI, $0x10
-	JB          f16step16_834
+	JB          f16step16_818
 	VCVTPH2PS   (DI), Z8
 	VMOVUPS     (R8), Z9
 	VFMADD231PS Z9, Z8, Z0
@@ -29923,9 +29588,9 @@ f16stepsdone_833:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_834:
+f16step16_818:
 	TESTQ       SI, SI
-	JZ          notail_835
+	JZ          notail_819
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -29948,7 +29613,7 @@ f16step16_834:
 	VMOVUPS.Z   (R10)(BX*1), K1, Z9
 	VFMADD231PS Z9, Z8, Z7
 
-notail_835:
+notail_819:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30036,22 +29701,22 @@ notail_835:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_830
+	JNZ           f16single_814
 
-f16singledone_831:
-	JMP f16mmend_711
+f16singledone_815:
+	JMP f16mmend_695
 
-f16mmtokens_813:
+f16mmtokens_797:
 	CMPQ AX, $0x09
-	JNE  f16mmtokens_836
+	JNE  f16mmtokens_820
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 
-f16tiles_837:
+f16tiles_821:
 	CMPQ DX, $0x03
-	JB   f16tilesdone_838
+	JB   f16tilesdone_822
 
 	// tile 3 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -30093,9 +29758,9 @@ f16tiles_837:
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 
-f16steps_839:
+f16steps_823:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_840
+	JB          f16stepsdone_824
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z27
 	PREFETCHT1  16384(R8)(BX*1)
@@ -30182,11 +29847,11 @@ f16steps_839:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_839
+	JMP         f16steps_823
 
-f16stepsdone_840:
+f16stepsdone_824:
 	CMPQ        DI, $0x10
-	JB          f16step16_841
+	JB          f16step16_825
 	VCVTPH2PS   (R8), Z27
 	VCVTPH2PS   (R8)(BX*1), Z28
 	VCVTPH2PS   (R8)(BX*2), Z29
@@ -30232,9 +29897,9 @@ f16stepsdone_840:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_841:
+f16step16_825:
 	TESTQ       DI, DI
-	JZ          notail_842
+	JZ          notail_826
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -30281,7 +29946,7 @@ f16step16_841:
 	VFMADD231PS Z30, Z28, Z17
 	VFMADD231PS Z30, Z29, Z26
 
-notail_842:
+notail_826:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30498,11 +30163,11 @@ notail_842:
 	ADDQ          BX, AX
 	ADDQ          $0x0000000c, CX
 	SUBQ          $0x03, DX
-	JMP           f16tiles_837
+	JMP           f16tiles_821
 
-f16tilesdone_838:
+f16tilesdone_822:
 	CMPQ DX, $0x02
-	JNE  f16rest_843
+	JNE  f16rest_827
 
 	// tile 2 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
@@ -30535,9 +30200,9 @@ f16tilesdone_838:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
-f16steps_844:
+f16steps_828:
 	CMPQ        DI, $0x00000020
-	JB          f16stepsdone_845
+	JB          f16stepsdone_829
 	PREFETCHT1  16384(R8)
 	VCVTPH2PS   (R8), Z18
 	PREFETCHT1  16384(R8)(BX*1)
@@ -30603,11 +30268,11 @@ f16steps_844:
 	ADDQ        $0x00000080, R10
 	ADDQ        $0x00000080, R11
 	SUBQ        $0x00000020, DI
-	JMP         f16steps_844
+	JMP         f16steps_828
 
-f16stepsdone_845:
+f16stepsdone_829:
 	CMPQ        DI, $0x10
-	JB          f16step16_846
+	JB          f16step16_830
 	VCVTPH2PS   (R8), Z18
 	VCVTPH2PS   (R8)(BX*1), Z19
 	VMOVUPS     (R9), Z20
@@ -30643,9 +30308,9 @@ f16stepsdone_845:
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x10, DI
 
-f16step16_846:
+f16step16_830:
 	TESTQ       DI, DI
-	JZ          notail_847
+	JZ          notail_831
 	MOVQ        $-1, R12
 	BZHIQ       DI, R12, DI
 	KMOVQ       DI, K1
@@ -30681,7 +30346,7 @@ f16step16_846:
 	VFMADD231PS Z20, Z18, Z8
 	VFMADD231PS Z20, Z19, Z17
 
-notail_847:
+notail_831:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -30861,9 +30526,9 @@ notail_847:
 	ADDQ          BX, AX
 	ADDQ          $0x00000008, CX
 
-f16rest_843:
+f16rest_827:
 	CMPQ DX, $0x01
-	JNE  f16rest_848
+	JNE  f16rest_832
 
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), DX
@@ -30887,9 +30552,9 @@ f16rest_843:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_849:
+f16steps_833:
 	CMPQ        BX, $0x00000020
-	JB          f16stepsdone_850
+	JB          f16stepsdone_834
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
@@ -30934,11 +30599,11 @@ f16steps_849:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, BX
-	JMP         f16steps_849
+	JMP         f16steps_833
 
-f16stepsdone_850:
+f16stepsdone_834:
 	CMPQ        BX, $0x10
-	JB          f16step16_851
+	JB          f16step16_835
 	VCVTPH2PS   (SI), Z9
 	VMOVUPS     (DI), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -30964,9 +30629,9 @@ f16stepsdone_850:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, BX
 
-f16step16_851:
+f16step16_835:
 	TESTQ       BX, BX
-	JZ          notail_852
+	JZ          notail_836
 	MOVQ        $-1, R10
 	BZHIQ       BX, R10, BX
 	KMOVQ       BX, K1
@@ -30991,7 +30656,7 @@ f16step16_851:
 	VMOVUPS.Z   (R9)(DX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_852:
+notail_836:
 	MOVQ          outStride+112(FP), DX
 	SHLQ          $0x02, DX
 	MOVQ          CX, BX
@@ -31134,12 +30799,12 @@ notail_852:
 	ADDQ          DX, AX
 	ADDQ          $0x00000004, CX
 
-f16rest_848:
+f16rest_832:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16singledone_854
+	JZ   f16singledone_838
 
-f16single_853:
+f16single_837:
 	// tile 1 rows × 9 tokens
 	MOVQ   stride+24(FP), BX
 	SHLQ   $0x01, BX
@@ -31162,9 +30827,9 @@ f16single_853:
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 
-f16steps_855:
+f16steps_839:
 	CMPQ        SI, $0x00000020
-	JB          f16stepsdone_856
+	JB          f16stepsdone_840
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
@@ -31209,11 +30874,11 @@ f16steps_855:
 	ADDQ        $0x00000080, R9
 	ADDQ        $0x00000080, R10
 	SUBQ        $0x00000020, SI
-	JMP         f16steps_855
+	JMP         f16steps_839
 
-f16stepsdone_856:
+f16stepsdone_840:
 	CMPQ        SI, $0x10
-	JB          f16step16_857
+	JB          f16step16_841
 	VCVTPH2PS   (DI), Z9
 	VMOVUPS     (R8), Z10
 	VFMADD231PS Z10, Z9, Z0
@@ -31239,9 +30904,9 @@ f16stepsdone_856:
 	ADDQ        $0x00000040, R10
 	SUBQ        $0x10, SI
 
-f16step16_857:
+f16step16_841:
 	TESTQ       SI, SI
-	JZ          notail_858
+	JZ          notail_842
 	MOVQ        $-1, R11
 	BZHIQ       SI, R11, SI
 	KMOVQ       SI, K1
@@ -31266,7 +30931,7 @@ f16step16_857:
 	VMOVUPS.Z   (R10)(BX*2), K1, Z10
 	VFMADD231PS Z10, Z9, Z8
 
-notail_858:
+notail_842:
 	MOVQ          outStride+112(FP), BX
 	SHLQ          $0x02, BX
 	MOVQ          CX, SI
@@ -31364,13 +31029,13 @@ notail_858:
 	ADDQ          BX, AX
 	ADDQ          $0x00000004, CX
 	DECQ          DX
-	JNZ           f16single_853
+	JNZ           f16single_837
 
-f16singledone_854:
-	JMP f16mmend_711
+f16singledone_838:
+	JMP f16mmend_695
 
-f16mmtokens_836:
-f16mmend_711:
+f16mmtokens_820:
+f16mmend_695:
 	VZEROUPPER
 	RET
 
@@ -31379,15 +31044,15 @@ f16mmend_711:
 TEXT ·dotF16MatMulAVX2(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x01
-	JNE  f16x2tokens_860
+	JNE  f16x2tokens_844
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 	SHRQ $0x01, DX
-	JZ   f16x2rowsdone_862
+	JZ   f16x2rowsdone_846
 
-f16x2rows_861:
+f16x2rows_845:
 	// avx2 tile 2 rows × 1 tokens
 	MOVQ  xStride+64(FP), BX
 	SHLQ  $0x02, BX
@@ -31401,9 +31066,9 @@ f16x2rows_861:
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 
-f16x2steps_863:
+f16x2steps_847:
 	CMPQ        BX, $0x00000020
-	JB          f16x2stepsdone_864
+	JB          f16x2stepsdone_848
 	PREFETCHT1  16384(DI)
 	PREFETCHT1  16384(DI)(SI*1)
 	VCVTPH2PS   (DI), Y4
@@ -31429,11 +31094,11 @@ f16x2steps_863:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, BX
-	JMP         f16x2steps_863
+	JMP         f16x2steps_847
 
-f16x2stepsdone_864:
+f16x2stepsdone_848:
 	CMPQ        BX, $0x10
-	JB          f16x2part_865
+	JB          f16x2part_849
 	VCVTPH2PS   (DI), Y4
 	VCVTPH2PS   (DI)(SI*1), Y5
 	VMOVUPS     (R8), Y6
@@ -31448,9 +31113,9 @@ f16x2stepsdone_864:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, BX
 
-f16x2part_865:
+f16x2part_849:
 	CMPQ        BX, $0x08
-	JB          f16x2part_866
+	JB          f16x2part_850
 	VCVTPH2PS   (DI), Y4
 	VCVTPH2PS   (DI)(SI*1), Y5
 	VMOVUPS     (R8), Y6
@@ -31460,7 +31125,7 @@ f16x2part_865:
 	ADDQ        $0x00000020, R8
 	SUBQ        $0x08, BX
 
-f16x2part_866:
+f16x2part_850:
 	VADDPS       Y2, Y0, Y0
 	VUNPCKLPS    Y0, Y0, Y2
 	VUNPCKHPS    Y0, Y0, Y4
@@ -31486,9 +31151,9 @@ f16x2part_866:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	TESTQ        BX, BX
-	JZ           f16x2taildone_868
+	JZ           f16x2taildone_852
 
-f16x2tail_867:
+f16x2tail_851:
 	MOVWLZX     (DI), R9
 	VMOVD       R9, X1
 	VCVTPH2PS   X1, X1
@@ -31500,9 +31165,9 @@ f16x2tail_867:
 	ADDQ        $0x00000002, DI
 	ADDQ        $0x00000004, R8
 	DECQ        BX
-	JNZ         f16x2tail_867
+	JNZ         f16x2tail_851
 
-f16x2taildone_868:
+f16x2taildone_852:
 	MOVQ   outStride+112(FP), BX
 	SHLQ   $0x02, BX
 	MOVQ   CX, BX
@@ -31513,14 +31178,14 @@ f16x2taildone_868:
 	LEAQ   (AX)(BX*2), AX
 	ADDQ   $0x00000008, CX
 	DECQ   DX
-	JNZ    f16x2rows_861
+	JNZ    f16x2rows_845
 
-f16x2rowsdone_862:
+f16x2rowsdone_846:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16x2rowsdone_870
+	JZ   f16x2rowsdone_854
 
-f16x2rows_869:
+f16x2rows_853:
 	// avx2 tile 1 rows × 1 tokens
 	MOVQ  xStride+64(FP), BX
 	SHLQ  $0x02, BX
@@ -31532,9 +31197,9 @@ f16x2rows_869:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 
-f16x2steps_871:
+f16x2steps_855:
 	CMPQ        BX, $0x00000020
-	JB          f16x2stepsdone_872
+	JB          f16x2stepsdone_856
 	PREFETCHT1  16384(SI)
 	VCVTPH2PS   (SI), Y2
 	VFMADD231PS (DI), Y2, Y0
@@ -31547,11 +31212,11 @@ f16x2steps_871:
 	ADDQ        $0x00000040, SI
 	ADDQ        $0x00000080, DI
 	SUBQ        $0x00000020, BX
-	JMP         f16x2steps_871
+	JMP         f16x2steps_855
 
-f16x2stepsdone_872:
+f16x2stepsdone_856:
 	CMPQ        BX, $0x10
-	JB          f16x2part_873
+	JB          f16x2part_857
 	VCVTPH2PS   (SI), Y2
 	VFMADD231PS (DI), Y2, Y0
 	VCVTPH2PS   16(SI), Y2
@@ -31560,16 +31225,16 @@ f16x2stepsdone_872:
 	ADDQ        $0x00000040, DI
 	SUBQ        $0x10, BX
 
-f16x2part_873:
+f16x2part_857:
 	CMPQ        BX, $0x08
-	JB          f16x2part_874
+	JB          f16x2part_858
 	VCVTPH2PS   (SI), Y2
 	VFMADD231PS (DI), Y2, Y0
 	ADDQ        $0x00000010, SI
 	ADDQ        $0x00000020, DI
 	SUBQ        $0x08, BX
 
-f16x2part_874:
+f16x2part_858:
 	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X0, X1, X1
@@ -31578,9 +31243,9 @@ f16x2part_874:
 	VPSHUFD      $0xb1, X1, X0
 	VADDPS       X0, X1, X1
 	TESTQ        BX, BX
-	JZ           f16x2taildone_876
+	JZ           f16x2taildone_860
 
-f16x2tail_875:
+f16x2tail_859:
 	MOVWLZX     (SI), R8
 	VMOVD       R8, X0
 	VCVTPH2PS   X0, X0
@@ -31588,9 +31253,9 @@ f16x2tail_875:
 	ADDQ        $0x00000002, SI
 	ADDQ        $0x00000004, DI
 	DECQ        BX
-	JNZ         f16x2tail_875
+	JNZ         f16x2tail_859
 
-f16x2taildone_876:
+f16x2taildone_860:
 	MOVQ   outStride+112(FP), BX
 	SHLQ   $0x02, BX
 	MOVQ   CX, BX
@@ -31600,22 +31265,22 @@ f16x2taildone_876:
 	ADDQ   BX, AX
 	ADDQ   $0x00000004, CX
 	DECQ   DX
-	JNZ    f16x2rows_869
+	JNZ    f16x2rows_853
 
-f16x2rowsdone_870:
-	JMP f16x2end_859
+f16x2rowsdone_854:
+	JMP f16x2end_843
 
-f16x2tokens_860:
+f16x2tokens_844:
 	CMPQ AX, $0x02
-	JNE  f16x2tokens_877
+	JNE  f16x2tokens_861
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 	SHRQ $0x01, DX
-	JZ   f16x2rowsdone_879
+	JZ   f16x2rowsdone_863
 
-f16x2rows_878:
+f16x2rows_862:
 	// avx2 tile 2 rows × 2 tokens
 	MOVQ  xStride+64(FP), BX
 	SHLQ  $0x02, BX
@@ -31633,9 +31298,9 @@ f16x2rows_878:
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
 
-f16x2steps_880:
+f16x2steps_864:
 	CMPQ        SI, $0x00000020
-	JB          f16x2stepsdone_881
+	JB          f16x2stepsdone_865
 	PREFETCHT1  16384(R8)
 	PREFETCHT1  16384(R8)(DI*1)
 	VCVTPH2PS   (R8), Y8
@@ -31673,11 +31338,11 @@ f16x2steps_880:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16x2steps_880
+	JMP         f16x2steps_864
 
-f16x2stepsdone_881:
+f16x2stepsdone_865:
 	CMPQ        SI, $0x10
-	JB          f16x2part_882
+	JB          f16x2part_866
 	VCVTPH2PS   (R8), Y8
 	VCVTPH2PS   (R8)(DI*1), Y9
 	VMOVUPS     (R9), Y10
@@ -31698,9 +31363,9 @@ f16x2stepsdone_881:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16x2part_882:
+f16x2part_866:
 	CMPQ        SI, $0x08
-	JB          f16x2part_883
+	JB          f16x2part_867
 	VCVTPH2PS   (R8), Y8
 	VCVTPH2PS   (R8)(DI*1), Y9
 	VMOVUPS     (R9), Y10
@@ -31713,7 +31378,7 @@ f16x2part_882:
 	ADDQ        $0x00000020, R9
 	SUBQ        $0x08, SI
 
-f16x2part_883:
+f16x2part_867:
 	VADDPS       Y4, Y0, Y0
 	VUNPCKLPS    Y0, Y0, Y4
 	VUNPCKHPS    Y0, Y0, Y8
@@ -31763,9 +31428,9 @@ f16x2part_883:
 	VEXTRACTF128 $0x01, Y3, X2
 	VADDPS       X3, X2, X2
 	TESTQ        SI, SI
-	JZ           f16x2taildone_885
+	JZ           f16x2taildone_869
 
-f16x2tail_884:
+f16x2tail_868:
 	MOVWLZX     (R8), R10
 	VMOVD       R10, X3
 	VCVTPH2PS   X3, X3
@@ -31779,9 +31444,9 @@ f16x2tail_884:
 	ADDQ        $0x00000002, R8
 	ADDQ        $0x00000004, R9
 	DECQ        SI
-	JNZ         f16x2tail_884
+	JNZ         f16x2tail_868
 
-f16x2taildone_885:
+f16x2taildone_869:
 	MOVQ   outStride+112(FP), BX
 	SHLQ   $0x02, BX
 	MOVQ   CX, SI
@@ -31795,14 +31460,14 @@ f16x2taildone_885:
 	LEAQ   (AX)(BX*2), AX
 	ADDQ   $0x00000008, CX
 	DECQ   DX
-	JNZ    f16x2rows_878
+	JNZ    f16x2rows_862
 
-f16x2rowsdone_879:
+f16x2rowsdone_863:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16x2rowsdone_887
+	JZ   f16x2rowsdone_871
 
-f16x2rows_886:
+f16x2rows_870:
 	// avx2 tile 1 rows × 2 tokens
 	MOVQ  xStride+64(FP), BX
 	SHLQ  $0x02, BX
@@ -31816,9 +31481,9 @@ f16x2rows_886:
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 
-f16x2steps_888:
+f16x2steps_872:
 	CMPQ        SI, $0x00000020
-	JB          f16x2stepsdone_889
+	JB          f16x2stepsdone_873
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Y4
 	VFMADD231PS (R8), Y4, Y0
@@ -31835,11 +31500,11 @@ f16x2steps_888:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16x2steps_888
+	JMP         f16x2steps_872
 
-f16x2stepsdone_889:
+f16x2stepsdone_873:
 	CMPQ        SI, $0x10
-	JB          f16x2part_890
+	JB          f16x2part_874
 	VCVTPH2PS   (DI), Y4
 	VFMADD231PS (R8), Y4, Y0
 	VFMADD231PS (R8)(BX*1), Y4, Y1
@@ -31850,9 +31515,9 @@ f16x2stepsdone_889:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16x2part_890:
+f16x2part_874:
 	CMPQ        SI, $0x08
-	JB          f16x2part_891
+	JB          f16x2part_875
 	VCVTPH2PS   (DI), Y4
 	VFMADD231PS (R8), Y4, Y0
 	VFMADD231PS (R8)(BX*1), Y4, Y1
@@ -31860,7 +31525,7 @@ f16x2part_890:
 	ADDQ        $0x00000020, R8
 	SUBQ        $0x08, SI
 
-f16x2part_891:
+f16x2part_875:
 	VADDPS       Y2, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X0, X2, X2
@@ -31876,9 +31541,9 @@ f16x2part_891:
 	VPSHUFD      $0xb1, X0, X1
 	VADDPS       X1, X0, X0
 	TESTQ        SI, SI
-	JZ           f16x2taildone_893
+	JZ           f16x2taildone_877
 
-f16x2tail_892:
+f16x2tail_876:
 	MOVWLZX     (DI), R9
 	VMOVD       R9, X1
 	VCVTPH2PS   X1, X1
@@ -31887,9 +31552,9 @@ f16x2tail_892:
 	ADDQ        $0x00000002, DI
 	ADDQ        $0x00000004, R8
 	DECQ        SI
-	JNZ         f16x2tail_892
+	JNZ         f16x2tail_876
 
-f16x2taildone_893:
+f16x2taildone_877:
 	MOVQ   outStride+112(FP), BX
 	SHLQ   $0x02, BX
 	MOVQ   CX, SI
@@ -31901,22 +31566,22 @@ f16x2taildone_893:
 	ADDQ   BX, AX
 	ADDQ   $0x00000004, CX
 	DECQ   DX
-	JNZ    f16x2rows_886
+	JNZ    f16x2rows_870
 
-f16x2rowsdone_887:
-	JMP f16x2end_859
+f16x2rowsdone_871:
+	JMP f16x2end_843
 
-f16x2tokens_877:
+f16x2tokens_861:
 	CMPQ AX, $0x03
-	JNE  f16x2tokens_894
+	JNE  f16x2tokens_878
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
 	SHRQ $0x01, DX
-	JZ   f16x2rowsdone_896
+	JZ   f16x2rowsdone_880
 
-f16x2rows_895:
+f16x2rows_879:
 	// avx2 tile 2 rows × 3 tokens
 	MOVQ  xStride+64(FP), BX
 	SHLQ  $0x02, BX
@@ -31938,9 +31603,9 @@ f16x2rows_895:
 	VPXOR Y10, Y10, Y10
 	VPXOR Y11, Y11, Y11
 
-f16x2steps_897:
+f16x2steps_881:
 	CMPQ        SI, $0x00000020
-	JB          f16x2stepsdone_898
+	JB          f16x2stepsdone_882
 	PREFETCHT1  16384(R8)
 	PREFETCHT1  16384(R8)(DI*1)
 	VCVTPH2PS   (R8), Y12
@@ -31990,11 +31655,11 @@ f16x2steps_897:
 	ADDQ        $0x00000040, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16x2steps_897
+	JMP         f16x2steps_881
 
-f16x2stepsdone_898:
+f16x2stepsdone_882:
 	CMPQ        SI, $0x10
-	JB          f16x2part_899
+	JB          f16x2part_883
 	VCVTPH2PS   (R8), Y12
 	VCVTPH2PS   (R8)(DI*1), Y13
 	VMOVUPS     (R9), Y14
@@ -32021,9 +31686,9 @@ f16x2stepsdone_898:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16x2part_899:
+f16x2part_883:
 	CMPQ        SI, $0x08
-	JB          f16x2part_900
+	JB          f16x2part_884
 	VCVTPH2PS   (R8), Y12
 	VCVTPH2PS   (R8)(DI*1), Y13
 	VMOVUPS     (R9), Y14
@@ -32039,7 +31704,7 @@ f16x2part_899:
 	ADDQ        $0x00000020, R9
 	SUBQ        $0x08, SI
 
-f16x2part_900:
+f16x2part_884:
 	VADDPS       Y6, Y0, Y0
 	VUNPCKLPS    Y0, Y0, Y6
 	VUNPCKHPS    Y0, Y0, Y12
@@ -32113,9 +31778,9 @@ f16x2part_900:
 	VEXTRACTF128 $0x01, Y5, X4
 	VADDPS       X5, X4, X4
 	TESTQ        SI, SI
-	JZ           f16x2taildone_902
+	JZ           f16x2taildone_886
 
-f16x2tail_901:
+f16x2tail_885:
 	MOVWLZX     (R8), R10
 	VMOVD       R10, X5
 	VCVTPH2PS   X5, X5
@@ -32131,9 +31796,9 @@ f16x2tail_901:
 	ADDQ        $0x00000002, R8
 	ADDQ        $0x00000004, R9
 	DECQ        SI
-	JNZ         f16x2tail_901
+	JNZ         f16x2tail_885
 
-f16x2taildone_902:
+f16x2taildone_886:
 	MOVQ   outStride+112(FP), BX
 	SHLQ   $0x02, BX
 	MOVQ   CX, SI
@@ -32150,14 +31815,14 @@ f16x2taildone_902:
 	LEAQ   (AX)(BX*2), AX
 	ADDQ   $0x00000008, CX
 	DECQ   DX
-	JNZ    f16x2rows_895
+	JNZ    f16x2rows_879
 
-f16x2rowsdone_896:
+f16x2rowsdone_880:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16x2rowsdone_904
+	JZ   f16x2rowsdone_888
 
-f16x2rows_903:
+f16x2rows_887:
 	// avx2 tile 1 rows × 3 tokens
 	MOVQ  xStride+64(FP), BX
 	SHLQ  $0x02, BX
@@ -32173,9 +31838,9 @@ f16x2rows_903:
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 
-f16x2steps_905:
+f16x2steps_889:
 	CMPQ        SI, $0x00000020
-	JB          f16x2stepsdone_906
+	JB          f16x2stepsdone_890
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Y6
 	VFMADD231PS (R8), Y6, Y0
@@ -32196,11 +31861,11 @@ f16x2steps_905:
 	ADDQ        $0x00000040, DI
 	ADDQ        $0x00000080, R8
 	SUBQ        $0x00000020, SI
-	JMP         f16x2steps_905
+	JMP         f16x2steps_889
 
-f16x2stepsdone_906:
+f16x2stepsdone_890:
 	CMPQ        SI, $0x10
-	JB          f16x2part_907
+	JB          f16x2part_891
 	VCVTPH2PS   (DI), Y6
 	VFMADD231PS (R8), Y6, Y0
 	VFMADD231PS (R8)(BX*1), Y6, Y1
@@ -32213,9 +31878,9 @@ f16x2stepsdone_906:
 	ADDQ        $0x00000040, R8
 	SUBQ        $0x10, SI
 
-f16x2part_907:
+f16x2part_891:
 	CMPQ        SI, $0x08
-	JB          f16x2part_908
+	JB          f16x2part_892
 	VCVTPH2PS   (DI), Y6
 	VFMADD231PS (R8), Y6, Y0
 	VFMADD231PS (R8)(BX*1), Y6, Y1
@@ -32224,7 +31889,7 @@ f16x2part_907:
 	ADDQ        $0x00000020, R8
 	SUBQ        $0x08, SI
 
-f16x2part_908:
+f16x2part_892:
 	VADDPS       Y3, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X3
 	VADDPS       X0, X3, X3
@@ -32247,9 +31912,9 @@ f16x2part_908:
 	VPSHUFD      $0xb1, X1, X2
 	VADDPS       X2, X1, X1
 	TESTQ        SI, SI
-	JZ           f16x2taildone_910
+	JZ           f16x2taildone_894
 
-f16x2tail_909:
+f16x2tail_893:
 	MOVWLZX     (DI), R9
 	VMOVD       R9, X2
 	VCVTPH2PS   X2, X2
@@ -32259,9 +31924,9 @@ f16x2tail_909:
 	ADDQ        $0x00000002, DI
 	ADDQ        $0x00000004, R8
 	DECQ        SI
-	JNZ         f16x2tail_909
+	JNZ         f16x2tail_893
 
-f16x2taildone_910:
+f16x2taildone_894:
 	MOVQ   outStride+112(FP), BX
 	SHLQ   $0x02, BX
 	MOVQ   CX, SI
@@ -32275,21 +31940,21 @@ f16x2taildone_910:
 	ADDQ   BX, AX
 	ADDQ   $0x00000004, CX
 	DECQ   DX
-	JNZ    f16x2rows_903
+	JNZ    f16x2rows_887
 
-f16x2rowsdone_904:
-	JMP f16x2end_859
+f16x2rowsdone_888:
+	JMP f16x2end_843
 
-f16x2tokens_894:
+f16x2tokens_878:
 	CMPQ AX, $0x04
-	JNE  f16x2tokens_911
+	JNE  f16x2tokens_895
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
-	JZ   f16x2rowsdone_913
+	JZ   f16x2rowsdone_897
 
-f16x2rows_912:
+f16x2rows_896:
 	// avx2 tile 1 rows × 4 tokens
 	MOVQ  xStride+64(FP), BX
 	SHLQ  $0x02, BX
@@ -32309,9 +31974,9 @@ f16x2rows_912:
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
 
-f16x2steps_914:
+f16x2steps_898:
 	CMPQ        SI, $0x00000020
-	JB          f16x2stepsdone_915
+	JB          f16x2stepsdone_899
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Y8
 	VFMADD231PS (R8), Y8, Y0
@@ -32337,11 +32002,11 @@ f16x2steps_914:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16x2steps_914
+	JMP         f16x2steps_898
 
-f16x2stepsdone_915:
+f16x2stepsdone_899:
 	CMPQ        SI, $0x10
-	JB          f16x2part_916
+	JB          f16x2part_900
 	VCVTPH2PS   (DI), Y8
 	VFMADD231PS (R8), Y8, Y0
 	VFMADD231PS (R8)(BX*1), Y8, Y1
@@ -32357,9 +32022,9 @@ f16x2stepsdone_915:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16x2part_916:
+f16x2part_900:
 	CMPQ        SI, $0x08
-	JB          f16x2part_917
+	JB          f16x2part_901
 	VCVTPH2PS   (DI), Y8
 	VFMADD231PS (R8), Y8, Y0
 	VFMADD231PS (R8)(BX*1), Y8, Y1
@@ -32370,7 +32035,7 @@ f16x2part_916:
 	ADDQ        $0x00000020, R9
 	SUBQ        $0x08, SI
 
-f16x2part_917:
+f16x2part_901:
 	VADDPS       Y4, Y0, Y0
 	VUNPCKLPS    Y0, Y0, Y4
 	VUNPCKHPS    Y0, Y0, Y8
@@ -32420,9 +32085,9 @@ f16x2part_917:
 	VEXTRACTF128 $0x01, Y3, X2
 	VADDPS       X3, X2, X2
 	TESTQ        SI, SI
-	JZ           f16x2taildone_919
+	JZ           f16x2taildone_903
 
-f16x2tail_918:
+f16x2tail_902:
 	MOVWLZX     (DI), R10
 	VMOVD       R10, X3
 	VCVTPH2PS   X3, X3
@@ -32434,9 +32099,9 @@ f16x2tail_918:
 	ADDQ        $0x00000004, R8
 	ADDQ        $0x00000004, R9
 	DECQ        SI
-	JNZ         f16x2tail_918
+	JNZ         f16x2tail_902
 
-f16x2taildone_919:
+f16x2taildone_903:
 	MOVQ   outStride+112(FP), BX
 	SHLQ   $0x02, BX
 	MOVQ   CX, SI
@@ -32452,14 +32117,14 @@ f16x2taildone_919:
 	ADDQ   BX, AX
 	ADDQ   $0x00000004, CX
 	DECQ   DX
-	JNZ    f16x2rows_912
+	JNZ    f16x2rows_896
 
-f16x2rowsdone_913:
+f16x2rowsdone_897:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16x2rowsdone_921
+	JZ   f16x2rowsdone_905
 
-f16x2rows_920:
+f16x2rows_904:
 	// avx2 tile 1 rows × 4 tokens
 	MOVQ  xStride+64(FP), BX
 	SHLQ  $0x02, BX
@@ -32479,9 +32144,9 @@ f16x2rows_920:
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
 
-f16x2steps_922:
+f16x2steps_906:
 	CMPQ        SI, $0x00000020
-	JB          f16x2stepsdone_923
+	JB          f16x2stepsdone_907
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Y8
 	VFMADD231PS (R8), Y8, Y0
@@ -32507,11 +32172,11 @@ f16x2steps_922:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16x2steps_922
+	JMP         f16x2steps_906
 
-f16x2stepsdone_923:
+f16x2stepsdone_907:
 	CMPQ        SI, $0x10
-	JB          f16x2part_924
+	JB          f16x2part_908
 	VCVTPH2PS   (DI), Y8
 	VFMADD231PS (R8), Y8, Y0
 	VFMADD231PS (R8)(BX*1), Y8, Y1
@@ -32527,9 +32192,9 @@ f16x2stepsdone_923:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16x2part_924:
+f16x2part_908:
 	CMPQ        SI, $0x08
-	JB          f16x2part_925
+	JB          f16x2part_909
 	VCVTPH2PS   (DI), Y8
 	VFMADD231PS (R8), Y8, Y0
 	VFMADD231PS (R8)(BX*1), Y8, Y1
@@ -32540,7 +32205,7 @@ f16x2part_924:
 	ADDQ        $0x00000020, R9
 	SUBQ        $0x08, SI
 
-f16x2part_925:
+f16x2part_909:
 	VADDPS       Y4, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X0, X4, X4
@@ -32570,9 +32235,9 @@ f16x2part_925:
 	VPSHUFD      $0xb1, X2, X3
 	VADDPS       X3, X2, X2
 	TESTQ        SI, SI
-	JZ           f16x2taildone_927
+	JZ           f16x2taildone_911
 
-f16x2tail_926:
+f16x2tail_910:
 	MOVWLZX     (DI), R10
 	VMOVD       R10, X3
 	VCVTPH2PS   X3, X3
@@ -32584,9 +32249,9 @@ f16x2tail_926:
 	ADDQ        $0x00000004, R8
 	ADDQ        $0x00000004, R9
 	DECQ        SI
-	JNZ         f16x2tail_926
+	JNZ         f16x2tail_910
 
-f16x2taildone_927:
+f16x2taildone_911:
 	MOVQ   outStride+112(FP), BX
 	SHLQ   $0x02, BX
 	MOVQ   CX, SI
@@ -32602,21 +32267,21 @@ f16x2taildone_927:
 	ADDQ   BX, AX
 	ADDQ   $0x00000004, CX
 	DECQ   DX
-	JNZ    f16x2rows_920
+	JNZ    f16x2rows_904
 
-f16x2rowsdone_921:
-	JMP f16x2end_859
+f16x2rowsdone_905:
+	JMP f16x2end_843
 
-f16x2tokens_911:
+f16x2tokens_895:
 	CMPQ AX, $0x05
-	JNE  f16x2tokens_928
+	JNE  f16x2tokens_912
 	MOVQ w_base+0(FP), AX
 	MOVQ out_base+88(FP), CX
 	MOVQ rows+32(FP), DX
 	ANDQ $-4, DX
-	JZ   f16x2rowsdone_930
+	JZ   f16x2rowsdone_914
 
-f16x2rows_929:
+f16x2rows_913:
 	// avx2 tile 1 rows × 5 tokens
 	MOVQ  xStride+64(FP), BX
 	SHLQ  $0x02, BX
@@ -32638,9 +32303,9 @@ f16x2rows_929:
 	VPXOR Y8, Y8, Y8
 	VPXOR Y9, Y9, Y9
 
-f16x2steps_931:
+f16x2steps_915:
 	CMPQ        SI, $0x00000020
-	JB          f16x2stepsdone_932
+	JB          f16x2stepsdone_916
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Y10
 	VFMADD231PS (R8), Y10, Y0
@@ -32670,11 +32335,11 @@ f16x2steps_931:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16x2steps_931
+	JMP         f16x2steps_915
 
-f16x2stepsdone_932:
+f16x2stepsdone_916:
 	CMPQ        SI, $0x10
-	JB          f16x2part_933
+	JB          f16x2part_917
 	VCVTPH2PS   (DI), Y10
 	VFMADD231PS (R8), Y10, Y0
 	VFMADD231PS (R8)(BX*1), Y10, Y1
@@ -32692,9 +32357,9 @@ f16x2stepsdone_932:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16x2part_933:
+f16x2part_917:
 	CMPQ        SI, $0x08
-	JB          f16x2part_934
+	JB          f16x2part_918
 	VCVTPH2PS   (DI), Y10
 	VFMADD231PS (R8), Y10, Y0
 	VFMADD231PS (R8)(BX*1), Y10, Y1
@@ -32706,7 +32371,7 @@ f16x2part_933:
 	ADDQ        $0x00000020, R9
 	SUBQ        $0x08, SI
 
-f16x2part_934:
+f16x2part_918:
 	VADDPS       Y5, Y0, Y0
 	VUNPCKLPS    Y0, Y0, Y5
 	VUNPCKHPS    Y0, Y0, Y10
@@ -32768,9 +32433,9 @@ f16x2part_934:
 	VEXTRACTF128 $0x01, Y4, X3
 	VADDPS       X4, X3, X3
 	TESTQ        SI, SI
-	JZ           f16x2taildone_936
+	JZ           f16x2taildone_920
 
-f16x2tail_935:
+f16x2tail_919:
 	MOVWLZX     (DI), R10
 	VMOVD       R10, X4
 	VCVTPH2PS   X4, X4
@@ -32783,9 +32448,9 @@ f16x2tail_935:
 	ADDQ        $0x00000004, R8
 	ADDQ        $0x00000004, R9
 	DECQ        SI
-	JNZ         f16x2tail_935
+	JNZ         f16x2tail_919
 
-f16x2taildone_936:
+f16x2taildone_920:
 	MOVQ   outStride+112(FP), BX
 	SHLQ   $0x02, BX
 	MOVQ   CX, SI
@@ -32803,14 +32468,14 @@ f16x2taildone_936:
 	ADDQ   BX, AX
 	ADDQ   $0x00000004, CX
 	DECQ   DX
-	JNZ    f16x2rows_929
+	JNZ    f16x2rows_913
 
-f16x2rowsdone_930:
+f16x2rowsdone_914:
 	MOVQ rows+32(FP), DX
 	ANDQ $0x03, DX
-	JZ   f16x2rowsdone_938
+	JZ   f16x2rowsdone_922
 
-f16x2rows_937:
+f16x2rows_921:
 	// avx2 tile 1 rows × 5 tokens
 	MOVQ  xStride+64(FP), BX
 	SHLQ  $0x02, BX
@@ -32832,9 +32497,9 @@ f16x2rows_937:
 	VPXOR Y8, Y8, Y8
 	VPXOR Y9, Y9, Y9
 
-f16x2steps_939:
+f16x2steps_923:
 	CMPQ        SI, $0x00000020
-	JB          f16x2stepsdone_940
+	JB          f16x2stepsdone_924
 	PREFETCHT1  16384(DI)
 	VCVTPH2PS   (DI), Y10
 	VFMADD231PS (R8), Y10, Y0
@@ -32864,11 +32529,11 @@ f16x2steps_939:
 	ADDQ        $0x00000080, R8
 	ADDQ        $0x00000080, R9
 	SUBQ        $0x00000020, SI
-	JMP         f16x2steps_939
+	JMP         f16x2steps_923
 
-f16x2stepsdone_940:
+f16x2stepsdone_924:
 	CMPQ        SI, $0x10
-	JB          f16x2part_941
+	JB          f16x2part_925
 	VCVTPH2PS   (DI), Y10
 	VFMADD231PS (R8), Y10, Y0
 	VFMADD231PS (R8)(BX*1), Y10, Y1
@@ -32886,9 +32551,9 @@ f16x2stepsdone_940:
 	ADDQ        $0x00000040, R9
 	SUBQ        $0x10, SI
 
-f16x2part_941:
+f16x2part_925:
 	CMPQ        SI, $0x08
-	JB          f16x2part_942
+	JB          f16x2part_926
 	VCVTPH2PS   (DI), Y10
 	VFMADD231PS (R8), Y10, Y0
 	VFMADD231PS (R8)(BX*1), Y10, Y1
@@ -32900,7 +32565,7 @@ f16x2part_941:
 	ADDQ        $0x00000020, R9
 	SUBQ        $0x08, SI
 
-f16x2part_942:
+f16x2part_926:
 	VADDPS       Y5, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X5
 	VADDPS       X0, X5, X5
@@ -32937,9 +32602,9 @@ f16x2part_942:
 	VPSHUFD      $0xb1, X3, X4
 	VADDPS       X4, X3, X3
 	TESTQ        SI, SI
-	JZ           f16x2taildone_944
+	JZ           f16x2taildone_928
 
-f16x2tail_943:
+f16x2tail_927:
 	MOVWLZX     (DI), R10
 	VMOVD       R10, X4
 	VCVTPH2PS   X4, X4
@@ -32952,9 +32617,9 @@ f16x2tail_943:
 	ADDQ        $0x00000004, R8
 	ADDQ        $0x00000004, R9
 	DECQ        SI
-	JNZ         f16x2tail_943
+	JNZ         f16x2tail_927
 
-f16x2taildone_944:
+f16x2taildone_928:
 	MOVQ   outStride+112(FP), BX
 	SHLQ   $0x02, BX
 	MOVQ   CX, SI
@@ -32972,13 +32637,13 @@ f16x2taildone_944:
 	ADDQ   BX, AX
 	ADDQ   $0x00000004, CX
 	DECQ   DX
-	JNZ    f16x2rows_937
+	JNZ    f16x2rows_921
 
-f16x2rowsdone_938:
-	JMP f16x2end_859
+f16x2rowsdone_922:
+	JMP f16x2end_843
 
-f16x2tokens_928:
-f16x2end_859:
+f16x2tokens_912:
+f16x2end_843:
 	VZEROUPPER
 	RET
 
@@ -32987,7 +32652,7 @@ f16x2end_859:
 TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_946
+	JNE  ksq_930
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -33002,9 +32667,9 @@ TEXT ·kScoresAVX512(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_947:
+ksteps_931:
 	CMPQ   AX, $0x00000080
-	JB     kstepsdone_948
+	JB     kstepsdone_932
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33021,9 +32686,9 @@ ksteps_947:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_950
+	JZ     ksdodd_934
 
-ksd_949:
+ksd_933:
 	VBROADCASTSS (R11), Z8
 	PREFETCHT1   16384(R8)
 	VCVTPH2PS    (R8), Z9
@@ -33075,11 +32740,11 @@ ksd_949:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_949
+	JNZ          ksd_933
 
-ksdodd_950:
+ksdodd_934:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_951
+	JZ           ksdnone_935
 	VBROADCASTSS (R11), Z8
 	VCVTPH2PS    (R8), Z9
 	VFMADD231PS  Z8, Z9, Z0
@@ -33102,7 +32767,7 @@ ksdodd_950:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 
-ksdnone_951:
+ksdnone_935:
 	MOVQ    SI, R8
 	VMOVUPS Z0, (R8)
 	VMOVUPS Z1, 64(R8)
@@ -33122,9 +32787,9 @@ ksdnone_951:
 	ADDQ    DI, CX
 	ADDQ    DI, CX
 	SUBQ    $0x00000080, AX
-	JMP     ksteps_947
+	JMP     ksteps_931
 
-kstepsdone_948:
+kstepsdone_932:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33144,17 +32809,17 @@ kstepsdone_948:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_952:
+ksteps_936:
 	CMPQ   R8, $0x00000010
-	JB     kstepsdone_953
+	JB     kstepsdone_937
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, AX
 	MOVQ   BX, R9
 	MOVQ   DX, R10
 	SHRQ   $0x01, R10
-	JZ     ksdodd_955
+	JZ     ksdodd_939
 
-ksd_954:
+ksd_938:
 	PREFETCHT1       16384(AX)
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
@@ -33165,30 +32830,30 @@ ksd_954:
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 	DECQ             R10
-	JNZ              ksd_954
+	JNZ              ksd_938
 
-ksdodd_955:
+ksdodd_939:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_956
+	JZ               ksdnone_940
 	VCVTPH2PS        (AX), Z1
 	VFMADD231PS.BCST (R9), Z1, Z0
 	ADDQ             $0x00000020, AX
 	ADDQ             $0x00000004, R9
 
-ksdnone_956:
+ksdnone_940:
 	MOVQ    SI, AX
 	VMOVUPS Z0, (AX)
 	ADDQ    $0x00000040, SI
 	ADDQ    DI, CX
 	SUBQ    $0x00000010, R8
-	JMP     ksteps_952
+	JMP     ksteps_936
 
-kstepsdone_953:
-	JMP ksend_945
+kstepsdone_937:
+	JMP ksend_929
 
-ksq_946:
+ksq_930:
 	CMPQ AX, $0x02
-	JNE  ksq_957
+	JNE  ksq_941
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -33203,9 +32868,9 @@ ksq_946:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_958:
+ksteps_942:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_959
+	JB     kstepsdone_943
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33220,9 +32885,9 @@ ksteps_958:
 	MOVQ   BX, R12
 	MOVQ   DX, R13
 	SHRQ   $0x01, R13
-	JZ     ksdodd_961
+	JZ     ksdodd_945
 
-ksd_960:
+ksd_944:
 	VBROADCASTSS (R12), Z8
 	VBROADCASTSS (R12)(R9*1), Z9
 	PREFETCHT1   16384(R10)
@@ -33262,11 +32927,11 @@ ksd_960:
 	ADDQ         $0x00000020, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_960
+	JNZ          ksd_944
 
-ksdodd_961:
+ksdodd_945:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_962
+	JZ           ksdnone_946
 	VBROADCASTSS (R12), Z8
 	VBROADCASTSS (R12)(R9*1), Z9
 	VCVTPH2PS    (R10), Z10
@@ -33285,7 +32950,7 @@ ksdodd_961:
 	ADDQ         $0x00000020, R11
 	ADDQ         $0x00000004, R12
 
-ksdnone_962:
+ksdnone_946:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
@@ -33301,9 +32966,9 @@ ksdnone_962:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000040, AX
-	JMP     ksteps_958
+	JMP     ksteps_942
 
-kstepsdone_959:
+kstepsdone_943:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33323,18 +32988,18 @@ kstepsdone_959:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_963:
+ksteps_947:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_964
+	JB     kstepsdone_948
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ   CX, R10
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_966
+	JZ     ksdodd_950
 
-ksd_965:
+ksd_949:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
@@ -33347,32 +33012,32 @@ ksd_965:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_965
+	JNZ              ksd_949
 
-ksdodd_966:
+ksdodd_950:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_967
+	JZ               ksdnone_951
 	VCVTPH2PS        (R10), Z2
 	VFMADD231PS.BCST (R11), Z2, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z2, Z1
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 
-ksdnone_967:
+ksdnone_951:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_963
+	JMP     ksteps_947
 
-kstepsdone_964:
-	JMP ksend_945
+kstepsdone_948:
+	JMP ksend_929
 
-ksq_957:
+ksq_941:
 	CMPQ AX, $0x03
-	JNE  ksq_968
+	JNE  ksq_952
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -33387,9 +33052,9 @@ ksq_957:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_969:
+ksteps_953:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_970
+	JB     kstepsdone_954
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33408,9 +33073,9 @@ ksteps_969:
 	MOVQ   BX, R12
 	MOVQ   DX, R13
 	SHRQ   $0x01, R13
-	JZ     ksdodd_972
+	JZ     ksdodd_956
 
-ksd_971:
+ksd_955:
 	VBROADCASTSS (R12), Z12
 	VBROADCASTSS (R12)(R9*1), Z13
 	VBROADCASTSS (R12)(R9*2), Z14
@@ -33460,11 +33125,11 @@ ksd_971:
 	ADDQ         $0x00000020, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_971
+	JNZ          ksd_955
 
-ksdodd_972:
+ksdodd_956:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_973
+	JZ           ksdnone_957
 	VBROADCASTSS (R12), Z12
 	VBROADCASTSS (R12)(R9*1), Z13
 	VBROADCASTSS (R12)(R9*2), Z14
@@ -33488,7 +33153,7 @@ ksdodd_972:
 	ADDQ         $0x00000020, R11
 	ADDQ         $0x00000004, R12
 
-ksdnone_973:
+ksdnone_957:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
@@ -33508,9 +33173,9 @@ ksdnone_973:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000040, AX
-	JMP     ksteps_969
+	JMP     ksteps_953
 
-kstepsdone_970:
+kstepsdone_954:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33530,9 +33195,9 @@ kstepsdone_970:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_974:
+ksteps_958:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_975
+	JB     kstepsdone_959
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33540,9 +33205,9 @@ ksteps_974:
 	MOVQ   BX, R11
 	MOVQ   DX, R12
 	SHRQ   $0x01, R12
-	JZ     ksdodd_977
+	JZ     ksdodd_961
 
-ksd_976:
+ksd_960:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
@@ -33557,11 +33222,11 @@ ksd_976:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 	DECQ             R12
-	JNZ              ksd_976
+	JNZ              ksd_960
 
-ksdodd_977:
+ksdodd_961:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_978
+	JZ               ksdnone_962
 	VCVTPH2PS        (R10), Z3
 	VFMADD231PS.BCST (R11), Z3, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z3, Z1
@@ -33569,7 +33234,7 @@ ksdodd_977:
 	ADDQ             $0x00000020, R10
 	ADDQ             $0x00000004, R11
 
-ksdnone_978:
+ksdnone_962:
 	MOVQ    SI, R10
 	VMOVUPS Z0, (R10)
 	VMOVUPS Z1, (R10)(DI*1)
@@ -33577,14 +33242,14 @@ ksdnone_978:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_974
+	JMP     ksteps_958
 
-kstepsdone_975:
-	JMP ksend_945
+kstepsdone_959:
+	JMP ksend_929
 
-ksq_968:
+ksq_952:
 	CMPQ AX, $0x04
-	JNE  ksq_979
+	JNE  ksq_963
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -33599,9 +33264,9 @@ ksq_968:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_980:
+ksteps_964:
 	CMPQ   AX, $0x00000040
-	JB     kstepsdone_981
+	JB     kstepsdone_965
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33626,9 +33291,9 @@ ksteps_980:
 	ADDQ   R9, R13
 	MOVQ   DX, R14
 	SHRQ   $0x01, R14
-	JZ     ksdodd_983
+	JZ     ksdodd_967
 
-ksd_982:
+ksd_966:
 	VBROADCASTSS (R12), Z16
 	VBROADCASTSS (R12)(R9*1), Z17
 	VBROADCASTSS (R12)(R9*2), Z18
@@ -33690,11 +33355,11 @@ ksd_982:
 	ADDQ         $0x00000004, R12
 	ADDQ         $0x00000004, R13
 	DECQ         R14
-	JNZ          ksd_982
+	JNZ          ksd_966
 
-ksdodd_983:
+ksdodd_967:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_984
+	JZ           ksdnone_968
 	VBROADCASTSS (R12), Z16
 	VBROADCASTSS (R12)(R9*1), Z17
 	VBROADCASTSS (R12)(R9*2), Z18
@@ -33724,7 +33389,7 @@ ksdodd_983:
 	ADDQ         $0x00000004, R12
 	ADDQ         $0x00000004, R13
 
-ksdnone_984:
+ksdnone_968:
 	MOVQ    SI, R10
 	LEAQ    (R10)(DI*2), R11
 	ADDQ    DI, R11
@@ -33750,9 +33415,9 @@ ksdnone_984:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000040, AX
-	JMP     ksteps_980
+	JMP     ksteps_964
 
-kstepsdone_981:
+kstepsdone_965:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33772,9 +33437,9 @@ kstepsdone_981:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_985:
+ksteps_969:
 	CMPQ   R9, $0x00000010
-	JB     kstepsdone_986
+	JB     kstepsdone_970
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33785,9 +33450,9 @@ ksteps_985:
 	ADDQ   AX, R12
 	MOVQ   DX, R13
 	SHRQ   $0x01, R13
-	JZ     ksdodd_988
+	JZ     ksdodd_972
 
-ksd_987:
+ksd_971:
 	PREFETCHT1       16384(R10)
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
@@ -33806,11 +33471,11 @@ ksd_987:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 	DECQ             R13
-	JNZ              ksd_987
+	JNZ              ksd_971
 
-ksdodd_988:
+ksdodd_972:
 	TESTQ            $0x00000001, DX
-	JZ               ksdnone_989
+	JZ               ksdnone_973
 	VCVTPH2PS        (R10), Z4
 	VFMADD231PS.BCST (R11), Z4, Z0
 	VFMADD231PS.BCST (R11)(AX*1), Z4, Z1
@@ -33820,7 +33485,7 @@ ksdodd_988:
 	ADDQ             $0x00000004, R11
 	ADDQ             $0x00000004, R12
 
-ksdnone_989:
+ksdnone_973:
 	MOVQ    SI, R10
 	LEAQ    (R10)(DI*2), R11
 	ADDQ    DI, R11
@@ -33831,13 +33496,13 @@ ksdnone_989:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_985
+	JMP     ksteps_969
 
-kstepsdone_986:
-	JMP ksend_945
+kstepsdone_970:
+	JMP ksend_929
 
-ksq_979:
-ksend_945:
+ksq_963:
+ksend_929:
 	VZEROUPPER
 	RET
 
@@ -33846,7 +33511,7 @@ ksend_945:
 TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ nq+64(FP), AX
 	CMPQ AX, $0x01
-	JNE  ksq_991
+	JNE  ksq_975
 
 	// 1 queries
 	MOVQ n+32(FP), AX
@@ -33861,9 +33526,9 @@ TEXT ·kScoresAVX2(SB), NOSPLIT, $0-104
 	MOVQ DX, R8
 	SHLQ $0x02, R8
 
-ksteps_992:
+ksteps_976:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_993
+	JB    kstepsdone_977
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -33872,9 +33537,9 @@ ksteps_992:
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 	SHRQ  $0x01, R10
-	JZ    ksdodd_995
+	JZ    ksdodd_979
 
-ksd_994:
+ksd_978:
 	PREFETCHT1   16384(R8)
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
@@ -33906,11 +33571,11 @@ ksd_994:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_994
+	JNZ          ksd_978
 
-ksdodd_995:
+ksdodd_979:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_996
+	JZ           ksdnone_980
 	VCVTPH2PS    (R8), Y4
 	VBROADCASTSS (R9), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -33926,7 +33591,7 @@ ksdodd_995:
 	ADDQ         $0x00000020, R8
 	ADDQ         $0x00000004, R9
 
-ksdnone_996:
+ksdnone_980:
 	MOVQ    SI, R8
 	VMOVUPS Y0, (R8)
 	VMOVUPS Y1, 32(R8)
@@ -33936,9 +33601,9 @@ ksdnone_996:
 	ADDQ    DI, CX
 	ADDQ    DI, CX
 	SUBQ    $0x00000020, AX
-	JMP     ksteps_992
+	JMP     ksteps_976
 
-kstepsdone_993:
+kstepsdone_977:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -33958,18 +33623,18 @@ kstepsdone_993:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_997:
+ksteps_981:
 	CMPQ  R8, $0x00000010
-	JB    kstepsdone_998
+	JB    kstepsdone_982
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, AX
 	MOVQ  BX, R9
 	MOVQ  DX, R10
 	SHRQ  $0x01, R10
-	JZ    ksdodd_1000
+	JZ    ksdodd_984
 
-ksd_999:
+ksd_983:
 	PREFETCHT1   16384(AX)
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
@@ -33988,11 +33653,11 @@ ksd_999:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 	DECQ         R10
-	JNZ          ksd_999
+	JNZ          ksd_983
 
-ksdodd_1000:
+ksdodd_984:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_1001
+	JZ           ksdnone_985
 	VCVTPH2PS    (AX), Y2
 	VBROADCASTSS (R9), Y3
 	VFMADD231PS  Y3, Y2, Y0
@@ -34002,21 +33667,21 @@ ksdodd_1000:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000004, R9
 
-ksdnone_1001:
+ksdnone_985:
 	MOVQ    SI, AX
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)
 	ADDQ    $0x00000040, SI
 	ADDQ    DI, CX
 	SUBQ    $0x00000010, R8
-	JMP     ksteps_997
+	JMP     ksteps_981
 
-kstepsdone_998:
-	JMP ksend_990
+kstepsdone_982:
+	JMP ksend_974
 
-ksq_991:
+ksq_975:
 	CMPQ AX, $0x02
-	JNE  ksq_1002
+	JNE  ksq_986
 
 	// 2 queries
 	MOVQ n+32(FP), AX
@@ -34031,9 +33696,9 @@ ksq_991:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_1003:
+ksteps_987:
 	CMPQ  AX, $0x00000020
-	JB    kstepsdone_1004
+	JB    kstepsdone_988
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34046,9 +33711,9 @@ ksteps_1003:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 	SHRQ  $0x01, R12
-	JZ    ksdodd_1006
+	JZ    ksdodd_990
 
-ksd_1005:
+ksd_989:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
@@ -34096,11 +33761,11 @@ ksd_1005:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_1005
+	JNZ          ksd_989
 
-ksdodd_1006:
+ksdodd_990:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_1007
+	JZ           ksdnone_991
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -34124,7 +33789,7 @@ ksdodd_1006:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 
-ksdnone_1007:
+ksdnone_991:
 	MOVQ    SI, R10
 	VMOVUPS Y0, (R10)
 	VMOVUPS Y1, (R10)(DI*1)
@@ -34138,9 +33803,9 @@ ksdnone_1007:
 	ADDQ    R8, CX
 	ADDQ    R8, CX
 	SUBQ    $0x00000020, AX
-	JMP     ksteps_1003
+	JMP     ksteps_987
 
-kstepsdone_1004:
+kstepsdone_988:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
@@ -34160,9 +33825,9 @@ kstepsdone_1004:
 	MOVQ  DX, AX
 	SHLQ  $0x02, AX
 
-ksteps_1008:
+ksteps_992:
 	CMPQ  R9, $0x00000010
-	JB    kstepsdone_1009
+	JB    kstepsdone_993
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34171,9 +33836,9 @@ ksteps_1008:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 	SHRQ  $0x01, R12
-	JZ    ksdodd_1011
+	JZ    ksdodd_995
 
-ksd_1010:
+ksd_994:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y4
 	VBROADCASTSS (R11), Y5
@@ -34200,11 +33865,11 @@ ksd_1010:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_1010
+	JNZ          ksd_994
 
-ksdodd_1011:
+ksdodd_995:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_1012
+	JZ           ksdnone_996
 	VCVTPH2PS    (R10), Y4
 	VBROADCASTSS (R11), Y5
 	VFMADD231PS  Y5, Y4, Y0
@@ -34218,7 +33883,7 @@ ksdodd_1011:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 
-ksdnone_1012:
+ksdnone_996:
 	MOVQ    SI, R10
 	VMOVUPS Y0, (R10)
 	VMOVUPS Y1, (R10)(DI*1)
@@ -34227,14 +33892,14 @@ ksdnone_1012:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, R9
-	JMP     ksteps_1008
+	JMP     ksteps_992
 
-kstepsdone_1009:
-	JMP ksend_990
+kstepsdone_993:
+	JMP ksend_974
 
-ksq_1002:
+ksq_986:
 	CMPQ AX, $0x03
-	JNE  ksq_1013
+	JNE  ksq_997
 
 	// 3 queries
 	MOVQ n+32(FP), AX
@@ -34249,9 +33914,9 @@ ksq_1002:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_1014:
+ksteps_998:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_1015
+	JB    kstepsdone_999
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34262,9 +33927,9 @@ ksteps_1014:
 	MOVQ  BX, R11
 	MOVQ  DX, R12
 	SHRQ  $0x01, R12
-	JZ    ksdodd_1017
+	JZ    ksdodd_1001
 
-ksd_1016:
+ksd_1000:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y6
 	VBROADCASTSS (R11), Y7
@@ -34299,11 +33964,11 @@ ksd_1016:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 	DECQ         R12
-	JNZ          ksd_1016
+	JNZ          ksd_1000
 
-ksdodd_1017:
+ksdodd_1001:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_1018
+	JZ           ksdnone_1002
 	VCVTPH2PS    (R10), Y6
 	VBROADCASTSS (R11), Y7
 	VFMADD231PS  Y7, Y6, Y0
@@ -34321,7 +33986,7 @@ ksdodd_1017:
 	ADDQ         $0x00000020, R10
 	ADDQ         $0x00000004, R11
 
-ksdnone_1018:
+ksdnone_1002:
 	MOVQ    SI, R10
 	VMOVUPS Y0, (R10)
 	VMOVUPS Y1, (R10)(DI*1)
@@ -34332,14 +33997,14 @@ ksdnone_1018:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, AX
-	JMP     ksteps_1014
+	JMP     ksteps_998
 
-kstepsdone_1015:
-	JMP ksend_990
+kstepsdone_999:
+	JMP ksend_974
 
-ksq_1013:
+ksq_997:
 	CMPQ AX, $0x04
-	JNE  ksq_1019
+	JNE  ksq_1003
 
 	// 4 queries
 	MOVQ n+32(FP), AX
@@ -34354,9 +34019,9 @@ ksq_1013:
 	MOVQ DX, R9
 	SHLQ $0x02, R9
 
-ksteps_1020:
+ksteps_1004:
 	CMPQ  AX, $0x00000010
-	JB    kstepsdone_1021
+	JB    kstepsdone_1005
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -34371,9 +34036,9 @@ ksteps_1020:
 	ADDQ  R9, R12
 	MOVQ  DX, R13
 	SHRQ  $0x01, R13
-	JZ    ksdodd_1023
+	JZ    ksdodd_1007
 
-ksd_1022:
+ksd_1006:
 	PREFETCHT1   16384(R10)
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
@@ -34418,11 +34083,11 @@ ksd_1022:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 	DECQ         R13
-	JNZ          ksd_1022
+	JNZ          ksd_1006
 
-ksdodd_1023:
+ksdodd_1007:
 	TESTQ        $0x00000001, DX
-	JZ           ksdnone_1024
+	JZ           ksdnone_1008
 	VCVTPH2PS    (R10), Y8
 	VBROADCASTSS (R11), Y9
 	VFMADD231PS  Y9, Y8, Y0
@@ -34445,7 +34110,7 @@ ksdodd_1023:
 	ADDQ         $0x00000004, R11
 	ADDQ         $0x00000004, R12
 
-ksdnone_1024:
+ksdnone_1008:
 	MOVQ    SI, R10
 	LEAQ    (R10)(DI*2), R11
 	ADDQ    DI, R11
@@ -34460,13 +34125,13 @@ ksdnone_1024:
 	ADDQ    $0x00000040, SI
 	ADDQ    R8, CX
 	SUBQ    $0x00000010, AX
-	JMP     ksteps_1020
+	JMP     ksteps_1004
 
-kstepsdone_1021:
-	JMP ksend_990
+kstepsdone_1005:
+	JMP ksend_974
 
-ksq_1019:
-ksend_990:
+ksq_1003:
+ksend_974:
 	VZEROUPPER
 	RET
 
@@ -34477,16 +34142,16 @@ TEXT ·dotI8MatMulVNNI(SB), NOSPLIT, $0-144
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_1025:
+rows_1009:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_1026
+	JB   rowsdone_1010
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1027:
+tokens_1011:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_1028
+	JB   tokenstail_1012
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -34520,9 +34185,9 @@ tokens_1027:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_1030:
+i8steps_1014:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1031
+	JB         i8stepsdone_1015
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -34561,11 +34226,11 @@ i8steps_1030:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1030
+	JMP        i8steps_1014
 
-i8stepsdone_1031:
+i8stepsdone_1015:
 	TESTQ      R10, R10
-	JZ         notail_1032
+	JZ         notail_1016
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -34603,7 +34268,7 @@ i8stepsdone_1031:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_1032:
+notail_1016:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -34762,11 +34427,11 @@ notail_1032:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_1027
+	JMP           tokens_1011
 
-tokenstail_1028:
+tokenstail_1012:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1033
+	JNE  tokens_1017
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -34795,9 +34460,9 @@ tokenstail_1028:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_1034:
+i8steps_1018:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1035
+	JB         i8stepsdone_1019
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -34831,11 +34496,11 @@ i8steps_1034:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1034
+	JMP        i8steps_1018
 
-i8stepsdone_1035:
+i8stepsdone_1019:
 	TESTQ      R10, R10
-	JZ         notail_1036
+	JZ         notail_1020
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -34868,7 +34533,7 @@ i8stepsdone_1035:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_1036:
+notail_1020:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -34990,11 +34655,11 @@ notail_1036:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_1029
+	JMP           tokensdone_1013
 
-tokens_1033:
+tokens_1017:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1037
+	JNE  tokens_1021
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -35017,9 +34682,9 @@ tokens_1033:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_1038:
+i8steps_1022:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1039
+	JB         i8stepsdone_1023
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -35047,11 +34712,11 @@ i8steps_1038:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1038
+	JMP        i8steps_1022
 
-i8stepsdone_1039:
+i8stepsdone_1023:
 	TESTQ      R10, R10
-	JZ         notail_1040
+	JZ         notail_1024
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -35079,7 +34744,7 @@ i8stepsdone_1039:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_1040:
+notail_1024:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35172,11 +34837,11 @@ notail_1040:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_1029
+	JMP           tokensdone_1013
 
-tokens_1037:
+tokens_1021:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1041
+	JNE  tokens_1025
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -35195,9 +34860,9 @@ tokens_1037:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_1042:
+i8steps_1026:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1043
+	JB         i8stepsdone_1027
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -35220,11 +34885,11 @@ i8steps_1042:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1042
+	JMP        i8steps_1026
 
-i8stepsdone_1043:
+i8stepsdone_1027:
 	TESTQ      R10, R10
-	JZ         notail_1044
+	JZ         notail_1028
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -35247,7 +34912,7 @@ i8stepsdone_1043:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_1044:
+notail_1028:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35311,11 +34976,11 @@ notail_1044:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_1029
+	JMP           tokensdone_1013
 
-tokens_1041:
+tokens_1025:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1045
+	JNE  tokens_1029
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -35330,9 +34995,9 @@ tokens_1041:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1046:
+i8steps_1030:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1047
+	JB         i8stepsdone_1031
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -35350,11 +35015,11 @@ i8steps_1046:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1046
+	JMP        i8steps_1030
 
-i8stepsdone_1047:
+i8stepsdone_1031:
 	TESTQ      R9, R9
-	JZ         notail_1048
+	JZ         notail_1032
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35372,7 +35037,7 @@ i8stepsdone_1047:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_1048:
+notail_1032:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35408,27 +35073,27 @@ notail_1048:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_1029
+	JMP           tokensdone_1013
 
-tokens_1045:
-tokensdone_1029:
+tokens_1029:
+tokensdone_1013:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_1025
+	JMP  rows_1009
 
-rowsdone_1026:
-rows_1049:
+rowsdone_1010:
+rows_1033:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_1050
+	JB   rowsdone_1034
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1051:
+tokens_1035:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_1052
+	JB   tokenstail_1036
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -35450,9 +35115,9 @@ tokens_1051:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_1054:
+i8steps_1038:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1055
+	JB         i8stepsdone_1039
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -35476,11 +35141,11 @@ i8steps_1054:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1054
+	JMP        i8steps_1038
 
-i8stepsdone_1055:
+i8stepsdone_1039:
 	TESTQ      R9, R9
-	JZ         notail_1056
+	JZ         notail_1040
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -35503,7 +35168,7 @@ i8stepsdone_1055:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_1056:
+notail_1040:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -35613,11 +35278,11 @@ notail_1056:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_1051
+	JMP           tokens_1035
 
-tokenstail_1052:
+tokenstail_1036:
 	CMPQ DI, $0x00000007
-	JNE  tokens_1057
+	JNE  tokens_1041
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -35637,9 +35302,9 @@ tokenstail_1052:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_1058:
+i8steps_1042:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1059
+	JB         i8stepsdone_1043
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -35661,11 +35326,11 @@ i8steps_1058:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1058
+	JMP        i8steps_1042
 
-i8stepsdone_1059:
+i8stepsdone_1043:
 	TESTQ      R9, R9
-	JZ         notail_1060
+	JZ         notail_1044
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -35686,7 +35351,7 @@ i8stepsdone_1059:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_1060:
+notail_1044:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35776,11 +35441,11 @@ notail_1060:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1053
+	JMP           tokensdone_1037
 
-tokens_1057:
+tokens_1041:
 	CMPQ DI, $0x00000006
-	JNE  tokens_1061
+	JNE  tokens_1045
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -35797,9 +35462,9 @@ tokens_1057:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_1062:
+i8steps_1046:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1063
+	JB         i8stepsdone_1047
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -35818,11 +35483,11 @@ i8steps_1062:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1062
+	JMP        i8steps_1046
 
-i8stepsdone_1063:
+i8stepsdone_1047:
 	TESTQ      R9, R9
-	JZ         notail_1064
+	JZ         notail_1048
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35841,7 +35506,7 @@ i8stepsdone_1063:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_1064:
+notail_1048:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -35919,11 +35584,11 @@ notail_1064:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1053
+	JMP           tokensdone_1037
 
-tokens_1061:
+tokens_1045:
 	CMPQ DI, $0x00000005
-	JNE  tokens_1065
+	JNE  tokens_1049
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -35939,9 +35604,9 @@ tokens_1061:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_1066:
+i8steps_1050:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1067
+	JB         i8stepsdone_1051
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -35958,11 +35623,11 @@ i8steps_1066:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1066
+	JMP        i8steps_1050
 
-i8stepsdone_1067:
+i8stepsdone_1051:
 	TESTQ      R9, R9
-	JZ         notail_1068
+	JZ         notail_1052
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -35979,7 +35644,7 @@ i8stepsdone_1067:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_1068:
+notail_1052:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36045,11 +35710,11 @@ notail_1068:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1053
+	JMP           tokensdone_1037
 
-tokens_1065:
+tokens_1049:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1069
+	JNE  tokens_1053
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -36064,9 +35729,9 @@ tokens_1065:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1070:
+i8steps_1054:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1071
+	JB         i8stepsdone_1055
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -36081,11 +35746,11 @@ i8steps_1070:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1070
+	JMP        i8steps_1054
 
-i8stepsdone_1071:
+i8stepsdone_1055:
 	TESTQ      R9, R9
-	JZ         notail_1072
+	JZ         notail_1056
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -36100,7 +35765,7 @@ i8stepsdone_1071:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_1072:
+notail_1056:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36154,11 +35819,11 @@ notail_1072:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1053
+	JMP           tokensdone_1037
 
-tokens_1069:
+tokens_1053:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1073
+	JNE  tokens_1057
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -36170,9 +35835,9 @@ tokens_1069:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_1074:
+i8steps_1058:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1075
+	JB         i8stepsdone_1059
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -36184,11 +35849,11 @@ i8steps_1074:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1074
+	JMP        i8steps_1058
 
-i8stepsdone_1075:
+i8stepsdone_1059:
 	TESTQ      R9, R9
-	JZ         notail_1076
+	JZ         notail_1060
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -36201,7 +35866,7 @@ i8stepsdone_1075:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_1076:
+notail_1060:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36243,11 +35908,11 @@ notail_1076:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1053
+	JMP           tokensdone_1037
 
-tokens_1073:
+tokens_1057:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1077
+	JNE  tokens_1061
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -36258,9 +35923,9 @@ tokens_1073:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_1078:
+i8steps_1062:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1079
+	JB         i8stepsdone_1063
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -36270,11 +35935,11 @@ i8steps_1078:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1078
+	JMP        i8steps_1062
 
-i8stepsdone_1079:
+i8stepsdone_1063:
 	TESTQ      R9, R9
-	JZ         notail_1080
+	JZ         notail_1064
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -36285,7 +35950,7 @@ i8stepsdone_1079:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_1080:
+notail_1064:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36315,11 +35980,11 @@ notail_1080:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1053
+	JMP           tokensdone_1037
 
-tokens_1077:
+tokens_1061:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1081
+	JNE  tokens_1065
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -36329,9 +35994,9 @@ tokens_1077:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_1082:
+i8steps_1066:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_1083
+	JB         i8stepsdone_1067
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -36339,11 +36004,11 @@ i8steps_1082:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_1082
+	JMP        i8steps_1066
 
-i8stepsdone_1083:
+i8stepsdone_1067:
 	TESTQ      R8, R8
-	JZ         notail_1084
+	JZ         notail_1068
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -36352,7 +36017,7 @@ i8stepsdone_1083:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_1084:
+notail_1068:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36371,17 +36036,17 @@ notail_1084:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_1053
+	JMP           tokensdone_1037
 
-tokens_1081:
-tokensdone_1053:
+tokens_1065:
+tokensdone_1037:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_1049
+	JMP  rows_1033
 
-rowsdone_1050:
+rowsdone_1034:
 	VZEROUPPER
 	RET
 
@@ -36390,21 +36055,21 @@ rowsdone_1050:
 TEXT ·dotI8MatMulVNNIHW(SB), NOSPLIT, $0-144
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x09
-	JA   adjacent_1085
+	JA   adjacent_1069
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 	SHRQ $0x02, CX
-	JZ   spreadtiles_1086
+	JZ   spreadtiles_1070
 
-spreadtile_1087:
+spreadtile_1071:
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1088:
+tokens_1072:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_1089
+	JB   tokenstail_1073
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -36441,9 +36106,9 @@ tokens_1088:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_1091:
+i8steps_1075:
 	CMPQ        R10, $0x00000040
-	JB          i8stepsdone_1092
+	JB          i8stepsdone_1076
 	PREFETCHNTA 2048(R8)
 	VPXORD      (R8), Z0, Z21
 	PREFETCHNTA 2048(R8)(R11*1)
@@ -36482,11 +36147,11 @@ i8steps_1091:
 	ADDQ        $0x00000040, R13
 	ADDQ        $0x00000040, R14
 	SUBQ        $0x00000040, R10
-	JMP         i8steps_1091
+	JMP         i8steps_1075
 
-i8stepsdone_1092:
+i8stepsdone_1076:
 	TESTQ      R10, R10
-	JZ         notail_1093
+	JZ         notail_1077
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -36524,7 +36189,7 @@ i8stepsdone_1092:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_1093:
+notail_1077:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -36718,11 +36383,11 @@ notail_1093:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_1088
+	JMP           tokens_1072
 
-tokenstail_1089:
+tokenstail_1073:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1094
+	JNE  tokens_1078
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -36754,9 +36419,9 @@ tokenstail_1089:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_1095:
+i8steps_1079:
 	CMPQ        R10, $0x00000040
-	JB          i8stepsdone_1096
+	JB          i8stepsdone_1080
 	PREFETCHNTA 2048(R8)
 	VPXORD      (R8), Z0, Z17
 	PREFETCHNTA 2048(R8)(R11*1)
@@ -36790,11 +36455,11 @@ i8steps_1095:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x00000040, R10
-	JMP         i8steps_1095
+	JMP         i8steps_1079
 
-i8stepsdone_1096:
+i8stepsdone_1080:
 	TESTQ      R10, R10
-	JZ         notail_1097
+	JZ         notail_1081
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -36827,7 +36492,7 @@ i8stepsdone_1096:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_1097:
+notail_1081:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -36977,11 +36642,11 @@ notail_1097:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_1090
+	JMP           tokensdone_1074
 
-tokens_1094:
+tokens_1078:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1098
+	JNE  tokens_1082
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -37007,9 +36672,9 @@ tokens_1094:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_1099:
+i8steps_1083:
 	CMPQ        R10, $0x00000040
-	JB          i8stepsdone_1100
+	JB          i8stepsdone_1084
 	PREFETCHNTA 2048(R8)
 	VPXORD      (R8), Z0, Z13
 	PREFETCHNTA 2048(R8)(R11*1)
@@ -37037,11 +36702,11 @@ i8steps_1099:
 	ADDQ        $0x00000040, R12
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x00000040, R10
-	JMP         i8steps_1099
+	JMP         i8steps_1083
 
-i8stepsdone_1100:
+i8stepsdone_1084:
 	TESTQ      R10, R10
-	JZ         notail_1101
+	JZ         notail_1085
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -37069,7 +36734,7 @@ i8stepsdone_1100:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_1101:
+notail_1085:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -37183,11 +36848,11 @@ notail_1101:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_1090
+	JMP           tokensdone_1074
 
-tokens_1098:
+tokens_1082:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1102
+	JNE  tokens_1086
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -37209,9 +36874,9 @@ tokens_1098:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_1103:
+i8steps_1087:
 	CMPQ        R10, $0x00000040
-	JB          i8stepsdone_1104
+	JB          i8stepsdone_1088
 	PREFETCHNTA 2048(R8)
 	VPXORD      (R8), Z0, Z9
 	PREFETCHNTA 2048(R8)(R11*1)
@@ -37234,11 +36899,11 @@ i8steps_1103:
 	ADDQ        $0x00000040, R12
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x00000040, R10
-	JMP         i8steps_1103
+	JMP         i8steps_1087
 
-i8stepsdone_1104:
+i8stepsdone_1088:
 	TESTQ      R10, R10
-	JZ         notail_1105
+	JZ         notail_1089
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -37261,7 +36926,7 @@ i8stepsdone_1104:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_1105:
+notail_1089:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -37339,11 +37004,11 @@ notail_1105:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_1090
+	JMP           tokensdone_1074
 
-tokens_1102:
+tokens_1086:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1106
+	JNE  tokens_1090
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -37361,9 +37026,9 @@ tokens_1102:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1107:
+i8steps_1091:
 	CMPQ        R9, $0x00000040
-	JB          i8stepsdone_1108
+	JB          i8stepsdone_1092
 	PREFETCHNTA 2048(R8)
 	VPXORD      (R8), Z0, Z5
 	PREFETCHNTA 2048(R8)(R10*1)
@@ -37381,11 +37046,11 @@ i8steps_1107:
 	ADDQ        $0x00000040, R11
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x00000040, R9
-	JMP         i8steps_1107
+	JMP         i8steps_1091
 
-i8stepsdone_1108:
+i8stepsdone_1092:
 	TESTQ      R9, R9
-	JZ         notail_1109
+	JZ         notail_1093
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -37403,7 +37068,7 @@ i8stepsdone_1108:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_1109:
+notail_1093:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -37446,15 +37111,15 @@ notail_1109:
 	ANDQ          $-4, SI
 	LEAQ          (BX)(SI*2), BX
 	VMOVD         X0, (BX)(SI*1)
-	JMP           tokensdone_1090
+	JMP           tokensdone_1074
 
-tokens_1106:
-tokensdone_1090:
+tokens_1090:
+tokensdone_1074:
 	MOVQ  stride+24(FP), BX
 	ADDQ  BX, AX
 	ADDQ  $0x00000004, DX
 	DECQ  CX
-	JNZ   spreadtile_1087
+	JNZ   spreadtile_1071
 	MOVQ  rows+32(FP), CX
 	ANDQ  $-4, CX
 	MOVQ  stride+24(FP), BX
@@ -37465,20 +37130,20 @@ tokensdone_1090:
 	LEAQ  (DX)(CX*2), DX
 	ADDQ  CX, DX
 
-spreadtiles_1086:
+spreadtiles_1070:
 	MOVQ rows+32(FP), CX
 	ANDQ $0x03, CX
 
-rows_1110:
+rows_1094:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_1111
+	JB   rowsdone_1095
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1112:
+tokens_1096:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_1113
+	JB   tokenstail_1097
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -37500,9 +37165,9 @@ tokens_1112:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_1115:
+i8steps_1099:
 	CMPQ        R9, $0x00000040
-	JB          i8stepsdone_1116
+	JB          i8stepsdone_1100
 	PREFETCHNTA 2048(R10)
 	VPXORD      (R10), Z0, Z9
 	VMOVDQU64   (R11), Z10
@@ -37526,11 +37191,11 @@ i8steps_1115:
 	ADDQ        $0x00000040, R12
 	ADDQ        $0x00000040, R13
 	SUBQ        $0x00000040, R9
-	JMP         i8steps_1115
+	JMP         i8steps_1099
 
-i8stepsdone_1116:
+i8stepsdone_1100:
 	TESTQ      R9, R9
-	JZ         notail_1117
+	JZ         notail_1101
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -37553,7 +37218,7 @@ i8stepsdone_1116:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_1117:
+notail_1101:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -37663,11 +37328,11 @@ notail_1117:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_1112
+	JMP           tokens_1096
 
-tokenstail_1113:
+tokenstail_1097:
 	CMPQ DI, $0x00000007
-	JNE  tokens_1118
+	JNE  tokens_1102
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -37687,9 +37352,9 @@ tokenstail_1113:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_1119:
+i8steps_1103:
 	CMPQ        R9, $0x00000040
-	JB          i8stepsdone_1120
+	JB          i8stepsdone_1104
 	PREFETCHNTA 2048(R10)
 	VPXORD      (R10), Z0, Z8
 	VMOVDQU64   (BX), Z9
@@ -37711,11 +37376,11 @@ i8steps_1119:
 	ADDQ        $0x00000040, R11
 	ADDQ        $0x00000040, R12
 	SUBQ        $0x00000040, R9
-	JMP         i8steps_1119
+	JMP         i8steps_1103
 
-i8stepsdone_1120:
+i8stepsdone_1104:
 	TESTQ      R9, R9
-	JZ         notail_1121
+	JZ         notail_1105
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -37736,7 +37401,7 @@ i8stepsdone_1120:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_1121:
+notail_1105:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -37826,11 +37491,11 @@ notail_1121:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1114
+	JMP           tokensdone_1098
 
-tokens_1118:
+tokens_1102:
 	CMPQ DI, $0x00000006
-	JNE  tokens_1122
+	JNE  tokens_1106
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -37847,9 +37512,9 @@ tokens_1118:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_1123:
+i8steps_1107:
 	CMPQ        R9, $0x00000040
-	JB          i8stepsdone_1124
+	JB          i8stepsdone_1108
 	PREFETCHNTA 2048(R10)
 	VPXORD      (R10), Z0, Z7
 	VMOVDQU64   (BX), Z8
@@ -37868,11 +37533,11 @@ i8steps_1123:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x00000040, R9
-	JMP         i8steps_1123
+	JMP         i8steps_1107
 
-i8stepsdone_1124:
+i8stepsdone_1108:
 	TESTQ      R9, R9
-	JZ         notail_1125
+	JZ         notail_1109
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -37891,7 +37556,7 @@ i8stepsdone_1124:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_1125:
+notail_1109:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -37969,11 +37634,11 @@ notail_1125:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1114
+	JMP           tokensdone_1098
 
-tokens_1122:
+tokens_1106:
 	CMPQ DI, $0x00000005
-	JNE  tokens_1126
+	JNE  tokens_1110
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -37989,9 +37654,9 @@ tokens_1122:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_1127:
+i8steps_1111:
 	CMPQ        R9, $0x00000040
-	JB          i8stepsdone_1128
+	JB          i8stepsdone_1112
 	PREFETCHNTA 2048(R10)
 	VPXORD      (R10), Z0, Z6
 	VMOVDQU64   (BX), Z7
@@ -38008,11 +37673,11 @@ i8steps_1127:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x00000040, R9
-	JMP         i8steps_1127
+	JMP         i8steps_1111
 
-i8stepsdone_1128:
+i8stepsdone_1112:
 	TESTQ      R9, R9
-	JZ         notail_1129
+	JZ         notail_1113
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -38029,7 +37694,7 @@ i8stepsdone_1128:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_1129:
+notail_1113:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -38095,11 +37760,11 @@ notail_1129:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1114
+	JMP           tokensdone_1098
 
-tokens_1126:
+tokens_1110:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1130
+	JNE  tokens_1114
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -38114,9 +37779,9 @@ tokens_1126:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1131:
+i8steps_1115:
 	CMPQ        R9, $0x00000040
-	JB          i8stepsdone_1132
+	JB          i8stepsdone_1116
 	PREFETCHNTA 2048(R10)
 	VPXORD      (R10), Z0, Z5
 	VMOVDQU64   (BX), Z6
@@ -38131,11 +37796,11 @@ i8steps_1131:
 	ADDQ        $0x00000040, BX
 	ADDQ        $0x00000040, R11
 	SUBQ        $0x00000040, R9
-	JMP         i8steps_1131
+	JMP         i8steps_1115
 
-i8stepsdone_1132:
+i8stepsdone_1116:
 	TESTQ      R9, R9
-	JZ         notail_1133
+	JZ         notail_1117
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -38150,7 +37815,7 @@ i8stepsdone_1132:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_1133:
+notail_1117:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -38204,11 +37869,11 @@ notail_1133:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1114
+	JMP           tokensdone_1098
 
-tokens_1130:
+tokens_1114:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1134
+	JNE  tokens_1118
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -38220,9 +37885,9 @@ tokens_1130:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_1135:
+i8steps_1119:
 	CMPQ        R9, $0x00000040
-	JB          i8stepsdone_1136
+	JB          i8stepsdone_1120
 	PREFETCHNTA 2048(R10)
 	VPXORD      (R10), Z0, Z4
 	VMOVDQU64   (BX), Z5
@@ -38234,11 +37899,11 @@ i8steps_1135:
 	ADDQ        $0x00000040, R10
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x00000040, R9
-	JMP         i8steps_1135
+	JMP         i8steps_1119
 
-i8stepsdone_1136:
+i8stepsdone_1120:
 	TESTQ      R9, R9
-	JZ         notail_1137
+	JZ         notail_1121
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -38251,7 +37916,7 @@ i8stepsdone_1136:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_1137:
+notail_1121:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -38293,11 +37958,11 @@ notail_1137:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1114
+	JMP           tokensdone_1098
 
-tokens_1134:
+tokens_1118:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1138
+	JNE  tokens_1122
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -38308,9 +37973,9 @@ tokens_1134:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_1139:
+i8steps_1123:
 	CMPQ        R9, $0x00000040
-	JB          i8stepsdone_1140
+	JB          i8stepsdone_1124
 	PREFETCHNTA 2048(R10)
 	VPXORD      (R10), Z0, Z3
 	VMOVDQU64   (BX), Z4
@@ -38320,11 +37985,11 @@ i8steps_1139:
 	ADDQ        $0x00000040, R10
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x00000040, R9
-	JMP         i8steps_1139
+	JMP         i8steps_1123
 
-i8stepsdone_1140:
+i8stepsdone_1124:
 	TESTQ      R9, R9
-	JZ         notail_1141
+	JZ         notail_1125
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -38335,7 +38000,7 @@ i8stepsdone_1140:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_1141:
+notail_1125:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -38365,11 +38030,11 @@ notail_1141:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1114
+	JMP           tokensdone_1098
 
-tokens_1138:
+tokens_1122:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1142
+	JNE  tokens_1126
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -38379,9 +38044,9 @@ tokens_1138:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_1143:
+i8steps_1127:
 	CMPQ        R8, $0x00000040
-	JB          i8stepsdone_1144
+	JB          i8stepsdone_1128
 	PREFETCHNTA 2048(R9)
 	VPXORD      (R9), Z0, Z2
 	VMOVDQU64   (BX), Z3
@@ -38389,11 +38054,11 @@ i8steps_1143:
 	ADDQ        $0x00000040, R9
 	ADDQ        $0x00000040, BX
 	SUBQ        $0x00000040, R8
-	JMP         i8steps_1143
+	JMP         i8steps_1127
 
-i8stepsdone_1144:
+i8stepsdone_1128:
 	TESTQ      R8, R8
-	JZ         notail_1145
+	JZ         notail_1129
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -38402,7 +38067,7 @@ i8stepsdone_1144:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_1145:
+notail_1129:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -38421,35 +38086,35 @@ notail_1145:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_1114
+	JMP           tokensdone_1098
 
-tokens_1142:
-tokensdone_1114:
+tokens_1126:
+tokensdone_1098:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_1110
+	JMP  rows_1094
 
-rowsdone_1111:
+rowsdone_1095:
 	VZEROUPPER
 	RET
 
-adjacent_1085:
+adjacent_1069:
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_1146:
+rows_1130:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_1147
+	JB   rowsdone_1131
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1148:
+tokens_1132:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_1149
+	JB   tokenstail_1133
 
 	// tile 4 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -38483,9 +38148,9 @@ tokens_1148:
 	VPXORD       Z19, Z19, Z19
 	VPXORD       Z20, Z20, Z20
 
-i8steps_1151:
+i8steps_1135:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1152
+	JB         i8stepsdone_1136
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z21
 	PREFETCHT1 16384(R11)(R8*1)
@@ -38524,11 +38189,11 @@ i8steps_1151:
 	ADDQ       $0x00000040, R13
 	ADDQ       $0x00000040, R14
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1151
+	JMP        i8steps_1135
 
-i8stepsdone_1152:
+i8stepsdone_1136:
 	TESTQ      R10, R10
-	JZ         notail_1153
+	JZ         notail_1137
 	MOVQ       $-1, R15
 	BZHIQ      R10, R15, R10
 	KMOVQ      R10, K1
@@ -38566,7 +38231,7 @@ i8stepsdone_1152:
 	VPDPBUSD   Z0, Z23, Z15
 	VPDPBUSD   Z0, Z24, Z20
 
-notail_1153:
+notail_1137:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -38725,11 +38390,11 @@ notail_1153:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_1148
+	JMP           tokens_1132
 
-tokenstail_1149:
+tokenstail_1133:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1154
+	JNE  tokens_1138
 
 	// tile 4 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -38758,9 +38423,9 @@ tokenstail_1149:
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z16, Z16, Z16
 
-i8steps_1155:
+i8steps_1139:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1156
+	JB         i8stepsdone_1140
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z17
 	PREFETCHT1 16384(R11)(R8*1)
@@ -38794,11 +38459,11 @@ i8steps_1155:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1155
+	JMP        i8steps_1139
 
-i8stepsdone_1156:
+i8stepsdone_1140:
 	TESTQ      R10, R10
-	JZ         notail_1157
+	JZ         notail_1141
 	MOVQ       $-1, R14
 	BZHIQ      R10, R14, R10
 	KMOVQ      R10, K1
@@ -38831,7 +38496,7 @@ i8stepsdone_1156:
 	VPDPBUSD   Z0, Z19, Z12
 	VPDPBUSD   Z0, Z20, Z16
 
-notail_1157:
+notail_1141:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -38953,11 +38618,11 @@ notail_1157:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_1150
+	JMP           tokensdone_1134
 
-tokens_1154:
+tokens_1138:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1158
+	JNE  tokens_1142
 
 	// tile 4 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -38980,9 +38645,9 @@ tokens_1154:
 	VPXORD       Z11, Z11, Z11
 	VPXORD       Z12, Z12, Z12
 
-i8steps_1159:
+i8steps_1143:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1160
+	JB         i8stepsdone_1144
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z13
 	PREFETCHT1 16384(R11)(R8*1)
@@ -39010,11 +38675,11 @@ i8steps_1159:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1159
+	JMP        i8steps_1143
 
-i8stepsdone_1160:
+i8stepsdone_1144:
 	TESTQ      R10, R10
-	JZ         notail_1161
+	JZ         notail_1145
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -39042,7 +38707,7 @@ i8stepsdone_1160:
 	VPDPBUSD   Z0, Z15, Z9
 	VPDPBUSD   Z0, Z16, Z12
 
-notail_1161:
+notail_1145:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -39135,11 +38800,11 @@ notail_1161:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_1150
+	JMP           tokensdone_1134
 
-tokens_1158:
+tokens_1142:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1162
+	JNE  tokens_1146
 
 	// tile 4 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -39158,9 +38823,9 @@ tokens_1158:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_1163:
+i8steps_1147:
 	CMPQ       R10, $0x00000040
-	JB         i8stepsdone_1164
+	JB         i8stepsdone_1148
 	PREFETCHT1 16384(R11)
 	VPXORD     (R11), Z0, Z9
 	PREFETCHT1 16384(R11)(R8*1)
@@ -39183,11 +38848,11 @@ i8steps_1163:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R10
-	JMP        i8steps_1163
+	JMP        i8steps_1147
 
-i8stepsdone_1164:
+i8stepsdone_1148:
 	TESTQ      R10, R10
-	JZ         notail_1165
+	JZ         notail_1149
 	MOVQ       $-1, R13
 	BZHIQ      R10, R13, R10
 	KMOVQ      R10, K1
@@ -39210,7 +38875,7 @@ i8stepsdone_1164:
 	VPDPBUSD   Z0, Z11, Z6
 	VPDPBUSD   Z0, Z12, Z8
 
-notail_1165:
+notail_1149:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -39274,11 +38939,11 @@ notail_1165:
 	VMOVD         X1, 8(SI)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(SI)
-	JMP           tokensdone_1150
+	JMP           tokensdone_1134
 
-tokens_1162:
+tokens_1146:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1166
+	JNE  tokens_1150
 
 	// tile 4 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -39293,9 +38958,9 @@ tokens_1162:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1167:
+i8steps_1151:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1168
+	JB         i8stepsdone_1152
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	PREFETCHT1 16384(R10)(R8*1)
@@ -39313,11 +38978,11 @@ i8steps_1167:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1167
+	JMP        i8steps_1151
 
-i8stepsdone_1168:
+i8stepsdone_1152:
 	TESTQ      R9, R9
-	JZ         notail_1169
+	JZ         notail_1153
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -39335,7 +39000,7 @@ i8stepsdone_1168:
 	VPDPBUSD   Z0, Z7, Z3
 	VPDPBUSD   Z0, Z8, Z4
 
-notail_1169:
+notail_1153:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -39371,27 +39036,27 @@ notail_1169:
 	VMOVD         X1, 8(BX)
 	VPSHUFD       $0x03, X0, X0
 	VMOVD         X0, 12(BX)
-	JMP           tokensdone_1150
+	JMP           tokensdone_1134
 
-tokens_1166:
-tokensdone_1150:
+tokens_1150:
+tokensdone_1134:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_1146
+	JMP  rows_1130
 
-rowsdone_1147:
-rows_1170:
+rowsdone_1131:
+rows_1154:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_1171
+	JB   rowsdone_1155
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1172:
+tokens_1156:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_1173
+	JB   tokenstail_1157
 
 	// tile 1 rows × 8 tokens
 	MOVQ         stride+24(FP), R8
@@ -39413,9 +39078,9 @@ tokens_1172:
 	VPXORD       Z7, Z7, Z7
 	VPXORD       Z8, Z8, Z8
 
-i8steps_1175:
+i8steps_1159:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1176
+	JB         i8stepsdone_1160
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z9
 	VMOVDQU64  (R11), Z10
@@ -39439,11 +39104,11 @@ i8steps_1175:
 	ADDQ       $0x00000040, R12
 	ADDQ       $0x00000040, R13
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1175
+	JMP        i8steps_1159
 
-i8stepsdone_1176:
+i8stepsdone_1160:
 	TESTQ      R9, R9
-	JZ         notail_1177
+	JZ         notail_1161
 	MOVQ       $-1, R14
 	BZHIQ      R9, R14, R9
 	KMOVQ      R9, K1
@@ -39466,7 +39131,7 @@ i8stepsdone_1176:
 	VMOVDQU8.Z (R13)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z9, Z8
 
-notail_1177:
+notail_1161:
 	MOVQ          tokens+80(FP), R8
 	SUBQ          DI, R8
 	MOVQ          bias_base+120(FP), R9
@@ -39576,11 +39241,11 @@ notail_1177:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_1172
+	JMP           tokens_1156
 
-tokenstail_1173:
+tokenstail_1157:
 	CMPQ DI, $0x00000007
-	JNE  tokens_1178
+	JNE  tokens_1162
 
 	// tile 1 rows × 7 tokens
 	MOVQ         stride+24(FP), R8
@@ -39600,9 +39265,9 @@ tokenstail_1173:
 	VPXORD       Z6, Z6, Z6
 	VPXORD       Z7, Z7, Z7
 
-i8steps_1179:
+i8steps_1163:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1180
+	JB         i8stepsdone_1164
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z8
 	VMOVDQU64  (BX), Z9
@@ -39624,11 +39289,11 @@ i8steps_1179:
 	ADDQ       $0x00000040, R11
 	ADDQ       $0x00000040, R12
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1179
+	JMP        i8steps_1163
 
-i8stepsdone_1180:
+i8stepsdone_1164:
 	TESTQ      R9, R9
-	JZ         notail_1181
+	JZ         notail_1165
 	MOVQ       $-1, R13
 	BZHIQ      R9, R13, R9
 	KMOVQ      R9, K1
@@ -39649,7 +39314,7 @@ i8stepsdone_1180:
 	VMOVDQU8.Z (R12), K1, Z0
 	VPDPBUSD   Z0, Z8, Z7
 
-notail_1181:
+notail_1165:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -39739,11 +39404,11 @@ notail_1181:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1174
+	JMP           tokensdone_1158
 
-tokens_1178:
+tokens_1162:
 	CMPQ DI, $0x00000006
-	JNE  tokens_1182
+	JNE  tokens_1166
 
 	// tile 1 rows × 6 tokens
 	MOVQ         stride+24(FP), R8
@@ -39760,9 +39425,9 @@ tokens_1178:
 	VPXORD       Z5, Z5, Z5
 	VPXORD       Z6, Z6, Z6
 
-i8steps_1183:
+i8steps_1167:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1184
+	JB         i8stepsdone_1168
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z7
 	VMOVDQU64  (BX), Z8
@@ -39781,11 +39446,11 @@ i8steps_1183:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1183
+	JMP        i8steps_1167
 
-i8stepsdone_1184:
+i8stepsdone_1168:
 	TESTQ      R9, R9
-	JZ         notail_1185
+	JZ         notail_1169
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -39804,7 +39469,7 @@ i8stepsdone_1184:
 	VMOVDQU8.Z (R11)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z7, Z6
 
-notail_1185:
+notail_1169:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -39882,11 +39547,11 @@ notail_1185:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1174
+	JMP           tokensdone_1158
 
-tokens_1182:
+tokens_1166:
 	CMPQ DI, $0x00000005
-	JNE  tokens_1186
+	JNE  tokens_1170
 
 	// tile 1 rows × 5 tokens
 	MOVQ         stride+24(FP), R8
@@ -39902,9 +39567,9 @@ tokens_1182:
 	VPXORD       Z4, Z4, Z4
 	VPXORD       Z5, Z5, Z5
 
-i8steps_1187:
+i8steps_1171:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1188
+	JB         i8stepsdone_1172
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z6
 	VMOVDQU64  (BX), Z7
@@ -39921,11 +39586,11 @@ i8steps_1187:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1187
+	JMP        i8steps_1171
 
-i8stepsdone_1188:
+i8stepsdone_1172:
 	TESTQ      R9, R9
-	JZ         notail_1189
+	JZ         notail_1173
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -39942,7 +39607,7 @@ i8stepsdone_1188:
 	VMOVDQU8.Z (R11)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z6, Z5
 
-notail_1189:
+notail_1173:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -40008,11 +39673,11 @@ notail_1189:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1174
+	JMP           tokensdone_1158
 
-tokens_1186:
+tokens_1170:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1190
+	JNE  tokens_1174
 
 	// tile 1 rows × 4 tokens
 	MOVQ         stride+24(FP), R8
@@ -40027,9 +39692,9 @@ tokens_1186:
 	VPXORD       Z3, Z3, Z3
 	VPXORD       Z4, Z4, Z4
 
-i8steps_1191:
+i8steps_1175:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1192
+	JB         i8stepsdone_1176
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z5
 	VMOVDQU64  (BX), Z6
@@ -40044,11 +39709,11 @@ i8steps_1191:
 	ADDQ       $0x00000040, BX
 	ADDQ       $0x00000040, R11
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1191
+	JMP        i8steps_1175
 
-i8stepsdone_1192:
+i8stepsdone_1176:
 	TESTQ      R9, R9
-	JZ         notail_1193
+	JZ         notail_1177
 	MOVQ       $-1, R12
 	BZHIQ      R9, R12, R9
 	KMOVQ      R9, K1
@@ -40063,7 +39728,7 @@ i8stepsdone_1192:
 	VMOVDQU8.Z (R11), K1, Z0
 	VPDPBUSD   Z0, Z5, Z4
 
-notail_1193:
+notail_1177:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -40117,11 +39782,11 @@ notail_1193:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1174
+	JMP           tokensdone_1158
 
-tokens_1190:
+tokens_1174:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1194
+	JNE  tokens_1178
 
 	// tile 1 rows × 3 tokens
 	MOVQ         stride+24(FP), R8
@@ -40133,9 +39798,9 @@ tokens_1190:
 	VPXORD       Z2, Z2, Z2
 	VPXORD       Z3, Z3, Z3
 
-i8steps_1195:
+i8steps_1179:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1196
+	JB         i8stepsdone_1180
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z4
 	VMOVDQU64  (BX), Z5
@@ -40147,11 +39812,11 @@ i8steps_1195:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1195
+	JMP        i8steps_1179
 
-i8stepsdone_1196:
+i8stepsdone_1180:
 	TESTQ      R9, R9
-	JZ         notail_1197
+	JZ         notail_1181
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -40164,7 +39829,7 @@ i8stepsdone_1196:
 	VMOVDQU8.Z (BX)(R8*2), K1, Z0
 	VPDPBUSD   Z0, Z4, Z3
 
-notail_1197:
+notail_1181:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -40206,11 +39871,11 @@ notail_1197:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1174
+	JMP           tokensdone_1158
 
-tokens_1194:
+tokens_1178:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1198
+	JNE  tokens_1182
 
 	// tile 1 rows × 2 tokens
 	MOVQ         stride+24(FP), R8
@@ -40221,9 +39886,9 @@ tokens_1194:
 	VPXORD       Z1, Z1, Z1
 	VPXORD       Z2, Z2, Z2
 
-i8steps_1199:
+i8steps_1183:
 	CMPQ       R9, $0x00000040
-	JB         i8stepsdone_1200
+	JB         i8stepsdone_1184
 	PREFETCHT1 16384(R10)
 	VPXORD     (R10), Z0, Z3
 	VMOVDQU64  (BX), Z4
@@ -40233,11 +39898,11 @@ i8steps_1199:
 	ADDQ       $0x00000040, R10
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R9
-	JMP        i8steps_1199
+	JMP        i8steps_1183
 
-i8stepsdone_1200:
+i8stepsdone_1184:
 	TESTQ      R9, R9
-	JZ         notail_1201
+	JZ         notail_1185
 	MOVQ       $-1, R11
 	BZHIQ      R9, R11, R9
 	KMOVQ      R9, K1
@@ -40248,7 +39913,7 @@ i8stepsdone_1200:
 	VMOVDQU8.Z (BX)(R8*1), K1, Z0
 	VPDPBUSD   Z0, Z3, Z2
 
-notail_1201:
+notail_1185:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -40278,11 +39943,11 @@ notail_1201:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (SI)
-	JMP           tokensdone_1174
+	JMP           tokensdone_1158
 
-tokens_1198:
+tokens_1182:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1202
+	JNE  tokens_1186
 
 	// tile 1 rows × 1 tokens
 	MOVQ         stride+24(FP), R8
@@ -40292,9 +39957,9 @@ tokens_1198:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-i8steps_1203:
+i8steps_1187:
 	CMPQ       R8, $0x00000040
-	JB         i8stepsdone_1204
+	JB         i8stepsdone_1188
 	PREFETCHT1 16384(R9)
 	VPXORD     (R9), Z0, Z2
 	VMOVDQU64  (BX), Z3
@@ -40302,11 +39967,11 @@ i8steps_1203:
 	ADDQ       $0x00000040, R9
 	ADDQ       $0x00000040, BX
 	SUBQ       $0x00000040, R8
-	JMP        i8steps_1203
+	JMP        i8steps_1187
 
-i8stepsdone_1204:
+i8stepsdone_1188:
 	TESTQ      R8, R8
-	JZ         notail_1205
+	JZ         notail_1189
 	MOVQ       $-1, R10
 	BZHIQ      R8, R10, R8
 	KMOVQ      R8, K1
@@ -40315,7 +39980,7 @@ i8stepsdone_1204:
 	VMOVDQU8.Z (BX), K1, Z0
 	VPDPBUSD   Z0, Z2, Z1
 
-notail_1205:
+notail_1189:
 	MOVQ          tokens+80(FP), BX
 	SUBQ          DI, BX
 	MOVQ          bias_base+120(FP), DI
@@ -40334,17 +39999,17 @@ notail_1205:
 	VPADDD        X0, X2, X2
 	VPSUBD        X1, X2, X2
 	VMOVD         X2, (BX)
-	JMP           tokensdone_1174
+	JMP           tokensdone_1158
 
-tokens_1202:
-tokensdone_1174:
+tokens_1186:
+tokensdone_1158:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_1170
+	JMP  rows_1154
 
-rowsdone_1171:
+rowsdone_1155:
 	VZEROUPPER
 	RET
 
@@ -40353,7 +40018,7 @@ rowsdone_1171:
 TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	MOVQ    group+48(FP), AX
 	CMPQ    AX, $0x20
-	JE      group32_1206
+	JE      group32_1190
 	VMOVDQU words0001<>+0(SB), Y0
 	VMOVDQU permQuads<>+0(SB), Y1
 	MOVQ    w_base+0(FP), AX
@@ -40366,9 +40031,9 @@ TEXT ·dotBlockRowsAVX2(SB), NOSPLIT, $16-128
 	SHRQ    $0x01, SI
 	MOVQ    SI, (SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1207
+	JZ      pairsdone_1191
 
-pairs_1208:
+pairs_1192:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -40385,9 +40050,9 @@ pairs_1208:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1210
+	JAE    loopdone_1194
 
-loop_1209:
+loop_1193:
 	VMOVDQU      (R10)(R12*1), Y6
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y4
@@ -40552,13 +40217,13 @@ loop_1209:
 	ADDQ         $0x08, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1209
+	JB           loop_1193
 
-loopdone_1210:
-room_1211:
+loopdone_1194:
+room_1195:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1212
+	JA           roomdone_1196
 	VMOVDQU      (R10)(R12*1), Y6
 	VMOVDQU      (AX)(R12*1), Y4
 	VPSIGNB      Y4, Y6, Y5
@@ -40580,9 +40245,9 @@ room_1211:
 	VFMADD231PS  Y5, Y4, Y3
 	ADDQ         $0x08, R13
 	ADDQ         $0x20, R12
-	JMP          room_1211
+	JMP          room_1195
 
-roomdone_1212:
+roomdone_1196:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -40602,7 +40267,7 @@ roomdone_1212:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1208
+	JNZ          pairs_1192
 	MOVQ         (SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -40612,10 +40277,10 @@ roomdone_1212:
 	MOVQ         (SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1207:
+pairsdone_1191:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1213
+	JZ     noodd_1197
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -40625,9 +40290,9 @@ pairsdone_1207:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1215
+	JAE    loopdone_1199
 
-loop_1214:
+loop_1198:
 	VMOVDQU      (DX)(DI*1), Y4
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y3
@@ -40719,13 +40384,13 @@ loop_1214:
 	ADDQ         $0x08, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1214
+	JB           loop_1198
 
-loopdone_1215:
-room_1216:
+loopdone_1199:
+room_1200:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1217
+	JA           roomdone_1201
 	VMOVDQU      (DX)(DI*1), Y4
 	VMOVDQU      (AX)(DI*1), Y3
 	VPSIGNB      Y3, Y4, Y4
@@ -40738,9 +40403,9 @@ room_1216:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x08, R8
 	ADDQ         $0x20, DI
-	JMP          room_1216
+	JMP          room_1200
 
-roomdone_1217:
+roomdone_1201:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -40749,11 +40414,11 @@ roomdone_1217:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1213:
+noodd_1197:
 	VZEROUPPER
 	RET
 
-group32_1206:
+group32_1190:
 	VMOVDQU words0001<>+0(SB), Y0
 	MOVQ    w_base+0(FP), AX
 	MOVQ    scales_base+24(FP), CX
@@ -40765,9 +40430,9 @@ group32_1206:
 	SHRQ    $0x01, SI
 	MOVQ    SI, 8(SP)
 	TESTQ   SI, SI
-	JZ      pairsdone_1218
+	JZ      pairsdone_1202
 
-pairs_1219:
+pairs_1203:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -40784,9 +40449,9 @@ pairs_1219:
 	ANDQ   $-256, R14
 	XORQ   R12, R12
 	CMPQ   R12, R14
-	JAE    loopdone_1221
+	JAE    loopdone_1205
 
-loop_1220:
+loop_1204:
 	VMOVDQU      (R10)(R12*1), Y5
 	PREFETCHT1   16384(AX)(R12*1)
 	VMOVDQU      (AX)(R12*1), Y3
@@ -40935,13 +40600,13 @@ loop_1220:
 	ADDQ         $0x04, R13
 	ADDQ         $0x00000100, R12
 	CMPQ         R12, R14
-	JB           loop_1220
+	JB           loop_1204
 
-loopdone_1221:
-room_1222:
+loopdone_1205:
+room_1206:
 	LEAQ         32(R12), R14
 	CMPQ         R14, R11
-	JA           roomdone_1223
+	JA           roomdone_1207
 	VMOVDQU      (R10)(R12*1), Y5
 	VMOVDQU      (AX)(R12*1), Y3
 	VPSIGNB      Y3, Y5, Y4
@@ -40961,9 +40626,9 @@ room_1222:
 	VFMADD231PS  Y4, Y3, Y2
 	ADDQ         $0x04, R13
 	ADDQ         $0x20, R12
-	JMP          room_1222
+	JMP          room_1206
 
-roomdone_1223:
+roomdone_1207:
 	VEXTRACTF128 $0x01, Y1, X3
 	VADDPS       X1, X3, X3
 	VPSHUFD      $0x4e, X3, X1
@@ -40983,7 +40648,7 @@ roomdone_1223:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1219
+	JNZ          pairs_1203
 	MOVQ         8(SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -40993,10 +40658,10 @@ roomdone_1223:
 	MOVQ         8(SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1218:
+pairsdone_1202:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1224
+	JZ     noodd_1208
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -41006,9 +40671,9 @@ pairsdone_1218:
 	ANDQ   $-256, R9
 	XORQ   DI, DI
 	CMPQ   DI, R9
-	JAE    loopdone_1226
+	JAE    loopdone_1210
 
-loop_1225:
+loop_1209:
 	VMOVDQU      (DX)(DI*1), Y3
 	PREFETCHT1   16384(AX)(DI*1)
 	VMOVDQU      (AX)(DI*1), Y2
@@ -41092,13 +40757,13 @@ loop_1225:
 	ADDQ         $0x04, R8
 	ADDQ         $0x00000100, DI
 	CMPQ         DI, R9
-	JB           loop_1225
+	JB           loop_1209
 
-loopdone_1226:
-room_1227:
+loopdone_1210:
+room_1211:
 	LEAQ         32(DI), R9
 	CMPQ         R9, SI
-	JA           roomdone_1228
+	JA           roomdone_1212
 	VMOVDQU      (DX)(DI*1), Y3
 	VMOVDQU      (AX)(DI*1), Y2
 	VPSIGNB      Y2, Y3, Y3
@@ -41110,9 +40775,9 @@ room_1227:
 	VFMADD231PS  Y3, Y2, Y1
 	ADDQ         $0x04, R8
 	ADDQ         $0x20, DI
-	JMP          room_1227
+	JMP          room_1211
 
-roomdone_1228:
+roomdone_1212:
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -41121,7 +40786,7 @@ roomdone_1228:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1224:
+noodd_1208:
 	VZEROUPPER
 	RET
 
@@ -41130,7 +40795,7 @@ noodd_1224:
 TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1229
+	JE           group32_1213
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -41143,9 +40808,9 @@ TEXT ·dotBlockRowsVNNI(SB), NOSPLIT, $16-128
 	SHRQ         $0x01, SI
 	MOVQ         SI, (SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1230
+	JZ           pairsdone_1214
 
-pairs_1231:
+pairs_1215:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -41162,9 +40827,9 @@ pairs_1231:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1233
+	JAE    loopdone_1217
 
-loop_1232:
+loop_1216:
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	PREFETCHT1      16384(AX)(R13*1)
@@ -41237,13 +40902,13 @@ loop_1232:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1232
+	JB              loop_1216
 
-loopdone_1233:
-room_1234:
+loopdone_1217:
+room_1218:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1235
+	JA              roomdone_1219
 	VMOVDQU64       (R10)(R13*1), Z6
 	VMOVDQU32       (R12)(R13*1), Z7
 	VPXORD          (AX)(R13*1), Z0, Z4
@@ -41262,9 +40927,9 @@ room_1234:
 	VFMADD231PS     Z5, Z4, Z3
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1234
+	JMP             room_1218
 
-roomdone_1235:
+roomdone_1219:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -41288,7 +40953,7 @@ roomdone_1235:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1231
+	JNZ           pairs_1215
 	MOVQ          (SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -41298,10 +40963,10 @@ roomdone_1235:
 	MOVQ          (SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1230:
+pairsdone_1214:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1236
+	JZ     noodd_1220
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -41311,9 +40976,9 @@ pairsdone_1230:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1238
+	JAE    loopdone_1222
 
-loop_1237:
+loop_1221:
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	PREFETCHT1      16384(AX)(R8*1)
@@ -41357,13 +41022,13 @@ loop_1237:
 	ADDQ            $0x10, R9
 	ADDQ            $0x00000100, R8
 	CMPQ            R8, R10
-	JB              loop_1237
+	JB              loop_1221
 
-loopdone_1238:
-room_1239:
+loopdone_1222:
+room_1223:
 	LEAQ            64(R8), R10
 	CMPQ            R10, SI
-	JA              roomdone_1240
+	JA              roomdone_1224
 	VMOVDQU64       (DX)(R8*1), Z5
 	VMOVDQU32       (DI)(R8*1), Z4
 	VPXORD          (AX)(R8*1), Z0, Z3
@@ -41375,9 +41040,9 @@ room_1239:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R9
 	ADDQ            $0x40, R8
-	JMP             room_1239
+	JMP             room_1223
 
-roomdone_1240:
+roomdone_1224:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -41388,11 +41053,11 @@ roomdone_1240:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1236:
+noodd_1220:
 	VZEROUPPER
 	RET
 
-group32_1229:
+group32_1213:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -41405,9 +41070,9 @@ group32_1229:
 	SHRQ         $0x01, SI
 	MOVQ         SI, 8(SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1241
+	JZ           pairsdone_1225
 
-pairs_1242:
+pairs_1226:
 	MOVQ   8(SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -41424,9 +41089,9 @@ pairs_1242:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1244
+	JAE    loopdone_1228
 
-loop_1243:
+loop_1227:
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	PREFETCHT1   16384(AX)(R13*1)
@@ -41499,13 +41164,13 @@ loop_1243:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1243
+	JB           loop_1227
 
-loopdone_1244:
-room_1245:
+loopdone_1228:
+room_1229:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1246
+	JA           roomdone_1230
 	VMOVDQU64    (R10)(R13*1), Z6
 	VMOVDQU32    (R12)(R13*1), Z7
 	VPXORD       (AX)(R13*1), Z0, Z4
@@ -41524,9 +41189,9 @@ room_1245:
 	VFMADD231PS  Z5, Z4, Z3
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1245
+	JMP          room_1229
 
-roomdone_1246:
+roomdone_1230:
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -41550,7 +41215,7 @@ roomdone_1246:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1242
+	JNZ           pairs_1226
 	MOVQ          8(SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -41560,10 +41225,10 @@ roomdone_1246:
 	MOVQ          8(SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1241:
+pairsdone_1225:
 	MOVQ   out_len+112(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1247
+	JZ     noodd_1231
 	MOVQ   x_base+56(FP), DX
 	MOVQ   x_len+64(FP), SI
 	MOVQ   xBias_base+80(FP), DI
@@ -41573,9 +41238,9 @@ pairsdone_1241:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1249
+	JAE    loopdone_1233
 
-loop_1248:
+loop_1232:
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	PREFETCHT1   16384(AX)(R8*1)
@@ -41619,13 +41284,13 @@ loop_1248:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_1248
+	JB           loop_1232
 
-loopdone_1249:
-room_1250:
+loopdone_1233:
+room_1234:
 	LEAQ         64(R8), R10
 	CMPQ         R10, SI
-	JA           roomdone_1251
+	JA           roomdone_1235
 	VMOVDQU64    (DX)(R8*1), Z5
 	VMOVDQU32    (DI)(R8*1), Z4
 	VPXORD       (AX)(R8*1), Z0, Z3
@@ -41637,9 +41302,9 @@ room_1250:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_1250
+	JMP          room_1234
 
-roomdone_1251:
+roomdone_1235:
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -41650,7 +41315,7 @@ roomdone_1251:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1247:
+noodd_1231:
 	VZEROUPPER
 	RET
 
@@ -41659,7 +41324,7 @@ noodd_1247:
 TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         group+48(FP), AX
 	CMPQ         AX, $0x20
-	JE           group32_1252
+	JE           group32_1236
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permQuads<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -41673,9 +41338,9 @@ TEXT ·dotBlockRowsVNNIHW(SB), NOSPLIT, $80-128
 	MOVQ         AX, (SP)
 	MOVQ         AX, 32(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1253
+	JZ           quadsdone_1237
 
-quads_1254:
+quads_1238:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   8(SP), CX
 	IMULQ  (SP), AX
@@ -41701,9 +41366,9 @@ quads_1254:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1256
+	JAE    loopdone_1240
 
-loop_1255:
+loop_1239:
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -41830,13 +41495,13 @@ loop_1255:
 	ADDQ            $0x10, R14
 	ADDQ            $0x00000100, R13
 	CMPQ            R13, R15
-	JB              loop_1255
+	JB              loop_1239
 
-loopdone_1256:
-room_1257:
+loopdone_1240:
+room_1241:
 	LEAQ            64(R13), R15
 	CMPQ            R15, R11
-	JA              roomdone_1258
+	JA              roomdone_1242
 	VMOVDQU64       (R10)(R13*1), Z8
 	VMOVDQU32       (R12)(R13*1), Z9
 	VPXORD          (CX)(R13*1), Z0, Z6
@@ -41869,9 +41534,9 @@ room_1257:
 	VFMADD231PS     Z7, Z6, Z5
 	ADDQ            $0x10, R14
 	ADDQ            $0x40, R13
-	JMP             room_1257
+	JMP             room_1241
 
-roomdone_1258:
+roomdone_1242:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -41919,9 +41584,9 @@ roomdone_1258:
 	ADDQ          AX, 16(SP)
 	ADDQ          $0x04, 24(SP)
 	DECQ          32(SP)
-	JNZ           quads_1254
+	JNZ           quads_1238
 
-quadsdone_1253:
+quadsdone_1237:
 	MOVQ  8(SP), AX
 	MOVQ  16(SP), CX
 	MOVQ  24(SP), DX
@@ -41940,9 +41605,9 @@ quadsdone_1253:
 	ADDQ  BX, CX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1260
+	JZ    blocksingledone_1244
 
-blocksingle_1259:
+blocksingle_1243:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -41952,9 +41617,9 @@ blocksingle_1259:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1262
+	JAE    loopdone_1246
 
-loop_1261:
+loop_1245:
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -41997,13 +41662,13 @@ loop_1261:
 	ADDQ            $0x10, R10
 	ADDQ            $0x00000100, R9
 	CMPQ            R9, R11
-	JB              loop_1261
+	JB              loop_1245
 
-loopdone_1262:
-room_1263:
+loopdone_1246:
+room_1247:
 	LEAQ            64(R9), R11
 	CMPQ            R11, DI
-	JA              roomdone_1264
+	JA              roomdone_1248
 	VMOVDQU64       (SI)(R9*1), Z5
 	VMOVDQU32       (R8)(R9*1), Z4
 	VPXORD          (AX)(R9*1), Z0, Z3
@@ -42015,9 +41680,9 @@ room_1263:
 	VFMADD231PS     Z4, Z3, Z2
 	ADDQ            $0x10, R10
 	ADDQ            $0x40, R9
-	JMP             room_1263
+	JMP             room_1247
 
-roomdone_1264:
+roomdone_1248:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -42034,13 +41699,13 @@ roomdone_1264:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1259
+	JNZ           blocksingle_1243
 
-blocksingledone_1260:
+blocksingledone_1244:
 	VZEROUPPER
 	RET
 
-group32_1252:
+group32_1236:
 	VPBROADCASTD bytes80<>+0(SB), Z0
 	VMOVDQU32    permOctets<>+0(SB), Z1
 	MOVQ         w_base+0(FP), AX
@@ -42054,9 +41719,9 @@ group32_1252:
 	MOVQ         AX, 40(SP)
 	MOVQ         AX, 72(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1265
+	JZ           quadsdone_1249
 
-quads_1266:
+quads_1250:
 	MOVQ   x_len+64(FP), AX
 	MOVQ   48(SP), CX
 	IMULQ  40(SP), AX
@@ -42082,9 +41747,9 @@ quads_1266:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1268
+	JAE    loopdone_1252
 
-loop_1267:
+loop_1251:
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -42211,13 +41876,13 @@ loop_1267:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1267
+	JB           loop_1251
 
-loopdone_1268:
-room_1269:
+loopdone_1252:
+room_1253:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R11
-	JA           roomdone_1270
+	JA           roomdone_1254
 	VMOVDQU64    (R10)(R13*1), Z8
 	VMOVDQU32    (R12)(R13*1), Z9
 	VPXORD       (CX)(R13*1), Z0, Z6
@@ -42250,9 +41915,9 @@ room_1269:
 	VFMADD231PS  Z7, Z6, Z5
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1269
+	JMP          room_1253
 
-roomdone_1270:
+roomdone_1254:
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -42300,9 +41965,9 @@ roomdone_1270:
 	ADDQ          AX, 56(SP)
 	ADDQ          $0x04, 64(SP)
 	DECQ          72(SP)
-	JNZ           quads_1266
+	JNZ           quads_1250
 
-quadsdone_1265:
+quadsdone_1249:
 	MOVQ  48(SP), AX
 	MOVQ  56(SP), CX
 	MOVQ  64(SP), DX
@@ -42321,9 +41986,9 @@ quadsdone_1265:
 	ADDQ  BX, CX
 	MOVQ  out_len+112(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1272
+	JZ    blocksingledone_1256
 
-blocksingle_1271:
+blocksingle_1255:
 	MOVQ   x_base+56(FP), SI
 	MOVQ   x_len+64(FP), DI
 	MOVQ   xBias_base+80(FP), R8
@@ -42333,9 +41998,9 @@ blocksingle_1271:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1274
+	JAE    loopdone_1258
 
-loop_1273:
+loop_1257:
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -42378,13 +42043,13 @@ loop_1273:
 	ADDQ         $0x08, R10
 	ADDQ         $0x00000100, R9
 	CMPQ         R9, R11
-	JB           loop_1273
+	JB           loop_1257
 
-loopdone_1274:
-room_1275:
+loopdone_1258:
+room_1259:
 	LEAQ         64(R9), R11
 	CMPQ         R11, DI
-	JA           roomdone_1276
+	JA           roomdone_1260
 	VMOVDQU64    (SI)(R9*1), Z5
 	VMOVDQU32    (R8)(R9*1), Z4
 	VPXORD       (AX)(R9*1), Z0, Z3
@@ -42396,9 +42061,9 @@ room_1275:
 	VFMADD231PS  Z4, Z3, Z2
 	ADDQ         $0x08, R10
 	ADDQ         $0x40, R9
-	JMP          room_1275
+	JMP          room_1259
 
-roomdone_1276:
+roomdone_1260:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -42415,9 +42080,9 @@ roomdone_1276:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1271
+	JNZ           blocksingle_1255
 
-blocksingledone_1272:
+blocksingledone_1256:
 	VZEROUPPER
 	RET
 
@@ -42426,7 +42091,7 @@ blocksingledone_1272:
 TEXT ·dotBlockMatMulVNNI(SB), NOSPLIT, $112-160
 	MOVQ  group+48(FP), AX
 	CMPQ  AX, $0x20
-	JE    bmmgroup32_1277
+	JE    bmmgroup32_1261
 	MOVQ  w_base+0(FP), AX
 	MOVQ  AX, (SP)
 	MOVQ  out_base+128(FP), AX
@@ -42435,9 +42100,9 @@ TEXT ·dotBlockMatMulVNNI(SB), NOSPLIT, $112-160
 	SHRQ  $0x02, AX
 	MOVQ  AX, 16(SP)
 	TESTQ AX, AX
-	JZ    bmmquadsdone_1278
+	JZ    bmmquadsdone_1262
 
-bmmquads_1279:
+bmmquads_1263:
 	MOVQ x_base+64(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ xBias_base+88(FP), AX
@@ -42447,9 +42112,9 @@ bmmquads_1279:
 	MOVQ tokens+120(FP), AX
 	MOVQ AX, 48(SP)
 
-bmmtokens_1280:
+bmmtokens_1264:
 	CMPQ 48(SP), $0x06
-	JB   bmmtokenstail_1281
+	JB   bmmtokenstail_1265
 
 	// block tile 4 rows × 6 tokens, group 16
 	MOVQ         (SP), AX
@@ -42505,7 +42170,7 @@ bmmtokens_1280:
 	MOVQ         n+112(FP), R13
 	SHRQ         $0x06, R13
 
-bmmchunks_1283:
+bmmchunks_1267:
 	PREFETCHT1      16384(AX)
 	PREFETCHT1      16384(DX)
 	VPXORD          (AX), Z0, Z26
@@ -42631,7 +42296,7 @@ bmmchunks_1283:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000040, R12
 	DECQ            R13
-	JNZ             bmmchunks_1283
+	JNZ             bmmchunks_1267
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -42864,6 +42529,1397 @@ bmmchunks_1283:
 	VADDPS          X0, X1, X1
 	LEAQ            (AX)(DX*2), AX
 	VMOVSS          X1, (AX)(DX*1)
+	MOVQ            n+112(FP), AX
+	IMUL3Q          $0x00000006, AX, AX
+	ADDQ            AX, 24(SP)
+	ADDQ            AX, 32(SP)
+	MOVQ            outStride+152(FP), AX
+	IMUL3Q          $0x00000018, AX, AX
+	ADDQ            AX, 40(SP)
+	SUBQ            $0x06, 48(SP)
+	JMP             bmmtokens_1264
+
+bmmtokenstail_1265:
+	CMPQ 48(SP), $0x05
+	JNE  bmmtokens_1268
+
+	// block tile 4 rows × 5 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1269:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z22
+	VBROADCASTF32X4 (DX), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z2
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z3
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z4
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z5
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z6
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z22
+	VBROADCASTF32X4 (DX)(BX*1), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z7
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z8
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z9
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z10
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z11
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z22
+	VBROADCASTF32X4 (DX)(BX*2), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z12
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z13
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z14
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z15
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z16
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z22
+	VBROADCASTF32X4 (DI), Z23
+	VPERMPS         Z23, Z1, Z23
+	VMOVDQU32       (R10), Z24
+	VPDPBUSD        (R9), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z17
+	VMOVDQU32       (R10)(R8*1), Z24
+	VPDPBUSD        (R9)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z18
+	VMOVDQU32       (R10)(R8*2), Z24
+	VPDPBUSD        (R9)(R8*2), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z19
+	VMOVDQU32       (R12), Z24
+	VPDPBUSD        (R11), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z20
+	VMOVDQU32       (R12)(R8*1), Z24
+	VPDPBUSD        (R11)(R8*1), Z22, Z24
+	VCVTDQ2PS       Z24, Z24
+	VFMADD231PS     Z24, Z23, Z21
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R12
+	DECQ            R13
+	JNZ             bmmchunks_1269
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z17, Y0
+	VADDPS          Y17, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z18, Y0
+	VADDPS          Y18, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z14, Y0
+	VADDPS          Y14, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z19, Y0
+	VADDPS          Y19, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z15, Y0
+	VADDPS          Y15, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z20, Y0
+	VADDPS          Y20, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z16, Y0
+	VADDPS          Y16, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z21, Y0
+	VADDPS          Y21, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1266
+
+bmmtokens_1268:
+	CMPQ 48(SP), $0x04
+	JNE  bmmtokens_1270
+
+	// block tile 4 rows × 4 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	MOVQ         n+112(FP), R13
+	SHRQ         $0x06, R13
+
+bmmchunks_1271:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z18
+	VBROADCASTF32X4 (DX), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z2
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z3
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z4
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z5
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z18
+	VBROADCASTF32X4 (DX)(BX*1), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z6
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z7
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z8
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z9
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z18
+	VBROADCASTF32X4 (DX)(BX*2), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z10
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z11
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z12
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z13
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z18
+	VBROADCASTF32X4 (DI), Z19
+	VPERMPS         Z19, Z1, Z19
+	VMOVDQU32       (R10), Z20
+	VPDPBUSD        (R9), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z14
+	VMOVDQU32       (R10)(R8*1), Z20
+	VPDPBUSD        (R9)(R8*1), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z15
+	VMOVDQU32       (R10)(R8*2), Z20
+	VPDPBUSD        (R9)(R8*2), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z16
+	VMOVDQU32       (R12), Z20
+	VPDPBUSD        (R11), Z18, Z20
+	VCVTDQ2PS       Z20, Z20
+	VFMADD231PS     Z20, Z19, Z17
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R11
+	ADDQ            $0x00000040, R10
+	ADDQ            $0x00000040, R12
+	DECQ            R13
+	JNZ             bmmchunks_1271
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z14, Y0
+	VADDPS          Y14, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z15, Y0
+	VADDPS          Y15, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z16, Y0
+	VADDPS          Y16, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z17, Y0
+	VADDPS          Y17, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1266
+
+bmmtokens_1270:
+	CMPQ 48(SP), $0x03
+	JNE  bmmtokens_1272
+
+	// block tile 4 rows × 3 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	MOVQ         n+112(FP), R11
+	SHRQ         $0x06, R11
+
+bmmchunks_1273:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z14
+	VBROADCASTF32X4 (DX), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z2
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z3
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z4
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z14
+	VBROADCASTF32X4 (DX)(BX*1), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z5
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z6
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z7
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z14
+	VBROADCASTF32X4 (DX)(BX*2), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z8
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z9
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z10
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z14
+	VBROADCASTF32X4 (DI), Z15
+	VPERMPS         Z15, Z1, Z15
+	VMOVDQU32       (R10), Z16
+	VPDPBUSD        (R9), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z11
+	VMOVDQU32       (R10)(R8*1), Z16
+	VPDPBUSD        (R9)(R8*1), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z12
+	VMOVDQU32       (R10)(R8*2), Z16
+	VPDPBUSD        (R9)(R8*2), Z14, Z16
+	VCVTDQ2PS       Z16, Z16
+	VFMADD231PS     Z16, Z15, Z13
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R10
+	DECQ            R11
+	JNZ             bmmchunks_1273
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z11, Y0
+	VADDPS          Y11, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z12, Y0
+	VADDPS          Y12, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z10, Y0
+	VADDPS          Y10, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z13, Y0
+	VADDPS          Y13, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1266
+
+bmmtokens_1272:
+	CMPQ 48(SP), $0x02
+	JNE  bmmtokens_1274
+
+	// block tile 4 rows × 2 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	MOVQ         n+112(FP), R11
+	SHRQ         $0x06, R11
+
+bmmchunks_1275:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z10
+	VBROADCASTF32X4 (DX), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z2
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z3
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z10
+	VBROADCASTF32X4 (DX)(BX*1), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z4
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z5
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z10
+	VBROADCASTF32X4 (DX)(BX*2), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z6
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z7
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z10
+	VBROADCASTF32X4 (DI), Z11
+	VPERMPS         Z11, Z1, Z11
+	VMOVDQU32       (R10), Z12
+	VPDPBUSD        (R9), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z8
+	VMOVDQU32       (R10)(R8*1), Z12
+	VPDPBUSD        (R9)(R8*1), Z10, Z12
+	VCVTDQ2PS       Z12, Z12
+	VFMADD231PS     Z12, Z11, Z9
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R9
+	ADDQ            $0x00000040, R10
+	DECQ            R11
+	JNZ             bmmchunks_1275
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), DX
+	ANDQ            $-4, DX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z8, Y0
+	VADDPS          Y8, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), BX
+	VMOVSS          X1, (BX)(DX*1)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*1)
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(DX*2)
+	VEXTRACTF64X4   $0x01, Z9, Y0
+	VADDPS          Y9, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(DX*2), AX
+	VMOVSS          X1, (AX)(DX*1)
+	JMP             bmmtokensdone_1266
+
+bmmtokens_1274:
+	CMPQ 48(SP), $0x01
+	JNE  bmmtokens_1276
+
+	// block tile 4 rows × 1 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         rows+56(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x02, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+112(FP), R8
+	MOVQ         24(SP), R8
+	MOVQ         32(SP), R9
+	MOVQ         R9, R9
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	MOVQ         n+112(FP), R10
+	SHRQ         $0x06, R10
+
+bmmchunks_1277:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(DX)
+	VPXORD          (AX), Z0, Z6
+	VBROADCASTF32X4 (DX), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z2
+	PREFETCHT1      16384(AX)(CX*1)
+	PREFETCHT1      16384(DX)(BX*1)
+	VPXORD          (AX)(CX*1), Z0, Z6
+	VBROADCASTF32X4 (DX)(BX*1), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z3
+	PREFETCHT1      16384(AX)(CX*2)
+	PREFETCHT1      16384(DX)(BX*2)
+	VPXORD          (AX)(CX*2), Z0, Z6
+	VBROADCASTF32X4 (DX)(BX*2), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z4
+	PREFETCHT1      16384(SI)
+	PREFETCHT1      16384(DI)
+	VPXORD          (SI), Z0, Z6
+	VBROADCASTF32X4 (DI), Z7
+	VPERMPS         Z7, Z1, Z7
+	VMOVDQU32       (R9), Z8
+	VPDPBUSD        (R8), Z6, Z8
+	VCVTDQ2PS       Z8, Z8
+	VFMADD231PS     Z8, Z7, Z5
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000010, DX
+	ADDQ            $0x00000010, DI
+	ADDQ            $0x00000040, R8
+	ADDQ            $0x00000040, R9
+	DECQ            R10
+	JNZ             bmmchunks_1277
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	MOVQ            rows+56(FP), CX
+	ANDQ            $-4, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(CX*1)
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)(CX*2)
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	LEAQ            (AX)(CX*2), AX
+	VMOVSS          X1, (AX)(CX*1)
+	JMP             bmmtokensdone_1266
+
+bmmtokens_1276:
+bmmtokensdone_1266:
+	MOVQ  n+112(FP), AX
+	ADDQ  AX, (SP)
+	ADDQ  $0x04, 8(SP)
+	DECQ  16(SP)
+	JNZ   bmmquads_1263
+	MOVQ  rows+56(FP), AX
+	MOVQ  rows+56(FP), CX
+	SHRQ  $0x02, AX
+	MOVQ  n+112(FP), DX
+	IMULQ DX, AX
+	ANDQ  $-4, CX
+	MOVQ  (SP), DX
+	MOVQ  8(SP), BX
+	LEAQ  (DX)(AX*2), DX
+	ADDQ  AX, DX
+	LEAQ  (BX)(CX*2), BX
+	ADDQ  CX, BX
+	MOVQ  DX, (SP)
+	MOVQ  BX, 8(SP)
+
+bmmquadsdone_1262:
+	MOVQ rows+56(FP), AX
+	ANDQ $0x03, AX
+	MOVQ AX, 16(SP)
+	JZ   bmmsinglesdone_1278
+
+bmmsingles_1279:
+	MOVQ x_base+64(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ xBias_base+88(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 40(SP)
+	MOVQ tokens+120(FP), AX
+	MOVQ AX, 48(SP)
+
+bmmtokens_1280:
+	CMPQ 48(SP), $0x06
+	JB   bmmtokenstail_1281
+
+	// block tile 1 rows × 6 tokens, group 16
+	MOVQ         (SP), AX
+	MOVQ         n+112(FP), CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x02, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x02, CX
+	MOVQ         DX, CX
+	MOVQ         n+112(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	MOVQ         n+112(FP), R9
+	SHRQ         $0x06, R9
+
+bmmchunks_1283:
+	PREFETCHT1      16384(AX)
+	PREFETCHT1      16384(CX)
+	VPXORD          (AX), Z0, Z8
+	VBROADCASTF32X4 (CX), Z9
+	VPERMPS         Z9, Z1, Z9
+	VMOVDQU32       (SI), Z10
+	VPDPBUSD        (BX), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z2
+	VMOVDQU32       (SI)(DX*1), Z10
+	VPDPBUSD        (BX)(DX*1), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z3
+	VMOVDQU32       (SI)(DX*2), Z10
+	VPDPBUSD        (BX)(DX*2), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z4
+	VMOVDQU32       (R8), Z10
+	VPDPBUSD        (DI), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z5
+	VMOVDQU32       (R8)(DX*1), Z10
+	VPDPBUSD        (DI)(DX*1), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z6
+	VMOVDQU32       (R8)(DX*2), Z10
+	VPDPBUSD        (DI)(DX*2), Z8, Z10
+	VCVTDQ2PS       Z10, Z10
+	VFMADD231PS     Z10, Z9, Z7
+	ADDQ            $0x00000040, AX
+	ADDQ            $0x00000010, CX
+	ADDQ            $0x00000040, BX
+	ADDQ            $0x00000040, DI
+	ADDQ            $0x00000040, SI
+	ADDQ            $0x00000040, R8
+	DECQ            R9
+	JNZ             bmmchunks_1283
+	MOVQ            40(SP), AX
+	MOVQ            outStride+152(FP), CX
+	SHLQ            $0x02, CX
+	VEXTRACTF64X4   $0x01, Z2, Y0
+	VADDPS          Y2, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z3, Y0
+	VADDPS          Y3, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z4, Y0
+	VADDPS          Y4, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z5, Y0
+	VADDPS          Y5, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z6, Y0
+	VADDPS          Y6, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
+	ADDQ            CX, AX
+	VEXTRACTF64X4   $0x01, Z7, Y0
+	VADDPS          Y7, Y0, Y0
+	VEXTRACTF32X4   $0x01, Y0, X1
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0x4e, X1, X0
+	VADDPS          X0, X1, X1
+	VPSHUFD         $0xb1, X1, X0
+	VADDPS          X0, X1, X1
+	VMOVSS          X1, (AX)
 	MOVQ            n+112(FP), AX
 	IMUL3Q          $0x00000006, AX, AX
 	ADDQ            AX, 24(SP)
@@ -42878,1397 +43934,6 @@ bmmtokenstail_1281:
 	CMPQ 48(SP), $0x05
 	JNE  bmmtokens_1284
 
-	// block tile 4 rows × 5 tokens, group 16
-	MOVQ         (SP), AX
-	MOVQ         n+112(FP), CX
-	MOVQ         rows+56(FP), DX
-	SHRQ         $0x02, DX
-	IMULQ        DX, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x02, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	MOVQ         CX, BX
-	SHRQ         $0x02, BX
-	LEAQ         (AX)(CX*2), SI
-	ADDQ         CX, SI
-	LEAQ         (DX)(BX*2), DI
-	ADDQ         BX, DI
-	MOVQ         n+112(FP), R8
-	MOVQ         24(SP), R9
-	MOVQ         32(SP), R10
-	LEAQ         (R9)(R8*2), R11
-	ADDQ         R8, R11
-	LEAQ         (R10)(R8*2), R12
-	ADDQ         R8, R12
-	VPBROADCASTD bytes80<>+0(SB), Z0
-	VMOVDQU32    permQuads<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
-	VPXORD       Z10, Z10, Z10
-	VPXORD       Z11, Z11, Z11
-	VPXORD       Z12, Z12, Z12
-	VPXORD       Z13, Z13, Z13
-	VPXORD       Z14, Z14, Z14
-	VPXORD       Z15, Z15, Z15
-	VPXORD       Z16, Z16, Z16
-	VPXORD       Z17, Z17, Z17
-	VPXORD       Z18, Z18, Z18
-	VPXORD       Z19, Z19, Z19
-	VPXORD       Z20, Z20, Z20
-	VPXORD       Z21, Z21, Z21
-	MOVQ         n+112(FP), R13
-	SHRQ         $0x06, R13
-
-bmmchunks_1285:
-	PREFETCHT1      16384(AX)
-	PREFETCHT1      16384(DX)
-	VPXORD          (AX), Z0, Z22
-	VBROADCASTF32X4 (DX), Z23
-	VPERMPS         Z23, Z1, Z23
-	VMOVDQU32       (R10), Z24
-	VPDPBUSD        (R9), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z2
-	VMOVDQU32       (R10)(R8*1), Z24
-	VPDPBUSD        (R9)(R8*1), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z3
-	VMOVDQU32       (R10)(R8*2), Z24
-	VPDPBUSD        (R9)(R8*2), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z4
-	VMOVDQU32       (R12), Z24
-	VPDPBUSD        (R11), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z5
-	VMOVDQU32       (R12)(R8*1), Z24
-	VPDPBUSD        (R11)(R8*1), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z6
-	PREFETCHT1      16384(AX)(CX*1)
-	PREFETCHT1      16384(DX)(BX*1)
-	VPXORD          (AX)(CX*1), Z0, Z22
-	VBROADCASTF32X4 (DX)(BX*1), Z23
-	VPERMPS         Z23, Z1, Z23
-	VMOVDQU32       (R10), Z24
-	VPDPBUSD        (R9), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z7
-	VMOVDQU32       (R10)(R8*1), Z24
-	VPDPBUSD        (R9)(R8*1), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z8
-	VMOVDQU32       (R10)(R8*2), Z24
-	VPDPBUSD        (R9)(R8*2), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z9
-	VMOVDQU32       (R12), Z24
-	VPDPBUSD        (R11), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z10
-	VMOVDQU32       (R12)(R8*1), Z24
-	VPDPBUSD        (R11)(R8*1), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z11
-	PREFETCHT1      16384(AX)(CX*2)
-	PREFETCHT1      16384(DX)(BX*2)
-	VPXORD          (AX)(CX*2), Z0, Z22
-	VBROADCASTF32X4 (DX)(BX*2), Z23
-	VPERMPS         Z23, Z1, Z23
-	VMOVDQU32       (R10), Z24
-	VPDPBUSD        (R9), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z12
-	VMOVDQU32       (R10)(R8*1), Z24
-	VPDPBUSD        (R9)(R8*1), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z13
-	VMOVDQU32       (R10)(R8*2), Z24
-	VPDPBUSD        (R9)(R8*2), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z14
-	VMOVDQU32       (R12), Z24
-	VPDPBUSD        (R11), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z15
-	VMOVDQU32       (R12)(R8*1), Z24
-	VPDPBUSD        (R11)(R8*1), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z16
-	PREFETCHT1      16384(SI)
-	PREFETCHT1      16384(DI)
-	VPXORD          (SI), Z0, Z22
-	VBROADCASTF32X4 (DI), Z23
-	VPERMPS         Z23, Z1, Z23
-	VMOVDQU32       (R10), Z24
-	VPDPBUSD        (R9), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z17
-	VMOVDQU32       (R10)(R8*1), Z24
-	VPDPBUSD        (R9)(R8*1), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z18
-	VMOVDQU32       (R10)(R8*2), Z24
-	VPDPBUSD        (R9)(R8*2), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z19
-	VMOVDQU32       (R12), Z24
-	VPDPBUSD        (R11), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z20
-	VMOVDQU32       (R12)(R8*1), Z24
-	VPDPBUSD        (R11)(R8*1), Z22, Z24
-	VCVTDQ2PS       Z24, Z24
-	VFMADD231PS     Z24, Z23, Z21
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000040, SI
-	ADDQ            $0x00000010, DX
-	ADDQ            $0x00000010, DI
-	ADDQ            $0x00000040, R9
-	ADDQ            $0x00000040, R11
-	ADDQ            $0x00000040, R10
-	ADDQ            $0x00000040, R12
-	DECQ            R13
-	JNZ             bmmchunks_1285
-	MOVQ            40(SP), AX
-	MOVQ            outStride+152(FP), CX
-	SHLQ            $0x02, CX
-	MOVQ            rows+56(FP), DX
-	ANDQ            $-4, DX
-	VEXTRACTF64X4   $0x01, Z2, Y0
-	VADDPS          Y2, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z7, Y0
-	VADDPS          Y7, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z12, Y0
-	VADDPS          Y12, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z17, Y0
-	VADDPS          Y17, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), BX
-	VMOVSS          X1, (BX)(DX*1)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z3, Y0
-	VADDPS          Y3, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z8, Y0
-	VADDPS          Y8, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z13, Y0
-	VADDPS          Y13, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z18, Y0
-	VADDPS          Y18, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), BX
-	VMOVSS          X1, (BX)(DX*1)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z4, Y0
-	VADDPS          Y4, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z9, Y0
-	VADDPS          Y9, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z14, Y0
-	VADDPS          Y14, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z19, Y0
-	VADDPS          Y19, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), BX
-	VMOVSS          X1, (BX)(DX*1)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z5, Y0
-	VADDPS          Y5, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z10, Y0
-	VADDPS          Y10, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z15, Y0
-	VADDPS          Y15, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z20, Y0
-	VADDPS          Y20, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), BX
-	VMOVSS          X1, (BX)(DX*1)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z6, Y0
-	VADDPS          Y6, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z11, Y0
-	VADDPS          Y11, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z16, Y0
-	VADDPS          Y16, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z21, Y0
-	VADDPS          Y21, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), AX
-	VMOVSS          X1, (AX)(DX*1)
-	JMP             bmmtokensdone_1282
-
-bmmtokens_1284:
-	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1286
-
-	// block tile 4 rows × 4 tokens, group 16
-	MOVQ         (SP), AX
-	MOVQ         n+112(FP), CX
-	MOVQ         rows+56(FP), DX
-	SHRQ         $0x02, DX
-	IMULQ        DX, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x02, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	MOVQ         CX, BX
-	SHRQ         $0x02, BX
-	LEAQ         (AX)(CX*2), SI
-	ADDQ         CX, SI
-	LEAQ         (DX)(BX*2), DI
-	ADDQ         BX, DI
-	MOVQ         n+112(FP), R8
-	MOVQ         24(SP), R9
-	MOVQ         32(SP), R10
-	LEAQ         (R9)(R8*2), R11
-	ADDQ         R8, R11
-	LEAQ         (R10)(R8*2), R12
-	ADDQ         R8, R12
-	VPBROADCASTD bytes80<>+0(SB), Z0
-	VMOVDQU32    permQuads<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
-	VPXORD       Z10, Z10, Z10
-	VPXORD       Z11, Z11, Z11
-	VPXORD       Z12, Z12, Z12
-	VPXORD       Z13, Z13, Z13
-	VPXORD       Z14, Z14, Z14
-	VPXORD       Z15, Z15, Z15
-	VPXORD       Z16, Z16, Z16
-	VPXORD       Z17, Z17, Z17
-	MOVQ         n+112(FP), R13
-	SHRQ         $0x06, R13
-
-bmmchunks_1287:
-	PREFETCHT1      16384(AX)
-	PREFETCHT1      16384(DX)
-	VPXORD          (AX), Z0, Z18
-	VBROADCASTF32X4 (DX), Z19
-	VPERMPS         Z19, Z1, Z19
-	VMOVDQU32       (R10), Z20
-	VPDPBUSD        (R9), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z2
-	VMOVDQU32       (R10)(R8*1), Z20
-	VPDPBUSD        (R9)(R8*1), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z3
-	VMOVDQU32       (R10)(R8*2), Z20
-	VPDPBUSD        (R9)(R8*2), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z4
-	VMOVDQU32       (R12), Z20
-	VPDPBUSD        (R11), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z5
-	PREFETCHT1      16384(AX)(CX*1)
-	PREFETCHT1      16384(DX)(BX*1)
-	VPXORD          (AX)(CX*1), Z0, Z18
-	VBROADCASTF32X4 (DX)(BX*1), Z19
-	VPERMPS         Z19, Z1, Z19
-	VMOVDQU32       (R10), Z20
-	VPDPBUSD        (R9), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z6
-	VMOVDQU32       (R10)(R8*1), Z20
-	VPDPBUSD        (R9)(R8*1), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z7
-	VMOVDQU32       (R10)(R8*2), Z20
-	VPDPBUSD        (R9)(R8*2), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z8
-	VMOVDQU32       (R12), Z20
-	VPDPBUSD        (R11), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z9
-	PREFETCHT1      16384(AX)(CX*2)
-	PREFETCHT1      16384(DX)(BX*2)
-	VPXORD          (AX)(CX*2), Z0, Z18
-	VBROADCASTF32X4 (DX)(BX*2), Z19
-	VPERMPS         Z19, Z1, Z19
-	VMOVDQU32       (R10), Z20
-	VPDPBUSD        (R9), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z10
-	VMOVDQU32       (R10)(R8*1), Z20
-	VPDPBUSD        (R9)(R8*1), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z11
-	VMOVDQU32       (R10)(R8*2), Z20
-	VPDPBUSD        (R9)(R8*2), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z12
-	VMOVDQU32       (R12), Z20
-	VPDPBUSD        (R11), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z13
-	PREFETCHT1      16384(SI)
-	PREFETCHT1      16384(DI)
-	VPXORD          (SI), Z0, Z18
-	VBROADCASTF32X4 (DI), Z19
-	VPERMPS         Z19, Z1, Z19
-	VMOVDQU32       (R10), Z20
-	VPDPBUSD        (R9), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z14
-	VMOVDQU32       (R10)(R8*1), Z20
-	VPDPBUSD        (R9)(R8*1), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z15
-	VMOVDQU32       (R10)(R8*2), Z20
-	VPDPBUSD        (R9)(R8*2), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z16
-	VMOVDQU32       (R12), Z20
-	VPDPBUSD        (R11), Z18, Z20
-	VCVTDQ2PS       Z20, Z20
-	VFMADD231PS     Z20, Z19, Z17
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000040, SI
-	ADDQ            $0x00000010, DX
-	ADDQ            $0x00000010, DI
-	ADDQ            $0x00000040, R9
-	ADDQ            $0x00000040, R11
-	ADDQ            $0x00000040, R10
-	ADDQ            $0x00000040, R12
-	DECQ            R13
-	JNZ             bmmchunks_1287
-	MOVQ            40(SP), AX
-	MOVQ            outStride+152(FP), CX
-	SHLQ            $0x02, CX
-	MOVQ            rows+56(FP), DX
-	ANDQ            $-4, DX
-	VEXTRACTF64X4   $0x01, Z2, Y0
-	VADDPS          Y2, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z6, Y0
-	VADDPS          Y6, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z10, Y0
-	VADDPS          Y10, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z14, Y0
-	VADDPS          Y14, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), BX
-	VMOVSS          X1, (BX)(DX*1)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z3, Y0
-	VADDPS          Y3, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z7, Y0
-	VADDPS          Y7, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z11, Y0
-	VADDPS          Y11, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z15, Y0
-	VADDPS          Y15, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), BX
-	VMOVSS          X1, (BX)(DX*1)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z4, Y0
-	VADDPS          Y4, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z8, Y0
-	VADDPS          Y8, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z12, Y0
-	VADDPS          Y12, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z16, Y0
-	VADDPS          Y16, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), BX
-	VMOVSS          X1, (BX)(DX*1)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z5, Y0
-	VADDPS          Y5, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z9, Y0
-	VADDPS          Y9, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z13, Y0
-	VADDPS          Y13, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z17, Y0
-	VADDPS          Y17, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), AX
-	VMOVSS          X1, (AX)(DX*1)
-	JMP             bmmtokensdone_1282
-
-bmmtokens_1286:
-	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1288
-
-	// block tile 4 rows × 3 tokens, group 16
-	MOVQ         (SP), AX
-	MOVQ         n+112(FP), CX
-	MOVQ         rows+56(FP), DX
-	SHRQ         $0x02, DX
-	IMULQ        DX, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x02, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	MOVQ         CX, BX
-	SHRQ         $0x02, BX
-	LEAQ         (AX)(CX*2), SI
-	ADDQ         CX, SI
-	LEAQ         (DX)(BX*2), DI
-	ADDQ         BX, DI
-	MOVQ         n+112(FP), R8
-	MOVQ         24(SP), R9
-	MOVQ         32(SP), R10
-	MOVQ         R10, R10
-	VPBROADCASTD bytes80<>+0(SB), Z0
-	VMOVDQU32    permQuads<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
-	VPXORD       Z10, Z10, Z10
-	VPXORD       Z11, Z11, Z11
-	VPXORD       Z12, Z12, Z12
-	VPXORD       Z13, Z13, Z13
-	MOVQ         n+112(FP), R11
-	SHRQ         $0x06, R11
-
-bmmchunks_1289:
-	PREFETCHT1      16384(AX)
-	PREFETCHT1      16384(DX)
-	VPXORD          (AX), Z0, Z14
-	VBROADCASTF32X4 (DX), Z15
-	VPERMPS         Z15, Z1, Z15
-	VMOVDQU32       (R10), Z16
-	VPDPBUSD        (R9), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z2
-	VMOVDQU32       (R10)(R8*1), Z16
-	VPDPBUSD        (R9)(R8*1), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z3
-	VMOVDQU32       (R10)(R8*2), Z16
-	VPDPBUSD        (R9)(R8*2), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z4
-	PREFETCHT1      16384(AX)(CX*1)
-	PREFETCHT1      16384(DX)(BX*1)
-	VPXORD          (AX)(CX*1), Z0, Z14
-	VBROADCASTF32X4 (DX)(BX*1), Z15
-	VPERMPS         Z15, Z1, Z15
-	VMOVDQU32       (R10), Z16
-	VPDPBUSD        (R9), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z5
-	VMOVDQU32       (R10)(R8*1), Z16
-	VPDPBUSD        (R9)(R8*1), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z6
-	VMOVDQU32       (R10)(R8*2), Z16
-	VPDPBUSD        (R9)(R8*2), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z7
-	PREFETCHT1      16384(AX)(CX*2)
-	PREFETCHT1      16384(DX)(BX*2)
-	VPXORD          (AX)(CX*2), Z0, Z14
-	VBROADCASTF32X4 (DX)(BX*2), Z15
-	VPERMPS         Z15, Z1, Z15
-	VMOVDQU32       (R10), Z16
-	VPDPBUSD        (R9), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z8
-	VMOVDQU32       (R10)(R8*1), Z16
-	VPDPBUSD        (R9)(R8*1), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z9
-	VMOVDQU32       (R10)(R8*2), Z16
-	VPDPBUSD        (R9)(R8*2), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z10
-	PREFETCHT1      16384(SI)
-	PREFETCHT1      16384(DI)
-	VPXORD          (SI), Z0, Z14
-	VBROADCASTF32X4 (DI), Z15
-	VPERMPS         Z15, Z1, Z15
-	VMOVDQU32       (R10), Z16
-	VPDPBUSD        (R9), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z11
-	VMOVDQU32       (R10)(R8*1), Z16
-	VPDPBUSD        (R9)(R8*1), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z12
-	VMOVDQU32       (R10)(R8*2), Z16
-	VPDPBUSD        (R9)(R8*2), Z14, Z16
-	VCVTDQ2PS       Z16, Z16
-	VFMADD231PS     Z16, Z15, Z13
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000040, SI
-	ADDQ            $0x00000010, DX
-	ADDQ            $0x00000010, DI
-	ADDQ            $0x00000040, R9
-	ADDQ            $0x00000040, R10
-	DECQ            R11
-	JNZ             bmmchunks_1289
-	MOVQ            40(SP), AX
-	MOVQ            outStride+152(FP), CX
-	SHLQ            $0x02, CX
-	MOVQ            rows+56(FP), DX
-	ANDQ            $-4, DX
-	VEXTRACTF64X4   $0x01, Z2, Y0
-	VADDPS          Y2, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z5, Y0
-	VADDPS          Y5, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z8, Y0
-	VADDPS          Y8, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z11, Y0
-	VADDPS          Y11, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), BX
-	VMOVSS          X1, (BX)(DX*1)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z3, Y0
-	VADDPS          Y3, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z6, Y0
-	VADDPS          Y6, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z9, Y0
-	VADDPS          Y9, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z12, Y0
-	VADDPS          Y12, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), BX
-	VMOVSS          X1, (BX)(DX*1)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z4, Y0
-	VADDPS          Y4, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z7, Y0
-	VADDPS          Y7, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z10, Y0
-	VADDPS          Y10, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z13, Y0
-	VADDPS          Y13, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), AX
-	VMOVSS          X1, (AX)(DX*1)
-	JMP             bmmtokensdone_1282
-
-bmmtokens_1288:
-	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1290
-
-	// block tile 4 rows × 2 tokens, group 16
-	MOVQ         (SP), AX
-	MOVQ         n+112(FP), CX
-	MOVQ         rows+56(FP), DX
-	SHRQ         $0x02, DX
-	IMULQ        DX, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x02, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	MOVQ         CX, BX
-	SHRQ         $0x02, BX
-	LEAQ         (AX)(CX*2), SI
-	ADDQ         CX, SI
-	LEAQ         (DX)(BX*2), DI
-	ADDQ         BX, DI
-	MOVQ         n+112(FP), R8
-	MOVQ         24(SP), R9
-	MOVQ         32(SP), R10
-	MOVQ         R10, R10
-	VPBROADCASTD bytes80<>+0(SB), Z0
-	VMOVDQU32    permQuads<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
-	MOVQ         n+112(FP), R11
-	SHRQ         $0x06, R11
-
-bmmchunks_1291:
-	PREFETCHT1      16384(AX)
-	PREFETCHT1      16384(DX)
-	VPXORD          (AX), Z0, Z10
-	VBROADCASTF32X4 (DX), Z11
-	VPERMPS         Z11, Z1, Z11
-	VMOVDQU32       (R10), Z12
-	VPDPBUSD        (R9), Z10, Z12
-	VCVTDQ2PS       Z12, Z12
-	VFMADD231PS     Z12, Z11, Z2
-	VMOVDQU32       (R10)(R8*1), Z12
-	VPDPBUSD        (R9)(R8*1), Z10, Z12
-	VCVTDQ2PS       Z12, Z12
-	VFMADD231PS     Z12, Z11, Z3
-	PREFETCHT1      16384(AX)(CX*1)
-	PREFETCHT1      16384(DX)(BX*1)
-	VPXORD          (AX)(CX*1), Z0, Z10
-	VBROADCASTF32X4 (DX)(BX*1), Z11
-	VPERMPS         Z11, Z1, Z11
-	VMOVDQU32       (R10), Z12
-	VPDPBUSD        (R9), Z10, Z12
-	VCVTDQ2PS       Z12, Z12
-	VFMADD231PS     Z12, Z11, Z4
-	VMOVDQU32       (R10)(R8*1), Z12
-	VPDPBUSD        (R9)(R8*1), Z10, Z12
-	VCVTDQ2PS       Z12, Z12
-	VFMADD231PS     Z12, Z11, Z5
-	PREFETCHT1      16384(AX)(CX*2)
-	PREFETCHT1      16384(DX)(BX*2)
-	VPXORD          (AX)(CX*2), Z0, Z10
-	VBROADCASTF32X4 (DX)(BX*2), Z11
-	VPERMPS         Z11, Z1, Z11
-	VMOVDQU32       (R10), Z12
-	VPDPBUSD        (R9), Z10, Z12
-	VCVTDQ2PS       Z12, Z12
-	VFMADD231PS     Z12, Z11, Z6
-	VMOVDQU32       (R10)(R8*1), Z12
-	VPDPBUSD        (R9)(R8*1), Z10, Z12
-	VCVTDQ2PS       Z12, Z12
-	VFMADD231PS     Z12, Z11, Z7
-	PREFETCHT1      16384(SI)
-	PREFETCHT1      16384(DI)
-	VPXORD          (SI), Z0, Z10
-	VBROADCASTF32X4 (DI), Z11
-	VPERMPS         Z11, Z1, Z11
-	VMOVDQU32       (R10), Z12
-	VPDPBUSD        (R9), Z10, Z12
-	VCVTDQ2PS       Z12, Z12
-	VFMADD231PS     Z12, Z11, Z8
-	VMOVDQU32       (R10)(R8*1), Z12
-	VPDPBUSD        (R9)(R8*1), Z10, Z12
-	VCVTDQ2PS       Z12, Z12
-	VFMADD231PS     Z12, Z11, Z9
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000040, SI
-	ADDQ            $0x00000010, DX
-	ADDQ            $0x00000010, DI
-	ADDQ            $0x00000040, R9
-	ADDQ            $0x00000040, R10
-	DECQ            R11
-	JNZ             bmmchunks_1291
-	MOVQ            40(SP), AX
-	MOVQ            outStride+152(FP), CX
-	SHLQ            $0x02, CX
-	MOVQ            rows+56(FP), DX
-	ANDQ            $-4, DX
-	VEXTRACTF64X4   $0x01, Z2, Y0
-	VADDPS          Y2, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z4, Y0
-	VADDPS          Y4, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z6, Y0
-	VADDPS          Y6, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z8, Y0
-	VADDPS          Y8, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), BX
-	VMOVSS          X1, (BX)(DX*1)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z3, Y0
-	VADDPS          Y3, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z5, Y0
-	VADDPS          Y5, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*1)
-	VEXTRACTF64X4   $0x01, Z7, Y0
-	VADDPS          Y7, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(DX*2)
-	VEXTRACTF64X4   $0x01, Z9, Y0
-	VADDPS          Y9, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(DX*2), AX
-	VMOVSS          X1, (AX)(DX*1)
-	JMP             bmmtokensdone_1282
-
-bmmtokens_1290:
-	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1292
-
-	// block tile 4 rows × 1 tokens, group 16
-	MOVQ         (SP), AX
-	MOVQ         n+112(FP), CX
-	MOVQ         rows+56(FP), DX
-	SHRQ         $0x02, DX
-	IMULQ        DX, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x02, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	MOVQ         CX, BX
-	SHRQ         $0x02, BX
-	LEAQ         (AX)(CX*2), SI
-	ADDQ         CX, SI
-	LEAQ         (DX)(BX*2), DI
-	ADDQ         BX, DI
-	MOVQ         n+112(FP), R8
-	MOVQ         24(SP), R8
-	MOVQ         32(SP), R9
-	MOVQ         R9, R9
-	VPBROADCASTD bytes80<>+0(SB), Z0
-	VMOVDQU32    permQuads<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	MOVQ         n+112(FP), R10
-	SHRQ         $0x06, R10
-
-bmmchunks_1293:
-	PREFETCHT1      16384(AX)
-	PREFETCHT1      16384(DX)
-	VPXORD          (AX), Z0, Z6
-	VBROADCASTF32X4 (DX), Z7
-	VPERMPS         Z7, Z1, Z7
-	VMOVDQU32       (R9), Z8
-	VPDPBUSD        (R8), Z6, Z8
-	VCVTDQ2PS       Z8, Z8
-	VFMADD231PS     Z8, Z7, Z2
-	PREFETCHT1      16384(AX)(CX*1)
-	PREFETCHT1      16384(DX)(BX*1)
-	VPXORD          (AX)(CX*1), Z0, Z6
-	VBROADCASTF32X4 (DX)(BX*1), Z7
-	VPERMPS         Z7, Z1, Z7
-	VMOVDQU32       (R9), Z8
-	VPDPBUSD        (R8), Z6, Z8
-	VCVTDQ2PS       Z8, Z8
-	VFMADD231PS     Z8, Z7, Z3
-	PREFETCHT1      16384(AX)(CX*2)
-	PREFETCHT1      16384(DX)(BX*2)
-	VPXORD          (AX)(CX*2), Z0, Z6
-	VBROADCASTF32X4 (DX)(BX*2), Z7
-	VPERMPS         Z7, Z1, Z7
-	VMOVDQU32       (R9), Z8
-	VPDPBUSD        (R8), Z6, Z8
-	VCVTDQ2PS       Z8, Z8
-	VFMADD231PS     Z8, Z7, Z4
-	PREFETCHT1      16384(SI)
-	PREFETCHT1      16384(DI)
-	VPXORD          (SI), Z0, Z6
-	VBROADCASTF32X4 (DI), Z7
-	VPERMPS         Z7, Z1, Z7
-	VMOVDQU32       (R9), Z8
-	VPDPBUSD        (R8), Z6, Z8
-	VCVTDQ2PS       Z8, Z8
-	VFMADD231PS     Z8, Z7, Z5
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000040, SI
-	ADDQ            $0x00000010, DX
-	ADDQ            $0x00000010, DI
-	ADDQ            $0x00000040, R8
-	ADDQ            $0x00000040, R9
-	DECQ            R10
-	JNZ             bmmchunks_1293
-	MOVQ            40(SP), AX
-	MOVQ            outStride+152(FP), CX
-	SHLQ            $0x02, CX
-	MOVQ            rows+56(FP), CX
-	ANDQ            $-4, CX
-	VEXTRACTF64X4   $0x01, Z2, Y0
-	VADDPS          Y2, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	VEXTRACTF64X4   $0x01, Z3, Y0
-	VADDPS          Y3, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(CX*1)
-	VEXTRACTF64X4   $0x01, Z4, Y0
-	VADDPS          Y4, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)(CX*2)
-	VEXTRACTF64X4   $0x01, Z5, Y0
-	VADDPS          Y5, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	LEAQ            (AX)(CX*2), AX
-	VMOVSS          X1, (AX)(CX*1)
-	JMP             bmmtokensdone_1282
-
-bmmtokens_1292:
-bmmtokensdone_1282:
-	MOVQ  n+112(FP), AX
-	ADDQ  AX, (SP)
-	ADDQ  $0x04, 8(SP)
-	DECQ  16(SP)
-	JNZ   bmmquads_1279
-	MOVQ  rows+56(FP), AX
-	MOVQ  rows+56(FP), CX
-	SHRQ  $0x02, AX
-	MOVQ  n+112(FP), DX
-	IMULQ DX, AX
-	ANDQ  $-4, CX
-	MOVQ  (SP), DX
-	MOVQ  8(SP), BX
-	LEAQ  (DX)(AX*2), DX
-	ADDQ  AX, DX
-	LEAQ  (BX)(CX*2), BX
-	ADDQ  CX, BX
-	MOVQ  DX, (SP)
-	MOVQ  BX, 8(SP)
-
-bmmquadsdone_1278:
-	MOVQ rows+56(FP), AX
-	ANDQ $0x03, AX
-	MOVQ AX, 16(SP)
-	JZ   bmmsinglesdone_1294
-
-bmmsingles_1295:
-	MOVQ x_base+64(FP), AX
-	MOVQ AX, 24(SP)
-	MOVQ xBias_base+88(FP), AX
-	MOVQ AX, 32(SP)
-	MOVQ 8(SP), AX
-	MOVQ AX, 40(SP)
-	MOVQ tokens+120(FP), AX
-	MOVQ AX, 48(SP)
-
-bmmtokens_1296:
-	CMPQ 48(SP), $0x06
-	JB   bmmtokenstail_1297
-
-	// block tile 1 rows × 6 tokens, group 16
-	MOVQ         (SP), AX
-	MOVQ         n+112(FP), CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x02, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	SHRQ         $0x02, CX
-	MOVQ         DX, CX
-	MOVQ         n+112(FP), DX
-	MOVQ         24(SP), BX
-	MOVQ         32(SP), SI
-	LEAQ         (BX)(DX*2), DI
-	ADDQ         DX, DI
-	LEAQ         (SI)(DX*2), R8
-	ADDQ         DX, R8
-	VPBROADCASTD bytes80<>+0(SB), Z0
-	VMOVDQU32    permQuads<>+0(SB), Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	MOVQ         n+112(FP), R9
-	SHRQ         $0x06, R9
-
-bmmchunks_1299:
-	PREFETCHT1      16384(AX)
-	PREFETCHT1      16384(CX)
-	VPXORD          (AX), Z0, Z8
-	VBROADCASTF32X4 (CX), Z9
-	VPERMPS         Z9, Z1, Z9
-	VMOVDQU32       (SI), Z10
-	VPDPBUSD        (BX), Z8, Z10
-	VCVTDQ2PS       Z10, Z10
-	VFMADD231PS     Z10, Z9, Z2
-	VMOVDQU32       (SI)(DX*1), Z10
-	VPDPBUSD        (BX)(DX*1), Z8, Z10
-	VCVTDQ2PS       Z10, Z10
-	VFMADD231PS     Z10, Z9, Z3
-	VMOVDQU32       (SI)(DX*2), Z10
-	VPDPBUSD        (BX)(DX*2), Z8, Z10
-	VCVTDQ2PS       Z10, Z10
-	VFMADD231PS     Z10, Z9, Z4
-	VMOVDQU32       (R8), Z10
-	VPDPBUSD        (DI), Z8, Z10
-	VCVTDQ2PS       Z10, Z10
-	VFMADD231PS     Z10, Z9, Z5
-	VMOVDQU32       (R8)(DX*1), Z10
-	VPDPBUSD        (DI)(DX*1), Z8, Z10
-	VCVTDQ2PS       Z10, Z10
-	VFMADD231PS     Z10, Z9, Z6
-	VMOVDQU32       (R8)(DX*2), Z10
-	VPDPBUSD        (DI)(DX*2), Z8, Z10
-	VCVTDQ2PS       Z10, Z10
-	VFMADD231PS     Z10, Z9, Z7
-	ADDQ            $0x00000040, AX
-	ADDQ            $0x00000010, CX
-	ADDQ            $0x00000040, BX
-	ADDQ            $0x00000040, DI
-	ADDQ            $0x00000040, SI
-	ADDQ            $0x00000040, R8
-	DECQ            R9
-	JNZ             bmmchunks_1299
-	MOVQ            40(SP), AX
-	MOVQ            outStride+152(FP), CX
-	SHLQ            $0x02, CX
-	VEXTRACTF64X4   $0x01, Z2, Y0
-	VADDPS          Y2, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z3, Y0
-	VADDPS          Y3, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z4, Y0
-	VADDPS          Y4, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z5, Y0
-	VADDPS          Y5, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z6, Y0
-	VADDPS          Y6, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	ADDQ            CX, AX
-	VEXTRACTF64X4   $0x01, Z7, Y0
-	VADDPS          Y7, Y0, Y0
-	VEXTRACTF32X4   $0x01, Y0, X1
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0x4e, X1, X0
-	VADDPS          X0, X1, X1
-	VPSHUFD         $0xb1, X1, X0
-	VADDPS          X0, X1, X1
-	VMOVSS          X1, (AX)
-	MOVQ            n+112(FP), AX
-	IMUL3Q          $0x00000006, AX, AX
-	ADDQ            AX, 24(SP)
-	ADDQ            AX, 32(SP)
-	MOVQ            outStride+152(FP), AX
-	IMUL3Q          $0x00000018, AX, AX
-	ADDQ            AX, 40(SP)
-	SUBQ            $0x06, 48(SP)
-	JMP             bmmtokens_1296
-
-bmmtokenstail_1297:
-	CMPQ 48(SP), $0x05
-	JNE  bmmtokens_1300
-
 	// block tile 1 rows × 5 tokens, group 16
 	MOVQ         (SP), AX
 	MOVQ         n+112(FP), CX
@@ -44297,7 +43962,7 @@ bmmtokenstail_1297:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1301:
+bmmchunks_1285:
 	PREFETCHT1      16384(AX)
 	PREFETCHT1      16384(CX)
 	VPXORD          (AX), Z0, Z7
@@ -44330,7 +43995,7 @@ bmmchunks_1301:
 	ADDQ            $0x00000040, SI
 	ADDQ            $0x00000040, R8
 	DECQ            R9
-	JNZ             bmmchunks_1301
+	JNZ             bmmchunks_1285
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -44383,11 +44048,11 @@ bmmchunks_1301:
 	VPSHUFD         $0xb1, X1, X0
 	VADDPS          X0, X1, X1
 	VMOVSS          X1, (AX)
-	JMP             bmmtokensdone_1298
+	JMP             bmmtokensdone_1282
 
-bmmtokens_1300:
+bmmtokens_1284:
 	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1302
+	JNE  bmmtokens_1286
 
 	// block tile 1 rows × 4 tokens, group 16
 	MOVQ         (SP), AX
@@ -44416,7 +44081,7 @@ bmmtokens_1300:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1303:
+bmmchunks_1287:
 	PREFETCHT1      16384(AX)
 	PREFETCHT1      16384(CX)
 	VPXORD          (AX), Z0, Z6
@@ -44445,7 +44110,7 @@ bmmchunks_1303:
 	ADDQ            $0x00000040, SI
 	ADDQ            $0x00000040, R8
 	DECQ            R9
-	JNZ             bmmchunks_1303
+	JNZ             bmmchunks_1287
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -44488,11 +44153,11 @@ bmmchunks_1303:
 	VPSHUFD         $0xb1, X1, X0
 	VADDPS          X0, X1, X1
 	VMOVSS          X1, (AX)
-	JMP             bmmtokensdone_1298
+	JMP             bmmtokensdone_1282
 
-bmmtokens_1302:
+bmmtokens_1286:
 	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1304
+	JNE  bmmtokens_1288
 
 	// block tile 1 rows × 3 tokens, group 16
 	MOVQ         (SP), AX
@@ -44517,7 +44182,7 @@ bmmtokens_1302:
 	MOVQ         n+112(FP), DI
 	SHRQ         $0x06, DI
 
-bmmchunks_1305:
+bmmchunks_1289:
 	PREFETCHT1      16384(AX)
 	PREFETCHT1      16384(CX)
 	VPXORD          (AX), Z0, Z5
@@ -44540,7 +44205,7 @@ bmmchunks_1305:
 	ADDQ            $0x00000040, BX
 	ADDQ            $0x00000040, SI
 	DECQ            DI
-	JNZ             bmmchunks_1305
+	JNZ             bmmchunks_1289
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -44573,11 +44238,11 @@ bmmchunks_1305:
 	VPSHUFD         $0xb1, X1, X0
 	VADDPS          X0, X1, X1
 	VMOVSS          X1, (AX)
-	JMP             bmmtokensdone_1298
+	JMP             bmmtokensdone_1282
 
-bmmtokens_1304:
+bmmtokens_1288:
 	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1306
+	JNE  bmmtokens_1290
 
 	// block tile 1 rows × 2 tokens, group 16
 	MOVQ         (SP), AX
@@ -44601,7 +44266,7 @@ bmmtokens_1304:
 	MOVQ         n+112(FP), DI
 	SHRQ         $0x06, DI
 
-bmmchunks_1307:
+bmmchunks_1291:
 	PREFETCHT1      16384(AX)
 	PREFETCHT1      16384(CX)
 	VPXORD          (AX), Z0, Z4
@@ -44620,7 +44285,7 @@ bmmchunks_1307:
 	ADDQ            $0x00000040, BX
 	ADDQ            $0x00000040, SI
 	DECQ            DI
-	JNZ             bmmchunks_1307
+	JNZ             bmmchunks_1291
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -44643,11 +44308,11 @@ bmmchunks_1307:
 	VPSHUFD         $0xb1, X1, X0
 	VADDPS          X0, X1, X1
 	VMOVSS          X1, (AX)
-	JMP             bmmtokensdone_1298
+	JMP             bmmtokensdone_1282
 
-bmmtokens_1306:
+bmmtokens_1290:
 	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1308
+	JNE  bmmtokens_1292
 
 	// block tile 1 rows × 1 tokens, group 16
 	MOVQ         (SP), AX
@@ -44670,7 +44335,7 @@ bmmtokens_1306:
 	MOVQ         n+112(FP), SI
 	SHRQ         $0x06, SI
 
-bmmchunks_1309:
+bmmchunks_1293:
 	PREFETCHT1      16384(AX)
 	PREFETCHT1      16384(CX)
 	VPXORD          (AX), Z0, Z3
@@ -44685,7 +44350,7 @@ bmmchunks_1309:
 	ADDQ            $0x00000040, DX
 	ADDQ            $0x00000040, BX
 	DECQ            SI
-	JNZ             bmmchunks_1309
+	JNZ             bmmchunks_1293
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -44698,21 +44363,21 @@ bmmchunks_1309:
 	VPSHUFD         $0xb1, X1, X0
 	VADDPS          X0, X1, X1
 	VMOVSS          X1, (AX)
-	JMP             bmmtokensdone_1298
+	JMP             bmmtokensdone_1282
 
-bmmtokens_1308:
-bmmtokensdone_1298:
+bmmtokens_1292:
+bmmtokensdone_1282:
 	MOVQ n+112(FP), AX
 	ADDQ AX, (SP)
 	ADDQ $0x04, 8(SP)
 	DECQ 16(SP)
-	JNZ  bmmsingles_1295
+	JNZ  bmmsingles_1279
 
-bmmsinglesdone_1294:
+bmmsinglesdone_1278:
 	VZEROUPPER
 	RET
 
-bmmgroup32_1277:
+bmmgroup32_1261:
 	MOVQ  w_base+0(FP), AX
 	MOVQ  AX, 56(SP)
 	MOVQ  out_base+128(FP), AX
@@ -44721,9 +44386,9 @@ bmmgroup32_1277:
 	SHRQ  $0x02, AX
 	MOVQ  AX, 72(SP)
 	TESTQ AX, AX
-	JZ    bmmquadsdone_1310
+	JZ    bmmquadsdone_1294
 
-bmmquads_1311:
+bmmquads_1295:
 	MOVQ x_base+64(FP), AX
 	MOVQ AX, 80(SP)
 	MOVQ xBias_base+88(FP), AX
@@ -44733,9 +44398,9 @@ bmmquads_1311:
 	MOVQ tokens+120(FP), AX
 	MOVQ AX, 104(SP)
 
-bmmtokens_1312:
+bmmtokens_1296:
 	CMPQ 104(SP), $0x06
-	JB   bmmtokenstail_1313
+	JB   bmmtokenstail_1297
 
 	// block tile 4 rows × 6 tokens, group 32
 	MOVQ         56(SP), AX
@@ -44791,7 +44456,7 @@ bmmtokens_1312:
 	MOVQ         n+112(FP), R13
 	SHRQ         $0x06, R13
 
-bmmchunks_1315:
+bmmchunks_1299:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(DX)
 	VPXORD        (AX), Z0, Z26
@@ -44917,7 +44582,7 @@ bmmchunks_1315:
 	ADDQ          $0x00000040, R10
 	ADDQ          $0x00000040, R12
 	DECQ          R13
-	JNZ           bmmchunks_1315
+	JNZ           bmmchunks_1299
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -45158,11 +44823,11 @@ bmmchunks_1315:
 	IMUL3Q        $0x00000018, AX, AX
 	ADDQ          AX, 96(SP)
 	SUBQ          $0x06, 104(SP)
-	JMP           bmmtokens_1312
+	JMP           bmmtokens_1296
 
-bmmtokenstail_1313:
+bmmtokenstail_1297:
 	CMPQ 104(SP), $0x05
-	JNE  bmmtokens_1316
+	JNE  bmmtokens_1300
 
 	// block tile 4 rows × 5 tokens, group 32
 	MOVQ         56(SP), AX
@@ -45214,7 +44879,7 @@ bmmtokenstail_1313:
 	MOVQ         n+112(FP), R13
 	SHRQ         $0x06, R13
 
-bmmchunks_1317:
+bmmchunks_1301:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(DX)
 	VPXORD        (AX), Z0, Z22
@@ -45324,7 +44989,7 @@ bmmchunks_1317:
 	ADDQ          $0x00000040, R10
 	ADDQ          $0x00000040, R12
 	DECQ          R13
-	JNZ           bmmchunks_1317
+	JNZ           bmmchunks_1301
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -45519,11 +45184,11 @@ bmmchunks_1317:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1314
+	JMP           bmmtokensdone_1298
 
-bmmtokens_1316:
+bmmtokens_1300:
 	CMPQ 104(SP), $0x04
-	JNE  bmmtokens_1318
+	JNE  bmmtokens_1302
 
 	// block tile 4 rows × 4 tokens, group 32
 	MOVQ         56(SP), AX
@@ -45571,7 +45236,7 @@ bmmtokens_1316:
 	MOVQ         n+112(FP), R13
 	SHRQ         $0x06, R13
 
-bmmchunks_1319:
+bmmchunks_1303:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(DX)
 	VPXORD        (AX), Z0, Z18
@@ -45665,7 +45330,7 @@ bmmchunks_1319:
 	ADDQ          $0x00000040, R10
 	ADDQ          $0x00000040, R12
 	DECQ          R13
-	JNZ           bmmchunks_1319
+	JNZ           bmmchunks_1303
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -45822,11 +45487,11 @@ bmmchunks_1319:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1314
+	JMP           bmmtokensdone_1298
 
-bmmtokens_1318:
+bmmtokens_1302:
 	CMPQ 104(SP), $0x03
-	JNE  bmmtokens_1320
+	JNE  bmmtokens_1304
 
 	// block tile 4 rows × 3 tokens, group 32
 	MOVQ         56(SP), AX
@@ -45867,7 +45532,7 @@ bmmtokens_1318:
 	MOVQ         n+112(FP), R11
 	SHRQ         $0x06, R11
 
-bmmchunks_1321:
+bmmchunks_1305:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(DX)
 	VPXORD        (AX), Z0, Z14
@@ -45943,7 +45608,7 @@ bmmchunks_1321:
 	ADDQ          $0x00000040, R9
 	ADDQ          $0x00000040, R10
 	DECQ          R11
-	JNZ           bmmchunks_1321
+	JNZ           bmmchunks_1305
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -46062,11 +45727,11 @@ bmmchunks_1321:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1314
+	JMP           bmmtokensdone_1298
 
-bmmtokens_1320:
+bmmtokens_1304:
 	CMPQ 104(SP), $0x02
-	JNE  bmmtokens_1322
+	JNE  bmmtokens_1306
 
 	// block tile 4 rows × 2 tokens, group 32
 	MOVQ         56(SP), AX
@@ -46103,7 +45768,7 @@ bmmtokens_1320:
 	MOVQ         n+112(FP), R11
 	SHRQ         $0x06, R11
 
-bmmchunks_1323:
+bmmchunks_1307:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(DX)
 	VPXORD        (AX), Z0, Z10
@@ -46163,7 +45828,7 @@ bmmchunks_1323:
 	ADDQ          $0x00000040, R9
 	ADDQ          $0x00000040, R10
 	DECQ          R11
-	JNZ           bmmchunks_1323
+	JNZ           bmmchunks_1307
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -46244,11 +45909,11 @@ bmmchunks_1323:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1314
+	JMP           bmmtokensdone_1298
 
-bmmtokens_1322:
+bmmtokens_1306:
 	CMPQ 104(SP), $0x01
-	JNE  bmmtokens_1324
+	JNE  bmmtokens_1308
 
 	// block tile 4 rows × 1 tokens, group 32
 	MOVQ         56(SP), AX
@@ -46281,7 +45946,7 @@ bmmtokens_1322:
 	MOVQ         n+112(FP), R10
 	SHRQ         $0x06, R10
 
-bmmchunks_1325:
+bmmchunks_1309:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(DX)
 	VPXORD        (AX), Z0, Z6
@@ -46325,7 +45990,7 @@ bmmchunks_1325:
 	ADDQ          $0x00000040, R8
 	ADDQ          $0x00000040, R9
 	DECQ          R10
-	JNZ           bmmchunks_1325
+	JNZ           bmmchunks_1309
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -46368,15 +46033,15 @@ bmmchunks_1325:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(CX*2), AX
 	VMOVSS        X1, (AX)(CX*1)
-	JMP           bmmtokensdone_1314
+	JMP           bmmtokensdone_1298
 
-bmmtokens_1324:
-bmmtokensdone_1314:
+bmmtokens_1308:
+bmmtokensdone_1298:
 	MOVQ  n+112(FP), AX
 	ADDQ  AX, 56(SP)
 	ADDQ  $0x04, 64(SP)
 	DECQ  72(SP)
-	JNZ   bmmquads_1311
+	JNZ   bmmquads_1295
 	MOVQ  rows+56(FP), AX
 	MOVQ  rows+56(FP), CX
 	SHRQ  $0x02, AX
@@ -46392,13 +46057,13 @@ bmmtokensdone_1314:
 	MOVQ  DX, 56(SP)
 	MOVQ  BX, 64(SP)
 
-bmmquadsdone_1310:
+bmmquadsdone_1294:
 	MOVQ rows+56(FP), AX
 	ANDQ $0x03, AX
 	MOVQ AX, 72(SP)
-	JZ   bmmsinglesdone_1326
+	JZ   bmmsinglesdone_1310
 
-bmmsingles_1327:
+bmmsingles_1311:
 	MOVQ x_base+64(FP), AX
 	MOVQ AX, 80(SP)
 	MOVQ xBias_base+88(FP), AX
@@ -46408,9 +46073,9 @@ bmmsingles_1327:
 	MOVQ tokens+120(FP), AX
 	MOVQ AX, 104(SP)
 
-bmmtokens_1328:
+bmmtokens_1312:
 	CMPQ 104(SP), $0x06
-	JB   bmmtokenstail_1329
+	JB   bmmtokenstail_1313
 
 	// block tile 1 rows × 6 tokens, group 32
 	MOVQ         56(SP), AX
@@ -46441,7 +46106,7 @@ bmmtokens_1328:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1331:
+bmmchunks_1315:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(CX)
 	VPXORD        (AX), Z0, Z8
@@ -46478,7 +46143,7 @@ bmmchunks_1331:
 	ADDQ          $0x00000040, SI
 	ADDQ          $0x00000040, R8
 	DECQ          R9
-	JNZ           bmmchunks_1331
+	JNZ           bmmchunks_1315
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -46549,11 +46214,11 @@ bmmchunks_1331:
 	IMUL3Q        $0x00000018, AX, AX
 	ADDQ          AX, 96(SP)
 	SUBQ          $0x06, 104(SP)
-	JMP           bmmtokens_1328
+	JMP           bmmtokens_1312
 
-bmmtokenstail_1329:
+bmmtokenstail_1313:
 	CMPQ 104(SP), $0x05
-	JNE  bmmtokens_1332
+	JNE  bmmtokens_1316
 
 	// block tile 1 rows × 5 tokens, group 32
 	MOVQ         56(SP), AX
@@ -46583,7 +46248,7 @@ bmmtokenstail_1329:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1333:
+bmmchunks_1317:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(CX)
 	VPXORD        (AX), Z0, Z7
@@ -46616,7 +46281,7 @@ bmmchunks_1333:
 	ADDQ          $0x00000040, SI
 	ADDQ          $0x00000040, R8
 	DECQ          R9
-	JNZ           bmmchunks_1333
+	JNZ           bmmchunks_1317
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -46669,11 +46334,11 @@ bmmchunks_1333:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1330
+	JMP           bmmtokensdone_1314
 
-bmmtokens_1332:
+bmmtokens_1316:
 	CMPQ 104(SP), $0x04
-	JNE  bmmtokens_1334
+	JNE  bmmtokens_1318
 
 	// block tile 1 rows × 4 tokens, group 32
 	MOVQ         56(SP), AX
@@ -46702,7 +46367,7 @@ bmmtokens_1332:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1335:
+bmmchunks_1319:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(CX)
 	VPXORD        (AX), Z0, Z6
@@ -46731,7 +46396,7 @@ bmmchunks_1335:
 	ADDQ          $0x00000040, SI
 	ADDQ          $0x00000040, R8
 	DECQ          R9
-	JNZ           bmmchunks_1335
+	JNZ           bmmchunks_1319
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -46774,11 +46439,11 @@ bmmchunks_1335:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1330
+	JMP           bmmtokensdone_1314
 
-bmmtokens_1334:
+bmmtokens_1318:
 	CMPQ 104(SP), $0x03
-	JNE  bmmtokens_1336
+	JNE  bmmtokens_1320
 
 	// block tile 1 rows × 3 tokens, group 32
 	MOVQ         56(SP), AX
@@ -46803,7 +46468,7 @@ bmmtokens_1334:
 	MOVQ         n+112(FP), DI
 	SHRQ         $0x06, DI
 
-bmmchunks_1337:
+bmmchunks_1321:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(CX)
 	VPXORD        (AX), Z0, Z5
@@ -46826,7 +46491,7 @@ bmmchunks_1337:
 	ADDQ          $0x00000040, BX
 	ADDQ          $0x00000040, SI
 	DECQ          DI
-	JNZ           bmmchunks_1337
+	JNZ           bmmchunks_1321
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -46859,11 +46524,11 @@ bmmchunks_1337:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1330
+	JMP           bmmtokensdone_1314
 
-bmmtokens_1336:
+bmmtokens_1320:
 	CMPQ 104(SP), $0x02
-	JNE  bmmtokens_1338
+	JNE  bmmtokens_1322
 
 	// block tile 1 rows × 2 tokens, group 32
 	MOVQ         56(SP), AX
@@ -46887,7 +46552,7 @@ bmmtokens_1336:
 	MOVQ         n+112(FP), DI
 	SHRQ         $0x06, DI
 
-bmmchunks_1339:
+bmmchunks_1323:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(CX)
 	VPXORD        (AX), Z0, Z4
@@ -46906,7 +46571,7 @@ bmmchunks_1339:
 	ADDQ          $0x00000040, BX
 	ADDQ          $0x00000040, SI
 	DECQ          DI
-	JNZ           bmmchunks_1339
+	JNZ           bmmchunks_1323
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -46929,11 +46594,11 @@ bmmchunks_1339:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1330
+	JMP           bmmtokensdone_1314
 
-bmmtokens_1338:
+bmmtokens_1322:
 	CMPQ 104(SP), $0x01
-	JNE  bmmtokens_1340
+	JNE  bmmtokens_1324
 
 	// block tile 1 rows × 1 tokens, group 32
 	MOVQ         56(SP), AX
@@ -46956,7 +46621,7 @@ bmmtokens_1338:
 	MOVQ         n+112(FP), SI
 	SHRQ         $0x06, SI
 
-bmmchunks_1341:
+bmmchunks_1325:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16384(CX)
 	VPXORD        (AX), Z0, Z3
@@ -46971,7 +46636,7 @@ bmmchunks_1341:
 	ADDQ          $0x00000040, DX
 	ADDQ          $0x00000040, BX
 	DECQ          SI
-	JNZ           bmmchunks_1341
+	JNZ           bmmchunks_1325
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -46984,17 +46649,17 @@ bmmchunks_1341:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1330
+	JMP           bmmtokensdone_1314
 
-bmmtokens_1340:
-bmmtokensdone_1330:
+bmmtokens_1324:
+bmmtokensdone_1314:
 	MOVQ n+112(FP), AX
 	ADDQ AX, 56(SP)
 	ADDQ $0x04, 64(SP)
 	DECQ 72(SP)
-	JNZ  bmmsingles_1327
+	JNZ  bmmsingles_1311
 
-bmmsinglesdone_1326:
+bmmsinglesdone_1310:
 	VZEROUPPER
 	RET
 
@@ -47003,7 +46668,7 @@ bmmsinglesdone_1326:
 TEXT ·dotBlockMatMulVNNIHW(SB), NOSPLIT, $112-160
 	MOVQ  group+48(FP), AX
 	CMPQ  AX, $0x20
-	JE    bmmgroup32_1342
+	JE    bmmgroup32_1326
 	MOVQ  w_base+0(FP), AX
 	MOVQ  AX, (SP)
 	MOVQ  out_base+128(FP), AX
@@ -47012,9 +46677,9 @@ TEXT ·dotBlockMatMulVNNIHW(SB), NOSPLIT, $112-160
 	SHRQ  $0x02, AX
 	MOVQ  AX, 16(SP)
 	TESTQ AX, AX
-	JZ    bmmquadsdone_1343
+	JZ    bmmquadsdone_1327
 
-bmmquads_1344:
+bmmquads_1328:
 	MOVQ x_base+64(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ xBias_base+88(FP), AX
@@ -47024,9 +46689,9 @@ bmmquads_1344:
 	MOVQ tokens+120(FP), AX
 	MOVQ AX, 48(SP)
 
-bmmtokens_1345:
+bmmtokens_1329:
 	CMPQ 48(SP), $0x06
-	JB   bmmtokenstail_1346
+	JB   bmmtokenstail_1330
 
 	// block tile 4 rows × 6 tokens, group 16
 	MOVQ         (SP), AX
@@ -47082,7 +46747,7 @@ bmmtokens_1345:
 	MOVQ         n+112(FP), R13
 	SHRQ         $0x06, R13
 
-bmmchunks_1348:
+bmmchunks_1332:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(DX)
 	VPXORD          (AX), Z0, Z26
@@ -47208,7 +46873,7 @@ bmmchunks_1348:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000040, R12
 	DECQ            R13
-	JNZ             bmmchunks_1348
+	JNZ             bmmchunks_1332
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -47449,11 +47114,11 @@ bmmchunks_1348:
 	IMUL3Q          $0x00000018, AX, AX
 	ADDQ            AX, 40(SP)
 	SUBQ            $0x06, 48(SP)
-	JMP             bmmtokens_1345
+	JMP             bmmtokens_1329
 
-bmmtokenstail_1346:
+bmmtokenstail_1330:
 	CMPQ 48(SP), $0x05
-	JNE  bmmtokens_1349
+	JNE  bmmtokens_1333
 
 	// block tile 4 rows × 5 tokens, group 16
 	MOVQ         (SP), AX
@@ -47505,7 +47170,7 @@ bmmtokenstail_1346:
 	MOVQ         n+112(FP), R13
 	SHRQ         $0x06, R13
 
-bmmchunks_1350:
+bmmchunks_1334:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(DX)
 	VPXORD          (AX), Z0, Z22
@@ -47615,7 +47280,7 @@ bmmchunks_1350:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000040, R12
 	DECQ            R13
-	JNZ             bmmchunks_1350
+	JNZ             bmmchunks_1334
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -47810,11 +47475,11 @@ bmmchunks_1350:
 	VADDPS          X0, X1, X1
 	LEAQ            (AX)(DX*2), AX
 	VMOVSS          X1, (AX)(DX*1)
-	JMP             bmmtokensdone_1347
+	JMP             bmmtokensdone_1331
 
-bmmtokens_1349:
+bmmtokens_1333:
 	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1351
+	JNE  bmmtokens_1335
 
 	// block tile 4 rows × 4 tokens, group 16
 	MOVQ         (SP), AX
@@ -47862,7 +47527,7 @@ bmmtokens_1349:
 	MOVQ         n+112(FP), R13
 	SHRQ         $0x06, R13
 
-bmmchunks_1352:
+bmmchunks_1336:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(DX)
 	VPXORD          (AX), Z0, Z18
@@ -47956,7 +47621,7 @@ bmmchunks_1352:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000040, R12
 	DECQ            R13
-	JNZ             bmmchunks_1352
+	JNZ             bmmchunks_1336
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -48113,11 +47778,11 @@ bmmchunks_1352:
 	VADDPS          X0, X1, X1
 	LEAQ            (AX)(DX*2), AX
 	VMOVSS          X1, (AX)(DX*1)
-	JMP             bmmtokensdone_1347
+	JMP             bmmtokensdone_1331
 
-bmmtokens_1351:
+bmmtokens_1335:
 	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1353
+	JNE  bmmtokens_1337
 
 	// block tile 4 rows × 3 tokens, group 16
 	MOVQ         (SP), AX
@@ -48158,7 +47823,7 @@ bmmtokens_1351:
 	MOVQ         n+112(FP), R11
 	SHRQ         $0x06, R11
 
-bmmchunks_1354:
+bmmchunks_1338:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(DX)
 	VPXORD          (AX), Z0, Z14
@@ -48234,7 +47899,7 @@ bmmchunks_1354:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000040, R10
 	DECQ            R11
-	JNZ             bmmchunks_1354
+	JNZ             bmmchunks_1338
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -48353,11 +48018,11 @@ bmmchunks_1354:
 	VADDPS          X0, X1, X1
 	LEAQ            (AX)(DX*2), AX
 	VMOVSS          X1, (AX)(DX*1)
-	JMP             bmmtokensdone_1347
+	JMP             bmmtokensdone_1331
 
-bmmtokens_1353:
+bmmtokens_1337:
 	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1355
+	JNE  bmmtokens_1339
 
 	// block tile 4 rows × 2 tokens, group 16
 	MOVQ         (SP), AX
@@ -48394,7 +48059,7 @@ bmmtokens_1353:
 	MOVQ         n+112(FP), R11
 	SHRQ         $0x06, R11
 
-bmmchunks_1356:
+bmmchunks_1340:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(DX)
 	VPXORD          (AX), Z0, Z10
@@ -48454,7 +48119,7 @@ bmmchunks_1356:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000040, R10
 	DECQ            R11
-	JNZ             bmmchunks_1356
+	JNZ             bmmchunks_1340
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -48535,11 +48200,11 @@ bmmchunks_1356:
 	VADDPS          X0, X1, X1
 	LEAQ            (AX)(DX*2), AX
 	VMOVSS          X1, (AX)(DX*1)
-	JMP             bmmtokensdone_1347
+	JMP             bmmtokensdone_1331
 
-bmmtokens_1355:
+bmmtokens_1339:
 	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1357
+	JNE  bmmtokens_1341
 
 	// block tile 4 rows × 1 tokens, group 16
 	MOVQ         (SP), AX
@@ -48572,7 +48237,7 @@ bmmtokens_1355:
 	MOVQ         n+112(FP), R10
 	SHRQ         $0x06, R10
 
-bmmchunks_1358:
+bmmchunks_1342:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(DX)
 	VPXORD          (AX), Z0, Z6
@@ -48616,7 +48281,7 @@ bmmchunks_1358:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000040, R9
 	DECQ            R10
-	JNZ             bmmchunks_1358
+	JNZ             bmmchunks_1342
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -48659,15 +48324,15 @@ bmmchunks_1358:
 	VADDPS          X0, X1, X1
 	LEAQ            (AX)(CX*2), AX
 	VMOVSS          X1, (AX)(CX*1)
-	JMP             bmmtokensdone_1347
+	JMP             bmmtokensdone_1331
 
-bmmtokens_1357:
-bmmtokensdone_1347:
+bmmtokens_1341:
+bmmtokensdone_1331:
 	MOVQ  n+112(FP), AX
 	ADDQ  AX, (SP)
 	ADDQ  $0x04, 8(SP)
 	DECQ  16(SP)
-	JNZ   bmmquads_1344
+	JNZ   bmmquads_1328
 	MOVQ  rows+56(FP), AX
 	MOVQ  rows+56(FP), CX
 	SHRQ  $0x02, AX
@@ -48683,13 +48348,13 @@ bmmtokensdone_1347:
 	MOVQ  DX, (SP)
 	MOVQ  BX, 8(SP)
 
-bmmquadsdone_1343:
+bmmquadsdone_1327:
 	MOVQ rows+56(FP), AX
 	ANDQ $0x03, AX
 	MOVQ AX, 16(SP)
-	JZ   bmmsinglesdone_1359
+	JZ   bmmsinglesdone_1343
 
-bmmsingles_1360:
+bmmsingles_1344:
 	MOVQ x_base+64(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ xBias_base+88(FP), AX
@@ -48699,9 +48364,9 @@ bmmsingles_1360:
 	MOVQ tokens+120(FP), AX
 	MOVQ AX, 48(SP)
 
-bmmtokens_1361:
+bmmtokens_1345:
 	CMPQ 48(SP), $0x06
-	JB   bmmtokenstail_1362
+	JB   bmmtokenstail_1346
 
 	// block tile 1 rows × 6 tokens, group 16
 	MOVQ         (SP), AX
@@ -48732,7 +48397,7 @@ bmmtokens_1361:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1364:
+bmmchunks_1348:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(CX)
 	VPXORD          (AX), Z0, Z8
@@ -48769,7 +48434,7 @@ bmmchunks_1364:
 	ADDQ            $0x00000040, SI
 	ADDQ            $0x00000040, R8
 	DECQ            R9
-	JNZ             bmmchunks_1364
+	JNZ             bmmchunks_1348
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -48840,11 +48505,11 @@ bmmchunks_1364:
 	IMUL3Q          $0x00000018, AX, AX
 	ADDQ            AX, 40(SP)
 	SUBQ            $0x06, 48(SP)
-	JMP             bmmtokens_1361
+	JMP             bmmtokens_1345
 
-bmmtokenstail_1362:
+bmmtokenstail_1346:
 	CMPQ 48(SP), $0x05
-	JNE  bmmtokens_1365
+	JNE  bmmtokens_1349
 
 	// block tile 1 rows × 5 tokens, group 16
 	MOVQ         (SP), AX
@@ -48874,7 +48539,7 @@ bmmtokenstail_1362:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1366:
+bmmchunks_1350:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(CX)
 	VPXORD          (AX), Z0, Z7
@@ -48907,7 +48572,7 @@ bmmchunks_1366:
 	ADDQ            $0x00000040, SI
 	ADDQ            $0x00000040, R8
 	DECQ            R9
-	JNZ             bmmchunks_1366
+	JNZ             bmmchunks_1350
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -48960,11 +48625,11 @@ bmmchunks_1366:
 	VPSHUFD         $0xb1, X1, X0
 	VADDPS          X0, X1, X1
 	VMOVSS          X1, (AX)
-	JMP             bmmtokensdone_1363
+	JMP             bmmtokensdone_1347
 
-bmmtokens_1365:
+bmmtokens_1349:
 	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1367
+	JNE  bmmtokens_1351
 
 	// block tile 1 rows × 4 tokens, group 16
 	MOVQ         (SP), AX
@@ -48993,7 +48658,7 @@ bmmtokens_1365:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1368:
+bmmchunks_1352:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(CX)
 	VPXORD          (AX), Z0, Z6
@@ -49022,7 +48687,7 @@ bmmchunks_1368:
 	ADDQ            $0x00000040, SI
 	ADDQ            $0x00000040, R8
 	DECQ            R9
-	JNZ             bmmchunks_1368
+	JNZ             bmmchunks_1352
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -49065,11 +48730,11 @@ bmmchunks_1368:
 	VPSHUFD         $0xb1, X1, X0
 	VADDPS          X0, X1, X1
 	VMOVSS          X1, (AX)
-	JMP             bmmtokensdone_1363
+	JMP             bmmtokensdone_1347
 
-bmmtokens_1367:
+bmmtokens_1351:
 	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1369
+	JNE  bmmtokens_1353
 
 	// block tile 1 rows × 3 tokens, group 16
 	MOVQ         (SP), AX
@@ -49094,7 +48759,7 @@ bmmtokens_1367:
 	MOVQ         n+112(FP), DI
 	SHRQ         $0x06, DI
 
-bmmchunks_1370:
+bmmchunks_1354:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(CX)
 	VPXORD          (AX), Z0, Z5
@@ -49117,7 +48782,7 @@ bmmchunks_1370:
 	ADDQ            $0x00000040, BX
 	ADDQ            $0x00000040, SI
 	DECQ            DI
-	JNZ             bmmchunks_1370
+	JNZ             bmmchunks_1354
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -49150,11 +48815,11 @@ bmmchunks_1370:
 	VPSHUFD         $0xb1, X1, X0
 	VADDPS          X0, X1, X1
 	VMOVSS          X1, (AX)
-	JMP             bmmtokensdone_1363
+	JMP             bmmtokensdone_1347
 
-bmmtokens_1369:
+bmmtokens_1353:
 	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1371
+	JNE  bmmtokens_1355
 
 	// block tile 1 rows × 2 tokens, group 16
 	MOVQ         (SP), AX
@@ -49178,7 +48843,7 @@ bmmtokens_1369:
 	MOVQ         n+112(FP), DI
 	SHRQ         $0x06, DI
 
-bmmchunks_1372:
+bmmchunks_1356:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(CX)
 	VPXORD          (AX), Z0, Z4
@@ -49197,7 +48862,7 @@ bmmchunks_1372:
 	ADDQ            $0x00000040, BX
 	ADDQ            $0x00000040, SI
 	DECQ            DI
-	JNZ             bmmchunks_1372
+	JNZ             bmmchunks_1356
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -49220,11 +48885,11 @@ bmmchunks_1372:
 	VPSHUFD         $0xb1, X1, X0
 	VADDPS          X0, X1, X1
 	VMOVSS          X1, (AX)
-	JMP             bmmtokensdone_1363
+	JMP             bmmtokensdone_1347
 
-bmmtokens_1371:
+bmmtokens_1355:
 	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1373
+	JNE  bmmtokens_1357
 
 	// block tile 1 rows × 1 tokens, group 16
 	MOVQ         (SP), AX
@@ -49247,7 +48912,7 @@ bmmtokens_1371:
 	MOVQ         n+112(FP), SI
 	SHRQ         $0x06, SI
 
-bmmchunks_1374:
+bmmchunks_1358:
 	PREFETCHNTA     2048(AX)
 	PREFETCHNTA     2048(CX)
 	VPXORD          (AX), Z0, Z3
@@ -49262,7 +48927,7 @@ bmmchunks_1374:
 	ADDQ            $0x00000040, DX
 	ADDQ            $0x00000040, BX
 	DECQ            SI
-	JNZ             bmmchunks_1374
+	JNZ             bmmchunks_1358
 	MOVQ            40(SP), AX
 	MOVQ            outStride+152(FP), CX
 	SHLQ            $0x02, CX
@@ -49275,21 +48940,21 @@ bmmchunks_1374:
 	VPSHUFD         $0xb1, X1, X0
 	VADDPS          X0, X1, X1
 	VMOVSS          X1, (AX)
-	JMP             bmmtokensdone_1363
+	JMP             bmmtokensdone_1347
 
-bmmtokens_1373:
-bmmtokensdone_1363:
+bmmtokens_1357:
+bmmtokensdone_1347:
 	MOVQ n+112(FP), AX
 	ADDQ AX, (SP)
 	ADDQ $0x04, 8(SP)
 	DECQ 16(SP)
-	JNZ  bmmsingles_1360
+	JNZ  bmmsingles_1344
 
-bmmsinglesdone_1359:
+bmmsinglesdone_1343:
 	VZEROUPPER
 	RET
 
-bmmgroup32_1342:
+bmmgroup32_1326:
 	MOVQ  w_base+0(FP), AX
 	MOVQ  AX, 56(SP)
 	MOVQ  out_base+128(FP), AX
@@ -49298,9 +48963,9 @@ bmmgroup32_1342:
 	SHRQ  $0x02, AX
 	MOVQ  AX, 72(SP)
 	TESTQ AX, AX
-	JZ    bmmquadsdone_1375
+	JZ    bmmquadsdone_1359
 
-bmmquads_1376:
+bmmquads_1360:
 	MOVQ x_base+64(FP), AX
 	MOVQ AX, 80(SP)
 	MOVQ xBias_base+88(FP), AX
@@ -49310,9 +48975,9 @@ bmmquads_1376:
 	MOVQ tokens+120(FP), AX
 	MOVQ AX, 104(SP)
 
-bmmtokens_1377:
+bmmtokens_1361:
 	CMPQ 104(SP), $0x06
-	JB   bmmtokenstail_1378
+	JB   bmmtokenstail_1362
 
 	// block tile 4 rows × 6 tokens, group 32
 	MOVQ         56(SP), AX
@@ -49368,7 +49033,7 @@ bmmtokens_1377:
 	MOVQ         n+112(FP), R13
 	SHRQ         $0x06, R13
 
-bmmchunks_1380:
+bmmchunks_1364:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(DX)
 	VPXORD        (AX), Z0, Z26
@@ -49494,7 +49159,7 @@ bmmchunks_1380:
 	ADDQ          $0x00000040, R10
 	ADDQ          $0x00000040, R12
 	DECQ          R13
-	JNZ           bmmchunks_1380
+	JNZ           bmmchunks_1364
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -49735,11 +49400,11 @@ bmmchunks_1380:
 	IMUL3Q        $0x00000018, AX, AX
 	ADDQ          AX, 96(SP)
 	SUBQ          $0x06, 104(SP)
-	JMP           bmmtokens_1377
+	JMP           bmmtokens_1361
 
-bmmtokenstail_1378:
+bmmtokenstail_1362:
 	CMPQ 104(SP), $0x05
-	JNE  bmmtokens_1381
+	JNE  bmmtokens_1365
 
 	// block tile 4 rows × 5 tokens, group 32
 	MOVQ         56(SP), AX
@@ -49791,7 +49456,7 @@ bmmtokenstail_1378:
 	MOVQ         n+112(FP), R13
 	SHRQ         $0x06, R13
 
-bmmchunks_1382:
+bmmchunks_1366:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(DX)
 	VPXORD        (AX), Z0, Z22
@@ -49901,7 +49566,7 @@ bmmchunks_1382:
 	ADDQ          $0x00000040, R10
 	ADDQ          $0x00000040, R12
 	DECQ          R13
-	JNZ           bmmchunks_1382
+	JNZ           bmmchunks_1366
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -50096,11 +49761,11 @@ bmmchunks_1382:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1379
+	JMP           bmmtokensdone_1363
 
-bmmtokens_1381:
+bmmtokens_1365:
 	CMPQ 104(SP), $0x04
-	JNE  bmmtokens_1383
+	JNE  bmmtokens_1367
 
 	// block tile 4 rows × 4 tokens, group 32
 	MOVQ         56(SP), AX
@@ -50148,7 +49813,7 @@ bmmtokens_1381:
 	MOVQ         n+112(FP), R13
 	SHRQ         $0x06, R13
 
-bmmchunks_1384:
+bmmchunks_1368:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(DX)
 	VPXORD        (AX), Z0, Z18
@@ -50242,7 +49907,7 @@ bmmchunks_1384:
 	ADDQ          $0x00000040, R10
 	ADDQ          $0x00000040, R12
 	DECQ          R13
-	JNZ           bmmchunks_1384
+	JNZ           bmmchunks_1368
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -50399,11 +50064,11 @@ bmmchunks_1384:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1379
+	JMP           bmmtokensdone_1363
 
-bmmtokens_1383:
+bmmtokens_1367:
 	CMPQ 104(SP), $0x03
-	JNE  bmmtokens_1385
+	JNE  bmmtokens_1369
 
 	// block tile 4 rows × 3 tokens, group 32
 	MOVQ         56(SP), AX
@@ -50444,7 +50109,7 @@ bmmtokens_1383:
 	MOVQ         n+112(FP), R11
 	SHRQ         $0x06, R11
 
-bmmchunks_1386:
+bmmchunks_1370:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(DX)
 	VPXORD        (AX), Z0, Z14
@@ -50520,7 +50185,7 @@ bmmchunks_1386:
 	ADDQ          $0x00000040, R9
 	ADDQ          $0x00000040, R10
 	DECQ          R11
-	JNZ           bmmchunks_1386
+	JNZ           bmmchunks_1370
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -50639,11 +50304,11 @@ bmmchunks_1386:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1379
+	JMP           bmmtokensdone_1363
 
-bmmtokens_1385:
+bmmtokens_1369:
 	CMPQ 104(SP), $0x02
-	JNE  bmmtokens_1387
+	JNE  bmmtokens_1371
 
 	// block tile 4 rows × 2 tokens, group 32
 	MOVQ         56(SP), AX
@@ -50680,7 +50345,7 @@ bmmtokens_1385:
 	MOVQ         n+112(FP), R11
 	SHRQ         $0x06, R11
 
-bmmchunks_1388:
+bmmchunks_1372:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(DX)
 	VPXORD        (AX), Z0, Z10
@@ -50740,7 +50405,7 @@ bmmchunks_1388:
 	ADDQ          $0x00000040, R9
 	ADDQ          $0x00000040, R10
 	DECQ          R11
-	JNZ           bmmchunks_1388
+	JNZ           bmmchunks_1372
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -50821,11 +50486,11 @@ bmmchunks_1388:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1379
+	JMP           bmmtokensdone_1363
 
-bmmtokens_1387:
+bmmtokens_1371:
 	CMPQ 104(SP), $0x01
-	JNE  bmmtokens_1389
+	JNE  bmmtokens_1373
 
 	// block tile 4 rows × 1 tokens, group 32
 	MOVQ         56(SP), AX
@@ -50858,7 +50523,7 @@ bmmtokens_1387:
 	MOVQ         n+112(FP), R10
 	SHRQ         $0x06, R10
 
-bmmchunks_1390:
+bmmchunks_1374:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(DX)
 	VPXORD        (AX), Z0, Z6
@@ -50902,7 +50567,7 @@ bmmchunks_1390:
 	ADDQ          $0x00000040, R8
 	ADDQ          $0x00000040, R9
 	DECQ          R10
-	JNZ           bmmchunks_1390
+	JNZ           bmmchunks_1374
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -50945,15 +50610,15 @@ bmmchunks_1390:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(CX*2), AX
 	VMOVSS        X1, (AX)(CX*1)
-	JMP           bmmtokensdone_1379
+	JMP           bmmtokensdone_1363
 
-bmmtokens_1389:
-bmmtokensdone_1379:
+bmmtokens_1373:
+bmmtokensdone_1363:
 	MOVQ  n+112(FP), AX
 	ADDQ  AX, 56(SP)
 	ADDQ  $0x04, 64(SP)
 	DECQ  72(SP)
-	JNZ   bmmquads_1376
+	JNZ   bmmquads_1360
 	MOVQ  rows+56(FP), AX
 	MOVQ  rows+56(FP), CX
 	SHRQ  $0x02, AX
@@ -50969,13 +50634,13 @@ bmmtokensdone_1379:
 	MOVQ  DX, 56(SP)
 	MOVQ  BX, 64(SP)
 
-bmmquadsdone_1375:
+bmmquadsdone_1359:
 	MOVQ rows+56(FP), AX
 	ANDQ $0x03, AX
 	MOVQ AX, 72(SP)
-	JZ   bmmsinglesdone_1391
+	JZ   bmmsinglesdone_1375
 
-bmmsingles_1392:
+bmmsingles_1376:
 	MOVQ x_base+64(FP), AX
 	MOVQ AX, 80(SP)
 	MOVQ xBias_base+88(FP), AX
@@ -50985,9 +50650,9 @@ bmmsingles_1392:
 	MOVQ tokens+120(FP), AX
 	MOVQ AX, 104(SP)
 
-bmmtokens_1393:
+bmmtokens_1377:
 	CMPQ 104(SP), $0x06
-	JB   bmmtokenstail_1394
+	JB   bmmtokenstail_1378
 
 	// block tile 1 rows × 6 tokens, group 32
 	MOVQ         56(SP), AX
@@ -51018,7 +50683,7 @@ bmmtokens_1393:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1396:
+bmmchunks_1380:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(CX)
 	VPXORD        (AX), Z0, Z8
@@ -51055,7 +50720,7 @@ bmmchunks_1396:
 	ADDQ          $0x00000040, SI
 	ADDQ          $0x00000040, R8
 	DECQ          R9
-	JNZ           bmmchunks_1396
+	JNZ           bmmchunks_1380
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -51126,11 +50791,11 @@ bmmchunks_1396:
 	IMUL3Q        $0x00000018, AX, AX
 	ADDQ          AX, 96(SP)
 	SUBQ          $0x06, 104(SP)
-	JMP           bmmtokens_1393
+	JMP           bmmtokens_1377
 
-bmmtokenstail_1394:
+bmmtokenstail_1378:
 	CMPQ 104(SP), $0x05
-	JNE  bmmtokens_1397
+	JNE  bmmtokens_1381
 
 	// block tile 1 rows × 5 tokens, group 32
 	MOVQ         56(SP), AX
@@ -51160,7 +50825,7 @@ bmmtokenstail_1394:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1398:
+bmmchunks_1382:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(CX)
 	VPXORD        (AX), Z0, Z7
@@ -51193,7 +50858,7 @@ bmmchunks_1398:
 	ADDQ          $0x00000040, SI
 	ADDQ          $0x00000040, R8
 	DECQ          R9
-	JNZ           bmmchunks_1398
+	JNZ           bmmchunks_1382
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -51246,11 +50911,11 @@ bmmchunks_1398:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1395
+	JMP           bmmtokensdone_1379
 
-bmmtokens_1397:
+bmmtokens_1381:
 	CMPQ 104(SP), $0x04
-	JNE  bmmtokens_1399
+	JNE  bmmtokens_1383
 
 	// block tile 1 rows × 4 tokens, group 32
 	MOVQ         56(SP), AX
@@ -51279,7 +50944,7 @@ bmmtokens_1397:
 	MOVQ         n+112(FP), R9
 	SHRQ         $0x06, R9
 
-bmmchunks_1400:
+bmmchunks_1384:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(CX)
 	VPXORD        (AX), Z0, Z6
@@ -51308,7 +50973,7 @@ bmmchunks_1400:
 	ADDQ          $0x00000040, SI
 	ADDQ          $0x00000040, R8
 	DECQ          R9
-	JNZ           bmmchunks_1400
+	JNZ           bmmchunks_1384
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -51351,11 +51016,11 @@ bmmchunks_1400:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1395
+	JMP           bmmtokensdone_1379
 
-bmmtokens_1399:
+bmmtokens_1383:
 	CMPQ 104(SP), $0x03
-	JNE  bmmtokens_1401
+	JNE  bmmtokens_1385
 
 	// block tile 1 rows × 3 tokens, group 32
 	MOVQ         56(SP), AX
@@ -51380,7 +51045,7 @@ bmmtokens_1399:
 	MOVQ         n+112(FP), DI
 	SHRQ         $0x06, DI
 
-bmmchunks_1402:
+bmmchunks_1386:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(CX)
 	VPXORD        (AX), Z0, Z5
@@ -51403,7 +51068,7 @@ bmmchunks_1402:
 	ADDQ          $0x00000040, BX
 	ADDQ          $0x00000040, SI
 	DECQ          DI
-	JNZ           bmmchunks_1402
+	JNZ           bmmchunks_1386
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -51436,11 +51101,11 @@ bmmchunks_1402:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1395
+	JMP           bmmtokensdone_1379
 
-bmmtokens_1401:
+bmmtokens_1385:
 	CMPQ 104(SP), $0x02
-	JNE  bmmtokens_1403
+	JNE  bmmtokens_1387
 
 	// block tile 1 rows × 2 tokens, group 32
 	MOVQ         56(SP), AX
@@ -51464,7 +51129,7 @@ bmmtokens_1401:
 	MOVQ         n+112(FP), DI
 	SHRQ         $0x06, DI
 
-bmmchunks_1404:
+bmmchunks_1388:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(CX)
 	VPXORD        (AX), Z0, Z4
@@ -51483,7 +51148,7 @@ bmmchunks_1404:
 	ADDQ          $0x00000040, BX
 	ADDQ          $0x00000040, SI
 	DECQ          DI
-	JNZ           bmmchunks_1404
+	JNZ           bmmchunks_1388
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -51506,11 +51171,11 @@ bmmchunks_1404:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1395
+	JMP           bmmtokensdone_1379
 
-bmmtokens_1403:
+bmmtokens_1387:
 	CMPQ 104(SP), $0x01
-	JNE  bmmtokens_1405
+	JNE  bmmtokens_1389
 
 	// block tile 1 rows × 1 tokens, group 32
 	MOVQ         56(SP), AX
@@ -51533,7 +51198,7 @@ bmmtokens_1403:
 	MOVQ         n+112(FP), SI
 	SHRQ         $0x06, SI
 
-bmmchunks_1406:
+bmmchunks_1390:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2048(CX)
 	VPXORD        (AX), Z0, Z3
@@ -51548,7 +51213,7 @@ bmmchunks_1406:
 	ADDQ          $0x00000040, DX
 	ADDQ          $0x00000040, BX
 	DECQ          SI
-	JNZ           bmmchunks_1406
+	JNZ           bmmchunks_1390
 	MOVQ          96(SP), AX
 	MOVQ          outStride+152(FP), CX
 	SHLQ          $0x02, CX
@@ -51561,17 +51226,17 @@ bmmchunks_1406:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1395
+	JMP           bmmtokensdone_1379
 
-bmmtokens_1405:
-bmmtokensdone_1395:
+bmmtokens_1389:
+bmmtokensdone_1379:
 	MOVQ n+112(FP), AX
 	ADDQ AX, 56(SP)
 	ADDQ $0x04, 64(SP)
 	DECQ 72(SP)
-	JNZ  bmmsingles_1392
+	JNZ  bmmsingles_1376
 
-bmmsinglesdone_1391:
+bmmsinglesdone_1375:
 	VZEROUPPER
 	RET
 
@@ -51588,9 +51253,9 @@ TEXT ·scaleI8AVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-8, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1408
+	JAE          loopdone_1392
 
-loop_1407:
+loop_1391:
 	VCVTPS2PD  (DX)(SI*4), Y1
 	VCVTDQ2PD  (CX)(SI*4), Y2
 	VMULPD     Y0, Y1, Y1
@@ -51605,12 +51270,12 @@ loop_1407:
 	VMOVUPS    X1, 16(AX)(SI*4)
 	ADDQ       $0x00000008, SI
 	CMPQ       SI, DI
-	JB         loop_1407
+	JB         loop_1391
 
-loopdone_1408:
-scalei8_1409:
+loopdone_1392:
+scalei8_1393:
 	CMPQ       SI, BX
-	JAE        scalei8done_1410
+	JAE        scalei8done_1394
 	VMOVSS     (DX)(SI*4), X1
 	VMOVSS     (CX)(SI*4), X2
 	VCVTPS2PD  X1, X1
@@ -51620,9 +51285,9 @@ scalei8_1409:
 	VCVTPD2PSX X1, X1
 	VMOVSS     X1, (AX)(SI*4)
 	INCQ       SI
-	JMP        scalei8_1409
+	JMP        scalei8_1393
 
-scalei8done_1410:
+scalei8done_1394:
 	VZEROUPPER
 	RET
 
@@ -51639,9 +51304,9 @@ TEXT ·scaleI8AVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-16, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1412
+	JAE          loopdone_1396
 
-loop_1411:
+loop_1395:
 	VCVTPS2PD (DX)(SI*4), Z1
 	VCVTDQ2PD (CX)(SI*4), Z2
 	VMULPD    Z0, Z1, Z1
@@ -51656,12 +51321,12 @@ loop_1411:
 	VMOVUPS   Y1, 32(AX)(SI*4)
 	ADDQ      $0x00000010, SI
 	CMPQ      SI, DI
-	JB        loop_1411
+	JB        loop_1395
 
-loopdone_1412:
-scalei8_1413:
+loopdone_1396:
+scalei8_1397:
 	CMPQ       SI, BX
-	JAE        scalei8done_1414
+	JAE        scalei8done_1398
 	VMOVSS     (DX)(SI*4), X1
 	VMOVSS     (CX)(SI*4), X2
 	VCVTPS2PD  X1, X1
@@ -51671,9 +51336,9 @@ scalei8_1413:
 	VCVTPD2PSX X1, X1
 	VMOVSS     X1, (AX)(SI*4)
 	INCQ       SI
-	JMP        scalei8_1413
+	JMP        scalei8_1397
 
-scalei8done_1414:
+scalei8done_1398:
 	VZEROUPPER
 	RET
 
@@ -51691,7 +51356,7 @@ TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-32
 	VBROADCASTSD f64abs<>+0(SB), Y2
 	VBROADCASTSD f64half<>+0(SB), Y3
 
-sumsqsetup_1415:
+sumsqsetup_1399:
 	VMOVQ        X0, SI
 	SHRQ         $0x34, SI
 	MOVQ         $0x00000832, DI
@@ -51704,9 +51369,9 @@ sumsqsetup_1415:
 	SHLQ         $0x34, DI
 	VMOVQ        DI, X5
 
-sumsq_1416:
+sumsq_1400:
 	CMPQ         DX, BX
-	JAE          sumsqdone_1419
+	JAE          sumsqdone_1403
 	VMOVUPS      (AX)(DX*4), Y6
 	VMOVUPS      32(AX)(DX*4), Y7
 	VMULPS       Y6, Y6, Y6
@@ -51739,20 +51404,20 @@ sumsq_1416:
 	VMOVQ        X11, DI
 	SHRQ         $0x34, DI
 	CMPQ         SI, DI
-	JNE          sumsqround_1417
+	JNE          sumsqround_1401
 	VMOVD        X9, DI
 	ADDQ         $0x0000039d, DI
 	CMPQ         DI, SI
-	JB           sumsqround_1417
+	JB           sumsqround_1401
 	VMOVAPD      X11, X0
 	ADDQ         $0x10, DX
-	JMP          sumsq_1416
+	JMP          sumsq_1400
 
-sumsqround_1417:
+sumsqround_1401:
 	CMPQ         SI, $0x35
-	JB           sumsqslow_1418
+	JB           sumsqslow_1402
 	CMPQ         SI, $0x000007fe
-	JA           sumsqslow_1418
+	JA           sumsqslow_1402
 	VMULPD       Y4, Y8, Y8
 	VROUNDPD     $0x00, Y8, Y9
 	VSUBPD       Y9, Y8, Y8
@@ -51777,7 +51442,7 @@ sumsqround_1417:
 	VORPD        Y10, Y8, Y8
 	VORPD        Y7, Y8, Y8
 	VPTEST       Y8, Y8
-	JNZ          sumsqslow_1418
+	JNZ          sumsqslow_1402
 	VADDPD       Y11, Y9, Y9
 	VADDPD       Y13, Y12, Y12
 	VADDPD       Y12, Y9, Y9
@@ -51790,12 +51455,12 @@ sumsqround_1417:
 	VMOVQ        X6, DI
 	SHRQ         $0x34, DI
 	CMPQ         SI, DI
-	JNE          sumsqslow_1418
+	JNE          sumsqslow_1402
 	VMOVAPD      X6, X0
 	ADDQ         $0x10, DX
-	JMP          sumsq_1416
+	JMP          sumsq_1400
 
-sumsqslow_1418:
+sumsqslow_1402:
 	VMOVSS    (AX)(DX*4), X4
 	VMULSS    X4, X4, X4
 	VCVTSS2SD X4, X4, X4
@@ -51861,20 +51526,20 @@ sumsqslow_1418:
 	VCVTSS2SD X4, X4, X4
 	VADDSD    X4, X0, X0
 	ADDQ      $0x10, DX
-	JMP       sumsqsetup_1415
+	JMP       sumsqsetup_1399
 
-sumsqdone_1419:
-sumsqtail_1420:
+sumsqdone_1403:
+sumsqtail_1404:
 	CMPQ      DX, CX
-	JAE       sumsqend_1421
+	JAE       sumsqend_1405
 	VMOVSS    (AX)(DX*4), X1
 	VMULSS    X1, X1, X1
 	VCVTSS2SD X1, X1, X1
 	VADDSD    X1, X0, X0
 	INCQ      DX
-	JMP       sumsqtail_1420
+	JMP       sumsqtail_1404
 
-sumsqend_1421:
+sumsqend_1405:
 	MOVSD X0, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -51893,7 +51558,7 @@ TEXT ·sumSquaresAVX512(SB), NOSPLIT, $0-32
 	VBROADCASTSD f64abs<>+0(SB), Z2
 	VBROADCASTSD f64half<>+0(SB), Z3
 
-sumsqsetup_1422:
+sumsqsetup_1406:
 	VMOVQ        X0, SI
 	SHRQ         $0x34, SI
 	MOVQ         $0x00000832, DI
@@ -51906,9 +51571,9 @@ sumsqsetup_1422:
 	SHLQ         $0x34, DI
 	VMOVQ        DI, X5
 
-sumsq_1423:
+sumsq_1407:
 	CMPQ          DX, BX
-	JAE           sumsqdone_1426
+	JAE           sumsqdone_1410
 	VMOVUPS       (AX)(DX*4), Z6
 	VMULPS        Z6, Z6, Z6
 	VPSUBD        Z1, Z6, Z7
@@ -51935,20 +51600,20 @@ sumsq_1423:
 	VMOVQ         X9, DI
 	SHRQ          $0x34, DI
 	CMPQ          SI, DI
-	JNE           sumsqround_1424
+	JNE           sumsqround_1408
 	VMOVD         X7, DI
 	ADDQ          $0x0000039d, DI
 	CMPQ          DI, SI
-	JB            sumsqround_1424
+	JB            sumsqround_1408
 	VMOVAPD       X9, X0
 	ADDQ          $0x10, DX
-	JMP           sumsq_1423
+	JMP           sumsq_1407
 
-sumsqround_1424:
+sumsqround_1408:
 	CMPQ          SI, $0x35
-	JB            sumsqslow_1425
+	JB            sumsqslow_1409
 	CMPQ          SI, $0x000007fe
-	JA            sumsqslow_1425
+	JA            sumsqslow_1409
 	VMULPD        Z4, Z8, Z8
 	VRNDSCALEPD   $0x00, Z8, Z7
 	VSUBPD        Z7, Z8, Z8
@@ -51960,7 +51625,7 @@ sumsqround_1424:
 	VANDPD        Z2, Z6, Z6
 	VCMPPD        $0x00, Z3, Z6, K2
 	KORTESTB      K2, K1
-	JNZ           sumsqslow_1425
+	JNZ           sumsqslow_1409
 	VADDPD        Z8, Z7, Z7
 	VEXTRACTF64X4 $0x01, Z7, Y6
 	VADDPD        Y6, Y7, Y6
@@ -51973,12 +51638,12 @@ sumsqround_1424:
 	VMOVQ         X6, DI
 	SHRQ          $0x34, DI
 	CMPQ          SI, DI
-	JNE           sumsqslow_1425
+	JNE           sumsqslow_1409
 	VMOVAPD       X6, X0
 	ADDQ          $0x10, DX
-	JMP           sumsq_1423
+	JMP           sumsq_1407
 
-sumsqslow_1425:
+sumsqslow_1409:
 	VMOVSS    (AX)(DX*4), X4
 	VMULSS    X4, X4, X4
 	VCVTSS2SD X4, X4, X4
@@ -52044,20 +51709,20 @@ sumsqslow_1425:
 	VCVTSS2SD X4, X4, X4
 	VADDSD    X4, X0, X0
 	ADDQ      $0x10, DX
-	JMP       sumsqsetup_1422
+	JMP       sumsqsetup_1406
 
-sumsqdone_1426:
-sumsqtail_1427:
+sumsqdone_1410:
+sumsqtail_1411:
 	CMPQ      DX, CX
-	JAE       sumsqend_1428
+	JAE       sumsqend_1412
 	VMOVSS    (AX)(DX*4), X1
 	VMULSS    X1, X1, X1
 	VCVTSS2SD X1, X1, X1
 	VADDSD    X1, X0, X0
 	INCQ      DX
-	JMP       sumsqtail_1427
+	JMP       sumsqtail_1411
 
-sumsqend_1428:
+sumsqend_1412:
 	MOVSD X0, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -52076,9 +51741,9 @@ TEXT ·maxAbsAVX2(SB), NOSPLIT, $0-28
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1430
+	JAE          loopdone_1414
 
-loop_1429:
+loop_1413:
 	VPAND   (AX)(DX*4), Y0, Y5
 	VPMAXUD Y5, Y1, Y1
 	VPAND   32(AX)(DX*4), Y0, Y5
@@ -52089,9 +51754,9 @@ loop_1429:
 	VPMAXUD Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1429
+	JB      loop_1413
 
-loopdone_1430:
+loopdone_1414:
 	VPMAXUD      Y2, Y1, Y1
 	VPMAXUD      Y4, Y3, Y3
 	VPMAXUD      Y3, Y1, Y1
@@ -52103,18 +51768,18 @@ loopdone_1430:
 	VPMAXUD      X1, X0, X0
 	VMOVD        X0, BX
 	CMPQ         DX, CX
-	JAE          maxabsdone_1432
+	JAE          maxabsdone_1416
 
-maxabs_1431:
+maxabs_1415:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1431
+	JB      maxabs_1415
 
-maxabsdone_1432:
+maxabsdone_1416:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -52134,9 +51799,9 @@ TEXT ·maxAbsAVX512(SB), NOSPLIT, $0-28
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1434
+	JAE          loopdone_1418
 
-loop_1433:
+loop_1417:
 	VPANDD  (AX)(DX*4), Z0, Z5
 	VPMAXUD Z5, Z1, Z1
 	VPANDD  64(AX)(DX*4), Z0, Z5
@@ -52147,9 +51812,9 @@ loop_1433:
 	VPMAXUD Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1433
+	JB      loop_1417
 
-loopdone_1434:
+loopdone_1418:
 	VPMAXUD       Z2, Z1, Z1
 	VPMAXUD       Z4, Z3, Z3
 	VPMAXUD       Z3, Z1, Z1
@@ -52163,18 +51828,18 @@ loopdone_1434:
 	VPMAXUD       X0, X1, X1
 	VMOVD         X1, BX
 	CMPQ          DX, CX
-	JAE           maxabsdone_1436
+	JAE           maxabsdone_1420
 
-maxabs_1435:
+maxabs_1419:
 	MOVL    (AX)(DX*4), SI
 	ANDL    $0x7fffffff, SI
 	CMPL    SI, BX
 	CMOVLHI SI, BX
 	INCQ    DX
 	CMPQ    DX, CX
-	JB      maxabs_1435
+	JB      maxabs_1419
 
-maxabsdone_1436:
+maxabsdone_1420:
 	VMOVD BX, X0
 	MOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -52195,9 +51860,9 @@ TEXT ·quantizeI8AVX2(SB), NOSPLIT, $0-60
 	ANDQ         $-8, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1438
+	JAE          loopdone_1422
 
-loop_1437:
+loop_1421:
 	VMULPS       (AX)(BX*4), Y0, Y4
 	VCVTPS2DQ    Y4, Y4
 	VPMINSD      Y1, Y4, Y4
@@ -52210,9 +51875,9 @@ loop_1437:
 	VMOVD        X4, 4(DX)(BX*1)
 	ADDQ         $0x00000008, BX
 	CMPQ         BX, SI
-	JB           loop_1437
+	JB           loop_1421
 
-loopdone_1438:
+loopdone_1422:
 	VEXTRACTI128 $0x01, Y3, X1
 	VPADDD       X3, X1, X1
 	VPSHUFD      $0x4e, X1, X2
@@ -52221,9 +51886,9 @@ loopdone_1438:
 	VPADDD       X2, X1, X1
 	VMOVD        X1, SI
 	CMPQ         BX, CX
-	JAE          quantdone_1440
+	JAE          quantdone_1424
 
-quant_1439:
+quant_1423:
 	VMULSS    (AX)(BX*4), X0, X1
 	VCVTSS2SI X1, DI
 	MOVL      $0x0000007f, R8
@@ -52236,9 +51901,9 @@ quant_1439:
 	ADDL      DI, SI
 	INCQ      BX
 	CMPQ      BX, CX
-	JB        quant_1439
+	JB        quant_1423
 
-quantdone_1440:
+quantdone_1424:
 	MOVL SI, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -52259,9 +51924,9 @@ TEXT ·quantizeI8AVX512(SB), NOSPLIT, $0-60
 	ANDQ         $-32, SI
 	XORQ         BX, BX
 	CMPQ         BX, SI
-	JAE          loopdone_1442
+	JAE          loopdone_1426
 
-loop_1441:
+loop_1425:
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -52276,12 +51941,12 @@ loop_1441:
 	VPMOVDB   Z5, 16(DX)(BX*1)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1441
+	JB        loop_1425
 
-loopdone_1442:
+loopdone_1426:
 	LEAQ      16(BX), SI
 	CMPQ      SI, CX
-	JA        skip_1443
+	JA        skip_1427
 	VMULPS    (AX)(BX*4), Z0, Z5
 	VCVTPS2DQ Z5, Z5
 	VPMINSD   Z1, Z5, Z5
@@ -52290,10 +51955,10 @@ loopdone_1442:
 	VPMOVDB   Z5, (DX)(BX*1)
 	ADDQ      $0x10, BX
 
-skip_1443:
+skip_1427:
 	SUBQ      BX, CX
 	TESTQ     CX, CX
-	JZ        notail_1444
+	JZ        notail_1428
 	MOVQ      $-1, SI
 	BZHIQ     CX, SI, CX
 	KMOVQ     CX, K1
@@ -52305,7 +51970,7 @@ skip_1443:
 	VPADDD    Z5, Z3, Z3
 	VPMOVDB   Z5, K1, (DX)(BX*1)
 
-notail_1444:
+notail_1428:
 	VPADDD        Z4, Z3, Z3
 	VEXTRACTI64X4 $0x01, Z3, Y0
 	VPADDD        Y3, Y0, Y0
@@ -52330,9 +51995,9 @@ TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1446
+	JAE  loopdone_1430
 
-loop_1445:
+loop_1429:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
@@ -52341,31 +52006,31 @@ loop_1445:
 	VMOVDQU   X0, 16(AX)(BX*2)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1445
+	JB        loop_1429
 
-loopdone_1446:
+loopdone_1430:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1447
+	JA        skip_1431
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 
-skip_1447:
+skip_1431:
 	CMPQ BX, DX
-	JAE  halfdone_1449
+	JAE  halfdone_1433
 
-half_1448:
+half_1432:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VMOVD     X0, SI
 	MOVW      SI, (AX)(BX*2)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1448
+	JB        half_1432
 
-halfdone_1449:
+halfdone_1433:
 	VZEROUPPER
 	RET
 
@@ -52379,9 +52044,9 @@ TEXT ·f32ToF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1451
+	JAE  loopdone_1435
 
-loop_1450:
+loop_1434:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
@@ -52390,21 +52055,21 @@ loop_1450:
 	VMOVDQU16 Y0, 32(AX)(BX*2)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1450
+	JB        loop_1434
 
-loopdone_1451:
+loopdone_1435:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1452
+	JA        skip_1436
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, (AX)(BX*2)
 	ADDQ      $0x10, BX
 
-skip_1452:
+skip_1436:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1453
+	JZ        notail_1437
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -52412,7 +52077,7 @@ skip_1452:
 	VCVTPS2PH $0x00, Z0, Y0
 	VMOVDQU16 Y0, K1, (AX)(BX*2)
 
-notail_1453:
+notail_1437:
 	VZEROUPPER
 	RET
 
@@ -52426,9 +52091,9 @@ TEXT ·roundF16AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-16, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1455
+	JAE  loopdone_1439
 
-loop_1454:
+loop_1438:
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
@@ -52439,32 +52104,32 @@ loop_1454:
 	VMOVUPS   Y0, 32(AX)(BX*4)
 	ADDQ      $0x00000010, BX
 	CMPQ      BX, SI
-	JB        loop_1454
+	JB        loop_1438
 
-loopdone_1455:
+loopdone_1439:
 	LEAQ      8(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1456
+	JA        skip_1440
 	VMOVUPS   (CX)(BX*4), Y0
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(BX*4)
 	ADDQ      $0x08, BX
 
-skip_1456:
+skip_1440:
 	CMPQ BX, DX
-	JAE  halfdone_1458
+	JAE  halfdone_1442
 
-half_1457:
+half_1441:
 	VMOVSS    (CX)(BX*4), X0
 	VCVTPS2PH $0x00, X0, X0
 	VCVTPH2PS X0, X0
 	VMOVSS    X0, (AX)(BX*4)
 	INCQ      BX
 	CMPQ      BX, DX
-	JB        half_1457
+	JB        half_1441
 
-halfdone_1458:
+halfdone_1442:
 	VZEROUPPER
 	RET
 
@@ -52478,9 +52143,9 @@ TEXT ·roundF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1460
+	JAE  loopdone_1444
 
-loop_1459:
+loop_1443:
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
@@ -52491,22 +52156,22 @@ loop_1459:
 	VMOVUPS   Z0, 64(AX)(BX*4)
 	ADDQ      $0x00000020, BX
 	CMPQ      BX, SI
-	JB        loop_1459
+	JB        loop_1443
 
-loopdone_1460:
+loopdone_1444:
 	LEAQ      16(BX), SI
 	CMPQ      SI, DX
-	JA        skip_1461
+	JA        skip_1445
 	VMOVUPS   (CX)(BX*4), Z0
 	VCVTPS2PH $0x00, Z0, Y0
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, (AX)(BX*4)
 	ADDQ      $0x10, BX
 
-skip_1461:
+skip_1445:
 	SUBQ      BX, DX
 	TESTQ     DX, DX
-	JZ        notail_1462
+	JZ        notail_1446
 	MOVQ      $-1, SI
 	BZHIQ     DX, SI, DX
 	KMOVQ     DX, K1
@@ -52515,7 +52180,7 @@ skip_1461:
 	VCVTPH2PS Y0, Z0
 	VMOVUPS   Z0, K1, (AX)(BX*4)
 
-notail_1462:
+notail_1446:
 	VZEROUPPER
 	RET
 
@@ -52532,9 +52197,9 @@ TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
 	ANDQ         $-8, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1464
+	JAE          loopdone_1448
 
-loop_1463:
+loop_1447:
 	VMOVUPS      (AX)(DX*4), Y3
 	VSUBPS       Y0, Y3, Y3
 	VBROADCASTSS expLo<>+0(SB), Y4
@@ -52575,11 +52240,11 @@ loop_1463:
 	VADDPD       Y4, Y2, Y2
 	ADDQ         $0x00000008, DX
 	CMPQ         DX, BX
-	JB           loop_1463
+	JB           loop_1447
 
-loopdone_1464:
+loopdone_1448:
 	SUBQ         DX, CX
-	JE           notail_1465
+	JE           notail_1449
 	MOVQ         $0x00000008, BX
 	SUBQ         CX, BX
 	LEAQ         expTail<>+0(SB), CX
@@ -52624,7 +52289,7 @@ loopdone_1464:
 	VADDPD       Y0, Y1, Y1
 	VADDPD       Y3, Y2, Y2
 
-notail_1465:
+notail_1449:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -52649,9 +52314,9 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1467
+	JAE          loopdone_1451
 
-loop_1466:
+loop_1450:
 	VMULPS  (AX)(DX*4), Y0, Y5
 	VMOVUPS Y5, (AX)(DX*4)
 	VMAXPS  Y5, Y1, Y1
@@ -52666,9 +52331,9 @@ loop_1466:
 	VMAXPS  Y5, Y4, Y4
 	ADDQ    $0x00000020, DX
 	CMPQ    DX, BX
-	JB      loop_1466
+	JB      loop_1450
 
-loopdone_1467:
+loopdone_1451:
 	VMAXPS       Y2, Y1, Y1
 	VMAXPS       Y3, Y1, Y1
 	VMAXPS       Y4, Y1, Y1
@@ -52679,17 +52344,17 @@ loopdone_1467:
 	VPSHUFD      $0xb1, X2, X1
 	VMAXPS       X1, X2, X2
 	CMPQ         DX, CX
-	JAE          scalemaxdone_1469
+	JAE          scalemaxdone_1453
 
-scalemax_1468:
+scalemax_1452:
 	VMULSS (AX)(DX*4), X0, X1
 	VMOVSS X1, (AX)(DX*4)
 	VMAXSS X1, X2, X2
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1468
+	JB     scalemax_1452
 
-scalemaxdone_1469:
+scalemaxdone_1453:
 	MOVSS X2, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -52709,9 +52374,9 @@ TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36
 	ANDQ         $-64, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1471
+	JAE          loopdone_1455
 
-loop_1470:
+loop_1454:
 	VMULPS  (AX)(DX*4), Z0, Z5
 	VMOVUPS Z5, (AX)(DX*4)
 	VMAXPS  Z5, Z1, Z1
@@ -52726,9 +52391,9 @@ loop_1470:
 	VMAXPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, DX
 	CMPQ    DX, BX
-	JB      loop_1470
+	JB      loop_1454
 
-loopdone_1471:
+loopdone_1455:
 	VMAXPS        Z2, Z1, Z1
 	VMAXPS        Z3, Z1, Z1
 	VMAXPS        Z4, Z1, Z1
@@ -52741,17 +52406,17 @@ loopdone_1471:
 	VPSHUFD       $0xb1, X1, X2
 	VMAXPS        X2, X1, X1
 	CMPQ          DX, CX
-	JAE           scalemaxdone_1473
+	JAE           scalemaxdone_1457
 
-scalemax_1472:
+scalemax_1456:
 	VMULSS (AX)(DX*4), X0, X2
 	VMOVSS X2, (AX)(DX*4)
 	VMAXSS X2, X1, X1
 	INCQ   DX
 	CMPQ   DX, CX
-	JB     scalemax_1472
+	JB     scalemax_1456
 
-scalemaxdone_1473:
+scalemaxdone_1457:
 	MOVSS X1, ret+32(FP)
 	VZEROUPPER
 	RET
@@ -52781,9 +52446,9 @@ TEXT ·expSubAVX512(SB), NOSPLIT, $0-40
 	ANDQ         $-32, BX
 	XORQ         DX, DX
 	CMPQ         DX, BX
-	JAE          loopdone_1475
+	JAE          loopdone_1459
 
-loop_1474:
+loop_1458:
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -52830,12 +52495,12 @@ loop_1474:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x00000020, DX
 	CMPQ          DX, BX
-	JB            loop_1474
+	JB            loop_1458
 
-loopdone_1475:
+loopdone_1459:
 	LEAQ          16(DX), BX
 	CMPQ          BX, CX
-	JA            skip_1476
+	JA            skip_1460
 	VMOVUPS       (AX)(DX*4), Z15
 	VSUBPS        Z0, Z15, Z15
 	VMAXPS        Z1, Z15, Z15
@@ -52860,10 +52525,10 @@ loopdone_1475:
 	VADDPD        Z16, Z14, Z14
 	ADDQ          $0x10, DX
 
-skip_1476:
+skip_1460:
 	SUBQ          DX, CX
 	TESTQ         CX, CX
-	JZ            notail_1477
+	JZ            notail_1461
 	MOVQ          $-1, BX
 	BZHIQ         CX, BX, CX
 	KMOVQ         CX, K1
@@ -52891,7 +52556,7 @@ skip_1476:
 	VADDPD        Z0, Z13, Z13
 	VADDPD        Z1, Z14, Z14
 
-notail_1477:
+notail_1461:
 	VADDPD        Z14, Z13, Z13
 	VEXTRACTF64X4 $0x01, Z13, Y0
 	VADDPD        Y13, Y0, Y0
@@ -52919,9 +52584,9 @@ TEXT ·scaleSumsAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1479
+	JAE          loopdone_1463
 
-loop_1478:
+loop_1462:
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -52952,13 +52617,13 @@ loop_1478:
 	VMOVUPS   Y2, 96(AX)(SI*4)
 	ADDQ      $0x00000020, SI
 	CMPQ      SI, DI
-	JB        loop_1478
+	JB        loop_1462
 
-loopdone_1479:
-ewvec_1480:
+loopdone_1463:
+ewvec_1464:
 	LEAQ      8(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1481
+	JA        ewvecdone_1465
 	VMOVUPS   (CX)(SI*4), Y2
 	VPSUBD    Y0, Y2, Y2
 	VCVTDQ2PS Y2, Y2
@@ -52967,13 +52632,13 @@ ewvec_1480:
 	VMULPS    Y3, Y2, Y2
 	VMOVUPS   Y2, (AX)(SI*4)
 	ADDQ      $0x08, SI
-	JMP       ewvec_1480
+	JMP       ewvec_1464
 
-ewvecdone_1481:
+ewvecdone_1465:
 	CMPQ SI, BX
-	JAE  ewonedone_1483
+	JAE  ewonedone_1467
 
-ewone_1482:
+ewone_1466:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -52983,9 +52648,9 @@ ewone_1482:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1482
+	JB        ewone_1466
 
-ewonedone_1483:
+ewonedone_1467:
 	VZEROUPPER
 	RET
 
@@ -53002,9 +52667,9 @@ TEXT ·normScaleAVX2(SB), NOSPLIT, $0-80
 	ANDQ         $-32, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1485
+	JAE          loopdone_1469
 
-loop_1484:
+loop_1468:
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
@@ -53027,26 +52692,26 @@ loop_1484:
 	VMOVUPS Y1, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1484
+	JB      loop_1468
 
-loopdone_1485:
-ewvec_1486:
+loopdone_1469:
+ewvec_1470:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1487
+	JA      ewvecdone_1471
 	VMOVUPS (CX)(SI*4), Y1
 	VMULPS  Y0, Y1, Y1
 	VMOVUPS (DX)(SI*4), Y2
 	VMULPS  Y2, Y1, Y1
 	VMOVUPS Y1, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1486
+	JMP     ewvec_1470
 
-ewvecdone_1487:
+ewvecdone_1471:
 	CMPQ SI, BX
-	JAE  ewonedone_1489
+	JAE  ewonedone_1473
 
-ewone_1488:
+ewone_1472:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -53054,9 +52719,9 @@ ewone_1488:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1488
+	JB     ewone_1472
 
-ewonedone_1489:
+ewonedone_1473:
 	VZEROUPPER
 	RET
 
@@ -53071,9 +52736,9 @@ TEXT ·reluSqMulAVX2(SB), NOSPLIT, $0-72
 	ANDQ $-32, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1491
+	JAE  loopdone_1475
 
-loop_1490:
+loop_1474:
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -53104,13 +52769,13 @@ loop_1490:
 	VMOVUPS Y0, 96(AX)(SI*4)
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
-	JB      loop_1490
+	JB      loop_1474
 
-loopdone_1491:
-ewvec_1492:
+loopdone_1475:
+ewvec_1476:
 	LEAQ    8(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1493
+	JA      ewvecdone_1477
 	VMOVUPS (CX)(SI*4), Y0
 	VPSRAD  $0x1f, Y0, Y1
 	VPANDN  Y0, Y1, Y0
@@ -53119,13 +52784,13 @@ ewvec_1492:
 	VMULPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(SI*4)
 	ADDQ    $0x08, SI
-	JMP     ewvec_1492
+	JMP     ewvec_1476
 
-ewvecdone_1493:
+ewvecdone_1477:
 	CMPQ SI, BX
-	JAE  ewonedone_1495
+	JAE  ewonedone_1479
 
-ewone_1494:
+ewone_1478:
 	VMOVSS (CX)(SI*4), X0
 	VPSRAD $0x1f, X0, X1
 	VPANDN X0, X1, X0
@@ -53135,9 +52800,9 @@ ewone_1494:
 	VMOVSS X0, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1494
+	JB     ewone_1478
 
-ewonedone_1495:
+ewonedone_1479:
 	VZEROUPPER
 	RET
 
@@ -53151,9 +52816,9 @@ TEXT ·addF32AVX2(SB), NOSPLIT, $0-48
 	ANDQ $-32, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1497
+	JAE  loopdone_1481
 
-loop_1496:
+loop_1480:
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
@@ -53172,34 +52837,34 @@ loop_1496:
 	VMOVUPS Y0, 96(AX)(BX*4)
 	ADDQ    $0x00000020, BX
 	CMPQ    BX, SI
-	JB      loop_1496
+	JB      loop_1480
 
-loopdone_1497:
-ewvec_1498:
+loopdone_1481:
+ewvec_1482:
 	LEAQ    8(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1499
+	JA      ewvecdone_1483
 	VMOVUPS (AX)(BX*4), Y0
 	VMOVUPS (CX)(BX*4), Y1
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS Y0, (AX)(BX*4)
 	ADDQ    $0x08, BX
-	JMP     ewvec_1498
+	JMP     ewvec_1482
 
-ewvecdone_1499:
+ewvecdone_1483:
 	CMPQ BX, DX
-	JAE  ewonedone_1501
+	JAE  ewonedone_1485
 
-ewone_1500:
+ewone_1484:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1500
+	JB     ewone_1484
 
-ewonedone_1501:
+ewonedone_1485:
 	VZEROUPPER
 	RET
 
@@ -53219,9 +52884,9 @@ TEXT ·scaleSumsAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1503
+	JAE          loopdone_1487
 
-loop_1502:
+loop_1486:
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -53252,13 +52917,13 @@ loop_1502:
 	VMOVUPS   Z2, 192(AX)(SI*4)
 	ADDQ      $0x00000040, SI
 	CMPQ      SI, DI
-	JB        loop_1502
+	JB        loop_1486
 
-loopdone_1503:
-ewvec_1504:
+loopdone_1487:
+ewvec_1488:
 	LEAQ      16(SI), DI
 	CMPQ      DI, BX
-	JA        ewvecdone_1505
+	JA        ewvecdone_1489
 	VMOVUPS   (CX)(SI*4), Z2
 	VPSUBD    Z0, Z2, Z2
 	VCVTDQ2PS Z2, Z2
@@ -53267,13 +52932,13 @@ ewvec_1504:
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, (AX)(SI*4)
 	ADDQ      $0x10, SI
-	JMP       ewvec_1504
+	JMP       ewvec_1488
 
-ewvecdone_1505:
+ewvecdone_1489:
 	CMPQ SI, BX
-	JAE  ewonedone_1507
+	JAE  ewonedone_1491
 
-ewone_1506:
+ewone_1490:
 	VMOVSS    (CX)(SI*4), X2
 	VPSUBD    X0, X2, X2
 	VCVTDQ2PS X2, X2
@@ -53283,9 +52948,9 @@ ewone_1506:
 	VMOVSS    X2, (AX)(SI*4)
 	INCQ      SI
 	CMPQ      SI, BX
-	JB        ewone_1506
+	JB        ewone_1490
 
-ewonedone_1507:
+ewonedone_1491:
 	VZEROUPPER
 	RET
 
@@ -53302,9 +52967,9 @@ TEXT ·normScaleAVX512(SB), NOSPLIT, $0-80
 	ANDQ         $-64, DI
 	XORQ         SI, SI
 	CMPQ         SI, DI
-	JAE          loopdone_1509
+	JAE          loopdone_1493
 
-loop_1508:
+loop_1492:
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
@@ -53327,26 +52992,26 @@ loop_1508:
 	VMOVUPS Z1, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1508
+	JB      loop_1492
 
-loopdone_1509:
-ewvec_1510:
+loopdone_1493:
+ewvec_1494:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1511
+	JA      ewvecdone_1495
 	VMOVUPS (CX)(SI*4), Z1
 	VMULPS  Z0, Z1, Z1
 	VMOVUPS (DX)(SI*4), Z2
 	VMULPS  Z2, Z1, Z1
 	VMOVUPS Z1, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1510
+	JMP     ewvec_1494
 
-ewvecdone_1511:
+ewvecdone_1495:
 	CMPQ SI, BX
-	JAE  ewonedone_1513
+	JAE  ewonedone_1497
 
-ewone_1512:
+ewone_1496:
 	VMOVSS (CX)(SI*4), X1
 	VMULPS X0, X1, X1
 	VMOVSS (DX)(SI*4), X2
@@ -53354,9 +53019,9 @@ ewone_1512:
 	VMOVSS X1, (AX)(SI*4)
 	INCQ   SI
 	CMPQ   SI, BX
-	JB     ewone_1512
+	JB     ewone_1496
 
-ewonedone_1513:
+ewonedone_1497:
 	VZEROUPPER
 	RET
 
@@ -53371,9 +53036,9 @@ TEXT ·reluSqMulAVX512(SB), NOSPLIT, $0-72
 	ANDQ $-64, DI
 	XORQ SI, SI
 	CMPQ SI, DI
-	JAE  loopdone_1515
+	JAE  loopdone_1499
 
-loop_1514:
+loop_1498:
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -53404,13 +53069,13 @@ loop_1514:
 	VMOVUPS Z0, 192(AX)(SI*4)
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
-	JB      loop_1514
+	JB      loop_1498
 
-loopdone_1515:
-ewvec_1516:
+loopdone_1499:
+ewvec_1500:
 	LEAQ    16(SI), DI
 	CMPQ    DI, BX
-	JA      ewvecdone_1517
+	JA      ewvecdone_1501
 	VMOVUPS (CX)(SI*4), Z0
 	VPSRAD  $0x1f, Z0, Z1
 	VPANDND Z0, Z1, Z0
@@ -53419,13 +53084,13 @@ ewvec_1516:
 	VMULPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(SI*4)
 	ADDQ    $0x10, SI
-	JMP     ewvec_1516
+	JMP     ewvec_1500
 
-ewvecdone_1517:
+ewvecdone_1501:
 	CMPQ SI, BX
-	JAE  ewonedone_1519
+	JAE  ewonedone_1503
 
-ewone_1518:
+ewone_1502:
 	VMOVSS  (CX)(SI*4), X0
 	VPSRAD  $0x1f, X0, X1
 	VPANDND X0, X1, X0
@@ -53435,9 +53100,9 @@ ewone_1518:
 	VMOVSS  X0, (AX)(SI*4)
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      ewone_1518
+	JB      ewone_1502
 
-ewonedone_1519:
+ewonedone_1503:
 	VZEROUPPER
 	RET
 
@@ -53451,9 +53116,9 @@ TEXT ·addF32AVX512(SB), NOSPLIT, $0-48
 	ANDQ $-64, SI
 	XORQ BX, BX
 	CMPQ BX, SI
-	JAE  loopdone_1521
+	JAE  loopdone_1505
 
-loop_1520:
+loop_1504:
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
@@ -53472,34 +53137,34 @@ loop_1520:
 	VMOVUPS Z0, 192(AX)(BX*4)
 	ADDQ    $0x00000040, BX
 	CMPQ    BX, SI
-	JB      loop_1520
+	JB      loop_1504
 
-loopdone_1521:
-ewvec_1522:
+loopdone_1505:
+ewvec_1506:
 	LEAQ    16(BX), SI
 	CMPQ    SI, DX
-	JA      ewvecdone_1523
+	JA      ewvecdone_1507
 	VMOVUPS (AX)(BX*4), Z0
 	VMOVUPS (CX)(BX*4), Z1
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS Z0, (AX)(BX*4)
 	ADDQ    $0x10, BX
-	JMP     ewvec_1522
+	JMP     ewvec_1506
 
-ewvecdone_1523:
+ewvecdone_1507:
 	CMPQ BX, DX
-	JAE  ewonedone_1525
+	JAE  ewonedone_1509
 
-ewone_1524:
+ewone_1508:
 	VMOVSS (AX)(BX*4), X0
 	VMOVSS (CX)(BX*4), X1
 	VADDPS X1, X0, X0
 	VMOVSS X0, (AX)(BX*4)
 	INCQ   BX
 	CMPQ   BX, DX
-	JB     ewone_1524
+	JB     ewone_1508
 
-ewonedone_1525:
+ewonedone_1509:
 	VZEROUPPER
 	RET
 
@@ -53524,9 +53189,9 @@ TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-32
 	LEAQ  (R10)(DX*1), R11
 	XORQ  R12, R12
 	CMPQ  R12, DX
-	JAE   loopdone_1527
+	JAE   loopdone_1511
 
-loop_1526:
+loop_1510:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Y0, Y0
 	VPADDQ     32(AX)(R12*1), Y1, Y1
@@ -53601,21 +53266,21 @@ loop_1526:
 	VPADDQ     224(R11)(R12*1), Y3, Y3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1526
+	JB         loop_1510
 
-loopdone_1527:
+loopdone_1511:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1529
+	JAE    sum64done_1513
 
-sum64_1528:
+sum64_1512:
 	VPADDQ (AX)(R12*1), Y0, Y0
 	VPADDQ 32(AX)(R12*1), Y1, Y1
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1528
+	JB     sum64_1512
 
-sum64done_1529:
+sum64done_1513:
 	VPADDQ       Y1, Y0, Y0
 	VPADDQ       Y3, Y2, Y2
 	VPADDQ       Y2, Y0, Y0
@@ -53649,9 +53314,9 @@ TEXT ·sumBytesAVX512(SB), NOSPLIT, $0-32
 	LEAQ   (R10)(DX*1), R11
 	XORQ   R12, R12
 	CMPQ   R12, DX
-	JAE    loopdone_1531
+	JAE    loopdone_1515
 
-loop_1530:
+loop_1514:
 	PREFETCHT1 16384(AX)(R12*1)
 	VPADDQ     (AX)(R12*1), Z0, Z0
 	VPADDQ     64(AX)(R12*1), Z1, Z1
@@ -53694,20 +53359,20 @@ loop_1530:
 	VPADDQ     192(R11)(R12*1), Z3, Z3
 	ADDQ       $0x00000100, R12
 	CMPQ       R12, DX
-	JB         loop_1530
+	JB         loop_1514
 
-loopdone_1531:
+loopdone_1515:
 	IMUL3Q $0x08, DX, R12
 	CMPQ   R12, CX
-	JAE    sum64done_1533
+	JAE    sum64done_1517
 
-sum64_1532:
+sum64_1516:
 	VPADDQ (AX)(R12*1), Z0, Z0
 	ADDQ   $0x40, R12
 	CMPQ   R12, CX
-	JB     sum64_1532
+	JB     sum64_1516
 
-sum64done_1533:
+sum64done_1517:
 	VPADDQ        Z1, Z0, Z0
 	VPADDQ        Z3, Z2, Z2
 	VPADDQ        Z2, Z0, Z0
@@ -53754,9 +53419,9 @@ TEXT ·sgemmTileAVX2(SB), NOSPLIT, $0-88
 	MOVQ       AX, R8
 	SHRQ       $0x02, R8
 	TESTQ      R8, R8
-	JZ         sgemmtail_1535
+	JZ         sgemmtail_1519
 
-sgemm_1534:
+sgemm_1518:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -53840,13 +53505,13 @@ sgemm_1534:
 	ADDQ         $0x00000060, CX
 	ADDQ         $0x00000100, DX
 	DECQ         R8
-	JNZ          sgemm_1534
+	JNZ          sgemm_1518
 
-sgemmtail_1535:
+sgemmtail_1519:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1537
+	JZ   sgemmdone_1521
 
-sgemmone_1536:
+sgemmone_1520:
 	VMOVUPS      (DX), Y12
 	VMOVUPS      32(DX), Y13
 	VBROADCASTSS (CX), Y14
@@ -53870,9 +53535,9 @@ sgemmone_1536:
 	ADDQ         $0x00000018, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          sgemmone_1536
+	JNZ          sgemmone_1520
 
-sgemmdone_1537:
+sgemmdone_1521:
 	VADDPS  (BX), Y0, Y0
 	VMOVUPS Y0, (BX)
 	VADDPS  32(BX), Y1, Y1
@@ -53966,9 +53631,9 @@ TEXT ·sgemmTileAVX512(SB), NOSPLIT, $0-88
 	MOVQ       AX, R10
 	SHRQ       $0x02, R10
 	TESTQ      R10, R10
-	JZ         sgemmtail_1539
+	JZ         sgemmtail_1523
 
-sgemm_1538:
+sgemm_1522:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -54124,13 +53789,13 @@ sgemm_1538:
 	ADDQ         $0x000000c0, CX
 	ADDQ         $0x00000200, DX
 	DECQ         R10
-	JNZ          sgemm_1538
+	JNZ          sgemm_1522
 
-sgemmtail_1539:
+sgemmtail_1523:
 	ANDQ $0x03, AX
-	JZ   sgemmdone_1541
+	JZ   sgemmdone_1525
 
-sgemmone_1540:
+sgemmone_1524:
 	VMOVUPS      (DX), Z24
 	VMOVUPS      64(DX), Z25
 	VBROADCASTSS (CX), Z26
@@ -54172,9 +53837,9 @@ sgemmone_1540:
 	ADDQ         $0x00000030, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JNZ          sgemmone_1540
+	JNZ          sgemmone_1524
 
-sgemmdone_1541:
+sgemmdone_1525:
 	VADDPS  (BX), Z0, Z0
 	VMOVUPS Z0, (BX)
 	VADDPS  64(BX), Z1, Z1
@@ -54245,9 +53910,9 @@ TEXT ·fmaLoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	TESTQ AX, AX
-	JLE   fmadone_1543
+	JLE   fmadone_1527
 
-fma_1542:
+fma_1526:
 	VFMADD231PS Y0, Y1, Y2
 	VFMADD231PS Y0, Y1, Y3
 	VFMADD231PS Y0, Y1, Y4
@@ -54261,9 +53926,9 @@ fma_1542:
 	VFMADD231PS Y0, Y1, Y12
 	VFMADD231PS Y0, Y1, Y13
 	DECQ        AX
-	JNZ         fma_1542
+	JNZ         fma_1526
 
-fmadone_1543:
+fmadone_1527:
 	VZEROUPPER
 	RET
 
@@ -54290,9 +53955,9 @@ TEXT ·fmaLoopAVX512(SB), NOSPLIT, $0-8
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	TESTQ  AX, AX
-	JLE    fmadone_1545
+	JLE    fmadone_1529
 
-fma_1544:
+fma_1528:
 	VFMADD231PS Z0, Z1, Z2
 	VFMADD231PS Z0, Z1, Z3
 	VFMADD231PS Z0, Z1, Z4
@@ -54310,9 +53975,9 @@ fma_1544:
 	VFMADD231PS Z0, Z1, Z16
 	VFMADD231PS Z0, Z1, Z17
 	DECQ        AX
-	JNZ         fma_1544
+	JNZ         fma_1528
 
-fmadone_1545:
+fmadone_1529:
 	VZEROUPPER
 	RET
 
@@ -54335,9 +54000,9 @@ TEXT ·int8LoopAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y2, Y2, Y2
 	VPXOR Y2, Y2, Y2
 	TESTQ AX, AX
-	JLE   int8done_1547
+	JLE   int8done_1531
 
-int8_1546:
+int8_1530:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
@@ -54351,9 +54016,9 @@ int8_1546:
 	VPMADDUBSW Y0, Y1, Y2
 	VPMADDUBSW Y0, Y1, Y2
 	DECQ       AX
-	JNZ        int8_1546
+	JNZ        int8_1530
 
-int8done_1547:
+int8done_1531:
 	VZEROUPPER
 	RET
 
@@ -54376,9 +54041,9 @@ TEXT ·int8LoopVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	TESTQ  AX, AX
-	JLE    int8done_1549
+	JLE    int8done_1533
 
-int8_1548:
+int8_1532:
 	VPDPBUSD Z0, Z1, Z2
 	VPDPBUSD Z0, Z1, Z3
 	VPDPBUSD Z0, Z1, Z4
@@ -54392,9 +54057,9 @@ int8_1548:
 	VPDPBUSD Z0, Z1, Z12
 	VPDPBUSD Z0, Z1, Z13
 	DECQ     AX
-	JNZ      int8_1548
+	JNZ      int8_1532
 
-int8done_1549:
+int8done_1533:
 	VZEROUPPER
 	RET
 
@@ -54414,9 +54079,9 @@ TEXT ·ropeNeoxAVX2(SB), NOSPLIT, $0-48
 	LEAQ (CX)(DX*1), DX
 	XORQ DI, DI
 	CMPQ DI, BX
-	JAE  loopdone_1551
+	JAE  loopdone_1535
 
-loop_1550:
+loop_1534:
 	VCVTPS2PD  (AX)(DI*4), Y0
 	VCVTPS2PD  (SI)(DI*4), Y1
 	VMOVUPD    (CX)(DI*8), Y2
@@ -54447,9 +54112,9 @@ loop_1550:
 	VMOVUPS    X0, 16(SI)(DI*4)
 	ADDQ       $0x00000008, DI
 	CMPQ       DI, BX
-	JB         loop_1550
+	JB         loop_1534
 
-loopdone_1551:
+loopdone_1535:
 	VZEROUPPER
 	RET
 
@@ -54469,9 +54134,9 @@ TEXT ·ropeNeoxAVX512(SB), NOSPLIT, $0-48
 	LEAQ (CX)(DX*1), DX
 	XORQ DI, DI
 	CMPQ DI, BX
-	JAE  loopdone_1553
+	JAE  loopdone_1537
 
-loop_1552:
+loop_1536:
 	VCVTPS2PD (AX)(DI*4), Z0
 	VCVTPS2PD (SI)(DI*4), Z1
 	VMOVUPD   (CX)(DI*8), Z2
@@ -54488,9 +54153,9 @@ loop_1552:
 	VMOVUPS   Y0, (SI)(DI*4)
 	ADDQ      $0x00000008, DI
 	CMPQ      DI, BX
-	JB        loop_1552
+	JB        loop_1536
 
-loopdone_1553:
+loopdone_1537:
 	VZEROUPPER
 	RET
 
@@ -54547,9 +54212,9 @@ TEXT ·dotNibbleRowsAVX2(SB), NOSPLIT, $8-120
 	SHRQ         $0x01, SI
 	MOVQ         SI, (SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1554
+	JZ           pairsdone_1538
 
-pairs_1555:
+pairs_1539:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -54567,9 +54232,9 @@ pairs_1555:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1557
+	JAE    loopdone_1541
 
-loop_1556:
+loop_1540:
 	PREFETCHT1   16384(AX)(R13*1)
 	VMOVDQU      (AX)(R13*1), Y4
 	VPAND        Y0, Y4, Y5
@@ -54866,13 +54531,13 @@ loop_1556:
 	ADDQ         $0x08, R14
 	ADDQ         $0x00000100, R13
 	CMPQ         R13, R15
-	JB           loop_1556
+	JB           loop_1540
 
-loopdone_1557:
-room_1558:
+loopdone_1541:
+room_1542:
 	LEAQ         64(R13), R15
 	CMPQ         R15, R12
-	JA           roomdone_1559
+	JA           roomdone_1543
 	VMOVDQU      (AX)(R13*1), Y4
 	VPAND        Y0, Y4, Y5
 	VPSRLW       $0x04, Y4, Y4
@@ -54947,9 +54612,9 @@ room_1558:
 	VFMADD231PS  Y5, Y6, Y3
 	ADDQ         $0x08, R14
 	ADDQ         $0x40, R13
-	JMP          room_1558
+	JMP          room_1542
 
-roomdone_1559:
+roomdone_1543:
 	VEXTRACTF128 $0x01, Y2, X4
 	VADDPS       X2, X4, X4
 	VPSHUFD      $0x4e, X4, X2
@@ -54969,7 +54634,7 @@ roomdone_1559:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1555
+	JNZ          pairs_1539
 	MOVQ         (SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -54979,10 +54644,10 @@ roomdone_1559:
 	MOVQ         (SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1554:
+pairsdone_1538:
 	MOVQ   out_len+104(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1560
+	JZ     noodd_1544
 	MOVQ   x_base+48(FP), DX
 	MOVQ   xBias_base+72(FP), SI
 	MOVQ   x_len+56(FP), DI
@@ -54993,9 +54658,9 @@ pairsdone_1554:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1562
+	JAE    loopdone_1546
 
-loop_1561:
+loop_1545:
 	PREFETCHT1   16384(AX)(R8*1)
 	VMOVDQU      (AX)(R8*1), Y3
 	VPAND        Y0, Y3, Y4
@@ -55147,13 +54812,13 @@ loop_1561:
 	ADDQ         $0x08, R9
 	ADDQ         $0x00000100, R8
 	CMPQ         R8, R10
-	JB           loop_1561
+	JB           loop_1545
 
-loopdone_1562:
-room_1563:
+loopdone_1546:
+room_1547:
 	LEAQ         64(R8), R10
 	CMPQ         R10, DI
-	JA           roomdone_1564
+	JA           roomdone_1548
 	VMOVDQU      (AX)(R8*1), Y3
 	VPAND        Y0, Y3, Y4
 	VPSRLW       $0x04, Y3, Y3
@@ -55192,9 +54857,9 @@ room_1563:
 	VFMADD231PS  Y4, Y5, Y2
 	ADDQ         $0x08, R9
 	ADDQ         $0x40, R8
-	JMP          room_1563
+	JMP          room_1547
 
-roomdone_1564:
+roomdone_1548:
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X2, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -55203,7 +54868,7 @@ roomdone_1564:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1560:
+noodd_1544:
 	VZEROUPPER
 	RET
 
@@ -55224,9 +54889,9 @@ TEXT ·dotNibbleRowsVNNI(SB), NOSPLIT, $8-120
 	SHRQ         $0x01, SI
 	MOVQ         SI, (SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1565
+	JZ           pairsdone_1549
 
-pairs_1566:
+pairs_1550:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -55244,9 +54909,9 @@ pairs_1566:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1568
+	JAE    loopdone_1552
 
-loop_1567:
+loop_1551:
 	VMOVDQU64   (R10)(R13*2), Z8
 	VMOVDQU64   64(R10)(R13*2), Z9
 	VMOVDQU32   (R11)(R13*2), Z10
@@ -55391,13 +55056,13 @@ loop_1567:
 	ADDQ        $0x08, R14
 	ADDQ        $0x00000100, R13
 	CMPQ        R13, R15
-	JB          loop_1567
+	JB          loop_1551
 
-loopdone_1568:
-room_1569:
+loopdone_1552:
+room_1553:
 	LEAQ        64(R13), R15
 	CMPQ        R15, R12
-	JA          roomdone_1570
+	JA          roomdone_1554
 	VMOVDQU64   (R10)(R13*2), Z8
 	VMOVDQU64   64(R10)(R13*2), Z9
 	VMOVDQU32   (R11)(R13*2), Z10
@@ -55434,9 +55099,9 @@ room_1569:
 	VFMADD231PS Z6, Z13, Z4
 	ADDQ        $0x08, R14
 	ADDQ        $0x40, R13
-	JMP         room_1569
+	JMP         room_1553
 
-roomdone_1570:
+roomdone_1554:
 	VEXTRACTF64X4 $0x01, Z3, Y5
 	VADDPS        Y3, Y5, Y5
 	VEXTRACTF64X4 $0x01, Z4, Y3
@@ -55460,7 +55125,7 @@ roomdone_1570:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1566
+	JNZ           pairs_1550
 	MOVQ          (SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -55470,10 +55135,10 @@ roomdone_1570:
 	MOVQ          (SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1565:
+pairsdone_1549:
 	MOVQ   out_len+104(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1571
+	JZ     noodd_1555
 	MOVQ   x_base+48(FP), DX
 	MOVQ   xBias_base+72(FP), SI
 	MOVQ   x_len+56(FP), DI
@@ -55484,9 +55149,9 @@ pairsdone_1565:
 	ANDQ   $-256, R10
 	XORQ   R8, R8
 	CMPQ   R8, R10
-	JAE    loopdone_1573
+	JAE    loopdone_1557
 
-loop_1572:
+loop_1556:
 	VMOVDQU64   (DX)(R8*2), Z6
 	VMOVDQU64   64(DX)(R8*2), Z8
 	VMOVDQU32   (SI)(R8*2), Z9
@@ -55570,13 +55235,13 @@ loop_1572:
 	ADDQ        $0x08, R9
 	ADDQ        $0x00000100, R8
 	CMPQ        R8, R10
-	JB          loop_1572
+	JB          loop_1556
 
-loopdone_1573:
-room_1574:
+loopdone_1557:
+room_1558:
 	LEAQ        64(R8), R10
 	CMPQ        R10, DI
-	JA          roomdone_1575
+	JA          roomdone_1559
 	VMOVDQU64   (DX)(R8*2), Z6
 	VMOVDQU64   64(DX)(R8*2), Z8
 	VMOVDQU32   (SI)(R8*2), Z9
@@ -55598,9 +55263,9 @@ room_1574:
 	VFMADD231PS Z5, Z6, Z3
 	ADDQ        $0x08, R9
 	ADDQ        $0x40, R8
-	JMP         room_1574
+	JMP         room_1558
 
-roomdone_1575:
+roomdone_1559:
 	VEXTRACTF64X4 $0x01, Z3, Y0
 	VADDPS        Y3, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -55611,7 +55276,7 @@ roomdone_1575:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1571:
+noodd_1555:
 	VZEROUPPER
 	RET
 
@@ -55632,9 +55297,9 @@ TEXT ·dotNibbleRowsVNNIHW(SB), NOSPLIT, $40-120
 	MOVQ         AX, (SP)
 	MOVQ         AX, 32(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1576
+	JZ           quadsdone_1560
 
-quads_1577:
+quads_1561:
 	MOVQ   x_len+56(FP), AX
 	SHRQ   $0x01, AX
 	MOVQ   8(SP), CX
@@ -55662,9 +55327,9 @@ quads_1577:
 	ANDQ   $-256, R15
 	XORQ   R13, R13
 	CMPQ   R13, R15
-	JAE    loopdone_1579
+	JAE    loopdone_1563
 
-loop_1578:
+loop_1562:
 	VMOVDQU64   (R10)(R13*2), Z10
 	VMOVDQU64   64(R10)(R13*2), Z11
 	VMOVDQU32   (R11)(R13*2), Z12
@@ -55927,13 +55592,13 @@ loop_1578:
 	ADDQ        $0x08, R14
 	ADDQ        $0x00000100, R13
 	CMPQ        R13, R15
-	JB          loop_1578
+	JB          loop_1562
 
-loopdone_1579:
-room_1580:
+loopdone_1563:
+room_1564:
 	LEAQ        64(R13), R15
 	CMPQ        R15, R12
-	JA          roomdone_1581
+	JA          roomdone_1565
 	VMOVDQU64   (R10)(R13*2), Z10
 	VMOVDQU64   64(R10)(R13*2), Z11
 	VMOVDQU32   (R11)(R13*2), Z12
@@ -56000,9 +55665,9 @@ room_1580:
 	VFMADD231PS Z8, Z15, Z6
 	ADDQ        $0x08, R14
 	ADDQ        $0x40, R13
-	JMP         room_1580
+	JMP         room_1564
 
-roomdone_1581:
+roomdone_1565:
 	VEXTRACTF64X4 $0x01, Z3, Y7
 	VADDPS        Y3, Y7, Y7
 	VEXTRACTF64X4 $0x01, Z4, Y3
@@ -56051,9 +55716,9 @@ roomdone_1581:
 	ADDQ          AX, 16(SP)
 	ADDQ          $0x04, 24(SP)
 	DECQ          32(SP)
-	JNZ           quads_1577
+	JNZ           quads_1561
 
-quadsdone_1576:
+quadsdone_1560:
 	MOVQ  8(SP), AX
 	MOVQ  16(SP), CX
 	MOVQ  24(SP), DX
@@ -56073,9 +55738,9 @@ quadsdone_1576:
 	ADDQ  BX, CX
 	MOVQ  out_len+104(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1583
+	JZ    blocksingledone_1567
 
-blocksingle_1582:
+blocksingle_1566:
 	MOVQ   x_base+48(FP), SI
 	MOVQ   xBias_base+72(FP), DI
 	MOVQ   x_len+56(FP), R8
@@ -56086,9 +55751,9 @@ blocksingle_1582:
 	ANDQ   $-256, R11
 	XORQ   R9, R9
 	CMPQ   R9, R11
-	JAE    loopdone_1585
+	JAE    loopdone_1569
 
-loop_1584:
+loop_1568:
 	VMOVDQU64   (SI)(R9*2), Z6
 	VMOVDQU64   64(SI)(R9*2), Z7
 	VMOVDQU32   (DI)(R9*2), Z8
@@ -56171,13 +55836,13 @@ loop_1584:
 	ADDQ        $0x08, R10
 	ADDQ        $0x00000100, R9
 	CMPQ        R9, R11
-	JB          loop_1584
+	JB          loop_1568
 
-loopdone_1585:
-room_1586:
+loopdone_1569:
+room_1570:
 	LEAQ        64(R9), R11
 	CMPQ        R11, R8
-	JA          roomdone_1587
+	JA          roomdone_1571
 	VMOVDQU64   (SI)(R9*2), Z6
 	VMOVDQU64   64(SI)(R9*2), Z7
 	VMOVDQU32   (DI)(R9*2), Z8
@@ -56199,9 +55864,9 @@ room_1586:
 	VFMADD231PS Z5, Z6, Z3
 	ADDQ        $0x08, R10
 	ADDQ        $0x40, R9
-	JMP         room_1586
+	JMP         room_1570
 
-roomdone_1587:
+roomdone_1571:
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	VADDPS        Y3, Y4, Y4
 	VEXTRACTF32X4 $0x01, Y4, X3
@@ -56219,9 +55884,9 @@ roomdone_1587:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1582
+	JNZ           blocksingle_1566
 
-blocksingledone_1583:
+blocksingledone_1567:
 	VZEROUPPER
 	RET
 
@@ -56236,9 +55901,9 @@ TEXT ·dotNibbleMatMulVNNI(SB), NOSPLIT, $56-152
 	SHRQ  $0x02, AX
 	MOVQ  AX, 16(SP)
 	TESTQ AX, AX
-	JZ    bmmquadsdone_1588
+	JZ    bmmquadsdone_1572
 
-bmmquads_1589:
+bmmquads_1573:
 	MOVQ x_base+56(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ xBias_base+80(FP), AX
@@ -56248,9 +55913,9 @@ bmmquads_1589:
 	MOVQ tokens+112(FP), AX
 	MOVQ AX, 48(SP)
 
-bmmtokens_1590:
+bmmtokens_1574:
 	CMPQ 48(SP), $0x06
-	JB   bmmtokenstail_1591
+	JB   bmmtokenstail_1575
 
 	// nibble tile 4 rows × 6 tokens
 	MOVQ         (SP), AX
@@ -56309,7 +55974,7 @@ bmmtokens_1590:
 	MOVQ         n+104(FP), R13
 	SHRQ         $0x07, R13
 
-nmmchunks_1593:
+nmmchunks_1577:
 	PREFETCHT1    16384(AX)
 	VMOVDQU64     (AX), Z28
 	VPANDD        Z0, Z28, Z27
@@ -56543,7 +56208,7 @@ nmmchunks_1593:
 	ADDQ          $0x00000080, R10
 	ADDQ          $0x00000080, R12
 	DECQ          R13
-	JNZ           nmmchunks_1593
+	JNZ           nmmchunks_1577
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -56776,6 +56441,1744 @@ nmmchunks_1593:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
+	MOVQ          n+104(FP), AX
+	IMUL3Q        $0x00000006, AX, AX
+	ADDQ          AX, 24(SP)
+	ADDQ          AX, 32(SP)
+	MOVQ          outStride+144(FP), AX
+	IMUL3Q        $0x00000018, AX, AX
+	ADDQ          AX, 40(SP)
+	SUBQ          $0x06, 48(SP)
+	JMP           bmmtokens_1574
+
+bmmtokenstail_1575:
+	CMPQ 48(SP), $0x05
+	JNE  bmmtokens_1578
+
+	// nibble tile 4 rows × 5 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x01, CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VMOVDQU32    permPairs<>+0(SB), Z1
+	VMOVDQU32    permPairs<>+64(SB), Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z25, Z25, Z25
+	MOVQ         n+104(FP), R13
+	SHRQ         $0x07, R13
+
+nmmchunks_1579:
+	PREFETCHT1    16384(AX)
+	VMOVDQU64     (AX), Z24
+	VPANDD        Z0, Z24, Z23
+	VPSRLW        $0x04, Z24, Z24
+	VPANDD        Z0, Z24, Z24
+	VCVTPH2PS     (DX), X25
+	VPERMPS       Z25, Z2, Z26
+	VPERMPS       Z25, Z1, Z25
+	VMOVDQU32     (R10), Z27
+	VPDPBUSD      (R9), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z3
+	VMOVDQU32     64(R10), Z27
+	VPDPBUSD      64(R9), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z3
+	VMOVDQU32     (R10)(R8*1), Z27
+	VPDPBUSD      (R9)(R8*1), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z4
+	VMOVDQU32     64(R10)(R8*1), Z27
+	VPDPBUSD      64(R9)(R8*1), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z4
+	VMOVDQU32     (R10)(R8*2), Z27
+	VPDPBUSD      (R9)(R8*2), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z5
+	VMOVDQU32     64(R10)(R8*2), Z27
+	VPDPBUSD      64(R9)(R8*2), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z5
+	VMOVDQU32     (R12), Z27
+	VPDPBUSD      (R11), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z6
+	VMOVDQU32     64(R12), Z27
+	VPDPBUSD      64(R11), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z6
+	VMOVDQU32     (R12)(R8*1), Z27
+	VPDPBUSD      (R11)(R8*1), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z7
+	VMOVDQU32     64(R12)(R8*1), Z27
+	VPDPBUSD      64(R11)(R8*1), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z7
+	PREFETCHT1    16384(AX)(CX*1)
+	VMOVDQU64     (AX)(CX*1), Z24
+	VPANDD        Z0, Z24, Z23
+	VPSRLW        $0x04, Z24, Z24
+	VPANDD        Z0, Z24, Z24
+	VCVTPH2PS     (DX)(BX*1), X25
+	VPERMPS       Z25, Z2, Z26
+	VPERMPS       Z25, Z1, Z25
+	VMOVDQU32     (R10), Z27
+	VPDPBUSD      (R9), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z8
+	VMOVDQU32     64(R10), Z27
+	VPDPBUSD      64(R9), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z8
+	VMOVDQU32     (R10)(R8*1), Z27
+	VPDPBUSD      (R9)(R8*1), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z9
+	VMOVDQU32     64(R10)(R8*1), Z27
+	VPDPBUSD      64(R9)(R8*1), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z9
+	VMOVDQU32     (R10)(R8*2), Z27
+	VPDPBUSD      (R9)(R8*2), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z10
+	VMOVDQU32     64(R10)(R8*2), Z27
+	VPDPBUSD      64(R9)(R8*2), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z10
+	VMOVDQU32     (R12), Z27
+	VPDPBUSD      (R11), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z11
+	VMOVDQU32     64(R12), Z27
+	VPDPBUSD      64(R11), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z11
+	VMOVDQU32     (R12)(R8*1), Z27
+	VPDPBUSD      (R11)(R8*1), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z12
+	VMOVDQU32     64(R12)(R8*1), Z27
+	VPDPBUSD      64(R11)(R8*1), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z12
+	PREFETCHT1    16384(AX)(CX*2)
+	VMOVDQU64     (AX)(CX*2), Z24
+	VPANDD        Z0, Z24, Z23
+	VPSRLW        $0x04, Z24, Z24
+	VPANDD        Z0, Z24, Z24
+	VCVTPH2PS     (DX)(BX*2), X25
+	VPERMPS       Z25, Z2, Z26
+	VPERMPS       Z25, Z1, Z25
+	VMOVDQU32     (R10), Z27
+	VPDPBUSD      (R9), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z13
+	VMOVDQU32     64(R10), Z27
+	VPDPBUSD      64(R9), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z13
+	VMOVDQU32     (R10)(R8*1), Z27
+	VPDPBUSD      (R9)(R8*1), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z14
+	VMOVDQU32     64(R10)(R8*1), Z27
+	VPDPBUSD      64(R9)(R8*1), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z14
+	VMOVDQU32     (R10)(R8*2), Z27
+	VPDPBUSD      (R9)(R8*2), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z15
+	VMOVDQU32     64(R10)(R8*2), Z27
+	VPDPBUSD      64(R9)(R8*2), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z15
+	VMOVDQU32     (R12), Z27
+	VPDPBUSD      (R11), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z16
+	VMOVDQU32     64(R12), Z27
+	VPDPBUSD      64(R11), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z16
+	VMOVDQU32     (R12)(R8*1), Z27
+	VPDPBUSD      (R11)(R8*1), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z17
+	VMOVDQU32     64(R12)(R8*1), Z27
+	VPDPBUSD      64(R11)(R8*1), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z17
+	PREFETCHT1    16384(SI)
+	VMOVDQU64     (SI), Z24
+	VPANDD        Z0, Z24, Z23
+	VPSRLW        $0x04, Z24, Z24
+	VPANDD        Z0, Z24, Z24
+	VCVTPH2PS     (DI), X25
+	VPERMPS       Z25, Z2, Z26
+	VPERMPS       Z25, Z1, Z25
+	VMOVDQU32     (R10), Z27
+	VPDPBUSD      (R9), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z18
+	VMOVDQU32     64(R10), Z27
+	VPDPBUSD      64(R9), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z18
+	VMOVDQU32     (R10)(R8*1), Z27
+	VPDPBUSD      (R9)(R8*1), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z19
+	VMOVDQU32     64(R10)(R8*1), Z27
+	VPDPBUSD      64(R9)(R8*1), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z19
+	VMOVDQU32     (R10)(R8*2), Z27
+	VPDPBUSD      (R9)(R8*2), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z20
+	VMOVDQU32     64(R10)(R8*2), Z27
+	VPDPBUSD      64(R9)(R8*2), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z20
+	VMOVDQU32     (R12), Z27
+	VPDPBUSD      (R11), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z21
+	VMOVDQU32     64(R12), Z27
+	VPDPBUSD      64(R11), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z21
+	VMOVDQU32     (R12)(R8*1), Z27
+	VPDPBUSD      (R11)(R8*1), Z23, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z25, Z22
+	VMOVDQU32     64(R12)(R8*1), Z27
+	VPDPBUSD      64(R11)(R8*1), Z24, Z27
+	VCVTDQ2PS     Z27, Z27
+	VFMADD231PS   Z27, Z26, Z22
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000080, R9
+	ADDQ          $0x00000080, R11
+	ADDQ          $0x00000080, R10
+	ADDQ          $0x00000080, R12
+	DECQ          R13
+	JNZ           nmmchunks_1579
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z18, Y0
+	VADDPS        Y18, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z19, Y0
+	VADDPS        Y19, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z20, Y0
+	VADDPS        Y20, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z21, Y0
+	VADDPS        Y21, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z22, Y0
+	VADDPS        Y22, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1576
+
+bmmtokens_1578:
+	CMPQ 48(SP), $0x04
+	JNE  bmmtokens_1580
+
+	// nibble tile 4 rows × 4 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x01, CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	LEAQ         (R9)(R8*2), R11
+	ADDQ         R8, R11
+	LEAQ         (R10)(R8*2), R12
+	ADDQ         R8, R12
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VMOVDQU32    permPairs<>+0(SB), Z1
+	VMOVDQU32    permPairs<>+64(SB), Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z21, Z21, Z21
+	MOVQ         n+104(FP), R13
+	SHRQ         $0x07, R13
+
+nmmchunks_1581:
+	PREFETCHT1    16384(AX)
+	VMOVDQU64     (AX), Z20
+	VPANDD        Z0, Z20, Z19
+	VPSRLW        $0x04, Z20, Z20
+	VPANDD        Z0, Z20, Z20
+	VCVTPH2PS     (DX), X21
+	VPERMPS       Z21, Z2, Z22
+	VPERMPS       Z21, Z1, Z21
+	VMOVDQU32     (R10), Z23
+	VPDPBUSD      (R9), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z3
+	VMOVDQU32     64(R10), Z23
+	VPDPBUSD      64(R9), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z3
+	VMOVDQU32     (R10)(R8*1), Z23
+	VPDPBUSD      (R9)(R8*1), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z4
+	VMOVDQU32     64(R10)(R8*1), Z23
+	VPDPBUSD      64(R9)(R8*1), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z4
+	VMOVDQU32     (R10)(R8*2), Z23
+	VPDPBUSD      (R9)(R8*2), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z5
+	VMOVDQU32     64(R10)(R8*2), Z23
+	VPDPBUSD      64(R9)(R8*2), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z5
+	VMOVDQU32     (R12), Z23
+	VPDPBUSD      (R11), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z6
+	VMOVDQU32     64(R12), Z23
+	VPDPBUSD      64(R11), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z6
+	PREFETCHT1    16384(AX)(CX*1)
+	VMOVDQU64     (AX)(CX*1), Z20
+	VPANDD        Z0, Z20, Z19
+	VPSRLW        $0x04, Z20, Z20
+	VPANDD        Z0, Z20, Z20
+	VCVTPH2PS     (DX)(BX*1), X21
+	VPERMPS       Z21, Z2, Z22
+	VPERMPS       Z21, Z1, Z21
+	VMOVDQU32     (R10), Z23
+	VPDPBUSD      (R9), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z7
+	VMOVDQU32     64(R10), Z23
+	VPDPBUSD      64(R9), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z7
+	VMOVDQU32     (R10)(R8*1), Z23
+	VPDPBUSD      (R9)(R8*1), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z8
+	VMOVDQU32     64(R10)(R8*1), Z23
+	VPDPBUSD      64(R9)(R8*1), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z8
+	VMOVDQU32     (R10)(R8*2), Z23
+	VPDPBUSD      (R9)(R8*2), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z9
+	VMOVDQU32     64(R10)(R8*2), Z23
+	VPDPBUSD      64(R9)(R8*2), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z9
+	VMOVDQU32     (R12), Z23
+	VPDPBUSD      (R11), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z10
+	VMOVDQU32     64(R12), Z23
+	VPDPBUSD      64(R11), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z10
+	PREFETCHT1    16384(AX)(CX*2)
+	VMOVDQU64     (AX)(CX*2), Z20
+	VPANDD        Z0, Z20, Z19
+	VPSRLW        $0x04, Z20, Z20
+	VPANDD        Z0, Z20, Z20
+	VCVTPH2PS     (DX)(BX*2), X21
+	VPERMPS       Z21, Z2, Z22
+	VPERMPS       Z21, Z1, Z21
+	VMOVDQU32     (R10), Z23
+	VPDPBUSD      (R9), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z11
+	VMOVDQU32     64(R10), Z23
+	VPDPBUSD      64(R9), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z11
+	VMOVDQU32     (R10)(R8*1), Z23
+	VPDPBUSD      (R9)(R8*1), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z12
+	VMOVDQU32     64(R10)(R8*1), Z23
+	VPDPBUSD      64(R9)(R8*1), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z12
+	VMOVDQU32     (R10)(R8*2), Z23
+	VPDPBUSD      (R9)(R8*2), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z13
+	VMOVDQU32     64(R10)(R8*2), Z23
+	VPDPBUSD      64(R9)(R8*2), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z13
+	VMOVDQU32     (R12), Z23
+	VPDPBUSD      (R11), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z14
+	VMOVDQU32     64(R12), Z23
+	VPDPBUSD      64(R11), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z14
+	PREFETCHT1    16384(SI)
+	VMOVDQU64     (SI), Z20
+	VPANDD        Z0, Z20, Z19
+	VPSRLW        $0x04, Z20, Z20
+	VPANDD        Z0, Z20, Z20
+	VCVTPH2PS     (DI), X21
+	VPERMPS       Z21, Z2, Z22
+	VPERMPS       Z21, Z1, Z21
+	VMOVDQU32     (R10), Z23
+	VPDPBUSD      (R9), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z15
+	VMOVDQU32     64(R10), Z23
+	VPDPBUSD      64(R9), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z15
+	VMOVDQU32     (R10)(R8*1), Z23
+	VPDPBUSD      (R9)(R8*1), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z16
+	VMOVDQU32     64(R10)(R8*1), Z23
+	VPDPBUSD      64(R9)(R8*1), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z16
+	VMOVDQU32     (R10)(R8*2), Z23
+	VPDPBUSD      (R9)(R8*2), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z17
+	VMOVDQU32     64(R10)(R8*2), Z23
+	VPDPBUSD      64(R9)(R8*2), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z17
+	VMOVDQU32     (R12), Z23
+	VPDPBUSD      (R11), Z19, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z21, Z18
+	VMOVDQU32     64(R12), Z23
+	VPDPBUSD      64(R11), Z20, Z23
+	VCVTDQ2PS     Z23, Z23
+	VFMADD231PS   Z23, Z22, Z18
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000080, R9
+	ADDQ          $0x00000080, R11
+	ADDQ          $0x00000080, R10
+	ADDQ          $0x00000080, R12
+	DECQ          R13
+	JNZ           nmmchunks_1581
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z15, Y0
+	VADDPS        Y15, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z16, Y0
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z17, Y0
+	VADDPS        Y17, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z18, Y0
+	VADDPS        Y18, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1576
+
+bmmtokens_1580:
+	CMPQ 48(SP), $0x03
+	JNE  bmmtokens_1582
+
+	// nibble tile 4 rows × 3 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x01, CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VMOVDQU32    permPairs<>+0(SB), Z1
+	VMOVDQU32    permPairs<>+64(SB), Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z17, Z17, Z17
+	MOVQ         n+104(FP), R11
+	SHRQ         $0x07, R11
+
+nmmchunks_1583:
+	PREFETCHT1    16384(AX)
+	VMOVDQU64     (AX), Z16
+	VPANDD        Z0, Z16, Z15
+	VPSRLW        $0x04, Z16, Z16
+	VPANDD        Z0, Z16, Z16
+	VCVTPH2PS     (DX), X17
+	VPERMPS       Z17, Z2, Z18
+	VPERMPS       Z17, Z1, Z17
+	VMOVDQU32     (R10), Z19
+	VPDPBUSD      (R9), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z3
+	VMOVDQU32     64(R10), Z19
+	VPDPBUSD      64(R9), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z3
+	VMOVDQU32     (R10)(R8*1), Z19
+	VPDPBUSD      (R9)(R8*1), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z4
+	VMOVDQU32     64(R10)(R8*1), Z19
+	VPDPBUSD      64(R9)(R8*1), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z4
+	VMOVDQU32     (R10)(R8*2), Z19
+	VPDPBUSD      (R9)(R8*2), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z5
+	VMOVDQU32     64(R10)(R8*2), Z19
+	VPDPBUSD      64(R9)(R8*2), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z5
+	PREFETCHT1    16384(AX)(CX*1)
+	VMOVDQU64     (AX)(CX*1), Z16
+	VPANDD        Z0, Z16, Z15
+	VPSRLW        $0x04, Z16, Z16
+	VPANDD        Z0, Z16, Z16
+	VCVTPH2PS     (DX)(BX*1), X17
+	VPERMPS       Z17, Z2, Z18
+	VPERMPS       Z17, Z1, Z17
+	VMOVDQU32     (R10), Z19
+	VPDPBUSD      (R9), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z6
+	VMOVDQU32     64(R10), Z19
+	VPDPBUSD      64(R9), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z6
+	VMOVDQU32     (R10)(R8*1), Z19
+	VPDPBUSD      (R9)(R8*1), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z7
+	VMOVDQU32     64(R10)(R8*1), Z19
+	VPDPBUSD      64(R9)(R8*1), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z7
+	VMOVDQU32     (R10)(R8*2), Z19
+	VPDPBUSD      (R9)(R8*2), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z8
+	VMOVDQU32     64(R10)(R8*2), Z19
+	VPDPBUSD      64(R9)(R8*2), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z8
+	PREFETCHT1    16384(AX)(CX*2)
+	VMOVDQU64     (AX)(CX*2), Z16
+	VPANDD        Z0, Z16, Z15
+	VPSRLW        $0x04, Z16, Z16
+	VPANDD        Z0, Z16, Z16
+	VCVTPH2PS     (DX)(BX*2), X17
+	VPERMPS       Z17, Z2, Z18
+	VPERMPS       Z17, Z1, Z17
+	VMOVDQU32     (R10), Z19
+	VPDPBUSD      (R9), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z9
+	VMOVDQU32     64(R10), Z19
+	VPDPBUSD      64(R9), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z9
+	VMOVDQU32     (R10)(R8*1), Z19
+	VPDPBUSD      (R9)(R8*1), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z10
+	VMOVDQU32     64(R10)(R8*1), Z19
+	VPDPBUSD      64(R9)(R8*1), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z10
+	VMOVDQU32     (R10)(R8*2), Z19
+	VPDPBUSD      (R9)(R8*2), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z11
+	VMOVDQU32     64(R10)(R8*2), Z19
+	VPDPBUSD      64(R9)(R8*2), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z11
+	PREFETCHT1    16384(SI)
+	VMOVDQU64     (SI), Z16
+	VPANDD        Z0, Z16, Z15
+	VPSRLW        $0x04, Z16, Z16
+	VPANDD        Z0, Z16, Z16
+	VCVTPH2PS     (DI), X17
+	VPERMPS       Z17, Z2, Z18
+	VPERMPS       Z17, Z1, Z17
+	VMOVDQU32     (R10), Z19
+	VPDPBUSD      (R9), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z12
+	VMOVDQU32     64(R10), Z19
+	VPDPBUSD      64(R9), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z12
+	VMOVDQU32     (R10)(R8*1), Z19
+	VPDPBUSD      (R9)(R8*1), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z13
+	VMOVDQU32     64(R10)(R8*1), Z19
+	VPDPBUSD      64(R9)(R8*1), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z13
+	VMOVDQU32     (R10)(R8*2), Z19
+	VPDPBUSD      (R9)(R8*2), Z15, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z17, Z14
+	VMOVDQU32     64(R10)(R8*2), Z19
+	VPDPBUSD      64(R9)(R8*2), Z16, Z19
+	VCVTDQ2PS     Z19, Z19
+	VFMADD231PS   Z19, Z18, Z14
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000080, R9
+	ADDQ          $0x00000080, R10
+	DECQ          R11
+	JNZ           nmmchunks_1583
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z12, Y0
+	VADDPS        Y12, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z13, Y0
+	VADDPS        Y13, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VADDPS        Y11, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z14, Y0
+	VADDPS        Y14, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1576
+
+bmmtokens_1582:
+	CMPQ 48(SP), $0x02
+	JNE  bmmtokens_1584
+
+	// nibble tile 4 rows × 2 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x01, CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R9
+	MOVQ         32(SP), R10
+	MOVQ         R10, R10
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VMOVDQU32    permPairs<>+0(SB), Z1
+	VMOVDQU32    permPairs<>+64(SB), Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z13, Z13, Z13
+	MOVQ         n+104(FP), R11
+	SHRQ         $0x07, R11
+
+nmmchunks_1585:
+	PREFETCHT1    16384(AX)
+	VMOVDQU64     (AX), Z12
+	VPANDD        Z0, Z12, Z11
+	VPSRLW        $0x04, Z12, Z12
+	VPANDD        Z0, Z12, Z12
+	VCVTPH2PS     (DX), X13
+	VPERMPS       Z13, Z2, Z14
+	VPERMPS       Z13, Z1, Z13
+	VMOVDQU32     (R10), Z15
+	VPDPBUSD      (R9), Z11, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z13, Z3
+	VMOVDQU32     64(R10), Z15
+	VPDPBUSD      64(R9), Z12, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z14, Z3
+	VMOVDQU32     (R10)(R8*1), Z15
+	VPDPBUSD      (R9)(R8*1), Z11, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z13, Z4
+	VMOVDQU32     64(R10)(R8*1), Z15
+	VPDPBUSD      64(R9)(R8*1), Z12, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z14, Z4
+	PREFETCHT1    16384(AX)(CX*1)
+	VMOVDQU64     (AX)(CX*1), Z12
+	VPANDD        Z0, Z12, Z11
+	VPSRLW        $0x04, Z12, Z12
+	VPANDD        Z0, Z12, Z12
+	VCVTPH2PS     (DX)(BX*1), X13
+	VPERMPS       Z13, Z2, Z14
+	VPERMPS       Z13, Z1, Z13
+	VMOVDQU32     (R10), Z15
+	VPDPBUSD      (R9), Z11, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z13, Z5
+	VMOVDQU32     64(R10), Z15
+	VPDPBUSD      64(R9), Z12, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z14, Z5
+	VMOVDQU32     (R10)(R8*1), Z15
+	VPDPBUSD      (R9)(R8*1), Z11, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z13, Z6
+	VMOVDQU32     64(R10)(R8*1), Z15
+	VPDPBUSD      64(R9)(R8*1), Z12, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z14, Z6
+	PREFETCHT1    16384(AX)(CX*2)
+	VMOVDQU64     (AX)(CX*2), Z12
+	VPANDD        Z0, Z12, Z11
+	VPSRLW        $0x04, Z12, Z12
+	VPANDD        Z0, Z12, Z12
+	VCVTPH2PS     (DX)(BX*2), X13
+	VPERMPS       Z13, Z2, Z14
+	VPERMPS       Z13, Z1, Z13
+	VMOVDQU32     (R10), Z15
+	VPDPBUSD      (R9), Z11, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z13, Z7
+	VMOVDQU32     64(R10), Z15
+	VPDPBUSD      64(R9), Z12, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z14, Z7
+	VMOVDQU32     (R10)(R8*1), Z15
+	VPDPBUSD      (R9)(R8*1), Z11, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z13, Z8
+	VMOVDQU32     64(R10)(R8*1), Z15
+	VPDPBUSD      64(R9)(R8*1), Z12, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z14, Z8
+	PREFETCHT1    16384(SI)
+	VMOVDQU64     (SI), Z12
+	VPANDD        Z0, Z12, Z11
+	VPSRLW        $0x04, Z12, Z12
+	VPANDD        Z0, Z12, Z12
+	VCVTPH2PS     (DI), X13
+	VPERMPS       Z13, Z2, Z14
+	VPERMPS       Z13, Z1, Z13
+	VMOVDQU32     (R10), Z15
+	VPDPBUSD      (R9), Z11, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z13, Z9
+	VMOVDQU32     64(R10), Z15
+	VPDPBUSD      64(R9), Z12, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z14, Z9
+	VMOVDQU32     (R10)(R8*1), Z15
+	VPDPBUSD      (R9)(R8*1), Z11, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z13, Z10
+	VMOVDQU32     64(R10)(R8*1), Z15
+	VPDPBUSD      64(R9)(R8*1), Z12, Z15
+	VCVTDQ2PS     Z15, Z15
+	VFMADD231PS   Z15, Z14, Z10
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000080, R9
+	ADDQ          $0x00000080, R10
+	DECQ          R11
+	JNZ           nmmchunks_1585
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), DX
+	ANDQ          $-4, DX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), BX
+	VMOVSS        X1, (BX)(DX*1)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*1)
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(DX*2)
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y10, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(DX*2), AX
+	VMOVSS        X1, (AX)(DX*1)
+	JMP           bmmtokensdone_1576
+
+bmmtokens_1584:
+	CMPQ 48(SP), $0x01
+	JNE  bmmtokens_1586
+
+	// nibble tile 4 rows × 1 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x01, CX
+	MOVQ         rows+48(FP), DX
+	SHRQ         $0x02, DX
+	IMULQ        DX, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	MOVQ         CX, BX
+	SHRQ         $0x03, BX
+	LEAQ         (AX)(CX*2), SI
+	ADDQ         CX, SI
+	LEAQ         (DX)(BX*2), DI
+	ADDQ         BX, DI
+	MOVQ         n+104(FP), R8
+	MOVQ         24(SP), R8
+	MOVQ         32(SP), R9
+	MOVQ         R9, R9
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VMOVDQU32    permPairs<>+0(SB), Z1
+	VMOVDQU32    permPairs<>+64(SB), Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z9, Z9, Z9
+	MOVQ         n+104(FP), R10
+	SHRQ         $0x07, R10
+
+nmmchunks_1587:
+	PREFETCHT1    16384(AX)
+	VMOVDQU64     (AX), Z8
+	VPANDD        Z0, Z8, Z7
+	VPSRLW        $0x04, Z8, Z8
+	VPANDD        Z0, Z8, Z8
+	VCVTPH2PS     (DX), X9
+	VPERMPS       Z9, Z2, Z10
+	VPERMPS       Z9, Z1, Z9
+	VMOVDQU32     (R9), Z11
+	VPDPBUSD      (R8), Z7, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z9, Z3
+	VMOVDQU32     64(R9), Z11
+	VPDPBUSD      64(R8), Z8, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z10, Z3
+	PREFETCHT1    16384(AX)(CX*1)
+	VMOVDQU64     (AX)(CX*1), Z8
+	VPANDD        Z0, Z8, Z7
+	VPSRLW        $0x04, Z8, Z8
+	VPANDD        Z0, Z8, Z8
+	VCVTPH2PS     (DX)(BX*1), X9
+	VPERMPS       Z9, Z2, Z10
+	VPERMPS       Z9, Z1, Z9
+	VMOVDQU32     (R9), Z11
+	VPDPBUSD      (R8), Z7, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z9, Z4
+	VMOVDQU32     64(R9), Z11
+	VPDPBUSD      64(R8), Z8, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z10, Z4
+	PREFETCHT1    16384(AX)(CX*2)
+	VMOVDQU64     (AX)(CX*2), Z8
+	VPANDD        Z0, Z8, Z7
+	VPSRLW        $0x04, Z8, Z8
+	VPANDD        Z0, Z8, Z8
+	VCVTPH2PS     (DX)(BX*2), X9
+	VPERMPS       Z9, Z2, Z10
+	VPERMPS       Z9, Z1, Z9
+	VMOVDQU32     (R9), Z11
+	VPDPBUSD      (R8), Z7, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z9, Z5
+	VMOVDQU32     64(R9), Z11
+	VPDPBUSD      64(R8), Z8, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z10, Z5
+	PREFETCHT1    16384(SI)
+	VMOVDQU64     (SI), Z8
+	VPANDD        Z0, Z8, Z7
+	VPSRLW        $0x04, Z8, Z8
+	VPANDD        Z0, Z8, Z8
+	VCVTPH2PS     (DI), X9
+	VPERMPS       Z9, Z2, Z10
+	VPERMPS       Z9, Z1, Z9
+	VMOVDQU32     (R9), Z11
+	VPDPBUSD      (R8), Z7, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z9, Z6
+	VMOVDQU32     64(R9), Z11
+	VPDPBUSD      64(R8), Z8, Z11
+	VCVTDQ2PS     Z11, Z11
+	VFMADD231PS   Z11, Z10, Z6
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000040, SI
+	ADDQ          $0x00000008, DX
+	ADDQ          $0x00000008, DI
+	ADDQ          $0x00000080, R8
+	ADDQ          $0x00000080, R9
+	DECQ          R10
+	JNZ           nmmchunks_1587
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	MOVQ          rows+48(FP), CX
+	ANDQ          $-4, CX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(CX*1)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)(CX*2)
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	LEAQ          (AX)(CX*2), AX
+	VMOVSS        X1, (AX)(CX*1)
+	JMP           bmmtokensdone_1576
+
+bmmtokens_1586:
+bmmtokensdone_1576:
+	MOVQ  n+104(FP), AX
+	SHRQ  $0x01, AX
+	ADDQ  AX, (SP)
+	ADDQ  $0x04, 8(SP)
+	DECQ  16(SP)
+	JNZ   bmmquads_1573
+	MOVQ  rows+48(FP), AX
+	MOVQ  rows+48(FP), CX
+	SHRQ  $0x02, AX
+	MOVQ  n+104(FP), DX
+	SHRQ  $0x01, DX
+	IMULQ DX, AX
+	ANDQ  $-4, CX
+	MOVQ  (SP), DX
+	MOVQ  8(SP), BX
+	LEAQ  (DX)(AX*2), DX
+	ADDQ  AX, DX
+	LEAQ  (BX)(CX*2), BX
+	ADDQ  CX, BX
+	MOVQ  DX, (SP)
+	MOVQ  BX, 8(SP)
+
+bmmquadsdone_1572:
+	MOVQ rows+48(FP), AX
+	ANDQ $0x03, AX
+	MOVQ AX, 16(SP)
+	JZ   bmmsinglesdone_1588
+
+bmmsingles_1589:
+	MOVQ x_base+56(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ xBias_base+80(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ 8(SP), AX
+	MOVQ AX, 40(SP)
+	MOVQ tokens+112(FP), AX
+	MOVQ AX, 48(SP)
+
+bmmtokens_1590:
+	CMPQ 48(SP), $0x06
+	JB   bmmtokenstail_1591
+
+	// nibble tile 1 rows × 6 tokens
+	MOVQ         (SP), AX
+	MOVQ         n+104(FP), CX
+	SHRQ         $0x01, CX
+	MOVQ         AX, DX
+	MOVQ         w_base+0(FP), BX
+	SUBQ         BX, DX
+	SHRQ         $0x03, DX
+	MOVQ         scales_base+24(FP), BX
+	ADDQ         BX, DX
+	SHRQ         $0x03, CX
+	MOVQ         DX, CX
+	MOVQ         n+104(FP), DX
+	MOVQ         24(SP), BX
+	MOVQ         32(SP), SI
+	LEAQ         (BX)(DX*2), DI
+	ADDQ         DX, DI
+	LEAQ         (SI)(DX*2), R8
+	ADDQ         DX, R8
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VMOVDQU32    permPairs<>+0(SB), Z1
+	VMOVDQU32    permPairs<>+64(SB), Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z11, Z11, Z11
+	MOVQ         n+104(FP), R9
+	SHRQ         $0x07, R9
+
+nmmchunks_1593:
+	PREFETCHT1    16384(AX)
+	VMOVDQU64     (AX), Z10
+	VPANDD        Z0, Z10, Z9
+	VPSRLW        $0x04, Z10, Z10
+	VPANDD        Z0, Z10, Z10
+	VCVTPH2PS     (CX), X11
+	VPERMPS       Z11, Z2, Z12
+	VPERMPS       Z11, Z1, Z11
+	VMOVDQU32     (SI), Z13
+	VPDPBUSD      (BX), Z9, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z11, Z3
+	VMOVDQU32     64(SI), Z13
+	VPDPBUSD      64(BX), Z10, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z12, Z3
+	VMOVDQU32     (SI)(DX*1), Z13
+	VPDPBUSD      (BX)(DX*1), Z9, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z11, Z4
+	VMOVDQU32     64(SI)(DX*1), Z13
+	VPDPBUSD      64(BX)(DX*1), Z10, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z12, Z4
+	VMOVDQU32     (SI)(DX*2), Z13
+	VPDPBUSD      (BX)(DX*2), Z9, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z11, Z5
+	VMOVDQU32     64(SI)(DX*2), Z13
+	VPDPBUSD      64(BX)(DX*2), Z10, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z12, Z5
+	VMOVDQU32     (R8), Z13
+	VPDPBUSD      (DI), Z9, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z11, Z6
+	VMOVDQU32     64(R8), Z13
+	VPDPBUSD      64(DI), Z10, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z12, Z6
+	VMOVDQU32     (R8)(DX*1), Z13
+	VPDPBUSD      (DI)(DX*1), Z9, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z11, Z7
+	VMOVDQU32     64(R8)(DX*1), Z13
+	VPDPBUSD      64(DI)(DX*1), Z10, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z12, Z7
+	VMOVDQU32     (R8)(DX*2), Z13
+	VPDPBUSD      (DI)(DX*2), Z9, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z11, Z8
+	VMOVDQU32     64(R8)(DX*2), Z13
+	VPDPBUSD      64(DI)(DX*2), Z10, Z13
+	VCVTDQ2PS     Z13, Z13
+	VFMADD231PS   Z13, Z12, Z8
+	ADDQ          $0x00000040, AX
+	ADDQ          $0x00000008, CX
+	ADDQ          $0x00000080, BX
+	ADDQ          $0x00000080, DI
+	ADDQ          $0x00000080, SI
+	ADDQ          $0x00000080, R8
+	DECQ          R9
+	JNZ           nmmchunks_1593
+	MOVQ          40(SP), AX
+	MOVQ          outStride+144(FP), CX
+	SHLQ          $0x02, CX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (AX)
 	MOVQ          n+104(FP), AX
 	IMUL3Q        $0x00000006, AX, AX
 	ADDQ          AX, 24(SP)
@@ -56790,1744 +58193,6 @@ bmmtokenstail_1591:
 	CMPQ 48(SP), $0x05
 	JNE  bmmtokens_1594
 
-	// nibble tile 4 rows × 5 tokens
-	MOVQ         (SP), AX
-	MOVQ         n+104(FP), CX
-	SHRQ         $0x01, CX
-	MOVQ         rows+48(FP), DX
-	SHRQ         $0x02, DX
-	IMULQ        DX, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x03, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	MOVQ         CX, BX
-	SHRQ         $0x03, BX
-	LEAQ         (AX)(CX*2), SI
-	ADDQ         CX, SI
-	LEAQ         (DX)(BX*2), DI
-	ADDQ         BX, DI
-	MOVQ         n+104(FP), R8
-	MOVQ         24(SP), R9
-	MOVQ         32(SP), R10
-	LEAQ         (R9)(R8*2), R11
-	ADDQ         R8, R11
-	LEAQ         (R10)(R8*2), R12
-	ADDQ         R8, R12
-	VPBROADCASTD bytes0F<>+0(SB), Z0
-	VMOVDQU32    permPairs<>+0(SB), Z1
-	VMOVDQU32    permPairs<>+64(SB), Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
-	VPXORD       Z10, Z10, Z10
-	VPXORD       Z11, Z11, Z11
-	VPXORD       Z12, Z12, Z12
-	VPXORD       Z13, Z13, Z13
-	VPXORD       Z14, Z14, Z14
-	VPXORD       Z15, Z15, Z15
-	VPXORD       Z16, Z16, Z16
-	VPXORD       Z17, Z17, Z17
-	VPXORD       Z18, Z18, Z18
-	VPXORD       Z19, Z19, Z19
-	VPXORD       Z20, Z20, Z20
-	VPXORD       Z21, Z21, Z21
-	VPXORD       Z22, Z22, Z22
-	VPXORD       Z25, Z25, Z25
-	MOVQ         n+104(FP), R13
-	SHRQ         $0x07, R13
-
-nmmchunks_1595:
-	PREFETCHT1    16384(AX)
-	VMOVDQU64     (AX), Z24
-	VPANDD        Z0, Z24, Z23
-	VPSRLW        $0x04, Z24, Z24
-	VPANDD        Z0, Z24, Z24
-	VCVTPH2PS     (DX), X25
-	VPERMPS       Z25, Z2, Z26
-	VPERMPS       Z25, Z1, Z25
-	VMOVDQU32     (R10), Z27
-	VPDPBUSD      (R9), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z3
-	VMOVDQU32     64(R10), Z27
-	VPDPBUSD      64(R9), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z3
-	VMOVDQU32     (R10)(R8*1), Z27
-	VPDPBUSD      (R9)(R8*1), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z4
-	VMOVDQU32     64(R10)(R8*1), Z27
-	VPDPBUSD      64(R9)(R8*1), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z4
-	VMOVDQU32     (R10)(R8*2), Z27
-	VPDPBUSD      (R9)(R8*2), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z5
-	VMOVDQU32     64(R10)(R8*2), Z27
-	VPDPBUSD      64(R9)(R8*2), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z5
-	VMOVDQU32     (R12), Z27
-	VPDPBUSD      (R11), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z6
-	VMOVDQU32     64(R12), Z27
-	VPDPBUSD      64(R11), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z6
-	VMOVDQU32     (R12)(R8*1), Z27
-	VPDPBUSD      (R11)(R8*1), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z7
-	VMOVDQU32     64(R12)(R8*1), Z27
-	VPDPBUSD      64(R11)(R8*1), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z7
-	PREFETCHT1    16384(AX)(CX*1)
-	VMOVDQU64     (AX)(CX*1), Z24
-	VPANDD        Z0, Z24, Z23
-	VPSRLW        $0x04, Z24, Z24
-	VPANDD        Z0, Z24, Z24
-	VCVTPH2PS     (DX)(BX*1), X25
-	VPERMPS       Z25, Z2, Z26
-	VPERMPS       Z25, Z1, Z25
-	VMOVDQU32     (R10), Z27
-	VPDPBUSD      (R9), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z8
-	VMOVDQU32     64(R10), Z27
-	VPDPBUSD      64(R9), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z8
-	VMOVDQU32     (R10)(R8*1), Z27
-	VPDPBUSD      (R9)(R8*1), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z9
-	VMOVDQU32     64(R10)(R8*1), Z27
-	VPDPBUSD      64(R9)(R8*1), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z9
-	VMOVDQU32     (R10)(R8*2), Z27
-	VPDPBUSD      (R9)(R8*2), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z10
-	VMOVDQU32     64(R10)(R8*2), Z27
-	VPDPBUSD      64(R9)(R8*2), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z10
-	VMOVDQU32     (R12), Z27
-	VPDPBUSD      (R11), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z11
-	VMOVDQU32     64(R12), Z27
-	VPDPBUSD      64(R11), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z11
-	VMOVDQU32     (R12)(R8*1), Z27
-	VPDPBUSD      (R11)(R8*1), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z12
-	VMOVDQU32     64(R12)(R8*1), Z27
-	VPDPBUSD      64(R11)(R8*1), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z12
-	PREFETCHT1    16384(AX)(CX*2)
-	VMOVDQU64     (AX)(CX*2), Z24
-	VPANDD        Z0, Z24, Z23
-	VPSRLW        $0x04, Z24, Z24
-	VPANDD        Z0, Z24, Z24
-	VCVTPH2PS     (DX)(BX*2), X25
-	VPERMPS       Z25, Z2, Z26
-	VPERMPS       Z25, Z1, Z25
-	VMOVDQU32     (R10), Z27
-	VPDPBUSD      (R9), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z13
-	VMOVDQU32     64(R10), Z27
-	VPDPBUSD      64(R9), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z13
-	VMOVDQU32     (R10)(R8*1), Z27
-	VPDPBUSD      (R9)(R8*1), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z14
-	VMOVDQU32     64(R10)(R8*1), Z27
-	VPDPBUSD      64(R9)(R8*1), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z14
-	VMOVDQU32     (R10)(R8*2), Z27
-	VPDPBUSD      (R9)(R8*2), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z15
-	VMOVDQU32     64(R10)(R8*2), Z27
-	VPDPBUSD      64(R9)(R8*2), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z15
-	VMOVDQU32     (R12), Z27
-	VPDPBUSD      (R11), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z16
-	VMOVDQU32     64(R12), Z27
-	VPDPBUSD      64(R11), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z16
-	VMOVDQU32     (R12)(R8*1), Z27
-	VPDPBUSD      (R11)(R8*1), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z17
-	VMOVDQU32     64(R12)(R8*1), Z27
-	VPDPBUSD      64(R11)(R8*1), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z17
-	PREFETCHT1    16384(SI)
-	VMOVDQU64     (SI), Z24
-	VPANDD        Z0, Z24, Z23
-	VPSRLW        $0x04, Z24, Z24
-	VPANDD        Z0, Z24, Z24
-	VCVTPH2PS     (DI), X25
-	VPERMPS       Z25, Z2, Z26
-	VPERMPS       Z25, Z1, Z25
-	VMOVDQU32     (R10), Z27
-	VPDPBUSD      (R9), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z18
-	VMOVDQU32     64(R10), Z27
-	VPDPBUSD      64(R9), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z18
-	VMOVDQU32     (R10)(R8*1), Z27
-	VPDPBUSD      (R9)(R8*1), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z19
-	VMOVDQU32     64(R10)(R8*1), Z27
-	VPDPBUSD      64(R9)(R8*1), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z19
-	VMOVDQU32     (R10)(R8*2), Z27
-	VPDPBUSD      (R9)(R8*2), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z20
-	VMOVDQU32     64(R10)(R8*2), Z27
-	VPDPBUSD      64(R9)(R8*2), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z20
-	VMOVDQU32     (R12), Z27
-	VPDPBUSD      (R11), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z21
-	VMOVDQU32     64(R12), Z27
-	VPDPBUSD      64(R11), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z21
-	VMOVDQU32     (R12)(R8*1), Z27
-	VPDPBUSD      (R11)(R8*1), Z23, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z25, Z22
-	VMOVDQU32     64(R12)(R8*1), Z27
-	VPDPBUSD      64(R11)(R8*1), Z24, Z27
-	VCVTDQ2PS     Z27, Z27
-	VFMADD231PS   Z27, Z26, Z22
-	ADDQ          $0x00000040, AX
-	ADDQ          $0x00000040, SI
-	ADDQ          $0x00000008, DX
-	ADDQ          $0x00000008, DI
-	ADDQ          $0x00000080, R9
-	ADDQ          $0x00000080, R11
-	ADDQ          $0x00000080, R10
-	ADDQ          $0x00000080, R12
-	DECQ          R13
-	JNZ           nmmchunks_1595
-	MOVQ          40(SP), AX
-	MOVQ          outStride+144(FP), CX
-	SHLQ          $0x02, CX
-	MOVQ          rows+48(FP), DX
-	ANDQ          $-4, DX
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y8, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z13, Y0
-	VADDPS        Y13, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z18, Y0
-	VADDPS        Y18, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), BX
-	VMOVSS        X1, (BX)(DX*1)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y9, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z14, Y0
-	VADDPS        Y14, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z19, Y0
-	VADDPS        Y19, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), BX
-	VMOVSS        X1, (BX)(DX*1)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y10, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z15, Y0
-	VADDPS        Y15, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z20, Y0
-	VADDPS        Y20, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), BX
-	VMOVSS        X1, (BX)(DX*1)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y6, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y11, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z16, Y0
-	VADDPS        Y16, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z21, Y0
-	VADDPS        Y21, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), BX
-	VMOVSS        X1, (BX)(DX*1)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y7, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y12, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z17, Y0
-	VADDPS        Y17, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z22, Y0
-	VADDPS        Y22, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), AX
-	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1592
-
-bmmtokens_1594:
-	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1596
-
-	// nibble tile 4 rows × 4 tokens
-	MOVQ         (SP), AX
-	MOVQ         n+104(FP), CX
-	SHRQ         $0x01, CX
-	MOVQ         rows+48(FP), DX
-	SHRQ         $0x02, DX
-	IMULQ        DX, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x03, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	MOVQ         CX, BX
-	SHRQ         $0x03, BX
-	LEAQ         (AX)(CX*2), SI
-	ADDQ         CX, SI
-	LEAQ         (DX)(BX*2), DI
-	ADDQ         BX, DI
-	MOVQ         n+104(FP), R8
-	MOVQ         24(SP), R9
-	MOVQ         32(SP), R10
-	LEAQ         (R9)(R8*2), R11
-	ADDQ         R8, R11
-	LEAQ         (R10)(R8*2), R12
-	ADDQ         R8, R12
-	VPBROADCASTD bytes0F<>+0(SB), Z0
-	VMOVDQU32    permPairs<>+0(SB), Z1
-	VMOVDQU32    permPairs<>+64(SB), Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
-	VPXORD       Z10, Z10, Z10
-	VPXORD       Z11, Z11, Z11
-	VPXORD       Z12, Z12, Z12
-	VPXORD       Z13, Z13, Z13
-	VPXORD       Z14, Z14, Z14
-	VPXORD       Z15, Z15, Z15
-	VPXORD       Z16, Z16, Z16
-	VPXORD       Z17, Z17, Z17
-	VPXORD       Z18, Z18, Z18
-	VPXORD       Z21, Z21, Z21
-	MOVQ         n+104(FP), R13
-	SHRQ         $0x07, R13
-
-nmmchunks_1597:
-	PREFETCHT1    16384(AX)
-	VMOVDQU64     (AX), Z20
-	VPANDD        Z0, Z20, Z19
-	VPSRLW        $0x04, Z20, Z20
-	VPANDD        Z0, Z20, Z20
-	VCVTPH2PS     (DX), X21
-	VPERMPS       Z21, Z2, Z22
-	VPERMPS       Z21, Z1, Z21
-	VMOVDQU32     (R10), Z23
-	VPDPBUSD      (R9), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z3
-	VMOVDQU32     64(R10), Z23
-	VPDPBUSD      64(R9), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z3
-	VMOVDQU32     (R10)(R8*1), Z23
-	VPDPBUSD      (R9)(R8*1), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z4
-	VMOVDQU32     64(R10)(R8*1), Z23
-	VPDPBUSD      64(R9)(R8*1), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z4
-	VMOVDQU32     (R10)(R8*2), Z23
-	VPDPBUSD      (R9)(R8*2), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z5
-	VMOVDQU32     64(R10)(R8*2), Z23
-	VPDPBUSD      64(R9)(R8*2), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z5
-	VMOVDQU32     (R12), Z23
-	VPDPBUSD      (R11), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z6
-	VMOVDQU32     64(R12), Z23
-	VPDPBUSD      64(R11), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z6
-	PREFETCHT1    16384(AX)(CX*1)
-	VMOVDQU64     (AX)(CX*1), Z20
-	VPANDD        Z0, Z20, Z19
-	VPSRLW        $0x04, Z20, Z20
-	VPANDD        Z0, Z20, Z20
-	VCVTPH2PS     (DX)(BX*1), X21
-	VPERMPS       Z21, Z2, Z22
-	VPERMPS       Z21, Z1, Z21
-	VMOVDQU32     (R10), Z23
-	VPDPBUSD      (R9), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z7
-	VMOVDQU32     64(R10), Z23
-	VPDPBUSD      64(R9), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z7
-	VMOVDQU32     (R10)(R8*1), Z23
-	VPDPBUSD      (R9)(R8*1), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z8
-	VMOVDQU32     64(R10)(R8*1), Z23
-	VPDPBUSD      64(R9)(R8*1), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z8
-	VMOVDQU32     (R10)(R8*2), Z23
-	VPDPBUSD      (R9)(R8*2), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z9
-	VMOVDQU32     64(R10)(R8*2), Z23
-	VPDPBUSD      64(R9)(R8*2), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z9
-	VMOVDQU32     (R12), Z23
-	VPDPBUSD      (R11), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z10
-	VMOVDQU32     64(R12), Z23
-	VPDPBUSD      64(R11), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z10
-	PREFETCHT1    16384(AX)(CX*2)
-	VMOVDQU64     (AX)(CX*2), Z20
-	VPANDD        Z0, Z20, Z19
-	VPSRLW        $0x04, Z20, Z20
-	VPANDD        Z0, Z20, Z20
-	VCVTPH2PS     (DX)(BX*2), X21
-	VPERMPS       Z21, Z2, Z22
-	VPERMPS       Z21, Z1, Z21
-	VMOVDQU32     (R10), Z23
-	VPDPBUSD      (R9), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z11
-	VMOVDQU32     64(R10), Z23
-	VPDPBUSD      64(R9), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z11
-	VMOVDQU32     (R10)(R8*1), Z23
-	VPDPBUSD      (R9)(R8*1), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z12
-	VMOVDQU32     64(R10)(R8*1), Z23
-	VPDPBUSD      64(R9)(R8*1), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z12
-	VMOVDQU32     (R10)(R8*2), Z23
-	VPDPBUSD      (R9)(R8*2), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z13
-	VMOVDQU32     64(R10)(R8*2), Z23
-	VPDPBUSD      64(R9)(R8*2), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z13
-	VMOVDQU32     (R12), Z23
-	VPDPBUSD      (R11), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z14
-	VMOVDQU32     64(R12), Z23
-	VPDPBUSD      64(R11), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z14
-	PREFETCHT1    16384(SI)
-	VMOVDQU64     (SI), Z20
-	VPANDD        Z0, Z20, Z19
-	VPSRLW        $0x04, Z20, Z20
-	VPANDD        Z0, Z20, Z20
-	VCVTPH2PS     (DI), X21
-	VPERMPS       Z21, Z2, Z22
-	VPERMPS       Z21, Z1, Z21
-	VMOVDQU32     (R10), Z23
-	VPDPBUSD      (R9), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z15
-	VMOVDQU32     64(R10), Z23
-	VPDPBUSD      64(R9), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z15
-	VMOVDQU32     (R10)(R8*1), Z23
-	VPDPBUSD      (R9)(R8*1), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z16
-	VMOVDQU32     64(R10)(R8*1), Z23
-	VPDPBUSD      64(R9)(R8*1), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z16
-	VMOVDQU32     (R10)(R8*2), Z23
-	VPDPBUSD      (R9)(R8*2), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z17
-	VMOVDQU32     64(R10)(R8*2), Z23
-	VPDPBUSD      64(R9)(R8*2), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z17
-	VMOVDQU32     (R12), Z23
-	VPDPBUSD      (R11), Z19, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z21, Z18
-	VMOVDQU32     64(R12), Z23
-	VPDPBUSD      64(R11), Z20, Z23
-	VCVTDQ2PS     Z23, Z23
-	VFMADD231PS   Z23, Z22, Z18
-	ADDQ          $0x00000040, AX
-	ADDQ          $0x00000040, SI
-	ADDQ          $0x00000008, DX
-	ADDQ          $0x00000008, DI
-	ADDQ          $0x00000080, R9
-	ADDQ          $0x00000080, R11
-	ADDQ          $0x00000080, R10
-	ADDQ          $0x00000080, R12
-	DECQ          R13
-	JNZ           nmmchunks_1597
-	MOVQ          40(SP), AX
-	MOVQ          outStride+144(FP), CX
-	SHLQ          $0x02, CX
-	MOVQ          rows+48(FP), DX
-	ANDQ          $-4, DX
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y7, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y11, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z15, Y0
-	VADDPS        Y15, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), BX
-	VMOVSS        X1, (BX)(DX*1)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y8, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y12, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z16, Y0
-	VADDPS        Y16, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), BX
-	VMOVSS        X1, (BX)(DX*1)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y9, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z13, Y0
-	VADDPS        Y13, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z17, Y0
-	VADDPS        Y17, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), BX
-	VMOVSS        X1, (BX)(DX*1)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y6, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y10, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z14, Y0
-	VADDPS        Y14, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z18, Y0
-	VADDPS        Y18, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), AX
-	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1592
-
-bmmtokens_1596:
-	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1598
-
-	// nibble tile 4 rows × 3 tokens
-	MOVQ         (SP), AX
-	MOVQ         n+104(FP), CX
-	SHRQ         $0x01, CX
-	MOVQ         rows+48(FP), DX
-	SHRQ         $0x02, DX
-	IMULQ        DX, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x03, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	MOVQ         CX, BX
-	SHRQ         $0x03, BX
-	LEAQ         (AX)(CX*2), SI
-	ADDQ         CX, SI
-	LEAQ         (DX)(BX*2), DI
-	ADDQ         BX, DI
-	MOVQ         n+104(FP), R8
-	MOVQ         24(SP), R9
-	MOVQ         32(SP), R10
-	MOVQ         R10, R10
-	VPBROADCASTD bytes0F<>+0(SB), Z0
-	VMOVDQU32    permPairs<>+0(SB), Z1
-	VMOVDQU32    permPairs<>+64(SB), Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
-	VPXORD       Z10, Z10, Z10
-	VPXORD       Z11, Z11, Z11
-	VPXORD       Z12, Z12, Z12
-	VPXORD       Z13, Z13, Z13
-	VPXORD       Z14, Z14, Z14
-	VPXORD       Z17, Z17, Z17
-	MOVQ         n+104(FP), R11
-	SHRQ         $0x07, R11
-
-nmmchunks_1599:
-	PREFETCHT1    16384(AX)
-	VMOVDQU64     (AX), Z16
-	VPANDD        Z0, Z16, Z15
-	VPSRLW        $0x04, Z16, Z16
-	VPANDD        Z0, Z16, Z16
-	VCVTPH2PS     (DX), X17
-	VPERMPS       Z17, Z2, Z18
-	VPERMPS       Z17, Z1, Z17
-	VMOVDQU32     (R10), Z19
-	VPDPBUSD      (R9), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z3
-	VMOVDQU32     64(R10), Z19
-	VPDPBUSD      64(R9), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z3
-	VMOVDQU32     (R10)(R8*1), Z19
-	VPDPBUSD      (R9)(R8*1), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z4
-	VMOVDQU32     64(R10)(R8*1), Z19
-	VPDPBUSD      64(R9)(R8*1), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z4
-	VMOVDQU32     (R10)(R8*2), Z19
-	VPDPBUSD      (R9)(R8*2), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z5
-	VMOVDQU32     64(R10)(R8*2), Z19
-	VPDPBUSD      64(R9)(R8*2), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z5
-	PREFETCHT1    16384(AX)(CX*1)
-	VMOVDQU64     (AX)(CX*1), Z16
-	VPANDD        Z0, Z16, Z15
-	VPSRLW        $0x04, Z16, Z16
-	VPANDD        Z0, Z16, Z16
-	VCVTPH2PS     (DX)(BX*1), X17
-	VPERMPS       Z17, Z2, Z18
-	VPERMPS       Z17, Z1, Z17
-	VMOVDQU32     (R10), Z19
-	VPDPBUSD      (R9), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z6
-	VMOVDQU32     64(R10), Z19
-	VPDPBUSD      64(R9), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z6
-	VMOVDQU32     (R10)(R8*1), Z19
-	VPDPBUSD      (R9)(R8*1), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z7
-	VMOVDQU32     64(R10)(R8*1), Z19
-	VPDPBUSD      64(R9)(R8*1), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z7
-	VMOVDQU32     (R10)(R8*2), Z19
-	VPDPBUSD      (R9)(R8*2), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z8
-	VMOVDQU32     64(R10)(R8*2), Z19
-	VPDPBUSD      64(R9)(R8*2), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z8
-	PREFETCHT1    16384(AX)(CX*2)
-	VMOVDQU64     (AX)(CX*2), Z16
-	VPANDD        Z0, Z16, Z15
-	VPSRLW        $0x04, Z16, Z16
-	VPANDD        Z0, Z16, Z16
-	VCVTPH2PS     (DX)(BX*2), X17
-	VPERMPS       Z17, Z2, Z18
-	VPERMPS       Z17, Z1, Z17
-	VMOVDQU32     (R10), Z19
-	VPDPBUSD      (R9), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z9
-	VMOVDQU32     64(R10), Z19
-	VPDPBUSD      64(R9), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z9
-	VMOVDQU32     (R10)(R8*1), Z19
-	VPDPBUSD      (R9)(R8*1), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z10
-	VMOVDQU32     64(R10)(R8*1), Z19
-	VPDPBUSD      64(R9)(R8*1), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z10
-	VMOVDQU32     (R10)(R8*2), Z19
-	VPDPBUSD      (R9)(R8*2), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z11
-	VMOVDQU32     64(R10)(R8*2), Z19
-	VPDPBUSD      64(R9)(R8*2), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z11
-	PREFETCHT1    16384(SI)
-	VMOVDQU64     (SI), Z16
-	VPANDD        Z0, Z16, Z15
-	VPSRLW        $0x04, Z16, Z16
-	VPANDD        Z0, Z16, Z16
-	VCVTPH2PS     (DI), X17
-	VPERMPS       Z17, Z2, Z18
-	VPERMPS       Z17, Z1, Z17
-	VMOVDQU32     (R10), Z19
-	VPDPBUSD      (R9), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z12
-	VMOVDQU32     64(R10), Z19
-	VPDPBUSD      64(R9), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z12
-	VMOVDQU32     (R10)(R8*1), Z19
-	VPDPBUSD      (R9)(R8*1), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z13
-	VMOVDQU32     64(R10)(R8*1), Z19
-	VPDPBUSD      64(R9)(R8*1), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z13
-	VMOVDQU32     (R10)(R8*2), Z19
-	VPDPBUSD      (R9)(R8*2), Z15, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z17, Z14
-	VMOVDQU32     64(R10)(R8*2), Z19
-	VPDPBUSD      64(R9)(R8*2), Z16, Z19
-	VCVTDQ2PS     Z19, Z19
-	VFMADD231PS   Z19, Z18, Z14
-	ADDQ          $0x00000040, AX
-	ADDQ          $0x00000040, SI
-	ADDQ          $0x00000008, DX
-	ADDQ          $0x00000008, DI
-	ADDQ          $0x00000080, R9
-	ADDQ          $0x00000080, R10
-	DECQ          R11
-	JNZ           nmmchunks_1599
-	MOVQ          40(SP), AX
-	MOVQ          outStride+144(FP), CX
-	SHLQ          $0x02, CX
-	MOVQ          rows+48(FP), DX
-	ANDQ          $-4, DX
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y6, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y9, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y12, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), BX
-	VMOVSS        X1, (BX)(DX*1)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y7, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y10, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z13, Y0
-	VADDPS        Y13, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), BX
-	VMOVSS        X1, (BX)(DX*1)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y8, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y11, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z14, Y0
-	VADDPS        Y14, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), AX
-	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1592
-
-bmmtokens_1598:
-	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1600
-
-	// nibble tile 4 rows × 2 tokens
-	MOVQ         (SP), AX
-	MOVQ         n+104(FP), CX
-	SHRQ         $0x01, CX
-	MOVQ         rows+48(FP), DX
-	SHRQ         $0x02, DX
-	IMULQ        DX, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x03, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	MOVQ         CX, BX
-	SHRQ         $0x03, BX
-	LEAQ         (AX)(CX*2), SI
-	ADDQ         CX, SI
-	LEAQ         (DX)(BX*2), DI
-	ADDQ         BX, DI
-	MOVQ         n+104(FP), R8
-	MOVQ         24(SP), R9
-	MOVQ         32(SP), R10
-	MOVQ         R10, R10
-	VPBROADCASTD bytes0F<>+0(SB), Z0
-	VMOVDQU32    permPairs<>+0(SB), Z1
-	VMOVDQU32    permPairs<>+64(SB), Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z9, Z9, Z9
-	VPXORD       Z10, Z10, Z10
-	VPXORD       Z13, Z13, Z13
-	MOVQ         n+104(FP), R11
-	SHRQ         $0x07, R11
-
-nmmchunks_1601:
-	PREFETCHT1    16384(AX)
-	VMOVDQU64     (AX), Z12
-	VPANDD        Z0, Z12, Z11
-	VPSRLW        $0x04, Z12, Z12
-	VPANDD        Z0, Z12, Z12
-	VCVTPH2PS     (DX), X13
-	VPERMPS       Z13, Z2, Z14
-	VPERMPS       Z13, Z1, Z13
-	VMOVDQU32     (R10), Z15
-	VPDPBUSD      (R9), Z11, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z13, Z3
-	VMOVDQU32     64(R10), Z15
-	VPDPBUSD      64(R9), Z12, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z14, Z3
-	VMOVDQU32     (R10)(R8*1), Z15
-	VPDPBUSD      (R9)(R8*1), Z11, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z13, Z4
-	VMOVDQU32     64(R10)(R8*1), Z15
-	VPDPBUSD      64(R9)(R8*1), Z12, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z14, Z4
-	PREFETCHT1    16384(AX)(CX*1)
-	VMOVDQU64     (AX)(CX*1), Z12
-	VPANDD        Z0, Z12, Z11
-	VPSRLW        $0x04, Z12, Z12
-	VPANDD        Z0, Z12, Z12
-	VCVTPH2PS     (DX)(BX*1), X13
-	VPERMPS       Z13, Z2, Z14
-	VPERMPS       Z13, Z1, Z13
-	VMOVDQU32     (R10), Z15
-	VPDPBUSD      (R9), Z11, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z13, Z5
-	VMOVDQU32     64(R10), Z15
-	VPDPBUSD      64(R9), Z12, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z14, Z5
-	VMOVDQU32     (R10)(R8*1), Z15
-	VPDPBUSD      (R9)(R8*1), Z11, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z13, Z6
-	VMOVDQU32     64(R10)(R8*1), Z15
-	VPDPBUSD      64(R9)(R8*1), Z12, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z14, Z6
-	PREFETCHT1    16384(AX)(CX*2)
-	VMOVDQU64     (AX)(CX*2), Z12
-	VPANDD        Z0, Z12, Z11
-	VPSRLW        $0x04, Z12, Z12
-	VPANDD        Z0, Z12, Z12
-	VCVTPH2PS     (DX)(BX*2), X13
-	VPERMPS       Z13, Z2, Z14
-	VPERMPS       Z13, Z1, Z13
-	VMOVDQU32     (R10), Z15
-	VPDPBUSD      (R9), Z11, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z13, Z7
-	VMOVDQU32     64(R10), Z15
-	VPDPBUSD      64(R9), Z12, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z14, Z7
-	VMOVDQU32     (R10)(R8*1), Z15
-	VPDPBUSD      (R9)(R8*1), Z11, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z13, Z8
-	VMOVDQU32     64(R10)(R8*1), Z15
-	VPDPBUSD      64(R9)(R8*1), Z12, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z14, Z8
-	PREFETCHT1    16384(SI)
-	VMOVDQU64     (SI), Z12
-	VPANDD        Z0, Z12, Z11
-	VPSRLW        $0x04, Z12, Z12
-	VPANDD        Z0, Z12, Z12
-	VCVTPH2PS     (DI), X13
-	VPERMPS       Z13, Z2, Z14
-	VPERMPS       Z13, Z1, Z13
-	VMOVDQU32     (R10), Z15
-	VPDPBUSD      (R9), Z11, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z13, Z9
-	VMOVDQU32     64(R10), Z15
-	VPDPBUSD      64(R9), Z12, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z14, Z9
-	VMOVDQU32     (R10)(R8*1), Z15
-	VPDPBUSD      (R9)(R8*1), Z11, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z13, Z10
-	VMOVDQU32     64(R10)(R8*1), Z15
-	VPDPBUSD      64(R9)(R8*1), Z12, Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   Z15, Z14, Z10
-	ADDQ          $0x00000040, AX
-	ADDQ          $0x00000040, SI
-	ADDQ          $0x00000008, DX
-	ADDQ          $0x00000008, DI
-	ADDQ          $0x00000080, R9
-	ADDQ          $0x00000080, R10
-	DECQ          R11
-	JNZ           nmmchunks_1601
-	MOVQ          40(SP), AX
-	MOVQ          outStride+144(FP), CX
-	SHLQ          $0x02, CX
-	MOVQ          rows+48(FP), DX
-	ANDQ          $-4, DX
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y7, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y9, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), BX
-	VMOVSS        X1, (BX)(DX*1)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y6, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*1)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y8, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(DX*2)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y10, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(DX*2), AX
-	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1592
-
-bmmtokens_1600:
-	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1602
-
-	// nibble tile 4 rows × 1 tokens
-	MOVQ         (SP), AX
-	MOVQ         n+104(FP), CX
-	SHRQ         $0x01, CX
-	MOVQ         rows+48(FP), DX
-	SHRQ         $0x02, DX
-	IMULQ        DX, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x03, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	MOVQ         CX, BX
-	SHRQ         $0x03, BX
-	LEAQ         (AX)(CX*2), SI
-	ADDQ         CX, SI
-	LEAQ         (DX)(BX*2), DI
-	ADDQ         BX, DI
-	MOVQ         n+104(FP), R8
-	MOVQ         24(SP), R8
-	MOVQ         32(SP), R9
-	MOVQ         R9, R9
-	VPBROADCASTD bytes0F<>+0(SB), Z0
-	VMOVDQU32    permPairs<>+0(SB), Z1
-	VMOVDQU32    permPairs<>+64(SB), Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z9, Z9, Z9
-	MOVQ         n+104(FP), R10
-	SHRQ         $0x07, R10
-
-nmmchunks_1603:
-	PREFETCHT1    16384(AX)
-	VMOVDQU64     (AX), Z8
-	VPANDD        Z0, Z8, Z7
-	VPSRLW        $0x04, Z8, Z8
-	VPANDD        Z0, Z8, Z8
-	VCVTPH2PS     (DX), X9
-	VPERMPS       Z9, Z2, Z10
-	VPERMPS       Z9, Z1, Z9
-	VMOVDQU32     (R9), Z11
-	VPDPBUSD      (R8), Z7, Z11
-	VCVTDQ2PS     Z11, Z11
-	VFMADD231PS   Z11, Z9, Z3
-	VMOVDQU32     64(R9), Z11
-	VPDPBUSD      64(R8), Z8, Z11
-	VCVTDQ2PS     Z11, Z11
-	VFMADD231PS   Z11, Z10, Z3
-	PREFETCHT1    16384(AX)(CX*1)
-	VMOVDQU64     (AX)(CX*1), Z8
-	VPANDD        Z0, Z8, Z7
-	VPSRLW        $0x04, Z8, Z8
-	VPANDD        Z0, Z8, Z8
-	VCVTPH2PS     (DX)(BX*1), X9
-	VPERMPS       Z9, Z2, Z10
-	VPERMPS       Z9, Z1, Z9
-	VMOVDQU32     (R9), Z11
-	VPDPBUSD      (R8), Z7, Z11
-	VCVTDQ2PS     Z11, Z11
-	VFMADD231PS   Z11, Z9, Z4
-	VMOVDQU32     64(R9), Z11
-	VPDPBUSD      64(R8), Z8, Z11
-	VCVTDQ2PS     Z11, Z11
-	VFMADD231PS   Z11, Z10, Z4
-	PREFETCHT1    16384(AX)(CX*2)
-	VMOVDQU64     (AX)(CX*2), Z8
-	VPANDD        Z0, Z8, Z7
-	VPSRLW        $0x04, Z8, Z8
-	VPANDD        Z0, Z8, Z8
-	VCVTPH2PS     (DX)(BX*2), X9
-	VPERMPS       Z9, Z2, Z10
-	VPERMPS       Z9, Z1, Z9
-	VMOVDQU32     (R9), Z11
-	VPDPBUSD      (R8), Z7, Z11
-	VCVTDQ2PS     Z11, Z11
-	VFMADD231PS   Z11, Z9, Z5
-	VMOVDQU32     64(R9), Z11
-	VPDPBUSD      64(R8), Z8, Z11
-	VCVTDQ2PS     Z11, Z11
-	VFMADD231PS   Z11, Z10, Z5
-	PREFETCHT1    16384(SI)
-	VMOVDQU64     (SI), Z8
-	VPANDD        Z0, Z8, Z7
-	VPSRLW        $0x04, Z8, Z8
-	VPANDD        Z0, Z8, Z8
-	VCVTPH2PS     (DI), X9
-	VPERMPS       Z9, Z2, Z10
-	VPERMPS       Z9, Z1, Z9
-	VMOVDQU32     (R9), Z11
-	VPDPBUSD      (R8), Z7, Z11
-	VCVTDQ2PS     Z11, Z11
-	VFMADD231PS   Z11, Z9, Z6
-	VMOVDQU32     64(R9), Z11
-	VPDPBUSD      64(R8), Z8, Z11
-	VCVTDQ2PS     Z11, Z11
-	VFMADD231PS   Z11, Z10, Z6
-	ADDQ          $0x00000040, AX
-	ADDQ          $0x00000040, SI
-	ADDQ          $0x00000008, DX
-	ADDQ          $0x00000008, DI
-	ADDQ          $0x00000080, R8
-	ADDQ          $0x00000080, R9
-	DECQ          R10
-	JNZ           nmmchunks_1603
-	MOVQ          40(SP), AX
-	MOVQ          outStride+144(FP), CX
-	SHLQ          $0x02, CX
-	MOVQ          rows+48(FP), CX
-	ANDQ          $-4, CX
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(CX*1)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)(CX*2)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y6, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	LEAQ          (AX)(CX*2), AX
-	VMOVSS        X1, (AX)(CX*1)
-	JMP           bmmtokensdone_1592
-
-bmmtokens_1602:
-bmmtokensdone_1592:
-	MOVQ  n+104(FP), AX
-	SHRQ  $0x01, AX
-	ADDQ  AX, (SP)
-	ADDQ  $0x04, 8(SP)
-	DECQ  16(SP)
-	JNZ   bmmquads_1589
-	MOVQ  rows+48(FP), AX
-	MOVQ  rows+48(FP), CX
-	SHRQ  $0x02, AX
-	MOVQ  n+104(FP), DX
-	SHRQ  $0x01, DX
-	IMULQ DX, AX
-	ANDQ  $-4, CX
-	MOVQ  (SP), DX
-	MOVQ  8(SP), BX
-	LEAQ  (DX)(AX*2), DX
-	ADDQ  AX, DX
-	LEAQ  (BX)(CX*2), BX
-	ADDQ  CX, BX
-	MOVQ  DX, (SP)
-	MOVQ  BX, 8(SP)
-
-bmmquadsdone_1588:
-	MOVQ rows+48(FP), AX
-	ANDQ $0x03, AX
-	MOVQ AX, 16(SP)
-	JZ   bmmsinglesdone_1604
-
-bmmsingles_1605:
-	MOVQ x_base+56(FP), AX
-	MOVQ AX, 24(SP)
-	MOVQ xBias_base+80(FP), AX
-	MOVQ AX, 32(SP)
-	MOVQ 8(SP), AX
-	MOVQ AX, 40(SP)
-	MOVQ tokens+112(FP), AX
-	MOVQ AX, 48(SP)
-
-bmmtokens_1606:
-	CMPQ 48(SP), $0x06
-	JB   bmmtokenstail_1607
-
-	// nibble tile 1 rows × 6 tokens
-	MOVQ         (SP), AX
-	MOVQ         n+104(FP), CX
-	SHRQ         $0x01, CX
-	MOVQ         AX, DX
-	MOVQ         w_base+0(FP), BX
-	SUBQ         BX, DX
-	SHRQ         $0x03, DX
-	MOVQ         scales_base+24(FP), BX
-	ADDQ         BX, DX
-	SHRQ         $0x03, CX
-	MOVQ         DX, CX
-	MOVQ         n+104(FP), DX
-	MOVQ         24(SP), BX
-	MOVQ         32(SP), SI
-	LEAQ         (BX)(DX*2), DI
-	ADDQ         DX, DI
-	LEAQ         (SI)(DX*2), R8
-	ADDQ         DX, R8
-	VPBROADCASTD bytes0F<>+0(SB), Z0
-	VMOVDQU32    permPairs<>+0(SB), Z1
-	VMOVDQU32    permPairs<>+64(SB), Z2
-	VPXORD       Z3, Z3, Z3
-	VPXORD       Z4, Z4, Z4
-	VPXORD       Z5, Z5, Z5
-	VPXORD       Z6, Z6, Z6
-	VPXORD       Z7, Z7, Z7
-	VPXORD       Z8, Z8, Z8
-	VPXORD       Z11, Z11, Z11
-	MOVQ         n+104(FP), R9
-	SHRQ         $0x07, R9
-
-nmmchunks_1609:
-	PREFETCHT1    16384(AX)
-	VMOVDQU64     (AX), Z10
-	VPANDD        Z0, Z10, Z9
-	VPSRLW        $0x04, Z10, Z10
-	VPANDD        Z0, Z10, Z10
-	VCVTPH2PS     (CX), X11
-	VPERMPS       Z11, Z2, Z12
-	VPERMPS       Z11, Z1, Z11
-	VMOVDQU32     (SI), Z13
-	VPDPBUSD      (BX), Z9, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z11, Z3
-	VMOVDQU32     64(SI), Z13
-	VPDPBUSD      64(BX), Z10, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z12, Z3
-	VMOVDQU32     (SI)(DX*1), Z13
-	VPDPBUSD      (BX)(DX*1), Z9, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z11, Z4
-	VMOVDQU32     64(SI)(DX*1), Z13
-	VPDPBUSD      64(BX)(DX*1), Z10, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z12, Z4
-	VMOVDQU32     (SI)(DX*2), Z13
-	VPDPBUSD      (BX)(DX*2), Z9, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z11, Z5
-	VMOVDQU32     64(SI)(DX*2), Z13
-	VPDPBUSD      64(BX)(DX*2), Z10, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z12, Z5
-	VMOVDQU32     (R8), Z13
-	VPDPBUSD      (DI), Z9, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z11, Z6
-	VMOVDQU32     64(R8), Z13
-	VPDPBUSD      64(DI), Z10, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z12, Z6
-	VMOVDQU32     (R8)(DX*1), Z13
-	VPDPBUSD      (DI)(DX*1), Z9, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z11, Z7
-	VMOVDQU32     64(R8)(DX*1), Z13
-	VPDPBUSD      64(DI)(DX*1), Z10, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z12, Z7
-	VMOVDQU32     (R8)(DX*2), Z13
-	VPDPBUSD      (DI)(DX*2), Z9, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z11, Z8
-	VMOVDQU32     64(R8)(DX*2), Z13
-	VPDPBUSD      64(DI)(DX*2), Z10, Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   Z13, Z12, Z8
-	ADDQ          $0x00000040, AX
-	ADDQ          $0x00000008, CX
-	ADDQ          $0x00000080, BX
-	ADDQ          $0x00000080, DI
-	ADDQ          $0x00000080, SI
-	ADDQ          $0x00000080, R8
-	DECQ          R9
-	JNZ           nmmchunks_1609
-	MOVQ          40(SP), AX
-	MOVQ          outStride+144(FP), CX
-	SHLQ          $0x02, CX
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y4, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y5, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y6, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y7, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	ADDQ          CX, AX
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y8, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (AX)
-	MOVQ          n+104(FP), AX
-	IMUL3Q        $0x00000006, AX, AX
-	ADDQ          AX, 24(SP)
-	ADDQ          AX, 32(SP)
-	MOVQ          outStride+144(FP), AX
-	IMUL3Q        $0x00000018, AX, AX
-	ADDQ          AX, 40(SP)
-	SUBQ          $0x06, 48(SP)
-	JMP           bmmtokens_1606
-
-bmmtokenstail_1607:
-	CMPQ 48(SP), $0x05
-	JNE  bmmtokens_1610
-
 	// nibble tile 1 rows × 5 tokens
 	MOVQ         (SP), AX
 	MOVQ         n+104(FP), CX
@@ -58559,7 +58224,7 @@ bmmtokenstail_1607:
 	MOVQ         n+104(FP), R9
 	SHRQ         $0x07, R9
 
-nmmchunks_1611:
+nmmchunks_1595:
 	PREFETCHT1    16384(AX)
 	VMOVDQU64     (AX), Z9
 	VPANDD        Z0, Z9, Z8
@@ -58615,7 +58280,7 @@ nmmchunks_1611:
 	ADDQ          $0x00000080, SI
 	ADDQ          $0x00000080, R8
 	DECQ          R9
-	JNZ           nmmchunks_1611
+	JNZ           nmmchunks_1595
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -58668,11 +58333,11 @@ nmmchunks_1611:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1608
+	JMP           bmmtokensdone_1592
 
-bmmtokens_1610:
+bmmtokens_1594:
 	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1612
+	JNE  bmmtokens_1596
 
 	// nibble tile 1 rows × 4 tokens
 	MOVQ         (SP), AX
@@ -58704,7 +58369,7 @@ bmmtokens_1610:
 	MOVQ         n+104(FP), R9
 	SHRQ         $0x07, R9
 
-nmmchunks_1613:
+nmmchunks_1597:
 	PREFETCHT1    16384(AX)
 	VMOVDQU64     (AX), Z8
 	VPANDD        Z0, Z8, Z7
@@ -58752,7 +58417,7 @@ nmmchunks_1613:
 	ADDQ          $0x00000080, SI
 	ADDQ          $0x00000080, R8
 	DECQ          R9
-	JNZ           nmmchunks_1613
+	JNZ           nmmchunks_1597
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -58795,11 +58460,11 @@ nmmchunks_1613:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1608
+	JMP           bmmtokensdone_1592
 
-bmmtokens_1612:
+bmmtokens_1596:
 	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1614
+	JNE  bmmtokens_1598
 
 	// nibble tile 1 rows × 3 tokens
 	MOVQ         (SP), AX
@@ -58827,7 +58492,7 @@ bmmtokens_1612:
 	MOVQ         n+104(FP), DI
 	SHRQ         $0x07, DI
 
-nmmchunks_1615:
+nmmchunks_1599:
 	PREFETCHT1    16384(AX)
 	VMOVDQU64     (AX), Z7
 	VPANDD        Z0, Z7, Z6
@@ -58865,7 +58530,7 @@ nmmchunks_1615:
 	ADDQ          $0x00000080, BX
 	ADDQ          $0x00000080, SI
 	DECQ          DI
-	JNZ           nmmchunks_1615
+	JNZ           nmmchunks_1599
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -58898,11 +58563,11 @@ nmmchunks_1615:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1608
+	JMP           bmmtokensdone_1592
 
-bmmtokens_1614:
+bmmtokens_1598:
 	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1616
+	JNE  bmmtokens_1600
 
 	// nibble tile 1 rows × 2 tokens
 	MOVQ         (SP), AX
@@ -58929,7 +58594,7 @@ bmmtokens_1614:
 	MOVQ         n+104(FP), DI
 	SHRQ         $0x07, DI
 
-nmmchunks_1617:
+nmmchunks_1601:
 	PREFETCHT1    16384(AX)
 	VMOVDQU64     (AX), Z6
 	VPANDD        Z0, Z6, Z5
@@ -58959,7 +58624,7 @@ nmmchunks_1617:
 	ADDQ          $0x00000080, BX
 	ADDQ          $0x00000080, SI
 	DECQ          DI
-	JNZ           nmmchunks_1617
+	JNZ           nmmchunks_1601
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -58982,11 +58647,11 @@ nmmchunks_1617:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1608
+	JMP           bmmtokensdone_1592
 
-bmmtokens_1616:
+bmmtokens_1600:
 	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1618
+	JNE  bmmtokens_1602
 
 	// nibble tile 1 rows × 1 tokens
 	MOVQ         (SP), AX
@@ -59012,7 +58677,7 @@ bmmtokens_1616:
 	MOVQ         n+104(FP), SI
 	SHRQ         $0x07, SI
 
-nmmchunks_1619:
+nmmchunks_1603:
 	PREFETCHT1    16384(AX)
 	VMOVDQU64     (AX), Z5
 	VPANDD        Z0, Z5, Z4
@@ -59034,7 +58699,7 @@ nmmchunks_1619:
 	ADDQ          $0x00000080, DX
 	ADDQ          $0x00000080, BX
 	DECQ          SI
-	JNZ           nmmchunks_1619
+	JNZ           nmmchunks_1603
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -59047,18 +58712,18 @@ nmmchunks_1619:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1608
+	JMP           bmmtokensdone_1592
 
-bmmtokens_1618:
-bmmtokensdone_1608:
+bmmtokens_1602:
+bmmtokensdone_1592:
 	MOVQ n+104(FP), AX
 	SHRQ $0x01, AX
 	ADDQ AX, (SP)
 	ADDQ $0x04, 8(SP)
 	DECQ 16(SP)
-	JNZ  bmmsingles_1605
+	JNZ  bmmsingles_1589
 
-bmmsinglesdone_1604:
+bmmsinglesdone_1588:
 	VZEROUPPER
 	RET
 
@@ -59073,9 +58738,9 @@ TEXT ·dotNibbleMatMulVNNIHW(SB), NOSPLIT, $56-152
 	SHRQ  $0x02, AX
 	MOVQ  AX, 16(SP)
 	TESTQ AX, AX
-	JZ    bmmquadsdone_1620
+	JZ    bmmquadsdone_1604
 
-bmmquads_1621:
+bmmquads_1605:
 	MOVQ x_base+56(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ xBias_base+80(FP), AX
@@ -59085,9 +58750,9 @@ bmmquads_1621:
 	MOVQ tokens+112(FP), AX
 	MOVQ AX, 48(SP)
 
-bmmtokens_1622:
+bmmtokens_1606:
 	CMPQ 48(SP), $0x06
-	JB   bmmtokenstail_1623
+	JB   bmmtokenstail_1607
 
 	// nibble tile 4 rows × 6 tokens
 	MOVQ         (SP), AX
@@ -59146,7 +58811,7 @@ bmmtokens_1622:
 	MOVQ         n+104(FP), R13
 	SHRQ         $0x07, R13
 
-nmmchunks_1625:
+nmmchunks_1609:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z28
 	VPANDD        Z0, Z28, Z27
@@ -59380,7 +59045,7 @@ nmmchunks_1625:
 	ADDQ          $0x00000080, R10
 	ADDQ          $0x00000080, R12
 	DECQ          R13
-	JNZ           nmmchunks_1625
+	JNZ           nmmchunks_1609
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -59621,11 +59286,11 @@ nmmchunks_1625:
 	IMUL3Q        $0x00000018, AX, AX
 	ADDQ          AX, 40(SP)
 	SUBQ          $0x06, 48(SP)
-	JMP           bmmtokens_1622
+	JMP           bmmtokens_1606
 
-bmmtokenstail_1623:
+bmmtokenstail_1607:
 	CMPQ 48(SP), $0x05
-	JNE  bmmtokens_1626
+	JNE  bmmtokens_1610
 
 	// nibble tile 4 rows × 5 tokens
 	MOVQ         (SP), AX
@@ -59680,7 +59345,7 @@ bmmtokenstail_1623:
 	MOVQ         n+104(FP), R13
 	SHRQ         $0x07, R13
 
-nmmchunks_1627:
+nmmchunks_1611:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z24
 	VPANDD        Z0, Z24, Z23
@@ -59882,7 +59547,7 @@ nmmchunks_1627:
 	ADDQ          $0x00000080, R10
 	ADDQ          $0x00000080, R12
 	DECQ          R13
-	JNZ           nmmchunks_1627
+	JNZ           nmmchunks_1611
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -60077,11 +59742,11 @@ nmmchunks_1627:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1624
+	JMP           bmmtokensdone_1608
 
-bmmtokens_1626:
+bmmtokens_1610:
 	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1628
+	JNE  bmmtokens_1612
 
 	// nibble tile 4 rows × 4 tokens
 	MOVQ         (SP), AX
@@ -60132,7 +59797,7 @@ bmmtokens_1626:
 	MOVQ         n+104(FP), R13
 	SHRQ         $0x07, R13
 
-nmmchunks_1629:
+nmmchunks_1613:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z20
 	VPANDD        Z0, Z20, Z19
@@ -60302,7 +59967,7 @@ nmmchunks_1629:
 	ADDQ          $0x00000080, R10
 	ADDQ          $0x00000080, R12
 	DECQ          R13
-	JNZ           nmmchunks_1629
+	JNZ           nmmchunks_1613
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -60459,11 +60124,11 @@ nmmchunks_1629:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1624
+	JMP           bmmtokensdone_1608
 
-bmmtokens_1628:
+bmmtokens_1612:
 	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1630
+	JNE  bmmtokens_1614
 
 	// nibble tile 4 rows × 3 tokens
 	MOVQ         (SP), AX
@@ -60507,7 +60172,7 @@ bmmtokens_1628:
 	MOVQ         n+104(FP), R11
 	SHRQ         $0x07, R11
 
-nmmchunks_1631:
+nmmchunks_1615:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z16
 	VPANDD        Z0, Z16, Z15
@@ -60643,7 +60308,7 @@ nmmchunks_1631:
 	ADDQ          $0x00000080, R9
 	ADDQ          $0x00000080, R10
 	DECQ          R11
-	JNZ           nmmchunks_1631
+	JNZ           nmmchunks_1615
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -60762,11 +60427,11 @@ nmmchunks_1631:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1624
+	JMP           bmmtokensdone_1608
 
-bmmtokens_1630:
+bmmtokens_1614:
 	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1632
+	JNE  bmmtokens_1616
 
 	// nibble tile 4 rows × 2 tokens
 	MOVQ         (SP), AX
@@ -60806,7 +60471,7 @@ bmmtokens_1630:
 	MOVQ         n+104(FP), R11
 	SHRQ         $0x07, R11
 
-nmmchunks_1633:
+nmmchunks_1617:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z12
 	VPANDD        Z0, Z12, Z11
@@ -60910,7 +60575,7 @@ nmmchunks_1633:
 	ADDQ          $0x00000080, R9
 	ADDQ          $0x00000080, R10
 	DECQ          R11
-	JNZ           nmmchunks_1633
+	JNZ           nmmchunks_1617
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -60991,11 +60656,11 @@ nmmchunks_1633:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1624
+	JMP           bmmtokensdone_1608
 
-bmmtokens_1632:
+bmmtokens_1616:
 	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1634
+	JNE  bmmtokens_1618
 
 	// nibble tile 4 rows × 1 tokens
 	MOVQ         (SP), AX
@@ -61031,7 +60696,7 @@ bmmtokens_1632:
 	MOVQ         n+104(FP), R10
 	SHRQ         $0x07, R10
 
-nmmchunks_1635:
+nmmchunks_1619:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z8
 	VPANDD        Z0, Z8, Z7
@@ -61103,7 +60768,7 @@ nmmchunks_1635:
 	ADDQ          $0x00000080, R8
 	ADDQ          $0x00000080, R9
 	DECQ          R10
-	JNZ           nmmchunks_1635
+	JNZ           nmmchunks_1619
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -61146,16 +60811,16 @@ nmmchunks_1635:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(CX*2), AX
 	VMOVSS        X1, (AX)(CX*1)
-	JMP           bmmtokensdone_1624
+	JMP           bmmtokensdone_1608
 
-bmmtokens_1634:
-bmmtokensdone_1624:
+bmmtokens_1618:
+bmmtokensdone_1608:
 	MOVQ  n+104(FP), AX
 	SHRQ  $0x01, AX
 	ADDQ  AX, (SP)
 	ADDQ  $0x04, 8(SP)
 	DECQ  16(SP)
-	JNZ   bmmquads_1621
+	JNZ   bmmquads_1605
 	MOVQ  rows+48(FP), AX
 	MOVQ  rows+48(FP), CX
 	SHRQ  $0x02, AX
@@ -61172,13 +60837,13 @@ bmmtokensdone_1624:
 	MOVQ  DX, (SP)
 	MOVQ  BX, 8(SP)
 
-bmmquadsdone_1620:
+bmmquadsdone_1604:
 	MOVQ rows+48(FP), AX
 	ANDQ $0x03, AX
 	MOVQ AX, 16(SP)
-	JZ   bmmsinglesdone_1636
+	JZ   bmmsinglesdone_1620
 
-bmmsingles_1637:
+bmmsingles_1621:
 	MOVQ x_base+56(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ xBias_base+80(FP), AX
@@ -61188,9 +60853,9 @@ bmmsingles_1637:
 	MOVQ tokens+112(FP), AX
 	MOVQ AX, 48(SP)
 
-bmmtokens_1638:
+bmmtokens_1622:
 	CMPQ 48(SP), $0x06
-	JB   bmmtokenstail_1639
+	JB   bmmtokenstail_1623
 
 	// nibble tile 1 rows × 6 tokens
 	MOVQ         (SP), AX
@@ -61224,7 +60889,7 @@ bmmtokens_1638:
 	MOVQ         n+104(FP), R9
 	SHRQ         $0x07, R9
 
-nmmchunks_1641:
+nmmchunks_1625:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z10
 	VPANDD        Z0, Z10, Z9
@@ -61288,7 +60953,7 @@ nmmchunks_1641:
 	ADDQ          $0x00000080, SI
 	ADDQ          $0x00000080, R8
 	DECQ          R9
-	JNZ           nmmchunks_1641
+	JNZ           nmmchunks_1625
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -61359,11 +61024,11 @@ nmmchunks_1641:
 	IMUL3Q        $0x00000018, AX, AX
 	ADDQ          AX, 40(SP)
 	SUBQ          $0x06, 48(SP)
-	JMP           bmmtokens_1638
+	JMP           bmmtokens_1622
 
-bmmtokenstail_1639:
+bmmtokenstail_1623:
 	CMPQ 48(SP), $0x05
-	JNE  bmmtokens_1642
+	JNE  bmmtokens_1626
 
 	// nibble tile 1 rows × 5 tokens
 	MOVQ         (SP), AX
@@ -61396,7 +61061,7 @@ bmmtokenstail_1639:
 	MOVQ         n+104(FP), R9
 	SHRQ         $0x07, R9
 
-nmmchunks_1643:
+nmmchunks_1627:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z9
 	VPANDD        Z0, Z9, Z8
@@ -61452,7 +61117,7 @@ nmmchunks_1643:
 	ADDQ          $0x00000080, SI
 	ADDQ          $0x00000080, R8
 	DECQ          R9
-	JNZ           nmmchunks_1643
+	JNZ           nmmchunks_1627
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -61505,11 +61170,11 @@ nmmchunks_1643:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1640
+	JMP           bmmtokensdone_1624
 
-bmmtokens_1642:
+bmmtokens_1626:
 	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1644
+	JNE  bmmtokens_1628
 
 	// nibble tile 1 rows × 4 tokens
 	MOVQ         (SP), AX
@@ -61541,7 +61206,7 @@ bmmtokens_1642:
 	MOVQ         n+104(FP), R9
 	SHRQ         $0x07, R9
 
-nmmchunks_1645:
+nmmchunks_1629:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z8
 	VPANDD        Z0, Z8, Z7
@@ -61589,7 +61254,7 @@ nmmchunks_1645:
 	ADDQ          $0x00000080, SI
 	ADDQ          $0x00000080, R8
 	DECQ          R9
-	JNZ           nmmchunks_1645
+	JNZ           nmmchunks_1629
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -61632,11 +61297,11 @@ nmmchunks_1645:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1640
+	JMP           bmmtokensdone_1624
 
-bmmtokens_1644:
+bmmtokens_1628:
 	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1646
+	JNE  bmmtokens_1630
 
 	// nibble tile 1 rows × 3 tokens
 	MOVQ         (SP), AX
@@ -61664,7 +61329,7 @@ bmmtokens_1644:
 	MOVQ         n+104(FP), DI
 	SHRQ         $0x07, DI
 
-nmmchunks_1647:
+nmmchunks_1631:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z7
 	VPANDD        Z0, Z7, Z6
@@ -61702,7 +61367,7 @@ nmmchunks_1647:
 	ADDQ          $0x00000080, BX
 	ADDQ          $0x00000080, SI
 	DECQ          DI
-	JNZ           nmmchunks_1647
+	JNZ           nmmchunks_1631
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -61735,11 +61400,11 @@ nmmchunks_1647:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1640
+	JMP           bmmtokensdone_1624
 
-bmmtokens_1646:
+bmmtokens_1630:
 	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1648
+	JNE  bmmtokens_1632
 
 	// nibble tile 1 rows × 2 tokens
 	MOVQ         (SP), AX
@@ -61766,7 +61431,7 @@ bmmtokens_1646:
 	MOVQ         n+104(FP), DI
 	SHRQ         $0x07, DI
 
-nmmchunks_1649:
+nmmchunks_1633:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z6
 	VPANDD        Z0, Z6, Z5
@@ -61796,7 +61461,7 @@ nmmchunks_1649:
 	ADDQ          $0x00000080, BX
 	ADDQ          $0x00000080, SI
 	DECQ          DI
-	JNZ           nmmchunks_1649
+	JNZ           nmmchunks_1633
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -61819,11 +61484,11 @@ nmmchunks_1649:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1640
+	JMP           bmmtokensdone_1624
 
-bmmtokens_1648:
+bmmtokens_1632:
 	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1650
+	JNE  bmmtokens_1634
 
 	// nibble tile 1 rows × 1 tokens
 	MOVQ         (SP), AX
@@ -61849,7 +61514,7 @@ bmmtokens_1648:
 	MOVQ         n+104(FP), SI
 	SHRQ         $0x07, SI
 
-nmmchunks_1651:
+nmmchunks_1635:
 	PREFETCHNTA   2048(AX)
 	VMOVDQU64     (AX), Z5
 	VPANDD        Z0, Z5, Z4
@@ -61871,7 +61536,7 @@ nmmchunks_1651:
 	ADDQ          $0x00000080, DX
 	ADDQ          $0x00000080, BX
 	DECQ          SI
-	JNZ           nmmchunks_1651
+	JNZ           nmmchunks_1635
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -61884,18 +61549,18 @@ nmmchunks_1651:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1640
+	JMP           bmmtokensdone_1624
 
-bmmtokens_1650:
-bmmtokensdone_1640:
+bmmtokens_1634:
+bmmtokensdone_1624:
 	MOVQ n+104(FP), AX
 	SHRQ $0x01, AX
 	ADDQ AX, (SP)
 	ADDQ $0x04, 8(SP)
 	DECQ 16(SP)
-	JNZ  bmmsingles_1637
+	JNZ  bmmsingles_1621
 
-bmmsinglesdone_1636:
+bmmsinglesdone_1620:
 	VZEROUPPER
 	RET
 
@@ -61918,9 +61583,9 @@ TEXT ·dotSixRowsAVX2(SB), NOSPLIT, $8-120
 	SHRQ         $0x01, SI
 	MOVQ         SI, (SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1652
+	JZ           pairsdone_1636
 
-pairs_1653:
+pairs_1637:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -61936,7 +61601,7 @@ pairs_1653:
 	VXORPS Y4, Y4, Y4
 	XORQ   R13, R13
 
-sixblocks_1654:
+sixblocks_1638:
 	PREFETCHT1   16384(AX)(R13*8)
 	PREFETCHT1   16448(AX)(R13*8)
 	PREFETCHT1   16512(AX)(R13*8)
@@ -62097,7 +61762,7 @@ sixblocks_1654:
 	ADDQ         $0x00000100, R10
 	ADDQ         $0x40, R11
 	CMPQ         R13, R12
-	JB           sixblocks_1654
+	JB           sixblocks_1638
 	VEXTRACTF128 $0x01, Y3, X5
 	VADDPS       X3, X5, X5
 	VPSHUFD      $0x4e, X5, X3
@@ -62117,7 +61782,7 @@ sixblocks_1654:
 	ADDQ         DI, CX
 	ADDQ         $0x04, BX
 	DECQ         SI
-	JNZ          pairs_1653
+	JNZ          pairs_1637
 	MOVQ         (SP), SI
 	IMULQ        DX, SI
 	ADDQ         SI, AX
@@ -62127,10 +61792,10 @@ sixblocks_1654:
 	MOVQ         (SP), SI
 	LEAQ         (BX)(SI*4), BX
 
-pairsdone_1652:
+pairsdone_1636:
 	MOVQ   out_len+104(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1655
+	JZ     noodd_1639
 	MOVQ   x_base+48(FP), DX
 	MOVQ   xBias_base+72(FP), SI
 	MOVQ   x_len+56(FP), DI
@@ -62139,7 +61804,7 @@ pairsdone_1652:
 	VXORPS Y3, Y3, Y3
 	XORQ   R8, R8
 
-sixblocks_1656:
+sixblocks_1640:
 	PREFETCHT1   16384(AX)(R8*8)
 	PREFETCHT1   16448(AX)(R8*8)
 	PREFETCHT1   16512(AX)(R8*8)
@@ -62222,7 +61887,7 @@ sixblocks_1656:
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x40, SI
 	CMPQ         R8, DI
-	JB           sixblocks_1656
+	JB           sixblocks_1640
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X3, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -62231,7 +61896,7 @@ sixblocks_1656:
 	VADDPS       X1, X0, X0
 	VMOVSS       X0, (BX)
 
-noodd_1655:
+noodd_1639:
 	VZEROUPPER
 	RET
 
@@ -62253,9 +61918,9 @@ TEXT ·dotSixRowsVNNI(SB), NOSPLIT, $8-120
 	SHRQ         $0x01, SI
 	MOVQ         SI, (SP)
 	TESTQ        SI, SI
-	JZ           pairsdone_1657
+	JZ           pairsdone_1641
 
-pairs_1658:
+pairs_1642:
 	MOVQ   (SP), R8
 	IMULQ  DX, R8
 	ADDQ   AX, R8
@@ -62271,7 +61936,7 @@ pairs_1658:
 	VPXORD Z3, Z3, Z3
 	XORQ   R13, R13
 
-sixblocks_1659:
+sixblocks_1643:
 	VMOVDQU64     (R10), Z4
 	VMOVDQU64     64(R10), Z5
 	VMOVDQU64     128(R10), Z6
@@ -62338,7 +62003,7 @@ sixblocks_1659:
 	ADDQ          $0x00000100, R10
 	ADDQ          $0x40, R11
 	CMPQ          R13, R12
-	JB            sixblocks_1659
+	JB            sixblocks_1643
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        Y2, Y4, Y4
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -62362,7 +62027,7 @@ sixblocks_1659:
 	ADDQ          DI, CX
 	ADDQ          $0x04, BX
 	DECQ          SI
-	JNZ           pairs_1658
+	JNZ           pairs_1642
 	MOVQ          (SP), SI
 	IMULQ         DX, SI
 	ADDQ          SI, AX
@@ -62372,10 +62037,10 @@ sixblocks_1659:
 	MOVQ          (SP), SI
 	LEAQ          (BX)(SI*4), BX
 
-pairsdone_1657:
+pairsdone_1641:
 	MOVQ   out_len+104(FP), DX
 	TESTQ  $0x00000001, DX
-	JZ     noodd_1660
+	JZ     noodd_1644
 	MOVQ   x_base+48(FP), DX
 	MOVQ   xBias_base+72(FP), SI
 	MOVQ   x_len+56(FP), DI
@@ -62384,7 +62049,7 @@ pairsdone_1657:
 	VPXORD Z2, Z2, Z2
 	XORQ   R8, R8
 
-sixblocks_1661:
+sixblocks_1645:
 	VMOVDQU64     (DX), Z3
 	VMOVDQU64     64(DX), Z4
 	VMOVDQU64     128(DX), Z5
@@ -62422,7 +62087,7 @@ sixblocks_1661:
 	ADDQ          $0x00000100, DX
 	ADDQ          $0x40, SI
 	CMPQ          R8, DI
-	JB            sixblocks_1661
+	JB            sixblocks_1645
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        Y2, Y0, Y0
 	VEXTRACTF32X4 $0x01, Y0, X1
@@ -62433,7 +62098,7 @@ sixblocks_1661:
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (BX)
 
-noodd_1660:
+noodd_1644:
 	VZEROUPPER
 	RET
 
@@ -62453,9 +62118,9 @@ TEXT ·dotSixRowsVNNIHW(SB), NOSPLIT, $40-120
 	MOVQ         AX, (SP)
 	MOVQ         AX, 32(SP)
 	TESTQ        AX, AX
-	JZ           quadsdone_1662
+	JZ           quadsdone_1646
 
-quads_1663:
+quads_1647:
 	MOVQ   x_len+56(FP), AX
 	SHRQ   $0x02, AX
 	LEAQ   (AX)(AX*2), AX
@@ -62483,7 +62148,7 @@ quads_1663:
 	VPXORD Z5, Z5, Z5
 	XORQ   R13, R13
 
-sixblocks_1664:
+sixblocks_1648:
 	VMOVDQU64     (R10), Z6
 	VMOVDQU64     64(R10), Z7
 	VMOVDQU64     128(R10), Z8
@@ -62596,7 +62261,7 @@ sixblocks_1664:
 	ADDQ          $0x00000100, R10
 	ADDQ          $0x40, R11
 	CMPQ          R13, R12
-	JB            sixblocks_1664
+	JB            sixblocks_1648
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        Y2, Y6, Y6
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -62647,9 +62312,9 @@ sixblocks_1664:
 	ADDQ          AX, 16(SP)
 	ADDQ          $0x04, 24(SP)
 	DECQ          32(SP)
-	JNZ           quads_1663
+	JNZ           quads_1647
 
-quadsdone_1662:
+quadsdone_1646:
 	MOVQ  8(SP), AX
 	MOVQ  16(SP), CX
 	MOVQ  24(SP), DX
@@ -62671,9 +62336,9 @@ quadsdone_1662:
 	ADDQ  BX, CX
 	MOVQ  out_len+104(FP), BX
 	ANDQ  $0x03, BX
-	JZ    blocksingledone_1666
+	JZ    blocksingledone_1650
 
-blocksingle_1665:
+blocksingle_1649:
 	MOVQ   x_base+48(FP), SI
 	MOVQ   xBias_base+72(FP), DI
 	MOVQ   x_len+56(FP), R8
@@ -62682,7 +62347,7 @@ blocksingle_1665:
 	VPXORD Z2, Z2, Z2
 	XORQ   R9, R9
 
-sixblocks_1667:
+sixblocks_1651:
 	VMOVDQU64     (SI), Z3
 	VMOVDQU64     64(SI), Z4
 	VMOVDQU64     128(SI), Z5
@@ -62717,7 +62382,7 @@ sixblocks_1667:
 	ADDQ          $0x00000100, SI
 	ADDQ          $0x40, DI
 	CMPQ          R9, R8
-	JB            sixblocks_1667
+	JB            sixblocks_1651
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        Y2, Y3, Y3
 	VEXTRACTF32X4 $0x01, Y3, X2
@@ -62737,9 +62402,9 @@ sixblocks_1667:
 	ADDQ          SI, CX
 	ADDQ          $0x04, DX
 	DECQ          BX
-	JNZ           blocksingle_1665
+	JNZ           blocksingle_1649
 
-blocksingledone_1666:
+blocksingledone_1650:
 	VZEROUPPER
 	RET
 
@@ -62754,9 +62419,9 @@ TEXT ·dotSixMatMulVNNI(SB), NOSPLIT, $56-152
 	SHRQ  $0x02, AX
 	MOVQ  AX, 16(SP)
 	TESTQ AX, AX
-	JZ    bmmquadsdone_1668
+	JZ    bmmquadsdone_1652
 
-bmmquads_1669:
+bmmquads_1653:
 	MOVQ x_base+56(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ xBias_base+80(FP), AX
@@ -62766,9 +62431,9 @@ bmmquads_1669:
 	MOVQ tokens+112(FP), AX
 	MOVQ AX, 48(SP)
 
-bmmtokens_1670:
+bmmtokens_1654:
 	CMPQ 48(SP), $0x05
-	JB   bmmtokenstail_1671
+	JB   bmmtokenstail_1655
 
 	// six tile 4 rows × 5 tokens
 	MOVQ         (SP), AX
@@ -62824,7 +62489,7 @@ bmmtokens_1670:
 	MOVQ         n+104(FP), R14
 	SHRQ         $0x08, R14
 
-smmblocks_1673:
+smmblocks_1657:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16448(AX)
 	PREFETCHT1    16512(AX)
@@ -63078,7 +62743,7 @@ smmblocks_1673:
 	ADDQ          $0x00000040, R10
 	ADDQ          $0x00000040, R13
 	DECQ          R14
-	JNZ           smmblocks_1673
+	JNZ           smmblocks_1657
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -63282,11 +62947,11 @@ smmblocks_1673:
 	IMUL3Q        $0x00000014, AX, AX
 	ADDQ          AX, 40(SP)
 	SUBQ          $0x05, 48(SP)
-	JMP           bmmtokens_1670
+	JMP           bmmtokens_1654
 
-bmmtokenstail_1671:
+bmmtokenstail_1655:
 	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1674
+	JNE  bmmtokens_1658
 
 	// six tile 4 rows × 4 tokens
 	MOVQ         (SP), AX
@@ -63338,7 +63003,7 @@ bmmtokenstail_1671:
 	MOVQ         n+104(FP), R14
 	SHRQ         $0x08, R14
 
-smmblocks_1675:
+smmblocks_1659:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16448(AX)
 	PREFETCHT1    16512(AX)
@@ -63560,7 +63225,7 @@ smmblocks_1675:
 	ADDQ          $0x00000040, R10
 	ADDQ          $0x00000040, R13
 	DECQ          R14
-	JNZ           smmblocks_1675
+	JNZ           smmblocks_1659
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -63717,11 +63382,11 @@ smmblocks_1675:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1672
+	JMP           bmmtokensdone_1656
 
-bmmtokens_1674:
+bmmtokens_1658:
 	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1676
+	JNE  bmmtokens_1660
 
 	// six tile 4 rows × 3 tokens
 	MOVQ         (SP), AX
@@ -63766,7 +63431,7 @@ bmmtokens_1674:
 	MOVQ         n+104(FP), R12
 	SHRQ         $0x08, R12
 
-smmblocks_1677:
+smmblocks_1661:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16448(AX)
 	PREFETCHT1    16512(AX)
@@ -63954,7 +63619,7 @@ smmblocks_1677:
 	ADDQ          $0x00000100, R9
 	ADDQ          $0x00000040, R10
 	DECQ          R12
-	JNZ           smmblocks_1677
+	JNZ           smmblocks_1661
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -64073,11 +63738,11 @@ smmblocks_1677:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1672
+	JMP           bmmtokensdone_1656
 
-bmmtokens_1676:
+bmmtokens_1660:
 	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1678
+	JNE  bmmtokens_1662
 
 	// six tile 4 rows × 2 tokens
 	MOVQ         (SP), AX
@@ -64118,7 +63783,7 @@ bmmtokens_1676:
 	MOVQ         n+104(FP), R12
 	SHRQ         $0x08, R12
 
-smmblocks_1679:
+smmblocks_1663:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16448(AX)
 	PREFETCHT1    16512(AX)
@@ -64274,7 +63939,7 @@ smmblocks_1679:
 	ADDQ          $0x00000100, R9
 	ADDQ          $0x00000040, R10
 	DECQ          R12
-	JNZ           smmblocks_1679
+	JNZ           smmblocks_1663
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -64355,11 +64020,11 @@ smmblocks_1679:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1672
+	JMP           bmmtokensdone_1656
 
-bmmtokens_1678:
+bmmtokens_1662:
 	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1680
+	JNE  bmmtokens_1664
 
 	// six tile 4 rows × 1 tokens
 	MOVQ         (SP), AX
@@ -64396,7 +64061,7 @@ bmmtokens_1678:
 	MOVQ         n+104(FP), R10
 	SHRQ         $0x08, R10
 
-smmblocks_1681:
+smmblocks_1665:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16448(AX)
 	PREFETCHT1    16512(AX)
@@ -64520,7 +64185,7 @@ smmblocks_1681:
 	ADDQ          $0x00000100, R8
 	ADDQ          $0x00000040, R9
 	DECQ          R10
-	JNZ           smmblocks_1681
+	JNZ           smmblocks_1665
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -64563,17 +64228,17 @@ smmblocks_1681:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(CX*2), AX
 	VMOVSS        X1, (AX)(CX*1)
-	JMP           bmmtokensdone_1672
+	JMP           bmmtokensdone_1656
 
-bmmtokens_1680:
-bmmtokensdone_1672:
+bmmtokens_1664:
+bmmtokensdone_1656:
 	MOVQ  n+104(FP), AX
 	SHRQ  $0x02, AX
 	LEAQ  (AX)(AX*2), AX
 	ADDQ  AX, (SP)
 	ADDQ  $0x04, 8(SP)
 	DECQ  16(SP)
-	JNZ   bmmquads_1669
+	JNZ   bmmquads_1653
 	MOVQ  rows+48(FP), AX
 	MOVQ  rows+48(FP), CX
 	SHRQ  $0x02, AX
@@ -64591,13 +64256,13 @@ bmmtokensdone_1672:
 	MOVQ  DX, (SP)
 	MOVQ  BX, 8(SP)
 
-bmmquadsdone_1668:
+bmmquadsdone_1652:
 	MOVQ rows+48(FP), AX
 	ANDQ $0x03, AX
 	MOVQ AX, 16(SP)
-	JZ   bmmsinglesdone_1682
+	JZ   bmmsinglesdone_1666
 
-bmmsingles_1683:
+bmmsingles_1667:
 	MOVQ x_base+56(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ xBias_base+80(FP), AX
@@ -64607,9 +64272,9 @@ bmmsingles_1683:
 	MOVQ tokens+112(FP), AX
 	MOVQ AX, 48(SP)
 
-bmmtokens_1684:
+bmmtokens_1668:
 	CMPQ 48(SP), $0x05
-	JB   bmmtokenstail_1685
+	JB   bmmtokenstail_1669
 
 	// six tile 1 rows × 5 tokens
 	MOVQ         (SP), AX
@@ -64643,7 +64308,7 @@ bmmtokens_1684:
 	MOVQ         n+104(FP), R10
 	SHRQ         $0x08, R10
 
-smmblocks_1687:
+smmblocks_1671:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16448(AX)
 	PREFETCHT1    16512(AX)
@@ -64712,7 +64377,7 @@ smmblocks_1687:
 	ADDQ          $0x00000040, SI
 	ADDQ          $0x00000040, R9
 	DECQ          R10
-	JNZ           smmblocks_1687
+	JNZ           smmblocks_1671
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -64774,11 +64439,11 @@ smmblocks_1687:
 	IMUL3Q        $0x00000014, AX, AX
 	ADDQ          AX, 40(SP)
 	SUBQ          $0x05, 48(SP)
-	JMP           bmmtokens_1684
+	JMP           bmmtokens_1668
 
-bmmtokenstail_1685:
+bmmtokenstail_1669:
 	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1688
+	JNE  bmmtokens_1672
 
 	// six tile 1 rows × 4 tokens
 	MOVQ         (SP), AX
@@ -64811,7 +64476,7 @@ bmmtokenstail_1685:
 	MOVQ         n+104(FP), R10
 	SHRQ         $0x08, R10
 
-smmblocks_1689:
+smmblocks_1673:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16448(AX)
 	PREFETCHT1    16512(AX)
@@ -64872,7 +64537,7 @@ smmblocks_1689:
 	ADDQ          $0x00000040, SI
 	ADDQ          $0x00000040, R9
 	DECQ          R10
-	JNZ           smmblocks_1689
+	JNZ           smmblocks_1673
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -64915,11 +64580,11 @@ smmblocks_1689:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1686
+	JMP           bmmtokensdone_1670
 
-bmmtokens_1688:
+bmmtokens_1672:
 	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1690
+	JNE  bmmtokens_1674
 
 	// six tile 1 rows × 3 tokens
 	MOVQ         (SP), AX
@@ -64948,7 +64613,7 @@ bmmtokens_1688:
 	MOVQ         n+104(FP), R8
 	SHRQ         $0x08, R8
 
-smmblocks_1691:
+smmblocks_1675:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16448(AX)
 	PREFETCHT1    16512(AX)
@@ -64999,7 +64664,7 @@ smmblocks_1691:
 	ADDQ          $0x00000100, BX
 	ADDQ          $0x00000040, SI
 	DECQ          R8
-	JNZ           smmblocks_1691
+	JNZ           smmblocks_1675
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -65032,11 +64697,11 @@ smmblocks_1691:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1686
+	JMP           bmmtokensdone_1670
 
-bmmtokens_1690:
+bmmtokens_1674:
 	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1692
+	JNE  bmmtokens_1676
 
 	// six tile 1 rows × 2 tokens
 	MOVQ         (SP), AX
@@ -65064,7 +64729,7 @@ bmmtokens_1690:
 	MOVQ         n+104(FP), R8
 	SHRQ         $0x08, R8
 
-smmblocks_1693:
+smmblocks_1677:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16448(AX)
 	PREFETCHT1    16512(AX)
@@ -65107,7 +64772,7 @@ smmblocks_1693:
 	ADDQ          $0x00000100, BX
 	ADDQ          $0x00000040, SI
 	DECQ          R8
-	JNZ           smmblocks_1693
+	JNZ           smmblocks_1677
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -65130,11 +64795,11 @@ smmblocks_1693:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1686
+	JMP           bmmtokensdone_1670
 
-bmmtokens_1692:
+bmmtokens_1676:
 	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1694
+	JNE  bmmtokens_1678
 
 	// six tile 1 rows × 1 tokens
 	MOVQ         (SP), AX
@@ -65161,7 +64826,7 @@ bmmtokens_1692:
 	MOVQ         n+104(FP), SI
 	SHRQ         $0x08, SI
 
-smmblocks_1695:
+smmblocks_1679:
 	PREFETCHT1    16384(AX)
 	PREFETCHT1    16448(AX)
 	PREFETCHT1    16512(AX)
@@ -65196,7 +64861,7 @@ smmblocks_1695:
 	ADDQ          $0x00000100, DX
 	ADDQ          $0x00000040, BX
 	DECQ          SI
-	JNZ           smmblocks_1695
+	JNZ           smmblocks_1679
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -65209,19 +64874,19 @@ smmblocks_1695:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1686
+	JMP           bmmtokensdone_1670
 
-bmmtokens_1694:
-bmmtokensdone_1686:
+bmmtokens_1678:
+bmmtokensdone_1670:
 	MOVQ n+104(FP), AX
 	SHRQ $0x02, AX
 	LEAQ (AX)(AX*2), AX
 	ADDQ AX, (SP)
 	ADDQ $0x04, 8(SP)
 	DECQ 16(SP)
-	JNZ  bmmsingles_1683
+	JNZ  bmmsingles_1667
 
-bmmsinglesdone_1682:
+bmmsinglesdone_1666:
 	VZEROUPPER
 	RET
 
@@ -65236,9 +64901,9 @@ TEXT ·dotSixMatMulVNNIHW(SB), NOSPLIT, $56-152
 	SHRQ  $0x02, AX
 	MOVQ  AX, 16(SP)
 	TESTQ AX, AX
-	JZ    bmmquadsdone_1696
+	JZ    bmmquadsdone_1680
 
-bmmquads_1697:
+bmmquads_1681:
 	MOVQ x_base+56(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ xBias_base+80(FP), AX
@@ -65248,9 +64913,9 @@ bmmquads_1697:
 	MOVQ tokens+112(FP), AX
 	MOVQ AX, 48(SP)
 
-bmmtokens_1698:
+bmmtokens_1682:
 	CMPQ 48(SP), $0x05
-	JB   bmmtokenstail_1699
+	JB   bmmtokenstail_1683
 
 	// six tile 4 rows × 5 tokens
 	MOVQ         (SP), AX
@@ -65306,7 +64971,7 @@ bmmtokens_1698:
 	MOVQ         n+104(FP), R14
 	SHRQ         $0x08, R14
 
-smmblocks_1701:
+smmblocks_1685:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2112(AX)
 	PREFETCHNTA   2176(AX)
@@ -65560,7 +65225,7 @@ smmblocks_1701:
 	ADDQ          $0x00000040, R10
 	ADDQ          $0x00000040, R13
 	DECQ          R14
-	JNZ           smmblocks_1701
+	JNZ           smmblocks_1685
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -65764,11 +65429,11 @@ smmblocks_1701:
 	IMUL3Q        $0x00000014, AX, AX
 	ADDQ          AX, 40(SP)
 	SUBQ          $0x05, 48(SP)
-	JMP           bmmtokens_1698
+	JMP           bmmtokens_1682
 
-bmmtokenstail_1699:
+bmmtokenstail_1683:
 	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1702
+	JNE  bmmtokens_1686
 
 	// six tile 4 rows × 4 tokens
 	MOVQ         (SP), AX
@@ -65820,7 +65485,7 @@ bmmtokenstail_1699:
 	MOVQ         n+104(FP), R14
 	SHRQ         $0x08, R14
 
-smmblocks_1703:
+smmblocks_1687:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2112(AX)
 	PREFETCHNTA   2176(AX)
@@ -66042,7 +65707,7 @@ smmblocks_1703:
 	ADDQ          $0x00000040, R10
 	ADDQ          $0x00000040, R13
 	DECQ          R14
-	JNZ           smmblocks_1703
+	JNZ           smmblocks_1687
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -66199,11 +65864,11 @@ smmblocks_1703:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1700
+	JMP           bmmtokensdone_1684
 
-bmmtokens_1702:
+bmmtokens_1686:
 	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1704
+	JNE  bmmtokens_1688
 
 	// six tile 4 rows × 3 tokens
 	MOVQ         (SP), AX
@@ -66248,7 +65913,7 @@ bmmtokens_1702:
 	MOVQ         n+104(FP), R12
 	SHRQ         $0x08, R12
 
-smmblocks_1705:
+smmblocks_1689:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2112(AX)
 	PREFETCHNTA   2176(AX)
@@ -66436,7 +66101,7 @@ smmblocks_1705:
 	ADDQ          $0x00000100, R9
 	ADDQ          $0x00000040, R10
 	DECQ          R12
-	JNZ           smmblocks_1705
+	JNZ           smmblocks_1689
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -66555,11 +66220,11 @@ smmblocks_1705:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1700
+	JMP           bmmtokensdone_1684
 
-bmmtokens_1704:
+bmmtokens_1688:
 	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1706
+	JNE  bmmtokens_1690
 
 	// six tile 4 rows × 2 tokens
 	MOVQ         (SP), AX
@@ -66600,7 +66265,7 @@ bmmtokens_1704:
 	MOVQ         n+104(FP), R12
 	SHRQ         $0x08, R12
 
-smmblocks_1707:
+smmblocks_1691:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2112(AX)
 	PREFETCHNTA   2176(AX)
@@ -66756,7 +66421,7 @@ smmblocks_1707:
 	ADDQ          $0x00000100, R9
 	ADDQ          $0x00000040, R10
 	DECQ          R12
-	JNZ           smmblocks_1707
+	JNZ           smmblocks_1691
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -66837,11 +66502,11 @@ smmblocks_1707:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(DX*2), AX
 	VMOVSS        X1, (AX)(DX*1)
-	JMP           bmmtokensdone_1700
+	JMP           bmmtokensdone_1684
 
-bmmtokens_1706:
+bmmtokens_1690:
 	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1708
+	JNE  bmmtokens_1692
 
 	// six tile 4 rows × 1 tokens
 	MOVQ         (SP), AX
@@ -66878,7 +66543,7 @@ bmmtokens_1706:
 	MOVQ         n+104(FP), R10
 	SHRQ         $0x08, R10
 
-smmblocks_1709:
+smmblocks_1693:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2112(AX)
 	PREFETCHNTA   2176(AX)
@@ -67002,7 +66667,7 @@ smmblocks_1709:
 	ADDQ          $0x00000100, R8
 	ADDQ          $0x00000040, R9
 	DECQ          R10
-	JNZ           smmblocks_1709
+	JNZ           smmblocks_1693
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -67045,17 +66710,17 @@ smmblocks_1709:
 	VADDPS        X0, X1, X1
 	LEAQ          (AX)(CX*2), AX
 	VMOVSS        X1, (AX)(CX*1)
-	JMP           bmmtokensdone_1700
+	JMP           bmmtokensdone_1684
 
-bmmtokens_1708:
-bmmtokensdone_1700:
+bmmtokens_1692:
+bmmtokensdone_1684:
 	MOVQ  n+104(FP), AX
 	SHRQ  $0x02, AX
 	LEAQ  (AX)(AX*2), AX
 	ADDQ  AX, (SP)
 	ADDQ  $0x04, 8(SP)
 	DECQ  16(SP)
-	JNZ   bmmquads_1697
+	JNZ   bmmquads_1681
 	MOVQ  rows+48(FP), AX
 	MOVQ  rows+48(FP), CX
 	SHRQ  $0x02, AX
@@ -67073,13 +66738,13 @@ bmmtokensdone_1700:
 	MOVQ  DX, (SP)
 	MOVQ  BX, 8(SP)
 
-bmmquadsdone_1696:
+bmmquadsdone_1680:
 	MOVQ rows+48(FP), AX
 	ANDQ $0x03, AX
 	MOVQ AX, 16(SP)
-	JZ   bmmsinglesdone_1710
+	JZ   bmmsinglesdone_1694
 
-bmmsingles_1711:
+bmmsingles_1695:
 	MOVQ x_base+56(FP), AX
 	MOVQ AX, 24(SP)
 	MOVQ xBias_base+80(FP), AX
@@ -67089,9 +66754,9 @@ bmmsingles_1711:
 	MOVQ tokens+112(FP), AX
 	MOVQ AX, 48(SP)
 
-bmmtokens_1712:
+bmmtokens_1696:
 	CMPQ 48(SP), $0x05
-	JB   bmmtokenstail_1713
+	JB   bmmtokenstail_1697
 
 	// six tile 1 rows × 5 tokens
 	MOVQ         (SP), AX
@@ -67125,7 +66790,7 @@ bmmtokens_1712:
 	MOVQ         n+104(FP), R10
 	SHRQ         $0x08, R10
 
-smmblocks_1715:
+smmblocks_1699:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2112(AX)
 	PREFETCHNTA   2176(AX)
@@ -67194,7 +66859,7 @@ smmblocks_1715:
 	ADDQ          $0x00000040, SI
 	ADDQ          $0x00000040, R9
 	DECQ          R10
-	JNZ           smmblocks_1715
+	JNZ           smmblocks_1699
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -67256,11 +66921,11 @@ smmblocks_1715:
 	IMUL3Q        $0x00000014, AX, AX
 	ADDQ          AX, 40(SP)
 	SUBQ          $0x05, 48(SP)
-	JMP           bmmtokens_1712
+	JMP           bmmtokens_1696
 
-bmmtokenstail_1713:
+bmmtokenstail_1697:
 	CMPQ 48(SP), $0x04
-	JNE  bmmtokens_1716
+	JNE  bmmtokens_1700
 
 	// six tile 1 rows × 4 tokens
 	MOVQ         (SP), AX
@@ -67293,7 +66958,7 @@ bmmtokenstail_1713:
 	MOVQ         n+104(FP), R10
 	SHRQ         $0x08, R10
 
-smmblocks_1717:
+smmblocks_1701:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2112(AX)
 	PREFETCHNTA   2176(AX)
@@ -67354,7 +67019,7 @@ smmblocks_1717:
 	ADDQ          $0x00000040, SI
 	ADDQ          $0x00000040, R9
 	DECQ          R10
-	JNZ           smmblocks_1717
+	JNZ           smmblocks_1701
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -67397,11 +67062,11 @@ smmblocks_1717:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1714
+	JMP           bmmtokensdone_1698
 
-bmmtokens_1716:
+bmmtokens_1700:
 	CMPQ 48(SP), $0x03
-	JNE  bmmtokens_1718
+	JNE  bmmtokens_1702
 
 	// six tile 1 rows × 3 tokens
 	MOVQ         (SP), AX
@@ -67430,7 +67095,7 @@ bmmtokens_1716:
 	MOVQ         n+104(FP), R8
 	SHRQ         $0x08, R8
 
-smmblocks_1719:
+smmblocks_1703:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2112(AX)
 	PREFETCHNTA   2176(AX)
@@ -67481,7 +67146,7 @@ smmblocks_1719:
 	ADDQ          $0x00000100, BX
 	ADDQ          $0x00000040, SI
 	DECQ          R8
-	JNZ           smmblocks_1719
+	JNZ           smmblocks_1703
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -67514,11 +67179,11 @@ smmblocks_1719:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1714
+	JMP           bmmtokensdone_1698
 
-bmmtokens_1718:
+bmmtokens_1702:
 	CMPQ 48(SP), $0x02
-	JNE  bmmtokens_1720
+	JNE  bmmtokens_1704
 
 	// six tile 1 rows × 2 tokens
 	MOVQ         (SP), AX
@@ -67546,7 +67211,7 @@ bmmtokens_1718:
 	MOVQ         n+104(FP), R8
 	SHRQ         $0x08, R8
 
-smmblocks_1721:
+smmblocks_1705:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2112(AX)
 	PREFETCHNTA   2176(AX)
@@ -67589,7 +67254,7 @@ smmblocks_1721:
 	ADDQ          $0x00000100, BX
 	ADDQ          $0x00000040, SI
 	DECQ          R8
-	JNZ           smmblocks_1721
+	JNZ           smmblocks_1705
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -67612,11 +67277,11 @@ smmblocks_1721:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1714
+	JMP           bmmtokensdone_1698
 
-bmmtokens_1720:
+bmmtokens_1704:
 	CMPQ 48(SP), $0x01
-	JNE  bmmtokens_1722
+	JNE  bmmtokens_1706
 
 	// six tile 1 rows × 1 tokens
 	MOVQ         (SP), AX
@@ -67643,7 +67308,7 @@ bmmtokens_1720:
 	MOVQ         n+104(FP), SI
 	SHRQ         $0x08, SI
 
-smmblocks_1723:
+smmblocks_1707:
 	PREFETCHNTA   2048(AX)
 	PREFETCHNTA   2112(AX)
 	PREFETCHNTA   2176(AX)
@@ -67678,7 +67343,7 @@ smmblocks_1723:
 	ADDQ          $0x00000100, DX
 	ADDQ          $0x00000040, BX
 	DECQ          SI
-	JNZ           smmblocks_1723
+	JNZ           smmblocks_1707
 	MOVQ          40(SP), AX
 	MOVQ          outStride+144(FP), CX
 	SHLQ          $0x02, CX
@@ -67691,1279 +67356,19 @@ smmblocks_1723:
 	VPSHUFD       $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, (AX)
-	JMP           bmmtokensdone_1714
+	JMP           bmmtokensdone_1698
 
-bmmtokens_1722:
-bmmtokensdone_1714:
+bmmtokens_1706:
+bmmtokensdone_1698:
 	MOVQ n+104(FP), AX
 	SHRQ $0x02, AX
 	LEAQ (AX)(AX*2), AX
 	ADDQ AX, (SP)
 	ADDQ $0x04, 8(SP)
 	DECQ 16(SP)
-	JNZ  bmmsingles_1711
+	JNZ  bmmsingles_1695
 
-bmmsinglesdone_1710:
-	VZEROUPPER
-	RET
-
-// func dotI8RowsVNNILines(w []int8, stride int, x []int8, out []int32)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, MMX+
-TEXT ·dotI8RowsVNNILines(SB), NOSPLIT, $0-80
-	MOVQ         x_base+32(FP), AX
-	MOVQ         x_len+40(FP), CX
-	VPXORD       Z0, Z0, Z0
-	VPBROADCASTD bytes01<>+0(SB), Z1
-	MOVQ         CX, BX
-	ANDQ         $-64, BX
-	XORQ         DX, DX
-	CMPQ         DX, BX
-	JAE          loopdone_1725
-
-loop_1724:
-	VPDPBUSD (AX)(DX*1), Z1, Z0
-	ADDQ     $0x00000040, DX
-	CMPQ     DX, BX
-	JB       loop_1724
-
-loopdone_1725:
-	MOVQ       CX, BX
-	SUBQ       DX, BX
-	TESTQ      BX, BX
-	JZ         notail_1726
-	MOVQ       $-1, SI
-	BZHIQ      BX, SI, BX
-	KMOVQ      BX, K1
-	VMOVDQU8.Z (AX)(DX*1), K1, Z2
-	VPDPBUSD   Z2, Z1, Z0
-
-notail_1726:
-	VEXTRACTI64X4 $0x01, Z0, Y1
-	VPADDD        Y0, Y1, Y1
-	VEXTRACTI32X4 $0x01, Y1, X0
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VPSLLD        $0x07, X0, X0
-	VPBROADCASTD  X0, X0
-	VPBROADCASTD  bytes80<>+0(SB), Z1
-	MOVQ          w_base+0(FP), DX
-	MOVQ          out_base+56(FP), BX
-	MOVQ          out_len+64(FP), SI
-	SHRQ          $0x02, SI
-	TESTQ         SI, SI
-	JZ            spreaddone_1727
-	MOVQ          SI, DI
-	MOVQ          stride+24(FP), R8
-	IMULQ         R8, DI
-	MOVQ          SI, R8
-	SHLQ          $0x02, R8
-
-spread_1728:
-	LEAQ   (DX)(DI*1), R9
-	LEAQ   (R9)(DI*1), R10
-	LEAQ   (R10)(DI*1), R11
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	MOVQ   CX, R13
-	ANDQ   $-256, R13
-	XORQ   R12, R12
-	CMPQ   R12, R13
-	JAE    loopdone_1730
-
-loop_1729:
-	VMOVDQU64  (AX)(R12*1), Z6
-	PREFETCHT1 16384(DX)(R12*1)
-	VPXORD     (DX)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z2
-	PREFETCHT1 16384(R9)(R12*1)
-	VPXORD     (R9)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z3
-	PREFETCHT1 16384(R10)(R12*1)
-	VPXORD     (R10)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z4
-	PREFETCHT1 16384(R11)(R12*1)
-	VPXORD     (R11)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z5
-	VMOVDQU64  64(AX)(R12*1), Z6
-	PREFETCHT1 16448(DX)(R12*1)
-	VPXORD     64(DX)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z2
-	PREFETCHT1 16448(R9)(R12*1)
-	VPXORD     64(R9)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z3
-	PREFETCHT1 16448(R10)(R12*1)
-	VPXORD     64(R10)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z4
-	PREFETCHT1 16448(R11)(R12*1)
-	VPXORD     64(R11)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z5
-	VMOVDQU64  128(AX)(R12*1), Z6
-	PREFETCHT1 16512(DX)(R12*1)
-	VPXORD     128(DX)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z2
-	PREFETCHT1 16512(R9)(R12*1)
-	VPXORD     128(R9)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z3
-	PREFETCHT1 16512(R10)(R12*1)
-	VPXORD     128(R10)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z4
-	PREFETCHT1 16512(R11)(R12*1)
-	VPXORD     128(R11)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z5
-	VMOVDQU64  192(AX)(R12*1), Z6
-	PREFETCHT1 16576(DX)(R12*1)
-	VPXORD     192(DX)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z2
-	PREFETCHT1 16576(R9)(R12*1)
-	VPXORD     192(R9)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z3
-	PREFETCHT1 16576(R10)(R12*1)
-	VPXORD     192(R10)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z4
-	PREFETCHT1 16576(R11)(R12*1)
-	VPXORD     192(R11)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z5
-	ADDQ       $0x00000100, R12
-	CMPQ       R12, R13
-	JB         loop_1729
-
-loopdone_1730:
-room_1731:
-	LEAQ       64(R12), R13
-	CMPQ       R13, CX
-	JA         roomdone_1732
-	VMOVDQU64  (AX)(R12*1), Z6
-	PREFETCHT1 16384(DX)(R12*1)
-	VPXORD     (DX)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z2
-	PREFETCHT1 16384(R9)(R12*1)
-	VPXORD     (R9)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z3
-	PREFETCHT1 16384(R10)(R12*1)
-	VPXORD     (R10)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z4
-	PREFETCHT1 16384(R11)(R12*1)
-	VPXORD     (R11)(R12*1), Z1, Z7
-	VPDPBUSD   Z6, Z7, Z5
-	ADDQ       $0x40, R12
-	JMP        room_1731
-
-roomdone_1732:
-	MOVQ       CX, R13
-	SUBQ       R12, R13
-	TESTQ      R13, R13
-	JZ         notail_1733
-	MOVQ       $-1, R14
-	BZHIQ      R13, R14, R13
-	KMOVQ      R13, K1
-	VMOVDQU8.Z (AX)(R12*1), K1, Z6
-	VMOVDQU8.Z (DX)(R12*1), K1, Z7
-	VPXORD     Z1, Z7, Z7
-	VPDPBUSD   Z6, Z7, Z2
-	VMOVDQU8.Z (R9)(R12*1), K1, Z7
-	VPXORD     Z1, Z7, Z7
-	VPDPBUSD   Z6, Z7, Z3
-	VMOVDQU8.Z (R10)(R12*1), K1, Z7
-	VPXORD     Z1, Z7, Z7
-	VPDPBUSD   Z6, Z7, Z4
-	VMOVDQU8.Z (R11)(R12*1), K1, Z7
-	VPXORD     Z1, Z7, Z7
-	VPDPBUSD   Z6, Z7, Z5
-
-notail_1733:
-	VEXTRACTI64X4 $0x01, Z2, Y6
-	VPADDD        Y2, Y6, Y6
-	VEXTRACTI64X4 $0x01, Z3, Y2
-	VPADDD        Y3, Y2, Y2
-	VEXTRACTI64X4 $0x01, Z4, Y3
-	VPADDD        Y4, Y3, Y3
-	VEXTRACTI64X4 $0x01, Z5, Y4
-	VPADDD        Y5, Y4, Y4
-	VPUNPCKLDQ    Y2, Y6, Y5
-	VPUNPCKHDQ    Y2, Y6, Y2
-	VPADDD        Y2, Y5, Y5
-	VPUNPCKLDQ    Y4, Y3, Y2
-	VPUNPCKHDQ    Y4, Y3, Y3
-	VPADDD        Y3, Y2, Y2
-	VPUNPCKLQDQ   Y2, Y5, Y3
-	VPUNPCKHQDQ   Y2, Y5, Y2
-	VPADDD        Y2, Y3, Y3
-	VEXTRACTI32X4 $0x01, Y3, X2
-	VPADDD        X3, X2, X2
-	VPSUBD        X0, X2, X2
-	VMOVD         X2, (BX)
-	VPSHUFD       $0x01, X2, X3
-	VMOVD         X3, (BX)(R8*1)
-	VPSHUFD       $0x02, X2, X3
-	VMOVD         X3, (BX)(R8*2)
-	VPSHUFD       $0x03, X2, X2
-	LEAQ          (BX)(R8*2), R9
-	VMOVD         X2, (R9)(R8*1)
-	MOVQ          stride+24(FP), R9
-	ADDQ          R9, DX
-	ADDQ          $0x04, BX
-	DECQ          SI
-	JNZ           spread_1728
-	LEAQ          (DX)(DI*2), DX
-	ADDQ          DI, DX
-	LEAQ          (BX)(R8*2), BX
-	ADDQ          R8, BX
-
-spreaddone_1727:
-	MOVQ out_len+64(FP), SI
-	ANDQ $0x03, SI
-	JZ   singledone_1735
-
-single_1734:
-	VPXORD Z2, Z2, Z2
-	MOVQ   CX, R8
-	ANDQ   $-256, R8
-	XORQ   DI, DI
-	CMPQ   DI, R8
-	JAE    loopdone_1737
-
-loop_1736:
-	VMOVDQU64  (AX)(DI*1), Z3
-	PREFETCHT1 16384(DX)(DI*1)
-	VPXORD     (DX)(DI*1), Z1, Z4
-	VPDPBUSD   Z3, Z4, Z2
-	VMOVDQU64  64(AX)(DI*1), Z3
-	PREFETCHT1 16448(DX)(DI*1)
-	VPXORD     64(DX)(DI*1), Z1, Z4
-	VPDPBUSD   Z3, Z4, Z2
-	VMOVDQU64  128(AX)(DI*1), Z3
-	PREFETCHT1 16512(DX)(DI*1)
-	VPXORD     128(DX)(DI*1), Z1, Z4
-	VPDPBUSD   Z3, Z4, Z2
-	VMOVDQU64  192(AX)(DI*1), Z3
-	PREFETCHT1 16576(DX)(DI*1)
-	VPXORD     192(DX)(DI*1), Z1, Z4
-	VPDPBUSD   Z3, Z4, Z2
-	ADDQ       $0x00000100, DI
-	CMPQ       DI, R8
-	JB         loop_1736
-
-loopdone_1737:
-room_1738:
-	LEAQ       64(DI), R8
-	CMPQ       R8, CX
-	JA         roomdone_1739
-	VMOVDQU64  (AX)(DI*1), Z3
-	PREFETCHT1 16384(DX)(DI*1)
-	VPXORD     (DX)(DI*1), Z1, Z4
-	VPDPBUSD   Z3, Z4, Z2
-	ADDQ       $0x40, DI
-	JMP        room_1738
-
-roomdone_1739:
-	MOVQ       CX, R8
-	SUBQ       DI, R8
-	TESTQ      R8, R8
-	JZ         notail_1740
-	MOVQ       $-1, R9
-	BZHIQ      R8, R9, R8
-	KMOVQ      R8, K1
-	VMOVDQU8.Z (AX)(DI*1), K1, Z3
-	VMOVDQU8.Z (DX)(DI*1), K1, Z4
-	VPXORD     Z1, Z4, Z4
-	VPDPBUSD   Z3, Z4, Z2
-
-notail_1740:
-	VEXTRACTI64X4 $0x01, Z2, Y3
-	VPADDD        Y2, Y3, Y3
-	VEXTRACTI32X4 $0x01, Y3, X2
-	VPADDD        X3, X2, X2
-	VPSHUFD       $0x4e, X2, X3
-	VPADDD        X3, X2, X2
-	VPSHUFD       $0xb1, X2, X3
-	VPADDD        X3, X2, X2
-	VPSUBD        X0, X2, X2
-	VMOVD         X2, (BX)
-	MOVQ          stride+24(FP), DI
-	ADDQ          DI, DX
-	ADDQ          $0x04, BX
-	DECQ          SI
-	JNZ           single_1734
-
-singledone_1735:
-	VZEROUPPER
-	RET
-
-// func dotBlockRowsVNNILines(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
-// Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI, MMX+
-TEXT ·dotBlockRowsVNNILines(SB), NOSPLIT, $16-128
-	MOVQ         group+48(FP), AX
-	CMPQ         AX, $0x20
-	JE           group32_1741
-	VPBROADCASTD bytes80<>+0(SB), Z0
-	VMOVDQU32    permQuads<>+0(SB), Z1
-	MOVQ         w_base+0(FP), AX
-	MOVQ         scales_base+24(FP), CX
-	MOVQ         x_len+64(FP), DX
-	MOVQ         out_base+104(FP), BX
-	MOVQ         out_len+112(FP), SI
-	MOVQ         x_len+64(FP), DI
-	SHRQ         $0x02, DI
-	SHRQ         $0x01, SI
-	MOVQ         SI, (SP)
-	TESTQ        SI, SI
-	JZ           pairsdone_1742
-
-pairs_1743:
-	MOVQ   (SP), R8
-	IMULQ  DX, R8
-	ADDQ   AX, R8
-	MOVQ   (SP), R9
-	IMULQ  DI, R9
-	ADDQ   CX, R9
-	MOVQ   x_base+56(FP), R10
-	MOVQ   x_len+64(FP), R11
-	MOVQ   xBias_base+80(FP), R12
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	XORQ   R14, R14
-	MOVQ   R11, R15
-	ANDQ   $-256, R15
-	XORQ   R13, R13
-	CMPQ   R13, R15
-	JAE    loopdone_1745
-
-loop_1744:
-	VMOVDQU64       (R10)(R13*1), Z6
-	VMOVDQU32       (R12)(R13*1), Z7
-	PREFETCHT1      16384(AX)(R13*1)
-	VPXORD          (AX)(R13*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R14*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z2
-	PREFETCHT1      16384(R8)(R13*1)
-	VPXORD          (R8)(R13*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R9)(R14*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R14
-	VMOVDQU64       64(R10)(R13*1), Z6
-	VMOVDQU32       64(R12)(R13*1), Z7
-	PREFETCHT1      16448(AX)(R13*1)
-	VPXORD          64(AX)(R13*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R14*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z2
-	PREFETCHT1      16448(R8)(R13*1)
-	VPXORD          64(R8)(R13*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R9)(R14*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R14
-	VMOVDQU64       128(R10)(R13*1), Z6
-	VMOVDQU32       128(R12)(R13*1), Z7
-	PREFETCHT1      16512(AX)(R13*1)
-	VPXORD          128(AX)(R13*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R14*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z2
-	PREFETCHT1      16512(R8)(R13*1)
-	VPXORD          128(R8)(R13*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R9)(R14*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R14
-	VMOVDQU64       192(R10)(R13*1), Z6
-	VMOVDQU32       192(R12)(R13*1), Z7
-	PREFETCHT1      16576(AX)(R13*1)
-	VPXORD          192(AX)(R13*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R14*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z2
-	PREFETCHT1      16576(R8)(R13*1)
-	VPXORD          192(R8)(R13*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R9)(R14*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R14
-	ADDQ            $0x00000100, R13
-	CMPQ            R13, R15
-	JB              loop_1744
-
-loopdone_1745:
-room_1746:
-	LEAQ            64(R13), R15
-	CMPQ            R15, R11
-	JA              roomdone_1747
-	VMOVDQU64       (R10)(R13*1), Z6
-	VMOVDQU32       (R12)(R13*1), Z7
-	PREFETCHT1      16384(AX)(R13*1)
-	VPXORD          (AX)(R13*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (CX)(R14*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z2
-	PREFETCHT1      16384(R8)(R13*1)
-	VPXORD          (R8)(R13*1), Z0, Z4
-	VMOVDQA32       Z7, Z5
-	VPDPBUSD        Z6, Z4, Z5
-	VCVTDQ2PS       Z5, Z5
-	VBROADCASTF32X4 (R9)(R14*1), Z4
-	VPERMPS         Z4, Z1, Z4
-	VFMADD231PS     Z5, Z4, Z3
-	ADDQ            $0x10, R14
-	ADDQ            $0x40, R13
-	JMP             room_1746
-
-roomdone_1747:
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VADDPS        Y2, Y4, Y4
-	VEXTRACTF64X4 $0x01, Z3, Y2
-	VADDPS        Y3, Y2, Y2
-	VEXTRACTF32X4 $0x01, Y4, X3
-	VADDPS        X4, X3, X3
-	VPSHUFD       $0x4e, X3, X4
-	VADDPS        X4, X3, X3
-	VPSHUFD       $0xb1, X3, X4
-	VADDPS        X4, X3, X3
-	VEXTRACTF32X4 $0x01, Y2, X4
-	VADDPS        X2, X4, X4
-	VPSHUFD       $0x4e, X4, X2
-	VADDPS        X2, X4, X4
-	VPSHUFD       $0xb1, X4, X2
-	VADDPS        X2, X4, X4
-	VMOVSS        X3, (BX)
-	MOVQ          (SP), R8
-	VMOVSS        X4, (BX)(R8*4)
-	ADDQ          DX, AX
-	ADDQ          DI, CX
-	ADDQ          $0x04, BX
-	DECQ          SI
-	JNZ           pairs_1743
-	MOVQ          (SP), SI
-	IMULQ         DX, SI
-	ADDQ          SI, AX
-	MOVQ          (SP), SI
-	IMULQ         DI, SI
-	ADDQ          SI, CX
-	MOVQ          (SP), SI
-	LEAQ          (BX)(SI*4), BX
-
-pairsdone_1742:
-	MOVQ   out_len+112(FP), DX
-	TESTQ  $0x00000001, DX
-	JZ     noodd_1748
-	MOVQ   x_base+56(FP), DX
-	MOVQ   x_len+64(FP), SI
-	MOVQ   xBias_base+80(FP), DI
-	VPXORD Z2, Z2, Z2
-	XORQ   R9, R9
-	MOVQ   SI, R10
-	ANDQ   $-256, R10
-	XORQ   R8, R8
-	CMPQ   R8, R10
-	JAE    loopdone_1750
-
-loop_1749:
-	VMOVDQU64       (DX)(R8*1), Z5
-	VMOVDQU32       (DI)(R8*1), Z4
-	PREFETCHT1      16384(AX)(R8*1)
-	VPXORD          (AX)(R8*1), Z0, Z3
-	VMOVDQA32       Z4, Z4
-	VPDPBUSD        Z5, Z3, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R9*1), Z3
-	VPERMPS         Z3, Z1, Z3
-	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R9
-	VMOVDQU64       64(DX)(R8*1), Z5
-	VMOVDQU32       64(DI)(R8*1), Z4
-	PREFETCHT1      16448(AX)(R8*1)
-	VPXORD          64(AX)(R8*1), Z0, Z3
-	VMOVDQA32       Z4, Z4
-	VPDPBUSD        Z5, Z3, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R9*1), Z3
-	VPERMPS         Z3, Z1, Z3
-	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R9
-	VMOVDQU64       128(DX)(R8*1), Z5
-	VMOVDQU32       128(DI)(R8*1), Z4
-	PREFETCHT1      16512(AX)(R8*1)
-	VPXORD          128(AX)(R8*1), Z0, Z3
-	VMOVDQA32       Z4, Z4
-	VPDPBUSD        Z5, Z3, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R9*1), Z3
-	VPERMPS         Z3, Z1, Z3
-	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R9
-	VMOVDQU64       192(DX)(R8*1), Z5
-	VMOVDQU32       192(DI)(R8*1), Z4
-	PREFETCHT1      16576(AX)(R8*1)
-	VPXORD          192(AX)(R8*1), Z0, Z3
-	VMOVDQA32       Z4, Z4
-	VPDPBUSD        Z5, Z3, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R9*1), Z3
-	VPERMPS         Z3, Z1, Z3
-	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R9
-	ADDQ            $0x00000100, R8
-	CMPQ            R8, R10
-	JB              loop_1749
-
-loopdone_1750:
-room_1751:
-	LEAQ            64(R8), R10
-	CMPQ            R10, SI
-	JA              roomdone_1752
-	VMOVDQU64       (DX)(R8*1), Z5
-	VMOVDQU32       (DI)(R8*1), Z4
-	PREFETCHT1      16384(AX)(R8*1)
-	VPXORD          (AX)(R8*1), Z0, Z3
-	VMOVDQA32       Z4, Z4
-	VPDPBUSD        Z5, Z3, Z4
-	VCVTDQ2PS       Z4, Z4
-	VBROADCASTF32X4 (CX)(R9*1), Z3
-	VPERMPS         Z3, Z1, Z3
-	VFMADD231PS     Z4, Z3, Z2
-	ADDQ            $0x10, R9
-	ADDQ            $0x40, R8
-	JMP             room_1751
-
-roomdone_1752:
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (BX)
-
-noodd_1748:
-	VZEROUPPER
-	RET
-
-group32_1741:
-	VPBROADCASTD bytes80<>+0(SB), Z0
-	VMOVDQU32    permOctets<>+0(SB), Z1
-	MOVQ         w_base+0(FP), AX
-	MOVQ         scales_base+24(FP), CX
-	MOVQ         x_len+64(FP), DX
-	MOVQ         out_base+104(FP), BX
-	MOVQ         out_len+112(FP), SI
-	MOVQ         x_len+64(FP), DI
-	SHRQ         $0x03, DI
-	SHRQ         $0x01, SI
-	MOVQ         SI, 8(SP)
-	TESTQ        SI, SI
-	JZ           pairsdone_1753
-
-pairs_1754:
-	MOVQ   8(SP), R8
-	IMULQ  DX, R8
-	ADDQ   AX, R8
-	MOVQ   8(SP), R9
-	IMULQ  DI, R9
-	ADDQ   CX, R9
-	MOVQ   x_base+56(FP), R10
-	MOVQ   x_len+64(FP), R11
-	MOVQ   xBias_base+80(FP), R12
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	XORQ   R14, R14
-	MOVQ   R11, R15
-	ANDQ   $-256, R15
-	XORQ   R13, R13
-	CMPQ   R13, R15
-	JAE    loopdone_1756
-
-loop_1755:
-	VMOVDQU64    (R10)(R13*1), Z6
-	VMOVDQU32    (R12)(R13*1), Z7
-	PREFETCHT1   16384(AX)(R13*1)
-	VPXORD       (AX)(R13*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R14*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z2
-	PREFETCHT1   16384(R8)(R13*1)
-	VPXORD       (R8)(R13*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R9)(R14*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R14
-	VMOVDQU64    64(R10)(R13*1), Z6
-	VMOVDQU32    64(R12)(R13*1), Z7
-	PREFETCHT1   16448(AX)(R13*1)
-	VPXORD       64(AX)(R13*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R14*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z2
-	PREFETCHT1   16448(R8)(R13*1)
-	VPXORD       64(R8)(R13*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R9)(R14*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R14
-	VMOVDQU64    128(R10)(R13*1), Z6
-	VMOVDQU32    128(R12)(R13*1), Z7
-	PREFETCHT1   16512(AX)(R13*1)
-	VPXORD       128(AX)(R13*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R14*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z2
-	PREFETCHT1   16512(R8)(R13*1)
-	VPXORD       128(R8)(R13*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R9)(R14*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R14
-	VMOVDQU64    192(R10)(R13*1), Z6
-	VMOVDQU32    192(R12)(R13*1), Z7
-	PREFETCHT1   16576(AX)(R13*1)
-	VPXORD       192(AX)(R13*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R14*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z2
-	PREFETCHT1   16576(R8)(R13*1)
-	VPXORD       192(R8)(R13*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R9)(R14*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R14
-	ADDQ         $0x00000100, R13
-	CMPQ         R13, R15
-	JB           loop_1755
-
-loopdone_1756:
-room_1757:
-	LEAQ         64(R13), R15
-	CMPQ         R15, R11
-	JA           roomdone_1758
-	VMOVDQU64    (R10)(R13*1), Z6
-	VMOVDQU32    (R12)(R13*1), Z7
-	PREFETCHT1   16384(AX)(R13*1)
-	VPXORD       (AX)(R13*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (CX)(R14*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z2
-	PREFETCHT1   16384(R8)(R13*1)
-	VPXORD       (R8)(R13*1), Z0, Z4
-	VMOVDQA32    Z7, Z5
-	VPDPBUSD     Z6, Z4, Z5
-	VCVTDQ2PS    Z5, Z5
-	VBROADCASTSD (R9)(R14*1), Z4
-	VPERMPS      Z4, Z1, Z4
-	VFMADD231PS  Z5, Z4, Z3
-	ADDQ         $0x08, R14
-	ADDQ         $0x40, R13
-	JMP          room_1757
-
-roomdone_1758:
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VADDPS        Y2, Y4, Y4
-	VEXTRACTF64X4 $0x01, Z3, Y2
-	VADDPS        Y3, Y2, Y2
-	VEXTRACTF32X4 $0x01, Y4, X3
-	VADDPS        X4, X3, X3
-	VPSHUFD       $0x4e, X3, X4
-	VADDPS        X4, X3, X3
-	VPSHUFD       $0xb1, X3, X4
-	VADDPS        X4, X3, X3
-	VEXTRACTF32X4 $0x01, Y2, X4
-	VADDPS        X2, X4, X4
-	VPSHUFD       $0x4e, X4, X2
-	VADDPS        X2, X4, X4
-	VPSHUFD       $0xb1, X4, X2
-	VADDPS        X2, X4, X4
-	VMOVSS        X3, (BX)
-	MOVQ          8(SP), R8
-	VMOVSS        X4, (BX)(R8*4)
-	ADDQ          DX, AX
-	ADDQ          DI, CX
-	ADDQ          $0x04, BX
-	DECQ          SI
-	JNZ           pairs_1754
-	MOVQ          8(SP), SI
-	IMULQ         DX, SI
-	ADDQ          SI, AX
-	MOVQ          8(SP), SI
-	IMULQ         DI, SI
-	ADDQ          SI, CX
-	MOVQ          8(SP), SI
-	LEAQ          (BX)(SI*4), BX
-
-pairsdone_1753:
-	MOVQ   out_len+112(FP), DX
-	TESTQ  $0x00000001, DX
-	JZ     noodd_1759
-	MOVQ   x_base+56(FP), DX
-	MOVQ   x_len+64(FP), SI
-	MOVQ   xBias_base+80(FP), DI
-	VPXORD Z2, Z2, Z2
-	XORQ   R9, R9
-	MOVQ   SI, R10
-	ANDQ   $-256, R10
-	XORQ   R8, R8
-	CMPQ   R8, R10
-	JAE    loopdone_1761
-
-loop_1760:
-	VMOVDQU64    (DX)(R8*1), Z5
-	VMOVDQU32    (DI)(R8*1), Z4
-	PREFETCHT1   16384(AX)(R8*1)
-	VPXORD       (AX)(R8*1), Z0, Z3
-	VMOVDQA32    Z4, Z4
-	VPDPBUSD     Z5, Z3, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R9*1), Z3
-	VPERMPS      Z3, Z1, Z3
-	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R9
-	VMOVDQU64    64(DX)(R8*1), Z5
-	VMOVDQU32    64(DI)(R8*1), Z4
-	PREFETCHT1   16448(AX)(R8*1)
-	VPXORD       64(AX)(R8*1), Z0, Z3
-	VMOVDQA32    Z4, Z4
-	VPDPBUSD     Z5, Z3, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R9*1), Z3
-	VPERMPS      Z3, Z1, Z3
-	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R9
-	VMOVDQU64    128(DX)(R8*1), Z5
-	VMOVDQU32    128(DI)(R8*1), Z4
-	PREFETCHT1   16512(AX)(R8*1)
-	VPXORD       128(AX)(R8*1), Z0, Z3
-	VMOVDQA32    Z4, Z4
-	VPDPBUSD     Z5, Z3, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R9*1), Z3
-	VPERMPS      Z3, Z1, Z3
-	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R9
-	VMOVDQU64    192(DX)(R8*1), Z5
-	VMOVDQU32    192(DI)(R8*1), Z4
-	PREFETCHT1   16576(AX)(R8*1)
-	VPXORD       192(AX)(R8*1), Z0, Z3
-	VMOVDQA32    Z4, Z4
-	VPDPBUSD     Z5, Z3, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R9*1), Z3
-	VPERMPS      Z3, Z1, Z3
-	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R9
-	ADDQ         $0x00000100, R8
-	CMPQ         R8, R10
-	JB           loop_1760
-
-loopdone_1761:
-room_1762:
-	LEAQ         64(R8), R10
-	CMPQ         R10, SI
-	JA           roomdone_1763
-	VMOVDQU64    (DX)(R8*1), Z5
-	VMOVDQU32    (DI)(R8*1), Z4
-	PREFETCHT1   16384(AX)(R8*1)
-	VPXORD       (AX)(R8*1), Z0, Z3
-	VMOVDQA32    Z4, Z4
-	VPDPBUSD     Z5, Z3, Z4
-	VCVTDQ2PS    Z4, Z4
-	VBROADCASTSD (CX)(R9*1), Z3
-	VPERMPS      Z3, Z1, Z3
-	VFMADD231PS  Z4, Z3, Z2
-	ADDQ         $0x08, R9
-	ADDQ         $0x40, R8
-	JMP          room_1762
-
-roomdone_1763:
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y2, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (BX)
-
-noodd_1759:
-	VZEROUPPER
-	RET
-
-// func dotNibbleRowsVNNILines(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
-TEXT ·dotNibbleRowsVNNILines(SB), NOSPLIT, $8-120
-	VPBROADCASTD bytes0F<>+0(SB), Z0
-	VMOVDQU32    permPairs<>+0(SB), Z1
-	VMOVDQU32    permPairs<>+64(SB), Z2
-	MOVQ         w_base+0(FP), AX
-	MOVQ         scales_base+24(FP), CX
-	MOVQ         x_len+56(FP), DX
-	SHRQ         $0x01, DX
-	MOVQ         out_base+96(FP), BX
-	MOVQ         out_len+104(FP), SI
-	MOVQ         x_len+56(FP), DI
-	SHRQ         $0x04, DI
-	SHRQ         $0x01, SI
-	MOVQ         SI, (SP)
-	TESTQ        SI, SI
-	JZ           pairsdone_1764
-
-pairs_1765:
-	MOVQ   (SP), R8
-	IMULQ  DX, R8
-	ADDQ   AX, R8
-	MOVQ   (SP), R9
-	IMULQ  DI, R9
-	ADDQ   CX, R9
-	MOVQ   x_base+48(FP), R10
-	MOVQ   xBias_base+72(FP), R11
-	MOVQ   x_len+56(FP), R12
-	SHRQ   $0x01, R12
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	XORQ   R14, R14
-	MOVQ   R12, R15
-	ANDQ   $-256, R15
-	XORQ   R13, R13
-	CMPQ   R13, R15
-	JAE    loopdone_1767
-
-loop_1766:
-	VMOVDQU64   (R10)(R13*2), Z8
-	VMOVDQU64   64(R10)(R13*2), Z9
-	VMOVDQU32   (R11)(R13*2), Z10
-	VMOVDQU32   64(R11)(R13*2), Z11
-	PREFETCHT1  16384(AX)(R13*1)
-	VMOVDQU64   (AX)(R13*1), Z5
-	VPANDD      Z0, Z5, Z6
-	VPSRLW      $0x04, Z5, Z5
-	VPANDD      Z0, Z5, Z5
-	VMOVDQA32   Z10, Z12
-	VPDPBUSD    Z8, Z6, Z12
-	VMOVDQA32   Z11, Z6
-	VPDPBUSD    Z9, Z5, Z6
-	VCVTDQ2PS   Z12, Z12
-	VCVTDQ2PS   Z6, Z6
-	VCVTPH2PS   (CX)(R14*1), X7
-	VPERMPS     Z7, Z1, Z5
-	VPERMPS     Z7, Z2, Z13
-	VFMADD231PS Z12, Z5, Z3
-	VFMADD231PS Z6, Z13, Z3
-	PREFETCHT1  16384(R8)(R13*1)
-	VMOVDQU64   (R8)(R13*1), Z5
-	VPANDD      Z0, Z5, Z6
-	VPSRLW      $0x04, Z5, Z5
-	VPANDD      Z0, Z5, Z5
-	VMOVDQA32   Z10, Z12
-	VPDPBUSD    Z8, Z6, Z12
-	VMOVDQA32   Z11, Z6
-	VPDPBUSD    Z9, Z5, Z6
-	VCVTDQ2PS   Z12, Z12
-	VCVTDQ2PS   Z6, Z6
-	VCVTPH2PS   (R9)(R14*1), X7
-	VPERMPS     Z7, Z1, Z5
-	VPERMPS     Z7, Z2, Z13
-	VFMADD231PS Z12, Z5, Z4
-	VFMADD231PS Z6, Z13, Z4
-	ADDQ        $0x08, R14
-	VMOVDQU64   128(R10)(R13*2), Z8
-	VMOVDQU64   192(R10)(R13*2), Z9
-	VMOVDQU32   128(R11)(R13*2), Z10
-	VMOVDQU32   192(R11)(R13*2), Z11
-	PREFETCHT1  16448(AX)(R13*1)
-	VMOVDQU64   64(AX)(R13*1), Z5
-	VPANDD      Z0, Z5, Z6
-	VPSRLW      $0x04, Z5, Z5
-	VPANDD      Z0, Z5, Z5
-	VMOVDQA32   Z10, Z12
-	VPDPBUSD    Z8, Z6, Z12
-	VMOVDQA32   Z11, Z6
-	VPDPBUSD    Z9, Z5, Z6
-	VCVTDQ2PS   Z12, Z12
-	VCVTDQ2PS   Z6, Z6
-	VCVTPH2PS   (CX)(R14*1), X7
-	VPERMPS     Z7, Z1, Z5
-	VPERMPS     Z7, Z2, Z13
-	VFMADD231PS Z12, Z5, Z3
-	VFMADD231PS Z6, Z13, Z3
-	PREFETCHT1  16448(R8)(R13*1)
-	VMOVDQU64   64(R8)(R13*1), Z5
-	VPANDD      Z0, Z5, Z6
-	VPSRLW      $0x04, Z5, Z5
-	VPANDD      Z0, Z5, Z5
-	VMOVDQA32   Z10, Z12
-	VPDPBUSD    Z8, Z6, Z12
-	VMOVDQA32   Z11, Z6
-	VPDPBUSD    Z9, Z5, Z6
-	VCVTDQ2PS   Z12, Z12
-	VCVTDQ2PS   Z6, Z6
-	VCVTPH2PS   (R9)(R14*1), X7
-	VPERMPS     Z7, Z1, Z5
-	VPERMPS     Z7, Z2, Z13
-	VFMADD231PS Z12, Z5, Z4
-	VFMADD231PS Z6, Z13, Z4
-	ADDQ        $0x08, R14
-	VMOVDQU64   256(R10)(R13*2), Z8
-	VMOVDQU64   320(R10)(R13*2), Z9
-	VMOVDQU32   256(R11)(R13*2), Z10
-	VMOVDQU32   320(R11)(R13*2), Z11
-	PREFETCHT1  16512(AX)(R13*1)
-	VMOVDQU64   128(AX)(R13*1), Z5
-	VPANDD      Z0, Z5, Z6
-	VPSRLW      $0x04, Z5, Z5
-	VPANDD      Z0, Z5, Z5
-	VMOVDQA32   Z10, Z12
-	VPDPBUSD    Z8, Z6, Z12
-	VMOVDQA32   Z11, Z6
-	VPDPBUSD    Z9, Z5, Z6
-	VCVTDQ2PS   Z12, Z12
-	VCVTDQ2PS   Z6, Z6
-	VCVTPH2PS   (CX)(R14*1), X7
-	VPERMPS     Z7, Z1, Z5
-	VPERMPS     Z7, Z2, Z13
-	VFMADD231PS Z12, Z5, Z3
-	VFMADD231PS Z6, Z13, Z3
-	PREFETCHT1  16512(R8)(R13*1)
-	VMOVDQU64   128(R8)(R13*1), Z5
-	VPANDD      Z0, Z5, Z6
-	VPSRLW      $0x04, Z5, Z5
-	VPANDD      Z0, Z5, Z5
-	VMOVDQA32   Z10, Z12
-	VPDPBUSD    Z8, Z6, Z12
-	VMOVDQA32   Z11, Z6
-	VPDPBUSD    Z9, Z5, Z6
-	VCVTDQ2PS   Z12, Z12
-	VCVTDQ2PS   Z6, Z6
-	VCVTPH2PS   (R9)(R14*1), X7
-	VPERMPS     Z7, Z1, Z5
-	VPERMPS     Z7, Z2, Z13
-	VFMADD231PS Z12, Z5, Z4
-	VFMADD231PS Z6, Z13, Z4
-	ADDQ        $0x08, R14
-	VMOVDQU64   384(R10)(R13*2), Z8
-	VMOVDQU64   448(R10)(R13*2), Z9
-	VMOVDQU32   384(R11)(R13*2), Z10
-	VMOVDQU32   448(R11)(R13*2), Z11
-	PREFETCHT1  16576(AX)(R13*1)
-	VMOVDQU64   192(AX)(R13*1), Z5
-	VPANDD      Z0, Z5, Z6
-	VPSRLW      $0x04, Z5, Z5
-	VPANDD      Z0, Z5, Z5
-	VMOVDQA32   Z10, Z12
-	VPDPBUSD    Z8, Z6, Z12
-	VMOVDQA32   Z11, Z6
-	VPDPBUSD    Z9, Z5, Z6
-	VCVTDQ2PS   Z12, Z12
-	VCVTDQ2PS   Z6, Z6
-	VCVTPH2PS   (CX)(R14*1), X7
-	VPERMPS     Z7, Z1, Z5
-	VPERMPS     Z7, Z2, Z13
-	VFMADD231PS Z12, Z5, Z3
-	VFMADD231PS Z6, Z13, Z3
-	PREFETCHT1  16576(R8)(R13*1)
-	VMOVDQU64   192(R8)(R13*1), Z5
-	VPANDD      Z0, Z5, Z6
-	VPSRLW      $0x04, Z5, Z5
-	VPANDD      Z0, Z5, Z5
-	VMOVDQA32   Z10, Z12
-	VPDPBUSD    Z8, Z6, Z12
-	VMOVDQA32   Z11, Z6
-	VPDPBUSD    Z9, Z5, Z6
-	VCVTDQ2PS   Z12, Z12
-	VCVTDQ2PS   Z6, Z6
-	VCVTPH2PS   (R9)(R14*1), X7
-	VPERMPS     Z7, Z1, Z5
-	VPERMPS     Z7, Z2, Z13
-	VFMADD231PS Z12, Z5, Z4
-	VFMADD231PS Z6, Z13, Z4
-	ADDQ        $0x08, R14
-	ADDQ        $0x00000100, R13
-	CMPQ        R13, R15
-	JB          loop_1766
-
-loopdone_1767:
-room_1768:
-	LEAQ        64(R13), R15
-	CMPQ        R15, R12
-	JA          roomdone_1769
-	VMOVDQU64   (R10)(R13*2), Z8
-	VMOVDQU64   64(R10)(R13*2), Z9
-	VMOVDQU32   (R11)(R13*2), Z10
-	VMOVDQU32   64(R11)(R13*2), Z11
-	PREFETCHT1  16384(AX)(R13*1)
-	VMOVDQU64   (AX)(R13*1), Z5
-	VPANDD      Z0, Z5, Z6
-	VPSRLW      $0x04, Z5, Z5
-	VPANDD      Z0, Z5, Z5
-	VMOVDQA32   Z10, Z12
-	VPDPBUSD    Z8, Z6, Z12
-	VMOVDQA32   Z11, Z6
-	VPDPBUSD    Z9, Z5, Z6
-	VCVTDQ2PS   Z12, Z12
-	VCVTDQ2PS   Z6, Z6
-	VCVTPH2PS   (CX)(R14*1), X7
-	VPERMPS     Z7, Z1, Z5
-	VPERMPS     Z7, Z2, Z13
-	VFMADD231PS Z12, Z5, Z3
-	VFMADD231PS Z6, Z13, Z3
-	PREFETCHT1  16384(R8)(R13*1)
-	VMOVDQU64   (R8)(R13*1), Z5
-	VPANDD      Z0, Z5, Z6
-	VPSRLW      $0x04, Z5, Z5
-	VPANDD      Z0, Z5, Z5
-	VMOVDQA32   Z10, Z12
-	VPDPBUSD    Z8, Z6, Z12
-	VMOVDQA32   Z11, Z6
-	VPDPBUSD    Z9, Z5, Z6
-	VCVTDQ2PS   Z12, Z12
-	VCVTDQ2PS   Z6, Z6
-	VCVTPH2PS   (R9)(R14*1), X7
-	VPERMPS     Z7, Z1, Z5
-	VPERMPS     Z7, Z2, Z13
-	VFMADD231PS Z12, Z5, Z4
-	VFMADD231PS Z6, Z13, Z4
-	ADDQ        $0x08, R14
-	ADDQ        $0x40, R13
-	JMP         room_1768
-
-roomdone_1769:
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VADDPS        Y3, Y5, Y5
-	VEXTRACTF64X4 $0x01, Z4, Y3
-	VADDPS        Y4, Y3, Y3
-	VEXTRACTF32X4 $0x01, Y5, X4
-	VADDPS        X5, X4, X4
-	VPSHUFD       $0x4e, X4, X5
-	VADDPS        X5, X4, X4
-	VPSHUFD       $0xb1, X4, X5
-	VADDPS        X5, X4, X4
-	VEXTRACTF32X4 $0x01, Y3, X5
-	VADDPS        X3, X5, X5
-	VPSHUFD       $0x4e, X5, X3
-	VADDPS        X3, X5, X5
-	VPSHUFD       $0xb1, X5, X3
-	VADDPS        X3, X5, X5
-	VMOVSS        X4, (BX)
-	MOVQ          (SP), R8
-	VMOVSS        X5, (BX)(R8*4)
-	ADDQ          DX, AX
-	ADDQ          DI, CX
-	ADDQ          $0x04, BX
-	DECQ          SI
-	JNZ           pairs_1765
-	MOVQ          (SP), SI
-	IMULQ         DX, SI
-	ADDQ          SI, AX
-	MOVQ          (SP), SI
-	IMULQ         DI, SI
-	ADDQ          SI, CX
-	MOVQ          (SP), SI
-	LEAQ          (BX)(SI*4), BX
-
-pairsdone_1764:
-	MOVQ   out_len+104(FP), DX
-	TESTQ  $0x00000001, DX
-	JZ     noodd_1770
-	MOVQ   x_base+48(FP), DX
-	MOVQ   xBias_base+72(FP), SI
-	MOVQ   x_len+56(FP), DI
-	SHRQ   $0x01, DI
-	VPXORD Z3, Z3, Z3
-	XORQ   R9, R9
-	MOVQ   DI, R10
-	ANDQ   $-256, R10
-	XORQ   R8, R8
-	CMPQ   R8, R10
-	JAE    loopdone_1772
-
-loop_1771:
-	VMOVDQU64   (DX)(R8*2), Z6
-	VMOVDQU64   64(DX)(R8*2), Z8
-	VMOVDQU32   (SI)(R8*2), Z9
-	VMOVDQU32   64(SI)(R8*2), Z10
-	PREFETCHT1  16384(AX)(R8*1)
-	VMOVDQU64   (AX)(R8*1), Z4
-	VPANDD      Z0, Z4, Z5
-	VPSRLW      $0x04, Z4, Z4
-	VPANDD      Z0, Z4, Z4
-	VMOVDQA32   Z9, Z9
-	VPDPBUSD    Z6, Z5, Z9
-	VMOVDQA32   Z10, Z5
-	VPDPBUSD    Z8, Z4, Z5
-	VCVTDQ2PS   Z9, Z9
-	VCVTDQ2PS   Z5, Z5
-	VCVTPH2PS   (CX)(R9*1), X7
-	VPERMPS     Z7, Z1, Z4
-	VPERMPS     Z7, Z2, Z6
-	VFMADD231PS Z9, Z4, Z3
-	VFMADD231PS Z5, Z6, Z3
-	ADDQ        $0x08, R9
-	VMOVDQU64   128(DX)(R8*2), Z6
-	VMOVDQU64   192(DX)(R8*2), Z8
-	VMOVDQU32   128(SI)(R8*2), Z9
-	VMOVDQU32   192(SI)(R8*2), Z10
-	PREFETCHT1  16448(AX)(R8*1)
-	VMOVDQU64   64(AX)(R8*1), Z4
-	VPANDD      Z0, Z4, Z5
-	VPSRLW      $0x04, Z4, Z4
-	VPANDD      Z0, Z4, Z4
-	VMOVDQA32   Z9, Z9
-	VPDPBUSD    Z6, Z5, Z9
-	VMOVDQA32   Z10, Z5
-	VPDPBUSD    Z8, Z4, Z5
-	VCVTDQ2PS   Z9, Z9
-	VCVTDQ2PS   Z5, Z5
-	VCVTPH2PS   (CX)(R9*1), X7
-	VPERMPS     Z7, Z1, Z4
-	VPERMPS     Z7, Z2, Z6
-	VFMADD231PS Z9, Z4, Z3
-	VFMADD231PS Z5, Z6, Z3
-	ADDQ        $0x08, R9
-	VMOVDQU64   256(DX)(R8*2), Z6
-	VMOVDQU64   320(DX)(R8*2), Z8
-	VMOVDQU32   256(SI)(R8*2), Z9
-	VMOVDQU32   320(SI)(R8*2), Z10
-	PREFETCHT1  16512(AX)(R8*1)
-	VMOVDQU64   128(AX)(R8*1), Z4
-	VPANDD      Z0, Z4, Z5
-	VPSRLW      $0x04, Z4, Z4
-	VPANDD      Z0, Z4, Z4
-	VMOVDQA32   Z9, Z9
-	VPDPBUSD    Z6, Z5, Z9
-	VMOVDQA32   Z10, Z5
-	VPDPBUSD    Z8, Z4, Z5
-	VCVTDQ2PS   Z9, Z9
-	VCVTDQ2PS   Z5, Z5
-	VCVTPH2PS   (CX)(R9*1), X7
-	VPERMPS     Z7, Z1, Z4
-	VPERMPS     Z7, Z2, Z6
-	VFMADD231PS Z9, Z4, Z3
-	VFMADD231PS Z5, Z6, Z3
-	ADDQ        $0x08, R9
-	VMOVDQU64   384(DX)(R8*2), Z6
-	VMOVDQU64   448(DX)(R8*2), Z8
-	VMOVDQU32   384(SI)(R8*2), Z9
-	VMOVDQU32   448(SI)(R8*2), Z10
-	PREFETCHT1  16576(AX)(R8*1)
-	VMOVDQU64   192(AX)(R8*1), Z4
-	VPANDD      Z0, Z4, Z5
-	VPSRLW      $0x04, Z4, Z4
-	VPANDD      Z0, Z4, Z4
-	VMOVDQA32   Z9, Z9
-	VPDPBUSD    Z6, Z5, Z9
-	VMOVDQA32   Z10, Z5
-	VPDPBUSD    Z8, Z4, Z5
-	VCVTDQ2PS   Z9, Z9
-	VCVTDQ2PS   Z5, Z5
-	VCVTPH2PS   (CX)(R9*1), X7
-	VPERMPS     Z7, Z1, Z4
-	VPERMPS     Z7, Z2, Z6
-	VFMADD231PS Z9, Z4, Z3
-	VFMADD231PS Z5, Z6, Z3
-	ADDQ        $0x08, R9
-	ADDQ        $0x00000100, R8
-	CMPQ        R8, R10
-	JB          loop_1771
-
-loopdone_1772:
-room_1773:
-	LEAQ        64(R8), R10
-	CMPQ        R10, DI
-	JA          roomdone_1774
-	VMOVDQU64   (DX)(R8*2), Z6
-	VMOVDQU64   64(DX)(R8*2), Z8
-	VMOVDQU32   (SI)(R8*2), Z9
-	VMOVDQU32   64(SI)(R8*2), Z10
-	PREFETCHT1  16384(AX)(R8*1)
-	VMOVDQU64   (AX)(R8*1), Z4
-	VPANDD      Z0, Z4, Z5
-	VPSRLW      $0x04, Z4, Z4
-	VPANDD      Z0, Z4, Z4
-	VMOVDQA32   Z9, Z9
-	VPDPBUSD    Z6, Z5, Z9
-	VMOVDQA32   Z10, Z5
-	VPDPBUSD    Z8, Z4, Z5
-	VCVTDQ2PS   Z9, Z9
-	VCVTDQ2PS   Z5, Z5
-	VCVTPH2PS   (CX)(R9*1), X7
-	VPERMPS     Z7, Z1, Z4
-	VPERMPS     Z7, Z2, Z6
-	VFMADD231PS Z9, Z4, Z3
-	VFMADD231PS Z5, Z6, Z3
-	ADDQ        $0x08, R9
-	ADDQ        $0x40, R8
-	JMP         room_1773
-
-roomdone_1774:
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y3, Y0, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPSHUFD       $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, (BX)
-
-noodd_1770:
+bmmsinglesdone_1694:
 	VZEROUPPER
 	RET
 
@@ -69099,10 +67504,10 @@ TEXT ·expSumAVX512(SB), NOSPLIT, $0-48
 	VPXORD       Z16, Z16, Z16
 	XORQ         BX, BX
 
-room_1775:
+room_1708:
 	LEAQ       16(BX), SI
 	CMPQ       SI, CX
-	JA         roomdone_1776
+	JA         roomdone_1709
 	VCVTPS2PD  (AX)(BX*4), Z17
 	VSUBPD     Z0, Z17, Z17
 	VCMPPD     $0x1e, Z12, Z17, K1
@@ -69158,13 +67563,13 @@ room_1775:
 	VMULPD     Z20, Z2, Z2
 	VADDPD     Z2, Z16, K1, Z16
 	ADDQ       $0x10, BX
-	JMP        room_1775
+	JMP        room_1708
 
-roomdone_1776:
-room_1777:
+roomdone_1709:
+room_1710:
 	LEAQ       8(BX), SI
 	CMPQ       SI, CX
-	JA         roomdone_1778
+	JA         roomdone_1711
 	VCVTPS2PD  (AX)(BX*4), Z1
 	VSUBPD     Z0, Z1, Z1
 	VCMPPD     $0x1e, Z12, Z1, K1
@@ -69193,12 +67598,12 @@ room_1777:
 	VMULPD     Z18, Z3, Z3
 	VADDPD     Z3, Z15, K1, Z15
 	ADDQ       $0x08, BX
-	JMP        room_1777
+	JMP        room_1710
 
-roomdone_1778:
+roomdone_1711:
 	SUBQ        BX, CX
 	TESTQ       CX, CX
-	JZ          notail_1779
+	JZ          notail_1712
 	MOVQ        $-1, SI
 	BZHIQ       CX, SI, CX
 	KMOVQ       CX, K1
@@ -69230,7 +67635,7 @@ roomdone_1778:
 	VMULPD      Z3, Z4, Z4
 	VADDPD      Z4, Z16, K1, Z16
 
-notail_1779:
+notail_1712:
 	VADDPD        Z16, Z15, Z15
 	VEXTRACTF64X4 $0x01, Z15, Y0
 	VADDPD        Y0, Y15, Y0
@@ -69254,10 +67659,10 @@ TEXT ·expSumAVX2(SB), NOSPLIT, $0-48
 	VXORPD       Y2, Y2, Y2
 	XORQ         BX, BX
 
-room_1780:
+room_1713:
 	LEAQ       8(BX), SI
 	CMPQ       SI, CX
-	JA         roomdone_1781
+	JA         roomdone_1714
 	VCVTPS2PD  (AX)(BX*4), Y3
 	VSUBPD     Y0, Y3, Y3
 	VCMPPD     $0x1e, explimit<>+0(SB), Y3, Y4
@@ -69319,13 +67724,13 @@ room_1780:
 	VANDPD     Y4, Y5, Y5
 	VADDPD     Y5, Y2, Y2
 	ADDQ       $0x08, BX
-	JMP        room_1780
+	JMP        room_1713
 
-roomdone_1781:
-room_1782:
+roomdone_1714:
+room_1715:
 	LEAQ       4(BX), SI
 	CMPQ       SI, CX
-	JA         roomdone_1783
+	JA         roomdone_1716
 	VCVTPS2PD  (AX)(BX*4), Y3
 	VSUBPD     Y0, Y3, Y3
 	VCMPPD     $0x1e, explimit<>+0(SB), Y3, Y4
@@ -69357,11 +67762,11 @@ room_1782:
 	VANDPD     Y4, Y5, Y5
 	VADDPD     Y5, Y1, Y1
 	ADDQ       $0x04, BX
-	JMP        room_1782
+	JMP        room_1715
 
-roomdone_1783:
+roomdone_1716:
 	SUBQ       BX, CX
-	JE         notail_1784
+	JE         notail_1717
 	MOVQ       $0x00000008, SI
 	SUBQ       CX, SI
 	LEAQ       expTail<>+0(SB), CX
@@ -69400,7 +67805,7 @@ roomdone_1783:
 	VANDPD     Y0, Y3, Y3
 	VADDPD     Y3, Y2, Y2
 
-notail_1784:
+notail_1717:
 	VADDPD       Y2, Y1, Y1
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPD       X1, X0, X0
@@ -69415,21 +67820,21 @@ notail_1784:
 TEXT ·ternaryMatMulVNNILines(SB), NOSPLIT, $0-120
 	MOVQ tokens+80(FP), AX
 	CMPQ AX, $0x05
-	JA   adjacent_1785
+	JA   adjacent_1718
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 	SHRQ $0x02, CX
-	JZ   spreadtiles_1786
+	JZ   spreadtiles_1719
 
-spreadtile_1787:
+spreadtile_1720:
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1788:
+tokens_1721:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_1789
+	JB   tokenstail_1722
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -69467,9 +67872,9 @@ tokens_1788:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 
-tilepairs_1791:
+tilepairs_1724:
 	CMPQ            R10, $0x02
-	JB              tilepairsdone_1792
+	JB              tilepairsdone_1725
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -69611,11 +68016,11 @@ tilepairs_1791:
 	ADDQ            $0x00000100, R13
 	ADDQ            $0x00000100, R14
 	SUBQ            $0x02, R10
-	JMP             tilepairs_1791
+	JMP             tilepairs_1724
 
-tilepairsdone_1792:
+tilepairsdone_1725:
 	TESTQ           R10, R10
-	JZ              tiledone_1793
+	JZ              tiledone_1726
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -69687,7 +68092,7 @@ tilepairsdone_1792:
 	VPDPBUSD        Z0, Z27, Z20
 	VPDPBUSD        Z29, Z28, Z20
 
-tiledone_1793:
+tiledone_1726:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -69888,11 +68293,11 @@ tiledone_1793:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_1788
+	JMP           tokens_1721
 
-tokenstail_1789:
+tokenstail_1722:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1794
+	JNE  tokens_1727
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -69925,9 +68330,9 @@ tokenstail_1789:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 
-tilepairs_1795:
+tilepairs_1728:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1796
+	JB              tilepairsdone_1729
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -70049,11 +68454,11 @@ tilepairs_1795:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R12
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1795
+	JMP             tilepairs_1728
 
-tilepairsdone_1796:
+tilepairsdone_1729:
 	TESTQ           R9, R9
-	JZ              tiledone_1797
+	JZ              tiledone_1730
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -70115,7 +68520,7 @@ tilepairsdone_1796:
 	VPDPBUSD        Z0, Z23, Z16
 	VPDPBUSD        Z25, Z24, Z16
 
-tiledone_1797:
+tiledone_1730:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -70270,11 +68675,11 @@ tiledone_1797:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_1790
+	JMP           tokensdone_1723
 
-tokens_1794:
+tokens_1727:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1798
+	JNE  tokens_1731
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -70301,9 +68706,9 @@ tokens_1794:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 
-tilepairs_1799:
+tilepairs_1732:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1800
+	JB              tilepairsdone_1733
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -70404,11 +68809,11 @@ tilepairs_1799:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1799
+	JMP             tilepairs_1732
 
-tilepairsdone_1800:
+tilepairsdone_1733:
 	TESTQ           R9, R9
-	JZ              tiledone_1801
+	JZ              tiledone_1734
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -70460,7 +68865,7 @@ tilepairsdone_1800:
 	VPDPBUSD        Z0, Z19, Z12
 	VPDPBUSD        Z21, Z20, Z12
 
-tiledone_1801:
+tiledone_1734:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -70577,11 +68982,11 @@ tiledone_1801:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_1790
+	JMP           tokensdone_1723
 
-tokens_1798:
+tokens_1731:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1802
+	JNE  tokens_1735
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -70604,9 +69009,9 @@ tokens_1798:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_1803:
+tilepairs_1736:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1804
+	JB              tilepairsdone_1737
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -70687,11 +69092,11 @@ tilepairs_1803:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1803
+	JMP             tilepairs_1736
 
-tilepairsdone_1804:
+tilepairsdone_1737:
 	TESTQ           R9, R9
-	JZ              tiledone_1805
+	JZ              tiledone_1738
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -70733,7 +69138,7 @@ tilepairsdone_1804:
 	VPDPBUSD        Z0, Z15, Z8
 	VPDPBUSD        Z17, Z16, Z8
 
-tiledone_1805:
+tiledone_1738:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -70812,11 +69217,11 @@ tiledone_1805:
 	ANDQ          $-4, BX
 	LEAQ          (SI)(BX*2), SI
 	VMOVD         X0, (SI)(BX*1)
-	JMP           tokensdone_1790
+	JMP           tokensdone_1723
 
-tokens_1802:
+tokens_1735:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1806
+	JNE  tokens_1739
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -70835,9 +69240,9 @@ tokens_1802:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_1807:
+tilepairs_1740:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1808
+	JB              tilepairsdone_1741
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -70898,11 +69303,11 @@ tilepairs_1807:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1807
+	JMP             tilepairs_1740
 
-tilepairsdone_1808:
+tilepairsdone_1741:
 	TESTQ           R8, R8
-	JZ              tiledone_1809
+	JZ              tiledone_1742
 	PREFETCHT1      16384(DI)
 	VBROADCASTI64X4 (DI), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -70934,7 +69339,7 @@ tilepairsdone_1808:
 	VPDPBUSD        Z0, Z11, Z4
 	VPDPBUSD        Z13, Z12, Z4
 
-tiledone_1809:
+tiledone_1742:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -70976,15 +69381,15 @@ tiledone_1809:
 	ANDQ          $-4, SI
 	LEAQ          (BX)(SI*2), BX
 	VMOVD         X0, (BX)(SI*1)
-	JMP           tokensdone_1790
+	JMP           tokensdone_1723
 
-tokens_1806:
-tokensdone_1790:
+tokens_1739:
+tokensdone_1723:
 	MOVQ  stride+24(FP), BX
 	ADDQ  BX, AX
 	ADDQ  $0x00000004, DX
 	DECQ  CX
-	JNZ   spreadtile_1787
+	JNZ   spreadtile_1720
 	MOVQ  rows+32(FP), CX
 	ANDQ  $-4, CX
 	MOVQ  stride+24(FP), BX
@@ -70995,20 +69400,20 @@ tokensdone_1790:
 	LEAQ  (DX)(CX*2), DX
 	ADDQ  CX, DX
 
-spreadtiles_1786:
+spreadtiles_1719:
 	MOVQ rows+32(FP), CX
 	ANDQ $0x03, CX
 
-rows_1810:
+rows_1743:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_1811
+	JB   rowsdone_1744
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1812:
+tokens_1745:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_1813
+	JB   tokenstail_1746
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -71031,9 +69436,9 @@ tokens_1812:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_1815:
+tilepairs_1748:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1816
+	JB              tilepairsdone_1749
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -71112,11 +69517,11 @@ tilepairs_1815:
 	ADDQ            $0x00000100, R12
 	ADDQ            $0x00000100, R13
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1815
+	JMP             tilepairs_1748
 
-tilepairsdone_1816:
+tilepairsdone_1749:
 	TESTQ           R9, R9
-	JZ              tiledone_1817
+	JZ              tiledone_1750
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -71155,7 +69560,7 @@ tilepairsdone_1816:
 	VPDPBUSD        Z0, Z9, Z8
 	VPDPBUSD        Z11, Z10, Z8
 
-tiledone_1817:
+tiledone_1750:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -71254,11 +69659,11 @@ tiledone_1817:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_1812
+	JMP           tokens_1745
 
-tokenstail_1813:
+tokenstail_1746:
 	CMPQ DI, $0x00000007
-	JNE  tokens_1818
+	JNE  tokens_1751
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -71279,9 +69684,9 @@ tokenstail_1813:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 
-tilepairs_1819:
+tilepairs_1752:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1820
+	JB              tilepairsdone_1753
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -71352,11 +69757,11 @@ tilepairs_1819:
 	ADDQ            $0x00000100, R10
 	ADDQ            $0x00000100, R11
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1819
+	JMP             tilepairs_1752
 
-tilepairsdone_1820:
+tilepairsdone_1753:
 	TESTQ           R8, R8
-	JZ              tiledone_1821
+	JZ              tiledone_1754
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -71391,7 +69796,7 @@ tilepairsdone_1820:
 	VPDPBUSD        Z0, Z8, Z7
 	VPDPBUSD        Z10, Z9, Z7
 
-tiledone_1821:
+tiledone_1754:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -71471,11 +69876,11 @@ tiledone_1821:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1814
+	JMP           tokensdone_1747
 
-tokens_1818:
+tokens_1751:
 	CMPQ DI, $0x00000006
-	JNE  tokens_1822
+	JNE  tokens_1755
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -71493,9 +69898,9 @@ tokens_1818:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 
-tilepairs_1823:
+tilepairs_1756:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1824
+	JB              tilepairsdone_1757
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -71557,11 +69962,11 @@ tilepairs_1823:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1823
+	JMP             tilepairs_1756
 
-tilepairsdone_1824:
+tilepairsdone_1757:
 	TESTQ           R8, R8
-	JZ              tiledone_1825
+	JZ              tiledone_1758
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -71592,7 +69997,7 @@ tilepairsdone_1824:
 	VPDPBUSD        Z0, Z7, Z6
 	VPDPBUSD        Z9, Z8, Z6
 
-tiledone_1825:
+tiledone_1758:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -71661,11 +70066,11 @@ tiledone_1825:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1814
+	JMP           tokensdone_1747
 
-tokens_1822:
+tokens_1755:
 	CMPQ DI, $0x00000005
-	JNE  tokens_1826
+	JNE  tokens_1759
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -71682,9 +70087,9 @@ tokens_1822:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 
-tilepairs_1827:
+tilepairs_1760:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1828
+	JB              tilepairsdone_1761
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -71738,11 +70143,11 @@ tilepairs_1827:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1827
+	JMP             tilepairs_1760
 
-tilepairsdone_1828:
+tilepairsdone_1761:
 	TESTQ           R8, R8
-	JZ              tiledone_1829
+	JZ              tiledone_1762
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -71769,7 +70174,7 @@ tilepairsdone_1828:
 	VPDPBUSD        Z0, Z6, Z5
 	VPDPBUSD        Z8, Z7, Z5
 
-tiledone_1829:
+tiledone_1762:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -71827,11 +70232,11 @@ tiledone_1829:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1814
+	JMP           tokensdone_1747
 
-tokens_1826:
+tokens_1759:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1830
+	JNE  tokens_1763
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -71847,9 +70252,9 @@ tokens_1826:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_1831:
+tilepairs_1764:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1832
+	JB              tilepairsdone_1765
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -71895,11 +70300,11 @@ tilepairs_1831:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1831
+	JMP             tilepairs_1764
 
-tilepairsdone_1832:
+tilepairsdone_1765:
 	TESTQ           R8, R8
-	JZ              tiledone_1833
+	JZ              tiledone_1766
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -71922,7 +70327,7 @@ tilepairsdone_1832:
 	VPDPBUSD        Z0, Z5, Z4
 	VPDPBUSD        Z7, Z6, Z4
 
-tiledone_1833:
+tiledone_1766:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -71969,11 +70374,11 @@ tiledone_1833:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1814
+	JMP           tokensdone_1747
 
-tokens_1830:
+tokens_1763:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1834
+	JNE  tokens_1767
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -71986,9 +70391,9 @@ tokens_1830:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 
-tilepairs_1835:
+tilepairs_1768:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1836
+	JB              tilepairsdone_1769
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -72025,11 +70430,11 @@ tilepairs_1835:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1835
+	JMP             tilepairs_1768
 
-tilepairsdone_1836:
+tilepairsdone_1769:
 	TESTQ           R8, R8
-	JZ              tiledone_1837
+	JZ              tiledone_1770
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -72048,7 +70453,7 @@ tilepairsdone_1836:
 	VPDPBUSD        Z0, Z4, Z3
 	VPDPBUSD        Z6, Z5, Z3
 
-tiledone_1837:
+tiledone_1770:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -72084,11 +70489,11 @@ tiledone_1837:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1814
+	JMP           tokensdone_1747
 
-tokens_1834:
+tokens_1767:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1838
+	JNE  tokens_1771
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -72100,9 +70505,9 @@ tokens_1834:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 
-tilepairs_1839:
+tilepairs_1772:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1840
+	JB              tilepairsdone_1773
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -72131,11 +70536,11 @@ tilepairs_1839:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1839
+	JMP             tilepairs_1772
 
-tilepairsdone_1840:
+tilepairsdone_1773:
 	TESTQ           R8, R8
-	JZ              tiledone_1841
+	JZ              tiledone_1774
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -72150,7 +70555,7 @@ tilepairsdone_1840:
 	VPDPBUSD        Z0, Z3, Z2
 	VPDPBUSD        Z5, Z4, Z2
 
-tiledone_1841:
+tiledone_1774:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -72175,11 +70580,11 @@ tiledone_1841:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1814
+	JMP           tokensdone_1747
 
-tokens_1838:
+tokens_1771:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1842
+	JNE  tokens_1775
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -72190,9 +70595,9 @@ tokens_1838:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 
-tilepairs_1843:
+tilepairs_1776:
 	CMPQ            DI, $0x02
-	JB              tilepairsdone_1844
+	JB              tilepairsdone_1777
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -72213,11 +70618,11 @@ tilepairs_1843:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, DI
-	JMP             tilepairs_1843
+	JMP             tilepairs_1776
 
-tilepairsdone_1844:
+tilepairsdone_1777:
 	TESTQ           DI, DI
-	JZ              tiledone_1845
+	JZ              tiledone_1778
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -72228,7 +70633,7 @@ tilepairsdone_1844:
 	VPDPBUSD        Z0, Z2, Z1
 	VPDPBUSD        Z4, Z3, Z1
 
-tiledone_1845:
+tiledone_1778:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -72243,35 +70648,35 @@ tiledone_1845:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_1814
+	JMP           tokensdone_1747
 
-tokens_1842:
-tokensdone_1814:
+tokens_1775:
+tokensdone_1747:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_1810
+	JMP  rows_1743
 
-rowsdone_1811:
+rowsdone_1744:
 	VZEROUPPER
 	RET
 
-adjacent_1785:
+adjacent_1718:
 	MOVQ w_base+0(FP), AX
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_1846:
+rows_1779:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_1847
+	JB   rowsdone_1780
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1848:
+tokens_1781:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_1849
+	JB   tokenstail_1782
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -72306,9 +70711,9 @@ tokens_1848:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 
-tilepairs_1851:
+tilepairs_1784:
 	CMPQ            R10, $0x02
-	JB              tilepairsdone_1852
+	JB              tilepairsdone_1785
 	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -72450,11 +70855,11 @@ tilepairs_1851:
 	ADDQ            $0x00000100, R13
 	ADDQ            $0x00000100, R14
 	SUBQ            $0x02, R10
-	JMP             tilepairs_1851
+	JMP             tilepairs_1784
 
-tilepairsdone_1852:
+tilepairsdone_1785:
 	TESTQ           R10, R10
-	JZ              tiledone_1853
+	JZ              tiledone_1786
 	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VPSLLW          $0x04, Z21, Z22
@@ -72526,7 +70931,7 @@ tilepairsdone_1852:
 	VPDPBUSD        Z0, Z27, Z20
 	VPDPBUSD        Z29, Z28, Z20
 
-tiledone_1853:
+tiledone_1786:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -72662,11 +71067,11 @@ tiledone_1853:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_1848
+	JMP           tokens_1781
 
-tokenstail_1849:
+tokenstail_1782:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1854
+	JNE  tokens_1787
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -72696,9 +71101,9 @@ tokenstail_1849:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 
-tilepairs_1855:
+tilepairs_1788:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1856
+	JB              tilepairsdone_1789
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -72820,11 +71225,11 @@ tilepairs_1855:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R12
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1855
+	JMP             tilepairs_1788
 
-tilepairsdone_1856:
+tilepairsdone_1789:
 	TESTQ           R9, R9
-	JZ              tiledone_1857
+	JZ              tiledone_1790
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VPSLLW          $0x04, Z17, Z18
@@ -72886,7 +71291,7 @@ tilepairsdone_1856:
 	VPDPBUSD        Z0, Z23, Z16
 	VPDPBUSD        Z25, Z24, Z16
 
-tiledone_1857:
+tiledone_1790:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -72989,11 +71394,11 @@ tiledone_1857:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_1850
+	JMP           tokensdone_1783
 
-tokens_1854:
+tokens_1787:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1858
+	JNE  tokens_1791
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -73017,9 +71422,9 @@ tokens_1854:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 
-tilepairs_1859:
+tilepairs_1792:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1860
+	JB              tilepairsdone_1793
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -73120,11 +71525,11 @@ tilepairs_1859:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1859
+	JMP             tilepairs_1792
 
-tilepairsdone_1860:
+tilepairsdone_1793:
 	TESTQ           R9, R9
-	JZ              tiledone_1861
+	JZ              tiledone_1794
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VPSLLW          $0x04, Z13, Z14
@@ -73176,7 +71581,7 @@ tilepairsdone_1860:
 	VPDPBUSD        Z0, Z19, Z12
 	VPDPBUSD        Z21, Z20, Z12
 
-tiledone_1861:
+tiledone_1794:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -73254,11 +71659,11 @@ tiledone_1861:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_1850
+	JMP           tokensdone_1783
 
-tokens_1858:
+tokens_1791:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1862
+	JNE  tokens_1795
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -73278,9 +71683,9 @@ tokens_1858:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_1863:
+tilepairs_1796:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1864
+	JB              tilepairsdone_1797
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -73361,11 +71766,11 @@ tilepairs_1863:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1863
+	JMP             tilepairs_1796
 
-tilepairsdone_1864:
+tilepairsdone_1797:
 	TESTQ           R9, R9
-	JZ              tiledone_1865
+	JZ              tiledone_1798
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -73407,7 +71812,7 @@ tilepairsdone_1864:
 	VPDPBUSD        Z0, Z15, Z8
 	VPDPBUSD        Z17, Z16, Z8
 
-tiledone_1865:
+tiledone_1798:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -73460,11 +71865,11 @@ tiledone_1865:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_1850
+	JMP           tokensdone_1783
 
-tokens_1862:
+tokens_1795:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1866
+	JNE  tokens_1799
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -73480,9 +71885,9 @@ tokens_1862:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_1867:
+tilepairs_1800:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1868
+	JB              tilepairsdone_1801
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -73543,11 +71948,11 @@ tilepairs_1867:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1867
+	JMP             tilepairs_1800
 
-tilepairsdone_1868:
+tilepairsdone_1801:
 	TESTQ           R8, R8
-	JZ              tiledone_1869
+	JZ              tiledone_1802
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -73579,7 +71984,7 @@ tilepairsdone_1868:
 	VPDPBUSD        Z0, Z11, Z4
 	VPDPBUSD        Z13, Z12, Z4
 
-tiledone_1869:
+tiledone_1802:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -73608,27 +72013,27 @@ tiledone_1869:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (BX)
-	JMP           tokensdone_1850
+	JMP           tokensdone_1783
 
-tokens_1866:
-tokensdone_1850:
+tokens_1799:
+tokensdone_1783:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_1846
+	JMP  rows_1779
 
-rowsdone_1847:
-rows_1870:
+rowsdone_1780:
+rows_1803:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_1871
+	JB   rowsdone_1804
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1872:
+tokens_1805:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_1873
+	JB   tokenstail_1806
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -73651,9 +72056,9 @@ tokens_1872:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_1875:
+tilepairs_1808:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1876
+	JB              tilepairsdone_1809
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -73732,11 +72137,11 @@ tilepairs_1875:
 	ADDQ            $0x00000100, R12
 	ADDQ            $0x00000100, R13
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1875
+	JMP             tilepairs_1808
 
-tilepairsdone_1876:
+tilepairsdone_1809:
 	TESTQ           R9, R9
-	JZ              tiledone_1877
+	JZ              tiledone_1810
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VPSLLW          $0x04, Z9, Z10
@@ -73775,7 +72180,7 @@ tilepairsdone_1876:
 	VPDPBUSD        Z0, Z9, Z8
 	VPDPBUSD        Z11, Z10, Z8
 
-tiledone_1877:
+tiledone_1810:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -73874,11 +72279,11 @@ tiledone_1877:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_1872
+	JMP           tokens_1805
 
-tokenstail_1873:
+tokenstail_1806:
 	CMPQ DI, $0x00000007
-	JNE  tokens_1878
+	JNE  tokens_1811
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -73899,9 +72304,9 @@ tokenstail_1873:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 
-tilepairs_1879:
+tilepairs_1812:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1880
+	JB              tilepairsdone_1813
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -73972,11 +72377,11 @@ tilepairs_1879:
 	ADDQ            $0x00000100, R10
 	ADDQ            $0x00000100, R11
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1879
+	JMP             tilepairs_1812
 
-tilepairsdone_1880:
+tilepairsdone_1813:
 	TESTQ           R8, R8
-	JZ              tiledone_1881
+	JZ              tiledone_1814
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VPSLLW          $0x04, Z8, Z9
@@ -74011,7 +72416,7 @@ tilepairsdone_1880:
 	VPDPBUSD        Z0, Z8, Z7
 	VPDPBUSD        Z10, Z9, Z7
 
-tiledone_1881:
+tiledone_1814:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -74091,11 +72496,11 @@ tiledone_1881:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1874
+	JMP           tokensdone_1807
 
-tokens_1878:
+tokens_1811:
 	CMPQ DI, $0x00000006
-	JNE  tokens_1882
+	JNE  tokens_1815
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -74113,9 +72518,9 @@ tokens_1878:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 
-tilepairs_1883:
+tilepairs_1816:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1884
+	JB              tilepairsdone_1817
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -74177,11 +72582,11 @@ tilepairs_1883:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1883
+	JMP             tilepairs_1816
 
-tilepairsdone_1884:
+tilepairsdone_1817:
 	TESTQ           R8, R8
-	JZ              tiledone_1885
+	JZ              tiledone_1818
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VPSLLW          $0x04, Z7, Z8
@@ -74212,7 +72617,7 @@ tilepairsdone_1884:
 	VPDPBUSD        Z0, Z7, Z6
 	VPDPBUSD        Z9, Z8, Z6
 
-tiledone_1885:
+tiledone_1818:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -74281,11 +72686,11 @@ tiledone_1885:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1874
+	JMP           tokensdone_1807
 
-tokens_1882:
+tokens_1815:
 	CMPQ DI, $0x00000005
-	JNE  tokens_1886
+	JNE  tokens_1819
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -74302,9 +72707,9 @@ tokens_1882:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 
-tilepairs_1887:
+tilepairs_1820:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1888
+	JB              tilepairsdone_1821
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -74358,11 +72763,11 @@ tilepairs_1887:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1887
+	JMP             tilepairs_1820
 
-tilepairsdone_1888:
+tilepairsdone_1821:
 	TESTQ           R8, R8
-	JZ              tiledone_1889
+	JZ              tiledone_1822
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VPSLLW          $0x04, Z6, Z7
@@ -74389,7 +72794,7 @@ tilepairsdone_1888:
 	VPDPBUSD        Z0, Z6, Z5
 	VPDPBUSD        Z8, Z7, Z5
 
-tiledone_1889:
+tiledone_1822:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -74447,11 +72852,11 @@ tiledone_1889:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1874
+	JMP           tokensdone_1807
 
-tokens_1886:
+tokens_1819:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1890
+	JNE  tokens_1823
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -74467,9 +72872,9 @@ tokens_1886:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_1891:
+tilepairs_1824:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1892
+	JB              tilepairsdone_1825
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -74515,11 +72920,11 @@ tilepairs_1891:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1891
+	JMP             tilepairs_1824
 
-tilepairsdone_1892:
+tilepairsdone_1825:
 	TESTQ           R8, R8
-	JZ              tiledone_1893
+	JZ              tiledone_1826
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VPSLLW          $0x04, Z5, Z6
@@ -74542,7 +72947,7 @@ tilepairsdone_1892:
 	VPDPBUSD        Z0, Z5, Z4
 	VPDPBUSD        Z7, Z6, Z4
 
-tiledone_1893:
+tiledone_1826:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -74589,11 +72994,11 @@ tiledone_1893:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1874
+	JMP           tokensdone_1807
 
-tokens_1890:
+tokens_1823:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1894
+	JNE  tokens_1827
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -74606,9 +73011,9 @@ tokens_1890:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 
-tilepairs_1895:
+tilepairs_1828:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1896
+	JB              tilepairsdone_1829
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -74645,11 +73050,11 @@ tilepairs_1895:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1895
+	JMP             tilepairs_1828
 
-tilepairsdone_1896:
+tilepairsdone_1829:
 	TESTQ           R8, R8
-	JZ              tiledone_1897
+	JZ              tiledone_1830
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VPSLLW          $0x04, Z4, Z5
@@ -74668,7 +73073,7 @@ tilepairsdone_1896:
 	VPDPBUSD        Z0, Z4, Z3
 	VPDPBUSD        Z6, Z5, Z3
 
-tiledone_1897:
+tiledone_1830:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -74704,11 +73109,11 @@ tiledone_1897:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1874
+	JMP           tokensdone_1807
 
-tokens_1894:
+tokens_1827:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1898
+	JNE  tokens_1831
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -74720,9 +73125,9 @@ tokens_1894:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 
-tilepairs_1899:
+tilepairs_1832:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1900
+	JB              tilepairsdone_1833
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -74751,11 +73156,11 @@ tilepairs_1899:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1899
+	JMP             tilepairs_1832
 
-tilepairsdone_1900:
+tilepairsdone_1833:
 	TESTQ           R8, R8
-	JZ              tiledone_1901
+	JZ              tiledone_1834
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VPSLLW          $0x04, Z3, Z4
@@ -74770,7 +73175,7 @@ tilepairsdone_1900:
 	VPDPBUSD        Z0, Z3, Z2
 	VPDPBUSD        Z5, Z4, Z2
 
-tiledone_1901:
+tiledone_1834:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -74795,11 +73200,11 @@ tiledone_1901:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1874
+	JMP           tokensdone_1807
 
-tokens_1898:
+tokens_1831:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1902
+	JNE  tokens_1835
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -74810,9 +73215,9 @@ tokens_1898:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 
-tilepairs_1903:
+tilepairs_1836:
 	CMPQ            DI, $0x02
-	JB              tilepairsdone_1904
+	JB              tilepairsdone_1837
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -74833,11 +73238,11 @@ tilepairs_1903:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, DI
-	JMP             tilepairs_1903
+	JMP             tilepairs_1836
 
-tilepairsdone_1904:
+tilepairsdone_1837:
 	TESTQ           DI, DI
-	JZ              tiledone_1905
+	JZ              tiledone_1838
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VPSLLW          $0x04, Z2, Z3
@@ -74848,7 +73253,7 @@ tilepairsdone_1904:
 	VPDPBUSD        Z0, Z2, Z1
 	VPDPBUSD        Z4, Z3, Z1
 
-tiledone_1905:
+tiledone_1838:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -74863,17 +73268,17 @@ tiledone_1905:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_1874
+	JMP           tokensdone_1807
 
-tokens_1902:
-tokensdone_1874:
+tokens_1835:
+tokensdone_1807:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_1870
+	JMP  rows_1803
 
-rowsdone_1871:
+rowsdone_1804:
 	VZEROUPPER
 	RET
 
@@ -74902,16 +73307,16 @@ TEXT ·ternaryMatMulVNNIGFNI(SB), NOSPLIT, $0-120
 	MOVQ rows+32(FP), CX
 	MOVQ out_base+88(FP), DX
 
-rows_1906:
+rows_1839:
 	CMPQ CX, $0x00000004
-	JB   rowsdone_1907
+	JB   rowsdone_1840
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1908:
+tokens_1841:
 	CMPQ DI, $0x00000005
-	JB   tokenstail_1909
+	JB   tokenstail_1842
 
 	// tile 4 rows × 5 tokens
 	MOVQ      stride+24(FP), R8
@@ -74946,9 +73351,9 @@ tokens_1908:
 	VPXORD    Z19, Z19, Z19
 	VPXORD    Z20, Z20, Z20
 
-tilepairs_1911:
+tilepairs_1844:
 	CMPQ            R10, $0x02
-	JB              tilepairsdone_1912
+	JB              tilepairsdone_1845
 	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z21, Z22
@@ -75082,11 +73487,11 @@ tilepairs_1911:
 	ADDQ            $0x00000100, R13
 	ADDQ            $0x00000100, R14
 	SUBQ            $0x02, R10
-	JMP             tilepairs_1911
+	JMP             tilepairs_1844
 
-tilepairsdone_1912:
+tilepairsdone_1845:
 	TESTQ           R10, R10
-	JZ              tiledone_1913
+	JZ              tiledone_1846
 	PREFETCHT1      16384(R11)
 	VBROADCASTI64X4 (R11), Z21
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z21, Z22
@@ -75154,7 +73559,7 @@ tilepairsdone_1912:
 	VPDPBUSD        Z0, Z27, Z20
 	VPDPBUSD        Z29, Z28, Z20
 
-tiledone_1913:
+tiledone_1846:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y21
@@ -75290,11 +73695,11 @@ tiledone_1913:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000005, DI
-	JMP           tokens_1908
+	JMP           tokens_1841
 
-tokenstail_1909:
+tokenstail_1842:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1914
+	JNE  tokens_1847
 
 	// tile 4 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -75324,9 +73729,9 @@ tokenstail_1909:
 	VPXORD    Z15, Z15, Z15
 	VPXORD    Z16, Z16, Z16
 
-tilepairs_1915:
+tilepairs_1848:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1916
+	JB              tilepairsdone_1849
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z17, Z18
@@ -75440,11 +73845,11 @@ tilepairs_1915:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R12
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1915
+	JMP             tilepairs_1848
 
-tilepairsdone_1916:
+tilepairsdone_1849:
 	TESTQ           R9, R9
-	JZ              tiledone_1917
+	JZ              tiledone_1850
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z17
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z17, Z18
@@ -75502,7 +73907,7 @@ tilepairsdone_1916:
 	VPDPBUSD        Z0, Z23, Z16
 	VPDPBUSD        Z25, Z24, Z16
 
-tiledone_1917:
+tiledone_1850:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y17
@@ -75605,11 +74010,11 @@ tiledone_1917:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_1910
+	JMP           tokensdone_1843
 
-tokens_1914:
+tokens_1847:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1918
+	JNE  tokens_1851
 
 	// tile 4 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -75633,9 +74038,9 @@ tokens_1914:
 	VPXORD    Z11, Z11, Z11
 	VPXORD    Z12, Z12, Z12
 
-tilepairs_1919:
+tilepairs_1852:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1920
+	JB              tilepairsdone_1853
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z13, Z14
@@ -75728,11 +74133,11 @@ tilepairs_1919:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1919
+	JMP             tilepairs_1852
 
-tilepairsdone_1920:
+tilepairsdone_1853:
 	TESTQ           R9, R9
-	JZ              tiledone_1921
+	JZ              tiledone_1854
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z13
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z13, Z14
@@ -75780,7 +74185,7 @@ tilepairsdone_1920:
 	VPDPBUSD        Z0, Z19, Z12
 	VPDPBUSD        Z21, Z20, Z12
 
-tiledone_1921:
+tiledone_1854:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y13
@@ -75858,11 +74263,11 @@ tiledone_1921:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_1910
+	JMP           tokensdone_1843
 
-tokens_1918:
+tokens_1851:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1922
+	JNE  tokens_1855
 
 	// tile 4 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -75882,9 +74287,9 @@ tokens_1918:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_1923:
+tilepairs_1856:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1924
+	JB              tilepairsdone_1857
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z9, Z10
@@ -75957,11 +74362,11 @@ tilepairs_1923:
 	ADDQ            $0x00000040, R11
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1923
+	JMP             tilepairs_1856
 
-tilepairsdone_1924:
+tilepairsdone_1857:
 	TESTQ           R9, R9
-	JZ              tiledone_1925
+	JZ              tiledone_1858
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z9, Z10
@@ -75999,7 +74404,7 @@ tilepairsdone_1924:
 	VPDPBUSD        Z0, Z15, Z8
 	VPDPBUSD        Z17, Z16, Z8
 
-tiledone_1925:
+tiledone_1858:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -76052,11 +74457,11 @@ tiledone_1925:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (SI)
-	JMP           tokensdone_1910
+	JMP           tokensdone_1843
 
-tokens_1922:
+tokens_1855:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1926
+	JNE  tokens_1859
 
 	// tile 4 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -76072,9 +74477,9 @@ tokens_1922:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_1927:
+tilepairs_1860:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1928
+	JB              tilepairsdone_1861
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z5, Z6
@@ -76127,11 +74532,11 @@ tilepairs_1927:
 	ADDQ            $0x00000040, R10
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1927
+	JMP             tilepairs_1860
 
-tilepairsdone_1928:
+tilepairsdone_1861:
 	TESTQ           R8, R8
-	JZ              tiledone_1929
+	JZ              tiledone_1862
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z5, Z6
@@ -76159,7 +74564,7 @@ tilepairsdone_1928:
 	VPDPBUSD        Z0, Z11, Z4
 	VPDPBUSD        Z13, Z12, Z4
 
-tiledone_1929:
+tiledone_1862:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -76188,27 +74593,27 @@ tiledone_1929:
 	VEXTRACTI32X4 $0x01, Y0, X1
 	VPADDD        X0, X1, X1
 	VMOVDQU32     X1, (BX)
-	JMP           tokensdone_1910
+	JMP           tokensdone_1843
 
-tokens_1926:
-tokensdone_1910:
+tokens_1859:
+tokensdone_1843:
 	MOVQ stride+24(FP), BX
 	LEAQ (AX)(BX*4), AX
 	ADDQ $0x00000010, DX
 	SUBQ $0x00000004, CX
-	JMP  rows_1906
+	JMP  rows_1839
 
-rowsdone_1907:
-rows_1930:
+rowsdone_1840:
+rows_1863:
 	CMPQ CX, $0x00000001
-	JB   rowsdone_1931
+	JB   rowsdone_1864
 	MOVQ x_base+40(FP), BX
 	MOVQ DX, SI
 	MOVQ tokens+80(FP), DI
 
-tokens_1932:
+tokens_1865:
 	CMPQ DI, $0x00000008
-	JB   tokenstail_1933
+	JB   tokenstail_1866
 
 	// tile 1 rows × 8 tokens
 	MOVQ      stride+24(FP), R8
@@ -76231,9 +74636,9 @@ tokens_1932:
 	VPXORD    Z7, Z7, Z7
 	VPXORD    Z8, Z8, Z8
 
-tilepairs_1935:
+tilepairs_1868:
 	CMPQ            R9, $0x02
-	JB              tilepairsdone_1936
+	JB              tilepairsdone_1869
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z9, Z10
@@ -76310,11 +74715,11 @@ tilepairs_1935:
 	ADDQ            $0x00000100, R12
 	ADDQ            $0x00000100, R13
 	SUBQ            $0x02, R9
-	JMP             tilepairs_1935
+	JMP             tilepairs_1868
 
-tilepairsdone_1936:
+tilepairsdone_1869:
 	TESTQ           R9, R9
-	JZ              tiledone_1937
+	JZ              tiledone_1870
 	PREFETCHT1      16384(R10)
 	VBROADCASTI64X4 (R10), Z9
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z9, Z10
@@ -76352,7 +74757,7 @@ tilepairsdone_1936:
 	VPDPBUSD        Z0, Z9, Z8
 	VPDPBUSD        Z11, Z10, Z8
 
-tiledone_1937:
+tiledone_1870:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y9
@@ -76451,11 +74856,11 @@ tiledone_1937:
 	ADDQ          R8, BX
 	ADDQ          R9, SI
 	SUBQ          $0x00000008, DI
-	JMP           tokens_1932
+	JMP           tokens_1865
 
-tokenstail_1933:
+tokenstail_1866:
 	CMPQ DI, $0x00000007
-	JNE  tokens_1938
+	JNE  tokens_1871
 
 	// tile 1 rows × 7 tokens
 	MOVQ      stride+24(FP), DI
@@ -76476,9 +74881,9 @@ tokenstail_1933:
 	VPXORD    Z6, Z6, Z6
 	VPXORD    Z7, Z7, Z7
 
-tilepairs_1939:
+tilepairs_1872:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1940
+	JB              tilepairsdone_1873
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z8, Z9
@@ -76547,11 +74952,11 @@ tilepairs_1939:
 	ADDQ            $0x00000100, R10
 	ADDQ            $0x00000100, R11
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1939
+	JMP             tilepairs_1872
 
-tilepairsdone_1940:
+tilepairsdone_1873:
 	TESTQ           R8, R8
-	JZ              tiledone_1941
+	JZ              tiledone_1874
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z8
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z8, Z9
@@ -76585,7 +74990,7 @@ tilepairsdone_1940:
 	VPDPBUSD        Z0, Z8, Z7
 	VPDPBUSD        Z10, Z9, Z7
 
-tiledone_1941:
+tiledone_1874:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y8
@@ -76665,11 +75070,11 @@ tiledone_1941:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1934
+	JMP           tokensdone_1867
 
-tokens_1938:
+tokens_1871:
 	CMPQ DI, $0x00000006
-	JNE  tokens_1942
+	JNE  tokens_1875
 
 	// tile 1 rows × 6 tokens
 	MOVQ      stride+24(FP), DI
@@ -76687,9 +75092,9 @@ tokens_1938:
 	VPXORD    Z5, Z5, Z5
 	VPXORD    Z6, Z6, Z6
 
-tilepairs_1943:
+tilepairs_1876:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1944
+	JB              tilepairsdone_1877
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z7, Z8
@@ -76749,11 +75154,11 @@ tilepairs_1943:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1943
+	JMP             tilepairs_1876
 
-tilepairsdone_1944:
+tilepairsdone_1877:
 	TESTQ           R8, R8
-	JZ              tiledone_1945
+	JZ              tiledone_1878
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z7
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z7, Z8
@@ -76783,7 +75188,7 @@ tilepairsdone_1944:
 	VPDPBUSD        Z0, Z7, Z6
 	VPDPBUSD        Z9, Z8, Z6
 
-tiledone_1945:
+tiledone_1878:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y7
@@ -76852,11 +75257,11 @@ tiledone_1945:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1934
+	JMP           tokensdone_1867
 
-tokens_1942:
+tokens_1875:
 	CMPQ DI, $0x00000005
-	JNE  tokens_1946
+	JNE  tokens_1879
 
 	// tile 1 rows × 5 tokens
 	MOVQ      stride+24(FP), DI
@@ -76873,9 +75278,9 @@ tokens_1942:
 	VPXORD    Z4, Z4, Z4
 	VPXORD    Z5, Z5, Z5
 
-tilepairs_1947:
+tilepairs_1880:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1948
+	JB              tilepairsdone_1881
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z6, Z7
@@ -76927,11 +75332,11 @@ tilepairs_1947:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1947
+	JMP             tilepairs_1880
 
-tilepairsdone_1948:
+tilepairsdone_1881:
 	TESTQ           R8, R8
-	JZ              tiledone_1949
+	JZ              tiledone_1882
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z6
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z6, Z7
@@ -76957,7 +75362,7 @@ tilepairsdone_1948:
 	VPDPBUSD        Z0, Z6, Z5
 	VPDPBUSD        Z8, Z7, Z5
 
-tiledone_1949:
+tiledone_1882:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y6
@@ -77015,11 +75420,11 @@ tiledone_1949:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1934
+	JMP           tokensdone_1867
 
-tokens_1946:
+tokens_1879:
 	CMPQ DI, $0x00000004
-	JNE  tokens_1950
+	JNE  tokens_1883
 
 	// tile 1 rows × 4 tokens
 	MOVQ      stride+24(FP), DI
@@ -77035,9 +75440,9 @@ tokens_1946:
 	VPXORD    Z3, Z3, Z3
 	VPXORD    Z4, Z4, Z4
 
-tilepairs_1951:
+tilepairs_1884:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1952
+	JB              tilepairsdone_1885
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z5, Z6
@@ -77081,11 +75486,11 @@ tilepairs_1951:
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x00000100, R10
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1951
+	JMP             tilepairs_1884
 
-tilepairsdone_1952:
+tilepairsdone_1885:
 	TESTQ           R8, R8
-	JZ              tiledone_1953
+	JZ              tiledone_1886
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z5
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z5, Z6
@@ -77107,7 +75512,7 @@ tilepairsdone_1952:
 	VPDPBUSD        Z0, Z5, Z4
 	VPDPBUSD        Z7, Z6, Z4
 
-tiledone_1953:
+tiledone_1886:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y5
@@ -77154,11 +75559,11 @@ tiledone_1953:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1934
+	JMP           tokensdone_1867
 
-tokens_1950:
+tokens_1883:
 	CMPQ DI, $0x00000003
-	JNE  tokens_1954
+	JNE  tokens_1887
 
 	// tile 1 rows × 3 tokens
 	MOVQ      stride+24(FP), DI
@@ -77171,9 +75576,9 @@ tokens_1950:
 	VPXORD    Z2, Z2, Z2
 	VPXORD    Z3, Z3, Z3
 
-tilepairs_1955:
+tilepairs_1888:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1956
+	JB              tilepairsdone_1889
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z4, Z5
@@ -77208,11 +75613,11 @@ tilepairs_1955:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1955
+	JMP             tilepairs_1888
 
-tilepairsdone_1956:
+tilepairsdone_1889:
 	TESTQ           R8, R8
-	JZ              tiledone_1957
+	JZ              tiledone_1890
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z4
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z4, Z5
@@ -77230,7 +75635,7 @@ tilepairsdone_1956:
 	VPDPBUSD        Z0, Z4, Z3
 	VPDPBUSD        Z6, Z5, Z3
 
-tiledone_1957:
+tiledone_1890:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y4
@@ -77266,11 +75671,11 @@ tiledone_1957:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1934
+	JMP           tokensdone_1867
 
-tokens_1954:
+tokens_1887:
 	CMPQ DI, $0x00000002
-	JNE  tokens_1958
+	JNE  tokens_1891
 
 	// tile 1 rows × 2 tokens
 	MOVQ      stride+24(FP), DI
@@ -77282,9 +75687,9 @@ tokens_1954:
 	VPXORD    Z1, Z1, Z1
 	VPXORD    Z2, Z2, Z2
 
-tilepairs_1959:
+tilepairs_1892:
 	CMPQ            R8, $0x02
-	JB              tilepairsdone_1960
+	JB              tilepairsdone_1893
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z3, Z4
@@ -77311,11 +75716,11 @@ tilepairs_1959:
 	ADDQ            $0x00000040, R9
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, R8
-	JMP             tilepairs_1959
+	JMP             tilepairs_1892
 
-tilepairsdone_1960:
+tilepairsdone_1893:
 	TESTQ           R8, R8
-	JZ              tiledone_1961
+	JZ              tiledone_1894
 	PREFETCHT1      16384(R9)
 	VBROADCASTI64X4 (R9), Z3
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z3, Z4
@@ -77329,7 +75734,7 @@ tilepairsdone_1960:
 	VPDPBUSD        Z0, Z3, Z2
 	VPDPBUSD        Z5, Z4, Z2
 
-tiledone_1961:
+tiledone_1894:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y3
@@ -77354,11 +75759,11 @@ tiledone_1961:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (SI)
-	JMP           tokensdone_1934
+	JMP           tokensdone_1867
 
-tokens_1958:
+tokens_1891:
 	CMPQ DI, $0x00000001
-	JNE  tokens_1962
+	JNE  tokens_1895
 
 	// tile 1 rows × 1 tokens
 	MOVQ      stride+24(FP), DI
@@ -77369,9 +75774,9 @@ tokens_1958:
 	VMOVDQU64 maskHi<>+0(SB), Z0
 	VPXORD    Z1, Z1, Z1
 
-tilepairs_1963:
+tilepairs_1896:
 	CMPQ            DI, $0x02
-	JB              tilepairsdone_1964
+	JB              tilepairsdone_1897
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z2, Z3
@@ -77390,11 +75795,11 @@ tilepairs_1963:
 	ADDQ            $0x00000040, R8
 	ADDQ            $0x00000100, BX
 	SUBQ            $0x02, DI
-	JMP             tilepairs_1963
+	JMP             tilepairs_1896
 
-tilepairsdone_1964:
+tilepairsdone_1897:
 	TESTQ           DI, DI
-	JZ              tiledone_1965
+	JZ              tiledone_1898
 	PREFETCHT1      16384(R8)
 	VBROADCASTI64X4 (R8), Z2
 	VGF2P8AFFINEQB  $0x00, gfLo<>+0(SB), Z2, Z3
@@ -77404,7 +75809,7 @@ tilepairsdone_1964:
 	VPDPBUSD        Z0, Z2, Z1
 	VPDPBUSD        Z4, Z3, Z1
 
-tiledone_1965:
+tiledone_1898:
 	VMOVDQU64     shiftHi<>+0(SB), Z0
 	VPSRAVD       Z0, Z1, Z1
 	VEXTRACTI64X4 $0x01, Z1, Y0
@@ -77419,16 +75824,11423 @@ tiledone_1965:
 	VPSHUFD       $0xb1, X1, X0
 	VPADDD        X0, X1, X1
 	VMOVD         X1, (BX)
-	JMP           tokensdone_1934
+	JMP           tokensdone_1867
 
-tokens_1962:
-tokensdone_1934:
+tokens_1895:
+tokensdone_1867:
 	MOVQ stride+24(FP), BX
 	ADDQ BX, AX
 	ADDQ $0x00000004, DX
 	SUBQ $0x00000001, CX
-	JMP  rows_1930
+	JMP  rows_1863
 
-rowsdone_1931:
+rowsdone_1864:
+	VZEROUPPER
+	RET
+
+// func ternaryRowsVNNITwo(w []byte, stride int, x []int8, out []int32)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·ternaryRowsVNNITwo(SB), NOSPLIT, $0-80
+	MOVQ         x_base+32(FP), AX
+	MOVQ         x_len+40(FP), CX
+	SHRQ         $0x02, CX
+	VPBROADCASTD bytesC0<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	VPBROADCASTD bytes0C<>+0(SB), Z2
+	VPBROADCASTD bytes03<>+0(SB), Z3
+	MOVQ         w_base+0(FP), DX
+	MOVQ         out_base+56(FP), BX
+	MOVQ         out_len+64(FP), SI
+	SHRQ         $0x02, SI
+	TESTQ        SI, SI
+	JZ           spreaddone_1899
+	MOVQ         SI, DI
+	MOVQ         stride+24(FP), R8
+	IMULQ        R8, DI
+	MOVQ         SI, R8
+	SHLQ         $0x02, R8
+
+spread_1900:
+	LEAQ   (DX)(DI*1), R9
+	LEAQ   (R9)(DI*1), R10
+	LEAQ   (R10)(DI*1), R11
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	MOVQ   CX, R13
+	ANDQ   $-128, R13
+	XORQ   R12, R12
+	CMPQ   R12, R13
+	JAE    loopdone_1902
+
+loop_1901:
+	VMOVDQU64    (AX)(R12*4), Y20
+	VINSERTI64X4 $0x01, 128(AX)(R12*4), Z20, Z20
+	VMOVDQU64    32(AX)(R12*4), Y21
+	VINSERTI64X4 $0x01, 160(AX)(R12*4), Z21, Z21
+	VMOVDQU64    64(AX)(R12*4), Y22
+	VINSERTI64X4 $0x01, 192(AX)(R12*4), Z22, Z22
+	VMOVDQU64    96(AX)(R12*4), Y23
+	VINSERTI64X4 $0x01, 224(AX)(R12*4), Z23, Z23
+	PREFETCHT1   16384(DX)(R12*1)
+	PREFETCHT0   2048(DX)(R12*1)
+	VMOVDQU64    (DX)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z4
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z5
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z6
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z7
+	PREFETCHT1   16384(R9)(R12*1)
+	PREFETCHT0   2048(R9)(R12*1)
+	VMOVDQU64    (R9)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z8
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z9
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z10
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z11
+	PREFETCHT1   16384(R10)(R12*1)
+	PREFETCHT0   2048(R10)(R12*1)
+	VMOVDQU64    (R10)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z12
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z13
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z14
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z15
+	PREFETCHT1   16384(R11)(R12*1)
+	PREFETCHT0   2048(R11)(R12*1)
+	VMOVDQU64    (R11)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z16
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z17
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z18
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z19
+	VMOVDQU64    256(AX)(R12*4), Y20
+	VINSERTI64X4 $0x01, 384(AX)(R12*4), Z20, Z20
+	VMOVDQU64    288(AX)(R12*4), Y21
+	VINSERTI64X4 $0x01, 416(AX)(R12*4), Z21, Z21
+	VMOVDQU64    320(AX)(R12*4), Y22
+	VINSERTI64X4 $0x01, 448(AX)(R12*4), Z22, Z22
+	VMOVDQU64    352(AX)(R12*4), Y23
+	VINSERTI64X4 $0x01, 480(AX)(R12*4), Z23, Z23
+	PREFETCHT1   16448(DX)(R12*1)
+	PREFETCHT0   2112(DX)(R12*1)
+	VMOVDQU64    64(DX)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z4
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z5
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z6
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z7
+	PREFETCHT1   16448(R9)(R12*1)
+	PREFETCHT0   2112(R9)(R12*1)
+	VMOVDQU64    64(R9)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z8
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z9
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z10
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z11
+	PREFETCHT1   16448(R10)(R12*1)
+	PREFETCHT0   2112(R10)(R12*1)
+	VMOVDQU64    64(R10)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z12
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z13
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z14
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z15
+	PREFETCHT1   16448(R11)(R12*1)
+	PREFETCHT0   2112(R11)(R12*1)
+	VMOVDQU64    64(R11)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z16
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z17
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z18
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z19
+	ADDQ         $0x00000080, R12
+	CMPQ         R12, R13
+	JB           loop_1901
+
+loopdone_1902:
+	MOVQ         CX, R13
+	SUBQ         R12, R13
+	CMPQ         R13, $0x40
+	JB           one_1903
+	VMOVDQU64    (AX)(R12*4), Y20
+	VINSERTI64X4 $0x01, 128(AX)(R12*4), Z20, Z20
+	VMOVDQU64    32(AX)(R12*4), Y21
+	VINSERTI64X4 $0x01, 160(AX)(R12*4), Z21, Z21
+	VMOVDQU64    64(AX)(R12*4), Y22
+	VINSERTI64X4 $0x01, 192(AX)(R12*4), Z22, Z22
+	VMOVDQU64    96(AX)(R12*4), Y23
+	VINSERTI64X4 $0x01, 224(AX)(R12*4), Z23, Z23
+	PREFETCHT1   16384(DX)(R12*1)
+	PREFETCHT0   2048(DX)(R12*1)
+	VMOVDQU64    (DX)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z4
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z5
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z6
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z7
+	PREFETCHT1   16384(R9)(R12*1)
+	PREFETCHT0   2048(R9)(R12*1)
+	VMOVDQU64    (R9)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z8
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z9
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z10
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z11
+	PREFETCHT1   16384(R10)(R12*1)
+	PREFETCHT0   2048(R10)(R12*1)
+	VMOVDQU64    (R10)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z12
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z13
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z14
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z15
+	PREFETCHT1   16384(R11)(R12*1)
+	PREFETCHT0   2048(R11)(R12*1)
+	VMOVDQU64    (R11)(R12*1), Z24
+	VPANDD       Z0, Z24, Z25
+	VPDPBUSD     Z20, Z25, Z16
+	VPANDD       Z1, Z24, Z25
+	VPDPBUSD     Z21, Z25, Z17
+	VPANDD       Z2, Z24, Z25
+	VPDPBUSD     Z22, Z25, Z18
+	VPANDD       Z3, Z24, Z25
+	VPDPBUSD     Z23, Z25, Z19
+	ADDQ         $0x40, R12
+
+one_1903:
+	CMPQ      R12, CX
+	JAE       odd_1904
+	VMOVDQU64 (AX)(R12*4), Y20
+	VMOVDQU64 32(AX)(R12*4), Y21
+	VMOVDQU64 64(AX)(R12*4), Y22
+	VMOVDQU64 96(AX)(R12*4), Y23
+	VMOVDQU64 (DX)(R12*1), Y24
+	VPANDD    Z0, Z24, Z25
+	VPDPBUSD  Z20, Z25, Z4
+	VPANDD    Z1, Z24, Z25
+	VPDPBUSD  Z21, Z25, Z5
+	VPANDD    Z2, Z24, Z25
+	VPDPBUSD  Z22, Z25, Z6
+	VPANDD    Z3, Z24, Z25
+	VPDPBUSD  Z23, Z25, Z7
+	VMOVDQU64 (R9)(R12*1), Y24
+	VPANDD    Z0, Z24, Z25
+	VPDPBUSD  Z20, Z25, Z8
+	VPANDD    Z1, Z24, Z25
+	VPDPBUSD  Z21, Z25, Z9
+	VPANDD    Z2, Z24, Z25
+	VPDPBUSD  Z22, Z25, Z10
+	VPANDD    Z3, Z24, Z25
+	VPDPBUSD  Z23, Z25, Z11
+	VMOVDQU64 (R10)(R12*1), Y24
+	VPANDD    Z0, Z24, Z25
+	VPDPBUSD  Z20, Z25, Z12
+	VPANDD    Z1, Z24, Z25
+	VPDPBUSD  Z21, Z25, Z13
+	VPANDD    Z2, Z24, Z25
+	VPDPBUSD  Z22, Z25, Z14
+	VPANDD    Z3, Z24, Z25
+	VPDPBUSD  Z23, Z25, Z15
+	VMOVDQU64 (R11)(R12*1), Y24
+	VPANDD    Z0, Z24, Z25
+	VPDPBUSD  Z20, Z25, Z16
+	VPANDD    Z1, Z24, Z25
+	VPDPBUSD  Z21, Z25, Z17
+	VPANDD    Z2, Z24, Z25
+	VPDPBUSD  Z22, Z25, Z18
+	VPANDD    Z3, Z24, Z25
+	VPDPBUSD  Z23, Z25, Z19
+
+odd_1904:
+	VPSRAD        $0x06, Z4, Z4
+	VPSRAD        $0x04, Z5, Z5
+	VPSRAD        $0x02, Z6, Z6
+	VPADDD        Z5, Z4, Z4
+	VPADDD        Z7, Z6, Z6
+	VPADDD        Z6, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y5
+	VPADDD        Y4, Y5, Y5
+	VPSRAD        $0x06, Z8, Z8
+	VPSRAD        $0x04, Z9, Z9
+	VPSRAD        $0x02, Z10, Z10
+	VPADDD        Z9, Z8, Z8
+	VPADDD        Z11, Z10, Z10
+	VPADDD        Z10, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y4
+	VPADDD        Y8, Y4, Y4
+	VPSRAD        $0x06, Z12, Z12
+	VPSRAD        $0x04, Z13, Z13
+	VPSRAD        $0x02, Z14, Z14
+	VPADDD        Z13, Z12, Z12
+	VPADDD        Z15, Z14, Z14
+	VPADDD        Z14, Z12, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y6
+	VPADDD        Y12, Y6, Y6
+	VPSRAD        $0x06, Z16, Z16
+	VPSRAD        $0x04, Z17, Z17
+	VPSRAD        $0x02, Z18, Z18
+	VPADDD        Z17, Z16, Z16
+	VPADDD        Z19, Z18, Z18
+	VPADDD        Z18, Z16, Z16
+	VEXTRACTI64X4 $0x01, Z16, Y7
+	VPADDD        Y16, Y7, Y7
+	VPUNPCKLDQ    Y4, Y5, Y8
+	VPUNPCKHDQ    Y4, Y5, Y4
+	VPADDD        Y4, Y8, Y8
+	VPUNPCKLDQ    Y7, Y6, Y4
+	VPUNPCKHDQ    Y7, Y6, Y5
+	VPADDD        Y5, Y4, Y4
+	VPUNPCKLQDQ   Y4, Y8, Y5
+	VPUNPCKHQDQ   Y4, Y8, Y4
+	VPADDD        Y4, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X4
+	VPADDD        X5, X4, X4
+	VMOVD         X4, (BX)
+	VPSHUFD       $0x01, X4, X5
+	VMOVD         X5, (BX)(R8*1)
+	VPSHUFD       $0x02, X4, X5
+	VMOVD         X5, (BX)(R8*2)
+	VPSHUFD       $0x03, X4, X4
+	LEAQ          (BX)(R8*2), R9
+	VMOVD         X4, (R9)(R8*1)
+	MOVQ          stride+24(FP), R9
+	ADDQ          R9, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           spread_1900
+	LEAQ          (DX)(DI*2), DX
+	ADDQ          DI, DX
+	LEAQ          (BX)(R8*2), BX
+	ADDQ          R8, BX
+
+spreaddone_1899:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_1906
+
+single_1905:
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ   CX, R8
+	ANDQ   $-128, R8
+	XORQ   DI, DI
+	CMPQ   DI, R8
+	JAE    loopdone_1908
+
+loop_1907:
+	VMOVDQU64    (AX)(DI*4), Y26
+	VINSERTI64X4 $0x01, 128(AX)(DI*4), Z26, Z26
+	VMOVDQU64    32(AX)(DI*4), Y27
+	VINSERTI64X4 $0x01, 160(AX)(DI*4), Z27, Z27
+	VMOVDQU64    64(AX)(DI*4), Y28
+	VINSERTI64X4 $0x01, 192(AX)(DI*4), Z28, Z28
+	VMOVDQU64    96(AX)(DI*4), Y29
+	VINSERTI64X4 $0x01, 224(AX)(DI*4), Z29, Z29
+	PREFETCHT1   16384(DX)(DI*1)
+	PREFETCHT0   2048(DX)(DI*1)
+	VMOVDQU64    (DX)(DI*1), Z30
+	VPANDD       Z0, Z30, Z8
+	VPDPBUSD     Z26, Z8, Z4
+	VPANDD       Z1, Z30, Z8
+	VPDPBUSD     Z27, Z8, Z5
+	VPANDD       Z2, Z30, Z8
+	VPDPBUSD     Z28, Z8, Z6
+	VPANDD       Z3, Z30, Z8
+	VPDPBUSD     Z29, Z8, Z7
+	VMOVDQU64    256(AX)(DI*4), Y26
+	VINSERTI64X4 $0x01, 384(AX)(DI*4), Z26, Z26
+	VMOVDQU64    288(AX)(DI*4), Y27
+	VINSERTI64X4 $0x01, 416(AX)(DI*4), Z27, Z27
+	VMOVDQU64    320(AX)(DI*4), Y28
+	VINSERTI64X4 $0x01, 448(AX)(DI*4), Z28, Z28
+	VMOVDQU64    352(AX)(DI*4), Y29
+	VINSERTI64X4 $0x01, 480(AX)(DI*4), Z29, Z29
+	PREFETCHT1   16448(DX)(DI*1)
+	PREFETCHT0   2112(DX)(DI*1)
+	VMOVDQU64    64(DX)(DI*1), Z30
+	VPANDD       Z0, Z30, Z8
+	VPDPBUSD     Z26, Z8, Z4
+	VPANDD       Z1, Z30, Z8
+	VPDPBUSD     Z27, Z8, Z5
+	VPANDD       Z2, Z30, Z8
+	VPDPBUSD     Z28, Z8, Z6
+	VPANDD       Z3, Z30, Z8
+	VPDPBUSD     Z29, Z8, Z7
+	ADDQ         $0x00000080, DI
+	CMPQ         DI, R8
+	JB           loop_1907
+
+loopdone_1908:
+	MOVQ         CX, R8
+	SUBQ         DI, R8
+	CMPQ         R8, $0x40
+	JB           one_1909
+	VMOVDQU64    (AX)(DI*4), Y26
+	VINSERTI64X4 $0x01, 128(AX)(DI*4), Z26, Z26
+	VMOVDQU64    32(AX)(DI*4), Y27
+	VINSERTI64X4 $0x01, 160(AX)(DI*4), Z27, Z27
+	VMOVDQU64    64(AX)(DI*4), Y28
+	VINSERTI64X4 $0x01, 192(AX)(DI*4), Z28, Z28
+	VMOVDQU64    96(AX)(DI*4), Y29
+	VINSERTI64X4 $0x01, 224(AX)(DI*4), Z29, Z29
+	PREFETCHT1   16384(DX)(DI*1)
+	PREFETCHT0   2048(DX)(DI*1)
+	VMOVDQU64    (DX)(DI*1), Z30
+	VPANDD       Z0, Z30, Z8
+	VPDPBUSD     Z26, Z8, Z4
+	VPANDD       Z1, Z30, Z8
+	VPDPBUSD     Z27, Z8, Z5
+	VPANDD       Z2, Z30, Z8
+	VPDPBUSD     Z28, Z8, Z6
+	VPANDD       Z3, Z30, Z8
+	VPDPBUSD     Z29, Z8, Z7
+	ADDQ         $0x40, DI
+
+one_1909:
+	CMPQ      DI, CX
+	JAE       odd_1910
+	VMOVDQU64 (AX)(DI*4), Y26
+	VMOVDQU64 32(AX)(DI*4), Y27
+	VMOVDQU64 64(AX)(DI*4), Y28
+	VMOVDQU64 96(AX)(DI*4), Y29
+	VMOVDQU64 (DX)(DI*1), Y30
+	VPANDD    Z0, Z30, Z8
+	VPDPBUSD  Z26, Z8, Z4
+	VPANDD    Z1, Z30, Z8
+	VPDPBUSD  Z27, Z8, Z5
+	VPANDD    Z2, Z30, Z8
+	VPDPBUSD  Z28, Z8, Z6
+	VPANDD    Z3, Z30, Z8
+	VPDPBUSD  Z29, Z8, Z7
+
+odd_1910:
+	VPSRAD        $0x06, Z4, Z4
+	VPSRAD        $0x04, Z5, Z5
+	VPSRAD        $0x02, Z6, Z6
+	VPADDD        Z5, Z4, Z4
+	VPADDD        Z7, Z6, Z6
+	VPADDD        Z6, Z4, Z4
+	VEXTRACTI64X4 $0x01, Z4, Y5
+	VPADDD        Y4, Y5, Y5
+	VEXTRACTI32X4 $0x01, Y5, X4
+	VPADDD        X5, X4, X4
+	VPSHUFD       $0x4e, X4, X5
+	VPADDD        X5, X4, X4
+	VPSHUFD       $0xb1, X4, X5
+	VPADDD        X5, X4, X4
+	VMOVD         X4, (BX)
+	MOVQ          stride+24(FP), DI
+	ADDQ          DI, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           single_1905
+
+singledone_1906:
+	VZEROUPPER
+	RET
+
+// func dotF16RowsAVX512Two(w []uint16, stride int, x []float32, out []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
+TEXT ·dotF16RowsAVX512Two(SB), NOSPLIT, $0-80
+	MOVQ  x_base+32(FP), AX
+	MOVQ  x_len+40(FP), CX
+	MOVQ  w_base+0(FP), DX
+	MOVQ  out_base+56(FP), BX
+	MOVQ  out_len+64(FP), SI
+	SHRQ  $0x02, SI
+	TESTQ SI, SI
+	JZ    spreaddone_1911
+	MOVQ  SI, DI
+	MOVQ  stride+24(FP), R8
+	SHLQ  $0x01, R8
+	IMULQ R8, DI
+	MOVQ  SI, R8
+	SHLQ  $0x02, R8
+
+spread_1912:
+	LEAQ   (DX)(DI*1), R9
+	LEAQ   (R9)(DI*1), R10
+	LEAQ   (R10)(DI*1), R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   CX, R13
+	ANDQ   $-128, R13
+	XORQ   R12, R12
+	CMPQ   R12, R13
+	JAE    loopdone_1914
+
+loop_1913:
+	VMOVUPS     (AX)(R12*4), Z4
+	PREFETCHT1  16384(DX)(R12*2)
+	PREFETCHT0  2048(DX)(R12*2)
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	PREFETCHT1  16384(R9)(R12*2)
+	PREFETCHT0  2048(R9)(R12*2)
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	PREFETCHT1  16384(R10)(R12*2)
+	PREFETCHT0  2048(R10)(R12*2)
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	PREFETCHT1  16384(R11)(R12*2)
+	PREFETCHT0  2048(R11)(R12*2)
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     64(AX)(R12*4), Z4
+	VCVTPH2PS   32(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   32(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   32(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   32(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     128(AX)(R12*4), Z4
+	PREFETCHT1  16448(DX)(R12*2)
+	PREFETCHT0  2112(DX)(R12*2)
+	VCVTPH2PS   64(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	PREFETCHT1  16448(R9)(R12*2)
+	PREFETCHT0  2112(R9)(R12*2)
+	VCVTPH2PS   64(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	PREFETCHT1  16448(R10)(R12*2)
+	PREFETCHT0  2112(R10)(R12*2)
+	VCVTPH2PS   64(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	PREFETCHT1  16448(R11)(R12*2)
+	PREFETCHT0  2112(R11)(R12*2)
+	VCVTPH2PS   64(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     192(AX)(R12*4), Z4
+	VCVTPH2PS   96(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   96(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   96(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   96(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     256(AX)(R12*4), Z4
+	PREFETCHT1  16512(DX)(R12*2)
+	PREFETCHT0  2176(DX)(R12*2)
+	VCVTPH2PS   128(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	PREFETCHT1  16512(R9)(R12*2)
+	PREFETCHT0  2176(R9)(R12*2)
+	VCVTPH2PS   128(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	PREFETCHT1  16512(R10)(R12*2)
+	PREFETCHT0  2176(R10)(R12*2)
+	VCVTPH2PS   128(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	PREFETCHT1  16512(R11)(R12*2)
+	PREFETCHT0  2176(R11)(R12*2)
+	VCVTPH2PS   128(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     320(AX)(R12*4), Z4
+	VCVTPH2PS   160(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   160(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   160(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   160(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     384(AX)(R12*4), Z4
+	PREFETCHT1  16576(DX)(R12*2)
+	PREFETCHT0  2240(DX)(R12*2)
+	VCVTPH2PS   192(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	PREFETCHT1  16576(R9)(R12*2)
+	PREFETCHT0  2240(R9)(R12*2)
+	VCVTPH2PS   192(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	PREFETCHT1  16576(R10)(R12*2)
+	PREFETCHT0  2240(R10)(R12*2)
+	VCVTPH2PS   192(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	PREFETCHT1  16576(R11)(R12*2)
+	PREFETCHT0  2240(R11)(R12*2)
+	VCVTPH2PS   192(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     448(AX)(R12*4), Z4
+	VCVTPH2PS   224(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   224(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   224(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   224(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x00000080, R12
+	CMPQ        R12, R13
+	JB          loop_1913
+
+loopdone_1914:
+room_1915:
+	LEAQ        32(R12), R13
+	CMPQ        R13, CX
+	JA          roomdone_1916
+	VMOVUPS     (AX)(R12*4), Z4
+	PREFETCHT1  16384(DX)(R12*2)
+	PREFETCHT0  2048(DX)(R12*2)
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	PREFETCHT1  16384(R9)(R12*2)
+	PREFETCHT0  2048(R9)(R12*2)
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	PREFETCHT1  16384(R10)(R12*2)
+	PREFETCHT0  2048(R10)(R12*2)
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	PREFETCHT1  16384(R11)(R12*2)
+	PREFETCHT0  2048(R11)(R12*2)
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	VMOVUPS     64(AX)(R12*4), Z4
+	VCVTPH2PS   32(DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   32(R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   32(R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   32(R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x20, R12
+	JMP         room_1915
+
+roomdone_1916:
+	LEAQ        16(R12), R13
+	CMPQ        R13, CX
+	JA          skip_1917
+	VMOVUPS     (AX)(R12*4), Z4
+	VCVTPH2PS   (DX)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z0
+	VCVTPH2PS   (R9)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z1
+	VCVTPH2PS   (R10)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z2
+	VCVTPH2PS   (R11)(R12*2), Z5
+	VFMADD231PS Z4, Z5, Z3
+	ADDQ        $0x10, R12
+
+skip_1917:
+	MOVQ        CX, R13
+	SUBQ        R12, R13
+	TESTQ       R13, R13
+	JZ          notail_1918
+	MOVQ        $-1, R14
+	BZHIQ       R13, R14, R13
+	KMOVQ       R13, K1
+	VMOVUPS.Z   (AX)(R12*4), K1, Z4
+	VMOVDQU16.Z (DX)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z0
+	VMOVDQU16.Z (R9)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z1
+	VMOVDQU16.Z (R10)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z2
+	VMOVDQU16.Z (R11)(R12*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VFMADD231PS Z4, Z5, Z3
+
+notail_1918:
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VUNPCKLPS     Y0, Y4, Y3
+	VUNPCKHPS     Y0, Y4, Y0
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPS     Y2, Y1, Y0
+	VUNPCKHPS     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y3, Y1
+	VUNPCKHPD     Y0, Y3, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVD         X0, (BX)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, (BX)(R8*1)
+	VPSHUFD       $0x02, X0, X1
+	VMOVD         X1, (BX)(R8*2)
+	VPSHUFD       $0x03, X0, X0
+	LEAQ          (BX)(R8*2), R9
+	VMOVD         X0, (R9)(R8*1)
+	MOVQ          stride+24(FP), R9
+	SHLQ          $0x01, R9
+	ADDQ          R9, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           spread_1912
+	LEAQ          (DX)(DI*2), DX
+	ADDQ          DI, DX
+	LEAQ          (BX)(R8*2), BX
+	ADDQ          R8, BX
+
+spreaddone_1911:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_1920
+
+single_1919:
+	VPXORD Z0, Z0, Z0
+	MOVQ   CX, R8
+	ANDQ   $-128, R8
+	XORQ   DI, DI
+	CMPQ   DI, R8
+	JAE    loopdone_1922
+
+loop_1921:
+	VMOVUPS     (AX)(DI*4), Z1
+	PREFETCHT1  16384(DX)(DI*2)
+	PREFETCHT0  2048(DX)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     64(AX)(DI*4), Z1
+	VCVTPH2PS   32(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     128(AX)(DI*4), Z1
+	PREFETCHT1  16448(DX)(DI*2)
+	PREFETCHT0  2112(DX)(DI*2)
+	VCVTPH2PS   64(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     192(AX)(DI*4), Z1
+	VCVTPH2PS   96(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     256(AX)(DI*4), Z1
+	PREFETCHT1  16512(DX)(DI*2)
+	PREFETCHT0  2176(DX)(DI*2)
+	VCVTPH2PS   128(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     320(AX)(DI*4), Z1
+	VCVTPH2PS   160(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     384(AX)(DI*4), Z1
+	PREFETCHT1  16576(DX)(DI*2)
+	PREFETCHT0  2240(DX)(DI*2)
+	VCVTPH2PS   192(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     448(AX)(DI*4), Z1
+	VCVTPH2PS   224(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x00000080, DI
+	CMPQ        DI, R8
+	JB          loop_1921
+
+loopdone_1922:
+room_1923:
+	LEAQ        32(DI), R8
+	CMPQ        R8, CX
+	JA          roomdone_1924
+	VMOVUPS     (AX)(DI*4), Z1
+	PREFETCHT1  16384(DX)(DI*2)
+	PREFETCHT0  2048(DX)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     64(AX)(DI*4), Z1
+	VCVTPH2PS   32(DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x20, DI
+	JMP         room_1923
+
+roomdone_1924:
+	LEAQ        16(DI), R8
+	CMPQ        R8, CX
+	JA          skip_1925
+	VMOVUPS     (AX)(DI*4), Z1
+	VCVTPH2PS   (DX)(DI*2), Z2
+	VFMADD231PS Z1, Z2, Z0
+	ADDQ        $0x10, DI
+
+skip_1925:
+	MOVQ        CX, R8
+	SUBQ        DI, R8
+	TESTQ       R8, R8
+	JZ          notail_1926
+	MOVQ        $-1, R9
+	BZHIQ       R8, R9, R8
+	KMOVQ       R8, K1
+	VMOVUPS.Z   (AX)(DI*4), K1, Z1
+	VMOVDQU16.Z (DX)(DI*2), K1, Y2
+	VCVTPH2PS   Y2, Z2
+	VFMADD231PS Z1, Z2, Z0
+
+notail_1926:
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VADDPS        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSS        X0, (BX)
+	MOVQ          stride+24(FP), DI
+	SHLQ          $0x01, DI
+	ADDQ          DI, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           single_1919
+
+singledone_1920:
+	VZEROUPPER
+	RET
+
+// func dotI8RowsVNNITwo(w []int8, stride int, x []int8, out []int32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, BMI2, MMX+
+TEXT ·dotI8RowsVNNITwo(SB), NOSPLIT, $0-80
+	MOVQ         x_base+32(FP), AX
+	MOVQ         x_len+40(FP), CX
+	VPXORD       Z0, Z0, Z0
+	VPBROADCASTD bytes01<>+0(SB), Z1
+	MOVQ         CX, BX
+	ANDQ         $-64, BX
+	XORQ         DX, DX
+	CMPQ         DX, BX
+	JAE          loopdone_1928
+
+loop_1927:
+	VPDPBUSD (AX)(DX*1), Z1, Z0
+	ADDQ     $0x00000040, DX
+	CMPQ     DX, BX
+	JB       loop_1927
+
+loopdone_1928:
+	MOVQ       CX, BX
+	SUBQ       DX, BX
+	TESTQ      BX, BX
+	JZ         notail_1929
+	MOVQ       $-1, SI
+	BZHIQ      BX, SI, BX
+	KMOVQ      BX, K1
+	VMOVDQU8.Z (AX)(DX*1), K1, Z2
+	VPDPBUSD   Z2, Z1, Z0
+
+notail_1929:
+	VEXTRACTI64X4 $0x01, Z0, Y1
+	VPADDD        Y0, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X0
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VPSLLD        $0x07, X0, X0
+	VPBROADCASTD  X0, X0
+	VPBROADCASTD  bytes80<>+0(SB), Z1
+	MOVQ          w_base+0(FP), DX
+	MOVQ          out_base+56(FP), BX
+	MOVQ          out_len+64(FP), SI
+	SHRQ          $0x02, SI
+	TESTQ         SI, SI
+	JZ            spreaddone_1930
+	MOVQ          SI, DI
+	MOVQ          stride+24(FP), R8
+	IMULQ         R8, DI
+	MOVQ          SI, R8
+	SHLQ          $0x02, R8
+
+spread_1931:
+	LEAQ   (DX)(DI*1), R9
+	LEAQ   (R9)(DI*1), R10
+	LEAQ   (R10)(DI*1), R11
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	MOVQ   CX, R13
+	ANDQ   $-256, R13
+	XORQ   R12, R12
+	CMPQ   R12, R13
+	JAE    loopdone_1933
+
+loop_1932:
+	VMOVDQU64  (AX)(R12*1), Z6
+	PREFETCHT1 16384(DX)(R12*1)
+	PREFETCHT0 2048(DX)(R12*1)
+	VPXORD     (DX)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z2
+	PREFETCHT1 16384(R9)(R12*1)
+	PREFETCHT0 2048(R9)(R12*1)
+	VPXORD     (R9)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z3
+	PREFETCHT1 16384(R10)(R12*1)
+	PREFETCHT0 2048(R10)(R12*1)
+	VPXORD     (R10)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z4
+	PREFETCHT1 16384(R11)(R12*1)
+	PREFETCHT0 2048(R11)(R12*1)
+	VPXORD     (R11)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z5
+	VMOVDQU64  64(AX)(R12*1), Z6
+	PREFETCHT1 16448(DX)(R12*1)
+	PREFETCHT0 2112(DX)(R12*1)
+	VPXORD     64(DX)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z2
+	PREFETCHT1 16448(R9)(R12*1)
+	PREFETCHT0 2112(R9)(R12*1)
+	VPXORD     64(R9)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z3
+	PREFETCHT1 16448(R10)(R12*1)
+	PREFETCHT0 2112(R10)(R12*1)
+	VPXORD     64(R10)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z4
+	PREFETCHT1 16448(R11)(R12*1)
+	PREFETCHT0 2112(R11)(R12*1)
+	VPXORD     64(R11)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z5
+	VMOVDQU64  128(AX)(R12*1), Z6
+	PREFETCHT1 16512(DX)(R12*1)
+	PREFETCHT0 2176(DX)(R12*1)
+	VPXORD     128(DX)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z2
+	PREFETCHT1 16512(R9)(R12*1)
+	PREFETCHT0 2176(R9)(R12*1)
+	VPXORD     128(R9)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z3
+	PREFETCHT1 16512(R10)(R12*1)
+	PREFETCHT0 2176(R10)(R12*1)
+	VPXORD     128(R10)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z4
+	PREFETCHT1 16512(R11)(R12*1)
+	PREFETCHT0 2176(R11)(R12*1)
+	VPXORD     128(R11)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z5
+	VMOVDQU64  192(AX)(R12*1), Z6
+	PREFETCHT1 16576(DX)(R12*1)
+	PREFETCHT0 2240(DX)(R12*1)
+	VPXORD     192(DX)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z2
+	PREFETCHT1 16576(R9)(R12*1)
+	PREFETCHT0 2240(R9)(R12*1)
+	VPXORD     192(R9)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z3
+	PREFETCHT1 16576(R10)(R12*1)
+	PREFETCHT0 2240(R10)(R12*1)
+	VPXORD     192(R10)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z4
+	PREFETCHT1 16576(R11)(R12*1)
+	PREFETCHT0 2240(R11)(R12*1)
+	VPXORD     192(R11)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z5
+	ADDQ       $0x00000100, R12
+	CMPQ       R12, R13
+	JB         loop_1932
+
+loopdone_1933:
+room_1934:
+	LEAQ       64(R12), R13
+	CMPQ       R13, CX
+	JA         roomdone_1935
+	VMOVDQU64  (AX)(R12*1), Z6
+	PREFETCHT1 16384(DX)(R12*1)
+	PREFETCHT0 2048(DX)(R12*1)
+	VPXORD     (DX)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z2
+	PREFETCHT1 16384(R9)(R12*1)
+	PREFETCHT0 2048(R9)(R12*1)
+	VPXORD     (R9)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z3
+	PREFETCHT1 16384(R10)(R12*1)
+	PREFETCHT0 2048(R10)(R12*1)
+	VPXORD     (R10)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z4
+	PREFETCHT1 16384(R11)(R12*1)
+	PREFETCHT0 2048(R11)(R12*1)
+	VPXORD     (R11)(R12*1), Z1, Z7
+	VPDPBUSD   Z6, Z7, Z5
+	ADDQ       $0x40, R12
+	JMP        room_1934
+
+roomdone_1935:
+	MOVQ       CX, R13
+	SUBQ       R12, R13
+	TESTQ      R13, R13
+	JZ         notail_1936
+	MOVQ       $-1, R14
+	BZHIQ      R13, R14, R13
+	KMOVQ      R13, K1
+	VMOVDQU8.Z (AX)(R12*1), K1, Z6
+	VMOVDQU8.Z (DX)(R12*1), K1, Z7
+	VPXORD     Z1, Z7, Z7
+	VPDPBUSD   Z6, Z7, Z2
+	VMOVDQU8.Z (R9)(R12*1), K1, Z7
+	VPXORD     Z1, Z7, Z7
+	VPDPBUSD   Z6, Z7, Z3
+	VMOVDQU8.Z (R10)(R12*1), K1, Z7
+	VPXORD     Z1, Z7, Z7
+	VPDPBUSD   Z6, Z7, Z4
+	VMOVDQU8.Z (R11)(R12*1), K1, Z7
+	VPXORD     Z1, Z7, Z7
+	VPDPBUSD   Z6, Z7, Z5
+
+notail_1936:
+	VEXTRACTI64X4 $0x01, Z2, Y6
+	VPADDD        Y2, Y6, Y6
+	VEXTRACTI64X4 $0x01, Z3, Y2
+	VPADDD        Y3, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z4, Y3
+	VPADDD        Y4, Y3, Y3
+	VEXTRACTI64X4 $0x01, Z5, Y4
+	VPADDD        Y5, Y4, Y4
+	VPUNPCKLDQ    Y2, Y6, Y5
+	VPUNPCKHDQ    Y2, Y6, Y2
+	VPADDD        Y2, Y5, Y5
+	VPUNPCKLDQ    Y4, Y3, Y2
+	VPUNPCKHDQ    Y4, Y3, Y3
+	VPADDD        Y3, Y2, Y2
+	VPUNPCKLQDQ   Y2, Y5, Y3
+	VPUNPCKHQDQ   Y2, Y5, Y2
+	VPADDD        Y2, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X2
+	VPADDD        X3, X2, X2
+	VPSUBD        X0, X2, X2
+	VMOVD         X2, (BX)
+	VPSHUFD       $0x01, X2, X3
+	VMOVD         X3, (BX)(R8*1)
+	VPSHUFD       $0x02, X2, X3
+	VMOVD         X3, (BX)(R8*2)
+	VPSHUFD       $0x03, X2, X2
+	LEAQ          (BX)(R8*2), R9
+	VMOVD         X2, (R9)(R8*1)
+	MOVQ          stride+24(FP), R9
+	ADDQ          R9, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           spread_1931
+	LEAQ          (DX)(DI*2), DX
+	ADDQ          DI, DX
+	LEAQ          (BX)(R8*2), BX
+	ADDQ          R8, BX
+
+spreaddone_1930:
+	MOVQ out_len+64(FP), SI
+	ANDQ $0x03, SI
+	JZ   singledone_1938
+
+single_1937:
+	VPXORD Z2, Z2, Z2
+	MOVQ   CX, R8
+	ANDQ   $-256, R8
+	XORQ   DI, DI
+	CMPQ   DI, R8
+	JAE    loopdone_1940
+
+loop_1939:
+	VMOVDQU64  (AX)(DI*1), Z3
+	PREFETCHT1 16384(DX)(DI*1)
+	PREFETCHT0 2048(DX)(DI*1)
+	VPXORD     (DX)(DI*1), Z1, Z4
+	VPDPBUSD   Z3, Z4, Z2
+	VMOVDQU64  64(AX)(DI*1), Z3
+	PREFETCHT1 16448(DX)(DI*1)
+	PREFETCHT0 2112(DX)(DI*1)
+	VPXORD     64(DX)(DI*1), Z1, Z4
+	VPDPBUSD   Z3, Z4, Z2
+	VMOVDQU64  128(AX)(DI*1), Z3
+	PREFETCHT1 16512(DX)(DI*1)
+	PREFETCHT0 2176(DX)(DI*1)
+	VPXORD     128(DX)(DI*1), Z1, Z4
+	VPDPBUSD   Z3, Z4, Z2
+	VMOVDQU64  192(AX)(DI*1), Z3
+	PREFETCHT1 16576(DX)(DI*1)
+	PREFETCHT0 2240(DX)(DI*1)
+	VPXORD     192(DX)(DI*1), Z1, Z4
+	VPDPBUSD   Z3, Z4, Z2
+	ADDQ       $0x00000100, DI
+	CMPQ       DI, R8
+	JB         loop_1939
+
+loopdone_1940:
+room_1941:
+	LEAQ       64(DI), R8
+	CMPQ       R8, CX
+	JA         roomdone_1942
+	VMOVDQU64  (AX)(DI*1), Z3
+	PREFETCHT1 16384(DX)(DI*1)
+	PREFETCHT0 2048(DX)(DI*1)
+	VPXORD     (DX)(DI*1), Z1, Z4
+	VPDPBUSD   Z3, Z4, Z2
+	ADDQ       $0x40, DI
+	JMP        room_1941
+
+roomdone_1942:
+	MOVQ       CX, R8
+	SUBQ       DI, R8
+	TESTQ      R8, R8
+	JZ         notail_1943
+	MOVQ       $-1, R9
+	BZHIQ      R8, R9, R8
+	KMOVQ      R8, K1
+	VMOVDQU8.Z (AX)(DI*1), K1, Z3
+	VMOVDQU8.Z (DX)(DI*1), K1, Z4
+	VPXORD     Z1, Z4, Z4
+	VPDPBUSD   Z3, Z4, Z2
+
+notail_1943:
+	VEXTRACTI64X4 $0x01, Z2, Y3
+	VPADDD        Y2, Y3, Y3
+	VEXTRACTI32X4 $0x01, Y3, X2
+	VPADDD        X3, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VPADDD        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VPADDD        X3, X2, X2
+	VPSUBD        X0, X2, X2
+	VMOVD         X2, (BX)
+	MOVQ          stride+24(FP), DI
+	ADDQ          DI, DX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           single_1937
+
+singledone_1938:
+	VZEROUPPER
+	RET
+
+// func dotBlockRowsVNNITwo(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+// Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·dotBlockRowsVNNITwo(SB), NOSPLIT, $16-128
+	MOVQ         group+48(FP), AX
+	CMPQ         AX, $0x20
+	JE           group32_1944
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permQuads<>+0(SB), Z1
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         x_len+64(FP), DX
+	MOVQ         out_base+104(FP), BX
+	MOVQ         out_len+112(FP), SI
+	MOVQ         x_len+64(FP), DI
+	SHRQ         $0x02, DI
+	SHRQ         $0x01, SI
+	MOVQ         SI, (SP)
+	TESTQ        SI, SI
+	JZ           pairsdone_1945
+
+pairs_1946:
+	MOVQ   (SP), R8
+	IMULQ  DX, R8
+	ADDQ   AX, R8
+	MOVQ   (SP), R9
+	IMULQ  DI, R9
+	ADDQ   CX, R9
+	MOVQ   x_base+56(FP), R10
+	MOVQ   x_len+64(FP), R11
+	MOVQ   xBias_base+80(FP), R12
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   R14, R14
+	MOVQ   R11, R15
+	ANDQ   $-256, R15
+	XORQ   R13, R13
+	CMPQ   R13, R15
+	JAE    loopdone_1948
+
+loop_1947:
+	VMOVDQU64       (R10)(R13*1), Z6
+	VMOVDQU32       (R12)(R13*1), Z7
+	PREFETCHT1      16384(AX)(R13*1)
+	PREFETCHT0      2048(AX)(R13*1)
+	VPXORD          (AX)(R13*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R14*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	PREFETCHT1      16384(R8)(R13*1)
+	PREFETCHT0      2048(R8)(R13*1)
+	VPXORD          (R8)(R13*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R9)(R14*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R14
+	VMOVDQU64       64(R10)(R13*1), Z6
+	VMOVDQU32       64(R12)(R13*1), Z7
+	PREFETCHT1      16448(AX)(R13*1)
+	PREFETCHT0      2112(AX)(R13*1)
+	VPXORD          64(AX)(R13*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R14*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	PREFETCHT1      16448(R8)(R13*1)
+	PREFETCHT0      2112(R8)(R13*1)
+	VPXORD          64(R8)(R13*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R9)(R14*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R14
+	VMOVDQU64       128(R10)(R13*1), Z6
+	VMOVDQU32       128(R12)(R13*1), Z7
+	PREFETCHT1      16512(AX)(R13*1)
+	PREFETCHT0      2176(AX)(R13*1)
+	VPXORD          128(AX)(R13*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R14*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	PREFETCHT1      16512(R8)(R13*1)
+	PREFETCHT0      2176(R8)(R13*1)
+	VPXORD          128(R8)(R13*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R9)(R14*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R14
+	VMOVDQU64       192(R10)(R13*1), Z6
+	VMOVDQU32       192(R12)(R13*1), Z7
+	PREFETCHT1      16576(AX)(R13*1)
+	PREFETCHT0      2240(AX)(R13*1)
+	VPXORD          192(AX)(R13*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R14*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	PREFETCHT1      16576(R8)(R13*1)
+	PREFETCHT0      2240(R8)(R13*1)
+	VPXORD          192(R8)(R13*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R9)(R14*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R14
+	ADDQ            $0x00000100, R13
+	CMPQ            R13, R15
+	JB              loop_1947
+
+loopdone_1948:
+room_1949:
+	LEAQ            64(R13), R15
+	CMPQ            R15, R11
+	JA              roomdone_1950
+	VMOVDQU64       (R10)(R13*1), Z6
+	VMOVDQU32       (R12)(R13*1), Z7
+	PREFETCHT1      16384(AX)(R13*1)
+	PREFETCHT0      2048(AX)(R13*1)
+	VPXORD          (AX)(R13*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (CX)(R14*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z2
+	PREFETCHT1      16384(R8)(R13*1)
+	PREFETCHT0      2048(R8)(R13*1)
+	VPXORD          (R8)(R13*1), Z0, Z4
+	VMOVDQA32       Z7, Z5
+	VPDPBUSD        Z6, Z4, Z5
+	VCVTDQ2PS       Z5, Z5
+	VBROADCASTF32X4 (R9)(R14*1), Z4
+	VPERMPS         Z4, Z1, Z4
+	VFMADD231PS     Z5, Z4, Z3
+	ADDQ            $0x10, R14
+	ADDQ            $0x40, R13
+	JMP             room_1949
+
+roomdone_1950:
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y2, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y4, X3
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VADDPS        X4, X3, X3
+	VEXTRACTF32X4 $0x01, Y2, X4
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0x4e, X4, X2
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0xb1, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSS        X3, (BX)
+	MOVQ          (SP), R8
+	VMOVSS        X4, (BX)(R8*4)
+	ADDQ          DX, AX
+	ADDQ          DI, CX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           pairs_1946
+	MOVQ          (SP), SI
+	IMULQ         DX, SI
+	ADDQ          SI, AX
+	MOVQ          (SP), SI
+	IMULQ         DI, SI
+	ADDQ          SI, CX
+	MOVQ          (SP), SI
+	LEAQ          (BX)(SI*4), BX
+
+pairsdone_1945:
+	MOVQ   out_len+112(FP), DX
+	TESTQ  $0x00000001, DX
+	JZ     noodd_1951
+	MOVQ   x_base+56(FP), DX
+	MOVQ   x_len+64(FP), SI
+	MOVQ   xBias_base+80(FP), DI
+	VPXORD Z2, Z2, Z2
+	XORQ   R9, R9
+	MOVQ   SI, R10
+	ANDQ   $-256, R10
+	XORQ   R8, R8
+	CMPQ   R8, R10
+	JAE    loopdone_1953
+
+loop_1952:
+	VMOVDQU64       (DX)(R8*1), Z5
+	VMOVDQU32       (DI)(R8*1), Z4
+	PREFETCHT1      16384(AX)(R8*1)
+	PREFETCHT0      2048(AX)(R8*1)
+	VPXORD          (AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	VMOVDQU64       64(DX)(R8*1), Z5
+	VMOVDQU32       64(DI)(R8*1), Z4
+	PREFETCHT1      16448(AX)(R8*1)
+	PREFETCHT0      2112(AX)(R8*1)
+	VPXORD          64(AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	VMOVDQU64       128(DX)(R8*1), Z5
+	VMOVDQU32       128(DI)(R8*1), Z4
+	PREFETCHT1      16512(AX)(R8*1)
+	PREFETCHT0      2176(AX)(R8*1)
+	VPXORD          128(AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	VMOVDQU64       192(DX)(R8*1), Z5
+	VMOVDQU32       192(DI)(R8*1), Z4
+	PREFETCHT1      16576(AX)(R8*1)
+	PREFETCHT0      2240(AX)(R8*1)
+	VPXORD          192(AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	ADDQ            $0x00000100, R8
+	CMPQ            R8, R10
+	JB              loop_1952
+
+loopdone_1953:
+room_1954:
+	LEAQ            64(R8), R10
+	CMPQ            R10, SI
+	JA              roomdone_1955
+	VMOVDQU64       (DX)(R8*1), Z5
+	VMOVDQU32       (DI)(R8*1), Z4
+	PREFETCHT1      16384(AX)(R8*1)
+	PREFETCHT0      2048(AX)(R8*1)
+	VPXORD          (AX)(R8*1), Z0, Z3
+	VMOVDQA32       Z4, Z4
+	VPDPBUSD        Z5, Z3, Z4
+	VCVTDQ2PS       Z4, Z4
+	VBROADCASTF32X4 (CX)(R9*1), Z3
+	VPERMPS         Z3, Z1, Z3
+	VFMADD231PS     Z4, Z3, Z2
+	ADDQ            $0x10, R9
+	ADDQ            $0x40, R8
+	JMP             room_1954
+
+roomdone_1955:
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (BX)
+
+noodd_1951:
+	VZEROUPPER
+	RET
+
+group32_1944:
+	VPBROADCASTD bytes80<>+0(SB), Z0
+	VMOVDQU32    permOctets<>+0(SB), Z1
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         x_len+64(FP), DX
+	MOVQ         out_base+104(FP), BX
+	MOVQ         out_len+112(FP), SI
+	MOVQ         x_len+64(FP), DI
+	SHRQ         $0x03, DI
+	SHRQ         $0x01, SI
+	MOVQ         SI, 8(SP)
+	TESTQ        SI, SI
+	JZ           pairsdone_1956
+
+pairs_1957:
+	MOVQ   8(SP), R8
+	IMULQ  DX, R8
+	ADDQ   AX, R8
+	MOVQ   8(SP), R9
+	IMULQ  DI, R9
+	ADDQ   CX, R9
+	MOVQ   x_base+56(FP), R10
+	MOVQ   x_len+64(FP), R11
+	MOVQ   xBias_base+80(FP), R12
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   R14, R14
+	MOVQ   R11, R15
+	ANDQ   $-256, R15
+	XORQ   R13, R13
+	CMPQ   R13, R15
+	JAE    loopdone_1959
+
+loop_1958:
+	VMOVDQU64    (R10)(R13*1), Z6
+	VMOVDQU32    (R12)(R13*1), Z7
+	PREFETCHT1   16384(AX)(R13*1)
+	PREFETCHT0   2048(AX)(R13*1)
+	VPXORD       (AX)(R13*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R14*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	PREFETCHT1   16384(R8)(R13*1)
+	PREFETCHT0   2048(R8)(R13*1)
+	VPXORD       (R8)(R13*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R9)(R14*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R14
+	VMOVDQU64    64(R10)(R13*1), Z6
+	VMOVDQU32    64(R12)(R13*1), Z7
+	PREFETCHT1   16448(AX)(R13*1)
+	PREFETCHT0   2112(AX)(R13*1)
+	VPXORD       64(AX)(R13*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R14*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	PREFETCHT1   16448(R8)(R13*1)
+	PREFETCHT0   2112(R8)(R13*1)
+	VPXORD       64(R8)(R13*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R9)(R14*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R14
+	VMOVDQU64    128(R10)(R13*1), Z6
+	VMOVDQU32    128(R12)(R13*1), Z7
+	PREFETCHT1   16512(AX)(R13*1)
+	PREFETCHT0   2176(AX)(R13*1)
+	VPXORD       128(AX)(R13*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R14*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	PREFETCHT1   16512(R8)(R13*1)
+	PREFETCHT0   2176(R8)(R13*1)
+	VPXORD       128(R8)(R13*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R9)(R14*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R14
+	VMOVDQU64    192(R10)(R13*1), Z6
+	VMOVDQU32    192(R12)(R13*1), Z7
+	PREFETCHT1   16576(AX)(R13*1)
+	PREFETCHT0   2240(AX)(R13*1)
+	VPXORD       192(AX)(R13*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R14*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	PREFETCHT1   16576(R8)(R13*1)
+	PREFETCHT0   2240(R8)(R13*1)
+	VPXORD       192(R8)(R13*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R9)(R14*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R14
+	ADDQ         $0x00000100, R13
+	CMPQ         R13, R15
+	JB           loop_1958
+
+loopdone_1959:
+room_1960:
+	LEAQ         64(R13), R15
+	CMPQ         R15, R11
+	JA           roomdone_1961
+	VMOVDQU64    (R10)(R13*1), Z6
+	VMOVDQU32    (R12)(R13*1), Z7
+	PREFETCHT1   16384(AX)(R13*1)
+	PREFETCHT0   2048(AX)(R13*1)
+	VPXORD       (AX)(R13*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (CX)(R14*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z2
+	PREFETCHT1   16384(R8)(R13*1)
+	PREFETCHT0   2048(R8)(R13*1)
+	VPXORD       (R8)(R13*1), Z0, Z4
+	VMOVDQA32    Z7, Z5
+	VPDPBUSD     Z6, Z4, Z5
+	VCVTDQ2PS    Z5, Z5
+	VBROADCASTSD (R9)(R14*1), Z4
+	VPERMPS      Z4, Z1, Z4
+	VFMADD231PS  Z5, Z4, Z3
+	ADDQ         $0x08, R14
+	ADDQ         $0x40, R13
+	JMP          room_1960
+
+roomdone_1961:
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y2, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y4, X3
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VADDPS        X4, X3, X3
+	VEXTRACTF32X4 $0x01, Y2, X4
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0x4e, X4, X2
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0xb1, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSS        X3, (BX)
+	MOVQ          8(SP), R8
+	VMOVSS        X4, (BX)(R8*4)
+	ADDQ          DX, AX
+	ADDQ          DI, CX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           pairs_1957
+	MOVQ          8(SP), SI
+	IMULQ         DX, SI
+	ADDQ          SI, AX
+	MOVQ          8(SP), SI
+	IMULQ         DI, SI
+	ADDQ          SI, CX
+	MOVQ          8(SP), SI
+	LEAQ          (BX)(SI*4), BX
+
+pairsdone_1956:
+	MOVQ   out_len+112(FP), DX
+	TESTQ  $0x00000001, DX
+	JZ     noodd_1962
+	MOVQ   x_base+56(FP), DX
+	MOVQ   x_len+64(FP), SI
+	MOVQ   xBias_base+80(FP), DI
+	VPXORD Z2, Z2, Z2
+	XORQ   R9, R9
+	MOVQ   SI, R10
+	ANDQ   $-256, R10
+	XORQ   R8, R8
+	CMPQ   R8, R10
+	JAE    loopdone_1964
+
+loop_1963:
+	VMOVDQU64    (DX)(R8*1), Z5
+	VMOVDQU32    (DI)(R8*1), Z4
+	PREFETCHT1   16384(AX)(R8*1)
+	PREFETCHT0   2048(AX)(R8*1)
+	VPXORD       (AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	VMOVDQU64    64(DX)(R8*1), Z5
+	VMOVDQU32    64(DI)(R8*1), Z4
+	PREFETCHT1   16448(AX)(R8*1)
+	PREFETCHT0   2112(AX)(R8*1)
+	VPXORD       64(AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	VMOVDQU64    128(DX)(R8*1), Z5
+	VMOVDQU32    128(DI)(R8*1), Z4
+	PREFETCHT1   16512(AX)(R8*1)
+	PREFETCHT0   2176(AX)(R8*1)
+	VPXORD       128(AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	VMOVDQU64    192(DX)(R8*1), Z5
+	VMOVDQU32    192(DI)(R8*1), Z4
+	PREFETCHT1   16576(AX)(R8*1)
+	PREFETCHT0   2240(AX)(R8*1)
+	VPXORD       192(AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	ADDQ         $0x00000100, R8
+	CMPQ         R8, R10
+	JB           loop_1963
+
+loopdone_1964:
+room_1965:
+	LEAQ         64(R8), R10
+	CMPQ         R10, SI
+	JA           roomdone_1966
+	VMOVDQU64    (DX)(R8*1), Z5
+	VMOVDQU32    (DI)(R8*1), Z4
+	PREFETCHT1   16384(AX)(R8*1)
+	PREFETCHT0   2048(AX)(R8*1)
+	VPXORD       (AX)(R8*1), Z0, Z3
+	VMOVDQA32    Z4, Z4
+	VPDPBUSD     Z5, Z3, Z4
+	VCVTDQ2PS    Z4, Z4
+	VBROADCASTSD (CX)(R9*1), Z3
+	VPERMPS      Z3, Z1, Z3
+	VFMADD231PS  Z4, Z3, Z2
+	ADDQ         $0x08, R9
+	ADDQ         $0x40, R8
+	JMP          room_1965
+
+roomdone_1966:
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (BX)
+
+noodd_1962:
+	VZEROUPPER
+	RET
+
+// func dotNibbleRowsVNNITwo(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·dotNibbleRowsVNNITwo(SB), NOSPLIT, $8-120
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VMOVDQU32    permPairs<>+0(SB), Z1
+	VMOVDQU32    permPairs<>+64(SB), Z2
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         x_len+56(FP), DX
+	SHRQ         $0x01, DX
+	MOVQ         out_base+96(FP), BX
+	MOVQ         out_len+104(FP), SI
+	MOVQ         x_len+56(FP), DI
+	SHRQ         $0x04, DI
+	SHRQ         $0x01, SI
+	MOVQ         SI, (SP)
+	TESTQ        SI, SI
+	JZ           pairsdone_1967
+
+pairs_1968:
+	MOVQ   (SP), R8
+	IMULQ  DX, R8
+	ADDQ   AX, R8
+	MOVQ   (SP), R9
+	IMULQ  DI, R9
+	ADDQ   CX, R9
+	MOVQ   x_base+48(FP), R10
+	MOVQ   xBias_base+72(FP), R11
+	MOVQ   x_len+56(FP), R12
+	SHRQ   $0x01, R12
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	XORQ   R14, R14
+	MOVQ   R12, R15
+	ANDQ   $-256, R15
+	XORQ   R13, R13
+	CMPQ   R13, R15
+	JAE    loopdone_1970
+
+loop_1969:
+	VMOVDQU64   (R10)(R13*2), Z8
+	VMOVDQU64   64(R10)(R13*2), Z9
+	VMOVDQU32   (R11)(R13*2), Z10
+	VMOVDQU32   64(R11)(R13*2), Z11
+	PREFETCHT1  16384(AX)(R13*1)
+	PREFETCHT0  2048(AX)(R13*1)
+	VMOVDQU64   (AX)(R13*1), Z5
+	VPANDD      Z0, Z5, Z6
+	VPSRLW      $0x04, Z5, Z5
+	VPANDD      Z0, Z5, Z5
+	VMOVDQA32   Z10, Z12
+	VPDPBUSD    Z8, Z6, Z12
+	VMOVDQA32   Z11, Z6
+	VPDPBUSD    Z9, Z5, Z6
+	VCVTDQ2PS   Z12, Z12
+	VCVTDQ2PS   Z6, Z6
+	VCVTPH2PS   (CX)(R14*1), X7
+	VPERMPS     Z7, Z1, Z5
+	VPERMPS     Z7, Z2, Z13
+	VFMADD231PS Z12, Z5, Z3
+	VFMADD231PS Z6, Z13, Z3
+	PREFETCHT1  16384(R8)(R13*1)
+	PREFETCHT0  2048(R8)(R13*1)
+	VMOVDQU64   (R8)(R13*1), Z5
+	VPANDD      Z0, Z5, Z6
+	VPSRLW      $0x04, Z5, Z5
+	VPANDD      Z0, Z5, Z5
+	VMOVDQA32   Z10, Z12
+	VPDPBUSD    Z8, Z6, Z12
+	VMOVDQA32   Z11, Z6
+	VPDPBUSD    Z9, Z5, Z6
+	VCVTDQ2PS   Z12, Z12
+	VCVTDQ2PS   Z6, Z6
+	VCVTPH2PS   (R9)(R14*1), X7
+	VPERMPS     Z7, Z1, Z5
+	VPERMPS     Z7, Z2, Z13
+	VFMADD231PS Z12, Z5, Z4
+	VFMADD231PS Z6, Z13, Z4
+	ADDQ        $0x08, R14
+	VMOVDQU64   128(R10)(R13*2), Z8
+	VMOVDQU64   192(R10)(R13*2), Z9
+	VMOVDQU32   128(R11)(R13*2), Z10
+	VMOVDQU32   192(R11)(R13*2), Z11
+	PREFETCHT1  16448(AX)(R13*1)
+	PREFETCHT0  2112(AX)(R13*1)
+	VMOVDQU64   64(AX)(R13*1), Z5
+	VPANDD      Z0, Z5, Z6
+	VPSRLW      $0x04, Z5, Z5
+	VPANDD      Z0, Z5, Z5
+	VMOVDQA32   Z10, Z12
+	VPDPBUSD    Z8, Z6, Z12
+	VMOVDQA32   Z11, Z6
+	VPDPBUSD    Z9, Z5, Z6
+	VCVTDQ2PS   Z12, Z12
+	VCVTDQ2PS   Z6, Z6
+	VCVTPH2PS   (CX)(R14*1), X7
+	VPERMPS     Z7, Z1, Z5
+	VPERMPS     Z7, Z2, Z13
+	VFMADD231PS Z12, Z5, Z3
+	VFMADD231PS Z6, Z13, Z3
+	PREFETCHT1  16448(R8)(R13*1)
+	PREFETCHT0  2112(R8)(R13*1)
+	VMOVDQU64   64(R8)(R13*1), Z5
+	VPANDD      Z0, Z5, Z6
+	VPSRLW      $0x04, Z5, Z5
+	VPANDD      Z0, Z5, Z5
+	VMOVDQA32   Z10, Z12
+	VPDPBUSD    Z8, Z6, Z12
+	VMOVDQA32   Z11, Z6
+	VPDPBUSD    Z9, Z5, Z6
+	VCVTDQ2PS   Z12, Z12
+	VCVTDQ2PS   Z6, Z6
+	VCVTPH2PS   (R9)(R14*1), X7
+	VPERMPS     Z7, Z1, Z5
+	VPERMPS     Z7, Z2, Z13
+	VFMADD231PS Z12, Z5, Z4
+	VFMADD231PS Z6, Z13, Z4
+	ADDQ        $0x08, R14
+	VMOVDQU64   256(R10)(R13*2), Z8
+	VMOVDQU64   320(R10)(R13*2), Z9
+	VMOVDQU32   256(R11)(R13*2), Z10
+	VMOVDQU32   320(R11)(R13*2), Z11
+	PREFETCHT1  16512(AX)(R13*1)
+	PREFETCHT0  2176(AX)(R13*1)
+	VMOVDQU64   128(AX)(R13*1), Z5
+	VPANDD      Z0, Z5, Z6
+	VPSRLW      $0x04, Z5, Z5
+	VPANDD      Z0, Z5, Z5
+	VMOVDQA32   Z10, Z12
+	VPDPBUSD    Z8, Z6, Z12
+	VMOVDQA32   Z11, Z6
+	VPDPBUSD    Z9, Z5, Z6
+	VCVTDQ2PS   Z12, Z12
+	VCVTDQ2PS   Z6, Z6
+	VCVTPH2PS   (CX)(R14*1), X7
+	VPERMPS     Z7, Z1, Z5
+	VPERMPS     Z7, Z2, Z13
+	VFMADD231PS Z12, Z5, Z3
+	VFMADD231PS Z6, Z13, Z3
+	PREFETCHT1  16512(R8)(R13*1)
+	PREFETCHT0  2176(R8)(R13*1)
+	VMOVDQU64   128(R8)(R13*1), Z5
+	VPANDD      Z0, Z5, Z6
+	VPSRLW      $0x04, Z5, Z5
+	VPANDD      Z0, Z5, Z5
+	VMOVDQA32   Z10, Z12
+	VPDPBUSD    Z8, Z6, Z12
+	VMOVDQA32   Z11, Z6
+	VPDPBUSD    Z9, Z5, Z6
+	VCVTDQ2PS   Z12, Z12
+	VCVTDQ2PS   Z6, Z6
+	VCVTPH2PS   (R9)(R14*1), X7
+	VPERMPS     Z7, Z1, Z5
+	VPERMPS     Z7, Z2, Z13
+	VFMADD231PS Z12, Z5, Z4
+	VFMADD231PS Z6, Z13, Z4
+	ADDQ        $0x08, R14
+	VMOVDQU64   384(R10)(R13*2), Z8
+	VMOVDQU64   448(R10)(R13*2), Z9
+	VMOVDQU32   384(R11)(R13*2), Z10
+	VMOVDQU32   448(R11)(R13*2), Z11
+	PREFETCHT1  16576(AX)(R13*1)
+	PREFETCHT0  2240(AX)(R13*1)
+	VMOVDQU64   192(AX)(R13*1), Z5
+	VPANDD      Z0, Z5, Z6
+	VPSRLW      $0x04, Z5, Z5
+	VPANDD      Z0, Z5, Z5
+	VMOVDQA32   Z10, Z12
+	VPDPBUSD    Z8, Z6, Z12
+	VMOVDQA32   Z11, Z6
+	VPDPBUSD    Z9, Z5, Z6
+	VCVTDQ2PS   Z12, Z12
+	VCVTDQ2PS   Z6, Z6
+	VCVTPH2PS   (CX)(R14*1), X7
+	VPERMPS     Z7, Z1, Z5
+	VPERMPS     Z7, Z2, Z13
+	VFMADD231PS Z12, Z5, Z3
+	VFMADD231PS Z6, Z13, Z3
+	PREFETCHT1  16576(R8)(R13*1)
+	PREFETCHT0  2240(R8)(R13*1)
+	VMOVDQU64   192(R8)(R13*1), Z5
+	VPANDD      Z0, Z5, Z6
+	VPSRLW      $0x04, Z5, Z5
+	VPANDD      Z0, Z5, Z5
+	VMOVDQA32   Z10, Z12
+	VPDPBUSD    Z8, Z6, Z12
+	VMOVDQA32   Z11, Z6
+	VPDPBUSD    Z9, Z5, Z6
+	VCVTDQ2PS   Z12, Z12
+	VCVTDQ2PS   Z6, Z6
+	VCVTPH2PS   (R9)(R14*1), X7
+	VPERMPS     Z7, Z1, Z5
+	VPERMPS     Z7, Z2, Z13
+	VFMADD231PS Z12, Z5, Z4
+	VFMADD231PS Z6, Z13, Z4
+	ADDQ        $0x08, R14
+	ADDQ        $0x00000100, R13
+	CMPQ        R13, R15
+	JB          loop_1969
+
+loopdone_1970:
+room_1971:
+	LEAQ        64(R13), R15
+	CMPQ        R15, R12
+	JA          roomdone_1972
+	VMOVDQU64   (R10)(R13*2), Z8
+	VMOVDQU64   64(R10)(R13*2), Z9
+	VMOVDQU32   (R11)(R13*2), Z10
+	VMOVDQU32   64(R11)(R13*2), Z11
+	PREFETCHT1  16384(AX)(R13*1)
+	PREFETCHT0  2048(AX)(R13*1)
+	VMOVDQU64   (AX)(R13*1), Z5
+	VPANDD      Z0, Z5, Z6
+	VPSRLW      $0x04, Z5, Z5
+	VPANDD      Z0, Z5, Z5
+	VMOVDQA32   Z10, Z12
+	VPDPBUSD    Z8, Z6, Z12
+	VMOVDQA32   Z11, Z6
+	VPDPBUSD    Z9, Z5, Z6
+	VCVTDQ2PS   Z12, Z12
+	VCVTDQ2PS   Z6, Z6
+	VCVTPH2PS   (CX)(R14*1), X7
+	VPERMPS     Z7, Z1, Z5
+	VPERMPS     Z7, Z2, Z13
+	VFMADD231PS Z12, Z5, Z3
+	VFMADD231PS Z6, Z13, Z3
+	PREFETCHT1  16384(R8)(R13*1)
+	PREFETCHT0  2048(R8)(R13*1)
+	VMOVDQU64   (R8)(R13*1), Z5
+	VPANDD      Z0, Z5, Z6
+	VPSRLW      $0x04, Z5, Z5
+	VPANDD      Z0, Z5, Z5
+	VMOVDQA32   Z10, Z12
+	VPDPBUSD    Z8, Z6, Z12
+	VMOVDQA32   Z11, Z6
+	VPDPBUSD    Z9, Z5, Z6
+	VCVTDQ2PS   Z12, Z12
+	VCVTDQ2PS   Z6, Z6
+	VCVTPH2PS   (R9)(R14*1), X7
+	VPERMPS     Z7, Z1, Z5
+	VPERMPS     Z7, Z2, Z13
+	VFMADD231PS Z12, Z5, Z4
+	VFMADD231PS Z6, Z13, Z4
+	ADDQ        $0x08, R14
+	ADDQ        $0x40, R13
+	JMP         room_1971
+
+roomdone_1972:
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	VADDPS        Y3, Y5, Y5
+	VEXTRACTF64X4 $0x01, Z4, Y3
+	VADDPS        Y4, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y5, X4
+	VADDPS        X5, X4, X4
+	VPSHUFD       $0x4e, X4, X5
+	VADDPS        X5, X4, X4
+	VPSHUFD       $0xb1, X4, X5
+	VADDPS        X5, X4, X4
+	VEXTRACTF32X4 $0x01, Y3, X5
+	VADDPS        X3, X5, X5
+	VPSHUFD       $0x4e, X5, X3
+	VADDPS        X3, X5, X5
+	VPSHUFD       $0xb1, X5, X3
+	VADDPS        X3, X5, X5
+	VMOVSS        X4, (BX)
+	MOVQ          (SP), R8
+	VMOVSS        X5, (BX)(R8*4)
+	ADDQ          DX, AX
+	ADDQ          DI, CX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           pairs_1968
+	MOVQ          (SP), SI
+	IMULQ         DX, SI
+	ADDQ          SI, AX
+	MOVQ          (SP), SI
+	IMULQ         DI, SI
+	ADDQ          SI, CX
+	MOVQ          (SP), SI
+	LEAQ          (BX)(SI*4), BX
+
+pairsdone_1967:
+	MOVQ   out_len+104(FP), DX
+	TESTQ  $0x00000001, DX
+	JZ     noodd_1973
+	MOVQ   x_base+48(FP), DX
+	MOVQ   xBias_base+72(FP), SI
+	MOVQ   x_len+56(FP), DI
+	SHRQ   $0x01, DI
+	VPXORD Z3, Z3, Z3
+	XORQ   R9, R9
+	MOVQ   DI, R10
+	ANDQ   $-256, R10
+	XORQ   R8, R8
+	CMPQ   R8, R10
+	JAE    loopdone_1975
+
+loop_1974:
+	VMOVDQU64   (DX)(R8*2), Z6
+	VMOVDQU64   64(DX)(R8*2), Z8
+	VMOVDQU32   (SI)(R8*2), Z9
+	VMOVDQU32   64(SI)(R8*2), Z10
+	PREFETCHT1  16384(AX)(R8*1)
+	PREFETCHT0  2048(AX)(R8*1)
+	VMOVDQU64   (AX)(R8*1), Z4
+	VPANDD      Z0, Z4, Z5
+	VPSRLW      $0x04, Z4, Z4
+	VPANDD      Z0, Z4, Z4
+	VMOVDQA32   Z9, Z9
+	VPDPBUSD    Z6, Z5, Z9
+	VMOVDQA32   Z10, Z5
+	VPDPBUSD    Z8, Z4, Z5
+	VCVTDQ2PS   Z9, Z9
+	VCVTDQ2PS   Z5, Z5
+	VCVTPH2PS   (CX)(R9*1), X7
+	VPERMPS     Z7, Z1, Z4
+	VPERMPS     Z7, Z2, Z6
+	VFMADD231PS Z9, Z4, Z3
+	VFMADD231PS Z5, Z6, Z3
+	ADDQ        $0x08, R9
+	VMOVDQU64   128(DX)(R8*2), Z6
+	VMOVDQU64   192(DX)(R8*2), Z8
+	VMOVDQU32   128(SI)(R8*2), Z9
+	VMOVDQU32   192(SI)(R8*2), Z10
+	PREFETCHT1  16448(AX)(R8*1)
+	PREFETCHT0  2112(AX)(R8*1)
+	VMOVDQU64   64(AX)(R8*1), Z4
+	VPANDD      Z0, Z4, Z5
+	VPSRLW      $0x04, Z4, Z4
+	VPANDD      Z0, Z4, Z4
+	VMOVDQA32   Z9, Z9
+	VPDPBUSD    Z6, Z5, Z9
+	VMOVDQA32   Z10, Z5
+	VPDPBUSD    Z8, Z4, Z5
+	VCVTDQ2PS   Z9, Z9
+	VCVTDQ2PS   Z5, Z5
+	VCVTPH2PS   (CX)(R9*1), X7
+	VPERMPS     Z7, Z1, Z4
+	VPERMPS     Z7, Z2, Z6
+	VFMADD231PS Z9, Z4, Z3
+	VFMADD231PS Z5, Z6, Z3
+	ADDQ        $0x08, R9
+	VMOVDQU64   256(DX)(R8*2), Z6
+	VMOVDQU64   320(DX)(R8*2), Z8
+	VMOVDQU32   256(SI)(R8*2), Z9
+	VMOVDQU32   320(SI)(R8*2), Z10
+	PREFETCHT1  16512(AX)(R8*1)
+	PREFETCHT0  2176(AX)(R8*1)
+	VMOVDQU64   128(AX)(R8*1), Z4
+	VPANDD      Z0, Z4, Z5
+	VPSRLW      $0x04, Z4, Z4
+	VPANDD      Z0, Z4, Z4
+	VMOVDQA32   Z9, Z9
+	VPDPBUSD    Z6, Z5, Z9
+	VMOVDQA32   Z10, Z5
+	VPDPBUSD    Z8, Z4, Z5
+	VCVTDQ2PS   Z9, Z9
+	VCVTDQ2PS   Z5, Z5
+	VCVTPH2PS   (CX)(R9*1), X7
+	VPERMPS     Z7, Z1, Z4
+	VPERMPS     Z7, Z2, Z6
+	VFMADD231PS Z9, Z4, Z3
+	VFMADD231PS Z5, Z6, Z3
+	ADDQ        $0x08, R9
+	VMOVDQU64   384(DX)(R8*2), Z6
+	VMOVDQU64   448(DX)(R8*2), Z8
+	VMOVDQU32   384(SI)(R8*2), Z9
+	VMOVDQU32   448(SI)(R8*2), Z10
+	PREFETCHT1  16576(AX)(R8*1)
+	PREFETCHT0  2240(AX)(R8*1)
+	VMOVDQU64   192(AX)(R8*1), Z4
+	VPANDD      Z0, Z4, Z5
+	VPSRLW      $0x04, Z4, Z4
+	VPANDD      Z0, Z4, Z4
+	VMOVDQA32   Z9, Z9
+	VPDPBUSD    Z6, Z5, Z9
+	VMOVDQA32   Z10, Z5
+	VPDPBUSD    Z8, Z4, Z5
+	VCVTDQ2PS   Z9, Z9
+	VCVTDQ2PS   Z5, Z5
+	VCVTPH2PS   (CX)(R9*1), X7
+	VPERMPS     Z7, Z1, Z4
+	VPERMPS     Z7, Z2, Z6
+	VFMADD231PS Z9, Z4, Z3
+	VFMADD231PS Z5, Z6, Z3
+	ADDQ        $0x08, R9
+	ADDQ        $0x00000100, R8
+	CMPQ        R8, R10
+	JB          loop_1974
+
+loopdone_1975:
+room_1976:
+	LEAQ        64(R8), R10
+	CMPQ        R10, DI
+	JA          roomdone_1977
+	VMOVDQU64   (DX)(R8*2), Z6
+	VMOVDQU64   64(DX)(R8*2), Z8
+	VMOVDQU32   (SI)(R8*2), Z9
+	VMOVDQU32   64(SI)(R8*2), Z10
+	PREFETCHT1  16384(AX)(R8*1)
+	PREFETCHT0  2048(AX)(R8*1)
+	VMOVDQU64   (AX)(R8*1), Z4
+	VPANDD      Z0, Z4, Z5
+	VPSRLW      $0x04, Z4, Z4
+	VPANDD      Z0, Z4, Z4
+	VMOVDQA32   Z9, Z9
+	VPDPBUSD    Z6, Z5, Z9
+	VMOVDQA32   Z10, Z5
+	VPDPBUSD    Z8, Z4, Z5
+	VCVTDQ2PS   Z9, Z9
+	VCVTDQ2PS   Z5, Z5
+	VCVTPH2PS   (CX)(R9*1), X7
+	VPERMPS     Z7, Z1, Z4
+	VPERMPS     Z7, Z2, Z6
+	VFMADD231PS Z9, Z4, Z3
+	VFMADD231PS Z5, Z6, Z3
+	ADDQ        $0x08, R9
+	ADDQ        $0x40, R8
+	JMP         room_1976
+
+roomdone_1977:
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (BX)
+
+noodd_1973:
+	VZEROUPPER
+	RET
+
+// func dotSixRowsVNNITwo(w []byte, scales []byte, x []int8, xBias []int32, out []float32)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·dotSixRowsVNNITwo(SB), NOSPLIT, $8-120
+	VPBROADCASTD bytes0F<>+0(SB), Z0
+	VPBROADCASTD bytes30<>+0(SB), Z1
+	MOVQ         w_base+0(FP), AX
+	MOVQ         scales_base+24(FP), CX
+	MOVQ         x_len+56(FP), DX
+	SHRQ         $0x02, DX
+	LEAQ         (DX)(DX*2), DX
+	MOVQ         out_base+96(FP), BX
+	MOVQ         out_len+104(FP), SI
+	MOVQ         x_len+56(FP), DI
+	SHRQ         $0x05, DI
+	LEAQ         (DI)(DI*2), DI
+	SHRQ         $0x01, SI
+	MOVQ         SI, (SP)
+	TESTQ        SI, SI
+	JZ           pairsdone_1978
+
+pairs_1979:
+	MOVQ   (SP), R8
+	IMULQ  DX, R8
+	ADDQ   AX, R8
+	MOVQ   (SP), R9
+	IMULQ  DI, R9
+	ADDQ   CX, R9
+	MOVQ   x_base+48(FP), R10
+	MOVQ   xBias_base+72(FP), R11
+	MOVQ   x_len+56(FP), R12
+	SHRQ   $0x05, R12
+	LEAQ   (R12)(R12*2), R12
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   R13, R13
+
+sixblocks_1980:
+	VMOVDQU64     (R10), Z4
+	VMOVDQU64     64(R10), Z5
+	VMOVDQU64     128(R10), Z6
+	VMOVDQU64     192(R10), Z7
+	PREFETCHT1    16384(AX)(R13*8)
+	PREFETCHT0    2048(AX)(R13*8)
+	PREFETCHT1    16448(AX)(R13*8)
+	PREFETCHT0    2112(AX)(R13*8)
+	PREFETCHT1    16512(AX)(R13*8)
+	PREFETCHT0    2176(AX)(R13*8)
+	VMOVDQU32     (R11), Z8
+	VMOVDQU64     128(AX)(R13*8), Z10
+	VMOVDQU64     (AX)(R13*8), Z9
+	VPSLLW        $0x04, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z4, Z11, Z8
+	VPSLLW        $0x02, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z5, Z11, Z8
+	VMOVDQU64     64(AX)(R13*8), Z9
+	VPANDD        Z1, Z10, Z11
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z6, Z11, Z8
+	VPSRLW        $0x02, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z7, Z11, Z8
+	VPMOVSXBD     (CX)(R13*1), Z9
+	VPMULLD       Z9, Z8, Z8
+	VCVTDQ2PS     Z8, Z8
+	VBROADCASTSS  16(CX)(R13*1), Z9
+	VFMADD231PS   Z8, Z9, Z2
+	PREFETCHT1    16384(R8)(R13*8)
+	PREFETCHT0    2048(R8)(R13*8)
+	PREFETCHT1    16448(R8)(R13*8)
+	PREFETCHT0    2112(R8)(R13*8)
+	PREFETCHT1    16512(R8)(R13*8)
+	PREFETCHT0    2176(R8)(R13*8)
+	VMOVDQU32     (R11), Z8
+	VMOVDQU64     128(R8)(R13*8), Z10
+	VMOVDQU64     (R8)(R13*8), Z9
+	VPSLLW        $0x04, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z4, Z11, Z8
+	VPSLLW        $0x02, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z5, Z11, Z8
+	VMOVDQU64     64(R8)(R13*8), Z9
+	VPANDD        Z1, Z10, Z11
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z6, Z11, Z8
+	VPSRLW        $0x02, Z10, Z11
+	VPANDD        Z1, Z11, Z11
+	VPSRLW        $0x04, Z9, Z9
+	VPTERNLOGD    $0xd8, Z0, Z9, Z11
+	VPDPBUSD      Z7, Z11, Z8
+	VPMOVSXBD     (R9)(R13*1), Z9
+	VPMULLD       Z9, Z8, Z8
+	VCVTDQ2PS     Z8, Z8
+	VBROADCASTSS  16(R9)(R13*1), Z9
+	VFMADD231PS   Z8, Z9, Z3
+	ADDQ          $0x18, R13
+	ADDQ          $0x00000100, R10
+	ADDQ          $0x40, R11
+	CMPQ          R13, R12
+	JB            sixblocks_1980
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y2, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y4, X3
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0x4e, X3, X4
+	VADDPS        X4, X3, X3
+	VPSHUFD       $0xb1, X3, X4
+	VADDPS        X4, X3, X3
+	VEXTRACTF32X4 $0x01, Y2, X4
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0x4e, X4, X2
+	VADDPS        X2, X4, X4
+	VPSHUFD       $0xb1, X4, X2
+	VADDPS        X2, X4, X4
+	VMOVSS        X3, (BX)
+	MOVQ          (SP), R8
+	VMOVSS        X4, (BX)(R8*4)
+	ADDQ          DX, AX
+	ADDQ          DI, CX
+	ADDQ          $0x04, BX
+	DECQ          SI
+	JNZ           pairs_1979
+	MOVQ          (SP), SI
+	IMULQ         DX, SI
+	ADDQ          SI, AX
+	MOVQ          (SP), SI
+	IMULQ         DI, SI
+	ADDQ          SI, CX
+	MOVQ          (SP), SI
+	LEAQ          (BX)(SI*4), BX
+
+pairsdone_1978:
+	MOVQ   out_len+104(FP), DX
+	TESTQ  $0x00000001, DX
+	JZ     noodd_1981
+	MOVQ   x_base+48(FP), DX
+	MOVQ   xBias_base+72(FP), SI
+	MOVQ   x_len+56(FP), DI
+	SHRQ   $0x05, DI
+	LEAQ   (DI)(DI*2), DI
+	VPXORD Z2, Z2, Z2
+	XORQ   R8, R8
+
+sixblocks_1982:
+	VMOVDQU64     (DX), Z3
+	VMOVDQU64     64(DX), Z4
+	VMOVDQU64     128(DX), Z5
+	VMOVDQU64     192(DX), Z6
+	PREFETCHT1    16384(AX)(R8*8)
+	PREFETCHT0    2048(AX)(R8*8)
+	PREFETCHT1    16448(AX)(R8*8)
+	PREFETCHT0    2112(AX)(R8*8)
+	PREFETCHT1    16512(AX)(R8*8)
+	PREFETCHT0    2176(AX)(R8*8)
+	VMOVDQU32     (SI), Z7
+	VMOVDQU64     128(AX)(R8*8), Z9
+	VMOVDQU64     (AX)(R8*8), Z8
+	VPSLLW        $0x04, Z9, Z10
+	VPANDD        Z1, Z10, Z10
+	VPTERNLOGD    $0xd8, Z0, Z8, Z10
+	VPDPBUSD      Z3, Z10, Z7
+	VPSLLW        $0x02, Z9, Z10
+	VPANDD        Z1, Z10, Z10
+	VPSRLW        $0x04, Z8, Z3
+	VPTERNLOGD    $0xd8, Z0, Z3, Z10
+	VPDPBUSD      Z4, Z10, Z7
+	VMOVDQU64     64(AX)(R8*8), Z8
+	VPANDD        Z1, Z9, Z10
+	VPTERNLOGD    $0xd8, Z0, Z8, Z10
+	VPDPBUSD      Z5, Z10, Z7
+	VPSRLW        $0x02, Z9, Z10
+	VPANDD        Z1, Z10, Z10
+	VPSRLW        $0x04, Z8, Z3
+	VPTERNLOGD    $0xd8, Z0, Z3, Z10
+	VPDPBUSD      Z6, Z10, Z7
+	VPMOVSXBD     (CX)(R8*1), Z3
+	VPMULLD       Z3, Z7, Z7
+	VCVTDQ2PS     Z7, Z7
+	VBROADCASTSS  16(CX)(R8*1), Z3
+	VFMADD231PS   Z7, Z3, Z2
+	ADDQ          $0x18, R8
+	ADDQ          $0x00000100, DX
+	ADDQ          $0x40, SI
+	CMPQ          R8, DI
+	JB            sixblocks_1982
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (BX)
+
+noodd_1981:
+	VZEROUPPER
+	RET
+
+// func dotF16MatMulAVX512Two(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, BMI2, MMX+
+TEXT ·dotF16MatMulAVX512Two(SB), NOSPLIT, $0-120
+	MOVQ tokens+80(FP), AX
+	CMPQ AX, $0x01
+	JNE  f16mmtokens_1984
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_1985:
+	CMPQ DX, $0x04
+	JB   f16tilesdone_1986
+
+	// tile 4 rows × 1 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	LEAQ   (DI)(BX*2), R8
+	ADDQ   BX, R8
+	MOVQ   x_base+40(FP), R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+f16steps_1987:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_1988
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z4
+	PREFETCHT1  16384(DI)(BX*1)
+	PREFETCHT0  2048(DI)(BX*1)
+	VCVTPH2PS   (DI)(BX*1), Z5
+	PREFETCHT1  16384(DI)(BX*2)
+	PREFETCHT0  2048(DI)(BX*2)
+	VCVTPH2PS   (DI)(BX*2), Z6
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z7
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z4, Z0
+	VFMADD231PS Z8, Z5, Z1
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z3
+	VCVTPH2PS   32(DI), Z4
+	VCVTPH2PS   32(DI)(BX*1), Z5
+	VCVTPH2PS   32(DI)(BX*2), Z6
+	VCVTPH2PS   32(R8), Z7
+	VMOVUPS     64(R9), Z8
+	VFMADD231PS Z8, Z4, Z0
+	VFMADD231PS Z8, Z5, Z1
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z3
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_1987
+
+f16stepsdone_1988:
+	CMPQ        SI, $0x10
+	JB          f16step16_1989
+	VCVTPH2PS   (DI), Z4
+	VCVTPH2PS   (DI)(BX*1), Z5
+	VCVTPH2PS   (DI)(BX*2), Z6
+	VCVTPH2PS   (R8), Z7
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z4, Z0
+	VFMADD231PS Z8, Z5, Z1
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z3
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, SI
+
+f16step16_1989:
+	TESTQ       SI, SI
+	JZ          notail_1990
+	MOVQ        $-1, R10
+	BZHIQ       SI, R10, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y4
+	VCVTPH2PS   Y4, Z4
+	VMOVDQU16.Z (DI)(BX*1), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VMOVDQU16.Z (DI)(BX*2), K1, Y6
+	VCVTPH2PS   Y6, Z6
+	VMOVDQU16.Z (R8), K1, Y7
+	VCVTPH2PS   Y7, Z7
+	VMOVUPS.Z   (R9), K1, Z8
+	VFMADD231PS Z8, Z4, Z0
+	VFMADD231PS Z8, Z5, Z1
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z3
+
+notail_1990:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y3, Y2, Y2
+	VUNPCKLPS     Y0, Y4, Y3
+	VUNPCKHPS     Y0, Y4, Y0
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPS     Y2, Y1, Y0
+	VUNPCKHPS     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y3, Y1
+	VUNPCKHPD     Y0, Y3, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (BX)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000010, CX
+	SUBQ          $0x04, DX
+	JMP           f16tiles_1985
+
+f16tilesdone_1986:
+	CMPQ DX, $0x03
+	JNE  f16rest_1991
+
+	// tile 3 rows × 1 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+
+f16steps_1992:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_1993
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z3
+	PREFETCHT1  16384(DI)(BX*1)
+	PREFETCHT0  2048(DI)(BX*1)
+	VCVTPH2PS   (DI)(BX*1), Z4
+	PREFETCHT1  16384(DI)(BX*2)
+	PREFETCHT0  2048(DI)(BX*2)
+	VCVTPH2PS   (DI)(BX*2), Z5
+	VMOVUPS     (R8), Z6
+	VFMADD231PS Z6, Z3, Z0
+	VFMADD231PS Z6, Z4, Z1
+	VFMADD231PS Z6, Z5, Z2
+	VCVTPH2PS   32(DI), Z3
+	VCVTPH2PS   32(DI)(BX*1), Z4
+	VCVTPH2PS   32(DI)(BX*2), Z5
+	VMOVUPS     64(R8), Z6
+	VFMADD231PS Z6, Z3, Z0
+	VFMADD231PS Z6, Z4, Z1
+	VFMADD231PS Z6, Z5, Z2
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_1992
+
+f16stepsdone_1993:
+	CMPQ        SI, $0x10
+	JB          f16step16_1994
+	VCVTPH2PS   (DI), Z3
+	VCVTPH2PS   (DI)(BX*1), Z4
+	VCVTPH2PS   (DI)(BX*2), Z5
+	VMOVUPS     (R8), Z6
+	VFMADD231PS Z6, Z3, Z0
+	VFMADD231PS Z6, Z4, Z1
+	VFMADD231PS Z6, Z5, Z2
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, SI
+
+f16step16_1994:
+	TESTQ       SI, SI
+	JZ          notail_1995
+	MOVQ        $-1, R9
+	BZHIQ       SI, R9, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y3
+	VCVTPH2PS   Y3, Z3
+	VMOVDQU16.Z (DI)(BX*1), K1, Y4
+	VCVTPH2PS   Y4, Z4
+	VMOVDQU16.Z (DI)(BX*2), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VMOVUPS.Z   (R8), K1, Z6
+	VFMADD231PS Z6, Z3, Z0
+	VFMADD231PS Z6, Z4, Z1
+	VFMADD231PS Z6, Z5, Z2
+
+notail_1995:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VADDPS        Y0, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z2, Y1
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y3, Y2
+	VUNPCKHPS     Y0, Y3, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPS     Y3, Y1, Y0
+	VUNPCKHPS     Y3, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y2, Y1
+	VUNPCKHPD     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVD         X0, (BX)
+	VPSHUFD       $0x01, X0, X1
+	VMOVD         X1, 4(BX)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(BX)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+
+f16rest_1991:
+	CMPQ DX, $0x02
+	JNE  f16rest_1996
+
+	// tile 2 rows × 1 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+f16steps_1997:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_1998
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z2
+	PREFETCHT1  16384(DI)(BX*1)
+	PREFETCHT0  2048(DI)(BX*1)
+	VCVTPH2PS   (DI)(BX*1), Z3
+	VMOVUPS     (R8), Z4
+	VFMADD231PS Z4, Z2, Z0
+	VFMADD231PS Z4, Z3, Z1
+	VCVTPH2PS   32(DI), Z2
+	VCVTPH2PS   32(DI)(BX*1), Z3
+	VMOVUPS     64(R8), Z4
+	VFMADD231PS Z4, Z2, Z0
+	VFMADD231PS Z4, Z3, Z1
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_1997
+
+f16stepsdone_1998:
+	CMPQ        SI, $0x10
+	JB          f16step16_1999
+	VCVTPH2PS   (DI), Z2
+	VCVTPH2PS   (DI)(BX*1), Z3
+	VMOVUPS     (R8), Z4
+	VFMADD231PS Z4, Z2, Z0
+	VFMADD231PS Z4, Z3, Z1
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, SI
+
+f16step16_1999:
+	TESTQ       SI, SI
+	JZ          notail_2000
+	MOVQ        $-1, R9
+	BZHIQ       SI, R9, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y2
+	VCVTPH2PS   Y2, Z2
+	VMOVDQU16.Z (DI)(BX*1), K1, Y3
+	VCVTPH2PS   Y3, Z3
+	VMOVUPS.Z   (R8), K1, Z4
+	VFMADD231PS Z4, Z2, Z0
+	VFMADD231PS Z4, Z3, Z1
+
+notail_2000:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y0, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPS     Y2, Y2, Y0
+	VUNPCKHPS     Y2, Y2, Y2
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPD     Y0, Y1, Y2
+	VUNPCKHPD     Y0, Y1, Y0
+	VADDPS        Y0, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X0
+	VADDPS        X2, X0, X0
+	VMOVD         X0, (BX)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(BX)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_1996:
+	CMPQ DX, $0x01
+	JNE  f16rest_2001
+
+	// tile 1 rows × 1 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), DX
+	MOVQ   AX, BX
+	MOVQ   x_base+40(FP), SI
+	VPXORD Z0, Z0, Z0
+
+f16steps_2002:
+	CMPQ        DX, $0x00000020
+	JB          f16stepsdone_2003
+	PREFETCHT1  16384(BX)
+	PREFETCHT0  2048(BX)
+	VCVTPH2PS   (BX), Z1
+	VMOVUPS     (SI), Z2
+	VFMADD231PS Z2, Z1, Z0
+	VCVTPH2PS   32(BX), Z1
+	VMOVUPS     64(SI), Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ        $0x00000040, BX
+	ADDQ        $0x00000080, SI
+	SUBQ        $0x00000020, DX
+	JMP         f16steps_2002
+
+f16stepsdone_2003:
+	CMPQ        DX, $0x10
+	JB          f16step16_2004
+	VCVTPH2PS   (BX), Z1
+	VMOVUPS     (SI), Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ        $0x00000020, BX
+	ADDQ        $0x00000040, SI
+	SUBQ        $0x10, DX
+
+f16step16_2004:
+	TESTQ       DX, DX
+	JZ          notail_2005
+	MOVQ        $-1, DI
+	BZHIQ       DX, DI, DX
+	KMOVQ       DX, K1
+	VMOVDQU16.Z (BX), K1, Y1
+	VCVTPH2PS   Y1, Z1
+	VMOVUPS.Z   (SI), K1, Z2
+	VFMADD231PS Z2, Z1, Z0
+
+notail_2005:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, DX
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPS     Y1, Y1, Y0
+	VUNPCKHPS     Y1, Y1, Y2
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y1, Y1, Y2
+	VUNPCKHPS     Y1, Y1, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPD     Y2, Y0, Y1
+	VUNPCKHPD     Y2, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVD         X0, (DX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_2001:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_2007
+
+f16single_2006:
+	// tile 1 rows × 1 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	VPXORD Z0, Z0, Z0
+
+f16steps_2008:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_2009
+	PREFETCHT1  16384(SI)
+	PREFETCHT0  2048(SI)
+	VCVTPH2PS   (SI), Z1
+	VMOVUPS     (DI), Z2
+	VFMADD231PS Z2, Z1, Z0
+	VCVTPH2PS   32(SI), Z1
+	VMOVUPS     64(DI), Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_2008
+
+f16stepsdone_2009:
+	CMPQ        BX, $0x10
+	JB          f16step16_2010
+	VCVTPH2PS   (SI), Z1
+	VMOVUPS     (DI), Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x10, BX
+
+f16step16_2010:
+	TESTQ       BX, BX
+	JZ          notail_2011
+	MOVQ        $-1, R8
+	BZHIQ       BX, R8, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y1
+	VCVTPH2PS   Y1, Z1
+	VMOVUPS.Z   (DI), K1, Z2
+	VFMADD231PS Z2, Z1, Z0
+
+notail_2011:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VADDPS        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSS        X0, (BX)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_2006
+
+f16singledone_2007:
+	JMP f16mmend_1983
+
+f16mmtokens_1984:
+	CMPQ AX, $0x02
+	JNE  f16mmtokens_2012
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_2013:
+	CMPQ DX, $0x04
+	JB   f16tilesdone_2014
+
+	// tile 4 rows × 2 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	MOVQ   x_base+40(FP), R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+f16steps_2015:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2016
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z8
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z9
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z10
+	PREFETCHT1  16384(R9)
+	PREFETCHT0  2048(R9)
+	VCVTPH2PS   (R9), Z11
+	VMOVUPS     (R10), Z12
+	VFMADD231PS Z12, Z8, Z0
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R10)(SI*1), Z12
+	VFMADD231PS Z12, Z8, Z1
+	VFMADD231PS Z12, Z9, Z3
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z7
+	VCVTPH2PS   32(R8), Z8
+	VCVTPH2PS   32(R8)(BX*1), Z9
+	VCVTPH2PS   32(R8)(BX*2), Z10
+	VCVTPH2PS   32(R9), Z11
+	VMOVUPS     64(R10), Z12
+	VFMADD231PS Z12, Z8, Z0
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     64(R10)(SI*1), Z12
+	VFMADD231PS Z12, Z8, Z1
+	VFMADD231PS Z12, Z9, Z3
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z7
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2015
+
+f16stepsdone_2016:
+	CMPQ        DI, $0x10
+	JB          f16step16_2017
+	VCVTPH2PS   (R8), Z8
+	VCVTPH2PS   (R8)(BX*1), Z9
+	VCVTPH2PS   (R8)(BX*2), Z10
+	VCVTPH2PS   (R9), Z11
+	VMOVUPS     (R10), Z12
+	VFMADD231PS Z12, Z8, Z0
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R10)(SI*1), Z12
+	VFMADD231PS Z12, Z8, Z1
+	VFMADD231PS Z12, Z9, Z3
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z7
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_2017:
+	TESTQ       DI, DI
+	JZ          notail_2018
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y8
+	VCVTPH2PS   Y8, Z8
+	VMOVDQU16.Z (R8)(BX*1), K1, Y9
+	VCVTPH2PS   Y9, Z9
+	VMOVDQU16.Z (R8)(BX*2), K1, Y10
+	VCVTPH2PS   Y10, Z10
+	VMOVDQU16.Z (R9), K1, Y11
+	VCVTPH2PS   Y11, Z11
+	VMOVUPS.Z   (R10), K1, Z12
+	VFMADD231PS Z12, Z8, Z0
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS.Z   (R10)(SI*1), K1, Z12
+	VFMADD231PS Z12, Z8, Z1
+	VFMADD231PS Z12, Z9, Z3
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z7
+
+notail_2018:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y2
+	VADDPS        Y4, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z6, Y4
+	VADDPS        Y6, Y4, Y4
+	VUNPCKLPS     Y0, Y8, Y6
+	VUNPCKHPS     Y0, Y8, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y4, Y2, Y0
+	VUNPCKHPS     Y4, Y2, Y2
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y2
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X0
+	VADDPS        X2, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z3, Y1
+	VADDPS        Y3, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z5, Y2
+	VADDPS        Y5, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z7, Y3
+	VADDPS        Y7, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000010, CX
+	SUBQ          $0x04, DX
+	JMP           f16tiles_2013
+
+f16tilesdone_2014:
+	CMPQ DX, $0x03
+	JNE  f16rest_2019
+
+	// tile 3 rows × 2 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+
+f16steps_2020:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2021
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z6
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z7
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z8
+	VMOVUPS     (R9), Z9
+	VFMADD231PS Z9, Z6, Z0
+	VFMADD231PS Z9, Z7, Z2
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     (R9)(SI*1), Z9
+	VFMADD231PS Z9, Z6, Z1
+	VFMADD231PS Z9, Z7, Z3
+	VFMADD231PS Z9, Z8, Z5
+	VCVTPH2PS   32(R8), Z6
+	VCVTPH2PS   32(R8)(BX*1), Z7
+	VCVTPH2PS   32(R8)(BX*2), Z8
+	VMOVUPS     64(R9), Z9
+	VFMADD231PS Z9, Z6, Z0
+	VFMADD231PS Z9, Z7, Z2
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     64(R9)(SI*1), Z9
+	VFMADD231PS Z9, Z6, Z1
+	VFMADD231PS Z9, Z7, Z3
+	VFMADD231PS Z9, Z8, Z5
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2020
+
+f16stepsdone_2021:
+	CMPQ        DI, $0x10
+	JB          f16step16_2022
+	VCVTPH2PS   (R8), Z6
+	VCVTPH2PS   (R8)(BX*1), Z7
+	VCVTPH2PS   (R8)(BX*2), Z8
+	VMOVUPS     (R9), Z9
+	VFMADD231PS Z9, Z6, Z0
+	VFMADD231PS Z9, Z7, Z2
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     (R9)(SI*1), Z9
+	VFMADD231PS Z9, Z6, Z1
+	VFMADD231PS Z9, Z7, Z3
+	VFMADD231PS Z9, Z8, Z5
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, DI
+
+f16step16_2022:
+	TESTQ       DI, DI
+	JZ          notail_2023
+	MOVQ        $-1, R10
+	BZHIQ       DI, R10, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y6
+	VCVTPH2PS   Y6, Z6
+	VMOVDQU16.Z (R8)(BX*1), K1, Y7
+	VCVTPH2PS   Y7, Z7
+	VMOVDQU16.Z (R8)(BX*2), K1, Y8
+	VCVTPH2PS   Y8, Z8
+	VMOVUPS.Z   (R9), K1, Z9
+	VFMADD231PS Z9, Z6, Z0
+	VFMADD231PS Z9, Z7, Z2
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS.Z   (R9)(SI*1), K1, Z9
+	VFMADD231PS Z9, Z6, Z1
+	VFMADD231PS Z9, Z7, Z3
+	VFMADD231PS Z9, Z8, Z5
+
+notail_2023:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y2
+	VADDPS        Y4, Y2, Y2
+	VUNPCKLPS     Y0, Y6, Y4
+	VUNPCKHPS     Y0, Y6, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y6, Y2, Y0
+	VUNPCKHPS     Y6, Y2, Y2
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y2
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X0
+	VADDPS        X2, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X2
+	VMOVD         X2, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z3, Y1
+	VADDPS        Y3, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z5, Y2
+	VADDPS        Y5, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+
+f16rest_2019:
+	CMPQ DX, $0x02
+	JNE  f16rest_2024
+
+	// tile 2 rows × 2 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+f16steps_2025:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2026
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z4
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z5
+	VMOVUPS     (R9), Z6
+	VFMADD231PS Z6, Z4, Z0
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     (R9)(SI*1), Z6
+	VFMADD231PS Z6, Z4, Z1
+	VFMADD231PS Z6, Z5, Z3
+	VCVTPH2PS   32(R8), Z4
+	VCVTPH2PS   32(R8)(BX*1), Z5
+	VMOVUPS     64(R9), Z6
+	VFMADD231PS Z6, Z4, Z0
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     64(R9)(SI*1), Z6
+	VFMADD231PS Z6, Z4, Z1
+	VFMADD231PS Z6, Z5, Z3
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2025
+
+f16stepsdone_2026:
+	CMPQ        DI, $0x10
+	JB          f16step16_2027
+	VCVTPH2PS   (R8), Z4
+	VCVTPH2PS   (R8)(BX*1), Z5
+	VMOVUPS     (R9), Z6
+	VFMADD231PS Z6, Z4, Z0
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     (R9)(SI*1), Z6
+	VFMADD231PS Z6, Z4, Z1
+	VFMADD231PS Z6, Z5, Z3
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, DI
+
+f16step16_2027:
+	TESTQ       DI, DI
+	JZ          notail_2028
+	MOVQ        $-1, R10
+	BZHIQ       DI, R10, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y4
+	VCVTPH2PS   Y4, Z4
+	VMOVDQU16.Z (R8)(BX*1), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VMOVUPS.Z   (R9), K1, Z6
+	VFMADD231PS Z6, Z4, Z0
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS.Z   (R9)(SI*1), K1, Z6
+	VFMADD231PS Z6, Z4, Z1
+	VFMADD231PS Z6, Z5, Z3
+
+notail_2028:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y4, Y2
+	VUNPCKHPS     Y0, Y4, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPS     Y4, Y4, Y0
+	VUNPCKHPS     Y4, Y4, Y4
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPD     Y0, Y2, Y4
+	VUNPCKHPD     Y0, Y2, Y0
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X0
+	VADDPS        X4, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z3, Y1
+	VADDPS        Y3, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_2024:
+	CMPQ DX, $0x01
+	JNE  f16rest_2029
+
+	// tile 1 rows × 2 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+f16steps_2030:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_2031
+	PREFETCHT1  16384(SI)
+	PREFETCHT0  2048(SI)
+	VCVTPH2PS   (SI), Z2
+	VMOVUPS     (DI), Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS     (DI)(DX*1), Z3
+	VFMADD231PS Z3, Z2, Z1
+	VCVTPH2PS   32(SI), Z2
+	VMOVUPS     64(DI), Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS     64(DI)(DX*1), Z3
+	VFMADD231PS Z3, Z2, Z1
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_2030
+
+f16stepsdone_2031:
+	CMPQ        BX, $0x10
+	JB          f16step16_2032
+	VCVTPH2PS   (SI), Z2
+	VMOVUPS     (DI), Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS     (DI)(DX*1), Z3
+	VFMADD231PS Z3, Z2, Z1
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x10, BX
+
+f16step16_2032:
+	TESTQ       BX, BX
+	JZ          notail_2033
+	MOVQ        $-1, R8
+	BZHIQ       BX, R8, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y2
+	VCVTPH2PS   Y2, Z2
+	VMOVUPS.Z   (DI), K1, Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z3
+	VFMADD231PS Z3, Z2, Z1
+
+notail_2033:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPS     Y2, Y2, Y0
+	VUNPCKHPS     Y2, Y2, Y3
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y2, Y2, Y3
+	VUNPCKHPS     Y2, Y2, Y2
+	VADDPS        Y2, Y3, Y3
+	VUNPCKLPD     Y3, Y0, Y2
+	VUNPCKHPD     Y3, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X0
+	VADDPS        X2, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_2029:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_2035
+
+f16single_2034:
+	// tile 1 rows × 2 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+f16steps_2036:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_2037
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z2
+	VMOVUPS     (R8), Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS     (R8)(BX*1), Z3
+	VFMADD231PS Z3, Z2, Z1
+	VCVTPH2PS   32(DI), Z2
+	VMOVUPS     64(R8), Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS     64(R8)(BX*1), Z3
+	VFMADD231PS Z3, Z2, Z1
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_2036
+
+f16stepsdone_2037:
+	CMPQ        SI, $0x10
+	JB          f16step16_2038
+	VCVTPH2PS   (DI), Z2
+	VMOVUPS     (R8), Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS     (R8)(BX*1), Z3
+	VFMADD231PS Z3, Z2, Z1
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, SI
+
+f16step16_2038:
+	TESTQ       SI, SI
+	JZ          notail_2039
+	MOVQ        $-1, R9
+	BZHIQ       SI, R9, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y2
+	VCVTPH2PS   Y2, Z2
+	VMOVUPS.Z   (R8), K1, Z3
+	VFMADD231PS Z3, Z2, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z3
+	VFMADD231PS Z3, Z2, Z1
+
+notail_2039:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y0, Y2, Y2
+	VEXTRACTF32X4 $0x01, Y2, X0
+	VADDPS        X2, X0, X0
+	VPSHUFD       $0x4e, X0, X2
+	VADDPS        X2, X0, X0
+	VPSHUFD       $0xb1, X0, X2
+	VADDPS        X2, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_2034
+
+f16singledone_2035:
+	JMP f16mmend_1983
+
+f16mmtokens_2012:
+	CMPQ AX, $0x03
+	JNE  f16mmtokens_2040
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_2041:
+	CMPQ DX, $0x04
+	JB   f16tilesdone_2042
+
+	// tile 4 rows × 3 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	MOVQ   x_base+40(FP), R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+f16steps_2043:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2044
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z12
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z13
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z14
+	PREFETCHT1  16384(R9)
+	PREFETCHT0  2048(R9)
+	VCVTPH2PS   (R9), Z15
+	VMOVUPS     (R10), Z16
+	VFMADD231PS Z16, Z12, Z0
+	VFMADD231PS Z16, Z13, Z3
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     (R10)(SI*1), Z16
+	VFMADD231PS Z16, Z12, Z1
+	VFMADD231PS Z16, Z13, Z4
+	VFMADD231PS Z16, Z14, Z7
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     (R10)(SI*2), Z16
+	VFMADD231PS Z16, Z12, Z2
+	VFMADD231PS Z16, Z13, Z5
+	VFMADD231PS Z16, Z14, Z8
+	VFMADD231PS Z16, Z15, Z11
+	VCVTPH2PS   32(R8), Z12
+	VCVTPH2PS   32(R8)(BX*1), Z13
+	VCVTPH2PS   32(R8)(BX*2), Z14
+	VCVTPH2PS   32(R9), Z15
+	VMOVUPS     64(R10), Z16
+	VFMADD231PS Z16, Z12, Z0
+	VFMADD231PS Z16, Z13, Z3
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     64(R10)(SI*1), Z16
+	VFMADD231PS Z16, Z12, Z1
+	VFMADD231PS Z16, Z13, Z4
+	VFMADD231PS Z16, Z14, Z7
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     64(R10)(SI*2), Z16
+	VFMADD231PS Z16, Z12, Z2
+	VFMADD231PS Z16, Z13, Z5
+	VFMADD231PS Z16, Z14, Z8
+	VFMADD231PS Z16, Z15, Z11
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2043
+
+f16stepsdone_2044:
+	CMPQ        DI, $0x10
+	JB          f16step16_2045
+	VCVTPH2PS   (R8), Z12
+	VCVTPH2PS   (R8)(BX*1), Z13
+	VCVTPH2PS   (R8)(BX*2), Z14
+	VCVTPH2PS   (R9), Z15
+	VMOVUPS     (R10), Z16
+	VFMADD231PS Z16, Z12, Z0
+	VFMADD231PS Z16, Z13, Z3
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     (R10)(SI*1), Z16
+	VFMADD231PS Z16, Z12, Z1
+	VFMADD231PS Z16, Z13, Z4
+	VFMADD231PS Z16, Z14, Z7
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     (R10)(SI*2), Z16
+	VFMADD231PS Z16, Z12, Z2
+	VFMADD231PS Z16, Z13, Z5
+	VFMADD231PS Z16, Z14, Z8
+	VFMADD231PS Z16, Z15, Z11
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_2045:
+	TESTQ       DI, DI
+	JZ          notail_2046
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y12
+	VCVTPH2PS   Y12, Z12
+	VMOVDQU16.Z (R8)(BX*1), K1, Y13
+	VCVTPH2PS   Y13, Z13
+	VMOVDQU16.Z (R8)(BX*2), K1, Y14
+	VCVTPH2PS   Y14, Z14
+	VMOVDQU16.Z (R9), K1, Y15
+	VCVTPH2PS   Y15, Z15
+	VMOVUPS.Z   (R10), K1, Z16
+	VFMADD231PS Z16, Z12, Z0
+	VFMADD231PS Z16, Z13, Z3
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS.Z   (R10)(SI*1), K1, Z16
+	VFMADD231PS Z16, Z12, Z1
+	VFMADD231PS Z16, Z13, Z4
+	VFMADD231PS Z16, Z14, Z7
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS.Z   (R10)(SI*2), K1, Z16
+	VFMADD231PS Z16, Z12, Z2
+	VFMADD231PS Z16, Z13, Z5
+	VFMADD231PS Z16, Z14, Z8
+	VFMADD231PS Z16, Z15, Z11
+
+notail_2046:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y12
+	VADDPS        Y0, Y12, Y12
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y3
+	VADDPS        Y6, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z9, Y6
+	VADDPS        Y9, Y6, Y6
+	VUNPCKLPS     Y0, Y12, Y9
+	VUNPCKHPS     Y0, Y12, Y0
+	VADDPS        Y0, Y9, Y9
+	VUNPCKLPS     Y6, Y3, Y0
+	VUNPCKHPS     Y6, Y3, Y3
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPD     Y0, Y9, Y3
+	VUNPCKHPD     Y0, Y9, Y0
+	VADDPS        Y0, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X0
+	VADDPS        X3, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y1
+	VADDPS        Y4, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z7, Y3
+	VADDPS        Y7, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z10, Y4
+	VADDPS        Y10, Y4, Y4
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y4, Y3, Y0
+	VUNPCKHPS     Y4, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y1
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z8, Y2
+	VADDPS        Y8, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z11, Y3
+	VADDPS        Y11, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000010, CX
+	SUBQ          $0x04, DX
+	JMP           f16tiles_2041
+
+f16tilesdone_2042:
+	CMPQ DX, $0x03
+	JNE  f16rest_2047
+
+	// tile 3 rows × 3 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+
+f16steps_2048:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2049
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z9
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z10
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z11
+	VMOVUPS     (R9), Z12
+	VFMADD231PS Z12, Z9, Z0
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R9)(SI*1), Z12
+	VFMADD231PS Z12, Z9, Z1
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     (R9)(SI*2), Z12
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z8
+	VCVTPH2PS   32(R8), Z9
+	VCVTPH2PS   32(R8)(BX*1), Z10
+	VCVTPH2PS   32(R8)(BX*2), Z11
+	VMOVUPS     64(R9), Z12
+	VFMADD231PS Z12, Z9, Z0
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     64(R9)(SI*1), Z12
+	VFMADD231PS Z12, Z9, Z1
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     64(R9)(SI*2), Z12
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z8
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2048
+
+f16stepsdone_2049:
+	CMPQ        DI, $0x10
+	JB          f16step16_2050
+	VCVTPH2PS   (R8), Z9
+	VCVTPH2PS   (R8)(BX*1), Z10
+	VCVTPH2PS   (R8)(BX*2), Z11
+	VMOVUPS     (R9), Z12
+	VFMADD231PS Z12, Z9, Z0
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R9)(SI*1), Z12
+	VFMADD231PS Z12, Z9, Z1
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     (R9)(SI*2), Z12
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z8
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, DI
+
+f16step16_2050:
+	TESTQ       DI, DI
+	JZ          notail_2051
+	MOVQ        $-1, R10
+	BZHIQ       DI, R10, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y9
+	VCVTPH2PS   Y9, Z9
+	VMOVDQU16.Z (R8)(BX*1), K1, Y10
+	VCVTPH2PS   Y10, Z10
+	VMOVDQU16.Z (R8)(BX*2), K1, Y11
+	VCVTPH2PS   Y11, Z11
+	VMOVUPS.Z   (R9), K1, Z12
+	VFMADD231PS Z12, Z9, Z0
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS.Z   (R9)(SI*1), K1, Z12
+	VFMADD231PS Z12, Z9, Z1
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS.Z   (R9)(SI*2), K1, Z12
+	VFMADD231PS Z12, Z9, Z2
+	VFMADD231PS Z12, Z10, Z5
+	VFMADD231PS Z12, Z11, Z8
+
+notail_2051:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	VADDPS        Y0, Y9, Y9
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y3
+	VADDPS        Y6, Y3, Y3
+	VUNPCKLPS     Y0, Y9, Y6
+	VUNPCKHPS     Y0, Y9, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y9, Y3, Y0
+	VUNPCKHPS     Y9, Y3, Y3
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y3
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X0
+	VADDPS        X3, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X3
+	VMOVD         X3, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y1
+	VADDPS        Y4, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z7, Y3
+	VADDPS        Y7, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y4, Y4
+	VUNPCKLPS     Y0, Y3, Y1
+	VUNPCKHPS     Y0, Y3, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y4, Y0
+	VUNPCKHPD     Y1, Y4, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z8, Y2
+	VADDPS        Y8, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+
+f16rest_2047:
+	CMPQ DX, $0x02
+	JNE  f16rest_2052
+
+	// tile 2 rows × 3 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+
+f16steps_2053:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2054
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z6
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z7
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z6, Z0
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R9)(SI*1), Z8
+	VFMADD231PS Z8, Z6, Z1
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R9)(SI*2), Z8
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z5
+	VCVTPH2PS   32(R8), Z6
+	VCVTPH2PS   32(R8)(BX*1), Z7
+	VMOVUPS     64(R9), Z8
+	VFMADD231PS Z8, Z6, Z0
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     64(R9)(SI*1), Z8
+	VFMADD231PS Z8, Z6, Z1
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     64(R9)(SI*2), Z8
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z5
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2053
+
+f16stepsdone_2054:
+	CMPQ        DI, $0x10
+	JB          f16step16_2055
+	VCVTPH2PS   (R8), Z6
+	VCVTPH2PS   (R8)(BX*1), Z7
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z6, Z0
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R9)(SI*1), Z8
+	VFMADD231PS Z8, Z6, Z1
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R9)(SI*2), Z8
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z5
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, DI
+
+f16step16_2055:
+	TESTQ       DI, DI
+	JZ          notail_2056
+	MOVQ        $-1, R10
+	BZHIQ       DI, R10, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y6
+	VCVTPH2PS   Y6, Z6
+	VMOVDQU16.Z (R8)(BX*1), K1, Y7
+	VCVTPH2PS   Y7, Z7
+	VMOVUPS.Z   (R9), K1, Z8
+	VFMADD231PS Z8, Z6, Z0
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS.Z   (R9)(SI*1), K1, Z8
+	VFMADD231PS Z8, Z6, Z1
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS.Z   (R9)(SI*2), K1, Z8
+	VFMADD231PS Z8, Z6, Z2
+	VFMADD231PS Z8, Z7, Z5
+
+notail_2056:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y6, Y3
+	VUNPCKHPS     Y0, Y6, Y0
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPS     Y6, Y6, Y0
+	VUNPCKHPS     Y6, Y6, Y6
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPD     Y0, Y3, Y6
+	VUNPCKHPD     Y0, Y3, Y0
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X0
+	VADDPS        X6, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y1
+	VADDPS        Y4, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_2052:
+	CMPQ DX, $0x01
+	JNE  f16rest_2057
+
+	// tile 1 rows × 3 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+
+f16steps_2058:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_2059
+	PREFETCHT1  16384(SI)
+	PREFETCHT0  2048(SI)
+	VCVTPH2PS   (SI), Z3
+	VMOVUPS     (DI), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     (DI)(DX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     (DI)(DX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	VCVTPH2PS   32(SI), Z3
+	VMOVUPS     64(DI), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     64(DI)(DX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     64(DI)(DX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_2058
+
+f16stepsdone_2059:
+	CMPQ        BX, $0x10
+	JB          f16step16_2060
+	VCVTPH2PS   (SI), Z3
+	VMOVUPS     (DI), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     (DI)(DX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     (DI)(DX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	SUBQ        $0x10, BX
+
+f16step16_2060:
+	TESTQ       BX, BX
+	JZ          notail_2061
+	MOVQ        $-1, R8
+	BZHIQ       BX, R8, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y3
+	VCVTPH2PS   Y3, Z3
+	VMOVUPS.Z   (DI), K1, Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z4
+	VFMADD231PS Z4, Z3, Z2
+
+notail_2061:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPS     Y3, Y3, Y0
+	VUNPCKHPS     Y3, Y3, Y4
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y3, Y3, Y4
+	VUNPCKHPS     Y3, Y3, Y3
+	VADDPS        Y3, Y4, Y4
+	VUNPCKLPD     Y4, Y0, Y3
+	VUNPCKHPD     Y4, Y0, Y0
+	VADDPS        Y0, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X0
+	VADDPS        X3, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y3
+	VADDPS        Y3, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y3
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y3, Y3
+	VUNPCKLPD     Y3, Y1, Y0
+	VUNPCKHPD     Y3, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_2057:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_2063
+
+f16single_2062:
+	// tile 1 rows × 3 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+
+f16steps_2064:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_2065
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z3
+	VMOVUPS     (R8), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     (R8)(BX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     (R8)(BX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	VCVTPH2PS   32(DI), Z3
+	VMOVUPS     64(R8), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     64(R8)(BX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     64(R8)(BX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_2064
+
+f16stepsdone_2065:
+	CMPQ        SI, $0x10
+	JB          f16step16_2066
+	VCVTPH2PS   (DI), Z3
+	VMOVUPS     (R8), Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS     (R8)(BX*1), Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS     (R8)(BX*2), Z4
+	VFMADD231PS Z4, Z3, Z2
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, SI
+
+f16step16_2066:
+	TESTQ       SI, SI
+	JZ          notail_2067
+	MOVQ        $-1, R9
+	BZHIQ       SI, R9, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y3
+	VCVTPH2PS   Y3, Z3
+	VMOVUPS.Z   (R8), K1, Z4
+	VFMADD231PS Z4, Z3, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z4
+	VFMADD231PS Z4, Z3, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z4
+	VFMADD231PS Z4, Z3, Z2
+
+notail_2067:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VADDPS        Y0, Y3, Y3
+	VEXTRACTF32X4 $0x01, Y3, X0
+	VADDPS        X3, X0, X0
+	VPSHUFD       $0x4e, X0, X3
+	VADDPS        X3, X0, X0
+	VPSHUFD       $0xb1, X0, X3
+	VADDPS        X3, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_2062
+
+f16singledone_2063:
+	JMP f16mmend_1983
+
+f16mmtokens_2040:
+	CMPQ AX, $0x04
+	JNE  f16mmtokens_2068
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_2069:
+	CMPQ DX, $0x04
+	JB   f16tilesdone_2070
+
+	// tile 4 rows × 4 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	MOVQ   x_base+40(FP), R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+f16steps_2071:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2072
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z16
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z17
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z18
+	PREFETCHT1  16384(R9)
+	PREFETCHT0  2048(R9)
+	VCVTPH2PS   (R9), Z19
+	VMOVUPS     (R10), Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z4
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     (R10)(SI*1), Z20
+	VFMADD231PS Z20, Z16, Z1
+	VFMADD231PS Z20, Z17, Z5
+	VFMADD231PS Z20, Z18, Z9
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     (R10)(SI*2), Z20
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z20, Z17, Z6
+	VFMADD231PS Z20, Z18, Z10
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     (R11), Z20
+	VFMADD231PS Z20, Z16, Z3
+	VFMADD231PS Z20, Z17, Z7
+	VFMADD231PS Z20, Z18, Z11
+	VFMADD231PS Z20, Z19, Z15
+	VCVTPH2PS   32(R8), Z16
+	VCVTPH2PS   32(R8)(BX*1), Z17
+	VCVTPH2PS   32(R8)(BX*2), Z18
+	VCVTPH2PS   32(R9), Z19
+	VMOVUPS     64(R10), Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z4
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     64(R10)(SI*1), Z20
+	VFMADD231PS Z20, Z16, Z1
+	VFMADD231PS Z20, Z17, Z5
+	VFMADD231PS Z20, Z18, Z9
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     64(R10)(SI*2), Z20
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z20, Z17, Z6
+	VFMADD231PS Z20, Z18, Z10
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     64(R11), Z20
+	VFMADD231PS Z20, Z16, Z3
+	VFMADD231PS Z20, Z17, Z7
+	VFMADD231PS Z20, Z18, Z11
+	VFMADD231PS Z20, Z19, Z15
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2071
+
+f16stepsdone_2072:
+	CMPQ        DI, $0x10
+	JB          f16step16_2073
+	VCVTPH2PS   (R8), Z16
+	VCVTPH2PS   (R8)(BX*1), Z17
+	VCVTPH2PS   (R8)(BX*2), Z18
+	VCVTPH2PS   (R9), Z19
+	VMOVUPS     (R10), Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z4
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     (R10)(SI*1), Z20
+	VFMADD231PS Z20, Z16, Z1
+	VFMADD231PS Z20, Z17, Z5
+	VFMADD231PS Z20, Z18, Z9
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     (R10)(SI*2), Z20
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z20, Z17, Z6
+	VFMADD231PS Z20, Z18, Z10
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     (R11), Z20
+	VFMADD231PS Z20, Z16, Z3
+	VFMADD231PS Z20, Z17, Z7
+	VFMADD231PS Z20, Z18, Z11
+	VFMADD231PS Z20, Z19, Z15
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_2073:
+	TESTQ       DI, DI
+	JZ          notail_2074
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y16
+	VCVTPH2PS   Y16, Z16
+	VMOVDQU16.Z (R8)(BX*1), K1, Y17
+	VCVTPH2PS   Y17, Z17
+	VMOVDQU16.Z (R8)(BX*2), K1, Y18
+	VCVTPH2PS   Y18, Z18
+	VMOVDQU16.Z (R9), K1, Y19
+	VCVTPH2PS   Y19, Z19
+	VMOVUPS.Z   (R10), K1, Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z4
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS.Z   (R10)(SI*1), K1, Z20
+	VFMADD231PS Z20, Z16, Z1
+	VFMADD231PS Z20, Z17, Z5
+	VFMADD231PS Z20, Z18, Z9
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS.Z   (R10)(SI*2), K1, Z20
+	VFMADD231PS Z20, Z16, Z2
+	VFMADD231PS Z20, Z17, Z6
+	VFMADD231PS Z20, Z18, Z10
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS.Z   (R11), K1, Z20
+	VFMADD231PS Z20, Z16, Z3
+	VFMADD231PS Z20, Z17, Z7
+	VFMADD231PS Z20, Z18, Z11
+	VFMADD231PS Z20, Z19, Z15
+
+notail_2074:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y16
+	VADDPS        Y0, Y16, Y16
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y4
+	VADDPS        Y8, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z12, Y8
+	VADDPS        Y12, Y8, Y8
+	VUNPCKLPS     Y0, Y16, Y12
+	VUNPCKHPS     Y0, Y16, Y0
+	VADDPS        Y0, Y12, Y12
+	VUNPCKLPS     Y8, Y4, Y0
+	VUNPCKHPS     Y8, Y4, Y4
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPD     Y0, Y12, Y4
+	VUNPCKHPD     Y0, Y12, Y0
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X0
+	VADDPS        X4, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z9, Y4
+	VADDPS        Y9, Y4, Y4
+	VEXTRACTF64X4 $0x01, Z13, Y5
+	VADDPS        Y13, Y5, Y5
+	VUNPCKLPS     Y1, Y0, Y8
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y8, Y8
+	VUNPCKLPS     Y5, Y4, Y0
+	VUNPCKHPS     Y5, Y4, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y8, Y1
+	VUNPCKHPD     Y0, Y8, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z10, Y2
+	VADDPS        Y10, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z14, Y4
+	VADDPS        Y14, Y4, Y4
+	VUNPCKLPS     Y1, Y0, Y5
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y5, Y5
+	VUNPCKLPS     Y4, Y2, Y0
+	VUNPCKHPS     Y4, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y5, Y1
+	VUNPCKHPD     Y0, Y5, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z11, Y2
+	VADDPS        Y11, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z15, Y3
+	VADDPS        Y15, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000010, CX
+	SUBQ          $0x04, DX
+	JMP           f16tiles_2069
+
+f16tilesdone_2070:
+	CMPQ DX, $0x03
+	JNE  f16rest_2075
+
+	// tile 3 rows × 4 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+f16steps_2076:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2077
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z12
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z13
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z14
+	VMOVUPS     (R9), Z15
+	VFMADD231PS Z15, Z12, Z0
+	VFMADD231PS Z15, Z13, Z4
+	VFMADD231PS Z15, Z14, Z8
+	VMOVUPS     (R9)(SI*1), Z15
+	VFMADD231PS Z15, Z12, Z1
+	VFMADD231PS Z15, Z13, Z5
+	VFMADD231PS Z15, Z14, Z9
+	VMOVUPS     (R9)(SI*2), Z15
+	VFMADD231PS Z15, Z12, Z2
+	VFMADD231PS Z15, Z13, Z6
+	VFMADD231PS Z15, Z14, Z10
+	VMOVUPS     (R10), Z15
+	VFMADD231PS Z15, Z12, Z3
+	VFMADD231PS Z15, Z13, Z7
+	VFMADD231PS Z15, Z14, Z11
+	VCVTPH2PS   32(R8), Z12
+	VCVTPH2PS   32(R8)(BX*1), Z13
+	VCVTPH2PS   32(R8)(BX*2), Z14
+	VMOVUPS     64(R9), Z15
+	VFMADD231PS Z15, Z12, Z0
+	VFMADD231PS Z15, Z13, Z4
+	VFMADD231PS Z15, Z14, Z8
+	VMOVUPS     64(R9)(SI*1), Z15
+	VFMADD231PS Z15, Z12, Z1
+	VFMADD231PS Z15, Z13, Z5
+	VFMADD231PS Z15, Z14, Z9
+	VMOVUPS     64(R9)(SI*2), Z15
+	VFMADD231PS Z15, Z12, Z2
+	VFMADD231PS Z15, Z13, Z6
+	VFMADD231PS Z15, Z14, Z10
+	VMOVUPS     64(R10), Z15
+	VFMADD231PS Z15, Z12, Z3
+	VFMADD231PS Z15, Z13, Z7
+	VFMADD231PS Z15, Z14, Z11
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2076
+
+f16stepsdone_2077:
+	CMPQ        DI, $0x10
+	JB          f16step16_2078
+	VCVTPH2PS   (R8), Z12
+	VCVTPH2PS   (R8)(BX*1), Z13
+	VCVTPH2PS   (R8)(BX*2), Z14
+	VMOVUPS     (R9), Z15
+	VFMADD231PS Z15, Z12, Z0
+	VFMADD231PS Z15, Z13, Z4
+	VFMADD231PS Z15, Z14, Z8
+	VMOVUPS     (R9)(SI*1), Z15
+	VFMADD231PS Z15, Z12, Z1
+	VFMADD231PS Z15, Z13, Z5
+	VFMADD231PS Z15, Z14, Z9
+	VMOVUPS     (R9)(SI*2), Z15
+	VFMADD231PS Z15, Z12, Z2
+	VFMADD231PS Z15, Z13, Z6
+	VFMADD231PS Z15, Z14, Z10
+	VMOVUPS     (R10), Z15
+	VFMADD231PS Z15, Z12, Z3
+	VFMADD231PS Z15, Z13, Z7
+	VFMADD231PS Z15, Z14, Z11
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_2078:
+	TESTQ       DI, DI
+	JZ          notail_2079
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y12
+	VCVTPH2PS   Y12, Z12
+	VMOVDQU16.Z (R8)(BX*1), K1, Y13
+	VCVTPH2PS   Y13, Z13
+	VMOVDQU16.Z (R8)(BX*2), K1, Y14
+	VCVTPH2PS   Y14, Z14
+	VMOVUPS.Z   (R9), K1, Z15
+	VFMADD231PS Z15, Z12, Z0
+	VFMADD231PS Z15, Z13, Z4
+	VFMADD231PS Z15, Z14, Z8
+	VMOVUPS.Z   (R9)(SI*1), K1, Z15
+	VFMADD231PS Z15, Z12, Z1
+	VFMADD231PS Z15, Z13, Z5
+	VFMADD231PS Z15, Z14, Z9
+	VMOVUPS.Z   (R9)(SI*2), K1, Z15
+	VFMADD231PS Z15, Z12, Z2
+	VFMADD231PS Z15, Z13, Z6
+	VFMADD231PS Z15, Z14, Z10
+	VMOVUPS.Z   (R10), K1, Z15
+	VFMADD231PS Z15, Z12, Z3
+	VFMADD231PS Z15, Z13, Z7
+	VFMADD231PS Z15, Z14, Z11
+
+notail_2079:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y12
+	VADDPS        Y0, Y12, Y12
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y4
+	VADDPS        Y8, Y4, Y4
+	VUNPCKLPS     Y0, Y12, Y8
+	VUNPCKHPS     Y0, Y12, Y0
+	VADDPS        Y0, Y8, Y8
+	VUNPCKLPS     Y12, Y4, Y0
+	VUNPCKHPS     Y12, Y4, Y4
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPD     Y0, Y8, Y4
+	VUNPCKHPD     Y0, Y8, Y0
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X0
+	VADDPS        X4, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X4
+	VMOVD         X4, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z9, Y4
+	VADDPS        Y9, Y4, Y4
+	VUNPCKLPS     Y1, Y0, Y5
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y5, Y5
+	VUNPCKLPS     Y0, Y4, Y1
+	VUNPCKHPS     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y5, Y0
+	VUNPCKHPD     Y1, Y5, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z10, Y2
+	VADDPS        Y10, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y4, Y4
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y4, Y0
+	VUNPCKHPD     Y1, Y4, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z11, Y2
+	VADDPS        Y11, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+
+f16rest_2075:
+	CMPQ DX, $0x02
+	JNE  f16rest_2080
+
+	// tile 2 rows × 4 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+f16steps_2081:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2082
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z8
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z9
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R9)(SI*1), Z10
+	VFMADD231PS Z10, Z8, Z1
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R9)(SI*2), Z10
+	VFMADD231PS Z10, Z8, Z2
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R10), Z10
+	VFMADD231PS Z10, Z8, Z3
+	VFMADD231PS Z10, Z9, Z7
+	VCVTPH2PS   32(R8), Z8
+	VCVTPH2PS   32(R8)(BX*1), Z9
+	VMOVUPS     64(R9), Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     64(R9)(SI*1), Z10
+	VFMADD231PS Z10, Z8, Z1
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     64(R9)(SI*2), Z10
+	VFMADD231PS Z10, Z8, Z2
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     64(R10), Z10
+	VFMADD231PS Z10, Z8, Z3
+	VFMADD231PS Z10, Z9, Z7
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2081
+
+f16stepsdone_2082:
+	CMPQ        DI, $0x10
+	JB          f16step16_2083
+	VCVTPH2PS   (R8), Z8
+	VCVTPH2PS   (R8)(BX*1), Z9
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R9)(SI*1), Z10
+	VFMADD231PS Z10, Z8, Z1
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R9)(SI*2), Z10
+	VFMADD231PS Z10, Z8, Z2
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R10), Z10
+	VFMADD231PS Z10, Z8, Z3
+	VFMADD231PS Z10, Z9, Z7
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_2083:
+	TESTQ       DI, DI
+	JZ          notail_2084
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y8
+	VCVTPH2PS   Y8, Z8
+	VMOVDQU16.Z (R8)(BX*1), K1, Y9
+	VCVTPH2PS   Y9, Z9
+	VMOVUPS.Z   (R9), K1, Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS.Z   (R9)(SI*1), K1, Z10
+	VFMADD231PS Z10, Z8, Z1
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS.Z   (R9)(SI*2), K1, Z10
+	VFMADD231PS Z10, Z8, Z2
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS.Z   (R10), K1, Z10
+	VFMADD231PS Z10, Z8, Z3
+	VFMADD231PS Z10, Z9, Z7
+
+notail_2084:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y8, Y4
+	VUNPCKHPS     Y0, Y8, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y8, Y8, Y0
+	VUNPCKHPS     Y8, Y8, Y8
+	VADDPS        Y8, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y8
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X0
+	VADDPS        X8, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z5, Y1
+	VADDPS        Y5, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y4, Y4
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y4, Y0
+	VUNPCKHPD     Y1, Y4, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_2080:
+	CMPQ DX, $0x01
+	JNE  f16rest_2085
+
+	// tile 1 rows × 4 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+f16steps_2086:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_2087
+	PREFETCHT1  16384(SI)
+	PREFETCHT0  2048(SI)
+	VCVTPH2PS   (SI), Z4
+	VMOVUPS     (DI), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     (DI)(DX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     (DI)(DX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     (R8), Z5
+	VFMADD231PS Z5, Z4, Z3
+	VCVTPH2PS   32(SI), Z4
+	VMOVUPS     64(DI), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     64(DI)(DX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     64(DI)(DX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     64(R8), Z5
+	VFMADD231PS Z5, Z4, Z3
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_2086
+
+f16stepsdone_2087:
+	CMPQ        BX, $0x10
+	JB          f16step16_2088
+	VCVTPH2PS   (SI), Z4
+	VMOVUPS     (DI), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     (DI)(DX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     (DI)(DX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     (R8), Z5
+	VFMADD231PS Z5, Z4, Z3
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, BX
+
+f16step16_2088:
+	TESTQ       BX, BX
+	JZ          notail_2089
+	MOVQ        $-1, R9
+	BZHIQ       BX, R9, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y4
+	VCVTPH2PS   Y4, Z4
+	VMOVUPS.Z   (DI), K1, Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS.Z   (R8), K1, Z5
+	VFMADD231PS Z5, Z4, Z3
+
+notail_2089:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y4, Y4, Y0
+	VUNPCKHPS     Y4, Y4, Y5
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y4, Y4, Y5
+	VUNPCKHPS     Y4, Y4, Y4
+	VADDPS        Y4, Y5, Y5
+	VUNPCKLPD     Y5, Y0, Y4
+	VUNPCKHPD     Y5, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X0
+	VADDPS        X4, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y4
+	VADDPS        Y4, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y4
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPD     Y4, Y1, Y0
+	VUNPCKHPD     Y4, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_2085:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_2091
+
+f16single_2090:
+	// tile 1 rows × 4 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+f16steps_2092:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_2093
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z4
+	VMOVUPS     (R8), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     (R8)(BX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     (R8)(BX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     (R9), Z5
+	VFMADD231PS Z5, Z4, Z3
+	VCVTPH2PS   32(DI), Z4
+	VMOVUPS     64(R8), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     64(R8)(BX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     64(R8)(BX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     64(R9), Z5
+	VFMADD231PS Z5, Z4, Z3
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_2092
+
+f16stepsdone_2093:
+	CMPQ        SI, $0x10
+	JB          f16step16_2094
+	VCVTPH2PS   (DI), Z4
+	VMOVUPS     (R8), Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS     (R8)(BX*1), Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS     (R8)(BX*2), Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS     (R9), Z5
+	VFMADD231PS Z5, Z4, Z3
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, SI
+
+f16step16_2094:
+	TESTQ       SI, SI
+	JZ          notail_2095
+	MOVQ        $-1, R10
+	BZHIQ       SI, R10, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y4
+	VCVTPH2PS   Y4, Z4
+	VMOVUPS.Z   (R8), K1, Z5
+	VFMADD231PS Z5, Z4, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z5
+	VFMADD231PS Z5, Z4, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z5
+	VFMADD231PS Z5, Z4, Z2
+	VMOVUPS.Z   (R9), K1, Z5
+	VFMADD231PS Z5, Z4, Z3
+
+notail_2095:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y0, Y4, Y4
+	VEXTRACTF32X4 $0x01, Y4, X0
+	VADDPS        X4, X0, X0
+	VPSHUFD       $0x4e, X0, X4
+	VADDPS        X4, X0, X0
+	VPSHUFD       $0xb1, X0, X4
+	VADDPS        X4, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_2090
+
+f16singledone_2091:
+	JMP f16mmend_1983
+
+f16mmtokens_2068:
+	CMPQ AX, $0x05
+	JNE  f16mmtokens_2096
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_2097:
+	CMPQ DX, $0x04
+	JB   f16tilesdone_2098
+
+	// tile 4 rows × 5 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	MOVQ   x_base+40(FP), R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+
+f16steps_2099:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2100
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z20
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z21
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z22
+	PREFETCHT1  16384(R9)
+	PREFETCHT0  2048(R9)
+	VCVTPH2PS   (R9), Z23
+	VMOVUPS     (R10), Z24
+	VFMADD231PS Z24, Z20, Z0
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     (R10)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z1
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     (R10)(SI*2), Z24
+	VFMADD231PS Z24, Z20, Z2
+	VFMADD231PS Z24, Z21, Z7
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     (R11), Z24
+	VFMADD231PS Z24, Z20, Z3
+	VFMADD231PS Z24, Z21, Z8
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     (R11)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z4
+	VFMADD231PS Z24, Z21, Z9
+	VFMADD231PS Z24, Z22, Z14
+	VFMADD231PS Z24, Z23, Z19
+	VCVTPH2PS   32(R8), Z20
+	VCVTPH2PS   32(R8)(BX*1), Z21
+	VCVTPH2PS   32(R8)(BX*2), Z22
+	VCVTPH2PS   32(R9), Z23
+	VMOVUPS     64(R10), Z24
+	VFMADD231PS Z24, Z20, Z0
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     64(R10)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z1
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     64(R10)(SI*2), Z24
+	VFMADD231PS Z24, Z20, Z2
+	VFMADD231PS Z24, Z21, Z7
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     64(R11), Z24
+	VFMADD231PS Z24, Z20, Z3
+	VFMADD231PS Z24, Z21, Z8
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     64(R11)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z4
+	VFMADD231PS Z24, Z21, Z9
+	VFMADD231PS Z24, Z22, Z14
+	VFMADD231PS Z24, Z23, Z19
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2099
+
+f16stepsdone_2100:
+	CMPQ        DI, $0x10
+	JB          f16step16_2101
+	VCVTPH2PS   (R8), Z20
+	VCVTPH2PS   (R8)(BX*1), Z21
+	VCVTPH2PS   (R8)(BX*2), Z22
+	VCVTPH2PS   (R9), Z23
+	VMOVUPS     (R10), Z24
+	VFMADD231PS Z24, Z20, Z0
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     (R10)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z1
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     (R10)(SI*2), Z24
+	VFMADD231PS Z24, Z20, Z2
+	VFMADD231PS Z24, Z21, Z7
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     (R11), Z24
+	VFMADD231PS Z24, Z20, Z3
+	VFMADD231PS Z24, Z21, Z8
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     (R11)(SI*1), Z24
+	VFMADD231PS Z24, Z20, Z4
+	VFMADD231PS Z24, Z21, Z9
+	VFMADD231PS Z24, Z22, Z14
+	VFMADD231PS Z24, Z23, Z19
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_2101:
+	TESTQ       DI, DI
+	JZ          notail_2102
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y20
+	VCVTPH2PS   Y20, Z20
+	VMOVDQU16.Z (R8)(BX*1), K1, Y21
+	VCVTPH2PS   Y21, Z21
+	VMOVDQU16.Z (R8)(BX*2), K1, Y22
+	VCVTPH2PS   Y22, Z22
+	VMOVDQU16.Z (R9), K1, Y23
+	VCVTPH2PS   Y23, Z23
+	VMOVUPS.Z   (R10), K1, Z24
+	VFMADD231PS Z24, Z20, Z0
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS.Z   (R10)(SI*1), K1, Z24
+	VFMADD231PS Z24, Z20, Z1
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS.Z   (R10)(SI*2), K1, Z24
+	VFMADD231PS Z24, Z20, Z2
+	VFMADD231PS Z24, Z21, Z7
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS.Z   (R11), K1, Z24
+	VFMADD231PS Z24, Z20, Z3
+	VFMADD231PS Z24, Z21, Z8
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS.Z   (R11)(SI*1), K1, Z24
+	VFMADD231PS Z24, Z20, Z4
+	VFMADD231PS Z24, Z21, Z9
+	VFMADD231PS Z24, Z22, Z14
+	VFMADD231PS Z24, Z23, Z19
+
+notail_2102:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y20
+	VADDPS        Y0, Y20, Y20
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y5
+	VADDPS        Y10, Y5, Y5
+	VEXTRACTF64X4 $0x01, Z15, Y10
+	VADDPS        Y15, Y10, Y10
+	VUNPCKLPS     Y0, Y20, Y15
+	VUNPCKHPS     Y0, Y20, Y0
+	VADDPS        Y0, Y15, Y15
+	VUNPCKLPS     Y10, Y5, Y0
+	VUNPCKHPS     Y10, Y5, Y5
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPD     Y0, Y15, Y5
+	VUNPCKHPD     Y0, Y15, Y0
+	VADDPS        Y0, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X0
+	VADDPS        X5, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z11, Y5
+	VADDPS        Y11, Y5, Y5
+	VEXTRACTF64X4 $0x01, Z16, Y6
+	VADDPS        Y16, Y6, Y6
+	VUNPCKLPS     Y1, Y0, Y10
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y10, Y10
+	VUNPCKLPS     Y6, Y5, Y0
+	VUNPCKHPS     Y6, Y5, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y10, Y1
+	VUNPCKHPD     Y0, Y10, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z12, Y2
+	VADDPS        Y12, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z17, Y5
+	VADDPS        Y17, Y5, Y5
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y5, Y2, Y0
+	VUNPCKHPS     Y5, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y1
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z13, Y2
+	VADDPS        Y13, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z18, Y3
+	VADDPS        Y18, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y5
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y5, Y5
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y5, Y1
+	VUNPCKHPD     Y0, Y5, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z14, Y2
+	VADDPS        Y14, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z19, Y3
+	VADDPS        Y19, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000010, CX
+	SUBQ          $0x04, DX
+	JMP           f16tiles_2097
+
+f16tilesdone_2098:
+	CMPQ DX, $0x03
+	JNE  f16rest_2103
+
+	// tile 3 rows × 5 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+
+f16steps_2104:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2105
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z15
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z16
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z17
+	VMOVUPS     (R9), Z18
+	VFMADD231PS Z18, Z15, Z0
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     (R9)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z1
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     (R9)(SI*2), Z18
+	VFMADD231PS Z18, Z15, Z2
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     (R10), Z18
+	VFMADD231PS Z18, Z15, Z3
+	VFMADD231PS Z18, Z16, Z8
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     (R10)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z4
+	VFMADD231PS Z18, Z16, Z9
+	VFMADD231PS Z18, Z17, Z14
+	VCVTPH2PS   32(R8), Z15
+	VCVTPH2PS   32(R8)(BX*1), Z16
+	VCVTPH2PS   32(R8)(BX*2), Z17
+	VMOVUPS     64(R9), Z18
+	VFMADD231PS Z18, Z15, Z0
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     64(R9)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z1
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     64(R9)(SI*2), Z18
+	VFMADD231PS Z18, Z15, Z2
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     64(R10), Z18
+	VFMADD231PS Z18, Z15, Z3
+	VFMADD231PS Z18, Z16, Z8
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     64(R10)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z4
+	VFMADD231PS Z18, Z16, Z9
+	VFMADD231PS Z18, Z17, Z14
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2104
+
+f16stepsdone_2105:
+	CMPQ        DI, $0x10
+	JB          f16step16_2106
+	VCVTPH2PS   (R8), Z15
+	VCVTPH2PS   (R8)(BX*1), Z16
+	VCVTPH2PS   (R8)(BX*2), Z17
+	VMOVUPS     (R9), Z18
+	VFMADD231PS Z18, Z15, Z0
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     (R9)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z1
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     (R9)(SI*2), Z18
+	VFMADD231PS Z18, Z15, Z2
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     (R10), Z18
+	VFMADD231PS Z18, Z15, Z3
+	VFMADD231PS Z18, Z16, Z8
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     (R10)(SI*1), Z18
+	VFMADD231PS Z18, Z15, Z4
+	VFMADD231PS Z18, Z16, Z9
+	VFMADD231PS Z18, Z17, Z14
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_2106:
+	TESTQ       DI, DI
+	JZ          notail_2107
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y15
+	VCVTPH2PS   Y15, Z15
+	VMOVDQU16.Z (R8)(BX*1), K1, Y16
+	VCVTPH2PS   Y16, Z16
+	VMOVDQU16.Z (R8)(BX*2), K1, Y17
+	VCVTPH2PS   Y17, Z17
+	VMOVUPS.Z   (R9), K1, Z18
+	VFMADD231PS Z18, Z15, Z0
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS.Z   (R9)(SI*1), K1, Z18
+	VFMADD231PS Z18, Z15, Z1
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS.Z   (R9)(SI*2), K1, Z18
+	VFMADD231PS Z18, Z15, Z2
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS.Z   (R10), K1, Z18
+	VFMADD231PS Z18, Z15, Z3
+	VFMADD231PS Z18, Z16, Z8
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS.Z   (R10)(SI*1), K1, Z18
+	VFMADD231PS Z18, Z15, Z4
+	VFMADD231PS Z18, Z16, Z9
+	VFMADD231PS Z18, Z17, Z14
+
+notail_2107:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y15
+	VADDPS        Y0, Y15, Y15
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y5
+	VADDPS        Y10, Y5, Y5
+	VUNPCKLPS     Y0, Y15, Y10
+	VUNPCKHPS     Y0, Y15, Y0
+	VADDPS        Y0, Y10, Y10
+	VUNPCKLPS     Y15, Y5, Y0
+	VUNPCKHPS     Y15, Y5, Y5
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPD     Y0, Y10, Y5
+	VUNPCKHPD     Y0, Y10, Y0
+	VADDPS        Y0, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X0
+	VADDPS        X5, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X5
+	VMOVD         X5, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z11, Y5
+	VADDPS        Y11, Y5, Y5
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y6, Y6
+	VUNPCKLPS     Y0, Y5, Y1
+	VUNPCKHPS     Y0, Y5, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y6, Y0
+	VUNPCKHPD     Y1, Y6, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z12, Y2
+	VADDPS        Y12, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y5
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y5, Y5
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y5, Y0
+	VUNPCKHPD     Y1, Y5, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z13, Y2
+	VADDPS        Y13, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z14, Y2
+	VADDPS        Y14, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+
+f16rest_2103:
+	CMPQ DX, $0x02
+	JNE  f16rest_2108
+
+	// tile 2 rows × 5 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+
+f16steps_2109:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2110
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z10
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z11
+	VMOVUPS     (R9), Z12
+	VFMADD231PS Z12, Z10, Z0
+	VFMADD231PS Z12, Z11, Z5
+	VMOVUPS     (R9)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z1
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R9)(SI*2), Z12
+	VFMADD231PS Z12, Z10, Z2
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     (R10), Z12
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z8
+	VMOVUPS     (R10)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z9
+	VCVTPH2PS   32(R8), Z10
+	VCVTPH2PS   32(R8)(BX*1), Z11
+	VMOVUPS     64(R9), Z12
+	VFMADD231PS Z12, Z10, Z0
+	VFMADD231PS Z12, Z11, Z5
+	VMOVUPS     64(R9)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z1
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     64(R9)(SI*2), Z12
+	VFMADD231PS Z12, Z10, Z2
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     64(R10), Z12
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z8
+	VMOVUPS     64(R10)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z9
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2109
+
+f16stepsdone_2110:
+	CMPQ        DI, $0x10
+	JB          f16step16_2111
+	VCVTPH2PS   (R8), Z10
+	VCVTPH2PS   (R8)(BX*1), Z11
+	VMOVUPS     (R9), Z12
+	VFMADD231PS Z12, Z10, Z0
+	VFMADD231PS Z12, Z11, Z5
+	VMOVUPS     (R9)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z1
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS     (R9)(SI*2), Z12
+	VFMADD231PS Z12, Z10, Z2
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS     (R10), Z12
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z8
+	VMOVUPS     (R10)(SI*1), Z12
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z9
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_2111:
+	TESTQ       DI, DI
+	JZ          notail_2112
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y10
+	VCVTPH2PS   Y10, Z10
+	VMOVDQU16.Z (R8)(BX*1), K1, Y11
+	VCVTPH2PS   Y11, Z11
+	VMOVUPS.Z   (R9), K1, Z12
+	VFMADD231PS Z12, Z10, Z0
+	VFMADD231PS Z12, Z11, Z5
+	VMOVUPS.Z   (R9)(SI*1), K1, Z12
+	VFMADD231PS Z12, Z10, Z1
+	VFMADD231PS Z12, Z11, Z6
+	VMOVUPS.Z   (R9)(SI*2), K1, Z12
+	VFMADD231PS Z12, Z10, Z2
+	VFMADD231PS Z12, Z11, Z7
+	VMOVUPS.Z   (R10), K1, Z12
+	VFMADD231PS Z12, Z10, Z3
+	VFMADD231PS Z12, Z11, Z8
+	VMOVUPS.Z   (R10)(SI*1), K1, Z12
+	VFMADD231PS Z12, Z10, Z4
+	VFMADD231PS Z12, Z11, Z9
+
+notail_2112:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y10
+	VADDPS        Y0, Y10, Y10
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y0, Y10, Y5
+	VUNPCKHPS     Y0, Y10, Y0
+	VADDPS        Y0, Y5, Y5
+	VUNPCKLPS     Y10, Y10, Y0
+	VUNPCKHPS     Y10, Y10, Y10
+	VADDPS        Y10, Y0, Y0
+	VUNPCKLPD     Y0, Y5, Y10
+	VUNPCKHPD     Y0, Y5, Y0
+	VADDPS        Y0, Y10, Y10
+	VEXTRACTF32X4 $0x01, Y10, X0
+	VADDPS        X10, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z6, Y1
+	VADDPS        Y6, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y5
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y5, Y5
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y5, Y0
+	VUNPCKHPD     Y1, Y5, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_2108:
+	CMPQ DX, $0x01
+	JNE  f16rest_2113
+
+	// tile 1 rows × 5 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+
+f16steps_2114:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_2115
+	PREFETCHT1  16384(SI)
+	PREFETCHT0  2048(SI)
+	VCVTPH2PS   (SI), Z5
+	VMOVUPS     (DI), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     (DI)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     (DI)(DX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     (R8), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     (R8)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	VCVTPH2PS   32(SI), Z5
+	VMOVUPS     64(DI), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     64(DI)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     64(DI)(DX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     64(R8), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     64(R8)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_2114
+
+f16stepsdone_2115:
+	CMPQ        BX, $0x10
+	JB          f16step16_2116
+	VCVTPH2PS   (SI), Z5
+	VMOVUPS     (DI), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     (DI)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     (DI)(DX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     (R8), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     (R8)(DX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, BX
+
+f16step16_2116:
+	TESTQ       BX, BX
+	JZ          notail_2117
+	MOVQ        $-1, R9
+	BZHIQ       BX, R9, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VMOVUPS.Z   (DI), K1, Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS.Z   (R8), K1, Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS.Z   (R8)(DX*1), K1, Z6
+	VFMADD231PS Z6, Z5, Z4
+
+notail_2117:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y5
+	VADDPS        Y0, Y5, Y5
+	VUNPCKLPS     Y5, Y5, Y0
+	VUNPCKHPS     Y5, Y5, Y6
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPS     Y5, Y5, Y6
+	VUNPCKHPS     Y5, Y5, Y5
+	VADDPS        Y5, Y6, Y6
+	VUNPCKLPD     Y6, Y0, Y5
+	VUNPCKHPD     Y6, Y0, Y0
+	VADDPS        Y0, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X0
+	VADDPS        X5, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y5
+	VADDPS        Y5, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y5
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y5, Y5
+	VUNPCKLPD     Y5, Y1, Y0
+	VUNPCKHPD     Y5, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_2113:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_2119
+
+f16single_2118:
+	// tile 1 rows × 5 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+
+f16steps_2120:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_2121
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z5
+	VMOVUPS     (R8), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     (R8)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     (R8)(BX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     (R9), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     (R9)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	VCVTPH2PS   32(DI), Z5
+	VMOVUPS     64(R8), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     64(R8)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     64(R8)(BX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     64(R9), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     64(R9)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_2120
+
+f16stepsdone_2121:
+	CMPQ        SI, $0x10
+	JB          f16step16_2122
+	VCVTPH2PS   (DI), Z5
+	VMOVUPS     (R8), Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS     (R8)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS     (R8)(BX*2), Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS     (R9), Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS     (R9)(BX*1), Z6
+	VFMADD231PS Z6, Z5, Z4
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, SI
+
+f16step16_2122:
+	TESTQ       SI, SI
+	JZ          notail_2123
+	MOVQ        $-1, R10
+	BZHIQ       SI, R10, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y5
+	VCVTPH2PS   Y5, Z5
+	VMOVUPS.Z   (R8), K1, Z6
+	VFMADD231PS Z6, Z5, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z6
+	VFMADD231PS Z6, Z5, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z6
+	VFMADD231PS Z6, Z5, Z2
+	VMOVUPS.Z   (R9), K1, Z6
+	VFMADD231PS Z6, Z5, Z3
+	VMOVUPS.Z   (R9)(BX*1), K1, Z6
+	VFMADD231PS Z6, Z5, Z4
+
+notail_2123:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y5
+	VADDPS        Y0, Y5, Y5
+	VEXTRACTF32X4 $0x01, Y5, X0
+	VADDPS        X5, X0, X0
+	VPSHUFD       $0x4e, X0, X5
+	VADDPS        X5, X0, X0
+	VPSHUFD       $0xb1, X0, X5
+	VADDPS        X5, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_2118
+
+f16singledone_2119:
+	JMP f16mmend_1983
+
+f16mmtokens_2096:
+	CMPQ AX, $0x06
+	JNE  f16mmtokens_2124
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_2125:
+	CMPQ DX, $0x04
+	JB   f16tilesdone_2126
+
+	// tile 4 rows × 6 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	MOVQ   x_base+40(FP), R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+f16steps_2127:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2128
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z24
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z25
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z26
+	PREFETCHT1  16384(R9)
+	PREFETCHT0  2048(R9)
+	VCVTPH2PS   (R9), Z27
+	VMOVUPS     (R10), Z28
+	VFMADD231PS Z28, Z24, Z0
+	VFMADD231PS Z28, Z25, Z6
+	VFMADD231PS Z28, Z26, Z12
+	VFMADD231PS Z28, Z27, Z18
+	VMOVUPS     (R10)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z1
+	VFMADD231PS Z28, Z25, Z7
+	VFMADD231PS Z28, Z26, Z13
+	VFMADD231PS Z28, Z27, Z19
+	VMOVUPS     (R10)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z2
+	VFMADD231PS Z28, Z25, Z8
+	VFMADD231PS Z28, Z26, Z14
+	VFMADD231PS Z28, Z27, Z20
+	VMOVUPS     (R11), Z28
+	VFMADD231PS Z28, Z24, Z3
+	VFMADD231PS Z28, Z25, Z9
+	VFMADD231PS Z28, Z26, Z15
+	VFMADD231PS Z28, Z27, Z21
+	VMOVUPS     (R11)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z4
+	VFMADD231PS Z28, Z25, Z10
+	VFMADD231PS Z28, Z26, Z16
+	VFMADD231PS Z28, Z27, Z22
+	VMOVUPS     (R11)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z5
+	VFMADD231PS Z28, Z25, Z11
+	VFMADD231PS Z28, Z26, Z17
+	VFMADD231PS Z28, Z27, Z23
+	VCVTPH2PS   32(R8), Z24
+	VCVTPH2PS   32(R8)(BX*1), Z25
+	VCVTPH2PS   32(R8)(BX*2), Z26
+	VCVTPH2PS   32(R9), Z27
+	VMOVUPS     64(R10), Z28
+	VFMADD231PS Z28, Z24, Z0
+	VFMADD231PS Z28, Z25, Z6
+	VFMADD231PS Z28, Z26, Z12
+	VFMADD231PS Z28, Z27, Z18
+	VMOVUPS     64(R10)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z1
+	VFMADD231PS Z28, Z25, Z7
+	VFMADD231PS Z28, Z26, Z13
+	VFMADD231PS Z28, Z27, Z19
+	VMOVUPS     64(R10)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z2
+	VFMADD231PS Z28, Z25, Z8
+	VFMADD231PS Z28, Z26, Z14
+	VFMADD231PS Z28, Z27, Z20
+	VMOVUPS     64(R11), Z28
+	VFMADD231PS Z28, Z24, Z3
+	VFMADD231PS Z28, Z25, Z9
+	VFMADD231PS Z28, Z26, Z15
+	VFMADD231PS Z28, Z27, Z21
+	VMOVUPS     64(R11)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z4
+	VFMADD231PS Z28, Z25, Z10
+	VFMADD231PS Z28, Z26, Z16
+	VFMADD231PS Z28, Z27, Z22
+	VMOVUPS     64(R11)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z5
+	VFMADD231PS Z28, Z25, Z11
+	VFMADD231PS Z28, Z26, Z17
+	VFMADD231PS Z28, Z27, Z23
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2127
+
+f16stepsdone_2128:
+	CMPQ        DI, $0x10
+	JB          f16step16_2129
+	VCVTPH2PS   (R8), Z24
+	VCVTPH2PS   (R8)(BX*1), Z25
+	VCVTPH2PS   (R8)(BX*2), Z26
+	VCVTPH2PS   (R9), Z27
+	VMOVUPS     (R10), Z28
+	VFMADD231PS Z28, Z24, Z0
+	VFMADD231PS Z28, Z25, Z6
+	VFMADD231PS Z28, Z26, Z12
+	VFMADD231PS Z28, Z27, Z18
+	VMOVUPS     (R10)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z1
+	VFMADD231PS Z28, Z25, Z7
+	VFMADD231PS Z28, Z26, Z13
+	VFMADD231PS Z28, Z27, Z19
+	VMOVUPS     (R10)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z2
+	VFMADD231PS Z28, Z25, Z8
+	VFMADD231PS Z28, Z26, Z14
+	VFMADD231PS Z28, Z27, Z20
+	VMOVUPS     (R11), Z28
+	VFMADD231PS Z28, Z24, Z3
+	VFMADD231PS Z28, Z25, Z9
+	VFMADD231PS Z28, Z26, Z15
+	VFMADD231PS Z28, Z27, Z21
+	VMOVUPS     (R11)(SI*1), Z28
+	VFMADD231PS Z28, Z24, Z4
+	VFMADD231PS Z28, Z25, Z10
+	VFMADD231PS Z28, Z26, Z16
+	VFMADD231PS Z28, Z27, Z22
+	VMOVUPS     (R11)(SI*2), Z28
+	VFMADD231PS Z28, Z24, Z5
+	VFMADD231PS Z28, Z25, Z11
+	VFMADD231PS Z28, Z26, Z17
+	VFMADD231PS Z28, Z27, Z23
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000020, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_2129:
+	TESTQ       DI, DI
+	JZ          notail_2130
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y24
+	VCVTPH2PS   Y24, Z24
+	VMOVDQU16.Z (R8)(BX*1), K1, Y25
+	VCVTPH2PS   Y25, Z25
+	VMOVDQU16.Z (R8)(BX*2), K1, Y26
+	VCVTPH2PS   Y26, Z26
+	VMOVDQU16.Z (R9), K1, Y27
+	VCVTPH2PS   Y27, Z27
+	VMOVUPS.Z   (R10), K1, Z28
+	VFMADD231PS Z28, Z24, Z0
+	VFMADD231PS Z28, Z25, Z6
+	VFMADD231PS Z28, Z26, Z12
+	VFMADD231PS Z28, Z27, Z18
+	VMOVUPS.Z   (R10)(SI*1), K1, Z28
+	VFMADD231PS Z28, Z24, Z1
+	VFMADD231PS Z28, Z25, Z7
+	VFMADD231PS Z28, Z26, Z13
+	VFMADD231PS Z28, Z27, Z19
+	VMOVUPS.Z   (R10)(SI*2), K1, Z28
+	VFMADD231PS Z28, Z24, Z2
+	VFMADD231PS Z28, Z25, Z8
+	VFMADD231PS Z28, Z26, Z14
+	VFMADD231PS Z28, Z27, Z20
+	VMOVUPS.Z   (R11), K1, Z28
+	VFMADD231PS Z28, Z24, Z3
+	VFMADD231PS Z28, Z25, Z9
+	VFMADD231PS Z28, Z26, Z15
+	VFMADD231PS Z28, Z27, Z21
+	VMOVUPS.Z   (R11)(SI*1), K1, Z28
+	VFMADD231PS Z28, Z24, Z4
+	VFMADD231PS Z28, Z25, Z10
+	VFMADD231PS Z28, Z26, Z16
+	VFMADD231PS Z28, Z27, Z22
+	VMOVUPS.Z   (R11)(SI*2), K1, Z28
+	VFMADD231PS Z28, Z24, Z5
+	VFMADD231PS Z28, Z25, Z11
+	VFMADD231PS Z28, Z26, Z17
+	VFMADD231PS Z28, Z27, Z23
+
+notail_2130:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y24
+	VADDPS        Y0, Y24, Y24
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y6
+	VADDPS        Y12, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z18, Y12
+	VADDPS        Y18, Y12, Y12
+	VUNPCKLPS     Y0, Y24, Y18
+	VUNPCKHPS     Y0, Y24, Y0
+	VADDPS        Y0, Y18, Y18
+	VUNPCKLPS     Y12, Y6, Y0
+	VUNPCKHPS     Y12, Y6, Y6
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPD     Y0, Y18, Y6
+	VUNPCKHPD     Y0, Y18, Y0
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X0
+	VADDPS        X6, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z13, Y6
+	VADDPS        Y13, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z19, Y7
+	VADDPS        Y19, Y7, Y7
+	VUNPCKLPS     Y1, Y0, Y12
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y12, Y12
+	VUNPCKLPS     Y7, Y6, Y0
+	VUNPCKHPS     Y7, Y6, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y12, Y1
+	VUNPCKHPD     Y0, Y12, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z14, Y2
+	VADDPS        Y14, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z20, Y6
+	VADDPS        Y20, Y6, Y6
+	VUNPCKLPS     Y1, Y0, Y7
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y7, Y7
+	VUNPCKLPS     Y6, Y2, Y0
+	VUNPCKHPS     Y6, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y7, Y1
+	VUNPCKHPD     Y0, Y7, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z15, Y2
+	VADDPS        Y15, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z21, Y3
+	VADDPS        Y21, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y1
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z16, Y2
+	VADDPS        Y16, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z22, Y3
+	VADDPS        Y22, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z17, Y2
+	VADDPS        Y17, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z23, Y3
+	VADDPS        Y23, Y3, Y3
+	VUNPCKLPS     Y1, Y0, Y4
+	VUNPCKHPS     Y1, Y0, Y0
+	VADDPS        Y0, Y4, Y4
+	VUNPCKLPS     Y3, Y2, Y0
+	VUNPCKHPS     Y3, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPD     Y0, Y4, Y1
+	VUNPCKHPD     Y0, Y4, Y0
+	VADDPS        Y0, Y1, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X1, X0, X0
+	VMOVUPS       X0, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000010, CX
+	SUBQ          $0x04, DX
+	JMP           f16tiles_2125
+
+f16tilesdone_2126:
+	CMPQ DX, $0x03
+	JNE  f16rest_2131
+
+	// tile 3 rows × 6 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+
+f16steps_2132:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2133
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z18
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z19
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z20
+	VMOVUPS     (R9), Z21
+	VFMADD231PS Z21, Z18, Z0
+	VFMADD231PS Z21, Z19, Z6
+	VFMADD231PS Z21, Z20, Z12
+	VMOVUPS     (R9)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z1
+	VFMADD231PS Z21, Z19, Z7
+	VFMADD231PS Z21, Z20, Z13
+	VMOVUPS     (R9)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z2
+	VFMADD231PS Z21, Z19, Z8
+	VFMADD231PS Z21, Z20, Z14
+	VMOVUPS     (R10), Z21
+	VFMADD231PS Z21, Z18, Z3
+	VFMADD231PS Z21, Z19, Z9
+	VFMADD231PS Z21, Z20, Z15
+	VMOVUPS     (R10)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z4
+	VFMADD231PS Z21, Z19, Z10
+	VFMADD231PS Z21, Z20, Z16
+	VMOVUPS     (R10)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z5
+	VFMADD231PS Z21, Z19, Z11
+	VFMADD231PS Z21, Z20, Z17
+	VCVTPH2PS   32(R8), Z18
+	VCVTPH2PS   32(R8)(BX*1), Z19
+	VCVTPH2PS   32(R8)(BX*2), Z20
+	VMOVUPS     64(R9), Z21
+	VFMADD231PS Z21, Z18, Z0
+	VFMADD231PS Z21, Z19, Z6
+	VFMADD231PS Z21, Z20, Z12
+	VMOVUPS     64(R9)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z1
+	VFMADD231PS Z21, Z19, Z7
+	VFMADD231PS Z21, Z20, Z13
+	VMOVUPS     64(R9)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z2
+	VFMADD231PS Z21, Z19, Z8
+	VFMADD231PS Z21, Z20, Z14
+	VMOVUPS     64(R10), Z21
+	VFMADD231PS Z21, Z18, Z3
+	VFMADD231PS Z21, Z19, Z9
+	VFMADD231PS Z21, Z20, Z15
+	VMOVUPS     64(R10)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z4
+	VFMADD231PS Z21, Z19, Z10
+	VFMADD231PS Z21, Z20, Z16
+	VMOVUPS     64(R10)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z5
+	VFMADD231PS Z21, Z19, Z11
+	VFMADD231PS Z21, Z20, Z17
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2132
+
+f16stepsdone_2133:
+	CMPQ        DI, $0x10
+	JB          f16step16_2134
+	VCVTPH2PS   (R8), Z18
+	VCVTPH2PS   (R8)(BX*1), Z19
+	VCVTPH2PS   (R8)(BX*2), Z20
+	VMOVUPS     (R9), Z21
+	VFMADD231PS Z21, Z18, Z0
+	VFMADD231PS Z21, Z19, Z6
+	VFMADD231PS Z21, Z20, Z12
+	VMOVUPS     (R9)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z1
+	VFMADD231PS Z21, Z19, Z7
+	VFMADD231PS Z21, Z20, Z13
+	VMOVUPS     (R9)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z2
+	VFMADD231PS Z21, Z19, Z8
+	VFMADD231PS Z21, Z20, Z14
+	VMOVUPS     (R10), Z21
+	VFMADD231PS Z21, Z18, Z3
+	VFMADD231PS Z21, Z19, Z9
+	VFMADD231PS Z21, Z20, Z15
+	VMOVUPS     (R10)(SI*1), Z21
+	VFMADD231PS Z21, Z18, Z4
+	VFMADD231PS Z21, Z19, Z10
+	VFMADD231PS Z21, Z20, Z16
+	VMOVUPS     (R10)(SI*2), Z21
+	VFMADD231PS Z21, Z18, Z5
+	VFMADD231PS Z21, Z19, Z11
+	VFMADD231PS Z21, Z20, Z17
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_2134:
+	TESTQ       DI, DI
+	JZ          notail_2135
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y18
+	VCVTPH2PS   Y18, Z18
+	VMOVDQU16.Z (R8)(BX*1), K1, Y19
+	VCVTPH2PS   Y19, Z19
+	VMOVDQU16.Z (R8)(BX*2), K1, Y20
+	VCVTPH2PS   Y20, Z20
+	VMOVUPS.Z   (R9), K1, Z21
+	VFMADD231PS Z21, Z18, Z0
+	VFMADD231PS Z21, Z19, Z6
+	VFMADD231PS Z21, Z20, Z12
+	VMOVUPS.Z   (R9)(SI*1), K1, Z21
+	VFMADD231PS Z21, Z18, Z1
+	VFMADD231PS Z21, Z19, Z7
+	VFMADD231PS Z21, Z20, Z13
+	VMOVUPS.Z   (R9)(SI*2), K1, Z21
+	VFMADD231PS Z21, Z18, Z2
+	VFMADD231PS Z21, Z19, Z8
+	VFMADD231PS Z21, Z20, Z14
+	VMOVUPS.Z   (R10), K1, Z21
+	VFMADD231PS Z21, Z18, Z3
+	VFMADD231PS Z21, Z19, Z9
+	VFMADD231PS Z21, Z20, Z15
+	VMOVUPS.Z   (R10)(SI*1), K1, Z21
+	VFMADD231PS Z21, Z18, Z4
+	VFMADD231PS Z21, Z19, Z10
+	VFMADD231PS Z21, Z20, Z16
+	VMOVUPS.Z   (R10)(SI*2), K1, Z21
+	VFMADD231PS Z21, Z18, Z5
+	VFMADD231PS Z21, Z19, Z11
+	VFMADD231PS Z21, Z20, Z17
+
+notail_2135:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y18
+	VADDPS        Y0, Y18, Y18
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y6
+	VADDPS        Y12, Y6, Y6
+	VUNPCKLPS     Y0, Y18, Y12
+	VUNPCKHPS     Y0, Y18, Y0
+	VADDPS        Y0, Y12, Y12
+	VUNPCKLPS     Y18, Y6, Y0
+	VUNPCKHPS     Y18, Y6, Y6
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPD     Y0, Y12, Y6
+	VUNPCKHPD     Y0, Y12, Y0
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X0
+	VADDPS        X6, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X6
+	VMOVD         X6, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z13, Y6
+	VADDPS        Y13, Y6, Y6
+	VUNPCKLPS     Y1, Y0, Y7
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y7, Y7
+	VUNPCKLPS     Y0, Y6, Y1
+	VUNPCKHPS     Y0, Y6, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y7, Y0
+	VUNPCKHPD     Y1, Y7, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z14, Y2
+	VADDPS        Y14, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y6, Y6
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y6, Y0
+	VUNPCKHPD     Y1, Y6, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z15, Y2
+	VADDPS        Y15, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z16, Y2
+	VADDPS        Y16, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z17, Y2
+	VADDPS        Y17, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+
+f16rest_2131:
+	CMPQ DX, $0x02
+	JNE  f16rest_2136
+
+	// tile 2 rows × 6 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+f16steps_2137:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2138
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z12
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z13
+	VMOVUPS     (R9), Z14
+	VFMADD231PS Z14, Z12, Z0
+	VFMADD231PS Z14, Z13, Z6
+	VMOVUPS     (R9)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z1
+	VFMADD231PS Z14, Z13, Z7
+	VMOVUPS     (R9)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z2
+	VFMADD231PS Z14, Z13, Z8
+	VMOVUPS     (R10), Z14
+	VFMADD231PS Z14, Z12, Z3
+	VFMADD231PS Z14, Z13, Z9
+	VMOVUPS     (R10)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z4
+	VFMADD231PS Z14, Z13, Z10
+	VMOVUPS     (R10)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z5
+	VFMADD231PS Z14, Z13, Z11
+	VCVTPH2PS   32(R8), Z12
+	VCVTPH2PS   32(R8)(BX*1), Z13
+	VMOVUPS     64(R9), Z14
+	VFMADD231PS Z14, Z12, Z0
+	VFMADD231PS Z14, Z13, Z6
+	VMOVUPS     64(R9)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z1
+	VFMADD231PS Z14, Z13, Z7
+	VMOVUPS     64(R9)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z2
+	VFMADD231PS Z14, Z13, Z8
+	VMOVUPS     64(R10), Z14
+	VFMADD231PS Z14, Z12, Z3
+	VFMADD231PS Z14, Z13, Z9
+	VMOVUPS     64(R10)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z4
+	VFMADD231PS Z14, Z13, Z10
+	VMOVUPS     64(R10)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z5
+	VFMADD231PS Z14, Z13, Z11
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2137
+
+f16stepsdone_2138:
+	CMPQ        DI, $0x10
+	JB          f16step16_2139
+	VCVTPH2PS   (R8), Z12
+	VCVTPH2PS   (R8)(BX*1), Z13
+	VMOVUPS     (R9), Z14
+	VFMADD231PS Z14, Z12, Z0
+	VFMADD231PS Z14, Z13, Z6
+	VMOVUPS     (R9)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z1
+	VFMADD231PS Z14, Z13, Z7
+	VMOVUPS     (R9)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z2
+	VFMADD231PS Z14, Z13, Z8
+	VMOVUPS     (R10), Z14
+	VFMADD231PS Z14, Z12, Z3
+	VFMADD231PS Z14, Z13, Z9
+	VMOVUPS     (R10)(SI*1), Z14
+	VFMADD231PS Z14, Z12, Z4
+	VFMADD231PS Z14, Z13, Z10
+	VMOVUPS     (R10)(SI*2), Z14
+	VFMADD231PS Z14, Z12, Z5
+	VFMADD231PS Z14, Z13, Z11
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, DI
+
+f16step16_2139:
+	TESTQ       DI, DI
+	JZ          notail_2140
+	MOVQ        $-1, R11
+	BZHIQ       DI, R11, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y12
+	VCVTPH2PS   Y12, Z12
+	VMOVDQU16.Z (R8)(BX*1), K1, Y13
+	VCVTPH2PS   Y13, Z13
+	VMOVUPS.Z   (R9), K1, Z14
+	VFMADD231PS Z14, Z12, Z0
+	VFMADD231PS Z14, Z13, Z6
+	VMOVUPS.Z   (R9)(SI*1), K1, Z14
+	VFMADD231PS Z14, Z12, Z1
+	VFMADD231PS Z14, Z13, Z7
+	VMOVUPS.Z   (R9)(SI*2), K1, Z14
+	VFMADD231PS Z14, Z12, Z2
+	VFMADD231PS Z14, Z13, Z8
+	VMOVUPS.Z   (R10), K1, Z14
+	VFMADD231PS Z14, Z12, Z3
+	VFMADD231PS Z14, Z13, Z9
+	VMOVUPS.Z   (R10)(SI*1), K1, Z14
+	VFMADD231PS Z14, Z12, Z4
+	VFMADD231PS Z14, Z13, Z10
+	VMOVUPS.Z   (R10)(SI*2), K1, Z14
+	VFMADD231PS Z14, Z12, Z5
+	VFMADD231PS Z14, Z13, Z11
+
+notail_2140:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y12
+	VADDPS        Y0, Y12, Y12
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPS     Y0, Y12, Y6
+	VUNPCKHPS     Y0, Y12, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y12, Y12, Y0
+	VUNPCKHPS     Y12, Y12, Y12
+	VADDPS        Y12, Y0, Y0
+	VUNPCKLPD     Y0, Y6, Y12
+	VUNPCKHPD     Y0, Y6, Y0
+	VADDPS        Y0, Y12, Y12
+	VEXTRACTF32X4 $0x01, Y12, X0
+	VADDPS        X12, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y7, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y6
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y6, Y6
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y6, Y0
+	VUNPCKHPD     Y1, Y6, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_2136:
+	CMPQ DX, $0x01
+	JNE  f16rest_2141
+
+	// tile 1 rows × 6 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+
+f16steps_2142:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_2143
+	PREFETCHT1  16384(SI)
+	PREFETCHT0  2048(SI)
+	VCVTPH2PS   (SI), Z6
+	VMOVUPS     (DI), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     (DI)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     (DI)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     (R8), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     (R8)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     (R8)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	VCVTPH2PS   32(SI), Z6
+	VMOVUPS     64(DI), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     64(DI)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     64(DI)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     64(R8), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     64(R8)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     64(R8)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_2142
+
+f16stepsdone_2143:
+	CMPQ        BX, $0x10
+	JB          f16step16_2144
+	VCVTPH2PS   (SI), Z6
+	VMOVUPS     (DI), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     (DI)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     (DI)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     (R8), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     (R8)(DX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     (R8)(DX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	SUBQ        $0x10, BX
+
+f16step16_2144:
+	TESTQ       BX, BX
+	JZ          notail_2145
+	MOVQ        $-1, R9
+	BZHIQ       BX, R9, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y6
+	VCVTPH2PS   Y6, Z6
+	VMOVUPS.Z   (DI), K1, Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS.Z   (R8), K1, Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS.Z   (R8)(DX*1), K1, Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS.Z   (R8)(DX*2), K1, Z7
+	VFMADD231PS Z7, Z6, Z5
+
+notail_2145:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPS     Y6, Y6, Y0
+	VUNPCKHPS     Y6, Y6, Y7
+	VADDPS        Y7, Y0, Y0
+	VUNPCKLPS     Y6, Y6, Y7
+	VUNPCKHPS     Y6, Y6, Y6
+	VADDPS        Y6, Y7, Y7
+	VUNPCKLPD     Y7, Y0, Y6
+	VUNPCKHPD     Y7, Y0, Y0
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X0
+	VADDPS        X6, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y6
+	VADDPS        Y6, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y6
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y6, Y6
+	VUNPCKLPD     Y6, Y1, Y0
+	VUNPCKHPD     Y6, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_2141:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_2147
+
+f16single_2146:
+	// tile 1 rows × 6 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+
+f16steps_2148:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_2149
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z6
+	VMOVUPS     (R8), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     (R8)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     (R8)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     (R9), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     (R9)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     (R9)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	VCVTPH2PS   32(DI), Z6
+	VMOVUPS     64(R8), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     64(R8)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     64(R8)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     64(R9), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     64(R9)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     64(R9)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_2148
+
+f16stepsdone_2149:
+	CMPQ        SI, $0x10
+	JB          f16step16_2150
+	VCVTPH2PS   (DI), Z6
+	VMOVUPS     (R8), Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS     (R8)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS     (R8)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS     (R9), Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS     (R9)(BX*1), Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS     (R9)(BX*2), Z7
+	VFMADD231PS Z7, Z6, Z5
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, SI
+
+f16step16_2150:
+	TESTQ       SI, SI
+	JZ          notail_2151
+	MOVQ        $-1, R10
+	BZHIQ       SI, R10, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y6
+	VCVTPH2PS   Y6, Z6
+	VMOVUPS.Z   (R8), K1, Z7
+	VFMADD231PS Z7, Z6, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z7
+	VFMADD231PS Z7, Z6, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z7
+	VFMADD231PS Z7, Z6, Z2
+	VMOVUPS.Z   (R9), K1, Z7
+	VFMADD231PS Z7, Z6, Z3
+	VMOVUPS.Z   (R9)(BX*1), K1, Z7
+	VFMADD231PS Z7, Z6, Z4
+	VMOVUPS.Z   (R9)(BX*2), K1, Z7
+	VFMADD231PS Z7, Z6, Z5
+
+notail_2151:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y0, Y6, Y6
+	VEXTRACTF32X4 $0x01, Y6, X0
+	VADDPS        X6, X0, X0
+	VPSHUFD       $0x4e, X0, X6
+	VADDPS        X6, X0, X0
+	VPSHUFD       $0xb1, X0, X6
+	VADDPS        X6, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_2146
+
+f16singledone_2147:
+	JMP f16mmend_1983
+
+f16mmtokens_2124:
+	CMPQ AX, $0x07
+	JNE  f16mmtokens_2152
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_2153:
+	CMPQ DX, $0x03
+	JB   f16tilesdone_2154
+
+	// tile 3 rows × 7 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+
+f16steps_2155:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2156
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z21
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z22
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z23
+	VMOVUPS     (R9), Z24
+	VFMADD231PS Z24, Z21, Z0
+	VFMADD231PS Z24, Z22, Z7
+	VFMADD231PS Z24, Z23, Z14
+	VMOVUPS     (R9)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z1
+	VFMADD231PS Z24, Z22, Z8
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     (R9)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z2
+	VFMADD231PS Z24, Z22, Z9
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     (R10), Z24
+	VFMADD231PS Z24, Z21, Z3
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     (R10)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z4
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     (R10)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z19
+	VMOVUPS     (R11), Z24
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z20
+	VCVTPH2PS   32(R8), Z21
+	VCVTPH2PS   32(R8)(BX*1), Z22
+	VCVTPH2PS   32(R8)(BX*2), Z23
+	VMOVUPS     64(R9), Z24
+	VFMADD231PS Z24, Z21, Z0
+	VFMADD231PS Z24, Z22, Z7
+	VFMADD231PS Z24, Z23, Z14
+	VMOVUPS     64(R9)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z1
+	VFMADD231PS Z24, Z22, Z8
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     64(R9)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z2
+	VFMADD231PS Z24, Z22, Z9
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     64(R10), Z24
+	VFMADD231PS Z24, Z21, Z3
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     64(R10)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z4
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     64(R10)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z19
+	VMOVUPS     64(R11), Z24
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z20
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2155
+
+f16stepsdone_2156:
+	CMPQ        DI, $0x10
+	JB          f16step16_2157
+	VCVTPH2PS   (R8), Z21
+	VCVTPH2PS   (R8)(BX*1), Z22
+	VCVTPH2PS   (R8)(BX*2), Z23
+	VMOVUPS     (R9), Z24
+	VFMADD231PS Z24, Z21, Z0
+	VFMADD231PS Z24, Z22, Z7
+	VFMADD231PS Z24, Z23, Z14
+	VMOVUPS     (R9)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z1
+	VFMADD231PS Z24, Z22, Z8
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS     (R9)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z2
+	VFMADD231PS Z24, Z22, Z9
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS     (R10), Z24
+	VFMADD231PS Z24, Z21, Z3
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS     (R10)(SI*1), Z24
+	VFMADD231PS Z24, Z21, Z4
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS     (R10)(SI*2), Z24
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z19
+	VMOVUPS     (R11), Z24
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z20
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_2157:
+	TESTQ       DI, DI
+	JZ          notail_2158
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y21
+	VCVTPH2PS   Y21, Z21
+	VMOVDQU16.Z (R8)(BX*1), K1, Y22
+	VCVTPH2PS   Y22, Z22
+	VMOVDQU16.Z (R8)(BX*2), K1, Y23
+	VCVTPH2PS   Y23, Z23
+	VMOVUPS.Z   (R9), K1, Z24
+	VFMADD231PS Z24, Z21, Z0
+	VFMADD231PS Z24, Z22, Z7
+	VFMADD231PS Z24, Z23, Z14
+	VMOVUPS.Z   (R9)(SI*1), K1, Z24
+	VFMADD231PS Z24, Z21, Z1
+	VFMADD231PS Z24, Z22, Z8
+	VFMADD231PS Z24, Z23, Z15
+	VMOVUPS.Z   (R9)(SI*2), K1, Z24
+	VFMADD231PS Z24, Z21, Z2
+	VFMADD231PS Z24, Z22, Z9
+	VFMADD231PS Z24, Z23, Z16
+	VMOVUPS.Z   (R10), K1, Z24
+	VFMADD231PS Z24, Z21, Z3
+	VFMADD231PS Z24, Z22, Z10
+	VFMADD231PS Z24, Z23, Z17
+	VMOVUPS.Z   (R10)(SI*1), K1, Z24
+	VFMADD231PS Z24, Z21, Z4
+	VFMADD231PS Z24, Z22, Z11
+	VFMADD231PS Z24, Z23, Z18
+	VMOVUPS.Z   (R10)(SI*2), K1, Z24
+	VFMADD231PS Z24, Z21, Z5
+	VFMADD231PS Z24, Z22, Z12
+	VFMADD231PS Z24, Z23, Z19
+	VMOVUPS.Z   (R11), K1, Z24
+	VFMADD231PS Z24, Z21, Z6
+	VFMADD231PS Z24, Z22, Z13
+	VFMADD231PS Z24, Z23, Z20
+
+notail_2158:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y21
+	VADDPS        Y0, Y21, Y21
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z14, Y7
+	VADDPS        Y14, Y7, Y7
+	VUNPCKLPS     Y0, Y21, Y14
+	VUNPCKHPS     Y0, Y21, Y0
+	VADDPS        Y0, Y14, Y14
+	VUNPCKLPS     Y21, Y7, Y0
+	VUNPCKHPS     Y21, Y7, Y7
+	VADDPS        Y7, Y0, Y0
+	VUNPCKLPD     Y0, Y14, Y7
+	VUNPCKHPD     Y0, Y14, Y0
+	VADDPS        Y0, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X0
+	VADDPS        X7, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X7
+	VMOVD         X7, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z15, Y7
+	VADDPS        Y15, Y7, Y7
+	VUNPCKLPS     Y1, Y0, Y8
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y8, Y8
+	VUNPCKLPS     Y0, Y7, Y1
+	VUNPCKHPS     Y0, Y7, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y8, Y0
+	VUNPCKHPD     Y1, Y8, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z16, Y2
+	VADDPS        Y16, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y7
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y7, Y7
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y7, Y0
+	VUNPCKHPD     Y1, Y7, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z17, Y2
+	VADDPS        Y17, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z18, Y2
+	VADDPS        Y18, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z19, Y2
+	VADDPS        Y19, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z20, Y2
+	VADDPS        Y20, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+	SUBQ          $0x03, DX
+	JMP           f16tiles_2153
+
+f16tilesdone_2154:
+	CMPQ DX, $0x02
+	JNE  f16rest_2159
+
+	// tile 2 rows × 7 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+
+f16steps_2160:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2161
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z14
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z15
+	VMOVUPS     (R9), Z16
+	VFMADD231PS Z16, Z14, Z0
+	VFMADD231PS Z16, Z15, Z7
+	VMOVUPS     (R9)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z1
+	VFMADD231PS Z16, Z15, Z8
+	VMOVUPS     (R9)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z2
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     (R10), Z16
+	VFMADD231PS Z16, Z14, Z3
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     (R10)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z4
+	VFMADD231PS Z16, Z15, Z11
+	VMOVUPS     (R10)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z5
+	VFMADD231PS Z16, Z15, Z12
+	VMOVUPS     (R11), Z16
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z13
+	VCVTPH2PS   32(R8), Z14
+	VCVTPH2PS   32(R8)(BX*1), Z15
+	VMOVUPS     64(R9), Z16
+	VFMADD231PS Z16, Z14, Z0
+	VFMADD231PS Z16, Z15, Z7
+	VMOVUPS     64(R9)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z1
+	VFMADD231PS Z16, Z15, Z8
+	VMOVUPS     64(R9)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z2
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     64(R10), Z16
+	VFMADD231PS Z16, Z14, Z3
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     64(R10)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z4
+	VFMADD231PS Z16, Z15, Z11
+	VMOVUPS     64(R10)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z5
+	VFMADD231PS Z16, Z15, Z12
+	VMOVUPS     64(R11), Z16
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z13
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2160
+
+f16stepsdone_2161:
+	CMPQ        DI, $0x10
+	JB          f16step16_2162
+	VCVTPH2PS   (R8), Z14
+	VCVTPH2PS   (R8)(BX*1), Z15
+	VMOVUPS     (R9), Z16
+	VFMADD231PS Z16, Z14, Z0
+	VFMADD231PS Z16, Z15, Z7
+	VMOVUPS     (R9)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z1
+	VFMADD231PS Z16, Z15, Z8
+	VMOVUPS     (R9)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z2
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS     (R10), Z16
+	VFMADD231PS Z16, Z14, Z3
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS     (R10)(SI*1), Z16
+	VFMADD231PS Z16, Z14, Z4
+	VFMADD231PS Z16, Z15, Z11
+	VMOVUPS     (R10)(SI*2), Z16
+	VFMADD231PS Z16, Z14, Z5
+	VFMADD231PS Z16, Z15, Z12
+	VMOVUPS     (R11), Z16
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z13
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_2162:
+	TESTQ       DI, DI
+	JZ          notail_2163
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y14
+	VCVTPH2PS   Y14, Z14
+	VMOVDQU16.Z (R8)(BX*1), K1, Y15
+	VCVTPH2PS   Y15, Z15
+	VMOVUPS.Z   (R9), K1, Z16
+	VFMADD231PS Z16, Z14, Z0
+	VFMADD231PS Z16, Z15, Z7
+	VMOVUPS.Z   (R9)(SI*1), K1, Z16
+	VFMADD231PS Z16, Z14, Z1
+	VFMADD231PS Z16, Z15, Z8
+	VMOVUPS.Z   (R9)(SI*2), K1, Z16
+	VFMADD231PS Z16, Z14, Z2
+	VFMADD231PS Z16, Z15, Z9
+	VMOVUPS.Z   (R10), K1, Z16
+	VFMADD231PS Z16, Z14, Z3
+	VFMADD231PS Z16, Z15, Z10
+	VMOVUPS.Z   (R10)(SI*1), K1, Z16
+	VFMADD231PS Z16, Z14, Z4
+	VFMADD231PS Z16, Z15, Z11
+	VMOVUPS.Z   (R10)(SI*2), K1, Z16
+	VFMADD231PS Z16, Z14, Z5
+	VFMADD231PS Z16, Z15, Z12
+	VMOVUPS.Z   (R11), K1, Z16
+	VFMADD231PS Z16, Z14, Z6
+	VFMADD231PS Z16, Z15, Z13
+
+notail_2163:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y14
+	VADDPS        Y0, Y14, Y14
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VUNPCKLPS     Y0, Y14, Y7
+	VUNPCKHPS     Y0, Y14, Y0
+	VADDPS        Y0, Y7, Y7
+	VUNPCKLPS     Y14, Y14, Y0
+	VUNPCKHPS     Y14, Y14, Y14
+	VADDPS        Y14, Y0, Y0
+	VUNPCKLPD     Y0, Y7, Y14
+	VUNPCKHPD     Y0, Y7, Y0
+	VADDPS        Y0, Y14, Y14
+	VEXTRACTF32X4 $0x01, Y14, X0
+	VADDPS        X14, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VADDPS        Y8, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y7
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y7, Y7
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y7, Y0
+	VUNPCKHPD     Y1, Y7, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_2159:
+	CMPQ DX, $0x01
+	JNE  f16rest_2164
+
+	// tile 1 rows × 7 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	LEAQ   (R8)(DX*2), R9
+	ADDQ   DX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+
+f16steps_2165:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_2166
+	PREFETCHT1  16384(SI)
+	PREFETCHT0  2048(SI)
+	VCVTPH2PS   (SI), Z7
+	VMOVUPS     (DI), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     (DI)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     (DI)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     (R8), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R8)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R8)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z7, Z6
+	VCVTPH2PS   32(SI), Z7
+	VMOVUPS     64(DI), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     64(DI)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     64(DI)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     64(R8), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     64(R8)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     64(R8)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     64(R9), Z8
+	VFMADD231PS Z8, Z7, Z6
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_2165
+
+f16stepsdone_2166:
+	CMPQ        BX, $0x10
+	JB          f16step16_2167
+	VCVTPH2PS   (SI), Z7
+	VMOVUPS     (DI), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     (DI)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     (DI)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     (R8), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R8)(DX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R8)(DX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z7, Z6
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, BX
+
+f16step16_2167:
+	TESTQ       BX, BX
+	JZ          notail_2168
+	MOVQ        $-1, R10
+	BZHIQ       BX, R10, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y7
+	VCVTPH2PS   Y7, Z7
+	VMOVUPS.Z   (DI), K1, Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS.Z   (R8), K1, Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS.Z   (R8)(DX*1), K1, Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS.Z   (R8)(DX*2), K1, Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS.Z   (R9), K1, Z8
+	VFMADD231PS Z8, Z7, Z6
+
+notail_2168:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y7
+	VADDPS        Y0, Y7, Y7
+	VUNPCKLPS     Y7, Y7, Y0
+	VUNPCKHPS     Y7, Y7, Y8
+	VADDPS        Y8, Y0, Y0
+	VUNPCKLPS     Y7, Y7, Y8
+	VUNPCKHPS     Y7, Y7, Y7
+	VADDPS        Y7, Y8, Y8
+	VUNPCKLPD     Y8, Y0, Y7
+	VUNPCKHPD     Y8, Y0, Y0
+	VADDPS        Y0, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X0
+	VADDPS        X7, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y7
+	VADDPS        Y7, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y7
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y7, Y7
+	VUNPCKLPD     Y7, Y1, Y0
+	VUNPCKHPD     Y7, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_2164:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_2170
+
+f16single_2169:
+	// tile 1 rows × 7 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+
+f16steps_2171:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_2172
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z7
+	VMOVUPS     (R8), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     (R8)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     (R8)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R9)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R9)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     (R10), Z8
+	VFMADD231PS Z8, Z7, Z6
+	VCVTPH2PS   32(DI), Z7
+	VMOVUPS     64(R8), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     64(R8)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     64(R8)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     64(R9), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     64(R9)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     64(R9)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     64(R10), Z8
+	VFMADD231PS Z8, Z7, Z6
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_2171
+
+f16stepsdone_2172:
+	CMPQ        SI, $0x10
+	JB          f16step16_2173
+	VCVTPH2PS   (DI), Z7
+	VMOVUPS     (R8), Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS     (R8)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS     (R8)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS     (R9), Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS     (R9)(BX*1), Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS     (R9)(BX*2), Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS     (R10), Z8
+	VFMADD231PS Z8, Z7, Z6
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, SI
+
+f16step16_2173:
+	TESTQ       SI, SI
+	JZ          notail_2174
+	MOVQ        $-1, R11
+	BZHIQ       SI, R11, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y7
+	VCVTPH2PS   Y7, Z7
+	VMOVUPS.Z   (R8), K1, Z8
+	VFMADD231PS Z8, Z7, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z8
+	VFMADD231PS Z8, Z7, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z8
+	VFMADD231PS Z8, Z7, Z2
+	VMOVUPS.Z   (R9), K1, Z8
+	VFMADD231PS Z8, Z7, Z3
+	VMOVUPS.Z   (R9)(BX*1), K1, Z8
+	VFMADD231PS Z8, Z7, Z4
+	VMOVUPS.Z   (R9)(BX*2), K1, Z8
+	VFMADD231PS Z8, Z7, Z5
+	VMOVUPS.Z   (R10), K1, Z8
+	VFMADD231PS Z8, Z7, Z6
+
+notail_2174:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y7
+	VADDPS        Y0, Y7, Y7
+	VEXTRACTF32X4 $0x01, Y7, X0
+	VADDPS        X7, X0, X0
+	VPSHUFD       $0x4e, X0, X7
+	VADDPS        X7, X0, X0
+	VPSHUFD       $0xb1, X0, X7
+	VADDPS        X7, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_2169
+
+f16singledone_2170:
+	JMP f16mmend_1983
+
+f16mmtokens_2152:
+	CMPQ AX, $0x08
+	JNE  f16mmtokens_2175
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_2176:
+	CMPQ DX, $0x03
+	JB   f16tilesdone_2177
+
+	// tile 3 rows × 8 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+f16steps_2178:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2179
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z24
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z25
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z26
+	VMOVUPS     (R9), Z27
+	VFMADD231PS Z27, Z24, Z0
+	VFMADD231PS Z27, Z25, Z8
+	VFMADD231PS Z27, Z26, Z16
+	VMOVUPS     (R9)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z1
+	VFMADD231PS Z27, Z25, Z9
+	VFMADD231PS Z27, Z26, Z17
+	VMOVUPS     (R9)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z2
+	VFMADD231PS Z27, Z25, Z10
+	VFMADD231PS Z27, Z26, Z18
+	VMOVUPS     (R10), Z27
+	VFMADD231PS Z27, Z24, Z3
+	VFMADD231PS Z27, Z25, Z11
+	VFMADD231PS Z27, Z26, Z19
+	VMOVUPS     (R10)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z4
+	VFMADD231PS Z27, Z25, Z12
+	VFMADD231PS Z27, Z26, Z20
+	VMOVUPS     (R10)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z5
+	VFMADD231PS Z27, Z25, Z13
+	VFMADD231PS Z27, Z26, Z21
+	VMOVUPS     (R11), Z27
+	VFMADD231PS Z27, Z24, Z6
+	VFMADD231PS Z27, Z25, Z14
+	VFMADD231PS Z27, Z26, Z22
+	VMOVUPS     (R11)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z7
+	VFMADD231PS Z27, Z25, Z15
+	VFMADD231PS Z27, Z26, Z23
+	VCVTPH2PS   32(R8), Z24
+	VCVTPH2PS   32(R8)(BX*1), Z25
+	VCVTPH2PS   32(R8)(BX*2), Z26
+	VMOVUPS     64(R9), Z27
+	VFMADD231PS Z27, Z24, Z0
+	VFMADD231PS Z27, Z25, Z8
+	VFMADD231PS Z27, Z26, Z16
+	VMOVUPS     64(R9)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z1
+	VFMADD231PS Z27, Z25, Z9
+	VFMADD231PS Z27, Z26, Z17
+	VMOVUPS     64(R9)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z2
+	VFMADD231PS Z27, Z25, Z10
+	VFMADD231PS Z27, Z26, Z18
+	VMOVUPS     64(R10), Z27
+	VFMADD231PS Z27, Z24, Z3
+	VFMADD231PS Z27, Z25, Z11
+	VFMADD231PS Z27, Z26, Z19
+	VMOVUPS     64(R10)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z4
+	VFMADD231PS Z27, Z25, Z12
+	VFMADD231PS Z27, Z26, Z20
+	VMOVUPS     64(R10)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z5
+	VFMADD231PS Z27, Z25, Z13
+	VFMADD231PS Z27, Z26, Z21
+	VMOVUPS     64(R11), Z27
+	VFMADD231PS Z27, Z24, Z6
+	VFMADD231PS Z27, Z25, Z14
+	VFMADD231PS Z27, Z26, Z22
+	VMOVUPS     64(R11)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z7
+	VFMADD231PS Z27, Z25, Z15
+	VFMADD231PS Z27, Z26, Z23
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2178
+
+f16stepsdone_2179:
+	CMPQ        DI, $0x10
+	JB          f16step16_2180
+	VCVTPH2PS   (R8), Z24
+	VCVTPH2PS   (R8)(BX*1), Z25
+	VCVTPH2PS   (R8)(BX*2), Z26
+	VMOVUPS     (R9), Z27
+	VFMADD231PS Z27, Z24, Z0
+	VFMADD231PS Z27, Z25, Z8
+	VFMADD231PS Z27, Z26, Z16
+	VMOVUPS     (R9)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z1
+	VFMADD231PS Z27, Z25, Z9
+	VFMADD231PS Z27, Z26, Z17
+	VMOVUPS     (R9)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z2
+	VFMADD231PS Z27, Z25, Z10
+	VFMADD231PS Z27, Z26, Z18
+	VMOVUPS     (R10), Z27
+	VFMADD231PS Z27, Z24, Z3
+	VFMADD231PS Z27, Z25, Z11
+	VFMADD231PS Z27, Z26, Z19
+	VMOVUPS     (R10)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z4
+	VFMADD231PS Z27, Z25, Z12
+	VFMADD231PS Z27, Z26, Z20
+	VMOVUPS     (R10)(SI*2), Z27
+	VFMADD231PS Z27, Z24, Z5
+	VFMADD231PS Z27, Z25, Z13
+	VFMADD231PS Z27, Z26, Z21
+	VMOVUPS     (R11), Z27
+	VFMADD231PS Z27, Z24, Z6
+	VFMADD231PS Z27, Z25, Z14
+	VFMADD231PS Z27, Z26, Z22
+	VMOVUPS     (R11)(SI*1), Z27
+	VFMADD231PS Z27, Z24, Z7
+	VFMADD231PS Z27, Z25, Z15
+	VFMADD231PS Z27, Z26, Z23
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_2180:
+	TESTQ       DI, DI
+	JZ          notail_2181
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y24
+	VCVTPH2PS   Y24, Z24
+	VMOVDQU16.Z (R8)(BX*1), K1, Y25
+	VCVTPH2PS   Y25, Z25
+	VMOVDQU16.Z (R8)(BX*2), K1, Y26
+	VCVTPH2PS   Y26, Z26
+	VMOVUPS.Z   (R9), K1, Z27
+	VFMADD231PS Z27, Z24, Z0
+	VFMADD231PS Z27, Z25, Z8
+	VFMADD231PS Z27, Z26, Z16
+	VMOVUPS.Z   (R9)(SI*1), K1, Z27
+	VFMADD231PS Z27, Z24, Z1
+	VFMADD231PS Z27, Z25, Z9
+	VFMADD231PS Z27, Z26, Z17
+	VMOVUPS.Z   (R9)(SI*2), K1, Z27
+	VFMADD231PS Z27, Z24, Z2
+	VFMADD231PS Z27, Z25, Z10
+	VFMADD231PS Z27, Z26, Z18
+	VMOVUPS.Z   (R10), K1, Z27
+	VFMADD231PS Z27, Z24, Z3
+	VFMADD231PS Z27, Z25, Z11
+	VFMADD231PS Z27, Z26, Z19
+	VMOVUPS.Z   (R10)(SI*1), K1, Z27
+	VFMADD231PS Z27, Z24, Z4
+	VFMADD231PS Z27, Z25, Z12
+	VFMADD231PS Z27, Z26, Z20
+	VMOVUPS.Z   (R10)(SI*2), K1, Z27
+	VFMADD231PS Z27, Z24, Z5
+	VFMADD231PS Z27, Z25, Z13
+	VFMADD231PS Z27, Z26, Z21
+	VMOVUPS.Z   (R11), K1, Z27
+	VFMADD231PS Z27, Z24, Z6
+	VFMADD231PS Z27, Z25, Z14
+	VFMADD231PS Z27, Z26, Z22
+	VMOVUPS.Z   (R11)(SI*1), K1, Z27
+	VFMADD231PS Z27, Z24, Z7
+	VFMADD231PS Z27, Z25, Z15
+	VFMADD231PS Z27, Z26, Z23
+
+notail_2181:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y24
+	VADDPS        Y0, Y24, Y24
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z16, Y8
+	VADDPS        Y16, Y8, Y8
+	VUNPCKLPS     Y0, Y24, Y16
+	VUNPCKHPS     Y0, Y24, Y0
+	VADDPS        Y0, Y16, Y16
+	VUNPCKLPS     Y24, Y8, Y0
+	VUNPCKHPS     Y24, Y8, Y8
+	VADDPS        Y8, Y0, Y0
+	VUNPCKLPD     Y0, Y16, Y8
+	VUNPCKHPD     Y0, Y16, Y0
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X0
+	VADDPS        X8, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X8
+	VMOVD         X8, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z17, Y8
+	VADDPS        Y17, Y8, Y8
+	VUNPCKLPS     Y1, Y0, Y9
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y9, Y9
+	VUNPCKLPS     Y0, Y8, Y1
+	VUNPCKHPS     Y0, Y8, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y9, Y0
+	VUNPCKHPD     Y1, Y9, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z18, Y2
+	VADDPS        Y18, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y8
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y8, Y8
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y8, Y0
+	VUNPCKHPD     Y1, Y8, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z19, Y2
+	VADDPS        Y19, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z20, Y2
+	VADDPS        Y20, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z21, Y2
+	VADDPS        Y21, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z14, Y1
+	VADDPS        Y14, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z22, Y2
+	VADDPS        Y22, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z15, Y1
+	VADDPS        Y15, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z23, Y2
+	VADDPS        Y23, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+	SUBQ          $0x03, DX
+	JMP           f16tiles_2176
+
+f16tilesdone_2177:
+	CMPQ DX, $0x02
+	JNE  f16rest_2182
+
+	// tile 2 rows × 8 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+f16steps_2183:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2184
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z16
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z17
+	VMOVUPS     (R9), Z18
+	VFMADD231PS Z18, Z16, Z0
+	VFMADD231PS Z18, Z17, Z8
+	VMOVUPS     (R9)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z1
+	VFMADD231PS Z18, Z17, Z9
+	VMOVUPS     (R9)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z2
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     (R10), Z18
+	VFMADD231PS Z18, Z16, Z3
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     (R10)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z4
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     (R10)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     (R11), Z18
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z14
+	VMOVUPS     (R11)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z15
+	VCVTPH2PS   32(R8), Z16
+	VCVTPH2PS   32(R8)(BX*1), Z17
+	VMOVUPS     64(R9), Z18
+	VFMADD231PS Z18, Z16, Z0
+	VFMADD231PS Z18, Z17, Z8
+	VMOVUPS     64(R9)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z1
+	VFMADD231PS Z18, Z17, Z9
+	VMOVUPS     64(R9)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z2
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     64(R10), Z18
+	VFMADD231PS Z18, Z16, Z3
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     64(R10)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z4
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     64(R10)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     64(R11), Z18
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z14
+	VMOVUPS     64(R11)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z15
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2183
+
+f16stepsdone_2184:
+	CMPQ        DI, $0x10
+	JB          f16step16_2185
+	VCVTPH2PS   (R8), Z16
+	VCVTPH2PS   (R8)(BX*1), Z17
+	VMOVUPS     (R9), Z18
+	VFMADD231PS Z18, Z16, Z0
+	VFMADD231PS Z18, Z17, Z8
+	VMOVUPS     (R9)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z1
+	VFMADD231PS Z18, Z17, Z9
+	VMOVUPS     (R9)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z2
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS     (R10), Z18
+	VFMADD231PS Z18, Z16, Z3
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS     (R10)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z4
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS     (R10)(SI*2), Z18
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS     (R11), Z18
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z14
+	VMOVUPS     (R11)(SI*1), Z18
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z15
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_2185:
+	TESTQ       DI, DI
+	JZ          notail_2186
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y16
+	VCVTPH2PS   Y16, Z16
+	VMOVDQU16.Z (R8)(BX*1), K1, Y17
+	VCVTPH2PS   Y17, Z17
+	VMOVUPS.Z   (R9), K1, Z18
+	VFMADD231PS Z18, Z16, Z0
+	VFMADD231PS Z18, Z17, Z8
+	VMOVUPS.Z   (R9)(SI*1), K1, Z18
+	VFMADD231PS Z18, Z16, Z1
+	VFMADD231PS Z18, Z17, Z9
+	VMOVUPS.Z   (R9)(SI*2), K1, Z18
+	VFMADD231PS Z18, Z16, Z2
+	VFMADD231PS Z18, Z17, Z10
+	VMOVUPS.Z   (R10), K1, Z18
+	VFMADD231PS Z18, Z16, Z3
+	VFMADD231PS Z18, Z17, Z11
+	VMOVUPS.Z   (R10)(SI*1), K1, Z18
+	VFMADD231PS Z18, Z16, Z4
+	VFMADD231PS Z18, Z17, Z12
+	VMOVUPS.Z   (R10)(SI*2), K1, Z18
+	VFMADD231PS Z18, Z16, Z5
+	VFMADD231PS Z18, Z17, Z13
+	VMOVUPS.Z   (R11), K1, Z18
+	VFMADD231PS Z18, Z16, Z6
+	VFMADD231PS Z18, Z17, Z14
+	VMOVUPS.Z   (R11)(SI*1), K1, Z18
+	VFMADD231PS Z18, Z16, Z7
+	VFMADD231PS Z18, Z17, Z15
+
+notail_2186:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y16
+	VADDPS        Y0, Y16, Y16
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VUNPCKLPS     Y0, Y16, Y8
+	VUNPCKHPS     Y0, Y16, Y0
+	VADDPS        Y0, Y8, Y8
+	VUNPCKLPS     Y16, Y16, Y0
+	VUNPCKHPS     Y16, Y16, Y16
+	VADDPS        Y16, Y0, Y0
+	VUNPCKLPD     Y0, Y8, Y16
+	VUNPCKHPD     Y0, Y8, Y0
+	VADDPS        Y0, Y16, Y16
+	VEXTRACTF32X4 $0x01, Y16, X0
+	VADDPS        X16, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VADDPS        Y9, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y8
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y8, Y8
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y8, Y0
+	VUNPCKHPD     Y1, Y8, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z14, Y1
+	VADDPS        Y14, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z15, Y1
+	VADDPS        Y15, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_2182:
+	CMPQ DX, $0x01
+	JNE  f16rest_2187
+
+	// tile 1 rows × 8 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	LEAQ   (R8)(DX*2), R9
+	ADDQ   DX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+f16steps_2188:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_2189
+	PREFETCHT1  16384(SI)
+	PREFETCHT0  2048(SI)
+	VCVTPH2PS   (SI), Z8
+	VMOVUPS     (DI), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     (DI)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     (DI)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     (R8), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     (R8)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     (R8)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     (R9), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     (R9)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	VCVTPH2PS   32(SI), Z8
+	VMOVUPS     64(DI), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     64(DI)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     64(DI)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     64(R8), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     64(R8)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     64(R8)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     64(R9), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     64(R9)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_2188
+
+f16stepsdone_2189:
+	CMPQ        BX, $0x10
+	JB          f16step16_2190
+	VCVTPH2PS   (SI), Z8
+	VMOVUPS     (DI), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     (DI)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     (DI)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     (R8), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     (R8)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     (R8)(DX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     (R9), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     (R9)(DX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, BX
+
+f16step16_2190:
+	TESTQ       BX, BX
+	JZ          notail_2191
+	MOVQ        $-1, R10
+	BZHIQ       BX, R10, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y8
+	VCVTPH2PS   Y8, Z8
+	VMOVUPS.Z   (DI), K1, Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS.Z   (R8), K1, Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS.Z   (R8)(DX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS.Z   (R8)(DX*2), K1, Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS.Z   (R9), K1, Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS.Z   (R9)(DX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z7
+
+notail_2191:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y0, Y8, Y8
+	VUNPCKLPS     Y8, Y8, Y0
+	VUNPCKHPS     Y8, Y8, Y9
+	VADDPS        Y9, Y0, Y0
+	VUNPCKLPS     Y8, Y8, Y9
+	VUNPCKHPS     Y8, Y8, Y8
+	VADDPS        Y8, Y9, Y9
+	VUNPCKLPD     Y9, Y0, Y8
+	VUNPCKHPD     Y9, Y0, Y0
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X0
+	VADDPS        X8, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y8
+	VADDPS        Y8, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y8
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y8, Y8
+	VUNPCKLPD     Y8, Y1, Y0
+	VUNPCKHPD     Y8, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_2187:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_2193
+
+f16single_2192:
+	// tile 1 rows × 8 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+f16steps_2194:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_2195
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z8
+	VMOVUPS     (R8), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     (R8)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     (R8)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     (R9), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     (R9)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     (R9)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     (R10), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     (R10)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	VCVTPH2PS   32(DI), Z8
+	VMOVUPS     64(R8), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     64(R8)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     64(R8)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     64(R9), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     64(R9)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     64(R9)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     64(R10), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     64(R10)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_2194
+
+f16stepsdone_2195:
+	CMPQ        SI, $0x10
+	JB          f16step16_2196
+	VCVTPH2PS   (DI), Z8
+	VMOVUPS     (R8), Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS     (R8)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS     (R8)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS     (R9), Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS     (R9)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS     (R9)(BX*2), Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS     (R10), Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS     (R10)(BX*1), Z9
+	VFMADD231PS Z9, Z8, Z7
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, SI
+
+f16step16_2196:
+	TESTQ       SI, SI
+	JZ          notail_2197
+	MOVQ        $-1, R11
+	BZHIQ       SI, R11, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y8
+	VCVTPH2PS   Y8, Z8
+	VMOVUPS.Z   (R8), K1, Z9
+	VFMADD231PS Z9, Z8, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z9
+	VFMADD231PS Z9, Z8, Z2
+	VMOVUPS.Z   (R9), K1, Z9
+	VFMADD231PS Z9, Z8, Z3
+	VMOVUPS.Z   (R9)(BX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z4
+	VMOVUPS.Z   (R9)(BX*2), K1, Z9
+	VFMADD231PS Z9, Z8, Z5
+	VMOVUPS.Z   (R10), K1, Z9
+	VFMADD231PS Z9, Z8, Z6
+	VMOVUPS.Z   (R10)(BX*1), K1, Z9
+	VFMADD231PS Z9, Z8, Z7
+
+notail_2197:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y0, Y8, Y8
+	VEXTRACTF32X4 $0x01, Y8, X0
+	VADDPS        X8, X0, X0
+	VPSHUFD       $0x4e, X0, X8
+	VADDPS        X8, X0, X0
+	VPSHUFD       $0xb1, X0, X8
+	VADDPS        X8, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_2192
+
+f16singledone_2193:
+	JMP f16mmend_1983
+
+f16mmtokens_2175:
+	CMPQ AX, $0x09
+	JNE  f16mmtokens_2198
+	MOVQ w_base+0(FP), AX
+	MOVQ out_base+88(FP), CX
+	MOVQ rows+32(FP), DX
+	ANDQ $-4, DX
+
+f16tiles_2199:
+	CMPQ DX, $0x03
+	JB   f16tilesdone_2200
+
+	// tile 3 rows × 9 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+
+f16steps_2201:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2202
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z27
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z28
+	PREFETCHT1  16384(R8)(BX*2)
+	PREFETCHT0  2048(R8)(BX*2)
+	VCVTPH2PS   (R8)(BX*2), Z29
+	VMOVUPS     (R9), Z30
+	VFMADD231PS Z30, Z27, Z0
+	VFMADD231PS Z30, Z28, Z9
+	VFMADD231PS Z30, Z29, Z18
+	VMOVUPS     (R9)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z1
+	VFMADD231PS Z30, Z28, Z10
+	VFMADD231PS Z30, Z29, Z19
+	VMOVUPS     (R9)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z2
+	VFMADD231PS Z30, Z28, Z11
+	VFMADD231PS Z30, Z29, Z20
+	VMOVUPS     (R10), Z30
+	VFMADD231PS Z30, Z27, Z3
+	VFMADD231PS Z30, Z28, Z12
+	VFMADD231PS Z30, Z29, Z21
+	VMOVUPS     (R10)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z4
+	VFMADD231PS Z30, Z28, Z13
+	VFMADD231PS Z30, Z29, Z22
+	VMOVUPS     (R10)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z5
+	VFMADD231PS Z30, Z28, Z14
+	VFMADD231PS Z30, Z29, Z23
+	VMOVUPS     (R11), Z30
+	VFMADD231PS Z30, Z27, Z6
+	VFMADD231PS Z30, Z28, Z15
+	VFMADD231PS Z30, Z29, Z24
+	VMOVUPS     (R11)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z7
+	VFMADD231PS Z30, Z28, Z16
+	VFMADD231PS Z30, Z29, Z25
+	VMOVUPS     (R11)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z8
+	VFMADD231PS Z30, Z28, Z17
+	VFMADD231PS Z30, Z29, Z26
+	VCVTPH2PS   32(R8), Z27
+	VCVTPH2PS   32(R8)(BX*1), Z28
+	VCVTPH2PS   32(R8)(BX*2), Z29
+	VMOVUPS     64(R9), Z30
+	VFMADD231PS Z30, Z27, Z0
+	VFMADD231PS Z30, Z28, Z9
+	VFMADD231PS Z30, Z29, Z18
+	VMOVUPS     64(R9)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z1
+	VFMADD231PS Z30, Z28, Z10
+	VFMADD231PS Z30, Z29, Z19
+	VMOVUPS     64(R9)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z2
+	VFMADD231PS Z30, Z28, Z11
+	VFMADD231PS Z30, Z29, Z20
+	VMOVUPS     64(R10), Z30
+	VFMADD231PS Z30, Z27, Z3
+	VFMADD231PS Z30, Z28, Z12
+	VFMADD231PS Z30, Z29, Z21
+	VMOVUPS     64(R10)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z4
+	VFMADD231PS Z30, Z28, Z13
+	VFMADD231PS Z30, Z29, Z22
+	VMOVUPS     64(R10)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z5
+	VFMADD231PS Z30, Z28, Z14
+	VFMADD231PS Z30, Z29, Z23
+	VMOVUPS     64(R11), Z30
+	VFMADD231PS Z30, Z27, Z6
+	VFMADD231PS Z30, Z28, Z15
+	VFMADD231PS Z30, Z29, Z24
+	VMOVUPS     64(R11)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z7
+	VFMADD231PS Z30, Z28, Z16
+	VFMADD231PS Z30, Z29, Z25
+	VMOVUPS     64(R11)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z8
+	VFMADD231PS Z30, Z28, Z17
+	VFMADD231PS Z30, Z29, Z26
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2201
+
+f16stepsdone_2202:
+	CMPQ        DI, $0x10
+	JB          f16step16_2203
+	VCVTPH2PS   (R8), Z27
+	VCVTPH2PS   (R8)(BX*1), Z28
+	VCVTPH2PS   (R8)(BX*2), Z29
+	VMOVUPS     (R9), Z30
+	VFMADD231PS Z30, Z27, Z0
+	VFMADD231PS Z30, Z28, Z9
+	VFMADD231PS Z30, Z29, Z18
+	VMOVUPS     (R9)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z1
+	VFMADD231PS Z30, Z28, Z10
+	VFMADD231PS Z30, Z29, Z19
+	VMOVUPS     (R9)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z2
+	VFMADD231PS Z30, Z28, Z11
+	VFMADD231PS Z30, Z29, Z20
+	VMOVUPS     (R10), Z30
+	VFMADD231PS Z30, Z27, Z3
+	VFMADD231PS Z30, Z28, Z12
+	VFMADD231PS Z30, Z29, Z21
+	VMOVUPS     (R10)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z4
+	VFMADD231PS Z30, Z28, Z13
+	VFMADD231PS Z30, Z29, Z22
+	VMOVUPS     (R10)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z5
+	VFMADD231PS Z30, Z28, Z14
+	VFMADD231PS Z30, Z29, Z23
+	VMOVUPS     (R11), Z30
+	VFMADD231PS Z30, Z27, Z6
+	VFMADD231PS Z30, Z28, Z15
+	VFMADD231PS Z30, Z29, Z24
+	VMOVUPS     (R11)(SI*1), Z30
+	VFMADD231PS Z30, Z27, Z7
+	VFMADD231PS Z30, Z28, Z16
+	VFMADD231PS Z30, Z29, Z25
+	VMOVUPS     (R11)(SI*2), Z30
+	VFMADD231PS Z30, Z27, Z8
+	VFMADD231PS Z30, Z28, Z17
+	VFMADD231PS Z30, Z29, Z26
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_2203:
+	TESTQ       DI, DI
+	JZ          notail_2204
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y27
+	VCVTPH2PS   Y27, Z27
+	VMOVDQU16.Z (R8)(BX*1), K1, Y28
+	VCVTPH2PS   Y28, Z28
+	VMOVDQU16.Z (R8)(BX*2), K1, Y29
+	VCVTPH2PS   Y29, Z29
+	VMOVUPS.Z   (R9), K1, Z30
+	VFMADD231PS Z30, Z27, Z0
+	VFMADD231PS Z30, Z28, Z9
+	VFMADD231PS Z30, Z29, Z18
+	VMOVUPS.Z   (R9)(SI*1), K1, Z30
+	VFMADD231PS Z30, Z27, Z1
+	VFMADD231PS Z30, Z28, Z10
+	VFMADD231PS Z30, Z29, Z19
+	VMOVUPS.Z   (R9)(SI*2), K1, Z30
+	VFMADD231PS Z30, Z27, Z2
+	VFMADD231PS Z30, Z28, Z11
+	VFMADD231PS Z30, Z29, Z20
+	VMOVUPS.Z   (R10), K1, Z30
+	VFMADD231PS Z30, Z27, Z3
+	VFMADD231PS Z30, Z28, Z12
+	VFMADD231PS Z30, Z29, Z21
+	VMOVUPS.Z   (R10)(SI*1), K1, Z30
+	VFMADD231PS Z30, Z27, Z4
+	VFMADD231PS Z30, Z28, Z13
+	VFMADD231PS Z30, Z29, Z22
+	VMOVUPS.Z   (R10)(SI*2), K1, Z30
+	VFMADD231PS Z30, Z27, Z5
+	VFMADD231PS Z30, Z28, Z14
+	VFMADD231PS Z30, Z29, Z23
+	VMOVUPS.Z   (R11), K1, Z30
+	VFMADD231PS Z30, Z27, Z6
+	VFMADD231PS Z30, Z28, Z15
+	VFMADD231PS Z30, Z29, Z24
+	VMOVUPS.Z   (R11)(SI*1), K1, Z30
+	VFMADD231PS Z30, Z27, Z7
+	VFMADD231PS Z30, Z28, Z16
+	VFMADD231PS Z30, Z29, Z25
+	VMOVUPS.Z   (R11)(SI*2), K1, Z30
+	VFMADD231PS Z30, Z27, Z8
+	VFMADD231PS Z30, Z28, Z17
+	VFMADD231PS Z30, Z29, Z26
+
+notail_2204:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y27
+	VADDPS        Y0, Y27, Y27
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z18, Y9
+	VADDPS        Y18, Y9, Y9
+	VUNPCKLPS     Y0, Y27, Y18
+	VUNPCKHPS     Y0, Y27, Y0
+	VADDPS        Y0, Y18, Y18
+	VUNPCKLPS     Y27, Y9, Y0
+	VUNPCKHPS     Y27, Y9, Y9
+	VADDPS        Y9, Y0, Y0
+	VUNPCKLPD     Y0, Y18, Y9
+	VUNPCKHPD     Y0, Y18, Y0
+	VADDPS        Y0, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X0
+	VADDPS        X9, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X9
+	VMOVD         X9, 4(SI)
+	VPSHUFD       $0x02, X0, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z19, Y9
+	VADDPS        Y19, Y9, Y9
+	VUNPCKLPS     Y1, Y0, Y10
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y10, Y10
+	VUNPCKLPS     Y0, Y9, Y1
+	VUNPCKHPS     Y0, Y9, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y10, Y0
+	VUNPCKHPD     Y1, Y10, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z20, Y2
+	VADDPS        Y20, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y9
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y9, Y9
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y9, Y0
+	VUNPCKHPD     Y1, Y9, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z21, Y2
+	VADDPS        Y21, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z22, Y2
+	VADDPS        Y22, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z14, Y1
+	VADDPS        Y14, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z23, Y2
+	VADDPS        Y23, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z15, Y1
+	VADDPS        Y15, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z24, Y2
+	VADDPS        Y24, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z16, Y1
+	VADDPS        Y16, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z25, Y2
+	VADDPS        Y25, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z17, Y1
+	VADDPS        Y17, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z26, Y2
+	VADDPS        Y26, Y2, Y2
+	VUNPCKLPS     Y1, Y0, Y3
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y3, Y3
+	VUNPCKLPS     Y0, Y2, Y1
+	VUNPCKHPS     Y0, Y2, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y3, Y0
+	VUNPCKHPD     Y1, Y3, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	VPSHUFD       $0x02, X1, X0
+	VMOVD         X0, 8(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x0000000c, CX
+	SUBQ          $0x03, DX
+	JMP           f16tiles_2199
+
+f16tilesdone_2200:
+	CMPQ DX, $0x02
+	JNE  f16rest_2205
+
+	// tile 2 rows × 9 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   n+72(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x_base+40(FP), R9
+	LEAQ   (R9)(SI*2), R10
+	ADDQ   SI, R10
+	LEAQ   (R10)(SI*2), R11
+	ADDQ   SI, R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+
+f16steps_2206:
+	CMPQ        DI, $0x00000020
+	JB          f16stepsdone_2207
+	PREFETCHT1  16384(R8)
+	PREFETCHT0  2048(R8)
+	VCVTPH2PS   (R8), Z18
+	PREFETCHT1  16384(R8)(BX*1)
+	PREFETCHT0  2048(R8)(BX*1)
+	VCVTPH2PS   (R8)(BX*1), Z19
+	VMOVUPS     (R9), Z20
+	VFMADD231PS Z20, Z18, Z0
+	VFMADD231PS Z20, Z19, Z9
+	VMOVUPS     (R9)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z1
+	VFMADD231PS Z20, Z19, Z10
+	VMOVUPS     (R9)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z11
+	VMOVUPS     (R10), Z20
+	VFMADD231PS Z20, Z18, Z3
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     (R10)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z4
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     (R10)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z5
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     (R11), Z20
+	VFMADD231PS Z20, Z18, Z6
+	VFMADD231PS Z20, Z19, Z15
+	VMOVUPS     (R11)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z7
+	VFMADD231PS Z20, Z19, Z16
+	VMOVUPS     (R11)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z17
+	VCVTPH2PS   32(R8), Z18
+	VCVTPH2PS   32(R8)(BX*1), Z19
+	VMOVUPS     64(R9), Z20
+	VFMADD231PS Z20, Z18, Z0
+	VFMADD231PS Z20, Z19, Z9
+	VMOVUPS     64(R9)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z1
+	VFMADD231PS Z20, Z19, Z10
+	VMOVUPS     64(R9)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z11
+	VMOVUPS     64(R10), Z20
+	VFMADD231PS Z20, Z18, Z3
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     64(R10)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z4
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     64(R10)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z5
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     64(R11), Z20
+	VFMADD231PS Z20, Z18, Z6
+	VFMADD231PS Z20, Z19, Z15
+	VMOVUPS     64(R11)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z7
+	VFMADD231PS Z20, Z19, Z16
+	VMOVUPS     64(R11)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z17
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	ADDQ        $0x00000080, R11
+	SUBQ        $0x00000020, DI
+	JMP         f16steps_2206
+
+f16stepsdone_2207:
+	CMPQ        DI, $0x10
+	JB          f16step16_2208
+	VCVTPH2PS   (R8), Z18
+	VCVTPH2PS   (R8)(BX*1), Z19
+	VMOVUPS     (R9), Z20
+	VFMADD231PS Z20, Z18, Z0
+	VFMADD231PS Z20, Z19, Z9
+	VMOVUPS     (R9)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z1
+	VFMADD231PS Z20, Z19, Z10
+	VMOVUPS     (R9)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z11
+	VMOVUPS     (R10), Z20
+	VFMADD231PS Z20, Z18, Z3
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS     (R10)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z4
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS     (R10)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z5
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS     (R11), Z20
+	VFMADD231PS Z20, Z18, Z6
+	VFMADD231PS Z20, Z19, Z15
+	VMOVUPS     (R11)(SI*1), Z20
+	VFMADD231PS Z20, Z18, Z7
+	VFMADD231PS Z20, Z19, Z16
+	VMOVUPS     (R11)(SI*2), Z20
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z17
+	ADDQ        $0x00000020, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	ADDQ        $0x00000040, R11
+	SUBQ        $0x10, DI
+
+f16step16_2208:
+	TESTQ       DI, DI
+	JZ          notail_2209
+	MOVQ        $-1, R12
+	BZHIQ       DI, R12, DI
+	KMOVQ       DI, K1
+	VMOVDQU16.Z (R8), K1, Y18
+	VCVTPH2PS   Y18, Z18
+	VMOVDQU16.Z (R8)(BX*1), K1, Y19
+	VCVTPH2PS   Y19, Z19
+	VMOVUPS.Z   (R9), K1, Z20
+	VFMADD231PS Z20, Z18, Z0
+	VFMADD231PS Z20, Z19, Z9
+	VMOVUPS.Z   (R9)(SI*1), K1, Z20
+	VFMADD231PS Z20, Z18, Z1
+	VFMADD231PS Z20, Z19, Z10
+	VMOVUPS.Z   (R9)(SI*2), K1, Z20
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z11
+	VMOVUPS.Z   (R10), K1, Z20
+	VFMADD231PS Z20, Z18, Z3
+	VFMADD231PS Z20, Z19, Z12
+	VMOVUPS.Z   (R10)(SI*1), K1, Z20
+	VFMADD231PS Z20, Z18, Z4
+	VFMADD231PS Z20, Z19, Z13
+	VMOVUPS.Z   (R10)(SI*2), K1, Z20
+	VFMADD231PS Z20, Z18, Z5
+	VFMADD231PS Z20, Z19, Z14
+	VMOVUPS.Z   (R11), K1, Z20
+	VFMADD231PS Z20, Z18, Z6
+	VFMADD231PS Z20, Z19, Z15
+	VMOVUPS.Z   (R11)(SI*1), K1, Z20
+	VFMADD231PS Z20, Z18, Z7
+	VFMADD231PS Z20, Z19, Z16
+	VMOVUPS.Z   (R11)(SI*2), K1, Z20
+	VFMADD231PS Z20, Z18, Z8
+	VFMADD231PS Z20, Z19, Z17
+
+notail_2209:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y18
+	VADDPS        Y0, Y18, Y18
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VADDPS        Y9, Y0, Y0
+	VUNPCKLPS     Y0, Y18, Y9
+	VUNPCKHPS     Y0, Y18, Y0
+	VADDPS        Y0, Y9, Y9
+	VUNPCKLPS     Y18, Y18, Y0
+	VUNPCKHPS     Y18, Y18, Y18
+	VADDPS        Y18, Y0, Y0
+	VUNPCKLPD     Y0, Y9, Y18
+	VUNPCKHPD     Y0, Y9, Y0
+	VADDPS        Y0, Y18, Y18
+	VEXTRACTF32X4 $0x01, Y18, X0
+	VADDPS        X18, X0, X0
+	VMOVD         X0, (SI)
+	VPSHUFD       $0x01, X0, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y1
+	VADDPS        Y10, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y9
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y9, Y9
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y9, Y0
+	VUNPCKHPD     Y1, Y9, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y11, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z12, Y1
+	VADDPS        Y12, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z13, Y1
+	VADDPS        Y13, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z14, Y1
+	VADDPS        Y14, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z15, Y1
+	VADDPS        Y15, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z16, Y1
+	VADDPS        Y16, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z17, Y1
+	VADDPS        Y17, Y1, Y1
+	VUNPCKLPS     Y1, Y0, Y2
+	VUNPCKHPS     Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y2
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y1, Y1
+	VUNPCKLPD     Y1, Y2, Y0
+	VUNPCKHPD     Y1, Y2, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (SI)
+	VPSHUFD       $0x01, X1, X0
+	VMOVD         X0, 4(SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          BX, AX
+	ADDQ          $0x00000008, CX
+
+f16rest_2205:
+	CMPQ DX, $0x01
+	JNE  f16rest_2210
+
+	// tile 1 rows × 9 tokens
+	MOVQ   stride+24(FP), DX
+	SHLQ   $0x01, DX
+	MOVQ   xStride+64(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   n+72(FP), BX
+	MOVQ   AX, SI
+	MOVQ   x_base+40(FP), DI
+	LEAQ   (DI)(DX*2), R8
+	ADDQ   DX, R8
+	LEAQ   (R8)(DX*2), R9
+	ADDQ   DX, R9
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+
+f16steps_2211:
+	CMPQ        BX, $0x00000020
+	JB          f16stepsdone_2212
+	PREFETCHT1  16384(SI)
+	PREFETCHT0  2048(SI)
+	VCVTPH2PS   (SI), Z9
+	VMOVUPS     (DI), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     (DI)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     (DI)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     (R8), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     (R8)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R8)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R9)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     (R9)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	VCVTPH2PS   32(SI), Z9
+	VMOVUPS     64(DI), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     64(DI)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     64(DI)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     64(R8), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     64(R8)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     64(R8)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     64(R9), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     64(R9)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     64(R9)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000080, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	SUBQ        $0x00000020, BX
+	JMP         f16steps_2211
+
+f16stepsdone_2212:
+	CMPQ        BX, $0x10
+	JB          f16step16_2213
+	VCVTPH2PS   (SI), Z9
+	VMOVUPS     (DI), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     (DI)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     (DI)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     (R8), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     (R8)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R8)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R9)(DX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     (R9)(DX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	ADDQ        $0x00000020, SI
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	SUBQ        $0x10, BX
+
+f16step16_2213:
+	TESTQ       BX, BX
+	JZ          notail_2214
+	MOVQ        $-1, R10
+	BZHIQ       BX, R10, BX
+	KMOVQ       BX, K1
+	VMOVDQU16.Z (SI), K1, Y9
+	VCVTPH2PS   Y9, Z9
+	VMOVUPS.Z   (DI), K1, Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS.Z   (DI)(DX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS.Z   (DI)(DX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS.Z   (R8), K1, Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS.Z   (R8)(DX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS.Z   (R8)(DX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS.Z   (R9), K1, Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS.Z   (R9)(DX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS.Z   (R9)(DX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z8
+
+notail_2214:
+	MOVQ          outStride+112(FP), DX
+	SHLQ          $0x02, DX
+	MOVQ          CX, BX
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	VADDPS        Y0, Y9, Y9
+	VUNPCKLPS     Y9, Y9, Y0
+	VUNPCKHPS     Y9, Y9, Y10
+	VADDPS        Y10, Y0, Y0
+	VUNPCKLPS     Y9, Y9, Y10
+	VUNPCKHPS     Y9, Y9, Y9
+	VADDPS        Y9, Y10, Y10
+	VUNPCKLPD     Y10, Y0, Y9
+	VUNPCKHPD     Y10, Y0, Y0
+	VADDPS        Y0, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X0
+	VADDPS        X9, X0, X0
+	VMOVD         X0, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y9
+	VADDPS        Y9, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y9
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y9, Y9
+	VUNPCKLPD     Y9, Y1, Y0
+	VUNPCKHPD     Y9, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	ADDQ          DX, BX
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VUNPCKLPS     Y0, Y0, Y1
+	VUNPCKHPS     Y0, Y0, Y2
+	VADDPS        Y2, Y1, Y1
+	VUNPCKLPS     Y0, Y0, Y2
+	VUNPCKHPS     Y0, Y0, Y0
+	VADDPS        Y0, Y2, Y2
+	VUNPCKLPD     Y2, Y1, Y0
+	VUNPCKHPD     Y2, Y1, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VMOVD         X1, (BX)
+	MOVQ          stride+24(FP), DX
+	SHLQ          $0x01, DX
+	ADDQ          DX, AX
+	ADDQ          $0x00000004, CX
+
+f16rest_2210:
+	MOVQ rows+32(FP), DX
+	ANDQ $0x03, DX
+	JZ   f16singledone_2216
+
+f16single_2215:
+	// tile 1 rows × 9 tokens
+	MOVQ   stride+24(FP), BX
+	SHLQ   $0x01, BX
+	MOVQ   xStride+64(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   n+72(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x_base+40(FP), R8
+	LEAQ   (R8)(BX*2), R9
+	ADDQ   BX, R9
+	LEAQ   (R9)(BX*2), R10
+	ADDQ   BX, R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+
+f16steps_2217:
+	CMPQ        SI, $0x00000020
+	JB          f16stepsdone_2218
+	PREFETCHT1  16384(DI)
+	PREFETCHT0  2048(DI)
+	VCVTPH2PS   (DI), Z9
+	VMOVUPS     (R8), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     (R8)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     (R8)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     (R9)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R9)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R10), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R10)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     (R10)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	VCVTPH2PS   32(DI), Z9
+	VMOVUPS     64(R8), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     64(R8)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     64(R8)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     64(R9), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     64(R9)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     64(R9)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     64(R10), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     64(R10)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     64(R10)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	ADDQ        $0x00000040, DI
+	ADDQ        $0x00000080, R8
+	ADDQ        $0x00000080, R9
+	ADDQ        $0x00000080, R10
+	SUBQ        $0x00000020, SI
+	JMP         f16steps_2217
+
+f16stepsdone_2218:
+	CMPQ        SI, $0x10
+	JB          f16step16_2219
+	VCVTPH2PS   (DI), Z9
+	VMOVUPS     (R8), Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS     (R8)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS     (R8)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS     (R9), Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS     (R9)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS     (R9)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS     (R10), Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS     (R10)(BX*1), Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS     (R10)(BX*2), Z10
+	VFMADD231PS Z10, Z9, Z8
+	ADDQ        $0x00000020, DI
+	ADDQ        $0x00000040, R8
+	ADDQ        $0x00000040, R9
+	ADDQ        $0x00000040, R10
+	SUBQ        $0x10, SI
+
+f16step16_2219:
+	TESTQ       SI, SI
+	JZ          notail_2220
+	MOVQ        $-1, R11
+	BZHIQ       SI, R11, SI
+	KMOVQ       SI, K1
+	VMOVDQU16.Z (DI), K1, Y9
+	VCVTPH2PS   Y9, Z9
+	VMOVUPS.Z   (R8), K1, Z10
+	VFMADD231PS Z10, Z9, Z0
+	VMOVUPS.Z   (R8)(BX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z1
+	VMOVUPS.Z   (R8)(BX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z2
+	VMOVUPS.Z   (R9), K1, Z10
+	VFMADD231PS Z10, Z9, Z3
+	VMOVUPS.Z   (R9)(BX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS.Z   (R9)(BX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z5
+	VMOVUPS.Z   (R10), K1, Z10
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS.Z   (R10)(BX*1), K1, Z10
+	VFMADD231PS Z10, Z9, Z7
+	VMOVUPS.Z   (R10)(BX*2), K1, Z10
+	VFMADD231PS Z10, Z9, Z8
+
+notail_2220:
+	MOVQ          outStride+112(FP), BX
+	SHLQ          $0x02, BX
+	MOVQ          CX, SI
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	VADDPS        Y0, Y9, Y9
+	VEXTRACTF32X4 $0x01, Y9, X0
+	VADDPS        X9, X0, X0
+	VPSHUFD       $0x4e, X0, X9
+	VADDPS        X9, X0, X0
+	VPSHUFD       $0xb1, X0, X9
+	VADDPS        X9, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z2, Y0
+	VADDPS        Y2, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y3, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y4, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VADDPS        Y5, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z6, Y0
+	VADDPS        Y6, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z7, Y0
+	VADDPS        Y7, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	ADDQ          BX, SI
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF32X4 $0x01, Y0, X1
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0x4e, X1, X0
+	VADDPS        X0, X1, X1
+	VPSHUFD       $0xb1, X1, X0
+	VADDPS        X0, X1, X1
+	VMOVSS        X1, (SI)
+	MOVQ          stride+24(FP), BX
+	SHLQ          $0x01, BX
+	ADDQ          BX, AX
+	ADDQ          $0x00000004, CX
+	DECQ          DX
+	JNZ           f16single_2215
+
+f16singledone_2216:
+	JMP f16mmend_1983
+
+f16mmtokens_2198:
+f16mmend_1983:
 	VZEROUPPER
 	RET

@@ -48,11 +48,6 @@ func dotF16RowsAVX2(w []uint16, stride int, x []float32, out []float32)
 //go:noescape
 func dotF16RowsAVX512(w []uint16, stride int, x []float32, out []float32)
 
-// dotF16RowsAVX512Lines is dotF16RowsAVX512 (the same bits) prefetching every 64-byte line of each row.
-//
-//go:noescape
-func dotF16RowsAVX512Lines(w []uint16, stride int, x []float32, out []float32)
-
 // dotF16RowsAVX512HW is dotF16RowsAVX512 (the same bits) without software prefetches.
 //
 //go:noescape
@@ -393,21 +388,6 @@ func dotSixMatMulVNNI(w []byte, scales []byte, rows int, x []int8, xBias []int32
 //go:noescape
 func dotSixMatMulVNNIHW(w []byte, scales []byte, rows int, x []int8, xBias []int32, n int, tokens int, out []float32, outStride int)
 
-// dotI8RowsVNNILines is dotI8RowsVNNI (the same bits) prefetching every 64-byte line of each row.
-//
-//go:noescape
-func dotI8RowsVNNILines(w []int8, stride int, x []int8, out []int32)
-
-// dotBlockRowsVNNILines is dotBlockRowsVNNI (the same bits) prefetching every 64-byte line of each row.
-//
-//go:noescape
-func dotBlockRowsVNNILines(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
-
-// dotNibbleRowsVNNILines is dotNibbleRowsVNNI (the same bits) prefetching every 64-byte line of each row.
-//
-//go:noescape
-func dotNibbleRowsVNNILines(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
-
 // expSumAVX512 is Σ exp(x_i − m) with each term as nn.ExpSum computes it, 8 float64
 // lanes a step (see asmgen's expsum.go); m must be finite.
 //
@@ -432,3 +412,45 @@ func ternaryMatMulVNNILines(w []byte, stride int, rows int, x []int8, xStride in
 //
 //go:noescape
 func ternaryMatMulVNNIGFNI(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
+
+// ternaryRowsVNNITwo is ternaryRowsVNNI (the same bits) prefetching each 64-byte line of each row twice:
+// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+//
+//go:noescape
+func ternaryRowsVNNITwo(w []byte, stride int, x []int8, out []int32)
+
+// dotF16RowsAVX512Two is dotF16RowsAVX512 (the same bits) prefetching each 64-byte line of each row twice:
+// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+//
+//go:noescape
+func dotF16RowsAVX512Two(w []uint16, stride int, x []float32, out []float32)
+
+// dotI8RowsVNNITwo is dotI8RowsVNNI (the same bits) prefetching each 64-byte line of each row twice:
+// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+//
+//go:noescape
+func dotI8RowsVNNITwo(w []int8, stride int, x []int8, out []int32)
+
+// dotBlockRowsVNNITwo is dotBlockRowsVNNI (the same bits) prefetching each 64-byte line of each row twice:
+// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+//
+//go:noescape
+func dotBlockRowsVNNITwo(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
+// dotNibbleRowsVNNITwo is dotNibbleRowsVNNI (the same bits) prefetching each 64-byte line of each row twice:
+// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+//
+//go:noescape
+func dotNibbleRowsVNNITwo(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
+
+// dotSixRowsVNNITwo is dotSixRowsVNNI (the same bits) prefetching each 64-byte line of each row twice:
+// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+//
+//go:noescape
+func dotSixRowsVNNITwo(w []byte, scales []byte, x []int8, xBias []int32, out []float32)
+
+// dotF16MatMulAVX512Two is dotF16MatMulAVX512 (the same bits) prefetching each 64-byte line of each row twice:
+// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+//
+//go:noescape
+func dotF16MatMulAVX512Two(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)

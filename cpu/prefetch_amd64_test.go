@@ -9,11 +9,13 @@ import (
 	"time"
 )
 
-// BenchmarkPrefetchVersions: the versions of each head row kernel (and of
-// the few-token ternary products) that differ only in their software
-// prefetches (or tiles) (one per 256 bytes of a row,
-// "steps"; one per 64-byte line, "lines"; none, "hw": the same bits,
-// TestPrefetchVersions) over a whole head of the 2B shape from DRAM, on
+// BenchmarkPrefetchVersions: the versions of each decode row kernel (the
+// heads', the ternary products') and of the few-token ones (the ternary
+// products and the float16 head of four tokens) that differ only in their
+// software prefetches (or tiles): one per 256 bytes of a row, "steps"; one
+// per 64-byte line into L2, "lines"; each line twice, into L2 16 KiB ahead
+// and into L1 2 KiB ahead, "two"; none, "hw" (the same bits,
+// TestPrefetchVersions), each over a head's worth of the 2B shape from DRAM, on
 // one thread and on every CPU, each iteration running every version once
 // and the read probe after each, so that all see the same moments of a
 // VM's bandwidth. It reports each version's rate over the probe's
@@ -34,7 +36,8 @@ func BenchmarkPrefetchVersions(b *testing.B) {
 	type kernel struct {
 		name     string
 		bytes    int
-		versions []version // steps, lines, hw
+		versions []version
+		takes    string // the version this CPU's avx512vnni set takes
 	}
 	var kernels []kernel
 
@@ -45,7 +48,8 @@ func BenchmarkPrefetchVersions(b *testing.B) {
 		}
 	}
 	kernels = append(kernels, kernel{"dotF16Rows", 2 * len(w16), []version{
-		{"steps", f16(dotF16RowsAVX512)}, {"lines", f16(dotF16RowsAVX512Lines)}, {"hw", f16(dotF16RowsAVX512HW)}}})
+		{"steps", f16(dotF16RowsAVX512)}, {"hw", f16(dotF16RowsAVX512HW)},
+		{"two", f16(dotF16RowsAVX512Two)}}, forPrefetcher("steps", "two", "hw")})
 
 	w8, x8, bias := blockHead(rows, n)
 	outI := make([]int32, rows)
@@ -55,7 +59,8 @@ func BenchmarkPrefetchVersions(b *testing.B) {
 		}
 	}
 	kernels = append(kernels, kernel{"dotI8Rows", len(w8), []version{
-		{"steps", i8(dotI8RowsVNNI)}, {"lines", i8(dotI8RowsVNNILines)}, {"hw", i8(dotI8RowsVNNIHW)}}})
+		{"steps", i8(dotI8RowsVNNI)}, {"hw", i8(dotI8RowsVNNIHW)},
+		{"two", i8(dotI8RowsVNNITwo)}}, forPrefetcher("steps", "two", "hw")})
 
 	for _, group := range []int{16, 32} {
 		scales := blockScales(rows, n, group)
@@ -68,7 +73,8 @@ func BenchmarkPrefetchVersions(b *testing.B) {
 			}
 		}
 		kernels = append(kernels, kernel{fmt.Sprintf("dotBlockRows/group%d", group), len(w8) + 4*len(scales), []version{
-			{"steps", blocks(dotBlockRowsVNNI)}, {"lines", blocks(dotBlockRowsVNNILines)}, {"hw", blocks(dotBlockRowsVNNIHW)}}})
+			{"steps", blocks(dotBlockRowsVNNI)}, {"hw", blocks(dotBlockRowsVNNIHW)},
+			{"two", blocks(dotBlockRowsVNNITwo)}}, forPrefetcher("steps", "two", "hw")})
 	}
 
 	// Q4_0 in its 4.5 bits: twice the rows, 370 MB.
@@ -82,7 +88,20 @@ func BenchmarkPrefetchVersions(b *testing.B) {
 		}
 	}
 	kernels = append(kernels, kernel{"dotNibbleRows", len(wn) + 2*len(sn), []version{
-		{"steps", nibbles(dotNibbleRowsVNNI)}, {"lines", nibbles(dotNibbleRowsVNNILines)}, {"hw", nibbles(dotNibbleRowsVNNIHW)}}})
+		{"steps", nibbles(dotNibbleRowsVNNI)}, {"hw", nibbles(dotNibbleRowsVNNIHW)},
+		{"two", nibbles(dotNibbleRowsVNNITwo)}}, forPrefetcher("steps", "two", "hw")})
+
+	// Q6_K in its 6.75 bits (its plain version prefetches every line).
+	ws, ss, xs, bs := benchSixHead(rows, n)
+	six := func(f func(w, scales []byte, x []int8, xBias []int32, out []float32)) func(p *pool) {
+		return func(p *pool) {
+			p.runChunks(rows, 64, func(_, lo, hi int) {
+				f(ws[lo*3*n/4:hi*3*n/4], ss[lo*3*n/32:hi*3*n/32], xs, bs, outF[lo:hi])
+			})
+		}
+	}
+	kernels = append(kernels, kernel{"dotSixRows", len(ws) + len(ss), []version{
+		{"lines", six(dotSixRowsVNNI)}, {"hw", six(dotSixRowsVNNIHW)}, {"two", six(dotSixRowsVNNITwo)}}, forPrefetcher("lines", "two", "hw")})
 
 	// The ternary products of four tokens (four served streams' step) in
 	// halves per thread, as a pass takes them; rows as many as the head's
@@ -96,23 +115,46 @@ func BenchmarkPrefetchVersions(b *testing.B) {
 		wt[i] = byte(i*7) & 0xAA
 	}
 	xt := make([]int8, tokens*n)
+	for i := range xt {
+		xt[i] = int8(i%251 - 125)
+	}
 	outT := make([]int32, tokens*rows)
 	products := func(f ternaryMatMulFunc) func(p *pool) {
 		return func(p *pool) {
 			p.run(rows, 16, func(_, lo, hi int) { f(wt[lo*stride:], stride, hi-lo, xt, n, n, tokens, outT[lo:], rows) })
 		}
 	}
+	// A decode step's ternary products: the same rows, one token (the
+	// plain version prefetches every line).
+	outR := make([]int32, rows)
+	ternaryRowsOf := func(f func(w []byte, stride int, x []int8, out []int32)) func(p *pool) {
+		return func(p *pool) {
+			p.run(rows, 16, func(_, lo, hi int) { f(wt[lo*stride:hi*stride], stride, xt[:n], outR[lo:hi]) })
+		}
+	}
+	kernels = append(kernels, kernel{"ternaryRows", len(wt), []version{
+		{"lines", ternaryRowsOf(ternaryRowsVNNI)}, {"hw", ternaryRowsOf(ternaryRowsVNNIHW)}, {"two", ternaryRowsOf(ternaryRowsVNNITwo)}}, forPrefetcher("lines", "two", "hw")})
 	kernels = append(kernels, kernel{fmt.Sprintf("ternaryMatMul/%dtokens", tokens), len(wt), []version{
-		{"steps", products(ternaryMatMulVNNI)}, {"lines", products(ternaryMatMulVNNILines)}, {"hw", products(ternaryMatMulVNNIHW)}}})
-
+		{"steps", products(ternaryMatMulVNNI)}, {"lines", products(ternaryMatMulVNNILines)}, {"hw", products(ternaryMatMulVNNIHW)}}, forPrefetcher("steps", "lines", "hw")})
+	xf4 := make([]float32, tokens*n)
+	for i := range xf4 {
+		xf4[i] = float32(i%7) - 3
+	}
+	outF4 := make([]float32, tokens*rows)
+	f16few := func(f func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int)) func(p *pool) {
+		return func(p *pool) {
+			p.runChunks(rows, 64, func(_, lo, hi int) { f(w16[lo*n:], n, hi-lo, xf4, n, n, tokens, outF4[lo:], rows) })
+		}
+	}
+	kernels = append(kernels, kernel{"dotF16MatMul/4tokens", 2 * len(w16), []version{
+		{"steps", f16few(dotF16MatMulAVX512)}, {"hw", f16few(dotF16MatMulAVX512HW)}, {"two", f16few(dotF16MatMulAVX512Two)}}, forPrefetcher("steps", "two", "hw")})
 	threads := []int{1}
 	if c := runtime.NumCPU(); c > 1 {
 		threads = append(threads, c)
 	}
-	chosen := forPrefetcher("steps", "lines", "hw")
 	for _, kn := range kernels {
 		for _, t := range threads {
-			b.Run(fmt.Sprintf("%s/threads%d/takes-%s", kn.name, t, chosen), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/threads%d/takes-%s", kn.name, t, kn.takes), func(b *testing.B) {
 				p := newPool(t)
 				defer p.close()
 				probe, err := NewBandwidthProbe(t, 512<<20)

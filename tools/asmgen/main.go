@@ -45,7 +45,6 @@ func main() {
 	withoutPrefetch(genTernaryMatMulVNNI)
 	genDotF16RowsAVX2()
 	genDotF16RowsAVX512()
-	everyLine(genDotF16RowsAVX512)
 	withoutPrefetch(genDotF16RowsAVX512)
 	genAxpyF16AVX2()
 	genAxpyF16AVX512()
@@ -112,15 +111,19 @@ func main() {
 	withoutPrefetch(genDotSixRowsVNNI)
 	genDotSixMatMulVNNI()
 	withoutPrefetch(genDotSixMatMulVNNI)
-	everyLine(genDotI8RowsVNNI)
-	everyLine(genDotBlockRowsVNNI)
-	everyLine(genDotNibbleRowsVNNI)
 	genExpSumConsts()
 	genExpSumAVX512()
 	genExpSumAVX2()
 	everyLine(genTernaryMatMulVNNI)
 	genGFNIConsts()
 	genTernaryMatMulVNNIGFNI()
+	twoLevels(genTernaryRowsVNNI)
+	twoLevels(genDotF16RowsAVX512)
+	twoLevels(genDotI8RowsVNNI)
+	twoLevels(genDotBlockRowsVNNI)
+	twoLevels(genDotNibbleRowsVNNI)
+	twoLevels(genDotSixRowsVNNI)
+	twoLevels(genDotF16MatMulAVX512)
 
 	Generate()
 }
@@ -188,8 +191,34 @@ func prefetch(m Mem) {
 	if hwPrefetchOnly {
 		return
 	}
-	m.Disp += prefetchAhead
-	PREFETCHT1(m)
+	far := m
+	far.Disp += prefetchAhead
+	PREFETCHT1(far)
+	if twoLevel {
+		m.Disp += twoNear
+		PREFETCHT0(m)
+	}
+}
+
+// twoNear is how far ahead a twoLevels kernel also asks for each line
+// into L1 (PREFETCHT0), beside the prefetch prefetchAhead on into L2. On
+// the Intel Xeon VM 1, 2 and 4 KiB (and PREFETCHNTA at 2) measured alike,
+// 512 bytes slower (ternaryRowsVNNITwo, the 2B shape's products of a
+// decode step from DRAM).
+const twoNear = 2048
+
+// twoLevel, while set, makes prefetch emit a second prefetch of each line,
+// twoNear bytes ahead into L1 (and streamLoop's bodies prefetch every
+// line, as in an everyLine): the "Two" version of a kernel, for Intel's
+// cores (see genTernaryRowsVNNI).
+var twoLevel bool
+
+// twoLevels runs gen with twoLevel and linePrefetch set: it writes the
+// Two version of gen's kernel, named by kernelName.
+func twoLevels(gen func()) {
+	twoLevel, linePrefetch = true, true
+	defer func() { twoLevel, linePrefetch = false, false }()
+	gen()
 }
 
 // nearAhead is how far ahead a nearPrefetches kernel asks for each row's
@@ -245,26 +274,30 @@ func fewTokenPrefetches(near bool, gen func()) {
 
 // linePrefetch, while set, makes streamLoop's bodies prefetch each of
 // their chunks (a 64-byte line of each row) instead of one per step of
-// 256 bytes: the "Lines" version of a row kernel, for Intel's cores, whose
-// read probe streams from one core at 12-16 GB/s and whose kernels keep
-// up with it only with a prefetch per line (cpu.linePrefetches; see
-// genDotF16RowsAVX512 and docs/KERNELS.md).
+// 256 bytes, and ternaryMatMulVNNI take up to 5 tokens in spread tiles:
+// for Intel's cores, whose read probe streams from one core at 12-16 GB/s
+// and whose kernels keep up with it only with a prefetch per line
+// (cpu.linePrefetches; see genDotF16RowsAVX512 and docs/KERNELS.md). The
+// row kernels' versions for those cores prefetch each line twice
+// (twoLevels, which sets it); ternaryMatMulVNNILines once (everyLine).
 var linePrefetch bool
 
 // everyLine runs gen with linePrefetch set: it writes the Lines version of
-// gen's kernel, named by kernelName.
+// gen's kernel (ternaryMatMulVNNILines), named by kernelName.
 func everyLine(gen func()) {
 	linePrefetch = true
 	defer func() { linePrefetch = false }()
 	gen()
 }
 
-// kernelName returns name, or name+"HW" in a withoutPrefetch, or
-// name+"Lines" in an everyLine.
+// kernelName returns name, or name+"HW" in a withoutPrefetch, name+"Two"
+// in a twoLevels, name+"Lines" in an everyLine.
 func kernelName(name string) string {
 	switch {
 	case hwPrefetchOnly:
 		return name + "HW"
+	case twoLevel:
+		return name + "Two"
 	case linePrefetch:
 		return name + "Lines"
 	}
@@ -278,6 +311,9 @@ func kernelDoc(plain string, doc ...string) {
 	switch {
 	case hwPrefetchOnly:
 		Doc(plain + "HW is " + plain + " (the same bits) without software prefetches.")
+	case twoLevel:
+		Doc(plain+"Two is "+plain+" (the same bits) prefetching each 64-byte line of each row twice:",
+			"16 KiB ahead into L2 and 2 KiB ahead into L1.")
 	case linePrefetch:
 		Doc(plain + "Lines is " + plain + " (the same bits) prefetching every 64-byte line of each row.")
 	default:
