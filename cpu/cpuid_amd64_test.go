@@ -22,7 +22,8 @@ func TestCPUVendorFamily(t *testing.T) {
 
 // TestPrefetchVersions: the prefetch versions (HW, Two; Lines) of
 // dotF16RowsAVX512, ternaryRowsVNNI, dotI8RowsVNNI, dotBlockRowsVNNI,
-// dotNibbleRowsVNNI and dotSixRowsVNNI, and of the
+// dotNibbleRowsVNNI, dotSixRowsVNNI, kScoresAVX512 and
+// axpyF16Rows4AVX512, and of the
 // few-token kernels (ternaryMatMulVNNI, dotI8MatMulVNNI, dotF16MatMul,
 // dotBlockMatMulVNNI, dotNibbleMatMulVNNI, dotSixMatMulVNNI),
 // whichever this machine takes, give the bits of the plain ones on every
@@ -221,6 +222,35 @@ func TestPrefetchVersions(t *testing.T) {
 					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
 						t.Fatalf("%s: n %d rows %d row %d: %g, dotF16RowsAVX512 %g", name, n, rows, r, out[r], want[r])
 					}
+				}
+			}
+		}
+	}
+	for _, hd := range []int{64, 128} {
+		for _, n := range []int{16, 32, 64, 256, 4000} {
+			for nq := 1; nq <= 4; nq++ {
+				kt, q := randomF16(rng, n*hd), randomF32(rng, nq*hd)
+				want, out := make([]float32, nq*n), make([]float32, nq*n)
+				kScoresAVX512(kt, hd, n, q, nq, want, n)
+				kScoresAVX512Two(kt, hd, n, q, nq, out, n)
+				for i := range out {
+					if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("kScoresAVX512Two: hd %d n %d queries %d: out[%d] %g, kScoresAVX512 %g", hd, n, nq, i, out[i], want[i])
+					}
+				}
+			}
+		}
+	}
+	for _, n := range []int{16, 64, 128, 200} {
+		for _, rows := range []int{0, 1, 3, 9, 130} {
+			a, v := randomF32(rng, 4*max(rows, 1)), randomF16(rng, max(rows, 1)*n)
+			y0 := randomF32(rng, 4*n)
+			want, out := slices.Clone(y0), slices.Clone(y0)
+			axpyF16Rows4AVX512(a, max(rows, 1), rows, v, n, want, n, n)
+			axpyF16Rows4AVX512Two(a, max(rows, 1), rows, v, n, out, n, n)
+			for i := range out {
+				if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("axpyF16Rows4AVX512Two: n %d rows %d: y[%d] %g, axpyF16Rows4AVX512 %g", n, rows, i, out[i], want[i])
 				}
 			}
 		}

@@ -78,10 +78,10 @@ var avx512VNNIKernels = kernels{
 	ternaryRows:   checkTernaryRows(forPrefetcher(ternaryRowsVNNI, ternaryRowsVNNITwo, ternaryRowsVNNIHW)),
 	ternaryMatMul: checkTernaryMatMul(l1Blocks(forPrefetcher(ternaryMatMulVNNI, ternaryMatMulVNNILines, ternaryMatMulVNNIHW), withGFNI(ternaryMatMulVNNI, ternaryMatMulVNNIGFNI), l1Activations, l2Panel)),
 	dotF16Rows:    checkDotF16Rows(forPrefetcher(dotF16RowsAVX512, dotF16RowsAVX512Two, dotF16RowsAVX512HW)),
-	kScores:       kScoresWhole(kScoresAVX512),
+	kScores:       kScoresWhole(kScoresAVX512Set),
 	axpyF16:       checkAxpyF16(axpyF16AVX512),
 	axpyF16Rows:   checkAxpyF16Rows(axpyF16RowsAVX512),
-	axpyF16Rows4:  checkAxpyF16Rows4(axpyF16Rows4AVX512),
+	axpyF16Rows4:  checkAxpyF16Rows4(forPrefetcher(axpyF16Rows4AVX512, axpyF16Rows4AVX512Two, axpyF16Rows4AVX512)),
 	dotI8Rows:     checkDotI8Rows(forPrefetcher(dotI8RowsVNNI, dotI8RowsVNNITwo, dotI8RowsVNNIHW)),
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(forPrefetcher(dotF16MatMulAVX512, dotF16MatMulAVX512Two, dotF16MatMulAVX512HW), 9)),
 	dotI8MatMul:   checkDotI8MatMul(biasedI8(hwPrefetcher)),
@@ -504,6 +504,18 @@ func checkAddF32(f func(x, y []float32)) func(x, y []float32) {
 		}
 		f(x, y)
 	}
+}
+
+// kScoresAVX512Set is the avx512vnni set's kScores kernel: kScoresAVX512Two
+// on CPUs with linePrefetches, else kScoresAVX512. A function of its own,
+// calling each directly: kScoresWhole's scratch for a partial block then
+// stays on the stack, as it would not behind a function value.
+func kScoresAVX512Set(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int) {
+	if linePrefetches {
+		kScoresAVX512Two(kt, hd, n, q, nq, out, outStride)
+		return
+	}
+	kScoresAVX512(kt, hd, n, q, nq, out, outStride)
 }
 
 // kScoresWhole runs a kScores kernel that takes whole blocks of 16

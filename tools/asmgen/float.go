@@ -472,9 +472,9 @@ const axpyF16Rows4Sig = "func(a []float32, aStride, np int, v []uint16, stride i
 // exactly the FMAs axpyF16RowsAVX512 gives it. The four y_j are held in
 // registers 64 elements at a time (16 zmm), then 16, then masked.
 func genAxpyF16Rows4AVX512() {
-	TEXT("axpyF16Rows4AVX512", NOSPLIT, axpyF16Rows4Sig)
+	TEXT(kernelName("axpyF16Rows4AVX512"), NOSPLIT, axpyF16Rows4Sig)
 	Pragma("noescape")
-	Doc("axpyF16Rows4AVX512 is axpyF16Rows4 with AVX-512: four y held in registers 64 elements at a time",
+	kernelDoc("axpyF16Rows4AVX512", "axpyF16Rows4AVX512 is axpyF16Rows4 with AVX-512: four y held in registers 64 elements at a time",
 		fmt.Sprintf("while a block of %d rows of v passes, then 16, then masked; then the next block.", axpyRowBlock))
 	i, p0 := GP64(), GP64()
 	XORQ(p0, p0)

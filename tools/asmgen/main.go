@@ -124,6 +124,8 @@ func main() {
 	twoLevels(genDotNibbleRowsVNNI)
 	twoLevels(genDotSixRowsVNNI)
 	twoLevels(genDotF16MatMulAVX512)
+	twoLevels(genKScoresAVX512)
+	twoLevels(genAxpyF16Rows4AVX512)
 
 	Generate()
 }
@@ -312,7 +314,7 @@ func kernelDoc(plain string, doc ...string) {
 	case hwPrefetchOnly:
 		Doc(plain + "HW is " + plain + " (the same bits) without software prefetches.")
 	case twoLevel:
-		Doc(plain+"Two is "+plain+" (the same bits) prefetching each 64-byte line of each row twice:",
+		Doc(plain+"Two is "+plain+" (the same bits) prefetching each 64-byte line it streams twice:",
 			"16 KiB ahead into L2 and 2 KiB ahead into L1.")
 	case linePrefetch:
 		Doc(plain + "Lines is " + plain + " (the same bits) prefetching every 64-byte line of each row.")

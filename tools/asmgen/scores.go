@@ -33,7 +33,9 @@ package main
 //	               broadcast into a register (vbroadcastss).
 //
 // Both step two keys (a 64-byte line of each block) at a time and
-// prefetch each block's line 16 KiB on: the cache of a long context is
+// prefetch each block's line 16 KiB on (kScoresAVX512Two, for Intel's
+// cores, also 2 KiB on into L1, as the row kernels' Two versions do; see
+// genTernaryRowsVNNI): the cache of a long context is
 // read once per step from DRAM, and without the prefetches the keys of
 // 4,001 positions of the 2B shape (30 layers × 5 K/V heads, 154 MB) read
 // 12-13 GB/s on one thread of the Zen 5 VM, with them 20-25 (the read
@@ -57,9 +59,9 @@ func kScoresBlocks(nq int) int {
 }
 
 func genKScoresAVX512() {
-	TEXT("kScoresAVX512", NOSPLIT, kScoresSig)
+	TEXT(kernelName("kScoresAVX512"), NOSPLIT, kScoresSig)
 	Pragma("noescape")
-	Doc("kScoresAVX512 is kScores with AVX-512: each score one FMA chain over d, positions in lanes,",
+	kernelDoc("kScoresAVX512", "kScoresAVX512 is kScores with AVX-512: each score one FMA chain over d, positions in lanes,",
 		"several blocks of 16 positions at a time.")
 	genKScores(16, kScoresBlocks)
 	RET()
