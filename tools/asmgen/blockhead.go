@@ -114,6 +114,7 @@ func blockRowsBody(group int, width int, evex bool) {
 			for r := 0; r < R; r++ {
 				if pf {
 					prefetch(Mem{Base: q[r], Index: i, Scale: 1, Disp: d})
+					prefetchScales(Mem{Base: s[r], Index: j, Scale: 1}, group/4)
 				}
 				if evex {
 					VPXORD(Mem{Base: q[r], Index: i, Scale: 1, Disp: d}, flip, u)

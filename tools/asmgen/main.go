@@ -202,6 +202,22 @@ func prefetch(m Mem) {
 	}
 }
 
+// prefetchScales emits, in a twoLevels, the prefetches of a stream of
+// scales read alongside a stream of codes at 1/ratio of its pace (m the
+// scales being read): as far ahead in time as prefetch's of the codes,
+// prefetchAhead/ratio bytes into L2 and twoNear/ratio into L1. Outside a
+// twoLevels it emits nothing: the scales stream is left to the hardware.
+func prefetchScales(m Mem, ratio int) {
+	if !twoLevel {
+		return
+	}
+	far := m
+	far.Disp += prefetchAhead / ratio
+	PREFETCHT1(far)
+	m.Disp += twoNear / ratio
+	PREFETCHT0(m)
+}
+
 // twoNear is how far ahead a twoLevels kernel also asks for each line
 // into L1 (PREFETCHT0), beside the prefetch prefetchAhead on into L2. On
 // the Intel Xeon VM 1, 2 and 4 KiB (and PREFETCHNTA at 2) measured alike,

@@ -110,6 +110,7 @@ func genDotNibbleRows(name string, evex bool, doc string) {
 					m := Mem{Base: q[r], Index: i, Scale: 1, Disp: d}
 					if pf {
 						prefetch(m)
+						prefetchScales(Mem{Base: s[r], Index: j, Scale: 1}, 8)
 					}
 					VMOVDQU64(m, u)
 					VPANDD(mask, u, lo)

@@ -136,6 +136,7 @@ func sixBlockVNNI(q, s []reg.GPVirtual, xp, bp, j reg.GPVirtual, acc []reg.VecVi
 		for d := 0; d < sixCodes; d += 64 {
 			prefetch(codes(d))
 		}
+		prefetchScales(Mem{Base: s[r], Index: j, Scale: 1}, sixCodes/sixMeta)
 		VMOVDQU32(Mem{Base: bp}, lane)
 		VMOVDQU64(codes(128), h)
 		for c := 0; c < 4; c++ {
