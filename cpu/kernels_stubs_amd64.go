@@ -414,55 +414,55 @@ func ternaryMatMulVNNILines(w []byte, stride int, rows int, x []int8, xStride in
 func ternaryMatMulVNNIGFNI(w []byte, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int)
 
 // ternaryRowsVNNITwo is ternaryRowsVNNI (the same bits) prefetching each 64-byte line it streams twice:
-// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
 //
 //go:noescape
 func ternaryRowsVNNITwo(w []byte, stride int, x []int8, out []int32)
 
 // dotF16RowsAVX512Two is dotF16RowsAVX512 (the same bits) prefetching each 64-byte line it streams twice:
-// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
 //
 //go:noescape
 func dotF16RowsAVX512Two(w []uint16, stride int, x []float32, out []float32)
 
 // dotI8RowsVNNITwo is dotI8RowsVNNI (the same bits) prefetching each 64-byte line it streams twice:
-// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
 //
 //go:noescape
 func dotI8RowsVNNITwo(w []int8, stride int, x []int8, out []int32)
 
 // dotBlockRowsVNNITwo is dotBlockRowsVNNI (the same bits) prefetching each 64-byte line it streams twice:
-// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
 //
 //go:noescape
 func dotBlockRowsVNNITwo(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
 
 // dotNibbleRowsVNNITwo is dotNibbleRowsVNNI (the same bits) prefetching each 64-byte line it streams twice:
-// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
 //
 //go:noescape
 func dotNibbleRowsVNNITwo(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
 
 // dotSixRowsVNNITwo is dotSixRowsVNNI (the same bits) prefetching each 64-byte line it streams twice:
-// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
 //
 //go:noescape
 func dotSixRowsVNNITwo(w []byte, scales []byte, x []int8, xBias []int32, out []float32)
 
 // dotF16MatMulAVX512Two is dotF16MatMulAVX512 (the same bits) prefetching each 64-byte line it streams twice:
-// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+// 16 KiB ahead into L2 and 1024 bytes ahead into L1.
 //
 //go:noescape
 func dotF16MatMulAVX512Two(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
 
 // kScoresAVX512Two is kScoresAVX512 (the same bits) prefetching each 64-byte line it streams twice:
-// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
 //
 //go:noescape
 func kScoresAVX512Two(kt []uint16, hd int, n int, q []float32, nq int, out []float32, outStride int)
 
 // axpyF16Rows4AVX512Two is axpyF16Rows4AVX512 (the same bits) prefetching each 64-byte line it streams twice:
-// 16 KiB ahead into L2 and 2 KiB ahead into L1.
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
 //
 //go:noescape
 func axpyF16Rows4AVX512Two(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)
