@@ -648,11 +648,27 @@ func BenchmarkRowsThreads(b *testing.B) {
 			k.dotSixRows(w6[lo*3*n/4:hi*3*n/4], s6[lo*3*n/32:hi*3*n/32], x6, b6, out6[lo:hi])
 		})
 	}})
-	// Attention in a decode step at 4,001 positions of the 2B shape: each
-	// of the 150 K/V heads (30 layers × 5) a 1 MB region of keys and one
-	// of values, read once by its four query heads (attendGroup), the
-	// workers claiming K/V heads (all 150 in one call, where the backend
-	// makes one per layer): 308 MB a step.
+	name, bytes, attention := longAttention(threads[len(threads)-1])
+	kernels = append(kernels, kernel{name, bytes, func(p *pool, _ int) { attention(k, p) }})
+	for _, kn := range kernels {
+		for _, t := range threads {
+			b.Run(fmt.Sprintf("%s/%s/threads%d", k.name, kn.name, t), func(b *testing.B) {
+				p := newPool(t)
+				defer p.close()
+				probedPool(b, p, kn.bytes, func(i int) { kn.op(p, i) })
+			})
+		}
+	}
+}
+
+// longAttention makes a decode step's attention at 4,001 positions of the
+// 2B shape: each of the 150 K/V heads (30 layers × 5) a 1 MB region of
+// keys and one of values, read once by its four query heads
+// (attendGroup), the workers claiming K/V heads (all 150 in one call,
+// where the backend makes one per layer): 308 MB a step. It returns the
+// benchmark's name, the bytes a step reads and a function running the
+// step with a kernel set on a pool of at most workers workers.
+func longAttention(workers int) (name string, bytes int, step func(k kernels, p *pool)) {
 	const hd, ctx, kvHeads = 128, 4001, 150
 	cached := (ctx + kBlock - 1) / kBlock * kBlock * hd
 	kt, vc := new(weightArena).f16(kvHeads*cached), new(weightArena).f16(kvHeads*cached)
@@ -664,25 +680,16 @@ func BenchmarkRowsThreads(b *testing.B) {
 		qa[i] = float32(i%7)/7 - 0.4
 	}
 	type attScratch struct{ q16, scores, o []float32 }
-	att := make([]attScratch, max(threads[len(threads)-1], 1))
+	att := make([]attScratch, max(workers, 1))
 	for w := range att {
 		att[w] = attScratch{make([]float32, 4*hd), make([]float32, 4*ctx), make([]float32, 4*hd)}
 	}
-	kernels = append(kernels, kernel{fmt.Sprintf("attention/%d", ctx), 2 * kvHeads * ctx * hd * 2, func(p *pool, _ int) {
+	return fmt.Sprintf("attention/%d", ctx), 2 * kvHeads * ctx * hd * 2, func(k kernels, p *pool) {
 		p.runChunks(kvHeads, 1, func(w, lo, hi int) {
 			for h := lo; h < hi; h++ {
 				s := att[w]
 				attendGroup(k, qa, hd, kt[h*cached:(h+1)*cached], vc[h*cached:(h+1)*cached], ctx, s.q16, s.scores, s.o)
 			}
 		})
-	}})
-	for _, kn := range kernels {
-		for _, t := range threads {
-			b.Run(fmt.Sprintf("%s/%s/threads%d", k.name, kn.name, t), func(b *testing.B) {
-				p := newPool(t)
-				defer p.close()
-				probedPool(b, p, kn.bytes, func(i int) { kn.op(p, i) })
-			})
-		}
 	}
 }

@@ -149,38 +149,17 @@ func BenchmarkPrefetchVersions(b *testing.B) {
 	}
 	kernels = append(kernels, kernel{"dotF16MatMul/4tokens", 2 * len(w16), []version{
 		{"steps", f16few(dotF16MatMulAVX512)}, {"hw", f16few(dotF16MatMulAVX512HW)}, {"two", f16few(dotF16MatMulAVX512Two)}}, forPrefetcher("steps", "two", "hw")})
-	// A decode step's attention at 4,001 positions of the 2B shape (the
-	// 150 K/V heads of 30 layers, 308 MB; as BenchmarkRowsThreads), its
-	// keys' and values' kernels in their versions.
-	const hd, ctx, kvHeads = 128, 4001, 150
-	cached := (ctx + kBlock - 1) / kBlock * kBlock * hd
-	kc, vc := new(weightArena).f16(kvHeads*cached), new(weightArena).f16(kvHeads*cached)
-	for i := range kc {
-		kc[i], vc[i] = uint16(0x2C00+i%512), uint16(0x3800+i%256)
-	}
-	qa := make([]float32, 4*hd)
-	for i := range qa {
-		qa[i] = float32(i%7)/7 - 0.4
-	}
-	type attScratch struct{ q16, scores, o []float32 }
-	att := make([]attScratch, runtime.NumCPU())
-	for w := range att {
-		att[w] = attScratch{make([]float32, 4*hd), make([]float32, 4*ctx), make([]float32, 4*hd)}
-	}
+	// A decode step's attention at 4,001 positions of the 2B shape (as
+	// BenchmarkRowsThreads), its keys' and values' kernels in their
+	// versions.
+	attName, attBytes, attend := longAttention(runtime.NumCPU())
 	attention := func(scores func(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int),
 		values func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int)) func(p *pool) {
 		k := avx512VNNIKernels
 		k.kScores, k.axpyF16Rows4 = kScoresWhole(scores), checkAxpyF16Rows4(values)
-		return func(p *pool) {
-			p.runChunks(kvHeads, 1, func(w, lo, hi int) {
-				for h := lo; h < hi; h++ {
-					s := att[w]
-					attendGroup(k, qa, hd, kc[h*cached:(h+1)*cached], vc[h*cached:(h+1)*cached], ctx, s.q16, s.scores, s.o)
-				}
-			})
-		}
+		return func(p *pool) { attend(k, p) }
 	}
-	kernels = append(kernels, kernel{fmt.Sprintf("attention/%d", ctx), 2 * kvHeads * ctx * hd * 2, []version{
+	kernels = append(kernels, kernel{attName, attBytes, []version{
 		{"lines", attention(kScoresAVX512, axpyF16Rows4AVX512)}, {"two", attention(kScoresAVX512Two, axpyF16Rows4AVX512Two)}},
 		forPrefetcher("lines", "two", "lines")})
 
