@@ -3,11 +3,26 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 )
+
+// sameInt32s runs each of versions through run into out (cleared first)
+// and fails unless it wrote want; what, with %s for the version's name,
+// says which call.
+func sameInt32s[F any](t *testing.T, what string, want, out []int32, versions map[string]F, run func(f F, out []int32)) {
+	t.Helper()
+	for name, f := range versions {
+		clear(out)
+		run(f, out)
+		if !slices.Equal(out, want) {
+			t.Fatalf(what+":\n got %v\nwant %v", name, out, want)
+		}
+	}
+}
 
 func TestCPUVendorFamily(t *testing.T) {
 	vendor, family := cpuVendorFamily()
@@ -45,15 +60,9 @@ func TestPrefetchVersions(t *testing.T) {
 			x := randomI8(rng, n, -128, 127, 127)
 			want, out := make([]int32, rows), make([]int32, rows)
 			ternaryRowsVNNI(w, stride, x, want)
-			for name, f := range map[string]func(w []byte, stride int, x []int8, out []int32){
-				"HW": ternaryRowsVNNIHW, "Two": ternaryRowsVNNITwo,
-			} {
-				clear(out)
-				f(w, stride, x, out)
-				if !slices.Equal(out, want) {
-					t.Fatalf("ternaryRowsVNNI%s: n %d rows %d stride %d:\n got %v\nwant %v", name, n, rows, stride, out, want)
-				}
-			}
+			sameInt32s(t, fmt.Sprintf("ternaryRowsVNNI%%s: n %d rows %d stride %d", n, rows, stride), want, out,
+				map[string]func(w []byte, stride int, x []int8, out []int32){"HW": ternaryRowsVNNIHW, "Two": ternaryRowsVNNITwo},
+				func(f func(w []byte, stride int, x []int8, out []int32), out []int32) { f(w, stride, x, out) })
 		}
 	}
 	for _, n := range []int{0, 128, 256, 384, 2560} {
@@ -77,15 +86,9 @@ func TestPrefetchVersions(t *testing.T) {
 				w = nil
 			}
 			dotI8RowsVNNI(w, stride, x, want)
-			for name, f := range map[string]func(w []int8, stride int, x []int8, out []int32){
-				"HW": dotI8RowsVNNIHW, "Two": dotI8RowsVNNITwo,
-			} {
-				clear(out)
-				f(w, stride, x, out)
-				if !slices.Equal(out, want) {
-					t.Fatalf("dotI8RowsVNNI%s: n %d rows %d stride %d:\n got %v\nwant %v", name, n, rows, stride, out, want)
-				}
-			}
+			sameInt32s(t, fmt.Sprintf("dotI8RowsVNNI%%s: n %d rows %d stride %d", n, rows, stride), want, out,
+				map[string]func(w []int8, stride int, x []int8, out []int32){"HW": dotI8RowsVNNIHW, "Two": dotI8RowsVNNITwo},
+				func(f func(w []int8, stride int, x []int8, out []int32), out []int32) { f(w, stride, x, out) })
 		}
 	}
 	i8MatMul := biasedI8(true)
