@@ -217,15 +217,15 @@ func genDotF16RowsAVX2() {
 // once per step of f16Step elements (256 bytes); in a twoLevels,
 // dotF16RowsAVX512Two, the same arithmetic prefetching every 64-byte line
 // of each row twice (into L2 16 KiB ahead, into L1 2 KiB ahead); in a
-// withoutPrefetch, the HW version, with no prefetch at all. Which streams faster depends on the machine
-// (BenchmarkDotF16Rows, the versions alternated in one process): on the
-// Zen 4 VM one prefetch per 256 bytes read 0.89-0.97 of the read probe
-// against 0.76-0.79 per line (see f16Step); on the Intel Xeon VM (Emerald
-// Rapids) one per line read 0.88-0.92 against 0.77-0.80 per 256 bytes
-// (and each line twice 0.97-1.01 against 0.89-0.92 once, see
-// genTernaryRowsVNNI); on
-// the Zen 5 VM none at all read 0.85-0.88 against 0.76-0.79 per line and
-// 0.65-0.73 per 256 bytes, at any distance ahead from 4 to 32 KiB and with
+// withoutPrefetch, the HW version, with no prefetch at all. Which streams
+// faster depends on the machine (BenchmarkDotF16Rows, the versions
+// alternated in one process): on the Zen 4 VM one prefetch per 256 bytes
+// read 0.89-0.97 of the read probe against 0.76-0.79 per line (see
+// f16Step); on the Intel Xeon VM (Emerald Rapids) one per line read
+// 0.88-0.92 against 0.77-0.80 per 256 bytes, and each line twice
+// 0.97-1.01 against 0.89-0.92 once (see genTernaryRowsVNNI); on the Zen 5
+// VM none at all read 0.85-0.88 against 0.76-0.79 per line and 0.65-0.73
+// per 256 bytes, at any distance ahead from 4 to 32 KiB and with
 // PREFETCHT0, T1 or NTA. The avx512vnni set takes the CPU's version
 // (forPrefetcher in cpu/cpuid_amd64.go): Two on Intel's, HW on AMD's
 // family 1Ah (Zen 5), the per-step one on the others.

@@ -343,13 +343,13 @@ func genTernaryRowsAVX2() {
 // line prefetched 16 KiB ahead into L2 (as here) and again 2 KiB ahead
 // into L1 (PREFETCHT0). On the Intel Xeon VM (Emerald Rapids) a streaming
 // loop over four DRAM streams read the read probe's rate with the
-// prefetches alone, but 0.90 of it once 16 vector operations per four
-// lines (this kernel's masks) waited on the loads, 0.84 with its 16
-// vpdpbusd too, and 0.98-1.04 again with the second prefetch: a load that
-// waits on L2 holds its dependent operations in the scheduler, and fewer
-// loads are then in flight. The 2B shape's ternary products of a decode
-// step (516 MB), the versions in turn: 0.81-0.84 → 0.94-0.97 of the probe
-// on one thread, 0.79-0.85 → 0.86-0.93 on two.
+// prefetches alone, but 0.90-0.92 of it once 16 vector operations per
+// four lines (this kernel's masks) waited on the loads, 0.88-0.91 with its
+// 16 vpdpbusd too, and 0.98-1.04 again with the second prefetch: a load
+// that waits on L2 holds its dependent operations in the scheduler, and
+// fewer loads are then in flight. The 2B shape's ternary products of a
+// decode step (516 MB), the versions in turn: 0.82-0.84 → 0.94-0.97 of the
+// probe on one thread, 0.79-0.85 → 0.90-0.92 on two.
 func genTernaryRowsVNNI() {
 	TEXT(kernelName("ternaryRowsVNNI"), NOSPLIT, ternaryRowsSig)
 	Pragma("noescape")
