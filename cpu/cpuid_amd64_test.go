@@ -91,7 +91,6 @@ func TestPrefetchVersions(t *testing.T) {
 				func(f func(w []int8, stride int, x []int8, out []int32), out []int32) { f(w, stride, x, out) })
 		}
 	}
-	i8MatMul := biasedI8(true)
 	for _, n := range []int{0, 64, 65, 2560} {
 		for _, rows := range append(testRows, 130) {
 			for _, tokens := range []int{1, 2, 3, 4, 5, 9} {
@@ -100,10 +99,9 @@ func TestPrefetchVersions(t *testing.T) {
 				x := randomI8(rng, (tokens-1)*xs+n, -127, 127, 0)
 				want, out := make([]int32, (tokens-1)*os+rows), make([]int32, (tokens-1)*os+rows)
 				dotI8MatMulGeneric(w, stride, rows, x, xs, n, tokens, want, os)
-				i8MatMul(w, stride, rows, x, xs, n, tokens, out, os)
-				if !slices.Equal(out, want) {
-					t.Fatalf("dotI8MatMulVNNIHW: n %d rows %d tokens %d:\n got %v\nwant %v", n, rows, tokens, out, want)
-				}
+				sameInt32s(t, fmt.Sprintf("dotI8MatMulVNNI%%s: n %d rows %d tokens %d", n, rows, tokens), want, out,
+					map[string]i8Version{"": i8Plain, "HW": i8HW, "Two": i8Two},
+					func(v i8Version, out []int32) { biasedI8(v)(w, stride, rows, x, xs, n, tokens, out, os) })
 			}
 		}
 	}

@@ -84,7 +84,7 @@ var avx512VNNIKernels = kernels{
 	axpyF16Rows4:  checkAxpyF16Rows4(forPrefetcher(axpyF16Rows4AVX512, axpyF16Rows4AVX512Two, axpyF16Rows4AVX512)),
 	dotI8Rows:     checkDotI8Rows(forPrefetcher(dotI8RowsVNNI, dotI8RowsVNNITwo, dotI8RowsVNNIHW)),
 	dotF16MatMul:  checkDotF16MatMul(tiledF16(forPrefetcher(dotF16MatMulAVX512, dotF16MatMulAVX512Two, dotF16MatMulAVX512HW), 9)),
-	dotI8MatMul:   checkDotI8MatMul(biasedI8(hwPrefetcher)),
+	dotI8MatMul:   checkDotI8MatMul(biasedI8(forPrefetcher(i8Plain, i8Two, i8HW))),
 	dotBlockRows:  checkDotBlockRows(forPrefetcher(dotBlockRowsVNNI, dotBlockRowsVNNITwo, dotBlockRowsVNNIHW)),
 	dotBlockMatMul: checkDotBlockMatMul(wholeBlocks(forCPU(dotBlockMatMulVNNI, dotBlockMatMulVNNIHW),
 		blockedBlocks(checkDotBlockRows(forPrefetcher(dotBlockRowsVNNI, dotBlockRowsVNNITwo, dotBlockRowsVNNIHW))))),
@@ -233,12 +233,22 @@ func checkDotI8MatMul(f func(w []int8, stride, rows int, x []int8, xStride, n, t
 	}
 }
 
-// biasedI8 gives dotI8MatMulVNNI (with hw, dotI8MatMulVNNIHW) the bias it
-// subtracts, 128·Σx_t per token (its vpdpbusd multiplies w+128; see
+// i8Version names a version of dotI8MatMulVNNI for biasedI8: the plain
+// one, Two (Intel's) or HW (Zen 5's).
+type i8Version int
+
+const (
+	i8Plain i8Version = iota
+	i8Two
+	i8HW
+)
+
+// biasedI8 gives version v of dotI8MatMulVNNI the bias it subtracts,
+// 128·Σx_t per token (its vpdpbusd multiplies w+128; see
 // tools/asmgen/head.go). It calls the assembly directly, not through a
 // function value, so that the bias of up to 16 tokens stays on the stack: a
 // pass allocates nothing.
-func biasedI8(hw bool) func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
+func biasedI8(v i8Version) func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
 	return func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
 		var buf [16]int32
 		bias := buf[:0]
@@ -252,9 +262,12 @@ func biasedI8(hw bool) func(w []int8, stride, rows int, x []int8, xStride, n, to
 			}
 			bias = append(bias, s<<7)
 		}
-		if hw {
+		switch v {
+		case i8HW:
 			dotI8MatMulVNNIHW(w, stride, rows, x, xStride, n, tokens, out, outStride, bias)
-		} else {
+		case i8Two:
+			dotI8MatMulVNNITwo(w, stride, rows, x, xStride, n, tokens, out, outStride, bias)
+		default:
 			dotI8MatMulVNNI(w, stride, rows, x, xStride, n, tokens, out, outStride, bias)
 		}
 	}

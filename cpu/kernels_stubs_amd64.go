@@ -466,3 +466,9 @@ func kScoresAVX512Two(kt []uint16, hd int, n int, q []float32, nq int, out []flo
 //
 //go:noescape
 func axpyF16Rows4AVX512Two(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)
+
+// dotI8MatMulVNNITwo is dotI8MatMulVNNI (the same bits) prefetching each 64-byte line it streams twice:
+// 16 KiB ahead into L2 and 1024 bytes ahead into L1.
+//
+//go:noescape
+func dotI8MatMulVNNITwo(w []int8, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int, bias []int32)

@@ -11,8 +11,8 @@ import (
 
 // BenchmarkPrefetchVersions: the versions of each decode row kernel (the
 // heads', the ternary products'), of attention's over a long context, and
-// of the few-token ones (the ternary products and the float16 head of four
-// tokens) that differ only in their
+// of the few-token ones (the ternary products, the float16 and int8 heads
+// of four tokens) that differ only in their
 // software prefetches (or tiles): one per 256 bytes of a row, "steps"; one
 // per 64-byte line into L2, "lines"; each line twice, into L2 16 KiB ahead
 // and into L1 2 KiB ahead, "two"; none, "hw" (the same bits,
@@ -149,6 +149,19 @@ func BenchmarkPrefetchVersions(b *testing.B) {
 	}
 	kernels = append(kernels, kernel{"dotF16MatMul/4tokens", 2 * len(w16), []version{
 		{"steps", f16few(dotF16MatMulAVX512)}, {"hw", f16few(dotF16MatMulAVX512HW)}, {"two", f16few(dotF16MatMulAVX512Two)}}, forPrefetcher("steps", "two", "hw")})
+	x84 := make([]int8, tokens*n)
+	for i := range x84 {
+		x84[i] = int8(i%251 - 125)
+	}
+	outI4 := make([]int32, tokens*rows)
+	bias4 := make([]int32, tokens)
+	i8few := func(f func(w []int8, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int, bias []int32)) func(p *pool) {
+		return func(p *pool) {
+			p.runChunks(rows, 64, func(_, lo, hi int) { f(w8[lo*n:], n, hi-lo, x84, n, n, tokens, outI4[lo:], rows, bias4) })
+		}
+	}
+	kernels = append(kernels, kernel{"dotI8MatMul/4tokens", len(w8), []version{
+		{"steps", i8few(dotI8MatMulVNNI)}, {"hw", i8few(dotI8MatMulVNNIHW)}, {"two", i8few(dotI8MatMulVNNITwo)}}, forPrefetcher("steps", "two", "hw")})
 	// A decode step's attention at 4,001 positions of the 2B shape (as
 	// BenchmarkRowsThreads), its keys' and values' kernels in their
 	// versions.
