@@ -392,11 +392,32 @@ func (b *Backend) bitLinear(m *ternaryMatrix, T int) {
 
 // apply computes y [T][m.rows] for the quantized input q [T][m.n] (scales
 // qScale, sums qSum), the code sums going through raw [T][m.rows]; the
-// matrix rows are split across the pool's workers.
+// matrix rows are split across the pool's workers: in fixed shares for a
+// step of a few tokens (each worker's rows one stream from DRAM), in
+// guided ranges for a prompt's chunk, whose products are arithmetic.
 func (m *ternaryMatrix) apply(k kernels, p *pool, q []int8, qScale []float32, qSum []int32, T int, raw []int32, y []float32) {
 	m.job = applyJob{m, k, q, qScale, qSum, T, raw, y}
+	if T >= guidedTokens {
+		p.runGuidedJob(m.rows, 16, guidedRows, &m.job)
+		return
+	}
 	p.runJob(m.rows, 16, &m.job)
 }
+
+// A prompt's ternary products (a pass of at least guidedTokens tokens) are
+// handed out in guided ranges (pool.runGuidedJob) of at least guidedRows
+// rows instead of fixed halves. They run long enough for one core of a VM
+// to fall behind the other for a while, and with fixed halves the faster
+// one then waited for it: a 128-token pass of the 2B shape on two threads
+// of the Intel Xeon VM, the caller's waits 38-45 ms (medians) against 6-7
+// guided, the pass 835-840 ms against 793-804 (medians of 25 passes each,
+// the two alternated in one process, twice). A decode step
+// keeps its halves: guided, its waits went 1.4 → 0.6 ms but the step was
+// no faster (51.7 against 52.4-53.3 ms), its streams cut shorter.
+const (
+	guidedTokens = 16
+	guidedRows   = 64
+)
 
 // applyJob is apply's pool job (a matrix's own: a backend runs one pass at
 // a time).

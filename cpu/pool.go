@@ -39,11 +39,13 @@ type pool struct {
 	// jobChunk (a stale helper may read them while the next job is set
 	// up), and fn only after claiming a piece, which the caller cannot
 	// outlive into the next job.
+	// jobChunk is 0 for fixed shares, a chunk's items when chunked, and
+	// −(the smallest chunk) when guided (guidedChunk).
 	fn                       job
 	jobN, jobAlign, jobChunk atomic.Int64
 	shares                   []atomic.Uint64 // fixed shares: 2·gen unclaimed, 2·gen+1 claimed
 	next                     atomic.Uint64   // chunked: gen<<32 | the next unclaimed item
-	left                     atomic.Int64    // pieces not yet done
+	left                     atomic.Int64    // fixed shares: pieces not yet done; chunked: items
 
 	// waited, when set (by Backend.ProfileForward), accumulates how long
 	// the caller waits for the helpers after running its own share.
@@ -163,6 +165,26 @@ func (p *pool) runChunksJob(n, align int, j job) {
 	p.start(n, align, (per+align-1)/align*align, j)
 }
 
+// runGuidedJob is run with the ranges handed out as the workers ask for
+// them, each claim taking a part of what is left (guidedChunk): large
+// ranges first, then smaller ones, down to smallest items (a multiple of
+// align), so a worker that runs slower for a while (a busy neighbour on
+// a VM's core) takes less, while each range stays long enough to keep a
+// blocked kernel's reuse (a prompt's products: l1Blocks' panels). The
+// boundaries depend on n, align, smallest and the number of workers only.
+func (p *pool) runGuidedJob(n, align, smallest int, j job) {
+	align = max(align, 1)
+	p.start(n, align, -((max(smallest, 1) + align - 1) / align * align), j)
+}
+
+// guidedChunk is the size of the range claimed when left items of a
+// guided job remain: half a worker's share of them, at least smallest (a
+// multiple of align).
+func guidedChunk(left, align, smallest, workers int) int {
+	c := max(smallest, left/(2*workers))
+	return (c + align - 1) / align * align
+}
+
 // maxItems is the most items a job may have (chunked: the item index
 // shares a word with the generation).
 const maxItems = 1<<32 - 1
@@ -186,9 +208,9 @@ func (p *pool) start(n, align, chunk int, fn job) {
 	// job's items as chunks.
 	g := p.gen.Load() + 1
 	pieces := int64(p.workers)
-	if chunk > 0 {
+	if chunk != 0 {
 		p.next.Store(g << 32)
-		pieces = int64((n + chunk - 1) / chunk)
+		pieces = int64(n)
 	} else {
 		p.next.Store(g<<32 | maxItems)
 		for i := range p.shares {
@@ -250,7 +272,7 @@ func (p *pool) finished(g uint64) {
 // share or chunk no one has claimed; it reports whether it did the job's
 // last piece.
 func (p *pool) work(w int, g uint64) (last bool) {
-	if p.jobChunk.Load() > 0 {
+	if p.jobChunk.Load() != 0 {
 		return p.claimChunks(w, g)
 	}
 	for k := range p.workers {
@@ -275,14 +297,18 @@ func (p *pool) claimChunks(w int, g uint64) (last bool) {
 		word := p.next.Load()
 		lo := int(word & maxItems)
 		n, chunk := int(p.jobN.Load()), int(p.jobChunk.Load())
-		if word>>32 != g&maxItems || lo >= n || chunk <= 0 {
+		if word>>32 != g&maxItems || lo >= n || chunk == 0 {
 			return last
 		}
-		if !p.next.CompareAndSwap(word, word+uint64(chunk)) {
+		if chunk < 0 {
+			chunk = guidedChunk(n-lo, int(p.jobAlign.Load()), -chunk, p.workers)
+		}
+		hi := min(lo+chunk, n)
+		if !p.next.CompareAndSwap(word, word+uint64(hi-lo)) {
 			continue
 		}
-		p.fn.do(w, lo, min(lo+chunk, n))
-		if p.left.Add(-1) == 0 {
+		p.fn.do(w, lo, hi)
+		if p.left.Add(-int64(hi-lo)) == 0 {
 			last = true
 		}
 	}

@@ -91,6 +91,53 @@ func TestPoolRunChunks(t *testing.T) {
 	}
 }
 
+// runGuidedJob runs every item exactly once, in ranges that start at
+// multiples of align, shrink from half a worker's share of the items
+// left down to smallest (the last one may be shorter), whichever worker
+// claims them.
+func TestPoolRunGuided(t *testing.T) {
+	for _, workers := range []int{1, 2, 5} {
+		p := newPool(workers)
+		for _, align := range []int{1, 16} {
+			for _, smallest := range []int{1, 64} {
+				for n := 0; n < 3000; n += 97 {
+					hits := make([]int32, n)
+					var mu sync.Mutex
+					var ranges [][2]int
+					p.runGuidedJob(n, align, smallest, jobFunc(func(w, lo, hi int) {
+						if w < 0 || w >= workers || lo%align != 0 || hi <= lo || hi > n {
+							t.Errorf("worker %d of %d got [%d, %d) of %d (align %d)", w, workers, lo, hi, n, align)
+							return
+						}
+						mu.Lock()
+						ranges = append(ranges, [2]int{lo, hi})
+						mu.Unlock()
+						for i := lo; i < hi; i++ {
+							atomic.AddInt32(&hits[i], 1)
+						}
+					}))
+					for i, h := range hits {
+						if h != 1 {
+							t.Fatalf("workers=%d align=%d smallest=%d n=%d: item %d run %d times", workers, align, smallest, n, i, h)
+						}
+					}
+					if workers == 1 {
+						continue // the caller runs the whole job in one call
+					}
+					least := (smallest + align - 1) / align * align
+					for _, r := range ranges {
+						left := n - r[0]
+						if want := min(left, (max(least, left/(2*workers))+align-1)/align*align); r[1]-r[0] != want {
+							t.Errorf("workers=%d align=%d smallest=%d n=%d: range [%d, %d), want %d items from %d", workers, align, smallest, n, r[0], r[1], want, r[0])
+						}
+					}
+				}
+			}
+		}
+		p.close()
+	}
+}
+
 // A helper that does not run (another program holds its core) delays no
 // job: the caller claims its share or its chunks and runs them itself, with
 // the share's worker index; once the helper runs again it finds the job
@@ -135,6 +182,7 @@ func TestPoolStalledHelper(t *testing.T) {
 			t.Errorf("stalled, run: worker indices %v; want both shares, 0 and 1, run by the caller", ws)
 		}
 		check("stalled, chunks", n, func(fn func(w, lo, hi int)) { p.runChunks(n, 4, fn) })
+		check("stalled, guided", n, func(fn func(w, lo, hi int)) { p.runGuidedJob(n, 4, 8, jobFunc(fn)) })
 	}
 	stalled.Store(false)
 	close(release)
@@ -142,6 +190,7 @@ func TestPoolStalledHelper(t *testing.T) {
 		n := 50 + 13*k
 		check("released, run", n, func(fn func(w, lo, hi int)) { p.run(n, 4, fn) })
 		check("released, chunks", n, func(fn func(w, lo, hi int)) { p.runChunks(n, 4, fn) })
+		check("released, guided", n, func(fn func(w, lo, hi int)) { p.runGuidedJob(n, 4, 8, jobFunc(fn)) })
 	}
 }
 
