@@ -387,7 +387,7 @@ func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) 
 func (b *Backend) bitLinear(m *ternaryMatrix, T int) {
 	s := &b.s
 	m.apply(b.k, b.pool, s.q, s.qScale, s.qSum, T, s.raw, s.y)
-	b.lap(stageMatMul, int64(len(m.data)+4*len(m.rowScale)+4*len(m.groupScale)))
+	b.lapMACs(stageMatMul, int64(len(m.data)+4*len(m.rowScale)+4*len(m.groupScale)), int64(T)*int64(m.rows)*int64(m.n))
 }
 
 // apply computes y [T][m.rows] for the quantized input q [T][m.n] (scales

@@ -35,6 +35,7 @@ type profiler struct {
 	time     [numStages]time.Duration
 	calls    [numStages]int
 	bytes    [numStages]int64
+	macs     [numStages]int64         // the ternary products' multiply-adds
 	wait     [numStages]time.Duration // of time, the caller's waits for its helpers
 	waitLast time.Duration            // pool.waited at the last lap
 }
@@ -43,6 +44,12 @@ type profiler struct {
 // with bytes of memory it reads at least. It does nothing unless a
 // profile is being taken.
 func (b *Backend) lap(st stage, bytes int64) {
+	b.lapMACs(st, bytes, 0)
+}
+
+// lapMACs is lap for a stage that also did macs multiply-adds (the
+// ternary products: a prompt's are bound by them, not by its bytes).
+func (b *Backend) lapMACs(st stage, bytes, macs int64) {
 	p := b.prof
 	if p == nil {
 		return
@@ -51,6 +58,7 @@ func (b *Backend) lap(st stage, bytes int64) {
 	p.time[st] += now.Sub(p.last)
 	p.calls[st]++
 	p.bytes[st] += bytes
+	p.macs[st] += macs
 	p.last = now
 	if w := b.pool.waited; w != nil {
 		p.wait[st] += *w - p.waitLast
@@ -65,6 +73,11 @@ type StageTime struct {
 	Calls       int
 	Nanoseconds float64
 	Bytes       int64 // weights and cache it reads at least
+	// MACs is the multiply-adds of the ternary products (rows × width ×
+	// tokens of each matrix), 0 for the other stages: a prompt's products
+	// are bound by them, and MACs / Nanoseconds against the int8 probe
+	// says how near the kernels come to the machine's peak.
+	MACs int64
 	// WaitNanoseconds is the part of Nanoseconds the calling thread spent
 	// waiting for the pool's helpers to finish their shares.
 	WaitNanoseconds float64
@@ -143,6 +156,7 @@ func (b *Backend) profile(n, pos, runs int, all bool) (*Profile, error) {
 			Calls:           (p.calls[st] + runs - 1) / runs,
 			Nanoseconds:     float64(p.time[st].Nanoseconds()) / per,
 			Bytes:           p.bytes[st] / int64(runs),
+			MACs:            p.macs[st] / int64(runs),
 			WaitNanoseconds: float64(p.wait[st].Nanoseconds()) / per,
 		})
 	}

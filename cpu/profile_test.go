@@ -20,10 +20,11 @@ func TestProfileForward(t *testing.T) {
 	}
 	defer b.Close()
 	L := m.Config.Layers
-	var matBytes int64
+	var matBytes, matMACs int64
 	for _, l := range b.layers {
 		for _, mt := range []*ternaryMatrix{l.qkv, l.o, l.gateUp, l.down} {
 			matBytes += int64(len(mt.data) + 4*len(mt.rowScale) + 4*len(mt.groupScale))
+			matMACs += int64(mt.rows * mt.n)
 		}
 	}
 	profiles := []struct {
@@ -41,11 +42,11 @@ func TestProfileForward(t *testing.T) {
 			}
 			var sum, waits float64
 			calls := map[string]int{}
-			bytes := map[string]int64{}
+			bytes, macs := map[string]int64{}, map[string]int64{}
 			for _, st := range p.Stages {
 				sum += st.Nanoseconds
 				waits += st.WaitNanoseconds
-				calls[st.Label], bytes[st.Label] = st.Calls, st.Bytes
+				calls[st.Label], bytes[st.Label], macs[st.Label] = st.Calls, st.Bytes, st.MACs
 				if st.WaitNanoseconds < 0 || st.WaitNanoseconds > st.Nanoseconds {
 					t.Errorf("n=%d: %s waited %g ns of %g", tc.n, st.Label, st.WaitNanoseconds, st.Nanoseconds)
 				}
@@ -57,8 +58,13 @@ func TestProfileForward(t *testing.T) {
 				t.Errorf("n=%d: the stages' waits add to %g ns of %g", tc.n, waits, p.WaitNanoseconds)
 			}
 			mm, att, hd := stageNames[stageMatMul].label, stageNames[stageAttention].label, stageNames[stageHead].label
-			if calls[mm] != 4*L || bytes[mm] != matBytes {
-				t.Errorf("n=%d: matrix products: %d calls, %d bytes; want %d, %d", tc.n, calls[mm], bytes[mm], 4*L, matBytes)
+			if calls[mm] != 4*L || bytes[mm] != matBytes || macs[mm] != int64(tc.n)*matMACs {
+				t.Errorf("n=%d: matrix products: %d calls, %d bytes, %d multiply-adds; want %d, %d, %d", tc.n, calls[mm], bytes[mm], macs[mm], 4*L, matBytes, int64(tc.n)*matMACs)
+			}
+			for label, n := range macs {
+				if label != mm && n != 0 {
+					t.Errorf("n=%d: %s: %d multiply-adds, want none", tc.n, label, n)
+				}
 			}
 			kv := int64(m.Config.KVDim())
 			var cache int64

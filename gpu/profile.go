@@ -39,6 +39,10 @@ type KernelTime struct {
 	// WaitNs (CPU profiles) is the part of Nanoseconds the calling thread
 	// waited for its helper threads: hand-offs and imbalance.
 	WaitNs float64 `json:"wait_ns,omitempty"`
+	// MACs (CPU profiles) is the ternary products' multiply-adds, and
+	// GMACs MACs / Nanoseconds.
+	MACs  int64   `json:"macs,omitempty"`
+	GMACs float64 `json:"gmacs,omitempty"`
 }
 
 // ByLabel sums the commands per label, most time first.

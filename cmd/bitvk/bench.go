@@ -842,9 +842,12 @@ func profilePass(be nn.Backend, n, pos, reps int, all bool) (*profileJSON, error
 		out := &profileJSON{Tokens: p.Tokens, Pos: p.Pos, WallNs: p.WallNanoseconds, WaitNs: p.WaitNanoseconds, AllLogits: all}
 		for _, st := range p.Stages {
 			k := gpu.KernelTime{Label: st.Label, Kernel: st.Kernel, Calls: st.Calls, Nanoseconds: st.Nanoseconds,
-				Share: st.Nanoseconds / p.WallNanoseconds, Bytes: st.Bytes, WaitNs: st.WaitNanoseconds}
+				Share: st.Nanoseconds / p.WallNanoseconds, Bytes: st.Bytes, WaitNs: st.WaitNanoseconds, MACs: st.MACs}
 			if st.Bytes > 0 {
 				k.GBs = float64(st.Bytes) / st.Nanoseconds
+			}
+			if st.MACs > 0 && st.Nanoseconds > 0 {
+				k.GMACs = float64(st.MACs) / st.Nanoseconds
 			}
 			out.Kernels = append(out.Kernels, k)
 		}
@@ -902,6 +905,22 @@ func printProfile(w io.Writer, r benchResult) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	// A prompt's products are bound by their multiply-adds: set against the
+	// int8 probe run on the test's threads, they say how much of the
+	// prompt's share of the peak the kernels lose and how much the rest of
+	// the pass does.
+	if r.Backend == "CPU" && r.NPrompt > 0 && r.Int8PeakGMACs > 0 {
+		for _, k := range p.Kernels {
+			if k.GMACs > 0 {
+				threads := "threads"
+				if r.NThreads == 1 {
+					threads = "thread"
+				}
+				fmt.Fprintf(w, "%s: %.1f GMAC/s, %.0f%% of the int8 peak of %.0f GMAC/s on %d %s (the whole pass: %.0f%%)\n",
+					k.Label, k.GMACs, 100*k.GMACs/r.Int8PeakGMACs, r.Int8PeakGMACs, r.NThreads, threads, 100*float64(r.MACsPerToken)*float64(p.Tokens)/p.WallNs/r.Int8PeakGMACs)
+			}
+		}
+	}
 }
 
 // testName is llama-bench's name of a test: pp128 (prompt), tg64

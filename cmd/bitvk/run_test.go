@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -491,9 +492,28 @@ func TestBenchProfile(t *testing.T) {
 	checkBenchProfile(t, "vulkan", 8)
 }
 
-// On the CPU backend, the stages of the pass add up to its wall time.
+// On the CPU backend, the stages of the pass add up to its wall time, and a
+// prompt's profile sets its ternary products' rate against the int8 probe.
 func TestBenchProfileCPU(t *testing.T) {
 	checkBenchProfile(t, "cpu", 5)
+	code, out, stderr := bitvk("bench", "--shape", "tiny", "--backend", "cpu", "-t", "1", "-p", "8", "-n", "0", "-r", "1", "--profile")
+	if code != 0 {
+		t.Fatalf("bench -p 8 --profile: exit %d: %s", code, stderr)
+	}
+	var rate, share, peak, pass float64
+	var threads int
+	line := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "ternary matrix products: ") {
+			line = l
+		}
+	}
+	if _, err := fmt.Sscanf(line, "ternary matrix products: %f GMAC/s, %f%% of the int8 peak of %f GMAC/s on %d thread (the whole pass: %f%%)", &rate, &share, &peak, &threads, &pass); err != nil {
+		t.Fatalf("no line of the products' rate in the prompt's profile (%v):\n%s", err, out)
+	}
+	if rate <= 0 || peak <= 0 || threads != 1 || math.Abs(share-100*rate/peak) > 0.5 || pass <= 0 || pass > share+0.5 {
+		t.Errorf("implausible rate of the products: %q", line)
+	}
 }
 
 // checkBenchProfile runs bench --profile on the tiny shape with backend
@@ -520,6 +540,8 @@ func checkBenchProfile(t *testing.T, backend string, minRows int) {
 				Bytes         int64
 				GBs           float64
 				WaitNs        float64 `json:"wait_ns"`
+				MACs          int64   `json:"macs"`
+				GMACs         float64 `json:"gmacs"`
 			}
 		}
 	}
@@ -548,13 +570,24 @@ func checkBenchProfile(t *testing.T, backend string, minRows int) {
 			t.Errorf("implausible profile %+v", *p)
 		}
 		var share, ns, waits float64
+		products := 0
 		for _, k := range p.Kernels {
 			share += k.Share
 			ns += k.Ns
 			waits += k.WaitNs
+			if backend == "cpu" && k.MACs != 0 {
+				// the ternary products: tokens × rows × width of each matrix
+				products++
+				if k.MACs < 0 || k.MACs%int64(p.Tokens) != 0 || math.Abs(k.GMACs-float64(k.MACs)/k.Ns) > 1e-9*k.GMACs {
+					t.Errorf("implausible multiply-adds in %+v", k)
+				}
+			}
 			if k.Label == "" || k.Kernel == "" || k.Calls < 1 || k.Bytes < 0 || (backend != "cpu" && k.Bytes == 0) || k.WaitNs < 0 || k.WaitNs > k.Ns {
 				t.Errorf("implausible stage %+v", k)
 			}
+		}
+		if backend == "cpu" && products != 1 {
+			t.Errorf("%d stages with multiply-adds, want the ternary products alone: %+v", products, p.Kernels)
 		}
 		if math.Abs(share-1) > 1e-6 || math.Abs(ns-total) > 1e-6*total {
 			t.Errorf("stages add to a share of %g and %g ns of %g", share, ns, total)
