@@ -18,6 +18,13 @@ var hasAVXVNNI = hasAVX2 && cpu.X86.HasAVXVNNI
 //go:noescape
 func ternaryRowsAVXVNNI(w []byte, stride int, x []int8, out []int32)
 
+// ternaryRowsAVXVNNITwo is ternaryRowsAVXVNNI (the same bits) prefetching
+// each line twice, 16 KiB ahead into L2 and 2 KiB ahead into L1, for
+// Intel's cores (forPrefetcher; avxvnni_amd64.s).
+//
+//go:noescape
+func ternaryRowsAVXVNNITwo(w []byte, stride int, x []int8, out []int32)
+
 //go:noescape
 func ternaryMatMul8AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int)
 
@@ -47,7 +54,15 @@ func int8LoopAVXVNNI(iters int)
 var avxVNNIKernels = func() kernels {
 	k := avx2Kernels
 	k.name = "avxvnni"
-	k.ternaryRows = checkTernaryRows(ternaryRowsAVXVNNI)
+	// Intel's cores (every CPU with AVX-VNNI and no AVX-512 so far) stream
+	// the decode kernels faster with each line prefetched twice (the Two
+	// versions, linePrefetches): on the Intel Xeon VM, running this set,
+	// docs/KERNELS.md.
+	k.ternaryRows = checkTernaryRows(forPrefetcher(ternaryRowsAVXVNNI, ternaryRowsAVXVNNITwo, ternaryRowsAVXVNNI))
+	i8Rows := checkDotI8Rows(forPrefetcher(dotI8RowsAVX2, dotI8RowsAVX2Two, dotI8RowsAVX2))
+	k.dotF16Rows = checkDotF16Rows(forPrefetcher(dotF16RowsAVX2, dotF16RowsAVX2Two, dotF16RowsAVX2))
+	k.dotI8Rows = i8Rows
+	k.dotI8MatMul = checkDotI8MatMul(blockedI8(i8Rows))
 	k.ternaryMatMul = checkTernaryMatMul(ternaryMatMulAVXVNNI)
 	k.int8Loop, k.int8MACs = int8LoopAVXVNNI, 12*32
 	return k

@@ -45,6 +45,64 @@ func TestCPUVendorFamily(t *testing.T) {
 // length and row count (TestDotF16Rows, TestTernaryRows, TestDotI8Rows and
 // TestDotBlockRows check the ones the avx512vnni set takes against the Go
 // twins).
+// The avxvnni set's Two versions (ternaryRowsAVXVNNITwo, and the avx2
+// float16 and int8 head rows it takes, dotF16RowsAVX2Two and
+// dotI8RowsAVX2Two) give the bits of the plain kernels on every length,
+// stride and row count.
+func TestPrefetchVersionsAVX2(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 on this CPU: the versions cannot run")
+	}
+	rng := newRand()
+	if hasAVXVNNI {
+		for n := 0; n <= 4096; n += 128 {
+			for _, rows := range testRows {
+				stride := n/4 + []int{0, 1, 31, 32, 77}[rng.IntN(5)]
+				w := randomTernaryRows(rng, rows, n, stride)
+				x := randomI8(rng, n, -128, 127, 127)
+				want, out := make([]int32, rows), make([]int32, rows)
+				ternaryRowsAVXVNNI(w, stride, x, want)
+				sameInt32s(t, fmt.Sprintf("ternaryRowsAVXVNNI%%s: n %d rows %d stride %d", n, rows, stride), want, out,
+					map[string]func(w []byte, stride int, x []int8, out []int32){"Two": ternaryRowsAVXVNNITwo},
+					func(f func(w []byte, stride int, x []int8, out []int32), out []int32) { f(w, stride, x, out) })
+			}
+		}
+	}
+	for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 255, 256, 257, 1000, 2560} {
+		for _, rows := range testRows {
+			stride := n + rng.IntN(4)
+			w := randomI8(rng, max(rows-1, 0)*stride+n, -128, 127, 0)
+			x := randomI8(rng, n, -127, 127, 0)
+			want, out := make([]int32, rows), make([]int32, rows)
+			if rows == 0 {
+				w = nil
+			}
+			dotI8RowsAVX2(w, stride, x, want)
+			sameInt32s(t, fmt.Sprintf("dotI8RowsAVX2%%s: n %d rows %d stride %d", n, rows, stride), want, out,
+				map[string]func(w []int8, stride int, x []int8, out []int32){"Two": dotI8RowsAVX2Two},
+				func(f func(w []int8, stride int, x []int8, out []int32), out []int32) { f(w, stride, x, out) })
+		}
+	}
+	for _, n := range floatLengths() {
+		for _, rows := range testRows {
+			stride := n + rng.IntN(4)
+			size := 0
+			if rows > 0 {
+				size = (rows-1)*stride + n
+			}
+			w, x := randomF16(rng, size), randomF32(rng, n)
+			want, out := make([]float32, rows), make([]float32, rows)
+			dotF16RowsAVX2(w, stride, x, want)
+			dotF16RowsAVX2Two(w, stride, x, out)
+			for r := range out {
+				if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
+					t.Fatalf("dotF16RowsAVX2Two: n %d rows %d row %d: %g, dotF16RowsAVX2 %g", n, rows, r, out[r], want[r])
+				}
+			}
+		}
+	}
+}
+
 func TestPrefetchVersions(t *testing.T) {
 	if !hasAVX2 || !hasAVX512VNNI {
 		t.Skip("no AVX-512 on this CPU: the versions cannot run")

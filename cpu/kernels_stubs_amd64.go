@@ -472,3 +472,15 @@ func axpyF16Rows4AVX512Two(a []float32, aStride int, np int, v []uint16, stride 
 //
 //go:noescape
 func dotI8MatMulVNNITwo(w []int8, stride int, rows int, x []int8, xStride int, n int, tokens int, out []int32, outStride int, bias []int32)
+
+// dotF16RowsAVX2Two is dotF16RowsAVX2 (the same bits) prefetching each 64-byte line it streams twice:
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
+//
+//go:noescape
+func dotF16RowsAVX2Two(w []uint16, stride int, x []float32, out []float32)
+
+// dotI8RowsAVX2Two is dotI8RowsAVX2 (the same bits) prefetching each 64-byte line it streams twice:
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
+//
+//go:noescape
+func dotI8RowsAVX2Two(w []int8, stride int, x []int8, out []int32)

@@ -127,9 +127,9 @@ func remMask(rem reg.GPVirtual, body func(k reg.Register)) {
 }
 
 func genDotF16RowsAVX2() {
-	TEXT("dotF16RowsAVX2", NOSPLIT, dotF16RowsSig)
+	TEXT(kernelName("dotF16RowsAVX2"), NOSPLIT, dotF16RowsSig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("dotF16RowsAVX2 is dotF16Rows with F16C and FMA: 4 rows at a time, %d elements per step.", f16Step))
+	kernelDoc("dotF16RowsAVX2", fmt.Sprintf("dotF16RowsAVX2 is dotF16Rows with F16C and FMA: 4 rows at a time, %d elements per step.", f16Step))
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
 

@@ -37,9 +37,9 @@ import (
 const dotI8RowsSig = "func(w []int8, stride int, x []int8, out []int32)"
 
 func genDotI8RowsAVX2() {
-	TEXT("dotI8RowsAVX2", NOSPLIT, dotI8RowsSig)
+	TEXT(kernelName("dotI8RowsAVX2"), NOSPLIT, dotI8RowsSig)
 	Pragma("noescape")
-	Doc("dotI8RowsAVX2 is dotI8Rows with AVX2: 4 rows at a time, vpsignb/vpabsb/vpmaddubsw.")
+	kernelDoc("dotI8RowsAVX2", "dotI8RowsAVX2 is dotI8Rows with AVX2: 4 rows at a time, vpsignb/vpabsb/vpmaddubsw.")
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
 	ones := YMM()
@@ -55,7 +55,7 @@ func genDotI8RowsAVX2() {
 			xv := YMM()
 			VMOVDQU(Mem{Base: x, Index: i, Scale: 1, Disp: d}, xv)
 			for r := 0; r < R; r++ {
-				if pf {
+				if pf && d%64 == 0 { // a chunk is half a line: one prefetch a line
 					prefetch(Mem{Base: q[r], Index: i, Scale: 1, Disp: d})
 				}
 				wv, s := YMM(), YMM()

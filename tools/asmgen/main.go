@@ -127,6 +127,8 @@ func main() {
 	twoLevels(genKScoresAVX512)
 	twoLevels(genAxpyF16Rows4AVX512)
 	twoLevelsNear(1024, genDotI8MatMulVNNI)
+	twoLevels(genDotF16RowsAVX2)
+	twoLevels(genDotI8RowsAVX2)
 
 	Generate()
 }
