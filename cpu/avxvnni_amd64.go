@@ -45,6 +45,18 @@ func ternaryMatMulAVXVNNI(w []byte, stride, rows int, x []int8, xStride, n, toke
 // and L1 blocking: tiles of avx2MatMulTokens tokens.
 var avx2MatMul = tokenChunks(ternaryMatMulAVX2, avx2MatMulTokens)
 
+// kScoresAVX2Set is the avxvnni set's kScores kernel: kScoresAVX2Two on
+// CPUs with linePrefetches, else kScoresAVX2. A function of its own, calling
+// each directly, as kScoresAVX512Set is: kScoresWhole's scratch for a
+// partial block then stays on the stack.
+func kScoresAVX2Set(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int) {
+	if linePrefetches {
+		kScoresAVX2Two(kt, hd, n, q, nq, out, outStride)
+		return
+	}
+	kScoresAVX2(kt, hd, n, q, nq, out, outStride)
+}
+
 // int8LoopAVXVNNI is the set's int8 peak probe: 12 independent VEX
 // vpdpbusd on ymm an iteration.
 //
@@ -59,10 +71,22 @@ var avxVNNIKernels = func() kernels {
 	// versions, linePrefetches): on the Intel Xeon VM, running this set,
 	// docs/KERNELS.md.
 	k.ternaryRows = checkTernaryRows(forPrefetcher(ternaryRowsAVXVNNI, ternaryRowsAVXVNNITwo, ternaryRowsAVXVNNI))
-	i8Rows := checkDotI8Rows(forPrefetcher(dotI8RowsAVX2, dotI8RowsAVX2Two, dotI8RowsAVX2))
 	k.dotF16Rows = checkDotF16Rows(forPrefetcher(dotF16RowsAVX2, dotF16RowsAVX2Two, dotF16RowsAVX2))
+	k.kScores = kScoresWhole(kScoresAVX2Set)
+	axpy4 := forPrefetcher(axpyF16Rows4AVX2, axpyF16Rows4AVX2Two, axpyF16Rows4AVX2)
+	k.axpyF16Rows4 = checkAxpyF16Rows4(wholeAxpyRows4(axpy4, fourOf(rowsOfAxpy(checkAxpyF16(axpyF16AVX2)))))
+	i8Rows := checkDotI8Rows(forPrefetcher(dotI8RowsAVX2, dotI8RowsAVX2Two, dotI8RowsAVX2))
 	k.dotI8Rows = i8Rows
 	k.dotI8MatMul = checkDotI8MatMul(blockedI8(i8Rows))
+	blockRows := checkDotBlockRows(forPrefetcher(dotBlockRowsAVX2, dotBlockRowsAVX2Two, dotBlockRowsAVX2))
+	k.dotBlockRows = blockRows
+	k.dotBlockMatMul = checkDotBlockMatMul(blockedBlocks(blockRows))
+	nibbleRows := checkDotNibbleRows(forPrefetcher(dotNibbleRowsAVX2, dotNibbleRowsAVX2Two, dotNibbleRowsAVX2))
+	k.dotNibbleRows = nibbleRows
+	k.dotNibbleMatMul = checkDotNibbleMatMul(blockedNibbles(nibbleRows))
+	sixRows := checkDotSixRows(forPrefetcher(dotSixRowsAVX2, dotSixRowsAVX2Two, dotSixRowsAVX2))
+	k.dotSixRows = sixRows
+	k.dotSixMatMul = checkDotSixMatMul(blockedSix(sixRows))
 	k.ternaryMatMul = checkTernaryMatMul(ternaryMatMulAVXVNNI)
 	k.int8Loop, k.int8MACs = int8LoopAVXVNNI, 12*32
 	return k

@@ -46,9 +46,10 @@ func TestCPUVendorFamily(t *testing.T) {
 // TestDotBlockRows check the ones the avx512vnni set takes against the Go
 // twins).
 // The avxvnni set's Two versions (ternaryRowsAVXVNNITwo, and the avx2
-// float16 and int8 head rows it takes, dotF16RowsAVX2Two and
-// dotI8RowsAVX2Two) give the bits of the plain kernels on every length,
-// stride and row count.
+// kernels it takes: the heads' rows, dotF16RowsAVX2Two, dotI8RowsAVX2Two,
+// dotBlockRowsAVX2Two, dotNibbleRowsAVX2Two and dotSixRowsAVX2Two, and
+// attention's kScoresAVX2Two and axpyF16Rows4AVX2Two) give the bits of the
+// plain kernels on every length, stride and row count.
 func TestPrefetchVersionsAVX2(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 on this CPU: the versions cannot run")
@@ -94,11 +95,72 @@ func TestPrefetchVersionsAVX2(t *testing.T) {
 			want, out := make([]float32, rows), make([]float32, rows)
 			dotF16RowsAVX2(w, stride, x, want)
 			dotF16RowsAVX2Two(w, stride, x, out)
-			for r := range out {
-				if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
-					t.Fatalf("dotF16RowsAVX2Two: n %d rows %d row %d: %g, dotF16RowsAVX2 %g", n, rows, r, out[r], want[r])
-				}
+			sameFloat32s(t, fmt.Sprintf("dotF16RowsAVX2Two: n %d rows %d", n, rows), want, out)
+		}
+	}
+	for _, group := range []int{16, 32} {
+		for _, n := range []int{0, 64, 128, 256, 2560} {
+			for _, rows := range testRows {
+				w, x := randomI8(rng, rows*n, -128, 127, 127), randomI8(rng, n, -127, 127, 127)
+				scales := randomF32(rng, rows*(n/group))
+				bias := make([]int32, n/4)
+				blockBias(x, bias)
+				want, out := make([]float32, rows), make([]float32, rows)
+				dotBlockRowsAVX2(w, scales, group, x, bias, want)
+				dotBlockRowsAVX2Two(w, scales, group, x, bias, out)
+				sameFloat32s(t, fmt.Sprintf("dotBlockRowsAVX2Two: group %d n %d rows %d", group, n, rows), want, out)
 			}
+		}
+	}
+	for _, n := range []int{128, 256, 2560} {
+		for _, rows := range testRows {
+			_, x, _, w, scales := randomNibbleHead(rng, n, rows, false)
+			bias := make([]int32, n/4)
+			nibbleBias(x, bias)
+			want, out := make([]float32, rows), make([]float32, rows)
+			dotNibbleRowsAVX2(w, scales, x, bias, want)
+			dotNibbleRowsAVX2Two(w, scales, x, bias, out)
+			sameFloat32s(t, fmt.Sprintf("dotNibbleRowsAVX2Two: n %d rows %d", n, rows), want, out)
+		}
+	}
+	for _, n := range []int{256, 512, 2560} {
+		for _, rows := range testRows {
+			sh := randomSixHead(rng, n, rows, false)
+			want, out := make([]float32, rows), make([]float32, rows)
+			checkDotSixRows(dotSixRowsAVX2)(sh.w, sh.scales, sh.xs, sh.bias, want)
+			checkDotSixRows(dotSixRowsAVX2Two)(sh.w, sh.scales, sh.xs, sh.bias, out)
+			sameFloat32s(t, fmt.Sprintf("dotSixRowsAVX2Two: n %d rows %d", n, rows), want, out)
+		}
+	}
+	for _, hd := range []int{64, 128} {
+		for _, n := range []int{16, 32, 64, 256, 4000} {
+			for nq := 1; nq <= 4; nq++ {
+				kt, q := randomF16(rng, n*hd), randomF32(rng, nq*hd)
+				want, out := make([]float32, nq*n), make([]float32, nq*n)
+				kScoresAVX2(kt, hd, n, q, nq, want, n)
+				kScoresAVX2Two(kt, hd, n, q, nq, out, n)
+				sameFloat32s(t, fmt.Sprintf("kScoresAVX2Two: hd %d n %d queries %d", hd, n, nq), want, out)
+			}
+		}
+	}
+	for _, n := range []int{16, 64, 128, 192} {
+		for _, rows := range []int{0, 1, 3, 9, 130} {
+			a, v := randomF32(rng, 4*max(rows, 1)), randomF16(rng, max(rows, 1)*n)
+			y0 := randomF32(rng, 4*n)
+			want, out := slices.Clone(y0), slices.Clone(y0)
+			axpyF16Rows4AVX2(a, max(rows, 1), rows, v, n, want, n, n)
+			axpyF16Rows4AVX2Two(a, max(rows, 1), rows, v, n, out, n, n)
+			sameFloat32s(t, fmt.Sprintf("axpyF16Rows4AVX2Two: n %d rows %d", n, rows), want, out)
+		}
+	}
+}
+
+// sameFloat32s fails the test unless out holds want's bits.
+func sameFloat32s(t *testing.T, what string, want, out []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: [%d] %g, want %g", what, i, out[i], want[i])
 		}
 	}
 }

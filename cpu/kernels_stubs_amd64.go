@@ -484,3 +484,33 @@ func dotF16RowsAVX2Two(w []uint16, stride int, x []float32, out []float32)
 //
 //go:noescape
 func dotI8RowsAVX2Two(w []int8, stride int, x []int8, out []int32)
+
+// dotBlockRowsAVX2Two is dotBlockRowsAVX2 (the same bits) prefetching each 64-byte line it streams twice:
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
+//
+//go:noescape
+func dotBlockRowsAVX2Two(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+
+// dotNibbleRowsAVX2Two is dotNibbleRowsAVX2 (the same bits) prefetching each 64-byte line it streams twice:
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
+//
+//go:noescape
+func dotNibbleRowsAVX2Two(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
+
+// dotSixRowsAVX2Two is dotSixRowsAVX2 (the same bits) prefetching each 64-byte line it streams twice:
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
+//
+//go:noescape
+func dotSixRowsAVX2Two(w []byte, scales []byte, x []int8, xBias []int32, out []float32)
+
+// kScoresAVX2Two is kScoresAVX2 (the same bits) prefetching each 64-byte line it streams twice:
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
+//
+//go:noescape
+func kScoresAVX2Two(kt []uint16, hd int, n int, q []float32, nq int, out []float32, outStride int)
+
+// axpyF16Rows4AVX2Two is axpyF16Rows4AVX2 (the same bits) prefetching each 64-byte line it streams twice:
+// 16 KiB ahead into L2 and 2048 bytes ahead into L1.
+//
+//go:noescape
+func axpyF16Rows4AVX2Two(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)

@@ -557,9 +557,9 @@ func genAxpyF16Rows4AVX512() {
 // and head, y loaded and stored by every call): the values of 4,001
 // cached positions of the 2B shape read 6 GB/s on one Zen 5 thread.
 func genAxpyF16Rows4AVX2() {
-	TEXT("axpyF16Rows4AVX2", NOSPLIT, axpyF16Rows4Sig)
+	TEXT(kernelName("axpyF16Rows4AVX2"), NOSPLIT, axpyF16Rows4Sig)
 	Pragma("noescape")
-	Doc("axpyF16Rows4AVX2 is axpyF16Rows4 with AVX2 for the first n &^ 15 elements: four y held in",
+	kernelDoc("axpyF16Rows4AVX2", "axpyF16Rows4AVX2 is axpyF16Rows4 with AVX2 for the first n &^ 15 elements: four y held in",
 		fmt.Sprintf("registers 16 elements at a time while a block of %d rows of v passes; then the next block.", axpyRowBlock))
 	i, p0 := GP64(), GP64()
 	XORQ(p0, p0)

@@ -129,6 +129,11 @@ func main() {
 	twoLevelsNear(1024, genDotI8MatMulVNNI)
 	twoLevels(genDotF16RowsAVX2)
 	twoLevels(genDotI8RowsAVX2)
+	twoLevels(genDotBlockRowsAVX2)
+	twoLevels(genDotNibbleRowsAVX2)
+	twoLevels(genDotSixRowsAVX2)
+	twoLevels(genKScoresAVX2)
+	twoLevels(genAxpyF16Rows4AVX2)
 
 	Generate()
 }

@@ -68,9 +68,9 @@ func genKScoresAVX512() {
 }
 
 func genKScoresAVX2() {
-	TEXT("kScoresAVX2", NOSPLIT, kScoresSig)
+	TEXT(kernelName("kScoresAVX2"), NOSPLIT, kScoresSig)
 	Pragma("noescape")
-	Doc("kScoresAVX2 is kScores with AVX2: each score one FMA chain over d, positions in lanes",
+	kernelDoc("kScoresAVX2", "kScoresAVX2 is kScores with AVX2: each score one FMA chain over d, positions in lanes",
 		"(a block of 16 in two ymm halves).")
 	genKScores(8, func(nq int) int {
 		if nq <= 2 {
