@@ -56,85 +56,115 @@ GLOBL avxvnniMasks<>(SB), RODATA|NOPTR, $16
 // ZERO8 clears the accumulators Y0-Y7.
 #define ZERO8 VPXOR Y0, Y0, Y0; VPXOR Y1, Y1, Y1; VPXOR Y2, Y2, Y2; VPXOR Y3, Y3, Y3; VPXOR Y4, Y4, Y4; VPXOR Y5, Y5, Y5; VPXOR Y6, Y6, Y6; VPXOR Y7, Y7, Y7
 
-// The steps of ternaryRowsAVXVNNI and ternaryRowsAVXVNNITwo, which differ
-// only in their prefetches: SETUP loads the arguments and the masks (R13
-// the pairs of rows, its flags set), PAIRSTEP and SINGLESTEP one 64-byte
-// line of each row, PAIRSODD and SINGLEODD an odd last block, PAIRSDONE and
-// SINGLEDONE the sums and stores.
-#define SETUP MOVQ w_base+0(FP), AX; MOVQ stride+24(FP), R8; MOVQ x_base+32(FP), SI; MOVQ x_len+40(FP), CX; SHRQ $2, CX; MOVQ CX, DX; ANDQ $-64, DX; MOVQ out_base+56(FP), DI; VPBROADCASTD avxvnniMasks<>+0(SB), Y12; VPBROADCASTD avxvnniMasks<>+4(SB), Y13; VPBROADCASTD avxvnniMasks<>+8(SB), Y14; VPBROADCASTD avxvnniMasks<>+12(SB), Y15; MOVQ out_len+64(FP), R13; SHRQ $1, R13
-#define PAIRSTEP VMOVDQU (AX)(R9*1), Y8; VMOVDQU (R11)(R9*1), Y9; ROW0(0x80, 0xA0, 0xC0, 0xE0); ROW1(0x80, 0xA0, 0xC0, 0xE0); VMOVDQU 32(AX)(R9*1), Y8; VMOVDQU 32(R11)(R9*1), Y9; ROW0(0x00, 0x20, 0x40, 0x60); ROW1(0x00, 0x20, 0x40, 0x60); ADDQ $64, R9; ADDQ $256, R10
-#define PAIRSODD VMOVDQU (AX)(R9*1), Y8; VMOVDQU (R11)(R9*1), Y9; ROW0(0x80, 0xA0, 0xC0, 0xE0); ROW1(0x80, 0xA0, 0xC0, 0xE0)
-#define PAIRSDONE SUM(Y0, Y1, Y2, Y3, X0, X1); SUM(Y4, Y5, Y6, Y7, X4, X5); VMOVD X0, (DI); VMOVD X4, (DI)(R12*1); ADDQ R8, AX; ADDQ $4, DI
-#define SINGLESTEP VMOVDQU (AX)(R9*1), Y8; ROW0(0x80, 0xA0, 0xC0, 0xE0); VMOVDQU 32(AX)(R9*1), Y8; ROW0(0x00, 0x20, 0x40, 0x60); ADDQ $64, R9; ADDQ $256, R10
-#define SINGLEODD VMOVDQU (AX)(R9*1), Y8; ROW0(0x80, 0xA0, 0xC0, 0xE0)
-#define SINGLEDONE SUM(Y0, Y1, Y2, Y3, X0, X1); VMOVD X0, (DI)
+// ROWS(NEAR0, NEAR1) is the body of ternaryRowsAVXVNNI and
+// ternaryRowsAVXVNNITwo, which differ only in their prefetches: NEAR0 and
+// NEAR1 follow the prefetches into L2 of row 0's and row 1's line (AX and
+// R11 at offset R9), empty in the first and PREFETCHT0 2 KiB ahead in the
+// second.
+#define ROWS(NEAR0, NEAR1) \
+	MOVQ         w_base+0(FP), AX; \
+	MOVQ         stride+24(FP), R8; \
+	MOVQ         x_base+32(FP), SI; \
+	MOVQ         x_len+40(FP), CX; \
+	SHRQ         $2, CX; \
+	MOVQ         CX, DX; \
+	ANDQ         $-64, DX; \
+	MOVQ         out_base+56(FP), DI; \
+	VPBROADCASTD avxvnniMasks<>+0(SB), Y12; \
+	VPBROADCASTD avxvnniMasks<>+4(SB), Y13; \
+	VPBROADCASTD avxvnniMasks<>+8(SB), Y14; \
+	VPBROADCASTD avxvnniMasks<>+12(SB), Y15; \
+	MOVQ         out_len+64(FP), R13; \
+	SHRQ         $1, R13; \
+	JZ           single; \
+	MOVQ         R13, BX; \
+	IMULQ        R8, BX; \
+	MOVQ         R13, R12; \
+	SHLQ         $2, R12; \
+pairs: \
+	LEAQ  (AX)(BX*1), R11; \
+	ZERO8; \
+	XORQ  R9, R9; \
+	LEAQ  128(SI), R10; \
+	CMPQ  R9, DX; \
+	JAE   pairsodd; \
+pairsloop: \
+	PREFETCHT1 16384(AX)(R9*1); \
+	NEAR0; \
+	PREFETCHT1 16384(R11)(R9*1); \
+	NEAR1; \
+	VMOVDQU    (AX)(R9*1), Y8; \
+	VMOVDQU    (R11)(R9*1), Y9; \
+	ROW0(0x80, 0xA0, 0xC0, 0xE0); \
+	ROW1(0x80, 0xA0, 0xC0, 0xE0); \
+	VMOVDQU    32(AX)(R9*1), Y8; \
+	VMOVDQU    32(R11)(R9*1), Y9; \
+	ROW0(0x00, 0x20, 0x40, 0x60); \
+	ROW1(0x00, 0x20, 0x40, 0x60); \
+	ADDQ       $64, R9; \
+	ADDQ       $256, R10; \
+	CMPQ       R9, DX; \
+	JB         pairsloop; \
+pairsodd: \
+	CMPQ    R9, CX; \
+	JAE     pairsdone; \
+	VMOVDQU (AX)(R9*1), Y8; \
+	VMOVDQU (R11)(R9*1), Y9; \
+	ROW0(0x80, 0xA0, 0xC0, 0xE0); \
+	ROW1(0x80, 0xA0, 0xC0, 0xE0); \
+pairsdone: \
+	SUM(Y0, Y1, Y2, Y3, X0, X1); \
+	SUM(Y4, Y5, Y6, Y7, X4, X5); \
+	VMOVD X0, (DI); \
+	VMOVD X4, (DI)(R12*1); \
+	ADDQ  R8, AX; \
+	ADDQ  $4, DI; \
+	DECQ  R13; \
+	JNZ   pairs; \
+	ADDQ  BX, AX; \
+	ADDQ  R12, DI; \
+single: \
+	MOVQ  out_len+64(FP), R13; \
+	TESTQ $1, R13; \
+	JZ    done; \
+	VPXOR Y0, Y0, Y0; \
+	VPXOR Y1, Y1, Y1; \
+	VPXOR Y2, Y2, Y2; \
+	VPXOR Y3, Y3, Y3; \
+	XORQ  R9, R9; \
+	LEAQ  128(SI), R10; \
+	CMPQ  R9, DX; \
+	JAE   singleodd; \
+singleloop: \
+	PREFETCHT1 16384(AX)(R9*1); \
+	NEAR0; \
+	VMOVDQU    (AX)(R9*1), Y8; \
+	ROW0(0x80, 0xA0, 0xC0, 0xE0); \
+	VMOVDQU    32(AX)(R9*1), Y8; \
+	ROW0(0x00, 0x20, 0x40, 0x60); \
+	ADDQ       $64, R9; \
+	ADDQ       $256, R10; \
+	CMPQ       R9, DX; \
+	JB         singleloop; \
+singleodd: \
+	CMPQ    R9, CX; \
+	JAE     singledone; \
+	VMOVDQU (AX)(R9*1), Y8; \
+	ROW0(0x80, 0xA0, 0xC0, 0xE0); \
+singledone: \
+	SUM(Y0, Y1, Y2, Y3, X0, X1); \
+	VMOVD X0, (DI); \
+done: \
+	VZEROUPPER; \
+	RET
+
+#define NONEAR
+#define NEARAX PREFETCHT0 2048(AX)(R9*1)
+#define NEARR11 PREFETCHT0 2048(R11)(R9*1)
 
 // func ternaryRowsAVXVNNI(w []byte, stride int, x []int8, out []int32)
 TEXT ·ternaryRowsAVXVNNI(SB), NOSPLIT, $0-80
-	SETUP
-	JZ    single
-	MOVQ  R13, BX
-	IMULQ R8, BX
-	MOVQ  R13, R12
-	SHLQ  $2, R12
-
-pairs:
-	LEAQ  (AX)(BX*1), R11
-	ZERO8
-	XORQ  R9, R9
-	LEAQ  128(SI), R10
-	CMPQ  R9, DX
-	JAE   pairsodd
-
-pairsloop:
-	PREFETCHT1 16384(AX)(R9*1)
-	PREFETCHT1 16384(R11)(R9*1)
-	PAIRSTEP
-	CMPQ       R9, DX
-	JB         pairsloop
-
-pairsodd:
-	CMPQ R9, CX
-	JAE  pairsdone
-	PAIRSODD
-
-pairsdone:
-	PAIRSDONE
-	DECQ R13
-	JNZ  pairs
-	ADDQ BX, AX
-	ADDQ R12, DI
-
-single:
-	MOVQ  out_len+64(FP), R13
-	TESTQ $1, R13
-	JZ    done
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	XORQ  R9, R9
-	LEAQ  128(SI), R10
-	CMPQ  R9, DX
-	JAE   singleodd
-
-singleloop:
-	PREFETCHT1 16384(AX)(R9*1)
-	SINGLESTEP
-	CMPQ       R9, DX
-	JB         singleloop
-
-singleodd:
-	CMPQ R9, CX
-	JAE  singledone
-	SINGLEODD
-
-singledone:
-	SINGLEDONE
-
-done:
-	VZEROUPPER
-	RET
+	ROWS(NONEAR, NONEAR)
 
 // ternaryRowsAVXVNNITwo is ternaryRowsAVXVNNI (the same bits) prefetching
 // each 64-byte line of its rows twice: 16 KiB ahead into L2, as it does,
@@ -145,73 +175,7 @@ done:
 
 // func ternaryRowsAVXVNNITwo(w []byte, stride int, x []int8, out []int32)
 TEXT ·ternaryRowsAVXVNNITwo(SB), NOSPLIT, $0-80
-	SETUP
-	JZ    single
-	MOVQ  R13, BX
-	IMULQ R8, BX
-	MOVQ  R13, R12
-	SHLQ  $2, R12
-
-pairs:
-	LEAQ  (AX)(BX*1), R11
-	ZERO8
-	XORQ  R9, R9
-	LEAQ  128(SI), R10
-	CMPQ  R9, DX
-	JAE   pairsodd
-
-pairsloop:
-	PREFETCHT1 16384(AX)(R9*1)
-	PREFETCHT0 2048(AX)(R9*1)
-	PREFETCHT1 16384(R11)(R9*1)
-	PREFETCHT0 2048(R11)(R9*1)
-	PAIRSTEP
-	CMPQ       R9, DX
-	JB         pairsloop
-
-pairsodd:
-	CMPQ R9, CX
-	JAE  pairsdone
-	PAIRSODD
-
-pairsdone:
-	PAIRSDONE
-	DECQ R13
-	JNZ  pairs
-	ADDQ BX, AX
-	ADDQ R12, DI
-
-single:
-	MOVQ  out_len+64(FP), R13
-	TESTQ $1, R13
-	JZ    done
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	XORQ  R9, R9
-	LEAQ  128(SI), R10
-	CMPQ  R9, DX
-	JAE   singleodd
-
-singleloop:
-	PREFETCHT1 16384(AX)(R9*1)
-	PREFETCHT0 2048(AX)(R9*1)
-	SINGLESTEP
-	CMPQ       R9, DX
-	JB         singleloop
-
-singleodd:
-	CMPQ R9, CX
-	JAE  singledone
-	SINGLEODD
-
-singledone:
-	SINGLEDONE
-
-done:
-	VZEROUPPER
-	RET
+	ROWS(NEARAX, NEARR11)
 
 // ternaryMatMul8AVXVNNI: out[t·outStride + r] = Σ_i c(w[r·stride:], i)·x[t·xStride + i]
 // for r < rows and exactly 8 tokens t, exact: prefill's ternaryMatMul for
