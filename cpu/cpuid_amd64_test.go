@@ -5,6 +5,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -56,135 +57,23 @@ func TestPrefetchVersionsAVX2(t *testing.T) {
 	}
 	rng := newRand()
 	if hasAVXVNNI {
-		for n := 0; n <= 4096; n += 128 {
-			for _, rows := range testRows {
-				stride := n/4 + []int{0, 1, 31, 32, 77}[rng.IntN(5)]
-				w := randomTernaryRows(rng, rows, n, stride)
-				x := randomI8(rng, n, -128, 127, 127)
-				want, out := make([]int32, rows), make([]int32, rows)
-				ternaryRowsAVXVNNI(w, stride, x, want)
-				sameInt32s(t, fmt.Sprintf("ternaryRowsAVXVNNI%%s: n %d rows %d stride %d", n, rows, stride), want, out,
-					map[string]func(w []byte, stride int, x []int8, out []int32){"Two": ternaryRowsAVXVNNITwo},
-					func(f func(w []byte, stride int, x []int8, out []int32), out []int32) { f(w, stride, x, out) })
-			}
-		}
+		sameTernaryRows(t, rng, "ternaryRowsAVXVNNI", ternaryRowsAVXVNNI, map[string]ternaryRowsFunc{"Two": ternaryRowsAVXVNNITwo})
 	}
-	for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 255, 256, 257, 1000, 2560} {
-		for _, rows := range testRows {
-			stride := n + rng.IntN(4)
-			w := randomI8(rng, max(rows-1, 0)*stride+n, -128, 127, 0)
-			x := randomI8(rng, n, -127, 127, 0)
-			want, out := make([]int32, rows), make([]int32, rows)
-			if rows == 0 {
-				w = nil
-			}
-			dotI8RowsAVX2(w, stride, x, want)
-			sameInt32s(t, fmt.Sprintf("dotI8RowsAVX2%%s: n %d rows %d stride %d", n, rows, stride), want, out,
-				map[string]func(w []int8, stride int, x []int8, out []int32){"Two": dotI8RowsAVX2Two},
-				func(f func(w []int8, stride int, x []int8, out []int32), out []int32) { f(w, stride, x, out) })
-		}
-	}
-	for _, n := range floatLengths() {
-		for _, rows := range testRows {
-			stride := n + rng.IntN(4)
-			size := 0
-			if rows > 0 {
-				size = (rows-1)*stride + n
-			}
-			w, x := randomF16(rng, size), randomF32(rng, n)
-			want, out := make([]float32, rows), make([]float32, rows)
-			dotF16RowsAVX2(w, stride, x, want)
-			dotF16RowsAVX2Two(w, stride, x, out)
-			sameFloat32s(t, fmt.Sprintf("dotF16RowsAVX2Two: n %d rows %d", n, rows), want, out)
-		}
-	}
-	for _, group := range []int{16, 32} {
-		for _, n := range []int{0, 64, 128, 256, 2560} {
-			for _, rows := range testRows {
-				w, x := randomI8(rng, rows*n, -128, 127, 127), randomI8(rng, n, -127, 127, 127)
-				scales := randomF32(rng, rows*(n/group))
-				bias := make([]int32, n/4)
-				blockBias(x, bias)
-				want, out := make([]float32, rows), make([]float32, rows)
-				dotBlockRowsAVX2(w, scales, group, x, bias, want)
-				dotBlockRowsAVX2Two(w, scales, group, x, bias, out)
-				sameFloat32s(t, fmt.Sprintf("dotBlockRowsAVX2Two: group %d n %d rows %d", group, n, rows), want, out)
-			}
-		}
-	}
-	for _, n := range []int{128, 256, 2560} {
-		for _, rows := range testRows {
-			_, x, _, w, scales := randomNibbleHead(rng, n, rows, false)
-			bias := make([]int32, n/4)
-			nibbleBias(x, bias)
-			want, out := make([]float32, rows), make([]float32, rows)
-			dotNibbleRowsAVX2(w, scales, x, bias, want)
-			dotNibbleRowsAVX2Two(w, scales, x, bias, out)
-			sameFloat32s(t, fmt.Sprintf("dotNibbleRowsAVX2Two: n %d rows %d", n, rows), want, out)
-		}
-	}
-	for _, n := range []int{256, 512, 2560} {
-		for _, rows := range testRows {
-			sh := randomSixHead(rng, n, rows, false)
-			want, out := make([]float32, rows), make([]float32, rows)
-			checkDotSixRows(dotSixRowsAVX2)(sh.w, sh.scales, sh.xs, sh.bias, want)
-			checkDotSixRows(dotSixRowsAVX2Two)(sh.w, sh.scales, sh.xs, sh.bias, out)
-			sameFloat32s(t, fmt.Sprintf("dotSixRowsAVX2Two: n %d rows %d", n, rows), want, out)
-		}
-	}
-	for _, hd := range []int{64, 128} {
-		for _, n := range []int{16, 32, 64, 256, 4000} {
-			for nq := 1; nq <= 4; nq++ {
-				kt, q := randomF16(rng, n*hd), randomF32(rng, nq*hd)
-				want, out := make([]float32, nq*n), make([]float32, nq*n)
-				kScoresAVX2(kt, hd, n, q, nq, want, n)
-				kScoresAVX2Two(kt, hd, n, q, nq, out, n)
-				sameFloat32s(t, fmt.Sprintf("kScoresAVX2Two: hd %d n %d queries %d", hd, n, nq), want, out)
-			}
-		}
-	}
-	for _, n := range []int{16, 64, 128, 192} {
-		for _, rows := range []int{0, 1, 3, 9, 130} {
-			a, v := randomF32(rng, 4*max(rows, 1)), randomF16(rng, max(rows, 1)*n)
-			y0 := randomF32(rng, 4*n)
-			want, out := slices.Clone(y0), slices.Clone(y0)
-			axpyF16Rows4AVX2(a, max(rows, 1), rows, v, n, want, n, n)
-			axpyF16Rows4AVX2Two(a, max(rows, 1), rows, v, n, out, n, n)
-			sameFloat32s(t, fmt.Sprintf("axpyF16Rows4AVX2Two: n %d rows %d", n, rows), want, out)
-		}
-	}
-}
-
-// sameFloat32s fails the test unless out holds want's bits.
-func sameFloat32s(t *testing.T, what string, want, out []float32) {
-	t.Helper()
-	for i := range want {
-		if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("%s: [%d] %g, want %g", what, i, out[i], want[i])
-		}
-	}
+	sameI8Rows(t, rng, "dotI8RowsAVX2", dotI8RowsAVX2, map[string]i8RowsFunc{"Two": dotI8RowsAVX2Two})
+	sameF16Rows(t, rng, "dotF16RowsAVX2", dotF16RowsAVX2, map[string]f16RowsFunc{"Two": dotF16RowsAVX2Two})
+	sameBlockRows(t, rng, "dotBlockRowsAVX2", dotBlockRowsAVX2, map[string]blockRowsFunc{"Two": dotBlockRowsAVX2Two})
+	sameNibbleRows(t, rng, "dotNibbleRowsAVX2", dotNibbleRowsAVX2, map[string]nibbleRowsFunc{"Two": dotNibbleRowsAVX2Two})
+	sameSixRows(t, rng, "dotSixRowsAVX2", dotSixRowsAVX2, map[string]sixRowsFunc{"Two": dotSixRowsAVX2Two})
+	sameKScores(t, rng, "kScoresAVX2", kScoresAVX2, map[string]kScoresFunc{"Two": kScoresAVX2Two})
+	sameAxpyRows4(t, rng, "axpyF16Rows4AVX2", axpyF16Rows4AVX2, map[string]axpyRows4Func{"Two": axpyF16Rows4AVX2Two}, []int{16, 64, 128, 192})
 }
 
 func TestPrefetchVersions(t *testing.T) {
 	if !hasAVX2 || !hasAVX512VNNI {
 		t.Skip("no AVX-512 on this CPU: the versions cannot run")
 	}
-	versions := map[string]func(w []uint16, stride int, x []float32, out []float32){
-		"two": dotF16RowsAVX512Two, "hw": dotF16RowsAVX512HW,
-	}
 	rng := newRand()
-	for n := 0; n <= 4096; n += 128 {
-		for _, rows := range testRows {
-			stride := n/4 + []int{0, 1, 31, 32, 77}[rng.IntN(5)]
-			w := randomTernaryRows(rng, rows, n, stride)
-			x := randomI8(rng, n, -128, 127, 127)
-			want, out := make([]int32, rows), make([]int32, rows)
-			ternaryRowsVNNI(w, stride, x, want)
-			sameInt32s(t, fmt.Sprintf("ternaryRowsVNNI%%s: n %d rows %d stride %d", n, rows, stride), want, out,
-				map[string]func(w []byte, stride int, x []int8, out []int32){"HW": ternaryRowsVNNIHW, "Two": ternaryRowsVNNITwo},
-				func(f func(w []byte, stride int, x []int8, out []int32), out []int32) { f(w, stride, x, out) })
-		}
-	}
+	sameTernaryRows(t, rng, "ternaryRowsVNNI", ternaryRowsVNNI, map[string]ternaryRowsFunc{"HW": ternaryRowsVNNIHW, "Two": ternaryRowsVNNITwo})
 	for _, n := range []int{0, 128, 256, 384, 2560} {
 		for _, rows := range append(testRows, 130) {
 			for _, tokens := range []int{1, 2, 3, 4, 5, 6, 9} {
@@ -196,21 +85,7 @@ func TestPrefetchVersions(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []int{0, 1, 63, 64, 65, 255, 256, 257, 1000, 2560} {
-		for _, rows := range testRows {
-			stride := n + rng.IntN(4)
-			w := randomI8(rng, max(rows-1, 0)*stride+n, -128, 127, 0)
-			x := randomI8(rng, n, -127, 127, 0)
-			want, out := make([]int32, rows), make([]int32, rows)
-			if rows == 0 {
-				w = nil
-			}
-			dotI8RowsVNNI(w, stride, x, want)
-			sameInt32s(t, fmt.Sprintf("dotI8RowsVNNI%%s: n %d rows %d stride %d", n, rows, stride), want, out,
-				map[string]func(w []int8, stride int, x []int8, out []int32){"HW": dotI8RowsVNNIHW, "Two": dotI8RowsVNNITwo},
-				func(f func(w []int8, stride int, x []int8, out []int32), out []int32) { f(w, stride, x, out) })
-		}
-	}
+	sameI8Rows(t, rng, "dotI8RowsVNNI", dotI8RowsVNNI, map[string]i8RowsFunc{"HW": dotI8RowsVNNIHW, "Two": dotI8RowsVNNITwo})
 	for _, n := range []int{0, 64, 65, 2560} {
 		for _, rows := range append(testRows, 130) {
 			for _, tokens := range []int{1, 2, 3, 4, 5, 9} {
@@ -225,67 +100,9 @@ func TestPrefetchVersions(t *testing.T) {
 			}
 		}
 	}
-	for _, group := range []int{16, 32} {
-		for _, n := range []int{0, 64, 128, 256, 2560} {
-			for _, rows := range testRows {
-				w, x := randomI8(rng, rows*n, -128, 127, 127), randomI8(rng, n, -127, 127, 127)
-				scales := randomF32(rng, rows*(n/group))
-				bias := make([]int32, n/4)
-				blockBias(x, bias)
-				want, out := make([]float32, rows), make([]float32, rows)
-				dotBlockRowsVNNI(w, scales, group, x, bias, want)
-				for name, f := range map[string]func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32){
-					"HW": dotBlockRowsVNNIHW, "Two": dotBlockRowsVNNITwo,
-				} {
-					clear(out)
-					f(w, scales, group, x, bias, out)
-					for r := range out {
-						if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
-							t.Fatalf("dotBlockRowsVNNI%s: group %d n %d rows %d row %d: %g, dotBlockRowsVNNI %g", name, group, n, rows, r, out[r], want[r])
-						}
-					}
-				}
-			}
-		}
-	}
-	for _, n := range []int{128, 256, 2560} {
-		for _, rows := range testRows {
-			_, x, _, w, scales := randomNibbleHead(rng, n, rows, false)
-			bias := make([]int32, n/4)
-			nibbleBias(x, bias)
-			want, out := make([]float32, rows), make([]float32, rows)
-			dotNibbleRowsVNNI(w, scales, x, bias, want)
-			for name, f := range map[string]func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32){
-				"HW": dotNibbleRowsVNNIHW, "Two": dotNibbleRowsVNNITwo,
-			} {
-				clear(out)
-				f(w, scales, x, bias, out)
-				for r := range out {
-					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
-						t.Fatalf("dotNibbleRowsVNNI%s: n %d rows %d row %d: %g, dotNibbleRowsVNNI %g", name, n, rows, r, out[r], want[r])
-					}
-				}
-			}
-		}
-	}
-	for _, n := range []int{256, 512, 2560} {
-		for _, rows := range testRows {
-			sh := randomSixHead(rng, n, rows, false)
-			want, out := make([]float32, rows), make([]float32, rows)
-			checkDotSixRows(dotSixRowsVNNI)(sh.w, sh.scales, sh.xs, sh.bias, want)
-			for name, f := range map[string]func(w, scales []byte, x []int8, xBias []int32, out []float32){
-				"HW": dotSixRowsVNNIHW, "Two": dotSixRowsVNNITwo,
-			} {
-				clear(out)
-				checkDotSixRows(f)(sh.w, sh.scales, sh.xs, sh.bias, out)
-				for r := range out {
-					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
-						t.Fatalf("dotSixRowsVNNI%s: n %d rows %d row %d: %g, dotSixRowsVNNI %g", name, n, rows, r, out[r], want[r])
-					}
-				}
-			}
-		}
-	}
+	sameBlockRows(t, rng, "dotBlockRowsVNNI", dotBlockRowsVNNI, map[string]blockRowsFunc{"HW": dotBlockRowsVNNIHW, "Two": dotBlockRowsVNNITwo})
+	sameNibbleRows(t, rng, "dotNibbleRowsVNNI", dotNibbleRowsVNNI, map[string]nibbleRowsFunc{"HW": dotNibbleRowsVNNIHW, "Two": dotNibbleRowsVNNITwo})
+	sameSixRows(t, rng, "dotSixRowsVNNI", dotSixRowsVNNI, map[string]sixRowsFunc{"HW": dotSixRowsVNNIHW, "Two": dotSixRowsVNNITwo})
 	for _, f := range []func(w []byte, scales []uint16, rows int, x []int8, xBias []int32, n, tokens int, out []float32, outStride int){
 		dotNibbleMatMulVNNI, dotNibbleMatMulVNNIHW,
 	} {
@@ -326,56 +143,9 @@ func TestPrefetchVersions(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range floatLengths() {
-		for _, rows := range testRows {
-			stride := n + rng.IntN(4)
-			size := 0
-			if rows > 0 {
-				size = (rows-1)*stride + n
-			}
-			w, x := randomF16(rng, size), randomF32(rng, n)
-			want := make([]float32, rows)
-			dotF16RowsAVX512(w, stride, x, want)
-			for name, f := range versions {
-				out := make([]float32, rows)
-				f(w, stride, x, out)
-				for r := range out {
-					if math.Float32bits(out[r]) != math.Float32bits(want[r]) {
-						t.Fatalf("%s: n %d rows %d row %d: %g, dotF16RowsAVX512 %g", name, n, rows, r, out[r], want[r])
-					}
-				}
-			}
-		}
-	}
-	for _, hd := range []int{64, 128} {
-		for _, n := range []int{16, 32, 64, 256, 4000} {
-			for nq := 1; nq <= 4; nq++ {
-				kt, q := randomF16(rng, n*hd), randomF32(rng, nq*hd)
-				want, out := make([]float32, nq*n), make([]float32, nq*n)
-				kScoresAVX512(kt, hd, n, q, nq, want, n)
-				kScoresAVX512Two(kt, hd, n, q, nq, out, n)
-				for i := range out {
-					if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("kScoresAVX512Two: hd %d n %d queries %d: out[%d] %g, kScoresAVX512 %g", hd, n, nq, i, out[i], want[i])
-					}
-				}
-			}
-		}
-	}
-	for _, n := range []int{16, 64, 128, 200} {
-		for _, rows := range []int{0, 1, 3, 9, 130} {
-			a, v := randomF32(rng, 4*max(rows, 1)), randomF16(rng, max(rows, 1)*n)
-			y0 := randomF32(rng, 4*n)
-			want, out := slices.Clone(y0), slices.Clone(y0)
-			axpyF16Rows4AVX512(a, max(rows, 1), rows, v, n, want, n, n)
-			axpyF16Rows4AVX512Two(a, max(rows, 1), rows, v, n, out, n, n)
-			for i := range out {
-				if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("axpyF16Rows4AVX512Two: n %d rows %d: y[%d] %g, axpyF16Rows4AVX512 %g", n, rows, i, out[i], want[i])
-				}
-			}
-		}
-	}
+	sameF16Rows(t, rng, "dotF16RowsAVX512", dotF16RowsAVX512, map[string]f16RowsFunc{"Two": dotF16RowsAVX512Two, "HW": dotF16RowsAVX512HW})
+	sameKScores(t, rng, "kScoresAVX512", kScoresAVX512, map[string]kScoresFunc{"Two": kScoresAVX512Two})
+	sameAxpyRows4(t, rng, "axpyF16Rows4AVX512", axpyF16Rows4AVX512, map[string]axpyRows4Func{"Two": axpyF16Rows4AVX512Two}, []int{16, 64, 128, 200})
 	for _, s := range headMatMulShapes() {
 		if s.tokens > 9 {
 			continue // tiledF16 splits those (kernels_amd64.go)
@@ -395,6 +165,186 @@ func TestPrefetchVersions(t *testing.T) {
 				if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("dotF16MatMulAVX512%s: n %d rows %d tokens %d: out[%d] %g, dotF16MatMulAVX512 %g", name, s.n, s.rows, s.tokens, i, out[i], want[i])
 				}
+			}
+		}
+	}
+}
+
+// The kernels' types, for the helpers below.
+type (
+	ternaryRowsFunc = func(w []byte, stride int, x []int8, out []int32)
+	i8RowsFunc      = func(w []int8, stride int, x []int8, out []int32)
+	f16RowsFunc     = func(w []uint16, stride int, x []float32, out []float32)
+	blockRowsFunc   = func(w []int8, scales []float32, group int, x []int8, xBias []int32, out []float32)
+	nibbleRowsFunc  = func(w []byte, scales []uint16, x []int8, xBias []int32, out []float32)
+	sixRowsFunc     = func(w, scales []byte, x []int8, xBias []int32, out []float32)
+	kScoresFunc     = func(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int)
+	axpyRows4Func   = func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int)
+)
+
+// sameFloat32s fails the test unless out holds want's bits; what, with %s
+// for the version's name, says which call.
+func sameFloat32s(t *testing.T, what, name string, want, out []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+			t.Fatalf(what+": [%d] %g, want %g", name, i, out[i], want[i])
+		}
+	}
+}
+
+// sameTernaryRows checks each of versions against the ternaryRows kernel
+// plain (named name) on every length up to 4096, row count and stride.
+func sameTernaryRows(t *testing.T, rng *rand.Rand, name string, plain ternaryRowsFunc, versions map[string]ternaryRowsFunc) {
+	t.Helper()
+	for n := 0; n <= 4096; n += 128 {
+		for _, rows := range testRows {
+			stride := n/4 + []int{0, 1, 31, 32, 77}[rng.IntN(5)]
+			w := randomTernaryRows(rng, rows, n, stride)
+			x := randomI8(rng, n, -128, 127, 127)
+			want, out := make([]int32, rows), make([]int32, rows)
+			plain(w, stride, x, want)
+			sameInt32s(t, fmt.Sprintf("%s%%s: n %d rows %d stride %d", name, n, rows, stride), want, out, versions,
+				func(f ternaryRowsFunc, out []int32) { f(w, stride, x, out) })
+		}
+	}
+}
+
+// sameI8Rows is sameTernaryRows for a dotI8Rows kernel.
+func sameI8Rows(t *testing.T, rng *rand.Rand, name string, plain i8RowsFunc, versions map[string]i8RowsFunc) {
+	t.Helper()
+	for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 255, 256, 257, 1000, 2560} {
+		for _, rows := range testRows {
+			stride := n + rng.IntN(4)
+			w := randomI8(rng, max(rows-1, 0)*stride+n, -128, 127, 0)
+			x := randomI8(rng, n, -127, 127, 0)
+			want, out := make([]int32, rows), make([]int32, rows)
+			if rows == 0 {
+				w = nil
+			}
+			plain(w, stride, x, want)
+			sameInt32s(t, fmt.Sprintf("%s%%s: n %d rows %d stride %d", name, n, rows, stride), want, out, versions,
+				func(f i8RowsFunc, out []int32) { f(w, stride, x, out) })
+		}
+	}
+}
+
+// sameF16Rows is sameTernaryRows for a dotF16Rows kernel.
+func sameF16Rows(t *testing.T, rng *rand.Rand, name string, plain f16RowsFunc, versions map[string]f16RowsFunc) {
+	t.Helper()
+	for _, n := range floatLengths() {
+		for _, rows := range testRows {
+			stride := n + rng.IntN(4)
+			size := 0
+			if rows > 0 {
+				size = (rows-1)*stride + n
+			}
+			w, x := randomF16(rng, size), randomF32(rng, n)
+			want := make([]float32, rows)
+			plain(w, stride, x, want)
+			for v, f := range versions {
+				out := make([]float32, rows)
+				f(w, stride, x, out)
+				sameFloat32s(t, fmt.Sprintf("%s%%s: n %d rows %d", name, n, rows), v, want, out)
+			}
+		}
+	}
+}
+
+// sameBlockRows is sameTernaryRows for a dotBlockRows kernel, groups of 16
+// and 32.
+func sameBlockRows(t *testing.T, rng *rand.Rand, name string, plain blockRowsFunc, versions map[string]blockRowsFunc) {
+	t.Helper()
+	for _, group := range []int{16, 32} {
+		for _, n := range []int{0, 64, 128, 256, 2560} {
+			for _, rows := range testRows {
+				w, x := randomI8(rng, rows*n, -128, 127, 127), randomI8(rng, n, -127, 127, 127)
+				scales := randomF32(rng, rows*(n/group))
+				bias := make([]int32, n/4)
+				blockBias(x, bias)
+				want, out := make([]float32, rows), make([]float32, rows)
+				plain(w, scales, group, x, bias, want)
+				for v, f := range versions {
+					clear(out)
+					f(w, scales, group, x, bias, out)
+					sameFloat32s(t, fmt.Sprintf("%s%%s: group %d n %d rows %d", name, group, n, rows), v, want, out)
+				}
+			}
+		}
+	}
+}
+
+// sameNibbleRows is sameTernaryRows for a dotNibbleRows kernel.
+func sameNibbleRows(t *testing.T, rng *rand.Rand, name string, plain nibbleRowsFunc, versions map[string]nibbleRowsFunc) {
+	t.Helper()
+	for _, n := range []int{128, 256, 2560} {
+		for _, rows := range testRows {
+			_, x, _, w, scales := randomNibbleHead(rng, n, rows, false)
+			bias := make([]int32, n/4)
+			nibbleBias(x, bias)
+			want, out := make([]float32, rows), make([]float32, rows)
+			plain(w, scales, x, bias, want)
+			for v, f := range versions {
+				clear(out)
+				f(w, scales, x, bias, out)
+				sameFloat32s(t, fmt.Sprintf("%s%%s: n %d rows %d", name, n, rows), v, want, out)
+			}
+		}
+	}
+}
+
+// sameSixRows is sameTernaryRows for a dotSixRows kernel (through its
+// bounds check, which pads its reads).
+func sameSixRows(t *testing.T, rng *rand.Rand, name string, plain sixRowsFunc, versions map[string]sixRowsFunc) {
+	t.Helper()
+	for _, n := range []int{256, 512, 2560} {
+		for _, rows := range testRows {
+			sh := randomSixHead(rng, n, rows, false)
+			want, out := make([]float32, rows), make([]float32, rows)
+			checkDotSixRows(plain)(sh.w, sh.scales, sh.xs, sh.bias, want)
+			for v, f := range versions {
+				clear(out)
+				checkDotSixRows(f)(sh.w, sh.scales, sh.xs, sh.bias, out)
+				sameFloat32s(t, fmt.Sprintf("%s%%s: n %d rows %d", name, n, rows), v, want, out)
+			}
+		}
+	}
+}
+
+// sameKScores is sameTernaryRows for a kScores kernel (whole blocks of 16
+// positions, 1-4 queries).
+func sameKScores(t *testing.T, rng *rand.Rand, name string, plain kScoresFunc, versions map[string]kScoresFunc) {
+	t.Helper()
+	for _, hd := range []int{64, 128} {
+		for _, n := range []int{16, 32, 64, 256, 4000} {
+			for nq := 1; nq <= 4; nq++ {
+				kt, q := randomF16(rng, n*hd), randomF32(rng, nq*hd)
+				want, out := make([]float32, nq*n), make([]float32, nq*n)
+				plain(kt, hd, n, q, nq, want, n)
+				for v, f := range versions {
+					clear(out)
+					f(kt, hd, n, q, nq, out, n)
+					sameFloat32s(t, fmt.Sprintf("%s%%s: hd %d n %d queries %d", name, hd, n, nq), v, want, out)
+				}
+			}
+		}
+	}
+}
+
+// sameAxpyRows4 is sameTernaryRows for an axpyF16Rows4 kernel, on the
+// lengths ns.
+func sameAxpyRows4(t *testing.T, rng *rand.Rand, name string, plain axpyRows4Func, versions map[string]axpyRows4Func, ns []int) {
+	t.Helper()
+	for _, n := range ns {
+		for _, rows := range []int{0, 1, 3, 9, 130} {
+			a, v := randomF32(rng, 4*max(rows, 1)), randomF16(rng, max(rows, 1)*n)
+			y0 := randomF32(rng, 4*n)
+			want := slices.Clone(y0)
+			plain(a, max(rows, 1), rows, v, n, want, n, n)
+			for vn, f := range versions {
+				out := slices.Clone(y0)
+				f(a, max(rows, 1), rows, v, n, out, n, n)
+				sameFloat32s(t, fmt.Sprintf("%s%%s: n %d rows %d", name, n, rows), vn, want, out)
 			}
 		}
 	}
