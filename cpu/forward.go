@@ -411,9 +411,9 @@ func (m *ternaryMatrix) apply(k kernels, p *pool, q []int8, qScale []float32, qS
 // one then waited for it: a 128-token pass of the 2B shape on two threads
 // of the Intel Xeon VM, the caller's waits 38-45 ms (medians) against 6-7
 // guided, the pass 835-840 ms against 793-804 (medians of 25 passes each,
-// the two alternated in one process, twice). A decode step
-// keeps its halves: guided, its waits went 1.4 → 0.6 ms but the step was
-// no faster (51.7 against 52.4-53.3 ms), its streams cut shorter.
+// the two alternated in one process, twice). A decode step keeps its
+// halves: guided, its waits went 1.4 → 0.6 ms but the step was no faster
+// (51.7 against 52.4-53.3 ms), its streams cut shorter.
 const (
 	guidedTokens = 16
 	guidedRows   = 64
