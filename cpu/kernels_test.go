@@ -1191,7 +1191,8 @@ func TestAsmPresent(t *testing.T) {
 }
 
 // TestAVX2SetHasNoAVX512 reads the generated assembly and the avxvnni
-// set's: the avx2 functions and avxvnni's must run on CPUs without AVX-512, so they may name no register above 15,
+// set's: the avx2 functions (their Two versions too) and avxvnni's must
+// run on CPUs without AVX-512, so they may name no register above 15,
 // no zmm or mask register and no EVEX-only instruction (avo allocates
 // registers itself, and nothing else would notice until such a CPU
 // faulted).
@@ -1202,22 +1203,23 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 	}
 	evex := regexp.MustCompile(`\b([XY](1[6-9]|2[0-9]|3[01])|Z[0-9]+|K[0-7]|VPDPBUSD|VPXOR[DQ]|VPAND[DQ]|VMOVDQU(8|16|32|64)|V[A-Z]+(32|64)X[48]|KMOV[BWDQ])\b`)
 	fn, checked := "", 0
+	avx2 := func(text string) bool { return strings.Contains(text, "AVX2(SB)") || strings.Contains(text, "AVX2Two(SB)") }
 	for i, line := range strings.Split(string(src), "\n") {
 		if strings.HasPrefix(line, "TEXT ") {
 			fn = line
-			if strings.Contains(fn, "AVX2(SB)") {
+			if avx2(fn) {
 				checked++
 			}
 			continue
 		}
-		if strings.Contains(fn, "AVX2(SB)") {
+		if avx2(fn) {
 			if m := evex.FindString(line); m != "" {
 				t.Errorf("kernels_amd64.s:%d: %s uses %s: %s", i+1, fn, m, strings.TrimSpace(line))
 			}
 		}
 	}
-	if checked != 29 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 29", checked)
+	if checked != 36 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 36", checked)
 	}
 	// The avxvnni set's own kernels (written by hand, their vpdpbusd as
 	// VEX bytes): the same rule for all of it.
@@ -1236,8 +1238,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if texts != 3 {
-		t.Errorf("found %d functions in avxvnni_amd64.s, want 3", texts)
+	if texts != 4 {
+		t.Errorf("found %d functions in avxvnni_amd64.s, want 4", texts)
 	}
 }
 
