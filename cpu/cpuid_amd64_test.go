@@ -235,11 +235,7 @@ func sameF16Rows(t *testing.T, rng *rand.Rand, name string, plain f16RowsFunc, v
 	for _, n := range floatLengths() {
 		for _, rows := range testRows {
 			stride := n + rng.IntN(4)
-			size := 0
-			if rows > 0 {
-				size = (rows-1)*stride + n
-			}
-			w, x := randomF16(rng, size), randomF32(rng, n)
+			w, x := randomF16(rng, rowsLen(rows, stride, n)), randomF32(rng, n)
 			want := make([]float32, rows)
 			plain(w, stride, x, want)
 			for v, f := range versions {

@@ -339,6 +339,14 @@ func floatLengths() []int {
 	return append(ns, 2560)
 }
 
+// rowsLen is the elements rows rows of n, stride apart, span (0 for none).
+func rowsLen(rows, stride, n int) int {
+	if rows == 0 {
+		return 0
+	}
+	return (rows-1)*stride + n
+}
+
 func TestDotF16Rows(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()
@@ -346,11 +354,7 @@ func TestDotF16Rows(t *testing.T) {
 		for _, n := range floatLengths() {
 			for _, rows := range testRows {
 				stride := n + rng.IntN(4)
-				size := 0
-				if rows > 0 {
-					size = (rows-1)*stride + n
-				}
-				w := randomF16(rng, size)
+				w := randomF16(rng, rowsLen(rows, stride, n))
 				for r := 0; r+1 < rows; r++ { // poison the gaps between rows
 					for i := n; i < stride; i++ {
 						w[r*stride+i] = 0x7BFF
@@ -1203,7 +1207,9 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 	}
 	evex := regexp.MustCompile(`\b([XY](1[6-9]|2[0-9]|3[01])|Z[0-9]+|K[0-7]|VPDPBUSD|VPXOR[DQ]|VPAND[DQ]|VMOVDQU(8|16|32|64)|V[A-Z]+(32|64)X[48]|KMOV[BWDQ])\b`)
 	fn, checked := "", 0
-	avx2 := func(text string) bool { return strings.Contains(text, "AVX2(SB)") || strings.Contains(text, "AVX2Two(SB)") }
+	avx2 := func(text string) bool {
+		return strings.Contains(text, "AVX2(SB)") || strings.Contains(text, "AVX2Two(SB)")
+	}
 	for i, line := range strings.Split(string(src), "\n") {
 		if strings.HasPrefix(line, "TEXT ") {
 			fn = line
