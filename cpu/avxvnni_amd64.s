@@ -178,8 +178,10 @@ TEXT ·ternaryRowsAVXVNNITwo(SB), NOSPLIT, $0-80
 	ROWS(NEARAX, NEARR11)
 
 // ternaryMatMul8AVXVNNI: out[t·outStride + r] = Σ_i c(w[r·stride:], i)·x[t·xStride + i]
-// for r < rows and exactly 8 tokens t, exact: prefill's ternaryMatMul for
-// the avxvnni set, a tile of 1 row × 8 tokens. A block's 32 bytes give its
+// for r < rows and exactly 8 tokens t, exact (added to out instead when
+// add is nonzero: a call over a span of the columns, whose sums add up to
+// the same bits): prefill's ternaryMatMul for the avxvnni set, a tile of
+// 1 row × 8 tokens. A block's 32 bytes give its
 // codes at scale 1 (shift and mask, as ternaryMatMulAVX2 does): Y8-Y11 the
 // codes of x[0:32], x[32:64], x[64:96], x[96:128]. Each code vector meets
 // each token's 32 activations in one vpdpbusd from memory into the
@@ -209,8 +211,12 @@ TEXT ·ternaryRowsAVXVNNITwo(SB), NOSPLIT, $0-80
 // tokens' outputs of one row), leaving BX at the last.
 #define STORE4(x) VMOVD x, (BX); ADDQ R9, BX; VPEXTRD $1, x, (BX); ADDQ R9, BX; VPEXTRD $2, x, (BX); ADDQ R9, BX; VPEXTRD $3, x, (BX)
 
-// func ternaryMatMul8AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int)
-TEXT ·ternaryMatMul8AVXVNNI(SB), NOSPLIT, $0-112
+// ADD4(x) adds x's four dwords to the int32s at BX, BX+R9, BX+2·R9 and
+// BX+3·R9, leaving BX at the last (AX a scratch).
+#define ADD4(x) VMOVD x, AX; ADDL AX, (BX); ADDQ R9, BX; VPEXTRD $1, x, AX; ADDL AX, (BX); ADDQ R9, BX; VPEXTRD $2, x, AX; ADDL AX, (BX); ADDQ R9, BX; VPEXTRD $3, x, AX; ADDL AX, (BX)
+
+// func ternaryMatMul8AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
+TEXT ·ternaryMatMul8AVXVNNI(SB), NOSPLIT, $0-120
 	MOVQ         w_base+0(FP), CX
 	MOVQ         rows+32(FP), DX
 	TESTQ        DX, DX
@@ -269,15 +275,156 @@ mm8sum:
 	VPHADDD      X7, X6, X6
 	VPHADDD      X6, X4, X4
 	MOVQ         DI, BX
+	CMPQ         add+112(FP), $0
+	JNE          mm8add
 	STORE4(X0)
 	ADDQ         R9, BX
 	STORE4(X4)
+	JMP          mm8next
+
+mm8add:
+	ADD4(X0)
+	ADDQ R9, BX
+	ADD4(X4)
+
+mm8next:
 	ADDQ         $4, DI
 	ADDQ         stride+24(FP), CX
 	DECQ         DX
 	JNZ          mm8row
 
 mm8done:
+	VZEROUPPER
+	RET
+
+// ternaryMatMul12AVXVNNI is ternaryMatMul8AVXVNNI for exactly 12 tokens.
+// Eight accumulators cannot keep vpdpbusd's two ports busy:
+// each takes a block's four code vectors in turn, and on Golden Cove a
+// vpdpbusd waits 5 cycles for the one before it in its chain, so eight
+// chains issue 1.6 a cycle at most (a register-only loop of eight chains
+// ran at 152 GMAC/s on the Intel Xeon VM, of ten or twelve at 188-192).
+// Twelve tokens make twelve chains, and the unpacking (4 loads' worth of
+// shifts and masks a block) spreads over 48 vpdpbusd instead of 32. The
+// registers: Y0-Y11 the tokens' accumulators, Y12-Y15 the codes of
+// x[0:32], x[32:64], x[64:96], x[96:128], the mask 0x03 from memory; CX,
+// AX, BX, DX, SI, R8-R13, DI as in ternaryMatMul8AVXVNNI, and R14 =
+// R10 + 8·xStride, the base of tokens 8-11 (8: R14, 9: R14 + R8, 10: R14
+// + 2·R8, 11: R14 + R11).
+
+DATA avxvnniLow2<>+0(SB)/8, $0x0303030303030303
+DATA avxvnniLow2<>+8(SB)/8, $0x0303030303030303
+DATA avxvnniLow2<>+16(SB)/8, $0x0303030303030303
+DATA avxvnniLow2<>+24(SB)/8, $0x0303030303030303
+GLOBL avxvnniLow2<>(SB), RODATA|NOPTR, $32
+
+// DPN(b1, vex2, modrm, disp): {vex} vpdpbusd disp(base), Yk, Yacc without
+// an index; DPX(b1, vex2, modrm, sib, disp) with one. b1 is the VEX
+// byte of R̄X̄B̄ (0xC2: Yacc < 8, no index; 0x82: Yacc < 8, an index ≥ R8;
+// 0x42 and 0x02 the same for Yacc ≥ 8; the bases R10, R14 are ≥ R8), vex2
+// names Yk (0x1D Y12, 0x15 Y13, 0x0D Y14, 0x05 Y15), modrm 0x40 + 8·(acc
+// mod 8) + 2 (R10) or 6 (R14), or + 4 with a sib (scale, index, base).
+// Checked against GNU as's "{vex} vpdpbusd".
+#define DPN(b1, vex2, modrm, disp) BYTE $0xC4; BYTE $b1; BYTE $vex2; BYTE $0x50; BYTE $modrm; BYTE $disp
+#define DPX(b1, vex2, modrm, sib, disp) BYTE $0xC4; BYTE $b1; BYTE $vex2; BYTE $0x50; BYTE $modrm; BYTE $sib; BYTE $disp
+
+// CODE12(vex2, disp): one code vector's vpdpbusd into each of the 12
+// tokens' accumulators.
+#define CODE12(vex2, disp) DPN(0xC2, vex2, 0x42, disp); DPX(0x82, vex2, 0x4C, 0x02, disp); DPX(0x82, vex2, 0x54, 0x42, disp); DPX(0x82, vex2, 0x5C, 0x1A, disp); DPX(0x82, vex2, 0x64, 0x82, disp); DPX(0x82, vex2, 0x6C, 0x22, disp); DPX(0x82, vex2, 0x74, 0x5A, disp); DPX(0x82, vex2, 0x7C, 0x2A, disp); DPN(0x42, vex2, 0x46, disp); DPX(0x02, vex2, 0x4C, 0x06, disp); DPX(0x02, vex2, 0x54, 0x46, disp); DPX(0x02, vex2, 0x5C, 0x1E, disp)
+
+// ZERO12 clears the accumulators Y0-Y11.
+#define ZERO12 ZERO8; VPXOR Y8, Y8, Y8; VPXOR Y9, Y9, Y9; VPXOR Y10, Y10, Y10; VPXOR Y11, Y11, Y11
+
+// func ternaryMatMul12AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
+TEXT ·ternaryMatMul12AVXVNNI(SB), NOSPLIT, $0-120
+	MOVQ w_base+0(FP), CX
+	MOVQ rows+32(FP), DX
+	TESTQ DX, DX
+	JZ   mm12done
+	MOVQ x_base+40(FP), SI
+	MOVQ xStride+64(FP), R8
+	LEAQ (R8)(R8*2), R11
+	LEAQ (R8)(R8*4), R12
+	LEAQ (R11)(R8*4), R13
+	MOVQ out_base+80(FP), DI
+	MOVQ outStride+104(FP), R9
+	SHLQ $2, R9
+
+mm12row:
+	ZERO12
+	MOVQ CX, AX
+	MOVQ SI, R10
+	LEAQ (SI)(R8*8), R14
+	MOVQ n+72(FP), BX
+	SHRQ $7, BX
+	JZ   mm12sum
+
+mm12block:
+	VMOVDQU (AX), Y15
+	VPSRLW  $6, Y15, Y12
+	VPAND   avxvnniLow2<>(SB), Y12, Y12
+	VPSRLW  $4, Y15, Y13
+	VPAND   avxvnniLow2<>(SB), Y13, Y13
+	VPSRLW  $2, Y15, Y14
+	VPAND   avxvnniLow2<>(SB), Y14, Y14
+	VPAND   avxvnniLow2<>(SB), Y15, Y15
+	CODE12(0x1D, 0x00)
+	CODE12(0x15, 0x20)
+	CODE12(0x0D, 0x40)
+	CODE12(0x05, 0x60)
+	ADDQ    $32, AX
+	ADDQ    $128, R10
+	ADDQ    $128, R14
+	DECQ    BX
+	JNZ     mm12block
+
+mm12sum:
+	// Each token's 8 lanes to one sum, as ternaryMatMul8AVXVNNI: X0, X4
+	// and X8 the sums of tokens 0-3, 4-7 and 8-11.
+	HALVES(Y0, X0, X12)
+	HALVES(Y1, X1, X13)
+	HALVES(Y2, X2, X14)
+	HALVES(Y3, X3, X15)
+	HALVES(Y4, X4, X12)
+	HALVES(Y5, X5, X13)
+	HALVES(Y6, X6, X14)
+	HALVES(Y7, X7, X15)
+	HALVES(Y8, X8, X12)
+	HALVES(Y9, X9, X13)
+	HALVES(Y10, X10, X14)
+	HALVES(Y11, X11, X15)
+	VPHADDD X1, X0, X0
+	VPHADDD X3, X2, X2
+	VPHADDD X2, X0, X0
+	VPHADDD X5, X4, X4
+	VPHADDD X7, X6, X6
+	VPHADDD X6, X4, X4
+	VPHADDD X9, X8, X8
+	VPHADDD X11, X10, X10
+	VPHADDD X10, X8, X8
+	MOVQ    DI, BX
+	CMPQ    add+112(FP), $0
+	JNE     mm12add
+	STORE4(X0)
+	ADDQ    R9, BX
+	STORE4(X4)
+	ADDQ    R9, BX
+	STORE4(X8)
+	JMP     mm12next
+
+mm12add:
+	ADD4(X0)
+	ADDQ R9, BX
+	ADD4(X4)
+	ADDQ R9, BX
+	ADD4(X8)
+
+mm12next:
+	ADDQ $4, DI
+	ADDQ stride+24(FP), CX
+	DECQ DX
+	JNZ  mm12row
+
+mm12done:
 	VZEROUPPER
 	RET
 
