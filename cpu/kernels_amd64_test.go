@@ -51,7 +51,7 @@ func TestTernaryMatMulAVXVNNI(t *testing.T) {
 	rng := newRand()
 	for _, n := range []int{0, 128, 2560, 2688, 6912} {
 		for _, rows := range []int{1, 5, 17} {
-			for _, tokens := range []int{8, 11, 12, 13, 20, 24, 31} {
+			for _, tokens := range []int{4, 8, 11, 12, 13, 16, 19, 20, 24, 31} {
 				expectTernaryMatMul(t, ternaryMatMulAVXVNNI, rng, n, rows, tokens)
 			}
 		}

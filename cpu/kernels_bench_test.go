@@ -229,8 +229,8 @@ func BenchmarkTernaryMatMulSets(b *testing.B) {
 	} {
 		b.Run(fmt.Sprintf("%dx%dx%d", s.rows, s.n, s.tokens), func(b *testing.B) {
 			rng := newRand()
-			w := randomTernaryRows(rng, s.rows, s.n, s.n/4)
-			x := randomI8(rng, s.tokens*s.n, -128, 127, 127)
+			w := aligned(randomTernaryRows(rng, s.rows, s.n, s.n/4))
+			x := aligned(randomI8(rng, s.tokens*s.n, -128, 127, 127))
 			out := make([]int32, s.tokens*s.rows)
 			best := make([]time.Duration, len(sets))
 			for i := 0; i < b.N; i++ {

@@ -244,8 +244,8 @@ func BenchmarkTernaryMatMulGFNI(b *testing.B) {
 				p := newPool(t)
 				defer p.close()
 				rng := newRand()
-				w := randomTernaryRows(rng, s.rows, s.n, s.n/4)
-				x := randomI8(rng, s.tokens*s.n, -128, 127, 127)
+				w := aligned(randomTernaryRows(rng, s.rows, s.n, s.n/4))
+				x := aligned(randomI8(rng, s.tokens*s.n, -128, 127, 127))
 				out := make([]int32, s.tokens*s.rows)
 				best := make([]time.Duration, len(versions))
 				for b.Loop() {
