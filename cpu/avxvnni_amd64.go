@@ -53,7 +53,13 @@ func ternaryMatMulAVXVNNI(w []byte, stride, rows int, x []int8, xStride, n, toke
 		t8 += 8
 	}
 	if t8 > 0 {
-		parts := max(1, (n+avxvnniColumns-1)/avxvnniColumns)
+		// Spans add to out, so they need each token's outputs apart; a
+		// call whose tokens share them (outStride < rows: the same sums,
+		// from the same activations) takes whole rows.
+		parts := 1
+		if outStride >= rows {
+			parts = max(1, (n+avxvnniColumns-1)/avxvnniColumns)
+		}
 		span := (n/128 + parts - 1) / parts * 128
 		p := max(4, avxvnniPanel/max(1, span/4))
 		for r := 0; r < rows; r += p {

@@ -268,7 +268,7 @@ func TestTernaryExtremes(t *testing.T) {
 						t.Fatalf("ternaryRows x=%d row %d: %d, want %d", xv, r, got, want)
 					}
 				}
-				for _, tokens := range []int{2, 8} { // 8: avxvnni's tiles of eight tokens
+				for _, tokens := range []int{2, 8, 12} { // 8, 12: avxvnni's tiles (all outputs at out[0:rows], wider than its spans)
 					k.ternaryMatMul(w, n/4, rows, x, 0, n, tokens, out, 0)
 					if want := int32(2 * int(xv) * n); out[0] != want {
 						t.Fatalf("ternaryMatMul x=%d, %d tokens: %d, want %d", xv, tokens, out[0], want)
