@@ -115,6 +115,7 @@ var avxVNNIKernels = func() kernels {
 	// docs/KERNELS.md.
 	k.ternaryRows = checkTernaryRows(forPrefetcher(ternaryRowsAVXVNNI, ternaryRowsAVXVNNITwo, ternaryRowsAVXVNNI))
 	k.dotF16Rows = checkDotF16Rows(forPrefetcher(dotF16RowsAVX2, dotF16RowsAVX2Two, dotF16RowsAVX2))
+	k.dotF16MatMul = checkDotF16MatMul(tiledF16(forPrefetcher(dotF16MatMulAVX2, dotF16MatMulAVX2Two, dotF16MatMulAVX2), 5))
 	k.kScores = kScoresWhole(kScoresAVX2Set)
 	axpy4 := forPrefetcher(axpyF16Rows4AVX2, axpyF16Rows4AVX2Two, axpyF16Rows4AVX2)
 	k.axpyF16Rows4 = checkAxpyF16Rows4(wholeAxpyRows4(axpy4, fourOf(rowsOfAxpy(checkAxpyF16(axpyF16AVX2)))))

@@ -49,8 +49,9 @@ func TestCPUVendorFamily(t *testing.T) {
 // The avxvnni set's Two versions (ternaryRowsAVXVNNITwo, and the avx2
 // kernels it takes: the heads' rows, dotF16RowsAVX2Two, dotI8RowsAVX2Two,
 // dotBlockRowsAVX2Two, dotNibbleRowsAVX2Two and dotSixRowsAVX2Two, and
-// attention's kScoresAVX2Two and axpyF16Rows4AVX2Two) give the bits of the
-// plain kernels on every length, stride and row count.
+// attention's kScoresAVX2Two and axpyF16Rows4AVX2Two, and the few-token
+// float16 head's dotF16MatMulAVX2Two) give the bits of the plain kernels
+// on every length, stride and row count.
 func TestPrefetchVersionsAVX2(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 on this CPU: the versions cannot run")
@@ -66,6 +67,7 @@ func TestPrefetchVersionsAVX2(t *testing.T) {
 	sameSixRows(t, rng, "dotSixRowsAVX2", dotSixRowsAVX2, map[string]sixRowsFunc{"Two": dotSixRowsAVX2Two})
 	sameKScores(t, rng, "kScoresAVX2", kScoresAVX2, map[string]kScoresFunc{"Two": kScoresAVX2Two})
 	sameAxpyRows4(t, rng, "axpyF16Rows4AVX2", axpyF16Rows4AVX2, map[string]axpyRows4Func{"Two": axpyF16Rows4AVX2Two}, []int{16, 64, 128, 192})
+	sameF16MatMul(t, rng, "dotF16MatMulAVX2", dotF16MatMulAVX2, map[string]f16MatMulFunc{"Two": dotF16MatMulAVX2Two}, 5)
 }
 
 func TestPrefetchVersions(t *testing.T) {
@@ -146,28 +148,7 @@ func TestPrefetchVersions(t *testing.T) {
 	sameF16Rows(t, rng, "dotF16RowsAVX512", dotF16RowsAVX512, map[string]f16RowsFunc{"Two": dotF16RowsAVX512Two, "HW": dotF16RowsAVX512HW})
 	sameKScores(t, rng, "kScoresAVX512", kScoresAVX512, map[string]kScoresFunc{"Two": kScoresAVX512Two})
 	sameAxpyRows4(t, rng, "axpyF16Rows4AVX512", axpyF16Rows4AVX512, map[string]axpyRows4Func{"Two": axpyF16Rows4AVX512Two}, []int{16, 64, 128, 200})
-	for _, s := range headMatMulShapes() {
-		if s.tokens > 9 {
-			continue // tiledF16 splits those (kernels_amd64.go)
-		}
-		stride, xs, os := s.n+rng.IntN(4), s.n+rng.IntN(5), s.rows+rng.IntN(3)
-		w := randomF16(rng, max(s.rows-1, 0)*stride+s.n)
-		x := randomF32(rng, max(s.tokens-1, 0)*xs+s.n)
-		size := max(s.tokens-1, 0)*os + s.rows
-		want, out := make([]float32, size), make([]float32, size)
-		dotF16MatMulAVX512(w, stride, s.rows, x, xs, s.n, s.tokens, want, os)
-		for name, f := range map[string]func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int){
-			"HW": dotF16MatMulAVX512HW, "Two": dotF16MatMulAVX512Two,
-		} {
-			clear(out)
-			f(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
-			for i := range out {
-				if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("dotF16MatMulAVX512%s: n %d rows %d tokens %d: out[%d] %g, dotF16MatMulAVX512 %g", name, s.n, s.rows, s.tokens, i, out[i], want[i])
-				}
-			}
-		}
-	}
+	sameF16MatMul(t, rng, "dotF16MatMulAVX512", dotF16MatMulAVX512, map[string]f16MatMulFunc{"HW": dotF16MatMulAVX512HW, "Two": dotF16MatMulAVX512Two}, 9)
 }
 
 // The kernels' types, for the helpers below.
@@ -180,7 +161,35 @@ type (
 	sixRowsFunc     = func(w, scales []byte, x []int8, xBias []int32, out []float32)
 	kScoresFunc     = func(kt []uint16, hd, n int, q []float32, nq int, out []float32, outStride int)
 	axpyRows4Func   = func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int)
+	f16MatMulFunc   = func(w []uint16, stride, rows int, x []float32, xStride, n, tokens int, out []float32, outStride int)
 )
+
+// sameF16MatMul fails the test unless each of versions gives plain's bits
+// (a few-token float16 head of at most maxTokens tokens: tiledF16 splits
+// more) on headMatMulShapes with random strides.
+func sameF16MatMul(t *testing.T, rng *rand.Rand, plain string, f f16MatMulFunc, versions map[string]f16MatMulFunc, maxTokens int) {
+	t.Helper()
+	for _, s := range headMatMulShapes() {
+		if s.tokens > maxTokens {
+			continue
+		}
+		stride, xs, os := s.n+rng.IntN(4), s.n+rng.IntN(5), s.rows+rng.IntN(3)
+		w := randomF16(rng, max(s.rows-1, 0)*stride+s.n)
+		x := randomF32(rng, max(s.tokens-1, 0)*xs+s.n)
+		size := max(s.tokens-1, 0)*os + s.rows
+		want, out := make([]float32, size), make([]float32, size)
+		f(w, stride, s.rows, x, xs, s.n, s.tokens, want, os)
+		for name, v := range versions {
+			clear(out)
+			v(w, stride, s.rows, x, xs, s.n, s.tokens, out, os)
+			for i := range out {
+				if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s%s: n %d rows %d tokens %d: out[%d] %g, %s %g", plain, name, s.n, s.rows, s.tokens, i, out[i], plain, want[i])
+				}
+			}
+		}
+	}
+}
 
 // sameFloat32s fails the test unless out holds want's bits; what, with %s
 // for the version's name, says which call.

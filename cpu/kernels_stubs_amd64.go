@@ -514,3 +514,9 @@ func kScoresAVX2Two(kt []uint16, hd int, n int, q []float32, nq int, out []float
 //
 //go:noescape
 func axpyF16Rows4AVX2Two(a []float32, aStride int, np int, v []uint16, stride int, y []float32, yStride int, n int)
+
+// dotF16MatMulAVX2Two is dotF16MatMulAVX2 (the same bits) prefetching each 64-byte line it streams twice:
+// 16 KiB ahead into L2 and 1024 bytes ahead into L1.
+//
+//go:noescape
+func dotF16MatMulAVX2Two(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)

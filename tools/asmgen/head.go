@@ -437,9 +437,10 @@ func f16AVX2TileRows(T int) int {
 // a token's logits are those it gets alone. Each row is prefetched 16 KiB
 // ahead once per 64 bytes.
 func genDotF16MatMulAVX2() {
-	TEXT("dotF16MatMulAVX2", NOSPLIT, dotF16MatMulSig)
+	TEXT(kernelName("dotF16MatMulAVX2"), NOSPLIT, dotF16MatMulSig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("dotF16MatMulAVX2 is dotF16MatMul with F16C and FMA for 1…%d tokens: tiles of 1-2 rows × every token,", headF16AVX2Tokens),
+	kernelDoc("dotF16MatMulAVX2",
+		fmt.Sprintf("dotF16MatMulAVX2 is dotF16MatMul with F16C and FMA for 1…%d tokens: tiles of 1-2 rows × every token,", headF16AVX2Tokens),
 		"each sum in dotF16RowsAVX2's order.")
 	tokens := load(Param("tokens"))
 	end := label("f16x2end")

@@ -134,6 +134,7 @@ func main() {
 	twoLevels(genDotSixRowsAVX2)
 	twoLevels(genKScoresAVX2)
 	twoLevels(genAxpyF16Rows4AVX2)
+	twoLevelsNear(1024, genDotF16MatMulAVX2)
 
 	Generate()
 }
