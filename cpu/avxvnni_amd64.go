@@ -29,6 +29,9 @@ func ternaryRowsAVXVNNITwo(w []byte, stride int, x []int8, out []int32)
 func ternaryMatMul8AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
 
 //go:noescape
+func ternaryMatMul4AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
+
+//go:noescape
 func ternaryMatMul12AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
 
 // The blocks of ternaryMatMulAVXVNNI's tiles: spans of at most
@@ -43,44 +46,61 @@ const (
 	avxvnniPanel   = 512 << 10
 )
 
-// ternaryMatMulAVXVNNI is ternaryMatMul on AVX-VNNI: tiles of 12 tokens
-// (ternaryMatMul12AVXVNNI) and one of 8 (ternaryMatMul8AVXVNNI) where 8
-// to 11 are left, in panels and spans; the rest (fewer than eight) as the
-// avx2 set runs them.
+// ternaryMatMulAVXVNNI is ternaryMatMul on AVX-VNNI, in panels of rows:
+// tiles of 12 tokens (ternaryMatMul12AVXVNNI), then one of 8
+// (ternaryMatMul8AVXVNNI) where 8 to 11 are left, then one of 4
+// (ternaryMatMul4AVXVNNI, rows in threes) where 4 to 7 are; the tiles of
+// 12 and 8 in spans of the columns. The rest (at most 3 tokens, and the
+// 4-token tile's last rows) run avx2's tiles, on each panel while it is
+// in L2; calls of 1-3 tokens run them over all rows at once.
 func ternaryMatMulAVXVNNI(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
 	t8 := tokens / 12 * 12
 	if tokens-t8 >= 8 {
 		t8 += 8
 	}
-	if t8 > 0 {
-		// Spans add to out, so they need each token's outputs apart; a
-		// call whose tokens share them (outStride < rows: the same sums,
-		// from the same activations) takes whole rows.
-		parts := 1
-		if outStride >= rows {
-			parts = max(1, (n+avxvnniColumns-1)/avxvnniColumns)
-		}
-		span := (n/128 + parts - 1) / parts * 128
-		p := max(4, avxvnniPanel/max(1, span/4))
-		for r := 0; r < rows; r += p {
-			pr := min(p, rows-r)
-			for c := 0; ; c += span {
-				wc, m := w[r*stride+c/4:], min(span, n-c)
-				t := 0
-				for ; t+12 <= t8; t += 12 {
-					ternaryMatMul12AVXVNNI(wc, stride, pr, x[t*xStride+c:], xStride, m, out[t*outStride+r:], outStride, c)
-				}
-				if t < t8 {
-					ternaryMatMul8AVXVNNI(wc, stride, pr, x[t*xStride+c:], xStride, m, out[t*outStride+r:], outStride, c)
-				}
-				if c+span >= n {
-					break
-				}
+	t4 := t8
+	if tokens-t4 >= 4 {
+		t4 += 4
+	}
+	if t4 == 0 {
+		avx2MatMul(w, stride, rows, x, xStride, n, tokens, out, outStride)
+		return
+	}
+	// Spans add to out, so they need each token's outputs apart; a call
+	// whose tokens share them (outStride < rows: the same sums, from the
+	// same activations) takes whole rows, and so does one of fewer than 8
+	// tokens, whose activations fit L1 whole.
+	parts := 1
+	if t8 > 0 && outStride >= rows {
+		parts = max(1, (n+avxvnniColumns-1)/avxvnniColumns)
+	}
+	span := (n/128 + parts - 1) / parts * 128
+	p := max(12, avxvnniPanel/max(1, span/4)/12*12)
+	for r := 0; r < rows; r += p {
+		pr := min(p, rows-r)
+		threes := pr / 3 * 3
+		for c := 0; ; c += span {
+			wc, m := w[r*stride+c/4:], min(span, n-c)
+			t := 0
+			for ; t+12 <= t8; t += 12 {
+				ternaryMatMul12AVXVNNI(wc, stride, pr, x[t*xStride+c:], xStride, m, out[t*outStride+r:], outStride, c)
+			}
+			if t < t8 {
+				ternaryMatMul8AVXVNNI(wc, stride, pr, x[t*xStride+c:], xStride, m, out[t*outStride+r:], outStride, c)
+			}
+			if t4 > t8 && threes > 0 {
+				ternaryMatMul4AVXVNNI(wc, stride, threes, x[t8*xStride+c:], xStride, m, out[t8*outStride+r:], outStride, c)
+			}
+			if c+span >= n {
+				break
 			}
 		}
-	}
-	if t8 < tokens {
-		avx2MatMul(w, stride, rows, x[t8*xStride:], xStride, n, tokens-t8, out[t8*outStride:], outStride)
+		if t4 > t8 && threes < pr {
+			avx2MatMul(w[(r+threes)*stride:], stride, pr-threes, x[t8*xStride:], xStride, n, 4, out[t8*outStride+r+threes:], outStride)
+		}
+		if t4 < tokens {
+			avx2MatMul(w[r*stride:], stride, pr, x[t4*xStride:], xStride, n, tokens-t4, out[t4*outStride+r:], outStride)
+		}
 	}
 }
 

@@ -428,6 +428,119 @@ mm12done:
 	VZEROUPPER
 	RET
 
+// ternaryMatMul4AVXVNNI is ternaryMatMul8AVXVNNI for exactly 4 tokens and
+// rows a multiple of 3 (the caller runs the rest), in tiles of 3 rows × 4
+// tokens: twelve chains, as in ternaryMatMul12AVXVNNI, where a tile of 1
+// row × 4 tokens would have four. The passes of a few tokens (a
+// speculative verification, a step of several streams) read their rows
+// from DRAM, so each line of the three rows is prefetched twice, 16 KiB
+// ahead into L2 and 1 KiB ahead into L1, as the set's Two kernels do on
+// Intel's cores (the only ones that run this set). Each row's block is
+// unpacked into Y12-Y15 in turn and meets the 4 tokens' activations from
+// memory (each read three times, from L1). Registers: CX the group's
+// first row, R13 its block, R8 the stride (rows 1 and 2: R13 + R8, R13 +
+// 2·R8), DX the groups left, BX the blocks left, SI x, R10 x + 128 + the
+// step's offset (a step is two blocks: the first at disp8s 0x80-0xE0,
+// the second at 0x00-0x60), R11 xStride and R12 3·xStride (tokens 1-3:
+// R10 + R11, R10 + 2·R11, R10 + R12), DI the group's outputs of token 0,
+// R9 outStride in bytes, Y0-Y3, Y4-Y7, Y8-Y11 the three rows' four
+// tokens' accumulators.
+
+// R4ROWr(vex2, disp): one code vector (vex2 as in CODE12) into row r's
+// four accumulators, the tokens' activations at disp.
+#define R4ROW0(vex2, disp) DPN(0xC2, vex2, 0x42, disp); DPX(0x82, vex2, 0x4C, 0x1A, disp); DPX(0x82, vex2, 0x54, 0x5A, disp); DPX(0x82, vex2, 0x5C, 0x22, disp)
+#define R4ROW1(vex2, disp) DPN(0xC2, vex2, 0x62, disp); DPX(0x82, vex2, 0x6C, 0x1A, disp); DPX(0x82, vex2, 0x74, 0x5A, disp); DPX(0x82, vex2, 0x7C, 0x22, disp)
+#define R4ROW2(vex2, disp) DPN(0x42, vex2, 0x42, disp); DPX(0x02, vex2, 0x4C, 0x1A, disp); DPX(0x02, vex2, 0x54, 0x5A, disp); DPX(0x02, vex2, 0x5C, 0x22, disp)
+
+// R4UNPACK(m) loads the block at m and leaves its codes at scale 1 in
+// Y12-Y15 (x[0:32], x[32:64], x[64:96], x[96:128]).
+#define R4UNPACK(m) VMOVDQU m, Y15; VPSRLW $6, Y15, Y12; VPAND avxvnniLow2<>(SB), Y12, Y12; VPSRLW $4, Y15, Y13; VPAND avxvnniLow2<>(SB), Y13, Y13; VPSRLW $2, Y15, Y14; VPAND avxvnniLow2<>(SB), Y14, Y14; VPAND avxvnniLow2<>(SB), Y15, Y15
+
+// R4BLOCK(m0, m1, m2, d0, d1, d2, d3): the three rows' blocks at m0-m2
+// against the activations at d0-d3.
+#define R4BLOCK(m0, m1, m2, d0, d1, d2, d3) R4UNPACK(m0); R4ROW0(0x1D, d0); R4ROW0(0x15, d1); R4ROW0(0x0D, d2); R4ROW0(0x05, d3); R4UNPACK(m1); R4ROW1(0x1D, d0); R4ROW1(0x15, d1); R4ROW1(0x0D, d2); R4ROW1(0x05, d3); R4UNPACK(m2); R4ROW2(0x1D, d0); R4ROW2(0x15, d1); R4ROW2(0x0D, d2); R4ROW2(0x05, d3)
+
+// R4SUM(a0, a1, a2, a3, x0, x1, x2, x3) leaves the four tokens' sums of
+// one row (accumulators a0-a3, their low halves x0-x3) in x0.
+#define R4SUM(a0, a1, a2, a3, x0, x1, x2, x3) HALVES(a0, x0, X12); HALVES(a1, x1, X13); HALVES(a2, x2, X14); HALVES(a3, x3, X15); VPHADDD x1, x0, x0; VPHADDD x3, x2, x2; VPHADDD x2, x0, x0
+
+// func ternaryMatMul4AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
+TEXT ·ternaryMatMul4AVXVNNI(SB), NOSPLIT, $0-120
+	MOVQ w_base+0(FP), CX
+	MOVQ stride+24(FP), R8
+	MOVQ rows+32(FP), DX
+	MOVQ $0x5555555555555556, AX // DX = rows/3 (rows < 2³²)
+	MULQ DX
+	TESTQ DX, DX
+	JZ   mm4done
+	MOVQ x_base+40(FP), SI
+	MOVQ xStride+64(FP), R11
+	LEAQ (R11)(R11*2), R12
+	MOVQ out_base+80(FP), DI
+	MOVQ outStride+104(FP), R9
+	SHLQ $2, R9
+
+mm4group:
+	ZERO12
+	MOVQ CX, R13
+	LEAQ 128(SI), R10
+	MOVQ n+72(FP), BX
+	SHRQ $7, BX
+
+mm4pair:
+	CMPQ        BX, $2
+	JB          mm4odd
+	PREFETCHT1  16384(R13)
+	PREFETCHT1  16384(R13)(R8*1)
+	PREFETCHT1  16384(R13)(R8*2)
+	PREFETCHT0  1024(R13)
+	PREFETCHT0  1024(R13)(R8*1)
+	PREFETCHT0  1024(R13)(R8*2)
+	R4BLOCK((R13), (R13)(R8*1), (R13)(R8*2), 0x80, 0xA0, 0xC0, 0xE0)
+	R4BLOCK(32(R13), 32(R13)(R8*1), 32(R13)(R8*2), 0x00, 0x20, 0x40, 0x60)
+	ADDQ        $64, R13
+	ADDQ        $256, R10
+	SUBQ        $2, BX
+	JMP         mm4pair
+
+mm4odd:
+	TESTQ BX, BX
+	JZ    mm4sum
+	R4BLOCK((R13), (R13)(R8*1), (R13)(R8*2), 0x80, 0xA0, 0xC0, 0xE0)
+
+mm4sum:
+	R4SUM(Y0, Y1, Y2, Y3, X0, X1, X2, X3)
+	R4SUM(Y4, Y5, Y6, Y7, X4, X5, X6, X7)
+	R4SUM(Y8, Y9, Y10, Y11, X8, X9, X10, X11)
+	CMPQ add+112(FP), $0
+	JNE  mm4add
+	MOVQ DI, BX
+	STORE4(X0)
+	LEAQ 4(DI), BX
+	STORE4(X4)
+	LEAQ 8(DI), BX
+	STORE4(X8)
+	JMP  mm4next
+
+mm4add:
+	MOVQ DI, BX
+	ADD4(X0)
+	LEAQ 4(DI), BX
+	ADD4(X4)
+	LEAQ 8(DI), BX
+	ADD4(X8)
+
+mm4next:
+	ADDQ $12, DI
+	LEAQ (CX)(R8*2), CX
+	ADDQ R8, CX
+	DECQ DX
+	JNZ  mm4group
+
+mm4done:
+	VZEROUPPER
+	RET
+
 // int8LoopAVXVNNI: iters iterations of 12 independent {vex} vpdpbusd Y13,
 // Y12, Yk (k < 12; 384 multiply-adds each), registers only: the avxvnni
 // set's int8 peak probe, on the instruction its ternary products run on.

@@ -39,26 +39,34 @@ func TestL1Blocks(t *testing.T) {
 	}
 }
 
-// TestTernaryMatMulAVXVNNI: the avxvnni set's prompt products
+// TestTernaryMatMulAVXVNNI: the avxvnni set's products
 // (ternaryMatMulAVXVNNI) in their blocks, against the twin: tiles of 12
-// tokens and the tile of 8 where 8 to 11 are left, rows wider than
-// avxvnniColumns in spans (even and uneven), more rows than a panel
-// (avxvnniPanel), and the avx2 tiles for the last few tokens.
+// tokens, the tile of 8 where 8 to 11 are left and of 4 (rows in threes)
+// where 4 to 7 are, rows wider than avxvnniColumns in spans (even and
+// uneven), more rows than a panel (avxvnniPanel), and the avx2 tiles for
+// the last few tokens and rows.
 func TestTernaryMatMulAVXVNNI(t *testing.T) {
 	if !hasAVXVNNI {
 		t.Skip("no AVX-VNNI on this CPU: the avxvnni set cannot run")
 	}
 	rng := newRand()
 	for _, n := range []int{0, 128, 2560, 2688, 6912} {
-		for _, rows := range []int{1, 5, 17} {
-			for _, tokens := range []int{4, 8, 11, 12, 13, 16, 19, 20, 24, 31} {
+		for _, rows := range []int{1, 2, 3, 5, 17} {
+			for _, tokens := range []int{3, 4, 5, 7, 8, 11, 12, 13, 16, 19, 20, 24, 31} {
 				expectTernaryMatMul(t, ternaryMatMulAVXVNNI, rng, n, rows, tokens)
 			}
 		}
 	}
-	// Panels of 819 rows at 2560 columns, 910 at 6912 (spans of 2304).
+	// Panels of 816 rows at 2560 columns, 900 at 6912 in spans of 2304
+	// (tiles of 8 or more) and 300 in whole rows (fewer).
 	for _, n := range []int{2560, 6912} {
-		p := avxvnniPanel / (n / ((n + avxvnniColumns - 1) / avxvnniColumns) / 4)
-		expectTernaryMatMul(t, ternaryMatMulAVXVNNI, rng, n, p+5, 20)
+		for _, tokens := range []int{5, 20} {
+			span := n
+			if tokens >= 8 {
+				span = n / ((n + avxvnniColumns - 1) / avxvnniColumns)
+			}
+			p := avxvnniPanel / (span / 4) / 12 * 12
+			expectTernaryMatMul(t, ternaryMatMulAVXVNNI, rng, n, p+5, tokens)
+		}
 	}
 }
