@@ -29,6 +29,9 @@ func ternaryRowsAVXVNNITwo(w []byte, stride int, x []int8, out []int32)
 func ternaryMatMul8AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
 
 //go:noescape
+func ternaryMatMul3AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
+
+//go:noescape
 func ternaryMatMul4AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
 
 //go:noescape
@@ -47,61 +50,90 @@ const (
 )
 
 // ternaryMatMulAVXVNNI is ternaryMatMul on AVX-VNNI, in panels of rows:
-// tiles of 12 tokens (ternaryMatMul12AVXVNNI), then one of 8
-// (ternaryMatMul8AVXVNNI) where 8 to 11 are left, then one of 4
-// (ternaryMatMul4AVXVNNI, rows in threes) where 4 to 7 are; the tiles of
-// 12 and 8 in spans of the columns. The rest (at most 3 tokens, and the
-// 4-token tile's last rows) run avx2's tiles, on each panel while it is
-// in L2; calls of 1-3 tokens run them over all rows at once.
+// tiles of 12 tokens (ternaryMatMul12AVXVNNI), then of 8
+// (ternaryMatMul8AVXVNNI), 4 (ternaryMatMul4AVXVNNI, rows in threes) and
+// 3 (ternaryMatMul3AVXVNNI, rows in fours) as avxvnniTiles counts them,
+// the tiles of 12 and 8 in spans of the columns; the last 1-2 tokens one
+// at a time in ternaryRowsAVXVNNI, and the last rows of the tiles of 4 and
+// 3 in avx2's tiles, each on the panel while it is in L2. Calls of 1-2
+// tokens run avx2's tiles over all rows at once.
 func ternaryMatMulAVXVNNI(w []byte, stride, rows int, x []int8, xStride, n, tokens int, out []int32, outStride int) {
-	t8 := tokens / 12 * 12
-	if tokens-t8 >= 8 {
-		t8 += 8
-	}
-	t4 := t8
-	if tokens-t4 >= 4 {
-		t4 += 4
-	}
-	if t4 == 0 {
+	n12, n8, n4, n3, _ := avxvnniTiles(tokens)
+	if n12+n8+n4+n3 == 0 {
 		avx2MatMul(w, stride, rows, x, xStride, n, tokens, out, outStride)
 		return
 	}
+	t4 := 12*n12 + 8*n8 // the first token of the tile of 4, then of the 3s
+	t3 := t4 + 4*n4
+	t1 := t3 + 3*n3 // and of the single tokens
 	// Spans add to out, so they need each token's outputs apart; a call
 	// whose tokens share them (outStride < rows: the same sums, from the
 	// same activations) takes whole rows, and so does one of fewer than 8
 	// tokens, whose activations fit L1 whole.
 	parts := 1
-	if t8 > 0 && outStride >= rows {
+	if t4 > 0 && outStride >= rows {
 		parts = max(1, (n+avxvnniColumns-1)/avxvnniColumns)
 	}
 	span := (n/128 + parts - 1) / parts * 128
 	p := max(12, avxvnniPanel/max(1, span/4)/12*12)
 	for r := 0; r < rows; r += p {
 		pr := min(p, rows-r)
-		threes := pr / 3 * 3
+		threes, fours := pr/3*3, pr/4*4
 		for c := 0; ; c += span {
 			wc, m := w[r*stride+c/4:], min(span, n-c)
 			t := 0
-			for ; t+12 <= t8; t += 12 {
+			for ; t+12 <= t4; t += 12 {
 				ternaryMatMul12AVXVNNI(wc, stride, pr, x[t*xStride+c:], xStride, m, out[t*outStride+r:], outStride, c)
 			}
-			if t < t8 {
+			if t < t4 {
 				ternaryMatMul8AVXVNNI(wc, stride, pr, x[t*xStride+c:], xStride, m, out[t*outStride+r:], outStride, c)
 			}
-			if t4 > t8 && threes > 0 {
-				ternaryMatMul4AVXVNNI(wc, stride, threes, x[t8*xStride+c:], xStride, m, out[t8*outStride+r:], outStride, c)
+			if n4 > 0 && threes > 0 {
+				ternaryMatMul4AVXVNNI(wc, stride, threes, x[t4*xStride+c:], xStride, m, out[t4*outStride+r:], outStride, c)
+			}
+			for t := t3; t < t1 && fours > 0; t += 3 {
+				ternaryMatMul3AVXVNNI(wc, stride, fours, x[t*xStride+c:], xStride, m, out[t*outStride+r:], outStride, c)
 			}
 			if c+span >= n {
 				break
 			}
 		}
-		if t4 > t8 && threes < pr {
-			avx2MatMul(w[(r+threes)*stride:], stride, pr-threes, x[t8*xStride:], xStride, n, 4, out[t8*outStride+r+threes:], outStride)
+		if n4 > 0 && threes < pr {
+			avx2MatMul(w[(r+threes)*stride:], stride, pr-threes, x[t4*xStride:], xStride, n, 4, out[t4*outStride+r+threes:], outStride)
 		}
-		if t4 < tokens {
-			avx2MatMul(w[r*stride:], stride, pr, x[t4*xStride:], xStride, n, tokens-t4, out[t4*outStride+r:], outStride)
+		for t := t3; t < t1 && fours < pr; t += 3 {
+			avx2MatMul(w[(r+fours)*stride:], stride, pr-fours, x[t*xStride:], xStride, n, 3, out[t*outStride+r+fours:], outStride)
+		}
+		for t := t1; t < tokens; t++ {
+			ternaryRowsAVXVNNI(w[r*stride:], stride, x[t*xStride:t*xStride+n], out[t*outStride+r:t*outStride+r+pr])
 		}
 	}
+}
+
+// avxvnniTiles is how ternaryMatMulAVXVNNI takes a call's tokens: n12
+// tiles of 12, then n8 of 8, n4 of 4, n3 of 3 and n1 single tokens, the
+// 4s and 3s chosen so that at most 2 tokens are left single (5 = 4 + 1,
+// 6 = 3 + 3, 7 = 4 + 3).
+func avxvnniTiles(tokens int) (n12, n8, n4, n3, n1 int) {
+	n12, rest := tokens/12, tokens%12
+	if rest >= 8 {
+		n8, rest = 1, rest-8
+	}
+	switch rest {
+	case 1, 2:
+		n1 = rest
+	case 3:
+		n3 = 1
+	case 4:
+		n4 = 1
+	case 5:
+		n4, n1 = 1, 1
+	case 6:
+		n3 = 2
+	case 7:
+		n4, n3 = 1, 1
+	}
+	return n12, n8, n4, n3, n1
 }
 
 // avx2MatMul is the avx2 set's ternaryMatMul without its bounds check

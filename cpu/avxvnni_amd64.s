@@ -541,6 +541,110 @@ mm4done:
 	VZEROUPPER
 	RET
 
+// ternaryMatMul3AVXVNNI is ternaryMatMul4AVXVNNI for exactly 3 tokens and
+// rows a multiple of 4: tiles of 4 rows × 3 tokens, twelve chains again.
+// Registers as there, but for R14 = 3·stride (row 3: R13 + R14), the
+// rows' accumulators Y0-Y2, Y3-Y5, Y6-Y8 and Y9-Y11, and no R12.
+
+// R3ROWr(vex2, disp): one code vector into row r's three accumulators.
+#define R3ROW0(vex2, disp) DPN(0xC2, vex2, 0x42, disp); DPX(0x82, vex2, 0x4C, 0x1A, disp); DPX(0x82, vex2, 0x54, 0x5A, disp)
+#define R3ROW1(vex2, disp) DPN(0xC2, vex2, 0x5A, disp); DPX(0x82, vex2, 0x64, 0x1A, disp); DPX(0x82, vex2, 0x6C, 0x5A, disp)
+#define R3ROW2(vex2, disp) DPN(0xC2, vex2, 0x72, disp); DPX(0x82, vex2, 0x7C, 0x1A, disp); DPX(0x02, vex2, 0x44, 0x5A, disp)
+#define R3ROW3(vex2, disp) DPN(0x42, vex2, 0x4A, disp); DPX(0x02, vex2, 0x54, 0x1A, disp); DPX(0x02, vex2, 0x5C, 0x5A, disp)
+
+// R3BLOCK(m0, m1, m2, m3, d0, d1, d2, d3): the four rows' blocks at m0-m3
+// against the activations at d0-d3.
+#define R3BLOCK(m0, m1, m2, m3, d0, d1, d2, d3) R4UNPACK(m0); R3ROW0(0x1D, d0); R3ROW0(0x15, d1); R3ROW0(0x0D, d2); R3ROW0(0x05, d3); R4UNPACK(m1); R3ROW1(0x1D, d0); R3ROW1(0x15, d1); R3ROW1(0x0D, d2); R3ROW1(0x05, d3); R4UNPACK(m2); R3ROW2(0x1D, d0); R3ROW2(0x15, d1); R3ROW2(0x0D, d2); R3ROW2(0x05, d3); R4UNPACK(m3); R3ROW3(0x1D, d0); R3ROW3(0x15, d1); R3ROW3(0x0D, d2); R3ROW3(0x05, d3)
+
+// R3SUM(a0, a1, a2, x0, x1, x2) leaves the three tokens' sums of one row
+// in x0's dwords 0-2.
+#define R3SUM(a0, a1, a2, x0, x1, x2) HALVES(a0, x0, X12); HALVES(a1, x1, X13); HALVES(a2, x2, X14); VPHADDD x1, x0, x0; VPHADDD x2, x2, x2; VPHADDD x2, x0, x0
+
+// STORE3(x), ADD3(x): STORE4 and ADD4 for three tokens.
+#define STORE3(x) VMOVD x, (BX); ADDQ R9, BX; VPEXTRD $1, x, (BX); ADDQ R9, BX; VPEXTRD $2, x, (BX)
+#define ADD3(x) VMOVD x, AX; ADDL AX, (BX); ADDQ R9, BX; VPEXTRD $1, x, AX; ADDL AX, (BX); ADDQ R9, BX; VPEXTRD $2, x, AX; ADDL AX, (BX)
+
+// func ternaryMatMul3AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
+TEXT ·ternaryMatMul3AVXVNNI(SB), NOSPLIT, $0-120
+	MOVQ w_base+0(FP), CX
+	MOVQ stride+24(FP), R8
+	LEAQ (R8)(R8*2), R14
+	MOVQ rows+32(FP), DX
+	SHRQ $2, DX
+	JZ   mm3done
+	MOVQ x_base+40(FP), SI
+	MOVQ xStride+64(FP), R11
+	MOVQ out_base+80(FP), DI
+	MOVQ outStride+104(FP), R9
+	SHLQ $2, R9
+
+mm3group:
+	ZERO12
+	MOVQ CX, R13
+	LEAQ 128(SI), R10
+	MOVQ n+72(FP), BX
+	SHRQ $7, BX
+
+mm3pair:
+	CMPQ       BX, $2
+	JB         mm3odd
+	PREFETCHT1 16384(R13)
+	PREFETCHT1 16384(R13)(R8*1)
+	PREFETCHT1 16384(R13)(R8*2)
+	PREFETCHT1 16384(R13)(R14*1)
+	PREFETCHT0 1024(R13)
+	PREFETCHT0 1024(R13)(R8*1)
+	PREFETCHT0 1024(R13)(R8*2)
+	PREFETCHT0 1024(R13)(R14*1)
+	R3BLOCK((R13), (R13)(R8*1), (R13)(R8*2), (R13)(R14*1), 0x80, 0xA0, 0xC0, 0xE0)
+	R3BLOCK(32(R13), 32(R13)(R8*1), 32(R13)(R8*2), 32(R13)(R14*1), 0x00, 0x20, 0x40, 0x60)
+	ADDQ       $64, R13
+	ADDQ       $256, R10
+	SUBQ       $2, BX
+	JMP        mm3pair
+
+mm3odd:
+	TESTQ BX, BX
+	JZ    mm3sum
+	R3BLOCK((R13), (R13)(R8*1), (R13)(R8*2), (R13)(R14*1), 0x80, 0xA0, 0xC0, 0xE0)
+
+mm3sum:
+	R3SUM(Y0, Y1, Y2, X0, X1, X2)
+	R3SUM(Y3, Y4, Y5, X3, X4, X5)
+	R3SUM(Y6, Y7, Y8, X6, X7, X8)
+	R3SUM(Y9, Y10, Y11, X9, X10, X11)
+	CMPQ add+112(FP), $0
+	JNE  mm3add
+	MOVQ DI, BX
+	STORE3(X0)
+	LEAQ 4(DI), BX
+	STORE3(X3)
+	LEAQ 8(DI), BX
+	STORE3(X6)
+	LEAQ 12(DI), BX
+	STORE3(X9)
+	JMP  mm3next
+
+mm3add:
+	MOVQ DI, BX
+	ADD3(X0)
+	LEAQ 4(DI), BX
+	ADD3(X3)
+	LEAQ 8(DI), BX
+	ADD3(X6)
+	LEAQ 12(DI), BX
+	ADD3(X9)
+
+mm3next:
+	ADDQ $16, DI
+	LEAQ (CX)(R8*4), CX
+	DECQ DX
+	JNZ  mm3group
+
+mm3done:
+	VZEROUPPER
+	RET
+
 // int8LoopAVXVNNI: iters iterations of 12 independent {vex} vpdpbusd Y13,
 // Y12, Yk (k < 12; 384 multiply-adds each), registers only: the avxvnni
 // set's int8 peak probe, on the instruction its ternary products run on.

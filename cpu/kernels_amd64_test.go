@@ -41,18 +41,19 @@ func TestL1Blocks(t *testing.T) {
 
 // TestTernaryMatMulAVXVNNI: the avxvnni set's products
 // (ternaryMatMulAVXVNNI) in their blocks, against the twin: tiles of 12
-// tokens, the tile of 8 where 8 to 11 are left and of 4 (rows in threes)
-// where 4 to 7 are, rows wider than avxvnniColumns in spans (even and
-// uneven), more rows than a panel (avxvnniPanel), and the avx2 tiles for
-// the last few tokens and rows.
+// tokens, of 8, of 4 (rows in threes) and of 3 (rows in fours) as
+// avxvnniTiles counts them, rows wider than avxvnniColumns in spans (even
+// and uneven), more rows than a panel (avxvnniPanel), the single last
+// tokens, and the avx2 tiles for the last rows and for calls of 1-2
+// tokens.
 func TestTernaryMatMulAVXVNNI(t *testing.T) {
 	if !hasAVXVNNI {
 		t.Skip("no AVX-VNNI on this CPU: the avxvnni set cannot run")
 	}
 	rng := newRand()
 	for _, n := range []int{0, 128, 2560, 2688, 6912} {
-		for _, rows := range []int{1, 2, 3, 5, 17} {
-			for _, tokens := range []int{3, 4, 5, 7, 8, 11, 12, 13, 16, 19, 20, 24, 31} {
+		for _, rows := range []int{1, 2, 3, 4, 5, 7, 17} {
+			for _, tokens := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16, 18, 19, 20, 24, 31} {
 				expectTernaryMatMul(t, ternaryMatMulAVXVNNI, rng, n, rows, tokens)
 			}
 		}
@@ -60,13 +61,19 @@ func TestTernaryMatMulAVXVNNI(t *testing.T) {
 	// Panels of 816 rows at 2560 columns, 900 at 6912 in spans of 2304
 	// (tiles of 8 or more) and 300 in whole rows (fewer).
 	for _, n := range []int{2560, 6912} {
-		for _, tokens := range []int{5, 20} {
+		for _, tokens := range []int{3, 5, 6, 20} {
 			span := n
 			if tokens >= 8 {
 				span = n / ((n + avxvnniColumns - 1) / avxvnniColumns)
 			}
 			p := avxvnniPanel / (span / 4) / 12 * 12
 			expectTernaryMatMul(t, ternaryMatMulAVXVNNI, rng, n, p+5, tokens)
+		}
+	}
+	for tokens := 0; tokens <= 40; tokens++ {
+		n12, n8, n4, n3, n1 := avxvnniTiles(tokens)
+		if got := 12*n12 + 8*n8 + 4*n4 + 3*n3 + n1; got != tokens || n8 > 1 || n4 > 1 || n1 > 2 || (tokens > 2 && n1 == 2 && n12+n8 == 0) {
+			t.Errorf("avxvnniTiles(%d) = %d, %d, %d, %d, %d (%d tokens)", tokens, n12, n8, n4, n3, n1, got)
 		}
 	}
 }
