@@ -158,6 +158,12 @@ done: \
 	VZEROUPPER; \
 	RET
 
+// MMARGS(done) loads ternaryMatMul8AVXVNNI's and ternaryMatMul12AVXVNNI's
+// arguments into their registers (CX w, DX rows, SI x, R8 xStride, R11-R13
+// 3, 5 and 7 of it, DI out, R9 outStride in bytes), jumping to done for no
+// rows.
+#define MMARGS(done) MOVQ w_base+0(FP), CX; MOVQ rows+32(FP), DX; TESTQ DX, DX; JZ done; MOVQ x_base+40(FP), SI; MOVQ xStride+64(FP), R8; LEAQ (R8)(R8*2), R11; LEAQ (R8)(R8*4), R12; LEAQ (R11)(R8*4), R13; MOVQ out_base+80(FP), DI; MOVQ outStride+104(FP), R9; SHLQ $2, R9
+
 #define NONEAR
 #define NEARAX PREFETCHT0 2048(AX)(R9*1)
 #define NEARR11 PREFETCHT0 2048(R11)(R9*1)
@@ -207,6 +213,12 @@ TEXT ·ternaryRowsAVXVNNITwo(SB), NOSPLIT, $0-80
 // HALVES(y, x, t): x (y's low half) += y's high half, t a scratch xmm.
 #define HALVES(y, x, t) VEXTRACTI128 $1, y, t; VPADDD t, x, x
 
+// SUM4(a0, a1, a2, a3, x0, x1, x2, x3, t0, t1, t2, t3) leaves the sums of
+// the accumulators a0-a3 (four tokens' 8 lanes each; x0-x3 their low
+// halves) in x0's dwords 0-3: halves, then two rounds of pairs; t0-t3 are
+// scratch xmm.
+#define SUM4(a0, a1, a2, a3, x0, x1, x2, x3, t0, t1, t2, t3) HALVES(a0, x0, t0); HALVES(a1, x1, t1); HALVES(a2, x2, t2); HALVES(a3, x3, t3); VPHADDD x1, x0, x0; VPHADDD x3, x2, x2; VPHADDD x2, x0, x0
+
 // STORE4(x) stores x's four dwords at BX, BX+R9, BX+2·R9 and BX+3·R9 (four
 // tokens' outputs of one row), leaving BX at the last.
 #define STORE4(x) VMOVD x, (BX); ADDQ R9, BX; VPEXTRD $1, x, (BX); ADDQ R9, BX; VPEXTRD $2, x, (BX); ADDQ R9, BX; VPEXTRD $3, x, (BX)
@@ -217,18 +229,7 @@ TEXT ·ternaryRowsAVXVNNITwo(SB), NOSPLIT, $0-80
 
 // func ternaryMatMul8AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
 TEXT ·ternaryMatMul8AVXVNNI(SB), NOSPLIT, $0-120
-	MOVQ         w_base+0(FP), CX
-	MOVQ         rows+32(FP), DX
-	TESTQ        DX, DX
-	JZ           mm8done
-	MOVQ         x_base+40(FP), SI
-	MOVQ         xStride+64(FP), R8
-	LEAQ         (R8)(R8*2), R11
-	LEAQ         (R8)(R8*4), R12
-	LEAQ         (R11)(R8*4), R13
-	MOVQ         out_base+80(FP), DI
-	MOVQ         outStride+104(FP), R9
-	SHLQ         $2, R9
+	MMARGS(mm8done)
 	VPBROADCASTD avxvnniMasks<>+12(SB), Y15
 
 mm8row:
@@ -258,22 +259,9 @@ mm8block:
 	JNZ     mm8block
 
 mm8sum:
-	// Each token's 8 lanes to one sum: halves, then two rounds of pairs
-	// (X0 = the sums of tokens 0-3, X4 those of 4-7).
-	HALVES(Y0, X0, X8)
-	HALVES(Y1, X1, X9)
-	HALVES(Y2, X2, X10)
-	HALVES(Y3, X3, X11)
-	HALVES(Y4, X4, X8)
-	HALVES(Y5, X5, X9)
-	HALVES(Y6, X6, X10)
-	HALVES(Y7, X7, X11)
-	VPHADDD      X1, X0, X0
-	VPHADDD      X3, X2, X2
-	VPHADDD      X2, X0, X0
-	VPHADDD      X5, X4, X4
-	VPHADDD      X7, X6, X6
-	VPHADDD      X6, X4, X4
+	// X0 = the sums of tokens 0-3, X4 those of 4-7.
+	SUM4(Y0, Y1, Y2, Y3, X0, X1, X2, X3, X8, X9, X10, X11)
+	SUM4(Y4, Y5, Y6, Y7, X4, X5, X6, X7, X8, X9, X10, X11)
 	MOVQ         DI, BX
 	CMPQ         add+112(FP), $0
 	JNE          mm8add
@@ -334,20 +322,13 @@ GLOBL avxvnniLow2<>(SB), RODATA|NOPTR, $32
 // ZERO12 clears the accumulators Y0-Y11.
 #define ZERO12 ZERO8; VPXOR Y8, Y8, Y8; VPXOR Y9, Y9, Y9; VPXOR Y10, Y10, Y10; VPXOR Y11, Y11, Y11
 
+// UNPACK(m) loads the block at m and leaves its codes at scale 1 in
+// Y12-Y15 (x[0:32], x[32:64], x[64:96], x[96:128]).
+#define UNPACK(m) VMOVDQU m, Y15; VPSRLW $6, Y15, Y12; VPAND avxvnniLow2<>(SB), Y12, Y12; VPSRLW $4, Y15, Y13; VPAND avxvnniLow2<>(SB), Y13, Y13; VPSRLW $2, Y15, Y14; VPAND avxvnniLow2<>(SB), Y14, Y14; VPAND avxvnniLow2<>(SB), Y15, Y15
+
 // func ternaryMatMul12AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
 TEXT ·ternaryMatMul12AVXVNNI(SB), NOSPLIT, $0-120
-	MOVQ w_base+0(FP), CX
-	MOVQ rows+32(FP), DX
-	TESTQ DX, DX
-	JZ   mm12done
-	MOVQ x_base+40(FP), SI
-	MOVQ xStride+64(FP), R8
-	LEAQ (R8)(R8*2), R11
-	LEAQ (R8)(R8*4), R12
-	LEAQ (R11)(R8*4), R13
-	MOVQ out_base+80(FP), DI
-	MOVQ outStride+104(FP), R9
-	SHLQ $2, R9
+	MMARGS(mm12done)
 
 mm12row:
 	ZERO12
@@ -359,14 +340,7 @@ mm12row:
 	JZ   mm12sum
 
 mm12block:
-	VMOVDQU (AX), Y15
-	VPSRLW  $6, Y15, Y12
-	VPAND   avxvnniLow2<>(SB), Y12, Y12
-	VPSRLW  $4, Y15, Y13
-	VPAND   avxvnniLow2<>(SB), Y13, Y13
-	VPSRLW  $2, Y15, Y14
-	VPAND   avxvnniLow2<>(SB), Y14, Y14
-	VPAND   avxvnniLow2<>(SB), Y15, Y15
+	UNPACK((AX))
 	CODE12(0x1D, 0x00)
 	CODE12(0x15, 0x20)
 	CODE12(0x0D, 0x40)
@@ -380,27 +354,9 @@ mm12block:
 mm12sum:
 	// Each token's 8 lanes to one sum, as ternaryMatMul8AVXVNNI: X0, X4
 	// and X8 the sums of tokens 0-3, 4-7 and 8-11.
-	HALVES(Y0, X0, X12)
-	HALVES(Y1, X1, X13)
-	HALVES(Y2, X2, X14)
-	HALVES(Y3, X3, X15)
-	HALVES(Y4, X4, X12)
-	HALVES(Y5, X5, X13)
-	HALVES(Y6, X6, X14)
-	HALVES(Y7, X7, X15)
-	HALVES(Y8, X8, X12)
-	HALVES(Y9, X9, X13)
-	HALVES(Y10, X10, X14)
-	HALVES(Y11, X11, X15)
-	VPHADDD X1, X0, X0
-	VPHADDD X3, X2, X2
-	VPHADDD X2, X0, X0
-	VPHADDD X5, X4, X4
-	VPHADDD X7, X6, X6
-	VPHADDD X6, X4, X4
-	VPHADDD X9, X8, X8
-	VPHADDD X11, X10, X10
-	VPHADDD X10, X8, X8
+	SUM4(Y0, Y1, Y2, Y3, X0, X1, X2, X3, X12, X13, X14, X15)
+	SUM4(Y4, Y5, Y6, Y7, X4, X5, X6, X7, X12, X13, X14, X15)
+	SUM4(Y8, Y9, Y10, Y11, X8, X9, X10, X11, X12, X13, X14, X15)
 	MOVQ    DI, BX
 	CMPQ    add+112(FP), $0
 	JNE     mm12add
@@ -452,17 +408,9 @@ mm12done:
 #define R4ROW1(vex2, disp) DPN(0xC2, vex2, 0x62, disp); DPX(0x82, vex2, 0x6C, 0x1A, disp); DPX(0x82, vex2, 0x74, 0x5A, disp); DPX(0x82, vex2, 0x7C, 0x22, disp)
 #define R4ROW2(vex2, disp) DPN(0x42, vex2, 0x42, disp); DPX(0x02, vex2, 0x4C, 0x1A, disp); DPX(0x02, vex2, 0x54, 0x5A, disp); DPX(0x02, vex2, 0x5C, 0x22, disp)
 
-// R4UNPACK(m) loads the block at m and leaves its codes at scale 1 in
-// Y12-Y15 (x[0:32], x[32:64], x[64:96], x[96:128]).
-#define R4UNPACK(m) VMOVDQU m, Y15; VPSRLW $6, Y15, Y12; VPAND avxvnniLow2<>(SB), Y12, Y12; VPSRLW $4, Y15, Y13; VPAND avxvnniLow2<>(SB), Y13, Y13; VPSRLW $2, Y15, Y14; VPAND avxvnniLow2<>(SB), Y14, Y14; VPAND avxvnniLow2<>(SB), Y15, Y15
-
 // R4BLOCK(m0, m1, m2, d0, d1, d2, d3): the three rows' blocks at m0-m2
 // against the activations at d0-d3.
-#define R4BLOCK(m0, m1, m2, d0, d1, d2, d3) R4UNPACK(m0); R4ROW0(0x1D, d0); R4ROW0(0x15, d1); R4ROW0(0x0D, d2); R4ROW0(0x05, d3); R4UNPACK(m1); R4ROW1(0x1D, d0); R4ROW1(0x15, d1); R4ROW1(0x0D, d2); R4ROW1(0x05, d3); R4UNPACK(m2); R4ROW2(0x1D, d0); R4ROW2(0x15, d1); R4ROW2(0x0D, d2); R4ROW2(0x05, d3)
-
-// R4SUM(a0, a1, a2, a3, x0, x1, x2, x3) leaves the four tokens' sums of
-// one row (accumulators a0-a3, their low halves x0-x3) in x0.
-#define R4SUM(a0, a1, a2, a3, x0, x1, x2, x3) HALVES(a0, x0, X12); HALVES(a1, x1, X13); HALVES(a2, x2, X14); HALVES(a3, x3, X15); VPHADDD x1, x0, x0; VPHADDD x3, x2, x2; VPHADDD x2, x0, x0
+#define R4BLOCK(m0, m1, m2, d0, d1, d2, d3) UNPACK(m0); R4ROW0(0x1D, d0); R4ROW0(0x15, d1); R4ROW0(0x0D, d2); R4ROW0(0x05, d3); UNPACK(m1); R4ROW1(0x1D, d0); R4ROW1(0x15, d1); R4ROW1(0x0D, d2); R4ROW1(0x05, d3); UNPACK(m2); R4ROW2(0x1D, d0); R4ROW2(0x15, d1); R4ROW2(0x0D, d2); R4ROW2(0x05, d3)
 
 // func ternaryMatMul4AVXVNNI(w []byte, stride int, rows int, x []int8, xStride int, n int, out []int32, outStride int, add int)
 TEXT ·ternaryMatMul4AVXVNNI(SB), NOSPLIT, $0-120
@@ -509,9 +457,9 @@ mm4odd:
 	R4BLOCK((R13), (R13)(R8*1), (R13)(R8*2), 0x80, 0xA0, 0xC0, 0xE0)
 
 mm4sum:
-	R4SUM(Y0, Y1, Y2, Y3, X0, X1, X2, X3)
-	R4SUM(Y4, Y5, Y6, Y7, X4, X5, X6, X7)
-	R4SUM(Y8, Y9, Y10, Y11, X8, X9, X10, X11)
+	SUM4(Y0, Y1, Y2, Y3, X0, X1, X2, X3, X12, X13, X14, X15)
+	SUM4(Y4, Y5, Y6, Y7, X4, X5, X6, X7, X12, X13, X14, X15)
+	SUM4(Y8, Y9, Y10, Y11, X8, X9, X10, X11, X12, X13, X14, X15)
 	CMPQ add+112(FP), $0
 	JNE  mm4add
 	MOVQ DI, BX
@@ -554,7 +502,7 @@ mm4done:
 
 // R3BLOCK(m0, m1, m2, m3, d0, d1, d2, d3): the four rows' blocks at m0-m3
 // against the activations at d0-d3.
-#define R3BLOCK(m0, m1, m2, m3, d0, d1, d2, d3) R4UNPACK(m0); R3ROW0(0x1D, d0); R3ROW0(0x15, d1); R3ROW0(0x0D, d2); R3ROW0(0x05, d3); R4UNPACK(m1); R3ROW1(0x1D, d0); R3ROW1(0x15, d1); R3ROW1(0x0D, d2); R3ROW1(0x05, d3); R4UNPACK(m2); R3ROW2(0x1D, d0); R3ROW2(0x15, d1); R3ROW2(0x0D, d2); R3ROW2(0x05, d3); R4UNPACK(m3); R3ROW3(0x1D, d0); R3ROW3(0x15, d1); R3ROW3(0x0D, d2); R3ROW3(0x05, d3)
+#define R3BLOCK(m0, m1, m2, m3, d0, d1, d2, d3) UNPACK(m0); R3ROW0(0x1D, d0); R3ROW0(0x15, d1); R3ROW0(0x0D, d2); R3ROW0(0x05, d3); UNPACK(m1); R3ROW1(0x1D, d0); R3ROW1(0x15, d1); R3ROW1(0x0D, d2); R3ROW1(0x05, d3); UNPACK(m2); R3ROW2(0x1D, d0); R3ROW2(0x15, d1); R3ROW2(0x0D, d2); R3ROW2(0x05, d3); UNPACK(m3); R3ROW3(0x1D, d0); R3ROW3(0x15, d1); R3ROW3(0x0D, d2); R3ROW3(0x05, d3)
 
 // R3SUM(a0, a1, a2, x0, x1, x2) leaves the three tokens' sums of one row
 // in x0's dwords 0-2.
