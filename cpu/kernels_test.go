@@ -57,12 +57,12 @@ func poisoned[T any](n, off, extra int, fill T) (s, all []T) {
 }
 
 // aligned returns a copy of s that starts on a 64-byte boundary, as the
-// backend's activations and weights do (buffers of whole pages, rows of
-// whole 128-weight blocks): for benchmarks, whose data from poisoned
+// backend's buffers do (allocations of whole pages; the 2B shape's weight
+// rows are whole lines apart): for benchmarks, whose data from poisoned
 // starts 0-63 bytes into a line, so that every 32- or 64-byte load of it
-// would straddle two lines (a prompt's products on the Intel Xeon VM:
-// 224-261 GMAC/s so against 271-294 aligned, avx512vnni; avxvnni 63-97
-// against 106-133).
+// would straddle two lines (a prompt's products on the Intel Xeon VM,
+// misaligned against aligned: avx512vnni 224-261 GMAC/s against 268-294,
+// avxvnni's 1 × 8 tiles 63-97 against 106-133).
 func aligned[T any](s []T) []T {
 	var zero T
 	size := int(unsafe.Sizeof(zero))
