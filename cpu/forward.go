@@ -34,8 +34,8 @@ type scratch struct {
 	ropeKV   ropeKVJob
 	residual residualJob
 	attend   attendJob
-	normRows [][4][]float32 // [worker] the rows normJob sums together
-	normSums [][4]float64   // [worker] and their sums of squares
+	normRows [][normGroup][]float32 // [worker] the rows normJob sums together
+	normSums [][normGroup]float64   // [worker] and their sums of squares
 }
 
 func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
@@ -65,8 +65,8 @@ func newScratch(c *nn.Config, h *head, T, ctx, workers int) scratch {
 		s.attOut = append(s.attOut, make([]float32, queries*c.HeadDim))
 	}
 	s.runs = make([]int, 0, T+1)
-	s.normRows = make([][4][]float32, workers)
-	s.normSums = make([][4]float64, workers)
+	s.normRows = make([][normGroup][]float32, workers)
+	s.normSums = make([][normGroup]float64, workers)
 	return s
 }
 
@@ -200,20 +200,22 @@ func sumSquaresGeneric(x []float32) float64 {
 }
 
 // sumSquaresRowsGeneric sets sums[i] = sumSquaresGeneric(rows[i]) for up
-// to four rows of one length; two to four rows through sumSquares4, the
-// first ones again filling its chains.
+// to normGroup rows of one length; two to four rows at a time through
+// sumSquares4, the first ones again filling its chains.
 func sumSquaresRowsGeneric(rows [][]float32, sums []float64) {
-	switch len(rows) {
-	case 0:
-	case 1:
-		sums[0] = sumSquaresGeneric(rows[0])
-	default:
-		var r [4][]float32
-		for i := range r {
-			r[i] = rows[i%len(rows)]
+	for len(rows) > 0 {
+		g := rows[:min(4, len(rows))]
+		if len(g) == 1 {
+			sums[0] = sumSquaresGeneric(g[0])
+		} else {
+			var r [4][]float32
+			for i := range r {
+				r[i] = g[i%len(g)]
+			}
+			s := sumSquares4(r[0], r[1], r[2], r[3])
+			copy(sums, s[:len(g)])
 		}
-		s := sumSquares4(r[0], r[1], r[2], r[3])
-		copy(sums, s[:len(rows)])
+		rows, sums = rows[len(g):], sums[len(g):]
 	}
 }
 
@@ -267,21 +269,26 @@ const (
 // normEach makes each position's BitLinear input: the row [n] of position
 // t that pre names, normalized by rmsNorm with the weights w (nil: the row
 // as it is) into s.a and quantized into s.q; in parallel over the T
-// positions, up to four positions' norm sums interleaved.
+// positions, up to normGroup positions' norm sums together
+// (kernels.sumSquaresRows).
 func (b *Backend) normEach(T, n int, w []float32, pre normInput) {
-	// Positions handed out in fours as the workers free up: the same work
+	// Positions handed out in groups as the workers free up: the same work
 	// each, but one core may run slower (pp128 on two threads: a median
 	// 2-6% faster than fixed halves, measured alternately in one process).
-	// A pass of fewer than four positions a worker (verification, a step
-	// of a few sequences) splits them evenly instead, rather than leave
-	// the helpers idle.
-	align := 4
-	if T < 4*b.threads {
+	// A pass of fewer than a group of positions a worker (verification, a
+	// step of a few sequences) splits them evenly instead, rather than
+	// leave the helpers idle.
+	align := normGroup
+	if T < normGroup*b.threads {
 		align = max(1, T/b.threads)
 	}
 	b.s.norm = normJob{b, n, w, pre}
 	b.pool.runChunksJob(T, align, &b.s.norm)
 }
+
+// normGroup: the most positions normJob sums the squares of together: 8,
+// the rows sumSquares8AVX512 takes in its lanes.
+const normGroup = 8
 
 // normJob is normEach's pool job.
 type normJob struct {
@@ -315,8 +322,8 @@ func (j *normJob) do(wk, lo, hi int) {
 	b, n, w := j.b, j.n, j.w
 	s := &b.s
 	rows, sums := &s.normRows[wk], &s.normSums[wk]
-	for t0 := lo; t0 < hi; t0 += 4 {
-		t1 := min(t0+4, hi)
+	for t0 := lo; t0 < hi; t0 += normGroup {
+		t1 := min(t0+normGroup, hi)
 		for t := t0; t < t1; t++ {
 			rows[t-t0] = j.row(t, s.a[t*n:(t+1)*n])
 		}

@@ -47,18 +47,23 @@ func testGate(t *testing.T, k kernels) {
 	}
 }
 
-// Every set's sumSquaresRows gives each of 1-4 rows sumSquaresGeneric's
-// bits.
+// Every set's sumSquaresRows gives each of 1-8 rows sumSquaresGeneric's
+// bits, rows of Gaussian values of many magnitudes, and rows as the ReLU²
+// gate makes them (half zeros, a wide spread).
 func TestSumSquaresRows(t *testing.T) {
 	forEachSet(t, func(t *testing.T, k kernels) {
 		rng := newRand()
-		for _, n := range []int{0, 1, 5, 2560} {
-			for count := 1; count <= 4; count++ {
+		for _, n := range []int{0, 1, 5, 8, 13, 2560, 6912} {
+			for count := 1; count <= normGroup; count++ {
 				rows := make([][]float32, count)
 				for r := range rows {
 					rows[r] = make([]float32, n)
 					for i := range rows[r] {
 						rows[r][i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6)))
+						if r%2 == 1 { // as the ReLU² gate gives
+							g := max(float32(rng.NormFloat64()), 0)
+							rows[r][i] = g * g * float32(rng.NormFloat64())
+						}
 					}
 				}
 				sums := make([]float64, count+1)

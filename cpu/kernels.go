@@ -161,8 +161,8 @@ type kernels struct {
 	// sumSquares is Σ float64(float32(x[i]·x[i])), the float64 adds in
 	// order (rmsNorm's sum): sumSquaresGeneric's bits.
 	sumSquares func(x []float32) float64
-	// sumSquaresRows sets sums[i] = sumSquares(rows[i]) for up to four
-	// rows of one length.
+	// sumSquaresRows sets sums[i] = sumSquares(rows[i]) for up to
+	// normGroup rows of one length.
 	sumSquaresRows func(rows [][]float32, sums []float64)
 
 	// quantizeI8 sets q[i] = round_half_even(float32(x[i]·s)) clamped to

@@ -135,6 +135,7 @@ func main() {
 	twoLevels(genKScoresAVX2)
 	twoLevels(genAxpyF16Rows4AVX2)
 	twoLevelsNear(1024, genDotF16MatMulAVX2)
+	genSumSquares8AVX512()
 
 	Generate()
 }
