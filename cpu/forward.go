@@ -223,8 +223,7 @@ func sumSquaresRowsGeneric(rows [][]float32, sums []float64) {
 // in its own order as sumSquaresGeneric sums it (so bit for bit the same),
 // the four dependency chains interleaved: a float64 add waits on the one
 // before it in its row, and four rows keep four adds in flight. (The
-// SIMD sets' sumSquares, which add 16 elements in one step where that is
-// exact, are faster row by row: eachRow.)
+// SIMD sets take eight rows in the lanes of their registers: inEights.)
 func sumSquares4(x0, x1, x2, x3 []float32) [4]float64 {
 	n := len(x0)
 	x1, x2, x3 = x1[:n], x2[:n], x3[:n]
@@ -236,17 +235,6 @@ func sumSquares4(x0, x1, x2, x3 []float32) [4]float64 {
 		s3 += float64(float32(x3[i] * x3[i]))
 	}
 	return [4]float64{s0, s1, s2, s3}
-}
-
-// eachRow is a sumSquaresRows of a sumSquares kernel, a row at a time
-// (four rows of 2560 on the Zen 5 VM: 2.6 µs with sumSquaresAVX512, 3.2
-// with sumSquares4's interleaved chains).
-func eachRow(f func(x []float32) float64) func(rows [][]float32, sums []float64) {
-	return func(rows [][]float32, sums []float64) {
-		for i, r := range rows {
-			sums[i] = f(r)
-		}
-	}
 }
 
 // normalize is rmsNorm given x's sumSquares.

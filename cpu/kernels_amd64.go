@@ -57,7 +57,7 @@ var avx2Kernels = kernels{
 	roundF16:        checkRoundF16(roundF16AVX2),
 	maxAbs:          maxAbsAVX2,
 	sumSquares:      sumSquaresAVX2,
-	sumSquaresRows:  eachRow(sumSquaresAVX2),
+	sumSquaresRows:  inEights(sumSquaresAVX2, sumSquares8AVX2),
 	quantizeI8:      checkQuantizeI8(quantizeI8AVX2),
 	expSub:          expSubAVX2,
 	scaleMax:        scaleMaxAVX2,
@@ -97,7 +97,7 @@ var avx512VNNIKernels = kernels{
 	roundF16:        checkRoundF16(roundF16AVX512),
 	maxAbs:          maxAbsAVX512,
 	sumSquares:      sumSquaresAVX512,
-	sumSquaresRows:  sumSquaresRowsAVX512,
+	sumSquaresRows:  inEights(sumSquaresAVX512, sumSquares8AVX512),
 	quantizeI8:      checkQuantizeI8(quantizeI8AVX512),
 	expSub:          expSubAVX512,
 	scaleMax:        scaleMaxAVX512,
@@ -618,42 +618,44 @@ func l1Blocks(f, blocked ternaryMatMulFunc, acts, panel int) ternaryMatMulFunc {
 	}
 }
 
-// sumSquaresRowsAVX512 is the avx512vnni set's sumSquaresRows: four rows
-// and more through sumSquares8AVX512 (its eight lanes filled with the
+// inEights makes a set's sumSquaresRows: four rows and more through eight
+// (sumSquares8AVX512 or sumSquares8AVX2, its eight lanes filled with the
 // first rows again), their last n mod 8 elements added on in order here;
-// fewer, a row at a time (sumSquaresAVX512). On the Intel Xeon VM, a
-// pass's ReLU² rows of 6912 (the FFN's sub-norm): 6.9 µs a row alone,
+// fewer, a row at a time through one. On the Intel Xeon VM (avx512vnni), a
+// 2B pass's ReLU² rows of 6912 (the FFN's sub-norm): 6.9 µs a row alone,
 // 1.3 in eights.
-func sumSquaresRowsAVX512(rows [][]float32, sums []float64) {
-	if len(rows) < 4 {
-		for i, r := range rows {
-			sums[i] = sumSquaresAVX512(r)
-		}
-		return
-	}
-	if len(rows) > 8 || len(sums) < len(rows) {
-		panic(fmt.Sprintf("cpu: sumSquaresRows: %d rows, %d sums", len(rows), len(sums)))
-	}
-	n := len(rows[0])
-	m := n &^ 7
-	var ptrs [8]*float32
-	var out [8]float64
-	if m > 0 {
-		for k := range ptrs {
-			r := rows[k%len(rows)]
-			if len(r) != n {
-				panic(fmt.Sprintf("cpu: sumSquaresRows: rows of %d and %d", n, len(r)))
+func inEights(one func(x []float32) float64, eight func(rows *[8]*float32, n int, sums *[8]float64)) func(rows [][]float32, sums []float64) {
+	return func(rows [][]float32, sums []float64) {
+		if len(rows) < 4 {
+			for i, r := range rows {
+				sums[i] = one(r)
 			}
-			ptrs[k] = &r[0]
+			return
 		}
-		sumSquares8AVX512(&ptrs, m, &out)
-	}
-	for k, r := range rows {
-		s := out[k]
-		for _, v := range r[m:n] {
-			s += float64(float32(v * v))
+		if len(rows) > 8 || len(sums) < len(rows) {
+			panic(fmt.Sprintf("cpu: sumSquaresRows: %d rows, %d sums", len(rows), len(sums)))
 		}
-		sums[k] = s
+		n := len(rows[0])
+		m := n &^ 7
+		var ptrs [8]*float32
+		var out [8]float64
+		if m > 0 {
+			for k := range ptrs {
+				r := rows[k%len(rows)]
+				if len(r) != n {
+					panic(fmt.Sprintf("cpu: sumSquaresRows: rows of %d and %d", n, len(r)))
+				}
+				ptrs[k] = &r[0]
+			}
+			eight(&ptrs, m, &out)
+		}
+		for k, r := range rows {
+			s := out[k]
+			for _, v := range r[m:n] {
+				s += float64(float32(v * v))
+			}
+			sums[k] = s
+		}
 	}
 }
 

@@ -522,7 +522,13 @@ func axpyF16Rows4AVX2Two(a []float32, aStride int, np int, v []uint16, stride in
 func dotF16MatMulAVX2Two(w []uint16, stride int, rows int, x []float32, xStride int, n int, tokens int, out []float32, outStride int)
 
 // sumSquares8AVX512 is sumSquares of 8 rows of n elements (n a multiple of 8), each
-// row's float64 chain in one zmm lane, in order (see asmgen's sumsq.go).
+// row's float64 chain in one lane, in order (see asmgen's sumsq.go).
 //
 //go:noescape
 func sumSquares8AVX512(rows *[8]*float32, n int, sums *[8]float64)
+
+// sumSquares8AVX2 is sumSquares of 8 rows of n elements (n a multiple of 8), each
+// row's float64 chain in one lane, in order (see asmgen's sumsq.go).
+//
+//go:noescape
+func sumSquares8AVX2(rows *[8]*float32, n int, sums *[8]float64)

@@ -135,7 +135,8 @@ func main() {
 	twoLevels(genKScoresAVX2)
 	twoLevels(genAxpyF16Rows4AVX2)
 	twoLevelsNear(1024, genDotF16MatMulAVX2)
-	genSumSquares8AVX512()
+	genSumSquares8("sumSquares8AVX512", true)
+	genSumSquares8("sumSquares8AVX2", false)
 
 	Generate()
 }

@@ -304,20 +304,21 @@ func sumF64x4(y reg.VecVirtual, evex bool) reg.VecVirtual {
 
 const sumSquares8Sig = "func(rows *[8]*float32, n int, sums *[8]float64)"
 
-// genSumSquares8AVX512 emits sumSquares8AVX512: sumSquares of eight rows of
-// n elements (n a multiple of 8) at once, each row's chain of float64 adds
-// in one lane of a zmm, in order, so bit for bit whatever the data (no
-// blocks to check). A step takes 8 elements of every row: 8 ymm loads,
-// squared in float32, transposed (element j of the 8 rows into one ymm),
-// widened to float64 and added into the lanes, j = 0…7. The chain allows
-// 8 adds in 4 cycles a lane (latency 4): 2 elements a cycle, against 1
-// for the one-row kernels on rows where their blocks rarely hold (the
-// ReLU² gate's) and about 1.5 on Gaussian rows.
-func genSumSquares8AVX512() {
-	TEXT("sumSquares8AVX512", NOSPLIT, sumSquares8Sig)
+// genSumSquares8 emits sumSquares8AVX512 (evex) or sumSquares8AVX2:
+// sumSquares of eight rows of n elements (n a multiple of 8) at once, each
+// row's chain of float64 adds in one float64 lane (of a zmm, or of two
+// ymm), in order, so bit for bit whatever the data (no blocks to check). A
+// step takes 8 elements of every row: 8 ymm loads, squared in float32,
+// transposed (element j of the 8 rows into one ymm), widened to float64
+// and added into the lanes, j = 0…7. The chains allow 8 adds in 4 cycles
+// (latency 4): 2 elements a cycle, against 1 for the one-row kernels on
+// rows where their blocks rarely hold (the ReLU² gate's) and about 1.5 on
+// Gaussian rows.
+func genSumSquares8(name string, evex bool) {
+	TEXT(name, NOSPLIT, sumSquares8Sig)
 	Pragma("noescape")
-	Doc("sumSquares8AVX512 is sumSquares of 8 rows of n elements (n a multiple of 8), each",
-		"row's float64 chain in one zmm lane, in order (see asmgen's sumsq.go).")
+	Doc(name+" is sumSquares of 8 rows of n elements (n a multiple of 8), each",
+		"row's float64 chain in one lane, in order (see asmgen's sumsq.go).")
 	rp := load(Param("rows"))
 	n := load(Param("n"))
 	bases := make([]reg.GPVirtual, 8)
@@ -325,8 +326,16 @@ func genSumSquares8AVX512() {
 		bases[r] = GP64()
 		MOVQ(Mem{Base: rp, Disp: 8 * r}, bases[r])
 	}
-	acc := ZMM()
-	VPXORQ(acc, acc, acc)
+	var acc []reg.VecVirtual // rows 0-7 (evex), or 0-3 and 4-7
+	if evex {
+		acc = []reg.VecVirtual{ZMM()}
+		VPXORQ(acc[0], acc[0], acc[0])
+	} else {
+		acc = []reg.VecVirtual{YMM(), YMM()}
+		for _, a := range acc {
+			VXORPD(a, a, a)
+		}
+	}
 	i := GP64()
 	blockLoop(i, n, 8, func() {
 		y := make([]reg.VecVirtual, 8)
@@ -337,7 +346,7 @@ func genSumSquares8AVX512() {
 		}
 		// Transpose: t pairs rows (2k, 2k+1) by element, u gathers
 		// rows 4h…4h+3 by element within each 128-bit lane, c crosses
-		// the lanes: c[j] holds element j of rows 0…7.
+		// the lanes: c holds element j of rows 0…7.
 		t := make([]reg.VecVirtual, 8)
 		for k := 0; k < 4; k++ {
 			t[2*k], t[2*k+1] = YMM(), YMM()
@@ -358,14 +367,26 @@ func genSumSquares8AVX512() {
 		// m+4 in its high lane (m < 4); c gathers rows 0…7 of element j,
 		// added in order j = 0…7.
 		for j := 0; j < 8; j++ {
-			c, z := YMM(), ZMM()
+			c := YMM()
 			VPERM2F128(U8(pick8(j < 4, 0x20, 0x31)), u[4+j%4], u[j%4], c)
-			VCVTPS2PD(c, z)
-			VADDPD(z, acc, acc)
+			if evex {
+				z := ZMM()
+				VCVTPS2PD(c, z)
+				VADDPD(z, acc[0], acc[0])
+				continue
+			}
+			hi, w0, w1 := XMM(), YMM(), YMM()
+			VEXTRACTF128(U8(1), c, hi)
+			VCVTPS2PD(c.AsX(), w0)
+			VCVTPS2PD(hi, w1)
+			VADDPD(w0, acc[0], acc[0])
+			VADDPD(w1, acc[1], acc[1])
 		}
 	})
 	sp := load(Param("sums"))
-	VMOVUPD(acc, Mem{Base: sp})
+	for k, a := range acc {
+		VMOVUPD(a, Mem{Base: sp, Disp: 32 * k})
+	}
 	VZEROUPPER()
 	RET()
 }
