@@ -91,7 +91,7 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 	for li := range b.layers {
 		l := &b.layers[li]
 		// attention
-		b.normEach(T, E, l.attnNorm, preResidual)
+		b.normEach(T, E, l.attnNorm, preResidual, nil)
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.qkv, T)
 		s.ropeKV = ropeKVJob{b, li}
@@ -99,7 +99,7 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 		b.lap(stageRopeKV, 0)
 		b.attention(li, T)
 		b.lap(stageAttention, cacheBytes)
-		b.normEach(T, E, l.attnSubNorm, preAttention)
+		b.normEach(T, E, l.attnSubNorm, preAttention, nil)
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.o, T)
 		if b.trace != nil { // the residual stream after attention, as x + o would be
@@ -112,10 +112,15 @@ func (b *Backend) forwardBatch(tokens []int32, out []float32, first int) error {
 
 		// feed-forward; each stage first adds the previous projection to x
 		F := c.FFN
-		b.normEach(T, E, l.ffnNorm, preAddResidual)
+		b.normEach(T, E, l.ffnNorm, preAddResidual, nil)
 		b.lap(stageNorm, 0)
-		b.bitLinear(l.gateUp, T)
-		b.normEach(T, F, l.ffnSubNorm, preGate)
+		if sumsGate(c, l.gateUp) {
+			b.bitLinearSums(l.gateUp, T)
+			b.normEach(T, F, l.ffnSubNorm, preGateSums, l.gateUp)
+		} else {
+			b.bitLinear(l.gateUp, T)
+			b.normEach(T, F, l.ffnSubNorm, preGate, nil)
+		}
 		b.lap(stageNorm, 0)
 		b.bitLinear(l.down, T)
 		s.residual = residualJob{b}
@@ -252,6 +257,7 @@ const (
 	preAttention                    // attention's output s.att
 	preAddResidual                  // s.x after adding the last projection's output s.y to it
 	preGate                         // the FFN's activation of s.y (gate and up), written into s.a
+	preGateSums                     // the same from the gate and up projection's code sums s.raw (sumsGate)
 )
 
 // normEach makes each position's BitLinear input: the row [n] of position
@@ -259,7 +265,7 @@ const (
 // as it is) into s.a and quantized into s.q; in parallel over the T
 // positions, up to normGroup positions' norm sums together
 // (kernels.sumSquaresRows).
-func (b *Backend) normEach(T, n int, w []float32, pre normInput) {
+func (b *Backend) normEach(T, n int, w []float32, pre normInput, gateUp *ternaryMatrix) {
 	// Positions handed out in groups as the workers free up: the same work
 	// each, but one core may run slower (pp128 on two threads: a median
 	// 2-6% faster than fixed halves, measured alternately in one process).
@@ -270,7 +276,7 @@ func (b *Backend) normEach(T, n int, w []float32, pre normInput) {
 	if T < normGroup*b.threads {
 		align = max(1, T/b.threads)
 	}
-	b.s.norm = normJob{b, n, w, pre}
+	b.s.norm = normJob{b, n, w, pre, gateUp}
 	b.pool.runChunksJob(T, align, &b.s.norm)
 }
 
@@ -280,10 +286,11 @@ const normGroup = 8
 
 // normJob is normEach's pool job.
 type normJob struct {
-	b   *Backend
-	n   int
-	w   []float32
-	pre normInput
+	b      *Backend
+	n      int
+	w      []float32
+	pre    normInput
+	gateUp *ternaryMatrix // preGateSums' projection
 }
 
 // row returns position t's row to normalize, a (its row of s.a) where the
@@ -300,6 +307,10 @@ func (j *normJob) row(t int, a []float32) []float32 {
 		x := s.x[t*E : (t+1)*E]
 		b.k.addF32(x, s.y[t*E:(t+1)*E])
 		return x
+	case preGateSums:
+		m, raw := j.gateUp, s.raw[t*2*F:(t+1)*2*F]
+		b.k.reluSqSums(a, raw[:F], raw[F:], s.qSum[t], s.qScale[t], m.rowScale[:F], m.rowScale[F:])
+		return a
 	default: // preGate
 		gate(b.k, b.c.Activation, a, s.y[t*2*F:t*2*F+F], s.y[t*2*F+F:(t+1)*2*F])
 		return a
@@ -385,8 +396,25 @@ func (b *Backend) bitLinear(m *ternaryMatrix, T int) {
 	b.lapMACs(stageMatMul, int64(len(m.data)+4*len(m.rowScale)+4*len(m.groupScale)), int64(T)*int64(m.rows)*int64(m.n))
 }
 
+// bitLinearSums is bitLinear up to the code sums s.raw: their outputs are
+// left to the next step (the ReLU² gate, sumsGate).
+func (b *Backend) bitLinearSums(m *ternaryMatrix, T int) {
+	s := &b.s
+	m.apply(b.k, b.pool, s.q, s.qScale, s.qSum, T, s.raw, nil)
+	b.lapMACs(stageMatMul, int64(len(m.data)+4*len(m.rowScale)), int64(T)*int64(m.rows)*int64(m.n))
+}
+
+// sumsGate says whether the FFN's gate takes the gate and up projection
+// m's code sums (kernels.reluSqSums) instead of its outputs: for ReLU²
+// and one scale a row. On the Intel Xeon VM, a 2B pass of 128 tokens
+// wrote 7 MB of outputs a layer only to read them back.
+func sumsGate(c *nn.Config, m *ternaryMatrix) bool {
+	return c.Activation == nn.ReLUSquared && m.groupScale == nil
+}
+
 // apply computes y [T][m.rows] for the quantized input q [T][m.n] (scales
-// qScale, sums qSum), the code sums going through raw [T][m.rows]; the
+// qScale, sums qSum), the code sums going through raw [T][m.rows] (and
+// stopping there for y nil, with one scale a row); the
 // matrix rows are split across the pool's workers: in fixed shares for a
 // step of a few tokens (each worker's rows one stream from DRAM), in
 // guided ranges for a prompt's chunk, whose products are arithmetic.
@@ -438,6 +466,9 @@ func (j *applyJob) do(_, lo, hi int) {
 		k.ternaryRows(w, m.stride, q[:m.n], raw[lo:hi])
 	} else {
 		k.ternaryMatMul(w, m.stride, hi-lo, q, m.n, m.n, T, raw[lo:], m.rows)
+	}
+	if y == nil {
+		return
 	}
 	for t := 0; t < T; t++ {
 		// float32(float32(Σc·q − Σq)/s)·scale, each step in float32 as

@@ -198,7 +198,13 @@ type kernels struct {
 	scaleI8   func(out []float32, raw []int32, rowScale []float32, s float64)
 	normScale func(dst, x []float32, scale float32, w []float32)
 	reluSqMul func(h, g, u []float32)
-	addF32    func(x, y []float32)
+	// reluSqSums is scaleSums then reluSqMul in one pass: the ReLU² gate
+	// of token t from the gate and up projections' code sums g and u
+	// (their row scales gScale and uScale; the token's sum and s), so the
+	// projections' outputs need not go to memory. The kernels equal
+	// reluSqSumsGeneric bit for bit (NaN payloads aside).
+	reluSqSums func(h []float32, g, u []int32, sum int32, s float32, gScale, uScale []float32)
+	addF32     func(x, y []float32)
 
 	// ropeNeox turns the NEOX pairs (i, i+h) of x, h = len(x)/2, by the
 	// angles whose cosines are cs[:h] and sines cs[h:2h]: with a = x[i],
@@ -255,6 +261,7 @@ var generic = kernels{
 	scaleI8:         scaleI8Generic,
 	normScale:       normScaleGeneric,
 	reluSqMul:       reluSqMulGeneric,
+	reluSqSums:      reluSqSumsGeneric,
 	addF32:          addF32Generic,
 	int8Loop:        int8LoopGeneric,
 	int8MACs:        int8GenericChains,
@@ -461,6 +468,20 @@ func reluSqMulGeneric(h, g, u []float32) {
 		b := math.Float32bits(v)
 		r := math.Float32frombits(b &^ uint32(int32(b)>>31)) // max(v, 0): +0 for a set sign bit
 		h[i] = float32(r*r) * u[i]
+	}
+}
+
+// reluSqSumsGeneric is scaleSumsGeneric's outputs of g and u through
+// reluSqMulGeneric, element by element.
+func reluSqSumsGeneric(h []float32, g, u []int32, sum int32, s float32, gScale, uScale []float32) {
+	n := len(h)
+	g, u, gScale, uScale = g[:n], u[:n], gScale[:n], uScale[:n]
+	for i := range h {
+		gv := float32(float32(float32(g[i]-sum)/s) * gScale[i])
+		uv := float32(float32(float32(u[i]-sum)/s) * uScale[i])
+		b := math.Float32bits(gv)
+		r := math.Float32frombits(b &^ uint32(int32(b)>>31)) // max(gv, 0): +0 for a set sign bit
+		h[i] = float32(r*r) * uv
 	}
 }
 

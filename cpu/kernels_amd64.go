@@ -65,6 +65,7 @@ var avx2Kernels = kernels{
 	scaleI8:         checkScaleI8(scaleI8AVX2),
 	normScale:       checkNormScale(normScaleAVX2),
 	reluSqMul:       checkReluSqMul(reluSqMulAVX2),
+	reluSqSums:      checkReluSqSums(reluSqSumsAVX2),
 	addF32:          checkAddF32(addF32AVX2),
 	ropeNeox:        checkRopeNeox(ropeNeoxAVX2),
 	int8Loop:        int8LoopAVX2,
@@ -105,6 +106,7 @@ var avx512VNNIKernels = kernels{
 	scaleI8:         checkScaleI8(scaleI8AVX512),
 	normScale:       checkNormScale(normScaleAVX512),
 	reluSqMul:       checkReluSqMul(reluSqMulAVX512),
+	reluSqSums:      checkReluSqSums(reluSqSumsAVX512),
 	addF32:          checkAddF32(addF32AVX512),
 	ropeNeox:        checkRopeNeox(ropeNeoxAVX512),
 	int8Loop:        int8LoopVNNI,
@@ -507,6 +509,15 @@ func checkReluSqMul(f func(h, g, u []float32)) func(h, g, u []float32) {
 			panic(fmt.Sprintf("cpu: reluSqMul: %d outputs from %d gates and %d ups", len(h), len(g), len(u)))
 		}
 		f(h, g, u)
+	}
+}
+
+func checkReluSqSums(f func(h []float32, g, u []int32, sum int32, s float32, gScale, uScale []float32)) func(h []float32, g, u []int32, sum int32, s float32, gScale, uScale []float32) {
+	return func(h []float32, g, u []int32, sum int32, s float32, gScale, uScale []float32) {
+		if n := len(h); len(g) < n || len(u) < n || len(gScale) < n || len(uScale) < n {
+			panic(fmt.Sprintf("cpu: reluSqSums: %d outputs from %d and %d sums, %d and %d scales", n, len(g), len(u), len(gScale), len(uScale)))
+		}
+		f(h, g, u, sum, s, gScale, uScale)
 	}
 }
 

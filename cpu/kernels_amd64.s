@@ -96152,3 +96152,299 @@ loopdone_2547:
 	VMOVUPD Y1, 32(AX)
 	VZEROUPPER
 	RET
+
+// func reluSqSumsAVX2(h []float32, g []int32, u []int32, sum int32, s float32, gScale []float32, uScale []float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·reluSqSumsAVX2(SB), NOSPLIT, $0-128
+	MOVL         sum+72(FP), AX
+	VMOVD        AX, X0
+	VPBROADCASTD X0, Y0
+	MOVSS        s+76(FP), X1
+	VBROADCASTSS X1, Y1
+	MOVQ         h_base+0(FP), AX
+	MOVQ         g_base+24(FP), CX
+	MOVQ         u_base+48(FP), DX
+	MOVQ         gScale_base+80(FP), BX
+	MOVQ         uScale_base+104(FP), SI
+	MOVQ         h_len+8(FP), DI
+	MOVQ         DI, R9
+	ANDQ         $-32, R9
+	XORQ         R8, R8
+	CMPQ         R8, R9
+	JAE          loopdone_2549
+
+loop_2548:
+	VMOVUPS   (CX)(R8*4), Y2
+	VPSUBD    Y0, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y1, Y2, Y2
+	VMOVUPS   (BX)(R8*4), Y3
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   (DX)(R8*4), Y3
+	VPSUBD    Y0, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VDIVPS    Y1, Y3, Y3
+	VMOVUPS   (SI)(R8*4), Y4
+	VMULPS    Y4, Y3, Y3
+	VPSRAD    $0x1f, Y2, Y4
+	VPANDN    Y2, Y4, Y2
+	VMULPS    Y2, Y2, Y2
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (AX)(R8*4)
+	VMOVUPS   32(CX)(R8*4), Y2
+	VPSUBD    Y0, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y1, Y2, Y2
+	VMOVUPS   32(BX)(R8*4), Y3
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   32(DX)(R8*4), Y3
+	VPSUBD    Y0, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VDIVPS    Y1, Y3, Y3
+	VMOVUPS   32(SI)(R8*4), Y4
+	VMULPS    Y4, Y3, Y3
+	VPSRAD    $0x1f, Y2, Y4
+	VPANDN    Y2, Y4, Y2
+	VMULPS    Y2, Y2, Y2
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   Y2, 32(AX)(R8*4)
+	VMOVUPS   64(CX)(R8*4), Y2
+	VPSUBD    Y0, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y1, Y2, Y2
+	VMOVUPS   64(BX)(R8*4), Y3
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   64(DX)(R8*4), Y3
+	VPSUBD    Y0, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VDIVPS    Y1, Y3, Y3
+	VMOVUPS   64(SI)(R8*4), Y4
+	VMULPS    Y4, Y3, Y3
+	VPSRAD    $0x1f, Y2, Y4
+	VPANDN    Y2, Y4, Y2
+	VMULPS    Y2, Y2, Y2
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   Y2, 64(AX)(R8*4)
+	VMOVUPS   96(CX)(R8*4), Y2
+	VPSUBD    Y0, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y1, Y2, Y2
+	VMOVUPS   96(BX)(R8*4), Y3
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   96(DX)(R8*4), Y3
+	VPSUBD    Y0, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VDIVPS    Y1, Y3, Y3
+	VMOVUPS   96(SI)(R8*4), Y4
+	VMULPS    Y4, Y3, Y3
+	VPSRAD    $0x1f, Y2, Y4
+	VPANDN    Y2, Y4, Y2
+	VMULPS    Y2, Y2, Y2
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   Y2, 96(AX)(R8*4)
+	ADDQ      $0x00000020, R8
+	CMPQ      R8, R9
+	JB        loop_2548
+
+loopdone_2549:
+ewvec_2550:
+	LEAQ      8(R8), R9
+	CMPQ      R9, DI
+	JA        ewvecdone_2551
+	VMOVUPS   (CX)(R8*4), Y2
+	VPSUBD    Y0, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VDIVPS    Y1, Y2, Y2
+	VMOVUPS   (BX)(R8*4), Y3
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   (DX)(R8*4), Y3
+	VPSUBD    Y0, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VDIVPS    Y1, Y3, Y3
+	VMOVUPS   (SI)(R8*4), Y4
+	VMULPS    Y4, Y3, Y3
+	VPSRAD    $0x1f, Y2, Y4
+	VPANDN    Y2, Y4, Y2
+	VMULPS    Y2, Y2, Y2
+	VMULPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (AX)(R8*4)
+	ADDQ      $0x08, R8
+	JMP       ewvec_2550
+
+ewvecdone_2551:
+	CMPQ R8, DI
+	JAE  ewonedone_2553
+
+ewone_2552:
+	VMOVSS    (CX)(R8*4), X2
+	VPSUBD    X0, X2, X2
+	VCVTDQ2PS X2, X2
+	VDIVPS    X1, X2, X2
+	VMOVSS    (BX)(R8*4), X3
+	VMULPS    X3, X2, X2
+	VMOVSS    (DX)(R8*4), X3
+	VPSUBD    X0, X3, X3
+	VCVTDQ2PS X3, X3
+	VDIVPS    X1, X3, X3
+	VMOVSS    (SI)(R8*4), X4
+	VMULPS    X4, X3, X3
+	VPSRAD    $0x1f, X2, X4
+	VPANDN    X2, X4, X2
+	VMULPS    X2, X2, X2
+	VMULPS    X3, X2, X2
+	VMOVSS    X2, (AX)(R8*4)
+	INCQ      R8
+	CMPQ      R8, DI
+	JB        ewone_2552
+
+ewonedone_2553:
+	VZEROUPPER
+	RET
+
+// func reluSqSumsAVX512(h []float32, g []int32, u []int32, sum int32, s float32, gScale []float32, uScale []float32)
+// Requires: AVX, AVX512F, AVX512VL, SSE
+TEXT ·reluSqSumsAVX512(SB), NOSPLIT, $0-128
+	MOVL         sum+72(FP), AX
+	VMOVD        AX, X0
+	VPBROADCASTD X0, Z0
+	MOVSS        s+76(FP), X1
+	VBROADCASTSS X1, Z1
+	MOVQ         h_base+0(FP), AX
+	MOVQ         g_base+24(FP), CX
+	MOVQ         u_base+48(FP), DX
+	MOVQ         gScale_base+80(FP), BX
+	MOVQ         uScale_base+104(FP), SI
+	MOVQ         h_len+8(FP), DI
+	MOVQ         DI, R9
+	ANDQ         $-64, R9
+	XORQ         R8, R8
+	CMPQ         R8, R9
+	JAE          loopdone_2555
+
+loop_2554:
+	VMOVUPS   (CX)(R8*4), Z2
+	VPSUBD    Z0, Z2, Z2
+	VCVTDQ2PS Z2, Z2
+	VDIVPS    Z1, Z2, Z2
+	VMOVUPS   (BX)(R8*4), Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   (DX)(R8*4), Z3
+	VPSUBD    Z0, Z3, Z3
+	VCVTDQ2PS Z3, Z3
+	VDIVPS    Z1, Z3, Z3
+	VMOVUPS   (SI)(R8*4), Z4
+	VMULPS    Z4, Z3, Z3
+	VPSRAD    $0x1f, Z2, Z4
+	VPANDND   Z2, Z4, Z2
+	VMULPS    Z2, Z2, Z2
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, (AX)(R8*4)
+	VMOVUPS   64(CX)(R8*4), Z2
+	VPSUBD    Z0, Z2, Z2
+	VCVTDQ2PS Z2, Z2
+	VDIVPS    Z1, Z2, Z2
+	VMOVUPS   64(BX)(R8*4), Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   64(DX)(R8*4), Z3
+	VPSUBD    Z0, Z3, Z3
+	VCVTDQ2PS Z3, Z3
+	VDIVPS    Z1, Z3, Z3
+	VMOVUPS   64(SI)(R8*4), Z4
+	VMULPS    Z4, Z3, Z3
+	VPSRAD    $0x1f, Z2, Z4
+	VPANDND   Z2, Z4, Z2
+	VMULPS    Z2, Z2, Z2
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, 64(AX)(R8*4)
+	VMOVUPS   128(CX)(R8*4), Z2
+	VPSUBD    Z0, Z2, Z2
+	VCVTDQ2PS Z2, Z2
+	VDIVPS    Z1, Z2, Z2
+	VMOVUPS   128(BX)(R8*4), Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   128(DX)(R8*4), Z3
+	VPSUBD    Z0, Z3, Z3
+	VCVTDQ2PS Z3, Z3
+	VDIVPS    Z1, Z3, Z3
+	VMOVUPS   128(SI)(R8*4), Z4
+	VMULPS    Z4, Z3, Z3
+	VPSRAD    $0x1f, Z2, Z4
+	VPANDND   Z2, Z4, Z2
+	VMULPS    Z2, Z2, Z2
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, 128(AX)(R8*4)
+	VMOVUPS   192(CX)(R8*4), Z2
+	VPSUBD    Z0, Z2, Z2
+	VCVTDQ2PS Z2, Z2
+	VDIVPS    Z1, Z2, Z2
+	VMOVUPS   192(BX)(R8*4), Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   192(DX)(R8*4), Z3
+	VPSUBD    Z0, Z3, Z3
+	VCVTDQ2PS Z3, Z3
+	VDIVPS    Z1, Z3, Z3
+	VMOVUPS   192(SI)(R8*4), Z4
+	VMULPS    Z4, Z3, Z3
+	VPSRAD    $0x1f, Z2, Z4
+	VPANDND   Z2, Z4, Z2
+	VMULPS    Z2, Z2, Z2
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, 192(AX)(R8*4)
+	ADDQ      $0x00000040, R8
+	CMPQ      R8, R9
+	JB        loop_2554
+
+loopdone_2555:
+ewvec_2556:
+	LEAQ      16(R8), R9
+	CMPQ      R9, DI
+	JA        ewvecdone_2557
+	VMOVUPS   (CX)(R8*4), Z2
+	VPSUBD    Z0, Z2, Z2
+	VCVTDQ2PS Z2, Z2
+	VDIVPS    Z1, Z2, Z2
+	VMOVUPS   (BX)(R8*4), Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   (DX)(R8*4), Z3
+	VPSUBD    Z0, Z3, Z3
+	VCVTDQ2PS Z3, Z3
+	VDIVPS    Z1, Z3, Z3
+	VMOVUPS   (SI)(R8*4), Z4
+	VMULPS    Z4, Z3, Z3
+	VPSRAD    $0x1f, Z2, Z4
+	VPANDND   Z2, Z4, Z2
+	VMULPS    Z2, Z2, Z2
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, (AX)(R8*4)
+	ADDQ      $0x10, R8
+	JMP       ewvec_2556
+
+ewvecdone_2557:
+	CMPQ R8, DI
+	JAE  ewonedone_2559
+
+ewone_2558:
+	VMOVSS    (CX)(R8*4), X2
+	VPSUBD    X0, X2, X2
+	VCVTDQ2PS X2, X2
+	VDIVPS    X1, X2, X2
+	VMOVSS    (BX)(R8*4), X3
+	VMULPS    X3, X2, X2
+	VMOVSS    (DX)(R8*4), X3
+	VPSUBD    X0, X3, X3
+	VCVTDQ2PS X3, X3
+	VDIVPS    X1, X3, X3
+	VMOVSS    (SI)(R8*4), X4
+	VMULPS    X4, X3, X3
+	VPSRAD    $0x1f, X2, X4
+	VPANDND   X2, X4, X2
+	VMULPS    X2, X2, X2
+	VMULPS    X3, X2, X2
+	VMOVSS    X2, (AX)(R8*4)
+	INCQ      R8
+	CMPQ      R8, DI
+	JB        ewone_2558
+
+ewonedone_2559:
+	VZEROUPPER
+	RET

@@ -532,3 +532,13 @@ func sumSquares8AVX512(rows *[8]*float32, n int, sums *[8]float64)
 //
 //go:noescape
 func sumSquares8AVX2(rows *[8]*float32, n int, sums *[8]float64)
+
+// reluSqSumsAVX2 is reluSqSums: 32 elements per step, then 8, then one at a time.
+//
+//go:noescape
+func reluSqSumsAVX2(h []float32, g []int32, u []int32, sum int32, s float32, gScale []float32, uScale []float32)
+
+// reluSqSumsAVX512 is reluSqSums: 64 elements per step, then 16, then one at a time.
+//
+//go:noescape
+func reluSqSumsAVX512(h []float32, g []int32, u []int32, sum int32, s float32, gScale []float32, uScale []float32)

@@ -1245,8 +1245,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 38 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 38", checked)
+	if checked != 39 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 39", checked)
 	}
 	// The avxvnni set's own kernels (written by hand, their vpdpbusd as
 	// VEX bytes): the same rule for all of it.
@@ -1606,11 +1606,12 @@ func TestRopeNeox(t *testing.T) {
 	}
 }
 
-// TestElementwise: every set's scaleSums, scaleI8, normScale, reluSqMul and addF32
-// equal their twins bit for bit, for every length 0…300 and the 2B
-// shape's widths, at odd offsets, with values that round (int32 sums past
-// 2²⁴, divisions, signed zeros, negative gates), and write nothing past
-// their outputs.
+// TestElementwise: every set's scaleSums, scaleI8, normScale, reluSqMul,
+// reluSqSums and addF32 equal their twins bit for bit, for every length
+// 0…300 and the 2B shape's widths, at odd offsets, with values that round
+// (int32 sums past 2²⁴, divisions, signed zeros, negative gates), and
+// write nothing past their outputs; reluSqSums' twin is scaleSums then
+// reluSqMul.
 func TestElementwise(t *testing.T) {
 	nan := float32(math.NaN())
 	isNaN := func(v float32) bool { return v != v }
@@ -1663,6 +1664,22 @@ func TestElementwise(t *testing.T) {
 			k.reluSqMul(h, g, u)
 			sameBits(t, fmt.Sprintf("reluSqMul n %d", n), h, want)
 			checkPoisonFunc(t, all, h, isNaN)
+
+			ups := make([]int32, n) // the gate's sums are raw's
+			for i := range ups {
+				ups[i] = int32(rng.Uint32()) >> rng.IntN(32)
+			}
+			upScale := floats(n, 1)
+			h, all = poisoned(n, off, 40, nan)
+			reluSqSumsGeneric(want, raw, ups, sum, s, rowScale, upScale)
+			k.reluSqSums(h, raw, ups, sum, s, rowScale, upScale)
+			sameBits(t, fmt.Sprintf("reluSqSums n %d", n), h, want)
+			checkPoisonFunc(t, all, h, isNaN)
+			gv, uv := make([]float32, n), make([]float32, n)
+			scaleSumsGeneric(gv, raw, sum, s, rowScale)
+			scaleSumsGeneric(uv, ups, sum, s, upScale)
+			reluSqMulGeneric(gv, gv, uv)
+			sameBits(t, fmt.Sprintf("reluSqSumsGeneric n %d", n), want, gv)
 
 			a, all := poisoned(n, off, 40, nan)
 			copy(a, x)

@@ -157,6 +157,37 @@ func genReluSqMul(name string, isa vecISA) {
 	})
 }
 
+const reluSqSumsSig = "func(h []float32, g, u []int32, sum int32, s float32, gScale, uScale []float32)"
+
+// genReluSqSums emits reluSqSums: the ReLU² gate straight from the gate
+// and up projections' code sums, h[i] = (r·r)·v, r = y(g[i], gScale[i])
+// with a set sign bit made +0, v = y(u[i], uScale[i]), y(c, w) =
+// float32(float32(c−sum)/s)·w: scaleSums then reluSqMul, the same
+// operations in the same order, without the projections' outputs going
+// to memory and back.
+func genReluSqSums(name string, isa vecISA) {
+	var sum, s reg.VecVirtual
+	genElementwise(name, isa, reluSqSumsSig, "is reluSqSums", []string{"h", "g", "u", "gScale", "uScale"}, func() {
+		sum, s = broadcastInt32Param("sum", isa.alloc), broadcastParam("s", isa.alloc)
+	}, func(st ewStep, at func(int) Mem) {
+		y := func(c, w int) reg.Register {
+			v := st.load(at(c))
+			VPSUBD(st.vec(sum), v, v)
+			VCVTDQ2PS(v, v)
+			VDIVPS(st.vec(s), v, v)
+			VMULPS(st.load(at(w)), v, v)
+			return v
+		}
+		g, u := y(1, 3), y(2, 4)
+		m := st.alloc()
+		VPSRAD(U8(31), g, m)
+		st.andn(m, g, g) // +0 where the sign was set
+		VMULPS(g, g, g)
+		VMULPS(u, g, g)
+		st.store(g, at(0))
+	})
+}
+
 const addF32Sig = "func(x, y []float32)"
 
 func genAddF32(name string, isa vecISA) {

@@ -137,6 +137,8 @@ func main() {
 	twoLevelsNear(1024, genDotF16MatMulAVX2)
 	genSumSquares8("sumSquares8AVX512", true)
 	genSumSquares8("sumSquares8AVX2", false)
+	genReluSqSums("reluSqSumsAVX2", isaAVX2)
+	genReluSqSums("reluSqSumsAVX512", isaAVX512)
 
 	Generate()
 }
