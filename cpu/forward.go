@@ -244,9 +244,14 @@ func sumSquares4(x0, x1, x2, x3 []float32) [4]float64 {
 
 // normalize is rmsNorm given x's sumSquares.
 func normalize(k kernels, dst, x, w []float32, sum float64, eps float32) {
-	mean := float32(sum / float64(len(x)))
-	scale := float32(1 / float32(math.Sqrt(float64(float32(mean+eps)))))
-	k.normScale(dst[:len(x)], x, scale, w)
+	k.normScale(dst[:len(x)], x, normFactor(sum, len(x), eps), w)
+}
+
+// normFactor is rmsNorm's scale of a row of n values whose sumSquares is
+// sum.
+func normFactor(sum float64, n int, eps float32) float32 {
+	mean := float32(sum / float64(n))
+	return float32(1 / float32(math.Sqrt(float64(float32(mean+eps)))))
 }
 
 // normInput is where a norm's row of position t comes from (normJob.row).
@@ -331,12 +336,17 @@ func (j *normJob) do(wk, lo, hi int) {
 		}
 		for t := t0; t < t1; t++ {
 			a, row := s.a[t*n:(t+1)*n], rows[t-t0]
-			if w != nil {
-				normalize(b.k, a, row, w, sums[t-t0], b.c.Eps)
-			} else if len(row) > 0 && &row[0] != &a[0] {
-				copy(a, row)
+			if w == nil {
+				if len(row) > 0 && &row[0] != &a[0] {
+					copy(a, row)
+				}
+				quantizeRows(b.k, a, 1, n, s.q[t*n:(t+1)*n], s.qScale[t:t+1], s.qSum[t:t+1])
+				continue
 			}
-			quantizeRows(b.k, a, 1, n, s.q[t*n:(t+1)*n], s.qScale[t:t+1], s.qSum[t:t+1])
+			// The norm's last step and the absmax of its output in one
+			// pass, then the quantization.
+			m := b.k.normScaleMax(a, row, normFactor(sums[t-t0], n, b.c.Eps), w)
+			s.qScale[t], s.qSum[t] = quantizeInput(b.k, a, m, s.q[t*n:(t+1)*n])
 		}
 	}
 }
@@ -348,10 +358,15 @@ func (j *normJob) do(wk, lo, hi int) {
 func quantizeRows(k kernels, x []float32, T, n int, q []int8, scale []float32, sum []int32) {
 	for t := 0; t < T; t++ {
 		xr := x[t*n : (t+1)*n]
-		m := max(1e-5, float64(k.maxAbs(xr)))
-		sc := float32(127 / m)
-		scale[t], sum[t] = sc, k.quantizeI8(xr, sc, q[t*n:(t+1)*n])
+		scale[t], sum[t] = quantizeInput(k, xr, k.maxAbs(xr), q[t*n:(t+1)*n])
 	}
+}
+
+// quantizeInput is quantizeRows of one row x whose max|x| is mx: it returns
+// the row's scale and Σ q.
+func quantizeInput(k kernels, x []float32, mx float32, q []int8) (float32, int32) {
+	sc := float32(127 / max(1e-5, float64(mx)))
+	return sc, k.quantizeI8(x, sc, q)
 }
 
 // maxAbsGeneric is max|x| (0 for no values), four lanes at a time.

@@ -197,7 +197,9 @@ type kernels struct {
 	// the products in that order in float64: the q8 head's logits.
 	scaleI8   func(out []float32, raw []int32, rowScale []float32, s float64)
 	normScale func(dst, x []float32, scale float32, w []float32)
-	reluSqMul func(h, g, u []float32)
+	// normScaleMax is normScale that returns maxAbs(dst) too, in one pass.
+	normScaleMax func(dst, x []float32, scale float32, w []float32) float32
+	reluSqMul    func(h, g, u []float32)
 	// reluSqSums is scaleSums then reluSqMul in one pass: the ReLU² gate
 	// of token t from the gate and up projections' code sums g and u
 	// (their row scales gScale and uScale; the token's sum and s), so the
@@ -260,6 +262,7 @@ var generic = kernels{
 	scaleSums:       scaleSumsGeneric,
 	scaleI8:         scaleI8Generic,
 	normScale:       normScaleGeneric,
+	normScaleMax:    normScaleMaxGeneric,
 	reluSqMul:       reluSqMulGeneric,
 	reluSqSums:      reluSqSumsGeneric,
 	addF32:          addF32Generic,
@@ -460,6 +463,11 @@ func normScaleGeneric(dst, x []float32, scale float32, w []float32) {
 	for i, v := range x {
 		dst[i] = float32(float32(v*scale) * w[i])
 	}
+}
+
+func normScaleMaxGeneric(dst, x []float32, scale float32, w []float32) float32 {
+	normScaleGeneric(dst, x, scale, w)
+	return maxAbsGeneric(dst)
 }
 
 func reluSqMulGeneric(h, g, u []float32) {

@@ -64,6 +64,7 @@ var avx2Kernels = kernels{
 	scaleSums:       checkScaleSums(scaleSumsAVX2),
 	scaleI8:         checkScaleI8(scaleI8AVX2),
 	normScale:       checkNormScale(normScaleAVX2),
+	normScaleMax:    checkNormScaleMax(normScaleMaxAVX2),
 	reluSqMul:       checkReluSqMul(reluSqMulAVX2),
 	reluSqSums:      checkReluSqSums(reluSqSumsAVX2),
 	addF32:          checkAddF32(addF32AVX2),
@@ -105,6 +106,7 @@ var avx512VNNIKernels = kernels{
 	scaleSums:       checkScaleSums(scaleSumsAVX512),
 	scaleI8:         checkScaleI8(scaleI8AVX512),
 	normScale:       checkNormScale(normScaleAVX512),
+	normScaleMax:    checkNormScaleMax(normScaleMaxAVX512),
 	reluSqMul:       checkReluSqMul(reluSqMulAVX512),
 	reluSqSums:      checkReluSqSums(reluSqSumsAVX512),
 	addF32:          checkAddF32(addF32AVX512),
@@ -509,6 +511,15 @@ func checkReluSqMul(f func(h, g, u []float32)) func(h, g, u []float32) {
 			panic(fmt.Sprintf("cpu: reluSqMul: %d outputs from %d gates and %d ups", len(h), len(g), len(u)))
 		}
 		f(h, g, u)
+	}
+}
+
+func checkNormScaleMax(f func(dst, x []float32, scale float32, w []float32) float32) func(dst, x []float32, scale float32, w []float32) float32 {
+	return func(dst, x []float32, scale float32, w []float32) float32 {
+		if len(x) < len(dst) || len(w) < len(dst) {
+			panic(fmt.Sprintf("cpu: normScaleMax: %d outputs from %d values and %d weights", len(dst), len(x), len(w)))
+		}
+		return f(dst, x, scale, w)
 	}
 }
 

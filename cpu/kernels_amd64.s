@@ -96448,3 +96448,163 @@ ewone_2558:
 ewonedone_2559:
 	VZEROUPPER
 	RET
+
+// func normScaleMaxAVX2(dst []float32, x []float32, scale float32, w []float32) float32
+// Requires: AVX, AVX2, CMOV, SSE
+TEXT ·normScaleMaxAVX2(SB), NOSPLIT, $0-84
+	MOVSS        scale+48(FP), X0
+	VBROADCASTSS X0, Y1
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         x_base+24(FP), CX
+	MOVQ         w_base+56(FP), DX
+	MOVQ         dst_len+8(FP), BX
+	VPBROADCASTD absMask<>+0(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	MOVQ         BX, DI
+	ANDQ         $-32, DI
+	XORQ         SI, SI
+	CMPQ         SI, DI
+	JAE          loopdone_2561
+
+loop_2560:
+	VMULPS  (CX)(SI*4), Y1, Y7
+	VMULPS  (DX)(SI*4), Y7, Y7
+	VMOVUPS Y7, (AX)(SI*4)
+	VPAND   Y2, Y7, Y7
+	VPMAXUD Y7, Y3, Y3
+	VMULPS  32(CX)(SI*4), Y1, Y7
+	VMULPS  32(DX)(SI*4), Y7, Y7
+	VMOVUPS Y7, 32(AX)(SI*4)
+	VPAND   Y2, Y7, Y7
+	VPMAXUD Y7, Y4, Y4
+	VMULPS  64(CX)(SI*4), Y1, Y7
+	VMULPS  64(DX)(SI*4), Y7, Y7
+	VMOVUPS Y7, 64(AX)(SI*4)
+	VPAND   Y2, Y7, Y7
+	VPMAXUD Y7, Y5, Y5
+	VMULPS  96(CX)(SI*4), Y1, Y7
+	VMULPS  96(DX)(SI*4), Y7, Y7
+	VMOVUPS Y7, 96(AX)(SI*4)
+	VPAND   Y2, Y7, Y7
+	VPMAXUD Y7, Y6, Y6
+	ADDQ    $0x00000020, SI
+	CMPQ    SI, DI
+	JB      loop_2560
+
+loopdone_2561:
+	VPMAXUD      Y4, Y3, Y3
+	VPMAXUD      Y6, Y5, Y5
+	VPMAXUD      Y5, Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X1
+	VPMAXUD      X3, X1, X1
+	VPSHUFD      $0x4e, X1, X2
+	VPMAXUD      X2, X1, X1
+	VPSHUFD      $0xb1, X1, X2
+	VPMAXUD      X2, X1, X1
+	VMOVD        X1, DI
+	CMPQ         SI, BX
+	JAE          normmaxdone_2563
+
+normmax_2562:
+	VMOVSS  (CX)(SI*4), X1
+	VMULSS  X0, X1, X1
+	VMOVSS  (DX)(SI*4), X2
+	VMULSS  X2, X1, X1
+	VMOVSS  X1, (AX)(SI*4)
+	VMOVD   X1, R8
+	ANDL    $0x7fffffff, R8
+	CMPL    R8, DI
+	CMOVLHI R8, DI
+	INCQ    SI
+	CMPQ    SI, BX
+	JB      normmax_2562
+
+normmaxdone_2563:
+	VMOVD DI, X0
+	MOVSS X0, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func normScaleMaxAVX512(dst []float32, x []float32, scale float32, w []float32) float32
+// Requires: AVX, AVX2, AVX512F, AVX512VL, CMOV, SSE
+TEXT ·normScaleMaxAVX512(SB), NOSPLIT, $0-84
+	MOVSS        scale+48(FP), X0
+	VBROADCASTSS X0, Z1
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         x_base+24(FP), CX
+	MOVQ         w_base+56(FP), DX
+	MOVQ         dst_len+8(FP), BX
+	VPBROADCASTD absMask<>+0(SB), Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	MOVQ         BX, DI
+	ANDQ         $-64, DI
+	XORQ         SI, SI
+	CMPQ         SI, DI
+	JAE          loopdone_2565
+
+loop_2564:
+	VMULPS  (CX)(SI*4), Z1, Z7
+	VMULPS  (DX)(SI*4), Z7, Z7
+	VMOVUPS Z7, (AX)(SI*4)
+	VPANDD  Z2, Z7, Z7
+	VPMAXUD Z7, Z3, Z3
+	VMULPS  64(CX)(SI*4), Z1, Z7
+	VMULPS  64(DX)(SI*4), Z7, Z7
+	VMOVUPS Z7, 64(AX)(SI*4)
+	VPANDD  Z2, Z7, Z7
+	VPMAXUD Z7, Z4, Z4
+	VMULPS  128(CX)(SI*4), Z1, Z7
+	VMULPS  128(DX)(SI*4), Z7, Z7
+	VMOVUPS Z7, 128(AX)(SI*4)
+	VPANDD  Z2, Z7, Z7
+	VPMAXUD Z7, Z5, Z5
+	VMULPS  192(CX)(SI*4), Z1, Z7
+	VMULPS  192(DX)(SI*4), Z7, Z7
+	VMOVUPS Z7, 192(AX)(SI*4)
+	VPANDD  Z2, Z7, Z7
+	VPMAXUD Z7, Z6, Z6
+	ADDQ    $0x00000040, SI
+	CMPQ    SI, DI
+	JB      loop_2564
+
+loopdone_2565:
+	VPMAXUD       Z4, Z3, Z3
+	VPMAXUD       Z6, Z5, Z5
+	VPMAXUD       Z5, Z3, Z3
+	VEXTRACTI64X4 $0x01, Z3, Y1
+	VPMAXUD       Y3, Y1, Y1
+	VEXTRACTI32X4 $0x01, Y1, X2
+	VPMAXUD       X1, X2, X2
+	VPSHUFD       $0x4e, X2, X1
+	VPMAXUD       X1, X2, X2
+	VPSHUFD       $0xb1, X2, X1
+	VPMAXUD       X1, X2, X2
+	VMOVD         X2, DI
+	CMPQ          SI, BX
+	JAE           normmaxdone_2567
+
+normmax_2566:
+	VMOVSS  (CX)(SI*4), X1
+	VMULSS  X0, X1, X1
+	VMOVSS  (DX)(SI*4), X2
+	VMULSS  X2, X1, X1
+	VMOVSS  X1, (AX)(SI*4)
+	VMOVD   X1, R8
+	ANDL    $0x7fffffff, R8
+	CMPL    R8, DI
+	CMOVLHI R8, DI
+	INCQ    SI
+	CMPQ    SI, BX
+	JB      normmax_2566
+
+normmaxdone_2567:
+	VMOVD DI, X0
+	MOVSS X0, ret+80(FP)
+	VZEROUPPER
+	RET

@@ -542,3 +542,13 @@ func reluSqSumsAVX2(h []float32, g []int32, u []int32, sum int32, s float32, gSc
 //
 //go:noescape
 func reluSqSumsAVX512(h []float32, g []int32, u []int32, sum int32, s float32, gScale []float32, uScale []float32)
+
+// normScaleMaxAVX2 is normScale returning maxAbs(dst): 4 vectors per step, then one element at a time.
+//
+//go:noescape
+func normScaleMaxAVX2(dst []float32, x []float32, scale float32, w []float32) float32
+
+// normScaleMaxAVX512 is normScale returning maxAbs(dst): 4 vectors per step, then one element at a time.
+//
+//go:noescape
+func normScaleMaxAVX512(dst []float32, x []float32, scale float32, w []float32) float32

@@ -1245,8 +1245,8 @@ func TestAVX2SetHasNoAVX512(t *testing.T) {
 			}
 		}
 	}
-	if checked != 39 {
-		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 39", checked)
+	if checked != 40 {
+		t.Errorf("found %d AVX2 functions in kernels_amd64.s, want 40", checked)
 	}
 	// The avxvnni set's own kernels (written by hand, their vpdpbusd as
 	// VEX bytes): the same rule for all of it.
@@ -1606,8 +1606,8 @@ func TestRopeNeox(t *testing.T) {
 	}
 }
 
-// TestElementwise: every set's scaleSums, scaleI8, normScale, reluSqMul,
-// reluSqSums and addF32 equal their twins bit for bit, for every length
+// TestElementwise: every set's scaleSums, scaleI8, normScale,
+// normScaleMax, reluSqMul, reluSqSums and addF32 equal their twins bit for bit, for every length
 // 0…300 and the 2B shape's widths, at odd offsets, with values that round
 // (int32 sums past 2²⁴, divisions, signed zeros, negative gates), and
 // write nothing past their outputs; reluSqSums' twin is scaleSums then
@@ -1656,6 +1656,12 @@ func TestElementwise(t *testing.T) {
 			normScaleGeneric(want, x, scale, w)
 			k.normScale(dst, x, scale, w)
 			sameBits(t, fmt.Sprintf("normScale n %d", n), dst, want)
+			checkPoisonFunc(t, all, dst, isNaN)
+			dst, all = poisoned(n, off, 40, nan)
+			if m, wm := k.normScaleMax(dst, x, scale, w), maxAbsGeneric(want); math.Float32bits(m) != math.Float32bits(wm) {
+				t.Errorf("normScaleMax n %d: max %g, want %g", n, m, wm)
+			}
+			sameBits(t, fmt.Sprintf("normScaleMax n %d", n), dst, want)
 			checkPoisonFunc(t, all, dst, isNaN)
 
 			g, u := floats(n, 10), floats(n, 10)

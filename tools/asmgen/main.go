@@ -139,6 +139,8 @@ func main() {
 	genSumSquares8("sumSquares8AVX2", false)
 	genReluSqSums("reluSqSumsAVX2", isaAVX2)
 	genReluSqSums("reluSqSumsAVX512", isaAVX512)
+	genNormScaleMax("normScaleMaxAVX2", false)
+	genNormScaleMax("normScaleMaxAVX512", true)
 
 	Generate()
 }

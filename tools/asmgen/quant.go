@@ -196,3 +196,89 @@ func genMaxAbs(name string, evex bool) {
 	VZEROUPPER()
 	RET()
 }
+
+const normScaleMaxSig = "func(dst, x []float32, scale float32, w []float32) float32"
+
+// genNormScaleMax emits normScaleMax: normScale (dst[i] = float32(x[i]·
+// scale)·w[i]) that also returns maxAbs(dst), as the two kernels compute
+// them, in one pass: RMSNorm's last step and the absmax that BitLinear's
+// quantization of its output needs, without reading the row again.
+func genNormScaleMax(name string, evex bool) {
+	TEXT(name, NOSPLIT, normScaleMaxSig)
+	Pragma("noescape")
+	Doc(name + " is normScale returning maxAbs(dst): 4 vectors per step, then one element at a time.")
+	vec, width := YMM, 8
+	if evex {
+		vec, width = ZMM, 16
+	}
+	scx, sc := XMM(), vec()
+	Load(Param("scale"), scx)
+	VBROADCASTSS(scx, sc)
+	dst := load(Param("dst").Base())
+	x := load(Param("x").Base())
+	w := load(Param("w").Base())
+	n := load(Param("dst").Len())
+	abs := vec()
+	VPBROADCASTD(absMask, abs)
+	acc := make([]reg.VecVirtual, 4)
+	for k := range acc {
+		acc[k] = vec()
+		if evex {
+			zeroZ(acc[k])
+		} else {
+			VPXOR(acc[k], acc[k], acc[k])
+		}
+	}
+	i := GP64()
+	blockLoop(i, roundDown(n, 4*width), 4*width, func() {
+		for k, a := range acc {
+			at := func(base reg.GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: 4 * width * k} }
+			v, m := vec(), vec()
+			VMULPS(at(x), sc, v)
+			VMULPS(at(w), v, v)
+			VMOVUPS(v, at(dst))
+			if evex {
+				VPANDD(abs, v, m)
+			} else {
+				VPAND(abs, v, m)
+			}
+			VPMAXUD(m, a, a)
+		}
+	})
+	VPMAXUD(acc[1], acc[0], acc[0])
+	VPMAXUD(acc[3], acc[2], acc[2])
+	VPMAXUD(acc[2], acc[0], acc[0])
+	l, y := maxU32VEX, acc[0]
+	if evex {
+		l = maxU32EVEX
+		y = l.fold256(acc[0])
+	}
+	m := l.sum1(y)
+	r := GP32()
+	VMOVD(m, r)
+	// The rest one at a time.
+	loop, done := label("normmax"), label("normmaxdone")
+	CMPQ(i, n)
+	JAE(LabelRef(done))
+	Label(loop)
+	v, t := XMM(), XMM()
+	VMOVSS(Mem{Base: x, Index: i, Scale: 4}, v)
+	VMULSS(scx, v, v)
+	VMOVSS(Mem{Base: w, Index: i, Scale: 4}, t)
+	VMULSS(t, v, v)
+	VMOVSS(v, Mem{Base: dst, Index: i, Scale: 4})
+	b := GP32()
+	VMOVD(v, b)
+	ANDL(U32(0x7FFFFFFF), b)
+	CMPL(b, r)
+	CMOVLHI(b, r)
+	INCQ(i)
+	CMPQ(i, n)
+	JB(LabelRef(loop))
+	Label(done)
+	f := XMM()
+	VMOVD(r, f)
+	Store(f, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
