@@ -96473,22 +96473,22 @@ loop_2560:
 	VMULPS  (CX)(SI*4), Y1, Y7
 	VMULPS  (DX)(SI*4), Y7, Y7
 	VMOVUPS Y7, (AX)(SI*4)
-	VPAND   Y2, Y7, Y7
+	VPAND   Y7, Y2, Y7
 	VPMAXUD Y7, Y3, Y3
 	VMULPS  32(CX)(SI*4), Y1, Y7
 	VMULPS  32(DX)(SI*4), Y7, Y7
 	VMOVUPS Y7, 32(AX)(SI*4)
-	VPAND   Y2, Y7, Y7
+	VPAND   Y7, Y2, Y7
 	VPMAXUD Y7, Y4, Y4
 	VMULPS  64(CX)(SI*4), Y1, Y7
 	VMULPS  64(DX)(SI*4), Y7, Y7
 	VMOVUPS Y7, 64(AX)(SI*4)
-	VPAND   Y2, Y7, Y7
+	VPAND   Y7, Y2, Y7
 	VPMAXUD Y7, Y5, Y5
 	VMULPS  96(CX)(SI*4), Y1, Y7
 	VMULPS  96(DX)(SI*4), Y7, Y7
 	VMOVUPS Y7, 96(AX)(SI*4)
-	VPAND   Y2, Y7, Y7
+	VPAND   Y7, Y2, Y7
 	VPMAXUD Y7, Y6, Y6
 	ADDQ    $0x00000020, SI
 	CMPQ    SI, DI
@@ -96506,9 +96506,9 @@ loopdone_2561:
 	VPMAXUD      X2, X1, X1
 	VMOVD        X1, DI
 	CMPQ         SI, BX
-	JAE          normmaxdone_2563
+	JAE          maxabsdone_2563
 
-normmax_2562:
+maxabs_2562:
 	VMOVSS  (CX)(SI*4), X1
 	VMULSS  X0, X1, X1
 	VMOVSS  (DX)(SI*4), X2
@@ -96520,9 +96520,9 @@ normmax_2562:
 	CMOVLHI R8, DI
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      normmax_2562
+	JB      maxabs_2562
 
-normmaxdone_2563:
+maxabsdone_2563:
 	VMOVD DI, X0
 	MOVSS X0, ret+80(FP)
 	VZEROUPPER
@@ -96552,22 +96552,22 @@ loop_2564:
 	VMULPS  (CX)(SI*4), Z1, Z7
 	VMULPS  (DX)(SI*4), Z7, Z7
 	VMOVUPS Z7, (AX)(SI*4)
-	VPANDD  Z2, Z7, Z7
+	VPANDD  Z7, Z2, Z7
 	VPMAXUD Z7, Z3, Z3
 	VMULPS  64(CX)(SI*4), Z1, Z7
 	VMULPS  64(DX)(SI*4), Z7, Z7
 	VMOVUPS Z7, 64(AX)(SI*4)
-	VPANDD  Z2, Z7, Z7
+	VPANDD  Z7, Z2, Z7
 	VPMAXUD Z7, Z4, Z4
 	VMULPS  128(CX)(SI*4), Z1, Z7
 	VMULPS  128(DX)(SI*4), Z7, Z7
 	VMOVUPS Z7, 128(AX)(SI*4)
-	VPANDD  Z2, Z7, Z7
+	VPANDD  Z7, Z2, Z7
 	VPMAXUD Z7, Z5, Z5
 	VMULPS  192(CX)(SI*4), Z1, Z7
 	VMULPS  192(DX)(SI*4), Z7, Z7
 	VMOVUPS Z7, 192(AX)(SI*4)
-	VPANDD  Z2, Z7, Z7
+	VPANDD  Z7, Z2, Z7
 	VPMAXUD Z7, Z6, Z6
 	ADDQ    $0x00000040, SI
 	CMPQ    SI, DI
@@ -96587,9 +96587,9 @@ loopdone_2565:
 	VPMAXUD       X1, X2, X2
 	VMOVD         X2, DI
 	CMPQ          SI, BX
-	JAE           normmaxdone_2567
+	JAE           maxabsdone_2567
 
-normmax_2566:
+maxabs_2566:
 	VMOVSS  (CX)(SI*4), X1
 	VMULSS  X0, X1, X1
 	VMOVSS  (DX)(SI*4), X2
@@ -96601,9 +96601,9 @@ normmax_2566:
 	CMOVLHI R8, DI
 	INCQ    SI
 	CMPQ    SI, BX
-	JB      normmax_2566
+	JB      maxabs_2566
 
-normmaxdone_2567:
+maxabsdone_2567:
 	VMOVD DI, X0
 	MOVSS X0, ret+80(FP)
 	VZEROUPPER

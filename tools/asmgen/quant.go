@@ -137,64 +137,13 @@ func genMaxAbs(name string, evex bool) {
 	Doc(name + " is maxAbs: the largest |x| as unsigned bits, 4 vectors per step.")
 	x := load(Param("x").Base())
 	n := load(Param("x").Len())
-	vec, width := YMM, 8
-	if evex {
-		vec, width = ZMM, 16
-	}
-	abs := vec()
-	VPBROADCASTD(absMask, abs)
-	acc := make([]reg.VecVirtual, 4)
-	for k := range acc {
-		acc[k] = vec()
-		if evex {
-			zeroZ(acc[k])
-		} else {
-			VPXOR(acc[k], acc[k], acc[k])
-		}
-	}
-	i := GP64()
-	blockLoop(i, roundDown(n, 4*width), 4*width, func() {
-		for k, a := range acc {
-			v := vec()
-			at := Mem{Base: x, Index: i, Scale: 4, Disp: 4 * width * k}
-			if evex {
-				VPANDD(at, abs, v)
-			} else {
-				VPAND(at, abs, v)
-			}
-			VPMAXUD(v, a, a)
-		}
+	maxAbsLoops(n, evex, func(_ func() reg.VecVirtual, i reg.GPVirtual, disp int) Op {
+		return Mem{Base: x, Index: i, Scale: 4, Disp: disp}
+	}, func(i reg.GPVirtual) reg.GPVirtual {
+		b := GP32()
+		MOVL(Mem{Base: x, Index: i, Scale: 4}, b)
+		return b
 	})
-	VPMAXUD(acc[1], acc[0], acc[0])
-	VPMAXUD(acc[3], acc[2], acc[2])
-	VPMAXUD(acc[2], acc[0], acc[0])
-	l, y := maxU32VEX, acc[0]
-	if evex {
-		l = maxU32EVEX
-		y = l.fold256(acc[0])
-	}
-	m := l.sum1(y)
-	r := GP32()
-	VMOVD(m, r)
-	// The rest one at a time.
-	loop, done := label("maxabs"), label("maxabsdone")
-	CMPQ(i, n)
-	JAE(LabelRef(done))
-	Label(loop)
-	b := GP32()
-	MOVL(Mem{Base: x, Index: i, Scale: 4}, b)
-	ANDL(U32(0x7FFFFFFF), b)
-	CMPL(b, r)
-	CMOVLHI(b, r)
-	INCQ(i)
-	CMPQ(i, n)
-	JB(LabelRef(loop))
-	Label(done)
-	f := XMM()
-	VMOVD(r, f)
-	Store(f, ReturnIndex(0))
-	VZEROUPPER()
-	RET()
 }
 
 const normScaleMaxSig = "func(dst, x []float32, scale float32, w []float32) float32"
@@ -207,17 +156,46 @@ func genNormScaleMax(name string, evex bool) {
 	TEXT(name, NOSPLIT, normScaleMaxSig)
 	Pragma("noescape")
 	Doc(name + " is normScale returning maxAbs(dst): 4 vectors per step, then one element at a time.")
-	vec, width := YMM, 8
+	scx, sc := XMM(), reg.VecVirtual(YMM())
 	if evex {
-		vec, width = ZMM, 16
+		sc = ZMM()
 	}
-	scx, sc := XMM(), vec()
 	Load(Param("scale"), scx)
 	VBROADCASTSS(scx, sc)
 	dst := load(Param("dst").Base())
 	x := load(Param("x").Base())
 	w := load(Param("w").Base())
 	n := load(Param("dst").Len())
+	maxAbsLoops(n, evex, func(vec func() reg.VecVirtual, i reg.GPVirtual, disp int) Op {
+		at := func(base reg.GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: disp} }
+		v := vec()
+		VMULPS(at(x), sc, v)
+		VMULPS(at(w), v, v)
+		VMOVUPS(v, at(dst))
+		return v
+	}, func(i reg.GPVirtual) reg.GPVirtual {
+		v, t := XMM(), XMM()
+		VMOVSS(Mem{Base: x, Index: i, Scale: 4}, v)
+		VMULSS(scx, v, v)
+		VMOVSS(Mem{Base: w, Index: i, Scale: 4}, t)
+		VMULSS(t, v, v)
+		VMOVSS(v, Mem{Base: dst, Index: i, Scale: 4})
+		b := GP32()
+		VMOVD(v, b)
+		return b
+	})
+}
+
+// maxAbsLoops emits the loops of a kernel over n elements that returns
+// maxAbs of values it makes: vector(vec, i, disp) gives the vector (a
+// register from vec, or memory) of the elements at i + disp/4 (4 a step,
+// unsigned maxima of |v|'s bits in 4 accumulators), one(i) the bits of
+// element i's value (the rest, one at a time); then it returns the maximum.
+func maxAbsLoops(n reg.GPVirtual, evex bool, vector func(vec func() reg.VecVirtual, i reg.GPVirtual, disp int) Op, one func(i reg.GPVirtual) reg.GPVirtual) {
+	vec, width := YMM, 8
+	if evex {
+		vec, width = ZMM, 16
+	}
 	abs := vec()
 	VPBROADCASTD(absMask, abs)
 	acc := make([]reg.VecVirtual, 4)
@@ -232,15 +210,11 @@ func genNormScaleMax(name string, evex bool) {
 	i := GP64()
 	blockLoop(i, roundDown(n, 4*width), 4*width, func() {
 		for k, a := range acc {
-			at := func(base reg.GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: 4 * width * k} }
-			v, m := vec(), vec()
-			VMULPS(at(x), sc, v)
-			VMULPS(at(w), v, v)
-			VMOVUPS(v, at(dst))
+			v, m := vector(vec, i, 4*width*k), vec()
 			if evex {
-				VPANDD(abs, v, m)
+				VPANDD(v, abs, m)
 			} else {
-				VPAND(abs, v, m)
+				VPAND(v, abs, m)
 			}
 			VPMAXUD(m, a, a)
 		}
@@ -256,19 +230,11 @@ func genNormScaleMax(name string, evex bool) {
 	m := l.sum1(y)
 	r := GP32()
 	VMOVD(m, r)
-	// The rest one at a time.
-	loop, done := label("normmax"), label("normmaxdone")
+	loop, done := label("maxabs"), label("maxabsdone")
 	CMPQ(i, n)
 	JAE(LabelRef(done))
 	Label(loop)
-	v, t := XMM(), XMM()
-	VMOVSS(Mem{Base: x, Index: i, Scale: 4}, v)
-	VMULSS(scx, v, v)
-	VMOVSS(Mem{Base: w, Index: i, Scale: 4}, t)
-	VMULSS(t, v, v)
-	VMOVSS(v, Mem{Base: dst, Index: i, Scale: 4})
-	b := GP32()
-	VMOVD(v, b)
+	b := one(i)
 	ANDL(U32(0x7FFFFFFF), b)
 	CMPL(b, r)
 	CMOVLHI(b, r)
