@@ -447,8 +447,14 @@ func scaleMaxGeneric(x []float32, s float32) float32 {
 func scaleSumsGeneric(y []float32, raw []int32, sum int32, s float32, rowScale []float32) {
 	raw, rowScale = raw[:len(y)], rowScale[:len(y)]
 	for i, r := range raw {
-		y[i] = float32(float32(float32(r-sum)/s) * rowScale[i])
+		y[i] = scaledSum(r, sum, s, rowScale[i])
 	}
+}
+
+// scaledSum is a BitLinear output from its code sum r: float32(float32(
+// r−sum)/s)·scale, each step rounded to float32.
+func scaledSum(r, sum int32, s, scale float32) float32 {
+	return float32(float32(float32(r-sum)/s) * scale)
 }
 
 func scaleI8Generic(out []float32, raw []int32, rowScale []float32, s float64) {
@@ -473,10 +479,15 @@ func normScaleMaxGeneric(dst, x []float32, scale float32, w []float32) float32 {
 func reluSqMulGeneric(h, g, u []float32) {
 	g, u = g[:len(h)], u[:len(h)]
 	for i, v := range g {
-		b := math.Float32bits(v)
-		r := math.Float32frombits(b &^ uint32(int32(b)>>31)) // max(v, 0): +0 for a set sign bit
-		h[i] = float32(r*r) * u[i]
+		h[i] = reluSqTimes(v, u[i])
 	}
+}
+
+// reluSqTimes is (r·r)·u, r = g or +0 where g's sign bit is set.
+func reluSqTimes(g, u float32) float32 {
+	b := math.Float32bits(g)
+	r := math.Float32frombits(b &^ uint32(int32(b)>>31)) // max(g, 0): +0 for a set sign bit
+	return float32(r*r) * u
 }
 
 // reluSqSumsGeneric is scaleSumsGeneric's outputs of g and u through
@@ -485,11 +496,7 @@ func reluSqSumsGeneric(h []float32, g, u []int32, sum int32, s float32, gScale, 
 	n := len(h)
 	g, u, gScale, uScale = g[:n], u[:n], gScale[:n], uScale[:n]
 	for i := range h {
-		gv := float32(float32(float32(g[i]-sum)/s) * gScale[i])
-		uv := float32(float32(float32(u[i]-sum)/s) * uScale[i])
-		b := math.Float32bits(gv)
-		r := math.Float32frombits(b &^ uint32(int32(b)>>31)) // max(gv, 0): +0 for a set sign bit
-		h[i] = float32(r*r) * uv
+		h[i] = reluSqTimes(scaledSum(g[i], sum, s, gScale[i]), scaledSum(u[i], sum, s, uScale[i]))
 	}
 }
 

@@ -368,7 +368,7 @@ func genSumSquares8(name string, evex bool) {
 		// added in order j = 0…7.
 		for j := 0; j < 8; j++ {
 			c := YMM()
-			VPERM2F128(U8(pick8(j < 4, 0x20, 0x31)), u[4+j%4], u[j%4], c)
+			VPERM2F128(U8(uint8(pick(j < 4, 0x20, 0x31))), u[4+j%4], u[j%4], c)
 			if evex {
 				z := ZMM()
 				VCVTPS2PD(c, z)
@@ -389,11 +389,4 @@ func genSumSquares8(name string, evex bool) {
 	}
 	VZEROUPPER()
 	RET()
-}
-
-func pick8(c bool, a, b uint8) uint8 {
-	if c {
-		return a
-	}
-	return b
 }
