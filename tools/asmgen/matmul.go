@@ -525,7 +525,10 @@ func vnniTile(R, T int, w, x, out, _ reg.GPVirtual, g tileRows) {
 	ys := make([]reg.VecVirtual, R*T)
 	for i := range ys {
 		VPSRAVD(sh, acc[i], acc[i])
-		ys[i] = int32EVEX.fold256(acc[i])
+		ys[i] = acc[i] // summed by storeTile: four rows' zmm at once (sum4)
+		if R%4 != 0 {
+			ys[i] = int32EVEX.fold256(acc[i])
+		}
 	}
 	storeTile(int32EVEX, ys, R, T, out, true, g)
 }
