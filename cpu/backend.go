@@ -152,7 +152,7 @@ func New(c *nn.Config, w *nn.Weights, o Options) (*Backend, error) {
 		}
 	})
 	b.invFreq = ropeFrequencies(c.RopeDim, c.RopeBase)
-	b.s = newScratch(c, b.head, o.Batch, o.Context, o.Threads)
+	b.s = newScratch(c, b.head, o.Batch, o.Context, o.Threads, b.k.kScoresWide != nil)
 	return b, nil
 }
 

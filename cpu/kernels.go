@@ -73,6 +73,15 @@ type kernels struct {
 	// y_j bit for bit what axpyF16Rows gives it, v read once for the four.
 	axpyF16Rows4 func(a []float32, aStride, np int, v []uint16, stride int, y []float32, yStride, n int)
 
+	// kScoresWide is kScores with the queries transposed (query j's value
+	// of key d at qT[d·qStride + j]) for any nq ≥ 1; axpyF16RowsWide is
+	// axpyF16Rows4's sums for nq ≥ 1 queries, y_j at y[j·n:], n a multiple
+	// of 16. Up to 16 queries a call, each key and value read once for
+	// them; the same bits as kScores and axpyF16Rows4 of the set. nil in
+	// sets without them (wide.go: a long prompt's attention).
+	kScoresWide     func(kt []uint16, hd, n int, qT []float32, qStride, nq int, out []float32, outStride int)
+	axpyF16RowsWide func(a []float32, aStride, nq, np int, v []uint16, stride int, y []float32, n int)
+
 	// dotI8Rows computes out[r] = Σ_{i<len(x)} w[r·stride+i]·x[i] for
 	// r < len(out), exact in int32: the int8 output head (--head q8). The
 	// activations satisfy |x| ≤ 127 (the head quantizes to ±127), so the
@@ -242,6 +251,8 @@ var generic = kernels{
 	axpyF16:         axpyF16Generic,
 	axpyF16Rows:     rowsOfAxpy(axpyF16Generic),
 	axpyF16Rows4:    fourOf(rowsOfAxpy(axpyF16Generic)),
+	kScoresWide:     kScoresWideGeneric,
+	axpyF16RowsWide: axpyF16RowsWideGeneric,
 	dotI8Rows:       dotI8RowsGeneric,
 	dotF16MatMul:    dotF16MatMulGeneric,
 	dotI8MatMul:     dotI8MatMulGeneric,

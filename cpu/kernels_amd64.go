@@ -115,6 +115,10 @@ var avx512VNNIKernels = kernels{
 	int8MACs:        12 * 64,
 	sumBytes:        checkSumBytes(sumBytesAVX512),
 	sgemm:           sgemmAVX512, // AVX-512 F only; see sgemm_amd64.go
+
+	// A long prompt's attention in items of many queries (wide.go).
+	kScoresWide:     kScoresWideAVX512Set,
+	axpyF16RowsWide: axpyF16RowsWideAVX512Set,
 }
 
 // wholeAxpyRows4 runs an axpyF16Rows4 kernel that takes whole chunks of
@@ -538,6 +542,45 @@ func checkAddF32(f func(x, y []float32)) func(x, y []float32) {
 			panic(fmt.Sprintf("cpu: addF32: adding %d values to %d", len(y), len(x)))
 		}
 		f(x, y)
+	}
+}
+
+// kScoresWideAVX512Set is the avx512vnni set's kScoresWide: its queries
+// in the kernel's counts (wideSplit), a partial last block through a
+// scratch on the stack (so a function of its own, as kScoresAVX512Set).
+func kScoresWideAVX512Set(kt []uint16, hd, n int, qT []float32, qStride, nq int, out []float32, outStride int) {
+	if n <= 0 {
+		return
+	}
+	checkKScoresWide(kt, hd, n, qT, qStride, nq, out, outStride)
+	whole := n &^ (kBlock - 1)
+	var tail [16 * kBlock]float32
+	for j := 0; j < nq; {
+		m := wideSplit(nq - j)
+		if whole > 0 {
+			kScoresWideAVX512(kt, hd, whole, qT[j:], qStride, m, out[j*outStride:], outStride)
+		}
+		if whole < n {
+			kScoresWideAVX512(kt[whole*hd:], hd, kBlock, qT[j:], qStride, m, tail[:], kBlock)
+			for i := 0; i < m; i++ {
+				copy(out[(j+i)*outStride+whole:(j+i)*outStride+n], tail[i*kBlock:])
+			}
+		}
+		j += m
+	}
+}
+
+// axpyF16RowsWideAVX512Set is the avx512vnni set's axpyF16RowsWide: its
+// queries in the kernel's counts.
+func axpyF16RowsWideAVX512Set(a []float32, aStride, nq, np int, v []uint16, stride int, y []float32, n int) {
+	if np <= 0 {
+		return
+	}
+	checkAxpyF16RowsWide(a, aStride, nq, np, v, stride, y, n)
+	for j := 0; j < nq; {
+		m := wideSplit(nq - j)
+		axpyF16RowsWideAVX512(a[j*aStride:], aStride, m, np, v, stride, y[j*n:], n)
+		j += m
 	}
 }
 

@@ -552,3 +552,16 @@ func normScaleMaxAVX2(dst []float32, x []float32, scale float32, w []float32) fl
 //
 //go:noescape
 func normScaleMaxAVX512(dst []float32, x []float32, scale float32, w []float32) float32
+
+// kScoresWideAVX512 is kScores with the queries transposed, nq ∈ [16 8 4 2 1], n a multiple of 16:
+// nq × 16/nq blocks of 16 positions a step (at most 8), each query's value broadcast from memory by its FMA.
+//
+//go:noescape
+func kScoresWideAVX512(kt []uint16, hd int, n int, qT []float32, qStride int, nq int, out []float32, outStride int)
+
+// axpyF16RowsWideAVX512 is axpyF16Rows4's sums for nq ∈ [16 8 4 2 1] queries, y_j at y[j·n:], n a
+// multiple of 16: nq × 16/nq vectors of y (at most 8) held while a block of 64 rows passes, each query's weight
+// broadcast from memory by its FMA, four rows a step; then the next block.
+//
+//go:noescape
+func axpyF16RowsWideAVX512(a []float32, aStride int, nq int, np int, v []uint16, stride int, y []float32, n int)

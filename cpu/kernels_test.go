@@ -1700,17 +1700,18 @@ func TestElementwise(t *testing.T) {
 
 // TestAttendRun: attention over a run of R tokens at consecutive positions
 // gives each token's query heads bit for bit what attendGroup gives them
-// one token at a time, for every kernel set, runs of 1-4 tokens, 1, 2 and
-// 4 heads a K/V head, positions in and across the K cache's blocks of 16,
-// and writes nothing past each token's heads in the output.
+// one token at a time, for every kernel set, runs of 1-4 and 16 tokens, 1,
+// 2 and 4 heads a K/V head (items of 8 queries and more through the wide
+// kernels where the set has them), positions in and across the K cache's
+// blocks of 16, and writes nothing past each token's heads in the output.
 func TestAttendRun(t *testing.T) {
 	for _, k := range kernelSets() {
 		t.Run(k.name, func(t *testing.T) {
 			rng := newRand()
 			for _, hd := range []int{64, 128} {
 				for _, sub := range []int{1, 2, 4} {
-					for _, R := range []int{1, 2, 3, 4} {
-						for _, n0 := range []int{1, 2, 15, 16, 17, 40, 129} {
+					for _, R := range []int{1, 2, 3, 4, 16} {
+						for _, n0 := range []int{1, 2, 15, 16, 17, 40, 129, 300} {
 							n := n0 + R - 1 // the positions the last token sees
 							nk := (n + kBlock - 1) / kBlock * kBlock
 							kt := randomF16(rng, nk*hd)
@@ -1725,7 +1726,8 @@ func TestAttendRun(t *testing.T) {
 							for r := 0; r < R; r++ {
 								attendGroup(k, q[r*qStride:r*qStride+sub*hd], hd, kt, vc, n0+r, q16, scratch, want[r*oStride:r*oStride+sub*hd])
 							}
-							attendRun(k, q, qStride, R, sub, hd, kt, vc, n0, q16, scratch, ob, got, oStride)
+							qT := make([]float32, max(sub*R, 4)*hd)
+							attendRun(k, q, qStride, R, sub, hd, kt, vc, n0, q16, scratch, ob, got, oStride, qT)
 							for r := 0; r < R; r++ {
 								sameBits(t, fmt.Sprintf("hd %d, %d heads, token %d of %d at position %d", hd, sub, r, R, n0+r-1),
 									got[r*oStride:r*oStride+sub*hd], want[r*oStride:r*oStride+sub*hd])

@@ -141,6 +141,8 @@ func main() {
 	genReluSqSums("reluSqSumsAVX512", isaAVX512)
 	genNormScaleMax("normScaleMaxAVX2", false)
 	genNormScaleMax("normScaleMaxAVX512", true)
+	genKScoresWideAVX512()
+	genAxpyF16RowsWideAVX512()
 
 	Generate()
 }
