@@ -95984,17 +95984,18 @@ maxabsdone_2567:
 TEXT ·kScoresWideAVX512(SB), NOSPLIT, $0-112
 	MOVQ nq+72(FP), AX
 	CMPQ AX, $0x10
-	JNE  ksfq_2569
+	JNE  wideq_2569
 
 	// 16 queries
 	MOVQ n+32(FP), AX
 	MOVQ kt_base+0(FP), CX
 	MOVQ hd+24(FP), DX
-	MOVQ out_base+80(FP), BX
-	MOVQ outStride+104(FP), SI
-	SHLQ $0x02, SI
-	MOVQ DX, DI
-	SHLQ $0x05, DI
+	MOVQ qT_base+40(FP), BX
+	MOVQ out_base+80(FP), SI
+	MOVQ outStride+104(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
 
 ksfsteps_2570:
 	CMPQ   AX, $0x00000010
@@ -96015,82 +96016,83 @@ ksfsteps_2570:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
-	MOVQ   CX, R8
-	MOVQ   qT_base+40(FP), R9
-	MOVQ   qStride+64(FP), R10
-	SHLQ   $0x02, R10
-	MOVQ   DX, R11
+	MOVQ   CX, R9
+	MOVQ   BX, R10
+	MOVQ   qStride+64(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   DX, R12
 
 ksfd_2572:
-	VCVTPH2PS        (R8), Z16
-	VFMADD231PS.BCST (R9), Z16, Z0
-	VFMADD231PS.BCST 4(R9), Z16, Z1
-	VFMADD231PS.BCST 8(R9), Z16, Z2
-	VFMADD231PS.BCST 12(R9), Z16, Z3
-	VFMADD231PS.BCST 16(R9), Z16, Z4
-	VFMADD231PS.BCST 20(R9), Z16, Z5
-	VFMADD231PS.BCST 24(R9), Z16, Z6
-	VFMADD231PS.BCST 28(R9), Z16, Z7
-	VFMADD231PS.BCST 32(R9), Z16, Z8
-	VFMADD231PS.BCST 36(R9), Z16, Z9
-	VFMADD231PS.BCST 40(R9), Z16, Z10
-	VFMADD231PS.BCST 44(R9), Z16, Z11
-	VFMADD231PS.BCST 48(R9), Z16, Z12
-	VFMADD231PS.BCST 52(R9), Z16, Z13
-	VFMADD231PS.BCST 56(R9), Z16, Z14
-	VFMADD231PS.BCST 60(R9), Z16, Z15
-	ADDQ             $0x00000020, R8
-	ADDQ             R10, R9
-	DECQ             R11
+	VCVTPH2PS        (R9), Z16
+	VFMADD231PS.BCST (R10), Z16, Z0
+	VFMADD231PS.BCST 4(R10), Z16, Z1
+	VFMADD231PS.BCST 8(R10), Z16, Z2
+	VFMADD231PS.BCST 12(R10), Z16, Z3
+	VFMADD231PS.BCST 16(R10), Z16, Z4
+	VFMADD231PS.BCST 20(R10), Z16, Z5
+	VFMADD231PS.BCST 24(R10), Z16, Z6
+	VFMADD231PS.BCST 28(R10), Z16, Z7
+	VFMADD231PS.BCST 32(R10), Z16, Z8
+	VFMADD231PS.BCST 36(R10), Z16, Z9
+	VFMADD231PS.BCST 40(R10), Z16, Z10
+	VFMADD231PS.BCST 44(R10), Z16, Z11
+	VFMADD231PS.BCST 48(R10), Z16, Z12
+	VFMADD231PS.BCST 52(R10), Z16, Z13
+	VFMADD231PS.BCST 56(R10), Z16, Z14
+	VFMADD231PS.BCST 60(R10), Z16, Z15
+	ADDQ             $0x00000020, R9
+	ADDQ             R11, R10
+	DECQ             R12
 	JNZ              ksfd_2572
-	MOVQ             BX, R8
-	LEAQ             (R8)(SI*2), R9
-	ADDQ             SI, R9
-	LEAQ             (R9)(SI*2), R10
-	ADDQ             SI, R10
-	LEAQ             (R10)(SI*2), R11
-	ADDQ             SI, R11
-	LEAQ             (R11)(SI*2), R12
-	ADDQ             SI, R12
-	LEAQ             (R12)(SI*2), R13
-	ADDQ             SI, R13
-	VMOVUPS          Z0, (R8)
-	VMOVUPS          Z1, (R8)(SI*1)
-	VMOVUPS          Z2, (R8)(SI*2)
-	VMOVUPS          Z3, (R9)
-	VMOVUPS          Z4, (R9)(SI*1)
-	VMOVUPS          Z5, (R9)(SI*2)
-	VMOVUPS          Z6, (R10)
-	VMOVUPS          Z7, (R10)(SI*1)
-	VMOVUPS          Z8, (R10)(SI*2)
-	VMOVUPS          Z9, (R11)
-	VMOVUPS          Z10, (R11)(SI*1)
-	VMOVUPS          Z11, (R11)(SI*2)
-	VMOVUPS          Z12, (R12)
-	VMOVUPS          Z13, (R12)(SI*1)
-	VMOVUPS          Z14, (R12)(SI*2)
-	VMOVUPS          Z15, (R13)
-	ADDQ             $0x00000040, BX
-	ADDQ             DI, CX
+	MOVQ             SI, R9
+	LEAQ             (R9)(DI*2), R10
+	ADDQ             DI, R10
+	LEAQ             (R10)(DI*2), R11
+	ADDQ             DI, R11
+	LEAQ             (R11)(DI*2), R12
+	ADDQ             DI, R12
+	LEAQ             (R12)(DI*2), R13
+	ADDQ             DI, R13
+	LEAQ             (R13)(DI*2), R14
+	ADDQ             DI, R14
+	VMOVUPS          Z0, (R9)
+	VMOVUPS          Z1, (R9)(DI*1)
+	VMOVUPS          Z2, (R9)(DI*2)
+	VMOVUPS          Z3, (R10)
+	VMOVUPS          Z4, (R10)(DI*1)
+	VMOVUPS          Z5, (R10)(DI*2)
+	VMOVUPS          Z6, (R11)
+	VMOVUPS          Z7, (R11)(DI*1)
+	VMOVUPS          Z8, (R11)(DI*2)
+	VMOVUPS          Z9, (R12)
+	VMOVUPS          Z10, (R12)(DI*1)
+	VMOVUPS          Z11, (R12)(DI*2)
+	VMOVUPS          Z12, (R13)
+	VMOVUPS          Z13, (R13)(DI*1)
+	VMOVUPS          Z14, (R13)(DI*2)
+	VMOVUPS          Z15, (R14)
+	ADDQ             $0x00000040, SI
+	ADDQ             R8, CX
 	SUBQ             $0x00000010, AX
 	JMP              ksfsteps_2570
 
 ksfstepsdone_2571:
-	JMP ksfend_2568
+	JMP wideend_2568
 
-ksfq_2569:
+wideq_2569:
 	CMPQ AX, $0x08
-	JNE  ksfq_2573
+	JNE  wideq_2573
 
 	// 8 queries
 	MOVQ n+32(FP), AX
 	MOVQ kt_base+0(FP), CX
 	MOVQ hd+24(FP), DX
-	MOVQ out_base+80(FP), BX
-	MOVQ outStride+104(FP), SI
-	SHLQ $0x02, SI
-	MOVQ DX, DI
-	SHLQ $0x05, DI
+	MOVQ qT_base+40(FP), BX
+	MOVQ out_base+80(FP), SI
+	MOVQ outStride+104(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
 
 ksfsteps_2574:
 	CMPQ   AX, $0x00000020
@@ -96111,59 +96113,59 @@ ksfsteps_2574:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
-	MOVQ   CX, R8
-	MOVQ   qT_base+40(FP), R9
-	MOVQ   qStride+64(FP), R10
-	SHLQ   $0x02, R10
-	MOVQ   DX, R11
+	MOVQ   CX, R9
+	MOVQ   BX, R10
+	MOVQ   qStride+64(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   DX, R12
 
 ksfd_2576:
-	VCVTPH2PS        (R8), Z16
-	VCVTPH2PS        (R8)(DI*1), Z17
-	VFMADD231PS.BCST (R9), Z16, Z0
-	VFMADD231PS.BCST (R9), Z17, Z8
-	VFMADD231PS.BCST 4(R9), Z16, Z1
-	VFMADD231PS.BCST 4(R9), Z17, Z9
-	VFMADD231PS.BCST 8(R9), Z16, Z2
-	VFMADD231PS.BCST 8(R9), Z17, Z10
-	VFMADD231PS.BCST 12(R9), Z16, Z3
-	VFMADD231PS.BCST 12(R9), Z17, Z11
-	VFMADD231PS.BCST 16(R9), Z16, Z4
-	VFMADD231PS.BCST 16(R9), Z17, Z12
-	VFMADD231PS.BCST 20(R9), Z16, Z5
-	VFMADD231PS.BCST 20(R9), Z17, Z13
-	VFMADD231PS.BCST 24(R9), Z16, Z6
-	VFMADD231PS.BCST 24(R9), Z17, Z14
-	VFMADD231PS.BCST 28(R9), Z16, Z7
-	VFMADD231PS.BCST 28(R9), Z17, Z15
-	ADDQ             $0x00000020, R8
-	ADDQ             R10, R9
-	DECQ             R11
+	VCVTPH2PS        (R9), Z16
+	VCVTPH2PS        (R9)(R8*1), Z17
+	VFMADD231PS.BCST (R10), Z16, Z0
+	VFMADD231PS.BCST (R10), Z17, Z8
+	VFMADD231PS.BCST 4(R10), Z16, Z1
+	VFMADD231PS.BCST 4(R10), Z17, Z9
+	VFMADD231PS.BCST 8(R10), Z16, Z2
+	VFMADD231PS.BCST 8(R10), Z17, Z10
+	VFMADD231PS.BCST 12(R10), Z16, Z3
+	VFMADD231PS.BCST 12(R10), Z17, Z11
+	VFMADD231PS.BCST 16(R10), Z16, Z4
+	VFMADD231PS.BCST 16(R10), Z17, Z12
+	VFMADD231PS.BCST 20(R10), Z16, Z5
+	VFMADD231PS.BCST 20(R10), Z17, Z13
+	VFMADD231PS.BCST 24(R10), Z16, Z6
+	VFMADD231PS.BCST 24(R10), Z17, Z14
+	VFMADD231PS.BCST 28(R10), Z16, Z7
+	VFMADD231PS.BCST 28(R10), Z17, Z15
+	ADDQ             $0x00000020, R9
+	ADDQ             R11, R10
+	DECQ             R12
 	JNZ              ksfd_2576
-	MOVQ             BX, R8
-	LEAQ             (R8)(SI*2), R9
-	ADDQ             SI, R9
-	LEAQ             (R9)(SI*2), R10
-	ADDQ             SI, R10
-	VMOVUPS          Z0, (R8)
-	VMOVUPS          Z1, (R8)(SI*1)
-	VMOVUPS          Z2, (R8)(SI*2)
-	VMOVUPS          Z3, (R9)
-	VMOVUPS          Z4, (R9)(SI*1)
-	VMOVUPS          Z5, (R9)(SI*2)
-	VMOVUPS          Z6, (R10)
-	VMOVUPS          Z7, (R10)(SI*1)
-	VMOVUPS          Z8, 64(R8)
-	VMOVUPS          Z9, 64(R8)(SI*1)
-	VMOVUPS          Z10, 64(R8)(SI*2)
-	VMOVUPS          Z11, 64(R9)
-	VMOVUPS          Z12, 64(R9)(SI*1)
-	VMOVUPS          Z13, 64(R9)(SI*2)
-	VMOVUPS          Z14, 64(R10)
-	VMOVUPS          Z15, 64(R10)(SI*1)
-	ADDQ             $0x00000080, BX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
+	MOVQ             SI, R9
+	LEAQ             (R9)(DI*2), R10
+	ADDQ             DI, R10
+	LEAQ             (R10)(DI*2), R11
+	ADDQ             DI, R11
+	VMOVUPS          Z0, (R9)
+	VMOVUPS          Z1, (R9)(DI*1)
+	VMOVUPS          Z2, (R9)(DI*2)
+	VMOVUPS          Z3, (R10)
+	VMOVUPS          Z4, (R10)(DI*1)
+	VMOVUPS          Z5, (R10)(DI*2)
+	VMOVUPS          Z6, (R11)
+	VMOVUPS          Z7, (R11)(DI*1)
+	VMOVUPS          Z8, 64(R9)
+	VMOVUPS          Z9, 64(R9)(DI*1)
+	VMOVUPS          Z10, 64(R9)(DI*2)
+	VMOVUPS          Z11, 64(R10)
+	VMOVUPS          Z12, 64(R10)(DI*1)
+	VMOVUPS          Z13, 64(R10)(DI*2)
+	VMOVUPS          Z14, 64(R11)
+	VMOVUPS          Z15, 64(R11)(DI*1)
+	ADDQ             $0x00000080, SI
+	ADDQ             R8, CX
+	ADDQ             R8, CX
 	SUBQ             $0x00000020, AX
 	JMP              ksfsteps_2574
 
@@ -96171,21 +96173,22 @@ ksfstepsdone_2575:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
-	MOVQ  out_base+80(FP), BX
-	MOVQ  outStride+104(FP), SI
-	SHLQ  $0x02, SI
-	MOVQ  DX, DI
-	SHLQ  $0x05, DI
-	MOVQ  AX, R8
-	ANDQ  $0x0000001f, R8
-	SUBQ  R8, AX
-	LEAQ  (BX)(AX*4), BX
+	MOVQ  qT_base+40(FP), BX
+	MOVQ  out_base+80(FP), SI
+	MOVQ  outStride+104(FP), DI
+	SHLQ  $0x02, DI
+	MOVQ  DX, R8
+	SHLQ  $0x05, R8
+	MOVQ  AX, R9
+	ANDQ  $0x0000001f, R9
+	SUBQ  R9, AX
+	LEAQ  (SI)(AX*4), SI
 	SHRQ  $0x04, AX
-	IMULQ DI, AX
+	IMULQ R8, AX
 	ADDQ  AX, CX
 
 ksfsteps_2577:
-	CMPQ   R8, $0x00000010
+	CMPQ   R9, $0x00000010
 	JB     ksfstepsdone_2578
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -96196,59 +96199,60 @@ ksfsteps_2577:
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 	MOVQ   CX, AX
-	MOVQ   qT_base+40(FP), R9
-	MOVQ   qStride+64(FP), R10
-	SHLQ   $0x02, R10
-	MOVQ   DX, R11
+	MOVQ   BX, R10
+	MOVQ   qStride+64(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   DX, R12
 
 ksfd_2579:
 	VCVTPH2PS        (AX), Z8
-	VFMADD231PS.BCST (R9), Z8, Z0
-	VFMADD231PS.BCST 4(R9), Z8, Z1
-	VFMADD231PS.BCST 8(R9), Z8, Z2
-	VFMADD231PS.BCST 12(R9), Z8, Z3
-	VFMADD231PS.BCST 16(R9), Z8, Z4
-	VFMADD231PS.BCST 20(R9), Z8, Z5
-	VFMADD231PS.BCST 24(R9), Z8, Z6
-	VFMADD231PS.BCST 28(R9), Z8, Z7
+	VFMADD231PS.BCST (R10), Z8, Z0
+	VFMADD231PS.BCST 4(R10), Z8, Z1
+	VFMADD231PS.BCST 8(R10), Z8, Z2
+	VFMADD231PS.BCST 12(R10), Z8, Z3
+	VFMADD231PS.BCST 16(R10), Z8, Z4
+	VFMADD231PS.BCST 20(R10), Z8, Z5
+	VFMADD231PS.BCST 24(R10), Z8, Z6
+	VFMADD231PS.BCST 28(R10), Z8, Z7
 	ADDQ             $0x00000020, AX
-	ADDQ             R10, R9
-	DECQ             R11
+	ADDQ             R11, R10
+	DECQ             R12
 	JNZ              ksfd_2579
-	MOVQ             BX, AX
-	LEAQ             (AX)(SI*2), R9
-	ADDQ             SI, R9
-	LEAQ             (R9)(SI*2), R10
-	ADDQ             SI, R10
+	MOVQ             SI, AX
+	LEAQ             (AX)(DI*2), R10
+	ADDQ             DI, R10
+	LEAQ             (R10)(DI*2), R11
+	ADDQ             DI, R11
 	VMOVUPS          Z0, (AX)
-	VMOVUPS          Z1, (AX)(SI*1)
-	VMOVUPS          Z2, (AX)(SI*2)
-	VMOVUPS          Z3, (R9)
-	VMOVUPS          Z4, (R9)(SI*1)
-	VMOVUPS          Z5, (R9)(SI*2)
-	VMOVUPS          Z6, (R10)
-	VMOVUPS          Z7, (R10)(SI*1)
-	ADDQ             $0x00000040, BX
-	ADDQ             DI, CX
-	SUBQ             $0x00000010, R8
+	VMOVUPS          Z1, (AX)(DI*1)
+	VMOVUPS          Z2, (AX)(DI*2)
+	VMOVUPS          Z3, (R10)
+	VMOVUPS          Z4, (R10)(DI*1)
+	VMOVUPS          Z5, (R10)(DI*2)
+	VMOVUPS          Z6, (R11)
+	VMOVUPS          Z7, (R11)(DI*1)
+	ADDQ             $0x00000040, SI
+	ADDQ             R8, CX
+	SUBQ             $0x00000010, R9
 	JMP              ksfsteps_2577
 
 ksfstepsdone_2578:
-	JMP ksfend_2568
+	JMP wideend_2568
 
-ksfq_2573:
+wideq_2573:
 	CMPQ AX, $0x04
-	JNE  ksfq_2580
+	JNE  wideq_2580
 
 	// 4 queries
 	MOVQ n+32(FP), AX
 	MOVQ kt_base+0(FP), CX
 	MOVQ hd+24(FP), DX
-	MOVQ out_base+80(FP), BX
-	MOVQ outStride+104(FP), SI
-	SHLQ $0x02, SI
-	MOVQ DX, DI
-	SHLQ $0x05, DI
+	MOVQ qT_base+40(FP), BX
+	MOVQ out_base+80(FP), SI
+	MOVQ outStride+104(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
 
 ksfsteps_2581:
 	CMPQ   AX, $0x00000040
@@ -96269,64 +96273,64 @@ ksfsteps_2581:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
-	MOVQ   CX, R8
-	LEAQ   (R8)(DI*2), R9
-	ADDQ   DI, R9
-	MOVQ   qT_base+40(FP), R10
-	MOVQ   qStride+64(FP), R11
-	SHLQ   $0x02, R11
-	MOVQ   DX, R12
+	MOVQ   CX, R9
+	LEAQ   (R9)(R8*2), R10
+	ADDQ   R8, R10
+	MOVQ   BX, R11
+	MOVQ   qStride+64(FP), R12
+	SHLQ   $0x02, R12
+	MOVQ   DX, R13
 
 ksfd_2583:
-	VCVTPH2PS        (R8), Z16
-	VCVTPH2PS        (R8)(DI*1), Z17
-	VCVTPH2PS        (R8)(DI*2), Z18
-	VCVTPH2PS        (R9), Z19
-	VFMADD231PS.BCST (R10), Z16, Z0
-	VFMADD231PS.BCST (R10), Z17, Z4
-	VFMADD231PS.BCST (R10), Z18, Z8
-	VFMADD231PS.BCST (R10), Z19, Z12
-	VFMADD231PS.BCST 4(R10), Z16, Z1
-	VFMADD231PS.BCST 4(R10), Z17, Z5
-	VFMADD231PS.BCST 4(R10), Z18, Z9
-	VFMADD231PS.BCST 4(R10), Z19, Z13
-	VFMADD231PS.BCST 8(R10), Z16, Z2
-	VFMADD231PS.BCST 8(R10), Z17, Z6
-	VFMADD231PS.BCST 8(R10), Z18, Z10
-	VFMADD231PS.BCST 8(R10), Z19, Z14
-	VFMADD231PS.BCST 12(R10), Z16, Z3
-	VFMADD231PS.BCST 12(R10), Z17, Z7
-	VFMADD231PS.BCST 12(R10), Z18, Z11
-	VFMADD231PS.BCST 12(R10), Z19, Z15
-	ADDQ             $0x00000020, R8
+	VCVTPH2PS        (R9), Z16
+	VCVTPH2PS        (R9)(R8*1), Z17
+	VCVTPH2PS        (R9)(R8*2), Z18
+	VCVTPH2PS        (R10), Z19
+	VFMADD231PS.BCST (R11), Z16, Z0
+	VFMADD231PS.BCST (R11), Z17, Z4
+	VFMADD231PS.BCST (R11), Z18, Z8
+	VFMADD231PS.BCST (R11), Z19, Z12
+	VFMADD231PS.BCST 4(R11), Z16, Z1
+	VFMADD231PS.BCST 4(R11), Z17, Z5
+	VFMADD231PS.BCST 4(R11), Z18, Z9
+	VFMADD231PS.BCST 4(R11), Z19, Z13
+	VFMADD231PS.BCST 8(R11), Z16, Z2
+	VFMADD231PS.BCST 8(R11), Z17, Z6
+	VFMADD231PS.BCST 8(R11), Z18, Z10
+	VFMADD231PS.BCST 8(R11), Z19, Z14
+	VFMADD231PS.BCST 12(R11), Z16, Z3
+	VFMADD231PS.BCST 12(R11), Z17, Z7
+	VFMADD231PS.BCST 12(R11), Z18, Z11
+	VFMADD231PS.BCST 12(R11), Z19, Z15
 	ADDQ             $0x00000020, R9
-	ADDQ             R11, R10
-	DECQ             R12
+	ADDQ             $0x00000020, R10
+	ADDQ             R12, R11
+	DECQ             R13
 	JNZ              ksfd_2583
-	MOVQ             BX, R8
-	LEAQ             (R8)(SI*2), R9
-	ADDQ             SI, R9
-	VMOVUPS          Z0, (R8)
-	VMOVUPS          Z1, (R8)(SI*1)
-	VMOVUPS          Z2, (R8)(SI*2)
-	VMOVUPS          Z3, (R9)
-	VMOVUPS          Z4, 64(R8)
-	VMOVUPS          Z5, 64(R8)(SI*1)
-	VMOVUPS          Z6, 64(R8)(SI*2)
-	VMOVUPS          Z7, 64(R9)
-	VMOVUPS          Z8, 128(R8)
-	VMOVUPS          Z9, 128(R8)(SI*1)
-	VMOVUPS          Z10, 128(R8)(SI*2)
-	VMOVUPS          Z11, 128(R9)
-	VMOVUPS          Z12, 192(R8)
-	VMOVUPS          Z13, 192(R8)(SI*1)
-	VMOVUPS          Z14, 192(R8)(SI*2)
-	VMOVUPS          Z15, 192(R9)
-	ADDQ             $0x00000100, BX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
+	MOVQ             SI, R9
+	LEAQ             (R9)(DI*2), R10
+	ADDQ             DI, R10
+	VMOVUPS          Z0, (R9)
+	VMOVUPS          Z1, (R9)(DI*1)
+	VMOVUPS          Z2, (R9)(DI*2)
+	VMOVUPS          Z3, (R10)
+	VMOVUPS          Z4, 64(R9)
+	VMOVUPS          Z5, 64(R9)(DI*1)
+	VMOVUPS          Z6, 64(R9)(DI*2)
+	VMOVUPS          Z7, 64(R10)
+	VMOVUPS          Z8, 128(R9)
+	VMOVUPS          Z9, 128(R9)(DI*1)
+	VMOVUPS          Z10, 128(R9)(DI*2)
+	VMOVUPS          Z11, 128(R10)
+	VMOVUPS          Z12, 192(R9)
+	VMOVUPS          Z13, 192(R9)(DI*1)
+	VMOVUPS          Z14, 192(R9)(DI*2)
+	VMOVUPS          Z15, 192(R10)
+	ADDQ             $0x00000100, SI
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	ADDQ             R8, CX
 	SUBQ             $0x00000040, AX
 	JMP              ksfsteps_2581
 
@@ -96334,70 +96338,72 @@ ksfstepsdone_2582:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
-	MOVQ  out_base+80(FP), BX
-	MOVQ  outStride+104(FP), SI
-	SHLQ  $0x02, SI
-	MOVQ  DX, DI
-	SHLQ  $0x05, DI
-	MOVQ  AX, R8
-	ANDQ  $0x0000003f, R8
-	SUBQ  R8, AX
-	LEAQ  (BX)(AX*4), BX
+	MOVQ  qT_base+40(FP), BX
+	MOVQ  out_base+80(FP), SI
+	MOVQ  outStride+104(FP), DI
+	SHLQ  $0x02, DI
+	MOVQ  DX, R8
+	SHLQ  $0x05, R8
+	MOVQ  AX, R9
+	ANDQ  $0x0000003f, R9
+	SUBQ  R9, AX
+	LEAQ  (SI)(AX*4), SI
 	SHRQ  $0x04, AX
-	IMULQ DI, AX
+	IMULQ R8, AX
 	ADDQ  AX, CX
 
 ksfsteps_2584:
-	CMPQ   R8, $0x00000010
+	CMPQ   R9, $0x00000010
 	JB     ksfstepsdone_2585
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	MOVQ   CX, AX
-	MOVQ   qT_base+40(FP), R9
-	MOVQ   qStride+64(FP), R10
-	SHLQ   $0x02, R10
-	MOVQ   DX, R11
+	MOVQ   BX, R10
+	MOVQ   qStride+64(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   DX, R12
 
 ksfd_2586:
 	VCVTPH2PS        (AX), Z4
-	VFMADD231PS.BCST (R9), Z4, Z0
-	VFMADD231PS.BCST 4(R9), Z4, Z1
-	VFMADD231PS.BCST 8(R9), Z4, Z2
-	VFMADD231PS.BCST 12(R9), Z4, Z3
+	VFMADD231PS.BCST (R10), Z4, Z0
+	VFMADD231PS.BCST 4(R10), Z4, Z1
+	VFMADD231PS.BCST 8(R10), Z4, Z2
+	VFMADD231PS.BCST 12(R10), Z4, Z3
 	ADDQ             $0x00000020, AX
-	ADDQ             R10, R9
-	DECQ             R11
+	ADDQ             R11, R10
+	DECQ             R12
 	JNZ              ksfd_2586
-	MOVQ             BX, AX
-	LEAQ             (AX)(SI*2), R9
-	ADDQ             SI, R9
+	MOVQ             SI, AX
+	LEAQ             (AX)(DI*2), R10
+	ADDQ             DI, R10
 	VMOVUPS          Z0, (AX)
-	VMOVUPS          Z1, (AX)(SI*1)
-	VMOVUPS          Z2, (AX)(SI*2)
-	VMOVUPS          Z3, (R9)
-	ADDQ             $0x00000040, BX
-	ADDQ             DI, CX
-	SUBQ             $0x00000010, R8
+	VMOVUPS          Z1, (AX)(DI*1)
+	VMOVUPS          Z2, (AX)(DI*2)
+	VMOVUPS          Z3, (R10)
+	ADDQ             $0x00000040, SI
+	ADDQ             R8, CX
+	SUBQ             $0x00000010, R9
 	JMP              ksfsteps_2584
 
 ksfstepsdone_2585:
-	JMP ksfend_2568
+	JMP wideend_2568
 
-ksfq_2580:
+wideq_2580:
 	CMPQ AX, $0x02
-	JNE  ksfq_2587
+	JNE  wideq_2587
 
 	// 2 queries
 	MOVQ n+32(FP), AX
 	MOVQ kt_base+0(FP), CX
 	MOVQ hd+24(FP), DX
-	MOVQ out_base+80(FP), BX
-	MOVQ outStride+104(FP), SI
-	SHLQ $0x02, SI
-	MOVQ DX, DI
-	SHLQ $0x05, DI
+	MOVQ qT_base+40(FP), BX
+	MOVQ out_base+80(FP), SI
+	MOVQ outStride+104(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x05, R8
 
 ksfsteps_2588:
 	CMPQ   AX, $0x00000080
@@ -96418,73 +96424,73 @@ ksfsteps_2588:
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
-	MOVQ   CX, R8
-	LEAQ   (R8)(DI*2), R9
-	ADDQ   DI, R9
-	LEAQ   (R9)(DI*2), R10
-	ADDQ   DI, R10
-	MOVQ   qT_base+40(FP), R11
-	MOVQ   qStride+64(FP), R12
-	SHLQ   $0x02, R12
-	MOVQ   DX, R13
+	MOVQ   CX, R9
+	LEAQ   (R9)(R8*2), R10
+	ADDQ   R8, R10
+	LEAQ   (R10)(R8*2), R11
+	ADDQ   R8, R11
+	MOVQ   BX, R12
+	MOVQ   qStride+64(FP), R13
+	SHLQ   $0x02, R13
+	MOVQ   DX, R14
 
 ksfd_2590:
-	VCVTPH2PS        (R8), Z16
-	VCVTPH2PS        (R8)(DI*1), Z17
-	VCVTPH2PS        (R8)(DI*2), Z18
-	VCVTPH2PS        (R9), Z19
-	VCVTPH2PS        (R9)(DI*1), Z20
-	VCVTPH2PS        (R9)(DI*2), Z21
-	VCVTPH2PS        (R10), Z22
-	VCVTPH2PS        (R10)(DI*1), Z23
-	VFMADD231PS.BCST (R11), Z16, Z0
-	VFMADD231PS.BCST (R11), Z17, Z2
-	VFMADD231PS.BCST (R11), Z18, Z4
-	VFMADD231PS.BCST (R11), Z19, Z6
-	VFMADD231PS.BCST (R11), Z20, Z8
-	VFMADD231PS.BCST (R11), Z21, Z10
-	VFMADD231PS.BCST (R11), Z22, Z12
-	VFMADD231PS.BCST (R11), Z23, Z14
-	VFMADD231PS.BCST 4(R11), Z16, Z1
-	VFMADD231PS.BCST 4(R11), Z17, Z3
-	VFMADD231PS.BCST 4(R11), Z18, Z5
-	VFMADD231PS.BCST 4(R11), Z19, Z7
-	VFMADD231PS.BCST 4(R11), Z20, Z9
-	VFMADD231PS.BCST 4(R11), Z21, Z11
-	VFMADD231PS.BCST 4(R11), Z22, Z13
-	VFMADD231PS.BCST 4(R11), Z23, Z15
-	ADDQ             $0x00000020, R8
+	VCVTPH2PS        (R9), Z16
+	VCVTPH2PS        (R9)(R8*1), Z17
+	VCVTPH2PS        (R9)(R8*2), Z18
+	VCVTPH2PS        (R10), Z19
+	VCVTPH2PS        (R10)(R8*1), Z20
+	VCVTPH2PS        (R10)(R8*2), Z21
+	VCVTPH2PS        (R11), Z22
+	VCVTPH2PS        (R11)(R8*1), Z23
+	VFMADD231PS.BCST (R12), Z16, Z0
+	VFMADD231PS.BCST (R12), Z17, Z2
+	VFMADD231PS.BCST (R12), Z18, Z4
+	VFMADD231PS.BCST (R12), Z19, Z6
+	VFMADD231PS.BCST (R12), Z20, Z8
+	VFMADD231PS.BCST (R12), Z21, Z10
+	VFMADD231PS.BCST (R12), Z22, Z12
+	VFMADD231PS.BCST (R12), Z23, Z14
+	VFMADD231PS.BCST 4(R12), Z16, Z1
+	VFMADD231PS.BCST 4(R12), Z17, Z3
+	VFMADD231PS.BCST 4(R12), Z18, Z5
+	VFMADD231PS.BCST 4(R12), Z19, Z7
+	VFMADD231PS.BCST 4(R12), Z20, Z9
+	VFMADD231PS.BCST 4(R12), Z21, Z11
+	VFMADD231PS.BCST 4(R12), Z22, Z13
+	VFMADD231PS.BCST 4(R12), Z23, Z15
 	ADDQ             $0x00000020, R9
 	ADDQ             $0x00000020, R10
-	ADDQ             R12, R11
-	DECQ             R13
+	ADDQ             $0x00000020, R11
+	ADDQ             R13, R12
+	DECQ             R14
 	JNZ              ksfd_2590
-	MOVQ             BX, R8
-	VMOVUPS          Z0, (R8)
-	VMOVUPS          Z1, (R8)(SI*1)
-	VMOVUPS          Z2, 64(R8)
-	VMOVUPS          Z3, 64(R8)(SI*1)
-	VMOVUPS          Z4, 128(R8)
-	VMOVUPS          Z5, 128(R8)(SI*1)
-	VMOVUPS          Z6, 192(R8)
-	VMOVUPS          Z7, 192(R8)(SI*1)
-	VMOVUPS          Z8, 256(R8)
-	VMOVUPS          Z9, 256(R8)(SI*1)
-	VMOVUPS          Z10, 320(R8)
-	VMOVUPS          Z11, 320(R8)(SI*1)
-	VMOVUPS          Z12, 384(R8)
-	VMOVUPS          Z13, 384(R8)(SI*1)
-	VMOVUPS          Z14, 448(R8)
-	VMOVUPS          Z15, 448(R8)(SI*1)
-	ADDQ             $0x00000200, BX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
-	ADDQ             DI, CX
+	MOVQ             SI, R9
+	VMOVUPS          Z0, (R9)
+	VMOVUPS          Z1, (R9)(DI*1)
+	VMOVUPS          Z2, 64(R9)
+	VMOVUPS          Z3, 64(R9)(DI*1)
+	VMOVUPS          Z4, 128(R9)
+	VMOVUPS          Z5, 128(R9)(DI*1)
+	VMOVUPS          Z6, 192(R9)
+	VMOVUPS          Z7, 192(R9)(DI*1)
+	VMOVUPS          Z8, 256(R9)
+	VMOVUPS          Z9, 256(R9)(DI*1)
+	VMOVUPS          Z10, 320(R9)
+	VMOVUPS          Z11, 320(R9)(DI*1)
+	VMOVUPS          Z12, 384(R9)
+	VMOVUPS          Z13, 384(R9)(DI*1)
+	VMOVUPS          Z14, 448(R9)
+	VMOVUPS          Z15, 448(R9)(DI*1)
+	ADDQ             $0x00000200, SI
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	ADDQ             R8, CX
+	ADDQ             R8, CX
 	SUBQ             $0x00000080, AX
 	JMP              ksfsteps_2588
 
@@ -96492,62 +96498,64 @@ ksfstepsdone_2589:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
-	MOVQ  out_base+80(FP), BX
-	MOVQ  outStride+104(FP), SI
-	SHLQ  $0x02, SI
-	MOVQ  DX, DI
-	SHLQ  $0x05, DI
-	MOVQ  AX, R8
-	ANDQ  $0x0000007f, R8
-	SUBQ  R8, AX
-	LEAQ  (BX)(AX*4), BX
+	MOVQ  qT_base+40(FP), BX
+	MOVQ  out_base+80(FP), SI
+	MOVQ  outStride+104(FP), DI
+	SHLQ  $0x02, DI
+	MOVQ  DX, R8
+	SHLQ  $0x05, R8
+	MOVQ  AX, R9
+	ANDQ  $0x0000007f, R9
+	SUBQ  R9, AX
+	LEAQ  (SI)(AX*4), SI
 	SHRQ  $0x04, AX
-	IMULQ DI, AX
+	IMULQ R8, AX
 	ADDQ  AX, CX
 
 ksfsteps_2591:
-	CMPQ   R8, $0x00000010
+	CMPQ   R9, $0x00000010
 	JB     ksfstepsdone_2592
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ   CX, AX
-	MOVQ   qT_base+40(FP), R9
-	MOVQ   qStride+64(FP), R10
-	SHLQ   $0x02, R10
-	MOVQ   DX, R11
+	MOVQ   BX, R10
+	MOVQ   qStride+64(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   DX, R12
 
 ksfd_2593:
 	VCVTPH2PS        (AX), Z2
-	VFMADD231PS.BCST (R9), Z2, Z0
-	VFMADD231PS.BCST 4(R9), Z2, Z1
+	VFMADD231PS.BCST (R10), Z2, Z0
+	VFMADD231PS.BCST 4(R10), Z2, Z1
 	ADDQ             $0x00000020, AX
-	ADDQ             R10, R9
-	DECQ             R11
+	ADDQ             R11, R10
+	DECQ             R12
 	JNZ              ksfd_2593
-	MOVQ             BX, AX
+	MOVQ             SI, AX
 	VMOVUPS          Z0, (AX)
-	VMOVUPS          Z1, (AX)(SI*1)
-	ADDQ             $0x00000040, BX
-	ADDQ             DI, CX
-	SUBQ             $0x00000010, R8
+	VMOVUPS          Z1, (AX)(DI*1)
+	ADDQ             $0x00000040, SI
+	ADDQ             R8, CX
+	SUBQ             $0x00000010, R9
 	JMP              ksfsteps_2591
 
 ksfstepsdone_2592:
-	JMP ksfend_2568
+	JMP wideend_2568
 
-ksfq_2587:
+wideq_2587:
 	CMPQ AX, $0x01
-	JNE  ksfq_2594
+	JNE  wideq_2594
 
 	// 1 queries
 	MOVQ n+32(FP), AX
 	MOVQ kt_base+0(FP), CX
 	MOVQ hd+24(FP), DX
-	MOVQ out_base+80(FP), BX
-	MOVQ outStride+104(FP), SI
-	SHLQ $0x02, SI
-	MOVQ DX, SI
-	SHLQ $0x05, SI
+	MOVQ qT_base+40(FP), BX
+	MOVQ out_base+80(FP), SI
+	MOVQ outStride+104(FP), DI
+	SHLQ $0x02, DI
+	MOVQ DX, DI
+	SHLQ $0x05, DI
 
 ksfsteps_2595:
 	CMPQ   AX, $0x00000080
@@ -96560,57 +96568,57 @@ ksfsteps_2595:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-	MOVQ   CX, DI
-	LEAQ   (DI)(SI*2), R8
-	ADDQ   SI, R8
-	LEAQ   (R8)(SI*2), R9
-	ADDQ   SI, R9
-	MOVQ   qT_base+40(FP), R10
-	MOVQ   qStride+64(FP), R11
-	SHLQ   $0x02, R11
-	MOVQ   DX, R12
+	MOVQ   CX, R8
+	LEAQ   (R8)(DI*2), R9
+	ADDQ   DI, R9
+	LEAQ   (R9)(DI*2), R10
+	ADDQ   DI, R10
+	MOVQ   BX, R11
+	MOVQ   qStride+64(FP), R12
+	SHLQ   $0x02, R12
+	MOVQ   DX, R13
 
 ksfd_2597:
-	VCVTPH2PS        (DI), Z8
-	VCVTPH2PS        (DI)(SI*1), Z9
-	VCVTPH2PS        (DI)(SI*2), Z10
-	VCVTPH2PS        (R8), Z11
-	VCVTPH2PS        (R8)(SI*1), Z12
-	VCVTPH2PS        (R8)(SI*2), Z13
-	VCVTPH2PS        (R9), Z14
-	VCVTPH2PS        (R9)(SI*1), Z15
-	VFMADD231PS.BCST (R10), Z8, Z0
-	VFMADD231PS.BCST (R10), Z9, Z1
-	VFMADD231PS.BCST (R10), Z10, Z2
-	VFMADD231PS.BCST (R10), Z11, Z3
-	VFMADD231PS.BCST (R10), Z12, Z4
-	VFMADD231PS.BCST (R10), Z13, Z5
-	VFMADD231PS.BCST (R10), Z14, Z6
-	VFMADD231PS.BCST (R10), Z15, Z7
-	ADDQ             $0x00000020, DI
+	VCVTPH2PS        (R8), Z8
+	VCVTPH2PS        (R8)(DI*1), Z9
+	VCVTPH2PS        (R8)(DI*2), Z10
+	VCVTPH2PS        (R9), Z11
+	VCVTPH2PS        (R9)(DI*1), Z12
+	VCVTPH2PS        (R9)(DI*2), Z13
+	VCVTPH2PS        (R10), Z14
+	VCVTPH2PS        (R10)(DI*1), Z15
+	VFMADD231PS.BCST (R11), Z8, Z0
+	VFMADD231PS.BCST (R11), Z9, Z1
+	VFMADD231PS.BCST (R11), Z10, Z2
+	VFMADD231PS.BCST (R11), Z11, Z3
+	VFMADD231PS.BCST (R11), Z12, Z4
+	VFMADD231PS.BCST (R11), Z13, Z5
+	VFMADD231PS.BCST (R11), Z14, Z6
+	VFMADD231PS.BCST (R11), Z15, Z7
 	ADDQ             $0x00000020, R8
 	ADDQ             $0x00000020, R9
-	ADDQ             R11, R10
-	DECQ             R12
+	ADDQ             $0x00000020, R10
+	ADDQ             R12, R11
+	DECQ             R13
 	JNZ              ksfd_2597
-	MOVQ             BX, DI
-	VMOVUPS          Z0, (DI)
-	VMOVUPS          Z1, 64(DI)
-	VMOVUPS          Z2, 128(DI)
-	VMOVUPS          Z3, 192(DI)
-	VMOVUPS          Z4, 256(DI)
-	VMOVUPS          Z5, 320(DI)
-	VMOVUPS          Z6, 384(DI)
-	VMOVUPS          Z7, 448(DI)
-	ADDQ             $0x00000200, BX
-	ADDQ             SI, CX
-	ADDQ             SI, CX
-	ADDQ             SI, CX
-	ADDQ             SI, CX
-	ADDQ             SI, CX
-	ADDQ             SI, CX
-	ADDQ             SI, CX
-	ADDQ             SI, CX
+	MOVQ             SI, R8
+	VMOVUPS          Z0, (R8)
+	VMOVUPS          Z1, 64(R8)
+	VMOVUPS          Z2, 128(R8)
+	VMOVUPS          Z3, 192(R8)
+	VMOVUPS          Z4, 256(R8)
+	VMOVUPS          Z5, 320(R8)
+	VMOVUPS          Z6, 384(R8)
+	VMOVUPS          Z7, 448(R8)
+	ADDQ             $0x00000200, SI
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
+	ADDQ             DI, CX
 	SUBQ             $0x00000080, AX
 	JMP              ksfsteps_2595
 
@@ -96618,48 +96626,49 @@ ksfstepsdone_2596:
 	MOVQ  n+32(FP), AX
 	MOVQ  kt_base+0(FP), CX
 	MOVQ  hd+24(FP), DX
-	MOVQ  out_base+80(FP), BX
-	MOVQ  outStride+104(FP), SI
-	SHLQ  $0x02, SI
-	MOVQ  DX, SI
-	SHLQ  $0x05, SI
-	MOVQ  AX, DI
-	ANDQ  $0x0000007f, DI
-	SUBQ  DI, AX
-	LEAQ  (BX)(AX*4), BX
+	MOVQ  qT_base+40(FP), BX
+	MOVQ  out_base+80(FP), SI
+	MOVQ  outStride+104(FP), DI
+	SHLQ  $0x02, DI
+	MOVQ  DX, DI
+	SHLQ  $0x05, DI
+	MOVQ  AX, R8
+	ANDQ  $0x0000007f, R8
+	SUBQ  R8, AX
+	LEAQ  (SI)(AX*4), SI
 	SHRQ  $0x04, AX
-	IMULQ SI, AX
+	IMULQ DI, AX
 	ADDQ  AX, CX
 
 ksfsteps_2598:
-	CMPQ   DI, $0x00000010
+	CMPQ   R8, $0x00000010
 	JB     ksfstepsdone_2599
 	VPXORD Z0, Z0, Z0
 	MOVQ   CX, AX
-	MOVQ   qT_base+40(FP), R8
-	MOVQ   qStride+64(FP), R9
-	SHLQ   $0x02, R9
-	MOVQ   DX, R10
+	MOVQ   BX, R9
+	MOVQ   qStride+64(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   DX, R11
 
 ksfd_2600:
 	VCVTPH2PS        (AX), Z1
-	VFMADD231PS.BCST (R8), Z1, Z0
+	VFMADD231PS.BCST (R9), Z1, Z0
 	ADDQ             $0x00000020, AX
-	ADDQ             R9, R8
-	DECQ             R10
+	ADDQ             R10, R9
+	DECQ             R11
 	JNZ              ksfd_2600
-	MOVQ             BX, AX
+	MOVQ             SI, AX
 	VMOVUPS          Z0, (AX)
-	ADDQ             $0x00000040, BX
-	ADDQ             SI, CX
-	SUBQ             $0x00000010, DI
+	ADDQ             $0x00000040, SI
+	ADDQ             DI, CX
+	SUBQ             $0x00000010, R8
 	JMP              ksfsteps_2598
 
 ksfstepsdone_2599:
-	JMP ksfend_2568
+	JMP wideend_2568
 
-ksfq_2594:
-ksfend_2568:
+wideq_2594:
+wideend_2568:
 	VZEROUPPER
 	RET
 
@@ -96668,7 +96677,7 @@ ksfend_2568:
 TEXT ·axpyF16RowsWideAVX512(SB), NOSPLIT, $0-112
 	MOVQ nq+32(FP), AX
 	CMPQ AX, $0x10
-	JNE  axfq_2602
+	JNE  wideq_2602
 
 	// 16 queries
 	XORQ AX, AX
@@ -96895,11 +96904,11 @@ axfchunksdone_2606:
 	JMP  axfblocks_2603
 
 axfblocksdone_2604:
-	JMP axfend_2601
+	JMP wideend_2601
 
-axfq_2602:
+wideq_2602:
 	CMPQ AX, $0x08
-	JNE  axfq_2611
+	JNE  wideq_2611
 
 	// 8 queries
 	XORQ AX, AX
@@ -97239,11 +97248,11 @@ axfchunksdone_2621:
 	JMP  axfblocks_2612
 
 axfblocksdone_2613:
-	JMP axfend_2601
+	JMP wideend_2601
 
-axfq_2611:
+wideq_2611:
 	CMPQ AX, $0x04
-	JNE  axfq_2626
+	JNE  wideq_2626
 
 	// 4 queries
 	XORQ AX, AX
@@ -97549,11 +97558,11 @@ axfchunksdone_2636:
 	JMP  axfblocks_2627
 
 axfblocksdone_2628:
-	JMP axfend_2601
+	JMP wideend_2601
 
-axfq_2626:
+wideq_2626:
 	CMPQ AX, $0x02
-	JNE  axfq_2641
+	JNE  wideq_2641
 
 	// 2 queries
 	XORQ AX, AX
@@ -97849,11 +97858,11 @@ axfchunksdone_2651:
 	JMP  axfblocks_2642
 
 axfblocksdone_2643:
-	JMP axfend_2601
+	JMP wideend_2601
 
-axfq_2641:
+wideq_2641:
 	CMPQ AX, $0x01
-	JNE  axfq_2656
+	JNE  wideq_2656
 
 	// 1 queries
 	XORQ AX, AX
@@ -98086,9 +98095,9 @@ axfchunksdone_2666:
 	JMP  axfblocks_2657
 
 axfblocksdone_2658:
-	JMP axfend_2601
+	JMP wideend_2601
 
-axfq_2656:
-axfend_2601:
+wideq_2656:
+wideend_2601:
 	VZEROUPPER
 	RET

@@ -628,13 +628,7 @@ func axpyBlockRows(i, p0 reg.GPVirtual, row func(as []reg.GPVirtual, p, vp reg.G
 		as[j] = GP64()
 		LEAQ(Mem{Base: as[j-1], Index: aStride, Scale: 4}, as[j])
 	}
-	stride := load(Param("stride"))
-	SHLQ(U8(1), stride) // bytes
-	vp := GP64()
-	MOVQ(p0, vp)
-	IMULQ(stride, vp)
-	ADDQ(load(Param("v").Base()), vp)
-	LEAQ(Mem{Base: vp, Index: i, Scale: 2}, vp)
+	stride, vp := valueRow(p0, i)
 	np := GP64() // the block's end: min(p0 + axpyRowBlock, np)
 	LEAQ(Mem{Base: p0, Disp: axpyRowBlock}, np)
 	end := load(Param("np"))
@@ -652,6 +646,19 @@ func axpyBlockRows(i, p0 reg.GPVirtual, row func(as []reg.GPVirtual, p, vp reg.G
 	CMPQ(p, np)
 	JB(LabelRef(loop))
 	Label(done)
+}
+
+// valueRow returns the bytes between the rows of the float16 values v
+// (the stride argument, in elements) and the address of v[p0·stride + i].
+func valueRow(p0, i reg.GPVirtual) (stride, vp reg.GPVirtual) {
+	stride = load(Param("stride"))
+	SHLQ(U8(1), stride) // bytes
+	vp = GP64()
+	MOVQ(p0, vp)
+	IMULQ(stride, vp)
+	ADDQ(load(Param("v").Base()), vp)
+	LEAQ(Mem{Base: vp, Index: i, Scale: 2}, vp)
+	return stride, vp
 }
 
 // axpyRowBlocks emits the block loop of an axpyF16Rows4 kernel: for each

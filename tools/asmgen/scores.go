@@ -104,23 +104,24 @@ func genKScores(lanes int, blocks func(nq int) int) {
 	VZEROUPPER()
 }
 
-// kScoresSteps emits the loop of steps of B blocks for Q queries while at
-// least B blocks are left, from position 0 or (after > 0) from the
-// positions a loop of steps of after blocks covered: n − n mod (16·after),
-// after a power of 2.
-func kScoresSteps(lanes, Q, B, after int) {
-	halves := 16 / lanes // vectors per block
+// kScoresStart loads what a loop of kScores steps needs, for a loop from
+// position 0 or (after > 0) from where a loop of steps of after blocks
+// stopped, n − n mod (16·after): the keys kt and the scores out at that
+// position, hd, the queries' argument q (named so), the bytes os between
+// queries' rows of out and bb of a block of keys, and left, the positions
+// from there on.
+func kScoresStart(after int, queries string) (kt, hd, q, out, os, bb, left reg.GPVirtual) {
 	n := load(Param("n"))
-	kt := load(Param("kt").Base())
-	hd := load(Param("hd"))
-	q := load(Param("q").Base())
-	out := load(Param("out").Base())
-	os := load(Param("outStride"))
+	kt = load(Param("kt").Base())
+	hd = load(Param("hd"))
+	q = load(Param(queries).Base())
+	out = load(Param("out").Base())
+	os = load(Param("outStride"))
 	SHLQ(U8(2), os) // bytes between queries' rows of out
-	bb := GP64()    // bytes per block: 16·hd·2
+	bb = GP64()     // bytes per block: 16·hd·2
 	MOVQ(hd, bb)
 	SHLQ(U8(5), bb)
-	left := GP64()
+	left = GP64()
 	MOVQ(n, left)
 	if after > 0 {
 		// left = n mod (16·after); start = n − left: kt += start/16 · bb,
@@ -134,6 +135,16 @@ func kScoresSteps(lanes, Q, B, after int) {
 		IMULQ(bb, start)
 		ADDQ(start, kt)
 	}
+	return kt, hd, q, out, os, bb, left
+}
+
+// kScoresSteps emits the loop of steps of B blocks for Q queries while at
+// least B blocks are left, from position 0 or (after > 0) from the
+// positions a loop of steps of after blocks covered: n − n mod (16·after),
+// after a power of 2.
+func kScoresSteps(lanes, Q, B, after int) {
+	halves := 16 / lanes // vectors per block
+	kt, hd, q, out, os, bb, left := kScoresStart(after, "q")
 	hq := GP64() // bytes per query row of q: hd·4
 	MOVQ(hd, hq)
 	SHLQ(U8(2), hq)
@@ -222,7 +233,13 @@ func kScoresSteps(lanes, Q, B, after int) {
 			}
 		}
 	}
-	// Next step: B blocks on.
+	kScoresNext(B, kt, out, bb, left, loop, done)
+}
+
+// kScoresNext ends a step of B blocks of a kScores loop: the keys kt and
+// the scores out move on B blocks, left drops by their positions, and the
+// loop goes round; done follows it.
+func kScoresNext(B int, kt, out, bb, left reg.GPVirtual, loop, done string) {
 	ADDQ(U32(64*B), out)
 	for range B {
 		ADDQ(bb, kt)

@@ -45,18 +45,26 @@ func genKScoresWideAVX512() {
 	Pragma("noescape")
 	Doc(fmt.Sprintf("kScoresWideAVX512 is kScores with the queries transposed, nq ∈ %v, n a multiple of 16:", wideQueries),
 		"nq × 16/nq blocks of 16 positions a step (at most 8), each query's value broadcast from memory by its FMA.")
-	nq := load(Param("nq"))
-	end := label("ksfend")
-	for _, Q := range wideQueries {
-		next := label("ksfq")
-		CMPQ(nq, U8(Q))
-		JNE(LabelRef(next))
-		Commentf("%d queries", Q)
+	eachQueries(func(Q int) {
 		B := wideWidth(Q)
 		kScoresWideSteps(Q, B, 0)
 		if B > 1 {
 			kScoresWideSteps(Q, 1, B)
 		}
+	})
+}
+
+// eachQueries emits, for each count Q of wideQueries, body(Q) run when the
+// nq argument is Q, then the function's end.
+func eachQueries(body func(Q int)) {
+	nq := load(Param("nq"))
+	end := label("wideend")
+	for _, Q := range wideQueries {
+		next := label("wideq")
+		CMPQ(nq, U8(Q))
+		JNE(LabelRef(next))
+		Commentf("%d queries", Q)
+		body(Q)
 		JMP(LabelRef(end))
 		Label(next)
 	}
@@ -69,27 +77,7 @@ func genKScoresWideAVX512() {
 // at least B blocks are left, from position 0 or (after > 0) from where a
 // loop of steps of after blocks stopped: n − n mod (16·after).
 func kScoresWideSteps(Q, B, after int) {
-	n := load(Param("n"))
-	kt := load(Param("kt").Base())
-	hd := load(Param("hd"))
-	out := load(Param("out").Base())
-	os := load(Param("outStride"))
-	SHLQ(U8(2), os) // bytes between queries' rows of out
-	bb := GP64()    // bytes per block: 16·hd·2
-	MOVQ(hd, bb)
-	SHLQ(U8(5), bb)
-	left := GP64()
-	MOVQ(n, left)
-	if after > 0 {
-		ANDQ(U32(16*after-1), left)
-		start := GP64()
-		MOVQ(n, start)
-		SUBQ(left, start)
-		LEAQ(Mem{Base: out, Index: start, Scale: 4}, out)
-		SHRQ(U8(4), start)
-		IMULQ(bb, start)
-		ADDQ(start, kt)
-	}
+	kt, hd, q, out, os, bb, left := kScoresStart(after, "qT")
 	loop, done := label("ksfsteps"), label("ksfstepsdone")
 	Label(loop)
 	CMPQ(left, U32(16*B))
@@ -97,7 +85,8 @@ func kScoresWideSteps(Q, B, after int) {
 
 	acc := zmms(B * Q) // acc[b·Q + j]
 	blk := newStrided(kt, bb, B)
-	qp := load(Param("qT").Base())
+	qp := GP64()
+	MOVQ(q, qp)
 	qs := load(Param("qStride"))
 	SHLQ(U8(2), qs) // bytes between key d's values and key d+1's
 	d := GP64()
@@ -125,13 +114,7 @@ func kScoresWideSteps(Q, B, after int) {
 			VMOVUPS(acc[b*Q+j], outs.at(j, 64*b))
 		}
 	}
-	ADDQ(U32(64*B), out)
-	for range B {
-		ADDQ(bb, kt)
-	}
-	SUBQ(U32(16*B), left)
-	JMP(LabelRef(loop))
-	Label(done)
+	kScoresNext(B, kt, out, bb, left, loop, done)
 }
 
 func genAxpyF16RowsWideAVX512() {
@@ -140,13 +123,7 @@ func genAxpyF16RowsWideAVX512() {
 	Doc(fmt.Sprintf("axpyF16RowsWideAVX512 is axpyF16Rows4's sums for nq ∈ %v queries, y_j at y[j·n:], n a", wideQueries),
 		"multiple of 16: nq × 16/nq vectors of y (at most 8) held while a block of 64 rows passes, each query's weight",
 		"broadcast from memory by its FMA, four rows a step; then the next block.")
-	nq := load(Param("nq"))
-	end := label("axfend")
-	for _, Q := range wideQueries {
-		next := label("axfq")
-		CMPQ(nq, U8(Q))
-		JNE(LabelRef(next))
-		Commentf("%d queries", Q)
+	eachQueries(func(Q int) {
 		C := wideWidth(Q)
 		// Blocks of wideRowBlock rows: every chunk of y passes a block
 		// before the next, so the block's rows are read from L1 by the
@@ -160,21 +137,14 @@ func genAxpyF16RowsWideAVX512() {
 		JAE(LabelRef(blocksDone))
 		i := GP64()
 		XORQ(i, i)
-		for _, c := range []int{C, 1} {
-			axpyWideChunks(Q, c, i, p0)
-			if c == 1 {
-				break
-			}
+		axpyWideChunks(Q, C, i, p0)
+		if C > 1 { // the last elements, 16 at a time
+			axpyWideChunks(Q, 1, i, p0)
 		}
 		ADDQ(U32(wideRowBlock), p0)
 		JMP(LabelRef(blocks))
 		Label(blocksDone)
-		JMP(LabelRef(end))
-		Label(next)
-	}
-	Label(end)
-	VZEROUPPER()
-	RET()
+	})
 }
 
 // wideRowBlock is the rows axpyF16RowsWideAVX512 passes per chunk of y: 64
@@ -216,13 +186,7 @@ func axpyWideChunks(Q, C int, i, p0 reg.GPVirtual) {
 	a := load(Param("a").Base())
 	LEAQ(Mem{Base: a, Index: p0, Scale: 4}, a)
 	as := newStrided(a, aStride, Q)
-	stride := load(Param("stride"))
-	SHLQ(U8(1), stride) // bytes
-	vp := GP64()
-	MOVQ(p0, vp)
-	IMULQ(stride, vp)
-	ADDQ(load(Param("v").Base()), vp)
-	LEAQ(Mem{Base: vp, Index: i, Scale: 2}, vp)
+	stride, vp := valueRow(p0, i)
 	rows := load(Param("np")) // min(np − p0, wideRowBlock)
 	SUBQ(p0, rows)
 	most := GP64()
