@@ -160,7 +160,8 @@ func TestRoundClampI8(t *testing.T) {
 }
 
 // TestForwardAllocatesNothing: a pass (a decode step, a few tokens with
-// every token's logits, several sequences at once) allocates nothing, with
+// every token's logits, several sequences at once, a long prompt's chunk
+// past longRunPositions) allocates nothing, with
 // every head form, every kernel set and on several threads: the pool's jobs live in the
 // backend (a closure per job allocated 110 times a decode step, and the
 // garbage collector ran every few hundred tokens of a small model).
@@ -174,7 +175,7 @@ func TestForwardAllocatesNothing(t *testing.T) {
 func forwardAllocs(t *testing.T, m *nntest.Model) {
 	for _, threads := range []int{1, 2} {
 		for _, head := range []nn.HeadType{nn.HeadStored, nn.HeadQ8, nn.HeadQ6_K, nn.HeadQ4_0} {
-			b, err := New(m.Config, m.Weights, Options{Threads: threads, Context: 32, Batch: 8, Head: head, Slots: 2})
+			b, err := New(m.Config, m.Weights, Options{Threads: threads, Context: longRunPositions + 16, Batch: 8, Head: head, Slots: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,6 +183,7 @@ func forwardAllocs(t *testing.T, m *nntest.Model) {
 			toks := []int32{1, 2, 3, 4}
 			logits := make([]float32, len(toks)*V)
 			multi := []nn.SeqToken{{Seq: 0, Pos: 5, Token: 7, Logits: true}, {Seq: 1, Pos: 3, Token: 9, Logits: true}}
+			long := []int32{5, 6, 7, 8, 9, 10, 11, 12} // positions longRunPositions+1…: items of many queries
 			passes := []struct {
 				name string
 				run  func() error
@@ -190,6 +192,7 @@ func forwardAllocs(t *testing.T, m *nntest.Model) {
 				{"prompt", func() error { return b.Forward(toks, 4, logits[:V]) }},
 				{"verify", func() error { return b.Forward(toks, 4, logits) }},
 				{"multi", func() error { return b.ForwardMulti(multi, logits[:2*V]) }},
+				{"long prompt", func() error { return b.Forward(long, longRunPositions+1, logits[:V]) }},
 			}
 			for _, p := range passes {
 				if err := p.run(); err != nil { // the first pass may set things up

@@ -126,45 +126,46 @@ func TestWideRefused(t *testing.T) {
 
 // BenchmarkAttendRun: an item of a long prompt's attention (4 tokens × 4
 // query heads of one K/V head, as the 2B shape takes them past
-// longRunPositions) at 256, 1,000 and 4,000 positions, four queries a call
-// (kScores, axpyF16Rows4) and 16 (kScoresWide, axpyF16RowsWide),
-// alternated; GFLOP/s of the scores and the weighted sums, best of the
-// rounds, against the set's FMA probe.
+// longRunPositions) at 256, 1,000 and 4,000 positions, with each assembly
+// set's kernels four queries a call (kScores, axpyF16Rows4) and many
+// (kScoresWide, axpyF16RowsWide), alternated; GFLOP/s of the scores and the
+// weighted sums, best of the rounds, against the set's FMA probe.
 //
 //	go test -run '^$' -bench AttendRun -benchtime 50x ./cpu
 func BenchmarkAttendRun(b *testing.B) {
-	k := kernelSets()[0]
-	if k.kScoresWide == nil {
-		b.Skip("the fastest kernel set here has no wide attention kernels")
-	}
-	peak := fmaPeak(&k.sgemm, 50*time.Millisecond)
-	for _, n0 := range []int{256, 1000, 4000} {
-		b.Run(fmt.Sprintf("positions%d", n0), func(b *testing.B) {
-			const hd, sub, R = 128, 4, 4
-			rng := newRand()
-			n := n0 + R - 1
-			kt := randomF16(rng, (n+kBlock-1)/kBlock*kBlock*hd)
-			vc := randomF16(rng, n*hd)
-			q := randomF32(rng, R*sub*hd)
-			q16, scores, ob := make([]float32, R*sub*hd), make([]float32, R*sub*n), make([]float32, R*sub*hd)
-			o, qT := make([]float32, R*sub*hd), make([]float32, R*sub*hd)
-			var best [2]time.Duration
-			for b.Loop() {
-				for i, t := range [][]float32{nil, qT} {
-					start := time.Now()
-					attendRun(k, q, sub*hd, R, sub, hd, kt, vc, n0, q16, scores, ob, o, sub*hd, t)
-					if d := time.Since(start); best[i] == 0 || d < best[i] {
-						best[i] = d
+	for _, k := range kernelSets() {
+		if k.kScoresWide == nil || k.name == goKernels.name || k.name == generic.name {
+			continue
+		}
+		peak := fmaPeak(&k.sgemm, 50*time.Millisecond)
+		for _, n0 := range []int{256, 1000, 4000} {
+			b.Run(fmt.Sprintf("%s/positions%d", k.name, n0), func(b *testing.B) {
+				const hd, sub, R = 128, 4, 4
+				rng := newRand()
+				n := n0 + R - 1
+				kt := randomF16(rng, (n+kBlock-1)/kBlock*kBlock*hd)
+				vc := randomF16(rng, n*hd)
+				q := randomF32(rng, R*sub*hd)
+				q16, scores, ob := make([]float32, R*sub*hd), make([]float32, R*sub*n), make([]float32, R*sub*hd)
+				o, qT := make([]float32, R*sub*hd), make([]float32, R*sub*hd)
+				var best [2]time.Duration
+				for b.Loop() {
+					for i, t := range [][]float32{nil, qT} {
+						start := time.Now()
+						attendRun(k, q, sub*hd, R, sub, hd, kt, vc, n0, q16, scores, ob, o, sub*hd, t)
+						if d := time.Since(start); best[i] == 0 || d < best[i] {
+							best[i] = d
+						}
 					}
 				}
-			}
-			flops := 2 * 2 * float64(R*sub) * float64(n0) * hd // scores and sums
-			for i, name := range []string{"four", "wide"} {
-				g := flops / best[i].Seconds() / 1e9
-				b.ReportMetric(g, name+"-GFLOP/s")
-				b.ReportMetric(g/peak, name+"-of-peak")
-			}
-		})
+				flops := 2 * 2 * float64(R*sub) * float64(n0) * hd // scores and sums
+				for i, name := range []string{"four", "wide"} {
+					g := flops / best[i].Seconds() / 1e9
+					b.ReportMetric(g, name+"-GFLOP/s")
+					b.ReportMetric(g/peak, name+"-of-peak")
+				}
+			})
+		}
 	}
 }
 
