@@ -21,7 +21,7 @@ const (
 
 var stageNames = [numStages]struct{ label, kernel string }{
 	stageMatMul:    {"ternary matrix products", "ternaryRows, ternaryMatMul"},
-	stageAttention: {"attention", "dotF16Rows, axpyF16Rows"},
+	stageAttention: {"attention", "kScores, expSub, axpyF16Rows4"},
 	stageRopeKV:    {"RoPE, K/V cache writes", "Go"},
 	stageNorm:      {"norms, quantization, activation, residual", "Go"},
 	stageHead:      {"output head (with its norm)", "dotF16Rows, dotI8Rows, dotBlockRows, dotNibbleRows, dotSixRows"},
